@@ -1,0 +1,184 @@
+//! The connector manifest.
+//!
+//! A connector's tool descriptions and its WITHHELD list are written once, as
+//! doc comments in its `.wit` file. The component model drops doc comments
+//! when a component is built, so `scout-sdk` reads them at compile time (with
+//! [`Manifest::from_wit_dir`]) and stores them as JSON in a custom section of
+//! the component, named [`SECTION`]. The host reads the section back and
+//! refuses a component whose manifest and exports disagree: the binary cannot
+//! describe a tool it does not export, or export one it does not describe.
+
+use serde::{Deserialize, Serialize};
+
+/// Name of the custom section that carries the manifest inside a component.
+pub const SECTION: &str = "scout-connector-manifest";
+
+/// Version of the manifest's JSON shape.
+pub const FORMAT: u32 = 1;
+
+/// The exported interface that holds a connector's read tools.
+pub const READ_INTERFACE: &str = "read-tools";
+/// The exported interface that holds a connector's write tools.
+pub const WRITE_INTERFACE: &str = "write-tools";
+
+/// The heading, in a world's doc comment, above its WITHHELD list.
+pub const WITHHELD_HEADING: &str = "Withheld:";
+
+/// What a tool does to the world.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Effect {
+    /// Looks, changes nothing upstream.
+    Read,
+    /// Creates, changes, sends or spends something upstream.
+    Write,
+}
+
+impl Effect {
+    /// The effect of a tool exported from the interface named `interface`.
+    pub fn of_interface(interface: &str) -> Option<Effect> {
+        match interface {
+            READ_INTERFACE => Some(Effect::Read),
+            WRITE_INTERFACE => Some(Effect::Write),
+            _ => None,
+        }
+    }
+
+    /// `read` or `write`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effect::Read => "read",
+            Effect::Write => "write",
+        }
+    }
+}
+
+/// One tool as its WIT describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolDoc {
+    /// The WIT function name, e.g. `read-file`.
+    pub function: String,
+    /// Read or write, from the interface the function is exported in.
+    pub effect: Effect,
+    /// The function's doc comment.
+    pub description: String,
+}
+
+/// One effect the connector deliberately does not build.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Withheld {
+    /// What is not built, e.g. `merging`.
+    pub effect: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// Everything a component says about itself beyond its types.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Shape version, [`FORMAT`].
+    pub format: u32,
+    /// The connector's name: its WIT package name, e.g. `github`.
+    pub connector: String,
+    /// The WIT package version, e.g. `0.1.0`.
+    pub version: String,
+    /// The WIT namespace, e.g. `scout`.
+    pub namespace: String,
+    /// The world's doc comment above the WITHHELD list.
+    pub description: String,
+    /// Every tool, read tools first, in WIT order.
+    pub tools: Vec<ToolDoc>,
+    /// The WITHHELD list.
+    pub withheld: Vec<Withheld>,
+}
+
+/// Why a manifest could not be made or read.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    /// The WIT could not be parsed.
+    #[error("cannot parse WIT: {0}")]
+    Wit(String),
+    /// The WIT is well formed but breaks a connector rule.
+    #[error("{0}")]
+    Rule(String),
+    /// The JSON in the section is not a manifest.
+    #[error("manifest section is not valid: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+impl Manifest {
+    /// Parses the JSON stored in the [`SECTION`] custom section.
+    pub fn from_json(bytes: &[u8]) -> Result<Manifest, ManifestError> {
+        let manifest: Manifest = serde_json::from_slice(bytes)?;
+        if manifest.format != FORMAT {
+            return Err(ManifestError::Rule(format!(
+                "manifest format {} is not supported (expected {FORMAT})",
+                manifest.format
+            )));
+        }
+        Ok(manifest)
+    }
+
+    /// The JSON stored in the custom section.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a manifest always serialises")
+    }
+
+    /// The wire name of a tool: `github` + `read-file` = `github_read_file`.
+    pub fn wire_name(&self, function: &str) -> String {
+        wire_name(&self.connector, function)
+    }
+}
+
+/// The wire name of a connector's tool, as the seed names it:
+/// connector `github`, function `read-file` -> `github_read_file`.
+pub fn wire_name(connector: &str, function: &str) -> String {
+    format!("{}_{}", connector.replace('-', "_"), function.replace('-', "_"))
+}
+
+/// Splits a world's doc comment into its description and WITHHELD list.
+///
+/// The list follows a line that reads `Withheld:`, one `- effect: reason`
+/// bullet per line; a bullet may continue on indented lines.
+pub fn parse_world_docs(docs: &str) -> Result<(String, Vec<Withheld>), ManifestError> {
+    let mut description = Vec::new();
+    let mut withheld: Vec<Withheld> = Vec::new();
+    let mut in_list = false;
+    for line in docs.lines() {
+        let trimmed = line.trim();
+        if !in_list {
+            if trimmed == WITHHELD_HEADING {
+                in_list = true;
+            } else {
+                description.push(line);
+            }
+            continue;
+        }
+        if trimmed.is_empty() {
+            continue;
+        }
+        if let Some(bullet) = trimmed.strip_prefix("- ") {
+            let (effect, reason) = bullet.split_once(':').ok_or_else(|| {
+                ManifestError::Rule(format!("withheld entry `{bullet}` is not `- effect: reason`"))
+            })?;
+            let (effect, reason) = (effect.trim(), reason.trim());
+            if effect.is_empty() || reason.is_empty() {
+                return Err(ManifestError::Rule(format!(
+                    "withheld entry `{bullet}` needs both an effect and a reason"
+                )));
+            }
+            withheld.push(Withheld { effect: effect.to_string(), reason: reason.to_string() });
+        } else if let Some(last) = withheld.last_mut() {
+            last.reason.push(' ');
+            last.reason.push_str(trimmed);
+        } else {
+            return Err(ManifestError::Rule(format!(
+                "line `{trimmed}` under `{WITHHELD_HEADING}` is not a `- effect: reason` bullet"
+            )));
+        }
+    }
+    Ok((description.join("\n").trim().to_string(), withheld))
+}
+
+#[cfg(feature = "from-wit")]
+mod from_wit;

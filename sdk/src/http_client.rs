@@ -1,0 +1,137 @@
+//! Typed JSON helpers over the host's `http` capability.
+//!
+//! The host decides where requests go and how they are authenticated; these
+//! helpers only shape requests and turn statuses into [`ToolError`]s.
+
+use crate::bindings::scout::connector::http::{Client, Method, Request, Response, connect};
+use crate::{ToolError, UpstreamError};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// Longest upstream message carried into a [`ToolError`].
+const MAX_MESSAGE: usize = 500;
+
+/// The connector's HTTP client, bound by the host to one origin.
+pub struct Http {
+    client: Client,
+    headers: Vec<(String, String)>,
+}
+
+impl Http {
+    /// Opens the client the host granted this connector for this call.
+    pub fn connect() -> Result<Http, ToolError> {
+        Ok(Http { client: connect()?, headers: Vec::new() })
+    }
+
+    /// Adds a header sent with every request (e.g. `Accept`). Headers that
+    /// carry authority are dropped by the host whatever is set here.
+    pub fn with_header(mut self, name: &str, value: &str) -> Http {
+        self.headers.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    /// Sends a request as is and returns the response whatever its status.
+    pub fn send(&self, method: Method, path: &str, query: &[(&str, &str)], body: Option<Vec<u8>>) -> Result<Response, ToolError> {
+        let mut headers = self.headers.clone();
+        if body.is_some() {
+            headers.push(("content-type".to_string(), "application/json".to_string()));
+        }
+        let request = Request {
+            method,
+            path: path.to_string(),
+            query: query.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            headers,
+            body,
+        };
+        Ok(self.client.send(&request)?)
+    }
+
+    /// Sends a request and parses a 2xx JSON answer; any other status becomes
+    /// `not-found` (404) or `upstream`.
+    pub fn json<T: DeserializeOwned>(&self, method: Method, path: &str, query: &[(&str, &str)], body: Option<&impl Serialize>) -> Result<T, ToolError> {
+        let body = match body {
+            Some(b) => Some(serde_json::to_vec(b).map_err(|e| ToolError::invalid(format!("cannot encode body: {e}")))?),
+            None => None,
+        };
+        let response = self.send(method, path, query, body)?;
+        check_status(&response)?;
+        serde_json::from_slice(&response.body).map_err(|e| ToolError::BadResponse(format!("response is not the expected JSON: {e}")))
+    }
+
+    /// GET and parse JSON.
+    pub fn get<T: DeserializeOwned>(&self, path: &str, query: &[(&str, &str)]) -> Result<T, ToolError> {
+        self.json(Method::Get, path, query, None::<&()>)
+    }
+
+    /// POST a JSON body and parse JSON.
+    pub fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, ToolError> {
+        self.json(Method::Post, path, &[], Some(body))
+    }
+
+    /// PUT a JSON body and parse JSON.
+    pub fn put<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, ToolError> {
+        self.json(Method::Put, path, &[], Some(body))
+    }
+
+    /// PATCH a JSON body and parse JSON.
+    pub fn patch<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, ToolError> {
+        self.json(Method::Patch, path, &[], Some(body))
+    }
+
+    /// DELETE; any 2xx is success.
+    pub fn delete(&self, path: &str) -> Result<(), ToolError> {
+        let response = self.send(Method::Delete, path, &[], None)?;
+        check_status(&response)
+    }
+}
+
+/// Maps a non-2xx status to a [`ToolError`] carrying the upstream's message.
+pub fn check_status(response: &Response) -> Result<(), ToolError> {
+    if (200..300).contains(&response.status) {
+        return Ok(());
+    }
+    let message = upstream_message(&response.body);
+    if response.status == 404 {
+        return Err(ToolError::NotFound(message));
+    }
+    Err(ToolError::Upstream(UpstreamError { status: response.status, message }))
+}
+
+fn upstream_message(body: &[u8]) -> String {
+    let text = match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(v) => v.get("message").and_then(|m| m.as_str()).map(str::to_string).unwrap_or_else(|| v.to_string()),
+        Err(_) => String::from_utf8_lossy(body).into_owned(),
+    };
+    let mut end = text.len().min(MAX_MESSAGE);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
+}
+
+/// Percent-encodes one path segment: everything but `A-Z a-z 0-9 - _ . ~`.
+/// A segment that is `.` or `..` stays as it is, and the host refuses it.
+pub fn encode_segment(segment: &str) -> String {
+    let mut out = String::with_capacity(segment.len());
+    for b in segment.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Encodes a `/`-separated path (a file path in a repository, say) segment by
+/// segment. Refuses empty, `.` and `..` segments with `invalid-input`.
+pub fn encode_path(path: &str) -> Result<String, ToolError> {
+    let mut parts = Vec::new();
+    for seg in path.trim_matches('/').split('/') {
+        if seg.is_empty() || seg == "." || seg == ".." {
+            return Err(ToolError::invalid(format!("path `{path}` has an empty, `.` or `..` segment")));
+        }
+        parts.push(encode_segment(seg));
+    }
+    Ok(parts.join("/"))
+}

@@ -1,0 +1,122 @@
+//! `scout-sdk`: what a connector author depends on.
+//!
+//! A connector is a WASI component whose WIT world exports `read-tools`
+//! and/or `write-tools`. You write the world (with a doc comment on every
+//! tool and a `Withheld:` list on the world), implement the generated traits,
+//! and call the host only through the capability handles it grants: today
+//! [`Http`] for the connector's one destination and [`log`].
+//!
+//! ```ignore
+//! scout_sdk::bindings!();
+//!
+//! use bindings::exports::acme::weather::read_tools::Guest;
+//! use scout_sdk::{Http, ToolError};
+//!
+//! struct Weather;
+//!
+//! impl Guest for Weather {
+//!     fn forecast(city: String) -> Result<String, ToolError> {
+//!         let http = Http::connect()?;
+//!         let body: serde_json::Value = http.get(&format!("/forecast/{}", scout_sdk::encode_segment(&city)), &[])?;
+//!         Ok(body.to_string())
+//!     }
+//! }
+//!
+//! scout_sdk::export!(Weather);
+//! ```
+//!
+//! The bindings of the shared `scout:connector` package live in this crate and
+//! are private; the types a connector needs are re-exported below.
+
+mod bindings {
+    wit_bindgen::generate!({
+        path: "wit",
+        world: "scout:connector/imports",
+        generate_all,
+        generate_unused_types: true,
+    });
+}
+
+mod http_client;
+pub mod log;
+
+pub use bindings::scout::connector::http::{HttpError, Method, Request, Response};
+pub use bindings::scout::connector::types::{Effect, ToolError, UpstreamError};
+pub use http_client::{Http, encode_path, encode_segment};
+
+/// Not public API: what `bindings!` and `export!` expand to.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::bindings::scout::connector::{http, log, types};
+    pub use scout_sdk_macros::embed_manifest;
+    pub use wit_bindgen;
+}
+
+/// Generates the bindings of the connector's own world (from `wit/`, or the
+/// folder given) into a module named `bindings`, reusing this crate's types
+/// for the shared `scout:connector` interfaces.
+#[macro_export]
+macro_rules! bindings {
+    () => {
+        $crate::bindings!("wit");
+    };
+    ($path:tt) => {
+        #[allow(clippy::all, dead_code, unused_imports)]
+        mod bindings {
+            scout_sdk::__private::wit_bindgen::generate!({
+                path: $path,
+                runtime_path: "scout_sdk::__private::wit_bindgen::rt",
+                with: {
+                    "scout:connector/types@0.1.0": scout_sdk::__private::types,
+                    "scout:connector/http@0.1.0": scout_sdk::__private::http,
+                    "scout:connector/log@0.1.0": scout_sdk::__private::log,
+                },
+            });
+        }
+    };
+}
+
+/// Exports the connector type `$ty`, which implements the generated
+/// `read_tools::Guest` and/or `write_tools::Guest` traits, and embeds the
+/// manifest (tool descriptions and the WITHHELD list, read from the WIT doc
+/// comments) in the component.
+#[macro_export]
+macro_rules! export {
+    ($ty:ident) => {
+        $crate::export!($ty, "wit");
+    };
+    ($ty:ident, $path:tt) => {
+        bindings::export!($ty with_types_in bindings);
+        scout_sdk::__private::embed_manifest!($path);
+    };
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ToolError::InvalidInput(m) => write!(f, "invalid input: {m}"),
+            ToolError::NotFound(m) => write!(f, "not found: {m}"),
+            ToolError::Refused(m) => write!(f, "refused: {m}"),
+            ToolError::Upstream(e) => write!(f, "upstream answered {}: {}", e.status, e.message),
+            ToolError::Http(e) => write!(f, "http: {e}"),
+            ToolError::BadResponse(m) => write!(f, "bad response: {m}"),
+        }
+    }
+}
+
+impl From<HttpError> for ToolError {
+    fn from(e: HttpError) -> Self {
+        ToolError::Http(e)
+    }
+}
+
+impl ToolError {
+    /// An `invalid-input` error.
+    pub fn invalid(msg: impl Into<String>) -> Self {
+        ToolError::InvalidInput(msg.into())
+    }
+    /// A `refused` error: the connector's own rule forbids this.
+    pub fn refused(msg: impl Into<String>) -> Self {
+        ToolError::Refused(msg.into())
+    }
+}
