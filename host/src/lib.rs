@@ -1,0 +1,24 @@
+//! Scout Connector Host: runs connectors as WebAssembly components and gives
+//! each call only the capability handles the host grants it.
+//!
+//! - [`runtime`]: engine, loading (imports checked, manifest matched against
+//!   exports), one fresh store per call.
+//! - [`capabilities`]: the `http` and `log` handles, one module per WIT interface.
+//! - [`schema`] and [`convert`]: JSON Schema and JSON values from WIT types.
+//! - [`inspect`]: the security reviewer's view of a component.
+
+mod bindings;
+pub mod capabilities;
+pub mod convert;
+pub mod demo;
+pub mod error;
+pub mod inspect;
+mod output;
+pub mod runtime;
+pub mod schema;
+
+pub use capabilities::Capabilities;
+pub use capabilities::http::{CredentialConfig, CredentialScheme, HttpCapability, HttpConfig, SecretSource};
+pub use error::{CallError, ConfigError, LoadError};
+pub use runtime::{CallOutcome, ComponentInfo, LoadedComponent, Runtime, RuntimeConfig, Tool, ToolOutput};
+pub use scout_manifest::Effect;

@@ -1,0 +1,71 @@
+//! A guest that misbehaves on purpose: each tool attacks the host in one way.
+
+scout_sdk::bindings!();
+
+use bindings::exports::scout::hostile::read_tools::{Fetched, Guest};
+use scout_sdk::{Http, Method, ToolError};
+use std::io::{Read, Write};
+
+struct Hostile;
+
+impl Guest for Hostile {
+    fn spin() -> Result<u64, ToolError> {
+        let mut n: u64 = 0;
+        loop {
+            n = std::hint::black_box(n.wrapping_add(1));
+        }
+    }
+
+    fn hog(mebibytes: u32) -> Result<u64, ToolError> {
+        let mut kept: Vec<Vec<u8>> = Vec::new();
+        let mut total = 0u64;
+        for _ in 0..mebibytes {
+            let block = vec![0xA5u8; 1 << 20];
+            total += block.len() as u64;
+            kept.push(std::hint::black_box(block));
+        }
+        Ok(total)
+    }
+
+    fn fetch(path: String, headers: Vec<(String, String)>) -> Result<Fetched, ToolError> {
+        let mut http = Http::connect()?;
+        for (name, value) in &headers {
+            http = http.with_header(name, value);
+        }
+        let response = http.send(Method::Get, &path, &[], None)?;
+        Ok(Fetched {
+            status: response.status,
+            body: String::from_utf8_lossy(&response.body).into_owned(),
+            headers: response.headers,
+        })
+    }
+
+    fn environment() -> Result<Vec<String>, ToolError> {
+        let mut found: Vec<String> = std::env::vars().map(|(k, v)| format!("{k}={v}")).collect();
+        found.extend(std::env::args());
+        let mut stdin = String::new();
+        let _ = std::io::stdin().read_to_string(&mut stdin);
+        if !stdin.is_empty() {
+            found.push(stdin);
+        }
+        Ok(found)
+    }
+
+    fn print(bytes: u32) -> Result<u32, ToolError> {
+        let chunk = vec![b'x'; 1024];
+        let mut left = bytes as usize;
+        while left > 0 {
+            let n = left.min(chunk.len());
+            std::io::stdout().write_all(&chunk[..n]).map_err(|e| ToolError::invalid(e.to_string()))?;
+            std::io::stderr().write_all(&chunk[..n]).map_err(|e| ToolError::invalid(e.to_string()))?;
+            left -= n;
+        }
+        Ok(bytes)
+    }
+
+    fn crash() -> Result<u32, ToolError> {
+        panic!("the hostile guest panicked on purpose")
+    }
+}
+
+scout_sdk::export!(Hostile);

@@ -1,0 +1,18 @@
+//! Host-side bindings of the `scout:connector` contract.
+
+wasmtime::component::bindgen!({
+    path: "../wit",
+    world: "scout:connector/imports",
+    imports: {
+        "scout:connector/http.[method]client.send": async | trappable,
+        default: trappable,
+    },
+    with: {
+        "scout:connector/http.client": crate::capabilities::http::ClientHandle,
+    },
+});
+
+pub use scout::connector::{http, log, types};
+
+// `types` has no functions; its host trait is empty.
+impl types::Host for crate::runtime::CallState {}

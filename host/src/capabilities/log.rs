@@ -1,0 +1,47 @@
+//! The `log` capability: structured lines from the guest into the trace,
+//! bounded in count and size so a guest cannot flood the host.
+
+use crate::bindings::log::{Host, Level};
+use crate::runtime::CallState;
+use serde::Serialize;
+
+/// Most log lines kept per call; later lines are counted, not kept.
+pub const MAX_LINES: usize = 256;
+/// Longest line kept; longer lines are cut.
+pub const MAX_LINE_BYTES: usize = 4096;
+
+/// One line logged by a guest.
+#[derive(Debug, Clone, Serialize)]
+pub struct GuestLog {
+    /// `trace`, `debug`, `info`, `warn` or `error`.
+    pub level: &'static str,
+    /// The line, cut to [`MAX_LINE_BYTES`] and scrubbed of the secret.
+    pub message: String,
+}
+
+impl Host for CallState {
+    fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
+        if self.logs.len() >= MAX_LINES {
+            self.logs_dropped += 1;
+            return Ok(());
+        }
+        let mut end = message.len().min(MAX_LINE_BYTES);
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        let message = match &self.caps.http {
+            Some(http) => http.scrub_text(&message[..end]),
+            None => message[..end].to_string(),
+        };
+        let level = match level {
+            Level::Trace => "trace",
+            Level::Debug => "debug",
+            Level::Info => "info",
+            Level::Warn => "warn",
+            Level::Error => "error",
+        };
+        tracing::debug!(target: "scout_host::guest", level, %message);
+        self.logs.push(GuestLog { level, message });
+        Ok(())
+    }
+}

@@ -1,0 +1,122 @@
+//! The resolved-address deny list.
+//!
+//! A connector's origin is fixed by configuration, but a name can resolve to
+//! anything, so every address a request would use is checked: loopback,
+//! private, link-local, CGNAT, metadata, documentation, multicast, reserved
+//! and unspecified addresses are refused, including IPv4 addresses mapped or
+//! embedded in IPv6, unless the operator explicitly allowed the origin.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// Why an address is refused, or `None` if it is public.
+pub fn denied_reason(ip: IpAddr) -> Option<&'static str> {
+    match ip {
+        IpAddr::V4(v4) => denied_v4(v4),
+        IpAddr::V6(v6) => denied_v6(v6),
+    }
+}
+
+fn denied_v4(ip: Ipv4Addr) -> Option<&'static str> {
+    let o = ip.octets();
+    let reason = if ip.is_unspecified() || o[0] == 0 {
+        "unspecified or this-network address"
+    } else if ip.is_loopback() {
+        "loopback address"
+    } else if ip.is_private() {
+        "private address"
+    } else if ip.is_link_local() {
+        "link-local address (cloud metadata lives here)"
+    } else if o[0] == 100 && (o[1] & 0xc0) == 64 {
+        "carrier-grade NAT address"
+    } else if o[0] == 192 && o[1] == 0 && o[2] == 0 {
+        "IETF protocol assignment"
+    } else if ip.is_documentation() {
+        "documentation address"
+    } else if o[0] == 198 && (o[1] & 0xfe) == 18 {
+        "benchmarking address"
+    } else if ip.is_multicast() {
+        "multicast address"
+    } else if o[0] >= 240 {
+        "reserved or broadcast address"
+    } else {
+        return None;
+    };
+    Some(reason)
+}
+
+fn denied_v6(ip: Ipv6Addr) -> Option<&'static str> {
+    let s = ip.segments();
+    if ip.is_unspecified() {
+        return Some("unspecified address");
+    }
+    if ip.is_loopback() {
+        return Some("loopback address");
+    }
+    // IPv4-mapped (::ffff:a.b.c.d) and IPv4-compatible (::a.b.c.d).
+    if s[0..5] == [0, 0, 0, 0, 0] && (s[5] == 0xffff || s[5] == 0) {
+        let v4 = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
+        if s[5] == 0 {
+            return Some("IPv4-compatible IPv6 address (deprecated)");
+        }
+        return denied_v4(v4).map(mapped);
+    }
+    // NAT64 (64:ff9b::/96) embeds an IPv4 address.
+    if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
+        let v4 = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
+        return denied_v4(v4).map(mapped);
+    }
+    // 6to4 (2002::/16) embeds an IPv4 address in the next 32 bits.
+    if s[0] == 0x2002 {
+        let v4 = Ipv4Addr::new((s[1] >> 8) as u8, s[1] as u8, (s[2] >> 8) as u8, s[2] as u8);
+        return denied_v4(v4).map(mapped);
+    }
+    if (s[0] & 0xfe00) == 0xfc00 {
+        return Some("unique local address");
+    }
+    if (s[0] & 0xffc0) == 0xfe80 {
+        return Some("link-local address");
+    }
+    if (s[0] & 0xffc0) == 0xfec0 {
+        return Some("site-local address");
+    }
+    if (s[0] & 0xff00) == 0xff00 {
+        return Some("multicast address");
+    }
+    if s[0] == 0x2001 && s[1] == 0x0db8 {
+        return Some("documentation address");
+    }
+    if s[0] == 0x2001 && s[1] < 0x0200 {
+        return Some("IETF protocol assignment (Teredo, ORCHID, benchmarking)");
+    }
+    None
+}
+
+fn mapped(_inner: &'static str) -> &'static str {
+    "IPv4 address embedded in IPv6 that is not public"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_every_non_public_class() {
+        for ip in [
+            "127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1",
+            "100.100.100.200", "0.0.0.0", "255.255.255.255", "224.0.0.1", "192.0.2.1", "198.18.0.1",
+            "::1", "::", "fe80::1", "fc00::1", "fd00:ec2::254", "ff02::1", "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254", "::127.0.0.1", "64:ff9b::a9fe:a9fe", "2002:7f00:1::", "2001:db8::1",
+        ] {
+            let ip: IpAddr = ip.parse().unwrap();
+            assert!(denied_reason(ip).is_some(), "{ip} should be denied");
+        }
+    }
+
+    #[test]
+    fn allows_public_addresses() {
+        for ip in ["140.82.112.6", "8.8.8.8", "2606:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808"] {
+            let ip: IpAddr = ip.parse().unwrap();
+            assert_eq!(denied_reason(ip), None, "{ip} should be allowed");
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! JSON arguments to component values and component values back to JSON.
+//!
+//! Arguments that do not fit the WIT types are refused here, with the path
+//! of the offending field (`$.files[2].path`), before the guest runs.
+
+use serde_json::{Map, Number, Value};
+use wasmtime::component::Val;
+use wasmtime::component::types::Type;
+
+/// A JSON value that does not fit its WIT type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    /// Where, as `$.field[index]`.
+    pub path: String,
+    /// What was expected.
+    pub message: String,
+}
+
+type Result<T> = std::result::Result<T, Mismatch>;
+
+fn fail<T>(path: &str, message: impl Into<String>) -> Result<T> {
+    Err(Mismatch { path: path.to_string(), message: message.into() })
+}
+
+/// Converts a tool's JSON arguments (an object keyed by parameter name) to
+/// the parameter values, in order.
+pub fn args_to_vals(params: &[(String, Type)], args: &Value) -> Result<Vec<Val>> {
+    let empty = Map::new();
+    let object = match args {
+        Value::Object(o) => o,
+        Value::Null => &empty,
+        _ => return fail("$", "arguments must be a JSON object"),
+    };
+    let fields: Vec<(&str, &Type)> = params.iter().map(|(n, t)| (n.as_str(), t)).collect();
+    let vals = object_fields(&fields, object, "$")?;
+    Ok(vals.into_iter().map(|(_, v)| v).collect())
+}
+
+fn object_fields(fields: &[(&str, &Type)], object: &Map<String, Value>, path: &str) -> Result<Vec<(String, Val)>> {
+    for key in object.keys() {
+        if !fields.iter().any(|(n, _)| n == key) {
+            return fail(&format!("{path}.{key}"), "unknown field");
+        }
+    }
+    let mut out = Vec::with_capacity(fields.len());
+    for (name, ty) in fields {
+        let field_path = format!("{path}.{name}");
+        let val = match (object.get(*name), ty) {
+            (None | Some(Value::Null), Type::Option(_)) => Val::Option(None),
+            (None, _) => return fail(&field_path, "missing required field"),
+            (Some(v), Type::Option(inner)) => Val::Option(Some(Box::new(to_val(&inner.ty(), v, &field_path)?))),
+            (Some(v), ty) => to_val(ty, v, &field_path)?,
+        };
+        out.push((name.to_string(), val));
+    }
+    Ok(out)
+}
+
+/// Converts one JSON value to a value of type `ty`.
+pub fn to_val(ty: &Type, v: &Value, path: &str) -> Result<Val> {
+    Ok(match ty {
+        Type::Bool => Val::Bool(v.as_bool().ok_or_else(|| mismatch(path, "a boolean", v))?),
+        Type::S8 => Val::S8(signed(v, path, i8::MIN as i64, i8::MAX as i64)? as i8),
+        Type::S16 => Val::S16(signed(v, path, i16::MIN as i64, i16::MAX as i64)? as i16),
+        Type::S32 => Val::S32(signed(v, path, i32::MIN as i64, i32::MAX as i64)? as i32),
+        Type::S64 => Val::S64(signed(v, path, i64::MIN, i64::MAX)?),
+        Type::U8 => Val::U8(unsigned(v, path, u8::MAX as u64)? as u8),
+        Type::U16 => Val::U16(unsigned(v, path, u16::MAX as u64)? as u16),
+        Type::U32 => Val::U32(unsigned(v, path, u32::MAX as u64)? as u32),
+        Type::U64 => Val::U64(unsigned(v, path, u64::MAX)?),
+        Type::Float32 => Val::Float32(v.as_f64().ok_or_else(|| mismatch(path, "a number", v))? as f32),
+        Type::Float64 => Val::Float64(v.as_f64().ok_or_else(|| mismatch(path, "a number", v))?),
+        Type::Char => {
+            let s = v.as_str().ok_or_else(|| mismatch(path, "a one-character string", v))?;
+            let mut chars = s.chars();
+            match (chars.next(), chars.next()) {
+                (Some(c), None) => Val::Char(c),
+                _ => return fail(path, "expected exactly one character"),
+            }
+        }
+        Type::String => Val::String(v.as_str().ok_or_else(|| mismatch(path, "a string", v))?.to_string()),
+        Type::List(l) => {
+            let items = v.as_array().ok_or_else(|| mismatch(path, "an array", v))?;
+            let ty = l.ty();
+            Val::List(items.iter().enumerate().map(|(i, item)| to_val(&ty, item, &format!("{path}[{i}]"))).collect::<Result<_>>()?)
+        }
+        Type::FixedLengthList(l) => {
+            let items = v.as_array().ok_or_else(|| mismatch(path, "an array", v))?;
+            if items.len() != l.len() as usize {
+                return fail(path, format!("expected exactly {} items", l.len()));
+            }
+            let ty = l.ty();
+            Val::FixedLengthList(items.iter().enumerate().map(|(i, item)| to_val(&ty, item, &format!("{path}[{i}]"))).collect::<Result<_>>()?)
+        }
+        Type::Record(r) => {
+            let object = v.as_object().ok_or_else(|| mismatch(path, "an object", v))?;
+            let fields: Vec<(String, Type)> = r.fields().map(|f| (f.name.to_string(), f.ty)).collect();
+            let refs: Vec<(&str, &Type)> = fields.iter().map(|(n, t)| (n.as_str(), t)).collect();
+            Val::Record(object_fields(&refs, object, path)?)
+        }
+        Type::Tuple(t) => {
+            let items = v.as_array().ok_or_else(|| mismatch(path, "an array", v))?;
+            let types: Vec<Type> = t.types().collect();
+            if items.len() != types.len() {
+                return fail(path, format!("expected an array of exactly {} items", types.len()));
+            }
+            Val::Tuple(types.iter().zip(items).enumerate().map(|(i, (ty, item))| to_val(ty, item, &format!("{path}[{i}]"))).collect::<Result<_>>()?)
+        }
+        Type::Enum(e) => {
+            let s = v.as_str().ok_or_else(|| mismatch(path, "a string", v))?;
+            if !e.names().any(|n| n == s) {
+                return fail(path, format!("expected one of: {}", e.names().collect::<Vec<_>>().join(", ")));
+            }
+            Val::Enum(s.to_string())
+        }
+        Type::Flags(f) => {
+            let items = v.as_array().ok_or_else(|| mismatch(path, "an array of flag names", v))?;
+            let mut names = Vec::new();
+            for (i, item) in items.iter().enumerate() {
+                let s = item.as_str().ok_or_else(|| mismatch(&format!("{path}[{i}]"), "a flag name", item))?;
+                if !f.names().any(|n| n == s) {
+                    return fail(&format!("{path}[{i}]"), format!("expected one of: {}", f.names().collect::<Vec<_>>().join(", ")));
+                }
+                if !names.iter().any(|n: &String| n == s) {
+                    names.push(s.to_string());
+                }
+            }
+            Val::Flags(names)
+        }
+        Type::Option(o) => match v {
+            Value::Null => Val::Option(None),
+            v => Val::Option(Some(Box::new(to_val(&o.ty(), v, path)?))),
+        },
+        Type::Variant(var) => {
+            let (name, payload) = case_of(v, path)?;
+            let Some(case) = var.cases().find(|c| c.name == name) else {
+                return fail(path, format!("expected one of: {}", var.cases().map(|c| c.name).collect::<Vec<_>>().join(", ")));
+            };
+            let payload = payload_val(case.ty.as_ref(), payload, &format!("{path}.{name}"))?;
+            Val::Variant(name.to_string(), payload)
+        }
+        Type::Result(r) => {
+            let (name, payload) = case_of(v, path)?;
+            match name {
+                "ok" => Val::Result(Ok(payload_val(r.ok().as_ref(), payload, &format!("{path}.ok"))?)),
+                "err" => Val::Result(Err(payload_val(r.err().as_ref(), payload, &format!("{path}.err"))?)),
+                _ => return fail(path, "expected `ok` or `err`"),
+            }
+        }
+        Type::Own(_) | Type::Borrow(_) | Type::Future(_) | Type::Stream(_) | Type::ErrorContext | Type::Map(_) => {
+            return fail(path, "this type cannot be passed as an argument");
+        }
+    })
+}
+
+fn case_of<'a>(v: &'a Value, path: &str) -> Result<(&'a str, Option<&'a Value>)> {
+    match v {
+        Value::String(s) => Ok((s.as_str(), None)),
+        Value::Object(o) if o.len() == 1 => {
+            let (k, v) = o.iter().next().expect("one entry");
+            Ok((k.as_str(), Some(v)))
+        }
+        _ => fail(path, "expected a case name, or an object with exactly one case"),
+    }
+}
+
+fn payload_val(ty: Option<&Type>, payload: Option<&Value>, path: &str) -> Result<Option<Box<Val>>> {
+    match (ty, payload) {
+        (None, None | Some(Value::Null)) => Ok(None),
+        (None, Some(_)) => fail(path, "this case has no payload"),
+        (Some(_), None) => fail(path, "this case needs a payload"),
+        (Some(ty), Some(v)) => Ok(Some(Box::new(to_val(ty, v, path)?))),
+    }
+}
+
+fn mismatch(path: &str, expected: &str, got: &Value) -> Mismatch {
+    let kind = match got {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    };
+    Mismatch { path: path.to_string(), message: format!("expected {expected}, found {kind}") }
+}
+
+fn signed(v: &Value, path: &str, min: i64, max: i64) -> Result<i64> {
+    match v.as_i64() {
+        Some(n) if n >= min && n <= max => Ok(n),
+        Some(_) => fail(path, format!("expected an integer from {min} to {max}")),
+        None => Err(mismatch(path, &format!("an integer from {min} to {max}"), v)),
+    }
+}
+
+fn unsigned(v: &Value, path: &str, max: u64) -> Result<u64> {
+    match v.as_u64() {
+        Some(n) if n <= max => Ok(n),
+        _ if v.is_number() => fail(path, format!("expected an integer from 0 to {max}")),
+        _ => Err(mismatch(path, &format!("an integer from 0 to {max}"), v)),
+    }
+}
+
+/// Converts a component value to JSON, mirroring [`to_val`].
+pub fn to_json(val: &Val) -> Value {
+    match val {
+        Val::Bool(b) => Value::Bool(*b),
+        Val::S8(n) => Value::from(*n),
+        Val::U8(n) => Value::from(*n),
+        Val::S16(n) => Value::from(*n),
+        Val::U16(n) => Value::from(*n),
+        Val::S32(n) => Value::from(*n),
+        Val::U32(n) => Value::from(*n),
+        Val::S64(n) => Value::from(*n),
+        Val::U64(n) => Value::from(*n),
+        Val::Float32(f) => Number::from_f64(*f as f64).map(Value::Number).unwrap_or(Value::Null),
+        Val::Float64(f) => Number::from_f64(*f).map(Value::Number).unwrap_or(Value::Null),
+        Val::Char(c) => Value::String(c.to_string()),
+        Val::String(s) => Value::String(s.clone()),
+        Val::List(items) | Val::Tuple(items) | Val::FixedLengthList(items) => Value::Array(items.iter().map(to_json).collect()),
+        Val::Map(pairs) => Value::Array(pairs.iter().map(|(k, v)| Value::Array(vec![to_json(k), to_json(v)])).collect()),
+        Val::Record(fields) => Value::Object(fields.iter().map(|(k, v)| (k.clone(), to_json(v))).collect()),
+        Val::Variant(name, payload) => case_json(name, payload.as_deref()),
+        Val::Enum(name) => Value::String(name.clone()),
+        Val::Option(None) => Value::Null,
+        Val::Option(Some(v)) => to_json(v),
+        Val::Result(Ok(v)) => case_json("ok", v.as_deref()),
+        Val::Result(Err(v)) => case_json("err", v.as_deref()),
+        Val::Flags(names) => Value::Array(names.iter().cloned().map(Value::String).collect()),
+        Val::Resource(_) | Val::Future(_) | Val::Stream(_) | Val::ErrorContext(_) => Value::Null,
+    }
+}
+
+fn case_json(name: &str, payload: Option<&Val>) -> Value {
+    match payload {
+        None => Value::String(name.to_string()),
+        Some(v) => {
+            let mut o = Map::new();
+            o.insert(name.to_string(), to_json(v));
+            Value::Object(o)
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! `scout-host inspect`: what a security reviewer needs to decide on a component.
+//!
+//! Read from the compiled binary, not from source: the connector's name and
+//! version, every tool with its effect, description and JSON Schema, the
+//! WITHHELD list, and every import (each marked allowed or not). The JSON
+//! shape is stable and documented in README.md.
+
+use crate::runtime::ComponentInfo;
+use serde::Serialize;
+use serde_json::Value;
+
+/// The stable JSON report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Who the component says it is.
+    pub connector: ConnectorReport,
+    /// Every tool, read tools first.
+    pub tools: Vec<ToolReport>,
+    /// Effects deliberately not built, with reasons.
+    pub withheld: Vec<WithheldReport>,
+    /// Every import of the component.
+    pub imports: Vec<ImportReport>,
+}
+
+/// The `connector` object.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConnectorReport {
+    /// e.g. `github`.
+    pub name: String,
+    /// e.g. `0.1.0`.
+    pub version: String,
+    /// e.g. `scout:github@0.1.0`.
+    pub package: String,
+    /// The world's description.
+    pub description: String,
+    /// SHA-256 of the component file.
+    pub sha256: String,
+}
+
+/// One entry of `tools`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolReport {
+    /// Wire name, e.g. `github_read_file`.
+    pub name: String,
+    /// `read` or `write`.
+    pub effect: &'static str,
+    /// From the WIT doc comment.
+    pub description: String,
+    /// JSON Schema of the arguments, derived from the WIT types.
+    pub input_schema: Value,
+}
+
+/// One entry of `withheld`.
+#[derive(Debug, Clone, Serialize)]
+pub struct WithheldReport {
+    /// What is not built.
+    pub effect: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// One entry of `imports`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ImportReport {
+    /// As named in the component, e.g. `scout:connector/http@0.1.0`.
+    pub name: String,
+    /// Whether the contract allows it; a component with any `false` is refused at load.
+    pub allowed: bool,
+}
+
+impl Report {
+    /// Builds the report of an inspected component.
+    pub fn new(info: &ComponentInfo) -> Report {
+        let m = &info.manifest;
+        let package = if m.version.is_empty() {
+            format!("{}:{}", m.namespace, m.connector)
+        } else {
+            format!("{}:{}@{}", m.namespace, m.connector, m.version)
+        };
+        Report {
+            connector: ConnectorReport {
+                name: m.connector.clone(),
+                version: m.version.clone(),
+                package,
+                description: m.description.clone(),
+                sha256: info.sha256.clone(),
+            },
+            tools: info
+                .tools
+                .iter()
+                .map(|t| ToolReport {
+                    name: t.name.clone(),
+                    effect: t.effect.as_str(),
+                    description: t.description.clone(),
+                    input_schema: t.input_schema.clone(),
+                })
+                .collect(),
+            withheld: m.withheld.iter().map(|w| WithheldReport { effect: w.effect.clone(), reason: w.reason.clone() }).collect(),
+            imports: info
+                .imports
+                .iter()
+                .map(|name| ImportReport { name: name.clone(), allowed: !info.forbidden_imports.contains(name) })
+                .collect(),
+        }
+    }
+
+    /// The report as readable text.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        let c = &self.connector;
+        out.push_str(&format!("{} {} ({})\n", c.name, c.version, c.package));
+        out.push_str(&format!("sha256 {}\n\n{}\n", c.sha256, c.description));
+        for effect in ["read", "write"] {
+            let tools: Vec<&ToolReport> = self.tools.iter().filter(|t| t.effect == effect).collect();
+            out.push_str(&format!("\n{} tools ({}):\n", effect, tools.len()));
+            for t in tools {
+                out.push_str(&format!("  {}\n    {}\n", t.name, t.description.replace('\n', "\n    ")));
+                if let Some(props) = t.input_schema.get("properties").and_then(|p| p.as_object()) {
+                    let required: Vec<&str> = t.input_schema["required"]
+                        .as_array()
+                        .map(|r| r.iter().filter_map(|v| v.as_str()).collect())
+                        .unwrap_or_default();
+                    let args: Vec<String> = props
+                        .keys()
+                        .map(|k| if required.contains(&k.as_str()) { k.clone() } else { format!("{k}?") })
+                        .collect();
+                    out.push_str(&format!("    args: {}\n", args.join(", ")));
+                }
+            }
+        }
+        out.push_str(&format!("\nwithheld ({}):\n", self.withheld.len()));
+        for w in &self.withheld {
+            out.push_str(&format!("  - {}: {}\n", w.effect, w.reason));
+        }
+        out.push_str(&format!("\nimports ({}):\n", self.imports.len()));
+        for i in &self.imports {
+            out.push_str(&format!("  {} {}\n", if i.allowed { "  " } else { "!!" }, i.name));
+        }
+        if self.imports.iter().any(|i| !i.allowed) {
+            out.push_str("\nREFUSED: imports marked !! are outside the contract; the host will not load this component.\n");
+        }
+        out
+    }
+}

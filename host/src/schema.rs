@@ -1,0 +1,119 @@
+//! JSON Schema derived from WIT types (DESIGN D1).
+//!
+//! Records become objects with every non-option field required and no other
+//! properties; options become optional fields (or `null` elsewhere); enums
+//! become string enums; variants a `oneOf` of a case name or a one-key
+//! object; lists arrays; integers bounded by their width.
+
+use serde_json::{Value, json};
+use wasmtime::component::types::Type;
+
+/// Whether a type can be a tool parameter (no resources, streams, futures).
+pub fn unsupported(ty: &Type) -> Option<&'static str> {
+    match ty {
+        Type::Own(_) | Type::Borrow(_) => Some("a resource"),
+        Type::Future(_) => Some("a future"),
+        Type::Stream(_) => Some("a stream"),
+        Type::ErrorContext => Some("an error-context"),
+        Type::Map(_) => Some("a map"),
+        Type::List(l) => unsupported(&l.ty()),
+        Type::FixedLengthList(l) => unsupported(&l.ty()),
+        Type::Option(o) => unsupported(&o.ty()),
+        Type::Record(r) => r.fields().find_map(|f| unsupported(&f.ty)),
+        Type::Tuple(t) => t.types().find_map(|t| unsupported(&t)),
+        Type::Variant(v) => v.cases().find_map(|c| c.ty.as_ref().and_then(unsupported)),
+        Type::Result(r) => r.ok().as_ref().and_then(unsupported).or_else(|| r.err().as_ref().and_then(unsupported)),
+        _ => None,
+    }
+}
+
+/// The input schema of a tool: an object of its named parameters.
+pub fn params_schema<'a>(params: impl Iterator<Item = (&'a str, &'a Type)>) -> Value {
+    object_schema(params)
+}
+
+fn object_schema<'a>(fields: impl Iterator<Item = (&'a str, &'a Type)>) -> Value {
+    let mut properties = serde_json::Map::new();
+    let mut required = Vec::new();
+    for (name, ty) in fields {
+        match ty {
+            Type::Option(inner) => {
+                properties.insert(name.to_string(), schema_of(&inner.ty()));
+            }
+            other => {
+                properties.insert(name.to_string(), schema_of(other));
+                required.push(Value::String(name.to_string()));
+            }
+        }
+    }
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+/// The schema of one value of type `ty`.
+pub fn schema_of(ty: &Type) -> Value {
+    match ty {
+        Type::Bool => json!({"type": "boolean"}),
+        Type::S8 => int(i8::MIN as i64, i8::MAX as u64),
+        Type::U8 => int(0, u8::MAX as u64),
+        Type::S16 => int(i16::MIN as i64, i16::MAX as u64),
+        Type::U16 => int(0, u16::MAX as u64),
+        Type::S32 => int(i32::MIN as i64, i32::MAX as u64),
+        Type::U32 => int(0, u32::MAX as u64),
+        Type::S64 => int(i64::MIN, i64::MAX as u64),
+        Type::U64 => int(0, u64::MAX),
+        Type::Float32 | Type::Float64 => json!({"type": "number"}),
+        Type::Char => json!({"type": "string", "minLength": 1, "maxLength": 1}),
+        Type::String => json!({"type": "string"}),
+        Type::List(l) => json!({"type": "array", "items": schema_of(&l.ty())}),
+        Type::FixedLengthList(l) => {
+            json!({"type": "array", "items": schema_of(&l.ty()), "minItems": l.len(), "maxItems": l.len()})
+        }
+        Type::Record(r) => {
+            let fields: Vec<(String, Type)> = r.fields().map(|f| (f.name.to_string(), f.ty)).collect();
+            object_schema(fields.iter().map(|(n, t)| (n.as_str(), t)))
+        }
+        Type::Tuple(t) => {
+            let items: Vec<Value> = t.types().map(|t| schema_of(&t)).collect();
+            let n = items.len();
+            json!({"type": "array", "prefixItems": items, "items": false, "minItems": n, "maxItems": n})
+        }
+        Type::Enum(e) => json!({"type": "string", "enum": e.names().collect::<Vec<_>>()}),
+        Type::Flags(f) => {
+            json!({"type": "array", "items": {"type": "string", "enum": f.names().collect::<Vec<_>>()}, "uniqueItems": true})
+        }
+        Type::Option(o) => json!({"anyOf": [schema_of(&o.ty()), {"type": "null"}]}),
+        Type::Variant(v) => {
+            let cases: Vec<Value> = v.cases().map(|c| case_schema(c.name, c.ty.as_ref())).collect();
+            json!({"oneOf": cases})
+        }
+        Type::Result(r) => json!({"oneOf": [
+            case_schema("ok", r.ok().as_ref()),
+            case_schema("err", r.err().as_ref()),
+        ]}),
+        // Refused at load by `unsupported`.
+        Type::Own(_) | Type::Borrow(_) | Type::Future(_) | Type::Stream(_) | Type::ErrorContext | Type::Map(_) => {
+            json!(false)
+        }
+    }
+}
+
+fn case_schema(name: &str, payload: Option<&Type>) -> Value {
+    match payload {
+        None => json!({"const": name}),
+        Some(ty) => json!({
+            "type": "object",
+            "properties": { name: schema_of(ty) },
+            "required": [name],
+            "additionalProperties": false,
+        }),
+    }
+}
+
+fn int(min: i64, max: u64) -> Value {
+    json!({"type": "integer", "minimum": min, "maximum": max})
+}
