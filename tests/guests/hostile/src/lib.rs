@@ -60,6 +60,7 @@ impl Guest for Hostile {
             std::io::stderr().write_all(&chunk[..n]).map_err(|e| ToolError::invalid(e.to_string()))?;
             left -= n;
         }
+        std::io::stdout().flush().map_err(|e| ToolError::invalid(e.to_string()))?;
         Ok(bytes)
     }
 

@@ -1,0 +1,124 @@
+//! A loopback upstream that misbehaves on request, for the `http` capability's
+//! tests: it echoes what it received (so a test can see which headers and
+//! credentials arrived), redirects to another origin, answers oversized or
+//! compressed bodies, or stalls. Every request is recorded.
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// One request as the upstream saw it.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    /// Method.
+    pub method: String,
+    /// Path and query exactly as received.
+    pub uri: String,
+    /// Headers, names lowercased.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Seen {
+    /// The value of a header, if sent.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    seen: Mutex<Vec<Seen>>,
+    redirect_to: Mutex<String>,
+}
+
+/// The running upstream; stops when dropped.
+pub struct Upstream {
+    origin: String,
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// Size of the body `/big` answers.
+pub const BIG_BYTES: usize = 3 << 20;
+
+impl Upstream {
+    /// Starts on 127.0.0.1:0. Routes:
+    /// `/echo` answers the request's headers as `name: value` lines;
+    /// `/redirect` answers 302 to `redirect_to` (see [`Upstream::redirect_to`]);
+    /// `/big` answers [`BIG_BYTES`] bytes; `/gzip` answers a small gzip body
+    /// that inflates to [`BIG_BYTES`]; `/slow` waits 10 s; anything else 200 `ok`.
+    pub async fn start() -> Upstream {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.expect("bind 127.0.0.1:0");
+        let origin = format!("http://{}", listener.local_addr().expect("local address"));
+        let shared = Arc::new(Shared::default());
+        let app = Router::new().fallback(handle).with_state(shared.clone());
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Upstream { origin, shared, task }
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn origin(&self) -> String {
+        self.origin.clone()
+    }
+
+    /// Where `/redirect` points.
+    pub fn redirect_to(&self, location: &str) {
+        *self.shared.redirect_to.lock().unwrap() = location.to_string();
+    }
+
+    /// Every request received so far.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.shared.seen.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn handle(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, headers: HeaderMap, _body: Bytes) -> Response {
+    let seen = Seen {
+        method: method.to_string(),
+        uri: uri.to_string(),
+        headers: headers
+            .iter()
+            .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+            .collect(),
+    };
+    shared.seen.lock().unwrap().push(seen.clone());
+    match uri.path() {
+        "/echo" => {
+            let text: String = seen.headers.iter().map(|(k, v)| format!("{k}: {v}\n")).collect();
+            let text = format!("{text}uri: {}\n", seen.uri);
+            text.into_response()
+        }
+        "/redirect" => {
+            let location = shared.redirect_to.lock().unwrap().clone();
+            (StatusCode::FOUND, [(header::LOCATION, location)], "moved").into_response()
+        }
+        "/big" => vec![b'a'; BIG_BYTES].into_response(),
+        "/gzip" => {
+            let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+            encoder.write_all(&vec![b'z'; BIG_BYTES]).expect("gzip in memory");
+            let body = encoder.finish().expect("gzip in memory");
+            Response::builder()
+                .header(header::CONTENT_ENCODING, "gzip")
+                .body(Body::from(body))
+                .expect("valid response")
+        }
+        "/slow" => {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            "late".into_response()
+        }
+        _ => "ok".into_response(),
+    }
+}
