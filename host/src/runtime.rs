@@ -344,12 +344,14 @@ impl Runtime {
             return compile();
         };
         let path = dir.join(format!("{}.cwasm", self.cache_key(bytes)));
-        if path.is_file() {
+        if let Ok(cached) = std::fs::read(&path) {
+            // Read into memory rather than mapped: a mapped file that someone
+            // truncates under us would crash the host with SIGBUS.
             // SAFETY: the cache directory is the host's own; entries are
             // written only by `Component::serialize` below, keyed by the
             // component's hash and this engine's configuration, and
-            // `deserialize_file` still checks that they match this engine.
-            match unsafe { Component::deserialize_file(engine, &path) } {
+            // `deserialize` still checks that they match this engine.
+            match unsafe { Component::deserialize(engine, &cached) } {
                 Ok(component) => return Ok(component),
                 Err(e) => {
                     tracing::warn!(path = %path.display(), error = %format!("{e:#}"), "dropping unusable cache entry");

@@ -1,0 +1,84 @@
+//! `scout-host inspect` on the built components, through the real binary.
+
+use serde_json::Value;
+use std::process::Command;
+
+fn inspect(path: &str, json: bool) -> (i32, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_scout-host"));
+    cmd.arg("inspect").arg(path);
+    if json {
+        cmd.arg("--json");
+    }
+    let out = cmd.output().expect("run scout-host");
+    (out.status.code().unwrap_or(-1), String::from_utf8(out.stdout).unwrap())
+}
+
+#[test]
+fn inspect_json_lists_exactly_the_github_tools_and_withheld_list() {
+    let (code, stdout) = inspect(scout_tests::components::GITHUB, true);
+    assert_eq!(code, 0);
+    let report: Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(report["connector"]["name"], "github");
+    assert_eq!(report["connector"]["version"], "0.1.0");
+    let tools: Vec<(String, String)> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap().to_string(), t["effect"].as_str().unwrap().to_string()))
+        .collect();
+    let expected: Vec<(String, String)> = [
+        ("github_read_file", "read"),
+        ("github_list_path", "read"),
+        ("github_list_branches", "read"),
+        ("github_list_issues", "read"),
+        ("github_read_issue", "read"),
+        ("github_list_pull_requests", "read"),
+        ("github_read_pull_request", "read"),
+        ("github_create_branch", "write"),
+        ("github_commit_files", "write"),
+        ("github_open_pull_request", "write"),
+        ("github_comment", "write"),
+    ]
+    .iter()
+    .map(|(n, e)| (n.to_string(), e.to_string()))
+    .collect();
+    assert_eq!(tools, expected);
+    for tool in report["tools"].as_array().unwrap() {
+        assert!(!tool["description"].as_str().unwrap().is_empty());
+        assert_eq!(tool["input_schema"]["type"], "object");
+        assert_eq!(tool["input_schema"]["additionalProperties"], false);
+    }
+    let withheld: Vec<&str> = report["withheld"].as_array().unwrap().iter().map(|w| w["effect"].as_str().unwrap()).collect();
+    assert_eq!(
+        withheld,
+        [
+            "merging",
+            "force-push and history rewrites",
+            "deletes",
+            "repository settings",
+            "collaborators",
+            "branch protection",
+            "secrets",
+            "triggering workflows",
+            "releases",
+            "search",
+            "GraphQL"
+        ]
+    );
+    assert!(report["withheld"].as_array().unwrap().iter().all(|w| !w["reason"].as_str().unwrap().is_empty()));
+    let imports = report["imports"].as_array().unwrap();
+    assert!(imports.iter().any(|i| i["name"].as_str().unwrap().starts_with("scout:connector/http@")));
+    assert!(imports.iter().all(|i| i["allowed"] == true), "{imports:?}");
+    // The schema of a typed argument is derived from WIT.
+    let list_issues = &report["tools"][3]["input_schema"]["properties"];
+    assert_eq!(list_issues["state"]["enum"], serde_json::json!(["open", "closed", "all"]));
+    assert_eq!(list_issues["limit"]["maximum"], 255);
+}
+
+#[test]
+fn inspect_shows_and_refuses_forbidden_imports() {
+    let (code, stdout) = inspect(scout_tests::components::IMPORTS_SOCKETS, false);
+    assert_eq!(code, 2, "a component with forbidden imports makes inspect fail");
+    assert!(stdout.contains("!! wasi:sockets/tcp@"), "{stdout}");
+    assert!(stdout.contains("REFUSED"), "{stdout}");
+}
