@@ -6,3 +6,5 @@
 pub mod components {
     include!(concat!(env!("OUT_DIR"), "/components.rs"));
 }
+
+pub mod fake_github;
