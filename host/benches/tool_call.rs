@@ -1,1 +1,116 @@
-fn main() {}
+//! A GitHub read tool called through the host, against the same HTTP request
+//! made natively with reqwest, to the same loopback server, in the same
+//! process; and the cost of a fresh store per call.
+//!
+//! Besides criterion's own groups, a first pass interleaves the two pair by
+//! pair (so both see the same machine state) and prints the ratio of medians.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use scout_host::{Capabilities, CredentialScheme, HttpCapability, HttpConfig, LoadedComponent, Runtime, RuntimeConfig, SecretSource};
+use scout_tests::fake_github::FakeGitHub;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "ghp_benchmark_token_0123456789";
+
+struct Setup {
+    _github: FakeGitHub,
+    origin: String,
+    component: LoadedComponent,
+    caps: Capabilities,
+    client: reqwest::Client,
+}
+
+async fn setup() -> Setup {
+    let github = FakeGitHub::start(TOKEN).await;
+    let runtime = Runtime::new(RuntimeConfig::default()).expect("runtime");
+    let component = runtime.load_file(Path::new(scout_tests::components::GITHUB)).expect("github component");
+    let http = HttpCapability::new(
+        HttpConfig::new(github.origin())
+            .credential(CredentialScheme::Bearer, SecretSource::Value(TOKEN.to_string()))
+            .allow_private_network(true),
+    )
+    .expect("capability");
+    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).no_proxy().build().unwrap();
+    Setup { origin: github.origin(), _github: github, component, caps: Capabilities { http: Some(http) }, client }
+}
+
+async fn through_host(s: &Setup) {
+    let outcome = s
+        .component
+        .call("github_read_file", &json!({"owner": "octo", "repo": "hello", "path": "README.md"}), &s.caps)
+        .await
+        .expect("call");
+    assert!(outcome.output.ok().is_some(), "{:?}", outcome.output);
+}
+
+async fn native(s: &Setup) {
+    let response = s
+        .client
+        .get(format!("{}/repos/octo/hello/contents/README.md", s.origin))
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .header("accept", "application/vnd.github+json")
+        .header("user-agent", "bench")
+        .send()
+        .await
+        .expect("native request");
+    assert!(response.status().is_success());
+    let body: Value = serde_json::from_slice(&response.bytes().await.expect("body")).expect("json");
+    let content: String = body["content"].as_str().unwrap().split_whitespace().collect();
+    use base64::Engine as _;
+    let text = base64::engine::general_purpose::STANDARD.decode(content).unwrap();
+    std::hint::black_box(String::from_utf8(text).unwrap());
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn interleaved(rt: &tokio::runtime::Runtime, s: &Setup) {
+    let pairs = 400;
+    let (mut host, mut direct, mut fresh) = (Vec::with_capacity(pairs), Vec::with_capacity(pairs), Vec::with_capacity(pairs));
+    rt.block_on(async {
+        for _ in 0..50 {
+            through_host(s).await;
+            native(s).await;
+        }
+        for _ in 0..pairs {
+            let t = Instant::now();
+            through_host(s).await;
+            host.push(t.elapsed());
+            let t = Instant::now();
+            native(s).await;
+            direct.push(t.elapsed());
+            let t = Instant::now();
+            s.component.instantiate_fresh().await.unwrap();
+            fresh.push(t.elapsed());
+        }
+    });
+    let (h, n, f) = (median(host), median(direct), median(fresh));
+    println!(
+        "interleaved {pairs} pairs: host median {:.1} us, native reqwest median {:.1} us, ratio {:.2}x (+{:.1} us); fresh store + instantiate median {:.1} us",
+        h.as_secs_f64() * 1e6,
+        n.as_secs_f64() * 1e6,
+        h.as_secs_f64() / n.as_secs_f64(),
+        (h.as_secs_f64() - n.as_secs_f64()) * 1e6,
+        f.as_secs_f64() * 1e6,
+    );
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let s = rt.block_on(setup());
+    interleaved(&rt, &s);
+
+    let mut group = c.benchmark_group("github_read_file");
+    group.bench_function("through_host", |b| b.to_async(&rt).iter(|| through_host(&s)));
+    group.bench_function("native_reqwest", |b| b.to_async(&rt).iter(|| native(&s)));
+    group.finish();
+
+    c.bench_function("fresh_store_instantiate", |b| b.to_async(&rt).iter(|| s.component.instantiate_fresh()));
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -490,15 +490,9 @@ impl LoadedComponent {
         self.by_name.get(name).map(|&i| &self.info.tools[i])
     }
 
-    /// Calls a tool in a fresh store, granting it `caps` for this call only.
-    pub async fn call(&self, tool: &str, args: &Value, caps: &Capabilities) -> Result<CallOutcome, CallError> {
-        let tool = self.tool(tool).ok_or_else(|| CallError::UnknownTool(tool.to_string()))?;
-        let params = convert::args_to_vals(&tool.params, args)
-            .map_err(|m| CallError::InvalidArguments { path: m.path, message: m.message })?;
+    /// A fresh store for one call: limits, deadline, captured output.
+    fn new_store(&self, caps: &Capabilities, started: Instant, deadline: Instant) -> (Store<CallState>, CappedOutput, CappedOutput) {
         let config = &self.runtime.config;
-        let started = Instant::now();
-        let deadline = started + config.call_timeout;
-
         let stdout = CappedOutput::new(config.output_cap);
         let stderr = CappedOutput::new(config.output_cap);
         let wasi = WasiCtx::builder()
@@ -527,6 +521,28 @@ impl LoadedComponent {
             }
             Ok(UpdateDeadline::Yield(1))
         });
+        (store, stdout, stderr)
+    }
+
+    /// Creates a fresh store and instantiates the component in it, then drops
+    /// both: what every call pays before the tool runs (for benchmarks).
+    pub async fn instantiate_fresh(&self) -> Result<(), CallError> {
+        let started = Instant::now();
+        let (mut store, _, _) = self.new_store(&Capabilities::default(), started, started + self.runtime.config.call_timeout);
+        self.pre.instantiate_async(&mut store).await.map_err(|e| CallError::Instantiate(format!("{e:#}")))?;
+        Ok(())
+    }
+
+    /// Calls a tool in a fresh store, granting it `caps` for this call only.
+    pub async fn call(&self, tool: &str, args: &Value, caps: &Capabilities) -> Result<CallOutcome, CallError> {
+        let tool = self.tool(tool).ok_or_else(|| CallError::UnknownTool(tool.to_string()))?;
+        let params = convert::args_to_vals(&tool.params, args)
+            .map_err(|m| CallError::InvalidArguments { path: m.path, message: m.message })?;
+        let config = &self.runtime.config;
+        let started = Instant::now();
+        let deadline = started + config.call_timeout;
+
+        let (mut store, stdout, stderr) = self.new_store(caps, started, deadline);
 
         let run = async {
             let instance = self.pre.instantiate_async(&mut store).await?;

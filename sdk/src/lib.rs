@@ -86,6 +86,9 @@ macro_rules! export {
         $crate::export!($ty, "wit");
     };
     ($ty:ident, $path:tt) => {
+        // Exported names (`scout:github/read-tools@0.1.0#read-file`) are not
+        // valid native symbols; natively the crate builds for unit tests only.
+        #[cfg(target_family = "wasm")]
         bindings::export!($ty with_types_in bindings);
         scout_sdk::__private::embed_manifest!($path);
     };

@@ -714,9 +714,6 @@ impl write_tools::Guest for GitHub {
     }
 }
 
-// Only for wasm: on native targets (unit tests) the export names, which
-// contain `:` and `/`, break the linker's version script of the cdylib.
-#[cfg(target_family = "wasm")]
 scout_sdk::export!(GitHub);
 
 #[cfg(test)]
