@@ -18,7 +18,7 @@ fn main() {
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     let target_root = scout_build::target_root_of(&out_dir).expect("OUT_DIR is inside a cargo target directory");
 
-    for dir in ["wit", "sdk", "connectors", "tests/guests"] {
+    for dir in ["wit", "sdk/src", "sdk/macros", "sdk/manifest", "sdk/Cargo.toml", "connectors", "tests/guests"] {
         println!("cargo:rerun-if-changed={}", workspace_root.join(dir).display());
     }
     println!("cargo:rerun-if-changed={}", workspace_root.join("Cargo.lock").display());

@@ -10,6 +10,7 @@
 mod bindings;
 pub mod capabilities;
 pub mod convert;
+#[cfg(feature = "demo")]
 pub mod demo;
 pub mod error;
 pub mod inspect;

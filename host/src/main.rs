@@ -25,6 +25,7 @@ enum Command {
         json: bool,
     },
     /// Runs the GitHub connector against a loopback GitHub-format server.
+    #[cfg(feature = "demo")]
     Demo,
 }
 
@@ -49,6 +50,7 @@ fn main() -> Result<()> {
             }
             Ok(())
         }
+        #[cfg(feature = "demo")]
         Command::Demo => {
             let rt = tokio::runtime::Runtime::new()?;
             rt.block_on(scout_host::demo::run())

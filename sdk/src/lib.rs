@@ -42,7 +42,7 @@ pub mod log;
 
 pub use bindings::scout::connector::http::{HttpError, Method, Request, Response};
 pub use bindings::scout::connector::types::{Effect, ToolError, UpstreamError};
-pub use http_client::{Http, encode_path, encode_segment};
+pub use http_client::{Http, check_status, encode_path, encode_segment};
 
 /// Not public API: what `bindings!` and `export!` expand to.
 #[doc(hidden)]

@@ -144,10 +144,8 @@ impl write_tools::Guest for Example {
     }
 }
 
-// Exported only when building the component. On native targets (`cargo
-// test`, `cargo clippy`) the export names, which contain `:` and `/`, would
-// break the linker's version script of the cdylib.
-#[cfg(target_family = "wasm")]
+// Exports the tools and embeds the manifest. `export!` applies itself only
+// when building the component, so native `cargo test` links.
 scout_sdk::export!(Example);
 
 #[cfg(test)]
