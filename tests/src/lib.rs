@@ -8,3 +8,4 @@ pub mod components {
 }
 
 pub mod fake_github;
+pub mod upstream;
