@@ -15,6 +15,7 @@ pub mod demo;
 pub mod error;
 pub mod inspect;
 mod output;
+pub mod policy;
 pub mod runtime;
 pub mod schema;
 

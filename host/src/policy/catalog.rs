@@ -1,0 +1,650 @@
+//! The connector catalogue as data: each connector's read and write tools,
+//! which of them the read table lets a grant cover, which connectors bill, and
+//! how each write tool registers and is gated. [`Catalog::seed`] holds every
+//! connector of seed 000's "Connector tools" and "read table" tables.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::names::{self, BUILTINS, Platform};
+use super::switches::Switch;
+
+/// What a billing connector's allowance is counted in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BillingUnit {
+    /// Firecrawl credits (`perRunCredits`, `perDayCredits`).
+    Credits,
+    /// DataForSEO US dollars (`perRunUsd`, `perDayUsd`).
+    Usd,
+}
+
+/// When a write tool is registered at all, given that its connector's server is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Registers {
+    /// With the connector, always.
+    WithConnector,
+    /// Only when this operator switch is on (AgentMail sends, Railway).
+    WhenSwitch(Switch),
+    /// Only when the session can ask a person (Cloudflare execute: absent
+    /// when approvals are off).
+    WhenApprovalsOn,
+}
+
+/// How a registered write tool is gated on each call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteGate {
+    /// No gate (`agentmail_create_draft`: a draft is not sent).
+    Open,
+    /// An approval on each call, and the switch when one is named; without
+    /// either the tool stays registered and refuses before any request.
+    Approval { needs: Option<Switch> },
+    /// The tool is also the read path (Shopify Admin GraphQL): reads run;
+    /// mutations need the switch and an approval, and refuse otherwise.
+    MutationsNeedApproval { needs: Switch },
+}
+
+/// A write or spend tool of a connector.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriteTool {
+    /// Local name, e.g. `github_create_branch`.
+    pub name: String,
+    pub registers: Registers,
+    pub gate: WriteGate,
+}
+
+impl WriteTool {
+    /// A write tool of a connector the seed does not describe: registered
+    /// with the connector, and each call asks a person (refusing without an
+    /// approval channel).
+    pub fn default_for(name: impl Into<String>) -> WriteTool {
+        WriteTool { name: name.into(), registers: Registers::WithConnector, gate: WriteGate::Approval { needs: None } }
+    }
+}
+
+/// One connector: its MCP server name and tools.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectorSpec {
+    /// MCP server name, e.g. `github` (tools are `mcp__github__...`).
+    pub name: String,
+    /// Human name, e.g. `GitHub`.
+    pub title: String,
+    /// Read tools, local names (`github_read_file`).
+    pub reads: Vec<String>,
+    /// Write or spend tools.
+    pub writes: Vec<WriteTool>,
+    /// The read table's "Grantable" column (local names): the only tools of
+    /// this connector a specialist or the goal agent can be granted.
+    pub grantable: BTreeSet<String>,
+    /// Every call bills in this unit.
+    pub billing: Option<BillingUnit>,
+}
+
+impl ConnectorSpec {
+    /// Whether any tool of this connector can be granted.
+    pub fn is_grantable(&self) -> bool {
+        !self.grantable.is_empty()
+    }
+
+    /// Full MCP name of one of its tools.
+    pub fn mcp(&self, tool: &str) -> String {
+        names::mcp(&self.name, tool)
+    }
+}
+
+/// A tool that reads several connectors (`seo_page_opportunities`): present
+/// only when every connector it reads is live (and, for a grant, granted).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JointTool {
+    /// The connector whose server carries it.
+    pub connector: String,
+    /// Local name.
+    pub tool: String,
+    /// Every connector it reads, its own included.
+    pub reads_from: Vec<String>,
+}
+
+/// Opt-in tools beside a connector (the content writer's tools beside
+/// Shopify): given only to a specialist granted that connector whose profile
+/// asks for them by name; a person's session does not register them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OptInTools {
+    pub server: Platform,
+    pub beside: String,
+    pub tools: Vec<String>,
+}
+
+/// What a tool name is, as the catalogue sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolKind<'a> {
+    /// One of the runtime's built-ins (any the seed names, configured or not).
+    BuiltIn,
+    /// A platform server's tool (writer tools are [`ToolKind::OptIn`]).
+    Platform(Platform, &'a str),
+    /// A read tool of a connector.
+    ConnectorRead { connector: &'a ConnectorSpec, tool: &'a str, grantable: bool, joint: Option<&'a JointTool> },
+    /// A write or spend tool of a connector (never grantable).
+    ConnectorWrite { connector: &'a ConnectorSpec, tool: &'a WriteTool },
+    /// An opt-in tool beside a connector.
+    OptIn(&'a OptInTools, &'a str),
+    /// A name this catalogue does not know.
+    Unknown,
+}
+
+/// The connector catalogue and the deployment's built-in list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Catalog {
+    /// The deployment's built-ins (agent.config.json `tools`). Removing a
+    /// name here removes it from every role.
+    pub builtins: Vec<String>,
+    connectors: BTreeMap<String, ConnectorSpec>,
+    joint: Vec<JointTool>,
+    opt_ins: Vec<OptInTools>,
+}
+
+fn strings(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+fn approval(name: &str, needs: Option<Switch>) -> WriteTool {
+    WriteTool { name: name.into(), registers: Registers::WithConnector, gate: WriteGate::Approval { needs } }
+}
+
+fn switched(name: &str, switch: Switch) -> WriteTool {
+    WriteTool { name: name.into(), registers: Registers::WhenSwitch(switch), gate: WriteGate::Approval { needs: None } }
+}
+
+/// A seed connector: `grantable` is `None` for "every read tool", or the list.
+fn spec(
+    name: &str,
+    title: &str,
+    reads: &[&str],
+    writes: Vec<WriteTool>,
+    grantable: Option<&[&str]>,
+    billing: Option<BillingUnit>,
+) -> ConnectorSpec {
+    ConnectorSpec {
+        name: name.into(),
+        title: title.into(),
+        reads: strings(reads),
+        writes,
+        grantable: grantable.unwrap_or(reads).iter().map(|s| s.to_string()).collect(),
+        billing,
+    }
+}
+
+/// The connectors of seed 000, with the tools its tables list.
+fn seed_connectors() -> Vec<ConnectorSpec> {
+    const NONE: Option<&[&str]> = Some(&[]);
+    vec![
+        spec(
+            "shopify",
+            "Shopify",
+            &["shopify_shop_info", "shopify_search_products", "shopify_recent_orders"],
+            vec![WriteTool {
+                name: "shopify_admin_graphql".into(),
+                registers: Registers::WithConnector,
+                gate: WriteGate::MutationsNeedApproval { needs: Switch::ShopifyAllowWrites },
+            }],
+            None,
+            None,
+        ),
+        spec(
+            "dataforseo",
+            "DataForSEO",
+            &[
+                "dataforseo_account",
+                "dataforseo_keyword_ideas",
+                "dataforseo_search_volume",
+                "dataforseo_keyword_overview",
+                "dataforseo_ranked_keywords",
+                "dataforseo_serp_organic",
+                "dataforseo_competitors",
+                "dataforseo_page_audit",
+                "dataforseo_keyword_difficulty",
+                "dataforseo_search_intent",
+                "dataforseo_rank_history",
+                "dataforseo_trends",
+                "seo_page_opportunities",
+            ],
+            vec![],
+            None,
+            Some(BillingUnit::Usd),
+        ),
+        spec(
+            "firecrawl",
+            "Firecrawl",
+            &["firecrawl_account", "firecrawl_scrape", "firecrawl_search", "firecrawl_map", "firecrawl_crawl"],
+            vec![],
+            None,
+            Some(BillingUnit::Credits),
+        ),
+        spec(
+            "googleads",
+            "Google Ads",
+            &[
+                "googleads_accounts",
+                "googleads_report",
+                "googleads_campaigns",
+                "googleads_search_terms",
+                "googleads_account_hierarchy",
+                "googleads_compare_periods",
+                "googleads_summarize",
+                "googleads_search_term_audit",
+            ],
+            vec![],
+            None,
+            None,
+        ),
+        spec(
+            "searchconsole",
+            "Search Console",
+            &[
+                "searchconsole_properties",
+                "searchconsole_totals",
+                "searchconsole_queries",
+                "searchconsole_pages",
+                "searchconsole_breakdown",
+                "searchconsole_inspect_url",
+            ],
+            vec![],
+            None,
+            None,
+        ),
+        spec(
+            "analytics",
+            "Google Analytics",
+            &[
+                "analytics_properties",
+                "analytics_use_property",
+                "analytics_overview",
+                "analytics_trend",
+                "analytics_traffic_sources",
+                "analytics_landing_pages",
+                "analytics_report",
+            ],
+            vec![],
+            Some(&[
+                "analytics_properties",
+                "analytics_overview",
+                "analytics_trend",
+                "analytics_traffic_sources",
+                "analytics_landing_pages",
+                "analytics_report",
+            ]),
+            None,
+        ),
+        spec(
+            "sheets",
+            "Google Sheets",
+            &["sheets_list"],
+            vec![approval("sheets_export", None), approval("sheets_append", None)],
+            None,
+            None,
+        ),
+        spec(
+            "microsoftads",
+            "Microsoft Ads",
+            &[
+                "microsoftads_accounts",
+                "microsoftads_campaigns",
+                "microsoftads_performance_report",
+                "microsoftads_report_fetch",
+            ],
+            vec![],
+            None,
+            None,
+        ),
+        spec(
+            "figma",
+            "Figma",
+            &[
+                "figma_whoami",
+                "figma_file_outline",
+                "figma_read_nodes",
+                "figma_export_images",
+                "figma_comments",
+                "figma_components_styles",
+                "figma_team_projects",
+                "figma_project_files",
+            ],
+            vec![],
+            None,
+            None,
+        ),
+        spec(
+            "github",
+            "GitHub",
+            &[
+                "github_read_file",
+                "github_list_path",
+                "github_list_branches",
+                "github_list_issues",
+                "github_read_issue",
+                "github_list_pull_requests",
+                "github_read_pull_request",
+            ],
+            ["github_create_branch", "github_commit_files", "github_open_pull_request", "github_comment"]
+                .iter()
+                .map(|n| approval(n, Some(Switch::GithubAllowWrites)))
+                .collect(),
+            None,
+            None,
+        ),
+        spec(
+            "agentmail",
+            "AgentMail",
+            &[
+                "agentmail_list_threads",
+                "agentmail_search_threads",
+                "agentmail_get_thread",
+                "agentmail_list_messages",
+                "agentmail_search_messages",
+                "agentmail_get_message",
+                "agentmail_get_attachment",
+                "agentmail_whoami",
+                "agentmail_list_drafts",
+                "agentmail_get_draft",
+            ],
+            std::iter::once(WriteTool {
+                name: "agentmail_create_draft".into(),
+                registers: Registers::WithConnector,
+                gate: WriteGate::Open,
+            })
+            .chain(
+                ["agentmail_send_message", "agentmail_reply_to_message", "agentmail_forward_message", "agentmail_send_draft"]
+                    .iter()
+                    .map(|n| switched(n, Switch::AgentmailAllowSends)),
+            )
+            .collect(),
+            None,
+            None,
+        ),
+        spec(
+            "cloudflare",
+            "Cloudflare",
+            &["docs", "search"],
+            vec![WriteTool {
+                name: "execute".into(),
+                registers: Registers::WhenApprovalsOn,
+                gate: WriteGate::Approval { needs: None },
+            }],
+            NONE,
+            None,
+        ),
+        // Every tool the brand's Contentsquare server offers; none is known
+        // until that server is asked, so add them with `with_connector`.
+        spec("contentsquare", "Contentsquare", &[], vec![], NONE, None),
+        spec(
+            "railway",
+            "Railway",
+            &["railway_workspaces", "railway_project", "railway_deployments", "railway_variable_names", "railway_logs"],
+            vec![
+                switched("railway_reveal_variables", Switch::RailwayAllowVariableValues),
+                switched("railway_redeploy", Switch::RailwayAllowRedeploy),
+            ],
+            None,
+            None,
+        ),
+        spec(
+            "tailscale",
+            "Tailscale",
+            &["tailscale_devices", "tailscale_device", "tailscale_users", "tailscale_policy", "tailscale_dns"],
+            vec![],
+            None,
+            None,
+        ),
+    ]
+}
+
+impl Default for Catalog {
+    /// The seed catalogue.
+    fn default() -> Self {
+        Catalog::seed()
+    }
+}
+
+impl Catalog {
+    /// The deployment's built-ins and no connector.
+    pub fn empty() -> Catalog {
+        Catalog {
+            builtins: strings(&BUILTINS),
+            connectors: BTreeMap::new(),
+            joint: vec![JointTool {
+                connector: "dataforseo".into(),
+                tool: "seo_page_opportunities".into(),
+                reads_from: strings(&["dataforseo", "searchconsole", "shopify"]),
+            }],
+            opt_ins: vec![OptInTools {
+                server: Platform::Writer,
+                beside: "shopify".into(),
+                tools: strings(&names::WRITER_TOOLS),
+            }],
+        }
+    }
+
+    /// Every connector of seed 000 with the tool names its tables give.
+    pub fn seed() -> Catalog {
+        let mut c = Catalog::empty();
+        for s in seed_connectors() {
+            c.connectors.insert(s.name.clone(), s);
+        }
+        c
+    }
+
+    /// Replaces the deployment's built-in list.
+    pub fn with_builtins<I: IntoIterator<Item = S>, S: Into<String>>(mut self, builtins: I) -> Catalog {
+        self.builtins = builtins.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Adds or replaces a connector from its tool lists, e.g. those of a
+    /// loaded component (`github_read_file`, ...; a full `mcp__name__tool`
+    /// name is accepted too). A connector the seed (or this catalogue)
+    /// already describes keeps its policy: the read table covers only the
+    /// reads it already listed, a known write tool keeps its registration
+    /// and gate, and billing stays. A new write tool, or any write tool of a
+    /// new connector, asks a person on each call; a new connector's tools
+    /// are not grantable until the read table lists them.
+    pub fn with_connector<R, W, S1, S2>(mut self, name: &str, reads: R, writes: W) -> Catalog
+    where
+        R: IntoIterator<Item = S1>,
+        W: IntoIterator<Item = S2>,
+        S1: AsRef<str>,
+        S2: AsRef<str>,
+    {
+        let local = |t: &str| -> String {
+            match names::split_mcp(t) {
+                Some((server, tool)) if server == name => tool.to_string(),
+                _ => t.to_string(),
+            }
+        };
+        let template = self
+            .connectors
+            .get(name)
+            .cloned()
+            .or_else(|| seed_connectors().into_iter().find(|s| s.name == name));
+        let reads: Vec<String> = reads.into_iter().map(|t| local(t.as_ref())).collect();
+        let writes: Vec<WriteTool> = writes
+            .into_iter()
+            .map(|t| {
+                let t = local(t.as_ref());
+                template
+                    .as_ref()
+                    .and_then(|tpl| tpl.writes.iter().find(|w| w.name == t).cloned())
+                    .unwrap_or_else(|| WriteTool::default_for(t))
+            })
+            .collect();
+        let spec = match template {
+            Some(tpl) => ConnectorSpec {
+                name: name.into(),
+                title: tpl.title,
+                grantable: reads.iter().filter(|r| tpl.grantable.contains(*r)).cloned().collect(),
+                reads,
+                writes,
+                billing: tpl.billing,
+            },
+            None => ConnectorSpec {
+                name: name.into(),
+                title: name.into(),
+                reads,
+                writes,
+                grantable: BTreeSet::new(),
+                billing: None,
+            },
+        };
+        self.connectors.insert(name.into(), spec);
+        self
+    }
+
+    /// Adds or replaces a connector described in full.
+    pub fn with_spec(mut self, spec: ConnectorSpec) -> Catalog {
+        self.connectors.insert(spec.name.clone(), spec);
+        self
+    }
+
+    /// Removes a connector.
+    pub fn without_connector(mut self, name: &str) -> Catalog {
+        self.connectors.remove(name);
+        self
+    }
+
+    /// One connector.
+    pub fn connector(&self, name: &str) -> Option<&ConnectorSpec> {
+        self.connectors.get(name)
+    }
+
+    /// Every connector, by name.
+    pub fn connectors(&self) -> impl Iterator<Item = &ConnectorSpec> {
+        self.connectors.values()
+    }
+
+    /// The joint tool with this connector and local name, if it is one.
+    pub fn joint(&self, connector: &str, tool: &str) -> Option<&JointTool> {
+        self.joint.iter().find(|j| j.connector == connector && j.tool == tool)
+    }
+
+    /// Opt-in tool groups.
+    pub fn opt_ins(&self) -> &[OptInTools] {
+        &self.opt_ins
+    }
+
+    /// The read table: every grantable tool (full names), by connector,
+    /// including the opt-in tools beside their connector.
+    pub fn read_table(&self) -> BTreeMap<String, BTreeSet<String>> {
+        let mut table: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for c in self.connectors.values().filter(|c| c.is_grantable()) {
+            table.entry(c.name.clone()).or_default().extend(c.grantable.iter().map(|t| c.mcp(t)));
+        }
+        for o in &self.opt_ins {
+            if self.connectors.get(&o.beside).is_some_and(ConnectorSpec::is_grantable) {
+                table
+                    .entry(o.beside.clone())
+                    .or_default()
+                    .extend(o.tools.iter().map(|t| names::mcp(o.server.server_name(), t)));
+            }
+        }
+        table
+    }
+
+    /// What `name` (a bare built-in or a full `mcp__server__tool` name) is.
+    pub fn classify<'a>(&'a self, name: &'a str) -> ToolKind<'a> {
+        let Some((server, tool)) = names::split_mcp(name) else {
+            return if BUILTINS.contains(&name) || self.builtins.iter().any(|b| b == name) {
+                ToolKind::BuiltIn
+            } else {
+                ToolKind::Unknown
+            };
+        };
+        if let Some(c) = self.connectors.get(server) {
+            if c.reads.iter().any(|r| r == tool) {
+                return ToolKind::ConnectorRead {
+                    connector: c,
+                    tool,
+                    grantable: c.grantable.contains(tool),
+                    joint: self.joint(server, tool),
+                };
+            }
+            if let Some(w) = c.writes.iter().find(|w| w.name == tool) {
+                return ToolKind::ConnectorWrite { connector: c, tool: w };
+            }
+            return ToolKind::Unknown;
+        }
+        if let Some(p) = Platform::from_server_name(server) {
+            if let Some(o) = self.opt_ins.iter().find(|o| o.server == p) {
+                return match o.tools.iter().find(|t| *t == tool) {
+                    Some(t) => ToolKind::OptIn(o, t),
+                    None => ToolKind::Unknown,
+                };
+            }
+            if p.tools().contains(&tool) {
+                return ToolKind::Platform(p, tool);
+            }
+        }
+        ToolKind::Unknown
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_counts_match_the_tables() {
+        let c = Catalog::seed();
+        let count = |n: &str| {
+            let s = c.connector(n).unwrap();
+            (s.reads.len(), s.writes.len(), s.grantable.len())
+        };
+        assert_eq!(count("shopify"), (3, 1, 3));
+        assert_eq!(count("dataforseo"), (13, 0, 13));
+        assert_eq!(count("firecrawl"), (5, 0, 5));
+        assert_eq!(count("googleads"), (8, 0, 8));
+        assert_eq!(count("searchconsole"), (6, 0, 6));
+        assert_eq!(count("analytics"), (7, 0, 6));
+        assert_eq!(count("sheets"), (1, 2, 1));
+        assert_eq!(count("microsoftads"), (4, 0, 4));
+        assert_eq!(count("figma"), (8, 0, 8));
+        assert_eq!(count("github"), (7, 4, 7));
+        assert_eq!(count("agentmail"), (10, 5, 10));
+        assert_eq!(count("cloudflare"), (2, 1, 0));
+        assert_eq!(count("contentsquare"), (0, 0, 0));
+        assert_eq!(count("railway"), (5, 2, 5));
+        assert_eq!(count("tailscale"), (5, 0, 5));
+    }
+
+    #[test]
+    fn with_connector_keeps_seed_policy() {
+        let c = Catalog::empty().with_connector(
+            "github",
+            ["github_read_file", "mcp__github__github_list_path", "github_new_read"],
+            ["github_comment", "github_new_write"],
+        );
+        let g = c.connector("github").unwrap();
+        assert_eq!(g.reads, ["github_read_file", "github_list_path", "github_new_read"]);
+        assert_eq!(g.grantable.iter().collect::<Vec<_>>(), ["github_list_path", "github_read_file"]);
+        assert_eq!(g.writes[0].gate, WriteGate::Approval { needs: Some(Switch::GithubAllowWrites) });
+        assert_eq!(g.writes[1].gate, WriteGate::Approval { needs: None });
+        let n = Catalog::empty().with_connector("acme", ["acme_read"], ["acme_write"]);
+        assert!(!n.connector("acme").unwrap().is_grantable());
+    }
+
+    #[test]
+    fn classify() {
+        let c = Catalog::seed();
+        assert_eq!(c.classify("Read"), ToolKind::BuiltIn);
+        assert_eq!(c.classify("NotebookEdit"), ToolKind::Unknown);
+        assert!(matches!(c.classify("mcp__memory__soul_update"), ToolKind::Platform(Platform::Memory, "soul_update")));
+        assert!(matches!(c.classify("mcp__writer__writer_save_draft"), ToolKind::OptIn(..)));
+        assert!(matches!(
+            c.classify("mcp__dataforseo__seo_page_opportunities"),
+            ToolKind::ConnectorRead { joint: Some(_), grantable: true, .. }
+        ));
+        assert!(matches!(c.classify("mcp__github__github_comment"), ToolKind::ConnectorWrite { .. }));
+        assert_eq!(c.classify("mcp__github__github_merge"), ToolKind::Unknown);
+        assert_eq!(c.classify("mcp__nope__x"), ToolKind::Unknown);
+    }
+}

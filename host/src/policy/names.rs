@@ -1,0 +1,276 @@
+//! Every tool name of seed 000 that is not a connector's: the runtime's
+//! built-ins, the platform servers and the fixed lists the roles are made of.
+//!
+//! MCP tools are stored here by their local name (`memory_read`); the name a
+//! model sees is `mcp__<server>__<tool>` ([`mcp`]). Built-ins keep their bare
+//! name (`Read`). Connector tools live in [`super::catalog`].
+
+use serde::{Deserialize, Serialize};
+
+/// The deployment's built-in list as shipped (`tools` in agent.config.json).
+/// It is an exclusive allowlist: no other built-in of the runtime is offered.
+pub const BUILTINS: [&str; 8] = ["Bash", "Read", "Write", "Edit", "Glob", "Grep", "WebSearch", "WebFetch"];
+
+/// The read-only built-ins: the read-only route, the goal agent and a coworker
+/// on a read-only route keep only these.
+pub const READ_ONLY_BUILTINS: [&str; 5] = ["Read", "Glob", "Grep", "WebSearch", "WebFetch"];
+
+/// Built-ins that run on the server host (`HOST_FS_TOOLS`). Under E2B they are
+/// disallowed for every role; the sandbox container is the boundary instead.
+pub const HOST_FS_TOOLS: [&str; 6] = ["Bash", "Read", "Write", "Edit", "Glob", "Grep"];
+
+/// The seven memory note tools: the only memory tools an unattended run registers.
+pub const MEMORY_NOTE_TOOLS: [&str; 7] = [
+    "memory_read",
+    "memory_search",
+    "memory_list",
+    "memory_write",
+    "memory_append",
+    "memory_review",
+    "memory_merge",
+];
+/// The standing-instruction tools: person chat only; each call asks a person
+/// when approvals are on.
+pub const STANDING_INSTRUCTION_TOOLS: [&str; 2] = ["soul_update", "goals_update"];
+/// The nine memory tools (notes, then standing instructions).
+pub const MEMORY_TOOLS: [&str; 9] = [
+    "memory_read",
+    "memory_search",
+    "memory_list",
+    "memory_write",
+    "memory_append",
+    "memory_review",
+    "memory_merge",
+    "soul_update",
+    "goals_update",
+];
+/// The project folder's five tools.
+pub const PROJECT_TOOLS: [&str; 5] = ["project_list", "project_read", "project_write", "project_append", "project_delete"];
+/// Recursive, unapproved and irreversible: only a person's own chat holds it.
+pub const PROJECT_DELETE: &str = "project_delete";
+/// Goals engine tools (person chat, when the goals engine is on).
+pub const GOALS_TOOLS: [&str; 4] = ["goals_status", "goals_ask", "goals_propose", "goals_note"];
+/// Chat history: always for a person, never for a coworker.
+pub const TRANSCRIPT_TOOLS: [&str; 2] = ["transcript_search", "transcript_read"];
+/// Skill tools.
+pub const SKILL_TOOLS: [&str; 2] = ["load_skill", "read_skill_file"];
+/// Team tools (person chat, when the brand has at least one coworker).
+pub const TEAM_TOOLS: [&str; 5] = ["team_roster", "team_assign", "team_status", "team_result", "team_cancel"];
+/// The E2B sandbox: shell and files.
+pub const SANDBOX_TOOLS: [&str; 3] = ["bash", "read_file", "write_file"];
+/// The browser reads pages only.
+pub const BROWSER_READ_TOOLS: [&str; 2] = ["browse_text", "browse_screenshot"];
+/// Persistent browser logins (Browserbase only).
+pub const BROWSER_LOGIN_TOOLS: [&str; 3] = ["list_logins", "start_login", "finish_login"];
+/// Asks a person to widen the sandbox's allowlist.
+pub const SANDBOX_ALLOW_HOST: &str = "sandbox_allow_host";
+/// The content writer's opt-in tools beside Shopify. They write only into the
+/// brand's project folder (drafts), never to the store.
+pub const WRITER_TOOLS: [&str; 5] = [
+    "writer_read_voice_guide",
+    "writer_save_voice_guide",
+    "writer_page_content",
+    "writer_read_brief",
+    "writer_save_draft",
+];
+/// SEO brief tool given when the grant names `seo-method`.
+pub const SEO_SAVE_BRIEF: &str = "seo_save_brief";
+/// SEO brief tool given when the grant names `seo-method` and the profile may delegate.
+pub const SEO_HAND_OFF_BRIEF: &str = "seo_hand_off_brief";
+/// The skill the SEO brief tools ride on.
+pub const SEO_METHOD_SKILL: &str = "seo-method";
+
+/// The bundled skills a grant may name.
+///
+/// These are exactly the skills seed 000 names: the paid traffic manager's
+/// `ppc-method` and `ppc-honesty`, the SEO analyst's `seo-method`, and the
+/// content writer's `voice-guide`, `product-content`, `product-page-seo` and
+/// `humanizer`. The seed also speaks of "seo-method and its data skills"
+/// without naming them, so no data skill is listed here: a grant naming one is
+/// refused until the skills catalogue names it.
+pub const BUNDLED_SKILLS: [&str; 7] =
+    ["ppc-method", "ppc-honesty", "seo-method", "voice-guide", "product-content", "product-page-seo", "humanizer"];
+
+/// Whether `skill` is one of [`BUNDLED_SKILLS`].
+pub fn is_bundled_skill(skill: &str) -> bool {
+    BUNDLED_SKILLS.contains(&skill)
+}
+
+/// The inbound email turn's whole surface (`INBOUND_TOOLS`), AgentMail local
+/// names: the ten reads and `agentmail_create_draft`. Never the four sends.
+pub const INBOUND_TOOLS: [&str; 11] = [
+    "agentmail_list_threads",
+    "agentmail_search_threads",
+    "agentmail_get_thread",
+    "agentmail_list_messages",
+    "agentmail_search_messages",
+    "agentmail_get_message",
+    "agentmail_get_attachment",
+    "agentmail_whoami",
+    "agentmail_create_draft",
+    "agentmail_list_drafts",
+    "agentmail_get_draft",
+];
+
+/// The goal agent's fixed tools (`GOAL_AGENT_TOOLS`), full names.
+pub const GOAL_AGENT_TOOLS: [&str; 8] = [
+    "Read",
+    "Glob",
+    "Grep",
+    "WebSearch",
+    "WebFetch",
+    "mcp__project__project_list",
+    "mcp__project__project_read",
+    "mcp__project__project_write",
+];
+
+/// Hermes's own tools that stay enabled, scoped to a throwaway folder. Hermes
+/// serves them itself; they are not part of any surface this host offers.
+pub const HERMES_OWN_TOOLS: [&str; 5] = ["todo_list", "skills_list", "skill_view", "skill_manage", "session_search"];
+
+/// The full MCP name of `tool` on `server`: `mcp__server__tool`.
+pub fn mcp(server: &str, tool: &str) -> String {
+    format!("mcp__{server}__{tool}")
+}
+
+/// Splits `mcp__server__tool` into `(server, tool)`; `None` for a bare name.
+pub fn split_mcp(name: &str) -> Option<(&str, &str)> {
+    let rest = name.strip_prefix("mcp__")?;
+    let at = rest.find("__")?;
+    let (server, tool) = (&rest[..at], &rest[at + 2..]);
+    (!server.is_empty() && !tool.is_empty()).then_some((server, tool))
+}
+
+/// Who serves a tool (DESIGN D12). The surface is complete either way: the
+/// orchestrator receives the whole allowlist and hands it to its runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Server {
+    /// This host: connector components, and platform tools built on the
+    /// `folder` handle (memory notes, project folder, writer, SEO briefs).
+    Host,
+    /// The orchestrator: the runtime's built-ins and platform tools backed by
+    /// its own data (standing instructions, goals, transcripts, skills, team,
+    /// sandbox, browser, delegation).
+    Orchestrator,
+}
+
+/// A platform MCP server of seed 000.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Platform {
+    Memory,
+    Project,
+    Goals,
+    Transcripts,
+    Skills,
+    Team,
+    Sandbox,
+    Browser,
+    SandboxEgress,
+    Writer,
+    Seo,
+}
+
+impl Platform {
+    /// Every platform server.
+    pub const ALL: [Platform; 11] = [
+        Platform::Memory,
+        Platform::Project,
+        Platform::Goals,
+        Platform::Transcripts,
+        Platform::Skills,
+        Platform::Team,
+        Platform::Sandbox,
+        Platform::Browser,
+        Platform::SandboxEgress,
+        Platform::Writer,
+        Platform::Seo,
+    ];
+
+    /// The MCP server name (`mcp__<this>__...`).
+    pub fn server_name(self) -> &'static str {
+        match self {
+            Platform::Memory => "memory",
+            Platform::Project => "project",
+            Platform::Goals => "goals",
+            Platform::Transcripts => "transcripts",
+            Platform::Skills => "skills",
+            Platform::Team => "team",
+            Platform::Sandbox => "sandbox",
+            Platform::Browser => "browser",
+            Platform::SandboxEgress => "sandbox_egress",
+            Platform::Writer => "writer",
+            Platform::Seo => "seo",
+        }
+    }
+
+    /// The server with this MCP name.
+    pub fn from_server_name(name: &str) -> Option<Platform> {
+        Platform::ALL.into_iter().find(|p| p.server_name() == name)
+    }
+
+    /// Every tool of the server (local names).
+    pub fn tools(self) -> &'static [&'static str] {
+        const BROWSER: [&str; 5] = ["browse_text", "browse_screenshot", "list_logins", "start_login", "finish_login"];
+        const EGRESS: [&str; 1] = [SANDBOX_ALLOW_HOST];
+        const SEO: [&str; 2] = [SEO_SAVE_BRIEF, SEO_HAND_OFF_BRIEF];
+        match self {
+            Platform::Memory => &MEMORY_TOOLS,
+            Platform::Project => &PROJECT_TOOLS,
+            Platform::Goals => &GOALS_TOOLS,
+            Platform::Transcripts => &TRANSCRIPT_TOOLS,
+            Platform::Skills => &SKILL_TOOLS,
+            Platform::Team => &TEAM_TOOLS,
+            Platform::Sandbox => &SANDBOX_TOOLS,
+            Platform::Browser => &BROWSER,
+            Platform::SandboxEgress => &EGRESS,
+            Platform::Writer => &WRITER_TOOLS,
+            Platform::Seo => &SEO,
+        }
+    }
+
+    /// Who serves `tool` of this server. Memory notes (the brand's notebook
+    /// for a person, a private one for a coworker), the project folder, the
+    /// writer's drafts and saved SEO briefs are folder-backed, so the host
+    /// serves them; everything backed by the orchestrator's own data
+    /// (standing instructions, goals, transcripts, skills, team, a brief's
+    /// hand-off to another coworker, sandbox, browser) is the orchestrator's.
+    pub fn served_by(self, tool: &str) -> Server {
+        match self {
+            Platform::Memory if MEMORY_NOTE_TOOLS.contains(&tool) => Server::Host,
+            Platform::Project | Platform::Writer => Server::Host,
+            Platform::Seo if tool == SEO_SAVE_BRIEF => Server::Host,
+            _ => Server::Orchestrator,
+        }
+    }
+
+    /// Full MCP names of every tool of the server.
+    pub fn mcp_names(self) -> Vec<String> {
+        self.tools().iter().map(|t| mcp(self.server_name(), t)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_and_join() {
+        assert_eq!(split_mcp("mcp__sandbox_egress__sandbox_allow_host"), Some(("sandbox_egress", "sandbox_allow_host")));
+        assert_eq!(split_mcp("mcp__github__github_read_file"), Some(("github", "github_read_file")));
+        assert_eq!(split_mcp("Read"), None);
+        assert_eq!(split_mcp("mcp____x"), None);
+        assert_eq!(mcp("cloudflare", "execute"), "mcp__cloudflare__execute");
+    }
+
+    #[test]
+    fn platform_names_round_trip() {
+        for p in Platform::ALL {
+            assert_eq!(Platform::from_server_name(p.server_name()), Some(p));
+            assert!(!p.tools().is_empty());
+        }
+        assert_eq!(Platform::Memory.served_by("memory_read"), Server::Host);
+        assert_eq!(Platform::Memory.served_by("soul_update"), Server::Orchestrator);
+    }
+}
