@@ -9,6 +9,7 @@ const SPECS: &[Spec] = &[
     Spec { name: "github", package: "scout-connector-github", dir: "connectors/github", kind: Kind::Connector },
     Spec { name: "hostile", package: "scout-guest-hostile", dir: "tests/guests/hostile", kind: Kind::TestGuest },
     Spec { name: "imports-sockets", package: "scout-guest-imports-sockets", dir: "tests/guests/imports-sockets", kind: Kind::TestGuest },
+    Spec { name: "capabilities", package: "scout-guest-capabilities", dir: "tests/guests/capabilities", kind: Kind::TestGuest },
     Spec { name: "imports-filesystem", package: "scout-guest-imports-filesystem", dir: "tests/guests/imports-filesystem", kind: Kind::TestGuest },
 ];
 

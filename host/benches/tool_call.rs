@@ -33,7 +33,7 @@ async fn setup() -> Setup {
     )
     .expect("capability");
     let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).no_proxy().build().unwrap();
-    Setup { origin: github.origin(), _github: github, component, caps: Capabilities { http: Some(http) }, client }
+    Setup { origin: github.origin(), _github: github, component, caps: Capabilities::with_http(http), client }
 }
 
 async fn through_host(s: &Setup) {

@@ -9,10 +9,12 @@ wasmtime::component::bindgen!({
     },
     with: {
         "scout:connector/http.client": crate::capabilities::http::ClientHandle,
+        "scout:connector/meter.reservation": crate::capabilities::meter::ReservationHandle,
+        "scout:connector/folder.dir": crate::capabilities::folder::DirHandle,
     },
 });
 
-pub use scout::connector::{http, log, types};
+pub use scout::connector::{folder, http, log, meter, types};
 
 // `types` has no functions; its host trait is empty.
 impl types::Host for crate::runtime::CallState {}

@@ -34,7 +34,7 @@ pub async fn run() -> Result<()> {
             // The demo's server is on loopback; production origins are public.
             .allow_private_network(true),
     )?;
-    let caps = Capabilities { http: Some(http) };
+    let caps = Capabilities::with_http(http);
 
     println!("\nread: github_read_file octo/hello README.md");
     let read = component.call("github_read_file", &json!({"owner": "octo", "repo": "hello", "path": "README.md"}), &caps).await?;

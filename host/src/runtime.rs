@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use wasmtime::component::types::{ComponentItem, Type};
-use wasmtime::component::{Component, ComponentExportIndex, HasData, InstancePre, Linker, ResourceTable, Val};
+use wasmtime::component::{Component, ComponentExportIndex, HasData, InstancePre, Linker, Resource, ResourceTable, Val};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, Strategy, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -52,7 +52,16 @@ pub const ALLOWED_WASI: &[&str] = &[
 ];
 
 /// The capability interfaces of the contract.
-pub const ALLOWED_SCOUT: &[&str] = &["scout:connector/types", "scout:connector/http", "scout:connector/log"];
+pub const ALLOWED_SCOUT: &[&str] = &[
+    "scout:connector/types",
+    "scout:connector/http",
+    "scout:connector/meter",
+    "scout:connector/folder",
+    "scout:connector/log",
+];
+
+/// Resource handles (clients, folders, reservations) one call may hold at once.
+pub const MAX_HANDLES: usize = 64;
 
 /// Limits and locations of a runtime.
 #[derive(Debug, Clone)]
@@ -198,11 +207,34 @@ pub struct CallState {
     pub(crate) table: ResourceTable,
     limiter: CallLimiter,
     pub(crate) caps: Capabilities,
-    pub(crate) client_handles: usize,
+    handles: usize,
     pub(crate) logs: Vec<GuestLog>,
     pub(crate) logs_dropped: u64,
     pub(crate) http_log: Vec<HttpExchange>,
     deadline_hit: bool,
+}
+
+impl CallState {
+    /// Adds a guest-visible handle, or `None` past [`MAX_HANDLES`].
+    pub(crate) fn push_handle<T: Send + 'static>(&mut self, value: T) -> wasmtime::Result<Option<Resource<T>>> {
+        if self.handles >= MAX_HANDLES {
+            return Ok(None);
+        }
+        self.handles += 1;
+        Ok(Some(self.table.push(value)?))
+    }
+
+    /// Whether one more handle may be added.
+    pub(crate) fn has_handle_room(&self) -> bool {
+        self.handles < MAX_HANDLES
+    }
+
+    /// Removes a handle the guest dropped.
+    pub(crate) fn drop_handle<T: 'static>(&mut self, handle: Resource<T>) -> wasmtime::Result<T> {
+        let value = self.table.delete(handle)?;
+        self.handles = self.handles.saturating_sub(1);
+        Ok(value)
+    }
 }
 
 impl WasiView for CallState {
@@ -505,7 +537,7 @@ impl LoadedComponent {
             table: ResourceTable::new(),
             limiter: CallLimiter { max_memory: config.max_memory_bytes, max_table: config.max_table_elements, memory_hit: false },
             caps: caps.clone(),
-            client_handles: 0,
+            handles: 0,
             logs: Vec::new(),
             logs_dropped: 0,
             http_log: Vec::new(),

@@ -40,6 +40,18 @@ mod bindings {
 mod http_client;
 pub mod log;
 
+/// The `meter` capability: reserve an estimate before a billed upstream
+/// call, settle the actual cost after. See `wit/meter.wit`.
+pub mod meter {
+    pub use crate::bindings::scout::connector::meter::{MeterError, Reservation, remaining, reserve, unit};
+}
+
+/// The `folder` capability: directories the host granted by name
+/// (`folder::open("project")`). See `wit/folder.wit`.
+pub mod folder {
+    pub use crate::bindings::scout::connector::folder::{Dir, Entry, EntryKind, FolderError, open};
+}
+
 pub use bindings::scout::connector::http::{HttpError, Method, Request, Response};
 pub use bindings::scout::connector::types::{Effect, ToolError, UpstreamError};
 pub use http_client::{Http, check_status, encode_path, encode_segment};
@@ -47,7 +59,7 @@ pub use http_client::{Http, check_status, encode_path, encode_segment};
 /// Not public API: what `bindings!` and `export!` expand to.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::bindings::scout::connector::{http, log, types};
+    pub use crate::bindings::scout::connector::{folder, http, log, meter, types};
     pub use scout_sdk_macros::embed_manifest;
     pub use wit_bindgen;
 }
@@ -70,6 +82,8 @@ macro_rules! bindings {
                     "scout:connector/types@0.1.0": scout_sdk::__private::types,
                     "scout:connector/http@0.1.0": scout_sdk::__private::http,
                     "scout:connector/log@0.1.0": scout_sdk::__private::log,
+                    "scout:connector/meter@0.1.0": scout_sdk::__private::meter,
+                    "scout:connector/folder@0.1.0": scout_sdk::__private::folder,
                 },
             });
         }
@@ -103,6 +117,8 @@ impl std::fmt::Display for ToolError {
             ToolError::Upstream(e) => write!(f, "upstream answered {}: {}", e.status, e.message),
             ToolError::Http(e) => write!(f, "http: {e}"),
             ToolError::BadResponse(m) => write!(f, "bad response: {m}"),
+            ToolError::Meter(e) => write!(f, "meter: {e:?}"),
+            ToolError::Folder(e) => write!(f, "folder: {e:?}"),
         }
     }
 }
@@ -110,6 +126,18 @@ impl std::fmt::Display for ToolError {
 impl From<HttpError> for ToolError {
     fn from(e: HttpError) -> Self {
         ToolError::Http(e)
+    }
+}
+
+impl From<meter::MeterError> for ToolError {
+    fn from(e: meter::MeterError) -> Self {
+        ToolError::Meter(e)
+    }
+}
+
+impl From<folder::FolderError> for ToolError {
+    fn from(e: folder::FolderError) -> Self {
+        ToolError::Folder(e)
     }
 }
 

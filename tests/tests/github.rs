@@ -28,7 +28,7 @@ impl Env {
                 .allow_private_network(true),
         )
         .unwrap();
-        Env { github, component, caps: Capabilities { http: Some(http) }, outcomes: Default::default() }
+        Env { github, component, caps: Capabilities::with_http(http), outcomes: Default::default() }
     }
 
     async fn call(&self, tool: &str, args: Value) -> Result<Value, Value> {

@@ -34,7 +34,7 @@ fn caps_for(origin: &str, configure: impl FnOnce(HttpConfig) -> HttpConfig) -> C
     let config = HttpConfig::new(origin)
         .credential(CredentialScheme::Bearer, SecretSource::Value(SECRET.to_string()))
         .allow_private_network(true);
-    Capabilities { http: Some(HttpCapability::new(configure(config)).expect("http capability")) }
+    Capabilities::with_http(HttpCapability::new(configure(config)).expect("http capability"))
 }
 
 async fn fetch(component: &LoadedComponent, caps: &Capabilities, path: &str, headers: Value) -> Value {
@@ -155,16 +155,14 @@ async fn an_upstream_echoing_the_secret_is_scrubbed_in_every_form() {
         (CredentialScheme::Basic { username: "scout".to_string() }, "basic"),
         (CredentialScheme::Header { name: "x-api-key".to_string() }, "header"),
     ] {
-        let caps = Capabilities {
-            http: Some(
-                HttpCapability::new(
-                    HttpConfig::new(upstream.origin())
-                        .credential(scheme, SecretSource::Value(SECRET.to_string()))
-                        .allow_private_network(true),
-                )
-                .unwrap(),
-            ),
-        };
+        let caps = Capabilities::with_http(
+            HttpCapability::new(
+                HttpConfig::new(upstream.origin())
+                    .credential(scheme, SecretSource::Value(SECRET.to_string()))
+                    .allow_private_network(true),
+            )
+            .unwrap(),
+        );
         let outcome = component
             .call("hostile_fetch", &json!({"path": "/echo", "headers": [["x-api-key", "forged"]]}), &caps)
             .await
@@ -278,7 +276,7 @@ async fn loopback_origins_need_the_operators_allowance() {
     assert!(err.to_string().contains("loopback"), "{err}");
     // A name that resolves to loopback is refused at connect time.
     let port = upstream.origin().rsplit(':').next().unwrap().to_string();
-    let caps = Capabilities { http: Some(HttpCapability::new(HttpConfig::new(format!("http://localhost:{port}"))).unwrap()) };
+    let caps = Capabilities::with_http(HttpCapability::new(HttpConfig::new(format!("http://localhost:{port}"))).unwrap());
     let rt = runtime();
     let component = hostile(&rt);
     let output = fetch(&component, &caps, "/echo", json!([])).await;

@@ -23,8 +23,6 @@ use wasmtime::component::Resource;
 /// Replaces the secret wherever it would be shown.
 pub const REDACTED: &str = "[REDACTED]";
 
-/// Live `client` handles one call may hold at once.
-const MAX_CLIENT_HANDLES: usize = 16;
 /// Longest request path accepted.
 const MAX_PATH_LEN: usize = 2048;
 /// Most headers a guest may send on one request.
@@ -549,11 +547,10 @@ impl Host for CallState {
         if self.caps.http.is_none() {
             return Ok(Err(HttpError::Denied("this session holds no HTTP capability for this connector".to_string())));
         }
-        if self.client_handles >= MAX_CLIENT_HANDLES {
-            return Ok(Err(HttpError::Denied(format!("at most {MAX_CLIENT_HANDLES} clients per call"))));
+        match self.push_handle(ClientHandle)? {
+            Some(handle) => Ok(Ok(handle)),
+            None => Ok(Err(HttpError::Denied(format!("at most {} handles per call", crate::runtime::MAX_HANDLES)))),
         }
-        self.client_handles += 1;
-        Ok(Ok(self.table.push(ClientHandle)?))
     }
 }
 
@@ -577,8 +574,7 @@ impl HostClient for CallState {
     }
 
     fn drop(&mut self, handle: Resource<ClientHandle>) -> wasmtime::Result<()> {
-        self.table.delete(handle)?;
-        self.client_handles = self.client_handles.saturating_sub(1);
+        self.drop_handle(handle)?;
         Ok(())
     }
 }

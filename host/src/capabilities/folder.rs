@@ -1,0 +1,184 @@
+//! The `folder` capability: a directory handle confined to one root.
+//!
+//! Confinement is `cap-std`'s: every path is resolved beneath the root's
+//! directory handle, so `..`, absolute paths and symbolic links that lead
+//! outside are refused by construction, not by string checks. This module
+//! adds the rules of the contract on top: paths are relative and
+//! `/`-separated, `..` is refused even where it would stay inside, a
+//! read-only grant refuses every write, and file sizes are capped.
+
+use crate::bindings::folder::{Entry, EntryKind, FolderError, Host, HostDir};
+use crate::runtime::CallState;
+use cap_std::fs::Dir;
+use std::io::ErrorKind;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use wasmtime::component::Resource;
+
+/// Largest file a guest may read or write through a folder.
+pub const MAX_FILE_BYTES: u64 = 8 << 20;
+/// Most entries returned by one listing.
+pub const MAX_LIST_ENTRIES: usize = 10_000;
+
+/// One granted folder.
+#[derive(Debug)]
+pub struct FolderCapability {
+    name: String,
+    root: PathBuf,
+    dir: Dir,
+    writable: bool,
+}
+
+impl FolderCapability {
+    /// Grants the directory at `root` under `name` (e.g. `project`).
+    pub fn open(name: impl Into<String>, root: &Path, writable: bool) -> std::io::Result<Arc<FolderCapability>> {
+        let root = root.canonicalize()?;
+        let dir = Dir::open_ambient_dir(&root, cap_std::ambient_authority())?;
+        Ok(Arc::new(FolderCapability { name: name.into(), root, dir, writable }))
+    }
+
+    /// The name the guest opens it by.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The canonical root on the host.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Lists a directory below the root.
+    pub fn list(&self, path: &str) -> Result<Vec<Entry>, FolderError> {
+        let rel = relative(path, true)?;
+        let mut out = Vec::new();
+        for entry in self.dir.read_dir(&rel).map_err(|e| io_error(e, path))? {
+            let entry = entry.map_err(|e| io_error(e, path))?;
+            if out.len() >= MAX_LIST_ENTRIES {
+                break;
+            }
+            let meta = entry.metadata().map_err(|e| io_error(e, path))?;
+            let kind = if meta.is_file() {
+                EntryKind::File
+            } else if meta.is_dir() {
+                EntryKind::Dir
+            } else {
+                EntryKind::Other
+            };
+            out.push(Entry { name: entry.file_name().to_string_lossy().into_owned(), kind, size: meta.len() });
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// Reads a whole file below the root.
+    pub fn read(&self, path: &str) -> Result<Vec<u8>, FolderError> {
+        let rel = relative(path, false)?;
+        let meta = self.dir.metadata(&rel).map_err(|e| io_error(e, path))?;
+        if !meta.is_file() {
+            return Err(FolderError::InvalidPath(format!("`{path}` is not a file")));
+        }
+        if meta.len() > MAX_FILE_BYTES {
+            return Err(FolderError::TooLarge(MAX_FILE_BYTES));
+        }
+        self.dir.read(&rel).map_err(|e| io_error(e, path))
+    }
+
+    /// Creates or replaces a file below the root, if the grant is writable.
+    pub fn write(&self, path: &str, contents: &[u8]) -> Result<(), FolderError> {
+        if !self.writable {
+            return Err(FolderError::Denied(format!("folder `{}` is read-only", self.name)));
+        }
+        let rel = relative(path, false)?;
+        if contents.len() as u64 > MAX_FILE_BYTES {
+            return Err(FolderError::TooLarge(MAX_FILE_BYTES));
+        }
+        if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+            self.dir.create_dir_all(parent).map_err(|e| io_error(e, path))?;
+        }
+        // Never write through a link, even one that stays inside.
+        if let Ok(meta) = self.dir.symlink_metadata(&rel)
+            && meta.file_type().is_symlink()
+        {
+            return Err(FolderError::Denied(format!("`{path}` is a symbolic link")));
+        }
+        self.dir.write(&rel, contents).map_err(|e| io_error(e, path))
+    }
+}
+
+/// Checks a guest path and makes it relative. Refuses empty paths (unless
+/// `root_ok`), absolute paths, backslashes, NUL and `..`.
+fn relative(path: &str, root_ok: bool) -> Result<PathBuf, FolderError> {
+    let invalid = |why: &str| FolderError::InvalidPath(format!("`{}`: {why}", path.escape_debug()));
+    if path.contains('\0') {
+        return Err(invalid("contains NUL"));
+    }
+    if path.contains('\\') {
+        return Err(invalid("use `/` to separate"));
+    }
+    if path.starts_with('/') {
+        return Err(invalid("absolute paths are refused"));
+    }
+    let mut rel = PathBuf::new();
+    for component in Path::new(path).components() {
+        match component {
+            Component::Normal(part) => rel.push(part),
+            Component::CurDir => {}
+            Component::ParentDir => return Err(invalid("`..` is refused")),
+            Component::RootDir | Component::Prefix(_) => return Err(invalid("absolute paths are refused")),
+        }
+    }
+    if rel.as_os_str().is_empty() {
+        if root_ok {
+            return Ok(PathBuf::from("."));
+        }
+        return Err(invalid("empty"));
+    }
+    Ok(rel)
+}
+
+fn io_error(e: std::io::Error, path: &str) -> FolderError {
+    match e.kind() {
+        ErrorKind::NotFound => FolderError::NotFound(path.to_string()),
+        // cap-std reports an escape (through `..` or a link) as PermissionDenied.
+        ErrorKind::PermissionDenied => FolderError::Denied(format!("`{path}` leads outside the folder")),
+        _ => FolderError::Io(e.kind().to_string()),
+    }
+}
+
+/// The `dir` resource: which granted folder the handle is.
+pub struct DirHandle(Arc<FolderCapability>);
+
+impl Host for CallState {
+    fn open(&mut self, name: String) -> wasmtime::Result<Result<Resource<DirHandle>, FolderError>> {
+        let Some(folder) = self.caps.folders.iter().find(|f| f.name() == name).cloned() else {
+            return Ok(Err(FolderError::Denied("this session holds no folder by that name".to_string())));
+        };
+        match self.push_handle(DirHandle(folder))? {
+            Some(handle) => Ok(Ok(handle)),
+            None => Ok(Err(FolderError::Denied(format!("at most {} handles per call", crate::runtime::MAX_HANDLES)))),
+        }
+    }
+}
+
+impl HostDir for CallState {
+    fn entries(&mut self, dir: Resource<DirHandle>, path: String) -> wasmtime::Result<Result<Vec<Entry>, FolderError>> {
+        Ok(self.table.get(&dir)?.0.list(&path))
+    }
+
+    fn read(&mut self, dir: Resource<DirHandle>, path: String) -> wasmtime::Result<Result<Vec<u8>, FolderError>> {
+        Ok(self.table.get(&dir)?.0.read(&path))
+    }
+
+    fn write(&mut self, dir: Resource<DirHandle>, path: String, contents: Vec<u8>) -> wasmtime::Result<Result<(), FolderError>> {
+        Ok(self.table.get(&dir)?.0.write(&path, &contents))
+    }
+
+    fn writable(&mut self, dir: Resource<DirHandle>) -> wasmtime::Result<bool> {
+        Ok(self.table.get(&dir)?.0.writable)
+    }
+
+    fn drop(&mut self, dir: Resource<DirHandle>) -> wasmtime::Result<()> {
+        self.drop_handle(dir)?;
+        Ok(())
+    }
+}

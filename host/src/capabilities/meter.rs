@@ -1,0 +1,288 @@
+//! The `meter` capability: spending against a run's and a day's allowance.
+//!
+//! The per-day figure is checked when a run starts ([`DayLedger::start_run`]):
+//! runs already ended today count at what they recorded (or their whole
+//! per-run figure if they recorded nothing), live runs at their whole
+//! per-run figure. The per-run figure is enforced on every reservation
+//! ([`RunMeter::reserve`]), atomically, so no interleaving of concurrent calls
+//! can spend past it, and a refused reservation charges nothing. A
+//! reservation dropped unsettled (the guest forgot, or trapped) is charged in
+//! full.
+
+use crate::bindings::meter::{Host, HostReservation, MeterError};
+use crate::runtime::CallState;
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex, MutexGuard};
+use wasmtime::component::Resource;
+
+/// An allowance for one billing connector, in its unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Allowance {
+    /// What one run may spend.
+    pub per_run: u64,
+    /// What all runs of one day may spend together.
+    pub per_day: u64,
+}
+
+/// Why a run may not start, or a reservation was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AllowanceError {
+    /// Starting the run could spend past the day's allowance.
+    #[error("the day's allowance is exhausted: {committed} of {per_day} {unit} already spent or held by runs")]
+    DayExhausted { committed: u64, per_day: u64, unit: String },
+    /// The allowance itself is not acceptable.
+    #[error("invalid allowance: {0}")]
+    Invalid(String),
+}
+
+#[derive(Debug, Default)]
+struct Day {
+    /// Spend recorded by ended runs (their whole per-run figure if they recorded nothing).
+    ended: u64,
+    /// Per-run figures of runs still live.
+    live: u64,
+}
+
+/// One connector's spending for one brand and day: the runs that started.
+#[derive(Debug)]
+pub struct DayLedger {
+    unit: String,
+    day: Mutex<Day>,
+}
+
+impl DayLedger {
+    /// A ledger counting in `unit` (e.g. `credits`, `micro-usd`).
+    pub fn new(unit: impl Into<String>) -> Arc<DayLedger> {
+        Arc::new(DayLedger { unit: unit.into(), day: Mutex::new(Day::default()) })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Day> {
+        self.day.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What ended runs recorded plus what live runs may still spend.
+    pub fn committed(&self) -> u64 {
+        let day = self.lock();
+        day.ended + day.live
+    }
+
+    /// Starts a run under `allowance`, or refuses it if the day's figure
+    /// could be exceeded.
+    pub fn start_run(self: &Arc<Self>, allowance: Allowance) -> Result<Arc<RunMeter>, AllowanceError> {
+        if allowance.per_run == 0 || allowance.per_run > allowance.per_day {
+            return Err(AllowanceError::Invalid(format!(
+                "per-run {} must be above zero and at most the per-day {}",
+                allowance.per_run, allowance.per_day
+            )));
+        }
+        let mut day = self.lock();
+        let committed = day.ended + day.live;
+        if committed + allowance.per_run > allowance.per_day {
+            return Err(AllowanceError::DayExhausted { committed, per_day: allowance.per_day, unit: self.unit.clone() });
+        }
+        day.live += allowance.per_run;
+        Ok(Arc::new(RunMeter { ledger: self.clone(), allowance, run: Mutex::new(Run::default()) }))
+    }
+}
+
+#[derive(Debug, Default)]
+struct Run {
+    reserved: u64,
+    spent: u64,
+    ended: bool,
+}
+
+/// One run's meter, shared by all of its calls.
+#[derive(Debug)]
+pub struct RunMeter {
+    ledger: Arc<DayLedger>,
+    allowance: Allowance,
+    run: Mutex<Run>,
+}
+
+impl RunMeter {
+    fn lock(&self) -> MutexGuard<'_, Run> {
+        self.run.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The unit.
+    pub fn unit(&self) -> &str {
+        &self.ledger.unit
+    }
+
+    /// Spent so far (settled, plus unsettled reservations charged in full).
+    pub fn spent(&self) -> u64 {
+        self.lock().spent
+    }
+
+    /// Held by open reservations.
+    pub fn reserved(&self) -> u64 {
+        self.lock().reserved
+    }
+
+    /// What the run may still reserve.
+    pub fn remaining(&self) -> u64 {
+        let run = self.lock();
+        self.allowance.per_run.saturating_sub(run.spent + run.reserved)
+    }
+
+    /// Holds `amount` against the run's allowance, atomically, or refuses
+    /// with nothing held.
+    pub fn reserve(&self, amount: u64) -> Result<(), MeterError> {
+        if amount == 0 {
+            return Err(MeterError::Invalid("an estimate must be above zero".to_string()));
+        }
+        let mut run = self.lock();
+        if run.ended {
+            return Err(MeterError::Denied("the run has ended".to_string()));
+        }
+        let left = self.allowance.per_run.saturating_sub(run.spent + run.reserved);
+        if amount > left {
+            return Err(MeterError::RunExhausted(left));
+        }
+        run.reserved += amount;
+        Ok(())
+    }
+
+    /// Settles a reservation of `reserved` with the `actual` cost: charges
+    /// it, releases the rest; an excess is charged only as far as the run's
+    /// allowance allows, and refused beyond.
+    pub fn settle(&self, reserved: u64, actual: u64) -> Result<(), MeterError> {
+        let mut run = self.lock();
+        run.reserved -= reserved;
+        if actual <= reserved {
+            run.spent += actual;
+            return Ok(());
+        }
+        let left = self.allowance.per_run.saturating_sub(run.spent + run.reserved + reserved);
+        let extra = actual - reserved;
+        run.spent += reserved + extra.min(left);
+        if extra > left {
+            return Err(MeterError::RunExhausted(0));
+        }
+        Ok(())
+    }
+
+    /// Ends the run: the day then counts what it recorded, or its whole
+    /// per-run figure if it recorded nothing. Open reservations are charged.
+    pub fn end(&self) {
+        let mut run = self.lock();
+        if run.ended {
+            return;
+        }
+        run.ended = true;
+        run.spent += run.reserved;
+        run.reserved = 0;
+        let recorded = if run.spent == 0 { self.allowance.per_run } else { run.spent };
+        let mut day = self.ledger.lock();
+        day.live -= self.allowance.per_run;
+        day.ended += recorded;
+    }
+}
+
+/// The `reservation` resource.
+pub struct ReservationHandle {
+    meter: Arc<RunMeter>,
+    amount: u64,
+    settled: bool,
+}
+
+impl Drop for ReservationHandle {
+    fn drop(&mut self) {
+        if !self.settled {
+            // Unsettled (forgotten, or the guest trapped): charged in full.
+            let _ = self.meter.settle(self.amount, self.amount);
+        }
+    }
+}
+
+impl Host for CallState {
+    fn unit(&mut self) -> wasmtime::Result<String> {
+        Ok(self.caps.meter.as_ref().map(|m| m.unit().to_string()).unwrap_or_default())
+    }
+
+    fn reserve(&mut self, estimate: u64) -> wasmtime::Result<Result<Resource<ReservationHandle>, MeterError>> {
+        let Some(meter) = self.caps.meter.clone() else {
+            return Ok(Err(MeterError::Denied("this session holds no meter for this connector".to_string())));
+        };
+        // Check for room first: a reservation that cannot be handed out
+        // would be charged when dropped.
+        if !self.has_handle_room() {
+            return Ok(Err(MeterError::Denied(format!("at most {} handles per call", crate::runtime::MAX_HANDLES))));
+        }
+        if let Err(e) = meter.reserve(estimate) {
+            return Ok(Err(e));
+        }
+        let reservation = ReservationHandle { meter, amount: estimate, settled: false };
+        let handle = self.push_handle(reservation)?.expect("room was checked");
+        Ok(Ok(handle))
+    }
+
+    fn remaining(&mut self) -> wasmtime::Result<u64> {
+        Ok(self.caps.meter.as_ref().map(|m| m.remaining()).unwrap_or(0))
+    }
+}
+
+impl HostReservation for CallState {
+    fn settle(&mut self, handle: Resource<ReservationHandle>, actual: u64) -> wasmtime::Result<Result<(), MeterError>> {
+        let reservation = self.table.get_mut(&handle)?;
+        if reservation.settled {
+            return Ok(Err(MeterError::Invalid("this reservation is already settled".to_string())));
+        }
+        reservation.settled = true;
+        Ok(reservation.meter.settle(reservation.amount, actual))
+    }
+
+    fn drop(&mut self, handle: Resource<ReservationHandle>) -> wasmtime::Result<()> {
+        self.drop_handle(handle)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_seeds_day_arithmetic() {
+        let ledger = DayLedger::new("credits");
+        let allowance = Allowance { per_run: 25, per_day: 100 };
+        let a = ledger.start_run(allowance).unwrap();
+        let b = ledger.start_run(allowance).unwrap();
+        let c = ledger.start_run(allowance).unwrap();
+        let d = ledger.start_run(allowance).unwrap();
+        // Four live runs hold 100: a fifth cannot start.
+        assert!(matches!(ledger.start_run(allowance), Err(AllowanceError::DayExhausted { committed: 100, .. })));
+        // An ended run counts at what it recorded.
+        a.reserve(5).unwrap();
+        a.settle(5, 5).unwrap();
+        a.end();
+        assert_eq!(ledger.committed(), 80);
+        // A run that recorded nothing counts at its whole per-run figure.
+        b.end();
+        assert_eq!(ledger.committed(), 80);
+        // 80 committed: a run of 25 would reach 105.
+        assert!(ledger.start_run(allowance).is_err());
+        c.reserve(10).unwrap();
+        c.settle(10, 10).unwrap();
+        c.end();
+        assert_eq!(ledger.committed(), 5 + 25 + 10 + 25);
+        let e = ledger.start_run(allowance).unwrap();
+        assert_eq!(ledger.committed(), 90);
+        drop((d, e));
+    }
+
+    #[test]
+    fn reservations_never_exceed_the_run() {
+        let ledger = DayLedger::new("credits");
+        let run = ledger.start_run(Allowance { per_run: 25, per_day: 100 }).unwrap();
+        run.reserve(5).unwrap();
+        run.settle(5, 3).unwrap();
+        assert_eq!(run.remaining(), 22);
+        assert!(matches!(run.reserve(23), Err(MeterError::RunExhausted(22))));
+        assert_eq!(run.spent(), 3, "a refused reservation charges nothing");
+        run.reserve(20).unwrap();
+        assert!(matches!(run.settle(20, 30), Err(MeterError::RunExhausted(0))));
+        assert_eq!(run.spent(), 25, "an overrun is charged only up to the allowance");
+    }
+}
