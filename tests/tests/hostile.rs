@@ -294,3 +294,15 @@ async fn guest_output_is_captured_with_a_cap() {
     assert_eq!(outcome.stderr.len(), 4096);
     assert_eq!(outcome.output_dropped, 2 * (100_000 - 4096));
 }
+
+#[test]
+fn debug_output_of_a_capability_never_shows_the_secret() {
+    for scheme in [CredentialScheme::Bearer, CredentialScheme::Basic { username: "u".into() }, CredentialScheme::Query { param: "key".into() }] {
+        let config = HttpConfig::new("https://api.example.com").credential(scheme, SecretSource::Value(SECRET.to_string()));
+        assert!(!format!("{config:?}").contains(SECRET));
+        let caps = Capabilities::with_http(HttpCapability::new(config).unwrap());
+        let text = format!("{:?}", caps.http);
+        assert!(!text.contains(SECRET), "{text}");
+        assert!(text.contains("api.example.com"));
+    }
+}

@@ -136,7 +136,6 @@ struct Credential {
 }
 
 /// A configured HTTP destination; shared by every call that is granted it.
-#[derive(Debug)]
 pub struct HttpCapability {
     origin: Url,
     prefix: String,
@@ -147,6 +146,18 @@ pub struct HttpCapability {
     total_timeout: Duration,
     max_response_bytes: u64,
     max_request_bytes: usize,
+}
+
+impl std::fmt::Debug for HttpCapability {
+    // By hand: the scrub forms are the secret itself.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpCapability")
+            .field("origin", &self.origin.as_str())
+            .field("credential", &self.credential)
+            .field("total_timeout", &self.total_timeout)
+            .field("max_response_bytes", &self.max_response_bytes)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The `client` resource: a handle to the call's HTTP capability.
