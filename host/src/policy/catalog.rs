@@ -61,7 +61,11 @@ impl WriteTool {
     /// with the connector, and each call asks a person (refusing without an
     /// approval channel).
     pub fn default_for(name: impl Into<String>) -> WriteTool {
-        WriteTool { name: name.into(), registers: Registers::WithConnector, gate: WriteGate::Approval { needs: None } }
+        WriteTool {
+            name: name.into(),
+            registers: Registers::WithConnector,
+            gate: WriteGate::Approval { needs: None },
+        }
     }
 }
 
@@ -125,9 +129,17 @@ pub enum ToolKind<'a> {
     /// A platform server's tool (writer tools are [`ToolKind::OptIn`]).
     Platform(Platform, &'a str),
     /// A read tool of a connector.
-    ConnectorRead { connector: &'a ConnectorSpec, tool: &'a str, grantable: bool, joint: Option<&'a JointTool> },
+    ConnectorRead {
+        connector: &'a ConnectorSpec,
+        tool: &'a str,
+        grantable: bool,
+        joint: Option<&'a JointTool>,
+    },
     /// A write or spend tool of a connector (never grantable).
-    ConnectorWrite { connector: &'a ConnectorSpec, tool: &'a WriteTool },
+    ConnectorWrite {
+        connector: &'a ConnectorSpec,
+        tool: &'a WriteTool,
+    },
     /// An opt-in tool beside a connector.
     OptIn(&'a OptInTools, &'a str),
     /// A name this catalogue does not know.
@@ -150,11 +162,19 @@ fn strings(list: &[&str]) -> Vec<String> {
 }
 
 fn approval(name: &str, needs: Option<Switch>) -> WriteTool {
-    WriteTool { name: name.into(), registers: Registers::WithConnector, gate: WriteGate::Approval { needs } }
+    WriteTool {
+        name: name.into(),
+        registers: Registers::WithConnector,
+        gate: WriteGate::Approval { needs },
+    }
 }
 
 fn switched(name: &str, switch: Switch) -> WriteTool {
-    WriteTool { name: name.into(), registers: Registers::WhenSwitch(switch), gate: WriteGate::Approval { needs: None } }
+    WriteTool {
+        name: name.into(),
+        registers: Registers::WhenSwitch(switch),
+        gate: WriteGate::Approval { needs: None },
+    }
 }
 
 /// A seed connector: `grantable` is `None` for "every read tool", or the list.
@@ -171,7 +191,11 @@ fn spec(
         title: title.into(),
         reads: strings(reads),
         writes,
-        grantable: grantable.unwrap_or(reads).iter().map(|s| s.to_string()).collect(),
+        grantable: grantable
+            .unwrap_or(reads)
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
         billing,
     }
 }
@@ -183,11 +207,17 @@ fn seed_connectors() -> Vec<ConnectorSpec> {
         spec(
             "shopify",
             "Shopify",
-            &["shopify_shop_info", "shopify_search_products", "shopify_recent_orders"],
+            &[
+                "shopify_shop_info",
+                "shopify_search_products",
+                "shopify_recent_orders",
+            ],
             vec![WriteTool {
                 name: "shopify_admin_graphql".into(),
                 registers: Registers::WithConnector,
-                gate: WriteGate::MutationsNeedApproval { needs: Switch::ShopifyAllowWrites },
+                gate: WriteGate::MutationsNeedApproval {
+                    needs: Switch::ShopifyAllowWrites,
+                },
             }],
             None,
             None,
@@ -217,7 +247,13 @@ fn seed_connectors() -> Vec<ConnectorSpec> {
         spec(
             "firecrawl",
             "Firecrawl",
-            &["firecrawl_account", "firecrawl_scrape", "firecrawl_search", "firecrawl_map", "firecrawl_crawl"],
+            &[
+                "firecrawl_account",
+                "firecrawl_scrape",
+                "firecrawl_search",
+                "firecrawl_map",
+                "firecrawl_crawl",
+            ],
             vec![],
             None,
             Some(BillingUnit::Credits),
@@ -281,7 +317,10 @@ fn seed_connectors() -> Vec<ConnectorSpec> {
             "sheets",
             "Google Sheets",
             &["sheets_list"],
-            vec![approval("sheets_export", None), approval("sheets_append", None)],
+            vec![
+                approval("sheets_export", None),
+                approval("sheets_append", None),
+            ],
             None,
             None,
         ),
@@ -327,10 +366,15 @@ fn seed_connectors() -> Vec<ConnectorSpec> {
                 "github_list_pull_requests",
                 "github_read_pull_request",
             ],
-            ["github_create_branch", "github_commit_files", "github_open_pull_request", "github_comment"]
-                .iter()
-                .map(|n| approval(n, Some(Switch::GithubAllowWrites)))
-                .collect(),
+            [
+                "github_create_branch",
+                "github_commit_files",
+                "github_open_pull_request",
+                "github_comment",
+            ]
+            .iter()
+            .map(|n| approval(n, Some(Switch::GithubAllowWrites)))
+            .collect(),
             None,
             None,
         ),
@@ -355,9 +399,14 @@ fn seed_connectors() -> Vec<ConnectorSpec> {
                 gate: WriteGate::Open,
             })
             .chain(
-                ["agentmail_send_message", "agentmail_reply_to_message", "agentmail_forward_message", "agentmail_send_draft"]
-                    .iter()
-                    .map(|n| switched(n, Switch::AgentmailAllowSends)),
+                [
+                    "agentmail_send_message",
+                    "agentmail_reply_to_message",
+                    "agentmail_forward_message",
+                    "agentmail_send_draft",
+                ]
+                .iter()
+                .map(|n| switched(n, Switch::AgentmailAllowSends)),
             )
             .collect(),
             None,
@@ -381,9 +430,18 @@ fn seed_connectors() -> Vec<ConnectorSpec> {
         spec(
             "railway",
             "Railway",
-            &["railway_workspaces", "railway_project", "railway_deployments", "railway_variable_names", "railway_logs"],
+            &[
+                "railway_workspaces",
+                "railway_project",
+                "railway_deployments",
+                "railway_variable_names",
+                "railway_logs",
+            ],
             vec![
-                switched("railway_reveal_variables", Switch::RailwayAllowVariableValues),
+                switched(
+                    "railway_reveal_variables",
+                    Switch::RailwayAllowVariableValues,
+                ),
                 switched("railway_redeploy", Switch::RailwayAllowRedeploy),
             ],
             None,
@@ -392,7 +450,13 @@ fn seed_connectors() -> Vec<ConnectorSpec> {
         spec(
             "tailscale",
             "Tailscale",
-            &["tailscale_devices", "tailscale_device", "tailscale_users", "tailscale_policy", "tailscale_dns"],
+            &[
+                "tailscale_devices",
+                "tailscale_device",
+                "tailscale_users",
+                "tailscale_policy",
+                "tailscale_dns",
+            ],
             vec![],
             None,
             None,
@@ -436,7 +500,10 @@ impl Catalog {
     }
 
     /// Replaces the deployment's built-in list.
-    pub fn with_builtins<I: IntoIterator<Item = S>, S: Into<String>>(mut self, builtins: I) -> Catalog {
+    pub fn with_builtins<I: IntoIterator<Item = S>, S: Into<String>>(
+        mut self,
+        builtins: I,
+    ) -> Catalog {
         self.builtins = builtins.into_iter().map(Into::into).collect();
         self
     }
@@ -482,7 +549,11 @@ impl Catalog {
             Some(tpl) => ConnectorSpec {
                 name: name.into(),
                 title: tpl.title,
-                grantable: reads.iter().filter(|r| tpl.grantable.contains(*r)).cloned().collect(),
+                grantable: reads
+                    .iter()
+                    .filter(|r| tpl.grantable.contains(*r))
+                    .cloned()
+                    .collect(),
                 reads,
                 writes,
                 billing: tpl.billing,
@@ -524,7 +595,9 @@ impl Catalog {
 
     /// The joint tool with this connector and local name, if it is one.
     pub fn joint(&self, connector: &str, tool: &str) -> Option<&JointTool> {
-        self.joint.iter().find(|j| j.connector == connector && j.tool == tool)
+        self.joint
+            .iter()
+            .find(|j| j.connector == connector && j.tool == tool)
     }
 
     /// Opt-in tool groups.
@@ -537,14 +610,22 @@ impl Catalog {
     pub fn read_table(&self) -> BTreeMap<String, BTreeSet<String>> {
         let mut table: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for c in self.connectors.values().filter(|c| c.is_grantable()) {
-            table.entry(c.name.clone()).or_default().extend(c.grantable.iter().map(|t| c.mcp(t)));
+            table
+                .entry(c.name.clone())
+                .or_default()
+                .extend(c.grantable.iter().map(|t| c.mcp(t)));
         }
         for o in &self.opt_ins {
-            if self.connectors.get(&o.beside).is_some_and(ConnectorSpec::is_grantable) {
-                table
-                    .entry(o.beside.clone())
-                    .or_default()
-                    .extend(o.tools.iter().map(|t| names::mcp(o.server.server_name(), t)));
+            if self
+                .connectors
+                .get(&o.beside)
+                .is_some_and(ConnectorSpec::is_grantable)
+            {
+                table.entry(o.beside.clone()).or_default().extend(
+                    o.tools
+                        .iter()
+                        .map(|t| names::mcp(o.server.server_name(), t)),
+                );
             }
         }
         table
@@ -569,7 +650,10 @@ impl Catalog {
                 };
             }
             if let Some(w) = c.writes.iter().find(|w| w.name == tool) {
-                return ToolKind::ConnectorWrite { connector: c, tool: w };
+                return ToolKind::ConnectorWrite {
+                    connector: c,
+                    tool: w,
+                };
             }
             return ToolKind::Unknown;
         }
@@ -620,13 +704,28 @@ mod tests {
     fn with_connector_keeps_seed_policy() {
         let c = Catalog::empty().with_connector(
             "github",
-            ["github_read_file", "mcp__github__github_list_path", "github_new_read"],
+            [
+                "github_read_file",
+                "mcp__github__github_list_path",
+                "github_new_read",
+            ],
             ["github_comment", "github_new_write"],
         );
         let g = c.connector("github").unwrap();
-        assert_eq!(g.reads, ["github_read_file", "github_list_path", "github_new_read"]);
-        assert_eq!(g.grantable.iter().collect::<Vec<_>>(), ["github_list_path", "github_read_file"]);
-        assert_eq!(g.writes[0].gate, WriteGate::Approval { needs: Some(Switch::GithubAllowWrites) });
+        assert_eq!(
+            g.reads,
+            ["github_read_file", "github_list_path", "github_new_read"]
+        );
+        assert_eq!(
+            g.grantable.iter().collect::<Vec<_>>(),
+            ["github_list_path", "github_read_file"]
+        );
+        assert_eq!(
+            g.writes[0].gate,
+            WriteGate::Approval {
+                needs: Some(Switch::GithubAllowWrites)
+            }
+        );
         assert_eq!(g.writes[1].gate, WriteGate::Approval { needs: None });
         let n = Catalog::empty().with_connector("acme", ["acme_read"], ["acme_write"]);
         assert!(!n.connector("acme").unwrap().is_grantable());
@@ -637,13 +736,26 @@ mod tests {
         let c = Catalog::seed();
         assert_eq!(c.classify("Read"), ToolKind::BuiltIn);
         assert_eq!(c.classify("NotebookEdit"), ToolKind::Unknown);
-        assert!(matches!(c.classify("mcp__memory__soul_update"), ToolKind::Platform(Platform::Memory, "soul_update")));
-        assert!(matches!(c.classify("mcp__writer__writer_save_draft"), ToolKind::OptIn(..)));
+        assert!(matches!(
+            c.classify("mcp__memory__soul_update"),
+            ToolKind::Platform(Platform::Memory, "soul_update")
+        ));
+        assert!(matches!(
+            c.classify("mcp__writer__writer_save_draft"),
+            ToolKind::OptIn(..)
+        ));
         assert!(matches!(
             c.classify("mcp__dataforseo__seo_page_opportunities"),
-            ToolKind::ConnectorRead { joint: Some(_), grantable: true, .. }
+            ToolKind::ConnectorRead {
+                joint: Some(_),
+                grantable: true,
+                ..
+            }
         ));
-        assert!(matches!(c.classify("mcp__github__github_comment"), ToolKind::ConnectorWrite { .. }));
+        assert!(matches!(
+            c.classify("mcp__github__github_comment"),
+            ToolKind::ConnectorWrite { .. }
+        ));
         assert_eq!(c.classify("mcp__github__github_merge"), ToolKind::Unknown);
         assert_eq!(c.classify("mcp__nope__x"), ToolKind::Unknown);
     }

@@ -71,10 +71,16 @@ pub enum Gate {
     /// Asks a person before each call; denies when the approval times out.
     AsksPerson,
     /// Every call bills; calls above the connector's threshold follow `above_threshold`.
-    Spend { connector: String, above_threshold: AboveThreshold },
+    Spend {
+        connector: String,
+        above_threshold: AboveThreshold,
+    },
     /// Every call is charged against the grant's allowance; a call beyond it
     /// is refused before anything is sent.
-    Allowance { connector: String, allowance: Allowance },
+    Allowance {
+        connector: String,
+        allowance: Allowance,
+    },
     /// The tool is also a read path: reads run, mutations follow `mutations`.
     ReadsRunMutationsGated { mutations: MutationGate },
     /// Registered on purpose, and every call refuses before any request.
@@ -91,7 +97,10 @@ impl Gate {
     /// tool refuses, or (Shopify Admin GraphQL) its mutations do.
     pub fn refusal(&self) -> Option<Refusal> {
         match self {
-            Gate::Refuses(r) | Gate::ReadsRunMutationsGated { mutations: MutationGate::Refuses(r) } => Some(*r),
+            Gate::Refuses(r)
+            | Gate::ReadsRunMutationsGated {
+                mutations: MutationGate::Refuses(r),
+            } => Some(*r),
             _ => None,
         }
     }
@@ -123,12 +132,20 @@ impl PolicyDenial {
     pub fn safe_reason(&self) -> &'static str {
         match self {
             PolicyDenial::NotOffered => "not offered: this session has no tool by that name",
-            PolicyDenial::ApprovalRequired => "approval required: this call needs a person's approval, and none can be given in this session",
+            PolicyDenial::ApprovalRequired => {
+                "approval required: this call needs a person's approval, and none can be given in this session"
+            }
             PolicyDenial::ApprovalDeniedOrTimedOut => "approval denied or timed out",
-            PolicyDenial::AllowanceExhausted => "allowance exhausted: the spending allowance for this run or day is used up",
-            PolicyDenial::OutsideRole => "outside role: this session's role does not allow this call",
+            PolicyDenial::AllowanceExhausted => {
+                "allowance exhausted: the spending allowance for this run or day is used up"
+            }
+            PolicyDenial::OutsideRole => {
+                "outside role: this session's role does not allow this call"
+            }
             PolicyDenial::Revoked => "revoked: access to this tool was withdrawn",
-            PolicyDenial::InvalidArguments => "invalid arguments: the arguments do not fit the tool's parameters",
+            PolicyDenial::InvalidArguments => {
+                "invalid arguments: the arguments do not fit the tool's parameters"
+            }
         }
     }
 }

@@ -57,7 +57,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-pub use catalog::{BillingUnit, Catalog, ConnectorSpec, JointTool, OptInTools, Registers, ToolKind, WriteGate, WriteTool};
+pub use catalog::{
+    BillingUnit, Catalog, ConnectorSpec, JointTool, OptInTools, Registers, ToolKind, WriteGate,
+    WriteTool,
+};
 pub use gate::{AboveThreshold, Gate, MutationGate, PolicyDenial, Refusal, check_call};
 pub use names::{Platform, Server};
 pub use presets::Preset;
@@ -66,8 +69,9 @@ pub use roles::{Harness, Role, Route, coworker_ceiling};
 pub use switches::{Egress, Switch, SwitchNote, Switches};
 
 use names::{
-    GOAL_AGENT_TOOLS, HOST_FS_TOOLS, INBOUND_TOOLS, MEMORY_NOTE_TOOLS, PROJECT_TOOLS, READ_ONLY_BUILTINS,
-    SEO_HAND_OFF_BRIEF, SEO_METHOD_SKILL, SEO_SAVE_BRIEF, SKILL_TOOLS, STANDING_INSTRUCTION_TOOLS,
+    GOAL_AGENT_TOOLS, HOST_FS_TOOLS, INBOUND_TOOLS, MEMORY_NOTE_TOOLS, PROJECT_TOOLS,
+    READ_ONLY_BUILTINS, SEO_HAND_OFF_BRIEF, SEO_METHOD_SKILL, SEO_SAVE_BRIEF, SKILL_TOOLS,
+    STANDING_INSTRUCTION_TOOLS,
 };
 
 /// Where the session's tools run.
@@ -110,8 +114,13 @@ pub struct BrandFacts {
 
 impl BrandFacts {
     /// Facts with these connectors connected and nothing else.
-    pub fn with_connectors<I: IntoIterator<Item = S>, S: Into<String>>(connectors: I) -> BrandFacts {
-        BrandFacts { connected: connectors.into_iter().map(Into::into).collect(), ..BrandFacts::default() }
+    pub fn with_connectors<I: IntoIterator<Item = S>, S: Into<String>>(
+        connectors: I,
+    ) -> BrandFacts {
+        BrandFacts {
+            connected: connectors.into_iter().map(Into::into).collect(),
+            ..BrandFacts::default()
+        }
     }
 
     /// Whether `connector`'s credentials resolve.
@@ -170,7 +179,10 @@ impl SessionInput {
         self
     }
 
-    pub fn retry_of<I: IntoIterator<Item = S>, S: Into<String>>(mut self, tools: I) -> SessionInput {
+    pub fn retry_of<I: IntoIterator<Item = S>, S: Into<String>>(
+        mut self,
+        tools: I,
+    ) -> SessionInput {
         self.previous_attempt = Some(tools.into_iter().map(Into::into).collect());
         self
     }
@@ -230,7 +242,11 @@ impl Surface {
 
     /// Names served by `server`, sorted.
     pub fn served_by(&self, server: Server) -> Vec<&str> {
-        self.tools.values().filter(|t| t.server == server).map(|t| t.name.as_str()).collect()
+        self.tools
+            .values()
+            .filter(|t| t.server == server)
+            .map(|t| t.name.as_str())
+            .collect()
     }
 
     /// One offered tool.
@@ -258,7 +274,10 @@ impl Surface {
 
     /// The registered-but-refusing tools and why, sorted by name.
     pub fn exceptions(&self) -> Vec<(&str, Refusal)> {
-        self.tools.values().filter_map(|t| t.refusal().map(|r| (t.name.as_str(), r))).collect()
+        self.tools
+            .values()
+            .filter_map(|t| t.refusal().map(|r| (t.name.as_str(), r)))
+            .collect()
     }
 
     /// A retry's surface: this surface narrowed to the tools the previous
@@ -268,13 +287,25 @@ impl Surface {
         &self,
         previous_attempt_tools: I,
     ) -> Result<Surface, PolicyError> {
-        let keep: BTreeSet<String> = previous_attempt_tools.into_iter().map(|s| s.as_ref().to_string()).collect();
-        let tools: BTreeMap<String, OfferedTool> =
-            self.tools.iter().filter(|(k, _)| keep.contains(*k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let keep: BTreeSet<String> = previous_attempt_tools
+            .into_iter()
+            .map(|s| s.as_ref().to_string())
+            .collect();
+        let tools: BTreeMap<String, OfferedTool> = self
+            .tools
+            .iter()
+            .filter(|(k, _)| keep.contains(*k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         if tools.is_empty() && !self.tools.is_empty() {
-            return Err(PolicyError::NothingPermitted { role: self.role.label() });
+            return Err(PolicyError::NothingPermitted {
+                role: self.role.label(),
+            });
         }
-        Ok(Surface { role: self.role, tools })
+        Ok(Surface {
+            role: self.role,
+            tools,
+        })
     }
 }
 
@@ -289,21 +320,37 @@ pub enum PolicyError {
     ProfileNotExpected { role: &'static str },
     #[error("a coworker with a grant runs as a specialist coworker")]
     GrantOnPlainCoworker,
-    #[error("refused rather than started with none: nothing the profile asks for is within the {role} ceiling")]
+    #[error(
+        "refused rather than started with none: nothing the profile asks for is within the {role} ceiling"
+    )]
     NothingPermitted { role: &'static str },
     #[error("the inbound email route exists only when AGENTMAIL_WEBHOOK_URL_SECRET is set")]
     InboundRouteOff,
-    #[error("an inbound email turn is handed only AgentMail's credentials, and they do not resolve for this brand")]
+    #[error(
+        "an inbound email turn is handed only AgentMail's credentials, and they do not resolve for this brand"
+    )]
     InboundWithoutAgentMail,
     #[error("the {harness:?} harness does not exist: {needs}")]
-    HarnessOff { harness: Harness, needs: &'static str },
+    HarnessOff {
+        harness: Harness,
+        needs: &'static str,
+    },
     #[error("the {harness:?} harness serves only the deployment owner's brand")]
     HarnessOwnerOnly { harness: Harness },
 }
 
 /// Decides one session's tool surface: registration, ceiling and gates.
-pub fn surface(input: &SessionInput, catalog: &Catalog, switches: &Switches) -> Result<Surface, PolicyError> {
-    let mut b = Builder { input, catalog, switches, tools: BTreeMap::new() };
+pub fn surface(
+    input: &SessionInput,
+    catalog: &Catalog,
+    switches: &Switches,
+) -> Result<Surface, PolicyError> {
+    let mut b = Builder {
+        input,
+        catalog,
+        switches,
+        tools: BTreeMap::new(),
+    };
     match input.role {
         Role::PersonChat => b.person_chat()?,
         Role::InboundEmailTurn => b.inbound()?,
@@ -313,7 +360,10 @@ pub fn surface(input: &SessionInput, catalog: &Catalog, switches: &Switches) -> 
         Role::GoalReviewer => b.reviewer()?,
         Role::ReadOnlyRoute { harness } => b.read_only_route(harness)?,
     }
-    let surface = Surface { role: input.role, tools: b.tools };
+    let surface = Surface {
+        role: input.role,
+        tools: b.tools,
+    };
     match &input.previous_attempt {
         Some(previous) => surface.narrow_for_retry(previous),
         None => Ok(surface),
@@ -329,11 +379,24 @@ struct Builder<'a> {
 
 impl Builder<'_> {
     fn add(&mut self, name: String, server: Server, origin: Origin, gate: Gate) {
-        self.tools.insert(name.clone(), OfferedTool { name, server, origin, gate });
+        self.tools.insert(
+            name.clone(),
+            OfferedTool {
+                name,
+                server,
+                origin,
+                gate,
+            },
+        );
     }
 
     fn platform(&mut self, p: Platform, tool: &str, gate: Gate) {
-        self.add(names::mcp(p.server_name(), tool), p.served_by(tool), Origin::Platform(p), gate);
+        self.add(
+            names::mcp(p.server_name(), tool),
+            p.served_by(tool),
+            Origin::Platform(p),
+            gate,
+        );
     }
 
     fn platform_all(&mut self, p: Platform, tools: &[&str]) {
@@ -343,7 +406,12 @@ impl Builder<'_> {
     }
 
     fn connector(&mut self, c: &ConnectorSpec, tool: &str, gate: Gate) {
-        self.add(c.mcp(tool), Server::Host, Origin::Connector(c.name.clone()), gate);
+        self.add(
+            c.mcp(tool),
+            Server::Host,
+            Origin::Connector(c.name.clone()),
+            gate,
+        );
     }
 
     /// The deployment's built-ins that `keep` accepts, less the host file
@@ -359,12 +427,16 @@ impl Builder<'_> {
 
     /// Someone can approve a call right now.
     fn can_ask(&self) -> bool {
-        self.input.role.can_ask_a_person() && self.input.approval_channel && self.switches.require_write_approval
+        self.input.role.can_ask_a_person()
+            && self.input.approval_channel
+            && self.switches.require_write_approval
     }
 
     fn no_profile(&self) -> Result<(), PolicyError> {
         match self.input.profile {
-            Some(_) => Err(PolicyError::ProfileNotExpected { role: self.input.role.label() }),
+            Some(_) => Err(PolicyError::ProfileNotExpected {
+                role: self.input.role.label(),
+            }),
             None => Ok(()),
         }
     }
@@ -406,7 +478,11 @@ impl Builder<'_> {
                 }
             }
             if self.can_ask() && self.switches.sandbox_egress == Egress::Allowlist {
-                self.platform(Platform::SandboxEgress, names::SANDBOX_ALLOW_HOST, Gate::AsksPerson);
+                self.platform(
+                    Platform::SandboxEgress,
+                    names::SANDBOX_ALLOW_HOST,
+                    Gate::AsksPerson,
+                );
             }
         }
         let catalog = self.catalog;
@@ -428,7 +504,11 @@ impl Builder<'_> {
             let gate = match c.billing {
                 Some(_) => Gate::Spend {
                     connector: c.name.clone(),
-                    above_threshold: if asks { AboveThreshold::AsksPerson } else { AboveThreshold::Refuses },
+                    above_threshold: if asks {
+                        AboveThreshold::AsksPerson
+                    } else {
+                        AboveThreshold::Refuses
+                    },
                 },
                 None => Gate::Open,
             };
@@ -445,7 +525,9 @@ impl Builder<'_> {
             }
             let gate = match w.gate {
                 WriteGate::Open => Gate::Open,
-                WriteGate::Approval { needs: Some(s) } if !self.switches.is_on(s) => Gate::Refuses(Refusal::SwitchOff(s)),
+                WriteGate::Approval { needs: Some(s) } if !self.switches.is_on(s) => {
+                    Gate::Refuses(Refusal::SwitchOff(s))
+                }
                 WriteGate::Approval { .. } if !asks => Gate::Refuses(Refusal::NoApprovalChannel),
                 WriteGate::Approval { .. } => Gate::AsksPerson,
                 WriteGate::MutationsNeedApproval { needs } => Gate::ReadsRunMutationsGated {
@@ -475,7 +557,10 @@ impl Builder<'_> {
             .ok_or(PolicyError::InboundWithoutAgentMail)?;
         for t in INBOUND_TOOLS {
             let known = agentmail.reads.iter().any(|r| r == t)
-                || agentmail.writes.iter().any(|w| w.name == t && w.gate == WriteGate::Open);
+                || agentmail
+                    .writes
+                    .iter()
+                    .any(|w| w.name == t && w.gate == WriteGate::Open);
             if known {
                 self.connector(agentmail, t, Gate::Open);
             }
@@ -485,7 +570,11 @@ impl Builder<'_> {
 
     fn coworker(&mut self, route: Route, specialist: bool) -> Result<(), PolicyError> {
         let role = self.input.role.label();
-        let profile = self.input.profile.as_ref().ok_or(PolicyError::ProfileMissing { role })?;
+        let profile = self
+            .input
+            .profile
+            .as_ref()
+            .ok_or(PolicyError::ProfileMissing { role })?;
         profile.validate(self.catalog)?;
         if !specialist && !profile.grant.is_empty() {
             return Err(PolicyError::GrantOnPlainCoworker);
@@ -518,7 +607,12 @@ impl Builder<'_> {
                     }
                 }
             }
-            if profile.grant.skills.iter().any(|s| names::is_bundled_skill(s)) {
+            if profile
+                .grant
+                .skills
+                .iter()
+                .any(|s| names::is_bundled_skill(s))
+            {
                 self.platform_all(Platform::Skills, &SKILL_TOOLS);
             }
             if profile.grant.names_skill(SEO_METHOD_SKILL) {
@@ -542,16 +636,24 @@ impl Builder<'_> {
         let brand = &self.input.brand;
         let catalog = self.catalog;
         for name in &grant.connectors {
-            let Some(c) = catalog.connector(name).filter(|c| brand.is_live(&c.name)) else { continue };
+            let Some(c) = catalog.connector(name).filter(|c| brand.is_live(&c.name)) else {
+                continue;
+            };
             for r in c.reads.iter().filter(|r| c.grantable.contains(*r)) {
                 if let Some(j) = catalog.joint(&c.name, r)
-                    && !j.reads_from.iter().all(|x| grant.names_connector(x) && brand.is_live(x))
+                    && !j
+                        .reads_from
+                        .iter()
+                        .all(|x| grant.names_connector(x) && brand.is_live(x))
                 {
                     continue;
                 }
                 let gate = match (c.billing, grant.allowances.get(&c.name)) {
                     (None, _) => Gate::Open,
-                    (Some(_), Some(a)) => Gate::Allowance { connector: c.name.clone(), allowance: *a },
+                    (Some(_), Some(a)) => Gate::Allowance {
+                        connector: c.name.clone(),
+                        allowance: *a,
+                    },
                     // Not reachable after validation; a billing tool without
                     // an allowance is never offered.
                     (Some(_), None) => continue,
@@ -575,7 +677,11 @@ impl Builder<'_> {
 
     fn reviewer(&mut self) -> Result<(), PolicyError> {
         let fixed = presets::goal_reviewer();
-        self.input.profile.as_ref().unwrap_or(&fixed).validate_reviewer()?;
+        self.input
+            .profile
+            .as_ref()
+            .unwrap_or(&fixed)
+            .validate_reviewer()?;
         Ok(())
     }
 
@@ -585,7 +691,10 @@ impl Builder<'_> {
         match harness {
             Harness::Default => {}
             Harness::Loop if !self.switches.harness_loop_enabled => {
-                return Err(PolicyError::HarnessOff { harness, needs: "HARNESS_LOOP_ENABLED 1 or true" });
+                return Err(PolicyError::HarnessOff {
+                    harness,
+                    needs: "HARNESS_LOOP_ENABLED 1 or true",
+                });
             }
             Harness::Hermes if !self.switches.hermes_available() => {
                 return Err(PolicyError::HarnessOff {

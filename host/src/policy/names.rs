@@ -9,7 +9,16 @@ use serde::{Deserialize, Serialize};
 
 /// The deployment's built-in list as shipped (`tools` in agent.config.json).
 /// It is an exclusive allowlist: no other built-in of the runtime is offered.
-pub const BUILTINS: [&str; 8] = ["Bash", "Read", "Write", "Edit", "Glob", "Grep", "WebSearch", "WebFetch"];
+pub const BUILTINS: [&str; 8] = [
+    "Bash",
+    "Read",
+    "Write",
+    "Edit",
+    "Glob",
+    "Grep",
+    "WebSearch",
+    "WebFetch",
+];
 
 /// The read-only built-ins: the read-only route, the goal agent and a coworker
 /// on a read-only route keep only these.
@@ -45,7 +54,13 @@ pub const MEMORY_TOOLS: [&str; 9] = [
     "goals_update",
 ];
 /// The project folder's five tools.
-pub const PROJECT_TOOLS: [&str; 5] = ["project_list", "project_read", "project_write", "project_append", "project_delete"];
+pub const PROJECT_TOOLS: [&str; 5] = [
+    "project_list",
+    "project_read",
+    "project_write",
+    "project_append",
+    "project_delete",
+];
 /// Recursive, unapproved and irreversible: only a person's own chat holds it.
 pub const PROJECT_DELETE: &str = "project_delete";
 /// Goals engine tools (person chat, when the goals engine is on).
@@ -55,7 +70,13 @@ pub const TRANSCRIPT_TOOLS: [&str; 2] = ["transcript_search", "transcript_read"]
 /// Skill tools.
 pub const SKILL_TOOLS: [&str; 2] = ["load_skill", "read_skill_file"];
 /// Team tools (person chat, when the brand has at least one coworker).
-pub const TEAM_TOOLS: [&str; 5] = ["team_roster", "team_assign", "team_status", "team_result", "team_cancel"];
+pub const TEAM_TOOLS: [&str; 5] = [
+    "team_roster",
+    "team_assign",
+    "team_status",
+    "team_result",
+    "team_cancel",
+];
 /// The E2B sandbox: shell and files.
 pub const SANDBOX_TOOLS: [&str; 3] = ["bash", "read_file", "write_file"];
 /// The browser reads pages only.
@@ -88,8 +109,15 @@ pub const SEO_METHOD_SKILL: &str = "seo-method";
 /// `humanizer`. The seed also speaks of "seo-method and its data skills"
 /// without naming them, so no data skill is listed here: a grant naming one is
 /// refused until the skills catalogue names it.
-pub const BUNDLED_SKILLS: [&str; 7] =
-    ["ppc-method", "ppc-honesty", "seo-method", "voice-guide", "product-content", "product-page-seo", "humanizer"];
+pub const BUNDLED_SKILLS: [&str; 7] = [
+    "ppc-method",
+    "ppc-honesty",
+    "seo-method",
+    "voice-guide",
+    "product-content",
+    "product-page-seo",
+    "humanizer",
+];
 
 /// Whether `skill` is one of [`BUNDLED_SKILLS`].
 pub fn is_bundled_skill(skill: &str) -> bool {
@@ -126,7 +154,13 @@ pub const GOAL_AGENT_TOOLS: [&str; 8] = [
 
 /// Hermes's own tools that stay enabled, scoped to a throwaway folder. Hermes
 /// serves them itself; they are not part of any surface this host offers.
-pub const HERMES_OWN_TOOLS: [&str; 5] = ["todo_list", "skills_list", "skill_view", "skill_manage", "session_search"];
+pub const HERMES_OWN_TOOLS: [&str; 5] = [
+    "todo_list",
+    "skills_list",
+    "skill_view",
+    "skill_manage",
+    "session_search",
+];
 
 /// The full MCP name of `tool` on `server`: `mcp__server__tool`.
 pub fn mcp(server: &str, tool: &str) -> String {
@@ -212,7 +246,13 @@ impl Platform {
 
     /// Every tool of the server (local names).
     pub fn tools(self) -> &'static [&'static str] {
-        const BROWSER: [&str; 5] = ["browse_text", "browse_screenshot", "list_logins", "start_login", "finish_login"];
+        const BROWSER: [&str; 5] = [
+            "browse_text",
+            "browse_screenshot",
+            "list_logins",
+            "start_login",
+            "finish_login",
+        ];
         const EGRESS: [&str; 1] = [SANDBOX_ALLOW_HOST];
         const SEO: [&str; 2] = [SEO_SAVE_BRIEF, SEO_HAND_OFF_BRIEF];
         match self {
@@ -247,7 +287,10 @@ impl Platform {
 
     /// Full MCP names of every tool of the server.
     pub fn mcp_names(self) -> Vec<String> {
-        self.tools().iter().map(|t| mcp(self.server_name(), t)).collect()
+        self.tools()
+            .iter()
+            .map(|t| mcp(self.server_name(), t))
+            .collect()
     }
 }
 
@@ -257,8 +300,14 @@ mod tests {
 
     #[test]
     fn split_and_join() {
-        assert_eq!(split_mcp("mcp__sandbox_egress__sandbox_allow_host"), Some(("sandbox_egress", "sandbox_allow_host")));
-        assert_eq!(split_mcp("mcp__github__github_read_file"), Some(("github", "github_read_file")));
+        assert_eq!(
+            split_mcp("mcp__sandbox_egress__sandbox_allow_host"),
+            Some(("sandbox_egress", "sandbox_allow_host"))
+        );
+        assert_eq!(
+            split_mcp("mcp__github__github_read_file"),
+            Some(("github", "github_read_file"))
+        );
         assert_eq!(split_mcp("Read"), None);
         assert_eq!(split_mcp("mcp____x"), None);
         assert_eq!(mcp("cloudflare", "execute"), "mcp__cloudflare__execute");
@@ -271,6 +320,9 @@ mod tests {
             assert!(!p.tools().is_empty());
         }
         assert_eq!(Platform::Memory.served_by("memory_read"), Server::Host);
-        assert_eq!(Platform::Memory.served_by("soul_update"), Server::Orchestrator);
+        assert_eq!(
+            Platform::Memory.served_by("soul_update"),
+            Server::Orchestrator
+        );
     }
 }

@@ -28,9 +28,15 @@ pub enum Preset {
 }
 
 /// The SEO analyst's DataForSEO allowance: $1 per run, $3 per day.
-pub const SEO_DATAFORSEO_ALLOWANCE: Allowance = Allowance::Usd { per_run_usd: 1.0, per_day_usd: 3.0 };
+pub const SEO_DATAFORSEO_ALLOWANCE: Allowance = Allowance::Usd {
+    per_run_usd: 1.0,
+    per_day_usd: 3.0,
+};
 /// The researcher's Firecrawl allowance: 25 credits per run, 100 per day.
-pub const RESEARCHER_FIRECRAWL_ALLOWANCE: Allowance = Allowance::Credits { per_run_credits: 25, per_day_credits: 100 };
+pub const RESEARCHER_FIRECRAWL_ALLOWANCE: Allowance = Allowance::Credits {
+    per_run_credits: 25,
+    per_day_credits: 100,
+};
 
 impl Preset {
     /// All eight, in the seed's order.
@@ -73,41 +79,60 @@ impl Preset {
             tools.push("mcp__project__project_write".into());
         }
         let mut limits = Limits::preset();
-        let (connectors, allowances, skills): (&[&str], Vec<(&str, Allowance)>, &[&str]) = match self {
-            Preset::Researcher => (&["firecrawl"], vec![("firecrawl", RESEARCHER_FIRECRAWL_ALLOWANCE)], &[]),
-            Preset::DataAnalyst | Preset::Writer => (&[], vec![], &[]),
-            Preset::StoreAssistant => (&["shopify"], vec![], &[]),
-            Preset::MarketingAssistant => (
-                &["dataforseo", "googleads", "analytics", "searchconsole"],
-                vec![("dataforseo", SEO_DATAFORSEO_ALLOWANCE)],
-                &[],
-            ),
-            Preset::PaidTrafficManager => {
-                (&["googleads", "analytics", "searchconsole", "shopify"], vec![], &["ppc-method", "ppc-honesty"])
-            }
-            Preset::SeoAnalyst => {
-                limits.max_delegation_depth = 1;
-                tools.push("mcp__seo__seo_save_brief".into());
-                tools.push("mcp__seo__seo_hand_off_brief".into());
-                (
-                    &["dataforseo", "searchconsole", "analytics", "shopify"],
+        let (connectors, allowances, skills): (&[&str], Vec<(&str, Allowance)>, &[&str]) =
+            match self {
+                Preset::Researcher => (
+                    &["firecrawl"],
+                    vec![("firecrawl", RESEARCHER_FIRECRAWL_ALLOWANCE)],
+                    &[],
+                ),
+                Preset::DataAnalyst | Preset::Writer => (&[], vec![], &[]),
+                Preset::StoreAssistant => (&["shopify"], vec![], &[]),
+                Preset::MarketingAssistant => (
+                    &["dataforseo", "googleads", "analytics", "searchconsole"],
                     vec![("dataforseo", SEO_DATAFORSEO_ALLOWANCE)],
-                    // "seo-method and its data skills": the data skills are
-                    // not named by the seed (see `names::BUNDLED_SKILLS`).
-                    &["seo-method"],
-                )
-            }
-            Preset::ContentWriter => {
-                tools.extend(WRITER_TOOLS.iter().map(|t| format!("mcp__writer__{t}")));
-                (&["shopify"], vec![], &["voice-guide", "product-content", "product-page-seo", "humanizer"])
-            }
-        };
+                    &[],
+                ),
+                Preset::PaidTrafficManager => (
+                    &["googleads", "analytics", "searchconsole", "shopify"],
+                    vec![],
+                    &["ppc-method", "ppc-honesty"],
+                ),
+                Preset::SeoAnalyst => {
+                    limits.max_delegation_depth = 1;
+                    tools.push("mcp__seo__seo_save_brief".into());
+                    tools.push("mcp__seo__seo_hand_off_brief".into());
+                    (
+                        &["dataforseo", "searchconsole", "analytics", "shopify"],
+                        vec![("dataforseo", SEO_DATAFORSEO_ALLOWANCE)],
+                        // "seo-method and its data skills": the data skills are
+                        // not named by the seed (see `names::BUNDLED_SKILLS`).
+                        &["seo-method"],
+                    )
+                }
+                Preset::ContentWriter => {
+                    tools.extend(WRITER_TOOLS.iter().map(|t| format!("mcp__writer__{t}")));
+                    (
+                        &["shopify"],
+                        vec![],
+                        &[
+                            "voice-guide",
+                            "product-content",
+                            "product-page-seo",
+                            "humanizer",
+                        ],
+                    )
+                }
+            };
         Profile {
             name: self.title().into(),
             tools,
             grant: Grant {
                 connectors: connectors.iter().map(|s| s.to_string()).collect(),
-                allowances: allowances.into_iter().map(|(k, v)| (k.to_string(), v)).collect::<BTreeMap<_, _>>(),
+                allowances: allowances
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect::<BTreeMap<_, _>>(),
                 skills: skills.iter().map(|s| s.to_string()).collect(),
             },
             limits,
@@ -123,7 +148,13 @@ pub fn goal_agent(grant: Grant) -> Profile {
         name: "goal-agent".into(),
         tools: GOAL_AGENT_TOOLS.iter().map(|s| s.to_string()).collect(),
         grant,
-        limits: Limits { run_budget_usd: 0.5, max_turns: 10, max_concurrent_runs: 1, max_delegation_depth: 0, max_attempts: 2 },
+        limits: Limits {
+            run_budget_usd: 0.5,
+            max_turns: 10,
+            max_concurrent_runs: 1,
+            max_delegation_depth: 0,
+            max_attempts: 2,
+        },
     }
 }
 
@@ -134,6 +165,12 @@ pub fn goal_reviewer() -> Profile {
         name: "goal-reviewer".into(),
         tools: Vec::new(),
         grant: Grant::default(),
-        limits: Limits { run_budget_usd: 0.1, max_turns: 2, max_concurrent_runs: 1, max_delegation_depth: 0, max_attempts: 1 },
+        limits: Limits {
+            run_budget_usd: 0.1,
+            max_turns: 2,
+            max_concurrent_runs: 1,
+            max_delegation_depth: 0,
+            max_attempts: 1,
+        },
     }
 }

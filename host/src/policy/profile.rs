@@ -27,7 +27,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::catalog::{BillingUnit, Catalog, ToolKind};
-use super::names::{self, GOAL_AGENT_TOOLS, Platform, SEO_HAND_OFF_BRIEF, SEO_METHOD_SKILL, SEO_SAVE_BRIEF};
+use super::names::{
+    self, GOAL_AGENT_TOOLS, Platform, SEO_HAND_OFF_BRIEF, SEO_METHOD_SKILL, SEO_SAVE_BRIEF,
+};
 
 fn one() -> u32 {
     1
@@ -54,13 +56,21 @@ impl Limits {
     /// The presets' defaults: $0.50 per run, ten turns, one run at a time, no
     /// delegation, one attempt.
     pub fn preset() -> Limits {
-        Limits { run_budget_usd: 0.5, max_turns: 10, max_concurrent_runs: 1, max_delegation_depth: 0, max_attempts: 1 }
+        Limits {
+            run_budget_usd: 0.5,
+            max_turns: 10,
+            max_concurrent_runs: 1,
+            max_delegation_depth: 0,
+            max_attempts: 1,
+        }
     }
 
     /// Checks the limits' bounds.
     pub fn validate(&self) -> Result<(), ProfileError> {
         if !(self.run_budget_usd.is_finite() && self.run_budget_usd > 0.0) {
-            return Err(ProfileError::RunBudget { value: self.run_budget_usd });
+            return Err(ProfileError::RunBudget {
+                value: self.run_budget_usd,
+            });
         }
         if self.max_turns < 1 {
             return Err(ProfileError::MaxTurns);
@@ -142,30 +152,50 @@ impl Grant {
     pub fn validate(&self, catalog: &Catalog) -> Result<(), ProfileError> {
         for name in &self.connectors {
             let Some(c) = catalog.connector(name) else {
-                return Err(ProfileError::UnknownConnector { connector: name.clone() });
+                return Err(ProfileError::UnknownConnector {
+                    connector: name.clone(),
+                });
             };
             if !c.is_grantable() {
-                return Err(ProfileError::ConnectorNotGrantable { connector: c.title.clone() });
+                return Err(ProfileError::ConnectorNotGrantable {
+                    connector: c.title.clone(),
+                });
             }
             if let Some(unit) = c.billing {
                 let Some(a) = self.allowances.get(name) else {
-                    return Err(ProfileError::MissingAllowance { connector: c.title.clone() });
+                    return Err(ProfileError::MissingAllowance {
+                        connector: c.title.clone(),
+                    });
                 };
                 if a.unit() != unit {
-                    return Err(ProfileError::AllowanceUnit { connector: c.title.clone(), unit });
+                    return Err(ProfileError::AllowanceUnit {
+                        connector: c.title.clone(),
+                        unit,
+                    });
                 }
                 match *a {
-                    Allowance::Credits { per_run_credits, per_day_credits } if per_run_credits > per_day_credits => {
+                    Allowance::Credits {
+                        per_run_credits,
+                        per_day_credits,
+                    } if per_run_credits > per_day_credits => {
                         return Err(ProfileError::AllowanceRunAboveDay {
                             connector: c.title.clone(),
                             per_run: per_run_credits.to_string(),
                             per_day: per_day_credits.to_string(),
                         });
                     }
-                    Allowance::Usd { per_run_usd, per_day_usd } => {
-                        if !(per_run_usd.is_finite() && per_day_usd.is_finite() && per_run_usd >= 0.0 && per_day_usd >= 0.0)
+                    Allowance::Usd {
+                        per_run_usd,
+                        per_day_usd,
+                    } => {
+                        if !(per_run_usd.is_finite()
+                            && per_day_usd.is_finite()
+                            && per_run_usd >= 0.0
+                            && per_day_usd >= 0.0)
                         {
-                            return Err(ProfileError::AllowanceInvalid { connector: c.title.clone() });
+                            return Err(ProfileError::AllowanceInvalid {
+                                connector: c.title.clone(),
+                            });
                         }
                         if per_run_usd > per_day_usd {
                             return Err(ProfileError::AllowanceRunAboveDay {
@@ -181,7 +211,9 @@ impl Grant {
         }
         for skill in &self.skills {
             if !names::is_bundled_skill(skill) {
-                return Err(ProfileError::SkillNotBundled { skill: skill.clone() });
+                return Err(ProfileError::SkillNotBundled {
+                    skill: skill.clone(),
+                });
             }
         }
         Ok(())
@@ -213,16 +245,23 @@ impl Profile {
     }
 
     fn check_tool(&self, tool: &str, catalog: &Catalog) -> Result<(), ProfileError> {
-        let outside = || ProfileError::OutsideReadTable { tool: tool.to_string() };
+        let outside = || ProfileError::OutsideReadTable {
+            tool: tool.to_string(),
+        };
         let uncovered = |connector: &str| ProfileError::ConnectorNotGranted {
             tool: tool.to_string(),
-            connector: catalog.connector(connector).map_or_else(|| connector.to_string(), |c| c.title.clone()),
+            connector: catalog
+                .connector(connector)
+                .map_or_else(|| connector.to_string(), |c| c.title.clone()),
         };
         match catalog.classify(tool) {
             ToolKind::BuiltIn => Ok(()),
             ToolKind::Platform(Platform::Skills, _) => {
                 if self.grant.skills.is_empty() {
-                    Err(ProfileError::SkillToolWithoutSkill { tool: tool.to_string(), skill: None })
+                    Err(ProfileError::SkillToolWithoutSkill {
+                        tool: tool.to_string(),
+                        skill: None,
+                    })
                 } else {
                     Ok(())
                 }
@@ -243,9 +282,18 @@ impl Profile {
             }
             ToolKind::Platform(..) => Ok(()),
             ToolKind::OptIn(o, _) => {
-                if self.grant.names_connector(&o.beside) { Ok(()) } else { Err(uncovered(&o.beside)) }
+                if self.grant.names_connector(&o.beside) {
+                    Ok(())
+                } else {
+                    Err(uncovered(&o.beside))
+                }
             }
-            ToolKind::ConnectorRead { connector, grantable, joint, .. } => {
+            ToolKind::ConnectorRead {
+                connector,
+                grantable,
+                joint,
+                ..
+            } => {
                 if !grantable {
                     return Err(outside());
                 }
@@ -270,7 +318,9 @@ impl Profile {
         let fixed: BTreeSet<&str> = GOAL_AGENT_TOOLS.into_iter().collect();
         let asked: BTreeSet<&str> = self.tools.iter().map(String::as_str).collect();
         if let Some(extra) = asked.difference(&fixed).next() {
-            return Err(ProfileError::GoalAgentTool { tool: extra.to_string() });
+            return Err(ProfileError::GoalAgentTool {
+                tool: extra.to_string(),
+            });
         }
         if asked != fixed {
             return Err(ProfileError::GoalAgentSurface);
@@ -289,10 +339,14 @@ impl Profile {
     pub fn validate_reviewer(&self) -> Result<(), ProfileError> {
         self.limits.validate()?;
         if !self.tools.is_empty() {
-            return Err(ProfileError::ReviewerHasTools { count: self.tools.len() });
+            return Err(ProfileError::ReviewerHasTools {
+                count: self.tools.len(),
+            });
         }
         if self.limits.max_delegation_depth != 0 {
-            return Err(ProfileError::ReviewerDelegates { depth: self.limits.max_delegation_depth });
+            return Err(ProfileError::ReviewerDelegates {
+                depth: self.limits.max_delegation_depth,
+            });
         }
         if !self.grant.is_empty() {
             return Err(ProfileError::ReviewerHasGrant);
@@ -312,27 +366,50 @@ pub enum ProfileError {
     MaxConcurrentRuns,
     #[error("limits: maxAttempts must be at least 1")]
     MaxAttempts,
-    #[error("rule 1 (a connector tool needs its connector in the grant): {tool} needs {connector}, which the grant does not name")]
+    #[error(
+        "rule 1 (a connector tool needs its connector in the grant): {tool} needs {connector}, which the grant does not name"
+    )]
     ConnectorNotGranted { tool: String, connector: String },
-    #[error("rule 2 (only tools in the read table; a specialist reads and proposes, it never commits): {tool} is outside the read table")]
+    #[error(
+        "rule 2 (only tools in the read table; a specialist reads and proposes, it never commits): {tool} is outside the read table"
+    )]
     OutsideReadTable { tool: String },
-    #[error("rule 2 (only tools in the read table): {connector} has no tool in the read table and cannot be granted")]
+    #[error(
+        "rule 2 (only tools in the read table): {connector} has no tool in the read table and cannot be granted"
+    )]
     ConnectorNotGrantable { connector: String },
     #[error("grant: no connector named {connector} is known to this host")]
     UnknownConnector { connector: String },
-    #[error("rule 3 (a connector that bills needs an allowance): {connector} is granted without an allowance")]
+    #[error(
+        "rule 3 (a connector that bills needs an allowance): {connector} is granted without an allowance"
+    )]
     MissingAllowance { connector: String },
-    #[error("rule 3 (a connector that bills needs an allowance): {connector}'s allowance must be counted in {unit:?}")]
-    AllowanceUnit { connector: String, unit: BillingUnit },
-    #[error("rule 3 (a connector that bills needs an allowance): {connector}'s allowance figures must be finite and not negative")]
+    #[error(
+        "rule 3 (a connector that bills needs an allowance): {connector}'s allowance must be counted in {unit:?}"
+    )]
+    AllowanceUnit {
+        connector: String,
+        unit: BillingUnit,
+    },
+    #[error(
+        "rule 3 (a connector that bills needs an allowance): {connector}'s allowance figures must be finite and not negative"
+    )]
     AllowanceInvalid { connector: String },
-    #[error("rule 3 (a connector that bills needs an allowance whose per-run figure is not above its per-day figure): {connector} allows {per_run} per run but {per_day} per day")]
-    AllowanceRunAboveDay { connector: String, per_run: String, per_day: String },
+    #[error(
+        "rule 3 (a connector that bills needs an allowance whose per-run figure is not above its per-day figure): {connector} allows {per_run} per run but {per_day} per day"
+    )]
+    AllowanceRunAboveDay {
+        connector: String,
+        per_run: String,
+        per_day: String,
+    },
     #[error("rule 4 (a skill tool needs a granted skill): {tool} is asked for, but the grant names {}", match .skill { Some(s) => format!("no {s} skill"), None => "no skill".to_string() })]
     SkillToolWithoutSkill { tool: String, skill: Option<String> },
     #[error("rule 4 (only bundled skills): {skill} is not a bundled skill")]
     SkillNotBundled { skill: String },
-    #[error("rule 5 (handing off a brief needs delegation): mcp__seo__seo_hand_off_brief is asked for at maxDelegationDepth 0")]
+    #[error(
+        "rule 5 (handing off a brief needs delegation): mcp__seo__seo_hand_off_brief is asked for at maxDelegationDepth 0"
+    )]
     HandOffWithoutDelegation,
     #[error("goal agent: {tool} is outside its fixed tools")]
     GoalAgentTool { tool: String },
@@ -355,12 +432,16 @@ impl ProfileError {
     pub fn rule(&self) -> Option<u8> {
         match self {
             ProfileError::ConnectorNotGranted { .. } => Some(1),
-            ProfileError::OutsideReadTable { .. } | ProfileError::ConnectorNotGrantable { .. } => Some(2),
+            ProfileError::OutsideReadTable { .. } | ProfileError::ConnectorNotGrantable { .. } => {
+                Some(2)
+            }
             ProfileError::MissingAllowance { .. }
             | ProfileError::AllowanceUnit { .. }
             | ProfileError::AllowanceInvalid { .. }
             | ProfileError::AllowanceRunAboveDay { .. } => Some(3),
-            ProfileError::SkillToolWithoutSkill { .. } | ProfileError::SkillNotBundled { .. } => Some(4),
+            ProfileError::SkillToolWithoutSkill { .. } | ProfileError::SkillNotBundled { .. } => {
+                Some(4)
+            }
             ProfileError::HandOffWithoutDelegation => Some(5),
             _ => None,
         }
@@ -381,8 +462,15 @@ mod tests {
         }"#;
         let p: Profile = serde_json::from_str(json).unwrap();
         assert_eq!(p.limits.max_attempts, 1);
-        assert_eq!(p.grant.allowances["firecrawl"], Allowance::Credits { per_run_credits: 25, per_day_credits: 100 });
-        let usd: Allowance = serde_json::from_str(r#"{"perRunUsd": 1.0, "perDayUsd": 3.0}"#).unwrap();
+        assert_eq!(
+            p.grant.allowances["firecrawl"],
+            Allowance::Credits {
+                per_run_credits: 25,
+                per_day_credits: 100
+            }
+        );
+        let usd: Allowance =
+            serde_json::from_str(r#"{"perRunUsd": 1.0, "perDayUsd": 3.0}"#).unwrap();
         assert_eq!(usd.unit(), BillingUnit::Usd);
         let back: Profile = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
         assert_eq!(back, p);

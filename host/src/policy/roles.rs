@@ -79,12 +79,22 @@ impl Role {
 
     /// The role a saved coworker profile runs as: a specialist when it has a grant.
     pub fn for_profile(profile: &Profile, route: Route) -> Role {
-        if profile.grant.is_empty() { Role::CoworkerRun { route } } else { Role::SpecialistRun { route } }
+        if profile.grant.is_empty() {
+            Role::CoworkerRun { route }
+        } else {
+            Role::SpecialistRun { route }
+        }
     }
 
     /// Whether the role runs from a saved profile.
     pub fn takes_profile(self) -> bool {
-        matches!(self, Role::CoworkerRun { .. } | Role::SpecialistRun { .. } | Role::GoalAgentStep | Role::GoalReviewer)
+        matches!(
+            self,
+            Role::CoworkerRun { .. }
+                | Role::SpecialistRun { .. }
+                | Role::GoalAgentStep
+                | Role::GoalReviewer
+        )
     }
 
     /// Whether the role can ever have someone present to approve a call.
@@ -106,11 +116,19 @@ pub fn coworker_ceiling(route: Route, catalog: &Catalog) -> BTreeSet<String> {
             .iter()
             .cloned()
             .chain(MEMORY_TOOLS.iter().map(|t| names::mcp("memory", t)))
-            .chain(PROJECT_TOOLS.iter().filter(|t| **t != PROJECT_DELETE).map(|t| names::mcp("project", t)))
+            .chain(
+                PROJECT_TOOLS
+                    .iter()
+                    .filter(|t| **t != PROJECT_DELETE)
+                    .map(|t| names::mcp("project", t)),
+            )
             .collect(),
-        Route::ReadOnly => {
-            catalog.builtins.iter().filter(|b| READ_ONLY_BUILTINS.contains(&b.as_str())).cloned().collect()
-        }
+        Route::ReadOnly => catalog
+            .builtins
+            .iter()
+            .filter(|b| READ_ONLY_BUILTINS.contains(&b.as_str()))
+            .cloned()
+            .collect(),
     }
 }
 
@@ -125,10 +143,17 @@ mod tests {
         assert_eq!(standard.len(), 8 + 9 + 4);
         assert!(!standard.contains("mcp__project__project_delete"));
         assert_eq!(
-            coworker_ceiling(Route::ReadOnly, &c).into_iter().collect::<Vec<_>>(),
+            coworker_ceiling(Route::ReadOnly, &c)
+                .into_iter()
+                .collect::<Vec<_>>(),
             ["Glob", "Grep", "Read", "WebFetch", "WebSearch"]
         );
         let trimmed = Catalog::seed().with_builtins(["Read", "Bash"]);
-        assert_eq!(coworker_ceiling(Route::ReadOnly, &trimmed).into_iter().collect::<Vec<_>>(), ["Read"]);
+        assert_eq!(
+            coworker_ceiling(Route::ReadOnly, &trimmed)
+                .into_iter()
+                .collect::<Vec<_>>(),
+            ["Read"]
+        );
     }
 }

@@ -86,12 +86,16 @@ impl Switch {
             Switch::RequireWriteApproval => "Per-call approvals for gated tools",
             Switch::ApprovalTimeoutMs => "How long a pending approval waits before it denies",
             Switch::ShopifyAllowWrites => "Allows Shopify mutations",
-            Switch::GithubAllowWrites => "Lets the four GitHub write tools act (they refuse without it)",
+            Switch::GithubAllowWrites => {
+                "Lets the four GitHub write tools act (they refuse without it)"
+            }
             Switch::AgentmailAllowSends => "Registers the four send tools",
             Switch::RailwayAllowVariableValues => {
                 "Registers mcp__railway__railway_reveal_variables (still needs approval)"
             }
-            Switch::RailwayAllowRedeploy => "Registers mcp__railway__railway_redeploy (still needs approval)",
+            Switch::RailwayAllowRedeploy => {
+                "Registers mcp__railway__railway_redeploy (still needs approval)"
+            }
             Switch::SandboxAllowBrowser => "Registers the browser tools under E2B",
             Switch::BrowserbasePersistentLogins => "Registers the browser login tools",
             Switch::SandboxEgress => {
@@ -113,7 +117,9 @@ impl Switch {
             Rule::Timeout => "Default 300000 (five minutes); 0 denies at once",
             Rule::TrueOneYes => "true, 1 or yes",
             Rule::ExactlyTrue => "Exactly true",
-            Rule::Egress => "open, any case; anything else is the allowlist, and a typo is reported",
+            Rule::Egress => {
+                "open, any case; anything else is the allowlist, and a typo is reported"
+            }
             Rule::NonEmpty => "Any non-empty value",
             Rule::OneOrTrue => "1 or true",
             Rule::AnyValue => "Any value",
@@ -128,14 +134,14 @@ impl Switch {
             | Switch::GithubAllowWrites
             | Switch::RailwayAllowVariableValues
             | Switch::RailwayAllowRedeploy => Rule::TrueOneYes,
-            Switch::AgentmailAllowSends | Switch::SandboxAllowBrowser | Switch::BrowserbasePersistentLogins => {
-                Rule::ExactlyTrue
-            }
+            Switch::AgentmailAllowSends
+            | Switch::SandboxAllowBrowser
+            | Switch::BrowserbasePersistentLogins => Rule::ExactlyTrue,
             Switch::SandboxEgress => Rule::Egress,
             Switch::SandboxEgressAllowlist => Rule::NonEmpty,
-            Switch::HarnessLoopEnabled | Switch::HarnessHermesEnabled | Switch::HarnessMcpBridgeEnabled => {
-                Rule::OneOrTrue
-            }
+            Switch::HarnessLoopEnabled
+            | Switch::HarnessHermesEnabled
+            | Switch::HarnessMcpBridgeEnabled => Rule::OneOrTrue,
             Switch::AgentmailWebhookUrlSecret => Rule::AnyValue,
         }
     }
@@ -258,7 +264,11 @@ impl Switches {
                 raw.push((s, v.as_ref().to_string()));
             }
         }
-        let get = |s: Switch| raw.iter().find(|(seen, _)| *seen == s).map(|(_, v)| v.as_str());
+        let get = |s: Switch| {
+            raw.iter()
+                .find(|(seen, _)| *seen == s)
+                .map(|(_, v)| v.as_str())
+        };
         let mut notes = Vec::new();
         let notes_ref = &mut notes;
         let mut flag = |s: Switch| parse_flag(s, get(s), notes_ref);
@@ -275,7 +285,8 @@ impl Switches {
         let harness_mcp_bridge_enabled = flag(Switch::HarnessMcpBridgeEnabled);
         let approval_timeout_ms = parse_timeout(get(Switch::ApprovalTimeoutMs), &mut notes);
         let sandbox_egress = parse_egress(get(Switch::SandboxEgress), &mut notes);
-        let sandbox_egress_allowlist = parse_allowlist(get(Switch::SandboxEgressAllowlist), &mut notes);
+        let sandbox_egress_allowlist =
+            parse_allowlist(get(Switch::SandboxEgressAllowlist), &mut notes);
         let agentmail_webhook_secret_set = match get(Switch::AgentmailWebhookUrlSecret) {
             None => false,
             Some("") => {
@@ -289,7 +300,10 @@ impl Switches {
             Some(_) => true,
         };
         notes.sort_by_key(|n| n.switch);
-        let present = Switch::ALL.into_iter().filter(|s| get(*s).is_some()).collect();
+        let present = Switch::ALL
+            .into_iter()
+            .filter(|s| get(*s).is_some())
+            .collect();
         Switches {
             require_write_approval,
             approval_timeout_ms,
@@ -354,12 +368,16 @@ impl Switches {
             }
             Switch::ApprovalTimeoutMs => format!("{} ms", self.approval_timeout_ms),
             Switch::SandboxEgress => match self.sandbox_egress {
-                Egress::Open => "open (whole internet except private ranges; no sandbox_allow_host)".into(),
+                Egress::Open => {
+                    "open (whole internet except private ranges; no sandbox_allow_host)".into()
+                }
                 Egress::Allowlist => "allowlist".into(),
             },
             Switch::SandboxEgressAllowlist => match &self.sandbox_egress_allowlist {
                 None => "default site list".into(),
-                Some(list) if list.is_empty() => "replaced by an empty list (the sandbox reaches no site)".into(),
+                Some(list) if list.is_empty() => {
+                    "replaced by an empty list (the sandbox reaches no site)".into()
+                }
                 Some(list) => format!("replaced: {}", list.join(", ")),
             },
             Switch::AgentmailWebhookUrlSecret => {
@@ -369,8 +387,11 @@ impl Switches {
                     "not set (inbound email route off)".into()
                 }
             }
-            Switch::HarnessHermesEnabled if self.harness_hermes_enabled && !self.harness_mcp_bridge_enabled => {
-                "on, but the Hermes harness does not exist without HARNESS_MCP_BRIDGE_ENABLED".into()
+            Switch::HarnessHermesEnabled
+                if self.harness_hermes_enabled && !self.harness_mcp_bridge_enabled =>
+            {
+                "on, but the Hermes harness does not exist without HARNESS_MCP_BRIDGE_ENABLED"
+                    .into()
             }
             other => onoff(self.is_on(other)).into(),
         }
@@ -382,7 +403,11 @@ impl Switches {
     pub fn banner(&self) -> String {
         let mut out = String::from("Operator switches (read once at start):\n");
         for s in Switch::ALL {
-            let source = if self.present.contains(&s) { "set" } else { "default" };
+            let source = if self.present.contains(&s) {
+                "set"
+            } else {
+                "default"
+            };
             let _ = writeln!(out, "  {:<30} {} [{}]", s.var(), self.describe(s), source);
         }
         if self.notes.is_empty() {
@@ -416,27 +441,45 @@ fn parse_flag(switch: Switch, value: Option<&str>, notes: &mut Vec<SwitchNote>) 
         Rule::OnUnlessFalse => match v {
             "false" | "0" | "no" => (false, None),
             "true" | "1" | "yes" | "" => (true, None),
-            _ => (true, Some("not understood; only false, 0 or no turn it off, so it stays on")),
+            _ => (
+                true,
+                Some("not understood; only false, 0 or no turn it off, so it stays on"),
+            ),
         },
         Rule::TrueOneYes => match v {
             "true" | "1" | "yes" => (true, None),
             "false" | "0" | "no" | "" => (false, None),
-            _ => (false, Some("not understood; only true, 1 or yes turn it on, so it stays off")),
+            _ => (
+                false,
+                Some("not understood; only true, 1 or yes turn it on, so it stays off"),
+            ),
         },
         Rule::ExactlyTrue => match v {
             "true" => (true, None),
             "false" | "0" | "no" | "" => (false, None),
-            _ => (false, Some("counts as on only when exactly true, so it stays off")),
+            _ => (
+                false,
+                Some("counts as on only when exactly true, so it stays off"),
+            ),
         },
         Rule::OneOrTrue => match v {
             "1" | "true" => (true, None),
             "false" | "0" | "no" | "" => (false, None),
-            _ => (false, Some("not understood; only 1 or true turn it on, so it stays off")),
+            _ => (
+                false,
+                Some("not understood; only 1 or true turn it on, so it stays off"),
+            ),
         },
-        Rule::Timeout | Rule::Egress | Rule::NonEmpty | Rule::AnyValue => unreachable!("not a flag"),
+        Rule::Timeout | Rule::Egress | Rule::NonEmpty | Rule::AnyValue => {
+            unreachable!("not a flag")
+        }
     };
     if let Some(problem) = problem {
-        notes.push(SwitchNote { switch, value: Some(shown(v)), problem: problem.into() });
+        notes.push(SwitchNote {
+            switch,
+            value: Some(shown(v)),
+            problem: problem.into(),
+        });
     }
     on
 }
@@ -508,10 +551,22 @@ fn check_allowlist_entry(entry: &str) -> Result<(), &'static str> {
         if prefix <= 8 {
             return Err("a CIDR block must be narrower than /8");
         }
-        return if is_public(ip) { Ok(()) } else { Err("a private, link-local or metadata range can never be added") };
+        return if is_public(ip) {
+            Ok(())
+        } else {
+            Err("a private, link-local or metadata range can never be added")
+        };
     }
-    if let Ok(ip) = entry.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
-        return if is_public(ip) { Ok(()) } else { Err("a private, link-local or metadata address can never be added") };
+    if let Ok(ip) = entry
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+    {
+        return if is_public(ip) {
+            Ok(())
+        } else {
+            Err("a private, link-local or metadata address can never be added")
+        };
     }
     let host = entry.strip_prefix("*.").unwrap_or(entry);
     let ok = !host.is_empty()
@@ -522,7 +577,9 @@ fn check_allowlist_entry(entry: &str) -> Result<(), &'static str> {
                 && label.len() <= 63
                 && !label.starts_with('-')
                 && !label.ends_with('-')
-                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
         });
     if !ok {
         return Err("not a host name, *.domain, public IP or CIDR block");
