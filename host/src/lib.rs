@@ -18,6 +18,7 @@ mod output;
 pub mod policy;
 pub mod runtime;
 pub mod schema;
+pub mod store;
 
 pub use capabilities::Capabilities;
 pub use capabilities::http::{CredentialConfig, CredentialScheme, HttpCapability, HttpConfig, SecretSource};

@@ -1,0 +1,330 @@
+//! The host's single storage interface (DESIGN D7).
+//!
+//! Everything the host must remember across a restart goes through [`Store`]:
+//! the trace of every decision (D6), per-call approvals, the allowance ledger
+//! (the durable twin of the in-memory `capabilities::meter`), and brand
+//! connections with their credentials sealed at rest (D4). Callers depend on
+//! the trait, not on SQLite, so that a deployment that outgrows one machine
+//! can put several hosts on one PostgreSQL database behind the same methods.
+//!
+//! [`SqliteStore`] is the embedded implementation: one file, WAL journal,
+//! `synchronous=FULL`, and every ledger or approval change in one
+//! transaction, so a host killed at any instant leaves either the whole
+//! change or none of it.
+
+mod sqlite;
+
+pub use sqlite::SqliteStore;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::fmt;
+
+/// Why a storage operation failed. Never a panic: a corrupt file, a locked
+/// database or a value out of range all come back as one of these.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// SQLite refused (corrupt or non-database file, disk full, busy past the timeout, ...).
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// The file was written by a newer host with a schema this one does not know.
+    #[error("database schema version {found} is newer than this host's {supported}")]
+    SchemaTooNew { found: i64, supported: i64 },
+    /// A stored row does not have a shape this host wrote.
+    #[error("corrupt stored data: {0}")]
+    Corrupt(String),
+    /// An amount does not fit the database's signed 64-bit integers.
+    #[error("amount {0} is out of range")]
+    OutOfRange(u64),
+    /// The same idempotency key was used for a different charge.
+    #[error("idempotency key {0:?} was already used for a different charge")]
+    IdempotencyConflict(String),
+    /// No run with this id was started.
+    #[error("unknown run {0:?}")]
+    UnknownRun(String),
+    /// A run with this id was already started.
+    #[error("run {0:?} already exists")]
+    RunExists(String),
+    /// A stored credential could not be opened: wrong key, or the row was tampered with.
+    #[error("stored credential for {brand}/{connector} could not be decrypted (wrong key or tampered)")]
+    Decrypt { brand: String, connector: String },
+    /// The credential could not be sealed.
+    #[error("credential could not be encrypted")]
+    Encrypt,
+}
+
+/// A state recorded for a tool call or a connector in the trace (D6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceState {
+    Registered,
+    Eligible,
+    Offered,
+    Requested,
+    Allowed,
+    Denied,
+    Executed,
+    Result,
+    PermissionDenied,
+}
+
+impl TraceState {
+    /// The name stored in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TraceState::Registered => "registered",
+            TraceState::Eligible => "eligible",
+            TraceState::Offered => "offered",
+            TraceState::Requested => "requested",
+            TraceState::Allowed => "allowed",
+            TraceState::Denied => "denied",
+            TraceState::Executed => "executed",
+            TraceState::Result => "result",
+            TraceState::PermissionDenied => "permission_denied",
+        }
+    }
+
+    /// The state stored as `name`, if any.
+    pub fn parse(name: &str) -> Option<TraceState> {
+        Some(match name {
+            "registered" => TraceState::Registered,
+            "eligible" => TraceState::Eligible,
+            "offered" => TraceState::Offered,
+            "requested" => TraceState::Requested,
+            "allowed" => TraceState::Allowed,
+            "denied" => TraceState::Denied,
+            "executed" => TraceState::Executed,
+            "result" => TraceState::Result,
+            "permission_denied" => TraceState::PermissionDenied,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for TraceState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One recorded decision or step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceEvent {
+    pub session: String,
+    pub brand: String,
+    pub call_id: Option<String>,
+    pub tool: Option<String>,
+    pub state: TraceState,
+    /// The rule that decided (for `allowed`, `denied`, `permission_denied`).
+    pub rule: Option<String>,
+    pub detail: serde_json::Value,
+    /// Milliseconds since the Unix epoch.
+    pub at_ms: i64,
+}
+
+/// The id of one approval request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ApprovalId(pub i64);
+
+impl fmt::Display for ApprovalId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Where an approval stands. `used` is kept apart: an approved approval is
+/// spent by exactly one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalState {
+    Pending,
+    Approved,
+    Denied,
+    /// Revoked with its session; never comes back.
+    Revoked,
+}
+
+impl ApprovalState {
+    fn as_str(self) -> &'static str {
+        match self {
+            ApprovalState::Pending => "pending",
+            ApprovalState::Approved => "approved",
+            ApprovalState::Denied => "denied",
+            ApprovalState::Revoked => "revoked",
+        }
+    }
+
+    fn parse(name: &str) -> Option<ApprovalState> {
+        Some(match name {
+            "pending" => ApprovalState::Pending,
+            "approved" => ApprovalState::Approved,
+            "denied" => ApprovalState::Denied,
+            "revoked" => ApprovalState::Revoked,
+            _ => return None,
+        })
+    }
+}
+
+/// One approval request as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    pub id: ApprovalId,
+    pub session: String,
+    pub tool: String,
+    pub args_digest: String,
+    pub state: ApprovalState,
+    pub used: bool,
+    pub decided_by: Option<String>,
+    pub requested_at_ms: i64,
+}
+
+/// Why an approval could not be decided or consumed. The variants map onto
+/// the bounded denial reasons of D6 ("approval required", "approval denied").
+#[derive(Debug, thiserror::Error)]
+pub enum ApprovalError {
+    /// Nothing was ever asked for this session, tool and arguments.
+    #[error("approval required")]
+    Required,
+    /// Asked, not yet answered.
+    #[error("approval pending")]
+    Pending,
+    /// A person said no.
+    #[error("approval denied")]
+    Denied,
+    /// The session's approvals were revoked.
+    #[error("approval revoked")]
+    Revoked,
+    /// The approval was already spent by an earlier call.
+    #[error("approval already used")]
+    AlreadyUsed,
+    /// `decide` on an id that does not exist.
+    #[error("unknown approval {0}")]
+    Unknown(ApprovalId),
+    /// `decide` on an approval that is no longer pending.
+    #[error("approval {0} is no longer pending")]
+    NotPending(ApprovalId),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// One recorded charge.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Charge {
+    pub idempotency_key: String,
+    pub run_id: String,
+    pub connector: String,
+    pub brand: String,
+    pub day: String,
+    pub amount: u64,
+}
+
+/// Why a run may not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartRunError {
+    /// Starting the run could spend past the day's allowance.
+    #[error("the day's allowance is exhausted: {committed} of {per_day} already spent or held by runs")]
+    DayExhausted { committed: u64, per_day: u64 },
+    /// The allowance itself is not acceptable (per-run zero or above per-day).
+    #[error("invalid allowance: per-run {per_run} must be above zero and at most the per-day {per_day}")]
+    InvalidAllowance { per_run: u64, per_day: u64 },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The single storage interface of D7. Every method is one atomic unit:
+/// it either happens completely or not at all.
+pub trait Store: Send + Sync {
+    // --- trace ---
+    /// Appends one event to the trace.
+    fn record(&self, event: &TraceEvent) -> Result<(), StoreError>;
+    /// A session's events in the order they were recorded.
+    fn trace_for_session(&self, session: &str) -> Result<Vec<TraceEvent>, StoreError>;
+    /// A brand's events in the order they were recorded.
+    fn trace_for_brand(&self, brand: &str) -> Result<Vec<TraceEvent>, StoreError>;
+
+    // --- approvals ---
+    /// Parks a pending approval for one call (`args_digest` from [`args_digest`]).
+    fn request_approval(&self, session: &str, tool: &str, args_digest: &str) -> Result<ApprovalId, StoreError>;
+    /// Answers a pending approval. Anything not pending (answered, revoked) stays as it is.
+    fn decide(&self, id: ApprovalId, approved: bool, by: &str) -> Result<(), ApprovalError>;
+    /// Spends one approved, unused approval for exactly this session, tool and
+    /// arguments. Atomic: two concurrent callers never both succeed.
+    fn consume_approval(&self, session: &str, tool: &str, args_digest: &str) -> Result<ApprovalId, ApprovalError>;
+    /// A session's approvals still waiting for a person, oldest first.
+    fn pending(&self, session: &str) -> Result<Vec<Approval>, StoreError>;
+    /// One approval by id.
+    fn approval(&self, id: ApprovalId) -> Result<Option<Approval>, StoreError>;
+    /// Revokes every unused approval of the session (pending or approved);
+    /// returns how many. Revoked approvals can never be decided or consumed.
+    fn revoke_session_approvals(&self, session: &str) -> Result<usize, StoreError>;
+
+    // --- allowance ledger ---
+    /// Records a charge once per `idempotency_key`: `Ok(true)` if recorded now,
+    /// `Ok(false)` if this very charge was already recorded (a retry), and
+    /// [`StoreError::IdempotencyConflict`] if the key was used for a different one.
+    fn charge(
+        &self,
+        run_id: &str,
+        connector: &str,
+        brand: &str,
+        day: &str,
+        amount: u64,
+        idempotency_key: &str,
+    ) -> Result<bool, StoreError>;
+    /// What one run has recorded.
+    fn spent_in_run(&self, run_id: &str) -> Result<u64, StoreError>;
+    /// What all runs of a brand recorded against one connector on one day.
+    fn spent_on_day(&self, brand: &str, connector: &str, day: &str) -> Result<u64, StoreError>;
+    /// One run's charges in the order recorded.
+    fn charges_in_run(&self, run_id: &str) -> Result<Vec<Charge>, StoreError>;
+    /// Starts a run, or refuses it if the day's figure could be exceeded:
+    /// runs already ended that day count at what they recorded (or their whole
+    /// per-run figure if they recorded nothing), live runs at their whole
+    /// per-run figure. Checked and recorded in one exclusive transaction.
+    fn start_run(
+        &self,
+        run_id: &str,
+        brand: &str,
+        connector: &str,
+        day: &str,
+        per_run: u64,
+        per_day: u64,
+    ) -> Result<(), StartRunError>;
+    /// Ends a run; from then on the day counts what it recorded.
+    fn end_run(&self, run_id: &str) -> Result<(), StoreError>;
+
+    // --- connections (D4) ---
+    /// Stores (or replaces, re-enabling) a brand's credential for a connector,
+    /// sealed with `key`.
+    fn put_connection(&self, brand: &str, connector: &str, secret: &str, key: &[u8; 32]) -> Result<(), StoreError>;
+    /// The credential, if stored and not disabled. A wrong key is an error.
+    fn get_connection(&self, brand: &str, connector: &str, key: &[u8; 32]) -> Result<Option<String>, StoreError>;
+    /// Disables a connection; returns whether one existed.
+    fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, StoreError>;
+}
+
+/// Hex SHA-256 of the canonical JSON of `args`: object keys sorted
+/// recursively, no whitespace. Two argument objects that differ only in key
+/// order get the same digest, so an approval matches the call it was asked for.
+pub fn args_digest(args: &serde_json::Value) -> String {
+    let canonical = canonicalize(args);
+    // Serialising a `Value` cannot fail (all keys are strings).
+    let bytes = serde_json::to_vec(&canonical).unwrap_or_default();
+    hex::encode(Sha256::digest(&bytes))
+}
+
+fn canonicalize(value: &serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let mut sorted = serde_json::Map::new();
+            for key in keys {
+                sorted.insert(key.clone(), canonicalize(&map[key]));
+            }
+            serde_json::Value::Object(sorted)
+        }
+        serde_json::Value::Array(items) => serde_json::Value::Array(items.iter().map(canonicalize).collect()),
+        other => other.clone(),
+    }
+}

@@ -1,0 +1,533 @@
+//! [`SqliteStore`]: the embedded, single-file implementation of [`Store`].
+
+use super::{
+    Approval, ApprovalError, ApprovalId, ApprovalState, Charge, StartRunError, Store, StoreError, TraceEvent,
+    TraceState,
+};
+use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
+use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The schema this host writes. Bump with a migration when the tables change.
+pub const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS schema_version (
+    version INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS trace (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    session TEXT NOT NULL,
+    brand TEXT NOT NULL,
+    call_id TEXT,
+    tool TEXT,
+    state TEXT NOT NULL,
+    rule TEXT,
+    detail TEXT NOT NULL,
+    at_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS trace_session ON trace(session, seq);
+CREATE INDEX IF NOT EXISTS trace_brand ON trace(brand, seq);
+CREATE TABLE IF NOT EXISTS approvals (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    args_digest TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('pending', 'approved', 'denied', 'revoked')),
+    used INTEGER NOT NULL DEFAULT 0 CHECK (used IN (0, 1)),
+    decided_by TEXT,
+    requested_at_ms INTEGER NOT NULL,
+    decided_at_ms INTEGER,
+    used_at_ms INTEGER,
+    CHECK (used = 0 OR state = 'approved')
+);
+CREATE INDEX IF NOT EXISTS approvals_match ON approvals(session, tool, args_digest, state, used);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    brand TEXT NOT NULL,
+    connector TEXT NOT NULL,
+    day TEXT NOT NULL,
+    per_run INTEGER NOT NULL CHECK (per_run > 0),
+    per_day INTEGER NOT NULL CHECK (per_day >= per_run),
+    ended INTEGER NOT NULL DEFAULT 0 CHECK (ended IN (0, 1)),
+    started_at_ms INTEGER NOT NULL,
+    ended_at_ms INTEGER
+);
+CREATE INDEX IF NOT EXISTS runs_day ON runs(brand, connector, day);
+CREATE TABLE IF NOT EXISTS charges (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    idempotency_key TEXT NOT NULL UNIQUE,
+    run_id TEXT NOT NULL,
+    connector TEXT NOT NULL,
+    brand TEXT NOT NULL,
+    day TEXT NOT NULL,
+    amount INTEGER NOT NULL CHECK (amount >= 0),
+    at_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS charges_run ON charges(run_id);
+CREATE INDEX IF NOT EXISTS charges_day ON charges(brand, connector, day);
+CREATE TABLE IF NOT EXISTS connections (
+    brand TEXT NOT NULL,
+    connector TEXT NOT NULL,
+    nonce BLOB NOT NULL,
+    ciphertext BLOB NOT NULL,
+    disabled INTEGER NOT NULL DEFAULT 0 CHECK (disabled IN (0, 1)),
+    updated_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (brand, connector)
+);
+";
+
+/// One SQLite file. Each `SqliteStore` holds one connection; several stores
+/// (threads, processes) may open the same file, and SQLite's locks plus
+/// `BEGIN IMMEDIATE` serialise their writes.
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+fn to_i64(amount: u64) -> Result<i64, StoreError> {
+    i64::try_from(amount).map_err(|_| StoreError::OutOfRange(amount))
+}
+
+fn to_u64(value: i64) -> Result<u64, StoreError> {
+    u64::try_from(value).map_err(|_| StoreError::Corrupt(format!("negative amount {value}")))
+}
+
+/// Associated data binding a sealed credential to its row: the brand's length
+/// first, so ("ab", "c") and ("a", "bc") differ.
+fn aad(brand: &str, connector: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + brand.len() + connector.len());
+    out.extend_from_slice(&(brand.len() as u64).to_le_bytes());
+    out.extend_from_slice(brand.as_bytes());
+    out.extend_from_slice(connector.as_bytes());
+    out
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path`: WAL journal,
+    /// `synchronous=FULL`, foreign keys on, schema created if absent. A file
+    /// that is not a database, or one from a newer schema, is an error.
+    pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
+        let mut conn = Connection::open(path)?;
+        conn.busy_timeout(Duration::from_secs(30))?;
+        // journal_mode returns a row; query it rather than `pragma_update`.
+        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Corrupt(format!("could not switch to WAL (journal mode {mode})")));
+        }
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "foreign_keys", true)?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute_batch(SCHEMA)?;
+        let found: Option<i64> = tx.query_row("SELECT MAX(version) FROM schema_version", [], |row| row.get(0))?;
+        match found {
+            None => {
+                tx.execute("INSERT INTO schema_version (version) VALUES (?1)", [SCHEMA_VERSION])?;
+            }
+            Some(found) if found > SCHEMA_VERSION => {
+                return Err(StoreError::SchemaTooNew { found, supported: SCHEMA_VERSION });
+            }
+            Some(_) => {}
+        }
+        tx.commit()?;
+        Ok(SqliteStore { conn: Mutex::new(conn) })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic elsewhere while holding the lock leaves no half-done
+        // transaction (it rolls back on drop), so the connection is usable.
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs SQLite's `PRAGMA integrity_check`; `Ok(())` if it reports `ok`.
+    pub fn integrity_check(&self) -> Result<(), StoreError> {
+        let conn = self.lock();
+        let result: String = conn.query_row("PRAGMA integrity_check", [], |row| row.get(0))?;
+        if result == "ok" { Ok(()) } else { Err(StoreError::Corrupt(result)) }
+    }
+
+    fn trace_query(&self, column: &str, value: &str) -> Result<Vec<TraceEvent>, StoreError> {
+        let conn = self.lock();
+        let sql = format!(
+            "SELECT session, brand, call_id, tool, state, rule, detail, at_ms FROM trace WHERE {column} = ?1 ORDER BY seq"
+        );
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map([value], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, Option<String>>(2)?,
+                row.get::<_, Option<String>>(3)?,
+                row.get::<_, String>(4)?,
+                row.get::<_, Option<String>>(5)?,
+                row.get::<_, String>(6)?,
+                row.get::<_, i64>(7)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (session, brand, call_id, tool, state, rule, detail, at_ms) = row?;
+            let state = TraceState::parse(&state)
+                .ok_or_else(|| StoreError::Corrupt(format!("unknown trace state {state:?}")))?;
+            let detail = serde_json::from_str(&detail)
+                .map_err(|e| StoreError::Corrupt(format!("trace detail is not JSON: {e}")))?;
+            out.push(TraceEvent { session, brand, call_id, tool, state, rule, detail, at_ms });
+        }
+        Ok(out)
+    }
+
+    fn approvals_query(&self, sql: &str, param: &dyn rusqlite::ToSql) -> Result<Vec<Approval>, StoreError> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(sql)?;
+        let rows = stmt.query_map([param], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, String>(3)?,
+                row.get::<_, String>(4)?,
+                row.get::<_, bool>(5)?,
+                row.get::<_, Option<String>>(6)?,
+                row.get::<_, i64>(7)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, session, tool, args_digest, state, used, decided_by, requested_at_ms) = row?;
+            let state = ApprovalState::parse(&state)
+                .ok_or_else(|| StoreError::Corrupt(format!("unknown approval state {state:?}")))?;
+            out.push(Approval {
+                id: ApprovalId(id),
+                session,
+                tool,
+                args_digest,
+                state,
+                used,
+                decided_by,
+                requested_at_ms,
+            });
+        }
+        Ok(out)
+    }
+}
+
+const APPROVAL_COLUMNS: &str = "id, session, tool, args_digest, state, used, decided_by, requested_at_ms";
+
+impl Store for SqliteStore {
+    fn record(&self, event: &TraceEvent) -> Result<(), StoreError> {
+        let conn = self.lock();
+        let detail = serde_json::to_string(&event.detail).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        conn.prepare_cached(
+            "INSERT INTO trace (session, brand, call_id, tool, state, rule, detail, at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?
+        .execute(params![
+            event.session,
+            event.brand,
+            event.call_id,
+            event.tool,
+            event.state.as_str(),
+            event.rule,
+            detail,
+            event.at_ms
+        ])?;
+        Ok(())
+    }
+
+    fn trace_for_session(&self, session: &str) -> Result<Vec<TraceEvent>, StoreError> {
+        self.trace_query("session", session)
+    }
+
+    fn trace_for_brand(&self, brand: &str) -> Result<Vec<TraceEvent>, StoreError> {
+        self.trace_query("brand", brand)
+    }
+
+    fn request_approval(&self, session: &str, tool: &str, args_digest: &str) -> Result<ApprovalId, StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute(
+            "INSERT INTO approvals (session, tool, args_digest, state, requested_at_ms) VALUES (?1, ?2, ?3, 'pending', ?4)",
+            params![session, tool, args_digest, now_ms()],
+        )?;
+        let id = tx.last_insert_rowid();
+        tx.commit()?;
+        Ok(ApprovalId(id))
+    }
+
+    fn decide(&self, id: ApprovalId, approved: bool, by: &str) -> Result<(), ApprovalError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(StoreError::from)?;
+        let state = if approved { ApprovalState::Approved } else { ApprovalState::Denied };
+        let changed = tx
+            .execute(
+                "UPDATE approvals SET state = ?1, decided_by = ?2, decided_at_ms = ?3 WHERE id = ?4 AND state = 'pending'",
+                params![state.as_str(), by, now_ms(), id.0],
+            )
+            .map_err(StoreError::from)?;
+        if changed == 1 {
+            tx.commit().map_err(StoreError::from)?;
+            return Ok(());
+        }
+        let exists: bool = tx
+            .query_row("SELECT EXISTS (SELECT 1 FROM approvals WHERE id = ?1)", [id.0], |row| row.get(0))
+            .map_err(StoreError::from)?;
+        Err(if exists { ApprovalError::NotPending(id) } else { ApprovalError::Unknown(id) })
+    }
+
+    fn consume_approval(&self, session: &str, tool: &str, args_digest: &str) -> Result<ApprovalId, ApprovalError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(StoreError::from)?;
+        let candidate: Option<i64> = tx
+            .query_row(
+                "SELECT id FROM approvals WHERE session = ?1 AND tool = ?2 AND args_digest = ?3
+                 AND state = 'approved' AND used = 0 ORDER BY id LIMIT 1",
+                params![session, tool, args_digest],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(StoreError::from)?;
+        if let Some(id) = candidate {
+            let changed = tx
+                .execute(
+                    "UPDATE approvals SET used = 1, used_at_ms = ?1 WHERE id = ?2 AND state = 'approved' AND used = 0",
+                    params![now_ms(), id],
+                )
+                .map_err(StoreError::from)?;
+            if changed == 1 {
+                tx.commit().map_err(StoreError::from)?;
+                return Ok(ApprovalId(id));
+            }
+        }
+        // Nothing to spend: say why, from the newest matching request.
+        let latest: Option<(String, bool)> = tx
+            .query_row(
+                "SELECT state, used FROM approvals WHERE session = ?1 AND tool = ?2 AND args_digest = ?3
+                 ORDER BY id DESC LIMIT 1",
+                params![session, tool, args_digest],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()
+            .map_err(StoreError::from)?;
+        Err(match latest {
+            None => ApprovalError::Required,
+            Some((state, used)) => match ApprovalState::parse(&state) {
+                Some(ApprovalState::Pending) => ApprovalError::Pending,
+                Some(ApprovalState::Denied) => ApprovalError::Denied,
+                Some(ApprovalState::Revoked) => ApprovalError::Revoked,
+                Some(ApprovalState::Approved) if used => ApprovalError::AlreadyUsed,
+                _ => ApprovalError::Store(StoreError::Corrupt(format!("approval in state {state:?}"))),
+            },
+        })
+    }
+
+    fn pending(&self, session: &str) -> Result<Vec<Approval>, StoreError> {
+        let sql =
+            format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE session = ?1 AND state = 'pending' ORDER BY id");
+        self.approvals_query(&sql, &session)
+    }
+
+    fn approval(&self, id: ApprovalId) -> Result<Option<Approval>, StoreError> {
+        let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?1");
+        Ok(self.approvals_query(&sql, &id.0)?.into_iter().next())
+    }
+
+    fn revoke_session_approvals(&self, session: &str) -> Result<usize, StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let changed = tx.execute(
+            "UPDATE approvals SET state = 'revoked', decided_at_ms = ?1
+             WHERE session = ?2 AND used = 0 AND state IN ('pending', 'approved')",
+            params![now_ms(), session],
+        )?;
+        tx.commit()?;
+        Ok(changed)
+    }
+
+    fn charge(
+        &self,
+        run_id: &str,
+        connector: &str,
+        brand: &str,
+        day: &str,
+        amount: u64,
+        idempotency_key: &str,
+    ) -> Result<bool, StoreError> {
+        let signed = to_i64(amount)?;
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let inserted = tx.execute(
+            "INSERT INTO charges (idempotency_key, run_id, connector, brand, day, amount, at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (idempotency_key) DO NOTHING",
+            params![idempotency_key, run_id, connector, brand, day, signed, now_ms()],
+        )?;
+        if inserted == 1 {
+            tx.commit()?;
+            return Ok(true);
+        }
+        let same: bool = tx.query_row(
+            "SELECT run_id = ?2 AND connector = ?3 AND brand = ?4 AND day = ?5 AND amount = ?6
+             FROM charges WHERE idempotency_key = ?1",
+            params![idempotency_key, run_id, connector, brand, day, signed],
+            |row| row.get(0),
+        )?;
+        if same { Ok(false) } else { Err(StoreError::IdempotencyConflict(idempotency_key.to_owned())) }
+    }
+
+    fn spent_in_run(&self, run_id: &str) -> Result<u64, StoreError> {
+        let conn = self.lock();
+        let total: i64 =
+            conn.query_row("SELECT COALESCE(SUM(amount), 0) FROM charges WHERE run_id = ?1", [run_id], |row| {
+                row.get(0)
+            })?;
+        to_u64(total)
+    }
+
+    fn spent_on_day(&self, brand: &str, connector: &str, day: &str) -> Result<u64, StoreError> {
+        let conn = self.lock();
+        let total: i64 = conn.query_row(
+            "SELECT COALESCE(SUM(amount), 0) FROM charges WHERE brand = ?1 AND connector = ?2 AND day = ?3",
+            [brand, connector, day],
+            |row| row.get(0),
+        )?;
+        to_u64(total)
+    }
+
+    fn charges_in_run(&self, run_id: &str) -> Result<Vec<Charge>, StoreError> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT idempotency_key, run_id, connector, brand, day, amount FROM charges WHERE run_id = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map([run_id], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get::<_, i64>(5)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (idempotency_key, run_id, connector, brand, day, amount) = row?;
+            out.push(Charge { idempotency_key, run_id, connector, brand, day, amount: to_u64(amount)? });
+        }
+        Ok(out)
+    }
+
+    fn start_run(
+        &self,
+        run_id: &str,
+        brand: &str,
+        connector: &str,
+        day: &str,
+        per_run: u64,
+        per_day: u64,
+    ) -> Result<(), StartRunError> {
+        if per_run == 0 || per_run > per_day {
+            return Err(StartRunError::InvalidAllowance { per_run, per_day });
+        }
+        let (run_signed, day_signed) = (to_i64(per_run)?, to_i64(per_day)?);
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(StoreError::from)?;
+        let exists: bool = tx
+            .query_row("SELECT EXISTS (SELECT 1 FROM runs WHERE run_id = ?1)", [run_id], |row| row.get(0))
+            .map_err(StoreError::from)?;
+        if exists {
+            return Err(StoreError::RunExists(run_id.to_owned()).into());
+        }
+        // Ended runs at what they recorded, or their per-run figure if they
+        // recorded nothing (as `capabilities::meter`); live runs at per-run.
+        let committed: i64 = tx
+            .query_row(
+                "SELECT COALESCE(SUM(CASE WHEN r.ended = 0 THEN r.per_run
+                     ELSE COALESCE(NULLIF((SELECT SUM(c.amount) FROM charges c WHERE c.run_id = r.run_id), 0), r.per_run)
+                 END), 0)
+                 FROM runs r WHERE r.brand = ?1 AND r.connector = ?2 AND r.day = ?3",
+                [brand, connector, day],
+                |row| row.get(0),
+            )
+            .map_err(StoreError::from)?;
+        let committed = to_u64(committed)?;
+        if committed.saturating_add(per_run) > per_day {
+            return Err(StartRunError::DayExhausted { committed, per_day });
+        }
+        tx.execute(
+            "INSERT INTO runs (run_id, brand, connector, day, per_run, per_day, started_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![run_id, brand, connector, day, run_signed, day_signed, now_ms()],
+        )
+        .map_err(StoreError::from)?;
+        tx.commit().map_err(StoreError::from)?;
+        Ok(())
+    }
+
+    fn end_run(&self, run_id: &str) -> Result<(), StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let changed = tx.execute(
+            "UPDATE runs SET ended = 1, ended_at_ms = COALESCE(ended_at_ms, ?1) WHERE run_id = ?2",
+            params![now_ms(), run_id],
+        )?;
+        if changed == 0 {
+            return Err(StoreError::UnknownRun(run_id.to_owned()));
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn put_connection(&self, brand: &str, connector: &str, secret: &str, key: &[u8; 32]) -> Result<(), StoreError> {
+        let cipher = ChaCha20Poly1305::new(Key::from_slice(key));
+        let nonce = ChaCha20Poly1305::generate_nonce(&mut OsRng);
+        let aad = aad(brand, connector);
+        let ciphertext =
+            cipher.encrypt(&nonce, Payload { msg: secret.as_bytes(), aad: &aad }).map_err(|_| StoreError::Encrypt)?;
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute(
+            "INSERT INTO connections (brand, connector, nonce, ciphertext, disabled, updated_at_ms)
+             VALUES (?1, ?2, ?3, ?4, 0, ?5)
+             ON CONFLICT (brand, connector) DO UPDATE SET
+                 nonce = excluded.nonce, ciphertext = excluded.ciphertext, disabled = 0, updated_at_ms = excluded.updated_at_ms",
+            params![brand, connector, nonce.as_slice(), ciphertext, now_ms()],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn get_connection(&self, brand: &str, connector: &str, key: &[u8; 32]) -> Result<Option<String>, StoreError> {
+        let row: Option<(Vec<u8>, Vec<u8>, bool)> = {
+            let conn = self.lock();
+            conn.query_row(
+                "SELECT nonce, ciphertext, disabled FROM connections WHERE brand = ?1 AND connector = ?2",
+                [brand, connector],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .optional()?
+        };
+        let Some((nonce, ciphertext, disabled)) = row else { return Ok(None) };
+        if disabled {
+            return Ok(None);
+        }
+        let decrypt_error = || StoreError::Decrypt { brand: brand.to_owned(), connector: connector.to_owned() };
+        if nonce.len() != 12 {
+            return Err(decrypt_error());
+        }
+        let cipher = ChaCha20Poly1305::new(Key::from_slice(key));
+        let aad = aad(brand, connector);
+        let plain = cipher
+            .decrypt(Nonce::from_slice(&nonce), Payload { msg: &ciphertext, aad: &aad })
+            .map_err(|_| decrypt_error())?;
+        String::from_utf8(plain).map(Some).map_err(|_| decrypt_error())
+    }
+
+    fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let changed = tx.execute(
+            "UPDATE connections SET disabled = 1, updated_at_ms = ?1 WHERE brand = ?2 AND connector = ?3",
+            params![now_ms(), brand, connector],
+        )?;
+        tx.commit()?;
+        Ok(changed == 1)
+    }
+}

@@ -1,0 +1,467 @@
+//! The D7 store against real SQLite files: every query, approval single use,
+//! the allowance arithmetic, credentials sealed at rest, and a host killed
+//! with SIGKILL mid-write.
+
+use scout_host::store::{
+    ApprovalError, ApprovalState, SqliteStore, StartRunError, Store, StoreError, TraceEvent, TraceState, args_digest,
+};
+use serde_json::json;
+use std::collections::{BTreeSet, HashSet};
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+fn temp_db(name: &str) -> PathBuf {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    std::env::temp_dir().join(format!("scout-store-{name}-{}-{nanos}-{n}.db", std::process::id()))
+}
+
+fn event(session: &str, brand: &str, state: TraceState, n: i64) -> TraceEvent {
+    TraceEvent {
+        session: session.into(),
+        brand: brand.into(),
+        call_id: Some(format!("call-{n}")),
+        tool: Some("mcp__github__github_read_file".into()),
+        state,
+        rule: (state == TraceState::Denied).then(|| "not_offered".into()),
+        detail: json!({ "n": n, "nested": { "b": 1, "a": [1, 2] } }),
+        at_ms: 1_000 + n,
+    }
+}
+
+#[test]
+fn trace_is_returned_in_insertion_order_per_session_and_brand() {
+    let store = SqliteStore::open(temp_db("trace")).unwrap();
+    let states = [
+        TraceState::Registered,
+        TraceState::Eligible,
+        TraceState::Offered,
+        TraceState::Requested,
+        TraceState::Allowed,
+        TraceState::Denied,
+        TraceState::Executed,
+        TraceState::Result,
+        TraceState::PermissionDenied,
+    ];
+    let mut s1 = Vec::new();
+    for (i, state) in states.iter().enumerate() {
+        let e = event("s1", "acme", *state, i as i64);
+        store.record(&e).unwrap();
+        s1.push(e);
+        store.record(&event("s2", "globex", *state, 100 + i as i64)).unwrap();
+    }
+    store.record(&event("s3", "acme", TraceState::Offered, 500)).unwrap();
+    assert_eq!(store.trace_for_session("s1").unwrap(), s1);
+    let acme = store.trace_for_brand("acme").unwrap();
+    assert_eq!(acme.len(), states.len() + 1);
+    assert_eq!(&acme[..states.len()], &s1[..]);
+    assert_eq!(acme.last().unwrap().session, "s3");
+    assert_eq!(store.trace_for_brand("globex").unwrap().len(), states.len());
+    assert!(store.trace_for_session("nobody").unwrap().is_empty());
+    assert_eq!(s1[5].rule.as_deref(), Some("not_offered"));
+}
+
+#[test]
+fn args_digest_is_canonical() {
+    let a = args_digest(&json!({ "path": "README.md", "ref": { "z": 1, "a": 2 } }));
+    let b = args_digest(&serde_json::from_str(r#"{"ref":{"a":2,"z":1},"path":"README.md"}"#).unwrap());
+    assert_eq!(a, b);
+    assert_eq!(a.len(), 64);
+    assert_ne!(a, args_digest(&json!({ "path": "README.md", "ref": { "z": 1, "a": 3 } })));
+}
+
+#[test]
+fn an_approval_is_used_once_and_only_for_its_arguments() {
+    let store = SqliteStore::open(temp_db("approve")).unwrap();
+    let tool = "mcp__github__github_comment";
+    let args = args_digest(&json!({ "issue": 1, "body": "hi" }));
+    let other = args_digest(&json!({ "issue": 2, "body": "hi" }));
+
+    assert!(matches!(store.consume_approval("s", tool, &args), Err(ApprovalError::Required)));
+    let id = store.request_approval("s", tool, &args).unwrap();
+    assert_eq!(store.pending("s").unwrap().iter().map(|a| a.id).collect::<Vec<_>>(), vec![id]);
+    assert!(store.pending("other-session").unwrap().is_empty());
+    assert!(matches!(store.consume_approval("s", tool, &args), Err(ApprovalError::Pending)));
+
+    store.decide(id, true, "alice").unwrap();
+    assert!(store.pending("s").unwrap().is_empty());
+    assert!(matches!(store.decide(id, false, "bob"), Err(ApprovalError::NotPending(_))));
+    assert!(matches!(store.decide(scout_host::store::ApprovalId(9_999), true, "bob"), Err(ApprovalError::Unknown(_))));
+
+    // Wrong arguments, tool or session never match.
+    assert!(matches!(store.consume_approval("s", tool, &other), Err(ApprovalError::Required)));
+    assert!(store.consume_approval("s", "mcp__github__github_commit_files", &args).is_err());
+    assert!(store.consume_approval("s2", tool, &args).is_err());
+
+    assert_eq!(store.consume_approval("s", tool, &args).unwrap(), id);
+    assert!(matches!(store.consume_approval("s", tool, &args), Err(ApprovalError::AlreadyUsed)));
+    let stored = store.approval(id).unwrap().unwrap();
+    assert!(stored.used);
+    assert_eq!(stored.state, ApprovalState::Approved);
+    assert_eq!(stored.decided_by.as_deref(), Some("alice"));
+
+    let denied = store.request_approval("s", tool, &other).unwrap();
+    store.decide(denied, false, "alice").unwrap();
+    assert!(matches!(store.consume_approval("s", tool, &other), Err(ApprovalError::Denied)));
+}
+
+#[test]
+fn concurrent_consumers_spend_an_approval_once() {
+    let path = temp_db("approve-race");
+    let store = SqliteStore::open(&path).unwrap();
+    let args = args_digest(&json!({ "x": 1 }));
+    let id = store.request_approval("s", "t", &args).unwrap();
+    store.decide(id, true, "alice").unwrap();
+    let wins: usize = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..16)
+            .map(|_| {
+                let (path, args) = (path.clone(), args.clone());
+                scope.spawn(move || {
+                    let store = SqliteStore::open(&path).unwrap();
+                    usize::from(store.consume_approval("s", "t", &args).is_ok())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    assert_eq!(wins, 1);
+}
+
+#[test]
+fn revoked_approvals_never_revive() {
+    let store = SqliteStore::open(temp_db("revoke")).unwrap();
+    let args = args_digest(&json!({ "to": "a@example.com" }));
+    let approved = store.request_approval("s", "send", &args).unwrap();
+    store.decide(approved, true, "alice").unwrap();
+    let pending = store.request_approval("s", "send", &args).unwrap();
+    let used_args = args_digest(&json!({ "to": "b@example.com" }));
+    let used = store.request_approval("s", "send", &used_args).unwrap();
+    store.decide(used, true, "alice").unwrap();
+    store.consume_approval("s", "send", &used_args).unwrap();
+    let elsewhere = store.request_approval("s-other", "send", &args).unwrap();
+
+    assert_eq!(store.revoke_session_approvals("s").unwrap(), 2);
+    assert!(matches!(store.consume_approval("s", "send", &args), Err(ApprovalError::Revoked)));
+    // Deciding a revoked approval does not bring it back.
+    assert!(matches!(store.decide(pending, true, "alice"), Err(ApprovalError::NotPending(_))));
+    assert!(store.consume_approval("s", "send", &args).is_err());
+    assert!(store.pending("s").unwrap().is_empty());
+    assert_eq!(store.approval(approved).unwrap().unwrap().state, ApprovalState::Revoked);
+    assert_eq!(store.approval(pending).unwrap().unwrap().state, ApprovalState::Revoked);
+    // A used approval stays what it was; another session is untouched.
+    let used = store.approval(used).unwrap().unwrap();
+    assert!(used.used && used.state == ApprovalState::Approved);
+    assert_eq!(store.approval(elsewhere).unwrap().unwrap().state, ApprovalState::Pending);
+    // Revoking twice changes nothing more.
+    assert_eq!(store.revoke_session_approvals("s").unwrap(), 0);
+}
+
+#[test]
+fn charges_are_recorded_once_per_idempotency_key() {
+    let store = SqliteStore::open(temp_db("charge")).unwrap();
+    assert!(store.charge("r1", "firecrawl", "acme", "2026-11-30", 5, "k1").unwrap());
+    assert!(!store.charge("r1", "firecrawl", "acme", "2026-11-30", 5, "k1").unwrap());
+    assert!(store.charge("r1", "firecrawl", "acme", "2026-11-30", 7, "k2").unwrap());
+    assert!(store.charge("r2", "firecrawl", "acme", "2026-11-30", 1, "k3").unwrap());
+    assert!(store.charge("r3", "firecrawl", "acme", "2026-12-01", 100, "k4").unwrap());
+    assert!(store.charge("r4", "dataforseo", "acme", "2026-11-30", 100, "k5").unwrap());
+    assert!(matches!(
+        store.charge("r1", "firecrawl", "acme", "2026-11-30", 6, "k1"),
+        Err(StoreError::IdempotencyConflict(_))
+    ));
+    assert!(matches!(
+        store.charge("r1", "firecrawl", "acme", "2026-11-30", u64::MAX, "k9"),
+        Err(StoreError::OutOfRange(_))
+    ));
+    assert_eq!(store.spent_in_run("r1").unwrap(), 12);
+    assert_eq!(store.spent_in_run("none").unwrap(), 0);
+    assert_eq!(store.spent_on_day("acme", "firecrawl", "2026-11-30").unwrap(), 13);
+    assert_eq!(store.spent_on_day("globex", "firecrawl", "2026-11-30").unwrap(), 0);
+    let keys: Vec<_> = store.charges_in_run("r1").unwrap().into_iter().map(|c| c.idempotency_key).collect();
+    assert_eq!(keys, ["k1", "k2"]);
+}
+
+#[test]
+fn fifty_threads_charging_one_key_record_one_row() {
+    let path = temp_db("charge-race");
+    SqliteStore::open(&path).unwrap();
+    let recorded: usize = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..50)
+            .map(|_| {
+                let path = path.clone();
+                scope.spawn(move || {
+                    let store = SqliteStore::open(&path).unwrap();
+                    usize::from(store.charge("r", "firecrawl", "acme", "2026-11-30", 3, "same-key").unwrap())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    assert_eq!(recorded, 1);
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.charges_in_run("r").unwrap().len(), 1);
+    assert_eq!(store.spent_in_run("r").unwrap(), 3);
+}
+
+#[test]
+fn one_shared_store_is_safe_across_threads() {
+    let store = Arc::new(SqliteStore::open(temp_db("shared")).unwrap());
+    std::thread::scope(|scope| {
+        for t in 0..8 {
+            let store = store.clone();
+            scope.spawn(move || {
+                for i in 0..10 {
+                    store.charge("r", "firecrawl", "acme", "2026-11-30", 1, &format!("{t}-{i}")).unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(store.spent_in_run("r").unwrap(), 80);
+}
+
+#[test]
+fn start_run_applies_the_seeds_day_arithmetic() {
+    let store = SqliteStore::open(temp_db("runs")).unwrap();
+    let day = "2026-11-30";
+    let (b, c) = ("acme", "firecrawl");
+    // Researcher preset: 25 per run, 100 per day.
+    for run in ["a", "b", "c", "d"] {
+        store.start_run(run, b, c, day, 25, 100).unwrap();
+    }
+    // Four live runs hold the whole day.
+    match store.start_run("e", b, c, day, 25, 100) {
+        Err(StartRunError::DayExhausted { committed, per_day }) => assert_eq!((committed, per_day), (100, 100)),
+        other => panic!("expected DayExhausted, got {other:?}"),
+    }
+    // A refused start leaves nothing behind: "e" can be tried again later.
+    store.charge("a", c, b, day, 10, "a-1").unwrap();
+    store.end_run("a").unwrap(); // counts 10
+    store.end_run("b").unwrap(); // recorded nothing: counts its whole 25
+    // 10 + 25 + 25 + 25 = 85; a 25 run does not fit, a 15 run does.
+    assert!(matches!(store.start_run("e", b, c, day, 25, 100), Err(StartRunError::DayExhausted { committed: 85, .. })));
+    store.start_run("e", b, c, day, 15, 100).unwrap();
+    assert!(matches!(store.start_run("f", b, c, day, 1, 100), Err(StartRunError::DayExhausted { committed: 100, .. })));
+    // Other days, brands and connectors are separate.
+    store.start_run("g", b, c, "2026-12-01", 25, 100).unwrap();
+    store.start_run("h", "globex", c, day, 25, 100).unwrap();
+    store.start_run("i", b, "dataforseo", day, 25, 100).unwrap();
+    // Duplicate ids, bad allowances, unknown runs.
+    assert!(matches!(
+        store.start_run("g", b, c, "2026-12-02", 1, 100),
+        Err(StartRunError::Store(StoreError::RunExists(_)))
+    ));
+    assert!(matches!(store.start_run("x", b, c, day, 0, 100), Err(StartRunError::InvalidAllowance { .. })));
+    assert!(matches!(store.start_run("x", b, c, day, 101, 100), Err(StartRunError::InvalidAllowance { .. })));
+    assert!(matches!(store.end_run("nope"), Err(StoreError::UnknownRun(_))));
+}
+
+#[test]
+fn concurrent_starts_never_overcommit_the_day() {
+    let path = temp_db("runs-race");
+    SqliteStore::open(&path).unwrap();
+    let started: usize = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..12)
+            .map(|i| {
+                let path = path.clone();
+                scope.spawn(move || {
+                    let store = SqliteStore::open(&path).unwrap();
+                    usize::from(
+                        store.start_run(&format!("run-{i}"), "acme", "firecrawl", "2026-11-30", 25, 100).is_ok(),
+                    )
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    assert_eq!(started, 4);
+}
+
+fn file_bytes(path: &PathBuf) -> Vec<u8> {
+    let mut bytes = std::fs::read(path).unwrap();
+    for suffix in ["-wal", "-shm"] {
+        let mut side = path.clone().into_os_string();
+        side.push(suffix);
+        if let Ok(more) = std::fs::read(PathBuf::from(side)) {
+            bytes.extend(more);
+        }
+    }
+    bytes
+}
+
+#[test]
+fn connections_are_encrypted_at_rest() {
+    let path = temp_db("conn");
+    let key = [7u8; 32];
+    let secret = "ghp_SuperSecretToken_0123456789abcdef";
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        store.put_connection("acme", "github", secret, &key).unwrap();
+        assert_eq!(store.get_connection("acme", "github", &key).unwrap().as_deref(), Some(secret));
+        assert_eq!(store.get_connection("acme", "firecrawl", &key).unwrap(), None);
+        // Wrong key: an error, not a panic, and not the secret.
+        assert!(matches!(store.get_connection("acme", "github", &[8u8; 32]), Err(StoreError::Decrypt { .. })));
+    }
+    let bytes = file_bytes(&path);
+    assert!(!bytes.windows(secret.len()).any(|w| w == secret.as_bytes()), "plaintext found in the database files");
+
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.get_connection("acme", "github", &key).unwrap().as_deref(), Some(secret));
+    // A row moved to another brand does not open (AAD binds brand and connector).
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute(
+        "INSERT INTO connections (brand, connector, nonce, ciphertext, disabled, updated_at_ms)
+         SELECT 'globex', connector, nonce, ciphertext, 0, 0 FROM connections WHERE brand = 'acme'",
+        [],
+    )
+    .unwrap();
+    assert!(matches!(store.get_connection("globex", "github", &key), Err(StoreError::Decrypt { .. })));
+
+    assert!(store.disable_connection("acme", "github").unwrap());
+    assert_eq!(store.get_connection("acme", "github", &key).unwrap(), None);
+    assert!(!store.disable_connection("acme", "nothing").unwrap());
+    store.put_connection("acme", "github", "new-token", &key).unwrap();
+    assert_eq!(store.get_connection("acme", "github", &key).unwrap().as_deref(), Some("new-token"));
+}
+
+#[test]
+fn a_corrupt_file_is_an_error_not_a_panic() {
+    let path = temp_db("corrupt");
+    std::fs::write(&path, vec![0xA5u8; 8192]).unwrap();
+    assert!(SqliteStore::open(&path).is_err());
+
+    let path = temp_db("future");
+    SqliteStore::open(&path).unwrap();
+    rusqlite::Connection::open(&path).unwrap().execute("UPDATE schema_version SET version = 999", []).unwrap();
+    assert!(matches!(SqliteStore::open(&path), Err(StoreError::SchemaTooNew { found: 999, .. })));
+
+    // Reopening a good file keeps its data and schema.
+    let path = temp_db("reopen");
+    SqliteStore::open(&path).unwrap().charge("r", "c", "b", "2026-11-30", 1, "k").unwrap();
+    let store = SqliteStore::open(&path).unwrap();
+    store.integrity_check().unwrap();
+    assert_eq!(store.spent_in_run("r").unwrap(), 1);
+}
+
+const CHILD_ENV: &str = "SCOUT_CRASH_CHILD";
+
+/// The child side of `a_killed_host_leaves_no_partial_or_duplicate_record`:
+/// does nothing unless that test started this binary with `SCOUT_CRASH_CHILD`.
+#[test]
+fn crash_child() {
+    let Some(path) = std::env::var_os(CHILD_ENV) else { return };
+    let store = SqliteStore::open(PathBuf::from(path)).unwrap();
+    let mut out = std::io::stdout().lock();
+    // Bounded so an orphaned child ends on its own.
+    for i in 0..200_000u64 {
+        let key = format!("key-{i}");
+        store.charge("crash-run", "firecrawl", "acme", "2026-11-30", i % 7 + 1, &key).unwrap();
+        writeln!(out, "CHARGED {key}").unwrap();
+        out.flush().unwrap();
+        let args = args_digest(&json!({ "i": i }));
+        let id = store.request_approval("crash-session", "send", &args).unwrap();
+        store.decide(id, true, "child").unwrap();
+        let used = store.consume_approval("crash-session", "send", &args).unwrap();
+        writeln!(out, "CONSUMED {} {i}", used.0).unwrap();
+        out.flush().unwrap();
+    }
+}
+
+/// A line the child reported, if it is one.
+enum Report {
+    Charged(String),
+    Consumed(i64, u64),
+}
+
+fn parse_report(line: &str) -> Option<Report> {
+    // libtest prints "test crash_child ... " without a newline before the first report.
+    let at = line.find("CHARGED ").or_else(|| line.find("CONSUMED "))?;
+    let line = &line[at..];
+    if let Some(key) = line.strip_prefix("CHARGED ") {
+        return Some(Report::Charged(key.to_owned()));
+    }
+    let mut parts = line.strip_prefix("CONSUMED ")?.split(' ');
+    Some(Report::Consumed(parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+#[test]
+fn a_killed_host_leaves_no_partial_or_duplicate_record() {
+    // Kill at a few different points of the child's loop.
+    for kill_after in [1, 25, 60] {
+        killed_host_round(kill_after);
+    }
+}
+
+fn killed_host_round(kill_after: usize) {
+    let path = temp_db("crash");
+    SqliteStore::open(&path).unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, &path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut charged = Vec::new();
+    let mut consumed = Vec::new();
+    let mut killed = false;
+    // Read until `kill_after` charges were reported, SIGKILL the child (it
+    // keeps running meanwhile), then drain what it reported before it died.
+    for line in lines {
+        let Ok(line) = line else { break };
+        match parse_report(&line) {
+            Some(Report::Charged(key)) => charged.push(key),
+            Some(Report::Consumed(id, i)) => consumed.push((id, i)),
+            None => {}
+        }
+        if !killed && charged.len() >= kill_after {
+            child.kill().unwrap(); // SIGKILL on Unix: no destructor, no rollback, no flush.
+            killed = true;
+        }
+    }
+    assert!(killed, "child ended before reporting {kill_after} charges");
+    child.wait().unwrap();
+
+    let store = SqliteStore::open(&path).unwrap();
+    store.integrity_check().unwrap();
+    let rows = store.charges_in_run("crash-run").unwrap();
+    let distinct: HashSet<&str> = rows.iter().map(|c| c.idempotency_key.as_str()).collect();
+    assert_eq!(rows.len(), distinct.len(), "a key was recorded twice");
+    for key in &charged {
+        assert_eq!(rows.iter().filter(|c| &c.idempotency_key == key).count(), 1, "{key} reported but not stored once");
+    }
+    // The child charges in order: what is stored is exactly key-0 .. key-(n-1),
+    // each whole (the amount it was charged with), and at most one charge
+    // past the last report (committed, killed before it could print).
+    let n = rows.len();
+    assert!(n == charged.len() || n == charged.len() + 1, "{n} rows for {} reported charges", charged.len());
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row.idempotency_key, format!("key-{i}"));
+        assert_eq!(row.amount, i as u64 % 7 + 1);
+    }
+    assert_eq!(store.spent_in_run("crash-run").unwrap(), rows.iter().map(|c| c.amount).sum::<u64>());
+    // Retrying the charges after the crash records nothing new.
+    for (i, key) in charged.iter().enumerate() {
+        assert!(!store.charge("crash-run", "firecrawl", "acme", "2026-11-30", i as u64 % 7 + 1, key).unwrap());
+    }
+    assert_eq!(store.charges_in_run("crash-run").unwrap().len(), n);
+
+    // Every approval the child reported consumed is used, and cannot be used again.
+    let ids: BTreeSet<i64> = consumed.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids.len(), consumed.len());
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    let used: usize = raw
+        .query_row("SELECT COUNT(*) FROM approvals WHERE session = 'crash-session' AND used = 1", [], |r| r.get(0))
+        .unwrap();
+    assert!(used == consumed.len() || used == consumed.len() + 1, "{used} used approvals, {} reported", consumed.len());
+    for (id, i) in &consumed {
+        let approval = store.approval(scout_host::store::ApprovalId(*id)).unwrap().unwrap();
+        assert!(approval.used && approval.state == ApprovalState::Approved);
+        let args = args_digest(&json!({ "i": i }));
+        assert!(matches!(store.consume_approval("crash-session", "send", &args), Err(ApprovalError::AlreadyUsed)));
+    }
+}
