@@ -110,6 +110,19 @@ fn bench(c: &mut Criterion) {
     group.finish();
 
     c.bench_function("fresh_store_instantiate", |b| b.to_async(&rt).iter(|| s.component.instantiate_fresh()));
+
+    // The whole host path without the network: arguments converted, a fresh
+    // store, the guest runs and refuses the owner before any request.
+    c.bench_function("call_refused_in_guest", |b| {
+        b.to_async(&rt).iter(|| async {
+            let outcome = s
+                .component
+                .call("github_read_file", &json!({"owner": "..", "repo": "hello", "path": "README.md"}), &s.caps)
+                .await
+                .expect("call");
+            assert!(outcome.output.err().is_some());
+        })
+    });
 }
 
 criterion_group!(benches, bench);
