@@ -8,6 +8,7 @@
 //! - [`inspect`]: the security reviewer's view of a component.
 
 mod bindings;
+pub mod boundary;
 pub mod capabilities;
 pub mod convert;
 #[cfg(feature = "demo")]

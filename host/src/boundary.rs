@@ -1,0 +1,243 @@
+//! The execution boundary (DESIGN D6): where a requested call becomes an
+//! effect, or a recorded, bounded denial.
+//!
+//! The same policy that decided the offered surface is evaluated again here,
+//! at the moment of the call, against the current revocations: a call
+//! planned, offered or even approved earlier is denied if its connector or
+//! its session was revoked since. Approvals are bound to a digest of the
+//! exact arguments and consumed once, in the store's transaction. Every
+//! state lands in the trace: requested, allowed or denied (with the rule
+//! that decided), executed, result; a name outside the ceiling is a
+//! `permission_denied` event.
+
+use crate::capabilities::Capabilities;
+use crate::policy::{self, Catalog, Gate, PolicyDenial, SessionInput, Switches};
+use crate::runtime::{CallOutcome, LoadedComponent, ToolOutput};
+use crate::store::{ApprovalError, Store, TraceEvent, TraceState, args_digest};
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How often a waiting call looks for a person's decision.
+const APPROVAL_POLL: Duration = Duration::from_millis(20);
+
+/// One session: who it is for, and what the policy was given to decide it.
+pub struct Session {
+    /// Session id, as the trace and approvals name it.
+    pub id: String,
+    /// The brand it acts for.
+    pub brand: String,
+    input: SessionInput,
+    revoked: AtomicBool,
+}
+
+impl Session {
+    /// A session for `brand` with the policy input of its role.
+    pub fn new(id: impl Into<String>, brand: impl Into<String>, input: SessionInput) -> Session {
+        Session { id: id.into(), brand: brand.into(), input, revoked: AtomicBool::new(false) }
+    }
+}
+
+/// Why a call did not run. `reason` is what the agent sees: bounded, safe.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .denial.safe_reason())]
+pub struct Denied {
+    /// The decision.
+    pub denial: PolicyDenial,
+}
+
+/// A tool call that passed the boundary.
+#[derive(Debug)]
+pub enum Executed {
+    /// The guest ran; its answer (a tool error included) is in the outcome.
+    Ran(CallOutcome),
+    /// The host could not run it (deadline, trap, bad arguments...).
+    Failed(crate::CallError),
+}
+
+/// Decides, at execution time, whether each requested call may run.
+pub struct Boundary {
+    store: Arc<dyn Store>,
+    catalog: Catalog,
+    switches: Switches,
+    revoked_connectors: Mutex<BTreeSet<String>>,
+    next_call: AtomicU64,
+}
+
+impl Boundary {
+    /// A boundary over `store`, deciding with `catalog` and `switches`.
+    pub fn new(store: Arc<dyn Store>, catalog: Catalog, switches: Switches) -> Boundary {
+        Boundary { store, catalog, switches, revoked_connectors: Mutex::new(BTreeSet::new()), next_call: AtomicU64::new(1) }
+    }
+
+    /// The store the boundary records into.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// The tools `session` is offered now, given current revocations.
+    pub fn offered(&self, session: &Session) -> Result<policy::Surface, policy::PolicyError> {
+        policy::surface(&self.current_input(session), &self.catalog, &self.switches)
+    }
+
+    /// Disables a connector (its connection or its grant) for every session,
+    /// from the next execution boundary on; unused approvals for its tools
+    /// are revoked and never revive.
+    pub fn revoke_connector(&self, connector: &str, sessions: &[&Session]) {
+        self.revoked_connectors.lock().unwrap_or_else(|e| e.into_inner()).insert(connector.to_string());
+        for session in sessions {
+            let _ = self.store.revoke_session_approvals(&session.id);
+        }
+    }
+
+    /// Re-enables a connector. Approvals revoked with it stay revoked.
+    pub fn restore_connector(&self, connector: &str) {
+        self.revoked_connectors.lock().unwrap_or_else(|e| e.into_inner()).remove(connector);
+    }
+
+    /// Ends a session's authority: every later call is denied.
+    pub fn revoke_session(&self, session: &Session) {
+        session.revoked.store(true, Ordering::SeqCst);
+        let _ = self.store.revoke_session_approvals(&session.id);
+    }
+
+    fn current_input(&self, session: &Session) -> SessionInput {
+        let mut input = session.input.clone();
+        let revoked = self.revoked_connectors.lock().unwrap_or_else(|e| e.into_inner());
+        input.brand.connected.retain(|c| !revoked.contains(c));
+        input
+    }
+
+    fn is_revoked(&self, session: &Session, connector: &str) -> bool {
+        session.revoked.load(Ordering::SeqCst)
+            || self.revoked_connectors.lock().unwrap_or_else(|e| e.into_inner()).contains(connector)
+    }
+
+    /// Runs `tool` (its wire name, e.g. `github_create_branch`) of `component`
+    /// for `session` if the policy allows it now, waiting for a person's
+    /// approval where the gate asks for one.
+    pub async fn call(
+        &self,
+        session: &Session,
+        component: &LoadedComponent,
+        tool: &str,
+        args: &Value,
+        caps: &Capabilities,
+    ) -> Result<Executed, Denied> {
+        let connector = component.name().to_string();
+        let name = policy::names::mcp(&connector, tool);
+        let call_id = format!("{}-{}", session.id, self.next_call.fetch_add(1, Ordering::Relaxed));
+        let digest = args_digest(args);
+        self.trace(session, &call_id, &name, TraceState::Requested, None, json!({ "args_digest": digest }));
+
+        let gate = match self.decide(session, &connector, &name) {
+            Ok(gate) => gate,
+            Err(denial) => return Err(self.deny(session, &call_id, &name, denial)),
+        };
+        if matches!(gate, Gate::AsksPerson) {
+            self.await_approval(session, &call_id, &name, &digest).await?;
+            // The world may have changed while a person was deciding.
+            if let Err(denial) = self.decide(session, &connector, &name) {
+                return Err(self.deny(session, &call_id, &name, denial));
+            }
+        }
+        self.trace(session, &call_id, &name, TraceState::Allowed, Some(gate_rule(&gate)), Value::Null);
+
+        let result = component.call(tool, args, caps).await;
+        self.trace(session, &call_id, &name, TraceState::Executed, None, Value::Null);
+        let executed = match result {
+            Ok(outcome) => {
+                let detail = match &outcome.output {
+                    ToolOutput::Ok(_) => json!({"ok": true, "requests": outcome.http.len()}),
+                    ToolOutput::Err(e) => json!({"ok": false, "tool_error": e, "requests": outcome.http.len()}),
+                };
+                self.trace(session, &call_id, &name, TraceState::Result, None, detail);
+                Executed::Ran(outcome)
+            }
+            Err(e) => {
+                self.trace(session, &call_id, &name, TraceState::Result, None, json!({"ok": false, "host_error": e.to_string()}));
+                Executed::Failed(e)
+            }
+        };
+        Ok(executed)
+    }
+
+    /// The policy's answer for `name` now.
+    fn decide(&self, session: &Session, connector: &str, name: &str) -> Result<Gate, PolicyDenial> {
+        if self.is_revoked(session, connector) {
+            return Err(PolicyDenial::Revoked);
+        }
+        let surface = self.offered(session).map_err(|_| PolicyDenial::OutsideRole)?;
+        policy::check_call(&surface, name)
+    }
+
+    async fn await_approval(&self, session: &Session, call_id: &str, name: &str, digest: &str) -> Result<(), Denied> {
+        if !session.input.approval_channel {
+            return Err(self.deny(session, call_id, name, PolicyDenial::ApprovalRequired));
+        }
+        match self.store.consume_approval(&session.id, name, digest) {
+            Ok(_) => return Ok(()),
+            Err(ApprovalError::Pending) => {}
+            // Never asked, or an earlier answer that cannot serve this call
+            // (used, denied, revoked): ask again.
+            Err(_) => {
+                let id = self.store.request_approval(&session.id, name, digest).map_err(|_| Denied { denial: PolicyDenial::ApprovalRequired })?;
+                self.trace(session, call_id, name, TraceState::Requested, Some("approval_requested".into()), json!({"approval": id.0}));
+            }
+        }
+        let deadline = Instant::now() + self.switches.approval_timeout();
+        loop {
+            match self.store.consume_approval(&session.id, name, digest) {
+                Ok(_) => return Ok(()),
+                Err(ApprovalError::Pending) if Instant::now() < deadline => tokio::time::sleep(APPROVAL_POLL).await,
+                Err(ApprovalError::Pending) => {
+                    // Timed out: the pending request must not be approvable later.
+                    for approval in self.store.pending(&session.id).unwrap_or_default() {
+                        if approval.tool == name && approval.args_digest == digest {
+                            let _ = self.store.decide(approval.id, false, "timeout");
+                        }
+                    }
+                    return Err(self.deny(session, call_id, name, PolicyDenial::ApprovalDeniedOrTimedOut));
+                }
+                Err(ApprovalError::Revoked) => return Err(self.deny(session, call_id, name, PolicyDenial::Revoked)),
+                Err(_) => return Err(self.deny(session, call_id, name, PolicyDenial::ApprovalDeniedOrTimedOut)),
+            }
+        }
+    }
+
+    fn deny(&self, session: &Session, call_id: &str, name: &str, denial: PolicyDenial) -> Denied {
+        let state = if denial == PolicyDenial::NotOffered { TraceState::PermissionDenied } else { TraceState::Denied };
+        let rule = serde_json::to_value(denial).ok().and_then(|v| v.as_str().map(str::to_string));
+        self.trace(session, call_id, name, state, rule, json!({"reason": denial.safe_reason()}));
+        Denied { denial }
+    }
+
+    fn trace(&self, session: &Session, call_id: &str, tool: &str, state: TraceState, rule: Option<String>, detail: Value) {
+        let event = TraceEvent {
+            session: session.id.clone(),
+            brand: session.brand.clone(),
+            call_id: Some(call_id.to_string()),
+            tool: Some(tool.to_string()),
+            state,
+            rule,
+            detail,
+            at_ms: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0),
+        };
+        if let Err(e) = self.store.record(&event) {
+            tracing::error!(error = %e, "cannot record a trace event");
+        }
+    }
+}
+
+fn gate_rule(gate: &Gate) -> String {
+    match gate {
+        Gate::Open => "open".to_string(),
+        Gate::AsksPerson => "approved_by_person".to_string(),
+        other => serde_json::to_value(other)
+            .ok()
+            .and_then(|v| v.as_object().and_then(|o| o.keys().next().cloned()).or_else(|| v.as_str().map(str::to_string)))
+            .unwrap_or_else(|| "gated".to_string()),
+    }
+}

@@ -1,0 +1,224 @@
+//! The execution boundary through the real runtime, a real SQLite file and
+//! the loopback GitHub: approvals (timeout, denial, single use), revocation
+//! at the next boundary, permission_denied for names outside the ceiling,
+//! and the whole story in the trace. Every denial asserts that no request
+//! reached GitHub and nothing changed there.
+
+use scout_host::boundary::{Boundary, Executed, Session};
+use scout_host::policy::{BrandFacts, Catalog, PolicyDenial, Role, SessionInput, Switches};
+use scout_host::store::{SqliteStore, Store, TraceState};
+use scout_host::{Capabilities, CredentialScheme, HttpCapability, HttpConfig, LoadedComponent, Runtime, RuntimeConfig, SecretSource};
+use scout_tests::fake_github::FakeGitHub;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+const TOKEN: &str = "ghp_boundary_test_token_123456";
+
+struct World {
+    github: FakeGitHub,
+    component: LoadedComponent,
+    caps: Capabilities,
+    boundary: Arc<Boundary>,
+    _db: tempfile_path::TempDb,
+}
+
+mod tempfile_path {
+    pub struct TempDb(pub std::path::PathBuf);
+    impl Drop for TempDb {
+        fn drop(&mut self) {
+            for ext in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{ext}", self.0.display()));
+            }
+        }
+    }
+}
+
+async fn world(name: &str, switches: &[(&str, &str)]) -> World {
+    let github = FakeGitHub::start(TOKEN).await;
+    let runtime = Runtime::new(RuntimeConfig { max_concurrent_calls: 4, ..Default::default() }).unwrap();
+    let component = runtime.load_file(Path::new(scout_tests::components::GITHUB)).unwrap();
+    let http = HttpCapability::new(
+        HttpConfig::new(github.origin())
+            .credential(CredentialScheme::Bearer, SecretSource::Value(TOKEN.to_string()))
+            .allow_private_network(true),
+    )
+    .unwrap();
+    let path = std::env::temp_dir().join(format!("scout-boundary-{name}-{}.db", std::process::id()));
+    let db = tempfile_path::TempDb(path.clone());
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
+    let boundary = Arc::new(Boundary::new(store, Catalog::seed(), Switches::from_vars(switches.iter().copied())));
+    World { github, component, caps: Capabilities::with_http(http), boundary, _db: db }
+}
+
+fn person_chat(id: &str, connected: &[&str], approval_channel: bool) -> Session {
+    let input = SessionInput::new(Role::PersonChat)
+        .brand(BrandFacts::with_connectors(connected.iter().copied()))
+        .approval_channel(approval_channel);
+    Session::new(id, "acme", input)
+}
+
+fn branch_args(name: &str) -> Value {
+    json!({"owner": "octo", "repo": "hello", "branch": name})
+}
+
+fn writes(w: &World) -> usize {
+    w.github.requests().iter().filter(|r| r.method != "GET").count()
+}
+
+fn states(w: &World, session: &str) -> Vec<(String, Option<String>)> {
+    w.boundary
+        .store()
+        .trace_for_session(session)
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.state.as_str().to_string(), e.rule))
+        .collect()
+}
+
+/// Approves (or denies) the first pending approval of `session` once it appears.
+fn answer_when_asked(w: &World, session: &str, approve: bool) -> tokio::task::JoinHandle<()> {
+    let store = w.boundary.store().clone();
+    let session = session.to_string();
+    tokio::spawn(async move {
+        for _ in 0..500 {
+            if let Some(a) = store.pending(&session).unwrap().first() {
+                store.decide(a.id, approve, "alice").unwrap();
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("no approval was asked for");
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_runs_without_approval_and_the_trace_tells_the_story() {
+    let w = world("read", &[("GITHUB_ALLOW_WRITES", "true")]).await;
+    let s = person_chat("s-read", &["github"], true);
+    let r = w.boundary.call(&s, &w.component, "github_read_file", &json!({"owner": "octo", "repo": "hello", "path": "README.md"}), &w.caps).await.unwrap();
+    let Executed::Ran(outcome) = r else { panic!("ran") };
+    assert_eq!(outcome.output.ok().unwrap()["text"], "# Hello\n");
+    let trace: Vec<String> = states(&w, "s-read").into_iter().map(|(s, _)| s).collect();
+    assert_eq!(trace, ["requested", "allowed", "executed", "result"]);
+    assert_eq!(w.boundary.store().trace_for_brand("acme").unwrap().len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_waits_for_a_person_and_runs_once_approved() {
+    let w = world("approve", &[("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "10000")]).await;
+    let s = person_chat("s-approve", &["github"], true);
+    let person = answer_when_asked(&w, "s-approve", true);
+    let r = w.boundary.call(&s, &w.component, "github_create_branch", &branch_args("scout/a"), &w.caps).await.unwrap();
+    person.await.unwrap();
+    assert!(matches!(r, Executed::Ran(ref o) if o.output.ok().is_some()), "{r:?}");
+    assert!(w.github.branch_sha("octo", "hello", "scout/a").is_some());
+    let trace = states(&w, "s-approve");
+    let names: Vec<&str> = trace.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(names, ["requested", "requested", "allowed", "executed", "result"], "{trace:?}");
+    assert_eq!(trace[1].1.as_deref(), Some("approval_requested"));
+    assert_eq!(trace[2].1.as_deref(), Some("approved_by_person"));
+
+    // The approval was for those exact arguments and is used up: the same
+    // call again asks again, and a denial stops it with nothing sent.
+    let before = writes(&w);
+    let person = answer_when_asked(&w, "s-approve", false);
+    let denied = w.boundary.call(&s, &w.component, "github_create_branch", &branch_args("scout/a"), &w.caps).await.unwrap_err();
+    person.await.unwrap();
+    assert_eq!(denied.denial, PolicyDenial::ApprovalDeniedOrTimedOut);
+    assert_eq!(writes(&w), before, "no write request after a denial");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approval_for_other_arguments_does_not_serve() {
+    let w = world("digest", &[("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "300")]).await;
+    let s = person_chat("s-digest", &["github"], true);
+    let store = w.boundary.store();
+    let name = "mcp__github__github_create_branch";
+    let id = store.request_approval("s-digest", name, &scout_host::store::args_digest(&branch_args("scout/ok"))).unwrap();
+    store.decide(id, true, "alice").unwrap();
+    let denied = w.boundary.call(&s, &w.component, "github_create_branch", &branch_args("scout/other"), &w.caps).await.unwrap_err();
+    assert_eq!(denied.denial, PolicyDenial::ApprovalDeniedOrTimedOut);
+    assert!(w.github.branch_sha("octo", "hello", "scout/other").is_none());
+    assert_eq!(writes(&w), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_zero_timeout_denies_at_once() {
+    let w = world("zero", &[("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "0")]).await;
+    let s = person_chat("s-zero", &["github"], true);
+    let denied = w.boundary.call(&s, &w.component, "github_create_branch", &branch_args("scout/z"), &w.caps).await.unwrap_err();
+    assert_eq!(denied.denial, PolicyDenial::ApprovalDeniedOrTimedOut);
+    assert!(w.github.requests().is_empty(), "nothing reached GitHub");
+    assert!(w.boundary.store().pending("s-zero").unwrap().is_empty(), "the timed-out request cannot be approved later");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_without_an_approval_channel_refuses_gated_calls() {
+    let w = world("nochannel", &[("GITHUB_ALLOW_WRITES", "true")]).await;
+    let s = person_chat("s-nochannel", &["github"], false);
+    let denied = w.boundary.call(&s, &w.component, "github_create_branch", &branch_args("scout/n"), &w.caps).await.unwrap_err();
+    assert_eq!(denied.denial, PolicyDenial::ApprovalRequired);
+    assert!(w.github.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn github_writes_refuse_without_their_switch() {
+    let w = world("switch", &[]).await;
+    let s = person_chat("s-switch", &["github"], true);
+    let denied = w.boundary.call(&s, &w.component, "github_create_branch", &branch_args("scout/s"), &w.caps).await.unwrap_err();
+    assert_ne!(denied.denial, PolicyDenial::NotOffered, "registered but refusing, as the seed says");
+    assert!(w.github.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_name_outside_the_ceiling_is_a_permission_denied_event() {
+    let w = world("ceiling", &[("GITHUB_ALLOW_WRITES", "true")]).await;
+    // The brand has not connected GitHub: none of its tools exist for this session.
+    let s = person_chat("s-ceiling", &[], true);
+    let denied = w.boundary.call(&s, &w.component, "github_read_file", &json!({"owner": "octo", "repo": "hello", "path": "README.md"}), &w.caps).await.unwrap_err();
+    assert_eq!(denied.denial, PolicyDenial::NotOffered);
+    assert!(!denied.to_string().contains("github"), "the reason names no hidden tool: {denied}");
+    let trace = states(&w, "s-ceiling");
+    assert_eq!(trace.last().unwrap().0, TraceState::PermissionDenied.as_str());
+    assert!(w.github.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn revocation_takes_effect_at_the_next_boundary_even_after_approval() {
+    let w = world("revoke", &[("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "10000")]).await;
+    let s = Arc::new(person_chat("s-revoke", &["github"], true));
+    // The person approves, but the connection is disabled before the call executes.
+    let store = w.boundary.store().clone();
+    let boundary = w.boundary.clone();
+    let session = s.clone();
+    let revoker = tokio::spawn(async move {
+        loop {
+            if let Some(a) = store.pending("s-revoke").unwrap().first() {
+                boundary.revoke_connector("github", &[&session]);
+                store.decide(a.id, true, "alice").ok();
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+    let denied = w.boundary.call(&s, &w.component, "github_create_branch", &branch_args("scout/r"), &w.caps).await.unwrap_err();
+    revoker.await.unwrap();
+    assert_eq!(denied.denial, PolicyDenial::Revoked);
+    assert_eq!(writes(&w), 0, "nothing was written");
+    assert!(w.github.branch_sha("octo", "hello", "scout/r").is_none());
+
+    // Re-enabled, the earlier approval does not revive: a new call asks again (and times out here).
+    w.boundary.restore_connector("github");
+    let store = w.boundary.store();
+    let name = "mcp__github__github_create_branch";
+    let digest = scout_host::store::args_digest(&branch_args("scout/r"));
+    assert!(store.consume_approval("s-revoke", name, &digest).is_err(), "the old approval stays revoked");
+
+    // A revoked session is denied outright.
+    w.boundary.revoke_session(&s);
+    let denied = w.boundary.call(&s, &w.component, "github_read_file", &json!({"owner": "octo", "repo": "hello", "path": "README.md"}), &w.caps).await.unwrap_err();
+    assert_eq!(denied.denial, PolicyDenial::Revoked);
+    assert_eq!(w.github.requests().iter().filter(|r| r.path.contains("README")).count(), 0);
+}
