@@ -171,3 +171,39 @@ async fn a_read_only_folder_refuses_every_write() {
     assert_eq!(call(&c, "capabilities_read_text", json!({"folder": "briefs", "path": "notes/a.md"}), &caps).await, json!({"ok": "inside"}));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_recorded_in_sqlite_keeps_every_charge_across_a_restart() {
+    use scout_host::capabilities::meter::RunMeter;
+    use scout_host::store::{SqliteStore, Store};
+    let path = std::env::temp_dir().join(format!("scout-meter-{}.db", std::process::id()));
+    for ext in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
+    }
+    let upstream = Upstream::start().await;
+    let c = component(4);
+    let allowance = Allowance { per_run: 25, per_day: 40 };
+    {
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
+        let run = RunMeter::start_in_store(store.clone(), "run-1", "acme", "firecrawl", "2026-11-30", "credits", allowance).unwrap();
+        let http = HttpCapability::new(HttpConfig::new(upstream.origin()).allow_private_network(true)).unwrap();
+        let caps = Capabilities { http: Some(http), meter: Some(run.clone()), folders: vec![] };
+        assert_eq!(call(&c, "capabilities_spend", json!({"estimate": 5, "actual": 3, "path": "/scrape"}), &caps).await, json!({"ok": 22}));
+        let refused = call(&c, "capabilities_spend", json!({"estimate": 30, "path": "/crawl"}), &caps).await;
+        assert_eq!(refused, json!({"err": {"meter": {"run-exhausted": 22}}}));
+        assert_eq!(upstream.seen().len(), 1, "the refused crawl sent nothing");
+        assert_eq!(store.spent_in_run("run-1").unwrap(), 3, "the charge is in the ledger, the refusal is not");
+        // A second run would take the day past 40 while run-1 is live (25 + 25).
+        assert!(RunMeter::start_in_store(store.clone(), "run-2", "acme", "firecrawl", "2026-11-30", "credits", allowance).is_err());
+        run.end();
+    }
+    // After a restart the ledger still holds the charge; the ended run counts at 3.
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
+    assert_eq!(store.spent_on_day("acme", "firecrawl", "2026-11-30").unwrap(), 3);
+    let run2 = RunMeter::start_in_store(store.clone(), "run-2", "acme", "firecrawl", "2026-11-30", "credits", allowance).expect("3 + 25 fits in 40");
+    assert!(RunMeter::start_in_store(store, "run-3", "acme", "firecrawl", "2026-11-30", "credits", allowance).is_err(), "3 + 25 + 25 does not");
+    drop(run2);
+    for ext in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
+    }
+}

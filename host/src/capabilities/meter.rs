@@ -11,6 +11,8 @@
 
 use crate::bindings::meter::{Host, HostReservation, MeterError};
 use crate::runtime::CallState;
+use crate::store::{StartRunError, Store};
+use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex, MutexGuard};
 use wasmtime::component::Resource;
@@ -33,6 +35,9 @@ pub enum AllowanceError {
     /// The allowance itself is not acceptable.
     #[error("invalid allowance: {0}")]
     Invalid(String),
+    /// The ledger could not be read or written.
+    #[error("the allowance ledger is unavailable: {0}")]
+    Ledger(String),
 }
 
 #[derive(Debug, Default)]
@@ -81,7 +86,12 @@ impl DayLedger {
             return Err(AllowanceError::DayExhausted { committed, per_day: allowance.per_day, unit: self.unit.clone() });
         }
         day.live += allowance.per_run;
-        Ok(Arc::new(RunMeter { ledger: self.clone(), allowance, run: Mutex::new(Run::default()) }))
+        Ok(Arc::new(RunMeter {
+            unit: self.unit.clone(),
+            day: DaySide::Memory(self.clone()),
+            allowance,
+            run: Mutex::new(Run::default()),
+        }))
     }
 }
 
@@ -92,22 +102,101 @@ struct Run {
     ended: bool,
 }
 
+/// Where a run's day is accounted: in memory, or in the store's ledger.
+enum DaySide {
+    Memory(Arc<DayLedger>),
+    Store(StoreLedger),
+}
+
+/// A run recorded in the store: every charge is written, in its own
+/// transaction and under an idempotency key, before the guest is told it
+/// settled, so a crash loses no charge and a retry duplicates none.
+struct StoreLedger {
+    store: Arc<dyn Store>,
+    run_id: String,
+    brand: String,
+    connector: String,
+    day: String,
+    next_charge: AtomicU64,
+}
+
+impl std::fmt::Debug for DaySide {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DaySide::Memory(_) => f.write_str("Memory"),
+            DaySide::Store(l) => write!(f, "Store({})", l.run_id),
+        }
+    }
+}
+
 /// One run's meter, shared by all of its calls.
 #[derive(Debug)]
 pub struct RunMeter {
-    ledger: Arc<DayLedger>,
+    unit: String,
+    day: DaySide,
     allowance: Allowance,
     run: Mutex<Run>,
 }
 
 impl RunMeter {
+    /// Starts a run recorded in `store`: the day's figure is checked there
+    /// (ended runs at what they recorded, live runs at their per-run figure),
+    /// and every charge is written there.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start_in_store(
+        store: Arc<dyn Store>,
+        run_id: &str,
+        brand: &str,
+        connector: &str,
+        day: &str,
+        unit: &str,
+        allowance: Allowance,
+    ) -> Result<Arc<RunMeter>, AllowanceError> {
+        store.start_run(run_id, brand, connector, day, allowance.per_run, allowance.per_day).map_err(|e| match e {
+            StartRunError::DayExhausted { committed, per_day } => {
+                AllowanceError::DayExhausted { committed, per_day, unit: unit.to_string() }
+            }
+            StartRunError::InvalidAllowance { .. } => AllowanceError::Invalid(e.to_string()),
+            StartRunError::Store(e) => AllowanceError::Ledger(e.to_string()),
+        })?;
+        Ok(Arc::new(RunMeter {
+            unit: unit.to_string(),
+            day: DaySide::Store(StoreLedger {
+                store,
+                run_id: run_id.to_string(),
+                brand: brand.to_string(),
+                connector: connector.to_string(),
+                day: day.to_string(),
+                next_charge: AtomicU64::new(0),
+            }),
+            allowance,
+            run: Mutex::new(Run::default()),
+        }))
+    }
+
+    /// Writes a charge to the store, if the run is recorded there.
+    fn record(&self, amount: u64) -> Result<(), MeterError> {
+        let DaySide::Store(ledger) = &self.day else { return Ok(()) };
+        if amount == 0 {
+            return Ok(());
+        }
+        let key = format!("{}:{}", ledger.run_id, ledger.next_charge.fetch_add(1, Ordering::SeqCst));
+        ledger
+            .store
+            .charge(&ledger.run_id, &ledger.connector, &ledger.brand, &ledger.day, amount, &key)
+            .map(|_| ())
+            .map_err(|e| {
+                tracing::error!(run = %ledger.run_id, error = %e, "cannot record a charge");
+                MeterError::Denied("the allowance ledger could not record the charge".to_string())
+            })
+    }
     fn lock(&self) -> MutexGuard<'_, Run> {
         self.run.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The unit.
     pub fn unit(&self) -> &str {
-        &self.ledger.unit
+        &self.unit
     }
 
     /// Spent so far (settled, plus unsettled reservations charged in full).
@@ -148,15 +237,19 @@ impl RunMeter {
     /// it, releases the rest; an excess is charged only as far as the run's
     /// allowance allows, and refused beyond.
     pub fn settle(&self, reserved: u64, actual: u64) -> Result<(), MeterError> {
+        // The lock is held while the charge is written, so charges reach the
+        // ledger in the order they were made.
         let mut run = self.lock();
         run.reserved -= reserved;
         if actual <= reserved {
             run.spent += actual;
-            return Ok(());
+            return self.record(actual);
         }
         let left = self.allowance.per_run.saturating_sub(run.spent + run.reserved + reserved);
         let extra = actual - reserved;
-        run.spent += reserved + extra.min(left);
+        let charged = reserved + extra.min(left);
+        run.spent += charged;
+        self.record(charged)?;
         if extra > left {
             return Err(MeterError::RunExhausted(0));
         }
@@ -171,12 +264,23 @@ impl RunMeter {
             return;
         }
         run.ended = true;
-        run.spent += run.reserved;
+        let open = run.reserved;
+        run.spent += open;
         run.reserved = 0;
-        let recorded = if run.spent == 0 { self.allowance.per_run } else { run.spent };
-        let mut day = self.ledger.lock();
-        day.live -= self.allowance.per_run;
-        day.ended += recorded;
+        match &self.day {
+            DaySide::Memory(ledger) => {
+                let recorded = if run.spent == 0 { self.allowance.per_run } else { run.spent };
+                let mut day = ledger.lock();
+                day.live -= self.allowance.per_run;
+                day.ended += recorded;
+            }
+            DaySide::Store(ledger) => {
+                let _ = self.record(open);
+                if let Err(e) = ledger.store.end_run(&ledger.run_id) {
+                    tracing::error!(run = %ledger.run_id, error = %e, "cannot record the end of a run");
+                }
+            }
+        }
     }
 }
 
