@@ -82,6 +82,18 @@ impl Boundary {
         policy::surface(&self.current_input(session), &self.catalog, &self.switches)
     }
 
+    /// Opens a session: decides its surface now and records what was
+    /// registered (the connectors whose credentials resolve) and what is
+    /// offered, so the trace can explain every later decision.
+    pub fn open_session(&self, session: &Session) -> Result<policy::Surface, policy::PolicyError> {
+        let input = self.current_input(session);
+        let surface = policy::surface(&input, &self.catalog, &self.switches)?;
+        let connected: Vec<&String> = input.brand.connected.iter().collect();
+        self.trace(session, "session", "", TraceState::Registered, None, json!({ "connectors": connected }));
+        self.trace(session, "session", "", TraceState::Offered, None, json!({ "tools": surface.names() }));
+        Ok(surface)
+    }
+
     /// Disables a connector (its connection or its grant) for every session,
     /// from the next execution boundary on; unused approvals for its tools
     /// are revoked and never revive.
@@ -219,7 +231,7 @@ impl Boundary {
             session: session.id.clone(),
             brand: session.brand.clone(),
             call_id: Some(call_id.to_string()),
-            tool: Some(tool.to_string()),
+            tool: (!tool.is_empty()).then(|| tool.to_string()),
             state,
             rule,
             detail,

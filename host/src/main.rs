@@ -24,6 +24,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Prints the operator switches as read from the environment, and any
+    /// value not understood (the banner `serve` will print at start).
+    Switches,
     /// Runs the GitHub connector against a loopback GitHub-format server.
     #[cfg(feature = "demo")]
     Demo,
@@ -48,6 +51,10 @@ fn main() -> Result<()> {
             if !info.forbidden_imports.is_empty() {
                 std::process::exit(2);
             }
+            Ok(())
+        }
+        Command::Switches => {
+            print!("{}", scout_host::policy::Switches::from_env().banner());
             Ok(())
         }
         #[cfg(feature = "demo")]

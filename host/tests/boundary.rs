@@ -97,12 +97,17 @@ fn answer_when_asked(w: &World, session: &str, approve: bool) -> tokio::task::Jo
 async fn a_read_runs_without_approval_and_the_trace_tells_the_story() {
     let w = world("read", &[("GITHUB_ALLOW_WRITES", "true")]).await;
     let s = person_chat("s-read", &["github"], true);
+    let surface = w.boundary.open_session(&s).unwrap();
+    assert!(surface.contains("mcp__github__github_read_file"));
     let r = w.boundary.call(&s, &w.component, "github_read_file", &json!({"owner": "octo", "repo": "hello", "path": "README.md"}), &w.caps).await.unwrap();
     let Executed::Ran(outcome) = r else { panic!("ran") };
     assert_eq!(outcome.output.ok().unwrap()["text"], "# Hello\n");
     let trace: Vec<String> = states(&w, "s-read").into_iter().map(|(s, _)| s).collect();
-    assert_eq!(trace, ["requested", "allowed", "executed", "result"]);
-    assert_eq!(w.boundary.store().trace_for_brand("acme").unwrap().len(), 4);
+    assert_eq!(trace, ["registered", "offered", "requested", "allowed", "executed", "result"]);
+    let events = w.boundary.store().trace_for_brand("acme").unwrap();
+    assert_eq!(events.len(), 6);
+    assert_eq!(events[0].detail["connectors"], json!(["github"]));
+    assert!(events[1].detail["tools"].as_array().unwrap().iter().any(|t| t == "mcp__github__github_create_branch"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
