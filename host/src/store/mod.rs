@@ -3,7 +3,8 @@
 //! Everything the host must remember across a restart goes through [`Store`]:
 //! the trace of every decision (D6), per-call approvals, the allowance ledger
 //! (the durable twin of the in-memory `capabilities::meter`), and brand
-//! connections with their credentials sealed at rest (D4). Callers depend on
+//! connections with their credentials sealed at rest and the shares between
+//! brands (D4), and saved profiles, validated when saved (D8). Callers depend on
 //! the trait, not on SQLite, so that a deployment that outgrows one machine
 //! can put several hosts on one PostgreSQL database behind the same methods.
 //!
@@ -16,6 +17,7 @@ mod sqlite;
 
 pub use sqlite::SqliteStore;
 
+use crate::policy::{Catalog, Profile, ProfileError};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::fmt;
@@ -301,6 +303,95 @@ pub trait Store: Send + Sync {
     fn get_connection(&self, brand: &str, connector: &str, key: &[u8; 32]) -> Result<Option<String>, StoreError>;
     /// Disables a connection; returns whether one existed.
     fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, StoreError>;
+
+    // --- shares (D4) ---
+    /// Records that `owner_brand` (the account owner's brand) shares its
+    /// stored connection for `connector` with `with_brand`. Idempotent. The
+    /// share lends the stored connection only, never a host environment.
+    fn share_connection(&self, owner_brand: &str, connector: &str, with_brand: &str) -> Result<(), StoreError>;
+    /// Withdraws a share; returns whether one existed. The next resolution
+    /// no longer finds it.
+    fn unshare_connection(&self, owner_brand: &str, connector: &str, with_brand: &str) -> Result<bool, StoreError>;
+    /// The brands that share their `connector` connection with `with_brand`,
+    /// oldest share first (what resolution walks after the brand's own).
+    fn shared_with(&self, with_brand: &str, connector: &str) -> Result<Vec<String>, StoreError>;
+
+    // --- profiles (D7, D8: validated when saved) ---
+    /// Validates `profile` by `kind`'s rules against `catalog` and stores it
+    /// (replacing one of the same name). A refused profile stores nothing and
+    /// comes back as [`SaveProfileError::Invalid`] with the rule's message.
+    fn save_profile(
+        &self,
+        brand: &str,
+        profile: &Profile,
+        kind: ProfileKind,
+        catalog: &Catalog,
+    ) -> Result<(), SaveProfileError>;
+    /// A saved profile and the rules it was saved under.
+    fn load_profile(&self, brand: &str, name: &str) -> Result<Option<SavedProfile>, StoreError>;
+    /// A brand's saved profiles, by name.
+    fn list_profiles(&self, brand: &str) -> Result<Vec<SavedProfile>, StoreError>;
+    /// Deletes a saved profile; returns whether one existed.
+    fn delete_profile(&self, brand: &str, name: &str) -> Result<bool, StoreError>;
+}
+
+/// Which rules a profile is saved under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProfileKind {
+    /// A coworker or specialist: [`Profile::validate`] (limits and the five rules).
+    Coworker,
+    /// The goal agent: [`Profile::validate_goal_agent`].
+    GoalAgent,
+    /// The goal reviewer: [`Profile::validate_reviewer`].
+    Reviewer,
+}
+
+impl ProfileKind {
+    /// The name stored in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProfileKind::Coworker => "coworker",
+            ProfileKind::GoalAgent => "goal_agent",
+            ProfileKind::Reviewer => "reviewer",
+        }
+    }
+
+    /// The kind stored as `name`, if any.
+    pub fn parse(name: &str) -> Option<ProfileKind> {
+        Some(match name {
+            "coworker" => ProfileKind::Coworker,
+            "goal_agent" => ProfileKind::GoalAgent,
+            "reviewer" => ProfileKind::Reviewer,
+            _ => return None,
+        })
+    }
+
+    /// Runs this kind's save rules.
+    pub fn validate(self, profile: &Profile, catalog: &Catalog) -> Result<(), ProfileError> {
+        match self {
+            ProfileKind::Coworker => profile.validate(catalog),
+            ProfileKind::GoalAgent => profile.validate_goal_agent(catalog),
+            ProfileKind::Reviewer => profile.validate_reviewer(),
+        }
+    }
+}
+
+/// A saved profile and the rules it was saved under.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedProfile {
+    pub kind: ProfileKind,
+    pub profile: Profile,
+}
+
+/// Why a profile was not saved.
+#[derive(Debug, thiserror::Error)]
+pub enum SaveProfileError {
+    /// A save rule refused it; the message names the rule. Nothing was stored.
+    #[error(transparent)]
+    Invalid(#[from] ProfileError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// Hex SHA-256 of the canonical JSON of `args`: object keys sorted

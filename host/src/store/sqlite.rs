@@ -1,9 +1,10 @@
 //! [`SqliteStore`]: the embedded, single-file implementation of [`Store`].
 
 use super::{
-    Approval, ApprovalError, ApprovalId, ApprovalState, Charge, StartRunError, Store, StoreError, TraceEvent,
-    TraceState,
+    Approval, ApprovalError, ApprovalId, ApprovalState, Charge, ProfileKind, SaveProfileError, SavedProfile,
+    StartRunError, Store, StoreError, TraceEvent, TraceState,
 };
+use crate::policy::{Catalog, Profile};
 use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
 use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -77,6 +78,22 @@ CREATE TABLE IF NOT EXISTS connections (
     disabled INTEGER NOT NULL DEFAULT 0 CHECK (disabled IN (0, 1)),
     updated_at_ms INTEGER NOT NULL,
     PRIMARY KEY (brand, connector)
+);
+CREATE TABLE IF NOT EXISTS connection_shares (
+    owner_brand TEXT NOT NULL,
+    connector TEXT NOT NULL,
+    with_brand TEXT NOT NULL,
+    shared_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (owner_brand, connector, with_brand)
+);
+CREATE INDEX IF NOT EXISTS connection_shares_with ON connection_shares(with_brand, connector, shared_at_ms);
+CREATE TABLE IF NOT EXISTS profiles (
+    brand TEXT NOT NULL,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('coworker', 'goal_agent', 'reviewer')),
+    body TEXT NOT NULL,
+    updated_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (brand, name)
 );
 ";
 
@@ -530,4 +547,94 @@ impl Store for SqliteStore {
         tx.commit()?;
         Ok(changed == 1)
     }
+
+    fn share_connection(&self, owner_brand: &str, connector: &str, with_brand: &str) -> Result<(), StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute(
+            "INSERT INTO connection_shares (owner_brand, connector, with_brand, shared_at_ms)
+             VALUES (?1, ?2, ?3, ?4) ON CONFLICT (owner_brand, connector, with_brand) DO NOTHING",
+            params![owner_brand, connector, with_brand, now_ms()],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn unshare_connection(&self, owner_brand: &str, connector: &str, with_brand: &str) -> Result<bool, StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let changed = tx.execute(
+            "DELETE FROM connection_shares WHERE owner_brand = ?1 AND connector = ?2 AND with_brand = ?3",
+            params![owner_brand, connector, with_brand],
+        )?;
+        tx.commit()?;
+        Ok(changed == 1)
+    }
+
+    fn shared_with(&self, with_brand: &str, connector: &str) -> Result<Vec<String>, StoreError> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT owner_brand FROM connection_shares WHERE with_brand = ?1 AND connector = ?2
+             ORDER BY shared_at_ms, owner_brand",
+        )?;
+        let rows = stmt.query_map([with_brand, connector], |row| row.get::<_, String>(0))?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    fn save_profile(
+        &self,
+        brand: &str,
+        profile: &Profile,
+        kind: ProfileKind,
+        catalog: &Catalog,
+    ) -> Result<(), SaveProfileError> {
+        kind.validate(profile, catalog)?;
+        let body = serde_json::to_string(profile).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(StoreError::from)?;
+        tx.execute(
+            "INSERT INTO profiles (brand, name, kind, body, updated_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (brand, name) DO UPDATE SET
+                 kind = excluded.kind, body = excluded.body, updated_at_ms = excluded.updated_at_ms",
+            params![brand, profile.name, kind.as_str(), body, now_ms()],
+        )
+        .map_err(StoreError::from)?;
+        tx.commit().map_err(StoreError::from)?;
+        Ok(())
+    }
+
+    fn load_profile(&self, brand: &str, name: &str) -> Result<Option<SavedProfile>, StoreError> {
+        let row: Option<(String, String)> = {
+            let conn = self.lock();
+            conn.query_row("SELECT kind, body FROM profiles WHERE brand = ?1 AND name = ?2", [brand, name], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
+            .optional()?
+        };
+        row.map(|(kind, body)| decode_profile(&kind, &body)).transpose()
+    }
+
+    fn list_profiles(&self, brand: &str) -> Result<Vec<SavedProfile>, StoreError> {
+        let rows: Vec<(String, String)> = {
+            let conn = self.lock();
+            let mut stmt = conn.prepare_cached("SELECT kind, body FROM profiles WHERE brand = ?1 ORDER BY name")?;
+            let rows = stmt.query_map([brand], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            rows.collect::<Result<Vec<_>, _>>()?
+        };
+        rows.iter().map(|(kind, body)| decode_profile(kind, body)).collect()
+    }
+
+    fn delete_profile(&self, brand: &str, name: &str) -> Result<bool, StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let changed = tx.execute("DELETE FROM profiles WHERE brand = ?1 AND name = ?2", [brand, name])?;
+        tx.commit()?;
+        Ok(changed == 1)
+    }
+}
+
+fn decode_profile(kind: &str, body: &str) -> Result<SavedProfile, StoreError> {
+    let kind = ProfileKind::parse(kind).ok_or_else(|| StoreError::Corrupt(format!("unknown profile kind {kind:?}")))?;
+    let profile = serde_json::from_str(body).map_err(|e| StoreError::Corrupt(format!("stored profile: {e}")))?;
+    Ok(SavedProfile { kind, profile })
 }
