@@ -31,12 +31,15 @@ pub struct Session {
     pub brand: String,
     input: SessionInput,
     revoked: AtomicBool,
+    /// What was offered when the session opened: a tool that has since
+    /// disappeared was revoked, not never offered.
+    opened: Mutex<BTreeSet<String>>,
 }
 
 impl Session {
     /// A session for `brand` with the policy input of its role.
     pub fn new(id: impl Into<String>, brand: impl Into<String>, input: SessionInput) -> Session {
-        Session { id: id.into(), brand: brand.into(), input, revoked: AtomicBool::new(false) }
+        Session { id: id.into(), brand: brand.into(), input, revoked: AtomicBool::new(false), opened: Mutex::new(BTreeSet::new()) }
     }
 }
 
@@ -57,19 +60,38 @@ pub enum Executed {
     Failed(crate::CallError),
 }
 
+/// The connectors whose credentials resolve for a brand right now.
+pub type LiveConnections = Box<dyn Fn(&str) -> BTreeSet<String> + Send + Sync>;
+
 /// Decides, at execution time, whether each requested call may run.
 pub struct Boundary {
     store: Arc<dyn Store>,
     catalog: Catalog,
     switches: Switches,
     revoked_connectors: Mutex<BTreeSet<String>>,
+    live_connections: Option<LiveConnections>,
     next_call: AtomicU64,
 }
 
 impl Boundary {
     /// A boundary over `store`, deciding with `catalog` and `switches`.
     pub fn new(store: Arc<dyn Store>, catalog: Catalog, switches: Switches) -> Boundary {
-        Boundary { store, catalog, switches, revoked_connectors: Mutex::new(BTreeSet::new()), next_call: AtomicU64::new(1) }
+        Boundary {
+            store,
+            catalog,
+            switches,
+            revoked_connectors: Mutex::new(BTreeSet::new()),
+            live_connections: None,
+            next_call: AtomicU64::new(1),
+        }
+    }
+
+    /// Re-resolves a brand's connections at every boundary (for instance
+    /// with [`crate::credentials::Resolver::connected`]), so a connection
+    /// disabled in the store denies the next call.
+    pub fn with_live_connections(mut self, live: LiveConnections) -> Boundary {
+        self.live_connections = Some(live);
+        self
     }
 
     /// The store the boundary records into.
@@ -88,6 +110,7 @@ impl Boundary {
     pub fn open_session(&self, session: &Session) -> Result<policy::Surface, policy::PolicyError> {
         let input = self.current_input(session);
         let surface = policy::surface(&input, &self.catalog, &self.switches)?;
+        *session.opened.lock().unwrap_or_else(|e| e.into_inner()) = surface.names().into_iter().map(str::to_string).collect();
         let connected: Vec<&String> = input.brand.connected.iter().collect();
         self.trace(session, "session", "", TraceState::Registered, None, json!({ "connectors": connected }));
         self.trace(session, "session", "", TraceState::Offered, None, json!({ "tools": surface.names() }));
@@ -119,6 +142,10 @@ impl Boundary {
         let mut input = session.input.clone();
         let revoked = self.revoked_connectors.lock().unwrap_or_else(|e| e.into_inner());
         input.brand.connected.retain(|c| !revoked.contains(c));
+        if let Some(live) = &self.live_connections {
+            let now = live(&session.brand);
+            input.brand.connected.retain(|c| now.contains(c));
+        }
         input
     }
 
@@ -182,7 +209,12 @@ impl Boundary {
             return Err(PolicyDenial::Revoked);
         }
         let surface = self.offered(session).map_err(|_| PolicyDenial::OutsideRole)?;
-        policy::check_call(&surface, name)
+        match policy::check_call(&surface, name) {
+            Err(PolicyDenial::NotOffered) if session.opened.lock().unwrap_or_else(|e| e.into_inner()).contains(name) => {
+                Err(PolicyDenial::Revoked)
+            }
+            other => other,
+        }
     }
 
     async fn await_approval(&self, session: &Session, call_id: &str, name: &str, digest: &str) -> Result<(), Denied> {

@@ -16,6 +16,7 @@ use std::path::Path;
 /// Runs the demo, printing to stdout.
 pub async fn run() -> Result<()> {
     let token = format!("ghp_demo{:016x}", std::process::id() as u64 * 0x9e37_79b9_7f4a_7c15 % u64::MAX);
+    print!("{}", crate::policy::Switches::from_env().banner());
     let github = FakeGitHub::start(&token).await;
     println!("fake GitHub API listening at {}", github.origin());
 

@@ -227,3 +227,47 @@ async fn revocation_takes_effect_at_the_next_boundary_even_after_approval() {
     assert_eq!(denied.denial, PolicyDenial::Revoked);
     assert_eq!(w.github.requests().iter().filter(|r| r.path.contains("README")).count(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn disabling_a_stored_connection_denies_the_next_call() {
+    use scout_host::credentials::{Resolver, ResolverConfig};
+    let github = FakeGitHub::start(TOKEN).await;
+    let runtime = Runtime::new(RuntimeConfig { max_concurrent_calls: 2, ..Default::default() }).unwrap();
+    let component = runtime.load_file(Path::new(scout_tests::components::GITHUB)).unwrap();
+    let path = std::env::temp_dir().join(format!("scout-boundary-disable-{}.db", std::process::id()));
+    let _db = tempfile_path::TempDb(path.clone());
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
+    let key = [7u8; 32];
+    store.put_connection("acme", "github", TOKEN, &key).unwrap();
+
+    // Credentials are resolved afresh at every boundary.
+    let live_store = store.clone();
+    let live: scout_host::boundary::LiveConnections = Box::new(move |brand| {
+        let catalog = Catalog::seed();
+        let config = ResolverConfig::default();
+        Resolver::new(&*live_store, &catalog, &config, key, |_| None).connected(brand).unwrap_or_default()
+    });
+    let boundary = Boundary::new(store.clone(), Catalog::seed(), Switches::from_vars([("GITHUB_ALLOW_WRITES", "true")])).with_live_connections(live);
+    let resolved = {
+        let catalog = Catalog::seed();
+        let config = ResolverConfig::default();
+        Resolver::new(&*store, &catalog, &config, key, |_| None).brand_facts("acme").unwrap()
+    };
+    assert!(resolved.connected.contains("github"));
+    let s = Session::new("s-disable", "acme", SessionInput::new(Role::PersonChat).brand(resolved).approval_channel(true));
+    assert!(boundary.open_session(&s).unwrap().contains("mcp__github__github_read_file"));
+    let caps = Capabilities::with_http(
+        HttpCapability::new(
+            HttpConfig::new(github.origin()).credential(CredentialScheme::Bearer, SecretSource::Value(TOKEN.into())).allow_private_network(true),
+        )
+        .unwrap(),
+    );
+    let args = json!({"owner": "octo", "repo": "hello", "path": "README.md"});
+    assert!(matches!(boundary.call(&s, &component, "github_read_file", &args, &caps).await, Ok(Executed::Ran(_))));
+    let sent = github.requests().len();
+
+    assert!(store.disable_connection("acme", "github").unwrap());
+    let denied = boundary.call(&s, &component, "github_read_file", &args, &caps).await.unwrap_err();
+    assert_eq!(denied.denial, PolicyDenial::Revoked, "offered at the start, revoked now");
+    assert_eq!(github.requests().len(), sent, "no request after the connection was disabled");
+}
