@@ -34,12 +34,14 @@ pub struct Session {
     /// What was offered when the session opened: a tool that has since
     /// disappeared was revoked, not never offered.
     opened: Mutex<BTreeSet<String>>,
+    /// Connectors withdrawn from this session's grant.
+    withdrawn: Mutex<BTreeSet<String>>,
 }
 
 impl Session {
     /// A session for `brand` with the policy input of its role.
     pub fn new(id: impl Into<String>, brand: impl Into<String>, input: SessionInput) -> Session {
-        Session { id: id.into(), brand: brand.into(), input, revoked: AtomicBool::new(false), opened: Mutex::new(BTreeSet::new()) }
+        Session { id: id.into(), brand: brand.into(), input, revoked: AtomicBool::new(false), opened: Mutex::new(BTreeSet::new()), withdrawn: Mutex::new(BTreeSet::new()) }
     }
 }
 
@@ -113,6 +115,9 @@ impl Boundary {
         *session.opened.lock().unwrap_or_else(|e| e.into_inner()) = surface.names().into_iter().map(str::to_string).collect();
         let connected: Vec<&String> = input.brand.connected.iter().collect();
         self.trace(session, "session", "", TraceState::Registered, None, json!({ "connectors": connected }));
+        // Eligible and offered are one set here: the policy computes the
+        // surface once, and nothing eligible is held back from the model.
+        self.trace(session, "session", "", TraceState::Eligible, None, json!({ "tools": surface.names().len() }));
         self.trace(session, "session", "", TraceState::Offered, None, json!({ "tools": surface.names() }));
         Ok(surface)
     }
@@ -125,6 +130,14 @@ impl Boundary {
         for session in sessions {
             let _ = self.store.revoke_session_approvals(&session.id);
         }
+    }
+
+    /// Withdraws a connector from one session's grant (a person edited the
+    /// coworker's grant): its tools are denied from the next boundary on,
+    /// and the session's unused approvals are revoked.
+    pub fn withdraw_grant(&self, session: &Session, connector: &str) {
+        session.withdrawn.lock().unwrap_or_else(|e| e.into_inner()).insert(connector.to_string());
+        let _ = self.store.revoke_session_approvals(&session.id);
     }
 
     /// Re-enables a connector. Approvals revoked with it stay revoked.
@@ -142,6 +155,8 @@ impl Boundary {
         let mut input = session.input.clone();
         let revoked = self.revoked_connectors.lock().unwrap_or_else(|e| e.into_inner());
         input.brand.connected.retain(|c| !revoked.contains(c));
+        let withdrawn = session.withdrawn.lock().unwrap_or_else(|e| e.into_inner());
+        input.brand.connected.retain(|c| !withdrawn.contains(c));
         if let Some(live) = &self.live_connections {
             let now = live(&session.brand);
             input.brand.connected.retain(|c| now.contains(c));

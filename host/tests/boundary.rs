@@ -103,11 +103,11 @@ async fn a_read_runs_without_approval_and_the_trace_tells_the_story() {
     let Executed::Ran(outcome) = r else { panic!("ran") };
     assert_eq!(outcome.output.ok().unwrap()["text"], "# Hello\n");
     let trace: Vec<String> = states(&w, "s-read").into_iter().map(|(s, _)| s).collect();
-    assert_eq!(trace, ["registered", "offered", "requested", "allowed", "executed", "result"]);
+    assert_eq!(trace, ["registered", "eligible", "offered", "requested", "allowed", "executed", "result"]);
     let events = w.boundary.store().trace_for_brand("acme").unwrap();
-    assert_eq!(events.len(), 6);
+    assert_eq!(events.len(), 7);
     assert_eq!(events[0].detail["connectors"], json!(["github"]));
-    assert!(events[1].detail["tools"].as_array().unwrap().iter().any(|t| t == "mcp__github__github_create_branch"));
+    assert!(events[2].detail["tools"].as_array().unwrap().iter().any(|t| t == "mcp__github__github_create_branch"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -270,4 +270,21 @@ async fn disabling_a_stored_connection_denies_the_next_call() {
     let denied = boundary.call(&s, &component, "github_read_file", &args, &caps).await.unwrap_err();
     assert_eq!(denied.denial, PolicyDenial::Revoked, "offered at the start, revoked now");
     assert_eq!(github.requests().len(), sent, "no request after the connection was disabled");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn withdrawing_a_connector_from_a_grant_denies_the_next_call() {
+    let w = world("withdraw", &[("GITHUB_ALLOW_WRITES", "true")]).await;
+    let s = person_chat("s-withdraw", &["github"], true);
+    w.boundary.open_session(&s).unwrap();
+    let args = json!({"owner": "octo", "repo": "hello", "path": "README.md"});
+    assert!(matches!(w.boundary.call(&s, &w.component, "github_read_file", &args, &w.caps).await, Ok(Executed::Ran(_))));
+    let sent = w.github.requests().len();
+    w.boundary.withdraw_grant(&s, "github");
+    let denied = w.boundary.call(&s, &w.component, "github_read_file", &args, &w.caps).await.unwrap_err();
+    assert_eq!(denied.denial, PolicyDenial::Revoked);
+    assert_eq!(w.github.requests().len(), sent);
+    // Other sessions keep theirs.
+    let other = person_chat("s-other", &["github"], true);
+    assert!(matches!(w.boundary.call(&other, &w.component, "github_read_file", &args, &w.caps).await, Ok(Executed::Ran(_))));
 }

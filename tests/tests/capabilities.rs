@@ -207,3 +207,35 @@ async fn a_run_recorded_in_sqlite_keeps_every_charge_across_a_restart() {
         let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fifty_concurrent_calls_never_exceed_an_allowance_recorded_in_sqlite() {
+    use scout_host::capabilities::meter::RunMeter;
+    use scout_host::store::{SqliteStore, Store};
+    let path = std::env::temp_dir().join(format!("scout-meter-50-{}.db", std::process::id()));
+    for ext in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
+    }
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
+    let run = RunMeter::start_in_store(store.clone(), "run-50", "acme", "firecrawl", "2026-11-30", "credits", Allowance { per_run: 20, per_day: 20 }).unwrap();
+    let caps = Capabilities { meter: Some(run.clone()), ..Default::default() };
+    let c = Arc::new(component(64));
+    let tasks: Vec<_> = (0..50)
+        .map(|_| {
+            let (c, caps) = (c.clone(), caps.clone());
+            tokio::spawn(async move { call(&c, "capabilities_spend", json!({"estimate": 1, "actual": 1}), &caps).await })
+        })
+        .collect();
+    let mut ok = 0;
+    for task in tasks {
+        if task.await.unwrap().get("ok").is_some() {
+            ok += 1;
+        }
+    }
+    assert_eq!(ok, 20);
+    assert_eq!(store.spent_in_run("run-50").unwrap(), 20, "the ledger holds exactly what was allowed");
+    assert_eq!(store.charges_in_run("run-50").unwrap().len(), 20);
+    for ext in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
+    }
+}
