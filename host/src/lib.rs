@@ -11,6 +11,7 @@ mod bindings;
 pub mod boundary;
 pub mod capabilities;
 pub mod convert;
+pub mod docs;
 pub mod credentials;
 #[cfg(feature = "demo")]
 pub mod demo;

@@ -82,3 +82,22 @@ fn inspect_shows_and_refuses_forbidden_imports() {
     assert!(stdout.contains("!! wasi:sockets/tcp@"), "{stdout}");
     assert!(stdout.contains("REFUSED"), "{stdout}");
 }
+
+#[test]
+fn surface_prints_a_roles_tools() {
+    let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+        .args(["surface", "--role", "inbound-email"])
+        .env("AGENTMAIL_WEBHOOK_URL_SECRET", "x")
+        .env("AGENTMAIL_ALLOW_SENDS", "true")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let names: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().map(str::to_string).collect();
+    assert_eq!(names.len(), 11, "{names:?}");
+    assert!(names.iter().all(|n| n.starts_with("mcp__agentmail__")));
+    assert!(!names.iter().any(|n| n.contains("send")), "the send tools are never given to an inbound turn");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_scout-host")).args(["surface", "--role", "root"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown role"));
+}

@@ -1,0 +1,64 @@
+//! The permissions page cannot drift from the code: it is regenerated here
+//! and compared with the committed `docs/permissions.md`, every offered tool
+//! name of every role must appear in it, and the catalogue's GitHub entry
+//! must be exactly what the built GitHub component exports.
+
+use scout_host::docs::{permissions_page, scenarios};
+use scout_host::policy::{self, Catalog, Switches};
+use scout_host::{Runtime, RuntimeConfig};
+use std::path::{Path, PathBuf};
+
+fn github_manifest() -> (scout_host::ComponentInfo, Runtime) {
+    let runtime = Runtime::new(RuntimeConfig { max_concurrent_calls: 1, ..Default::default() }).unwrap();
+    let info = runtime.inspect_file(Path::new(scout_tests::components::GITHUB)).unwrap();
+    (info, runtime)
+}
+
+fn committed_page() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/permissions.md")
+}
+
+#[test]
+fn the_committed_page_is_what_the_code_generates() {
+    let (info, _rt) = github_manifest();
+    let generated = permissions_page(&Catalog::seed(), &[&info.manifest]);
+    let committed = std::fs::read_to_string(committed_page()).expect("docs/permissions.md is committed");
+    assert!(
+        committed == generated,
+        "docs/permissions.md is stale: run `cargo run -p scout-host -- docs --component target/connectors/github.wasm`"
+    );
+}
+
+#[test]
+fn every_offered_tool_of_every_role_is_on_the_page() {
+    let page = std::fs::read_to_string(committed_page()).unwrap();
+    let catalog = Catalog::seed();
+    let mut checked = 0;
+    for s in scenarios(&catalog) {
+        let switches = Switches::from_vars(s.switches.iter().copied());
+        let Ok(surface) = policy::surface(&s.input, &catalog, &switches) else { continue };
+        for name in surface.names() {
+            assert!(page.contains(&format!("`{name}`")), "{name} ({}) is missing from the page", s.title);
+            checked += 1;
+        }
+    }
+    assert!(checked > 200, "the page covers every role ({checked} names checked)");
+    for withheld in ["merging", "force-push and history rewrites", "GraphQL"] {
+        assert!(page.contains(&format!("- {withheld}: ")), "{withheld}");
+    }
+}
+
+#[test]
+fn the_catalogue_agrees_with_the_github_component() {
+    let (info, _rt) = github_manifest();
+    let spec = Catalog::seed().connector("github").cloned().expect("github in the catalogue");
+    let component_reads: Vec<String> =
+        info.tools.iter().filter(|t| t.effect == scout_host::Effect::Read).map(|t| t.name.clone()).collect();
+    let component_writes: Vec<String> =
+        info.tools.iter().filter(|t| t.effect == scout_host::Effect::Write).map(|t| t.name.clone()).collect();
+    let strip = |n: &str| n.rsplit("__").next().unwrap().to_string();
+    let catalogue_reads: Vec<String> = spec.reads.iter().map(|n| strip(n)).collect();
+    let catalogue_writes: Vec<String> = spec.writes.iter().map(|w| strip(&w.name)).collect();
+    assert_eq!(catalogue_reads, component_reads);
+    assert_eq!(catalogue_writes, component_writes);
+}
