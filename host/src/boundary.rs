@@ -72,6 +72,7 @@ pub struct Boundary {
     switches: Switches,
     revoked_connectors: Mutex<BTreeSet<String>>,
     live_connections: Option<LiveConnections>,
+    require_review: bool,
     next_call: AtomicU64,
 }
 
@@ -84,8 +85,16 @@ impl Boundary {
             switches,
             revoked_connectors: Mutex::new(BTreeSet::new()),
             live_connections: None,
+            require_review: false,
             next_call: AtomicU64::new(1),
         }
+    }
+
+    /// Holds every tool that an operator has not approved as it is now
+    /// (see [`crate::review`]): a new or changed tool is not offered.
+    pub fn require_review(mut self) -> Boundary {
+        self.require_review = true;
+        self
     }
 
     /// Re-resolves a brand's connections at every boundary (for instance
@@ -190,6 +199,13 @@ impl Boundary {
             Ok(gate) => gate,
             Err(denial) => return Err(self.deny(session, &call_id, &name, denial)),
         };
+        if self.require_review
+            && let Some(held) = self.unreviewed(component, tool)
+        {
+            // Not offered, whatever the policy says; the trace says why, the agent does not.
+            self.trace(session, &call_id, &name, TraceState::PermissionDenied, Some(held), json!({"reason": PolicyDenial::NotOffered.safe_reason()}));
+            return Err(Denied { denial: PolicyDenial::NotOffered });
+        }
         if matches!(gate, Gate::AsksPerson) {
             self.await_approval(session, &call_id, &name, &digest).await?;
             // The world may have changed while a person was deciding.
@@ -216,6 +232,21 @@ impl Boundary {
             }
         };
         Ok(executed)
+    }
+
+    /// `Some("unreviewed_new" | "unreviewed_changed")` when the operator has
+    /// not approved the tool as the component describes it now.
+    fn unreviewed(&self, component: &LoadedComponent, tool: &str) -> Option<String> {
+        let Some(t) = component.tool(tool) else { return Some("unknown_tool".to_string()) };
+        use crate::review::ReviewStatus;
+        // Fails closed: a store error holds the tool too.
+        let held = match crate::review::status_of(self.store.as_ref(), component.name(), t).map(|r| r.status) {
+            Ok(ReviewStatus::Reviewed) => return None,
+            Ok(ReviewStatus::New) => "unreviewed_new",
+            Ok(ReviewStatus::Changed) => "unreviewed_changed",
+            Err(_) => "unreviewed_store_unavailable",
+        };
+        Some(held.to_string())
     }
 
     /// The policy's answer for `name` now.

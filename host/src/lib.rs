@@ -19,6 +19,7 @@ pub mod error;
 pub mod inspect;
 mod output;
 pub mod policy;
+pub mod review;
 pub mod runtime;
 pub mod schema;
 pub mod store;

@@ -77,6 +77,10 @@ fn states(w: &World, session: &str) -> Vec<(String, Option<String>)> {
         .collect()
 }
 
+fn states_in(store: &Arc<dyn Store>, session: &str) -> Vec<(String, Option<String>)> {
+    store.trace_for_session(session).unwrap().into_iter().map(|e| (e.state.as_str().to_string(), e.rule)).collect()
+}
+
 /// Approves (or denies) the first pending approval of `session` once it appears.
 fn answer_when_asked(w: &World, session: &str, approve: bool) -> tokio::task::JoinHandle<()> {
     let store = w.boundary.store().clone();
@@ -287,4 +291,56 @@ async fn withdrawing_a_connector_from_a_grant_denies_the_next_call() {
     // Other sessions keep theirs.
     let other = person_chat("s-other", &["github"], true);
     assert!(matches!(w.boundary.call(&other, &w.component, "github_read_file", &args, &w.caps).await, Ok(Executed::Ran(_))));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_or_changed_tool_is_held_until_an_operator_approves_it() {
+    use scout_host::review::{ReviewStatus, approve_all, review};
+    let github = FakeGitHub::start(TOKEN).await;
+    let runtime = Runtime::new(RuntimeConfig { max_concurrent_calls: 2, ..Default::default() }).unwrap();
+    let bytes = std::fs::read(scout_tests::components::GITHUB).unwrap();
+    let component = runtime.load_bytes(&bytes).unwrap();
+    let path = std::env::temp_dir().join(format!("scout-boundary-review-{}.db", std::process::id()));
+    let _db = tempfile_path::TempDb(path.clone());
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
+    let boundary = Boundary::new(store.clone(), Catalog::seed(), Switches::default()).require_review();
+    let s = person_chat("s-review", &["github"], true);
+    let caps = Capabilities::with_http(
+        HttpCapability::new(
+            HttpConfig::new(github.origin()).credential(CredentialScheme::Bearer, SecretSource::Value(TOKEN.into())).allow_private_network(true),
+        )
+        .unwrap(),
+    );
+    let args = json!({"owner": "octo", "repo": "hello", "path": "README.md"});
+
+    // Discovered, not reviewed: not offered, and the trace says why.
+    assert!(review(&*store, &component).unwrap().iter().all(|r| r.status == ReviewStatus::New));
+    let held = boundary.call(&s, &component, "github_read_file", &args, &caps).await.unwrap_err();
+    assert_eq!(held.denial, PolicyDenial::NotOffered);
+    assert_eq!(states_in(&store, "s-review").last().unwrap().1.as_deref(), Some("unreviewed_new"));
+    assert!(github.requests().is_empty());
+
+    // An operator approves: it runs.
+    assert_eq!(approve_all(&*store, &component, "operator").unwrap(), 11);
+    assert!(matches!(boundary.call(&s, &component, "github_read_file", &args, &caps).await, Ok(Executed::Ran(_))));
+
+    // An update changes the tool's description: held again until approved again.
+    let from = b"Read one file from a repository";
+    let to = b"READ one file from a repository";
+    let mut updated = bytes.clone();
+    let mut at = 0;
+    while let Some(pos) = updated[at..].windows(from.len()).position(|w| w == from) {
+        updated[at + pos..at + pos + to.len()].copy_from_slice(to);
+        at += pos + to.len();
+    }
+    let component = runtime.load_bytes(&updated).unwrap();
+    let statuses = review(&*store, &component).unwrap();
+    assert_eq!(statuses.iter().filter(|r| r.status == ReviewStatus::Changed).count(), 1, "only read-file changed");
+    let sent = github.requests().len();
+    let held = boundary.call(&s, &component, "github_read_file", &args, &caps).await.unwrap_err();
+    assert_eq!(held.denial, PolicyDenial::NotOffered);
+    assert_eq!(states_in(&store, "s-review").last().unwrap().1.as_deref(), Some("unreviewed_changed"));
+    assert_eq!(github.requests().len(), sent);
+    // Unchanged tools of the update still run.
+    assert!(matches!(boundary.call(&s, &component, "github_list_branches", &json!({"owner": "octo", "repo": "hello"}), &caps).await, Ok(Executed::Ran(_))));
 }

@@ -333,6 +333,12 @@ pub trait Store: Send + Sync {
     fn list_profiles(&self, brand: &str) -> Result<Vec<SavedProfile>, StoreError>;
     /// Deletes a saved profile; returns whether one existed.
     fn delete_profile(&self, brand: &str, name: &str) -> Result<bool, StoreError>;
+
+    // --- tool reviews (discovery produces no authority) ---
+    /// The digest of `tool` an operator last approved, if any.
+    fn reviewed_digest(&self, connector: &str, tool: &str) -> Result<Option<String>, StoreError>;
+    /// Records an operator's approval of `tool` as described by `digest`.
+    fn approve_tool(&self, connector: &str, tool: &str, digest: &str, by: &str) -> Result<(), StoreError>;
 }
 
 /// Which rules a profile is saved under.

@@ -95,6 +95,14 @@ CREATE TABLE IF NOT EXISTS profiles (
     updated_at_ms INTEGER NOT NULL,
     PRIMARY KEY (brand, name)
 );
+CREATE TABLE IF NOT EXISTS tool_reviews (
+    connector TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    approved_by TEXT NOT NULL,
+    approved_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (connector, tool)
+);
 ";
 
 /// One SQLite file. Each `SqliteStore` holds one connection; several stores
@@ -630,6 +638,29 @@ impl Store for SqliteStore {
         let changed = tx.execute("DELETE FROM profiles WHERE brand = ?1 AND name = ?2", [brand, name])?;
         tx.commit()?;
         Ok(changed == 1)
+    }
+
+    fn reviewed_digest(&self, connector: &str, tool: &str) -> Result<Option<String>, StoreError> {
+        let conn = self.lock();
+        let digest = conn
+            .query_row("SELECT digest FROM tool_reviews WHERE connector = ?1 AND tool = ?2", [connector, tool], |row| {
+                row.get(0)
+            })
+            .optional()?;
+        Ok(digest)
+    }
+
+    fn approve_tool(&self, connector: &str, tool: &str, digest: &str, by: &str) -> Result<(), StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute(
+            "INSERT INTO tool_reviews (connector, tool, digest, approved_by, approved_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (connector, tool) DO UPDATE SET digest = excluded.digest,
+                 approved_by = excluded.approved_by, approved_at_ms = excluded.approved_at_ms",
+            params![connector, tool, digest, by, now_ms()],
+        )?;
+        tx.commit()?;
+        Ok(())
     }
 }
 

@@ -1,0 +1,63 @@
+//! Discovery produces no authority (seed 003, issue 4): the host records a
+//! digest of each tool an operator approved (name, description, schema);
+//! a tool that a component update adds or changes is held as unreviewed
+//! and not offered until an operator approves it, and the trace says why.
+
+use crate::runtime::{LoadedComponent, Tool};
+use crate::store::{Store, StoreError, args_digest};
+use serde::Serialize;
+use serde_json::json;
+
+/// Where a tool stands with the operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewStatus {
+    /// Approved as it is now.
+    Reviewed,
+    /// Never approved.
+    New,
+    /// Approved once, but its name, description or schema changed since.
+    Changed,
+}
+
+/// One tool's review.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolReview {
+    /// Wire name.
+    pub tool: String,
+    /// Digest of what the tool says about itself now.
+    pub digest: String,
+    /// Reviewed, new or changed.
+    pub status: ReviewStatus,
+}
+
+/// The digest of what a tool tells the model: name, description, schema.
+pub fn tool_digest(tool: &Tool) -> String {
+    args_digest(&json!({"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}))
+}
+
+/// The review status of one tool.
+pub fn status_of(store: &dyn Store, connector: &str, tool: &Tool) -> Result<ToolReview, StoreError> {
+    let digest = tool_digest(tool);
+    let status = match store.reviewed_digest(connector, &tool.name)? {
+        None => ReviewStatus::New,
+        Some(approved) if approved == digest => ReviewStatus::Reviewed,
+        Some(_) => ReviewStatus::Changed,
+    };
+    Ok(ToolReview { tool: tool.name.clone(), digest, status })
+}
+
+/// Every tool of a component with its status.
+pub fn review(store: &dyn Store, component: &LoadedComponent) -> Result<Vec<ToolReview>, StoreError> {
+    component.tools().iter().map(|t| status_of(store, component.name(), t)).collect()
+}
+
+/// Approves every tool of a component as it is now (an operator's decision).
+pub fn approve_all(store: &dyn Store, component: &LoadedComponent, by: &str) -> Result<usize, StoreError> {
+    let mut approved = 0;
+    for tool in component.tools() {
+        store.approve_tool(component.name(), &tool.name, &tool_digest(tool), by)?;
+        approved += 1;
+    }
+    Ok(approved)
+}
