@@ -206,7 +206,15 @@ impl Boundary {
             self.trace(session, &call_id, &name, TraceState::PermissionDenied, Some(held), json!({"reason": PolicyDenial::NotOffered.safe_reason()}));
             return Err(Denied { denial: PolicyDenial::NotOffered });
         }
-        if matches!(gate, Gate::AsksPerson) {
+        // Fails closed: gates whose finer rules are not built yet (the spend
+        // thresholds of seed 000's budgets page, telling a Shopify mutation
+        // from a read) ask a person on every call. An allowance is enforced
+        // by the `meter` handle on every reservation.
+        let asks = match asks_person(&gate) {
+            Ok(asks) => asks,
+            Err(denial) => return Err(self.deny(session, &call_id, &name, denial)),
+        };
+        if asks {
             self.await_approval(session, &call_id, &name, &digest).await?;
             // The world may have changed while a person was deciding.
             if let Err(denial) = self.decide(session, &connector, &name) {
@@ -321,13 +329,39 @@ impl Boundary {
     }
 }
 
+/// Whether a call through `gate` waits for a person, or is refused.
+fn asks_person(gate: &Gate) -> Result<bool, PolicyDenial> {
+    match gate {
+        Gate::Open | Gate::Allowance { .. } => Ok(false),
+        Gate::AsksPerson | Gate::Spend { .. } | Gate::ReadsRunMutationsGated { .. } => Ok(true),
+        Gate::Refuses(r) => Err(r.denial()),
+    }
+}
+
 fn gate_rule(gate: &Gate) -> String {
     match gate {
         Gate::Open => "open".to_string(),
-        Gate::AsksPerson => "approved_by_person".to_string(),
+        Gate::AsksPerson | Gate::Spend { .. } | Gate::ReadsRunMutationsGated { .. } => "approved_by_person".to_string(),
         other => serde_json::to_value(other)
             .ok()
             .and_then(|v| v.as_object().and_then(|o| o.keys().next().cloned()).or_else(|| v.as_str().map(str::to_string)))
             .unwrap_or_else(|| "gated".to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{AboveThreshold, MutationGate, Refusal};
+
+    #[test]
+    fn gates_not_built_in_detail_fail_closed() {
+        assert_eq!(asks_person(&Gate::Open), Ok(false));
+        assert_eq!(asks_person(&Gate::AsksPerson), Ok(true));
+        let spend = Gate::Spend { connector: "firecrawl".into(), above_threshold: AboveThreshold::AsksPerson };
+        assert_eq!(asks_person(&spend), Ok(true), "every billed call asks until thresholds exist");
+        let graphql = Gate::ReadsRunMutationsGated { mutations: MutationGate::AsksPerson };
+        assert_eq!(asks_person(&graphql), Ok(true), "a mutation cannot slip through as a read");
+        assert_eq!(asks_person(&Gate::Refuses(Refusal::NoApprovalChannel)), Err(PolicyDenial::ApprovalRequired));
     }
 }
