@@ -143,7 +143,6 @@ pub struct HttpCapability {
     credential: Option<Credential>,
     /// Every form in which the secret could come back: raw, base64, URL-encoded.
     scrub_forms: Vec<Vec<u8>>,
-    total_timeout: Duration,
     max_response_bytes: u64,
     max_request_bytes: usize,
 }
@@ -154,7 +153,6 @@ impl std::fmt::Debug for HttpCapability {
         f.debug_struct("HttpCapability")
             .field("origin", &self.origin.as_str())
             .field("credential", &self.credential)
-            .field("total_timeout", &self.total_timeout)
             .field("max_response_bytes", &self.max_response_bytes)
             .finish_non_exhaustive()
     }
@@ -235,7 +233,6 @@ impl HttpCapability {
             client,
             credential,
             scrub_forms,
-            total_timeout: config.total_timeout,
             max_response_bytes: config.max_response_bytes,
             max_request_bytes: config.max_request_bytes,
         }))
@@ -295,10 +292,9 @@ impl HttpCapability {
             }
             Ok(Response { status, headers, body: self.scrub(&body) })
         };
-        match tokio::time::timeout(self.total_timeout, exchange).await {
-            Ok(result) => result,
-            Err(_) => Err(HttpError::Timeout),
-        }
+        // reqwest's total timeout runs until the body is read, so no
+        // second timer here; its expiry maps to `timeout`.
+        exchange.await
     }
 
     fn build_url(&self, req: &Request) -> Result<Url, HttpError> {
