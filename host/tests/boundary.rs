@@ -325,14 +325,7 @@ async fn a_new_or_changed_tool_is_held_until_an_operator_approves_it() {
     assert!(matches!(boundary.call(&s, &component, "github_read_file", &args, &caps).await, Ok(Executed::Ran(_))));
 
     // An update changes the tool's description: held again until approved again.
-    let from = b"Read one file from a repository";
-    let to = b"READ one file from a repository";
-    let mut updated = bytes.clone();
-    let mut at = 0;
-    while let Some(pos) = updated[at..].windows(from.len()).position(|w| w == from) {
-        updated[at + pos..at + pos + to.len()].copy_from_slice(to);
-        at += pos + to.len();
-    }
+    let updated = scout_tests::patch_bytes(&bytes, b"Read one file from a repository", b"READ one file from a repository");
     let component = runtime.load_bytes(&updated).unwrap();
     let statuses = review(&*store, &component).unwrap();
     assert_eq!(statuses.iter().filter(|r| r.status == ReviewStatus::Changed).count(), 1, "only read-file changed");

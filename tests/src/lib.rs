@@ -9,3 +9,19 @@ pub mod components {
 
 pub mod fake_github;
 pub mod upstream;
+
+/// Replaces every `from` in `bytes` by `to` (same length, so a component
+/// stays a valid binary): how tests tamper with a built component.
+pub fn patch_bytes(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    assert_eq!(from.len(), to.len(), "a patch keeps the length");
+    let mut out = bytes.to_vec();
+    let mut found = false;
+    let mut at = 0;
+    while let Some(pos) = out[at..].windows(from.len()).position(|w| w == from) {
+        out[at + pos..at + pos + to.len()].copy_from_slice(to);
+        at += pos + to.len();
+        found = true;
+    }
+    assert!(found, "pattern present");
+    out
+}

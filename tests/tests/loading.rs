@@ -14,20 +14,7 @@ fn github_bytes() -> Vec<u8> {
     std::fs::read(components::GITHUB).expect("github component was built")
 }
 
-/// Replaces every `from` by `to` (same length), keeping the binary valid.
-fn patch(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
-    assert_eq!(from.len(), to.len());
-    let mut out = bytes.to_vec();
-    let mut found = false;
-    let mut at = 0;
-    while let Some(pos) = out[at..].windows(from.len()).position(|w| w == from) {
-        out[at + pos..at + pos + to.len()].copy_from_slice(to);
-        at += pos + to.len();
-        found = true;
-    }
-    assert!(found, "pattern present");
-    out
-}
+use scout_tests::patch_bytes as patch;
 
 #[test]
 fn a_component_without_a_manifest_is_refused() {
