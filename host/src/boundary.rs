@@ -62,8 +62,10 @@ pub enum Executed {
     Failed(crate::CallError),
 }
 
-/// The connectors whose credentials resolve for a brand right now.
-pub type LiveConnections = Box<dyn Fn(&str) -> BTreeSet<String> + Send + Sync>;
+/// Which of `candidates` (connector server names) still resolve for a brand
+/// right now. Only the session's own connectors are asked about, so a call
+/// re-resolves one or two credentials, not the whole catalogue.
+pub type LiveConnections = Box<dyn Fn(&str, &BTreeSet<String>) -> BTreeSet<String> + Send + Sync>;
 
 /// Decides, at execution time, whether each requested call may run.
 pub struct Boundary {
@@ -119,16 +121,65 @@ impl Boundary {
     /// registered (the connectors whose credentials resolve) and what is
     /// offered, so the trace can explain every later decision.
     pub fn open_session(&self, session: &Session) -> Result<policy::Surface, policy::PolicyError> {
+        self.open_session_with(session, &[])
+    }
+
+    /// [`Boundary::open_session`] for a session served by `components`: a
+    /// tool the policy allows but an operator has not reviewed (when
+    /// [`Boundary::require_review`] is on) is eligible, not offered, and the
+    /// trace records a `denied` event with the rule that held it.
+    pub fn open_session_with(&self, session: &Session, components: &[&LoadedComponent]) -> Result<policy::Surface, policy::PolicyError> {
         let input = self.current_input(session);
         let surface = policy::surface(&input, &self.catalog, &self.switches)?;
         *session.opened.lock().unwrap_or_else(|e| e.into_inner()) = surface.names().into_iter().map(str::to_string).collect();
         let connected: Vec<&String> = input.brand.connected.iter().collect();
         self.trace(session, "session", "", TraceState::Registered, None, json!({ "connectors": connected }));
-        // Eligible and offered are one set here: the policy computes the
-        // surface once, and nothing eligible is held back from the model.
         self.trace(session, "session", "", TraceState::Eligible, None, json!({ "tools": surface.names().len() }));
-        self.trace(session, "session", "", TraceState::Offered, None, json!({ "tools": surface.names() }));
+        let mut held = BTreeSet::new();
+        if self.require_review {
+            for component in components {
+                for tool in component.tools() {
+                    let name = policy::names::mcp(component.name(), &tool.name);
+                    if surface.get(&name).is_some()
+                        && let Some(rule) = self.unreviewed(component, &tool.name)
+                    {
+                        self.trace(session, "session", &name, TraceState::Denied, Some(rule), json!({"held": "not offered until an operator reviews it"}));
+                        held.insert(name);
+                    }
+                }
+            }
+        }
+        let offered: Vec<&str> = surface.names().into_iter().filter(|n| !held.contains(*n)).collect();
+        self.trace(session, "session", "", TraceState::Offered, None, json!({ "tools": offered }));
         Ok(surface)
+    }
+
+    /// The tools of `component` that `session` is offered now: allowed by
+    /// the policy given current revocations and, when review is required,
+    /// approved by an operator as they are now. This is what an MCP
+    /// `tools/list` returns.
+    pub fn offered_tools<'c>(&self, session: &Session, component: &'c LoadedComponent) -> Vec<&'c crate::runtime::Tool> {
+        let Ok(surface) = self.offered(session) else { return Vec::new() };
+        if session.revoked.load(Ordering::SeqCst) || self.is_revoked(session, component.name()) {
+            return Vec::new();
+        }
+        component
+            .tools()
+            .iter()
+            .filter(|t| surface.get(&policy::names::mcp(component.name(), &t.name)).is_some())
+            .filter(|t| !self.require_review || self.unreviewed(component, &t.name).is_none())
+            .collect()
+    }
+
+    /// Whether a call of `name` (`mcp__server__tool`) by `session` would wait
+    /// for a person now (so an MCP client that can be asked is asked).
+    pub fn asks_person(&self, session: &Session, name: &str) -> bool {
+        self.offered(session).ok().and_then(|s| s.get(name).map(|t| asks_person(&t.gate) == Ok(true))).unwrap_or(false)
+    }
+
+    /// Whether the session was ended.
+    pub fn is_session_revoked(&self, session: &Session) -> bool {
+        session.revoked.load(Ordering::SeqCst)
     }
 
     /// Disables a connector (its connection or its grant) for every session,
@@ -167,7 +218,7 @@ impl Boundary {
         let withdrawn = session.withdrawn.lock().unwrap_or_else(|e| e.into_inner());
         input.brand.connected.retain(|c| !withdrawn.contains(c));
         if let Some(live) = &self.live_connections {
-            let now = live(&session.brand);
+            let now = live(&session.brand, &input.brand.connected);
             input.brand.connected.retain(|c| now.contains(c));
         }
         input

@@ -22,6 +22,7 @@ pub mod policy;
 pub mod review;
 pub mod runtime;
 pub mod schema;
+pub mod serve;
 pub mod store;
 
 pub use capabilities::Capabilities;

@@ -51,9 +51,44 @@ enum Command {
     /// Prints the operator switches as read from the environment, and any
     /// value not understood (the banner `serve` will print at start).
     Switches,
+    /// Serves the admin API and MCP endpoints (streamable HTTP) as the
+    /// configuration file says; with `--stdio`, serves one session's
+    /// connector over stdin/stdout instead (the admin API still listens,
+    /// for approvals).
+    Serve {
+        /// The configuration file (TOML; see README.md).
+        #[arg(long)]
+        config: PathBuf,
+        /// Serves one session over stdio: needs --brand, --role and --connector.
+        #[arg(long)]
+        stdio: bool,
+        /// stdio: the brand the session acts for.
+        #[arg(long, requires = "stdio")]
+        brand: Option<String>,
+        /// stdio: the session's role.
+        #[arg(long, requires = "stdio")]
+        role: Option<String>,
+        /// stdio: a saved profile of the brand.
+        #[arg(long, requires = "stdio")]
+        profile: Option<String>,
+        /// stdio: the connector served.
+        #[arg(long, requires = "stdio")]
+        connector: Option<String>,
+    },
     /// Runs the GitHub connector against a loopback GitHub-format server.
     #[cfg(feature = "demo")]
     Demo,
+    /// Runs the demo's fake GitHub API (GitHub's REST wire format, one
+    /// seeded repository `octo/hello`) on 127.0.0.1:PORT until ctrl-c, for
+    /// trying `serve` without a GitHub account.
+    #[cfg(feature = "demo")]
+    FakeGithub {
+        #[arg(long, default_value_t = 7421)]
+        port: u16,
+        /// The token the fake server accepts.
+        #[arg(long)]
+        token: String,
+    },
 }
 
 fn main() -> Result<()> {
@@ -89,6 +124,23 @@ fn main() -> Result<()> {
             println!("wrote {}", out.display());
             Ok(())
         }
+        Command::Serve { config, stdio, brand, role, profile, connector } => {
+            let config = scout_host::serve::ServeConfig::load(&config)?;
+            let switches = scout_host::policy::Switches::from_env();
+            // The banner goes to stderr: in stdio mode stdout is the protocol.
+            eprint!("{}", switches.banner());
+            let host = scout_host::serve::ServeHost::start(config, switches, scout_host::credentials::process_env)?;
+            let rt = tokio::runtime::Runtime::new()?;
+            if stdio {
+                let (Some(brand), Some(role), Some(connector)) = (brand, role, connector) else {
+                    anyhow::bail!("--stdio needs --brand, --role and --connector");
+                };
+                let request = scout_host::serve::OpenSession { brand, role, profile };
+                rt.block_on(scout_host::serve::run_stdio(host, request, connector))
+            } else {
+                rt.block_on(scout_host::serve::run(host))
+            }
+        }
         Command::Switches => {
             print!("{}", scout_host::policy::Switches::from_env().banner());
             Ok(())
@@ -98,24 +150,23 @@ fn main() -> Result<()> {
             let rt = tokio::runtime::Runtime::new()?;
             rt.block_on(scout_host::demo::run())
         }
+        #[cfg(feature = "demo")]
+        Command::FakeGithub { port, token } => {
+            let rt = tokio::runtime::Runtime::new()?;
+            rt.block_on(async {
+                let server = scout_tests::fake_github::FakeGitHub::start_on(port, &token).await?;
+                println!("fake GitHub API at {} (repository octo/hello); ctrl-c stops it", server.origin());
+                tokio::signal::ctrl_c().await?;
+                Ok(())
+            })
+        }
     }
 }
 
 fn surface(role: &str, profile: Option<&std::path::Path>, connected: Option<&str>, json: bool) -> Result<()> {
-    use scout_host::policy::{self, Catalog, Harness, Profile, Role, Route, SessionInput, Switches};
+    use scout_host::policy::{self, Catalog, Profile, Role, SessionInput, Switches};
     let catalog = Catalog::seed();
-    let role = match role {
-        "person-chat" => Role::PersonChat,
-        "inbound-email" => Role::InboundEmailTurn,
-        "coworker" => Role::CoworkerRun { route: Route::Standard },
-        "specialist" => Role::SpecialistRun { route: Route::Standard },
-        "goal-agent" => Role::GoalAgentStep,
-        "goal-reviewer" => Role::GoalReviewer,
-        "read-only" => Role::ReadOnlyRoute { harness: Harness::Default },
-        other => anyhow::bail!(
-            "unknown role `{other}`: person-chat, inbound-email, coworker, specialist, goal-agent, goal-reviewer, read-only"
-        ),
-    };
+    let role = Role::from_name(role).ok_or_else(|| anyhow::anyhow!("unknown role `{role}`: {}", policy::ROLE_NAMES))?;
     let mut brand = scout_host::docs::full_brand(&catalog);
     if let Some(list) = connected {
         brand.connected = list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect();

@@ -246,10 +246,11 @@ async fn disabling_a_stored_connection_denies_the_next_call() {
 
     // Credentials are resolved afresh at every boundary.
     let live_store = store.clone();
-    let live: scout_host::boundary::LiveConnections = Box::new(move |brand| {
+    let live: scout_host::boundary::LiveConnections = Box::new(move |brand, candidates| {
         let catalog = Catalog::seed();
         let config = ResolverConfig::default();
-        Resolver::new(&*live_store, &catalog, &config, key, |_| None).connected(brand).unwrap_or_default()
+        let resolver = Resolver::new(&*live_store, &catalog, &config, key, |_| None);
+        candidates.iter().filter(|c| matches!(resolver.resolve_server(brand, c), Ok(Some(_)))).cloned().collect()
     });
     let boundary = Boundary::new(store.clone(), Catalog::seed(), Switches::from_vars([("GITHUB_ALLOW_WRITES", "true")])).with_live_connections(live);
     let resolved = {

@@ -77,6 +77,17 @@ impl FakeGitHub {
     /// Must be called inside a tokio runtime.
     pub async fn start(token: &str) -> FakeGitHub {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.expect("bind 127.0.0.1:0");
+        FakeGitHub::serve(listener, token)
+    }
+
+    /// Starts on 127.0.0.1:`port` (for `scout-host fake-github`, which a
+    /// configuration file names by its origin).
+    pub async fn start_on(port: u16, token: &str) -> std::io::Result<FakeGitHub> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+        Ok(FakeGitHub::serve(listener, token))
+    }
+
+    fn serve(listener: tokio::net::TcpListener, token: &str) -> FakeGitHub {
         let addr = listener.local_addr().expect("local address");
         let origin = format!("http://{addr}");
         let shared = Arc::new(Shared {

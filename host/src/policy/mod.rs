@@ -65,7 +65,7 @@ pub use gate::{AboveThreshold, Gate, MutationGate, PolicyDenial, Refusal, check_
 pub use names::{Platform, Server};
 pub use presets::Preset;
 pub use profile::{Allowance, Grant, Limits, Profile, ProfileError};
-pub use roles::{Harness, Role, Route, coworker_ceiling};
+pub use roles::{Harness, ROLE_NAMES, Role, Route, coworker_ceiling};
 pub use switches::{Egress, Switch, SwitchNote, Switches};
 
 use names::{

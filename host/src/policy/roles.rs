@@ -63,7 +63,25 @@ pub enum Role {
     ReadOnlyRoute { harness: Harness },
 }
 
+/// The command line's and the admin API's names for the roles.
+pub const ROLE_NAMES: &str = "person-chat, inbound-email, coworker, specialist, goal-agent, goal-reviewer, read-only";
+
 impl Role {
+    /// The role called `name` on the command line and in the admin API
+    /// (standard route, default harness); see [`ROLE_NAMES`].
+    pub fn from_name(name: &str) -> Option<Role> {
+        Some(match name {
+            "person-chat" => Role::PersonChat,
+            "inbound-email" => Role::InboundEmailTurn,
+            "coworker" => Role::CoworkerRun { route: Route::Standard },
+            "specialist" => Role::SpecialistRun { route: Route::Standard },
+            "goal-agent" => Role::GoalAgentStep,
+            "goal-reviewer" => Role::GoalReviewer,
+            "read-only" => Role::ReadOnlyRoute { harness: Harness::Default },
+            _ => return None,
+        })
+    }
+
     /// The seed's name for the role.
     pub fn label(self) -> &'static str {
         match self {

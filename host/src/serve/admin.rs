@@ -1,0 +1,424 @@
+//! The admin HTTP API and the router that also carries the MCP endpoints.
+//!
+//! Every request passes the `Host` check first (DNS rebinding), then a
+//! bearer token: the admin token for `/v1/...`, the session's own token for
+//! `/mcp/{session}/{connector}`. Every error is JSON of one shape,
+//! `{"error": {"code": "...", "message": "..."}}`, with a stable `code`;
+//! bodies are capped at `max_request_bytes`.
+
+use super::{HostError, OpenSession, ServeHost};
+use crate::policy::Profile;
+use crate::store::{ApprovalError, ApprovalId, ProfileKind, SaveProfileError};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{DefaultBodyLimit, FromRequest, Path, RawQuery, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get, post, put};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tower::ServiceExt;
+
+/// A refusal, as JSON: `{"error": {"code", "message"}}`.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError { status, code, message: message.into() }
+    }
+    fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+    fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(json!({"error": {"code": self.code, "message": self.message}}))).into_response()
+    }
+}
+
+impl From<HostError> for ApiError {
+    fn from(e: HostError) -> ApiError {
+        match e {
+            HostError::BadRequest(m) => ApiError::bad_request(m),
+            HostError::NotFound(m) => ApiError::not_found(m),
+            HostError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
+            HostError::InvalidProfile(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_profile", m),
+            HostError::Store(m) => {
+                tracing::error!(error = %m, "store error");
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", "the store is unavailable")
+            }
+        }
+    }
+}
+
+impl From<crate::store::StoreError> for ApiError {
+    fn from(e: crate::store::StoreError) -> ApiError {
+        HostError::from(e).into()
+    }
+}
+
+/// A JSON body whose rejections are [`ApiError`]s.
+pub struct Body<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(value)) => Ok(Body(value)),
+            Err(rejection) => Err(json_rejection(rejection)),
+        }
+    }
+}
+
+fn json_rejection(rejection: JsonRejection) -> ApiError {
+    match rejection.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", "the request body is too large"),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+            ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", "send `Content-Type: application/json`")
+        }
+        _ => ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", rejection.body_text()),
+    }
+}
+
+fn query<T: DeserializeOwned>(raw: Option<String>) -> Result<T, ApiError> {
+    let text = raw.unwrap_or_default();
+    serde_json::from_value(Value::Object(
+        url::form_urlencoded::parse(text.as_bytes()).map(|(k, v)| (k.into_owned(), Value::String(v.into_owned()))).collect(),
+    ))
+    .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", e.to_string()))
+}
+
+/// The whole router: admin API under `/v1`, MCP under `/mcp`.
+pub fn router(host: Arc<ServeHost>) -> Router {
+    let limit = host.config.max_request_bytes;
+    let admin = Router::new()
+        .route("/v1/health", get(health))
+        .route("/v1/sessions", post(create_session).get(list_sessions))
+        .route("/v1/sessions/{id}", get(get_session).delete(end_session))
+        .route("/v1/brands/{brand}/profiles", get(list_profiles))
+        .route("/v1/brands/{brand}/profiles/{name}", put(save_profile).get(get_profile).delete(delete_profile))
+        .route("/v1/brands/{brand}/connections", get(list_connections))
+        .route("/v1/brands/{brand}/connections/{connector}", put(put_connection).delete(disable_connection))
+        .route("/v1/brands/{brand}/connections/{connector}/shares/{with}", put(share).delete(unshare))
+        .route("/v1/approvals", get(list_approvals))
+        .route("/v1/approvals/{id}", post(decide_approval))
+        .route("/v1/reviews", get(list_reviews).post(approve_review))
+        .route("/v1/trace", get(trace))
+        .route_layer(middleware::from_fn_with_state(host.clone(), require_admin));
+    let mcp = Router::new().route("/mcp/{session}/{connector}", any(mcp_endpoint));
+    admin
+        .merge(mcp)
+        .fallback(|| async { ApiError::not_found("no such endpoint") })
+        .method_not_allowed_fallback(|| async { ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "method not allowed") })
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(middleware::from_fn_with_state(host.clone(), check_host))
+        .with_state(host)
+}
+
+/// Refuses a `Host` header outside the configured list (DNS rebinding).
+async fn check_host(State(host): State<Arc<ServeHost>>, request: Request, next: Next) -> Response {
+    let given = request.headers().get(header::HOST).and_then(|h| h.to_str().ok()).map(str::to_ascii_lowercase);
+    match given {
+        Some(h) if host.allowed_hosts().contains(&h) => next.run(request).await,
+        _ => ApiError::new(StatusCode::FORBIDDEN, "host_not_allowed", "the Host header is not one this server answers to").into_response(),
+    }
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+fn unauthorized() -> Response {
+    let mut response = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "a valid bearer token is required").into_response();
+    response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+    response
+}
+
+async fn require_admin(State(host): State<Arc<ServeHost>>, request: Request, next: Next) -> Response {
+    match bearer(request.headers()) {
+        Some(token) if host.admin_token_matches(token) => next.run(request).await,
+        _ => unauthorized(),
+    }
+}
+
+/// Forwards to the session's MCP service after checking its token. The
+/// body is capped before it is handed on.
+async fn mcp_endpoint(State(host): State<Arc<ServeHost>>, Path((session, connector)): Path<(String, String)>, request: Request) -> Response {
+    let Some((live, endpoint)) = host.endpoint(&session, &connector) else {
+        // The same answer for an unknown session and a wrong token: a
+        // session id alone reveals nothing.
+        return match bearer(request.headers()) {
+            Some(_) => ApiError::not_found("no such MCP endpoint").into_response(),
+            None => unauthorized(),
+        };
+    };
+    match bearer(request.headers()) {
+        Some(token) if live.token_matches(token) => {}
+        _ => return unauthorized(),
+    }
+    let limit = host.config.max_request_bytes;
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, limit).await {
+        Ok(bytes) => bytes,
+        Err(_) => return ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", "the request body is too large").into_response(),
+    };
+    let request = Request::from_parts(parts, axum::body::Body::from(bytes));
+    match endpoint.service.oneshot(request).await {
+        Ok(response) => response.map(axum::body::Body::new),
+        Err(never) => match never {},
+    }
+}
+
+async fn health() -> Json<Value> {
+    Json(json!({"ok": true}))
+}
+
+async fn create_session(State(host): State<Arc<ServeHost>>, Body(request): Body<OpenSession>) -> Result<Response, ApiError> {
+    let view = host.open_session(&request)?;
+    Ok((StatusCode::CREATED, Json(view)).into_response())
+}
+
+async fn list_sessions(State(host): State<Arc<ServeHost>>) -> Json<Value> {
+    Json(json!({"sessions": host.sessions()}))
+}
+
+async fn get_session(State(host): State<Arc<ServeHost>>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    let view = host.session_view(&id).ok_or_else(|| ApiError::not_found(format!("no open session `{id}`")))?;
+    Ok(Json(json!(view)))
+}
+
+async fn end_session(State(host): State<Arc<ServeHost>>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    if host.end_session(&id) { Ok(Json(json!({"ended": id}))) } else { Err(ApiError::not_found(format!("no open session `{id}`"))) }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SaveProfile {
+    /// `coworker` (coworker and specialist), `goal_agent` or `reviewer`.
+    kind: ProfileKind,
+    profile: Profile,
+}
+
+async fn save_profile(
+    State(host): State<Arc<ServeHost>>,
+    Path((brand, name)): Path<(String, String)>,
+    Body(request): Body<SaveProfile>,
+) -> Result<Json<Value>, ApiError> {
+    if request.profile.name != name {
+        return Err(ApiError::bad_request(format!("the profile is named `{}` but the path says `{name}`", request.profile.name)));
+    }
+    match host.store.save_profile(&brand, &request.profile, request.kind, &host.catalog) {
+        Ok(()) => Ok(Json(json!({"saved": name, "kind": request.kind}))),
+        Err(SaveProfileError::Invalid(rule)) => Err(HostError::InvalidProfile(rule.to_string()).into()),
+        Err(SaveProfileError::Store(e)) => Err(e.into()),
+    }
+}
+
+async fn get_profile(State(host): State<Arc<ServeHost>>, Path((brand, name)): Path<(String, String)>) -> Result<Json<Value>, ApiError> {
+    let saved = host.store.load_profile(&brand, &name)?.ok_or_else(|| ApiError::not_found(format!("brand `{brand}` has no profile `{name}`")))?;
+    Ok(Json(json!(saved)))
+}
+
+async fn list_profiles(State(host): State<Arc<ServeHost>>, Path(brand): Path<String>) -> Result<Json<Value>, ApiError> {
+    Ok(Json(json!({"profiles": host.store.list_profiles(&brand)?})))
+}
+
+async fn delete_profile(State(host): State<Arc<ServeHost>>, Path((brand, name)): Path<(String, String)>) -> Result<Json<Value>, ApiError> {
+    if host.store.delete_profile(&brand, &name)? {
+        Ok(Json(json!({"deleted": name})))
+    } else {
+        Err(ApiError::not_found(format!("brand `{brand}` has no profile `{name}`")))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PutConnection {
+    /// The credential. For `google`: the token.
+    secret: String,
+    /// For `google` only: the scopes the token holds.
+    #[serde(default)]
+    scopes: Option<Vec<String>>,
+}
+
+async fn put_connection(
+    State(host): State<Arc<ServeHost>>,
+    Path((brand, connector)): Path<(String, String)>,
+    Body(request): Body<PutConnection>,
+) -> Result<Json<Value>, ApiError> {
+    let google = connector == crate::credentials::GOOGLE;
+    if !google && host.catalog.connector(&connector).is_none() {
+        return Err(ApiError::not_found(format!("`{connector}` is not a connector of the catalogue")));
+    }
+    if request.secret.is_empty() || request.secret.len() > 16 * 1024 {
+        return Err(ApiError::bad_request("`secret` must be 1 to 16384 bytes"));
+    }
+    let sealed = match (google, request.scopes) {
+        (true, Some(scopes)) => crate::credentials::GoogleConnection::new(request.secret, scopes).encode(),
+        (true, None) => return Err(ApiError::bad_request("a google connection needs `scopes`")),
+        (false, Some(_)) => return Err(ApiError::bad_request("`scopes` is for the google connection only")),
+        (false, None) => request.secret,
+    };
+    host.put_connection(&brand, &connector, &sealed)?;
+    // The secret is never echoed.
+    Ok(Json(json!({"brand": brand, "connector": connector, "stored": true})))
+}
+
+async fn disable_connection(State(host): State<Arc<ServeHost>>, Path((brand, connector)): Path<(String, String)>) -> Result<Json<Value>, ApiError> {
+    if host.store.disable_connection(&brand, &connector)? {
+        Ok(Json(json!({"brand": brand, "connector": connector, "disabled": true})))
+    } else {
+        Err(ApiError::not_found(format!("brand `{brand}` has no `{connector}` connection")))
+    }
+}
+
+async fn list_connections(State(host): State<Arc<ServeHost>>, Path(brand): Path<String>) -> Result<Json<Value>, ApiError> {
+    let list: Vec<Value> = host.connections(&brand)?.into_iter().map(|(c, source)| json!({"connector": c, "source": source})).collect();
+    Ok(Json(json!({"brand": brand, "connections": list})))
+}
+
+async fn share(State(host): State<Arc<ServeHost>>, Path((brand, connector, with)): Path<(String, String, String)>) -> Result<Json<Value>, ApiError> {
+    if brand == with {
+        return Err(ApiError::bad_request("a brand cannot share a connection with itself"));
+    }
+    host.store.share_connection(&brand, &connector, &with)?;
+    Ok(Json(json!({"owner": brand, "connector": connector, "shared_with": with})))
+}
+
+async fn unshare(State(host): State<Arc<ServeHost>>, Path((brand, connector, with)): Path<(String, String, String)>) -> Result<Json<Value>, ApiError> {
+    if host.store.unshare_connection(&brand, &connector, &with)? {
+        Ok(Json(json!({"owner": brand, "connector": connector, "unshared_with": with})))
+    } else {
+        Err(ApiError::not_found("no such share"))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApprovalsQuery {
+    #[serde(default)]
+    session: Option<String>,
+}
+
+async fn list_approvals(State(host): State<Arc<ServeHost>>, RawQuery(raw): RawQuery) -> Result<Json<Value>, ApiError> {
+    let q: ApprovalsQuery = query(raw)?;
+    let sessions: Vec<String> = match q.session {
+        Some(s) => vec![s],
+        None => host.sessions().into_iter().map(|s| s.id).collect(),
+    };
+    let mut pending = Vec::new();
+    for session in sessions {
+        for approval in host.store.pending(&session)? {
+            let arguments = host.waiting_arguments(&approval.args_digest);
+            let mut value = json!(approval);
+            value["arguments"] = arguments.unwrap_or(Value::Null);
+            pending.push(value);
+        }
+    }
+    Ok(Json(json!({"pending": pending})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Decide {
+    approve: bool,
+    /// Who decided, for the record.
+    by: String,
+}
+
+async fn decide_approval(State(host): State<Arc<ServeHost>>, Path(id): Path<String>, Body(request): Body<Decide>) -> Result<Json<Value>, ApiError> {
+    let id: i64 = id.parse().map_err(|_| ApiError::bad_request("an approval id is a number"))?;
+    if request.by.trim().is_empty() {
+        return Err(ApiError::bad_request("`by` names who decided"));
+    }
+    match host.store.decide(ApprovalId(id), request.approve, &request.by) {
+        Ok(()) => Ok(Json(json!({"approval": id, "approved": request.approve}))),
+        Err(ApprovalError::Unknown(_)) => Err(ApiError::not_found(format!("no approval {id}"))),
+        Err(ApprovalError::NotPending(_)) => Err(ApiError::new(StatusCode::CONFLICT, "not_pending", format!("approval {id} is no longer pending"))),
+        Err(ApprovalError::Store(e)) => Err(e.into()),
+        Err(other) => Err(ApiError::new(StatusCode::CONFLICT, "not_pending", other.to_string())),
+    }
+}
+
+async fn list_reviews(State(host): State<Arc<ServeHost>>) -> Result<Json<Value>, ApiError> {
+    let mut out = BTreeMap::new();
+    for (name, component) in host.components() {
+        let reviews = crate::review::review(host.store.as_ref(), component)?;
+        let tools: Vec<Value> = reviews
+            .into_iter()
+            .map(|r| {
+                let tool = component.tool(&r.tool);
+                json!({
+                    "tool": r.tool,
+                    "status": r.status,
+                    "digest": r.digest,
+                    "effect": tool.map(|t| t.effect.as_str()),
+                    "description": tool.map(|t| t.description.as_str()),
+                    "input_schema": tool.map(|t| &t.input_schema),
+                })
+            })
+            .collect();
+        out.insert(name.clone(), tools);
+    }
+    Ok(Json(json!({"required": host.config.require_review, "connectors": out})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApproveReview {
+    connector: String,
+    tool: String,
+    /// The digest the operator reviewed (from `GET /v1/reviews`): a tool
+    /// that changed since is not approved by an older review.
+    digest: String,
+    by: String,
+}
+
+async fn approve_review(State(host): State<Arc<ServeHost>>, Body(request): Body<ApproveReview>) -> Result<Json<Value>, ApiError> {
+    let component = host.components().get(&request.connector).ok_or_else(|| ApiError::not_found(format!("no connector `{}`", request.connector)))?;
+    let tool = component.tool(&request.tool).ok_or_else(|| ApiError::not_found(format!("`{}` has no tool `{}`", request.connector, request.tool)))?;
+    let current = crate::review::tool_digest(tool);
+    if current != request.digest {
+        return Err(ApiError::new(StatusCode::CONFLICT, "stale_review", "the tool changed since this digest: review it again"));
+    }
+    if request.by.trim().is_empty() {
+        return Err(ApiError::bad_request("`by` names who reviewed"));
+    }
+    host.store.approve_tool(&request.connector, &request.tool, &current, &request.by)?;
+    Ok(Json(json!({"connector": request.connector, "tool": request.tool, "reviewed": true})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TraceQuery {
+    #[serde(default)]
+    session: Option<String>,
+    #[serde(default)]
+    brand: Option<String>,
+}
+
+async fn trace(State(host): State<Arc<ServeHost>>, RawQuery(raw): RawQuery) -> Result<Json<Value>, ApiError> {
+    let q: TraceQuery = query(raw)?;
+    let events = match (q.session, q.brand) {
+        (Some(session), None) => host.store.trace_for_session(&session)?,
+        (None, Some(brand)) => host.store.trace_for_brand(&brand)?,
+        _ => return Err(ApiError::bad_request("give exactly one of `session` or `brand`")),
+    };
+    Ok(Json(json!({"events": events})))
+}

@@ -1,0 +1,526 @@
+//! `scout-host serve` (DESIGN D8): the orchestrator's surface.
+//!
+//! One process holds the loaded components, the store, the policy and the
+//! execution boundary, and serves two things on one listener:
+//! - the admin API ([`admin`]), for people and orchestrators: sessions,
+//!   profiles, connections, approvals, tool reviews and the trace;
+//! - MCP over streamable HTTP ([`mcp`]), one endpoint per session and
+//!   connector, each answering with exactly that session's offered tools.
+//!
+//! Both go through [`ServeHost`], so the admin API and MCP see the same
+//! sessions, and every call reaches the same [`Boundary`].
+
+pub mod admin;
+pub mod config;
+pub mod mcp;
+
+use crate::boundary::{Boundary, Denied, Executed, Session};
+use crate::capabilities::Capabilities;
+use crate::capabilities::http::HttpCapability;
+use crate::credentials::{Resolver, ResolverConfig, process_env, to_http_config};
+use crate::policy::{self, BrandFacts, Catalog, Profile, Role, Route, SessionInput, Switches};
+use crate::runtime::{LoadedComponent, Runtime, RuntimeConfig, default_cache_dir};
+use crate::store::{ProfileKind, SqliteStore, Store, args_digest};
+pub use config::{ConfigFileError, ConnectorConfig, ServeConfig};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, RwLock};
+use tokio_util::sync::CancellationToken;
+
+/// Why `serve` cannot start. Each names what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] ConfigFileError),
+    #[error("the environment variable {0} is not set: it holds {1}")]
+    MissingSecret(String, &'static str),
+    #[error("{0}")]
+    BadSecret(String),
+    #[error("cannot open the store {path}: {message}")]
+    Store { path: String, message: String },
+    #[error("connector `{name}`: {message}")]
+    Connector { name: String, message: String },
+    #[error("cannot start the runtime: {0}")]
+    Runtime(String),
+}
+
+/// What opening a session asks for.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenSession {
+    /// The brand the session acts for.
+    pub brand: String,
+    /// One of [`policy::ROLE_NAMES`].
+    pub role: String,
+    /// A profile saved for the brand (coworker, specialist, goal agent, reviewer).
+    #[serde(default)]
+    pub profile: Option<String>,
+}
+
+/// An open session as the admin API shows it. The token is shown once, when
+/// the session is created.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionView {
+    pub id: String,
+    pub brand: String,
+    pub role: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// MCP endpoint per connector, by server name.
+    pub mcp: BTreeMap<String, String>,
+    /// The session's whole allowlist (D12): what the orchestrator passes to
+    /// its agent runtime, connector tools and the tools it serves itself.
+    pub tools: Vec<String>,
+    /// Bearer token for the MCP endpoints (only in the answer that created it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
+/// A live session: its policy state and how its MCP endpoints are reached.
+pub struct LiveSession {
+    pub session: Session,
+    role_name: String,
+    profile: Option<String>,
+    token_digest: [u8; 32],
+    connectors: Vec<String>,
+    endpoints: BTreeMap<String, mcp::Endpoint>,
+    allowlist: Vec<String>,
+    cancel: CancellationToken,
+}
+
+impl LiveSession {
+    fn view(&self, base: &str, token: Option<String>) -> SessionView {
+        SessionView {
+            id: self.session.id.clone(),
+            brand: self.session.brand.clone(),
+            role: self.role_name.clone(),
+            profile: self.profile.clone(),
+            mcp: self.connectors.iter().map(|c| (c.clone(), format!("{base}/mcp/{}/{c}", self.session.id))).collect(),
+            tools: self.allowlist.clone(),
+            token,
+        }
+    }
+
+    /// Whether `token` is this session's MCP bearer token.
+    pub fn token_matches(&self, token: &str) -> bool {
+        digest(token) == self.token_digest
+    }
+}
+
+/// Why a request to the host was refused; the admin API turns each into a
+/// JSON error with a stable `code`.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    InvalidProfile(String),
+    #[error("the store failed: {0}")]
+    Store(String),
+}
+
+impl From<crate::store::StoreError> for HostError {
+    fn from(e: crate::store::StoreError) -> HostError {
+        HostError::Store(e.to_string())
+    }
+}
+
+/// Everything `serve` holds.
+pub struct ServeHost {
+    config: ServeConfig,
+    components: BTreeMap<String, Arc<LoadedComponent>>,
+    store: Arc<dyn Store>,
+    catalog: Arc<Catalog>,
+    resolver_config: Arc<ResolverConfig>,
+    key: [u8; 32],
+    boundary: Arc<Boundary>,
+    sessions: RwLock<HashMap<String, Arc<LiveSession>>>,
+    http: Mutex<HashMap<(String, String), (String, Arc<HttpCapability>)>>,
+    /// Arguments of calls waiting for a person, by digest, so the approvals
+    /// API can show a person what they approve (the store keeps only digests).
+    waiting_args: Mutex<HashMap<String, Value>>,
+    admin_token_digest: [u8; 32],
+    /// The address actually bound (the configured port may be 0).
+    bound: std::sync::OnceLock<std::net::SocketAddr>,
+}
+
+fn digest(text: &str) -> [u8; 32] {
+    Sha256::digest(text.as_bytes()).into()
+}
+
+fn random_hex(bytes: usize) -> String {
+    let mut buf = vec![0u8; bytes];
+    getrandom::fill(&mut buf).expect("the operating system's random source is unavailable");
+    hex::encode(buf)
+}
+
+impl ServeHost {
+    /// Loads every connector and opens the store. `env` looks up the
+    /// secrets the configuration names (pass [`process_env`]).
+    pub fn start(config: ServeConfig, switches: Switches, env: impl Fn(&str) -> Option<String>) -> Result<Arc<ServeHost>, StartError> {
+        let admin_token = env(&config.admin_token_env)
+            .ok_or_else(|| StartError::MissingSecret(config.admin_token_env.clone(), "the admin API's bearer token"))?;
+        if admin_token.len() < 16 {
+            return Err(StartError::BadSecret(format!("{} must be at least 16 characters", config.admin_token_env)));
+        }
+        let key_text = env(&config.store_key_env)
+            .ok_or_else(|| StartError::MissingSecret(config.store_key_env.clone(), "the store key (64 hex digits)"))?;
+        let key = config::parse_store_key(&key_text).map_err(|e| StartError::BadSecret(format!("{}: {e}", config.store_key_env)))?;
+
+        let store: Arc<dyn Store> = Arc::new(
+            SqliteStore::open(&config.database)
+                .map_err(|e| StartError::Store { path: config.database.display().to_string(), message: e.to_string() })?,
+        );
+        let catalog = Arc::new(Catalog::seed());
+        let runtime = Runtime::new(RuntimeConfig {
+            cache_dir: default_cache_dir(),
+            max_concurrent_calls: config.max_concurrent_calls,
+            ..Default::default()
+        })
+        .map_err(|e| StartError::Runtime(e.to_string()))?;
+        let mut components = BTreeMap::new();
+        let mut host_env = BTreeMap::new();
+        for (name, connector) in &config.connectors {
+            let fail = |message: String| StartError::Connector { name: name.clone(), message };
+            if catalog.connector(name).is_none() {
+                return Err(fail("not a connector of the catalogue".into()));
+            }
+            let component = runtime
+                .load_file(&connector.component)
+                .map_err(|e| fail(format!("{}: {e}", connector.component.display())))?;
+            if component.name() != name {
+                return Err(fail(format!("{} is the `{}` connector", connector.component.display(), component.name())));
+            }
+            // Checks the origin now rather than at the first call.
+            HttpCapability::new(crate::HttpConfig::new(connector.origin.clone()).allow_private_network(connector.allow_private_network))
+                .map_err(|e| fail(format!("origin: {e}")))?;
+            if let Some(var) = &connector.host_env {
+                host_env.insert(name.clone(), var.clone());
+            }
+            components.insert(name.clone(), Arc::new(component));
+        }
+        let resolver_config =
+            Arc::new(ResolverConfig { deployment_owner_brand: config.deployment_owner_brand.clone(), host_env, ..Default::default() });
+
+        let live: crate::boundary::LiveConnections = {
+            let (store, catalog, resolver_config) = (store.clone(), catalog.clone(), resolver_config.clone());
+            Box::new(move |brand, candidates| {
+                let resolver = Resolver::new(&*store, &catalog, &resolver_config, key, process_env);
+                candidates.iter().filter(|c| matches!(resolver.resolve_server(brand, c), Ok(Some(_)))).cloned().collect()
+            })
+        };
+        let mut boundary = Boundary::new(store.clone(), (*catalog).clone(), switches).with_live_connections(live);
+        if config.require_review {
+            boundary = boundary.require_review();
+        }
+        Ok(Arc::new(ServeHost {
+            admin_token_digest: digest(&admin_token),
+            config,
+            components,
+            store,
+            catalog,
+            resolver_config,
+            key,
+            boundary: Arc::new(boundary),
+            sessions: RwLock::new(HashMap::new()),
+            http: Mutex::new(HashMap::new()),
+            waiting_args: Mutex::new(HashMap::new()),
+            bound: std::sync::OnceLock::new(),
+        }))
+    }
+
+    pub fn config(&self) -> &ServeConfig {
+        &self.config
+    }
+
+    /// The base URL MCP endpoints are announced under.
+    pub fn base_url(&self) -> String {
+        match (&self.config.public_url, self.bound.get()) {
+            (None, Some(addr)) => format!("http://{addr}"),
+            _ => self.config.base_url(),
+        }
+    }
+
+    /// The `Host` header values this server answers to.
+    pub fn allowed_hosts(&self) -> Vec<String> {
+        match self.bound.get() {
+            Some(addr) if self.config.allowed_hosts.is_empty() => {
+                ServeConfig { listen: *addr, ..self.config.clone() }.hosts()
+            }
+            _ => self.config.hosts(),
+        }
+    }
+
+    /// Binds the configured listener and records the address it got.
+    pub async fn bind(&self) -> std::io::Result<tokio::net::TcpListener> {
+        let listener = tokio::net::TcpListener::bind(self.config.listen).await?;
+        let _ = self.bound.set(listener.local_addr()?);
+        Ok(listener)
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    pub fn boundary(&self) -> &Arc<Boundary> {
+        &self.boundary
+    }
+
+    /// The loaded connector components, by server name.
+    pub fn components(&self) -> &BTreeMap<String, Arc<LoadedComponent>> {
+        &self.components
+    }
+
+    /// Whether `token` is the admin token.
+    pub fn admin_token_matches(&self, token: &str) -> bool {
+        digest(token) == self.admin_token_digest
+    }
+
+    fn resolver(&self) -> Resolver<'_> {
+        Resolver::new(&*self.store, &self.catalog, &self.resolver_config, self.key, process_env)
+    }
+
+    /// Opens a session: resolves the role's credentials, decides its
+    /// surface, records it in the trace and creates its MCP endpoints.
+    pub fn open_session(self: &Arc<Self>, request: &OpenSession) -> Result<SessionView, HostError> {
+        let brand = request.brand.trim();
+        if brand.is_empty() || brand.len() > 200 {
+            return Err(HostError::BadRequest("`brand` must be 1 to 200 characters".into()));
+        }
+        let role = Role::from_name(&request.role)
+            .ok_or_else(|| HostError::BadRequest(format!("unknown role `{}`: {}", request.role, policy::ROLE_NAMES)))?;
+        let profile = self.session_profile(brand, role, request.profile.as_deref())?;
+        let grant = profile.as_ref().map(|p| &p.grant);
+        let resolver = self.resolver();
+        let credentials = resolver.credential_set_for(role, grant, brand)?;
+        // A connector is registered only where its credential resolves and
+        // this host runs its component.
+        let connected: BTreeSet<String> = credentials.connected().into_iter().filter(|c| self.components.contains_key(c)).collect();
+        let facts = BrandFacts {
+            connected,
+            is_deployment_owner: self.config.deployment_owner_brand.as_deref() == Some(brand),
+            ..BrandFacts::default()
+        };
+        let mut input = SessionInput::new(role).brand(facts.clone());
+        if let Some(profile) = profile {
+            input = input.profile(profile);
+        }
+        let id = format!("s-{}", random_hex(12));
+        let token = random_hex(32);
+        let session = Session::new(id.clone(), brand, input);
+        let served: Vec<&LoadedComponent> = facts.connected.iter().filter_map(|c| self.components.get(c).map(|a| &**a)).collect();
+        let surface = self
+            .boundary
+            .open_session_with(&session, &served)
+            .map_err(|e| HostError::BadRequest(format!("the session's surface cannot be decided: {e}")))?;
+        let connectors: Vec<String> = facts.connected.iter().cloned().collect();
+        let cancel = CancellationToken::new();
+        let mut live = LiveSession {
+            session,
+            role_name: request.role.clone(),
+            profile: request.profile.clone(),
+            token_digest: digest(&token),
+            connectors: connectors.clone(),
+            endpoints: BTreeMap::new(),
+            allowlist: surface.allowlist(),
+            cancel: cancel.clone(),
+        };
+        let live = Arc::new_cyclic(|weak| {
+            for connector in &connectors {
+                live.endpoints.insert(connector.clone(), mcp::Endpoint::new(self.clone(), weak.clone(), connector.clone(), cancel.clone()));
+            }
+            live
+        });
+        let view = live.view(&self.base_url(), Some(token));
+        self.sessions.write().unwrap_or_else(|e| e.into_inner()).insert(id, live);
+        Ok(view)
+    }
+
+    fn session_profile(&self, brand: &str, role: Role, name: Option<&str>) -> Result<Option<Profile>, HostError> {
+        let kind_for_role = match role {
+            Role::CoworkerRun { .. } | Role::SpecialistRun { .. } => Some(ProfileKind::Coworker),
+            Role::GoalAgentStep => Some(ProfileKind::GoalAgent),
+            Role::GoalReviewer => Some(ProfileKind::Reviewer),
+            _ => None,
+        };
+        let Some(kind) = kind_for_role else {
+            return match name {
+                Some(_) => Err(HostError::BadRequest(format!("a {} runs without a profile", role.label()))),
+                None => Ok(None),
+            };
+        };
+        let Some(name) = name else {
+            return match role {
+                Role::GoalAgentStep => Ok(Some(policy::presets::goal_agent(Default::default()))),
+                Role::GoalReviewer => Ok(Some(policy::presets::goal_reviewer())),
+                _ => Err(HostError::BadRequest(format!("a {} runs from a saved profile: give `profile`", role.label()))),
+            };
+        };
+        let saved = self
+            .store
+            .load_profile(brand, name)?
+            .ok_or_else(|| HostError::NotFound(format!("brand `{brand}` has no profile `{name}`")))?;
+        if saved.kind != kind {
+            return Err(HostError::BadRequest(format!("profile `{name}` was saved as {}, not for a {}", saved.kind.as_str(), role.label())));
+        }
+        if let Role::CoworkerRun { .. } | Role::SpecialistRun { .. } = role
+            && Role::for_profile(&saved.profile, Route::Standard) != role
+        {
+            let wanted = if saved.profile.grant.is_empty() { "coworker" } else { "specialist" };
+            return Err(HostError::BadRequest(format!("profile `{name}` runs as a {wanted}")));
+        }
+        Ok(Some(saved.profile))
+    }
+
+    /// The session `id`, if it is open.
+    pub fn session(&self, id: &str) -> Option<Arc<LiveSession>> {
+        self.sessions.read().unwrap_or_else(|e| e.into_inner()).get(id).cloned()
+    }
+
+    /// Every open session.
+    pub fn sessions(&self) -> Vec<SessionView> {
+        let base = self.base_url();
+        let sessions = self.sessions.read().unwrap_or_else(|e| e.into_inner());
+        let mut views: Vec<SessionView> = sessions.values().map(|s| s.view(&base, None)).collect();
+        views.sort_by(|a, b| a.id.cmp(&b.id));
+        views
+    }
+
+    /// One open session as the admin API shows it.
+    pub fn session_view(&self, id: &str) -> Option<SessionView> {
+        self.session(id).map(|s| s.view(&self.base_url(), None))
+    }
+
+    /// Ends a session: its authority ends at once (later calls are denied,
+    /// unused approvals revoked) and its MCP endpoints close.
+    pub fn end_session(&self, id: &str) -> bool {
+        let Some(live) = self.sessions.write().unwrap_or_else(|e| e.into_inner()).remove(id) else { return false };
+        self.boundary.revoke_session(&live.session);
+        live.cancel.cancel();
+        true
+    }
+
+    /// The MCP endpoint of `session` for `connector`.
+    pub fn endpoint(&self, session: &str, connector: &str) -> Option<(Arc<LiveSession>, mcp::Endpoint)> {
+        let live = self.session(session)?;
+        let endpoint = live.endpoints.get(connector)?.clone();
+        Some((live, endpoint))
+    }
+
+    /// The arguments of a call waiting for a person, if this host saw it.
+    pub fn waiting_arguments(&self, digest: &str) -> Option<Value> {
+        self.waiting_args.lock().unwrap_or_else(|e| e.into_inner()).get(digest).cloned()
+    }
+
+    /// Runs `tool` of `connector` for `session` through the boundary, with
+    /// the HTTP handle bound to the connector's origin and the credential
+    /// resolved now.
+    pub async fn call_tool(&self, session: &LiveSession, connector: &str, tool: &str, args: &Value) -> Result<Executed, Denied> {
+        let Some(component) = self.components.get(connector) else {
+            return Err(Denied { denial: policy::PolicyDenial::NotOffered });
+        };
+        let caps = self.capabilities(&session.session.brand, connector);
+        let digest = args_digest(args);
+        let asks = self.boundary.asks_person(&session.session, &policy::names::mcp(connector, tool));
+        if asks {
+            self.waiting_args.lock().unwrap_or_else(|e| e.into_inner()).insert(digest.clone(), args.clone());
+        }
+        let result = self.boundary.call(&session.session, component, tool, args, &caps).await;
+        if asks {
+            self.waiting_args.lock().unwrap_or_else(|e| e.into_inner()).remove(&digest);
+        }
+        result
+    }
+
+    /// The handles for one call: the HTTP client bound to the connector's
+    /// origin with the brand's credential as it resolves now. Clients are
+    /// reused while the credential stays the same (connection reuse).
+    fn capabilities(&self, brand: &str, connector: &str) -> Capabilities {
+        let Some(settings) = self.config.connectors.get(connector) else { return Capabilities::default() };
+        let credential = match self.resolver().resolve_server(brand, connector) {
+            Ok(Some(credential)) => credential,
+            // No credential: the boundary denies the call before it runs.
+            _ => return Capabilities::default(),
+        };
+        let secret_digest = hex::encode(digest(credential.secret().expose()));
+        let key = (brand.to_string(), connector.to_string());
+        let mut cache = self.http.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((d, http)) = cache.get(&key)
+            && *d == secret_digest
+        {
+            return Capabilities::with_http(http.clone());
+        }
+        let Ok(scheme) = settings.scheme() else { return Capabilities::default() };
+        let http_config = to_http_config(&credential, settings.origin.clone(), scheme).allow_private_network(settings.allow_private_network);
+        match HttpCapability::new(http_config) {
+            Ok(http) => {
+                cache.insert(key, (secret_digest, http.clone()));
+                Capabilities::with_http(http)
+            }
+            Err(e) => {
+                tracing::error!(connector, error = %e, "cannot build the HTTP handle");
+                Capabilities::default()
+            }
+        }
+    }
+
+    /// Stores a connection's secret for a brand, sealed (D4).
+    pub fn put_connection(&self, brand: &str, connector: &str, secret: &str) -> Result<(), HostError> {
+        self.store.put_connection(brand, connector, secret, &self.key)?;
+        Ok(())
+    }
+
+    /// The connectors that resolve for a brand and where each credential comes from.
+    pub fn connections(&self, brand: &str) -> Result<Vec<(String, crate::credentials::Source)>, HostError> {
+        let set = self.resolver().credential_set_for(Role::PersonChat, None, brand)?;
+        Ok(set.servers().filter_map(|s| set.get(s).map(|c| (s.to_string(), c.source().clone()))).collect())
+    }
+}
+
+/// Runs `serve` until ctrl-c: the admin API and the MCP endpoints on the
+/// configured listener. Prints the listening address on stdout.
+pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
+    let listener = host.bind().await?;
+    let addr = listener.local_addr()?;
+    println!("scout-host serving the admin API and MCP on http://{addr}");
+    let app = admin::router(host.clone());
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    Ok(())
+}
+
+/// Serves one session's `connector` over stdin/stdout (MCP stdio), while the
+/// admin API listens as configured so a person can answer approvals. The
+/// session ends when the client closes stdin.
+pub async fn run_stdio(host: Arc<ServeHost>, request: OpenSession, connector: String) -> anyhow::Result<()> {
+    use rmcp::ServiceExt;
+    let listener = host.bind().await?;
+    let addr = listener.local_addr()?;
+    let view = host.open_session(&request)?;
+    let Some((live, _)) = host.endpoint(&view.id, &connector) else {
+        host.end_session(&view.id);
+        anyhow::bail!("connector `{connector}` is not served to this session (connected: {:?})", view.mcp.keys().collect::<Vec<_>>());
+    };
+    eprintln!("scout-host: session {} over stdio; admin API on http://{addr}", view.id);
+    let app = admin::router(host.clone());
+    let admin = tokio::spawn(async move { axum::serve(listener, app).await });
+    let server = mcp::ConnectorServer::new(&host, &live, connector);
+    let running = server.serve(rmcp::transport::stdio()).await?;
+    let _ = running.waiting().await;
+    host.end_session(&view.id);
+    admin.abort();
+    Ok(())
+}

@@ -1,0 +1,113 @@
+//! The real `scout-host serve` binary, driven by the official Python MCP
+//! client (`tests/mcp_client/story.py`; `.ci/run` installs the `mcp`
+//! package): two roles, their tool lists, a read, a gated write refused,
+//! approved through the API and through elicitation, and the trace.
+
+use scout_tests::fake_github::FakeGitHub;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const GITHUB_TOKEN: &str = "ghp_serveStoryToken0123456789";
+const ADMIN_TOKEN: &str = "admin-token-for-the-story-0123456789";
+const APPROVAL_TIMEOUT_MS: u64 = 1500;
+
+struct Serve(Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn python() -> String {
+    std::env::var("SCOUT_TEST_PYTHON").unwrap_or_else(|_| "python3".to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_python_client_tells_the_whole_story() {
+    let probe = Command::new(python()).args(["-c", "import mcp, httpx2"]).output().expect("python3 runs");
+    assert!(
+        probe.status.success(),
+        "the official MCP client is not installed: `python3 -m pip install -r tests/mcp_client/requirements.txt` (.ci/run does)\n{}",
+        String::from_utf8_lossy(&probe.stderr)
+    );
+    let github = FakeGitHub::start(GITHUB_TOKEN).await;
+    let dir = std::env::temp_dir().join(format!("scout-serve-story-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("serve.toml");
+    let component = Path::new(scout_tests::components::GITHUB).canonicalize().unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\n\n[connectors.github]\ncomponent = {:?}\norigin = {:?}\nallow_private_network = true\n",
+            component.display().to_string(),
+            github.origin()
+        ),
+    )
+    .unwrap();
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("SCOUT_ADMIN_TOKEN", ADMIN_TOKEN)
+        .env("SCOUT_STORE_KEY", "5c".repeat(32))
+        .env("GITHUB_ALLOW_WRITES", "true")
+        .env("APPROVAL_TIMEOUT_MS", APPROVAL_TIMEOUT_MS.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start scout-host serve");
+    let stdout = child.stdout.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let serve = Serve(child);
+    let mut first = String::new();
+    BufReader::new(stdout).read_line(&mut first).unwrap();
+    let base = first
+        .trim()
+        .rsplit(' ')
+        .next()
+        .filter(|u| u.starts_with("http://127.0.0.1:"))
+        .unwrap_or_else(|| {
+            let mut err = String::new();
+            let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut err);
+            panic!("serve did not start: {first:?}\n{err}")
+        })
+        .to_string();
+
+    let story = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/story.py");
+    let python_run = tokio::task::spawn_blocking(move || {
+        Command::new(python())
+            .arg(&story)
+            .args(["--base", &base, "--admin-token", ADMIN_TOKEN, "--github-token", GITHUB_TOKEN])
+            .args(["--approval-timeout-ms", &APPROVAL_TIMEOUT_MS.to_string()])
+            .output()
+            .expect("run the story")
+    });
+    let output = tokio::time::timeout(Duration::from_secs(300), python_run).await.expect("the story finishes").unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the story failed:\n{out}\n{err}");
+    let summary: serde_json::Value = serde_json::from_str(out.lines().last().unwrap_or("")).expect("a JSON summary");
+    assert_eq!(summary["ok"], true);
+    assert_eq!(summary["person_chat_tools"].as_array().unwrap().len(), 11);
+    assert_eq!(summary["specialist_tools"].as_array().unwrap().len(), 7);
+
+    // The upstream side: only approved writes reached GitHub.
+    assert!(github.branch_sha("octo", "hello", "scout/approved").is_some(), "the write approved through the API happened");
+    assert!(github.branch_sha("octo", "hello", "scout/elicited").is_some(), "the write approved through elicitation happened");
+    for refused in ["scout/unanswered", "scout/declined", "scout/specialist"] {
+        assert!(github.branch_sha("octo", "hello", refused).is_none(), "{refused} must not exist");
+    }
+    let ref_writes = github.requests().iter().filter(|r| r.method == "POST" && r.path.ends_with("/git/refs")).count();
+    assert_eq!(ref_writes, 2, "no upstream write request for a refused call");
+    // The token reached GitHub, on every request, from the host.
+    assert!(github.requests().iter().all(|r| r.header("authorization") == Some(&format!("Bearer {GITHUB_TOKEN}"))));
+    drop(serve);
+    let _ = std::fs::remove_dir_all(&dir);
+}
