@@ -33,8 +33,14 @@ enum Command {
         #[arg(long)]
         profile: Option<PathBuf>,
         /// Connectors whose credentials resolve, comma-separated (default: every one).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "brand")]
         connected: Option<String>,
+        /// A brand whose connections are read from `serve`'s store (needs --config).
+        #[arg(long, requires = "config")]
+        brand: Option<String>,
+        /// `serve`'s configuration file, for --brand.
+        #[arg(long, requires = "brand")]
+        config: Option<PathBuf>,
         /// Prints JSON.
         #[arg(long)]
         json: bool,
@@ -112,7 +118,9 @@ fn main() -> Result<()> {
             }
             Ok(())
         }
-        Command::Surface { role, profile, connected, json } => surface(&role, profile.as_deref(), connected.as_deref(), json),
+        Command::Surface { role, profile, connected, brand, config, json } => {
+            surface(&role, profile.as_deref(), connected.as_deref(), brand.as_deref().zip(config.as_deref()), json)
+        }
         Command::Docs { components, out } => {
             let runtime = Runtime::new(RuntimeConfig { cache_dir: default_cache_dir(), max_concurrent_calls: 1, ..Default::default() })?;
             let mut manifests = Vec::new();
@@ -163,7 +171,13 @@ fn main() -> Result<()> {
     }
 }
 
-fn surface(role: &str, profile: Option<&std::path::Path>, connected: Option<&str>, json: bool) -> Result<()> {
+fn surface(
+    role: &str,
+    profile: Option<&std::path::Path>,
+    connected: Option<&str>,
+    served_brand: Option<(&str, &std::path::Path)>,
+    json: bool,
+) -> Result<()> {
     use scout_host::policy::{self, Catalog, Profile, Role, SessionInput, Switches};
     let catalog = Catalog::seed();
     let role = Role::from_name(role).ok_or_else(|| anyhow::anyhow!("unknown role `{role}`: {}", policy::ROLE_NAMES))?;
@@ -180,6 +194,13 @@ fn surface(role: &str, profile: Option<&std::path::Path>, connected: Option<&str
         input = input.profile(policy::presets::goal_agent(Default::default()));
     } else if role == Role::GoalReviewer {
         input = input.profile(policy::presets::goal_reviewer());
+    }
+    if let Some((brand, config)) = served_brand {
+        // The brand's own connections, from the store `serve` uses.
+        let config = scout_host::serve::ServeConfig::load(config)?;
+        let host = scout_host::serve::ServeHost::start(config, Switches::from_env(), scout_host::credentials::process_env)?;
+        let resolved = host.session_input(brand, role, input.profile.clone()).map_err(|e| anyhow::anyhow!("{e}"))?;
+        input = input.brand(resolved.brand);
     }
     let surface = policy::surface(&input, &catalog, &Switches::from_env())?;
     if json {

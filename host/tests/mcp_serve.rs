@@ -106,8 +106,34 @@ async fn the_official_python_client_tells_the_whole_story() {
     }
     let ref_writes = github.requests().iter().filter(|r| r.method == "POST" && r.path.ends_with("/git/refs")).count();
     assert_eq!(ref_writes, 2, "no upstream write request for a refused call");
+    let before_stdio = github.requests().len();
     // The token reached GitHub, on every request, from the host.
     assert!(github.requests().iter().all(|r| r.header("authorization") == Some(&format!("Bearer {GITHUB_TOKEN}"))));
+
+    // One session over stdio, on the same configuration and database.
+    let stdio = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/stdio.py");
+    let config_path = config.clone();
+    let stdio_run = tokio::task::spawn_blocking(move || {
+        Command::new(python())
+            .arg(&stdio)
+            .args(["--scout-host", env!("CARGO_BIN_EXE_scout-host"), "--config"])
+            .arg(&config_path)
+            .env("SCOUT_ADMIN_TOKEN", ADMIN_TOKEN)
+            .env("SCOUT_STORE_KEY", "5c".repeat(32))
+            .env("GITHUB_ALLOW_WRITES", "true")
+            .env("APPROVAL_TIMEOUT_MS", APPROVAL_TIMEOUT_MS.to_string())
+            .output()
+            .expect("run the stdio story")
+    });
+    let output = tokio::time::timeout(Duration::from_secs(300), stdio_run).await.expect("the stdio story finishes").unwrap();
+    assert!(
+        output.status.success(),
+        "the stdio story failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(github.branch_sha("octo", "hello", "scout/stdio").is_some(), "the stdio write happened");
+    assert!(github.requests().len() > before_stdio);
     drop(serve);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -178,11 +178,18 @@ async fn mcp_endpoint(State(host): State<Arc<ServeHost>>, Path((session, connect
         Ok(bytes) => bytes,
         Err(_) => return ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", "the request body is too large").into_response(),
     };
+    let closing = parts.method == axum::http::Method::DELETE;
     let request = Request::from_parts(parts, axum::body::Body::from(bytes));
-    match endpoint.service.oneshot(request).await {
+    let mut response = match endpoint.service.oneshot(request).await {
         Ok(response) => response.map(axum::body::Body::new),
         Err(never) => match never {},
+    };
+    // rmcp answers a closed MCP session with 202; the official Python
+    // client expects 200 or 204 and logs a failure otherwise.
+    if closing && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::NO_CONTENT;
     }
+    response
 }
 
 async fn health() -> Json<Value> {

@@ -300,21 +300,8 @@ impl ServeHost {
         let role = Role::from_name(&request.role)
             .ok_or_else(|| HostError::BadRequest(format!("unknown role `{}`: {}", request.role, policy::ROLE_NAMES)))?;
         let profile = self.session_profile(brand, role, request.profile.as_deref())?;
-        let grant = profile.as_ref().map(|p| &p.grant);
-        let resolver = self.resolver();
-        let credentials = resolver.credential_set_for(role, grant, brand)?;
-        // A connector is registered only where its credential resolves and
-        // this host runs its component.
-        let connected: BTreeSet<String> = credentials.connected().into_iter().filter(|c| self.components.contains_key(c)).collect();
-        let facts = BrandFacts {
-            connected,
-            is_deployment_owner: self.config.deployment_owner_brand.as_deref() == Some(brand),
-            ..BrandFacts::default()
-        };
-        let mut input = SessionInput::new(role).brand(facts.clone());
-        if let Some(profile) = profile {
-            input = input.profile(profile);
-        }
+        let input = self.session_input(brand, role, profile)?;
+        let facts = input.brand.clone();
         let id = format!("s-{}", random_hex(12));
         let token = random_hex(32);
         let session = Session::new(id.clone(), brand, input);
@@ -344,6 +331,27 @@ impl ServeHost {
         let view = live.view(&self.base_url(), Some(token));
         self.sessions.write().unwrap_or_else(|e| e.into_inner()).insert(id, live);
         Ok(view)
+    }
+
+    /// The policy input of a session of `role` for `brand`: the role's
+    /// credential set, as it resolves now, limited to the connectors this
+    /// host runs. `scout-host surface --brand` shows the same.
+    pub fn session_input(&self, brand: &str, role: Role, profile: Option<Profile>) -> Result<SessionInput, HostError> {
+        let grant = profile.as_ref().map(|p| &p.grant);
+        let credentials = self.resolver().credential_set_for(role, grant, brand)?;
+        // A connector is registered only where its credential resolves and
+        // this host runs its component.
+        let connected: BTreeSet<String> = credentials.connected().into_iter().filter(|c| self.components.contains_key(c)).collect();
+        let facts = BrandFacts {
+            connected,
+            is_deployment_owner: self.config.deployment_owner_brand.as_deref() == Some(brand),
+            ..BrandFacts::default()
+        };
+        let mut input = SessionInput::new(role).brand(facts);
+        if let Some(profile) = profile {
+            input = input.profile(profile);
+        }
+        Ok(input)
     }
 
     fn session_profile(&self, brand: &str, role: Role, name: Option<&str>) -> Result<Option<Profile>, HostError> {
