@@ -261,7 +261,7 @@ async def main():
     check(status == 200, "session ended")
     gone = httpx2.post(chat["mcp"]["github"], json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                        headers={"Authorization": f"Bearer {chat['token']}"})
-    check(gone.status_code == 404, f"an ended session's endpoint is gone: {gone.status_code}")
+    check(gone.status_code == 401, f"an ended session's token opens nothing: {gone.status_code}")
     check(error_code(admin("DELETE", f"/v1/sessions/{chat['id']}")) == (404, "not_found"), "ending twice is a 404")
 
     summary["ok"] = True

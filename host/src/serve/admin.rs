@@ -160,18 +160,16 @@ async fn require_admin(State(host): State<Arc<ServeHost>>, request: Request, nex
 /// Forwards to the session's MCP service after checking its token. The
 /// body is capped before it is handed on.
 async fn mcp_endpoint(State(host): State<Arc<ServeHost>>, Path((session, connector)): Path<(String, String)>, request: Request) -> Response {
-    let Some((live, endpoint)) = host.endpoint(&session, &connector) else {
-        // The same answer for an unknown session and a wrong token: a
-        // session id alone reveals nothing.
-        return match bearer(request.headers()) {
-            Some(_) => ApiError::not_found("no such MCP endpoint").into_response(),
-            None => unauthorized(),
-        };
-    };
+    // An unknown (or ended) session and a wrong token get the same answer,
+    // so a session id alone reveals nothing.
+    let Some(live) = host.session(&session) else { return unauthorized() };
     match bearer(request.headers()) {
         Some(token) if live.token_matches(token) => {}
         _ => return unauthorized(),
     }
+    let Some((_, endpoint)) = host.endpoint(&session, &connector) else {
+        return ApiError::not_found(format!("connector `{connector}` is not served to this session")).into_response();
+    };
     let limit = host.config.max_request_bytes;
     let (parts, body) = request.into_parts();
     let bytes = match axum::body::to_bytes(body, limit).await {
@@ -288,7 +286,7 @@ async fn put_connection(
 }
 
 async fn disable_connection(State(host): State<Arc<ServeHost>>, Path((brand, connector)): Path<(String, String)>) -> Result<Json<Value>, ApiError> {
-    if host.store.disable_connection(&brand, &connector)? {
+    if host.disable_connection(&brand, &connector)? {
         Ok(Json(json!({"brand": brand, "connector": connector, "disabled": true})))
     } else {
         Err(ApiError::not_found(format!("brand `{brand}` has no `{connector}` connection")))
@@ -309,7 +307,7 @@ async fn share(State(host): State<Arc<ServeHost>>, Path((brand, connector, with)
 }
 
 async fn unshare(State(host): State<Arc<ServeHost>>, Path((brand, connector, with)): Path<(String, String, String)>) -> Result<Json<Value>, ApiError> {
-    if host.store.unshare_connection(&brand, &connector, &with)? {
+    if host.unshare_connection(&brand, &connector, &with)? {
         Ok(Json(json!({"owner": brand, "connector": connector, "unshared_with": with})))
     } else {
         Err(ApiError::not_found("no such share"))

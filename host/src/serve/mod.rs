@@ -29,6 +29,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use tokio_util::sync::CancellationToken;
 
+/// How long an ended session's MCP streams stay open for in-flight calls to
+/// receive their refusal.
+const END_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Why `serve` cannot start. Each names what to fix.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -414,7 +418,18 @@ impl ServeHost {
     pub fn end_session(&self, id: &str) -> bool {
         let Some(live) = self.sessions.write().unwrap_or_else(|e| e.into_inner()).remove(id) else { return false };
         self.boundary.revoke_session(&live.session);
-        live.cancel.cancel();
+        // A call waiting for a person sees the revocation at its next look
+        // (20 ms) and answers with a refusal; the streams close after that.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                let cancel = live.cancel.clone();
+                runtime.spawn(async move {
+                    tokio::time::sleep(END_GRACE).await;
+                    cancel.cancel();
+                });
+            }
+            Err(_) => live.cancel.cancel(),
+        }
         true
     }
 
@@ -482,6 +497,37 @@ impl ServeHost {
         }
     }
 
+    /// Disables a brand's connection. Calls stop at the next boundary (the
+    /// credential is resolved at each), and the approvals waiting in every
+    /// session that relied on it are revoked: they never revive, even if the
+    /// connection comes back.
+    pub fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, HostError> {
+        let disabled = self.store.disable_connection(brand, connector)?;
+        self.revoke_where_unresolved(connector);
+        Ok(disabled)
+    }
+
+    /// Stops sharing a connection; like [`ServeHost::disable_connection`]
+    /// for the sessions of the brand it was shared with.
+    pub fn unshare_connection(&self, owner: &str, connector: &str, with: &str) -> Result<bool, HostError> {
+        let unshared = self.store.unshare_connection(owner, connector, with)?;
+        self.revoke_where_unresolved(connector);
+        Ok(unshared)
+    }
+
+    fn revoke_where_unresolved(&self, connector: &str) {
+        let sessions: Vec<Arc<LiveSession>> = self.sessions.read().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+        let resolver = self.resolver();
+        for live in sessions {
+            if live.connectors.iter().any(|c| c == connector)
+                && !matches!(resolver.resolve_server(&live.session.brand, connector), Ok(Some(_)))
+                && let Err(e) = self.store.revoke_session_approvals(&live.session.id)
+            {
+                tracing::error!(session = %live.session.id, error = %e, "cannot revoke approvals");
+            }
+        }
+    }
+
     /// Stores a connection's secret for a brand, sealed (D4).
     pub fn put_connection(&self, brand: &str, connector: &str, secret: &str) -> Result<(), HostError> {
         self.store.put_connection(brand, connector, secret, &self.key)?;
@@ -501,13 +547,24 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
     let listener = host.bind().await?;
     let addr = listener.local_addr()?;
     println!("scout-host serving the admin API and MCP on http://{addr}");
-    let app = admin::router(host.clone());
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
+    serve_http(host, listener, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await?;
     Ok(())
+}
+
+/// Serves the router on `listener` until `shutdown` completes. Small
+/// writes (SSE events, JSON-RPC replies) go out at once: `TCP_NODELAY`,
+/// or Nagle's algorithm and the peer's delayed ACK add 40 ms to a reply.
+pub async fn serve_http(host: Arc<ServeHost>, listener: tokio::net::TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::warn!(error = %e, "cannot set TCP_NODELAY");
+        }
+    });
+    axum::serve(listener, admin::router(host)).with_graceful_shutdown(shutdown).await
 }
 
 /// Serves one session's `connector` over stdin/stdout (MCP stdio), while the
@@ -523,8 +580,7 @@ pub async fn run_stdio(host: Arc<ServeHost>, request: OpenSession, connector: St
         anyhow::bail!("connector `{connector}` is not served to this session (connected: {:?})", view.mcp.keys().collect::<Vec<_>>());
     };
     eprintln!("scout-host: session {} over stdio; admin API on http://{addr}", view.id);
-    let app = admin::router(host.clone());
-    let admin = tokio::spawn(async move { axum::serve(listener, app).await });
+    let admin = tokio::spawn(serve_http(host.clone(), listener, std::future::pending()));
     let server = mcp::ConnectorServer::new(&host, &live, connector);
     let running = server.serve(rmcp::transport::stdio()).await?;
     let _ = running.waiting().await;
