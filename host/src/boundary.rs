@@ -244,17 +244,21 @@ impl Boundary {
         let name = policy::names::mcp(&connector, tool);
         let call_id = format!("{}-{}", session.id, self.next_call.fetch_add(1, Ordering::Relaxed));
         let digest = args_digest(args);
-        self.trace(session, &call_id, &name, TraceState::Requested, None, json!({ "args_digest": digest }));
+        // A call's steps are written together where they happen together:
+        // what was requested and allowed is durable before the effect, what
+        // ran and its result right after; a denial with its request.
+        let mut trace = CallTrace { boundary: self, session, call_id: call_id.clone(), name: name.clone(), events: Vec::new() };
+        trace.push(TraceState::Requested, None, json!({ "args_digest": digest }));
 
         let gate = match self.decide(session, &connector, &name) {
             Ok(gate) => gate,
-            Err(denial) => return Err(self.deny(session, &call_id, &name, denial)),
+            Err(denial) => return Err(trace.deny(denial)),
         };
         if self.require_review
             && let Some(held) = self.unreviewed(component, tool)
         {
             // Not offered, whatever the policy says; the trace says why, the agent does not.
-            self.trace(session, &call_id, &name, TraceState::PermissionDenied, Some(held), json!({"reason": PolicyDenial::NotOffered.safe_reason()}));
+            trace.push(TraceState::PermissionDenied, Some(held), json!({"reason": PolicyDenial::NotOffered.safe_reason()}));
             return Err(Denied { denial: PolicyDenial::NotOffered });
         }
         // Fails closed: gates whose finer rules are not built yet (the spend
@@ -263,30 +267,32 @@ impl Boundary {
         // by the `meter` handle on every reservation.
         let asks = match asks_person(&gate) {
             Ok(asks) => asks,
-            Err(denial) => return Err(self.deny(session, &call_id, &name, denial)),
+            Err(denial) => return Err(trace.deny(denial)),
         };
         if asks {
+            trace.flush();
             self.await_approval(session, &call_id, &name, &digest).await?;
             // The world may have changed while a person was deciding.
             if let Err(denial) = self.decide(session, &connector, &name) {
-                return Err(self.deny(session, &call_id, &name, denial));
+                return Err(trace.deny(denial));
             }
         }
-        self.trace(session, &call_id, &name, TraceState::Allowed, Some(gate_rule(&gate)), Value::Null);
+        trace.push(TraceState::Allowed, Some(gate_rule(&gate)), Value::Null);
+        trace.flush();
 
         let result = component.call(tool, args, caps).await;
-        self.trace(session, &call_id, &name, TraceState::Executed, None, Value::Null);
+        trace.push(TraceState::Executed, None, Value::Null);
         let executed = match result {
             Ok(outcome) => {
                 let detail = match &outcome.output {
                     ToolOutput::Ok(_) => json!({"ok": true, "requests": outcome.http.len()}),
                     ToolOutput::Err(e) => json!({"ok": false, "tool_error": e, "requests": outcome.http.len()}),
                 };
-                self.trace(session, &call_id, &name, TraceState::Result, None, detail);
+                trace.push(TraceState::Result, None, detail);
                 Executed::Ran(outcome)
             }
             Err(e) => {
-                self.trace(session, &call_id, &name, TraceState::Result, None, json!({"ok": false, "host_error": e.to_string()}));
+                trace.push(TraceState::Result, None, json!({"ok": false, "host_error": e.to_string()}));
                 Executed::Failed(e)
             }
         };
@@ -357,26 +363,74 @@ impl Boundary {
     }
 
     fn deny(&self, session: &Session, call_id: &str, name: &str, denial: PolicyDenial) -> Denied {
-        let state = if denial == PolicyDenial::NotOffered { TraceState::PermissionDenied } else { TraceState::Denied };
-        let rule = serde_json::to_value(denial).ok().and_then(|v| v.as_str().map(str::to_string));
-        self.trace(session, call_id, name, state, rule, json!({"reason": denial.safe_reason()}));
+        let (state, rule, detail) = denial_event(denial);
+        self.trace(session, call_id, name, state, rule, detail);
         Denied { denial }
     }
 
     fn trace(&self, session: &Session, call_id: &str, tool: &str, state: TraceState, rule: Option<String>, detail: Value) {
-        let event = TraceEvent {
-            session: session.id.clone(),
-            brand: session.brand.clone(),
-            call_id: Some(call_id.to_string()),
-            tool: (!tool.is_empty()).then(|| tool.to_string()),
-            state,
-            rule,
-            detail,
-            at_ms: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0),
-        };
+        let event = trace_event(session, call_id, tool, state, rule, detail);
         if let Err(e) = self.store.record(&event) {
             tracing::error!(error = %e, "cannot record a trace event");
         }
+    }
+}
+
+fn trace_event(session: &Session, call_id: &str, tool: &str, state: TraceState, rule: Option<String>, detail: Value) -> TraceEvent {
+    TraceEvent {
+        session: session.id.clone(),
+        brand: session.brand.clone(),
+        call_id: Some(call_id.to_string()),
+        tool: (!tool.is_empty()).then(|| tool.to_string()),
+        state,
+        rule,
+        detail,
+        at_ms: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0),
+    }
+}
+
+fn denial_event(denial: PolicyDenial) -> (TraceState, Option<String>, Value) {
+    let state = if denial == PolicyDenial::NotOffered { TraceState::PermissionDenied } else { TraceState::Denied };
+    let rule = serde_json::to_value(denial).ok().and_then(|v| v.as_str().map(str::to_string));
+    (state, rule, json!({"reason": denial.safe_reason()}))
+}
+
+/// The trace events of one call not yet written. Whatever is buffered when
+/// the call ends (returns, is denied, or its future is dropped) is written.
+struct CallTrace<'a> {
+    boundary: &'a Boundary,
+    session: &'a Session,
+    call_id: String,
+    name: String,
+    events: Vec<TraceEvent>,
+}
+
+impl CallTrace<'_> {
+    fn push(&mut self, state: TraceState, rule: Option<String>, detail: Value) {
+        self.events.push(trace_event(self.session, &self.call_id, &self.name, state, rule, detail));
+    }
+
+    fn deny(&mut self, denial: PolicyDenial) -> Denied {
+        let (state, rule, detail) = denial_event(denial);
+        self.push(state, rule, detail);
+        self.flush();
+        Denied { denial }
+    }
+
+    fn flush(&mut self) {
+        if self.events.is_empty() {
+            return;
+        }
+        if let Err(e) = self.boundary.store.record_all(&self.events) {
+            tracing::error!(error = %e, "cannot record trace events");
+        }
+        self.events.clear();
+    }
+}
+
+impl Drop for CallTrace<'_> {
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 

@@ -239,6 +239,11 @@ pub trait Store: Send + Sync {
     // --- trace ---
     /// Appends one event to the trace.
     fn record(&self, event: &TraceEvent) -> Result<(), StoreError>;
+    /// Appends events in order, all or none (one durable write for a call's
+    /// steps that happen together).
+    fn record_all(&self, events: &[TraceEvent]) -> Result<(), StoreError> {
+        events.iter().try_for_each(|e| self.record(e))
+    }
     /// A session's events in the order they were recorded.
     fn trace_for_session(&self, session: &str) -> Result<Vec<TraceEvent>, StoreError>;
     /// A brand's events in the order they were recorded.

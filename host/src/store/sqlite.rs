@@ -246,22 +246,32 @@ const APPROVAL_COLUMNS: &str = "id, session, tool, args_digest, state, used, dec
 
 impl Store for SqliteStore {
     fn record(&self, event: &TraceEvent) -> Result<(), StoreError> {
-        let conn = self.lock();
-        let detail = serde_json::to_string(&event.detail).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        conn.prepare_cached(
-            "INSERT INTO trace (session, brand, call_id, tool, state, rule, detail, at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        )?
-        .execute(params![
-            event.session,
-            event.brand,
-            event.call_id,
-            event.tool,
-            event.state.as_str(),
-            event.rule,
-            detail,
-            event.at_ms
-        ])?;
+        self.record_all(std::slice::from_ref(event))
+    }
+
+    fn record_all(&self, events: &[TraceEvent]) -> Result<(), StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO trace (session, brand, call_id, tool, state, rule, detail, at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            for event in events {
+                let detail = serde_json::to_string(&event.detail).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                insert.execute(params![
+                    event.session,
+                    event.brand,
+                    event.call_id,
+                    event.tool,
+                    event.state.as_str(),
+                    event.rule,
+                    detail,
+                    event.at_ms
+                ])?;
+            }
+        }
+        tx.commit()?;
         Ok(())
     }
 
