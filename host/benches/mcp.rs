@@ -68,7 +68,7 @@ fn message(body: &str) -> Value {
     if let Ok(value) = serde_json::from_str(body) {
         return value;
     }
-    let data = body.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).filter(|d| d.starts_with('{')).last();
+    let data = body.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).rfind(|d| d.starts_with('{'));
     serde_json::from_str(data.unwrap_or_else(|| panic!("no JSON-RPC message in {body:?}"))).unwrap()
 }
 

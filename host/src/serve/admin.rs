@@ -330,7 +330,7 @@ async fn list_approvals(State(host): State<Arc<ServeHost>>, RawQuery(raw): RawQu
     let mut pending = Vec::new();
     for session in sessions {
         for approval in host.store.pending(&session)? {
-            let arguments = host.waiting_arguments(&approval.args_digest);
+            let arguments = host.waiting_arguments(&approval.session, &approval.args_digest);
             let mut value = json!(approval);
             value["arguments"] = arguments.unwrap_or(Value::Null);
             pending.push(value);

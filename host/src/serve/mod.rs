@@ -135,6 +135,10 @@ impl From<crate::store::StoreError> for HostError {
     }
 }
 
+/// An HTTP handle built for a (brand, connector), with the digest of the
+/// secret it injects: reused while the credential stays the same.
+type CachedClient = (String, Arc<HttpCapability>);
+
 /// Everything `serve` holds.
 pub struct ServeHost {
     config: ServeConfig,
@@ -145,10 +149,11 @@ pub struct ServeHost {
     key: [u8; 32],
     boundary: Arc<Boundary>,
     sessions: RwLock<HashMap<String, Arc<LiveSession>>>,
-    http: Mutex<HashMap<(String, String), (String, Arc<HttpCapability>)>>,
-    /// Arguments of calls waiting for a person, by digest, so the approvals
-    /// API can show a person what they approve (the store keeps only digests).
-    waiting_args: Mutex<HashMap<String, Value>>,
+    http: Mutex<HashMap<(String, String), CachedClient>>,
+    /// Arguments of calls waiting for a person, by session and digest, so
+    /// the approvals API can show a person what they approve (the store
+    /// keeps only digests). Counted: two identical calls may wait at once.
+    waiting_args: Mutex<HashMap<(String, String), (usize, Value)>>,
     admin_token_digest: [u8; 32],
     /// The address actually bound (the configured port may be 0).
     bound: std::sync::OnceLock<std::net::SocketAddr>,
@@ -440,9 +445,10 @@ impl ServeHost {
         Some((live, endpoint))
     }
 
-    /// The arguments of a call waiting for a person, if this host saw it.
-    pub fn waiting_arguments(&self, digest: &str) -> Option<Value> {
-        self.waiting_args.lock().unwrap_or_else(|e| e.into_inner()).get(digest).cloned()
+    /// The arguments of a call of `session` waiting for a person, if this host saw it.
+    pub fn waiting_arguments(&self, session: &str, digest: &str) -> Option<Value> {
+        let waiting = self.waiting_args.lock().unwrap_or_else(|e| e.into_inner());
+        waiting.get(&(session.to_string(), digest.to_string())).map(|(_, args)| args.clone())
     }
 
     /// Runs `tool` of `connector` for `session` through the boundary, with
@@ -453,16 +459,9 @@ impl ServeHost {
             return Err(Denied { denial: policy::PolicyDenial::NotOffered });
         };
         let caps = self.capabilities(&session.session.brand, connector);
-        let digest = args_digest(args);
         let asks = self.boundary.asks_person(&session.session, &policy::names::mcp(connector, tool));
-        if asks {
-            self.waiting_args.lock().unwrap_or_else(|e| e.into_inner()).insert(digest.clone(), args.clone());
-        }
-        let result = self.boundary.call(&session.session, component, tool, args, &caps).await;
-        if asks {
-            self.waiting_args.lock().unwrap_or_else(|e| e.into_inner()).remove(&digest);
-        }
-        result
+        let _shown = asks.then(|| WaitingArgs::new(self, &session.session.id, args));
+        self.boundary.call(&session.session, component, tool, args, &caps).await
     }
 
     /// The handles for one call: the HTTP client bound to the connector's
@@ -538,6 +537,34 @@ impl ServeHost {
     pub fn connections(&self, brand: &str) -> Result<Vec<(String, crate::credentials::Source)>, HostError> {
         let set = self.resolver().credential_set_for(Role::PersonChat, None, brand)?;
         Ok(set.servers().filter_map(|s| set.get(s).map(|c| (s.to_string(), c.source().clone()))).collect())
+    }
+}
+
+/// Keeps a waiting call's arguments visible to the approvals API while it
+/// lives (the call may be dropped mid-wait when its client goes away).
+struct WaitingArgs<'a> {
+    host: &'a ServeHost,
+    key: (String, String),
+}
+
+impl<'a> WaitingArgs<'a> {
+    fn new(host: &'a ServeHost, session: &str, args: &Value) -> WaitingArgs<'a> {
+        let key = (session.to_string(), args_digest(args));
+        let mut waiting = host.waiting_args.lock().unwrap_or_else(|e| e.into_inner());
+        waiting.entry(key.clone()).or_insert_with(|| (0, args.clone())).0 += 1;
+        WaitingArgs { host, key }
+    }
+}
+
+impl Drop for WaitingArgs<'_> {
+    fn drop(&mut self) {
+        let mut waiting = self.host.waiting_args.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(entry) = waiting.get_mut(&self.key) {
+            entry.0 -= 1;
+            if entry.0 == 0 {
+                waiting.remove(&self.key);
+            }
+        }
     }
 }
 
