@@ -177,11 +177,6 @@ impl Boundary {
         self.offered(session).ok().and_then(|s| s.get(name).map(|t| asks_person(&t.gate) == Ok(true))).unwrap_or(false)
     }
 
-    /// Whether the session was ended.
-    pub fn is_session_revoked(&self, session: &Session) -> bool {
-        session.revoked.load(Ordering::SeqCst)
-    }
-
     /// Disables a connector (its connection or its grant) for every session,
     /// from the next execution boundary on; unused approvals for its tools
     /// are revoked and never revive.

@@ -138,6 +138,7 @@ async def main():
     # --- discovery produces no authority: unreviewed tools are not offered ---
     status, unreviewed = admin("POST", "/v1/sessions", {"brand": "acme", "role": "person-chat"})
     check(status == 201, f"session before review: {status} {unreviewed}")
+    check(not any(t.startswith("mcp__github__") for t in unreviewed["tools"]), "the allowlist leaves out held tools")
     async with Mcp(unreviewed["mcp"]["github"], unreviewed["token"]) as s:
         tools = (await s.list_tools()).tools
         check(tools == [], f"nothing offered before an operator reviews: {[t.name for t in tools]}")

@@ -56,6 +56,10 @@ impl From<HostError> for ApiError {
             HostError::NotFound(m) => ApiError::not_found(m),
             HostError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
             HostError::InvalidProfile(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_profile", m),
+            HostError::Unavailable(m) => {
+                tracing::error!(error = %m, "unavailable");
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", m)
+            }
             HostError::Store(m) => {
                 tracing::error!(error = %m, "store error");
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", "the store is unavailable")

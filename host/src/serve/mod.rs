@@ -127,6 +127,8 @@ pub enum HostError {
     InvalidProfile(String),
     #[error("the store failed: {0}")]
     Store(String),
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 impl From<crate::store::StoreError> for HostError {
@@ -163,10 +165,10 @@ fn digest(text: &str) -> [u8; 32] {
     Sha256::digest(text.as_bytes()).into()
 }
 
-fn random_hex(bytes: usize) -> String {
+fn random_hex(bytes: usize) -> Result<String, HostError> {
     let mut buf = vec![0u8; bytes];
-    getrandom::fill(&mut buf).expect("the operating system's random source is unavailable");
-    hex::encode(buf)
+    getrandom::fill(&mut buf).map_err(|e| HostError::Unavailable(format!("the operating system's random source failed: {e}")))?;
+    Ok(hex::encode(buf))
 }
 
 impl ServeHost {
@@ -311,14 +313,22 @@ impl ServeHost {
         let profile = self.session_profile(brand, role, request.profile.as_deref())?;
         let input = self.session_input(brand, role, profile)?;
         let facts = input.brand.clone();
-        let id = format!("s-{}", random_hex(12));
-        let token = random_hex(32);
+        let id = format!("s-{}", random_hex(12)?);
+        let token = random_hex(32)?;
         let session = Session::new(id.clone(), brand, input);
         let served: Vec<&LoadedComponent> = facts.connected.iter().filter_map(|c| self.components.get(c).map(|a| &**a)).collect();
         let surface = self
             .boundary
             .open_session_with(&session, &served)
             .map_err(|e| HostError::BadRequest(format!("the session's surface cannot be decided: {e}")))?;
+        // The orchestrator's allowlist leaves out what review holds back.
+        let mut allowlist = surface.allowlist();
+        for component in &served {
+            let prefix = format!("mcp__{}__", component.name());
+            let offered: BTreeSet<String> =
+                self.boundary.offered_tools(&session, component).iter().map(|t| policy::names::mcp(component.name(), &t.name)).collect();
+            allowlist.retain(|name| !name.starts_with(&prefix) || offered.contains(name));
+        }
         let connectors: Vec<String> = facts.connected.iter().cloned().collect();
         let cancel = CancellationToken::new();
         let mut live = LiveSession {
@@ -328,7 +338,7 @@ impl ServeHost {
             token_digest: digest(&token),
             connectors: connectors.clone(),
             endpoints: BTreeMap::new(),
-            allowlist: surface.allowlist(),
+            allowlist,
             cancel: cancel.clone(),
         };
         let live = Arc::new_cyclic(|weak| {
