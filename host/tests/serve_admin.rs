@@ -152,6 +152,25 @@ impl Served {
         body["events"].as_array().unwrap().clone()
     }
 
+    /// A person-chat session whose `github_create_branch` of `branch` is
+    /// waiting for a person: its id, the waiting call, and the approval.
+    async fn waiting_write(&self, branch: &str) -> (String, tokio::task::JoinHandle<Value>, Value) {
+        let view = self.session("person-chat").await;
+        let id = view["id"].as_str().unwrap().to_string();
+        let mcp = self.mcp(&view).connect().await;
+        let args = json!({"owner": "octo", "repo": "hello", "branch": branch});
+        let waiting = tokio::spawn(async move { mcp.call("github_create_branch", args).await });
+        let started = Instant::now();
+        loop {
+            let (_, body) = self.admin(Method::GET, &format!("/v1/approvals?session={id}"), None).await;
+            if let Some(a) = body["pending"].as_array().unwrap().first() {
+                return (id, waiting, a.clone());
+            }
+            assert!(started.elapsed() < Duration::from_secs(20), "no approval was asked for");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Upstream requests other than reads.
     fn upstream_writes(&self) -> usize {
         self.github.requests().iter().filter(|r| r.method != "GET").count()
@@ -651,22 +670,7 @@ async fn ending_a_session_refuses_its_waiting_write_and_its_approval() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_approved_after_its_connection_was_disabled_is_still_denied() {
     let s = serve("approve-disabled", "require_review = false", &[("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "30000")]).await;
-    let view = s.session("person-chat").await;
-    let id = view["id"].as_str().unwrap().to_string();
-    let mcp = s.mcp(&view).connect().await;
-    let waiting = {
-        let mcp = mcp.clone();
-        tokio::spawn(async move { mcp.call("github_create_branch", json!({"owner": "octo", "repo": "hello", "branch": "scout/late"})).await })
-    };
-    let started = Instant::now();
-    let approval = loop {
-        let (_, body) = s.admin(Method::GET, &format!("/v1/approvals?session={id}"), None).await;
-        if let Some(a) = body["pending"].as_array().unwrap().first() {
-            break a.clone();
-        }
-        assert!(started.elapsed() < Duration::from_secs(20), "no approval was asked for");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let (id, waiting, approval) = s.waiting_write("scout/late").await;
     let (status, _) = s.admin(Method::DELETE, "/v1/brands/acme/connections/github", None).await;
     assert_eq!(status, 200);
     // A person approves what they were shown; the world changed meanwhile.
@@ -687,22 +691,8 @@ async fn a_write_approved_after_its_connection_was_disabled_is_still_denied() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disabling_a_connection_revokes_the_approvals_waiting_on_it() {
     let s = serve("revive", "require_review = false", &[("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "30000")]).await;
-    let view = s.session("person-chat").await;
-    let id = view["id"].as_str().unwrap().to_string();
-    let mcp = s.mcp(&view).connect().await;
     let started = Instant::now();
-    let waiting = {
-        let mcp = mcp.clone();
-        tokio::spawn(async move { mcp.call("github_create_branch", json!({"owner": "octo", "repo": "hello", "branch": "scout/revived"})).await })
-    };
-    let approval = loop {
-        let (_, body) = s.admin(Method::GET, &format!("/v1/approvals?session={id}"), None).await;
-        if let Some(a) = body["pending"].as_array().unwrap().first() {
-            break a.clone();
-        }
-        assert!(started.elapsed() < Duration::from_secs(20), "no approval was asked for");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let (id, waiting, approval) = s.waiting_write("scout/revived").await;
     let (status, _) = s.admin(Method::DELETE, "/v1/brands/acme/connections/github", None).await;
     assert_eq!(status, 200);
     let (_, pending) = s.admin(Method::GET, &format!("/v1/approvals?session={id}"), None).await;
