@@ -609,19 +609,30 @@ pub async fn serve_http(host: Arc<ServeHost>, listener: tokio::net::TcpListener,
 /// session ends when the client closes stdin.
 pub async fn run_stdio(host: Arc<ServeHost>, request: OpenSession, connector: String) -> anyhow::Result<()> {
     use rmcp::ServiceExt;
-    let listener = host.bind().await?;
-    let addr = listener.local_addr()?;
+    // The admin API is for approvals a client cannot ask for itself; a
+    // `serve` already on that address leaves this session with elicitation.
+    let admin = match host.bind().await {
+        Ok(listener) => {
+            eprintln!("scout-host: admin API on http://{}", listener.local_addr()?);
+            Some(tokio::spawn(serve_http(host.clone(), listener, std::future::pending())))
+        }
+        Err(e) => {
+            eprintln!("scout-host: no admin API ({}: {e}); approvals only through MCP elicitation", host.config.listen);
+            None
+        }
+    };
     let view = host.open_session(&request)?;
     let Some((live, _)) = host.endpoint(&view.id, &connector) else {
         host.end_session(&view.id);
         anyhow::bail!("connector `{connector}` is not served to this session (connected: {:?})", view.mcp.keys().collect::<Vec<_>>());
     };
-    eprintln!("scout-host: session {} over stdio; admin API on http://{addr}", view.id);
-    let admin = tokio::spawn(serve_http(host.clone(), listener, std::future::pending()));
+    eprintln!("scout-host: session {} over stdio", view.id);
     let server = mcp::ConnectorServer::new(&host, &live, connector);
     let running = server.serve(rmcp::transport::stdio()).await?;
     let _ = running.waiting().await;
     host.end_session(&view.id);
-    admin.abort();
+    if let Some(admin) = admin {
+        admin.abort();
+    }
     Ok(())
 }
