@@ -21,18 +21,7 @@ struct World {
     component: LoadedComponent,
     caps: Capabilities,
     boundary: Arc<Boundary>,
-    _db: tempfile_path::TempDb,
-}
-
-mod tempfile_path {
-    pub struct TempDb(pub std::path::PathBuf);
-    impl Drop for TempDb {
-        fn drop(&mut self) {
-            for ext in ["", "-wal", "-shm"] {
-                let _ = std::fs::remove_file(format!("{}{ext}", self.0.display()));
-            }
-        }
-    }
+    _db: scout_tests::TempDb,
 }
 
 async fn world(name: &str, switches: &[(&str, &str)]) -> World {
@@ -45,8 +34,8 @@ async fn world(name: &str, switches: &[(&str, &str)]) -> World {
             .allow_private_network(true),
     )
     .unwrap();
-    let path = std::env::temp_dir().join(format!("scout-boundary-{name}-{}.db", std::process::id()));
-    let db = tempfile_path::TempDb(path.clone());
+    let db = scout_tests::TempDb::new(&format!("boundary-{name}"));
+    let path = db.path().to_path_buf();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
     let boundary = Arc::new(Boundary::new(store, Catalog::seed(), Switches::from_vars(switches.iter().copied())));
     World { github, component, caps: Capabilities::with_http(http), boundary, _db: db }
@@ -238,8 +227,8 @@ async fn disabling_a_stored_connection_denies_the_next_call() {
     let github = FakeGitHub::start(TOKEN).await;
     let runtime = Runtime::new(RuntimeConfig { max_concurrent_calls: 2, ..Default::default() }).unwrap();
     let component = runtime.load_file(Path::new(scout_tests::components::GITHUB)).unwrap();
-    let path = std::env::temp_dir().join(format!("scout-boundary-disable-{}.db", std::process::id()));
-    let _db = tempfile_path::TempDb(path.clone());
+    let _db = scout_tests::TempDb::new("boundary-disable");
+    let path = _db.path().to_path_buf();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
     let key = [7u8; 32];
     store.put_connection("acme", "github", TOKEN, &key).unwrap();
@@ -301,8 +290,8 @@ async fn a_new_or_changed_tool_is_held_until_an_operator_approves_it() {
     let runtime = Runtime::new(RuntimeConfig { max_concurrent_calls: 2, ..Default::default() }).unwrap();
     let bytes = std::fs::read(scout_tests::components::GITHUB).unwrap();
     let component = runtime.load_bytes(&bytes).unwrap();
-    let path = std::env::temp_dir().join(format!("scout-boundary-review-{}.db", std::process::id()));
-    let _db = tempfile_path::TempDb(path.clone());
+    let _db = scout_tests::TempDb::new("boundary-review");
+    let path = _db.path().to_path_buf();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
     let boundary = Boundary::new(store.clone(), Catalog::seed(), Switches::default()).require_review();
     let s = person_chat("s-review", &["github"], true);

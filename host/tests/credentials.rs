@@ -11,8 +11,7 @@ use scout_host::policy::{Allowance, Catalog, Grant, Harness, Limits, Profile, Ro
 use scout_host::store::{ProfileKind, SaveProfileError, SqliteStore, Store};
 use scout_host::{CredentialScheme, SecretSource};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use scout_tests::TempDb;
 
 const KEY: [u8; 32] = [7; 32];
 const OWNER: &str = "owner-brand";
@@ -23,11 +22,8 @@ const GSC: &str = "https://www.googleapis.com/auth/webmasters.readonly";
 const GA: &str = "https://www.googleapis.com/auth/analytics.readonly";
 const SHEETS: &str = "https://www.googleapis.com/auth/drive.file";
 
-fn temp_db(name: &str) -> PathBuf {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    std::env::temp_dir().join(format!("scout-credentials-{name}-{}-{nanos}-{n}.db", std::process::id()))
+fn temp_db(name: &str) -> TempDb {
+    TempDb::new(&format!("credentials-{name}"))
 }
 
 fn config() -> ResolverConfig {
@@ -64,7 +60,8 @@ fn shared(owner: &str) -> Source {
 
 #[test]
 fn own_beats_shared_beats_environment() {
-    let store = SqliteStore::open(temp_db("order")).unwrap();
+    let _db = temp_db("order");
+    let store = SqliteStore::open(&_db).unwrap();
     let (catalog, config) = (Catalog::seed(), config());
     let r = Resolver::new(&store, &catalog, &config, KEY, env);
 
@@ -89,7 +86,8 @@ fn own_beats_shared_beats_environment() {
 
 #[test]
 fn only_the_deployment_owners_brand_inherits_the_environment() {
-    let store = SqliteStore::open(temp_db("env")).unwrap();
+    let _db = temp_db("env");
+    let store = SqliteStore::open(&_db).unwrap();
     let (catalog, config) = (Catalog::seed(), config());
     let r = Resolver::new(&store, &catalog, &config, KEY, env);
     // The variable is set, but another brand never inherits it.
@@ -116,7 +114,8 @@ fn only_the_deployment_owners_brand_inherits_the_environment() {
 
 #[test]
 fn disabled_own_connection_falls_through_to_shared_and_unsharing_stops_it() {
-    let path = temp_db("share");
+    let db = temp_db("share");
+    let path = db.path().to_path_buf();
     let store = SqliteStore::open(&path).unwrap();
     let (catalog, config) = (Catalog::seed(), config());
     let r = Resolver::new(&store, &catalog, &config, KEY, no_env);
@@ -152,7 +151,8 @@ fn disabled_own_connection_falls_through_to_shared_and_unsharing_stops_it() {
 
 /// A brand with GitHub, AgentMail, Firecrawl and a Google connection holding all four scopes.
 fn connected_brand(name: &str) -> (SqliteStore, Catalog, ResolverConfig) {
-    let store = SqliteStore::open(temp_db(name)).unwrap();
+    let _db = temp_db(name);
+    let store = SqliteStore::open(&_db).unwrap();
     for (connector, value) in [("github", "gh"), (AGENTMAIL, "am"), ("firecrawl", "fc")] {
         store.put_connection(OTHER, connector, value, &KEY).unwrap();
     }
@@ -314,7 +314,8 @@ fn coworker(name: &str) -> Profile {
 
 #[test]
 fn profiles_are_validated_when_saved() {
-    let path = temp_db("profiles");
+    let db = temp_db("profiles");
+    let path = db.path().to_path_buf();
     let store = SqliteStore::open(&path).unwrap();
     let catalog = Catalog::seed();
 

@@ -8,9 +8,10 @@ use reqwest::Method;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, WWW_AUTHENTICATE};
 use scout_host::policy::Switches;
 use scout_host::serve::{ServeConfig, ServeHost, StartError};
+use scout_tests::TempDb;
 use scout_tests::fake_github::FakeGitHub;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -32,31 +33,6 @@ fn test_env(name: &str) -> Option<String> {
     }
 }
 
-/// A SQLite file under the temp directory, removed (with its WAL) on drop.
-struct TempDb(PathBuf);
-
-impl TempDb {
-    fn new(name: &str) -> TempDb {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let db = TempDb(std::env::temp_dir().join(format!("scout-serve-admin-{name}-{}-{n}.db", std::process::id())));
-        db.remove();
-        db
-    }
-
-    fn remove(&self) {
-        for ext in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{ext}", self.0.display()));
-        }
-    }
-}
-
-impl Drop for TempDb {
-    fn drop(&mut self) {
-        self.remove();
-    }
-}
-
 fn github_component() -> String {
     Path::new(scout_tests::components::GITHUB).canonicalize().unwrap().display().to_string()
 }
@@ -71,7 +47,7 @@ fn config_text(extra: &str, name: &str, component: &str, origin: &str, allow_pri
 
 fn parse_config(text: &str, db: &TempDb) -> ServeConfig {
     let mut config = ServeConfig::parse(text).unwrap_or_else(|e| panic!("config parses: {e}\n{text}"));
-    config.database = db.0.clone();
+    config.database = db.path().to_path_buf();
     config
 }
 
@@ -94,7 +70,7 @@ impl Drop for Served {
 /// Starts a fake GitHub and a host serving the GitHub connector against it.
 async fn serve(name: &str, extra: &str, switches: &[(&str, &str)]) -> Served {
     let github = FakeGitHub::start(GITHUB_TOKEN).await;
-    let db = TempDb::new(name);
+    let db = TempDb::new(&format!("serve-admin-{name}"));
     let config = parse_config(&config_text(extra, "github", &github_component(), &github.origin(), true), &db);
     let host: Arc<ServeHost> = ServeHost::start(config, Switches::from_vars(switches.iter().copied()), test_env).expect("serve starts");
     let listener = host.bind().await.expect("bind 127.0.0.1:0");
@@ -334,7 +310,7 @@ fn start_refuses_missing_or_malformed_secrets_and_names_the_variable() {
         assert!(matches!(&e, StartError::BadSecret(m) if m.contains("SCOUT_STORE_KEY") && m.contains("64 hex digits")), "{bad}: {e:?}");
         assert!(!e.to_string().contains(&bad), "the error does not echo the secret: {e}");
     }
-    assert!(!db.0.exists(), "nothing was opened before the secrets were checked");
+    assert!(!db.path().exists(), "nothing was opened before the secrets were checked");
 }
 
 #[test]

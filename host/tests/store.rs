@@ -8,16 +8,13 @@ use scout_host::store::{
 use serde_json::json;
 use std::collections::{BTreeSet, HashSet};
 use std::io::{BufRead, BufReader, Write};
+use scout_tests::TempDb;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-fn temp_db(name: &str) -> PathBuf {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    std::env::temp_dir().join(format!("scout-store-{name}-{}-{nanos}-{n}.db", std::process::id()))
+fn temp_db(name: &str) -> TempDb {
+    TempDb::new(&format!("store-{name}"))
 }
 
 fn event(session: &str, brand: &str, state: TraceState, n: i64) -> TraceEvent {
@@ -35,7 +32,8 @@ fn event(session: &str, brand: &str, state: TraceState, n: i64) -> TraceEvent {
 
 #[test]
 fn trace_is_returned_in_insertion_order_per_session_and_brand() {
-    let store = SqliteStore::open(temp_db("trace")).unwrap();
+    let _db = temp_db("trace");
+    let store = SqliteStore::open(&_db).unwrap();
     let states = [
         TraceState::Registered,
         TraceState::Eligible,
@@ -76,7 +74,8 @@ fn args_digest_is_canonical() {
 
 #[test]
 fn an_approval_is_used_once_and_only_for_its_arguments() {
-    let store = SqliteStore::open(temp_db("approve")).unwrap();
+    let _db = temp_db("approve");
+    let store = SqliteStore::open(&_db).unwrap();
     let tool = "mcp__github__github_comment";
     let args = args_digest(&json!({ "issue": 1, "body": "hi" }));
     let other = args_digest(&json!({ "issue": 2, "body": "hi" }));
@@ -111,7 +110,8 @@ fn an_approval_is_used_once_and_only_for_its_arguments() {
 
 #[test]
 fn concurrent_consumers_spend_an_approval_once() {
-    let path = temp_db("approve-race");
+    let db = temp_db("approve-race");
+    let path = db.path().to_path_buf();
     let store = SqliteStore::open(&path).unwrap();
     let args = args_digest(&json!({ "x": 1 }));
     let id = store.request_approval("s", "t", &args).unwrap();
@@ -133,7 +133,8 @@ fn concurrent_consumers_spend_an_approval_once() {
 
 #[test]
 fn revoked_approvals_never_revive() {
-    let store = SqliteStore::open(temp_db("revoke")).unwrap();
+    let _db = temp_db("revoke");
+    let store = SqliteStore::open(&_db).unwrap();
     let args = args_digest(&json!({ "to": "a@example.com" }));
     let approved = store.request_approval("s", "send", &args).unwrap();
     store.decide(approved, true, "alice").unwrap();
@@ -162,7 +163,8 @@ fn revoked_approvals_never_revive() {
 
 #[test]
 fn charges_are_recorded_once_per_idempotency_key() {
-    let store = SqliteStore::open(temp_db("charge")).unwrap();
+    let _db = temp_db("charge");
+    let store = SqliteStore::open(&_db).unwrap();
     assert!(store.charge("r1", "firecrawl", "acme", "2026-11-30", 5, "k1").unwrap());
     assert!(!store.charge("r1", "firecrawl", "acme", "2026-11-30", 5, "k1").unwrap());
     assert!(store.charge("r1", "firecrawl", "acme", "2026-11-30", 7, "k2").unwrap());
@@ -187,7 +189,8 @@ fn charges_are_recorded_once_per_idempotency_key() {
 
 #[test]
 fn fifty_threads_charging_one_key_record_one_row() {
-    let path = temp_db("charge-race");
+    let db = temp_db("charge-race");
+    let path = db.path().to_path_buf();
     SqliteStore::open(&path).unwrap();
     let recorded: usize = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..50)
@@ -209,7 +212,8 @@ fn fifty_threads_charging_one_key_record_one_row() {
 
 #[test]
 fn one_shared_store_is_safe_across_threads() {
-    let store = Arc::new(SqliteStore::open(temp_db("shared")).unwrap());
+    let _db = temp_db("shared");
+    let store = Arc::new(SqliteStore::open(&_db).unwrap());
     std::thread::scope(|scope| {
         for t in 0..8 {
             let store = store.clone();
@@ -225,7 +229,8 @@ fn one_shared_store_is_safe_across_threads() {
 
 #[test]
 fn start_run_applies_the_seeds_day_arithmetic() {
-    let store = SqliteStore::open(temp_db("runs")).unwrap();
+    let _db = temp_db("runs");
+    let store = SqliteStore::open(&_db).unwrap();
     let day = "2026-11-30";
     let (b, c) = ("acme", "firecrawl");
     // Researcher preset: 25 per run, 100 per day.
@@ -261,7 +266,8 @@ fn start_run_applies_the_seeds_day_arithmetic() {
 
 #[test]
 fn concurrent_starts_never_overcommit_the_day() {
-    let path = temp_db("runs-race");
+    let db = temp_db("runs-race");
+    let path = db.path().to_path_buf();
     SqliteStore::open(&path).unwrap();
     let started: usize = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..12)
@@ -294,7 +300,8 @@ fn file_bytes(path: &PathBuf) -> Vec<u8> {
 
 #[test]
 fn connections_are_encrypted_at_rest() {
-    let path = temp_db("conn");
+    let db = temp_db("conn");
+    let path = db.path().to_path_buf();
     let key = [7u8; 32];
     let secret = "ghp_SuperSecretToken_0123456789abcdef";
     {
@@ -329,17 +336,20 @@ fn connections_are_encrypted_at_rest() {
 
 #[test]
 fn a_corrupt_file_is_an_error_not_a_panic() {
-    let path = temp_db("corrupt");
+    let db = temp_db("corrupt");
+    let path = db.path().to_path_buf();
     std::fs::write(&path, vec![0xA5u8; 8192]).unwrap();
     assert!(SqliteStore::open(&path).is_err());
 
-    let path = temp_db("future");
+    let db = temp_db("future");
+    let path = db.path().to_path_buf();
     SqliteStore::open(&path).unwrap();
     rusqlite::Connection::open(&path).unwrap().execute("UPDATE schema_version SET version = 999", []).unwrap();
     assert!(matches!(SqliteStore::open(&path), Err(StoreError::SchemaTooNew { found: 999, .. })));
 
     // Reopening a good file keeps its data and schema.
-    let path = temp_db("reopen");
+    let db = temp_db("reopen");
+    let path = db.path().to_path_buf();
     SqliteStore::open(&path).unwrap().charge("r", "c", "b", "2026-11-30", 1, "k").unwrap();
     let store = SqliteStore::open(&path).unwrap();
     store.integrity_check().unwrap();
@@ -396,7 +406,8 @@ fn a_killed_host_leaves_no_partial_or_duplicate_record() {
 }
 
 fn killed_host_round(kill_after: usize) {
-    let path = temp_db("crash");
+    let db = temp_db("crash");
+    let path = db.path().to_path_buf();
     SqliteStore::open(&path).unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])

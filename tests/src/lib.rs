@@ -25,3 +25,43 @@ pub fn patch_bytes(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     assert!(found, "pattern present");
     out
 }
+
+/// A SQLite file under the temp directory, unique to this process and call,
+/// removed with its WAL and shared-memory files on drop: tests leave
+/// nothing behind.
+pub struct TempDb(std::path::PathBuf);
+
+impl TempDb {
+    /// A fresh path named after `name` (nothing is created yet).
+    pub fn new(name: &str) -> TempDb {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let db = TempDb(std::env::temp_dir().join(format!("scout-test-{name}-{}-{n}.db", std::process::id())));
+        db.remove();
+        db
+    }
+
+    /// The database file's path.
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+
+    fn remove(&self) {
+        for ext in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{ext}", self.0.display()));
+        }
+    }
+}
+
+impl AsRef<std::path::Path> for TempDb {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
