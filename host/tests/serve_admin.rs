@@ -723,3 +723,30 @@ async fn the_trace_query_wants_exactly_one_of_session_or_brand() {
     assert_eq!((status, error_code(&body)), (401, "unauthorized"));
     assert!(s.github.requests().is_empty());
 }
+
+// --- session lifetime --------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_ends_by_itself_at_its_time() {
+    let s = serve("ttl", "require_review = false\nsession_ttl_secs = 1", &[("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "30000")]).await;
+    let started = Instant::now();
+    let (id, waiting, approval) = s.waiting_write("scout/expired").await;
+    let (status, body) = s.admin(Method::GET, &format!("/v1/sessions/{id}"), None).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["expires_at_ms"].as_i64().unwrap() > 0, "the session says when it ends: {body}");
+
+    // Nobody touches the session: the host ends it, and its waiting call is refused.
+    let reply = tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("the waiting call ends with the session").unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10), "ended at its time, not at the approval timeout");
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    assert!(result_text(&reply).contains("revoked"), "{reply}");
+    let approval_id = approval["id"].as_i64().unwrap();
+    let (status, body) = s.admin(Method::POST, &format!("/v1/approvals/{approval_id}"), Some(json!({"approve": true, "by": "late"}))).await;
+    assert_eq!((status, error_code(&body)), (409, "not_pending"));
+    let (status, body) = s.admin(Method::GET, &format!("/v1/sessions/{id}"), None).await;
+    assert_eq!((status, error_code(&body)), (404, "not_found"));
+    let (_, list) = s.admin(Method::GET, "/v1/sessions", None).await;
+    assert_eq!(list["sessions"], json!([]));
+    assert_eq!(s.upstream_writes(), 0);
+    assert!(s.github.branch_sha("octo", "hello", "scout/expired").is_none());
+}

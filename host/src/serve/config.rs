@@ -54,6 +54,9 @@ pub struct ServeConfig {
     /// that seals connections at rest.
     #[serde(default = "default_store_key_env")]
     pub store_key_env: String,
+    /// How long a session lives before it ends by itself (seconds).
+    #[serde(default = "default_session_ttl_secs")]
+    pub session_ttl_secs: u64,
     /// Pooling allocator slots: calls that can run at once.
     #[serde(default = "default_max_concurrent_calls")]
     pub max_concurrent_calls: u32,
@@ -104,6 +107,9 @@ fn default_store_key_env() -> String {
 fn default_max_concurrent_calls() -> u32 {
     128
 }
+fn default_session_ttl_secs() -> u64 {
+    24 * 60 * 60
+}
 fn default_credential() -> String {
     "bearer".to_string()
 }
@@ -131,6 +137,9 @@ impl ServeConfig {
             toml::from_str(text).map_err(|e| ConfigFileError::Parse { path: "configuration".into(), message: e.to_string() })?;
         for (name, connector) in &config.connectors {
             connector.scheme().map_err(|e| ConfigFileError::Invalid(format!("connectors.{name}.credential: {e}")))?;
+        }
+        if config.session_ttl_secs == 0 {
+            return Err(ConfigFileError::Invalid("session_ttl_secs must be at least 1".into()));
         }
         if config.max_request_bytes < 1024 {
             return Err(ConfigFileError::Invalid("max_request_bytes must be at least 1024".into()));
@@ -193,6 +202,8 @@ mod tests {
         assert_eq!(c.connectors["github"].scheme().unwrap(), CredentialScheme::Bearer);
         let bad = ServeConfig::parse("[connectors.x]\ncomponent = \"x.wasm\"\norigin = \"https://x\"\ncredential = \"cookie\"\n");
         assert!(matches!(bad, Err(ConfigFileError::Invalid(m)) if m.contains("connectors.x.credential")));
+        assert_eq!(c.session_ttl_secs, 86_400, "a session lives a day unless configured");
+        assert!(matches!(ServeConfig::parse("session_ttl_secs = 0\n"), Err(ConfigFileError::Invalid(_))));
         let unknown = ServeConfig::parse("listen = \"127.0.0.1:1\"\nadmin_token = \"oops\"\n");
         assert!(matches!(unknown, Err(ConfigFileError::Parse { message, .. }) if message.contains("admin_token")), "secrets have no place in the file");
     }

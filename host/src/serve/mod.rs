@@ -33,6 +33,17 @@ use tokio_util::sync::CancellationToken;
 /// receive their refusal.
 const END_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 
+/// How often `serve` ends the sessions past their time.
+const EXPIRY_SWEEP: std::time::Duration = std::time::Duration::from_secs(1);
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Why `serve` cannot start. Each names what to fix.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -77,6 +88,8 @@ pub struct SessionView {
     /// The session's whole allowlist (D12): what the orchestrator passes to
     /// its agent runtime, connector tools and the tools it serves itself.
     pub tools: Vec<String>,
+    /// When the session ends by itself (milliseconds since the Unix epoch).
+    pub expires_at_ms: i64,
     /// Bearer token for the MCP endpoints (only in the answer that created it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
@@ -92,6 +105,8 @@ pub struct LiveSession {
     endpoints: BTreeMap<String, mcp::Endpoint>,
     allowlist: Vec<String>,
     cancel: CancellationToken,
+    expires: std::time::Instant,
+    expires_at_ms: i64,
 }
 
 impl LiveSession {
@@ -103,6 +118,7 @@ impl LiveSession {
             profile: self.profile.clone(),
             mcp: self.connectors.iter().map(|c| (c.clone(), format!("{base}/mcp/{}/{c}", self.session.id))).collect(),
             tools: self.allowlist.clone(),
+            expires_at_ms: self.expires_at_ms,
             token,
         }
     }
@@ -331,6 +347,7 @@ impl ServeHost {
         }
         let connectors: Vec<String> = facts.connected.iter().cloned().collect();
         let cancel = CancellationToken::new();
+        let ttl = std::time::Duration::from_secs(self.config.session_ttl_secs);
         let mut live = LiveSession {
             session,
             role_name: request.role.clone(),
@@ -340,6 +357,8 @@ impl ServeHost {
             endpoints: BTreeMap::new(),
             allowlist,
             cancel: cancel.clone(),
+            expires: std::time::Instant::now() + ttl,
+            expires_at_ms: (std::time::SystemTime::now() + ttl).duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64),
         };
         let live = Arc::new_cyclic(|weak| {
             for connector in &connectors {
@@ -409,13 +428,34 @@ impl ServeHost {
         Ok(Some(saved.profile))
     }
 
-    /// The session `id`, if it is open.
+    /// The session `id`, if it is open. A session past its time is ended here.
     pub fn session(&self, id: &str) -> Option<Arc<LiveSession>> {
-        self.sessions.read().unwrap_or_else(|e| e.into_inner()).get(id).cloned()
+        let live = self.sessions.read().unwrap_or_else(|e| e.into_inner()).get(id).cloned()?;
+        if live.expires <= std::time::Instant::now() {
+            self.end_session(id);
+            return None;
+        }
+        Some(live)
+    }
+
+    /// Ends every session past its time (a call waiting for a person in one
+    /// is refused); `serve` runs this every few seconds.
+    pub fn end_expired(&self) -> usize {
+        let now = std::time::Instant::now();
+        let expired: Vec<String> = self
+            .sessions
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter(|s| s.expires <= now)
+            .map(|s| s.session.id.clone())
+            .collect();
+        expired.iter().filter(|id| self.end_session(id)).count()
     }
 
     /// Every open session.
     pub fn sessions(&self) -> Vec<SessionView> {
+        self.end_expired();
         let base = self.base_url();
         let sessions = self.sessions.read().unwrap_or_else(|e| e.into_inner());
         let mut views: Vec<SessionView> = sessions.values().map(|s| s.view(&base, None)).collect();
@@ -596,6 +636,18 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
 /// or Nagle's algorithm and the peer's delayed ACK add 40 ms to a reply.
 pub async fn serve_http(host: Arc<ServeHost>, listener: tokio::net::TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
     use axum::serve::ListenerExt;
+    let sweeper = {
+        let host = Arc::downgrade(&host);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(EXPIRY_SWEEP);
+            loop {
+                tick.tick().await;
+                let Some(host) = host.upgrade() else { return };
+                host.end_expired();
+            }
+        })
+    };
+    let _stop_sweeper = AbortOnDrop(sweeper);
     let listener = listener.tap_io(|tcp| {
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::warn!(error = %e, "cannot set TCP_NODELAY");
