@@ -157,8 +157,9 @@ impl ServerHandler for ConnectorServer {
 
 /// Waits for the boundary to file the approval request for this call, then
 /// asks the client's person and records the answer in the store, where the
-/// waiting call reads it. Returns when the question was answered (or the
-/// client could not ask); the caller keeps waiting for the boundary.
+/// waiting call reads it. Returns when the question was answered, and the
+/// caller keeps waiting for the boundary; if the client could not ask, it
+/// never returns and the approvals API decides.
 async fn ask_through_elicitation(host: &ServeHost, live: &LiveSession, name: &str, args: &Value, context: &RequestContext<RoleServer>) {
     let digest = crate::store::args_digest(args);
     let approval = loop {
