@@ -750,3 +750,31 @@ async fn a_session_ends_by_itself_at_its_time() {
     assert_eq!(s.upstream_writes(), 0);
     assert!(s.github.branch_sha("octo", "hello", "scout/expired").is_none());
 }
+
+// --- one error shape ----------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_from_extractors_and_the_mcp_transport_have_the_json_shape() {
+    let s = serve("shape", "require_review = false", &[]).await;
+    // A path segment that is not UTF-8: axum's own rejection, reshaped.
+    let (status, body) = s.admin(Method::GET, "/v1/sessions/%FF", None).await;
+    assert_eq!((status, error_code(&body)), (400, "bad_request"), "{body}");
+    // An approval id that is not a number.
+    let (status, body) = s.admin(Method::POST, "/v1/approvals/abc", Some(json!({"approve": true, "by": "x"}))).await;
+    assert_eq!((status, error_code(&body)), (400, "bad_request"), "{body}");
+    // The MCP transport refusing a request without the Accept it requires.
+    let view = s.session("person-chat").await;
+    let response = s
+        .http
+        .post(view["mcp"]["github"].as_str().unwrap())
+        .header(AUTHORIZATION, format!("Bearer {}", view["token"].as_str().unwrap()))
+        .header("content-type", "application/json")
+        .body(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}).to_string())
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = json_of(response).await;
+    assert!(status >= 400, "refused without Accept: {status}");
+    assert!(body["error"]["code"].is_string() && body["error"]["message"].is_string(), "{body}");
+    assert!(s.github.requests().is_empty());
+}

@@ -129,8 +129,47 @@ pub fn router(host: Arc<ServeHost>) -> Router {
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .method_not_allowed_fallback(|| async { ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "method not allowed") })
         .layer(DefaultBodyLimit::max(limit))
+        .layer(middleware::from_fn(json_errors))
         .layer(middleware::from_fn_with_state(host.clone(), check_host))
         .with_state(host)
+}
+
+/// Gives every error the one JSON shape, including those written by
+/// extractors (a path that is not UTF-8) and by the MCP transport (a
+/// missing `Accept` header): a client parses one kind of error.
+async fn json_errors(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let www_authenticate = response.headers().get(header::WWW_AUTHENTICATE).cloned();
+    let text = axum::body::to_bytes(response.into_body(), 4096).await.map(|b| String::from_utf8_lossy(&b).trim().to_string()).unwrap_or_default();
+    let code = match status {
+        StatusCode::BAD_REQUEST => "bad_request",
+        StatusCode::UNAUTHORIZED => "unauthorized",
+        StatusCode::FORBIDDEN => "forbidden",
+        StatusCode::NOT_FOUND => "not_found",
+        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+        StatusCode::NOT_ACCEPTABLE => "not_acceptable",
+        StatusCode::CONFLICT => "conflict",
+        StatusCode::PAYLOAD_TOO_LARGE => "too_large",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+        StatusCode::UNPROCESSABLE_ENTITY => "unprocessable",
+        s if s.is_server_error() => "internal_error",
+        _ => "bad_request",
+    };
+    let message = if text.is_empty() { status.canonical_reason().unwrap_or("error").to_string() } else { text };
+    let mut response = ApiError::new(status, code, message).into_response();
+    if let Some(value) = www_authenticate {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
 }
 
 /// Refuses a `Host` header outside the configured list (DNS rebinding).
