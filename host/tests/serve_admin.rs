@@ -700,7 +700,7 @@ async fn the_trace_query_wants_exactly_one_of_session_or_brand() {
         let (status, body) = s.admin(Method::GET, &format!("/v1/trace{query}"), None).await;
         assert_eq!((status, error_code(&body)), (400, "bad_request"), "/v1/trace{query}");
     }
-    for query in ["?sesion=x", "?session=x&limit=5", "?tool=mcp__github__github_read_file"] {
+    for query in ["?sesion=x", "?session=x&page=5", "?tool=mcp__github__github_read_file", "?session=x&limit=-1", "?session=x&limit=5001", "?session=x&after=z"] {
         let (status, body) = s.admin(Method::GET, &format!("/v1/trace{query}"), None).await;
         assert_eq!((status, error_code(&body)), (400, "invalid_query"), "/v1/trace{query}");
     }
@@ -716,6 +716,24 @@ async fn the_trace_query_wants_exactly_one_of_session_or_brand() {
     let (status, by_brand) = s.admin(Method::GET, "/v1/trace?brand=acme", None).await;
     assert_eq!(status, 200);
     assert_eq!(by_brand["events"], by_session["events"]);
+    // Read in bounded pages: each page continues after the last one's `next_after`.
+    let all = by_session["events"].as_array().unwrap().clone();
+    assert!(all.len() >= 3, "{all:?}");
+    assert!(all.windows(2).all(|w| w[0]["seq"].as_i64() < w[1]["seq"].as_i64()), "sequence numbers increase");
+    let mut paged = Vec::new();
+    let mut after = 0;
+    loop {
+        let (status, page) = s.admin(Method::GET, &format!("/v1/trace?session={id}&limit=2&after={after}"), None).await;
+        assert_eq!(status, 200, "{page}");
+        let events = page["events"].as_array().unwrap();
+        assert!(events.len() <= 2);
+        paged.extend(events.iter().cloned());
+        match page["next_after"].as_i64() {
+            Some(next) => after = next,
+            None => break,
+        }
+    }
+    assert_eq!(paged, all, "the pages add up to the whole trace");
     let (status, none) = s.admin(Method::GET, "/v1/trace?brand=globex", None).await;
     assert_eq!((status, none["events"].clone()), (200, json!([])));
     // Unauthenticated, the trace is not readable.

@@ -8,7 +8,7 @@
 
 use super::{HostError, OpenSession, ServeHost};
 use crate::policy::Profile;
-use crate::store::{ApprovalError, ApprovalId, ProfileKind, SaveProfileError};
+use crate::store::{ApprovalError, ApprovalId, ProfileKind, SaveProfileError, TraceFilter};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, FromRequest, Path, RawQuery, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -452,6 +452,10 @@ async fn approve_review(State(host): State<Arc<ServeHost>>, Body(request): Body<
     Ok(Json(json!({"connector": request.connector, "tool": request.tool, "reviewed": true})))
 }
 
+/// Events per trace page unless `limit` says otherwise, and at most.
+const TRACE_PAGE: usize = 500;
+const TRACE_PAGE_MAX: usize = 5000;
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TraceQuery {
@@ -459,14 +463,42 @@ struct TraceQuery {
     session: Option<String>,
     #[serde(default)]
     brand: Option<String>,
+    /// Only events after this sequence number (the last page's `next_after`).
+    #[serde(default)]
+    after: Option<String>,
+    /// Events per page, 1 to 5000 (default 500).
+    #[serde(default)]
+    limit: Option<String>,
 }
 
 async fn trace(State(host): State<Arc<ServeHost>>, RawQuery(raw): RawQuery) -> Result<Json<Value>, ApiError> {
     let q: TraceQuery = query(raw)?;
-    let events = match (q.session, q.brand) {
-        (Some(session), None) => host.store.trace_for_session(&session)?,
-        (None, Some(brand)) => host.store.trace_for_brand(&brand)?,
+    let number = |name: &str, text: Option<&String>, default: u64, max: u64| -> Result<u64, ApiError> {
+        match text {
+            None => Ok(default),
+            Some(t) => t
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n <= max)
+                .ok_or_else(|| ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", format!("`{name}` must be a number up to {max}"))),
+        }
+    };
+    let after = number("after", q.after.as_ref(), 0, i64::MAX as u64)? as i64;
+    let limit = number("limit", q.limit.as_ref(), TRACE_PAGE as u64, TRACE_PAGE_MAX as u64)?.max(1) as usize;
+    let filter = match (&q.session, &q.brand) {
+        (Some(session), None) => TraceFilter::Session(session),
+        (None, Some(brand)) => TraceFilter::Brand(brand),
         _ => return Err(ApiError::bad_request("give exactly one of `session` or `brand`")),
     };
-    Ok(Json(json!({"events": events})))
+    let page = host.store.trace_page(filter, after, limit)?;
+    let next_after = (page.len() == limit).then(|| page.last().map(|(seq, _)| *seq)).flatten();
+    let events: Vec<Value> = page
+        .into_iter()
+        .map(|(seq, event)| {
+            let mut value = json!(event);
+            value["seq"] = json!(seq);
+            value
+        })
+        .collect();
+    Ok(Json(json!({"events": events, "next_after": next_after})))
 }

@@ -109,6 +109,13 @@ impl fmt::Display for TraceState {
     }
 }
 
+/// Whose events a trace query reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TraceFilter<'a> {
+    Session(&'a str),
+    Brand(&'a str),
+}
+
 /// One recorded decision or step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TraceEvent {
@@ -244,6 +251,10 @@ pub trait Store: Send + Sync {
     fn record_all(&self, events: &[TraceEvent]) -> Result<(), StoreError> {
         events.iter().try_for_each(|e| self.record(e))
     }
+    /// Up to `limit` events matching `filter` recorded after sequence number
+    /// `after` (0: from the start), in order, each with its sequence number:
+    /// how a long trace is read in bounded pages.
+    fn trace_page(&self, filter: TraceFilter<'_>, after: i64, limit: usize) -> Result<Vec<(i64, TraceEvent)>, StoreError>;
     /// A session's events in the order they were recorded.
     fn trace_for_session(&self, session: &str) -> Result<Vec<TraceEvent>, StoreError>;
     /// A brand's events in the order they were recorded.

@@ -2,7 +2,7 @@
 
 use super::{
     Approval, ApprovalError, ApprovalId, ApprovalState, Charge, ProfileKind, SaveProfileError, SavedProfile,
-    StartRunError, Store, StoreError, TraceEvent, TraceState,
+    StartRunError, Store, StoreError, TraceEvent, TraceFilter, TraceState,
 };
 use crate::policy::{Catalog, Profile};
 use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
@@ -178,31 +178,37 @@ impl SqliteStore {
     }
 
     fn trace_query(&self, column: &str, value: &str) -> Result<Vec<TraceEvent>, StoreError> {
+        Ok(self.trace_rows(column, value, 0, i64::MAX)?.into_iter().map(|(_, event)| event).collect())
+    }
+
+    fn trace_rows(&self, column: &str, value: &str, after: i64, limit: i64) -> Result<Vec<(i64, TraceEvent)>, StoreError> {
         let conn = self.lock();
         let sql = format!(
-            "SELECT session, brand, call_id, tool, state, rule, detail, at_ms FROM trace WHERE {column} = ?1 ORDER BY seq"
+            "SELECT seq, session, brand, call_id, tool, state, rule, detail, at_ms FROM trace
+             WHERE {column} = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"
         );
         let mut stmt = conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map([value], |row| {
+        let rows = stmt.query_map(params![value, after, limit], |row| {
             Ok((
-                row.get::<_, String>(0)?,
+                row.get::<_, i64>(0)?,
                 row.get::<_, String>(1)?,
-                row.get::<_, Option<String>>(2)?,
+                row.get::<_, String>(2)?,
                 row.get::<_, Option<String>>(3)?,
-                row.get::<_, String>(4)?,
-                row.get::<_, Option<String>>(5)?,
-                row.get::<_, String>(6)?,
-                row.get::<_, i64>(7)?,
+                row.get::<_, Option<String>>(4)?,
+                row.get::<_, String>(5)?,
+                row.get::<_, Option<String>>(6)?,
+                row.get::<_, String>(7)?,
+                row.get::<_, i64>(8)?,
             ))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (session, brand, call_id, tool, state, rule, detail, at_ms) = row?;
+            let (seq, session, brand, call_id, tool, state, rule, detail, at_ms) = row?;
             let state = TraceState::parse(&state)
                 .ok_or_else(|| StoreError::Corrupt(format!("unknown trace state {state:?}")))?;
             let detail = serde_json::from_str(&detail)
                 .map_err(|e| StoreError::Corrupt(format!("trace detail is not JSON: {e}")))?;
-            out.push(TraceEvent { session, brand, call_id, tool, state, rule, detail, at_ms });
+            out.push((seq, TraceEvent { session, brand, call_id, tool, state, rule, detail, at_ms }));
         }
         Ok(out)
     }
@@ -273,6 +279,14 @@ impl Store for SqliteStore {
         }
         tx.commit()?;
         Ok(())
+    }
+
+    fn trace_page(&self, filter: TraceFilter<'_>, after: i64, limit: usize) -> Result<Vec<(i64, TraceEvent)>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        match filter {
+            TraceFilter::Session(session) => self.trace_rows("session", session, after, limit),
+            TraceFilter::Brand(brand) => self.trace_rows("brand", brand, after, limit),
+        }
     }
 
     fn trace_for_session(&self, session: &str) -> Result<Vec<TraceEvent>, StoreError> {
