@@ -59,8 +59,8 @@ enum Command {
     Switches,
     /// Serves the admin API and MCP endpoints (streamable HTTP) as the
     /// configuration file says; with `--stdio`, serves one session's
-    /// connector over stdin/stdout instead (the admin API still listens,
-    /// for approvals).
+    /// connector over stdin/stdout instead (the admin API listens too, for
+    /// approvals, when its address is free).
     Serve {
         /// The configuration file (TOML; see README.md).
         #[arg(long)]
