@@ -176,7 +176,7 @@ async fn json_errors(request: Request, next: Next) -> Response {
 async fn check_host(State(host): State<Arc<ServeHost>>, request: Request, next: Next) -> Response {
     let given = request.headers().get(header::HOST).and_then(|h| h.to_str().ok()).map(str::to_ascii_lowercase);
     match given {
-        Some(h) if host.allowed_hosts().contains(&h) => next.run(request).await,
+        Some(h) if host.answers_to(&h) => next.run(request).await,
         _ => ApiError::new(StatusCode::FORBIDDEN, "host_not_allowed", "the Host header is not one this server answers to").into_response(),
     }
 }

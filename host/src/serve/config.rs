@@ -154,12 +154,18 @@ impl ServeConfig {
 
     /// The accepted `Host` header values.
     pub fn hosts(&self) -> Vec<String> {
+        self.hosts_for(self.listen)
+    }
+
+    /// The accepted `Host` header values when the listener got `listen`
+    /// (the configured port may be 0).
+    pub fn hosts_for(&self, listen: SocketAddr) -> Vec<String> {
         if !self.allowed_hosts.is_empty() {
             return self.allowed_hosts.iter().map(|h| h.to_ascii_lowercase()).collect();
         }
-        let port = self.listen.port();
-        let mut hosts = vec![self.listen.to_string(), format!("localhost:{port}")];
-        if self.listen.ip().is_unspecified() {
+        let port = listen.port();
+        let mut hosts = vec![listen.to_string(), format!("localhost:{port}")];
+        if listen.ip().is_unspecified() {
             hosts.push(format!("127.0.0.1:{port}"));
         }
         hosts

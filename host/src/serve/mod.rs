@@ -168,13 +168,14 @@ pub struct ServeHost {
     boundary: Arc<Boundary>,
     sessions: RwLock<HashMap<String, Arc<LiveSession>>>,
     http: Mutex<HashMap<(String, String), CachedClient>>,
-    /// Arguments of calls waiting for a person, by session and digest, so
-    /// the approvals API can show a person what they approve (the store
-    /// keeps only digests). Counted: two identical calls may wait at once.
+    /// Arguments of calls in flight, by session and digest, so the approvals
+    /// API can show a person what they approve (the store keeps only
+    /// digests). Counted: two identical calls may be in flight at once.
     waiting_args: Mutex<HashMap<(String, String), (usize, Value)>>,
     admin_token_digest: [u8; 32],
-    /// The address actually bound (the configured port may be 0).
-    bound: std::sync::OnceLock<std::net::SocketAddr>,
+    /// The address actually bound (the configured port may be 0) and the
+    /// `Host` values it answers to, fixed when it is bound.
+    bound: std::sync::OnceLock<(std::net::SocketAddr, Vec<String>)>,
 }
 
 fn digest(text: &str) -> [u8; 32] {
@@ -269,25 +270,24 @@ impl ServeHost {
     /// The base URL MCP endpoints are announced under.
     pub fn base_url(&self) -> String {
         match (&self.config.public_url, self.bound.get()) {
-            (None, Some(addr)) => format!("http://{addr}"),
+            (None, Some((addr, _))) => format!("http://{addr}"),
             _ => self.config.base_url(),
         }
     }
 
-    /// The `Host` header values this server answers to.
-    pub fn allowed_hosts(&self) -> Vec<String> {
+    /// Whether this server answers to `host` (a lowercased `Host` header).
+    pub fn answers_to(&self, host: &str) -> bool {
         match self.bound.get() {
-            Some(addr) if self.config.allowed_hosts.is_empty() => {
-                ServeConfig { listen: *addr, ..self.config.clone() }.hosts()
-            }
-            _ => self.config.hosts(),
+            Some((_, hosts)) => hosts.iter().any(|h| h == host),
+            None => self.config.hosts().iter().any(|h| h == host),
         }
     }
 
     /// Binds the configured listener and records the address it got.
     pub async fn bind(&self) -> std::io::Result<tokio::net::TcpListener> {
         let listener = tokio::net::TcpListener::bind(self.config.listen).await?;
-        let _ = self.bound.set(listener.local_addr()?);
+        let addr = listener.local_addr()?;
+        let _ = self.bound.set((addr, self.config.hosts_for(addr)));
         Ok(listener)
     }
 
@@ -509,8 +509,8 @@ impl ServeHost {
             return Err(Denied { denial: policy::PolicyDenial::NotOffered });
         };
         let caps = self.capabilities(&session.session.brand, connector);
-        let asks = self.boundary.asks_person(&session.session, &policy::names::mcp(connector, tool));
-        let _shown = asks.then(|| WaitingArgs::new(self, &session.session.id, args));
+        // Shown to a person by the approvals API if the call waits for one.
+        let _shown = WaitingArgs::new(self, &session.session.id, args);
         self.boundary.call(&session.session, component, tool, args, &caps).await
     }
 
@@ -590,8 +590,8 @@ impl ServeHost {
     }
 }
 
-/// Keeps a waiting call's arguments visible to the approvals API while it
-/// lives (the call may be dropped mid-wait when its client goes away).
+/// Keeps a call's arguments visible to the approvals API while it is in
+/// flight (it may be dropped mid-wait when its client goes away).
 struct WaitingArgs<'a> {
     host: &'a ServeHost,
     key: (String, String),
