@@ -13,12 +13,13 @@
 use crate::capabilities::Capabilities;
 use crate::policy::{self, Catalog, Gate, PolicyDenial, SessionInput, Switches};
 use crate::runtime::{CallOutcome, LoadedComponent, ToolOutput};
-use crate::store::{ApprovalError, Store, TraceEvent, TraceState, args_digest};
+use crate::store::{ApprovalError, ApprovalId, Store, TraceEvent, TraceState, args_digest};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio_util::sync::CancellationToken;
 
 /// How often a waiting call looks for a person's decision.
 const APPROVAL_POLL: Duration = Duration::from_millis(20);
@@ -235,6 +236,23 @@ impl Boundary {
         args: &Value,
         caps: &Capabilities,
     ) -> Result<Executed, Denied> {
+        self.call_while_present(session, component, tool, args, caps, &CancellationToken::new()).await
+    }
+
+    /// [`Boundary::call`] for a caller that can go away (an MCP request
+    /// cancelled, its stream closed): when `gone` fires while the call waits
+    /// for a person, its approval is withdrawn (revoked, and the trace says
+    /// so) and the call is denied. Once allowed, a call runs to its end
+    /// whatever the caller does: an effect is never cut off halfway.
+    pub async fn call_while_present(
+        &self,
+        session: &Session,
+        component: &LoadedComponent,
+        tool: &str,
+        args: &Value,
+        caps: &Capabilities,
+        gone: &CancellationToken,
+    ) -> Result<Executed, Denied> {
         let connector = component.name().to_string();
         let name = policy::names::mcp(&connector, tool);
         let call_id = format!("{}-{}", session.id, self.next_call.fetch_add(1, Ordering::Relaxed));
@@ -242,7 +260,7 @@ impl Boundary {
         // A call's steps are written together where they happen together:
         // what was requested and allowed is durable before the effect, what
         // ran and its result right after; a denial with its request.
-        let mut trace = CallTrace { boundary: self, session, call_id: call_id.clone(), name: name.clone(), events: Vec::new() };
+        let mut trace = CallTrace { boundary: self, session, caps, call_id: call_id.clone(), name: name.clone(), events: Vec::new() };
         trace.push(TraceState::Requested, None, json!({ "args_digest": digest }));
 
         let gate = match self.decide(session, &connector, &name) {
@@ -266,7 +284,7 @@ impl Boundary {
         };
         if asks {
             trace.flush();
-            self.await_approval(session, &call_id, &name, &digest).await?;
+            self.await_approval(session, &call_id, &name, &digest, gone).await?;
             // The world may have changed while a person was deciding.
             if let Err(denial) = self.decide(session, &connector, &name) {
                 return Err(trace.deny(denial));
@@ -323,10 +341,14 @@ impl Boundary {
         }
     }
 
-    async fn await_approval(&self, session: &Session, call_id: &str, name: &str, digest: &str) -> Result<(), Denied> {
+    async fn await_approval(&self, session: &Session, call_id: &str, name: &str, digest: &str, gone: &CancellationToken) -> Result<(), Denied> {
         if !session.input.approval_channel {
             return Err(self.deny(session, call_id, name, PolicyDenial::ApprovalRequired));
         }
+        // Withdraws the approval this call asked for if the call goes away
+        // (its MCP request cancelled, its stream closed) before it is
+        // decided and used: nobody is waiting for it, so nothing may run it.
+        let mut withdraw = WithdrawIfGone { boundary: self, session, call_id, name, approval: None };
         match self.store.consume_approval(&session.id, name, digest) {
             Ok(_) => return Ok(()),
             Err(ApprovalError::Pending) => {}
@@ -335,13 +357,32 @@ impl Boundary {
             Err(_) => {
                 let id = self.store.request_approval(&session.id, name, digest).map_err(|_| Denied { denial: PolicyDenial::ApprovalRequired })?;
                 self.trace(session, call_id, name, TraceState::Requested, Some("approval_requested".into()), json!({"approval": id.0}));
+                withdraw.approval = Some(id);
             }
         }
         let deadline = Instant::now() + self.switches.approval_timeout();
         loop {
-            match self.store.consume_approval(&session.id, name, digest) {
+            let consumed = self.store.consume_approval(&session.id, name, digest);
+            if !matches!(consumed, Err(ApprovalError::Pending)) {
+                // Decided one way or the other: nothing left to withdraw.
+                withdraw.approval = None;
+            }
+            match consumed {
                 Ok(_) => return Ok(()),
-                Err(ApprovalError::Pending) if Instant::now() < deadline => tokio::time::sleep(APPROVAL_POLL).await,
+                Err(ApprovalError::Pending) if Instant::now() < deadline => {
+                    tokio::select! {
+                        () = tokio::time::sleep(APPROVAL_POLL) => {}
+                        () = gone.cancelled() => {
+                            // `withdraw` revokes this call's own approval and
+                            // records why as it drops; a call that joined
+                            // another's request just records that it left.
+                            if withdraw.approval.is_none() {
+                                self.trace(session, call_id, name, TraceState::Denied, Some("caller_gone".into()), json!({"reason": "the caller went away while waiting for a person"}));
+                            }
+                            return Err(Denied { denial: PolicyDenial::ApprovalDeniedOrTimedOut });
+                        }
+                    }
+                }
                 Err(ApprovalError::Pending) => {
                     // Timed out: the pending request must not be approvable later.
                     for approval in self.store.pending(&session.id).unwrap_or_default() {
@@ -390,11 +431,42 @@ fn denial_event(denial: PolicyDenial) -> (TraceState, Option<String>, Value) {
     (state, rule, json!({"reason": denial.safe_reason()}))
 }
 
+/// An approval request whose call may still go away while it waits: on
+/// drop, an approval still unused is revoked and the trace says why.
+struct WithdrawIfGone<'a> {
+    boundary: &'a Boundary,
+    session: &'a Session,
+    call_id: &'a str,
+    name: &'a str,
+    approval: Option<ApprovalId>,
+}
+
+impl Drop for WithdrawIfGone<'_> {
+    fn drop(&mut self) {
+        let Some(id) = self.approval.take() else { return };
+        match self.boundary.store.revoke_approval(id, "withdrawn: the caller went away") {
+            Ok(true) => self.boundary.trace(
+                self.session,
+                self.call_id,
+                self.name,
+                TraceState::Denied,
+                Some("approval_withdrawn".to_string()),
+                json!({"approval": id.0, "reason": "the call's caller went away before a person decided; the approval was revoked"}),
+            ),
+            // Decided or used in the meantime: it served (or refused) this call.
+            Ok(false) => {}
+            Err(e) => tracing::error!(error = %e, approval = id.0, "cannot withdraw an approval whose caller went away"),
+        }
+    }
+}
+
 /// The trace events of one call not yet written. Whatever is buffered when
-/// the call ends (returns, is denied, or its future is dropped) is written.
+/// the call ends (returns, is denied, or its future is dropped) is written,
+/// scrubbed of the secrets the call's handles carry.
 struct CallTrace<'a> {
     boundary: &'a Boundary,
     session: &'a Session,
+    caps: &'a Capabilities,
     call_id: String,
     name: String,
     events: Vec<TraceEvent>,
@@ -415,6 +487,9 @@ impl CallTrace<'_> {
     fn flush(&mut self) {
         if self.events.is_empty() {
             return;
+        }
+        for event in &mut self.events {
+            self.caps.scrub_json(&mut event.detail);
         }
         if let Err(e) = self.boundary.store.record_all(&self.events) {
             tracing::error!(error = %e, "cannot record trace events");

@@ -9,9 +9,16 @@ pub enum LoadError {
     /// The bytes are not a valid component for this engine.
     #[error("not a valid component: {0}")]
     Compile(String),
-    /// The component imports effects outside the contract.
-    #[error("component imports what the contract does not give: {}", .0.join(", "))]
-    ForbiddenImports(Vec<String>),
+    /// The component imports effects outside the contract. `also` is the
+    /// next problem found (a missing or invalid manifest, exports that do
+    /// not match it): the imports come first, because they say what a
+    /// foreign component would do.
+    #[error(
+        "component imports what the contract does not give: {}{}",
+        .imports.join(", "),
+        .also.as_ref().map(|a| format!("; also: {a}")).unwrap_or_default()
+    )]
+    ForbiddenImports { imports: Vec<String>, also: Option<String> },
     /// The component carries no manifest, or an invalid one.
     #[error("component manifest: {0}")]
     Manifest(String),

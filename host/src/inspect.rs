@@ -3,7 +3,10 @@
 //! Read from the compiled binary, not from source: the connector's name and
 //! version, every tool with its effect, description and JSON Schema, the
 //! WITHHELD list, and every import (each marked allowed or not). The JSON
-//! shape is stable and documented in README.md.
+//! shape is stable and documented in README.md. A component that is not a
+//! loadable connector (no manifest, exports that do not match it) still has
+//! its imports shown first, then the problem: a reviewer sees what a
+//! foreign component would do before why it is not a connector.
 
 use crate::runtime::ComponentInfo;
 use serde::Serialize;
@@ -138,6 +141,47 @@ impl Report {
         }
         if self.imports.iter().any(|i| !i.allowed) {
             out.push_str("\nREFUSED: imports marked !! are outside the contract; the host will not load this component.\n");
+        }
+        out
+    }
+}
+
+/// What `inspect` shows of a component that cannot be read as a connector.
+#[derive(Debug, Clone, Serialize)]
+pub struct RefusedReport {
+    /// Every import of the component.
+    pub imports: Vec<ImportReport>,
+    /// Why it is not a loadable connector, imports first.
+    pub refused: Vec<String>,
+}
+
+impl RefusedReport {
+    /// The report of a component whose imports are `imports` (name,
+    /// allowed) and which could not be read as a connector because of `problem`.
+    pub fn new(imports: &[(String, bool)], problem: &crate::LoadError) -> RefusedReport {
+        let imports: Vec<ImportReport> = imports.iter().map(|(name, allowed)| ImportReport { name: name.clone(), allowed: *allowed }).collect();
+        let mut refused = Vec::new();
+        let forbidden: Vec<&str> = imports.iter().filter(|i| !i.allowed).map(|i| i.name.as_str()).collect();
+        if !forbidden.is_empty() {
+            refused.push(format!("imports outside the contract: {}", forbidden.join(", ")));
+        }
+        match problem {
+            crate::LoadError::ForbiddenImports { also: Some(also), .. } => refused.push(also.clone()),
+            crate::LoadError::ForbiddenImports { also: None, .. } => {}
+            other => refused.push(other.to_string()),
+        }
+        RefusedReport { imports, refused }
+    }
+
+    /// The report as readable text.
+    pub fn to_text(&self) -> String {
+        let mut out = format!("imports ({}):\n", self.imports.len());
+        for i in &self.imports {
+            out.push_str(&format!("  {} {}\n", if i.allowed { "  " } else { "!!" }, i.name));
+        }
+        out.push_str("\nREFUSED: the host will not load this component:\n");
+        for r in &self.refused {
+            out.push_str(&format!("  - {r}\n"));
         }
         out
     }

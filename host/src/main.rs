@@ -106,7 +106,20 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Inspect { path, json } => {
             let runtime = Runtime::new(RuntimeConfig { cache_dir: default_cache_dir(), max_concurrent_calls: 1, ..Default::default() })?;
-            let info = runtime.inspect_file(&path).with_context(|| format!("inspecting {}", path.display()))?;
+            let info = match runtime.inspect_file(&path) {
+                Ok(info) => info,
+                // Not a connector, or a foreign one: its imports first, then why.
+                Err(problem) => {
+                    let imports = runtime.imports_of_file(&path).with_context(|| format!("inspecting {}", path.display()))?;
+                    let report = scout_host::inspect::RefusedReport::new(&imports, &problem);
+                    if json {
+                        println!("{}", serde_json::to_string_pretty(&report)?);
+                    } else {
+                        print!("{}", report.to_text());
+                    }
+                    std::process::exit(2);
+                }
+            };
             let report = Report::new(&info);
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);

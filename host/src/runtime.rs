@@ -63,6 +63,12 @@ pub const ALLOWED_SCOUT: &[&str] = &[
 /// Resource handles (clients, folders, reservations) one call may hold at once.
 pub const MAX_HANDLES: usize = 64;
 
+/// Entries of a call's resource table, WASI's own included (streams,
+/// pollables, errors): a guest that asks for stdout a million times and
+/// never drops the handles traps at this many instead of growing the host's
+/// memory. A Rust guest holds a handful at a time.
+pub const MAX_TABLE_ENTRIES: usize = 1024;
+
 /// Limits and locations of a runtime.
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {
@@ -107,6 +113,9 @@ struct RuntimeInner {
     linker: Linker<CallState>,
     config: RuntimeConfig,
     ticker_stop: Arc<AtomicBool>,
+    /// One permit per pooling slot: a call waits for a free slot (at most
+    /// its timeout) instead of failing while others run.
+    slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl Drop for RuntimeInner {
@@ -336,7 +345,8 @@ impl Runtime {
                 })
                 .map_err(|e| LoadError::Engine(format!("cannot start the epoch thread: {e}")))?;
         }
-        Ok(Runtime { inner: Arc::new(RuntimeInner { engine, linker, config, ticker_stop }) })
+        let slots = Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_calls.max(1) as usize));
+        Ok(Runtime { inner: Arc::new(RuntimeInner { engine, linker, config, ticker_stop, slots }) })
     }
 
     /// The runtime's configuration.
@@ -357,12 +367,25 @@ impl Runtime {
         self.load_bytes(&bytes)
     }
 
+    /// Every import of a component file, each with whether the contract
+    /// allows it, read without the manifest: what `inspect` shows of a
+    /// component that is not a connector at all.
+    pub fn imports_of_file(&self, path: &Path) -> Result<Vec<(String, bool)>, LoadError> {
+        let bytes = read(path)?;
+        let component = self.compile(&bytes)?;
+        Ok(self.imports_of(&component).into_iter().map(|name| { let ok = import_allowed(&name); (name, ok) }).collect())
+    }
+
+    fn imports_of(&self, component: &Component) -> Vec<String> {
+        component.component_type().imports(&self.inner.engine).map(|(name, _)| name.to_string()).collect()
+    }
+
     /// Checks and prepares a component.
     pub fn load_bytes(&self, bytes: &[u8]) -> Result<LoadedComponent, LoadError> {
         let component = self.compile(bytes)?;
         let info = self.analyse(bytes, &component)?;
         if !info.forbidden_imports.is_empty() {
-            return Err(LoadError::ForbiddenImports(info.forbidden_imports));
+            return Err(LoadError::ForbiddenImports { imports: info.forbidden_imports, also: None });
         }
         let pre = self.inner.linker.instantiate_pre(&component).map_err(|e| LoadError::Link(format!("{e:#}")))?;
         let by_name = info.tools.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
@@ -415,12 +438,21 @@ impl Runtime {
         hex::encode(&key.finalize()[..20])
     }
 
+    /// Imports first: a component that imports what the contract does not
+    /// give is reported for every such import even when it has no manifest
+    /// or one that does not match.
     fn analyse(&self, bytes: &[u8], component: &Component) -> Result<ComponentInfo, LoadError> {
+        let imports = self.imports_of(component);
+        let forbidden_imports: Vec<String> = imports.iter().filter(|name| !import_allowed(name)).cloned().collect();
+        match self.analyse_exports(bytes, component, imports, forbidden_imports.clone()) {
+            Err(e) if !forbidden_imports.is_empty() => Err(LoadError::ForbiddenImports { imports: forbidden_imports, also: Some(e.to_string()) }),
+            other => other,
+        }
+    }
+
+    fn analyse_exports(&self, bytes: &[u8], component: &Component, imports: Vec<String>, forbidden_imports: Vec<String>) -> Result<ComponentInfo, LoadError> {
         let engine = &self.inner.engine;
         let ty = component.component_type();
-        let imports: Vec<String> = ty.imports(engine).map(|(name, _)| name.to_string()).collect();
-        let forbidden_imports: Vec<String> = imports.iter().filter(|name| !import_allowed(name)).cloned().collect();
-
         let manifest = read_manifest(bytes)?;
         let version = if manifest.version.is_empty() { String::new() } else { format!("@{}", manifest.version) };
         let mut exported: BTreeSet<(Effect, String)> = BTreeSet::new();
@@ -532,9 +564,11 @@ impl LoadedComponent {
             .stderr(stderr.clone())
             .monotonic_clock(CoarseClock(started))
             .build();
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_TABLE_ENTRIES);
         let state = CallState {
             wasi,
-            table: ResourceTable::new(),
+            table,
             limiter: CallLimiter { max_memory: config.max_memory_bytes, max_table: config.max_table_elements, memory_hit: false },
             caps: caps.clone(),
             handles: 0,
@@ -559,10 +593,20 @@ impl LoadedComponent {
     /// Creates a fresh store and instantiates the component in it, then drops
     /// both: what every call pays before the tool runs (for benchmarks).
     pub async fn instantiate_fresh(&self) -> Result<(), CallError> {
+        let _slot = self.slot().await?;
         let started = Instant::now();
         let (mut store, _, _) = self.new_store(&Capabilities::default(), started, started + self.runtime.config.call_timeout);
         self.pre.instantiate_async(&mut store).await.map_err(|e| CallError::Instantiate(format!("{e:#}")))?;
         Ok(())
+    }
+
+    /// Waits for a free instance slot, at most the call timeout.
+    async fn slot(&self) -> Result<tokio::sync::OwnedSemaphorePermit, CallError> {
+        let wait = self.runtime.config.call_timeout;
+        match tokio::time::timeout(wait, self.runtime.slots.clone().acquire_owned()).await {
+            Ok(Ok(permit)) => Ok(permit),
+            _ => Err(CallError::Busy),
+        }
     }
 
     /// Calls a tool in a fresh store, granting it `caps` for this call only.
@@ -570,6 +614,7 @@ impl LoadedComponent {
         let tool = self.tool(tool).ok_or_else(|| CallError::UnknownTool(tool.to_string()))?;
         let params = convert::args_to_vals(&tool.params, args)
             .map_err(|m| CallError::InvalidArguments { path: m.path, message: m.message })?;
+        let _slot = self.slot().await?;
         let config = &self.runtime.config;
         let started = Instant::now();
         let deadline = started + config.call_timeout;
@@ -593,33 +638,26 @@ impl LoadedComponent {
             Ok(Err(_)) if state.deadline_hit => return Err(CallError::Deadline(timeout_ms)),
             Ok(Err(_)) if state.limiter.memory_hit => return Err(CallError::MemoryLimit(config.max_memory_bytes)),
             Ok(Err(e)) if e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>().is_some() => return Err(CallError::Busy),
-            Ok(Err(e)) => {
-                let text = format!("{e:#}");
-                let text = match &caps.http {
-                    Some(http) => http.scrub_text(&text),
-                    None => text,
-                };
-                return Err(CallError::Trap(text));
-            }
+            Ok(Err(e)) => return Err(CallError::Trap(caps.scrub_text(&format!("{e:#}")))),
             Ok(Ok(value)) => value,
         };
-        let output = match convert::to_json(&value) {
+        // Defence in depth: the guest never held the secret, so this finds
+        // nothing unless an upstream reflected it in a form the http scrub missed.
+        let mut json = convert::to_json(&value);
+        caps.scrub_json(&mut json);
+        let output = match json {
             Value::Object(mut o) if o.len() == 1 && o.contains_key("ok") => ToolOutput::Ok(o.remove("ok").unwrap_or(Value::Null)),
             Value::String(s) if s == "ok" => ToolOutput::Ok(Value::Null),
             Value::Object(mut o) if o.len() == 1 && o.contains_key("err") => ToolOutput::Err(o.remove("err").unwrap_or(Value::Null)),
             other => ToolOutput::Err(other),
-        };
-        let scrub = |s: String| match &caps.http {
-            Some(http) => http.scrub_text(&s),
-            None => s,
         };
         let (out, out_dropped) = stdout.take();
         let (err, err_dropped) = stderr.take();
         let state = store.into_data();
         Ok(CallOutcome {
             output,
-            stdout: scrub(out),
-            stderr: scrub(err),
+            stdout: caps.scrub_text(&out),
+            stderr: caps.scrub_text(&err),
             output_dropped: out_dropped + err_dropped,
             logs: state.logs,
             http: state.http_log,

@@ -83,6 +83,57 @@ fn inspect_shows_and_refuses_forbidden_imports() {
     assert!(stdout.contains("REFUSED"), "{stdout}");
 }
 
+/// The sockets-importing guest with its manifest section renamed away: a
+/// foreign component that is no connector at all.
+fn foreign_component(name: &str) -> std::path::PathBuf {
+    let bytes = std::fs::read(scout_tests::components::IMPORTS_SOCKETS).unwrap();
+    let patched = scout_tests::patch_bytes(&bytes, b"scout-connector-manifest", b"scout-connector-manifesx");
+    let path = std::env::temp_dir().join(format!("scout-foreign-{name}-{}.wasm", std::process::id()));
+    std::fs::write(&path, patched).unwrap();
+    path
+}
+
+#[test]
+fn inspect_names_every_forbidden_import_of_a_component_without_a_manifest() {
+    let path = foreign_component("inspect");
+    let (code, stdout) = inspect(path.to_str().unwrap(), false);
+    assert_eq!(code, 2, "{stdout}");
+    for import in ["wasi:sockets/tcp@", "wasi:sockets/udp@", "wasi:sockets/ip-name-lookup@", "wasi:sockets/network@"] {
+        assert!(stdout.contains(&format!("!! {import}")), "{import} named: {stdout}");
+    }
+    let imports_at = stdout.find("imports").unwrap();
+    let manifest_at = stdout.find("scout-connector-manifest").unwrap_or_else(|| panic!("the manifest problem is named: {stdout}"));
+    assert!(imports_at < manifest_at, "imports first, then the manifest problem: {stdout}");
+
+    let (code, stdout) = inspect(path.to_str().unwrap(), true);
+    assert_eq!(code, 2);
+    let report: Value = serde_json::from_str(&stdout).expect("JSON");
+    let forbidden: Vec<&str> =
+        report["imports"].as_array().unwrap().iter().filter(|i| i["allowed"] == false).map(|i| i["name"].as_str().unwrap()).collect();
+    assert!(forbidden.iter().any(|n| n.starts_with("wasi:sockets/tcp@")), "{report}");
+    let refused = report["refused"].as_array().unwrap();
+    assert!(refused[0].as_str().unwrap().contains("wasi:sockets/tcp@"), "imports first: {report}");
+    assert!(refused.iter().any(|r| r.as_str().unwrap().contains("manifest")), "then the manifest: {report}");
+    let _ = std::fs::remove_file(path);
+}
+
+#[test]
+fn loading_a_component_without_a_manifest_names_its_forbidden_imports_first() {
+    let path = foreign_component("load");
+    let runtime = scout_host::Runtime::new(scout_host::RuntimeConfig { max_concurrent_calls: 1, ..Default::default() }).unwrap();
+    let err = match runtime.load_file(&path) {
+        Err(e) => e,
+        Ok(_) => panic!("a foreign component must not load"),
+    };
+    let scout_host::LoadError::ForbiddenImports { imports, also } = &err else { panic!("imports first, got {err:?}") };
+    assert!(imports.iter().any(|n| n.starts_with("wasi:sockets/tcp@")), "{imports:?}");
+    assert!(imports.iter().any(|n| n.starts_with("wasi:sockets/ip-name-lookup@")), "every one: {imports:?}");
+    assert!(also.as_deref().unwrap_or("").contains("manifest"), "then the manifest problem: {err}");
+    let message = err.to_string();
+    assert!(message.find("wasi:sockets").unwrap() < message.find("manifest").unwrap(), "{message}");
+    let _ = std::fs::remove_file(path);
+}
+
 #[test]
 fn surface_prints_a_roles_tools() {
     let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))

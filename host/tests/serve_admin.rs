@@ -796,3 +796,81 @@ async fn errors_from_extractors_and_the_mcp_transport_have_the_json_shape() {
     assert!(body["error"]["code"].is_string() && body["error"]["message"].is_string(), "{body}");
     assert!(s.github.requests().is_empty());
 }
+
+/// Waits until the approval `approval_id` is no longer pending and the
+/// trace of `session` records it withdrawn; returns that trace.
+async fn withdrawn(s: &Served, session: &str, approval_id: i64) -> Vec<Value> {
+    let started = Instant::now();
+    loop {
+        let events = s.trace(session).await;
+        let (_, pending) = s.admin(Method::GET, &format!("/v1/approvals?session={session}"), None).await;
+        let still_pending = pending["pending"].as_array().unwrap().iter().any(|a| a["id"] == approval_id);
+        if !still_pending && events_of(&events, "mcp__github__github_create_branch").contains(&("denied", Some("approval_withdrawn"))) {
+            return events;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the approval is withdrawn when its caller goes away: {:?}",
+            events_of(&events, "mcp__github__github_create_branch")
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_whose_caller_goes_away_withdraws_its_approval() {
+    let s = serve(
+        "caller-gone",
+        "require_review = false\nsse_keep_alive_ms = 100",
+        &[("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "60000")],
+    )
+    .await;
+
+    // The client's stream closes (its HTTP connection is dropped) while the
+    // write waits for a person.
+    let (id, waiting, approval) = s.waiting_write("scout/closed").await;
+    waiting.abort();
+    let approval_id = approval["id"].as_i64().unwrap();
+    let events = withdrawn(&s, &id, approval_id).await;
+    let writes = events_of(&events, "mcp__github__github_create_branch");
+    assert!(!writes.iter().any(|(state, _)| *state == "allowed" || *state == "executed"), "{writes:?}");
+    // A person answering late cannot make it run.
+    let (status, body) = s.admin(Method::POST, &format!("/v1/approvals/{approval_id}"), Some(json!({"approve": true, "by": "late person"}))).await;
+    assert_eq!((status, error_code(&body)), (409, "not_pending"), "a withdrawn approval cannot be given");
+
+    // The client cancels the request (notifications/cancelled).
+    let view = s.session("person-chat").await;
+    let id = view["id"].as_str().unwrap().to_string();
+    let mcp = s.mcp(&view).connect().await;
+    let request_id = mcp.next_id.load(Ordering::SeqCst);
+    let waiting = {
+        let mcp = mcp.clone();
+        tokio::spawn(async move {
+            mcp.request_raw("tools/call", json!({"name": "github_create_branch", "arguments": {"owner": "octo", "repo": "hello", "branch": "scout/cancelled"}}))
+                .await
+        })
+    };
+    let started = Instant::now();
+    let approval = loop {
+        let (_, body) = s.admin(Method::GET, &format!("/v1/approvals?session={id}"), None).await;
+        if let Some(a) = body["pending"].as_array().unwrap().first() {
+            break a.clone();
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "no approval was asked for");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let response = mcp
+        .post(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id, "reason": "the person closed the tab"}}))
+        .await;
+    assert_eq!(response.status().as_u16(), 202);
+    let approval_id = approval["id"].as_i64().unwrap();
+    withdrawn(&s, &id, approval_id).await;
+    let (status, body) = s.admin(Method::POST, &format!("/v1/approvals/{approval_id}"), Some(json!({"approve": true, "by": "late person"}))).await;
+    assert_eq!((status, error_code(&body)), (409, "not_pending"));
+    // The cancelled request is answered (or its stream ends); it never runs.
+    let _ = tokio::time::timeout(Duration::from_secs(10), waiting).await;
+
+    assert_eq!(s.upstream_writes(), 0, "no write reached GitHub");
+    assert!(s.github.branch_sha("octo", "hello", "scout/closed").is_none());
+    assert!(s.github.branch_sha("octo", "hello", "scout/cancelled").is_none());
+}

@@ -3,7 +3,8 @@
 //! with SIGKILL mid-write.
 
 use scout_host::store::{
-    ApprovalError, ApprovalState, SqliteStore, StartRunError, Store, StoreError, TraceEvent, TraceState, args_digest,
+    ApprovalError, ApprovalState, RESTART_REVOKER, Recovered, SqliteStore, StartRunError, Store, StoreError, TraceEvent,
+    TraceState, args_digest,
 };
 use serde_json::json;
 use std::collections::{BTreeSet, HashSet};
@@ -44,6 +45,7 @@ fn trace_is_returned_in_insertion_order_per_session_and_brand() {
         TraceState::Executed,
         TraceState::Result,
         TraceState::PermissionDenied,
+        TraceState::Interrupted,
     ];
     let mut s1 = Vec::new();
     for (i, state) in states.iter().enumerate() {
@@ -159,6 +161,102 @@ fn revoked_approvals_never_revive() {
     assert_eq!(store.approval(elsewhere).unwrap().unwrap().state, ApprovalState::Pending);
     // Revoking twice changes nothing more.
     assert_eq!(store.revoke_session_approvals("s").unwrap(), 0);
+}
+
+#[test]
+fn recovery_closes_what_a_killed_host_left_open() {
+    let _db = temp_db("recover");
+    let store = SqliteStore::open(&_db).unwrap();
+    let tool = "mcp__github__github_create_branch";
+    let step = |session: &str, call: &str, state: TraceState, rule: Option<&str>| TraceEvent {
+        session: session.into(),
+        brand: "acme".into(),
+        call_id: Some(call.into()),
+        tool: (call != "session").then(|| tool.into()),
+        state,
+        rule: rule.map(str::to_string),
+        detail: json!(null),
+        at_ms: 10,
+    };
+    use TraceState::*;
+    let asked = Some("approval_requested");
+    let steps = [
+        // Session-level events share the call id "session" and are no call.
+        ("s1", "session", Registered, None),
+        ("s1", "session", Offered, None),
+        // Finished, denied, refused: left alone.
+        ("s1", "c-done", Requested, None),
+        ("s1", "c-done", Requested, asked),
+        ("s1", "c-done", Allowed, Some("approved_by_person")),
+        ("s1", "c-done", Executed, None),
+        ("s1", "c-done", Result, None),
+        ("s1", "c-denied", Requested, None),
+        ("s1", "c-denied", Denied, Some("revoked")),
+        ("s1", "c-refused", Requested, None),
+        ("s1", "c-refused", PermissionDenied, Some("not_offered")),
+        // Open: waiting for a person, allowed but never finished, just requested.
+        ("s1", "c-waiting", Requested, None),
+        ("s1", "c-waiting", Requested, asked),
+        ("s1", "c-running", Requested, None),
+        ("s1", "c-running", Requested, asked),
+        ("s1", "c-running", Allowed, Some("approved_by_person")),
+        ("s1", "c-new", Requested, None),
+        // The same call id finished in another session closes nothing in s1.
+        ("s2", "c-waiting", Requested, None),
+        ("s2", "c-waiting", Result, None),
+    ];
+    for (session, call, state, rule) in steps {
+        store.record(&step(session, call, state, rule)).unwrap();
+    }
+    let digest = args_digest(&json!({ "branch": "a" }));
+    let pending = store.request_approval("s1", tool, &digest).unwrap();
+    let approved_args = args_digest(&json!({ "branch": "b" }));
+    let approved = store.request_approval("s1", tool, &approved_args).unwrap();
+    store.decide(approved, true, "alice").unwrap();
+    let used_args = args_digest(&json!({ "branch": "c" }));
+    let used = store.request_approval("s1", tool, &used_args).unwrap();
+    store.decide(used, true, "alice").unwrap();
+    store.consume_approval("s1", tool, &used_args).unwrap();
+    let denied = store.request_approval("s1", tool, &args_digest(&json!({ "branch": "d" }))).unwrap();
+    store.decide(denied, false, "alice").unwrap();
+    let before: Vec<_> = [approved, used, denied].iter().map(|id| store.approval(*id).unwrap().unwrap()).collect();
+
+    let recovered = store.recover_interrupted(99).unwrap();
+    assert_eq!(recovered, Recovered { approvals_revoked: 1, calls_interrupted: 3, calls_maybe_run: 1 });
+
+    // The pending approval is revoked for good: not decidable, not spendable.
+    let revoked = store.approval(pending).unwrap().unwrap();
+    assert_eq!((revoked.state, revoked.used, revoked.decided_by.as_deref()), (ApprovalState::Revoked, false, Some(RESTART_REVOKER)));
+    assert!(matches!(store.decide(pending, true, "late"), Err(ApprovalError::NotPending(_))));
+    assert!(matches!(store.consume_approval("s1", tool, &digest), Err(ApprovalError::Revoked)));
+    assert!(store.pending("s1").unwrap().is_empty());
+    // Decided approvals stay as they were (an approved, unused one included:
+    // its session died with the host, so nothing in a new host can spend it).
+    let after: Vec<_> = [approved, used, denied].iter().map(|id| store.approval(*id).unwrap().unwrap()).collect();
+    assert_eq!(after, before);
+
+    // One `interrupted` event per open call, after its own events, saying how far it got.
+    let trace = store.trace_for_session("s1").unwrap();
+    assert_eq!(trace.len(), steps.iter().filter(|s| s.0 == "s1").count() + 3);
+    let added: Vec<&TraceEvent> = trace.iter().filter(|e| e.state == Interrupted).collect();
+    let calls: Vec<&str> = added.iter().map(|e| e.call_id.as_deref().unwrap()).collect();
+    assert_eq!(calls, ["c-waiting", "c-running", "c-new"]);
+    for e in &added {
+        assert_eq!((e.session.as_str(), e.brand.as_str(), e.tool.as_deref(), e.at_ms, e.rule.as_deref()), ("s1", "acme", Some(tool), 99, None));
+        assert!(e.detail["reason"].as_str().unwrap().contains("stopped before the call finished"), "{:?}", e.detail);
+    }
+    assert_eq!(added[0].detail["last_state"], "requested");
+    assert_eq!(added[0].detail["last_rule"], "approval_requested");
+    assert_eq!(added[0].detail["may_have_run"], false);
+    assert_eq!(added[1].detail["last_state"], "allowed");
+    assert_eq!(added[1].detail["may_have_run"], true, "allowed is written before the effect: it may have happened");
+    assert_eq!(added[2].detail["may_have_run"], false);
+    assert_eq!(store.trace_for_session("s2").unwrap().len(), 2);
+    assert_eq!(TraceState::parse("interrupted"), Some(Interrupted));
+
+    // A second restart finds nothing open.
+    assert_eq!(store.recover_interrupted(100).unwrap(), Recovered::default());
+    assert_eq!(store.trace_for_session("s1").unwrap(), trace);
 }
 
 #[test]

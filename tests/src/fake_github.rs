@@ -118,6 +118,24 @@ impl FakeGitHub {
         self.shared.requests.lock().unwrap().clone()
     }
 
+    /// The `ref` of every branch-creation request (`POST /repos/O/R/git/refs`)
+    /// received, in arrival order, refused ones included (an existing ref,
+    /// bad credentials): a branch asked for twice appears twice. Cheaper to
+    /// poll than [`FakeGitHub::requests`], which copies every body.
+    pub fn ref_creations(&self) -> Vec<String> {
+        let requests = self.shared.requests.lock().unwrap();
+        requests
+            .iter()
+            .filter(|r| r.method == "POST" && r.path.ends_with("/git/refs"))
+            .map(|r| {
+                serde_json::from_slice::<Value>(&r.body)
+                    .ok()
+                    .and_then(|b| b.get("ref").and_then(Value::as_str).map(str::to_string))
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+
     /// Forgets the recorded requests.
     pub fn clear_requests(&self) {
         self.shared.requests.lock().unwrap().clear();

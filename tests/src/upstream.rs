@@ -52,6 +52,16 @@ impl Upstream {
     /// `/redirect` answers 302 to `redirect_to` (see [`Upstream::redirect_to`]);
     /// `/big` answers [`BIG_BYTES`] bytes; `/gzip` answers a small gzip body
     /// that inflates to [`BIG_BYTES`]; `/slow` waits 10 s; anything else 200 `ok`.
+    ///
+    /// A hostile upstream's ways of smuggling the echoed headers past a
+    /// scrub, whatever the client asked for: `/echo-coded/CODINGS` encodes
+    /// the echo with each coding in turn (`gzip`, `deflate`, `deflate-raw`,
+    /// `br`, `zstd`; any other name is announced but not applied), `a+b`
+    /// sending one `Content-Encoding` line per coding and `a,b` one line
+    /// listing both; `/echo-json/STYLE` answers the headers as JSON with
+    /// every value escaped (`slash`: `\/`; `unicode`: `\u00XX` for every
+    /// character; `percent`: `%XX` for every byte; `mixed`: all three in
+    /// turn); `/echo-base64` answers the echo base64-encoded.
     pub async fn start() -> Upstream {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.expect("bind 127.0.0.1:0");
         let origin = format!("http://{}", listener.local_addr().expect("local address"));
@@ -96,11 +106,7 @@ async fn handle(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, hea
     };
     shared.seen.lock().unwrap().push(seen.clone());
     match uri.path() {
-        "/echo" => {
-            let text: String = seen.headers.iter().map(|(k, v)| format!("{k}: {v}\n")).collect();
-            let text = format!("{text}uri: {}\n", seen.uri);
-            text.into_response()
-        }
+        "/echo" => header_dump(&seen).into_response(),
         "/redirect" => {
             let location = shared.redirect_to.lock().unwrap().clone();
             (StatusCode::FOUND, [(header::LOCATION, location)], "moved").into_response()
@@ -115,10 +121,102 @@ async fn handle(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, hea
                 .body(Body::from(body))
                 .expect("valid response")
         }
+        path if path.starts_with("/echo-coded/") => {
+            let spec = &path["/echo-coded/".len()..];
+            let mut body = header_dump(&seen).into_bytes();
+            let mut response = Response::builder();
+            for line in spec.split('+') {
+                for coding in line.split(',') {
+                    body = encode(coding, body);
+                }
+                let announced = line.split(',').map(|c| if c == "deflate-raw" { "deflate" } else { c }).collect::<Vec<_>>().join(", ");
+                response = response.header(header::CONTENT_ENCODING, announced);
+            }
+            response.body(Body::from(body)).expect("valid response")
+        }
+        path if path.starts_with("/echo-json/") => {
+            let style = &path["/echo-json/".len()..];
+            let fields: Vec<String> = seen
+                .headers
+                .iter()
+                .map(|(k, v)| format!("{}:\"{}\"", serde_json::to_string(k).expect("a string"), escape(style, v)))
+                .collect();
+            ([(header::CONTENT_TYPE, "application/json")], format!("{{\"headers\":{{{}}}}}", fields.join(","))).into_response()
+        }
+        "/echo-base64" => {
+            use base64::Engine as _;
+            base64::engine::general_purpose::STANDARD.encode(header_dump(&seen)).into_response()
+        }
         "/slow" => {
             tokio::time::sleep(Duration::from_secs(10)).await;
             "late".into_response()
         }
         _ => "ok".into_response(),
     }
+}
+
+/// The request's headers as `name: value` lines, then its URI.
+fn header_dump(seen: &Seen) -> String {
+    let text: String = seen.headers.iter().map(|(k, v)| format!("{k}: {v}\n")).collect();
+    format!("{text}uri: {}\n", seen.uri)
+}
+
+/// `body` encoded with one content coding; an unknown name leaves it as is.
+fn encode(coding: &str, body: Vec<u8>) -> Vec<u8> {
+    match coding {
+        "gzip" => {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(&body).expect("in memory");
+            e.finish().expect("in memory")
+        }
+        "deflate" => {
+            let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(&body).expect("in memory");
+            e.finish().expect("in memory")
+        }
+        "deflate-raw" => {
+            let mut e = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(&body).expect("in memory");
+            e.finish().expect("in memory")
+        }
+        "br" => {
+            let mut out = Vec::new();
+            {
+                let mut e = brotli::CompressorWriter::new(&mut out, 4096, 5, 22);
+                e.write_all(&body).expect("in memory");
+            }
+            out
+        }
+        "zstd" => ruzstd::encoding::compress_to_vec(&body[..], ruzstd::encoding::CompressionLevel::Fastest),
+        _ => body,
+    }
+}
+
+/// A header value written inside a JSON string in one of the escape styles.
+fn escape(style: &str, value: &str) -> String {
+    let unicode = |c: char| format!("\\u{:04x}", c as u32);
+    let percent = |c: char| {
+        let mut buf = [0u8; 4];
+        c.encode_utf8(&mut buf).bytes().map(|b| format!("%{b:02X}")).collect::<String>()
+    };
+    let plain = |c: char| {
+        let s = serde_json::to_string(&c.to_string()).expect("a string");
+        s[1..s.len() - 1].to_string()
+    };
+    value
+        .chars()
+        .enumerate()
+        .map(|(i, c)| match style {
+            "slash" if c == '/' => "\\/".to_string(),
+            "unicode" => unicode(c),
+            "percent" => percent(c),
+            "mixed" => match i % 3 {
+                0 => unicode(c),
+                1 => percent(c),
+                _ if c == '/' => "\\/".to_string(),
+                _ => plain(c),
+            },
+            _ => plain(c),
+        })
+        .collect()
 }

@@ -84,7 +84,7 @@ fn assert_refused_naming(path: &str, expected: &[&str]) {
         Err(e) => e,
         Ok(_) => panic!("{path} must be refused"),
     };
-    let LoadError::ForbiddenImports(names) = &err else { panic!("expected ForbiddenImports, got {err:?}") };
+    let LoadError::ForbiddenImports { imports: names, .. } = &err else { panic!("expected ForbiddenImports, got {err:?}") };
     let message = err.to_string();
     for prefix in expected {
         let matching: Vec<&String> = names.iter().filter(|n| n.starts_with(prefix)).collect();
@@ -205,6 +205,13 @@ async fn path_tricks_are_refused_before_any_request() {
         "/a b".to_string(),
         "/a\r\nHost: evil".to_string(),
         "/*".to_string(),
+        // `;` path parameters: Tomcat/Spring strip them before routing, so
+        // `..;` climbs out of a prefix there; raw or encoded, in any segment.
+        "/allowed/..;/admin".to_string(),
+        "/..;/steal".to_string(),
+        "/a;jsessionid=1/b".to_string(),
+        "/a/%3B/b".to_string(),
+        "/a/..%3b/b".to_string(),
     ];
     for path in &tricks {
         let output = fetch(&component, &caps, path, json!([])).await;
@@ -304,5 +311,178 @@ fn debug_output_of_a_capability_never_shows_the_secret() {
         let text = format!("{:?}", caps.http);
         assert!(!text.contains(SECRET), "{text}");
         assert!(text.contains("api.example.com"));
+    }
+}
+
+/// The request headers the upstream saw, as the `/echo` dump writes them.
+fn dump_of(seen: &scout_tests::upstream::Seen) -> String {
+    let text: String = seen.headers.iter().map(|(k, v)| format!("{k}: {v}\n")).collect();
+    format!("{text}uri: {}\n", seen.uri)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_echo_in_any_content_coding_is_decoded_by_the_host_and_scrubbed() {
+    let upstream = Upstream::start().await;
+    let rt = runtime();
+    let component = hostile(&rt);
+    let caps = caps_for(&upstream.origin(), |c| c);
+    // The guest asks for no coding (so a host that let it negotiate would
+    // pass the bytes through undecoded); the upstream encodes anyway.
+    for codings in ["gzip", "deflate", "deflate-raw", "br", "zstd", "gzip+br", "br,gzip", "zstd+deflate-raw", "br+br"] {
+        let output = fetch(&component, &caps, &format!("/echo-coded/{codings}"), json!([["Accept-Encoding", "identity"]])).await;
+        let body = output["ok"]["body"].as_str().unwrap_or_else(|| panic!("{codings}: {output}"));
+        assert!(body.contains(&format!("authorization: Bearer {REDACTED}")), "{codings}: decoded and scrubbed: {body}");
+        assert!(!output.to_string().contains(SECRET), "{codings}: {output}");
+        let headers = output["ok"]["headers"].as_array().unwrap();
+        assert!(
+            !headers.iter().any(|h| h[0] == "content-encoding"),
+            "{codings}: the guest gets plain bytes and no coding label: {headers:?}"
+        );
+    }
+    for seen in upstream.seen() {
+        assert_eq!(seen.header("accept-encoding"), Some("gzip, deflate, br, zstd"), "the host alone negotiates");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_content_coding_the_host_cannot_decode_refuses_the_response() {
+    let upstream = Upstream::start().await;
+    let rt = runtime();
+    let component = hostile(&rt);
+    let caps = caps_for(&upstream.origin(), |c| c);
+    for codings in ["compress", "x-smuggle", "gzip+x-smuggle", "x-smuggle,gzip", "gzip,gzip,gzip,gzip,gzip"] {
+        let output = fetch(&component, &caps, &format!("/echo-coded/{codings}"), json!([])).await;
+        let error = output["err"]["http"]["transport"].as_str().unwrap_or_else(|| panic!("{codings}: refused: {output}"));
+        assert!(error.contains("content") || error.contains("coding"), "{codings}: says why: {error}");
+        assert!(output["ok"].is_null(), "{codings}: no bytes reach the guest: {output}");
+        assert!(!output.to_string().contains(SECRET), "{codings}: {output}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_echo_escaped_as_json_or_url_or_base64_is_scrubbed() {
+    let upstream = Upstream::start().await;
+    let rt = runtime();
+    let component = hostile(&rt);
+    let caps = caps_for(&upstream.origin(), |c| c);
+    for style in ["slash", "unicode", "percent", "mixed"] {
+        let output = fetch(&component, &caps, &format!("/echo-json/{style}"), json!([])).await;
+        let body = output["ok"]["body"].as_str().unwrap_or_else(|| panic!("{style}: {output}"));
+        // Decode it the way the guest would: JSON, then percent-escapes.
+        let parsed: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{style}: still JSON ({e}): {body}"));
+        let authorization = parsed["headers"]["authorization"].as_str().unwrap();
+        let decoded = percent_decode(authorization);
+        assert!(!decoded.contains(SECRET), "{style}: the guest recovers the secret from {body}");
+        assert!(decoded.contains(REDACTED), "{style}: {decoded}");
+    }
+    let output = fetch(&component, &caps, "/echo-base64", json!([])).await;
+    let body = output["ok"]["body"].as_str().unwrap();
+    // The base64 characters that encode the secret's bytes, wherever the
+    // secret sat in the echoed text, are what must be gone.
+    let seen = upstream.seen().pop().unwrap();
+    let dump = dump_of(&seen);
+    let at = dump.find(SECRET).expect("the upstream saw the secret");
+    use base64::Engine as _;
+    let full = base64::engine::general_purpose::STANDARD.encode(&dump);
+    let secret_chars = &full[(4 * at).div_ceil(3)..(4 * (at + SECRET.len())) / 3];
+    assert!(!body.contains(secret_chars), "base64 of the secret reaches the guest: {body}");
+    assert!(body.contains(REDACTED), "{body}");
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match (bytes[i], bytes.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok())) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn credential_routing_and_negotiation_headers_from_the_guest_are_dropped() {
+    let upstream = Upstream::start().await;
+    let rt = runtime();
+    let component = hostile(&rt);
+    let caps = caps_for(&upstream.origin(), |c| c.strip_headers(["X-Shop-Token"]));
+    let forged = [
+        "X-Api-Key", "X-Auth-Token", "Api-Key", "X-Access-Token", "Private-Token", "X-Shop-Token", "HTTP2-Settings", "X-Original-URL",
+        "X-Rewrite-URL", "X-Forwarded-Host", "X-Forwarded-Proto", "Forwarded", "X-HTTP-Method-Override", "Accept-Encoding",
+    ];
+    let mut headers: Vec<Value> = forged.iter().map(|name| json!([name, "forged"])).collect();
+    headers.push(json!(["X-Custom", "kept"]));
+    let output = fetch(&component, &caps, "/echo", Value::Array(headers)).await;
+    assert!(output["ok"].is_object(), "{output}");
+    let seen = upstream.seen();
+    assert_eq!(seen.len(), 1);
+    for name in forged {
+        let lower = name.to_ascii_lowercase();
+        assert_ne!(seen[0].header(&lower), Some("forged"), "{name} was forwarded");
+    }
+    assert_eq!(seen[0].header("x-custom"), Some("kept"));
+    assert_eq!(seen[0].header("authorization"), Some(format!("Bearer {SECRET}").as_str()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn request_headers_over_the_size_cap_are_refused_before_sending() {
+    let upstream = Upstream::start().await;
+    let rt = runtime();
+    let component = hostile(&rt);
+    let caps = caps_for(&upstream.origin(), |c| c);
+    let big = "v".repeat(1024);
+    let headers: Vec<Value> = (0..20).map(|i| json!([format!("x-filler-{i}"), big])).collect();
+    let output = fetch(&component, &caps, "/echo", Value::Array(headers)).await;
+    let reason = output["err"]["http"]["denied"].as_str().unwrap_or_else(|| panic!("{output}"));
+    assert!(reason.contains("headers"), "{reason}");
+    assert!(upstream.seen().is_empty(), "nothing was sent");
+    // Under the cap the same kind of request goes through.
+    let headers: Vec<Value> = (0..4).map(|i| json!([format!("x-filler-{i}"), big])).collect();
+    let output = fetch(&component, &caps, "/echo", Value::Array(headers)).await;
+    assert!(output["ok"].is_object(), "{output}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_guest_hoarding_stream_handles_traps_at_the_table_cap() {
+    let rt = runtime();
+    let component = hostile(&rt);
+    let cap = scout_host::runtime::MAX_TABLE_ENTRIES as u32;
+    // Below the cap: fine.
+    let ok = component.call("hostile_handles", &json!({"count": cap / 2}), &Capabilities::default()).await.unwrap();
+    assert_eq!(ok.output.ok(), Some(&json!(cap / 2)));
+    // Past it (and far past it): the call traps at the cap, long before its
+    // deadline, instead of growing the host's memory with every handle.
+    for count in [cap * 2, 10_000_000] {
+        let started = std::time::Instant::now();
+        let err = component.call("hostile_handles", &json!({"count": count}), &Capabilities::default()).await.unwrap_err();
+        let CallError::Trap(text) = &err else { panic!("{count}: expected a trap, got {err:?}") };
+        assert!(text.contains("resource table"), "{count}: {text}");
+        assert!(started.elapsed() < Duration::from_secs(2), "{count}: stopped at the cap, not by the deadline");
+    }
+    assert_host_still_works(&component).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_secret_passed_in_never_comes_back_out_in_output_logs_or_stderr() {
+    let rt = runtime();
+    let component = hostile(&rt);
+    let upstream = Upstream::start().await;
+    let caps = caps_for(&upstream.origin(), |c| c);
+    // An agent that learned the secret elsewhere hands it to a tool, escaped.
+    for text in [format!("x {SECRET} y"), format!("x {} y", SECRET.replace('-', "\\u002d")), format!("x {} y", SECRET.replace('-', "%2D"))] {
+        let outcome = component.call("hostile_echo", &json!({"text": text}), &caps).await.unwrap();
+        let shown = serde_json::to_string(&outcome).unwrap();
+        assert_eq!(outcome.output.ok(), Some(&json!(format!("x {REDACTED} y"))), "{shown}");
+        assert!(outcome.logs.iter().any(|l| l.message == format!("echoing x {REDACTED} y")), "{shown}");
+        assert!(outcome.stderr.contains(&format!("echoing x {REDACTED} y")), "{shown}");
+        assert!(!shown.contains(SECRET), "{shown}");
     }
 }

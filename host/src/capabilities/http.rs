@@ -2,13 +2,18 @@
 //!
 //! The guest supplies method, path and query, headers and body. This module
 //! refuses paths that could change the authority or escape the origin's path
-//! prefix, drops headers that carry authority, injects the credential itself,
-//! never follows redirects, ignores proxy variables, sends no Referer, bounds
-//! time and response size, checks every resolved address against the deny
-//! list, and scrubs the secret from everything it hands back.
+//! prefix, drops headers that carry authority or credentials, injects the
+//! credential itself, negotiates and decodes content codings itself, never
+//! follows redirects, ignores proxy variables, sends no Referer, bounds time
+//! and response size, checks every resolved address against the deny list,
+//! and scrubs the secret, in every encoded form, from everything it hands back.
 
-use crate::bindings::http::{Host, HostClient, HttpError, Method, Request, Response};
+use crate::bindings::http::{Host, HostClient};
+pub use crate::bindings::http::{HttpError, Method, Request, Response};
+use crate::capabilities::encoding;
 use crate::capabilities::net::denied_reason;
+use crate::capabilities::scrub::Scrubber;
+pub use crate::capabilities::scrub::REDACTED;
 use crate::error::ConfigError;
 use crate::runtime::CallState;
 use base64::Engine as _;
@@ -20,13 +25,12 @@ use std::time::{Duration, Instant};
 use url::Url;
 use wasmtime::component::Resource;
 
-/// Replaces the secret wherever it would be shown.
-pub const REDACTED: &str = "[REDACTED]";
-
 /// Longest request path accepted.
 const MAX_PATH_LEN: usize = 2048;
 /// Most headers a guest may send on one request.
 const MAX_HEADERS: usize = 64;
+/// Default cap on the total size of a guest's request headers (names and values).
+pub const DEFAULT_MAX_HEADER_BYTES: usize = 16 << 10;
 
 /// How the host injects the credential.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,6 +95,11 @@ pub struct HttpConfig {
     pub max_response_bytes: u64,
     /// Largest request body.
     pub max_request_bytes: usize,
+    /// Largest total size of the guest's request headers (names and values).
+    pub max_request_header_bytes: usize,
+    /// Further header names the operator lists as carrying credentials; a
+    /// guest's header of any of these names is dropped.
+    pub strip_headers: Vec<String>,
 }
 
 impl HttpConfig {
@@ -105,7 +114,16 @@ impl HttpConfig {
             total_timeout: Duration::from_secs(30),
             max_response_bytes: 8 << 20,
             max_request_bytes: 4 << 20,
+            max_request_header_bytes: DEFAULT_MAX_HEADER_BYTES,
+            strip_headers: Vec::new(),
         }
+    }
+
+    /// Drops a guest's headers of these names too (credential headers of
+    /// the operator's own).
+    pub fn strip_headers(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> HttpConfig {
+        self.strip_headers.extend(names.into_iter().map(Into::into));
+        self
     }
 
     /// Sets the credential.
@@ -141,10 +159,52 @@ pub struct HttpCapability {
     prefix: String,
     client: reqwest::Client,
     credential: Option<Credential>,
-    /// Every form in which the secret could come back: raw, base64, URL-encoded.
-    scrub_forms: Vec<Vec<u8>>,
+    /// Finds the secret in every form it could come back in.
+    scrubber: Scrubber,
     max_response_bytes: u64,
     max_request_bytes: usize,
+    max_header_bytes: usize,
+    /// Lowercased names of further headers the guest may not send.
+    strip_headers: Vec<String>,
+}
+
+/// A guest request checked and made ready to send: what would go on the
+/// wire. It carries the credential, so its `Debug` hides headers and query.
+pub struct PreparedRequest {
+    method: reqwest::Method,
+    url: Url,
+    headers: HeaderMap,
+    body: Vec<u8>,
+}
+
+impl PreparedRequest {
+    /// The method.
+    pub fn method(&self) -> &reqwest::Method {
+        &self.method
+    }
+    /// The full URL (the credential's query parameter included, if any).
+    pub fn url(&self) -> &Url {
+        &self.url
+    }
+    /// The headers sent (the credential included).
+    pub fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+    /// The body.
+    pub fn body(&self) -> &[u8] {
+        &self.body
+    }
+}
+
+impl std::fmt::Debug for PreparedRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparedRequest")
+            .field("method", &self.method)
+            .field("path", &self.url.path())
+            .field("headers", &self.headers.len())
+            .field("body", &self.body.len())
+            .finish()
+    }
 }
 
 impl std::fmt::Debug for HttpCapability {
@@ -213,12 +273,25 @@ impl HttpCapability {
                 Some(Credential { scheme: c.scheme.clone(), secret: Secret(secret) })
             }
         };
-        let scrub_forms = credential.as_ref().map(scrub_forms_of).unwrap_or_default();
+        let scrubber = credential.as_ref().map(scrubber_of).unwrap_or_default();
+        let mut strip_headers = Vec::new();
+        for name in &config.strip_headers {
+            let parsed = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| ConfigError::Credential(format!("`{}` is not a valid header name to strip", name.escape_debug())))?;
+            strip_headers.push(parsed.as_str().to_string());
+        }
 
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
             .referer(false)
+            // The host decodes content codings itself (see `encoding`), so
+            // that every coding is undone before the scrub, whatever a
+            // guest or an upstream tries.
+            .no_gzip()
+            .no_brotli()
+            .no_deflate()
+            .no_zstd()
             .connect_timeout(config.connect_timeout)
             .read_timeout(config.read_timeout)
             .timeout(config.total_timeout)
@@ -232,9 +305,11 @@ impl HttpCapability {
             prefix,
             client,
             credential,
-            scrub_forms,
+            scrubber,
             max_response_bytes: config.max_response_bytes,
             max_request_bytes: config.max_request_bytes,
+            max_header_bytes: config.max_request_header_bytes,
+            strip_headers,
         }))
     }
 
@@ -243,11 +318,17 @@ impl HttpCapability {
         &self.origin
     }
 
-    /// Sends one guest request. Every refusal happens before any byte is sent.
-    pub async fn send(&self, req: Request) -> Result<Response, HttpError> {
-        let url = self.build_url(&req)?;
+    /// The secret scrubber of this destination.
+    pub fn scrubber(&self) -> &Scrubber {
+        &self.scrubber
+    }
+
+    /// Checks a guest request and builds what would be sent, without
+    /// sending anything: every refusal of [`HttpCapability::send`] happens here.
+    pub fn prepare(&self, req: &Request) -> Result<PreparedRequest, HttpError> {
+        let url = self.build_url(req)?;
         let headers = self.build_headers(&req.headers)?;
-        let body = req.body.unwrap_or_default();
+        let body = req.body.clone().unwrap_or_default();
         if body.len() > self.max_request_bytes {
             return Err(HttpError::Denied(format!("request body is larger than {} bytes", self.max_request_bytes)));
         }
@@ -259,6 +340,12 @@ impl HttpCapability {
             Method::Patch => reqwest::Method::PATCH,
             Method::Delete => reqwest::Method::DELETE,
         };
+        Ok(PreparedRequest { method, url, headers, body })
+    }
+
+    /// Sends one guest request. Every refusal happens before any byte is sent.
+    pub async fn send(&self, req: Request) -> Result<Response, HttpError> {
+        let PreparedRequest { method, url, headers, body } = self.prepare(&req)?;
         let exchange = async {
             let mut response = self
                 .client
@@ -274,10 +361,17 @@ impl HttpCapability {
                 return Err(HttpError::TooLarge(self.max_response_bytes));
             }
             let status = response.status().as_u16();
+            // Refused before the body is read: a coding the host cannot
+            // undo would hide the secret from the scrub.
+            let codings = encoding::content_codings(response.headers())?;
             let headers = response
                 .headers()
                 .iter()
-                .filter(|(name, _)| !matches!(name.as_str(), "set-cookie" | "set-cookie2"))
+                .filter(|(name, _)| {
+                    !matches!(name.as_str(), "set-cookie" | "set-cookie2")
+                        // Decoded here: the guest gets plain bytes.
+                        && !(!codings.is_empty() && matches!(name.as_str(), "content-encoding" | "content-length"))
+                })
                 .map(|(name, value)| {
                     let value = String::from_utf8_lossy(&self.scrub(value.as_bytes())).into_owned();
                     (name.as_str().to_string(), value)
@@ -290,6 +384,7 @@ impl HttpCapability {
                 }
                 body.extend_from_slice(&chunk);
             }
+            let body = encoding::decode(&codings, body, self.max_response_bytes)?;
             Ok(Response { status, headers, body: self.scrub(&body) })
         };
         // reqwest's total timeout runs until the body is read, so no
@@ -338,17 +433,25 @@ impl HttpCapability {
             Some(Credential { scheme: CredentialScheme::Header { name }, .. }) => Some(name.to_ascii_lowercase()),
             _ => None,
         };
+        let total: usize = guest.iter().map(|(n, v)| n.len() + v.len()).sum();
+        if total > self.max_header_bytes {
+            return Err(HttpError::Denied(format!("the request headers are larger than {} bytes", self.max_header_bytes)));
+        }
         let mut headers = HeaderMap::new();
         for (name, value) in guest {
             let name = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| HttpError::Denied(format!("`{}` is not a valid header name", name.escape_debug())))?;
-            if carries_authority(name.as_str()) || credential_header.as_deref() == Some(name.as_str()) {
+            if carries_authority(name.as_str())
+                || credential_header.as_deref() == Some(name.as_str())
+                || self.strip_headers.iter().any(|s| s == name.as_str())
+            {
                 continue;
             }
             let value = HeaderValue::from_str(value)
                 .map_err(|_| HttpError::Denied(format!("the value of header `{name}` is not valid")))?;
             headers.append(name, value);
         }
+        headers.insert(http::header::ACCEPT_ENCODING, HeaderValue::from_static(encoding::ACCEPT_ENCODING));
         if let Some(cred) = &self.credential {
             let (name, value) = match &cred.scheme {
                 CredentialScheme::Bearer => (http::header::AUTHORIZATION, format!("Bearer {}", cred.secret.0)),
@@ -385,68 +488,67 @@ impl HttpCapability {
 
     /// Replaces every form of the secret in `bytes` with `[REDACTED]`.
     pub fn scrub(&self, bytes: &[u8]) -> Vec<u8> {
-        let mut out = bytes.to_vec();
-        for form in &self.scrub_forms {
-            if memchr::memmem::find(&out, form).is_none() {
-                continue;
-            }
-            let mut next = Vec::with_capacity(out.len());
-            let mut last = 0;
-            for at in memchr::memmem::find_iter(&out, form) {
-                if at < last {
-                    continue;
-                }
-                next.extend_from_slice(&out[last..at]);
-                next.extend_from_slice(REDACTED.as_bytes());
-                last = at + form.len();
-            }
-            next.extend_from_slice(&out[last..]);
-            out = next;
-        }
-        out
+        self.scrubber.scrub(bytes)
     }
 
     /// [`Self::scrub`] for text.
     pub fn scrub_text(&self, text: &str) -> String {
-        String::from_utf8_lossy(&self.scrub(text.as_bytes())).into_owned()
+        self.scrubber.scrub_text(text)
     }
 }
 
-fn scrub_forms_of(cred: &Credential) -> Vec<Vec<u8>> {
+fn scrubber_of(cred: &Credential) -> Scrubber {
     let secret = cred.secret.0.as_str();
-    let mut forms = vec![secret.as_bytes().to_vec()];
-    let encoded: String = url::form_urlencoded::byte_serialize(secret.as_bytes()).collect();
-    forms.push(encoded.into_bytes());
-    if let CredentialScheme::Basic { username } = &cred.scheme {
-        forms.push(base64::engine::general_purpose::STANDARD.encode(format!("{username}:{secret}")).into_bytes());
-    }
-    forms.sort();
-    forms.dedup();
-    // Longest first, so a form containing another is replaced whole.
-    forms.sort_by_key(|f| std::cmp::Reverse(f.len()));
-    forms
+    let also = match &cred.scheme {
+        CredentialScheme::Basic { username } => {
+            vec![base64::engine::general_purpose::STANDARD.encode(format!("{username}:{secret}"))]
+        }
+        _ => Vec::new(),
+    };
+    Scrubber::new(secret, also)
 }
 
-/// Headers a guest may not set: they carry authority, identity or framing.
-fn carries_authority(name: &str) -> bool {
+/// Headers a guest may not set: they carry authority, credentials, identity,
+/// routing or framing, or they are the host's to negotiate.
+pub fn carries_authority(name: &str) -> bool {
     matches!(
         name,
         "host"
             | "authorization"
             | "cookie"
             | "cookie2"
+            // Credential headers of common APIs, whatever this connector's scheme.
+            | "x-api-key"
+            | "api-key"
+            | "apikey"
+            | "x-auth-token"
+            | "x-access-token"
+            | "x-amz-security-token"
+            | "private-token"
+            // Framing and hop-by-hop.
             | "connection"
             | "keep-alive"
             | "te"
             | "trailer"
             | "transfer-encoding"
             | "upgrade"
+            | "http2-settings"
             | "content-length"
             | "expect"
+            // The host negotiates content codings (see `encoding`).
+            | "accept-encoding"
+            // Identity and routing that proxies and frameworks trust.
             | "referer"
             | "forwarded"
             | "via"
             | "x-real-ip"
+            | "x-client-ip"
+            | "true-client-ip"
+            | "x-original-url"
+            | "x-rewrite-url"
+            | "x-http-method-override"
+            | "x-http-method"
+            | "x-method-override"
     ) || name.starts_with("proxy-")
         || name.starts_with("x-forwarded-")
 }
@@ -454,8 +556,10 @@ fn carries_authority(name: &str) -> bool {
 /// Checks a guest path. Returns the reason it is refused.
 ///
 /// A path starts with `/`, is visible ASCII, and has no `//`, `\`, `@`, `*`,
-/// `?`, `#`, no malformed or suspicious percent-escapes (`%2F`, `%5C`, `%25`,
-/// `%00`..`%1F`, `%7F`), and no `.` or `..` segment, raw or encoded.
+/// `?`, `#`, `;`, no malformed or suspicious percent-escapes (`%2F`, `%5C`,
+/// `%25`, `%3B`, `%00`..`%1F`, `%7F`), and no `.` or `..` segment, raw or
+/// encoded. `;` starts a path parameter, which Tomcat- and Spring-style
+/// servers strip before routing: `/allowed/..;/admin` escapes a prefix there.
 pub fn validate_path(path: &str) -> Result<(), String> {
     if !path.starts_with('/') {
         return Err("the path must start with `/` (absolute URLs are refused)".to_string());
@@ -468,7 +572,7 @@ pub fn validate_path(path: &str) -> Result<(), String> {
     }
     for c in path.chars() {
         match c {
-            '\\' | '@' | '*' | '?' | '#' => return Err(format!("the path contains `{c}`")),
+            '\\' | '@' | '*' | '?' | '#' | ';' => return Err(format!("the path contains `{c}`")),
             c if !c.is_ascii_graphic() => {
                 return Err(format!("the path contains {:?}, which must be percent-encoded", c));
             }
@@ -494,7 +598,7 @@ fn percent_decode_segment(segment: &str) -> Result<String, String> {
             let Some(value) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) else {
                 return Err("the path has a malformed percent-escape".to_string());
             };
-            if matches!(value, b'/' | b'\\' | b'%') || value < 0x20 || value == 0x7f {
+            if matches!(value, b'/' | b'\\' | b'%' | b';') || value < 0x20 || value == 0x7f {
                 return Err(format!("the path encodes a forbidden character (%{value:02X})"));
             }
             out.push(value);
@@ -598,7 +702,8 @@ mod tests {
         for bad in [
             "", "repos", "//evil.example/x", "/a//b", "/a\\b", "/@evil.example", "/a@b", "/*", "/a?b=c", "/a#f",
             "http://evil.example/", "/../etc", "/a/./b", "/a/..", "/%2e%2e/x", "/%2E%2e", "/.%2e/x", "/a%2fb",
-            "/a%5cb", "/a%00", "/a%zz", "/a%2", "/a b", "/a\tb", "/ä", "/a%252e%252e",
+            "/a%5cb", "/a%00", "/a%zz", "/a%2", "/a b", "/a\tb", "/ä", "/a%252e%252e", "/a;b", "/..;/admin",
+            "/allowed/..;/admin", "/a/b;jsessionid=1", "/a%3bb", "/a/%3B/b", "/%2e%2e%3b/x",
         ] {
             assert!(validate_path(bad).is_err(), "{bad:?} should be refused");
         }

@@ -25,14 +25,13 @@ impl Host for CallState {
             self.logs_dropped += 1;
             return Ok(());
         }
+        // Scrubbed before it is cut, so no part of a secret survives the cut.
+        let mut message = self.caps.scrub_text(&message);
         let mut end = message.len().min(MAX_LINE_BYTES);
         while !message.is_char_boundary(end) {
             end -= 1;
         }
-        let message = match &self.caps.http {
-            Some(http) => http.scrub_text(&message[..end]),
-            None => message[..end].to_string(),
-        };
+        message.truncate(end);
         let level = match level {
             Level::Trace => "trace",
             Level::Debug => "debug",

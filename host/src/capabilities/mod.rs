@@ -4,11 +4,13 @@
 //! decided by the host per call ([`Capabilities`]); the guest cannot name a
 //! destination, a credential or a folder of its own.
 
+pub mod encoding;
 pub mod folder;
 pub mod http;
 pub mod log;
 pub mod meter;
 pub mod net;
+pub mod scrub;
 
 use std::sync::Arc;
 
@@ -27,5 +29,22 @@ impl Capabilities {
     /// Only an HTTP client.
     pub fn with_http(http: Arc<http::HttpCapability>) -> Capabilities {
         Capabilities { http: Some(http), ..Capabilities::default() }
+    }
+
+    /// Removes every secret these handles inject, in any encoded form, from
+    /// text the host is about to show (defence in depth: a guest never holds
+    /// a secret, so finding one means a form the `http` scrub missed).
+    pub fn scrub_text(&self, text: &str) -> String {
+        match &self.http {
+            Some(http) => http.scrub_text(text),
+            None => text.to_string(),
+        }
+    }
+
+    /// [`Capabilities::scrub_text`] over every string of a JSON value.
+    pub fn scrub_json(&self, value: &mut serde_json::Value) {
+        if let Some(http) = &self.http {
+            http.scrubber().scrub_json(value);
+        }
     }
 }

@@ -4,7 +4,9 @@
 //! anything, so every address a request would use is checked: loopback,
 //! private, link-local, CGNAT, metadata, documentation, multicast, reserved
 //! and unspecified addresses are refused, including IPv4 addresses mapped or
-//! embedded in IPv6, unless the operator explicitly allowed the origin.
+//! embedded in IPv6 (mapped, compatible, NAT64, 6to4), SIIT-translated
+//! addresses, local-use NAT64 and discard-only prefixes, unless the operator
+//! explicitly allowed the origin.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -60,6 +62,20 @@ fn denied_v6(ip: Ipv6Addr) -> Option<&'static str> {
         }
         return denied_v4(v4).map(mapped);
     }
+    // SIIT IPv4-translated addresses (::ffff:0:a.b.c.d, RFC 2765): no public
+    // service answers on one; a translator would reach the embedded address.
+    if s[0..4] == [0, 0, 0, 0] && s[4] == 0xffff && s[5] == 0 {
+        return Some("IPv4-translated (SIIT) IPv6 address");
+    }
+    // Local-use NAT64 (64:ff9b:1::/48, RFC 8215): the operator's own
+    // translator, embedding an IPv4 address wherever it chooses.
+    if s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1 {
+        return Some("local-use NAT64 address");
+    }
+    // Discard-only (100::/64, RFC 6666).
+    if s[0] == 0x100 && s[1..4] == [0, 0, 0] {
+        return Some("discard-only address");
+    }
     // NAT64 (64:ff9b::/96) embeds an IPv4 address.
     if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
         let v4 = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
@@ -106,6 +122,12 @@ mod tests {
             "100.100.100.200", "0.0.0.0", "255.255.255.255", "224.0.0.1", "192.0.2.1", "198.18.0.1",
             "::1", "::", "fe80::1", "fc00::1", "fd00:ec2::254", "ff02::1", "::ffff:127.0.0.1",
             "::ffff:169.254.169.254", "::127.0.0.1", "64:ff9b::a9fe:a9fe", "2002:7f00:1::", "2001:db8::1",
+            // SIIT (::ffff:0:0:0/96), whatever the embedded address.
+            "::ffff:0:a9fe:a9fe", "::ffff:0:808:808", "::ffff:0:7f00:1",
+            // Local-use NAT64 (64:ff9b:1::/48).
+            "64:ff9b:1::a9fe:a9fe", "64:ff9b:1:ffff::808:808", "64:ff9b:1::",
+            // Discard-only (100::/64).
+            "100::", "100::1", "100::ffff:ffff:ffff:ffff",
         ] {
             let ip: IpAddr = ip.parse().unwrap();
             assert!(denied_reason(ip).is_some(), "{ip} should be denied");
@@ -114,7 +136,7 @@ mod tests {
 
     #[test]
     fn allows_public_addresses() {
-        for ip in ["140.82.112.6", "8.8.8.8", "2606:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808"] {
+        for ip in ["140.82.112.6", "8.8.8.8", "2606:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808", "100:0:0:1::1"] {
             let ip: IpAddr = ip.parse().unwrap();
             assert_eq!(denied_reason(ip), None, "{ip} should be allowed");
         }

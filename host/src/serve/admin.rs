@@ -220,9 +220,15 @@ async fn mcp_endpoint(State(host): State<Arc<ServeHost>>, Path((session, connect
         Err(_) => return ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", "the request body is too large").into_response(),
     };
     let closing = parts.method == axum::http::Method::DELETE;
+    let mut parts = parts;
+    // Cancelled if this request's answer is dropped before it ends: the
+    // client went away, and a call waiting for a person withdraws.
+    let gone = super::mcp::CallerGone::default();
+    parts.extensions.insert(gone.clone());
+    let guard = gone.0.clone().drop_guard();
     let request = Request::from_parts(parts, axum::body::Body::from(bytes));
     let mut response = match endpoint.service.oneshot(request).await {
-        Ok(response) => response.map(axum::body::Body::new),
+        Ok(response) => response.map(|body| axum::body::Body::from_stream(UntilEnd { body: axum::body::Body::new(body).into_data_stream(), guard: Some(guard) })),
         Err(never) => match never {},
     };
     // rmcp answers a closed MCP session with 202; the official Python
@@ -231,6 +237,27 @@ async fn mcp_endpoint(State(host): State<Arc<ServeHost>>, Path((session, connect
         *response.status_mut() = StatusCode::NO_CONTENT;
     }
     response
+}
+
+/// A response body that cancels its guard's token if it is dropped before
+/// its last chunk: how the MCP route learns that a client went away.
+struct UntilEnd {
+    body: axum::body::BodyDataStream,
+    guard: Option<tokio_util::sync::DropGuard>,
+}
+
+impl futures_util::Stream for UntilEnd {
+    type Item = Result<axum::body::Bytes, axum::Error>;
+
+    fn poll_next(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Self::Item>> {
+        let next = std::pin::Pin::new(&mut self.body).poll_next(cx);
+        if let std::task::Poll::Ready(None) = next
+            && let Some(guard) = self.guard.take()
+        {
+            guard.disarm();
+        }
+        next
+    }
 }
 
 async fn health() -> Json<Value> {

@@ -60,6 +60,12 @@ pub struct ServeConfig {
     /// Pooling allocator slots: calls that can run at once.
     #[serde(default = "default_max_concurrent_calls")]
     pub max_concurrent_calls: u32,
+    /// How often an open MCP stream gets an SSE keep-alive comment
+    /// (milliseconds). Besides keeping proxies and client read timeouts
+    /// happy, a write is how a closed client connection is noticed, which
+    /// withdraws the approval a call was waiting for.
+    #[serde(default = "default_sse_keep_alive_ms")]
+    pub sse_keep_alive_ms: u64,
     /// Connectors by server name (`github`).
     #[serde(default)]
     pub connectors: BTreeMap<String, ConnectorConfig>,
@@ -84,6 +90,11 @@ pub struct ConnectorConfig {
     /// Host environment variable holding the deployment owner's own token.
     #[serde(default)]
     pub host_env: Option<String>,
+    /// Further request headers that carry credentials at this upstream; a
+    /// guest's header of any of these names is dropped (the common ones,
+    /// such as `X-Api-Key`, always are).
+    #[serde(default)]
+    pub strip_headers: Vec<String>,
 }
 
 fn default_listen() -> SocketAddr {
@@ -106,6 +117,9 @@ fn default_store_key_env() -> String {
 }
 fn default_max_concurrent_calls() -> u32 {
     128
+}
+fn default_sse_keep_alive_ms() -> u64 {
+    5_000
 }
 fn default_session_ttl_secs() -> u64 {
     24 * 60 * 60

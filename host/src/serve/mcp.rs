@@ -31,6 +31,13 @@ const PENDING_POLL: Duration = Duration::from_millis(10);
 /// Longest argument text shown in an elicitation.
 const SHOWN_ARGS: usize = 600;
 
+/// Put in an MCP request's extensions by the router: cancelled when the
+/// HTTP response carrying the answer is dropped before it ends (the client
+/// closed the connection or the stream). A call waiting for a person then
+/// withdraws its approval.
+#[derive(Clone, Debug, Default)]
+pub struct CallerGone(pub CancellationToken);
+
 /// The streamable HTTP service of one session and connector.
 #[derive(Clone)]
 pub struct Endpoint {
@@ -42,6 +49,7 @@ impl Endpoint {
         let config = StreamableHttpServerConfig::default()
             .with_cancellation_token(cancel)
             .with_max_request_body_bytes(host.config.max_request_bytes)
+            .with_sse_keep_alive(Some(Duration::from_millis(host.config.sse_keep_alive_ms.max(10))))
             // The router checked the Host header against the configured list.
             .disable_allowed_hosts();
         let server = ConnectorServer { host: Arc::downgrade(&host), session, connector };
@@ -92,6 +100,14 @@ impl ConnectorServer {
     }
 }
 
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 fn text_result(value: &Value, is_error: bool) -> CallToolResult {
     let text = serde_json::to_string(value).unwrap_or_else(|_| "null".to_string());
     let mut result = if is_error { CallToolResult::error(vec![ContentBlock::text(text)]) } else { CallToolResult::success(vec![ContentBlock::text(text)]) };
@@ -122,7 +138,26 @@ impl ServerHandler for ConnectorServer {
         let tool = request.name.to_string();
         let args = Value::Object(request.arguments.unwrap_or_default());
         let name = policy::names::mcp(&self.connector, &tool);
-        let call = host.call_tool(&live, &self.connector, &tool, &args);
+        // The caller is gone when it cancels the request or its stream closes.
+        let gone = CancellationToken::new();
+        let stream_closed = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<CallerGone>())
+            .map(|g| g.0.clone())
+            .unwrap_or_default();
+        let watcher = {
+            let (gone, cancelled) = (gone.clone(), context.ct.clone());
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = cancelled.cancelled() => {}
+                    () = stream_closed.cancelled() => {}
+                }
+                gone.cancel();
+            })
+        };
+        let _stop_watching = AbortOnDrop(watcher);
+        let call = host.call_tool_while_present(&live, &self.connector, &tool, &args, &gone);
         let can_ask = context.peer.supported_elicitation_modes().contains(&ElicitationMode::Form);
         let result = if can_ask && host.boundary.asks_person(&live.session, &name) {
             let ask = ask_through_elicitation(&host, &live, &name, &args, &context);

@@ -505,13 +505,26 @@ impl ServeHost {
     /// the HTTP handle bound to the connector's origin and the credential
     /// resolved now.
     pub async fn call_tool(&self, session: &LiveSession, connector: &str, tool: &str, args: &Value) -> Result<Executed, Denied> {
+        self.call_tool_while_present(session, connector, tool, args, &tokio_util::sync::CancellationToken::new()).await
+    }
+
+    /// [`ServeHost::call_tool`] for a caller that can go away: see
+    /// [`crate::boundary::Boundary::call_while_present`].
+    pub async fn call_tool_while_present(
+        &self,
+        session: &LiveSession,
+        connector: &str,
+        tool: &str,
+        args: &Value,
+        gone: &tokio_util::sync::CancellationToken,
+    ) -> Result<Executed, Denied> {
         let Some(component) = self.components.get(connector) else {
             return Err(Denied { denial: policy::PolicyDenial::NotOffered });
         };
         let caps = self.capabilities(&session.session.brand, connector);
         // Shown to a person by the approvals API if the call waits for one.
         let _shown = WaitingArgs::new(self, &session.session.id, args);
-        self.boundary.call(&session.session, component, tool, args, &caps).await
+        self.boundary.call_while_present(&session.session, component, tool, args, &caps, gone).await
     }
 
     /// The handles for one call: the HTTP client bound to the connector's
@@ -533,7 +546,8 @@ impl ServeHost {
             return Capabilities::with_http(http.clone());
         }
         let Ok(scheme) = settings.scheme() else { return Capabilities::default() };
-        let http_config = to_http_config(&credential, settings.origin.clone(), scheme).allow_private_network(settings.allow_private_network);
+        let http_config = to_http_config(&credential, settings.origin.clone(), scheme).allow_private_network(settings.allow_private_network)
+            .strip_headers(settings.strip_headers.iter().cloned());
         match HttpCapability::new(http_config) {
             Ok(http) => {
                 cache.insert(key, (secret_digest, http.clone()));
@@ -623,6 +637,17 @@ impl Drop for WaitingArgs<'_> {
 pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
     let listener = host.bind().await?;
     let addr = listener.local_addr()?;
+    // Before any call: close what a host killed mid-call left open. After the
+    // bind, so a second `serve` on the same address stops before it touches
+    // the first one's approvals and calls.
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+    let recovered = host.store.recover_interrupted(now_ms)?;
+    if recovered != crate::store::Recovered::default() {
+        eprintln!(
+            "scout-host: the previous run stopped mid-call: {} pending approvals revoked, {} calls marked interrupted ({} of them may have reached their upstream)",
+            recovered.approvals_revoked, recovered.calls_interrupted, recovered.calls_maybe_run
+        );
+    }
     println!("scout-host serving the admin API and MCP on http://{addr}");
     serve_http(host, listener, async {
         let _ = tokio::signal::ctrl_c().await;

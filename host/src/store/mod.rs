@@ -68,6 +68,10 @@ pub enum TraceState {
     Executed,
     Result,
     PermissionDenied,
+    /// Appended when a host starts after one that stopped (killed, crashed,
+    /// lost power) while this call was in flight: the call never reached a
+    /// terminal state, and the trace says so rather than leaving it open.
+    Interrupted,
 }
 
 impl TraceState {
@@ -83,6 +87,7 @@ impl TraceState {
             TraceState::Executed => "executed",
             TraceState::Result => "result",
             TraceState::PermissionDenied => "permission_denied",
+            TraceState::Interrupted => "interrupted",
         }
     }
 
@@ -98,6 +103,7 @@ impl TraceState {
             "executed" => TraceState::Executed,
             "result" => TraceState::Result,
             "permission_denied" => TraceState::PermissionDenied,
+            "interrupted" => TraceState::Interrupted,
             _ => return None,
         })
     }
@@ -275,6 +281,10 @@ pub trait Store: Send + Sync {
     /// Revokes every unused approval of the session (pending or approved);
     /// returns how many. Revoked approvals can never be decided or consumed.
     fn revoke_session_approvals(&self, session: &str) -> Result<usize, StoreError>;
+    /// Revokes one approval if it is still unused (pending, or approved and
+    /// not yet consumed), recording `by` as who withdrew it; `Ok(true)` if it
+    /// was revoked now. A revoked approval never comes back.
+    fn revoke_approval(&self, id: ApprovalId, by: &str) -> Result<bool, StoreError>;
 
     // --- allowance ledger ---
     /// Records a charge once per `idempotency_key`: `Ok(true)` if recorded now,
@@ -355,7 +365,35 @@ pub trait Store: Send + Sync {
     fn reviewed_digest(&self, connector: &str, tool: &str) -> Result<Option<String>, StoreError>;
     /// Records an operator's approval of `tool` as described by `digest`.
     fn approve_tool(&self, connector: &str, tool: &str, digest: &str, by: &str) -> Result<(), StoreError>;
+
+    // --- recovery after a host that stopped mid-call ---
+    /// Run once by `serve` when it starts, before it takes any call, to close
+    /// what a previous host left open when it was killed mid-call. In one
+    /// transaction: every approval still `pending` is revoked (the call that
+    /// waited for it was in the process that died, so approving it later
+    /// would authorise nothing, or worse, a call it was not asked for), and
+    /// every call whose last trace event is not terminal (`result`, `denied`,
+    /// `permission_denied`, `interrupted`) gets one `interrupted` event at
+    /// `at_ms`, saying how far it got. Approvals approved but not yet used
+    /// are left as they are: their session ended with the process, so no
+    /// call can consume them. Running it twice changes nothing the second time.
+    fn recover_interrupted(&self, at_ms: i64) -> Result<Recovered, StoreError>;
 }
+
+/// What [`Store::recover_interrupted`] closed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recovered {
+    /// Approvals that were still pending, now revoked.
+    pub approvals_revoked: usize,
+    /// Calls that had not reached a terminal state, now marked `interrupted`.
+    pub calls_interrupted: usize,
+    /// Of those, the calls that were allowed (and may have reached their
+    /// upstream) but recorded no result: their effect is unknown.
+    pub calls_maybe_run: usize,
+}
+
+/// The `decided_by` of an approval revoked by [`Store::recover_interrupted`].
+pub const RESTART_REVOKER: &str = "host restart: caller gone";
 
 /// Which rules a profile is saved under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -1,8 +1,8 @@
 //! [`SqliteStore`]: the embedded, single-file implementation of [`Store`].
 
 use super::{
-    Approval, ApprovalError, ApprovalId, ApprovalState, Charge, ProfileKind, SaveProfileError, SavedProfile,
-    StartRunError, Store, StoreError, TraceEvent, TraceFilter, TraceState,
+    Approval, ApprovalError, ApprovalId, ApprovalState, Charge, ProfileKind, RESTART_REVOKER, Recovered, SaveProfileError,
+    SavedProfile, StartRunError, Store, StoreError, TraceEvent, TraceFilter, TraceState,
 };
 use crate::policy::{Catalog, Profile};
 use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
@@ -398,6 +398,16 @@ impl Store for SqliteStore {
         Ok(changed)
     }
 
+    fn revoke_approval(&self, id: ApprovalId, by: &str) -> Result<bool, StoreError> {
+        let conn = self.lock();
+        let changed = conn.execute(
+            "UPDATE approvals SET state = 'revoked', decided_by = ?1, decided_at_ms = ?2
+             WHERE id = ?3 AND used = 0 AND state IN ('pending', 'approved')",
+            params![by, now_ms(), id.0],
+        )?;
+        Ok(changed == 1)
+    }
+
     fn charge(
         &self,
         run_id: &str,
@@ -685,6 +695,51 @@ impl Store for SqliteStore {
         )?;
         tx.commit()?;
         Ok(())
+    }
+
+    fn recover_interrupted(&self, at_ms: i64) -> Result<Recovered, StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let approvals_revoked = tx.execute(
+            "UPDATE approvals SET state = 'revoked', decided_by = ?1, decided_at_ms = ?2 WHERE state = 'pending'",
+            params![RESTART_REVOKER, at_ms],
+        )?;
+        // A call is a (session, call_id) with a `requested` event (session-level
+        // events share the call_id "session" and are never requested); it is
+        // open when its last event is not terminal.
+        let open: Vec<(String, String, String, Option<String>, String, Option<String>)> = {
+            let mut stmt = tx.prepare(
+                "SELECT t.session, t.brand, t.call_id, t.tool, t.state, t.rule FROM trace t
+                 JOIN (SELECT MAX(seq) AS last FROM trace WHERE call_id IS NOT NULL
+                       GROUP BY session, call_id HAVING SUM(state = 'requested') > 0) c ON t.seq = c.last
+                 WHERE t.state NOT IN ('result', 'denied', 'permission_denied', 'interrupted')
+                 ORDER BY t.seq",
+            )?;
+            let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?)))?;
+            rows.collect::<Result<Vec<_>, _>>()?
+        };
+        let mut calls_maybe_run = 0;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO trace (session, brand, call_id, tool, state, rule, detail, at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?7)",
+            )?;
+            for (session, brand, call_id, tool, last_state, last_rule) in &open {
+                // Allowed is written before the effect, executed and result after:
+                // a call last seen allowed may have reached its upstream.
+                let may_have_run = matches!(last_state.as_str(), "allowed" | "executed");
+                calls_maybe_run += usize::from(may_have_run);
+                let detail = serde_json::json!({
+                    "reason": "the host stopped before the call finished",
+                    "last_state": last_state,
+                    "last_rule": last_rule,
+                    "may_have_run": may_have_run,
+                });
+                insert.execute(params![session, brand, call_id, tool, TraceState::Interrupted.as_str(), detail.to_string(), at_ms])?;
+            }
+        }
+        tx.commit()?;
+        Ok(Recovered { approvals_revoked, calls_interrupted: open.len(), calls_maybe_run })
     }
 }
 

@@ -67,6 +67,20 @@ impl Guest for Hostile {
     fn crash() -> Result<u32, ToolError> {
         panic!("the hostile guest panicked on purpose")
     }
+
+    fn echo(text: String) -> Result<String, ToolError> {
+        scout_sdk::log::info(&format!("echoing {text}"));
+        eprintln!("echoing {text}");
+        Ok(text)
+    }
+
+    fn handles(count: u32) -> Result<u32, ToolError> {
+        for _ in 0..count {
+            // Each call puts one more stream in the host's resource table.
+            std::mem::forget(wasi::cli::stdout::get_stdout());
+        }
+        Ok(count)
+    }
 }
 
 scout_sdk::export!(Hostile);

@@ -1,0 +1,302 @@
+//! Finding a secret in what an upstream sent back, in any form an encoder
+//! could have turned it into.
+//!
+//! An upstream that reflects request headers (a debugging endpoint, an error
+//! page quoting the request) hands the injected credential to the guest. The
+//! host decodes every content encoding itself, then looks for the secret
+//! written character by character in any mix of the forms that JSON and URL
+//! encoders produce: the raw byte, `\uXXXX` (either case), the short JSON
+//! escapes (`\/`, `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`), `%XX` (either
+//! case) and `+` for a space. Base64 of any text containing the secret is
+//! found too, at each of the three alignments, in the standard and the
+//! URL-safe alphabet. Each match is replaced by `[REDACTED]`.
+//!
+//! This catches encodings, not arbitrary transformations: an upstream that
+//! reverses or encrypts what it echoes is outside what a scrub can see. The
+//! secret never enters the guest's request in the first place, so what is
+//! caught here is always a reflection by the upstream.
+
+use base64::Engine as _;
+
+/// Replaces the secret wherever it would be shown.
+pub const REDACTED: &str = "[REDACTED]";
+
+/// Shortest literal (base64) form worth matching: shorter ones would redact
+/// ordinary text.
+const MIN_LITERAL: usize = 8;
+
+/// The forms of one or more secrets to remove.
+#[derive(Default, Clone)]
+pub struct Scrubber {
+    /// Secrets matched character by character through the escape forms.
+    secrets: Vec<Vec<u8>>,
+    /// Forms matched literally (base64 at each alignment).
+    literals: Vec<Vec<u8>>,
+}
+
+impl std::fmt::Debug for Scrubber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Scrubber({} secrets)", self.secrets.len())
+    }
+}
+
+impl Scrubber {
+    /// A scrubber for `secret`; `also` are further literal forms (for
+    /// instance `base64(user:secret)` of basic authentication).
+    pub fn new(secret: &str, also: impl IntoIterator<Item = String>) -> Scrubber {
+        let mut scrubber = Scrubber::default();
+        scrubber.add(secret);
+        for form in also {
+            scrubber.add(&form);
+        }
+        scrubber
+    }
+
+    /// Adds one more secret (and its base64 forms).
+    pub fn add(&mut self, secret: &str) {
+        if secret.is_empty() {
+            return;
+        }
+        self.secrets.push(secret.as_bytes().to_vec());
+        for engine in [&base64::engine::general_purpose::STANDARD_NO_PAD, &base64::engine::general_purpose::URL_SAFE_NO_PAD] {
+            for form in base64_alignments(secret.as_bytes(), engine) {
+                if form.len() >= MIN_LITERAL {
+                    self.literals.push(form);
+                }
+            }
+        }
+        self.secrets.sort();
+        self.secrets.dedup();
+        self.literals.sort();
+        self.literals.dedup();
+        // Longest first, so a form that contains another is replaced whole.
+        self.secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        self.literals.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    }
+
+    /// Whether there is nothing to scrub.
+    pub fn is_empty(&self) -> bool {
+        self.secrets.is_empty()
+    }
+
+    /// `bytes` with every form of every secret replaced by `[REDACTED]`.
+    pub fn scrub(&self, bytes: &[u8]) -> Vec<u8> {
+        let mut out = bytes.to_vec();
+        for secret in &self.secrets {
+            out = replace_encoded(&out, secret);
+        }
+        for literal in &self.literals {
+            out = replace_literal(&out, literal);
+        }
+        out
+    }
+
+    /// [`Scrubber::scrub`] for text.
+    pub fn scrub_text(&self, text: &str) -> String {
+        if self.is_empty() {
+            return text.to_string();
+        }
+        String::from_utf8_lossy(&self.scrub(text.as_bytes())).into_owned()
+    }
+
+    /// Scrubs every string (keys included) inside a JSON value.
+    pub fn scrub_json(&self, value: &mut serde_json::Value) {
+        use serde_json::Value;
+        if self.is_empty() {
+            return;
+        }
+        match value {
+            Value::String(s) => *s = self.scrub_text(s),
+            Value::Array(items) => items.iter_mut().for_each(|v| self.scrub_json(v)),
+            Value::Object(map) => {
+                let entries: Vec<(String, Value)> = std::mem::take(map).into_iter().collect();
+                for (key, mut v) in entries {
+                    self.scrub_json(&mut v);
+                    map.insert(self.scrub_text(&key), v);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether any form of a secret occurs in `bytes`.
+    pub fn finds(&self, bytes: &[u8]) -> bool {
+        self.scrub(bytes) != bytes
+    }
+}
+
+/// The base64 text that encodes `secret` wherever it sits in a longer input:
+/// for each offset modulo 3, the characters determined by the secret's bytes
+/// alone.
+fn base64_alignments(secret: &[u8], engine: &impl base64::Engine) -> Vec<Vec<u8>> {
+    let mut forms = Vec::new();
+    for offset in 0..3usize {
+        let mut input = vec![0u8; offset];
+        input.extend_from_slice(secret);
+        let encoded = engine.encode(&input).into_bytes();
+        let start = (4 * offset).div_ceil(3);
+        let end = (4 * (offset + secret.len())) / 3;
+        if end > start && end <= encoded.len() {
+            forms.push(encoded[start..end].to_vec());
+        }
+    }
+    forms
+}
+
+fn replace_literal(haystack: &[u8], needle: &[u8]) -> Vec<u8> {
+    if memchr::memmem::find(haystack, needle).is_none() {
+        return haystack.to_vec();
+    }
+    let mut out = Vec::with_capacity(haystack.len());
+    let mut last = 0;
+    for at in memchr::memmem::find_iter(haystack, needle) {
+        if at < last {
+            continue;
+        }
+        out.extend_from_slice(&haystack[last..at]);
+        out.extend_from_slice(REDACTED.as_bytes());
+        last = at + needle.len();
+    }
+    out.extend_from_slice(&haystack[last..]);
+    out
+}
+
+/// Replaces every occurrence of `secret` written in any mix of raw bytes and
+/// escape forms.
+fn replace_encoded(haystack: &[u8], secret: &[u8]) -> Vec<u8> {
+    let Some(&first) = secret.first() else { return haystack.to_vec() };
+    let mut out = Vec::with_capacity(haystack.len());
+    let mut last = 0;
+    let mut at = 0;
+    while at < haystack.len() {
+        // A match starts with the first character in one of its forms.
+        let rest = &haystack[at..];
+        let candidate = memchr::memchr3(first, b'\\', b'%', rest);
+        let plus = if first == b' ' { memchr::memchr(b'+', rest) } else { None };
+        let Some(offset) = [candidate, plus].into_iter().flatten().min() else { break };
+        let start = at + offset;
+        match match_at(haystack, start, secret) {
+            Some(end) => {
+                out.extend_from_slice(&haystack[last..start]);
+                out.extend_from_slice(REDACTED.as_bytes());
+                last = end;
+                at = end;
+            }
+            None => at = start + 1,
+        }
+    }
+    out.extend_from_slice(&haystack[last..]);
+    out
+}
+
+/// The end of the longest encoding of `secret` starting at `start`.
+///
+/// A small NFA walk: the set of positions reachable after each character of
+/// the secret, over every form that character may take.
+fn match_at(haystack: &[u8], start: usize, secret: &[u8]) -> Option<usize> {
+    let mut positions: Vec<usize> = vec![start];
+    let mut next: Vec<usize> = Vec::with_capacity(4);
+    for &c in secret {
+        next.clear();
+        for &p in &positions {
+            for end in char_forms(haystack, p, c) {
+                if !next.contains(&end) {
+                    next.push(end);
+                }
+            }
+        }
+        if next.is_empty() {
+            return None;
+        }
+        std::mem::swap(&mut positions, &mut next);
+    }
+    positions.into_iter().max()
+}
+
+/// The ends of every form of character `c` found at `p`.
+fn char_forms(h: &[u8], p: usize, c: u8) -> impl Iterator<Item = usize> {
+    let at = |i: usize| h.get(p + i).copied();
+    let hex = |i: usize| at(i).and_then(|b| (b as char).to_digit(16));
+    let hex2 = |i: usize| Some(hex(i)? * 16 + hex(i + 1)?);
+    let mut ends = [None; 4];
+    if at(0) == Some(c) {
+        ends[0] = Some(p + 1);
+    }
+    if at(0) == Some(b'%') && hex2(1) == Some(c as u32) {
+        ends[1] = Some(p + 3);
+    }
+    if c == b' ' && at(0) == Some(b'+') {
+        ends[2] = Some(p + 1);
+    }
+    if at(0) == Some(b'\\') {
+        let short = match c {
+            b'/' => Some(b'/'),
+            b'"' => Some(b'"'),
+            b'\\' => Some(b'\\'),
+            0x08 => Some(b'b'),
+            0x0c => Some(b'f'),
+            b'\n' => Some(b'n'),
+            b'\r' => Some(b'r'),
+            b'\t' => Some(b't'),
+            _ => None,
+        };
+        if short.is_some() && at(1) == short {
+            ends[3] = Some(p + 2);
+        } else if at(1) == Some(b'u')
+            && let (Some(high), Some(low)) = (hex2(2), hex2(4))
+            && high * 256 + low == c as u32
+        {
+            ends[3] = Some(p + 6);
+        }
+    }
+    ends.into_iter().flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &str = "s3cr3t/tok+en";
+
+    fn scrubbed(text: &str) -> String {
+        Scrubber::new(SECRET, []).scrub_text(text)
+    }
+
+    #[test]
+    fn every_escape_form_and_mixes_of_them_are_found() {
+        let unicode: String = SECRET.bytes().map(|b| format!("\\u{:04x}", b)).collect();
+        let unicode_upper: String = SECRET.bytes().map(|b| format!("\\u{:04X}", b)).collect();
+        let percent: String = SECRET.bytes().map(|b| format!("%{:02x}", b)).collect();
+        let mixed = "s\\u0033c%72\\u0033t\\/tok%2Ben";
+        for form in [SECRET.to_string(), "s3cr3t\\/tok+en".to_string(), "s3cr3t%2Ftok%2Ben".to_string(), unicode, unicode_upper, percent, mixed.to_string()] {
+            let text = format!("{{\"authorization\":\"Bearer {form}\"}}");
+            let out = scrubbed(&text);
+            assert_eq!(out, format!("{{\"authorization\":\"Bearer {REDACTED}\"}}"), "form {form}");
+        }
+    }
+
+    #[test]
+    fn base64_of_text_containing_the_secret_is_found_at_every_offset() {
+        let s = Scrubber::new(SECRET, []);
+        for prefix in ["", "a", "ab", "abc", "authorization: Bearer "] {
+            for engine in [&base64::engine::general_purpose::STANDARD, &base64::engine::general_purpose::URL_SAFE] {
+                let encoded = engine.encode(format!("{prefix}{SECRET}\ntrailer"));
+                assert!(s.finds(encoded.as_bytes()), "prefix {prefix:?}: {encoded}");
+            }
+        }
+    }
+
+    #[test]
+    fn ordinary_text_is_left_alone() {
+        let text = "{\"path\":\"/repos/octo/hello\",\"percent\":\"100%\",\"escape\":\"\\\\u0041\"}";
+        assert_eq!(scrubbed(text), text);
+        assert_eq!(scrubbed("s3cr3t/tok"), "s3cr3t/tok", "a prefix of the secret is not the secret");
+    }
+
+    #[test]
+    fn json_values_are_scrubbed_in_keys_and_strings() {
+        let mut v = serde_json::json!({"a": [SECRET, 1], SECRET: {"b": "x s3cr3t%2Ftok%2Ben y"}});
+        Scrubber::new(SECRET, []).scrub_json(&mut v);
+        assert_eq!(v, serde_json::json!({"a": [REDACTED, 1], REDACTED: {"b": format!("x {REDACTED} y")}}));
+    }
+}
