@@ -16,8 +16,6 @@
 //! secret never enters the guest's request in the first place, so what is
 //! caught here is always a reflection by the upstream.
 
-use base64::Engine as _;
-
 /// Replaces the secret wherever it would be shown.
 pub const REDACTED: &str = "[REDACTED]";
 
@@ -255,6 +253,7 @@ fn char_forms(h: &[u8], p: usize, c: u8) -> impl Iterator<Item = usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine as _;
 
     const SECRET: &str = "s3cr3t/tok+en";
 
