@@ -327,3 +327,24 @@ async fn a_new_or_changed_tool_is_held_until_an_operator_approves_it() {
     // Unchanged tools of the update still run.
     assert!(matches!(boundary.call(&s, &component, "github_list_branches", &json!({"owner": "octo", "repo": "hello"}), &caps).await, Ok(Executed::Ran(_))));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn neither_the_result_nor_any_trace_row_carries_the_secret() {
+    let w = world("scrub", &[]).await;
+    let s = person_chat("s-scrub", &["github"], true);
+    w.boundary.open_session(&s).unwrap();
+    // An agent that learned the token elsewhere passes it in, escaped; the
+    // connector quotes the bad owner name in its error.
+    for owner in [format!("{TOKEN}!"), format!("{}!", TOKEN.replace('_', "%5F"))] {
+        let r = w.boundary.call(&s, &w.component, "github_list_branches", &json!({"owner": owner, "repo": "hello"}), &w.caps).await.unwrap();
+        let Executed::Ran(outcome) = r else { panic!("ran") };
+        let shown = serde_json::to_string(&outcome).unwrap();
+        assert!(outcome.output.err().is_some(), "{shown}");
+        assert!(!shown.contains(TOKEN), "the result: {shown}");
+        assert!(shown.contains(scout_host::capabilities::http::REDACTED), "{shown}");
+    }
+    let rows = serde_json::to_string(&w.boundary.store().trace_for_session("s-scrub").unwrap()).unwrap();
+    assert!(!rows.contains(TOKEN) && !rows.contains(&TOKEN.replace('_', "%5F")), "a trace row: {rows}");
+    assert!(rows.contains(scout_host::capabilities::http::REDACTED), "the tool errors are recorded, scrubbed: {rows}");
+    assert!(w.github.requests().is_empty(), "nothing reached GitHub");
+}
