@@ -291,7 +291,12 @@ impl Boundary {
             }
         }
         trace.push(TraceState::Allowed, Some(gate_rule(&gate)), Value::Null);
-        trace.flush();
+        // Fails closed: the intent is durable before the effect, or there is no effect.
+        if let Err(e) = trace.write() {
+            tracing::error!(error = %e, call = %call_id, "cannot record the call's intent; not running it");
+            trace.events.pop();
+            return Err(trace.deny(PolicyDenial::Unrecorded));
+        }
 
         let result = component.call(tool, args, caps).await;
         trace.push(TraceState::Executed, None, Value::Null);
@@ -484,17 +489,24 @@ impl CallTrace<'_> {
         Denied { denial }
     }
 
-    fn flush(&mut self) {
+    /// Writes the buffered events (scrubbed); on error they stay buffered.
+    fn write(&mut self) -> Result<(), crate::store::StoreError> {
         if self.events.is_empty() {
-            return;
+            return Ok(());
         }
         for event in &mut self.events {
             self.caps.scrub_json(&mut event.detail);
         }
-        if let Err(e) = self.boundary.store.record_all(&self.events) {
-            tracing::error!(error = %e, "cannot record trace events");
-        }
+        self.boundary.store.record_all(&self.events)?;
         self.events.clear();
+        Ok(())
+    }
+
+    fn flush(&mut self) {
+        if let Err(e) = self.write() {
+            tracing::error!(error = %e, "cannot record trace events");
+            self.events.clear();
+        }
     }
 }
 

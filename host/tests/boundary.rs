@@ -348,3 +348,29 @@ async fn neither_the_result_nor_any_trace_row_carries_the_secret() {
     assert!(rows.contains(scout_host::capabilities::http::REDACTED), "the tool errors are recorded, scrubbed: {rows}");
     assert!(w.github.requests().is_empty(), "nothing reached GitHub");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_whose_intent_cannot_be_recorded_does_not_run() {
+    let w = world("unrecorded", &[]).await;
+    let s = person_chat("s-unrecorded", &["github"], true);
+    w.boundary.open_session(&s).unwrap();
+    // The disk refuses exactly the `allowed` row (a real SQLite failure,
+    // raised by a trigger on the real file).
+    let db = rusqlite::Connection::open(w._db.path()).unwrap();
+    db.execute_batch(
+        "CREATE TRIGGER refuse_allowed BEFORE INSERT ON trace WHEN NEW.state = 'allowed'
+         BEGIN SELECT RAISE(ABORT, 'the disk refused the write'); END;",
+    )
+    .unwrap();
+    let args = json!({"owner": "octo", "repo": "hello", "path": "README.md"});
+    let denied = w.boundary.call(&s, &w.component, "github_read_file", &args, &w.caps).await.unwrap_err();
+    assert_eq!(denied.denial, PolicyDenial::Unrecorded);
+    assert!(w.github.requests().is_empty(), "no effect without its durable intent");
+    let trace = states(&w, "s-unrecorded");
+    assert!(trace.contains(&("denied".to_string(), Some("unrecorded".to_string()))), "{trace:?}");
+    assert!(!trace.iter().any(|(state, _)| state == "allowed" || state == "executed"), "{trace:?}");
+    // Once the disk takes writes again, the same call runs.
+    db.execute_batch("DROP TRIGGER refuse_allowed;").unwrap();
+    let r = w.boundary.call(&s, &w.component, "github_read_file", &args, &w.caps).await.unwrap();
+    assert!(matches!(r, Executed::Ran(_)));
+}

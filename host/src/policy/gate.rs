@@ -125,6 +125,10 @@ pub enum PolicyDenial {
     Revoked,
     #[error("{}", self.safe_reason())]
     InvalidArguments,
+    /// The call's intent could not be made durable, so it did not run: an
+    /// effect never happens without its record.
+    #[error("{}", self.safe_reason())]
+    Unrecorded,
 }
 
 impl PolicyDenial {
@@ -146,6 +150,7 @@ impl PolicyDenial {
             PolicyDenial::InvalidArguments => {
                 "invalid arguments: the arguments do not fit the tool's parameters"
             }
+            PolicyDenial::Unrecorded => "not run: the host could not record the call first, so nothing happened",
         }
     }
 }
