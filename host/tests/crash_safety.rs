@@ -29,6 +29,7 @@ use reqwest::Method;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use scout_host::store::{ApprovalId, ApprovalState, RESTART_REVOKER, SqliteStore, Store, TraceEvent, TraceFilter, TraceState, args_digest};
 use scout_tests::fake_github::FakeGitHub;
+use scout_tests::mcp_wire::jsonrpc_messages;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{BufRead, BufReader};
@@ -227,27 +228,6 @@ struct Mcp {
     next_id: Arc<AtomicU64>,
 }
 
-/// The JSON-RPC messages of a response: a JSON body, or each SSE event's `data:`.
-fn jsonrpc_messages(content_type: &str, text: &str) -> Vec<Value> {
-    if content_type.starts_with("application/json") {
-        return serde_json::from_str(text).into_iter().collect();
-    }
-    let mut messages = Vec::new();
-    let mut data: Vec<&str> = Vec::new();
-    for line in text.lines().chain(std::iter::once("")) {
-        if line.is_empty() {
-            if !data.is_empty()
-                && let Ok(message) = serde_json::from_str::<Value>(&data.join("\n"))
-            {
-                messages.push(message);
-            }
-            data.clear();
-        } else if let Some(rest) = line.strip_prefix("data:") {
-            data.push(rest.strip_prefix(' ').unwrap_or(rest));
-        }
-    }
-    messages
-}
 
 impl Mcp {
     fn new(http: &reqwest::Client, view: &Value) -> Mcp {
@@ -421,16 +401,7 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
     let _cleanup = RemoveDir(dir.clone());
     let config = dir.join("serve.toml");
     let db = dir.join("scout.db");
-    let component = Path::new(scout_tests::components::GITHUB).canonicalize().unwrap();
-    std::fs::write(
-        &config,
-        format!(
-            "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\n\n[connectors.github]\ncomponent = {:?}\norigin = {:?}\nallow_private_network = true\n",
-            component.display().to_string(),
-            github.origin()
-        ),
-    )
-    .unwrap();
+    std::fs::write(&config, scout_tests::serve_config_for_github(&github.origin())).unwrap();
     // One connection per call in flight: no pool limit, long waits allowed.
     let http = reqwest::Client::builder().timeout(Duration::from_secs(600)).connect_timeout(Duration::from_secs(60)).build().unwrap();
 

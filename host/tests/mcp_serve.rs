@@ -39,16 +39,7 @@ async fn the_official_python_client_tells_the_whole_story() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let config = dir.join("serve.toml");
-    let component = Path::new(scout_tests::components::GITHUB).canonicalize().unwrap();
-    std::fs::write(
-        &config,
-        format!(
-            "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\n\n[connectors.github]\ncomponent = {:?}\norigin = {:?}\nallow_private_network = true\n",
-            component.display().to_string(),
-            github.origin()
-        ),
-    )
-    .unwrap();
+    std::fs::write(&config, scout_tests::serve_config_for_github(&github.origin())).unwrap();
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_scout-host"))
         .args(["serve", "--config"])

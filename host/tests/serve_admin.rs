@@ -10,6 +10,7 @@ use scout_host::policy::Switches;
 use scout_host::serve::{ServeConfig, ServeHost, StartError};
 use scout_tests::TempDb;
 use scout_tests::fake_github::FakeGitHub;
+use scout_tests::mcp_wire::jsonrpc_messages;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
@@ -173,28 +174,6 @@ struct Mcp {
     next_id: Arc<AtomicU64>,
 }
 
-/// The JSON-RPC messages of a response: a JSON body, or the `data:` of each
-/// server-sent event.
-fn jsonrpc_messages(content_type: &str, text: &str) -> Vec<Value> {
-    if content_type.starts_with("application/json") {
-        return serde_json::from_str(text).into_iter().collect();
-    }
-    let mut messages = Vec::new();
-    let mut data: Vec<&str> = Vec::new();
-    for line in text.lines().chain(std::iter::once("")) {
-        if line.is_empty() {
-            if !data.is_empty()
-                && let Ok(message) = serde_json::from_str::<Value>(&data.join("\n"))
-            {
-                messages.push(message);
-            }
-            data.clear();
-        } else if let Some(rest) = line.strip_prefix("data:") {
-            data.push(rest.strip_prefix(' ').unwrap_or(rest));
-        }
-    }
-    messages
-}
 
 impl Mcp {
     async fn post(&self, message: &Value) -> reqwest::Response {

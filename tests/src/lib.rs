@@ -10,6 +10,45 @@ pub mod components {
 pub mod fake_github;
 pub mod upstream;
 
+/// MCP over streamable HTTP as the tests speak it by hand.
+pub mod mcp_wire {
+    use serde_json::Value;
+
+    /// The JSON-RPC messages of a response: a JSON body, or the `data:` of
+    /// each server-sent event.
+    pub fn jsonrpc_messages(content_type: &str, text: &str) -> Vec<Value> {
+        if content_type.starts_with("application/json") {
+            return serde_json::from_str(text).into_iter().collect();
+        }
+        let mut messages = Vec::new();
+        let mut data: Vec<&str> = Vec::new();
+        for line in text.lines().chain(std::iter::once("")) {
+            if line.is_empty() {
+                if !data.is_empty()
+                    && let Ok(message) = serde_json::from_str::<Value>(&data.join("\n"))
+                {
+                    messages.push(message);
+                }
+                data.clear();
+            } else if let Some(rest) = line.strip_prefix("data:") {
+                data.push(rest.strip_prefix(' ').unwrap_or(rest));
+            }
+        }
+        messages
+    }
+}
+
+/// A `serve` configuration file's text: SQLite file `scout.db` beside it,
+/// the GitHub component built from source bound to `github_origin`.
+pub fn serve_config_for_github(github_origin: &str) -> String {
+    let component = std::path::Path::new(components::GITHUB).canonicalize().expect("the GitHub component was built");
+    format!(
+        "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\n\n[connectors.github]\ncomponent = {:?}\norigin = {:?}\nallow_private_network = true\n",
+        component.display().to_string(),
+        github_origin
+    )
+}
+
 /// Replaces every `from` in `bytes` by `to` (same length, so a component
 /// stays a valid binary): how tests tamper with a built component.
 pub fn patch_bytes(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
