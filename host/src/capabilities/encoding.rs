@@ -57,6 +57,10 @@ pub fn content_codings(headers: &HeaderMap) -> Result<Vec<String>, HttpError> {
 /// Undoes `codings` (as listed in `Content-Encoding`) on `body`, refusing
 /// anything that would inflate past `limit` bytes.
 pub fn decode(codings: &[String], mut body: Vec<u8>, limit: u64) -> Result<Vec<u8>, HttpError> {
+    // A HEAD answer, a 204 or a 304 carries the coding's name and no body.
+    if body.is_empty() {
+        return Ok(body);
+    }
     for coding in codings.iter().rev() {
         let corrupt = |e: std::io::Error| HttpError::Transport(format!("the upstream's {coding} body cannot be decoded: {e}"));
         let input = std::io::Cursor::new(std::mem::take(&mut body));
@@ -125,5 +129,6 @@ mod tests {
         let codings = vec!["gzip".to_string(), "deflate".to_string()];
         assert_eq!(decode(&codings, body.clone(), 100).unwrap(), b"hello");
         assert!(matches!(decode(&codings, body, 3), Err(HttpError::TooLarge(3))));
+        assert_eq!(decode(&codings, Vec::new(), 3).unwrap(), b"", "no body to decode (HEAD, 204, 304)");
     }
 }
