@@ -68,7 +68,14 @@ pub fn to_val(ty: &Type, v: &Value, path: &str) -> Result<Val> {
         Type::U16 => Val::U16(unsigned(v, path, u16::MAX as u64)? as u16),
         Type::U32 => Val::U32(unsigned(v, path, u32::MAX as u64)? as u32),
         Type::U64 => Val::U64(unsigned(v, path, u64::MAX)?),
-        Type::Float32 => Val::Float32(v.as_f64().ok_or_else(|| mismatch(path, "a number", v))? as f32),
+        Type::Float32 => {
+            let f = v.as_f64().ok_or_else(|| mismatch(path, "a number", v))?;
+            // Beyond this a float32 is infinite, which JSON cannot carry back.
+            if f.abs() > f32::MAX as f64 {
+                return fail(path, format!("expected a number of magnitude at most {:e} (float32)", f32::MAX));
+            }
+            Val::Float32(f as f32)
+        }
         Type::Float64 => Val::Float64(v.as_f64().ok_or_else(|| mismatch(path, "a number", v))?),
         Type::Char => {
             let s = v.as_str().ok_or_else(|| mismatch(path, "a one-character string", v))?;
@@ -121,9 +128,10 @@ pub fn to_val(ty: &Type, v: &Value, path: &str) -> Result<Val> {
                 if !f.names().any(|n| n == s) {
                     return fail(&format!("{path}[{i}]"), format!("expected one of: {}", f.names().collect::<Vec<_>>().join(", ")));
                 }
-                if !names.iter().any(|n: &String| n == s) {
-                    names.push(s.to_string());
+                if names.iter().any(|n: &String| n == s) {
+                    return fail(&format!("{path}[{i}]"), format!("flag `{s}` is given twice"));
                 }
+                names.push(s.to_string());
             }
             Val::Flags(names)
         }
@@ -185,17 +193,31 @@ fn mismatch(path: &str, expected: &str, got: &Value) -> Mismatch {
     Mismatch { path: path.to_string(), message: format!("expected {expected}, found {kind}") }
 }
 
+/// The integer a JSON number denotes, if it denotes one: JSON Schema's
+/// `integer` (and so the schema a model is shown) includes `1.0` and `1e2`.
+/// Integral floats beyond 2^64 in magnitude are out of every range anyway.
+fn integer(v: &Value) -> Option<i128> {
+    if let Some(n) = v.as_i64() {
+        return Some(n.into());
+    }
+    if let Some(n) = v.as_u64() {
+        return Some(n.into());
+    }
+    // Exact: an integral f64 below 2^64 in magnitude converts without loss.
+    v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 18446744073709551616.0).map(|f| f as i128)
+}
+
 fn signed(v: &Value, path: &str, min: i64, max: i64) -> Result<i64> {
-    match v.as_i64() {
-        Some(n) if n >= min && n <= max => Ok(n),
-        Some(_) => fail(path, format!("expected an integer from {min} to {max}")),
-        None => Err(mismatch(path, &format!("an integer from {min} to {max}"), v)),
+    match integer(v) {
+        Some(n) if n >= min.into() && n <= max.into() => Ok(n as i64),
+        _ if v.is_number() => fail(path, format!("expected an integer from {min} to {max}")),
+        _ => Err(mismatch(path, &format!("an integer from {min} to {max}"), v)),
     }
 }
 
 fn unsigned(v: &Value, path: &str, max: u64) -> Result<u64> {
-    match v.as_u64() {
-        Some(n) if n <= max => Ok(n),
+    match integer(v) {
+        Some(n) if n >= 0 && n <= max.into() => Ok(n as u64),
         _ if v.is_number() => fail(path, format!("expected an integer from 0 to {max}")),
         _ => Err(mismatch(path, &format!("an integer from 0 to {max}"), v)),
     }
@@ -239,5 +261,103 @@ fn case_json(name: &str, payload: Option<&Val>) -> Value {
             o.insert(name.to_string(), to_json(v));
             Value::Object(o)
         }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use serde_json::json;
+    use wasmtime::component::Component;
+    use wasmtime::component::types::ComponentItem;
+
+    /// The parameters of `f: func(PARAMS)` in an interface that also has
+    /// the type definitions `defs`, from a component built around a dummy
+    /// module (no guest needed).
+    pub(crate) fn params(defs: &str, params: &str) -> Vec<(String, Type)> {
+        let wit = format!("package t:t;\ninterface i {{\n{defs}\nf: func({params});\n}}\nworld w {{ export i; }}\n");
+        let mut resolve = wit_parser::Resolve::default();
+        let pkg = resolve.push_str("t.wit", &wit).unwrap();
+        let world = resolve.select_world(&[pkg], Some("w")).unwrap();
+        let mut module = wit_component::dummy_module(&resolve, world, wit_parser::ManglingAndAbi::Standard32);
+        wit_component::embed_component_metadata(&mut module, &resolve, world, wit_component::StringEncoding::UTF8, false)
+            .unwrap();
+        let bytes = wit_component::ComponentEncoder::default().module(&module).unwrap().validate(true).encode().unwrap();
+        let mut config = wasmtime::Config::new();
+        config.wasm_component_model(true);
+        let engine = wasmtime::Engine::new(&config).unwrap();
+        let component = Component::new(&engine, &bytes).unwrap();
+        for (_, item) in component.component_type().exports(&engine) {
+            if let ComponentItem::ComponentInstance(instance) = item.ty {
+                for (_, item) in instance.exports(&engine) {
+                    if let ComponentItem::ComponentFunc(f) = item.ty {
+                        return f.params().map(|(n, t)| (n.to_string(), t)).collect();
+                    }
+                }
+            }
+        }
+        panic!("no function in {wit}");
+    }
+
+    fn one(params: &[(String, Type)], args: Value) -> std::result::Result<Val, Mismatch> {
+        args_to_vals(params, &args).map(|mut v| v.remove(0))
+    }
+
+    // Found by the `json_to_value` and `wit_schema` fuzz targets: the schema
+    // says `"type": "integer"`, which JSON Schema defines to include `1.0`
+    // and `1e2`, and the converter refused them.
+    #[test]
+    fn integral_floats_are_integers() {
+        let p = params("", "x: u8");
+        assert_eq!(one(&p, json!({"x": 255.0})), Ok(Val::U8(255)));
+        assert_eq!(one(&p, serde_json::from_str(r#"{"x": 1e2}"#).unwrap()), Ok(Val::U8(100)));
+        assert_eq!(one(&p, json!({"x": -0.0})), Ok(Val::U8(0)));
+        assert!(one(&p, json!({"x": 256.0})).is_err());
+        assert!(one(&p, json!({"x": 1.5})).is_err());
+        assert!(one(&p, json!({"x": -1.0})).is_err());
+        let p = params("", "x: s64");
+        assert_eq!(one(&p, json!({"x": -9223372036854775808.0})), Ok(Val::S64(i64::MIN)));
+        // 2^63, the nearest float to i64::MAX, is out of range.
+        assert!(one(&p, json!({"x": 9223372036854775807.0})).is_err());
+        let p = params("", "x: u64");
+        assert_eq!(one(&p, json!({"x": 18446744073709549568.0})), Ok(Val::U64(18446744073709549568)));
+        assert!(one(&p, json!({"x": 18446744073709551615.0})).is_err(), "2^64 as a float");
+        assert!(one(&p, json!({"x": 1e300})).is_err());
+    }
+
+    // Found by the `json_to_value` fuzz target: `3.4048e38` became an infinite
+    // float32, which `to_json` writes as `null`, which is then refused.
+    #[test]
+    fn float32_beyond_its_range_is_refused() {
+        let p = params("", "x: f32");
+        assert_eq!(one(&p, json!({"x": f32::MAX as f64})), Ok(Val::Float32(f32::MAX)));
+        assert_eq!(one(&p, json!({"x": -(f32::MAX as f64)})), Ok(Val::Float32(-f32::MAX)));
+        let next = f64::from_bits((f32::MAX as f64).to_bits() + 1);
+        assert!(one(&p, json!({"x": next})).is_err());
+        assert!(one(&p, json!({"x": -1e39})).is_err());
+        let p = params("", "x: f64");
+        assert_eq!(one(&p, json!({"x": 1e300})), Ok(Val::Float64(1e300)));
+    }
+
+    // Found reading the converter against the schema while writing the fuzz
+    // targets: the schema says `uniqueItems`, and the converter silently
+    // dropped the repeat.
+    #[test]
+    fn a_flag_given_twice_is_refused() {
+        let p = params("flags p { a, b }", "x: p");
+        assert_eq!(one(&p, json!({"x": ["b", "a"]})), Ok(Val::Flags(vec!["b".into(), "a".into()])));
+        let err = one(&p, json!({"x": ["a", "b", "a"]})).unwrap_err();
+        assert_eq!(err.path, "$.x[2]");
+    }
+
+    // The deliberate leniency the schema does not state: `null` read as
+    // absent (the fuzz targets check it is the only one).
+    #[test]
+    fn null_is_read_as_absent_where_a_value_may_be_absent() {
+        let p = params("variant v { a, b(u8) }", "x: option<u8>, y: v");
+        let absent = args_to_vals(&p, &json!({"y": "a"})).unwrap();
+        assert_eq!(args_to_vals(&p, &json!({"x": null, "y": {"a": null}})).unwrap(), absent);
+        assert!(args_to_vals(&p, &json!({"y": {"b": null}})).is_err(), "a payload that is due is not absent");
+        assert_eq!(args_to_vals(&params("", "x: option<u8>"), &Value::Null).unwrap(), vec![Val::Option(None)]);
     }
 }

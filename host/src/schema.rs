@@ -3,7 +3,14 @@
 //! Records become objects with every non-option field required and no other
 //! properties; options become optional fields (or `null` elsewhere); enums
 //! become string enums; variants a `oneOf` of a case name or a one-key
-//! object; lists arrays; integers bounded by their width.
+//! object; lists arrays; integers bounded by their width, float32 by its
+//! range.
+//!
+//! The schema accepts exactly what [`crate::convert::args_to_vals`] accepts
+//! (the `json_to_value` and `wit_schema` fuzz targets check it), except
+//! that the converter also reads `null` as "absent" where a value may be
+//! absent: as the whole argument object, as an optional field, and as the
+//! payload of a case that has none (`{"case": null}`).
 
 use serde_json::{Value, json};
 use wasmtime::component::types::Type;
@@ -66,7 +73,9 @@ pub fn schema_of(ty: &Type) -> Value {
         Type::U32 => int(0, u32::MAX as u64),
         Type::S64 => int(i64::MIN, i64::MAX as u64),
         Type::U64 => int(0, u64::MAX),
-        Type::Float32 | Type::Float64 => json!({"type": "number"}),
+        // Beyond float32's range a value would be infinite.
+        Type::Float32 => json!({"type": "number", "minimum": -f32::MAX as f64, "maximum": f32::MAX as f64}),
+        Type::Float64 => json!({"type": "number"}),
         Type::Char => json!({"type": "string", "minLength": 1, "maxLength": 1}),
         Type::String => json!({"type": "string"}),
         Type::List(l) => json!({"type": "array", "items": schema_of(&l.ty())}),
@@ -116,4 +125,39 @@ fn case_schema(name: &str, payload: Option<&Type>) -> Value {
 
 fn int(min: i64, max: u64) -> Value {
     json!({"type": "integer", "minimum": min, "maximum": max})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::convert::args_to_vals;
+    use crate::convert::tests::params;
+
+    fn schema(params: &[(String, Type)]) -> Value {
+        params_schema(params.iter().map(|(n, t)| (n.as_str(), t)))
+    }
+
+    // Found by the `json_to_value` fuzz target (`3.4e38` became an infinite
+    // float32), fixed in the converter: the schema bounds float32 exactly
+    // where the converter does.
+    #[test]
+    fn float32_is_bounded_where_the_converter_is() {
+        let p = params("", "x: f32, y: f64");
+        let s = schema(&p);
+        let max = f32::MAX as f64;
+        assert_eq!(s["properties"]["x"], json!({"type": "number", "minimum": -max, "maximum": max}));
+        assert_eq!(s["properties"]["y"], json!({"type": "number"}));
+        assert!(args_to_vals(&p, &json!({"x": max, "y": 1e300})).is_ok());
+        assert!(args_to_vals(&p, &json!({"x": f64::from_bits(max.to_bits() + 1), "y": 0})).is_err());
+    }
+
+    #[test]
+    fn option_fields_are_optional_and_the_rest_required() {
+        let p = params("record rec { a: option<u8>, b: string }", "r: rec, o: option<rec>");
+        let s = schema(&p);
+        assert_eq!(s["required"], json!(["r"]));
+        assert_eq!(s["properties"]["r"]["required"], json!(["b"]));
+        assert_eq!(s["properties"]["r"]["properties"]["a"]["maximum"], 255);
+        assert_eq!(s["properties"]["o"]["required"], json!(["b"]));
+    }
 }
