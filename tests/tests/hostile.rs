@@ -486,3 +486,19 @@ async fn a_secret_passed_in_never_comes_back_out_in_output_logs_or_stderr() {
         assert!(!shown.contains(SECRET), "{shown}");
     }
 }
+
+#[test]
+fn origins_on_translated_nat64_and_discard_prefixes_are_refused() {
+    for (origin, reason) in [
+        ("http://[::ffff:0:a9fe:a9fe]/", "SIIT"),
+        ("http://[::ffff:0:808:808]/", "SIIT"),
+        ("http://[64:ff9b:1::a9fe:a9fe]/", "NAT64"),
+        ("http://[64:ff9b:1:ffff::808:808]/", "NAT64"),
+        ("http://[100::1]/", "discard"),
+    ] {
+        let err = HttpCapability::new(HttpConfig::new(origin)).unwrap_err();
+        assert!(err.to_string().contains(reason), "{origin}: {err}");
+    }
+    // A public address beside them still configures.
+    assert!(HttpCapability::new(HttpConfig::new("http://[2606:4700::1111]/")).is_ok());
+}
