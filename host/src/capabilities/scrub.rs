@@ -79,22 +79,32 @@ impl Scrubber {
 
     /// `bytes` with every form of every secret replaced by `[REDACTED]`.
     pub fn scrub(&self, bytes: &[u8]) -> Vec<u8> {
-        let mut out = bytes.to_vec();
+        self.scrubbed(bytes).map_or_else(|| bytes.to_vec(), std::borrow::Cow::into_owned)
+    }
+
+    /// The scrubbed bytes, or `None` when nothing was found: the common case
+    /// copies nothing.
+    fn scrubbed<'a>(&self, bytes: &'a [u8]) -> Option<std::borrow::Cow<'a, [u8]>> {
+        let mut out: Option<Vec<u8>> = None;
         for secret in &self.secrets {
-            out = replace_encoded(&out, secret);
+            if let Some(next) = replace_encoded(out.as_deref().unwrap_or(bytes), secret) {
+                out = Some(next);
+            }
         }
         for literal in &self.literals {
-            out = replace_literal(&out, literal);
+            if let Some(next) = replace_literal(out.as_deref().unwrap_or(bytes), literal) {
+                out = Some(next);
+            }
         }
-        out
+        out.map(std::borrow::Cow::Owned)
     }
 
     /// [`Scrubber::scrub`] for text.
     pub fn scrub_text(&self, text: &str) -> String {
-        if self.is_empty() {
-            return text.to_string();
+        match self.scrubbed(text.as_bytes()) {
+            None => text.to_string(),
+            Some(clean) => String::from_utf8_lossy(&clean).into_owned(),
         }
-        String::from_utf8_lossy(&self.scrub(text.as_bytes())).into_owned()
     }
 
     /// Scrubs every string (keys included) inside a JSON value.
@@ -104,13 +114,20 @@ impl Scrubber {
             return;
         }
         match value {
-            Value::String(s) => *s = self.scrub_text(s),
+            Value::String(s) => {
+                if let Some(clean) = self.scrubbed(s.as_bytes()) {
+                    *s = String::from_utf8_lossy(&clean).into_owned();
+                }
+            }
             Value::Array(items) => items.iter_mut().for_each(|v| self.scrub_json(v)),
             Value::Object(map) => {
-                let entries: Vec<(String, Value)> = std::mem::take(map).into_iter().collect();
-                for (key, mut v) in entries {
-                    self.scrub_json(&mut v);
-                    map.insert(self.scrub_text(&key), v);
+                map.values_mut().for_each(|v| self.scrub_json(v));
+                // Keys are rebuilt only when one of them holds a secret.
+                if map.keys().any(|k| self.scrubbed(k.as_bytes()).is_some()) {
+                    let entries: Vec<(String, Value)> = std::mem::take(map).into_iter().collect();
+                    for (key, v) in entries {
+                        map.insert(self.scrub_text(&key), v);
+                    }
                 }
             }
             _ => {}
@@ -119,7 +136,7 @@ impl Scrubber {
 
     /// Whether any form of a secret occurs in `bytes`.
     pub fn finds(&self, bytes: &[u8]) -> bool {
-        self.scrub(bytes) != bytes
+        self.scrubbed(bytes).is_some()
     }
 }
 
@@ -141,10 +158,9 @@ fn base64_alignments(secret: &[u8], engine: &impl base64::Engine) -> Vec<Vec<u8>
     forms
 }
 
-fn replace_literal(haystack: &[u8], needle: &[u8]) -> Vec<u8> {
-    if memchr::memmem::find(haystack, needle).is_none() {
-        return haystack.to_vec();
-    }
+/// `haystack` with every `needle` replaced, or `None` if there is none.
+fn replace_literal(haystack: &[u8], needle: &[u8]) -> Option<Vec<u8>> {
+    memchr::memmem::find(haystack, needle)?;
     let mut out = Vec::with_capacity(haystack.len());
     let mut last = 0;
     for at in memchr::memmem::find_iter(haystack, needle) {
@@ -156,14 +172,14 @@ fn replace_literal(haystack: &[u8], needle: &[u8]) -> Vec<u8> {
         last = at + needle.len();
     }
     out.extend_from_slice(&haystack[last..]);
-    out
+    Some(out)
 }
 
 /// Replaces every occurrence of `secret` written in any mix of raw bytes and
-/// escape forms.
-fn replace_encoded(haystack: &[u8], secret: &[u8]) -> Vec<u8> {
-    let Some(&first) = secret.first() else { return haystack.to_vec() };
-    let mut out = Vec::with_capacity(haystack.len());
+/// escape forms; `None` if there is none.
+fn replace_encoded(haystack: &[u8], secret: &[u8]) -> Option<Vec<u8>> {
+    let &first = secret.first()?;
+    let mut out = Vec::new();
     let mut last = 0;
     let mut at = 0;
     while at < haystack.len() {
@@ -183,8 +199,11 @@ fn replace_encoded(haystack: &[u8], secret: &[u8]) -> Vec<u8> {
             None => at = start + 1,
         }
     }
+    if last == 0 {
+        return None;
+    }
     out.extend_from_slice(&haystack[last..]);
-    out
+    Some(out)
 }
 
 /// The end of the longest encoding of `secret` starting at `start`.
