@@ -7,6 +7,13 @@
 //! loadable connector (no manifest, exports that do not match it) still has
 //! its imports shown first, then the problem: a reviewer sees what a
 //! foreign component would do before why it is not a connector.
+//!
+//! Since contract 0.2.0 the report also carries the connector's policy
+//! facts (DESIGN D13): each tool's declared routes (a read tool's POST is
+//! shown as such, prominently), gate and registration, grantability, the
+//! billing unit, the capabilities it imports, and how the host would serve
+//! it: as the seed catalogue says, or, for a connector the seed does not
+//! describe, with every write asking a person.
 
 use crate::runtime::ComponentInfo;
 use serde::Serialize;
@@ -38,6 +45,15 @@ pub struct ConnectorReport {
     pub description: String,
     /// SHA-256 of the component file.
     pub sha256: String,
+    /// `credits` or `usd` when every call bills; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub billing: Option<&'static str>,
+    /// The `scout:connector` capabilities it imports (`http`, `meter`,
+    /// `folder`, `log`): its authority beyond the shared types.
+    pub capabilities: Vec<String>,
+    /// How the host serves it: `seed catalogue` (and it agrees), `not in
+    /// the seed catalogue` (conservative defaults), or why it is refused.
+    pub catalogue: String,
 }
 
 /// One entry of `tools`.
@@ -51,6 +67,21 @@ pub struct ToolReport {
     pub description: String,
     /// JSON Schema of the arguments, derived from the WIT types.
     pub input_schema: Value,
+    /// The only requests it may make, `{method, path, read_only?}`.
+    pub routes: Vec<scout_manifest::Route>,
+    /// Read tools: whether a grant may cover it, as the component declares.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grantable: Option<bool>,
+    /// Write tools: the gate the component declares (`approval, switch X`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gate: Option<String>,
+    /// Write tools: when it registers, as declared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registers: Option<String>,
+    /// Write tools: the gate the host applies (differs from `gate` only for
+    /// a connector outside the seed catalogue, whose writes always ask).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub served_gate: Option<String>,
 }
 
 /// One entry of `withheld`.
@@ -80,6 +111,20 @@ impl Report {
         } else {
             format!("{}:{}@{}", m.namespace, m.connector, m.version)
         };
+        let seed = crate::policy::Catalog::seed();
+        let served = seed.admit(m);
+        let catalogue = match (&served, seed.connector(&m.connector)) {
+            (Err(e), _) => format!("refused: {e}"),
+            (Ok(_), Some(_)) => "seed catalogue".to_string(),
+            (Ok(_), None) => "not in the seed catalogue: served with conservative defaults (every write asks a person on every call)".to_string(),
+        };
+        let capabilities = info
+            .imports
+            .iter()
+            .filter_map(|i| i.strip_prefix("scout:connector/"))
+            .map(|i| i.split('@').next().unwrap_or(i).to_string())
+            .filter(|i| i != "types")
+            .collect();
         Report {
             connector: ConnectorReport {
                 name: m.connector.clone(),
@@ -87,15 +132,32 @@ impl Report {
                 package,
                 description: m.description.clone(),
                 sha256: info.sha256.clone(),
+                billing: m.billing.map(|b| match b {
+                    scout_manifest::Billing::Credits => "credits",
+                    scout_manifest::Billing::Usd => "usd",
+                }),
+                capabilities,
+                catalogue,
             },
             tools: info
                 .tools
                 .iter()
-                .map(|t| ToolReport {
-                    name: t.name.clone(),
-                    effect: t.effect.as_str(),
-                    description: t.description.clone(),
-                    input_schema: t.input_schema.clone(),
+                .map(|t| {
+                    let doc = m.tools.iter().find(|d| d.function == t.function && d.effect == t.effect);
+                    let write = t.effect == crate::Effect::Write;
+                    ToolReport {
+                        name: t.name.clone(),
+                        effect: t.effect.as_str(),
+                        description: t.description.clone(),
+                        input_schema: t.input_schema.clone(),
+                        routes: t.routes.clone(),
+                        grantable: (!write).then(|| doc.is_some_and(|d| d.grantable)),
+                        gate: doc.and_then(|d| d.gate.as_ref()).map(|g| g.to_string()),
+                        registers: doc.and_then(|d| d.registers.as_ref()).map(|r| r.to_string()),
+                        served_gate: served.as_ref().ok().and_then(|spec| {
+                            spec.writes.iter().find(|w| w.name == t.name).map(|w| served_gate_text(&w.gate))
+                        }),
+                    }
                 })
                 .collect(),
             withheld: m.withheld.iter().map(|w| WithheldReport { effect: w.effect.clone(), reason: w.reason.clone() }).collect(),
@@ -113,6 +175,12 @@ impl Report {
         let c = &self.connector;
         out.push_str(&format!("{} {} ({})\n", c.name, c.version, c.package));
         out.push_str(&format!("sha256 {}\n\n{}\n", c.sha256, c.description));
+        out.push_str(&format!(
+            "\ncapabilities: {}\nbilling: {}\ncatalogue: {}\n",
+            if c.capabilities.is_empty() { "none".to_string() } else { c.capabilities.join(", ") },
+            c.billing.unwrap_or("none"),
+            c.catalogue
+        ));
         for effect in ["read", "write"] {
             let tools: Vec<&ToolReport> = self.tools.iter().filter(|t| t.effect == effect).collect();
             out.push_str(&format!("\n{} tools ({}):\n", effect, tools.len()));
@@ -129,6 +197,29 @@ impl Report {
                         .collect();
                     out.push_str(&format!("    args: {}\n", args.join(", ")));
                 }
+                if let Some(g) = t.grantable {
+                    out.push_str(&format!("    grantable: {}\n", if g { "yes" } else { "no" }));
+                }
+                if let Some(g) = &t.gate {
+                    out.push_str(&format!("    gate: {g}"));
+                    match &t.served_gate {
+                        Some(s) if s != g => out.push_str(&format!(" (served as: {s})\n")),
+                        _ => out.push('\n'),
+                    }
+                }
+                if let Some(r) = &t.registers {
+                    out.push_str(&format!("    registers: {r}\n"));
+                }
+                if t.routes.is_empty() {
+                    out.push_str("    routes: none (every HTTP request refused)\n");
+                }
+                for r in &t.routes {
+                    if r.read_only {
+                        out.push_str(&format!("    !! route {r}: a POST this read tool declares as changing nothing\n"));
+                    } else {
+                        out.push_str(&format!("    route {r}\n"));
+                    }
+                }
             }
         }
         out.push_str(&format!("\nwithheld ({}):\n", self.withheld.len()));
@@ -143,6 +234,16 @@ impl Report {
             out.push_str("\nREFUSED: imports marked !! are outside the contract; the host will not load this component.\n");
         }
         out
+    }
+}
+
+fn served_gate_text(gate: &crate::policy::catalog::WriteGate) -> String {
+    use crate::policy::catalog::WriteGate;
+    match gate {
+        WriteGate::Open => "open".to_string(),
+        WriteGate::Approval { needs: None } => "approval".to_string(),
+        WriteGate::Approval { needs: Some(s) } => format!("approval, switch {}", s.var()),
+        WriteGate::MutationsNeedApproval { needs } => format!("mutations-need-approval, switch {}", needs.var()),
     }
 }
 

@@ -11,6 +11,7 @@
 use crate::capabilities::Capabilities;
 use crate::capabilities::http::{ClientHandle, HttpExchange};
 use crate::capabilities::log::GuestLog;
+use crate::capabilities::routes::RouteSet;
 use crate::convert;
 use crate::error::{CallError, LoadError};
 use crate::output::CappedOutput;
@@ -152,6 +153,9 @@ pub struct Tool {
     pub description: String,
     /// JSON Schema derived from the WIT parameter types.
     pub input_schema: Value,
+    /// The requests it may make through its `http` handle (from the manifest).
+    pub routes: Vec<scout_manifest::Route>,
+    route_set: Arc<RouteSet>,
     params: Vec<(String, Type)>,
     export: ComponentExportIndex,
 }
@@ -220,6 +224,10 @@ pub struct CallState {
     pub(crate) logs: Vec<GuestLog>,
     pub(crate) logs_dropped: u64,
     pub(crate) http_log: Vec<HttpExchange>,
+    /// The routes of the tool being called: every request is matched against them.
+    pub(crate) routes: Arc<RouteSet>,
+    /// The tool being called (wire name), for refusals.
+    pub(crate) tool: String,
     deadline_hit: bool,
 }
 
@@ -505,7 +513,10 @@ impl Runtime {
                     .get_export_index(Some(&iface_index), fname)
                     .ok_or_else(|| LoadError::Mismatch(format!("function `{fname}` cannot be found")))?;
                 exported.insert((effect, fname.to_string()));
+                let route_set = RouteSet::new(&doc.routes).map_err(|e| LoadError::Manifest(format!("tool `{fname}`: {e}")))?;
                 tools.push(Tool {
+                    routes: doc.routes.clone(),
+                    route_set: Arc::new(route_set),
                     name: manifest.wire_name(fname),
                     function: fname.to_string(),
                     effect,
@@ -555,7 +566,7 @@ impl LoadedComponent {
     }
 
     /// A fresh store for one call: limits, deadline, captured output.
-    fn new_store(&self, caps: &Capabilities, started: Instant, deadline: Instant) -> (Store<CallState>, CappedOutput, CappedOutput) {
+    fn new_store(&self, caps: &Capabilities, tool: Option<&Tool>, started: Instant, deadline: Instant) -> (Store<CallState>, CappedOutput, CappedOutput) {
         let config = &self.runtime.config;
         let stdout = CappedOutput::new(config.output_cap);
         let stderr = CappedOutput::new(config.output_cap);
@@ -575,6 +586,8 @@ impl LoadedComponent {
             logs: Vec::new(),
             logs_dropped: 0,
             http_log: Vec::new(),
+            routes: tool.map_or_else(|| Arc::new(RouteSet::none()), |t| t.route_set.clone()),
+            tool: tool.map(|t| t.name.clone()).unwrap_or_default(),
             deadline_hit: false,
         };
         let mut store = Store::new(&self.runtime.engine, state);
@@ -595,7 +608,7 @@ impl LoadedComponent {
     pub async fn instantiate_fresh(&self) -> Result<(), CallError> {
         let _slot = self.slot().await?;
         let started = Instant::now();
-        let (mut store, _, _) = self.new_store(&Capabilities::default(), started, started + self.runtime.config.call_timeout);
+        let (mut store, _, _) = self.new_store(&Capabilities::default(), None, started, started + self.runtime.config.call_timeout);
         self.pre.instantiate_async(&mut store).await.map_err(|e| CallError::Instantiate(format!("{e:#}")))?;
         Ok(())
     }
@@ -619,7 +632,7 @@ impl LoadedComponent {
         let started = Instant::now();
         let deadline = started + config.call_timeout;
 
-        let (mut store, stdout, stderr) = self.new_store(caps, started, deadline);
+        let (mut store, stdout, stderr) = self.new_store(caps, Some(tool), started, deadline);
 
         let run = async {
             let instance = self.pre.instantiate_async(&mut store).await?;
@@ -695,7 +708,7 @@ pub fn import_allowed(name: &str) -> bool {
         None => return false,
     };
     (ALLOWED_WASI.contains(&base) && version.starts_with("0.2."))
-        || (ALLOWED_SCOUT.contains(&base) && version.starts_with("0.1."))
+        || (ALLOWED_SCOUT.contains(&base) && version.starts_with("0.2."))
 }
 
 /// Finds the manifest custom section anywhere in the component.

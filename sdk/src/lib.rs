@@ -53,7 +53,7 @@ pub mod folder {
 }
 
 pub use bindings::scout::connector::http::{HttpError, Method, Request, Response};
-pub use bindings::scout::connector::types::{Effect, ToolError, UpstreamError};
+pub use bindings::scout::connector::types::{Capability, CapabilityError, Effect, ToolError, UpstreamError};
 pub use http_client::{Http, check_status, encode_path, encode_segment};
 
 /// Not public API: what `bindings!` and `export!` expand to.
@@ -65,8 +65,9 @@ pub mod __private {
 }
 
 /// Generates the bindings of the connector's own world (from `wit/`, or the
-/// folder given) into a module named `bindings`, reusing this crate's types
-/// for the shared `scout:connector` interfaces.
+/// folder given) into a module named `bindings`, reusing this crate's
+/// `types` and `log`; the world must include `scout:connector/base` or a
+/// `with-*` world.
 #[macro_export]
 macro_rules! bindings {
     () => {
@@ -78,12 +79,16 @@ macro_rules! bindings {
             scout_sdk::__private::wit_bindgen::generate!({
                 path: $path,
                 runtime_path: "scout_sdk::__private::wit_bindgen::rt",
+                // Capability interfaces the world includes get local
+                // bindings; connectors use this crate's wrappers instead.
+                generate_all,
                 with: {
-                    "scout:connector/types@0.1.0": scout_sdk::__private::types,
-                    "scout:connector/http@0.1.0": scout_sdk::__private::http,
-                    "scout:connector/log@0.1.0": scout_sdk::__private::log,
-                    "scout:connector/meter@0.1.0": scout_sdk::__private::meter,
-                    "scout:connector/folder@0.1.0": scout_sdk::__private::folder,
+                    // Every connector world includes `base` (types, log).
+                    // The capability interfaces are reached through this
+                    // crate's own bindings (`Http`, `meter`, `folder`), so a
+                    // world that leaves one out needs no remapping for it.
+                    "scout:connector/types@0.2.0": scout_sdk::__private::types,
+                    "scout:connector/log@0.2.0": scout_sdk::__private::log,
                 },
             });
         }
@@ -115,29 +120,52 @@ impl std::fmt::Display for ToolError {
             ToolError::NotFound(m) => write!(f, "not found: {m}"),
             ToolError::Refused(m) => write!(f, "refused: {m}"),
             ToolError::Upstream(e) => write!(f, "upstream answered {}: {}", e.status, e.message),
-            ToolError::Http(e) => write!(f, "http: {e}"),
+            ToolError::Capability(e) => write!(f, "{:?} {}: {}", e.capability, e.kind, e.message),
             ToolError::BadResponse(m) => write!(f, "bad response: {m}"),
-            ToolError::Meter(e) => write!(f, "meter: {e:?}"),
-            ToolError::Folder(e) => write!(f, "folder: {e:?}"),
         }
     }
 }
 
+fn capability_error(capability: Capability, kind: &str, message: String) -> ToolError {
+    ToolError::Capability(CapabilityError { capability, kind: kind.to_string(), message })
+}
+
 impl From<HttpError> for ToolError {
     fn from(e: HttpError) -> Self {
-        ToolError::Http(e)
+        let (kind, message) = match e {
+            HttpError::Denied(m) => ("denied", m),
+            HttpError::Transport(m) => ("transport", m),
+            HttpError::Timeout => ("timeout", "the request timed out".to_string()),
+            HttpError::TooLarge(n) => ("too-large", format!("the response exceeded {n} bytes")),
+        };
+        capability_error(Capability::Http, kind, message)
     }
 }
 
 impl From<meter::MeterError> for ToolError {
     fn from(e: meter::MeterError) -> Self {
-        ToolError::Meter(e)
+        use meter::MeterError;
+        let (kind, message) = match e {
+            MeterError::RunExhausted(left) => ("run-exhausted", format!("the run's allowance has {left} left")),
+            MeterError::DayExhausted(left) => ("day-exhausted", format!("the day's allowance has {left} left")),
+            MeterError::Denied(m) => ("denied", m),
+            MeterError::Invalid(m) => ("invalid", m),
+        };
+        capability_error(Capability::Meter, kind, message)
     }
 }
 
 impl From<folder::FolderError> for ToolError {
     fn from(e: folder::FolderError) -> Self {
-        ToolError::Folder(e)
+        use folder::FolderError;
+        let (kind, message) = match e {
+            FolderError::Denied(m) => ("denied", m),
+            FolderError::NotFound(m) => ("not-found", m),
+            FolderError::InvalidPath(m) => ("invalid-path", m),
+            FolderError::TooLarge(n) => ("too-large", format!("larger than {n} bytes")),
+            FolderError::Io(m) => ("io", m),
+        };
+        capability_error(Capability::Folder, kind, message)
     }
 }
 

@@ -12,6 +12,7 @@ use crate::bindings::http::{Host, HostClient};
 pub use crate::bindings::http::{HttpError, Method, Request, Response};
 use crate::capabilities::encoding;
 use crate::capabilities::net::denied_reason;
+use crate::capabilities::replay::{Recorder, Replay};
 use crate::capabilities::scrub::Scrubber;
 pub use crate::capabilities::scrub::REDACTED;
 use crate::error::ConfigError;
@@ -100,6 +101,22 @@ pub struct HttpConfig {
     /// Further header names the operator lists as carrying credentials; a
     /// guest's header of any of these names is dropped.
     pub strip_headers: Vec<String>,
+    /// Live (the default), record or replay (DESIGN D9).
+    pub mode: HttpMode,
+}
+
+/// How a capability answers requests (DESIGN D9; see `capabilities::replay`).
+#[derive(Debug, Clone, Default)]
+pub enum HttpMode {
+    /// Sends to the origin.
+    #[default]
+    Live,
+    /// Sends to the origin, and appends each completed exchange (scrubbed)
+    /// to the recorder's fixture file.
+    Record(Arc<Recorder>),
+    /// Answers from fixtures only. The capability holds no network client,
+    /// so it cannot send; requests pass the same checks as live first.
+    Replay(Arc<Replay>),
 }
 
 impl HttpConfig {
@@ -116,7 +133,14 @@ impl HttpConfig {
             max_request_bytes: 4 << 20,
             max_request_header_bytes: DEFAULT_MAX_HEADER_BYTES,
             strip_headers: Vec::new(),
+            mode: HttpMode::Live,
         }
+    }
+
+    /// Sets the mode: live, record or replay.
+    pub fn mode(mut self, mode: HttpMode) -> HttpConfig {
+        self.mode = mode;
+        self
     }
 
     /// Drops a guest's headers of these names too (credential headers of
@@ -157,7 +181,9 @@ struct Credential {
 pub struct HttpCapability {
     origin: Url,
     prefix: String,
-    client: reqwest::Client,
+    /// Where requests go: the network (with or without a recorder), or
+    /// fixtures only, with no client at all.
+    backend: Backend,
     credential: Option<Credential>,
     /// Finds the secret in every form it could come back in.
     scrubber: Scrubber,
@@ -166,6 +192,12 @@ pub struct HttpCapability {
     max_header_bytes: usize,
     /// Lowercased names of further headers the guest may not send.
     strip_headers: Vec<String>,
+}
+
+enum Backend {
+    Live(reqwest::Client),
+    Record(reqwest::Client, Arc<Recorder>),
+    Replay(Arc<Replay>),
 }
 
 /// A guest request checked and made ready to send: what would go on the
@@ -281,7 +313,7 @@ impl HttpCapability {
             strip_headers.push(parsed.as_str().to_string());
         }
 
-        let client = reqwest::Client::builder()
+        let live_client = || reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
             .referer(false)
@@ -298,12 +330,18 @@ impl HttpCapability {
             .dns_resolver(Arc::new(GuardedResolver { allow_private_network: config.allow_private_network }))
             .https_only(origin.scheme() == "https")
             .build()
-            .map_err(|e| ConfigError::Client(e.to_string()))?;
+            .map_err(|e| ConfigError::Client(e.to_string()));
+        // Replay builds no client: no resolver, no socket, nothing to send with.
+        let backend = match &config.mode {
+            HttpMode::Live => Backend::Live(live_client()?),
+            HttpMode::Record(recorder) => Backend::Record(live_client()?, recorder.clone()),
+            HttpMode::Replay(replay) => Backend::Replay(replay.clone()),
+        };
 
         Ok(Arc::new(HttpCapability {
             origin,
             prefix,
-            client,
+            backend,
             credential,
             scrubber,
             max_response_bytes: config.max_response_bytes,
@@ -316,6 +354,22 @@ impl HttpCapability {
     /// The configured origin, as the operator wrote it (no secret in it).
     pub fn origin(&self) -> &Url {
         &self.origin
+    }
+
+    /// The fixtures this capability replays, in replay mode.
+    pub fn replay(&self) -> Option<&Arc<Replay>> {
+        match &self.backend {
+            Backend::Replay(replay) => Some(replay),
+            _ => None,
+        }
+    }
+
+    /// The recorder this capability appends to, in record mode.
+    pub fn recorder(&self) -> Option<&Arc<Recorder>> {
+        match &self.backend {
+            Backend::Record(_, recorder) => Some(recorder),
+            _ => None,
+        }
     }
 
     /// The secret scrubber of this destination.
@@ -343,12 +397,41 @@ impl HttpCapability {
         Ok(PreparedRequest { method, url, headers, body })
     }
 
-    /// Sends one guest request. Every refusal happens before any byte is sent.
+    /// Sends one guest request. Every refusal happens before any byte is
+    /// sent. In replay mode the checks are the same, and the answer comes
+    /// from the fixtures (capped and scrubbed like a live one).
     pub async fn send(&self, req: Request) -> Result<Response, HttpError> {
-        let PreparedRequest { method, url, headers, body } = self.prepare(&req)?;
+        let prepared = self.prepare(&req)?;
+        match &self.backend {
+            Backend::Live(client) => self.send_live(client, prepared).await,
+            Backend::Record(client, recorder) => {
+                let result = self.send_live(client, prepared).await;
+                if let Ok(response) = &result {
+                    recorder.record(&req, response, &self.scrubber);
+                }
+                result
+            }
+            Backend::Replay(replay) => {
+                drop(prepared);
+                let response = replay.answer(&req, &self.scrubber)?;
+                if response.body.len() as u64 > self.max_response_bytes {
+                    return Err(HttpError::TooLarge(self.max_response_bytes));
+                }
+                let headers = response
+                    .headers
+                    .into_iter()
+                    .filter(|(name, _)| !name.eq_ignore_ascii_case("set-cookie") && !name.eq_ignore_ascii_case("set-cookie2"))
+                    .map(|(name, value)| (name.to_ascii_lowercase(), self.scrub_text(&value)))
+                    .collect();
+                Ok(Response { status: response.status, headers, body: self.scrub(&response.body) })
+            }
+        }
+    }
+
+    async fn send_live(&self, client: &reqwest::Client, prepared: PreparedRequest) -> Result<Response, HttpError> {
+        let PreparedRequest { method, url, headers, body } = prepared;
         let exchange = async {
-            let mut response = self
-                .client
+            let mut response = client
                 .request(method, url)
                 .headers(headers)
                 .body(body)
@@ -673,7 +756,20 @@ impl HostClient for CallState {
         };
         let started = Instant::now();
         let (method, path) = (format!("{:?}", req.method).to_uppercase(), req.path.clone());
-        let result = http.send(req).await;
+        // Declared routes (DESIGN D13): checked after the path rules, so a
+        // template parameter only ever matches a plain segment, and before
+        // anything is sent.
+        let undeclared = validate_path(&req.path).is_ok() && !self.routes.allows(req.method, &req.path);
+        let result = if undeclared {
+            Err(HttpError::Denied(format!(
+                "route not declared: tool `{}` declares {}, not {method} {}",
+                self.tool,
+                self.routes.describe(),
+                http.scrub_text(&path)
+            )))
+        } else {
+            http.send(req).await
+        };
         self.http_log.push(HttpExchange {
             method,
             path: http.scrub_text(&path),

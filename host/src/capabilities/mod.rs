@@ -10,6 +10,8 @@ pub mod http;
 pub mod log;
 pub mod meter;
 pub mod net;
+pub mod replay;
+pub mod routes;
 pub mod scrub;
 
 use std::sync::Arc;

@@ -672,6 +672,183 @@ impl Catalog {
     }
 }
 
+/// Why a component's policy facts cannot be served.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AdmitError {
+    /// A connector of the seed catalogue whose component says otherwise.
+    #[error(
+        "connector `{connector}` disagrees with the seed catalogue, which the host keeps as data for the seed's connectors: {differences}. Rebuild the component with the seed's policy facts, or serve it under another name"
+    )]
+    Disagrees { connector: String, differences: String },
+    /// A gate or registration names a switch the host does not read.
+    #[error("connector `{connector}`, tool `{tool}`: `{switch}` is not an operator switch this host reads (it reads {known})")]
+    UnknownSwitch { connector: String, tool: String, switch: String, known: String },
+    /// Operator configuration names a tool the component does not have.
+    #[error("connector `{connector}`: the configuration names tool `{tool}`, which the component does not have")]
+    UnknownTool { connector: String, tool: String },
+}
+
+fn switch_named(connector: &str, tool: &str, name: &str) -> Result<Switch, AdmitError> {
+    Switch::from_var(name).ok_or_else(|| AdmitError::UnknownSwitch {
+        connector: connector.into(),
+        tool: tool.into(),
+        switch: name.into(),
+        known: Switch::ALL.iter().map(|s| s.var()).collect::<Vec<_>>().join(", "),
+    })
+}
+
+/// The spec a component declares, taken literally.
+fn declared_spec(manifest: &scout_manifest::Manifest) -> Result<ConnectorSpec, AdmitError> {
+    use scout_manifest::{Effect, Gate, Registers as Reg};
+    let name = manifest.connector.as_str();
+    let mut spec = ConnectorSpec {
+        name: name.into(),
+        title: name.into(),
+        reads: Vec::new(),
+        writes: Vec::new(),
+        grantable: BTreeSet::new(),
+        billing: manifest.billing.map(|b| match b {
+            scout_manifest::Billing::Credits => BillingUnit::Credits,
+            scout_manifest::Billing::Usd => BillingUnit::Usd,
+        }),
+    };
+    for tool in &manifest.tools {
+        let local = manifest.wire_name(&tool.function);
+        match tool.effect {
+            Effect::Read => {
+                if tool.grantable {
+                    spec.grantable.insert(local.clone());
+                }
+                spec.reads.push(local);
+            }
+            Effect::Write => {
+                let gate = match tool.gate.as_ref().unwrap_or(&Gate::Approval { switch: None }) {
+                    Gate::Open => WriteGate::Open,
+                    Gate::Approval { switch } => WriteGate::Approval {
+                        needs: switch.as_deref().map(|s| switch_named(name, &local, s)).transpose()?,
+                    },
+                    Gate::MutationsNeedApproval { switch } => WriteGate::MutationsNeedApproval {
+                        needs: switch_named(name, &local, switch)?,
+                    },
+                };
+                let registers = match tool.registers.as_ref().unwrap_or(&Reg::WithConnector) {
+                    Reg::WithConnector => Registers::WithConnector,
+                    Reg::WhenSwitch(s) => Registers::WhenSwitch(switch_named(name, &local, s)?),
+                    Reg::WhenApprovalsOn => Registers::WhenApprovalsOn,
+                };
+                spec.writes.push(WriteTool { name: local, registers, gate });
+            }
+        }
+    }
+    Ok(spec)
+}
+
+fn differences(seed: &ConnectorSpec, declared: &ConnectorSpec) -> Vec<String> {
+    let mut out = Vec::new();
+    let set = |v: &[String]| v.iter().cloned().collect::<BTreeSet<String>>();
+    let (seed_reads, reads) = (set(&seed.reads), set(&declared.reads));
+    for t in seed_reads.difference(&reads) {
+        out.push(format!("read tool `{t}` is missing"));
+    }
+    for t in reads.difference(&seed_reads) {
+        out.push(format!("read tool `{t}` is not in the catalogue"));
+    }
+    for w in &seed.writes {
+        match declared.writes.iter().find(|d| d.name == w.name) {
+            None => out.push(format!("write tool `{}` is missing", w.name)),
+            Some(d) => {
+                if d.gate != w.gate {
+                    out.push(format!("`{}` is gated {:?}, the catalogue says {:?}", w.name, d.gate, w.gate));
+                }
+                if d.registers != w.registers {
+                    out.push(format!("`{}` registers {:?}, the catalogue says {:?}", w.name, d.registers, w.registers));
+                }
+            }
+        }
+    }
+    for d in declared.writes.iter().filter(|d| !seed.writes.iter().any(|w| w.name == d.name)) {
+        out.push(format!("write tool `{}` is not in the catalogue", d.name));
+    }
+    if seed.grantable != declared.grantable {
+        let fmt = |s: &BTreeSet<String>| if s.is_empty() { "none".to_string() } else { s.iter().cloned().collect::<Vec<_>>().join(", ") };
+        out.push(format!("grantable reads are {}, the catalogue says {}", fmt(&declared.grantable), fmt(&seed.grantable)));
+    }
+    if seed.billing != declared.billing {
+        out.push(format!("billing is {:?}, the catalogue says {:?}", declared.billing, seed.billing));
+    }
+    out
+}
+
+impl ConnectorSpec {
+    /// Operator narrowing: keeps only `tools` (local names) when given, and
+    /// no grantable read when `grants` is false. It never adds anything.
+    pub fn narrowed(mut self, tools: Option<&[String]>, grants: bool) -> Result<ConnectorSpec, AdmitError> {
+        if let Some(keep) = tools {
+            for t in keep {
+                if !self.reads.contains(t) && !self.writes.iter().any(|w| &w.name == t) {
+                    return Err(AdmitError::UnknownTool { connector: self.name.clone(), tool: t.clone() });
+                }
+            }
+            self.reads.retain(|t| keep.contains(t));
+            self.writes.retain(|w| keep.contains(&w.name));
+            self.grantable.retain(|t| keep.contains(t));
+        }
+        if !grants {
+            self.grantable.clear();
+        }
+        Ok(self)
+    }
+}
+
+impl Catalog {
+    /// The policy a loaded component is served under (DESIGN D13).
+    ///
+    /// A connector this catalogue describes (the seed's) must declare
+    /// exactly the catalogue's tools, gates, registrations, grantable reads
+    /// and billing, or it is refused: the catalogue is the seed's data,
+    /// checked against the component. Any other connector is served on what
+    /// it declares, made conservative: every write tool asks a person on
+    /// every call (a declared `open` or mutations-only gate is served as an
+    /// approval on each call; a declared switch is kept, since it only
+    /// narrows), and only reads it declares grantable can be granted.
+    pub fn admit(&self, manifest: &scout_manifest::Manifest) -> Result<ConnectorSpec, AdmitError> {
+        let declared = declared_spec(manifest)?;
+        match self.connectors.get(&manifest.connector) {
+            // Contentsquare: the seed lists no tool (every tool the brand's
+            // server offers); the component's are served conservatively,
+            // with nothing grantable, as the read table says.
+            Some(seed) if seed.reads.is_empty() && seed.writes.is_empty() => {
+                let mut spec = conservative(declared);
+                spec.title = seed.title.clone();
+                spec.grantable.clear();
+                spec.billing = seed.billing;
+                Ok(spec)
+            }
+            Some(seed) => {
+                let found = differences(seed, &declared);
+                if found.is_empty() {
+                    Ok(seed.clone())
+                } else {
+                    Err(AdmitError::Disagrees { connector: seed.name.clone(), differences: found.join("; ") })
+                }
+            }
+            None => Ok(conservative(declared)),
+        }
+    }
+}
+
+/// Writes of a connector the seed does not describe ask a person each call.
+fn conservative(mut spec: ConnectorSpec) -> ConnectorSpec {
+    for w in &mut spec.writes {
+        w.gate = match w.gate {
+            WriteGate::Open => WriteGate::Approval { needs: None },
+            WriteGate::Approval { needs } => WriteGate::Approval { needs },
+            WriteGate::MutationsNeedApproval { needs } => WriteGate::Approval { needs: Some(needs) },
+        };
+    }
+    spec
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -339,7 +339,7 @@ async fn put_connection(
 ) -> Result<Json<Value>, ApiError> {
     let google = connector == crate::credentials::GOOGLE;
     if !google && host.catalog.connector(&connector).is_none() {
-        return Err(ApiError::not_found(format!("`{connector}` is not a connector of the catalogue")));
+        return Err(ApiError::not_found(format!("`{connector}` is not a connector this host serves or the seed catalogue names")));
     }
     if request.secret.is_empty() || request.secret.len() > 16 * 1024 {
         return Err(ApiError::bad_request("`secret` must be 1 to 16384 bytes"));

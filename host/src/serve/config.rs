@@ -95,6 +95,15 @@ pub struct ConnectorConfig {
     /// such as `X-Api-Key`, always are).
     #[serde(default)]
     pub strip_headers: Vec<String>,
+    /// Serve only these of the component's tools (local names,
+    /// `github_read_file`). Operator configuration narrows what a
+    /// component declares; it never widens it.
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+    /// `false`: no grant may cover any of its reads, whatever the
+    /// component declares.
+    #[serde(default = "yes")]
+    pub grants: bool,
 }
 
 fn default_listen() -> SocketAddr {

@@ -205,7 +205,7 @@ impl ServeHost {
             SqliteStore::open(&config.database)
                 .map_err(|e| StartError::Store { path: config.database.display().to_string(), message: e.to_string() })?,
         );
-        let catalog = Arc::new(Catalog::seed());
+        let mut catalog = Catalog::seed();
         let runtime = Runtime::new(RuntimeConfig {
             cache_dir: default_cache_dir(),
             max_concurrent_calls: config.max_concurrent_calls,
@@ -216,8 +216,11 @@ impl ServeHost {
         let mut host_env = BTreeMap::new();
         for (name, connector) in &config.connectors {
             let fail = |message: String| StartError::Connector { name: name.clone(), message };
-            if catalog.connector(name).is_none() {
-                return Err(fail("not a connector of the catalogue".into()));
+            if !connector.component.is_file() {
+                return Err(fail(format!(
+                    "no component at {}: build it with `cargo build --release --target wasm32-wasip2` in the connector's crate (or `scout-host new {name}` to start one) and point `component` at the .wasm",
+                    connector.component.display()
+                )));
             }
             let component = runtime
                 .load_file(&connector.component)
@@ -225,6 +228,14 @@ impl ServeHost {
             if component.name() != name {
                 return Err(fail(format!("{} is the `{}` connector", connector.component.display(), component.name())));
             }
+            // The seed's connectors must agree with the catalogue; any other
+            // is served on what it declares, conservatively; the operator
+            // may narrow either.
+            let spec = catalog
+                .admit(&component.info().manifest)
+                .and_then(|spec| spec.narrowed(connector.tools.as_deref(), connector.grants))
+                .map_err(|e| fail(e.to_string()))?;
+            catalog = catalog.with_spec(spec);
             // Checks the origin now rather than at the first call.
             HttpCapability::new(crate::HttpConfig::new(connector.origin.clone()).allow_private_network(connector.allow_private_network))
                 .map_err(|e| fail(format!("origin: {e}")))?;
@@ -233,6 +244,7 @@ impl ServeHost {
             }
             components.insert(name.clone(), Arc::new(component));
         }
+        let catalog = Arc::new(catalog);
         let resolver_config =
             Arc::new(ResolverConfig { deployment_owner_brand: config.deployment_owner_brand.clone(), host_env, ..Default::default() });
 

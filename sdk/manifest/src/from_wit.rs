@@ -1,6 +1,7 @@
 //! Building a manifest from WIT source, at the connector's compile time.
 
-use crate::{Effect, FORMAT, Manifest, ManifestError, ToolDoc, parse_world_docs};
+use crate::policy::{TOOL_KEYS, WORLD_KEYS, parse_tool_lines, parse_world_lines, split_policy_lines};
+use crate::{Effect, FORMAT, Manifest, ManifestError, parse_world_docs};
 use std::path::Path;
 use wit_parser::{Resolve, WorldItem, WorldKey};
 
@@ -25,7 +26,9 @@ impl Manifest {
             }
         };
         let world = &resolve.worlds[world_id];
-        let (description, withheld) = parse_world_docs(world.docs.contents.as_deref().unwrap_or(""))?;
+        let (world_docs, world_lines) = split_policy_lines(world.docs.contents.as_deref().unwrap_or(""), &WORLD_KEYS);
+        let billing = parse_world_lines(&world_lines)?;
+        let (description, withheld) = parse_world_docs(&world_docs)?;
         if description.is_empty() {
             return Err(ManifestError::Rule(format!("world `{}` needs a doc comment describing the connector", world.name)));
         }
@@ -62,18 +65,20 @@ impl Manifest {
                     }
                 }
                 for (fname, func) in &iface.functions {
-                    let description = func.docs.contents.as_deref().unwrap_or("").trim().to_string();
+                    let (description, lines) = split_policy_lines(func.docs.contents.as_deref().unwrap_or(""), &TOOL_KEYS);
                     if description.is_empty() {
                         return Err(ManifestError::Rule(format!("tool `{name}.{fname}` needs a doc comment")));
                     }
-                    tools.push(ToolDoc { function: fname.clone(), effect, description });
+                    let mut doc = parse_tool_lines(fname, effect, &lines)?;
+                    doc.description = description;
+                    tools.push(doc);
                 }
             }
         }
         if tools.is_empty() {
             return Err(ManifestError::Rule(format!("world `{}` exports no tools", world.name)));
         }
-        Ok(Manifest {
+        let manifest = Manifest {
             format: FORMAT,
             connector: pkg.name.name.clone(),
             namespace: pkg.name.namespace.clone(),
@@ -81,6 +86,9 @@ impl Manifest {
             description,
             tools,
             withheld,
-        })
+            billing,
+        };
+        manifest.validate()?;
+        Ok(manifest)
     }
 }

@@ -7,6 +7,14 @@
 //! the component, named [`SECTION`]. The host reads the section back and
 //! refuses a component whose manifest and exports disagree: the binary cannot
 //! describe a tool it does not export, or export one it does not describe.
+//!
+//! Format 2 (contract `scout:connector@0.2.0`) adds the connector's policy
+//! facts, written as `Key: value` lines at the end of the doc comments (see
+//! [`policy`]): per tool its declared routes, for a read tool whether a grant
+//! may cover it, for a write tool its gate and when it registers, and for
+//! the connector its billing unit. [`Manifest::validate`] holds the rules
+//! both the SDK (at the connector's compile time) and the host (at load)
+//! apply, so a hand-made manifest cannot slip past the host.
 
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +22,7 @@ use serde::{Deserialize, Serialize};
 pub const SECTION: &str = "scout-connector-manifest";
 
 /// Version of the manifest's JSON shape.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 /// The exported interface that holds a connector's read tools.
 pub const READ_INTERFACE: &str = "read-tools";
@@ -60,8 +68,21 @@ pub struct ToolDoc {
     pub function: String,
     /// Read or write, from the interface the function is exported in.
     pub effect: Effect,
-    /// The function's doc comment.
+    /// The function's doc comment, without its policy lines.
     pub description: String,
+    /// The requests this tool may make through its `http` handle; any other
+    /// request is refused by the host with nothing sent.
+    #[serde(default)]
+    pub routes: Vec<Route>,
+    /// Read tools: whether a grant (specialist, goal agent) may cover it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub grantable: bool,
+    /// Write tools: how each call is gated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<Gate>,
+    /// Write tools: when the tool is registered at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registers: Option<Registers>,
 }
 
 /// One effect the connector deliberately does not build.
@@ -90,6 +111,9 @@ pub struct Manifest {
     pub tools: Vec<ToolDoc>,
     /// The WITHHELD list.
     pub withheld: Vec<Withheld>,
+    /// What every call of this connector bills in, if it bills.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub billing: Option<Billing>,
 }
 
 /// Why a manifest could not be made or read.
@@ -109,13 +133,19 @@ pub enum ManifestError {
 impl Manifest {
     /// Parses the JSON stored in the [`SECTION`] custom section.
     pub fn from_json(bytes: &[u8]) -> Result<Manifest, ManifestError> {
-        let manifest: Manifest = serde_json::from_slice(bytes)?;
-        if manifest.format != FORMAT {
+        #[derive(Deserialize)]
+        struct Head {
+            format: u32,
+        }
+        let head: Head = serde_json::from_slice(bytes)?;
+        if head.format != FORMAT {
             return Err(ManifestError::Rule(format!(
-                "manifest format {} is not supported (expected {FORMAT})",
-                manifest.format
+                "manifest format {} is not supported (expected {FORMAT}): rebuild the connector against scout-sdk for contract scout:connector@0.2.0",
+                head.format
             )));
         }
+        let manifest: Manifest = serde_json::from_slice(bytes)?;
+        manifest.validate()?;
         Ok(manifest)
     }
 
@@ -182,3 +212,5 @@ pub fn parse_world_docs(docs: &str) -> Result<(String, Vec<Withheld>), ManifestE
 
 #[cfg(feature = "from-wit")]
 mod from_wit;
+pub mod policy;
+pub use policy::{Billing, Gate, Registers, Route, RouteMethod};

@@ -81,6 +81,20 @@ impl Guest for Hostile {
         }
         Ok(count)
     }
+
+    fn probe_route(method: String, path: String) -> Result<u16, ToolError> {
+        let method = match method.as_str() {
+            "GET" => Method::Get,
+            "HEAD" => Method::Head,
+            "POST" => Method::Post,
+            "PUT" => Method::Put,
+            "PATCH" => Method::Patch,
+            "DELETE" => Method::Delete,
+            other => return Err(ToolError::invalid(format!("unknown method {other}"))),
+        };
+        let body = matches!(method, Method::Post | Method::Put | Method::Patch).then(|| b"{}".to_vec());
+        Ok(Http::connect()?.send(method, &path, &[], body)?.status)
+    }
 }
 
 scout_sdk::export!(Hostile);

@@ -1,0 +1,500 @@
+//! A connector's policy facts, as its WIT doc comments state them.
+//!
+//! The host enforces these, so they are written where a reviewer reads the
+//! tools: one `Key: value` line each, after the prose of a doc comment.
+//!
+//! On a tool:
+//! - `Route: GET /repos/{owner}/{repo}/contents/{*path}`: a request the tool
+//!   may make. `{name}` stands for one path segment, `{*name}` (last only)
+//!   for the rest of the path. A read tool may declare only `GET` and `HEAD`
+//!   routes, and a `POST` route marked `(read-only)` for query endpoints that
+//!   take a body (GraphQL queries, POST-based search): `inspect` shows it.
+//! - `Grantable: yes` (read tools): a grant may cover it. Default `no`.
+//! - `Gate: approval`, `Gate: approval, switch GITHUB_ALLOW_WRITES`,
+//!   `Gate: open`, `Gate: mutations-need-approval, switch SHOPIFY_ALLOW_WRITES`
+//!   (write tools). Default `approval`.
+//! - `Registers: with-connector`, `Registers: when-switch AGENTMAIL_ALLOW_SENDS`,
+//!   `Registers: when-approvals-on` (write tools). Default `with-connector`.
+//!
+//! On the world: `Billing: none`, `Billing: credits` or `Billing: usd`.
+//!
+//! A line that starts with one of these keys and does not parse is an
+//! error, never prose: a typo must not silently widen or drop a rule.
+
+use crate::{Effect, Manifest, ManifestError, ToolDoc};
+use serde::{Deserialize, Serialize};
+
+/// Keys of a tool's policy lines.
+pub const TOOL_KEYS: [&str; 4] = ["Route", "Grantable", "Gate", "Registers"];
+/// Keys of a world's policy lines.
+pub const WORLD_KEYS: [&str; 1] = ["Billing"];
+
+/// An HTTP method a route may declare (the `http` interface's methods).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum RouteMethod {
+    Get,
+    Head,
+    Post,
+    Put,
+    Patch,
+    Delete,
+}
+
+impl RouteMethod {
+    /// `GET`, `POST`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RouteMethod::Get => "GET",
+            RouteMethod::Head => "HEAD",
+            RouteMethod::Post => "POST",
+            RouteMethod::Put => "PUT",
+            RouteMethod::Patch => "PATCH",
+            RouteMethod::Delete => "DELETE",
+        }
+    }
+
+    fn parse(text: &str) -> Option<RouteMethod> {
+        Some(match text {
+            "GET" => RouteMethod::Get,
+            "HEAD" => RouteMethod::Head,
+            "POST" => RouteMethod::Post,
+            "PUT" => RouteMethod::Put,
+            "PATCH" => RouteMethod::Patch,
+            "DELETE" => RouteMethod::Delete,
+            _ => return None,
+        })
+    }
+
+    /// GET and HEAD change nothing.
+    pub fn is_safe(self) -> bool {
+        matches!(self, RouteMethod::Get | RouteMethod::Head)
+    }
+}
+
+/// One request a tool may make: a method and a path template.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Route {
+    pub method: RouteMethod,
+    /// `/repos/{owner}/{repo}`; `{name}` is one segment, `{*name}` the rest.
+    pub path: String,
+    /// A `POST` a read tool declares as changing nothing (a query endpoint).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
+}
+
+impl std::fmt::Display for Route {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.method.as_str(), self.path)?;
+        if self.read_only {
+            f.write_str(" (read-only)")?;
+        }
+        Ok(())
+    }
+}
+
+/// How each call of a write tool is gated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Gate {
+    /// No gate (a draft that is not sent).
+    Open,
+    /// A person approves each call; with a switch, the operator must also
+    /// have turned it on, or the tool refuses before any request.
+    Approval {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        switch: Option<String>,
+    },
+    /// The tool is also a read path: reads run, mutations need the switch
+    /// and an approval.
+    MutationsNeedApproval { switch: String },
+}
+
+impl std::fmt::Display for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Gate::Open => f.write_str("open"),
+            Gate::Approval { switch: None } => f.write_str("approval"),
+            Gate::Approval { switch: Some(s) } => write!(f, "approval, switch {s}"),
+            Gate::MutationsNeedApproval { switch } => write!(f, "mutations-need-approval, switch {switch}"),
+        }
+    }
+}
+
+/// When a write tool is registered at all.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "switch")]
+pub enum Registers {
+    WithConnector,
+    WhenSwitch(String),
+    WhenApprovalsOn,
+}
+
+impl std::fmt::Display for Registers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Registers::WithConnector => f.write_str("with-connector"),
+            Registers::WhenSwitch(s) => write!(f, "when-switch {s}"),
+            Registers::WhenApprovalsOn => f.write_str("when-approvals-on"),
+        }
+    }
+}
+
+/// What a billing connector's calls are counted in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Billing {
+    Credits,
+    Usd,
+}
+
+fn rule(message: String) -> ManifestError {
+    ManifestError::Rule(message)
+}
+
+/// Splits a doc comment into its prose and its `Key: value` lines for `keys`.
+pub fn split_policy_lines<'a>(docs: &'a str, keys: &[&'static str]) -> (String, Vec<(&'static str, &'a str)>) {
+    let mut prose = Vec::new();
+    let mut lines = Vec::new();
+    for line in docs.lines() {
+        let trimmed = line.trim();
+        let key = keys.iter().find(|k| {
+            trimmed.strip_prefix(**k).is_some_and(|rest| rest.starts_with(':'))
+        });
+        match key {
+            Some(k) => lines.push((*k, trimmed[k.len() + 1..].trim())),
+            None => prose.push(line),
+        }
+    }
+    (prose.join("\n").trim().to_string(), lines)
+}
+
+/// The policy facts of one tool, parsed from its doc comment's lines.
+pub fn parse_tool_lines(tool: &str, effect: Effect, lines: &[(&str, &str)]) -> Result<ToolDoc, ManifestError> {
+    let mut doc = ToolDoc {
+        function: tool.to_string(),
+        effect,
+        description: String::new(),
+        routes: Vec::new(),
+        grantable: false,
+        gate: None,
+        registers: None,
+    };
+    let (mut seen_grantable, mut seen_gate, mut seen_registers) = (false, false, false);
+    let once = |seen: &mut bool, key: &str| -> Result<(), ManifestError> {
+        if std::mem::replace(seen, true) {
+            return Err(rule(format!("tool `{tool}` has two `{key}:` lines")));
+        }
+        Ok(())
+    };
+    for (key, value) in lines {
+        match *key {
+            "Route" => doc.routes.push(parse_route(tool, value)?),
+            "Grantable" => {
+                once(&mut seen_grantable, key)?;
+                doc.grantable = match *value {
+                    "yes" => true,
+                    "no" => false,
+                    other => return Err(rule(format!("tool `{tool}`: `Grantable: {other}` must be `yes` or `no`"))),
+                };
+            }
+            "Gate" => {
+                once(&mut seen_gate, key)?;
+                doc.gate = Some(parse_gate(tool, value)?);
+            }
+            "Registers" => {
+                once(&mut seen_registers, key)?;
+                doc.registers = Some(parse_registers(tool, value)?);
+            }
+            other => return Err(rule(format!("tool `{tool}`: unknown policy line `{other}:`"))),
+        }
+    }
+    if effect == Effect::Write {
+        doc.gate.get_or_insert(Gate::Approval { switch: None });
+        doc.registers.get_or_insert(Registers::WithConnector);
+    }
+    Ok(doc)
+}
+
+/// The billing unit from a world's `Billing:` line, if any.
+pub fn parse_world_lines(lines: &[(&str, &str)]) -> Result<Option<Billing>, ManifestError> {
+    let mut billing = None;
+    let mut seen = false;
+    for (key, value) in lines {
+        if *key != "Billing" {
+            return Err(rule(format!("unknown world policy line `{key}:`")));
+        }
+        if std::mem::replace(&mut seen, true) {
+            return Err(rule("the world has two `Billing:` lines".to_string()));
+        }
+        billing = match *value {
+            "none" => None,
+            "credits" => Some(Billing::Credits),
+            "usd" => Some(Billing::Usd),
+            other => return Err(rule(format!("`Billing: {other}` must be `none`, `credits` or `usd`"))),
+        };
+    }
+    Ok(billing)
+}
+
+fn parse_route(tool: &str, value: &str) -> Result<Route, ManifestError> {
+    let (value, read_only) = match value.strip_suffix("(read-only)") {
+        Some(rest) => (rest.trim_end(), true),
+        None => (value, false),
+    };
+    let (method, path) = value
+        .split_once(' ')
+        .ok_or_else(|| rule(format!("tool `{tool}`: `Route: {value}` must be `METHOD /path`")))?;
+    let method = RouteMethod::parse(method).ok_or_else(|| {
+        rule(format!("tool `{tool}`: route method `{method}` is not one of GET, HEAD, POST, PUT, PATCH, DELETE"))
+    })?;
+    let route = Route { method, path: path.trim().to_string(), read_only };
+    check_template(tool, &route.path)?;
+    Ok(route)
+}
+
+fn parse_switch(tool: &str, text: &str) -> Result<String, ManifestError> {
+    let name = text.trim();
+    let ok = !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        && name.starts_with(|c: char| c.is_ascii_uppercase());
+    if !ok {
+        return Err(rule(format!("tool `{tool}`: switch `{name}` must be an environment variable name (A-Z, 0-9, _)")));
+    }
+    Ok(name.to_string())
+}
+
+fn parse_gate(tool: &str, value: &str) -> Result<Gate, ManifestError> {
+    let (kind, rest) = match value.split_once(',') {
+        Some((k, r)) => (k.trim(), Some(r.trim())),
+        None => (value.trim(), None),
+    };
+    let switch = match rest {
+        None => None,
+        Some(r) => match r.strip_prefix("switch ") {
+            Some(name) => Some(parse_switch(tool, name)?),
+            None => return Err(rule(format!("tool `{tool}`: after `Gate: {kind},` write `switch NAME`"))),
+        },
+    };
+    match (kind, switch) {
+        ("open", None) => Ok(Gate::Open),
+        ("approval", switch) => Ok(Gate::Approval { switch }),
+        ("mutations-need-approval", Some(switch)) => Ok(Gate::MutationsNeedApproval { switch }),
+        ("mutations-need-approval", None) => {
+            Err(rule(format!("tool `{tool}`: `mutations-need-approval` names its switch: `Gate: mutations-need-approval, switch NAME`")))
+        }
+        ("open", Some(_)) => Err(rule(format!("tool `{tool}`: an open gate has no switch"))),
+        (other, _) => Err(rule(format!(
+            "tool `{tool}`: `Gate: {other}` must be `open`, `approval` or `mutations-need-approval`"
+        ))),
+    }
+}
+
+fn parse_registers(tool: &str, value: &str) -> Result<Registers, ManifestError> {
+    match value.trim() {
+        "with-connector" => Ok(Registers::WithConnector),
+        "when-approvals-on" => Ok(Registers::WhenApprovalsOn),
+        other => match other.strip_prefix("when-switch ") {
+            Some(name) => Ok(Registers::WhenSwitch(parse_switch(tool, name)?)),
+            None => Err(rule(format!(
+                "tool `{tool}`: `Registers: {other}` must be `with-connector`, `when-switch NAME` or `when-approvals-on`"
+            ))),
+        },
+    }
+}
+
+/// A path template: `/`-separated, each segment a literal (the characters
+/// a request path may hold, no dot segment), `{name}`, or a last `{*name}`.
+fn check_template(tool: &str, path: &str) -> Result<(), ManifestError> {
+    let bad = |why: &str| rule(format!("tool `{tool}`: route path `{path}` {why}"));
+    let Some(rest) = path.strip_prefix('/') else { return Err(bad("must start with `/`")) };
+    if rest.is_empty() {
+        return Ok(());
+    }
+    let segments: Vec<&str> = rest.split('/').collect();
+    let mut names = std::collections::BTreeSet::new();
+    for (i, segment) in segments.iter().enumerate() {
+        if segment.is_empty() {
+            return Err(bad("has an empty segment"));
+        }
+        if let Some(inner) = segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+            let (catch_all, name) = match inner.strip_prefix('*') {
+                Some(n) => (true, n),
+                None => (false, inner),
+            };
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                return Err(bad("has a parameter that is not `{name}` or `{*name}`"));
+            }
+            if catch_all && i + 1 != segments.len() {
+                return Err(bad("has `{*name}` before its last segment"));
+            }
+            if !names.insert(name) {
+                return Err(bad("uses one parameter name twice"));
+            }
+            continue;
+        }
+        if *segment == "." || *segment == ".." {
+            return Err(bad("has a dot segment"));
+        }
+        let literal_ok = segment.chars().all(|c| {
+            c.is_ascii_alphanumeric() || "-._~!$&'()+,=:%".contains(c)
+        });
+        if !literal_ok {
+            return Err(bad("has a character a literal segment may not hold (`{`, `}`, `;`, `*`, `?`, `#`, space...)"));
+        }
+    }
+    Ok(())
+}
+
+impl Manifest {
+    /// The rules every manifest obeys, checked by the SDK when it builds one
+    /// and by the host when it reads one from a component.
+    pub fn validate(&self) -> Result<(), ManifestError> {
+        if self.tools.is_empty() {
+            return Err(rule("the manifest describes no tools".to_string()));
+        }
+        for tool in &self.tools {
+            let name = &tool.function;
+            for route in &tool.routes {
+                check_template(name, &route.path)?;
+                match tool.effect {
+                    Effect::Read if route.method.is_safe() && !route.read_only => {}
+                    Effect::Read if route.method == RouteMethod::Post && route.read_only => {}
+                    Effect::Read if route.read_only => {
+                        return Err(rule(format!("read tool `{name}`: only a POST route can be declared `(read-only)`")));
+                    }
+                    Effect::Read => {
+                        return Err(rule(format!(
+                            "read tool `{name}` declares `{route}`: a read tool may use GET and HEAD, or a POST it declares `(read-only)`"
+                        )));
+                    }
+                    Effect::Write if route.read_only => {
+                        return Err(rule(format!("write tool `{name}`: `(read-only)` is for read tools' POST routes")));
+                    }
+                    Effect::Write => {}
+                }
+            }
+            let mut seen = std::collections::BTreeSet::new();
+            for route in &tool.routes {
+                if !seen.insert((route.method, route.path.as_str())) {
+                    return Err(rule(format!("tool `{name}` declares `{route}` twice")));
+                }
+            }
+            match tool.effect {
+                Effect::Read => {
+                    if tool.gate.is_some() || tool.registers.is_some() {
+                        return Err(rule(format!("read tool `{name}` has a `Gate:` or `Registers:` line: only write tools are gated")));
+                    }
+                }
+                Effect::Write => {
+                    if tool.grantable {
+                        return Err(rule(format!("write tool `{name}` says `Grantable: yes`: no grant ever covers a write tool")));
+                    }
+                    if tool.gate.is_none() || tool.registers.is_none() {
+                        return Err(rule(format!("write tool `{name}` has no gate or registration in the manifest")));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(effect: Effect, lines: &[(&str, &str)]) -> Result<ToolDoc, ManifestError> {
+        parse_tool_lines("t", effect, lines)
+    }
+
+    #[test]
+    fn splits_prose_from_policy_lines() {
+        let (prose, lines) = split_policy_lines(
+            "Reads a file.\n\nRoute: GET /repos/{owner}/{repo}\nGrantable: yes\nNote: kept as prose",
+            &TOOL_KEYS,
+        );
+        assert_eq!(prose, "Reads a file.\n\nNote: kept as prose");
+        assert_eq!(lines, [("Route", "GET /repos/{owner}/{repo}"), ("Grantable", "yes")]);
+    }
+
+    #[test]
+    fn parses_every_kind_of_line() {
+        let t = tool(
+            Effect::Write,
+            &[("Route", "POST /repos/{o}/{r}/git/refs"), ("Gate", "approval, switch GITHUB_ALLOW_WRITES"), ("Registers", "when-switch X_Y")],
+        )
+        .unwrap();
+        assert_eq!(t.gate, Some(Gate::Approval { switch: Some("GITHUB_ALLOW_WRITES".into()) }));
+        assert_eq!(t.registers, Some(Registers::WhenSwitch("X_Y".into())));
+        assert_eq!(t.routes[0].to_string(), "POST /repos/{o}/{r}/git/refs");
+        let d = tool(Effect::Write, &[]).unwrap();
+        assert_eq!(d.gate, Some(Gate::Approval { switch: None }), "a write asks a person unless it says otherwise");
+        let r = tool(Effect::Read, &[("Route", "POST /graphql (read-only)"), ("Grantable", "yes")]).unwrap();
+        assert!(r.routes[0].read_only && r.grantable);
+        assert_eq!(parse_world_lines(&[("Billing", "usd")]).unwrap(), Some(Billing::Usd));
+    }
+
+    #[test]
+    fn refuses_what_does_not_parse() {
+        for lines in [
+            vec![("Route", "FETCH /x")],
+            vec![("Route", "/x")],
+            vec![("Route", "GET x")],
+            vec![("Route", "GET /a//b")],
+            vec![("Route", "GET /a/../b")],
+            vec![("Route", "GET /{*rest}/b")],
+            vec![("Route", "GET /{a}/{a}")],
+            vec![("Route", "GET /a;b")],
+            vec![("Route", "GET /{}")],
+            vec![("Grantable", "maybe")],
+            vec![("Grantable", "yes"), ("Grantable", "no")],
+            vec![("Gate", "sometimes")],
+            vec![("Gate", "mutations-need-approval")],
+            vec![("Gate", "approval, switch lower_case")],
+            vec![("Gate", "open, switch X")],
+            vec![("Registers", "later")],
+        ] {
+            assert!(tool(Effect::Write, &lines).is_err(), "{lines:?} should be refused");
+        }
+        assert!(parse_world_lines(&[("Billing", "euros")]).is_err());
+    }
+
+    fn manifest(tools: Vec<ToolDoc>) -> Manifest {
+        Manifest {
+            format: crate::FORMAT,
+            connector: "acme".into(),
+            version: "0.1.0".into(),
+            namespace: "acme".into(),
+            description: "d".into(),
+            tools,
+            withheld: vec![],
+            billing: None,
+        }
+    }
+
+    #[test]
+    fn validation_holds_the_read_rules() {
+        let read = |route: &str| {
+            let mut t = tool(Effect::Read, &[("Route", route)]).unwrap();
+            t.description = "d".into();
+            manifest(vec![t]).validate()
+        };
+        assert!(read("GET /a/{b}").is_ok());
+        assert!(read("HEAD /a").is_ok());
+        assert!(read("POST /graphql (read-only)").is_ok());
+        for bad in ["POST /search", "DELETE /a", "PUT /a", "PATCH /a", "GET /a (read-only)"] {
+            assert!(read(bad).is_err(), "a read tool declaring `{bad}` must be refused");
+        }
+        let mut w = tool(Effect::Write, &[("Route", "DELETE /a")]).unwrap();
+        w.grantable = true;
+        assert!(manifest(vec![w.clone()]).validate().is_err(), "a write is never grantable");
+        w.grantable = false;
+        assert!(manifest(vec![w.clone()]).validate().is_ok());
+        w.gate = None;
+        assert!(manifest(vec![w]).validate().is_err(), "a hand-made manifest must state a write's gate");
+        let mut r = tool(Effect::Read, &[]).unwrap();
+        r.gate = Some(Gate::Open);
+        assert!(manifest(vec![r]).validate().is_err());
+    }
+}
