@@ -1,5 +1,7 @@
 //! The `scout-host` command line.
 
+mod cli;
+
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use scout_host::inspect::Report;
@@ -81,6 +83,16 @@ enum Command {
         #[arg(long, requires = "stdio")]
         connector: Option<String>,
     },
+    /// Runs one tool once, in a fresh runtime, its `http` handle live,
+    /// recording (--record DIR) or replaying (--replay DIR); prints the
+    /// tool's output as JSON (`{"ok": ...}` or `{"err": ...}`) on stdout and
+    /// the HTTP exchanges on stderr. Exit 0 ok, 1 tool error, 2 usage, load or host error.
+    Call(cli::call::CallArgs),
+    /// Runs the cases of DIR/cases.json against the fixtures in DIR, replay
+    /// only (nothing is sent). Exit 0 all passed, 1 any failed, 2 usage or load error.
+    Test(cli::cases::TestArgs),
+    /// Creates a connector crate from the SDK's template.
+    New(cli::new::NewArgs),
     /// Runs the GitHub connector against a loopback GitHub-format server.
     #[cfg(feature = "demo")]
     Demo,
@@ -103,7 +115,14 @@ fn main() -> Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    match cli.command {
+    // The author's commands exit with their own status (0, 1 or 2).
+    let command = match cli.command {
+        Command::Call(args) => exit_with(cli::call::run(args)),
+        Command::Test(args) => exit_with(cli::cases::run(args)),
+        Command::New(args) => exit_with(cli::new::run(args)),
+        other => other,
+    };
+    match command {
         Command::Inspect { path, json } => {
             let runtime = Runtime::new(RuntimeConfig { cache_dir: default_cache_dir(), max_concurrent_calls: 1, ..Default::default() })?;
             let info = match runtime.inspect_file(&path) {
@@ -162,6 +181,7 @@ fn main() -> Result<()> {
                 rt.block_on(scout_host::serve::run(host))
             }
         }
+        Command::Call(_) | Command::Test(_) | Command::New(_) => unreachable!("handled above"),
         Command::Switches => {
             print!("{}", scout_host::policy::Switches::from_env().banner());
             Ok(())
@@ -182,6 +202,14 @@ fn main() -> Result<()> {
             })
         }
     }
+}
+
+/// Exits with the command's status, or 2 after printing its error.
+fn exit_with(result: Result<i32>) -> ! {
+    std::process::exit(result.unwrap_or_else(|e| {
+        eprintln!("error: {e:#}");
+        cli::EXIT_ERROR
+    }))
 }
 
 fn surface(

@@ -1,0 +1,625 @@
+//! Record and replay of the `http` capability (DESIGN D9).
+//!
+//! Connector tests must be fast, deterministic and offline, and must still
+//! exercise the real host: the same path rules, header stripping and size caps
+//! as a live call. So an [`HttpCapability`](super::http::HttpCapability) in
+//! replay mode runs [`prepare`](super::http::HttpCapability::prepare) exactly as
+//! live, and then answers from fixtures instead of the network: it holds no
+//! network client at all (no `reqwest::Client`, no resolver), so it cannot
+//! send. In record mode it runs live and appends each completed exchange,
+//! already scrubbed of the secret, to a fixture file marked `CAPTURED`.
+//!
+//! # Fixture files
+//!
+//! One JSON file holds one or more exchanges:
+//!
+//! ```json
+//! {"provenance": "UNVERIFIED",
+//!  "source": "https://docs.github.com/en/rest/repos/contents#get-repository-content",
+//!  "exchanges": [
+//!    {"request": {"method": "GET", "path": "/repos/o/r/contents/README.md", "query": [["ref", "main"]]},
+//!     "response": {"status": 200, "headers": [["content-type", "application/json"]], "json": {"name": "README.md"}}}]}
+//! ```
+//!
+//! - `provenance` is required: `CAPTURED` (recorded from the real service)
+//!   needs `captured_at`, a `YYYY-MM-DD` date (UTC); `UNVERIFIED` (written by
+//!   hand) needs `source`, the vendor documentation it follows. A file
+//!   without provenance, with an unknown field or otherwise malformed is
+//!   refused with an error naming the file (and the exchange).
+//! - `request`: `method` (GET, HEAD, POST, PUT, PATCH, DELETE), `path` (the
+//!   guest's path, below the origin; it must pass the live path rules),
+//!   `query` (pairs; default none), and optionally the body as `json`,
+//!   `text` or `base64`.
+//! - `response`: `status`, `headers` (pairs; default none), and the body as
+//!   `json` (served compact, with `content-type: application/json` added when
+//!   the headers name no content type), `text` or `base64` (default empty).
+//!
+//! # Matching
+//!
+//! A request matches an exchange when the method and the path are equal,
+//! the query parameters are equal as a multiset (order does not matter,
+//! repeats do), and, only when the fixture gives a body, the bodies are equal
+//! (`json` compared as JSON values, so key order and spacing do not matter;
+//! `text` and `base64` byte for byte). Exchanges are considered in load order
+//! (files in the order given, exchanges in file order). A request is
+//! answered by the first matching exchange that has not answered yet; once
+//! every matching exchange has answered, the last of them answers again. So
+//! a sequence (a branch read before and after a commit) is written as
+//! several exchanges in order, and a read repeated any number of times needs
+//! one. A request nothing matches is refused to the guest as
+//! `denied("replay: no fixture matches GET /x?a=1")`, and remembered
+//! ([`Replay::misses`]) so that a test can fail on it.
+
+use crate::bindings::http::{HttpError, Method, Request, Response};
+use crate::capabilities::http::validate_path;
+use crate::capabilities::scrub::Scrubber;
+use base64::Engine as _;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Why fixtures could not be read or written. Each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum FixtureError {
+    /// The file could not be read.
+    #[error("fixture {path}: cannot read: {message}")]
+    Read { path: String, message: String },
+    /// The file is not a fixture file (not JSON, unknown field, wrong type).
+    #[error("fixture {path}: malformed: {message}")]
+    Malformed { path: String, message: String },
+    /// The file does not say where its exchanges come from.
+    #[error("fixture {path}: provenance: {message}")]
+    Provenance { path: String, message: String },
+    /// One exchange is not usable.
+    #[error("fixture {path}: exchange {index}: {message}")]
+    Exchange { path: String, index: usize, message: String },
+    /// A recorded exchange could not be written.
+    #[error("fixture {path}: cannot write: {message}")]
+    Write { path: String, message: String },
+}
+
+/// Where a fixture file's exchanges come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Provenance {
+    /// Recorded from the real service on this date (`YYYY-MM-DD`, UTC).
+    Captured { captured_at: String },
+    /// Written by hand from the vendor's documentation at `source`.
+    Unverified { source: String },
+}
+
+/// A body in a fixture: JSON, text or base64 bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    /// A JSON value (compared as a value, served compact).
+    Json(Value),
+    /// UTF-8 text.
+    Text(String),
+    /// Any bytes.
+    Bytes(Vec<u8>),
+}
+
+impl Body {
+    fn bytes(&self) -> Vec<u8> {
+        match self {
+            Body::Json(v) => serde_json::to_vec(v).unwrap_or_default(),
+            Body::Text(t) => t.as_bytes().to_vec(),
+            Body::Bytes(b) => b.clone(),
+        }
+    }
+
+    /// The most readable faithful form of `bytes`: JSON when they parse as
+    /// JSON and `json_hint` (a JSON content type) says so, text when UTF-8,
+    /// else base64.
+    fn of(bytes: &[u8], json_hint: bool) -> Option<Body> {
+        if bytes.is_empty() {
+            return None;
+        }
+        if json_hint && let Ok(v) = serde_json::from_slice::<Value>(bytes) {
+            return Some(Body::Json(v));
+        }
+        match std::str::from_utf8(bytes) {
+            Ok(t) => Some(Body::Text(t.to_string())),
+            Err(_) => Some(Body::Bytes(bytes.to_vec())),
+        }
+    }
+
+    fn matches(&self, got: &[u8]) -> bool {
+        match self {
+            Body::Json(want) => serde_json::from_slice::<Value>(got).is_ok_and(|v| &v == want),
+            Body::Text(t) => t.as_bytes() == got,
+            Body::Bytes(b) => b == got,
+        }
+    }
+}
+
+/// One recorded or written exchange.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exchange {
+    /// The request's method, upper case.
+    pub method: String,
+    /// The guest's path.
+    pub path: String,
+    /// Query pairs.
+    pub query: Vec<(String, String)>,
+    /// The request body, when the fixture constrains it.
+    pub body: Option<Body>,
+    /// The response's status.
+    pub status: u16,
+    /// The response's headers.
+    pub headers: Vec<(String, String)>,
+    /// The response's body.
+    pub response_body: Option<Body>,
+}
+
+/// A parsed fixture file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FixtureFile {
+    /// Where it was read from.
+    pub path: PathBuf,
+    /// Where its exchanges come from.
+    pub provenance: Provenance,
+    /// Its exchanges, in order.
+    pub exchanges: Vec<Exchange>,
+}
+
+// ----- the file format ------------------------------------------------------
+
+/// `Some(value)` even for `null`, so that `"json": null` is a body.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    provenance: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    captured_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    source: Option<String>,
+    /// Free text for the reader.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+    exchanges: Vec<RawExchange>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExchange {
+    request: RawRequest,
+    response: RawResponse,
+}
+
+#[derive(Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBody {
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    json: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    base64: Option<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRequest {
+    method: String,
+    path: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    query: Vec<(String, String)>,
+    #[serde(flatten)]
+    body: RawBody,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawResponse {
+    status: u16,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    headers: Vec<(String, String)>,
+    #[serde(flatten)]
+    body: RawBody,
+}
+
+impl RawBody {
+    fn parse(self) -> Result<Option<Body>, String> {
+        match (self.json, self.text, self.base64) {
+            (None, None, None) => Ok(None),
+            (Some(v), None, None) => Ok(Some(Body::Json(v))),
+            (None, Some(t), None) => Ok(Some(Body::Text(t))),
+            (None, None, Some(b)) => base64::engine::general_purpose::STANDARD
+                .decode(b.as_bytes())
+                .map(|b| Some(Body::Bytes(b)))
+                .map_err(|e| format!("`base64` is not standard base64: {e}")),
+            _ => Err("give the body as one of `json`, `text` or `base64`, not several".to_string()),
+        }
+    }
+
+    fn from(body: &Option<Body>) -> RawBody {
+        match body {
+            None => RawBody::default(),
+            Some(Body::Json(v)) => RawBody { json: Some(v.clone()), ..RawBody::default() },
+            Some(Body::Text(t)) => RawBody { text: Some(t.clone()), ..RawBody::default() },
+            Some(Body::Bytes(b)) => {
+                RawBody { base64: Some(base64::engine::general_purpose::STANDARD.encode(b)), ..RawBody::default() }
+            }
+        }
+    }
+}
+
+/// Whether `text` is a `YYYY-MM-DD` calendar date.
+fn is_date(text: &str) -> bool {
+    let b = text.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return false;
+    }
+    let num = |r: std::ops::Range<usize>| text.get(r).filter(|s| s.bytes().all(|c| c.is_ascii_digit())).and_then(|s| s.parse::<u32>().ok());
+    match (num(0..4), num(5..7), num(8..10)) {
+        (Some(_), Some(m), Some(d)) => (1..=12).contains(&m) && (1..=31).contains(&d),
+        _ => false,
+    }
+}
+
+const METHODS: [&str; 6] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];
+
+impl FixtureFile {
+    /// Reads and checks one fixture file.
+    pub fn load(path: &Path) -> Result<FixtureFile, FixtureError> {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| FixtureError::Read { path: name.clone(), message: e.to_string() })?;
+        FixtureFile::parse(path, &text)
+    }
+
+    /// Parses and checks fixture text; `path` names it in errors.
+    pub fn parse(path: &Path, text: &str) -> Result<FixtureFile, FixtureError> {
+        let name = path.display().to_string();
+        let raw: RawFile =
+            serde_json::from_str(text).map_err(|e| FixtureError::Malformed { path: name.clone(), message: e.to_string() })?;
+        let bad = |message: &str| FixtureError::Provenance { path: name.clone(), message: message.to_string() };
+        let provenance = match raw.provenance.as_deref() {
+            None => {
+                return Err(bad(
+                    "missing: say \"provenance\": \"CAPTURED\" with \"captured_at\" (YYYY-MM-DD), or \"UNVERIFIED\" with \"source\" (the vendor documentation it follows)",
+                ));
+            }
+            Some("CAPTURED") => match raw.captured_at {
+                Some(date) if is_date(&date) => Provenance::Captured { captured_at: date },
+                Some(date) => return Err(bad(&format!("`captured_at` must be a date (YYYY-MM-DD), not `{date}`"))),
+                None => return Err(bad("CAPTURED needs `captured_at`, the date it was recorded (YYYY-MM-DD)")),
+            },
+            Some("UNVERIFIED") => match raw.source {
+                Some(source) if !source.trim().is_empty() => Provenance::Unverified { source },
+                _ => return Err(bad("UNVERIFIED needs `source`, the vendor documentation the exchanges follow")),
+            },
+            Some(other) => return Err(bad(&format!("`{other}` is neither CAPTURED nor UNVERIFIED"))),
+        };
+        if raw.exchanges.is_empty() {
+            return Err(FixtureError::Malformed { path: name, message: "no exchanges".to_string() });
+        }
+        let mut exchanges = Vec::with_capacity(raw.exchanges.len());
+        for (index, ex) in raw.exchanges.into_iter().enumerate() {
+            let fail = |message: String| FixtureError::Exchange { path: name.clone(), index, message };
+            let method = ex.request.method.to_ascii_uppercase();
+            if !METHODS.contains(&method.as_str()) {
+                return Err(fail(format!("method `{}` is not one of {}", ex.request.method, METHODS.join(", "))));
+            }
+            validate_path(&ex.request.path).map_err(|e| fail(format!("path `{}`: {e}", ex.request.path)))?;
+            if !(100..=599).contains(&ex.response.status) {
+                return Err(fail(format!("status {} is not an HTTP status", ex.response.status)));
+            }
+            let body = ex.request.body.parse().map_err(|e| fail(format!("request: {e}")))?;
+            let response_body = ex.response.body.parse().map_err(|e| fail(format!("response: {e}")))?;
+            exchanges.push(Exchange {
+                method,
+                path: ex.request.path,
+                query: ex.request.query,
+                body,
+                status: ex.response.status,
+                headers: ex.response.headers,
+                response_body,
+            });
+        }
+        Ok(FixtureFile { path: path.to_path_buf(), provenance, exchanges })
+    }
+
+    /// The file's JSON text.
+    pub fn to_json(&self) -> String {
+        let (provenance, captured_at, source) = match &self.provenance {
+            Provenance::Captured { captured_at } => ("CAPTURED", Some(captured_at.clone()), None),
+            Provenance::Unverified { source } => ("UNVERIFIED", None, Some(source.clone())),
+        };
+        let raw = RawFile {
+            provenance: Some(provenance.to_string()),
+            captured_at,
+            source,
+            note: None,
+            exchanges: self
+                .exchanges
+                .iter()
+                .map(|e| RawExchange {
+                    request: RawRequest {
+                        method: e.method.clone(),
+                        path: e.path.clone(),
+                        query: e.query.clone(),
+                        body: RawBody::from(&e.body),
+                    },
+                    response: RawResponse { status: e.status, headers: e.headers.clone(), body: RawBody::from(&e.response_body) },
+                })
+                .collect(),
+        };
+        let mut text = serde_json::to_string_pretty(&raw).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+}
+
+/// The fixture files (`*.json`) in `dir`, sorted by name, `skip` (e.g.
+/// `cases.json`) left out.
+pub fn fixture_paths(dir: &Path, skip: &[&str]) -> Result<Vec<PathBuf>, FixtureError> {
+    let read_err = |e: std::io::Error| FixtureError::Read { path: dir.display().to_string(), message: e.to_string() };
+    let mut paths = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(read_err)? {
+        let path = entry.map_err(read_err)?.path();
+        let is_json = path.extension().is_some_and(|e| e == "json");
+        let skipped = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| skip.contains(&n));
+        if is_json && !skipped && path.is_file() {
+            paths.push(path);
+        }
+    }
+    paths.sort();
+    Ok(paths)
+}
+
+// ----- replay ---------------------------------------------------------------
+
+fn method_name(method: Method) -> &'static str {
+    match method {
+        Method::Get => "GET",
+        Method::Head => "HEAD",
+        Method::Post => "POST",
+        Method::Put => "PUT",
+        Method::Patch => "PATCH",
+        Method::Delete => "DELETE",
+    }
+}
+
+fn sorted(query: &[(String, String)]) -> Vec<(&str, &str)> {
+    let mut q: Vec<(&str, &str)> = query.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    q.sort();
+    q
+}
+
+/// `GET /x?a=1`, as a refusal names a request.
+fn describe(method: &str, path: &str, query: &[(String, String)]) -> String {
+    if query.is_empty() {
+        return format!("{method} {path}");
+    }
+    let q: String = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(query).finish();
+    format!("{method} {path}?{q}")
+}
+
+/// The exchanges one capability answers from, and which have answered.
+/// Build one per call (or per test case): its state is the order of answers.
+#[derive(Debug)]
+pub struct Replay {
+    exchanges: Vec<Exchange>,
+    state: Mutex<ReplayState>,
+}
+
+#[derive(Debug, Default)]
+struct ReplayState {
+    used: Vec<u32>,
+    misses: Vec<String>,
+    answered: usize,
+}
+
+impl Replay {
+    /// Replays `exchanges` in the order given.
+    pub fn new(exchanges: Vec<Exchange>) -> Replay {
+        let used = vec![0; exchanges.len()];
+        Replay { exchanges, state: Mutex::new(ReplayState { used, ..ReplayState::default() }) }
+    }
+
+    /// Replays every exchange of `files`, in order.
+    pub fn from_files<'a>(files: impl IntoIterator<Item = &'a FixtureFile>) -> Replay {
+        Replay::new(files.into_iter().flat_map(|f| f.exchanges.iter().cloned()).collect())
+    }
+
+    /// Loads `paths` (in order) and replays them.
+    pub fn load(paths: &[PathBuf]) -> Result<Replay, FixtureError> {
+        let files = paths.iter().map(|p| FixtureFile::load(p)).collect::<Result<Vec<_>, _>>()?;
+        Ok(Replay::from_files(&files))
+    }
+
+    /// The requests nothing matched, as refused (`GET /x?a=1`).
+    pub fn misses(&self) -> Vec<String> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).misses.clone()
+    }
+
+    /// How many requests were answered.
+    pub fn answered(&self) -> usize {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).answered
+    }
+
+    /// How many exchanges never answered.
+    pub fn unused(&self) -> usize {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).used.iter().filter(|n| **n == 0).count()
+    }
+
+    /// The answer to a request that passed the capability's checks, or the
+    /// refusal the guest gets. `scrubber` cleans the request's description.
+    pub fn answer(&self, req: &Request, scrubber: &Scrubber) -> Result<Response, HttpError> {
+        let method = method_name(req.method);
+        let query = sorted(&req.query);
+        let body = req.body.as_deref().unwrap_or_default();
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut matching = Vec::new();
+        let mut body_differs = 0;
+        for (i, ex) in self.exchanges.iter().enumerate() {
+            if ex.method != method || ex.path != req.path || sorted(&ex.query) != query {
+                continue;
+            }
+            match &ex.body {
+                Some(want) if !want.matches(body) => body_differs += 1,
+                _ => matching.push(i),
+            }
+        }
+        let chosen = matching.iter().copied().find(|i| state.used[*i] == 0).or(matching.last().copied());
+        let Some(i) = chosen else {
+            let mut reason = format!("replay: no fixture matches {}", scrubber.scrub_text(&describe(method, &req.path, &req.query)));
+            if body_differs > 0 {
+                reason.push_str(&format!(" ({body_differs} match method, path and query but not the body)"));
+            }
+            state.misses.push(reason.clone());
+            return Err(HttpError::Denied(reason));
+        };
+        state.used[i] += 1;
+        state.answered += 1;
+        let ex = &self.exchanges[i];
+        let mut headers = ex.headers.clone();
+        if matches!(ex.response_body, Some(Body::Json(_))) && !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("content-type")) {
+            headers.push(("content-type".to_string(), "application/json".to_string()));
+        }
+        Ok(Response { status: ex.status, headers, body: ex.response_body.as_ref().map(Body::bytes).unwrap_or_default() })
+    }
+}
+
+// ----- record ---------------------------------------------------------------
+
+/// Appends each completed exchange of a live capability to one fixture file,
+/// marked `CAPTURED` with today's UTC date. The file is rewritten whole after
+/// each exchange (written beside it, then renamed), so it is always valid.
+#[derive(Debug)]
+pub struct Recorder {
+    path: PathBuf,
+    state: Mutex<RecordState>,
+}
+
+#[derive(Debug, Default)]
+struct RecordState {
+    exchanges: Vec<Exchange>,
+    error: Option<FixtureError>,
+}
+
+impl Recorder {
+    /// Records into `path` (created at the first exchange; an existing file
+    /// is replaced).
+    pub fn new(path: impl Into<PathBuf>) -> Recorder {
+        Recorder { path: path.into(), state: Mutex::new(RecordState::default()) }
+    }
+
+    /// Records into `DIR/NAME.json`, or `DIR/NAME-2.json`, `-3`… when that
+    /// exists: recording never replaces a fixture.
+    pub fn in_dir(dir: &Path, name: &str) -> Result<Recorder, FixtureError> {
+        std::fs::create_dir_all(dir).map_err(|e| FixtureError::Write { path: dir.display().to_string(), message: e.to_string() })?;
+        let stem: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+        let mut n = 1;
+        loop {
+            let file = if n == 1 { format!("{stem}.json") } else { format!("{stem}-{n}.json") };
+            let path = dir.join(file);
+            if !path.exists() {
+                return Ok(Recorder::new(path));
+            }
+            n += 1;
+        }
+    }
+
+    /// The file written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// How many exchanges were recorded.
+    pub fn len(&self) -> usize {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).exchanges.len()
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The first error writing the file, if any.
+    pub fn error(&self) -> Option<String> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).error.as_ref().map(|e| e.to_string())
+    }
+
+    /// Records one exchange: the guest's request (which never holds the
+    /// injected credential) and the response as the guest got it (already
+    /// scrubbed); `scrubber` runs over both again, in case.
+    pub fn record(&self, req: &Request, response: &Response, scrubber: &Scrubber) {
+        let clean = |s: &str| scrubber.scrub_text(s);
+        let json_hint = |headers: &[(String, String)]| {
+            headers.iter().any(|(n, v)| n.eq_ignore_ascii_case("content-type") && v.to_ascii_lowercase().contains("json"))
+        };
+        let req_body = req.body.as_deref().map(|b| scrubber.scrub(b)).unwrap_or_default();
+        let req_json = json_hint(&req.headers) || serde_json::from_slice::<Value>(&req_body).is_ok();
+        let headers: Vec<(String, String)> = response.headers.iter().map(|(n, v)| (n.clone(), clean(v))).collect();
+        let exchange = Exchange {
+            method: method_name(req.method).to_string(),
+            path: clean(&req.path),
+            query: req.query.iter().map(|(k, v)| (clean(k), clean(v))).collect(),
+            body: Body::of(&req_body, req_json),
+            status: response.status,
+            response_body: Body::of(&scrubber.scrub(&response.body), json_hint(&headers)),
+            headers,
+        };
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.exchanges.push(exchange);
+        let file = FixtureFile {
+            path: self.path.clone(),
+            provenance: Provenance::Captured { captured_at: utc_date_today() },
+            exchanges: state.exchanges.clone(),
+        };
+        if let Err(e) = write_atomically(&self.path, &file.to_json())
+            && state.error.is_none()
+        {
+            state.error = Some(e);
+        }
+    }
+}
+
+fn write_atomically(path: &Path, text: &str) -> Result<(), FixtureError> {
+    let fail = |e: std::io::Error| FixtureError::Write { path: path.display().to_string(), message: e.to_string() };
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".partial");
+    std::fs::write(&tmp, text).map_err(fail)?;
+    std::fs::rename(&tmp, path).map_err(fail)
+}
+
+/// Today's date in UTC, `YYYY-MM-DD`.
+pub fn utc_date_today() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    civil_date((secs / 86_400) as i64)
+}
+
+/// The `YYYY-MM-DD` of a day counted from 1970-01-01 (Howard Hinnant's
+/// days-to-civil).
+fn civil_date(days: i64) -> String {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_date(0), "1970-01-01");
+        assert_eq!(civil_date(20_818), "2026-12-31");
+        assert_eq!(civil_date(11_016), "2000-02-29");
+        assert!(is_date("2026-12-01") && !is_date("2026-13-01") && !is_date("01-12-2026") && !is_date("2026-12-01T00:00"));
+    }
+}

@@ -1,0 +1,50 @@
+//! The connector author's commands: `call` (one tool, live, recording or
+//! replaying), `test` (cases against fixtures, offline) and `new` (a
+//! connector scaffolded from the SDK's template).
+//!
+//! They live in the binary, not the library: what they add is argument
+//! handling and reporting; the runtime, the `http` capability and its
+//! replay are the library's, exactly as `serve` uses them.
+
+pub mod call;
+pub mod cases;
+pub mod new;
+
+use anyhow::{Context, Result};
+use scout_host::runtime::default_cache_dir;
+use scout_host::{LoadedComponent, Runtime, RuntimeConfig};
+use std::path::Path;
+
+/// Exit status: the tool answered (or every case passed).
+pub const EXIT_OK: i32 = 0;
+/// Exit status: the tool returned its error (or a case failed).
+pub const EXIT_FAILED: i32 = 1;
+/// Exit status: bad usage, a component or fixture that does not load, or a host error.
+pub const EXIT_ERROR: i32 = 2;
+
+/// Loads `path` with the checks `serve` applies (imports within the
+/// contract, manifest matching the exports, usable tool types).
+pub fn load(path: &Path) -> Result<LoadedComponent> {
+    if !path.is_file() {
+        anyhow::bail!("no component at {}", path.display());
+    }
+    let runtime = Runtime::new(RuntimeConfig { cache_dir: default_cache_dir(), max_concurrent_calls: 1, ..Default::default() })
+        .context("starting the runtime")?;
+    runtime.load_file(path).with_context(|| format!("loading {}", path.display()))
+}
+
+/// The wire name of `tool` in `component`: the wire name itself, or the
+/// WIT function name (`read-file` for `github_read_file`).
+pub fn tool_name(component: &LoadedComponent, tool: &str) -> Result<String> {
+    let tools = component.tools();
+    if let Some(t) = tools.iter().find(|t| t.name == tool || t.function == tool) {
+        return Ok(t.name.clone());
+    }
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    anyhow::bail!("`{}` has no tool `{tool}`; its tools: {}", component.name(), names.join(", "))
+}
+
+/// A tokio runtime for one command.
+pub fn tokio() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().context("starting tokio")
+}
