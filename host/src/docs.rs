@@ -168,6 +168,31 @@ pub fn permissions_page(catalog: &Catalog, components: &[&Manifest]) -> String {
         page.push('\n');
     }
 
+    let _ = writeln!(
+        page,
+        "## Declared routes\n\nThe only requests each tool's `http` handle sends (DESIGN D13); anything else is denied with nothing sent. \
+         A read tool may use GET and HEAD; a POST it declares as changing nothing is marked **read-only POST**.\n"
+    );
+    for m in components {
+        let _ = writeln!(page, "### {}\n", m.connector);
+        let posts: Vec<String> = m
+            .tools
+            .iter()
+            .flat_map(|t| t.routes.iter().filter(|r| r.read_only).map(move |r| format!("`{}` {r}", m.wire_name(&t.function))))
+            .collect();
+        let _ = writeln!(page, "Read-only POSTs: {}\n", if posts.is_empty() { "none".to_string() } else { posts.join("; ") });
+        for t in &m.tools {
+            let routes: Vec<String> = t
+                .routes
+                .iter()
+                .map(|r| if r.read_only { format!("**read-only POST** `{} {}`", r.method.as_str(), r.path) } else { format!("`{} {}`", r.method.as_str(), r.path) })
+                .collect();
+            let routes = if routes.is_empty() { "none".to_string() } else { routes.join(", ") };
+            let _ = writeln!(page, "- `{}` ({}): {routes}", m.wire_name(&t.function), t.effect.as_str());
+        }
+        page.push('\n');
+    }
+
     let _ = writeln!(page, "## Operator switches\n\nRead once at start from the host environment; `scout-host switches` prints their values.\n");
     let _ = writeln!(page, "| variable | effect | counts as on |\n|---|---|---|");
     for sw in Switch::ALL {

@@ -67,6 +67,9 @@ pub struct ToolReport {
     pub description: String,
     /// JSON Schema of the arguments, derived from the WIT types.
     pub input_schema: Value,
+    /// JSON Schema of a successful result (MCP's `outputSchema`): the
+    /// record, or `{"result": T}` for any other type.
+    pub output_schema: Value,
     /// The only requests it may make, `{method, path, read_only?}`.
     pub routes: Vec<scout_manifest::Route>,
     /// Read tools: whether a grant may cover it, as the component declares.
@@ -150,6 +153,7 @@ impl Report {
                         effect: t.effect.as_str(),
                         description: t.description.clone(),
                         input_schema: t.input_schema.clone(),
+                        output_schema: t.output_schema.clone(),
                         routes: t.routes.clone(),
                         grantable: (!write).then(|| doc.is_some_and(|d| d.grantable)),
                         gate: doc.and_then(|d| d.gate.as_ref()).map(|g| g.to_string()),

@@ -153,6 +153,12 @@ pub struct Tool {
     pub description: String,
     /// JSON Schema derived from the WIT parameter types.
     pub input_schema: Value,
+    /// JSON Schema of a successful result, an object as MCP's `outputSchema`
+    /// wants (derived from the WIT result's `ok` type).
+    pub output_schema: Value,
+    /// Whether the result is wrapped as `{"result": value}` in that object
+    /// (any `ok` type but a record).
+    pub output_wrapped: bool,
     /// The requests it may make through its `http` handle (from the manifest).
     pub routes: Vec<scout_manifest::Route>,
     route_set: Arc<RouteSet>,
@@ -514,7 +520,10 @@ impl Runtime {
                     .ok_or_else(|| LoadError::Mismatch(format!("function `{fname}` cannot be found")))?;
                 exported.insert((effect, fname.to_string()));
                 let route_set = RouteSet::new(&doc.routes).map_err(|e| LoadError::Manifest(format!("tool `{fname}`: {e}")))?;
+                let (output_schema, output_wrapped) = schema::output_schema(&results[0]);
                 tools.push(Tool {
+                    output_schema,
+                    output_wrapped,
                     routes: doc.routes.clone(),
                     route_set: Arc::new(route_set),
                     name: manifest.wire_name(fname),

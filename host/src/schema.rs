@@ -36,19 +36,52 @@ pub fn unsupported(ty: &Type) -> Option<&'static str> {
 
 /// The input schema of a tool: an object of its named parameters.
 pub fn params_schema<'a>(params: impl Iterator<Item = (&'a str, &'a Type)>) -> Value {
-    object_schema(params)
+    object_schema(params, Mode::Input)
 }
 
-fn object_schema<'a>(fields: impl Iterator<Item = (&'a str, &'a Type)>) -> Value {
+/// Arguments an agent writes, where an absent option is left out, or a
+/// result the host writes, where every record field is present and an
+/// absent option is `null` (as [`crate::convert::to_json`] writes it).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Input,
+    Output,
+}
+
+/// The output schema of a tool whose WIT result is `ty`
+/// (`result<T, tool-error>`), as MCP wants it: an object. A record result
+/// is that object; any other `T` is wrapped as `{"result": T}` (the second
+/// value says so), and a result with no `T` is the empty object.
+pub fn output_schema(ty: &Type) -> (Value, bool) {
+    let ok = match ty {
+        Type::Result(r) => r.ok(),
+        _ => None,
+    };
+    match ok {
+        Some(ty @ Type::Record(_)) => (schema_in(&ty, Mode::Output), false),
+        Some(ty) => (
+            json!({
+                "type": "object",
+                "properties": {"result": schema_in(&ty, Mode::Output)},
+                "required": ["result"],
+                "additionalProperties": false,
+            }),
+            true,
+        ),
+        None => (json!({"type": "object", "properties": {}, "additionalProperties": false}), false),
+    }
+}
+
+fn object_schema<'a>(fields: impl Iterator<Item = (&'a str, &'a Type)>, mode: Mode) -> Value {
     let mut properties = serde_json::Map::new();
     let mut required = Vec::new();
     for (name, ty) in fields {
         match ty {
-            Type::Option(inner) => {
-                properties.insert(name.to_string(), schema_of(&inner.ty()));
+            Type::Option(inner) if mode == Mode::Input => {
+                properties.insert(name.to_string(), schema_in(&inner.ty(), mode));
             }
             other => {
-                properties.insert(name.to_string(), schema_of(other));
+                properties.insert(name.to_string(), schema_in(other, mode));
                 required.push(Value::String(name.to_string()));
             }
         }
@@ -61,8 +94,13 @@ fn object_schema<'a>(fields: impl Iterator<Item = (&'a str, &'a Type)>) -> Value
     })
 }
 
-/// The schema of one value of type `ty`.
+/// The schema of one argument value of type `ty`.
 pub fn schema_of(ty: &Type) -> Value {
+    schema_in(ty, Mode::Input)
+}
+
+fn schema_in(ty: &Type, mode: Mode) -> Value {
+    let schema_of = |ty: &Type| schema_in(ty, mode);
     match ty {
         Type::Bool => json!({"type": "boolean"}),
         Type::S8 => int(i8::MIN as i64, i8::MAX as u64),
@@ -84,7 +122,7 @@ pub fn schema_of(ty: &Type) -> Value {
         }
         Type::Record(r) => {
             let fields: Vec<(String, Type)> = r.fields().map(|f| (f.name.to_string(), f.ty)).collect();
-            object_schema(fields.iter().map(|(n, t)| (n.as_str(), t)))
+            object_schema(fields.iter().map(|(n, t)| (n.as_str(), t)), mode)
         }
         Type::Tuple(t) => {
             let items: Vec<Value> = t.types().map(|t| schema_of(&t)).collect();
@@ -97,12 +135,12 @@ pub fn schema_of(ty: &Type) -> Value {
         }
         Type::Option(o) => json!({"anyOf": [schema_of(&o.ty()), {"type": "null"}]}),
         Type::Variant(v) => {
-            let cases: Vec<Value> = v.cases().map(|c| case_schema(c.name, c.ty.as_ref())).collect();
+            let cases: Vec<Value> = v.cases().map(|c| case_schema(c.name, c.ty.as_ref(), mode)).collect();
             json!({"oneOf": cases})
         }
         Type::Result(r) => json!({"oneOf": [
-            case_schema("ok", r.ok().as_ref()),
-            case_schema("err", r.err().as_ref()),
+            case_schema("ok", r.ok().as_ref(), mode),
+            case_schema("err", r.err().as_ref(), mode),
         ]}),
         // Refused at load by `unsupported`.
         Type::Own(_) | Type::Borrow(_) | Type::Future(_) | Type::Stream(_) | Type::ErrorContext | Type::Map(_) => {
@@ -111,12 +149,12 @@ pub fn schema_of(ty: &Type) -> Value {
     }
 }
 
-fn case_schema(name: &str, payload: Option<&Type>) -> Value {
+fn case_schema(name: &str, payload: Option<&Type>, mode: Mode) -> Value {
     match payload {
         None => json!({"const": name}),
         Some(ty) => json!({
             "type": "object",
-            "properties": { name: schema_of(ty) },
+            "properties": { name: schema_in(ty, mode) },
             "required": [name],
             "additionalProperties": false,
         }),
@@ -149,6 +187,19 @@ mod tests {
         assert_eq!(s["properties"]["y"], json!({"type": "number"}));
         assert!(args_to_vals(&p, &json!({"x": max, "y": 1e300})).is_ok());
         assert!(args_to_vals(&p, &json!({"x": f64::from_bits(max.to_bits() + 1), "y": 0})).is_err());
+    }
+
+    #[test]
+    fn outputs_are_objects_with_every_field_present() {
+        let p = params("record rec { a: option<u8>, b: string }", "r: result<rec, string>, l: result<list<string>, string>, n: result<_, string>");
+        let (rec, wrapped) = output_schema(&p[0].1);
+        assert!(!wrapped);
+        assert_eq!(rec["required"], json!(["a", "b"]), "an absent option is written as null, so it is present");
+        assert_eq!(rec["properties"]["a"]["anyOf"][1], json!({"type": "null"}));
+        let (list, wrapped) = output_schema(&p[1].1);
+        assert!(wrapped);
+        assert_eq!(list["properties"]["result"]["type"], "array");
+        assert_eq!(output_schema(&p[2].1).0["type"], "object");
     }
 
     #[test]

@@ -43,6 +43,30 @@ fn inspect_json_lists_exactly_the_github_tools_and_withheld_list() {
     .map(|(n, e)| (n.to_string(), e.to_string()))
     .collect();
     assert_eq!(tools, expected);
+    // Policy facts: one capability, no billing, the seed's gates, every
+    // read grantable, every tool with its declared routes and nothing else.
+    assert_eq!(report["connector"]["capabilities"], serde_json::json!(["http"]));
+    assert!(report["connector"].get("billing").is_none());
+    assert_eq!(report["connector"]["catalogue"], "seed catalogue");
+    let routes = |name: &str| -> Vec<String> {
+        let tool = report["tools"].as_array().unwrap().iter().find(|t| t["name"] == name).unwrap();
+        tool["routes"].as_array().unwrap().iter().map(|r| format!("{} {}", r["method"].as_str().unwrap(), r["path"].as_str().unwrap())).collect()
+    };
+    assert_eq!(routes("github_read_file"), ["GET /repos/{owner}/{repo}/contents/{*path}"]);
+    assert_eq!(routes("github_comment"), ["POST /repos/{owner}/{repo}/issues/{number}/comments"]);
+    assert_eq!(routes("github_commit_files").len(), 6);
+    for tool in report["tools"].as_array().unwrap() {
+        assert!(!tool["routes"].as_array().unwrap().is_empty(), "{} declares its routes", tool["name"]);
+        if tool["effect"] == "read" {
+            assert_eq!(tool["grantable"], true);
+            assert!(tool["routes"].as_array().unwrap().iter().all(|r| r["method"] == "GET" && r.get("read_only").is_none()));
+        } else {
+            assert_eq!(tool["gate"], "approval, switch GITHUB_ALLOW_WRITES");
+            assert_eq!(tool["served_gate"], tool["gate"]);
+            assert_eq!(tool["registers"], "with-connector");
+        }
+        assert_eq!(tool["output_schema"]["type"], "object");
+    }
     for tool in report["tools"].as_array().unwrap() {
         assert!(!tool["description"].as_str().unwrap().is_empty());
         assert_eq!(tool["input_schema"]["type"], "object");

@@ -313,16 +313,28 @@ fn start_refuses_a_connector_it_cannot_serve_and_names_it() {
     assert_eq!(name, "github");
     assert!(message.contains("is the `hostile` connector"), "{message}");
 
-    // A name outside the catalogue, whatever the component.
-    let (name, message) = refused("hostile", scout_tests::components::HOSTILE, origin, false);
-    assert_eq!(name, "hostile");
-    assert!(message.contains("not a connector of the catalogue"), "{message}");
+    // A connector of the seed whose component disagrees with the catalogue
+    // (here its first read no longer says `Grantable: yes`).
+    let github = std::fs::read(github_component()).unwrap();
+    let tampered = scout_tests::patch_bytes(&github, br#","grantable":true"#, br#","grantablX":true"#);
+    let tampered_path = std::env::temp_dir().join(format!("scout-serve-admin-tampered-{}.wasm", std::process::id()));
+    std::fs::write(&tampered_path, tampered).unwrap();
+    let (name, message) = refused("github", &tampered_path.display().to_string(), origin, false);
+    let _ = std::fs::remove_file(&tampered_path);
+    assert_eq!(name, "github");
+    assert!(message.contains("disagrees with the seed catalogue") && message.contains("grantable"), "{message}");
+
+    // A connector outside the catalogue is served, whatever its name.
+    let text = config_text("", "hostile", scout_tests::components::HOSTILE, origin, false);
+    let host = ServeHost::start(parse_config(&text, &db), Switches::default(), test_env).expect("any component that passes the load checks is served");
+    assert!(host.catalog().connector("hostile").is_some_and(|c| c.grantable.is_empty() && !c.reads.is_empty()));
+    drop(host);
 
     // A component file that is not there.
     let missing = std::env::temp_dir().join(format!("scout-serve-admin-missing-{}.wasm", std::process::id()));
     let (name, message) = refused("github", &missing.display().to_string(), origin, false);
     assert_eq!(name, "github");
-    assert!(message.contains(&missing.display().to_string()), "{message}");
+    assert!(message.contains(&missing.display().to_string()) && message.contains("scout-host new"), "{message}");
 
     // A loopback origin without allow_private_network, and an origin that is not http(s).
     let (name, message) = refused("github", &github_component(), "http://127.0.0.1:9", false);

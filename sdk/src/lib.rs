@@ -126,46 +126,46 @@ impl std::fmt::Display for ToolError {
     }
 }
 
-fn capability_error(capability: Capability, kind: &str, message: String) -> ToolError {
-    ToolError::Capability(CapabilityError { capability, kind: kind.to_string(), message })
+fn capability_error(capability: Capability, kind: &str, message: String, amount: Option<u64>) -> ToolError {
+    ToolError::Capability(CapabilityError { capability, kind: kind.to_string(), message, amount })
 }
 
 impl From<HttpError> for ToolError {
     fn from(e: HttpError) -> Self {
-        let (kind, message) = match e {
-            HttpError::Denied(m) => ("denied", m),
-            HttpError::Transport(m) => ("transport", m),
-            HttpError::Timeout => ("timeout", "the request timed out".to_string()),
-            HttpError::TooLarge(n) => ("too-large", format!("the response exceeded {n} bytes")),
+        let (kind, message, amount) = match e {
+            HttpError::Denied(m) => ("denied", m, None),
+            HttpError::Transport(m) => ("transport", m, None),
+            HttpError::Timeout => ("timeout", "the request timed out".to_string(), None),
+            HttpError::TooLarge(n) => ("too-large", format!("the response exceeded {n} bytes"), Some(n)),
         };
-        capability_error(Capability::Http, kind, message)
+        capability_error(Capability::Http, kind, message, amount)
     }
 }
 
 impl From<meter::MeterError> for ToolError {
     fn from(e: meter::MeterError) -> Self {
         use meter::MeterError;
-        let (kind, message) = match e {
-            MeterError::RunExhausted(left) => ("run-exhausted", format!("the run's allowance has {left} left")),
-            MeterError::DayExhausted(left) => ("day-exhausted", format!("the day's allowance has {left} left")),
-            MeterError::Denied(m) => ("denied", m),
-            MeterError::Invalid(m) => ("invalid", m),
+        let (kind, message, amount) = match e {
+            MeterError::RunExhausted(left) => ("run-exhausted", format!("the run's allowance has {left} left"), Some(left)),
+            MeterError::DayExhausted(left) => ("day-exhausted", format!("the day's allowance has {left} left"), Some(left)),
+            MeterError::Denied(m) => ("denied", m, None),
+            MeterError::Invalid(m) => ("invalid", m, None),
         };
-        capability_error(Capability::Meter, kind, message)
+        capability_error(Capability::Meter, kind, message, amount)
     }
 }
 
 impl From<folder::FolderError> for ToolError {
     fn from(e: folder::FolderError) -> Self {
         use folder::FolderError;
-        let (kind, message) = match e {
-            FolderError::Denied(m) => ("denied", m),
-            FolderError::NotFound(m) => ("not-found", m),
-            FolderError::InvalidPath(m) => ("invalid-path", m),
-            FolderError::TooLarge(n) => ("too-large", format!("larger than {n} bytes")),
-            FolderError::Io(m) => ("io", m),
+        let (kind, message, amount) = match e {
+            FolderError::Denied(m) => ("denied", m, None),
+            FolderError::NotFound(m) => ("not-found", m, None),
+            FolderError::InvalidPath(m) => ("invalid-path", m, None),
+            FolderError::TooLarge(n) => ("too-large", format!("larger than {n} bytes"), Some(n)),
+            FolderError::Io(m) => ("io", m, None),
         };
-        capability_error(Capability::Folder, kind, message)
+        capability_error(Capability::Folder, kind, message, amount)
     }
 }
 

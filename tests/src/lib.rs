@@ -104,3 +104,15 @@ impl Drop for TempDb {
         self.remove();
     }
 }
+
+/// What a tool's `capability` error says, when it is an error of this
+/// `capability` (`http`, `meter`, `folder`) and `kind` (`denied`,
+/// `run-exhausted`, ...): the number it carries if any (what an allowance
+/// has left, a size limit), else its message. `Null` for any other output.
+pub fn capability_error(output: &serde_json::Value, capability: &str, kind: &str) -> serde_json::Value {
+    let e = &output["err"]["capability"];
+    if e["capability"] != capability || e["kind"] != kind {
+        return serde_json::Value::Null;
+    }
+    if e["amount"].is_null() { e["message"].clone() } else { e["amount"].clone() }
+}

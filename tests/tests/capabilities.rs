@@ -38,7 +38,7 @@ async fn a_scrape_is_charged_then_an_over_allowance_crawl_is_refused_with_nothin
 
     // A crawl estimated above what is left: refused before anything is sent.
     let crawl = call(&c, "capabilities_spend", json!({"estimate": 50, "actual": 50, "path": "/crawl"}), &caps).await;
-    assert_eq!(crawl, json!({"err": {"meter": {"run-exhausted": 24}}}));
+    assert_eq!(scout_tests::capability_error(&crawl, "meter", "run-exhausted"), json!(24), "{crawl}");
     assert_eq!(run.spent(), 1, "nothing charged");
     assert_eq!(run.reserved(), 0, "nothing held");
     assert_eq!(upstream.seen().len(), 1, "nothing sent upstream");
@@ -76,7 +76,7 @@ async fn fifty_concurrent_calls_never_exceed_the_allowance() {
         if output.get("ok").is_some() {
             ok += 1;
         } else {
-            assert!(output["err"]["meter"]["run-exhausted"].is_number(), "{output}");
+            assert!(scout_tests::capability_error(&output, "meter", "run-exhausted").is_number(), "{output}");
             refused += 1;
         }
     }
@@ -112,7 +112,7 @@ fn the_day_cap_refuses_a_start() {
 async fn a_call_without_a_meter_cannot_spend() {
     let c = component(2);
     let output = call(&c, "capabilities_spend", json!({"estimate": 1}), &Capabilities::default()).await;
-    assert!(output["err"]["meter"]["denied"].is_string(), "{output}");
+    assert!(scout_tests::capability_error(&output, "meter", "denied").is_string(), "{output}");
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -137,8 +137,8 @@ async fn a_folder_is_confined_to_its_root() {
     assert_eq!(call(&c, "capabilities_list_entries", json!({"folder": "project", "path": ""}), &caps).await, json!({"ok": ["link-out", "notes"]}));
     for path in ["../secret.txt", "notes/../../secret.txt", "/etc/passwd", dir.join("secret.txt").to_str().unwrap(), "link-out", "notes/up/secret.txt", "notes\\..\\..\\secret.txt", ""] {
         let output = call(&c, "capabilities_read_text", json!({"folder": "project", "path": path}), &caps).await;
-        let err = &output["err"]["folder"];
-        assert!(err["denied"].is_string() || err["invalid-path"].is_string() || err["not-found"].is_string(), "{path:?}: {output}");
+        let refused = ["denied", "invalid-path", "not-found"].iter().any(|kind| scout_tests::capability_error(&output, "folder", kind).is_string());
+        assert!(refused, "{path:?}: {output}");
         assert!(!output.to_string().contains("TOP-SECRET"), "{path:?} leaked the outside file");
     }
     // Writes are confined the same way.
@@ -152,7 +152,7 @@ async fn a_folder_is_confined_to_its_root() {
     assert_eq!(std::fs::read_to_string(dir.join("root/drafts/new.md")).unwrap(), "hi");
     // A name that was not granted opens nothing.
     let output = call(&c, "capabilities_read_text", json!({"folder": "voice-guides", "path": "notes/a.md"}), &caps).await;
-    assert!(output["err"]["folder"]["denied"].is_string(), "{output}");
+    assert!(scout_tests::capability_error(&output, "folder", "denied").is_string(), "{output}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -163,9 +163,9 @@ async fn a_read_only_folder_refuses_every_write() {
     let caps = Capabilities { folders: vec![folder], ..Default::default() };
     let c = component(2);
     let output = call(&c, "capabilities_write_text", json!({"folder": "briefs", "path": "notes/a.md", "text": "changed"}), &caps).await;
-    assert!(output["err"]["folder"]["denied"].as_str().unwrap().contains("read-only"), "{output}");
+    assert!(scout_tests::capability_error(&output, "folder", "denied").as_str().unwrap().contains("read-only"), "{output}");
     let output = call(&c, "capabilities_write_text", json!({"folder": "briefs", "path": "new.md", "text": "x"}), &caps).await;
-    assert!(output["err"]["folder"]["denied"].is_string());
+    assert!(scout_tests::capability_error(&output, "folder", "denied").is_string());
     assert_eq!(std::fs::read_to_string(dir.join("root/notes/a.md")).unwrap(), "inside");
     assert!(!dir.join("root/new.md").exists());
     assert_eq!(call(&c, "capabilities_read_text", json!({"folder": "briefs", "path": "notes/a.md"}), &caps).await, json!({"ok": "inside"}));
@@ -190,7 +190,7 @@ async fn a_run_recorded_in_sqlite_keeps_every_charge_across_a_restart() {
         let caps = Capabilities { http: Some(http), meter: Some(run.clone()), folders: vec![] };
         assert_eq!(call(&c, "capabilities_spend", json!({"estimate": 5, "actual": 3, "path": "/scrape"}), &caps).await, json!({"ok": 22}));
         let refused = call(&c, "capabilities_spend", json!({"estimate": 30, "path": "/crawl"}), &caps).await;
-        assert_eq!(refused, json!({"err": {"meter": {"run-exhausted": 22}}}));
+        assert_eq!(scout_tests::capability_error(&refused, "meter", "run-exhausted"), json!(22), "{refused}");
         assert_eq!(upstream.seen().len(), 1, "the refused crawl sent nothing");
         assert_eq!(store.spent_in_run("run-1").unwrap(), 3, "the charge is in the ledger, the refusal is not");
         // A second run would take the day past 40 while run-1 is live (25 + 25).

@@ -215,7 +215,7 @@ async fn path_tricks_are_refused_before_any_request() {
     ];
     for path in &tricks {
         let output = fetch(&component, &caps, path, json!([])).await;
-        assert!(output["err"]["http"]["denied"].is_string(), "{path:?} must be denied, got {output}");
+        assert!(scout_tests::capability_error(&output, "http", "denied").is_string(), "{path:?} must be denied, got {output}");
     }
     assert!(upstream.seen().is_empty(), "no request reached the origin: {:?}", upstream.seen());
     assert!(other.seen().is_empty(), "no request reached another server");
@@ -246,7 +246,7 @@ async fn an_oversized_response_is_refused_with_too_large() {
     });
     for path in ["/big", "/gzip"] {
         let output = fetch(&component, &caps, path, json!([])).await;
-        assert_eq!(output["err"]["http"]["too-large"], json!(1 << 20), "{path}: {output}");
+        assert_eq!(scout_tests::capability_error(&output, "http", "too-large"), json!(1 << 20), "{path}: {output}");
     }
     // A small answer still passes.
     let output = fetch(&component, &caps, "/small", json!([])).await;
@@ -263,7 +263,7 @@ async fn a_stalled_upstream_times_out() {
         c
     });
     let output = fetch(&component, &caps, "/slow", json!([])).await;
-    assert_eq!(output["err"]["http"], json!("timeout"), "{output}");
+    assert!(scout_tests::capability_error(&output, "http", "timeout").is_string(), "{output}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -272,7 +272,7 @@ async fn a_call_without_an_http_grant_cannot_reach_anything() {
     let rt = runtime();
     let component = hostile(&rt);
     let output = fetch(&component, &Capabilities::default(), "/echo", json!([])).await;
-    assert!(output["err"]["http"]["denied"].is_string(), "{output}");
+    assert!(scout_tests::capability_error(&output, "http", "denied").is_string(), "{output}");
     assert!(upstream.seen().is_empty());
 }
 
@@ -287,7 +287,7 @@ async fn loopback_origins_need_the_operators_allowance() {
     let rt = runtime();
     let component = hostile(&rt);
     let output = fetch(&component, &caps, "/echo", json!([])).await;
-    assert!(output["err"]["http"]["transport"].as_str().unwrap().contains("loopback"), "{output}");
+    assert!(scout_tests::capability_error(&output, "http", "transport").as_str().unwrap().contains("loopback"), "{output}");
     assert!(upstream.seen().is_empty(), "nothing reached the loopback server");
 }
 
@@ -352,7 +352,7 @@ async fn a_content_coding_the_host_cannot_decode_refuses_the_response() {
     let caps = caps_for(&upstream.origin(), |c| c);
     for codings in ["compress", "x-smuggle", "gzip+x-smuggle", "x-smuggle,gzip", "gzip,gzip,gzip,gzip,gzip"] {
         let output = fetch(&component, &caps, &format!("/echo-coded/{codings}"), json!([])).await;
-        let error = output["err"]["http"]["transport"].as_str().unwrap_or_else(|| panic!("{codings}: refused: {output}"));
+        let error = scout_tests::capability_error(&output, "http", "transport").as_str().map(str::to_string).unwrap_or_else(|| panic!("{codings}: refused: {output}"));
         assert!(error.contains("content") || error.contains("coding"), "{codings}: says why: {error}");
         assert!(output["ok"].is_null(), "{codings}: no bytes reach the guest: {output}");
         assert!(!output.to_string().contains(SECRET), "{codings}: {output}");
@@ -441,7 +441,7 @@ async fn request_headers_over_the_size_cap_are_refused_before_sending() {
     let big = "v".repeat(1024);
     let headers: Vec<Value> = (0..20).map(|i| json!([format!("x-filler-{i}"), big])).collect();
     let output = fetch(&component, &caps, "/echo", Value::Array(headers)).await;
-    let reason = output["err"]["http"]["denied"].as_str().unwrap_or_else(|| panic!("{output}"));
+    let reason = scout_tests::capability_error(&output, "http", "denied").as_str().map(str::to_string).unwrap_or_else(|| panic!("{output}"));
     assert!(reason.contains("headers"), "{reason}");
     assert!(upstream.seen().is_empty(), "nothing was sent");
     // Under the cap the same kind of request goes through.
@@ -501,4 +501,44 @@ fn origins_on_translated_nat64_and_discard_prefixes_are_refused() {
     }
     // A public address beside them still configures.
     assert!(HttpCapability::new(HttpConfig::new("http://[2606:4700::1111]/")).is_ok());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_outside_the_tools_declared_routes_is_denied_with_nothing_sent() {
+    let upstream = Upstream::start().await;
+    let rt = runtime();
+    let component = hostile(&rt);
+    let caps = caps_for(&upstream.origin(), |c| c);
+    let probe = |method: &str, path: &str| json!({"method": method, "path": path});
+    // `probe-route` declares only `GET /declared/{name}`.
+    let ok = component.call("hostile_probe_route", &probe("GET", "/declared/x"), &caps).await.expect("call runs");
+    assert_eq!(ok.output.ok(), Some(&json!(200)), "{:?}", ok.output);
+    assert_eq!(upstream.seen().len(), 1, "the declared route reached the upstream");
+    for (method, path) in [
+        ("GET", "/declared"),
+        ("GET", "/declared/x/y"),
+        ("GET", "/declared/"),
+        ("GET", "/other/x"),
+        ("GET", "/"),
+        ("HEAD", "/declared/x"),
+        // A read tool's POST, PUT, PATCH or DELETE to its own declared path.
+        ("POST", "/declared/x"),
+        ("PUT", "/declared/x"),
+        ("PATCH", "/declared/x"),
+        ("DELETE", "/declared/x"),
+    ] {
+        let outcome = component.call("hostile_probe_route", &probe(method, path), &caps).await.expect("call runs");
+        let output = serde_json::to_value(&outcome.output).unwrap();
+        let reason = scout_tests::capability_error(&output, "http", "denied");
+        let reason = reason.as_str().unwrap_or_else(|| panic!("{method} {path} must be denied, got {output}"));
+        assert!(reason.contains("route not declared") && reason.contains("GET /declared/{name}"), "{method} {path}: {reason}");
+        // The trace's record of the exchange shows the refusal, with no status.
+        let exchange = outcome.http.last().expect("the refused request is recorded");
+        assert_eq!((exchange.method.as_str(), exchange.status), (method, None));
+        assert!(exchange.error.as_deref().is_some_and(|e| e.contains("route not declared")));
+    }
+    assert_eq!(upstream.seen().len(), 1, "no undeclared request reached the upstream: {:?}", upstream.seen());
+    // A tool that declares no route reaches nothing at all.
+    let print = component.call("hostile_print", &json!({"bytes": 1}), &caps).await.expect("call runs");
+    assert!(print.http.is_empty());
 }

@@ -106,3 +106,23 @@ async fn arguments_that_do_not_fit_the_wit_types_never_reach_the_guest() {
     let err = component.call("github_merge_pull_request", &json!({}), &caps).await.unwrap_err();
     assert!(matches!(err, CallError::UnknownTool(_)), "{err:?}");
 }
+
+#[test]
+fn a_manifest_giving_a_read_tool_an_unsafe_route_is_refused() {
+    let bytes = std::fs::read(components::HOSTILE).expect("hostile guest was built");
+    let manifest = scout_host::runtime::read_manifest(&bytes).unwrap();
+    let probe = manifest.tools.iter().find(|t| t.function == "probe-route").expect("probe-route is described");
+    assert_eq!(probe.routes[0].to_string(), "GET /declared/{name}");
+    // Same length, so the section stays well formed: a hand-edited manifest
+    // cannot give a read tool a PUT, whatever the SDK would have refused.
+    let bytes = patch(&bytes, br#""method":"GET","path":"/declared/"#, br#""method":"PUT","path":"/declared/"#);
+    let err = runtime(None).load_bytes(&bytes).err().expect("refused");
+    assert!(matches!(&err, LoadError::Manifest(m) if m.contains("probe-route") && m.contains("PUT /declared/{name}")), "{err:?}");
+}
+
+#[test]
+fn a_manifest_of_the_old_contract_is_refused_with_what_to_do() {
+    let bytes = patch(&github_bytes(), br#"{"format":2,"#, br#"{"format":1,"#);
+    let err = runtime(None).load_bytes(&bytes).err().expect("refused");
+    assert!(matches!(&err, LoadError::Manifest(m) if m.contains("format 1") && m.contains("0.2.0")), "{err:?}");
+}

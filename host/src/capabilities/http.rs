@@ -755,7 +755,7 @@ impl HostClient for CallState {
             return Ok(Err(HttpError::Denied("this session holds no HTTP capability for this connector".to_string())));
         };
         let started = Instant::now();
-        let (method, path) = (format!("{:?}", req.method).to_uppercase(), req.path.clone());
+        let (method, path) = (crate::capabilities::routes::method_name(req.method).to_string(), req.path.clone());
         // Declared routes (DESIGN D13): checked after the path rules, so a
         // template parameter only ever matches a plain segment, and before
         // anything is sent.

@@ -33,6 +33,11 @@ fn route_method(method: Method) -> RouteMethod {
     }
 }
 
+/// `GET`, `POST`, ...: how the trace and refusals name a method.
+pub fn method_name(method: Method) -> &'static str {
+    route_method(method).as_str()
+}
+
 impl RouteSet {
     /// Compiles a tool's declared routes; a template matchit cannot read is
     /// an error naming it.

@@ -936,4 +936,82 @@ mod tests {
         assert_eq!(c.classify("mcp__github__github_merge"), ToolKind::Unknown);
         assert_eq!(c.classify("mcp__nope__x"), ToolKind::Unknown);
     }
+
+    fn manifest(name: &str, tools: Vec<scout_manifest::ToolDoc>, billing: Option<scout_manifest::Billing>) -> scout_manifest::Manifest {
+        scout_manifest::Manifest {
+            format: scout_manifest::FORMAT,
+            connector: name.into(),
+            version: "0.1.0".into(),
+            namespace: "acme".into(),
+            description: "d".into(),
+            tools,
+            withheld: vec![],
+            billing,
+        }
+    }
+
+    fn doc(function: &str, effect: scout_manifest::Effect, lines: &[(&str, &str)]) -> scout_manifest::ToolDoc {
+        let mut d = scout_manifest::policy::parse_tool_lines(function, effect, lines).unwrap();
+        d.description = "d".into();
+        d
+    }
+
+    fn github_as_declared(gate: &str) -> scout_manifest::Manifest {
+        use scout_manifest::Effect::{Read, Write};
+        let reads = ["read-file", "list-path", "list-branches", "list-issues", "read-issue", "list-pull-requests", "read-pull-request"];
+        let writes = ["create-branch", "commit-files", "open-pull-request", "comment"];
+        let mut tools: Vec<_> = reads.iter().map(|f| doc(f, Read, &[("Grantable", "yes")])).collect();
+        tools.extend(writes.iter().map(|f| doc(f, Write, &[("Gate", gate)])));
+        manifest("github", tools, None)
+    }
+
+    #[test]
+    fn a_seed_connector_is_admitted_only_when_it_agrees_with_the_catalogue() {
+        let seed = Catalog::seed();
+        let spec = seed.admit(&github_as_declared("approval, switch GITHUB_ALLOW_WRITES")).unwrap();
+        assert_eq!(&spec, seed.connector("github").unwrap());
+        // A component that drops the switch would loosen the seed's gate.
+        let err = seed.admit(&github_as_declared("approval")).unwrap_err();
+        assert!(matches!(&err, AdmitError::Disagrees { differences, .. } if differences.contains("github_comment")), "{err}");
+        // Claiming a bill, or making a read ungrantable, disagrees too.
+        let mut billed = github_as_declared("approval, switch GITHUB_ALLOW_WRITES");
+        billed.billing = Some(scout_manifest::Billing::Credits);
+        assert!(seed.admit(&billed).is_err());
+        let mut narrow = github_as_declared("approval, switch GITHUB_ALLOW_WRITES");
+        narrow.tools[0].grantable = false;
+        assert!(seed.admit(&narrow).unwrap_err().to_string().contains("grantable"));
+    }
+
+    #[test]
+    fn any_other_connector_is_served_conservatively() {
+        use scout_manifest::Effect::{Read, Write};
+        let m = manifest(
+            "acme",
+            vec![
+                doc("look", Read, &[("Grantable", "yes")]),
+                doc("peek", Read, &[]),
+                doc("draft", Write, &[("Gate", "open")]),
+                doc("send", Write, &[("Gate", "approval, switch AGENTMAIL_ALLOW_SENDS"), ("Registers", "when-approvals-on")]),
+            ],
+            Some(scout_manifest::Billing::Usd),
+        );
+        let spec = Catalog::seed().admit(&m).unwrap();
+        assert_eq!(spec.reads, ["acme_look", "acme_peek"]);
+        assert_eq!(spec.grantable.iter().collect::<Vec<_>>(), ["acme_look"], "only what the component declares grantable");
+        assert_eq!(spec.writes[0].gate, WriteGate::Approval { needs: None }, "a declared open write still asks a person");
+        assert_eq!(spec.writes[1].gate, WriteGate::Approval { needs: Some(Switch::AgentmailAllowSends) });
+        assert_eq!(spec.writes[1].registers, Registers::WhenApprovalsOn);
+        assert_eq!(spec.billing, Some(BillingUnit::Usd));
+        let unknown = manifest("acme", vec![doc("send", Write, &[("Gate", "approval, switch ACME_ALLOW")])], None);
+        assert!(matches!(Catalog::seed().admit(&unknown), Err(AdmitError::UnknownSwitch { .. })));
+    }
+
+    #[test]
+    fn operator_configuration_only_narrows() {
+        let spec = Catalog::seed().connector("github").unwrap().clone();
+        let only = spec.clone().narrowed(Some(&["github_read_file".to_string()]), false).unwrap();
+        assert_eq!(only.reads, ["github_read_file"]);
+        assert!(only.writes.is_empty() && only.grantable.is_empty());
+        assert!(matches!(spec.narrowed(Some(&["github_merge".to_string()]), true), Err(AdmitError::UnknownTool { .. })));
+    }
 }

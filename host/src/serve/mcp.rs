@@ -92,6 +92,9 @@ impl ConnectorServer {
                     _ => serde_json::Map::new(),
                 };
                 let mut tool = Tool::new(t.name.clone(), t.description.clone(), Arc::new(schema));
+                if let Value::Object(output) = &t.output_schema {
+                    tool.output_schema = Some(Arc::new(output.clone()));
+                }
                 let write = t.effect == crate::Effect::Write;
                 tool.annotations = Some(ToolAnnotations::new().read_only(!write).destructive(write).open_world(true));
                 tool
@@ -171,7 +174,18 @@ impl ServerHandler for ConnectorServer {
         };
         match result {
             Ok(Executed::Ran(outcome)) => Ok(match &outcome.output {
-                ToolOutput::Ok(value) => text_result(value, false),
+                ToolOutput::Ok(value) => {
+                    // Structured content matching the tool's `outputSchema`,
+                    // and the same JSON as text for clients that read text.
+                    let wrapped = host.components.get(&self.connector).and_then(|c| c.tool(&tool)).is_none_or(|t| t.output_wrapped);
+                    let mut result = text_result(value, false);
+                    result.structured_content = Some(match (wrapped, value) {
+                        (false, Value::Object(_)) => value.clone(),
+                        (_, Value::Null) if !wrapped => json!({}),
+                        _ => json!({"result": value}),
+                    });
+                    result
+                }
                 ToolOutput::Err(error) => text_result(&json!({"tool_error": error}), true),
             }
             .into()),
