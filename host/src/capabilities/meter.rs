@@ -8,6 +8,11 @@
 //! can spend past it, and a refused reservation charges nothing. A
 //! reservation dropped unsettled (the guest forgot, or trapped) is charged in
 //! full.
+//!
+//! [`Allowance`] here is the meter's side of the one allowance type: integer
+//! units only. What a person grants is [`crate::policy::Allowance`] (credits
+//! or dollars, as the seed writes them); its `metered` is the only
+//! conversion into these units, so no caller converts dollars by hand.
 
 use crate::bindings::meter::{Host, HostReservation, MeterError};
 use crate::runtime::CallState;
@@ -17,13 +22,32 @@ use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex, MutexGuard};
 use wasmtime::component::Resource;
 
-/// An allowance for one billing connector, in its unit.
+/// An allowance for one billing connector, in its unit (credits, micro-USD).
+/// Built from a grant by [`crate::policy::Allowance::metered`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Allowance {
     /// What one run may spend.
     pub per_run: u64,
     /// What all runs of one day may spend together.
     pub per_day: u64,
+}
+
+/// The largest figure a meter accepts: the store keeps amounts as SQLite
+/// integers (`i64`).
+pub const MAX_UNITS: u64 = i64::MAX as u64;
+
+impl Allowance {
+    /// Checks that a run can start under it: a per-run figure above zero,
+    /// at most the per-day figure, both within [`MAX_UNITS`].
+    pub fn validate(&self) -> Result<(), AllowanceError> {
+        if self.per_run == 0 || self.per_run > self.per_day || self.per_day > MAX_UNITS {
+            return Err(AllowanceError::Invalid(format!(
+                "per-run {} must be above zero and at most the per-day {} (at most {MAX_UNITS})",
+                self.per_run, self.per_day
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// Why a run may not start, or a reservation was refused.
@@ -74,12 +98,7 @@ impl DayLedger {
     /// Starts a run under `allowance`, or refuses it if the day's figure
     /// could be exceeded.
     pub fn start_run(self: &Arc<Self>, allowance: Allowance) -> Result<Arc<RunMeter>, AllowanceError> {
-        if allowance.per_run == 0 || allowance.per_run > allowance.per_day {
-            return Err(AllowanceError::Invalid(format!(
-                "per-run {} must be above zero and at most the per-day {}",
-                allowance.per_run, allowance.per_day
-            )));
-        }
+        allowance.validate()?;
         let mut day = self.lock();
         let committed = day.ended + day.live;
         if committed + allowance.per_run > allowance.per_day {
@@ -102,10 +121,12 @@ struct Run {
     ended: bool,
 }
 
-/// Where a run's day is accounted: in memory, or in the store's ledger.
+/// Where a run's day is accounted: in memory, or in the store's ledger; or
+/// nowhere, for a run that could not start and refuses every reservation.
 enum DaySide {
     Memory(Arc<DayLedger>),
     Store(StoreLedger),
+    Refused(MeterError),
 }
 
 /// A run recorded in the store: every charge is written, in its own
@@ -125,6 +146,7 @@ impl std::fmt::Debug for DaySide {
         match self {
             DaySide::Memory(_) => f.write_str("Memory"),
             DaySide::Store(l) => write!(f, "Store({})", l.run_id),
+            DaySide::Refused(e) => write!(f, "Refused({e:?})"),
         }
     }
 }
@@ -152,6 +174,7 @@ impl RunMeter {
         unit: &str,
         allowance: Allowance,
     ) -> Result<Arc<RunMeter>, AllowanceError> {
+        allowance.validate()?;
         store.start_run(run_id, brand, connector, day, allowance.per_run, allowance.per_day).map_err(|e| match e {
             StartRunError::DayExhausted { committed, per_day } => {
                 AllowanceError::DayExhausted { committed, per_day, unit: unit.to_string() }
@@ -172,6 +195,23 @@ impl RunMeter {
             allowance,
             run: Mutex::new(Run::default()),
         }))
+    }
+
+    /// A meter for a run that could not start (the day's allowance is
+    /// exhausted, the ledger is unavailable): every reservation is refused
+    /// with `refusal`, nothing is held and nothing is recorded.
+    pub fn refusing(unit: &str, refusal: MeterError) -> Arc<RunMeter> {
+        Arc::new(RunMeter {
+            unit: unit.to_string(),
+            day: DaySide::Refused(refusal),
+            allowance: Allowance { per_run: 0, per_day: 0 },
+            run: Mutex::new(Run::default()),
+        })
+    }
+
+    /// Whether this meter refuses everything because its run never started.
+    pub fn is_refusing(&self) -> bool {
+        matches!(self.day, DaySide::Refused(_))
     }
 
     /// Writes a charge to the store, if the run is recorded there.
@@ -221,6 +261,9 @@ impl RunMeter {
         if amount == 0 {
             return Err(MeterError::Invalid("an estimate must be above zero".to_string()));
         }
+        if let DaySide::Refused(refusal) = &self.day {
+            return Err(refusal.clone());
+        }
         let mut run = self.lock();
         if run.ended {
             return Err(MeterError::Denied("the run has ended".to_string()));
@@ -240,7 +283,11 @@ impl RunMeter {
         // The lock is held while the charge is written, so charges reach the
         // ledger in the order they were made.
         let mut run = self.lock();
-        run.reserved -= reserved;
+        if run.ended {
+            // Ending the run charged every open reservation in full.
+            return Err(MeterError::Denied("the run has ended; this reservation was charged in full".to_string()));
+        }
+        run.reserved = run.reserved.saturating_sub(reserved);
         if actual <= reserved {
             run.spent += actual;
             return self.record(actual);
@@ -280,6 +327,7 @@ impl RunMeter {
                     tracing::error!(run = %ledger.run_id, error = %e, "cannot record the end of a run");
                 }
             }
+            DaySide::Refused(_) => {}
         }
     }
 }
@@ -374,6 +422,22 @@ mod tests {
         let e = ledger.start_run(allowance).unwrap();
         assert_eq!(ledger.committed(), 90);
         drop((d, e));
+    }
+
+    #[test]
+    fn a_reservation_settled_after_its_run_ended_was_charged_once() {
+        let ledger = DayLedger::new("credits");
+        let run = ledger.start_run(Allowance { per_run: 25, per_day: 100 }).unwrap();
+        run.reserve(7).unwrap();
+        run.end();
+        assert_eq!(run.spent(), 7, "ending charges the open reservation in full");
+        assert!(matches!(run.settle(7, 2), Err(MeterError::Denied(_))));
+        assert_eq!((run.spent(), run.reserved()), (7, 0));
+        assert!(matches!(run.reserve(1), Err(MeterError::Denied(_))));
+        let refusing = RunMeter::refusing("credits", MeterError::DayExhausted(3));
+        assert!(matches!(refusing.reserve(1), Err(MeterError::DayExhausted(3))));
+        assert_eq!(refusing.remaining(), 0);
+        assert!(Allowance { per_run: 1, per_day: u64::MAX }.validate().is_err());
     }
 
     #[test]

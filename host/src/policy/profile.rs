@@ -27,6 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::catalog::{BillingUnit, Catalog, ToolKind};
+use crate::capabilities::meter::Allowance as MeterAllowance;
 use super::names::{
     self, GOAL_AGENT_TOOLS, Platform, SEO_HAND_OFF_BRIEF, SEO_METHOD_SKILL, SEO_SAVE_BRIEF,
 };
@@ -105,6 +106,26 @@ pub enum Allowance {
     },
 }
 
+/// Micro-dollars in a dollar: the meter counts DataForSEO's USD in micro-USD.
+pub const MICRO_USD_PER_USD: u64 = 1_000_000;
+
+/// Why an allowance's figures cannot be counted by a meter.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AllowanceFigureError {
+    /// NaN, an infinity, or below zero.
+    #[error("{figure} must be a finite figure of zero or more")]
+    NotFinite { figure: &'static str },
+    /// Finer than a micro-dollar, so the meter could not hold it exactly.
+    #[error("{figure} is finer than a micro-dollar ($0.000001)")]
+    TooFine { figure: &'static str },
+    /// Above what the ledger can store.
+    #[error("{figure} is above the largest figure the ledger holds ({max} {unit})")]
+    TooLarge { figure: &'static str, max: u64, unit: &'static str },
+    /// The per-run figure is above the per-day figure.
+    #[error("the per-run figure is above the per-day figure")]
+    RunAboveDay,
+}
+
 impl Allowance {
     /// The unit it is counted in.
     pub fn unit(&self) -> BillingUnit {
@@ -113,6 +134,61 @@ impl Allowance {
             Allowance::Usd { .. } => BillingUnit::Usd,
         }
     }
+
+    /// The meter's name for its unit: `credits` or `micro-usd`.
+    pub fn meter_unit(&self) -> &'static str {
+        match self {
+            Allowance::Credits { .. } => "credits",
+            Allowance::Usd { .. } => "micro-usd",
+        }
+    }
+
+    /// The figures in the meter's integer units, losslessly: credits as
+    /// credits, dollars as micro-dollars. This is the one conversion between
+    /// a grant and a meter; it refuses figures that are not finite, below
+    /// zero, finer than a micro-dollar, above what the ledger stores, or a
+    /// per-run figure above the per-day one. (A zero per-run figure converts:
+    /// such a grant lets nothing be spent.)
+    pub fn metered(&self) -> Result<MeterAllowance, AllowanceFigureError> {
+        let max = crate::capabilities::meter::MAX_UNITS;
+        let metered = match *self {
+            Allowance::Credits { per_run_credits, per_day_credits } => {
+                for (figure, value) in [("perRunCredits", per_run_credits), ("perDayCredits", per_day_credits)] {
+                    if value > max {
+                        return Err(AllowanceFigureError::TooLarge { figure, max, unit: "credits" });
+                    }
+                }
+                MeterAllowance { per_run: per_run_credits, per_day: per_day_credits }
+            }
+            Allowance::Usd { per_run_usd, per_day_usd } => MeterAllowance {
+                per_run: micro_usd("perRunUsd", per_run_usd)?,
+                per_day: micro_usd("perDayUsd", per_day_usd)?,
+            },
+        };
+        if metered.per_run > metered.per_day {
+            return Err(AllowanceFigureError::RunAboveDay);
+        }
+        Ok(metered)
+    }
+}
+
+/// Dollars as whole micro-dollars, exactly, or an error naming `figure`.
+fn micro_usd(figure: &'static str, usd: f64) -> Result<u64, AllowanceFigureError> {
+    if !(usd.is_finite() && usd >= 0.0) {
+        return Err(AllowanceFigureError::NotFinite { figure });
+    }
+    let max = crate::capabilities::meter::MAX_UNITS;
+    let micros = (usd * MICRO_USD_PER_USD as f64).round();
+    // `as` saturates; the comparison is on the float, before it.
+    if micros > max as f64 {
+        return Err(AllowanceFigureError::TooLarge { figure, max, unit: "micro-usd" });
+    }
+    let micros = micros as u64;
+    // Lossless: the whole micro-dollars give back the very figure granted.
+    if micros as f64 / MICRO_USD_PER_USD as f64 != usd {
+        return Err(AllowanceFigureError::TooFine { figure });
+    }
+    Ok(micros)
 }
 
 /// What a person grants a specialist (or the goal agent). Only a person can
@@ -173,39 +249,31 @@ impl Grant {
                         unit,
                     });
                 }
-                match *a {
-                    Allowance::Credits {
-                        per_run_credits,
-                        per_day_credits,
-                    } if per_run_credits > per_day_credits => {
+                // Rule 3's figures are checked by the very conversion a
+                // meter uses, so a saved grant always meters.
+                match a.metered() {
+                    Ok(_) => {}
+                    Err(AllowanceFigureError::RunAboveDay) => {
+                        let (per_run, per_day) = match *a {
+                            Allowance::Credits { per_run_credits, per_day_credits } => {
+                                (per_run_credits.to_string(), per_day_credits.to_string())
+                            }
+                            Allowance::Usd { per_run_usd, per_day_usd } => {
+                                (format!("${per_run_usd}"), format!("${per_day_usd}"))
+                            }
+                        };
                         return Err(ProfileError::AllowanceRunAboveDay {
                             connector: c.title.clone(),
-                            per_run: per_run_credits.to_string(),
-                            per_day: per_day_credits.to_string(),
+                            per_run,
+                            per_day,
                         });
                     }
-                    Allowance::Usd {
-                        per_run_usd,
-                        per_day_usd,
-                    } => {
-                        if !(per_run_usd.is_finite()
-                            && per_day_usd.is_finite()
-                            && per_run_usd >= 0.0
-                            && per_day_usd >= 0.0)
-                        {
-                            return Err(ProfileError::AllowanceInvalid {
-                                connector: c.title.clone(),
-                            });
-                        }
-                        if per_run_usd > per_day_usd {
-                            return Err(ProfileError::AllowanceRunAboveDay {
-                                connector: c.title.clone(),
-                                per_run: format!("${per_run_usd}"),
-                                per_day: format!("${per_day_usd}"),
-                            });
-                        }
+                    Err(e) => {
+                        return Err(ProfileError::AllowanceInvalid {
+                            connector: c.title.clone(),
+                            why: e.to_string(),
+                        });
                     }
-                    Allowance::Credits { .. } => {}
                 }
             }
         }
@@ -392,9 +460,9 @@ pub enum ProfileError {
         unit: BillingUnit,
     },
     #[error(
-        "rule 3 (a connector that bills needs an allowance): {connector}'s allowance figures must be finite and not negative"
+        "rule 3 (a connector that bills needs an allowance): {connector}'s allowance cannot be metered: {why}"
     )]
-    AllowanceInvalid { connector: String },
+    AllowanceInvalid { connector: String, why: String },
     #[error(
         "rule 3 (a connector that bills needs an allowance whose per-run figure is not above its per-day figure): {connector} allows {per_run} per run but {per_day} per day"
     )]
@@ -451,6 +519,26 @@ impl ProfileError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn metered_is_lossless_and_refuses_what_a_meter_cannot_hold() {
+        let usd = |per_run_usd, per_day_usd| Allowance::Usd { per_run_usd, per_day_usd }.metered();
+        let m = usd(1.0, 3.0).unwrap();
+        assert_eq!((m.per_run, m.per_day), (1_000_000, 3_000_000));
+        assert_eq!(usd(0.123456, 0.5).unwrap().per_run, 123_456);
+        assert_eq!(usd(0.1, 0.1).unwrap().per_run, 100_000);
+        assert!(matches!(usd(0.1234567, 1.0), Err(AllowanceFigureError::TooFine { figure: "perRunUsd" })));
+        assert!(matches!(usd(f64::NAN, 1.0), Err(AllowanceFigureError::NotFinite { .. })));
+        assert!(matches!(usd(1.0, f64::INFINITY), Err(AllowanceFigureError::NotFinite { figure: "perDayUsd" })));
+        assert!(matches!(usd(-0.5, 1.0), Err(AllowanceFigureError::NotFinite { .. })));
+        assert!(matches!(usd(1.0, 1e15), Err(AllowanceFigureError::TooLarge { .. })));
+        assert!(matches!(usd(2.0, 1.0), Err(AllowanceFigureError::RunAboveDay)));
+        let credits = Allowance::Credits { per_run_credits: 25, per_day_credits: 100 }.metered().unwrap();
+        assert_eq!((credits.per_run, credits.per_day), (25, 100));
+        let huge = Allowance::Credits { per_run_credits: 1, per_day_credits: u64::MAX }.metered();
+        assert!(matches!(huge, Err(AllowanceFigureError::TooLarge { .. })));
+        assert_eq!(Allowance::Usd { per_run_usd: 1.0, per_day_usd: 1.0 }.meter_unit(), "micro-usd");
+    }
 
     #[test]
     fn wire_names_follow_the_seed() {

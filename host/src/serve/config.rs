@@ -1,6 +1,22 @@
 //! `serve`'s configuration file (TOML). Secrets are never in it: the admin
 //! token and the store key are read from environment variables the file
 //! names, so the file can be committed and reviewed.
+//!
+//! Besides its `http` handle, a connector's section may declare the other
+//! capabilities its component imports:
+//!
+//! ```toml
+//! [connectors.firecrawl.person_allowance]   # what a person's chat may spend
+//! per_run_credits = 25                      # (or per_run_usd / per_day_usd)
+//! per_day_credits = 100
+//!
+//! [connectors.writer.folders.project]       # the guest opens it as `project`
+//! root = "/data/{brand}/project"            # absolute; `{brand}` is the session's brand
+//! writable = true                           # default false; see `crate::serve::session_caps`
+//! ```
+//!
+//! Specialists and the goal agent spend what their grant allows, never the
+//! person allowance; a role with neither gets no `meter` at all.
 
 use crate::capabilities::http::CredentialScheme;
 use serde::Deserialize;
@@ -104,6 +120,113 @@ pub struct ConnectorConfig {
     /// component declares.
     #[serde(default = "yes")]
     pub grants: bool,
+    /// What one person-chat run (one session) may spend through this
+    /// connector's `meter`, and all of a brand's runs in one day. Absent:
+    /// a person's chat gets no meter, so the connector cannot spend there.
+    #[serde(default)]
+    pub person_allowance: Option<PersonAllowance>,
+    /// Folders its `folder` handle may open, by the name the guest opens.
+    #[serde(default)]
+    pub folders: BTreeMap<String, FolderConfig>,
+}
+
+/// An operator's allowance for person chat: a pair of credit figures or a
+/// pair of dollar figures, as a grant's (`policy::Allowance`) and converted
+/// by the same `metered`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PersonAllowance {
+    #[serde(default)]
+    pub per_run_credits: Option<u64>,
+    #[serde(default)]
+    pub per_day_credits: Option<u64>,
+    #[serde(default)]
+    pub per_run_usd: Option<f64>,
+    #[serde(default)]
+    pub per_day_usd: Option<f64>,
+}
+
+impl PersonAllowance {
+    /// The grant-side allowance it states, checked as a meter would count it
+    /// (per-run above zero, at most per-day).
+    pub fn allowance(&self) -> Result<crate::policy::Allowance, String> {
+        use crate::policy::Allowance;
+        let allowance = match (self.per_run_credits, self.per_day_credits, self.per_run_usd, self.per_day_usd) {
+            (Some(per_run_credits), Some(per_day_credits), None, None) => Allowance::Credits { per_run_credits, per_day_credits },
+            (None, None, Some(per_run_usd), Some(per_day_usd)) => Allowance::Usd { per_run_usd, per_day_usd },
+            _ => return Err("give either per_run_credits and per_day_credits, or per_run_usd and per_day_usd".into()),
+        };
+        let metered = allowance.metered().map_err(|e| e.to_string())?;
+        metered.validate().map_err(|e| e.to_string())?;
+        Ok(allowance)
+    }
+}
+
+/// One folder a connector's `folder` handle may open.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FolderConfig {
+    /// Absolute path of its root; `{brand}` stands for the session's brand
+    /// (which must then be a safe path segment). Created, 0700, if missing.
+    pub root: String,
+    /// Whether it may be written at all; a session writes only if its role
+    /// may also write the project folder.
+    #[serde(default)]
+    pub writable: bool,
+}
+
+/// The placeholder a folder root may carry.
+pub const BRAND_PLACEHOLDER: &str = "{brand}";
+
+impl FolderConfig {
+    /// Whether the root depends on the brand.
+    pub fn per_brand(&self) -> bool {
+        self.root.contains(BRAND_PLACEHOLDER)
+    }
+
+    /// The root for `brand`, or why `brand` cannot name a folder.
+    pub fn root_for(&self, brand: &str) -> Result<PathBuf, String> {
+        if self.per_brand() {
+            safe_segment(brand)?;
+        }
+        Ok(PathBuf::from(self.root.replace(BRAND_PLACEHOLDER, brand)))
+    }
+
+    fn check(&self) -> Result<(), String> {
+        let rest = self.root.replace(BRAND_PLACEHOLDER, "");
+        if rest.contains('{') || rest.contains('}') {
+            return Err(format!("`{}`: the only placeholder is {BRAND_PLACEHOLDER}", self.root));
+        }
+        let path = Path::new(&self.root);
+        if !path.is_absolute() {
+            return Err(format!("`{}` must be an absolute path", self.root));
+        }
+        if path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+            return Err(format!("`{}` may not contain `..`", self.root));
+        }
+        if self.root.contains('\0') {
+            return Err("a root may not contain NUL".into());
+        }
+        Ok(())
+    }
+}
+
+/// Refuses what cannot be one path segment: 1 to 64 ASCII letters, digits,
+/// `-`, `_` and `.`, starting with a letter or digit (so never `.`, `..`,
+/// a hidden name, a separator or an absolute path).
+pub fn safe_segment(text: &str) -> Result<(), String> {
+    let ok = !text.is_empty()
+        && text.len() <= 64
+        && text.as_bytes()[0].is_ascii_alphanumeric()
+        && text.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{}` cannot name a folder: it must be 1 to 64 of A-Z, a-z, 0-9, `-`, `_`, `.`, starting with a letter or digit",
+            text.escape_debug()
+        ))
+    }
 }
 
 fn default_listen() -> SocketAddr {
@@ -160,6 +283,13 @@ impl ServeConfig {
             toml::from_str(text).map_err(|e| ConfigFileError::Parse { path: "configuration".into(), message: e.to_string() })?;
         for (name, connector) in &config.connectors {
             connector.scheme().map_err(|e| ConfigFileError::Invalid(format!("connectors.{name}.credential: {e}")))?;
+            if let Some(allowance) = &connector.person_allowance {
+                allowance.allowance().map_err(|e| ConfigFileError::Invalid(format!("connectors.{name}.person_allowance: {e}")))?;
+            }
+            for (folder, settings) in &connector.folders {
+                safe_segment(folder).map_err(|e| ConfigFileError::Invalid(format!("connectors.{name}.folders: {e}")))?;
+                settings.check().map_err(|e| ConfigFileError::Invalid(format!("connectors.{name}.folders.{folder}.root: {e}")))?;
+            }
         }
         if config.session_ttl_secs == 0 {
             return Err(ConfigFileError::Invalid("session_ttl_secs must be at least 1".into()));
@@ -235,6 +365,33 @@ mod tests {
         assert!(matches!(ServeConfig::parse("session_ttl_secs = 0\n"), Err(ConfigFileError::Invalid(_))));
         let unknown = ServeConfig::parse("listen = \"127.0.0.1:1\"\nadmin_token = \"oops\"\n");
         assert!(matches!(unknown, Err(ConfigFileError::Parse { message, .. }) if message.contains("admin_token")), "secrets have no place in the file");
+    }
+
+    #[test]
+    fn allowances_and_folders() {
+        let head = "[connectors.x]\ncomponent = \"x.wasm\"\norigin = \"https://x\"\n";
+        let parse = |tail: &str| ServeConfig::parse(&format!("{head}{tail}"));
+        let c = parse("[connectors.x.person_allowance]\nper_run_usd = 1.0\nper_day_usd = 3.0\n[connectors.x.folders.project]\nroot = \"/data/{brand}/p\"\nwritable = true\n").unwrap();
+        let x = &c.connectors["x"];
+        assert_eq!(x.person_allowance.as_ref().unwrap().allowance().unwrap().metered().unwrap().per_day, 3_000_000);
+        assert_eq!(x.folders["project"].root_for("acme").unwrap(), PathBuf::from("/data/acme/p"));
+        for brand in ["..", ".", "", "a/b", "/etc", ".hidden", "a\\b", "é"] {
+            assert!(x.folders["project"].root_for(brand).is_err(), "{brand:?}");
+        }
+        let invalid = |tail: &str| matches!(parse(tail), Err(ConfigFileError::Invalid(_)));
+        assert!(invalid("[connectors.x.person_allowance]\nper_run_credits = 5\nper_day_usd = 3.0\n"), "mixed units");
+        assert!(invalid("[connectors.x.person_allowance]\nper_run_credits = 5\nper_day_credits = 4\n"), "run above day");
+        assert!(invalid("[connectors.x.person_allowance]\nper_run_credits = 0\nper_day_credits = 4\n"), "zero per run");
+        assert!(invalid("[connectors.x.person_allowance]\nper_run_usd = 0.0000001\nper_day_usd = 4.0\n"), "finer than a micro-dollar");
+        assert!(invalid("[connectors.x.person_allowance]\nper_run_usd = -1.0\nper_day_usd = 4.0\n"), "negative");
+        assert!(invalid("[connectors.x.person_allowance]\nper_run_usd = inf\nper_day_usd = inf\n"), "infinite");
+        assert!(invalid("[connectors.x.folders.project]\nroot = \"relative/{brand}\"\n"));
+        assert!(invalid("[connectors.x.folders.project]\nroot = \"/data/{user}\"\n"));
+        assert!(invalid("[connectors.x.folders.project]\nroot = \"/data/../etc\"\n"));
+        assert!(invalid("[connectors.x.folders.\"../up\"]\nroot = \"/data\"\n"));
+        let unknown = |tail: &str| matches!(parse(tail), Err(ConfigFileError::Parse { .. }));
+        assert!(unknown("[connectors.x.folders.project]\nroot = \"/d\"\nwriteable = true\n"), "a typo is refused, not ignored");
+        assert!(unknown("[connectors.x.person_allowance]\nper_run_credits = 1\nper_day_credits = 2\nper_week_credits = 3\n"));
     }
 
     #[test]

@@ -13,6 +13,7 @@
 pub mod admin;
 pub mod config;
 pub mod mcp;
+pub mod session_caps;
 
 use crate::boundary::{Boundary, Denied, Executed, Session};
 use crate::capabilities::Capabilities;
@@ -107,6 +108,8 @@ pub struct LiveSession {
     cancel: CancellationToken,
     expires: std::time::Instant,
     expires_at_ms: i64,
+    /// Its meters and folders (see [`session_caps`]).
+    caps: session_caps::SessionCaps,
 }
 
 impl LiveSession {
@@ -339,7 +342,7 @@ impl ServeHost {
         let role = Role::from_name(&request.role)
             .ok_or_else(|| HostError::BadRequest(format!("unknown role `{}`: {}", request.role, policy::ROLE_NAMES)))?;
         let profile = self.session_profile(brand, role, request.profile.as_deref())?;
-        let input = self.session_input(brand, role, profile)?;
+        let input = self.session_input(brand, role, profile.clone())?;
         let facts = input.brand.clone();
         let id = format!("s-{}", random_hex(12)?);
         let token = random_hex(32)?;
@@ -357,6 +360,8 @@ impl ServeHost {
                 self.boundary.offered_tools(&session, component).iter().map(|t| policy::names::mcp(component.name(), &t.name)).collect();
             allowlist.retain(|name| !name.starts_with(&prefix) || offered.contains(name));
         }
+        let caps = session_caps::SessionCaps::decide(&id, brand, role, profile.as_ref(), &allowlist, &served, &self.config, &self.catalog)
+            .map_err(HostError::BadRequest)?;
         let connectors: Vec<String> = facts.connected.iter().cloned().collect();
         let cancel = CancellationToken::new();
         let ttl = std::time::Duration::from_secs(self.config.session_ttl_secs);
@@ -371,6 +376,7 @@ impl ServeHost {
             cancel: cancel.clone(),
             expires: std::time::Instant::now() + ttl,
             expires_at_ms: (std::time::SystemTime::now() + ttl).duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64),
+            caps,
         };
         let live = Arc::new_cyclic(|weak| {
             for connector in &connectors {
@@ -485,6 +491,8 @@ impl ServeHost {
     pub fn end_session(&self, id: &str) -> bool {
         let Some(live) = self.sessions.write().unwrap_or_else(|e| e.into_inner()).remove(id) else { return false };
         self.boundary.revoke_session(&live.session);
+        // One session is one run: its meters end with it.
+        live.caps.end();
         // A call waiting for a person sees the revocation at its next look
         // (20 ms) and answers with a refusal; the streams close after that.
         match tokio::runtime::Handle::try_current() {
@@ -533,21 +541,44 @@ impl ServeHost {
         let Some(component) = self.components.get(connector) else {
             return Err(Denied { denial: policy::PolicyDenial::NotOffered });
         };
-        let caps = self.capabilities(&session.session.brand, connector);
+        let caps = self.capabilities(session, component, tool);
         // Shown to a person by the approvals API if the call waits for one.
         let _shown = WaitingArgs::new(self, &session.session.id, args);
         self.boundary.call_while_present(&session.session, component, tool, args, &caps, gone).await
     }
 
     /// The handles for one call: the HTTP client bound to the connector's
-    /// origin with the brand's credential as it resolves now. Clients are
-    /// reused while the credential stays the same (connection reuse).
-    fn capabilities(&self, brand: &str, connector: &str) -> Capabilities {
+    /// origin with the brand's credential as it resolves now; the session's
+    /// run meter and folders, where the component imports them and the
+    /// session holds them ([`session_caps`]). No credential, no handle at
+    /// all: the boundary denies the call before it runs.
+    fn capabilities(&self, live: &LiveSession, component: &LoadedComponent, tool: &str) -> Capabilities {
+        let connector = component.name();
         let Some(settings) = self.config.connectors.get(connector) else { return Capabilities::default() };
+        let Some(http) = self.http_capability(&live.session.brand, connector, settings) else { return Capabilities::default() };
+        let mut caps = Capabilities::with_http(http);
+        // The run starts at the first call the session is offered, not at
+        // a call the policy refuses anyway.
+        if live.caps.has_allowance(connector)
+            && session_caps::imports(component, "meter")
+            && self.boundary.offered_tools(&live.session, component).iter().any(|t| t.name == tool)
+        {
+            caps.meter = live.caps.meter(&self.store, connector);
+        }
+        if session_caps::imports(component, "folder") {
+            caps.folders = live.caps.folders(connector, settings);
+        }
+        caps
+    }
+
+    /// The HTTP client bound to the connector's origin with the brand's
+    /// credential as it resolves now. Clients are reused while the
+    /// credential stays the same (connection reuse).
+    fn http_capability(&self, brand: &str, connector: &str, settings: &ConnectorConfig) -> Option<Arc<HttpCapability>> {
         let credential = match self.resolver().resolve_server(brand, connector) {
             Ok(Some(credential)) => credential,
             // No credential: the boundary denies the call before it runs.
-            _ => return Capabilities::default(),
+            _ => return None,
         };
         let secret_digest = hex::encode(digest(credential.secret().expose()));
         let key = (brand.to_string(), connector.to_string());
@@ -555,19 +586,19 @@ impl ServeHost {
         if let Some((d, http)) = cache.get(&key)
             && *d == secret_digest
         {
-            return Capabilities::with_http(http.clone());
+            return Some(http.clone());
         }
-        let Ok(scheme) = settings.scheme() else { return Capabilities::default() };
+        let Ok(scheme) = settings.scheme() else { return None };
         let http_config = to_http_config(&credential, settings.origin.clone(), scheme).allow_private_network(settings.allow_private_network)
             .strip_headers(settings.strip_headers.iter().cloned());
         match HttpCapability::new(http_config) {
             Ok(http) => {
                 cache.insert(key, (secret_digest, http.clone()));
-                Capabilities::with_http(http)
+                Some(http)
             }
             Err(e) => {
                 tracing::error!(connector, error = %e, "cannot build the HTTP handle");
-                Capabilities::default()
+                None
             }
         }
     }
