@@ -33,6 +33,8 @@
 //! - `response`: `status`, `headers` (pairs; default none), and the body as
 //!   `json` (served compact, with `content-type: application/json` added when
 //!   the headers name no content type), `text` or `base64` (default empty).
+//!   Framing headers (`content-length`, `transfer-encoding`, `connection`,
+//!   `keep-alive`) are not served, and are not recorded, nor is `date`.
 //!
 //! # Matching
 //!
@@ -479,7 +481,12 @@ impl Replay {
         state.used[i] += 1;
         state.answered += 1;
         let ex = &self.exchanges[i];
-        let mut headers = ex.headers.clone();
+        let mut headers: Vec<(String, String)> = ex
+            .headers
+            .iter()
+            .filter(|(n, _)| !UNRECORDED_HEADERS[..4].iter().any(|u| n.eq_ignore_ascii_case(u)))
+            .cloned()
+            .collect();
         if matches!(ex.response_body, Some(Body::Json(_))) && !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("content-type")) {
             headers.push(("content-type".to_string(), "application/json".to_string()));
         }
@@ -488,6 +495,10 @@ impl Replay {
 }
 
 // ----- record ---------------------------------------------------------------
+
+/// Response headers neither recorded nor replayed: framing (the host frames
+/// what it serves) and the date.
+const UNRECORDED_HEADERS: [&str; 5] = ["content-length", "transfer-encoding", "connection", "keep-alive", "date"];
 
 /// Appends each completed exchange of a live capability to one fixture file,
 /// marked `CAPTURED` with today's UTC date. The file is rewritten whole after
@@ -557,7 +568,14 @@ impl Recorder {
         };
         let req_body = req.body.as_deref().map(|b| scrubber.scrub(b)).unwrap_or_default();
         let req_json = json_hint(&req.headers) || serde_json::from_slice::<Value>(&req_body).is_ok();
-        let headers: Vec<(String, String)> = response.headers.iter().map(|(n, v)| (n.clone(), clean(v))).collect();
+        // Framing and the date are the moment's, not the exchange's: a
+        // replayed JSON body is re-serialised, so its length differs.
+        let headers: Vec<(String, String)> = response
+            .headers
+            .iter()
+            .filter(|(n, _)| !UNRECORDED_HEADERS.iter().any(|u| n.eq_ignore_ascii_case(u)))
+            .map(|(n, v)| (n.clone(), clean(v)))
+            .collect();
         let exchange = Exchange {
             method: method_name(req.method).to_string(),
             path: clean(&req.path),

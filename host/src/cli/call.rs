@@ -136,7 +136,9 @@ fn account(outcome: Option<&CallOutcome>, caps: &Capabilities) {
                 (None, Some(e)) => e.clone(),
                 (None, None) => "no answer".to_string(),
             };
-            eprintln!("http: {} {} -> {} ({:.1} ms)", ex.method, ex.path, result, ex.micros as f64 / 1000.0);
+            // `METHOD::GET` in some builds of the trace: the verb is the last part.
+            let method = ex.method.rsplit("::").next().unwrap_or(&ex.method);
+            eprintln!("http: {method} {} -> {result} ({:.1} ms)", ex.path, ex.micros as f64 / 1000.0);
         }
         for line in &outcome.logs {
             eprintln!("log[{}]: {}", line.level, line.message);

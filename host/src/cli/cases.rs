@@ -131,7 +131,9 @@ pub fn run(args: TestArgs) -> Result<i32> {
         let caps = Capabilities::with_http(http);
         let tool = super::tool_name(&component, &case.tool).unwrap_or_else(|_| case.tool.clone());
         let outcome = rt.block_on(component.call(&tool, &case.arguments, &caps));
-        let mut problems = Vec::new();
+        // Unmatched requests first: they are usually why the output differs.
+        let mut problems: Vec<String> = replay.misses().into_iter().map(|m| format!("unmatched request: {m}")).collect();
+        let mut details = Vec::new();
         match (&case.expect, outcome) {
             (Expect::HostError(want), Err(e)) => {
                 if !e.to_string().contains(want.as_str()) {
@@ -146,12 +148,11 @@ pub fn run(args: TestArgs) -> Result<i32> {
                 let (want, got) = (expected_json(expect), output_json(&outcome.output));
                 if want != got {
                     let at = first_difference("$", &want, &got).unwrap_or_default();
-                    problems.push(format!("output differs: {at}\n          expected {}\n          got      {}", short(&want), short(&got)));
+                    problems.push(format!("output differs {at}"));
+                    details.push(format!("expected {}", short(&want)));
+                    details.push(format!("got      {}", short(&got)));
                 }
             }
-        }
-        for miss in replay.misses() {
-            problems.push(format!("unmatched request: {miss}"));
         }
         let ms = case_started.elapsed().as_secs_f64() * 1000.0;
         if problems.is_empty() {
@@ -159,6 +160,9 @@ pub fn run(args: TestArgs) -> Result<i32> {
             println!("ok      {} ({ms:.1} ms)", case.name);
         } else {
             println!("FAILED  {}: {}", case.name, problems.join("; "));
+            for line in details {
+                println!("        {line}");
+            }
             failed.push(case.name.clone());
         }
     }

@@ -1,0 +1,474 @@
+//! The connector author's commands through the real binary: `call` live,
+//! recording and replaying (DESIGN D9), `test` against fixtures (passing,
+//! failing, refusing bad fixtures, and opening no network socket), and `new`.
+//! Components are built from source by scout-tests; the live upstream is the
+//! fake GitHub on loopback.
+
+use scout_tests::components;
+use scout_tests::fake_github::FakeGitHub;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const TOKEN: &str = "ghp_author_cli_0123456789SECRET";
+const SECRET_ENV: &str = "SCOUT_AUTHOR_CLI_TOKEN";
+
+fn bin() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_scout-host"));
+    cmd.env(SECRET_ENV, TOKEN).env_remove("SCOUT_LOG");
+    cmd
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(mut cmd: Command) -> Run {
+    let Output { status, stdout, stderr } = cmd.output().expect("run scout-host");
+    Run { code: status.code().unwrap_or(-1), stdout: String::from_utf8(stdout).unwrap(), stderr: String::from_utf8(stderr).unwrap() }
+}
+
+/// Runs off the async runtime, so the fake server keeps answering.
+async fn run_async(cmd: Command) -> Run {
+    tokio::task::spawn_blocking(move || run(cmd)).await.unwrap()
+}
+
+/// A fresh directory under the cargo target directory.
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("author-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn github_call(tool: &str, args: Value) -> Command {
+    let mut cmd = bin();
+    cmd.arg("call").arg(components::GITHUB).arg(tool).arg(args.to_string());
+    cmd
+}
+
+fn live(cmd: &mut Command, origin: &str) {
+    cmd.args(["--origin", origin, "--secret-env", SECRET_ENV, "--allow-private-network"]);
+}
+
+fn readme_args() -> Value {
+    json!({"owner": "octo", "repo": "hello", "path": "README.md"})
+}
+
+fn write(dir: &Path, name: &str, value: &Value) {
+    std::fs::write(dir.join(name), serde_json::to_string_pretty(value).unwrap()).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_live_reads_through_the_fake_github_with_the_host_token() {
+    let github = FakeGitHub::start(TOKEN).await;
+    let mut cmd = github_call("github_read_file", readme_args());
+    live(&mut cmd, &github.origin());
+    let out = run_async(cmd).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let output: Value = serde_json::from_str(&out.stdout).expect("stdout is JSON");
+    assert_eq!(output["ok"]["text"], "# Hello\n");
+    assert_eq!(output["ok"]["path"], "README.md");
+    assert!(out.stderr.contains("GET /repos/octo/hello/contents/README.md -> 200"), "{}", out.stderr);
+    // The fake saw the host's credential; nothing printed holds it.
+    let requests = github.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].header("authorization"), Some(format!("Bearer {TOKEN}").as_str()));
+    assert!(!out.stdout.contains(TOKEN) && !out.stderr.contains(TOKEN));
+
+    // A tool error is exit 1, with the error on stdout.
+    let mut cmd = github_call("read-file", json!({"owner": "octo", "repo": "hello", "path": "nope.txt"}));
+    live(&mut cmd, &github.origin());
+    let out = run_async(cmd).await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let output: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(output["err"]["not-found"].is_string(), "{output}");
+}
+
+#[test]
+fn call_usage_and_load_errors_exit_2_with_a_clear_message() {
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["call".into(), components::GITHUB.into(), "github_read_file".into(), "{not json".into()], "not JSON"),
+        (vec!["call".into(), components::GITHUB.into(), "github_nope".into(), "{}".into()], "has no tool `github_nope`"),
+        (vec!["call".into(), "/nonexistent/x.wasm".into(), "t".into(), "{}".into()], "no component at /nonexistent/x.wasm"),
+        (
+            vec!["call".into(), components::GITHUB.into(), "github_read_file".into(), readme_args().to_string(), "--replay".into(), "/nonexistent-dir".into()],
+            "/nonexistent-dir",
+        ),
+        (
+            vec!["call".into(), components::GITHUB.into(), "github_read_file".into(), json!({"owner": 1}).to_string()],
+            "invalid arguments at $.owner",
+        ),
+        (
+            vec![
+                "call".into(),
+                components::GITHUB.into(),
+                "github_read_file".into(),
+                "{}".into(),
+                "--origin".into(),
+                "http://127.0.0.1:9".into(),
+                "--secret-env".into(),
+                SECRET_ENV.into(),
+                "--scheme".into(),
+                "digest".into(),
+            ],
+            "--scheme `digest` is not one of",
+        ),
+    ];
+    for (args, needle) in cases {
+        let mut cmd = bin();
+        cmd.args(&args);
+        let out = run(cmd);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(needle), "{args:?}: expected {needle:?} in {}", out.stderr);
+        assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout, got {}", out.stdout);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn record_then_replay_gives_the_same_output_and_the_recording_holds_no_secret() {
+    let github = FakeGitHub::start(TOKEN).await;
+    let dir = temp_dir("record");
+    let mut cmd = github_call("github_read_file", readme_args());
+    live(&mut cmd, &github.origin());
+    cmd.arg("--record").arg(&dir);
+    let recorded = run_async(cmd).await;
+    assert_eq!(recorded.code, 0, "{}", recorded.stderr);
+    assert_eq!(github.requests().len(), 1);
+
+    let file = dir.join("github_read_file.json");
+    let text = std::fs::read_to_string(&file).expect("the recording is DIR/TOOL.json");
+    assert!(!text.contains(TOKEN), "the recording holds the secret");
+    let fixture: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(fixture["provenance"], "CAPTURED");
+    let date = fixture["captured_at"].as_str().unwrap();
+    assert!(date.len() == 10 && date.as_bytes()[4] == b'-' && date.as_bytes()[7] == b'-', "a YYYY-MM-DD date: {date}");
+    assert_eq!(fixture["exchanges"][0]["request"], json!({"method": "GET", "path": "/repos/octo/hello/contents/README.md"}));
+    assert_eq!(fixture["exchanges"][0]["response"]["status"], 200);
+
+    // The same call replayed: same output, no request reached the server.
+    let mut cmd = github_call("github_read_file", readme_args());
+    cmd.arg("--replay").arg(&dir);
+    let replayed = run_async(cmd).await;
+    assert_eq!(replayed.code, 0, "{}", replayed.stderr);
+    assert_eq!(replayed.stdout, recorded.stdout, "replay answers as live did");
+    assert!(replayed.stderr.contains("nothing was sent"), "{}", replayed.stderr);
+    assert_eq!(github.requests().len(), 1, "replay sent nothing");
+
+    // A second recording of the same tool never replaces the first.
+    let mut cmd = github_call("github_read_file", readme_args());
+    live(&mut cmd, &github.origin());
+    cmd.arg("--record").arg(&dir);
+    assert_eq!(run_async(cmd).await.code, 0);
+    assert!(dir.join("github_read_file-2.json").is_file());
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_write_is_scrubbed_where_the_upstream_reflects_the_secret() {
+    let github = FakeGitHub::start(TOKEN).await;
+    let dir = temp_dir("record-write");
+    // A comment whose text holds the token: GitHub echoes the body back.
+    let body = format!("deploy key is {TOKEN}, ok?");
+    let mut cmd = github_call("github_comment", json!({"owner": "octo", "repo": "hello", "number": 1, "body": body}));
+    live(&mut cmd, &github.origin());
+    cmd.arg("--record").arg(&dir);
+    let out = run_async(cmd).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(github.comments("octo", "hello", 1).last(), Some(&body), "the write reached the fake");
+    let text = std::fs::read_to_string(dir.join("github_comment.json")).unwrap();
+    assert!(!text.contains(TOKEN), "the recording holds the secret:\n{text}");
+    let fixture: Value = serde_json::from_str(&text).unwrap();
+    let exchange = &fixture["exchanges"][0];
+    assert_eq!(exchange["request"]["method"], "POST");
+    assert_eq!(exchange["request"]["json"]["body"], "deploy key is [REDACTED], ok?", "request body kept as JSON, scrubbed");
+    assert_eq!(exchange["response"]["json"]["body"], "deploy key is [REDACTED], ok?", "response scrubbed");
+}
+
+/// A hand-written fixture of GitHub's contents API and cases over it.
+fn github_fixtures(dir: &Path) {
+    write(
+        dir,
+        "contents.json",
+        &json!({
+            "provenance": "UNVERIFIED",
+            "source": "https://docs.github.com/en/rest/repos/contents#get-repository-content",
+            "exchanges": [
+                {"request": {"method": "GET", "path": "/repos/octo/hello/contents/README.md"},
+                 "response": {"status": 200, "headers": [["content-type", "application/json"]],
+                              "json": {"type": "file", "name": "README.md", "path": "README.md", "size": 8,
+                                       "sha": "f413382f3b7102586ef892db59032c5106320931", "encoding": "base64", "content": "IyBIZWxsbwo=\n"}}},
+                {"request": {"method": "GET", "path": "/repos/octo/hello/contents/nope.txt"},
+                 "response": {"status": 404, "json": {"message": "Not Found"}}}
+            ]
+        }),
+    );
+}
+
+fn good_cases() -> Vec<Value> {
+    vec![
+        json!({"name": "reads the README", "tool": "github_read_file", "arguments": readme_args(),
+               "expect": {"ok": {"path": "README.md", "sha": "f413382f3b7102586ef892db59032c5106320931", "size": 8, "text": "# Hello\n"}}}),
+        json!({"name": "a missing file is not-found", "tool": "read-file", "fixtures": ["contents.json"],
+               "arguments": {"owner": "octo", "repo": "hello", "path": "nope.txt"},
+               "expect": {"err": {"not-found": "`nope.txt` in octo/hello: Not Found"}}}),
+        json!({"name": "arguments of the wrong type never reach the guest", "tool": "github_read_file",
+               "arguments": {"owner": "octo", "repo": "hello", "path": 7},
+               "expect": {"host_error": "invalid arguments at $.path"}}),
+    ]
+}
+
+fn test_cmd(dir: &Path) -> Command {
+    let mut cmd = bin();
+    cmd.arg("test").arg(components::GITHUB).arg("--fixtures").arg(dir);
+    cmd
+}
+
+#[test]
+fn test_passes_on_good_fixtures() {
+    let dir = temp_dir("test-good");
+    github_fixtures(&dir);
+    write(&dir, "cases.json", &Value::Array(good_cases()));
+    let out = run(test_cmd(&dir));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    for name in ["reads the README", "a missing file is not-found", "arguments of the wrong type never reach the guest"] {
+        assert!(out.stdout.lines().any(|l| l.starts_with("ok ") && l.contains(name)), "{name}: {}", out.stdout);
+    }
+    assert!(out.stdout.contains("test result: ok. 3 passed; 0 failed"), "{}", out.stdout);
+}
+
+#[test]
+fn test_fails_naming_the_case_on_a_wrong_expectation_and_on_an_unmatched_request() {
+    let dir = temp_dir("test-bad");
+    github_fixtures(&dir);
+    let mut cases = good_cases();
+    cases.push(json!({"name": "wrong text", "tool": "github_read_file", "arguments": readme_args(),
+                      "expect": {"ok": {"path": "README.md", "sha": "f413382f3b7102586ef892db59032c5106320931", "size": 8, "text": "# Goodbye\n"}}}));
+    cases.push(json!({"name": "no fixture for this ref", "tool": "github_read_file",
+                      "arguments": {"owner": "octo", "repo": "hello", "path": "README.md", "git-ref": "feature"},
+                      "expect": {"ok": {"path": "README.md", "sha": "f413382f3b7102586ef892db59032c5106320931", "size": 8, "text": "# Hello\n"}}}));
+    write(&dir, "cases.json", &Value::Array(cases));
+    let out = run(test_cmd(&dir));
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let line = |name: &str| out.stdout.lines().find(|l| l.contains(name)).unwrap_or_else(|| panic!("{name}: {}", out.stdout)).to_string();
+    assert!(line("reads the README").starts_with("ok "), "{}", out.stdout);
+    let wrong = line("wrong text");
+    assert!(wrong.starts_with("FAILED  wrong text"), "{wrong}");
+    assert!(wrong.contains("output differs at $.ok.text: expected \"# Goodbye\\n\", got \"# Hello\\n\""), "{wrong}");
+    let unmatched = line("no fixture for this ref");
+    assert!(unmatched.starts_with("FAILED  no fixture for this ref"), "{unmatched}");
+    assert!(
+        unmatched.contains("unmatched request: replay: no fixture matches GET /repos/octo/hello/contents/README.md?ref=feature"),
+        "{unmatched}"
+    );
+    assert!(out.stdout.contains("3 passed; 2 failed: wrong text, no fixture for this ref"), "{}", out.stdout);
+}
+
+#[test]
+fn malformed_fixtures_and_cases_are_refused_naming_the_file() {
+    let exchange = json!({"request": {"method": "GET", "path": "/x"}, "response": {"status": 200, "text": "hi"}});
+    let bad_fixtures: Vec<(&str, String, &str)> = vec![
+        ("no-provenance", json!({"exchanges": [exchange]}).to_string(), "provenance: missing"),
+        ("captured-no-date", json!({"provenance": "CAPTURED", "exchanges": [exchange]}).to_string(), "CAPTURED needs `captured_at`"),
+        ("captured-bad-date", json!({"provenance": "CAPTURED", "captured_at": "yesterday", "exchanges": [exchange]}).to_string(), "must be a date"),
+        ("unverified-no-source", json!({"provenance": "UNVERIFIED", "exchanges": [exchange]}).to_string(), "UNVERIFIED needs `source`"),
+        ("other-provenance", json!({"provenance": "TRUST-ME", "source": "x", "exchanges": [exchange]}).to_string(), "neither CAPTURED nor UNVERIFIED"),
+        ("not-json", "{\"provenance\": ".to_string(), "malformed"),
+        ("unknown-field", json!({"provenance": "UNVERIFIED", "source": "s", "exchanges": [exchange], "exchnages": []}).to_string(), "unknown field"),
+        (
+            "bad-method",
+            json!({"provenance": "UNVERIFIED", "source": "s", "exchanges": [{"request": {"method": "TRACE", "path": "/x"}, "response": {"status": 200}}]}).to_string(),
+            "exchange 0: method `TRACE`",
+        ),
+        (
+            "bad-path",
+            json!({"provenance": "UNVERIFIED", "source": "s", "exchanges": [{"request": {"method": "GET", "path": "/a/../b"}, "response": {"status": 200}}]}).to_string(),
+            "dot segment",
+        ),
+        (
+            "two-bodies",
+            json!({"provenance": "UNVERIFIED", "source": "s", "exchanges": [{"request": {"method": "GET", "path": "/x"}, "response": {"status": 200, "text": "a", "json": 1}}]}).to_string(),
+            "not several",
+        ),
+    ];
+    for (name, text, needle) in bad_fixtures {
+        let dir = temp_dir(&format!("bad-{name}"));
+        let file = format!("{name}.json");
+        std::fs::write(dir.join(&file), text).unwrap();
+        write(&dir, "cases.json", &json!([]));
+        for out in [run(test_cmd(&dir)), {
+            let mut cmd = github_call("github_read_file", readme_args());
+            cmd.arg("--replay").arg(&dir);
+            run(cmd)
+        }] {
+            assert_eq!(out.code, 2, "{name}: {}{}", out.stdout, out.stderr);
+            assert!(out.stderr.contains(&file), "{name}: the error names the file: {}", out.stderr);
+            assert!(out.stderr.contains(needle), "{name}: expected {needle:?} in {}", out.stderr);
+        }
+    }
+
+    // Cases files.
+    let dir = temp_dir("bad-cases");
+    github_fixtures(&dir);
+    let bad_cases: Vec<(Value, &str)> = vec![
+        (json!({"name": "x"}), "is not a list of cases"),
+        (json!([{"name": "x", "tool": "t", "expect": {"maybe": 1}}]), "is not a list of cases"),
+        (json!([{"name": "x", "tool": "t", "expect": {"ok": 1}, "fixtures": ["absent.json"]}]), "names fixture `absent.json`"),
+        (json!([{"name": "x", "tool": "t", "expect": {"ok": 1}}, {"name": "x", "tool": "t", "expect": {"ok": 1}}]), "two cases are named `x`"),
+    ];
+    for (cases, needle) in bad_cases {
+        write(&dir, "cases.json", &cases);
+        let out = run(test_cmd(&dir));
+        assert_eq!(out.code, 2, "{cases}: {}{}", out.stdout, out.stderr);
+        assert!(out.stderr.contains("cases.json") && out.stderr.contains(needle), "{cases}: expected {needle:?} in {}", out.stderr);
+    }
+    std::fs::remove_file(dir.join("cases.json")).unwrap();
+    let out = run(test_cmd(&dir));
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("cases.json"), "{}", out.stderr);
+}
+
+/// The `socket(...)` lines of an strace log that open an IP socket.
+fn ip_sockets(trace: &str) -> Vec<&str> {
+    trace.lines().filter(|l| l.contains("socket(") && (l.contains("AF_INET") || l.contains("AF_INET6"))).collect()
+}
+
+fn strace() -> &'static str {
+    let path = "/usr/bin/strace";
+    let found = Path::new(path).is_file()
+        || Command::new("sh").args(["-c", "command -v strace"]).output().is_ok_and(|o| o.status.success());
+    assert!(found, "strace is not installed: `apt-get install -y strace` (.ci/run does); this test needs it to count sockets");
+    if Path::new(path).is_file() { path } else { "strace" }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_opens_no_network_socket() {
+    let strace = strace();
+    let dir = temp_dir("strace");
+    github_fixtures(&dir);
+    write(&dir, "cases.json", &Value::Array(good_cases()));
+
+    let traced = |log: &Path, cmd: &Command| {
+        let mut wrapped = Command::new(strace);
+        wrapped.args(["-f", "-e", "trace=socket,connect", "-o"]).arg(log).arg(cmd.get_program()).args(cmd.get_args());
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => wrapped.env(k, v),
+                None => wrapped.env_remove(k),
+            };
+        }
+        wrapped
+    };
+
+    let log = dir.join("test.strace");
+    let out = run_async(traced(&log, &test_cmd(&dir))).await;
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("3 passed; 0 failed"), "{}", out.stdout);
+    let trace = std::fs::read_to_string(&log).expect("strace wrote its log");
+    assert!(ip_sockets(&trace).is_empty(), "scout-host test opened IP sockets:\n{}", ip_sockets(&trace).join("\n"));
+
+    // The check can see a socket: the same tracing of a live call shows one.
+    let github = FakeGitHub::start(TOKEN).await;
+    let mut live_cmd = github_call("github_read_file", readme_args());
+    live(&mut live_cmd, &github.origin());
+    let log = dir.join("live.strace");
+    let out = run_async(traced(&log, &live_cmd)).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let trace = std::fs::read_to_string(&log).unwrap();
+    assert!(!ip_sockets(&trace).is_empty(), "a live call shows its socket in the trace:\n{trace}");
+}
+
+// ----- new -------------------------------------------------------------------
+
+fn new_cmd(name: &str, dir: &Path, options: &[&str]) -> Command {
+    let mut cmd = bin();
+    cmd.arg("new").arg("--dir").arg(dir).args(options).arg("--").arg(name);
+    cmd
+}
+
+#[test]
+fn new_scaffolds_a_connector_with_every_name_replaced() {
+    let root = temp_dir("new");
+    let dir = root.join("my-shop");
+    let out = run(new_cmd("my-shop", &dir, &[]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let read = |p: &str| std::fs::read_to_string(dir.join(p)).unwrap_or_else(|e| panic!("{p}: {e}"));
+
+    let cargo = read("Cargo.toml");
+    assert!(cargo.contains("name = \"scout-connector-my-shop\""), "{cargo}");
+    let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sdk").canonicalize().unwrap();
+    assert!(cargo.contains(&format!("scout-sdk = {{ path = \"{}\" }}", sdk.display())), "absolute SDK path: {cargo}");
+    assert!(cargo.contains("[workspace]"), "a project of its own");
+
+    let wit = read("wit/my-shop.wit");
+    assert!(wit.starts_with("package my-shop:my-shop@0.1.0;"), "{wit}");
+    assert!(wit.contains("world my-shop {"), "{wit}");
+    let lib = read("src/lib.rs");
+    assert!(lib.contains("use bindings::exports::my_shop::my_shop::read_tools::"), "{lib}");
+    assert!(lib.contains("struct MyShop;") && lib.contains("scout_sdk::export!(MyShop);"), "{lib}");
+    for (file, text) in [("Cargo.toml", &cargo), ("wit", &wit), ("lib.rs", &lib)] {
+        for word in ["acme", "Example", "example:", "::example", "world example", "connector-example"] {
+            assert!(!text.contains(word), "{file} still says `{word}`");
+        }
+    }
+    assert_eq!(read("rust-toolchain.toml"), std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../rust-toolchain.toml")).unwrap());
+
+    // The contract is copied, every file of it, not linked.
+    let contract = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
+    let mut want: Vec<String> = std::fs::read_dir(&contract).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    let mut got: Vec<String> =
+        std::fs::read_dir(dir.join("wit/deps/scout-connector")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    want.sort();
+    got.sort();
+    assert_eq!(got, want, "the scaffold's contract files are the repository's");
+    for file in &want {
+        let copied = dir.join("wit/deps/scout-connector").join(file);
+        assert!(!copied.symlink_metadata().unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&copied).unwrap(), std::fs::read_to_string(contract.join(file)).unwrap(), "{file}");
+    }
+
+    // Starter cases for the template's tools, with a fixture that has provenance.
+    let cases: Value = serde_json::from_str(&read("fixtures/cases.json")).unwrap();
+    let tools: Vec<&str> = cases.as_array().unwrap().iter().map(|c| c["tool"].as_str().unwrap()).collect();
+    assert!(tools.contains(&"my_shop_get_item") && tools.contains(&"my_shop_create_note"), "{tools:?}");
+    let fixture: Value = serde_json::from_str(&read("fixtures/items.json")).unwrap();
+    assert_eq!(fixture["provenance"], "UNVERIFIED");
+
+    // A git SDK instead.
+    let git_dir = root.join("git-one");
+    let out = run(new_cmd("git-one", &git_dir, &["--sdk-git", "https://example.invalid/scout.git"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let cargo = std::fs::read_to_string(git_dir.join("Cargo.toml")).unwrap();
+    assert!(cargo.contains("scout-sdk = { git = \"https://example.invalid/scout.git\" }"), "{cargo}");
+}
+
+#[test]
+fn new_refuses_bad_names_and_a_non_empty_directory() {
+    let root = temp_dir("new-refused");
+    for (name, needle) in [
+        ("My-Shop", "not a WIT identifier"),
+        ("my_shop", "not a WIT identifier"),
+        ("-shop", "not a WIT identifier"),
+        ("shop-", "not a WIT identifier"),
+        ("2shop", "not a WIT identifier"),
+        ("my--shop", "not a WIT identifier"),
+        ("type", "keyword"),
+        ("item", "would clash with `Item`"),
+    ] {
+        let dir = root.join(format!("n-{}", name.len()));
+        let out = run(new_cmd(name, &dir, &[]));
+        assert_eq!(out.code, 2, "{name}: {}", out.stderr);
+        assert!(out.stderr.contains(needle), "{name}: expected {needle:?} in {}", out.stderr);
+        assert!(!dir.exists(), "{name}: nothing written");
+    }
+    let full = root.join("full");
+    std::fs::create_dir_all(&full).unwrap();
+    std::fs::write(full.join("keep.txt"), "mine").unwrap();
+    let out = run(new_cmd("shop", &full, &[]));
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("exists and is not an empty directory"), "{}", out.stderr);
+    assert_eq!(std::fs::read_to_string(full.join("keep.txt")).unwrap(), "mine");
+    assert_eq!(std::fs::read_dir(&full).unwrap().count(), 1, "nothing added");
+}
