@@ -472,3 +472,42 @@ fn new_refuses_bad_names_and_a_non_empty_directory() {
     assert_eq!(std::fs::read_to_string(full.join("keep.txt")).unwrap(), "mine");
     assert_eq!(std::fs::read_dir(&full).unwrap().count(), 1, "nothing added");
 }
+
+/// The scaffold builds for wasm32-wasip2 as it stands, loads, and passes its
+/// own starter cases: `new` gives an author something that works.
+#[test]
+fn a_new_scaffold_builds_and_passes_its_starter_cases() {
+    let root = temp_dir("new-build");
+    let dir = root.join("starter");
+    let out = run(new_cmd("starter", &dir, &[]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // The workspace's lock pins the versions this repository already
+    // fetched, so the nested build needs no network.
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("scaffold-target");
+    let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string()));
+    cargo.current_dir(&dir).args(["build", "--release", "--offline", "--target", "wasm32-wasip2", "--target-dir"]).arg(&target_dir);
+    for (key, _) in std::env::vars_os() {
+        let Some(key) = key.to_str() else { continue };
+        if (key.starts_with("CARGO_") && key != "CARGO_HOME") || matches!(key, "RUSTFLAGS" | "RUSTC_WORKSPACE_WRAPPER" | "OUT_DIR" | "TARGET" | "HOST") {
+            cargo.env_remove(key);
+        }
+    }
+    let built = cargo.output().expect("run cargo");
+    assert!(built.status.success(), "the scaffold does not build:\n{}", String::from_utf8_lossy(&built.stderr));
+    let wasm = target_dir.join("wasm32-wasip2/release/scout_connector_starter.wasm");
+    assert!(wasm.is_file(), "{} was built", wasm.display());
+
+    let mut cmd = bin();
+    cmd.arg("test").arg(&wasm).arg("--fixtures").arg(dir.join("fixtures"));
+    let out = run(cmd);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("test result: ok. 4 passed; 0 failed"), "{}", out.stdout);
+
+    let mut cmd = bin();
+    cmd.arg("inspect").arg(&wasm).arg("--json");
+    let report: Value = serde_json::from_str(&run(cmd).stdout).unwrap();
+    assert_eq!(report["connector"]["name"], "starter");
+    let tools: Vec<&str> = report["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(tools, ["starter_get_item", "starter_create_note"]);
+}
