@@ -511,3 +511,67 @@ fn a_new_scaffold_builds_and_passes_its_starter_cases() {
     let tools: Vec<&str> = report["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(tools, ["starter_get_item", "starter_create_note"]);
 }
+
+/// Matching, straight at the capability: the checks are live's, identical
+/// requests are answered in order and the last answer is reused, queries
+/// compare as multisets, JSON bodies as values, and the caps still apply.
+#[tokio::test]
+async fn replay_matches_in_order_then_reuses_the_last_and_checks_like_live() {
+    use scout_host::capabilities::http::{HttpError, HttpMode, Method, Request};
+    use scout_host::capabilities::replay::{FixtureFile, Replay};
+    use scout_host::{HttpCapability, HttpConfig};
+    let fixture = FixtureFile::parse(
+        Path::new("inline.json"),
+        &json!({
+            "provenance": "CAPTURED", "captured_at": "2026-12-01",
+            "exchanges": [
+                {"request": {"method": "GET", "path": "/seq"}, "response": {"status": 200, "text": "first"}},
+                {"request": {"method": "GET", "path": "/seq"}, "response": {"status": 200, "text": "second"}},
+                {"request": {"method": "POST", "path": "/items", "json": {"a": 1, "b": [2]}}, "response": {"status": 201, "json": {"ok": true}}},
+                {"request": {"method": "GET", "path": "/q", "query": [["a", "1"], ["b", "2"]]}, "response": {"status": 204}},
+                {"request": {"method": "GET", "path": "/big"}, "response": {"status": 200, "text": "0123456789abcdef"}}
+            ]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let replay = std::sync::Arc::new(Replay::from_files([&fixture]));
+    let mut config = HttpConfig::new("https://replay.invalid").mode(HttpMode::Replay(replay.clone()));
+    config.max_response_bytes = 12;
+    config.max_request_bytes = 64;
+    let http = HttpCapability::new(config).unwrap();
+    let req = |method, path: &str, query: &[(&str, &str)], body: Option<&str>| Request {
+        method,
+        path: path.to_string(),
+        query: query.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: body.map(|b| b.as_bytes().to_vec()),
+    };
+    let text = |r: Result<scout_host::capabilities::http::Response, HttpError>| String::from_utf8(r.unwrap().body).unwrap();
+    let denied = |r: Result<scout_host::capabilities::http::Response, HttpError>| match r {
+        Err(HttpError::Denied(reason)) => reason,
+        other => panic!("expected denied, got {other:?}"),
+    };
+
+    assert_eq!(text(http.send(req(Method::Get, "/seq", &[], None)).await), "first");
+    assert_eq!(text(http.send(req(Method::Get, "/seq", &[], None)).await), "second");
+    assert_eq!(text(http.send(req(Method::Get, "/seq", &[], None)).await), "second", "the last answer is reused");
+
+    let created = http.send(req(Method::Post, "/items", &[], Some(r#"{ "b": [2], "a": 1 }"#))).await.unwrap();
+    assert_eq!(created.status, 201);
+    assert!(created.headers.contains(&("content-type".to_string(), "application/json".to_string())));
+    let reason = denied(http.send(req(Method::Post, "/items", &[], Some(r#"{"a": 2, "b": [2]}"#))).await);
+    assert!(reason.contains("replay: no fixture matches POST /items") && reason.contains("not the body"), "{reason}");
+
+    assert_eq!(http.send(req(Method::Get, "/q", &[("b", "2"), ("a", "1")], None)).await.unwrap().status, 204, "query order does not matter");
+    assert_eq!(denied(http.send(req(Method::Get, "/q", &[("a", "1")], None)).await), "replay: no fixture matches GET /q?a=1");
+
+    // Live's checks first: these never reach the fixtures.
+    let reason = denied(http.send(req(Method::Get, "/a/../seq", &[], None)).await);
+    assert!(reason.contains("dot segment"), "{reason}");
+    let reason = denied(http.send(req(Method::Post, "/items", &[], Some(&"x".repeat(65)))).await);
+    assert!(reason.contains("larger than 64 bytes"), "{reason}");
+    assert!(matches!(http.send(req(Method::Get, "/big", &[], None)).await, Err(HttpError::TooLarge(12))), "the response cap applies");
+
+    assert_eq!(replay.misses().len(), 2, "{:?}", replay.misses());
+}
