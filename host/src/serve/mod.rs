@@ -571,6 +571,12 @@ impl ServeHost {
         caps
     }
 
+    /// Whether session `id` holds the configured folders, and may write
+    /// them (the rule of [`session_caps`]), if it is open.
+    pub fn folder_rights(&self, id: &str) -> Option<(bool, bool)> {
+        self.session(id).map(|live| live.caps.folder_rights())
+    }
+
     /// The HTTP client bound to the connector's origin with the brand's
     /// credential as it resolves now. Clients are reused while the
     /// credential stays the same (connection reuse).
