@@ -24,6 +24,7 @@ fn main() {
     }
     println!("cargo:rerun-if-changed={}", workspace_root.join("Cargo.lock").display());
     println!("cargo:rerun-if-changed={}", workspace_root.join("Cargo.toml").display());
+    println!("cargo:rerun-if-env-changed=WASM_OPT");
 
     let paths = match scout_build::build(&workspace_root, &target_root, SPECS) {
         Ok(paths) => paths,

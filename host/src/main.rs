@@ -93,6 +93,8 @@ enum Command {
     Test(cli::cases::TestArgs),
     /// Creates a connector crate from the SDK's template.
     New(cli::new::NewArgs),
+    /// Builds the connector crate in DIR into a small component (`wasm-opt -Oz` when installed) and checks it loads.
+    Build(cli::build::BuildArgs),
     /// Runs the GitHub connector against a loopback GitHub-format server.
     #[cfg(feature = "demo")]
     Demo,
@@ -120,6 +122,7 @@ fn main() -> Result<()> {
         Command::Call(args) => exit_with(cli::call::run(args)),
         Command::Test(args) => exit_with(cli::cases::run(args)),
         Command::New(args) => exit_with(cli::new::run(args)),
+        Command::Build(args) => exit_with(cli::build::run(args)),
         other => other,
     };
     match command {
@@ -181,7 +184,7 @@ fn main() -> Result<()> {
                 rt.block_on(scout_host::serve::run(host))
             }
         }
-        Command::Call(_) | Command::Test(_) | Command::New(_) => unreachable!("handled above"),
+        Command::Call(_) | Command::Test(_) | Command::New(_) | Command::Build(_) => unreachable!("handled above"),
         Command::Switches => {
             print!("{}", scout_host::policy::Switches::from_env().banner());
             Ok(())

@@ -99,21 +99,23 @@ fn scaffold(dir: &Path) {
     std::fs::write(&lib_path, format!("{}{body}{}", &lib[..brace], &lib[brace..])).unwrap();
 }
 
-/// Builds the scaffold for wasm32-wasip2 in a target directory of its own.
+/// Builds the scaffold with `scout-host build` (the small-component
+/// pipeline) in a target directory of its own, kept between runs.
 fn build(dir: &Path) -> PathBuf {
     let target = target_root().join("plugin-connector");
-    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cmd.current_dir(dir).args(["build", "--release", "--target", "wasm32-wasip2", "--target-dir"]).arg(&target);
+    let mut cmd = scout_host();
+    cmd.args(["build", "--dir"]).arg(dir).arg("--target-dir").arg(&target);
     for (key, _) in std::env::vars_os() {
         let Some(key) = key.to_str() else { continue };
-        if key.starts_with("CARGO_") || matches!(key, "RUSTFLAGS" | "RUSTC_WRAPPER" | "RUSTC_WORKSPACE_WRAPPER" | "OUT_DIR" | "TARGET") {
+        if (key.starts_with("CARGO_") && key != "CARGO_HOME") || matches!(key, "RUSTFLAGS" | "RUSTC_WRAPPER" | "RUSTC_WORKSPACE_WRAPPER" | "OUT_DIR" | "TARGET") {
             cmd.env_remove(key);
         }
     }
-    let out = cmd.output().expect("run cargo");
+    let out = cmd.output().expect("run scout-host build");
     assert!(out.status.success(), "building the scaffold failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    let wasm = target.join("wasm32-wasip2/release").join(format!("scout_connector_{}.wasm", NAME.replace('-', "_")));
-    assert!(wasm.is_file(), "{} was built", wasm.display());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let wasm = PathBuf::from(stdout.split(" (").next().unwrap_or_default().trim());
+    assert!(wasm.is_file(), "scout-host build names the component it wrote: {stdout}");
     wasm
 }
 
@@ -167,6 +169,13 @@ async fn a_connector_outside_the_catalogue_is_scaffolded_built_served_and_replay
     })
     .await
     .unwrap();
+
+    // Small: the template-sized connector is at most 100 KB once wasm-opt
+    // (which .ci/run installs) has optimised its core module.
+    let size = std::fs::metadata(&component).unwrap().len();
+    if Command::new("wasm-opt").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        assert!(size <= 100_000, "the scaffolded connector's component is {size} bytes");
+    }
 
     // What a reviewer sees: routes, gates, grantability, and its one capability.
     let out = scout_host().arg("inspect").arg(&component).arg("--json").output().unwrap();

@@ -97,10 +97,17 @@ pub fn check_status(response: &Response) -> Result<(), ToolError> {
     Err(ToolError::Upstream(UpstreamError { status: response.status, message }))
 }
 
+/// An error body's `"message"` field (read without `serde_json::Value`,
+/// which would add some 10 KB to every component).
+#[derive(serde::Deserialize)]
+struct WithMessage {
+    message: String,
+}
+
 fn upstream_message(body: &[u8]) -> String {
-    let text = match serde_json::from_slice::<serde_json::Value>(body) {
-        Ok(v) => v.get("message").and_then(|m| m.as_str()).map(str::to_string).unwrap_or_else(|| v.to_string()),
-        Err(_) => String::from_utf8_lossy(body).into_owned(),
+    let text = match serde_json::from_slice::<WithMessage>(body) {
+        Ok(m) => m.message,
+        Err(_) => String::from_utf8_lossy(body).trim().to_string(),
     };
     let mut end = text.len().min(MAX_MESSAGE);
     while !text.is_char_boundary(end) {
@@ -117,7 +124,10 @@ pub fn encode_segment(segment: &str) -> String {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
             out.push(b as char);
         } else {
-            out.push_str(&format!("%{b:02X}"));
+            const HEX: &[u8; 16] = b"0123456789ABCDEF";
+            out.push('%');
+            out.push(HEX[(b >> 4) as usize] as char);
+            out.push(HEX[(b & 15) as usize] as char);
         }
     }
     out

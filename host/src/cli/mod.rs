@@ -6,6 +6,7 @@
 //! handling and reporting; the runtime, the `http` capability and its
 //! replay are the library's, exactly as `serve` uses them.
 
+pub mod build;
 pub mod call;
 pub mod cases;
 pub mod new;
