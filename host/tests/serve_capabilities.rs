@@ -419,3 +419,29 @@ async fn a_hostile_brand_cannot_name_a_folder() {
     assert_eq!(f.call(&id, "list_entries", json!({"folder": "notes", "path": ""})).await, json!({"ok": []}));
     assert!(scratch.0.join("acme-2/notes").is_dir());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_that_expires_ends_its_run() {
+    // `session_ttl_secs` is top level, so not through the fixture's `extra`.
+    let upstream = Upstream::start().await;
+    let db = TempDb::new("serve-caps-expiry");
+    let component = Path::new(scout_tests::components::CAPABILITIES).canonicalize().unwrap();
+    let text = format!(
+        "listen = \"127.0.0.1:0\"\nrequire_review = false\nsession_ttl_secs = 1\n\n[connectors.{CONNECTOR}]\ncomponent = {:?}\norigin = {:?}\nallow_private_network = true\n",
+        component.display().to_string(),
+        upstream.origin()
+    );
+    let mut config = ServeConfig::parse(&text).unwrap();
+    config.database = db.path().to_path_buf();
+    let host = ServeHost::start(config, Switches::from_vars(std::iter::empty::<(&str, &str)>()), test_env).unwrap();
+    let f = Fixture { host, upstream, _db: db };
+    f.connect("acme");
+    f.goal_agent("agent", grant(25, 40));
+    let a = f.open("acme", "goal-agent", Some("agent")).unwrap();
+    assert_eq!(f.call(&a, "spend", json!({"estimate": 3, "actual": 3})).await, json!({"ok": 22}));
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    assert_eq!(f.host.end_expired(), 1);
+    // Had A's run stayed live it would hold 25 of 40; ended, it counts 3.
+    let b = f.open("acme", "goal-agent", Some("agent")).unwrap();
+    assert_eq!(f.call(&b, "spend", json!({"estimate": 1, "actual": 1})).await, json!({"ok": 24}));
+}
