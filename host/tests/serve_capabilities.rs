@@ -445,3 +445,23 @@ async fn a_session_that_expires_ends_its_run() {
     let b = f.open("acme", "goal-agent", Some("agent")).unwrap();
     assert_eq!(f.call(&b, "spend", json!({"estimate": 1, "actual": 1})).await, json!({"ok": 24}));
 }
+
+#[test]
+fn runs_a_killed_host_left_live_are_ended_at_what_they_recorded() {
+    use scout_host::store::{SqliteStore, StartRunError, Store};
+    let db = TempDb::new("serve-caps-live-runs");
+    let day = "2026-12-01";
+    {
+        // The first host: two runs live when it is killed (never ended).
+        let store = SqliteStore::open(db.path()).unwrap();
+        store.start_run("s-1:capabilities", "acme", CONNECTOR, day, 25, 60).unwrap();
+        store.start_run("s-2:capabilities", "acme", CONNECTOR, day, 25, 60).unwrap();
+        store.charge("s-1:capabilities", CONNECTOR, "acme", day, 4, "s-1:0").unwrap();
+    }
+    let store = SqliteStore::open(db.path()).unwrap();
+    assert!(matches!(store.start_run("s-3:capabilities", "acme", CONNECTOR, day, 25, 60), Err(StartRunError::DayExhausted { committed: 50, .. })));
+    // What `serve` does at start: s-1 counts its 4, s-2 (nothing recorded) its 25.
+    assert_eq!(store.end_live_runs(0).unwrap(), 2);
+    assert_eq!(store.end_live_runs(0).unwrap(), 0, "once");
+    store.start_run("s-3:capabilities", "acme", CONNECTOR, day, 25, 60).expect("4 + 25 + 25 fits in 60");
+}

@@ -691,6 +691,12 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
     // the first one's approvals and calls.
     let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
     let recovered = host.store.recover_interrupted(now_ms)?;
+    // Runs whose sessions died with the previous host: ended, so they count
+    // at what they recorded instead of holding the day until midnight.
+    let runs_ended = host.store.end_live_runs(now_ms)?;
+    if runs_ended > 0 {
+        eprintln!("scout-host: the previous run left {runs_ended} metered runs open; ended at what they recorded");
+    }
     if recovered != crate::store::Recovered::default() {
         eprintln!(
             "scout-host: the previous run stopped mid-call: {} pending approvals revoked, {} calls marked interrupted ({} of them may have reached their upstream)",

@@ -320,6 +320,12 @@ pub trait Store: Send + Sync {
     ) -> Result<(), StartRunError>;
     /// Ends a run; from then on the day counts what it recorded.
     fn end_run(&self, run_id: &str) -> Result<(), StoreError>;
+    /// Ends every run still live: at start, a live run's session died with
+    /// the host that ran it, and would otherwise hold its whole per-run
+    /// figure against the day until the day ends. Each then counts at what
+    /// it recorded, or its per-run figure if it recorded nothing. Returns
+    /// how many were ended.
+    fn end_live_runs(&self, at_ms: i64) -> Result<usize, StoreError>;
 
     // --- connections (D4) ---
     /// Stores (or replaces, re-enabling) a brand's credential for a connector,

@@ -534,6 +534,14 @@ impl Store for SqliteStore {
         Ok(())
     }
 
+    fn end_live_runs(&self, at_ms: i64) -> Result<usize, StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let ended = tx.execute("UPDATE runs SET ended = 1, ended_at_ms = ?1 WHERE ended = 0", params![at_ms])?;
+        tx.commit()?;
+        Ok(ended)
+    }
+
     fn put_connection(&self, brand: &str, connector: &str, secret: &str, key: &[u8; 32]) -> Result<(), StoreError> {
         let cipher = ChaCha20Poly1305::new(Key::from_slice(key));
         let nonce = ChaCha20Poly1305::generate_nonce(&mut OsRng);
