@@ -85,6 +85,9 @@ fn scaffold(dir: &Path) {
     let _ = std::fs::remove_dir_all(dir);
     let out = scout_host().args(["new", NAME, "--dir"]).arg(dir).output().unwrap();
     assert!(out.status.success(), "scout-host new: {}", String::from_utf8_lossy(&out.stderr));
+    // The workspace's lock file: the same dependency versions, and no index
+    // to resolve against.
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.lock"), dir.join("Cargo.lock")).unwrap();
     let wit_path = dir.join(format!("wit/{NAME}.wit"));
     let wit = std::fs::read_to_string(&wit_path).unwrap();
     let at = wit.find("    get-item: func(").expect("the template's read tool");

@@ -542,3 +542,24 @@ async fn a_request_outside_the_tools_declared_routes_is_denied_with_nothing_sent
     let print = component.call("hostile_print", &json!({"bytes": 1}), &caps).await.expect("call runs");
     assert!(print.http.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_tools_declared_read_only_post_is_sent_and_shown_prominently() {
+    let upstream = Upstream::start().await;
+    let rt = runtime();
+    let component = hostile(&rt);
+    let caps = caps_for(&upstream.origin(), |c| c);
+    let outcome = component.call("hostile_query_post", &json!({"query": "{ viewer { login } }"}), &caps).await.expect("call runs");
+    assert_eq!(outcome.output.ok(), Some(&json!(200)), "{:?}", outcome.output);
+    let seen = upstream.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!((seen[0].method.as_str(), seen[0].uri.as_str()), ("POST", "/graphql"));
+    // A reviewer cannot miss it: `inspect` marks the route.
+    let text = scout_host::inspect::Report::new(component.info()).to_text();
+    assert!(text.contains("!! route POST /graphql (read-only)"), "{text}");
+    // The same tool sending anything else is still refused.
+    let probe = component.call("hostile_probe_route", &json!({"method": "POST", "path": "/graphql"}), &caps).await.expect("call runs");
+    let output = serde_json::to_value(&probe.output).unwrap();
+    assert!(scout_tests::capability_error(&output, "http", "denied").is_string(), "another tool's read-only POST is not this tool's: {output}");
+    assert_eq!(upstream.seen().len(), 1);
+}

@@ -184,14 +184,31 @@ impl Names {
     /// The template's names replaced in `text`.
     pub fn substitute(&self, text: &str) -> String {
         let (name, ns) = (&self.name, &self.namespace);
-        let mut t = text.replace("scout-connector-example", &format!("scout-connector-{name}"));
-        t = t.replace("acme:example", &format!("{ns}:{name}"));
-        t = t.replace("acme::example", &format!("{}::{}", Names::snake(ns), Names::snake(name)));
-        t = t.replace("world example", &format!("world {name}"));
+        // Every template name becomes a placeholder first and a real name
+        // last, so a new name that contains a template word (`acme-notes`)
+        // is never substituted a second time.
+        let real = [
+            format!("scout-connector-{name}"),
+            format!("{ns}:{name}"),
+            format!("{}::{}", Names::snake(ns), Names::snake(name)),
+            format!("world {name}"),
+            format!("{}_", Names::snake(name)),
+            camel(name),
+            ns.clone(),
+        ];
+        let hole = |i: usize| format!("\u{E000}{i}\u{E000}");
+        let mut t = text.replace("scout-connector-example", &hole(0));
+        t = t.replace("acme:example", &hole(1));
+        t = t.replace("acme::example", &hole(2));
+        t = t.replace("world example", &hole(3));
         // Tool wire names, should the template mention them.
-        t = t.replace("example_", &format!("{}_", Names::snake(name)));
-        t = replace_word(&t, "Example", &camel(name));
-        replace_word(&t, "acme", ns)
+        t = t.replace("example_", &hole(4));
+        t = replace_word(&t, "Example", &hole(5));
+        t = replace_word(&t, "acme", &hole(6));
+        for (i, name) in real.iter().enumerate() {
+            t = t.replace(&hole(i), name);
+        }
+        t
     }
 }
 
@@ -286,12 +303,27 @@ pub fn run(args: NewArgs) -> Result<i32> {
         }
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     }
-    let wasm = format!("target/wasm32-wasip2/release/scout_connector_{}.wasm", Names::snake(&names.name));
+    let wasm = format!("target/scout/{}.wasm", names.name);
     println!("created connector `{}` in {} ({} files)", names.name, dir.display(), files.len());
     println!("next:");
     println!("  cd {}", dir.display());
     println!("  cargo test                                      # unit tests, native");
-    println!("  cargo build --release --target wasm32-wasip2    # -> {wasm}");
+    println!("  scout-host build                                # -> {wasm} (small; or cargo build --release --target wasm32-wasip2)");
     println!("  scout-host test {wasm} --fixtures fixtures");
     Ok(super::EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Names;
+
+    #[test]
+    fn a_name_containing_a_template_word_is_substituted_once() {
+        let names = Names { name: "acme-notes".into(), namespace: "acme-notes".into() };
+        let text = "name = \"scout-connector-example\"\npackage acme:example@0.1.0;\nuse bindings::exports::acme::example::read_tools;\nworld example {\nstruct Example;";
+        assert_eq!(
+            names.substitute(text),
+            "name = \"scout-connector-acme-notes\"\npackage acme-notes:acme-notes@0.1.0;\nuse bindings::exports::acme_notes::acme_notes::read_tools;\nworld acme-notes {\nstruct AcmeNotes;"
+        );
+    }
 }

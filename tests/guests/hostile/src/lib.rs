@@ -95,6 +95,11 @@ impl Guest for Hostile {
         let body = matches!(method, Method::Post | Method::Put | Method::Patch).then(|| b"{}".to_vec());
         Ok(Http::connect()?.send(method, &path, &[], body)?.status)
     }
+
+    fn query_post(query: String) -> Result<u16, ToolError> {
+        let body = format!("{{\"query\":{query:?}}}").into_bytes();
+        Ok(Http::connect()?.send(Method::Post, "/graphql", &[], Some(body))?.status)
+    }
 }
 
 scout_sdk::export!(Hostile);
