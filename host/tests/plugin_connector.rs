@@ -140,6 +140,9 @@ fn start_serve(dir: &Path, component: &Path, origin: &str) -> (Serve, String) {
         .env("SCOUT_ADMIN_TOKEN", ADMIN_TOKEN)
         .env("SCOUT_STORE_KEY", "7d".repeat(32))
         .env("SCOUT_CACHE_DIR", dir.join("cache"))
+        // Long enough for the script's person to answer, short enough that
+        // a broken script fails in seconds rather than five minutes.
+        .env("APPROVAL_TIMEOUT_MS", "20000")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -184,7 +187,8 @@ async fn a_connector_outside_the_catalogue_is_scaffolded_built_served_and_replay
     let out = scout_host().arg("inspect").arg(&component).arg("--json").output().unwrap();
     assert!(out.status.success(), "inspect: {}", String::from_utf8_lossy(&out.stderr));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["connector"]["capabilities"], json!(["http"]), "{report}");
+    // The template logs and calls its upstream: nothing else.
+    assert_eq!(report["connector"]["capabilities"], json!(["http", "log"]), "{report}");
     assert!(report["connector"]["catalogue"].as_str().unwrap().starts_with("not in the seed catalogue"));
     let tool = |name: &str| report["tools"].as_array().unwrap().iter().find(|t| t["name"] == name).cloned().unwrap();
     assert_eq!(tool("acme_notes_get_item")["routes"], json!([{"method": "GET", "path": "/items/{id}"}]));

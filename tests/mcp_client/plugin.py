@@ -83,7 +83,7 @@ async def approve_when_asked(session_id, tool, seen):
     for _ in range(300):
         status, body = admin("GET", f"/v1/approvals?session={session_id}")
         check(status == 200, f"approvals list: {status} {body}")
-        for a in body["approvals"]:
+        for a in body["pending"]:
             check(a["tool"] == tool, f"the approval is for {tool}: {a}")
             check(a["arguments"]["body"] == "Needs a ladder", f"the approval shows the arguments: {a}")
             status, reply = admin("POST", f"/v1/approvals/{a['id']}", {"approve": True, "by": "person via API"})
@@ -123,9 +123,12 @@ async def main():
         check(OPTS.secret not in text_of(read), "no secret in a result")
 
         seen = []
-        person = asyncio.create_task(approve_when_asked(chat["id"], f"mcp__{OPTS.connector}__{CREATE_NOTE}", seen))
-        wrote = await s.call_tool(CREATE_NOTE, {"item-id": "42", "body": "Needs a ladder"})
-        await person
+        # The call waits for a person; the person answers. A failure of
+        # either ends the script at once.
+        _, wrote = await asyncio.gather(
+            approve_when_asked(chat["id"], f"mcp__{OPTS.connector}__{CREATE_NOTE}", seen),
+            s.call_tool(CREATE_NOTE, {"item-id": "42", "body": "Needs a ladder"}),
+        )
         check(not wrote.is_error and seen, f"the write ran after a person approved it: {text_of(wrote)}")
         check(wrote.structured_content["item-id"] == "42", f"the note: {wrote.structured_content}")
 
@@ -146,7 +149,7 @@ async def main():
         summary["specialist_tools"] = names
 
     status, body = admin("GET", f"/v1/trace?session={chat['id']}")
-    states = [(e["state"], e.get("rule")) for e in body["events"] if e.get("tool", "").endswith(CREATE_NOTE)]
+    states = [(e["state"], e.get("rule")) for e in body["events"] if (e.get("tool") or "").endswith(CREATE_NOTE)]
     check(("allowed", "approved_by_person") in states, f"the trace shows the person's approval: {states}")
     summary["ok"] = True
     print(json.dumps(summary))
@@ -154,6 +157,6 @@ async def main():
 
 try:
     asyncio.run(main())
-except AssertionError as e:
-    print(f"FAILED: {e}", file=sys.stderr)
+except Exception as e:
+    print(f"FAILED: {type(e).__name__}: {e}", file=sys.stderr)
     sys.exit(1)
