@@ -13,6 +13,7 @@ pub mod capabilities;
 pub mod convert;
 pub mod docs;
 pub mod credentials;
+mod dates;
 #[cfg(feature = "demo")]
 pub mod demo;
 pub mod error;

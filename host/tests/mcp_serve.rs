@@ -4,27 +4,14 @@
 //! approved through the API and through elicitation, and the trace.
 
 use scout_tests::fake_github::FakeGitHub;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use scout_tests::{ServeProcess, python};
+use std::process::Command;
 use std::time::Duration;
 
 const GITHUB_TOKEN: &str = "ghp_serveStoryToken0123456789";
 const ADMIN_TOKEN: &str = "admin-token-for-the-story-0123456789";
 const APPROVAL_TIMEOUT_MS: u64 = 1500;
-
-struct Serve(Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn python() -> String {
-    std::env::var("SCOUT_TEST_PYTHON").unwrap_or_else(|_| "python3".to_string())
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_python_client_tells_the_whole_story() {
@@ -41,7 +28,8 @@ async fn the_official_python_client_tells_the_whole_story() {
     let config = dir.join("serve.toml");
     std::fs::write(&config, scout_tests::serve_config_for_github(&github.origin())).unwrap();
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_scout-host"));
+    command
         .args(["serve", "--config"])
         .arg(&config)
         .env_clear()
@@ -49,27 +37,9 @@ async fn the_official_python_client_tells_the_whole_story() {
         .env("SCOUT_ADMIN_TOKEN", ADMIN_TOKEN)
         .env("SCOUT_STORE_KEY", "5c".repeat(32))
         .env("GITHUB_ALLOW_WRITES", "true")
-        .env("APPROVAL_TIMEOUT_MS", APPROVAL_TIMEOUT_MS.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start scout-host serve");
-    let stdout = child.stdout.take().unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let serve = Serve(child);
-    let mut first = String::new();
-    BufReader::new(stdout).read_line(&mut first).unwrap();
-    let base = first
-        .trim()
-        .rsplit(' ')
-        .next()
-        .filter(|u| u.starts_with("http://127.0.0.1:"))
-        .unwrap_or_else(|| {
-            let mut err = String::new();
-            let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut err);
-            panic!("serve did not start: {first:?}\n{err}")
-        })
-        .to_string();
+        .env("APPROVAL_TIMEOUT_MS", APPROVAL_TIMEOUT_MS.to_string());
+    let serve = ServeProcess::start(command);
+    let base = serve.base.clone();
 
     let story = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/story.py");
     let python_run = tokio::task::spawn_blocking(move || {

@@ -12,28 +12,15 @@ use axum::extract::{Path as UrlPath, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use scout_tests::{ServeProcess, python};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const NAME: &str = "acme-notes";
 const SECRET: &str = "notes-api-token-7c1d9e2f";
 const ADMIN_TOKEN: &str = "admin-token-for-the-plugin-0123456789";
-
-struct Serve(Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn python() -> String {
-    std::env::var("SCOUT_TEST_PYTHON").unwrap_or_else(|_| "python3".to_string())
-}
 
 fn scout_host() -> Command {
     Command::new(env!("CARGO_BIN_EXE_scout-host"))
@@ -122,7 +109,7 @@ fn build(dir: &Path) -> PathBuf {
     wasm
 }
 
-fn start_serve(dir: &Path, component: &Path, origin: &str) -> (Serve, String) {
+fn start_serve(dir: &Path, component: &Path, origin: &str) -> ServeProcess {
     let config = dir.join("serve.toml");
     std::fs::write(
         &config,
@@ -132,7 +119,8 @@ fn start_serve(dir: &Path, component: &Path, origin: &str) -> (Serve, String) {
         ),
     )
     .unwrap();
-    let mut child = scout_host()
+    let mut command = scout_host();
+    command
         .args(["serve", "--config"])
         .arg(&config)
         .env_clear()
@@ -142,23 +130,8 @@ fn start_serve(dir: &Path, component: &Path, origin: &str) -> (Serve, String) {
         .env("SCOUT_CACHE_DIR", dir.join("cache"))
         // Long enough for the script's person to answer, short enough that
         // a broken script fails in seconds rather than five minutes.
-        .env("APPROVAL_TIMEOUT_MS", "20000")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start scout-host serve");
-    let stdout = child.stdout.take().unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let serve = Serve(child);
-    let mut first = String::new();
-    BufReader::new(stdout).read_line(&mut first).unwrap();
-    let base = first.trim().rsplit(' ').next().filter(|u| u.starts_with("http://127.0.0.1:")).map(str::to_string);
-    let base = base.unwrap_or_else(|| {
-        let mut err = String::new();
-        let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut err);
-        panic!("serve did not start: {first:?}\n{err}")
-    });
-    (serve, base)
+        .env("APPROVAL_TIMEOUT_MS", "20000");
+    ServeProcess::start(command)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -199,7 +172,8 @@ async fn a_connector_outside_the_catalogue_is_scaffolded_built_served_and_replay
 
     // Served to the official Python MCP client.
     let (origin, seen) = fake_notes_api().await;
-    let (serve, base) = start_serve(&dir, &component, &origin);
+    let serve = start_serve(&dir, &component, &origin);
+    let base = serve.base.clone();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/plugin.py");
     let run = tokio::task::spawn_blocking(move || {
         Command::new(python())

@@ -23,9 +23,7 @@ import sys
 import urllib.error
 import urllib.request
 
-import httpx2
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
+from scout_mcp import Mcp, text_of
 
 ARGS = argparse.ArgumentParser()
 ARGS.add_argument("--base", required=True)
@@ -53,29 +51,6 @@ def admin(method, path, body=None):
             return resp.status, json.loads(resp.read() or b"null")
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read() or b"null")
-
-
-class Mcp:
-    def __init__(self, url, token):
-        self.url, self.token = url, token
-
-    async def __aenter__(self):
-        self.http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {self.token}"}, timeout=60)
-        self.transport = streamable_http_client(self.url, http_client=self.http)
-        read, write = await self.transport.__aenter__()
-        self.session = ClientSession(read, write)
-        await self.session.__aenter__()
-        await self.session.initialize()
-        return self.session
-
-    async def __aexit__(self, *exc):
-        await self.session.__aexit__(*exc)
-        await self.transport.__aexit__(*exc)
-        await self.http.aclose()
-
-
-def text_of(result):
-    return "".join(c.text for c in result.content if getattr(c, "type", None) == "text")
 
 
 async def approve_when_asked(session_id, tool, seen):

@@ -19,8 +19,7 @@ import urllib.error
 import urllib.request
 
 import httpx2
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
+from scout_mcp import Mcp, text_of
 import mcp.types as types
 
 PERSON_CHAT_GITHUB = {
@@ -64,31 +63,6 @@ def error_code(reply):
     check(isinstance(body, dict) and set(body) == {"error"} and set(body["error"]) == {"code", "message"},
           f"error body has the stable shape: {body}")
     return status, body["error"]["code"]
-
-
-class Mcp:
-    """An MCP client session on one endpoint, with the session's bearer token."""
-
-    def __init__(self, url, token, elicitation=None):
-        self.url, self.token, self.elicitation = url, token, elicitation
-
-    async def __aenter__(self):
-        self.http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {self.token}"}, timeout=60)
-        self.transport = streamable_http_client(self.url, http_client=self.http)
-        read, write = await self.transport.__aenter__()
-        self.session = ClientSession(read, write, elicitation_callback=self.elicitation)
-        await self.session.__aenter__()
-        await self.session.initialize()
-        return self.session
-
-    async def __aexit__(self, *exc):
-        await self.session.__aexit__(*exc)
-        await self.transport.__aexit__(*exc)
-        await self.http.aclose()
-
-
-def text_of(result):
-    return "".join(c.text for c in result.content if getattr(c, "type", None) == "text")
 
 
 def trace(session_id):

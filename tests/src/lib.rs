@@ -116,3 +116,56 @@ pub fn capability_error(output: &serde_json::Value, capability: &str, kind: &str
     }
     if e["amount"].is_null() { e["message"].clone() } else { e["amount"].clone() }
 }
+
+/// The Python interpreter that runs the official MCP client
+/// (`$SCOUT_TEST_PYTHON`, default `python3`).
+pub fn python() -> String {
+    std::env::var("SCOUT_TEST_PYTHON").unwrap_or_else(|_| "python3".to_string())
+}
+
+/// A running `scout-host serve`, killed when dropped.
+pub struct ServeProcess {
+    child: std::process::Child,
+    /// `http://127.0.0.1:PORT`, from the line `serve` prints when it listens.
+    pub base: String,
+    // Held open, so that what `serve` writes later does not hit a closed pipe.
+    _stdout: std::io::BufReader<std::process::ChildStdout>,
+    _stderr: std::process::ChildStderr,
+}
+
+impl ServeProcess {
+    /// Spawns `command` (a `scout-host serve --config ...`) with its output
+    /// piped and waits for the address it prints first; panics with its
+    /// stderr if it does not start.
+    pub fn start(mut command: std::process::Command) -> ServeProcess {
+        use std::io::{BufRead, BufReader, Read};
+        let mut child = command
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start scout-host serve");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let mut first = String::new();
+        let mut stdout = BufReader::new(stdout);
+        let _ = stdout.read_line(&mut first);
+        let base = first.trim().rsplit(' ').next().filter(|u| u.starts_with("http://127.0.0.1:")).map(str::to_string);
+        match base {
+            Some(base) => ServeProcess { child, base, _stdout: stdout, _stderr: stderr },
+            None => {
+                let mut err = String::new();
+                let mut stderr = stderr;
+                let _ = stderr.read_to_string(&mut err);
+                let _ = child.kill();
+                panic!("serve did not start: {first:?}\n{err}")
+            }
+        }
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -147,7 +147,7 @@ impl SessionCaps {
         }
         let run_id = format!("{}:{connector}", self.session);
         // Held under the lock: two first calls start one run, not two.
-        match RunMeter::start_in_store(store.clone(), &run_id, &self.brand, connector, &utc_day(std::time::SystemTime::now()), unit, metered) {
+        match RunMeter::start_in_store(store.clone(), &run_id, &self.brand, connector, &crate::dates::utc_day(std::time::SystemTime::now()), unit, metered) {
             Ok(meter) => {
                 meters.insert(connector.to_string(), meter.clone());
                 Some(meter)
@@ -227,36 +227,4 @@ fn open_folder(name: &str, brand: &str, f: &super::config::FolderConfig, writabl
         builder.create(&root).map_err(|e| format!("cannot create {}: {e}", root.display()))?;
     }
     FolderCapability::open(name, &root, writable).map_err(|e| format!("cannot open {}: {e}", root.display()))
-}
-
-/// `YYYY-MM-DD` of `at` in UTC: the day a run's per-day figure counts in.
-pub fn utc_day(at: std::time::SystemTime) -> String {
-    let secs = at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let days = (secs / 86_400) as i64;
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::{Duration, UNIX_EPOCH};
-
-    #[test]
-    fn utc_days() {
-        assert_eq!(utc_day(UNIX_EPOCH), "1970-01-01");
-        assert_eq!(utc_day(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29");
-        // 2026-12-01T00:00:00Z and one second before it.
-        assert_eq!(utc_day(UNIX_EPOCH + Duration::from_secs(1_796_083_200)), "2026-12-01");
-        assert_eq!(utc_day(UNIX_EPOCH + Duration::from_secs(1_796_083_199)), "2026-11-30");
-    }
 }

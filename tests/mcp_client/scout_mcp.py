@@ -1,0 +1,35 @@
+"""What the MCP client scripts share: one session on one endpoint of `serve`.
+
+The official client (`mcp`) over streamable HTTP, with the session's bearer
+token on every request; `story.py` and `plugin.py` import it.
+"""
+
+import httpx2
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+
+class Mcp:
+    """An MCP client session on one endpoint, with the session's bearer token."""
+
+    def __init__(self, url, token, elicitation=None):
+        self.url, self.token, self.elicitation = url, token, elicitation
+
+    async def __aenter__(self):
+        self.http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {self.token}"}, timeout=60)
+        self.transport = streamable_http_client(self.url, http_client=self.http)
+        read, write = await self.transport.__aenter__()
+        self.session = ClientSession(read, write, elicitation_callback=self.elicitation)
+        await self.session.__aenter__()
+        await self.session.initialize()
+        return self.session
+
+    async def __aexit__(self, *exc):
+        await self.session.__aexit__(*exc)
+        await self.transport.__aexit__(*exc)
+        await self.http.aclose()
+
+
+def text_of(result):
+    """The text content of a tool result."""
+    return "".join(c.text for c in result.content if getattr(c, "type", None) == "text")
