@@ -22,7 +22,7 @@ use std::time::Duration;
 
 /// Runs the demo, printing to stdout.
 pub async fn run() -> Result<()> {
-    let token = format!("ghp_demo{:016x}", std::process::id() as u64 * 0x9e37_79b9_7f4a_7c15 % u64::MAX);
+    let token = format!("ghp_demo{:016x}", (std::process::id() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
     // The demo's own switches: GitHub writes on, approvals on (the default).
     let switches = Switches::from_vars([("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "10000")]);
     print!("{}", switches.banner());
