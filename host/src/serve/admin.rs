@@ -339,7 +339,9 @@ async fn put_connection(
 ) -> Result<Json<Value>, ApiError> {
     let google = connector == crate::credentials::GOOGLE;
     if !google && host.catalog.connector(&connector).is_none() {
-        return Err(ApiError::not_found(format!("`{connector}` is not a connector this host serves or the seed catalogue names")));
+        return Err(ApiError::not_found(format!(
+            "`{connector}` is not a connector this host serves or the seed catalogue names: add a `[connectors.{connector}]` table with its component to serve's configuration and restart"
+        )));
     }
     if request.secret.is_empty() || request.secret.len() > 16 * 1024 {
         return Err(ApiError::bad_request("`secret` must be 1 to 16384 bytes"));
