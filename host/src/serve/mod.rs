@@ -555,8 +555,13 @@ impl ServeHost {
     fn capabilities(&self, live: &LiveSession, component: &LoadedComponent, tool: &str) -> Capabilities {
         let connector = component.name();
         let Some(settings) = self.config.connectors.get(connector) else { return Capabilities::default() };
-        let Some(http) = self.http_capability(&live.session.brand, connector, settings) else { return Capabilities::default() };
-        let mut caps = Capabilities::with_http(http);
+        let mut caps = Capabilities::default();
+        // A connector that does not import `http` gets no client (a folder-
+        // only connector still gets its folders).
+        if session_caps::imports(component, "http") {
+            let Some(http) = self.http_capability(&live.session.brand, connector, settings) else { return Capabilities::default() };
+            caps.http = Some(http);
+        }
         // The run starts at the first call the session is offered, not at
         // a call the policy refuses anyway.
         if live.caps.has_allowance(connector)
