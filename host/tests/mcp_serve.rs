@@ -28,14 +28,8 @@ async fn the_official_python_client_tells_the_whole_story() {
     let config = dir.join("serve.toml");
     std::fs::write(&config, scout_tests::serve_config_for_github(&github.origin())).unwrap();
 
-    let mut command = Command::new(env!("CARGO_BIN_EXE_scout-host"));
+    let mut command = ServeProcess::command(env!("CARGO_BIN_EXE_scout-host"), &config, ADMIN_TOKEN, &"5c".repeat(32));
     command
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("SCOUT_ADMIN_TOKEN", ADMIN_TOKEN)
-        .env("SCOUT_STORE_KEY", "5c".repeat(32))
         .env("GITHUB_ALLOW_WRITES", "true")
         .env("APPROVAL_TIMEOUT_MS", APPROVAL_TIMEOUT_MS.to_string());
     let serve = ServeProcess::start(command);

@@ -119,14 +119,8 @@ fn start_serve(dir: &Path, component: &Path, origin: &str) -> ServeProcess {
         ),
     )
     .unwrap();
-    let mut command = scout_host();
+    let mut command = ServeProcess::command(env!("CARGO_BIN_EXE_scout-host"), &config, ADMIN_TOKEN, &"7d".repeat(32));
     command
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("SCOUT_ADMIN_TOKEN", ADMIN_TOKEN)
-        .env("SCOUT_STORE_KEY", "7d".repeat(32))
         .env("SCOUT_CACHE_DIR", dir.join("cache"))
         // Long enough for the script's person to answer, short enough that
         // a broken script fails in seconds rather than five minutes.

@@ -134,6 +134,20 @@ pub struct ServeProcess {
 }
 
 impl ServeProcess {
+    /// `BIN serve --config CONFIG` with an empty environment but `PATH`, the
+    /// admin token and the store key; add the switches a test needs.
+    pub fn command(bin: &str, config: &std::path::Path, admin_token: &str, store_key_hex: &str) -> std::process::Command {
+        let mut command = std::process::Command::new(bin);
+        command
+            .args(["serve", "--config"])
+            .arg(config)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("SCOUT_ADMIN_TOKEN", admin_token)
+            .env("SCOUT_STORE_KEY", store_key_hex);
+        command
+    }
+
     /// Spawns `command` (a `scout-host serve --config ...`) with its output
     /// piped and waits for the address it prints first; panics with its
     /// stderr if it does not start.
