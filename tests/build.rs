@@ -8,6 +8,7 @@ use std::path::PathBuf;
 const SPECS: &[Spec] = &[
     Spec { name: "github", package: "scout-connector-github", dir: "connectors/github", kind: Kind::Connector },
     Spec { name: "agentmail", package: "scout-connector-agentmail", dir: "connectors/agentmail", kind: Kind::Connector },
+    Spec { name: "figma", package: "scout-connector-figma", dir: "connectors/figma", kind: Kind::Connector },
     Spec { name: "railway", package: "scout-connector-railway", dir: "connectors/railway", kind: Kind::Connector },
     Spec { name: "tailscale", package: "scout-connector-tailscale", dir: "connectors/tailscale", kind: Kind::Connector },
     Spec { name: "hostile", package: "scout-guest-hostile", dir: "tests/guests/hostile", kind: Kind::TestGuest },
