@@ -104,6 +104,10 @@ fn gate_note(gate: &Gate) -> String {
 
 /// The page, as Markdown.
 pub fn permissions_page(catalog: &Catalog, components: &[&Manifest]) -> String {
+    // By connector name, whatever order the components were given in.
+    let mut components = components.to_vec();
+    components.sort_by(|a, b| a.connector.cmp(&b.connector));
+    let components = &components[..];
     let mut page = String::new();
     let _ = writeln!(page, "# Tool permissions\n");
     let _ = writeln!(

@@ -1,7 +1,7 @@
 //! The permissions page cannot drift from the code: it is regenerated here
 //! and compared with the committed `docs/permissions.md`, every offered tool
-//! name of every role must appear in it, and the catalogue's GitHub entry
-//! must be exactly what the built GitHub component exports.
+//! name of every role must appear in it, and the catalogue's entry for each
+//! connector built here must be exactly what its component declares.
 
 use scout_host::docs::{permissions_page, scenarios};
 use scout_host::policy::{self, Catalog, Switches};
@@ -14,19 +14,24 @@ fn github_manifest() -> (scout_host::ComponentInfo, Runtime) {
     (info, runtime)
 }
 
+/// Every connector component the workspace builds.
+fn connector_manifests() -> Vec<scout_host::ComponentInfo> {
+    let runtime = Runtime::new(RuntimeConfig { max_concurrent_calls: 1, ..Default::default() }).unwrap();
+    scout_tests::components::CONNECTORS.iter().map(|path| runtime.inspect_file(Path::new(path)).unwrap()).collect()
+}
+
 fn committed_page() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/permissions.md")
 }
 
 #[test]
 fn the_committed_page_is_what_the_code_generates() {
-    let (info, _rt) = github_manifest();
-    let generated = permissions_page(&Catalog::seed(), &[&info.manifest]);
+    let infos = connector_manifests();
+    let manifests: Vec<&scout_manifest::Manifest> = infos.iter().map(|i| &i.manifest).collect();
+    let generated = permissions_page(&Catalog::seed(), &manifests);
     let committed = std::fs::read_to_string(committed_page()).expect("docs/permissions.md is committed");
-    assert!(
-        committed == generated,
-        "docs/permissions.md is stale: run `cargo run -p scout-host -- docs --component target/connectors/github.wasm`"
-    );
+    let args: Vec<String> = scout_tests::components::CONNECTORS.iter().map(|p| format!("--component {p}")).collect();
+    assert!(committed == generated, "docs/permissions.md is stale: run `cargo run -p scout-host -- docs {}`", args.join(" "));
 }
 
 #[test]
@@ -45,6 +50,18 @@ fn every_offered_tool_of_every_role_is_on_the_page() {
     assert!(checked > 200, "the page covers every role ({checked} names checked)");
     for withheld in ["merging", "force-push and history rewrites", "GraphQL"] {
         assert!(page.contains(&format!("- {withheld}: ")), "{withheld}");
+    }
+}
+
+#[test]
+fn every_connector_built_here_is_admitted_as_the_seed_describes_it() {
+    let seed = Catalog::seed();
+    let infos = connector_manifests();
+    assert!(infos.len() >= 3, "the workspace builds its connectors");
+    for info in &infos {
+        let name = &info.manifest.connector;
+        let described = seed.connector(name).unwrap_or_else(|| panic!("{name} is a connector of seed 000"));
+        assert_eq!(&seed.admit(&info.manifest).unwrap(), described, "{name}");
     }
 }
 
