@@ -10,10 +10,10 @@
 use scout_host::policy::{Registers, WriteGate};
 use scout_manifest::Effect;
 use scout_manifest::policy::RouteMethod;
+use scout_tests::replay_suite::Suite;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 const READS: [&str; 10] = [
     "agentmail_list_threads",
@@ -44,56 +44,20 @@ const WRITE_ROUTES: [(&str, &str); 5] = [
     ("agentmail_send_draft", "/v0/inboxes/{inbox_id}/drafts/{draft_id}/send"),
 ];
 
-fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../connectors/agentmail/fixtures")
-}
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+fn suite() -> Suite {
+    Suite::of("agentmail")
 }
 
 fn case_list() -> Vec<Value> {
-    read_json(&fixtures_dir().join("cases.json")).as_array().expect("cases.json is a list").clone()
+    suite().case_list()
 }
 
-/// Case name -> tool, from cases.json.
-fn cases() -> BTreeMap<String, String> {
-    let mut by_name = BTreeMap::new();
-    for case in case_list() {
-        let name = case["name"].as_str().expect("a case has a name").to_string();
-        let tool = case["tool"].as_str().expect("a case has a tool").to_string();
-        assert!(by_name.insert(name.clone(), tool).is_none(), "two cases named {name}");
-    }
-    by_name
-}
-
-/// Every fixture file but cases.json: name -> contents.
 fn fixture_files() -> BTreeMap<String, Value> {
-    let mut files = BTreeMap::new();
-    for entry in std::fs::read_dir(fixtures_dir()).expect("the fixtures directory") {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_str().unwrap().to_string();
-        if name == "cases.json" || path.extension().and_then(|e| e.to_str()) != Some("json") {
-            continue;
-        }
-        files.insert(name, read_json(&path));
-    }
-    files
+    suite().fixture_files()
 }
 
-/// The fixture files a case names (every one when it names none).
 fn fixtures_of<'a>(case: &Value, files: &'a BTreeMap<String, Value>) -> Vec<(&'a String, &'a Value)> {
-    match case.get("fixtures").and_then(Value::as_array) {
-        Some(names) => names
-            .iter()
-            .map(|n| {
-                let n = n.as_str().unwrap();
-                files.get_key_value(n).unwrap_or_else(|| panic!("case {} names a missing fixture {n}", case["name"]))
-            })
-            .collect(),
-        None => files.iter().collect(),
-    }
+    Suite::fixtures_of(case, files)
 }
 
 fn all_tools() -> BTreeSet<String> {
@@ -102,47 +66,13 @@ fn all_tools() -> BTreeSet<String> {
 
 #[test]
 fn every_agentmail_tool_passes_its_replay_cases() {
-    let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))
-        .arg("test")
-        .arg(scout_tests::components::AGENTMAIL)
-        .arg("--fixtures")
-        .arg(fixtures_dir())
-        .output()
-        .expect("run scout-host test");
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "scout-host test failed:\n{stdout}\n{stderr}");
-
-    // `ok      NAME (1.2 ms)`
-    let passed: BTreeSet<String> = stdout
-        .lines()
-        .filter_map(|l| l.strip_prefix("ok "))
-        .map(|rest| {
-            let rest = rest.trim_start();
-            rest.rsplit_once(" (").map_or(rest, |(name, _)| name).to_string()
-        })
-        .collect();
-    assert!(!stdout.lines().any(|l| l.starts_with("FAILED")), "{stdout}");
-    let cases = cases();
-    assert_eq!(passed, cases.keys().cloned().collect::<BTreeSet<_>>(), "every case in cases.json passed:\n{stdout}");
-    assert!(stdout.contains(&format!("test result: ok. {} passed; 0 failed", cases.len())), "{stdout}");
-
-    let covered: BTreeSet<String> = passed.iter().map(|name| cases[name].clone()).collect();
-    for tool in all_tools() {
-        assert!(covered.contains(&tool), "{tool} has no passing replay case");
-    }
-    let unknown: Vec<&String> = covered.iter().filter(|t| !all_tools().contains(*t)).collect();
-    assert!(unknown.is_empty(), "cases name tools the connector does not have (use wire names): {unknown:?}");
+    suite().assert_all_pass(env!("CARGO_BIN_EXE_scout-host"), scout_tests::components::AGENTMAIL, &all_tools().iter().map(String::as_str).collect::<Vec<_>>());
 }
 
 #[test]
 fn every_agentmail_fixture_is_unverified_and_names_its_docs_page() {
-    let files = fixture_files();
+    let files = suite().assert_unverified("https://docs.agentmail.to/", 10);
     for (name, fixture) in &files {
-        assert_eq!(fixture["provenance"], "UNVERIFIED", "{name}: written from the docs, never recorded");
-        assert!(fixture.get("captured_at").is_none(), "{name}: an UNVERIFIED fixture has no capture date");
-        let source = fixture["source"].as_str().unwrap_or_default();
-        assert!(source.starts_with("https://docs.agentmail.to/"), "{name}: source {source:?} is not a docs.agentmail.to page");
         for exchange in fixture["exchanges"].as_array().expect("exchanges") {
             let request = &exchange["request"];
             let path = request["path"].as_str().unwrap();
@@ -154,7 +84,6 @@ fn every_agentmail_fixture_is_unverified_and_names_its_docs_page() {
             }
         }
     }
-    assert!(files.len() >= 10, "only {} fixture files", files.len());
 }
 
 /// Read tools' cases only GET; each write tool's cases POST only its own

@@ -5,10 +5,9 @@
 //! never recorded, and the component declares exactly what seed 000's
 //! catalogue says of Figma.
 
-use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use scout_tests::replay_suite::Suite;
+use std::collections::BTreeSet;
+use std::path::Path;
 
 const TOOLS: [&str; 8] = [
     "figma_whoami",
@@ -21,87 +20,24 @@ const TOOLS: [&str; 8] = [
     "figma_project_files",
 ];
 
-fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../connectors/figma/fixtures")
-}
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
-}
-
-/// Case name -> tool, from cases.json.
-fn cases() -> BTreeMap<String, String> {
-    let cases = read_json(&fixtures_dir().join("cases.json"));
-    let mut by_name = BTreeMap::new();
-    for case in cases.as_array().expect("cases.json is a list") {
-        let name = case["name"].as_str().expect("a case has a name").to_string();
-        let tool = case["tool"].as_str().expect("a case has a tool").to_string();
-        assert!(by_name.insert(name.clone(), tool).is_none(), "two cases named {name}");
-    }
-    by_name
+fn suite() -> Suite {
+    Suite::of("figma")
 }
 
 #[test]
 fn every_figma_tool_passes_its_replay_cases() {
-    let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))
-        .arg("test")
-        .arg(scout_tests::components::FIGMA)
-        .arg("--fixtures")
-        .arg(fixtures_dir())
-        .output()
-        .expect("run scout-host test");
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "scout-host test failed:\n{stdout}\n{stderr}");
-
-    // `ok      NAME (1.2 ms)`
-    let passed: BTreeSet<String> = stdout
-        .lines()
-        .filter_map(|l| l.strip_prefix("ok "))
-        .map(|rest| {
-            let rest = rest.trim_start();
-            rest.rsplit_once(" (").map_or(rest, |(name, _)| name).to_string()
-        })
-        .collect();
-    assert!(!stdout.lines().any(|l| l.starts_with("FAILED")), "{stdout}");
-    let cases = cases();
-    assert_eq!(passed, cases.keys().cloned().collect::<BTreeSet<_>>(), "every case in cases.json passed:\n{stdout}");
-    assert!(stdout.contains(&format!("test result: ok. {} passed; 0 failed", cases.len())), "{stdout}");
-
-    let covered: BTreeSet<&str> = passed.iter().map(|name| cases[name].as_str()).collect();
-    for tool in TOOLS {
-        assert!(covered.contains(tool), "{tool} has no passing replay case");
-    }
-    let unknown: Vec<&&str> = covered.iter().filter(|t| !TOOLS.contains(t)).collect();
-    assert!(unknown.is_empty(), "cases name tools the connector does not have (use wire names): {unknown:?}");
+    suite().assert_all_pass(env!("CARGO_BIN_EXE_scout-host"), scout_tests::components::FIGMA, &TOOLS);
 }
 
 #[test]
 fn every_figma_fixture_is_unverified_and_names_its_docs_page() {
-    let mut files = 0;
-    for entry in std::fs::read_dir(fixtures_dir()).expect("the fixtures directory") {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_str().unwrap().to_string();
-        if name == "cases.json" || path.extension().and_then(|e| e.to_str()) != Some("json") {
-            continue;
-        }
-        files += 1;
-        let fixture = read_json(&path);
-        assert_eq!(fixture["provenance"], "UNVERIFIED", "{name}: written from the docs, never recorded");
-        assert!(fixture.get("captured_at").is_none(), "{name}: an UNVERIFIED fixture has no capture date");
-        let source = fixture["source"].as_str().unwrap_or_default();
-        assert!(
-            source.starts_with("https://www.figma.com/developers/api#"),
-            "{name}: source {source:?} is not a figma.com/developers/api page"
-        );
-        assert!(source.contains('#'), "{name}: source {source:?} names the page's operation");
-        // A read-only connector: every request it is answered for is a GET.
+    let files = suite().assert_unverified("https://www.figma.com/developers/api#", 8);
+    // A read-only connector: every request it is answered for is a GET.
+    for (name, fixture) in &files {
         for exchange in fixture["exchanges"].as_array().expect("exchanges") {
             assert_eq!(exchange["request"]["method"], "GET", "{name}: {exchange}");
         }
     }
-    assert!(files >= 8, "only {files} fixture files");
 }
 
 #[test]

@@ -183,3 +183,126 @@ impl Drop for ServeProcess {
         let _ = self.child.wait();
     }
 }
+
+/// A connector's committed replay cases and fixtures (DESIGN D9,
+/// `connectors/NAME/fixtures/`), checked the same way for every connector:
+/// every case passes through the real `scout-host test`, every tool has a
+/// passing case, and every fixture says it was written from the vendor's
+/// documentation (UNVERIFIED), never recorded.
+pub mod replay_suite {
+    use serde_json::Value;
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::path::{Path, PathBuf};
+
+    /// One connector's fixtures directory.
+    pub struct Suite {
+        pub dir: PathBuf,
+    }
+
+    /// A JSON file, or a panic naming it.
+    pub fn read_json(path: &Path) -> Value {
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+    }
+
+    impl Suite {
+        /// `connectors/NAME/fixtures` of this workspace.
+        pub fn of(connector: &str) -> Suite {
+            Suite { dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("../connectors").join(connector).join("fixtures") }
+        }
+
+        /// The cases of `cases.json`, as written.
+        pub fn case_list(&self) -> Vec<Value> {
+            read_json(&self.dir.join("cases.json")).as_array().expect("cases.json is a list").clone()
+        }
+
+        /// Case name -> tool; two cases with one name is an error.
+        pub fn cases(&self) -> BTreeMap<String, String> {
+            let mut by_name = BTreeMap::new();
+            for case in self.case_list() {
+                let name = case["name"].as_str().expect("a case has a name").to_string();
+                let tool = case["tool"].as_str().expect("a case has a tool").to_string();
+                assert!(by_name.insert(name.clone(), tool).is_none(), "two cases named {name}");
+            }
+            by_name
+        }
+
+        /// Every fixture file but `cases.json`: name -> contents.
+        pub fn fixture_files(&self) -> BTreeMap<String, Value> {
+            let mut files = BTreeMap::new();
+            for entry in std::fs::read_dir(&self.dir).expect("the fixtures directory") {
+                let path = entry.expect("a directory entry").path();
+                let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+                if name == "cases.json" || path.extension().and_then(|e| e.to_str()) != Some("json") {
+                    continue;
+                }
+                files.insert(name, read_json(&path));
+            }
+            files
+        }
+
+        /// The fixture files a case names (every one when it names none).
+        pub fn fixtures_of<'a>(case: &Value, files: &'a BTreeMap<String, Value>) -> Vec<(&'a String, &'a Value)> {
+            match case.get("fixtures").and_then(Value::as_array) {
+                Some(names) => names
+                    .iter()
+                    .map(|n| {
+                        let n = n.as_str().unwrap_or_default();
+                        files.get_key_value(n).unwrap_or_else(|| panic!("case {} names a missing fixture {n}", case["name"]))
+                    })
+                    .collect(),
+                None => files.iter().collect(),
+            }
+        }
+
+        /// Runs `SCOUT_HOST test COMPONENT --fixtures DIR` and asserts that it
+        /// exits 0 with every case of `cases.json` passed, that every tool of
+        /// `tools` has a passing case and that no case names another tool.
+        pub fn assert_all_pass(&self, scout_host: &str, component: &str, tools: &[&str]) {
+            let out = std::process::Command::new(scout_host)
+                .arg("test")
+                .arg(component)
+                .arg("--fixtures")
+                .arg(&self.dir)
+                .output()
+                .expect("run scout-host test");
+            let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(0), "scout-host test failed:\n{stdout}\n{stderr}");
+            // `ok      NAME (1.2 ms)`
+            let passed: BTreeSet<String> = stdout
+                .lines()
+                .filter_map(|l| l.strip_prefix("ok "))
+                .map(|rest| {
+                    let rest = rest.trim_start();
+                    rest.rsplit_once(" (").map_or(rest, |(name, _)| name).to_string()
+                })
+                .collect();
+            assert!(!stdout.lines().any(|l| l.starts_with("FAILED")), "{stdout}");
+            let cases = self.cases();
+            assert_eq!(passed, cases.keys().cloned().collect::<BTreeSet<_>>(), "every case in cases.json passed:\n{stdout}");
+            assert!(stdout.contains(&format!("test result: ok. {} passed; 0 failed", cases.len())), "{stdout}");
+            let covered: BTreeSet<&str> = passed.iter().map(|name| cases[name].as_str()).collect();
+            for tool in tools {
+                assert!(covered.contains(tool), "{tool} has no passing replay case");
+            }
+            let unknown: Vec<&&str> = covered.iter().filter(|t| !tools.contains(t)).collect();
+            assert!(unknown.is_empty(), "cases name tools the connector does not have (use wire names): {unknown:?}");
+        }
+
+        /// Asserts that there are at least `min` fixture files and that each is
+        /// UNVERIFIED, has no capture date and names a `source` starting with
+        /// `source_prefix`; returns them for the connector's own checks.
+        pub fn assert_unverified(&self, source_prefix: &str, min: usize) -> BTreeMap<String, Value> {
+            let files = self.fixture_files();
+            for (name, fixture) in &files {
+                assert_eq!(fixture["provenance"], "UNVERIFIED", "{name}: written from the docs, never recorded");
+                assert!(fixture.get("captured_at").is_none(), "{name}: an UNVERIFIED fixture has no capture date");
+                let source = fixture["source"].as_str().unwrap_or_default();
+                assert!(source.starts_with(source_prefix), "{name}: source {source:?} is not a page under {source_prefix}");
+            }
+            assert!(files.len() >= min, "only {} fixture files", files.len());
+            files
+        }
+    }
+}
