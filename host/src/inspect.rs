@@ -121,13 +121,7 @@ impl Report {
             (Ok(_), Some(_)) => "seed catalogue".to_string(),
             (Ok(_), None) => "not in the seed catalogue: served with conservative defaults (every write asks a person on every call)".to_string(),
         };
-        let capabilities = info
-            .imports
-            .iter()
-            .filter_map(|i| i.strip_prefix("scout:connector/"))
-            .map(|i| i.split('@').next().unwrap_or(i).to_string())
-            .filter(|i| i != "types")
-            .collect();
+        let capabilities = info.capabilities().into_iter().map(str::to_string).collect();
         Report {
             connector: ConnectorReport {
                 name: m.connector.clone(),

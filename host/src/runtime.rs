@@ -553,6 +553,20 @@ impl Runtime {
     }
 }
 
+impl ComponentInfo {
+    /// The `scout:connector` capability interfaces it imports (`http`,
+    /// `meter`, `folder`, `log`; the shared `types` left out): its authority
+    /// beyond computing.
+    pub fn capabilities(&self) -> Vec<&str> {
+        self.imports
+            .iter()
+            .filter_map(|i| i.strip_prefix("scout:connector/"))
+            .map(|i| i.split('@').next().unwrap_or(i))
+            .filter(|i| *i != "types")
+            .collect()
+    }
+}
+
 impl LoadedComponent {
     /// What the component is and offers.
     pub fn info(&self) -> &ComponentInfo {

@@ -200,14 +200,7 @@ fn the_agentmail_component_agrees_with_the_seed_catalogue() {
     assert!(manifest.withheld.iter().all(|w| w.reason.len() > 20), "each withheld effect has a real reason");
 
     // Its only capability besides types and log is http.
-    let capabilities: BTreeSet<&str> = c
-        .info()
-        .imports
-        .iter()
-        .filter_map(|i| i.strip_prefix("scout:connector/"))
-        .map(|i| i.split('@').next().unwrap())
-        .filter(|i| !matches!(*i, "types" | "log"))
-        .collect();
+    let capabilities: BTreeSet<&str> = c.info().capabilities().into_iter().filter(|c| *c != "log").collect();
     assert_eq!(capabilities, BTreeSet::from(["http"]), "imports: {:?}", c.info().imports);
     assert!(c.info().forbidden_imports.is_empty());
 }
