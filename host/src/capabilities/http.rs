@@ -402,6 +402,28 @@ impl HttpCapability {
     /// from the fixtures (capped and scrubbed like a live one).
     pub async fn send(&self, req: Request) -> Result<Response, HttpError> {
         let prepared = self.prepare(&req)?;
+        self.dispatch(req, prepared).await
+    }
+
+    /// [`HttpCapability::send`] for a call of `tool`, whose declared
+    /// `routes` the request must match (DESIGN D13). The match comes after
+    /// the path rules of [`HttpCapability::prepare`], so a template
+    /// parameter only ever matches a plain segment, and before anything is
+    /// sent.
+    pub async fn send_for_tool(&self, req: Request, tool: &str, routes: &super::routes::RouteSet) -> Result<Response, HttpError> {
+        let prepared = self.prepare(&req)?;
+        if !routes.allows(req.method, &req.path) {
+            return Err(HttpError::Denied(format!(
+                "route not declared: tool `{tool}` declares {}, not {} {}",
+                routes.describe(),
+                super::routes::method_name(req.method),
+                self.scrub_text(&req.path)
+            )));
+        }
+        self.dispatch(req, prepared).await
+    }
+
+    async fn dispatch(&self, req: Request, prepared: PreparedRequest) -> Result<Response, HttpError> {
         match &self.backend {
             Backend::Live(client) => self.send_live(client, prepared).await,
             Backend::Record(client, recorder) => {
@@ -756,20 +778,7 @@ impl HostClient for CallState {
         };
         let started = Instant::now();
         let (method, path) = (crate::capabilities::routes::method_name(req.method).to_string(), req.path.clone());
-        // Declared routes (DESIGN D13): checked after the path rules, so a
-        // template parameter only ever matches a plain segment, and before
-        // anything is sent.
-        let undeclared = validate_path(&req.path).is_ok() && !self.routes.allows(req.method, &req.path);
-        let result = if undeclared {
-            Err(HttpError::Denied(format!(
-                "route not declared: tool `{}` declares {}, not {method} {}",
-                self.tool,
-                self.routes.describe(),
-                http.scrub_text(&path)
-            )))
-        } else {
-            http.send(req).await
-        };
+        let result = http.send_for_tool(req, &self.tool, &self.routes).await;
         self.http_log.push(HttpExchange {
             method,
             path: http.scrub_text(&path),
