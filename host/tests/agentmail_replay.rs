@@ -11,8 +11,7 @@ use scout_host::policy::{Registers, WriteGate};
 use scout_manifest::Effect;
 use scout_manifest::policy::RouteMethod;
 use scout_tests::replay_suite::Suite;
-use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::Path;
 
 const READS: [&str; 10] = [
@@ -48,18 +47,6 @@ fn suite() -> Suite {
     Suite::of("agentmail")
 }
 
-fn case_list() -> Vec<Value> {
-    suite().case_list()
-}
-
-fn fixture_files() -> BTreeMap<String, Value> {
-    suite().fixture_files()
-}
-
-fn fixtures_of<'a>(case: &Value, files: &'a BTreeMap<String, Value>) -> Vec<(&'a String, &'a Value)> {
-    Suite::fixtures_of(case, files)
-}
-
 fn all_tools() -> BTreeSet<String> {
     READS.iter().chain(&SENDS).chain([&DRAFT]).map(|s| s.to_string()).collect()
 }
@@ -91,10 +78,10 @@ fn every_agentmail_fixture_is_unverified_and_names_its_docs_page() {
 /// fixture, so any request it made would fail it as a miss.
 #[test]
 fn reads_only_get_writes_only_post_and_refusals_send_nothing() {
-    let files = fixture_files();
+    let files = suite().fixture_files();
     let mut read_exchanges = 0;
     let mut refusals = 0;
-    for case in case_list() {
+    for case in suite().case_list() {
         let tool = case["tool"].as_str().unwrap();
         let name = case["name"].as_str().unwrap();
         let expect = &case["expect"];
@@ -103,7 +90,7 @@ fn reads_only_get_writes_only_post_and_refusals_send_nothing() {
             refusals += 1;
             continue;
         }
-        for (file, fixture) in fixtures_of(&case, &files) {
+        for (file, fixture) in Suite::fixtures_of(&case, &files) {
             for exchange in fixture["exchanges"].as_array().unwrap() {
                 let method = exchange["request"]["method"].as_str().unwrap();
                 if READS.contains(&tool) {
@@ -119,17 +106,17 @@ fn reads_only_get_writes_only_post_and_refusals_send_nothing() {
     assert!(refusals >= 20, "only {refusals} refusal cases");
     for needle in ["to needs at least one address", "is not an AgentMail id", "262144-byte cap", "is not an inbox address"] {
         assert!(
-            case_list().iter().any(|c| c["expect"]["err"]["invalid-input"].as_str().is_some_and(|m| m.contains(needle))),
+            suite().case_list().iter().any(|c| c["expect"]["err"]["invalid-input"].as_str().is_some_and(|m| m.contains(needle))),
             "a refusal case for {needle:?}"
         );
     }
     for status in [403, 422] {
         assert!(
-            case_list().iter().any(|c| c["expect"]["err"]["upstream"]["status"] == status),
+            suite().case_list().iter().any(|c| c["expect"]["err"]["upstream"]["status"] == status),
             "a case maps HTTP {status} to an upstream error"
         );
     }
-    assert!(case_list().iter().any(|c| c["expect"]["err"].get("not-found").is_some()), "a case maps 404 to not-found");
+    assert!(suite().case_list().iter().any(|c| c["expect"]["err"].get("not-found").is_some()), "a case maps 404 to not-found");
 }
 
 #[test]

@@ -10,7 +10,7 @@ use scout_manifest::Effect;
 use scout_manifest::policy::RouteMethod;
 use scout_tests::replay_suite::Suite;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::Path;
 
 const READS: [&str; 5] = [
@@ -24,18 +24,6 @@ const WRITES: [&str; 2] = ["railway_reveal_variables", "railway_redeploy"];
 
 fn suite() -> Suite {
     Suite::of("railway")
-}
-
-fn case_list() -> Vec<Value> {
-    suite().case_list()
-}
-
-fn fixture_files() -> BTreeMap<String, Value> {
-    suite().fixture_files()
-}
-
-fn fixtures_of<'a>(case: &Value, files: &'a BTreeMap<String, Value>) -> Vec<(&'a String, &'a Value)> {
-    Suite::fixtures_of(case, files)
 }
 
 #[test]
@@ -60,14 +48,14 @@ fn every_railway_fixture_is_unverified_and_names_its_docs_page() {
 
 #[test]
 fn no_read_tool_sends_a_mutation_and_variable_names_carry_no_value() {
-    let files = fixture_files();
+    let files = suite().fixture_files();
     let mut read_exchanges = 0;
-    for case in case_list() {
+    for case in suite().case_list() {
         let tool = case["tool"].as_str().unwrap();
         if !READS.contains(&tool) {
             continue;
         }
-        for (name, fixture) in fixtures_of(&case, &files) {
+        for (name, fixture) in Suite::fixtures_of(&case, &files) {
             for exchange in fixture["exchanges"].as_array().unwrap() {
                 let body = exchange["request"]["json"].to_string();
                 assert!(!body.to_ascii_lowercase().contains("mutation"), "{name}: a read tool's fixture request contains `mutation`: {body}");
@@ -90,7 +78,7 @@ fn no_read_tool_sends_a_mutation_and_variable_names_carry_no_value() {
     }
     assert!(values.len() >= 5, "the variables fixtures hold values to leak");
     let mut checked = 0;
-    for case in case_list().iter().filter(|c| c["tool"] == "railway_variable_names") {
+    for case in suite().case_list().iter().filter(|c| c["tool"] == "railway_variable_names") {
         let Some(ok) = case["expect"].get("ok") else { continue };
         let names = ok.as_array().expect("variable-names answers a list");
         assert!(!names.is_empty());
