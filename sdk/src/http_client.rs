@@ -3,7 +3,7 @@
 //! The host decides where requests go and how they are authenticated; these
 //! helpers only shape requests and turn statuses into [`ToolError`]s.
 
-use crate::bindings::scout::connector::http::{Client, Method, Request, Response, connect};
+use crate::bindings::scout::connector::http::{Client, Method, Request, Response, connect, connect_to};
 use crate::{ToolError, UpstreamError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -21,6 +21,13 @@ impl Http {
     /// Opens the client the host granted this connector for this call.
     pub fn connect() -> Result<Http, ToolError> {
         Ok(Http { client: connect()?, headers: Vec::new() })
+    }
+
+    /// Opens the client for another destination the tool's routes name
+    /// (`Route: drive GET /drive/v3/files`): an origin the operator binds
+    /// under that name, or a connector a joint tool `Reads-from`.
+    pub fn connect_to(destination: &str) -> Result<Http, ToolError> {
+        Ok(Http { client: connect_to(destination)?, headers: Vec::new() })
     }
 
     /// Adds a header sent with every request (e.g. `Accept`). Headers that

@@ -103,6 +103,9 @@ pub struct HttpConfig {
     pub strip_headers: Vec<String>,
     /// Live (the default), record or replay (DESIGN D9).
     pub mode: HttpMode,
+    /// The destination name this capability serves (`None`: the connector's
+    /// own origin), which replay fixtures and recordings name.
+    pub destination: Option<String>,
 }
 
 /// How a capability answers requests (DESIGN D9; see `capabilities::replay`).
@@ -134,7 +137,14 @@ impl HttpConfig {
             max_request_header_bytes: DEFAULT_MAX_HEADER_BYTES,
             strip_headers: Vec::new(),
             mode: HttpMode::Live,
+            destination: None,
         }
+    }
+
+    /// Names the destination this capability serves (replay and recording).
+    pub fn destination(mut self, name: impl Into<String>) -> HttpConfig {
+        self.destination = Some(name.into());
+        self
     }
 
     /// Sets the mode: live, record or replay.
@@ -192,6 +202,8 @@ pub struct HttpCapability {
     max_header_bytes: usize,
     /// Lowercased names of further headers the guest may not send.
     strip_headers: Vec<String>,
+    /// The destination name fixtures and recordings give it.
+    destination: Option<String>,
 }
 
 enum Backend {
@@ -251,7 +263,10 @@ impl std::fmt::Debug for HttpCapability {
 }
 
 /// The `client` resource: a handle to the call's HTTP capability.
-pub struct ClientHandle;
+pub struct ClientHandle {
+    /// `None`: the connector's own origin; otherwise a named destination.
+    destination: Option<String>,
+}
 
 impl HttpCapability {
     /// Validates the configuration, resolves the secret and builds the client.
@@ -348,6 +363,7 @@ impl HttpCapability {
             max_request_bytes: config.max_request_bytes,
             max_header_bytes: config.max_request_header_bytes,
             strip_headers,
+            destination: config.destination.clone(),
         }))
     }
 
@@ -380,7 +396,13 @@ impl HttpCapability {
     /// Checks a guest request and builds what would be sent, without
     /// sending anything: every refusal of [`HttpCapability::send`] happens here.
     pub fn prepare(&self, req: &Request) -> Result<PreparedRequest, HttpError> {
-        let url = self.build_url(req)?;
+        self.prepare_with(req, &[])
+    }
+
+    /// [`HttpCapability::prepare`], letting the segments at `encoded` (a
+    /// route's `{name:encoded}` parameters) hold a percent-encoded `/`.
+    fn prepare_with(&self, req: &Request, encoded: &[usize]) -> Result<PreparedRequest, HttpError> {
+        let url = self.build_url(req, encoded)?;
         let headers = self.build_headers(&req.headers)?;
         let body = req.body.clone().unwrap_or_default();
         if body.len() > self.max_request_bytes {
@@ -410,15 +432,48 @@ impl HttpCapability {
     /// the path rules of [`HttpCapability::prepare`], so a template
     /// parameter only ever matches a plain segment, and before anything is
     /// sent.
-    pub async fn send_for_tool(&self, req: Request, tool: &str, routes: &super::routes::RouteSet) -> Result<Response, HttpError> {
-        let prepared = self.prepare(&req)?;
-        if !routes.allows(req.method, &req.path) {
+    ///
+    /// `destination` is the name this capability is reached under (`None`
+    /// for the connector's own origin). A route that carries a GraphQL body
+    /// is parsed: a `(graphql-query)` route sends only queries, a `(graphql)`
+    /// route a mutation only when `mutations_approved` (the call's gate
+    /// decided it as one and it passed), and neither a subscription.
+    pub async fn send_for_tool(
+        &self,
+        req: Request,
+        tool: &str,
+        routes: &super::routes::RouteSet,
+        destination: Option<&str>,
+        mutations_approved: bool,
+    ) -> Result<Response, HttpError> {
+        let matched = routes.find(destination, req.method, &req.path);
+        let encoded = matched.as_ref().map(|m| m.encoded.as_slice()).unwrap_or_default();
+        let prepared = self.prepare_with(&req, encoded)?;
+        let Some(matched) = matched else {
+            let to = destination.map(|d| format!(" to `{d}`")).unwrap_or_default();
             return Err(HttpError::Denied(format!(
-                "route not declared: tool `{tool}` declares {}, not {} {}",
-                routes.describe(),
+                "route not declared: tool `{tool}` declares {}, not {} {}{to}",
+                routes.describe_for(destination),
                 super::routes::method_name(req.method),
                 self.scrub_text(&req.path)
             )));
+        };
+        if let Some(rule) = matched.graphql {
+            let ops = super::graphql::body_operations(req.body.as_deref().unwrap_or_default())
+                .map_err(|e| HttpError::Denied(format!("tool `{tool}`: {e}")))?;
+            let refused = match rule {
+                _ if ops.subscriptions > 0 => Some("a GraphQL subscription is never sent"),
+                scout_manifest::GraphqlBody::QueriesOnly if ops.mutations > 0 => {
+                    Some("this route sends GraphQL queries only, and the body holds a mutation")
+                }
+                scout_manifest::GraphqlBody::Gated if ops.mutations > 0 && !mutations_approved => {
+                    Some("the body holds a GraphQL mutation, and this call was decided and gated as a query")
+                }
+                _ => None,
+            };
+            if let Some(why) = refused {
+                return Err(HttpError::Denied(format!("tool `{tool}`: {why}")));
+            }
         }
         self.dispatch(req, prepared).await
     }
@@ -429,13 +484,13 @@ impl HttpCapability {
             Backend::Record(client, recorder) => {
                 let result = self.send_live(client, prepared).await;
                 if let Ok(response) = &result {
-                    recorder.record(&req, response, &self.scrubber);
+                    recorder.record_for(self.destination.as_deref(), &req, response, &self.scrubber);
                 }
                 result
             }
             Backend::Replay(replay) => {
                 drop(prepared);
-                let response = replay.answer(&req, &self.scrubber)?;
+                let response = replay.answer_for(self.destination.as_deref(), &req, &self.scrubber)?;
                 if response.body.len() as u64 > self.max_response_bytes {
                     return Err(HttpError::TooLarge(self.max_response_bytes));
                 }
@@ -497,8 +552,8 @@ impl HttpCapability {
         exchange.await
     }
 
-    fn build_url(&self, req: &Request) -> Result<Url, HttpError> {
-        validate_path(&req.path).map_err(HttpError::Denied)?;
+    fn build_url(&self, req: &Request, encoded: &[usize]) -> Result<Url, HttpError> {
+        validate_path_allowing(&req.path, encoded).map_err(HttpError::Denied)?;
         let mut url = self.origin.clone();
         let full_path = format!("{}{}", self.prefix, req.path);
         url.set_path(&full_path);
@@ -666,6 +721,15 @@ pub fn carries_authority(name: &str) -> bool {
 /// encoded. `;` starts a path parameter, which Tomcat- and Spring-style
 /// servers strip before routing: `/allowed/..;/admin` escapes a prefix there.
 pub fn validate_path(path: &str) -> Result<(), String> {
+    validate_path_allowing(path, &[])
+}
+
+/// [`validate_path`], except that the segments at `encoded` (0 is the first
+/// after the leading `/`) may hold `%2F`: a route's `{name:encoded}`
+/// parameter, a URL used as an id (Search Console's
+/// `https%3A%2F%2Fwww.example.com%2F`). Decoded, such a segment still may not
+/// hold a `.` or `..` part between its slashes, nor a `\`.
+pub fn validate_path_allowing(path: &str, encoded: &[usize]) -> Result<(), String> {
     if !path.starts_with('/') {
         return Err("the path must start with `/` (absolute URLs are refused)".to_string());
     }
@@ -684,16 +748,20 @@ pub fn validate_path(path: &str) -> Result<(), String> {
             _ => {}
         }
     }
-    for segment in path[1..].split('/') {
-        let decoded = percent_decode_segment(segment)?;
+    for (i, segment) in path[1..].split('/').enumerate() {
+        let slash_ok = encoded.contains(&i);
+        let decoded = percent_decode_segment(segment, slash_ok)?;
         if decoded == "." || decoded == ".." {
             return Err("the path contains a dot segment".to_string());
+        }
+        if slash_ok && decoded.split('/').any(|part| part == "." || part == "..") {
+            return Err("an encoded segment of the path holds a dot segment".to_string());
         }
     }
     Ok(())
 }
 
-fn percent_decode_segment(segment: &str) -> Result<String, String> {
+fn percent_decode_segment(segment: &str, slash_ok: bool) -> Result<String, String> {
     let bytes = segment.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -703,7 +771,7 @@ fn percent_decode_segment(segment: &str) -> Result<String, String> {
             let Some(value) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) else {
                 return Err("the path has a malformed percent-escape".to_string());
             };
-            if matches!(value, b'/' | b'\\' | b'%' | b';') || value < 0x20 || value == 0x7f {
+            if (value == b'/' && !slash_ok) || matches!(value, b'\\' | b'%' | b';') || value < 0x20 || value == 0x7f {
                 return Err(format!("the path encodes a forbidden character (%{value:02X})"));
             }
             out.push(value);
@@ -746,6 +814,9 @@ impl reqwest::dns::Resolve for GuardedResolver {
 /// One request as the trace records it (no headers, no bodies, no secret).
 #[derive(Debug, Clone, Serialize)]
 pub struct HttpExchange {
+    /// The named destination, when not the connector's own origin.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
     /// Method.
     pub method: String,
     /// Path as the guest asked for it (query not included).
@@ -763,7 +834,23 @@ impl Host for CallState {
         if self.caps.http.is_none() {
             return Ok(Err(HttpError::Denied("this session holds no HTTP capability for this connector".to_string())));
         }
-        match self.push_handle(ClientHandle)? {
+        match self.push_handle(ClientHandle { destination: None })? {
+            Some(handle) => Ok(Ok(handle)),
+            None => Ok(Err(HttpError::Denied(format!("at most {} handles per call", crate::runtime::MAX_HANDLES)))),
+        }
+    }
+
+    fn connect_to(&mut self, destination: String) -> wasmtime::Result<Result<Resource<ClientHandle>, HttpError>> {
+        if !self.routes.names_destination(Some(&destination)) {
+            let shown: String = destination.chars().take(64).collect();
+            return Ok(Err(HttpError::Denied(format!("tool `{}` declares no route to destination `{shown}`", self.tool))));
+        }
+        if !self.caps.destinations.contains_key(&destination) {
+            return Ok(Err(HttpError::Denied(format!(
+                "this session holds no HTTP capability for destination `{destination}` (not configured, or the connector it names is not live)"
+            ))));
+        }
+        match self.push_handle(ClientHandle { destination: Some(destination) })? {
             Some(handle) => Ok(Ok(handle)),
             None => Ok(Err(HttpError::Denied(format!("at most {} handles per call", crate::runtime::MAX_HANDLES)))),
         }
@@ -772,14 +859,19 @@ impl Host for CallState {
 
 impl HostClient for CallState {
     async fn send(&mut self, handle: Resource<ClientHandle>, req: Request) -> wasmtime::Result<Result<Response, HttpError>> {
-        self.table.get(&handle)?;
-        let Some(http) = self.caps.http.clone() else {
+        let destination = self.table.get(&handle)?.destination.clone();
+        let http = match &destination {
+            None => self.caps.http.clone(),
+            Some(d) => self.caps.destinations.get(d).cloned(),
+        };
+        let Some(http) = http else {
             return Ok(Err(HttpError::Denied("this session holds no HTTP capability for this connector".to_string())));
         };
         let started = Instant::now();
         let (method, path) = (crate::capabilities::routes::method_name(req.method).to_string(), req.path.clone());
-        let result = http.send_for_tool(req, &self.tool, &self.routes).await;
+        let result = http.send_for_tool(req, &self.tool, &self.routes, destination.as_deref(), self.caps.graphql_mutations).await;
         self.http_log.push(HttpExchange {
+            destination,
             method,
             path: http.scrub_text(&path),
             status: result.as_ref().ok().map(|r| r.status),

@@ -6,6 +6,7 @@
 
 pub mod encoding;
 pub mod folder;
+pub mod graphql;
 pub mod http;
 pub mod log;
 pub mod meter;
@@ -21,6 +22,13 @@ use std::sync::Arc;
 pub struct Capabilities {
     /// The HTTP client bound to the connector's destination, if granted.
     pub http: Option<Arc<http::HttpCapability>>,
+    /// Further clients by destination name (`Route: drive GET ...`): the
+    /// connector's other origins, and for a joint tool the live connectors
+    /// it reads. A tool reaches one only through routes that name it.
+    pub destinations: std::collections::BTreeMap<String, Arc<http::HttpCapability>>,
+    /// This call was decided as a GraphQL mutation and passed its gate: a
+    /// `(graphql)` route may carry mutations. Otherwise only queries.
+    pub graphql_mutations: bool,
     /// The run's meter, for a connector that bills.
     pub meter: Option<Arc<meter::RunMeter>>,
     /// Folders granted, each under its name.
@@ -37,16 +45,23 @@ impl Capabilities {
     /// text the host is about to show (defence in depth: a guest never holds
     /// a secret, so finding one means a form the `http` scrub missed).
     pub fn scrub_text(&self, text: &str) -> String {
-        match &self.http {
+        let mut text = match &self.http {
             Some(http) => http.scrub_text(text),
             None => text.to_string(),
+        };
+        for other in self.destinations.values() {
+            text = other.scrub_text(&text);
         }
+        text
     }
 
     /// [`Capabilities::scrub_text`] over every string of a JSON value.
     pub fn scrub_json(&self, value: &mut serde_json::Value) {
         if let Some(http) = &self.http {
             http.scrubber().scrub_json(value);
+        }
+        for other in self.destinations.values() {
+            other.scrubber().scrub_json(value);
         }
     }
 }

@@ -53,7 +53,7 @@
 //! ([`Replay::misses`]) so that a test can fail on it.
 
 use crate::bindings::http::{HttpError, Method, Request, Response};
-use crate::capabilities::http::validate_path;
+use crate::capabilities::http::validate_path_allowing;
 use crate::capabilities::scrub::Scrubber;
 use base64::Engine as _;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -138,6 +138,8 @@ impl Body {
 /// One recorded or written exchange.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Exchange {
+    /// The named destination it went to (`None`: the connector's own origin).
+    pub destination: Option<String>,
     /// The request's method, upper case.
     pub method: String,
     /// The guest's path.
@@ -208,6 +210,8 @@ struct RawBody {
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    destination: Option<String>,
     method: String,
     path: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -300,13 +304,23 @@ impl FixtureFile {
             if !METHODS.contains(&method.as_str()) {
                 return Err(fail(format!("method `{}` is not one of {}", ex.request.method, METHODS.join(", "))));
             }
-            validate_path(&ex.request.path).map_err(|e| fail(format!("path `{}`: {e}", ex.request.path)))?;
+            // A recorded request passed the capability's checks, including a
+            // route's `{name:encoded}` segments: any segment may hold `%2F` here.
+            let every_segment: Vec<usize> = (0..ex.request.path.split('/').count()).collect();
+            validate_path_allowing(&ex.request.path, &every_segment)
+                .map_err(|e| fail(format!("path `{}`: {e}", ex.request.path)))?;
+            if let Some(d) = &ex.request.destination
+                && !scout_manifest::policy::is_destination(d)
+            {
+                return Err(fail(format!("destination `{d}` is not a destination name")));
+            }
             if !(100..=599).contains(&ex.response.status) {
                 return Err(fail(format!("status {} is not an HTTP status", ex.response.status)));
             }
             let body = ex.request.body.parse().map_err(|e| fail(format!("request: {e}")))?;
             let response_body = ex.response.body.parse().map_err(|e| fail(format!("response: {e}")))?;
             exchanges.push(Exchange {
+                destination: ex.request.destination,
                 method,
                 path: ex.request.path,
                 query: ex.request.query,
@@ -335,6 +349,7 @@ impl FixtureFile {
                 .iter()
                 .map(|e| RawExchange {
                     request: RawRequest {
+                        destination: e.destination.clone(),
                         method: e.method.clone(),
                         path: e.path.clone(),
                         query: e.query.clone(),
@@ -446,6 +461,11 @@ impl Replay {
     /// The answer to a request that passed the capability's checks, or the
     /// refusal the guest gets. `scrubber` cleans the request's description.
     pub fn answer(&self, req: &Request, scrubber: &Scrubber) -> Result<Response, HttpError> {
+        self.answer_for(None, req, scrubber)
+    }
+
+    /// [`Replay::answer`] for a request to a named destination.
+    pub fn answer_for(&self, destination: Option<&str>, req: &Request, scrubber: &Scrubber) -> Result<Response, HttpError> {
         let method = method_name(req.method);
         let query = sorted(&req.query);
         let body = req.body.as_deref().unwrap_or_default();
@@ -453,7 +473,7 @@ impl Replay {
         let mut matching = Vec::new();
         let mut body_differs = 0;
         for (i, ex) in self.exchanges.iter().enumerate() {
-            if ex.method != method || ex.path != req.path || sorted(&ex.query) != query {
+            if ex.destination.as_deref() != destination || ex.method != method || ex.path != req.path || sorted(&ex.query) != query {
                 continue;
             }
             match &ex.body {
@@ -463,7 +483,8 @@ impl Replay {
         }
         let chosen = matching.iter().copied().find(|i| state.used[*i] == 0).or(matching.last().copied());
         let Some(i) = chosen else {
-            let mut reason = format!("replay: no fixture matches {}", scrubber.scrub_text(&describe(method, &req.path, &req.query)));
+            let to = destination.map(|d| format!(" to `{d}`")).unwrap_or_default();
+            let mut reason = format!("replay: no fixture matches {}{to}", scrubber.scrub_text(&describe(method, &req.path, &req.query)));
             if body_differs > 0 {
                 reason.push_str(&format!(" ({body_differs} match method, path and query but not the body)"));
             }
@@ -554,6 +575,11 @@ impl Recorder {
     /// injected credential) and the response as the guest got it (already
     /// scrubbed); `scrubber` runs over both again, in case.
     pub fn record(&self, req: &Request, response: &Response, scrubber: &Scrubber) {
+        self.record_for(None, req, response, scrubber)
+    }
+
+    /// [`Recorder::record`] for an exchange with a named destination.
+    pub fn record_for(&self, destination: Option<&str>, req: &Request, response: &Response, scrubber: &Scrubber) {
         let clean = |s: &str| scrubber.scrub_text(s);
         let json_hint = |headers: &[(String, String)]| {
             headers.iter().any(|(n, v)| n.eq_ignore_ascii_case("content-type") && v.to_ascii_lowercase().contains("json"))
@@ -569,6 +595,7 @@ impl Recorder {
             .map(|(n, v)| (n.clone(), clean(v)))
             .collect();
         let exchange = Exchange {
+            destination: destination.map(str::to_string),
             method: method_name(req.method).to_string(),
             path: clean(&req.path),
             query: req.query.iter().map(|(k, v)| (clean(k), clean(v))).collect(),

@@ -7,18 +7,44 @@
 //! plain, percent-encoded segment), and refuses anything else with nothing
 //! sent. Templates use matchit's syntax, the router axum is built on.
 
-use scout_manifest::{Route, RouteMethod};
+use scout_manifest::{GraphqlBody, Route, RouteMethod};
 
 use super::http::Method;
 
+/// One declared route, compiled.
+struct Compiled {
+    destination: Option<String>,
+    method: RouteMethod,
+    router: matchit::Router<()>,
+    template: String,
+    encoded: Vec<usize>,
+    graphql: Option<GraphqlBody>,
+}
+
+/// The route a request matched: what else the host checks before sending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Matched {
+    /// Segments (0 = first after `/`) that may hold percent-encoded `/`.
+    pub encoded: Vec<usize>,
+    /// The body is a GraphQL request to check.
+    pub graphql: Option<GraphqlBody>,
+}
+
 /// The routes of one tool, ready to match.
 pub struct RouteSet {
-    routes: Vec<(RouteMethod, matchit::Router<()>, String)>,
+    routes: Vec<Compiled>,
 }
 
 impl std::fmt::Debug for RouteSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.routes.iter().map(|(m, _, p)| format!("{} {p}", m.as_str()))).finish()
+        f.debug_list().entries(self.routes.iter().map(describe_one)).finish()
+    }
+}
+
+fn describe_one(c: &Compiled) -> String {
+    match &c.destination {
+        Some(d) => format!("{d} {} {}", c.method.as_str(), c.template),
+        None => format!("{} {}", c.method.as_str(), c.template),
     }
 }
 
@@ -45,8 +71,15 @@ impl RouteSet {
         let mut out = Vec::with_capacity(routes.len());
         for route in routes {
             let mut router = matchit::Router::new();
-            router.insert(route.path.clone(), ()).map_err(|e| format!("route `{route}`: {e}"))?;
-            out.push((route.method, router, route.path.clone()));
+            router.insert(route.matchit_path(), ()).map_err(|e| format!("route `{route}`: {e}"))?;
+            out.push(Compiled {
+                destination: route.destination.clone(),
+                method: route.method,
+                router,
+                template: route.path.clone(),
+                encoded: route.encoded_segments(),
+                graphql: route.graphql,
+            });
         }
         Ok(RouteSet { routes: out })
     }
@@ -61,19 +94,38 @@ impl RouteSet {
         self.routes.is_empty()
     }
 
-    /// Whether `method path` (a path already checked by the capability,
-    /// without its query) matches one of the routes.
-    pub fn allows(&self, method: Method, path: &str) -> bool {
-        let method = route_method(method);
-        self.routes.iter().any(|(m, router, _)| *m == method && router.at(path).is_ok())
+    /// Whether some route goes to `destination` (`None`: the connector's own origin).
+    pub fn names_destination(&self, destination: Option<&str>) -> bool {
+        self.routes.iter().any(|c| c.destination.as_deref() == destination)
     }
 
-    /// The routes, as `METHOD /template`, for error messages.
+    /// The route `method path` (without its query) to `destination` matches, if any.
+    pub fn find(&self, destination: Option<&str>, method: Method, path: &str) -> Option<Matched> {
+        let method = route_method(method);
+        self.routes
+            .iter()
+            .find(|c| c.destination.as_deref() == destination && c.method == method && c.router.at(path).is_ok())
+            .map(|c| Matched { encoded: c.encoded.clone(), graphql: c.graphql })
+    }
+
+    /// Whether `method path` to the connector's own origin matches a route.
+    pub fn allows(&self, method: Method, path: &str) -> bool {
+        self.find(None, method, path).is_some()
+    }
+
+    /// The routes to `destination`, as `METHOD /template`, for error messages.
+    pub fn describe_for(&self, destination: Option<&str>) -> String {
+        let routes: Vec<String> =
+            self.routes.iter().filter(|c| c.destination.as_deref() == destination).map(describe_one).collect();
+        if routes.is_empty() { "no route".to_string() } else { routes.join(", ") }
+    }
+
+    /// Every route, as `[destination] METHOD /template`, for error messages.
     pub fn describe(&self) -> String {
         if self.routes.is_empty() {
             return "no route".to_string();
         }
-        self.routes.iter().map(|(m, _, p)| format!("{} {p}", m.as_str())).collect::<Vec<_>>().join(", ")
+        self.routes.iter().map(describe_one).collect::<Vec<_>>().join(", ")
     }
 }
 
@@ -84,11 +136,7 @@ mod tests {
     fn set(routes: &[(&str, &str)]) -> RouteSet {
         let routes: Vec<Route> = routes
             .iter()
-            .map(|(m, p)| Route {
-                method: serde_json::from_value(serde_json::Value::String(m.to_string())).unwrap(),
-                path: p.to_string(),
-                read_only: false,
-            })
+            .map(|(m, p)| Route::new(serde_json::from_value(serde_json::Value::String(m.to_string())).unwrap(), *p))
             .collect();
         RouteSet::new(&routes).unwrap()
     }
@@ -112,5 +160,19 @@ mod tests {
             assert!(!s.allows(m, p), "{m:?} {p} must not match");
         }
         assert!(!set(&[]).allows(Method::Get, "/"));
+    }
+
+    #[test]
+    fn destinations_are_matched_apart() {
+        let mut drive = Route::new(RouteMethod::Get, "/drive/v3/files");
+        drive.destination = Some("drive".into());
+        let site = Route::new(RouteMethod::Post, "/sites/{site:encoded}/query");
+        let s = RouteSet::new(&[drive, site]).unwrap();
+        assert!(s.find(Some("drive"), Method::Get, "/drive/v3/files").is_some());
+        assert!(s.find(None, Method::Get, "/drive/v3/files").is_none(), "a route to `drive` does not open the main origin");
+        assert!(s.find(Some("other"), Method::Get, "/drive/v3/files").is_none());
+        assert_eq!(s.find(None, Method::Post, "/sites/https%3A%2F%2Fa.example%2F/query").map(|m| m.encoded), Some(vec![1]));
+        assert!(s.names_destination(Some("drive")) && s.names_destination(None) && !s.names_destination(Some("x")));
+        assert_eq!(s.describe_for(Some("drive")), "drive GET /drive/v3/files");
     }
 }

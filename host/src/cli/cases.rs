@@ -18,6 +18,17 @@
 //! - `fixtures`: file names in DIR, replayed in that order; default every
 //!   `*.json` in DIR but `cases.json`, by name. Every fixture file in DIR is
 //!   checked before any case runs: one that does not load stops the run.
+//! - `meter`: `{"unit": "micro-usd" | "credits", "per_run": N, "per_day": M}`
+//!   (`per_day` defaults to `per_run`): the call holds a fresh run meter with
+//!   this allowance; without it, it holds none. `expect_spent`: what the
+//!   meter charged by the end of the call (checked when given).
+//! - `folders`: `{"NAME": {"writable": true, "files": {"a/b.md": "text"}}}`: a
+//!   fresh directory per case, seeded with these files, opened by the guest
+//!   as `NAME`. `expect_files`: `{"NAME": {"a/b.md": "text" | null}}`: after the
+//!   call each listed file holds exactly that text, or (null) does not exist.
+//! - A fixture exchange whose request names a `destination` answers the
+//!   guest's client for that destination (`Http::connect_to`); every
+//!   destination a fixture of the case names is offered.
 //! - `expect`: exactly one of `{"ok": V}` (the tool succeeds with exactly V),
 //!   `{"err": V}` (the tool returns exactly the `tool-error` V) or
 //!   `{"host_error": "text"}` (the host refuses or stops the call, e.g. invalid
@@ -32,6 +43,8 @@ use super::call::REPLAY_ORIGIN;
 use super::{EXIT_FAILED, EXIT_OK};
 use anyhow::{Context, Result};
 use scout_host::capabilities::http::HttpMode;
+use scout_host::capabilities::folder::FolderCapability;
+use scout_host::capabilities::meter::{Allowance, DayLedger};
 use scout_host::capabilities::replay::{FixtureFile, Replay, fixture_paths};
 use scout_host::{Capabilities, HttpCapability, HttpConfig, ToolOutput};
 use serde::Deserialize;
@@ -64,7 +77,35 @@ pub struct Case {
     pub arguments: Value,
     #[serde(default)]
     pub fixtures: Option<Vec<String>>,
+    #[serde(default)]
+    pub meter: Option<CaseMeter>,
+    #[serde(default)]
+    pub expect_spent: Option<u64>,
+    #[serde(default)]
+    pub folders: BTreeMap<String, CaseFolder>,
+    #[serde(default)]
+    pub expect_files: BTreeMap<String, BTreeMap<String, Option<String>>>,
     pub expect: Expect,
+}
+
+/// A case's meter: the allowance of a fresh run.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseMeter {
+    pub unit: String,
+    pub per_run: u64,
+    #[serde(default)]
+    pub per_day: Option<u64>,
+}
+
+/// A case's folder: seeded afresh for the case.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseFolder {
+    #[serde(default)]
+    pub writable: bool,
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
 }
 
 fn empty_object() -> Value {
@@ -125,14 +166,49 @@ pub fn run(args: TestArgs) -> Result<i32> {
             Some(names) => names.iter().filter_map(|n| fixtures.get(n)).collect(),
             None => fixtures.values().collect(),
         };
+        let destinations: std::collections::BTreeSet<String> =
+            files.iter().flat_map(|f| f.exchanges.iter().filter_map(|e| e.destination.clone())).collect();
         let replay = Arc::new(Replay::from_files(files));
         let http = HttpCapability::new(HttpConfig::new(REPLAY_ORIGIN).mode(HttpMode::Replay(replay.clone())))
             .context("configuring the replaying http handle")?;
-        let caps = Capabilities::with_http(http);
+        let mut caps = Capabilities::with_http(http);
+        for name in destinations {
+            let config = HttpConfig::new(REPLAY_ORIGIN).mode(HttpMode::Replay(replay.clone())).destination(name.clone());
+            caps.destinations.insert(name, HttpCapability::new(config).context("configuring a replaying destination")?);
+        }
+        let mut problems = Vec::new();
+        let _dirs = match case_capabilities(case, &mut caps) {
+            Ok(dirs) => dirs,
+            Err(e) => {
+                println!("FAILED  {}: {e:#}", case.name);
+                failed.push(case.name.clone());
+                continue;
+            }
+        };
         let tool = super::tool_name(&component, &case.tool).unwrap_or_else(|_| case.tool.clone());
+        // No person to ask here: a `(graphql)` route carries a mutation when
+        // the tool's `query` argument is one, as the gate in `serve` decides.
+        caps.graphql_mutations = graphql_argument_mutates(&case.arguments);
         let outcome = rt.block_on(component.call(&tool, &case.arguments, &caps));
         // Unmatched requests first: they are usually why the output differs.
-        let mut problems: Vec<String> = replay.misses().into_iter().map(|m| format!("unmatched request: {m}")).collect();
+        problems.extend(replay.misses().into_iter().map(|m| format!("unmatched request: {m}")));
+        if let (Some(want), Some(meter)) = (case.expect_spent, &caps.meter)
+            && meter.spent() != want
+        {
+            problems.push(format!("expected the meter to have charged {want} {}, it charged {}", meter.unit(), meter.spent()));
+        }
+        for (folder, files) in &case.expect_files {
+            let Some(dir) = _dirs.iter().find(|(n, _)| n == folder).map(|(_, d)| d.path()) else {
+                problems.push(format!("expect_files names folder `{folder}`, which the case does not give"));
+                continue;
+            };
+            for (rel, want) in files {
+                let got = std::fs::read_to_string(dir.join(rel)).ok();
+                if &got != want {
+                    problems.push(format!("{folder}/{rel}: expected {}, found {}", shown(want), shown(&got)));
+                }
+            }
+        }
         let mut details = Vec::new();
         match (&case.expect, outcome) {
             (Expect::HostError(want), Err(e)) => {
@@ -173,6 +249,51 @@ pub fn run(args: TestArgs) -> Result<i32> {
     } else {
         println!("test result: FAILED. {passed} passed; {} failed: {} ({secs:.2} s)", failed.len(), failed.join(", "));
         Ok(EXIT_FAILED)
+    }
+}
+
+/// Adds the case's meter and folders to `caps`; the folders' directories
+/// live as long as the returned guards.
+fn case_capabilities(case: &Case, caps: &mut Capabilities) -> Result<Vec<(String, tempfile::TempDir)>> {
+    if let Some(m) = &case.meter {
+        let allowance = Allowance { per_run: m.per_run, per_day: m.per_day.unwrap_or(m.per_run) };
+        let meter = DayLedger::new(m.unit.clone()).start_run(allowance).context("the case's meter allowance")?;
+        caps.meter = Some(meter);
+    } else if case.expect_spent.is_some() {
+        anyhow::bail!("`expect_spent` needs a `meter`");
+    }
+    let mut dirs = Vec::new();
+    for (name, folder) in &case.folders {
+        let dir = tempfile::tempdir().context("creating the case's folder")?;
+        for (rel, text) in &folder.files {
+            let path = dir.path().join(rel);
+            if rel.split('/').any(|p| p.is_empty() || p == "." || p == "..") {
+                anyhow::bail!("folder `{name}`: seed file `{rel}` is not a plain relative path");
+            }
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(&path, text)?;
+        }
+        caps.folders.push(FolderCapability::open(name.clone(), dir.path(), folder.writable).context("opening the case's folder")?);
+        dirs.push((name.clone(), dir));
+    }
+    Ok(dirs)
+}
+
+/// Whether a tool's `query` argument is a GraphQL document holding a mutation.
+fn graphql_argument_mutates(arguments: &Value) -> bool {
+    arguments
+        .get("query")
+        .and_then(Value::as_str)
+        .and_then(|q| scout_host::capabilities::graphql::operations(q).ok())
+        .is_some_and(|ops| ops.mutations > 0)
+}
+
+fn shown(text: &Option<String>) -> String {
+    match text {
+        Some(t) => short(&Value::String(t.clone())),
+        None => "no file".to_string(),
     }
 }
 

@@ -83,6 +83,12 @@ pub struct ToolDoc {
     /// Write tools: when the tool is registered at all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub registers: Option<Registers>,
+    /// Its wire name, when it is not `CONNECTOR_FUNCTION` (a `Name:` line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Read tools: the other connectors it reads (a joint tool).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reads_from: Vec<String>,
 }
 
 /// One effect the connector deliberately does not build.
@@ -156,7 +162,10 @@ impl Manifest {
 
     /// The wire name of a tool: `github` + `read-file` = `github_read_file`.
     pub fn wire_name(&self, function: &str) -> String {
-        wire_name(&self.connector, function)
+        match self.tools.iter().find(|t| t.function == function).and_then(|t| t.name.as_ref()) {
+            Some(name) => name.clone(),
+            None => wire_name(&self.connector, function),
+        }
     }
 }
 
@@ -213,4 +222,4 @@ pub fn parse_world_docs(docs: &str) -> Result<(String, Vec<Withheld>), ManifestE
 #[cfg(feature = "from-wit")]
 mod from_wit;
 pub mod policy;
-pub use policy::{Billing, Gate, Registers, Route, RouteMethod};
+pub use policy::{Billing, Gate, GraphqlBody, Registers, Route, RouteMethod};

@@ -15,6 +15,22 @@
 //!   (write tools). Default `approval`.
 //! - `Registers: with-connector`, `Registers: when-switch AGENTMAIL_ALLOW_SENDS`,
 //!   `Registers: when-approvals-on` (write tools). Default `with-connector`.
+//! - `Name: docs`: the tool's wire name when it is not `CONNECTOR_FUNCTION`
+//!   (the seed names Cloudflare's tools `docs`, `search`, `execute`).
+//! - `Reads-from: searchconsole, shopify` (read tools): a joint tool that also
+//!   reads these connectors, through routes that name them (below). The host
+//!   offers it only when each of them is live in the session.
+//!
+//! A route may name its destination before the method: `Route: drive GET
+//! /drive/v3/files` goes to the connector's origin the operator names
+//! `drive`, or, for a name in `Reads-from`, to that connector's origin with
+//! its credential. Without a name it goes to the connector's own origin.
+//! A parameter `{site:encoded}` matches one segment that may hold
+//! percent-encoded `/` (a URL used as an id); anywhere else the host refuses
+//! `%2F`. A POST may carry one qualifier: `(read-only)`, `(graphql-query)`
+//! (a read tool's GraphQL request: the host parses the body and sends it only
+//! if every operation is a query) or `(graphql)` (a write tool's GraphQL
+//! request: the host parses it, and a mutation needs the tool's gate).
 //!
 //! On the world: `Billing: none`, `Billing: credits` or `Billing: usd`.
 //!
@@ -25,7 +41,7 @@ use crate::{Effect, Manifest, ManifestError, ToolDoc};
 use serde::{Deserialize, Serialize};
 
 /// Keys of a tool's policy lines.
-pub const TOOL_KEYS: [&str; 4] = ["Route", "Grantable", "Gate", "Registers"];
+pub const TOOL_KEYS: [&str; 6] = ["Route", "Grantable", "Gate", "Registers", "Name", "Reads-from"];
 /// Keys of a world's policy lines.
 pub const WORLD_KEYS: [&str; 1] = ["Billing"];
 
@@ -72,22 +88,71 @@ impl RouteMethod {
     }
 }
 
+/// What the host checks in a route's GraphQL request body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GraphqlBody {
+    /// `(graphql-query)`: every operation must be a query.
+    QueriesOnly,
+    /// `(graphql)`: mutations only as far as the tool's gate decided.
+    Gated,
+}
+
 /// One request a tool may make: a method and a path template.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Route {
+    /// Where it goes: `None` is the connector's own origin; otherwise an
+    /// origin the operator names for it, or a `Reads-from` connector.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
     pub method: RouteMethod,
-    /// `/repos/{owner}/{repo}`; `{name}` is one segment, `{*name}` the rest.
+    /// `/repos/{owner}/{repo}`; `{name}` is one segment, `{*name}` the rest,
+    /// `{name:encoded}` one segment that may hold `%2F`.
     pub path: String,
-    /// A `POST` a read tool declares as changing nothing (a query endpoint).
+    /// A `POST` a read tool declares as changing nothing (a query endpoint;
+    /// also set by `(graphql-query)`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub read_only: bool,
+    /// The body is a GraphQL request the host parses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graphql: Option<GraphqlBody>,
+}
+
+impl Route {
+    /// A route to the connector's own origin, without qualifier.
+    pub fn new(method: RouteMethod, path: impl Into<String>) -> Route {
+        Route { destination: None, method, path: path.into(), read_only: false, graphql: None }
+    }
+
+    /// The names of its `{name:encoded}` parameters' segments, by index
+    /// (0 is the first segment after the leading `/`).
+    pub fn encoded_segments(&self) -> Vec<usize> {
+        self.path
+            .trim_start_matches('/')
+            .split('/')
+            .enumerate()
+            .filter(|(_, s)| s.starts_with('{') && s.ends_with(":encoded}"))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// The template in matchit's syntax (`{name:encoded}` becomes `{name}`).
+    pub fn matchit_path(&self) -> String {
+        self.path.replace(":encoded}", "}")
+    }
 }
 
 impl std::fmt::Display for Route {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(d) = &self.destination {
+            write!(f, "{d} ")?;
+        }
         write!(f, "{} {}", self.method.as_str(), self.path)?;
-        if self.read_only {
-            f.write_str(" (read-only)")?;
+        match (self.graphql, self.read_only) {
+            (Some(GraphqlBody::QueriesOnly), _) => f.write_str(" (graphql-query)")?,
+            (Some(GraphqlBody::Gated), _) => f.write_str(" (graphql)")?,
+            (None, true) => f.write_str(" (read-only)")?,
+            (None, false) => {}
         }
         Ok(())
     }
@@ -179,8 +244,11 @@ pub fn parse_tool_lines(tool: &str, effect: Effect, lines: &[(&str, &str)]) -> R
         grantable: false,
         gate: None,
         registers: None,
+        name: None,
+        reads_from: Vec::new(),
     };
     let (mut seen_grantable, mut seen_gate, mut seen_registers) = (false, false, false);
+    let (mut seen_name, mut seen_reads_from) = (false, false);
     let once = |seen: &mut bool, key: &str| -> Result<(), ManifestError> {
         if std::mem::replace(seen, true) {
             return Err(rule(format!("tool `{tool}` has two `{key}:` lines")));
@@ -205,6 +273,26 @@ pub fn parse_tool_lines(tool: &str, effect: Effect, lines: &[(&str, &str)]) -> R
             "Registers" => {
                 once(&mut seen_registers, key)?;
                 doc.registers = Some(parse_registers(tool, value)?);
+            }
+            "Name" => {
+                once(&mut seen_name, key)?;
+                let name = value.trim();
+                if !is_wire_name(name) {
+                    return Err(rule(format!("tool `{tool}`: `Name: {name}` must be lower-case letters, digits and `_`, starting with a letter")));
+                }
+                doc.name = Some(name.to_string());
+            }
+            "Reads-from" => {
+                once(&mut seen_reads_from, key)?;
+                for peer in value.split(',').map(str::trim) {
+                    if !is_destination(peer) {
+                        return Err(rule(format!("tool `{tool}`: `Reads-from:` names `{peer}`, which is not a connector name")));
+                    }
+                    if doc.reads_from.iter().any(|p| p == peer) {
+                        return Err(rule(format!("tool `{tool}`: `Reads-from:` names `{peer}` twice")));
+                    }
+                    doc.reads_from.push(peer.to_string());
+                }
             }
             other => return Err(rule(format!("tool `{tool}`: unknown policy line `{other}:`"))),
         }
@@ -237,18 +325,56 @@ pub fn parse_world_lines(lines: &[(&str, &str)]) -> Result<Option<Billing>, Mani
     Ok(billing)
 }
 
+/// A wire name: `[a-z][a-z0-9_]*`, at most 64 bytes.
+fn is_wire_name(name: &str) -> bool {
+    name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// A destination or connector name: `[a-z][a-z0-9-]*`, at most 40 bytes.
+pub fn is_destination(name: &str) -> bool {
+    name.len() <= 40
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
 fn parse_route(tool: &str, value: &str) -> Result<Route, ManifestError> {
-    let (value, read_only) = match value.strip_suffix("(read-only)") {
-        Some(rest) => (rest.trim_end(), true),
-        None => (value, false),
+    let mut value = value.trim();
+    let (mut read_only, mut graphql) = (false, None);
+    for (suffix, ro, gq) in [
+        ("(read-only)", true, None),
+        ("(graphql-query)", true, Some(GraphqlBody::QueriesOnly)),
+        ("(graphql)", false, Some(GraphqlBody::Gated)),
+    ] {
+        if let Some(rest) = value.strip_suffix(suffix) {
+            value = rest.trim_end();
+            (read_only, graphql) = (ro, gq);
+            break;
+        }
+    }
+    if value.ends_with(')') {
+        return Err(rule(format!(
+            "tool `{tool}`: `Route: {value}` ends in a qualifier that is not `(read-only)`, `(graphql-query)` or `(graphql)`"
+        )));
+    }
+    let mut words = value.split_whitespace();
+    let mut first = words.next().unwrap_or_default();
+    let mut destination = None;
+    if first.starts_with(|c: char| c.is_ascii_lowercase()) {
+        if !is_destination(first) {
+            return Err(rule(format!("tool `{tool}`: route destination `{first}` must be `[a-z][a-z0-9-]*`")));
+        }
+        destination = Some(first.to_string());
+        first = words.next().unwrap_or_default();
+    }
+    let (Some(path), None) = (words.next(), words.next()) else {
+        return Err(rule(format!("tool `{tool}`: `Route: {value}` must be `[DESTINATION] METHOD /path`")));
     };
-    let (method, path) = value
-        .split_once(' ')
-        .ok_or_else(|| rule(format!("tool `{tool}`: `Route: {value}` must be `METHOD /path`")))?;
-    let method = RouteMethod::parse(method).ok_or_else(|| {
-        rule(format!("tool `{tool}`: route method `{method}` is not one of GET, HEAD, POST, PUT, PATCH, DELETE"))
+    let method = RouteMethod::parse(first).ok_or_else(|| {
+        rule(format!("tool `{tool}`: route method `{first}` is not one of GET, HEAD, POST, PUT, PATCH, DELETE"))
     })?;
-    let route = Route { method, path: path.trim().to_string(), read_only };
+    let route = Route { destination, method, path: path.to_string(), read_only, graphql };
     check_template(tool, &route.path)?;
     Ok(route)
 }
@@ -320,10 +446,10 @@ fn check_template(tool: &str, path: &str) -> Result<(), ManifestError> {
         if let Some(inner) = segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
             let (catch_all, name) = match inner.strip_prefix('*') {
                 Some(n) => (true, n),
-                None => (false, inner),
+                None => (false, inner.strip_suffix(":encoded").unwrap_or(inner)),
             };
             if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-                return Err(bad("has a parameter that is not `{name}` or `{*name}`"));
+                return Err(bad("has a parameter that is not `{name}`, `{name:encoded}` or `{*name}`"));
             }
             if catch_all && i + 1 != segments.len() {
                 return Err(bad("has `{*name}` before its last segment"));
@@ -353,10 +479,46 @@ impl Manifest {
         if self.tools.is_empty() {
             return Err(rule("the manifest describes no tools".to_string()));
         }
+        let mut wire_names = std::collections::BTreeSet::new();
         for tool in &self.tools {
             let name = &tool.function;
+            if let Some(wire) = &tool.name
+                && !is_wire_name(wire)
+            {
+                return Err(rule(format!("tool `{name}`: wire name `{wire}` must be lower-case letters, digits and `_`")));
+            }
+            if !wire_names.insert(self.wire_name(name)) {
+                return Err(rule(format!("two tools have the wire name `{}`", self.wire_name(name))));
+            }
+            if !tool.reads_from.is_empty() && tool.effect != Effect::Read {
+                return Err(rule(format!("write tool `{name}` has `Reads-from:`: only a read tool reads other connectors")));
+            }
+            for peer in &tool.reads_from {
+                if !is_destination(peer) || *peer == self.connector {
+                    return Err(rule(format!("tool `{name}`: `Reads-from: {peer}` must name another connector")));
+                }
+            }
             for route in &tool.routes {
                 check_template(name, &route.path)?;
+                if let Some(d) = &route.destination
+                    && !is_destination(d)
+                {
+                    return Err(rule(format!("tool `{name}`: route destination `{d}` must be `[a-z][a-z0-9-]*`")));
+                }
+                match (route.graphql, tool.effect) {
+                    (Some(_), _) if route.method != RouteMethod::Post => {
+                        return Err(rule(format!("tool `{name}`: only a POST route carries a GraphQL body (`{route}`)")));
+                    }
+                    (Some(GraphqlBody::QueriesOnly), Effect::Write) | (Some(GraphqlBody::Gated), Effect::Read) => {
+                        return Err(rule(format!(
+                            "tool `{name}`: `(graphql-query)` is for read tools and `(graphql)` for write tools (`{route}`)"
+                        )));
+                    }
+                    (Some(GraphqlBody::QueriesOnly), Effect::Read) if !route.read_only => {
+                        return Err(rule(format!("read tool `{name}`: a `(graphql-query)` route is read-only")));
+                    }
+                    _ => {}
+                }
                 match tool.effect {
                     Effect::Read if route.method.is_safe() && !route.read_only => {}
                     Effect::Read if route.method == RouteMethod::Post && route.read_only => {}
@@ -376,7 +538,7 @@ impl Manifest {
             }
             let mut seen = std::collections::BTreeSet::new();
             for route in &tool.routes {
-                if !seen.insert((route.method, route.path.as_str())) {
+                if !seen.insert((route.destination.as_deref(), route.method, route.path.as_str())) {
                     return Err(rule(format!("tool `{name}` declares `{route}` twice")));
                 }
             }
@@ -458,6 +620,60 @@ mod tests {
             assert!(tool(Effect::Write, &lines).is_err(), "{lines:?} should be refused");
         }
         assert!(parse_world_lines(&[("Billing", "euros")]).is_err());
+    }
+
+    #[test]
+    fn destinations_qualifiers_names_and_peers() {
+        let r = tool(
+            Effect::Read,
+            &[
+                ("Route", "drive GET /drive/v3/files"),
+                ("Route", "searchconsole POST /webmasters/v3/sites/{site:encoded}/searchAnalytics/query (read-only)"),
+                ("Route", "POST /admin/api/2025-10/graphql.json (graphql-query)"),
+                ("Name", "docs"),
+                ("Reads-from", "searchconsole, shopify"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(r.routes[0].destination.as_deref(), Some("drive"));
+        assert_eq!(r.routes[0].to_string(), "drive GET /drive/v3/files");
+        assert_eq!(r.routes[1].encoded_segments(), [3]);
+        assert_eq!(r.routes[1].matchit_path(), "/webmasters/v3/sites/{site}/searchAnalytics/query");
+        assert!(r.routes[2].read_only && r.routes[2].graphql == Some(GraphqlBody::QueriesOnly));
+        assert_eq!(r.name.as_deref(), Some("docs"));
+        assert_eq!(r.reads_from, ["searchconsole", "shopify"]);
+        let w = tool(Effect::Write, &[("Route", "POST /graphql.json (graphql)")]).unwrap();
+        assert_eq!(w.routes[0].graphql, Some(GraphqlBody::Gated));
+        for bad in [
+            vec![("Route", "Drive GET /x")],
+            vec![("Route", "drive extra GET /x")],
+            vec![("Route", "GET /x (sometimes)")],
+            vec![("Route", "GET /{a:raw}")],
+            vec![("Name", "Docs")],
+            vec![("Name", "a b")],
+            vec![("Reads-from", "Search Console")],
+            vec![("Reads-from", "shopify, shopify")],
+        ] {
+            assert!(tool(Effect::Read, &bad).is_err(), "{bad:?} should be refused");
+        }
+        let valid = |t: ToolDoc| {
+            let mut t = t;
+            t.description = "d".into();
+            manifest(vec![t]).validate()
+        };
+        assert!(valid(r).is_ok());
+        assert!(valid(tool(Effect::Read, &[("Route", "POST /graphql.json (graphql)")]).unwrap()).is_err(), "a read's GraphQL is queries only");
+        assert!(valid(tool(Effect::Write, &[("Route", "POST /graphql.json (graphql-query)")]).unwrap()).is_err());
+        let mut peer_write = tool(Effect::Write, &[]).unwrap();
+        peer_write.reads_from = vec!["shopify".into()];
+        assert!(valid(peer_write).is_err(), "only reads read other connectors");
+        let own = tool(Effect::Read, &[("Reads-from", "acme")]).unwrap();
+        assert!(valid(own).is_err(), "a joint tool reads other connectors");
+        let mut a = tool(Effect::Read, &[("Name", "acme_b")]).unwrap();
+        a.description = "d".into();
+        let mut b = parse_tool_lines("b", Effect::Read, &[]).unwrap();
+        b.description = "d".into();
+        assert!(manifest(vec![a, b]).validate().is_err(), "two tools cannot share a wire name");
     }
 
     fn manifest(tools: Vec<ToolDoc>) -> Manifest {
