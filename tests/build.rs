@@ -12,6 +12,7 @@ const SPECS: &[Spec] = &[
     Spec { name: "railway", package: "scout-connector-railway", dir: "connectors/railway", kind: Kind::Connector },
     Spec { name: "tailscale", package: "scout-connector-tailscale", dir: "connectors/tailscale", kind: Kind::Connector },
     Spec { name: "searchconsole", package: "scout-connector-searchconsole", dir: "connectors/searchconsole", kind: Kind::Connector },
+    Spec { name: "analytics", package: "scout-connector-analytics", dir: "connectors/analytics", kind: Kind::Connector },
     Spec { name: "hostile", package: "scout-guest-hostile", dir: "tests/guests/hostile", kind: Kind::TestGuest },
     Spec { name: "imports-sockets", package: "scout-guest-imports-sockets", dir: "tests/guests/imports-sockets", kind: Kind::TestGuest },
     Spec { name: "capabilities", package: "scout-guest-capabilities", dir: "tests/guests/capabilities", kind: Kind::TestGuest },
