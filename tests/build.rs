@@ -16,6 +16,7 @@ const SPECS: &[Spec] = &[
     Spec { name: "seo", package: "scout-connector-seo", dir: "connectors/seo", kind: Kind::Connector },
     Spec { name: "searchconsole", package: "scout-connector-searchconsole", dir: "connectors/searchconsole", kind: Kind::Connector },
     Spec { name: "analytics", package: "scout-connector-analytics", dir: "connectors/analytics", kind: Kind::Connector },
+    Spec { name: "cloudflare", package: "scout-connector-cloudflare", dir: "connectors/cloudflare", kind: Kind::Connector },
     Spec { name: "hostile", package: "scout-guest-hostile", dir: "tests/guests/hostile", kind: Kind::TestGuest },
     Spec { name: "imports-sockets", package: "scout-guest-imports-sockets", dir: "tests/guests/imports-sockets", kind: Kind::TestGuest },
     Spec { name: "capabilities", package: "scout-guest-capabilities", dir: "tests/guests/capabilities", kind: Kind::TestGuest },
