@@ -11,6 +11,7 @@ const SPECS: &[Spec] = &[
     Spec { name: "figma", package: "scout-connector-figma", dir: "connectors/figma", kind: Kind::Connector },
     Spec { name: "railway", package: "scout-connector-railway", dir: "connectors/railway", kind: Kind::Connector },
     Spec { name: "tailscale", package: "scout-connector-tailscale", dir: "connectors/tailscale", kind: Kind::Connector },
+    Spec { name: "sheets", package: "scout-connector-sheets", dir: "connectors/sheets", kind: Kind::Connector },
     Spec { name: "shopify", package: "scout-connector-shopify", dir: "connectors/shopify", kind: Kind::Connector },
     Spec { name: "firecrawl", package: "scout-connector-firecrawl", dir: "connectors/firecrawl", kind: Kind::Connector },
     Spec { name: "writer", package: "scout-connector-writer", dir: "connectors/writer", kind: Kind::Connector },
