@@ -11,7 +11,7 @@
 //! `permission_denied` event.
 
 use crate::capabilities::Capabilities;
-use crate::policy::{self, Catalog, Gate, PolicyDenial, SessionInput, Switches};
+use crate::policy::{self, Catalog, Gate, MutationGate, PolicyDenial, SessionInput, Switches};
 use crate::runtime::{CallOutcome, LoadedComponent, ToolOutput};
 use crate::store::{ApprovalError, ApprovalId, Store, TraceEvent, TraceState, args_digest};
 use serde_json::{Value, json};
@@ -278,19 +278,49 @@ impl Boundary {
         // thresholds of seed 000's budgets page, telling a Shopify mutation
         // from a read) ask a person on every call. An allowance is enforced
         // by the `meter` handle on every reservation.
-        let asks = match asks_person(&gate) {
-            Ok(asks) => asks,
-            Err(denial) => return Err(trace.deny(denial)),
+        // Shopify Admin GraphQL: the host parses the operation the tool will
+        // send (its `query` argument) to tell a query, which runs, from a
+        // mutation, which follows the mutation gate; the `http` handle then
+        // refuses a body holding more than was decided here.
+        let mut mutation = false;
+        let asks = match (&gate, graphql_operation(&gate, args)) {
+            (_, Some(Err(why))) => {
+                trace.push(TraceState::PermissionDenied, Some("graphql_unreadable".to_string()), json!({ "reason": why }));
+                return Err(Denied { denial: PolicyDenial::InvalidArguments });
+            }
+            (_, Some(Ok(false))) => false,
+            (Gate::ReadsRunMutationsGated { mutations }, Some(Ok(true))) => match mutations {
+                MutationGate::AsksPerson => {
+                    mutation = true;
+                    true
+                }
+                MutationGate::Refuses(r) => return Err(trace.deny(r.denial())),
+            },
+            _ => match asks_person(&gate) {
+                Ok(asks) => asks,
+                Err(denial) => return Err(trace.deny(denial)),
+            },
         };
         if asks {
             trace.flush();
             self.await_approval(session, &call_id, &name, &digest, gone).await?;
-            // The world may have changed while a person was deciding.
-            if let Err(denial) = self.decide(session, &connector, &name) {
-                return Err(trace.deny(denial));
+            // The world may have changed while a person was deciding (for a
+            // mutation: its switch turned off).
+            match self.decide(session, &connector, &name) {
+                Err(denial) => return Err(trace.deny(denial)),
+                Ok(now) if mutation && now.refusal().is_some() => {
+                    let denial = now.refusal().map(|r| r.denial()).unwrap_or(PolicyDenial::ApprovalRequired);
+                    return Err(trace.deny(denial));
+                }
+                Ok(_) => {}
             }
         }
-        trace.push(TraceState::Allowed, Some(gate_rule(&gate)), Value::Null);
+        let rule = match &gate {
+            Gate::ReadsRunMutationsGated { .. } if !mutation => "graphql_query".to_string(),
+            Gate::ReadsRunMutationsGated { .. } => "graphql_mutation_approved_by_person".to_string(),
+            other => gate_rule(other),
+        };
+        trace.push(TraceState::Allowed, Some(rule), Value::Null);
         // Fails closed: the intent is durable before the effect, or there is no effect.
         if let Err(e) = trace.write() {
             tracing::error!(error = %e, call = %call_id, "cannot record the call's intent; not running it");
@@ -298,6 +328,13 @@ impl Boundary {
             return Err(trace.deny(PolicyDenial::Unrecorded));
         }
 
+        let approved_mutation;
+        let caps = if mutation {
+            approved_mutation = Capabilities { graphql_mutations: true, ..caps.clone() };
+            &approved_mutation
+        } else {
+            caps
+        };
         let result = component.call(tool, args, caps).await;
         trace.push(TraceState::Executed, None, Value::Null);
         let executed = match result {
@@ -517,6 +554,19 @@ impl Drop for CallTrace<'_> {
 }
 
 /// Whether a call through `gate` waits for a person, or is refused.
+/// For a tool whose gate tells reads from mutations: whether the GraphQL
+/// document in its `query` argument holds anything but queries, or why it
+/// cannot be read (no `query` string, a parse error). `None` for other gates.
+fn graphql_operation(gate: &Gate, args: &Value) -> Option<Result<bool, String>> {
+    if !matches!(gate, Gate::ReadsRunMutationsGated { .. }) {
+        return None;
+    }
+    let Some(document) = args.get("query").and_then(Value::as_str) else {
+        return Some(Err("the tool's `query` argument must be the GraphQL document".to_string()));
+    };
+    Some(crate::capabilities::graphql::operations(document).map(|ops| !ops.is_read_only()))
+}
+
 fn asks_person(gate: &Gate) -> Result<bool, PolicyDenial> {
     match gate {
         Gate::Open | Gate::Allowance { .. } => Ok(false),
@@ -539,7 +589,7 @@ fn gate_rule(gate: &Gate) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{AboveThreshold, MutationGate, Refusal};
+    use crate::policy::{AboveThreshold, Refusal};
 
     #[test]
     fn gates_not_built_in_detail_fail_closed() {

@@ -837,6 +837,38 @@ impl Catalog {
     }
 }
 
+impl Catalog {
+    /// The platform server a folder-backed component serves (the content
+    /// writer's tools, the SEO brief tools), when its manifest is exactly
+    /// that server's: every tool the seed names for it, each a read tool
+    /// (the read table lists them; they write only drafts into the project
+    /// folder), no billing. The policy gives these tools by its own rules
+    /// (opt-in beside Shopify, riding on a skill), not as a connector's.
+    pub fn admit_platform(&self, manifest: &scout_manifest::Manifest) -> Option<Result<Platform, AdmitError>> {
+        let platform = Platform::from_server_name(&manifest.connector).filter(|p| matches!(p, Platform::Writer | Platform::Seo))?;
+        let declared: BTreeSet<String> = manifest.tools.iter().map(|t| manifest.wire_name(&t.function)).collect();
+        let wanted: BTreeSet<String> = platform.tools().iter().map(|t| t.to_string()).collect();
+        let mut found = Vec::new();
+        for t in wanted.difference(&declared) {
+            found.push(format!("tool `{t}` is missing"));
+        }
+        for t in declared.difference(&wanted) {
+            found.push(format!("tool `{t}` is not one of the seed's `{}` tools", platform.server_name()));
+        }
+        for t in manifest.tools.iter().filter(|t| t.effect != scout_manifest::Effect::Read) {
+            found.push(format!("`{}` is a write tool; the seed's read table lists every `{}` tool", manifest.wire_name(&t.function), platform.server_name()));
+        }
+        if manifest.billing.is_some() {
+            found.push("it bills; the seed's platform tools do not".to_string());
+        }
+        Some(if found.is_empty() {
+            Ok(platform)
+        } else {
+            Err(AdmitError::Disagrees { connector: manifest.connector.clone(), differences: found.join("; ") })
+        })
+    }
+}
+
 /// Writes of a connector the seed does not describe ask a person each call.
 fn conservative(mut spec: ConnectorSpec) -> ConnectorSpec {
     for w in &mut spec.writes {

@@ -272,15 +272,17 @@ impl Platform {
 
     /// Who serves `tool` of this server. Memory notes (the brand's notebook
     /// for a person, a private one for a coworker), the project folder, the
-    /// writer's drafts and saved SEO briefs are folder-backed, so the host
-    /// serves them; everything backed by the orchestrator's own data
-    /// (standing instructions, goals, transcripts, skills, team, a brief's
-    /// hand-off to another coworker, sandbox, browser) is the orchestrator's.
+    /// writer's drafts and the SEO briefs (saved, and marked handed off) are
+    /// folder-backed, so the host serves them; everything backed by the
+    /// orchestrator's own data (standing instructions, goals, transcripts,
+    /// skills, team, sandbox, browser) is the orchestrator's.
     pub fn served_by(self, tool: &str) -> Server {
         match self {
             Platform::Memory if MEMORY_NOTE_TOOLS.contains(&tool) => Server::Host,
             Platform::Project | Platform::Writer => Server::Host,
-            Platform::Seo if tool == SEO_SAVE_BRIEF => Server::Host,
+            // The hand-off marks a saved brief handed off in the project
+            // folder; the orchestrator starts the Content writer on it.
+            Platform::Seo => Server::Host,
             _ => Server::Orchestrator,
         }
     }

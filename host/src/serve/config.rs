@@ -93,8 +93,21 @@ pub struct ServeConfig {
 pub struct ConnectorConfig {
     /// The component (`.wasm`); relative to this file.
     pub component: PathBuf,
-    /// The one origin its `http` handle reaches (`https://api.github.com`).
-    pub origin: String,
+    /// The origin its `http` handle reaches (`https://api.github.com`).
+    /// Required when the component imports `http`; a folder-only component
+    /// (the content writer, the SEO brief tools) has none.
+    #[serde(default)]
+    pub origin: Option<String>,
+    /// Further origins by destination name, for routes that name one
+    /// (`Route: drive GET /drive/v3/files`), reached with the same credential.
+    #[serde(default)]
+    pub origins: BTreeMap<String, String>,
+    /// Host environment variables that must be set for the deployment to
+    /// offer this connector at all (seed 000: Figma "when the deployment
+    /// offers Figma (Nango configured)", Microsoft Ads likewise). Unset: the
+    /// connector is loaded and checked, and never registered.
+    #[serde(default)]
+    pub requires_env: Vec<String>,
     /// How the credential is injected: `bearer` (default), `basic:USER`,
     /// `header:NAME` or `query:PARAM`.
     #[serde(default = "default_credential")]

@@ -164,6 +164,13 @@ type CachedClient = (String, Arc<HttpCapability>);
 pub struct ServeHost {
     config: ServeConfig,
     components: BTreeMap<String, Arc<LoadedComponent>>,
+    /// Components that serve a platform server (the content writer, the
+    /// SEO brief tools): offered where the policy gives their tools, with
+    /// no credential of their own.
+    platform: BTreeSet<String>,
+    /// Connectors loaded and checked that the deployment does not offer
+    /// (an environment variable of `requires_env` unset): never registered.
+    not_offered: BTreeSet<String>,
     store: Arc<dyn Store>,
     catalog: Arc<Catalog>,
     resolver_config: Arc<ResolverConfig>,
@@ -217,6 +224,8 @@ impl ServeHost {
         .map_err(|e| StartError::Runtime(e.to_string()))?;
         let mut components = BTreeMap::new();
         let mut host_env = BTreeMap::new();
+        let mut platform = BTreeSet::new();
+        let mut not_offered = BTreeSet::new();
         for (name, connector) in &config.connectors {
             let fail = |message: String| StartError::Connector { name: name.clone(), message };
             if !connector.component.is_file() {
@@ -234,14 +243,58 @@ impl ServeHost {
             // The seed's connectors must agree with the catalogue; any other
             // is served on what it declares, conservatively; the operator
             // may narrow either.
-            let spec = catalog
-                .admit(&component.info().manifest)
-                .and_then(|spec| spec.narrowed(connector.tools.as_deref(), connector.grants))
-                .map_err(|e| fail(e.to_string()))?;
-            catalog = catalog.with_spec(spec);
-            // Checks the origin now rather than at the first call.
-            HttpCapability::new(crate::HttpConfig::new(connector.origin.clone()).allow_private_network(connector.allow_private_network))
-                .map_err(|e| fail(format!("origin: {e}")))?;
+            // The content writer and the SEO brief tools are platform
+            // servers: the policy gives their tools by its own rules.
+            match catalog.admit_platform(&component.info().manifest) {
+                Some(admitted) => {
+                    admitted.map_err(|e| fail(e.to_string()))?;
+                    if connector.tools.is_some() {
+                        return Err(fail("`tools` narrows a connector; the seed's platform tools are given by the policy's rules".into()));
+                    }
+                    platform.insert(name.clone());
+                }
+                None => {
+                    let spec = catalog
+                        .admit(&component.info().manifest)
+                        .and_then(|spec| spec.narrowed(connector.tools.as_deref(), connector.grants))
+                        .map_err(|e| fail(e.to_string()))?;
+                    catalog = catalog.with_spec(spec);
+                }
+            }
+            // Checks the origins now rather than at the first call.
+            let imports_http = session_caps::imports(&component, "http");
+            match (&connector.origin, imports_http) {
+                (Some(origin), _) => {
+                    HttpCapability::new(crate::HttpConfig::new(origin.clone()).allow_private_network(connector.allow_private_network))
+                        .map_err(|e| fail(format!("origin: {e}")))?;
+                }
+                (None, true) => return Err(fail("the component imports `http`: give the `origin` its handle reaches".into())),
+                (None, false) => {}
+            }
+            let peers: BTreeSet<&str> =
+                component.info().manifest.tools.iter().flat_map(|t| t.reads_from.iter().map(String::as_str)).collect();
+            let named: BTreeSet<&str> = component
+                .info()
+                .manifest
+                .tools
+                .iter()
+                .flat_map(|t| t.routes.iter().filter_map(|r| r.destination.as_deref()))
+                .filter(|d| !peers.contains(d))
+                .collect();
+            for (dest, origin) in &connector.origins {
+                if peers.contains(dest.as_str()) {
+                    return Err(fail(format!("`origins.{dest}`: `{dest}` is a connector a joint tool reads, reached with its own origin")));
+                }
+                HttpCapability::new(crate::HttpConfig::new(origin.clone()).allow_private_network(connector.allow_private_network))
+                    .map_err(|e| fail(format!("origins.{dest}: {e}")))?;
+            }
+            if let Some(missing) = named.iter().find(|d| !connector.origins.contains_key(**d)) {
+                return Err(fail(format!("its routes name destination `{missing}`: give its origin as `origins.{missing}`")));
+            }
+            if let Some(var) = connector.requires_env.iter().find(|v| env(v).is_none()) {
+                tracing::warn!(connector = %name, env = %var, "not offered: the deployment does not set {var}");
+                not_offered.insert(name.clone());
+            }
             if let Some(var) = &connector.host_env {
                 host_env.insert(name.clone(), var.clone());
             }
@@ -253,9 +306,14 @@ impl ServeHost {
 
         let live: crate::boundary::LiveConnections = {
             let (store, catalog, resolver_config) = (store.clone(), catalog.clone(), resolver_config.clone());
+            let not_offered = not_offered.clone();
             Box::new(move |brand, candidates| {
                 let resolver = Resolver::new(&*store, &catalog, &resolver_config, key, process_env);
-                candidates.iter().filter(|c| matches!(resolver.resolve_server(brand, c), Ok(Some(_)))).cloned().collect()
+                candidates
+                    .iter()
+                    .filter(|c| !not_offered.contains(*c) && matches!(resolver.resolve_server(brand, c), Ok(Some(_))))
+                    .cloned()
+                    .collect()
             })
         };
         let mut boundary = Boundary::new(store.clone(), (*catalog).clone(), switches).with_live_connections(live);
@@ -266,6 +324,8 @@ impl ServeHost {
             admin_token_digest: digest(&admin_token),
             config,
             components,
+            platform,
+            not_offered,
             store,
             catalog,
             resolver_config,
@@ -347,11 +407,17 @@ impl ServeHost {
         let id = format!("s-{}", random_hex(12)?);
         let token = random_hex(32)?;
         let session = Session::new(id.clone(), brand, input);
-        let served: Vec<&LoadedComponent> = facts.connected.iter().filter_map(|c| self.components.get(c).map(|a| &**a)).collect();
+        let platform: Vec<&LoadedComponent> = self.platform.iter().filter_map(|c| self.components.get(c).map(|a| &**a)).collect();
+        let mut served: Vec<&LoadedComponent> = facts.connected.iter().filter_map(|c| self.components.get(c).map(|a| &**a)).collect();
+        served.extend(platform.iter().copied());
         let surface = self
             .boundary
             .open_session_with(&session, &served)
             .map_err(|e| HostError::BadRequest(format!("the session's surface cannot be decided: {e}")))?;
+        // A platform component is served to a session its tools are given to.
+        served.retain(|c| {
+            !self.platform.contains(c.name()) || surface.names().iter().any(|n| n.starts_with(&format!("mcp__{}__", c.name())))
+        });
         // The orchestrator's allowlist leaves out what review holds back.
         let mut allowlist = surface.allowlist();
         for component in &served {
@@ -362,7 +428,7 @@ impl ServeHost {
         }
         let caps = session_caps::SessionCaps::decide(&id, brand, role, profile.as_ref(), &allowlist, &served, &self.config, &self.catalog)
             .map_err(HostError::BadRequest)?;
-        let connectors: Vec<String> = facts.connected.iter().cloned().collect();
+        let connectors: Vec<String> = served.iter().map(|c| c.name().to_string()).collect();
         let cancel = CancellationToken::new();
         let ttl = std::time::Duration::from_secs(self.config.session_ttl_secs);
         let mut live = LiveSession {
@@ -397,7 +463,11 @@ impl ServeHost {
         let credentials = self.resolver().credential_set_for(role, grant, brand)?;
         // A connector is registered only where its credential resolves and
         // this host runs its component.
-        let connected: BTreeSet<String> = credentials.connected().into_iter().filter(|c| self.components.contains_key(c)).collect();
+        let connected: BTreeSet<String> = credentials
+            .connected()
+            .into_iter()
+            .filter(|c| self.components.contains_key(c) && !self.not_offered.contains(c) && !self.platform.contains(c))
+            .collect();
         let facts = BrandFacts {
             connected,
             is_deployment_owner: self.config.deployment_owner_brand.as_deref() == Some(brand),
@@ -558,9 +628,33 @@ impl ServeHost {
         let mut caps = Capabilities::default();
         // A connector that does not import `http` gets no client (a folder-
         // only connector still gets its folders).
+        let brand = &live.session.brand;
         if session_caps::imports(component, "http") {
-            let Some(http) = self.http_capability(&live.session.brand, connector, settings) else { return Capabilities::default() };
-            caps.http = Some(http);
+            let Some(doc) = component.info().manifest.tools.iter().find(|t| component.info().manifest.wire_name(&t.function) == tool)
+            else {
+                return Capabilities::default();
+            };
+            if settings.origin.is_some() {
+                let Some(http) = self.http_capability(brand, connector, settings, None) else { return Capabilities::default() };
+                caps.http = Some(http);
+                for dest in settings.origins.keys() {
+                    if let Some(http) = self.http_capability(brand, connector, settings, Some(dest)) {
+                        caps.destinations.insert(dest.clone(), http);
+                    }
+                }
+            }
+            // A joint tool reads each connector it names that is live in
+            // this session now, with that connector's origin and credential.
+            for peer in &doc.reads_from {
+                // Registered for this session, and (in `http_capability`)
+                // offered, with a credential that resolves now.
+                let registered = live.connectors.iter().any(|c| c == peer);
+                if let (true, Some(peer_settings)) = (registered, self.config.connectors.get(peer))
+                    && let Some(http) = self.http_capability(brand, peer, peer_settings, None)
+                {
+                    caps.destinations.insert(peer.clone(), http);
+                }
+            }
         }
         // The run starts at the first call the session is offered, not at
         // a call the policy refuses anyway.
@@ -585,14 +679,25 @@ impl ServeHost {
     /// The HTTP client bound to the connector's origin with the brand's
     /// credential as it resolves now. Clients are reused while the
     /// credential stays the same (connection reuse).
-    fn http_capability(&self, brand: &str, connector: &str, settings: &ConnectorConfig) -> Option<Arc<HttpCapability>> {
+    /// `destination`: one of the connector's further `origins`, by name.
+    fn http_capability(&self, brand: &str, connector: &str, settings: &ConnectorConfig, destination: Option<&str>) -> Option<Arc<HttpCapability>> {
+        if self.not_offered.contains(connector) {
+            return None;
+        }
+        let origin = match destination {
+            None => settings.origin.clone()?,
+            Some(d) => settings.origins.get(d)?.clone(),
+        };
         let credential = match self.resolver().resolve_server(brand, connector) {
             Ok(Some(credential)) => credential,
             // No credential: the boundary denies the call before it runs.
             _ => return None,
         };
         let secret_digest = hex::encode(digest(credential.secret().expose()));
-        let key = (brand.to_string(), connector.to_string());
+        let key = (brand.to_string(), match destination {
+            None => connector.to_string(),
+            Some(d) => format!("{connector} {d}"),
+        });
         let mut cache = self.http.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((d, http)) = cache.get(&key)
             && *d == secret_digest
@@ -600,8 +705,10 @@ impl ServeHost {
             return Some(http.clone());
         }
         let Ok(scheme) = settings.scheme() else { return None };
-        let http_config = to_http_config(&credential, settings.origin.clone(), scheme).allow_private_network(settings.allow_private_network)
+        let mut http_config = to_http_config(&credential, origin, scheme)
+            .allow_private_network(settings.allow_private_network)
             .strip_headers(settings.strip_headers.iter().cloned());
+        http_config.destination = destination.map(str::to_string);
         match HttpCapability::new(http_config) {
             Ok(http) => {
                 cache.insert(key, (secret_digest, http.clone()));

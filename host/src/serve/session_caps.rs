@@ -24,7 +24,10 @@
 //! agent write; a coworker or specialist writes only if its profile asks for
 //! `project_write` (so the Content writer preset reads only); the SEO analyst
 //! reads only; an inbound email turn, a read-only route and a goal reviewer
-//! hold no folder at all. A `{brand}` root needs a brand that is a safe path
+//! hold no folder at all. The content writer's and the SEO brief tools'
+//! folders are the exception: their own tools write drafts and briefs (and
+//! never an APPROVED status), so a session given those tools writes through
+//! them when the configuration says `writable`. A `{brand}` root needs a brand that is a safe path
 //! segment, or the session does not open.
 
 use super::config::{ConnectorConfig, ServeConfig, safe_segment};
@@ -173,9 +176,15 @@ impl SessionCaps {
         if let Some(open) = cache.get(connector) {
             return open.clone();
         }
+        // The content writer's and the SEO brief tools' own writes go only
+        // where those tools put them (drafts, briefs; never an APPROVED
+        // status), so a session given the tools writes through them even
+        // without `project_write` (seed 000: the Content writer saves drafts
+        // but cannot edit its voice guide's status directly).
+        let tools_write = matches!(policy::Platform::from_server_name(connector), Some(policy::Platform::Writer | policy::Platform::Seo));
         let mut open = Vec::new();
         for (name, f) in &settings.folders {
-            match open_folder(name, &self.brand, f, self.write_folders && f.writable) {
+            match open_folder(name, &self.brand, f, (self.write_folders || tools_write) && f.writable) {
                 Ok(folder) => open.push(folder),
                 Err(e) => tracing::error!(connector, folder = %name, error = %e, "cannot open the folder; not granted"),
             }
