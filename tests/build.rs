@@ -11,6 +11,7 @@ const SPECS: &[Spec] = &[
     Spec { name: "figma", package: "scout-connector-figma", dir: "connectors/figma", kind: Kind::Connector },
     Spec { name: "railway", package: "scout-connector-railway", dir: "connectors/railway", kind: Kind::Connector },
     Spec { name: "tailscale", package: "scout-connector-tailscale", dir: "connectors/tailscale", kind: Kind::Connector },
+    Spec { name: "dataforseo", package: "scout-connector-dataforseo", dir: "connectors/dataforseo", kind: Kind::Connector },
     Spec { name: "googleads", package: "scout-connector-googleads", dir: "connectors/googleads", kind: Kind::Connector },
     Spec { name: "microsoftads", package: "scout-connector-microsoftads", dir: "connectors/microsoftads", kind: Kind::Connector },
     Spec { name: "sheets", package: "scout-connector-sheets", dir: "connectors/sheets", kind: Kind::Connector },
