@@ -17,6 +17,7 @@ const SPECS: &[Spec] = &[
     Spec { name: "sheets", package: "scout-connector-sheets", dir: "connectors/sheets", kind: Kind::Connector },
     Spec { name: "shopify", package: "scout-connector-shopify", dir: "connectors/shopify", kind: Kind::Connector },
     Spec { name: "firecrawl", package: "scout-connector-firecrawl", dir: "connectors/firecrawl", kind: Kind::Connector },
+    Spec { name: "contentsquare", package: "scout-connector-contentsquare", dir: "connectors/contentsquare", kind: Kind::Connector },
     Spec { name: "writer", package: "scout-connector-writer", dir: "connectors/writer", kind: Kind::Connector },
     Spec { name: "seo", package: "scout-connector-seo", dir: "connectors/seo", kind: Kind::Connector },
     Spec { name: "searchconsole", package: "scout-connector-searchconsole", dir: "connectors/searchconsole", kind: Kind::Connector },
