@@ -908,13 +908,24 @@ struct AccessibleList {
     resource_names: Vec<String>,
 }
 
+/// The headers every request carries: `accept`, and `login-customer-id`
+/// (the manager account to act through) when given. Never `developer-token`
+/// or `authorization`: the host injects those.
+fn request_headers(login: Option<&str>) -> Vec<(&'static str, String)> {
+    let mut headers = vec![("accept", "application/json".to_string())];
+    if let Some(id) = login {
+        headers.push(("login-customer-id", id.to_string()));
+    }
+    headers
+}
+
 /// The client for the Google Ads origin, acting through `login` when given.
 fn google(login: Option<&str>) -> Result<Http, ToolError> {
-    let http = Http::connect()?.with_header("accept", "application/json");
-    Ok(match login {
-        Some(id) => http.with_header("login-customer-id", id),
-        None => http,
-    })
+    Ok(request_headers(login)
+        .iter()
+        .fold(Http::connect()?, |http, (name, value)| {
+            http.with_header(name, value)
+        }))
 }
 
 /// One customer and the client to query it with, both validated.
@@ -1402,6 +1413,22 @@ mod tests {
         assert_eq!(min_cost_micros(Some(1.25)).unwrap(), 1_250_000);
         assert!(min_cost_micros(Some(-1.0)).is_err());
         assert!(min_cost_micros(Some(f64::NAN)).is_err());
+    }
+
+    #[test]
+    fn only_the_manager_id_header_is_added() {
+        assert_eq!(
+            request_headers(None),
+            [("accept", "application/json".to_string())]
+        );
+        let login = login_id(Some("987-654-3210")).unwrap();
+        assert_eq!(
+            request_headers(login.as_deref()),
+            [
+                ("accept", "application/json".to_string()),
+                ("login-customer-id", "9876543210".to_string())
+            ]
+        );
     }
 
     #[test]

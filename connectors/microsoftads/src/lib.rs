@@ -784,6 +784,20 @@ fn check(status: u16, body: &[u8]) -> Result<(), ToolError> {
 // Requests
 // ---------------------------------------------------------------------------
 
+/// The headers an API request carries: `accept`, and the `CustomerId` and
+/// `CustomerAccountId` the operation is about, when given. Never
+/// `DeveloperToken` or `Authorization`: the host injects those.
+fn request_headers(customer: Option<u64>, account: Option<u64>) -> Vec<(&'static str, String)> {
+    let mut headers = vec![("accept", "application/json".to_string())];
+    if let Some(c) = customer {
+        headers.push(("CustomerId", c.to_string()));
+    }
+    if let Some(a) = account {
+        headers.push(("CustomerAccountId", a.to_string()));
+    }
+    headers
+}
+
 /// A client for a destination (None: the main origin, Campaign Management),
 /// with the account headers when given.
 fn client(
@@ -795,14 +809,9 @@ fn client(
         Some(d) => Http::connect_to(d)?,
         None => Http::connect()?,
     };
-    let mut http = http.with_header("accept", "application/json");
-    if let Some(c) = customer {
-        http = http.with_header("CustomerId", &c.to_string());
-    }
-    if let Some(a) = account {
-        http = http.with_header("CustomerAccountId", &a.to_string());
-    }
-    Ok(http)
+    Ok(request_headers(customer, account)
+        .iter()
+        .fold(http, |http, (name, value)| http.with_header(name, value)))
 }
 
 /// POSTs an operation's JSON body and parses its JSON answer.
@@ -1216,6 +1225,22 @@ mod tests {
             check(400, b"{}"),
             Err(ToolError::Upstream(UpstreamError { status: 400, .. }))
         ));
+    }
+
+    #[test]
+    fn only_the_account_headers_are_added() {
+        assert_eq!(
+            request_headers(None, None),
+            [("accept", "application/json".to_string())]
+        );
+        assert_eq!(
+            request_headers(Some(21034567), Some(149123456)),
+            [
+                ("accept", "application/json".to_string()),
+                ("CustomerId", "21034567".to_string()),
+                ("CustomerAccountId", "149123456".to_string())
+            ]
+        );
     }
 
     #[test]
