@@ -177,8 +177,16 @@ fn withheld_area(write: bool, segments: &[String]) -> Option<&'static str> {
     if any("billing") {
         return Some("billing details and payments");
     }
-    if at(s.len() - 1) == "token" || any("temp-access-credentials") {
-        return Some("credentials the API hands out (tunnel, connector and temporary tokens)");
+    let follows = |a: &str, b: &str| s.windows(2).any(|w| w[0] == a && w[1] == b);
+    if at(s.len() - 1) == "token"
+        || any("temp-access-credentials")
+        || (any("images") && follows("v1", "keys"))
+        || follows("stream", "keys")
+        || follows("challenges", "widgets")
+    {
+        return Some(
+            "credentials the API hands out (tunnel, connector and temporary tokens, signing keys, Turnstile secrets)",
+        );
     }
     if !write {
         return None;
@@ -784,6 +792,19 @@ mod tests {
         assert!(!refused(ApiMethod::Post, "zones/z1/dns_records"));
         assert!(!refused(ApiMethod::Delete, "zones/z1/dns_records/r1"));
         assert!(!refused(ApiMethod::Post, "zones/z1/purge_cache"));
+    }
+
+    #[test]
+    fn handed_out_credentials() {
+        let refused = |m: ApiMethod, p: &str| refuse_withheld(m, &segs(p)).is_err();
+        assert!(refused(ApiMethod::Get, "accounts/a1/images/v1/keys"));
+        assert!(refused(ApiMethod::Post, "accounts/a1/stream/keys"));
+        assert!(refused(
+            ApiMethod::Get,
+            "accounts/a1/challenges/widgets/0x4AAF00AAAABn0R22HWm-YUc"
+        ));
+        assert!(!refused(ApiMethod::Get, "accounts/a1/images/v1"));
+        assert!(!refused(ApiMethod::Get, "accounts/a1/stream"));
     }
 
     #[test]
