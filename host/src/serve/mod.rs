@@ -262,7 +262,10 @@ impl ServeHost {
                 }
             }
             // Checks the origins now rather than at the first call.
-            let imports_http = session_caps::imports(&component, "http");
+            // An origin is needed where a route goes to the connector's own
+            // origin (the content writer reads only Shopify, as a peer).
+            let own_routes = component.info().manifest.tools.iter().any(|t| t.routes.iter().any(|r| r.destination.is_none()));
+            let imports_http = session_caps::imports(&component, "http") && own_routes;
             match (&connector.origin, imports_http) {
                 (Some(origin), _) => {
                     HttpCapability::new(crate::HttpConfig::new(origin.clone()).allow_private_network(connector.allow_private_network))
@@ -635,6 +638,8 @@ impl ServeHost {
                 return Capabilities::default();
             };
             if settings.origin.is_some() {
+                // No credential for its own origin: no handle at all, and the
+                // boundary denies the call before it runs.
                 let Some(http) = self.http_capability(brand, connector, settings, None) else { return Capabilities::default() };
                 caps.http = Some(http);
                 for dest in settings.origins.keys() {
