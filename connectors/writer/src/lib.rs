@@ -24,7 +24,7 @@
 //!
 //! `writer_page_content` reads one product page's copy from Shopify: one
 //! fixed GraphQL query document (`productByIdentifier` by handle, Admin API
-//! 2025-10) posted to the `shopify` destination, the Shopify connector's own
+//! 2026-10) posted to the `shopify` destination, the Shopify connector's own
 //! origin and credential, which the host hands over only when Shopify is
 //! live in the session (`Reads-from: shopify`, `(graphql-query)`: the host
 //! parses the body and sends only queries). Only the handle travels, as a
@@ -47,7 +47,7 @@ const FOLDER: &str = "project";
 /// The Shopify destination: the Shopify connector's origin and credential.
 const SHOPIFY: &str = "shopify";
 /// The Admin GraphQL endpoint the route declares.
-const ENDPOINT: &str = "/admin/api/2025-10/graphql.json";
+const ENDPOINT: &str = "/admin/api/2026-10/graphql.json";
 /// The one document `page-content` sends: a query, never a mutation.
 const PAGE_QUERY: &str = "query writerPageContent($identifier: ProductIdentifierInput!) { productByIdentifier(identifier: $identifier) { id handle title descriptionHtml seo { title description } productType vendor tags status onlineStoreUrl updatedAt } }";
 
@@ -730,7 +730,7 @@ mod tests {
             200,
             json!({"data": {"productByIdentifier": {"id": "gid://shopify/Product/1", "handle": "linen-shirt", "title": "Linen Shirt",
                 "descriptionHtml": "<p>Cool.</p>", "seo": {"title": "", "description": null}, "productType": "Shirts", "vendor": "Acme",
-                "tags": ["linen"], "status": "ACTIVE", "onlineStoreUrl": null, "updatedAt": "2025-10-01T12:00:00Z"}}}),
+                "tags": ["linen"], "status": "ACTIVE", "onlineStoreUrl": null, "updatedAt": "2026-10-01T12:00:00Z"}}}),
         )
         .unwrap();
         assert_eq!(
