@@ -31,7 +31,10 @@
 //! URL the service answers with, refuses it (`bad-response`) unless it is
 //! `https` on the `download` host named above, and fetches it through the
 //! `download` destination (path and query only: the host chooses where it
-//! goes). The file is a ZIP archive holding one CSV: the connector reads
+//! goes). Microsoft documents that the download URL's domain may change
+//! (`ReportRequestStatus.ReportDownloadUrl`, valid five minutes); if it
+//! does, downloads fail closed with `bad-response` until `DOWNLOAD_HOST`
+//! and the operator's `download` origin name the new host. The file is a ZIP archive holding one CSV: the connector reads
 //! the archive's directory, inflates the CSV entry (raw DEFLATE, with
 //! `miniz_oxide`) up to 8 MiB, checks its CRC-32, and parses the CSV.
 //!
