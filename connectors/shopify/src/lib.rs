@@ -20,8 +20,11 @@
 //!
 //! GraphQL answers errors with HTTP 200 and an `errors` array; those are
 //! tool errors (throttling and access denials `upstream`, a document
-//! Shopify rejects `invalid-input`), never a success. A mutation's
-//! `userErrors` are returned, listed, with the data.
+//! Shopify rejects `invalid-input`), never a success. The one exception is
+//! `admin-graphql`'s partial data (some top-level fields answered): it comes
+//! back with the errors listed beside it, so that an agent does not retry a
+//! mutation that ran. A mutation's `userErrors` are returned, listed, with
+//! the data. `errors` may be an array, a string (401) or an object (400).
 //!
 //! What Shopify answers was written from its documentation and never
 //! observed (the fixtures are UNVERIFIED).
@@ -450,11 +453,23 @@ fn user_errors(data: &Value) -> Vec<UserError> {
     out
 }
 
-/// `admin-graphql`'s answer: errors without data are a tool error; data
-/// comes back as JSON text with any partial errors, userErrors and the cost.
+/// `admin-graphql`'s answer: errors without data (no `data`, or every
+/// top-level field null: nothing ran) are a tool error; data comes back as
+/// JSON text with any partial errors, userErrors and the cost.
 fn admin_answer(status: u16, body: &[u8]) -> Result<GraphqlAnswer, ToolError> {
     let answer = parse_answer(status, body)?;
-    let Some(data) = answer.data else {
+    let ran = match &answer.data {
+        Some(raw) => {
+            let parsed: Value = serde_json::from_str(raw.get())
+                .map_err(|e| ToolError::BadResponse(format!("data is not JSON: {e}")))?;
+            let all_null = parsed
+                .as_object()
+                .is_some_and(|fields| fields.values().all(Value::is_null));
+            (answer.errors.is_empty() || !all_null).then_some((raw, parsed))
+        }
+        None => None,
+    };
+    let Some((data, parsed)) = ran else {
         if answer.errors.is_empty() {
             return Err(ToolError::BadResponse(
                 "the answer has neither data nor errors".into(),
@@ -462,8 +477,6 @@ fn admin_answer(status: u16, body: &[u8]) -> Result<GraphqlAnswer, ToolError> {
         }
         return Err(refusal(status, &answer.errors, answer.cost.as_ref(), true));
     };
-    let parsed: Value = serde_json::from_str(data.get())
-        .map_err(|e| ToolError::BadResponse(format!("data is not JSON: {e}")))?;
     Ok(GraphqlAnswer {
         data_json: data.get().to_string(),
         errors: answer
@@ -958,6 +971,15 @@ mod tests {
         let a = admin_answer(200, br#"{"data":{"shop":{"name":"x"},"order":null},"errors":[{"message":"Access denied for order field.","extensions":{"code":"ACCESS_DENIED"}}]}"#).unwrap();
         assert_eq!(a.errors, ["Access denied for order field. (ACCESS_DENIED)"]);
         assert!(a.cost.is_none());
+        // Errors and every field null: nothing ran.
+        let e = fails(admin_answer(200, br#"{"data":{"customerDelete":null},"errors":[{"message":"Access denied for customerDelete field.","extensions":{"code":"ACCESS_DENIED"}}]}"#));
+        assert!(
+            matches!(e, ToolError::Upstream(ref u) if u.message == "Access denied for customerDelete field. (ACCESS_DENIED)"),
+            "{e}"
+        );
+        // Every field null without errors is an answer (nothing found).
+        let a = admin_answer(200, br#"{"data":{"product":null}}"#).unwrap();
+        assert_eq!(a.data_json, r#"{"product":null}"#);
         let e = fails(admin_answer(200, br#"{}"#));
         assert!(matches!(e, ToolError::BadResponse(_)), "{e}");
     }
