@@ -328,8 +328,10 @@ impl Boundary {
             return Err(trace.deny(PolicyDenial::Unrecorded));
         }
 
+        // A `(graphql)` route carries a mutation only in a call a person
+        // approved: a Shopify mutation, or a write tool gated by approval.
         let approved_mutation;
-        let caps = if mutation {
+        let caps = if asks {
             approved_mutation = Capabilities { graphql_mutations: true, ..caps.clone() };
             &approved_mutation
         } else {

@@ -106,6 +106,10 @@ pub struct HttpConfig {
     /// The destination name this capability serves (`None`: the connector's
     /// own origin), which replay fixtures and recordings name.
     pub destination: Option<String>,
+    /// Further headers the host injects whose values are deployment secrets
+    /// (Google Ads' `developer-token`): scrubbed like the credential, and a
+    /// guest's header of the same name is dropped.
+    pub secret_headers: Vec<(String, String)>,
 }
 
 /// How a capability answers requests (DESIGN D9; see `capabilities::replay`).
@@ -138,6 +142,7 @@ impl HttpConfig {
             strip_headers: Vec::new(),
             mode: HttpMode::Live,
             destination: None,
+            secret_headers: Vec::new(),
         }
     }
 
@@ -204,6 +209,8 @@ pub struct HttpCapability {
     strip_headers: Vec<String>,
     /// The destination name fixtures and recordings give it.
     destination: Option<String>,
+    /// Deployment-secret headers injected into every request.
+    secret_headers: Vec<(HeaderName, String)>,
 }
 
 enum Backend {
@@ -320,7 +327,17 @@ impl HttpCapability {
                 Some(Credential { scheme: c.scheme.clone(), secret: Secret(secret) })
             }
         };
-        let scrubber = credential.as_ref().map(scrubber_of).unwrap_or_default();
+        let mut scrubber = credential.as_ref().map(scrubber_of).unwrap_or_default();
+        let mut secret_headers = Vec::new();
+        for (name, value) in &config.secret_headers {
+            let parsed = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| ConfigError::Credential(format!("`{}` is not a valid header name", name.escape_debug())))?;
+            if value.is_empty() || HeaderValue::from_str(value).is_err() {
+                return Err(ConfigError::Credential(format!("the value of secret header `{parsed}` is empty or not a header value")));
+            }
+            scrubber.add(value);
+            secret_headers.push((parsed, value.clone()));
+        }
         let mut strip_headers = Vec::new();
         for name in &config.strip_headers {
             let parsed = HeaderName::from_bytes(name.as_bytes())
@@ -364,6 +381,7 @@ impl HttpCapability {
             max_header_bytes: config.max_request_header_bytes,
             strip_headers,
             destination: config.destination.clone(),
+            secret_headers,
         }))
     }
 
@@ -604,6 +622,7 @@ impl HttpCapability {
             if carries_authority(name.as_str())
                 || credential_header.as_deref() == Some(name.as_str())
                 || self.strip_headers.iter().any(|s| s == name.as_str())
+                || self.secret_headers.iter().any(|(s, _)| s == name)
             {
                 continue;
             }
@@ -612,6 +631,11 @@ impl HttpCapability {
             headers.append(name, value);
         }
         headers.insert(http::header::ACCEPT_ENCODING, HeaderValue::from_static(encoding::ACCEPT_ENCODING));
+        for (name, value) in &self.secret_headers {
+            let mut value = HeaderValue::from_str(value).expect("validated at configuration");
+            value.set_sensitive(true);
+            headers.insert(name.clone(), value);
+        }
         if let Some(cred) = &self.credential {
             let (name, value) = match &cred.scheme {
                 CredentialScheme::Bearer => (http::header::AUTHORIZATION, format!("Bearer {}", cred.secret.0)),

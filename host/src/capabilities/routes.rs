@@ -18,6 +18,7 @@ struct Compiled {
     router: matchit::Router<()>,
     template: String,
     encoded: Vec<usize>,
+    verbs: Vec<(usize, String)>,
     graphql: Option<GraphqlBody>,
 }
 
@@ -78,6 +79,7 @@ impl RouteSet {
                 router,
                 template: route.path.clone(),
                 encoded: route.encoded_segments(),
+                verbs: route.verb_suffixes(),
                 graphql: route.graphql,
             });
         }
@@ -104,7 +106,14 @@ impl RouteSet {
         let method = route_method(method);
         self.routes
             .iter()
-            .find(|c| c.destination.as_deref() == destination && c.method == method && c.router.at(path).is_ok())
+            .find(|c| {
+                c.destination.as_deref() == destination
+                    && c.method == method
+                    && c.router.at(path).is_ok()
+                    && c.verbs.iter().all(|(i, verb)| {
+                        path.trim_start_matches('/').split('/').nth(*i).is_some_and(|s| s.len() > verb.len() && s.ends_with(verb.as_str()))
+                    })
+            })
             .map(|c| Matched { encoded: c.encoded.clone(), graphql: c.graphql })
     }
 
@@ -174,5 +183,10 @@ mod tests {
         assert_eq!(s.find(None, Method::Post, "/sites/https%3A%2F%2Fa.example%2F/query").map(|m| m.encoded), Some(vec![1]));
         assert!(s.names_destination(Some("drive")) && s.names_destination(None) && !s.names_destination(Some("x")));
         assert_eq!(s.describe_for(Some("drive")), "drive GET /drive/v3/files");
+        let verb = RouteSet::new(&[Route::new(RouteMethod::Post, "/v1beta/properties/{property}:runReport")]).unwrap();
+        assert!(verb.allows(Method::Post, "/v1beta/properties/123:runReport"));
+        for p in ["/v1beta/properties/123:runPivotReport", "/v1beta/properties/123", "/v1beta/properties/:runReport", "/v1beta/properties/123:runReportX"] {
+            assert!(!verb.allows(Method::Post, p), "{p} must not match");
+        }
     }
 }

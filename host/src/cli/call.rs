@@ -89,7 +89,7 @@ pub fn run(args: CallArgs) -> Result<i32> {
         (None, HttpMode::Replay(_)) => Some(REPLAY_ORIGIN.to_string()),
         (None, _) => None,
     };
-    let caps = match origin {
+    let mut caps = match origin {
         None => {
             eprintln!("http: none granted (give --origin, or --replay DIR)");
             Capabilities::default()
@@ -104,6 +104,8 @@ pub fn run(args: CallArgs) -> Result<i32> {
         }
     };
 
+    // The author runs it: nobody else is asked (see `graphql_mutations_for`).
+    caps.graphql_mutations = super::graphql_mutations_for(&component, &tool, &arguments);
     let outcome = super::tokio()?.block_on(component.call(&tool, &arguments, &caps));
     let outcome = match outcome {
         Ok(outcome) => outcome,

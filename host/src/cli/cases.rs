@@ -186,9 +186,7 @@ pub fn run(args: TestArgs) -> Result<i32> {
             }
         };
         let tool = super::tool_name(&component, &case.tool).unwrap_or_else(|_| case.tool.clone());
-        // No person to ask here: a `(graphql)` route carries a mutation when
-        // the tool's `query` argument is one, as the gate in `serve` decides.
-        caps.graphql_mutations = graphql_argument_mutates(&case.arguments);
+        caps.graphql_mutations = super::graphql_mutations_for(&component, &tool, &case.arguments);
         let outcome = rt.block_on(component.call(&tool, &case.arguments, &caps));
         // Unmatched requests first: they are usually why the output differs.
         problems.extend(replay.misses().into_iter().map(|m| format!("unmatched request: {m}")));
@@ -279,15 +277,6 @@ fn case_capabilities(case: &Case, caps: &mut Capabilities) -> Result<Vec<(String
         dirs.push((name.clone(), dir));
     }
     Ok(dirs)
-}
-
-/// Whether a tool's `query` argument is a GraphQL document holding a mutation.
-fn graphql_argument_mutates(arguments: &Value) -> bool {
-    arguments
-        .get("query")
-        .and_then(Value::as_str)
-        .and_then(|q| scout_host::capabilities::graphql::operations(q).ok())
-        .is_some_and(|ops| ops.mutations > 0)
 }
 
 fn shown(text: &Option<String>) -> String {

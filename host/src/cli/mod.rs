@@ -45,6 +45,24 @@ pub fn tool_name(component: &LoadedComponent, tool: &str) -> Result<String> {
     anyhow::bail!("`{}` has no tool `{tool}`; its tools: {}", component.name(), names.join(", "))
 }
 
+/// Whether a call of `tool` may carry a GraphQL mutation on a `(graphql)`
+/// route when no person is asked (the author's own `call` and `test`): a
+/// write tool may, except that a tool whose gate tells reads from mutations
+/// may only when its `query` argument parses as one, as `serve` decides.
+pub fn graphql_mutations_for(component: &LoadedComponent, tool: &str, arguments: &serde_json::Value) -> bool {
+    let manifest = &component.info().manifest;
+    let Some(doc) = manifest.tools.iter().find(|t| manifest.wire_name(&t.function) == tool) else { return false };
+    match (doc.effect, &doc.gate) {
+        (scout_manifest::Effect::Read, _) => false,
+        (_, Some(scout_manifest::Gate::MutationsNeedApproval { .. })) => arguments
+            .get("query")
+            .and_then(serde_json::Value::as_str)
+            .and_then(|q| scout_host::capabilities::graphql::operations(q).ok())
+            .is_some_and(|ops| ops.mutations > 0),
+        _ => true,
+    }
+}
+
 /// A tokio runtime for one command.
 pub fn tokio() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().context("starting tokio")

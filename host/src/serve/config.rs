@@ -99,15 +99,25 @@ pub struct ConnectorConfig {
     #[serde(default)]
     pub origin: Option<String>,
     /// Further origins by destination name, for routes that name one
-    /// (`Route: drive GET /drive/v3/files`), reached with the same credential.
+    /// (`Route: drive GET /drive/v3/files`): `drive = "https://..."` is
+    /// reached with the connector's credential;
+    /// `docs = { origin = "https://...", credential = "none" }` with none
+    /// (a public endpoint must not receive the connector's secret).
     #[serde(default)]
-    pub origins: BTreeMap<String, String>,
+    pub origins: BTreeMap<String, OriginConfig>,
     /// Host environment variables that must be set for the deployment to
     /// offer this connector at all (seed 000: Figma "when the deployment
     /// offers Figma (Nango configured)", Microsoft Ads likewise). Unset: the
     /// connector is loaded and checked, and never registered.
     #[serde(default)]
     pub requires_env: Vec<String>,
+    /// Request headers the host injects from its environment, whose values
+    /// are the deployment's secrets, not a brand's (Google Ads'
+    /// `developer-token = "GOOGLE_ADS_DEVELOPER_TOKEN"`, Microsoft Ads'
+    /// `DeveloperToken`). Each is required like `requires_env`; a guest's
+    /// header of the same name is dropped, and the value is scrubbed.
+    #[serde(default)]
+    pub deployment_headers: BTreeMap<String, String>,
     /// How the credential is injected: `bearer` (default), `basic:USER`,
     /// `header:NAME` or `query:PARAM`.
     #[serde(default = "default_credential")]
@@ -141,6 +151,41 @@ pub struct ConnectorConfig {
     /// Folders its `folder` handle may open, by the name the guest opens.
     #[serde(default)]
     pub folders: BTreeMap<String, FolderConfig>,
+}
+
+/// One further origin of a connector.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum OriginConfig {
+    /// Reached with the connector's credential.
+    WithCredential(String),
+    /// Spelled out: `credential = "none"` sends no credential at all.
+    Spelled {
+        origin: String,
+        #[serde(default)]
+        credential: Option<String>,
+    },
+}
+
+impl OriginConfig {
+    /// Its URL.
+    pub fn origin(&self) -> &str {
+        match self {
+            OriginConfig::WithCredential(o) | OriginConfig::Spelled { origin: o, .. } => o,
+        }
+    }
+
+    /// Whether the connector's credential goes there; an unknown word is an error.
+    pub fn sends_credential(&self) -> Result<bool, String> {
+        match self {
+            OriginConfig::WithCredential(_) | OriginConfig::Spelled { credential: None, .. } => Ok(true),
+            OriginConfig::Spelled { credential: Some(c), .. } if c == "none" => Ok(false),
+            OriginConfig::Spelled { credential: Some(c), .. } if c == "connector" => Ok(true),
+            OriginConfig::Spelled { credential: Some(c), .. } => {
+                Err(format!("`credential = {c:?}` must be \"none\" or \"connector\""))
+            }
+        }
+    }
 }
 
 /// An operator's allowance for person chat: a pair of credit figures or a

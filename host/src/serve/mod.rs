@@ -288,13 +288,14 @@ impl ServeHost {
                 if peers.contains(dest.as_str()) {
                     return Err(fail(format!("`origins.{dest}`: `{dest}` is a connector a joint tool reads, reached with its own origin")));
                 }
-                HttpCapability::new(crate::HttpConfig::new(origin.clone()).allow_private_network(connector.allow_private_network))
+                origin.sends_credential().map_err(|e| fail(format!("origins.{dest}: {e}")))?;
+                HttpCapability::new(crate::HttpConfig::new(origin.origin().to_string()).allow_private_network(connector.allow_private_network))
                     .map_err(|e| fail(format!("origins.{dest}: {e}")))?;
             }
             if let Some(missing) = named.iter().find(|d| !connector.origins.contains_key(**d)) {
                 return Err(fail(format!("its routes name destination `{missing}`: give its origin as `origins.{missing}`")));
             }
-            if let Some(var) = connector.requires_env.iter().find(|v| env(v).is_none()) {
+            if let Some(var) = connector.requires_env.iter().chain(connector.deployment_headers.values()).find(|v| env(v).is_none()) {
                 tracing::warn!(connector = %name, env = %var, "not offered: the deployment does not set {var}");
                 not_offered.insert(name.clone());
             }
@@ -689,9 +690,12 @@ impl ServeHost {
         if self.not_offered.contains(connector) {
             return None;
         }
-        let origin = match destination {
-            None => settings.origin.clone()?,
-            Some(d) => settings.origins.get(d)?.clone(),
+        let (origin, sends_credential) = match destination {
+            None => (settings.origin.clone()?, true),
+            Some(d) => {
+                let o = settings.origins.get(d)?;
+                (o.origin().to_string(), o.sends_credential().ok()?)
+            }
         };
         let credential = match self.resolver().resolve_server(brand, connector) {
             Ok(Some(credential)) => credential,
@@ -710,10 +714,18 @@ impl ServeHost {
             return Some(http.clone());
         }
         let Ok(scheme) = settings.scheme() else { return None };
-        let mut http_config = to_http_config(&credential, origin, scheme)
-            .allow_private_network(settings.allow_private_network)
-            .strip_headers(settings.strip_headers.iter().cloned());
+        let base = if sends_credential { to_http_config(&credential, origin, scheme) } else { crate::HttpConfig::new(origin) };
+        let mut http_config =
+            base.allow_private_network(settings.allow_private_network).strip_headers(settings.strip_headers.iter().cloned());
         http_config.destination = destination.map(str::to_string);
+        // Deployment secrets go to the connector's own origins, never to an
+        // origin spelled out without the credential.
+        if sends_credential {
+            for (header, var) in &settings.deployment_headers {
+                let Some(value) = process_env(var) else { return None };
+                http_config.secret_headers.push((header.clone(), value));
+            }
+        }
         match HttpCapability::new(http_config) {
             Ok(http) => {
                 cache.insert(key, (secret_digest, http.clone()));

@@ -136,9 +136,30 @@ impl Route {
             .collect()
     }
 
-    /// The template in matchit's syntax (`{name:encoded}` becomes `{name}`).
+    /// The template in matchit's syntax (`{name:encoded}` and `{name}:verb`
+    /// become `{name}`; see [`Route::verb_suffixes`]).
     pub fn matchit_path(&self) -> String {
-        self.path.replace(":encoded}", "}")
+        let segments: Vec<String> = self
+            .path
+            .split('/')
+            .map(|s| match verb_parameter(s) {
+                Some((name, _)) => format!("{{{name}}}"),
+                None => s.replace(":encoded}", "}"),
+            })
+            .collect();
+        segments.join("/")
+    }
+
+    /// Segments (0 = first after `/`) written `{name}:verb` (Google's custom
+    /// methods, `properties/{property}:runReport`), with the `:verb` each
+    /// must end in after a non-empty value.
+    pub fn verb_suffixes(&self) -> Vec<(usize, String)> {
+        self.path
+            .trim_start_matches('/')
+            .split('/')
+            .enumerate()
+            .filter_map(|(i, s)| verb_parameter(s).map(|(_, verb)| (i, format!(":{verb}"))))
+            .collect()
     }
 }
 
@@ -325,6 +346,15 @@ pub fn parse_world_lines(lines: &[(&str, &str)]) -> Result<Option<Billing>, Mani
     Ok(billing)
 }
 
+/// `{name}:verb` (a parameter and a custom method): the name and the verb.
+fn verb_parameter(segment: &str) -> Option<(&str, &str)> {
+    let rest = segment.strip_prefix('{')?;
+    let (name, verb) = rest.split_once("}:")?;
+    let ok_name = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    let ok_verb = verb.starts_with(|c: char| c.is_ascii_alphabetic()) && verb.chars().all(|c| c.is_ascii_alphanumeric());
+    (ok_name && ok_verb).then_some((name, verb))
+}
+
 /// A wire name: `[a-z][a-z0-9_]*`, at most 64 bytes.
 fn is_wire_name(name: &str) -> bool {
     name.len() <= 64
@@ -443,13 +473,19 @@ fn check_template(tool: &str, path: &str) -> Result<(), ManifestError> {
         if segment.is_empty() {
             return Err(bad("has an empty segment"));
         }
+        if let Some((name, _)) = verb_parameter(segment) {
+            if !names.insert(name) {
+                return Err(bad("uses one parameter name twice"));
+            }
+            continue;
+        }
         if let Some(inner) = segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
             let (catch_all, name) = match inner.strip_prefix('*') {
                 Some(n) => (true, n),
                 None => (false, inner.strip_suffix(":encoded").unwrap_or(inner)),
             };
             if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-                return Err(bad("has a parameter that is not `{name}`, `{name:encoded}` or `{*name}`"));
+                return Err(bad("has a parameter that is not `{name}`, `{name}:verb`, `{name:encoded}` or `{*name}`"));
             }
             if catch_all && i + 1 != segments.len() {
                 return Err(bad("has `{*name}` before its last segment"));
@@ -641,6 +677,12 @@ mod tests {
         assert_eq!(r.routes[1].matchit_path(), "/webmasters/v3/sites/{site}/searchAnalytics/query");
         assert!(r.routes[2].read_only && r.routes[2].graphql == Some(GraphqlBody::QueriesOnly));
         assert_eq!(r.name.as_deref(), Some("docs"));
+        let verb = tool(Effect::Read, &[("Route", "POST /v1beta/properties/{property}:runReport (read-only)")]).unwrap();
+        assert_eq!(verb.routes[0].matchit_path(), "/v1beta/properties/{property}");
+        assert_eq!(verb.routes[0].verb_suffixes(), [(2, ":runReport".to_string())]);
+        for bad in ["GET /a/{p}:", "GET /a/{p}:run-report", "GET /a/{p}x", "GET /a/{*p}:verb"] {
+            assert!(tool(Effect::Read, &[("Route", bad)]).is_err(), "{bad} should be refused");
+        }
         assert_eq!(r.reads_from, ["searchconsole", "shopify"]);
         let w = tool(Effect::Write, &[("Route", "POST /graphql.json (graphql)")]).unwrap();
         assert_eq!(w.routes[0].graphql, Some(GraphqlBody::Gated));
