@@ -9,8 +9,8 @@
 //! the seed's two SEO brief tools, both grantable reads with no route, and
 //! no status it writes is APPROVED.
 
-use scout_host::policy::Platform;
-use scout_host::policy::names::{SEO_HAND_OFF_BRIEF, SEO_SAVE_BRIEF};
+use scout_host::policy::names::{SEO_HAND_OFF_BRIEF, SEO_SAVE_BRIEF, mcp};
+use scout_host::policy::{Catalog, Platform, catalog::ToolKind};
 use scout_manifest::Effect;
 use scout_tests::replay_suite::Suite;
 use serde_json::Value;
@@ -155,6 +155,16 @@ fn the_seo_component_is_the_seed_s_two_brief_tools_on_a_folder_only() {
     );
     let listed: Vec<&str> = c.info().tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(listed, TOOLS);
+    for tool in TOOLS {
+        let full = mcp("seo", tool);
+        assert!(
+            matches!(
+                Catalog::seed().classify(&full),
+                ToolKind::Platform(Platform::Seo, _)
+            ),
+            "{full}: the seed's SEO brief tool"
+        );
+    }
 
     // Reads that propose: grantable (the grant rules decide who gets them),
     // no route, no gate.
