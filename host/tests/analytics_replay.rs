@@ -180,7 +180,7 @@ fn the_analytics_component_is_the_seed_catalogues_google_analytics() {
                 );
                 assert_eq!(
                     (route.method, route.path.as_str()),
-                    (RouteMethod::Post, "/v1beta/properties/{property_method}"),
+                    (RouteMethod::Post, "/v1beta/properties/{property}:runReport"),
                     "{wire}"
                 );
                 assert!(

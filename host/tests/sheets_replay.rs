@@ -18,7 +18,7 @@ use std::path::Path;
 const TOOLS: [&str; 3] = ["sheets_list", "sheets_export", "sheets_append"];
 const FILES: &str = "/drive/v3/files";
 const CREATE: &str = "/v4/spreadsheets";
-const APPEND: &str = "/v4/spreadsheets/{spreadsheet-id}/values/{range}";
+const APPEND: &str = "/v4/spreadsheets/{spreadsheet-id}/values/{range}:append";
 
 fn suite() -> Suite {
     Suite::of("sheets")

@@ -1,21 +1,9 @@
 //! The Google Analytics connector: seven read tools over the GA4 Data API
 //! v1beta and the Admin API v1beta's account summaries.
 //!
-//! NOTE FOR THE LEAD (route template): the Data API's method is
-//! `POST /v1beta/properties/{property}:runReport`, a parameter followed by a
-//! literal in one segment. matchit 0.8.4 (Cargo.lock) does not support that
-//! ("named parameters must be followed by a `/` or the end of the route.
-//! Dynamic suffixes are not currently supported"), and the manifest's
-//! `check_template` refuses such a segment too. The tools therefore declare
-//! the narrowest template the host accepts, one segment:
-//! `Route: POST /v1beta/properties/{property_method} (read-only)`. On the
-//! Data API origin that segment can only name a read-only Data API method of
-//! one property (`:runReport`, `:runPivotReport`, `:runRealtimeReport`,
-//! `:batchRunReports`, `:checkCompatibility`); audience exports are two
-//! segments below it and do not match. This code only ever sends
-//! `{digits}:runReport` (built by [`run_report_path`]). With host support for
-//! a literal suffix the route would read
-//! `POST /v1beta/properties/{property}:runReport (read-only)`.
+//! The Data API's method is `POST /v1beta/properties/{property}:runReport`,
+//! declared exactly so (a `{name}:verb` segment): the host refuses the
+//! withheld pivot, realtime and batch methods of the same property.
 //!
 //! Every request goes through the host's HTTP capability: the main origin is
 //! the Data API (`https://analyticsdata.googleapis.com`), the `admin`

@@ -18,9 +18,8 @@
 //!   values update (PUT), a `values:batchUpdate` or a spreadsheet
 //!   `batchUpdate` (formatting, deletes).
 //!
-//! The host matches a route parameter against a whole segment only, so the
-//! append route is declared `.../values/{range}` and this code always adds
-//! the `:append` verb to the encoded range (a `:clear` is never built).
+//! The append route is declared `.../values/{range}:append`: the host
+//! refuses any other verb on a range (a `:clear`, say) before it is sent.
 //!
 //! Errors: Google's `{"error": {"code", "status", "message"}}`; 404 is
 //! `not-found`, every other status `upstream` (a 403 for a spreadsheet this
