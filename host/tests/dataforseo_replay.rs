@@ -13,7 +13,7 @@ use scout_tests::replay_suite::Suite;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-const TOOLS: [&str; 12] = [
+const TOOLS: [&str; 13] = [
     "dataforseo_account",
     "dataforseo_keyword_ideas",
     "dataforseo_search_volume",
@@ -26,7 +26,11 @@ const TOOLS: [&str; 12] = [
     "dataforseo_search_intent",
     "dataforseo_rank_history",
     "dataforseo_trends",
+    "seo_page_opportunities",
 ];
+/// The joint tool, and the peers it reads.
+const JOINT: &str = "seo_page_opportunities";
+const PEERS: [&str; 2] = ["searchconsole", "shopify"];
 /// The one tool DataForSEO does not charge for.
 const FREE: &str = "dataforseo_account";
 
@@ -43,32 +47,101 @@ fn every_dataforseo_tool_passes_its_replay_cases() {
     );
 }
 
+/// Where a fixture's docs must be: DataForSEO's, or, for the joint tool's
+/// peers, Shopify's and Google's.
+fn docs_of(destination: Option<&str>) -> &'static str {
+    match destination {
+        None => "https://docs.dataforseo.com/v3/",
+        Some("shopify") => "https://shopify.dev/docs/api/admin-graphql/",
+        Some("searchconsole") => "https://developers.google.com/webmaster-tools/",
+        Some(other) => {
+            panic!("a fixture names destination {other:?}, which no route of this connector names")
+        }
+    }
+}
+
 #[test]
 fn every_dataforseo_fixture_is_unverified_and_sends_one_task() {
-    let files = suite().assert_unverified("https://docs.dataforseo.com/v3/", 14);
+    let files = suite().fixture_files();
+    assert!(files.len() >= 17, "only {} fixture files", files.len());
+    let mut peer_exchanges = 0;
     for (name, fixture) in &files {
+        assert_eq!(
+            fixture["provenance"], "UNVERIFIED",
+            "{name}: written from the docs, never recorded"
+        );
+        assert!(
+            fixture.get("captured_at").is_none(),
+            "{name}: an UNVERIFIED fixture has no capture date"
+        );
+        let source = fixture["source"].as_str().unwrap_or_default();
         for exchange in fixture["exchanges"].as_array().expect("exchanges") {
             let request = &exchange["request"];
+            let destination = request["destination"].as_str();
+            assert!(
+                source.starts_with(docs_of(destination)),
+                "{name}: source {source:?} is not a page under {}",
+                docs_of(destination)
+            );
             let path = request["path"].as_str().unwrap();
-            assert!(path.starts_with("/v3/"), "{name}: {path}");
-            if path == "/v3/appendix/user_data" {
-                assert_eq!(request["method"], "GET", "{name}");
-                continue;
-            }
-            assert_eq!(request["method"], "POST", "{name}: {path}");
-            let body = request["json"]
-                .as_array()
-                .unwrap_or_else(|| panic!("{name}: a POST body is matched as a JSON array"));
-            assert_eq!(body.len(), 1, "{name}: one task per request");
-            assert!(body[0].is_object(), "{name}");
-            for field in ["postback_url", "pingback_url", "filters", "order_by"] {
-                assert!(
-                    body[0].get(field).is_none(),
-                    "{name}: the connector never sends {field}"
-                );
+            assert_eq!(
+                request["method"],
+                if path == "/v3/appendix/user_data" {
+                    "GET"
+                } else {
+                    "POST"
+                },
+                "{name}: {path}"
+            );
+            match destination {
+                Some("shopify") => {
+                    assert_eq!(path, "/admin/api/2026-10/graphql.json", "{name}");
+                    let query = request["json"]["query"]
+                        .as_str()
+                        .expect("a GraphQL document");
+                    assert!(
+                        query.starts_with("query ") && !query.contains("mutation"),
+                        "{name}: {query}"
+                    );
+                    assert!(
+                        request["json"]["variables"].is_object(),
+                        "{name}: the handle travels as a variable"
+                    );
+                    peer_exchanges += 1;
+                }
+                Some(_) => {
+                    assert!(
+                        path.starts_with("/webmasters/v3/sites/")
+                            && path.ends_with("/searchAnalytics/query"),
+                        "{name}: {path}"
+                    );
+                    let filter = &request["json"]["dimensionFilterGroups"][0]["filters"][0];
+                    assert_eq!(
+                        (filter["dimension"].as_str(), filter["operator"].as_str()),
+                        (Some("page"), Some("equals")),
+                        "{name}: one page's queries"
+                    );
+                    peer_exchanges += 1;
+                }
+                None if path == "/v3/appendix/user_data" => {}
+                None => {
+                    assert!(path.starts_with("/v3/"), "{name}: {path}");
+                    let body = request["json"].as_array().unwrap_or_else(|| {
+                        panic!("{name}: a POST body is matched as a JSON array")
+                    });
+                    assert_eq!(body.len(), 1, "{name}: one task per request");
+                    assert!(body[0].is_object(), "{name}");
+                    for field in ["postback_url", "pingback_url", "filters", "order_by"] {
+                        assert!(
+                            body[0].get(field).is_none(),
+                            "{name}: the connector never sends {field}"
+                        );
+                    }
+                }
             }
         }
     }
+    assert!(peer_exchanges >= 3, "the joint tool's peers are replayed");
 }
 
 #[test]
@@ -170,6 +243,37 @@ fn the_dataforseo_component_is_the_seed_catalogues_dataforseo() {
                 ),
                 other => panic!("{wire}: {other:?}"),
             }
+            // Only the Shopify peer's route is GraphQL, and queries only.
+            let graphql = route
+                .graphql
+                .map(|g| g == scout_manifest::policy::GraphqlBody::QueriesOnly);
+            assert_eq!(
+                graphql,
+                (route.destination.as_deref() == Some("shopify")).then_some(true),
+                "{wire}: {route}"
+            );
+        }
+        if wire == JOINT {
+            assert_eq!(
+                tool.reads_from, PEERS,
+                "{wire}: Reads-from: searchconsole, shopify"
+            );
+            let destinations: BTreeSet<Option<&str>> = tool
+                .routes
+                .iter()
+                .map(|r| r.destination.as_deref())
+                .collect();
+            assert_eq!(
+                destinations,
+                BTreeSet::from([None, Some("searchconsole"), Some("shopify")]),
+                "{wire}"
+            );
+        } else {
+            assert!(tool.reads_from.is_empty(), "{wire}");
+            assert!(
+                tool.routes.iter().all(|r| r.destination.is_none()),
+                "{wire}: DataForSEO's own origin only"
+            );
         }
         seen.insert(wire);
     }

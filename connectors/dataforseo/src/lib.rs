@@ -53,13 +53,16 @@ scout_sdk::bindings!();
 
 use bindings::exports::scout::dataforseo::read_tools::{
     self, AccountInfo, Competitor, Device, Difficulty, IntentProbability, KeywordDetail,
-    KeywordIntent, KeywordMetrics, MonthlyVolume, OrganicResult, PageReport, RankMonth,
-    RankedKeyword, RankedKeywordList, Serp, TimeRange, TrendGraph, TrendPoint, TrendsType, Volume,
+    KeywordIntent, KeywordMetrics, MonthlyVolume, Opportunity, OpportunityKind, OrganicResult,
+    PageOpportunities, PageReport, RankMonth, RankedKeyword, RankedKeywordList, Serp,
+    StorePageKind, TimeRange, TrendGraph, TrendPoint, TrendsType, Volume,
 };
-use scout_sdk::{Capability, CapabilityError, Http, Method, ToolError, UpstreamError, meter};
+use scout_sdk::{
+    Capability, CapabilityError, Http, Method, ToolError, UpstreamError, encode_segment, meter,
+};
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 // ---------------------------------------------------------------------------
 // Limits and defaults
@@ -630,6 +633,14 @@ fn client() -> Result<Http, ToolError> {
         .with_header("user-agent", "scout-connector-dataforseo"))
 }
 
+/// Refuses before anything when the session's meter is not in micro-USD.
+fn check_meter() -> Result<(), ToolError> {
+    match meter_refusal(&meter::unit()) {
+        Some(refusal) => Err(refusal),
+        None => Ok(()),
+    }
+}
+
 /// Sends one billed task: meter check, reservation of `estimate`, the POST,
 /// settlement at the reported cost, then the answer's result list.
 fn billed<T: DeserializeOwned>(
@@ -637,22 +648,37 @@ fn billed<T: DeserializeOwned>(
     body: Vec<u8>,
     estimate: u64,
 ) -> Result<Vec<T>, ToolError> {
-    if let Some(refusal) = meter_refusal(&meter::unit()) {
-        return Err(refusal);
-    }
+    check_meter()?;
     // Connect before reserving: a reservation dropped unsettled is charged.
     let http = client()?;
     let reservation = meter::reserve(estimate)?;
+    send_billed(&http, reservation, path, body, estimate)
+}
+
+/// Sends a task whose `estimate` is reserved, and settles the reservation.
+fn send_billed<T: DeserializeOwned>(
+    http: &Http,
+    reservation: meter::Reservation,
+    path: &str,
+    body: Vec<u8>,
+    estimate: u64,
+) -> Result<Vec<T>, ToolError> {
     let sent = http.send(Method::Post, path, &[], Some(body));
-    let actual = settlement(&sent, estimate);
+    settle(reservation, settlement(&sent, estimate), path, estimate);
+    let response = sent?;
+    interpret(response.status, &response.body)
+}
+
+/// Settles a reservation; a refusal (the cost exceeded what the allowance
+/// still covers, which the host then charged up to the allowance) is logged:
+/// the answer was paid for either way.
+fn settle(reservation: meter::Reservation, actual: u64, path: &str, estimate: u64) {
     if let Err(e) = reservation.settle(actual) {
         scout_sdk::log::warn(&format!(
             "settling {actual} {UNIT} for {path} (reserved {estimate}): {}",
             ToolError::from(e)
         ));
     }
-    let response = sent?;
-    interpret(response.status, &response.body)
 }
 
 /// The first result of a task that answers one object.
@@ -1261,6 +1287,24 @@ const TRENDS_EXPLORE: &str = "/v3/keywords_data/dataforseo_trends/explore/live";
 struct DataForSeo;
 
 impl read_tools::Guest for DataForSeo {
+    fn seo_page_opportunities(
+        page_url: String,
+        site_url: Option<String>,
+        start_date: String,
+        end_date: String,
+        location_code: Option<u32>,
+        language_code: Option<String>,
+    ) -> Result<PageOpportunities, ToolError> {
+        page_opportunities(
+            page_url,
+            site_url,
+            start_date,
+            end_date,
+            location_code,
+            language_code,
+        )
+    }
+
     fn account() -> Result<AccountInfo, ToolError> {
         // Free: no reservation, and no meter needed.
         let response = client()?.send(Method::Get, USER_DATA, &[], None)?;
@@ -1536,6 +1580,636 @@ impl read_tools::Guest for DataForSeo {
         let results: Vec<ApiTrends> = billed(TRENDS_EXPLORE, task_body(&task)?, TRENDS_TASK)?;
         Ok(trends_of(first(results, "trends")?, &keywords))
     }
+}
+
+// ---------------------------------------------------------------------------
+// The joint tool: seo_page_opportunities
+// ---------------------------------------------------------------------------
+//
+// It reads three connectors, in this order, and spends only on the last:
+// 1. Shopify (destination `shopify`, the Shopify connector's origin and
+//    credential): one fixed GraphQL query by the page's handle, sent as
+//    variables, never spliced into the document;
+// 2. Search Console (destination `searchconsole`): the page's queries over
+//    the period, filtered to that one page;
+// 3. DataForSEO: the page's ranked keywords (billed).
+// The DataForSEO estimate is reserved before the first request, so a call
+// the allowance cannot cover sends nothing to anyone; if Shopify or Search
+// Console fails, the reservation is settled at zero (nothing billed was sent).
+
+/// The Shopify Admin API version of the Shopify connector's own routes.
+const SHOPIFY_GRAPHQL: &str = "/admin/api/2026-10/graphql.json";
+/// A product by its handle.
+const PRODUCT_QUERY: &str = "query pageProduct($handle: String!) { productByIdentifier(identifier: {handle: $handle}) { id title handle description seo { title description } } }";
+/// An online-store page by its handle (the `pages` search, `handle:` filter).
+const PAGE_QUERY: &str = "query pageContent($query: String!) { pages(first: 1, query: $query) { nodes { id title handle body } } }";
+/// Ranked keywords read for the page.
+const OPPORTUNITY_KEYWORDS: u16 = 100;
+/// Search Console rows read for the page.
+const OPPORTUNITY_ROWS: u32 = 250;
+/// A Search Console query counts only from this many impressions.
+const MIN_IMPRESSIONS: u64 = 10;
+/// Below this click-through rate a top-three query is a low-CTR opportunity.
+const LOW_CTR: f64 = 0.03;
+/// Most opportunities returned.
+const MAX_OPPORTUNITIES: usize = 50;
+/// Longest Shopify handle accepted.
+const MAX_HANDLE: usize = 255;
+
+/// The host of a URL `page_url` accepted.
+fn url_host(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    &rest[..end]
+}
+
+/// The Shopify object a store URL shows: `.../products/HANDLE` or
+/// `.../pages/HANDLE` (a locale or collection prefix is allowed).
+fn store_handle(url: &str) -> Result<(StorePageKind, String), ToolError> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let path = rest.find('/').map_or("", |i| &rest[i..]);
+    let path = path.split('?').next().unwrap_or_default();
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let found = segments.windows(2).rev().find_map(|w| match w[0] {
+        "products" => Some((StorePageKind::Product, w[1])),
+        "pages" => Some((StorePageKind::Page, w[1])),
+        _ => None,
+    });
+    let Some((kind, handle)) = found.filter(|(_, h)| segments.last() == Some(h)) else {
+        return Err(ToolError::invalid(format!(
+            "`{url}` is not a store product or page URL (.../products/HANDLE or .../pages/HANDLE)"
+        )));
+    };
+    let handle = handle.to_ascii_lowercase();
+    if handle.is_empty()
+        || handle.len() > MAX_HANDLE
+        || !handle
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(ToolError::invalid(format!(
+            "`{handle}` is not a Shopify handle (letters, digits, `-` and `_`)"
+        )));
+    }
+    Ok((kind, handle))
+}
+
+/// The Search Console property to read: the page's origin (`https://host/`)
+/// by default, or a Domain property (`sc-domain:example.com`) or URL-prefix
+/// property (`https://example.com/`) that holds the page.
+fn property_for(page: &str, site: Option<&str>) -> Result<String, ToolError> {
+    let host = url_host(page);
+    let Some(site) = site.map(str::trim) else {
+        let scheme = if page.starts_with("https://") {
+            "https"
+        } else {
+            "http"
+        };
+        return Ok(format!("{scheme}://{host}/"));
+    };
+    if let Some(domain) = site.strip_prefix("sc-domain:") {
+        let domain = host_name(domain)?;
+        if host != domain && !host.ends_with(&format!(".{domain}")) {
+            return Err(ToolError::invalid(format!(
+                "the page's host `{host}` is not in the property `sc-domain:{domain}`"
+            )));
+        }
+        return Ok(format!("sc-domain:{domain}"));
+    }
+    let prefix = page_url(site)?;
+    if !prefix.ends_with('/') {
+        return Err(ToolError::invalid(format!(
+            "site-url `{site}` is not a URL-prefix property: it ends with `/`"
+        )));
+    }
+    if !page.starts_with(&prefix) {
+        return Err(ToolError::invalid(format!(
+            "the page `{page}` is not under the property `{prefix}`"
+        )));
+    }
+    Ok(prefix)
+}
+
+/// A date `yyyy-mm-dd`.
+fn date(what: &str, d: &str) -> Result<String, ToolError> {
+    let d = d.trim();
+    let b = d.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    let shaped = b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && digits(0..4)
+        && digits(5..7)
+        && digits(8..10);
+    let month = if shaped {
+        d[5..7].parse::<u8>().unwrap_or(0)
+    } else {
+        0
+    };
+    let day = if shaped {
+        d[8..10].parse::<u8>().unwrap_or(0)
+    } else {
+        0
+    };
+    if !shaped || !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+        return Err(ToolError::invalid(format!(
+            "{what} `{d}` is not a date yyyy-mm-dd"
+        )));
+    }
+    Ok(d.to_string())
+}
+
+fn date_range(start: &str, end: &str) -> Result<(String, String), ToolError> {
+    let (start, end) = (date("start-date", start)?, date("end-date", end)?);
+    if start > end {
+        return Err(ToolError::invalid(format!(
+            "start-date {start} is after end-date {end}"
+        )));
+    }
+    Ok((start, end))
+}
+
+#[derive(Serialize)]
+struct GraphqlRequest<V: Serialize> {
+    query: &'static str,
+    variables: V,
+}
+
+#[derive(Serialize)]
+struct HandleVariables<'a> {
+    handle: &'a str,
+}
+
+#[derive(Serialize)]
+struct SearchVariables {
+    query: String,
+}
+
+fn shopify_body(kind: StorePageKind, handle: &str) -> Result<Vec<u8>, ToolError> {
+    let body = match kind {
+        StorePageKind::Product => serde_json::to_vec(&GraphqlRequest {
+            query: PRODUCT_QUERY,
+            variables: HandleVariables { handle },
+        }),
+        StorePageKind::Page => serde_json::to_vec(&GraphqlRequest {
+            query: PAGE_QUERY,
+            variables: SearchVariables {
+                query: format!("handle:{handle}"),
+            },
+        }),
+    };
+    body.map_err(|e| ToolError::invalid(format!("cannot encode the Shopify query: {e}")))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct GscQuery<'a> {
+    start_date: &'a str,
+    end_date: &'a str,
+    dimensions: [&'static str; 1],
+    dimension_filter_groups: [GscFilterGroup<'a>; 1],
+    row_limit: u32,
+}
+
+#[derive(Serialize)]
+struct GscFilterGroup<'a> {
+    filters: [GscFilter<'a>; 1],
+}
+
+#[derive(Serialize)]
+struct GscFilter<'a> {
+    dimension: &'static str,
+    operator: &'static str,
+    expression: &'a str,
+}
+
+fn gsc_body(page: &str, start: &str, end: &str) -> Result<Vec<u8>, ToolError> {
+    let q = GscQuery {
+        start_date: start,
+        end_date: end,
+        dimensions: ["query"],
+        dimension_filter_groups: [GscFilterGroup {
+            filters: [GscFilter {
+                dimension: "page",
+                operator: "equals",
+                expression: page,
+            }],
+        }],
+        row_limit: OPPORTUNITY_ROWS,
+    };
+    serde_json::to_vec(&q)
+        .map_err(|e| ToolError::invalid(format!("cannot encode the Search Console query: {e}")))
+}
+
+/// Shopify's `errors`, in each shape it sends them.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum GqlErrors {
+    List(Vec<GqlError>),
+    Text(String),
+    Other(IgnoredAny),
+}
+
+#[derive(Deserialize)]
+struct GqlError {
+    message: String,
+}
+
+#[derive(Deserialize)]
+struct GqlAnswer<T> {
+    #[serde(default = "Option::default")]
+    data: Option<T>,
+}
+
+/// Only the `errors` of an answer.
+#[derive(Deserialize)]
+struct GqlErrorsOnly {
+    #[serde(default)]
+    errors: Option<GqlErrors>,
+}
+
+/// Shopify's answer as its `data`, or a tool error (`errors` first, which
+/// GraphQL answers with 200; then a non-2xx status).
+fn shopify_data<T: DeserializeOwned>(status: u16, body: &[u8]) -> Result<T, ToolError> {
+    let message = match serde_json::from_slice::<GqlErrorsOnly>(body)
+        .ok()
+        .and_then(|e| e.errors)
+    {
+        Some(GqlErrors::List(list)) if !list.is_empty() => Some(
+            list.iter()
+                .map(|e| e.message.trim())
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+        Some(GqlErrors::List(_)) | None => None,
+        Some(GqlErrors::Text(t)) => Some(t),
+        Some(GqlErrors::Other(_)) => Some("Shopify answered errors".to_string()),
+    };
+    if let Some(m) = message {
+        return Err(ToolError::Upstream(UpstreamError {
+            status,
+            message: cut(&format!("Shopify: {m}")),
+        }));
+    }
+    if !(200..300).contains(&status) {
+        let message = cut(&format!(
+            "Shopify: {}",
+            String::from_utf8_lossy(body).trim()
+        ));
+        return Err(if status == 404 {
+            ToolError::NotFound(message)
+        } else {
+            ToolError::Upstream(UpstreamError { status, message })
+        });
+    }
+    let answer: GqlAnswer<T> = serde_json::from_slice(body).map_err(|e| {
+        ToolError::BadResponse(format!("Shopify's answer is not the expected JSON: {e}"))
+    })?;
+    answer.data.ok_or_else(|| {
+        ToolError::BadResponse("Shopify's answer has neither data nor errors".into())
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ProductData {
+    #[serde(default)]
+    product_by_identifier: Option<ApiProduct>,
+}
+
+#[derive(Deserialize)]
+struct ApiProduct {
+    title: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    seo: Option<ApiSeo>,
+}
+
+#[derive(Deserialize, Default)]
+struct ApiSeo {
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct PagesData {
+    pages: PageNodes,
+}
+
+#[derive(Deserialize)]
+struct PageNodes {
+    #[serde(default)]
+    nodes: Vec<ApiStorePage>,
+}
+
+#[derive(Deserialize)]
+struct ApiStorePage {
+    title: String,
+    handle: String,
+    #[serde(default)]
+    body: Option<String>,
+}
+
+/// HTML without its tags (each tag becomes a space).
+fn strip_tags(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => {
+                in_tag = false;
+                out.push(' ');
+            }
+            _ if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A store page's title and the text its copy is matched against.
+struct StoreCopy {
+    title: String,
+    text: String,
+}
+
+fn store_copy(
+    kind: StorePageKind,
+    handle: &str,
+    status: u16,
+    body: &[u8],
+) -> Result<StoreCopy, ToolError> {
+    match kind {
+        StorePageKind::Product => {
+            let data: ProductData = shopify_data(status, body)?;
+            let p = data.product_by_identifier.ok_or_else(|| {
+                ToolError::NotFound(format!("the store has no product with handle `{handle}`"))
+            })?;
+            let seo = p.seo.unwrap_or_default();
+            let text = [
+                Some(p.title.clone()),
+                p.description,
+                seo.title,
+                seo.description,
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" ");
+            Ok(StoreCopy {
+                title: p.title,
+                text,
+            })
+        }
+        StorePageKind::Page => {
+            let data: PagesData = shopify_data(status, body)?;
+            let page = data
+                .pages
+                .nodes
+                .into_iter()
+                .find(|p| p.handle.eq_ignore_ascii_case(handle))
+                .ok_or_else(|| {
+                    ToolError::NotFound(format!("the store has no page with handle `{handle}`"))
+                })?;
+            let text = format!(
+                "{} {}",
+                page.title,
+                strip_tags(&page.body.unwrap_or_default())
+            );
+            Ok(StoreCopy {
+                title: page.title,
+                text,
+            })
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct GscAnswer {
+    #[serde(default)]
+    rows: Vec<GscRow>,
+}
+
+#[derive(Deserialize)]
+struct GscRow {
+    #[serde(default)]
+    keys: Vec<String>,
+    #[serde(default)]
+    clicks: f64,
+    #[serde(default)]
+    impressions: f64,
+    #[serde(default)]
+    ctr: f64,
+    #[serde(default)]
+    position: f64,
+}
+
+#[derive(Deserialize)]
+struct GoogleErrorBody {
+    error: GoogleError,
+}
+
+#[derive(Deserialize)]
+struct GoogleError {
+    #[serde(default)]
+    message: String,
+}
+
+/// Search Console's rows, or its error (`error.message`) as a tool error.
+fn gsc_rows(status: u16, body: &[u8]) -> Result<Vec<GscRow>, ToolError> {
+    if !(200..300).contains(&status) {
+        let m = match serde_json::from_slice::<GoogleErrorBody>(body) {
+            Ok(b) => b.error.message,
+            Err(_) => String::from_utf8_lossy(body).trim().to_string(),
+        };
+        let message = cut(&format!("Search Console: {m}"));
+        return Err(if status == 404 {
+            ToolError::NotFound(message)
+        } else {
+            ToolError::Upstream(UpstreamError { status, message })
+        });
+    }
+    let answer: GscAnswer = serde_json::from_slice(body).map_err(|e| {
+        ToolError::BadResponse(format!(
+            "Search Console's answer is not the expected JSON: {e}"
+        ))
+    })?;
+    Ok(answer.rows)
+}
+
+/// Lowercase words (runs of letters and digits).
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// Whether every word of `query` is in `copy`, a plural `s` aside.
+fn in_copy(query: &str, copy: &BTreeSet<String>) -> bool {
+    words(query).iter().all(|w| {
+        copy.contains(w)
+            || w.strip_suffix('s').is_some_and(|stem| copy.contains(stem))
+            || copy.contains(&format!("{w}s"))
+    })
+}
+
+fn opportunity_for(query: &str) -> Opportunity {
+    Opportunity {
+        query: query.to_string(),
+        kinds: Vec::new(),
+        impressions: None,
+        clicks: None,
+        ctr: None,
+        position: None,
+        search_volume: None,
+        rank_group: None,
+        in_copy: false,
+    }
+}
+
+/// Search Console rows and DataForSEO ranked keywords, merged by query and
+/// ranked by demand (the larger of impressions and search volume).
+fn rank_opportunities(
+    copy: &str,
+    rows: Vec<GscRow>,
+    ranked: Vec<RankedKeyword>,
+) -> Vec<Opportunity> {
+    let copy: BTreeSet<String> = words(copy).into_iter().collect();
+    let mut by_query: BTreeMap<String, Opportunity> = BTreeMap::new();
+    for row in rows {
+        let Some(query) = row
+            .keys
+            .first()
+            .map(|q| q.trim().to_lowercase())
+            .filter(|q| !q.is_empty())
+        else {
+            continue;
+        };
+        let impressions = row.impressions.max(0.0).round() as u64;
+        if impressions < MIN_IMPRESSIONS {
+            continue;
+        }
+        let o = by_query
+            .entry(query.clone())
+            .or_insert_with(|| opportunity_for(&query));
+        o.impressions = Some(impressions);
+        o.clicks = Some(row.clicks.max(0.0).round() as u64);
+        o.ctr = Some(row.ctr);
+        o.position = Some(row.position);
+    }
+    for k in ranked {
+        let query = k.keyword.trim().to_lowercase();
+        if query.is_empty() {
+            continue;
+        }
+        let o = by_query
+            .entry(query.clone())
+            .or_insert_with(|| opportunity_for(&query));
+        o.search_volume = k.search_volume;
+        o.rank_group = Some(k.rank_group);
+    }
+    let mut out: Vec<Opportunity> = by_query
+        .into_values()
+        .filter_map(|mut o| {
+            o.in_copy = in_copy(&o.query, &copy);
+            let striking = match o.position {
+                Some(p) => (4.0..=20.0).contains(&p),
+                None => o.rank_group.is_some_and(|r| (4..=20).contains(&r)),
+            };
+            if striking {
+                o.kinds.push(OpportunityKind::StrikingDistance);
+            }
+            if o.position.is_some_and(|p| p < 4.0) && o.ctr.is_some_and(|c| c < LOW_CTR) {
+                o.kinds.push(OpportunityKind::LowCtr);
+            }
+            if !o.in_copy {
+                o.kinds.push(OpportunityKind::MissingFromCopy);
+            }
+            (!o.kinds.is_empty()).then_some(o)
+        })
+        .collect();
+    let demand = |o: &Opportunity| o.impressions.unwrap_or(0).max(o.search_volume.unwrap_or(0));
+    out.sort_by(|a, b| {
+        demand(b)
+            .cmp(&demand(a))
+            .then_with(|| a.query.cmp(&b.query))
+    });
+    out.truncate(MAX_OPPORTUNITIES);
+    out
+}
+
+fn page_opportunities(
+    page_url: String,
+    site_url: Option<String>,
+    start_date: String,
+    end_date: String,
+    location_code: Option<u32>,
+    language_code: Option<String>,
+) -> Result<PageOpportunities, ToolError> {
+    // Everything is checked and built before anything is reserved or sent.
+    let page = self::page_url(&page_url)?;
+    let (kind, handle) = store_handle(&page)?;
+    let site = property_for(&page, site_url.as_deref())?;
+    let (start, end) = date_range(&start_date, &end_date)?;
+    let (location_code, language_code) = (location(location_code)?, language(language_code)?);
+    let shopify_request = shopify_body(kind, &handle)?;
+    let gsc_request = gsc_body(&page, &start, &end)?;
+    let task = TargetTask {
+        target: &page,
+        location_code,
+        language_code: &language_code,
+        limit: Some(OPPORTUNITY_KEYWORDS),
+        item_types: Some(["organic"]),
+    };
+    let dataforseo_request = task_body(&task)?;
+    let gsc_path = format!(
+        "/webmasters/v3/sites/{}/searchAnalytics/query",
+        encode_segment(&site)
+    );
+
+    check_meter()?;
+    let dataforseo = client()?;
+    let estimate = labs_estimate(OPPORTUNITY_KEYWORDS as u64);
+    let reservation = meter::reserve(estimate)?;
+
+    // The peers' clients (each `denied` unless that connector is live in the
+    // session), then their free reads.
+    let free_reads = (|| {
+        let shopify = Http::connect_to("shopify")?.with_header("accept", "application/json");
+        let searchconsole =
+            Http::connect_to("searchconsole")?.with_header("accept", "application/json");
+        let answer = shopify.send(Method::Post, SHOPIFY_GRAPHQL, &[], Some(shopify_request))?;
+        let copy = store_copy(kind, &handle, answer.status, &answer.body)?;
+        let answer = searchconsole.send(Method::Post, &gsc_path, &[], Some(gsc_request))?;
+        Ok::<_, ToolError>((copy, gsc_rows(answer.status, &answer.body)?))
+    })();
+    let (copy, rows) = match free_reads {
+        Ok(read) => read,
+        Err(e) => {
+            // Nothing billed was sent.
+            settle(reservation, 0, RANKED_KEYWORDS, estimate);
+            return Err(e);
+        }
+    };
+    let results: Vec<ApiRankedResult> = send_billed(
+        &dataforseo,
+        reservation,
+        RANKED_KEYWORDS,
+        dataforseo_request,
+        estimate,
+    )?;
+    let ranked = ranked_keywords_of(results, &page).items;
+    Ok(PageOpportunities {
+        page_url: page,
+        kind,
+        title: copy.title,
+        opportunities: rank_opportunities(&copy.text, rows, ranked),
+    })
 }
 
 scout_sdk::export!(DataForSeo);
@@ -1872,5 +2546,196 @@ mod tests {
         assert_eq!(score(None), None);
         assert_eq!(popularity(Some(61.4)), Some(61));
         assert_eq!(popularity(None), None);
+    }
+
+    #[test]
+    fn store_handles_properties_and_dates() {
+        let p = "https://shop.example.com/products/trail-runner";
+        assert!(
+            matches!(store_handle(p), Ok((StorePageKind::Product, ref h)) if h == "trail-runner")
+        );
+        assert!(
+            matches!(store_handle("https://shop.example.com/en-gb/collections/trail/products/Trail-Runner?variant=1"), Ok((StorePageKind::Product, ref h)) if h == "trail-runner")
+        );
+        assert!(
+            matches!(store_handle("https://shop.example.com/pages/size-guide"), Ok((StorePageKind::Page, ref h)) if h == "size-guide")
+        );
+        for bad in [
+            "https://shop.example.com/",
+            "https://shop.example.com/collections/trail",
+            "https://shop.example.com/products/",
+            "https://shop.example.com/products/a/reviews",
+            "https://shop.example.com/products/caf%C3%A9",
+        ] {
+            assert!(store_handle(bad).is_err(), "{bad}");
+        }
+        assert_eq!(property_for(p, None).unwrap(), "https://shop.example.com/");
+        assert_eq!(
+            property_for(p, Some("sc-domain:example.com")).unwrap(),
+            "sc-domain:example.com"
+        );
+        assert_eq!(
+            property_for(p, Some("https://shop.example.com/products/")).unwrap(),
+            "https://shop.example.com/products/"
+        );
+        for bad in [
+            "sc-domain:other.com",
+            "sc-domain:ample.com",
+            "https://www.example.com/",
+            "https://shop.example.com",
+            "sc-domain:",
+            "shop.example.com",
+        ] {
+            assert!(property_for(p, Some(bad)).is_err(), "{bad}");
+        }
+        assert_eq!(
+            encode_segment(&property_for(p, None).unwrap()),
+            "https%3A%2F%2Fshop.example.com%2F"
+        );
+        assert!(date_range("2026-10-01", "2026-10-31").is_ok());
+        assert!(date_range("2026-10-31", "2026-10-01").is_err());
+        for bad in [
+            "2026-13-01",
+            "2026-00-10",
+            "2026-1-01",
+            "26-10-01",
+            "2026/10/01",
+            "2026-10-32",
+            "yesterday",
+        ] {
+            assert!(date("d", bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn opportunities_merge_rank_and_explain() {
+        let row = |q: &str, clicks: f64, impressions: f64, ctr: f64, position: f64| GscRow {
+            keys: vec![q.into()],
+            clicks,
+            impressions,
+            ctr,
+            position,
+        };
+        let ranked = |k: &str, v: u64, r: u32| RankedKeyword {
+            keyword: k.into(),
+            search_volume: Some(v),
+            rank_group: r,
+            rank_absolute: r,
+            url: None,
+            title: None,
+            etv: None,
+            keyword_difficulty: None,
+        };
+        let copy = "Trail Runner. A lightweight trail running shoe with a grippy outsole.";
+        let out = rank_opportunities(
+            copy,
+            vec![
+                row("trail running shoes", 12.0, 900.0, 0.013, 7.2),
+                row("trail runner", 40.0, 300.0, 0.133, 1.4),
+                row("example trail runner", 2.0, 150.0, 0.013, 1.9),
+                row("rare query", 0.0, 4.0, 0.0, 9.0),
+                row("waterproof trail shoes", 1.0, 60.0, 0.016, 25.0),
+            ],
+            vec![
+                ranked("trail running shoes", 74000, 6),
+                ranked("grippy shoes", 50, 3),
+                ranked("vibram trail shoes", 880, 12),
+            ],
+        );
+        let summary: Vec<(&str, Vec<OpportunityKind>, u64)> = out
+            .iter()
+            .map(|o| {
+                (
+                    o.query.as_str(),
+                    o.kinds.clone(),
+                    o.impressions.unwrap_or(0).max(o.search_volume.unwrap_or(0)),
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (
+                    "trail running shoes",
+                    vec![OpportunityKind::StrikingDistance],
+                    74000
+                ),
+                (
+                    "vibram trail shoes",
+                    vec![
+                        OpportunityKind::StrikingDistance,
+                        OpportunityKind::MissingFromCopy
+                    ],
+                    880
+                ),
+                (
+                    "example trail runner",
+                    vec![OpportunityKind::LowCtr, OpportunityKind::MissingFromCopy],
+                    150
+                ),
+                (
+                    "waterproof trail shoes",
+                    vec![OpportunityKind::MissingFromCopy],
+                    60
+                ),
+            ]
+        );
+        assert!(out[0].in_copy && out[0].impressions == Some(900) && out[0].rank_group == Some(6));
+        assert!(in_copy(
+            "Trail Shoes",
+            &words("trail shoe").into_iter().collect()
+        ));
+        assert!(!in_copy(
+            "trail boots",
+            &words("trail shoe").into_iter().collect()
+        ));
+        assert_eq!(
+            strip_tags("<p>Size <b>guide</b></p>for shoes"),
+            " Size  guide  for shoes"
+        );
+    }
+
+    #[test]
+    fn shopify_and_search_console_errors() {
+        let e = fails(shopify_data::<ProductData>(
+            200,
+            br#"{"errors":[{"message":"Throttled","extensions":{"code":"THROTTLED"}}]}"#,
+        ));
+        assert!(
+            matches!(e, ToolError::Upstream(ref u) if u.status == 200 && u.message == "Shopify: Throttled"),
+            "{e}"
+        );
+        let e = fails(shopify_data::<ProductData>(401, br#"{"errors":"[API] Invalid API key or access token (unrecognized login or wrong password)"}"#));
+        assert!(
+            matches!(e, ToolError::Upstream(ref u) if u.status == 401),
+            "{e}"
+        );
+        let e = fails(shopify_data::<ProductData>(502, b"Bad Gateway"));
+        assert!(
+            matches!(e, ToolError::Upstream(ref u) if u.status == 502 && u.message == "Shopify: Bad Gateway"),
+            "{e}"
+        );
+        let none = store_copy(
+            StorePageKind::Product,
+            "x",
+            200,
+            br#"{"data":{"productByIdentifier":null}}"#,
+        );
+        assert!(matches!(none, Err(ToolError::NotFound(_))));
+        let page = store_copy(StorePageKind::Page, "size-guide", 200, br#"{"data":{"pages":{"nodes":[{"id":"gid://shopify/Page/1","title":"Size guide","handle":"size-guide","body":"<p>Half sizes</p>"}]}}}"#).unwrap();
+        assert_eq!(
+            (page.title.as_str(), page.text.as_str()),
+            ("Size guide", "Size guide  Half sizes ")
+        );
+        let e = fails(gsc_rows(403, br#"{"error":{"code":403,"message":"User does not have sufficient permission for site.","status":"PERMISSION_DENIED"}}"#));
+        assert!(
+            matches!(e, ToolError::Upstream(ref u) if u.status == 403 && u.message == "Search Console: User does not have sufficient permission for site."),
+            "{e}"
+        );
+        assert!(
+            gsc_rows(200, br#"{"responseAggregationType":"byPage"}"#)
+                .unwrap()
+                .is_empty()
+        );
     }
 }
