@@ -1,5 +1,8 @@
-//! The DataForSEO connector: twelve billed read tools over the DataForSEO v3
-//! API (one free: `account`), and no write tools.
+//! The DataForSEO connector: thirteen read tools over the DataForSEO v3 API,
+//! all grantable, and no write tools. `account` is free; eleven more each
+//! send one billed task; `seo_page_opportunities` (a joint tool) also reads
+//! the brand's Shopify store and Search Console through those connectors'
+//! own origins and credentials, and bills one DataForSEO task.
 //!
 //! Every request goes through the host's HTTP capability, bound to the
 //! DataForSEO API origin with the operator's basic credential
@@ -292,7 +295,8 @@ fn count(limit: Option<u16>, default: u16, max: u16, what: &str) -> Result<u16, 
 }
 
 /// A host name: 1 to 253 characters, dot-separated labels of ASCII letters,
-/// digits and `-` (not first or last), at least two labels. Lowercased.
+/// digits and `-` (not first or last), at least two labels, the last with a
+/// letter (so no IP address). Lowercased.
 fn host_name(host: &str) -> Result<String, ToolError> {
     let host = host.to_ascii_lowercase();
     let labels: Vec<&str> = host.split('.').collect();
@@ -305,7 +309,9 @@ fn host_name(host: &str) -> Result<String, ToolError> {
                 && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
                 && !l.starts_with('-')
                 && !l.ends_with('-')
-        });
+        })
+        // A top-level domain has a letter: no IP addresses.
+        && labels.last().is_some_and(|l| l.bytes().any(|b| b.is_ascii_alphabetic()));
     if !shaped {
         return Err(ToolError::invalid(format!(
             "`{host}` is not a domain name such as example.com"
@@ -1000,11 +1006,61 @@ impl From<ApiCompetitor> for Competitor {
 
 /// A check's value: only `true` counts; anything else (false, null, a
 /// number) does not.
-#[derive(Deserialize)]
-#[serde(untagged)]
 enum Flag {
     Bool(bool),
-    Other(IgnoredAny),
+    Other,
+}
+
+/// Any JSON value, skipped, for the visitors below (a hand-written visitor
+/// instead of `#[serde(untagged)]`, whose buffering costs some 40 KB).
+fn skip_map<'de, A: serde::de::MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+fn skip_seq<'de, A: serde::de::SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
+    while seq.next_element::<IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+impl<'de> Deserialize<'de> for Flag {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Flag, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Flag;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Flag, E> {
+                Ok(Flag::Bool(v))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Flag, E> {
+                Ok(Flag::Other)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Flag, E> {
+                Ok(Flag::Other)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Flag, E> {
+                Ok(Flag::Other)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Flag, E> {
+                Ok(Flag::Other)
+            }
+            fn visit_unit<E>(self) -> Result<Flag, E> {
+                Ok(Flag::Other)
+            }
+            fn visit_none<E>(self) -> Result<Flag, E> {
+                Ok(Flag::Other)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Flag, A::Error> {
+                skip_map(map).map(|_| Flag::Other)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Flag, A::Error> {
+                skip_seq(seq).map(|_| Flag::Other)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Deserialize)]
@@ -1801,17 +1857,61 @@ fn gsc_body(page: &str, start: &str, end: &str) -> Result<Vec<u8>, ToolError> {
         .map_err(|e| ToolError::invalid(format!("cannot encode the Search Console query: {e}")))
 }
 
-/// Shopify's `errors`, in each shape it sends them.
-#[derive(Deserialize)]
-#[serde(untagged)]
+/// Shopify's `errors`, in each shape it sends them: a list of errors with
+/// messages, a string, or an object.
 enum GqlErrors {
     List(Vec<GqlError>),
     Text(String),
-    Other(IgnoredAny),
+    Other,
+}
+
+impl<'de> Deserialize<'de> for GqlErrors {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<GqlErrors, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = GqlErrors;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("GraphQL errors")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<GqlErrors, E> {
+                Ok(GqlErrors::Text(v.to_string()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<GqlErrors, A::Error> {
+                let mut list = Vec::new();
+                while let Some(e) = seq.next_element::<GqlError>()? {
+                    list.push(e);
+                }
+                Ok(GqlErrors::List(list))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<GqlErrors, A::Error> {
+                skip_map(map).map(|_| GqlErrors::Other)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<GqlErrors, E> {
+                Ok(GqlErrors::Other)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<GqlErrors, E> {
+                Ok(GqlErrors::Other)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<GqlErrors, E> {
+                Ok(GqlErrors::Other)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<GqlErrors, E> {
+                Ok(GqlErrors::Other)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Deserialize)]
 struct GqlError {
+    #[serde(default)]
     message: String,
 }
 
@@ -1843,7 +1943,7 @@ fn shopify_data<T: DeserializeOwned>(status: u16, body: &[u8]) -> Result<T, Tool
         ),
         Some(GqlErrors::List(_)) | None => None,
         Some(GqlErrors::Text(t)) => Some(t),
-        Some(GqlErrors::Other(_)) => Some("Shopify answered errors".to_string()),
+        Some(GqlErrors::Other) => Some("Shopify answered errors".to_string()),
     };
     if let Some(m) = message {
         return Err(ToolError::Upstream(UpstreamError {
@@ -2318,6 +2418,8 @@ mod tests {
             "https://example.com",
             "example.com/page",
             "-a.com",
+            "10.0.0.1",
+            "169.254.169.254",
             "a-.com",
             "a..com",
             "ex ample.com",
