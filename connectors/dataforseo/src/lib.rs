@@ -2141,11 +2141,13 @@ fn gsc_rows(status: u16, body: &[u8]) -> Result<Vec<GscRow>, ToolError> {
     Ok(answer.rows)
 }
 
-/// Lowercase words (runs of letters and digits).
+/// Words: runs of ASCII letters and digits and of any non-ASCII characters,
+/// ASCII-lowercased (Unicode case tables would add some 20 KB; the queries
+/// Search Console and DataForSEO report are lowercase already).
 fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
+    text.split(|c: char| c.is_ascii() && !c.is_ascii_alphanumeric())
         .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
+        .map(str::to_ascii_lowercase)
         .collect()
 }
 
@@ -2185,7 +2187,7 @@ fn rank_opportunities(
         let Some(query) = row
             .keys
             .first()
-            .map(|q| q.trim().to_lowercase())
+            .map(|q| q.trim().to_ascii_lowercase())
             .filter(|q| !q.is_empty())
         else {
             continue;
@@ -2203,7 +2205,7 @@ fn rank_opportunities(
         o.position = Some(row.position);
     }
     for k in ranked {
-        let query = k.keyword.trim().to_lowercase();
+        let query = k.keyword.trim().to_ascii_lowercase();
         if query.is_empty() {
             continue;
         }
