@@ -241,8 +241,9 @@ fn set(list: &[&str]) -> BTreeSet<String> {
     list.iter().map(|s| s.to_string()).collect()
 }
 
-/// Every request the fake upstream received: method, path, body.
-type Seen = Arc<Mutex<Vec<(String, String, String)>>>;
+/// Every request the fake upstream received: method, path, body, and its
+/// `authorization` and `developer-token` headers.
+type Seen = Arc<Mutex<Vec<(String, String, String, Option<String>, Option<String>)>>>;
 
 /// One loopback upstream for every connector's origin. It answers Shopify's
 /// Admin GraphQL endpoint in its documented shape and anything else with an
@@ -251,8 +252,12 @@ async fn fake_upstream() -> (String, Seen) {
     let seen: Seen = Arc::default();
     async fn answer(State(seen): State<Seen>, req: axum::extract::Request) -> axum::response::Response {
         let (method, path) = (req.method().to_string(), req.uri().path().to_string());
+        let headers = req.headers().clone();
+        let header = move |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let (auth, developer) = (header("authorization"), header("developer-token"));
+        drop(header);
         let body = axum::body::to_bytes(req.into_body(), 1 << 20).await.unwrap_or_default();
-        seen.lock().unwrap().push((method, path.clone(), String::from_utf8_lossy(&body).into_owned()));
+        seen.lock().unwrap().push((method, path.clone(), String::from_utf8_lossy(&body).into_owned(), auth, developer));
         let reply = if path.ends_with("/graphql.json") {
             json!({"data": {"shop": {"name": "Acme"}}, "extensions": {"cost": {"requestedQueryCost": 1, "actualQueryCost": 1,
                 "throttleStatus": {"maximumAvailable": 2000.0, "currentlyAvailable": 1999.0, "restoreRate": 100.0}}}})
@@ -294,10 +299,13 @@ fn serve_config(dir: &Path, origin: &str) -> PathBuf {
         if name == "shopify" {
             toml.push_str("credential = \"header:X-Shopify-Access-Token\"\n");
         }
-        // Seed 000: "when the deployment offers Figma (Nango configured)", and Microsoft Ads.
+        // Seed 000: "when the deployment offers Figma (Nango configured)",
+        // and Microsoft Ads, whose every call needs the deployment's
+        // developer token (as Google Ads' does).
         match name.as_str() {
             "figma" => toml.push_str("requires_env = [\"NANGO_SECRET_KEY\"]\n"),
-            "microsoftads" => toml.push_str("requires_env = [\"MICROSOFT_ADS_DEVELOPER_TOKEN\"]\n"),
+            "microsoftads" => toml.push_str("deployment_headers = { DeveloperToken = \"MICROSOFT_ADS_DEVELOPER_TOKEN\" }\n"),
+            "googleads" => toml.push_str("deployment_headers = { developer-token = \"GOOGLE_ADS_DEVELOPER_TOKEN\" }\n"),
             _ => {}
         }
         let peers: BTreeSet<&str> = manifest.tools.iter().flat_map(|t| t.reads_from.iter().map(String::as_str)).collect();
@@ -305,7 +313,13 @@ fn serve_config(dir: &Path, origin: &str) -> PathBuf {
         if !named.is_empty() {
             toml.push_str(&format!("[connectors.{name}.origins]\n"));
             for d in named {
-                toml.push_str(&format!("{d} = {origin:?}\n"));
+                // Cloudflare's public docs server and Microsoft's report
+                // storage must not receive the connector's credential.
+                if matches!((name.as_str(), d), ("cloudflare", "docs") | ("microsoftads", "download")) {
+                    toml.push_str(&format!("{d} = {{ origin = {origin:?}, credential = \"none\" }}\n"));
+                } else {
+                    toml.push_str(&format!("{d} = {origin:?}\n"));
+                }
             }
         }
         for folder in match name.as_str() {
@@ -393,6 +407,7 @@ async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
         ("AGENTMAIL_WEBHOOK_URL_SECRET", "hook-secret"),
         ("NANGO_SECRET_KEY", "nango-secret"),
         ("MICROSOFT_ADS_DEVELOPER_TOKEN", "msads-developer-token"),
+        ("GOOGLE_ADS_DEVELOPER_TOKEN", "gads-developer-token"),
     ];
     let serve = start(&dir, &config, &switches_on);
 
@@ -434,6 +449,7 @@ async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
              "arguments": {"query": "mutation { tagsAdd(id: \"gid://shopify/Product/1\", tags: [\"sale\"]) { userErrors { message } } }"}},
             {"label": "specialist-graphql", "session": "specialist", "connector": "shopify", "tool": "shopify_admin_graphql",
              "arguments": {"query": "{ shop { name } }"}},
+            {"label": "googleads-accounts", "session": "person", "connector": "googleads", "tool": "googleads_accounts", "arguments": {}},
         ],
     });
     let summary = tokio::task::spawn_blocking({
@@ -500,9 +516,18 @@ async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
     assert_eq!(calls["mutation"]["asked"], true, "{calls}");
     assert_eq!(calls["mutation"]["error"], false, "{calls}");
     assert_eq!(calls["specialist-graphql"]["error"], true, "{calls}");
-    let graphql: Vec<String> = seen.lock().unwrap().iter().filter(|(_, p, _)| p.ends_with("/graphql.json")).map(|(_, _, b)| b.clone()).collect();
+    let graphql: Vec<String> =
+        seen.lock().unwrap().iter().filter(|(_, p, ..)| p.ends_with("/graphql.json")).map(|(_, _, b, ..)| b.clone()).collect();
     assert_eq!(graphql.len(), 2, "exactly the query and the approved mutation reached Shopify: {graphql:?}");
     assert!(graphql[0].contains("mutation: shop") && graphql[1].contains("tagsAdd"), "{graphql:?}");
+
+    // Google Ads' developer token is the deployment's secret, injected by
+    // the host with the brand's Google token; the guest never held either.
+    let ads: Vec<_> = seen.lock().unwrap().iter().filter(|(_, p, ..)| p.contains("listAccessibleCustomers")).cloned().collect();
+    assert_eq!(ads.len(), 1, "{ads:?}");
+    assert_eq!(ads[0].3.as_deref(), Some("Bearer tok-google"));
+    assert_eq!(ads[0].4.as_deref(), Some("gads-developer-token"));
+    assert!(!calls["googleads-accounts"]["text"].as_str().unwrap_or_default().contains("gads-developer-token"));
 
     // Without SHOPIFY_ALLOW_WRITES, Nango or Microsoft Ads' developer token:
     // a mutation is refused before any request (a query still runs), and
@@ -535,7 +560,7 @@ async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
     let calls = &summary["calls"];
     assert_eq!(calls["mutation"]["error"], true, "{calls}");
     assert_eq!(calls["query"]["error"], false, "{calls}");
-    let after: Vec<(String, String, String)> = seen.lock().unwrap()[before..].to_vec();
+    let after: Vec<_> = seen.lock().unwrap()[before..].to_vec();
     assert_eq!(after.len(), 1, "only the query was sent: {after:?}");
     assert!(!after[0].2.contains("tagsAdd"));
     let _ = std::fs::remove_dir_all(&dir);

@@ -65,16 +65,24 @@ async def approve_when_asked(session_id, tool):
 
 async def call(opened, step):
     """One call of the plan: its outcome, and whether a person was asked."""
-    url = opened["mcp"][step["connector"]]
+    url = opened["mcp"].get(step["connector"])
+    if url is None:
+        return {"error": True, "text": "no endpoint for this connector in the session", "asked": False, "denied": True}
     async with Mcp(url, opened["token"]) as s:
-        coro = s.call_tool(step["tool"], step["arguments"])
-        if step.get("approve"):
-            asked, result = await asyncio.gather(
-                approve_when_asked(opened["id"], f"mcp__{step['connector']}__{step['tool']}"), coro
-            )
-        else:
-            asked, result = None, await coro
-    return {"error": bool(result.is_error), "text": text_of(result)[:400], "asked": asked is not None}
+        try:
+            coro = s.call_tool(step["tool"], step["arguments"])
+            if step.get("approve"):
+                asked, result = await asyncio.gather(
+                    approve_when_asked(opened["id"], f"mcp__{step['connector']}__{step['tool']}"), coro
+                )
+            else:
+                asked, result = None, await coro
+        except Exception as e:
+            # A denial is a JSON-RPC error, not a tool result.
+            if type(e).__name__ not in ("McpError", "MCPError"):
+                raise
+            return {"error": True, "text": str(e)[:400], "asked": False, "denied": True}
+    return {"error": bool(result.is_error), "text": text_of(result)[:400], "asked": asked is not None, "denied": False}
 
 
 async def main():
@@ -108,5 +116,9 @@ async def main():
 try:
     asyncio.run(main())
 except Exception as e:
-    print(f"FAILED: {type(e).__name__}: {e}", file=sys.stderr)
+    def leaves(e):
+        subs = getattr(e, "exceptions", None)
+        return [x for sub in subs for x in leaves(sub)] if subs else [e]
+    for leaf in leaves(e):
+        print(f"FAILED: {type(leaf).__name__}: {leaf}", file=sys.stderr)
     sys.exit(1)
