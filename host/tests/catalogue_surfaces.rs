@@ -303,7 +303,7 @@ fn serve_config(dir: &Path, origin: &str) -> PathBuf {
         // and Microsoft Ads, whose every call needs the deployment's
         // developer token (as Google Ads' does).
         match name.as_str() {
-            "figma" => toml.push_str("requires_env = [\"NANGO_SECRET_KEY\"]\n"),
+            // Figma: NANGO_SECRET_KEY, which the host requires by itself.
             "microsoftads" => toml.push_str("deployment_headers = { DeveloperToken = \"MICROSOFT_ADS_DEVELOPER_TOKEN\" }\n"),
             "googleads" => toml.push_str("deployment_headers = { developer-token = \"GOOGLE_ADS_DEVELOPER_TOKEN\" }\n"),
             _ => {}

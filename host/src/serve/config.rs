@@ -17,6 +17,18 @@
 //!
 //! Specialists and the goal agent spend what their grant allows, never the
 //! person allowance; a role with neither gets no `meter` at all.
+//!
+//! Routes that name a destination, and what the deployment must hold:
+//!
+//! ```toml
+//! [connectors.sheets.origins]
+//! drive = "https://www.googleapis.com"      # `Route: drive GET ...`, same credential
+//! [connectors.cloudflare.origins]
+//! docs = { origin = "https://docs.mcp.cloudflare.com", credential = "none" }
+//! [connectors.googleads]
+//! deployment_headers = { developer-token = "GOOGLE_ADS_DEVELOPER_TOKEN" }
+//! requires_env = ["SOME_VARIABLE"]          # unset: loaded, checked, never offered
+//! ```
 
 use crate::capabilities::http::CredentialScheme;
 use serde::Deserialize;

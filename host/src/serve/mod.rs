@@ -188,6 +188,12 @@ pub struct ServeHost {
     bound: std::sync::OnceLock<(std::net::SocketAddr, Vec<String>)>,
 }
 
+/// Seed 000's connectors "the deployment offers" only when it is set up for
+/// them: Figma when Nango is configured, Microsoft Ads when the deployment
+/// holds Microsoft's developer token. Whatever the configuration says, such
+/// a connector is never registered without its variable.
+const DEPLOYMENT_OFFERS: [(&str, &str); 2] = [("figma", "NANGO_SECRET_KEY"), ("microsoftads", "MICROSOFT_ADS_DEVELOPER_TOKEN")];
+
 fn digest(text: &str) -> [u8; 32] {
     Sha256::digest(text.as_bytes()).into()
 }
@@ -295,7 +301,10 @@ impl ServeHost {
             if let Some(missing) = named.iter().find(|d| !connector.origins.contains_key(**d)) {
                 return Err(fail(format!("its routes name destination `{missing}`: give its origin as `origins.{missing}`")));
             }
-            if let Some(var) = connector.requires_env.iter().chain(connector.deployment_headers.values()).find(|v| env(v).is_none()) {
+            let seed_offer = DEPLOYMENT_OFFERS.iter().filter(|(c, _)| c == name).map(|(_, v)| v.to_string());
+            let required: Vec<String> =
+                connector.requires_env.iter().chain(connector.deployment_headers.values()).cloned().chain(seed_offer).collect();
+            if let Some(var) = required.iter().find(|v| env(v).is_none()) {
                 tracing::warn!(connector = %name, env = %var, "not offered: the deployment does not set {var}");
                 not_offered.insert(name.clone());
             }
