@@ -242,8 +242,8 @@ fn set(list: &[&str]) -> BTreeSet<String> {
 }
 
 /// Every request the fake upstream received: method, path, body, and its
-/// `authorization` and `developer-token` headers.
-type Seen = Arc<Mutex<Vec<(String, String, String, Option<String>, Option<String>)>>>;
+/// `authorization`, `developer-token` and `x-shopify-access-token` headers.
+type Seen = Arc<Mutex<Vec<(String, String, String, Option<String>, Option<String>, Option<String>)>>>;
 
 /// One loopback upstream for every connector's origin. It answers Shopify's
 /// Admin GraphQL endpoint in its documented shape and anything else with an
@@ -254,10 +254,10 @@ async fn fake_upstream() -> (String, Seen) {
         let (method, path) = (req.method().to_string(), req.uri().path().to_string());
         let headers = req.headers().clone();
         let header = move |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).map(str::to_string);
-        let (auth, developer) = (header("authorization"), header("developer-token"));
+        let (auth, developer, shopify) = (header("authorization"), header("developer-token"), header("x-shopify-access-token"));
         drop(header);
         let body = axum::body::to_bytes(req.into_body(), 1 << 20).await.unwrap_or_default();
-        seen.lock().unwrap().push((method, path.clone(), String::from_utf8_lossy(&body).into_owned(), auth, developer));
+        seen.lock().unwrap().push((method, path.clone(), String::from_utf8_lossy(&body).into_owned(), auth, developer, shopify));
         let reply = if path.ends_with("/graphql.json") {
             json!({"data": {"shop": {"name": "Acme"}}, "extensions": {"cost": {"requestedQueryCost": 1, "actualQueryCost": 1,
                 "throttleStatus": {"maximumAvailable": 2000.0, "currentlyAvailable": 1999.0, "restoreRate": 100.0}}}})
@@ -450,6 +450,8 @@ async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
             {"label": "specialist-graphql", "session": "specialist", "connector": "shopify", "tool": "shopify_admin_graphql",
              "arguments": {"query": "{ shop { name } }"}},
             {"label": "googleads-accounts", "session": "person", "connector": "googleads", "tool": "googleads_accounts", "arguments": {}},
+            {"label": "writer-page", "session": "specialist", "connector": "writer", "tool": "writer_page_content",
+             "arguments": {"handle": "red-shoes"}},
         ],
     });
     let summary = tokio::task::spawn_blocking({
@@ -517,7 +519,7 @@ async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
     assert_eq!(calls["mutation"]["error"], false, "{calls}");
     assert_eq!(calls["specialist-graphql"]["error"], true, "{calls}");
     let graphql: Vec<String> =
-        seen.lock().unwrap().iter().filter(|(_, p, ..)| p.ends_with("/graphql.json")).map(|(_, _, b, ..)| b.clone()).collect();
+        seen.lock().unwrap().iter().filter(|(_, p, b, ..)| p.ends_with("/graphql.json") && !b.contains("red-shoes")).map(|(_, _, b, ..)| b.clone()).collect();
     assert_eq!(graphql.len(), 2, "exactly the query and the approved mutation reached Shopify: {graphql:?}");
     assert!(graphql[0].contains("mutation: shop") && graphql[1].contains("tagsAdd"), "{graphql:?}");
 
@@ -528,6 +530,15 @@ async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
     assert_eq!(ads[0].3.as_deref(), Some("Bearer tok-google"));
     assert_eq!(ads[0].4.as_deref(), Some("gads-developer-token"));
     assert!(!calls["googleads-accounts"]["text"].as_str().unwrap_or_default().contains("gads-developer-token"));
+
+    // The writer has no origin of its own: `writer_page_content` reads
+    // Shopify as a peer (`Reads-from: shopify`), with Shopify's origin and
+    // Shopify's credential, the brand's, injected by the host.
+    let writer: Vec<_> = seen.lock().unwrap().iter().filter(|(_, _, b, ..)| b.contains("red-shoes")).cloned().collect();
+    assert_eq!(writer.len(), 1, "{writer:?} {}", calls["writer-page"]);
+    assert!(writer[0].1.ends_with("/graphql.json"));
+    assert_eq!(writer[0].5.as_deref(), Some("tok-shopify"), "the peer's own credential");
+    assert_eq!(writer[0].3, None, "and no other");
 
     // Without SHOPIFY_ALLOW_WRITES, Nango or Microsoft Ads' developer token:
     // a mutation is refused before any request (a query still runs), and

@@ -28,7 +28,7 @@ async fn a_scrape_is_charged_then_an_over_allowance_crawl_is_refused_with_nothin
     let ledger = DayLedger::new("credits");
     let run = ledger.start_run(Allowance { per_run: 25, per_day: 100 }).unwrap();
     let http = HttpCapability::new(HttpConfig::new(upstream.origin()).allow_private_network(true)).unwrap();
-    let caps = Capabilities { http: Some(http), meter: Some(run.clone()), folders: vec![] };
+    let caps = Capabilities { http: Some(http), meter: Some(run.clone()), ..Capabilities::default() };
 
     // A scrape: reserve 5, call upstream, settle 1.
     let scrape = call(&c, "capabilities_spend", json!({"estimate": 5, "actual": 1, "path": "/scrape"}), &caps).await;
@@ -187,7 +187,7 @@ async fn a_run_recorded_in_sqlite_keeps_every_charge_across_a_restart() {
         let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
         let run = RunMeter::start_in_store(store.clone(), "run-1", "acme", "firecrawl", "2026-11-30", "credits", allowance).unwrap();
         let http = HttpCapability::new(HttpConfig::new(upstream.origin()).allow_private_network(true)).unwrap();
-        let caps = Capabilities { http: Some(http), meter: Some(run.clone()), folders: vec![] };
+        let caps = Capabilities { http: Some(http), meter: Some(run.clone()), ..Capabilities::default() };
         assert_eq!(call(&c, "capabilities_spend", json!({"estimate": 5, "actual": 3, "path": "/scrape"}), &caps).await, json!({"ok": 22}));
         let refused = call(&c, "capabilities_spend", json!({"estimate": 30, "path": "/crawl"}), &caps).await;
         assert_eq!(scout_tests::capability_error(&refused, "meter", "run-exhausted"), json!(22), "{refused}");

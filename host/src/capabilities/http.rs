@@ -913,7 +913,26 @@ impl HostClient for CallState {
 
 #[cfg(test)]
 mod tests {
-    use super::validate_path;
+    use super::{validate_path, validate_path_allowing};
+
+    #[test]
+    fn an_encoded_segment_may_hold_a_slash_and_nothing_else_new() {
+        let site = "/webmasters/v3/sites/https%3A%2F%2Fwww.example.com%2F/searchAnalytics/query";
+        assert!(validate_path(site).is_err(), "%2F is refused where no route declares an encoded segment");
+        assert!(validate_path_allowing(site, &[3]).is_ok());
+        assert!(validate_path_allowing(site, &[2]).is_err(), "only the declared segment");
+        for bad in [
+            "/sites/https%3A%2F%2Fa.example%2F..%2Fadmin/q",
+            "/sites/..%2Fadmin/q",
+            "/sites/a%2F.%2Fb/q",
+            "/sites/%2E%2E%2Fadmin/q",
+            "/sites/a%5Cb/q",
+            "/sites/a%252F/q",
+            "/sites/a%2F%00/q",
+        ] {
+            assert!(validate_path_allowing(bad, &[1]).is_err(), "{bad} should be refused");
+        }
+    }
 
     #[test]
     fn path_rules() {
