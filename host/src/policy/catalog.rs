@@ -680,6 +680,12 @@ pub enum AdmitError {
         "connector `{connector}` disagrees with the seed catalogue, which the host keeps as data for the seed's connectors: {differences}. Rebuild the component with the seed's policy facts, or serve it under another name"
     )]
     Disagrees { connector: String, differences: String },
+    /// A tool reads other connectors (`Reads-from:`) where the catalogue
+    /// has no such joint tool: a connector may not borrow another's credential.
+    #[error(
+        "connector `{connector}`, tool `{tool}`: `Reads-from: {peers}` is not a joint tool of the catalogue (only {known} read other connectors); a connector never reaches another connector's origin or credential otherwise"
+    )]
+    UndeclaredJoint { connector: String, tool: String, peers: String, known: String },
     /// A gate or registration names a switch the host does not read.
     #[error("connector `{connector}`, tool `{tool}`: `{switch}` is not an operator switch this host reads (it reads {known})")]
     UnknownSwitch { connector: String, tool: String, switch: String, known: String },
@@ -812,6 +818,7 @@ impl Catalog {
     /// approval on each call; a declared switch is kept, since it only
     /// narrows), and only reads it declares grantable can be granted.
     pub fn admit(&self, manifest: &scout_manifest::Manifest) -> Result<ConnectorSpec, AdmitError> {
+        self.check_reads_from(manifest)?;
         let declared = declared_spec(manifest)?;
         match self.connectors.get(&manifest.connector) {
             // Contentsquare: the seed lists no tool (every tool the brand's
@@ -838,6 +845,35 @@ impl Catalog {
 }
 
 impl Catalog {
+    /// Refuses a `Reads-from:` line the catalogue does not describe: the
+    /// seed's joint tool (DataForSEO's `seo_page_opportunities`, reading
+    /// Search Console and Shopify) and the opt-in tools beside a connector
+    /// (the content writer's, beside Shopify) are the only tools that read
+    /// another connector, and only the connectors they are described with.
+    fn check_reads_from(&self, manifest: &scout_manifest::Manifest) -> Result<(), AdmitError> {
+        for tool in manifest.tools.iter().filter(|t| !t.reads_from.is_empty()) {
+            let wire = manifest.wire_name(&tool.function);
+            let peers: BTreeSet<&str> = tool.reads_from.iter().map(String::as_str).collect();
+            let joint = self.joint(&manifest.connector, &wire).is_some_and(|j| {
+                peers == j.reads_from.iter().map(String::as_str).filter(|c| *c != manifest.connector).collect()
+            });
+            let beside = self.opt_ins.iter().any(|o| {
+                o.server.server_name() == manifest.connector && o.tools.contains(&wire) && peers == BTreeSet::from([o.beside.as_str()])
+            });
+            if !joint && !beside {
+                let mut known: Vec<String> = self.joint.iter().map(|j| format!("{}'s `{}`", j.connector, j.tool)).collect();
+                known.extend(self.opt_ins.iter().map(|o| format!("the `{}` tools beside {}", o.server.server_name(), o.beside)));
+                return Err(AdmitError::UndeclaredJoint {
+                    connector: manifest.connector.clone(),
+                    tool: wire,
+                    peers: tool.reads_from.join(", "),
+                    known: known.join(" and "),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// The platform server a folder-backed component serves (the content
     /// writer's tools, the SEO brief tools), when its manifest is exactly
     /// that server's: every tool the seed names for it, each a read tool
@@ -846,6 +882,9 @@ impl Catalog {
     /// (opt-in beside Shopify, riding on a skill), not as a connector's.
     pub fn admit_platform(&self, manifest: &scout_manifest::Manifest) -> Option<Result<Platform, AdmitError>> {
         let platform = Platform::from_server_name(&manifest.connector).filter(|p| matches!(p, Platform::Writer | Platform::Seo))?;
+        if let Err(e) = self.check_reads_from(manifest) {
+            return Some(Err(e));
+        }
         let declared: BTreeSet<String> = manifest.tools.iter().map(|t| manifest.wire_name(&t.function)).collect();
         let wanted: BTreeSet<String> = platform.tools().iter().map(|t| t.to_string()).collect();
         let mut found = Vec::new();
@@ -1036,6 +1075,24 @@ mod tests {
         assert_eq!(spec.billing, Some(BillingUnit::Usd));
         let unknown = manifest("acme", vec![doc("send", Write, &[("Gate", "approval, switch ACME_ALLOW")])], None);
         assert!(matches!(Catalog::seed().admit(&unknown), Err(AdmitError::UnknownSwitch { .. })));
+    }
+
+    #[test]
+    fn only_the_catalogues_joint_tools_read_other_connectors() {
+        use scout_manifest::Effect::Read;
+        let mut borrow = manifest("acme", vec![doc("peek", Read, &[("Reads-from", "github"), ("Route", "github GET /user")])], None);
+        let err = Catalog::seed().admit(&borrow).unwrap_err();
+        assert!(matches!(err, AdmitError::UndeclaredJoint { .. }), "{err}");
+        // The seed's joint tool, but reading one connector too many.
+        borrow.connector = "dataforseo".into();
+        borrow.tools = vec![doc("seo-page-opportunities", Read, &[("Name", "seo_page_opportunities"), ("Reads-from", "searchconsole, shopify, github")])];
+        assert!(matches!(Catalog::seed().check_reads_from(&borrow), Err(AdmitError::UndeclaredJoint { .. })));
+        borrow.tools = vec![doc("seo-page-opportunities", Read, &[("Name", "seo_page_opportunities"), ("Reads-from", "searchconsole, shopify")])];
+        assert!(Catalog::seed().check_reads_from(&borrow).is_ok());
+        let writer = manifest("writer", vec![doc("page-content", Read, &[("Reads-from", "shopify")])], None);
+        assert!(Catalog::seed().check_reads_from(&writer).is_ok());
+        let writer = manifest("writer", vec![doc("page-content", Read, &[("Reads-from", "github")])], None);
+        assert!(Catalog::seed().check_reads_from(&writer).is_err());
     }
 
     #[test]
