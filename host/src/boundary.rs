@@ -274,10 +274,9 @@ impl Boundary {
             trace.push(TraceState::PermissionDenied, Some(held), json!({"reason": PolicyDenial::NotOffered.safe_reason()}));
             return Err(Denied { denial: PolicyDenial::NotOffered });
         }
-        // Fails closed: gates whose finer rules are not built yet (the spend
-        // thresholds of seed 000's budgets page, telling a Shopify mutation
-        // from a read) ask a person on every call. An allowance is enforced
-        // by the `meter` handle on every reservation.
+        // Fails closed: a gate whose finer rule is not built yet (the spend
+        // thresholds of seed 000's budgets page) asks a person on every call.
+        // An allowance is enforced by the `meter` handle on every reservation.
         // Shopify Admin GraphQL: the host parses the operation the tool will
         // send (its `query` argument) to tell a query, which runs, from a
         // mutation, which follows the mutation gate; the `http` handle then
@@ -555,7 +554,6 @@ impl Drop for CallTrace<'_> {
     }
 }
 
-/// Whether a call through `gate` waits for a person, or is refused.
 /// For a tool whose gate tells reads from mutations: whether the GraphQL
 /// document in its `query` argument holds anything but queries, or why it
 /// cannot be read (no `query` string, a parse error). `None` for other gates.
@@ -569,6 +567,7 @@ fn graphql_operation(gate: &Gate, args: &Value) -> Option<Result<bool, String>> 
     Some(crate::capabilities::graphql::operations(document).map(|ops| !ops.is_read_only()))
 }
 
+/// Whether a call through `gate` waits for a person, or is refused.
 fn asks_person(gate: &Gate) -> Result<bool, PolicyDenial> {
     match gate {
         Gate::Open | Gate::Allowance { .. } => Ok(false),

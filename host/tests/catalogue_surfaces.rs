@@ -540,11 +540,12 @@ async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
     assert_eq!(writer[0].5.as_deref(), Some("tok-shopify"), "the peer's own credential");
     assert_eq!(writer[0].3, None, "and no other");
 
-    // Without SHOPIFY_ALLOW_WRITES, Nango or Microsoft Ads' developer token:
-    // a mutation is refused before any request (a query still runs), and
-    // Figma and Microsoft Ads are not offered at all.
+    // Without SHOPIFY_ALLOW_WRITES, Nango or Microsoft Ads' developer token,
+    // and with approvals off: a mutation is refused before any request (a
+    // query still runs), Figma and Microsoft Ads are not offered at all, and
+    // Cloudflare's execute is not registered.
     let before = seen.lock().unwrap().len();
-    let serve = start(&dir, &config, &[("GITHUB_ALLOW_WRITES", "true")]);
+    let serve = start(&dir, &config, &[("GITHUB_ALLOW_WRITES", "true"), ("REQUIRE_WRITE_APPROVAL", "false")]);
     let plan = json!({
         "name": "switches-off",
         "brand": BRAND,
@@ -568,6 +569,7 @@ async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
     assert!(!person.contains_key("figma") && !person.contains_key("microsoftads"), "not offered by this deployment: {:?}", person.keys());
     assert!(person["shopify"].contains("shopify_admin_graphql"), "the tool stays: it is also the read path");
     assert!(!person["agentmail"].contains("agentmail_send_message"), "AgentMail sends register only with AGENTMAIL_ALLOW_SENDS");
+    assert_eq!(person["cloudflare"], set(&["docs", "search"]), "Cloudflare's execute is absent when approvals are off");
     let calls = &summary["calls"];
     assert_eq!(calls["mutation"]["error"], true, "{calls}");
     assert_eq!(calls["query"]["error"], false, "{calls}");
