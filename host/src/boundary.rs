@@ -558,13 +558,7 @@ impl Drop for CallTrace<'_> {
 /// document in its `query` argument holds anything but queries, or why it
 /// cannot be read (no `query` string, a parse error). `None` for other gates.
 fn graphql_operation(gate: &Gate, args: &Value) -> Option<Result<bool, String>> {
-    if !matches!(gate, Gate::ReadsRunMutationsGated { .. }) {
-        return None;
-    }
-    let Some(document) = args.get("query").and_then(Value::as_str) else {
-        return Some(Err("the tool's `query` argument must be the GraphQL document".to_string()));
-    };
-    Some(crate::capabilities::graphql::operations(document).map(|ops| !ops.is_read_only()))
+    matches!(gate, Gate::ReadsRunMutationsGated { .. }).then(|| crate::capabilities::graphql::argument_mutates(args))
 }
 
 /// Whether a call through `gate` waits for a person, or is refused.

@@ -58,6 +58,17 @@ pub fn operations(document: &str) -> Result<Operations, String> {
     Ok(ops)
 }
 
+/// Whether the GraphQL document in a tool's `query` argument holds anything
+/// but queries (the gate of a tool that tells reads from mutations), or why
+/// it cannot be read: no `query` string, or a document that does not parse.
+pub fn argument_mutates(arguments: &serde_json::Value) -> Result<bool, String> {
+    let document = arguments
+        .get("query")
+        .and_then(serde_json::Value::as_str)
+        .ok_or_else(|| "the tool's `query` argument must be the GraphQL document".to_string())?;
+    operations(document).map(|ops| !ops.is_read_only())
+}
+
 /// The operations of a GraphQL-over-HTTP request body: one JSON object
 /// whose `query` is the document. A batch (a JSON array) is refused: the host
 /// checks one document per request.

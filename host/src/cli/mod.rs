@@ -54,11 +54,9 @@ pub fn graphql_mutations_for(component: &LoadedComponent, tool: &str, arguments:
     let Some(doc) = manifest.tools.iter().find(|t| manifest.wire_name(&t.function) == tool) else { return false };
     match (doc.effect, &doc.gate) {
         (scout_manifest::Effect::Read, _) => false,
-        (_, Some(scout_manifest::Gate::MutationsNeedApproval { .. })) => arguments
-            .get("query")
-            .and_then(serde_json::Value::as_str)
-            .and_then(|q| scout_host::capabilities::graphql::operations(q).ok())
-            .is_some_and(|ops| ops.mutations > 0),
+        (_, Some(scout_manifest::Gate::MutationsNeedApproval { .. })) => {
+            scout_host::capabilities::graphql::argument_mutates(arguments).unwrap_or(false)
+        }
         _ => true,
     }
 }

@@ -464,6 +464,18 @@ fn seed_connectors() -> Vec<ConnectorSpec> {
     ]
 }
 
+/// Seed 000's connectors "the deployment offers" only when it is set up for
+/// them: Figma when Nango is configured, Microsoft Ads when the deployment
+/// holds Microsoft's developer token. `serve` never registers such a
+/// connector without its variable, whatever its configuration says.
+pub fn offered_only_with(connector: &str) -> Option<&'static str> {
+    match connector {
+        "figma" => Some("NANGO_SECRET_KEY"),
+        "microsoftads" => Some("MICROSOFT_ADS_DEVELOPER_TOKEN"),
+        _ => None,
+    }
+}
+
 impl Default for Catalog {
     /// The seed catalogue.
     fn default() -> Self {

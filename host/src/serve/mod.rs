@@ -188,12 +188,6 @@ pub struct ServeHost {
     bound: std::sync::OnceLock<(std::net::SocketAddr, Vec<String>)>,
 }
 
-/// Seed 000's connectors "the deployment offers" only when it is set up for
-/// them: Figma when Nango is configured, Microsoft Ads when the deployment
-/// holds Microsoft's developer token. Whatever the configuration says, such
-/// a connector is never registered without its variable.
-const DEPLOYMENT_OFFERS: [(&str, &str); 2] = [("figma", "NANGO_SECRET_KEY"), ("microsoftads", "MICROSOFT_ADS_DEVELOPER_TOKEN")];
-
 fn digest(text: &str) -> [u8; 32] {
     Sha256::digest(text.as_bytes()).into()
 }
@@ -301,7 +295,12 @@ impl ServeHost {
             if let Some(missing) = named.iter().find(|d| !connector.origins.contains_key(**d)) {
                 return Err(fail(format!("its routes name destination `{missing}`: give its origin as `origins.{missing}`")));
             }
-            let seed_offer = DEPLOYMENT_OFFERS.iter().filter(|(c, _)| c == name).map(|(_, v)| v.to_string());
+            for header in connector.deployment_headers.keys() {
+                if http::HeaderName::from_bytes(header.as_bytes()).is_err() {
+                    return Err(fail(format!("`deployment_headers`: `{header}` is not a header name")));
+                }
+            }
+            let seed_offer = policy::catalog::offered_only_with(name).map(str::to_string);
             let required: Vec<String> =
                 connector.requires_env.iter().chain(connector.deployment_headers.values()).cloned().chain(seed_offer).collect();
             if let Some(var) = required.iter().find(|v| env(v).is_none()) {
