@@ -13,7 +13,7 @@
 use crate::capabilities::Capabilities;
 use crate::policy::{self, Catalog, Gate, MutationGate, PolicyDenial, SessionInput, Switches};
 use crate::runtime::{CallOutcome, LoadedComponent, ToolOutput};
-use crate::store::{ApprovalError, ApprovalId, Store, TraceEvent, TraceState, args_digest};
+use crate::store::{ApprovalError, ApprovalId, ApprovalState, Store, TraceEvent, TraceState, args_digest};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -21,8 +21,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio_util::sync::CancellationToken;
 
-/// How often a waiting call looks for a person's decision.
-const APPROVAL_POLL: Duration = Duration::from_millis(20);
+/// How often a waiting call reads the store although nothing rang: only a
+/// decision made by another process on the same database file is seen this
+/// way (one in this process rings at once, see [`crate::store::broker`]).
+const STORE_RECHECK: Duration = Duration::from_secs(1);
+
+/// Who the trace and the store say decided an approval nobody answered.
+pub const TIMEOUT_DECIDER: &str = "timeout";
+
+/// Told the approval a call asked a person for, so its caller can put the
+/// question (MCP elicitation) while the call waits.
+pub type AskedFor = tokio::sync::oneshot::Sender<ApprovalId>;
 
 /// One session: who it is for, and what the policy was given to decide it.
 pub struct Session {
@@ -76,6 +85,9 @@ pub struct Boundary {
     revoked_connectors: Mutex<BTreeSet<String>>,
     live_connections: Option<LiveConnections>,
     require_review: bool,
+    /// The connectors this host runs: what a session could be given, for
+    /// the `removed` events at its start.
+    hosted: BTreeSet<String>,
     next_call: AtomicU64,
 }
 
@@ -89,6 +101,7 @@ impl Boundary {
             revoked_connectors: Mutex::new(BTreeSet::new()),
             live_connections: None,
             require_review: false,
+            hosted: BTreeSet::new(),
             next_call: AtomicU64::new(1),
         }
     }
@@ -97,6 +110,13 @@ impl Boundary {
     /// (see [`crate::review`]): a new or changed tool is not offered.
     pub fn require_review(mut self) -> Boundary {
         self.require_review = true;
+        self
+    }
+
+    /// Names the connectors this host runs, so a session's start traces a
+    /// `removed` event for each of their tools it is not given.
+    pub fn hosting<I: IntoIterator<Item = S>, S: Into<String>>(mut self, connectors: I) -> Boundary {
+        self.hosted = connectors.into_iter().map(Into::into).collect();
         self
     }
 
@@ -151,6 +171,17 @@ impl Boundary {
             }
         }
         let offered: Vec<&str> = surface.names().into_iter().filter(|n| !held.contains(*n)).collect();
+        // Every tool it could have had and was not given, with the rule that
+        // removed it, in one transaction; then what it is offered.
+        let removed: Vec<TraceEvent> = policy::removed(&input, &self.catalog, &self.switches, &self.hosted)
+            .into_iter()
+            .map(|r| trace_event(session, "session", &r.name, TraceState::Removed, Some(r.rule), Value::Null))
+            .collect();
+        if !removed.is_empty()
+            && let Err(e) = self.store.record_all(&removed)
+        {
+            tracing::error!(error = %e, "cannot record the tools a session was not given");
+        }
         self.trace(session, "session", "", TraceState::Offered, None, json!({ "tools": offered }));
         Ok(surface)
     }
@@ -170,12 +201,6 @@ impl Boundary {
             .filter(|t| surface.get(&policy::names::mcp(component.name(), &t.name)).is_some())
             .filter(|t| !self.require_review || self.unreviewed(component, &t.name).is_none())
             .collect()
-    }
-
-    /// Whether a call of `name` (`mcp__server__tool`) by `session` would wait
-    /// for a person now (so an MCP client that can be asked is asked).
-    pub fn asks_person(&self, session: &Session, name: &str) -> bool {
-        self.offered(session).ok().and_then(|s| s.get(name).map(|t| asks_person(&t.gate) == Ok(true))).unwrap_or(false)
     }
 
     /// Disables a connector (its connection or its grant) for every session,
@@ -253,6 +278,23 @@ impl Boundary {
         caps: &Capabilities,
         gone: &CancellationToken,
     ) -> Result<Executed, Denied> {
+        self.call_asking(session, component, tool, args, caps, gone, None).await
+    }
+
+    /// [`Boundary::call_while_present`] that also tells `asked` which
+    /// approval the call asked a person for, when it asks one, so the
+    /// caller can put the question itself (MCP elicitation).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn call_asking(
+        &self,
+        session: &Session,
+        component: &LoadedComponent,
+        tool: &str,
+        args: &Value,
+        caps: &Capabilities,
+        gone: &CancellationToken,
+        asked: Option<AskedFor>,
+    ) -> Result<Executed, Denied> {
         let connector = component.name().to_string();
         let name = policy::names::mcp(&connector, tool);
         let call_id = format!("{}-{}", session.id, self.next_call.fetch_add(1, Ordering::Relaxed));
@@ -302,7 +344,7 @@ impl Boundary {
         };
         if asks {
             trace.flush();
-            self.await_approval(session, &call_id, &name, &digest, gone).await?;
+            self.await_approval(session, &call_id, &name, &digest, gone, asked).await?;
             // The world may have changed while a person was deciding (for a
             // mutation: its switch turned off).
             match self.decide(session, &connector, &name) {
@@ -337,9 +379,12 @@ impl Boundary {
             caps
         };
         let result = component.call(tool, args, caps).await;
-        trace.push(TraceState::Executed, None, Value::Null);
         let executed = match result {
             Ok(outcome) => {
+                // What the guest did, exchange by exchange (method, declared
+                // route, status, bytes; never headers or bodies) and what it
+                // logged; scrubbed with the rest of the call's events.
+                trace.push(TraceState::Executed, None, executed_detail(&outcome));
                 let detail = match &outcome.output {
                     ToolOutput::Ok(_) => json!({"ok": true, "requests": outcome.http.len()}),
                     ToolOutput::Err(e) => json!({"ok": false, "tool_error": e, "requests": outcome.http.len()}),
@@ -348,6 +393,7 @@ impl Boundary {
                 Executed::Ran(outcome)
             }
             Err(e) => {
+                trace.push(TraceState::Executed, None, Value::Null);
                 trace.push(TraceState::Result, None, json!({"ok": false, "host_error": e.to_string()}));
                 Executed::Failed(e)
             }
@@ -384,61 +430,127 @@ impl Boundary {
         }
     }
 
-    async fn await_approval(&self, session: &Session, call_id: &str, name: &str, digest: &str, gone: &CancellationToken) -> Result<(), Denied> {
+    async fn await_approval(
+        &self,
+        session: &Session,
+        call_id: &str,
+        name: &str,
+        digest: &str,
+        gone: &CancellationToken,
+        mut asked: Option<AskedFor>,
+    ) -> Result<(), Denied> {
         if !session.input.approval_channel {
             return Err(self.deny(session, call_id, name, PolicyDenial::ApprovalRequired));
         }
+        let started = Instant::now();
+        let deadline = tokio::time::Instant::now() + self.switches.approval_timeout();
         // Withdraws the approval this call asked for if the call goes away
         // (its MCP request cancelled, its stream closed) before it is
         // decided and used: nobody is waiting for it, so nothing may run it.
         let mut withdraw = WithdrawIfGone { boundary: self, session, call_id, name, approval: None };
-        match self.store.consume_approval(&session.id, name, digest) {
-            Ok(_) => return Ok(()),
-            Err(ApprovalError::Pending) => {}
+        // Subscribe, then read: a decision committed in between rings.
+        let mut bell = self.store.watch_approval(&session.id, name, digest);
+        let mut watched = match self.store.consume_approval(&session.id, name, digest) {
+            Ok(id) => {
+                self.trace_decision(session, call_id, name, id, started, None);
+                return Ok(());
+            }
+            // Another call with the same arguments asked already: wait for
+            // the same answer.
+            Err(ApprovalError::Pending) => self
+                .store
+                .pending(&session.id)
+                .unwrap_or_default()
+                .into_iter()
+                .find(|a| a.tool == name && a.args_digest == digest)
+                .map(|a| a.id),
             // Never asked, or an earlier answer that cannot serve this call
             // (used, denied, revoked): ask again.
             Err(_) => {
                 let id = self.store.request_approval(&session.id, name, digest).map_err(|_| Denied { denial: PolicyDenial::ApprovalRequired })?;
                 self.trace(session, call_id, name, TraceState::Requested, Some("approval_requested".into()), json!({"approval": id.0}));
                 withdraw.approval = Some(id);
+                if let Some(tx) = asked.take() {
+                    let _ = tx.send(id);
+                }
+                Some(id)
             }
-        }
-        let deadline = Instant::now() + self.switches.approval_timeout();
+        };
         loop {
+            tokio::select! {
+                () = bell.rung() => {}
+                // Only for a decision made by another process on the same file.
+                () = tokio::time::sleep(STORE_RECHECK) => {}
+                () = tokio::time::sleep_until(deadline) => {}
+                () = gone.cancelled() => {
+                    // `withdraw` revokes this call's own approval and
+                    // records why as it drops; a call that joined
+                    // another's request just records that it left.
+                    if withdraw.approval.is_none() {
+                        self.trace(session, call_id, name, TraceState::Denied, Some("caller_gone".into()), json!({"reason": "the caller went away while waiting for a person"}));
+                    }
+                    return Err(Denied { denial: PolicyDenial::ApprovalDeniedOrTimedOut });
+                }
+            }
+            bell = self.store.watch_approval(&session.id, name, digest);
             let consumed = self.store.consume_approval(&session.id, name, digest);
             if !matches!(consumed, Err(ApprovalError::Pending)) {
                 // Decided one way or the other: nothing left to withdraw.
                 withdraw.approval = None;
             }
             match consumed {
-                Ok(_) => return Ok(()),
-                Err(ApprovalError::Pending) if Instant::now() < deadline => {
-                    tokio::select! {
-                        () = tokio::time::sleep(APPROVAL_POLL) => {}
-                        () = gone.cancelled() => {
-                            // `withdraw` revokes this call's own approval and
-                            // records why as it drops; a call that joined
-                            // another's request just records that it left.
-                            if withdraw.approval.is_none() {
-                                self.trace(session, call_id, name, TraceState::Denied, Some("caller_gone".into()), json!({"reason": "the caller went away while waiting for a person"}));
-                            }
-                            return Err(Denied { denial: PolicyDenial::ApprovalDeniedOrTimedOut });
-                        }
+                Ok(id) => {
+                    self.trace_decision(session, call_id, name, id, started, None);
+                    return Ok(());
+                }
+                Err(ApprovalError::Pending) if tokio::time::Instant::now() < deadline => {
+                    if watched.is_none() {
+                        watched = self.store.pending(&session.id).unwrap_or_default().into_iter().find(|a| a.tool == name && a.args_digest == digest).map(|a| a.id);
                     }
                 }
                 Err(ApprovalError::Pending) => {
                     // Timed out: the pending request must not be approvable later.
                     for approval in self.store.pending(&session.id).unwrap_or_default() {
                         if approval.tool == name && approval.args_digest == digest {
-                            let _ = self.store.decide(approval.id, false, "timeout");
+                            let _ = self.store.decide(approval.id, false, TIMEOUT_DECIDER);
+                            watched = Some(approval.id);
                         }
+                    }
+                    if let Some(id) = watched {
+                        self.trace_decision(session, call_id, name, id, started, Some(TIMEOUT_DECIDER));
                     }
                     return Err(self.deny(session, call_id, name, PolicyDenial::ApprovalDeniedOrTimedOut));
                 }
-                Err(ApprovalError::Revoked) => return Err(self.deny(session, call_id, name, PolicyDenial::Revoked)),
-                Err(_) => return Err(self.deny(session, call_id, name, PolicyDenial::ApprovalDeniedOrTimedOut)),
+                Err(other) => {
+                    if let Some(id) = watched {
+                        self.trace_decision(session, call_id, name, id, started, None);
+                    }
+                    let denial = if matches!(other, ApprovalError::Revoked) { PolicyDenial::Revoked } else { PolicyDenial::ApprovalDeniedOrTimedOut };
+                    return Err(self.deny(session, call_id, name, denial));
+                }
             }
         }
+    }
+
+    /// Records who decided approval `id` for this call, and when: a person
+    /// through the approvals API or MCP elicitation (as `by` says), the
+    /// timeout, or a revocation; and how long the call waited.
+    fn trace_decision(&self, session: &Session, call_id: &str, name: &str, id: ApprovalId, started: Instant, by: Option<&str>) {
+        let approval = self.store.approval(id).ok().flatten();
+        let outcome = match approval.as_ref().map(|a| a.state) {
+            Some(ApprovalState::Approved) => "approved",
+            Some(ApprovalState::Denied) if by == Some(TIMEOUT_DECIDER) => "timed_out",
+            Some(ApprovalState::Denied) => "denied",
+            Some(ApprovalState::Revoked) => "revoked",
+            Some(ApprovalState::Pending) | None => "unknown",
+        };
+        let detail = json!({
+            "approval": id.0,
+            "by": by.map(str::to_string).or_else(|| approval.as_ref().and_then(|a| a.decided_by.clone())),
+            "decided_at_ms": approval.as_ref().and_then(|a| a.decided_at_ms),
+            "waited_ms": started.elapsed().as_millis() as u64,
+        });
+        self.trace(session, call_id, name, TraceState::Decided, Some(outcome.to_string()), detail);
     }
 
     fn deny(&self, session: &Session, call_id: &str, name: &str, denial: PolicyDenial) -> Denied {
@@ -466,6 +578,23 @@ fn trace_event(session: &Session, call_id: &str, tool: &str, state: TraceState, 
         detail,
         at_ms: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0),
     }
+}
+
+/// The `executed` event's detail: the call's HTTP exchanges, guest logs and
+/// captured output (each already capped by the runtime), and its duration.
+fn executed_detail(outcome: &CallOutcome) -> Value {
+    let mut detail = json!({ "micros": outcome.micros, "http": outcome.http, "logs": outcome.logs });
+    if let Value::Object(map) = &mut detail {
+        for (key, text) in [("stdout", &outcome.stdout), ("stderr", &outcome.stderr)] {
+            if !text.is_empty() {
+                map.insert(key.to_string(), Value::String(text.clone()));
+            }
+        }
+        if outcome.output_dropped > 0 {
+            map.insert("output_dropped".to_string(), json!(outcome.output_dropped));
+        }
+    }
+    detail
 }
 
 fn denial_event(denial: PolicyDenial) -> (TraceState, Option<String>, Value) {

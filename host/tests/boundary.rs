@@ -95,12 +95,70 @@ async fn a_read_runs_without_approval_and_the_trace_tells_the_story() {
     let r = w.boundary.call(&s, &w.component, "github_read_file", &json!({"owner": "octo", "repo": "hello", "path": "README.md"}), &w.caps).await.unwrap();
     let Executed::Ran(outcome) = r else { panic!("ran") };
     assert_eq!(outcome.output.ok().unwrap()["text"], "# Hello\n");
-    let trace: Vec<String> = states(&w, "s-read").into_iter().map(|(s, _)| s).collect();
+    let all = states(&w, "s-read");
+    // The session's start names every tool it was not given, each with the
+    // rule that removed it (here: the brand has no coworker, skill or goals).
+    let removed: Vec<(String, Option<String>)> = all.iter().filter(|(s, _)| s == "removed").cloned().collect();
+    assert!(removed.iter().any(|(_, rule)| rule.as_deref() == Some("no_coworkers")), "{removed:?}");
+    let trace: Vec<String> = all.into_iter().map(|(s, _)| s).filter(|s| s != "removed").collect();
     assert_eq!(trace, ["registered", "eligible", "offered", "requested", "allowed", "executed", "result"]);
-    let events = w.boundary.store().trace_for_brand("acme").unwrap();
+    let events: Vec<_> = w.boundary.store().trace_for_brand("acme").unwrap().into_iter().filter(|e| e.state != TraceState::Removed).collect();
     assert_eq!(events.len(), 7);
     assert_eq!(events[0].detail["connectors"], json!(["github"]));
     assert!(events[2].detail["tools"].as_array().unwrap().iter().any(|t| t == "mcp__github__github_create_branch"));
+    // The executed event tells what the guest did on the wire: the declared
+    // route it matched, the status and the bytes, never a header or the token.
+    let http = &events[5].detail["http"];
+    assert_eq!(http[0]["method"], "GET");
+    assert_eq!(http[0]["route"], "GET /repos/{owner}/{repo}/contents/{*path}");
+    assert_eq!(http[0]["status"], 200);
+    assert!(http[0]["response_bytes"].as_u64().unwrap() > 0, "{http}");
+    assert!(!events[5].detail.to_string().contains(TOKEN));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_switch_that_is_off_is_traced_as_that_switch_at_the_start() {
+    let w = world("removed", &[]).await;
+    let s = Session::new(
+        "s-removed",
+        "acme",
+        SessionInput::new(Role::PersonChat).brand(BrandFacts::with_connectors(["github", "agentmail"])),
+    );
+    w.boundary.open_session(&s).unwrap();
+    let removed: Vec<(String, Option<String>)> = w
+        .boundary
+        .store()
+        .trace_for_session("s-removed")
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.state == TraceState::Removed)
+        .map(|e| (e.tool.unwrap(), e.rule))
+        .collect();
+    let rule = |tool: &str| removed.iter().find(|(t, _)| t == tool).and_then(|(_, r)| r.clone());
+    assert_eq!(rule("mcp__agentmail__agentmail_send_message").as_deref(), Some("switch:AGENTMAIL_ALLOW_SENDS"));
+    assert_eq!(rule("mcp__team__team_roster").as_deref(), Some("no_coworkers"));
+    // Registered and refusing is not removed: GitHub's writes stay offered.
+    assert_eq!(rule("mcp__github__github_create_branch"), None);
+
+    // A coworker run: the ceiling, not a switch.
+    let profile = scout_host::policy::Preset::Writer.profile();
+    let c = Session::new(
+        "s-coworker",
+        "acme",
+        SessionInput::new(Role::CoworkerRun { route: scout_host::policy::Route::Standard }).profile(profile),
+    );
+    w.boundary.open_session(&c).unwrap();
+    let rules: Vec<(String, Option<String>)> = w
+        .boundary
+        .store()
+        .trace_for_session("s-coworker")
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.state == TraceState::Removed)
+        .map(|e| (e.tool.unwrap(), e.rule))
+        .collect();
+    assert!(rules.contains(&("mcp__transcripts__transcript_search".to_string(), Some("outside_role".to_string()))), "{rules:?}");
+    assert!(rules.contains(&("mcp__project__project_delete".to_string(), Some("outside_role".to_string()))), "{rules:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -114,9 +172,14 @@ async fn a_write_waits_for_a_person_and_runs_once_approved() {
     assert!(w.github.branch_sha("octo", "hello", "scout/a").is_some());
     let trace = states(&w, "s-approve");
     let names: Vec<&str> = trace.iter().map(|(s, _)| s.as_str()).collect();
-    assert_eq!(names, ["requested", "requested", "allowed", "executed", "result"], "{trace:?}");
+    assert_eq!(names, ["requested", "requested", "decided", "allowed", "executed", "result"], "{trace:?}");
     assert_eq!(trace[1].1.as_deref(), Some("approval_requested"));
-    assert_eq!(trace[2].1.as_deref(), Some("approved_by_person"));
+    assert_eq!(trace[2].1.as_deref(), Some("approved"));
+    assert_eq!(trace[3].1.as_deref(), Some("approved_by_person"));
+    // Who decided, and when.
+    let decided = w.boundary.store().trace_for_session("s-approve").unwrap().into_iter().find(|e| e.state == TraceState::Decided).unwrap();
+    assert_eq!(decided.detail["by"], "alice");
+    assert!(decided.detail["decided_at_ms"].as_i64().unwrap() > 0, "{decided:?}");
 
     // The approval was for those exact arguments and is used up: the same
     // call again asks again, and a denial stops it with nothing sent.
@@ -150,6 +213,9 @@ async fn a_zero_timeout_denies_at_once() {
     assert_eq!(denied.denial, PolicyDenial::ApprovalDeniedOrTimedOut);
     assert!(w.github.requests().is_empty(), "nothing reached GitHub");
     assert!(w.boundary.store().pending("s-zero").unwrap().is_empty(), "the timed-out request cannot be approved later");
+    // The trace says nobody answered: the timeout decided.
+    let decided = w.boundary.store().trace_for_session("s-zero").unwrap().into_iter().find(|e| e.state == TraceState::Decided).expect("a decided event");
+    assert_eq!((decided.rule.as_deref(), decided.detail["by"].as_str()), (Some("timed_out"), Some("timeout")), "{decided:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -12,7 +12,7 @@
 //!   trace, each approval is requested by one call and spent at most once,
 //!   and each argument digest is allowed at most once;
 //! - every call's events are a prefix of requested → requested
-//!   (approval_requested) → allowed → executed → result, and a call that did
+//!   (approval_requested) → decided (approved) → allowed → executed → result, and a call that did
 //!   not reach `result` ends with exactly one `interrupted` event, written by
 //!   the restarted host (`Store::recover_interrupted`): complete or visibly
 //!   incomplete, never out of order;
@@ -354,9 +354,10 @@ fn calls_of(events: &[TraceEvent], sessions: &BTreeSet<String>) -> BTreeMap<Stri
 }
 
 /// The one order a gated call's events may come in.
-const EXPECTED: [(TraceState, Option<&str>); 5] = [
+const EXPECTED: [(TraceState, Option<&str>); 6] = [
     (TraceState::Requested, None),
     (TraceState::Requested, Some("approval_requested")),
+    (TraceState::Decided, Some("approved")),
     (TraceState::Allowed, Some("approved_by_person")),
     (TraceState::Executed, None),
     (TraceState::Result, None),

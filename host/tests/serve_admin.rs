@@ -635,6 +635,40 @@ async fn ending_a_session_refuses_its_waiting_write_and_its_approval() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_trace_says_who_decided_an_approval_and_why_tools_are_missing() {
+    let s = serve("who-decided", "require_review = false", &[("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "30000")]).await;
+    let (id, waiting, approval) = s.waiting_write("scout/who").await;
+    let approval_id = approval["id"].as_i64().unwrap();
+    let (status, body) = s.admin(Method::POST, &format!("/v1/approvals/{approval_id}"), Some(json!({"approve": true, "by": "alice"}))).await;
+    assert_eq!(status, 200, "{body}");
+    let reply = tokio::time::timeout(Duration::from_secs(20), waiting).await.expect("the call ends").unwrap();
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+    assert!(s.github.branch_sha("octo", "hello", "scout/who").is_some());
+    let events = s.trace(&id).await;
+    let decided: Vec<&Value> = events.iter().filter(|e| e["state"] == "decided").collect();
+    assert_eq!(decided.len(), 1, "{events:?}");
+    assert_eq!(decided[0]["rule"], "approved");
+    assert_eq!(decided[0]["detail"]["approval"], approval_id);
+    assert_eq!(decided[0]["detail"]["by"], "alice (approvals API)", "who, and through which channel");
+    assert!(decided[0]["detail"]["decided_at_ms"].as_i64().unwrap() > 0);
+    let writes = events_of(&events, "mcp__github__github_create_branch");
+    let order: Vec<&str> = writes.iter().map(|(state, _)| *state).collect();
+    assert_eq!(order, ["requested", "requested", "decided", "allowed", "executed", "result"], "{writes:?}");
+    // The executed event records the exchange the write made, by route.
+    let executed = events.iter().find(|e| e["state"] == "executed" && e["tool"] == "mcp__github__github_create_branch").unwrap();
+    let routes: Vec<&str> = executed["detail"]["http"].as_array().unwrap().iter().map(|x| x["route"].as_str().unwrap_or("")).collect();
+    assert!(routes.iter().any(|r| r.starts_with("POST ")), "{executed}");
+    // At the session's start: what it was not given, and why.
+    let removed: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e["state"] == "removed")
+        .map(|e| (e["tool"].as_str().unwrap(), e["rule"].as_str().unwrap()))
+        .collect();
+    assert!(removed.contains(&("mcp__team__team_roster", "no_coworkers")), "{removed:?}");
+    assert!(!removed.iter().any(|(tool, _)| tool.starts_with("mcp__github__")), "every GitHub tool is offered: {removed:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_approved_after_its_connection_was_disabled_is_still_denied() {
     let s = serve("approve-disabled", "require_review = false", &[("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "30000")]).await;
     let (id, waiting, approval) = s.waiting_write("scout/late").await;

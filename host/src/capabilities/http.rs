@@ -845,8 +845,15 @@ pub struct HttpExchange {
     pub method: String,
     /// Path as the guest asked for it (query not included).
     pub path: String,
+    /// The declared route it matched (`GET /repos/{owner}/{repo}`), if any:
+    /// a request that matched none was refused before it was sent.
+    pub route: Option<String>,
     /// Status, when the upstream answered.
     pub status: Option<u16>,
+    /// Bytes of the request body the guest sent.
+    pub request_bytes: u64,
+    /// Bytes of the response body the guest received (after decoding).
+    pub response_bytes: u64,
     /// The error the guest saw, when it did not.
     pub error: Option<String>,
     /// Time spent, in microseconds.
@@ -893,12 +900,17 @@ impl HostClient for CallState {
         };
         let started = Instant::now();
         let (method, path) = (crate::capabilities::routes::method_name(req.method).to_string(), req.path.clone());
+        let route = self.routes.template_of(destination.as_deref(), req.method, &path);
+        let request_bytes = req.body.as_ref().map_or(0, |b| b.len() as u64);
         let result = http.send_for_tool(req, &self.tool, &self.routes, destination.as_deref(), self.caps.graphql_mutations).await;
         self.http_log.push(HttpExchange {
             destination,
             method,
             path: http.scrub_text(&path),
+            route,
             status: result.as_ref().ok().map(|r| r.status),
+            request_bytes,
+            response_bytes: result.as_ref().map_or(0, |r| r.body.len() as u64),
             error: result.as_ref().err().map(|e| format!("{e:?}")),
             micros: started.elapsed().as_micros() as u64,
         });

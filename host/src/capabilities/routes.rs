@@ -29,6 +29,8 @@ pub struct Matched {
     pub encoded: Vec<usize>,
     /// The body is a GraphQL request to check.
     pub graphql: Option<GraphqlBody>,
+    /// The route, as `[destination] METHOD /template`.
+    pub route: String,
 }
 
 /// The routes of one tool, ready to match.
@@ -114,7 +116,13 @@ impl RouteSet {
                         path.trim_start_matches('/').split('/').nth(*i).is_some_and(|s| s.len() > verb.len() && s.ends_with(verb.as_str()))
                     })
             })
-            .map(|c| Matched { encoded: c.encoded.clone(), graphql: c.graphql })
+            .map(|c| Matched { encoded: c.encoded.clone(), graphql: c.graphql, route: describe_one(c) })
+    }
+
+    /// The declared route (`[destination] METHOD /template`) that `method
+    /// path` to `destination` matches, as the trace names it.
+    pub fn template_of(&self, destination: Option<&str>, method: Method, path: &str) -> Option<String> {
+        self.find(destination, method, path).map(|m| m.route)
     }
 
     /// Whether `method path` to the connector's own origin matches a route.

@@ -50,6 +50,7 @@ pub mod gate;
 pub mod names;
 pub mod presets;
 pub mod profile;
+pub mod removed;
 pub mod roles;
 pub mod switches;
 
@@ -64,6 +65,7 @@ pub use catalog::{
 pub use gate::{AboveThreshold, Gate, MutationGate, PolicyDenial, Refusal, check_call};
 pub use names::{Platform, Server};
 pub use presets::Preset;
+pub use removed::{Removed, removed};
 pub use profile::{Allowance, Grant, Limits, Profile, ProfileError};
 pub use roles::{Harness, ROLE_NAMES, Role, Route, coworker_ceiling};
 pub use switches::{Egress, Switch, SwitchNote, Switches};

@@ -424,7 +424,8 @@ async fn decide_approval(State(host): State<Arc<ServeHost>>, Path(id): Path<Stri
     if request.by.trim().is_empty() {
         return Err(ApiError::bad_request("`by` names who decided"));
     }
-    match host.store.decide(ApprovalId(id), request.approve, &request.by) {
+    // The trace's `decided` event says who, and through which channel.
+    match host.store.decide(ApprovalId(id), request.approve, &format!("{} (approvals API)", request.by.trim())) {
         Ok(()) => Ok(Json(json!({"approval": id, "approved": request.approve}))),
         Err(ApprovalError::Unknown(_)) => Err(ApiError::not_found(format!("no approval {id}"))),
         Err(ApprovalError::NotPending(_)) => Err(ApiError::new(StatusCode::CONFLICT, "not_pending", format!("approval {id} is no longer pending"))),

@@ -13,6 +13,7 @@ use super::{LiveSession, ServeHost};
 use crate::boundary::Executed;
 use crate::policy::{self, PolicyDenial};
 use crate::runtime::ToolOutput;
+use crate::store::ApprovalId;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction, ElicitationSchema,
     Implementation, ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
@@ -26,8 +27,6 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// How often a waiting call looks for the approval request to put to the client.
-const PENDING_POLL: Duration = Duration::from_millis(10);
 /// Longest argument text shown in an elicitation.
 const SHOWN_ARGS: usize = 600;
 
@@ -160,17 +159,23 @@ impl ServerHandler for ConnectorServer {
             })
         };
         let _stop_watching = AbortOnDrop(watcher);
-        let call = host.call_tool_while_present(&live, &self.connector, &tool, &args, &gone);
         let can_ask = context.peer.supported_elicitation_modes().contains(&ElicitationMode::Form);
-        let result = if can_ask && host.boundary.asks_person(&live.session, &name) {
-            let ask = ask_through_elicitation(&host, &live, &name, &args, &context);
+        let result = if can_ask {
+            // The boundary says which approval it asked for, if it asks one.
+            let (asked, approval) = tokio::sync::oneshot::channel();
+            let call = host.call_tool_asking(&live, &self.connector, &tool, &args, &gone, Some(asked));
             tokio::pin!(call);
             tokio::select! {
                 result = &mut call => result,
-                () = ask => call.await,
+                Ok(id) = approval => {
+                    tokio::select! {
+                        result = &mut call => result,
+                        () = ask_through_elicitation(&host, id, &name, &args, &context) => call.await,
+                    }
+                }
             }
         } else {
-            call.await
+            host.call_tool_while_present(&live, &self.connector, &tool, &args, &gone).await
         };
         match result {
             Ok(Executed::Ran(outcome)) => Ok(match &outcome.output {
@@ -204,21 +209,11 @@ impl ServerHandler for ConnectorServer {
     }
 }
 
-/// Waits for the boundary to file the approval request for this call, then
-/// asks the client's person and records the answer in the store, where the
-/// waiting call reads it. Returns when the question was answered, and the
-/// caller keeps waiting for the boundary; if the client could not ask, it
-/// never returns and the approvals API decides.
-async fn ask_through_elicitation(host: &ServeHost, live: &LiveSession, name: &str, args: &Value, context: &RequestContext<RoleServer>) {
-    let digest = crate::store::args_digest(args);
-    let approval = loop {
-        if let Ok(pending) = host.store.pending(&live.session.id)
-            && let Some(a) = pending.into_iter().find(|a| a.tool == name && a.args_digest == digest)
-        {
-            break a;
-        }
-        tokio::time::sleep(PENDING_POLL).await;
-    };
+/// Asks the client's person about approval `id`, which the boundary filed
+/// for this call, and records the answer in the store, which wakes the
+/// waiting call. Returns when the question was answered; if the client
+/// could not ask, it never returns and the approvals API decides.
+async fn ask_through_elicitation(host: &ServeHost, id: ApprovalId, name: &str, args: &Value, context: &RequestContext<RoleServer>) {
     let mut shown = serde_json::to_string(args).unwrap_or_default();
     if shown.len() > SHOWN_ARGS {
         let cut = (0..=SHOWN_ARGS).rev().find(|i| shown.is_char_boundary(*i)).unwrap_or(0);
@@ -227,11 +222,11 @@ async fn ask_through_elicitation(host: &ServeHost, live: &LiveSession, name: &st
     }
     let schema = match ElicitationSchema::builder().required_bool("approve").build() {
         Ok(schema) => schema,
-        Err(_) => return,
+        Err(_) => return std::future::pending().await,
     };
     let params = ElicitRequestParams::FormElicitationParams {
         meta: None,
-        message: format!("Allow {name} with {shown}? (approval #{})", approval.id),
+        message: format!("Allow {name} with {shown}? (approval #{})", id.0),
         requested_schema: schema,
     };
     let answer = context.peer.create_elicitation(params).await;
@@ -243,9 +238,8 @@ async fn ask_through_elicitation(host: &ServeHost, live: &LiveSession, name: &st
         // The client could not ask: the approvals API still can.
         Err(e) => {
             tracing::info!(error = %e, "elicitation failed; the approval stays pending for the admin API");
-            std::future::pending::<()>().await;
-            return;
+            return std::future::pending().await;
         }
     };
-    let _ = host.store.decide(approval.id, approved, "person (MCP elicitation)");
+    let _ = host.store.decide(id, approved, "person (MCP elicitation)");
 }

@@ -328,7 +328,8 @@ impl ServeHost {
                     .collect()
             })
         };
-        let mut boundary = Boundary::new(store.clone(), (*catalog).clone(), switches).with_live_connections(live);
+        let hosted = components.keys().filter(|c| !not_offered.contains(*c) && !platform.contains(*c)).cloned();
+        let mut boundary = Boundary::new(store.clone(), (*catalog).clone(), switches).with_live_connections(live).hosting(hosted);
         if config.require_review {
             boundary = boundary.require_review();
         }
@@ -619,6 +620,20 @@ impl ServeHost {
         tool: &str,
         args: &Value,
         gone: &tokio_util::sync::CancellationToken,
+    ) -> Result<Executed, Denied> {
+        self.call_tool_asking(session, connector, tool, args, gone, None).await
+    }
+
+    /// [`ServeHost::call_tool_while_present`] that tells `asked` which
+    /// approval the call asked a person for (see [`Boundary::call_asking`]).
+    pub async fn call_tool_asking(
+        &self,
+        session: &LiveSession,
+        connector: &str,
+        tool: &str,
+        args: &Value,
+        gone: &tokio_util::sync::CancellationToken,
+        asked: Option<crate::boundary::AskedFor>,
     ) -> Result<Executed, Denied> {
         let Some(component) = self.components.get(connector) else {
             return Err(Denied { denial: policy::PolicyDenial::NotOffered });

@@ -13,8 +13,10 @@
 //! transaction, so a host killed at any instant leaves either the whole
 //! change or none of it.
 
+pub mod broker;
 mod sqlite;
 
+pub use broker::{ApprovalBroker, ApprovalWatch};
 pub use sqlite::SqliteStore;
 
 use crate::policy::{Catalog, Profile, ProfileError};
@@ -72,6 +74,13 @@ pub enum TraceState {
     /// lost power) while this call was in flight: the call never reached a
     /// terminal state, and the trace says so rather than leaving it open.
     Interrupted,
+    /// At a session's start: a tool the session is not given, with the rule
+    /// that removed it (an operator switch by name, registration, or the
+    /// role's ceiling); see [`crate::policy::removed`].
+    Removed,
+    /// A person's (or the timeout's) answer to a call's approval request:
+    /// who decided, when, and how long the call waited.
+    Decided,
 }
 
 impl TraceState {
@@ -88,6 +97,8 @@ impl TraceState {
             TraceState::Result => "result",
             TraceState::PermissionDenied => "permission_denied",
             TraceState::Interrupted => "interrupted",
+            TraceState::Removed => "removed",
+            TraceState::Decided => "decided",
         }
     }
 
@@ -104,6 +115,8 @@ impl TraceState {
             "result" => TraceState::Result,
             "permission_denied" => TraceState::PermissionDenied,
             "interrupted" => TraceState::Interrupted,
+            "removed" => TraceState::Removed,
+            "decided" => TraceState::Decided,
             _ => return None,
         })
     }
@@ -191,6 +204,8 @@ pub struct Approval {
     pub used: bool,
     pub decided_by: Option<String>,
     pub requested_at_ms: i64,
+    /// When it was decided or revoked (milliseconds since the Unix epoch).
+    pub decided_at_ms: Option<i64>,
 }
 
 /// Why an approval could not be decided or consumed. The variants map onto
@@ -285,6 +300,14 @@ pub trait Store: Send + Sync {
     /// not yet consumed), recording `by` as who withdrew it; `Ok(true)` if it
     /// was revoked now. A revoked approval never comes back.
     fn revoke_approval(&self, id: ApprovalId, by: &str) -> Result<bool, StoreError>;
+    /// Rings when an approval for this session, tool and arguments may have
+    /// changed in this process (decided, revoked, the session's approvals
+    /// revoked), so a waiting call reads the store at once instead of
+    /// polling it. Subscribe before reading. A store that cannot tell
+    /// returns [`ApprovalWatch::never`].
+    fn watch_approval(&self, _session: &str, _tool: &str, _args_digest: &str) -> ApprovalWatch {
+        ApprovalWatch::never()
+    }
 
     // --- allowance ledger ---
     /// Records a charge once per `idempotency_key`: `Ok(true)` if recorded now,

@@ -110,6 +110,8 @@ CREATE TABLE IF NOT EXISTS tool_reviews (
 /// `BEGIN IMMEDIATE` serialise their writes.
 pub struct SqliteStore {
     conn: Mutex<Connection>,
+    /// Wakes the calls waiting on an approval this store changes.
+    broker: std::sync::Arc<super::ApprovalBroker>,
 }
 
 fn now_ms() -> i64 {
@@ -161,7 +163,7 @@ impl SqliteStore {
             Some(_) => {}
         }
         tx.commit()?;
-        Ok(SqliteStore { conn: Mutex::new(conn) })
+        Ok(SqliteStore { conn: Mutex::new(conn), broker: Default::default() })
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {
@@ -226,11 +228,12 @@ impl SqliteStore {
                 row.get::<_, bool>(5)?,
                 row.get::<_, Option<String>>(6)?,
                 row.get::<_, i64>(7)?,
+                row.get::<_, Option<i64>>(8)?,
             ))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (id, session, tool, args_digest, state, used, decided_by, requested_at_ms) = row?;
+            let (id, session, tool, args_digest, state, used, decided_by, requested_at_ms, decided_at_ms) = row?;
             let state = ApprovalState::parse(&state)
                 .ok_or_else(|| StoreError::Corrupt(format!("unknown approval state {state:?}")))?;
             out.push(Approval {
@@ -242,13 +245,22 @@ impl SqliteStore {
                 used,
                 decided_by,
                 requested_at_ms,
+                decided_at_ms,
             });
         }
         Ok(out)
     }
 }
 
-const APPROVAL_COLUMNS: &str = "id, session, tool, args_digest, state, used, decided_by, requested_at_ms";
+/// The session, tool and argument digest approval `id` is for: what its
+/// waiters subscribed to.
+fn approval_key(conn: &Connection, id: ApprovalId) -> rusqlite::Result<(String, String, String)> {
+    conn.query_row("SELECT session, tool, args_digest FROM approvals WHERE id = ?1", [id.0], |row| {
+        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+    })
+}
+
+const APPROVAL_COLUMNS: &str = "id, session, tool, args_digest, state, used, decided_by, requested_at_ms, decided_at_ms";
 
 impl Store for SqliteStore {
     fn record(&self, event: &TraceEvent) -> Result<(), StoreError> {
@@ -320,7 +332,9 @@ impl Store for SqliteStore {
             )
             .map_err(StoreError::from)?;
         if changed == 1 {
+            let (session, tool, digest) = approval_key(&tx, id).map_err(StoreError::from)?;
             tx.commit().map_err(StoreError::from)?;
+            self.broker.ring(&session, &tool, &digest);
             return Ok(());
         }
         let exists: bool = tx
@@ -395,17 +409,28 @@ impl Store for SqliteStore {
             params![now_ms(), session],
         )?;
         tx.commit()?;
+        self.broker.ring_session(session);
         Ok(changed)
     }
 
     fn revoke_approval(&self, id: ApprovalId, by: &str) -> Result<bool, StoreError> {
-        let conn = self.lock();
-        let changed = conn.execute(
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let changed = tx.execute(
             "UPDATE approvals SET state = 'revoked', decided_by = ?1, decided_at_ms = ?2
              WHERE id = ?3 AND used = 0 AND state IN ('pending', 'approved')",
             params![by, now_ms(), id.0],
         )?;
+        let key = if changed == 1 { Some(approval_key(&tx, id)?) } else { None };
+        tx.commit()?;
+        if let Some((session, tool, digest)) = key {
+            self.broker.ring(&session, &tool, &digest);
+        }
         Ok(changed == 1)
+    }
+
+    fn watch_approval(&self, session: &str, tool: &str, args_digest: &str) -> super::ApprovalWatch {
+        self.broker.subscribe(session, tool, args_digest)
     }
 
     fn charge(
@@ -747,6 +772,7 @@ impl Store for SqliteStore {
             }
         }
         tx.commit()?;
+        self.broker.ring_all();
         Ok(Recovered { approvals_revoked, calls_interrupted: open.len(), calls_maybe_run })
     }
 }
