@@ -363,7 +363,7 @@ impl Boundary {
         };
         trace.push(TraceState::Allowed, Some(rule), Value::Null);
         // Fails closed: the intent is durable before the effect, or there is no effect.
-        if let Err(e) = trace.write() {
+        if let Err(e) = trace.write_async().await {
             tracing::error!(error = %e, call = %call_id, "cannot record the call's intent; not running it");
             trace.events.pop();
             return Err(trace.deny(PolicyDenial::Unrecorded));
@@ -398,6 +398,10 @@ impl Boundary {
                 Executed::Failed(e)
             }
         };
+        // The outcome is durable before the caller hears it.
+        if let Err(e) = trace.write_async().await {
+            tracing::error!(error = %e, call = %call_id, "cannot record the call's outcome");
+        }
         Ok(executed)
     }
 
@@ -656,15 +660,30 @@ impl CallTrace<'_> {
         Denied { denial }
     }
 
+    fn scrub(&mut self) {
+        for event in &mut self.events {
+            self.caps.scrub_json(&mut event.detail);
+        }
+    }
+
     /// Writes the buffered events (scrubbed); on error they stay buffered.
     fn write(&mut self) -> Result<(), crate::store::StoreError> {
         if self.events.is_empty() {
             return Ok(());
         }
-        for event in &mut self.events {
-            self.caps.scrub_json(&mut event.detail);
-        }
+        self.scrub();
         self.boundary.store.record_all(&self.events)?;
+        self.events.clear();
+        Ok(())
+    }
+
+    /// [`CallTrace::write`] without holding a runtime worker while the disk works.
+    async fn write_async(&mut self) -> Result<(), crate::store::StoreError> {
+        if self.events.is_empty() {
+            return Ok(());
+        }
+        self.scrub();
+        self.boundary.store.record_all_async(&self.events).await?;
         self.events.clear();
         Ok(())
     }

@@ -15,6 +15,7 @@
 
 pub mod broker;
 mod sqlite;
+mod writer;
 
 pub use broker::{ApprovalBroker, ApprovalWatch};
 pub use sqlite::SqliteStore;
@@ -31,6 +32,9 @@ pub enum StoreError {
     /// SQLite refused (corrupt or non-database file, disk full, busy past the timeout, ...).
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// The trace writer could not write (SQLite's refusal, as text) or has stopped.
+    #[error("trace write failed: {0}")]
+    Write(String),
     /// The file was written by a newer host with a schema this one does not know.
     #[error("database schema version {found} is newer than this host's {supported}")]
     SchemaTooNew { found: i64, supported: i64 },
@@ -271,6 +275,15 @@ pub trait Store: Send + Sync {
     /// steps that happen together).
     fn record_all(&self, events: &[TraceEvent]) -> Result<(), StoreError> {
         events.iter().try_for_each(|e| self.record(e))
+    }
+    /// [`Store::record_all`] for an async caller: a store that writes on a
+    /// thread of its own (SQLite's group commit) lets the caller's task
+    /// wait for durability without holding a runtime worker.
+    fn record_all_async<'a>(
+        &'a self,
+        events: &'a [TraceEvent],
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), StoreError>> + Send + 'a>> {
+        Box::pin(std::future::ready(self.record_all(events)))
     }
     /// Up to `limit` events matching `filter` recorded after sequence number
     /// `after` (0: from the start), in order, each with its sequence number:

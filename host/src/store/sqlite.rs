@@ -105,11 +105,14 @@ CREATE TABLE IF NOT EXISTS tool_reviews (
 );
 ";
 
-/// One SQLite file. Each `SqliteStore` holds one connection; several stores
+/// One SQLite file. Each `SqliteStore` holds one connection, and its trace
+/// writer a second one on a thread of its own; several stores
 /// (threads, processes) may open the same file, and SQLite's locks plus
 /// `BEGIN IMMEDIATE` serialise their writes.
 pub struct SqliteStore {
     conn: Mutex<Connection>,
+    /// Writes the trace on a thread of its own, in groups (see [`super::writer`]).
+    writer: super::writer::TraceWriter,
     /// Wakes the calls waiting on an approval this store changes.
     broker: std::sync::Arc<super::ApprovalBroker>,
 }
@@ -141,6 +144,7 @@ impl SqliteStore {
     /// `synchronous=FULL`, foreign keys on, schema created if absent. A file
     /// that is not a database, or one from a newer schema, is an error.
     pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
+        let path = path.as_ref();
         let mut conn = Connection::open(path)?;
         conn.busy_timeout(Duration::from_secs(30))?;
         // journal_mode returns a row; query it rather than `pragma_update`.
@@ -163,7 +167,12 @@ impl SqliteStore {
             Some(_) => {}
         }
         tx.commit()?;
-        Ok(SqliteStore { conn: Mutex::new(conn), broker: Default::default() })
+        // The trace writer's own connection: the same file and settings.
+        let trace_conn = Connection::open(path)?;
+        trace_conn.busy_timeout(Duration::from_secs(30))?;
+        trace_conn.pragma_update(None, "synchronous", "FULL")?;
+        let writer = super::writer::TraceWriter::start(trace_conn)?;
+        Ok(SqliteStore { conn: Mutex::new(conn), writer, broker: Default::default() })
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {
@@ -268,29 +277,14 @@ impl Store for SqliteStore {
     }
 
     fn record_all(&self, events: &[TraceEvent]) -> Result<(), StoreError> {
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        {
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO trace (session, brand, call_id, tool, state, rule, detail, at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?;
-            for event in events {
-                let detail = serde_json::to_string(&event.detail).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-                insert.execute(params![
-                    event.session,
-                    event.brand,
-                    event.call_id,
-                    event.tool,
-                    event.state.as_str(),
-                    event.rule,
-                    detail,
-                    event.at_ms
-                ])?;
-            }
-        }
-        tx.commit()?;
-        Ok(())
+        self.writer.write_blocking(events)
+    }
+
+    fn record_all_async<'a>(
+        &'a self,
+        events: &'a [TraceEvent],
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), StoreError>> + Send + 'a>> {
+        Box::pin(self.writer.write(events))
     }
 
     fn trace_page(&self, filter: TraceFilter<'_>, after: i64, limit: usize) -> Result<Vec<(i64, TraceEvent)>, StoreError> {

@@ -1,0 +1,160 @@
+//! Trace rows are written by one thread with its own connection, in groups.
+//!
+//! Every tool call writes its trace twice (its intent before the effect,
+//! its outcome after), and each write must be durable before the call goes
+//! on: with `synchronous=FULL` that is one fsync per write. Done inline,
+//! each fsync held the store's connection lock on a tokio worker. Here a
+//! caller hands its rows to the writer and waits (blocking or awaiting) for
+//! the answer; the writer commits everything queued since its last commit
+//! in one transaction, so concurrent calls share an fsync (group commit),
+//! and no tokio worker ever waits on the disk. A caller still returns only
+//! once its rows are durable. If a group's transaction fails, each batch is
+//! retried alone, so one caller's refused rows never cost another's.
+
+use super::{StoreError, TraceEvent};
+use rusqlite::{Connection, TransactionBehavior, params};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+/// Most batches committed in one transaction.
+const MAX_GROUP: usize = 512;
+
+/// One trace row, serialised by the caller (so a value that cannot be
+/// serialised fails its own caller, never the group).
+struct Row {
+    session: String,
+    brand: String,
+    call_id: Option<String>,
+    tool: Option<String>,
+    state: &'static str,
+    rule: Option<String>,
+    detail: String,
+    at_ms: i64,
+}
+
+/// Where a batch's outcome goes.
+enum Reply {
+    Blocking(mpsc::SyncSender<Result<(), String>>),
+    Async(tokio::sync::oneshot::Sender<Result<(), String>>),
+}
+
+impl Reply {
+    fn send(self, outcome: Result<(), String>) {
+        // A caller that went away does not need its answer.
+        match self {
+            Reply::Blocking(tx) => drop(tx.send(outcome)),
+            Reply::Async(tx) => drop(tx.send(outcome)),
+        }
+    }
+}
+
+struct Batch {
+    rows: Vec<Row>,
+    reply: Reply,
+}
+
+/// The handle to the writer thread; dropping it lets the thread finish
+/// what is queued and waits for it.
+pub struct TraceWriter {
+    queue: Option<mpsc::Sender<Batch>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl TraceWriter {
+    /// Starts the writer on `conn` (a connection of its own to the store's file).
+    pub fn start(conn: Connection) -> Result<TraceWriter, StoreError> {
+        let (queue, batches) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("scout-trace-writer".into())
+            .spawn(move || write_loop(conn, batches))
+            .map_err(|e| StoreError::Write(format!("cannot start the trace writer: {e}")))?;
+        Ok(TraceWriter { queue: Some(queue), thread: Some(thread) })
+    }
+
+    /// Writes `events` in order, all or none, and returns once they are durable.
+    pub fn write_blocking(&self, events: &[TraceEvent]) -> Result<(), StoreError> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.enqueue(events, Reply::Blocking(tx))?;
+        rx.recv().map_err(|_| gone())?.map_err(StoreError::Write)
+    }
+
+    /// [`TraceWriter::write_blocking`] for async callers: nothing blocks while the disk works.
+    pub async fn write(&self, events: &[TraceEvent]) -> Result<(), StoreError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.enqueue(events, Reply::Async(tx))?;
+        rx.await.map_err(|_| gone())?.map_err(StoreError::Write)
+    }
+
+    fn enqueue(&self, events: &[TraceEvent], reply: Reply) -> Result<(), StoreError> {
+        let mut rows = Vec::with_capacity(events.len());
+        for event in events {
+            rows.push(Row {
+                session: event.session.clone(),
+                brand: event.brand.clone(),
+                call_id: event.call_id.clone(),
+                tool: event.tool.clone(),
+                state: event.state.as_str(),
+                rule: event.rule.clone(),
+                detail: serde_json::to_string(&event.detail).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                at_ms: event.at_ms,
+            });
+        }
+        let queue = self.queue.as_ref().ok_or_else(gone)?;
+        queue.send(Batch { rows, reply }).map_err(|_| gone())
+    }
+}
+
+impl Drop for TraceWriter {
+    fn drop(&mut self) {
+        // Closing the queue ends the loop once it is empty.
+        drop(self.queue.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn gone() -> StoreError {
+    StoreError::Write("the trace writer has stopped".into())
+}
+
+fn write_loop(mut conn: Connection, batches: mpsc::Receiver<Batch>) {
+    while let Ok(first) = batches.recv() {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match batches.try_recv() {
+                Ok(batch) => group.push(batch),
+                Err(_) => break,
+            }
+        }
+        match commit(&mut conn, group.iter().map(|b| &b.rows)) {
+            Ok(()) => group.into_iter().for_each(|b| b.reply.send(Ok(()))),
+            // One batch may be what failed (a constraint, a trigger): the
+            // others are retried alone and keep their own outcome.
+            Err(e) if group.len() == 1 => group.into_iter().for_each(|b| b.reply.send(Err(e.clone()))),
+            Err(_) => {
+                for batch in group {
+                    let outcome = commit(&mut conn, std::iter::once(&batch.rows));
+                    batch.reply.send(outcome);
+                }
+            }
+        }
+    }
+}
+
+fn commit<'a>(conn: &mut Connection, batches: impl Iterator<Item = &'a Vec<Row>>) -> Result<(), String> {
+    let run = |conn: &mut Connection| -> rusqlite::Result<()> {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO trace (session, brand, call_id, tool, state, rule, detail, at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            for row in batches.flat_map(|rows| rows.iter()) {
+                insert.execute(params![row.session, row.brand, row.call_id, row.tool, row.state, row.rule, row.detail, row.at_ms])?;
+            }
+        }
+        tx.commit()
+    };
+    run(conn).map_err(|e| e.to_string())
+}
