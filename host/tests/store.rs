@@ -31,6 +31,46 @@ fn event(session: &str, brand: &str, state: TraceState, n: i64) -> TraceEvent {
     }
 }
 
+/// Concurrent writers share the trace writer's transactions (group commit):
+/// every batch lands whole and in order, and a batch SQLite refuses (here a
+/// real trigger) fails only its own writer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_trace_writes_land_whole_and_a_refused_batch_fails_alone() {
+    let db = temp_db("group-commit");
+    let store = Arc::new(SqliteStore::open(&db).unwrap());
+    rusqlite::Connection::open(db.path())
+        .unwrap()
+        .execute_batch(
+            "CREATE TRIGGER refuse_poison BEFORE INSERT ON trace WHEN NEW.rule = 'poison'
+             BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;",
+        )
+        .unwrap();
+    let mut tasks = Vec::new();
+    for writer in 0..32i64 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let session = format!("w{writer}");
+            let mut batch: Vec<TraceEvent> = (0..5).map(|n| event(&session, "acme", TraceState::Requested, writer * 10 + n)).collect();
+            if writer % 8 == 7 {
+                batch[2].rule = Some("poison".into());
+            }
+            let outcome = if writer % 2 == 0 { store.record_all_async(&batch).await } else { store.record_all(&batch) };
+            (session, batch, outcome)
+        }));
+    }
+    for task in tasks {
+        let (session, batch, outcome) = task.await.unwrap();
+        let stored = store.trace_for_session(&session).unwrap();
+        if batch.iter().any(|e| e.rule.as_deref() == Some("poison")) {
+            assert!(matches!(outcome, Err(StoreError::Write(ref m)) if m.contains("refused by the test")), "{session}: {outcome:?}");
+            assert!(stored.is_empty(), "{session}: all or none: {stored:?}");
+        } else {
+            outcome.unwrap_or_else(|e| panic!("{session}: {e}"));
+            assert_eq!(stored, batch, "{session}: whole and in order");
+        }
+    }
+}
+
 #[test]
 fn trace_is_returned_in_insertion_order_per_session_and_brand() {
     let _db = temp_db("trace");
@@ -46,6 +86,8 @@ fn trace_is_returned_in_insertion_order_per_session_and_brand() {
         TraceState::Result,
         TraceState::PermissionDenied,
         TraceState::Interrupted,
+        TraceState::Removed,
+        TraceState::Decided,
     ];
     let mut s1 = Vec::new();
     for (i, state) in states.iter().enumerate() {
