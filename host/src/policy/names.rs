@@ -20,6 +20,49 @@ pub const BUILTINS: [&str; 8] = [
     "WebFetch",
 ];
 
+/// The agent runtime's (Claude Code's) other built-ins: never offered to any
+/// role, because [`BUILTINS`] is an exclusive allowlist (seed 000 names
+/// `Agent`, `NotebookEdit` and `TodoWrite` as examples). The names are those
+/// of Claude Code's tools reference (code.claude.com/docs/en/tools-reference)
+/// and older spellings of the same tools (`Task`, `MultiEdit`, `LS`,
+/// `BashOutput`, `KillShell`, `SlashCommand`), so a CLI of either age finds
+/// them in `permissions.deny`; a deny rule naming a tool the CLI lacks is
+/// inert. Names a newer CLI adds are not here: the exclusive `tools` list is
+/// what keeps them away, and the deny list (seed 004) is the second lock.
+pub const CLI_OTHER_BUILTINS: [&str; 31] = [
+    "Agent",
+    "Task",
+    "AskUserQuestion",
+    "BashOutput",
+    "KillShell",
+    "CronCreate",
+    "CronDelete",
+    "CronList",
+    "EnterPlanMode",
+    "ExitPlanMode",
+    "EnterWorktree",
+    "ExitWorktree",
+    "ListMcpResourcesTool",
+    "ReadMcpResourceTool",
+    "LS",
+    "LSP",
+    "Monitor",
+    "MultiEdit",
+    "NotebookEdit",
+    "NotebookRead",
+    "PowerShell",
+    "Skill",
+    "SlashCommand",
+    "TaskCreate",
+    "TaskGet",
+    "TaskList",
+    "TaskOutput",
+    "TaskStop",
+    "TaskUpdate",
+    "TodoWrite",
+    "ToolSearch",
+];
+
 /// The read-only built-ins: the read-only route, the goal agent and a coworker
 /// on a read-only route keep only these.
 pub const READ_ONLY_BUILTINS: [&str; 5] = ["Read", "Glob", "Grep", "WebSearch", "WebFetch"];
@@ -313,6 +356,22 @@ mod tests {
         assert_eq!(split_mcp("Read"), None);
         assert_eq!(split_mcp("mcp____x"), None);
         assert_eq!(mcp("cloudflare", "execute"), "mcp__cloudflare__execute");
+    }
+
+    #[test]
+    fn the_cli_s_other_built_ins_are_none_of_the_deployment_s() {
+        let mut seen = std::collections::BTreeSet::new();
+        for b in CLI_OTHER_BUILTINS {
+            assert!(!BUILTINS.contains(&b), "{b} is a deployment built-in");
+            assert!(seen.insert(b), "{b} twice");
+            assert!(split_mcp(b).is_none(), "{b} is not an MCP name");
+        }
+        for named in ["Agent", "NotebookEdit", "TodoWrite"] {
+            assert!(
+                CLI_OTHER_BUILTINS.contains(&named),
+                "seed 000 names {named}"
+            );
+        }
     }
 
     #[test]

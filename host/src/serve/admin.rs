@@ -113,6 +113,7 @@ pub fn router(host: Arc<ServeHost>) -> Router {
         .route("/v1/health", get(health))
         .route("/v1/sessions", post(create_session).get(list_sessions))
         .route("/v1/sessions/{id}", get(get_session).delete(end_session))
+        .route("/v1/sessions/{id}/agent-config", get(agent_config))
         .route("/v1/brands/{brand}/profiles", get(list_profiles))
         .route("/v1/brands/{brand}/profiles/{name}", put(save_profile).get(get_profile).delete(delete_profile))
         .route("/v1/brands/{brand}/connections", get(list_connections))
@@ -280,6 +281,25 @@ async fn get_session(State(host): State<Arc<ServeHost>>, Path(id): Path<String>)
 
 async fn end_session(State(host): State<Arc<ServeHost>>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
     if host.end_session(&id) { Ok(Json(json!({"ended": id}))) } else { Err(ApiError::not_found(format!("no open session `{id}`"))) }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentConfigQuery {
+    #[serde(default)]
+    format: Option<String>,
+}
+
+/// The session's allowlist and MCP endpoints as an agent runtime takes
+/// them (see [`super::agent_config`]); never its token.
+async fn agent_config(State(host): State<Arc<ServeHost>>, Path(id): Path<String>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
+    use super::agent_config::{FORMAT_NAMES, Format, TOKEN_ENV};
+    let q: AgentConfigQuery = query(raw)?;
+    let format = q.format.as_deref().and_then(Format::from_name).ok_or_else(|| {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", format!("`format` must be one of {FORMAT_NAMES}"))
+    })?;
+    let config = host.agent_config(&id, format).ok_or_else(|| ApiError::not_found(format!("no open session `{id}`")))?;
+    Ok(([(header::HeaderName::from_static("scout-token-env"), TOKEN_ENV)], Json(config)).into_response())
 }
 
 #[derive(Deserialize)]

@@ -18,6 +18,31 @@
 //! Specialists and the goal agent spend what their grant allows, never the
 //! person allowance; a role with neither gets no `meter` at all.
 //!
+//! What is true of a brand decides part of a session's surface (seed 000:
+//! goals "when the goals engine is on", skills "when the brand has at least
+//! one skill", team "when the brand has at least one coworker"). Each fact
+//! has one source, read when a session opens (`ServeHost::session_input`):
+//!
+//! | fact (`policy::BrandFacts`) | source |
+//! |---|---|
+//! | `connected` | the store: the brand's credentials as they resolve (own, shared, host environment for the owner) |
+//! | `has_coworkers` | the store: the brand has at least one saved profile of kind `coworker` (a coworker or a specialist; the goal agent and the reviewer are the goals engine's, not team members) |
+//! | `has_skills` | this file: `skills` of `[brands.NAME]` is not empty |
+//! | `goals_engine_on` | this file: `goals_engine` of `[brands.NAME]` (default off) |
+//! | `is_deployment_owner` | this file: `deployment_owner_brand` |
+//! | `browser_provider` | not read: `serve` opens local sessions, and the browser exists only under E2B |
+//!
+//! ```toml
+//! [brands.acme]
+//! skills = ["seo-method", "voice-guide"]    # the brand's skills (names only; the orchestrator holds them)
+//! goals_engine = true                       # default false
+//! ```
+//!
+//! A brand without a table has no skills and the goals engine off. Which
+//! role then gets which of these tools is the policy's decision, not this
+//! file's: a person's chat gets team, skills and goals tools; a read-only
+//! route skills and (on the default harness) team; no other role any.
+//!
 //! Routes that name a destination, and what the deployment must hold:
 //!
 //! ```toml
@@ -97,6 +122,57 @@ pub struct ServeConfig {
     /// Connectors by server name (`github`).
     #[serde(default)]
     pub connectors: BTreeMap<String, ConnectorConfig>,
+    /// Facts about brands that the store does not hold, by brand name.
+    #[serde(default)]
+    pub brands: BTreeMap<String, BrandConfig>,
+}
+
+/// What the operator states about one brand (see the module's table).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BrandConfig {
+    /// The brand's skills, by name: at least one gives the skill tools
+    /// where the role has them.
+    #[serde(default)]
+    pub skills: Vec<String>,
+    /// Whether the goals engine is on for the brand: gives the goals tools
+    /// where the role has them.
+    #[serde(default)]
+    pub goals_engine: bool,
+}
+
+/// Refuses what cannot name a brand in the admin API: 1 to 200 characters,
+/// no surrounding whitespace (a session's brand is trimmed, so such a table
+/// could never apply) and no control characters.
+pub fn check_brand_name(brand: &str) -> Result<(), String> {
+    let ok = !brand.is_empty() && brand.len() <= 200 && brand.trim() == brand && !brand.chars().any(char::is_control);
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{}` cannot name a brand: it must be 1 to 200 bytes, without surrounding whitespace or control characters",
+            brand.escape_debug()
+        ))
+    }
+}
+
+/// Refuses what cannot name a skill: 1 to 64 of a-z, 0-9 and `-`, starting
+/// and ending with a letter or digit (`seo-method`).
+pub fn check_skill_name(skill: &str) -> Result<(), String> {
+    let b = skill.as_bytes();
+    let ok = !b.is_empty()
+        && b.len() <= 64
+        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-';
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{}` cannot name a skill: it must be 1 to 64 of a-z, 0-9 and `-`, starting and ending with a letter or digit",
+            skill.escape_debug()
+        ))
+    }
 }
 
 /// One connector: its component and where its HTTP handle is bound.
@@ -361,6 +437,16 @@ impl ServeConfig {
                 settings.check().map_err(|e| ConfigFileError::Invalid(format!("connectors.{name}.folders.{folder}.root: {e}")))?;
             }
         }
+        for (brand, facts) in &config.brands {
+            check_brand_name(brand).map_err(|e| ConfigFileError::Invalid(format!("brands: {e}")))?;
+            let mut seen = std::collections::BTreeSet::new();
+            for skill in &facts.skills {
+                check_skill_name(skill).map_err(|e| ConfigFileError::Invalid(format!("brands.{brand:?}.skills: {e}")))?;
+                if !seen.insert(skill) {
+                    return Err(ConfigFileError::Invalid(format!("brands.{brand:?}.skills: `{skill}` is listed twice")));
+                }
+            }
+        }
         if config.session_ttl_secs == 0 {
             return Err(ConfigFileError::Invalid("session_ttl_secs must be at least 1".into()));
         }
@@ -368,6 +454,11 @@ impl ServeConfig {
             return Err(ConfigFileError::Invalid("max_request_bytes must be at least 1024".into()));
         }
         Ok(config)
+    }
+
+    /// What this file states about `brand` (defaults when it has no table).
+    pub fn brand(&self, brand: &str) -> BrandConfig {
+        self.brands.get(brand).cloned().unwrap_or_default()
     }
 
     /// The base URL endpoints are announced under, without a trailing slash.
@@ -462,6 +553,37 @@ mod tests {
         let unknown = |tail: &str| matches!(parse(tail), Err(ConfigFileError::Parse { .. }));
         assert!(unknown("[connectors.x.folders.project]\nroot = \"/d\"\nwriteable = true\n"), "a typo is refused, not ignored");
         assert!(unknown("[connectors.x.person_allowance]\nper_run_credits = 1\nper_day_credits = 2\nper_week_credits = 3\n"));
+    }
+
+    #[test]
+    fn brand_facts_are_checked_when_the_file_is_read() {
+        let c = ServeConfig::parse("[brands.acme]\nskills = [\"seo-method\", \"voice-guide\"]\ngoals_engine = true\n[brands.\"Beta Shop\"]\n").unwrap();
+        assert_eq!(c.brand("acme"), BrandConfig { skills: vec!["seo-method".into(), "voice-guide".into()], goals_engine: true });
+        assert_eq!(c.brand("Beta Shop"), BrandConfig::default(), "an empty table: no skills, goals engine off");
+        assert_eq!(c.brand("nobody"), BrandConfig::default(), "no table: no skills, goals engine off");
+        assert!(ServeConfig::parse("").unwrap().brands.is_empty());
+
+        let invalid = |text: &str| match ServeConfig::parse(text) {
+            Err(ConfigFileError::Invalid(m)) => m,
+            other => panic!("{text:?} should be refused as invalid: {other:?}"),
+        };
+        let long = "a".repeat(65);
+        for bad in ["SEO", "seo method", "-seo", "seo-", "", "seo/method", "é", long.as_str()] {
+            let m = invalid(&format!("[brands.acme]\nskills = [{bad:?}]\n"));
+            assert!(m.contains("brands.\"acme\".skills") && m.contains("cannot name a skill"), "{bad:?}: {m}");
+        }
+        assert!(invalid("[brands.acme]\nskills = [\"a\", \"a\"]\n").contains("listed twice"));
+        for bad in ["\" acme\"", "\"acme \"", "\"\"", "\"a\\tb\""] {
+            let m = invalid(&format!("[brands.{bad}]\n"));
+            assert!(m.starts_with("brands: ") && m.contains("cannot name a brand"), "{bad}: {m}");
+        }
+        let m = invalid(&format!("[brands.{}]\n", "b".repeat(201)));
+        assert!(m.contains("cannot name a brand"), "{m}");
+        assert!(ServeConfig::parse(&format!("[brands.{}]\n", "b".repeat(200))).is_ok());
+        let unknown = |text: &str| matches!(ServeConfig::parse(text), Err(ConfigFileError::Parse { .. }));
+        assert!(unknown("[brands.acme]\ngoals = true\n"), "a typo is refused, not ignored");
+        assert!(unknown("[brands.acme]\ngoals_engine = \"yes\"\n"));
+        assert!(unknown("[brands.acme]\nskills = \"seo-method\"\n"));
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! sessions, and every call reaches the same [`Boundary`].
 
 pub mod admin;
+pub mod agent_config;
 pub mod config;
 pub mod mcp;
 pub mod session_caps;
@@ -470,7 +471,9 @@ impl ServeHost {
 
     /// The policy input of a session of `role` for `brand`: the role's
     /// credential set, as it resolves now, limited to the connectors this
-    /// host runs. `scout-host surface --brand` shows the same.
+    /// host runs, and the brand's other facts from their sources (the
+    /// table in [`config`]'s documentation). The policy decides which
+    /// roles they matter to. `scout-host surface --brand` shows the same.
     pub fn session_input(&self, brand: &str, role: Role, profile: Option<Profile>) -> Result<SessionInput, HostError> {
         let grant = profile.as_ref().map(|p| &p.grant);
         let credentials = self.resolver().credential_set_for(role, grant, brand)?;
@@ -481,10 +484,16 @@ impl ServeHost {
             .into_iter()
             .filter(|c| self.components.contains_key(c) && !self.not_offered.contains(c) && !self.platform.contains(c))
             .collect();
+        let stated = self.config.brand(brand);
+        let has_coworkers = self.store.list_profiles(brand)?.iter().any(|p| p.kind == ProfileKind::Coworker);
         let facts = BrandFacts {
             connected,
+            has_skills: !stated.skills.is_empty(),
+            has_coworkers,
+            goals_engine_on: stated.goals_engine,
+            // `serve` opens local sessions; the browser exists only under E2B.
+            browser_provider: None,
             is_deployment_owner: self.config.deployment_owner_brand.as_deref() == Some(brand),
-            ..BrandFacts::default()
         };
         let mut input = SessionInput::new(role).brand(facts);
         if let Some(profile) = profile {
@@ -641,7 +650,7 @@ impl ServeHost {
         let caps = self.capabilities(session, component, tool);
         // Shown to a person by the approvals API if the call waits for one.
         let _shown = WaitingArgs::new(self, &session.session.id, args);
-        self.boundary.call_while_present(&session.session, component, tool, args, &caps, gone).await
+        self.boundary.call_asking(&session.session, component, tool, args, &caps, gone, asked).await
     }
 
     /// The handles for one call: the HTTP client bound to the connector's
