@@ -842,6 +842,68 @@ async fn withdrawn(s: &Served, session: &str, approval_id: i64) -> Vec<Value> {
     }
 }
 
+/// A stateless MCP request (protocol 2026-07-28, no session), as the
+/// official Python client sends them now.
+async fn stateless_call(http: &reqwest::Client, url: &str, token: &str, tool: &str, arguments: Value) -> reqwest::Response {
+    http.post(url)
+        .header(AUTHORIZATION, format!("Bearer {token}"))
+        .header(CONTENT_TYPE, "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .body(
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": tool, "arguments": arguments, "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}}}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stateless_calls_get_plain_json_and_a_caller_that_goes_away_withdraws() {
+    let s = serve("stateless", "require_review = false", &[("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "60000")]).await;
+    let view = s.session("person-chat").await;
+    let (id, url, token) = (view["id"].as_str().unwrap().to_string(), view["mcp"]["github"].as_str().unwrap().to_string(), view["token"].as_str().unwrap().to_string());
+    // A read: one JSON answer, not an event stream.
+    let read = stateless_call(&s.http, &url, &token, "github_read_file", json!({"owner": "octo", "repo": "hello", "path": "README.md"})).await;
+    let status = read.status().as_u16();
+    let content_type = read.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+    let text = read.text().await.unwrap();
+    assert_eq!(status, 200, "{text}");
+    assert!(content_type.starts_with("application/json"), "plain JSON where the client allows it: {content_type} {text}");
+    let reply: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+
+    // A write waits for a person; its client goes away (the request is dropped).
+    let waiting = {
+        let (http, url, token) = (s.http.clone(), url.clone(), token.clone());
+        tokio::spawn(async move {
+            stateless_call(&http, &url, &token, "github_create_branch", json!({"owner": "octo", "repo": "hello", "branch": "scout/stateless"})).await
+        })
+    };
+    let started = Instant::now();
+    let approval = loop {
+        let (_, body) = s.admin(Method::GET, &format!("/v1/approvals?session={id}"), None).await;
+        if let Some(a) = body["pending"].as_array().unwrap().first() {
+            break a.clone();
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "no approval was asked for");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    waiting.abort();
+    let approval_id = approval["id"].as_i64().unwrap();
+    withdrawn(&s, &id, approval_id).await;
+    let (status, body) = s.admin(Method::POST, &format!("/v1/approvals/{approval_id}"), Some(json!({"approve": true, "by": "late person"}))).await;
+    assert_eq!((status, error_code(&body)), (409, "not_pending"), "a withdrawn approval cannot be given");
+    assert_eq!(s.upstream_writes(), 0, "no write reached GitHub");
+    assert!(s.github.branch_sha("octo", "hello", "scout/stateless").is_none());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_whose_caller_goes_away_withdraws_its_approval() {
     let s = serve(

@@ -49,6 +49,13 @@ impl Endpoint {
             .with_cancellation_token(cancel)
             .with_max_request_body_bytes(host.config.max_request_bytes)
             .with_sse_keep_alive(Some(Duration::from_millis(host.config.sse_keep_alive_ms.max(10))))
+            // A stateless (2026-07-28) request gets one plain JSON answer,
+            // no event stream, unless the call asks its client something
+            // (elicitation) first. A client that goes away while waiting
+            // drops the answer's future, which withdraws the call's approval
+            // as a closed stream does (`CallerGone`). Session-mode clients
+            // keep SSE and its keep-alive.
+            .with_json_response(true)
             // The router checked the Host header against the configured list.
             .disable_allowed_hosts();
         let server = ConnectorServer { host: Arc::downgrade(&host), session, connector };
