@@ -28,7 +28,7 @@
 //! Left to the caller: OAuth refresh of the Google token (the stored token is
 //! handed on as is), and deciding who may call `share_connection`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -290,6 +290,56 @@ pub struct Resolver<'a> {
     config: &'a ResolverConfig,
     key: [u8; 32],
     env: EnvLookup<'a>,
+}
+
+/// Credentials as they last resolved, per (brand, server), for a host that
+/// changes connections only through itself (`serve`).
+///
+/// Resolving opens a sealed connection: a SQLite read and a
+/// ChaCha20-Poly1305 decryption, and a call needs one answer per connector
+/// its session holds (the policy's registration filter) and one per HTTP
+/// handle. With this cache a call resolves each at most once, and usually
+/// not at all. Whoever changes a connection (stores, disables, shares or
+/// unshares it) calls [`ResolutionCache::invalidate`] after the store
+/// committed the change and before answering: the next call resolves afresh.
+/// A resolution that raced an invalidation is not kept. Errors are never
+/// cached.
+#[derive(Default)]
+pub struct ResolutionCache {
+    resolved: std::sync::RwLock<(u64, HashMap<(String, String), Option<Credential>>)>,
+}
+
+impl ResolutionCache {
+    /// [`Resolver::resolve_server`], answered from the cache when it can be
+    /// (`resolver` is built only when it cannot).
+    pub fn resolve_server<'r>(
+        &self,
+        resolver: impl FnOnce() -> Resolver<'r>,
+        brand: &str,
+        server: &str,
+    ) -> Result<Option<Credential>, StoreError> {
+        let key = (brand.to_string(), server.to_string());
+        let generation = {
+            let cache = self.resolved.read().unwrap_or_else(|e| e.into_inner());
+            if let Some(found) = cache.1.get(&key) {
+                return Ok(found.clone());
+            }
+            cache.0
+        };
+        let found = resolver().resolve_server(brand, server)?;
+        let mut cache = self.resolved.write().unwrap_or_else(|e| e.into_inner());
+        if cache.0 == generation {
+            cache.1.insert(key, found.clone());
+        }
+        Ok(found)
+    }
+
+    /// Forgets every resolution: a connection changed.
+    pub fn invalidate(&self) {
+        let mut cache = self.resolved.write().unwrap_or_else(|e| e.into_inner());
+        cache.0 += 1;
+        cache.1.clear();
+    }
 }
 
 /// Reads the host process's environment (for [`Resolver::new`]).

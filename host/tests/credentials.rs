@@ -85,6 +85,38 @@ fn own_beats_shared_beats_environment() {
 }
 
 #[test]
+fn the_resolution_cache_answers_until_a_change_invalidates_it() {
+    let _db = temp_db("cache");
+    let store = SqliteStore::open(&_db).unwrap();
+    let (catalog, config) = (Catalog::seed(), config());
+    let built = std::cell::Cell::new(0);
+    let resolver = || {
+        built.set(built.get() + 1);
+        Resolver::new(&store, &catalog, &config, KEY, env)
+    };
+    let cache = scout_host::credentials::ResolutionCache::default();
+    store.put_connection(OTHER, "github", "first-token", &KEY).unwrap();
+    let first = cache.resolve_server(resolver, OTHER, "github").unwrap();
+    assert_eq!(secret(&first), Some(("first-token", Source::Own)));
+    // Answered from the cache: no resolver is built, nothing is decrypted.
+    for _ in 0..3 {
+        assert_eq!(cache.resolve_server(resolver, OTHER, "github").unwrap(), first);
+    }
+    assert_eq!(built.get(), 1);
+    // A host that changes a connection invalidates; the next call sees it.
+    store.disable_connection(OTHER, "github").unwrap();
+    cache.invalidate();
+    assert!(cache.resolve_server(resolver, OTHER, "github").unwrap().is_none());
+    assert_eq!(built.get(), 2);
+    // An absent credential is cached as absent too, until the next change.
+    assert!(cache.resolve_server(resolver, OTHER, "github").unwrap().is_none());
+    assert_eq!(built.get(), 2);
+    store.put_connection(OTHER, "github", "second-token", &KEY).unwrap();
+    cache.invalidate();
+    assert_eq!(secret(&cache.resolve_server(resolver, OTHER, "github").unwrap()), Some(("second-token", Source::Own)));
+}
+
+#[test]
 fn only_the_deployment_owners_brand_inherits_the_environment() {
     let _db = temp_db("env");
     let store = SqliteStore::open(&_db).unwrap();

@@ -394,7 +394,7 @@ async fn share(State(host): State<Arc<ServeHost>>, Path((brand, connector, with)
     if brand == with {
         return Err(ApiError::bad_request("a brand cannot share a connection with itself"));
     }
-    host.store.share_connection(&brand, &connector, &with)?;
+    host.share_connection(&brand, &connector, &with)?;
     Ok(Json(json!({"owner": brand, "connector": connector, "shared_with": with})))
 }
 

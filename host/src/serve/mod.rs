@@ -19,7 +19,7 @@ pub mod session_caps;
 use crate::boundary::{Boundary, Denied, Executed, Session};
 use crate::capabilities::Capabilities;
 use crate::capabilities::http::HttpCapability;
-use crate::credentials::{Resolver, ResolverConfig, process_env, to_http_config};
+use crate::credentials::{ResolutionCache, Resolver, ResolverConfig, process_env, to_http_config};
 use crate::policy::{self, BrandFacts, Catalog, Profile, Role, Route, SessionInput, Switches};
 use crate::runtime::{LoadedComponent, Runtime, RuntimeConfig, default_cache_dir};
 use crate::store::{ProfileKind, SqliteStore, Store, args_digest};
@@ -175,6 +175,8 @@ pub struct ServeHost {
     store: Arc<dyn Store>,
     catalog: Arc<Catalog>,
     resolver_config: Arc<ResolverConfig>,
+    /// Connections as they last resolved; dropped whenever this host changes one.
+    resolutions: Arc<ResolutionCache>,
     key: [u8; 32],
     boundary: Arc<Boundary>,
     sessions: RwLock<HashMap<String, Arc<LiveSession>>>,
@@ -317,14 +319,15 @@ impl ServeHost {
         let resolver_config =
             Arc::new(ResolverConfig { deployment_owner_brand: config.deployment_owner_brand.clone(), host_env, ..Default::default() });
 
+        let resolutions = Arc::new(ResolutionCache::default());
         let live: crate::boundary::LiveConnections = {
             let (store, catalog, resolver_config) = (store.clone(), catalog.clone(), resolver_config.clone());
-            let not_offered = not_offered.clone();
+            let (not_offered, resolutions) = (not_offered.clone(), resolutions.clone());
             Box::new(move |brand, candidates| {
-                let resolver = Resolver::new(&*store, &catalog, &resolver_config, key, process_env);
+                let resolver = || Resolver::new(&*store, &catalog, &resolver_config, key, process_env);
                 candidates
                     .iter()
-                    .filter(|c| !not_offered.contains(*c) && matches!(resolver.resolve_server(brand, c), Ok(Some(_))))
+                    .filter(|c| !not_offered.contains(*c) && matches!(resolutions.resolve_server(resolver, brand, c), Ok(Some(_))))
                     .cloned()
                     .collect()
             })
@@ -343,6 +346,7 @@ impl ServeHost {
             store,
             catalog,
             resolver_config,
+            resolutions,
             key,
             boundary: Arc::new(boundary),
             sessions: RwLock::new(HashMap::new()),
@@ -729,7 +733,7 @@ impl ServeHost {
                 (o.origin().to_string(), o.sends_credential().ok()?)
             }
         };
-        let credential = match self.resolver().resolve_server(brand, connector) {
+        let credential = match self.resolutions.resolve_server(|| self.resolver(), brand, connector) {
             Ok(Some(credential)) => credential,
             // No credential: the boundary denies the call before it runs.
             _ => return None,
@@ -776,6 +780,7 @@ impl ServeHost {
     /// connection comes back.
     pub fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, HostError> {
         let disabled = self.store.disable_connection(brand, connector)?;
+        self.resolutions.invalidate();
         self.revoke_where_unresolved(connector);
         Ok(disabled)
     }
@@ -784,6 +789,7 @@ impl ServeHost {
     /// for the sessions of the brand it was shared with.
     pub fn unshare_connection(&self, owner: &str, connector: &str, with: &str) -> Result<bool, HostError> {
         let unshared = self.store.unshare_connection(owner, connector, with)?;
+        self.resolutions.invalidate();
         self.revoke_where_unresolved(connector);
         Ok(unshared)
     }
@@ -804,6 +810,14 @@ impl ServeHost {
     /// Stores a connection's secret for a brand, sealed (D4).
     pub fn put_connection(&self, brand: &str, connector: &str, secret: &str) -> Result<(), HostError> {
         self.store.put_connection(brand, connector, secret, &self.key)?;
+        self.resolutions.invalidate();
+        Ok(())
+    }
+
+    /// Shares `owner`'s connection with brand `with`.
+    pub fn share_connection(&self, owner: &str, connector: &str, with: &str) -> Result<(), HostError> {
+        self.store.share_connection(owner, connector, with)?;
+        self.resolutions.invalidate();
         Ok(())
     }
 
