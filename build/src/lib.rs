@@ -44,7 +44,10 @@ pub const TARGET: &str = "wasm32-wasip2";
 /// Finds the cargo target directory that holds `out_dir` (a build script's
 /// `OUT_DIR`): the nearest ancestor with cargo's `CACHEDIR.TAG`.
 pub fn target_root_of(out_dir: &Path) -> Option<PathBuf> {
-    out_dir.ancestors().find(|p| p.join("CACHEDIR.TAG").is_file()).map(Path::to_path_buf)
+    out_dir
+        .ancestors()
+        .find(|p| p.join("CACHEDIR.TAG").is_file())
+        .map(Path::to_path_buf)
 }
 
 /// Where a built component is copied to under `target_root`.
@@ -58,7 +61,11 @@ pub fn artifact_path(target_root: &Path, spec: &Spec) -> PathBuf {
 
 /// Builds every spec in one nested `cargo build --release --target
 /// wasm32-wasip2` and copies each component to [`artifact_path`].
-pub fn build(workspace_root: &Path, target_root: &Path, specs: &[Spec]) -> Result<Vec<PathBuf>, String> {
+pub fn build(
+    workspace_root: &Path,
+    target_root: &Path,
+    specs: &[Spec],
+) -> Result<Vec<PathBuf>, String> {
     let wasm_target_dir = target_root.join("wasm-build");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let mut cmd = Command::new(cargo);
@@ -111,12 +118,17 @@ pub fn build(workspace_root: &Path, target_root: &Path, specs: &[Spec]) -> Resul
     }
     let mut out = Vec::new();
     for spec in specs {
-        let built = wasm_target_dir.join(TARGET).join(PROFILE).join(format!("{}.wasm", spec.package.replace('-', "_")));
+        let built = wasm_target_dir
+            .join(TARGET)
+            .join(PROFILE)
+            .join(format!("{}.wasm", spec.package.replace('-', "_")));
         let dest = artifact_path(target_root, spec);
-        std::fs::create_dir_all(dest.parent().expect("artifact has a folder")).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(dest.parent().expect("artifact has a folder"))
+            .map_err(|e| e.to_string())?;
         let tmp = dest.with_extension(format!("wasm.tmp{}", std::process::id()));
         let core = std::fs::read(&built).map_err(|e| format!("read {}: {e}", built.display()))?;
-        let (component, _optimised) = componentize(&core, &wasm_target_dir).map_err(|e| format!("{}: {e}", spec.name))?;
+        let (component, _optimised) =
+            componentize(&core, &wasm_target_dir).map_err(|e| format!("{}: {e}", spec.name))?;
         std::fs::write(&tmp, component).map_err(|e| format!("write {}: {e}", tmp.display()))?;
         std::fs::rename(&tmp, &dest).map_err(|e| format!("rename {}: {e}", dest.display()))?;
         out.push(dest);
@@ -129,7 +141,10 @@ pub const PROFILE: &str = "component";
 
 /// Makes `wasm-component-ld` stop at the core module, so that it can be
 /// optimised before it becomes a component.
-pub const CORE_ONLY_FLAGS: (&str, &str) = ("CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS", "-C link-arg=--skip-wit-component");
+pub const CORE_ONLY_FLAGS: (&str, &str) = (
+    "CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS",
+    "-C link-arg=--skip-wit-component",
+);
 
 /// The features Rust 1.97 enables for wasm32-wasip2, which `wasm-opt` must
 /// be told (it reads no target-features section from a stripped module).
@@ -157,7 +172,10 @@ pub fn componentize(core: &[u8], scratch: &Path) -> Result<(Vec<u8>, bool), Stri
         .module(&module)
         .and_then(|e| e.validate(true).debug_names(false).encode())
         .map_err(|e| format!("cannot make a component of the core module: {e:#}"))?;
-    Ok((without_custom_section(&component, "component-name")?, optimised))
+    Ok((
+        without_custom_section(&component, "component-name")?,
+        optimised,
+    ))
 }
 
 fn leb_u32(bytes: &[u8], at: &mut usize) -> Result<u32, String> {
@@ -165,7 +183,9 @@ fn leb_u32(bytes: &[u8], at: &mut usize) -> Result<u32, String> {
     loop {
         let byte = *bytes.get(*at).ok_or("truncated LEB128")?;
         *at += 1;
-        value |= u32::from(byte & 0x7f).checked_shl(shift).ok_or("LEB128 too long")?;
+        value |= u32::from(byte & 0x7f)
+            .checked_shl(shift)
+            .ok_or("LEB128 too long")?;
         if byte & 0x80 == 0 {
             return Ok(value);
         }
@@ -190,7 +210,10 @@ pub fn without_custom_section(component: &[u8], name: &str) -> Result<Vec<u8>, S
         let id = component[at];
         at += 1;
         let size = leb_u32(component, &mut at)? as usize;
-        let end = at.checked_add(size).filter(|&e| e <= component.len()).ok_or("section runs past the end")?;
+        let end = at
+            .checked_add(size)
+            .filter(|&e| e <= component.len())
+            .ok_or("section runs past the end")?;
         let drop = id == 0 && {
             let mut p = at;
             let len = leb_u32(component, &mut p)? as usize;
@@ -206,13 +229,28 @@ pub fn without_custom_section(component: &[u8], name: &str) -> Result<Vec<u8>, S
 
 fn wasm_opt(core: &[u8], scratch: &Path) -> Result<Option<Vec<u8>>, String> {
     let program = std::env::var("WASM_OPT").unwrap_or_else(|_| "wasm-opt".to_string());
-    if Command::new(&program).arg("--version").output().map(|o| !o.status.success()).unwrap_or(true) {
+    if Command::new(&program)
+        .arg("--version")
+        .output()
+        .map(|o| !o.status.success())
+        .unwrap_or(true)
+    {
         return Ok(None);
     }
     std::fs::create_dir_all(scratch).map_err(|e| e.to_string())?;
     let n = std::process::id();
-    let unique = format!("{n}-{:x}", core.len() ^ core.iter().take(4096).fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(*b as usize)));
-    let (input, output) = (scratch.join(format!("core-{unique}.wasm")), scratch.join(format!("core-{unique}.opt.wasm")));
+    let unique = format!(
+        "{n}-{:x}",
+        core.len()
+            ^ core
+                .iter()
+                .take(4096)
+                .fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(*b as usize))
+    );
+    let (input, output) = (
+        scratch.join(format!("core-{unique}.wasm")),
+        scratch.join(format!("core-{unique}.opt.wasm")),
+    );
     std::fs::write(&input, core).map_err(|e| e.to_string())?;
     let status = Command::new(&program)
         .arg("-Oz")

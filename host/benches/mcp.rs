@@ -37,28 +37,54 @@ impl McpClient {
             .header("accept", "application/json, text/event-stream")
             .body(serde_json::to_vec(body).unwrap());
         if let Some(id) = session {
-            request = request.header("mcp-session-id", id).header("mcp-protocol-version", "2025-11-25");
+            request = request
+                .header("mcp-session-id", id)
+                .header("mcp-protocol-version", "2025-11-25");
         }
         request.send().await.expect("MCP request")
     }
 
     async fn connect(http: reqwest::Client, url: String, token: String) -> McpClient {
-        let mut client = McpClient { http, url, token, mcp_session: String::new() };
+        let mut client = McpClient {
+            http,
+            url,
+            token,
+            mcp_session: String::new(),
+        };
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
         let response = client.post(&init, None).await;
-        client.mcp_session = response.headers().get("mcp-session-id").expect("an MCP session id").to_str().unwrap().to_string();
+        client.mcp_session = response
+            .headers()
+            .get("mcp-session-id")
+            .expect("an MCP session id")
+            .to_str()
+            .unwrap()
+            .to_string();
         message(&response.text().await.unwrap());
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         let sid = client.mcp_session.clone();
-        assert!(client.post(&initialized, Some(&sid)).await.status().is_success());
+        assert!(
+            client
+                .post(&initialized, Some(&sid))
+                .await
+                .status()
+                .is_success()
+        );
         client
     }
 
     async fn read_file(&self) {
         let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
             "name": "github_read_file", "arguments": {"owner": "octo", "repo": "hello", "path": "README.md"}}});
-        let reply = message(&self.post(&call, Some(&self.mcp_session)).await.text().await.unwrap());
+        let reply = message(
+            &self
+                .post(&call, Some(&self.mcp_session))
+                .await
+                .text()
+                .await
+                .unwrap(),
+        );
         assert_eq!(reply["result"]["isError"], false, "{reply}");
     }
 }
@@ -68,7 +94,11 @@ fn message(body: &str) -> Value {
     if let Ok(value) = serde_json::from_str(body) {
         return value;
     }
-    let data = body.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).rfind(|d| d.starts_with('{'));
+    let data = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .rfind(|d| d.starts_with('{'));
     serde_json::from_str(data.unwrap_or_else(|| panic!("no JSON-RPC message in {body:?}"))).unwrap()
 }
 
@@ -81,15 +111,31 @@ struct Setup {
 
 impl Setup {
     async fn session(&self) -> (String, McpClient) {
-        let view = self.host.open_session(&OpenSession { brand: "acme".into(), role: "person-chat".into(), profile: None }).unwrap();
-        let client = McpClient::connect(self.http.clone(), view.mcp["github"].clone(), view.token.clone().unwrap()).await;
+        let view = self
+            .host
+            .open_session(&OpenSession {
+                brand: "acme".into(),
+                role: "person-chat".into(),
+                profile: None,
+            })
+            .unwrap();
+        let client = McpClient::connect(
+            self.http.clone(),
+            view.mcp["github"].clone(),
+            view.token.clone().unwrap(),
+        )
+        .await;
         (view.id, client)
     }
 
     async fn in_process(&self, session: &str) {
         let live = self.host.session(session).unwrap();
         let args = json!({"owner": "octo", "repo": "hello", "path": "README.md"});
-        match self.host.call_tool(&live, "github", "github_read_file", &args).await {
+        match self
+            .host
+            .call_tool(&live, "github", "github_read_file", &args)
+            .await
+        {
             Ok(Executed::Ran(outcome)) => assert!(outcome.output.ok().is_some()),
             other => panic!("in-process call failed: {other:?}"),
         }
@@ -107,17 +153,34 @@ async fn setup() -> Setup {
     .unwrap();
     config.database = db.clone();
     let key = "11".repeat(32);
-    let host = ServeHost::start(config, Switches::from_vars([("GITHUB_ALLOW_WRITES", "false")]), |name| match name {
-        "SCOUT_ADMIN_TOKEN" => Some(ADMIN.to_string()),
-        "SCOUT_STORE_KEY" => Some(key.clone()),
-        _ => None,
-    })
+    let host = ServeHost::start(
+        config,
+        Switches::from_vars([("GITHUB_ALLOW_WRITES", "false")]),
+        |name| match name {
+            "SCOUT_ADMIN_TOKEN" => Some(ADMIN.to_string()),
+            "SCOUT_STORE_KEY" => Some(key.clone()),
+            _ => None,
+        },
+    )
     .unwrap();
     host.put_connection("acme", "github", TOKEN).unwrap();
     let listener = host.bind().await.unwrap();
-    tokio::spawn(scout_host::serve::serve_http(host.clone(), listener, std::future::pending()));
-    let http = reqwest::Client::builder().no_proxy().pool_max_idle_per_host(256).build().unwrap();
-    Setup { _github: github, host, http, _db: db }
+    tokio::spawn(scout_host::serve::serve_http(
+        host.clone(),
+        listener,
+        std::future::pending(),
+    ));
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(256)
+        .build()
+        .unwrap();
+    Setup {
+        _github: github,
+        host,
+        http,
+        _db: db,
+    }
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -154,13 +217,19 @@ fn interleaved(rt: &tokio::runtime::Runtime, s: &Setup) {
 }
 
 fn bench(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     let s = rt.block_on(setup());
     interleaved(&rt, &s);
 
     let (id, client) = rt.block_on(s.session());
     let mut group = c.benchmark_group("github_read_file_round_trip");
-    group.bench_function("mcp_streamable_http", |b| b.to_async(&rt).iter(|| client.read_file()));
+    group.bench_function("mcp_streamable_http", |b| {
+        b.to_async(&rt).iter(|| client.read_file())
+    });
     group.bench_function("in_process", |b| b.to_async(&rt).iter(|| s.in_process(&id)));
     group.finish();
 
@@ -176,14 +245,22 @@ fn bench(c: &mut Criterion) {
         // One call per session per iteration, all sessions at once: criterion's
         // elements per second are calls per second.
         group.throughput(Throughput::Elements(sessions as u64));
-        group.bench_with_input(BenchmarkId::from_parameter(sessions), &clients, |b, clients| {
-            b.to_async(&rt).iter(|| async {
-                let calls: Vec<_> = clients.iter().cloned().map(|c| tokio::spawn(async move { c.read_file().await })).collect();
-                for call in calls {
-                    call.await.unwrap();
-                }
-            })
-        });
+        group.bench_with_input(
+            BenchmarkId::from_parameter(sessions),
+            &clients,
+            |b, clients| {
+                b.to_async(&rt).iter(|| async {
+                    let calls: Vec<_> = clients
+                        .iter()
+                        .cloned()
+                        .map(|c| tokio::spawn(async move { c.read_file().await }))
+                        .collect();
+                    for call in calls {
+                        call.await.unwrap();
+                    }
+                })
+            },
+        );
     }
     group.finish();
     for ext in ["", "-wal", "-shm"] {

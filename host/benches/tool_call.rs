@@ -6,7 +6,10 @@
 //! pair (so both see the same machine state) and prints the ratio of medians.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use scout_host::{Capabilities, CredentialScheme, HttpCapability, HttpConfig, LoadedComponent, Runtime, RuntimeConfig, SecretSource};
+use scout_host::{
+    Capabilities, CredentialScheme, HttpCapability, HttpConfig, LoadedComponent, Runtime,
+    RuntimeConfig, SecretSource,
+};
 use scout_tests::fake_github::FakeGitHub;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -25,21 +28,40 @@ struct Setup {
 async fn setup() -> Setup {
     let github = FakeGitHub::start(TOKEN).await;
     let runtime = Runtime::new(RuntimeConfig::default()).expect("runtime");
-    let component = runtime.load_file(Path::new(scout_tests::components::GITHUB)).expect("github component");
+    let component = runtime
+        .load_file(Path::new(scout_tests::components::GITHUB))
+        .expect("github component");
     let http = HttpCapability::new(
         HttpConfig::new(github.origin())
-            .credential(CredentialScheme::Bearer, SecretSource::Value(TOKEN.to_string()))
+            .credential(
+                CredentialScheme::Bearer,
+                SecretSource::Value(TOKEN.to_string()),
+            )
             .allow_private_network(true),
     )
     .expect("capability");
-    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).no_proxy().build().unwrap();
-    Setup { origin: github.origin(), _github: github, component, caps: Capabilities::with_http(http), client }
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .build()
+        .unwrap();
+    Setup {
+        origin: github.origin(),
+        _github: github,
+        component,
+        caps: Capabilities::with_http(http),
+        client,
+    }
 }
 
 async fn through_host(s: &Setup) {
     let outcome = s
         .component
-        .call("github_read_file", &json!({"owner": "octo", "repo": "hello", "path": "README.md"}), &s.caps)
+        .call(
+            "github_read_file",
+            &json!({"owner": "octo", "repo": "hello", "path": "README.md"}),
+            &s.caps,
+        )
         .await
         .expect("call");
     assert!(outcome.output.ok().is_some(), "{:?}", outcome.output);
@@ -57,9 +79,15 @@ async fn native(s: &Setup) {
         .expect("native request");
     assert!(response.status().is_success());
     let body: Value = serde_json::from_slice(&response.bytes().await.expect("body")).expect("json");
-    let content: String = body["content"].as_str().unwrap().split_whitespace().collect();
+    let content: String = body["content"]
+        .as_str()
+        .unwrap()
+        .split_whitespace()
+        .collect();
     use base64::Engine as _;
-    let text = base64::engine::general_purpose::STANDARD.decode(content).unwrap();
+    let text = base64::engine::general_purpose::STANDARD
+        .decode(content)
+        .unwrap();
     std::hint::black_box(String::from_utf8(text).unwrap());
 }
 
@@ -70,7 +98,11 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn interleaved(rt: &tokio::runtime::Runtime, s: &Setup) {
     let pairs = 400;
-    let (mut host, mut direct, mut fresh) = (Vec::with_capacity(pairs), Vec::with_capacity(pairs), Vec::with_capacity(pairs));
+    let (mut host, mut direct, mut fresh) = (
+        Vec::with_capacity(pairs),
+        Vec::with_capacity(pairs),
+        Vec::with_capacity(pairs),
+    );
     rt.block_on(async {
         for _ in 0..50 {
             through_host(s).await;
@@ -100,16 +132,24 @@ fn interleaved(rt: &tokio::runtime::Runtime, s: &Setup) {
 }
 
 fn bench(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     let s = rt.block_on(setup());
     interleaved(&rt, &s);
 
     let mut group = c.benchmark_group("github_read_file");
-    group.bench_function("through_host", |b| b.to_async(&rt).iter(|| through_host(&s)));
+    group.bench_function("through_host", |b| {
+        b.to_async(&rt).iter(|| through_host(&s))
+    });
     group.bench_function("native_reqwest", |b| b.to_async(&rt).iter(|| native(&s)));
     group.finish();
 
-    c.bench_function("fresh_store_instantiate", |b| b.to_async(&rt).iter(|| s.component.instantiate_fresh()));
+    c.bench_function("fresh_store_instantiate", |b| {
+        b.to_async(&rt).iter(|| s.component.instantiate_fresh())
+    });
 
     // The whole host path without the network: arguments converted, a fresh
     // store, the guest runs and refuses the owner before any request.
@@ -117,7 +157,11 @@ fn bench(c: &mut Criterion) {
         b.to_async(&rt).iter(|| async {
             let outcome = s
                 .component
-                .call("github_read_file", &json!({"owner": "..", "repo": "hello", "path": "README.md"}), &s.caps)
+                .call(
+                    "github_read_file",
+                    &json!({"owner": "..", "repo": "hello", "path": "README.md"}),
+                    &s.caps,
+                )
                 .await
                 .expect("call");
             assert!(outcome.output.err().is_some());

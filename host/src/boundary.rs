@@ -13,7 +13,9 @@
 use crate::capabilities::Capabilities;
 use crate::policy::{self, Catalog, Gate, MutationGate, PolicyDenial, SessionInput, Switches};
 use crate::runtime::{CallOutcome, LoadedComponent, ToolOutput};
-use crate::store::{ApprovalError, ApprovalId, ApprovalState, Store, TraceEvent, TraceState, args_digest};
+use crate::store::{
+    ApprovalError, ApprovalId, ApprovalState, Store, TraceEvent, TraceState, args_digest,
+};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -51,7 +53,14 @@ pub struct Session {
 impl Session {
     /// A session for `brand` with the policy input of its role.
     pub fn new(id: impl Into<String>, brand: impl Into<String>, input: SessionInput) -> Session {
-        Session { id: id.into(), brand: brand.into(), input, revoked: AtomicBool::new(false), opened: Mutex::new(BTreeSet::new()), withdrawn: Mutex::new(BTreeSet::new()) }
+        Session {
+            id: id.into(),
+            brand: brand.into(),
+            input,
+            revoked: AtomicBool::new(false),
+            opened: Mutex::new(BTreeSet::new()),
+            withdrawn: Mutex::new(BTreeSet::new()),
+        }
     }
 }
 
@@ -115,7 +124,10 @@ impl Boundary {
 
     /// Names the connectors this host runs, so a session's start traces a
     /// `removed` event for each of their tools it is not given.
-    pub fn hosting<I: IntoIterator<Item = S>, S: Into<String>>(mut self, connectors: I) -> Boundary {
+    pub fn hosting<I: IntoIterator<Item = S>, S: Into<String>>(
+        mut self,
+        connectors: I,
+    ) -> Boundary {
         self.hosted = connectors.into_iter().map(Into::into).collect();
         self
     }
@@ -149,13 +161,32 @@ impl Boundary {
     /// tool the policy allows but an operator has not reviewed (when
     /// [`Boundary::require_review`] is on) is eligible, not offered, and the
     /// trace records a `denied` event with the rule that held it.
-    pub fn open_session_with(&self, session: &Session, components: &[&LoadedComponent]) -> Result<policy::Surface, policy::PolicyError> {
+    pub fn open_session_with(
+        &self,
+        session: &Session,
+        components: &[&LoadedComponent],
+    ) -> Result<policy::Surface, policy::PolicyError> {
         let input = self.current_input(session);
         let surface = policy::surface(&input, &self.catalog, &self.switches)?;
-        *session.opened.lock().unwrap_or_else(|e| e.into_inner()) = surface.names().into_iter().map(str::to_string).collect();
+        *session.opened.lock().unwrap_or_else(|e| e.into_inner()) =
+            surface.names().into_iter().map(str::to_string).collect();
         let connected: Vec<&String> = input.brand.connected.iter().collect();
-        self.trace(session, "session", "", TraceState::Registered, None, json!({ "connectors": connected }));
-        self.trace(session, "session", "", TraceState::Eligible, None, json!({ "tools": surface.names().len() }));
+        self.trace(
+            session,
+            "session",
+            "",
+            TraceState::Registered,
+            None,
+            json!({ "connectors": connected }),
+        );
+        self.trace(
+            session,
+            "session",
+            "",
+            TraceState::Eligible,
+            None,
+            json!({ "tools": surface.names().len() }),
+        );
         let mut held = BTreeSet::new();
         if self.require_review {
             for component in components {
@@ -164,25 +195,53 @@ impl Boundary {
                     if surface.get(&name).is_some()
                         && let Some(rule) = self.unreviewed(component, &tool.name)
                     {
-                        self.trace(session, "session", &name, TraceState::Denied, Some(rule), json!({"held": "not offered until an operator reviews it"}));
+                        self.trace(
+                            session,
+                            "session",
+                            &name,
+                            TraceState::Denied,
+                            Some(rule),
+                            json!({"held": "not offered until an operator reviews it"}),
+                        );
                         held.insert(name);
                     }
                 }
             }
         }
-        let offered: Vec<&str> = surface.names().into_iter().filter(|n| !held.contains(*n)).collect();
+        let offered: Vec<&str> = surface
+            .names()
+            .into_iter()
+            .filter(|n| !held.contains(*n))
+            .collect();
         // Every tool it could have had and was not given, with the rule that
         // removed it, in one transaction; then what it is offered.
-        let removed: Vec<TraceEvent> = policy::removed(&input, &self.catalog, &self.switches, &self.hosted)
-            .into_iter()
-            .map(|r| trace_event(session, "session", &r.name, TraceState::Removed, Some(r.rule), Value::Null))
-            .collect();
+        let removed: Vec<TraceEvent> =
+            policy::removed(&input, &self.catalog, &self.switches, &self.hosted)
+                .into_iter()
+                .map(|r| {
+                    trace_event(
+                        session,
+                        "session",
+                        &r.name,
+                        TraceState::Removed,
+                        Some(r.rule),
+                        Value::Null,
+                    )
+                })
+                .collect();
         if !removed.is_empty()
             && let Err(e) = self.store.record_all(&removed)
         {
             tracing::error!(error = %e, "cannot record the tools a session was not given");
         }
-        self.trace(session, "session", "", TraceState::Offered, None, json!({ "tools": offered }));
+        self.trace(
+            session,
+            "session",
+            "",
+            TraceState::Offered,
+            None,
+            json!({ "tools": offered }),
+        );
         Ok(surface)
     }
 
@@ -190,15 +249,25 @@ impl Boundary {
     /// the policy given current revocations and, when review is required,
     /// approved by an operator as they are now. This is what an MCP
     /// `tools/list` returns.
-    pub fn offered_tools<'c>(&self, session: &Session, component: &'c LoadedComponent) -> Vec<&'c crate::runtime::Tool> {
-        let Ok(surface) = self.offered(session) else { return Vec::new() };
+    pub fn offered_tools<'c>(
+        &self,
+        session: &Session,
+        component: &'c LoadedComponent,
+    ) -> Vec<&'c crate::runtime::Tool> {
+        let Ok(surface) = self.offered(session) else {
+            return Vec::new();
+        };
         if session.revoked.load(Ordering::SeqCst) || self.is_revoked(session, component.name()) {
             return Vec::new();
         }
         component
             .tools()
             .iter()
-            .filter(|t| surface.get(&policy::names::mcp(component.name(), &t.name)).is_some())
+            .filter(|t| {
+                surface
+                    .get(&policy::names::mcp(component.name(), &t.name))
+                    .is_some()
+            })
             .filter(|t| !self.require_review || self.unreviewed(component, &t.name).is_none())
             .collect()
     }
@@ -207,7 +276,10 @@ impl Boundary {
     /// from the next execution boundary on; unused approvals for its tools
     /// are revoked and never revive.
     pub fn revoke_connector(&self, connector: &str, sessions: &[&Session]) {
-        self.revoked_connectors.lock().unwrap_or_else(|e| e.into_inner()).insert(connector.to_string());
+        self.revoked_connectors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(connector.to_string());
         for session in sessions {
             let _ = self.store.revoke_session_approvals(&session.id);
         }
@@ -217,13 +289,20 @@ impl Boundary {
     /// coworker's grant): its tools are denied from the next boundary on,
     /// and the session's unused approvals are revoked.
     pub fn withdraw_grant(&self, session: &Session, connector: &str) {
-        session.withdrawn.lock().unwrap_or_else(|e| e.into_inner()).insert(connector.to_string());
+        session
+            .withdrawn
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(connector.to_string());
         let _ = self.store.revoke_session_approvals(&session.id);
     }
 
     /// Re-enables a connector. Approvals revoked with it stay revoked.
     pub fn restore_connector(&self, connector: &str) {
-        self.revoked_connectors.lock().unwrap_or_else(|e| e.into_inner()).remove(connector);
+        self.revoked_connectors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(connector);
     }
 
     /// Ends a session's authority: every later call is denied.
@@ -234,7 +313,10 @@ impl Boundary {
 
     fn current_input(&self, session: &Session) -> SessionInput {
         let mut input = session.input.clone();
-        let revoked = self.revoked_connectors.lock().unwrap_or_else(|e| e.into_inner());
+        let revoked = self
+            .revoked_connectors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         input.brand.connected.retain(|c| !revoked.contains(c));
         let withdrawn = session.withdrawn.lock().unwrap_or_else(|e| e.into_inner());
         input.brand.connected.retain(|c| !withdrawn.contains(c));
@@ -247,7 +329,11 @@ impl Boundary {
 
     fn is_revoked(&self, session: &Session, connector: &str) -> bool {
         session.revoked.load(Ordering::SeqCst)
-            || self.revoked_connectors.lock().unwrap_or_else(|e| e.into_inner()).contains(connector)
+            || self
+                .revoked_connectors
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(connector)
     }
 
     /// Runs `tool` (its wire name, e.g. `github_create_branch`) of `component`
@@ -261,7 +347,15 @@ impl Boundary {
         args: &Value,
         caps: &Capabilities,
     ) -> Result<Executed, Denied> {
-        self.call_while_present(session, component, tool, args, caps, &CancellationToken::new()).await
+        self.call_while_present(
+            session,
+            component,
+            tool,
+            args,
+            caps,
+            &CancellationToken::new(),
+        )
+        .await
     }
 
     /// [`Boundary::call`] for a caller that can go away (an MCP request
@@ -278,7 +372,8 @@ impl Boundary {
         caps: &Capabilities,
         gone: &CancellationToken,
     ) -> Result<Executed, Denied> {
-        self.call_asking(session, component, tool, args, caps, gone, None).await
+        self.call_asking(session, component, tool, args, caps, gone, None)
+            .await
     }
 
     /// [`Boundary::call_while_present`] that also tells `asked` which
@@ -297,13 +392,28 @@ impl Boundary {
     ) -> Result<Executed, Denied> {
         let connector = component.name().to_string();
         let name = policy::names::mcp(&connector, tool);
-        let call_id = format!("{}-{}", session.id, self.next_call.fetch_add(1, Ordering::Relaxed));
+        let call_id = format!(
+            "{}-{}",
+            session.id,
+            self.next_call.fetch_add(1, Ordering::Relaxed)
+        );
         let digest = args_digest(args);
         // A call's steps are written together where they happen together:
         // what was requested and allowed is durable before the effect, what
         // ran and its result right after; a denial with its request.
-        let mut trace = CallTrace { boundary: self, session, caps, call_id: call_id.clone(), name: name.clone(), events: Vec::new() };
-        trace.push(TraceState::Requested, None, json!({ "args_digest": digest }));
+        let mut trace = CallTrace {
+            boundary: self,
+            session,
+            caps,
+            call_id: call_id.clone(),
+            name: name.clone(),
+            events: Vec::new(),
+        };
+        trace.push(
+            TraceState::Requested,
+            None,
+            json!({ "args_digest": digest }),
+        );
 
         let gate = match self.decide(session, &connector, &name) {
             Ok(gate) => gate,
@@ -313,8 +423,14 @@ impl Boundary {
             && let Some(held) = self.unreviewed(component, tool)
         {
             // Not offered, whatever the policy says; the trace says why, the agent does not.
-            trace.push(TraceState::PermissionDenied, Some(held), json!({"reason": PolicyDenial::NotOffered.safe_reason()}));
-            return Err(Denied { denial: PolicyDenial::NotOffered });
+            trace.push(
+                TraceState::PermissionDenied,
+                Some(held),
+                json!({"reason": PolicyDenial::NotOffered.safe_reason()}),
+            );
+            return Err(Denied {
+                denial: PolicyDenial::NotOffered,
+            });
         }
         // Fails closed: a gate whose finer rule is not built yet (the spend
         // thresholds of seed 000's budgets page) asks a person on every call.
@@ -326,8 +442,14 @@ impl Boundary {
         let mut mutation = false;
         let asks = match (&gate, graphql_operation(&gate, args)) {
             (_, Some(Err(why))) => {
-                trace.push(TraceState::PermissionDenied, Some("graphql_unreadable".to_string()), json!({ "reason": why }));
-                return Err(Denied { denial: PolicyDenial::InvalidArguments });
+                trace.push(
+                    TraceState::PermissionDenied,
+                    Some("graphql_unreadable".to_string()),
+                    json!({ "reason": why }),
+                );
+                return Err(Denied {
+                    denial: PolicyDenial::InvalidArguments,
+                });
             }
             (_, Some(Ok(false))) => false,
             (Gate::ReadsRunMutationsGated { mutations }, Some(Ok(true))) => match mutations {
@@ -344,13 +466,17 @@ impl Boundary {
         };
         if asks {
             trace.flush();
-            self.await_approval(session, &call_id, &name, &digest, gone, asked).await?;
+            self.await_approval(session, &call_id, &name, &digest, gone, asked)
+                .await?;
             // The world may have changed while a person was deciding (for a
             // mutation: its switch turned off).
             match self.decide(session, &connector, &name) {
                 Err(denial) => return Err(trace.deny(denial)),
                 Ok(now) if mutation && now.refusal().is_some() => {
-                    let denial = now.refusal().map(|r| r.denial()).unwrap_or(PolicyDenial::ApprovalRequired);
+                    let denial = now
+                        .refusal()
+                        .map(|r| r.denial())
+                        .unwrap_or(PolicyDenial::ApprovalRequired);
                     return Err(trace.deny(denial));
                 }
                 Ok(_) => {}
@@ -358,7 +484,9 @@ impl Boundary {
         }
         let rule = match &gate {
             Gate::ReadsRunMutationsGated { .. } if !mutation => "graphql_query".to_string(),
-            Gate::ReadsRunMutationsGated { .. } => "graphql_mutation_approved_by_person".to_string(),
+            Gate::ReadsRunMutationsGated { .. } => {
+                "graphql_mutation_approved_by_person".to_string()
+            }
             other => gate_rule(other),
         };
         trace.push(TraceState::Allowed, Some(rule), Value::Null);
@@ -373,7 +501,10 @@ impl Boundary {
         // approved: a Shopify mutation, or a write tool gated by approval.
         let approved_mutation;
         let caps = if asks {
-            approved_mutation = Capabilities { graphql_mutations: true, ..caps.clone() };
+            approved_mutation = Capabilities {
+                graphql_mutations: true,
+                ..caps.clone()
+            };
             &approved_mutation
         } else {
             caps
@@ -387,14 +518,20 @@ impl Boundary {
                 trace.push(TraceState::Executed, None, executed_detail(&outcome));
                 let detail = match &outcome.output {
                     ToolOutput::Ok(_) => json!({"ok": true, "requests": outcome.http.len()}),
-                    ToolOutput::Err(e) => json!({"ok": false, "tool_error": e, "requests": outcome.http.len()}),
+                    ToolOutput::Err(e) => {
+                        json!({"ok": false, "tool_error": e, "requests": outcome.http.len()})
+                    }
                 };
                 trace.push(TraceState::Result, None, detail);
                 Executed::Ran(outcome)
             }
             Err(e) => {
                 trace.push(TraceState::Executed, None, Value::Null);
-                trace.push(TraceState::Result, None, json!({"ok": false, "host_error": e.to_string()}));
+                trace.push(
+                    TraceState::Result,
+                    None,
+                    json!({"ok": false, "host_error": e.to_string()}),
+                );
                 Executed::Failed(e)
             }
         };
@@ -408,10 +545,14 @@ impl Boundary {
     /// `Some("unreviewed_new" | "unreviewed_changed")` when the operator has
     /// not approved the tool as the component describes it now.
     fn unreviewed(&self, component: &LoadedComponent, tool: &str) -> Option<String> {
-        let Some(t) = component.tool(tool) else { return Some("unknown_tool".to_string()) };
+        let Some(t) = component.tool(tool) else {
+            return Some("unknown_tool".to_string());
+        };
         use crate::review::ReviewStatus;
         // Fails closed: a store error holds the tool too.
-        let held = match crate::review::status_of(self.store.as_ref(), component.name(), t).map(|r| r.status) {
+        let held = match crate::review::status_of(self.store.as_ref(), component.name(), t)
+            .map(|r| r.status)
+        {
             Ok(ReviewStatus::Reviewed) => return None,
             Ok(ReviewStatus::New) => "unreviewed_new",
             Ok(ReviewStatus::Changed) => "unreviewed_changed",
@@ -425,9 +566,17 @@ impl Boundary {
         if self.is_revoked(session, connector) {
             return Err(PolicyDenial::Revoked);
         }
-        let surface = self.offered(session).map_err(|_| PolicyDenial::OutsideRole)?;
+        let surface = self
+            .offered(session)
+            .map_err(|_| PolicyDenial::OutsideRole)?;
         match policy::check_call(&surface, name) {
-            Err(PolicyDenial::NotOffered) if session.opened.lock().unwrap_or_else(|e| e.into_inner()).contains(name) => {
+            Err(PolicyDenial::NotOffered)
+                if session
+                    .opened
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .contains(name) =>
+            {
                 Err(PolicyDenial::Revoked)
             }
             other => other,
@@ -451,7 +600,13 @@ impl Boundary {
         // Withdraws the approval this call asked for if the call goes away
         // (its MCP request cancelled, its stream closed) before it is
         // decided and used: nobody is waiting for it, so nothing may run it.
-        let mut withdraw = WithdrawIfGone { boundary: self, session, call_id, name, approval: None };
+        let mut withdraw = WithdrawIfGone {
+            boundary: self,
+            session,
+            call_id,
+            name,
+            approval: None,
+        };
         // Subscribe, then read: a decision committed in between rings.
         let mut bell = self.store.watch_approval(&session.id, name, digest);
         let mut watched = match self.store.consume_approval(&session.id, name, digest) {
@@ -471,8 +626,20 @@ impl Boundary {
             // Never asked, or an earlier answer that cannot serve this call
             // (used, denied, revoked): ask again.
             Err(_) => {
-                let id = self.store.request_approval(&session.id, name, digest).map_err(|_| Denied { denial: PolicyDenial::ApprovalRequired })?;
-                self.trace(session, call_id, name, TraceState::Requested, Some("approval_requested".into()), json!({"approval": id.0}));
+                let id = self
+                    .store
+                    .request_approval(&session.id, name, digest)
+                    .map_err(|_| Denied {
+                        denial: PolicyDenial::ApprovalRequired,
+                    })?;
+                self.trace(
+                    session,
+                    call_id,
+                    name,
+                    TraceState::Requested,
+                    Some("approval_requested".into()),
+                    json!({"approval": id.0}),
+                );
                 withdraw.approval = Some(id);
                 if let Some(tx) = asked.take() {
                     let _ = tx.send(id);
@@ -509,7 +676,13 @@ impl Boundary {
                 }
                 Err(ApprovalError::Pending) if tokio::time::Instant::now() < deadline => {
                     if watched.is_none() {
-                        watched = self.store.pending(&session.id).unwrap_or_default().into_iter().find(|a| a.tool == name && a.args_digest == digest).map(|a| a.id);
+                        watched = self
+                            .store
+                            .pending(&session.id)
+                            .unwrap_or_default()
+                            .into_iter()
+                            .find(|a| a.tool == name && a.args_digest == digest)
+                            .map(|a| a.id);
                     }
                 }
                 Err(ApprovalError::Pending) => {
@@ -521,15 +694,31 @@ impl Boundary {
                         }
                     }
                     if let Some(id) = watched {
-                        self.trace_decision(session, call_id, name, id, started, Some(TIMEOUT_DECIDER));
+                        self.trace_decision(
+                            session,
+                            call_id,
+                            name,
+                            id,
+                            started,
+                            Some(TIMEOUT_DECIDER),
+                        );
                     }
-                    return Err(self.deny(session, call_id, name, PolicyDenial::ApprovalDeniedOrTimedOut));
+                    return Err(self.deny(
+                        session,
+                        call_id,
+                        name,
+                        PolicyDenial::ApprovalDeniedOrTimedOut,
+                    ));
                 }
                 Err(other) => {
                     if let Some(id) = watched {
                         self.trace_decision(session, call_id, name, id, started, None);
                     }
-                    let denial = if matches!(other, ApprovalError::Revoked) { PolicyDenial::Revoked } else { PolicyDenial::ApprovalDeniedOrTimedOut };
+                    let denial = if matches!(other, ApprovalError::Revoked) {
+                        PolicyDenial::Revoked
+                    } else {
+                        PolicyDenial::ApprovalDeniedOrTimedOut
+                    };
                     return Err(self.deny(session, call_id, name, denial));
                 }
             }
@@ -539,7 +728,15 @@ impl Boundary {
     /// Records who decided approval `id` for this call, and when: a person
     /// through the approvals API or MCP elicitation (as `by` says), the
     /// timeout, or a revocation; and how long the call waited.
-    fn trace_decision(&self, session: &Session, call_id: &str, name: &str, id: ApprovalId, started: Instant, by: Option<&str>) {
+    fn trace_decision(
+        &self,
+        session: &Session,
+        call_id: &str,
+        name: &str,
+        id: ApprovalId,
+        started: Instant,
+        by: Option<&str>,
+    ) {
         let approval = self.store.approval(id).ok().flatten();
         let outcome = match approval.as_ref().map(|a| a.state) {
             Some(ApprovalState::Approved) => "approved",
@@ -554,7 +751,14 @@ impl Boundary {
             "decided_at_ms": approval.as_ref().and_then(|a| a.decided_at_ms),
             "waited_ms": started.elapsed().as_millis() as u64,
         });
-        self.trace(session, call_id, name, TraceState::Decided, Some(outcome.to_string()), detail);
+        self.trace(
+            session,
+            call_id,
+            name,
+            TraceState::Decided,
+            Some(outcome.to_string()),
+            detail,
+        );
     }
 
     fn deny(&self, session: &Session, call_id: &str, name: &str, denial: PolicyDenial) -> Denied {
@@ -563,7 +767,15 @@ impl Boundary {
         Denied { denial }
     }
 
-    fn trace(&self, session: &Session, call_id: &str, tool: &str, state: TraceState, rule: Option<String>, detail: Value) {
+    fn trace(
+        &self,
+        session: &Session,
+        call_id: &str,
+        tool: &str,
+        state: TraceState,
+        rule: Option<String>,
+        detail: Value,
+    ) {
         let event = trace_event(session, call_id, tool, state, rule, detail);
         if let Err(e) = self.store.record(&event) {
             tracing::error!(error = %e, "cannot record a trace event");
@@ -571,7 +783,14 @@ impl Boundary {
     }
 }
 
-fn trace_event(session: &Session, call_id: &str, tool: &str, state: TraceState, rule: Option<String>, detail: Value) -> TraceEvent {
+fn trace_event(
+    session: &Session,
+    call_id: &str,
+    tool: &str,
+    state: TraceState,
+    rule: Option<String>,
+    detail: Value,
+) -> TraceEvent {
     TraceEvent {
         session: session.id.clone(),
         brand: session.brand.clone(),
@@ -580,14 +799,18 @@ fn trace_event(session: &Session, call_id: &str, tool: &str, state: TraceState, 
         state,
         rule,
         detail,
-        at_ms: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0),
+        at_ms: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0),
     }
 }
 
 /// The `executed` event's detail: the call's HTTP exchanges, guest logs and
 /// captured output (each already capped by the runtime), and its duration.
 fn executed_detail(outcome: &CallOutcome) -> Value {
-    let mut detail = json!({ "micros": outcome.micros, "http": outcome.http, "logs": outcome.logs });
+    let mut detail =
+        json!({ "micros": outcome.micros, "http": outcome.http, "logs": outcome.logs });
     if let Value::Object(map) = &mut detail {
         for (key, text) in [("stdout", &outcome.stdout), ("stderr", &outcome.stderr)] {
             if !text.is_empty() {
@@ -602,8 +825,14 @@ fn executed_detail(outcome: &CallOutcome) -> Value {
 }
 
 fn denial_event(denial: PolicyDenial) -> (TraceState, Option<String>, Value) {
-    let state = if denial == PolicyDenial::NotOffered { TraceState::PermissionDenied } else { TraceState::Denied };
-    let rule = serde_json::to_value(denial).ok().and_then(|v| v.as_str().map(str::to_string));
+    let state = if denial == PolicyDenial::NotOffered {
+        TraceState::PermissionDenied
+    } else {
+        TraceState::Denied
+    };
+    let rule = serde_json::to_value(denial)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string));
     (state, rule, json!({"reason": denial.safe_reason()}))
 }
 
@@ -619,7 +848,9 @@ struct WithdrawIfGone<'a> {
 
 impl Drop for WithdrawIfGone<'_> {
     fn drop(&mut self) {
-        let Some(id) = self.approval.take() else { return };
+        let Some(id) = self.approval.take() else {
+            return;
+        };
         match self.boundary.store.revoke_approval(id, "withdrawn: the caller went away") {
             Ok(true) => self.boundary.trace(
                 self.session,
@@ -650,7 +881,14 @@ struct CallTrace<'a> {
 
 impl CallTrace<'_> {
     fn push(&mut self, state: TraceState, rule: Option<String>, detail: Value) {
-        self.events.push(trace_event(self.session, &self.call_id, &self.name, state, rule, detail));
+        self.events.push(trace_event(
+            self.session,
+            &self.call_id,
+            &self.name,
+            state,
+            rule,
+            detail,
+        ));
     }
 
     fn deny(&mut self, denial: PolicyDenial) -> Denied {
@@ -706,7 +944,8 @@ impl Drop for CallTrace<'_> {
 /// document in its `query` argument holds anything but queries, or why it
 /// cannot be read (no `query` string, a parse error). `None` for other gates.
 fn graphql_operation(gate: &Gate, args: &Value) -> Option<Result<bool, String>> {
-    matches!(gate, Gate::ReadsRunMutationsGated { .. }).then(|| crate::capabilities::graphql::argument_mutates(args))
+    matches!(gate, Gate::ReadsRunMutationsGated { .. })
+        .then(|| crate::capabilities::graphql::argument_mutates(args))
 }
 
 /// Whether a call through `gate` waits for a person, or is refused.
@@ -721,10 +960,16 @@ fn asks_person(gate: &Gate) -> Result<bool, PolicyDenial> {
 fn gate_rule(gate: &Gate) -> String {
     match gate {
         Gate::Open => "open".to_string(),
-        Gate::AsksPerson | Gate::Spend { .. } | Gate::ReadsRunMutationsGated { .. } => "approved_by_person".to_string(),
+        Gate::AsksPerson | Gate::Spend { .. } | Gate::ReadsRunMutationsGated { .. } => {
+            "approved_by_person".to_string()
+        }
         other => serde_json::to_value(other)
             .ok()
-            .and_then(|v| v.as_object().and_then(|o| o.keys().next().cloned()).or_else(|| v.as_str().map(str::to_string)))
+            .and_then(|v| {
+                v.as_object()
+                    .and_then(|o| o.keys().next().cloned())
+                    .or_else(|| v.as_str().map(str::to_string))
+            })
             .unwrap_or_else(|| "gated".to_string()),
     }
 }
@@ -738,10 +983,26 @@ mod tests {
     fn gates_not_built_in_detail_fail_closed() {
         assert_eq!(asks_person(&Gate::Open), Ok(false));
         assert_eq!(asks_person(&Gate::AsksPerson), Ok(true));
-        let spend = Gate::Spend { connector: "firecrawl".into(), above_threshold: AboveThreshold::AsksPerson };
-        assert_eq!(asks_person(&spend), Ok(true), "every billed call asks until thresholds exist");
-        let graphql = Gate::ReadsRunMutationsGated { mutations: MutationGate::AsksPerson };
-        assert_eq!(asks_person(&graphql), Ok(true), "a mutation cannot slip through as a read");
-        assert_eq!(asks_person(&Gate::Refuses(Refusal::NoApprovalChannel)), Err(PolicyDenial::ApprovalRequired));
+        let spend = Gate::Spend {
+            connector: "firecrawl".into(),
+            above_threshold: AboveThreshold::AsksPerson,
+        };
+        assert_eq!(
+            asks_person(&spend),
+            Ok(true),
+            "every billed call asks until thresholds exist"
+        );
+        let graphql = Gate::ReadsRunMutationsGated {
+            mutations: MutationGate::AsksPerson,
+        };
+        assert_eq!(
+            asks_person(&graphql),
+            Ok(true),
+            "a mutation cannot slip through as a read"
+        );
+        assert_eq!(
+            asks_person(&Gate::Refuses(Refusal::NoApprovalChannel)),
+            Err(PolicyDenial::ApprovalRequired)
+        );
     }
 }

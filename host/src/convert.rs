@@ -19,7 +19,10 @@ pub struct Mismatch {
 type Result<T> = std::result::Result<T, Mismatch>;
 
 fn fail<T>(path: &str, message: impl Into<String>) -> Result<T> {
-    Err(Mismatch { path: path.to_string(), message: message.into() })
+    Err(Mismatch {
+        path: path.to_string(),
+        message: message.into(),
+    })
 }
 
 /// Converts a tool's JSON arguments (an object keyed by parameter name) to
@@ -36,7 +39,11 @@ pub fn args_to_vals(params: &[(String, Type)], args: &Value) -> Result<Vec<Val>>
     Ok(vals.into_iter().map(|(_, v)| v).collect())
 }
 
-fn object_fields(fields: &[(&str, &Type)], object: &Map<String, Value>, path: &str) -> Result<Vec<(String, Val)>> {
+fn object_fields(
+    fields: &[(&str, &Type)],
+    object: &Map<String, Value>,
+    path: &str,
+) -> Result<Vec<(String, Val)>> {
     for key in object.keys() {
         if !fields.iter().any(|(n, _)| n == key) {
             return fail(&format!("{path}.{key}"), "unknown field");
@@ -48,7 +55,9 @@ fn object_fields(fields: &[(&str, &Type)], object: &Map<String, Value>, path: &s
         let val = match (object.get(*name), ty) {
             (None | Some(Value::Null), Type::Option(_)) => Val::Option(None),
             (None, _) => return fail(&field_path, "missing required field"),
-            (Some(v), Type::Option(inner)) => Val::Option(Some(Box::new(to_val(&inner.ty(), v, &field_path)?))),
+            (Some(v), Type::Option(inner)) => {
+                Val::Option(Some(Box::new(to_val(&inner.ty(), v, &field_path)?)))
+            }
             (Some(v), ty) => to_val(ty, v, &field_path)?,
         };
         out.push((name.to_string(), val));
@@ -72,24 +81,42 @@ pub fn to_val(ty: &Type, v: &Value, path: &str) -> Result<Val> {
             let f = v.as_f64().ok_or_else(|| mismatch(path, "a number", v))?;
             // Beyond this a float32 is infinite, which JSON cannot carry back.
             if f.abs() > f32::MAX as f64 {
-                return fail(path, format!("expected a number of magnitude at most {:e} (float32)", f32::MAX));
+                return fail(
+                    path,
+                    format!(
+                        "expected a number of magnitude at most {:e} (float32)",
+                        f32::MAX
+                    ),
+                );
             }
             Val::Float32(f as f32)
         }
         Type::Float64 => Val::Float64(v.as_f64().ok_or_else(|| mismatch(path, "a number", v))?),
         Type::Char => {
-            let s = v.as_str().ok_or_else(|| mismatch(path, "a one-character string", v))?;
+            let s = v
+                .as_str()
+                .ok_or_else(|| mismatch(path, "a one-character string", v))?;
             let mut chars = s.chars();
             match (chars.next(), chars.next()) {
                 (Some(c), None) => Val::Char(c),
                 _ => return fail(path, "expected exactly one character"),
             }
         }
-        Type::String => Val::String(v.as_str().ok_or_else(|| mismatch(path, "a string", v))?.to_string()),
+        Type::String => Val::String(
+            v.as_str()
+                .ok_or_else(|| mismatch(path, "a string", v))?
+                .to_string(),
+        ),
         Type::List(l) => {
             let items = v.as_array().ok_or_else(|| mismatch(path, "an array", v))?;
             let ty = l.ty();
-            Val::List(items.iter().enumerate().map(|(i, item)| to_val(&ty, item, &format!("{path}[{i}]"))).collect::<Result<_>>()?)
+            Val::List(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| to_val(&ty, item, &format!("{path}[{i}]")))
+                    .collect::<Result<_>>()?,
+            )
         }
         Type::FixedLengthList(l) => {
             let items = v.as_array().ok_or_else(|| mismatch(path, "an array", v))?;
@@ -97,11 +124,20 @@ pub fn to_val(ty: &Type, v: &Value, path: &str) -> Result<Val> {
                 return fail(path, format!("expected exactly {} items", l.len()));
             }
             let ty = l.ty();
-            Val::FixedLengthList(items.iter().enumerate().map(|(i, item)| to_val(&ty, item, &format!("{path}[{i}]"))).collect::<Result<_>>()?)
+            Val::FixedLengthList(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| to_val(&ty, item, &format!("{path}[{i}]")))
+                    .collect::<Result<_>>()?,
+            )
         }
         Type::Record(r) => {
-            let object = v.as_object().ok_or_else(|| mismatch(path, "an object", v))?;
-            let fields: Vec<(String, Type)> = r.fields().map(|f| (f.name.to_string(), f.ty)).collect();
+            let object = v
+                .as_object()
+                .ok_or_else(|| mismatch(path, "an object", v))?;
+            let fields: Vec<(String, Type)> =
+                r.fields().map(|f| (f.name.to_string(), f.ty)).collect();
             let refs: Vec<(&str, &Type)> = fields.iter().map(|(n, t)| (n.as_str(), t)).collect();
             Val::Record(object_fields(&refs, object, path)?)
         }
@@ -109,27 +145,56 @@ pub fn to_val(ty: &Type, v: &Value, path: &str) -> Result<Val> {
             let items = v.as_array().ok_or_else(|| mismatch(path, "an array", v))?;
             let types: Vec<Type> = t.types().collect();
             if items.len() != types.len() {
-                return fail(path, format!("expected an array of exactly {} items", types.len()));
+                return fail(
+                    path,
+                    format!("expected an array of exactly {} items", types.len()),
+                );
             }
-            Val::Tuple(types.iter().zip(items).enumerate().map(|(i, (ty, item))| to_val(ty, item, &format!("{path}[{i}]"))).collect::<Result<_>>()?)
+            Val::Tuple(
+                types
+                    .iter()
+                    .zip(items)
+                    .enumerate()
+                    .map(|(i, (ty, item))| to_val(ty, item, &format!("{path}[{i}]")))
+                    .collect::<Result<_>>()?,
+            )
         }
         Type::Enum(e) => {
             let s = v.as_str().ok_or_else(|| mismatch(path, "a string", v))?;
             if !e.names().any(|n| n == s) {
-                return fail(path, format!("expected one of: {}", e.names().collect::<Vec<_>>().join(", ")));
+                return fail(
+                    path,
+                    format!(
+                        "expected one of: {}",
+                        e.names().collect::<Vec<_>>().join(", ")
+                    ),
+                );
             }
             Val::Enum(s.to_string())
         }
         Type::Flags(f) => {
-            let items = v.as_array().ok_or_else(|| mismatch(path, "an array of flag names", v))?;
+            let items = v
+                .as_array()
+                .ok_or_else(|| mismatch(path, "an array of flag names", v))?;
             let mut names = Vec::new();
             for (i, item) in items.iter().enumerate() {
-                let s = item.as_str().ok_or_else(|| mismatch(&format!("{path}[{i}]"), "a flag name", item))?;
+                let s = item
+                    .as_str()
+                    .ok_or_else(|| mismatch(&format!("{path}[{i}]"), "a flag name", item))?;
                 if !f.names().any(|n| n == s) {
-                    return fail(&format!("{path}[{i}]"), format!("expected one of: {}", f.names().collect::<Vec<_>>().join(", ")));
+                    return fail(
+                        &format!("{path}[{i}]"),
+                        format!(
+                            "expected one of: {}",
+                            f.names().collect::<Vec<_>>().join(", ")
+                        ),
+                    );
                 }
                 if names.iter().any(|n: &String| n == s) {
-                    return fail(&format!("{path}[{i}]"), format!("flag `{s}` is given twice"));
+                    return fail(
+                        &format!("{path}[{i}]"),
+                        format!("flag `{s}` is given twice"),
+                    );
                 }
                 names.push(s.to_string());
             }
@@ -142,7 +207,13 @@ pub fn to_val(ty: &Type, v: &Value, path: &str) -> Result<Val> {
         Type::Variant(var) => {
             let (name, payload) = case_of(v, path)?;
             let Some(case) = var.cases().find(|c| c.name == name) else {
-                return fail(path, format!("expected one of: {}", var.cases().map(|c| c.name).collect::<Vec<_>>().join(", ")));
+                return fail(
+                    path,
+                    format!(
+                        "expected one of: {}",
+                        var.cases().map(|c| c.name).collect::<Vec<_>>().join(", ")
+                    ),
+                );
             };
             let payload = payload_val(case.ty.as_ref(), payload, &format!("{path}.{name}"))?;
             Val::Variant(name.to_string(), payload)
@@ -150,12 +221,25 @@ pub fn to_val(ty: &Type, v: &Value, path: &str) -> Result<Val> {
         Type::Result(r) => {
             let (name, payload) = case_of(v, path)?;
             match name {
-                "ok" => Val::Result(Ok(payload_val(r.ok().as_ref(), payload, &format!("{path}.ok"))?)),
-                "err" => Val::Result(Err(payload_val(r.err().as_ref(), payload, &format!("{path}.err"))?)),
+                "ok" => Val::Result(Ok(payload_val(
+                    r.ok().as_ref(),
+                    payload,
+                    &format!("{path}.ok"),
+                )?)),
+                "err" => Val::Result(Err(payload_val(
+                    r.err().as_ref(),
+                    payload,
+                    &format!("{path}.err"),
+                )?)),
                 _ => return fail(path, "expected `ok` or `err`"),
             }
         }
-        Type::Own(_) | Type::Borrow(_) | Type::Future(_) | Type::Stream(_) | Type::ErrorContext | Type::Map(_) => {
+        Type::Own(_)
+        | Type::Borrow(_)
+        | Type::Future(_)
+        | Type::Stream(_)
+        | Type::ErrorContext
+        | Type::Map(_) => {
             return fail(path, "this type cannot be passed as an argument");
         }
     })
@@ -168,7 +252,10 @@ fn case_of<'a>(v: &'a Value, path: &str) -> Result<(&'a str, Option<&'a Value>)>
             let (k, v) = o.iter().next().expect("one entry");
             Ok((k.as_str(), Some(v)))
         }
-        _ => fail(path, "expected a case name, or an object with exactly one case"),
+        _ => fail(
+            path,
+            "expected a case name, or an object with exactly one case",
+        ),
     }
 }
 
@@ -190,7 +277,10 @@ fn mismatch(path: &str, expected: &str, got: &Value) -> Mismatch {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     };
-    Mismatch { path: path.to_string(), message: format!("expected {expected}, found {kind}") }
+    Mismatch {
+        path: path.to_string(),
+        message: format!("expected {expected}, found {kind}"),
+    }
 }
 
 /// The integer a JSON number denotes, if it denotes one: JSON Schema's
@@ -204,14 +294,20 @@ fn integer(v: &Value) -> Option<i128> {
         return Some(n.into());
     }
     // Exact: an integral f64 below 2^64 in magnitude converts without loss.
-    v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 18446744073709551616.0).map(|f| f as i128)
+    v.as_f64()
+        .filter(|f| f.fract() == 0.0 && f.abs() < 18446744073709551616.0)
+        .map(|f| f as i128)
 }
 
 fn signed(v: &Value, path: &str, min: i64, max: i64) -> Result<i64> {
     match integer(v) {
         Some(n) if n >= min.into() && n <= max.into() => Ok(n as i64),
         _ if v.is_number() => fail(path, format!("expected an integer from {min} to {max}")),
-        _ => Err(mismatch(path, &format!("an integer from {min} to {max}"), v)),
+        _ => Err(mismatch(
+            path,
+            &format!("an integer from {min} to {max}"),
+            v,
+        )),
     }
 }
 
@@ -235,13 +331,29 @@ pub fn to_json(val: &Val) -> Value {
         Val::U32(n) => Value::from(*n),
         Val::S64(n) => Value::from(*n),
         Val::U64(n) => Value::from(*n),
-        Val::Float32(f) => Number::from_f64(*f as f64).map(Value::Number).unwrap_or(Value::Null),
-        Val::Float64(f) => Number::from_f64(*f).map(Value::Number).unwrap_or(Value::Null),
+        Val::Float32(f) => Number::from_f64(*f as f64)
+            .map(Value::Number)
+            .unwrap_or(Value::Null),
+        Val::Float64(f) => Number::from_f64(*f)
+            .map(Value::Number)
+            .unwrap_or(Value::Null),
         Val::Char(c) => Value::String(c.to_string()),
         Val::String(s) => Value::String(s.clone()),
-        Val::List(items) | Val::Tuple(items) | Val::FixedLengthList(items) => Value::Array(items.iter().map(to_json).collect()),
-        Val::Map(pairs) => Value::Array(pairs.iter().map(|(k, v)| Value::Array(vec![to_json(k), to_json(v)])).collect()),
-        Val::Record(fields) => Value::Object(fields.iter().map(|(k, v)| (k.clone(), to_json(v))).collect()),
+        Val::List(items) | Val::Tuple(items) | Val::FixedLengthList(items) => {
+            Value::Array(items.iter().map(to_json).collect())
+        }
+        Val::Map(pairs) => Value::Array(
+            pairs
+                .iter()
+                .map(|(k, v)| Value::Array(vec![to_json(k), to_json(v)]))
+                .collect(),
+        ),
+        Val::Record(fields) => Value::Object(
+            fields
+                .iter()
+                .map(|(k, v)| (k.clone(), to_json(v)))
+                .collect(),
+        ),
         Val::Variant(name, payload) => case_json(name, payload.as_deref()),
         Val::Enum(name) => Value::String(name.clone()),
         Val::Option(None) => Value::Null,
@@ -275,14 +387,28 @@ pub(crate) mod tests {
     /// the type definitions `defs`, from a component built around a dummy
     /// module (no guest needed).
     pub(crate) fn params(defs: &str, params: &str) -> Vec<(String, Type)> {
-        let wit = format!("package t:t;\ninterface i {{\n{defs}\nf: func({params});\n}}\nworld w {{ export i; }}\n");
+        let wit = format!(
+            "package t:t;\ninterface i {{\n{defs}\nf: func({params});\n}}\nworld w {{ export i; }}\n"
+        );
         let mut resolve = wit_parser::Resolve::default();
         let pkg = resolve.push_str("t.wit", &wit).unwrap();
         let world = resolve.select_world(&[pkg], Some("w")).unwrap();
-        let mut module = wit_component::dummy_module(&resolve, world, wit_parser::ManglingAndAbi::Standard32);
-        wit_component::embed_component_metadata(&mut module, &resolve, world, wit_component::StringEncoding::UTF8, false)
+        let mut module =
+            wit_component::dummy_module(&resolve, world, wit_parser::ManglingAndAbi::Standard32);
+        wit_component::embed_component_metadata(
+            &mut module,
+            &resolve,
+            world,
+            wit_component::StringEncoding::UTF8,
+            false,
+        )
+        .unwrap();
+        let bytes = wit_component::ComponentEncoder::default()
+            .module(&module)
+            .unwrap()
+            .validate(true)
+            .encode()
             .unwrap();
-        let bytes = wit_component::ComponentEncoder::default().module(&module).unwrap().validate(true).encode().unwrap();
         let mut config = wasmtime::Config::new();
         config.wasm_component_model(true);
         let engine = wasmtime::Engine::new(&config).unwrap();
@@ -310,18 +436,30 @@ pub(crate) mod tests {
     fn integral_floats_are_integers() {
         let p = params("", "x: u8");
         assert_eq!(one(&p, json!({"x": 255.0})), Ok(Val::U8(255)));
-        assert_eq!(one(&p, serde_json::from_str(r#"{"x": 1e2}"#).unwrap()), Ok(Val::U8(100)));
+        assert_eq!(
+            one(&p, serde_json::from_str(r#"{"x": 1e2}"#).unwrap()),
+            Ok(Val::U8(100))
+        );
         assert_eq!(one(&p, json!({"x": -0.0})), Ok(Val::U8(0)));
         assert!(one(&p, json!({"x": 256.0})).is_err());
         assert!(one(&p, json!({"x": 1.5})).is_err());
         assert!(one(&p, json!({"x": -1.0})).is_err());
         let p = params("", "x: s64");
-        assert_eq!(one(&p, json!({"x": -9223372036854775808.0})), Ok(Val::S64(i64::MIN)));
+        assert_eq!(
+            one(&p, json!({"x": -9223372036854775808.0})),
+            Ok(Val::S64(i64::MIN))
+        );
         // 2^63, the nearest float to i64::MAX, is out of range.
         assert!(one(&p, json!({"x": 9223372036854775807.0})).is_err());
         let p = params("", "x: u64");
-        assert_eq!(one(&p, json!({"x": 18446744073709549568.0})), Ok(Val::U64(18446744073709549568)));
-        assert!(one(&p, json!({"x": 18446744073709551615.0})).is_err(), "2^64 as a float");
+        assert_eq!(
+            one(&p, json!({"x": 18446744073709549568.0})),
+            Ok(Val::U64(18446744073709549568))
+        );
+        assert!(
+            one(&p, json!({"x": 18446744073709551615.0})).is_err(),
+            "2^64 as a float"
+        );
         assert!(one(&p, json!({"x": 1e300})).is_err());
     }
 
@@ -330,8 +468,14 @@ pub(crate) mod tests {
     #[test]
     fn float32_beyond_its_range_is_refused() {
         let p = params("", "x: f32");
-        assert_eq!(one(&p, json!({"x": f32::MAX as f64})), Ok(Val::Float32(f32::MAX)));
-        assert_eq!(one(&p, json!({"x": -(f32::MAX as f64)})), Ok(Val::Float32(-f32::MAX)));
+        assert_eq!(
+            one(&p, json!({"x": f32::MAX as f64})),
+            Ok(Val::Float32(f32::MAX))
+        );
+        assert_eq!(
+            one(&p, json!({"x": -(f32::MAX as f64)})),
+            Ok(Val::Float32(-f32::MAX))
+        );
         let next = f64::from_bits((f32::MAX as f64).to_bits() + 1);
         assert!(one(&p, json!({"x": next})).is_err());
         assert!(one(&p, json!({"x": -1e39})).is_err());
@@ -345,7 +489,10 @@ pub(crate) mod tests {
     #[test]
     fn a_flag_given_twice_is_refused() {
         let p = params("flags p { a, b }", "x: p");
-        assert_eq!(one(&p, json!({"x": ["b", "a"]})), Ok(Val::Flags(vec!["b".into(), "a".into()])));
+        assert_eq!(
+            one(&p, json!({"x": ["b", "a"]})),
+            Ok(Val::Flags(vec!["b".into(), "a".into()]))
+        );
         let err = one(&p, json!({"x": ["a", "b", "a"]})).unwrap_err();
         assert_eq!(err.path, "$.x[2]");
     }
@@ -356,8 +503,17 @@ pub(crate) mod tests {
     fn null_is_read_as_absent_where_a_value_may_be_absent() {
         let p = params("variant v { a, b(u8) }", "x: option<u8>, y: v");
         let absent = args_to_vals(&p, &json!({"y": "a"})).unwrap();
-        assert_eq!(args_to_vals(&p, &json!({"x": null, "y": {"a": null}})).unwrap(), absent);
-        assert!(args_to_vals(&p, &json!({"y": {"b": null}})).is_err(), "a payload that is due is not absent");
-        assert_eq!(args_to_vals(&params("", "x: option<u8>"), &Value::Null).unwrap(), vec![Val::Option(None)]);
+        assert_eq!(
+            args_to_vals(&p, &json!({"x": null, "y": {"a": null}})).unwrap(),
+            absent
+        );
+        assert!(
+            args_to_vals(&p, &json!({"y": {"b": null}})).is_err(),
+            "a payload that is due is not absent"
+        );
+        assert_eq!(
+            args_to_vals(&params("", "x: option<u8>"), &Value::Null).unwrap(),
+            vec![Val::Option(None)]
+        );
     }
 }

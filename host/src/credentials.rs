@@ -55,8 +55,12 @@ pub enum GoogleProduct {
 
 impl GoogleProduct {
     /// Every Google product.
-    pub const ALL: [GoogleProduct; 4] =
-        [GoogleProduct::Ads, GoogleProduct::SearchConsole, GoogleProduct::Analytics, GoogleProduct::Sheets];
+    pub const ALL: [GoogleProduct; 4] = [
+        GoogleProduct::Ads,
+        GoogleProduct::SearchConsole,
+        GoogleProduct::Analytics,
+        GoogleProduct::Sheets,
+    ];
 
     /// The server name of the product's connector.
     pub fn server(self) -> &'static str {
@@ -81,20 +85,34 @@ impl GoogleProduct {
 
     /// The product served by `server`, if it is a Google one.
     pub fn from_server(server: &str) -> Option<GoogleProduct> {
-        GoogleProduct::ALL.into_iter().find(|p| p.server() == server)
+        GoogleProduct::ALL
+            .into_iter()
+            .find(|p| p.server() == server)
     }
 }
 
 /// The connection (the key credentials are stored and shared under) a server
 /// uses: [`GOOGLE`] for the Google products, the server's own name otherwise.
 pub fn connection_for_server(server: &str) -> &str {
-    if GoogleProduct::from_server(server).is_some() { GOOGLE } else { server }
+    if GoogleProduct::from_server(server).is_some() {
+        GOOGLE
+    } else {
+        server
+    }
 }
 
 /// The scopes of `products` that `stored` holds: a narrowing never adds a
 /// scope the stored credential lacks.
-pub fn narrow_scopes(stored: &BTreeSet<String>, products: impl IntoIterator<Item = GoogleProduct>) -> BTreeSet<String> {
-    products.into_iter().map(GoogleProduct::scope).filter(|s| stored.contains(*s)).map(str::to_owned).collect()
+pub fn narrow_scopes(
+    stored: &BTreeSet<String>,
+    products: impl IntoIterator<Item = GoogleProduct>,
+) -> BTreeSet<String> {
+    products
+        .into_iter()
+        .map(GoogleProduct::scope)
+        .filter(|s| stored.contains(*s))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// A secret value. Its `Debug` and the `Debug` of everything holding it
@@ -128,8 +146,14 @@ pub struct GoogleConnection {
 }
 
 impl GoogleConnection {
-    pub fn new<I: IntoIterator<Item = S>, S: Into<String>>(token: impl Into<String>, scopes: I) -> GoogleConnection {
-        GoogleConnection { token: token.into(), scopes: scopes.into_iter().map(Into::into).collect() }
+    pub fn new<I: IntoIterator<Item = S>, S: Into<String>>(
+        token: impl Into<String>,
+        scopes: I,
+    ) -> GoogleConnection {
+        GoogleConnection {
+            token: token.into(),
+            scopes: scopes.into_iter().map(Into::into).collect(),
+        }
     }
 
     /// The string to seal with `Store::put_connection(brand, GOOGLE, ..)`.
@@ -139,14 +163,18 @@ impl GoogleConnection {
     }
 
     fn decode(sealed: &str) -> Result<GoogleConnection, StoreError> {
-        serde_json::from_str(sealed)
-            .map_err(|_| StoreError::Corrupt("stored Google connection is not a token with scopes".into()))
+        serde_json::from_str(sealed).map_err(|_| {
+            StoreError::Corrupt("stored Google connection is not a token with scopes".into())
+        })
     }
 }
 
 impl fmt::Debug for GoogleConnection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GoogleConnection").field("token", &"[REDACTED]").field("scopes", &self.scopes).finish()
+        f.debug_struct("GoogleConnection")
+            .field("token", &"[REDACTED]")
+            .field("scopes", &self.scopes)
+            .finish()
     }
 }
 
@@ -193,23 +221,33 @@ impl Credential {
 
     /// This Google credential narrowed to `products`' scopes (only those it
     /// holds), or `None` if none is left or this is not a Google credential.
-    pub fn narrowed(&self, products: impl IntoIterator<Item = GoogleProduct>) -> Option<Credential> {
+    pub fn narrowed(
+        &self,
+        products: impl IntoIterator<Item = GoogleProduct>,
+    ) -> Option<Credential> {
         let scopes = narrow_scopes(self.scopes.as_ref()?, products);
         if scopes.is_empty() {
             return None;
         }
-        Some(Credential { scopes: Some(scopes), ..self.clone() })
+        Some(Credential {
+            scopes: Some(scopes),
+            ..self.clone()
+        })
     }
 
     fn has_scope(&self, product: GoogleProduct) -> bool {
-        self.scopes.as_ref().is_some_and(|s| s.contains(product.scope()))
+        self.scopes
+            .as_ref()
+            .is_some_and(|s| s.contains(product.scope()))
     }
 }
 
 impl fmt::Debug for Credential {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("Credential");
-        d.field("connection", &self.connection).field("source", &self.source).field("secret", &self.secret);
+        d.field("connection", &self.connection)
+            .field("source", &self.source)
+            .field("secret", &self.secret);
         if let Some(scopes) = &self.scopes {
             d.field("scopes", scopes);
         }
@@ -219,10 +257,16 @@ impl fmt::Debug for Credential {
 
 /// The HTTP handle configuration injecting `credential` with `scheme` into
 /// every request to `origin` (default limits).
-pub fn to_http_config(credential: &Credential, origin: impl Into<String>, scheme: CredentialScheme) -> HttpConfig {
+pub fn to_http_config(
+    credential: &Credential,
+    origin: impl Into<String>,
+    scheme: CredentialScheme,
+) -> HttpConfig {
     let mut config = HttpConfig::new(origin);
-    config.credential =
-        Some(CredentialConfig { scheme, secret: SecretSource::Value(credential.secret.expose().to_owned()) });
+    config.credential = Some(CredentialConfig {
+        scheme,
+        secret: SecretSource::Value(credential.secret.expose().to_owned()),
+    });
     config
 }
 
@@ -254,7 +298,9 @@ impl CredentialSet {
 
     /// The Google credential the session is handed, if any.
     pub fn google(&self) -> Option<&Credential> {
-        GoogleProduct::ALL.into_iter().find_map(|p| self.by_server.get(p.server()))
+        GoogleProduct::ALL
+            .into_iter()
+            .find_map(|p| self.by_server.get(p.server()))
     }
 
     /// The servers with a credential, as `BrandFacts::connected` takes them.
@@ -357,7 +403,13 @@ impl<'a> Resolver<'a> {
         key: [u8; 32],
         env: impl Fn(&str) -> Option<String> + Send + Sync + 'a,
     ) -> Resolver<'a> {
-        Resolver { store, catalog, config, key, env: Box::new(env) }
+        Resolver {
+            store,
+            catalog,
+            config,
+            key,
+            env: Box::new(env),
+        }
     }
 
     fn is_deployment_owner(&self, brand: &str) -> bool {
@@ -382,21 +434,38 @@ impl<'a> Resolver<'a> {
                 .map(|v| (Source::HostEnvironment, v)),
             None => None,
         };
-        let Some((source, value)) = found else { return Ok(None) };
+        let Some((source, value)) = found else {
+            return Ok(None);
+        };
         let connection = connection.to_owned();
         if connection != GOOGLE {
-            return Ok(Some(Credential { connection, source, secret: Secret(value), scopes: None }));
+            return Ok(Some(Credential {
+                connection,
+                source,
+                secret: Secret(value),
+                scopes: None,
+            }));
         }
         let google = match source {
-            Source::HostEnvironment => {
-                GoogleConnection { token: value, scopes: self.config.host_env_google_scopes.clone() }
-            }
+            Source::HostEnvironment => GoogleConnection {
+                token: value,
+                scopes: self.config.host_env_google_scopes.clone(),
+            },
             _ => GoogleConnection::decode(&value)?,
         };
-        Ok(Some(Credential { connection, source, secret: Secret(google.token), scopes: Some(google.scopes) }))
+        Ok(Some(Credential {
+            connection,
+            source,
+            secret: Secret(google.token),
+            scopes: Some(google.scopes),
+        }))
     }
 
-    fn shared(&self, brand: &str, connection: &str) -> Result<Option<(Source, String)>, StoreError> {
+    fn shared(
+        &self,
+        brand: &str,
+        connection: &str,
+    ) -> Result<Option<(Source, String)>, StoreError> {
         for owner in self.store.shared_with(brand, connection)? {
             if owner == brand {
                 continue;
@@ -411,7 +480,11 @@ impl<'a> Resolver<'a> {
     /// The credential for one server of the catalogue: a Google product's is
     /// the Google credential narrowed to that product, and only if it holds
     /// its scope. A server the catalogue does not offer never resolves.
-    pub fn resolve_server(&self, brand: &str, server: &str) -> Result<Option<Credential>, StoreError> {
+    pub fn resolve_server(
+        &self,
+        brand: &str,
+        server: &str,
+    ) -> Result<Option<Credential>, StoreError> {
         if self.catalog.connector(server).is_none() {
             return Ok(None);
         }
@@ -449,7 +522,11 @@ impl<'a> Resolver<'a> {
                     if google.is_none() {
                         google = Some(self.resolve(brand, GOOGLE)?);
                     }
-                    google.as_ref().and_then(Option::as_ref).filter(|c| c.has_scope(product)).cloned()
+                    google
+                        .as_ref()
+                        .and_then(Option::as_ref)
+                        .filter(|c| c.has_scope(product))
+                        .cloned()
                 }
                 None => self.resolve(brand, server)?,
             };
@@ -477,14 +554,19 @@ impl<'a> Resolver<'a> {
                 }
                 Ok(set)
             }
-            Role::SpecialistRun { route: Route::Standard } | Role::GoalAgentStep => match grant {
+            Role::SpecialistRun {
+                route: Route::Standard,
+            }
+            | Role::GoalAgentStep => match grant {
                 Some(grant) => self.granted(brand, grant),
                 None => Ok(CredentialSet::default()),
             },
             // A plain coworker, a specialist on a read-only route (no grant
             // tool is added there), the reviewer and a read-only route.
             Role::CoworkerRun { .. }
-            | Role::SpecialistRun { route: Route::ReadOnly }
+            | Role::SpecialistRun {
+                route: Route::ReadOnly,
+            }
             | Role::GoalReviewer
             | Role::ReadOnlyRoute { .. } => Ok(CredentialSet::default()),
         }
@@ -501,7 +583,8 @@ impl<'a> Resolver<'a> {
         let google = if products.is_empty() {
             None
         } else {
-            self.resolve(brand, GOOGLE)?.and_then(|c| c.narrowed(products.iter().copied()))
+            self.resolve(brand, GOOGLE)?
+                .and_then(|c| c.narrowed(products.iter().copied()))
         };
         for server in &grant.connectors {
             let credential = match GoogleProduct::from_server(server) {

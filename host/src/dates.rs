@@ -14,7 +14,14 @@ pub fn utc_day(at: SystemTime) -> String {
 pub fn is_day(text: &str) -> bool {
     // chrono also reads `+2026-12-1`; the fixtures' form is exactly ten
     // characters, digits but for the two dashes.
-    let shaped = text.len() == 10 && text.bytes().enumerate().all(|(i, b)| if i == 4 || i == 7 { b == b'-' } else { b.is_ascii_digit() });
+    let shaped = text.len() == 10
+        && text.bytes().enumerate().all(|(i, b)| {
+            if i == 4 || i == 7 {
+                b == b'-'
+            } else {
+                b.is_ascii_digit()
+            }
+        });
     shaped && NaiveDate::parse_from_str(text, "%Y-%m-%d").is_ok()
 }
 
@@ -26,16 +33,33 @@ mod tests {
     #[test]
     fn utc_days() {
         assert_eq!(utc_day(UNIX_EPOCH), "1970-01-01");
-        assert_eq!(utc_day(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29");
+        assert_eq!(
+            utc_day(UNIX_EPOCH + Duration::from_secs(951_782_400)),
+            "2000-02-29"
+        );
         // 2026-12-01T00:00:00Z and one second before it.
-        assert_eq!(utc_day(UNIX_EPOCH + Duration::from_secs(1_796_083_200)), "2026-12-01");
-        assert_eq!(utc_day(UNIX_EPOCH + Duration::from_secs(1_796_083_199)), "2026-11-30");
+        assert_eq!(
+            utc_day(UNIX_EPOCH + Duration::from_secs(1_796_083_200)),
+            "2026-12-01"
+        );
+        assert_eq!(
+            utc_day(UNIX_EPOCH + Duration::from_secs(1_796_083_199)),
+            "2026-11-30"
+        );
     }
 
     #[test]
     fn days_are_checked_against_the_calendar() {
         assert!(is_day("2026-12-01") && is_day("2000-02-29"));
-        for bad in ["2026-13-01", "2026-02-30", "2025-02-29", "01-12-2026", "2026-12-01T00:00", "2026-1-01", "+2026-12-1"] {
+        for bad in [
+            "2026-13-01",
+            "2026-02-30",
+            "2025-02-29",
+            "01-12-2026",
+            "2026-12-01T00:00",
+            "2026-1-01",
+            "+2026-12-1",
+        ] {
             assert!(!is_day(bad), "{bad}");
         }
     }

@@ -22,16 +22,27 @@ use std::time::Duration;
 
 /// Runs the demo, printing to stdout.
 pub async fn run() -> Result<()> {
-    let token = format!("ghp_demo{:016x}", (std::process::id() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let token = format!(
+        "ghp_demo{:016x}",
+        (std::process::id() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    );
     // The demo's own switches: GitHub writes on, approvals on (the default).
-    let switches = Switches::from_vars([("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "10000")]);
+    let switches = Switches::from_vars([
+        ("GITHUB_ALLOW_WRITES", "true"),
+        ("APPROVAL_TIMEOUT_MS", "10000"),
+    ]);
     print!("{}", switches.banner());
     let github = FakeGitHub::start(&token).await;
     println!("fake GitHub API listening at {}", github.origin());
 
     let path = Path::new(scout_tests::components::GITHUB);
-    let runtime = Runtime::new(RuntimeConfig { cache_dir: default_cache_dir(), ..Default::default() })?;
-    let component = runtime.load_file(path).with_context(|| format!("loading {}", path.display()))?;
+    let runtime = Runtime::new(RuntimeConfig {
+        cache_dir: default_cache_dir(),
+        ..Default::default()
+    })?;
+    let component = runtime
+        .load_file(path)
+        .with_context(|| format!("loading {}", path.display()))?;
     println!("loaded {} ({})\n", component.name(), path.display());
 
     let db = std::env::temp_dir().join(format!("scout-demo-{}.db", std::process::id()));
@@ -40,14 +51,23 @@ pub async fn run() -> Result<()> {
     let session = Session::new(
         "demo-session",
         "acme",
-        SessionInput::new(Role::PersonChat).brand(BrandFacts::with_connectors(["github"])).approval_channel(true),
+        SessionInput::new(Role::PersonChat)
+            .brand(BrandFacts::with_connectors(["github"]))
+            .approval_channel(true),
     );
     let surface = boundary.open_session(&session)?;
     println!("tool surface of a person's chat with GitHub connected:");
     for tool in surface.iter() {
         if tool.name.starts_with("mcp__github__") {
-            let effect = component.tool(tool.name.trim_start_matches("mcp__github__")).map(|t| t.effect.as_str()).unwrap_or("?");
-            let gated = if tool.gate.is_gated() { "  (asks a person)" } else { "" };
+            let effect = component
+                .tool(tool.name.trim_start_matches("mcp__github__"))
+                .map(|t| t.effect.as_str())
+                .unwrap_or("?");
+            let gated = if tool.gate.is_gated() {
+                "  (asks a person)"
+            } else {
+                ""
+            };
             println!("  {effect:5}  {}{gated}", tool.name);
         }
     }
@@ -61,7 +81,15 @@ pub async fn run() -> Result<()> {
     let caps = Capabilities::with_http(http);
 
     println!("\nread: github_read_file octo/hello README.md");
-    let read = ran(boundary.call(&session, &component, "github_read_file", &json!({"owner": "octo", "repo": "hello", "path": "README.md"}), &caps).await?)?;
+    let read = ran(boundary
+        .call(
+            &session,
+            &component,
+            "github_read_file",
+            &json!({"owner": "octo", "repo": "hello", "path": "README.md"}),
+            &caps,
+        )
+        .await?)?;
     println!("  -> {}", serde_json::to_string(&read.output)?);
 
     println!("\nwrite: github_create_branch octo/hello scout/demo (waits for a person)");
@@ -69,7 +97,11 @@ pub async fn run() -> Result<()> {
         let store = store.clone();
         tokio::spawn(async move {
             for _ in 0..500 {
-                if let Some(a) = store.pending("demo-session").ok().and_then(|p| p.into_iter().next()) {
+                if let Some(a) = store
+                    .pending("demo-session")
+                    .ok()
+                    .and_then(|p| p.into_iter().next())
+                {
                     println!("  a person approves approval #{} for {}", a.id, a.tool);
                     let _ = store.decide(a.id, true, "demo person");
                     return;
@@ -78,7 +110,15 @@ pub async fn run() -> Result<()> {
             }
         })
     };
-    let write = ran(boundary.call(&session, &component, "github_create_branch", &json!({"owner": "octo", "repo": "hello", "branch": "scout/demo"}), &caps).await?)?;
+    let write = ran(boundary
+        .call(
+            &session,
+            &component,
+            "github_create_branch",
+            &json!({"owner": "octo", "repo": "hello", "branch": "scout/demo"}),
+            &caps,
+        )
+        .await?)?;
     approver.await?;
     println!("  -> {}", serde_json::to_string(&write.output)?);
     if read.output.ok().is_none() || write.output.ok().is_none() {
@@ -89,7 +129,9 @@ pub async fn run() -> Result<()> {
     for event in store.trace_for_session("demo-session")? {
         let detail = match &event.detail {
             Value::Null => String::new(),
-            Value::Object(o) if o.contains_key("tools") && o["tools"].is_array() => format!("{} tools", o["tools"].as_array().map_or(0, |a| a.len())),
+            Value::Object(o) if o.contains_key("tools") && o["tools"].is_array() => {
+                format!("{} tools", o["tools"].as_array().map_or(0, |a| a.len()))
+            }
             other => other.to_string(),
         };
         println!(
@@ -104,13 +146,24 @@ pub async fn run() -> Result<()> {
     let requests = github.requests();
     let authorised = requests
         .iter()
-        .filter(|r| r.headers.iter().any(|(k, v)| k == "authorization" && *v == format!("Bearer {token}")))
+        .filter(|r| {
+            r.headers
+                .iter()
+                .any(|(k, v)| k == "authorization" && *v == format!("Bearer {token}"))
+        })
         .count();
-    println!("\nthe server received {} requests, {authorised} with the host's token", requests.len());
+    println!(
+        "\nthe server received {} requests, {authorised} with the host's token",
+        requests.len()
+    );
     let guest_saw = serde_json::to_string(&(&read, &write))?;
     println!(
         "the token appears in what the guest saw and returned (outputs, logs, stdout, stderr): {}",
-        if guest_saw.contains(&token) { "YES (bug)" } else { "no" }
+        if guest_saw.contains(&token) {
+            "YES (bug)"
+        } else {
+            "no"
+        }
     );
     drop(store);
     for ext in ["", "-wal", "-shm"] {

@@ -6,7 +6,10 @@
 //! the difference from everything any role here is given. The WITHHELD
 //! lists come from the loaded components' own manifests.
 
-use crate::policy::{self, BrandFacts, Catalog, Environment, Gate, Harness, Preset, Role, Route, SessionInput, Switch, Switches};
+use crate::policy::{
+    self, BrandFacts, Catalog, Environment, Gate, Harness, Preset, Role, Route, SessionInput,
+    Switch, Switches,
+};
 use scout_manifest::Manifest;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -43,49 +46,74 @@ pub fn scenarios(catalog: &Catalog) -> Vec<Scenario> {
         Scenario {
             title: "Person chat",
             assumes: "local environment, every connector connected, skills, coworkers and the goals engine present; default switches",
-            input: SessionInput::new(Role::PersonChat).brand(brand.clone()).approval_channel(true),
+            input: SessionInput::new(Role::PersonChat)
+                .brand(brand.clone())
+                .approval_channel(true),
             switches: vec![],
         },
         Scenario {
             title: "Inbound email turn",
             assumes: "AGENTMAIL_WEBHOOK_URL_SECRET set, AGENTMAIL_ALLOW_SENDS=true (it changes nothing here)",
             input: SessionInput::new(Role::InboundEmailTurn).brand(brand.clone()),
-            switches: vec![("AGENTMAIL_WEBHOOK_URL_SECRET", "set"), ("AGENTMAIL_ALLOW_SENDS", "true")],
+            switches: vec![
+                ("AGENTMAIL_WEBHOOK_URL_SECRET", "set"),
+                ("AGENTMAIL_ALLOW_SENDS", "true"),
+            ],
         },
         Scenario {
             title: "Coworker run",
             assumes: "the Writer preset on a standard route",
-            input: SessionInput::new(Role::CoworkerRun { route: Route::Standard }).brand(brand.clone()).profile(writer),
+            input: SessionInput::new(Role::CoworkerRun {
+                route: Route::Standard,
+            })
+            .brand(brand.clone())
+            .profile(writer),
             switches: vec![],
         },
         Scenario {
             title: "Specialist coworker run (Researcher)",
             assumes: "the Researcher preset: Firecrawl granted, 25 credits per run, 100 per day",
-            input: SessionInput::new(Role::SpecialistRun { route: Route::Standard }).brand(brand.clone()).profile(researcher),
+            input: SessionInput::new(Role::SpecialistRun {
+                route: Route::Standard,
+            })
+            .brand(brand.clone())
+            .profile(researcher),
             switches: vec![],
         },
         Scenario {
             title: "Specialist coworker run (SEO analyst)",
             assumes: "the SEO analyst preset, every granted connector live",
-            input: SessionInput::new(Role::SpecialistRun { route: Route::Standard }).brand(brand.clone()).profile(seo),
+            input: SessionInput::new(Role::SpecialistRun {
+                route: Route::Standard,
+            })
+            .brand(brand.clone())
+            .profile(seo),
             switches: vec![],
         },
         Scenario {
             title: "Goal agent step",
             assumes: "no connector grant",
-            input: SessionInput::new(Role::GoalAgentStep).brand(brand.clone()).profile(policy::presets::goal_agent(Default::default())),
+            input: SessionInput::new(Role::GoalAgentStep)
+                .brand(brand.clone())
+                .profile(policy::presets::goal_agent(Default::default())),
             switches: vec![],
         },
         Scenario {
             title: "Goal reviewer",
             assumes: "the reviewer profile",
-            input: SessionInput::new(Role::GoalReviewer).brand(brand.clone()).profile(policy::presets::goal_reviewer()),
+            input: SessionInput::new(Role::GoalReviewer)
+                .brand(brand.clone())
+                .profile(policy::presets::goal_reviewer()),
             switches: vec![],
         },
         Scenario {
             title: "Read-only route",
             assumes: "default harness",
-            input: SessionInput::new(Role::ReadOnlyRoute { harness: Harness::Default }).brand(brand).environment(Environment::Local),
+            input: SessionInput::new(Role::ReadOnlyRoute {
+                harness: Harness::Default,
+            })
+            .brand(brand)
+            .environment(Environment::Local),
             switches: vec![],
         },
     ]
@@ -95,8 +123,13 @@ fn gate_note(gate: &Gate) -> String {
     match gate {
         Gate::Open => String::new(),
         Gate::AsksPerson => " — asks a person before each call".to_string(),
-        Gate::Spend { .. } => " — every call bills; above the threshold it asks a person".to_string(),
-        Gate::Allowance { .. } => " — charged against the grant's allowance; beyond it, refused before anything is sent".to_string(),
+        Gate::Spend { .. } => {
+            " — every call bills; above the threshold it asks a person".to_string()
+        }
+        Gate::Allowance { .. } => {
+            " — charged against the grant's allowance; beyond it, refused before anything is sent"
+                .to_string()
+        }
         Gate::ReadsRunMutationsGated { .. } => " — reads run; mutations are gated".to_string(),
         Gate::Refuses(r) => format!(" — {}", r.reason()),
     }
@@ -123,12 +156,21 @@ pub fn permissions_page(catalog: &Catalog, components: &[&Manifest]) -> String {
         let switches = Switches::from_vars(s.switches.iter().copied());
         surfaces.push(policy::surface(&s.input, catalog, &switches));
     }
-    let everything: BTreeSet<String> =
-        surfaces.iter().filter_map(|s| s.as_ref().ok()).flat_map(|s| s.names().into_iter().map(str::to_string)).collect();
+    let everything: BTreeSet<String> = surfaces
+        .iter()
+        .filter_map(|s| s.as_ref().ok())
+        .flat_map(|s| s.names().into_iter().map(str::to_string))
+        .collect();
 
-    let _ = writeln!(page, "## Roles at a glance\n\n| role | tools given |\n|---|---|");
+    let _ = writeln!(
+        page,
+        "## Roles at a glance\n\n| role | tools given |\n|---|---|"
+    );
     for (s, surface) in scenarios.iter().zip(&surfaces) {
-        let count = surface.as_ref().map(|s| s.len().to_string()).unwrap_or_else(|e| format!("refused: {e}"));
+        let count = surface
+            .as_ref()
+            .map(|s| s.len().to_string())
+            .unwrap_or_else(|e| format!("refused: {e}"));
         let _ = writeln!(page, "| {} | {count} |", s.title);
     }
     page.push('\n');
@@ -151,19 +193,35 @@ pub fn permissions_page(catalog: &Catalog, components: &[&Manifest]) -> String {
                     policy::Server::Host => "host",
                     policy::Server::Orchestrator => "orchestrator",
                 };
-                let _ = writeln!(page, "- `{}` ({server}){}", tool.name, gate_note(&tool.gate));
+                let _ = writeln!(
+                    page,
+                    "- `{}` ({server}){}",
+                    tool.name,
+                    gate_note(&tool.gate)
+                );
             }
             page.push('\n');
         }
         let given: BTreeSet<&str> = surface.names().into_iter().collect();
-        let missing: Vec<&String> = everything.iter().filter(|n| !given.contains(n.as_str())).collect();
+        let missing: Vec<&String> = everything
+            .iter()
+            .filter(|n| !given.contains(n.as_str()))
+            .collect();
         if !missing.is_empty() {
             let names: Vec<String> = missing.iter().map(|n| format!("`{n}`")).collect();
-            let _ = writeln!(page, "Not given ({}): {}\n", missing.len(), names.join(", "));
+            let _ = writeln!(
+                page,
+                "Not given ({}): {}\n",
+                missing.len(),
+                names.join(", ")
+            );
         }
     }
 
-    let _ = writeln!(page, "## What is never given\n\nEach connector component carries its WITHHELD list in its own binary (`scout-host inspect`).\n");
+    let _ = writeln!(
+        page,
+        "## What is never given\n\nEach connector component carries its WITHHELD list in its own binary (`scout-host inspect`).\n"
+    );
     for m in components {
         let _ = writeln!(page, "### {}\n", m.connector);
         for w in &m.withheld {
@@ -182,25 +240,62 @@ pub fn permissions_page(catalog: &Catalog, components: &[&Manifest]) -> String {
         let posts: Vec<String> = m
             .tools
             .iter()
-            .flat_map(|t| t.routes.iter().filter(|r| r.read_only).map(move |r| format!("`{}` {r}", m.wire_name(&t.function))))
+            .flat_map(|t| {
+                t.routes
+                    .iter()
+                    .filter(|r| r.read_only)
+                    .map(move |r| format!("`{}` {r}", m.wire_name(&t.function)))
+            })
             .collect();
-        let _ = writeln!(page, "Read-only POSTs: {}\n", if posts.is_empty() { "none".to_string() } else { posts.join("; ") });
+        let _ = writeln!(
+            page,
+            "Read-only POSTs: {}\n",
+            if posts.is_empty() {
+                "none".to_string()
+            } else {
+                posts.join("; ")
+            }
+        );
         for t in &m.tools {
             let routes: Vec<String> = t
                 .routes
                 .iter()
-                .map(|r| if r.read_only { format!("**read-only POST** `{} {}`", r.method.as_str(), r.path) } else { format!("`{} {}`", r.method.as_str(), r.path) })
+                .map(|r| {
+                    if r.read_only {
+                        format!("**read-only POST** `{} {}`", r.method.as_str(), r.path)
+                    } else {
+                        format!("`{} {}`", r.method.as_str(), r.path)
+                    }
+                })
                 .collect();
-            let routes = if routes.is_empty() { "none".to_string() } else { routes.join(", ") };
-            let _ = writeln!(page, "- `{}` ({}): {routes}", m.wire_name(&t.function), t.effect.as_str());
+            let routes = if routes.is_empty() {
+                "none".to_string()
+            } else {
+                routes.join(", ")
+            };
+            let _ = writeln!(
+                page,
+                "- `{}` ({}): {routes}",
+                m.wire_name(&t.function),
+                t.effect.as_str()
+            );
         }
         page.push('\n');
     }
 
-    let _ = writeln!(page, "## Operator switches\n\nRead once at start from the host environment; `scout-host switches` prints their values.\n");
+    let _ = writeln!(
+        page,
+        "## Operator switches\n\nRead once at start from the host environment; `scout-host switches` prints their values.\n"
+    );
     let _ = writeln!(page, "| variable | effect | counts as on |\n|---|---|---|");
     for sw in Switch::ALL {
-        let _ = writeln!(page, "| `{}` | {} | {} |", sw.var(), sw.effect(), sw.counts_as_on());
+        let _ = writeln!(
+            page,
+            "| `{}` | {} | {} |",
+            sw.var(),
+            sw.effect(),
+            sw.counts_as_on()
+        );
     }
     page
 }

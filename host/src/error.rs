@@ -5,7 +5,10 @@
 pub enum LoadError {
     /// The file could not be read.
     #[error("cannot read {path}: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
     /// The bytes are not a valid component for this engine.
     #[error("not a valid component: {0}")]
     Compile(String),
@@ -18,7 +21,10 @@ pub enum LoadError {
         .imports.join(", "),
         .also.as_ref().map(|a| format!("; also: {a}")).unwrap_or_default()
     )]
-    ForbiddenImports { imports: Vec<String>, also: Option<String> },
+    ForbiddenImports {
+        imports: Vec<String>,
+        also: Option<String>,
+    },
     /// The component carries no manifest, or an invalid one.
     #[error("component manifest: {0}")]
     Manifest(String),

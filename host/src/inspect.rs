@@ -121,7 +121,11 @@ impl Report {
             (Ok(_), Some(_)) => "seed catalogue".to_string(),
             (Ok(_), None) => "not in the seed catalogue: served with conservative defaults (every write asks a person on every call)".to_string(),
         };
-        let capabilities = info.capabilities().into_iter().map(str::to_string).collect();
+        let capabilities = info
+            .capabilities()
+            .into_iter()
+            .map(str::to_string)
+            .collect();
         Report {
             connector: ConnectorReport {
                 name: m.connector.clone(),
@@ -140,7 +144,10 @@ impl Report {
                 .tools
                 .iter()
                 .map(|t| {
-                    let doc = m.tools.iter().find(|d| d.function == t.function && d.effect == t.effect);
+                    let doc = m
+                        .tools
+                        .iter()
+                        .find(|d| d.function == t.function && d.effect == t.effect);
                     let write = t.effect == crate::Effect::Write;
                     ToolReport {
                         name: t.name.clone(),
@@ -151,18 +158,33 @@ impl Report {
                         routes: t.routes.clone(),
                         grantable: (!write).then(|| doc.is_some_and(|d| d.grantable)),
                         gate: doc.and_then(|d| d.gate.as_ref()).map(|g| g.to_string()),
-                        registers: doc.and_then(|d| d.registers.as_ref()).map(|r| r.to_string()),
+                        registers: doc
+                            .and_then(|d| d.registers.as_ref())
+                            .map(|r| r.to_string()),
                         served_gate: served.as_ref().ok().and_then(|spec| {
-                            spec.writes.iter().find(|w| w.name == t.name).map(|w| served_gate_text(&w.gate))
+                            spec.writes
+                                .iter()
+                                .find(|w| w.name == t.name)
+                                .map(|w| served_gate_text(&w.gate))
                         }),
                     }
                 })
                 .collect(),
-            withheld: m.withheld.iter().map(|w| WithheldReport { effect: w.effect.clone(), reason: w.reason.clone() }).collect(),
+            withheld: m
+                .withheld
+                .iter()
+                .map(|w| WithheldReport {
+                    effect: w.effect.clone(),
+                    reason: w.reason.clone(),
+                })
+                .collect(),
             imports: info
                 .imports
                 .iter()
-                .map(|name| ImportReport { name: name.clone(), allowed: !info.forbidden_imports.contains(name) })
+                .map(|name| ImportReport {
+                    name: name.clone(),
+                    allowed: !info.forbidden_imports.contains(name),
+                })
                 .collect(),
         }
     }
@@ -175,15 +197,24 @@ impl Report {
         out.push_str(&format!("sha256 {}\n\n{}\n", c.sha256, c.description));
         out.push_str(&format!(
             "\ncapabilities: {}\nbilling: {}\ncatalogue: {}\n",
-            if c.capabilities.is_empty() { "none".to_string() } else { c.capabilities.join(", ") },
+            if c.capabilities.is_empty() {
+                "none".to_string()
+            } else {
+                c.capabilities.join(", ")
+            },
             c.billing.unwrap_or("none"),
             c.catalogue
         ));
         for effect in ["read", "write"] {
-            let tools: Vec<&ToolReport> = self.tools.iter().filter(|t| t.effect == effect).collect();
+            let tools: Vec<&ToolReport> =
+                self.tools.iter().filter(|t| t.effect == effect).collect();
             out.push_str(&format!("\n{} tools ({}):\n", effect, tools.len()));
             for t in tools {
-                out.push_str(&format!("  {}\n    {}\n", t.name, t.description.replace('\n', "\n    ")));
+                out.push_str(&format!(
+                    "  {}\n    {}\n",
+                    t.name,
+                    t.description.replace('\n', "\n    ")
+                ));
                 if let Some(props) = t.input_schema.get("properties").and_then(|p| p.as_object()) {
                     let required: Vec<&str> = t.input_schema["required"]
                         .as_array()
@@ -191,12 +222,21 @@ impl Report {
                         .unwrap_or_default();
                     let args: Vec<String> = props
                         .keys()
-                        .map(|k| if required.contains(&k.as_str()) { k.clone() } else { format!("{k}?") })
+                        .map(|k| {
+                            if required.contains(&k.as_str()) {
+                                k.clone()
+                            } else {
+                                format!("{k}?")
+                            }
+                        })
                         .collect();
                     out.push_str(&format!("    args: {}\n", args.join(", ")));
                 }
                 if let Some(g) = t.grantable {
-                    out.push_str(&format!("    grantable: {}\n", if g { "yes" } else { "no" }));
+                    out.push_str(&format!(
+                        "    grantable: {}\n",
+                        if g { "yes" } else { "no" }
+                    ));
                 }
                 if let Some(g) = &t.gate {
                     out.push_str(&format!("    gate: {g}"));
@@ -213,7 +253,9 @@ impl Report {
                 }
                 for r in &t.routes {
                     if r.read_only {
-                        out.push_str(&format!("    !! route {r}: a POST this read tool declares as changing nothing\n"));
+                        out.push_str(&format!(
+                            "    !! route {r}: a POST this read tool declares as changing nothing\n"
+                        ));
                     } else {
                         out.push_str(&format!("    route {r}\n"));
                     }
@@ -226,7 +268,11 @@ impl Report {
         }
         out.push_str(&format!("\nimports ({}):\n", self.imports.len()));
         for i in &self.imports {
-            out.push_str(&format!("  {} {}\n", if i.allowed { "  " } else { "!!" }, i.name));
+            out.push_str(&format!(
+                "  {} {}\n",
+                if i.allowed { "  " } else { "!!" },
+                i.name
+            ));
         }
         if self.imports.iter().any(|i| !i.allowed) {
             out.push_str("\nREFUSED: imports marked !! are outside the contract; the host will not load this component.\n");
@@ -241,7 +287,9 @@ fn served_gate_text(gate: &crate::policy::catalog::WriteGate) -> String {
         WriteGate::Open => "open".to_string(),
         WriteGate::Approval { needs: None } => "approval".to_string(),
         WriteGate::Approval { needs: Some(s) } => format!("approval, switch {}", s.var()),
-        WriteGate::MutationsNeedApproval { needs } => format!("mutations-need-approval, switch {}", needs.var()),
+        WriteGate::MutationsNeedApproval { needs } => {
+            format!("mutations-need-approval, switch {}", needs.var())
+        }
     }
 }
 
@@ -258,14 +306,29 @@ impl RefusedReport {
     /// The report of a component whose imports are `imports` (name,
     /// allowed) and which could not be read as a connector because of `problem`.
     pub fn new(imports: &[(String, bool)], problem: &crate::LoadError) -> RefusedReport {
-        let imports: Vec<ImportReport> = imports.iter().map(|(name, allowed)| ImportReport { name: name.clone(), allowed: *allowed }).collect();
+        let imports: Vec<ImportReport> = imports
+            .iter()
+            .map(|(name, allowed)| ImportReport {
+                name: name.clone(),
+                allowed: *allowed,
+            })
+            .collect();
         let mut refused = Vec::new();
-        let forbidden: Vec<&str> = imports.iter().filter(|i| !i.allowed).map(|i| i.name.as_str()).collect();
+        let forbidden: Vec<&str> = imports
+            .iter()
+            .filter(|i| !i.allowed)
+            .map(|i| i.name.as_str())
+            .collect();
         if !forbidden.is_empty() {
-            refused.push(format!("imports outside the contract: {}", forbidden.join(", ")));
+            refused.push(format!(
+                "imports outside the contract: {}",
+                forbidden.join(", ")
+            ));
         }
         match problem {
-            crate::LoadError::ForbiddenImports { also: Some(also), .. } => refused.push(also.clone()),
+            crate::LoadError::ForbiddenImports {
+                also: Some(also), ..
+            } => refused.push(also.clone()),
             crate::LoadError::ForbiddenImports { also: None, .. } => {}
             other => refused.push(other.to_string()),
         }
@@ -276,7 +339,11 @@ impl RefusedReport {
     pub fn to_text(&self) -> String {
         let mut out = format!("imports ({}):\n", self.imports.len());
         for i in &self.imports {
-            out.push_str(&format!("  {} {}\n", if i.allowed { "  " } else { "!!" }, i.name));
+            out.push_str(&format!(
+                "  {} {}\n",
+                if i.allowed { "  " } else { "!!" },
+                i.name
+            ));
         }
         out.push_str("\nREFUSED: the host will not load this component:\n");
         for r in &self.refused {

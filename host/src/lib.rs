@@ -11,11 +11,11 @@ mod bindings;
 pub mod boundary;
 pub mod capabilities;
 pub mod convert;
-pub mod docs;
 pub mod credentials;
 mod dates;
 #[cfg(feature = "demo")]
 pub mod demo;
+pub mod docs;
 pub mod error;
 pub mod inspect;
 mod output;
@@ -27,7 +27,11 @@ pub mod serve;
 pub mod store;
 
 pub use capabilities::Capabilities;
-pub use capabilities::http::{CredentialConfig, CredentialScheme, HttpCapability, HttpConfig, SecretSource};
+pub use capabilities::http::{
+    CredentialConfig, CredentialScheme, HttpCapability, HttpConfig, SecretSource,
+};
 pub use error::{CallError, ConfigError, LoadError};
-pub use runtime::{CallOutcome, ComponentInfo, LoadedComponent, Runtime, RuntimeConfig, Tool, ToolOutput};
+pub use runtime::{
+    CallOutcome, ComponentInfo, LoadedComponent, Runtime, RuntimeConfig, Tool, ToolOutput,
+};
 pub use scout_manifest::Effect;

@@ -10,7 +10,11 @@ use scout_host::{Runtime, RuntimeConfig};
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(name = "scout-host", version, about = "Runs Scout connectors as WebAssembly components")]
+#[command(
+    name = "scout-host",
+    version,
+    about = "Runs Scout connectors as WebAssembly components"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -127,12 +131,18 @@ fn main() -> Result<()> {
     };
     match command {
         Command::Inspect { path, json } => {
-            let runtime = Runtime::new(RuntimeConfig { cache_dir: default_cache_dir(), max_concurrent_calls: 1, ..Default::default() })?;
+            let runtime = Runtime::new(RuntimeConfig {
+                cache_dir: default_cache_dir(),
+                max_concurrent_calls: 1,
+                ..Default::default()
+            })?;
             let info = match runtime.inspect_file(&path) {
                 Ok(info) => info,
                 // Not a connector, or a foreign one: its imports first, then why.
                 Err(problem) => {
-                    let imports = runtime.imports_of_file(&path).with_context(|| format!("inspecting {}", path.display()))?;
+                    let imports = runtime
+                        .imports_of_file(&path)
+                        .with_context(|| format!("inspecting {}", path.display()))?;
                     let report = scout_host::inspect::RefusedReport::new(&imports, &problem);
                     if json {
                         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -153,38 +163,78 @@ fn main() -> Result<()> {
             }
             Ok(())
         }
-        Command::Surface { role, profile, connected, brand, config, json } => {
-            surface(&role, profile.as_deref(), connected.as_deref(), brand.as_deref().zip(config.as_deref()), json)
-        }
+        Command::Surface {
+            role,
+            profile,
+            connected,
+            brand,
+            config,
+            json,
+        } => surface(
+            &role,
+            profile.as_deref(),
+            connected.as_deref(),
+            brand.as_deref().zip(config.as_deref()),
+            json,
+        ),
         Command::Docs { components, out } => {
-            let runtime = Runtime::new(RuntimeConfig { cache_dir: default_cache_dir(), max_concurrent_calls: 1, ..Default::default() })?;
+            let runtime = Runtime::new(RuntimeConfig {
+                cache_dir: default_cache_dir(),
+                max_concurrent_calls: 1,
+                ..Default::default()
+            })?;
             let mut manifests = Vec::new();
             for path in &components {
-                manifests.push(runtime.inspect_file(path).with_context(|| format!("inspecting {}", path.display()))?.manifest);
+                manifests.push(
+                    runtime
+                        .inspect_file(path)
+                        .with_context(|| format!("inspecting {}", path.display()))?
+                        .manifest,
+                );
             }
-            let page = scout_host::docs::permissions_page(&scout_host::policy::Catalog::seed(), &manifests.iter().collect::<Vec<_>>());
+            let page = scout_host::docs::permissions_page(
+                &scout_host::policy::Catalog::seed(),
+                &manifests.iter().collect::<Vec<_>>(),
+            );
             std::fs::write(&out, page).with_context(|| format!("writing {}", out.display()))?;
             println!("wrote {}", out.display());
             Ok(())
         }
-        Command::Serve { config, stdio, brand, role, profile, connector } => {
+        Command::Serve {
+            config,
+            stdio,
+            brand,
+            role,
+            profile,
+            connector,
+        } => {
             let config = scout_host::serve::ServeConfig::load(&config)?;
             let switches = scout_host::policy::Switches::from_env();
             // The banner goes to stderr: in stdio mode stdout is the protocol.
             eprint!("{}", switches.banner());
-            let host = scout_host::serve::ServeHost::start(config, switches, scout_host::credentials::process_env)?;
+            let host = scout_host::serve::ServeHost::start(
+                config,
+                switches,
+                scout_host::credentials::process_env,
+            )?;
             let rt = tokio::runtime::Runtime::new()?;
             if stdio {
                 let (Some(brand), Some(role), Some(connector)) = (brand, role, connector) else {
                     anyhow::bail!("--stdio needs --brand, --role and --connector");
                 };
-                let request = scout_host::serve::OpenSession { brand, role, profile };
+                let request = scout_host::serve::OpenSession {
+                    brand,
+                    role,
+                    profile,
+                };
                 rt.block_on(scout_host::serve::run_stdio(host, request, connector))
             } else {
                 rt.block_on(scout_host::serve::run(host))
             }
         }
-        Command::Call(_) | Command::Test(_) | Command::New(_) | Command::Build(_) => unreachable!("handled above"),
+        Command::Call(_) | Command::Test(_) | Command::New(_) | Command::Build(_) => {
+            unreachable!("handled above")
+        }
         Command::Switches => {
             print!("{}", scout_host::policy::Switches::from_env().banner());
             Ok(())
@@ -199,7 +249,10 @@ fn main() -> Result<()> {
             let rt = tokio::runtime::Runtime::new()?;
             rt.block_on(async {
                 let server = scout_tests::fake_github::FakeGitHub::start_on(port, &token).await?;
-                println!("fake GitHub API at {} (repository octo/hello); ctrl-c stops it", server.origin());
+                println!(
+                    "fake GitHub API at {} (repository octo/hello); ctrl-c stops it",
+                    server.origin()
+                );
                 tokio::signal::ctrl_c().await?;
                 Ok(())
             })
@@ -224,15 +277,25 @@ fn surface(
 ) -> Result<()> {
     use scout_host::policy::{self, Catalog, Profile, Role, SessionInput, Switches};
     let catalog = Catalog::seed();
-    let role = Role::from_name(role).ok_or_else(|| anyhow::anyhow!("unknown role `{role}`: {}", policy::ROLE_NAMES))?;
+    let role = Role::from_name(role)
+        .ok_or_else(|| anyhow::anyhow!("unknown role `{role}`: {}", policy::ROLE_NAMES))?;
     let mut brand = scout_host::docs::full_brand(&catalog);
     if let Some(list) = connected {
-        brand.connected = list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect();
+        brand.connected = list
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
     }
-    let mut input = SessionInput::new(role).brand(brand).approval_channel(role.can_ask_a_person());
+    let mut input = SessionInput::new(role)
+        .brand(brand)
+        .approval_channel(role.can_ask_a_person());
     if let Some(path) = profile {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let profile: Profile = serde_json::from_str(&text).with_context(|| format!("{} is not a profile", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let profile: Profile = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a profile", path.display()))?;
         input = input.profile(profile);
     } else if role == Role::GoalAgentStep {
         input = input.profile(policy::presets::goal_agent(Default::default()));
@@ -242,13 +305,22 @@ fn surface(
     if let Some((brand, config)) = served_brand {
         // The brand's own connections, from the store `serve` uses.
         let config = scout_host::serve::ServeConfig::load(config)?;
-        let host = scout_host::serve::ServeHost::start(config, Switches::from_env(), scout_host::credentials::process_env)?;
-        let resolved = host.session_input(brand, role, input.profile.clone()).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let host = scout_host::serve::ServeHost::start(
+            config,
+            Switches::from_env(),
+            scout_host::credentials::process_env,
+        )?;
+        let resolved = host
+            .session_input(brand, role, input.profile.clone())
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         input = input.brand(resolved.brand);
     }
     let surface = policy::surface(&input, &catalog, &Switches::from_env())?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&surface.iter().collect::<Vec<_>>())?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&surface.iter().collect::<Vec<_>>())?
+        );
     } else {
         for tool in surface.iter() {
             println!("{}", tool.name);

@@ -24,13 +24,19 @@ struct Captured {
 impl CappedOutput {
     /// A sink that keeps at most `cap` bytes.
     pub fn new(cap: usize) -> CappedOutput {
-        CappedOutput { cap, inner: Arc::new(Mutex::new(Captured::default())) }
+        CappedOutput {
+            cap,
+            inner: Arc::new(Mutex::new(Captured::default())),
+        }
     }
 
     /// What was kept, as lossy UTF-8, and how many bytes were dropped.
     pub fn take(&self) -> (String, u64) {
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        (String::from_utf8_lossy(&inner.bytes).into_owned(), inner.dropped)
+        (
+            String::from_utf8_lossy(&inner.bytes).into_owned(),
+            inner.dropped,
+        )
     }
 }
 
@@ -47,7 +53,11 @@ impl StdoutStream for CappedOutput {
 }
 
 impl tokio::io::AsyncWrite for CappedOutput {
-    fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let room = self.cap.saturating_sub(inner.bytes.len());
         let keep = room.min(buf.len());

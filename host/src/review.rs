@@ -33,27 +33,48 @@ pub struct ToolReview {
 
 /// The digest of what a tool tells the model: name, description, schema.
 pub fn tool_digest(tool: &Tool) -> String {
-    args_digest(&json!({"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}))
+    args_digest(
+        &json!({"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}),
+    )
 }
 
 /// The review status of one tool.
-pub fn status_of(store: &dyn Store, connector: &str, tool: &Tool) -> Result<ToolReview, StoreError> {
+pub fn status_of(
+    store: &dyn Store,
+    connector: &str,
+    tool: &Tool,
+) -> Result<ToolReview, StoreError> {
     let digest = tool_digest(tool);
     let status = match store.reviewed_digest(connector, &tool.name)? {
         None => ReviewStatus::New,
         Some(approved) if approved == digest => ReviewStatus::Reviewed,
         Some(_) => ReviewStatus::Changed,
     };
-    Ok(ToolReview { tool: tool.name.clone(), digest, status })
+    Ok(ToolReview {
+        tool: tool.name.clone(),
+        digest,
+        status,
+    })
 }
 
 /// Every tool of a component with its status.
-pub fn review(store: &dyn Store, component: &LoadedComponent) -> Result<Vec<ToolReview>, StoreError> {
-    component.tools().iter().map(|t| status_of(store, component.name(), t)).collect()
+pub fn review(
+    store: &dyn Store,
+    component: &LoadedComponent,
+) -> Result<Vec<ToolReview>, StoreError> {
+    component
+        .tools()
+        .iter()
+        .map(|t| status_of(store, component.name(), t))
+        .collect()
 }
 
 /// Approves every tool of a component as it is now (an operator's decision).
-pub fn approve_all(store: &dyn Store, component: &LoadedComponent, by: &str) -> Result<usize, StoreError> {
+pub fn approve_all(
+    store: &dyn Store,
+    component: &LoadedComponent,
+    by: &str,
+) -> Result<usize, StoreError> {
     let mut approved = 0;
     for tool in component.tools() {
         store.approve_tool(component.name(), &tool.name, &tool_digest(tool), by)?;

@@ -26,8 +26,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use wasmtime::component::types::{ComponentItem, Type};
-use wasmtime::component::{Component, ComponentExportIndex, HasData, InstancePre, Linker, Resource, ResourceTable, Val};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, Strategy, UpdateDeadline};
+use wasmtime::component::{
+    Component, ComponentExportIndex, HasData, InstancePre, Linker, Resource, ResourceTable, Val,
+};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store,
+    Strategy, UpdateDeadline,
+};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// WASI interfaces a Rust guest needs (measured), and the only ones linked.
@@ -239,7 +244,10 @@ pub struct CallState {
 
 impl CallState {
     /// Adds a guest-visible handle, or `None` past [`MAX_HANDLES`].
-    pub(crate) fn push_handle<T: Send + 'static>(&mut self, value: T) -> wasmtime::Result<Option<Resource<T>>> {
+    pub(crate) fn push_handle<T: Send + 'static>(
+        &mut self,
+        value: T,
+    ) -> wasmtime::Result<Option<Resource<T>>> {
         if self.handles >= MAX_HANDLES {
             return Ok(None);
         }
@@ -262,7 +270,10 @@ impl CallState {
 
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
@@ -273,7 +284,12 @@ struct CallLimiter {
 }
 
 impl ResourceLimiter for CallLimiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired > self.max_memory {
             self.memory_hit = true;
             return Ok(false);
@@ -281,7 +297,12 @@ impl ResourceLimiter for CallLimiter {
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         Ok(desired <= self.max_table)
     }
 
@@ -342,7 +363,8 @@ impl Runtime {
 
         let mut linker: Linker<CallState> = Linker::new(&engine);
         link_minimal_wasi(&mut linker).map_err(engine_err)?;
-        crate::bindings::Imports::add_to_linker::<CallState, HasSelf>(&mut linker, |s| s).map_err(engine_err)?;
+        crate::bindings::Imports::add_to_linker::<CallState, HasSelf>(&mut linker, |s| s)
+            .map_err(engine_err)?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
         {
@@ -359,8 +381,18 @@ impl Runtime {
                 })
                 .map_err(|e| LoadError::Engine(format!("cannot start the epoch thread: {e}")))?;
         }
-        let slots = Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_calls.max(1) as usize));
-        Ok(Runtime { inner: Arc::new(RuntimeInner { engine, linker, config, ticker_stop, slots }) })
+        let slots = Arc::new(tokio::sync::Semaphore::new(
+            config.max_concurrent_calls.max(1) as usize,
+        ));
+        Ok(Runtime {
+            inner: Arc::new(RuntimeInner {
+                engine,
+                linker,
+                config,
+                ticker_stop,
+                slots,
+            }),
+        })
     }
 
     /// The runtime's configuration.
@@ -387,11 +419,22 @@ impl Runtime {
     pub fn imports_of_file(&self, path: &Path) -> Result<Vec<(String, bool)>, LoadError> {
         let bytes = read(path)?;
         let component = self.compile(&bytes)?;
-        Ok(self.imports_of(&component).into_iter().map(|name| { let ok = import_allowed(&name); (name, ok) }).collect())
+        Ok(self
+            .imports_of(&component)
+            .into_iter()
+            .map(|name| {
+                let ok = import_allowed(&name);
+                (name, ok)
+            })
+            .collect())
     }
 
     fn imports_of(&self, component: &Component) -> Vec<String> {
-        component.component_type().imports(&self.inner.engine).map(|(name, _)| name.to_string()).collect()
+        component
+            .component_type()
+            .imports(&self.inner.engine)
+            .map(|(name, _)| name.to_string())
+            .collect()
     }
 
     /// Checks and prepares a component.
@@ -399,16 +442,34 @@ impl Runtime {
         let component = self.compile(bytes)?;
         let info = self.analyse(bytes, &component)?;
         if !info.forbidden_imports.is_empty() {
-            return Err(LoadError::ForbiddenImports { imports: info.forbidden_imports, also: None });
+            return Err(LoadError::ForbiddenImports {
+                imports: info.forbidden_imports,
+                also: None,
+            });
         }
-        let pre = self.inner.linker.instantiate_pre(&component).map_err(|e| LoadError::Link(format!("{e:#}")))?;
-        let by_name = info.tools.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
-        Ok(LoadedComponent { runtime: self.inner.clone(), info, by_name, pre })
+        let pre = self
+            .inner
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| LoadError::Link(format!("{e:#}")))?;
+        let by_name = info
+            .tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.clone(), i))
+            .collect();
+        Ok(LoadedComponent {
+            runtime: self.inner.clone(),
+            info,
+            by_name,
+            pre,
+        })
     }
 
     fn compile(&self, bytes: &[u8]) -> Result<Component, LoadError> {
         let engine = &self.inner.engine;
-        let compile = || Component::new(engine, bytes).map_err(|e| LoadError::Compile(format!("{e:#}")));
+        let compile =
+            || Component::new(engine, bytes).map_err(|e| LoadError::Compile(format!("{e:#}")));
         let Some(dir) = &self.inner.config.cache_dir else {
             return compile();
         };
@@ -444,7 +505,10 @@ impl Runtime {
     pub fn cache_key(&self, bytes: &[u8]) -> String {
         use std::hash::Hash;
         let mut hasher = ShaHasher(Sha256::new());
-        self.inner.engine.precompile_compatibility_hash().hash(&mut hasher);
+        self.inner
+            .engine
+            .precompile_compatibility_hash()
+            .hash(&mut hasher);
         let engine_hash = hasher.0.finalize();
         let mut key = Sha256::new();
         key.update(bytes);
@@ -457,18 +521,35 @@ impl Runtime {
     /// or one that does not match.
     fn analyse(&self, bytes: &[u8], component: &Component) -> Result<ComponentInfo, LoadError> {
         let imports = self.imports_of(component);
-        let forbidden_imports: Vec<String> = imports.iter().filter(|name| !import_allowed(name)).cloned().collect();
+        let forbidden_imports: Vec<String> = imports
+            .iter()
+            .filter(|name| !import_allowed(name))
+            .cloned()
+            .collect();
         match self.analyse_exports(bytes, component, imports, forbidden_imports.clone()) {
-            Err(e) if !forbidden_imports.is_empty() => Err(LoadError::ForbiddenImports { imports: forbidden_imports, also: Some(e.to_string()) }),
+            Err(e) if !forbidden_imports.is_empty() => Err(LoadError::ForbiddenImports {
+                imports: forbidden_imports,
+                also: Some(e.to_string()),
+            }),
             other => other,
         }
     }
 
-    fn analyse_exports(&self, bytes: &[u8], component: &Component, imports: Vec<String>, forbidden_imports: Vec<String>) -> Result<ComponentInfo, LoadError> {
+    fn analyse_exports(
+        &self,
+        bytes: &[u8],
+        component: &Component,
+        imports: Vec<String>,
+        forbidden_imports: Vec<String>,
+    ) -> Result<ComponentInfo, LoadError> {
         let engine = &self.inner.engine;
         let ty = component.component_type();
         let manifest = read_manifest(bytes)?;
-        let version = if manifest.version.is_empty() { String::new() } else { format!("@{}", manifest.version) };
+        let version = if manifest.version.is_empty() {
+            String::new()
+        } else {
+            format!("@{}", manifest.version)
+        };
         let mut exported: BTreeSet<(Effect, String)> = BTreeSet::new();
         let mut tools = Vec::new();
         for (name, item) in ty.exports(engine) {
@@ -477,9 +558,13 @@ impl Runtime {
                     Effect::Read => scout_manifest::READ_INTERFACE,
                     Effect::Write => scout_manifest::WRITE_INTERFACE,
                 };
-                name == format!("{}:{}/{iface}{version}", manifest.namespace, manifest.connector)
+                name == format!(
+                    "{}:{}/{iface}{version}",
+                    manifest.namespace, manifest.connector
+                )
             });
-            let (Some(effect), ComponentItem::ComponentInstance(instance)) = (effect, &item.ty) else {
+            let (Some(effect), ComponentItem::ComponentInstance(instance)) = (effect, &item.ty)
+            else {
                 return Err(LoadError::Mismatch(format!(
                     "export `{name}` is not `{}:{}/read-tools{version}` or `.../write-tools{version}`",
                     manifest.namespace, manifest.connector
@@ -499,17 +584,26 @@ impl Runtime {
                         )));
                     }
                 };
-                let params: Vec<(String, Type)> = func.params().map(|(n, t)| (n.to_string(), t)).collect();
+                let params: Vec<(String, Type)> =
+                    func.params().map(|(n, t)| (n.to_string(), t)).collect();
                 for (pname, pty) in &params {
                     if let Some(what) = schema::unsupported(pty) {
-                        return Err(LoadError::Mismatch(format!("tool `{fname}` parameter `{pname}` is {what}")));
+                        return Err(LoadError::Mismatch(format!(
+                            "tool `{fname}` parameter `{pname}` is {what}"
+                        )));
                     }
                 }
                 let results: Vec<Type> = func.results().collect();
                 if !matches!(results.as_slice(), [Type::Result(_)]) {
-                    return Err(LoadError::Mismatch(format!("tool `{fname}` must return `result<_, tool-error>`")));
+                    return Err(LoadError::Mismatch(format!(
+                        "tool `{fname}` must return `result<_, tool-error>`"
+                    )));
                 }
-                let Some(doc) = manifest.tools.iter().find(|t| t.function == fname && t.effect == effect) else {
+                let Some(doc) = manifest
+                    .tools
+                    .iter()
+                    .find(|t| t.function == fname && t.effect == effect)
+                else {
                     return Err(LoadError::Mismatch(format!(
                         "{} tool `{fname}` is exported but not described in the manifest",
                         effect.as_str()
@@ -517,9 +611,12 @@ impl Runtime {
                 };
                 let export = component
                     .get_export_index(Some(&iface_index), fname)
-                    .ok_or_else(|| LoadError::Mismatch(format!("function `{fname}` cannot be found")))?;
+                    .ok_or_else(|| {
+                        LoadError::Mismatch(format!("function `{fname}` cannot be found"))
+                    })?;
                 exported.insert((effect, fname.to_string()));
-                let route_set = RouteSet::new(&doc.routes).map_err(|e| LoadError::Manifest(format!("tool `{fname}`: {e}")))?;
+                let route_set = RouteSet::new(&doc.routes)
+                    .map_err(|e| LoadError::Manifest(format!("tool `{fname}`: {e}")))?;
                 let (output_schema, output_wrapped) = schema::output_schema(&results[0]);
                 tools.push(Tool {
                     output_schema,
@@ -530,26 +627,56 @@ impl Runtime {
                     function: fname.to_string(),
                     effect,
                     description: doc.description.clone(),
-                    input_schema: schema::params_schema(params.iter().map(|(n, t)| (n.as_str(), t))),
+                    input_schema: schema::params_schema(
+                        params.iter().map(|(n, t)| (n.as_str(), t)),
+                    ),
                     params,
                     export,
                 });
             }
         }
-        let described: BTreeSet<(Effect, String)> = manifest.tools.iter().map(|t| (t.effect, t.function.clone())).collect();
-        let missing: Vec<String> = described.difference(&exported).map(|(e, f)| format!("{} tool `{f}`", e.as_str())).collect();
+        let described: BTreeSet<(Effect, String)> = manifest
+            .tools
+            .iter()
+            .map(|t| (t.effect, t.function.clone()))
+            .collect();
+        let missing: Vec<String> = described
+            .difference(&exported)
+            .map(|(e, f)| format!("{} tool `{f}`", e.as_str()))
+            .collect();
         if !missing.is_empty() {
-            return Err(LoadError::Mismatch(format!("described but not exported: {}", missing.join(", "))));
+            return Err(LoadError::Mismatch(format!(
+                "described but not exported: {}",
+                missing.join(", ")
+            )));
         }
         if tools.is_empty() {
-            return Err(LoadError::Mismatch("the component exports no tools".to_string()));
+            return Err(LoadError::Mismatch(
+                "the component exports no tools".to_string(),
+            ));
         }
-        tools.sort_by_key(|t| (t.effect, manifest.tools.iter().position(|d| d.function == t.function && d.effect == t.effect)));
+        tools.sort_by_key(|t| {
+            (
+                t.effect,
+                manifest
+                    .tools
+                    .iter()
+                    .position(|d| d.function == t.function && d.effect == t.effect),
+            )
+        });
         let names: BTreeSet<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         if names.len() != tools.len() {
-            return Err(LoadError::Mismatch("two tools have the same wire name".to_string()));
+            return Err(LoadError::Mismatch(
+                "two tools have the same wire name".to_string(),
+            ));
         }
-        Ok(ComponentInfo { manifest, tools, imports, forbidden_imports, sha256: hex::encode(Sha256::digest(bytes)) })
+        Ok(ComponentInfo {
+            manifest,
+            tools,
+            imports,
+            forbidden_imports,
+            sha256: hex::encode(Sha256::digest(bytes)),
+        })
     }
 }
 
@@ -589,7 +716,13 @@ impl LoadedComponent {
     }
 
     /// A fresh store for one call: limits, deadline, captured output.
-    fn new_store(&self, caps: &Capabilities, tool: Option<&Tool>, started: Instant, deadline: Instant) -> (Store<CallState>, CappedOutput, CappedOutput) {
+    fn new_store(
+        &self,
+        caps: &Capabilities,
+        tool: Option<&Tool>,
+        started: Instant,
+        deadline: Instant,
+    ) -> (Store<CallState>, CappedOutput, CappedOutput) {
         let config = &self.runtime.config;
         let stdout = CappedOutput::new(config.output_cap);
         let stderr = CappedOutput::new(config.output_cap);
@@ -603,7 +736,11 @@ impl LoadedComponent {
         let state = CallState {
             wasi,
             table,
-            limiter: CallLimiter { max_memory: config.max_memory_bytes, max_table: config.max_table_elements, memory_hit: false },
+            limiter: CallLimiter {
+                max_memory: config.max_memory_bytes,
+                max_table: config.max_table_elements,
+                memory_hit: false,
+            },
             caps: caps.clone(),
             handles: 0,
             logs: Vec::new(),
@@ -631,8 +768,16 @@ impl LoadedComponent {
     pub async fn instantiate_fresh(&self) -> Result<(), CallError> {
         let _slot = self.slot().await?;
         let started = Instant::now();
-        let (mut store, _, _) = self.new_store(&Capabilities::default(), None, started, started + self.runtime.config.call_timeout);
-        self.pre.instantiate_async(&mut store).await.map_err(|e| CallError::Instantiate(format!("{e:#}")))?;
+        let (mut store, _, _) = self.new_store(
+            &Capabilities::default(),
+            None,
+            started,
+            started + self.runtime.config.call_timeout,
+        );
+        self.pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| CallError::Instantiate(format!("{e:#}")))?;
         Ok(())
     }
 
@@ -646,10 +791,20 @@ impl LoadedComponent {
     }
 
     /// Calls a tool in a fresh store, granting it `caps` for this call only.
-    pub async fn call(&self, tool: &str, args: &Value, caps: &Capabilities) -> Result<CallOutcome, CallError> {
-        let tool = self.tool(tool).ok_or_else(|| CallError::UnknownTool(tool.to_string()))?;
-        let params = convert::args_to_vals(&tool.params, args)
-            .map_err(|m| CallError::InvalidArguments { path: m.path, message: m.message })?;
+    pub async fn call(
+        &self,
+        tool: &str,
+        args: &Value,
+        caps: &Capabilities,
+    ) -> Result<CallOutcome, CallError> {
+        let tool = self
+            .tool(tool)
+            .ok_or_else(|| CallError::UnknownTool(tool.to_string()))?;
+        let params =
+            convert::args_to_vals(&tool.params, args).map_err(|m| CallError::InvalidArguments {
+                path: m.path,
+                message: m.message,
+            })?;
         let _slot = self.slot().await?;
         let config = &self.runtime.config;
         let started = Instant::now();
@@ -659,21 +814,29 @@ impl LoadedComponent {
 
         let run = async {
             let instance = self.pre.instantiate_async(&mut store).await?;
-            let func = instance
-                .get_func(&mut store, tool.export)
-                .ok_or_else(|| wasmtime::Error::msg("the tool's export is missing from the instance"))?;
+            let func = instance.get_func(&mut store, tool.export).ok_or_else(|| {
+                wasmtime::Error::msg("the tool's export is missing from the instance")
+            })?;
             let mut results = vec![Val::Bool(false)];
             func.call_async(&mut store, &params, &mut results).await?;
             wasmtime::Result::Ok(results.pop().expect("one result"))
         };
-        let result: Result<wasmtime::Result<Val>, _> = tokio::time::timeout_at(deadline.into(), run).await;
+        let result: Result<wasmtime::Result<Val>, _> =
+            tokio::time::timeout_at(deadline.into(), run).await;
         let timeout_ms = config.call_timeout.as_millis() as u64;
         let state = store.data();
         let value = match result {
             Err(_elapsed) => return Err(CallError::Deadline(timeout_ms)),
             Ok(Err(_)) if state.deadline_hit => return Err(CallError::Deadline(timeout_ms)),
-            Ok(Err(_)) if state.limiter.memory_hit => return Err(CallError::MemoryLimit(config.max_memory_bytes)),
-            Ok(Err(e)) if e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>().is_some() => return Err(CallError::Busy),
+            Ok(Err(_)) if state.limiter.memory_hit => {
+                return Err(CallError::MemoryLimit(config.max_memory_bytes));
+            }
+            Ok(Err(e))
+                if e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
+                    .is_some() =>
+            {
+                return Err(CallError::Busy);
+            }
             Ok(Err(e)) => return Err(CallError::Trap(caps.scrub_text(&format!("{e:#}")))),
             Ok(Ok(value)) => value,
         };
@@ -682,9 +845,13 @@ impl LoadedComponent {
         let mut json = convert::to_json(&value);
         caps.scrub_json(&mut json);
         let output = match json {
-            Value::Object(mut o) if o.len() == 1 && o.contains_key("ok") => ToolOutput::Ok(o.remove("ok").unwrap_or(Value::Null)),
+            Value::Object(mut o) if o.len() == 1 && o.contains_key("ok") => {
+                ToolOutput::Ok(o.remove("ok").unwrap_or(Value::Null))
+            }
             Value::String(s) if s == "ok" => ToolOutput::Ok(Value::Null),
-            Value::Object(mut o) if o.len() == 1 && o.contains_key("err") => ToolOutput::Err(o.remove("err").unwrap_or(Value::Null)),
+            Value::Object(mut o) if o.len() == 1 && o.contains_key("err") => {
+                ToolOutput::Err(o.remove("err").unwrap_or(Value::Null))
+            }
             other => ToolOutput::Err(other),
         };
         let (out, out_dropped) = stdout.take();
@@ -707,7 +874,10 @@ fn link_minimal_wasi(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     use wasmtime_wasi::cli::{WasiCli, WasiCliView};
     use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
     use wasmtime_wasi::p2::bindings::{cli, clocks, io};
-    clocks::monotonic_clock::add_to_linker::<CallState, WasiClocks>(linker, <CallState as WasiClocksView>::clocks)?;
+    clocks::monotonic_clock::add_to_linker::<CallState, WasiClocks>(
+        linker,
+        <CallState as WasiClocksView>::clocks,
+    )?;
     io::error::add_to_linker::<CallState, HasTable>(linker, |s| &mut s.table)?;
     io::poll::add_to_linker::<CallState, HasTable>(linker, |s| &mut s.table)?;
     io::streams::add_to_linker::<CallState, HasTable>(linker, |s| &mut s.table)?;
@@ -716,11 +886,26 @@ fn link_minimal_wasi(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     cli::stdin::add_to_linker::<CallState, WasiCli>(linker, <CallState as WasiCliView>::cli)?;
     cli::stdout::add_to_linker::<CallState, WasiCli>(linker, <CallState as WasiCliView>::cli)?;
     cli::stderr::add_to_linker::<CallState, WasiCli>(linker, <CallState as WasiCliView>::cli)?;
-    cli::terminal_input::add_to_linker::<CallState, WasiCli>(linker, <CallState as WasiCliView>::cli)?;
-    cli::terminal_output::add_to_linker::<CallState, WasiCli>(linker, <CallState as WasiCliView>::cli)?;
-    cli::terminal_stdin::add_to_linker::<CallState, WasiCli>(linker, <CallState as WasiCliView>::cli)?;
-    cli::terminal_stdout::add_to_linker::<CallState, WasiCli>(linker, <CallState as WasiCliView>::cli)?;
-    cli::terminal_stderr::add_to_linker::<CallState, WasiCli>(linker, <CallState as WasiCliView>::cli)?;
+    cli::terminal_input::add_to_linker::<CallState, WasiCli>(
+        linker,
+        <CallState as WasiCliView>::cli,
+    )?;
+    cli::terminal_output::add_to_linker::<CallState, WasiCli>(
+        linker,
+        <CallState as WasiCliView>::cli,
+    )?;
+    cli::terminal_stdin::add_to_linker::<CallState, WasiCli>(
+        linker,
+        <CallState as WasiCliView>::cli,
+    )?;
+    cli::terminal_stdout::add_to_linker::<CallState, WasiCli>(
+        linker,
+        <CallState as WasiCliView>::cli,
+    )?;
+    cli::terminal_stderr::add_to_linker::<CallState, WasiCli>(
+        linker,
+        <CallState as WasiCliView>::cli,
+    )?;
     Ok(())
 }
 
@@ -744,7 +929,9 @@ pub fn read_manifest(bytes: &[u8]) -> Result<Manifest, LoadError> {
         {
             match found {
                 Some(previous) if previous != section.data() => {
-                    return Err(LoadError::Manifest("the component carries two different manifests".to_string()));
+                    return Err(LoadError::Manifest(
+                        "the component carries two different manifests".to_string(),
+                    ));
                 }
                 _ => found = Some(section.data()),
             }
@@ -760,7 +947,10 @@ pub fn read_manifest(bytes: &[u8]) -> Result<Manifest, LoadError> {
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
-    std::fs::read(path).map_err(|source| LoadError::Read { path: path.display().to_string(), source })
+    std::fs::read(path).map_err(|source| LoadError::Read {
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 /// The guest's monotonic clock: time since the call started, in whole
@@ -798,10 +988,12 @@ const _: fn() = || {
 
 /// Path helpers for the default cache location.
 pub fn default_cache_dir() -> Option<PathBuf> {
-    std::env::var_os("SCOUT_CACHE_DIR").map(PathBuf::from).or_else(|| {
-        std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-            .map(|p| p.join("scout-host").join("components"))
-    })
+    std::env::var_os("SCOUT_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+                .map(|p| p.join("scout-host").join("components"))
+        })
 }

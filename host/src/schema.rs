@@ -29,7 +29,11 @@ pub fn unsupported(ty: &Type) -> Option<&'static str> {
         Type::Record(r) => r.fields().find_map(|f| unsupported(&f.ty)),
         Type::Tuple(t) => t.types().find_map(|t| unsupported(&t)),
         Type::Variant(v) => v.cases().find_map(|c| c.ty.as_ref().and_then(unsupported)),
-        Type::Result(r) => r.ok().as_ref().and_then(unsupported).or_else(|| r.err().as_ref().and_then(unsupported)),
+        Type::Result(r) => r
+            .ok()
+            .as_ref()
+            .and_then(unsupported)
+            .or_else(|| r.err().as_ref().and_then(unsupported)),
         _ => None,
     }
 }
@@ -68,7 +72,10 @@ pub fn output_schema(ty: &Type) -> (Value, bool) {
             }),
             true,
         ),
-        None => (json!({"type": "object", "properties": {}, "additionalProperties": false}), false),
+        None => (
+            json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            false,
+        ),
     }
 }
 
@@ -112,7 +119,9 @@ fn schema_in(ty: &Type, mode: Mode) -> Value {
         Type::S64 => int(i64::MIN, i64::MAX as u64),
         Type::U64 => int(0, u64::MAX),
         // Beyond float32's range a value would be infinite.
-        Type::Float32 => json!({"type": "number", "minimum": -f32::MAX as f64, "maximum": f32::MAX as f64}),
+        Type::Float32 => {
+            json!({"type": "number", "minimum": -f32::MAX as f64, "maximum": f32::MAX as f64})
+        }
         Type::Float64 => json!({"type": "number"}),
         Type::Char => json!({"type": "string", "minLength": 1, "maxLength": 1}),
         Type::String => json!({"type": "string"}),
@@ -121,7 +130,8 @@ fn schema_in(ty: &Type, mode: Mode) -> Value {
             json!({"type": "array", "items": schema_of(&l.ty()), "minItems": l.len(), "maxItems": l.len()})
         }
         Type::Record(r) => {
-            let fields: Vec<(String, Type)> = r.fields().map(|f| (f.name.to_string(), f.ty)).collect();
+            let fields: Vec<(String, Type)> =
+                r.fields().map(|f| (f.name.to_string(), f.ty)).collect();
             object_schema(fields.iter().map(|(n, t)| (n.as_str(), t)), mode)
         }
         Type::Tuple(t) => {
@@ -135,7 +145,10 @@ fn schema_in(ty: &Type, mode: Mode) -> Value {
         }
         Type::Option(o) => json!({"anyOf": [schema_of(&o.ty()), {"type": "null"}]}),
         Type::Variant(v) => {
-            let cases: Vec<Value> = v.cases().map(|c| case_schema(c.name, c.ty.as_ref(), mode)).collect();
+            let cases: Vec<Value> = v
+                .cases()
+                .map(|c| case_schema(c.name, c.ty.as_ref(), mode))
+                .collect();
             json!({"oneOf": cases})
         }
         Type::Result(r) => json!({"oneOf": [
@@ -143,7 +156,12 @@ fn schema_in(ty: &Type, mode: Mode) -> Value {
             case_schema("err", r.err().as_ref(), mode),
         ]}),
         // Refused at load by `unsupported`.
-        Type::Own(_) | Type::Borrow(_) | Type::Future(_) | Type::Stream(_) | Type::ErrorContext | Type::Map(_) => {
+        Type::Own(_)
+        | Type::Borrow(_)
+        | Type::Future(_)
+        | Type::Stream(_)
+        | Type::ErrorContext
+        | Type::Map(_) => {
             json!(false)
         }
     }
@@ -183,18 +201,30 @@ mod tests {
         let p = params("", "x: f32, y: f64");
         let s = schema(&p);
         let max = f32::MAX as f64;
-        assert_eq!(s["properties"]["x"], json!({"type": "number", "minimum": -max, "maximum": max}));
+        assert_eq!(
+            s["properties"]["x"],
+            json!({"type": "number", "minimum": -max, "maximum": max})
+        );
         assert_eq!(s["properties"]["y"], json!({"type": "number"}));
         assert!(args_to_vals(&p, &json!({"x": max, "y": 1e300})).is_ok());
-        assert!(args_to_vals(&p, &json!({"x": f64::from_bits(max.to_bits() + 1), "y": 0})).is_err());
+        assert!(
+            args_to_vals(&p, &json!({"x": f64::from_bits(max.to_bits() + 1), "y": 0})).is_err()
+        );
     }
 
     #[test]
     fn outputs_are_objects_with_every_field_present() {
-        let p = params("record rec { a: option<u8>, b: string }", "r: result<rec, string>, l: result<list<string>, string>, n: result<_, string>");
+        let p = params(
+            "record rec { a: option<u8>, b: string }",
+            "r: result<rec, string>, l: result<list<string>, string>, n: result<_, string>",
+        );
         let (rec, wrapped) = output_schema(&p[0].1);
         assert!(!wrapped);
-        assert_eq!(rec["required"], json!(["a", "b"]), "an absent option is written as null, so it is present");
+        assert_eq!(
+            rec["required"],
+            json!(["a", "b"]),
+            "an absent option is written as null, so it is present"
+        );
         assert_eq!(rec["properties"]["a"]["anyOf"][1], json!({"type": "null"}));
         let (list, wrapped) = output_schema(&p[1].1);
         assert!(wrapped);
@@ -204,7 +234,10 @@ mod tests {
 
     #[test]
     fn option_fields_are_optional_and_the_rest_required() {
-        let p = params("record rec { a: option<u8>, b: string }", "r: rec, o: option<rec>");
+        let p = params(
+            "record rec { a: option<u8>, b: string }",
+            "r: rec, o: option<rec>",
+        );
         let s = schema(&p);
         assert_eq!(s["required"], json!(["r"]));
         assert_eq!(s["properties"]["r"]["required"], json!(["b"]));

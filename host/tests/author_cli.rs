@@ -26,8 +26,16 @@ struct Run {
 }
 
 fn run(mut cmd: Command) -> Run {
-    let Output { status, stdout, stderr } = cmd.output().expect("run scout-host");
-    Run { code: status.code().unwrap_or(-1), stdout: String::from_utf8(stdout).unwrap(), stderr: String::from_utf8(stderr).unwrap() }
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = cmd.output().expect("run scout-host");
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8(stdout).unwrap(),
+        stderr: String::from_utf8(stderr).unwrap(),
+    }
 }
 
 /// Runs off the async runtime, so the fake server keeps answering.
@@ -37,7 +45,8 @@ async fn run_async(cmd: Command) -> Run {
 
 /// A fresh directory under the cargo target directory.
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("author-cli-{name}-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("author-cli-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -45,12 +54,21 @@ fn temp_dir(name: &str) -> PathBuf {
 
 fn github_call(tool: &str, args: Value) -> Command {
     let mut cmd = bin();
-    cmd.arg("call").arg(components::GITHUB).arg(tool).arg(args.to_string());
+    cmd.arg("call")
+        .arg(components::GITHUB)
+        .arg(tool)
+        .arg(args.to_string());
     cmd
 }
 
 fn live(cmd: &mut Command, origin: &str) {
-    cmd.args(["--origin", origin, "--secret-env", SECRET_ENV, "--allow-private-network"]);
+    cmd.args([
+        "--origin",
+        origin,
+        "--secret-env",
+        SECRET_ENV,
+        "--allow-private-network",
+    ]);
 }
 
 fn readme_args() -> Value {
@@ -71,15 +89,26 @@ async fn call_live_reads_through_the_fake_github_with_the_host_token() {
     let output: Value = serde_json::from_str(&out.stdout).expect("stdout is JSON");
     assert_eq!(output["ok"]["text"], "# Hello\n");
     assert_eq!(output["ok"]["path"], "README.md");
-    assert!(out.stderr.contains("GET /repos/octo/hello/contents/README.md -> 200"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("GET /repos/octo/hello/contents/README.md -> 200"),
+        "{}",
+        out.stderr
+    );
     // The fake saw the host's credential; nothing printed holds it.
     let requests = github.requests();
     assert_eq!(requests.len(), 1);
-    assert_eq!(requests[0].header("authorization"), Some(format!("Bearer {TOKEN}").as_str()));
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some(format!("Bearer {TOKEN}").as_str())
+    );
     assert!(!out.stdout.contains(TOKEN) && !out.stderr.contains(TOKEN));
 
     // A tool error is exit 1, with the error on stdout.
-    let mut cmd = github_call("read-file", json!({"owner": "octo", "repo": "hello", "path": "nope.txt"}));
+    let mut cmd = github_call(
+        "read-file",
+        json!({"owner": "octo", "repo": "hello", "path": "nope.txt"}),
+    );
     live(&mut cmd, &github.origin());
     let out = run_async(cmd).await;
     assert_eq!(out.code, 1, "{}", out.stderr);
@@ -90,15 +119,51 @@ async fn call_live_reads_through_the_fake_github_with_the_host_token() {
 #[test]
 fn call_usage_and_load_errors_exit_2_with_a_clear_message() {
     let cases: Vec<(Vec<String>, &str)> = vec![
-        (vec!["call".into(), components::GITHUB.into(), "github_read_file".into(), "{not json".into()], "not JSON"),
-        (vec!["call".into(), components::GITHUB.into(), "github_nope".into(), "{}".into()], "has no tool `github_nope`"),
-        (vec!["call".into(), "/nonexistent/x.wasm".into(), "t".into(), "{}".into()], "no component at /nonexistent/x.wasm"),
         (
-            vec!["call".into(), components::GITHUB.into(), "github_read_file".into(), readme_args().to_string(), "--replay".into(), "/nonexistent-dir".into()],
+            vec![
+                "call".into(),
+                components::GITHUB.into(),
+                "github_read_file".into(),
+                "{not json".into(),
+            ],
+            "not JSON",
+        ),
+        (
+            vec![
+                "call".into(),
+                components::GITHUB.into(),
+                "github_nope".into(),
+                "{}".into(),
+            ],
+            "has no tool `github_nope`",
+        ),
+        (
+            vec![
+                "call".into(),
+                "/nonexistent/x.wasm".into(),
+                "t".into(),
+                "{}".into(),
+            ],
+            "no component at /nonexistent/x.wasm",
+        ),
+        (
+            vec![
+                "call".into(),
+                components::GITHUB.into(),
+                "github_read_file".into(),
+                readme_args().to_string(),
+                "--replay".into(),
+                "/nonexistent-dir".into(),
+            ],
             "/nonexistent-dir",
         ),
         (
-            vec!["call".into(), components::GITHUB.into(), "github_read_file".into(), json!({"owner": 1}).to_string()],
+            vec![
+                "call".into(),
+                components::GITHUB.into(),
+                "github_read_file".into(),
+                json!({"owner": 1}).to_string(),
+            ],
             "invalid arguments at $.owner",
         ),
         (
@@ -122,8 +187,16 @@ fn call_usage_and_load_errors_exit_2_with_a_clear_message() {
         cmd.args(&args);
         let out = run(cmd);
         assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
-        assert!(out.stderr.contains(needle), "{args:?}: expected {needle:?} in {}", out.stderr);
-        assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout, got {}", out.stdout);
+        assert!(
+            out.stderr.contains(needle),
+            "{args:?}: expected {needle:?} in {}",
+            out.stderr
+        );
+        assert!(
+            out.stdout.is_empty(),
+            "{args:?}: nothing on stdout, got {}",
+            out.stdout
+        );
     }
 }
 
@@ -144,8 +217,14 @@ async fn record_then_replay_gives_the_same_output_and_the_recording_holds_no_sec
     let fixture: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(fixture["provenance"], "CAPTURED");
     let date = fixture["captured_at"].as_str().unwrap();
-    assert!(date.len() == 10 && date.as_bytes()[4] == b'-' && date.as_bytes()[7] == b'-', "a YYYY-MM-DD date: {date}");
-    assert_eq!(fixture["exchanges"][0]["request"], json!({"method": "GET", "path": "/repos/octo/hello/contents/README.md"}));
+    assert!(
+        date.len() == 10 && date.as_bytes()[4] == b'-' && date.as_bytes()[7] == b'-',
+        "a YYYY-MM-DD date: {date}"
+    );
+    assert_eq!(
+        fixture["exchanges"][0]["request"],
+        json!({"method": "GET", "path": "/repos/octo/hello/contents/README.md"})
+    );
     assert_eq!(fixture["exchanges"][0]["response"]["status"], 200);
 
     // The same call replayed: same output, no request reached the server.
@@ -153,8 +232,15 @@ async fn record_then_replay_gives_the_same_output_and_the_recording_holds_no_sec
     cmd.arg("--replay").arg(&dir);
     let replayed = run_async(cmd).await;
     assert_eq!(replayed.code, 0, "{}", replayed.stderr);
-    assert_eq!(replayed.stdout, recorded.stdout, "replay answers as live did");
-    assert!(replayed.stderr.contains("nothing was sent"), "{}", replayed.stderr);
+    assert_eq!(
+        replayed.stdout, recorded.stdout,
+        "replay answers as live did"
+    );
+    assert!(
+        replayed.stderr.contains("nothing was sent"),
+        "{}",
+        replayed.stderr
+    );
     assert_eq!(github.requests().len(), 1, "replay sent nothing");
 
     // A second recording of the same tool never replaces the first.
@@ -172,19 +258,35 @@ async fn a_recorded_write_is_scrubbed_where_the_upstream_reflects_the_secret() {
     let dir = temp_dir("record-write");
     // A comment whose text holds the token: GitHub echoes the body back.
     let body = format!("deploy key is {TOKEN}, ok?");
-    let mut cmd = github_call("github_comment", json!({"owner": "octo", "repo": "hello", "number": 1, "body": body}));
+    let mut cmd = github_call(
+        "github_comment",
+        json!({"owner": "octo", "repo": "hello", "number": 1, "body": body}),
+    );
     live(&mut cmd, &github.origin());
     cmd.arg("--record").arg(&dir);
     let out = run_async(cmd).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert_eq!(github.comments("octo", "hello", 1).last(), Some(&body), "the write reached the fake");
+    assert_eq!(
+        github.comments("octo", "hello", 1).last(),
+        Some(&body),
+        "the write reached the fake"
+    );
     let text = std::fs::read_to_string(dir.join("github_comment.json")).unwrap();
-    assert!(!text.contains(TOKEN), "the recording holds the secret:\n{text}");
+    assert!(
+        !text.contains(TOKEN),
+        "the recording holds the secret:\n{text}"
+    );
     let fixture: Value = serde_json::from_str(&text).unwrap();
     let exchange = &fixture["exchanges"][0];
     assert_eq!(exchange["request"]["method"], "POST");
-    assert_eq!(exchange["request"]["json"]["body"], "deploy key is [REDACTED], ok?", "request body kept as JSON, scrubbed");
-    assert_eq!(exchange["response"]["json"]["body"], "deploy key is [REDACTED], ok?", "response scrubbed");
+    assert_eq!(
+        exchange["request"]["json"]["body"], "deploy key is [REDACTED], ok?",
+        "request body kept as JSON, scrubbed"
+    );
+    assert_eq!(
+        exchange["response"]["json"]["body"], "deploy key is [REDACTED], ok?",
+        "response scrubbed"
+    );
 }
 
 /// A hand-written fixture of GitHub's contents API and cases over it.
@@ -222,7 +324,10 @@ fn good_cases() -> Vec<Value> {
 
 fn test_cmd(dir: &Path) -> Command {
     let mut cmd = bin();
-    cmd.arg("test").arg(components::GITHUB).arg("--fixtures").arg(dir);
+    cmd.arg("test")
+        .arg(components::GITHUB)
+        .arg("--fixtures")
+        .arg(dir);
     cmd
 }
 
@@ -233,10 +338,24 @@ fn test_passes_on_good_fixtures() {
     write(&dir, "cases.json", &Value::Array(good_cases()));
     let out = run(test_cmd(&dir));
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    for name in ["reads the README", "a missing file is not-found", "arguments of the wrong type never reach the guest"] {
-        assert!(out.stdout.lines().any(|l| l.starts_with("ok ") && l.contains(name)), "{name}: {}", out.stdout);
+    for name in [
+        "reads the README",
+        "a missing file is not-found",
+        "arguments of the wrong type never reach the guest",
+    ] {
+        assert!(
+            out.stdout
+                .lines()
+                .any(|l| l.starts_with("ok ") && l.contains(name)),
+            "{name}: {}",
+            out.stdout
+        );
     }
-    assert!(out.stdout.contains("test result: ok. 3 passed; 0 failed"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("test result: ok. 3 passed; 0 failed"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
@@ -252,18 +371,40 @@ fn test_fails_naming_the_case_on_a_wrong_expectation_and_on_an_unmatched_request
     write(&dir, "cases.json", &Value::Array(cases));
     let out = run(test_cmd(&dir));
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
-    let line = |name: &str| out.stdout.lines().find(|l| l.contains(name)).unwrap_or_else(|| panic!("{name}: {}", out.stdout)).to_string();
-    assert!(line("reads the README").starts_with("ok "), "{}", out.stdout);
+    let line = |name: &str| {
+        out.stdout
+            .lines()
+            .find(|l| l.contains(name))
+            .unwrap_or_else(|| panic!("{name}: {}", out.stdout))
+            .to_string()
+    };
+    assert!(
+        line("reads the README").starts_with("ok "),
+        "{}",
+        out.stdout
+    );
     let wrong = line("wrong text");
     assert!(wrong.starts_with("FAILED  wrong text"), "{wrong}");
-    assert!(wrong.contains("output differs at $.ok.text: expected \"# Goodbye\\n\", got \"# Hello\\n\""), "{wrong}");
+    assert!(
+        wrong
+            .contains("output differs at $.ok.text: expected \"# Goodbye\\n\", got \"# Hello\\n\""),
+        "{wrong}"
+    );
     let unmatched = line("no fixture for this ref");
-    assert!(unmatched.starts_with("FAILED  no fixture for this ref"), "{unmatched}");
+    assert!(
+        unmatched.starts_with("FAILED  no fixture for this ref"),
+        "{unmatched}"
+    );
     assert!(
         unmatched.contains("unmatched request: replay: no fixture matches GET /repos/octo/hello/contents/README.md?ref=feature"),
         "{unmatched}"
     );
-    assert!(out.stdout.contains("3 passed; 2 failed: wrong text, no fixture for this ref"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("3 passed; 2 failed: wrong text, no fixture for this ref"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
@@ -304,8 +445,16 @@ fn malformed_fixtures_and_cases_are_refused_naming_the_file() {
             run(cmd)
         }] {
             assert_eq!(out.code, 2, "{name}: {}{}", out.stdout, out.stderr);
-            assert!(out.stderr.contains(&file), "{name}: the error names the file: {}", out.stderr);
-            assert!(out.stderr.contains(needle), "{name}: expected {needle:?} in {}", out.stderr);
+            assert!(
+                out.stderr.contains(&file),
+                "{name}: the error names the file: {}",
+                out.stderr
+            );
+            assert!(
+                out.stderr.contains(needle),
+                "{name}: expected {needle:?} in {}",
+                out.stderr
+            );
         }
     }
 
@@ -314,15 +463,28 @@ fn malformed_fixtures_and_cases_are_refused_naming_the_file() {
     github_fixtures(&dir);
     let bad_cases: Vec<(Value, &str)> = vec![
         (json!({"name": "x"}), "is not a list of cases"),
-        (json!([{"name": "x", "tool": "t", "expect": {"maybe": 1}}]), "is not a list of cases"),
-        (json!([{"name": "x", "tool": "t", "expect": {"ok": 1}, "fixtures": ["absent.json"]}]), "names fixture `absent.json`"),
-        (json!([{"name": "x", "tool": "t", "expect": {"ok": 1}}, {"name": "x", "tool": "t", "expect": {"ok": 1}}]), "two cases are named `x`"),
+        (
+            json!([{"name": "x", "tool": "t", "expect": {"maybe": 1}}]),
+            "is not a list of cases",
+        ),
+        (
+            json!([{"name": "x", "tool": "t", "expect": {"ok": 1}, "fixtures": ["absent.json"]}]),
+            "names fixture `absent.json`",
+        ),
+        (
+            json!([{"name": "x", "tool": "t", "expect": {"ok": 1}}, {"name": "x", "tool": "t", "expect": {"ok": 1}}]),
+            "two cases are named `x`",
+        ),
     ];
     for (cases, needle) in bad_cases {
         write(&dir, "cases.json", &cases);
         let out = run(test_cmd(&dir));
         assert_eq!(out.code, 2, "{cases}: {}{}", out.stdout, out.stderr);
-        assert!(out.stderr.contains("cases.json") && out.stderr.contains(needle), "{cases}: expected {needle:?} in {}", out.stderr);
+        assert!(
+            out.stderr.contains("cases.json") && out.stderr.contains(needle),
+            "{cases}: expected {needle:?} in {}",
+            out.stderr
+        );
     }
     std::fs::remove_file(dir.join("cases.json")).unwrap();
     let out = run(test_cmd(&dir));
@@ -332,15 +494,28 @@ fn malformed_fixtures_and_cases_are_refused_naming_the_file() {
 
 /// The `socket(...)` lines of an strace log that open an IP socket.
 fn ip_sockets(trace: &str) -> Vec<&str> {
-    trace.lines().filter(|l| l.contains("socket(") && (l.contains("AF_INET") || l.contains("AF_INET6"))).collect()
+    trace
+        .lines()
+        .filter(|l| l.contains("socket(") && (l.contains("AF_INET") || l.contains("AF_INET6")))
+        .collect()
 }
 
 fn strace() -> &'static str {
     let path = "/usr/bin/strace";
     let found = Path::new(path).is_file()
-        || Command::new("sh").args(["-c", "command -v strace"]).output().is_ok_and(|o| o.status.success());
-    assert!(found, "strace is not installed: `apt-get install -y strace` (.ci/run does); this test needs it to count sockets");
-    if Path::new(path).is_file() { path } else { "strace" }
+        || Command::new("sh")
+            .args(["-c", "command -v strace"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+    assert!(
+        found,
+        "strace is not installed: `apt-get install -y strace` (.ci/run does); this test needs it to count sockets"
+    );
+    if Path::new(path).is_file() {
+        path
+    } else {
+        "strace"
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -352,7 +527,11 @@ async fn test_opens_no_network_socket() {
 
     let traced = |log: &Path, cmd: &Command| {
         let mut wrapped = Command::new(strace);
-        wrapped.args(["-f", "-e", "trace=socket,connect", "-o"]).arg(log).arg(cmd.get_program()).args(cmd.get_args());
+        wrapped
+            .args(["-f", "-e", "trace=socket,connect", "-o"])
+            .arg(log)
+            .arg(cmd.get_program())
+            .args(cmd.get_args());
         for (k, v) in cmd.get_envs() {
             match v {
                 Some(v) => wrapped.env(k, v),
@@ -367,7 +546,11 @@ async fn test_opens_no_network_socket() {
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("3 passed; 0 failed"), "{}", out.stdout);
     let trace = std::fs::read_to_string(&log).expect("strace wrote its log");
-    assert!(ip_sockets(&trace).is_empty(), "scout-host test opened IP sockets:\n{}", ip_sockets(&trace).join("\n"));
+    assert!(
+        ip_sockets(&trace).is_empty(),
+        "scout-host test opened IP sockets:\n{}",
+        ip_sockets(&trace).join("\n")
+    );
 
     // The check can see a socket: the same tracing of a live call shows one.
     let github = FakeGitHub::start(TOKEN).await;
@@ -377,14 +560,22 @@ async fn test_opens_no_network_socket() {
     let out = run_async(traced(&log, &live_cmd)).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let trace = std::fs::read_to_string(&log).unwrap();
-    assert!(!ip_sockets(&trace).is_empty(), "a live call shows its socket in the trace:\n{trace}");
+    assert!(
+        !ip_sockets(&trace).is_empty(),
+        "a live call shows its socket in the trace:\n{trace}"
+    );
 }
 
 // ----- new -------------------------------------------------------------------
 
 fn new_cmd(name: &str, dir: &Path, options: &[&str]) -> Command {
     let mut cmd = bin();
-    cmd.arg("new").arg("--dir").arg(dir).args(options).arg("--").arg(name);
+    cmd.arg("new")
+        .arg("--dir")
+        .arg(dir)
+        .args(options)
+        .arg("--")
+        .arg(name);
     cmd
 }
 
@@ -394,54 +585,110 @@ fn new_scaffolds_a_connector_with_every_name_replaced() {
     let dir = root.join("my-shop");
     let out = run(new_cmd("my-shop", &dir, &[]));
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let read = |p: &str| std::fs::read_to_string(dir.join(p)).unwrap_or_else(|e| panic!("{p}: {e}"));
+    let read =
+        |p: &str| std::fs::read_to_string(dir.join(p)).unwrap_or_else(|e| panic!("{p}: {e}"));
 
     let cargo = read("Cargo.toml");
-    assert!(cargo.contains("name = \"scout-connector-my-shop\""), "{cargo}");
-    let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sdk").canonicalize().unwrap();
-    assert!(cargo.contains(&format!("scout-sdk = {{ path = \"{}\" }}", sdk.display())), "absolute SDK path: {cargo}");
+    assert!(
+        cargo.contains("name = \"scout-connector-my-shop\""),
+        "{cargo}"
+    );
+    let sdk = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../sdk")
+        .canonicalize()
+        .unwrap();
+    assert!(
+        cargo.contains(&format!("scout-sdk = {{ path = \"{}\" }}", sdk.display())),
+        "absolute SDK path: {cargo}"
+    );
     assert!(cargo.contains("[workspace]"), "a project of its own");
 
     let wit = read("wit/my-shop.wit");
     assert!(wit.starts_with("package my-shop:my-shop@0.1.0;"), "{wit}");
     assert!(wit.contains("world my-shop {"), "{wit}");
     let lib = read("src/lib.rs");
-    assert!(lib.contains("use bindings::exports::my_shop::my_shop::read_tools::"), "{lib}");
-    assert!(lib.contains("struct MyShop;") && lib.contains("scout_sdk::export!(MyShop);"), "{lib}");
+    assert!(
+        lib.contains("use bindings::exports::my_shop::my_shop::read_tools::"),
+        "{lib}"
+    );
+    assert!(
+        lib.contains("struct MyShop;") && lib.contains("scout_sdk::export!(MyShop);"),
+        "{lib}"
+    );
     for (file, text) in [("Cargo.toml", &cargo), ("wit", &wit), ("lib.rs", &lib)] {
-        for word in ["acme", "Example", "example:", "::example", "world example", "connector-example"] {
+        for word in [
+            "acme",
+            "Example",
+            "example:",
+            "::example",
+            "world example",
+            "connector-example",
+        ] {
             assert!(!text.contains(word), "{file} still says `{word}`");
         }
     }
-    assert_eq!(read("rust-toolchain.toml"), std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../rust-toolchain.toml")).unwrap());
+    assert_eq!(
+        read("rust-toolchain.toml"),
+        std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../rust-toolchain.toml")
+        )
+        .unwrap()
+    );
 
     // The contract is copied, every file of it, not linked.
     let contract = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
-    let mut want: Vec<String> = std::fs::read_dir(&contract).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
-    let mut got: Vec<String> =
-        std::fs::read_dir(dir.join("wit/deps/scout-connector")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    let mut want: Vec<String> = std::fs::read_dir(&contract)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    let mut got: Vec<String> = std::fs::read_dir(dir.join("wit/deps/scout-connector"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
     want.sort();
     got.sort();
-    assert_eq!(got, want, "the scaffold's contract files are the repository's");
+    assert_eq!(
+        got, want,
+        "the scaffold's contract files are the repository's"
+    );
     for file in &want {
         let copied = dir.join("wit/deps/scout-connector").join(file);
         assert!(!copied.symlink_metadata().unwrap().file_type().is_symlink());
-        assert_eq!(std::fs::read_to_string(&copied).unwrap(), std::fs::read_to_string(contract.join(file)).unwrap(), "{file}");
+        assert_eq!(
+            std::fs::read_to_string(&copied).unwrap(),
+            std::fs::read_to_string(contract.join(file)).unwrap(),
+            "{file}"
+        );
     }
 
     // Starter cases for the template's tools, with a fixture that has provenance.
     let cases: Value = serde_json::from_str(&read("fixtures/cases.json")).unwrap();
-    let tools: Vec<&str> = cases.as_array().unwrap().iter().map(|c| c["tool"].as_str().unwrap()).collect();
-    assert!(tools.contains(&"my_shop_get_item") && tools.contains(&"my_shop_create_note"), "{tools:?}");
+    let tools: Vec<&str> = cases
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["tool"].as_str().unwrap())
+        .collect();
+    assert!(
+        tools.contains(&"my_shop_get_item") && tools.contains(&"my_shop_create_note"),
+        "{tools:?}"
+    );
     let fixture: Value = serde_json::from_str(&read("fixtures/items.json")).unwrap();
     assert_eq!(fixture["provenance"], "UNVERIFIED");
 
     // A git SDK instead.
     let git_dir = root.join("git-one");
-    let out = run(new_cmd("git-one", &git_dir, &["--sdk-git", "https://example.invalid/scout.git"]));
+    let out = run(new_cmd(
+        "git-one",
+        &git_dir,
+        &["--sdk-git", "https://example.invalid/scout.git"],
+    ));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let cargo = std::fs::read_to_string(git_dir.join("Cargo.toml")).unwrap();
-    assert!(cargo.contains("scout-sdk = { git = \"https://example.invalid/scout.git\" }"), "{cargo}");
+    assert!(
+        cargo.contains("scout-sdk = { git = \"https://example.invalid/scout.git\" }"),
+        "{cargo}"
+    );
 }
 
 #[test]
@@ -460,7 +707,11 @@ fn new_refuses_bad_names_and_a_non_empty_directory() {
         let dir = root.join(format!("n-{}", name.len()));
         let out = run(new_cmd(name, &dir, &[]));
         assert_eq!(out.code, 2, "{name}: {}", out.stderr);
-        assert!(out.stderr.contains(needle), "{name}: expected {needle:?} in {}", out.stderr);
+        assert!(
+            out.stderr.contains(needle),
+            "{name}: expected {needle:?} in {}",
+            out.stderr
+        );
         assert!(!dir.exists(), "{name}: nothing written");
     }
     let full = root.join("full");
@@ -468,9 +719,20 @@ fn new_refuses_bad_names_and_a_non_empty_directory() {
     std::fs::write(full.join("keep.txt"), "mine").unwrap();
     let out = run(new_cmd("shop", &full, &[]));
     assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("exists and is not an empty directory"), "{}", out.stderr);
-    assert_eq!(std::fs::read_to_string(full.join("keep.txt")).unwrap(), "mine");
-    assert_eq!(std::fs::read_dir(&full).unwrap().count(), 1, "nothing added");
+    assert!(
+        out.stderr.contains("exists and is not an empty directory"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(full.join("keep.txt")).unwrap(),
+        "mine"
+    );
+    assert_eq!(
+        std::fs::read_dir(&full).unwrap().count(),
+        1,
+        "nothing added"
+    );
 }
 
 /// The scaffold builds for wasm32-wasip2 as it stands, loads, and passes its
@@ -483,32 +745,67 @@ fn a_new_scaffold_builds_and_passes_its_starter_cases() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     // The workspace's lock pins the versions this repository already
     // fetched, so the nested build needs no network.
-    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.lock"),
+        dir.join("Cargo.lock"),
+    )
+    .unwrap();
     let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("scaffold-target");
     let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string()));
-    cargo.current_dir(&dir).args(["build", "--release", "--offline", "--target", "wasm32-wasip2", "--target-dir"]).arg(&target_dir);
+    cargo
+        .current_dir(&dir)
+        .args([
+            "build",
+            "--release",
+            "--offline",
+            "--target",
+            "wasm32-wasip2",
+            "--target-dir",
+        ])
+        .arg(&target_dir);
     for (key, _) in std::env::vars_os() {
         let Some(key) = key.to_str() else { continue };
-        if (key.starts_with("CARGO_") && key != "CARGO_HOME") || matches!(key, "RUSTFLAGS" | "RUSTC_WORKSPACE_WRAPPER" | "OUT_DIR" | "TARGET" | "HOST") {
+        if (key.starts_with("CARGO_") && key != "CARGO_HOME")
+            || matches!(
+                key,
+                "RUSTFLAGS" | "RUSTC_WORKSPACE_WRAPPER" | "OUT_DIR" | "TARGET" | "HOST"
+            )
+        {
             cargo.env_remove(key);
         }
     }
     let built = cargo.output().expect("run cargo");
-    assert!(built.status.success(), "the scaffold does not build:\n{}", String::from_utf8_lossy(&built.stderr));
+    assert!(
+        built.status.success(),
+        "the scaffold does not build:\n{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
     let wasm = target_dir.join("wasm32-wasip2/release/scout_connector_starter.wasm");
     assert!(wasm.is_file(), "{} was built", wasm.display());
 
     let mut cmd = bin();
-    cmd.arg("test").arg(&wasm).arg("--fixtures").arg(dir.join("fixtures"));
+    cmd.arg("test")
+        .arg(&wasm)
+        .arg("--fixtures")
+        .arg(dir.join("fixtures"));
     let out = run(cmd);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    assert!(out.stdout.contains("test result: ok. 4 passed; 0 failed"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("test result: ok. 4 passed; 0 failed"),
+        "{}",
+        out.stdout
+    );
 
     let mut cmd = bin();
     cmd.arg("inspect").arg(&wasm).arg("--json");
     let report: Value = serde_json::from_str(&run(cmd).stdout).unwrap();
     assert_eq!(report["connector"]["name"], "starter");
-    let tools: Vec<&str> = report["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let tools: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
     assert_eq!(tools, ["starter_get_item", "starter_create_note"]);
 }
 
@@ -536,42 +833,101 @@ async fn replay_matches_in_order_then_reuses_the_last_and_checks_like_live() {
     )
     .unwrap();
     let replay = std::sync::Arc::new(Replay::from_files([&fixture]));
-    let mut config = HttpConfig::new("https://replay.invalid").mode(HttpMode::Replay(replay.clone()));
+    let mut config =
+        HttpConfig::new("https://replay.invalid").mode(HttpMode::Replay(replay.clone()));
     config.max_response_bytes = 12;
     config.max_request_bytes = 64;
     let http = HttpCapability::new(config).unwrap();
     let req = |method, path: &str, query: &[(&str, &str)], body: Option<&str>| Request {
         method,
         path: path.to_string(),
-        query: query.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        query: query
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
         headers: vec![("content-type".into(), "application/json".into())],
         body: body.map(|b| b.as_bytes().to_vec()),
     };
-    let text = |r: Result<scout_host::capabilities::http::Response, HttpError>| String::from_utf8(r.unwrap().body).unwrap();
+    let text = |r: Result<scout_host::capabilities::http::Response, HttpError>| {
+        String::from_utf8(r.unwrap().body).unwrap()
+    };
     let denied = |r: Result<scout_host::capabilities::http::Response, HttpError>| match r {
         Err(HttpError::Denied(reason)) => reason,
         other => panic!("expected denied, got {other:?}"),
     };
 
-    assert_eq!(text(http.send(req(Method::Get, "/seq", &[], None)).await), "first");
-    assert_eq!(text(http.send(req(Method::Get, "/seq", &[], None)).await), "second");
-    assert_eq!(text(http.send(req(Method::Get, "/seq", &[], None)).await), "second", "the last answer is reused");
+    assert_eq!(
+        text(http.send(req(Method::Get, "/seq", &[], None)).await),
+        "first"
+    );
+    assert_eq!(
+        text(http.send(req(Method::Get, "/seq", &[], None)).await),
+        "second"
+    );
+    assert_eq!(
+        text(http.send(req(Method::Get, "/seq", &[], None)).await),
+        "second",
+        "the last answer is reused"
+    );
 
-    let created = http.send(req(Method::Post, "/items", &[], Some(r#"{ "b": [2], "a": 1 }"#))).await.unwrap();
+    let created = http
+        .send(req(
+            Method::Post,
+            "/items",
+            &[],
+            Some(r#"{ "b": [2], "a": 1 }"#),
+        ))
+        .await
+        .unwrap();
     assert_eq!(created.status, 201);
-    assert!(created.headers.contains(&("content-type".to_string(), "application/json".to_string())));
-    let reason = denied(http.send(req(Method::Post, "/items", &[], Some(r#"{"a": 2, "b": [2]}"#))).await);
-    assert!(reason.contains("replay: no fixture matches POST /items") && reason.contains("not the body"), "{reason}");
+    assert!(
+        created
+            .headers
+            .contains(&("content-type".to_string(), "application/json".to_string()))
+    );
+    let reason = denied(
+        http.send(req(
+            Method::Post,
+            "/items",
+            &[],
+            Some(r#"{"a": 2, "b": [2]}"#),
+        ))
+        .await,
+    );
+    assert!(
+        reason.contains("replay: no fixture matches POST /items")
+            && reason.contains("not the body"),
+        "{reason}"
+    );
 
-    assert_eq!(http.send(req(Method::Get, "/q", &[("b", "2"), ("a", "1")], None)).await.unwrap().status, 204, "query order does not matter");
-    assert_eq!(denied(http.send(req(Method::Get, "/q", &[("a", "1")], None)).await), "replay: no fixture matches GET /q?a=1");
+    assert_eq!(
+        http.send(req(Method::Get, "/q", &[("b", "2"), ("a", "1")], None))
+            .await
+            .unwrap()
+            .status,
+        204,
+        "query order does not matter"
+    );
+    assert_eq!(
+        denied(http.send(req(Method::Get, "/q", &[("a", "1")], None)).await),
+        "replay: no fixture matches GET /q?a=1"
+    );
 
     // Live's checks first: these never reach the fixtures.
     let reason = denied(http.send(req(Method::Get, "/a/../seq", &[], None)).await);
     assert!(reason.contains("dot segment"), "{reason}");
-    let reason = denied(http.send(req(Method::Post, "/items", &[], Some(&"x".repeat(65)))).await);
+    let reason = denied(
+        http.send(req(Method::Post, "/items", &[], Some(&"x".repeat(65))))
+            .await,
+    );
     assert!(reason.contains("larger than 64 bytes"), "{reason}");
-    assert!(matches!(http.send(req(Method::Get, "/big", &[], None)).await, Err(HttpError::TooLarge(12))), "the response cap applies");
+    assert!(
+        matches!(
+            http.send(req(Method::Get, "/big", &[], None)).await,
+            Err(HttpError::TooLarge(12))
+        ),
+        "the response cap applies"
+    );
 
     assert_eq!(replay.misses().len(), 2, "{:?}", replay.misses());
 }

@@ -7,7 +7,10 @@
 use scout_host::boundary::{Boundary, Executed, Session};
 use scout_host::policy::{BrandFacts, Catalog, PolicyDenial, Role, SessionInput, Switches};
 use scout_host::store::{SqliteStore, Store, TraceState};
-use scout_host::{Capabilities, CredentialScheme, HttpCapability, HttpConfig, LoadedComponent, Runtime, RuntimeConfig, SecretSource};
+use scout_host::{
+    Capabilities, CredentialScheme, HttpCapability, HttpConfig, LoadedComponent, Runtime,
+    RuntimeConfig, SecretSource,
+};
 use scout_tests::fake_github::FakeGitHub;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -26,19 +29,38 @@ struct World {
 
 async fn world(name: &str, switches: &[(&str, &str)]) -> World {
     let github = FakeGitHub::start(TOKEN).await;
-    let runtime = Runtime::new(RuntimeConfig { max_concurrent_calls: 4, ..Default::default() }).unwrap();
-    let component = runtime.load_file(Path::new(scout_tests::components::GITHUB)).unwrap();
+    let runtime = Runtime::new(RuntimeConfig {
+        max_concurrent_calls: 4,
+        ..Default::default()
+    })
+    .unwrap();
+    let component = runtime
+        .load_file(Path::new(scout_tests::components::GITHUB))
+        .unwrap();
     let http = HttpCapability::new(
         HttpConfig::new(github.origin())
-            .credential(CredentialScheme::Bearer, SecretSource::Value(TOKEN.to_string()))
+            .credential(
+                CredentialScheme::Bearer,
+                SecretSource::Value(TOKEN.to_string()),
+            )
             .allow_private_network(true),
     )
     .unwrap();
     let db = scout_tests::TempDb::new(&format!("boundary-{name}"));
     let path = db.path().to_path_buf();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
-    let boundary = Arc::new(Boundary::new(store, Catalog::seed(), Switches::from_vars(switches.iter().copied())));
-    World { github, component, caps: Capabilities::with_http(http), boundary, _db: db }
+    let boundary = Arc::new(Boundary::new(
+        store,
+        Catalog::seed(),
+        Switches::from_vars(switches.iter().copied()),
+    ));
+    World {
+        github,
+        component,
+        caps: Capabilities::with_http(http),
+        boundary,
+        _db: db,
+    }
 }
 
 fn person_chat(id: &str, connected: &[&str], approval_channel: bool) -> Session {
@@ -53,7 +75,11 @@ fn branch_args(name: &str) -> Value {
 }
 
 fn writes(w: &World) -> usize {
-    w.github.requests().iter().filter(|r| r.method != "GET").count()
+    w.github
+        .requests()
+        .iter()
+        .filter(|r| r.method != "GET")
+        .count()
 }
 
 fn states(w: &World, session: &str) -> Vec<(String, Option<String>)> {
@@ -67,7 +93,12 @@ fn states(w: &World, session: &str) -> Vec<(String, Option<String>)> {
 }
 
 fn states_in(store: &Arc<dyn Store>, session: &str) -> Vec<(String, Option<String>)> {
-    store.trace_for_session(session).unwrap().into_iter().map(|e| (e.state.as_str().to_string(), e.rule)).collect()
+    store
+        .trace_for_session(session)
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.state.as_str().to_string(), e.rule))
+        .collect()
 }
 
 /// Approves (or denies) the first pending approval of `session` once it appears.
@@ -92,25 +123,77 @@ async fn a_read_runs_without_approval_and_the_trace_tells_the_story() {
     let s = person_chat("s-read", &["github"], true);
     let surface = w.boundary.open_session(&s).unwrap();
     assert!(surface.contains("mcp__github__github_read_file"));
-    let r = w.boundary.call(&s, &w.component, "github_read_file", &json!({"owner": "octo", "repo": "hello", "path": "README.md"}), &w.caps).await.unwrap();
-    let Executed::Ran(outcome) = r else { panic!("ran") };
+    let r = w
+        .boundary
+        .call(
+            &s,
+            &w.component,
+            "github_read_file",
+            &json!({"owner": "octo", "repo": "hello", "path": "README.md"}),
+            &w.caps,
+        )
+        .await
+        .unwrap();
+    let Executed::Ran(outcome) = r else {
+        panic!("ran")
+    };
     assert_eq!(outcome.output.ok().unwrap()["text"], "# Hello\n");
     let all = states(&w, "s-read");
     // The session's start names every tool it was not given, each with the
     // rule that removed it (here: the brand has no coworker, skill or goals).
-    let removed: Vec<(String, Option<String>)> = all.iter().filter(|(s, _)| s == "removed").cloned().collect();
-    assert!(removed.iter().any(|(_, rule)| rule.as_deref() == Some("no_coworkers")), "{removed:?}");
-    let trace: Vec<String> = all.into_iter().map(|(s, _)| s).filter(|s| s != "removed").collect();
-    assert_eq!(trace, ["registered", "eligible", "offered", "requested", "allowed", "executed", "result"]);
-    let events: Vec<_> = w.boundary.store().trace_for_brand("acme").unwrap().into_iter().filter(|e| e.state != TraceState::Removed).collect();
+    let removed: Vec<(String, Option<String>)> = all
+        .iter()
+        .filter(|(s, _)| s == "removed")
+        .cloned()
+        .collect();
+    assert!(
+        removed
+            .iter()
+            .any(|(_, rule)| rule.as_deref() == Some("no_coworkers")),
+        "{removed:?}"
+    );
+    let trace: Vec<String> = all
+        .into_iter()
+        .map(|(s, _)| s)
+        .filter(|s| s != "removed")
+        .collect();
+    assert_eq!(
+        trace,
+        [
+            "registered",
+            "eligible",
+            "offered",
+            "requested",
+            "allowed",
+            "executed",
+            "result"
+        ]
+    );
+    let events: Vec<_> = w
+        .boundary
+        .store()
+        .trace_for_brand("acme")
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.state != TraceState::Removed)
+        .collect();
     assert_eq!(events.len(), 7);
     assert_eq!(events[0].detail["connectors"], json!(["github"]));
-    assert!(events[2].detail["tools"].as_array().unwrap().iter().any(|t| t == "mcp__github__github_create_branch"));
+    assert!(
+        events[2].detail["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "mcp__github__github_create_branch")
+    );
     // The executed event tells what the guest did on the wire: the declared
     // route it matched, the status and the bytes, never a header or the token.
     let http = &events[5].detail["http"];
     assert_eq!(http[0]["method"], "GET");
-    assert_eq!(http[0]["route"], "GET /repos/{owner}/{repo}/contents/{*path}");
+    assert_eq!(
+        http[0]["route"],
+        "GET /repos/{owner}/{repo}/contents/{*path}"
+    );
     assert_eq!(http[0]["status"], 200);
     assert!(http[0]["response_bytes"].as_u64().unwrap() > 0, "{http}");
     assert!(!events[5].detail.to_string().contains(TOKEN));
@@ -122,7 +205,8 @@ async fn a_switch_that_is_off_is_traced_as_that_switch_at_the_start() {
     let s = Session::new(
         "s-removed",
         "acme",
-        SessionInput::new(Role::PersonChat).brand(BrandFacts::with_connectors(["github", "agentmail"])),
+        SessionInput::new(Role::PersonChat)
+            .brand(BrandFacts::with_connectors(["github", "agentmail"])),
     );
     w.boundary.open_session(&s).unwrap();
     let removed: Vec<(String, Option<String>)> = w
@@ -134,9 +218,20 @@ async fn a_switch_that_is_off_is_traced_as_that_switch_at_the_start() {
         .filter(|e| e.state == TraceState::Removed)
         .map(|e| (e.tool.unwrap(), e.rule))
         .collect();
-    let rule = |tool: &str| removed.iter().find(|(t, _)| t == tool).and_then(|(_, r)| r.clone());
-    assert_eq!(rule("mcp__agentmail__agentmail_send_message").as_deref(), Some("switch:AGENTMAIL_ALLOW_SENDS"));
-    assert_eq!(rule("mcp__team__team_roster").as_deref(), Some("no_coworkers"));
+    let rule = |tool: &str| {
+        removed
+            .iter()
+            .find(|(t, _)| t == tool)
+            .and_then(|(_, r)| r.clone())
+    };
+    assert_eq!(
+        rule("mcp__agentmail__agentmail_send_message").as_deref(),
+        Some("switch:AGENTMAIL_ALLOW_SENDS")
+    );
+    assert_eq!(
+        rule("mcp__team__team_roster").as_deref(),
+        Some("no_coworkers")
+    );
     // Registered and refusing is not removed: GitHub's writes stay offered.
     assert_eq!(rule("mcp__github__github_create_branch"), None);
 
@@ -145,7 +240,10 @@ async fn a_switch_that_is_off_is_traced_as_that_switch_at_the_start() {
     let c = Session::new(
         "s-coworker",
         "acme",
-        SessionInput::new(Role::CoworkerRun { route: scout_host::policy::Route::Standard }).profile(profile),
+        SessionInput::new(Role::CoworkerRun {
+            route: scout_host::policy::Route::Standard,
+        })
+        .profile(profile),
     );
     w.boundary.open_session(&c).unwrap();
     let rules: Vec<(String, Option<String>)> = w
@@ -157,35 +255,98 @@ async fn a_switch_that_is_off_is_traced_as_that_switch_at_the_start() {
         .filter(|e| e.state == TraceState::Removed)
         .map(|e| (e.tool.unwrap(), e.rule))
         .collect();
-    assert!(rules.contains(&("mcp__transcripts__transcript_search".to_string(), Some("outside_role".to_string()))), "{rules:?}");
-    assert!(rules.contains(&("mcp__project__project_delete".to_string(), Some("outside_role".to_string()))), "{rules:?}");
+    assert!(
+        rules.contains(&(
+            "mcp__transcripts__transcript_search".to_string(),
+            Some("outside_role".to_string())
+        )),
+        "{rules:?}"
+    );
+    assert!(
+        rules.contains(&(
+            "mcp__project__project_delete".to_string(),
+            Some("outside_role".to_string())
+        )),
+        "{rules:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_write_waits_for_a_person_and_runs_once_approved() {
-    let w = world("approve", &[("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "10000")]).await;
+    let w = world(
+        "approve",
+        &[
+            ("GITHUB_ALLOW_WRITES", "true"),
+            ("APPROVAL_TIMEOUT_MS", "10000"),
+        ],
+    )
+    .await;
     let s = person_chat("s-approve", &["github"], true);
     let person = answer_when_asked(&w, "s-approve", true);
-    let r = w.boundary.call(&s, &w.component, "github_create_branch", &branch_args("scout/a"), &w.caps).await.unwrap();
+    let r = w
+        .boundary
+        .call(
+            &s,
+            &w.component,
+            "github_create_branch",
+            &branch_args("scout/a"),
+            &w.caps,
+        )
+        .await
+        .unwrap();
     person.await.unwrap();
-    assert!(matches!(r, Executed::Ran(ref o) if o.output.ok().is_some()), "{r:?}");
+    assert!(
+        matches!(r, Executed::Ran(ref o) if o.output.ok().is_some()),
+        "{r:?}"
+    );
     assert!(w.github.branch_sha("octo", "hello", "scout/a").is_some());
     let trace = states(&w, "s-approve");
     let names: Vec<&str> = trace.iter().map(|(s, _)| s.as_str()).collect();
-    assert_eq!(names, ["requested", "requested", "decided", "allowed", "executed", "result"], "{trace:?}");
+    assert_eq!(
+        names,
+        [
+            "requested",
+            "requested",
+            "decided",
+            "allowed",
+            "executed",
+            "result"
+        ],
+        "{trace:?}"
+    );
     assert_eq!(trace[1].1.as_deref(), Some("approval_requested"));
     assert_eq!(trace[2].1.as_deref(), Some("approved"));
     assert_eq!(trace[3].1.as_deref(), Some("approved_by_person"));
     // Who decided, and when.
-    let decided = w.boundary.store().trace_for_session("s-approve").unwrap().into_iter().find(|e| e.state == TraceState::Decided).unwrap();
+    let decided = w
+        .boundary
+        .store()
+        .trace_for_session("s-approve")
+        .unwrap()
+        .into_iter()
+        .find(|e| e.state == TraceState::Decided)
+        .unwrap();
     assert_eq!(decided.detail["by"], "alice");
-    assert!(decided.detail["decided_at_ms"].as_i64().unwrap() > 0, "{decided:?}");
+    assert!(
+        decided.detail["decided_at_ms"].as_i64().unwrap() > 0,
+        "{decided:?}"
+    );
 
     // The approval was for those exact arguments and is used up: the same
     // call again asks again, and a denial stops it with nothing sent.
     let before = writes(&w);
     let person = answer_when_asked(&w, "s-approve", false);
-    let denied = w.boundary.call(&s, &w.component, "github_create_branch", &branch_args("scout/a"), &w.caps).await.unwrap_err();
+    let denied = w
+        .boundary
+        .call(
+            &s,
+            &w.component,
+            "github_create_branch",
+            &branch_args("scout/a"),
+            &w.caps,
+        )
+        .await
+        .unwrap_err();
     person.await.unwrap();
     assert_eq!(denied.denial, PolicyDenial::ApprovalDeniedOrTimedOut);
     assert_eq!(writes(&w), before, "no write request after a denial");
@@ -193,36 +354,104 @@ async fn a_write_waits_for_a_person_and_runs_once_approved() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_approval_for_other_arguments_does_not_serve() {
-    let w = world("digest", &[("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "300")]).await;
+    let w = world(
+        "digest",
+        &[
+            ("GITHUB_ALLOW_WRITES", "true"),
+            ("APPROVAL_TIMEOUT_MS", "300"),
+        ],
+    )
+    .await;
     let s = person_chat("s-digest", &["github"], true);
     let store = w.boundary.store();
     let name = "mcp__github__github_create_branch";
-    let id = store.request_approval("s-digest", name, &scout_host::store::args_digest(&branch_args("scout/ok"))).unwrap();
+    let id = store
+        .request_approval(
+            "s-digest",
+            name,
+            &scout_host::store::args_digest(&branch_args("scout/ok")),
+        )
+        .unwrap();
     store.decide(id, true, "alice").unwrap();
-    let denied = w.boundary.call(&s, &w.component, "github_create_branch", &branch_args("scout/other"), &w.caps).await.unwrap_err();
+    let denied = w
+        .boundary
+        .call(
+            &s,
+            &w.component,
+            "github_create_branch",
+            &branch_args("scout/other"),
+            &w.caps,
+        )
+        .await
+        .unwrap_err();
     assert_eq!(denied.denial, PolicyDenial::ApprovalDeniedOrTimedOut);
-    assert!(w.github.branch_sha("octo", "hello", "scout/other").is_none());
+    assert!(
+        w.github
+            .branch_sha("octo", "hello", "scout/other")
+            .is_none()
+    );
     assert_eq!(writes(&w), 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_zero_timeout_denies_at_once() {
-    let w = world("zero", &[("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "0")]).await;
+    let w = world(
+        "zero",
+        &[
+            ("GITHUB_ALLOW_WRITES", "true"),
+            ("APPROVAL_TIMEOUT_MS", "0"),
+        ],
+    )
+    .await;
     let s = person_chat("s-zero", &["github"], true);
-    let denied = w.boundary.call(&s, &w.component, "github_create_branch", &branch_args("scout/z"), &w.caps).await.unwrap_err();
+    let denied = w
+        .boundary
+        .call(
+            &s,
+            &w.component,
+            "github_create_branch",
+            &branch_args("scout/z"),
+            &w.caps,
+        )
+        .await
+        .unwrap_err();
     assert_eq!(denied.denial, PolicyDenial::ApprovalDeniedOrTimedOut);
     assert!(w.github.requests().is_empty(), "nothing reached GitHub");
-    assert!(w.boundary.store().pending("s-zero").unwrap().is_empty(), "the timed-out request cannot be approved later");
+    assert!(
+        w.boundary.store().pending("s-zero").unwrap().is_empty(),
+        "the timed-out request cannot be approved later"
+    );
     // The trace says nobody answered: the timeout decided.
-    let decided = w.boundary.store().trace_for_session("s-zero").unwrap().into_iter().find(|e| e.state == TraceState::Decided).expect("a decided event");
-    assert_eq!((decided.rule.as_deref(), decided.detail["by"].as_str()), (Some("timed_out"), Some("timeout")), "{decided:?}");
+    let decided = w
+        .boundary
+        .store()
+        .trace_for_session("s-zero")
+        .unwrap()
+        .into_iter()
+        .find(|e| e.state == TraceState::Decided)
+        .expect("a decided event");
+    assert_eq!(
+        (decided.rule.as_deref(), decided.detail["by"].as_str()),
+        (Some("timed_out"), Some("timeout")),
+        "{decided:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_session_without_an_approval_channel_refuses_gated_calls() {
     let w = world("nochannel", &[("GITHUB_ALLOW_WRITES", "true")]).await;
     let s = person_chat("s-nochannel", &["github"], false);
-    let denied = w.boundary.call(&s, &w.component, "github_create_branch", &branch_args("scout/n"), &w.caps).await.unwrap_err();
+    let denied = w
+        .boundary
+        .call(
+            &s,
+            &w.component,
+            "github_create_branch",
+            &branch_args("scout/n"),
+            &w.caps,
+        )
+        .await
+        .unwrap_err();
     assert_eq!(denied.denial, PolicyDenial::ApprovalRequired);
     assert!(w.github.requests().is_empty());
 }
@@ -231,8 +460,22 @@ async fn a_session_without_an_approval_channel_refuses_gated_calls() {
 async fn github_writes_refuse_without_their_switch() {
     let w = world("switch", &[]).await;
     let s = person_chat("s-switch", &["github"], true);
-    let denied = w.boundary.call(&s, &w.component, "github_create_branch", &branch_args("scout/s"), &w.caps).await.unwrap_err();
-    assert_ne!(denied.denial, PolicyDenial::NotOffered, "registered but refusing, as the seed says");
+    let denied = w
+        .boundary
+        .call(
+            &s,
+            &w.component,
+            "github_create_branch",
+            &branch_args("scout/s"),
+            &w.caps,
+        )
+        .await
+        .unwrap_err();
+    assert_ne!(
+        denied.denial,
+        PolicyDenial::NotOffered,
+        "registered but refusing, as the seed says"
+    );
     assert!(w.github.requests().is_empty());
 }
 
@@ -241,17 +484,40 @@ async fn a_name_outside_the_ceiling_is_a_permission_denied_event() {
     let w = world("ceiling", &[("GITHUB_ALLOW_WRITES", "true")]).await;
     // The brand has not connected GitHub: none of its tools exist for this session.
     let s = person_chat("s-ceiling", &[], true);
-    let denied = w.boundary.call(&s, &w.component, "github_read_file", &json!({"owner": "octo", "repo": "hello", "path": "README.md"}), &w.caps).await.unwrap_err();
+    let denied = w
+        .boundary
+        .call(
+            &s,
+            &w.component,
+            "github_read_file",
+            &json!({"owner": "octo", "repo": "hello", "path": "README.md"}),
+            &w.caps,
+        )
+        .await
+        .unwrap_err();
     assert_eq!(denied.denial, PolicyDenial::NotOffered);
-    assert!(!denied.to_string().contains("github"), "the reason names no hidden tool: {denied}");
+    assert!(
+        !denied.to_string().contains("github"),
+        "the reason names no hidden tool: {denied}"
+    );
     let trace = states(&w, "s-ceiling");
-    assert_eq!(trace.last().unwrap().0, TraceState::PermissionDenied.as_str());
+    assert_eq!(
+        trace.last().unwrap().0,
+        TraceState::PermissionDenied.as_str()
+    );
     assert!(w.github.requests().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn revocation_takes_effect_at_the_next_boundary_even_after_approval() {
-    let w = world("revoke", &[("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "10000")]).await;
+    let w = world(
+        "revoke",
+        &[
+            ("GITHUB_ALLOW_WRITES", "true"),
+            ("APPROVAL_TIMEOUT_MS", "10000"),
+        ],
+    )
+    .await;
     let s = Arc::new(person_chat("s-revoke", &["github"], true));
     // The person approves, but the connection is disabled before the call executes.
     let store = w.boundary.store().clone();
@@ -267,7 +533,17 @@ async fn revocation_takes_effect_at_the_next_boundary_even_after_approval() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     });
-    let denied = w.boundary.call(&s, &w.component, "github_create_branch", &branch_args("scout/r"), &w.caps).await.unwrap_err();
+    let denied = w
+        .boundary
+        .call(
+            &s,
+            &w.component,
+            "github_create_branch",
+            &branch_args("scout/r"),
+            &w.caps,
+        )
+        .await
+        .unwrap_err();
     revoker.await.unwrap();
     assert_eq!(denied.denial, PolicyDenial::Revoked);
     assert_eq!(writes(&w), 0, "nothing was written");
@@ -278,21 +554,47 @@ async fn revocation_takes_effect_at_the_next_boundary_even_after_approval() {
     let store = w.boundary.store();
     let name = "mcp__github__github_create_branch";
     let digest = scout_host::store::args_digest(&branch_args("scout/r"));
-    assert!(store.consume_approval("s-revoke", name, &digest).is_err(), "the old approval stays revoked");
+    assert!(
+        store.consume_approval("s-revoke", name, &digest).is_err(),
+        "the old approval stays revoked"
+    );
 
     // A revoked session is denied outright.
     w.boundary.revoke_session(&s);
-    let denied = w.boundary.call(&s, &w.component, "github_read_file", &json!({"owner": "octo", "repo": "hello", "path": "README.md"}), &w.caps).await.unwrap_err();
+    let denied = w
+        .boundary
+        .call(
+            &s,
+            &w.component,
+            "github_read_file",
+            &json!({"owner": "octo", "repo": "hello", "path": "README.md"}),
+            &w.caps,
+        )
+        .await
+        .unwrap_err();
     assert_eq!(denied.denial, PolicyDenial::Revoked);
-    assert_eq!(w.github.requests().iter().filter(|r| r.path.contains("README")).count(), 0);
+    assert_eq!(
+        w.github
+            .requests()
+            .iter()
+            .filter(|r| r.path.contains("README"))
+            .count(),
+        0
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn disabling_a_stored_connection_denies_the_next_call() {
     use scout_host::credentials::{Resolver, ResolverConfig};
     let github = FakeGitHub::start(TOKEN).await;
-    let runtime = Runtime::new(RuntimeConfig { max_concurrent_calls: 2, ..Default::default() }).unwrap();
-    let component = runtime.load_file(Path::new(scout_tests::components::GITHUB)).unwrap();
+    let runtime = Runtime::new(RuntimeConfig {
+        max_concurrent_calls: 2,
+        ..Default::default()
+    })
+    .unwrap();
+    let component = runtime
+        .load_file(Path::new(scout_tests::components::GITHUB))
+        .unwrap();
     let _db = scout_tests::TempDb::new("boundary-disable");
     let path = _db.path().to_path_buf();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
@@ -305,31 +607,71 @@ async fn disabling_a_stored_connection_denies_the_next_call() {
         let catalog = Catalog::seed();
         let config = ResolverConfig::default();
         let resolver = Resolver::new(&*live_store, &catalog, &config, key, |_| None);
-        candidates.iter().filter(|c| matches!(resolver.resolve_server(brand, c), Ok(Some(_)))).cloned().collect()
+        candidates
+            .iter()
+            .filter(|c| matches!(resolver.resolve_server(brand, c), Ok(Some(_))))
+            .cloned()
+            .collect()
     });
-    let boundary = Boundary::new(store.clone(), Catalog::seed(), Switches::from_vars([("GITHUB_ALLOW_WRITES", "true")])).with_live_connections(live);
+    let boundary = Boundary::new(
+        store.clone(),
+        Catalog::seed(),
+        Switches::from_vars([("GITHUB_ALLOW_WRITES", "true")]),
+    )
+    .with_live_connections(live);
     let resolved = {
         let catalog = Catalog::seed();
         let config = ResolverConfig::default();
-        Resolver::new(&*store, &catalog, &config, key, |_| None).brand_facts("acme").unwrap()
+        Resolver::new(&*store, &catalog, &config, key, |_| None)
+            .brand_facts("acme")
+            .unwrap()
     };
     assert!(resolved.connected.contains("github"));
-    let s = Session::new("s-disable", "acme", SessionInput::new(Role::PersonChat).brand(resolved).approval_channel(true));
-    assert!(boundary.open_session(&s).unwrap().contains("mcp__github__github_read_file"));
+    let s = Session::new(
+        "s-disable",
+        "acme",
+        SessionInput::new(Role::PersonChat)
+            .brand(resolved)
+            .approval_channel(true),
+    );
+    assert!(
+        boundary
+            .open_session(&s)
+            .unwrap()
+            .contains("mcp__github__github_read_file")
+    );
     let caps = Capabilities::with_http(
         HttpCapability::new(
-            HttpConfig::new(github.origin()).credential(CredentialScheme::Bearer, SecretSource::Value(TOKEN.into())).allow_private_network(true),
+            HttpConfig::new(github.origin())
+                .credential(CredentialScheme::Bearer, SecretSource::Value(TOKEN.into()))
+                .allow_private_network(true),
         )
         .unwrap(),
     );
     let args = json!({"owner": "octo", "repo": "hello", "path": "README.md"});
-    assert!(matches!(boundary.call(&s, &component, "github_read_file", &args, &caps).await, Ok(Executed::Ran(_))));
+    assert!(matches!(
+        boundary
+            .call(&s, &component, "github_read_file", &args, &caps)
+            .await,
+        Ok(Executed::Ran(_))
+    ));
     let sent = github.requests().len();
 
     assert!(store.disable_connection("acme", "github").unwrap());
-    let denied = boundary.call(&s, &component, "github_read_file", &args, &caps).await.unwrap_err();
-    assert_eq!(denied.denial, PolicyDenial::Revoked, "offered at the start, revoked now");
-    assert_eq!(github.requests().len(), sent, "no request after the connection was disabled");
+    let denied = boundary
+        .call(&s, &component, "github_read_file", &args, &caps)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        denied.denial,
+        PolicyDenial::Revoked,
+        "offered at the start, revoked now"
+    );
+    assert_eq!(
+        github.requests().len(),
+        sent,
+        "no request after the connection was disabled"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -338,60 +680,125 @@ async fn withdrawing_a_connector_from_a_grant_denies_the_next_call() {
     let s = person_chat("s-withdraw", &["github"], true);
     w.boundary.open_session(&s).unwrap();
     let args = json!({"owner": "octo", "repo": "hello", "path": "README.md"});
-    assert!(matches!(w.boundary.call(&s, &w.component, "github_read_file", &args, &w.caps).await, Ok(Executed::Ran(_))));
+    assert!(matches!(
+        w.boundary
+            .call(&s, &w.component, "github_read_file", &args, &w.caps)
+            .await,
+        Ok(Executed::Ran(_))
+    ));
     let sent = w.github.requests().len();
     w.boundary.withdraw_grant(&s, "github");
-    let denied = w.boundary.call(&s, &w.component, "github_read_file", &args, &w.caps).await.unwrap_err();
+    let denied = w
+        .boundary
+        .call(&s, &w.component, "github_read_file", &args, &w.caps)
+        .await
+        .unwrap_err();
     assert_eq!(denied.denial, PolicyDenial::Revoked);
     assert_eq!(w.github.requests().len(), sent);
     // Other sessions keep theirs.
     let other = person_chat("s-other", &["github"], true);
-    assert!(matches!(w.boundary.call(&other, &w.component, "github_read_file", &args, &w.caps).await, Ok(Executed::Ran(_))));
+    assert!(matches!(
+        w.boundary
+            .call(&other, &w.component, "github_read_file", &args, &w.caps)
+            .await,
+        Ok(Executed::Ran(_))
+    ));
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_new_or_changed_tool_is_held_until_an_operator_approves_it() {
     use scout_host::review::{ReviewStatus, approve_all, review};
     let github = FakeGitHub::start(TOKEN).await;
-    let runtime = Runtime::new(RuntimeConfig { max_concurrent_calls: 2, ..Default::default() }).unwrap();
+    let runtime = Runtime::new(RuntimeConfig {
+        max_concurrent_calls: 2,
+        ..Default::default()
+    })
+    .unwrap();
     let bytes = std::fs::read(scout_tests::components::GITHUB).unwrap();
     let component = runtime.load_bytes(&bytes).unwrap();
     let _db = scout_tests::TempDb::new("boundary-review");
     let path = _db.path().to_path_buf();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
-    let boundary = Boundary::new(store.clone(), Catalog::seed(), Switches::default()).require_review();
+    let boundary =
+        Boundary::new(store.clone(), Catalog::seed(), Switches::default()).require_review();
     let s = person_chat("s-review", &["github"], true);
     let caps = Capabilities::with_http(
         HttpCapability::new(
-            HttpConfig::new(github.origin()).credential(CredentialScheme::Bearer, SecretSource::Value(TOKEN.into())).allow_private_network(true),
+            HttpConfig::new(github.origin())
+                .credential(CredentialScheme::Bearer, SecretSource::Value(TOKEN.into()))
+                .allow_private_network(true),
         )
         .unwrap(),
     );
     let args = json!({"owner": "octo", "repo": "hello", "path": "README.md"});
 
     // Discovered, not reviewed: not offered, and the trace says why.
-    assert!(review(&*store, &component).unwrap().iter().all(|r| r.status == ReviewStatus::New));
-    let held = boundary.call(&s, &component, "github_read_file", &args, &caps).await.unwrap_err();
+    assert!(
+        review(&*store, &component)
+            .unwrap()
+            .iter()
+            .all(|r| r.status == ReviewStatus::New)
+    );
+    let held = boundary
+        .call(&s, &component, "github_read_file", &args, &caps)
+        .await
+        .unwrap_err();
     assert_eq!(held.denial, PolicyDenial::NotOffered);
-    assert_eq!(states_in(&store, "s-review").last().unwrap().1.as_deref(), Some("unreviewed_new"));
+    assert_eq!(
+        states_in(&store, "s-review").last().unwrap().1.as_deref(),
+        Some("unreviewed_new")
+    );
     assert!(github.requests().is_empty());
 
     // An operator approves: it runs.
     assert_eq!(approve_all(&*store, &component, "operator").unwrap(), 11);
-    assert!(matches!(boundary.call(&s, &component, "github_read_file", &args, &caps).await, Ok(Executed::Ran(_))));
+    assert!(matches!(
+        boundary
+            .call(&s, &component, "github_read_file", &args, &caps)
+            .await,
+        Ok(Executed::Ran(_))
+    ));
 
     // An update changes the tool's description: held again until approved again.
-    let updated = scout_tests::patch_bytes(&bytes, b"Read one file from a repository", b"READ one file from a repository");
+    let updated = scout_tests::patch_bytes(
+        &bytes,
+        b"Read one file from a repository",
+        b"READ one file from a repository",
+    );
     let component = runtime.load_bytes(&updated).unwrap();
     let statuses = review(&*store, &component).unwrap();
-    assert_eq!(statuses.iter().filter(|r| r.status == ReviewStatus::Changed).count(), 1, "only read-file changed");
+    assert_eq!(
+        statuses
+            .iter()
+            .filter(|r| r.status == ReviewStatus::Changed)
+            .count(),
+        1,
+        "only read-file changed"
+    );
     let sent = github.requests().len();
-    let held = boundary.call(&s, &component, "github_read_file", &args, &caps).await.unwrap_err();
+    let held = boundary
+        .call(&s, &component, "github_read_file", &args, &caps)
+        .await
+        .unwrap_err();
     assert_eq!(held.denial, PolicyDenial::NotOffered);
-    assert_eq!(states_in(&store, "s-review").last().unwrap().1.as_deref(), Some("unreviewed_changed"));
+    assert_eq!(
+        states_in(&store, "s-review").last().unwrap().1.as_deref(),
+        Some("unreviewed_changed")
+    );
     assert_eq!(github.requests().len(), sent);
     // Unchanged tools of the update still run.
-    assert!(matches!(boundary.call(&s, &component, "github_list_branches", &json!({"owner": "octo", "repo": "hello"}), &caps).await, Ok(Executed::Ran(_))));
+    assert!(matches!(
+        boundary
+            .call(
+                &s,
+                &component,
+                "github_list_branches",
+                &json!({"owner": "octo", "repo": "hello"}),
+                &caps
+            )
+            .await,
+        Ok(Executed::Ran(_))
+    ));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -401,17 +808,42 @@ async fn neither_the_result_nor_any_trace_row_carries_the_secret() {
     w.boundary.open_session(&s).unwrap();
     // An agent that learned the token elsewhere passes it in, escaped; the
     // connector quotes the bad owner name in its error.
-    for owner in [format!("{TOKEN}!"), format!("{}!", TOKEN.replace('_', "%5F"))] {
-        let r = w.boundary.call(&s, &w.component, "github_list_branches", &json!({"owner": owner, "repo": "hello"}), &w.caps).await.unwrap();
-        let Executed::Ran(outcome) = r else { panic!("ran") };
+    for owner in [
+        format!("{TOKEN}!"),
+        format!("{}!", TOKEN.replace('_', "%5F")),
+    ] {
+        let r = w
+            .boundary
+            .call(
+                &s,
+                &w.component,
+                "github_list_branches",
+                &json!({"owner": owner, "repo": "hello"}),
+                &w.caps,
+            )
+            .await
+            .unwrap();
+        let Executed::Ran(outcome) = r else {
+            panic!("ran")
+        };
         let shown = serde_json::to_string(&outcome).unwrap();
         assert!(outcome.output.err().is_some(), "{shown}");
         assert!(!shown.contains(TOKEN), "the result: {shown}");
-        assert!(shown.contains(scout_host::capabilities::http::REDACTED), "{shown}");
+        assert!(
+            shown.contains(scout_host::capabilities::http::REDACTED),
+            "{shown}"
+        );
     }
-    let rows = serde_json::to_string(&w.boundary.store().trace_for_session("s-scrub").unwrap()).unwrap();
-    assert!(!rows.contains(TOKEN) && !rows.contains(&TOKEN.replace('_', "%5F")), "a trace row: {rows}");
-    assert!(rows.contains(scout_host::capabilities::http::REDACTED), "the tool errors are recorded, scrubbed: {rows}");
+    let rows =
+        serde_json::to_string(&w.boundary.store().trace_for_session("s-scrub").unwrap()).unwrap();
+    assert!(
+        !rows.contains(TOKEN) && !rows.contains(&TOKEN.replace('_', "%5F")),
+        "a trace row: {rows}"
+    );
+    assert!(
+        rows.contains(scout_host::capabilities::http::REDACTED),
+        "the tool errors are recorded, scrubbed: {rows}"
+    );
     assert!(w.github.requests().is_empty(), "nothing reached GitHub");
 }
 
@@ -429,14 +861,33 @@ async fn a_call_whose_intent_cannot_be_recorded_does_not_run() {
     )
     .unwrap();
     let args = json!({"owner": "octo", "repo": "hello", "path": "README.md"});
-    let denied = w.boundary.call(&s, &w.component, "github_read_file", &args, &w.caps).await.unwrap_err();
+    let denied = w
+        .boundary
+        .call(&s, &w.component, "github_read_file", &args, &w.caps)
+        .await
+        .unwrap_err();
     assert_eq!(denied.denial, PolicyDenial::Unrecorded);
-    assert!(w.github.requests().is_empty(), "no effect without its durable intent");
+    assert!(
+        w.github.requests().is_empty(),
+        "no effect without its durable intent"
+    );
     let trace = states(&w, "s-unrecorded");
-    assert!(trace.contains(&("denied".to_string(), Some("unrecorded".to_string()))), "{trace:?}");
-    assert!(!trace.iter().any(|(state, _)| state == "allowed" || state == "executed"), "{trace:?}");
+    assert!(
+        trace.contains(&("denied".to_string(), Some("unrecorded".to_string()))),
+        "{trace:?}"
+    );
+    assert!(
+        !trace
+            .iter()
+            .any(|(state, _)| state == "allowed" || state == "executed"),
+        "{trace:?}"
+    );
     // Once the disk takes writes again, the same call runs.
     db.execute_batch("DROP TRIGGER refuse_allowed;").unwrap();
-    let r = w.boundary.call(&s, &w.component, "github_read_file", &args, &w.caps).await.unwrap();
+    let r = w
+        .boundary
+        .call(&s, &w.component, "github_read_file", &args, &w.caps)
+        .await
+        .unwrap();
     assert!(matches!(r, Executed::Ran(_)));
 }

@@ -31,7 +31,15 @@ const BRAND: &str = "acme";
 /// Seed 000, "Person chat", "Connector tools": every tool, read and write,
 /// with every operator switch on and approvals on.
 const PERSON_CHAT: &[(&str, &[&str])] = &[
-    ("shopify", &["shopify_shop_info", "shopify_search_products", "shopify_recent_orders", "shopify_admin_graphql"]),
+    (
+        "shopify",
+        &[
+            "shopify_shop_info",
+            "shopify_search_products",
+            "shopify_recent_orders",
+            "shopify_admin_graphql",
+        ],
+    ),
     (
         "dataforseo",
         &[
@@ -50,7 +58,16 @@ const PERSON_CHAT: &[(&str, &[&str])] = &[
             "seo_page_opportunities",
         ],
     ),
-    ("firecrawl", &["firecrawl_account", "firecrawl_scrape", "firecrawl_search", "firecrawl_map", "firecrawl_crawl"]),
+    (
+        "firecrawl",
+        &[
+            "firecrawl_account",
+            "firecrawl_scrape",
+            "firecrawl_search",
+            "firecrawl_map",
+            "firecrawl_crawl",
+        ],
+    ),
     (
         "googleads",
         &[
@@ -90,7 +107,12 @@ const PERSON_CHAT: &[(&str, &[&str])] = &[
     ("sheets", &["sheets_list", "sheets_export", "sheets_append"]),
     (
         "microsoftads",
-        &["microsoftads_accounts", "microsoftads_campaigns", "microsoftads_performance_report", "microsoftads_report_fetch"],
+        &[
+            "microsoftads_accounts",
+            "microsoftads_campaigns",
+            "microsoftads_performance_report",
+            "microsoftads_report_fetch",
+        ],
     ),
     (
         "figma",
@@ -154,7 +176,16 @@ const PERSON_CHAT: &[(&str, &[&str])] = &[
             "railway_redeploy",
         ],
     ),
-    ("tailscale", &["tailscale_devices", "tailscale_device", "tailscale_users", "tailscale_policy", "tailscale_dns"]),
+    (
+        "tailscale",
+        &[
+            "tailscale_devices",
+            "tailscale_device",
+            "tailscale_users",
+            "tailscale_policy",
+            "tailscale_dns",
+        ],
+    ),
 ];
 
 /// Seed 000, "Inbound email turn": exactly these.
@@ -177,7 +208,15 @@ const NEVER_GRANTABLE: &[(&str, &[&str])] = &[
     ("shopify", &["shopify_admin_graphql"]),
     ("analytics", &["analytics_use_property"]),
     ("sheets", &["sheets_export", "sheets_append"]),
-    ("github", &["github_create_branch", "github_commit_files", "github_open_pull_request", "github_comment"]),
+    (
+        "github",
+        &[
+            "github_create_branch",
+            "github_commit_files",
+            "github_open_pull_request",
+            "github_comment",
+        ],
+    ),
     (
         "agentmail",
         &[
@@ -225,16 +264,27 @@ const GOOGLE_SCOPES: [&str; 4] = [
 ];
 
 fn person_chat(name: &str) -> BTreeSet<String> {
-    PERSON_CHAT.iter().find(|(c, _)| *c == name).map(|(_, t)| t.iter().map(|s| s.to_string()).collect()).unwrap_or_default()
+    PERSON_CHAT
+        .iter()
+        .find(|(c, _)| *c == name)
+        .map(|(_, t)| t.iter().map(|s| s.to_string()).collect())
+        .unwrap_or_default()
 }
 
 /// The read table's grantable tools of `name`: its person-chat tools but the never-grantable.
 fn grantable(name: &str) -> BTreeSet<String> {
-    let never: BTreeSet<&str> = NEVER_GRANTABLE.iter().filter(|(c, _)| *c == name).flat_map(|(_, t)| t.iter().copied()).collect();
+    let never: BTreeSet<&str> = NEVER_GRANTABLE
+        .iter()
+        .filter(|(c, _)| *c == name)
+        .flat_map(|(_, t)| t.iter().copied())
+        .collect();
     if matches!(name, "cloudflare" | "contentsquare") {
         return BTreeSet::new();
     }
-    person_chat(name).into_iter().filter(|t| !never.contains(t.as_str())).collect()
+    person_chat(name)
+        .into_iter()
+        .filter(|t| !never.contains(t.as_str()))
+        .collect()
 }
 
 fn set(list: &[&str]) -> BTreeSet<String> {
@@ -243,21 +293,53 @@ fn set(list: &[&str]) -> BTreeSet<String> {
 
 /// Every request the fake upstream received: method, path, body, and its
 /// `authorization`, `developer-token` and `x-shopify-access-token` headers.
-type Seen = Arc<Mutex<Vec<(String, String, String, Option<String>, Option<String>, Option<String>)>>>;
+type Seen = Arc<
+    Mutex<
+        Vec<(
+            String,
+            String,
+            String,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+        )>,
+    >,
+>;
 
 /// One loopback upstream for every connector's origin. It answers Shopify's
 /// Admin GraphQL endpoint in its documented shape and anything else with an
 /// empty JSON object; the surface test makes no other call.
 async fn fake_upstream() -> (String, Seen) {
     let seen: Seen = Arc::default();
-    async fn answer(State(seen): State<Seen>, req: axum::extract::Request) -> axum::response::Response {
+    async fn answer(
+        State(seen): State<Seen>,
+        req: axum::extract::Request,
+    ) -> axum::response::Response {
         let (method, path) = (req.method().to_string(), req.uri().path().to_string());
         let headers = req.headers().clone();
-        let header = move |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).map(str::to_string);
-        let (auth, developer, shopify) = (header("authorization"), header("developer-token"), header("x-shopify-access-token"));
+        let header = move |n: &str| {
+            headers
+                .get(n)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let (auth, developer, shopify) = (
+            header("authorization"),
+            header("developer-token"),
+            header("x-shopify-access-token"),
+        );
         drop(header);
-        let body = axum::body::to_bytes(req.into_body(), 1 << 20).await.unwrap_or_default();
-        seen.lock().unwrap().push((method, path.clone(), String::from_utf8_lossy(&body).into_owned(), auth, developer, shopify));
+        let body = axum::body::to_bytes(req.into_body(), 1 << 20)
+            .await
+            .unwrap_or_default();
+        seen.lock().unwrap().push((
+            method,
+            path.clone(),
+            String::from_utf8_lossy(&body).into_owned(),
+            auth,
+            developer,
+            shopify,
+        ));
         let reply = if path.ends_with("/graphql.json") {
             json!({"data": {"shop": {"name": "Acme"}}, "extensions": {"cost": {"requestedQueryCost": 1, "actualQueryCost": 1,
                 "throttleStatus": {"maximumAvailable": 2000.0, "currentlyAvailable": 1999.0, "restoreRate": 100.0}}}})
@@ -281,7 +363,8 @@ fn components() -> Vec<(String, PathBuf, scout_manifest::Manifest)> {
     scout_tests::components::CONNECTORS
         .iter()
         .map(|path| {
-            let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e} (built by the scout-tests build script)"));
+            let bytes = std::fs::read(path)
+                .unwrap_or_else(|e| panic!("{path}: {e} (built by the scout-tests build script)"));
             let manifest = scout_host::runtime::read_manifest(&bytes).unwrap();
             (manifest.connector.clone(), PathBuf::from(path), manifest)
         })
@@ -289,9 +372,13 @@ fn components() -> Vec<(String, PathBuf, scout_manifest::Manifest)> {
 }
 
 fn serve_config(dir: &Path, origin: &str) -> PathBuf {
-    let mut toml = String::from("listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\nrequire_review = false\n");
+    let mut toml =
+        String::from("listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\nrequire_review = false\n");
     for (name, path, manifest) in components() {
-        toml.push_str(&format!("\n[connectors.{name}]\ncomponent = {:?}\nallow_private_network = true\n", path.display().to_string()));
+        toml.push_str(&format!(
+            "\n[connectors.{name}]\ncomponent = {:?}\nallow_private_network = true\n",
+            path.display().to_string()
+        ));
         let routes = || manifest.tools.iter().flat_map(|t| t.routes.iter());
         if routes().any(|r| r.destination.is_none()) {
             toml.push_str(&format!("origin = {origin:?}\n"));
@@ -304,19 +391,35 @@ fn serve_config(dir: &Path, origin: &str) -> PathBuf {
         // developer token (as Google Ads' does).
         match name.as_str() {
             // Figma: NANGO_SECRET_KEY, which the host requires by itself.
-            "microsoftads" => toml.push_str("deployment_headers = { DeveloperToken = \"MICROSOFT_ADS_DEVELOPER_TOKEN\" }\n"),
-            "googleads" => toml.push_str("deployment_headers = { developer-token = \"GOOGLE_ADS_DEVELOPER_TOKEN\" }\n"),
+            "microsoftads" => toml.push_str(
+                "deployment_headers = { DeveloperToken = \"MICROSOFT_ADS_DEVELOPER_TOKEN\" }\n",
+            ),
+            "googleads" => toml.push_str(
+                "deployment_headers = { developer-token = \"GOOGLE_ADS_DEVELOPER_TOKEN\" }\n",
+            ),
             _ => {}
         }
-        let peers: BTreeSet<&str> = manifest.tools.iter().flat_map(|t| t.reads_from.iter().map(String::as_str)).collect();
-        let named: BTreeSet<&str> = routes().filter_map(|r| r.destination.as_deref()).filter(|d| !peers.contains(d)).collect();
+        let peers: BTreeSet<&str> = manifest
+            .tools
+            .iter()
+            .flat_map(|t| t.reads_from.iter().map(String::as_str))
+            .collect();
+        let named: BTreeSet<&str> = routes()
+            .filter_map(|r| r.destination.as_deref())
+            .filter(|d| !peers.contains(d))
+            .collect();
         if !named.is_empty() {
             toml.push_str(&format!("[connectors.{name}.origins]\n"));
             for d in named {
                 // Cloudflare's public docs server and Microsoft's report
                 // storage must not receive the connector's credential.
-                if matches!((name.as_str(), d), ("cloudflare", "docs") | ("microsoftads", "download")) {
-                    toml.push_str(&format!("{d} = {{ origin = {origin:?}, credential = \"none\" }}\n"));
+                if matches!(
+                    (name.as_str(), d),
+                    ("cloudflare", "docs") | ("microsoftads", "download")
+                ) {
+                    toml.push_str(&format!(
+                        "{d} = {{ origin = {origin:?}, credential = \"none\" }}\n"
+                    ));
                 } else {
                     toml.push_str(&format!("{d} = {origin:?}\n"));
                 }
@@ -328,7 +431,10 @@ fn serve_config(dir: &Path, origin: &str) -> PathBuf {
             _ => &[][..],
         } {
             let root = dir.join("data").join("{brand}").join(folder);
-            toml.push_str(&format!("[connectors.{name}.folders.{folder}]\nroot = {:?}\nwritable = true\n", root.display().to_string()));
+            toml.push_str(&format!(
+                "[connectors.{name}.folders.{folder}]\nroot = {:?}\nwritable = true\n",
+                root.display().to_string()
+            ));
         }
     }
     let path = dir.join("serve.toml");
@@ -337,8 +443,16 @@ fn serve_config(dir: &Path, origin: &str) -> PathBuf {
 }
 
 fn start(dir: &Path, config: &Path, env: &[(&str, &str)]) -> ServeProcess {
-    let mut command = ServeProcess::command(env!("CARGO_BIN_EXE_scout-host"), config, ADMIN_TOKEN, &"4e".repeat(32));
-    command.env("SCOUT_CACHE_DIR", dir.join("cache")).env("APPROVAL_TIMEOUT_MS", "20000").current_dir(dir);
+    let mut command = ServeProcess::command(
+        env!("CARGO_BIN_EXE_scout-host"),
+        config,
+        ADMIN_TOKEN,
+        &"4e".repeat(32),
+    );
+    command
+        .env("SCOUT_CACHE_DIR", dir.join("cache"))
+        .env("APPROVAL_TIMEOUT_MS", "20000")
+        .current_dir(dir);
     for (k, v) in env {
         command.env(k, v);
     }
@@ -351,17 +465,29 @@ fn run_plan(serve: &ServeProcess, dir: &Path, plan: &Value) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/catalogue.py");
     let output = Command::new(python())
         .arg(&script)
-        .args(["--base", &serve.base, "--admin-token", ADMIN_TOKEN, "--plan"])
+        .args([
+            "--base",
+            &serve.base,
+            "--admin-token",
+            ADMIN_TOKEN,
+            "--plan",
+        ])
         .arg(&plan_path)
         .output()
         .expect("run catalogue.py");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "catalogue.py failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "catalogue.py failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("a JSON summary")
 }
 
 fn connections(components: &[(String, PathBuf, scout_manifest::Manifest)]) -> Vec<Value> {
-    let mut out = vec![json!({"connector": "google", "body": {"secret": "tok-google", "scopes": GOOGLE_SCOPES}})];
+    let mut out = vec![
+        json!({"connector": "google", "body": {"secret": "tok-google", "scopes": GOOGLE_SCOPES}}),
+    ];
     for (name, _, _) in components {
         let google = ["googleads", "searchconsole", "analytics", "sheets"].contains(&name.as_str());
         if !google && !["writer", "seo"].contains(&name.as_str()) {
@@ -376,12 +502,19 @@ fn listed(summary: &Value, session: &str) -> BTreeMap<String, BTreeSet<String>> 
     serde_json::from_value(summary["sessions"][session].clone()).unwrap()
 }
 
-const LIMITS: &str = r#"{"runBudgetUsd": 0.5, "maxTurns": 10, "maxConcurrentRuns": 1, "maxDelegationDepth": 1}"#;
+const LIMITS: &str =
+    r#"{"runBudgetUsd": 0.5, "maxTurns": 10, "maxConcurrentRuns": 1, "maxDelegationDepth": 1}"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
-    let probe = Command::new(python()).args(["-c", "import mcp, httpx2"]).output().expect("python3 runs");
-    assert!(probe.status.success(), "the official MCP client is not installed: `python3 -m pip install -r tests/mcp_client/requirements.txt`");
+    let probe = Command::new(python())
+        .args(["-c", "import mcp, httpx2"])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        probe.status.success(),
+        "the official MCP client is not installed: `python3 -m pip install -r tests/mcp_client/requirements.txt`"
+    );
     let dir = std::env::temp_dir().join(format!("scout-catalogue-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -389,7 +522,10 @@ async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
     let names: BTreeSet<String> = all.iter().map(|(n, _, _)| n.clone()).collect();
     let mut seed_names: BTreeSet<String> = PERSON_CHAT.iter().map(|(c, _)| c.to_string()).collect();
     seed_names.extend(["contentsquare", "writer", "seo"].map(String::from));
-    assert_eq!(names, seed_names, "a component for every connector of seed 000, and nothing else");
+    assert_eq!(
+        names, seed_names,
+        "a component for every connector of seed 000, and nothing else"
+    );
     let contentsquare: BTreeSet<String> = {
         let (_, _, m) = all.iter().find(|(n, _, _)| n == "contentsquare").unwrap();
         m.tools.iter().map(|t| m.wire_name(&t.function)).collect()
@@ -416,7 +552,16 @@ async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
     specialist_tools.extend(WRITER.iter().map(|t| format!("mcp__writer__{t}")));
     specialist_tools.extend(SEO.iter().map(|t| format!("mcp__seo__{t}")));
     let allowances = json!({"firecrawl": {"perRunCredits": 25, "perDayCredits": 100}, "dataforseo": {"perRunUsd": 1.0, "perDayUsd": 3.0}});
-    let goal_tools = ["Read", "Glob", "Grep", "WebSearch", "WebFetch", "mcp__project__project_list", "mcp__project__project_read", "mcp__project__project_write"];
+    let goal_tools = [
+        "Read",
+        "Glob",
+        "Grep",
+        "WebSearch",
+        "WebFetch",
+        "mcp__project__project_list",
+        "mcp__project__project_read",
+        "mcp__project__project_write",
+    ];
     let plan = json!({
         "name": "all",
         "brand": BRAND,
@@ -465,26 +610,46 @@ async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
     // seed's table (switches on, approvals on); Contentsquare's every tool;
     // never the writer's or the SEO brief tools.
     let person = listed(&summary, "person");
-    let mut want: BTreeMap<String, BTreeSet<String>> = PERSON_CHAT.iter().map(|(c, _)| (c.to_string(), person_chat(c))).collect();
+    let mut want: BTreeMap<String, BTreeSet<String>> = PERSON_CHAT
+        .iter()
+        .map(|(c, _)| (c.to_string(), person_chat(c)))
+        .collect();
     want.insert("contentsquare".into(), contentsquare.clone());
-    assert_eq!(person, want, "person chat's surface is seed 000's Connector tools table");
+    assert_eq!(
+        person, want,
+        "person chat's surface is seed 000's Connector tools table"
+    );
 
     // An inbound email turn: AgentMail's read and draft tools, and nothing else.
-    assert_eq!(listed(&summary, "inbound"), BTreeMap::from([("agentmail".to_string(), set(INBOUND))]));
+    assert_eq!(
+        listed(&summary, "inbound"),
+        BTreeMap::from([("agentmail".to_string(), set(INBOUND))])
+    );
 
     // A plain coworker, the goal reviewer and a read-only route: no connector at all.
     for label in ["coworker", "reviewer", "read-only"] {
-        assert_eq!(listed(&summary, label), BTreeMap::new(), "{label} holds no connector tool");
+        assert_eq!(
+            listed(&summary, label),
+            BTreeMap::new(),
+            "{label} holds no connector tool"
+        );
     }
 
     // A specialist granted every grantable connector: the read table, the
     // joint tool (its three connectors granted and live), the writer's
     // opt-in tools it asked for, and the SEO brief tools on seo-method at
     // depth 1. Nothing never-grantable; no Cloudflare, no Contentsquare.
-    let mut want: BTreeMap<String, BTreeSet<String>> = GRANTABLE_CONNECTORS.iter().map(|c| (c.to_string(), grantable(c))).collect();
+    let mut want: BTreeMap<String, BTreeSet<String>> = GRANTABLE_CONNECTORS
+        .iter()
+        .map(|c| (c.to_string(), grantable(c)))
+        .collect();
     want.insert("writer".into(), set(WRITER));
     want.insert("seo".into(), set(SEO));
-    assert_eq!(listed(&summary, "specialist"), want, "a specialist's surface is seed 000's read table");
+    assert_eq!(
+        listed(&summary, "specialist"),
+        want,
+        "a specialist's surface is seed 000's read table"
+    );
 
     // Granted Analytics but not Search Console, Ads or Sheets, though the
     // brand's Google connection holds every scope: the Google credential is
@@ -501,12 +666,18 @@ async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
         ]),
         "Google narrowing and the joint tool's three connectors"
     );
-    assert!(!narrow["analytics"].contains("analytics_use_property"), "use_property is never grantable");
+    assert!(
+        !narrow["analytics"].contains("analytics_use_property"),
+        "use_property is never grantable"
+    );
 
     // The goal agent: the read table's tools of its granted connectors only.
     assert_eq!(
         listed(&summary, "goal"),
-        BTreeMap::from([("firecrawl".to_string(), grantable("firecrawl")), ("tailscale".to_string(), grantable("tailscale"))])
+        BTreeMap::from([
+            ("firecrawl".to_string(), grantable("firecrawl")),
+            ("tailscale".to_string(), grantable("tailscale"))
+        ])
     );
 
     // Shopify Admin GraphQL, told apart by parsing: the query (whose comment
@@ -518,26 +689,59 @@ async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
     assert_eq!(calls["mutation"]["asked"], true, "{calls}");
     assert_eq!(calls["mutation"]["error"], false, "{calls}");
     assert_eq!(calls["specialist-graphql"]["error"], true, "{calls}");
-    let graphql: Vec<String> =
-        seen.lock().unwrap().iter().filter(|(_, p, b, ..)| p.ends_with("/graphql.json") && !b.contains("red-shoes")).map(|(_, _, b, ..)| b.clone()).collect();
-    assert_eq!(graphql.len(), 2, "exactly the query and the approved mutation reached Shopify: {graphql:?}");
-    assert!(graphql[0].contains("mutation: shop") && graphql[1].contains("tagsAdd"), "{graphql:?}");
+    let graphql: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, p, b, ..)| p.ends_with("/graphql.json") && !b.contains("red-shoes"))
+        .map(|(_, _, b, ..)| b.clone())
+        .collect();
+    assert_eq!(
+        graphql.len(),
+        2,
+        "exactly the query and the approved mutation reached Shopify: {graphql:?}"
+    );
+    assert!(
+        graphql[0].contains("mutation: shop") && graphql[1].contains("tagsAdd"),
+        "{graphql:?}"
+    );
 
     // Google Ads' developer token is the deployment's secret, injected by
     // the host with the brand's Google token; the guest never held either.
-    let ads: Vec<_> = seen.lock().unwrap().iter().filter(|(_, p, ..)| p.contains("listAccessibleCustomers")).cloned().collect();
+    let ads: Vec<_> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, p, ..)| p.contains("listAccessibleCustomers"))
+        .cloned()
+        .collect();
     assert_eq!(ads.len(), 1, "{ads:?}");
     assert_eq!(ads[0].3.as_deref(), Some("Bearer tok-google"));
     assert_eq!(ads[0].4.as_deref(), Some("gads-developer-token"));
-    assert!(!calls["googleads-accounts"]["text"].as_str().unwrap_or_default().contains("gads-developer-token"));
+    assert!(
+        !calls["googleads-accounts"]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("gads-developer-token")
+    );
 
     // The writer has no origin of its own: `writer_page_content` reads
     // Shopify as a peer (`Reads-from: shopify`), with Shopify's origin and
     // Shopify's credential, the brand's, injected by the host.
-    let writer: Vec<_> = seen.lock().unwrap().iter().filter(|(_, _, b, ..)| b.contains("red-shoes")).cloned().collect();
+    let writer: Vec<_> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, _, b, ..)| b.contains("red-shoes"))
+        .cloned()
+        .collect();
     assert_eq!(writer.len(), 1, "{writer:?} {}", calls["writer-page"]);
     assert!(writer[0].1.ends_with("/graphql.json"));
-    assert_eq!(writer[0].5.as_deref(), Some("tok-shopify"), "the peer's own credential");
+    assert_eq!(
+        writer[0].5.as_deref(),
+        Some("tok-shopify"),
+        "the peer's own credential"
+    );
     assert_eq!(writer[0].3, None, "and no other");
 
     // Without SHOPIFY_ALLOW_WRITES, Nango or Microsoft Ads' developer token,
@@ -545,7 +749,14 @@ async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
     // query still runs), Figma and Microsoft Ads are not offered at all, and
     // Cloudflare's execute is not registered.
     let before = seen.lock().unwrap().len();
-    let serve = start(&dir, &config, &[("GITHUB_ALLOW_WRITES", "true"), ("REQUIRE_WRITE_APPROVAL", "false")]);
+    let serve = start(
+        &dir,
+        &config,
+        &[
+            ("GITHUB_ALLOW_WRITES", "true"),
+            ("REQUIRE_WRITE_APPROVAL", "false"),
+        ],
+    );
     let plan = json!({
         "name": "switches-off",
         "brand": BRAND,
@@ -566,10 +777,24 @@ async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
     .await
     .unwrap();
     let person = listed(&summary, "person");
-    assert!(!person.contains_key("figma") && !person.contains_key("microsoftads"), "not offered by this deployment: {:?}", person.keys());
-    assert!(person["shopify"].contains("shopify_admin_graphql"), "the tool stays: it is also the read path");
-    assert!(!person["agentmail"].contains("agentmail_send_message"), "AgentMail sends register only with AGENTMAIL_ALLOW_SENDS");
-    assert_eq!(person["cloudflare"], set(&["docs", "search"]), "Cloudflare's execute is absent when approvals are off");
+    assert!(
+        !person.contains_key("figma") && !person.contains_key("microsoftads"),
+        "not offered by this deployment: {:?}",
+        person.keys()
+    );
+    assert!(
+        person["shopify"].contains("shopify_admin_graphql"),
+        "the tool stays: it is also the read path"
+    );
+    assert!(
+        !person["agentmail"].contains("agentmail_send_message"),
+        "AgentMail sends register only with AGENTMAIL_ALLOW_SENDS"
+    );
+    assert_eq!(
+        person["cloudflare"],
+        set(&["docs", "search"]),
+        "Cloudflare's execute is absent when approvals are off"
+    );
     let calls = &summary["calls"];
     assert_eq!(calls["mutation"]["error"], true, "{calls}");
     assert_eq!(calls["query"]["error"], false, "{calls}");

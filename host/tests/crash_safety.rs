@@ -27,7 +27,10 @@
 use futures_util::future::join_all;
 use reqwest::Method;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
-use scout_host::store::{ApprovalId, ApprovalState, RESTART_REVOKER, SqliteStore, Store, TraceEvent, TraceFilter, TraceState, args_digest};
+use scout_host::store::{
+    ApprovalId, ApprovalState, RESTART_REVOKER, SqliteStore, Store, TraceEvent, TraceFilter,
+    TraceState, args_digest,
+};
 use scout_tests::fake_github::FakeGitHub;
 use scout_tests::mcp_wire::jsonrpc_messages;
 use serde_json::{Value, json};
@@ -82,7 +85,11 @@ impl Serve {
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             // The compile cache (`default_cache_dir`), so the restart is quick.
-            .envs(["HOME", "XDG_CACHE_HOME", "SCOUT_CACHE_DIR"].into_iter().filter_map(|k| std::env::var(k).ok().map(|v| (k, v))))
+            .envs(
+                ["HOME", "XDG_CACHE_HOME", "SCOUT_CACHE_DIR"]
+                    .into_iter()
+                    .filter_map(|k| std::env::var(k).ok().map(|v| (k, v))),
+            )
             .env("SCOUT_ADMIN_TOKEN", ADMIN_TOKEN)
             .env("SCOUT_STORE_KEY", "5c".repeat(32))
             .env("GITHUB_ALLOW_WRITES", "true")
@@ -116,15 +123,27 @@ impl Serve {
             let _ = tx.send(first);
             let _ = std::io::copy(&mut reader, &mut std::io::sink());
         });
-        let mut serve = Serve { child, base: String::new(), stderr };
+        let mut serve = Serve {
+            child,
+            base: String::new(),
+            stderr,
+        };
         let first = rx.recv_timeout(START_TIMEOUT).unwrap_or_default();
-        match first.trim().rsplit(' ').next().filter(|u| u.starts_with("http://127.0.0.1:")) {
+        match first
+            .trim()
+            .rsplit(' ')
+            .next()
+            .filter(|u| u.starts_with("http://127.0.0.1:"))
+        {
             Some(base) => serve.base = base.to_string(),
             None => {
                 let _ = serve.child.kill();
                 let _ = serve.child.wait();
                 std::thread::sleep(Duration::from_millis(200));
-                panic!("serve did not start: {first:?}\n{}", serve.stderr.lock().unwrap());
+                panic!(
+                    "serve did not start: {first:?}\n{}",
+                    serve.stderr.lock().unwrap()
+                );
             }
         }
         serve
@@ -158,10 +177,20 @@ struct Admin {
 }
 
 impl Admin {
-    async fn try_request(&self, method: Method, path: &str, body: Option<Value>) -> Result<(u16, Value), reqwest::Error> {
-        let mut request = self.http.request(method, format!("{}{path}", self.base)).header(AUTHORIZATION, format!("Bearer {ADMIN_TOKEN}"));
+    async fn try_request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<(u16, Value), reqwest::Error> {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .header(AUTHORIZATION, format!("Bearer {ADMIN_TOKEN}"));
         if let Some(body) = body {
-            request = request.header(CONTENT_TYPE, "application/json").body(body.to_string());
+            request = request
+                .header(CONTENT_TYPE, "application/json")
+                .body(body.to_string());
         }
         let response = request.send().await?;
         let status = response.status().as_u16();
@@ -170,31 +199,56 @@ impl Admin {
     }
 
     async fn request(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        self.try_request(method.clone(), path, body).await.unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+        self.try_request(method.clone(), path, body)
+            .await
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
     }
 
     /// Stores acme's GitHub connection and approves every tool as described now.
     async fn set_up(&self) {
-        let (status, body) = self.request(Method::PUT, "/v1/brands/acme/connections/github", Some(json!({"secret": GITHUB_TOKEN}))).await;
+        let (status, body) = self
+            .request(
+                Method::PUT,
+                "/v1/brands/acme/connections/github",
+                Some(json!({"secret": GITHUB_TOKEN})),
+            )
+            .await;
         assert_eq!(status, 200, "{body}");
         let (status, reviews) = self.request(Method::GET, "/v1/reviews", None).await;
         assert_eq!(status, 200, "{reviews}");
-        for tool in reviews["connectors"]["github"].as_array().unwrap_or_else(|| panic!("reviews: {reviews}")) {
+        for tool in reviews["connectors"]["github"]
+            .as_array()
+            .unwrap_or_else(|| panic!("reviews: {reviews}"))
+        {
             let review = json!({"connector": "github", "tool": tool["tool"], "digest": tool["digest"], "by": "crash-test"});
-            let (status, body) = self.request(Method::POST, "/v1/reviews", Some(review)).await;
+            let (status, body) = self
+                .request(Method::POST, "/v1/reviews", Some(review))
+                .await;
             assert_eq!(status, 200, "{body}");
         }
     }
 
     /// Opens a person-chat session for acme.
     async fn session(&self) -> Value {
-        let (status, view) = self.request(Method::POST, "/v1/sessions", Some(json!({"brand": "acme", "role": "person-chat"}))).await;
+        let (status, view) = self
+            .request(
+                Method::POST,
+                "/v1/sessions",
+                Some(json!({"brand": "acme", "role": "person-chat"})),
+            )
+            .await;
         assert_eq!(status, 201, "{view}");
         view
     }
 
     async fn pending(&self, session: &str) -> Vec<Value> {
-        let (status, body) = self.request(Method::GET, &format!("/v1/approvals?session={session}"), None).await;
+        let (status, body) = self
+            .request(
+                Method::GET,
+                &format!("/v1/approvals?session={session}"),
+                None,
+            )
+            .await;
         assert_eq!(status, 200, "{body}");
         body["pending"].as_array().unwrap().clone()
     }
@@ -204,10 +258,19 @@ impl Admin {
         let mut events = Vec::new();
         let mut after = 0i64;
         loop {
-            let (status, body) = self.request(Method::GET, &format!("/v1/trace?brand={brand}&after={after}&limit=5000"), None).await;
+            let (status, body) = self
+                .request(
+                    Method::GET,
+                    &format!("/v1/trace?brand={brand}&after={after}&limit=5000"),
+                    None,
+                )
+                .await;
             assert_eq!(status, 200, "{body}");
             for event in body["events"].as_array().unwrap() {
-                events.push(serde_json::from_value(event.clone()).unwrap_or_else(|e| panic!("a trace event: {e}: {event}")));
+                events.push(
+                    serde_json::from_value(event.clone())
+                        .unwrap_or_else(|e| panic!("a trace event: {e}: {event}")),
+                );
             }
             match body["next_after"].as_i64() {
                 Some(next) => after = next,
@@ -228,12 +291,14 @@ struct Mcp {
     next_id: Arc<AtomicU64>,
 }
 
-
 impl Mcp {
     fn new(http: &reqwest::Client, view: &Value) -> Mcp {
         Mcp {
             http: http.clone(),
-            url: view["mcp"]["github"].as_str().unwrap_or_else(|| panic!("an MCP endpoint: {view}")).to_string(),
+            url: view["mcp"]["github"]
+                .as_str()
+                .unwrap_or_else(|| panic!("an MCP endpoint: {view}"))
+                .to_string(),
             token: view["token"].as_str().unwrap().to_string(),
             session: None,
             next_id: Arc::new(AtomicU64::new(1)),
@@ -249,7 +314,9 @@ impl Mcp {
             .header(CONTENT_TYPE, "application/json")
             .body(message.to_string());
         if let Some(session) = &self.session {
-            request = request.header("mcp-session-id", session).header("mcp-protocol-version", PROTOCOL);
+            request = request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", PROTOCOL);
         }
         request.send().await
     }
@@ -258,14 +325,25 @@ impl Mcp {
     /// (the connection was cut: the server died).
     async fn request(&self, method: &str, params: Value) -> Result<Value, String> {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
-        let response = self.post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await.map_err(|e| e.to_string())?;
+        let response = self
+            .post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await
+            .map_err(|e| e.to_string())?;
         let status = response.status().as_u16();
-        let content_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
         let text = response.text().await.map_err(|e| e.to_string())?;
         if status != 200 {
             return Err(format!("HTTP {status}: {text}"));
         }
-        jsonrpc_messages(&content_type, &text).into_iter().find(|m| m["id"] == id).ok_or_else(|| format!("no response with id {id}: {text:?}"))
+        jsonrpc_messages(&content_type, &text)
+            .into_iter()
+            .find(|m| m["id"] == id)
+            .ok_or_else(|| format!("no response with id {id}: {text:?}"))
     }
 
     /// `initialize`, keeps the MCP session id, then `notifications/initialized`.
@@ -275,15 +353,27 @@ impl Mcp {
             "protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "crash-safety", "version": "0"}}});
         let response = self.post(&init).await.expect("initialize");
         assert_eq!(response.status().as_u16(), 200);
-        self.session = Some(response.headers().get("mcp-session-id").expect("an MCP session id").to_str().unwrap().to_string());
+        self.session = Some(
+            response
+                .headers()
+                .get("mcp-session-id")
+                .expect("an MCP session id")
+                .to_str()
+                .unwrap()
+                .to_string(),
+        );
         let _ = response.text().await;
-        let response = self.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await.expect("initialized");
+        let response = self
+            .post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await
+            .expect("initialized");
         assert_eq!(response.status().as_u16(), 202);
         self
     }
 
     async fn call(&self, args: Value) -> Result<Value, String> {
-        self.request("tools/call", json!({"name": TOOL, "arguments": args})).await
+        self.request("tools/call", json!({"name": TOOL, "arguments": args}))
+            .await
     }
 }
 
@@ -293,7 +383,13 @@ fn ok_text(reply: &Value) -> Option<String> {
     if result["isError"] == true {
         return None;
     }
-    Some(result["content"].as_array()?.iter().filter_map(|c| c["text"].as_str()).collect())
+    Some(
+        result["content"]
+            .as_array()?
+            .iter()
+            .filter_map(|c| c["text"].as_str())
+            .collect(),
+    )
 }
 
 // --- waiting without sleeping blindly ---------------------------------------
@@ -304,7 +400,10 @@ async fn wait_for<T>(what: &str, timeout: Duration, mut poll: impl AsyncFnMut() 
         if let Some(value) = poll().await {
             return value;
         }
-        assert!(started.elapsed() < timeout, "timed out after {timeout:?} waiting for {what}");
+        assert!(
+            started.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -321,7 +420,10 @@ struct Call {
 
 impl Call {
     fn states(&self) -> Vec<(TraceState, Option<&str>)> {
-        self.events.iter().map(|e| (e.state, e.rule.as_deref())).collect()
+        self.events
+            .iter()
+            .map(|e| (e.state, e.rule.as_deref()))
+            .collect()
     }
     fn has(&self, state: TraceState) -> bool {
         self.events.iter().any(|e| e.state == state)
@@ -335,7 +437,9 @@ impl Call {
 fn calls_of(events: &[TraceEvent], sessions: &BTreeSet<String>) -> BTreeMap<String, Call> {
     let mut calls: BTreeMap<String, Call> = BTreeMap::new();
     for event in events {
-        let Some(call_id) = &event.call_id else { continue };
+        let Some(call_id) = &event.call_id else {
+            continue;
+        };
         if call_id == "session" || !sessions.contains(&event.session) {
             continue;
         }
@@ -345,8 +449,15 @@ fn calls_of(events: &[TraceEvent], sessions: &BTreeSet<String>) -> BTreeMap<Stri
             call.digest = event.detail["args_digest"].as_str().map(str::to_string);
         }
         if event.rule.as_deref() == Some("approval_requested") {
-            assert!(call.approval.is_none(), "{call_id}: asked for two approvals");
-            call.approval = Some(ApprovalId(event.detail["approval"].as_i64().unwrap_or_else(|| panic!("{call_id}: {event:?}"))));
+            assert!(
+                call.approval.is_none(),
+                "{call_id}: asked for two approvals"
+            );
+            call.approval = Some(ApprovalId(
+                event.detail["approval"]
+                    .as_i64()
+                    .unwrap_or_else(|| panic!("{call_id}: {event:?}")),
+            ));
         }
         call.events.push(event.clone());
     }
@@ -364,15 +475,21 @@ const EXPECTED: [(TraceState, Option<&str>); 6] = [
 ];
 
 fn is_prefix(states: &[(TraceState, Option<&str>)]) -> bool {
-    !states.is_empty() && states.len() <= EXPECTED.len() && states.iter().zip(EXPECTED.iter()).all(|(a, b)| a == b)
+    !states.is_empty()
+        && states.len() <= EXPECTED.len()
+        && states.iter().zip(EXPECTED.iter()).all(|(a, b)| a == b)
 }
 
 fn all_trace(store: &SqliteStore, brand: &str) -> Vec<TraceEvent> {
     let mut out = Vec::new();
     let mut after = 0;
     loop {
-        let page = store.trace_page(TraceFilter::Brand(brand), after, 5000).unwrap();
-        let Some((last, _)) = page.last() else { return out };
+        let page = store
+            .trace_page(TraceFilter::Brand(brand), after, 5000)
+            .unwrap();
+        let Some((last, _)) = page.last() else {
+            return out;
+        };
         after = *last;
         out.extend(page.into_iter().map(|(_, e)| e));
     }
@@ -393,7 +510,11 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
     // This process holds a socket per call in flight (and the fake GitHub's
     // side of serve's upstream connections); serve holds as many.
     if let Some(limit) = open_files_limit() {
-        assert!(limit >= 2 * CALLS as u64, "this test keeps {CALLS} calls in flight: raise the open-file limit (ulimit -n {}; it is {limit})", 4 * CALLS);
+        assert!(
+            limit >= 2 * CALLS as u64,
+            "this test keeps {CALLS} calls in flight: raise the open-file limit (ulimit -n {}; it is {limit})",
+            4 * CALLS
+        );
     }
     let github = FakeGitHub::start(GITHUB_TOKEN).await;
     let dir = std::env::temp_dir().join(format!("scout-crash-safety-{}", std::process::id()));
@@ -402,13 +523,24 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
     let _cleanup = RemoveDir(dir.clone());
     let config = dir.join("serve.toml");
     let db = dir.join("scout.db");
-    std::fs::write(&config, scout_tests::serve_config_for_github(&github.origin())).unwrap();
+    std::fs::write(
+        &config,
+        scout_tests::serve_config_for_github(&github.origin()),
+    )
+    .unwrap();
     // One connection per call in flight: no pool limit, long waits allowed.
-    let http = reqwest::Client::builder().timeout(Duration::from_secs(600)).connect_timeout(Duration::from_secs(60)).build().unwrap();
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(600))
+        .connect_timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
 
     // --- first life: 1,000 gated writes in flight ---
     let mut serve = Serve::start(&config);
-    let admin = Admin { http: http.clone(), base: serve.base.clone() };
+    let admin = Admin {
+        http: http.clone(),
+        base: serve.base.clone(),
+    };
     admin.set_up().await;
     let mut sessions = Vec::new();
     for _ in 0..SESSIONS {
@@ -417,10 +549,12 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
         sessions.push((view["id"].as_str().unwrap().to_string(), mcp));
     }
     let old_sessions: BTreeSet<String> = sessions.iter().map(|(id, _)| id.clone()).collect();
-    let digests: HashMap<String, usize> = (0..CALLS).map(|i| (args_digest(&args_for(i)), i)).collect();
+    let digests: HashMap<String, usize> =
+        (0..CALLS).map(|i| (args_digest(&args_for(i)), i)).collect();
 
     // Each call's answer, if one came before the kill.
-    let answers: Arc<Mutex<BTreeMap<usize, Result<Value, String>>>> = Arc::new(Mutex::new(BTreeMap::new()));
+    let answers: Arc<Mutex<BTreeMap<usize, Result<Value, String>>>> =
+        Arc::new(Mutex::new(BTreeMap::new()));
     let mut calls = Vec::new();
     for i in 0..CALLS {
         let mcp = sessions[i % SESSIONS].1.clone();
@@ -443,29 +577,57 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
         .await;
         assert_eq!(pending.len(), expected, "one approval per call");
         for approval in pending {
-            let branch = approval["arguments"]["branch"].as_str().unwrap_or_else(|| panic!("the approvals API shows the arguments: {approval}"));
+            let branch = approval["arguments"]["branch"]
+                .as_str()
+                .unwrap_or_else(|| panic!("the approvals API shows the arguments: {approval}"));
             let i: usize = branch.strip_prefix("crash/").unwrap().parse().unwrap();
             assert_eq!(approval["tool"], NAME);
             assert_eq!(approval["args_digest"], args_digest(&args_for(i)));
-            assert!(approval_of.insert(i, approval["id"].as_i64().unwrap()).is_none(), "{branch} asked twice");
+            assert!(
+                approval_of
+                    .insert(i, approval["id"].as_i64().unwrap())
+                    .is_none(),
+                "{branch} asked twice"
+            );
         }
     }
     assert_eq!(approval_of.len(), CALLS);
     let all_pending = fired.elapsed();
-    assert!(github.ref_creations().is_empty(), "nothing reached GitHub before a person approved");
+    assert!(
+        github.ref_creations().is_empty(),
+        "nothing reached GitHub before a person approved"
+    );
 
     // Approve nine in ten, APPROVERS at a time, while watching the upstream.
-    let to_approve: Vec<i64> = approval_of.iter().filter(|(i, _)| approved_index(**i)).map(|(_, id)| *id).collect();
+    let to_approve: Vec<i64> = approval_of
+        .iter()
+        .filter(|(i, _)| approved_index(**i))
+        .map(|(_, id)| *id)
+        .collect();
     let queue = Arc::new(Mutex::new(to_approve.clone().into_iter()));
     let acknowledged: Arc<Mutex<BTreeSet<i64>>> = Arc::new(Mutex::new(BTreeSet::new()));
     let approver_errors = Arc::new(AtomicUsize::new(0));
     let mut approvers = Vec::new();
     for _ in 0..APPROVERS {
-        let (admin, queue, acknowledged, approver_errors) = (admin.clone(), queue.clone(), acknowledged.clone(), approver_errors.clone());
+        let (admin, queue, acknowledged, approver_errors) = (
+            admin.clone(),
+            queue.clone(),
+            acknowledged.clone(),
+            approver_errors.clone(),
+        );
         approvers.push(tokio::spawn(async move {
             loop {
-                let Some(id) = queue.lock().unwrap().next() else { return };
-                match admin.try_request(Method::POST, &format!("/v1/approvals/{id}"), Some(json!({"approve": true, "by": "test"}))).await {
+                let Some(id) = queue.lock().unwrap().next() else {
+                    return;
+                };
+                match admin
+                    .try_request(
+                        Method::POST,
+                        &format!("/v1/approvals/{id}"),
+                        Some(json!({"approve": true, "by": "test"})),
+                    )
+                    .await
+                {
                     Ok((200, _)) => {
                         acknowledged.lock().unwrap().insert(id);
                     }
@@ -480,7 +642,12 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
         }));
     }
     let approving = Instant::now();
-    wait_for("the upstream to see the first branches", PHASE_TIMEOUT, async || (github.ref_creations().len() >= KILL_AT).then_some(())).await;
+    wait_for(
+        "the upstream to see the first branches",
+        PHASE_TIMEOUT,
+        async || (github.ref_creations().len() >= KILL_AT).then_some(()),
+    )
+    .await;
     let upstream_seen_at_kill = github.ref_creations().len();
     let acknowledged_at_kill = acknowledged.lock().unwrap().len();
     serve.kill();
@@ -500,7 +667,9 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
     for approver in approvers {
         approver.await.expect("an approver panicked");
     }
-    tokio::time::timeout(PHASE_TIMEOUT, join_all(calls)).await.expect("every call's connection ends with the server");
+    tokio::time::timeout(PHASE_TIMEOUT, join_all(calls))
+        .await
+        .expect("every call's connection ends with the server");
     let answers = std::mem::take(&mut *answers.lock().unwrap());
     let acknowledged = std::mem::take(&mut *acknowledged.lock().unwrap());
     let upstream = github.ref_creations();
@@ -510,8 +679,18 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
         let store = SqliteStore::open(&db).unwrap();
         store.integrity_check().unwrap();
         let events = all_trace(&store, "acme");
-        let approvals: BTreeMap<i64, scout_host::store::Approval> =
-            approval_of.values().map(|id| (*id, store.approval(ApprovalId(*id)).unwrap().expect("every approval asked for is stored"))).collect();
+        let approvals: BTreeMap<i64, scout_host::store::Approval> = approval_of
+            .values()
+            .map(|id| {
+                (
+                    *id,
+                    store
+                        .approval(ApprovalId(*id))
+                        .unwrap()
+                        .expect("every approval asked for is stored"),
+                )
+            })
+            .collect();
         (calls_of(&events, &old_sessions), approvals)
     };
     assert_eq!(at_kill.len(), CALLS, "one traced call per call sent");
@@ -520,25 +699,50 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
     // `allowed` was durable.
     let mut created: BTreeMap<usize, usize> = BTreeMap::new();
     for name in &upstream {
-        let i: usize = name.strip_prefix("refs/heads/crash/").and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("an unexpected ref {name:?}"));
+        let i: usize = name
+            .strip_prefix("refs/heads/crash/")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("an unexpected ref {name:?}"));
         *created.entry(i).or_default() += 1;
     }
     let doubled: Vec<_> = created.iter().filter(|(_, n)| **n > 1).collect();
-    assert!(doubled.is_empty(), "branches created more than once upstream: {doubled:?}");
+    assert!(
+        doubled.is_empty(),
+        "branches created more than once upstream: {doubled:?}"
+    );
     let by_index: BTreeMap<usize, &Call> = at_kill
         .values()
-        .map(|c| (digests[c.digest.as_ref().expect("every call records its digest with its request")], c))
+        .map(|c| {
+            (
+                digests[c
+                    .digest
+                    .as_ref()
+                    .expect("every call records its digest with its request")],
+                c,
+            )
+        })
         .collect();
     assert_eq!(by_index.len(), CALLS, "one call per arguments");
     for i in created.keys() {
-        assert!(approved_index(*i), "crash/{i} was never approved, yet reached GitHub");
+        assert!(
+            approved_index(*i),
+            "crash/{i} was never approved, yet reached GitHub"
+        );
         let call = by_index[i];
-        assert!(call.has(TraceState::Allowed), "crash/{i} reached GitHub without a durable `allowed`: {:?}", call.states());
+        assert!(
+            call.has(TraceState::Allowed),
+            "crash/{i} reached GitHub without a durable `allowed`: {:?}",
+            call.states()
+        );
     }
 
     // Order: each call's events are a prefix of the one sequence.
     for (id, call) in &at_kill {
-        assert!(is_prefix(&call.states()), "{id}: events out of order: {:?}", call.states());
+        assert!(
+            is_prefix(&call.states()),
+            "{id}: events out of order: {:?}",
+            call.states()
+        );
     }
 
     // Approvals: each requested by one call, spent at most once, nothing
@@ -549,25 +753,46 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
             *requested_by.entry(a.0).or_default() += 1;
         }
     }
-    assert!(requested_by.values().all(|n| *n == 1), "an approval requested by two calls");
+    assert!(
+        requested_by.values().all(|n| *n == 1),
+        "an approval requested by two calls"
+    );
     for (i, call) in &by_index {
         let approval = &approvals_at_kill[&approval_of[i]];
-        assert_eq!(call.approval, Some(approval.id), "crash/{i}: the approval its trace names");
+        assert_eq!(
+            call.approval,
+            Some(approval.id),
+            "crash/{i}: the approval its trace names"
+        );
         assert_eq!(approval.args_digest, *call.digest.as_ref().unwrap());
         if call.has(TraceState::Allowed) {
-            assert!(approval.used && approval.state == ApprovalState::Approved, "crash/{i} allowed without spending its approval: {approval:?}");
+            assert!(
+                approval.used && approval.state == ApprovalState::Approved,
+                "crash/{i} allowed without spending its approval: {approval:?}"
+            );
         }
         if !approved_index(*i) {
-            assert_eq!(approval.state, ApprovalState::Pending, "crash/{i} was never decided: {approval:?}");
+            assert_eq!(
+                approval.state,
+                ApprovalState::Pending,
+                "crash/{i} was never decided: {approval:?}"
+            );
         }
     }
     for id in &acknowledged {
         let approval = &approvals_at_kill[id];
-        assert_eq!(approval.state, ApprovalState::Approved, "approval {id} was acknowledged, then lost: {approval:?}");
+        assert_eq!(
+            approval.state,
+            ApprovalState::Approved,
+            "approval {id} was acknowledged, then lost: {approval:?}"
+        );
     }
     for (id, approval) in &approvals_at_kill {
         if approval.state == ApprovalState::Approved {
-            assert!(to_approve.contains(id), "approval {id} approved by no one: {approval:?}");
+            assert!(
+                to_approve.contains(id),
+                "approval {id} approved by no one: {approval:?}"
+            );
         }
     }
 
@@ -577,17 +802,31 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
     for (i, answer) in &answers {
         let Ok(reply) = answer else { continue };
         let call = by_index[i];
-        assert_eq!(call.last(), TraceState::Result, "crash/{i} was answered but its result is not in the trace: {reply}");
+        assert_eq!(
+            call.last(),
+            TraceState::Result,
+            "crash/{i} was answered but its result is not in the trace: {reply}"
+        );
         let result = &call.events.last().unwrap().detail;
         if result["ok"] == true {
-            assert!(ok_text(reply).is_some_and(|t| t.contains(&format!("crash/{i}"))), "crash/{i}: {reply}");
-            assert_eq!(created.get(i), Some(&1), "crash/{i} succeeded, so GitHub has it");
+            assert!(
+                ok_text(reply).is_some_and(|t| t.contains(&format!("crash/{i}"))),
+                "crash/{i}: {reply}"
+            );
+            assert_eq!(
+                created.get(i),
+                Some(&1),
+                "crash/{i} succeeded, so GitHub has it"
+            );
             answered_ok += 1;
         } else {
             host_errors.push(format!("crash/{i}: {result}"));
         }
     }
-    let results_in_trace: Vec<&Call> = at_kill.values().filter(|c| c.last() == TraceState::Result).collect();
+    let results_in_trace: Vec<&Call> = at_kill
+        .values()
+        .filter(|c| c.last() == TraceState::Result)
+        .collect();
     for call in &results_in_trace {
         let detail = &call.events.last().unwrap().detail;
         if detail["ok"] != true {
@@ -598,38 +837,90 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
             }
         }
     }
-    assert!(host_errors.is_empty(), "calls failed in the host rather than upstream ({}): {:?}", host_errors.len(), &host_errors[..host_errors.len().min(5)]);
+    assert!(
+        host_errors.is_empty(),
+        "calls failed in the host rather than upstream ({}): {:?}",
+        host_errors.len(),
+        &host_errors[..host_errors.len().min(5)]
+    );
 
     // The kill happened mid-stream.
     let done = results_in_trace.len();
-    let executing = at_kill.values().filter(|c| matches!(c.last(), TraceState::Allowed | TraceState::Executed)).count();
-    let executing_reached_upstream =
-        at_kill.values().filter(|c| c.last() == TraceState::Allowed && created.contains_key(&digests[c.digest.as_ref().unwrap()])).count();
-    let approved_not_run = approvals_at_kill.values().filter(|a| a.state == ApprovalState::Approved).count().saturating_sub(done + executing);
+    let executing = at_kill
+        .values()
+        .filter(|c| matches!(c.last(), TraceState::Allowed | TraceState::Executed))
+        .count();
+    let executing_reached_upstream = at_kill
+        .values()
+        .filter(|c| {
+            c.last() == TraceState::Allowed
+                && created.contains_key(&digests[c.digest.as_ref().unwrap()])
+        })
+        .count();
+    let approved_not_run = approvals_at_kill
+        .values()
+        .filter(|a| a.state == ApprovalState::Approved)
+        .count()
+        .saturating_sub(done + executing);
     let spent_not_allowed = at_kill
         .values()
-        .filter(|c| !c.has(TraceState::Allowed) && c.approval.is_some_and(|a| approvals_at_kill[&a.0].used))
+        .filter(|c| {
+            !c.has(TraceState::Allowed) && c.approval.is_some_and(|a| approvals_at_kill[&a.0].used)
+        })
         .count();
-    let pending_at_kill = approvals_at_kill.values().filter(|a| a.state == ApprovalState::Pending).count();
+    let pending_at_kill = approvals_at_kill
+        .values()
+        .filter(|a| a.state == ApprovalState::Pending)
+        .count();
     assert!(done > 0, "some calls had finished");
-    assert!(done + executing < to_approve.len(), "some approved calls had not finished: killed mid-stream");
-    assert!(created.len() < to_approve.len(), "not every approved write reached GitHub");
-    assert!(pending_at_kill >= CALLS - to_approve.len(), "the unapproved calls were still waiting");
+    assert!(
+        done + executing < to_approve.len(),
+        "some approved calls had not finished: killed mid-stream"
+    );
+    assert!(
+        created.len() < to_approve.len(),
+        "not every approved write reached GitHub"
+    );
+    assert!(
+        pending_at_kill >= CALLS - to_approve.len(),
+        "the unapproved calls were still waiting"
+    );
     // A result is durable before its answer is sent: some finished calls
     // may have died with their answer unsent, never the other way round.
     assert!(answered_ok <= done);
-    let open_at_kill = at_kill.values().filter(|c| c.last() != TraceState::Result).count();
+    let open_at_kill = at_kill
+        .values()
+        .filter(|c| c.last() != TraceState::Result)
+        .count();
 
     // --- second life: the same database ---
     let restarted = Instant::now();
     let serve2 = Serve::start(&config);
-    let admin = Admin { http: http.clone(), base: serve2.base.clone() };
-    let recovered_line = wait_for("serve to say what it recovered", Duration::from_secs(30), async || {
-        serve2.stderr().lines().find(|l| l.contains("marked interrupted")).map(str::to_string)
-    })
+    let admin = Admin {
+        http: http.clone(),
+        base: serve2.base.clone(),
+    };
+    let recovered_line = wait_for(
+        "serve to say what it recovered",
+        Duration::from_secs(30),
+        async || {
+            serve2
+                .stderr()
+                .lines()
+                .find(|l| l.contains("marked interrupted"))
+                .map(str::to_string)
+        },
+    )
     .await;
-    let numbers: Vec<usize> = recovered_line.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse().ok()).collect();
-    assert_eq!(numbers, [pending_at_kill, open_at_kill, executing], "{recovered_line}");
+    let numbers: Vec<usize> = recovered_line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    assert_eq!(
+        numbers,
+        [pending_at_kill, open_at_kill, executing],
+        "{recovered_line}"
+    );
 
     let trace = admin.trace("acme").await;
     let after = calls_of(&trace, &old_sessions);
@@ -637,18 +928,34 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
     let mut interrupted = 0;
     for (id, call) in &after {
         let before = &at_kill[id];
-        assert_eq!(&call.events[..before.events.len()], &before.events[..], "{id}: recovery rewrote history");
+        assert_eq!(
+            &call.events[..before.events.len()],
+            &before.events[..],
+            "{id}: recovery rewrote history"
+        );
         let states = call.states();
         if before.last() == TraceState::Result {
-            assert_eq!(states.len(), before.events.len(), "{id}: a finished call gained events: {states:?}");
+            assert_eq!(
+                states.len(),
+                before.events.len(),
+                "{id}: a finished call gained events: {states:?}"
+            );
             continue;
         }
-        assert_eq!(states.len(), before.events.len() + 1, "{id}: one `interrupted` event: {states:?}");
+        assert_eq!(
+            states.len(),
+            before.events.len() + 1,
+            "{id}: one `interrupted` event: {states:?}"
+        );
         let last = call.events.last().unwrap();
         assert_eq!(last.state, TraceState::Interrupted, "{id}: {states:?}");
         assert_eq!(last.tool.as_deref(), Some(NAME));
         let may_have_run = matches!(before.last(), TraceState::Allowed | TraceState::Executed);
-        assert_eq!(last.detail["may_have_run"], may_have_run, "{id}: {:?}", last.detail);
+        assert_eq!(
+            last.detail["may_have_run"], may_have_run,
+            "{id}: {:?}",
+            last.detail
+        );
         assert_eq!(last.detail["last_state"], before.last().to_string());
         interrupted += 1;
     }
@@ -656,18 +963,35 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
 
     // Pending approvals are gone, and cannot be approved now.
     for session in &old_sessions {
-        assert!(admin.pending(session).await.is_empty(), "{session} still has pending approvals after the restart");
+        assert!(
+            admin.pending(session).await.is_empty(),
+            "{session} still has pending approvals after the restart"
+        );
     }
     let never_approved: Vec<usize> = (0..CALLS).filter(|i| !approved_index(*i)).collect();
     let old_pending = approval_of[&never_approved[0]];
-    let (status, body) = admin.request(Method::POST, &format!("/v1/approvals/{old_pending}"), Some(json!({"approve": true, "by": "late"}))).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (409, Some("not_pending")), "{body}");
+    let (status, body) = admin
+        .request(
+            Method::POST,
+            &format!("/v1/approvals/{old_pending}"),
+            Some(json!({"approve": true, "by": "late"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("not_pending")),
+        "{body}"
+    );
     {
         let store = SqliteStore::open(&db).unwrap();
         for (id, before) in &approvals_at_kill {
             let now = store.approval(ApprovalId(*id)).unwrap().unwrap();
             if before.state == ApprovalState::Pending {
-                assert_eq!((now.state, now.used, now.decided_by.as_deref()), (ApprovalState::Revoked, false, Some(RESTART_REVOKER)), "approval {id}");
+                assert_eq!(
+                    (now.state, now.used, now.decided_by.as_deref()),
+                    (ApprovalState::Revoked, false, Some(RESTART_REVOKER)),
+                    "approval {id}"
+                );
             } else {
                 assert_eq!(&now, before, "approval {id} changed at the restart");
             }
@@ -684,12 +1008,22 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
     let view = admin.session().await;
     let new_session = view["id"].as_str().unwrap().to_string();
     let mcp = Mcp::new(&http, &view).connect().await;
-    let again: Vec<usize> = std::iter::once(again_pending).chain(again_approved).collect();
-    let waiting: Vec<_> = again.iter().map(|i| (*i, tokio::spawn({
-        let mcp = mcp.clone();
-        let args = args_for(*i);
-        async move { mcp.call(args).await }
-    }))).collect();
+    let again: Vec<usize> = std::iter::once(again_pending)
+        .chain(again_approved)
+        .collect();
+    let waiting: Vec<_> = again
+        .iter()
+        .map(|i| {
+            (
+                *i,
+                tokio::spawn({
+                    let mcp = mcp.clone();
+                    let args = args_for(*i);
+                    async move { mcp.call(args).await }
+                }),
+            )
+        })
+        .collect();
     let newest_old = *approval_of.values().max().unwrap();
     let fresh = wait_for("the new approval requests", PHASE_TIMEOUT, async || {
         let pending = admin.pending(&new_session).await;
@@ -698,21 +1032,49 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
     .await;
     for approval in &fresh {
         let id = approval["id"].as_i64().unwrap();
-        assert!(id > newest_old, "a new approval, not an old one: {approval}");
-        let (status, body) = admin.request(Method::POST, &format!("/v1/approvals/{id}"), Some(json!({"approve": true, "by": "test"}))).await;
+        assert!(
+            id > newest_old,
+            "a new approval, not an old one: {approval}"
+        );
+        let (status, body) = admin
+            .request(
+                Method::POST,
+                &format!("/v1/approvals/{id}"),
+                Some(json!({"approve": true, "by": "test"})),
+            )
+            .await;
         assert_eq!(status, 200, "{body}");
     }
     for (i, handle) in waiting {
-        let reply = tokio::time::timeout(PHASE_TIMEOUT, handle).await.expect("the call ends").unwrap().expect("an answer");
-        assert!(ok_text(&reply).is_some_and(|t| t.contains(&format!("crash/{i}"))), "crash/{i} after the restart: {reply}");
-        assert!(github.branch_sha("octo", "hello", &format!("crash/{i}")).is_some());
+        let reply = tokio::time::timeout(PHASE_TIMEOUT, handle)
+            .await
+            .expect("the call ends")
+            .unwrap()
+            .expect("an answer");
+        assert!(
+            ok_text(&reply).is_some_and(|t| t.contains(&format!("crash/{i}"))),
+            "crash/{i} after the restart: {reply}"
+        );
+        assert!(
+            github
+                .branch_sha("octo", "hello", &format!("crash/{i}"))
+                .is_some()
+        );
     }
     let upstream_after = github.ref_creations();
     for i in &again {
         let name = format!("refs/heads/crash/{i}");
-        assert_eq!(upstream_after.iter().filter(|r| **r == name).count(), 1, "{name} created exactly once in both lives");
+        assert_eq!(
+            upstream_after.iter().filter(|r| **r == name).count(),
+            1,
+            "{name} created exactly once in both lives"
+        );
     }
-    assert_eq!(upstream_after.len(), upstream.len() + again.len(), "no other write after the restart");
+    assert_eq!(
+        upstream_after.len(),
+        upstream.len() + again.len(),
+        "no other write after the restart"
+    );
     drop(serve2);
 
     eprintln!(

@@ -4,14 +4,16 @@
 //! narrowing, secrets kept out of `Debug`, and profiles validated when saved.
 
 use scout_host::credentials::{
-    AGENTMAIL, Credential, GOOGLE, GoogleConnection, GoogleProduct, Resolver, ResolverConfig, Source,
-    connection_for_server, narrow_scopes, to_http_config,
+    AGENTMAIL, Credential, GOOGLE, GoogleConnection, GoogleProduct, Resolver, ResolverConfig,
+    Source, connection_for_server, narrow_scopes, to_http_config,
 };
-use scout_host::policy::{Allowance, Catalog, Grant, Harness, Limits, Profile, Role, Route, presets};
+use scout_host::policy::{
+    Allowance, Catalog, Grant, Harness, Limits, Profile, Role, Route, presets,
+};
 use scout_host::store::{ProfileKind, SaveProfileError, SqliteStore, Store};
 use scout_host::{CredentialScheme, SecretSource};
-use std::collections::{BTreeMap, BTreeSet};
 use scout_tests::TempDb;
+use std::collections::{BTreeMap, BTreeSet};
 
 const KEY: [u8; 32] = [7; 32];
 const OWNER: &str = "owner-brand";
@@ -51,11 +53,14 @@ fn no_env(_: &str) -> Option<String> {
 }
 
 fn secret(c: &Option<Credential>) -> Option<(&str, Source)> {
-    c.as_ref().map(|c| (c.secret().expose(), c.source().clone()))
+    c.as_ref()
+        .map(|c| (c.secret().expose(), c.source().clone()))
 }
 
 fn shared(owner: &str) -> Source {
-    Source::SharedByOwner { owner_brand: owner.into() }
+    Source::SharedByOwner {
+        owner_brand: owner.into(),
+    }
 }
 
 #[test]
@@ -66,22 +71,45 @@ fn own_beats_shared_beats_environment() {
     let r = Resolver::new(&store, &catalog, &config, KEY, env);
 
     // Nothing stored: the deployment owner's brand falls back to the environment.
-    assert_eq!(secret(&r.resolve(OWNER, "github").unwrap()), Some(("env-github-token", Source::HostEnvironment)));
+    assert_eq!(
+        secret(&r.resolve(OWNER, "github").unwrap()),
+        Some(("env-github-token", Source::HostEnvironment))
+    );
 
     // A connection shared with the owner's brand beats the environment.
-    store.put_connection("account-owner", "github", "shared-token", &KEY).unwrap();
-    store.share_connection("account-owner", "github", OWNER).unwrap();
-    assert_eq!(secret(&r.resolve(OWNER, "github").unwrap()), Some(("shared-token", shared("account-owner"))));
+    store
+        .put_connection("account-owner", "github", "shared-token", &KEY)
+        .unwrap();
+    store
+        .share_connection("account-owner", "github", OWNER)
+        .unwrap();
+    assert_eq!(
+        secret(&r.resolve(OWNER, "github").unwrap()),
+        Some(("shared-token", shared("account-owner")))
+    );
 
     // Its own connection beats both.
-    store.put_connection(OWNER, "github", "own-token", &KEY).unwrap();
-    assert_eq!(secret(&r.resolve(OWNER, "github").unwrap()), Some(("own-token", Source::Own)));
+    store
+        .put_connection(OWNER, "github", "own-token", &KEY)
+        .unwrap();
+    assert_eq!(
+        secret(&r.resolve(OWNER, "github").unwrap()),
+        Some(("own-token", Source::Own))
+    );
 
     // Re-resolution is fresh each time: disabling the own connection falls back in order.
     store.disable_connection(OWNER, "github").unwrap();
-    assert_eq!(secret(&r.resolve(OWNER, "github").unwrap()), Some(("shared-token", shared("account-owner"))));
-    store.unshare_connection("account-owner", "github", OWNER).unwrap();
-    assert_eq!(secret(&r.resolve(OWNER, "github").unwrap()), Some(("env-github-token", Source::HostEnvironment)));
+    assert_eq!(
+        secret(&r.resolve(OWNER, "github").unwrap()),
+        Some(("shared-token", shared("account-owner")))
+    );
+    store
+        .unshare_connection("account-owner", "github", OWNER)
+        .unwrap();
+    assert_eq!(
+        secret(&r.resolve(OWNER, "github").unwrap()),
+        Some(("env-github-token", Source::HostEnvironment))
+    );
 }
 
 #[test]
@@ -95,25 +123,45 @@ fn the_resolution_cache_answers_until_a_change_invalidates_it() {
         Resolver::new(&store, &catalog, &config, KEY, env)
     };
     let cache = scout_host::credentials::ResolutionCache::default();
-    store.put_connection(OTHER, "github", "first-token", &KEY).unwrap();
+    store
+        .put_connection(OTHER, "github", "first-token", &KEY)
+        .unwrap();
     let first = cache.resolve_server(resolver, OTHER, "github").unwrap();
     assert_eq!(secret(&first), Some(("first-token", Source::Own)));
     // Answered from the cache: no resolver is built, nothing is decrypted.
     for _ in 0..3 {
-        assert_eq!(cache.resolve_server(resolver, OTHER, "github").unwrap(), first);
+        assert_eq!(
+            cache.resolve_server(resolver, OTHER, "github").unwrap(),
+            first
+        );
     }
     assert_eq!(built.get(), 1);
     // A host that changes a connection invalidates; the next call sees it.
     store.disable_connection(OTHER, "github").unwrap();
     cache.invalidate();
-    assert!(cache.resolve_server(resolver, OTHER, "github").unwrap().is_none());
+    assert!(
+        cache
+            .resolve_server(resolver, OTHER, "github")
+            .unwrap()
+            .is_none()
+    );
     assert_eq!(built.get(), 2);
     // An absent credential is cached as absent too, until the next change.
-    assert!(cache.resolve_server(resolver, OTHER, "github").unwrap().is_none());
+    assert!(
+        cache
+            .resolve_server(resolver, OTHER, "github")
+            .unwrap()
+            .is_none()
+    );
     assert_eq!(built.get(), 2);
-    store.put_connection(OTHER, "github", "second-token", &KEY).unwrap();
+    store
+        .put_connection(OTHER, "github", "second-token", &KEY)
+        .unwrap();
     cache.invalidate();
-    assert_eq!(secret(&cache.resolve_server(resolver, OTHER, "github").unwrap()), Some(("second-token", Source::Own)));
+    assert_eq!(
+        secret(&cache.resolve_server(resolver, OTHER, "github").unwrap()),
+        Some(("second-token", Source::Own))
+    );
 }
 
 #[test]
@@ -132,14 +180,20 @@ fn only_the_deployment_owners_brand_inherits_the_environment() {
     // The owner's brand resolves GitHub and the Google products its env token's scopes cover.
     let facts = r.brand_facts(OWNER).unwrap();
     assert!(facts.is_deployment_owner);
-    assert_eq!(facts.connected, BTreeSet::from(["github".into(), "googleads".into(), "searchconsole".into()]));
+    assert_eq!(
+        facts.connected,
+        BTreeSet::from(["github".into(), "googleads".into(), "searchconsole".into()])
+    );
 
     // A share from the deployment owner lends only a stored connection, never the environment.
     store.share_connection(OWNER, "github", OTHER).unwrap();
     assert!(r.resolve(OTHER, "github").unwrap().is_none());
 
     // No configured deployment owner: nobody inherits the environment.
-    let nobody = ResolverConfig { deployment_owner_brand: None, ..config.clone() };
+    let nobody = ResolverConfig {
+        deployment_owner_brand: None,
+        ..config.clone()
+    };
     let r = Resolver::new(&store, &catalog, &nobody, KEY, env);
     assert!(r.resolve(OWNER, "github").unwrap().is_none());
 }
@@ -152,33 +206,68 @@ fn disabled_own_connection_falls_through_to_shared_and_unsharing_stops_it() {
     let (catalog, config) = (Catalog::seed(), config());
     let r = Resolver::new(&store, &catalog, &config, KEY, no_env);
 
-    store.put_connection("account-owner", "firecrawl", "fc-shared", &KEY).unwrap();
-    store.put_connection(OTHER, "firecrawl", "fc-own", &KEY).unwrap();
-    store.share_connection("account-owner", "firecrawl", OTHER).unwrap();
-    store.share_connection("account-owner", "firecrawl", OTHER).unwrap(); // idempotent
-    assert_eq!(store.shared_with(OTHER, "firecrawl").unwrap(), ["account-owner"]);
-    assert_eq!(secret(&r.resolve(OTHER, "firecrawl").unwrap()), Some(("fc-own", Source::Own)));
+    store
+        .put_connection("account-owner", "firecrawl", "fc-shared", &KEY)
+        .unwrap();
+    store
+        .put_connection(OTHER, "firecrawl", "fc-own", &KEY)
+        .unwrap();
+    store
+        .share_connection("account-owner", "firecrawl", OTHER)
+        .unwrap();
+    store
+        .share_connection("account-owner", "firecrawl", OTHER)
+        .unwrap(); // idempotent
+    assert_eq!(
+        store.shared_with(OTHER, "firecrawl").unwrap(),
+        ["account-owner"]
+    );
+    assert_eq!(
+        secret(&r.resolve(OTHER, "firecrawl").unwrap()),
+        Some(("fc-own", Source::Own))
+    );
 
     store.disable_connection(OTHER, "firecrawl").unwrap();
-    assert_eq!(secret(&r.resolve(OTHER, "firecrawl").unwrap()), Some(("fc-shared", shared("account-owner"))));
+    assert_eq!(
+        secret(&r.resolve(OTHER, "firecrawl").unwrap()),
+        Some(("fc-shared", shared("account-owner")))
+    );
     assert!(r.connected(OTHER).unwrap().contains("firecrawl"));
 
     // The owner disabling its connection ends the share's effect too.
-    store.disable_connection("account-owner", "firecrawl").unwrap();
+    store
+        .disable_connection("account-owner", "firecrawl")
+        .unwrap();
     assert!(r.resolve(OTHER, "firecrawl").unwrap().is_none());
-    store.put_connection("account-owner", "firecrawl", "fc-shared-2", &KEY).unwrap();
-    assert_eq!(secret(&r.resolve(OTHER, "firecrawl").unwrap()), Some(("fc-shared-2", shared("account-owner"))));
+    store
+        .put_connection("account-owner", "firecrawl", "fc-shared-2", &KEY)
+        .unwrap();
+    assert_eq!(
+        secret(&r.resolve(OTHER, "firecrawl").unwrap()),
+        Some(("fc-shared-2", shared("account-owner")))
+    );
 
     // Unshared: the very next resolution no longer finds it, also from another handle on the file.
-    assert!(store.unshare_connection("account-owner", "firecrawl", OTHER).unwrap());
-    assert!(!store.unshare_connection("account-owner", "firecrawl", OTHER).unwrap());
+    assert!(
+        store
+            .unshare_connection("account-owner", "firecrawl", OTHER)
+            .unwrap()
+    );
+    assert!(
+        !store
+            .unshare_connection("account-owner", "firecrawl", OTHER)
+            .unwrap()
+    );
     let reopened = SqliteStore::open(&path).unwrap();
     let r2 = Resolver::new(&reopened, &catalog, &config, KEY, no_env);
     assert!(r.resolve(OTHER, "firecrawl").unwrap().is_none());
     assert!(r2.resolve(OTHER, "firecrawl").unwrap().is_none());
     assert!(!r.connected(OTHER).unwrap().contains("firecrawl"));
     // The account owner's own connection is untouched.
-    assert_eq!(secret(&r.resolve("account-owner", "firecrawl").unwrap()), Some(("fc-shared-2", Source::Own)));
+    assert_eq!(
+        secret(&r.resolve("account-owner", "firecrawl").unwrap()),
+        Some(("fc-shared-2", Source::Own))
+    );
 }
 
 /// A brand with GitHub, AgentMail, Firecrawl and a Google connection holding all four scopes.
@@ -189,7 +278,9 @@ fn connected_brand(name: &str) -> (SqliteStore, Catalog, ResolverConfig) {
         store.put_connection(OTHER, connector, value, &KEY).unwrap();
     }
     let google = GoogleConnection::new("google-refresh", [ADS, GSC, GA, SHEETS]);
-    store.put_connection(OTHER, GOOGLE, &google.encode(), &KEY).unwrap();
+    store
+        .put_connection(OTHER, GOOGLE, &google.encode(), &KEY)
+        .unwrap();
     (store, Catalog::seed(), config())
 }
 
@@ -205,46 +296,102 @@ fn what_each_role_is_handed() {
         connectors: vec!["firecrawl".into(), "searchconsole".into()],
         allowances: BTreeMap::from([(
             "firecrawl".to_string(),
-            Allowance::Credits { per_run_credits: 10, per_day_credits: 100 },
+            Allowance::Credits {
+                per_run_credits: 10,
+                per_day_credits: 100,
+            },
         )]),
         skills: vec![],
     };
 
     // Person chat: every connector the brand resolves.
     let chat = r.credential_set_for(Role::PersonChat, None, OTHER).unwrap();
-    assert_eq!(names(&chat), ["agentmail", "analytics", "firecrawl", "github", "googleads", "searchconsole", "sheets"]);
+    assert_eq!(
+        names(&chat),
+        [
+            "agentmail",
+            "analytics",
+            "firecrawl",
+            "github",
+            "googleads",
+            "searchconsole",
+            "sheets"
+        ]
+    );
     assert_eq!(chat.connected(), r.connected(OTHER).unwrap());
 
     // A plain coworker, a read-only route, the reviewer: empty, whatever the grant.
     for role in [
-        Role::CoworkerRun { route: Route::Standard },
-        Role::CoworkerRun { route: Route::ReadOnly },
-        Role::SpecialistRun { route: Route::ReadOnly },
-        Role::ReadOnlyRoute { harness: Harness::Default },
-        Role::ReadOnlyRoute { harness: Harness::Loop },
+        Role::CoworkerRun {
+            route: Route::Standard,
+        },
+        Role::CoworkerRun {
+            route: Route::ReadOnly,
+        },
+        Role::SpecialistRun {
+            route: Route::ReadOnly,
+        },
+        Role::ReadOnlyRoute {
+            harness: Harness::Default,
+        },
+        Role::ReadOnlyRoute {
+            harness: Harness::Loop,
+        },
         Role::GoalReviewer,
     ] {
         let set = r.credential_set_for(role, Some(&grant), OTHER).unwrap();
         assert!(set.is_empty(), "{role:?} was handed {set:?}");
     }
     // Also for the deployment owner's brand, whose environment resolves.
-    assert!(r.credential_set_for(Role::ReadOnlyRoute { harness: Harness::Default }, None, OWNER).unwrap().is_empty());
+    assert!(
+        r.credential_set_for(
+            Role::ReadOnlyRoute {
+                harness: Harness::Default
+            },
+            None,
+            OWNER
+        )
+        .unwrap()
+        .is_empty()
+    );
 
     // Inbound email turn: AgentMail's and no others.
-    let inbound = r.credential_set_for(Role::InboundEmailTurn, Some(&grant), OTHER).unwrap();
+    let inbound = r
+        .credential_set_for(Role::InboundEmailTurn, Some(&grant), OTHER)
+        .unwrap();
     assert_eq!(names(&inbound), [AGENTMAIL]);
     assert_eq!(inbound.get(AGENTMAIL).unwrap().secret().expose(), "am");
-    assert!(r.credential_set_for(Role::InboundEmailTurn, None, OWNER).unwrap().is_empty());
+    assert!(
+        r.credential_set_for(Role::InboundEmailTurn, None, OWNER)
+            .unwrap()
+            .is_empty()
+    );
 
     // Specialist and goal agent: only the granted connectors.
-    for role in [Role::SpecialistRun { route: Route::Standard }, Role::GoalAgentStep] {
+    for role in [
+        Role::SpecialistRun {
+            route: Route::Standard,
+        },
+        Role::GoalAgentStep,
+    ] {
         let set = r.credential_set_for(role, Some(&grant), OTHER).unwrap();
         assert_eq!(names(&set), ["firecrawl", "searchconsole"], "{role:?}");
         assert!(r.credential_set_for(role, None, OTHER).unwrap().is_empty());
     }
     // A granted connector the brand cannot resolve is simply absent.
-    let github_grant = Grant { connectors: vec!["github".into(), "railway".into()], ..Grant::default() };
-    let set = r.credential_set_for(Role::SpecialistRun { route: Route::Standard }, Some(&github_grant), OTHER).unwrap();
+    let github_grant = Grant {
+        connectors: vec!["github".into(), "railway".into()],
+        ..Grant::default()
+    };
+    let set = r
+        .credential_set_for(
+            Role::SpecialistRun {
+                route: Route::Standard,
+            },
+            Some(&github_grant),
+            OTHER,
+        )
+        .unwrap();
     assert_eq!(names(&set), ["github"]);
 }
 
@@ -255,35 +402,82 @@ fn google_products_in_a_grant_narrow_the_google_credential() {
     let stored = r.resolve(OTHER, GOOGLE).unwrap().unwrap();
     assert_eq!(stored.scopes().unwrap().len(), 4);
 
-    let grant = Grant { connectors: vec!["googleads".into(), "analytics".into()], ..Grant::default() };
-    let set = r.credential_set_for(Role::SpecialistRun { route: Route::Standard }, Some(&grant), OTHER).unwrap();
+    let grant = Grant {
+        connectors: vec!["googleads".into(), "analytics".into()],
+        ..Grant::default()
+    };
+    let set = r
+        .credential_set_for(
+            Role::SpecialistRun {
+                route: Route::Standard,
+            },
+            Some(&grant),
+            OTHER,
+        )
+        .unwrap();
     assert_eq!(names(&set), ["analytics", "googleads"]);
     let google = set.google().unwrap();
-    assert_eq!(google.scopes().unwrap(), &BTreeSet::from([ADS.to_string(), GA.to_string()]));
+    assert_eq!(
+        google.scopes().unwrap(),
+        &BTreeSet::from([ADS.to_string(), GA.to_string()])
+    );
     assert_eq!(set.get("analytics"), set.get("googleads"));
     assert_eq!(google.secret().expose(), "google-refresh");
 
     // A grant without a Google product: no Google credential at all.
-    let no_google = Grant { connectors: vec!["github".into()], ..Grant::default() };
-    let set = r.credential_set_for(Role::GoalAgentStep, Some(&no_google), OTHER).unwrap();
+    let no_google = Grant {
+        connectors: vec!["github".into()],
+        ..Grant::default()
+    };
+    let set = r
+        .credential_set_for(Role::GoalAgentStep, Some(&no_google), OTHER)
+        .unwrap();
     assert!(set.google().is_none());
     assert_eq!(names(&set), ["github"]);
 
     // Narrowing never adds a scope the stored credential lacks.
-    store.put_connection(OTHER, GOOGLE, &GoogleConnection::new("g2", [GSC]).encode(), &KEY).unwrap();
-    let grant =
-        Grant { connectors: vec!["googleads".into(), "searchconsole".into(), "sheets".into()], ..Grant::default() };
-    let set = r.credential_set_for(Role::GoalAgentStep, Some(&grant), OTHER).unwrap();
+    store
+        .put_connection(
+            OTHER,
+            GOOGLE,
+            &GoogleConnection::new("g2", [GSC]).encode(),
+            &KEY,
+        )
+        .unwrap();
+    let grant = Grant {
+        connectors: vec!["googleads".into(), "searchconsole".into(), "sheets".into()],
+        ..Grant::default()
+    };
+    let set = r
+        .credential_set_for(Role::GoalAgentStep, Some(&grant), OTHER)
+        .unwrap();
     assert_eq!(names(&set), ["searchconsole"]);
-    assert_eq!(set.google().unwrap().scopes().unwrap(), &BTreeSet::from([GSC.to_string()]));
+    assert_eq!(
+        set.google().unwrap().scopes().unwrap(),
+        &BTreeSet::from([GSC.to_string()])
+    );
     assert_eq!(
         r.connected(OTHER).unwrap(),
         BTreeSet::from(["agentmail", "firecrawl", "github", "searchconsole"].map(String::from))
     );
-    let only_ads = Grant { connectors: vec!["googleads".into()], ..Grant::default() };
-    assert!(r.credential_set_for(Role::GoalAgentStep, Some(&only_ads), OTHER).unwrap().google().is_none());
+    let only_ads = Grant {
+        connectors: vec!["googleads".into()],
+        ..Grant::default()
+    };
+    assert!(
+        r.credential_set_for(Role::GoalAgentStep, Some(&only_ads), OTHER)
+            .unwrap()
+            .google()
+            .is_none()
+    );
     assert!(r.resolve_server(OTHER, "googleads").unwrap().is_none());
-    assert!(narrow_scopes(&BTreeSet::from([GSC.to_string()]), [GoogleProduct::Ads, GoogleProduct::Sheets]).is_empty());
+    assert!(
+        narrow_scopes(
+            &BTreeSet::from([GSC.to_string()]),
+            [GoogleProduct::Ads, GoogleProduct::Sheets]
+        )
+        .is_empty()
+    );
 
     // The products, their servers and the shared connection key.
     for (product, server, scope) in [
@@ -295,7 +489,10 @@ fn google_products_in_a_grant_narrow_the_google_credential() {
         assert_eq!((product.server(), product.scope()), (server, scope));
         assert_eq!(GoogleProduct::from_server(server), Some(product));
         assert_eq!(connection_for_server(server), GOOGLE);
-        assert!(catalog.connector(server).is_some(), "{server} is in the catalogue");
+        assert!(
+            catalog.connector(server).is_some(),
+            "{server} is in the catalogue"
+        );
     }
     assert_eq!(connection_for_server("github"), "github");
 }
@@ -303,8 +500,17 @@ fn google_products_in_a_grant_narrow_the_google_credential() {
 #[test]
 fn a_secret_never_appears_in_debug_output() {
     let (store, catalog, config) = connected_brand("debug");
-    store.put_connection(OTHER, "github", "ghp_SUPERSECRET123", &KEY).unwrap();
-    store.put_connection(OTHER, GOOGLE, &GoogleConnection::new("ya29.GOOGLESECRET", [ADS, GA]).encode(), &KEY).unwrap();
+    store
+        .put_connection(OTHER, "github", "ghp_SUPERSECRET123", &KEY)
+        .unwrap();
+    store
+        .put_connection(
+            OTHER,
+            GOOGLE,
+            &GoogleConnection::new("ya29.GOOGLESECRET", [ADS, GA]).encode(),
+            &KEY,
+        )
+        .unwrap();
     let r = Resolver::new(&store, &catalog, &config, KEY, no_env);
     let github = r.resolve(OTHER, "github").unwrap().unwrap();
     let google = r.resolve(OTHER, GOOGLE).unwrap().unwrap();
@@ -321,7 +527,10 @@ fn a_secret_never_appears_in_debug_output() {
         format!("{:?}", github.secret()),
     ];
     for text in &printed {
-        assert!(!text.contains("SUPERSECRET") && !text.contains("GOOGLESECRET"), "leaked: {text}");
+        assert!(
+            !text.contains("SUPERSECRET") && !text.contains("GOOGLESECRET"),
+            "leaked: {text}"
+        );
     }
     assert!(printed[0].contains("[REDACTED]") && printed[0].contains("Own"));
     assert!(printed[2].contains(ADS));
@@ -329,10 +538,20 @@ fn a_secret_never_appears_in_debug_output() {
     // The HTTP handle gets the value itself, to inject.
     let cred = http.credential.unwrap();
     assert_eq!(cred.scheme, CredentialScheme::Bearer);
-    assert_eq!(cred.secret, SecretSource::Value("ghp_SUPERSECRET123".into()));
+    assert_eq!(
+        cred.secret,
+        SecretSource::Value("ghp_SUPERSECRET123".into())
+    );
     assert_eq!(http.origin, "https://api.github.com");
-    let g = to_http_config(&google, "https://analyticsdata.googleapis.com", CredentialScheme::Bearer);
-    assert_eq!(g.credential.unwrap().secret, SecretSource::Value("ya29.GOOGLESECRET".into()));
+    let g = to_http_config(
+        &google,
+        "https://analyticsdata.googleapis.com",
+        CredentialScheme::Bearer,
+    );
+    assert_eq!(
+        g.credential.unwrap().secret,
+        SecretSource::Value("ya29.GOOGLESECRET".into())
+    );
 }
 
 fn coworker(name: &str) -> Profile {
@@ -354,7 +573,8 @@ fn profiles_are_validated_when_saved() {
     let mut refused = Vec::new();
     // Rule 1: a connector tool whose connector the grant does not name.
     let mut p = coworker("rule1");
-    p.tools.push("mcp__searchconsole__searchconsole_queries".into());
+    p.tools
+        .push("mcp__searchconsole__searchconsole_queries".into());
     refused.push((p, Some(1)));
     // Rule 2: a write tool.
     let mut p = coworker("rule2");
@@ -378,8 +598,12 @@ fn profiles_are_validated_when_saved() {
     refused.push((p, None));
 
     for (profile, rule) in &refused {
-        let err = store.save_profile("acme", profile, ProfileKind::Coworker, &catalog).unwrap_err();
-        let SaveProfileError::Invalid(e) = &err else { panic!("{err:?}") };
+        let err = store
+            .save_profile("acme", profile, ProfileKind::Coworker, &catalog)
+            .unwrap_err();
+        let SaveProfileError::Invalid(e) = &err else {
+            panic!("{err:?}")
+        };
         assert_eq!(e.rule(), *rule, "{}: {e}", profile.name);
         // The message is the rule's own.
         assert_eq!(err.to_string(), e.to_string());
@@ -392,11 +616,24 @@ fn profiles_are_validated_when_saved() {
 
     // A refused save leaves the earlier version in place.
     let good = coworker("writer");
-    store.save_profile("acme", &good, ProfileKind::Coworker, &catalog).unwrap();
+    store
+        .save_profile("acme", &good, ProfileKind::Coworker, &catalog)
+        .unwrap();
     let mut bad = good.clone();
     bad.limits.run_budget_usd = 0.0;
-    assert!(store.save_profile("acme", &bad, ProfileKind::Coworker, &catalog).is_err());
-    assert_eq!(store.load_profile("acme", "writer").unwrap().unwrap().profile, good);
+    assert!(
+        store
+            .save_profile("acme", &bad, ProfileKind::Coworker, &catalog)
+            .is_err()
+    );
+    assert_eq!(
+        store
+            .load_profile("acme", "writer")
+            .unwrap()
+            .unwrap()
+            .profile,
+        good
+    );
 
     // Accepted profiles round-trip, per brand, listed by name, across a reopen.
     let mut specialist = coworker("analyst");
@@ -404,15 +641,24 @@ fn profiles_are_validated_when_saved() {
         connectors: vec!["firecrawl".into()],
         allowances: BTreeMap::from([(
             "firecrawl".to_string(),
-            Allowance::Credits { per_run_credits: 25, per_day_credits: 100 },
+            Allowance::Credits {
+                per_run_credits: 25,
+                per_day_credits: 100,
+            },
         )]),
         skills: vec![],
     };
-    store.save_profile("acme", &specialist, ProfileKind::Coworker, &catalog).unwrap();
+    store
+        .save_profile("acme", &specialist, ProfileKind::Coworker, &catalog)
+        .unwrap();
     let goal = presets::goal_agent(Grant::default());
-    store.save_profile("acme", &goal, ProfileKind::GoalAgent, &catalog).unwrap();
+    store
+        .save_profile("acme", &goal, ProfileKind::GoalAgent, &catalog)
+        .unwrap();
     let reviewer = presets::goal_reviewer();
-    store.save_profile("acme", &reviewer, ProfileKind::Reviewer, &catalog).unwrap();
+    store
+        .save_profile("acme", &reviewer, ProfileKind::Reviewer, &catalog)
+        .unwrap();
     // The goal agent's profile is refused under the reviewer's rules and vice versa.
     assert!(matches!(
         store.save_profile("globex", &goal, ProfileKind::Reviewer, &catalog),
@@ -434,9 +680,18 @@ fn profiles_are_validated_when_saved() {
         (ProfileKind::Reviewer, reviewer.clone()),
     ];
     expected.sort_by(|a, b| a.1.name.cmp(&b.1.name));
-    assert_eq!(listed.into_iter().map(|s| (s.kind, s.profile)).collect::<Vec<_>>(), expected);
+    assert_eq!(
+        listed
+            .into_iter()
+            .map(|s| (s.kind, s.profile))
+            .collect::<Vec<_>>(),
+        expected
+    );
     let loaded = store.load_profile("acme", "analyst").unwrap().unwrap();
-    assert_eq!((loaded.kind, loaded.profile), (ProfileKind::Coworker, specialist));
+    assert_eq!(
+        (loaded.kind, loaded.profile),
+        (ProfileKind::Coworker, specialist)
+    );
     assert!(store.delete_profile("acme", "analyst").unwrap());
     assert!(!store.delete_profile("acme", "analyst").unwrap());
     assert!(store.load_profile("acme", "analyst").unwrap().is_none());

@@ -9,15 +9,28 @@ use scout_host::{Runtime, RuntimeConfig};
 use std::path::{Path, PathBuf};
 
 fn github_manifest() -> (scout_host::ComponentInfo, Runtime) {
-    let runtime = Runtime::new(RuntimeConfig { max_concurrent_calls: 1, ..Default::default() }).unwrap();
-    let info = runtime.inspect_file(Path::new(scout_tests::components::GITHUB)).unwrap();
+    let runtime = Runtime::new(RuntimeConfig {
+        max_concurrent_calls: 1,
+        ..Default::default()
+    })
+    .unwrap();
+    let info = runtime
+        .inspect_file(Path::new(scout_tests::components::GITHUB))
+        .unwrap();
     (info, runtime)
 }
 
 /// Every connector component the workspace builds.
 fn connector_manifests() -> Vec<scout_host::ComponentInfo> {
-    let runtime = Runtime::new(RuntimeConfig { max_concurrent_calls: 1, ..Default::default() }).unwrap();
-    scout_tests::components::CONNECTORS.iter().map(|path| runtime.inspect_file(Path::new(path)).unwrap()).collect()
+    let runtime = Runtime::new(RuntimeConfig {
+        max_concurrent_calls: 1,
+        ..Default::default()
+    })
+    .unwrap();
+    scout_tests::components::CONNECTORS
+        .iter()
+        .map(|path| runtime.inspect_file(Path::new(path)).unwrap())
+        .collect()
 }
 
 fn committed_page() -> PathBuf {
@@ -29,9 +42,17 @@ fn the_committed_page_is_what_the_code_generates() {
     let infos = connector_manifests();
     let manifests: Vec<&scout_manifest::Manifest> = infos.iter().map(|i| &i.manifest).collect();
     let generated = permissions_page(&Catalog::seed(), &manifests);
-    let committed = std::fs::read_to_string(committed_page()).expect("docs/permissions.md is committed");
-    let args: Vec<String> = scout_tests::components::CONNECTORS.iter().map(|p| format!("--component {p}")).collect();
-    assert!(committed == generated, "docs/permissions.md is stale: run `cargo run -p scout-host -- docs {}`", args.join(" "));
+    let committed =
+        std::fs::read_to_string(committed_page()).expect("docs/permissions.md is committed");
+    let args: Vec<String> = scout_tests::components::CONNECTORS
+        .iter()
+        .map(|p| format!("--component {p}"))
+        .collect();
+    assert!(
+        committed == generated,
+        "docs/permissions.md is stale: run `cargo run -p scout-host -- docs {}`",
+        args.join(" ")
+    );
 }
 
 #[test]
@@ -41,13 +62,22 @@ fn every_offered_tool_of_every_role_is_on_the_page() {
     let mut checked = 0;
     for s in scenarios(&catalog) {
         let switches = Switches::from_vars(s.switches.iter().copied());
-        let Ok(surface) = policy::surface(&s.input, &catalog, &switches) else { continue };
+        let Ok(surface) = policy::surface(&s.input, &catalog, &switches) else {
+            continue;
+        };
         for name in surface.names() {
-            assert!(page.contains(&format!("`{name}`")), "{name} ({}) is missing from the page", s.title);
+            assert!(
+                page.contains(&format!("`{name}`")),
+                "{name} ({}) is missing from the page",
+                s.title
+            );
             checked += 1;
         }
     }
-    assert!(checked > 200, "the page covers every role ({checked} names checked)");
+    assert!(
+        checked > 200,
+        "the page covers every role ({checked} names checked)"
+    );
     for withheld in ["merging", "force-push and history rewrites", "GraphQL"] {
         assert!(page.contains(&format!("- {withheld}: ")), "{withheld}");
     }
@@ -67,12 +97,19 @@ fn every_connector_built_here_is_admitted_as_the_seed_describes_it() {
             assert_eq!(admitted.unwrap().server_name(), name);
             continue;
         }
-        let described = seed.connector(name).unwrap_or_else(|| panic!("{name} is a connector of seed 000"));
+        let described = seed
+            .connector(name)
+            .unwrap_or_else(|| panic!("{name} is a connector of seed 000"));
         let admitted = seed.admit(&info.manifest).unwrap();
         if name == "contentsquare" {
             // "Every tool the brand's Contentsquare server offers": the
             // component's, none grantable, no write.
-            assert!(described.reads.is_empty() && admitted.grantable.is_empty() && admitted.writes.is_empty(), "{admitted:?}");
+            assert!(
+                described.reads.is_empty()
+                    && admitted.grantable.is_empty()
+                    && admitted.writes.is_empty(),
+                "{admitted:?}"
+            );
             assert_eq!(admitted.reads.len(), info.tools.len());
             continue;
         }
@@ -87,11 +124,22 @@ fn every_connector_built_here_is_admitted_as_the_seed_describes_it() {
 #[test]
 fn the_catalogue_agrees_with_the_github_component() {
     let (info, _rt) = github_manifest();
-    let spec = Catalog::seed().connector("github").cloned().expect("github in the catalogue");
-    let component_reads: Vec<String> =
-        info.tools.iter().filter(|t| t.effect == scout_host::Effect::Read).map(|t| t.name.clone()).collect();
-    let component_writes: Vec<String> =
-        info.tools.iter().filter(|t| t.effect == scout_host::Effect::Write).map(|t| t.name.clone()).collect();
+    let spec = Catalog::seed()
+        .connector("github")
+        .cloned()
+        .expect("github in the catalogue");
+    let component_reads: Vec<String> = info
+        .tools
+        .iter()
+        .filter(|t| t.effect == scout_host::Effect::Read)
+        .map(|t| t.name.clone())
+        .collect();
+    let component_writes: Vec<String> = info
+        .tools
+        .iter()
+        .filter(|t| t.effect == scout_host::Effect::Write)
+        .map(|t| t.name.clone())
+        .collect();
     let strip = |n: &str| n.rsplit("__").next().unwrap().to_string();
     let catalogue_reads: Vec<String> = spec.reads.iter().map(|n| strip(n)).collect();
     let catalogue_writes: Vec<String> = spec.writes.iter().map(|w| strip(&w.name)).collect();

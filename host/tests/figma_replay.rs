@@ -26,7 +26,11 @@ fn suite() -> Suite {
 
 #[test]
 fn every_figma_tool_passes_its_replay_cases() {
-    suite().assert_all_pass(env!("CARGO_BIN_EXE_scout-host"), scout_tests::components::FIGMA, &TOOLS);
+    suite().assert_all_pass(
+        env!("CARGO_BIN_EXE_scout-host"),
+        scout_tests::components::FIGMA,
+        &TOOLS,
+    );
 }
 
 #[test]
@@ -43,9 +47,14 @@ fn every_figma_fixture_is_unverified_and_names_its_docs_page() {
 #[test]
 fn the_figma_component_is_the_seed_catalogues_figma() {
     let rt = scout_host::Runtime::new(Default::default()).unwrap();
-    let c = rt.load_file(Path::new(scout_tests::components::FIGMA)).unwrap();
+    let c = rt
+        .load_file(Path::new(scout_tests::components::FIGMA))
+        .unwrap();
     let seed = scout_host::policy::Catalog::seed();
-    assert_eq!(&seed.admit(&c.info().manifest).unwrap(), seed.connector("figma").unwrap());
+    assert_eq!(
+        &seed.admit(&c.info().manifest).unwrap(),
+        seed.connector("figma").unwrap()
+    );
 
     // Reads only, every one of them grantable, no billing.
     let manifest = &c.info().manifest;
@@ -58,7 +67,11 @@ fn the_figma_component_is_the_seed_catalogues_figma() {
     assert_eq!(spec.grantable.len(), TOOLS.len());
 
     // The WITHHELD list of seed 000's "What is never given", each with a reason.
-    let withheld: Vec<&str> = manifest.withheld.iter().map(|w| w.effect.as_str()).collect();
+    let withheld: Vec<&str> = manifest
+        .withheld
+        .iter()
+        .map(|w| w.effect.as_str())
+        .collect();
     assert_eq!(
         withheld,
         [
@@ -68,10 +81,23 @@ fn the_figma_component_is_the_seed_catalogues_figma() {
             "library analytics",
         ]
     );
-    assert!(manifest.withheld.iter().all(|w| w.reason.len() > 20), "every withheld effect has a real reason");
+    assert!(
+        manifest.withheld.iter().all(|w| w.reason.len() > 20),
+        "every withheld effect has a real reason"
+    );
 
     // Its only capability besides types and log is http.
-    let capabilities: BTreeSet<&str> = c.info().capabilities().into_iter().filter(|c| *c != "log").collect();
-    assert_eq!(capabilities, BTreeSet::from(["http"]), "imports: {:?}", c.info().imports);
+    let capabilities: BTreeSet<&str> = c
+        .info()
+        .capabilities()
+        .into_iter()
+        .filter(|c| *c != "log")
+        .collect();
+    assert_eq!(
+        capabilities,
+        BTreeSet::from(["http"]),
+        "imports: {:?}",
+        c.info().imports
+    );
     assert!(c.info().forbidden_imports.is_empty());
 }

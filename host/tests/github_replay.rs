@@ -25,7 +25,11 @@ fn suite() -> Suite {
 
 #[test]
 fn every_github_tool_passes_its_replay_cases() {
-    suite().assert_all_pass(env!("CARGO_BIN_EXE_scout-host"), scout_tests::components::GITHUB, &TOOLS);
+    suite().assert_all_pass(
+        env!("CARGO_BIN_EXE_scout-host"),
+        scout_tests::components::GITHUB,
+        &TOOLS,
+    );
 }
 
 #[test]
@@ -33,7 +37,9 @@ fn every_github_fixture_is_unverified_and_names_its_docs_page() {
     let files = suite().assert_unverified("https://docs.github.com/", 10);
     for (name, fixture) in &files {
         let source = fixture["source"].as_str().unwrap_or_default();
-        assert!(source.contains('#'), "{name}: source {source:?} names the page's operation");
+        assert!(
+            source.contains('#'),
+            "{name}: source {source:?} names the page's operation"
+        );
     }
 }
-

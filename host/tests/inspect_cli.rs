@@ -10,7 +10,10 @@ fn inspect(path: &str, json: bool) -> (i32, String) {
         cmd.arg("--json");
     }
     let out = cmd.output().expect("run scout-host");
-    (out.status.code().unwrap_or(-1), String::from_utf8(out.stdout).unwrap())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+    )
 }
 
 #[test]
@@ -24,7 +27,12 @@ fn inspect_json_lists_exactly_the_github_tools_and_withheld_list() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|t| (t["name"].as_str().unwrap().to_string(), t["effect"].as_str().unwrap().to_string()))
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_string(),
+                t["effect"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
     let expected: Vec<(String, String)> = [
         ("github_read_file", "read"),
@@ -45,21 +53,56 @@ fn inspect_json_lists_exactly_the_github_tools_and_withheld_list() {
     assert_eq!(tools, expected);
     // Policy facts: one capability, no billing, the seed's gates, every
     // read grantable, every tool with its declared routes and nothing else.
-    assert_eq!(report["connector"]["capabilities"], serde_json::json!(["http"]));
+    assert_eq!(
+        report["connector"]["capabilities"],
+        serde_json::json!(["http"])
+    );
     assert!(report["connector"].get("billing").is_none());
     assert_eq!(report["connector"]["catalogue"], "seed catalogue");
     let routes = |name: &str| -> Vec<String> {
-        let tool = report["tools"].as_array().unwrap().iter().find(|t| t["name"] == name).unwrap();
-        tool["routes"].as_array().unwrap().iter().map(|r| format!("{} {}", r["method"].as_str().unwrap(), r["path"].as_str().unwrap())).collect()
+        let tool = report["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap();
+        tool["routes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {}",
+                    r["method"].as_str().unwrap(),
+                    r["path"].as_str().unwrap()
+                )
+            })
+            .collect()
     };
-    assert_eq!(routes("github_read_file"), ["GET /repos/{owner}/{repo}/contents/{*path}"]);
-    assert_eq!(routes("github_comment"), ["POST /repos/{owner}/{repo}/issues/{number}/comments"]);
+    assert_eq!(
+        routes("github_read_file"),
+        ["GET /repos/{owner}/{repo}/contents/{*path}"]
+    );
+    assert_eq!(
+        routes("github_comment"),
+        ["POST /repos/{owner}/{repo}/issues/{number}/comments"]
+    );
     assert_eq!(routes("github_commit_files").len(), 6);
     for tool in report["tools"].as_array().unwrap() {
-        assert!(!tool["routes"].as_array().unwrap().is_empty(), "{} declares its routes", tool["name"]);
+        assert!(
+            !tool["routes"].as_array().unwrap().is_empty(),
+            "{} declares its routes",
+            tool["name"]
+        );
         if tool["effect"] == "read" {
             assert_eq!(tool["grantable"], true);
-            assert!(tool["routes"].as_array().unwrap().iter().all(|r| r["method"] == "GET" && r.get("read_only").is_none()));
+            assert!(
+                tool["routes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|r| r["method"] == "GET" && r.get("read_only").is_none())
+            );
         } else {
             assert_eq!(tool["gate"], "approval, switch GITHUB_ALLOW_WRITES");
             assert_eq!(tool["served_gate"], tool["gate"]);
@@ -72,7 +115,12 @@ fn inspect_json_lists_exactly_the_github_tools_and_withheld_list() {
         assert_eq!(tool["input_schema"]["type"], "object");
         assert_eq!(tool["input_schema"]["additionalProperties"], false);
     }
-    let withheld: Vec<&str> = report["withheld"].as_array().unwrap().iter().map(|w| w["effect"].as_str().unwrap()).collect();
+    let withheld: Vec<&str> = report["withheld"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["effect"].as_str().unwrap())
+        .collect();
     assert_eq!(
         withheld,
         [
@@ -89,20 +137,37 @@ fn inspect_json_lists_exactly_the_github_tools_and_withheld_list() {
             "GraphQL"
         ]
     );
-    assert!(report["withheld"].as_array().unwrap().iter().all(|w| !w["reason"].as_str().unwrap().is_empty()));
+    assert!(
+        report["withheld"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|w| !w["reason"].as_str().unwrap().is_empty())
+    );
     let imports = report["imports"].as_array().unwrap();
-    assert!(imports.iter().any(|i| i["name"].as_str().unwrap().starts_with("scout:connector/http@")));
+    assert!(imports.iter().any(|i| {
+        i["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("scout:connector/http@")
+    }));
     assert!(imports.iter().all(|i| i["allowed"] == true), "{imports:?}");
     // The schema of a typed argument is derived from WIT.
     let list_issues = &report["tools"][3]["input_schema"]["properties"];
-    assert_eq!(list_issues["state"]["enum"], serde_json::json!(["open", "closed", "all"]));
+    assert_eq!(
+        list_issues["state"]["enum"],
+        serde_json::json!(["open", "closed", "all"])
+    );
     assert_eq!(list_issues["limit"]["maximum"], 255);
 }
 
 #[test]
 fn inspect_shows_and_refuses_forbidden_imports() {
     let (code, stdout) = inspect(scout_tests::components::IMPORTS_SOCKETS, false);
-    assert_eq!(code, 2, "a component with forbidden imports makes inspect fail");
+    assert_eq!(
+        code, 2,
+        "a component with forbidden imports makes inspect fail"
+    );
     assert!(stdout.contains("!! wasi:sockets/tcp@"), "{stdout}");
     assert!(stdout.contains("REFUSED"), "{stdout}");
 }
@@ -111,8 +176,13 @@ fn inspect_shows_and_refuses_forbidden_imports() {
 /// foreign component that is no connector at all.
 fn foreign_component(name: &str) -> std::path::PathBuf {
     let bytes = std::fs::read(scout_tests::components::IMPORTS_SOCKETS).unwrap();
-    let patched = scout_tests::patch_bytes(&bytes, b"scout-connector-manifest", b"scout-connector-manifesx");
-    let path = std::env::temp_dir().join(format!("scout-foreign-{name}-{}.wasm", std::process::id()));
+    let patched = scout_tests::patch_bytes(
+        &bytes,
+        b"scout-connector-manifest",
+        b"scout-connector-manifesx",
+    );
+    let path =
+        std::env::temp_dir().join(format!("scout-foreign-{name}-{}.wasm", std::process::id()));
     std::fs::write(&path, patched).unwrap();
     path
 }
@@ -122,39 +192,88 @@ fn inspect_names_every_forbidden_import_of_a_component_without_a_manifest() {
     let path = foreign_component("inspect");
     let (code, stdout) = inspect(path.to_str().unwrap(), false);
     assert_eq!(code, 2, "{stdout}");
-    for import in ["wasi:sockets/tcp@", "wasi:sockets/udp@", "wasi:sockets/ip-name-lookup@", "wasi:sockets/network@"] {
-        assert!(stdout.contains(&format!("!! {import}")), "{import} named: {stdout}");
+    for import in [
+        "wasi:sockets/tcp@",
+        "wasi:sockets/udp@",
+        "wasi:sockets/ip-name-lookup@",
+        "wasi:sockets/network@",
+    ] {
+        assert!(
+            stdout.contains(&format!("!! {import}")),
+            "{import} named: {stdout}"
+        );
     }
     let imports_at = stdout.find("imports").unwrap();
-    let manifest_at = stdout.find("scout-connector-manifest").unwrap_or_else(|| panic!("the manifest problem is named: {stdout}"));
-    assert!(imports_at < manifest_at, "imports first, then the manifest problem: {stdout}");
+    let manifest_at = stdout
+        .find("scout-connector-manifest")
+        .unwrap_or_else(|| panic!("the manifest problem is named: {stdout}"));
+    assert!(
+        imports_at < manifest_at,
+        "imports first, then the manifest problem: {stdout}"
+    );
 
     let (code, stdout) = inspect(path.to_str().unwrap(), true);
     assert_eq!(code, 2);
     let report: Value = serde_json::from_str(&stdout).expect("JSON");
-    let forbidden: Vec<&str> =
-        report["imports"].as_array().unwrap().iter().filter(|i| i["allowed"] == false).map(|i| i["name"].as_str().unwrap()).collect();
-    assert!(forbidden.iter().any(|n| n.starts_with("wasi:sockets/tcp@")), "{report}");
+    let forbidden: Vec<&str> = report["imports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["allowed"] == false)
+        .map(|i| i["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        forbidden.iter().any(|n| n.starts_with("wasi:sockets/tcp@")),
+        "{report}"
+    );
     let refused = report["refused"].as_array().unwrap();
-    assert!(refused[0].as_str().unwrap().contains("wasi:sockets/tcp@"), "imports first: {report}");
-    assert!(refused.iter().any(|r| r.as_str().unwrap().contains("manifest")), "then the manifest: {report}");
+    assert!(
+        refused[0].as_str().unwrap().contains("wasi:sockets/tcp@"),
+        "imports first: {report}"
+    );
+    assert!(
+        refused
+            .iter()
+            .any(|r| r.as_str().unwrap().contains("manifest")),
+        "then the manifest: {report}"
+    );
     let _ = std::fs::remove_file(path);
 }
 
 #[test]
 fn loading_a_component_without_a_manifest_names_its_forbidden_imports_first() {
     let path = foreign_component("load");
-    let runtime = scout_host::Runtime::new(scout_host::RuntimeConfig { max_concurrent_calls: 1, ..Default::default() }).unwrap();
+    let runtime = scout_host::Runtime::new(scout_host::RuntimeConfig {
+        max_concurrent_calls: 1,
+        ..Default::default()
+    })
+    .unwrap();
     let err = match runtime.load_file(&path) {
         Err(e) => e,
         Ok(_) => panic!("a foreign component must not load"),
     };
-    let scout_host::LoadError::ForbiddenImports { imports, also } = &err else { panic!("imports first, got {err:?}") };
-    assert!(imports.iter().any(|n| n.starts_with("wasi:sockets/tcp@")), "{imports:?}");
-    assert!(imports.iter().any(|n| n.starts_with("wasi:sockets/ip-name-lookup@")), "every one: {imports:?}");
-    assert!(also.as_deref().unwrap_or("").contains("manifest"), "then the manifest problem: {err}");
+    let scout_host::LoadError::ForbiddenImports { imports, also } = &err else {
+        panic!("imports first, got {err:?}")
+    };
+    assert!(
+        imports.iter().any(|n| n.starts_with("wasi:sockets/tcp@")),
+        "{imports:?}"
+    );
+    assert!(
+        imports
+            .iter()
+            .any(|n| n.starts_with("wasi:sockets/ip-name-lookup@")),
+        "every one: {imports:?}"
+    );
+    assert!(
+        also.as_deref().unwrap_or("").contains("manifest"),
+        "then the manifest problem: {err}"
+    );
     let message = err.to_string();
-    assert!(message.find("wasi:sockets").unwrap() < message.find("manifest").unwrap(), "{message}");
+    assert!(
+        message.find("wasi:sockets").unwrap() < message.find("manifest").unwrap(),
+        "{message}"
+    );
     let _ = std::fs::remove_file(path);
 }
 
@@ -167,12 +286,22 @@ fn surface_prints_a_roles_tools() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let names: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().map(str::to_string).collect();
+    let names: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
     assert_eq!(names.len(), 11, "{names:?}");
     assert!(names.iter().all(|n| n.starts_with("mcp__agentmail__")));
-    assert!(!names.iter().any(|n| n.contains("send")), "the send tools are never given to an inbound turn");
+    assert!(
+        !names.iter().any(|n| n.contains("send")),
+        "the send tools are never given to an inbound turn"
+    );
 
-    let out = Command::new(env!("CARGO_BIN_EXE_scout-host")).args(["surface", "--role", "root"]).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+        .args(["surface", "--role", "root"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown role"));
 }

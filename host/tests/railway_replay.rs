@@ -28,7 +28,11 @@ fn suite() -> Suite {
 
 #[test]
 fn every_railway_tool_passes_its_replay_cases() {
-    suite().assert_all_pass(env!("CARGO_BIN_EXE_scout-host"), scout_tests::components::RAILWAY, &[READS.as_slice(), WRITES.as_slice()].concat());
+    suite().assert_all_pass(
+        env!("CARGO_BIN_EXE_scout-host"),
+        scout_tests::components::RAILWAY,
+        &[READS.as_slice(), WRITES.as_slice()].concat(),
+    );
 }
 
 #[test]
@@ -37,11 +41,20 @@ fn every_railway_fixture_is_unverified_and_names_its_docs_page() {
     for (name, fixture) in &files {
         for exchange in fixture["exchanges"].as_array().expect("exchanges") {
             let request = &exchange["request"];
-            assert_eq!(request["method"], "POST", "{name}: Railway's API is one GraphQL endpoint");
+            assert_eq!(
+                request["method"], "POST",
+                "{name}: Railway's API is one GraphQL endpoint"
+            );
             assert_eq!(request["path"], "/graphql/v2", "{name}");
             let body = &request["json"];
-            assert!(body["query"].is_string(), "{name}: the request body is matched as json, with its query document");
-            assert!(body["variables"].is_object(), "{name}: arguments travel as GraphQL variables");
+            assert!(
+                body["query"].is_string(),
+                "{name}: the request body is matched as json, with its query document"
+            );
+            assert!(
+                body["variables"].is_object(),
+                "{name}: arguments travel as GraphQL variables"
+            );
         }
     }
 }
@@ -58,8 +71,17 @@ fn no_read_tool_sends_a_mutation_and_variable_names_carry_no_value() {
         for (name, fixture) in Suite::fixtures_of(&case, &files) {
             for exchange in fixture["exchanges"].as_array().unwrap() {
                 let body = exchange["request"]["json"].to_string();
-                assert!(!body.to_ascii_lowercase().contains("mutation"), "{name}: a read tool's fixture request contains `mutation`: {body}");
-                assert!(exchange["request"]["json"]["query"].as_str().unwrap().starts_with("query "), "{name}: {body}");
+                assert!(
+                    !body.to_ascii_lowercase().contains("mutation"),
+                    "{name}: a read tool's fixture request contains `mutation`: {body}"
+                );
+                assert!(
+                    exchange["request"]["json"]["query"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("query "),
+                    "{name}: {body}"
+                );
                 read_exchanges += 1;
             }
         }
@@ -76,31 +98,58 @@ fn no_read_tool_sends_a_mutation_and_variable_names_carry_no_value() {
             }
         }
     }
-    assert!(values.len() >= 5, "the variables fixtures hold values to leak");
+    assert!(
+        values.len() >= 5,
+        "the variables fixtures hold values to leak"
+    );
     let mut checked = 0;
-    for case in suite().case_list().iter().filter(|c| c["tool"] == "railway_variable_names") {
-        let Some(ok) = case["expect"].get("ok") else { continue };
+    for case in suite()
+        .case_list()
+        .iter()
+        .filter(|c| c["tool"] == "railway_variable_names")
+    {
+        let Some(ok) = case["expect"].get("ok") else {
+            continue;
+        };
         let names = ok.as_array().expect("variable-names answers a list");
         assert!(!names.is_empty());
         let text = ok.to_string();
         for value in &values {
-            assert!(!text.contains(value.as_str()), "case {}: the output carries the value {value:?}", case["name"]);
+            assert!(
+                !text.contains(value.as_str()),
+                "case {}: the output carries the value {value:?}",
+                case["name"]
+            );
         }
         for name in names {
-            assert!(name.as_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')), "{name} is a name");
+            assert!(
+                name.as_str().is_some_and(|n| n
+                    .bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')),
+                "{name} is a name"
+            );
         }
         checked += 1;
     }
-    assert!(checked >= 2, "a passing variable-names case proves names only");
+    assert!(
+        checked >= 2,
+        "a passing variable-names case proves names only"
+    );
 }
 
 #[test]
 fn the_railway_component_agrees_with_the_seed_catalogue() {
     let rt = scout_host::Runtime::new(Default::default()).unwrap();
-    let c = rt.load_file(Path::new(scout_tests::components::RAILWAY)).unwrap();
+    let c = rt
+        .load_file(Path::new(scout_tests::components::RAILWAY))
+        .unwrap();
     assert_eq!(
-        &scout_host::policy::Catalog::seed().admit(&c.info().manifest).unwrap(),
-        scout_host::policy::Catalog::seed().connector("railway").unwrap()
+        &scout_host::policy::Catalog::seed()
+            .admit(&c.info().manifest)
+            .unwrap(),
+        scout_host::policy::Catalog::seed()
+            .connector("railway")
+            .unwrap()
     );
 
     let manifest = &c.info().manifest;
@@ -112,11 +161,18 @@ fn the_railway_component_agrees_with_the_seed_catalogue() {
         seen.insert(wire.clone());
         assert_eq!(tool.routes.len(), 1, "{wire}: one route");
         let route = &tool.routes[0];
-        assert_eq!((route.method, route.path.as_str()), (RouteMethod::Post, "/graphql/v2"), "{wire}");
+        assert_eq!(
+            (route.method, route.path.as_str()),
+            (RouteMethod::Post, "/graphql/v2"),
+            "{wire}"
+        );
         match tool.effect {
             Effect::Read => {
                 assert!(READS.contains(&wire.as_str()), "{wire}");
-                assert!(route.read_only, "{wire}: a read tool's POST is declared (read-only)");
+                assert!(
+                    route.read_only,
+                    "{wire}: a read tool's POST is declared (read-only)"
+                );
                 assert!(tool.grantable, "{wire}: grantable, as the read table says");
             }
             Effect::Write => {
@@ -126,9 +182,20 @@ fn the_railway_component_agrees_with_the_seed_catalogue() {
             }
         }
     }
-    assert_eq!(seen, READS.iter().chain(&WRITES).map(|s| s.to_string()).collect::<BTreeSet<_>>());
+    assert_eq!(
+        seen,
+        READS
+            .iter()
+            .chain(&WRITES)
+            .map(|s| s.to_string())
+            .collect::<BTreeSet<_>>()
+    );
 
-    let withheld: Vec<&str> = manifest.withheld.iter().map(|w| w.effect.as_str()).collect();
+    let withheld: Vec<&str> = manifest
+        .withheld
+        .iter()
+        .map(|w| w.effect.as_str())
+        .collect();
     assert_eq!(
         withheld,
         [
@@ -142,5 +209,8 @@ fn the_railway_component_agrees_with_the_seed_catalogue() {
             "networking",
         ]
     );
-    assert!(manifest.withheld.iter().all(|w| w.reason.len() > 20), "each withheld effect has a real reason");
+    assert!(
+        manifest.withheld.iter().all(|w| w.reason.len() > 20),
+        "each withheld effect has a real reason"
+    );
 }

@@ -35,19 +35,30 @@ fn test_env(name: &str) -> Option<String> {
 }
 
 fn github_component() -> String {
-    Path::new(scout_tests::components::GITHUB).canonicalize().unwrap().display().to_string()
+    Path::new(scout_tests::components::GITHUB)
+        .canonicalize()
+        .unwrap()
+        .display()
+        .to_string()
 }
 
 /// A configuration serving `component` as `[connectors.NAME]`, bound to
 /// `origin`, with `extra` top-level lines.
-fn config_text(extra: &str, name: &str, component: &str, origin: &str, allow_private: bool) -> String {
+fn config_text(
+    extra: &str,
+    name: &str,
+    component: &str,
+    origin: &str,
+    allow_private: bool,
+) -> String {
     format!(
         "listen = \"127.0.0.1:0\"\n{extra}\n\n[connectors.{name}]\ncomponent = {component:?}\norigin = {origin:?}\nallow_private_network = {allow_private}\n"
     )
 }
 
 fn parse_config(text: &str, db: &TempDb) -> ServeConfig {
-    let mut config = ServeConfig::parse(text).unwrap_or_else(|e| panic!("config parses: {e}\n{text}"));
+    let mut config =
+        ServeConfig::parse(text).unwrap_or_else(|e| panic!("config parses: {e}\n{text}"));
     config.database = db.path().to_path_buf();
     config
 }
@@ -72,15 +83,35 @@ impl Drop for Served {
 async fn serve(name: &str, extra: &str, switches: &[(&str, &str)]) -> Served {
     let github = FakeGitHub::start(GITHUB_TOKEN).await;
     let db = TempDb::new(&format!("serve-admin-{name}"));
-    let config = parse_config(&config_text(extra, "github", &github_component(), &github.origin(), true), &db);
-    let host: Arc<ServeHost> = ServeHost::start(config, Switches::from_vars(switches.iter().copied()), test_env).expect("serve starts");
+    let config = parse_config(
+        &config_text(extra, "github", &github_component(), &github.origin(), true),
+        &db,
+    );
+    let host: Arc<ServeHost> = ServeHost::start(
+        config,
+        Switches::from_vars(switches.iter().copied()),
+        test_env,
+    )
+    .expect("serve starts");
     let listener = host.bind().await.expect("bind 127.0.0.1:0");
     let addr = listener.local_addr().unwrap();
     let server = tokio::spawn(async move {
-        scout_host::serve::serve_http(host, listener, std::future::pending()).await.unwrap();
+        scout_host::serve::serve_http(host, listener, std::future::pending())
+            .await
+            .unwrap();
     });
-    let http = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
-    Served { base: format!("http://{addr}"), addr, github, http, server, _db: db }
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    Served {
+        base: format!("http://{addr}"),
+        addr,
+        github,
+        http,
+        server,
+        _db: db,
+    }
 }
 
 /// The body of a response as JSON (`null` when empty or not JSON).
@@ -92,9 +123,15 @@ async fn json_of(response: reqwest::Response) -> (u16, Value) {
 
 /// The stable error shape: `{"error": {"code", "message"}}`; returns the code.
 fn error_code(body: &Value) -> &str {
-    let error = body.get("error").unwrap_or_else(|| panic!("an error body: {body}"));
+    let error = body
+        .get("error")
+        .unwrap_or_else(|| panic!("an error body: {body}"));
     assert_eq!(body.as_object().unwrap().len(), 1, "only `error`: {body}");
-    assert_eq!(error.as_object().unwrap().len(), 2, "only `code` and `message`: {body}");
+    assert_eq!(
+        error.as_object().unwrap().len(),
+        2,
+        "only `code` and `message`: {body}"
+    );
     assert!(error["message"].is_string(), "{body}");
     error["code"].as_str().unwrap()
 }
@@ -106,25 +143,47 @@ impl Served {
 
     /// An admin API request with the admin token.
     async fn admin(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut request = self.http.request(method, self.url(path)).header(AUTHORIZATION, format!("Bearer {ADMIN_TOKEN}"));
+        let mut request = self
+            .http
+            .request(method, self.url(path))
+            .header(AUTHORIZATION, format!("Bearer {ADMIN_TOKEN}"));
         if let Some(body) = body {
-            request = request.header(CONTENT_TYPE, "application/json").body(body.to_string());
+            request = request
+                .header(CONTENT_TYPE, "application/json")
+                .body(body.to_string());
         }
         json_of(request.send().await.unwrap()).await
     }
 
     /// Stores acme's GitHub connection and opens a session of `role` for acme.
     async fn session(&self, role: &str) -> Value {
-        let (status, body) = self.admin(Method::PUT, "/v1/brands/acme/connections/github", Some(json!({"secret": GITHUB_TOKEN}))).await;
+        let (status, body) = self
+            .admin(
+                Method::PUT,
+                "/v1/brands/acme/connections/github",
+                Some(json!({"secret": GITHUB_TOKEN})),
+            )
+            .await;
         assert_eq!(status, 200, "{body}");
-        let (status, view) = self.admin(Method::POST, "/v1/sessions", Some(json!({"brand": "acme", "role": role}))).await;
+        let (status, view) = self
+            .admin(
+                Method::POST,
+                "/v1/sessions",
+                Some(json!({"brand": "acme", "role": role})),
+            )
+            .await;
         assert_eq!(status, 201, "{view}");
-        assert!(view["token"].is_string() && view["mcp"]["github"].is_string(), "{view}");
+        assert!(
+            view["token"].is_string() && view["mcp"]["github"].is_string(),
+            "{view}"
+        );
         view
     }
 
     async fn trace(&self, session: &str) -> Vec<Value> {
-        let (status, body) = self.admin(Method::GET, &format!("/v1/trace?session={session}"), None).await;
+        let (status, body) = self
+            .admin(Method::GET, &format!("/v1/trace?session={session}"), None)
+            .await;
         assert_eq!(status, 200, "{body}");
         body["events"].as_array().unwrap().clone()
     }
@@ -139,18 +198,27 @@ impl Served {
         let waiting = tokio::spawn(async move { mcp.call("github_create_branch", args).await });
         let started = Instant::now();
         loop {
-            let (_, body) = self.admin(Method::GET, &format!("/v1/approvals?session={id}"), None).await;
+            let (_, body) = self
+                .admin(Method::GET, &format!("/v1/approvals?session={id}"), None)
+                .await;
             if let Some(a) = body["pending"].as_array().unwrap().first() {
                 return (id, waiting, a.clone());
             }
-            assert!(started.elapsed() < Duration::from_secs(20), "no approval was asked for");
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "no approval was asked for"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
     /// Upstream requests other than reads.
     fn upstream_writes(&self) -> usize {
-        self.github.requests().iter().filter(|r| r.method != "GET").count()
+        self.github
+            .requests()
+            .iter()
+            .filter(|r| r.method != "GET")
+            .count()
     }
 
     fn mcp(&self, view: &Value) -> Mcp {
@@ -174,7 +242,6 @@ struct Mcp {
     next_id: Arc<AtomicU64>,
 }
 
-
 impl Mcp {
     async fn post(&self, message: &Value) -> reqwest::Response {
         let mut request = self
@@ -185,7 +252,9 @@ impl Mcp {
             .header(CONTENT_TYPE, "application/json")
             .body(message.to_string());
         if let Some(session) = &self.session {
-            request = request.header("mcp-session-id", session).header("mcp-protocol-version", PROTOCOL);
+            request = request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", PROTOCOL);
         }
         request.send().await.unwrap()
     }
@@ -194,11 +263,21 @@ impl Mcp {
     /// message the response carried (none if the stream ended without one).
     async fn request_raw(&self, method: &str, params: Value) -> (u16, u64, Vec<Value>) {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
-        let response = self.post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
+        let response = self
+            .post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
         let status = response.status().as_u16();
-        let content_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
         // An error reading means the stream was cut (the session ended under it).
-        let text: String = tokio::time::timeout(Duration::from_secs(60), response.text()).await.expect("the response ends").unwrap_or_default();
+        let text: String = tokio::time::timeout(Duration::from_secs(60), response.text())
+            .await
+            .expect("the response ends")
+            .unwrap_or_default();
         (status, id, jsonrpc_messages(&content_type, &text))
     }
 
@@ -206,11 +285,16 @@ impl Mcp {
     async fn request(&self, method: &str, params: Value) -> Value {
         let (status, id, messages) = self.request_raw(method, params).await;
         assert_eq!(status, 200, "{method}: {messages:?}");
-        messages.into_iter().find(|m| m["id"] == id).unwrap_or_else(|| panic!("{method}: no response with id {id}"))
+        messages
+            .into_iter()
+            .find(|m| m["id"] == id)
+            .unwrap_or_else(|| panic!("{method}: no response with id {id}"))
     }
 
     async fn notify(&self, method: &str) {
-        let response = self.post(&json!({"jsonrpc": "2.0", "method": method})).await;
+        let response = self
+            .post(&json!({"jsonrpc": "2.0", "method": method}))
+            .await;
         assert_eq!(response.status().as_u16(), 202, "{method}");
     }
 
@@ -218,18 +302,37 @@ impl Mcp {
     async fn connect(mut self) -> Mcp {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let response = self
-            .post(&json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
-                "protocolVersion": PROTOCOL,
-                "capabilities": {},
-                "clientInfo": {"name": "serve-admin-test", "version": "0"},
-            }}))
+            .post(
+                &json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+                    "protocolVersion": PROTOCOL,
+                    "capabilities": {},
+                    "clientInfo": {"name": "serve-admin-test", "version": "0"},
+                }}),
+            )
             .await;
         assert_eq!(response.status().as_u16(), 200);
-        let session = response.headers().get("mcp-session-id").expect("an MCP session id").to_str().unwrap().to_string();
-        let content_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let session = response
+            .headers()
+            .get("mcp-session-id")
+            .expect("an MCP session id")
+            .to_str()
+            .unwrap()
+            .to_string();
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
         let text = response.text().await.unwrap();
-        let init = jsonrpc_messages(&content_type, &text).into_iter().find(|m| m["id"] == id).expect("initialize answered");
-        assert!(init["result"]["capabilities"]["tools"].is_object(), "{init}");
+        let init = jsonrpc_messages(&content_type, &text)
+            .into_iter()
+            .find(|m| m["id"] == id)
+            .expect("initialize answered");
+        assert!(
+            init["result"]["capabilities"]["tools"].is_object(),
+            "{init}"
+        );
         self.session = Some(session);
         self.notify("notifications/initialized").await;
         self
@@ -237,22 +340,37 @@ impl Mcp {
 
     async fn tool_names(&self) -> Vec<String> {
         let reply = self.request("tools/list", json!({})).await;
-        let tools = reply["result"]["tools"].as_array().unwrap_or_else(|| panic!("tools/list: {reply}"));
-        tools.iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+        let tools = reply["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("tools/list: {reply}"));
+        tools
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
     }
 
     async fn call(&self, tool: &str, arguments: Value) -> Value {
-        self.request("tools/call", json!({"name": tool, "arguments": arguments})).await
+        self.request("tools/call", json!({"name": tool, "arguments": arguments}))
+            .await
     }
 }
 
 /// The text of a `tools/call` result.
 fn result_text(reply: &Value) -> String {
-    reply["result"]["content"].as_array().unwrap_or_else(|| panic!("a tool result: {reply}")).iter().filter_map(|c| c["text"].as_str()).collect()
+    reply["result"]["content"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a tool result: {reply}"))
+        .iter()
+        .filter_map(|c| c["text"].as_str())
+        .collect()
 }
 
 fn events_of<'a>(events: &'a [Value], tool: &str) -> Vec<(&'a str, Option<&'a str>)> {
-    events.iter().filter(|e| e["tool"] == tool).map(|e| (e["state"].as_str().unwrap(), e["rule"].as_str())).collect()
+    events
+        .iter()
+        .filter(|e| e["tool"] == tool)
+        .map(|e| (e["state"].as_str().unwrap(), e["rule"].as_str()))
+        .collect()
 }
 
 // --- start ---------------------------------------------------------------
@@ -267,44 +385,104 @@ fn start_with(text: &str, db: &TempDb, env: impl Fn(&str) -> Option<String>) -> 
 #[test]
 fn start_refuses_missing_or_malformed_secrets_and_names_the_variable() {
     let db = TempDb::new("secrets");
-    let plain = config_text("", "github", &github_component(), "https://api.github.com", false);
+    let plain = config_text(
+        "",
+        "github",
+        &github_component(),
+        "https://api.github.com",
+        false,
+    );
 
     let e = start_with(&plain, &db, |_| None);
-    assert!(matches!(&e, StartError::MissingSecret(var, _) if var == "SCOUT_ADMIN_TOKEN"), "{e:?}");
+    assert!(
+        matches!(&e, StartError::MissingSecret(var, _) if var == "SCOUT_ADMIN_TOKEN"),
+        "{e:?}"
+    );
     assert!(e.to_string().contains("SCOUT_ADMIN_TOKEN"), "{e}");
 
     // The variable's name comes from the file.
-    let renamed = config_text("admin_token_env = \"ACME_ADMIN\"", "github", &github_component(), "https://api.github.com", false);
+    let renamed = config_text(
+        "admin_token_env = \"ACME_ADMIN\"",
+        "github",
+        &github_component(),
+        "https://api.github.com",
+        false,
+    );
     let e = start_with(&renamed, &db, test_env);
-    assert!(matches!(&e, StartError::MissingSecret(var, _) if var == "ACME_ADMIN"), "{e:?}");
+    assert!(
+        matches!(&e, StartError::MissingSecret(var, _) if var == "ACME_ADMIN"),
+        "{e:?}"
+    );
 
-    let e = start_with(&plain, &db, |k| (k == "SCOUT_ADMIN_TOKEN").then(|| "short".to_string()).or_else(|| test_env(k)));
-    assert!(matches!(&e, StartError::BadSecret(m) if m.contains("SCOUT_ADMIN_TOKEN")), "a short admin token: {e:?}");
+    let e = start_with(&plain, &db, |k| {
+        (k == "SCOUT_ADMIN_TOKEN")
+            .then(|| "short".to_string())
+            .or_else(|| test_env(k))
+    });
+    assert!(
+        matches!(&e, StartError::BadSecret(m) if m.contains("SCOUT_ADMIN_TOKEN")),
+        "a short admin token: {e:?}"
+    );
 
-    let e = start_with(&plain, &db, |k| (k == "SCOUT_ADMIN_TOKEN").then(|| ADMIN_TOKEN.to_string()));
-    assert!(matches!(&e, StartError::MissingSecret(var, _) if var == "SCOUT_STORE_KEY"), "{e:?}");
+    let e = start_with(&plain, &db, |k| {
+        (k == "SCOUT_ADMIN_TOKEN").then(|| ADMIN_TOKEN.to_string())
+    });
+    assert!(
+        matches!(&e, StartError::MissingSecret(var, _) if var == "SCOUT_STORE_KEY"),
+        "{e:?}"
+    );
 
-    for bad in ["5c".repeat(31), "zz".repeat(32), "5c".repeat(33), "not a key".to_string()] {
-        let e = start_with(&plain, &db, |k| if k == "SCOUT_STORE_KEY" { Some(bad.clone()) } else { test_env(k) });
-        assert!(matches!(&e, StartError::BadSecret(m) if m.contains("SCOUT_STORE_KEY") && m.contains("64 hex digits")), "{bad}: {e:?}");
-        assert!(!e.to_string().contains(&bad), "the error does not echo the secret: {e}");
+    for bad in [
+        "5c".repeat(31),
+        "zz".repeat(32),
+        "5c".repeat(33),
+        "not a key".to_string(),
+    ] {
+        let e = start_with(&plain, &db, |k| {
+            if k == "SCOUT_STORE_KEY" {
+                Some(bad.clone())
+            } else {
+                test_env(k)
+            }
+        });
+        assert!(
+            matches!(&e, StartError::BadSecret(m) if m.contains("SCOUT_STORE_KEY") && m.contains("64 hex digits")),
+            "{bad}: {e:?}"
+        );
+        assert!(
+            !e.to_string().contains(&bad),
+            "the error does not echo the secret: {e}"
+        );
     }
-    assert!(!db.path().exists(), "nothing was opened before the secrets were checked");
+    assert!(
+        !db.path().exists(),
+        "nothing was opened before the secrets were checked"
+    );
 }
 
 #[test]
 fn start_refuses_a_connector_it_cannot_serve_and_names_it() {
     let db = TempDb::new("connectors");
-    let refused = |name: &str, component: &str, origin: &str, allow_private: bool| -> (String, String) {
-        match start_with(&config_text("", name, component, origin, allow_private), &db, test_env) {
-            StartError::Connector { name, message } => (name, message),
-            other => panic!("a connector error for {name} ({component}): {other:?}"),
-        }
-    };
+    let refused =
+        |name: &str, component: &str, origin: &str, allow_private: bool| -> (String, String) {
+            match start_with(
+                &config_text("", name, component, origin, allow_private),
+                &db,
+                test_env,
+            ) {
+                StartError::Connector { name, message } => (name, message),
+                other => panic!("a connector error for {name} ({component}): {other:?}"),
+            }
+        };
     let origin = "https://api.github.com";
 
     // A component importing wasi:sockets is refused at load.
-    let (name, message) = refused("github", scout_tests::components::IMPORTS_SOCKETS, origin, false);
+    let (name, message) = refused(
+        "github",
+        scout_tests::components::IMPORTS_SOCKETS,
+        origin,
+        false,
+    );
     assert_eq!(name, "github");
     assert!(message.contains("wasi:sockets"), "{message}");
 
@@ -316,30 +494,62 @@ fn start_refuses_a_connector_it_cannot_serve_and_names_it() {
     // A connector of the seed whose component disagrees with the catalogue
     // (here its first read no longer says `Grantable: yes`).
     let github = std::fs::read(github_component()).unwrap();
-    let tampered = scout_tests::patch_bytes(&github, br#","grantable":true"#, br#","grantablX":true"#);
-    let tampered_path = std::env::temp_dir().join(format!("scout-serve-admin-tampered-{}.wasm", std::process::id()));
+    let tampered =
+        scout_tests::patch_bytes(&github, br#","grantable":true"#, br#","grantablX":true"#);
+    let tampered_path = std::env::temp_dir().join(format!(
+        "scout-serve-admin-tampered-{}.wasm",
+        std::process::id()
+    ));
     std::fs::write(&tampered_path, tampered).unwrap();
-    let (name, message) = refused("github", &tampered_path.display().to_string(), origin, false);
+    let (name, message) = refused(
+        "github",
+        &tampered_path.display().to_string(),
+        origin,
+        false,
+    );
     let _ = std::fs::remove_file(&tampered_path);
     assert_eq!(name, "github");
-    assert!(message.contains("disagrees with the seed catalogue") && message.contains("grantable"), "{message}");
+    assert!(
+        message.contains("disagrees with the seed catalogue") && message.contains("grantable"),
+        "{message}"
+    );
 
     // A connector outside the catalogue is served, whatever its name.
-    let text = config_text("", "hostile", scout_tests::components::HOSTILE, origin, false);
-    let host = ServeHost::start(parse_config(&text, &db), Switches::default(), test_env).expect("any component that passes the load checks is served");
-    assert!(host.catalog().connector("hostile").is_some_and(|c| c.grantable.is_empty() && !c.reads.is_empty()));
+    let text = config_text(
+        "",
+        "hostile",
+        scout_tests::components::HOSTILE,
+        origin,
+        false,
+    );
+    let host = ServeHost::start(parse_config(&text, &db), Switches::default(), test_env)
+        .expect("any component that passes the load checks is served");
+    assert!(
+        host.catalog()
+            .connector("hostile")
+            .is_some_and(|c| c.grantable.is_empty() && !c.reads.is_empty())
+    );
     drop(host);
 
     // A component file that is not there.
-    let missing = std::env::temp_dir().join(format!("scout-serve-admin-missing-{}.wasm", std::process::id()));
+    let missing = std::env::temp_dir().join(format!(
+        "scout-serve-admin-missing-{}.wasm",
+        std::process::id()
+    ));
     let (name, message) = refused("github", &missing.display().to_string(), origin, false);
     assert_eq!(name, "github");
-    assert!(message.contains(&missing.display().to_string()) && message.contains("scout-host new"), "{message}");
+    assert!(
+        message.contains(&missing.display().to_string()) && message.contains("scout-host new"),
+        "{message}"
+    );
 
     // A loopback origin without allow_private_network, and an origin that is not http(s).
     let (name, message) = refused("github", &github_component(), "http://127.0.0.1:9", false);
     assert_eq!(name, "github");
-    assert!(message.starts_with("origin:") && message.contains("private"), "{message}");
+    assert!(
+        message.starts_with("origin:") && message.contains("private"),
+        "{message}"
+    );
     let (_, message) = refused("github", &github_component(), "ftp://api.github.com", false);
     assert!(message.contains("http or https"), "{message}");
 }
@@ -369,31 +579,86 @@ async fn mcp_endpoint_wants_the_sessions_own_token() {
     };
 
     let no_token = post(url.clone(), None).await.unwrap();
-    assert_eq!(no_token.headers().get(WWW_AUTHENTICATE).map(|v| v.to_str().unwrap()), Some("Bearer"));
-    assert_eq!(no_token.headers().get(CONTENT_TYPE).map(|v| v.to_str().unwrap()), Some("application/json"));
+    assert_eq!(
+        no_token
+            .headers()
+            .get(WWW_AUTHENTICATE)
+            .map(|v| v.to_str().unwrap()),
+        Some("Bearer")
+    );
+    assert_eq!(
+        no_token
+            .headers()
+            .get(CONTENT_TYPE)
+            .map(|v| v.to_str().unwrap()),
+        Some("application/json")
+    );
     let (status, body) = json_of(no_token).await;
     assert_eq!((status, error_code(&body)), (401, "unauthorized"));
 
-    let admin = post(url.clone(), Some(format!("Bearer {ADMIN_TOKEN}"))).await.unwrap();
+    let admin = post(url.clone(), Some(format!("Bearer {ADMIN_TOKEN}")))
+        .await
+        .unwrap();
     assert!(admin.headers().contains_key(WWW_AUTHENTICATE));
     let (status, body) = json_of(admin).await;
-    assert_eq!((status, error_code(&body)), (401, "unauthorized"), "the admin token does not open a session's endpoint");
+    assert_eq!(
+        (status, error_code(&body)),
+        (401, "unauthorized"),
+        "the admin token does not open a session's endpoint"
+    );
 
-    let (status, body) = json_of(post(url.clone(), Some(format!("Basic {token}"))).await.unwrap()).await;
-    assert_eq!((status, error_code(&body)), (401, "unauthorized"), "only a bearer token counts");
+    let (status, body) = json_of(
+        post(url.clone(), Some(format!("Basic {token}")))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (401, "unauthorized"),
+        "only a bearer token counts"
+    );
 
     let unknown = format!("{}/mcp/s-000000000000000000000000/github", s.base);
-    let (status, body) = json_of(post(unknown.clone(), Some(format!("Bearer {token}"))).await.unwrap()).await;
-    assert_eq!((status, error_code(&body)), (401, "unauthorized"), "unknown session with a token: the same answer as a wrong token");
+    let (status, body) = json_of(
+        post(unknown.clone(), Some(format!("Bearer {token}")))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (401, "unauthorized"),
+        "unknown session with a token: the same answer as a wrong token"
+    );
     let (status, body) = json_of(post(unknown, None).await.unwrap()).await;
-    assert_eq!((status, error_code(&body)), (401, "unauthorized"), "unknown session without a token");
+    assert_eq!(
+        (status, error_code(&body)),
+        (401, "unauthorized"),
+        "unknown session without a token"
+    );
 
     let other_connector = format!("{}/mcp/{id}/shopify", s.base);
-    let (status, body) = json_of(post(other_connector, Some(format!("Bearer {token}"))).await.unwrap()).await;
-    assert_eq!((status, error_code(&body)), (404, "not_found"), "a connector the session is not served");
+    let (status, body) = json_of(
+        post(other_connector, Some(format!("Bearer {token}")))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (404, "not_found"),
+        "a connector the session is not served"
+    );
 
     // The session's token does not open the admin API.
-    let response = s.http.get(s.url("/v1/sessions")).header(AUTHORIZATION, format!("Bearer {token}")).send().await.unwrap();
+    let response = s
+        .http
+        .get(s.url("/v1/sessions"))
+        .header(AUTHORIZATION, format!("Bearer {token}"))
+        .send()
+        .await
+        .unwrap();
     let (status, body) = json_of(response).await;
     assert_eq!((status, error_code(&body)), (401, "unauthorized"));
 
@@ -423,9 +688,18 @@ async fn a_foreign_host_header_is_refused_on_mcp_routes() {
             .send()
     };
     let port = s.addr.port();
-    for foreign in ["evil.example".to_string(), format!("evil.example:{port}"), format!("127.0.0.2:{port}"), format!("localhost:{}", port.wrapping_add(1))] {
+    for foreign in [
+        "evil.example".to_string(),
+        format!("evil.example:{port}"),
+        format!("127.0.0.2:{port}"),
+        format!("localhost:{}", port.wrapping_add(1)),
+    ] {
         let (status, body) = json_of(post(foreign.clone()).await.unwrap()).await;
-        assert_eq!((status, error_code(&body)), (403, "host_not_allowed"), "Host {foreign}");
+        assert_eq!(
+            (status, error_code(&body)),
+            (403, "host_not_allowed"),
+            "Host {foreign}"
+        );
     }
     // The listen address and localhost on its port are answered (case aside).
     for own in [format!("127.0.0.1:{port}"), format!("LOCALHOST:{port}")] {
@@ -433,7 +707,13 @@ async fn a_foreign_host_header_is_refused_on_mcp_routes() {
         assert_eq!(response.status().as_u16(), 200, "Host {own}");
     }
     // The check runs before the token check: no token, foreign host, still 403.
-    let response = s.http.post(url.clone()).header(HOST, "evil.example").send().await.unwrap();
+    let response = s
+        .http
+        .post(url.clone())
+        .header(HOST, "evil.example")
+        .send()
+        .await
+        .unwrap();
     let (status, body) = json_of(response).await;
     assert_eq!((status, error_code(&body)), (403, "host_not_allowed"));
     assert!(s.github.requests().is_empty(), "no upstream request");
@@ -441,7 +721,12 @@ async fn a_foreign_host_header_is_refused_on_mcp_routes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bodies_over_max_request_bytes_are_refused_as_too_large() {
-    let s = serve("size", "require_review = false\nmax_request_bytes = 4096", &[]).await;
+    let s = serve(
+        "size",
+        "require_review = false\nmax_request_bytes = 4096",
+        &[],
+    )
+    .await;
     let view = s.session("person-chat").await;
     let mcp = s.mcp(&view).connect().await;
 
@@ -454,8 +739,15 @@ async fn bodies_over_max_request_bytes_are_refused_as_too_large() {
     let oversized = big_call(5000);
     assert!(oversized.to_string().len() > 4096);
     let (status, body) = json_of(mcp.post(&oversized).await).await;
-    assert_eq!((status, error_code(&body)), (413, "too_large"), "MCP body over the limit");
-    assert!(s.github.requests().is_empty(), "the oversized call did not run");
+    assert_eq!(
+        (status, error_code(&body)),
+        (413, "too_large"),
+        "MCP body over the limit"
+    );
+    assert!(
+        s.github.requests().is_empty(),
+        "the oversized call did not run"
+    );
 
     // Without a token, the body is not read at all: 401, not 413.
     let response = s
@@ -474,13 +766,30 @@ async fn bodies_over_max_request_bytes_are_refused_as_too_large() {
     assert!(names.iter().any(|n| n == "github_read_file"), "{names:?}");
 
     // The admin API has the same limit.
-    let session = json!({"brand": "acme", "role": "person-chat", "profile": null, "pad": " ".repeat(5000)});
+    let session =
+        json!({"brand": "acme", "role": "person-chat", "profile": null, "pad": " ".repeat(5000)});
     let (status, body) = s.admin(Method::POST, "/v1/sessions", Some(session)).await;
-    assert_eq!((status, error_code(&body)), (413, "too_large"), "admin body over the limit");
-    let (status, body) = s.admin(Method::PUT, "/v1/brands/globex/connections/github", Some(json!({"secret": "g".repeat(5000)}))).await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (413, "too_large"),
+        "admin body over the limit"
+    );
+    let (status, body) = s
+        .admin(
+            Method::PUT,
+            "/v1/brands/globex/connections/github",
+            Some(json!({"secret": "g".repeat(5000)})),
+        )
+        .await;
     assert_eq!((status, error_code(&body)), (413, "too_large"));
-    let (status, body) = s.admin(Method::GET, "/v1/brands/globex/connections", None).await;
-    assert_eq!((status, body["connections"].clone()), (200, json!([])), "the oversized secret was not stored");
+    let (status, body) = s
+        .admin(Method::GET, "/v1/brands/globex/connections", None)
+        .await;
+    assert_eq!(
+        (status, body["connections"].clone()),
+        (200, json!([])),
+        "the oversized secret was not stored"
+    );
     assert!(s.github.requests().is_empty(), "no upstream request");
 }
 
@@ -488,7 +797,15 @@ async fn bodies_over_max_request_bytes_are_refused_as_too_large() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_disabled_connection_empties_the_list_and_refuses_the_next_call() {
-    let s = serve("disable", "require_review = false", &[("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "500")]).await;
+    let s = serve(
+        "disable",
+        "require_review = false",
+        &[
+            ("GITHUB_ALLOW_WRITES", "true"),
+            ("APPROVAL_TIMEOUT_MS", "500"),
+        ],
+    )
+    .await;
     let view = s.session("person-chat").await;
     let id = view["id"].as_str().unwrap();
     let mcp = s.mcp(&view).connect().await;
@@ -502,31 +819,67 @@ async fn a_disabled_connection_empties_the_list_and_refuses_the_next_call() {
     assert_eq!(s.github.requests().len(), 1);
     s.github.clear_requests();
 
-    let (status, body) = s.admin(Method::DELETE, "/v1/brands/acme/connections/github", None).await;
+    let (status, body) = s
+        .admin(Method::DELETE, "/v1/brands/acme/connections/github", None)
+        .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["disabled"], true);
-    let (_, listed) = s.admin(Method::GET, "/v1/brands/acme/connections", None).await;
+    let (_, listed) = s
+        .admin(Method::GET, "/v1/brands/acme/connections", None)
+        .await;
     assert_eq!(listed["connections"], json!([]), "{listed}");
 
-    assert_eq!(mcp.tool_names().await, Vec::<String>::new(), "a disabled connection offers nothing");
+    assert_eq!(
+        mcp.tool_names().await,
+        Vec::<String>::new(),
+        "a disabled connection offers nothing"
+    );
     let refused = mcp.call("github_read_file", read_args).await;
     assert_eq!(refused["result"]["isError"], true, "{refused}");
     assert!(result_text(&refused).contains("revoked"), "{refused}");
-    let write = mcp.call("github_create_branch", json!({"owner": "octo", "repo": "hello", "branch": "scout/disabled"})).await;
+    let write = mcp
+        .call(
+            "github_create_branch",
+            json!({"owner": "octo", "repo": "hello", "branch": "scout/disabled"}),
+        )
+        .await;
     assert_eq!(write["result"]["isError"], true, "{write}");
-    assert!(s.github.requests().is_empty(), "no upstream request after the connection was disabled");
-    assert!(s.github.branch_sha("octo", "hello", "scout/disabled").is_none());
+    assert!(
+        s.github.requests().is_empty(),
+        "no upstream request after the connection was disabled"
+    );
+    assert!(
+        s.github
+            .branch_sha("octo", "hello", "scout/disabled")
+            .is_none()
+    );
 
     let events = s.trace(id).await;
     let reads = events_of(&events, "mcp__github__github_read_file");
-    assert_eq!(reads.iter().filter(|(state, _)| *state == "executed").count(), 1, "only the first read ran: {reads:?}");
-    assert_eq!(reads.last(), Some(&("denied", Some("revoked"))), "{reads:?}");
+    assert_eq!(
+        reads
+            .iter()
+            .filter(|(state, _)| *state == "executed")
+            .count(),
+        1,
+        "only the first read ran: {reads:?}"
+    );
+    assert_eq!(
+        reads.last(),
+        Some(&("denied", Some("revoked"))),
+        "{reads:?}"
+    );
     let writes = events_of(&events, "mcp__github__github_create_branch");
     assert!(writes.contains(&("denied", Some("revoked"))), "{writes:?}");
-    assert!(!writes.iter().any(|(state, _)| *state == "executed"), "{writes:?}");
+    assert!(
+        !writes.iter().any(|(state, _)| *state == "executed"),
+        "{writes:?}"
+    );
 
     // A brand with no connection has nothing to disable.
-    let (status, body) = s.admin(Method::DELETE, "/v1/brands/globex/connections/github", None).await;
+    let (status, body) = s
+        .admin(Method::DELETE, "/v1/brands/globex/connections/github", None)
+        .await;
     assert_eq!((status, error_code(&body)), (404, "not_found"));
 }
 
@@ -540,26 +893,58 @@ async fn an_unknown_tool_is_a_permission_denied_error_and_a_switched_off_write_r
     let names = mcp.tool_names().await;
     assert_eq!(names.len(), 11, "{names:?}");
 
-    for tool in ["github_delete_repository", "mcp__github__github_read_file", "GITHUB_READ_FILE"] {
-        let reply = mcp.call(tool, json!({"owner": "octo", "repo": "hello", "path": "README.md"})).await;
+    for tool in [
+        "github_delete_repository",
+        "mcp__github__github_read_file",
+        "GITHUB_READ_FILE",
+    ] {
+        let reply = mcp
+            .call(
+                tool,
+                json!({"owner": "octo", "repo": "hello", "path": "README.md"}),
+            )
+            .await;
         assert!(reply.get("result").is_none(), "{tool}: {reply}");
-        let message = reply["error"]["message"].as_str().unwrap_or_else(|| panic!("a JSON-RPC error: {reply}"));
+        let message = reply["error"]["message"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a JSON-RPC error: {reply}"));
         assert!(message.contains("permission_denied"), "{tool}: {reply}");
         assert_eq!(reply["error"]["data"]["reason"], "not_offered", "{reply}");
         let events = s.trace(id).await;
         let states = events_of(&events, &format!("mcp__github__{tool}"));
-        assert_eq!(states, [("requested", None), ("permission_denied", Some("not_offered"))], "{tool}");
+        assert_eq!(
+            states,
+            [
+                ("requested", None),
+                ("permission_denied", Some("not_offered"))
+            ],
+            "{tool}"
+        );
     }
 
     // The switched-off write: refused as a tool result, no approval asked.
-    let reply = mcp.call("github_create_branch", json!({"owner": "octo", "repo": "hello", "branch": "scout/nope"})).await;
+    let reply = mcp
+        .call(
+            "github_create_branch",
+            json!({"owner": "octo", "repo": "hello", "branch": "scout/nope"}),
+        )
+        .await;
     assert_eq!(reply["result"]["isError"], true, "{reply}");
     assert!(result_text(&reply).contains("outside_role"), "{reply}");
-    let (_, pending) = s.admin(Method::GET, &format!("/v1/approvals?session={id}"), None).await;
-    assert_eq!(pending["pending"], json!([]), "nobody is asked for a refused call");
+    let (_, pending) = s
+        .admin(Method::GET, &format!("/v1/approvals?session={id}"), None)
+        .await;
+    assert_eq!(
+        pending["pending"],
+        json!([]),
+        "nobody is asked for a refused call"
+    );
     let events = s.trace(id).await;
     let states = events_of(&events, "mcp__github__github_create_branch");
-    assert_eq!(states, [("requested", None), ("denied", Some("outside_role"))]);
+    assert_eq!(
+        states,
+        [("requested", None), ("denied", Some("outside_role"))]
+    );
 
     assert!(s.github.requests().is_empty(), "no upstream request");
     assert!(s.github.branch_sha("octo", "hello", "scout/nope").is_none());
@@ -567,7 +952,15 @@ async fn an_unknown_tool_is_a_permission_denied_error_and_a_switched_off_write_r
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ending_a_session_refuses_its_waiting_write_and_its_approval() {
-    let s = serve("end", "require_review = false", &[("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "30000")]).await;
+    let s = serve(
+        "end",
+        "require_review = false",
+        &[
+            ("GITHUB_ALLOW_WRITES", "true"),
+            ("APPROVAL_TIMEOUT_MS", "30000"),
+        ],
+    )
+    .await;
     let view = s.session("person-chat").await;
     let id = view["id"].as_str().unwrap().to_string();
     let mcp = s.mcp(&view).connect().await;
@@ -582,34 +975,65 @@ async fn ending_a_session_refuses_its_waiting_write_and_its_approval() {
 
     // The call waits for a person: its approval shows the arguments.
     let approval = loop {
-        let (status, body) = s.admin(Method::GET, &format!("/v1/approvals?session={id}"), None).await;
+        let (status, body) = s
+            .admin(Method::GET, &format!("/v1/approvals?session={id}"), None)
+            .await;
         assert_eq!(status, 200, "{body}");
         if let Some(a) = body["pending"].as_array().unwrap().first() {
             break a.clone();
         }
-        assert!(started.elapsed() < Duration::from_secs(20), "no approval was asked for");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no approval was asked for"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     assert_eq!(approval["tool"], "mcp__github__github_create_branch");
     assert_eq!(approval["arguments"]["branch"], "scout/ended", "{approval}");
     assert!(!waiting.is_finished());
 
-    let (status, body) = s.admin(Method::DELETE, &format!("/v1/sessions/{id}"), None).await;
+    let (status, body) = s
+        .admin(Method::DELETE, &format!("/v1/sessions/{id}"), None)
+        .await;
     assert_eq!(status, 200, "{body}");
 
     // The waiting call ends now, not at the approval timeout, and did not
     // run: its client gets a refusal before the session's streams close.
-    let (_, call_id, messages) = tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("the call ends with the session").unwrap();
-    assert!(started.elapsed() < Duration::from_secs(25), "ended before the approval timeout");
-    let reply = messages.iter().find(|m| m["id"] == call_id).expect("the waiting client gets an answer");
+    let (_, call_id, messages) = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("the call ends with the session")
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "ended before the approval timeout"
+    );
+    let reply = messages
+        .iter()
+        .find(|m| m["id"] == call_id)
+        .expect("the waiting client gets an answer");
     assert_eq!(reply["result"]["isError"], true, "refused: {reply}");
-    assert!(reply.to_string().contains("revoked"), "refused as revoked: {reply}");
+    assert!(
+        reply.to_string().contains("revoked"),
+        "refused as revoked: {reply}"
+    );
 
     // The approval cannot be given any more.
     let approval_id = approval["id"].as_i64().unwrap();
-    let (status, body) = s.admin(Method::POST, &format!("/v1/approvals/{approval_id}"), Some(json!({"approve": true, "by": "late person"}))).await;
-    assert_eq!((status, error_code(&body)), (409, "not_pending"), "an ended session's approval is not approvable");
-    let (_, pending) = s.admin(Method::GET, &format!("/v1/approvals?session={id}"), None).await;
+    let (status, body) = s
+        .admin(
+            Method::POST,
+            &format!("/v1/approvals/{approval_id}"),
+            Some(json!({"approve": true, "by": "late person"})),
+        )
+        .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (409, "not_pending"),
+        "an ended session's approval is not approvable"
+    );
+    let (_, pending) = s
+        .admin(Method::GET, &format!("/v1/approvals?session={id}"), None)
+        .await;
     assert_eq!(pending["pending"], json!([]));
 
     // The boundary's wait ends with a denial (the client's stream may have
@@ -617,17 +1041,35 @@ async fn ending_a_session_refuses_its_waiting_write_and_its_approval() {
     let denied_at = Instant::now();
     let events = loop {
         let events = s.trace(&id).await;
-        if events_of(&events, "mcp__github__github_create_branch").contains(&("denied", Some("revoked"))) {
+        if events_of(&events, "mcp__github__github_create_branch")
+            .contains(&("denied", Some("revoked")))
+        {
             break events;
         }
-        assert!(denied_at.elapsed() < Duration::from_secs(10), "the trace says why: {:?}", events_of(&events, "mcp__github__github_create_branch"));
+        assert!(
+            denied_at.elapsed() < Duration::from_secs(10),
+            "the trace says why: {:?}",
+            events_of(&events, "mcp__github__github_create_branch")
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     let writes = events_of(&events, "mcp__github__github_create_branch");
-    assert!(!writes.iter().any(|(state, _)| *state == "allowed" || *state == "executed"), "{writes:?}");
-    assert!(writes.contains(&("requested", Some("approval_requested"))), "{writes:?}");
+    assert!(
+        !writes
+            .iter()
+            .any(|(state, _)| *state == "allowed" || *state == "executed"),
+        "{writes:?}"
+    );
+    assert!(
+        writes.contains(&("requested", Some("approval_requested"))),
+        "{writes:?}"
+    );
     assert_eq!(s.upstream_writes(), 0, "no upstream write");
-    assert!(s.github.branch_sha("octo", "hello", "scout/ended").is_none());
+    assert!(
+        s.github
+            .branch_sha("octo", "hello", "scout/ended")
+            .is_none()
+    );
 
     // The endpoint is gone: its token opens nothing.
     let (status, _, _) = mcp.request_raw("tools/list", json!({})).await;
@@ -636,12 +1078,29 @@ async fn ending_a_session_refuses_its_waiting_write_and_its_approval() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_trace_says_who_decided_an_approval_and_why_tools_are_missing() {
-    let s = serve("who-decided", "require_review = false", &[("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "30000")]).await;
+    let s = serve(
+        "who-decided",
+        "require_review = false",
+        &[
+            ("GITHUB_ALLOW_WRITES", "true"),
+            ("APPROVAL_TIMEOUT_MS", "30000"),
+        ],
+    )
+    .await;
     let (id, waiting, approval) = s.waiting_write("scout/who").await;
     let approval_id = approval["id"].as_i64().unwrap();
-    let (status, body) = s.admin(Method::POST, &format!("/v1/approvals/{approval_id}"), Some(json!({"approve": true, "by": "alice"}))).await;
+    let (status, body) = s
+        .admin(
+            Method::POST,
+            &format!("/v1/approvals/{approval_id}"),
+            Some(json!({"approve": true, "by": "alice"})),
+        )
+        .await;
     assert_eq!(status, 200, "{body}");
-    let reply = tokio::time::timeout(Duration::from_secs(20), waiting).await.expect("the call ends").unwrap();
+    let reply = tokio::time::timeout(Duration::from_secs(20), waiting)
+        .await
+        .expect("the call ends")
+        .unwrap();
     assert_eq!(reply["result"]["isError"], false, "{reply}");
     assert!(s.github.branch_sha("octo", "hello", "scout/who").is_some());
     let events = s.trace(&id).await;
@@ -649,14 +1108,36 @@ async fn the_trace_says_who_decided_an_approval_and_why_tools_are_missing() {
     assert_eq!(decided.len(), 1, "{events:?}");
     assert_eq!(decided[0]["rule"], "approved");
     assert_eq!(decided[0]["detail"]["approval"], approval_id);
-    assert_eq!(decided[0]["detail"]["by"], "alice (approvals API)", "who, and through which channel");
+    assert_eq!(
+        decided[0]["detail"]["by"], "alice (approvals API)",
+        "who, and through which channel"
+    );
     assert!(decided[0]["detail"]["decided_at_ms"].as_i64().unwrap() > 0);
     let writes = events_of(&events, "mcp__github__github_create_branch");
     let order: Vec<&str> = writes.iter().map(|(state, _)| *state).collect();
-    assert_eq!(order, ["requested", "requested", "decided", "allowed", "executed", "result"], "{writes:?}");
+    assert_eq!(
+        order,
+        [
+            "requested",
+            "requested",
+            "decided",
+            "allowed",
+            "executed",
+            "result"
+        ],
+        "{writes:?}"
+    );
     // The executed event records the exchange the write made, by route.
-    let executed = events.iter().find(|e| e["state"] == "executed" && e["tool"] == "mcp__github__github_create_branch").unwrap();
-    let routes: Vec<&str> = executed["detail"]["http"].as_array().unwrap().iter().map(|x| x["route"].as_str().unwrap_or("")).collect();
+    let executed = events
+        .iter()
+        .find(|e| e["state"] == "executed" && e["tool"] == "mcp__github__github_create_branch")
+        .unwrap();
+    let routes: Vec<&str> = executed["detail"]["http"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["route"].as_str().unwrap_or(""))
+        .collect();
     assert!(routes.iter().any(|r| r.starts_with("POST ")), "{executed}");
     // At the session's start: what it was not given, and why.
     let removed: Vec<(&str, &str)> = events
@@ -664,53 +1145,132 @@ async fn the_trace_says_who_decided_an_approval_and_why_tools_are_missing() {
         .filter(|e| e["state"] == "removed")
         .map(|e| (e["tool"].as_str().unwrap(), e["rule"].as_str().unwrap()))
         .collect();
-    assert!(removed.contains(&("mcp__team__team_roster", "no_coworkers")), "{removed:?}");
-    assert!(!removed.iter().any(|(tool, _)| tool.starts_with("mcp__github__")), "every GitHub tool is offered: {removed:?}");
+    assert!(
+        removed.contains(&("mcp__team__team_roster", "no_coworkers")),
+        "{removed:?}"
+    );
+    assert!(
+        !removed
+            .iter()
+            .any(|(tool, _)| tool.starts_with("mcp__github__")),
+        "every GitHub tool is offered: {removed:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_approved_after_its_connection_was_disabled_is_still_denied() {
-    let s = serve("approve-disabled", "require_review = false", &[("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "30000")]).await;
+    let s = serve(
+        "approve-disabled",
+        "require_review = false",
+        &[
+            ("GITHUB_ALLOW_WRITES", "true"),
+            ("APPROVAL_TIMEOUT_MS", "30000"),
+        ],
+    )
+    .await;
     let (id, waiting, approval) = s.waiting_write("scout/late").await;
-    let (status, _) = s.admin(Method::DELETE, "/v1/brands/acme/connections/github", None).await;
+    let (status, _) = s
+        .admin(Method::DELETE, "/v1/brands/acme/connections/github", None)
+        .await;
     assert_eq!(status, 200);
     // A person approves what they were shown; the world changed meanwhile.
     let approval_id = approval["id"].as_i64().unwrap();
-    let (status, body) = s.admin(Method::POST, &format!("/v1/approvals/{approval_id}"), Some(json!({"approve": true, "by": "alice"}))).await;
-    assert!(status == 200 || (status == 409 && error_code(&body) == "not_pending"), "{status} {body}");
-    let reply = tokio::time::timeout(Duration::from_secs(20), waiting).await.expect("the call ends").unwrap();
+    let (status, body) = s
+        .admin(
+            Method::POST,
+            &format!("/v1/approvals/{approval_id}"),
+            Some(json!({"approve": true, "by": "alice"})),
+        )
+        .await;
+    assert!(
+        status == 200 || (status == 409 && error_code(&body) == "not_pending"),
+        "{status} {body}"
+    );
+    let reply = tokio::time::timeout(Duration::from_secs(20), waiting)
+        .await
+        .expect("the call ends")
+        .unwrap();
     assert_eq!(reply["result"]["isError"], true, "{reply}");
     assert!(result_text(&reply).contains("revoked"), "{reply}");
     assert_eq!(s.upstream_writes(), 0, "no upstream write");
     assert!(s.github.branch_sha("octo", "hello", "scout/late").is_none());
     let events = s.trace(&id).await;
     let writes = events_of(&events, "mcp__github__github_create_branch");
-    assert_eq!(writes.last(), Some(&("denied", Some("revoked"))), "{writes:?}");
-    assert!(!writes.iter().any(|(state, _)| *state == "executed"), "{writes:?}");
+    assert_eq!(
+        writes.last(),
+        Some(&("denied", Some("revoked"))),
+        "{writes:?}"
+    );
+    assert!(
+        !writes.iter().any(|(state, _)| *state == "executed"),
+        "{writes:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disabling_a_connection_revokes_the_approvals_waiting_on_it() {
-    let s = serve("revive", "require_review = false", &[("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "30000")]).await;
+    let s = serve(
+        "revive",
+        "require_review = false",
+        &[
+            ("GITHUB_ALLOW_WRITES", "true"),
+            ("APPROVAL_TIMEOUT_MS", "30000"),
+        ],
+    )
+    .await;
     let started = Instant::now();
     let (id, waiting, approval) = s.waiting_write("scout/revived").await;
-    let (status, _) = s.admin(Method::DELETE, "/v1/brands/acme/connections/github", None).await;
+    let (status, _) = s
+        .admin(Method::DELETE, "/v1/brands/acme/connections/github", None)
+        .await;
     assert_eq!(status, 200);
-    let (_, pending) = s.admin(Method::GET, &format!("/v1/approvals?session={id}"), None).await;
-    assert_eq!(pending["pending"], json!([]), "the approval went with the connection");
+    let (_, pending) = s
+        .admin(Method::GET, &format!("/v1/approvals?session={id}"), None)
+        .await;
+    assert_eq!(
+        pending["pending"],
+        json!([]),
+        "the approval went with the connection"
+    );
 
     // The connection comes back; the old approval does not.
-    let (status, _) = s.admin(Method::PUT, "/v1/brands/acme/connections/github", Some(json!({"secret": GITHUB_TOKEN}))).await;
+    let (status, _) = s
+        .admin(
+            Method::PUT,
+            "/v1/brands/acme/connections/github",
+            Some(json!({"secret": GITHUB_TOKEN})),
+        )
+        .await;
     assert_eq!(status, 200);
     let approval_id = approval["id"].as_i64().unwrap();
-    let (status, body) = s.admin(Method::POST, &format!("/v1/approvals/{approval_id}"), Some(json!({"approve": true, "by": "alice"}))).await;
-    assert_eq!((status, error_code(&body)), (409, "not_pending"), "an approval revoked with its connection never revives");
-    let reply = tokio::time::timeout(Duration::from_secs(20), waiting).await.expect("the call ends").unwrap();
+    let (status, body) = s
+        .admin(
+            Method::POST,
+            &format!("/v1/approvals/{approval_id}"),
+            Some(json!({"approve": true, "by": "alice"})),
+        )
+        .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (409, "not_pending"),
+        "an approval revoked with its connection never revives"
+    );
+    let reply = tokio::time::timeout(Duration::from_secs(20), waiting)
+        .await
+        .expect("the call ends")
+        .unwrap();
     assert_eq!(reply["result"]["isError"], true, "{reply}");
     assert!(result_text(&reply).contains("revoked"), "{reply}");
-    assert!(started.elapsed() < Duration::from_secs(25), "denied when the connection went, not at the approval timeout");
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "denied when the connection went, not at the approval timeout"
+    );
     assert_eq!(s.upstream_writes(), 0, "no upstream write");
-    assert!(s.github.branch_sha("octo", "hello", "scout/revived").is_none());
+    assert!(
+        s.github
+            .branch_sha("octo", "hello", "scout/revived")
+            .is_none()
+    );
 }
 
 // --- the trace query ------------------------------------------------------
@@ -722,33 +1282,76 @@ async fn the_trace_query_wants_exactly_one_of_session_or_brand() {
     let id = view["id"].as_str().unwrap();
 
     for query in ["", "?", format!("?session={id}&brand=acme").as_str()] {
-        let (status, body) = s.admin(Method::GET, &format!("/v1/trace{query}"), None).await;
-        assert_eq!((status, error_code(&body)), (400, "bad_request"), "/v1/trace{query}");
+        let (status, body) = s
+            .admin(Method::GET, &format!("/v1/trace{query}"), None)
+            .await;
+        assert_eq!(
+            (status, error_code(&body)),
+            (400, "bad_request"),
+            "/v1/trace{query}"
+        );
     }
-    for query in ["?sesion=x", "?session=x&page=5", "?tool=mcp__github__github_read_file", "?session=x&limit=-1", "?session=x&limit=5001", "?session=x&after=z"] {
-        let (status, body) = s.admin(Method::GET, &format!("/v1/trace{query}"), None).await;
-        assert_eq!((status, error_code(&body)), (400, "invalid_query"), "/v1/trace{query}");
+    for query in [
+        "?sesion=x",
+        "?session=x&page=5",
+        "?tool=mcp__github__github_read_file",
+        "?session=x&limit=-1",
+        "?session=x&limit=5001",
+        "?session=x&after=z",
+    ] {
+        let (status, body) = s
+            .admin(Method::GET, &format!("/v1/trace{query}"), None)
+            .await;
+        assert_eq!(
+            (status, error_code(&body)),
+            (400, "invalid_query"),
+            "/v1/trace{query}"
+        );
     }
     let (status, body) = s.admin(Method::GET, "/v1/approvals?sesion=x", None).await;
-    assert_eq!((status, error_code(&body)), (400, "invalid_query"), "approvals, too");
+    assert_eq!(
+        (status, error_code(&body)),
+        (400, "invalid_query"),
+        "approvals, too"
+    );
 
-    let (status, by_session) = s.admin(Method::GET, &format!("/v1/trace?session={id}"), None).await;
+    let (status, by_session) = s
+        .admin(Method::GET, &format!("/v1/trace?session={id}"), None)
+        .await;
     assert_eq!(status, 200);
-    let states: Vec<&str> = by_session["events"].as_array().unwrap().iter().map(|e| e["state"].as_str().unwrap()).collect();
+    let states: Vec<&str> = by_session["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["state"].as_str().unwrap())
+        .collect();
     assert_eq!(&states[..2], ["registered", "eligible"], "{states:?}");
     assert_eq!(states.last(), Some(&"offered"), "{states:?}");
-    assert!(states.contains(&"denied"), "review is on: tools are held, and the trace says so: {states:?}");
+    assert!(
+        states.contains(&"denied"),
+        "review is on: tools are held, and the trace says so: {states:?}"
+    );
     let (status, by_brand) = s.admin(Method::GET, "/v1/trace?brand=acme", None).await;
     assert_eq!(status, 200);
     assert_eq!(by_brand["events"], by_session["events"]);
     // Read in bounded pages: each page continues after the last one's `next_after`.
     let all = by_session["events"].as_array().unwrap().clone();
     assert!(all.len() >= 3, "{all:?}");
-    assert!(all.windows(2).all(|w| w[0]["seq"].as_i64() < w[1]["seq"].as_i64()), "sequence numbers increase");
+    assert!(
+        all.windows(2)
+            .all(|w| w[0]["seq"].as_i64() < w[1]["seq"].as_i64()),
+        "sequence numbers increase"
+    );
     let mut paged = Vec::new();
     let mut after = 0;
     loop {
-        let (status, page) = s.admin(Method::GET, &format!("/v1/trace?session={id}&limit=2&after={after}"), None).await;
+        let (status, page) = s
+            .admin(
+                Method::GET,
+                &format!("/v1/trace?session={id}&limit=2&after={after}"),
+                None,
+            )
+            .await;
         assert_eq!(status, 200, "{page}");
         let events = page["events"].as_array().unwrap();
         assert!(events.len() <= 2);
@@ -762,7 +1365,14 @@ async fn the_trace_query_wants_exactly_one_of_session_or_brand() {
     let (status, none) = s.admin(Method::GET, "/v1/trace?brand=globex", None).await;
     assert_eq!((status, none["events"].clone()), (200, json!([])));
     // Unauthenticated, the trace is not readable.
-    let (status, body) = json_of(s.http.get(s.url(&format!("/v1/trace?session={id}"))).send().await.unwrap()).await;
+    let (status, body) = json_of(
+        s.http
+            .get(s.url(&format!("/v1/trace?session={id}")))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!((status, error_code(&body)), (401, "unauthorized"));
     assert!(s.github.requests().is_empty());
 }
@@ -771,27 +1381,58 @@ async fn the_trace_query_wants_exactly_one_of_session_or_brand() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_ends_by_itself_at_its_time() {
-    let s = serve("ttl", "require_review = false\nsession_ttl_secs = 1", &[("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "30000")]).await;
+    let s = serve(
+        "ttl",
+        "require_review = false\nsession_ttl_secs = 1",
+        &[
+            ("GITHUB_ALLOW_WRITES", "true"),
+            ("APPROVAL_TIMEOUT_MS", "30000"),
+        ],
+    )
+    .await;
     let started = Instant::now();
     let (id, waiting, approval) = s.waiting_write("scout/expired").await;
-    let (status, body) = s.admin(Method::GET, &format!("/v1/sessions/{id}"), None).await;
+    let (status, body) = s
+        .admin(Method::GET, &format!("/v1/sessions/{id}"), None)
+        .await;
     assert_eq!(status, 200, "{body}");
-    assert!(body["expires_at_ms"].as_i64().unwrap() > 0, "the session says when it ends: {body}");
+    assert!(
+        body["expires_at_ms"].as_i64().unwrap() > 0,
+        "the session says when it ends: {body}"
+    );
 
     // Nobody touches the session: the host ends it, and its waiting call is refused.
-    let reply = tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("the waiting call ends with the session").unwrap();
-    assert!(started.elapsed() < Duration::from_secs(10), "ended at its time, not at the approval timeout");
+    let reply = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("the waiting call ends with the session")
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "ended at its time, not at the approval timeout"
+    );
     assert_eq!(reply["result"]["isError"], true, "{reply}");
     assert!(result_text(&reply).contains("revoked"), "{reply}");
     let approval_id = approval["id"].as_i64().unwrap();
-    let (status, body) = s.admin(Method::POST, &format!("/v1/approvals/{approval_id}"), Some(json!({"approve": true, "by": "late"}))).await;
+    let (status, body) = s
+        .admin(
+            Method::POST,
+            &format!("/v1/approvals/{approval_id}"),
+            Some(json!({"approve": true, "by": "late"})),
+        )
+        .await;
     assert_eq!((status, error_code(&body)), (409, "not_pending"));
-    let (status, body) = s.admin(Method::GET, &format!("/v1/sessions/{id}"), None).await;
+    let (status, body) = s
+        .admin(Method::GET, &format!("/v1/sessions/{id}"), None)
+        .await;
     assert_eq!((status, error_code(&body)), (404, "not_found"));
     let (_, list) = s.admin(Method::GET, "/v1/sessions", None).await;
     assert_eq!(list["sessions"], json!([]));
     assert_eq!(s.upstream_writes(), 0);
-    assert!(s.github.branch_sha("octo", "hello", "scout/expired").is_none());
+    assert!(
+        s.github
+            .branch_sha("octo", "hello", "scout/expired")
+            .is_none()
+    );
 }
 
 // --- one error shape ----------------------------------------------------------
@@ -803,7 +1444,13 @@ async fn errors_from_extractors_and_the_mcp_transport_have_the_json_shape() {
     let (status, body) = s.admin(Method::GET, "/v1/sessions/%FF", None).await;
     assert_eq!((status, error_code(&body)), (400, "bad_request"), "{body}");
     // An approval id that is not a number.
-    let (status, body) = s.admin(Method::POST, "/v1/approvals/abc", Some(json!({"approve": true, "by": "x"}))).await;
+    let (status, body) = s
+        .admin(
+            Method::POST,
+            "/v1/approvals/abc",
+            Some(json!({"approve": true, "by": "x"})),
+        )
+        .await;
     assert_eq!((status, error_code(&body)), (400, "bad_request"), "{body}");
     // The MCP transport refusing a request without the Accept it requires.
     let view = s.session("person-chat").await;
@@ -818,7 +1465,10 @@ async fn errors_from_extractors_and_the_mcp_transport_have_the_json_shape() {
         .unwrap();
     let (status, body) = json_of(response).await;
     assert!(status >= 400, "refused without Accept: {status}");
-    assert!(body["error"]["code"].is_string() && body["error"]["message"].is_string(), "{body}");
+    assert!(
+        body["error"]["code"].is_string() && body["error"]["message"].is_string(),
+        "{body}"
+    );
     assert!(s.github.requests().is_empty());
 }
 
@@ -828,9 +1478,22 @@ async fn withdrawn(s: &Served, session: &str, approval_id: i64) -> Vec<Value> {
     let started = Instant::now();
     loop {
         let events = s.trace(session).await;
-        let (_, pending) = s.admin(Method::GET, &format!("/v1/approvals?session={session}"), None).await;
-        let still_pending = pending["pending"].as_array().unwrap().iter().any(|a| a["id"] == approval_id);
-        if !still_pending && events_of(&events, "mcp__github__github_create_branch").contains(&("denied", Some("approval_withdrawn"))) {
+        let (_, pending) = s
+            .admin(
+                Method::GET,
+                &format!("/v1/approvals?session={session}"),
+                None,
+            )
+            .await;
+        let still_pending = pending["pending"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["id"] == approval_id);
+        if !still_pending
+            && events_of(&events, "mcp__github__github_create_branch")
+                .contains(&("denied", Some("approval_withdrawn")))
+        {
             return events;
         }
         assert!(
@@ -844,7 +1507,13 @@ async fn withdrawn(s: &Served, session: &str, approval_id: i64) -> Vec<Value> {
 
 /// A stateless MCP request (protocol 2026-07-28, no session), as the
 /// official Python client sends them now.
-async fn stateless_call(http: &reqwest::Client, url: &str, token: &str, tool: &str, arguments: Value) -> reqwest::Response {
+async fn stateless_call(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    tool: &str,
+    arguments: Value,
+) -> reqwest::Response {
     http.post(url)
         .header(AUTHORIZATION, format!("Bearer {token}"))
         .header(CONTENT_TYPE, "application/json")
@@ -866,16 +1535,43 @@ async fn stateless_call(http: &reqwest::Client, url: &str, token: &str, tool: &s
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stateless_calls_get_plain_json_and_a_caller_that_goes_away_withdraws() {
-    let s = serve("stateless", "require_review = false", &[("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "60000")]).await;
+    let s = serve(
+        "stateless",
+        "require_review = false",
+        &[
+            ("GITHUB_ALLOW_WRITES", "true"),
+            ("APPROVAL_TIMEOUT_MS", "60000"),
+        ],
+    )
+    .await;
     let view = s.session("person-chat").await;
-    let (id, url, token) = (view["id"].as_str().unwrap().to_string(), view["mcp"]["github"].as_str().unwrap().to_string(), view["token"].as_str().unwrap().to_string());
+    let (id, url, token) = (
+        view["id"].as_str().unwrap().to_string(),
+        view["mcp"]["github"].as_str().unwrap().to_string(),
+        view["token"].as_str().unwrap().to_string(),
+    );
     // A read: one JSON answer, not an event stream.
-    let read = stateless_call(&s.http, &url, &token, "github_read_file", json!({"owner": "octo", "repo": "hello", "path": "README.md"})).await;
+    let read = stateless_call(
+        &s.http,
+        &url,
+        &token,
+        "github_read_file",
+        json!({"owner": "octo", "repo": "hello", "path": "README.md"}),
+    )
+    .await;
     let status = read.status().as_u16();
-    let content_type = read.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+    let content_type = read
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
     let text = read.text().await.unwrap();
     assert_eq!(status, 200, "{text}");
-    assert!(content_type.starts_with("application/json"), "plain JSON where the client allows it: {content_type} {text}");
+    assert!(
+        content_type.starts_with("application/json"),
+        "plain JSON where the client allows it: {content_type} {text}"
+    );
     let reply: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(reply["result"]["isError"], false, "{reply}");
 
@@ -883,25 +1579,51 @@ async fn stateless_calls_get_plain_json_and_a_caller_that_goes_away_withdraws() 
     let waiting = {
         let (http, url, token) = (s.http.clone(), url.clone(), token.clone());
         tokio::spawn(async move {
-            stateless_call(&http, &url, &token, "github_create_branch", json!({"owner": "octo", "repo": "hello", "branch": "scout/stateless"})).await
+            stateless_call(
+                &http,
+                &url,
+                &token,
+                "github_create_branch",
+                json!({"owner": "octo", "repo": "hello", "branch": "scout/stateless"}),
+            )
+            .await
         })
     };
     let started = Instant::now();
     let approval = loop {
-        let (_, body) = s.admin(Method::GET, &format!("/v1/approvals?session={id}"), None).await;
+        let (_, body) = s
+            .admin(Method::GET, &format!("/v1/approvals?session={id}"), None)
+            .await;
         if let Some(a) = body["pending"].as_array().unwrap().first() {
             break a.clone();
         }
-        assert!(started.elapsed() < Duration::from_secs(20), "no approval was asked for");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no approval was asked for"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     waiting.abort();
     let approval_id = approval["id"].as_i64().unwrap();
     withdrawn(&s, &id, approval_id).await;
-    let (status, body) = s.admin(Method::POST, &format!("/v1/approvals/{approval_id}"), Some(json!({"approve": true, "by": "late person"}))).await;
-    assert_eq!((status, error_code(&body)), (409, "not_pending"), "a withdrawn approval cannot be given");
+    let (status, body) = s
+        .admin(
+            Method::POST,
+            &format!("/v1/approvals/{approval_id}"),
+            Some(json!({"approve": true, "by": "late person"})),
+        )
+        .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (409, "not_pending"),
+        "a withdrawn approval cannot be given"
+    );
     assert_eq!(s.upstream_writes(), 0, "no write reached GitHub");
-    assert!(s.github.branch_sha("octo", "hello", "scout/stateless").is_none());
+    assert!(
+        s.github
+            .branch_sha("octo", "hello", "scout/stateless")
+            .is_none()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -909,7 +1631,10 @@ async fn a_write_whose_caller_goes_away_withdraws_its_approval() {
     let s = serve(
         "caller-gone",
         "require_review = false\nsse_keep_alive_ms = 100",
-        &[("GITHUB_ALLOW_WRITES", "true"), ("APPROVAL_TIMEOUT_MS", "60000")],
+        &[
+            ("GITHUB_ALLOW_WRITES", "true"),
+            ("APPROVAL_TIMEOUT_MS", "60000"),
+        ],
     )
     .await;
 
@@ -920,10 +1645,25 @@ async fn a_write_whose_caller_goes_away_withdraws_its_approval() {
     let approval_id = approval["id"].as_i64().unwrap();
     let events = withdrawn(&s, &id, approval_id).await;
     let writes = events_of(&events, "mcp__github__github_create_branch");
-    assert!(!writes.iter().any(|(state, _)| *state == "allowed" || *state == "executed"), "{writes:?}");
+    assert!(
+        !writes
+            .iter()
+            .any(|(state, _)| *state == "allowed" || *state == "executed"),
+        "{writes:?}"
+    );
     // A person answering late cannot make it run.
-    let (status, body) = s.admin(Method::POST, &format!("/v1/approvals/{approval_id}"), Some(json!({"approve": true, "by": "late person"}))).await;
-    assert_eq!((status, error_code(&body)), (409, "not_pending"), "a withdrawn approval cannot be given");
+    let (status, body) = s
+        .admin(
+            Method::POST,
+            &format!("/v1/approvals/{approval_id}"),
+            Some(json!({"approve": true, "by": "late person"})),
+        )
+        .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (409, "not_pending"),
+        "a withdrawn approval cannot be given"
+    );
 
     // The client cancels the request (notifications/cancelled).
     let view = s.session("person-chat").await;
@@ -939,11 +1679,16 @@ async fn a_write_whose_caller_goes_away_withdraws_its_approval() {
     };
     let started = Instant::now();
     let approval = loop {
-        let (_, body) = s.admin(Method::GET, &format!("/v1/approvals?session={id}"), None).await;
+        let (_, body) = s
+            .admin(Method::GET, &format!("/v1/approvals?session={id}"), None)
+            .await;
         if let Some(a) = body["pending"].as_array().unwrap().first() {
             break a.clone();
         }
-        assert!(started.elapsed() < Duration::from_secs(20), "no approval was asked for");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no approval was asked for"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     let response = mcp
@@ -952,12 +1697,26 @@ async fn a_write_whose_caller_goes_away_withdraws_its_approval() {
     assert_eq!(response.status().as_u16(), 202);
     let approval_id = approval["id"].as_i64().unwrap();
     withdrawn(&s, &id, approval_id).await;
-    let (status, body) = s.admin(Method::POST, &format!("/v1/approvals/{approval_id}"), Some(json!({"approve": true, "by": "late person"}))).await;
+    let (status, body) = s
+        .admin(
+            Method::POST,
+            &format!("/v1/approvals/{approval_id}"),
+            Some(json!({"approve": true, "by": "late person"})),
+        )
+        .await;
     assert_eq!((status, error_code(&body)), (409, "not_pending"));
     // The cancelled request is answered (or its stream ends); it never runs.
     let _ = tokio::time::timeout(Duration::from_secs(10), waiting).await;
 
     assert_eq!(s.upstream_writes(), 0, "no write reached GitHub");
-    assert!(s.github.branch_sha("octo", "hello", "scout/closed").is_none());
-    assert!(s.github.branch_sha("octo", "hello", "scout/cancelled").is_none());
+    assert!(
+        s.github
+            .branch_sha("octo", "hello", "scout/closed")
+            .is_none()
+    );
+    assert!(
+        s.github
+            .branch_sha("octo", "hello", "scout/cancelled")
+            .is_none()
+    );
 }

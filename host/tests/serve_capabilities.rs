@@ -38,7 +38,11 @@ impl Scratch {
     fn new(name: &str) -> Scratch {
         use std::sync::atomic::{AtomicU64, Ordering};
         static N: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!("scout-serve-caps-{name}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
+        let dir = std::env::temp_dir().join(format!(
+            "scout-serve-caps-{name}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         Scratch(dir.canonicalize().unwrap())
@@ -67,22 +71,41 @@ async fn serve(name: &str, extra: &str) -> Fixture {
 async fn serve_with(name: &str, extra: &str, switches: &[(&str, &str)]) -> Fixture {
     let upstream = Upstream::start().await;
     let db = TempDb::new(&format!("serve-caps-{name}"));
-    let component = Path::new(scout_tests::components::CAPABILITIES).canonicalize().unwrap();
+    let component = Path::new(scout_tests::components::CAPABILITIES)
+        .canonicalize()
+        .unwrap();
     let text = format!(
         "listen = \"127.0.0.1:0\"\nrequire_review = false\n\n[connectors.{CONNECTOR}]\ncomponent = {:?}\norigin = {:?}\nallow_private_network = true\n{extra}\n",
         component.display().to_string(),
         upstream.origin()
     );
-    let mut config = ServeConfig::parse(&text).unwrap_or_else(|e| panic!("config parses: {e}\n{text}"));
+    let mut config =
+        ServeConfig::parse(&text).unwrap_or_else(|e| panic!("config parses: {e}\n{text}"));
     config.database = db.path().to_path_buf();
-    let host = ServeHost::start(config, Switches::from_vars(switches.iter().copied()), test_env).expect("serve starts");
-    Fixture { host, upstream, _db: db }
+    let host = ServeHost::start(
+        config,
+        Switches::from_vars(switches.iter().copied()),
+        test_env,
+    )
+    .expect("serve starts");
+    Fixture {
+        host,
+        upstream,
+        _db: db,
+    }
 }
 
 fn grant(per_run: u64, per_day: u64) -> Grant {
     Grant {
         connectors: vec![CONNECTOR.into()],
-        allowances: [(CONNECTOR.to_string(), Allowance::Credits { per_run_credits: per_run, per_day_credits: per_day })].into(),
+        allowances: [(
+            CONNECTOR.to_string(),
+            Allowance::Credits {
+                per_run_credits: per_run,
+                per_day_credits: per_day,
+            },
+        )]
+        .into(),
         skills: vec![],
     }
 }
@@ -99,29 +122,56 @@ impl Fixture {
 
     /// A specialist profile for acme with `grant` and `tools` besides the guest's reads.
     fn specialist(&self, name: &str, grant: Grant, project: &[&str]) {
-        let mut tools: Vec<String> = ["spend", "read_text", "list_entries"].iter().map(|t| mcp(t)).collect();
+        let mut tools: Vec<String> = ["spend", "read_text", "list_entries"]
+            .iter()
+            .map(|t| mcp(t))
+            .collect();
         tools.push("Read".into());
         tools.extend(project.iter().map(|t| t.to_string()));
-        let profile = Profile { name: name.into(), tools, grant, limits: Limits::preset() };
-        self.host.store().save_profile("acme", &profile, ProfileKind::Coworker, self.host.catalog()).expect("the profile is valid");
+        let profile = Profile {
+            name: name.into(),
+            tools,
+            grant,
+            limits: Limits::preset(),
+        };
+        self.host
+            .store()
+            .save_profile("acme", &profile, ProfileKind::Coworker, self.host.catalog())
+            .expect("the profile is valid");
     }
 
     /// The goal agent's profile for acme with `grant`.
     fn goal_agent(&self, name: &str, grant: Grant) {
         let mut profile = presets::goal_agent(grant);
         profile.name = name.into();
-        self.host.store().save_profile("acme", &profile, ProfileKind::GoalAgent, self.host.catalog()).expect("the profile is valid");
+        self.host
+            .store()
+            .save_profile(
+                "acme",
+                &profile,
+                ProfileKind::GoalAgent,
+                self.host.catalog(),
+            )
+            .expect("the profile is valid");
     }
 
     fn open(&self, brand: &str, role: &str, profile: Option<&str>) -> Result<String, HostError> {
-        let view = self.host.open_session(&OpenSession { brand: brand.into(), role: role.into(), profile: profile.map(String::from) })?;
+        let view = self.host.open_session(&OpenSession {
+            brand: brand.into(),
+            role: role.into(),
+            profile: profile.map(String::from),
+        })?;
         Ok(view.id)
     }
 
     /// Calls `tool` of the guest in session `id`; the guest's answer as JSON.
     async fn call(&self, id: &str, tool: &str, args: Value) -> Value {
         let live = self.host.session(id).expect("the session is open");
-        match self.host.call_tool(&live, CONNECTOR, &format!("{CONNECTOR}_{tool}"), &args).await {
+        match self
+            .host
+            .call_tool(&live, CONNECTOR, &format!("{CONNECTOR}_{tool}"), &args)
+            .await
+        {
             Ok(Executed::Ran(outcome)) => serde_json::to_value(&outcome.output).unwrap(),
             Ok(Executed::Failed(e)) => json!({"host-error": e.to_string()}),
             Err(denied) => json!({"denied": denied.to_string()}),
@@ -148,7 +198,13 @@ impl Fixture {
 
     /// What the store's ledger recorded for a session's run.
     fn charged(&self, id: &str) -> u64 {
-        self.host.store().charges_in_run(&format!("{id}:{CONNECTOR}")).unwrap().iter().map(|c| c.amount).sum()
+        self.host
+            .store()
+            .charges_in_run(&format!("{id}:{CONNECTOR}"))
+            .unwrap()
+            .iter()
+            .map(|c| c.amount)
+            .sum()
     }
 }
 
@@ -164,7 +220,16 @@ impl Drop for AbortOnDrop {
 /// gives it (a `capability` record with `kind` and `amount`, or the
 /// capability's own variant): `(kind, amount)`.
 fn refusal(output: &Value) -> Option<(String, Option<u64>)> {
-    const KINDS: [&str; 8] = ["run-exhausted", "day-exhausted", "denied", "invalid", "not-found", "invalid-path", "too-large", "io"];
+    const KINDS: [&str; 8] = [
+        "run-exhausted",
+        "day-exhausted",
+        "denied",
+        "invalid",
+        "not-found",
+        "invalid-path",
+        "too-large",
+        "io",
+    ];
     fn find(v: &Value) -> Option<(String, Option<u64>)> {
         let obj = v.as_object()?;
         if let Some(kind) = obj.get("kind").and_then(Value::as_str) {
@@ -184,7 +249,9 @@ fn refusal(output: &Value) -> Option<(String, Option<u64>)> {
 }
 
 fn kind(output: &Value) -> String {
-    refusal(output).unwrap_or_else(|| panic!("a capability's refusal: {output}")).0
+    refusal(output)
+        .unwrap_or_else(|| panic!("a capability's refusal: {output}"))
+        .0
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -195,21 +262,47 @@ async fn a_specialist_spends_its_grant_and_an_over_allowance_reservation_sends_n
     f.specialist("researcher", grant(25, 100), &[]);
     let id = f.open("acme", "specialist", Some("researcher")).unwrap();
 
-    let scrape = f.call(&id, "spend", json!({"estimate": 5, "actual": 1, "path": "/scrape"})).await;
+    let scrape = f
+        .call(
+            &id,
+            "spend",
+            json!({"estimate": 5, "actual": 1, "path": "/scrape"}),
+        )
+        .await;
     assert_eq!(scrape, json!({"ok": 24}), "charged 1 of 25");
     assert_eq!(f.requests(), 1);
     assert_eq!(f.upstream.seen()[0].uri, "/scrape");
 
-    let crawl = f.call(&id, "spend", json!({"estimate": 50, "actual": 50, "path": "/crawl"})).await;
-    assert_eq!(refusal(&crawl), Some(("run-exhausted".to_string(), Some(24))), "{crawl}");
-    assert_eq!(f.requests(), 1, "the refused reservation sent nothing upstream");
+    let crawl = f
+        .call(
+            &id,
+            "spend",
+            json!({"estimate": 50, "actual": 50, "path": "/crawl"}),
+        )
+        .await;
+    assert_eq!(
+        refusal(&crawl),
+        Some(("run-exhausted".to_string(), Some(24))),
+        "{crawl}"
+    );
+    assert_eq!(
+        f.requests(),
+        1,
+        "the refused reservation sent nothing upstream"
+    );
 
     // The run is durable: the store holds the charge, and the session's end ends the run.
     assert_eq!(f.charged(&id), 1);
     assert!(f.host.end_session(&id));
     let again = f.open("acme", "specialist", Some("researcher")).unwrap();
-    let left = f.call(&again, "spend", json!({"estimate": 2, "actual": 2})).await;
-    assert_eq!(left, json!({"ok": 23}), "a new session is a new run with its whole per-run figure");
+    let left = f
+        .call(&again, "spend", json!({"estimate": 2, "actual": 2}))
+        .await;
+    assert_eq!(
+        left,
+        json!({"ok": 23}),
+        "a new session is a new run with its whole per-run figure"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -221,30 +314,69 @@ async fn the_per_day_figure_holds_across_goal_agent_sessions() {
     let b = f.open("acme", "goal-agent", Some("agent")).unwrap();
 
     // A's first call starts its run: 25 of the day's 40 are held.
-    assert_eq!(f.call(&a, "spend", json!({"estimate": 10, "actual": 10, "path": "/a"})).await, json!({"ok": 15}));
+    assert_eq!(
+        f.call(
+            &a,
+            "spend",
+            json!({"estimate": 10, "actual": 10, "path": "/a"})
+        )
+        .await,
+        json!({"ok": 15})
+    );
     // B's run cannot start: 25 held + 25 would pass 40. Nothing is sent.
-    let refused = f.call(&b, "spend", json!({"estimate": 1, "actual": 1, "path": "/b"})).await;
-    assert_eq!(refusal(&refused), Some(("day-exhausted".to_string(), Some(15))), "{refused}");
+    let refused = f
+        .call(
+            &b,
+            "spend",
+            json!({"estimate": 1, "actual": 1, "path": "/b"}),
+        )
+        .await;
+    assert_eq!(
+        refusal(&refused),
+        Some(("day-exhausted".to_string(), Some(15))),
+        "{refused}"
+    );
     assert_eq!(f.requests(), 1, "the day-exhausted call sent nothing");
 
     // A ends having spent 10: the day counts 10, so B's run now fits (10 + 25 <= 40).
     f.host.end_session(&a);
-    assert_eq!(f.call(&b, "spend", json!({"estimate": 4, "actual": 3, "path": "/b"})).await, json!({"ok": 22}));
+    assert_eq!(
+        f.call(
+            &b,
+            "spend",
+            json!({"estimate": 4, "actual": 3, "path": "/b"})
+        )
+        .await,
+        json!({"ok": 22})
+    );
     assert_eq!(f.requests(), 2);
 
     // A third session: 10 ended + 25 live + 25 > 40.
     let c = f.open("acme", "goal-agent", Some("agent")).unwrap();
-    let refused = f.call(&c, "spend", json!({"estimate": 1, "path": "/c"})).await;
-    assert_eq!(refusal(&refused), Some(("day-exhausted".to_string(), Some(5))), "{refused}");
+    let refused = f
+        .call(&c, "spend", json!({"estimate": 1, "path": "/c"}))
+        .await;
+    assert_eq!(
+        refusal(&refused),
+        Some(("day-exhausted".to_string(), Some(5))),
+        "{refused}"
+    );
     assert_eq!(f.requests(), 2);
 
     // Another brand's day is its own.
     f.connect("globex");
     let mut profile = presets::goal_agent(grant(25, 40));
     profile.name = "agent".into();
-    f.host.store().save_profile("globex", &profile, ProfileKind::GoalAgent, f.host.catalog()).unwrap();
+    f.host
+        .store()
+        .save_profile("globex", &profile, ProfileKind::GoalAgent, f.host.catalog())
+        .unwrap();
     let g = f.open("globex", "goal-agent", Some("agent")).unwrap();
-    assert_eq!(f.call(&g, "spend", json!({"estimate": 1, "actual": 1})).await, json!({"ok": 24}));
+    assert_eq!(
+        f.call(&g, "spend", json!({"estimate": 1, "actual": 1}))
+            .await,
+        json!({"ok": 24})
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -257,7 +389,10 @@ async fn concurrent_reservations_never_exceed_the_run_allowance() {
     let mut tasks = Vec::new();
     for _ in 0..40 {
         let (f, id) = (f.clone(), id.clone());
-        tasks.push(tokio::spawn(async move { f.call(&id, "spend", json!({"estimate": 1, "actual": 1})).await }));
+        tasks.push(tokio::spawn(async move {
+            f.call(&id, "spend", json!({"estimate": 1, "actual": 1}))
+                .await
+        }));
     }
     let (mut ok, mut refused) = (0, 0);
     for task in tasks {
@@ -282,7 +417,13 @@ async fn without_an_allowance_reserve_is_denied_and_nothing_is_sent() {
     f.connect("acme");
     let id = f.open("acme", "person-chat", None).unwrap();
     let _approver = f.approver(&id);
-    let output = f.call(&id, "spend", json!({"estimate": 1, "actual": 1, "path": "/x"})).await;
+    let output = f
+        .call(
+            &id,
+            "spend",
+            json!({"estimate": 1, "actual": 1, "path": "/x"}),
+        )
+        .await;
     assert_eq!(kind(&output), "denied", "{output}");
     assert_eq!(f.requests(), 0, "nothing sent");
     assert_eq!(f.charged(&id), 0);
@@ -290,20 +431,40 @@ async fn without_an_allowance_reserve_is_denied_and_nothing_is_sent() {
     // A plain coworker cannot be granted the connector at all; a goal agent
     // without a grant is not served it.
     let id = f.open("acme", "goal-agent", None).unwrap();
-    let output = f.call(&id, "spend", json!({"estimate": 1, "path": "/x"})).await;
+    let output = f
+        .call(&id, "spend", json!({"estimate": 1, "path": "/x"}))
+        .await;
     assert!(output.get("denied").is_some(), "{output}");
     assert_eq!(f.requests(), 0, "nothing sent");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn person_chat_spends_the_operators_person_allowance() {
-    let f = serve("person", "[connectors.capabilities.person_allowance]\nper_run_credits = 3\nper_day_credits = 10\n").await;
+    let f = serve(
+        "person",
+        "[connectors.capabilities.person_allowance]\nper_run_credits = 3\nper_day_credits = 10\n",
+    )
+    .await;
     f.connect("acme");
     let id = f.open("acme", "person-chat", None).unwrap();
     let _approver = f.approver(&id);
-    assert_eq!(f.call(&id, "spend", json!({"estimate": 2, "actual": 2, "path": "/p"})).await, json!({"ok": 1}));
-    let over = f.call(&id, "spend", json!({"estimate": 2, "path": "/q"})).await;
-    assert_eq!(refusal(&over), Some(("run-exhausted".to_string(), Some(1))), "{over}");
+    assert_eq!(
+        f.call(
+            &id,
+            "spend",
+            json!({"estimate": 2, "actual": 2, "path": "/p"})
+        )
+        .await,
+        json!({"ok": 1})
+    );
+    let over = f
+        .call(&id, "spend", json!({"estimate": 2, "path": "/q"}))
+        .await;
+    assert_eq!(
+        refusal(&over),
+        Some(("run-exhausted".to_string(), Some(1))),
+        "{over}"
+    );
     assert_eq!(f.requests(), 1, "the refused reservation sent nothing");
     assert_eq!(f.charged(&id), 2);
 }
@@ -326,20 +487,54 @@ async fn folders_read_list_and_write_inside_their_root_and_refuse_escapes() {
     let project = scratch.0.join("acme/project");
 
     // Written, then read back and listed, through the guest.
-    let wrote = f.call(&id, "write_text", json!({"folder": "project", "path": "briefs/one.md", "text": "hello"})).await;
+    let wrote = f
+        .call(
+            &id,
+            "write_text",
+            json!({"folder": "project", "path": "briefs/one.md", "text": "hello"}),
+        )
+        .await;
     assert_eq!(wrote, json!({"ok": true}));
-    assert_eq!(std::fs::read_to_string(project.join("briefs/one.md")).unwrap(), "hello");
-    assert_eq!(f.call(&id, "read_text", json!({"folder": "project", "path": "briefs/one.md"})).await, json!({"ok": "hello"}));
-    assert_eq!(f.call(&id, "list_entries", json!({"folder": "project", "path": ""})).await, json!({"ok": ["briefs"]}));
+    assert_eq!(
+        std::fs::read_to_string(project.join("briefs/one.md")).unwrap(),
+        "hello"
+    );
+    assert_eq!(
+        f.call(
+            &id,
+            "read_text",
+            json!({"folder": "project", "path": "briefs/one.md"})
+        )
+        .await,
+        json!({"ok": "hello"})
+    );
+    assert_eq!(
+        f.call(
+            &id,
+            "list_entries",
+            json!({"folder": "project", "path": ""})
+        )
+        .await,
+        json!({"ok": ["briefs"]})
+    );
     // The `{brand}` root was created, 0700.
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        assert_eq!(std::fs::metadata(&project).unwrap().permissions().mode() & 0o777, 0o700);
+        assert_eq!(
+            std::fs::metadata(&project).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
     }
 
     // A read-only folder refuses the write and leaves nothing.
-    let refused = f.call(&id, "write_text", json!({"folder": "notes", "path": "x.md", "text": "no"})).await;
+    let refused = f
+        .call(
+            &id,
+            "write_text",
+            json!({"folder": "notes", "path": "x.md", "text": "no"}),
+        )
+        .await;
     assert_eq!(kind(&refused), "denied", "{refused}");
     assert!(!scratch.0.join("acme/notes/x.md").exists());
 
@@ -349,20 +544,51 @@ async fn folders_read_list_and_write_inside_their_root_and_refuse_escapes() {
     std::fs::write(outside.join("secret.txt"), "secret").unwrap();
     #[cfg(unix)]
     std::os::unix::fs::symlink(&outside, project.join("link")).unwrap();
-    for path in ["../notes/x.md", "briefs/../../outside/secret.txt", "/etc/passwd", &outside.join("secret.txt").display().to_string(), "link/secret.txt"] {
-        let read = f.call(&id, "read_text", json!({"folder": "project", "path": path})).await;
-        assert!(matches!(kind(&read).as_str(), "denied" | "invalid-path"), "{path}: {read}");
+    for path in [
+        "../notes/x.md",
+        "briefs/../../outside/secret.txt",
+        "/etc/passwd",
+        &outside.join("secret.txt").display().to_string(),
+        "link/secret.txt",
+    ] {
+        let read = f
+            .call(&id, "read_text", json!({"folder": "project", "path": path}))
+            .await;
+        assert!(
+            matches!(kind(&read).as_str(), "denied" | "invalid-path"),
+            "{path}: {read}"
+        );
         assert!(!read.to_string().contains("\"ok\""), "{path}: {read}");
     }
     // (The folder capability reports this one as `io`: the link is not a
     // directory it may create into.)
-    let through = f.call(&id, "write_text", json!({"folder": "project", "path": "link/planted.txt", "text": "x"})).await;
-    assert!(matches!(kind(&through).as_str(), "denied" | "invalid-path" | "io"), "{through}");
-    assert!(!outside.join("planted.txt").exists(), "nothing written outside the root");
-    let listed = f.call(&id, "list_entries", json!({"folder": "project", "path": "link"})).await;
+    let through = f
+        .call(
+            &id,
+            "write_text",
+            json!({"folder": "project", "path": "link/planted.txt", "text": "x"}),
+        )
+        .await;
+    assert!(
+        matches!(kind(&through).as_str(), "denied" | "invalid-path" | "io"),
+        "{through}"
+    );
+    assert!(
+        !outside.join("planted.txt").exists(),
+        "nothing written outside the root"
+    );
+    let listed = f
+        .call(
+            &id,
+            "list_entries",
+            json!({"folder": "project", "path": "link"}),
+        )
+        .await;
     assert!(listed.get("err").is_some(), "{listed}");
     // A folder the configuration does not name.
-    let unknown = f.call(&id, "read_text", json!({"folder": "home", "path": "x"})).await;
+    let unknown = f
+        .call(&id, "read_text", json!({"folder": "home", "path": "x"}))
+        .await;
     assert_eq!(kind(&unknown), "denied", "{unknown}");
 }
 
@@ -377,10 +603,22 @@ async fn who_may_write_a_folder_follows_the_roles_project_folder() {
     assert_eq!(f.host.folder_rights(&goal), Some((true, true)));
     // A specialist with project list and read only (the SEO analyst, the
     // Content writer) reads but never writes.
-    f.specialist("writer", grant(25, 100), &["mcp__project__project_list", "mcp__project__project_read"]);
+    f.specialist(
+        "writer",
+        grant(25, 100),
+        &["mcp__project__project_list", "mcp__project__project_read"],
+    );
     let writer = f.open("acme", "specialist", Some("writer")).unwrap();
     assert_eq!(f.host.folder_rights(&writer), Some((true, false)));
-    f.specialist("researcher", grant(25, 100), &["mcp__project__project_list", "mcp__project__project_read", "mcp__project__project_write"]);
+    f.specialist(
+        "researcher",
+        grant(25, 100),
+        &[
+            "mcp__project__project_list",
+            "mcp__project__project_read",
+            "mcp__project__project_write",
+        ],
+    );
     let researcher = f.open("acme", "specialist", Some("researcher")).unwrap();
     assert_eq!(f.host.folder_rights(&researcher), Some((true, true)));
     // A read-only route and the goal reviewer hold no folder. (An inbound
@@ -394,8 +632,24 @@ async fn who_may_write_a_folder_follows_the_roles_project_folder() {
     // The goal agent reads what a person wrote, inside its root.
     std::fs::create_dir_all(scratch.0.join("acme/project")).unwrap();
     std::fs::write(scratch.0.join("acme/project/plan.md"), "step 1").unwrap();
-    assert_eq!(f.call(&goal, "read_text", json!({"folder": "project", "path": "plan.md"})).await, json!({"ok": "step 1"}));
-    assert_eq!(f.call(&writer, "list_entries", json!({"folder": "project", "path": "."})).await, json!({"ok": ["plan.md"]}));
+    assert_eq!(
+        f.call(
+            &goal,
+            "read_text",
+            json!({"folder": "project", "path": "plan.md"})
+        )
+        .await,
+        json!({"ok": "step 1"})
+    );
+    assert_eq!(
+        f.call(
+            &writer,
+            "list_entries",
+            json!({"folder": "project", "path": "."})
+        )
+        .await,
+        json!({"ok": ["plan.md"]})
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -405,18 +659,31 @@ async fn a_hostile_brand_cannot_name_a_folder() {
     for brand in ["../escape", "..", ".hidden", "a/b", "x\u{0}y"] {
         f.connect(brand);
         match f.open(brand, "person-chat", None) {
-            Err(HostError::BadRequest(message)) => assert!(message.contains("cannot name a folder"), "{brand:?}: {message}"),
+            Err(HostError::BadRequest(message)) => assert!(
+                message.contains("cannot name a folder"),
+                "{brand:?}: {message}"
+            ),
             other => panic!("{brand:?}: {:?}", other.map(|_| ())),
         }
     }
-    assert!(!scratch.0.parent().unwrap().join("escape").exists(), "nothing created outside");
+    assert!(
+        !scratch.0.parent().unwrap().join("escape").exists(),
+        "nothing created outside"
+    );
     let entries: Vec<_> = std::fs::read_dir(&scratch.0).unwrap().collect();
-    assert!(entries.is_empty(), "no folder was created for a hostile brand");
+    assert!(
+        entries.is_empty(),
+        "no folder was created for a hostile brand"
+    );
     // A brand that is a safe segment gets its own root.
     f.connect("acme-2");
     let id = f.open("acme-2", "person-chat", None).unwrap();
     let _approver = f.approver(&id);
-    assert_eq!(f.call(&id, "list_entries", json!({"folder": "notes", "path": ""})).await, json!({"ok": []}));
+    assert_eq!(
+        f.call(&id, "list_entries", json!({"folder": "notes", "path": ""}))
+            .await,
+        json!({"ok": []})
+    );
     assert!(scratch.0.join("acme-2/notes").is_dir());
 }
 
@@ -425,7 +692,9 @@ async fn a_session_that_expires_ends_its_run() {
     // `session_ttl_secs` is top level, so not through the fixture's `extra`.
     let upstream = Upstream::start().await;
     let db = TempDb::new("serve-caps-expiry");
-    let component = Path::new(scout_tests::components::CAPABILITIES).canonicalize().unwrap();
+    let component = Path::new(scout_tests::components::CAPABILITIES)
+        .canonicalize()
+        .unwrap();
     let text = format!(
         "listen = \"127.0.0.1:0\"\nrequire_review = false\nsession_ttl_secs = 1\n\n[connectors.{CONNECTOR}]\ncomponent = {:?}\norigin = {:?}\nallow_private_network = true\n",
         component.display().to_string(),
@@ -433,17 +702,34 @@ async fn a_session_that_expires_ends_its_run() {
     );
     let mut config = ServeConfig::parse(&text).unwrap();
     config.database = db.path().to_path_buf();
-    let host = ServeHost::start(config, Switches::from_vars(std::iter::empty::<(&str, &str)>()), test_env).unwrap();
-    let f = Fixture { host, upstream, _db: db };
+    let host = ServeHost::start(
+        config,
+        Switches::from_vars(std::iter::empty::<(&str, &str)>()),
+        test_env,
+    )
+    .unwrap();
+    let f = Fixture {
+        host,
+        upstream,
+        _db: db,
+    };
     f.connect("acme");
     f.goal_agent("agent", grant(25, 40));
     let a = f.open("acme", "goal-agent", Some("agent")).unwrap();
-    assert_eq!(f.call(&a, "spend", json!({"estimate": 3, "actual": 3})).await, json!({"ok": 22}));
+    assert_eq!(
+        f.call(&a, "spend", json!({"estimate": 3, "actual": 3}))
+            .await,
+        json!({"ok": 22})
+    );
     tokio::time::sleep(Duration::from_millis(1_100)).await;
     assert_eq!(f.host.end_expired(), 1);
     // Had A's run stayed live it would hold 25 of 40; ended, it counts 3.
     let b = f.open("acme", "goal-agent", Some("agent")).unwrap();
-    assert_eq!(f.call(&b, "spend", json!({"estimate": 1, "actual": 1})).await, json!({"ok": 24}));
+    assert_eq!(
+        f.call(&b, "spend", json!({"estimate": 1, "actual": 1}))
+            .await,
+        json!({"ok": 24})
+    );
 }
 
 #[test]
@@ -454,14 +740,25 @@ fn runs_a_killed_host_left_live_are_ended_at_what_they_recorded() {
     {
         // The first host: two runs live when it is killed (never ended).
         let store = SqliteStore::open(db.path()).unwrap();
-        store.start_run("s-1:capabilities", "acme", CONNECTOR, day, 25, 60).unwrap();
-        store.start_run("s-2:capabilities", "acme", CONNECTOR, day, 25, 60).unwrap();
-        store.charge("s-1:capabilities", CONNECTOR, "acme", day, 4, "s-1:0").unwrap();
+        store
+            .start_run("s-1:capabilities", "acme", CONNECTOR, day, 25, 60)
+            .unwrap();
+        store
+            .start_run("s-2:capabilities", "acme", CONNECTOR, day, 25, 60)
+            .unwrap();
+        store
+            .charge("s-1:capabilities", CONNECTOR, "acme", day, 4, "s-1:0")
+            .unwrap();
     }
     let store = SqliteStore::open(db.path()).unwrap();
-    assert!(matches!(store.start_run("s-3:capabilities", "acme", CONNECTOR, day, 25, 60), Err(StartRunError::DayExhausted { committed: 50, .. })));
+    assert!(matches!(
+        store.start_run("s-3:capabilities", "acme", CONNECTOR, day, 25, 60),
+        Err(StartRunError::DayExhausted { committed: 50, .. })
+    ));
     // What `serve` does at start: s-1 counts its 4, s-2 (nothing recorded) its 25.
     assert_eq!(store.end_live_runs(0).unwrap(), 2);
     assert_eq!(store.end_live_runs(0).unwrap(), 0, "once");
-    store.start_run("s-3:capabilities", "acme", CONNECTOR, day, 25, 60).expect("4 + 25 + 25 fits in 60");
+    store
+        .start_run("s-3:capabilities", "acme", CONNECTOR, day, 25, 60)
+        .expect("4 + 25 + 25 fits in 60");
 }

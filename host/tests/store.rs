@@ -3,13 +3,13 @@
 //! with SIGKILL mid-write.
 
 use scout_host::store::{
-    ApprovalError, ApprovalState, RESTART_REVOKER, Recovered, SqliteStore, StartRunError, Store, StoreError, TraceEvent,
-    TraceState, args_digest,
+    ApprovalError, ApprovalState, RESTART_REVOKER, Recovered, SqliteStore, StartRunError, Store,
+    StoreError, TraceEvent, TraceState, args_digest,
 };
+use scout_tests::TempDb;
 use serde_json::json;
 use std::collections::{BTreeSet, HashSet};
 use std::io::{BufRead, BufReader, Write};
-use scout_tests::TempDb;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -50,11 +50,17 @@ async fn concurrent_trace_writes_land_whole_and_a_refused_batch_fails_alone() {
         let store = store.clone();
         tasks.push(tokio::spawn(async move {
             let session = format!("w{writer}");
-            let mut batch: Vec<TraceEvent> = (0..5).map(|n| event(&session, "acme", TraceState::Requested, writer * 10 + n)).collect();
+            let mut batch: Vec<TraceEvent> = (0..5)
+                .map(|n| event(&session, "acme", TraceState::Requested, writer * 10 + n))
+                .collect();
             if writer % 8 == 7 {
                 batch[2].rule = Some("poison".into());
             }
-            let outcome = if writer % 2 == 0 { store.record_all_async(&batch).await } else { store.record_all(&batch) };
+            let outcome = if writer % 2 == 0 {
+                store.record_all_async(&batch).await
+            } else {
+                store.record_all(&batch)
+            };
             (session, batch, outcome)
         }));
     }
@@ -62,7 +68,10 @@ async fn concurrent_trace_writes_land_whole_and_a_refused_batch_fails_alone() {
         let (session, batch, outcome) = task.await.unwrap();
         let stored = store.trace_for_session(&session).unwrap();
         if batch.iter().any(|e| e.rule.as_deref() == Some("poison")) {
-            assert!(matches!(outcome, Err(StoreError::Write(ref m)) if m.contains("refused by the test")), "{session}: {outcome:?}");
+            assert!(
+                matches!(outcome, Err(StoreError::Write(ref m)) if m.contains("refused by the test")),
+                "{session}: {outcome:?}"
+            );
             assert!(stored.is_empty(), "{session}: all or none: {stored:?}");
         } else {
             outcome.unwrap_or_else(|e| panic!("{session}: {e}"));
@@ -94,9 +103,13 @@ fn trace_is_returned_in_insertion_order_per_session_and_brand() {
         let e = event("s1", "acme", *state, i as i64);
         store.record(&e).unwrap();
         s1.push(e);
-        store.record(&event("s2", "globex", *state, 100 + i as i64)).unwrap();
+        store
+            .record(&event("s2", "globex", *state, 100 + i as i64))
+            .unwrap();
     }
-    store.record(&event("s3", "acme", TraceState::Offered, 500)).unwrap();
+    store
+        .record(&event("s3", "acme", TraceState::Offered, 500))
+        .unwrap();
     assert_eq!(store.trace_for_session("s1").unwrap(), s1);
     let acme = store.trace_for_brand("acme").unwrap();
     assert_eq!(acme.len(), states.len() + 1);
@@ -110,10 +123,14 @@ fn trace_is_returned_in_insertion_order_per_session_and_brand() {
 #[test]
 fn args_digest_is_canonical() {
     let a = args_digest(&json!({ "path": "README.md", "ref": { "z": 1, "a": 2 } }));
-    let b = args_digest(&serde_json::from_str(r#"{"ref":{"a":2,"z":1},"path":"README.md"}"#).unwrap());
+    let b =
+        args_digest(&serde_json::from_str(r#"{"ref":{"a":2,"z":1},"path":"README.md"}"#).unwrap());
     assert_eq!(a, b);
     assert_eq!(a.len(), 64);
-    assert_ne!(a, args_digest(&json!({ "path": "README.md", "ref": { "z": 1, "a": 3 } })));
+    assert_ne!(
+        a,
+        args_digest(&json!({ "path": "README.md", "ref": { "z": 1, "a": 3 } }))
+    );
 }
 
 #[test]
@@ -124,24 +141,54 @@ fn an_approval_is_used_once_and_only_for_its_arguments() {
     let args = args_digest(&json!({ "issue": 1, "body": "hi" }));
     let other = args_digest(&json!({ "issue": 2, "body": "hi" }));
 
-    assert!(matches!(store.consume_approval("s", tool, &args), Err(ApprovalError::Required)));
+    assert!(matches!(
+        store.consume_approval("s", tool, &args),
+        Err(ApprovalError::Required)
+    ));
     let id = store.request_approval("s", tool, &args).unwrap();
-    assert_eq!(store.pending("s").unwrap().iter().map(|a| a.id).collect::<Vec<_>>(), vec![id]);
+    assert_eq!(
+        store
+            .pending("s")
+            .unwrap()
+            .iter()
+            .map(|a| a.id)
+            .collect::<Vec<_>>(),
+        vec![id]
+    );
     assert!(store.pending("other-session").unwrap().is_empty());
-    assert!(matches!(store.consume_approval("s", tool, &args), Err(ApprovalError::Pending)));
+    assert!(matches!(
+        store.consume_approval("s", tool, &args),
+        Err(ApprovalError::Pending)
+    ));
 
     store.decide(id, true, "alice").unwrap();
     assert!(store.pending("s").unwrap().is_empty());
-    assert!(matches!(store.decide(id, false, "bob"), Err(ApprovalError::NotPending(_))));
-    assert!(matches!(store.decide(scout_host::store::ApprovalId(9_999), true, "bob"), Err(ApprovalError::Unknown(_))));
+    assert!(matches!(
+        store.decide(id, false, "bob"),
+        Err(ApprovalError::NotPending(_))
+    ));
+    assert!(matches!(
+        store.decide(scout_host::store::ApprovalId(9_999), true, "bob"),
+        Err(ApprovalError::Unknown(_))
+    ));
 
     // Wrong arguments, tool or session never match.
-    assert!(matches!(store.consume_approval("s", tool, &other), Err(ApprovalError::Required)));
-    assert!(store.consume_approval("s", "mcp__github__github_commit_files", &args).is_err());
+    assert!(matches!(
+        store.consume_approval("s", tool, &other),
+        Err(ApprovalError::Required)
+    ));
+    assert!(
+        store
+            .consume_approval("s", "mcp__github__github_commit_files", &args)
+            .is_err()
+    );
     assert!(store.consume_approval("s2", tool, &args).is_err());
 
     assert_eq!(store.consume_approval("s", tool, &args).unwrap(), id);
-    assert!(matches!(store.consume_approval("s", tool, &args), Err(ApprovalError::AlreadyUsed)));
+    assert!(matches!(
+        store.consume_approval("s", tool, &args),
+        Err(ApprovalError::AlreadyUsed)
+    ));
     let stored = store.approval(id).unwrap().unwrap();
     assert!(stored.used);
     assert_eq!(stored.state, ApprovalState::Approved);
@@ -149,7 +196,10 @@ fn an_approval_is_used_once_and_only_for_its_arguments() {
 
     let denied = store.request_approval("s", tool, &other).unwrap();
     store.decide(denied, false, "alice").unwrap();
-    assert!(matches!(store.consume_approval("s", tool, &other), Err(ApprovalError::Denied)));
+    assert!(matches!(
+        store.consume_approval("s", tool, &other),
+        Err(ApprovalError::Denied)
+    ));
 }
 
 #[test]
@@ -190,17 +240,32 @@ fn revoked_approvals_never_revive() {
     let elsewhere = store.request_approval("s-other", "send", &args).unwrap();
 
     assert_eq!(store.revoke_session_approvals("s").unwrap(), 2);
-    assert!(matches!(store.consume_approval("s", "send", &args), Err(ApprovalError::Revoked)));
+    assert!(matches!(
+        store.consume_approval("s", "send", &args),
+        Err(ApprovalError::Revoked)
+    ));
     // Deciding a revoked approval does not bring it back.
-    assert!(matches!(store.decide(pending, true, "alice"), Err(ApprovalError::NotPending(_))));
+    assert!(matches!(
+        store.decide(pending, true, "alice"),
+        Err(ApprovalError::NotPending(_))
+    ));
     assert!(store.consume_approval("s", "send", &args).is_err());
     assert!(store.pending("s").unwrap().is_empty());
-    assert_eq!(store.approval(approved).unwrap().unwrap().state, ApprovalState::Revoked);
-    assert_eq!(store.approval(pending).unwrap().unwrap().state, ApprovalState::Revoked);
+    assert_eq!(
+        store.approval(approved).unwrap().unwrap().state,
+        ApprovalState::Revoked
+    );
+    assert_eq!(
+        store.approval(pending).unwrap().unwrap().state,
+        ApprovalState::Revoked
+    );
     // A used approval stays what it was; another session is untouched.
     let used = store.approval(used).unwrap().unwrap();
     assert!(used.used && used.state == ApprovalState::Approved);
-    assert_eq!(store.approval(elsewhere).unwrap().unwrap().state, ApprovalState::Pending);
+    assert_eq!(
+        store.approval(elsewhere).unwrap().unwrap().state,
+        ApprovalState::Pending
+    );
     // Revoking twice changes nothing more.
     assert_eq!(store.revoke_session_approvals("s").unwrap(), 0);
 }
@@ -259,45 +324,97 @@ fn recovery_closes_what_a_killed_host_left_open() {
     let used = store.request_approval("s1", tool, &used_args).unwrap();
     store.decide(used, true, "alice").unwrap();
     store.consume_approval("s1", tool, &used_args).unwrap();
-    let denied = store.request_approval("s1", tool, &args_digest(&json!({ "branch": "d" }))).unwrap();
+    let denied = store
+        .request_approval("s1", tool, &args_digest(&json!({ "branch": "d" })))
+        .unwrap();
     store.decide(denied, false, "alice").unwrap();
-    let before: Vec<_> = [approved, used, denied].iter().map(|id| store.approval(*id).unwrap().unwrap()).collect();
+    let before: Vec<_> = [approved, used, denied]
+        .iter()
+        .map(|id| store.approval(*id).unwrap().unwrap())
+        .collect();
 
     let recovered = store.recover_interrupted(99).unwrap();
-    assert_eq!(recovered, Recovered { approvals_revoked: 1, calls_interrupted: 3, calls_maybe_run: 1 });
+    assert_eq!(
+        recovered,
+        Recovered {
+            approvals_revoked: 1,
+            calls_interrupted: 3,
+            calls_maybe_run: 1
+        }
+    );
 
     // The pending approval is revoked for good: not decidable, not spendable.
     let revoked = store.approval(pending).unwrap().unwrap();
-    assert_eq!((revoked.state, revoked.used, revoked.decided_by.as_deref()), (ApprovalState::Revoked, false, Some(RESTART_REVOKER)));
-    assert!(matches!(store.decide(pending, true, "late"), Err(ApprovalError::NotPending(_))));
-    assert!(matches!(store.consume_approval("s1", tool, &digest), Err(ApprovalError::Revoked)));
+    assert_eq!(
+        (revoked.state, revoked.used, revoked.decided_by.as_deref()),
+        (ApprovalState::Revoked, false, Some(RESTART_REVOKER))
+    );
+    assert!(matches!(
+        store.decide(pending, true, "late"),
+        Err(ApprovalError::NotPending(_))
+    ));
+    assert!(matches!(
+        store.consume_approval("s1", tool, &digest),
+        Err(ApprovalError::Revoked)
+    ));
     assert!(store.pending("s1").unwrap().is_empty());
     // Decided approvals stay as they were (an approved, unused one included:
     // its session died with the host, so nothing in a new host can spend it).
-    let after: Vec<_> = [approved, used, denied].iter().map(|id| store.approval(*id).unwrap().unwrap()).collect();
+    let after: Vec<_> = [approved, used, denied]
+        .iter()
+        .map(|id| store.approval(*id).unwrap().unwrap())
+        .collect();
     assert_eq!(after, before);
 
     // One `interrupted` event per open call, after its own events, saying how far it got.
     let trace = store.trace_for_session("s1").unwrap();
-    assert_eq!(trace.len(), steps.iter().filter(|s| s.0 == "s1").count() + 3);
+    assert_eq!(
+        trace.len(),
+        steps.iter().filter(|s| s.0 == "s1").count() + 3
+    );
     let added: Vec<&TraceEvent> = trace.iter().filter(|e| e.state == Interrupted).collect();
-    let calls: Vec<&str> = added.iter().map(|e| e.call_id.as_deref().unwrap()).collect();
+    let calls: Vec<&str> = added
+        .iter()
+        .map(|e| e.call_id.as_deref().unwrap())
+        .collect();
     assert_eq!(calls, ["c-waiting", "c-running", "c-new"]);
     for e in &added {
-        assert_eq!((e.session.as_str(), e.brand.as_str(), e.tool.as_deref(), e.at_ms, e.rule.as_deref()), ("s1", "acme", Some(tool), 99, None));
-        assert!(e.detail["reason"].as_str().unwrap().contains("stopped before the call finished"), "{:?}", e.detail);
+        assert_eq!(
+            (
+                e.session.as_str(),
+                e.brand.as_str(),
+                e.tool.as_deref(),
+                e.at_ms,
+                e.rule.as_deref()
+            ),
+            ("s1", "acme", Some(tool), 99, None)
+        );
+        assert!(
+            e.detail["reason"]
+                .as_str()
+                .unwrap()
+                .contains("stopped before the call finished"),
+            "{:?}",
+            e.detail
+        );
     }
     assert_eq!(added[0].detail["last_state"], "requested");
     assert_eq!(added[0].detail["last_rule"], "approval_requested");
     assert_eq!(added[0].detail["may_have_run"], false);
     assert_eq!(added[1].detail["last_state"], "allowed");
-    assert_eq!(added[1].detail["may_have_run"], true, "allowed is written before the effect: it may have happened");
+    assert_eq!(
+        added[1].detail["may_have_run"], true,
+        "allowed is written before the effect: it may have happened"
+    );
     assert_eq!(added[2].detail["may_have_run"], false);
     assert_eq!(store.trace_for_session("s2").unwrap().len(), 2);
     assert_eq!(TraceState::parse("interrupted"), Some(Interrupted));
 
     // A second restart finds nothing open.
-    assert_eq!(store.recover_interrupted(100).unwrap(), Recovered::default());
+    assert_eq!(
+        store.recover_interrupted(100).unwrap(),
+        Recovered::default()
+    );
     assert_eq!(store.trace_for_session("s1").unwrap(), trace);
 }
 
@@ -305,12 +422,36 @@ fn recovery_closes_what_a_killed_host_left_open() {
 fn charges_are_recorded_once_per_idempotency_key() {
     let _db = temp_db("charge");
     let store = SqliteStore::open(&_db).unwrap();
-    assert!(store.charge("r1", "firecrawl", "acme", "2026-11-30", 5, "k1").unwrap());
-    assert!(!store.charge("r1", "firecrawl", "acme", "2026-11-30", 5, "k1").unwrap());
-    assert!(store.charge("r1", "firecrawl", "acme", "2026-11-30", 7, "k2").unwrap());
-    assert!(store.charge("r2", "firecrawl", "acme", "2026-11-30", 1, "k3").unwrap());
-    assert!(store.charge("r3", "firecrawl", "acme", "2026-12-01", 100, "k4").unwrap());
-    assert!(store.charge("r4", "dataforseo", "acme", "2026-11-30", 100, "k5").unwrap());
+    assert!(
+        store
+            .charge("r1", "firecrawl", "acme", "2026-11-30", 5, "k1")
+            .unwrap()
+    );
+    assert!(
+        !store
+            .charge("r1", "firecrawl", "acme", "2026-11-30", 5, "k1")
+            .unwrap()
+    );
+    assert!(
+        store
+            .charge("r1", "firecrawl", "acme", "2026-11-30", 7, "k2")
+            .unwrap()
+    );
+    assert!(
+        store
+            .charge("r2", "firecrawl", "acme", "2026-11-30", 1, "k3")
+            .unwrap()
+    );
+    assert!(
+        store
+            .charge("r3", "firecrawl", "acme", "2026-12-01", 100, "k4")
+            .unwrap()
+    );
+    assert!(
+        store
+            .charge("r4", "dataforseo", "acme", "2026-11-30", 100, "k5")
+            .unwrap()
+    );
     assert!(matches!(
         store.charge("r1", "firecrawl", "acme", "2026-11-30", 6, "k1"),
         Err(StoreError::IdempotencyConflict(_))
@@ -321,9 +462,24 @@ fn charges_are_recorded_once_per_idempotency_key() {
     ));
     assert_eq!(store.spent_in_run("r1").unwrap(), 12);
     assert_eq!(store.spent_in_run("none").unwrap(), 0);
-    assert_eq!(store.spent_on_day("acme", "firecrawl", "2026-11-30").unwrap(), 13);
-    assert_eq!(store.spent_on_day("globex", "firecrawl", "2026-11-30").unwrap(), 0);
-    let keys: Vec<_> = store.charges_in_run("r1").unwrap().into_iter().map(|c| c.idempotency_key).collect();
+    assert_eq!(
+        store
+            .spent_on_day("acme", "firecrawl", "2026-11-30")
+            .unwrap(),
+        13
+    );
+    assert_eq!(
+        store
+            .spent_on_day("globex", "firecrawl", "2026-11-30")
+            .unwrap(),
+        0
+    );
+    let keys: Vec<_> = store
+        .charges_in_run("r1")
+        .unwrap()
+        .into_iter()
+        .map(|c| c.idempotency_key)
+        .collect();
     assert_eq!(keys, ["k1", "k2"]);
 }
 
@@ -338,7 +494,11 @@ fn fifty_threads_charging_one_key_record_one_row() {
                 let path = path.clone();
                 scope.spawn(move || {
                     let store = SqliteStore::open(&path).unwrap();
-                    usize::from(store.charge("r", "firecrawl", "acme", "2026-11-30", 3, "same-key").unwrap())
+                    usize::from(
+                        store
+                            .charge("r", "firecrawl", "acme", "2026-11-30", 3, "same-key")
+                            .unwrap(),
+                    )
                 })
             })
             .collect();
@@ -359,7 +519,16 @@ fn one_shared_store_is_safe_across_threads() {
             let store = store.clone();
             scope.spawn(move || {
                 for i in 0..10 {
-                    store.charge("r", "firecrawl", "acme", "2026-11-30", 1, &format!("{t}-{i}")).unwrap();
+                    store
+                        .charge(
+                            "r",
+                            "firecrawl",
+                            "acme",
+                            "2026-11-30",
+                            1,
+                            &format!("{t}-{i}"),
+                        )
+                        .unwrap();
                 }
             });
         }
@@ -379,7 +548,9 @@ fn start_run_applies_the_seeds_day_arithmetic() {
     }
     // Four live runs hold the whole day.
     match store.start_run("e", b, c, day, 25, 100) {
-        Err(StartRunError::DayExhausted { committed, per_day }) => assert_eq!((committed, per_day), (100, 100)),
+        Err(StartRunError::DayExhausted { committed, per_day }) => {
+            assert_eq!((committed, per_day), (100, 100))
+        }
         other => panic!("expected DayExhausted, got {other:?}"),
     }
     // A refused start leaves nothing behind: "e" can be tried again later.
@@ -387,9 +558,15 @@ fn start_run_applies_the_seeds_day_arithmetic() {
     store.end_run("a").unwrap(); // counts 10
     store.end_run("b").unwrap(); // recorded nothing: counts its whole 25
     // 10 + 25 + 25 + 25 = 85; a 25 run does not fit, a 15 run does.
-    assert!(matches!(store.start_run("e", b, c, day, 25, 100), Err(StartRunError::DayExhausted { committed: 85, .. })));
+    assert!(matches!(
+        store.start_run("e", b, c, day, 25, 100),
+        Err(StartRunError::DayExhausted { committed: 85, .. })
+    ));
     store.start_run("e", b, c, day, 15, 100).unwrap();
-    assert!(matches!(store.start_run("f", b, c, day, 1, 100), Err(StartRunError::DayExhausted { committed: 100, .. })));
+    assert!(matches!(
+        store.start_run("f", b, c, day, 1, 100),
+        Err(StartRunError::DayExhausted { committed: 100, .. })
+    ));
     // Other days, brands and connectors are separate.
     store.start_run("g", b, c, "2026-12-01", 25, 100).unwrap();
     store.start_run("h", "globex", c, day, 25, 100).unwrap();
@@ -399,9 +576,18 @@ fn start_run_applies_the_seeds_day_arithmetic() {
         store.start_run("g", b, c, "2026-12-02", 1, 100),
         Err(StartRunError::Store(StoreError::RunExists(_)))
     ));
-    assert!(matches!(store.start_run("x", b, c, day, 0, 100), Err(StartRunError::InvalidAllowance { .. })));
-    assert!(matches!(store.start_run("x", b, c, day, 101, 100), Err(StartRunError::InvalidAllowance { .. })));
-    assert!(matches!(store.end_run("nope"), Err(StoreError::UnknownRun(_))));
+    assert!(matches!(
+        store.start_run("x", b, c, day, 0, 100),
+        Err(StartRunError::InvalidAllowance { .. })
+    ));
+    assert!(matches!(
+        store.start_run("x", b, c, day, 101, 100),
+        Err(StartRunError::InvalidAllowance { .. })
+    ));
+    assert!(matches!(
+        store.end_run("nope"),
+        Err(StoreError::UnknownRun(_))
+    ));
 }
 
 #[test]
@@ -416,7 +602,16 @@ fn concurrent_starts_never_overcommit_the_day() {
                 scope.spawn(move || {
                     let store = SqliteStore::open(&path).unwrap();
                     usize::from(
-                        store.start_run(&format!("run-{i}"), "acme", "firecrawl", "2026-11-30", 25, 100).is_ok(),
+                        store
+                            .start_run(
+                                &format!("run-{i}"),
+                                "acme",
+                                "firecrawl",
+                                "2026-11-30",
+                                25,
+                                100,
+                            )
+                            .is_ok(),
                     )
                 })
             })
@@ -446,17 +641,40 @@ fn connections_are_encrypted_at_rest() {
     let secret = "ghp_SuperSecretToken_0123456789abcdef";
     {
         let store = SqliteStore::open(&path).unwrap();
-        store.put_connection("acme", "github", secret, &key).unwrap();
-        assert_eq!(store.get_connection("acme", "github", &key).unwrap().as_deref(), Some(secret));
-        assert_eq!(store.get_connection("acme", "firecrawl", &key).unwrap(), None);
+        store
+            .put_connection("acme", "github", secret, &key)
+            .unwrap();
+        assert_eq!(
+            store
+                .get_connection("acme", "github", &key)
+                .unwrap()
+                .as_deref(),
+            Some(secret)
+        );
+        assert_eq!(
+            store.get_connection("acme", "firecrawl", &key).unwrap(),
+            None
+        );
         // Wrong key: an error, not a panic, and not the secret.
-        assert!(matches!(store.get_connection("acme", "github", &[8u8; 32]), Err(StoreError::Decrypt { .. })));
+        assert!(matches!(
+            store.get_connection("acme", "github", &[8u8; 32]),
+            Err(StoreError::Decrypt { .. })
+        ));
     }
     let bytes = file_bytes(&path);
-    assert!(!bytes.windows(secret.len()).any(|w| w == secret.as_bytes()), "plaintext found in the database files");
+    assert!(
+        !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+        "plaintext found in the database files"
+    );
 
     let store = SqliteStore::open(&path).unwrap();
-    assert_eq!(store.get_connection("acme", "github", &key).unwrap().as_deref(), Some(secret));
+    assert_eq!(
+        store
+            .get_connection("acme", "github", &key)
+            .unwrap()
+            .as_deref(),
+        Some(secret)
+    );
     // A row moved to another brand does not open (AAD binds brand and connector).
     let raw = rusqlite::Connection::open(&path).unwrap();
     raw.execute(
@@ -465,13 +683,24 @@ fn connections_are_encrypted_at_rest() {
         [],
     )
     .unwrap();
-    assert!(matches!(store.get_connection("globex", "github", &key), Err(StoreError::Decrypt { .. })));
+    assert!(matches!(
+        store.get_connection("globex", "github", &key),
+        Err(StoreError::Decrypt { .. })
+    ));
 
     assert!(store.disable_connection("acme", "github").unwrap());
     assert_eq!(store.get_connection("acme", "github", &key).unwrap(), None);
     assert!(!store.disable_connection("acme", "nothing").unwrap());
-    store.put_connection("acme", "github", "new-token", &key).unwrap();
-    assert_eq!(store.get_connection("acme", "github", &key).unwrap().as_deref(), Some("new-token"));
+    store
+        .put_connection("acme", "github", "new-token", &key)
+        .unwrap();
+    assert_eq!(
+        store
+            .get_connection("acme", "github", &key)
+            .unwrap()
+            .as_deref(),
+        Some("new-token")
+    );
 }
 
 #[test]
@@ -484,13 +713,22 @@ fn a_corrupt_file_is_an_error_not_a_panic() {
     let db = temp_db("future");
     let path = db.path().to_path_buf();
     SqliteStore::open(&path).unwrap();
-    rusqlite::Connection::open(&path).unwrap().execute("UPDATE schema_version SET version = 999", []).unwrap();
-    assert!(matches!(SqliteStore::open(&path), Err(StoreError::SchemaTooNew { found: 999, .. })));
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute("UPDATE schema_version SET version = 999", [])
+        .unwrap();
+    assert!(matches!(
+        SqliteStore::open(&path),
+        Err(StoreError::SchemaTooNew { found: 999, .. })
+    ));
 
     // Reopening a good file keeps its data and schema.
     let db = temp_db("reopen");
     let path = db.path().to_path_buf();
-    SqliteStore::open(&path).unwrap().charge("r", "c", "b", "2026-11-30", 1, "k").unwrap();
+    SqliteStore::open(&path)
+        .unwrap()
+        .charge("r", "c", "b", "2026-11-30", 1, "k")
+        .unwrap();
     let store = SqliteStore::open(&path).unwrap();
     store.integrity_check().unwrap();
     assert_eq!(store.spent_in_run("r").unwrap(), 1);
@@ -502,19 +740,34 @@ const CHILD_ENV: &str = "SCOUT_CRASH_CHILD";
 /// does nothing unless that test started this binary with `SCOUT_CRASH_CHILD`.
 #[test]
 fn crash_child() {
-    let Some(path) = std::env::var_os(CHILD_ENV) else { return };
+    let Some(path) = std::env::var_os(CHILD_ENV) else {
+        return;
+    };
     let store = SqliteStore::open(PathBuf::from(path)).unwrap();
     let mut out = std::io::stdout().lock();
     // Bounded so an orphaned child ends on its own.
     for i in 0..200_000u64 {
         let key = format!("key-{i}");
-        store.charge("crash-run", "firecrawl", "acme", "2026-11-30", i % 7 + 1, &key).unwrap();
+        store
+            .charge(
+                "crash-run",
+                "firecrawl",
+                "acme",
+                "2026-11-30",
+                i % 7 + 1,
+                &key,
+            )
+            .unwrap();
         writeln!(out, "CHARGED {key}").unwrap();
         out.flush().unwrap();
         let args = args_digest(&json!({ "i": i }));
-        let id = store.request_approval("crash-session", "send", &args).unwrap();
+        let id = store
+            .request_approval("crash-session", "send", &args)
+            .unwrap();
         store.decide(id, true, "child").unwrap();
-        let used = store.consume_approval("crash-session", "send", &args).unwrap();
+        let used = store
+            .consume_approval("crash-session", "send", &args)
+            .unwrap();
         writeln!(out, "CONSUMED {} {i}", used.0).unwrap();
         out.flush().unwrap();
     }
@@ -534,7 +787,10 @@ fn parse_report(line: &str) -> Option<Report> {
         return Some(Report::Charged(key.to_owned()));
     }
     let mut parts = line.strip_prefix("CONSUMED ")?.split(' ');
-    Some(Report::Consumed(parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+    Some(Report::Consumed(
+        parts.next()?.parse().ok()?,
+        parts.next()?.parse().ok()?,
+    ))
 }
 
 #[test]
@@ -583,21 +839,43 @@ fn killed_host_round(kill_after: usize) {
     let distinct: HashSet<&str> = rows.iter().map(|c| c.idempotency_key.as_str()).collect();
     assert_eq!(rows.len(), distinct.len(), "a key was recorded twice");
     for key in &charged {
-        assert_eq!(rows.iter().filter(|c| &c.idempotency_key == key).count(), 1, "{key} reported but not stored once");
+        assert_eq!(
+            rows.iter().filter(|c| &c.idempotency_key == key).count(),
+            1,
+            "{key} reported but not stored once"
+        );
     }
     // The child charges in order: what is stored is exactly key-0 .. key-(n-1),
     // each whole (the amount it was charged with), and at most one charge
     // past the last report (committed, killed before it could print).
     let n = rows.len();
-    assert!(n == charged.len() || n == charged.len() + 1, "{n} rows for {} reported charges", charged.len());
+    assert!(
+        n == charged.len() || n == charged.len() + 1,
+        "{n} rows for {} reported charges",
+        charged.len()
+    );
     for (i, row) in rows.iter().enumerate() {
         assert_eq!(row.idempotency_key, format!("key-{i}"));
         assert_eq!(row.amount, i as u64 % 7 + 1);
     }
-    assert_eq!(store.spent_in_run("crash-run").unwrap(), rows.iter().map(|c| c.amount).sum::<u64>());
+    assert_eq!(
+        store.spent_in_run("crash-run").unwrap(),
+        rows.iter().map(|c| c.amount).sum::<u64>()
+    );
     // Retrying the charges after the crash records nothing new.
     for (i, key) in charged.iter().enumerate() {
-        assert!(!store.charge("crash-run", "firecrawl", "acme", "2026-11-30", i as u64 % 7 + 1, key).unwrap());
+        assert!(
+            !store
+                .charge(
+                    "crash-run",
+                    "firecrawl",
+                    "acme",
+                    "2026-11-30",
+                    i as u64 % 7 + 1,
+                    key
+                )
+                .unwrap()
+        );
     }
     assert_eq!(store.charges_in_run("crash-run").unwrap().len(), n);
 
@@ -606,13 +884,27 @@ fn killed_host_round(kill_after: usize) {
     assert_eq!(ids.len(), consumed.len());
     let raw = rusqlite::Connection::open(&path).unwrap();
     let used: usize = raw
-        .query_row("SELECT COUNT(*) FROM approvals WHERE session = 'crash-session' AND used = 1", [], |r| r.get(0))
+        .query_row(
+            "SELECT COUNT(*) FROM approvals WHERE session = 'crash-session' AND used = 1",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
-    assert!(used == consumed.len() || used == consumed.len() + 1, "{used} used approvals, {} reported", consumed.len());
+    assert!(
+        used == consumed.len() || used == consumed.len() + 1,
+        "{used} used approvals, {} reported",
+        consumed.len()
+    );
     for (id, i) in &consumed {
-        let approval = store.approval(scout_host::store::ApprovalId(*id)).unwrap().unwrap();
+        let approval = store
+            .approval(scout_host::store::ApprovalId(*id))
+            .unwrap()
+            .unwrap();
         assert!(approval.used && approval.state == ApprovalState::Approved);
         let args = args_digest(&json!({ "i": i }));
-        assert!(matches!(store.consume_approval("crash-session", "send", &args), Err(ApprovalError::AlreadyUsed)));
+        assert!(matches!(
+            store.consume_approval("crash-session", "send", &args),
+            Err(ApprovalError::AlreadyUsed)
+        ));
     }
 }

@@ -15,7 +15,11 @@ fn surface(config: &std::path::Path, role: &str, brand: &str) -> String {
         .env("SCOUT_STORE_KEY", KEY_HEX)
         .output()
         .expect("run scout-host surface");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     String::from_utf8(output.stdout).unwrap()
 }
 
@@ -23,9 +27,14 @@ fn surface(config: &std::path::Path, role: &str, brand: &str) -> String {
 fn the_surface_of_a_brand_comes_from_its_stored_connections() {
     let db = TempDb::new("surface-cli");
     let key: [u8; 32] = hex::decode(KEY_HEX).unwrap().try_into().unwrap();
-    SqliteStore::open(&db).unwrap().put_connection("acme", "github", "ghp_surface_cli_token", &key).unwrap();
+    SqliteStore::open(&db)
+        .unwrap()
+        .put_connection("acme", "github", "ghp_surface_cli_token", &key)
+        .unwrap();
     let config = db.path().with_extension("toml");
-    let component = std::path::Path::new(scout_tests::components::GITHUB).canonicalize().unwrap();
+    let component = std::path::Path::new(scout_tests::components::GITHUB)
+        .canonicalize()
+        .unwrap();
     std::fs::write(
         &config,
         format!(
@@ -37,12 +46,28 @@ fn the_surface_of_a_brand_comes_from_its_stored_connections() {
     .unwrap();
 
     let acme = surface(&config, "person-chat", "acme");
-    assert!(acme.lines().any(|l| l == "mcp__github__github_read_file"), "{acme}");
-    assert!(acme.lines().any(|l| l == "mcp__github__github_create_branch"), "{acme}");
+    assert!(
+        acme.lines().any(|l| l == "mcp__github__github_read_file"),
+        "{acme}"
+    );
+    assert!(
+        acme.lines()
+            .any(|l| l == "mcp__github__github_create_branch"),
+        "{acme}"
+    );
     let globex = surface(&config, "person-chat", "globex");
-    assert!(!globex.contains("mcp__github__"), "a brand without the connection gets no GitHub tool: {globex}");
-    assert!(globex.lines().any(|l| l == "Read"), "the built-ins are still there: {globex}");
+    assert!(
+        !globex.contains("mcp__github__"),
+        "a brand without the connection gets no GitHub tool: {globex}"
+    );
+    assert!(
+        globex.lines().any(|l| l == "Read"),
+        "the built-ins are still there: {globex}"
+    );
     let read_only = surface(&config, "read-only", "acme");
-    assert!(!read_only.contains("mcp__github__"), "a read-only route is handed no credential: {read_only}");
+    assert!(
+        !read_only.contains("mcp__github__"),
+        "a read-only route is handed no credential: {read_only}"
+    );
     let _ = std::fs::remove_file(&config);
 }

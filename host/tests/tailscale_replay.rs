@@ -9,7 +9,13 @@ use scout_tests::replay_suite::Suite;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-const TOOLS: [&str; 5] = ["tailscale_devices", "tailscale_device", "tailscale_users", "tailscale_policy", "tailscale_dns"];
+const TOOLS: [&str; 5] = [
+    "tailscale_devices",
+    "tailscale_device",
+    "tailscale_users",
+    "tailscale_policy",
+    "tailscale_dns",
+];
 
 fn suite() -> Suite {
     Suite::of("tailscale")
@@ -17,7 +23,11 @@ fn suite() -> Suite {
 
 #[test]
 fn every_tailscale_tool_passes_its_replay_cases() {
-    suite().assert_all_pass(env!("CARGO_BIN_EXE_scout-host"), scout_tests::components::TAILSCALE, &TOOLS);
+    suite().assert_all_pass(
+        env!("CARGO_BIN_EXE_scout-host"),
+        scout_tests::components::TAILSCALE,
+        &TOOLS,
+    );
 }
 
 #[test]
@@ -25,16 +35,24 @@ fn every_tailscale_fixture_is_unverified_and_names_its_docs_page() {
     let files = suite().assert_unverified("https://tailscale.com/api", 5);
     for (name, fixture) in &files {
         let source = fixture["source"].as_str().unwrap_or_default();
-        assert!(source.contains('#'), "{name}: source {source:?} names the page's operation");
+        assert!(
+            source.contains('#'),
+            "{name}: source {source:?} names the page's operation"
+        );
     }
 }
 
 #[test]
 fn the_tailscale_component_is_the_seed_catalogues_tailscale() {
     let rt = scout_host::Runtime::new(Default::default()).unwrap();
-    let c = rt.load_file(Path::new(scout_tests::components::TAILSCALE)).unwrap();
+    let c = rt
+        .load_file(Path::new(scout_tests::components::TAILSCALE))
+        .unwrap();
     let seed = scout_host::policy::Catalog::seed();
-    assert_eq!(&seed.admit(&c.info().manifest).unwrap(), seed.connector("tailscale").unwrap());
+    assert_eq!(
+        &seed.admit(&c.info().manifest).unwrap(),
+        seed.connector("tailscale").unwrap()
+    );
 
     // Reads only, every one of them grantable, no billing.
     let manifest = &c.info().manifest;
@@ -47,7 +65,11 @@ fn the_tailscale_component_is_the_seed_catalogues_tailscale() {
     assert_eq!(spec.grantable.len(), TOOLS.len());
 
     // The WITHHELD list of seed 000's "What is never given", each with a reason.
-    let withheld: Vec<&str> = manifest.withheld.iter().map(|w| w.effect.as_str()).collect();
+    let withheld: Vec<&str> = manifest
+        .withheld
+        .iter()
+        .map(|w| w.effect.as_str())
+        .collect();
     assert_eq!(
         withheld,
         [
@@ -57,10 +79,23 @@ fn the_tailscale_component_is_the_seed_catalogues_tailscale() {
             "a worker's sandbox joining the tailnet",
         ]
     );
-    assert!(manifest.withheld.iter().all(|w| w.reason.len() > 20), "every withheld effect has a real reason");
+    assert!(
+        manifest.withheld.iter().all(|w| w.reason.len() > 20),
+        "every withheld effect has a real reason"
+    );
 
     // Its only capability besides types and log is http.
-    let capabilities: BTreeSet<&str> = c.info().capabilities().into_iter().filter(|c| *c != "log").collect();
-    assert_eq!(capabilities, BTreeSet::from(["http"]), "imports: {:?}", c.info().imports);
+    let capabilities: BTreeSet<&str> = c
+        .info()
+        .capabilities()
+        .into_iter()
+        .filter(|c| *c != "log")
+        .collect();
+    assert_eq!(
+        capabilities,
+        BTreeSet::from(["http"]),
+        "imports: {:?}",
+        c.info().imports
+    );
     assert!(c.info().forbidden_imports.is_empty());
 }

@@ -3,7 +3,9 @@
 //! The host decides where requests go and how they are authenticated; these
 //! helpers only shape requests and turn statuses into [`ToolError`]s.
 
-use crate::bindings::scout::connector::http::{Client, Method, Request, Response, connect, connect_to};
+use crate::bindings::scout::connector::http::{
+    Client, Method, Request, Response, connect, connect_to,
+};
 use crate::{ToolError, UpstreamError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -20,14 +22,20 @@ pub struct Http {
 impl Http {
     /// Opens the client the host granted this connector for this call.
     pub fn connect() -> Result<Http, ToolError> {
-        Ok(Http { client: connect()?, headers: Vec::new() })
+        Ok(Http {
+            client: connect()?,
+            headers: Vec::new(),
+        })
     }
 
     /// Opens the client for another destination the tool's routes name
     /// (`Route: drive GET /drive/v3/files`): an origin the operator binds
     /// under that name, or a connector a joint tool `Reads-from`.
     pub fn connect_to(destination: &str) -> Result<Http, ToolError> {
-        Ok(Http { client: connect_to(destination)?, headers: Vec::new() })
+        Ok(Http {
+            client: connect_to(destination)?,
+            headers: Vec::new(),
+        })
     }
 
     /// Adds a header sent with every request (e.g. `Accept`). Headers that
@@ -38,7 +46,13 @@ impl Http {
     }
 
     /// Sends a request as is and returns the response whatever its status.
-    pub fn send(&self, method: Method, path: &str, query: &[(&str, &str)], body: Option<Vec<u8>>) -> Result<Response, ToolError> {
+    pub fn send(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, &str)],
+        body: Option<Vec<u8>>,
+    ) -> Result<Response, ToolError> {
         let mut headers = self.headers.clone();
         if body.is_some() {
             headers.push(("content-type".to_string(), "application/json".to_string()));
@@ -46,7 +60,10 @@ impl Http {
         let request = Request {
             method,
             path: path.to_string(),
-            query: query.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            query: query
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             headers,
             body,
         };
@@ -55,33 +72,59 @@ impl Http {
 
     /// Sends a request and parses a 2xx JSON answer; any other status becomes
     /// `not-found` (404) or `upstream`.
-    pub fn json<T: DeserializeOwned>(&self, method: Method, path: &str, query: &[(&str, &str)], body: Option<&impl Serialize>) -> Result<T, ToolError> {
+    pub fn json<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, &str)],
+        body: Option<&impl Serialize>,
+    ) -> Result<T, ToolError> {
         let body = match body {
-            Some(b) => Some(serde_json::to_vec(b).map_err(|e| ToolError::invalid(format!("cannot encode body: {e}")))?),
+            Some(b) => Some(
+                serde_json::to_vec(b)
+                    .map_err(|e| ToolError::invalid(format!("cannot encode body: {e}")))?,
+            ),
             None => None,
         };
         let response = self.send(method, path, query, body)?;
         check_status(&response)?;
-        serde_json::from_slice(&response.body).map_err(|e| ToolError::BadResponse(format!("response is not the expected JSON: {e}")))
+        serde_json::from_slice(&response.body)
+            .map_err(|e| ToolError::BadResponse(format!("response is not the expected JSON: {e}")))
     }
 
     /// GET and parse JSON.
-    pub fn get<T: DeserializeOwned>(&self, path: &str, query: &[(&str, &str)]) -> Result<T, ToolError> {
+    pub fn get<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &[(&str, &str)],
+    ) -> Result<T, ToolError> {
         self.json(Method::Get, path, query, None::<&()>)
     }
 
     /// POST a JSON body and parse JSON.
-    pub fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, ToolError> {
+    pub fn post<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<T, ToolError> {
         self.json(Method::Post, path, &[], Some(body))
     }
 
     /// PUT a JSON body and parse JSON.
-    pub fn put<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, ToolError> {
+    pub fn put<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<T, ToolError> {
         self.json(Method::Put, path, &[], Some(body))
     }
 
     /// PATCH a JSON body and parse JSON.
-    pub fn patch<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, ToolError> {
+    pub fn patch<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<T, ToolError> {
         self.json(Method::Patch, path, &[], Some(body))
     }
 
@@ -101,7 +144,10 @@ pub fn check_status(response: &Response) -> Result<(), ToolError> {
     if response.status == 404 {
         return Err(ToolError::NotFound(message));
     }
-    Err(ToolError::Upstream(UpstreamError { status: response.status, message }))
+    Err(ToolError::Upstream(UpstreamError {
+        status: response.status,
+        message,
+    }))
 }
 
 /// An error body's `"message"` field (read without `serde_json::Value`,
@@ -146,7 +192,9 @@ pub fn encode_path(path: &str) -> Result<String, ToolError> {
     let mut parts = Vec::new();
     for seg in path.trim_matches('/').split('/') {
         if seg.is_empty() || seg == "." || seg == ".." {
-            return Err(ToolError::invalid(format!("path `{path}` has an empty, `.` or `..` segment")));
+            return Err(ToolError::invalid(format!(
+                "path `{path}` has an empty, `.` or `..` segment"
+            )));
         }
         parts.push(encode_segment(seg));
     }

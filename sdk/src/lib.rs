@@ -43,7 +43,9 @@ pub mod log;
 /// The `meter` capability: reserve an estimate before a billed upstream
 /// call, settle the actual cost after. See `wit/meter.wit`.
 pub mod meter {
-    pub use crate::bindings::scout::connector::meter::{MeterError, Reservation, remaining, reserve, unit};
+    pub use crate::bindings::scout::connector::meter::{
+        MeterError, Reservation, remaining, reserve, unit,
+    };
 }
 
 /// The `folder` capability: directories the host granted by name
@@ -53,7 +55,9 @@ pub mod folder {
 }
 
 pub use bindings::scout::connector::http::{HttpError, Method, Request, Response};
-pub use bindings::scout::connector::types::{Capability, CapabilityError, Effect, ToolError, UpstreamError};
+pub use bindings::scout::connector::types::{
+    Capability, CapabilityError, Effect, ToolError, UpstreamError,
+};
 pub use http_client::{Http, check_status, encode_path, encode_segment};
 
 /// Not public API: what `bindings!` and `export!` expand to.
@@ -126,8 +130,18 @@ impl std::fmt::Display for ToolError {
     }
 }
 
-fn capability_error(capability: Capability, kind: &str, message: String, amount: Option<u64>) -> ToolError {
-    ToolError::Capability(CapabilityError { capability, kind: kind.to_string(), message, amount })
+fn capability_error(
+    capability: Capability,
+    kind: &str,
+    message: String,
+    amount: Option<u64>,
+) -> ToolError {
+    ToolError::Capability(CapabilityError {
+        capability,
+        kind: kind.to_string(),
+        message,
+        amount,
+    })
 }
 
 impl From<HttpError> for ToolError {
@@ -136,7 +150,11 @@ impl From<HttpError> for ToolError {
             HttpError::Denied(m) => ("denied", m, None),
             HttpError::Transport(m) => ("transport", m, None),
             HttpError::Timeout => ("timeout", "the request timed out".to_string(), None),
-            HttpError::TooLarge(n) => ("too-large", format!("the response exceeded {n} bytes"), Some(n)),
+            HttpError::TooLarge(n) => (
+                "too-large",
+                format!("the response exceeded {n} bytes"),
+                Some(n),
+            ),
         };
         capability_error(Capability::Http, kind, message, amount)
     }
@@ -146,8 +164,16 @@ impl From<meter::MeterError> for ToolError {
     fn from(e: meter::MeterError) -> Self {
         use meter::MeterError;
         let (kind, message, amount) = match e {
-            MeterError::RunExhausted(left) => ("run-exhausted", format!("the run's allowance has {left} left"), Some(left)),
-            MeterError::DayExhausted(left) => ("day-exhausted", format!("the day's allowance has {left} left"), Some(left)),
+            MeterError::RunExhausted(left) => (
+                "run-exhausted",
+                format!("the run's allowance has {left} left"),
+                Some(left),
+            ),
+            MeterError::DayExhausted(left) => (
+                "day-exhausted",
+                format!("the day's allowance has {left} left"),
+                Some(left),
+            ),
             MeterError::Denied(m) => ("denied", m, None),
             MeterError::Invalid(m) => ("invalid", m, None),
         };

@@ -59,7 +59,10 @@ pub struct RecordedRequest {
 impl RecordedRequest {
     /// The first value of a header (name compared case-insensitively).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -76,7 +79,9 @@ impl FakeGitHub {
     ///
     /// Must be called inside a tokio runtime.
     pub async fn start(token: &str) -> FakeGitHub {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.expect("bind 127.0.0.1:0");
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .expect("bind 127.0.0.1:0");
         FakeGitHub::serve(listener, token)
     }
 
@@ -105,7 +110,11 @@ impl FakeGitHub {
                 })
                 .await;
         });
-        FakeGitHub { origin, shared, shutdown: Some(tx) }
+        FakeGitHub {
+            origin,
+            shared,
+            shutdown: Some(tx),
+        }
     }
 
     /// `http://127.0.0.1:PORT`, no trailing slash.
@@ -177,7 +186,13 @@ impl FakeGitHub {
         let world = self.shared.world.lock().unwrap();
         world
             .repo(owner, repo)
-            .map(|r| r.issues.values().filter(|i| i.pull.is_some()).map(|i| i.title.clone()).collect())
+            .map(|r| {
+                r.issues
+                    .values()
+                    .filter(|i| i.pull.is_some())
+                    .map(|i| i.title.clone())
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }
@@ -256,7 +271,11 @@ struct Pull {
 
 impl World {
     fn seeded() -> World {
-        let mut world = World { repos: BTreeMap::new(), next_comment_id: 1001, commit_counter: 0 };
+        let mut world = World {
+            repos: BTreeMap::new(),
+            next_comment_id: 1001,
+            commit_counter: 0,
+        };
         let mut repo = Repo {
             id: 1296269,
             owner: "octo".into(),
@@ -271,7 +290,10 @@ impl World {
         };
         let mut files = Files::new();
         files.insert("README.md".into(), b"# Hello\n".to_vec());
-        files.insert("src/lib.rs".into(), b"pub fn hello() -> &'static str {\n    \"hello\"\n}\n".to_vec());
+        files.insert(
+            "src/lib.rs".into(),
+            b"pub fn hello() -> &'static str {\n    \"hello\"\n}\n".to_vec(),
+        );
         files.insert(
             ".github/workflows/ci.yml".into(),
             b"name: CI\non: [push, pull_request]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n      - run: cargo test\n"
@@ -299,7 +321,11 @@ impl World {
                 open: true,
                 author: "alice".into(),
                 labels: vec!["bug".into()],
-                comments: vec![IssueComment { id: 1000, author: "bob".into(), body: "I can reproduce this on Linux.".into() }],
+                comments: vec![IssueComment {
+                    id: 1000,
+                    author: "bob".into(),
+                    body: "I can reproduce this on Linux.".into(),
+                }],
                 pull: None,
             },
         );
@@ -326,7 +352,12 @@ impl World {
                 author: "dave".into(),
                 labels: vec![],
                 comments: vec![],
-                pull: Some(Pull { head: "feature".into(), base: "main".into(), draft: false, merged: false }),
+                pull: Some(Pull {
+                    head: "feature".into(),
+                    base: "main".into(),
+                    draft: false,
+                    merged: false,
+                }),
             },
         );
         world.repos.insert("octo/hello".into(), repo);
@@ -334,13 +365,33 @@ impl World {
     }
 
     fn repo(&self, owner: &str, repo: &str) -> Option<&Repo> {
-        self.repos.get(&format!("{owner}/{repo}").to_ascii_lowercase())
+        self.repos
+            .get(&format!("{owner}/{repo}").to_ascii_lowercase())
     }
 
-    fn new_commit(&mut self, repo: &mut Repo, tree: String, parents: Vec<String>, message: &str) -> String {
+    fn new_commit(
+        &mut self,
+        repo: &mut Repo,
+        tree: String,
+        parents: Vec<String>,
+        message: &str,
+    ) -> String {
         self.commit_counter += 1;
-        let sha = fake_sha(format!("commit {} {tree} {parents:?} {message}", self.commit_counter).as_bytes());
-        repo.commits.insert(sha.clone(), CommitObject { tree, parents, message: message.to_string() });
+        let sha = fake_sha(
+            format!(
+                "commit {} {tree} {parents:?} {message}",
+                self.commit_counter
+            )
+            .as_bytes(),
+        );
+        repo.commits.insert(
+            sha.clone(),
+            CommitObject {
+                tree,
+                parents,
+                message: message.to_string(),
+            },
+        );
         sha
     }
 }
@@ -362,7 +413,10 @@ impl Repo {
     /// A branch name (optionally `refs/heads/` or `heads/`), a full commit sha
     /// or a unique prefix of at least 7 characters.
     fn resolve(&self, git_ref: &str) -> Option<String> {
-        let name = git_ref.strip_prefix("refs/heads/").or_else(|| git_ref.strip_prefix("heads/")).unwrap_or(git_ref);
+        let name = git_ref
+            .strip_prefix("refs/heads/")
+            .or_else(|| git_ref.strip_prefix("heads/"))
+            .unwrap_or(git_ref);
         if let Some(sha) = self.branches.get(name) {
             return Some(sha.clone());
         }
@@ -418,7 +472,10 @@ impl Repo {
 type Reply = (StatusCode, Value);
 
 fn message(status: StatusCode, message: &str) -> Reply {
-    (status, json!({ "message": message, "documentation_url": "https://docs.github.com/rest", "status": status.as_u16().to_string() }))
+    (
+        status,
+        json!({ "message": message, "documentation_url": "https://docs.github.com/rest", "status": status.as_u16().to_string() }),
+    )
 }
 
 fn not_found() -> Reply {
@@ -431,7 +488,10 @@ fn unprocessable(msg: &str) -> Reply {
 
 async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
-    let body = to_bytes(body, MAX_BODY).await.map(|b| b.to_vec()).unwrap_or_default();
+    let body = to_bytes(body, MAX_BODY)
+        .await
+        .map(|b| b.to_vec())
+        .unwrap_or_default();
     shared.requests.lock().unwrap().push(RecordedRequest {
         method: parts.method.as_str().to_string(),
         path: parts.uri.path().to_string(),
@@ -439,27 +499,50 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         headers: parts
             .headers
             .iter()
-            .map(|(n, v)| (n.as_str().to_ascii_lowercase(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+            .map(|(n, v)| {
+                (
+                    n.as_str().to_ascii_lowercase(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
             .collect(),
         body: body.clone(),
     });
 
     let expected = format!("Bearer {}", shared.token);
     let authorized = parts.headers.get_all("authorization").iter().count() == 1
-        && parts.headers.get("authorization").is_some_and(|v| v.as_bytes() == expected.as_bytes());
+        && parts
+            .headers
+            .get("authorization")
+            .is_some_and(|v| v.as_bytes() == expected.as_bytes());
     let (status, value) = if authorized {
         let mut world = shared.world.lock().unwrap();
-        route(&mut world, &shared.origin, parts.method.as_str(), &parts.uri, &body)
+        route(
+            &mut world,
+            &shared.origin,
+            parts.method.as_str(),
+            &parts.uri,
+            &body,
+        )
     } else {
         message(StatusCode::UNAUTHORIZED, "Bad credentials")
     };
     let mut response = (status, axum::Json(value)).into_response();
-    response.headers_mut().insert("x-github-media-type", "github.v3; format=json".parse().unwrap());
+    response.headers_mut().insert(
+        "x-github-media-type",
+        "github.v3; format=json".parse().unwrap(),
+    );
     response
 }
 
 fn route(world: &mut World, origin: &str, method: &str, uri: &Uri, body: &[u8]) -> Reply {
-    let Some(segments) = uri.path().strip_prefix('/').unwrap_or(uri.path()).split('/').map(percent_decode).collect::<Option<Vec<String>>>()
+    let Some(segments) = uri
+        .path()
+        .strip_prefix('/')
+        .unwrap_or(uri.path())
+        .split('/')
+        .map(percent_decode)
+        .collect::<Option<Vec<String>>>()
     else {
         return not_found();
     };
@@ -472,9 +555,15 @@ fn route(world: &mut World, origin: &str, method: &str, uri: &Uri, body: &[u8]) 
         return not_found();
     };
     let key = format!("{owner}/{name}").to_ascii_lowercase();
-    let mut ctx = Ctx { world, key, origin, query };
+    let mut ctx = Ctx {
+        world,
+        key,
+        origin,
+        query,
+    };
     let json_body = || -> Result<Value, Reply> {
-        serde_json::from_slice(body).map_err(|_| message(StatusCode::BAD_REQUEST, "Problems parsing JSON"))
+        serde_json::from_slice(body)
+            .map_err(|_| message(StatusCode::BAD_REQUEST, "Problems parsing JSON"))
     };
     if !ctx.world.repos.contains_key(&ctx.key) {
         return not_found();
@@ -492,9 +581,13 @@ fn route(world: &mut World, origin: &str, method: &str, uri: &Uri, body: &[u8]) 
         ("POST", ["pulls"]) => json_body().and_then(|b| ctx.create_pull(&b)),
         ("GET", ["pulls", n]) => ctx.pull(n),
         ("GET", ["pulls", n, "files"]) => ctx.pull_files(n),
-        ("GET", ["git", "ref", r @ ..]) | ("GET", ["git", "refs", r @ ..]) if !r.is_empty() => ctx.get_ref(&r.join("/")),
+        ("GET", ["git", "ref", r @ ..]) | ("GET", ["git", "refs", r @ ..]) if !r.is_empty() => {
+            ctx.get_ref(&r.join("/"))
+        }
         ("POST", ["git", "refs"]) => json_body().and_then(|b| ctx.create_ref(&b)),
-        ("PATCH", ["git", "refs", r @ ..]) if !r.is_empty() => json_body().and_then(|b| ctx.update_ref(&r.join("/"), &b)),
+        ("PATCH", ["git", "refs", r @ ..]) if !r.is_empty() => {
+            json_body().and_then(|b| ctx.update_ref(&r.join("/"), &b))
+        }
         ("GET", ["git", "commits", sha]) => ctx.get_commit(sha),
         ("POST", ["git", "commits"]) => json_body().and_then(|b| ctx.create_commit(&b)),
         ("GET", ["git", "trees", sha]) => ctx.get_tree(sha),
@@ -570,14 +663,34 @@ impl Ctx<'_> {
 
     /// `per_page` (default 30, at most 100) and `page` (from 1) applied to a list.
     fn paginate<T>(&self, items: Vec<T>) -> Vec<T> {
-        let per_page = self.query.get("per_page").and_then(|v| v.parse::<usize>().ok()).filter(|n| *n > 0).unwrap_or(30).min(100);
-        let page = self.query.get("page").and_then(|v| v.parse::<usize>().ok()).filter(|n| *n > 0).unwrap_or(1);
-        items.into_iter().skip((page - 1) * per_page).take(per_page).collect()
+        let per_page = self
+            .query
+            .get("per_page")
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(30)
+            .min(100);
+        let page = self
+            .query
+            .get("page")
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(1);
+        items
+            .into_iter()
+            .skip((page - 1) * per_page)
+            .take(per_page)
+            .collect()
     }
 
     /// The `state` filter of issue and pull lists (default `open`).
     fn state_matches(&self, open: bool) -> bool {
-        match self.query.get("state").map(String::as_str).unwrap_or("open") {
+        match self
+            .query
+            .get("state")
+            .map(String::as_str)
+            .unwrap_or("open")
+        {
             "closed" => !open,
             "all" => true,
             _ => open,
@@ -612,7 +725,11 @@ impl Ctx<'_> {
         let path = path.trim_matches('/');
         let commit = match self.query.get("ref").filter(|v| !v.is_empty()) {
             Some(git_ref) => r.resolve(git_ref).ok_or_else(not_found)?,
-            None => r.branches.get(&r.default_branch).cloned().ok_or_else(not_found)?,
+            None => r
+                .branches
+                .get(&r.default_branch)
+                .cloned()
+                .ok_or_else(not_found)?,
         };
         let files = r.files_at(&commit).ok_or_else(not_found)?;
         if let Some(content) = files.get(path) {
@@ -627,19 +744,31 @@ impl Ctx<'_> {
             value["content"] = json!(wrapped);
             return Ok(ok(value));
         }
-        let prefix = if path.is_empty() { String::new() } else { format!("{path}/") };
+        let prefix = if path.is_empty() {
+            String::new()
+        } else {
+            format!("{path}/")
+        };
         let mut entries: BTreeMap<String, Value> = BTreeMap::new();
         for (file, content) in files.range(prefix.clone()..) {
-            let Some(rel) = file.strip_prefix(&prefix) else { break };
+            let Some(rel) = file.strip_prefix(&prefix) else {
+                break;
+            };
             let full = |name: &str| format!("{prefix}{name}");
             match rel.split_once('/') {
                 None => {
-                    entries.insert(rel.to_string(), self.content_entry(&full(rel), "file", content.len(), &blob_sha(content)));
+                    entries.insert(
+                        rel.to_string(),
+                        self.content_entry(&full(rel), "file", content.len(), &blob_sha(content)),
+                    );
                 }
                 Some((dir, _)) => {
                     if !entries.contains_key(dir) {
                         let sha = tree_sha(files, &full(dir));
-                        entries.insert(dir.to_string(), self.content_entry(&full(dir), "dir", 0, &sha));
+                        entries.insert(
+                            dir.to_string(),
+                            self.content_entry(&full(dir), "dir", 0, &sha),
+                        );
                     }
                 }
             }
@@ -653,10 +782,22 @@ impl Ctx<'_> {
     fn content_entry(&self, path: &str, kind: &str, size: usize, sha: &str) -> Value {
         let name = path.rsplit('/').next().unwrap_or(path);
         let url = self.api(&format!("/contents/{path}"));
-        let git_url = self.api(&format!("/git/{}/{sha}", if kind == "dir" { "trees" } else { "blobs" }));
-        let html_url = self.html(&format!("/{}/{}/{path}", if kind == "dir" { "tree" } else { "blob" }, self.repo().default_branch));
+        let git_url = self.api(&format!(
+            "/git/{}/{sha}",
+            if kind == "dir" { "trees" } else { "blobs" }
+        ));
+        let html_url = self.html(&format!(
+            "/{}/{}/{path}",
+            if kind == "dir" { "tree" } else { "blob" },
+            self.repo().default_branch
+        ));
         let download_url = if kind == "file" {
-            Value::String(format!("https://raw.githubusercontent.com/{}/{}/{}/{path}", self.repo().owner, self.repo().name, self.repo().default_branch))
+            Value::String(format!(
+                "https://raw.githubusercontent.com/{}/{}/{}/{path}",
+                self.repo().owner,
+                self.repo().name,
+                self.repo().default_branch
+            ))
         } else {
             Value::Null
         };
@@ -692,11 +833,19 @@ impl Ctx<'_> {
 
     fn number(&self, n: &str) -> Result<u64, Reply> {
         let n: u64 = n.parse().map_err(|_| not_found())?;
-        if self.repo().issues.contains_key(&n) { Ok(n) } else { Err(not_found()) }
+        if self.repo().issues.contains_key(&n) {
+            Ok(n)
+        } else {
+            Err(not_found())
+        }
     }
 
     fn issue_json(&self, issue: &Issue) -> Value {
-        let kind = if issue.pull.is_some() { "pull" } else { "issues" };
+        let kind = if issue.pull.is_some() {
+            "pull"
+        } else {
+            "issues"
+        };
         let mut value = json!({
             "id": 10_000 + issue.number,
             "node_id": format!("I_fake{}", issue.number),
@@ -735,8 +884,13 @@ impl Ctx<'_> {
 
     fn list_issues(&self) -> Reply {
         let r = self.repo();
-        let list: Vec<Value> =
-            r.issues.values().rev().filter(|i| self.state_matches(i.open)).map(|i| self.issue_json(i)).collect();
+        let list: Vec<Value> = r
+            .issues
+            .values()
+            .rev()
+            .filter(|i| self.state_matches(i.open))
+            .map(|i| self.issue_json(i))
+            .collect();
         ok(Value::Array(self.paginate(list)))
     }
 
@@ -746,7 +900,11 @@ impl Ctx<'_> {
     }
 
     fn comment_json(&self, number: u64, comment: &IssueComment) -> Value {
-        let kind = if self.repo().issues[&number].pull.is_some() { "pull" } else { "issues" };
+        let kind = if self.repo().issues[&number].pull.is_some() {
+            "pull"
+        } else {
+            "issues"
+        };
         json!({
             "id": comment.id,
             "node_id": format!("IC_fake{}", comment.id),
@@ -763,21 +921,37 @@ impl Ctx<'_> {
 
     fn issue_comments(&self, n: &str) -> Answer {
         let n = self.number(n)?;
-        let list: Vec<Value> = self.repo().issues[&n].comments.iter().map(|c| self.comment_json(n, c)).collect();
+        let list: Vec<Value> = self.repo().issues[&n]
+            .comments
+            .iter()
+            .map(|c| self.comment_json(n, c))
+            .collect();
         Ok(ok(Value::Array(self.paginate(list))))
     }
 
     fn create_comment(&mut self, n: &str, body: &Value) -> Answer {
         let n = self.number(n)?;
-        let text = body.get("body").and_then(Value::as_str).filter(|b| !b.is_empty());
+        let text = body
+            .get("body")
+            .and_then(Value::as_str)
+            .filter(|b| !b.is_empty());
         let Some(text) = text else {
             return Err(unprocessable("Validation Failed: body is missing"));
         };
         let id = self.world.next_comment_id;
         self.world.next_comment_id += 1;
-        let comment = IssueComment { id, author: BOT.to_string(), body: text.to_string() };
+        let comment = IssueComment {
+            id,
+            author: BOT.to_string(),
+            body: text.to_string(),
+        };
         let value = self.comment_json(n, &comment);
-        self.repo_mut().issues.get_mut(&n).unwrap().comments.push(comment);
+        self.repo_mut()
+            .issues
+            .get_mut(&n)
+            .unwrap()
+            .comments
+            .push(comment);
         Ok(created(value))
     }
 
@@ -841,7 +1015,11 @@ impl Ctx<'_> {
 
     fn pull_number(&self, n: &str) -> Result<u64, Reply> {
         let n = self.number(n)?;
-        if self.repo().issues[&n].pull.is_some() { Ok(n) } else { Err(not_found()) }
+        if self.repo().issues[&n].pull.is_some() {
+            Ok(n)
+        } else {
+            Err(not_found())
+        }
     }
 
     fn pull(&self, n: &str) -> Answer {
@@ -852,11 +1030,15 @@ impl Ctx<'_> {
     /// Files changed between the merge base of the pull request's branches and its head.
     fn diff(&self, pull: &Pull) -> Vec<FileDiff> {
         let r = self.repo();
-        let (Some(head), Some(base)) = (r.branches.get(&pull.head), r.branches.get(&pull.base)) else {
+        let (Some(head), Some(base)) = (r.branches.get(&pull.head), r.branches.get(&pull.base))
+        else {
             return Vec::new();
         };
         let empty = Files::new();
-        let from = r.merge_base(base, head).and_then(|c| r.files_at(&c)).unwrap_or(&empty);
+        let from = r
+            .merge_base(base, head)
+            .and_then(|c| r.files_at(&c))
+            .unwrap_or(&empty);
         let to = r.files_at(head).unwrap_or(&empty);
         let paths: BTreeSet<&String> = from.keys().chain(to.keys()).collect();
         paths
@@ -869,8 +1051,17 @@ impl Ctx<'_> {
                     (Some(a), Some(b)) if a != b => "modified",
                     _ => return None,
                 };
-                let (additions, deletions) = line_changes(old.map(Vec::as_slice).unwrap_or(b""), new.map(Vec::as_slice).unwrap_or(b""));
-                Some(FileDiff { path: path.clone(), status, sha: new.map(|c| blob_sha(c)), additions, deletions })
+                let (additions, deletions) = line_changes(
+                    old.map(Vec::as_slice).unwrap_or(b""),
+                    new.map(Vec::as_slice).unwrap_or(b""),
+                );
+                Some(FileDiff {
+                    path: path.clone(),
+                    status,
+                    sha: new.map(|c| blob_sha(c)),
+                    additions,
+                    deletions,
+                })
             })
             .collect()
     }
@@ -899,23 +1090,36 @@ impl Ctx<'_> {
     }
 
     fn create_pull(&mut self, body: &Value) -> Answer {
-        let title = body.get("title").and_then(Value::as_str).filter(|t| !t.is_empty());
+        let title = body
+            .get("title")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty());
         let head = body.get("head").and_then(Value::as_str);
         let base = body.get("base").and_then(Value::as_str);
         let (Some(title), Some(head), Some(base)) = (title, head, base) else {
-            return Err(unprocessable("Validation Failed: title, head and base are required"));
+            return Err(unprocessable(
+                "Validation Failed: title, head and base are required",
+            ));
         };
         // `owner:branch` names a branch of this repository when the owner is its own.
         let head_branch = match head.split_once(':') {
             Some((owner, branch)) if owner.eq_ignore_ascii_case(&self.repo().owner) => branch,
-            Some(_) => return Err(unprocessable("Validation Failed: head is not a branch of this repository")),
+            Some(_) => {
+                return Err(unprocessable(
+                    "Validation Failed: head is not a branch of this repository",
+                ));
+            }
             None => head,
         };
         if !self.repo().branches.contains_key(head_branch) {
-            return Err(unprocessable(&format!("Validation Failed: head `{head}` does not exist")));
+            return Err(unprocessable(&format!(
+                "Validation Failed: head `{head}` does not exist"
+            )));
         }
         if !self.repo().branches.contains_key(base) {
-            return Err(unprocessable(&format!("Validation Failed: base `{base}` does not exist")));
+            return Err(unprocessable(&format!(
+                "Validation Failed: base `{base}` does not exist"
+            )));
         }
         let repo = self.repo_mut();
         let number = repo.next_number;
@@ -957,10 +1161,16 @@ impl Ctx<'_> {
     }
 
     fn create_ref(&mut self, body: &Value) -> Answer {
-        let (Some(name), Some(sha)) = (body.get("ref").and_then(Value::as_str), body.get("sha").and_then(Value::as_str)) else {
+        let (Some(name), Some(sha)) = (
+            body.get("ref").and_then(Value::as_str),
+            body.get("sha").and_then(Value::as_str),
+        ) else {
             return Err(unprocessable("Invalid request: ref and sha are required"));
         };
-        let Some(branch) = name.strip_prefix("refs/heads/").filter(|b| valid_ref_name(b)) else {
+        let Some(branch) = name
+            .strip_prefix("refs/heads/")
+            .filter(|b| valid_ref_name(b))
+        else {
             return Err(unprocessable(&format!("{name} is not a valid ref name.")));
         };
         if !self.repo().commits.contains_key(sha) {
@@ -969,7 +1179,9 @@ impl Ctx<'_> {
         if self.repo().branches.contains_key(branch) {
             return Err(unprocessable("Reference already exists"));
         }
-        self.repo_mut().branches.insert(branch.to_string(), sha.to_string());
+        self.repo_mut()
+            .branches
+            .insert(branch.to_string(), sha.to_string());
         Ok(created(self.ref_json(branch, sha)))
     }
 
@@ -990,7 +1202,9 @@ impl Ctx<'_> {
         if !force && !self.repo().is_ancestor(&current, sha) {
             return Err(unprocessable("Update is not a fast forward"));
         }
-        self.repo_mut().branches.insert(branch.to_string(), sha.to_string());
+        self.repo_mut()
+            .branches
+            .insert(branch.to_string(), sha.to_string());
         Ok(ok(self.ref_json(branch, sha)))
     }
 
@@ -1021,12 +1235,17 @@ impl Ctx<'_> {
         let message = body.get("message").and_then(Value::as_str);
         let tree = body.get("tree").and_then(Value::as_str);
         let (Some(message), Some(tree)) = (message, tree) else {
-            return Err(unprocessable("Invalid request: message and tree are required"));
+            return Err(unprocessable(
+                "Invalid request: message and tree are required",
+            ));
         };
         let parents: Vec<String> = match body.get("parents") {
             None | Some(Value::Null) => vec![],
             Some(Value::Array(list)) => {
-                let parents: Option<Vec<String>> = list.iter().map(|p| p.as_str().map(str::to_string)).collect();
+                let parents: Option<Vec<String>> = list
+                    .iter()
+                    .map(|p| p.as_str().map(str::to_string))
+                    .collect();
                 parents.ok_or_else(|| unprocessable("Invalid request: parents must be shas"))?
             }
             Some(_) => return Err(unprocessable("Invalid request: parents must be an array")),
@@ -1035,7 +1254,9 @@ impl Ctx<'_> {
             return Err(unprocessable("Tree SHA does not exist"));
         }
         if parents.iter().any(|p| !self.repo().commits.contains_key(p)) {
-            return Err(unprocessable("Parent SHA does not exist or is not a commit object"));
+            return Err(unprocessable(
+                "Parent SHA does not exist or is not a commit object",
+            ));
         }
         let key = self.key.clone();
         let world = &mut *self.world;
@@ -1047,7 +1268,10 @@ impl Ctx<'_> {
     }
 
     fn tree_json(&self, sha: &str, files: &Files) -> Value {
-        let recursive = self.query.get("recursive").is_some_and(|v| !v.is_empty() && v != "0" && v != "false");
+        let recursive = self
+            .query
+            .get("recursive")
+            .is_some_and(|v| !v.is_empty() && v != "0" && v != "false");
         let mut entries: BTreeMap<String, Value> = BTreeMap::new();
         for (path, content) in files {
             let parts: Vec<&str> = path.split('/').collect();
@@ -1079,7 +1303,12 @@ impl Ctx<'_> {
     fn create_tree(&mut self, body: &Value) -> Answer {
         let mut files = match body.get("base_tree") {
             None | Some(Value::Null) => Files::new(),
-            Some(Value::String(base)) => self.repo().trees.get(base).cloned().ok_or_else(|| unprocessable("base_tree is not a valid tree"))?,
+            Some(Value::String(base)) => self
+                .repo()
+                .trees
+                .get(base)
+                .cloned()
+                .ok_or_else(|| unprocessable("base_tree is not a valid tree"))?,
             Some(_) => return Err(unprocessable("Invalid request: base_tree must be a sha")),
         };
         let Some(entries) = body.get("tree").and_then(Value::as_array) else {
@@ -1087,29 +1316,52 @@ impl Ctx<'_> {
         };
         for entry in entries {
             let path = entry.get("path").and_then(Value::as_str).unwrap_or("");
-            if path.is_empty() || path.split('/').any(|s| s.is_empty() || s == "." || s == ".." || s.eq_ignore_ascii_case(".git")) {
-                return Err(unprocessable(&format!("tree.path contains a malformed path component: {path:?}")));
+            if path.is_empty()
+                || path.split('/').any(|s| {
+                    s.is_empty() || s == "." || s == ".." || s.eq_ignore_ascii_case(".git")
+                })
+            {
+                return Err(unprocessable(&format!(
+                    "tree.path contains a malformed path component: {path:?}"
+                )));
             }
             let mode = entry.get("mode").and_then(Value::as_str).unwrap_or("");
             let kind = entry.get("type").and_then(Value::as_str).unwrap_or("");
             if !matches!(mode, "100644" | "100755") || kind != "blob" {
-                return Err(unprocessable("the fake only supports blob entries with mode 100644 or 100755"));
+                return Err(unprocessable(
+                    "the fake only supports blob entries with mode 100644 or 100755",
+                ));
             }
             let content = match (entry.get("content"), entry.get("sha")) {
                 (Some(Value::String(c)), None) => Some(c.as_bytes().to_vec()),
-                (None, Some(Value::String(sha))) => {
-                    Some(self.repo().blobs.get(sha).cloned().ok_or_else(|| unprocessable("tree.sha is not a valid blob"))?)
-                }
+                (None, Some(Value::String(sha))) => Some(
+                    self.repo()
+                        .blobs
+                        .get(sha)
+                        .cloned()
+                        .ok_or_else(|| unprocessable("tree.sha is not a valid blob"))?,
+                ),
                 (None, Some(Value::Null)) => None,
-                _ => return Err(unprocessable("Invalid request: give exactly one of content or sha")),
+                _ => {
+                    return Err(unprocessable(
+                        "Invalid request: give exactly one of content or sha",
+                    ));
+                }
             };
             match content {
                 Some(content) => {
                     let as_dir = format!("{path}/");
-                    let file_under_dir = files.range(as_dir.clone()..).next().is_some_and(|(k, _)| k.starts_with(&as_dir));
-                    let parent_is_file = path.match_indices('/').any(|(i, _)| files.contains_key(&path[..i]));
+                    let file_under_dir = files
+                        .range(as_dir.clone()..)
+                        .next()
+                        .is_some_and(|(k, _)| k.starts_with(&as_dir));
+                    let parent_is_file = path
+                        .match_indices('/')
+                        .any(|(i, _)| files.contains_key(&path[..i]));
                     if file_under_dir || parent_is_file {
-                        return Err(unprocessable(&format!("tree.path {path:?} conflicts with an existing entry")));
+                        return Err(unprocessable(&format!(
+                            "tree.path {path:?} conflicts with an existing entry"
+                        )));
                     }
                     files.insert(path.to_string(), content);
                 }
@@ -1154,7 +1406,11 @@ fn line_changes(old: &[u8], new: &[u8]) -> (usize, usize) {
     let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
     for i in (0..a.len()).rev() {
         for j in (0..b.len()).rev() {
-            lcs[i][j] = if a[i] == b[j] { lcs[i + 1][j + 1] + 1 } else { lcs[i + 1][j].max(lcs[i][j + 1]) };
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
         }
     }
     let common = lcs[0][0];
@@ -1172,7 +1428,9 @@ fn valid_ref_name(name: &str) -> bool {
         && !name.ends_with('.')
         && !name.ends_with(".lock")
         && !name.starts_with('-')
-        && !name.chars().any(|c| c.is_ascii_control() || " ~^:?*[\\".contains(c))
+        && !name
+            .chars()
+            .any(|c| c.is_ascii_control() || " ~^:?*[\\".contains(c))
         && !name.split('/').any(|c| c.starts_with('.'))
 }
 
@@ -1187,7 +1445,9 @@ fn fnv(bytes: &[u8], seed: u64) -> u64 {
 
 /// 40 hex characters derived from `bytes` (not SHA-1; stable and good enough for a fake).
 fn fake_sha(bytes: &[u8]) -> String {
-    let hex: String = (1..=3).map(|seed| format!("{:016x}", fnv(bytes, seed))).collect();
+    let hex: String = (1..=3)
+        .map(|seed| format!("{:016x}", fnv(bytes, seed)))
+        .collect();
     hex[..40].to_string()
 }
 
@@ -1199,7 +1459,11 @@ fn blob_sha(content: &[u8]) -> String {
 
 /// The sha of the tree at directory `dir` ("" for the root) of a snapshot.
 fn tree_sha(files: &Files, dir: &str) -> String {
-    let prefix = if dir.is_empty() { String::new() } else { format!("{dir}/") };
+    let prefix = if dir.is_empty() {
+        String::new()
+    } else {
+        format!("{dir}/")
+    };
     let mut bytes = b"tree\0".to_vec();
     for (path, content) in files.iter().filter(|(p, _)| p.starts_with(&prefix)) {
         bytes.extend_from_slice(&path.as_bytes()[prefix.len()..]);
@@ -1209,4 +1473,3 @@ fn tree_sha(files: &Files, dir: &str) -> String {
     }
     fake_sha(&bytes)
 }
-

@@ -41,7 +41,9 @@ pub mod mcp_wire {
 /// A `serve` configuration file's text: SQLite file `scout.db` beside it,
 /// the GitHub component built from source bound to `github_origin`.
 pub fn serve_config_for_github(github_origin: &str) -> String {
-    let component = std::path::Path::new(components::GITHUB).canonicalize().expect("the GitHub component was built");
+    let component = std::path::Path::new(components::GITHUB)
+        .canonicalize()
+        .expect("the GitHub component was built");
     format!(
         "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\n\n[connectors.github]\ncomponent = {:?}\norigin = {:?}\nallow_private_network = true\n",
         component.display().to_string(),
@@ -76,7 +78,9 @@ impl TempDb {
         use std::sync::atomic::{AtomicU64, Ordering};
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let db = TempDb(std::env::temp_dir().join(format!("scout-test-{name}-{}-{n}.db", std::process::id())));
+        let db = TempDb(
+            std::env::temp_dir().join(format!("scout-test-{name}-{}-{n}.db", std::process::id())),
+        );
         db.remove();
         db
     }
@@ -109,12 +113,20 @@ impl Drop for TempDb {
 /// `capability` (`http`, `meter`, `folder`) and `kind` (`denied`,
 /// `run-exhausted`, ...): the number it carries if any (what an allowance
 /// has left, a size limit), else its message. `Null` for any other output.
-pub fn capability_error(output: &serde_json::Value, capability: &str, kind: &str) -> serde_json::Value {
+pub fn capability_error(
+    output: &serde_json::Value,
+    capability: &str,
+    kind: &str,
+) -> serde_json::Value {
     let e = &output["err"]["capability"];
     if e["capability"] != capability || e["kind"] != kind {
         return serde_json::Value::Null;
     }
-    if e["amount"].is_null() { e["message"].clone() } else { e["amount"].clone() }
+    if e["amount"].is_null() {
+        e["message"].clone()
+    } else {
+        e["amount"].clone()
+    }
 }
 
 /// The Python interpreter that runs the official MCP client
@@ -136,7 +148,12 @@ pub struct ServeProcess {
 impl ServeProcess {
     /// `BIN serve --config CONFIG` with an empty environment but `PATH`, the
     /// admin token and the store key; add the switches a test needs.
-    pub fn command(bin: &str, config: &std::path::Path, admin_token: &str, store_key_hex: &str) -> std::process::Command {
+    pub fn command(
+        bin: &str,
+        config: &std::path::Path,
+        admin_token: &str,
+        store_key_hex: &str,
+    ) -> std::process::Command {
         let mut command = std::process::Command::new(bin);
         command
             .args(["serve", "--config"])
@@ -163,9 +180,19 @@ impl ServeProcess {
         let mut first = String::new();
         let mut stdout = BufReader::new(stdout);
         let _ = stdout.read_line(&mut first);
-        let base = first.trim().rsplit(' ').next().filter(|u| u.starts_with("http://127.0.0.1:")).map(str::to_string);
+        let base = first
+            .trim()
+            .rsplit(' ')
+            .next()
+            .filter(|u| u.starts_with("http://127.0.0.1:"))
+            .map(str::to_string);
         match base {
-            Some(base) => ServeProcess { child, base, _stdout: stdout, _stderr: stderr },
+            Some(base) => ServeProcess {
+                child,
+                base,
+                _stdout: stdout,
+                _stderr: stderr,
+            },
             None => {
                 let mut err = String::new();
                 let mut stderr = stderr;
@@ -201,28 +228,47 @@ pub mod replay_suite {
 
     /// A JSON file, or a panic naming it.
     pub fn read_json(path: &Path) -> Value {
-        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+        let text = std::fs::read_to_string(path)
+            .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
     }
 
     impl Suite {
         /// `connectors/NAME/fixtures` of this workspace.
         pub fn of(connector: &str) -> Suite {
-            Suite { dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("../connectors").join(connector).join("fixtures") }
+            Suite {
+                dir: Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../connectors")
+                    .join(connector)
+                    .join("fixtures"),
+            }
         }
 
         /// The cases of `cases.json`, as written.
         pub fn case_list(&self) -> Vec<Value> {
-            read_json(&self.dir.join("cases.json")).as_array().expect("cases.json is a list").clone()
+            read_json(&self.dir.join("cases.json"))
+                .as_array()
+                .expect("cases.json is a list")
+                .clone()
         }
 
         /// Case name -> tool; two cases with one name is an error.
         pub fn cases(&self) -> BTreeMap<String, String> {
             let mut by_name = BTreeMap::new();
             for case in self.case_list() {
-                let name = case["name"].as_str().expect("a case has a name").to_string();
-                let tool = case["tool"].as_str().expect("a case has a tool").to_string();
-                assert!(by_name.insert(name.clone(), tool).is_none(), "two cases named {name}");
+                let name = case["name"]
+                    .as_str()
+                    .expect("a case has a name")
+                    .to_string();
+                let tool = case["tool"]
+                    .as_str()
+                    .expect("a case has a tool")
+                    .to_string();
+                assert!(
+                    by_name.insert(name.clone(), tool).is_none(),
+                    "two cases named {name}"
+                );
             }
             by_name
         }
@@ -232,8 +278,13 @@ pub mod replay_suite {
             let mut files = BTreeMap::new();
             for entry in std::fs::read_dir(&self.dir).expect("the fixtures directory") {
                 let path = entry.expect("a directory entry").path();
-                let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
-                if name == "cases.json" || path.extension().and_then(|e| e.to_str()) != Some("json") {
+                let name = path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or_default()
+                    .to_string();
+                if name == "cases.json" || path.extension().and_then(|e| e.to_str()) != Some("json")
+                {
                     continue;
                 }
                 files.insert(name, read_json(&path));
@@ -242,13 +293,18 @@ pub mod replay_suite {
         }
 
         /// The fixture files a case names (every one when it names none).
-        pub fn fixtures_of<'a>(case: &Value, files: &'a BTreeMap<String, Value>) -> Vec<(&'a String, &'a Value)> {
+        pub fn fixtures_of<'a>(
+            case: &Value,
+            files: &'a BTreeMap<String, Value>,
+        ) -> Vec<(&'a String, &'a Value)> {
             match case.get("fixtures").and_then(Value::as_array) {
                 Some(names) => names
                     .iter()
                     .map(|n| {
                         let n = n.as_str().unwrap_or_default();
-                        files.get_key_value(n).unwrap_or_else(|| panic!("case {} names a missing fixture {n}", case["name"]))
+                        files.get_key_value(n).unwrap_or_else(|| {
+                            panic!("case {} names a missing fixture {n}", case["name"])
+                        })
                     })
                     .collect(),
                 None => files.iter().collect(),
@@ -268,38 +324,70 @@ pub mod replay_suite {
                 .expect("run scout-host test");
             let stdout = String::from_utf8_lossy(&out.stdout).to_string();
             let stderr = String::from_utf8_lossy(&out.stderr);
-            assert_eq!(out.status.code(), Some(0), "scout-host test failed:\n{stdout}\n{stderr}");
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "scout-host test failed:\n{stdout}\n{stderr}"
+            );
             // `ok      NAME (1.2 ms)`
             let passed: BTreeSet<String> = stdout
                 .lines()
                 .filter_map(|l| l.strip_prefix("ok "))
                 .map(|rest| {
                     let rest = rest.trim_start();
-                    rest.rsplit_once(" (").map_or(rest, |(name, _)| name).to_string()
+                    rest.rsplit_once(" (")
+                        .map_or(rest, |(name, _)| name)
+                        .to_string()
                 })
                 .collect();
             assert!(!stdout.lines().any(|l| l.starts_with("FAILED")), "{stdout}");
             let cases = self.cases();
-            assert_eq!(passed, cases.keys().cloned().collect::<BTreeSet<_>>(), "every case in cases.json passed:\n{stdout}");
-            assert!(stdout.contains(&format!("test result: ok. {} passed; 0 failed", cases.len())), "{stdout}");
+            assert_eq!(
+                passed,
+                cases.keys().cloned().collect::<BTreeSet<_>>(),
+                "every case in cases.json passed:\n{stdout}"
+            );
+            assert!(
+                stdout.contains(&format!(
+                    "test result: ok. {} passed; 0 failed",
+                    cases.len()
+                )),
+                "{stdout}"
+            );
             let covered: BTreeSet<&str> = passed.iter().map(|name| cases[name].as_str()).collect();
             for tool in tools {
                 assert!(covered.contains(tool), "{tool} has no passing replay case");
             }
             let unknown: Vec<&&str> = covered.iter().filter(|t| !tools.contains(t)).collect();
-            assert!(unknown.is_empty(), "cases name tools the connector does not have (use wire names): {unknown:?}");
+            assert!(
+                unknown.is_empty(),
+                "cases name tools the connector does not have (use wire names): {unknown:?}"
+            );
         }
 
         /// Asserts that there are at least `min` fixture files and that each is
         /// UNVERIFIED, has no capture date and names a `source` starting with
         /// `source_prefix`; returns them for the connector's own checks.
-        pub fn assert_unverified(&self, source_prefix: &str, min: usize) -> BTreeMap<String, Value> {
+        pub fn assert_unverified(
+            &self,
+            source_prefix: &str,
+            min: usize,
+        ) -> BTreeMap<String, Value> {
             let files = self.fixture_files();
             for (name, fixture) in &files {
-                assert_eq!(fixture["provenance"], "UNVERIFIED", "{name}: written from the docs, never recorded");
-                assert!(fixture.get("captured_at").is_none(), "{name}: an UNVERIFIED fixture has no capture date");
+                assert_eq!(
+                    fixture["provenance"], "UNVERIFIED",
+                    "{name}: written from the docs, never recorded"
+                );
+                assert!(
+                    fixture.get("captured_at").is_none(),
+                    "{name}: an UNVERIFIED fixture has no capture date"
+                );
                 let source = fixture["source"].as_str().unwrap_or_default();
-                assert!(source.starts_with(source_prefix), "{name}: source {source:?} is not a page under {source_prefix}");
+                assert!(
+                    source.starts_with(source_prefix),
+                    "{name}: source {source:?} is not a page under {source_prefix}"
+                );
             }
             assert!(files.len() >= min, "only {} fixture files", files.len());
             files

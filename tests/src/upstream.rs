@@ -26,7 +26,10 @@ pub struct Seen {
 impl Seen {
     /// The value of a header, if sent.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -63,14 +66,20 @@ impl Upstream {
     /// character; `percent`: `%XX` for every byte; `mixed`: all three in
     /// turn); `/echo-base64` answers the echo base64-encoded.
     pub async fn start() -> Upstream {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.expect("bind 127.0.0.1:0");
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .expect("bind 127.0.0.1:0");
         let origin = format!("http://{}", listener.local_addr().expect("local address"));
         let shared = Arc::new(Shared::default());
         let app = Router::new().fallback(handle).with_state(shared.clone());
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        Upstream { origin, shared, task }
+        Upstream {
+            origin,
+            shared,
+            task,
+        }
     }
 
     /// `http://127.0.0.1:PORT`
@@ -95,13 +104,24 @@ impl Drop for Upstream {
     }
 }
 
-async fn handle(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, headers: HeaderMap, _body: Bytes) -> Response {
+async fn handle(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    _body: Bytes,
+) -> Response {
     let seen = Seen {
         method: method.to_string(),
         uri: uri.to_string(),
         headers: headers
             .iter()
-            .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
             .collect(),
     };
     shared.seen.lock().unwrap().push(seen.clone());
@@ -113,8 +133,11 @@ async fn handle(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, hea
         }
         "/big" => vec![b'a'; BIG_BYTES].into_response(),
         "/gzip" => {
-            let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-            encoder.write_all(&vec![b'z'; BIG_BYTES]).expect("gzip in memory");
+            let mut encoder =
+                flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+            encoder
+                .write_all(&vec![b'z'; BIG_BYTES])
+                .expect("gzip in memory");
             let body = encoder.finish().expect("gzip in memory");
             Response::builder()
                 .header(header::CONTENT_ENCODING, "gzip")
@@ -129,7 +152,11 @@ async fn handle(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, hea
                 for coding in line.split(',') {
                     body = encode(coding, body);
                 }
-                let announced = line.split(',').map(|c| if c == "deflate-raw" { "deflate" } else { c }).collect::<Vec<_>>().join(", ");
+                let announced = line
+                    .split(',')
+                    .map(|c| if c == "deflate-raw" { "deflate" } else { c })
+                    .collect::<Vec<_>>()
+                    .join(", ");
                 response = response.header(header::CONTENT_ENCODING, announced);
             }
             response.body(Body::from(body)).expect("valid response")
@@ -139,13 +166,25 @@ async fn handle(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, hea
             let fields: Vec<String> = seen
                 .headers
                 .iter()
-                .map(|(k, v)| format!("{}:\"{}\"", serde_json::to_string(k).expect("a string"), escape(style, v)))
+                .map(|(k, v)| {
+                    format!(
+                        "{}:\"{}\"",
+                        serde_json::to_string(k).expect("a string"),
+                        escape(style, v)
+                    )
+                })
                 .collect();
-            ([(header::CONTENT_TYPE, "application/json")], format!("{{\"headers\":{{{}}}}}", fields.join(","))).into_response()
+            (
+                [(header::CONTENT_TYPE, "application/json")],
+                format!("{{\"headers\":{{{}}}}}", fields.join(",")),
+            )
+                .into_response()
         }
         "/echo-base64" => {
             use base64::Engine as _;
-            base64::engine::general_purpose::STANDARD.encode(header_dump(&seen)).into_response()
+            base64::engine::general_purpose::STANDARD
+                .encode(header_dump(&seen))
+                .into_response()
         }
         "/slow" => {
             tokio::time::sleep(Duration::from_secs(10)).await;
@@ -157,7 +196,11 @@ async fn handle(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, hea
 
 /// The request's headers as `name: value` lines, then its URI.
 fn header_dump(seen: &Seen) -> String {
-    let text: String = seen.headers.iter().map(|(k, v)| format!("{k}: {v}\n")).collect();
+    let text: String = seen
+        .headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\n"))
+        .collect();
     format!("{text}uri: {}\n", seen.uri)
 }
 
@@ -175,7 +218,8 @@ fn encode(coding: &str, body: Vec<u8>) -> Vec<u8> {
             e.finish().expect("in memory")
         }
         "deflate-raw" => {
-            let mut e = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+            let mut e =
+                flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
             e.write_all(&body).expect("in memory");
             e.finish().expect("in memory")
         }
@@ -187,7 +231,10 @@ fn encode(coding: &str, body: Vec<u8>) -> Vec<u8> {
             }
             out
         }
-        "zstd" => ruzstd::encoding::compress_to_vec(&body[..], ruzstd::encoding::CompressionLevel::Fastest),
+        "zstd" => ruzstd::encoding::compress_to_vec(
+            &body[..],
+            ruzstd::encoding::CompressionLevel::Fastest,
+        ),
         _ => body,
     }
 }
@@ -197,7 +244,10 @@ fn escape(style: &str, value: &str) -> String {
     let unicode = |c: char| format!("\\u{:04x}", c as u32);
     let percent = |c: char| {
         let mut buf = [0u8; 4];
-        c.encode_utf8(&mut buf).bytes().map(|b| format!("%{b:02X}")).collect::<String>()
+        c.encode_utf8(&mut buf)
+            .bytes()
+            .map(|b| format!("%{b:02X}"))
+            .collect::<String>()
     };
     let plain = |c: char| {
         let s = serde_json::to_string(&c.to_string()).expect("a string");

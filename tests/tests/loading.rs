@@ -7,7 +7,12 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 
 fn runtime(cache_dir: Option<PathBuf>) -> Runtime {
-    Runtime::new(RuntimeConfig { cache_dir, max_concurrent_calls: 4, ..Default::default() }).expect("runtime")
+    Runtime::new(RuntimeConfig {
+        cache_dir,
+        max_concurrent_calls: 4,
+        ..Default::default()
+    })
+    .expect("runtime")
 }
 
 fn github_bytes() -> Vec<u8> {
@@ -18,7 +23,11 @@ use scout_tests::patch_bytes as patch;
 
 #[test]
 fn a_component_without_a_manifest_is_refused() {
-    let bytes = patch(&github_bytes(), b"scout-connector-manifest", b"scout-connector-manifesX");
+    let bytes = patch(
+        &github_bytes(),
+        b"scout-connector-manifest",
+        b"scout-connector-manifesX",
+    );
     let err = runtime(None).load_bytes(&bytes).err().expect("refused");
     assert!(matches!(err, LoadError::Manifest(_)), "{err:?}");
 }
@@ -26,26 +35,51 @@ fn a_component_without_a_manifest_is_refused() {
 #[test]
 fn a_manifest_that_disagrees_with_the_exports_is_refused() {
     // The manifest describes `commenx`, the component exports `comment`.
-    let bytes = patch(&github_bytes(), br#""function":"comment""#, br#""function":"commenx""#);
+    let bytes = patch(
+        &github_bytes(),
+        br#""function":"comment""#,
+        br#""function":"commenx""#,
+    );
     let err = runtime(None).load_bytes(&bytes).err().expect("refused");
-    assert!(matches!(&err, LoadError::Mismatch(m) if m.contains("comment")), "{err:?}");
+    assert!(
+        matches!(&err, LoadError::Mismatch(m) if m.contains("comment")),
+        "{err:?}"
+    );
 }
 
 #[test]
 fn a_manifest_that_turns_a_write_tool_into_a_read_tool_is_refused() {
     let bytes = github_bytes();
     let manifest = scout_host::runtime::read_manifest(&bytes).unwrap();
-    assert!(manifest.tools.iter().any(|t| t.function == "create-branch" && t.effect == scout_host::Effect::Write));
-    let bytes = patch(&bytes, br#""function":"create-branch","effect":"write""#, br#""function":"create-branch","effect":"read" "#);
+    assert!(
+        manifest
+            .tools
+            .iter()
+            .any(|t| t.function == "create-branch" && t.effect == scout_host::Effect::Write)
+    );
+    let bytes = patch(
+        &bytes,
+        br#""function":"create-branch","effect":"write""#,
+        br#""function":"create-branch","effect":"read" "#,
+    );
     let err = runtime(None).load_bytes(&bytes).err().expect("refused");
-    assert!(matches!(err, LoadError::Mismatch(_) | LoadError::Manifest(_)), "{err:?}");
+    assert!(
+        matches!(err, LoadError::Mismatch(_) | LoadError::Manifest(_)),
+        "{err:?}"
+    );
 }
 
 #[test]
 fn garbage_is_refused_with_a_clear_error() {
-    let err = runtime(None).load_bytes(b"\0asm not really").err().expect("refused");
+    let err = runtime(None)
+        .load_bytes(b"\0asm not really")
+        .err()
+        .expect("refused");
     assert!(matches!(err, LoadError::Compile(_)), "{err:?}");
-    let err = runtime(None).load_file(Path::new("/nonexistent/x.wasm")).err().expect("refused");
+    let err = runtime(None)
+        .load_file(Path::new("/nonexistent/x.wasm"))
+        .err()
+        .expect("refused");
     assert!(matches!(err, LoadError::Read { .. }), "{err:?}");
 }
 
@@ -58,14 +92,23 @@ async fn compiled_components_are_cached_on_disk_by_hash_and_engine() {
     let entry = dir.join(format!("{}.cwasm", rt.cache_key(&bytes)));
     assert!(!entry.exists());
     rt.load_bytes(&bytes).expect("first load compiles");
-    assert!(entry.is_file(), "the compiled component was written to {}", entry.display());
+    assert!(
+        entry.is_file(),
+        "the compiled component was written to {}",
+        entry.display()
+    );
     let modified = std::fs::metadata(&entry).unwrap().modified().unwrap();
     let component = rt.load_bytes(&bytes).expect("second load reads the cache");
-    assert_eq!(std::fs::metadata(&entry).unwrap().modified().unwrap(), modified, "the entry was reused, not rewritten");
+    assert_eq!(
+        std::fs::metadata(&entry).unwrap().modified().unwrap(),
+        modified,
+        "the entry was reused, not rewritten"
+    );
     assert!(component.tool("github_read_file").is_some());
     // A corrupt entry is dropped and the component compiled again.
     std::fs::write(&entry, b"corrupt").unwrap();
-    rt.load_bytes(&bytes).expect("a corrupt cache entry is not fatal");
+    rt.load_bytes(&bytes)
+        .expect("a corrupt cache entry is not fatal");
     assert_ne!(std::fs::read(&entry).unwrap(), b"corrupt");
     // Another component gets another key.
     let other = std::fs::read(components::HOSTILE).unwrap();
@@ -79,31 +122,77 @@ async fn arguments_that_do_not_fit_the_wit_types_never_reach_the_guest() {
     let component = rt.load_bytes(&github_bytes()).unwrap();
     let caps = Capabilities::default();
     let cases = [
-        ("github_read_file", json!({"owner": "octo", "repo": "hello"}), "$.path", "missing"),
-        ("github_read_file", json!({"owner": 7, "repo": "hello", "path": "a"}), "$.owner", "string"),
-        ("github_read_file", json!({"owner": "o", "repo": "r", "path": "a", "extra": 1}), "$.extra", "unknown"),
-        ("github_list_issues", json!({"owner": "o", "repo": "r", "limit": 300}), "$.limit", "0 to 255"),
-        ("github_list_issues", json!({"owner": "o", "repo": "r", "state": "merged"}), "$.state", "open, closed, all"),
-        ("github_read_issue", json!({"owner": "o", "repo": "r", "number": -1}), "$.number", "integer"),
-        ("github_read_issue", json!({"owner": "o", "repo": "r", "number": 1.5}), "$.number", "integer"),
+        (
+            "github_read_file",
+            json!({"owner": "octo", "repo": "hello"}),
+            "$.path",
+            "missing",
+        ),
+        (
+            "github_read_file",
+            json!({"owner": 7, "repo": "hello", "path": "a"}),
+            "$.owner",
+            "string",
+        ),
+        (
+            "github_read_file",
+            json!({"owner": "o", "repo": "r", "path": "a", "extra": 1}),
+            "$.extra",
+            "unknown",
+        ),
+        (
+            "github_list_issues",
+            json!({"owner": "o", "repo": "r", "limit": 300}),
+            "$.limit",
+            "0 to 255",
+        ),
+        (
+            "github_list_issues",
+            json!({"owner": "o", "repo": "r", "state": "merged"}),
+            "$.state",
+            "open, closed, all",
+        ),
+        (
+            "github_read_issue",
+            json!({"owner": "o", "repo": "r", "number": -1}),
+            "$.number",
+            "integer",
+        ),
+        (
+            "github_read_issue",
+            json!({"owner": "o", "repo": "r", "number": 1.5}),
+            "$.number",
+            "integer",
+        ),
         (
             "github_commit_files",
             json!({"owner": "o", "repo": "r", "branch": "b", "message": "m", "files": [{"path": "a", "content": "x"}, {"path": 3, "content": "y"}]}),
             "$.files[1].path",
             "string",
         ),
-        ("github_read_file", json!(["not", "an", "object"]), "$", "object"),
+        (
+            "github_read_file",
+            json!(["not", "an", "object"]),
+            "$",
+            "object",
+        ),
     ];
     for (tool, args, path, message) in cases {
         match component.call(tool, &args, &caps).await {
-            Err(CallError::InvalidArguments { path: p, message: m }) => {
+            Err(CallError::InvalidArguments {
+                path: p,
+                message: m,
+            }) => {
                 assert_eq!(p, path, "{tool} {args}");
                 assert!(m.contains(message), "{tool} {args}: {m}");
             }
             other => panic!("{tool} {args}: expected invalid arguments, got {other:?}"),
         }
     }
-    let err = component.call("github_merge_pull_request", &json!({}), &caps).await.unwrap_err();
+    let err = component
+        .call("github_merge_pull_request", &json!({}), &caps)
+        .await
+        .unwrap_err();
     assert!(matches!(err, CallError::UnknownTool(_)), "{err:?}");
 }
 
@@ -111,18 +200,32 @@ async fn arguments_that_do_not_fit_the_wit_types_never_reach_the_guest() {
 fn a_manifest_giving_a_read_tool_an_unsafe_route_is_refused() {
     let bytes = std::fs::read(components::HOSTILE).expect("hostile guest was built");
     let manifest = scout_host::runtime::read_manifest(&bytes).unwrap();
-    let probe = manifest.tools.iter().find(|t| t.function == "probe-route").expect("probe-route is described");
+    let probe = manifest
+        .tools
+        .iter()
+        .find(|t| t.function == "probe-route")
+        .expect("probe-route is described");
     assert_eq!(probe.routes[0].to_string(), "GET /declared/{name}");
     // Same length, so the section stays well formed: a hand-edited manifest
     // cannot give a read tool a PUT, whatever the SDK would have refused.
-    let bytes = patch(&bytes, br#""method":"GET","path":"/declared/"#, br#""method":"PUT","path":"/declared/"#);
+    let bytes = patch(
+        &bytes,
+        br#""method":"GET","path":"/declared/"#,
+        br#""method":"PUT","path":"/declared/"#,
+    );
     let err = runtime(None).load_bytes(&bytes).err().expect("refused");
-    assert!(matches!(&err, LoadError::Manifest(m) if m.contains("probe-route") && m.contains("PUT /declared/{name}")), "{err:?}");
+    assert!(
+        matches!(&err, LoadError::Manifest(m) if m.contains("probe-route") && m.contains("PUT /declared/{name}")),
+        "{err:?}"
+    );
 }
 
 #[test]
 fn a_manifest_of_the_old_contract_is_refused_with_what_to_do() {
     let bytes = patch(&github_bytes(), br#"{"format":2,"#, br#"{"format":1,"#);
     let err = runtime(None).load_bytes(&bytes).err().expect("refused");
-    assert!(matches!(&err, LoadError::Manifest(m) if m.contains("format 1") && m.contains("0.2.0")), "{err:?}");
+    assert!(
+        matches!(&err, LoadError::Manifest(m) if m.contains("format 1") && m.contains("0.2.0")),
+        "{err:?}"
+    );
 }

@@ -32,8 +32,8 @@ scout_sdk::bindings!();
 
 use base64::Engine as _;
 use bindings::exports::scout::agentmail::read_tools::{
-    self, Attachment, AttachmentInfo, Draft, DraftPage, DraftSummary, Inbox, Message, MessagePage, MessageSummary, Thread, ThreadPage,
-    ThreadSummary,
+    self, Attachment, AttachmentInfo, Draft, DraftPage, DraftSummary, Inbox, Message, MessagePage,
+    MessageSummary, Thread, ThreadPage, ThreadSummary,
 };
 use bindings::exports::scout::agentmail::write_tools::{self, Sent};
 use scout_sdk::{Http, Method, ToolError, UpstreamError, encode_segment};
@@ -76,17 +76,25 @@ fn is_email(s: &str) -> bool {
     if s.len() > 254 {
         return false;
     }
-    let Some((local, domain)) = s.split_once('@') else { return false };
+    let Some((local, domain)) = s.split_once('@') else {
+        return false;
+    };
     let local_ok = !local.is_empty()
         && local.len() <= 64
         && !local.starts_with('.')
         && !local.ends_with('.')
         && !local.contains("..")
-        && local.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-/=?^_`{|}~.".contains(&b));
+        && local
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-/=?^_`{|}~.".contains(&b));
     let labels: Vec<&str> = domain.split('.').collect();
     let domain_ok = labels.len() >= 2
         && labels.iter().all(|l| {
-            !l.is_empty() && l.len() <= 63 && !l.starts_with('-') && !l.ends_with('-') && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
         });
     local_ok && domain_ok
 }
@@ -97,7 +105,9 @@ fn validate_inbox(inbox_id: &str) -> Result<(), ToolError> {
         return Err(ToolError::invalid("inbox-id is empty"));
     }
     if !is_email(inbox_id) || inbox_id.contains('/') {
-        return Err(ToolError::invalid(format!("inbox-id `{inbox_id}` is not an inbox address (such as support@agentmail.to)")));
+        return Err(ToolError::invalid(format!(
+            "inbox-id `{inbox_id}` is not an inbox address (such as support@agentmail.to)"
+        )));
     }
     Ok(())
 }
@@ -109,10 +119,19 @@ fn validate_id(what: &str, id: &str) -> Result<(), ToolError> {
         return Err(ToolError::invalid(format!("{what} is empty")));
     }
     if id.len() > MAX_ID {
-        return Err(ToolError::invalid(format!("{what} is longer than {MAX_ID} bytes")));
+        return Err(ToolError::invalid(format!(
+            "{what} is longer than {MAX_ID} bytes"
+        )));
     }
-    if id == "." || id == ".." || id.contains('/') || id.contains('\\') || !id.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(ToolError::invalid(format!("{what} `{id}` is not an AgentMail id")));
+    if id == "."
+        || id == ".."
+        || id.contains('/')
+        || id.contains('\\')
+        || !id.bytes().all(|b| b.is_ascii_graphic())
+    {
+        return Err(ToolError::invalid(format!(
+            "{what} `{id}` is not an AgentMail id"
+        )));
     }
     Ok(())
 }
@@ -127,9 +146,13 @@ fn page_limit(limit: Option<u8>) -> Result<u8, ToolError> {
 
 /// An empty page token is none.
 fn page_token(token: Option<String>) -> Result<Option<String>, ToolError> {
-    let Some(token) = token.filter(|t| !t.is_empty()) else { return Ok(None) };
+    let Some(token) = token.filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
     if token.len() > MAX_PAGE_TOKEN || !token.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(ToolError::invalid("page-token is not a token AgentMail gave"));
+        return Err(ToolError::invalid(
+            "page-token is not a token AgentMail gave",
+        ));
     }
     Ok(Some(token))
 }
@@ -141,7 +164,9 @@ fn labels(labels: Option<Vec<String>>) -> Result<Vec<String>, ToolError> {
     }
     for l in &labels {
         if l.trim().is_empty() || l.len() > MAX_LABEL || l.chars().any(char::is_control) {
-            return Err(ToolError::invalid(format!("label `{l}` is empty, longer than {MAX_LABEL} bytes or has a control character")));
+            return Err(ToolError::invalid(format!(
+                "label `{l}` is empty, longer than {MAX_LABEL} bytes or has a control character"
+            )));
         }
     }
     Ok(labels)
@@ -154,7 +179,9 @@ fn search_query(query: &str) -> Result<String, ToolError> {
         return Err(ToolError::invalid("query is empty"));
     }
     if q.len() > MAX_QUERY {
-        return Err(ToolError::invalid(format!("query is longer than {MAX_QUERY} bytes")));
+        return Err(ToolError::invalid(format!(
+            "query is longer than {MAX_QUERY} bytes"
+        )));
     }
     if q.chars().any(char::is_control) {
         return Err(ToolError::invalid("query contains a control character"));
@@ -164,14 +191,20 @@ fn search_query(query: &str) -> Result<String, ToolError> {
 
 fn recipients(field: &str, list: &[String], required: bool) -> Result<(), ToolError> {
     if required && list.is_empty() {
-        return Err(ToolError::invalid(format!("{field} needs at least one address")));
+        return Err(ToolError::invalid(format!(
+            "{field} needs at least one address"
+        )));
     }
     if list.len() > MAX_RECIPIENTS {
-        return Err(ToolError::invalid(format!("{field} has more than {MAX_RECIPIENTS} addresses")));
+        return Err(ToolError::invalid(format!(
+            "{field} has more than {MAX_RECIPIENTS} addresses"
+        )));
     }
     for a in list {
         if !is_email(a) {
-            return Err(ToolError::invalid(format!("{field}: `{a}` is not an email address")));
+            return Err(ToolError::invalid(format!(
+                "{field}: `{a}` is not an email address"
+            )));
         }
     }
     Ok(())
@@ -186,24 +219,37 @@ fn optional_recipients(field: &str, list: Option<Vec<String>>) -> Result<Vec<Str
 fn subject(s: Option<String>) -> Result<Option<String>, ToolError> {
     let Some(s) = s else { return Ok(None) };
     if s.len() > MAX_SUBJECT {
-        return Err(ToolError::invalid(format!("subject is longer than {MAX_SUBJECT} bytes")));
+        return Err(ToolError::invalid(format!(
+            "subject is longer than {MAX_SUBJECT} bytes"
+        )));
     }
     if s.chars().any(char::is_control) {
-        return Err(ToolError::invalid("subject must be one line (no control characters)"));
+        return Err(ToolError::invalid(
+            "subject must be one line (no control characters)",
+        ));
     }
     Ok(Some(s))
 }
 
 fn body(field: &str, s: Option<String>) -> Result<Option<String>, ToolError> {
-    let Some(s) = s.filter(|s| !s.is_empty()) else { return Ok(None) };
+    let Some(s) = s.filter(|s| !s.is_empty()) else {
+        return Ok(None);
+    };
     if s.len() > MAX_BODY {
-        return Err(ToolError::invalid(format!("{field} is {} bytes, more than the {MAX_BODY}-byte cap", s.len())));
+        return Err(ToolError::invalid(format!(
+            "{field} is {} bytes, more than the {MAX_BODY}-byte cap",
+            s.len()
+        )));
     }
     Ok(Some(s))
 }
 
 /// Text and HTML, checked; with `required`, at least one of them.
-fn bodies(text: Option<String>, html: Option<String>, required: bool) -> Result<(Option<String>, Option<String>), ToolError> {
+fn bodies(
+    text: Option<String>,
+    html: Option<String>,
+    required: bool,
+) -> Result<(Option<String>, Option<String>), ToolError> {
     let text = body("text", text)?;
     let html = body("html", html)?;
     if required && text.is_none() && html.is_none() {
@@ -267,8 +313,16 @@ fn error_message(body: &[u8]) -> String {
         _ => None,
     };
     if let Some(first) = first {
-        let detail = first.get("message").and_then(|m| m.as_str()).map(str::to_string).unwrap_or_else(|| first.to_string());
-        text = if text.is_empty() { detail } else { format!("{text}: {detail}") };
+        let detail = first
+            .get("message")
+            .and_then(|m| m.as_str())
+            .map(str::to_string)
+            .unwrap_or_else(|| first.to_string());
+        text = if text.is_empty() {
+            detail
+        } else {
+            format!("{text}: {detail}")
+        };
     }
     cut(&text)
 }
@@ -279,14 +333,19 @@ fn status_error(status: u16, body: &[u8]) -> Option<ToolError> {
         return None;
     }
     let message = error_message(body);
-    Some(if status == 404 { ToolError::NotFound(message) } else { ToolError::Upstream(UpstreamError { status, message }) })
+    Some(if status == 404 {
+        ToolError::NotFound(message)
+    } else {
+        ToolError::Upstream(UpstreamError { status, message })
+    })
 }
 
 fn interpret<T: DeserializeOwned>(status: u16, body: &[u8]) -> Result<T, ToolError> {
     if let Some(e) = status_error(status, body) {
         return Err(e);
     }
-    serde_json::from_slice(body).map_err(|e| ToolError::BadResponse(format!("response is not the expected JSON: {e}")))
+    serde_json::from_slice(body)
+        .map_err(|e| ToolError::BadResponse(format!("response is not the expected JSON: {e}")))
 }
 
 #[derive(Deserialize)]
@@ -317,7 +376,12 @@ struct ApiAttachment {
 
 impl From<ApiAttachment> for AttachmentInfo {
     fn from(a: ApiAttachment) -> AttachmentInfo {
-        AttachmentInfo { attachment_id: a.attachment_id, filename: a.filename, content_type: a.content_type, size: a.size }
+        AttachmentInfo {
+            attachment_id: a.attachment_id,
+            filename: a.filename,
+            content_type: a.content_type,
+            size: a.size,
+        }
     }
 }
 
@@ -346,7 +410,10 @@ struct ApiThreadItem {
 
 impl ApiThreadItem {
     fn matches(&self, q: &str) -> bool {
-        contains(&self.subject, q) || contains(&self.preview, q) || any_contains(&self.senders, q) || any_contains(&self.recipients, q)
+        contains(&self.subject, q)
+            || contains(&self.preview, q)
+            || any_contains(&self.senders, q)
+            || any_contains(&self.recipients, q)
     }
 }
 
@@ -573,7 +640,9 @@ struct ApiSent {
 }
 
 fn contains(field: &Option<String>, q: &str) -> bool {
-    field.as_deref().is_some_and(|f| f.to_lowercase().contains(q))
+    field
+        .as_deref()
+        .is_some_and(|f| f.to_lowercase().contains(q))
 }
 
 fn any_contains(list: &[String], q: &str) -> bool {
@@ -640,7 +709,8 @@ struct ForwardBody {
 struct Empty {}
 
 fn encode<B: Serialize>(body: &B) -> Result<Vec<u8>, ToolError> {
-    serde_json::to_vec(body).map_err(|e| ToolError::invalid(format!("cannot encode the request: {e}")))
+    serde_json::to_vec(body)
+        .map_err(|e| ToolError::invalid(format!("cannot encode the request: {e}")))
 }
 
 // ---------------------------------------------------------------------------
@@ -648,11 +718,20 @@ fn encode<B: Serialize>(body: &B) -> Result<Vec<u8>, ToolError> {
 // ---------------------------------------------------------------------------
 
 fn agentmail() -> Result<Http, ToolError> {
-    Ok(Http::connect()?.with_header("accept", "application/json").with_header("user-agent", "scout-connector-agentmail"))
+    Ok(Http::connect()?
+        .with_header("accept", "application/json")
+        .with_header("user-agent", "scout-connector-agentmail"))
 }
 
-fn get<T: DeserializeOwned>(http: &Http, path: &str, query: &[(String, String)]) -> Result<T, ToolError> {
-    let query: Vec<(&str, &str)> = query.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+fn get<T: DeserializeOwned>(
+    http: &Http,
+    path: &str,
+    query: &[(String, String)],
+) -> Result<T, ToolError> {
+    let query: Vec<(&str, &str)> = query
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
     let response = http.send(Method::Get, path, &query, None)?;
     interpret(response.status, &response.body)
 }
@@ -697,7 +776,10 @@ where
 }
 
 fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
 }
 
 /// The size check for an attachment's metadata and for its downloaded bytes.
@@ -718,31 +800,58 @@ fn attachment_fits(id: &str, size: u64) -> Result<(), ToolError> {
 struct AgentMail;
 
 impl read_tools::Guest for AgentMail {
-    fn list_threads(inbox_id: String, limit: Option<u8>, page_token_: Option<String>, labels_: Option<Vec<String>>) -> Result<ThreadPage, ToolError> {
+    fn list_threads(
+        inbox_id: String,
+        limit: Option<u8>,
+        page_token_: Option<String>,
+        labels_: Option<Vec<String>>,
+    ) -> Result<ThreadPage, ToolError> {
         validate_inbox(&inbox_id)?;
         let limit = page_limit(limit)?;
         let token = page_token(page_token_)?;
         let labels = labels(labels_)?;
-        let page: Threads = get(&agentmail()?, &inbox_path(&inbox_id, "/threads"), &list_query(limit, &token, &labels))?;
+        let page: Threads = get(
+            &agentmail()?,
+            &inbox_path(&inbox_id, "/threads"),
+            &list_query(limit, &token, &labels),
+        )?;
         Ok(ThreadPage {
             threads: page.threads.into_iter().map(ThreadSummary::from).collect(),
             next_page_token: page.next_page_token.filter(|t| !t.is_empty()),
         })
     }
 
-    fn search_threads(inbox_id: String, query: String, labels_: Option<Vec<String>>, limit: Option<u8>) -> Result<Vec<ThreadSummary>, ToolError> {
+    fn search_threads(
+        inbox_id: String,
+        query: String,
+        labels_: Option<Vec<String>>,
+        limit: Option<u8>,
+    ) -> Result<Vec<ThreadSummary>, ToolError> {
         validate_inbox(&inbox_id)?;
         let q = search_query(&query)?;
         let labels = labels(labels_)?;
         let limit = page_limit(limit)?;
-        let found = scan(&inbox_path(&inbox_id, "/threads"), &labels, limit, |p: Threads| (p.threads, p.next_page_token), |t| t.matches(&q))?;
+        let found = scan(
+            &inbox_path(&inbox_id, "/threads"),
+            &labels,
+            limit,
+            |p: Threads| (p.threads, p.next_page_token),
+            |t| t.matches(&q),
+        )?;
         Ok(found.into_iter().map(ThreadSummary::from).collect())
     }
 
     fn get_thread(inbox_id: String, thread_id: String) -> Result<Thread, ToolError> {
         validate_inbox(&inbox_id)?;
         validate_id("thread-id", &thread_id)?;
-        let t: ApiThread = get(&agentmail()?, &inbox_path(&inbox_id, &format!("/threads/{}", encode_segment(&thread_id))), &[])?;
+        let t: ApiThread = get(
+            &agentmail()?,
+            &inbox_path(
+                &inbox_id,
+                &format!("/threads/{}", encode_segment(&thread_id)),
+            ),
+            &[],
+        )?;
         Ok(Thread {
             thread_id: t.thread_id,
             subject: t.subject,
@@ -753,54 +862,105 @@ impl read_tools::Guest for AgentMail {
         })
     }
 
-    fn list_messages(inbox_id: String, limit: Option<u8>, page_token_: Option<String>, labels_: Option<Vec<String>>) -> Result<MessagePage, ToolError> {
+    fn list_messages(
+        inbox_id: String,
+        limit: Option<u8>,
+        page_token_: Option<String>,
+        labels_: Option<Vec<String>>,
+    ) -> Result<MessagePage, ToolError> {
         validate_inbox(&inbox_id)?;
         let limit = page_limit(limit)?;
         let token = page_token(page_token_)?;
         let labels = labels(labels_)?;
-        let page: Messages = get(&agentmail()?, &inbox_path(&inbox_id, "/messages"), &list_query(limit, &token, &labels))?;
+        let page: Messages = get(
+            &agentmail()?,
+            &inbox_path(&inbox_id, "/messages"),
+            &list_query(limit, &token, &labels),
+        )?;
         Ok(MessagePage {
-            messages: page.messages.into_iter().map(MessageSummary::from).collect(),
+            messages: page
+                .messages
+                .into_iter()
+                .map(MessageSummary::from)
+                .collect(),
             next_page_token: page.next_page_token.filter(|t| !t.is_empty()),
         })
     }
 
-    fn search_messages(inbox_id: String, query: String, labels_: Option<Vec<String>>, limit: Option<u8>) -> Result<Vec<MessageSummary>, ToolError> {
+    fn search_messages(
+        inbox_id: String,
+        query: String,
+        labels_: Option<Vec<String>>,
+        limit: Option<u8>,
+    ) -> Result<Vec<MessageSummary>, ToolError> {
         validate_inbox(&inbox_id)?;
         let q = search_query(&query)?;
         let labels = labels(labels_)?;
         let limit = page_limit(limit)?;
-        let found = scan(&inbox_path(&inbox_id, "/messages"), &labels, limit, |p: Messages| (p.messages, p.next_page_token), |m| m.matches(&q))?;
+        let found = scan(
+            &inbox_path(&inbox_id, "/messages"),
+            &labels,
+            limit,
+            |p: Messages| (p.messages, p.next_page_token),
+            |m| m.matches(&q),
+        )?;
         Ok(found.into_iter().map(MessageSummary::from).collect())
     }
 
     fn get_message(inbox_id: String, message_id: String) -> Result<Message, ToolError> {
         validate_inbox(&inbox_id)?;
         validate_id("message-id", &message_id)?;
-        let m: ApiMessage = get(&agentmail()?, &inbox_path(&inbox_id, &format!("/messages/{}", encode_segment(&message_id))), &[])?;
+        let m: ApiMessage = get(
+            &agentmail()?,
+            &inbox_path(
+                &inbox_id,
+                &format!("/messages/{}", encode_segment(&message_id)),
+            ),
+            &[],
+        )?;
         Ok(m.into())
     }
 
-    fn get_attachment(inbox_id: String, message_id: String, attachment_id: String) -> Result<Attachment, ToolError> {
+    fn get_attachment(
+        inbox_id: String,
+        message_id: String,
+        attachment_id: String,
+    ) -> Result<Attachment, ToolError> {
         validate_inbox(&inbox_id)?;
         validate_id("message-id", &message_id)?;
         validate_id("attachment-id", &attachment_id)?;
         let http = agentmail()?;
-        let message_path = inbox_path(&inbox_id, &format!("/messages/{}", encode_segment(&message_id)));
+        let message_path = inbox_path(
+            &inbox_id,
+            &format!("/messages/{}", encode_segment(&message_id)),
+        );
         let m: ApiMessage = get(&http, &message_path, &[])?;
         let info = m
             .attachments
             .into_iter()
             .find(|a| a.attachment_id == attachment_id)
-            .ok_or_else(|| ToolError::NotFound(format!("message {message_id} has no attachment {attachment_id}")))?;
+            .ok_or_else(|| {
+                ToolError::NotFound(format!(
+                    "message {message_id} has no attachment {attachment_id}"
+                ))
+            })?;
         attachment_fits(&attachment_id, info.size)?;
-        let path = format!("{message_path}/attachments/{}", encode_segment(&attachment_id));
+        let path = format!(
+            "{message_path}/attachments/{}",
+            encode_segment(&attachment_id)
+        );
         let response = http.send(Method::Get, &path, &[], None)?;
         if let Some(e) = status_error(response.status, &response.body) {
             return Err(e);
         }
-        if header(&response.headers, "content-type").is_some_and(|t| t.starts_with("application/json")) && info.content_type.as_deref() != Some("application/json") {
-            return Err(ToolError::BadResponse("AgentMail answered JSON (a download link?) instead of the attachment's content".into()));
+        if header(&response.headers, "content-type")
+            .is_some_and(|t| t.starts_with("application/json"))
+            && info.content_type.as_deref() != Some("application/json")
+        {
+            return Err(ToolError::BadResponse(
+                "AgentMail answered JSON (a download link?) instead of the attachment's content"
+                    .into(),
+            ));
         }
         attachment_fits(&attachment_id, response.body.len() as u64)?;
         Ok(Attachment {
@@ -813,19 +973,35 @@ impl read_tools::Guest for AgentMail {
     }
 
     fn whoami() -> Result<Vec<Inbox>, ToolError> {
-        let page: Inboxes = get(&agentmail()?, "/v0/inboxes", &[("limit".into(), MAX_LIMIT.to_string())])?;
+        let page: Inboxes = get(
+            &agentmail()?,
+            "/v0/inboxes",
+            &[("limit".into(), MAX_LIMIT.to_string())],
+        )?;
         Ok(page
             .inboxes
             .into_iter()
-            .map(|i| Inbox { inbox_id: i.inbox_id, display_name: i.display_name.filter(|d| !d.is_empty()), created_at: i.created_at })
+            .map(|i| Inbox {
+                inbox_id: i.inbox_id,
+                display_name: i.display_name.filter(|d| !d.is_empty()),
+                created_at: i.created_at,
+            })
             .collect())
     }
 
-    fn list_drafts(inbox_id: String, limit: Option<u8>, page_token_: Option<String>) -> Result<DraftPage, ToolError> {
+    fn list_drafts(
+        inbox_id: String,
+        limit: Option<u8>,
+        page_token_: Option<String>,
+    ) -> Result<DraftPage, ToolError> {
         validate_inbox(&inbox_id)?;
         let limit = page_limit(limit)?;
         let token = page_token(page_token_)?;
-        let page: Drafts = get(&agentmail()?, &inbox_path(&inbox_id, "/drafts"), &list_query(limit, &token, &[]))?;
+        let page: Drafts = get(
+            &agentmail()?,
+            &inbox_path(&inbox_id, "/drafts"),
+            &list_query(limit, &token, &[]),
+        )?;
         Ok(DraftPage {
             drafts: page
                 .drafts
@@ -848,7 +1024,11 @@ impl read_tools::Guest for AgentMail {
     fn get_draft(inbox_id: String, draft_id: String) -> Result<Draft, ToolError> {
         validate_inbox(&inbox_id)?;
         validate_id("draft-id", &draft_id)?;
-        let d: ApiDraft = get(&agentmail()?, &inbox_path(&inbox_id, &format!("/drafts/{}", encode_segment(&draft_id))), &[])?;
+        let d: ApiDraft = get(
+            &agentmail()?,
+            &inbox_path(&inbox_id, &format!("/drafts/{}", encode_segment(&draft_id))),
+            &[],
+        )?;
         Ok(d.into())
     }
 }
@@ -873,7 +1053,15 @@ impl write_tools::Guest for AgentMail {
         if let Some(id) = &in_reply_to {
             validate_id("in-reply-to", id)?;
         }
-        let body = DraftBody { to, cc, bcc, subject, text, html, in_reply_to };
+        let body = DraftBody {
+            to,
+            cc,
+            bcc,
+            subject,
+            text,
+            html,
+            in_reply_to,
+        };
         let d: ApiDraft = post(&inbox_path(&inbox_id, "/drafts"), &body)?;
         Ok(d.into())
     }
@@ -891,19 +1079,53 @@ impl write_tools::Guest for AgentMail {
         recipients("to", &to, true)?;
         let cc = optional_recipients("cc", cc)?;
         let bcc = optional_recipients("bcc", bcc)?;
-        let subject = subject(Some(subject_))?.filter(|s| !s.trim().is_empty()).ok_or_else(|| ToolError::invalid("subject is empty"))?;
+        let subject = subject(Some(subject_))?
+            .filter(|s| !s.trim().is_empty())
+            .ok_or_else(|| ToolError::invalid("subject is empty"))?;
         let (text, html) = bodies(text, html, true)?;
-        let s: ApiSent = post(&inbox_path(&inbox_id, "/messages/send"), &SendBody { to, cc, bcc, subject, text, html })?;
-        Ok(Sent { message_id: s.message_id, thread_id: s.thread_id })
+        let s: ApiSent = post(
+            &inbox_path(&inbox_id, "/messages/send"),
+            &SendBody {
+                to,
+                cc,
+                bcc,
+                subject,
+                text,
+                html,
+            },
+        )?;
+        Ok(Sent {
+            message_id: s.message_id,
+            thread_id: s.thread_id,
+        })
     }
 
-    fn reply_to_message(inbox_id: String, message_id: String, text: Option<String>, html: Option<String>, reply_all: Option<bool>) -> Result<Sent, ToolError> {
+    fn reply_to_message(
+        inbox_id: String,
+        message_id: String,
+        text: Option<String>,
+        html: Option<String>,
+        reply_all: Option<bool>,
+    ) -> Result<Sent, ToolError> {
         validate_inbox(&inbox_id)?;
         validate_id("message-id", &message_id)?;
         let (text, html) = bodies(text, html, true)?;
-        let path = inbox_path(&inbox_id, &format!("/messages/{}/reply", encode_segment(&message_id)));
-        let s: ApiSent = post(&path, &ReplyBody { text, html, reply_all: reply_all.unwrap_or(false) })?;
-        Ok(Sent { message_id: s.message_id, thread_id: s.thread_id })
+        let path = inbox_path(
+            &inbox_id,
+            &format!("/messages/{}/reply", encode_segment(&message_id)),
+        );
+        let s: ApiSent = post(
+            &path,
+            &ReplyBody {
+                text,
+                html,
+                reply_all: reply_all.unwrap_or(false),
+            },
+        )?;
+        Ok(Sent {
+            message_id: s.message_id,
+            thread_id: s.thread_id,
+        })
     }
 
     fn forward_message(
@@ -920,16 +1142,31 @@ impl write_tools::Guest for AgentMail {
         let cc = optional_recipients("cc", cc)?;
         let bcc = optional_recipients("bcc", bcc)?;
         let text = body("text", text)?;
-        let path = inbox_path(&inbox_id, &format!("/messages/{}/forward", encode_segment(&message_id)));
+        let path = inbox_path(
+            &inbox_id,
+            &format!("/messages/{}/forward", encode_segment(&message_id)),
+        );
         let s: ApiSent = post(&path, &ForwardBody { to, cc, bcc, text })?;
-        Ok(Sent { message_id: s.message_id, thread_id: s.thread_id })
+        Ok(Sent {
+            message_id: s.message_id,
+            thread_id: s.thread_id,
+        })
     }
 
     fn send_draft(inbox_id: String, draft_id: String) -> Result<Sent, ToolError> {
         validate_inbox(&inbox_id)?;
         validate_id("draft-id", &draft_id)?;
-        let s: ApiSent = post(&inbox_path(&inbox_id, &format!("/drafts/{}/send", encode_segment(&draft_id))), &Empty {})?;
-        Ok(Sent { message_id: s.message_id, thread_id: s.thread_id })
+        let s: ApiSent = post(
+            &inbox_path(
+                &inbox_id,
+                &format!("/drafts/{}/send", encode_segment(&draft_id)),
+            ),
+            &Empty {},
+        )?;
+        Ok(Sent {
+            message_id: s.message_id,
+            thread_id: s.thread_id,
+        })
     }
 }
 
@@ -948,7 +1185,11 @@ mod tests {
 
     #[test]
     fn email_addresses() {
-        for ok in ["support@agentmail.to", "a.b+tag@mail.example.co.uk", "x_y-z@sub-domain.example.com"] {
+        for ok in [
+            "support@agentmail.to",
+            "a.b+tag@mail.example.co.uk",
+            "x_y-z@sub-domain.example.com",
+        ] {
             assert!(is_email(ok), "{ok}");
         }
         for bad in [
@@ -972,21 +1213,33 @@ mod tests {
         }
         assert!(!is_email(&format!("{}@example.com", "a".repeat(65))));
         assert!(validate_inbox("support@agentmail.to").is_ok());
-        assert!(matches!(fails(validate_inbox("")), ToolError::InvalidInput(ref m) if m == "inbox-id is empty"));
+        assert!(
+            matches!(fails(validate_inbox("")), ToolError::InvalidInput(ref m) if m == "inbox-id is empty")
+        );
         assert!(validate_inbox("a/b@example.com").is_err());
     }
 
     #[test]
     fn ids_are_one_segment() {
-        for ok in ["<CAF=abc@mail.gmail.com>", "3f2b8c1e-0a4d-4e6f-9b7a-1c2d3e4f5a6b", "att_1"] {
+        for ok in [
+            "<CAF=abc@mail.gmail.com>",
+            "3f2b8c1e-0a4d-4e6f-9b7a-1c2d3e4f5a6b",
+            "att_1",
+        ] {
             assert!(validate_id("id", ok).is_ok(), "{ok}");
         }
         for bad in ["", ".", "..", "a/b", "a b", "a\nb", "a\\b", "é"] {
             assert!(validate_id("id", bad).is_err(), "{bad:?}");
         }
         assert!(validate_id("id", &"x".repeat(MAX_ID + 1)).is_err());
-        assert_eq!(encode_segment("<CAF=abc@mail.gmail.com>"), "%3CCAF%3Dabc%40mail.gmail.com%3E");
-        assert_eq!(inbox_path("support@agentmail.to", "/threads"), "/v0/inboxes/support%40agentmail.to/threads");
+        assert_eq!(
+            encode_segment("<CAF=abc@mail.gmail.com>"),
+            "%3CCAF%3Dabc%40mail.gmail.com%3E"
+        );
+        assert_eq!(
+            inbox_path("support@agentmail.to", "/threads"),
+            "/v0/inboxes/support%40agentmail.to/threads"
+        );
     }
 
     #[test]
@@ -1005,54 +1258,121 @@ mod tests {
         assert!(search_query("a\tb").is_err());
         assert_eq!(
             list_query(5, &Some("t".into()), &["unread".into(), "received".into()]),
-            [("limit", "5"), ("page_token", "t"), ("labels", "unread"), ("labels", "received")].map(|(a, b)| (a.to_string(), b.to_string()))
+            [
+                ("limit", "5"),
+                ("page_token", "t"),
+                ("labels", "unread"),
+                ("labels", "received")
+            ]
+            .map(|(a, b)| (a.to_string(), b.to_string()))
         );
     }
 
     #[test]
     fn recipients_subjects_bodies() {
-        assert!(matches!(fails(recipients("to", &[], true)), ToolError::InvalidInput(ref m) if m == "to needs at least one address"));
+        assert!(
+            matches!(fails(recipients("to", &[], true)), ToolError::InvalidInput(ref m) if m == "to needs at least one address")
+        );
         assert!(recipients("cc", &[], false).is_ok());
         assert!(recipients("to", &["Ann <ann@example.com>".into()], true).is_err());
-        assert!(recipients("to", &vec!["a@example.com".to_string(); MAX_RECIPIENTS + 1], true).is_err());
+        assert!(
+            recipients(
+                "to",
+                &vec!["a@example.com".to_string(); MAX_RECIPIENTS + 1],
+                true
+            )
+            .is_err()
+        );
         assert!(subject(Some("Re: hi\r\nBcc: x@example.com".into())).is_err());
         assert!(subject(Some("x".repeat(MAX_SUBJECT + 1))).is_err());
         assert!(bodies(None, None, true).is_err());
-        assert_eq!(bodies(Some(String::new()), None, false).unwrap(), (None, None));
+        assert_eq!(
+            bodies(Some(String::new()), None, false).unwrap(),
+            (None, None)
+        );
         assert!(bodies(Some("x".repeat(MAX_BODY + 1)), None, false).is_err());
         assert!(bodies(None, Some("x".repeat(MAX_BODY)), true).is_ok());
         assert!(attachment_fits("a", MAX_ATTACHMENT).is_ok());
-        assert!(matches!(fails(attachment_fits("a", MAX_ATTACHMENT + 1)), ToolError::Refused(_)));
+        assert!(matches!(
+            fails(attachment_fits("a", MAX_ATTACHMENT + 1)),
+            ToolError::Refused(_)
+        ));
     }
 
     #[test]
     fn request_bodies() {
-        let b = DraftBody { to: vec!["a@example.com".into()], cc: vec![], bcc: vec![], subject: None, text: Some("hi".into()), html: None, in_reply_to: None };
-        assert_eq!(serde_json::to_value(&b).unwrap(), serde_json::json!({"to": ["a@example.com"], "text": "hi"}));
-        let r = ReplyBody { text: Some("t".into()), html: None, reply_all: false };
-        assert_eq!(serde_json::to_value(&r).unwrap(), serde_json::json!({"text": "t"}));
-        let r = ReplyBody { text: None, html: Some("<p>t</p>".into()), reply_all: true };
-        assert_eq!(serde_json::to_value(&r).unwrap(), serde_json::json!({"html": "<p>t</p>", "reply_all": true}));
+        let b = DraftBody {
+            to: vec!["a@example.com".into()],
+            cc: vec![],
+            bcc: vec![],
+            subject: None,
+            text: Some("hi".into()),
+            html: None,
+            in_reply_to: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&b).unwrap(),
+            serde_json::json!({"to": ["a@example.com"], "text": "hi"})
+        );
+        let r = ReplyBody {
+            text: Some("t".into()),
+            html: None,
+            reply_all: false,
+        };
+        assert_eq!(
+            serde_json::to_value(&r).unwrap(),
+            serde_json::json!({"text": "t"})
+        );
+        let r = ReplyBody {
+            text: None,
+            html: Some("<p>t</p>".into()),
+            reply_all: true,
+        };
+        assert_eq!(
+            serde_json::to_value(&r).unwrap(),
+            serde_json::json!({"html": "<p>t</p>", "reply_all": true})
+        );
         assert_eq!(encode(&Empty {}).unwrap(), b"{}");
     }
 
     #[test]
     fn errors() {
-        assert!(matches!(fails(interpret::<Inboxes>(404, br#"{"name":"NotFoundError","message":"Thread not found"}"#)), ToolError::NotFound(ref m) if m == "Thread not found"));
-        let e = fails(interpret::<Inboxes>(403, br#"{"name":"ForbiddenError","message":"Forbidden"}"#));
-        assert!(matches!(e, ToolError::Upstream(ref u) if u.status == 403 && u.message == "Forbidden"));
-        let e = fails(interpret::<Inboxes>(422, br#"{"name":"ValidationError","errors":[{"message":"to: invalid email"}]}"#));
-        assert!(matches!(e, ToolError::Upstream(ref u) if u.status == 422 && u.message == "ValidationError: to: invalid email"), "{e}");
+        assert!(
+            matches!(fails(interpret::<Inboxes>(404, br#"{"name":"NotFoundError","message":"Thread not found"}"#)), ToolError::NotFound(ref m) if m == "Thread not found")
+        );
+        let e = fails(interpret::<Inboxes>(
+            403,
+            br#"{"name":"ForbiddenError","message":"Forbidden"}"#,
+        ));
+        assert!(
+            matches!(e, ToolError::Upstream(ref u) if u.status == 403 && u.message == "Forbidden")
+        );
+        let e = fails(interpret::<Inboxes>(
+            422,
+            br#"{"name":"ValidationError","errors":[{"message":"to: invalid email"}]}"#,
+        ));
+        assert!(
+            matches!(e, ToolError::Upstream(ref u) if u.status == 422 && u.message == "ValidationError: to: invalid email"),
+            "{e}"
+        );
         let e = fails(interpret::<Inboxes>(502, b"Bad Gateway"));
         assert!(matches!(e, ToolError::Upstream(ref u) if u.message == "Bad Gateway"));
-        assert!(matches!(fails(interpret::<Inboxes>(200, b"[1]")), ToolError::BadResponse(_)));
+        assert!(matches!(
+            fails(interpret::<Inboxes>(200, b"[1]")),
+            ToolError::BadResponse(_)
+        ));
         let long = format!(r#"{{"message":"{}"}}"#, "é".repeat(400));
-        assert!(matches!(fails(interpret::<Inboxes>(500, long.as_bytes())), ToolError::Upstream(ref u) if u.message.len() <= MAX_MESSAGE));
+        assert!(
+            matches!(fails(interpret::<Inboxes>(500, long.as_bytes())), ToolError::Upstream(ref u) if u.message.len() <= MAX_MESSAGE)
+        );
     }
 
     #[test]
     fn search_matches_fields() {
-        let t: ApiThreadItem = serde_json::from_str(r#"{"thread_id":"t","subject":"Invoice #42","senders":["Billing@Vendor.com"]}"#).unwrap();
+        let t: ApiThreadItem = serde_json::from_str(
+            r#"{"thread_id":"t","subject":"Invoice #42","senders":["Billing@Vendor.com"]}"#,
+        )
+        .unwrap();
         assert!(t.matches("invoice") && t.matches("billing@vendor") && !t.matches("refund"));
         let m: ApiMessageItem = serde_json::from_str(r#"{"message_id":"m","thread_id":"t","from":"Ann <ann@example.com>","to":["support@agentmail.to"]}"#).unwrap();
         assert!(m.matches("ann") && m.matches("support@") && !m.matches("invoice"));

@@ -18,8 +18,8 @@
 scout_sdk::bindings!();
 
 use bindings::exports::scout::figma::read_tools::{
-    self, Bounds, Comment, Component, Published, Outline, FileSummary, ImageExport, ImageFormat, NodeDetail,
-    NodesRead, OutlineNode, Project, ProjectListing, Style, Team, User,
+    self, Bounds, Comment, Component, FileSummary, ImageExport, ImageFormat, NodeDetail, NodesRead,
+    Outline, OutlineNode, Project, ProjectListing, Published, Style, Team, User,
 };
 use scout_sdk::{Http, Method, ToolError, UpstreamError, encode_segment};
 use serde::Deserialize;
@@ -53,10 +53,14 @@ const MAX_MESSAGE: usize = 500;
 /// URL): 1 to 64 ASCII letters and digits.
 fn validate_file_key(key: &str) -> Result<(), ToolError> {
     if key.is_empty() {
-        return Err(ToolError::invalid("file-key is empty; `project-files` lists a project's files with their keys"));
+        return Err(ToolError::invalid(
+            "file-key is empty; `project-files` lists a project's files with their keys",
+        ));
     }
     if key.len() > MAX_FILE_KEY {
-        return Err(ToolError::invalid(format!("file-key is longer than {MAX_FILE_KEY} characters")));
+        return Err(ToolError::invalid(format!(
+            "file-key is longer than {MAX_FILE_KEY} characters"
+        )));
     }
     if !key.bytes().all(|b| b.is_ascii_alphanumeric()) {
         return Err(ToolError::invalid(format!(
@@ -68,8 +72,13 @@ fn validate_file_key(key: &str) -> Result<(), ToolError> {
 
 /// One node id part: `digits:digits`.
 fn is_id_part(part: &str) -> bool {
-    let Some((a, b)) = part.split_once(':') else { return false };
-    !a.is_empty() && !b.is_empty() && a.bytes().all(|c| c.is_ascii_digit()) && b.bytes().all(|c| c.is_ascii_digit())
+    let Some((a, b)) = part.split_once(':') else {
+        return false;
+    };
+    !a.is_empty()
+        && !b.is_empty()
+        && a.bytes().all(|c| c.is_ascii_digit())
+        && b.bytes().all(|c| c.is_ascii_digit())
 }
 
 /// A node id as Figma's API spells it: `1:2`, or an instance sublayer's
@@ -77,15 +86,25 @@ fn is_id_part(part: &str) -> bool {
 /// `1:2`.
 fn node_id(id: &str) -> Result<String, ToolError> {
     let refuse = || {
-        ToolError::invalid(format!("node id `{id}` is not a Figma node id (like `1:2`, or `I1:2;3:4` inside an instance)"))
+        ToolError::invalid(format!(
+            "node id `{id}` is not a Figma node id (like `1:2`, or `I1:2;3:4` inside an instance)"
+        ))
     };
     if id.is_empty() {
-        return Err(ToolError::invalid("a node id is empty; `file-outline` lists nodes with their ids"));
+        return Err(ToolError::invalid(
+            "a node id is empty; `file-outline` lists nodes with their ids",
+        ));
     }
     if id.len() > MAX_NODE_ID {
-        return Err(ToolError::invalid(format!("a node id is longer than {MAX_NODE_ID} characters")));
+        return Err(ToolError::invalid(format!(
+            "a node id is longer than {MAX_NODE_ID} characters"
+        )));
     }
-    let id_norm = if id.contains(':') { id.to_string() } else { id.replace('-', ":") };
+    let id_norm = if id.contains(':') {
+        id.to_string()
+    } else {
+        id.replace('-', ":")
+    };
     let (body, instance) = match id_norm.strip_prefix('I') {
         Some(rest) => (rest, true),
         None => (id_norm.as_str(), false),
@@ -101,10 +120,15 @@ fn node_id(id: &str) -> Result<String, ToolError> {
 /// Figma's form, in the order given.
 fn node_ids(ids: &[String]) -> Result<Vec<String>, ToolError> {
     if ids.is_empty() {
-        return Err(ToolError::invalid("node-ids is empty; give at least one node id, like `1:2`"));
+        return Err(ToolError::invalid(
+            "node-ids is empty; give at least one node id, like `1:2`",
+        ));
     }
     if ids.len() > MAX_NODE_IDS {
-        return Err(ToolError::invalid(format!("node-ids has {} ids; at most {MAX_NODE_IDS} per call", ids.len())));
+        return Err(ToolError::invalid(format!(
+            "node-ids has {} ids; at most {MAX_NODE_IDS} per call",
+            ids.len()
+        )));
     }
     let mut seen = BTreeSet::new();
     let mut out = Vec::with_capacity(ids.len());
@@ -124,7 +148,9 @@ fn validate_numeric_id(what: &str, id: &str) -> Result<(), ToolError> {
         return Err(ToolError::invalid(format!("{what} is empty")));
     }
     if id.len() > MAX_NUMERIC_ID || !id.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(ToolError::invalid(format!("{what} `{id}` is not a Figma id (decimal digits, as in a team or project URL)")));
+        return Err(ToolError::invalid(format!(
+            "{what} `{id}` is not a Figma id (decimal digits, as in a team or project URL)"
+        )));
     }
     Ok(())
 }
@@ -134,7 +160,9 @@ fn depth(depth: Option<u32>) -> Result<u32, ToolError> {
     match depth {
         None => Ok(DEFAULT_DEPTH),
         Some(d) if (1..=MAX_DEPTH).contains(&d) => Ok(d),
-        Some(d) => Err(ToolError::invalid(format!("depth {d} is out of range; give 1 to {MAX_DEPTH}"))),
+        Some(d) => Err(ToolError::invalid(format!(
+            "depth {d} is out of range; give 1 to {MAX_DEPTH}"
+        ))),
     }
 }
 
@@ -142,8 +170,12 @@ fn depth(depth: Option<u32>) -> Result<u32, ToolError> {
 fn scale_param(scale: Option<f64>) -> Result<Option<String>, ToolError> {
     match scale {
         None => Ok(None),
-        Some(s) if s.is_finite() && (MIN_SCALE..=MAX_SCALE).contains(&s) => Ok(Some(format!("{s}"))),
-        Some(s) => Err(ToolError::invalid(format!("scale {s} is out of range; give {MIN_SCALE} to {MAX_SCALE}"))),
+        Some(s) if s.is_finite() && (MIN_SCALE..=MAX_SCALE).contains(&s) => {
+            Ok(Some(format!("{s}")))
+        }
+        Some(s) => Err(ToolError::invalid(format!(
+            "scale {s} is out of range; give {MIN_SCALE} to {MAX_SCALE}"
+        ))),
     }
 }
 
@@ -172,7 +204,10 @@ struct ApiError {
 
 fn error_message(body: &[u8]) -> String {
     let text = match serde_json::from_slice::<ApiError>(body) {
-        Ok(ApiError { err: Some(m), .. }) | Ok(ApiError { message: Some(m), .. }) => m,
+        Ok(ApiError { err: Some(m), .. })
+        | Ok(ApiError {
+            message: Some(m), ..
+        }) => m,
         _ => String::from_utf8_lossy(body).trim().to_string(),
     };
     let mut end = text.len().min(MAX_MESSAGE);
@@ -192,7 +227,8 @@ fn parse<T: DeserializeOwned>(status: u16, body: &[u8], what: &str) -> Result<T,
         }
         return Err(ToolError::Upstream(UpstreamError { status, message }));
     }
-    serde_json::from_slice(body).map_err(|e| ToolError::BadResponse(format!("response is not the expected JSON: {e}")))
+    serde_json::from_slice(body)
+        .map_err(|e| ToolError::BadResponse(format!("response is not the expected JSON: {e}")))
 }
 
 // ---------------------------------------------------------------------------
@@ -313,7 +349,12 @@ fn node_detail(node: &ApiNode) -> NodeDetail {
         name: node.name.clone(),
         node_type: node.node_type.clone(),
         characters: node.characters.clone(),
-        bounds: node.absolute_bounding_box.as_ref().map(|b| Bounds { x: b.x, y: b.y, width: b.width, height: b.height }),
+        bounds: node.absolute_bounding_box.as_ref().map(|b| Bounds {
+            x: b.x,
+            y: b.y,
+            width: b.width,
+            height: b.height,
+        }),
         descendants,
         truncated,
     }
@@ -344,11 +385,16 @@ struct ApiImages {
 /// The URLs in the order asked for; a node Figma did not render has none.
 fn image_exports(asked: &[String], mut answer: ApiImages) -> Result<Vec<ImageExport>, ToolError> {
     if let Some(err) = answer.err.filter(|e| !e.is_empty()) {
-        return Err(ToolError::BadResponse(format!("Figma could not render the images: {err}")));
+        return Err(ToolError::BadResponse(format!(
+            "Figma could not render the images: {err}"
+        )));
     }
     Ok(asked
         .iter()
-        .map(|id| ImageExport { node_id: id.clone(), url: answer.images.remove(id).flatten().filter(|u| !u.is_empty()) })
+        .map(|id| ImageExport {
+            node_id: id.clone(),
+            url: answer.images.remove(id).flatten().filter(|u| !u.is_empty()),
+        })
         .collect())
 }
 
@@ -521,8 +567,14 @@ struct ApiFileSummary {
 // ---------------------------------------------------------------------------
 
 /// GET a path of the Figma API origin the host granted, and parse it.
-fn get<T: DeserializeOwned>(path: &str, query: &[(&str, &str)], what: &str) -> Result<T, ToolError> {
-    let http = Http::connect()?.with_header("accept", "application/json").with_header("user-agent", "scout-connector-figma");
+fn get<T: DeserializeOwned>(
+    path: &str,
+    query: &[(&str, &str)],
+    what: &str,
+) -> Result<T, ToolError> {
+    let http = Http::connect()?
+        .with_header("accept", "application/json")
+        .with_header("user-agent", "scout-connector-figma");
     let response = http.send(Method::Get, path, query, None)?;
     parse(response.status, &response.body, what)
 }
@@ -541,7 +593,12 @@ struct Figma;
 impl read_tools::Guest for Figma {
     fn whoami() -> Result<User, ToolError> {
         let me: ApiUser = get("/v1/me", &[], "the credential's user")?;
-        Ok(User { id: me.id, handle: me.handle, email: me.email, img_url: me.img_url })
+        Ok(User {
+            id: me.id,
+            handle: me.handle,
+            email: me.email,
+            img_url: me.img_url,
+        })
     }
 
     fn file_outline(file_key: String, depth_arg: Option<u32>) -> Result<Outline, ToolError> {
@@ -552,13 +609,21 @@ impl read_tools::Guest for Figma {
         Ok(file.into_outline())
     }
 
-    fn read_nodes(file_key: String, ids: Vec<String>, depth_arg: Option<u32>) -> Result<NodesRead, ToolError> {
+    fn read_nodes(
+        file_key: String,
+        ids: Vec<String>,
+        depth_arg: Option<u32>,
+    ) -> Result<NodesRead, ToolError> {
         validate_file_key(&file_key)?;
         let ids = node_ids(&ids)?;
         let depth = depth(depth_arg)?.to_string();
         let path = format!("/v1/files/{}/nodes", encode_segment(&file_key));
         let joined = ids.join(",");
-        let answer: ApiNodes = get(&path, &[("ids", &joined), ("depth", &depth)], &file_label(&file_key))?;
+        let answer: ApiNodes = get(
+            &path,
+            &[("ids", &joined), ("depth", &depth)],
+            &file_label(&file_key),
+        )?;
         Ok(nodes_read(&ids, answer))
     }
 
@@ -573,7 +638,10 @@ impl read_tools::Guest for Figma {
         let scale = scale_param(scale)?;
         let path = format!("/v1/images/{}", encode_segment(&file_key));
         let joined = ids.join(",");
-        let mut query = vec![("ids", joined.as_str()), ("format", format_param(format.unwrap_or(ImageFormat::Png)))];
+        let mut query = vec![
+            ("ids", joined.as_str()),
+            ("format", format_param(format.unwrap_or(ImageFormat::Png))),
+        ];
         if let Some(s) = scale.as_deref() {
             query.push(("scale", s));
         }
@@ -585,14 +653,19 @@ impl read_tools::Guest for Figma {
         validate_file_key(&file_key)?;
         let path = format!("/v1/files/{}/comments", encode_segment(&file_key));
         let answer: ApiComments = get(&path, &[], &file_label(&file_key))?;
-        Ok(answer.comments.into_iter().map(ApiComment::into_comment).collect())
+        Ok(answer
+            .comments
+            .into_iter()
+            .map(ApiComment::into_comment)
+            .collect())
     }
 
     fn components_styles(file_key: String) -> Result<Published, ToolError> {
         validate_file_key(&file_key)?;
         let key = encode_segment(&file_key);
         let label = file_label(&file_key);
-        let components: ApiComponentsAnswer = get(&format!("/v1/files/{key}/components"), &[], &label)?;
+        let components: ApiComponentsAnswer =
+            get(&format!("/v1/files/{key}/components"), &[], &label)?;
         let styles: ApiStylesAnswer = get(&format!("/v1/files/{key}/styles"), &[], &label)?;
         Ok(Published {
             components: components
@@ -630,7 +703,14 @@ impl read_tools::Guest for Figma {
         let answer: ApiTeamProjects = get(&path, &[], &format!("team `{team_id}`"))?;
         Ok(Team {
             team_name: answer.name,
-            projects: answer.projects.into_iter().map(|p| Project { id: p.id.into_string(), name: p.name }).collect(),
+            projects: answer
+                .projects
+                .into_iter()
+                .map(|p| Project {
+                    id: p.id.into_string(),
+                    name: p.name,
+                })
+                .collect(),
         })
     }
 
@@ -666,7 +746,18 @@ mod tests {
             assert!(validate_file_key(good).is_ok(), "{good} should be accepted");
         }
         let long = "a".repeat(65);
-        for bad in ["", ".", "..", "a/b", "a b", "a%2F", "a-b", "ünï", "key?x=1", long.as_str()] {
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "a b",
+            "a%2F",
+            "a-b",
+            "ünï",
+            "key?x=1",
+            long.as_str(),
+        ] {
             assert!(validate_file_key(bad).is_err(), "{bad:?} should be refused");
         }
         assert!(validate_file_key(&"a".repeat(64)).is_ok());
@@ -679,7 +770,10 @@ mod tests {
         assert_eq!(node_id("12-345").unwrap(), "12:345");
         assert_eq!(node_id("I1:2;3:4").unwrap(), "I1:2;3:4");
         assert_eq!(node_id("I5:6").unwrap(), "I5:6");
-        for bad in ["", "1", "1:", ":2", "a:b", "1:2;3:4", "1:2,3:4", "1:2/..", "I", "I1:2;", "1 :2", "1::2", "1-2-3"] {
+        for bad in [
+            "", "1", "1:", ":2", "a:b", "1:2;3:4", "1:2,3:4", "1:2/..", "I", "I1:2;", "1 :2",
+            "1::2", "1-2-3",
+        ] {
             assert!(node_id(bad).is_err(), "{bad:?} should be refused");
         }
         assert!(node_id(&"1".repeat(201)).is_err());
@@ -690,7 +784,10 @@ mod tests {
         let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(node_ids(&ids(&["1:2", "3-4"])).unwrap(), ["1:2", "3:4"]);
         assert!(node_ids(&[]).is_err());
-        assert!(node_ids(&ids(&["1:2", "1-2"])).is_err(), "the same node twice");
+        assert!(
+            node_ids(&ids(&["1:2", "1-2"])).is_err(),
+            "the same node twice"
+        );
         let many: Vec<String> = (0..51).map(|i| format!("1:{i}")).collect();
         assert!(node_ids(&many).is_err());
         assert!(node_ids(&many[..50]).is_ok());
@@ -700,7 +797,10 @@ mod tests {
     fn numbers_depth_scale() {
         assert!(validate_numeric_id("team-id", "1234567890").is_ok());
         for bad in ["", "12a", "-1", "1 2", "../x", &"1".repeat(33)] {
-            assert!(validate_numeric_id("team-id", bad).is_err(), "{bad:?} should be refused");
+            assert!(
+                validate_numeric_id("team-id", bad).is_err(),
+                "{bad:?} should be refused"
+            );
         }
         assert_eq!(depth(None).unwrap(), 2);
         assert_eq!(depth(Some(1)).unwrap(), 1);
@@ -719,39 +819,91 @@ mod tests {
 
     #[test]
     fn statuses() {
-        let e = parse::<ApiUser>(404, br#"{"status":404,"err":"Not found"}"#, "file `k`").err().unwrap();
-        assert!(matches!(e, ToolError::NotFound(ref m) if m == "file `k`: Not found"), "{e:?}");
-        let e = parse::<ApiUser>(403, br#"{"status":403,"err":"Invalid token"}"#, "x").err().unwrap();
-        assert!(matches!(e, ToolError::Upstream(UpstreamError { status: 403, ref message }) if message == "Invalid token"));
-        let e = parse::<ApiUser>(429, br#"{"status":429,"message":"Rate limit exceeded"}"#, "x").err().unwrap();
-        assert!(matches!(e, ToolError::Upstream(UpstreamError { status: 429, ref message }) if message == "Rate limit exceeded"));
+        let e = parse::<ApiUser>(404, br#"{"status":404,"err":"Not found"}"#, "file `k`")
+            .err()
+            .unwrap();
+        assert!(
+            matches!(e, ToolError::NotFound(ref m) if m == "file `k`: Not found"),
+            "{e:?}"
+        );
+        let e = parse::<ApiUser>(403, br#"{"status":403,"err":"Invalid token"}"#, "x")
+            .err()
+            .unwrap();
+        assert!(
+            matches!(e, ToolError::Upstream(UpstreamError { status: 403, ref message }) if message == "Invalid token")
+        );
+        let e = parse::<ApiUser>(
+            429,
+            br#"{"status":429,"message":"Rate limit exceeded"}"#,
+            "x",
+        )
+        .err()
+        .unwrap();
+        assert!(
+            matches!(e, ToolError::Upstream(UpstreamError { status: 429, ref message }) if message == "Rate limit exceeded")
+        );
         let e = parse::<ApiUser>(500, b"  oops ", "x").err().unwrap();
-        assert!(matches!(e, ToolError::Upstream(UpstreamError { ref message, .. }) if message == "oops"));
-        assert!(matches!(parse::<ApiUser>(200, b"[]", "x"), Err(ToolError::BadResponse(_))));
-        assert_eq!(parse::<ApiUser>(200, br#"{"id":"1","handle":"h"}"#, "x").unwrap().handle, "h");
+        assert!(
+            matches!(e, ToolError::Upstream(UpstreamError { ref message, .. }) if message == "oops")
+        );
+        assert!(matches!(
+            parse::<ApiUser>(200, b"[]", "x"),
+            Err(ToolError::BadResponse(_))
+        ));
+        assert_eq!(
+            parse::<ApiUser>(200, br#"{"id":"1","handle":"h"}"#, "x")
+                .unwrap()
+                .handle,
+            "h"
+        );
     }
 
     fn node(id: &str, children: Vec<ApiNode>) -> ApiNode {
-        ApiNode { id: id.into(), name: id.into(), node_type: "FRAME".into(), children, characters: None, absolute_bounding_box: None }
+        ApiNode {
+            id: id.into(),
+            name: id.into(),
+            node_type: "FRAME".into(),
+            children,
+            characters: None,
+            absolute_bounding_box: None,
+        }
     }
 
     #[test]
     fn outlines_are_depth_first_and_bounded() {
-        let doc = node("0:0", vec![node("0:1", vec![node("1:1", vec![]), node("1:2", vec![node("2:1", vec![])])]), node("0:2", vec![])]);
+        let doc = node(
+            "0:0",
+            vec![
+                node(
+                    "0:1",
+                    vec![node("1:1", vec![]), node("1:2", vec![node("2:1", vec![])])],
+                ),
+                node("0:2", vec![]),
+            ],
+        );
         let (nodes, truncated) = outline(&doc, None);
         assert!(!truncated);
         let ids: Vec<&str> = nodes.iter().map(|n| n.id.as_str()).collect();
         assert_eq!(ids, ["0:1", "1:1", "1:2", "2:1", "0:2"]);
         assert_eq!(nodes[0].parent_id, None);
         assert_eq!(nodes[3].parent_id.as_deref(), Some("1:2"));
-        assert_eq!(nodes.iter().map(|n| n.depth).collect::<Vec<_>>(), [1, 2, 2, 3, 1]);
+        assert_eq!(
+            nodes.iter().map(|n| n.depth).collect::<Vec<_>>(),
+            [1, 2, 2, 3, 1]
+        );
         assert_eq!(nodes[0].child_count, 2);
 
-        let wide = node("0:0", (0..600).map(|i| node(&format!("1:{i}"), vec![])).collect());
+        let wide = node(
+            "0:0",
+            (0..600).map(|i| node(&format!("1:{i}"), vec![])).collect(),
+        );
         let (nodes, truncated) = outline(&wide, None);
         assert!(truncated);
         assert_eq!(nodes.len(), MAX_OUTLINE_NODES);
-        let exact = node("0:0", (0..500).map(|i| node(&format!("1:{i}"), vec![])).collect());
+        let exact = node(
+            "0:0",
+            (0..500).map(|i| node(&format!("1:{i}"), vec![])).collect(),
+        );
         assert!(!outline(&exact, None).1);
         let (nodes, _) = outline(&doc.children[0], Some("0:1"));
         assert_eq!(nodes[0].parent_id.as_deref(), Some("0:1"));
@@ -769,11 +921,20 @@ mod tests {
         assert_eq!(read.nodes[0].characters.as_deref(), Some("Hi"));
         assert_eq!(read.nodes[0].bounds.as_ref().unwrap().height, 4.0);
 
-        let answer: ApiImages = serde_json::from_str(r#"{"err":null,"images":{"1:2":"https://x/1","3:4":null}}"#).unwrap();
+        let answer: ApiImages =
+            serde_json::from_str(r#"{"err":null,"images":{"1:2":"https://x/1","3:4":null}}"#)
+                .unwrap();
         let out = image_exports(&["3:4".into(), "1:2".into()], answer).unwrap();
-        assert_eq!((out[0].url.as_deref(), out[1].url.as_deref()), (None, Some("https://x/1")));
-        let failed: ApiImages = serde_json::from_str(r#"{"err":"Render timeout","images":{}}"#).unwrap();
-        assert!(matches!(image_exports(&["1:2".into()], failed), Err(ToolError::BadResponse(_))));
+        assert_eq!(
+            (out[0].url.as_deref(), out[1].url.as_deref()),
+            (None, Some("https://x/1"))
+        );
+        let failed: ApiImages =
+            serde_json::from_str(r#"{"err":"Render timeout","images":{}}"#).unwrap();
+        assert!(matches!(
+            image_exports(&["1:2".into()], failed),
+            Err(ToolError::BadResponse(_))
+        ));
     }
 
     #[test]
@@ -784,7 +945,10 @@ mod tests {
         )
         .unwrap();
         let c = c.into_comment();
-        assert_eq!((c.parent_id, c.node_id, c.order_id.as_deref()), (None, None, Some("3")));
+        assert_eq!(
+            (c.parent_id, c.node_id, c.order_id.as_deref()),
+            (None, None, Some("3"))
+        );
         let p: ApiProject = serde_json::from_str(r#"{"id":12,"name":"n"}"#).unwrap();
         assert_eq!(p.id.into_string(), "12");
         let p: ApiProject = serde_json::from_str(r#"{"id":"13","name":"n"}"#).unwrap();

@@ -26,7 +26,8 @@ scout_sdk::bindings!();
 
 use base64::Engine as _;
 use bindings::exports::scout::github::read_tools::{
-    self, Branch, ChangedFile, Comment, Entry, EntryKind, FileContent, IssueSummary, ItemState, PullRequest, PullSummary,
+    self, Branch, ChangedFile, Comment, Entry, EntryKind, FileContent, IssueSummary, ItemState,
+    PullRequest, PullSummary,
 };
 use bindings::exports::scout::github::write_tools::{self, CommentRef, FileChange};
 use scout_sdk::{Http, ToolError, encode_path, encode_segment};
@@ -56,12 +57,17 @@ fn validate_name(what: &str, name: &str) -> Result<(), ToolError> {
         return Err(ToolError::invalid(format!("{what} is empty")));
     }
     if name.len() > MAX_NAME {
-        return Err(ToolError::invalid(format!("{what} is longer than {MAX_NAME} characters")));
+        return Err(ToolError::invalid(format!(
+            "{what} is longer than {MAX_NAME} characters"
+        )));
     }
     if name == "." || name == ".." {
         return Err(ToolError::invalid(format!("{what} `{name}` is not a name")));
     }
-    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')) {
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
         return Err(ToolError::invalid(format!(
             "{what} `{name}` may contain only ASCII letters, digits, `-`, `_` and `.`"
         )));
@@ -72,17 +78,26 @@ fn validate_name(what: &str, name: &str) -> Result<(), ToolError> {
 /// Checks a branch name against git's ref-name rules (`git check-ref-format`)
 /// and a length limit.
 fn validate_branch(what: &str, name: &str) -> Result<(), ToolError> {
-    let bad = |why: &str| Err(ToolError::invalid(format!("{what} `{name}` is not a valid branch name: {why}")));
+    let bad = |why: &str| {
+        Err(ToolError::invalid(format!(
+            "{what} `{name}` is not a valid branch name: {why}"
+        )))
+    };
     if name.is_empty() {
         return Err(ToolError::invalid(format!("{what} is empty")));
     }
     if name.len() > MAX_BRANCH {
-        return Err(ToolError::invalid(format!("{what} is longer than {MAX_BRANCH} bytes")));
+        return Err(ToolError::invalid(format!(
+            "{what} is longer than {MAX_BRANCH} bytes"
+        )));
     }
     if let Some(c) = name.chars().find(|c| c.is_ascii_control() || *c == ' ') {
         return bad(&format!("it contains the character {c:?}"));
     }
-    if let Some(c) = name.chars().find(|c| matches!(c, '~' | '^' | ':' | '?' | '*' | '[' | '\\')) {
+    if let Some(c) = name
+        .chars()
+        .find(|c| matches!(c, '~' | '^' | ':' | '?' | '*' | '[' | '\\'))
+    {
         return bad(&format!("it contains `{c}`"));
     }
     if name.contains("..") {
@@ -121,13 +136,22 @@ fn validate_file_path(path: &str) -> Result<(), ToolError> {
         return Err(ToolError::invalid("a file path is empty"));
     }
     if path.starts_with('/') {
-        return Err(ToolError::invalid(format!("file path `{path}` must be relative (no leading `/`)")));
+        return Err(ToolError::invalid(format!(
+            "file path `{path}` must be relative (no leading `/`)"
+        )));
     }
     if path.chars().any(|c| c.is_control()) {
-        return Err(ToolError::invalid(format!("file path {path:?} contains a control character")));
+        return Err(ToolError::invalid(format!(
+            "file path {path:?} contains a control character"
+        )));
     }
-    if path.split('/').any(|seg| seg.is_empty() || seg == "." || seg == "..") {
-        return Err(ToolError::invalid(format!("file path `{path}` has an empty, `.` or `..` segment")));
+    if path
+        .split('/')
+        .any(|seg| seg.is_empty() || seg == "." || seg == "..")
+    {
+        return Err(ToolError::invalid(format!(
+            "file path `{path}` has an empty, `.` or `..` segment"
+        )));
     }
     Ok(())
 }
@@ -161,7 +185,9 @@ fn state_param(state: Option<ItemState>) -> &'static str {
 
 fn validate_number(number: u64) -> Result<(), ToolError> {
     if number == 0 {
-        return Err(ToolError::invalid("issue and pull request numbers start at 1"));
+        return Err(ToolError::invalid(
+            "issue and pull request numbers start at 1",
+        ));
     }
     Ok(())
 }
@@ -182,7 +208,11 @@ fn github() -> Result<Http, ToolError> {
 fn repo_path(owner: &str, repo: &str) -> Result<String, ToolError> {
     validate_name("owner", owner)?;
     validate_name("repo", repo)?;
-    Ok(format!("/repos/{}/{}", encode_segment(owner), encode_segment(repo)))
+    Ok(format!(
+        "/repos/{}/{}",
+        encode_segment(owner),
+        encode_segment(repo)
+    ))
 }
 
 /// Adds what was asked for to a `not-found` error, whose upstream message is
@@ -204,14 +234,18 @@ fn ref_query(git_ref: &Option<String>) -> Vec<(&str, &str)> {
 }
 
 fn default_branch(http: &Http, repo: &str, owner_repo: &str) -> Result<String, ToolError> {
-    let info: Repository = http.get(repo, &[]).map_err(not_found(format!("repository {owner_repo}")))?;
+    let info: Repository = http
+        .get(repo, &[])
+        .map_err(not_found(format!("repository {owner_repo}")))?;
     Ok(info.default_branch)
 }
 
 /// The SHA of the commit a branch points at.
 fn branch_head(http: &Http, repo: &str, branch: &str) -> Result<String, ToolError> {
     let path = format!("{repo}/git/ref/heads/{}", encode_path(branch)?);
-    let r: GitRef = http.get(&path, &[]).map_err(not_found(format!("branch `{branch}`")))?;
+    let r: GitRef = http
+        .get(&path, &[])
+        .map_err(not_found(format!("branch `{branch}`")))?;
     Ok(r.object.sha)
 }
 
@@ -431,10 +465,17 @@ struct CreatedComment {
 struct GitHub;
 
 impl read_tools::Guest for GitHub {
-    fn read_file(owner: String, repo: String, path: String, git_ref: Option<String>) -> Result<FileContent, ToolError> {
+    fn read_file(
+        owner: String,
+        repo: String,
+        path: String,
+        git_ref: Option<String>,
+    ) -> Result<FileContent, ToolError> {
         let base = repo_path(&owner, &repo)?;
         if path.trim_matches('/').is_empty() {
-            return Err(ToolError::invalid("path is empty; use list-path to list the repository root"));
+            return Err(ToolError::invalid(
+                "path is empty; use list-path to list the repository root",
+            ));
         }
         let url = format!("{base}/contents/{}", encode_path(&path)?);
         let http = github()?;
@@ -443,19 +484,29 @@ impl read_tools::Guest for GitHub {
             .map_err(not_found(format!("`{path}` in {owner}/{repo}")))?;
         let item = match contents {
             Contents::Directory(_) => {
-                return Err(ToolError::invalid(format!("`{path}` is a directory; use list-path")));
+                return Err(ToolError::invalid(format!(
+                    "`{path}` is a directory; use list-path"
+                )));
             }
             Contents::Item(item) => item,
         };
         if item.kind != "file" {
-            return Err(ToolError::invalid(format!("`{path}` is a {}, not a file", item.kind)));
+            return Err(ToolError::invalid(format!(
+                "`{path}` is a {}, not a file",
+                item.kind
+            )));
         }
         let bytes = match (item.encoding.as_deref(), item.content.as_deref()) {
             (Some("base64"), Some(content)) => {
-                let compact: String = content.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+                let compact: String = content
+                    .chars()
+                    .filter(|c| !c.is_ascii_whitespace())
+                    .collect();
                 base64::engine::general_purpose::STANDARD
                     .decode(compact)
-                    .map_err(|e| ToolError::BadResponse(format!("file content is not valid base64: {e}")))?
+                    .map_err(|e| {
+                        ToolError::BadResponse(format!("file content is not valid base64: {e}"))
+                    })?
             }
             // GitHub answers encoding "none" and no content for files over 1 MB.
             _ => {
@@ -465,10 +516,20 @@ impl read_tools::Guest for GitHub {
                 )));
             }
         };
-        Ok(FileContent { path: item.path, sha: item.sha, size: item.size, text: String::from_utf8(bytes).ok() })
+        Ok(FileContent {
+            path: item.path,
+            sha: item.sha,
+            size: item.size,
+            text: String::from_utf8(bytes).ok(),
+        })
     }
 
-    fn list_path(owner: String, repo: String, path: Option<String>, git_ref: Option<String>) -> Result<Vec<Entry>, ToolError> {
+    fn list_path(
+        owner: String,
+        repo: String,
+        path: Option<String>,
+        git_ref: Option<String>,
+    ) -> Result<Vec<Entry>, ToolError> {
         let base = repo_path(&owner, &repo)?;
         let path = path.unwrap_or_default();
         let url = if path.trim_matches('/').is_empty() {
@@ -483,7 +544,10 @@ impl read_tools::Guest for GitHub {
         let entries = match contents {
             Contents::Directory(entries) => entries,
             Contents::Item(item) => {
-                return Err(ToolError::invalid(format!("`{path}` is a {}, not a directory; use read-file", item.kind)));
+                return Err(ToolError::invalid(format!(
+                    "`{path}` is a {}, not a directory; use read-file",
+                    item.kind
+                )));
             }
         };
         entries
@@ -494,10 +558,24 @@ impl read_tools::Guest for GitHub {
                     "dir" => EntryKind::Dir,
                     "symlink" => EntryKind::Symlink,
                     "submodule" => EntryKind::Submodule,
-                    other => return Err(ToolError::BadResponse(format!("unknown entry type `{other}`"))),
+                    other => {
+                        return Err(ToolError::BadResponse(format!(
+                            "unknown entry type `{other}`"
+                        )));
+                    }
                 };
-                let size = if matches!(kind, EntryKind::Dir) { 0 } else { e.size };
-                Ok(Entry { name: e.name, path: e.path, kind, size, sha: e.sha })
+                let size = if matches!(kind, EntryKind::Dir) {
+                    0
+                } else {
+                    e.size
+                };
+                Ok(Entry {
+                    name: e.name,
+                    path: e.path,
+                    kind,
+                    size,
+                    sha: e.sha,
+                })
             })
             .collect()
     }
@@ -507,14 +585,29 @@ impl read_tools::Guest for GitHub {
         let branches: Vec<ApiBranch> = github()?
             .get(&format!("{base}/branches"), &[("per_page", "100")])
             .map_err(not_found(format!("repository {owner}/{repo}")))?;
-        Ok(branches.into_iter().map(|b| Branch { name: b.name, sha: b.commit.sha, protected: b.protected }).collect())
+        Ok(branches
+            .into_iter()
+            .map(|b| Branch {
+                name: b.name,
+                sha: b.commit.sha,
+                protected: b.protected,
+            })
+            .collect())
     }
 
-    fn list_issues(owner: String, repo: String, state: Option<ItemState>, limit: Option<u8>) -> Result<Vec<IssueSummary>, ToolError> {
+    fn list_issues(
+        owner: String,
+        repo: String,
+        state: Option<ItemState>,
+        limit: Option<u8>,
+    ) -> Result<Vec<IssueSummary>, ToolError> {
         let base = repo_path(&owner, &repo)?;
         let per_page = page_size(limit)?.to_string();
         let issues: Vec<ApiIssue> = github()?
-            .get(&format!("{base}/issues"), &[("state", state_param(state)), ("per_page", &per_page)])
+            .get(
+                &format!("{base}/issues"),
+                &[("state", state_param(state)), ("per_page", &per_page)],
+            )
             .map_err(not_found(format!("repository {owner}/{repo}")))?;
         // The issues endpoint also lists pull requests; they carry a `pull_request` key.
         Ok(issues
@@ -531,7 +624,11 @@ impl read_tools::Guest for GitHub {
             .collect())
     }
 
-    fn read_issue(owner: String, repo: String, number: u64) -> Result<read_tools::Issue, ToolError> {
+    fn read_issue(
+        owner: String,
+        repo: String,
+        number: u64,
+    ) -> Result<read_tools::Issue, ToolError> {
         let base = repo_path(&owner, &repo)?;
         validate_number(number)?;
         let http = github()?;
@@ -539,9 +636,14 @@ impl read_tools::Guest for GitHub {
             .get(&format!("{base}/issues/{number}"), &[])
             .map_err(not_found(format!("issue #{number} in {owner}/{repo}")))?;
         if issue.pull_request.is_some() {
-            return Err(ToolError::invalid(format!("#{number} is a pull request; use read-pull-request")));
+            return Err(ToolError::invalid(format!(
+                "#{number} is a pull request; use read-pull-request"
+            )));
         }
-        let comments: Vec<ApiComment> = http.get(&format!("{base}/issues/{number}/comments"), &[("per_page", "100")])?;
+        let comments: Vec<ApiComment> = http.get(
+            &format!("{base}/issues/{number}/comments"),
+            &[("per_page", "100")],
+        )?;
         Ok(read_tools::Issue {
             number: issue.number,
             title: issue.title,
@@ -551,28 +653,49 @@ impl read_tools::Guest for GitHub {
             labels: issue.labels.into_iter().map(|l| l.name).collect(),
             comments: comments
                 .into_iter()
-                .map(|c| Comment { id: c.id, author: login(c.user), body: c.body.unwrap_or_default() })
+                .map(|c| Comment {
+                    id: c.id,
+                    author: login(c.user),
+                    body: c.body.unwrap_or_default(),
+                })
                 .collect(),
         })
     }
 
-    fn list_pull_requests(owner: String, repo: String, state: Option<ItemState>, limit: Option<u8>) -> Result<Vec<PullSummary>, ToolError> {
+    fn list_pull_requests(
+        owner: String,
+        repo: String,
+        state: Option<ItemState>,
+        limit: Option<u8>,
+    ) -> Result<Vec<PullSummary>, ToolError> {
         let base = repo_path(&owner, &repo)?;
         let per_page = page_size(limit)?.to_string();
         let pulls: Vec<ApiPull> = github()?
-            .get(&format!("{base}/pulls"), &[("state", state_param(state)), ("per_page", &per_page)])
+            .get(
+                &format!("{base}/pulls"),
+                &[("state", state_param(state)), ("per_page", &per_page)],
+            )
             .map_err(not_found(format!("repository {owner}/{repo}")))?;
         Ok(pulls.into_iter().map(ApiPull::summary).collect())
     }
 
-    fn read_pull_request(owner: String, repo: String, number: u64) -> Result<PullRequest, ToolError> {
+    fn read_pull_request(
+        owner: String,
+        repo: String,
+        number: u64,
+    ) -> Result<PullRequest, ToolError> {
         let base = repo_path(&owner, &repo)?;
         validate_number(number)?;
         let http = github()?;
         let pull: ApiPull = http
             .get(&format!("{base}/pulls/{number}"), &[])
-            .map_err(not_found(format!("pull request #{number} in {owner}/{repo}")))?;
-        let files: Vec<ApiPullFile> = http.get(&format!("{base}/pulls/{number}/files"), &[("per_page", "100")])?;
+            .map_err(not_found(format!(
+                "pull request #{number} in {owner}/{repo}"
+            )))?;
+        let files: Vec<ApiPullFile> = http.get(
+            &format!("{base}/pulls/{number}/files"),
+            &[("per_page", "100")],
+        )?;
         Ok(PullRequest {
             number: pull.number,
             title: pull.title,
@@ -585,14 +708,24 @@ impl read_tools::Guest for GitHub {
             merged: pull.merged.unwrap_or(false),
             files: files
                 .into_iter()
-                .map(|f| ChangedFile { path: f.filename, status: f.status, additions: f.additions, deletions: f.deletions })
+                .map(|f| ChangedFile {
+                    path: f.filename,
+                    status: f.status,
+                    additions: f.additions,
+                    deletions: f.deletions,
+                })
                 .collect(),
         })
     }
 }
 
 impl write_tools::Guest for GitHub {
-    fn create_branch(owner: String, repo: String, branch: String, from: Option<String>) -> Result<Branch, ToolError> {
+    fn create_branch(
+        owner: String,
+        repo: String,
+        branch: String,
+        from: Option<String>,
+    ) -> Result<Branch, ToolError> {
         let base = repo_path(&owner, &repo)?;
         validate_branch("branch", &branch)?;
         if let Some(from) = &from {
@@ -605,11 +738,27 @@ impl write_tools::Guest for GitHub {
         };
         let sha = branch_head(&http, &base, &source)?;
         // Creating a ref that exists fails upstream (422); nothing is overwritten.
-        let created: GitRef = http.post(&format!("{base}/git/refs"), &NewRef { name: format!("refs/heads/{branch}"), sha: &sha })?;
-        Ok(Branch { name: branch, sha: created.object.sha, protected: false })
+        let created: GitRef = http.post(
+            &format!("{base}/git/refs"),
+            &NewRef {
+                name: format!("refs/heads/{branch}"),
+                sha: &sha,
+            },
+        )?;
+        Ok(Branch {
+            name: branch,
+            sha: created.object.sha,
+            protected: false,
+        })
     }
 
-    fn commit_files(owner: String, repo: String, branch: String, message: String, files: Vec<FileChange>) -> Result<write_tools::Commit, ToolError> {
+    fn commit_files(
+        owner: String,
+        repo: String,
+        branch: String,
+        message: String,
+        files: Vec<FileChange>,
+    ) -> Result<write_tools::Commit, ToolError> {
         let base = repo_path(&owner, &repo)?;
         validate_branch("branch", &branch)?;
         if message.trim().is_empty() {
@@ -619,13 +768,18 @@ impl write_tools::Guest for GitHub {
             return Err(ToolError::invalid("no files to commit"));
         }
         if files.len() > MAX_FILES {
-            return Err(ToolError::invalid(format!("at most {MAX_FILES} files per commit")));
+            return Err(ToolError::invalid(format!(
+                "at most {MAX_FILES} files per commit"
+            )));
         }
         let mut seen = BTreeSet::new();
         for file in &files {
             validate_file_path(&file.path)?;
             if !seen.insert(file.path.as_str()) {
-                return Err(ToolError::invalid(format!("file path `{}` appears twice", file.path)));
+                return Err(ToolError::invalid(format!(
+                    "file path `{}` appears twice",
+                    file.path
+                )));
             }
         }
         // Refusals come before any request that writes.
@@ -645,24 +799,42 @@ impl write_tools::Guest for GitHub {
 
         // Git Data API: parent commit -> its tree -> new tree -> new commit -> fast-forward the ref.
         let parent = branch_head(&http, &base, &branch)?;
-        let parent_commit: GitCommit = http.get(&format!("{base}/git/commits/{}", encode_segment(&parent)), &[])?;
+        let parent_commit: GitCommit = http.get(
+            &format!("{base}/git/commits/{}", encode_segment(&parent)),
+            &[],
+        )?;
         let tree = NewTree {
             base_tree: &parent_commit.tree.sha,
             tree: files
                 .iter()
-                .map(|f| NewTreeEntry { path: &f.path, mode: "100644", kind: "blob", content: &f.content })
+                .map(|f| NewTreeEntry {
+                    path: &f.path,
+                    mode: "100644",
+                    kind: "blob",
+                    content: &f.content,
+                })
                 .collect(),
         };
         let new_tree: ObjectSha = http.post(&format!("{base}/git/trees"), &tree)?;
         let commit: ObjectSha = http.post(
             &format!("{base}/git/commits"),
-            &NewCommit { message: &message, tree: &new_tree.sha, parents: [&parent] },
+            &NewCommit {
+                message: &message,
+                tree: &new_tree.sha,
+                parents: [&parent],
+            },
         )?;
         let _: GitRef = http.patch(
             &format!("{base}/git/refs/heads/{}", encode_path(&branch)?),
-            &UpdateRef { sha: &commit.sha, force: false },
+            &UpdateRef {
+                sha: &commit.sha,
+                force: false,
+            },
         )?;
-        Ok(write_tools::Commit { sha: commit.sha, branch })
+        Ok(write_tools::Commit {
+            sha: commit.sha,
+            branch,
+        })
     }
 
     fn open_pull_request(
@@ -696,21 +868,40 @@ impl write_tools::Guest for GitHub {
         };
         let pull: ApiPull = http.post(
             &format!("{repo_url}/pulls"),
-            &NewPull { title: &title, head: &head, base: &base, body: body.as_deref(), draft: draft.unwrap_or(false) },
+            &NewPull {
+                title: &title,
+                head: &head,
+                base: &base,
+                body: body.as_deref(),
+                draft: draft.unwrap_or(false),
+            },
         )?;
         Ok(pull.summary())
     }
 
-    fn comment(owner: String, repo: String, number: u64, body: String) -> Result<CommentRef, ToolError> {
+    fn comment(
+        owner: String,
+        repo: String,
+        number: u64,
+        body: String,
+    ) -> Result<CommentRef, ToolError> {
         let base = repo_path(&owner, &repo)?;
         validate_number(number)?;
         if body.trim().is_empty() {
             return Err(ToolError::invalid("comment body is empty"));
         }
         let created: CreatedComment = github()?
-            .post(&format!("{base}/issues/{number}/comments"), &NewComment { body: &body })
-            .map_err(not_found(format!("issue or pull request #{number} in {owner}/{repo}")))?;
-        Ok(CommentRef { id: created.id, url: created.html_url })
+            .post(
+                &format!("{base}/issues/{number}/comments"),
+                &NewComment { body: &body },
+            )
+            .map_err(not_found(format!(
+                "issue or pull request #{number} in {owner}/{repo}"
+            )))?;
+        Ok(CommentRef {
+            id: created.id,
+            url: created.html_url,
+        })
     }
 }
 
@@ -726,13 +917,43 @@ mod tests {
 
     #[test]
     fn branch_names() {
-        for good in ["main", "feature/x", "scout/fix-123", "release-1.2", "a_b", "user@host", "v1"] {
+        for good in [
+            "main",
+            "feature/x",
+            "scout/fix-123",
+            "release-1.2",
+            "a_b",
+            "user@host",
+            "v1",
+        ] {
             assert!(ok_branch(good), "{good} should be accepted");
         }
         let long = "a".repeat(201);
         for bad in [
-            "", "a..b", "a b", "a\tb", "a\u{7f}", "a~1", "a^", "a:b", "a?", "a*", "a[b", "a\\b", "-x", "/x", "x/", "x.lock",
-            "x/y.lock/z", "x.", "a@{1}", "@", "a//b", ".hidden", "a/.b", long.as_str(),
+            "",
+            "a..b",
+            "a b",
+            "a\tb",
+            "a\u{7f}",
+            "a~1",
+            "a^",
+            "a:b",
+            "a?",
+            "a*",
+            "a[b",
+            "a\\b",
+            "-x",
+            "/x",
+            "x/",
+            "x.lock",
+            "x/y.lock/z",
+            "x.",
+            "a@{1}",
+            "@",
+            "a//b",
+            ".hidden",
+            "a/.b",
+            long.as_str(),
         ] {
             assert!(!ok_branch(bad), "{bad:?} should be refused");
         }
@@ -750,8 +971,16 @@ mod tests {
         assert!(!is_workflow_path("github/workflows/x.yml"));
         assert!(!is_workflow_path(".github/workflows.md"));
         // Forms that would dodge the prefix check are not valid paths at all.
-        for dodge in ["./.github/workflows/x", "/.github/workflows/x", ".github//workflows/x", "a/../.github/workflows/x"] {
-            assert!(validate_file_path(dodge).is_err(), "{dodge} should be invalid");
+        for dodge in [
+            "./.github/workflows/x",
+            "/.github/workflows/x",
+            ".github//workflows/x",
+            "a/../.github/workflows/x",
+        ] {
+            assert!(
+                validate_file_path(dodge).is_err(),
+                "{dodge} should be invalid"
+            );
         }
     }
 
@@ -760,19 +989,43 @@ mod tests {
         assert!(validate_file_path("README.md").is_ok());
         assert!(validate_file_path("src/lib.rs").is_ok());
         assert!(validate_file_path("dir with space/é.txt").is_ok());
-        for bad in ["", "/x", "x/", "a//b", ".", "..", "a/./b", "a/../b", "a\nb", "a\0b"] {
-            assert!(validate_file_path(bad).is_err(), "{bad:?} should be invalid");
+        for bad in [
+            "", "/x", "x/", "a//b", ".", "..", "a/./b", "a/../b", "a\nb", "a\0b",
+        ] {
+            assert!(
+                validate_file_path(bad).is_err(),
+                "{bad:?} should be invalid"
+            );
         }
     }
 
     #[test]
     fn owner_and_repo_names() {
-        for good in ["octo", "hello", "my-repo", "my_repo", "repo.js", ".github", "a", "A1"] {
-            assert!(validate_name("repo", good).is_ok(), "{good} should be accepted");
+        for good in [
+            "octo", "hello", "my-repo", "my_repo", "repo.js", ".github", "a", "A1",
+        ] {
+            assert!(
+                validate_name("repo", good).is_ok(),
+                "{good} should be accepted"
+            );
         }
         let long = "a".repeat(101);
-        for bad in ["", ".", "..", "a/b", "a b", "a%2F", "a@b", "ünï", "a\n", long.as_str()] {
-            assert!(validate_name("repo", bad).is_err(), "{bad:?} should be refused");
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "a b",
+            "a%2F",
+            "a@b",
+            "ünï",
+            "a\n",
+            long.as_str(),
+        ] {
+            assert!(
+                validate_name("repo", bad).is_err(),
+                "{bad:?} should be refused"
+            );
         }
         assert!(validate_name("repo", &"a".repeat(100)).is_ok());
         assert_eq!(repo_path("octo", "hello").unwrap(), "/repos/octo/hello");
@@ -789,7 +1042,10 @@ mod tests {
 
     #[test]
     fn parses_contents_answers() {
-        let dir: Contents = serde_json::from_str(r#"[{"name":"a","path":"a","type":"file","size":1,"sha":"x","url":"u"}]"#).unwrap();
+        let dir: Contents = serde_json::from_str(
+            r#"[{"name":"a","path":"a","type":"file","size":1,"sha":"x","url":"u"}]"#,
+        )
+        .unwrap();
         assert!(matches!(dir, Contents::Directory(ref v) if v.len() == 1));
         let file: Contents = serde_json::from_str(
             r#"{"type":"file","encoding":"base64","content":"SGVs\nbG8=\n","sha":"s","size":5,"path":"p","name":"p"}"#,
@@ -801,8 +1057,10 @@ mod tests {
         )
         .unwrap();
         assert!(issue.pull_request.is_some());
-        let issue: ApiIssue =
-            serde_json::from_str(r#"{"number":1,"title":"t","state":"open","user":null,"body":null}"#).unwrap();
+        let issue: ApiIssue = serde_json::from_str(
+            r#"{"number":1,"title":"t","state":"open","user":null,"body":null}"#,
+        )
+        .unwrap();
         assert!(issue.pull_request.is_none());
         assert_eq!(login(issue.user), "ghost");
     }

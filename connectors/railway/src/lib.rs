@@ -26,7 +26,9 @@
 
 scout_sdk::bindings!();
 
-use bindings::exports::scout::railway::read_tools::{self, Deployment, LogLine, Named, ProjectDetails, Workspace};
+use bindings::exports::scout::railway::read_tools::{
+    self, Deployment, LogLine, Named, ProjectDetails, Workspace,
+};
 use bindings::exports::scout::railway::write_tools::{self, Variable};
 use scout_sdk::{Http, Method, ToolError, UpstreamError};
 use serde::de::{DeserializeOwned, IgnoredAny};
@@ -53,7 +55,8 @@ const MAX_MESSAGE: usize = 500;
 // ---------------------------------------------------------------------------
 
 /// The workspaces the token can see, and their projects.
-const WORKSPACES_QUERY: &str = "query workspaces { me { workspaces { id name projects { edges { node { id name } } } } } }";
+const WORKSPACES_QUERY: &str =
+    "query workspaces { me { workspaces { id name projects { edges { node { id name } } } } } }";
 /// One project, its environments and services.
 const PROJECT_QUERY: &str = "query project($id: String!) { project(id: $id) { id name description environments { edges { node { id name } } } services { edges { node { id name } } } } }";
 /// A service's deployments in one environment.
@@ -67,7 +70,13 @@ const REDEPLOY_MUTATION: &str = "mutation deploymentRedeploy($id: String!) { dep
 
 /// The read tools' documents: each must be a query.
 #[cfg(test)]
-const READ_DOCUMENTS: [&str; 5] = [WORKSPACES_QUERY, PROJECT_QUERY, DEPLOYMENTS_QUERY, VARIABLES_QUERY, LOGS_QUERY];
+const READ_DOCUMENTS: [&str; 5] = [
+    WORKSPACES_QUERY,
+    PROJECT_QUERY,
+    DEPLOYMENTS_QUERY,
+    VARIABLES_QUERY,
+    LOGS_QUERY,
+];
 
 // ---------------------------------------------------------------------------
 // Validation (pure functions, unit-tested below)
@@ -80,9 +89,14 @@ fn validate_id(what: &str, id: &str) -> Result<(), ToolError> {
     }
     let groups: Vec<&str> = id.split('-').collect();
     let shaped = groups.len() == 5
-        && groups.iter().zip([8, 4, 4, 4, 12]).all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()));
+        && groups
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()));
     if !shaped {
-        return Err(ToolError::invalid(format!("{what} `{id}` is not a Railway id (a UUID such as 3f2b8c1e-0a4d-4e6f-9b7a-1c2d3e4f5a6b)")));
+        return Err(ToolError::invalid(format!(
+            "{what} `{id}` is not a Railway id (a UUID such as 3f2b8c1e-0a4d-4e6f-9b7a-1c2d3e4f5a6b)"
+        )));
     }
     Ok(())
 }
@@ -112,13 +126,17 @@ fn log_limit(limit: Option<u16>) -> Result<u16, ToolError> {
 
 /// An empty filter is no filter; a long or multi-line one is refused.
 fn log_filter(filter: Option<String>) -> Result<Option<String>, ToolError> {
-    let Some(filter) = filter else { return Ok(None) };
+    let Some(filter) = filter else {
+        return Ok(None);
+    };
     let filter = filter.trim().to_string();
     if filter.is_empty() {
         return Ok(None);
     }
     if filter.len() > MAX_FILTER {
-        return Err(ToolError::invalid(format!("filter is longer than {MAX_FILTER} bytes")));
+        return Err(ToolError::invalid(format!(
+            "filter is longer than {MAX_FILTER} bytes"
+        )));
     }
     if filter.chars().any(|c| c.is_control()) {
         return Err(ToolError::invalid("filter contains a control character"));
@@ -215,10 +233,16 @@ fn cut(text: &str) -> String {
 /// non-empty `errors` array is an error whatever the status (GraphQL answers
 /// errors with 200), then a non-2xx status, then missing or unreadable data.
 fn interpret<T: DeserializeOwned>(status: u16, body: &[u8]) -> Result<T, ToolError> {
-    if let Ok(Errors { errors: Some(errors) }) = serde_json::from_slice::<Errors>(body)
+    if let Ok(Errors {
+        errors: Some(errors),
+    }) = serde_json::from_slice::<Errors>(body)
         && !errors.is_empty()
     {
-        let message = cut(&errors.iter().map(|e| e.message.trim()).collect::<Vec<_>>().join("; "));
+        let message = cut(&errors
+            .iter()
+            .map(|e| e.message.trim())
+            .collect::<Vec<_>>()
+            .join("; "));
         if message.to_ascii_lowercase().contains("not found") {
             return Err(ToolError::NotFound(message));
         }
@@ -233,7 +257,8 @@ fn interpret<T: DeserializeOwned>(status: u16, body: &[u8]) -> Result<T, ToolErr
     }
     let data: Data<T> = serde_json::from_slice(body)
         .map_err(|e| ToolError::BadResponse(format!("response is not the expected JSON: {e}")))?;
-    data.data.ok_or_else(|| ToolError::BadResponse("the answer has neither data nor errors".into()))
+    data.data
+        .ok_or_else(|| ToolError::BadResponse("the answer has neither data nor errors".into()))
 }
 
 /// A GraphQL connection: `{ edges: [{ node: T }] }`.
@@ -263,12 +288,19 @@ struct ApiNamed {
 
 impl From<ApiNamed> for Named {
     fn from(n: ApiNamed) -> Named {
-        Named { id: n.id, name: n.name }
+        Named {
+            id: n.id,
+            name: n.name,
+        }
     }
 }
 
 fn named(c: Option<Connection<ApiNamed>>) -> Vec<Named> {
-    c.map(Connection::nodes).unwrap_or_default().into_iter().map(Named::from).collect()
+    c.map(Connection::nodes)
+        .unwrap_or_default()
+        .into_iter()
+        .map(Named::from)
+        .collect()
 }
 
 #[derive(Deserialize)]
@@ -320,7 +352,12 @@ struct ApiDeployment {
 
 impl From<ApiDeployment> for Deployment {
     fn from(d: ApiDeployment) -> Deployment {
-        Deployment { id: d.id, status: d.status, created_at: d.created_at, static_url: d.static_url }
+        Deployment {
+            id: d.id,
+            status: d.status,
+            created_at: d.created_at,
+            static_url: d.static_url,
+        }
     }
 }
 
@@ -365,7 +402,10 @@ struct RedeployData {
 // ---------------------------------------------------------------------------
 
 /// Sends one fixed document with its variables to `POST /graphql/v2`.
-fn graphql<V: Serialize, T: DeserializeOwned>(query: &'static str, variables: &V) -> Result<T, ToolError> {
+fn graphql<V: Serialize, T: DeserializeOwned>(
+    query: &'static str,
+    variables: &V,
+) -> Result<T, ToolError> {
     let body = request_body(query, variables)?;
     let http = Http::connect()?
         .with_header("accept", "application/json")
@@ -374,11 +414,19 @@ fn graphql<V: Serialize, T: DeserializeOwned>(query: &'static str, variables: &V
     interpret(response.status, &response.body)
 }
 
-fn variables_of<'a>(project_id: &'a str, environment_id: &'a str, service_id: &'a Option<String>) -> Result<VariablesVariables<'a>, ToolError> {
+fn variables_of<'a>(
+    project_id: &'a str,
+    environment_id: &'a str,
+    service_id: &'a Option<String>,
+) -> Result<VariablesVariables<'a>, ToolError> {
     validate_id("project-id", project_id)?;
     validate_id("environment-id", environment_id)?;
     validate_optional_id("service-id", service_id)?;
-    Ok(VariablesVariables { project_id, environment_id, service_id: service_id.as_deref() })
+    Ok(VariablesVariables {
+        project_id,
+        environment_id,
+        service_id: service_id.as_deref(),
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -395,14 +443,20 @@ impl read_tools::Guest for Railway {
             .me
             .workspaces
             .into_iter()
-            .map(|w| Workspace { id: w.id, name: w.name, projects: named(w.projects) })
+            .map(|w| Workspace {
+                id: w.id,
+                name: w.name,
+                projects: named(w.projects),
+            })
             .collect())
     }
 
     fn project(project_id: String) -> Result<ProjectDetails, ToolError> {
         validate_id("project-id", &project_id)?;
         let data: ProjectData = graphql(PROJECT_QUERY, &IdVariables { id: &project_id })?;
-        let p = data.project.ok_or_else(|| ToolError::NotFound(format!("project {project_id}")))?;
+        let p = data
+            .project
+            .ok_or_else(|| ToolError::NotFound(format!("project {project_id}")))?;
         Ok(ProjectDetails {
             id: p.id,
             name: p.name,
@@ -412,47 +466,84 @@ impl read_tools::Guest for Railway {
         })
     }
 
-    fn deployments(project_id: String, environment_id: String, service_id: String, limit: Option<u8>) -> Result<Vec<Deployment>, ToolError> {
+    fn deployments(
+        project_id: String,
+        environment_id: String,
+        service_id: String,
+        limit: Option<u8>,
+    ) -> Result<Vec<Deployment>, ToolError> {
         validate_id("project-id", &project_id)?;
         validate_id("environment-id", &environment_id)?;
         validate_id("service-id", &service_id)?;
         let first = deployments_first(limit)?;
         let variables = DeploymentsVariables {
-            input: DeploymentListInput { project_id: &project_id, environment_id: &environment_id, service_id: &service_id },
+            input: DeploymentListInput {
+                project_id: &project_id,
+                environment_id: &environment_id,
+                service_id: &service_id,
+            },
             first,
         };
         let data: DeploymentsData = graphql(DEPLOYMENTS_QUERY, &variables)?;
-        Ok(data.deployments.nodes().into_iter().map(Deployment::from).collect())
+        Ok(data
+            .deployments
+            .nodes()
+            .into_iter()
+            .map(Deployment::from)
+            .collect())
     }
 
-    fn variable_names(project_id: String, environment_id: String, service_id: Option<String>) -> Result<Vec<String>, ToolError> {
+    fn variable_names(
+        project_id: String,
+        environment_id: String,
+        service_id: Option<String>,
+    ) -> Result<Vec<String>, ToolError> {
         let variables = variables_of(&project_id, &environment_id, &service_id)?;
         let data: VariableNamesData = graphql(VARIABLES_QUERY, &variables)?;
         Ok(data.variables.into_keys().collect())
     }
 
-    fn logs(deployment_id: String, limit: Option<u16>, filter: Option<String>) -> Result<Vec<LogLine>, ToolError> {
+    fn logs(
+        deployment_id: String,
+        limit: Option<u16>,
+        filter: Option<String>,
+    ) -> Result<Vec<LogLine>, ToolError> {
         validate_id("deployment-id", &deployment_id)?;
         let limit = log_limit(limit)?;
         let filter = log_filter(filter)?;
-        let variables = LogsVariables { deployment_id: &deployment_id, limit, filter: filter.as_deref() };
+        let variables = LogsVariables {
+            deployment_id: &deployment_id,
+            limit,
+            filter: filter.as_deref(),
+        };
         let data: LogsData = graphql(LOGS_QUERY, &variables)?;
         Ok(data
             .deployment_logs
             .into_iter()
-            .map(|l| LogLine { timestamp: l.timestamp, severity: l.severity, message: l.message })
+            .map(|l| LogLine {
+                timestamp: l.timestamp,
+                severity: l.severity,
+                message: l.message,
+            })
             .collect())
     }
 }
 
 impl write_tools::Guest for Railway {
-    fn reveal_variables(project_id: String, environment_id: String, service_id: Option<String>) -> Result<Vec<Variable>, ToolError> {
+    fn reveal_variables(
+        project_id: String,
+        environment_id: String,
+        service_id: Option<String>,
+    ) -> Result<Vec<Variable>, ToolError> {
         let variables = variables_of(&project_id, &environment_id, &service_id)?;
         let data: VariableValuesData = graphql(VARIABLES_QUERY, &variables)?;
         Ok(data
             .variables
             .into_iter()
-            .map(|(name, value)| Variable { name, value: value.unwrap_or_default() })
+            .map(|(name, value)| Variable {
+                name,
+                value: value.unwrap_or_default(),
+            })
             .collect())
     }
 
@@ -511,19 +602,32 @@ mod tests {
         for doc in READ_DOCUMENTS {
             assert!(doc.starts_with("query "), "{doc}");
             assert!(!doc.to_ascii_lowercase().contains("mutation"), "{doc}");
-            assert!(!doc.contains("variableCollectionUpsert") && !doc.contains("Upsert"), "{doc}");
+            assert!(
+                !doc.contains("variableCollectionUpsert") && !doc.contains("Upsert"),
+                "{doc}"
+            );
         }
         assert!(REDEPLOY_MUTATION.starts_with("mutation deploymentRedeploy("));
-        assert_eq!(REDEPLOY_MUTATION.matches('{').count(), REDEPLOY_MUTATION.matches('}').count());
+        assert_eq!(
+            REDEPLOY_MUTATION.matches('{').count(),
+            REDEPLOY_MUTATION.matches('}').count()
+        );
     }
 
     #[test]
     fn request_bodies_carry_the_fixed_document_and_variables() {
         let body = request_body(WORKSPACES_QUERY, &NoVariables {}).unwrap();
-        assert_eq!(json(&body), serde_json::json!({"query": WORKSPACES_QUERY, "variables": {}}));
+        assert_eq!(
+            json(&body),
+            serde_json::json!({"query": WORKSPACES_QUERY, "variables": {}})
+        );
 
         let v = DeploymentsVariables {
-            input: DeploymentListInput { project_id: P, environment_id: E, service_id: P },
+            input: DeploymentListInput {
+                project_id: P,
+                environment_id: E,
+                service_id: P,
+            },
             first: deployments_first(None).unwrap(),
         };
         assert_eq!(
@@ -533,7 +637,10 @@ mod tests {
 
         let none = None;
         let v = variables_of(P, E, &none).unwrap();
-        assert_eq!(json(&request_body(VARIABLES_QUERY, &v).unwrap())["variables"], serde_json::json!({"projectId": P, "environmentId": E}));
+        assert_eq!(
+            json(&request_body(VARIABLES_QUERY, &v).unwrap())["variables"],
+            serde_json::json!({"projectId": P, "environmentId": E})
+        );
         let some = Some(P.to_string());
         let v = variables_of(P, E, &some).unwrap();
         assert_eq!(
@@ -544,10 +651,17 @@ mod tests {
 
         // An agent's filter travels as a variable, never inside the document.
         let filter = log_filter(Some(" @level:error \") { x }".into())).unwrap();
-        let v = LogsVariables { deployment_id: P, limit: log_limit(None).unwrap(), filter: filter.as_deref() };
+        let v = LogsVariables {
+            deployment_id: P,
+            limit: log_limit(None).unwrap(),
+            filter: filter.as_deref(),
+        };
         let body = json(&request_body(LOGS_QUERY, &v).unwrap());
         assert_eq!(body["query"], LOGS_QUERY);
-        assert_eq!(body["variables"], serde_json::json!({"deploymentId": P, "limit": 100, "filter": "@level:error \") { x }"}));
+        assert_eq!(
+            body["variables"],
+            serde_json::json!({"deploymentId": P, "limit": 100, "filter": "@level:error \") { x }"})
+        );
     }
 
     #[test]
@@ -566,20 +680,45 @@ mod tests {
 
     #[test]
     fn graphql_errors_are_tool_errors() {
-        let e = fails(interpret::<ProjectData>(200, br#"{"data":null,"errors":[{"message":"Project not found","path":["project"]}]}"#));
-        assert!(matches!(e, ToolError::NotFound(ref m) if m == "Project not found"), "{e}");
-        let e = fails(interpret::<MeData>(200, br#"{"errors":[{"message":"Not Authorized"},{"message":"again"}],"data":{"me":null}}"#));
-        assert!(matches!(e, ToolError::Upstream(ref u) if u.status == 200 && u.message == "Not Authorized; again"), "{e}");
-        let e = fails(interpret::<MeData>(400, br#"{"errors":[{"message":"Cannot query field \"x\""}]}"#));
-        assert!(matches!(e, ToolError::Upstream(ref u) if u.status == 400), "{e}");
+        let e = fails(interpret::<ProjectData>(
+            200,
+            br#"{"data":null,"errors":[{"message":"Project not found","path":["project"]}]}"#,
+        ));
+        assert!(
+            matches!(e, ToolError::NotFound(ref m) if m == "Project not found"),
+            "{e}"
+        );
+        let e = fails(interpret::<MeData>(
+            200,
+            br#"{"errors":[{"message":"Not Authorized"},{"message":"again"}],"data":{"me":null}}"#,
+        ));
+        assert!(
+            matches!(e, ToolError::Upstream(ref u) if u.status == 200 && u.message == "Not Authorized; again"),
+            "{e}"
+        );
+        let e = fails(interpret::<MeData>(
+            400,
+            br#"{"errors":[{"message":"Cannot query field \"x\""}]}"#,
+        ));
+        assert!(
+            matches!(e, ToolError::Upstream(ref u) if u.status == 400),
+            "{e}"
+        );
         let e = fails(interpret::<MeData>(502, b"Bad Gateway"));
-        assert!(matches!(e, ToolError::Upstream(ref u) if u.status == 502 && u.message == "Bad Gateway"), "{e}");
+        assert!(
+            matches!(e, ToolError::Upstream(ref u) if u.status == 502 && u.message == "Bad Gateway"),
+            "{e}"
+        );
         let e = fails(interpret::<MeData>(200, br#"{"data":null}"#));
         assert!(matches!(e, ToolError::BadResponse(_)), "{e}");
-        let e = fails(interpret::<MeData>(200, br#"{"data":{"me":{"workspaces":"x"}}}"#));
+        let e = fails(interpret::<MeData>(
+            200,
+            br#"{"data":{"me":{"workspaces":"x"}}}"#,
+        ));
         assert!(matches!(e, ToolError::BadResponse(_)), "{e}");
         // An empty `errors` array is no error.
-        let ok = interpret::<MeData>(200, br#"{"errors":[],"data":{"me":{"workspaces":[]}}}"#).unwrap();
+        let ok =
+            interpret::<MeData>(200, br#"{"errors":[],"data":{"me":{"workspaces":[]}}}"#).unwrap();
         assert!(ok.me.workspaces.is_empty());
         let long = format!(r#"{{"errors":[{{"message":"{}"}}]}}"#, "é".repeat(400));
         let e = fails(interpret::<MeData>(200, long.as_bytes()));
@@ -606,7 +745,11 @@ mod tests {
         let p = data.project.unwrap();
         assert_eq!(named(p.environments)[0].name, "production");
         assert!(named(p.services).is_empty());
-        let data: LogsData = interpret(200, br#"{"data":{"deploymentLogs":[{"timestamp":"t","message":"m","severity":null}]}}"#).unwrap();
+        let data: LogsData = interpret(
+            200,
+            br#"{"data":{"deploymentLogs":[{"timestamp":"t","message":"m","severity":null}]}}"#,
+        )
+        .unwrap();
         assert_eq!(data.deployment_logs[0].message, "m");
         let data: RedeployData =
             interpret(200, br#"{"data":{"deploymentRedeploy":{"id":"d","status":"INITIALIZING","createdAt":"t","staticUrl":null}}}"#).unwrap();

@@ -13,7 +13,8 @@
 scout_sdk::bindings!();
 
 use bindings::exports::scout::tailscale::read_tools::{
-    self, DerpLatency, DeviceDetail, DeviceSummary, DnsSettings, PolicyFile, SplitDnsRoute, User, UserRole, UserType,
+    self, DerpLatency, DeviceDetail, DeviceSummary, DnsSettings, PolicyFile, SplitDnsRoute, User,
+    UserRole, UserType,
 };
 use scout_sdk::{Http, Method, ToolError, check_status, encode_segment};
 use serde::Deserialize;
@@ -37,17 +38,28 @@ const ZERO_TIME: &str = "0001-01-01T00:00:00Z";
 /// such as `example.com`, a tailnet id such as `T1234CNTRL`, or a personal
 /// tailnet's login name), percent-encoded.
 fn tailnet_segment(tailnet: Option<&str>) -> Result<String, ToolError> {
-    let Some(name) = tailnet else { return Ok(DEFAULT_TAILNET.to_string()) };
+    let Some(name) = tailnet else {
+        return Ok(DEFAULT_TAILNET.to_string());
+    };
     if name.is_empty() {
-        return Err(ToolError::invalid("tailnet is empty; leave it out for the token's own tailnet"));
+        return Err(ToolError::invalid(
+            "tailnet is empty; leave it out for the token's own tailnet",
+        ));
     }
     if name.len() > MAX_TAILNET {
-        return Err(ToolError::invalid(format!("tailnet is longer than {MAX_TAILNET} characters")));
+        return Err(ToolError::invalid(format!(
+            "tailnet is longer than {MAX_TAILNET} characters"
+        )));
     }
     if name == "." || name == ".." {
-        return Err(ToolError::invalid(format!("tailnet `{name}` is not a name")));
+        return Err(ToolError::invalid(format!(
+            "tailnet `{name}` is not a name"
+        )));
     }
-    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'@' | b'+')) {
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'@' | b'+'))
+    {
         return Err(ToolError::invalid(format!(
             "tailnet `{name}` may contain only ASCII letters, digits, `-`, `_`, `.`, `@` and `+`"
         )));
@@ -59,10 +71,14 @@ fn tailnet_segment(tailnet: Option<&str>) -> Result<String, ToolError> {
 /// 1 to 64 ASCII letters and digits.
 fn validate_device_id(id: &str) -> Result<(), ToolError> {
     if id.is_empty() {
-        return Err(ToolError::invalid("device-id is empty; `devices` lists every device with its id"));
+        return Err(ToolError::invalid(
+            "device-id is empty; `devices` lists every device with its id",
+        ));
     }
     if id.len() > MAX_DEVICE_ID {
-        return Err(ToolError::invalid(format!("device-id is longer than {MAX_DEVICE_ID} characters")));
+        return Err(ToolError::invalid(format!(
+            "device-id is longer than {MAX_DEVICE_ID} characters"
+        )));
     }
     if !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
         return Err(ToolError::invalid(format!(
@@ -99,7 +115,10 @@ fn role_param(r: UserRole) -> &'static str {
 }
 
 /// The `users` query: only the filters that were given.
-fn users_query(user_type: Option<UserType>, role: Option<UserRole>) -> Vec<(&'static str, &'static str)> {
+fn users_query(
+    user_type: Option<UserType>,
+    role: Option<UserRole>,
+) -> Vec<(&'static str, &'static str)> {
     let mut query = Vec::new();
     if let Some(t) = user_type {
         query.push(("type", user_type_param(t)));
@@ -224,7 +243,10 @@ impl ApiDevice {
     }
 
     fn detail(self) -> DeviceDetail {
-        let connectivity = self.client_connectivity.unwrap_or(ClientConnectivity { endpoints: Vec::new(), latency: BTreeMap::new() });
+        let connectivity = self.client_connectivity.unwrap_or(ClientConnectivity {
+            endpoints: Vec::new(),
+            latency: BTreeMap::new(),
+        });
         DeviceDetail {
             id: self.node_id,
             legacy_id: self.id,
@@ -250,7 +272,11 @@ impl ApiDevice {
             derp_latency: connectivity
                 .latency
                 .into_iter()
-                .map(|(region, l)| DerpLatency { region, latency_ms: l.latency_ms, preferred: l.preferred })
+                .map(|(region, l)| DerpLatency {
+                    region,
+                    latency_ms: l.latency_ms,
+                    preferred: l.preferred,
+                })
                 .collect(),
         }
     }
@@ -325,7 +351,10 @@ type SplitDns = BTreeMap<String, Option<Vec<String>>>;
 
 fn split_dns_routes(map: SplitDns) -> Vec<SplitDnsRoute> {
     map.into_iter()
-        .map(|(domain, nameservers)| SplitDnsRoute { domain, nameservers: nameservers.unwrap_or_default() })
+        .map(|(domain, nameservers)| SplitDnsRoute {
+            domain,
+            nameservers: nameservers.unwrap_or_default(),
+        })
         .collect()
 }
 
@@ -335,11 +364,16 @@ fn split_dns_routes(map: SplitDns) -> Vec<SplitDnsRoute> {
 
 /// The client for the Tailscale API origin the host granted.
 fn tailscale(accept: &str) -> Result<Http, ToolError> {
-    Ok(Http::connect()?.with_header("accept", accept).with_header("user-agent", "scout-connector-tailscale"))
+    Ok(Http::connect()?
+        .with_header("accept", accept)
+        .with_header("user-agent", "scout-connector-tailscale"))
 }
 
 fn tailnet_path(tailnet: Option<&str>, rest: &str) -> Result<String, ToolError> {
-    Ok(format!("/api/v2/tailnet/{}/{rest}", tailnet_segment(tailnet)?))
+    Ok(format!(
+        "/api/v2/tailnet/{}/{rest}",
+        tailnet_segment(tailnet)?
+    ))
 }
 
 // ---------------------------------------------------------------------------
@@ -367,7 +401,11 @@ impl read_tools::Guest for Tailscale {
         Ok(device.detail())
     }
 
-    fn users(tailnet: Option<String>, user_type: Option<UserType>, role: Option<UserRole>) -> Result<Vec<User>, ToolError> {
+    fn users(
+        tailnet: Option<String>,
+        user_type: Option<UserType>,
+        role: Option<UserRole>,
+    ) -> Result<Vec<User>, ToolError> {
         let path = tailnet_path(tailnet.as_deref(), "users")?;
         let list: UserList = tailscale("application/json")?
             .get(&path, &users_query(user_type, role))
@@ -379,7 +417,11 @@ impl read_tools::Guest for Tailscale {
         let path = tailnet_path(tailnet.as_deref(), "acl")?;
         let response = tailscale("application/hujson")?.send(Method::Get, &path, &[], None)?;
         check_status(&response).map_err(not_found(tailnet_label(tailnet.as_deref())))?;
-        let etag = response.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("etag")).map(|(_, v)| v.clone());
+        let etag = response
+            .headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("etag"))
+            .map(|(_, v)| v.clone());
         let hujson = String::from_utf8(response.body)
             .map_err(|_| ToolError::BadResponse("the policy file is not UTF-8 text".to_string()))?;
         Ok(PolicyFile { hujson, etag })
@@ -389,12 +431,18 @@ impl read_tools::Guest for Tailscale {
         let label = tailnet_label(tailnet.as_deref());
         let preferences_path = tailnet_path(tailnet.as_deref(), "dns/preferences")?;
         let http = tailscale("application/json")?;
-        let preferences: Preferences = http.get(&preferences_path, &[]).map_err(not_found(label.clone()))?;
-        let nameservers: Nameservers =
-            http.get(&tailnet_path(tailnet.as_deref(), "dns/nameservers")?, &[]).map_err(not_found(label.clone()))?;
-        let search: SearchPaths =
-            http.get(&tailnet_path(tailnet.as_deref(), "dns/searchpaths")?, &[]).map_err(not_found(label.clone()))?;
-        let split: SplitDns = http.get(&tailnet_path(tailnet.as_deref(), "dns/split-dns")?, &[]).map_err(not_found(label))?;
+        let preferences: Preferences = http
+            .get(&preferences_path, &[])
+            .map_err(not_found(label.clone()))?;
+        let nameservers: Nameservers = http
+            .get(&tailnet_path(tailnet.as_deref(), "dns/nameservers")?, &[])
+            .map_err(not_found(label.clone()))?;
+        let search: SearchPaths = http
+            .get(&tailnet_path(tailnet.as_deref(), "dns/searchpaths")?, &[])
+            .map_err(not_found(label.clone()))?;
+        let split: SplitDns = http
+            .get(&tailnet_path(tailnet.as_deref(), "dns/split-dns")?, &[])
+            .map_err(not_found(label))?;
         Ok(DnsSettings {
             magic_dns: preferences.magic_dns,
             nameservers: nameservers.dns,
@@ -416,24 +464,64 @@ mod tests {
         assert_eq!(tailnet_segment(Some("-")).unwrap(), "-");
         assert_eq!(tailnet_segment(Some("example.com")).unwrap(), "example.com");
         assert_eq!(tailnet_segment(Some("T1234CNTRL")).unwrap(), "T1234CNTRL");
-        assert_eq!(tailnet_segment(Some("amelie@example.com")).unwrap(), "amelie%40example.com");
-        assert_eq!(tailnet_segment(Some("a+b@gmail.com")).unwrap(), "a%2Bb%40gmail.com");
+        assert_eq!(
+            tailnet_segment(Some("amelie@example.com")).unwrap(),
+            "amelie%40example.com"
+        );
+        assert_eq!(
+            tailnet_segment(Some("a+b@gmail.com")).unwrap(),
+            "a%2Bb%40gmail.com"
+        );
         let long = "a".repeat(254);
-        for bad in ["", ".", "..", "a/b", "a b", "a%2F", "a?b", "a#b", "ünï", "a\n", "a\\b", long.as_str()] {
-            assert!(tailnet_segment(Some(bad)).is_err(), "{bad:?} should be refused");
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "a b",
+            "a%2F",
+            "a?b",
+            "a#b",
+            "ünï",
+            "a\n",
+            "a\\b",
+            long.as_str(),
+        ] {
+            assert!(
+                tailnet_segment(Some(bad)).is_err(),
+                "{bad:?} should be refused"
+            );
         }
         assert!(tailnet_segment(Some(&"a".repeat(253))).is_ok());
-        assert_eq!(tailnet_path(None, "dns/split-dns").unwrap(), "/api/v2/tailnet/-/dns/split-dns");
+        assert_eq!(
+            tailnet_path(None, "dns/split-dns").unwrap(),
+            "/api/v2/tailnet/-/dns/split-dns"
+        );
     }
 
     #[test]
     fn device_ids() {
         for good in ["n5SUKe8CNTRL", "92960230385", "a"] {
-            assert!(validate_device_id(good).is_ok(), "{good} should be accepted");
+            assert!(
+                validate_device_id(good).is_ok(),
+                "{good} should be accepted"
+            );
         }
         let long = "a".repeat(65);
-        for bad in ["", "..", "n1/../x", "n 1", "n-1", "n%2F", "ünï", long.as_str()] {
-            assert!(validate_device_id(bad).is_err(), "{bad:?} should be refused");
+        for bad in [
+            "",
+            "..",
+            "n1/../x",
+            "n 1",
+            "n-1",
+            "n%2F",
+            "ünï",
+            long.as_str(),
+        ] {
+            assert!(
+                validate_device_id(bad).is_err(),
+                "{bad:?} should be refused"
+            );
         }
     }
 
@@ -442,15 +530,27 @@ mod tests {
         assert_eq!(timestamp(None), None);
         assert_eq!(timestamp(Some(String::new())), None);
         assert_eq!(timestamp(Some(ZERO_TIME.to_string())), None);
-        assert_eq!(timestamp(Some("2022-12-01T05:23:30Z".to_string())).as_deref(), Some("2022-12-01T05:23:30Z"));
+        assert_eq!(
+            timestamp(Some("2022-12-01T05:23:30Z".to_string())).as_deref(),
+            Some("2022-12-01T05:23:30Z")
+        );
     }
 
     #[test]
     fn user_filters() {
         assert!(users_query(None, None).is_empty());
-        assert_eq!(users_query(Some(UserType::Shared), None), [("type", "shared")]);
-        assert_eq!(users_query(None, Some(UserRole::ItAdmin)), [("role", "it-admin")]);
-        assert_eq!(users_query(Some(UserType::All), Some(UserRole::All)), [("type", "all"), ("role", "all")]);
+        assert_eq!(
+            users_query(Some(UserType::Shared), None),
+            [("type", "shared")]
+        );
+        assert_eq!(
+            users_query(None, Some(UserRole::ItAdmin)),
+            [("role", "it-admin")]
+        );
+        assert_eq!(
+            users_query(Some(UserType::All), Some(UserRole::All)),
+            [("type", "all"), ("role", "all")]
+        );
     }
 
     #[test]
@@ -461,10 +561,14 @@ mod tests {
         )
         .unwrap();
         let d = d.detail();
-        assert_eq!((d.id.as_str(), d.legacy_id.as_str(), d.expires), ("n1CNTRL", "1", None));
+        assert_eq!(
+            (d.id.as_str(), d.legacy_id.as_str(), d.expires),
+            ("n1CNTRL", "1", None)
+        );
         assert_eq!(d.derp_latency.len(), 1);
         assert!(d.derp_latency[0].preferred);
-        let split: SplitDns = serde_json::from_str(r#"{"b.example":["1.1.1.1"],"a.example":null}"#).unwrap();
+        let split: SplitDns =
+            serde_json::from_str(r#"{"b.example":["1.1.1.1"],"a.example":null}"#).unwrap();
         let routes = split_dns_routes(split);
         assert_eq!(routes[0].domain, "a.example");
         assert!(routes[0].nameservers.is_empty());

@@ -21,9 +21,9 @@ const MAX_LAYERS: usize = 4;
 pub fn content_codings(headers: &HeaderMap) -> Result<Vec<String>, HttpError> {
     let mut codings = Vec::new();
     for value in headers.get_all(http::header::CONTENT_ENCODING) {
-        let text = value
-            .to_str()
-            .map_err(|_| HttpError::Transport("the upstream's content-encoding is not readable text".to_string()))?;
+        let text = value.to_str().map_err(|_| {
+            HttpError::Transport("the upstream's content-encoding is not readable text".to_string())
+        })?;
         for coding in text.split(',') {
             let coding = coding.trim().to_ascii_lowercase();
             if !coding.is_empty() && coding != "identity" {
@@ -33,7 +33,10 @@ pub fn content_codings(headers: &HeaderMap) -> Result<Vec<String>, HttpError> {
     }
     for value in headers.get_all(http::header::TRANSFER_ENCODING) {
         let text = value.to_str().unwrap_or("?");
-        if text.split(',').any(|c| !c.trim().eq_ignore_ascii_case("chunked")) {
+        if text
+            .split(',')
+            .any(|c| !c.trim().eq_ignore_ascii_case("chunked"))
+        {
             return Err(HttpError::Transport(format!(
                 "the upstream used transfer-encoding `{}`, which the host does not accept",
                 text.escape_debug()
@@ -41,10 +44,15 @@ pub fn content_codings(headers: &HeaderMap) -> Result<Vec<String>, HttpError> {
         }
     }
     if codings.len() > MAX_LAYERS {
-        return Err(HttpError::Transport(format!("the upstream stacked more than {MAX_LAYERS} content codings")));
+        return Err(HttpError::Transport(format!(
+            "the upstream stacked more than {MAX_LAYERS} content codings"
+        )));
     }
     for coding in &codings {
-        if !matches!(coding.as_str(), "gzip" | "x-gzip" | "deflate" | "br" | "zstd") {
+        if !matches!(
+            coding.as_str(),
+            "gzip" | "x-gzip" | "deflate" | "br" | "zstd"
+        ) {
             return Err(HttpError::Transport(format!(
                 "the upstream answered with content-encoding `{}`, which the host cannot decode; the response was refused",
                 coding.escape_debug()
@@ -62,21 +70,36 @@ pub fn decode(codings: &[String], mut body: Vec<u8>, limit: u64) -> Result<Vec<u
         return Ok(body);
     }
     for coding in codings.iter().rev() {
-        let corrupt = |e: std::io::Error| HttpError::Transport(format!("the upstream's {coding} body cannot be decoded: {e}"));
+        let corrupt = |e: std::io::Error| {
+            HttpError::Transport(format!(
+                "the upstream's {coding} body cannot be decoded: {e}"
+            ))
+        };
         let input = std::io::Cursor::new(std::mem::take(&mut body));
         body = match coding.as_str() {
-            "gzip" | "x-gzip" => read_capped(flate2::read::MultiGzDecoder::new(input), limit).map_err(corrupt)?,
+            "gzip" | "x-gzip" => {
+                read_capped(flate2::read::MultiGzDecoder::new(input), limit).map_err(corrupt)?
+            }
             // HTTP's `deflate` is zlib-wrapped; some servers send it raw.
-            "deflate" if is_zlib(input.get_ref()) => read_capped(flate2::read::ZlibDecoder::new(input), limit).map_err(corrupt)?,
-            "deflate" => read_capped(flate2::read::DeflateDecoder::new(input), limit).map_err(corrupt)?,
-            "br" => read_capped(brotli_decompressor::Decompressor::new(input, 4096), limit).map_err(corrupt)?,
+            "deflate" if is_zlib(input.get_ref()) => {
+                read_capped(flate2::read::ZlibDecoder::new(input), limit).map_err(corrupt)?
+            }
+            "deflate" => {
+                read_capped(flate2::read::DeflateDecoder::new(input), limit).map_err(corrupt)?
+            }
+            "br" => read_capped(brotli_decompressor::Decompressor::new(input, 4096), limit)
+                .map_err(corrupt)?,
             "zstd" => {
-                let decoder = ruzstd::decoding::StreamingDecoder::new(input)
-                    .map_err(|e| HttpError::Transport(format!("the upstream's zstd body cannot be decoded: {e}")))?;
+                let decoder = ruzstd::decoding::StreamingDecoder::new(input).map_err(|e| {
+                    HttpError::Transport(format!("the upstream's zstd body cannot be decoded: {e}"))
+                })?;
                 read_capped(decoder, limit).map_err(corrupt)?
             }
             other => {
-                return Err(HttpError::Transport(format!("content-encoding `{}` cannot be decoded", other.escape_debug())));
+                return Err(HttpError::Transport(format!(
+                    "content-encoding `{}` cannot be decoded",
+                    other.escape_debug()
+                )));
             }
         }
         .ok_or(HttpError::TooLarge(limit))?;
@@ -110,8 +133,14 @@ mod tests {
 
     #[test]
     fn every_line_and_list_item_counts_and_unknown_codings_refuse() {
-        assert_eq!(content_codings(&headers(&["gzip", "br"])).unwrap(), ["gzip", "br"]);
-        assert_eq!(content_codings(&headers(&["gzip, identity , BR"])).unwrap(), ["gzip", "br"]);
+        assert_eq!(
+            content_codings(&headers(&["gzip", "br"])).unwrap(),
+            ["gzip", "br"]
+        );
+        assert_eq!(
+            content_codings(&headers(&["gzip, identity , BR"])).unwrap(),
+            ["gzip", "br"]
+        );
         assert!(content_codings(&headers(&["compress"])).is_err());
         assert!(content_codings(&headers(&["gzip", "x-secret-sauce"])).is_err());
         assert!(content_codings(&headers(&["gzip, gzip, gzip, gzip, gzip"])).is_err());
@@ -122,13 +151,21 @@ mod tests {
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         gz.write_all(b"hello").unwrap();
         let gz = gz.finish().unwrap();
-        let mut raw = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+        let mut raw =
+            flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
         raw.write_all(&gz).unwrap();
         let body = raw.finish().unwrap();
         // Applied gzip first, then deflate: listed `gzip, deflate`.
         let codings = vec!["gzip".to_string(), "deflate".to_string()];
         assert_eq!(decode(&codings, body.clone(), 100).unwrap(), b"hello");
-        assert!(matches!(decode(&codings, body, 3), Err(HttpError::TooLarge(3))));
-        assert_eq!(decode(&codings, Vec::new(), 3).unwrap(), b"", "no body to decode (HEAD, 204, 304)");
+        assert!(matches!(
+            decode(&codings, body, 3),
+            Err(HttpError::TooLarge(3))
+        ));
+        assert_eq!(
+            decode(&codings, Vec::new(), 3).unwrap(),
+            b"",
+            "no body to decode (HEAD, 204, 304)"
+        );
     }
 }

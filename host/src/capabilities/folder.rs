@@ -31,10 +31,19 @@ pub struct FolderCapability {
 
 impl FolderCapability {
     /// Grants the directory at `root` under `name` (e.g. `project`).
-    pub fn open(name: impl Into<String>, root: &Path, writable: bool) -> std::io::Result<Arc<FolderCapability>> {
+    pub fn open(
+        name: impl Into<String>,
+        root: &Path,
+        writable: bool,
+    ) -> std::io::Result<Arc<FolderCapability>> {
         let root = root.canonicalize()?;
         let dir = Dir::open_ambient_dir(&root, cap_std::ambient_authority())?;
-        Ok(Arc::new(FolderCapability { name: name.into(), root, dir, writable }))
+        Ok(Arc::new(FolderCapability {
+            name: name.into(),
+            root,
+            dir,
+            writable,
+        }))
     }
 
     /// The name the guest opens it by.
@@ -64,7 +73,11 @@ impl FolderCapability {
             } else {
                 EntryKind::Other
             };
-            out.push(Entry { name: entry.file_name().to_string_lossy().into_owned(), kind, size: meta.len() });
+            out.push(Entry {
+                name: entry.file_name().to_string_lossy().into_owned(),
+                kind,
+                size: meta.len(),
+            });
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
@@ -86,14 +99,19 @@ impl FolderCapability {
     /// Creates or replaces a file below the root, if the grant is writable.
     pub fn write(&self, path: &str, contents: &[u8]) -> Result<(), FolderError> {
         if !self.writable {
-            return Err(FolderError::Denied(format!("folder `{}` is read-only", self.name)));
+            return Err(FolderError::Denied(format!(
+                "folder `{}` is read-only",
+                self.name
+            )));
         }
         let rel = relative(path, false)?;
         if contents.len() as u64 > MAX_FILE_BYTES {
             return Err(FolderError::TooLarge(MAX_FILE_BYTES));
         }
         if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
-            self.dir.create_dir_all(parent).map_err(|e| io_error(e, path))?;
+            self.dir
+                .create_dir_all(parent)
+                .map_err(|e| io_error(e, path))?;
         }
         // Never write through a link, even one that stays inside.
         if let Ok(meta) = self.dir.symlink_metadata(&rel)
@@ -101,7 +119,9 @@ impl FolderCapability {
         {
             return Err(FolderError::Denied(format!("`{path}` is a symbolic link")));
         }
-        self.dir.write(&rel, contents).map_err(|e| io_error(e, path))
+        self.dir
+            .write(&rel, contents)
+            .map_err(|e| io_error(e, path))
     }
 }
 
@@ -124,7 +144,9 @@ fn relative(path: &str, root_ok: bool) -> Result<PathBuf, FolderError> {
             Component::Normal(part) => rel.push(part),
             Component::CurDir => {}
             Component::ParentDir => return Err(invalid("`..` is refused")),
-            Component::RootDir | Component::Prefix(_) => return Err(invalid("absolute paths are refused")),
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(invalid("absolute paths are refused"));
+            }
         }
     }
     if rel.as_os_str().is_empty() {
@@ -140,7 +162,9 @@ fn io_error(e: std::io::Error, path: &str) -> FolderError {
     match e.kind() {
         ErrorKind::NotFound => FolderError::NotFound(path.to_string()),
         // cap-std reports an escape (through `..` or a link) as PermissionDenied.
-        ErrorKind::PermissionDenied => FolderError::Denied(format!("`{path}` leads outside the folder")),
+        ErrorKind::PermissionDenied => {
+            FolderError::Denied(format!("`{path}` leads outside the folder"))
+        }
         _ => FolderError::Io(e.kind().to_string()),
     }
 }
@@ -151,25 +175,43 @@ pub struct DirHandle(Arc<FolderCapability>);
 impl Host for CallState {
     fn open(&mut self, name: String) -> wasmtime::Result<Result<Resource<DirHandle>, FolderError>> {
         let Some(folder) = self.caps.folders.iter().find(|f| f.name() == name).cloned() else {
-            return Ok(Err(FolderError::Denied("this session holds no folder by that name".to_string())));
+            return Ok(Err(FolderError::Denied(
+                "this session holds no folder by that name".to_string(),
+            )));
         };
         match self.push_handle(DirHandle(folder))? {
             Some(handle) => Ok(Ok(handle)),
-            None => Ok(Err(FolderError::Denied(format!("at most {} handles per call", crate::runtime::MAX_HANDLES)))),
+            None => Ok(Err(FolderError::Denied(format!(
+                "at most {} handles per call",
+                crate::runtime::MAX_HANDLES
+            )))),
         }
     }
 }
 
 impl HostDir for CallState {
-    fn entries(&mut self, dir: Resource<DirHandle>, path: String) -> wasmtime::Result<Result<Vec<Entry>, FolderError>> {
+    fn entries(
+        &mut self,
+        dir: Resource<DirHandle>,
+        path: String,
+    ) -> wasmtime::Result<Result<Vec<Entry>, FolderError>> {
         Ok(self.table.get(&dir)?.0.list(&path))
     }
 
-    fn read(&mut self, dir: Resource<DirHandle>, path: String) -> wasmtime::Result<Result<Vec<u8>, FolderError>> {
+    fn read(
+        &mut self,
+        dir: Resource<DirHandle>,
+        path: String,
+    ) -> wasmtime::Result<Result<Vec<u8>, FolderError>> {
         Ok(self.table.get(&dir)?.0.read(&path))
     }
 
-    fn write(&mut self, dir: Resource<DirHandle>, path: String, contents: Vec<u8>) -> wasmtime::Result<Result<(), FolderError>> {
+    fn write(
+        &mut self,
+        dir: Resource<DirHandle>,
+        path: String,
+        contents: Vec<u8>,
+    ) -> wasmtime::Result<Result<(), FolderError>> {
         Ok(self.table.get(&dir)?.0.write(&path, &contents))
     }
 

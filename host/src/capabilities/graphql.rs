@@ -34,9 +34,15 @@ impl Operations {
 /// Every operation counts, whichever `operationName` would select: a
 /// document that holds a mutation is treated as one.
 pub fn operations(document: &str) -> Result<Operations, String> {
-    let tree = Parser::new(document).recursion_limit(RECURSION_LIMIT).token_limit(TOKEN_LIMIT).parse();
+    let tree = Parser::new(document)
+        .recursion_limit(RECURSION_LIMIT)
+        .token_limit(TOKEN_LIMIT)
+        .parse();
     if let Some(e) = tree.errors().next() {
-        return Err(format!("the GraphQL document does not parse: {}", e.message()));
+        return Err(format!(
+            "the GraphQL document does not parse: {}",
+            e.message()
+        ));
     }
     let mut ops = Operations::default();
     for definition in tree.document().definitions() {
@@ -46,10 +52,17 @@ pub fn operations(document: &str) -> Result<Operations, String> {
                 Some(t) if t.query_token().is_some() => ops.queries += 1,
                 Some(t) if t.mutation_token().is_some() => ops.mutations += 1,
                 Some(t) if t.subscription_token().is_some() => ops.subscriptions += 1,
-                Some(_) => return Err("the GraphQL document has an operation of no known type".to_string()),
+                Some(_) => {
+                    return Err(
+                        "the GraphQL document has an operation of no known type".to_string()
+                    );
+                }
             },
             cst::Definition::FragmentDefinition(_) => {}
-            _ => return Err("the GraphQL document holds a definition that is not an operation or a fragment".to_string()),
+            _ => return Err(
+                "the GraphQL document holds a definition that is not an operation or a fragment"
+                    .to_string(),
+            ),
         }
     }
     if ops == Operations::default() {
@@ -73,10 +86,12 @@ pub fn argument_mutates(arguments: &serde_json::Value) -> Result<bool, String> {
 /// whose `query` is the document. A batch (a JSON array) is refused: the host
 /// checks one document per request.
 pub fn body_operations(body: &[u8]) -> Result<Operations, String> {
-    let value: serde_json::Value =
-        serde_json::from_slice(body).map_err(|_| "the GraphQL request body is not JSON".to_string())?;
+    let value: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|_| "the GraphQL request body is not JSON".to_string())?;
     let Some(object) = value.as_object() else {
-        return Err("the GraphQL request body must be one JSON object (batches are refused)".to_string());
+        return Err(
+            "the GraphQL request body must be one JSON object (batches are refused)".to_string(),
+        );
     };
     let Some(document) = object.get("query").and_then(|q| q.as_str()) else {
         return Err("the GraphQL request body has no `query` string".to_string());
@@ -92,17 +107,35 @@ mod tests {
     fn tells_queries_from_mutations_by_parsing() {
         let read = |d: &str| operations(d).map(|o| o.is_read_only());
         assert_eq!(read("{ shop { name } }"), Ok(true));
-        assert_eq!(read("query Q($n: Int) { products(first: $n) { nodes { id } } }"), Ok(true));
-        // The word appears, but only in a comment, an alias, an argument and a string.
         assert_eq!(
-            read("# mutation { productDelete }\nquery { mutation: shop { name } products(query: \"mutation\") { nodes { id } } }"),
+            read("query Q($n: Int) { products(first: $n) { nodes { id } } }"),
             Ok(true)
         );
-        assert_eq!(read("mutation { productDelete(input: {id: \"gid://shopify/Product/1\"}) { deletedProductId } }"), Ok(false));
+        // The word appears, but only in a comment, an alias, an argument and a string.
+        assert_eq!(
+            read(
+                "# mutation { productDelete }\nquery { mutation: shop { name } products(query: \"mutation\") { nodes { id } } }"
+            ),
+            Ok(true)
+        );
+        assert_eq!(
+            read(
+                "mutation { productDelete(input: {id: \"gid://shopify/Product/1\"}) { deletedProductId } }"
+            ),
+            Ok(false)
+        );
         // No keyword in lower case on its own line, still a mutation.
-        assert_eq!(read("query A { shop { name } }\nmutation\tB { tagsAdd(id: \"x\", tags: [\"a\"]) { node { id } } }"), Ok(false));
+        assert_eq!(
+            read(
+                "query A { shop { name } }\nmutation\tB { tagsAdd(id: \"x\", tags: [\"a\"]) { node { id } } }"
+            ),
+            Ok(false)
+        );
         assert_eq!(read("subscription { orders { id } }"), Ok(false));
-        assert_eq!(read("fragment F on Shop { name }\nquery { shop { ...F } }"), Ok(true));
+        assert_eq!(
+            read("fragment F on Shop { name }\nquery { shop { ...F } }"),
+            Ok(true)
+        );
     }
 
     #[test]
@@ -118,16 +151,34 @@ mod tests {
             assert!(operations(bad).is_err(), "{bad:?} must be refused");
         }
         let deep = format!("query {}{}", "{ a ".repeat(5000), "}".repeat(5000));
-        assert!(operations(&deep).is_err(), "a document nested past the limit is refused, not followed");
+        assert!(
+            operations(&deep).is_err(),
+            "a document nested past the limit is refused, not followed"
+        );
         let wide = format!("query {{ {} }}", "a ".repeat(60_000));
-        assert!(operations(&wide).is_err(), "a document past the token limit is refused");
+        assert!(
+            operations(&wide).is_err(),
+            "a document past the token limit is refused"
+        );
     }
 
     #[test]
     fn reads_a_request_body() {
-        assert_eq!(body_operations(br#"{"query": "{ shop { name } }", "variables": {}}"#).map(|o| o.is_read_only()), Ok(true));
-        assert_eq!(body_operations(br#"{"query": "mutation { a }"}"#).map(|o| o.mutations), Ok(1));
-        for bad in [&br#"[{"query": "{ a }"}]"#[..], br#"{"q": "{ a }"}"#, b"not json", br#"{"query": 1}"#] {
+        assert_eq!(
+            body_operations(br#"{"query": "{ shop { name } }", "variables": {}}"#)
+                .map(|o| o.is_read_only()),
+            Ok(true)
+        );
+        assert_eq!(
+            body_operations(br#"{"query": "mutation { a }"}"#).map(|o| o.mutations),
+            Ok(1)
+        );
+        for bad in [
+            &br#"[{"query": "{ a }"}]"#[..],
+            br#"{"q": "{ a }"}"#,
+            b"not json",
+            br#"{"query": 1}"#,
+        ] {
             assert!(body_operations(bad).is_err());
         }
     }

@@ -13,8 +13,8 @@ pub use crate::bindings::http::{HttpError, Method, Request, Response};
 use crate::capabilities::encoding;
 use crate::capabilities::net::denied_reason;
 use crate::capabilities::replay::{Recorder, Replay};
-use crate::capabilities::scrub::Scrubber;
 pub use crate::capabilities::scrub::REDACTED;
+use crate::capabilities::scrub::Scrubber;
 use crate::error::ConfigError;
 use crate::runtime::CallState;
 use base64::Engine as _;
@@ -160,7 +160,10 @@ impl HttpConfig {
 
     /// Drops a guest's headers of these names too (credential headers of
     /// the operator's own).
-    pub fn strip_headers(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> HttpConfig {
+    pub fn strip_headers(
+        mut self,
+        names: impl IntoIterator<Item = impl Into<String>>,
+    ) -> HttpConfig {
         self.strip_headers.extend(names.into_iter().map(Into::into));
         self
     }
@@ -278,13 +281,18 @@ pub struct ClientHandle {
 impl HttpCapability {
     /// Validates the configuration, resolves the secret and builds the client.
     pub fn new(config: HttpConfig) -> Result<Arc<HttpCapability>, ConfigError> {
-        let origin_err = |reason: &str| ConfigError::Origin { origin: config.origin.clone(), reason: reason.to_string() };
+        let origin_err = |reason: &str| ConfigError::Origin {
+            origin: config.origin.clone(),
+            reason: reason.to_string(),
+        };
         let origin = Url::parse(&config.origin).map_err(|e| origin_err(&e.to_string()))?;
         if !matches!(origin.scheme(), "http" | "https") {
             return Err(origin_err("scheme must be http or https"));
         }
         if !origin.username().is_empty() || origin.password().is_some() {
-            return Err(origin_err("credentials in the URL are not allowed; configure a credential"));
+            return Err(origin_err(
+                "credentials in the URL are not allowed; configure a credential",
+            ));
         }
         if origin.query().is_some() || origin.fragment().is_some() {
             return Err(origin_err("an origin has no query or fragment"));
@@ -304,7 +312,8 @@ impl HttpCapability {
             )));
         }
         let prefix = origin.path().trim_end_matches('/').to_string();
-        validate_path(&format!("{prefix}/")).map_err(|e| origin_err(&format!("path prefix: {e}")))?;
+        validate_path(&format!("{prefix}/"))
+            .map_err(|e| origin_err(&format!("path prefix: {e}")))?;
 
         let credential = match &config.credential {
             None => None,
@@ -312,57 +321,80 @@ impl HttpCapability {
                 let secret = match &c.secret {
                     SecretSource::Value(v) => v.clone(),
                     SecretSource::Env(name) => std::env::var(name).map_err(|_| {
-                        ConfigError::Credential(format!("environment variable `{name}` is not set or not UTF-8"))
+                        ConfigError::Credential(format!(
+                            "environment variable `{name}` is not set or not UTF-8"
+                        ))
                     })?,
                 };
                 if secret.is_empty() {
                     return Err(ConfigError::Credential("the secret is empty".to_string()));
                 }
                 if let CredentialScheme::Header { name } = &c.scheme {
-                    HeaderName::from_bytes(name.as_bytes())
-                        .map_err(|_| ConfigError::Credential(format!("`{name}` is not a valid header name")))?;
+                    HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                        ConfigError::Credential(format!("`{name}` is not a valid header name"))
+                    })?;
                 }
-                HeaderValue::from_str(&secret)
-                    .map_err(|_| ConfigError::Credential("the secret has characters a header cannot carry".to_string()))?;
-                Some(Credential { scheme: c.scheme.clone(), secret: Secret(secret) })
+                HeaderValue::from_str(&secret).map_err(|_| {
+                    ConfigError::Credential(
+                        "the secret has characters a header cannot carry".to_string(),
+                    )
+                })?;
+                Some(Credential {
+                    scheme: c.scheme.clone(),
+                    secret: Secret(secret),
+                })
             }
         };
         let mut scrubber = credential.as_ref().map(scrubber_of).unwrap_or_default();
         let mut secret_headers = Vec::new();
         for (name, value) in &config.secret_headers {
-            let parsed = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| ConfigError::Credential(format!("`{}` is not a valid header name", name.escape_debug())))?;
+            let parsed = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                ConfigError::Credential(format!(
+                    "`{}` is not a valid header name",
+                    name.escape_debug()
+                ))
+            })?;
             if value.is_empty() || HeaderValue::from_str(value).is_err() {
-                return Err(ConfigError::Credential(format!("the value of secret header `{parsed}` is empty or not a header value")));
+                return Err(ConfigError::Credential(format!(
+                    "the value of secret header `{parsed}` is empty or not a header value"
+                )));
             }
             scrubber.add(value);
             secret_headers.push((parsed, value.clone()));
         }
         let mut strip_headers = Vec::new();
         for name in &config.strip_headers {
-            let parsed = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| ConfigError::Credential(format!("`{}` is not a valid header name to strip", name.escape_debug())))?;
+            let parsed = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                ConfigError::Credential(format!(
+                    "`{}` is not a valid header name to strip",
+                    name.escape_debug()
+                ))
+            })?;
             strip_headers.push(parsed.as_str().to_string());
         }
 
-        let live_client = || reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .referer(false)
-            // The host decodes content codings itself (see `encoding`), so
-            // that every coding is undone before the scrub, whatever a
-            // guest or an upstream tries.
-            .no_gzip()
-            .no_brotli()
-            .no_deflate()
-            .no_zstd()
-            .connect_timeout(config.connect_timeout)
-            .read_timeout(config.read_timeout)
-            .timeout(config.total_timeout)
-            .dns_resolver(Arc::new(GuardedResolver { allow_private_network: config.allow_private_network }))
-            .https_only(origin.scheme() == "https")
-            .build()
-            .map_err(|e| ConfigError::Client(e.to_string()));
+        let live_client = || {
+            reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .no_proxy()
+                .referer(false)
+                // The host decodes content codings itself (see `encoding`), so
+                // that every coding is undone before the scrub, whatever a
+                // guest or an upstream tries.
+                .no_gzip()
+                .no_brotli()
+                .no_deflate()
+                .no_zstd()
+                .connect_timeout(config.connect_timeout)
+                .read_timeout(config.read_timeout)
+                .timeout(config.total_timeout)
+                .dns_resolver(Arc::new(GuardedResolver {
+                    allow_private_network: config.allow_private_network,
+                }))
+                .https_only(origin.scheme() == "https")
+                .build()
+                .map_err(|e| ConfigError::Client(e.to_string()))
+        };
         // Replay builds no client: no resolver, no socket, nothing to send with.
         let backend = match &config.mode {
             HttpMode::Live => Backend::Live(live_client()?),
@@ -424,7 +456,10 @@ impl HttpCapability {
         let headers = self.build_headers(&req.headers)?;
         let body = req.body.clone().unwrap_or_default();
         if body.len() > self.max_request_bytes {
-            return Err(HttpError::Denied(format!("request body is larger than {} bytes", self.max_request_bytes)));
+            return Err(HttpError::Denied(format!(
+                "request body is larger than {} bytes",
+                self.max_request_bytes
+            )));
         }
         let method = match req.method {
             Method::Get => reqwest::Method::GET,
@@ -434,7 +469,12 @@ impl HttpCapability {
             Method::Patch => reqwest::Method::PATCH,
             Method::Delete => reqwest::Method::DELETE,
         };
-        Ok(PreparedRequest { method, url, headers, body })
+        Ok(PreparedRequest {
+            method,
+            url,
+            headers,
+            body,
+        })
     }
 
     /// Sends one guest request. Every refusal happens before any byte is
@@ -465,10 +505,15 @@ impl HttpCapability {
         mutations_approved: bool,
     ) -> Result<Response, HttpError> {
         let matched = routes.find(destination, req.method, &req.path);
-        let encoded = matched.as_ref().map(|m| m.encoded.as_slice()).unwrap_or_default();
+        let encoded = matched
+            .as_ref()
+            .map(|m| m.encoded.as_slice())
+            .unwrap_or_default();
         let prepared = self.prepare_with(&req, encoded)?;
         let Some(matched) = matched else {
-            let to = destination.map(|d| format!(" to `{d}`")).unwrap_or_default();
+            let to = destination
+                .map(|d| format!(" to `{d}`"))
+                .unwrap_or_default();
             return Err(HttpError::Denied(format!(
                 "route not declared: tool `{tool}` declares {}, not {} {}{to}",
                 routes.describe_for(destination),
@@ -485,7 +530,9 @@ impl HttpCapability {
                     Some("this route sends GraphQL queries only, and the body holds a mutation")
                 }
                 scout_manifest::GraphqlBody::Gated if ops.mutations > 0 && !mutations_approved => {
-                    Some("the body holds a GraphQL mutation, and this call was decided and gated as a query")
+                    Some(
+                        "the body holds a GraphQL mutation, and this call was decided and gated as a query",
+                    )
                 }
                 _ => None,
             };
@@ -496,35 +543,61 @@ impl HttpCapability {
         self.dispatch(req, prepared).await
     }
 
-    async fn dispatch(&self, req: Request, prepared: PreparedRequest) -> Result<Response, HttpError> {
+    async fn dispatch(
+        &self,
+        req: Request,
+        prepared: PreparedRequest,
+    ) -> Result<Response, HttpError> {
         match &self.backend {
             Backend::Live(client) => self.send_live(client, prepared).await,
             Backend::Record(client, recorder) => {
                 let result = self.send_live(client, prepared).await;
                 if let Ok(response) = &result {
-                    recorder.record_for(self.destination.as_deref(), &req, response, &self.scrubber);
+                    recorder.record_for(
+                        self.destination.as_deref(),
+                        &req,
+                        response,
+                        &self.scrubber,
+                    );
                 }
                 result
             }
             Backend::Replay(replay) => {
                 drop(prepared);
-                let response = replay.answer_for(self.destination.as_deref(), &req, &self.scrubber)?;
+                let response =
+                    replay.answer_for(self.destination.as_deref(), &req, &self.scrubber)?;
                 if response.body.len() as u64 > self.max_response_bytes {
                     return Err(HttpError::TooLarge(self.max_response_bytes));
                 }
                 let headers = response
                     .headers
                     .into_iter()
-                    .filter(|(name, _)| !name.eq_ignore_ascii_case("set-cookie") && !name.eq_ignore_ascii_case("set-cookie2"))
+                    .filter(|(name, _)| {
+                        !name.eq_ignore_ascii_case("set-cookie")
+                            && !name.eq_ignore_ascii_case("set-cookie2")
+                    })
                     .map(|(name, value)| (name.to_ascii_lowercase(), self.scrub_text(&value)))
                     .collect();
-                Ok(Response { status: response.status, headers, body: self.scrub(&response.body) })
+                Ok(Response {
+                    status: response.status,
+                    headers,
+                    body: self.scrub(&response.body),
+                })
             }
         }
     }
 
-    async fn send_live(&self, client: &reqwest::Client, prepared: PreparedRequest) -> Result<Response, HttpError> {
-        let PreparedRequest { method, url, headers, body } = prepared;
+    async fn send_live(
+        &self,
+        client: &reqwest::Client,
+        prepared: PreparedRequest,
+    ) -> Result<Response, HttpError> {
+        let PreparedRequest {
+            method,
+            url,
+            headers,
+            body,
+        } = prepared;
         let exchange = async {
             let mut response = client
                 .request(method, url)
@@ -556,14 +629,22 @@ impl HttpCapability {
                 })
                 .collect();
             let mut body = Vec::new();
-            while let Some(chunk) = response.chunk().await.map_err(|e| self.transport_error(e))? {
+            while let Some(chunk) = response
+                .chunk()
+                .await
+                .map_err(|e| self.transport_error(e))?
+            {
                 if body.len() as u64 + chunk.len() as u64 > self.max_response_bytes {
                     return Err(HttpError::TooLarge(self.max_response_bytes));
                 }
                 body.extend_from_slice(&chunk);
             }
             let body = encoding::decode(&codings, body, self.max_response_bytes)?;
-            Ok(Response { status, headers, body: self.scrub(&body) })
+            Ok(Response {
+                status,
+                headers,
+                body: self.scrub(&body),
+            })
         };
         // reqwest's total timeout runs until the body is read, so no
         // second timer here; its expiry maps to `timeout`.
@@ -577,7 +658,10 @@ impl HttpCapability {
         url.set_path(&full_path);
         url.set_query(None);
         let credential_param = match &self.credential {
-            Some(Credential { scheme: CredentialScheme::Query { param }, .. }) => Some(param.as_str()),
+            Some(Credential {
+                scheme: CredentialScheme::Query { param },
+                ..
+            }) => Some(param.as_str()),
             _ => None,
         };
         if !req.query.is_empty() || credential_param.is_some() {
@@ -598,27 +682,41 @@ impl HttpCapability {
             || url.port_or_known_default() != self.origin.port_or_known_default()
             || url.path() != full_path
         {
-            return Err(HttpError::Denied("the path would leave the connector's origin".to_string()));
+            return Err(HttpError::Denied(
+                "the path would leave the connector's origin".to_string(),
+            ));
         }
         Ok(url)
     }
 
     fn build_headers(&self, guest: &[(String, String)]) -> Result<HeaderMap, HttpError> {
         if guest.len() > MAX_HEADERS {
-            return Err(HttpError::Denied(format!("more than {MAX_HEADERS} headers")));
+            return Err(HttpError::Denied(format!(
+                "more than {MAX_HEADERS} headers"
+            )));
         }
         let credential_header = match &self.credential {
-            Some(Credential { scheme: CredentialScheme::Header { name }, .. }) => Some(name.to_ascii_lowercase()),
+            Some(Credential {
+                scheme: CredentialScheme::Header { name },
+                ..
+            }) => Some(name.to_ascii_lowercase()),
             _ => None,
         };
         let total: usize = guest.iter().map(|(n, v)| n.len() + v.len()).sum();
         if total > self.max_header_bytes {
-            return Err(HttpError::Denied(format!("the request headers are larger than {} bytes", self.max_header_bytes)));
+            return Err(HttpError::Denied(format!(
+                "the request headers are larger than {} bytes",
+                self.max_header_bytes
+            )));
         }
         let mut headers = HeaderMap::new();
         for (name, value) in guest {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| HttpError::Denied(format!("`{}` is not a valid header name", name.escape_debug())))?;
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                HttpError::Denied(format!(
+                    "`{}` is not a valid header name",
+                    name.escape_debug()
+                ))
+            })?;
             if carries_authority(name.as_str())
                 || credential_header.as_deref() == Some(name.as_str())
                 || self.strip_headers.iter().any(|s| s == name.as_str())
@@ -626,11 +724,15 @@ impl HttpCapability {
             {
                 continue;
             }
-            let value = HeaderValue::from_str(value)
-                .map_err(|_| HttpError::Denied(format!("the value of header `{name}` is not valid")))?;
+            let value = HeaderValue::from_str(value).map_err(|_| {
+                HttpError::Denied(format!("the value of header `{name}` is not valid"))
+            })?;
             headers.append(name, value);
         }
-        headers.insert(http::header::ACCEPT_ENCODING, HeaderValue::from_static(encoding::ACCEPT_ENCODING));
+        headers.insert(
+            http::header::ACCEPT_ENCODING,
+            HeaderValue::from_static(encoding::ACCEPT_ENCODING),
+        );
         for (name, value) in &self.secret_headers {
             let mut value = HeaderValue::from_str(value).expect("validated at configuration");
             value.set_sensitive(true);
@@ -638,14 +740,22 @@ impl HttpCapability {
         }
         if let Some(cred) = &self.credential {
             let (name, value) = match &cred.scheme {
-                CredentialScheme::Bearer => (http::header::AUTHORIZATION, format!("Bearer {}", cred.secret.0)),
+                CredentialScheme::Bearer => (
+                    http::header::AUTHORIZATION,
+                    format!("Bearer {}", cred.secret.0),
+                ),
                 CredentialScheme::Basic { username } => (
                     http::header::AUTHORIZATION,
-                    format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{username}:{}", cred.secret.0))),
+                    format!(
+                        "Basic {}",
+                        base64::engine::general_purpose::STANDARD
+                            .encode(format!("{username}:{}", cred.secret.0))
+                    ),
                 ),
-                CredentialScheme::Header { name } => {
-                    (HeaderName::from_bytes(name.as_bytes()).expect("validated at configuration"), cred.secret.0.clone())
-                }
+                CredentialScheme::Header { name } => (
+                    HeaderName::from_bytes(name.as_bytes()).expect("validated at configuration"),
+                    cred.secret.0.clone(),
+                ),
                 CredentialScheme::Query { .. } => return Ok(headers),
             };
             let mut value = HeaderValue::from_str(&value).expect("validated at configuration");
@@ -767,7 +877,10 @@ pub fn validate_path_allowing(path: &str, encoded: &[usize]) -> Result<(), Strin
         match c {
             '\\' | '@' | '*' | '?' | '#' | ';' => return Err(format!("the path contains `{c}`")),
             c if !c.is_ascii_graphic() => {
-                return Err(format!("the path contains {:?}, which must be percent-encoded", c));
+                return Err(format!(
+                    "the path contains {:?}, which must be percent-encoded",
+                    c
+                ));
             }
             _ => {}
         }
@@ -791,12 +904,20 @@ fn percent_decode_segment(segment: &str, slash_ok: bool) -> Result<String, Strin
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+            let hex = bytes
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok());
             let Some(value) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) else {
                 return Err("the path has a malformed percent-escape".to_string());
             };
-            if (value == b'/' && !slash_ok) || matches!(value, b'\\' | b'%' | b';') || value < 0x20 || value == 0x7f {
-                return Err(format!("the path encodes a forbidden character (%{value:02X})"));
+            if (value == b'/' && !slash_ok)
+                || matches!(value, b'\\' | b'%' | b';')
+                || value < 0x20
+                || value == 0x7f
+            {
+                return Err(format!(
+                    "the path encodes a forbidden character (%{value:02X})"
+                ));
             }
             out.push(value);
             i += 3;
@@ -818,7 +939,8 @@ impl reqwest::dns::Resolve for GuardedResolver {
         let allow = self.allow_private_network;
         let host = name.as_str().to_string();
         Box::pin(async move {
-            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             if addrs.is_empty() {
                 return Err(format!("{host} did not resolve").into());
             }
@@ -863,46 +985,81 @@ pub struct HttpExchange {
 impl Host for CallState {
     fn connect(&mut self) -> wasmtime::Result<Result<Resource<ClientHandle>, HttpError>> {
         if self.caps.http.is_none() {
-            return Ok(Err(HttpError::Denied("this session holds no HTTP capability for this connector".to_string())));
+            return Ok(Err(HttpError::Denied(
+                "this session holds no HTTP capability for this connector".to_string(),
+            )));
         }
         match self.push_handle(ClientHandle { destination: None })? {
             Some(handle) => Ok(Ok(handle)),
-            None => Ok(Err(HttpError::Denied(format!("at most {} handles per call", crate::runtime::MAX_HANDLES)))),
+            None => Ok(Err(HttpError::Denied(format!(
+                "at most {} handles per call",
+                crate::runtime::MAX_HANDLES
+            )))),
         }
     }
 
-    fn connect_to(&mut self, destination: String) -> wasmtime::Result<Result<Resource<ClientHandle>, HttpError>> {
+    fn connect_to(
+        &mut self,
+        destination: String,
+    ) -> wasmtime::Result<Result<Resource<ClientHandle>, HttpError>> {
         if !self.routes.names_destination(Some(&destination)) {
             let shown: String = destination.chars().take(64).collect();
-            return Ok(Err(HttpError::Denied(format!("tool `{}` declares no route to destination `{shown}`", self.tool))));
+            return Ok(Err(HttpError::Denied(format!(
+                "tool `{}` declares no route to destination `{shown}`",
+                self.tool
+            ))));
         }
         if !self.caps.destinations.contains_key(&destination) {
             return Ok(Err(HttpError::Denied(format!(
                 "this session holds no HTTP capability for destination `{destination}` (not configured, or the connector it names is not live)"
             ))));
         }
-        match self.push_handle(ClientHandle { destination: Some(destination) })? {
+        match self.push_handle(ClientHandle {
+            destination: Some(destination),
+        })? {
             Some(handle) => Ok(Ok(handle)),
-            None => Ok(Err(HttpError::Denied(format!("at most {} handles per call", crate::runtime::MAX_HANDLES)))),
+            None => Ok(Err(HttpError::Denied(format!(
+                "at most {} handles per call",
+                crate::runtime::MAX_HANDLES
+            )))),
         }
     }
 }
 
 impl HostClient for CallState {
-    async fn send(&mut self, handle: Resource<ClientHandle>, req: Request) -> wasmtime::Result<Result<Response, HttpError>> {
+    async fn send(
+        &mut self,
+        handle: Resource<ClientHandle>,
+        req: Request,
+    ) -> wasmtime::Result<Result<Response, HttpError>> {
         let destination = self.table.get(&handle)?.destination.clone();
         let http = match &destination {
             None => self.caps.http.clone(),
             Some(d) => self.caps.destinations.get(d).cloned(),
         };
         let Some(http) = http else {
-            return Ok(Err(HttpError::Denied("this session holds no HTTP capability for this connector".to_string())));
+            return Ok(Err(HttpError::Denied(
+                "this session holds no HTTP capability for this connector".to_string(),
+            )));
         };
         let started = Instant::now();
-        let (method, path) = (crate::capabilities::routes::method_name(req.method).to_string(), req.path.clone());
-        let route = self.routes.template_of(destination.as_deref(), req.method, &path);
+        let (method, path) = (
+            crate::capabilities::routes::method_name(req.method).to_string(),
+            req.path.clone(),
+        );
+        let route = self
+            .routes
+            .template_of(destination.as_deref(), req.method, &path);
         let request_bytes = req.body.as_ref().map_or(0, |b| b.len() as u64);
-        let result = http.send_for_tool(req, &self.tool, &self.routes, destination.as_deref(), self.caps.graphql_mutations).await;
+        let result = http
+            .send_for_tool(
+                req,
+                &self.tool,
+                &self.routes,
+                destination.as_deref(),
+                self.caps.graphql_mutations,
+            )
+            .await;
         self.http_log.push(HttpExchange {
             destination,
             method,
@@ -930,9 +1087,15 @@ mod tests {
     #[test]
     fn an_encoded_segment_may_hold_a_slash_and_nothing_else_new() {
         let site = "/webmasters/v3/sites/https%3A%2F%2Fwww.example.com%2F/searchAnalytics/query";
-        assert!(validate_path(site).is_err(), "%2F is refused where no route declares an encoded segment");
+        assert!(
+            validate_path(site).is_err(),
+            "%2F is refused where no route declares an encoded segment"
+        );
         assert!(validate_path_allowing(site, &[3]).is_ok());
-        assert!(validate_path_allowing(site, &[2]).is_err(), "only the declared segment");
+        assert!(
+            validate_path_allowing(site, &[2]).is_err(),
+            "only the declared segment"
+        );
         for bad in [
             "/sites/https%3A%2F%2Fa.example%2F..%2Fadmin/q",
             "/sites/..%2Fadmin/q",
@@ -942,20 +1105,59 @@ mod tests {
             "/sites/a%252F/q",
             "/sites/a%2F%00/q",
         ] {
-            assert!(validate_path_allowing(bad, &[1]).is_err(), "{bad} should be refused");
+            assert!(
+                validate_path_allowing(bad, &[1]).is_err(),
+                "{bad} should be refused"
+            );
         }
     }
 
     #[test]
     fn path_rules() {
-        for ok in ["/", "/repos/octo/hello/contents/src/lib.rs", "/a/b%20c", "/a/.hidden", "/a/b..c", "/v1:x"] {
+        for ok in [
+            "/",
+            "/repos/octo/hello/contents/src/lib.rs",
+            "/a/b%20c",
+            "/a/.hidden",
+            "/a/b..c",
+            "/v1:x",
+        ] {
             assert!(validate_path(ok).is_ok(), "{ok} should pass");
         }
         for bad in [
-            "", "repos", "//evil.example/x", "/a//b", "/a\\b", "/@evil.example", "/a@b", "/*", "/a?b=c", "/a#f",
-            "http://evil.example/", "/../etc", "/a/./b", "/a/..", "/%2e%2e/x", "/%2E%2e", "/.%2e/x", "/a%2fb",
-            "/a%5cb", "/a%00", "/a%zz", "/a%2", "/a b", "/a\tb", "/ä", "/a%252e%252e", "/a;b", "/..;/admin",
-            "/allowed/..;/admin", "/a/b;jsessionid=1", "/a%3bb", "/a/%3B/b", "/%2e%2e%3b/x",
+            "",
+            "repos",
+            "//evil.example/x",
+            "/a//b",
+            "/a\\b",
+            "/@evil.example",
+            "/a@b",
+            "/*",
+            "/a?b=c",
+            "/a#f",
+            "http://evil.example/",
+            "/../etc",
+            "/a/./b",
+            "/a/..",
+            "/%2e%2e/x",
+            "/%2E%2e",
+            "/.%2e/x",
+            "/a%2fb",
+            "/a%5cb",
+            "/a%00",
+            "/a%zz",
+            "/a%2",
+            "/a b",
+            "/a\tb",
+            "/ä",
+            "/a%252e%252e",
+            "/a;b",
+            "/..;/admin",
+            "/allowed/..;/admin",
+            "/a/b;jsessionid=1",
+            "/a%3bb",
+            "/a/%3B/b",
+            "/%2e%2e%3b/x",
         ] {
             assert!(validate_path(bad).is_err(), "{bad:?} should be refused");
         }

@@ -17,8 +17,8 @@
 use crate::bindings::meter::{Host, HostReservation, MeterError};
 use crate::runtime::CallState;
 use crate::store::{StartRunError, Store};
-use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use wasmtime::component::Resource;
 
@@ -54,8 +54,14 @@ impl Allowance {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AllowanceError {
     /// Starting the run could spend past the day's allowance.
-    #[error("the day's allowance is exhausted: {committed} of {per_day} {unit} already spent or held by runs")]
-    DayExhausted { committed: u64, per_day: u64, unit: String },
+    #[error(
+        "the day's allowance is exhausted: {committed} of {per_day} {unit} already spent or held by runs"
+    )]
+    DayExhausted {
+        committed: u64,
+        per_day: u64,
+        unit: String,
+    },
     /// The allowance itself is not acceptable.
     #[error("invalid allowance: {0}")]
     Invalid(String),
@@ -82,7 +88,10 @@ pub struct DayLedger {
 impl DayLedger {
     /// A ledger counting in `unit` (e.g. `credits`, `micro-usd`).
     pub fn new(unit: impl Into<String>) -> Arc<DayLedger> {
-        Arc::new(DayLedger { unit: unit.into(), day: Mutex::new(Day::default()) })
+        Arc::new(DayLedger {
+            unit: unit.into(),
+            day: Mutex::new(Day::default()),
+        })
     }
 
     fn lock(&self) -> MutexGuard<'_, Day> {
@@ -97,12 +106,19 @@ impl DayLedger {
 
     /// Starts a run under `allowance`, or refuses it if the day's figure
     /// could be exceeded.
-    pub fn start_run(self: &Arc<Self>, allowance: Allowance) -> Result<Arc<RunMeter>, AllowanceError> {
+    pub fn start_run(
+        self: &Arc<Self>,
+        allowance: Allowance,
+    ) -> Result<Arc<RunMeter>, AllowanceError> {
         allowance.validate()?;
         let mut day = self.lock();
         let committed = day.ended + day.live;
         if committed + allowance.per_run > allowance.per_day {
-            return Err(AllowanceError::DayExhausted { committed, per_day: allowance.per_day, unit: self.unit.clone() });
+            return Err(AllowanceError::DayExhausted {
+                committed,
+                per_day: allowance.per_day,
+                unit: self.unit.clone(),
+            });
         }
         day.live += allowance.per_run;
         Ok(Arc::new(RunMeter {
@@ -175,13 +191,26 @@ impl RunMeter {
         allowance: Allowance,
     ) -> Result<Arc<RunMeter>, AllowanceError> {
         allowance.validate()?;
-        store.start_run(run_id, brand, connector, day, allowance.per_run, allowance.per_day).map_err(|e| match e {
-            StartRunError::DayExhausted { committed, per_day } => {
-                AllowanceError::DayExhausted { committed, per_day, unit: unit.to_string() }
-            }
-            StartRunError::InvalidAllowance { .. } => AllowanceError::Invalid(e.to_string()),
-            StartRunError::Store(e) => AllowanceError::Ledger(e.to_string()),
-        })?;
+        store
+            .start_run(
+                run_id,
+                brand,
+                connector,
+                day,
+                allowance.per_run,
+                allowance.per_day,
+            )
+            .map_err(|e| match e {
+                StartRunError::DayExhausted { committed, per_day } => {
+                    AllowanceError::DayExhausted {
+                        committed,
+                        per_day,
+                        unit: unit.to_string(),
+                    }
+                }
+                StartRunError::InvalidAllowance { .. } => AllowanceError::Invalid(e.to_string()),
+                StartRunError::Store(e) => AllowanceError::Ledger(e.to_string()),
+            })?;
         Ok(Arc::new(RunMeter {
             unit: unit.to_string(),
             day: DaySide::Store(StoreLedger {
@@ -204,7 +233,10 @@ impl RunMeter {
         Arc::new(RunMeter {
             unit: unit.to_string(),
             day: DaySide::Refused(refusal),
-            allowance: Allowance { per_run: 0, per_day: 0 },
+            allowance: Allowance {
+                per_run: 0,
+                per_day: 0,
+            },
             run: Mutex::new(Run::default()),
         })
     }
@@ -216,14 +248,27 @@ impl RunMeter {
 
     /// Writes a charge to the store, if the run is recorded there.
     fn record(&self, amount: u64) -> Result<(), MeterError> {
-        let DaySide::Store(ledger) = &self.day else { return Ok(()) };
+        let DaySide::Store(ledger) = &self.day else {
+            return Ok(());
+        };
         if amount == 0 {
             return Ok(());
         }
-        let key = format!("{}:{}", ledger.run_id, ledger.next_charge.fetch_add(1, Ordering::SeqCst));
+        let key = format!(
+            "{}:{}",
+            ledger.run_id,
+            ledger.next_charge.fetch_add(1, Ordering::SeqCst)
+        );
         ledger
             .store
-            .charge(&ledger.run_id, &ledger.connector, &ledger.brand, &ledger.day, amount, &key)
+            .charge(
+                &ledger.run_id,
+                &ledger.connector,
+                &ledger.brand,
+                &ledger.day,
+                amount,
+                &key,
+            )
             .map(|_| ())
             .map_err(|e| {
                 tracing::error!(run = %ledger.run_id, error = %e, "cannot record a charge");
@@ -252,14 +297,18 @@ impl RunMeter {
     /// What the run may still reserve.
     pub fn remaining(&self) -> u64 {
         let run = self.lock();
-        self.allowance.per_run.saturating_sub(run.spent + run.reserved)
+        self.allowance
+            .per_run
+            .saturating_sub(run.spent + run.reserved)
     }
 
     /// Holds `amount` against the run's allowance, atomically, or refuses
     /// with nothing held.
     pub fn reserve(&self, amount: u64) -> Result<(), MeterError> {
         if amount == 0 {
-            return Err(MeterError::Invalid("an estimate must be above zero".to_string()));
+            return Err(MeterError::Invalid(
+                "an estimate must be above zero".to_string(),
+            ));
         }
         if let DaySide::Refused(refusal) = &self.day {
             return Err(refusal.clone());
@@ -268,7 +317,10 @@ impl RunMeter {
         if run.ended {
             return Err(MeterError::Denied("the run has ended".to_string()));
         }
-        let left = self.allowance.per_run.saturating_sub(run.spent + run.reserved);
+        let left = self
+            .allowance
+            .per_run
+            .saturating_sub(run.spent + run.reserved);
         if amount > left {
             return Err(MeterError::RunExhausted(left));
         }
@@ -285,14 +337,19 @@ impl RunMeter {
         let mut run = self.lock();
         if run.ended {
             // Ending the run charged every open reservation in full.
-            return Err(MeterError::Denied("the run has ended; this reservation was charged in full".to_string()));
+            return Err(MeterError::Denied(
+                "the run has ended; this reservation was charged in full".to_string(),
+            ));
         }
         run.reserved = run.reserved.saturating_sub(reserved);
         if actual <= reserved {
             run.spent += actual;
             return self.record(actual);
         }
-        let left = self.allowance.per_run.saturating_sub(run.spent + run.reserved + reserved);
+        let left = self
+            .allowance
+            .per_run
+            .saturating_sub(run.spent + run.reserved + reserved);
         let extra = actual - reserved;
         let charged = reserved + extra.min(left);
         run.spent += charged;
@@ -316,7 +373,11 @@ impl RunMeter {
         run.reserved = 0;
         match &self.day {
             DaySide::Memory(ledger) => {
-                let recorded = if run.spent == 0 { self.allowance.per_run } else { run.spent };
+                let recorded = if run.spent == 0 {
+                    self.allowance.per_run
+                } else {
+                    run.spent
+                };
                 let mut day = ledger.lock();
                 day.live -= self.allowance.per_run;
                 day.ended += recorded;
@@ -350,22 +411,39 @@ impl Drop for ReservationHandle {
 
 impl Host for CallState {
     fn unit(&mut self) -> wasmtime::Result<String> {
-        Ok(self.caps.meter.as_ref().map(|m| m.unit().to_string()).unwrap_or_default())
+        Ok(self
+            .caps
+            .meter
+            .as_ref()
+            .map(|m| m.unit().to_string())
+            .unwrap_or_default())
     }
 
-    fn reserve(&mut self, estimate: u64) -> wasmtime::Result<Result<Resource<ReservationHandle>, MeterError>> {
+    fn reserve(
+        &mut self,
+        estimate: u64,
+    ) -> wasmtime::Result<Result<Resource<ReservationHandle>, MeterError>> {
         let Some(meter) = self.caps.meter.clone() else {
-            return Ok(Err(MeterError::Denied("this session holds no meter for this connector".to_string())));
+            return Ok(Err(MeterError::Denied(
+                "this session holds no meter for this connector".to_string(),
+            )));
         };
         // Check for room first: a reservation that cannot be handed out
         // would be charged when dropped.
         if !self.has_handle_room() {
-            return Ok(Err(MeterError::Denied(format!("at most {} handles per call", crate::runtime::MAX_HANDLES))));
+            return Ok(Err(MeterError::Denied(format!(
+                "at most {} handles per call",
+                crate::runtime::MAX_HANDLES
+            ))));
         }
         if let Err(e) = meter.reserve(estimate) {
             return Ok(Err(e));
         }
-        let reservation = ReservationHandle { meter, amount: estimate, settled: false };
+        let reservation = ReservationHandle {
+            meter,
+            amount: estimate,
+            settled: false,
+        };
         let handle = self.push_handle(reservation)?.expect("room was checked");
         Ok(Ok(handle))
     }
@@ -376,10 +454,16 @@ impl Host for CallState {
 }
 
 impl HostReservation for CallState {
-    fn settle(&mut self, handle: Resource<ReservationHandle>, actual: u64) -> wasmtime::Result<Result<(), MeterError>> {
+    fn settle(
+        &mut self,
+        handle: Resource<ReservationHandle>,
+        actual: u64,
+    ) -> wasmtime::Result<Result<(), MeterError>> {
         let reservation = self.table.get_mut(&handle)?;
         if reservation.settled {
-            return Ok(Err(MeterError::Invalid("this reservation is already settled".to_string())));
+            return Ok(Err(MeterError::Invalid(
+                "this reservation is already settled".to_string(),
+            )));
         }
         reservation.settled = true;
         Ok(reservation.meter.settle(reservation.amount, actual))
@@ -398,13 +482,19 @@ mod tests {
     #[test]
     fn the_seeds_day_arithmetic() {
         let ledger = DayLedger::new("credits");
-        let allowance = Allowance { per_run: 25, per_day: 100 };
+        let allowance = Allowance {
+            per_run: 25,
+            per_day: 100,
+        };
         let a = ledger.start_run(allowance).unwrap();
         let b = ledger.start_run(allowance).unwrap();
         let c = ledger.start_run(allowance).unwrap();
         let d = ledger.start_run(allowance).unwrap();
         // Four live runs hold 100: a fifth cannot start.
-        assert!(matches!(ledger.start_run(allowance), Err(AllowanceError::DayExhausted { committed: 100, .. })));
+        assert!(matches!(
+            ledger.start_run(allowance),
+            Err(AllowanceError::DayExhausted { committed: 100, .. })
+        ));
         // An ended run counts at what it recorded.
         a.reserve(5).unwrap();
         a.settle(5, 5).unwrap();
@@ -427,30 +517,61 @@ mod tests {
     #[test]
     fn a_reservation_settled_after_its_run_ended_was_charged_once() {
         let ledger = DayLedger::new("credits");
-        let run = ledger.start_run(Allowance { per_run: 25, per_day: 100 }).unwrap();
+        let run = ledger
+            .start_run(Allowance {
+                per_run: 25,
+                per_day: 100,
+            })
+            .unwrap();
         run.reserve(7).unwrap();
         run.end();
-        assert_eq!(run.spent(), 7, "ending charges the open reservation in full");
+        assert_eq!(
+            run.spent(),
+            7,
+            "ending charges the open reservation in full"
+        );
         assert!(matches!(run.settle(7, 2), Err(MeterError::Denied(_))));
         assert_eq!((run.spent(), run.reserved()), (7, 0));
         assert!(matches!(run.reserve(1), Err(MeterError::Denied(_))));
         let refusing = RunMeter::refusing("credits", MeterError::DayExhausted(3));
-        assert!(matches!(refusing.reserve(1), Err(MeterError::DayExhausted(3))));
+        assert!(matches!(
+            refusing.reserve(1),
+            Err(MeterError::DayExhausted(3))
+        ));
         assert_eq!(refusing.remaining(), 0);
-        assert!(Allowance { per_run: 1, per_day: u64::MAX }.validate().is_err());
+        assert!(
+            Allowance {
+                per_run: 1,
+                per_day: u64::MAX
+            }
+            .validate()
+            .is_err()
+        );
     }
 
     #[test]
     fn reservations_never_exceed_the_run() {
         let ledger = DayLedger::new("credits");
-        let run = ledger.start_run(Allowance { per_run: 25, per_day: 100 }).unwrap();
+        let run = ledger
+            .start_run(Allowance {
+                per_run: 25,
+                per_day: 100,
+            })
+            .unwrap();
         run.reserve(5).unwrap();
         run.settle(5, 3).unwrap();
         assert_eq!(run.remaining(), 22);
         assert!(matches!(run.reserve(23), Err(MeterError::RunExhausted(22))));
         assert_eq!(run.spent(), 3, "a refused reservation charges nothing");
         run.reserve(20).unwrap();
-        assert!(matches!(run.settle(20, 30), Err(MeterError::RunExhausted(0))));
-        assert_eq!(run.spent(), 25, "an overrun is charged only up to the allowance");
+        assert!(matches!(
+            run.settle(20, 30),
+            Err(MeterError::RunExhausted(0))
+        ));
+        assert_eq!(
+            run.spent(),
+            25,
+            "an overrun is charged only up to the allowance"
+        );
     }
 }

@@ -38,7 +38,10 @@ pub struct Capabilities {
 impl Capabilities {
     /// Only an HTTP client.
     pub fn with_http(http: Arc<http::HttpCapability>) -> Capabilities {
-        Capabilities { http: Some(http), ..Capabilities::default() }
+        Capabilities {
+            http: Some(http),
+            ..Capabilities::default()
+        }
     }
 
     /// Removes every secret these handles inject, in any encoded form, from

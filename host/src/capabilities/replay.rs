@@ -75,7 +75,11 @@ pub enum FixtureError {
     Provenance { path: String, message: String },
     /// One exchange is not usable.
     #[error("fixture {path}: exchange {index}: {message}")]
-    Exchange { path: String, index: usize, message: String },
+    Exchange {
+        path: String,
+        index: usize,
+        message: String,
+    },
     /// A recorded exchange could not be written.
     #[error("fixture {path}: cannot write: {message}")]
     Write { path: String, message: String },
@@ -199,7 +203,11 @@ struct RawExchange {
 #[derive(Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawBody {
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     json: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     text: Option<String>,
@@ -247,11 +255,18 @@ impl RawBody {
     fn from(body: &Option<Body>) -> RawBody {
         match body {
             None => RawBody::default(),
-            Some(Body::Json(v)) => RawBody { json: Some(v.clone()), ..RawBody::default() },
-            Some(Body::Text(t)) => RawBody { text: Some(t.clone()), ..RawBody::default() },
-            Some(Body::Bytes(b)) => {
-                RawBody { base64: Some(base64::engine::general_purpose::STANDARD.encode(b)), ..RawBody::default() }
-            }
+            Some(Body::Json(v)) => RawBody {
+                json: Some(v.clone()),
+                ..RawBody::default()
+            },
+            Some(Body::Text(t)) => RawBody {
+                text: Some(t.clone()),
+                ..RawBody::default()
+            },
+            Some(Body::Bytes(b)) => RawBody {
+                base64: Some(base64::engine::general_purpose::STANDARD.encode(b)),
+                ..RawBody::default()
+            },
         }
     }
 }
@@ -267,16 +282,24 @@ impl FixtureFile {
     /// Reads and checks one fixture file.
     pub fn load(path: &Path) -> Result<FixtureFile, FixtureError> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| FixtureError::Read { path: name.clone(), message: e.to_string() })?;
+        let text = std::fs::read_to_string(path).map_err(|e| FixtureError::Read {
+            path: name.clone(),
+            message: e.to_string(),
+        })?;
         FixtureFile::parse(path, &text)
     }
 
     /// Parses and checks fixture text; `path` names it in errors.
     pub fn parse(path: &Path, text: &str) -> Result<FixtureFile, FixtureError> {
         let name = path.display().to_string();
-        let raw: RawFile =
-            serde_json::from_str(text).map_err(|e| FixtureError::Malformed { path: name.clone(), message: e.to_string() })?;
-        let bad = |message: &str| FixtureError::Provenance { path: name.clone(), message: message.to_string() };
+        let raw: RawFile = serde_json::from_str(text).map_err(|e| FixtureError::Malformed {
+            path: name.clone(),
+            message: e.to_string(),
+        })?;
+        let bad = |message: &str| FixtureError::Provenance {
+            path: name.clone(),
+            message: message.to_string(),
+        };
         let provenance = match raw.provenance.as_deref() {
             None => {
                 return Err(bad(
@@ -285,24 +308,51 @@ impl FixtureFile {
             }
             Some("CAPTURED") => match raw.captured_at {
                 Some(date) if is_date(&date) => Provenance::Captured { captured_at: date },
-                Some(date) => return Err(bad(&format!("`captured_at` must be a date (YYYY-MM-DD), not `{date}`"))),
-                None => return Err(bad("CAPTURED needs `captured_at`, the date it was recorded (YYYY-MM-DD)")),
+                Some(date) => {
+                    return Err(bad(&format!(
+                        "`captured_at` must be a date (YYYY-MM-DD), not `{date}`"
+                    )));
+                }
+                None => {
+                    return Err(bad(
+                        "CAPTURED needs `captured_at`, the date it was recorded (YYYY-MM-DD)",
+                    ));
+                }
             },
             Some("UNVERIFIED") => match raw.source {
                 Some(source) if !source.trim().is_empty() => Provenance::Unverified { source },
-                _ => return Err(bad("UNVERIFIED needs `source`, the vendor documentation the exchanges follow")),
+                _ => {
+                    return Err(bad(
+                        "UNVERIFIED needs `source`, the vendor documentation the exchanges follow",
+                    ));
+                }
             },
-            Some(other) => return Err(bad(&format!("`{other}` is neither CAPTURED nor UNVERIFIED"))),
+            Some(other) => {
+                return Err(bad(&format!(
+                    "`{other}` is neither CAPTURED nor UNVERIFIED"
+                )));
+            }
         };
         if raw.exchanges.is_empty() {
-            return Err(FixtureError::Malformed { path: name, message: "no exchanges".to_string() });
+            return Err(FixtureError::Malformed {
+                path: name,
+                message: "no exchanges".to_string(),
+            });
         }
         let mut exchanges = Vec::with_capacity(raw.exchanges.len());
         for (index, ex) in raw.exchanges.into_iter().enumerate() {
-            let fail = |message: String| FixtureError::Exchange { path: name.clone(), index, message };
+            let fail = |message: String| FixtureError::Exchange {
+                path: name.clone(),
+                index,
+                message,
+            };
             let method = ex.request.method.to_ascii_uppercase();
             if !METHODS.contains(&method.as_str()) {
-                return Err(fail(format!("method `{}` is not one of {}", ex.request.method, METHODS.join(", "))));
+                return Err(fail(format!(
+                    "method `{}` is not one of {}",
+                    ex.request.method,
+                    METHODS.join(", ")
+                )));
             }
             // A recorded request passed the capability's checks, including a
             // route's `{name:encoded}` segments: any segment may hold `%2F` here.
@@ -315,10 +365,21 @@ impl FixtureFile {
                 return Err(fail(format!("destination `{d}` is not a destination name")));
             }
             if !(100..=599).contains(&ex.response.status) {
-                return Err(fail(format!("status {} is not an HTTP status", ex.response.status)));
+                return Err(fail(format!(
+                    "status {} is not an HTTP status",
+                    ex.response.status
+                )));
             }
-            let body = ex.request.body.parse().map_err(|e| fail(format!("request: {e}")))?;
-            let response_body = ex.response.body.parse().map_err(|e| fail(format!("response: {e}")))?;
+            let body = ex
+                .request
+                .body
+                .parse()
+                .map_err(|e| fail(format!("request: {e}")))?;
+            let response_body = ex
+                .response
+                .body
+                .parse()
+                .map_err(|e| fail(format!("response: {e}")))?;
             exchanges.push(Exchange {
                 destination: ex.request.destination,
                 method,
@@ -330,7 +391,11 @@ impl FixtureFile {
                 response_body,
             });
         }
-        Ok(FixtureFile { path: path.to_path_buf(), provenance, exchanges })
+        Ok(FixtureFile {
+            path: path.to_path_buf(),
+            provenance,
+            exchanges,
+        })
     }
 
     /// The file's JSON text.
@@ -355,7 +420,11 @@ impl FixtureFile {
                         query: e.query.clone(),
                         body: RawBody::from(&e.body),
                     },
-                    response: RawResponse { status: e.status, headers: e.headers.clone(), body: RawBody::from(&e.response_body) },
+                    response: RawResponse {
+                        status: e.status,
+                        headers: e.headers.clone(),
+                        body: RawBody::from(&e.response_body),
+                    },
                 })
                 .collect(),
         };
@@ -368,12 +437,18 @@ impl FixtureFile {
 /// The fixture files (`*.json`) in `dir`, sorted by name, `skip` (e.g.
 /// `cases.json`) left out.
 pub fn fixture_paths(dir: &Path, skip: &[&str]) -> Result<Vec<PathBuf>, FixtureError> {
-    let read_err = |e: std::io::Error| FixtureError::Read { path: dir.display().to_string(), message: e.to_string() };
+    let read_err = |e: std::io::Error| FixtureError::Read {
+        path: dir.display().to_string(),
+        message: e.to_string(),
+    };
     let mut paths = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(read_err)? {
         let path = entry.map_err(read_err)?.path();
         let is_json = path.extension().is_some_and(|e| e == "json");
-        let skipped = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| skip.contains(&n));
+        let skipped = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| skip.contains(&n));
         if is_json && !skipped && path.is_file() {
             paths.push(path);
         }
@@ -396,7 +471,10 @@ fn method_name(method: Method) -> &'static str {
 }
 
 fn sorted(query: &[(String, String)]) -> Vec<(&str, &str)> {
-    let mut q: Vec<(&str, &str)> = query.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut q: Vec<(&str, &str)> = query
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
     q.sort();
     q
 }
@@ -406,7 +484,9 @@ fn describe(method: &str, path: &str, query: &[(String, String)]) -> String {
     if query.is_empty() {
         return format!("{method} {path}");
     }
-    let q: String = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(query).finish();
+    let q: String = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(query)
+        .finish();
     format!("{method} {path}?{q}")
 }
 
@@ -429,33 +509,60 @@ impl Replay {
     /// Replays `exchanges` in the order given.
     pub fn new(exchanges: Vec<Exchange>) -> Replay {
         let used = vec![0; exchanges.len()];
-        Replay { exchanges, state: Mutex::new(ReplayState { used, ..ReplayState::default() }) }
+        Replay {
+            exchanges,
+            state: Mutex::new(ReplayState {
+                used,
+                ..ReplayState::default()
+            }),
+        }
     }
 
     /// Replays every exchange of `files`, in order.
     pub fn from_files<'a>(files: impl IntoIterator<Item = &'a FixtureFile>) -> Replay {
-        Replay::new(files.into_iter().flat_map(|f| f.exchanges.iter().cloned()).collect())
+        Replay::new(
+            files
+                .into_iter()
+                .flat_map(|f| f.exchanges.iter().cloned())
+                .collect(),
+        )
     }
 
     /// Loads `paths` (in order) and replays them.
     pub fn load(paths: &[PathBuf]) -> Result<Replay, FixtureError> {
-        let files = paths.iter().map(|p| FixtureFile::load(p)).collect::<Result<Vec<_>, _>>()?;
+        let files = paths
+            .iter()
+            .map(|p| FixtureFile::load(p))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Replay::from_files(&files))
     }
 
     /// The requests nothing matched, as refused (`GET /x?a=1`).
     pub fn misses(&self) -> Vec<String> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).misses.clone()
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .misses
+            .clone()
     }
 
     /// How many requests were answered.
     pub fn answered(&self) -> usize {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).answered
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .answered
     }
 
     /// How many exchanges never answered.
     pub fn unused(&self) -> usize {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).used.iter().filter(|n| **n == 0).count()
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .used
+            .iter()
+            .filter(|n| **n == 0)
+            .count()
     }
 
     /// The answer to a request that passed the capability's checks, or the
@@ -465,7 +572,12 @@ impl Replay {
     }
 
     /// [`Replay::answer`] for a request to a named destination.
-    pub fn answer_for(&self, destination: Option<&str>, req: &Request, scrubber: &Scrubber) -> Result<Response, HttpError> {
+    pub fn answer_for(
+        &self,
+        destination: Option<&str>,
+        req: &Request,
+        scrubber: &Scrubber,
+    ) -> Result<Response, HttpError> {
         let method = method_name(req.method);
         let query = sorted(&req.query);
         let body = req.body.as_deref().unwrap_or_default();
@@ -473,7 +585,11 @@ impl Replay {
         let mut matching = Vec::new();
         let mut body_differs = 0;
         for (i, ex) in self.exchanges.iter().enumerate() {
-            if ex.destination.as_deref() != destination || ex.method != method || ex.path != req.path || sorted(&ex.query) != query {
+            if ex.destination.as_deref() != destination
+                || ex.method != method
+                || ex.path != req.path
+                || sorted(&ex.query) != query
+            {
                 continue;
             }
             match &ex.body {
@@ -481,12 +597,23 @@ impl Replay {
                 _ => matching.push(i),
             }
         }
-        let chosen = matching.iter().copied().find(|i| state.used[*i] == 0).or(matching.last().copied());
+        let chosen = matching
+            .iter()
+            .copied()
+            .find(|i| state.used[*i] == 0)
+            .or(matching.last().copied());
         let Some(i) = chosen else {
-            let to = destination.map(|d| format!(" to `{d}`")).unwrap_or_default();
-            let mut reason = format!("replay: no fixture matches {}{to}", scrubber.scrub_text(&describe(method, &req.path, &req.query)));
+            let to = destination
+                .map(|d| format!(" to `{d}`"))
+                .unwrap_or_default();
+            let mut reason = format!(
+                "replay: no fixture matches {}{to}",
+                scrubber.scrub_text(&describe(method, &req.path, &req.query))
+            );
             if body_differs > 0 {
-                reason.push_str(&format!(" ({body_differs} match method, path and query but not the body)"));
+                reason.push_str(&format!(
+                    " ({body_differs} match method, path and query but not the body)"
+                ));
             }
             state.misses.push(reason.clone());
             return Err(HttpError::Denied(reason));
@@ -497,13 +624,29 @@ impl Replay {
         let mut headers: Vec<(String, String)> = ex
             .headers
             .iter()
-            .filter(|(n, _)| !UNRECORDED_HEADERS[..4].iter().any(|u| n.eq_ignore_ascii_case(u)))
+            .filter(|(n, _)| {
+                !UNRECORDED_HEADERS[..4]
+                    .iter()
+                    .any(|u| n.eq_ignore_ascii_case(u))
+            })
             .cloned()
             .collect();
-        if matches!(ex.response_body, Some(Body::Json(_))) && !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("content-type")) {
+        if matches!(ex.response_body, Some(Body::Json(_)))
+            && !headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+        {
             headers.push(("content-type".to_string(), "application/json".to_string()));
         }
-        Ok(Response { status: ex.status, headers, body: ex.response_body.as_ref().map(Body::bytes).unwrap_or_default() })
+        Ok(Response {
+            status: ex.status,
+            headers,
+            body: ex
+                .response_body
+                .as_ref()
+                .map(Body::bytes)
+                .unwrap_or_default(),
+        })
     }
 }
 
@@ -511,7 +654,13 @@ impl Replay {
 
 /// Response headers neither recorded nor replayed: framing (the host frames
 /// what it serves) and the date.
-const UNRECORDED_HEADERS: [&str; 5] = ["content-length", "transfer-encoding", "connection", "keep-alive", "date"];
+const UNRECORDED_HEADERS: [&str; 5] = [
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "date",
+];
 
 /// Appends each completed exchange of a live capability to one fixture file,
 /// marked `CAPTURED` with today's UTC date. The file is rewritten whole after
@@ -532,17 +681,36 @@ impl Recorder {
     /// Records into `path` (created at the first exchange; an existing file
     /// is replaced).
     pub fn new(path: impl Into<PathBuf>) -> Recorder {
-        Recorder { path: path.into(), state: Mutex::new(RecordState::default()) }
+        Recorder {
+            path: path.into(),
+            state: Mutex::new(RecordState::default()),
+        }
     }
 
     /// Records into `DIR/NAME.json`, or `DIR/NAME-2.json`, `-3`… when that
     /// exists: recording never replaces a fixture.
     pub fn in_dir(dir: &Path, name: &str) -> Result<Recorder, FixtureError> {
-        std::fs::create_dir_all(dir).map_err(|e| FixtureError::Write { path: dir.display().to_string(), message: e.to_string() })?;
-        let stem: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+        std::fs::create_dir_all(dir).map_err(|e| FixtureError::Write {
+            path: dir.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let stem: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
         let mut n = 1;
         loop {
-            let file = if n == 1 { format!("{stem}.json") } else { format!("{stem}-{n}.json") };
+            let file = if n == 1 {
+                format!("{stem}.json")
+            } else {
+                format!("{stem}-{n}.json")
+            };
             let path = dir.join(file);
             if !path.exists() {
                 return Ok(Recorder::new(path));
@@ -558,7 +726,11 @@ impl Recorder {
 
     /// How many exchanges were recorded.
     pub fn len(&self) -> usize {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).exchanges.len()
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .exchanges
+            .len()
     }
 
     /// Whether nothing was recorded.
@@ -568,7 +740,12 @@ impl Recorder {
 
     /// The first error writing the file, if any.
     pub fn error(&self) -> Option<String> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).error.as_ref().map(|e| e.to_string())
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .error
+            .as_ref()
+            .map(|e| e.to_string())
     }
 
     /// Records one exchange: the guest's request (which never holds the
@@ -579,13 +756,26 @@ impl Recorder {
     }
 
     /// [`Recorder::record`] for an exchange with a named destination.
-    pub fn record_for(&self, destination: Option<&str>, req: &Request, response: &Response, scrubber: &Scrubber) {
+    pub fn record_for(
+        &self,
+        destination: Option<&str>,
+        req: &Request,
+        response: &Response,
+        scrubber: &Scrubber,
+    ) {
         let clean = |s: &str| scrubber.scrub_text(s);
         let json_hint = |headers: &[(String, String)]| {
-            headers.iter().any(|(n, v)| n.eq_ignore_ascii_case("content-type") && v.to_ascii_lowercase().contains("json"))
+            headers.iter().any(|(n, v)| {
+                n.eq_ignore_ascii_case("content-type") && v.to_ascii_lowercase().contains("json")
+            })
         };
-        let req_body = req.body.as_deref().map(|b| scrubber.scrub(b)).unwrap_or_default();
-        let req_json = json_hint(&req.headers) || serde_json::from_slice::<Value>(&req_body).is_ok();
+        let req_body = req
+            .body
+            .as_deref()
+            .map(|b| scrubber.scrub(b))
+            .unwrap_or_default();
+        let req_json =
+            json_hint(&req.headers) || serde_json::from_slice::<Value>(&req_body).is_ok();
         // Framing and the date are the moment's, not the exchange's: a
         // replayed JSON body is re-serialised, so its length differs.
         let headers: Vec<(String, String)> = response
@@ -598,7 +788,11 @@ impl Recorder {
             destination: destination.map(str::to_string),
             method: method_name(req.method).to_string(),
             path: clean(&req.path),
-            query: req.query.iter().map(|(k, v)| (clean(k), clean(v))).collect(),
+            query: req
+                .query
+                .iter()
+                .map(|(k, v)| (clean(k), clean(v)))
+                .collect(),
             body: Body::of(&req_body, req_json),
             status: response.status,
             response_body: Body::of(&scrubber.scrub(&response.body), json_hint(&headers)),
@@ -608,7 +802,9 @@ impl Recorder {
         state.exchanges.push(exchange);
         let file = FixtureFile {
             path: self.path.clone(),
-            provenance: Provenance::Captured { captured_at: utc_date_today() },
+            provenance: Provenance::Captured {
+                captured_at: utc_date_today(),
+            },
             exchanges: state.exchanges.clone(),
         };
         if let Err(e) = write_atomically(&self.path, &file.to_json())
@@ -620,7 +816,10 @@ impl Recorder {
 }
 
 fn write_atomically(path: &Path, text: &str) -> Result<(), FixtureError> {
-    let fail = |e: std::io::Error| FixtureError::Write { path: path.display().to_string(), message: e.to_string() };
+    let fail = |e: std::io::Error| FixtureError::Write {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    };
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".partial");
     std::fs::write(&tmp, text).map_err(fail)?;
@@ -638,7 +837,12 @@ mod tests {
 
     #[test]
     fn captured_dates_are_calendar_days() {
-        assert!(is_date("2026-12-01") && !is_date("2026-13-01") && !is_date("01-12-2026") && !is_date("2026-12-01T00:00"));
+        assert!(
+            is_date("2026-12-01")
+                && !is_date("2026-13-01")
+                && !is_date("01-12-2026")
+                && !is_date("2026-12-01T00:00")
+        );
         assert!(is_date(&utc_date_today()));
     }
 }

@@ -40,7 +40,9 @@ pub struct RouteSet {
 
 impl std::fmt::Debug for RouteSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.routes.iter().map(describe_one)).finish()
+        f.debug_list()
+            .entries(self.routes.iter().map(describe_one))
+            .finish()
     }
 }
 
@@ -74,7 +76,9 @@ impl RouteSet {
         let mut out = Vec::with_capacity(routes.len());
         for route in routes {
             let mut router = matchit::Router::new();
-            router.insert(route.matchit_path(), ()).map_err(|e| format!("route `{route}`: {e}"))?;
+            router
+                .insert(route.matchit_path(), ())
+                .map_err(|e| format!("route `{route}`: {e}"))?;
             out.push(Compiled {
                 destination: route.destination.clone(),
                 method: route.method,
@@ -100,7 +104,9 @@ impl RouteSet {
 
     /// Whether some route goes to `destination` (`None`: the connector's own origin).
     pub fn names_destination(&self, destination: Option<&str>) -> bool {
-        self.routes.iter().any(|c| c.destination.as_deref() == destination)
+        self.routes
+            .iter()
+            .any(|c| c.destination.as_deref() == destination)
     }
 
     /// The route `method path` (without its query) to `destination` matches, if any.
@@ -113,15 +119,27 @@ impl RouteSet {
                     && c.method == method
                     && c.router.at(path).is_ok()
                     && c.verbs.iter().all(|(i, verb)| {
-                        path.trim_start_matches('/').split('/').nth(*i).is_some_and(|s| s.len() > verb.len() && s.ends_with(verb.as_str()))
+                        path.trim_start_matches('/')
+                            .split('/')
+                            .nth(*i)
+                            .is_some_and(|s| s.len() > verb.len() && s.ends_with(verb.as_str()))
                     })
             })
-            .map(|c| Matched { encoded: c.encoded.clone(), graphql: c.graphql, route: describe_one(c) })
+            .map(|c| Matched {
+                encoded: c.encoded.clone(),
+                graphql: c.graphql,
+                route: describe_one(c),
+            })
     }
 
     /// The declared route (`[destination] METHOD /template`) that `method
     /// path` to `destination` matches, as the trace names it.
-    pub fn template_of(&self, destination: Option<&str>, method: Method, path: &str) -> Option<String> {
+    pub fn template_of(
+        &self,
+        destination: Option<&str>,
+        method: Method,
+        path: &str,
+    ) -> Option<String> {
         self.find(destination, method, path).map(|m| m.route)
     }
 
@@ -132,9 +150,17 @@ impl RouteSet {
 
     /// The routes to `destination`, as `METHOD /template`, for error messages.
     pub fn describe_for(&self, destination: Option<&str>) -> String {
-        let routes: Vec<String> =
-            self.routes.iter().filter(|c| c.destination.as_deref() == destination).map(describe_one).collect();
-        if routes.is_empty() { "no route".to_string() } else { routes.join(", ") }
+        let routes: Vec<String> = self
+            .routes
+            .iter()
+            .filter(|c| c.destination.as_deref() == destination)
+            .map(describe_one)
+            .collect();
+        if routes.is_empty() {
+            "no route".to_string()
+        } else {
+            routes.join(", ")
+        }
     }
 
     /// Every route, as `[destination] METHOD /template`, for error messages.
@@ -142,7 +168,11 @@ impl RouteSet {
         if self.routes.is_empty() {
             return "no route".to_string();
         }
-        self.routes.iter().map(describe_one).collect::<Vec<_>>().join(", ")
+        self.routes
+            .iter()
+            .map(describe_one)
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -153,14 +183,23 @@ mod tests {
     fn set(routes: &[(&str, &str)]) -> RouteSet {
         let routes: Vec<Route> = routes
             .iter()
-            .map(|(m, p)| Route::new(serde_json::from_value(serde_json::Value::String(m.to_string())).unwrap(), *p))
+            .map(|(m, p)| {
+                Route::new(
+                    serde_json::from_value(serde_json::Value::String(m.to_string())).unwrap(),
+                    *p,
+                )
+            })
             .collect();
         RouteSet::new(&routes).unwrap()
     }
 
     #[test]
     fn matches_segments_and_the_rest() {
-        let s = set(&[("GET", "/repos/{owner}/{repo}"), ("GET", "/repos/{owner}/{repo}/contents/{*path}"), ("POST", "/repos/{owner}/{repo}/git/refs")]);
+        let s = set(&[
+            ("GET", "/repos/{owner}/{repo}"),
+            ("GET", "/repos/{owner}/{repo}/contents/{*path}"),
+            ("POST", "/repos/{owner}/{repo}/git/refs"),
+        ]);
         assert!(s.allows(Method::Get, "/repos/octo/hello"));
         assert!(s.allows(Method::Get, "/repos/octo/hello/contents/src/lib.rs"));
         assert!(s.allows(Method::Post, "/repos/octo/hello/git/refs"));
@@ -185,15 +224,45 @@ mod tests {
         drive.destination = Some("drive".into());
         let site = Route::new(RouteMethod::Post, "/sites/{site:encoded}/query");
         let s = RouteSet::new(&[drive, site]).unwrap();
-        assert!(s.find(Some("drive"), Method::Get, "/drive/v3/files").is_some());
-        assert!(s.find(None, Method::Get, "/drive/v3/files").is_none(), "a route to `drive` does not open the main origin");
-        assert!(s.find(Some("other"), Method::Get, "/drive/v3/files").is_none());
-        assert_eq!(s.find(None, Method::Post, "/sites/https%3A%2F%2Fa.example%2F/query").map(|m| m.encoded), Some(vec![1]));
-        assert!(s.names_destination(Some("drive")) && s.names_destination(None) && !s.names_destination(Some("x")));
+        assert!(
+            s.find(Some("drive"), Method::Get, "/drive/v3/files")
+                .is_some()
+        );
+        assert!(
+            s.find(None, Method::Get, "/drive/v3/files").is_none(),
+            "a route to `drive` does not open the main origin"
+        );
+        assert!(
+            s.find(Some("other"), Method::Get, "/drive/v3/files")
+                .is_none()
+        );
+        assert_eq!(
+            s.find(
+                None,
+                Method::Post,
+                "/sites/https%3A%2F%2Fa.example%2F/query"
+            )
+            .map(|m| m.encoded),
+            Some(vec![1])
+        );
+        assert!(
+            s.names_destination(Some("drive"))
+                && s.names_destination(None)
+                && !s.names_destination(Some("x"))
+        );
         assert_eq!(s.describe_for(Some("drive")), "drive GET /drive/v3/files");
-        let verb = RouteSet::new(&[Route::new(RouteMethod::Post, "/v1beta/properties/{property}:runReport")]).unwrap();
+        let verb = RouteSet::new(&[Route::new(
+            RouteMethod::Post,
+            "/v1beta/properties/{property}:runReport",
+        )])
+        .unwrap();
         assert!(verb.allows(Method::Post, "/v1beta/properties/123:runReport"));
-        for p in ["/v1beta/properties/123:runPivotReport", "/v1beta/properties/123", "/v1beta/properties/:runReport", "/v1beta/properties/123:runReportX"] {
+        for p in [
+            "/v1beta/properties/123:runPivotReport",
+            "/v1beta/properties/123",
+            "/v1beta/properties/:runReport",
+            "/v1beta/properties/123:runReportX",
+        ] {
             assert!(!verb.allows(Method::Post, p), "{p} must not match");
         }
     }

@@ -56,7 +56,10 @@ impl Scrubber {
             return;
         }
         self.secrets.push(secret.as_bytes().to_vec());
-        for engine in [&base64::engine::general_purpose::STANDARD_NO_PAD, &base64::engine::general_purpose::URL_SAFE_NO_PAD] {
+        for engine in [
+            &base64::engine::general_purpose::STANDARD_NO_PAD,
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        ] {
             for form in base64_alignments(secret.as_bytes(), engine) {
                 if form.len() >= MIN_LITERAL {
                     self.literals.push(form);
@@ -79,7 +82,8 @@ impl Scrubber {
 
     /// `bytes` with every form of every secret replaced by `[REDACTED]`.
     pub fn scrub(&self, bytes: &[u8]) -> Vec<u8> {
-        self.scrubbed(bytes).map_or_else(|| bytes.to_vec(), std::borrow::Cow::into_owned)
+        self.scrubbed(bytes)
+            .map_or_else(|| bytes.to_vec(), std::borrow::Cow::into_owned)
     }
 
     /// The scrubbed bytes, or `None` when nothing was found: the common case
@@ -186,8 +190,14 @@ fn replace_encoded(haystack: &[u8], secret: &[u8]) -> Option<Vec<u8>> {
         // A match starts with the first character in one of its forms.
         let rest = &haystack[at..];
         let candidate = memchr::memchr3(first, b'\\', b'%', rest);
-        let plus = if first == b' ' { memchr::memchr(b'+', rest) } else { None };
-        let Some(offset) = [candidate, plus].into_iter().flatten().min() else { break };
+        let plus = if first == b' ' {
+            memchr::memchr(b'+', rest)
+        } else {
+            None
+        };
+        let Some(offset) = [candidate, plus].into_iter().flatten().min() else {
+            break;
+        };
         let start = at + offset;
         match match_at(haystack, start, secret) {
             Some(end) => {
@@ -286,10 +296,22 @@ mod tests {
         let unicode_upper: String = SECRET.bytes().map(|b| format!("\\u{:04X}", b)).collect();
         let percent: String = SECRET.bytes().map(|b| format!("%{:02x}", b)).collect();
         let mixed = "s\\u0033c%72\\u0033t\\/tok%2Ben";
-        for form in [SECRET.to_string(), "s3cr3t\\/tok+en".to_string(), "s3cr3t%2Ftok%2Ben".to_string(), unicode, unicode_upper, percent, mixed.to_string()] {
+        for form in [
+            SECRET.to_string(),
+            "s3cr3t\\/tok+en".to_string(),
+            "s3cr3t%2Ftok%2Ben".to_string(),
+            unicode,
+            unicode_upper,
+            percent,
+            mixed.to_string(),
+        ] {
             let text = format!("{{\"authorization\":\"Bearer {form}\"}}");
             let out = scrubbed(&text);
-            assert_eq!(out, format!("{{\"authorization\":\"Bearer {REDACTED}\"}}"), "form {form}");
+            assert_eq!(
+                out,
+                format!("{{\"authorization\":\"Bearer {REDACTED}\"}}"),
+                "form {form}"
+            );
         }
     }
 
@@ -297,7 +319,10 @@ mod tests {
     fn base64_of_text_containing_the_secret_is_found_at_every_offset() {
         let s = Scrubber::new(SECRET, []);
         for prefix in ["", "a", "ab", "abc", "authorization: Bearer "] {
-            for engine in [&base64::engine::general_purpose::STANDARD, &base64::engine::general_purpose::URL_SAFE] {
+            for engine in [
+                &base64::engine::general_purpose::STANDARD,
+                &base64::engine::general_purpose::URL_SAFE,
+            ] {
                 let encoded = engine.encode(format!("{prefix}{SECRET}\ntrailer"));
                 assert!(s.finds(encoded.as_bytes()), "prefix {prefix:?}: {encoded}");
             }
@@ -308,13 +333,20 @@ mod tests {
     fn ordinary_text_is_left_alone() {
         let text = "{\"path\":\"/repos/octo/hello\",\"percent\":\"100%\",\"escape\":\"\\\\u0041\"}";
         assert_eq!(scrubbed(text), text);
-        assert_eq!(scrubbed("s3cr3t/tok"), "s3cr3t/tok", "a prefix of the secret is not the secret");
+        assert_eq!(
+            scrubbed("s3cr3t/tok"),
+            "s3cr3t/tok",
+            "a prefix of the secret is not the secret"
+        );
     }
 
     #[test]
     fn json_values_are_scrubbed_in_keys_and_strings() {
         let mut v = serde_json::json!({"a": [SECRET, 1], SECRET: {"b": "x s3cr3t%2Ftok%2Ben y"}});
         Scrubber::new(SECRET, []).scrub_json(&mut v);
-        assert_eq!(v, serde_json::json!({"a": [REDACTED, 1], REDACTED: {"b": format!("x {REDACTED} y")}}));
+        assert_eq!(
+            v,
+            serde_json::json!({"a": [REDACTED, 1], REDACTED: {"b": format!("x {REDACTED} y")}})
+        );
     }
 }

@@ -31,8 +31,11 @@ pub struct BuildArgs {
 /// The `[package] name` of the crate in `dir`.
 fn package_name(dir: &Path) -> Result<String> {
     let manifest = dir.join("Cargo.toml");
-    let text = std::fs::read_to_string(&manifest).with_context(|| format!("reading {}", manifest.display()))?;
-    let value: toml::Table = text.parse().with_context(|| format!("parsing {}", manifest.display()))?;
+    let text = std::fs::read_to_string(&manifest)
+        .with_context(|| format!("reading {}", manifest.display()))?;
+    let value: toml::Table = text
+        .parse()
+        .with_context(|| format!("parsing {}", manifest.display()))?;
     value
         .get("package")
         .and_then(|p| p.get("name"))
@@ -52,33 +55,58 @@ pub fn run(args: BuildArgs) -> Result<i32> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let status = Command::new(cargo)
         .current_dir(&args.dir)
-        .args(["build", "--release", "--target", scout_build::TARGET, "--target-dir"])
+        .args([
+            "build",
+            "--release",
+            "--target",
+            scout_build::TARGET,
+            "--target-dir",
+        ])
         .arg(&target_dir)
         .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "z")
         .env("CARGO_PROFILE_RELEASE_LTO", "true")
         .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "1")
         .env("CARGO_PROFILE_RELEASE_STRIP", "true")
-        .env(scout_build::CORE_ONLY_FLAGS.0, scout_build::CORE_ONLY_FLAGS.1)
+        .env(
+            scout_build::CORE_ONLY_FLAGS.0,
+            scout_build::CORE_ONLY_FLAGS.1,
+        )
         .status()
         .context("running cargo")?;
     if !status.success() {
         eprintln!("cargo build failed ({status})");
         return Ok(EXIT_ERROR);
     }
-    let core_path = target_dir.join(scout_build::TARGET).join("release").join(format!("{}.wasm", name.replace('-', "_")));
-    let core = std::fs::read(&core_path).with_context(|| format!("reading {}", core_path.display()))?;
+    let core_path = target_dir
+        .join(scout_build::TARGET)
+        .join("release")
+        .join(format!("{}.wasm", name.replace('-', "_")));
+    let core =
+        std::fs::read(&core_path).with_context(|| format!("reading {}", core_path.display()))?;
     let scratch = target_dir.join("scout");
-    let (component, optimised) = scout_build::componentize(&core, &scratch).map_err(anyhow::Error::msg)?;
+    let (component, optimised) =
+        scout_build::componentize(&core, &scratch).map_err(anyhow::Error::msg)?;
     let stem = name.strip_prefix("scout-connector-").unwrap_or(&name);
-    let out = args.out.clone().unwrap_or_else(|| scratch.join(format!("{stem}.wasm")));
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| scratch.join(format!("{stem}.wasm")));
     if let Some(parent) = out.parent() {
-        std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
     }
     std::fs::write(&out, &component).with_context(|| format!("writing {}", out.display()))?;
     let loaded = super::load(&out)?;
-    println!("{} ({} bytes, {} tools)", out.display(), component.len(), loaded.tools().len());
+    println!(
+        "{} ({} bytes, {} tools)",
+        out.display(),
+        component.len(),
+        loaded.tools().len()
+    );
     if !optimised {
-        eprintln!("note: wasm-opt (binaryen) is not installed; the component would be smaller optimised (apt-get install binaryen)");
+        eprintln!(
+            "note: wasm-opt (binaryen) is not installed; the component would be smaller optimised (apt-get install binaryen)"
+        );
     }
     Ok(EXIT_OK)
 }

@@ -6,7 +6,10 @@ use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK};
 use anyhow::{Context, Result};
 use scout_host::capabilities::http::HttpMode;
 use scout_host::capabilities::replay::{Recorder, Replay, fixture_paths};
-use scout_host::{CallOutcome, Capabilities, CredentialScheme, HttpCapability, HttpConfig, SecretSource, ToolOutput};
+use scout_host::{
+    CallOutcome, Capabilities, CredentialScheme, HttpCapability, HttpConfig, SecretSource,
+    ToolOutput,
+};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -52,16 +55,28 @@ pub fn parse_scheme(text: &str) -> Result<CredentialScheme> {
     };
     match (kind, arg) {
         ("bearer", None) => Ok(CredentialScheme::Bearer),
-        ("basic", Some(user)) if !user.is_empty() => Ok(CredentialScheme::Basic { username: user.to_string() }),
-        ("header", Some(name)) if !name.is_empty() => Ok(CredentialScheme::Header { name: name.to_string() }),
-        ("query", Some(param)) if !param.is_empty() => Ok(CredentialScheme::Query { param: param.to_string() }),
-        _ => anyhow::bail!("--scheme `{text}` is not one of bearer, basic:USER, header:NAME, query:PARAM"),
+        ("basic", Some(user)) if !user.is_empty() => Ok(CredentialScheme::Basic {
+            username: user.to_string(),
+        }),
+        ("header", Some(name)) if !name.is_empty() => Ok(CredentialScheme::Header {
+            name: name.to_string(),
+        }),
+        ("query", Some(param)) if !param.is_empty() => Ok(CredentialScheme::Query {
+            param: param.to_string(),
+        }),
+        _ => anyhow::bail!(
+            "--scheme `{text}` is not one of bearer, basic:USER, header:NAME, query:PARAM"
+        ),
     }
 }
 
 fn arguments(text: &str) -> Result<Value> {
     let (text, from) = match text.strip_prefix('@') {
-        Some(path) => (std::fs::read_to_string(path).with_context(|| format!("reading the arguments from {path}"))?, path.to_string()),
+        Some(path) => (
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading the arguments from {path}"))?,
+            path.to_string(),
+        ),
         None => (text.to_string(), "the command line".to_string()),
     };
     serde_json::from_str(&text).with_context(|| format!("the arguments from {from} are not JSON"))
@@ -95,12 +110,16 @@ pub fn run(args: CallArgs) -> Result<i32> {
             Capabilities::default()
         }
         Some(origin) => {
-            let mut config = HttpConfig::new(origin).allow_private_network(args.allow_private_network).mode(mode);
+            let mut config = HttpConfig::new(origin)
+                .allow_private_network(args.allow_private_network)
+                .mode(mode);
             if let Some(var) = &args.secret_env {
                 let scheme = parse_scheme(args.scheme.as_deref().unwrap_or("bearer"))?;
                 config = config.credential(scheme, SecretSource::Env(var.clone()));
             }
-            Capabilities::with_http(HttpCapability::new(config).context("configuring the http handle")?)
+            Capabilities::with_http(
+                HttpCapability::new(config).context("configuring the http handle")?,
+            )
         }
     };
 
@@ -140,7 +159,11 @@ fn account(outcome: Option<&CallOutcome>, caps: &Capabilities) {
             };
             // `METHOD::GET` in some builds of the trace: the verb is the last part.
             let method = ex.method.rsplit("::").next().unwrap_or(&ex.method);
-            eprintln!("http: {method} {} -> {result} ({:.1} ms)", ex.path, ex.micros as f64 / 1000.0);
+            eprintln!(
+                "http: {method} {} -> {result} ({:.1} ms)",
+                ex.path,
+                ex.micros as f64 / 1000.0
+            );
         }
         for line in &outcome.logs {
             eprintln!("log[{}]: {}", line.level, line.message);
@@ -153,13 +176,21 @@ fn account(outcome: Option<&CallOutcome>, caps: &Capabilities) {
     }
     let Some(http) = &caps.http else { return };
     if let Some(replay) = http.replay() {
-        eprintln!("replay: {} answered from fixtures, {} unmatched; nothing was sent", replay.answered(), replay.misses().len());
+        eprintln!(
+            "replay: {} answered from fixtures, {} unmatched; nothing was sent",
+            replay.answered(),
+            replay.misses().len()
+        );
     }
     if let Some(recorder) = http.recorder() {
         if recorder.is_empty() {
             eprintln!("record: no exchange completed; nothing written");
         } else {
-            eprintln!("record: {} exchange(s) written to {} (CAPTURED)", recorder.len(), recorder.path().display());
+            eprintln!(
+                "record: {} exchange(s) written to {} (CAPTURED)",
+                recorder.len(),
+                recorder.path().display()
+            );
         }
     }
 }

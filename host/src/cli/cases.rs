@@ -42,8 +42,8 @@
 use super::call::REPLAY_ORIGIN;
 use super::{EXIT_FAILED, EXIT_OK};
 use anyhow::{Context, Result};
-use scout_host::capabilities::http::HttpMode;
 use scout_host::capabilities::folder::FolderCapability;
+use scout_host::capabilities::http::HttpMode;
 use scout_host::capabilities::meter::{Allowance, DayLedger};
 use scout_host::capabilities::replay::{FixtureFile, Replay, fixture_paths};
 use scout_host::{Capabilities, HttpCapability, HttpConfig, ToolOutput};
@@ -131,12 +131,17 @@ pub enum Expect {
 /// each case's fixtures exist.
 pub fn load_cases(dir: &Path) -> Result<(Vec<Case>, BTreeMap<String, FixtureFile>)> {
     let path = dir.join(CASES_FILE);
-    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    let cases: Vec<Case> =
-        serde_json::from_str(&text).with_context(|| format!("{} is not a list of cases", path.display()))?;
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let cases: Vec<Case> = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a list of cases", path.display()))?;
     let mut fixtures = BTreeMap::new();
     for file in fixture_paths(dir, &[CASES_FILE])? {
-        let name = file.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        let name = file
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
         fixtures.insert(name, FixtureFile::load(&file)?);
     }
     let mut seen = std::collections::BTreeSet::new();
@@ -146,7 +151,12 @@ pub fn load_cases(dir: &Path) -> Result<(Vec<Case>, BTreeMap<String, FixtureFile
         }
         for name in case.fixtures.iter().flatten() {
             if !fixtures.contains_key(name) {
-                anyhow::bail!("{}: case `{}` names fixture `{name}`, which is not a fixture file in {}", path.display(), case.name, dir.display());
+                anyhow::bail!(
+                    "{}: case `{}` names fixture `{name}`, which is not a fixture file in {}",
+                    path.display(),
+                    case.name,
+                    dir.display()
+                );
             }
         }
     }
@@ -166,15 +176,24 @@ pub fn run(args: TestArgs) -> Result<i32> {
             Some(names) => names.iter().filter_map(|n| fixtures.get(n)).collect(),
             None => fixtures.values().collect(),
         };
-        let destinations: std::collections::BTreeSet<String> =
-            files.iter().flat_map(|f| f.exchanges.iter().filter_map(|e| e.destination.clone())).collect();
+        let destinations: std::collections::BTreeSet<String> = files
+            .iter()
+            .flat_map(|f| f.exchanges.iter().filter_map(|e| e.destination.clone()))
+            .collect();
         let replay = Arc::new(Replay::from_files(files));
-        let http = HttpCapability::new(HttpConfig::new(REPLAY_ORIGIN).mode(HttpMode::Replay(replay.clone())))
-            .context("configuring the replaying http handle")?;
+        let http = HttpCapability::new(
+            HttpConfig::new(REPLAY_ORIGIN).mode(HttpMode::Replay(replay.clone())),
+        )
+        .context("configuring the replaying http handle")?;
         let mut caps = Capabilities::with_http(http);
         for name in destinations {
-            let config = HttpConfig::new(REPLAY_ORIGIN).mode(HttpMode::Replay(replay.clone())).destination(name.clone());
-            caps.destinations.insert(name, HttpCapability::new(config).context("configuring a replaying destination")?);
+            let config = HttpConfig::new(REPLAY_ORIGIN)
+                .mode(HttpMode::Replay(replay.clone()))
+                .destination(name.clone());
+            caps.destinations.insert(
+                name,
+                HttpCapability::new(config).context("configuring a replaying destination")?,
+            );
         }
         let mut problems = Vec::new();
         let _dirs = match case_capabilities(case, &mut caps) {
@@ -189,21 +208,40 @@ pub fn run(args: TestArgs) -> Result<i32> {
         caps.graphql_mutations = super::graphql_mutations_for(&component, &tool, &case.arguments);
         let outcome = rt.block_on(component.call(&tool, &case.arguments, &caps));
         // Unmatched requests first: they are usually why the output differs.
-        problems.extend(replay.misses().into_iter().map(|m| format!("unmatched request: {m}")));
+        problems.extend(
+            replay
+                .misses()
+                .into_iter()
+                .map(|m| format!("unmatched request: {m}")),
+        );
         if let (Some(want), Some(meter)) = (case.expect_spent, &caps.meter)
             && meter.spent() != want
         {
-            problems.push(format!("expected the meter to have charged {want} {}, it charged {}", meter.unit(), meter.spent()));
+            problems.push(format!(
+                "expected the meter to have charged {want} {}, it charged {}",
+                meter.unit(),
+                meter.spent()
+            ));
         }
         for (folder, files) in &case.expect_files {
-            let Some(dir) = _dirs.iter().find(|(n, _)| n == folder).map(|(_, d)| d.path()) else {
-                problems.push(format!("expect_files names folder `{folder}`, which the case does not give"));
+            let Some(dir) = _dirs
+                .iter()
+                .find(|(n, _)| n == folder)
+                .map(|(_, d)| d.path())
+            else {
+                problems.push(format!(
+                    "expect_files names folder `{folder}`, which the case does not give"
+                ));
                 continue;
             };
             for (rel, want) in files {
                 let got = std::fs::read_to_string(dir.join(rel)).ok();
                 if &got != want {
-                    problems.push(format!("{folder}/{rel}: expected {}, found {}", shown(want), shown(&got)));
+                    problems.push(format!(
+                        "{folder}/{rel}: expected {}, found {}",
+                        shown(want),
+                        shown(&got)
+                    ));
                 }
             }
         }
@@ -211,13 +249,21 @@ pub fn run(args: TestArgs) -> Result<i32> {
         match (&case.expect, outcome) {
             (Expect::HostError(want), Err(e)) => {
                 if !e.to_string().contains(want.as_str()) {
-                    problems.push(format!("expected a host error containing {want:?}, got host error: {e}"));
+                    problems.push(format!(
+                        "expected a host error containing {want:?}, got host error: {e}"
+                    ));
                 }
             }
             (Expect::HostError(want), Ok(outcome)) => {
-                problems.push(format!("expected a host error containing {want:?}, got {}", short(&output_json(&outcome.output))));
+                problems.push(format!(
+                    "expected a host error containing {want:?}, got {}",
+                    short(&output_json(&outcome.output))
+                ));
             }
-            (_, Err(e)) => problems.push(format!("expected {}, got host error: {e}", short(&expected_json(&case.expect)))),
+            (_, Err(e)) => problems.push(format!(
+                "expected {}, got host error: {e}",
+                short(&expected_json(&case.expect))
+            )),
             (expect, Ok(outcome)) => {
                 let (want, got) = (expected_json(expect), output_json(&outcome.output));
                 if want != got {
@@ -242,20 +288,34 @@ pub fn run(args: TestArgs) -> Result<i32> {
     }
     let secs = started.elapsed().as_secs_f64();
     if failed.is_empty() {
-        println!("test result: ok. {passed} passed; 0 failed ({secs:.2} s, replayed, nothing sent)");
+        println!(
+            "test result: ok. {passed} passed; 0 failed ({secs:.2} s, replayed, nothing sent)"
+        );
         Ok(EXIT_OK)
     } else {
-        println!("test result: FAILED. {passed} passed; {} failed: {} ({secs:.2} s)", failed.len(), failed.join(", "));
+        println!(
+            "test result: FAILED. {passed} passed; {} failed: {} ({secs:.2} s)",
+            failed.len(),
+            failed.join(", ")
+        );
         Ok(EXIT_FAILED)
     }
 }
 
 /// Adds the case's meter and folders to `caps`; the folders' directories
 /// live as long as the returned guards.
-fn case_capabilities(case: &Case, caps: &mut Capabilities) -> Result<Vec<(String, tempfile::TempDir)>> {
+fn case_capabilities(
+    case: &Case,
+    caps: &mut Capabilities,
+) -> Result<Vec<(String, tempfile::TempDir)>> {
     if let Some(m) = &case.meter {
-        let allowance = Allowance { per_run: m.per_run, per_day: m.per_day.unwrap_or(m.per_run) };
-        let meter = DayLedger::new(m.unit.clone()).start_run(allowance).context("the case's meter allowance")?;
+        let allowance = Allowance {
+            per_run: m.per_run,
+            per_day: m.per_day.unwrap_or(m.per_run),
+        };
+        let meter = DayLedger::new(m.unit.clone())
+            .start_run(allowance)
+            .context("the case's meter allowance")?;
         caps.meter = Some(meter);
     } else if case.expect_spent.is_some() {
         anyhow::bail!("`expect_spent` needs a `meter`");
@@ -265,7 +325,10 @@ fn case_capabilities(case: &Case, caps: &mut Capabilities) -> Result<Vec<(String
         let dir = tempfile::tempdir().context("creating the case's folder")?;
         for (rel, text) in &folder.files {
             let path = dir.path().join(rel);
-            if rel.split('/').any(|p| p.is_empty() || p == "." || p == "..") {
+            if rel
+                .split('/')
+                .any(|p| p.is_empty() || p == "." || p == "..")
+            {
                 anyhow::bail!("folder `{name}`: seed file `{rel}` is not a plain relative path");
             }
             if let Some(parent) = path.parent() {
@@ -273,7 +336,10 @@ fn case_capabilities(case: &Case, caps: &mut Capabilities) -> Result<Vec<(String
             }
             std::fs::write(&path, text)?;
         }
-        caps.folders.push(FolderCapability::open(name.clone(), dir.path(), folder.writable).context("opening the case's folder")?);
+        caps.folders.push(
+            FolderCapability::open(name.clone(), dir.path(), folder.writable)
+                .context("opening the case's folder")?,
+        );
         dirs.push((name.clone(), dir));
     }
     Ok(dirs)
@@ -326,7 +392,9 @@ fn first_difference(path: &str, want: &Value, got: &Value) -> Option<String> {
                     }
                 }
             }
-            g.iter().find(|(k, _)| !w.contains_key(*k)).map(|(k, v)| format!("at {path}.{k}: not expected (got {})", short(v)))
+            g.iter()
+                .find(|(k, _)| !w.contains_key(*k))
+                .map(|(k, v)| format!("at {path}.{k}: not expected (got {})", short(v)))
         }
         (Value::Array(w), Value::Array(g)) => {
             for (i, (wv, gv)) in w.iter().zip(g).enumerate() {
@@ -334,9 +402,14 @@ fn first_difference(path: &str, want: &Value, got: &Value) -> Option<String> {
                     return Some(d);
                 }
             }
-            (w.len() != g.len()).then(|| format!("at {path}: expected {} items, got {}", w.len(), g.len()))
+            (w.len() != g.len())
+                .then(|| format!("at {path}: expected {} items, got {}", w.len(), g.len()))
         }
         _ if want == got => None,
-        _ => Some(format!("at {path}: expected {}, got {}", short(want), short(got))),
+        _ => Some(format!(
+            "at {path}: expected {}, got {}",
+            short(want),
+            short(got)
+        )),
     }
 }

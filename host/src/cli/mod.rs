@@ -29,9 +29,15 @@ pub fn load(path: &Path) -> Result<LoadedComponent> {
     if !path.is_file() {
         anyhow::bail!("no component at {}", path.display());
     }
-    let runtime = Runtime::new(RuntimeConfig { cache_dir: default_cache_dir(), max_concurrent_calls: 1, ..Default::default() })
-        .context("starting the runtime")?;
-    runtime.load_file(path).with_context(|| format!("loading {}", path.display()))
+    let runtime = Runtime::new(RuntimeConfig {
+        cache_dir: default_cache_dir(),
+        max_concurrent_calls: 1,
+        ..Default::default()
+    })
+    .context("starting the runtime")?;
+    runtime
+        .load_file(path)
+        .with_context(|| format!("loading {}", path.display()))
 }
 
 /// The wire name of `tool` in `component`: the wire name itself, or the
@@ -42,16 +48,30 @@ pub fn tool_name(component: &LoadedComponent, tool: &str) -> Result<String> {
         return Ok(t.name.clone());
     }
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    anyhow::bail!("`{}` has no tool `{tool}`; its tools: {}", component.name(), names.join(", "))
+    anyhow::bail!(
+        "`{}` has no tool `{tool}`; its tools: {}",
+        component.name(),
+        names.join(", ")
+    )
 }
 
 /// Whether a call of `tool` may carry a GraphQL mutation on a `(graphql)`
 /// route when no person is asked (the author's own `call` and `test`): a
 /// write tool may, except that a tool whose gate tells reads from mutations
 /// may only when its `query` argument parses as one, as `serve` decides.
-pub fn graphql_mutations_for(component: &LoadedComponent, tool: &str, arguments: &serde_json::Value) -> bool {
+pub fn graphql_mutations_for(
+    component: &LoadedComponent,
+    tool: &str,
+    arguments: &serde_json::Value,
+) -> bool {
     let manifest = &component.info().manifest;
-    let Some(doc) = manifest.tools.iter().find(|t| manifest.wire_name(&t.function) == tool) else { return false };
+    let Some(doc) = manifest
+        .tools
+        .iter()
+        .find(|t| manifest.wire_name(&t.function) == tool)
+    else {
+        return false;
+    };
     match (doc.effect, &doc.gate) {
         (scout_manifest::Effect::Read, _) => false,
         (_, Some(scout_manifest::Gate::MutationsNeedApproval { .. })) => {
@@ -63,5 +83,9 @@ pub fn graphql_mutations_for(component: &LoadedComponent, tool: &str, arguments:
 
 /// A tokio runtime for one command.
 pub fn tokio() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().context("starting tokio")
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .context("starting tokio")
 }

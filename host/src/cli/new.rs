@@ -108,13 +108,98 @@ pub struct NewArgs {
 
 /// WIT and Rust keywords: a name that is one cannot be a package, world or module.
 const KEYWORDS: &[&str] = &[
-    "as", "async", "bool", "borrow", "char", "constructor", "enum", "error-context", "export", "f32", "f64", "flags", "float32",
-    "float64", "from", "func", "future", "import", "include", "interface", "list", "option", "own", "package", "record",
-    "resource", "result", "s16", "s32", "s64", "s8", "static", "stream", "string", "tuple", "type", "u16", "u32", "u64",
-    "u8", "use", "variant", "with", "world", "abstract", "become", "box", "break", "const", "continue", "crate", "do",
-    "dyn", "else", "extern", "false", "final", "fn", "for", "gen", "if", "impl", "in", "let", "loop", "macro", "match",
-    "mod", "move", "mut", "override", "priv", "pub", "ref", "return", "self", "super", "trait", "true", "typeof", "unsafe",
-    "unsized", "virtual", "where", "while", "yield", "try", "read-tools", "write-tools", "bindings", "std", "core",
+    "as",
+    "async",
+    "bool",
+    "borrow",
+    "char",
+    "constructor",
+    "enum",
+    "error-context",
+    "export",
+    "f32",
+    "f64",
+    "flags",
+    "float32",
+    "float64",
+    "from",
+    "func",
+    "future",
+    "import",
+    "include",
+    "interface",
+    "list",
+    "option",
+    "own",
+    "package",
+    "record",
+    "resource",
+    "result",
+    "s16",
+    "s32",
+    "s64",
+    "s8",
+    "static",
+    "stream",
+    "string",
+    "tuple",
+    "type",
+    "u16",
+    "u32",
+    "u64",
+    "u8",
+    "use",
+    "variant",
+    "with",
+    "world",
+    "abstract",
+    "become",
+    "box",
+    "break",
+    "const",
+    "continue",
+    "crate",
+    "do",
+    "dyn",
+    "else",
+    "extern",
+    "false",
+    "final",
+    "fn",
+    "for",
+    "gen",
+    "if",
+    "impl",
+    "in",
+    "let",
+    "loop",
+    "macro",
+    "match",
+    "mod",
+    "move",
+    "mut",
+    "override",
+    "priv",
+    "pub",
+    "ref",
+    "return",
+    "self",
+    "super",
+    "trait",
+    "true",
+    "typeof",
+    "unsafe",
+    "unsized",
+    "virtual",
+    "where",
+    "while",
+    "yield",
+    "try",
+    "read-tools",
+    "write-tools",
+    "bindings",
+    "std",
+    "core",
 ];
 
 /// Checks a WIT identifier in kebab case: lowercase words of letters and
@@ -123,7 +208,8 @@ pub fn validate_name(name: &str, what: &str) -> Result<()> {
     let words_ok = !name.is_empty()
         && name.split('-').all(|w| {
             w.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-                && w.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+                && w.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
         });
     if !words_ok {
         anyhow::bail!(
@@ -134,7 +220,9 @@ pub fn validate_name(name: &str, what: &str) -> Result<()> {
         anyhow::bail!("{what} `{name}` is longer than 64 characters");
     }
     if KEYWORDS.contains(&name) {
-        anyhow::bail!("{what} `{name}` is a WIT or Rust keyword (or a name the template uses); choose another");
+        anyhow::bail!(
+            "{what} `{name}` is a WIT or Rust keyword (or a name the template uses); choose another"
+        );
     }
     Ok(())
 }
@@ -143,7 +231,9 @@ fn camel(name: &str) -> String {
     name.split('-')
         .map(|w| {
             let mut c = w.chars();
-            c.next().map(|f| f.to_ascii_uppercase().to_string() + c.as_str()).unwrap_or_default()
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
         })
         .collect()
 }
@@ -228,13 +318,22 @@ fn sdk_dependency(args: &NewArgs) -> Result<String> {
         if from_flag {
             anyhow::anyhow!("--sdk-path {}: {e}", path.display())
         } else {
-            anyhow::anyhow!("this binary's repository SDK ({}) is not here ({e}); give --sdk-path or --sdk-git", path.display())
+            anyhow::anyhow!(
+                "this binary's repository SDK ({}) is not here ({e}); give --sdk-path or --sdk-git",
+                path.display()
+            )
         }
     })?;
     if !abs.join("Cargo.toml").is_file() {
-        anyhow::bail!("{} has no Cargo.toml: not the scout-sdk crate", abs.display());
+        anyhow::bail!(
+            "{} has no Cargo.toml: not the scout-sdk crate",
+            abs.display()
+        );
     }
-    Ok(format!("scout-sdk = {{ path = {} }}", toml_string(&abs.display().to_string())))
+    Ok(format!(
+        "scout-sdk = {{ path = {} }}",
+        toml_string(&abs.display().to_string())
+    ))
 }
 
 fn toml_string(s: &str) -> String {
@@ -256,7 +355,9 @@ pub fn files(names: &Names, sdk_line: &str) -> Result<Vec<(PathBuf, String)>> {
         cargo.push('\n');
     }
     if !replaced {
-        anyhow::bail!("the embedded template's Cargo.toml has no `scout-sdk = ...` line to point at the SDK");
+        anyhow::bail!(
+            "the embedded template's Cargo.toml has no `scout-sdk = ...` line to point at the SDK"
+        );
     }
     let tool = Names::snake(&names.name);
     let mut files = vec![
@@ -264,12 +365,24 @@ pub fn files(names: &Names, sdk_line: &str) -> Result<Vec<(PathBuf, String)>> {
         (PathBuf::from("rust-toolchain.toml"), TOOLCHAIN.to_string()),
         (PathBuf::from(".gitignore"), GITIGNORE.to_string()),
         (PathBuf::from("src/lib.rs"), names.substitute(TEMPLATE_LIB)),
-        (PathBuf::from(format!("wit/{}.wit", names.name)), names.substitute(TEMPLATE_WIT)),
-        (PathBuf::from("fixtures/cases.json"), STARTER_CASES.replace("__TOOL__", &tool)),
-        (PathBuf::from("fixtures/items.json"), STARTER_FIXTURE.to_string()),
+        (
+            PathBuf::from(format!("wit/{}.wit", names.name)),
+            names.substitute(TEMPLATE_WIT),
+        ),
+        (
+            PathBuf::from("fixtures/cases.json"),
+            STARTER_CASES.replace("__TOOL__", &tool),
+        ),
+        (
+            PathBuf::from("fixtures/items.json"),
+            STARTER_FIXTURE.to_string(),
+        ),
     ];
     for (file, text) in CONTRACT {
-        files.push((Path::new("wit/deps/scout-connector").join(file), text.to_string()));
+        files.push((
+            Path::new("wit/deps/scout-connector").join(file),
+            text.to_string(),
+        ));
     }
     Ok(files)
 }
@@ -279,19 +392,35 @@ pub fn run(args: NewArgs) -> Result<i32> {
     validate_name(&args.name, "NAME")?;
     let namespace = args.namespace.clone().unwrap_or_else(|| args.name.clone());
     validate_name(&namespace, "--namespace")?;
-    let names = Names { name: args.name.clone(), namespace };
+    let names = Names {
+        name: args.name.clone(),
+        namespace,
+    };
     // A name the template already uses for something else would clash.
     let camel_name = camel(&names.name);
     for text in [TEMPLATE_LIB, TEMPLATE_WIT] {
         if camel_name != "Example" && replace_word(text, &camel_name, "\u{0}") != text {
-            anyhow::bail!("NAME `{}` would clash with `{camel_name}`, which the template already uses; choose another", names.name);
+            anyhow::bail!(
+                "NAME `{}` would clash with `{camel_name}`, which the template already uses; choose another",
+                names.name
+            );
         }
     }
-    let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from(&names.name));
+    let dir = args
+        .dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&names.name));
     if dir.exists() {
-        let empty = dir.is_dir() && std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))?.next().is_none();
+        let empty = dir.is_dir()
+            && std::fs::read_dir(&dir)
+                .with_context(|| format!("reading {}", dir.display()))?
+                .next()
+                .is_none();
         if !empty {
-            anyhow::bail!("{} exists and is not an empty directory; refusing to write into it", dir.display());
+            anyhow::bail!(
+                "{} exists and is not an empty directory; refusing to write into it",
+                dir.display()
+            );
         }
     }
     let sdk_line = sdk_dependency(&args)?;
@@ -299,16 +428,24 @@ pub fn run(args: NewArgs) -> Result<i32> {
     for (rel, text) in &files {
         let path = dir.join(rel);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
         }
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     }
     let wasm = format!("target/scout/{}.wasm", names.name);
-    println!("created connector `{}` in {} ({} files)", names.name, dir.display(), files.len());
+    println!(
+        "created connector `{}` in {} ({} files)",
+        names.name,
+        dir.display(),
+        files.len()
+    );
     println!("next:");
     println!("  cd {}", dir.display());
     println!("  cargo test                                      # unit tests, native");
-    println!("  scout-host build                                # -> {wasm} (small; or cargo build --release --target wasm32-wasip2)");
+    println!(
+        "  scout-host build                                # -> {wasm} (small; or cargo build --release --target wasm32-wasip2)"
+    );
     println!("  scout-host test {wasm} --fixtures fixtures");
     Ok(super::EXIT_OK)
 }
@@ -319,7 +456,10 @@ mod tests {
 
     #[test]
     fn a_name_containing_a_template_word_is_substituted_once() {
-        let names = Names { name: "acme-notes".into(), namespace: "acme-notes".into() };
+        let names = Names {
+            name: "acme-notes".into(),
+            namespace: "acme-notes".into(),
+        };
         let text = "name = \"scout-connector-example\"\npackage acme:example@0.1.0;\nuse bindings::exports::acme::example::read_tools;\nworld example {\nstruct Example;";
         assert_eq!(
             names.substitute(text),

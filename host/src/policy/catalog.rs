@@ -691,18 +691,35 @@ pub enum AdmitError {
     #[error(
         "connector `{connector}` disagrees with the seed catalogue, which the host keeps as data for the seed's connectors: {differences}. Rebuild the component with the seed's policy facts, or serve it under another name"
     )]
-    Disagrees { connector: String, differences: String },
+    Disagrees {
+        connector: String,
+        differences: String,
+    },
     /// A tool reads other connectors (`Reads-from:`) where the catalogue
     /// has no such joint tool: a connector may not borrow another's credential.
     #[error(
         "connector `{connector}`, tool `{tool}`: `Reads-from: {peers}` is not a joint tool of the catalogue (only {known} read other connectors); a connector never reaches another connector's origin or credential otherwise"
     )]
-    UndeclaredJoint { connector: String, tool: String, peers: String, known: String },
+    UndeclaredJoint {
+        connector: String,
+        tool: String,
+        peers: String,
+        known: String,
+    },
     /// A gate or registration names a switch the host does not read.
-    #[error("connector `{connector}`, tool `{tool}`: `{switch}` is not an operator switch this host reads (it reads {known})")]
-    UnknownSwitch { connector: String, tool: String, switch: String, known: String },
+    #[error(
+        "connector `{connector}`, tool `{tool}`: `{switch}` is not an operator switch this host reads (it reads {known})"
+    )]
+    UnknownSwitch {
+        connector: String,
+        tool: String,
+        switch: String,
+        known: String,
+    },
     /// Operator configuration names a tool the component does not have.
-    #[error("connector `{connector}`: the configuration names tool `{tool}`, which the component does not have")]
+    #[error(
+        "connector `{connector}`: the configuration names tool `{tool}`, which the component does not have"
+    )]
     UnknownTool { connector: String, tool: String },
 }
 
@@ -711,7 +728,11 @@ fn switch_named(connector: &str, tool: &str, name: &str) -> Result<Switch, Admit
         connector: connector.into(),
         tool: tool.into(),
         switch: name.into(),
-        known: Switch::ALL.iter().map(|s| s.var()).collect::<Vec<_>>().join(", "),
+        known: Switch::ALL
+            .iter()
+            .map(|s| s.var())
+            .collect::<Vec<_>>()
+            .join(", "),
     })
 }
 
@@ -740,10 +761,17 @@ fn declared_spec(manifest: &scout_manifest::Manifest) -> Result<ConnectorSpec, A
                 spec.reads.push(local);
             }
             Effect::Write => {
-                let gate = match tool.gate.as_ref().unwrap_or(&Gate::Approval { switch: None }) {
+                let gate = match tool
+                    .gate
+                    .as_ref()
+                    .unwrap_or(&Gate::Approval { switch: None })
+                {
                     Gate::Open => WriteGate::Open,
                     Gate::Approval { switch } => WriteGate::Approval {
-                        needs: switch.as_deref().map(|s| switch_named(name, &local, s)).transpose()?,
+                        needs: switch
+                            .as_deref()
+                            .map(|s| switch_named(name, &local, s))
+                            .transpose()?,
                     },
                     Gate::MutationsNeedApproval { switch } => WriteGate::MutationsNeedApproval {
                         needs: switch_named(name, &local, switch)?,
@@ -754,7 +782,11 @@ fn declared_spec(manifest: &scout_manifest::Manifest) -> Result<ConnectorSpec, A
                     Reg::WhenSwitch(s) => Registers::WhenSwitch(switch_named(name, &local, s)?),
                     Reg::WhenApprovalsOn => Registers::WhenApprovalsOn,
                 };
-                spec.writes.push(WriteTool { name: local, registers, gate });
+                spec.writes.push(WriteTool {
+                    name: local,
+                    registers,
+                    gate,
+                });
             }
         }
     }
@@ -776,23 +808,46 @@ fn differences(seed: &ConnectorSpec, declared: &ConnectorSpec) -> Vec<String> {
             None => out.push(format!("write tool `{}` is missing", w.name)),
             Some(d) => {
                 if d.gate != w.gate {
-                    out.push(format!("`{}` is gated {:?}, the catalogue says {:?}", w.name, d.gate, w.gate));
+                    out.push(format!(
+                        "`{}` is gated {:?}, the catalogue says {:?}",
+                        w.name, d.gate, w.gate
+                    ));
                 }
                 if d.registers != w.registers {
-                    out.push(format!("`{}` registers {:?}, the catalogue says {:?}", w.name, d.registers, w.registers));
+                    out.push(format!(
+                        "`{}` registers {:?}, the catalogue says {:?}",
+                        w.name, d.registers, w.registers
+                    ));
                 }
             }
         }
     }
-    for d in declared.writes.iter().filter(|d| !seed.writes.iter().any(|w| w.name == d.name)) {
+    for d in declared
+        .writes
+        .iter()
+        .filter(|d| !seed.writes.iter().any(|w| w.name == d.name))
+    {
         out.push(format!("write tool `{}` is not in the catalogue", d.name));
     }
     if seed.grantable != declared.grantable {
-        let fmt = |s: &BTreeSet<String>| if s.is_empty() { "none".to_string() } else { s.iter().cloned().collect::<Vec<_>>().join(", ") };
-        out.push(format!("grantable reads are {}, the catalogue says {}", fmt(&declared.grantable), fmt(&seed.grantable)));
+        let fmt = |s: &BTreeSet<String>| {
+            if s.is_empty() {
+                "none".to_string()
+            } else {
+                s.iter().cloned().collect::<Vec<_>>().join(", ")
+            }
+        };
+        out.push(format!(
+            "grantable reads are {}, the catalogue says {}",
+            fmt(&declared.grantable),
+            fmt(&seed.grantable)
+        ));
     }
     if seed.billing != declared.billing {
-        out.push(format!("billing is {:?}, the catalogue says {:?}", declared.billing, seed.billing));
+        out.push(format!(
+            "billing is {:?}, the catalogue says {:?}",
+            declared.billing, seed.billing
+        ));
     }
     out
 }
@@ -800,11 +855,18 @@ fn differences(seed: &ConnectorSpec, declared: &ConnectorSpec) -> Vec<String> {
 impl ConnectorSpec {
     /// Operator narrowing: keeps only `tools` (local names) when given, and
     /// no grantable read when `grants` is false. It never adds anything.
-    pub fn narrowed(mut self, tools: Option<&[String]>, grants: bool) -> Result<ConnectorSpec, AdmitError> {
+    pub fn narrowed(
+        mut self,
+        tools: Option<&[String]>,
+        grants: bool,
+    ) -> Result<ConnectorSpec, AdmitError> {
         if let Some(keep) = tools {
             for t in keep {
                 if !self.reads.contains(t) && !self.writes.iter().any(|w| &w.name == t) {
-                    return Err(AdmitError::UnknownTool { connector: self.name.clone(), tool: t.clone() });
+                    return Err(AdmitError::UnknownTool {
+                        connector: self.name.clone(),
+                        tool: t.clone(),
+                    });
                 }
             }
             self.reads.retain(|t| keep.contains(t));
@@ -848,7 +910,10 @@ impl Catalog {
                 if found.is_empty() {
                     Ok(seed.clone())
                 } else {
-                    Err(AdmitError::Disagrees { connector: seed.name.clone(), differences: found.join("; ") })
+                    Err(AdmitError::Disagrees {
+                        connector: seed.name.clone(),
+                        differences: found.join("; "),
+                    })
                 }
             }
             None => Ok(conservative(declared)),
@@ -867,14 +932,27 @@ impl Catalog {
             let wire = manifest.wire_name(&tool.function);
             let peers: BTreeSet<&str> = tool.reads_from.iter().map(String::as_str).collect();
             let joint = self.joint(&manifest.connector, &wire).is_some_and(|j| {
-                peers == j.reads_from.iter().map(String::as_str).filter(|c| *c != manifest.connector).collect()
+                peers
+                    == j.reads_from
+                        .iter()
+                        .map(String::as_str)
+                        .filter(|c| *c != manifest.connector)
+                        .collect()
             });
             let beside = self.opt_ins.iter().any(|o| {
-                o.server.server_name() == manifest.connector && o.tools.contains(&wire) && peers == BTreeSet::from([o.beside.as_str()])
+                o.server.server_name() == manifest.connector
+                    && o.tools.contains(&wire)
+                    && peers == BTreeSet::from([o.beside.as_str()])
             });
             if !joint && !beside {
-                let mut known: Vec<String> = self.joint.iter().map(|j| format!("{}'s `{}`", j.connector, j.tool)).collect();
-                known.extend(self.opt_ins.iter().map(|o| format!("the `{}` tools beside {}", o.server.server_name(), o.beside)));
+                let mut known: Vec<String> = self
+                    .joint
+                    .iter()
+                    .map(|j| format!("{}'s `{}`", j.connector, j.tool))
+                    .collect();
+                known.extend(self.opt_ins.iter().map(|o| {
+                    format!("the `{}` tools beside {}", o.server.server_name(), o.beside)
+                }));
                 return Err(AdmitError::UndeclaredJoint {
                     connector: manifest.connector.clone(),
                     tool: wire,
@@ -892,22 +970,41 @@ impl Catalog {
     /// (the read table lists them; they write only drafts into the project
     /// folder), no billing. The policy gives these tools by its own rules
     /// (opt-in beside Shopify, riding on a skill), not as a connector's.
-    pub fn admit_platform(&self, manifest: &scout_manifest::Manifest) -> Option<Result<Platform, AdmitError>> {
-        let platform = Platform::from_server_name(&manifest.connector).filter(|p| matches!(p, Platform::Writer | Platform::Seo))?;
+    pub fn admit_platform(
+        &self,
+        manifest: &scout_manifest::Manifest,
+    ) -> Option<Result<Platform, AdmitError>> {
+        let platform = Platform::from_server_name(&manifest.connector)
+            .filter(|p| matches!(p, Platform::Writer | Platform::Seo))?;
         if let Err(e) = self.check_reads_from(manifest) {
             return Some(Err(e));
         }
-        let declared: BTreeSet<String> = manifest.tools.iter().map(|t| manifest.wire_name(&t.function)).collect();
+        let declared: BTreeSet<String> = manifest
+            .tools
+            .iter()
+            .map(|t| manifest.wire_name(&t.function))
+            .collect();
         let wanted: BTreeSet<String> = platform.tools().iter().map(|t| t.to_string()).collect();
         let mut found = Vec::new();
         for t in wanted.difference(&declared) {
             found.push(format!("tool `{t}` is missing"));
         }
         for t in declared.difference(&wanted) {
-            found.push(format!("tool `{t}` is not one of the seed's `{}` tools", platform.server_name()));
+            found.push(format!(
+                "tool `{t}` is not one of the seed's `{}` tools",
+                platform.server_name()
+            ));
         }
-        for t in manifest.tools.iter().filter(|t| t.effect != scout_manifest::Effect::Read) {
-            found.push(format!("`{}` is a write tool; the seed's read table lists every `{}` tool", manifest.wire_name(&t.function), platform.server_name()));
+        for t in manifest
+            .tools
+            .iter()
+            .filter(|t| t.effect != scout_manifest::Effect::Read)
+        {
+            found.push(format!(
+                "`{}` is a write tool; the seed's read table lists every `{}` tool",
+                manifest.wire_name(&t.function),
+                platform.server_name()
+            ));
         }
         if manifest.billing.is_some() {
             found.push("it bills; the seed's platform tools do not".to_string());
@@ -915,7 +1012,10 @@ impl Catalog {
         Some(if found.is_empty() {
             Ok(platform)
         } else {
-            Err(AdmitError::Disagrees { connector: manifest.connector.clone(), differences: found.join("; ") })
+            Err(AdmitError::Disagrees {
+                connector: manifest.connector.clone(),
+                differences: found.join("; "),
+            })
         })
     }
 }
@@ -926,7 +1026,9 @@ fn conservative(mut spec: ConnectorSpec) -> ConnectorSpec {
         w.gate = match w.gate {
             WriteGate::Open => WriteGate::Approval { needs: None },
             WriteGate::Approval { needs } => WriteGate::Approval { needs },
-            WriteGate::MutationsNeedApproval { needs } => WriteGate::Approval { needs: Some(needs) },
+            WriteGate::MutationsNeedApproval { needs } => {
+                WriteGate::Approval { needs: Some(needs) }
+            }
         };
     }
     spec
@@ -1020,7 +1122,11 @@ mod tests {
         assert_eq!(c.classify("mcp__nope__x"), ToolKind::Unknown);
     }
 
-    fn manifest(name: &str, tools: Vec<scout_manifest::ToolDoc>, billing: Option<scout_manifest::Billing>) -> scout_manifest::Manifest {
+    fn manifest(
+        name: &str,
+        tools: Vec<scout_manifest::ToolDoc>,
+        billing: Option<scout_manifest::Billing>,
+    ) -> scout_manifest::Manifest {
         scout_manifest::Manifest {
             format: scout_manifest::FORMAT,
             connector: name.into(),
@@ -1033,7 +1139,11 @@ mod tests {
         }
     }
 
-    fn doc(function: &str, effect: scout_manifest::Effect, lines: &[(&str, &str)]) -> scout_manifest::ToolDoc {
+    fn doc(
+        function: &str,
+        effect: scout_manifest::Effect,
+        lines: &[(&str, &str)],
+    ) -> scout_manifest::ToolDoc {
         let mut d = scout_manifest::policy::parse_tool_lines(function, effect, lines).unwrap();
         d.description = "d".into();
         d
@@ -1041,9 +1151,25 @@ mod tests {
 
     fn github_as_declared(gate: &str) -> scout_manifest::Manifest {
         use scout_manifest::Effect::{Read, Write};
-        let reads = ["read-file", "list-path", "list-branches", "list-issues", "read-issue", "list-pull-requests", "read-pull-request"];
-        let writes = ["create-branch", "commit-files", "open-pull-request", "comment"];
-        let mut tools: Vec<_> = reads.iter().map(|f| doc(f, Read, &[("Grantable", "yes")])).collect();
+        let reads = [
+            "read-file",
+            "list-path",
+            "list-branches",
+            "list-issues",
+            "read-issue",
+            "list-pull-requests",
+            "read-pull-request",
+        ];
+        let writes = [
+            "create-branch",
+            "commit-files",
+            "open-pull-request",
+            "comment",
+        ];
+        let mut tools: Vec<_> = reads
+            .iter()
+            .map(|f| doc(f, Read, &[("Grantable", "yes")]))
+            .collect();
         tools.extend(writes.iter().map(|f| doc(f, Write, &[("Gate", gate)])));
         manifest("github", tools, None)
     }
@@ -1051,18 +1177,28 @@ mod tests {
     #[test]
     fn a_seed_connector_is_admitted_only_when_it_agrees_with_the_catalogue() {
         let seed = Catalog::seed();
-        let spec = seed.admit(&github_as_declared("approval, switch GITHUB_ALLOW_WRITES")).unwrap();
+        let spec = seed
+            .admit(&github_as_declared("approval, switch GITHUB_ALLOW_WRITES"))
+            .unwrap();
         assert_eq!(&spec, seed.connector("github").unwrap());
         // A component that drops the switch would loosen the seed's gate.
         let err = seed.admit(&github_as_declared("approval")).unwrap_err();
-        assert!(matches!(&err, AdmitError::Disagrees { differences, .. } if differences.contains("github_comment")), "{err}");
+        assert!(
+            matches!(&err, AdmitError::Disagrees { differences, .. } if differences.contains("github_comment")),
+            "{err}"
+        );
         // Claiming a bill, or making a read ungrantable, disagrees too.
         let mut billed = github_as_declared("approval, switch GITHUB_ALLOW_WRITES");
         billed.billing = Some(scout_manifest::Billing::Credits);
         assert!(seed.admit(&billed).is_err());
         let mut narrow = github_as_declared("approval, switch GITHUB_ALLOW_WRITES");
         narrow.tools[0].grantable = false;
-        assert!(seed.admit(&narrow).unwrap_err().to_string().contains("grantable"));
+        assert!(
+            seed.admit(&narrow)
+                .unwrap_err()
+                .to_string()
+                .contains("grantable")
+        );
     }
 
     #[test]
@@ -1074,45 +1210,115 @@ mod tests {
                 doc("look", Read, &[("Grantable", "yes")]),
                 doc("peek", Read, &[]),
                 doc("draft", Write, &[("Gate", "open")]),
-                doc("send", Write, &[("Gate", "approval, switch AGENTMAIL_ALLOW_SENDS"), ("Registers", "when-approvals-on")]),
+                doc(
+                    "send",
+                    Write,
+                    &[
+                        ("Gate", "approval, switch AGENTMAIL_ALLOW_SENDS"),
+                        ("Registers", "when-approvals-on"),
+                    ],
+                ),
             ],
             Some(scout_manifest::Billing::Usd),
         );
         let spec = Catalog::seed().admit(&m).unwrap();
         assert_eq!(spec.reads, ["acme_look", "acme_peek"]);
-        assert_eq!(spec.grantable.iter().collect::<Vec<_>>(), ["acme_look"], "only what the component declares grantable");
-        assert_eq!(spec.writes[0].gate, WriteGate::Approval { needs: None }, "a declared open write still asks a person");
-        assert_eq!(spec.writes[1].gate, WriteGate::Approval { needs: Some(Switch::AgentmailAllowSends) });
+        assert_eq!(
+            spec.grantable.iter().collect::<Vec<_>>(),
+            ["acme_look"],
+            "only what the component declares grantable"
+        );
+        assert_eq!(
+            spec.writes[0].gate,
+            WriteGate::Approval { needs: None },
+            "a declared open write still asks a person"
+        );
+        assert_eq!(
+            spec.writes[1].gate,
+            WriteGate::Approval {
+                needs: Some(Switch::AgentmailAllowSends)
+            }
+        );
         assert_eq!(spec.writes[1].registers, Registers::WhenApprovalsOn);
         assert_eq!(spec.billing, Some(BillingUnit::Usd));
-        let unknown = manifest("acme", vec![doc("send", Write, &[("Gate", "approval, switch ACME_ALLOW")])], None);
-        assert!(matches!(Catalog::seed().admit(&unknown), Err(AdmitError::UnknownSwitch { .. })));
+        let unknown = manifest(
+            "acme",
+            vec![doc(
+                "send",
+                Write,
+                &[("Gate", "approval, switch ACME_ALLOW")],
+            )],
+            None,
+        );
+        assert!(matches!(
+            Catalog::seed().admit(&unknown),
+            Err(AdmitError::UnknownSwitch { .. })
+        ));
     }
 
     #[test]
     fn only_the_catalogues_joint_tools_read_other_connectors() {
         use scout_manifest::Effect::Read;
-        let mut borrow = manifest("acme", vec![doc("peek", Read, &[("Reads-from", "github"), ("Route", "github GET /user")])], None);
+        let mut borrow = manifest(
+            "acme",
+            vec![doc(
+                "peek",
+                Read,
+                &[("Reads-from", "github"), ("Route", "github GET /user")],
+            )],
+            None,
+        );
         let err = Catalog::seed().admit(&borrow).unwrap_err();
         assert!(matches!(err, AdmitError::UndeclaredJoint { .. }), "{err}");
         // The seed's joint tool, but reading one connector too many.
         borrow.connector = "dataforseo".into();
-        borrow.tools = vec![doc("seo-page-opportunities", Read, &[("Name", "seo_page_opportunities"), ("Reads-from", "searchconsole, shopify, github")])];
-        assert!(matches!(Catalog::seed().check_reads_from(&borrow), Err(AdmitError::UndeclaredJoint { .. })));
-        borrow.tools = vec![doc("seo-page-opportunities", Read, &[("Name", "seo_page_opportunities"), ("Reads-from", "searchconsole, shopify")])];
+        borrow.tools = vec![doc(
+            "seo-page-opportunities",
+            Read,
+            &[
+                ("Name", "seo_page_opportunities"),
+                ("Reads-from", "searchconsole, shopify, github"),
+            ],
+        )];
+        assert!(matches!(
+            Catalog::seed().check_reads_from(&borrow),
+            Err(AdmitError::UndeclaredJoint { .. })
+        ));
+        borrow.tools = vec![doc(
+            "seo-page-opportunities",
+            Read,
+            &[
+                ("Name", "seo_page_opportunities"),
+                ("Reads-from", "searchconsole, shopify"),
+            ],
+        )];
         assert!(Catalog::seed().check_reads_from(&borrow).is_ok());
-        let writer = manifest("writer", vec![doc("page-content", Read, &[("Reads-from", "shopify")])], None);
+        let writer = manifest(
+            "writer",
+            vec![doc("page-content", Read, &[("Reads-from", "shopify")])],
+            None,
+        );
         assert!(Catalog::seed().check_reads_from(&writer).is_ok());
-        let writer = manifest("writer", vec![doc("page-content", Read, &[("Reads-from", "github")])], None);
+        let writer = manifest(
+            "writer",
+            vec![doc("page-content", Read, &[("Reads-from", "github")])],
+            None,
+        );
         assert!(Catalog::seed().check_reads_from(&writer).is_err());
     }
 
     #[test]
     fn operator_configuration_only_narrows() {
         let spec = Catalog::seed().connector("github").unwrap().clone();
-        let only = spec.clone().narrowed(Some(&["github_read_file".to_string()]), false).unwrap();
+        let only = spec
+            .clone()
+            .narrowed(Some(&["github_read_file".to_string()]), false)
+            .unwrap();
         assert_eq!(only.reads, ["github_read_file"]);
         assert!(only.writes.is_empty() && only.grantable.is_empty());
-        assert!(matches!(spec.narrowed(Some(&["github_merge".to_string()]), true), Err(AdmitError::UnknownTool { .. })));
+        assert!(matches!(
+            spec.narrowed(Some(&["github_merge".to_string()]), true),
+            Err(AdmitError::UnknownTool { .. })
+        ));
     }
 }

@@ -150,7 +150,9 @@ impl PolicyDenial {
             PolicyDenial::InvalidArguments => {
                 "invalid arguments: the arguments do not fit the tool's parameters"
             }
-            PolicyDenial::Unrecorded => "not run: the host could not record the call first, so nothing happened",
+            PolicyDenial::Unrecorded => {
+                "not run: the host could not record the call first, so nothing happened"
+            }
         }
     }
 }

@@ -65,8 +65,8 @@ pub use catalog::{
 pub use gate::{AboveThreshold, Gate, MutationGate, PolicyDenial, Refusal, check_call};
 pub use names::{Platform, Server};
 pub use presets::Preset;
-pub use removed::{Removed, removed};
 pub use profile::{Allowance, Grant, Limits, Profile, ProfileError};
+pub use removed::{Removed, removed};
 pub use roles::{Harness, ROLE_NAMES, Role, Route, coworker_ceiling};
 pub use switches::{Egress, Switch, SwitchNote, Switches};
 

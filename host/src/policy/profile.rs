@@ -27,10 +27,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::catalog::{BillingUnit, Catalog, ToolKind};
-use crate::capabilities::meter::Allowance as MeterAllowance;
 use super::names::{
     self, GOAL_AGENT_TOOLS, Platform, SEO_HAND_OFF_BRIEF, SEO_METHOD_SKILL, SEO_SAVE_BRIEF,
 };
+use crate::capabilities::meter::Allowance as MeterAllowance;
 
 fn one() -> u32 {
     1
@@ -120,7 +120,11 @@ pub enum AllowanceFigureError {
     TooFine { figure: &'static str },
     /// Above what the ledger can store.
     #[error("{figure} is above the largest figure the ledger holds ({max} {unit})")]
-    TooLarge { figure: &'static str, max: u64, unit: &'static str },
+    TooLarge {
+        figure: &'static str,
+        max: u64,
+        unit: &'static str,
+    },
     /// The per-run figure is above the per-day figure.
     #[error("the per-run figure is above the per-day figure")]
     RunAboveDay,
@@ -152,15 +156,31 @@ impl Allowance {
     pub fn metered(&self) -> Result<MeterAllowance, AllowanceFigureError> {
         let max = crate::capabilities::meter::MAX_UNITS;
         let metered = match *self {
-            Allowance::Credits { per_run_credits, per_day_credits } => {
-                for (figure, value) in [("perRunCredits", per_run_credits), ("perDayCredits", per_day_credits)] {
+            Allowance::Credits {
+                per_run_credits,
+                per_day_credits,
+            } => {
+                for (figure, value) in [
+                    ("perRunCredits", per_run_credits),
+                    ("perDayCredits", per_day_credits),
+                ] {
                     if value > max {
-                        return Err(AllowanceFigureError::TooLarge { figure, max, unit: "credits" });
+                        return Err(AllowanceFigureError::TooLarge {
+                            figure,
+                            max,
+                            unit: "credits",
+                        });
                     }
                 }
-                MeterAllowance { per_run: per_run_credits, per_day: per_day_credits }
+                MeterAllowance {
+                    per_run: per_run_credits,
+                    per_day: per_day_credits,
+                }
             }
-            Allowance::Usd { per_run_usd, per_day_usd } => MeterAllowance {
+            Allowance::Usd {
+                per_run_usd,
+                per_day_usd,
+            } => MeterAllowance {
                 per_run: micro_usd("perRunUsd", per_run_usd)?,
                 per_day: micro_usd("perDayUsd", per_day_usd)?,
             },
@@ -181,7 +201,11 @@ fn micro_usd(figure: &'static str, usd: f64) -> Result<u64, AllowanceFigureError
     let micros = (usd * MICRO_USD_PER_USD as f64).round();
     // `as` saturates; the comparison is on the float, before it.
     if micros > max as f64 {
-        return Err(AllowanceFigureError::TooLarge { figure, max, unit: "micro-usd" });
+        return Err(AllowanceFigureError::TooLarge {
+            figure,
+            max,
+            unit: "micro-usd",
+        });
     }
     let micros = micros as u64;
     // Lossless: the whole micro-dollars give back the very figure granted.
@@ -255,12 +279,14 @@ impl Grant {
                     Ok(_) => {}
                     Err(AllowanceFigureError::RunAboveDay) => {
                         let (per_run, per_day) = match *a {
-                            Allowance::Credits { per_run_credits, per_day_credits } => {
-                                (per_run_credits.to_string(), per_day_credits.to_string())
-                            }
-                            Allowance::Usd { per_run_usd, per_day_usd } => {
-                                (format!("${per_run_usd}"), format!("${per_day_usd}"))
-                            }
+                            Allowance::Credits {
+                                per_run_credits,
+                                per_day_credits,
+                            } => (per_run_credits.to_string(), per_day_credits.to_string()),
+                            Allowance::Usd {
+                                per_run_usd,
+                                per_day_usd,
+                            } => (format!("${per_run_usd}"), format!("${per_day_usd}")),
                         };
                         return Err(ProfileError::AllowanceRunAboveDay {
                             connector: c.title.clone(),
@@ -522,22 +548,66 @@ mod tests {
 
     #[test]
     fn metered_is_lossless_and_refuses_what_a_meter_cannot_hold() {
-        let usd = |per_run_usd, per_day_usd| Allowance::Usd { per_run_usd, per_day_usd }.metered();
+        let usd = |per_run_usd, per_day_usd| {
+            Allowance::Usd {
+                per_run_usd,
+                per_day_usd,
+            }
+            .metered()
+        };
         let m = usd(1.0, 3.0).unwrap();
         assert_eq!((m.per_run, m.per_day), (1_000_000, 3_000_000));
         assert_eq!(usd(0.123456, 0.5).unwrap().per_run, 123_456);
         assert_eq!(usd(0.1, 0.1).unwrap().per_run, 100_000);
-        assert!(matches!(usd(0.1234567, 1.0), Err(AllowanceFigureError::TooFine { figure: "perRunUsd" })));
-        assert!(matches!(usd(f64::NAN, 1.0), Err(AllowanceFigureError::NotFinite { .. })));
-        assert!(matches!(usd(1.0, f64::INFINITY), Err(AllowanceFigureError::NotFinite { figure: "perDayUsd" })));
-        assert!(matches!(usd(-0.5, 1.0), Err(AllowanceFigureError::NotFinite { .. })));
-        assert!(matches!(usd(1.0, 1e15), Err(AllowanceFigureError::TooLarge { .. })));
-        assert!(matches!(usd(2.0, 1.0), Err(AllowanceFigureError::RunAboveDay)));
-        let credits = Allowance::Credits { per_run_credits: 25, per_day_credits: 100 }.metered().unwrap();
+        assert!(matches!(
+            usd(0.1234567, 1.0),
+            Err(AllowanceFigureError::TooFine {
+                figure: "perRunUsd"
+            })
+        ));
+        assert!(matches!(
+            usd(f64::NAN, 1.0),
+            Err(AllowanceFigureError::NotFinite { .. })
+        ));
+        assert!(matches!(
+            usd(1.0, f64::INFINITY),
+            Err(AllowanceFigureError::NotFinite {
+                figure: "perDayUsd"
+            })
+        ));
+        assert!(matches!(
+            usd(-0.5, 1.0),
+            Err(AllowanceFigureError::NotFinite { .. })
+        ));
+        assert!(matches!(
+            usd(1.0, 1e15),
+            Err(AllowanceFigureError::TooLarge { .. })
+        ));
+        assert!(matches!(
+            usd(2.0, 1.0),
+            Err(AllowanceFigureError::RunAboveDay)
+        ));
+        let credits = Allowance::Credits {
+            per_run_credits: 25,
+            per_day_credits: 100,
+        }
+        .metered()
+        .unwrap();
         assert_eq!((credits.per_run, credits.per_day), (25, 100));
-        let huge = Allowance::Credits { per_run_credits: 1, per_day_credits: u64::MAX }.metered();
+        let huge = Allowance::Credits {
+            per_run_credits: 1,
+            per_day_credits: u64::MAX,
+        }
+        .metered();
         assert!(matches!(huge, Err(AllowanceFigureError::TooLarge { .. })));
-        assert_eq!(Allowance::Usd { per_run_usd: 1.0, per_day_usd: 1.0 }.meter_unit(), "micro-usd");
+        assert_eq!(
+            Allowance::Usd {
+                per_run_usd: 1.0,
+                per_day_usd: 1.0
+            }
+            .meter_unit(),
+            "micro-usd"
+        );
     }
 
     #[test]

@@ -52,7 +52,11 @@ pub fn removed(
     };
     let all_on = all_switches_on(switches);
     let mut favourable_brand = BrandFacts {
-        connected: served.iter().chain(&input.brand.connected).cloned().collect(),
+        connected: served
+            .iter()
+            .chain(&input.brand.connected)
+            .cloned()
+            .collect(),
         has_skills: true,
         has_coworkers: true,
         goals_engine_on: true,
@@ -100,21 +104,39 @@ pub fn removed(
     if favourable_brand.connected != input.brand.connected {
         let mut brand = favourable_brand.clone();
         brand.connected = input.brand.connected.clone();
-        if let Some(surface) = ask(&SessionInput { brand, ..favourable.clone() }, &all_on) {
+        if let Some(surface) = ask(
+            &SessionInput {
+                brand,
+                ..favourable.clone()
+            },
+            &all_on,
+        ) {
             conditions.push(("not_registered".to_string(), surface));
         }
     }
     let facts: [(&str, fn(&mut BrandFacts, &BrandFacts)); 4] = [
-        ("no_coworkers", |b, real| b.has_coworkers = real.has_coworkers),
+        ("no_coworkers", |b, real| {
+            b.has_coworkers = real.has_coworkers
+        }),
         ("no_skills", |b, real| b.has_skills = real.has_skills),
-        ("goals_engine_off", |b, real| b.goals_engine_on = real.goals_engine_on),
-        ("no_browser_provider", |b, real| b.browser_provider = real.browser_provider),
+        ("goals_engine_off", |b, real| {
+            b.goals_engine_on = real.goals_engine_on
+        }),
+        ("no_browser_provider", |b, real| {
+            b.browser_provider = real.browser_provider
+        }),
     ];
     for (rule, put_back) in facts {
         let mut brand = favourable_brand.clone();
         put_back(&mut brand, &input.brand);
         if brand != favourable_brand
-            && let Some(surface) = ask(&SessionInput { brand, ..favourable.clone() }, &all_on)
+            && let Some(surface) = ask(
+                &SessionInput {
+                    brand,
+                    ..favourable.clone()
+                },
+                &all_on,
+            )
         {
             conditions.push((rule.to_string(), surface));
         }
@@ -250,14 +272,17 @@ mod tests {
         // With the switch on, the tool is offered and not reported.
         let on = Switches::from_vars([("AGENTMAIL_ALLOW_SENDS", "true")]);
         let removed = super::removed(&input, &catalog, &on, &served(&["agentmail", "railway"]));
-        assert_eq!(rule_of(&removed, "mcp__agentmail__agentmail_send_message"), None);
+        assert_eq!(
+            rule_of(&removed, "mcp__agentmail__agentmail_send_message"),
+            None
+        );
     }
 
     #[test]
     fn approvals_off_removes_cloudflare_execute_by_its_switch() {
         let catalog = Catalog::seed();
-        let input = SessionInput::new(Role::PersonChat)
-            .brand(BrandFacts::with_connectors(["cloudflare"]));
+        let input =
+            SessionInput::new(Role::PersonChat).brand(BrandFacts::with_connectors(["cloudflare"]));
         let off = Switches::from_vars([("REQUIRE_WRITE_APPROVAL", "false")]);
         let removed = removed(&input, &catalog, &off, &served(&["cloudflare"]));
         assert_eq!(
@@ -288,15 +313,29 @@ mod tests {
         assert_eq!(rule_of(&removed, "Bash"), Some("outside_role"));
 
         let person = SessionInput::new(Role::PersonChat);
-        let removed = super::removed(&person, &catalog, &Switches::default(), &served(&["github"]));
+        let removed = super::removed(
+            &person,
+            &catalog,
+            &Switches::default(),
+            &served(&["github"]),
+        );
         // Served here, but no credential of the brand's resolves for it.
         assert_eq!(
             rule_of(&removed, "mcp__github__github_read_file"),
             Some("not_registered")
         );
-        assert_eq!(rule_of(&removed, "mcp__team__team_roster"), Some("no_coworkers"));
-        assert_eq!(rule_of(&removed, "mcp__skills__load_skill"), Some("no_skills"));
-        assert_eq!(rule_of(&removed, "mcp__goals__goals_status"), Some("goals_engine_off"));
+        assert_eq!(
+            rule_of(&removed, "mcp__team__team_roster"),
+            Some("no_coworkers")
+        );
+        assert_eq!(
+            rule_of(&removed, "mcp__skills__load_skill"),
+            Some("no_skills")
+        );
+        assert_eq!(
+            rule_of(&removed, "mcp__goals__goals_status"),
+            Some("goals_engine_off")
+        );
         // Nothing offered is reported removed.
         let offered = surface(&person, &catalog, &Switches::default()).unwrap();
         assert!(removed.iter().all(|r| !offered.contains(&r.name)));

@@ -64,7 +64,8 @@ pub enum Role {
 }
 
 /// The command line's and the admin API's names for the roles.
-pub const ROLE_NAMES: &str = "person-chat, inbound-email, coworker, specialist, goal-agent, goal-reviewer, read-only";
+pub const ROLE_NAMES: &str =
+    "person-chat, inbound-email, coworker, specialist, goal-agent, goal-reviewer, read-only";
 
 impl Role {
     /// The role called `name` on the command line and in the admin API
@@ -73,11 +74,17 @@ impl Role {
         Some(match name {
             "person-chat" => Role::PersonChat,
             "inbound-email" => Role::InboundEmailTurn,
-            "coworker" => Role::CoworkerRun { route: Route::Standard },
-            "specialist" => Role::SpecialistRun { route: Route::Standard },
+            "coworker" => Role::CoworkerRun {
+                route: Route::Standard,
+            },
+            "specialist" => Role::SpecialistRun {
+                route: Route::Standard,
+            },
             "goal-agent" => Role::GoalAgentStep,
             "goal-reviewer" => Role::GoalReviewer,
-            "read-only" => Role::ReadOnlyRoute { harness: Harness::Default },
+            "read-only" => Role::ReadOnlyRoute {
+                harness: Harness::Default,
+            },
             _ => return None,
         })
     }

@@ -33,7 +33,11 @@ pub struct ApiError {
 
 impl ApiError {
     fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError { status, code, message: message.into() }
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
     }
     fn bad_request(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
@@ -45,7 +49,11 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(json!({"error": {"code": self.code, "message": self.message}}))).into_response()
+        (
+            self.status,
+            Json(json!({"error": {"code": self.code, "message": self.message}})),
+        )
+            .into_response()
     }
 }
 
@@ -55,14 +63,20 @@ impl From<HostError> for ApiError {
             HostError::BadRequest(m) => ApiError::bad_request(m),
             HostError::NotFound(m) => ApiError::not_found(m),
             HostError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
-            HostError::InvalidProfile(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_profile", m),
+            HostError::InvalidProfile(m) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_profile", m)
+            }
             HostError::Unavailable(m) => {
                 tracing::error!(error = %m, "unavailable");
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", m)
             }
             HostError::Store(m) => {
                 tracing::error!(error = %m, "store error");
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", "the store is unavailable")
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "store_unavailable",
+                    "the store is unavailable",
+                )
             }
         }
     }
@@ -90,18 +104,30 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
 
 fn json_rejection(rejection: JsonRejection) -> ApiError {
     match rejection.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", "the request body is too large"),
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => {
-            ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", "send `Content-Type: application/json`")
-        }
-        _ => ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", rejection.body_text()),
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            "the request body is too large",
+        ),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "send `Content-Type: application/json`",
+        ),
+        _ => ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+            rejection.body_text(),
+        ),
     }
 }
 
 fn query<T: DeserializeOwned>(raw: Option<String>) -> Result<T, ApiError> {
     let text = raw.unwrap_or_default();
     serde_json::from_value(Value::Object(
-        url::form_urlencoded::parse(text.as_bytes()).map(|(k, v)| (k.into_owned(), Value::String(v.into_owned()))).collect(),
+        url::form_urlencoded::parse(text.as_bytes())
+            .map(|(k, v)| (k.into_owned(), Value::String(v.into_owned())))
+            .collect(),
     ))
     .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", e.to_string()))
 }
@@ -115,10 +141,19 @@ pub fn router(host: Arc<ServeHost>) -> Router {
         .route("/v1/sessions/{id}", get(get_session).delete(end_session))
         .route("/v1/sessions/{id}/agent-config", get(agent_config))
         .route("/v1/brands/{brand}/profiles", get(list_profiles))
-        .route("/v1/brands/{brand}/profiles/{name}", put(save_profile).get(get_profile).delete(delete_profile))
+        .route(
+            "/v1/brands/{brand}/profiles/{name}",
+            put(save_profile).get(get_profile).delete(delete_profile),
+        )
         .route("/v1/brands/{brand}/connections", get(list_connections))
-        .route("/v1/brands/{brand}/connections/{connector}", put(put_connection).delete(disable_connection))
-        .route("/v1/brands/{brand}/connections/{connector}/shares/{with}", put(share).delete(unshare))
+        .route(
+            "/v1/brands/{brand}/connections/{connector}",
+            put(put_connection).delete(disable_connection),
+        )
+        .route(
+            "/v1/brands/{brand}/connections/{connector}/shares/{with}",
+            put(share).delete(unshare),
+        )
         .route("/v1/approvals", get(list_approvals))
         .route("/v1/approvals/{id}", post(decide_approval))
         .route("/v1/reviews", get(list_reviews).post(approve_review))
@@ -128,7 +163,13 @@ pub fn router(host: Arc<ServeHost>) -> Router {
     admin
         .merge(mcp)
         .fallback(|| async { ApiError::not_found("no such endpoint") })
-        .method_not_allowed_fallback(|| async { ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "method not allowed") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "method not allowed",
+            )
+        })
         .layer(DefaultBodyLimit::max(limit))
         .layer(middleware::from_fn(json_errors))
         .layer(middleware::from_fn_with_state(host.clone(), check_host))
@@ -150,7 +191,10 @@ async fn json_errors(request: Request, next: Next) -> Response {
         return response;
     }
     let www_authenticate = response.headers().get(header::WWW_AUTHENTICATE).cloned();
-    let text = axum::body::to_bytes(response.into_body(), 4096).await.map(|b| String::from_utf8_lossy(&b).trim().to_string()).unwrap_or_default();
+    let text = axum::body::to_bytes(response.into_body(), 4096)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .unwrap_or_default();
     let code = match status {
         StatusCode::BAD_REQUEST => "bad_request",
         StatusCode::UNAUTHORIZED => "unauthorized",
@@ -165,20 +209,35 @@ async fn json_errors(request: Request, next: Next) -> Response {
         s if s.is_server_error() => "internal_error",
         _ => "bad_request",
     };
-    let message = if text.is_empty() { status.canonical_reason().unwrap_or("error").to_string() } else { text };
+    let message = if text.is_empty() {
+        status.canonical_reason().unwrap_or("error").to_string()
+    } else {
+        text
+    };
     let mut response = ApiError::new(status, code, message).into_response();
     if let Some(value) = www_authenticate {
-        response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
     }
     response
 }
 
 /// Refuses a `Host` header outside the configured list (DNS rebinding).
 async fn check_host(State(host): State<Arc<ServeHost>>, request: Request, next: Next) -> Response {
-    let given = request.headers().get(header::HOST).and_then(|h| h.to_str().ok()).map(str::to_ascii_lowercase);
+    let given = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_ascii_lowercase);
     match given {
         Some(h) if host.answers_to(&h) => next.run(request).await,
-        _ => ApiError::new(StatusCode::FORBIDDEN, "host_not_allowed", "the Host header is not one this server answers to").into_response(),
+        _ => ApiError::new(
+            StatusCode::FORBIDDEN,
+            "host_not_allowed",
+            "the Host header is not one this server answers to",
+        )
+        .into_response(),
     }
 }
 
@@ -189,12 +248,24 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 }
 
 fn unauthorized() -> Response {
-    let mut response = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "a valid bearer token is required").into_response();
-    response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+    let mut response = ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+        "a valid bearer token is required",
+    )
+    .into_response();
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        header::HeaderValue::from_static("Bearer"),
+    );
     response
 }
 
-async fn require_admin(State(host): State<Arc<ServeHost>>, request: Request, next: Next) -> Response {
+async fn require_admin(
+    State(host): State<Arc<ServeHost>>,
+    request: Request,
+    next: Next,
+) -> Response {
     match bearer(request.headers()) {
         Some(token) if host.admin_token_matches(token) => next.run(request).await,
         _ => unauthorized(),
@@ -203,22 +274,38 @@ async fn require_admin(State(host): State<Arc<ServeHost>>, request: Request, nex
 
 /// Forwards to the session's MCP service after checking its token. The
 /// body is capped before it is handed on.
-async fn mcp_endpoint(State(host): State<Arc<ServeHost>>, Path((session, connector)): Path<(String, String)>, request: Request) -> Response {
+async fn mcp_endpoint(
+    State(host): State<Arc<ServeHost>>,
+    Path((session, connector)): Path<(String, String)>,
+    request: Request,
+) -> Response {
     // An unknown (or ended) session and a wrong token get the same answer,
     // so a session id alone reveals nothing.
-    let Some(live) = host.session(&session) else { return unauthorized() };
+    let Some(live) = host.session(&session) else {
+        return unauthorized();
+    };
     match bearer(request.headers()) {
         Some(token) if live.token_matches(token) => {}
         _ => return unauthorized(),
     }
     let Some((_, endpoint)) = host.endpoint(&session, &connector) else {
-        return ApiError::not_found(format!("connector `{connector}` is not served to this session")).into_response();
+        return ApiError::not_found(format!(
+            "connector `{connector}` is not served to this session"
+        ))
+        .into_response();
     };
     let limit = host.config.max_request_bytes;
     let (parts, body) = request.into_parts();
     let bytes = match axum::body::to_bytes(body, limit).await {
         Ok(bytes) => bytes,
-        Err(_) => return ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", "the request body is too large").into_response(),
+        Err(_) => {
+            return ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "too_large",
+                "the request body is too large",
+            )
+            .into_response();
+        }
     };
     let closing = parts.method == axum::http::Method::DELETE;
     let mut parts = parts;
@@ -229,7 +316,12 @@ async fn mcp_endpoint(State(host): State<Arc<ServeHost>>, Path((session, connect
     let guard = gone.0.clone().drop_guard();
     let request = Request::from_parts(parts, axum::body::Body::from(bytes));
     let mut response = match endpoint.service.oneshot(request).await {
-        Ok(response) => response.map(|body| axum::body::Body::from_stream(UntilEnd { body: axum::body::Body::new(body).into_data_stream(), guard: Some(guard) })),
+        Ok(response) => response.map(|body| {
+            axum::body::Body::from_stream(UntilEnd {
+                body: axum::body::Body::new(body).into_data_stream(),
+                guard: Some(guard),
+            })
+        }),
         Err(never) => match never {},
     };
     // rmcp answers a closed MCP session with 202; the official Python
@@ -250,7 +342,10 @@ struct UntilEnd {
 impl futures_util::Stream for UntilEnd {
     type Item = Result<axum::body::Bytes, axum::Error>;
 
-    fn poll_next(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Self::Item>> {
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
         let next = std::pin::Pin::new(&mut self.body).poll_next(cx);
         if let std::task::Poll::Ready(None) = next
             && let Some(guard) = self.guard.take()
@@ -265,7 +360,10 @@ async fn health() -> Json<Value> {
     Json(json!({"ok": true}))
 }
 
-async fn create_session(State(host): State<Arc<ServeHost>>, Body(request): Body<OpenSession>) -> Result<Response, ApiError> {
+async fn create_session(
+    State(host): State<Arc<ServeHost>>,
+    Body(request): Body<OpenSession>,
+) -> Result<Response, ApiError> {
     let view = host.open_session(&request)?;
     Ok((StatusCode::CREATED, Json(view)).into_response())
 }
@@ -274,13 +372,25 @@ async fn list_sessions(State(host): State<Arc<ServeHost>>) -> Json<Value> {
     Json(json!({"sessions": host.sessions()}))
 }
 
-async fn get_session(State(host): State<Arc<ServeHost>>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
-    let view = host.session_view(&id).ok_or_else(|| ApiError::not_found(format!("no open session `{id}`")))?;
+async fn get_session(
+    State(host): State<Arc<ServeHost>>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let view = host
+        .session_view(&id)
+        .ok_or_else(|| ApiError::not_found(format!("no open session `{id}`")))?;
     Ok(Json(json!(view)))
 }
 
-async fn end_session(State(host): State<Arc<ServeHost>>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
-    if host.end_session(&id) { Ok(Json(json!({"ended": id}))) } else { Err(ApiError::not_found(format!("no open session `{id}`"))) }
+async fn end_session(
+    State(host): State<Arc<ServeHost>>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    if host.end_session(&id) {
+        Ok(Json(json!({"ended": id})))
+    } else {
+        Err(ApiError::not_found(format!("no open session `{id}`")))
+    }
 }
 
 #[derive(Deserialize)]
@@ -292,14 +402,35 @@ struct AgentConfigQuery {
 
 /// The session's allowlist and MCP endpoints as an agent runtime takes
 /// them (see [`super::agent_config`]); never its token.
-async fn agent_config(State(host): State<Arc<ServeHost>>, Path(id): Path<String>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
+async fn agent_config(
+    State(host): State<Arc<ServeHost>>,
+    Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
     use super::agent_config::{FORMAT_NAMES, Format, TOKEN_ENV};
     let q: AgentConfigQuery = query(raw)?;
-    let format = q.format.as_deref().and_then(Format::from_name).ok_or_else(|| {
-        ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", format!("`format` must be one of {FORMAT_NAMES}"))
-    })?;
-    let config = host.agent_config(&id, format).ok_or_else(|| ApiError::not_found(format!("no open session `{id}`")))?;
-    Ok(([(header::HeaderName::from_static("scout-token-env"), TOKEN_ENV)], Json(config)).into_response())
+    let format = q
+        .format
+        .as_deref()
+        .and_then(Format::from_name)
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_query",
+                format!("`format` must be one of {FORMAT_NAMES}"),
+            )
+        })?;
+    let config = host
+        .agent_config(&id, format)
+        .ok_or_else(|| ApiError::not_found(format!("no open session `{id}`")))?;
+    Ok((
+        [(
+            header::HeaderName::from_static("scout-token-env"),
+            TOKEN_ENV,
+        )],
+        Json(config),
+    )
+        .into_response())
 }
 
 #[derive(Deserialize)]
@@ -316,29 +447,51 @@ async fn save_profile(
     Body(request): Body<SaveProfile>,
 ) -> Result<Json<Value>, ApiError> {
     if request.profile.name != name {
-        return Err(ApiError::bad_request(format!("the profile is named `{}` but the path says `{name}`", request.profile.name)));
+        return Err(ApiError::bad_request(format!(
+            "the profile is named `{}` but the path says `{name}`",
+            request.profile.name
+        )));
     }
-    match host.store.save_profile(&brand, &request.profile, request.kind, &host.catalog) {
+    match host
+        .store
+        .save_profile(&brand, &request.profile, request.kind, &host.catalog)
+    {
         Ok(()) => Ok(Json(json!({"saved": name, "kind": request.kind}))),
-        Err(SaveProfileError::Invalid(rule)) => Err(HostError::InvalidProfile(rule.to_string()).into()),
+        Err(SaveProfileError::Invalid(rule)) => {
+            Err(HostError::InvalidProfile(rule.to_string()).into())
+        }
         Err(SaveProfileError::Store(e)) => Err(e.into()),
     }
 }
 
-async fn get_profile(State(host): State<Arc<ServeHost>>, Path((brand, name)): Path<(String, String)>) -> Result<Json<Value>, ApiError> {
-    let saved = host.store.load_profile(&brand, &name)?.ok_or_else(|| ApiError::not_found(format!("brand `{brand}` has no profile `{name}`")))?;
+async fn get_profile(
+    State(host): State<Arc<ServeHost>>,
+    Path((brand, name)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    let saved = host
+        .store
+        .load_profile(&brand, &name)?
+        .ok_or_else(|| ApiError::not_found(format!("brand `{brand}` has no profile `{name}`")))?;
     Ok(Json(json!(saved)))
 }
 
-async fn list_profiles(State(host): State<Arc<ServeHost>>, Path(brand): Path<String>) -> Result<Json<Value>, ApiError> {
+async fn list_profiles(
+    State(host): State<Arc<ServeHost>>,
+    Path(brand): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     Ok(Json(json!({"profiles": host.store.list_profiles(&brand)?})))
 }
 
-async fn delete_profile(State(host): State<Arc<ServeHost>>, Path((brand, name)): Path<(String, String)>) -> Result<Json<Value>, ApiError> {
+async fn delete_profile(
+    State(host): State<Arc<ServeHost>>,
+    Path((brand, name)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
     if host.store.delete_profile(&brand, &name)? {
         Ok(Json(json!({"deleted": name})))
     } else {
-        Err(ApiError::not_found(format!("brand `{brand}` has no profile `{name}`")))
+        Err(ApiError::not_found(format!(
+            "brand `{brand}` has no profile `{name}`"
+        )))
     }
 }
 
@@ -367,40 +520,74 @@ async fn put_connection(
         return Err(ApiError::bad_request("`secret` must be 1 to 16384 bytes"));
     }
     let sealed = match (google, request.scopes) {
-        (true, Some(scopes)) => crate::credentials::GoogleConnection::new(request.secret, scopes).encode(),
+        (true, Some(scopes)) => {
+            crate::credentials::GoogleConnection::new(request.secret, scopes).encode()
+        }
         (true, None) => return Err(ApiError::bad_request("a google connection needs `scopes`")),
-        (false, Some(_)) => return Err(ApiError::bad_request("`scopes` is for the google connection only")),
+        (false, Some(_)) => {
+            return Err(ApiError::bad_request(
+                "`scopes` is for the google connection only",
+            ));
+        }
         (false, None) => request.secret,
     };
     host.put_connection(&brand, &connector, &sealed)?;
     // The secret is never echoed.
-    Ok(Json(json!({"brand": brand, "connector": connector, "stored": true})))
+    Ok(Json(
+        json!({"brand": brand, "connector": connector, "stored": true}),
+    ))
 }
 
-async fn disable_connection(State(host): State<Arc<ServeHost>>, Path((brand, connector)): Path<(String, String)>) -> Result<Json<Value>, ApiError> {
+async fn disable_connection(
+    State(host): State<Arc<ServeHost>>,
+    Path((brand, connector)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
     if host.disable_connection(&brand, &connector)? {
-        Ok(Json(json!({"brand": brand, "connector": connector, "disabled": true})))
+        Ok(Json(
+            json!({"brand": brand, "connector": connector, "disabled": true}),
+        ))
     } else {
-        Err(ApiError::not_found(format!("brand `{brand}` has no `{connector}` connection")))
+        Err(ApiError::not_found(format!(
+            "brand `{brand}` has no `{connector}` connection"
+        )))
     }
 }
 
-async fn list_connections(State(host): State<Arc<ServeHost>>, Path(brand): Path<String>) -> Result<Json<Value>, ApiError> {
-    let list: Vec<Value> = host.connections(&brand)?.into_iter().map(|(c, source)| json!({"connector": c, "source": source})).collect();
+async fn list_connections(
+    State(host): State<Arc<ServeHost>>,
+    Path(brand): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let list: Vec<Value> = host
+        .connections(&brand)?
+        .into_iter()
+        .map(|(c, source)| json!({"connector": c, "source": source}))
+        .collect();
     Ok(Json(json!({"brand": brand, "connections": list})))
 }
 
-async fn share(State(host): State<Arc<ServeHost>>, Path((brand, connector, with)): Path<(String, String, String)>) -> Result<Json<Value>, ApiError> {
+async fn share(
+    State(host): State<Arc<ServeHost>>,
+    Path((brand, connector, with)): Path<(String, String, String)>,
+) -> Result<Json<Value>, ApiError> {
     if brand == with {
-        return Err(ApiError::bad_request("a brand cannot share a connection with itself"));
+        return Err(ApiError::bad_request(
+            "a brand cannot share a connection with itself",
+        ));
     }
     host.share_connection(&brand, &connector, &with)?;
-    Ok(Json(json!({"owner": brand, "connector": connector, "shared_with": with})))
+    Ok(Json(
+        json!({"owner": brand, "connector": connector, "shared_with": with}),
+    ))
 }
 
-async fn unshare(State(host): State<Arc<ServeHost>>, Path((brand, connector, with)): Path<(String, String, String)>) -> Result<Json<Value>, ApiError> {
+async fn unshare(
+    State(host): State<Arc<ServeHost>>,
+    Path((brand, connector, with)): Path<(String, String, String)>,
+) -> Result<Json<Value>, ApiError> {
     if host.unshare_connection(&brand, &connector, &with)? {
-        Ok(Json(json!({"owner": brand, "connector": connector, "unshared_with": with})))
+        Ok(Json(
+            json!({"owner": brand, "connector": connector, "unshared_with": with}),
+        ))
     } else {
         Err(ApiError::not_found("no such share"))
     }
@@ -413,7 +600,10 @@ struct ApprovalsQuery {
     session: Option<String>,
 }
 
-async fn list_approvals(State(host): State<Arc<ServeHost>>, RawQuery(raw): RawQuery) -> Result<Json<Value>, ApiError> {
+async fn list_approvals(
+    State(host): State<Arc<ServeHost>>,
+    RawQuery(raw): RawQuery,
+) -> Result<Json<Value>, ApiError> {
     let q: ApprovalsQuery = query(raw)?;
     let sessions: Vec<String> = match q.session {
         Some(s) => vec![s],
@@ -439,18 +629,36 @@ struct Decide {
     by: String,
 }
 
-async fn decide_approval(State(host): State<Arc<ServeHost>>, Path(id): Path<String>, Body(request): Body<Decide>) -> Result<Json<Value>, ApiError> {
-    let id: i64 = id.parse().map_err(|_| ApiError::bad_request("an approval id is a number"))?;
+async fn decide_approval(
+    State(host): State<Arc<ServeHost>>,
+    Path(id): Path<String>,
+    Body(request): Body<Decide>,
+) -> Result<Json<Value>, ApiError> {
+    let id: i64 = id
+        .parse()
+        .map_err(|_| ApiError::bad_request("an approval id is a number"))?;
     if request.by.trim().is_empty() {
         return Err(ApiError::bad_request("`by` names who decided"));
     }
     // The trace's `decided` event says who, and through which channel.
-    match host.store.decide(ApprovalId(id), request.approve, &format!("{} (approvals API)", request.by.trim())) {
+    match host.store.decide(
+        ApprovalId(id),
+        request.approve,
+        &format!("{} (approvals API)", request.by.trim()),
+    ) {
         Ok(()) => Ok(Json(json!({"approval": id, "approved": request.approve}))),
         Err(ApprovalError::Unknown(_)) => Err(ApiError::not_found(format!("no approval {id}"))),
-        Err(ApprovalError::NotPending(_)) => Err(ApiError::new(StatusCode::CONFLICT, "not_pending", format!("approval {id} is no longer pending"))),
+        Err(ApprovalError::NotPending(_)) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "not_pending",
+            format!("approval {id} is no longer pending"),
+        )),
         Err(ApprovalError::Store(e)) => Err(e.into()),
-        Err(other) => Err(ApiError::new(StatusCode::CONFLICT, "not_pending", other.to_string())),
+        Err(other) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "not_pending",
+            other.to_string(),
+        )),
     }
 }
 
@@ -474,7 +682,9 @@ async fn list_reviews(State(host): State<Arc<ServeHost>>) -> Result<Json<Value>,
             .collect();
         out.insert(name.clone(), tools);
     }
-    Ok(Json(json!({"required": host.config.require_review, "connectors": out})))
+    Ok(Json(
+        json!({"required": host.config.require_review, "connectors": out}),
+    ))
 }
 
 #[derive(Deserialize)]
@@ -488,18 +698,36 @@ struct ApproveReview {
     by: String,
 }
 
-async fn approve_review(State(host): State<Arc<ServeHost>>, Body(request): Body<ApproveReview>) -> Result<Json<Value>, ApiError> {
-    let component = host.components().get(&request.connector).ok_or_else(|| ApiError::not_found(format!("no connector `{}`", request.connector)))?;
-    let tool = component.tool(&request.tool).ok_or_else(|| ApiError::not_found(format!("`{}` has no tool `{}`", request.connector, request.tool)))?;
+async fn approve_review(
+    State(host): State<Arc<ServeHost>>,
+    Body(request): Body<ApproveReview>,
+) -> Result<Json<Value>, ApiError> {
+    let component = host
+        .components()
+        .get(&request.connector)
+        .ok_or_else(|| ApiError::not_found(format!("no connector `{}`", request.connector)))?;
+    let tool = component.tool(&request.tool).ok_or_else(|| {
+        ApiError::not_found(format!(
+            "`{}` has no tool `{}`",
+            request.connector, request.tool
+        ))
+    })?;
     let current = crate::review::tool_digest(tool);
     if current != request.digest {
-        return Err(ApiError::new(StatusCode::CONFLICT, "stale_review", "the tool changed since this digest: review it again"));
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "stale_review",
+            "the tool changed since this digest: review it again",
+        ));
     }
     if request.by.trim().is_empty() {
         return Err(ApiError::bad_request("`by` names who reviewed"));
     }
-    host.store.approve_tool(&request.connector, &request.tool, &current, &request.by)?;
-    Ok(Json(json!({"connector": request.connector, "tool": request.tool, "reviewed": true})))
+    host.store
+        .approve_tool(&request.connector, &request.tool, &current, &request.by)?;
+    Ok(Json(
+        json!({"connector": request.connector, "tool": request.tool, "reviewed": true}),
+    ))
 }
 
 /// Events per trace page unless `limit` says otherwise, and at most.
@@ -521,27 +749,45 @@ struct TraceQuery {
     limit: Option<String>,
 }
 
-async fn trace(State(host): State<Arc<ServeHost>>, RawQuery(raw): RawQuery) -> Result<Json<Value>, ApiError> {
+async fn trace(
+    State(host): State<Arc<ServeHost>>,
+    RawQuery(raw): RawQuery,
+) -> Result<Json<Value>, ApiError> {
     let q: TraceQuery = query(raw)?;
-    let number = |name: &str, text: Option<&String>, default: u64, max: u64| -> Result<u64, ApiError> {
-        match text {
-            None => Ok(default),
-            Some(t) => t
-                .parse::<u64>()
-                .ok()
-                .filter(|n| *n <= max)
-                .ok_or_else(|| ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", format!("`{name}` must be a number up to {max}"))),
-        }
-    };
+    let number =
+        |name: &str, text: Option<&String>, default: u64, max: u64| -> Result<u64, ApiError> {
+            match text {
+                None => Ok(default),
+                Some(t) => t.parse::<u64>().ok().filter(|n| *n <= max).ok_or_else(|| {
+                    ApiError::new(
+                        StatusCode::BAD_REQUEST,
+                        "invalid_query",
+                        format!("`{name}` must be a number up to {max}"),
+                    )
+                }),
+            }
+        };
     let after = number("after", q.after.as_ref(), 0, i64::MAX as u64)? as i64;
-    let limit = number("limit", q.limit.as_ref(), TRACE_PAGE as u64, TRACE_PAGE_MAX as u64)?.max(1) as usize;
+    let limit = number(
+        "limit",
+        q.limit.as_ref(),
+        TRACE_PAGE as u64,
+        TRACE_PAGE_MAX as u64,
+    )?
+    .max(1) as usize;
     let filter = match (&q.session, &q.brand) {
         (Some(session), None) => TraceFilter::Session(session),
         (None, Some(brand)) => TraceFilter::Brand(brand),
-        _ => return Err(ApiError::bad_request("give exactly one of `session` or `brand`")),
+        _ => {
+            return Err(ApiError::bad_request(
+                "give exactly one of `session` or `brand`",
+            ));
+        }
     };
     let page = host.store.trace_page(filter, after, limit)?;
-    let next_after = (page.len() == limit).then(|| page.last().map(|(seq, _)| *seq)).flatten();
+    let next_after = (page.len() == limit)
+        .then(|| page.last().map(|(seq, _)| *seq))
+        .flatten();
     let events: Vec<Value> = page
         .into_iter()
         .map(|(seq, event)| {

@@ -65,7 +65,10 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigFileError {
     #[error("cannot read {path}: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{path} is not a valid configuration: {message}")]
     Parse { path: String, message: String },
     #[error("{0}")]
@@ -145,7 +148,10 @@ pub struct BrandConfig {
 /// no surrounding whitespace (a session's brand is trimmed, so such a table
 /// could never apply) and no control characters.
 pub fn check_brand_name(brand: &str) -> Result<(), String> {
-    let ok = !brand.is_empty() && brand.len() <= 200 && brand.trim() == brand && !brand.chars().any(char::is_control);
+    let ok = !brand.is_empty()
+        && brand.len() <= 200
+        && brand.trim() == brand
+        && !brand.chars().any(char::is_control);
     if ok {
         Ok(())
     } else {
@@ -162,7 +168,8 @@ pub fn check_skill_name(skill: &str) -> Result<(), String> {
     let b = skill.as_bytes();
     let ok = !b.is_empty()
         && b.len() <= 64
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
         && b[0] != b'-'
         && b[b.len() - 1] != b'-';
     if ok {
@@ -266,12 +273,24 @@ impl OriginConfig {
     /// Whether the connector's credential goes there; an unknown word is an error.
     pub fn sends_credential(&self) -> Result<bool, String> {
         match self {
-            OriginConfig::WithCredential(_) | OriginConfig::Spelled { credential: None, .. } => Ok(true),
-            OriginConfig::Spelled { credential: Some(c), .. } if c == "none" => Ok(false),
-            OriginConfig::Spelled { credential: Some(c), .. } if c == "connector" => Ok(true),
-            OriginConfig::Spelled { credential: Some(c), .. } => {
-                Err(format!("`credential = {c:?}` must be \"none\" or \"connector\""))
-            }
+            OriginConfig::WithCredential(_)
+            | OriginConfig::Spelled {
+                credential: None, ..
+            } => Ok(true),
+            OriginConfig::Spelled {
+                credential: Some(c),
+                ..
+            } if c == "none" => Ok(false),
+            OriginConfig::Spelled {
+                credential: Some(c),
+                ..
+            } if c == "connector" => Ok(true),
+            OriginConfig::Spelled {
+                credential: Some(c),
+                ..
+            } => Err(format!(
+                "`credential = {c:?}` must be \"none\" or \"connector\""
+            )),
         }
     }
 }
@@ -297,10 +316,24 @@ impl PersonAllowance {
     /// (per-run above zero, at most per-day).
     pub fn allowance(&self) -> Result<crate::policy::Allowance, String> {
         use crate::policy::Allowance;
-        let allowance = match (self.per_run_credits, self.per_day_credits, self.per_run_usd, self.per_day_usd) {
-            (Some(per_run_credits), Some(per_day_credits), None, None) => Allowance::Credits { per_run_credits, per_day_credits },
-            (None, None, Some(per_run_usd), Some(per_day_usd)) => Allowance::Usd { per_run_usd, per_day_usd },
-            _ => return Err("give either per_run_credits and per_day_credits, or per_run_usd and per_day_usd".into()),
+        let allowance = match (
+            self.per_run_credits,
+            self.per_day_credits,
+            self.per_run_usd,
+            self.per_day_usd,
+        ) {
+            (Some(per_run_credits), Some(per_day_credits), None, None) => Allowance::Credits {
+                per_run_credits,
+                per_day_credits,
+            },
+            (None, None, Some(per_run_usd), Some(per_day_usd)) => Allowance::Usd {
+                per_run_usd,
+                per_day_usd,
+            },
+            _ => return Err(
+                "give either per_run_credits and per_day_credits, or per_run_usd and per_day_usd"
+                    .into(),
+            ),
         };
         let metered = allowance.metered().map_err(|e| e.to_string())?;
         metered.validate().map_err(|e| e.to_string())?;
@@ -341,13 +374,19 @@ impl FolderConfig {
     fn check(&self) -> Result<(), String> {
         let rest = self.root.replace(BRAND_PLACEHOLDER, "");
         if rest.contains('{') || rest.contains('}') {
-            return Err(format!("`{}`: the only placeholder is {BRAND_PLACEHOLDER}", self.root));
+            return Err(format!(
+                "`{}`: the only placeholder is {BRAND_PLACEHOLDER}",
+                self.root
+            ));
         }
         let path = Path::new(&self.root);
         if !path.is_absolute() {
             return Err(format!("`{}` must be an absolute path", self.root));
         }
-        if path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        if path
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
             return Err(format!("`{}` may not contain `..`", self.root));
         }
         if self.root.contains('\0') {
@@ -364,7 +403,9 @@ pub fn safe_segment(text: &str) -> Result<(), String> {
     let ok = !text.is_empty()
         && text.len() <= 64
         && text.as_bytes()[0].is_ascii_alphanumeric()
-        && text.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
     if ok {
         Ok(())
     } else {
@@ -409,10 +450,15 @@ fn default_credential() -> String {
 impl ServeConfig {
     /// Reads and checks `path`; relative paths in it are made relative to it.
     pub fn load(path: &Path) -> Result<ServeConfig, ConfigFileError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ConfigFileError::Read { path: path.display().to_string(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigFileError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
         let mut config = ServeConfig::parse(&text).map_err(|e| match e {
-            ConfigFileError::Parse { message, .. } => ConfigFileError::Parse { path: path.display().to_string(), message },
+            ConfigFileError::Parse { message, .. } => ConfigFileError::Parse {
+                path: path.display().to_string(),
+                message,
+            },
             other => other,
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
@@ -425,33 +471,54 @@ impl ServeConfig {
 
     /// Parses and checks the text of a configuration file.
     pub fn parse(text: &str) -> Result<ServeConfig, ConfigFileError> {
-        let config: ServeConfig =
-            toml::from_str(text).map_err(|e| ConfigFileError::Parse { path: "configuration".into(), message: e.to_string() })?;
+        let config: ServeConfig = toml::from_str(text).map_err(|e| ConfigFileError::Parse {
+            path: "configuration".into(),
+            message: e.to_string(),
+        })?;
         for (name, connector) in &config.connectors {
-            connector.scheme().map_err(|e| ConfigFileError::Invalid(format!("connectors.{name}.credential: {e}")))?;
+            connector.scheme().map_err(|e| {
+                ConfigFileError::Invalid(format!("connectors.{name}.credential: {e}"))
+            })?;
             if let Some(allowance) = &connector.person_allowance {
-                allowance.allowance().map_err(|e| ConfigFileError::Invalid(format!("connectors.{name}.person_allowance: {e}")))?;
+                allowance.allowance().map_err(|e| {
+                    ConfigFileError::Invalid(format!("connectors.{name}.person_allowance: {e}"))
+                })?;
             }
             for (folder, settings) in &connector.folders {
-                safe_segment(folder).map_err(|e| ConfigFileError::Invalid(format!("connectors.{name}.folders: {e}")))?;
-                settings.check().map_err(|e| ConfigFileError::Invalid(format!("connectors.{name}.folders.{folder}.root: {e}")))?;
+                safe_segment(folder).map_err(|e| {
+                    ConfigFileError::Invalid(format!("connectors.{name}.folders: {e}"))
+                })?;
+                settings.check().map_err(|e| {
+                    ConfigFileError::Invalid(format!(
+                        "connectors.{name}.folders.{folder}.root: {e}"
+                    ))
+                })?;
             }
         }
         for (brand, facts) in &config.brands {
-            check_brand_name(brand).map_err(|e| ConfigFileError::Invalid(format!("brands: {e}")))?;
+            check_brand_name(brand)
+                .map_err(|e| ConfigFileError::Invalid(format!("brands: {e}")))?;
             let mut seen = std::collections::BTreeSet::new();
             for skill in &facts.skills {
-                check_skill_name(skill).map_err(|e| ConfigFileError::Invalid(format!("brands.{brand:?}.skills: {e}")))?;
+                check_skill_name(skill).map_err(|e| {
+                    ConfigFileError::Invalid(format!("brands.{brand:?}.skills: {e}"))
+                })?;
                 if !seen.insert(skill) {
-                    return Err(ConfigFileError::Invalid(format!("brands.{brand:?}.skills: `{skill}` is listed twice")));
+                    return Err(ConfigFileError::Invalid(format!(
+                        "brands.{brand:?}.skills: `{skill}` is listed twice"
+                    )));
                 }
             }
         }
         if config.session_ttl_secs == 0 {
-            return Err(ConfigFileError::Invalid("session_ttl_secs must be at least 1".into()));
+            return Err(ConfigFileError::Invalid(
+                "session_ttl_secs must be at least 1".into(),
+            ));
         }
         if config.max_request_bytes < 1024 {
-            return Err(ConfigFileError::Invalid("max_request_bytes must be at least 1024".into()));
+            return Err(ConfigFileError::Invalid(
+                "max_request_bytes must be at least 1024".into(),
+            ));
         }
         Ok(config)
     }
@@ -463,7 +530,11 @@ impl ServeConfig {
 
     /// The base URL endpoints are announced under, without a trailing slash.
     pub fn base_url(&self) -> String {
-        self.public_url.clone().unwrap_or_else(|| format!("http://{}", self.listen)).trim_end_matches('/').to_string()
+        self.public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", self.listen))
+            .trim_end_matches('/')
+            .to_string()
     }
 
     /// The accepted `Host` header values.
@@ -475,7 +546,11 @@ impl ServeConfig {
     /// (the configured port may be 0).
     pub fn hosts_for(&self, listen: SocketAddr) -> Vec<String> {
         if !self.allowed_hosts.is_empty() {
-            return self.allowed_hosts.iter().map(|h| h.to_ascii_lowercase()).collect();
+            return self
+                .allowed_hosts
+                .iter()
+                .map(|h| h.to_ascii_lowercase())
+                .collect();
         }
         let port = listen.port();
         let mut hosts = vec![listen.to_string(), format!("localhost:{port}")];
@@ -495,18 +570,30 @@ impl ConnectorConfig {
         };
         match (kind.trim(), arg) {
             ("bearer", None) => Ok(CredentialScheme::Bearer),
-            ("basic", Some(user)) if !user.is_empty() => Ok(CredentialScheme::Basic { username: user.to_string() }),
-            ("header", Some(name)) if !name.is_empty() => Ok(CredentialScheme::Header { name: name.to_string() }),
-            ("query", Some(param)) if !param.is_empty() => Ok(CredentialScheme::Query { param: param.to_string() }),
-            _ => Err(format!("`{}` is not one of bearer, basic:USER, header:NAME, query:PARAM", self.credential)),
+            ("basic", Some(user)) if !user.is_empty() => Ok(CredentialScheme::Basic {
+                username: user.to_string(),
+            }),
+            ("header", Some(name)) if !name.is_empty() => Ok(CredentialScheme::Header {
+                name: name.to_string(),
+            }),
+            ("query", Some(param)) if !param.is_empty() => Ok(CredentialScheme::Query {
+                param: param.to_string(),
+            }),
+            _ => Err(format!(
+                "`{}` is not one of bearer, basic:USER, header:NAME, query:PARAM",
+                self.credential
+            )),
         }
     }
 }
 
 /// Reads the store key: 64 hex digits.
 pub fn parse_store_key(hex_text: &str) -> Result<[u8; 32], String> {
-    let bytes = hex::decode(hex_text.trim()).map_err(|_| "the store key must be 64 hex digits".to_string())?;
-    bytes.try_into().map_err(|_| "the store key must be 64 hex digits (32 bytes)".to_string())
+    let bytes = hex::decode(hex_text.trim())
+        .map_err(|_| "the store key must be 64 hex digits".to_string())?;
+    bytes
+        .try_into()
+        .map_err(|_| "the store key must be 64 hex digits (32 bytes)".to_string())
 }
 
 #[cfg(test)]
@@ -515,17 +602,36 @@ mod tests {
 
     #[test]
     fn defaults_and_schemes() {
-        let c = ServeConfig::parse("[connectors.github]\ncomponent = \"g.wasm\"\norigin = \"https://api.github.com\"\n").unwrap();
+        let c = ServeConfig::parse(
+            "[connectors.github]\ncomponent = \"g.wasm\"\norigin = \"https://api.github.com\"\n",
+        )
+        .unwrap();
         assert_eq!(c.listen.to_string(), "127.0.0.1:7420");
         assert!(c.require_review, "review is on unless turned off");
         assert_eq!(c.hosts(), ["127.0.0.1:7420", "localhost:7420"]);
-        assert_eq!(c.connectors["github"].scheme().unwrap(), CredentialScheme::Bearer);
-        let bad = ServeConfig::parse("[connectors.x]\ncomponent = \"x.wasm\"\norigin = \"https://x\"\ncredential = \"cookie\"\n");
-        assert!(matches!(bad, Err(ConfigFileError::Invalid(m)) if m.contains("connectors.x.credential")));
-        assert_eq!(c.session_ttl_secs, 86_400, "a session lives a day unless configured");
-        assert!(matches!(ServeConfig::parse("session_ttl_secs = 0\n"), Err(ConfigFileError::Invalid(_))));
+        assert_eq!(
+            c.connectors["github"].scheme().unwrap(),
+            CredentialScheme::Bearer
+        );
+        let bad = ServeConfig::parse(
+            "[connectors.x]\ncomponent = \"x.wasm\"\norigin = \"https://x\"\ncredential = \"cookie\"\n",
+        );
+        assert!(
+            matches!(bad, Err(ConfigFileError::Invalid(m)) if m.contains("connectors.x.credential"))
+        );
+        assert_eq!(
+            c.session_ttl_secs, 86_400,
+            "a session lives a day unless configured"
+        );
+        assert!(matches!(
+            ServeConfig::parse("session_ttl_secs = 0\n"),
+            Err(ConfigFileError::Invalid(_))
+        ));
         let unknown = ServeConfig::parse("listen = \"127.0.0.1:1\"\nadmin_token = \"oops\"\n");
-        assert!(matches!(unknown, Err(ConfigFileError::Parse { message, .. }) if message.contains("admin_token")), "secrets have no place in the file");
+        assert!(
+            matches!(unknown, Err(ConfigFileError::Parse { message, .. }) if message.contains("admin_token")),
+            "secrets have no place in the file"
+        );
     }
 
     #[test]
@@ -534,33 +640,93 @@ mod tests {
         let parse = |tail: &str| ServeConfig::parse(&format!("{head}{tail}"));
         let c = parse("[connectors.x.person_allowance]\nper_run_usd = 1.0\nper_day_usd = 3.0\n[connectors.x.folders.project]\nroot = \"/data/{brand}/p\"\nwritable = true\n").unwrap();
         let x = &c.connectors["x"];
-        assert_eq!(x.person_allowance.as_ref().unwrap().allowance().unwrap().metered().unwrap().per_day, 3_000_000);
-        assert_eq!(x.folders["project"].root_for("acme").unwrap(), PathBuf::from("/data/acme/p"));
+        assert_eq!(
+            x.person_allowance
+                .as_ref()
+                .unwrap()
+                .allowance()
+                .unwrap()
+                .metered()
+                .unwrap()
+                .per_day,
+            3_000_000
+        );
+        assert_eq!(
+            x.folders["project"].root_for("acme").unwrap(),
+            PathBuf::from("/data/acme/p")
+        );
         for brand in ["..", ".", "", "a/b", "/etc", ".hidden", "a\\b", "é"] {
             assert!(x.folders["project"].root_for(brand).is_err(), "{brand:?}");
         }
         let invalid = |tail: &str| matches!(parse(tail), Err(ConfigFileError::Invalid(_)));
-        assert!(invalid("[connectors.x.person_allowance]\nper_run_credits = 5\nper_day_usd = 3.0\n"), "mixed units");
-        assert!(invalid("[connectors.x.person_allowance]\nper_run_credits = 5\nper_day_credits = 4\n"), "run above day");
-        assert!(invalid("[connectors.x.person_allowance]\nper_run_credits = 0\nper_day_credits = 4\n"), "zero per run");
-        assert!(invalid("[connectors.x.person_allowance]\nper_run_usd = 0.0000001\nper_day_usd = 4.0\n"), "finer than a micro-dollar");
-        assert!(invalid("[connectors.x.person_allowance]\nper_run_usd = -1.0\nper_day_usd = 4.0\n"), "negative");
-        assert!(invalid("[connectors.x.person_allowance]\nper_run_usd = inf\nper_day_usd = inf\n"), "infinite");
-        assert!(invalid("[connectors.x.folders.project]\nroot = \"relative/{brand}\"\n"));
-        assert!(invalid("[connectors.x.folders.project]\nroot = \"/data/{user}\"\n"));
-        assert!(invalid("[connectors.x.folders.project]\nroot = \"/data/../etc\"\n"));
-        assert!(invalid("[connectors.x.folders.\"../up\"]\nroot = \"/data\"\n"));
+        assert!(
+            invalid("[connectors.x.person_allowance]\nper_run_credits = 5\nper_day_usd = 3.0\n"),
+            "mixed units"
+        );
+        assert!(
+            invalid("[connectors.x.person_allowance]\nper_run_credits = 5\nper_day_credits = 4\n"),
+            "run above day"
+        );
+        assert!(
+            invalid("[connectors.x.person_allowance]\nper_run_credits = 0\nper_day_credits = 4\n"),
+            "zero per run"
+        );
+        assert!(
+            invalid(
+                "[connectors.x.person_allowance]\nper_run_usd = 0.0000001\nper_day_usd = 4.0\n"
+            ),
+            "finer than a micro-dollar"
+        );
+        assert!(
+            invalid("[connectors.x.person_allowance]\nper_run_usd = -1.0\nper_day_usd = 4.0\n"),
+            "negative"
+        );
+        assert!(
+            invalid("[connectors.x.person_allowance]\nper_run_usd = inf\nper_day_usd = inf\n"),
+            "infinite"
+        );
+        assert!(invalid(
+            "[connectors.x.folders.project]\nroot = \"relative/{brand}\"\n"
+        ));
+        assert!(invalid(
+            "[connectors.x.folders.project]\nroot = \"/data/{user}\"\n"
+        ));
+        assert!(invalid(
+            "[connectors.x.folders.project]\nroot = \"/data/../etc\"\n"
+        ));
+        assert!(invalid(
+            "[connectors.x.folders.\"../up\"]\nroot = \"/data\"\n"
+        ));
         let unknown = |tail: &str| matches!(parse(tail), Err(ConfigFileError::Parse { .. }));
-        assert!(unknown("[connectors.x.folders.project]\nroot = \"/d\"\nwriteable = true\n"), "a typo is refused, not ignored");
-        assert!(unknown("[connectors.x.person_allowance]\nper_run_credits = 1\nper_day_credits = 2\nper_week_credits = 3\n"));
+        assert!(
+            unknown("[connectors.x.folders.project]\nroot = \"/d\"\nwriteable = true\n"),
+            "a typo is refused, not ignored"
+        );
+        assert!(unknown(
+            "[connectors.x.person_allowance]\nper_run_credits = 1\nper_day_credits = 2\nper_week_credits = 3\n"
+        ));
     }
 
     #[test]
     fn brand_facts_are_checked_when_the_file_is_read() {
         let c = ServeConfig::parse("[brands.acme]\nskills = [\"seo-method\", \"voice-guide\"]\ngoals_engine = true\n[brands.\"Beta Shop\"]\n").unwrap();
-        assert_eq!(c.brand("acme"), BrandConfig { skills: vec!["seo-method".into(), "voice-guide".into()], goals_engine: true });
-        assert_eq!(c.brand("Beta Shop"), BrandConfig::default(), "an empty table: no skills, goals engine off");
-        assert_eq!(c.brand("nobody"), BrandConfig::default(), "no table: no skills, goals engine off");
+        assert_eq!(
+            c.brand("acme"),
+            BrandConfig {
+                skills: vec!["seo-method".into(), "voice-guide".into()],
+                goals_engine: true
+            }
+        );
+        assert_eq!(
+            c.brand("Beta Shop"),
+            BrandConfig::default(),
+            "an empty table: no skills, goals engine off"
+        );
+        assert_eq!(
+            c.brand("nobody"),
+            BrandConfig::default(),
+            "no table: no skills, goals engine off"
+        );
         assert!(ServeConfig::parse("").unwrap().brands.is_empty());
 
         let invalid = |text: &str| match ServeConfig::parse(text) {
@@ -568,20 +734,39 @@ mod tests {
             other => panic!("{text:?} should be refused as invalid: {other:?}"),
         };
         let long = "a".repeat(65);
-        for bad in ["SEO", "seo method", "-seo", "seo-", "", "seo/method", "é", long.as_str()] {
+        for bad in [
+            "SEO",
+            "seo method",
+            "-seo",
+            "seo-",
+            "",
+            "seo/method",
+            "é",
+            long.as_str(),
+        ] {
             let m = invalid(&format!("[brands.acme]\nskills = [{bad:?}]\n"));
-            assert!(m.contains("brands.\"acme\".skills") && m.contains("cannot name a skill"), "{bad:?}: {m}");
+            assert!(
+                m.contains("brands.\"acme\".skills") && m.contains("cannot name a skill"),
+                "{bad:?}: {m}"
+            );
         }
         assert!(invalid("[brands.acme]\nskills = [\"a\", \"a\"]\n").contains("listed twice"));
         for bad in ["\" acme\"", "\"acme \"", "\"\"", "\"a\\tb\""] {
             let m = invalid(&format!("[brands.{bad}]\n"));
-            assert!(m.starts_with("brands: ") && m.contains("cannot name a brand"), "{bad}: {m}");
+            assert!(
+                m.starts_with("brands: ") && m.contains("cannot name a brand"),
+                "{bad}: {m}"
+            );
         }
         let m = invalid(&format!("[brands.{}]\n", "b".repeat(201)));
         assert!(m.contains("cannot name a brand"), "{m}");
         assert!(ServeConfig::parse(&format!("[brands.{}]\n", "b".repeat(200))).is_ok());
-        let unknown = |text: &str| matches!(ServeConfig::parse(text), Err(ConfigFileError::Parse { .. }));
-        assert!(unknown("[brands.acme]\ngoals = true\n"), "a typo is refused, not ignored");
+        let unknown =
+            |text: &str| matches!(ServeConfig::parse(text), Err(ConfigFileError::Parse { .. }));
+        assert!(
+            unknown("[brands.acme]\ngoals = true\n"),
+            "a typo is refused, not ignored"
+        );
         assert!(unknown("[brands.acme]\ngoals_engine = \"yes\"\n"));
         assert!(unknown("[brands.acme]\nskills = \"seo-method\"\n"));
     }

@@ -15,8 +15,9 @@ use crate::policy::{self, PolicyDenial};
 use crate::runtime::ToolOutput;
 use crate::store::ApprovalId;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction, ElicitationSchema,
-    Implementation, ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
+    ElicitationAction, ElicitationSchema, Implementation, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{ElicitationMode, RequestContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -44,11 +45,18 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    pub(super) fn new(host: Arc<ServeHost>, session: Weak<LiveSession>, connector: String, cancel: CancellationToken) -> Endpoint {
+    pub(super) fn new(
+        host: Arc<ServeHost>,
+        session: Weak<LiveSession>,
+        connector: String,
+        cancel: CancellationToken,
+    ) -> Endpoint {
         let config = StreamableHttpServerConfig::default()
             .with_cancellation_token(cancel)
             .with_max_request_body_bytes(host.config.max_request_bytes)
-            .with_sse_keep_alive(Some(Duration::from_millis(host.config.sse_keep_alive_ms.max(10))))
+            .with_sse_keep_alive(Some(Duration::from_millis(
+                host.config.sse_keep_alive_ms.max(10),
+            )))
             // A stateless (2026-07-28) request gets one plain JSON answer,
             // no event stream, unless the call asks its client something
             // (elicitation) first. A client that goes away while waiting
@@ -58,8 +66,16 @@ impl Endpoint {
             .with_json_response(true)
             // The router checked the Host header against the configured list.
             .disable_allowed_hosts();
-        let server = ConnectorServer { host: Arc::downgrade(&host), session, connector };
-        let service = StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
+        let server = ConnectorServer {
+            host: Arc::downgrade(&host),
+            session,
+            connector,
+        };
+        let service = StreamableHttpService::new(
+            move || Ok(server.clone()),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
         Endpoint { service }
     }
 }
@@ -74,8 +90,16 @@ pub struct ConnectorServer {
 
 impl ConnectorServer {
     /// The server of `session` for `connector` (stdio serves one directly).
-    pub fn new(host: &Arc<ServeHost>, session: &Arc<LiveSession>, connector: String) -> ConnectorServer {
-        ConnectorServer { host: Arc::downgrade(host), session: Arc::downgrade(session), connector }
+    pub fn new(
+        host: &Arc<ServeHost>,
+        session: &Arc<LiveSession>,
+        connector: String,
+    ) -> ConnectorServer {
+        ConnectorServer {
+            host: Arc::downgrade(host),
+            session: Arc::downgrade(session),
+            connector,
+        }
     }
 
     fn parts(&self) -> Result<(Arc<ServeHost>, Arc<LiveSession>), McpError> {
@@ -88,7 +112,9 @@ impl ConnectorServer {
     /// The tools offered now, as MCP describes them.
     pub fn offered(&self) -> Result<Vec<Tool>, McpError> {
         let (host, live) = self.parts()?;
-        let Some(component) = host.components.get(&self.connector) else { return Ok(Vec::new()) };
+        let Some(component) = host.components.get(&self.connector) else {
+            return Ok(Vec::new());
+        };
         let tools = host.boundary.offered_tools(&live.session, component);
         Ok(tools
             .into_iter()
@@ -102,7 +128,12 @@ impl ConnectorServer {
                     tool.output_schema = Some(Arc::new(output.clone()));
                 }
                 let write = t.effect == crate::Effect::Write;
-                tool.annotations = Some(ToolAnnotations::new().read_only(!write).destructive(write).open_world(true));
+                tool.annotations = Some(
+                    ToolAnnotations::new()
+                        .read_only(!write)
+                        .destructive(write)
+                        .open_world(true),
+                );
                 tool
             })
             .collect())
@@ -119,7 +150,11 @@ impl Drop for AbortOnDrop {
 
 fn text_result(value: &Value, is_error: bool) -> CallToolResult {
     let text = serde_json::to_string(value).unwrap_or_else(|_| "null".to_string());
-    let mut result = if is_error { CallToolResult::error(vec![ContentBlock::text(text)]) } else { CallToolResult::success(vec![ContentBlock::text(text)]) };
+    let mut result = if is_error {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    };
     // What a tool returned came from outside: data for the model, never
     // instructions to the host. Nothing in it can change the tool list.
     let mut meta = MetaObject::new();
@@ -138,11 +173,19 @@ impl ServerHandler for ConnectorServer {
         info
     }
 
-    async fn list_tools(&self, _request: Option<PaginatedRequestParams>, _context: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
         Ok(ListToolsResult::with_all_items(self.offered()?))
     }
 
-    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
         let (host, live) = self.parts()?;
         let tool = request.name.to_string();
         let args = Value::Object(request.arguments.unwrap_or_default());
@@ -166,11 +209,15 @@ impl ServerHandler for ConnectorServer {
             })
         };
         let _stop_watching = AbortOnDrop(watcher);
-        let can_ask = context.peer.supported_elicitation_modes().contains(&ElicitationMode::Form);
+        let can_ask = context
+            .peer
+            .supported_elicitation_modes()
+            .contains(&ElicitationMode::Form);
         let result = if can_ask {
             // The boundary says which approval it asked for, if it asks one.
             let (asked, approval) = tokio::sync::oneshot::channel();
-            let call = host.call_tool_asking(&live, &self.connector, &tool, &args, &gone, Some(asked));
+            let call =
+                host.call_tool_asking(&live, &self.connector, &tool, &args, &gone, Some(asked));
             tokio::pin!(call);
             tokio::select! {
                 result = &mut call => result,
@@ -182,14 +229,19 @@ impl ServerHandler for ConnectorServer {
                 }
             }
         } else {
-            host.call_tool_while_present(&live, &self.connector, &tool, &args, &gone).await
+            host.call_tool_while_present(&live, &self.connector, &tool, &args, &gone)
+                .await
         };
         match result {
             Ok(Executed::Ran(outcome)) => Ok(match &outcome.output {
                 ToolOutput::Ok(value) => {
                     // Structured content matching the tool's `outputSchema`,
                     // and the same JSON as text for clients that read text.
-                    let wrapped = host.components.get(&self.connector).and_then(|c| c.tool(&tool)).is_none_or(|t| t.output_wrapped);
+                    let wrapped = host
+                        .components
+                        .get(&self.connector)
+                        .and_then(|c| c.tool(&tool))
+                        .is_none_or(|t| t.output_wrapped);
                     let mut result = text_result(value, false);
                     result.structured_content = Some(match (wrapped, value) {
                         (false, Value::Object(_)) => value.clone(),
@@ -201,16 +253,24 @@ impl ServerHandler for ConnectorServer {
                 ToolOutput::Err(error) => text_result(&json!({"tool_error": error}), true),
             }
             .into()),
-            Ok(Executed::Failed(e)) => Ok(text_result(&json!({"host_error": e.to_string()}), true).into()),
+            Ok(Executed::Failed(e)) => {
+                Ok(text_result(&json!({"host_error": e.to_string()}), true).into())
+            }
             // A name outside the session's surface: a protocol error, and a
             // permission_denied event in the trace (recorded by the boundary).
-            Err(denied) if denied.denial == PolicyDenial::NotOffered => Err(McpError::invalid_params(
-                format!("permission_denied: {}", denied.denial.safe_reason()),
-                Some(json!({"reason": "not_offered"})),
-            )),
+            Err(denied) if denied.denial == PolicyDenial::NotOffered => {
+                Err(McpError::invalid_params(
+                    format!("permission_denied: {}", denied.denial.safe_reason()),
+                    Some(json!({"reason": "not_offered"})),
+                ))
+            }
             Err(denied) => {
                 let reason = serde_json::to_value(denied.denial).unwrap_or(Value::Null);
-                Ok(text_result(&json!({"denied": reason, "message": denied.denial.safe_reason()}), true).into())
+                Ok(text_result(
+                    &json!({"denied": reason, "message": denied.denial.safe_reason()}),
+                    true,
+                )
+                .into())
             }
         }
     }
@@ -220,14 +280,26 @@ impl ServerHandler for ConnectorServer {
 /// for this call, and records the answer in the store, which wakes the
 /// waiting call. Returns when the question was answered; if the client
 /// could not ask, it never returns and the approvals API decides.
-async fn ask_through_elicitation(host: &ServeHost, id: ApprovalId, name: &str, args: &Value, context: &RequestContext<RoleServer>) {
+async fn ask_through_elicitation(
+    host: &ServeHost,
+    id: ApprovalId,
+    name: &str,
+    args: &Value,
+    context: &RequestContext<RoleServer>,
+) {
     let mut shown = serde_json::to_string(args).unwrap_or_default();
     if shown.len() > SHOWN_ARGS {
-        let cut = (0..=SHOWN_ARGS).rev().find(|i| shown.is_char_boundary(*i)).unwrap_or(0);
+        let cut = (0..=SHOWN_ARGS)
+            .rev()
+            .find(|i| shown.is_char_boundary(*i))
+            .unwrap_or(0);
         shown.truncate(cut);
         shown.push('…');
     }
-    let schema = match ElicitationSchema::builder().required_bool("approve").build() {
+    let schema = match ElicitationSchema::builder()
+        .required_bool("approve")
+        .build()
+    {
         Ok(schema) => schema,
         Err(_) => return std::future::pending().await,
     };
@@ -240,7 +312,12 @@ async fn ask_through_elicitation(host: &ServeHost, id: ApprovalId, name: &str, a
     let approved = match answer {
         Ok(result) => {
             result.action == ElicitationAction::Accept
-                && result.content.as_ref().and_then(|c| c.get("approve")).and_then(Value::as_bool) == Some(true)
+                && result
+                    .content
+                    .as_ref()
+                    .and_then(|c| c.get("approve"))
+                    .and_then(Value::as_bool)
+                    == Some(true)
         }
         // The client could not ask: the approvals API still can.
         Err(e) => {

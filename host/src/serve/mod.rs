@@ -120,7 +120,11 @@ impl LiveSession {
             brand: self.session.brand.clone(),
             role: self.role_name.clone(),
             profile: self.profile.clone(),
-            mcp: self.connectors.iter().map(|c| (c.clone(), format!("{base}/mcp/{}/{c}", self.session.id))).collect(),
+            mcp: self
+                .connectors
+                .iter()
+                .map(|c| (c.clone(), format!("{base}/mcp/{}/{c}", self.session.id)))
+                .collect(),
             tools: self.allowlist.clone(),
             expires_at_ms: self.expires_at_ms,
             token,
@@ -197,27 +201,48 @@ fn digest(text: &str) -> [u8; 32] {
 
 fn random_hex(bytes: usize) -> Result<String, HostError> {
     let mut buf = vec![0u8; bytes];
-    getrandom::fill(&mut buf).map_err(|e| HostError::Unavailable(format!("the operating system's random source failed: {e}")))?;
+    getrandom::fill(&mut buf).map_err(|e| {
+        HostError::Unavailable(format!("the operating system's random source failed: {e}"))
+    })?;
     Ok(hex::encode(buf))
 }
 
 impl ServeHost {
     /// Loads every connector and opens the store. `env` looks up the
     /// secrets the configuration names (pass [`process_env`]).
-    pub fn start(config: ServeConfig, switches: Switches, env: impl Fn(&str) -> Option<String>) -> Result<Arc<ServeHost>, StartError> {
-        let admin_token = env(&config.admin_token_env)
-            .ok_or_else(|| StartError::MissingSecret(config.admin_token_env.clone(), "the admin API's bearer token"))?;
+    pub fn start(
+        config: ServeConfig,
+        switches: Switches,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Arc<ServeHost>, StartError> {
+        let admin_token = env(&config.admin_token_env).ok_or_else(|| {
+            StartError::MissingSecret(
+                config.admin_token_env.clone(),
+                "the admin API's bearer token",
+            )
+        })?;
         if admin_token.len() < 16 {
-            return Err(StartError::BadSecret(format!("{} must be at least 16 characters", config.admin_token_env)));
+            return Err(StartError::BadSecret(format!(
+                "{} must be at least 16 characters",
+                config.admin_token_env
+            )));
         }
-        let key_text = env(&config.store_key_env)
-            .ok_or_else(|| StartError::MissingSecret(config.store_key_env.clone(), "the store key (64 hex digits)"))?;
-        let key = config::parse_store_key(&key_text).map_err(|e| StartError::BadSecret(format!("{}: {e}", config.store_key_env)))?;
+        let key_text = env(&config.store_key_env).ok_or_else(|| {
+            StartError::MissingSecret(
+                config.store_key_env.clone(),
+                "the store key (64 hex digits)",
+            )
+        })?;
+        let key = config::parse_store_key(&key_text)
+            .map_err(|e| StartError::BadSecret(format!("{}: {e}", config.store_key_env)))?;
 
-        let store: Arc<dyn Store> = Arc::new(
-            SqliteStore::open(&config.database)
-                .map_err(|e| StartError::Store { path: config.database.display().to_string(), message: e.to_string() })?,
-        );
+        let store: Arc<dyn Store> =
+            Arc::new(
+                SqliteStore::open(&config.database).map_err(|e| StartError::Store {
+                    path: config.database.display().to_string(),
+                    message: e.to_string(),
+                })?,
+            );
         let mut catalog = Catalog::seed();
         let runtime = Runtime::new(RuntimeConfig {
             cache_dir: default_cache_dir(),
@@ -230,7 +255,10 @@ impl ServeHost {
         let mut platform = BTreeSet::new();
         let mut not_offered = BTreeSet::new();
         for (name, connector) in &config.connectors {
-            let fail = |message: String| StartError::Connector { name: name.clone(), message };
+            let fail = |message: String| StartError::Connector {
+                name: name.clone(),
+                message,
+            };
             if !connector.component.is_file() {
                 return Err(fail(format!(
                     "no component at {}: build it with `cargo build --release --target wasm32-wasip2` in the connector's crate (or `scout-host new {name}` to start one) and point `component` at the .wasm",
@@ -241,7 +269,11 @@ impl ServeHost {
                 .load_file(&connector.component)
                 .map_err(|e| fail(format!("{}: {e}", connector.component.display())))?;
             if component.name() != name {
-                return Err(fail(format!("{} is the `{}` connector", connector.component.display(), component.name())));
+                return Err(fail(format!(
+                    "{} is the `{}` connector",
+                    connector.component.display(),
+                    component.name()
+                )));
             }
             // The seed's connectors must agree with the catalogue; any other
             // is served on what it declares, conservatively; the operator
@@ -259,7 +291,9 @@ impl ServeHost {
                 None => {
                     let spec = catalog
                         .admit(&component.info().manifest)
-                        .and_then(|spec| spec.narrowed(connector.tools.as_deref(), connector.grants))
+                        .and_then(|spec| {
+                            spec.narrowed(connector.tools.as_deref(), connector.grants)
+                        })
                         .map_err(|e| fail(e.to_string()))?;
                     catalog = catalog.with_spec(spec);
                 }
@@ -267,18 +301,35 @@ impl ServeHost {
             // Checks the origins now rather than at the first call.
             // An origin is needed where a route goes to the connector's own
             // origin (the content writer reads only Shopify, as a peer).
-            let own_routes = component.info().manifest.tools.iter().any(|t| t.routes.iter().any(|r| r.destination.is_none()));
+            let own_routes = component
+                .info()
+                .manifest
+                .tools
+                .iter()
+                .any(|t| t.routes.iter().any(|r| r.destination.is_none()));
             let imports_http = session_caps::imports(&component, "http") && own_routes;
             match (&connector.origin, imports_http) {
                 (Some(origin), _) => {
-                    HttpCapability::new(crate::HttpConfig::new(origin.clone()).allow_private_network(connector.allow_private_network))
-                        .map_err(|e| fail(format!("origin: {e}")))?;
+                    HttpCapability::new(
+                        crate::HttpConfig::new(origin.clone())
+                            .allow_private_network(connector.allow_private_network),
+                    )
+                    .map_err(|e| fail(format!("origin: {e}")))?;
                 }
-                (None, true) => return Err(fail("the component imports `http`: give the `origin` its handle reaches".into())),
+                (None, true) => {
+                    return Err(fail(
+                        "the component imports `http`: give the `origin` its handle reaches".into(),
+                    ));
+                }
                 (None, false) => {}
             }
-            let peers: BTreeSet<&str> =
-                component.info().manifest.tools.iter().flat_map(|t| t.reads_from.iter().map(String::as_str)).collect();
+            let peers: BTreeSet<&str> = component
+                .info()
+                .manifest
+                .tools
+                .iter()
+                .flat_map(|t| t.reads_from.iter().map(String::as_str))
+                .collect();
             let named: BTreeSet<&str> = component
                 .info()
                 .manifest
@@ -289,23 +340,39 @@ impl ServeHost {
                 .collect();
             for (dest, origin) in &connector.origins {
                 if peers.contains(dest.as_str()) {
-                    return Err(fail(format!("`origins.{dest}`: `{dest}` is a connector a joint tool reads, reached with its own origin")));
+                    return Err(fail(format!(
+                        "`origins.{dest}`: `{dest}` is a connector a joint tool reads, reached with its own origin"
+                    )));
                 }
-                origin.sends_credential().map_err(|e| fail(format!("origins.{dest}: {e}")))?;
-                HttpCapability::new(crate::HttpConfig::new(origin.origin().to_string()).allow_private_network(connector.allow_private_network))
+                origin
+                    .sends_credential()
                     .map_err(|e| fail(format!("origins.{dest}: {e}")))?;
+                HttpCapability::new(
+                    crate::HttpConfig::new(origin.origin().to_string())
+                        .allow_private_network(connector.allow_private_network),
+                )
+                .map_err(|e| fail(format!("origins.{dest}: {e}")))?;
             }
             if let Some(missing) = named.iter().find(|d| !connector.origins.contains_key(**d)) {
-                return Err(fail(format!("its routes name destination `{missing}`: give its origin as `origins.{missing}`")));
+                return Err(fail(format!(
+                    "its routes name destination `{missing}`: give its origin as `origins.{missing}`"
+                )));
             }
             for header in connector.deployment_headers.keys() {
                 if http::HeaderName::from_bytes(header.as_bytes()).is_err() {
-                    return Err(fail(format!("`deployment_headers`: `{header}` is not a header name")));
+                    return Err(fail(format!(
+                        "`deployment_headers`: `{header}` is not a header name"
+                    )));
                 }
             }
             let seed_offer = policy::catalog::offered_only_with(name).map(str::to_string);
-            let required: Vec<String> =
-                connector.requires_env.iter().chain(connector.deployment_headers.values()).cloned().chain(seed_offer).collect();
+            let required: Vec<String> = connector
+                .requires_env
+                .iter()
+                .chain(connector.deployment_headers.values())
+                .cloned()
+                .chain(seed_offer)
+                .collect();
             if let Some(var) = required.iter().find(|v| env(v).is_none()) {
                 tracing::warn!(connector = %name, env = %var, "not offered: the deployment does not set {var}");
                 not_offered.insert(name.clone());
@@ -316,24 +383,37 @@ impl ServeHost {
             components.insert(name.clone(), Arc::new(component));
         }
         let catalog = Arc::new(catalog);
-        let resolver_config =
-            Arc::new(ResolverConfig { deployment_owner_brand: config.deployment_owner_brand.clone(), host_env, ..Default::default() });
+        let resolver_config = Arc::new(ResolverConfig {
+            deployment_owner_brand: config.deployment_owner_brand.clone(),
+            host_env,
+            ..Default::default()
+        });
 
         let resolutions = Arc::new(ResolutionCache::default());
         let live: crate::boundary::LiveConnections = {
-            let (store, catalog, resolver_config) = (store.clone(), catalog.clone(), resolver_config.clone());
+            let (store, catalog, resolver_config) =
+                (store.clone(), catalog.clone(), resolver_config.clone());
             let (not_offered, resolutions) = (not_offered.clone(), resolutions.clone());
             Box::new(move |brand, candidates| {
-                let resolver = || Resolver::new(&*store, &catalog, &resolver_config, key, process_env);
+                let resolver =
+                    || Resolver::new(&*store, &catalog, &resolver_config, key, process_env);
                 candidates
                     .iter()
-                    .filter(|c| !not_offered.contains(*c) && matches!(resolutions.resolve_server(resolver, brand, c), Ok(Some(_))))
+                    .filter(|c| {
+                        !not_offered.contains(*c)
+                            && matches!(resolutions.resolve_server(resolver, brand, c), Ok(Some(_)))
+                    })
                     .cloned()
                     .collect()
             })
         };
-        let hosted = components.keys().filter(|c| !not_offered.contains(*c) && !platform.contains(*c)).cloned();
-        let mut boundary = Boundary::new(store.clone(), (*catalog).clone(), switches).with_live_connections(live).hosting(hosted);
+        let hosted = components
+            .keys()
+            .filter(|c| !not_offered.contains(*c) && !platform.contains(*c))
+            .cloned();
+        let mut boundary = Boundary::new(store.clone(), (*catalog).clone(), switches)
+            .with_live_connections(live)
+            .hosting(hosted);
         if config.require_review {
             boundary = boundary.require_review();
         }
@@ -407,7 +487,13 @@ impl ServeHost {
     }
 
     fn resolver(&self) -> Resolver<'_> {
-        Resolver::new(&*self.store, &self.catalog, &self.resolver_config, self.key, process_env)
+        Resolver::new(
+            &*self.store,
+            &self.catalog,
+            &self.resolver_config,
+            self.key,
+            process_env,
+        )
     }
 
     /// Opens a session: resolves the role's credentials, decides its
@@ -415,37 +501,71 @@ impl ServeHost {
     pub fn open_session(self: &Arc<Self>, request: &OpenSession) -> Result<SessionView, HostError> {
         let brand = request.brand.trim();
         if brand.is_empty() || brand.len() > 200 {
-            return Err(HostError::BadRequest("`brand` must be 1 to 200 characters".into()));
+            return Err(HostError::BadRequest(
+                "`brand` must be 1 to 200 characters".into(),
+            ));
         }
-        let role = Role::from_name(&request.role)
-            .ok_or_else(|| HostError::BadRequest(format!("unknown role `{}`: {}", request.role, policy::ROLE_NAMES)))?;
+        let role = Role::from_name(&request.role).ok_or_else(|| {
+            HostError::BadRequest(format!(
+                "unknown role `{}`: {}",
+                request.role,
+                policy::ROLE_NAMES
+            ))
+        })?;
         let profile = self.session_profile(brand, role, request.profile.as_deref())?;
         let input = self.session_input(brand, role, profile.clone())?;
         let facts = input.brand.clone();
         let id = format!("s-{}", random_hex(12)?);
         let token = random_hex(32)?;
         let session = Session::new(id.clone(), brand, input);
-        let platform: Vec<&LoadedComponent> = self.platform.iter().filter_map(|c| self.components.get(c).map(|a| &**a)).collect();
-        let mut served: Vec<&LoadedComponent> = facts.connected.iter().filter_map(|c| self.components.get(c).map(|a| &**a)).collect();
+        let platform: Vec<&LoadedComponent> = self
+            .platform
+            .iter()
+            .filter_map(|c| self.components.get(c).map(|a| &**a))
+            .collect();
+        let mut served: Vec<&LoadedComponent> = facts
+            .connected
+            .iter()
+            .filter_map(|c| self.components.get(c).map(|a| &**a))
+            .collect();
         served.extend(platform.iter().copied());
         let surface = self
             .boundary
             .open_session_with(&session, &served)
-            .map_err(|e| HostError::BadRequest(format!("the session's surface cannot be decided: {e}")))?;
+            .map_err(|e| {
+                HostError::BadRequest(format!("the session's surface cannot be decided: {e}"))
+            })?;
         // A platform component is served to a session its tools are given to.
         served.retain(|c| {
-            !self.platform.contains(c.name()) || surface.names().iter().any(|n| n.starts_with(&format!("mcp__{}__", c.name())))
+            !self.platform.contains(c.name())
+                || surface
+                    .names()
+                    .iter()
+                    .any(|n| n.starts_with(&format!("mcp__{}__", c.name())))
         });
         // The orchestrator's allowlist leaves out what review holds back.
         let mut allowlist = surface.allowlist();
         for component in &served {
             let prefix = format!("mcp__{}__", component.name());
-            let offered: BTreeSet<String> =
-                self.boundary.offered_tools(&session, component).iter().map(|t| policy::names::mcp(component.name(), &t.name)).collect();
+            let offered: BTreeSet<String> = self
+                .boundary
+                .offered_tools(&session, component)
+                .iter()
+                .map(|t| policy::names::mcp(component.name(), &t.name))
+                .collect();
             allowlist.retain(|name| !name.starts_with(&prefix) || offered.contains(name));
         }
-        let caps = session_caps::SessionCaps::decide(&id, brand, role, profile.as_ref(), &allowlist, &served, &self.config, &self.catalog)
-            .map_err(HostError::BadRequest)?;
+        let caps = session_caps::SessionCaps::decide(
+            &id,
+            brand,
+            role,
+            profile.as_ref(),
+            &allowlist,
+            &served,
+            &self.config,
+            &self.catalog,
+        )
+        .map_err(HostError::BadRequest)?;
         let connectors: Vec<String> = served.iter().map(|c| c.name().to_string()).collect();
         let cancel = CancellationToken::new();
         let ttl = std::time::Duration::from_secs(self.config.session_ttl_secs);
@@ -459,17 +579,30 @@ impl ServeHost {
             allowlist,
             cancel: cancel.clone(),
             expires: std::time::Instant::now() + ttl,
-            expires_at_ms: (std::time::SystemTime::now() + ttl).duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64),
+            expires_at_ms: (std::time::SystemTime::now() + ttl)
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64),
             caps,
         };
         let live = Arc::new_cyclic(|weak| {
             for connector in &connectors {
-                live.endpoints.insert(connector.clone(), mcp::Endpoint::new(self.clone(), weak.clone(), connector.clone(), cancel.clone()));
+                live.endpoints.insert(
+                    connector.clone(),
+                    mcp::Endpoint::new(
+                        self.clone(),
+                        weak.clone(),
+                        connector.clone(),
+                        cancel.clone(),
+                    ),
+                );
             }
             live
         });
         let view = live.view(&self.base_url(), Some(token));
-        self.sessions.write().unwrap_or_else(|e| e.into_inner()).insert(id, live);
+        self.sessions
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, live);
         Ok(view)
     }
 
@@ -478,7 +611,12 @@ impl ServeHost {
     /// host runs, and the brand's other facts from their sources (the
     /// table in [`config`]'s documentation). The policy decides which
     /// roles they matter to. `scout-host surface --brand` shows the same.
-    pub fn session_input(&self, brand: &str, role: Role, profile: Option<Profile>) -> Result<SessionInput, HostError> {
+    pub fn session_input(
+        &self,
+        brand: &str,
+        role: Role,
+        profile: Option<Profile>,
+    ) -> Result<SessionInput, HostError> {
         let grant = profile.as_ref().map(|p| &p.grant);
         let credentials = self.resolver().credential_set_for(role, grant, brand)?;
         // A connector is registered only where its credential resolves and
@@ -486,10 +624,18 @@ impl ServeHost {
         let connected: BTreeSet<String> = credentials
             .connected()
             .into_iter()
-            .filter(|c| self.components.contains_key(c) && !self.not_offered.contains(c) && !self.platform.contains(c))
+            .filter(|c| {
+                self.components.contains_key(c)
+                    && !self.not_offered.contains(c)
+                    && !self.platform.contains(c)
+            })
             .collect();
         let stated = self.config.brand(brand);
-        let has_coworkers = self.store.list_profiles(brand)?.iter().any(|p| p.kind == ProfileKind::Coworker);
+        let has_coworkers = self
+            .store
+            .list_profiles(brand)?
+            .iter()
+            .any(|p| p.kind == ProfileKind::Coworker);
         let facts = BrandFacts {
             connected,
             has_skills: !stated.skills.is_empty(),
@@ -506,7 +652,12 @@ impl ServeHost {
         Ok(input)
     }
 
-    fn session_profile(&self, brand: &str, role: Role, name: Option<&str>) -> Result<Option<Profile>, HostError> {
+    fn session_profile(
+        &self,
+        brand: &str,
+        role: Role,
+        name: Option<&str>,
+    ) -> Result<Option<Profile>, HostError> {
         let kind_for_role = match role {
             Role::CoworkerRun { .. } | Role::SpecialistRun { .. } => Some(ProfileKind::Coworker),
             Role::GoalAgentStep => Some(ProfileKind::GoalAgent),
@@ -515,7 +666,10 @@ impl ServeHost {
         };
         let Some(kind) = kind_for_role else {
             return match name {
-                Some(_) => Err(HostError::BadRequest(format!("a {} runs without a profile", role.label()))),
+                Some(_) => Err(HostError::BadRequest(format!(
+                    "a {} runs without a profile",
+                    role.label()
+                ))),
                 None => Ok(None),
             };
         };
@@ -523,28 +677,45 @@ impl ServeHost {
             return match role {
                 Role::GoalAgentStep => Ok(Some(policy::presets::goal_agent(Default::default()))),
                 Role::GoalReviewer => Ok(Some(policy::presets::goal_reviewer())),
-                _ => Err(HostError::BadRequest(format!("a {} runs from a saved profile: give `profile`", role.label()))),
+                _ => Err(HostError::BadRequest(format!(
+                    "a {} runs from a saved profile: give `profile`",
+                    role.label()
+                ))),
             };
         };
-        let saved = self
-            .store
-            .load_profile(brand, name)?
-            .ok_or_else(|| HostError::NotFound(format!("brand `{brand}` has no profile `{name}`")))?;
+        let saved = self.store.load_profile(brand, name)?.ok_or_else(|| {
+            HostError::NotFound(format!("brand `{brand}` has no profile `{name}`"))
+        })?;
         if saved.kind != kind {
-            return Err(HostError::BadRequest(format!("profile `{name}` was saved as {}, not for a {}", saved.kind.as_str(), role.label())));
+            return Err(HostError::BadRequest(format!(
+                "profile `{name}` was saved as {}, not for a {}",
+                saved.kind.as_str(),
+                role.label()
+            )));
         }
         if let Role::CoworkerRun { .. } | Role::SpecialistRun { .. } = role
             && Role::for_profile(&saved.profile, Route::Standard) != role
         {
-            let wanted = if saved.profile.grant.is_empty() { "coworker" } else { "specialist" };
-            return Err(HostError::BadRequest(format!("profile `{name}` runs as a {wanted}")));
+            let wanted = if saved.profile.grant.is_empty() {
+                "coworker"
+            } else {
+                "specialist"
+            };
+            return Err(HostError::BadRequest(format!(
+                "profile `{name}` runs as a {wanted}"
+            )));
         }
         Ok(Some(saved.profile))
     }
 
     /// The session `id`, if it is open. A session past its time is ended here.
     pub fn session(&self, id: &str) -> Option<Arc<LiveSession>> {
-        let live = self.sessions.read().unwrap_or_else(|e| e.into_inner()).get(id).cloned()?;
+        let live = self
+            .sessions
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            .cloned()?;
         if live.expires <= std::time::Instant::now() {
             self.end_session(id);
             return None;
@@ -585,7 +756,14 @@ impl ServeHost {
     /// Ends a session: its authority ends at once (later calls are denied,
     /// unused approvals revoked) and its MCP endpoints close.
     pub fn end_session(&self, id: &str) -> bool {
-        let Some(live) = self.sessions.write().unwrap_or_else(|e| e.into_inner()).remove(id) else { return false };
+        let Some(live) = self
+            .sessions
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id)
+        else {
+            return false;
+        };
         self.boundary.revoke_session(&live.session);
         // One session is one run: its meters end with it.
         live.caps.end();
@@ -605,7 +783,11 @@ impl ServeHost {
     }
 
     /// The MCP endpoint of `session` for `connector`.
-    pub fn endpoint(&self, session: &str, connector: &str) -> Option<(Arc<LiveSession>, mcp::Endpoint)> {
+    pub fn endpoint(
+        &self,
+        session: &str,
+        connector: &str,
+    ) -> Option<(Arc<LiveSession>, mcp::Endpoint)> {
         let live = self.session(session)?;
         let endpoint = live.endpoints.get(connector)?.clone();
         Some((live, endpoint))
@@ -614,14 +796,29 @@ impl ServeHost {
     /// The arguments of a call of `session` waiting for a person, if this host saw it.
     pub fn waiting_arguments(&self, session: &str, digest: &str) -> Option<Value> {
         let waiting = self.waiting_args.lock().unwrap_or_else(|e| e.into_inner());
-        waiting.get(&(session.to_string(), digest.to_string())).map(|(_, args)| args.clone())
+        waiting
+            .get(&(session.to_string(), digest.to_string()))
+            .map(|(_, args)| args.clone())
     }
 
     /// Runs `tool` of `connector` for `session` through the boundary, with
     /// the HTTP handle bound to the connector's origin and the credential
     /// resolved now.
-    pub async fn call_tool(&self, session: &LiveSession, connector: &str, tool: &str, args: &Value) -> Result<Executed, Denied> {
-        self.call_tool_while_present(session, connector, tool, args, &tokio_util::sync::CancellationToken::new()).await
+    pub async fn call_tool(
+        &self,
+        session: &LiveSession,
+        connector: &str,
+        tool: &str,
+        args: &Value,
+    ) -> Result<Executed, Denied> {
+        self.call_tool_while_present(
+            session,
+            connector,
+            tool,
+            args,
+            &tokio_util::sync::CancellationToken::new(),
+        )
+        .await
     }
 
     /// [`ServeHost::call_tool`] for a caller that can go away: see
@@ -634,7 +831,8 @@ impl ServeHost {
         args: &Value,
         gone: &tokio_util::sync::CancellationToken,
     ) -> Result<Executed, Denied> {
-        self.call_tool_asking(session, connector, tool, args, gone, None).await
+        self.call_tool_asking(session, connector, tool, args, gone, None)
+            .await
     }
 
     /// [`ServeHost::call_tool_while_present`] that tells `asked` which
@@ -649,12 +847,16 @@ impl ServeHost {
         asked: Option<crate::boundary::AskedFor>,
     ) -> Result<Executed, Denied> {
         let Some(component) = self.components.get(connector) else {
-            return Err(Denied { denial: policy::PolicyDenial::NotOffered });
+            return Err(Denied {
+                denial: policy::PolicyDenial::NotOffered,
+            });
         };
         let caps = self.capabilities(session, component, tool);
         // Shown to a person by the approvals API if the call waits for one.
         let _shown = WaitingArgs::new(self, &session.session.id, args);
-        self.boundary.call_asking(&session.session, component, tool, args, &caps, gone, asked).await
+        self.boundary
+            .call_asking(&session.session, component, tool, args, &caps, gone, asked)
+            .await
     }
 
     /// The handles for one call: the HTTP client bound to the connector's
@@ -662,25 +864,40 @@ impl ServeHost {
     /// run meter and folders, where the component imports them and the
     /// session holds them ([`session_caps`]). No credential, no handle at
     /// all: the boundary denies the call before it runs.
-    fn capabilities(&self, live: &LiveSession, component: &LoadedComponent, tool: &str) -> Capabilities {
+    fn capabilities(
+        &self,
+        live: &LiveSession,
+        component: &LoadedComponent,
+        tool: &str,
+    ) -> Capabilities {
         let connector = component.name();
-        let Some(settings) = self.config.connectors.get(connector) else { return Capabilities::default() };
+        let Some(settings) = self.config.connectors.get(connector) else {
+            return Capabilities::default();
+        };
         let mut caps = Capabilities::default();
         // A connector that does not import `http` gets no client (a folder-
         // only connector still gets its folders).
         let brand = &live.session.brand;
         if session_caps::imports(component, "http") {
-            let Some(doc) = component.info().manifest.tools.iter().find(|t| component.info().manifest.wire_name(&t.function) == tool)
+            let Some(doc) = component
+                .info()
+                .manifest
+                .tools
+                .iter()
+                .find(|t| component.info().manifest.wire_name(&t.function) == tool)
             else {
                 return Capabilities::default();
             };
             if settings.origin.is_some() {
                 // No credential for its own origin: no handle at all, and the
                 // boundary denies the call before it runs.
-                let Some(http) = self.http_capability(brand, connector, settings, None) else { return Capabilities::default() };
+                let Some(http) = self.http_capability(brand, connector, settings, None) else {
+                    return Capabilities::default();
+                };
                 caps.http = Some(http);
                 for dest in settings.origins.keys() {
-                    if let Some(http) = self.http_capability(brand, connector, settings, Some(dest)) {
+                    if let Some(http) = self.http_capability(brand, connector, settings, Some(dest))
+                    {
                         caps.destinations.insert(dest.clone(), http);
                     }
                 }
@@ -702,7 +919,11 @@ impl ServeHost {
         // a call the policy refuses anyway.
         if live.caps.has_allowance(connector)
             && session_caps::imports(component, "meter")
-            && self.boundary.offered_tools(&live.session, component).iter().any(|t| t.name == tool)
+            && self
+                .boundary
+                .offered_tools(&live.session, component)
+                .iter()
+                .any(|t| t.name == tool)
         {
             caps.meter = live.caps.meter(&self.store, connector);
         }
@@ -722,7 +943,13 @@ impl ServeHost {
     /// credential as it resolves now. Clients are reused while the
     /// credential stays the same (connection reuse).
     /// `destination`: one of the connector's further `origins`, by name.
-    fn http_capability(&self, brand: &str, connector: &str, settings: &ConnectorConfig, destination: Option<&str>) -> Option<Arc<HttpCapability>> {
+    fn http_capability(
+        &self,
+        brand: &str,
+        connector: &str,
+        settings: &ConnectorConfig,
+        destination: Option<&str>,
+    ) -> Option<Arc<HttpCapability>> {
         if self.not_offered.contains(connector) {
             return None;
         }
@@ -733,32 +960,47 @@ impl ServeHost {
                 (o.origin().to_string(), o.sends_credential().ok()?)
             }
         };
-        let credential = match self.resolutions.resolve_server(|| self.resolver(), brand, connector) {
+        let credential = match self
+            .resolutions
+            .resolve_server(|| self.resolver(), brand, connector)
+        {
             Ok(Some(credential)) => credential,
             // No credential: the boundary denies the call before it runs.
             _ => return None,
         };
         let secret_digest = hex::encode(digest(credential.secret().expose()));
-        let key = (brand.to_string(), match destination {
-            None => connector.to_string(),
-            Some(d) => format!("{connector} {d}"),
-        });
+        let key = (
+            brand.to_string(),
+            match destination {
+                None => connector.to_string(),
+                Some(d) => format!("{connector} {d}"),
+            },
+        );
         let mut cache = self.http.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((d, http)) = cache.get(&key)
             && *d == secret_digest
         {
             return Some(http.clone());
         }
-        let Ok(scheme) = settings.scheme() else { return None };
-        let base = if sends_credential { to_http_config(&credential, origin, scheme) } else { crate::HttpConfig::new(origin) };
-        let mut http_config =
-            base.allow_private_network(settings.allow_private_network).strip_headers(settings.strip_headers.iter().cloned());
+        let Ok(scheme) = settings.scheme() else {
+            return None;
+        };
+        let base = if sends_credential {
+            to_http_config(&credential, origin, scheme)
+        } else {
+            crate::HttpConfig::new(origin)
+        };
+        let mut http_config = base
+            .allow_private_network(settings.allow_private_network)
+            .strip_headers(settings.strip_headers.iter().cloned());
         http_config.destination = destination.map(str::to_string);
         // Deployment secrets go to the connector's own origins, never to an
         // origin spelled out without the credential.
         if sends_credential {
             for (header, var) in &settings.deployment_headers {
-                let Some(value) = process_env(var) else { return None };
+                let Some(value) = process_env(var) else {
+                    return None;
+                };
                 http_config.secret_headers.push((header.clone(), value));
             }
         }
@@ -787,7 +1029,12 @@ impl ServeHost {
 
     /// Stops sharing a connection; like [`ServeHost::disable_connection`]
     /// for the sessions of the brand it was shared with.
-    pub fn unshare_connection(&self, owner: &str, connector: &str, with: &str) -> Result<bool, HostError> {
+    pub fn unshare_connection(
+        &self,
+        owner: &str,
+        connector: &str,
+        with: &str,
+    ) -> Result<bool, HostError> {
         let unshared = self.store.unshare_connection(owner, connector, with)?;
         self.resolutions.invalidate();
         self.revoke_where_unresolved(connector);
@@ -795,11 +1042,20 @@ impl ServeHost {
     }
 
     fn revoke_where_unresolved(&self, connector: &str) {
-        let sessions: Vec<Arc<LiveSession>> = self.sessions.read().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+        let sessions: Vec<Arc<LiveSession>> = self
+            .sessions
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
         let resolver = self.resolver();
         for live in sessions {
             if live.connectors.iter().any(|c| c == connector)
-                && !matches!(resolver.resolve_server(&live.session.brand, connector), Ok(Some(_)))
+                && !matches!(
+                    resolver.resolve_server(&live.session.brand, connector),
+                    Ok(Some(_))
+                )
                 && let Err(e) = self.store.revoke_session_approvals(&live.session.id)
             {
                 tracing::error!(session = %live.session.id, error = %e, "cannot revoke approvals");
@@ -808,23 +1064,42 @@ impl ServeHost {
     }
 
     /// Stores a connection's secret for a brand, sealed (D4).
-    pub fn put_connection(&self, brand: &str, connector: &str, secret: &str) -> Result<(), HostError> {
-        self.store.put_connection(brand, connector, secret, &self.key)?;
+    pub fn put_connection(
+        &self,
+        brand: &str,
+        connector: &str,
+        secret: &str,
+    ) -> Result<(), HostError> {
+        self.store
+            .put_connection(brand, connector, secret, &self.key)?;
         self.resolutions.invalidate();
         Ok(())
     }
 
     /// Shares `owner`'s connection with brand `with`.
-    pub fn share_connection(&self, owner: &str, connector: &str, with: &str) -> Result<(), HostError> {
+    pub fn share_connection(
+        &self,
+        owner: &str,
+        connector: &str,
+        with: &str,
+    ) -> Result<(), HostError> {
         self.store.share_connection(owner, connector, with)?;
         self.resolutions.invalidate();
         Ok(())
     }
 
     /// The connectors that resolve for a brand and where each credential comes from.
-    pub fn connections(&self, brand: &str) -> Result<Vec<(String, crate::credentials::Source)>, HostError> {
-        let set = self.resolver().credential_set_for(Role::PersonChat, None, brand)?;
-        Ok(set.servers().filter_map(|s| set.get(s).map(|c| (s.to_string(), c.source().clone()))).collect())
+    pub fn connections(
+        &self,
+        brand: &str,
+    ) -> Result<Vec<(String, crate::credentials::Source)>, HostError> {
+        let set = self
+            .resolver()
+            .credential_set_for(Role::PersonChat, None, brand)?;
+        Ok(set
+            .servers()
+            .filter_map(|s| set.get(s).map(|c| (s.to_string(), c.source().clone())))
+            .collect())
     }
 }
 
@@ -839,14 +1114,21 @@ impl<'a> WaitingArgs<'a> {
     fn new(host: &'a ServeHost, session: &str, args: &Value) -> WaitingArgs<'a> {
         let key = (session.to_string(), args_digest(args));
         let mut waiting = host.waiting_args.lock().unwrap_or_else(|e| e.into_inner());
-        waiting.entry(key.clone()).or_insert_with(|| (0, args.clone())).0 += 1;
+        waiting
+            .entry(key.clone())
+            .or_insert_with(|| (0, args.clone()))
+            .0 += 1;
         WaitingArgs { host, key }
     }
 }
 
 impl Drop for WaitingArgs<'_> {
     fn drop(&mut self) {
-        let mut waiting = self.host.waiting_args.lock().unwrap_or_else(|e| e.into_inner());
+        let mut waiting = self
+            .host
+            .waiting_args
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         if let Some(entry) = waiting.get_mut(&self.key) {
             entry.0 -= 1;
             if entry.0 == 0 {
@@ -864,13 +1146,17 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
     // Before any call: close what a host killed mid-call left open. After the
     // bind, so a second `serve` on the same address stops before it touches
     // the first one's approvals and calls.
-    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
     let recovered = host.store.recover_interrupted(now_ms)?;
     // Runs whose sessions died with the previous host: ended, so they count
     // at what they recorded instead of holding the day until midnight.
     let runs_ended = host.store.end_live_runs(now_ms)?;
     if runs_ended > 0 {
-        eprintln!("scout-host: the previous run left {runs_ended} metered runs open; ended at what they recorded");
+        eprintln!(
+            "scout-host: the previous run left {runs_ended} metered runs open; ended at what they recorded"
+        );
     }
     if recovered != crate::store::Recovered::default() {
         eprintln!(
@@ -889,7 +1175,11 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
 /// Serves the router on `listener` until `shutdown` completes. Small
 /// writes (SSE events, JSON-RPC replies) go out at once: `TCP_NODELAY`,
 /// or Nagle's algorithm and the peer's delayed ACK add 40 ms to a reply.
-pub async fn serve_http(host: Arc<ServeHost>, listener: tokio::net::TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+pub async fn serve_http(
+    host: Arc<ServeHost>,
+    listener: tokio::net::TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     use axum::serve::ListenerExt;
     let sweeper = {
         let host = Arc::downgrade(&host);
@@ -908,30 +1198,46 @@ pub async fn serve_http(host: Arc<ServeHost>, listener: tokio::net::TcpListener,
             tracing::warn!(error = %e, "cannot set TCP_NODELAY");
         }
     });
-    axum::serve(listener, admin::router(host)).with_graceful_shutdown(shutdown).await
+    axum::serve(listener, admin::router(host))
+        .with_graceful_shutdown(shutdown)
+        .await
 }
 
 /// Serves one session's `connector` over stdin/stdout (MCP stdio), while the
 /// admin API listens as configured so a person can answer approvals. The
 /// session ends when the client closes stdin.
-pub async fn run_stdio(host: Arc<ServeHost>, request: OpenSession, connector: String) -> anyhow::Result<()> {
+pub async fn run_stdio(
+    host: Arc<ServeHost>,
+    request: OpenSession,
+    connector: String,
+) -> anyhow::Result<()> {
     use rmcp::ServiceExt;
     // The admin API is for approvals a client cannot ask for itself; a
     // `serve` already on that address leaves this session with elicitation.
     let admin = match host.bind().await {
         Ok(listener) => {
             eprintln!("scout-host: admin API on http://{}", listener.local_addr()?);
-            Some(tokio::spawn(serve_http(host.clone(), listener, std::future::pending())))
+            Some(tokio::spawn(serve_http(
+                host.clone(),
+                listener,
+                std::future::pending(),
+            )))
         }
         Err(e) => {
-            eprintln!("scout-host: no admin API ({}: {e}); approvals only through MCP elicitation", host.config.listen);
+            eprintln!(
+                "scout-host: no admin API ({}: {e}); approvals only through MCP elicitation",
+                host.config.listen
+            );
             None
         }
     };
     let view = host.open_session(&request)?;
     let Some((live, _)) = host.endpoint(&view.id, &connector) else {
         host.end_session(&view.id);
-        anyhow::bail!("connector `{connector}` is not served to this session (connected: {:?})", view.mcp.keys().collect::<Vec<_>>());
+        anyhow::bail!(
+            "connector `{connector}` is not served to this session (connected: {:?})",
+            view.mcp.keys().collect::<Vec<_>>()
+        );
     };
     eprintln!("scout-host: session {} over stdio", view.id);
     let server = mcp::ConnectorServer::new(&host, &live, connector);

@@ -49,7 +49,11 @@ const PROJECT_WRITE: &str = "mcp__project__project_write";
 /// Whether a component imports the `scout:connector` interface `name`.
 pub fn imports(component: &LoadedComponent, name: &str) -> bool {
     let prefix = format!("scout:connector/{name}@");
-    component.info().imports.iter().any(|i| i.starts_with(&prefix))
+    component
+        .info()
+        .imports
+        .iter()
+        .any(|i| i.starts_with(&prefix))
 }
 
 /// One session's meters and folders.
@@ -85,11 +89,15 @@ impl SessionCaps {
         let mut allowances = BTreeMap::new();
         for component in served {
             let name = component.name();
-            let Some(settings) = config.connectors.get(name) else { continue };
+            let Some(settings) = config.connectors.get(name) else {
+                continue;
+            };
             if read_folders && imports(component, "folder") {
                 for (folder, f) in &settings.folders {
                     if f.per_brand() {
-                        safe_segment(brand).map_err(|e| format!("connector `{name}`, folder `{folder}`: brand {e}"))?;
+                        safe_segment(brand).map_err(|e| {
+                            format!("connector `{name}`, folder `{folder}`: brand {e}")
+                        })?;
                     }
                 }
             }
@@ -101,7 +109,10 @@ impl SessionCaps {
                 if billing.is_some_and(|unit| unit != allowance.unit()) {
                     // Validation keeps grants in the connector's unit; a
                     // person allowance in another unit is the operator's slip.
-                    tracing::error!(connector = name, "the allowance is not in the connector's billing unit; no meter");
+                    tracing::error!(
+                        connector = name,
+                        "the allowance is not in the connector's billing unit; no meter"
+                    );
                     continue;
                 }
                 allowances.insert(name.to_string(), allowance);
@@ -143,32 +154,55 @@ impl SessionCaps {
         }
         let metered = match allowance.metered() {
             Ok(m) => m,
-            Err(e) => return Some(RunMeter::refusing(unit, MeterError::Denied(format!("the allowance cannot be metered: {e}")))),
+            Err(e) => {
+                return Some(RunMeter::refusing(
+                    unit,
+                    MeterError::Denied(format!("the allowance cannot be metered: {e}")),
+                ));
+            }
         };
         if metered.per_run == 0 {
             return Some(RunMeter::refusing(unit, MeterError::RunExhausted(0)));
         }
         let run_id = format!("{}:{connector}", self.session);
         // Held under the lock: two first calls start one run, not two.
-        match RunMeter::start_in_store(store.clone(), &run_id, &self.brand, connector, &crate::dates::utc_day(std::time::SystemTime::now()), unit, metered) {
+        match RunMeter::start_in_store(
+            store.clone(),
+            &run_id,
+            &self.brand,
+            connector,
+            &crate::dates::utc_day(std::time::SystemTime::now()),
+            unit,
+            metered,
+        ) {
             Ok(meter) => {
                 meters.insert(connector.to_string(), meter.clone());
                 Some(meter)
             }
             // Not kept: a later call tries again, once runs have ended.
-            Err(AllowanceError::DayExhausted { committed, per_day, .. }) => {
-                Some(RunMeter::refusing(unit, MeterError::DayExhausted(per_day.saturating_sub(committed))))
-            }
+            Err(AllowanceError::DayExhausted {
+                committed, per_day, ..
+            }) => Some(RunMeter::refusing(
+                unit,
+                MeterError::DayExhausted(per_day.saturating_sub(committed)),
+            )),
             Err(e) => {
                 tracing::error!(run = %run_id, error = %e, "cannot start a run");
-                Some(RunMeter::refusing(unit, MeterError::Denied("the allowance ledger is unavailable".to_string())))
+                Some(RunMeter::refusing(
+                    unit,
+                    MeterError::Denied("the allowance ledger is unavailable".to_string()),
+                ))
             }
         }
     }
 
     /// The folders `connector` may open in this session, opened (and their
     /// roots created, 0700) at its first call.
-    pub fn folders(&self, connector: &str, settings: &ConnectorConfig) -> Vec<Arc<FolderCapability>> {
+    pub fn folders(
+        &self,
+        connector: &str,
+        settings: &ConnectorConfig,
+    ) -> Vec<Arc<FolderCapability>> {
         if !self.read_folders || settings.folders.is_empty() {
             return Vec::new();
         }
@@ -181,12 +215,22 @@ impl SessionCaps {
         // status), so a session given the tools writes through them even
         // without `project_write` (seed 000: the Content writer saves drafts
         // but cannot edit its voice guide's status directly).
-        let tools_write = matches!(policy::Platform::from_server_name(connector), Some(policy::Platform::Writer | policy::Platform::Seo));
+        let tools_write = matches!(
+            policy::Platform::from_server_name(connector),
+            Some(policy::Platform::Writer | policy::Platform::Seo)
+        );
         let mut open = Vec::new();
         for (name, f) in &settings.folders {
-            match open_folder(name, &self.brand, f, (self.write_folders || tools_write) && f.writable) {
+            match open_folder(
+                name,
+                &self.brand,
+                f,
+                (self.write_folders || tools_write) && f.writable,
+            ) {
                 Ok(folder) => open.push(folder),
-                Err(e) => tracing::error!(connector, folder = %name, error = %e, "cannot open the folder; not granted"),
+                Err(e) => {
+                    tracing::error!(connector, folder = %name, error = %e, "cannot open the folder; not granted")
+                }
             }
         }
         cache.insert(connector.to_string(), open.clone());
@@ -213,27 +257,46 @@ impl Drop for SessionCaps {
 }
 
 /// The allowance `role` spends through `connector` under.
-fn allowance_for(role: Role, profile: Option<&Profile>, connector: &str, settings: &ConnectorConfig) -> Option<policy::Allowance> {
+fn allowance_for(
+    role: Role,
+    profile: Option<&Profile>,
+    connector: &str,
+    settings: &ConnectorConfig,
+) -> Option<policy::Allowance> {
     match role {
         Role::SpecialistRun { .. } | Role::GoalAgentStep => {
             let grant = &profile?.grant;
-            grant.names_connector(connector).then(|| grant.allowances.get(connector).copied()).flatten()
+            grant
+                .names_connector(connector)
+                .then(|| grant.allowances.get(connector).copied())
+                .flatten()
         }
-        Role::PersonChat => settings.person_allowance.as_ref().and_then(|a| a.allowance().ok()),
+        Role::PersonChat => settings
+            .person_allowance
+            .as_ref()
+            .and_then(|a| a.allowance().ok()),
         // A plain coworker has no grant; an inbound turn, a reviewer and a
         // read-only route spend nothing.
         _ => None,
     }
 }
 
-fn open_folder(name: &str, brand: &str, f: &super::config::FolderConfig, writable: bool) -> Result<Arc<FolderCapability>, String> {
+fn open_folder(
+    name: &str,
+    brand: &str,
+    f: &super::config::FolderConfig,
+    writable: bool,
+) -> Result<Arc<FolderCapability>, String> {
     let root = f.root_for(brand)?;
     if !root.exists() {
         let mut builder = std::fs::DirBuilder::new();
         builder.recursive(true);
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        builder.create(&root).map_err(|e| format!("cannot create {}: {e}", root.display()))?;
+        builder
+            .create(&root)
+            .map_err(|e| format!("cannot create {}: {e}", root.display()))?;
     }
-    FolderCapability::open(name, &root, writable).map_err(|e| format!("cannot open {}: {e}", root.display()))
+    FolderCapability::open(name, &root, writable)
+        .map_err(|e| format!("cannot open {}: {e}", root.display()))
 }

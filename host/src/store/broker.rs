@@ -29,16 +29,37 @@ impl ApprovalBroker {
     /// Subscribes to the approvals of one call. Subscribe, then read the
     /// store: a change committed before the subscription is seen by the
     /// read, one committed after it rings.
-    pub fn subscribe(self: &Arc<Self>, session: &str, tool: &str, args_digest: &str) -> ApprovalWatch {
-        let key = (session.to_string(), tool.to_string(), args_digest.to_string());
-        let rx = self.lock().entry(key.clone()).or_insert_with(|| watch::channel(()).0).subscribe();
-        ApprovalWatch { broker: Some(self.clone()), key, rx: Some(rx) }
+    pub fn subscribe(
+        self: &Arc<Self>,
+        session: &str,
+        tool: &str,
+        args_digest: &str,
+    ) -> ApprovalWatch {
+        let key = (
+            session.to_string(),
+            tool.to_string(),
+            args_digest.to_string(),
+        );
+        let rx = self
+            .lock()
+            .entry(key.clone())
+            .or_insert_with(|| watch::channel(()).0)
+            .subscribe();
+        ApprovalWatch {
+            broker: Some(self.clone()),
+            key,
+            rx: Some(rx),
+        }
     }
 
     /// Rings for one call's approvals (after the change is committed).
     pub fn ring(&self, session: &str, tool: &str, args_digest: &str) {
         // Dropping the sender wakes every receiver.
-        self.lock().remove(&(session.to_string(), tool.to_string(), args_digest.to_string()));
+        self.lock().remove(&(
+            session.to_string(),
+            tool.to_string(),
+            args_digest.to_string(),
+        ));
     }
 
     /// Rings for every approval of a session.
@@ -74,7 +95,11 @@ impl ApprovalWatch {
     /// A watch that never rings, for a store that cannot tell: its waiters
     /// read the store again on their own timer.
     pub fn never() -> ApprovalWatch {
-        ApprovalWatch { broker: None, key: Default::default(), rx: None }
+        ApprovalWatch {
+            broker: None,
+            key: Default::default(),
+            rx: None,
+        }
     }
 
     /// Resolves when the store rang for this call; then subscribe again
@@ -93,11 +118,16 @@ impl ApprovalWatch {
 
 impl Drop for ApprovalWatch {
     fn drop(&mut self) {
-        let (Some(broker), Some(rx)) = (self.broker.take(), self.rx.take()) else { return };
+        let (Some(broker), Some(rx)) = (self.broker.take(), self.rx.take()) else {
+            return;
+        };
         drop(rx);
         let mut waiting = broker.lock();
         // The last waiter takes the doorbell down.
-        if waiting.get(&self.key).is_some_and(|tx| tx.receiver_count() == 0) {
+        if waiting
+            .get(&self.key)
+            .is_some_and(|tx| tx.receiver_count() == 0)
+        {
             waiting.remove(&self.key);
         }
     }
@@ -116,11 +146,22 @@ mod tests {
         let mut other = broker.subscribe("s", "t", "d2");
         assert_eq!(broker.len(), 2);
         broker.ring("s", "t", "d1");
-        tokio::time::timeout(Duration::from_secs(5), a.rung()).await.expect("a woke");
-        tokio::time::timeout(Duration::from_secs(5), b.rung()).await.expect("b woke");
-        assert!(tokio::time::timeout(Duration::from_millis(50), other.rung()).await.is_err(), "d2 was not rung");
+        tokio::time::timeout(Duration::from_secs(5), a.rung())
+            .await
+            .expect("a woke");
+        tokio::time::timeout(Duration::from_secs(5), b.rung())
+            .await
+            .expect("b woke");
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), other.rung())
+                .await
+                .is_err(),
+            "d2 was not rung"
+        );
         broker.ring_session("s");
-        tokio::time::timeout(Duration::from_secs(5), other.rung()).await.expect("the session's end rings");
+        tokio::time::timeout(Duration::from_secs(5), other.rung())
+            .await
+            .expect("the session's end rings");
     }
 
     #[tokio::test]
@@ -133,6 +174,10 @@ mod tests {
         drop(b);
         assert!(broker.is_empty());
         let mut never = ApprovalWatch::never();
-        assert!(tokio::time::timeout(Duration::from_millis(20), never.rung()).await.is_err());
+        assert!(
+            tokio::time::timeout(Duration::from_millis(20), never.rung())
+                .await
+                .is_err()
+        );
     }
 }

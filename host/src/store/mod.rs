@@ -54,7 +54,9 @@ pub enum StoreError {
     #[error("run {0:?} already exists")]
     RunExists(String),
     /// A stored credential could not be opened: wrong key, or the row was tampered with.
-    #[error("stored credential for {brand}/{connector} could not be decrypted (wrong key or tampered)")]
+    #[error(
+        "stored credential for {brand}/{connector} could not be decrypted (wrong key or tampered)"
+    )]
     Decrypt { brand: String, connector: String },
     /// The credential could not be sealed.
     #[error("credential could not be encrypted")]
@@ -256,10 +258,14 @@ pub struct Charge {
 #[derive(Debug, thiserror::Error)]
 pub enum StartRunError {
     /// Starting the run could spend past the day's allowance.
-    #[error("the day's allowance is exhausted: {committed} of {per_day} already spent or held by runs")]
+    #[error(
+        "the day's allowance is exhausted: {committed} of {per_day} already spent or held by runs"
+    )]
     DayExhausted { committed: u64, per_day: u64 },
     /// The allowance itself is not acceptable (per-run zero or above per-day).
-    #[error("invalid allowance: per-run {per_run} must be above zero and at most the per-day {per_day}")]
+    #[error(
+        "invalid allowance: per-run {per_run} must be above zero and at most the per-day {per_day}"
+    )]
     InvalidAllowance { per_run: u64, per_day: u64 },
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -282,13 +288,19 @@ pub trait Store: Send + Sync {
     fn record_all_async<'a>(
         &'a self,
         events: &'a [TraceEvent],
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), StoreError>> + Send + 'a>> {
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), StoreError>> + Send + 'a>>
+    {
         Box::pin(std::future::ready(self.record_all(events)))
     }
     /// Up to `limit` events matching `filter` recorded after sequence number
     /// `after` (0: from the start), in order, each with its sequence number:
     /// how a long trace is read in bounded pages.
-    fn trace_page(&self, filter: TraceFilter<'_>, after: i64, limit: usize) -> Result<Vec<(i64, TraceEvent)>, StoreError>;
+    fn trace_page(
+        &self,
+        filter: TraceFilter<'_>,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, TraceEvent)>, StoreError>;
     /// A session's events in the order they were recorded.
     fn trace_for_session(&self, session: &str) -> Result<Vec<TraceEvent>, StoreError>;
     /// A brand's events in the order they were recorded.
@@ -296,12 +308,22 @@ pub trait Store: Send + Sync {
 
     // --- approvals ---
     /// Parks a pending approval for one call (`args_digest` from [`args_digest`]).
-    fn request_approval(&self, session: &str, tool: &str, args_digest: &str) -> Result<ApprovalId, StoreError>;
+    fn request_approval(
+        &self,
+        session: &str,
+        tool: &str,
+        args_digest: &str,
+    ) -> Result<ApprovalId, StoreError>;
     /// Answers a pending approval. Anything not pending (answered, revoked) stays as it is.
     fn decide(&self, id: ApprovalId, approved: bool, by: &str) -> Result<(), ApprovalError>;
     /// Spends one approved, unused approval for exactly this session, tool and
     /// arguments. Atomic: two concurrent callers never both succeed.
-    fn consume_approval(&self, session: &str, tool: &str, args_digest: &str) -> Result<ApprovalId, ApprovalError>;
+    fn consume_approval(
+        &self,
+        session: &str,
+        tool: &str,
+        args_digest: &str,
+    ) -> Result<ApprovalId, ApprovalError>;
     /// A session's approvals still waiting for a person, oldest first.
     fn pending(&self, session: &str) -> Result<Vec<Approval>, StoreError>;
     /// One approval by id.
@@ -366,9 +388,20 @@ pub trait Store: Send + Sync {
     // --- connections (D4) ---
     /// Stores (or replaces, re-enabling) a brand's credential for a connector,
     /// sealed with `key`.
-    fn put_connection(&self, brand: &str, connector: &str, secret: &str, key: &[u8; 32]) -> Result<(), StoreError>;
+    fn put_connection(
+        &self,
+        brand: &str,
+        connector: &str,
+        secret: &str,
+        key: &[u8; 32],
+    ) -> Result<(), StoreError>;
     /// The credential, if stored and not disabled. A wrong key is an error.
-    fn get_connection(&self, brand: &str, connector: &str, key: &[u8; 32]) -> Result<Option<String>, StoreError>;
+    fn get_connection(
+        &self,
+        brand: &str,
+        connector: &str,
+        key: &[u8; 32],
+    ) -> Result<Option<String>, StoreError>;
     /// Disables a connection; returns whether one existed.
     fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, StoreError>;
 
@@ -376,10 +409,20 @@ pub trait Store: Send + Sync {
     /// Records that `owner_brand` (the account owner's brand) shares its
     /// stored connection for `connector` with `with_brand`. Idempotent. The
     /// share lends the stored connection only, never a host environment.
-    fn share_connection(&self, owner_brand: &str, connector: &str, with_brand: &str) -> Result<(), StoreError>;
+    fn share_connection(
+        &self,
+        owner_brand: &str,
+        connector: &str,
+        with_brand: &str,
+    ) -> Result<(), StoreError>;
     /// Withdraws a share; returns whether one existed. The next resolution
     /// no longer finds it.
-    fn unshare_connection(&self, owner_brand: &str, connector: &str, with_brand: &str) -> Result<bool, StoreError>;
+    fn unshare_connection(
+        &self,
+        owner_brand: &str,
+        connector: &str,
+        with_brand: &str,
+    ) -> Result<bool, StoreError>;
     /// The brands that share their `connector` connection with `with_brand`,
     /// oldest share first (what resolution walks after the brand's own).
     fn shared_with(&self, with_brand: &str, connector: &str) -> Result<Vec<String>, StoreError>;
@@ -406,7 +449,13 @@ pub trait Store: Send + Sync {
     /// The digest of `tool` an operator last approved, if any.
     fn reviewed_digest(&self, connector: &str, tool: &str) -> Result<Option<String>, StoreError>;
     /// Records an operator's approval of `tool` as described by `digest`.
-    fn approve_tool(&self, connector: &str, tool: &str, digest: &str, by: &str) -> Result<(), StoreError>;
+    fn approve_tool(
+        &self,
+        connector: &str,
+        tool: &str,
+        digest: &str,
+        by: &str,
+    ) -> Result<(), StoreError>;
 
     // --- recovery after a host that stopped mid-call ---
     /// Run once by `serve` when it starts, before it takes any call, to close
@@ -517,7 +566,9 @@ fn canonicalize(value: &serde_json::Value) -> serde_json::Value {
             }
             serde_json::Value::Object(sorted)
         }
-        serde_json::Value::Array(items) => serde_json::Value::Array(items.iter().map(canonicalize).collect()),
+        serde_json::Value::Array(items) => {
+            serde_json::Value::Array(items.iter().map(canonicalize).collect())
+        }
         other => other.clone(),
     }
 }

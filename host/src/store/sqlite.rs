@@ -1,8 +1,9 @@
 //! [`SqliteStore`]: the embedded, single-file implementation of [`Store`].
 
 use super::{
-    Approval, ApprovalError, ApprovalId, ApprovalState, Charge, ProfileKind, RESTART_REVOKER, Recovered, SaveProfileError,
-    SavedProfile, StartRunError, Store, StoreError, TraceEvent, TraceFilter, TraceState,
+    Approval, ApprovalError, ApprovalId, ApprovalState, Charge, ProfileKind, RESTART_REVOKER,
+    Recovered, SaveProfileError, SavedProfile, StartRunError, Store, StoreError, TraceEvent,
+    TraceFilter, TraceState,
 };
 use crate::policy::{Catalog, Profile};
 use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
@@ -118,7 +119,10 @@ pub struct SqliteStore {
 }
 
 fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }
 
 fn to_i64(amount: u64) -> Result<i64, StoreError> {
@@ -150,19 +154,30 @@ impl SqliteStore {
         // journal_mode returns a row; query it rather than `pragma_update`.
         let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(StoreError::Corrupt(format!("could not switch to WAL (journal mode {mode})")));
+            return Err(StoreError::Corrupt(format!(
+                "could not switch to WAL (journal mode {mode})"
+            )));
         }
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", true)?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute_batch(SCHEMA)?;
-        let found: Option<i64> = tx.query_row("SELECT MAX(version) FROM schema_version", [], |row| row.get(0))?;
+        let found: Option<i64> =
+            tx.query_row("SELECT MAX(version) FROM schema_version", [], |row| {
+                row.get(0)
+            })?;
         match found {
             None => {
-                tx.execute("INSERT INTO schema_version (version) VALUES (?1)", [SCHEMA_VERSION])?;
+                tx.execute(
+                    "INSERT INTO schema_version (version) VALUES (?1)",
+                    [SCHEMA_VERSION],
+                )?;
             }
             Some(found) if found > SCHEMA_VERSION => {
-                return Err(StoreError::SchemaTooNew { found, supported: SCHEMA_VERSION });
+                return Err(StoreError::SchemaTooNew {
+                    found,
+                    supported: SCHEMA_VERSION,
+                });
             }
             Some(_) => {}
         }
@@ -172,7 +187,11 @@ impl SqliteStore {
         trace_conn.busy_timeout(Duration::from_secs(30))?;
         trace_conn.pragma_update(None, "synchronous", "FULL")?;
         let writer = super::writer::TraceWriter::start(trace_conn)?;
-        Ok(SqliteStore { conn: Mutex::new(conn), writer, broker: Default::default() })
+        Ok(SqliteStore {
+            conn: Mutex::new(conn),
+            writer,
+            broker: Default::default(),
+        })
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {
@@ -185,14 +204,28 @@ impl SqliteStore {
     pub fn integrity_check(&self) -> Result<(), StoreError> {
         let conn = self.lock();
         let result: String = conn.query_row("PRAGMA integrity_check", [], |row| row.get(0))?;
-        if result == "ok" { Ok(()) } else { Err(StoreError::Corrupt(result)) }
+        if result == "ok" {
+            Ok(())
+        } else {
+            Err(StoreError::Corrupt(result))
+        }
     }
 
     fn trace_query(&self, column: &str, value: &str) -> Result<Vec<TraceEvent>, StoreError> {
-        Ok(self.trace_rows(column, value, 0, i64::MAX)?.into_iter().map(|(_, event)| event).collect())
+        Ok(self
+            .trace_rows(column, value, 0, i64::MAX)?
+            .into_iter()
+            .map(|(_, event)| event)
+            .collect())
     }
 
-    fn trace_rows(&self, column: &str, value: &str, after: i64, limit: i64) -> Result<Vec<(i64, TraceEvent)>, StoreError> {
+    fn trace_rows(
+        &self,
+        column: &str,
+        value: &str,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<(i64, TraceEvent)>, StoreError> {
         let conn = self.lock();
         let sql = format!(
             "SELECT seq, session, brand, call_id, tool, state, rule, detail, at_ms FROM trace
@@ -219,12 +252,28 @@ impl SqliteStore {
                 .ok_or_else(|| StoreError::Corrupt(format!("unknown trace state {state:?}")))?;
             let detail = serde_json::from_str(&detail)
                 .map_err(|e| StoreError::Corrupt(format!("trace detail is not JSON: {e}")))?;
-            out.push((seq, TraceEvent { session, brand, call_id, tool, state, rule, detail, at_ms }));
+            out.push((
+                seq,
+                TraceEvent {
+                    session,
+                    brand,
+                    call_id,
+                    tool,
+                    state,
+                    rule,
+                    detail,
+                    at_ms,
+                },
+            ));
         }
         Ok(out)
     }
 
-    fn approvals_query(&self, sql: &str, param: &dyn rusqlite::ToSql) -> Result<Vec<Approval>, StoreError> {
+    fn approvals_query(
+        &self,
+        sql: &str,
+        param: &dyn rusqlite::ToSql,
+    ) -> Result<Vec<Approval>, StoreError> {
         let conn = self.lock();
         let mut stmt = conn.prepare_cached(sql)?;
         let rows = stmt.query_map([param], |row| {
@@ -242,7 +291,17 @@ impl SqliteStore {
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (id, session, tool, args_digest, state, used, decided_by, requested_at_ms, decided_at_ms) = row?;
+            let (
+                id,
+                session,
+                tool,
+                args_digest,
+                state,
+                used,
+                decided_by,
+                requested_at_ms,
+                decided_at_ms,
+            ) = row?;
             let state = ApprovalState::parse(&state)
                 .ok_or_else(|| StoreError::Corrupt(format!("unknown approval state {state:?}")))?;
             out.push(Approval {
@@ -264,12 +323,15 @@ impl SqliteStore {
 /// The session, tool and argument digest approval `id` is for: what its
 /// waiters subscribed to.
 fn approval_key(conn: &Connection, id: ApprovalId) -> rusqlite::Result<(String, String, String)> {
-    conn.query_row("SELECT session, tool, args_digest FROM approvals WHERE id = ?1", [id.0], |row| {
-        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-    })
+    conn.query_row(
+        "SELECT session, tool, args_digest FROM approvals WHERE id = ?1",
+        [id.0],
+        |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+    )
 }
 
-const APPROVAL_COLUMNS: &str = "id, session, tool, args_digest, state, used, decided_by, requested_at_ms, decided_at_ms";
+const APPROVAL_COLUMNS: &str =
+    "id, session, tool, args_digest, state, used, decided_by, requested_at_ms, decided_at_ms";
 
 impl Store for SqliteStore {
     fn record(&self, event: &TraceEvent) -> Result<(), StoreError> {
@@ -283,11 +345,17 @@ impl Store for SqliteStore {
     fn record_all_async<'a>(
         &'a self,
         events: &'a [TraceEvent],
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), StoreError>> + Send + 'a>> {
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), StoreError>> + Send + 'a>>
+    {
         Box::pin(self.writer.write(events))
     }
 
-    fn trace_page(&self, filter: TraceFilter<'_>, after: i64, limit: usize) -> Result<Vec<(i64, TraceEvent)>, StoreError> {
+    fn trace_page(
+        &self,
+        filter: TraceFilter<'_>,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, TraceEvent)>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         match filter {
             TraceFilter::Session(session) => self.trace_rows("session", session, after, limit),
@@ -303,7 +371,12 @@ impl Store for SqliteStore {
         self.trace_query("brand", brand)
     }
 
-    fn request_approval(&self, session: &str, tool: &str, args_digest: &str) -> Result<ApprovalId, StoreError> {
+    fn request_approval(
+        &self,
+        session: &str,
+        tool: &str,
+        args_digest: &str,
+    ) -> Result<ApprovalId, StoreError> {
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute(
@@ -317,8 +390,14 @@ impl Store for SqliteStore {
 
     fn decide(&self, id: ApprovalId, approved: bool, by: &str) -> Result<(), ApprovalError> {
         let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(StoreError::from)?;
-        let state = if approved { ApprovalState::Approved } else { ApprovalState::Denied };
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(StoreError::from)?;
+        let state = if approved {
+            ApprovalState::Approved
+        } else {
+            ApprovalState::Denied
+        };
         let changed = tx
             .execute(
                 "UPDATE approvals SET state = ?1, decided_by = ?2, decided_at_ms = ?3 WHERE id = ?4 AND state = 'pending'",
@@ -332,14 +411,29 @@ impl Store for SqliteStore {
             return Ok(());
         }
         let exists: bool = tx
-            .query_row("SELECT EXISTS (SELECT 1 FROM approvals WHERE id = ?1)", [id.0], |row| row.get(0))
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM approvals WHERE id = ?1)",
+                [id.0],
+                |row| row.get(0),
+            )
             .map_err(StoreError::from)?;
-        Err(if exists { ApprovalError::NotPending(id) } else { ApprovalError::Unknown(id) })
+        Err(if exists {
+            ApprovalError::NotPending(id)
+        } else {
+            ApprovalError::Unknown(id)
+        })
     }
 
-    fn consume_approval(&self, session: &str, tool: &str, args_digest: &str) -> Result<ApprovalId, ApprovalError> {
+    fn consume_approval(
+        &self,
+        session: &str,
+        tool: &str,
+        args_digest: &str,
+    ) -> Result<ApprovalId, ApprovalError> {
         let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(StoreError::from)?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(StoreError::from)?;
         let candidate: Option<i64> = tx
             .query_row(
                 "SELECT id FROM approvals WHERE session = ?1 AND tool = ?2 AND args_digest = ?3
@@ -378,14 +472,17 @@ impl Store for SqliteStore {
                 Some(ApprovalState::Denied) => ApprovalError::Denied,
                 Some(ApprovalState::Revoked) => ApprovalError::Revoked,
                 Some(ApprovalState::Approved) if used => ApprovalError::AlreadyUsed,
-                _ => ApprovalError::Store(StoreError::Corrupt(format!("approval in state {state:?}"))),
+                _ => ApprovalError::Store(StoreError::Corrupt(format!(
+                    "approval in state {state:?}"
+                ))),
             },
         })
     }
 
     fn pending(&self, session: &str) -> Result<Vec<Approval>, StoreError> {
-        let sql =
-            format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE session = ?1 AND state = 'pending' ORDER BY id");
+        let sql = format!(
+            "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE session = ?1 AND state = 'pending' ORDER BY id"
+        );
         self.approvals_query(&sql, &session)
     }
 
@@ -415,7 +512,11 @@ impl Store for SqliteStore {
              WHERE id = ?3 AND used = 0 AND state IN ('pending', 'approved')",
             params![by, now_ms(), id.0],
         )?;
-        let key = if changed == 1 { Some(approval_key(&tx, id)?) } else { None };
+        let key = if changed == 1 {
+            Some(approval_key(&tx, id)?)
+        } else {
+            None
+        };
         tx.commit()?;
         if let Some((session, tool, digest)) = key {
             self.broker.ring(&session, &tool, &digest);
@@ -442,7 +543,15 @@ impl Store for SqliteStore {
         let inserted = tx.execute(
             "INSERT INTO charges (idempotency_key, run_id, connector, brand, day, amount, at_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (idempotency_key) DO NOTHING",
-            params![idempotency_key, run_id, connector, brand, day, signed, now_ms()],
+            params![
+                idempotency_key,
+                run_id,
+                connector,
+                brand,
+                day,
+                signed,
+                now_ms()
+            ],
         )?;
         if inserted == 1 {
             tx.commit()?;
@@ -454,15 +563,20 @@ impl Store for SqliteStore {
             params![idempotency_key, run_id, connector, brand, day, signed],
             |row| row.get(0),
         )?;
-        if same { Ok(false) } else { Err(StoreError::IdempotencyConflict(idempotency_key.to_owned())) }
+        if same {
+            Ok(false)
+        } else {
+            Err(StoreError::IdempotencyConflict(idempotency_key.to_owned()))
+        }
     }
 
     fn spent_in_run(&self, run_id: &str) -> Result<u64, StoreError> {
         let conn = self.lock();
-        let total: i64 =
-            conn.query_row("SELECT COALESCE(SUM(amount), 0) FROM charges WHERE run_id = ?1", [run_id], |row| {
-                row.get(0)
-            })?;
+        let total: i64 = conn.query_row(
+            "SELECT COALESCE(SUM(amount), 0) FROM charges WHERE run_id = ?1",
+            [run_id],
+            |row| row.get(0),
+        )?;
         to_u64(total)
     }
 
@@ -482,12 +596,26 @@ impl Store for SqliteStore {
             "SELECT idempotency_key, run_id, connector, brand, day, amount FROM charges WHERE run_id = ?1 ORDER BY seq",
         )?;
         let rows = stmt.query_map([run_id], |row| {
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get::<_, i64>(5)?))
+            Ok((
+                row.get(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+                row.get(4)?,
+                row.get::<_, i64>(5)?,
+            ))
         })?;
         let mut out = Vec::new();
         for row in rows {
             let (idempotency_key, run_id, connector, brand, day, amount) = row?;
-            out.push(Charge { idempotency_key, run_id, connector, brand, day, amount: to_u64(amount)? });
+            out.push(Charge {
+                idempotency_key,
+                run_id,
+                connector,
+                brand,
+                day,
+                amount: to_u64(amount)?,
+            });
         }
         Ok(out)
     }
@@ -506,9 +634,15 @@ impl Store for SqliteStore {
         }
         let (run_signed, day_signed) = (to_i64(per_run)?, to_i64(per_day)?);
         let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(StoreError::from)?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(StoreError::from)?;
         let exists: bool = tx
-            .query_row("SELECT EXISTS (SELECT 1 FROM runs WHERE run_id = ?1)", [run_id], |row| row.get(0))
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM runs WHERE run_id = ?1)",
+                [run_id],
+                |row| row.get(0),
+            )
             .map_err(StoreError::from)?;
         if exists {
             return Err(StoreError::RunExists(run_id.to_owned()).into());
@@ -532,7 +666,15 @@ impl Store for SqliteStore {
         tx.execute(
             "INSERT INTO runs (run_id, brand, connector, day, per_run, per_day, started_at_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![run_id, brand, connector, day, run_signed, day_signed, now_ms()],
+            params![
+                run_id,
+                brand,
+                connector,
+                day,
+                run_signed,
+                day_signed,
+                now_ms()
+            ],
         )
         .map_err(StoreError::from)?;
         tx.commit().map_err(StoreError::from)?;
@@ -556,17 +698,33 @@ impl Store for SqliteStore {
     fn end_live_runs(&self, at_ms: i64) -> Result<usize, StoreError> {
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let ended = tx.execute("UPDATE runs SET ended = 1, ended_at_ms = ?1 WHERE ended = 0", params![at_ms])?;
+        let ended = tx.execute(
+            "UPDATE runs SET ended = 1, ended_at_ms = ?1 WHERE ended = 0",
+            params![at_ms],
+        )?;
         tx.commit()?;
         Ok(ended)
     }
 
-    fn put_connection(&self, brand: &str, connector: &str, secret: &str, key: &[u8; 32]) -> Result<(), StoreError> {
+    fn put_connection(
+        &self,
+        brand: &str,
+        connector: &str,
+        secret: &str,
+        key: &[u8; 32],
+    ) -> Result<(), StoreError> {
         let cipher = ChaCha20Poly1305::new(Key::from_slice(key));
         let nonce = ChaCha20Poly1305::generate_nonce(&mut OsRng);
         let aad = aad(brand, connector);
-        let ciphertext =
-            cipher.encrypt(&nonce, Payload { msg: secret.as_bytes(), aad: &aad }).map_err(|_| StoreError::Encrypt)?;
+        let ciphertext = cipher
+            .encrypt(
+                &nonce,
+                Payload {
+                    msg: secret.as_bytes(),
+                    aad: &aad,
+                },
+            )
+            .map_err(|_| StoreError::Encrypt)?;
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute(
@@ -580,7 +738,12 @@ impl Store for SqliteStore {
         Ok(())
     }
 
-    fn get_connection(&self, brand: &str, connector: &str, key: &[u8; 32]) -> Result<Option<String>, StoreError> {
+    fn get_connection(
+        &self,
+        brand: &str,
+        connector: &str,
+        key: &[u8; 32],
+    ) -> Result<Option<String>, StoreError> {
         let row: Option<(Vec<u8>, Vec<u8>, bool)> = {
             let conn = self.lock();
             conn.query_row(
@@ -590,20 +753,33 @@ impl Store for SqliteStore {
             )
             .optional()?
         };
-        let Some((nonce, ciphertext, disabled)) = row else { return Ok(None) };
+        let Some((nonce, ciphertext, disabled)) = row else {
+            return Ok(None);
+        };
         if disabled {
             return Ok(None);
         }
-        let decrypt_error = || StoreError::Decrypt { brand: brand.to_owned(), connector: connector.to_owned() };
+        let decrypt_error = || StoreError::Decrypt {
+            brand: brand.to_owned(),
+            connector: connector.to_owned(),
+        };
         if nonce.len() != 12 {
             return Err(decrypt_error());
         }
         let cipher = ChaCha20Poly1305::new(Key::from_slice(key));
         let aad = aad(brand, connector);
         let plain = cipher
-            .decrypt(Nonce::from_slice(&nonce), Payload { msg: &ciphertext, aad: &aad })
+            .decrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: &ciphertext,
+                    aad: &aad,
+                },
+            )
             .map_err(|_| decrypt_error())?;
-        String::from_utf8(plain).map(Some).map_err(|_| decrypt_error())
+        String::from_utf8(plain)
+            .map(Some)
+            .map_err(|_| decrypt_error())
     }
 
     fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, StoreError> {
@@ -617,7 +793,12 @@ impl Store for SqliteStore {
         Ok(changed == 1)
     }
 
-    fn share_connection(&self, owner_brand: &str, connector: &str, with_brand: &str) -> Result<(), StoreError> {
+    fn share_connection(
+        &self,
+        owner_brand: &str,
+        connector: &str,
+        with_brand: &str,
+    ) -> Result<(), StoreError> {
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute(
@@ -629,7 +810,12 @@ impl Store for SqliteStore {
         Ok(())
     }
 
-    fn unshare_connection(&self, owner_brand: &str, connector: &str, with_brand: &str) -> Result<bool, StoreError> {
+    fn unshare_connection(
+        &self,
+        owner_brand: &str,
+        connector: &str,
+        with_brand: &str,
+    ) -> Result<bool, StoreError> {
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let changed = tx.execute(
@@ -658,9 +844,12 @@ impl Store for SqliteStore {
         catalog: &Catalog,
     ) -> Result<(), SaveProfileError> {
         kind.validate(profile, catalog)?;
-        let body = serde_json::to_string(profile).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let body =
+            serde_json::to_string(profile).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(StoreError::from)?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(StoreError::from)?;
         tx.execute(
             "INSERT INTO profiles (brand, name, kind, body, updated_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT (brand, name) DO UPDATE SET
@@ -675,28 +864,37 @@ impl Store for SqliteStore {
     fn load_profile(&self, brand: &str, name: &str) -> Result<Option<SavedProfile>, StoreError> {
         let row: Option<(String, String)> = {
             let conn = self.lock();
-            conn.query_row("SELECT kind, body FROM profiles WHERE brand = ?1 AND name = ?2", [brand, name], |row| {
-                Ok((row.get(0)?, row.get(1)?))
-            })
+            conn.query_row(
+                "SELECT kind, body FROM profiles WHERE brand = ?1 AND name = ?2",
+                [brand, name],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
             .optional()?
         };
-        row.map(|(kind, body)| decode_profile(&kind, &body)).transpose()
+        row.map(|(kind, body)| decode_profile(&kind, &body))
+            .transpose()
     }
 
     fn list_profiles(&self, brand: &str) -> Result<Vec<SavedProfile>, StoreError> {
         let rows: Vec<(String, String)> = {
             let conn = self.lock();
-            let mut stmt = conn.prepare_cached("SELECT kind, body FROM profiles WHERE brand = ?1 ORDER BY name")?;
+            let mut stmt = conn
+                .prepare_cached("SELECT kind, body FROM profiles WHERE brand = ?1 ORDER BY name")?;
             let rows = stmt.query_map([brand], |row| Ok((row.get(0)?, row.get(1)?)))?;
             rows.collect::<Result<Vec<_>, _>>()?
         };
-        rows.iter().map(|(kind, body)| decode_profile(kind, body)).collect()
+        rows.iter()
+            .map(|(kind, body)| decode_profile(kind, body))
+            .collect()
     }
 
     fn delete_profile(&self, brand: &str, name: &str) -> Result<bool, StoreError> {
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let changed = tx.execute("DELETE FROM profiles WHERE brand = ?1 AND name = ?2", [brand, name])?;
+        let changed = tx.execute(
+            "DELETE FROM profiles WHERE brand = ?1 AND name = ?2",
+            [brand, name],
+        )?;
         tx.commit()?;
         Ok(changed == 1)
     }
@@ -704,14 +902,22 @@ impl Store for SqliteStore {
     fn reviewed_digest(&self, connector: &str, tool: &str) -> Result<Option<String>, StoreError> {
         let conn = self.lock();
         let digest = conn
-            .query_row("SELECT digest FROM tool_reviews WHERE connector = ?1 AND tool = ?2", [connector, tool], |row| {
-                row.get(0)
-            })
+            .query_row(
+                "SELECT digest FROM tool_reviews WHERE connector = ?1 AND tool = ?2",
+                [connector, tool],
+                |row| row.get(0),
+            )
             .optional()?;
         Ok(digest)
     }
 
-    fn approve_tool(&self, connector: &str, tool: &str, digest: &str, by: &str) -> Result<(), StoreError> {
+    fn approve_tool(
+        &self,
+        connector: &str,
+        tool: &str,
+        digest: &str,
+        by: &str,
+    ) -> Result<(), StoreError> {
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute(
@@ -734,7 +940,14 @@ impl Store for SqliteStore {
         // A call is a (session, call_id) with a `requested` event (session-level
         // events share the call_id "session" and are never requested); it is
         // open when its last event is not terminal.
-        let open: Vec<(String, String, String, Option<String>, String, Option<String>)> = {
+        let open: Vec<(
+            String,
+            String,
+            String,
+            Option<String>,
+            String,
+            Option<String>,
+        )> = {
             let mut stmt = tx.prepare(
                 "SELECT t.session, t.brand, t.call_id, t.tool, t.state, t.rule FROM trace t
                  JOIN (SELECT MAX(seq) AS last FROM trace WHERE call_id IS NOT NULL
@@ -742,7 +955,16 @@ impl Store for SqliteStore {
                  WHERE t.state NOT IN ('result', 'denied', 'permission_denied', 'interrupted')
                  ORDER BY t.seq",
             )?;
-            let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?)))?;
+            let rows = stmt.query_map([], |row| {
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                    row.get(5)?,
+                ))
+            })?;
             rows.collect::<Result<Vec<_>, _>>()?
         };
         let mut calls_maybe_run = 0;
@@ -762,17 +984,31 @@ impl Store for SqliteStore {
                     "last_rule": last_rule,
                     "may_have_run": may_have_run,
                 });
-                insert.execute(params![session, brand, call_id, tool, TraceState::Interrupted.as_str(), detail.to_string(), at_ms])?;
+                insert.execute(params![
+                    session,
+                    brand,
+                    call_id,
+                    tool,
+                    TraceState::Interrupted.as_str(),
+                    detail.to_string(),
+                    at_ms
+                ])?;
             }
         }
         tx.commit()?;
         self.broker.ring_all();
-        Ok(Recovered { approvals_revoked, calls_interrupted: open.len(), calls_maybe_run })
+        Ok(Recovered {
+            approvals_revoked,
+            calls_interrupted: open.len(),
+            calls_maybe_run,
+        })
     }
 }
 
 fn decode_profile(kind: &str, body: &str) -> Result<SavedProfile, StoreError> {
-    let kind = ProfileKind::parse(kind).ok_or_else(|| StoreError::Corrupt(format!("unknown profile kind {kind:?}")))?;
-    let profile = serde_json::from_str(body).map_err(|e| StoreError::Corrupt(format!("stored profile: {e}")))?;
+    let kind = ProfileKind::parse(kind)
+        .ok_or_else(|| StoreError::Corrupt(format!("unknown profile kind {kind:?}")))?;
+    let profile = serde_json::from_str(body)
+        .map_err(|e| StoreError::Corrupt(format!("stored profile: {e}")))?;
     Ok(SavedProfile { kind, profile })
 }

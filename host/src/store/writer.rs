@@ -68,7 +68,10 @@ impl TraceWriter {
             .name("scout-trace-writer".into())
             .spawn(move || write_loop(conn, batches))
             .map_err(|e| StoreError::Write(format!("cannot start the trace writer: {e}")))?;
-        Ok(TraceWriter { queue: Some(queue), thread: Some(thread) })
+        Ok(TraceWriter {
+            queue: Some(queue),
+            thread: Some(thread),
+        })
     }
 
     /// Writes `events` in order, all or none, and returns once they are durable.
@@ -95,7 +98,8 @@ impl TraceWriter {
                 tool: event.tool.clone(),
                 state: event.state.as_str(),
                 rule: event.rule.clone(),
-                detail: serde_json::to_string(&event.detail).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                detail: serde_json::to_string(&event.detail)
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))?,
                 at_ms: event.at_ms,
             });
         }
@@ -131,7 +135,9 @@ fn write_loop(mut conn: Connection, batches: mpsc::Receiver<Batch>) {
             Ok(()) => group.into_iter().for_each(|b| b.reply.send(Ok(()))),
             // One batch may be what failed (a constraint, a trigger): the
             // others are retried alone and keep their own outcome.
-            Err(e) if group.len() == 1 => group.into_iter().for_each(|b| b.reply.send(Err(e.clone()))),
+            Err(e) if group.len() == 1 => {
+                group.into_iter().for_each(|b| b.reply.send(Err(e.clone())))
+            }
             Err(_) => {
                 for batch in group {
                     let outcome = commit(&mut conn, std::iter::once(&batch.rows));
@@ -142,7 +148,10 @@ fn write_loop(mut conn: Connection, batches: mpsc::Receiver<Batch>) {
     }
 }
 
-fn commit<'a>(conn: &mut Connection, batches: impl Iterator<Item = &'a Vec<Row>>) -> Result<(), String> {
+fn commit<'a>(
+    conn: &mut Connection,
+    batches: impl Iterator<Item = &'a Vec<Row>>,
+) -> Result<(), String> {
     let run = |conn: &mut Connection| -> rusqlite::Result<()> {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
@@ -151,7 +160,16 @@ fn commit<'a>(conn: &mut Connection, batches: impl Iterator<Item = &'a Vec<Row>>
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?;
             for row in batches.flat_map(|rows| rows.iter()) {
-                insert.execute(params![row.session, row.brand, row.call_id, row.tool, row.state, row.rule, row.detail, row.at_ms])?;
+                insert.execute(params![
+                    row.session,
+                    row.brand,
+                    row.call_id,
+                    row.tool,
+                    row.state,
+                    row.rule,
+                    row.detail,
+                    row.at_ms
+                ])?;
             }
         }
         tx.commit()

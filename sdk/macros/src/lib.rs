@@ -30,7 +30,10 @@ pub fn embed_manifest(input: TokenStream) -> TokenStream {
     let bytes = proc_macro2::Literal::byte_string(json.as_bytes());
     let len = json.len();
     // Rebuild when the WIT changes.
-    let tracked: Vec<String> = wit_files(&dir).into_iter().map(|p| p.display().to_string()).collect();
+    let tracked: Vec<String> = wit_files(&dir)
+        .into_iter()
+        .map(|p| p.display().to_string())
+        .collect();
     quote! {
         #[cfg(target_family = "wasm")]
         #[unsafe(link_section = #SECTION)]

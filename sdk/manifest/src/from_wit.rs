@@ -1,6 +1,8 @@
 //! Building a manifest from WIT source, at the connector's compile time.
 
-use crate::policy::{TOOL_KEYS, WORLD_KEYS, parse_tool_lines, parse_world_lines, split_policy_lines};
+use crate::policy::{
+    TOOL_KEYS, WORLD_KEYS, parse_tool_lines, parse_world_lines, split_policy_lines,
+};
 use crate::{Effect, FORMAT, Manifest, ManifestError, parse_world_docs};
 use std::path::Path;
 use wit_parser::{Resolve, WorldItem, WorldKey};
@@ -14,7 +16,9 @@ impl Manifest {
     /// every function in them has a doc comment.
     pub fn from_wit_dir(dir: &Path) -> Result<Manifest, ManifestError> {
         let mut resolve = Resolve::default();
-        let (package, _files) = resolve.push_dir(dir).map_err(|e| ManifestError::Wit(format!("{e:#}")))?;
+        let (package, _files) = resolve
+            .push_dir(dir)
+            .map_err(|e| ManifestError::Wit(format!("{e:#}")))?;
         let pkg = &resolve.packages[package];
         let world_id = match pkg.worlds.len() {
             1 => *pkg.worlds.values().next().expect("one world"),
@@ -26,11 +30,15 @@ impl Manifest {
             }
         };
         let world = &resolve.worlds[world_id];
-        let (world_docs, world_lines) = split_policy_lines(world.docs.contents.as_deref().unwrap_or(""), &WORLD_KEYS);
+        let (world_docs, world_lines) =
+            split_policy_lines(world.docs.contents.as_deref().unwrap_or(""), &WORLD_KEYS);
         let billing = parse_world_lines(&world_lines)?;
         let (description, withheld) = parse_world_docs(&world_docs)?;
         if description.is_empty() {
-            return Err(ManifestError::Rule(format!("world `{}` needs a doc comment describing the connector", world.name)));
+            return Err(ManifestError::Rule(format!(
+                "world `{}` needs a doc comment describing the connector",
+                world.name
+            )));
         }
 
         let mut tools = Vec::new();
@@ -45,7 +53,9 @@ impl Manifest {
                 };
                 let iface = &resolve.interfaces[*id];
                 let name = match (key, &iface.name) {
-                    (WorldKey::Interface(_), Some(name)) if iface.package == Some(package) => name.as_str(),
+                    (WorldKey::Interface(_), Some(name)) if iface.package == Some(package) => {
+                        name.as_str()
+                    }
                     _ => {
                         return Err(ManifestError::Rule(format!(
                             "world `{}` exports `{}`: a connector exports only its own `read-tools` and `write-tools`",
@@ -65,9 +75,12 @@ impl Manifest {
                     }
                 }
                 for (fname, func) in &iface.functions {
-                    let (description, lines) = split_policy_lines(func.docs.contents.as_deref().unwrap_or(""), &TOOL_KEYS);
+                    let (description, lines) =
+                        split_policy_lines(func.docs.contents.as_deref().unwrap_or(""), &TOOL_KEYS);
                     if description.is_empty() {
-                        return Err(ManifestError::Rule(format!("tool `{name}.{fname}` needs a doc comment")));
+                        return Err(ManifestError::Rule(format!(
+                            "tool `{name}.{fname}` needs a doc comment"
+                        )));
                     }
                     let mut doc = parse_tool_lines(fname, effect, &lines)?;
                     doc.description = description;
@@ -76,13 +89,21 @@ impl Manifest {
             }
         }
         if tools.is_empty() {
-            return Err(ManifestError::Rule(format!("world `{}` exports no tools", world.name)));
+            return Err(ManifestError::Rule(format!(
+                "world `{}` exports no tools",
+                world.name
+            )));
         }
         let manifest = Manifest {
             format: FORMAT,
             connector: pkg.name.name.clone(),
             namespace: pkg.name.namespace.clone(),
-            version: pkg.name.version.as_ref().map(|v| v.to_string()).unwrap_or_default(),
+            version: pkg
+                .name
+                .version
+                .as_ref()
+                .map(|v| v.to_string())
+                .unwrap_or_default(),
             description,
             tools,
             withheld,

@@ -162,7 +162,12 @@ impl Manifest {
 
     /// The wire name of a tool: `github` + `read-file` = `github_read_file`.
     pub fn wire_name(&self, function: &str) -> String {
-        match self.tools.iter().find(|t| t.function == function).and_then(|t| t.name.as_ref()) {
+        match self
+            .tools
+            .iter()
+            .find(|t| t.function == function)
+            .and_then(|t| t.name.as_ref())
+        {
             Some(name) => name.clone(),
             None => wire_name(&self.connector, function),
         }
@@ -172,7 +177,11 @@ impl Manifest {
 /// The wire name of a connector's tool, as the seed names it:
 /// connector `github`, function `read-file` -> `github_read_file`.
 pub fn wire_name(connector: &str, function: &str) -> String {
-    format!("{}_{}", connector.replace('-', "_"), function.replace('-', "_"))
+    format!(
+        "{}_{}",
+        connector.replace('-', "_"),
+        function.replace('-', "_")
+    )
 }
 
 /// Splits a world's doc comment into its description and WITHHELD list.
@@ -198,7 +207,9 @@ pub fn parse_world_docs(docs: &str) -> Result<(String, Vec<Withheld>), ManifestE
         }
         if let Some(bullet) = trimmed.strip_prefix("- ") {
             let (effect, reason) = bullet.split_once(':').ok_or_else(|| {
-                ManifestError::Rule(format!("withheld entry `{bullet}` is not `- effect: reason`"))
+                ManifestError::Rule(format!(
+                    "withheld entry `{bullet}` is not `- effect: reason`"
+                ))
             })?;
             let (effect, reason) = (effect.trim(), reason.trim());
             if effect.is_empty() || reason.is_empty() {
@@ -206,7 +217,10 @@ pub fn parse_world_docs(docs: &str) -> Result<(String, Vec<Withheld>), ManifestE
                     "withheld entry `{bullet}` needs both an effect and a reason"
                 )));
             }
-            withheld.push(Withheld { effect: effect.to_string(), reason: reason.to_string() });
+            withheld.push(Withheld {
+                effect: effect.to_string(),
+                reason: reason.to_string(),
+            });
         } else if let Some(last) = withheld.last_mut() {
             last.reason.push(' ');
             last.reason.push_str(trimmed);

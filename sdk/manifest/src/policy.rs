@@ -41,7 +41,14 @@ use crate::{Effect, Manifest, ManifestError, ToolDoc};
 use serde::{Deserialize, Serialize};
 
 /// Keys of a tool's policy lines.
-pub const TOOL_KEYS: [&str; 6] = ["Route", "Grantable", "Gate", "Registers", "Name", "Reads-from"];
+pub const TOOL_KEYS: [&str; 6] = [
+    "Route",
+    "Grantable",
+    "Gate",
+    "Registers",
+    "Name",
+    "Reads-from",
+];
 /// Keys of a world's policy lines.
 pub const WORLD_KEYS: [&str; 1] = ["Billing"];
 
@@ -121,7 +128,13 @@ pub struct Route {
 impl Route {
     /// A route to the connector's own origin, without qualifier.
     pub fn new(method: RouteMethod, path: impl Into<String>) -> Route {
-        Route { destination: None, method, path: path.into(), read_only: false, graphql: None }
+        Route {
+            destination: None,
+            method,
+            path: path.into(),
+            read_only: false,
+            graphql: None,
+        }
     }
 
     /// The names of its `{name:encoded}` parameters' segments, by index
@@ -202,7 +215,9 @@ impl std::fmt::Display for Gate {
             Gate::Open => f.write_str("open"),
             Gate::Approval { switch: None } => f.write_str("approval"),
             Gate::Approval { switch: Some(s) } => write!(f, "approval, switch {s}"),
-            Gate::MutationsNeedApproval { switch } => write!(f, "mutations-need-approval, switch {switch}"),
+            Gate::MutationsNeedApproval { switch } => {
+                write!(f, "mutations-need-approval, switch {switch}")
+            }
         }
     }
 }
@@ -239,13 +254,18 @@ fn rule(message: String) -> ManifestError {
 }
 
 /// Splits a doc comment into its prose and its `Key: value` lines for `keys`.
-pub fn split_policy_lines<'a>(docs: &'a str, keys: &[&'static str]) -> (String, Vec<(&'static str, &'a str)>) {
+pub fn split_policy_lines<'a>(
+    docs: &'a str,
+    keys: &[&'static str],
+) -> (String, Vec<(&'static str, &'a str)>) {
     let mut prose = Vec::new();
     let mut lines = Vec::new();
     for line in docs.lines() {
         let trimmed = line.trim();
         let key = keys.iter().find(|k| {
-            trimmed.strip_prefix(**k).is_some_and(|rest| rest.starts_with(':'))
+            trimmed
+                .strip_prefix(**k)
+                .is_some_and(|rest| rest.starts_with(':'))
         });
         match key {
             Some(k) => lines.push((*k, trimmed[k.len() + 1..].trim())),
@@ -256,7 +276,11 @@ pub fn split_policy_lines<'a>(docs: &'a str, keys: &[&'static str]) -> (String, 
 }
 
 /// The policy facts of one tool, parsed from its doc comment's lines.
-pub fn parse_tool_lines(tool: &str, effect: Effect, lines: &[(&str, &str)]) -> Result<ToolDoc, ManifestError> {
+pub fn parse_tool_lines(
+    tool: &str,
+    effect: Effect,
+    lines: &[(&str, &str)],
+) -> Result<ToolDoc, ManifestError> {
     let mut doc = ToolDoc {
         function: tool.to_string(),
         effect,
@@ -284,7 +308,11 @@ pub fn parse_tool_lines(tool: &str, effect: Effect, lines: &[(&str, &str)]) -> R
                 doc.grantable = match *value {
                     "yes" => true,
                     "no" => false,
-                    other => return Err(rule(format!("tool `{tool}`: `Grantable: {other}` must be `yes` or `no`"))),
+                    other => {
+                        return Err(rule(format!(
+                            "tool `{tool}`: `Grantable: {other}` must be `yes` or `no`"
+                        )));
+                    }
                 };
             }
             "Gate" => {
@@ -299,7 +327,9 @@ pub fn parse_tool_lines(tool: &str, effect: Effect, lines: &[(&str, &str)]) -> R
                 once(&mut seen_name, key)?;
                 let name = value.trim();
                 if !is_wire_name(name) {
-                    return Err(rule(format!("tool `{tool}`: `Name: {name}` must be lower-case letters, digits and `_`, starting with a letter")));
+                    return Err(rule(format!(
+                        "tool `{tool}`: `Name: {name}` must be lower-case letters, digits and `_`, starting with a letter"
+                    )));
                 }
                 doc.name = Some(name.to_string());
             }
@@ -307,15 +337,23 @@ pub fn parse_tool_lines(tool: &str, effect: Effect, lines: &[(&str, &str)]) -> R
                 once(&mut seen_reads_from, key)?;
                 for peer in value.split(',').map(str::trim) {
                     if !is_destination(peer) {
-                        return Err(rule(format!("tool `{tool}`: `Reads-from:` names `{peer}`, which is not a connector name")));
+                        return Err(rule(format!(
+                            "tool `{tool}`: `Reads-from:` names `{peer}`, which is not a connector name"
+                        )));
                     }
                     if doc.reads_from.iter().any(|p| p == peer) {
-                        return Err(rule(format!("tool `{tool}`: `Reads-from:` names `{peer}` twice")));
+                        return Err(rule(format!(
+                            "tool `{tool}`: `Reads-from:` names `{peer}` twice"
+                        )));
                     }
                     doc.reads_from.push(peer.to_string());
                 }
             }
-            other => return Err(rule(format!("tool `{tool}`: unknown policy line `{other}:`"))),
+            other => {
+                return Err(rule(format!(
+                    "tool `{tool}`: unknown policy line `{other}:`"
+                )));
+            }
         }
     }
     if effect == Effect::Write {
@@ -340,7 +378,11 @@ pub fn parse_world_lines(lines: &[(&str, &str)]) -> Result<Option<Billing>, Mani
             "none" => None,
             "credits" => Some(Billing::Credits),
             "usd" => Some(Billing::Usd),
-            other => return Err(rule(format!("`Billing: {other}` must be `none`, `credits` or `usd`"))),
+            other => {
+                return Err(rule(format!(
+                    "`Billing: {other}` must be `none`, `credits` or `usd`"
+                )));
+            }
         };
     }
     Ok(billing)
@@ -350,8 +392,12 @@ pub fn parse_world_lines(lines: &[(&str, &str)]) -> Result<Option<Billing>, Mani
 fn verb_parameter(segment: &str) -> Option<(&str, &str)> {
     let rest = segment.strip_prefix('{')?;
     let (name, verb) = rest.split_once("}:")?;
-    let ok_name = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    let ok_verb = verb.starts_with(|c: char| c.is_ascii_alphabetic()) && verb.chars().all(|c| c.is_ascii_alphanumeric());
+    let ok_name = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    let ok_verb = verb.starts_with(|c: char| c.is_ascii_alphabetic())
+        && verb.chars().all(|c| c.is_ascii_alphanumeric());
     (ok_name && ok_verb).then_some((name, verb))
 }
 
@@ -359,14 +405,18 @@ fn verb_parameter(segment: &str) -> Option<(&str, &str)> {
 fn is_wire_name(name: &str) -> bool {
     name.len() <= 64
         && name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
 /// A destination or connector name: `[a-z][a-z0-9-]*`, at most 40 bytes.
 pub fn is_destination(name: &str) -> bool {
     name.len() <= 40
         && name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
 fn parse_route(tool: &str, value: &str) -> Result<Route, ManifestError> {
@@ -393,18 +443,28 @@ fn parse_route(tool: &str, value: &str) -> Result<Route, ManifestError> {
     let mut destination = None;
     if first.starts_with(|c: char| c.is_ascii_lowercase()) {
         if !is_destination(first) {
-            return Err(rule(format!("tool `{tool}`: route destination `{first}` must be `[a-z][a-z0-9-]*`")));
+            return Err(rule(format!(
+                "tool `{tool}`: route destination `{first}` must be `[a-z][a-z0-9-]*`"
+            )));
         }
         destination = Some(first.to_string());
         first = words.next().unwrap_or_default();
     }
     let (Some(path), None) = (words.next(), words.next()) else {
-        return Err(rule(format!("tool `{tool}`: `Route: {value}` must be `[DESTINATION] METHOD /path`")));
+        return Err(rule(format!(
+            "tool `{tool}`: `Route: {value}` must be `[DESTINATION] METHOD /path`"
+        )));
     };
     let method = RouteMethod::parse(first).ok_or_else(|| {
         rule(format!("tool `{tool}`: route method `{first}` is not one of GET, HEAD, POST, PUT, PATCH, DELETE"))
     })?;
-    let route = Route { destination, method, path: path.to_string(), read_only, graphql };
+    let route = Route {
+        destination,
+        method,
+        path: path.to_string(),
+        read_only,
+        graphql,
+    };
     check_template(tool, &route.path)?;
     Ok(route)
 }
@@ -412,10 +472,14 @@ fn parse_route(tool: &str, value: &str) -> Result<Route, ManifestError> {
 fn parse_switch(tool: &str, text: &str) -> Result<String, ManifestError> {
     let name = text.trim();
     let ok = !name.is_empty()
-        && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
         && name.starts_with(|c: char| c.is_ascii_uppercase());
     if !ok {
-        return Err(rule(format!("tool `{tool}`: switch `{name}` must be an environment variable name (A-Z, 0-9, _)")));
+        return Err(rule(format!(
+            "tool `{tool}`: switch `{name}` must be an environment variable name (A-Z, 0-9, _)"
+        )));
     }
     Ok(name.to_string())
 }
@@ -429,16 +493,20 @@ fn parse_gate(tool: &str, value: &str) -> Result<Gate, ManifestError> {
         None => None,
         Some(r) => match r.strip_prefix("switch ") {
             Some(name) => Some(parse_switch(tool, name)?),
-            None => return Err(rule(format!("tool `{tool}`: after `Gate: {kind},` write `switch NAME`"))),
+            None => {
+                return Err(rule(format!(
+                    "tool `{tool}`: after `Gate: {kind},` write `switch NAME`"
+                )));
+            }
         },
     };
     match (kind, switch) {
         ("open", None) => Ok(Gate::Open),
         ("approval", switch) => Ok(Gate::Approval { switch }),
         ("mutations-need-approval", Some(switch)) => Ok(Gate::MutationsNeedApproval { switch }),
-        ("mutations-need-approval", None) => {
-            Err(rule(format!("tool `{tool}`: `mutations-need-approval` names its switch: `Gate: mutations-need-approval, switch NAME`")))
-        }
+        ("mutations-need-approval", None) => Err(rule(format!(
+            "tool `{tool}`: `mutations-need-approval` names its switch: `Gate: mutations-need-approval, switch NAME`"
+        ))),
         ("open", Some(_)) => Err(rule(format!("tool `{tool}`: an open gate has no switch"))),
         (other, _) => Err(rule(format!(
             "tool `{tool}`: `Gate: {other}` must be `open`, `approval` or `mutations-need-approval`"
@@ -463,7 +531,9 @@ fn parse_registers(tool: &str, value: &str) -> Result<Registers, ManifestError> 
 /// a request path may hold, no dot segment), `{name}`, or a last `{*name}`.
 fn check_template(tool: &str, path: &str) -> Result<(), ManifestError> {
     let bad = |why: &str| rule(format!("tool `{tool}`: route path `{path}` {why}"));
-    let Some(rest) = path.strip_prefix('/') else { return Err(bad("must start with `/`")) };
+    let Some(rest) = path.strip_prefix('/') else {
+        return Err(bad("must start with `/`"));
+    };
     if rest.is_empty() {
         return Ok(());
     }
@@ -484,8 +554,14 @@ fn check_template(tool: &str, path: &str) -> Result<(), ManifestError> {
                 Some(n) => (true, n),
                 None => (false, inner.strip_suffix(":encoded").unwrap_or(inner)),
             };
-            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-                return Err(bad("has a parameter that is not `{name}`, `{name}:verb`, `{name:encoded}` or `{*name}`"));
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                return Err(bad(
+                    "has a parameter that is not `{name}`, `{name}:verb`, `{name:encoded}` or `{*name}`",
+                ));
             }
             if catch_all && i + 1 != segments.len() {
                 return Err(bad("has `{*name}` before its last segment"));
@@ -498,11 +574,13 @@ fn check_template(tool: &str, path: &str) -> Result<(), ManifestError> {
         if *segment == "." || *segment == ".." {
             return Err(bad("has a dot segment"));
         }
-        let literal_ok = segment.chars().all(|c| {
-            c.is_ascii_alphanumeric() || "-._~!$&'()+,=:%".contains(c)
-        });
+        let literal_ok = segment
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-._~!$&'()+,=:%".contains(c));
         if !literal_ok {
-            return Err(bad("has a character a literal segment may not hold (`{`, `}`, `;`, `*`, `?`, `#`, space...)"));
+            return Err(bad(
+                "has a character a literal segment may not hold (`{`, `}`, `;`, `*`, `?`, `#`, space...)",
+            ));
         }
     }
     Ok(())
@@ -521,17 +599,26 @@ impl Manifest {
             if let Some(wire) = &tool.name
                 && !is_wire_name(wire)
             {
-                return Err(rule(format!("tool `{name}`: wire name `{wire}` must be lower-case letters, digits and `_`")));
+                return Err(rule(format!(
+                    "tool `{name}`: wire name `{wire}` must be lower-case letters, digits and `_`"
+                )));
             }
             if !wire_names.insert(self.wire_name(name)) {
-                return Err(rule(format!("two tools have the wire name `{}`", self.wire_name(name))));
+                return Err(rule(format!(
+                    "two tools have the wire name `{}`",
+                    self.wire_name(name)
+                )));
             }
             if !tool.reads_from.is_empty() && tool.effect != Effect::Read {
-                return Err(rule(format!("write tool `{name}` has `Reads-from:`: only a read tool reads other connectors")));
+                return Err(rule(format!(
+                    "write tool `{name}` has `Reads-from:`: only a read tool reads other connectors"
+                )));
             }
             for peer in &tool.reads_from {
                 if !is_destination(peer) || *peer == self.connector {
-                    return Err(rule(format!("tool `{name}`: `Reads-from: {peer}` must name another connector")));
+                    return Err(rule(format!(
+                        "tool `{name}`: `Reads-from: {peer}` must name another connector"
+                    )));
                 }
             }
             for route in &tool.routes {
@@ -539,19 +626,26 @@ impl Manifest {
                 if let Some(d) = &route.destination
                     && !is_destination(d)
                 {
-                    return Err(rule(format!("tool `{name}`: route destination `{d}` must be `[a-z][a-z0-9-]*`")));
+                    return Err(rule(format!(
+                        "tool `{name}`: route destination `{d}` must be `[a-z][a-z0-9-]*`"
+                    )));
                 }
                 match (route.graphql, tool.effect) {
                     (Some(_), _) if route.method != RouteMethod::Post => {
-                        return Err(rule(format!("tool `{name}`: only a POST route carries a GraphQL body (`{route}`)")));
+                        return Err(rule(format!(
+                            "tool `{name}`: only a POST route carries a GraphQL body (`{route}`)"
+                        )));
                     }
-                    (Some(GraphqlBody::QueriesOnly), Effect::Write) | (Some(GraphqlBody::Gated), Effect::Read) => {
+                    (Some(GraphqlBody::QueriesOnly), Effect::Write)
+                    | (Some(GraphqlBody::Gated), Effect::Read) => {
                         return Err(rule(format!(
                             "tool `{name}`: `(graphql-query)` is for read tools and `(graphql)` for write tools (`{route}`)"
                         )));
                     }
                     (Some(GraphqlBody::QueriesOnly), Effect::Read) if !route.read_only => {
-                        return Err(rule(format!("read tool `{name}`: a `(graphql-query)` route is read-only")));
+                        return Err(rule(format!(
+                            "read tool `{name}`: a `(graphql-query)` route is read-only"
+                        )));
                     }
                     _ => {}
                 }
@@ -559,7 +653,9 @@ impl Manifest {
                     Effect::Read if route.method.is_safe() && !route.read_only => {}
                     Effect::Read if route.method == RouteMethod::Post && route.read_only => {}
                     Effect::Read if route.read_only => {
-                        return Err(rule(format!("read tool `{name}`: only a POST route can be declared `(read-only)`")));
+                        return Err(rule(format!(
+                            "read tool `{name}`: only a POST route can be declared `(read-only)`"
+                        )));
                     }
                     Effect::Read => {
                         return Err(rule(format!(
@@ -567,29 +663,41 @@ impl Manifest {
                         )));
                     }
                     Effect::Write if route.read_only => {
-                        return Err(rule(format!("write tool `{name}`: `(read-only)` is for read tools' POST routes")));
+                        return Err(rule(format!(
+                            "write tool `{name}`: `(read-only)` is for read tools' POST routes"
+                        )));
                     }
                     Effect::Write => {}
                 }
             }
             let mut seen = std::collections::BTreeSet::new();
             for route in &tool.routes {
-                if !seen.insert((route.destination.as_deref(), route.method, route.path.as_str())) {
+                if !seen.insert((
+                    route.destination.as_deref(),
+                    route.method,
+                    route.path.as_str(),
+                )) {
                     return Err(rule(format!("tool `{name}` declares `{route}` twice")));
                 }
             }
             match tool.effect {
                 Effect::Read => {
                     if tool.gate.is_some() || tool.registers.is_some() {
-                        return Err(rule(format!("read tool `{name}` has a `Gate:` or `Registers:` line: only write tools are gated")));
+                        return Err(rule(format!(
+                            "read tool `{name}` has a `Gate:` or `Registers:` line: only write tools are gated"
+                        )));
                     }
                 }
                 Effect::Write => {
                     if tool.grantable {
-                        return Err(rule(format!("write tool `{name}` says `Grantable: yes`: no grant ever covers a write tool")));
+                        return Err(rule(format!(
+                            "write tool `{name}` says `Grantable: yes`: no grant ever covers a write tool"
+                        )));
                     }
                     if tool.gate.is_none() || tool.registers.is_none() {
-                        return Err(rule(format!("write tool `{name}` has no gate or registration in the manifest")));
+                        return Err(rule(format!(
+                            "write tool `{name}` has no gate or registration in the manifest"
+                        )));
                     }
                 }
             }
@@ -613,24 +721,47 @@ mod tests {
             &TOOL_KEYS,
         );
         assert_eq!(prose, "Reads a file.\n\nNote: kept as prose");
-        assert_eq!(lines, [("Route", "GET /repos/{owner}/{repo}"), ("Grantable", "yes")]);
+        assert_eq!(
+            lines,
+            [("Route", "GET /repos/{owner}/{repo}"), ("Grantable", "yes")]
+        );
     }
 
     #[test]
     fn parses_every_kind_of_line() {
         let t = tool(
             Effect::Write,
-            &[("Route", "POST /repos/{o}/{r}/git/refs"), ("Gate", "approval, switch GITHUB_ALLOW_WRITES"), ("Registers", "when-switch X_Y")],
+            &[
+                ("Route", "POST /repos/{o}/{r}/git/refs"),
+                ("Gate", "approval, switch GITHUB_ALLOW_WRITES"),
+                ("Registers", "when-switch X_Y"),
+            ],
         )
         .unwrap();
-        assert_eq!(t.gate, Some(Gate::Approval { switch: Some("GITHUB_ALLOW_WRITES".into()) }));
+        assert_eq!(
+            t.gate,
+            Some(Gate::Approval {
+                switch: Some("GITHUB_ALLOW_WRITES".into())
+            })
+        );
         assert_eq!(t.registers, Some(Registers::WhenSwitch("X_Y".into())));
         assert_eq!(t.routes[0].to_string(), "POST /repos/{o}/{r}/git/refs");
         let d = tool(Effect::Write, &[]).unwrap();
-        assert_eq!(d.gate, Some(Gate::Approval { switch: None }), "a write asks a person unless it says otherwise");
-        let r = tool(Effect::Read, &[("Route", "POST /graphql (read-only)"), ("Grantable", "yes")]).unwrap();
+        assert_eq!(
+            d.gate,
+            Some(Gate::Approval { switch: None }),
+            "a write asks a person unless it says otherwise"
+        );
+        let r = tool(
+            Effect::Read,
+            &[("Route", "POST /graphql (read-only)"), ("Grantable", "yes")],
+        )
+        .unwrap();
         assert!(r.routes[0].read_only && r.grantable);
-        assert_eq!(parse_world_lines(&[("Billing", "usd")]).unwrap(), Some(Billing::Usd));
+        assert_eq!(
+            parse_world_lines(&[("Billing", "usd")]).unwrap(),
+            Some(Billing::Usd)
+        );
     }
 
     #[test]
@@ -653,7 +784,10 @@ mod tests {
             vec![("Gate", "open, switch X")],
             vec![("Registers", "later")],
         ] {
-            assert!(tool(Effect::Write, &lines).is_err(), "{lines:?} should be refused");
+            assert!(
+                tool(Effect::Write, &lines).is_err(),
+                "{lines:?} should be refused"
+            );
         }
         assert!(parse_world_lines(&[("Billing", "euros")]).is_err());
     }
@@ -674,14 +808,38 @@ mod tests {
         assert_eq!(r.routes[0].destination.as_deref(), Some("drive"));
         assert_eq!(r.routes[0].to_string(), "drive GET /drive/v3/files");
         assert_eq!(r.routes[1].encoded_segments(), [3]);
-        assert_eq!(r.routes[1].matchit_path(), "/webmasters/v3/sites/{site}/searchAnalytics/query");
+        assert_eq!(
+            r.routes[1].matchit_path(),
+            "/webmasters/v3/sites/{site}/searchAnalytics/query"
+        );
         assert!(r.routes[2].read_only && r.routes[2].graphql == Some(GraphqlBody::QueriesOnly));
         assert_eq!(r.name.as_deref(), Some("docs"));
-        let verb = tool(Effect::Read, &[("Route", "POST /v1beta/properties/{property}:runReport (read-only)")]).unwrap();
-        assert_eq!(verb.routes[0].matchit_path(), "/v1beta/properties/{property}");
-        assert_eq!(verb.routes[0].verb_suffixes(), [(2, ":runReport".to_string())]);
-        for bad in ["GET /a/{p}:", "GET /a/{p}:run-report", "GET /a/{p}x", "GET /a/{*p}:verb"] {
-            assert!(tool(Effect::Read, &[("Route", bad)]).is_err(), "{bad} should be refused");
+        let verb = tool(
+            Effect::Read,
+            &[(
+                "Route",
+                "POST /v1beta/properties/{property}:runReport (read-only)",
+            )],
+        )
+        .unwrap();
+        assert_eq!(
+            verb.routes[0].matchit_path(),
+            "/v1beta/properties/{property}"
+        );
+        assert_eq!(
+            verb.routes[0].verb_suffixes(),
+            [(2, ":runReport".to_string())]
+        );
+        for bad in [
+            "GET /a/{p}:",
+            "GET /a/{p}:run-report",
+            "GET /a/{p}x",
+            "GET /a/{*p}:verb",
+        ] {
+            assert!(
+                tool(Effect::Read, &[("Route", bad)]).is_err(),
+                "{bad} should be refused"
+            );
         }
         assert_eq!(r.reads_from, ["searchconsole", "shopify"]);
         let w = tool(Effect::Write, &[("Route", "POST /graphql.json (graphql)")]).unwrap();
@@ -696,7 +854,10 @@ mod tests {
             vec![("Reads-from", "Search Console")],
             vec![("Reads-from", "shopify, shopify")],
         ] {
-            assert!(tool(Effect::Read, &bad).is_err(), "{bad:?} should be refused");
+            assert!(
+                tool(Effect::Read, &bad).is_err(),
+                "{bad:?} should be refused"
+            );
         }
         let valid = |t: ToolDoc| {
             let mut t = t;
@@ -704,18 +865,37 @@ mod tests {
             manifest(vec![t]).validate()
         };
         assert!(valid(r).is_ok());
-        assert!(valid(tool(Effect::Read, &[("Route", "POST /graphql.json (graphql)")]).unwrap()).is_err(), "a read's GraphQL is queries only");
-        assert!(valid(tool(Effect::Write, &[("Route", "POST /graphql.json (graphql-query)")]).unwrap()).is_err());
+        assert!(
+            valid(tool(Effect::Read, &[("Route", "POST /graphql.json (graphql)")]).unwrap())
+                .is_err(),
+            "a read's GraphQL is queries only"
+        );
+        assert!(
+            valid(
+                tool(
+                    Effect::Write,
+                    &[("Route", "POST /graphql.json (graphql-query)")]
+                )
+                .unwrap()
+            )
+            .is_err()
+        );
         let mut peer_write = tool(Effect::Write, &[]).unwrap();
         peer_write.reads_from = vec!["shopify".into()];
-        assert!(valid(peer_write).is_err(), "only reads read other connectors");
+        assert!(
+            valid(peer_write).is_err(),
+            "only reads read other connectors"
+        );
         let own = tool(Effect::Read, &[("Reads-from", "acme")]).unwrap();
         assert!(valid(own).is_err(), "a joint tool reads other connectors");
         let mut a = tool(Effect::Read, &[("Name", "acme_b")]).unwrap();
         a.description = "d".into();
         let mut b = parse_tool_lines("b", Effect::Read, &[]).unwrap();
         b.description = "d".into();
-        assert!(manifest(vec![a, b]).validate().is_err(), "two tools cannot share a wire name");
+        assert!(
+            manifest(vec![a, b]).validate().is_err(),
+            "two tools cannot share a wire name"
+        );
     }
 
     fn manifest(tools: Vec<ToolDoc>) -> Manifest {
@@ -741,16 +921,31 @@ mod tests {
         assert!(read("GET /a/{b}").is_ok());
         assert!(read("HEAD /a").is_ok());
         assert!(read("POST /graphql (read-only)").is_ok());
-        for bad in ["POST /search", "DELETE /a", "PUT /a", "PATCH /a", "GET /a (read-only)"] {
-            assert!(read(bad).is_err(), "a read tool declaring `{bad}` must be refused");
+        for bad in [
+            "POST /search",
+            "DELETE /a",
+            "PUT /a",
+            "PATCH /a",
+            "GET /a (read-only)",
+        ] {
+            assert!(
+                read(bad).is_err(),
+                "a read tool declaring `{bad}` must be refused"
+            );
         }
         let mut w = tool(Effect::Write, &[("Route", "DELETE /a")]).unwrap();
         w.grantable = true;
-        assert!(manifest(vec![w.clone()]).validate().is_err(), "a write is never grantable");
+        assert!(
+            manifest(vec![w.clone()]).validate().is_err(),
+            "a write is never grantable"
+        );
         w.grantable = false;
         assert!(manifest(vec![w.clone()]).validate().is_ok());
         w.gate = None;
-        assert!(manifest(vec![w]).validate().is_err(), "a hand-made manifest must state a write's gate");
+        assert!(
+            manifest(vec![w]).validate().is_err(),
+            "a hand-made manifest must state a write's gate"
+        );
         let mut r = tool(Effect::Read, &[]).unwrap();
         r.gate = Some(Gate::Open);
         assert!(manifest(vec![r]).validate().is_err());

@@ -31,7 +31,11 @@ impl read_tools::Guest for Capabilities {
     }
 
     fn list_entries(name: String, path: String) -> Result<Vec<String>, ToolError> {
-        Ok(folder::open(&name)?.entries(&path)?.into_iter().map(|e| e.name).collect())
+        Ok(folder::open(&name)?
+            .entries(&path)?
+            .into_iter()
+            .map(|e| e.name)
+            .collect())
     }
 }
 

@@ -56,11 +56,17 @@ impl Guest for Hostile {
         let mut left = bytes as usize;
         while left > 0 {
             let n = left.min(chunk.len());
-            std::io::stdout().write_all(&chunk[..n]).map_err(|e| ToolError::invalid(e.to_string()))?;
-            std::io::stderr().write_all(&chunk[..n]).map_err(|e| ToolError::invalid(e.to_string()))?;
+            std::io::stdout()
+                .write_all(&chunk[..n])
+                .map_err(|e| ToolError::invalid(e.to_string()))?;
+            std::io::stderr()
+                .write_all(&chunk[..n])
+                .map_err(|e| ToolError::invalid(e.to_string()))?;
             left -= n;
         }
-        std::io::stdout().flush().map_err(|e| ToolError::invalid(e.to_string()))?;
+        std::io::stdout()
+            .flush()
+            .map_err(|e| ToolError::invalid(e.to_string()))?;
         Ok(bytes)
     }
 
@@ -92,13 +98,16 @@ impl Guest for Hostile {
             "DELETE" => Method::Delete,
             other => return Err(ToolError::invalid(format!("unknown method {other}"))),
         };
-        let body = matches!(method, Method::Post | Method::Put | Method::Patch).then(|| b"{}".to_vec());
+        let body =
+            matches!(method, Method::Post | Method::Put | Method::Patch).then(|| b"{}".to_vec());
         Ok(Http::connect()?.send(method, &path, &[], body)?.status)
     }
 
     fn query_post(query: String) -> Result<u16, ToolError> {
         let body = format!("{{\"query\":{query:?}}}").into_bytes();
-        Ok(Http::connect()?.send(Method::Post, "/graphql", &[], Some(body))?.status)
+        Ok(Http::connect()?
+            .send(Method::Post, "/graphql", &[], Some(body))?
+            .status)
     }
 }
 
