@@ -17,7 +17,7 @@ use crate::store::{
     ApprovalError, ApprovalId, ApprovalState, Store, TraceEvent, TraceState, args_digest,
 };
 use serde_json::{Value, json};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -48,6 +48,9 @@ pub struct Session {
     opened: Mutex<BTreeSet<String>>,
     /// Connectors withdrawn from this session's grant.
     withdrawn: Mutex<BTreeSet<String>>,
+    /// The tools it was not given at its start, with the rule that removed
+    /// each: a call naming one is traced with that rule.
+    removed: Mutex<BTreeMap<String, String>>,
 }
 
 impl Session {
@@ -60,6 +63,7 @@ impl Session {
             revoked: AtomicBool::new(false),
             opened: Mutex::new(BTreeSet::new()),
             withdrawn: Mutex::new(BTreeSet::new()),
+            removed: Mutex::new(BTreeMap::new()),
         }
     }
 }
@@ -215,20 +219,24 @@ impl Boundary {
             .collect();
         // Every tool it could have had and was not given, with the rule that
         // removed it, in one transaction; then what it is offered.
-        let removed: Vec<TraceEvent> =
-            policy::removed(&input, &self.catalog, &self.switches, &self.hosted)
-                .into_iter()
-                .map(|r| {
-                    trace_event(
-                        session,
-                        "session",
-                        &r.name,
-                        TraceState::Removed,
-                        Some(r.rule),
-                        Value::Null,
-                    )
-                })
-                .collect();
+        let removed = policy::removed(&input, &self.catalog, &self.switches, &self.hosted);
+        *session.removed.lock().unwrap_or_else(|e| e.into_inner()) = removed
+            .iter()
+            .map(|r| (r.name.clone(), r.rule.clone()))
+            .collect();
+        let removed: Vec<TraceEvent> = removed
+            .into_iter()
+            .map(|r| {
+                trace_event(
+                    session,
+                    "session",
+                    &r.name,
+                    TraceState::Removed,
+                    Some(r.rule),
+                    Value::Null,
+                )
+            })
+            .collect();
         if !removed.is_empty()
             && let Err(e) = self.store.record_all(&removed)
         {
@@ -417,6 +425,18 @@ impl Boundary {
 
         let gate = match self.decide(session, &connector, &name) {
             Ok(gate) => gate,
+            // A tool the session was not given: the trace names the rule
+            // that removed it (a switch, registration, the ceiling); the
+            // agent is told only that it is not offered.
+            Err(PolicyDenial::NotOffered) => {
+                let rule = session
+                    .removed
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(&name)
+                    .cloned();
+                return Err(trace.deny_as(PolicyDenial::NotOffered, rule));
+            }
             Err(denial) => return Err(trace.deny(denial)),
         };
         if self.require_review
@@ -892,8 +912,13 @@ impl CallTrace<'_> {
     }
 
     fn deny(&mut self, denial: PolicyDenial) -> Denied {
-        let (state, rule, detail) = denial_event(denial);
-        self.push(state, rule, detail);
+        self.deny_as(denial, None)
+    }
+
+    /// [`CallTrace::deny`] recording `rule` (when known) as the deciding rule.
+    fn deny_as(&mut self, denial: PolicyDenial, rule: Option<String>) -> Denied {
+        let (state, default_rule, detail) = denial_event(denial);
+        self.push(state, rule.or(default_rule), detail);
         self.flush();
         Denied { denial }
     }

@@ -509,6 +509,61 @@ async fn a_name_outside_the_ceiling_is_a_permission_denied_event() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_call_to_a_removed_tool_is_traced_with_the_rule_that_removed_it() {
+    let w = world("removed-call", &[("GITHUB_ALLOW_WRITES", "true")]).await;
+    // A host that runs GitHub: what a session lacks of it has a reason.
+    let boundary = Boundary::new(
+        w.boundary.store().clone(),
+        Catalog::seed(),
+        Switches::from_vars([("GITHUB_ALLOW_WRITES", "true")]),
+    )
+    .hosting(["github"]);
+    let read = json!({"owner": "octo", "repo": "hello", "path": "README.md"});
+    let cases = [
+        // The brand has no GitHub connection: not registered.
+        (person_chat("s-unregistered", &[], true), "not_registered"),
+        // A plain coworker's ceiling holds no connector tool.
+        (
+            Session::new(
+                "s-coworker-call",
+                "acme",
+                SessionInput::new(Role::CoworkerRun {
+                    route: scout_host::policy::Route::Standard,
+                })
+                .profile(scout_host::policy::Preset::Writer.profile())
+                .brand(BrandFacts::with_connectors(["github"])),
+            ),
+            "outside_role",
+        ),
+    ];
+    for (session, rule) in cases {
+        boundary.open_session(&session).unwrap();
+        let denied = boundary
+            .call(&session, &w.component, "github_read_file", &read, &w.caps)
+            .await
+            .unwrap_err();
+        assert_eq!(denied.denial, PolicyDenial::NotOffered, "{}", session.id);
+        assert!(
+            !denied.to_string().contains(rule),
+            "the agent is not told why: {denied}"
+        );
+        let last = boundary
+            .store()
+            .trace_for_session(&session.id)
+            .unwrap()
+            .pop()
+            .unwrap();
+        assert_eq!(
+            (last.state, last.rule.as_deref()),
+            (TraceState::PermissionDenied, Some(rule)),
+            "{}",
+            session.id
+        );
+    }
+    assert!(w.github.requests().is_empty(), "nothing reached GitHub");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn revocation_takes_effect_at_the_next_boundary_even_after_approval() {
     let w = world(
         "revoke",
