@@ -946,9 +946,17 @@ impl CallTrace<'_> {
             return Ok(());
         }
         self.scrub();
-        self.boundary.store.record_all_async(&self.events).await?;
-        self.events.clear();
-        Ok(())
+        // Out of the buffer before the await: if this future is dropped once
+        // the rows are handed to the writer, the trace's drop does not write
+        // them a second time. On an error they go back.
+        let events = std::mem::take(&mut self.events);
+        match self.boundary.store.record_all_async(&events).await {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.events = events;
+                Err(e)
+            }
+        }
     }
 
     fn flush(&mut self) {
