@@ -28,6 +28,9 @@ use tokio_util::sync::CancellationToken;
 /// way (one in this process rings at once, see [`crate::store::broker`]).
 const STORE_RECHECK: Duration = Duration::from_secs(1);
 
+/// HTTP exchanges of one call recorded in its `executed` event; more are counted.
+const TRACED_EXCHANGES: usize = 256;
+
 /// Who the trace and the store say decided an approval nobody answered.
 pub const TIMEOUT_DECIDER: &str = "timeout";
 
@@ -829,9 +832,17 @@ fn trace_event(
 /// The `executed` event's detail: the call's HTTP exchanges, guest logs and
 /// captured output (each already capped by the runtime), and its duration.
 fn executed_detail(outcome: &CallOutcome) -> Value {
-    let mut detail =
-        json!({ "micros": outcome.micros, "http": outcome.http, "logs": outcome.logs });
+    // A guest may make as many requests as its deadline allows: the trace
+    // keeps the first ones and counts the rest.
+    let shown = &outcome.http[..outcome.http.len().min(TRACED_EXCHANGES)];
+    let mut detail = json!({ "micros": outcome.micros, "http": shown, "logs": outcome.logs });
     if let Value::Object(map) = &mut detail {
+        if outcome.http.len() > shown.len() {
+            map.insert(
+                "http_not_shown".to_string(),
+                json!(outcome.http.len() - shown.len()),
+            );
+        }
         for (key, text) in [("stdout", &outcome.stdout), ("stderr", &outcome.stderr)] {
             if !text.is_empty() {
                 map.insert(key.to_string(), Value::String(text.clone()));
@@ -1011,6 +1022,36 @@ fn gate_rule(gate: &Gate) -> String {
 mod tests {
     use super::*;
     use crate::policy::{AboveThreshold, Refusal};
+
+    #[test]
+    fn the_executed_event_keeps_the_first_exchanges_and_counts_the_rest() {
+        let exchange = crate::capabilities::http::HttpExchange {
+            destination: None,
+            method: "GET".into(),
+            path: "/items/1".into(),
+            route: Some("GET /items/{id}".into()),
+            status: Some(200),
+            request_bytes: 0,
+            response_bytes: 12,
+            error: None,
+            micros: 5,
+        };
+        let outcome = CallOutcome {
+            output: ToolOutput::Ok(Value::Null),
+            stdout: String::new(),
+            stderr: "a line\n".into(),
+            output_dropped: 0,
+            logs: Vec::new(),
+            http: vec![exchange; TRACED_EXCHANGES + 44],
+            micros: 9,
+        };
+        let detail = executed_detail(&outcome);
+        assert_eq!(detail["http"].as_array().unwrap().len(), TRACED_EXCHANGES);
+        assert_eq!(detail["http_not_shown"], 44);
+        assert_eq!(detail["http"][0]["route"], "GET /items/{id}");
+        assert_eq!(detail["stderr"], "a line\n");
+        assert!(detail.get("stdout").is_none(), "empty output is left out");
+    }
 
     #[test]
     fn gates_not_built_in_detail_fail_closed() {
