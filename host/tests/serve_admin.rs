@@ -196,13 +196,25 @@ impl Served {
         let mcp = self.mcp(&view).connect().await;
         let args = json!({"owner": "octo", "repo": "hello", "branch": branch});
         let waiting = tokio::spawn(async move { mcp.call("github_create_branch", args).await });
+        let approval = self.first_pending(&id).await;
+        (id, waiting, approval)
+    }
+
+    /// The first approval `session` is waiting on, once the approvals API
+    /// shows one (at most 20 s).
+    async fn first_pending(&self, session: &str) -> Value {
         let started = Instant::now();
         loop {
-            let (_, body) = self
-                .admin(Method::GET, &format!("/v1/approvals?session={id}"), None)
+            let (status, body) = self
+                .admin(
+                    Method::GET,
+                    &format!("/v1/approvals?session={session}"),
+                    None,
+                )
                 .await;
+            assert_eq!(status, 200, "{body}");
             if let Some(a) = body["pending"].as_array().unwrap().first() {
-                return (id, waiting, a.clone());
+                return a.clone();
             }
             assert!(
                 started.elapsed() < Duration::from_secs(20),
@@ -974,20 +986,7 @@ async fn ending_a_session_refuses_its_waiting_write_and_its_approval() {
     };
 
     // The call waits for a person: its approval shows the arguments.
-    let approval = loop {
-        let (status, body) = s
-            .admin(Method::GET, &format!("/v1/approvals?session={id}"), None)
-            .await;
-        assert_eq!(status, 200, "{body}");
-        if let Some(a) = body["pending"].as_array().unwrap().first() {
-            break a.clone();
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "no approval was asked for"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let approval = s.first_pending(&id).await;
     assert_eq!(approval["tool"], "mcp__github__github_create_branch");
     assert_eq!(approval["arguments"]["branch"], "scout/ended", "{approval}");
     assert!(!waiting.is_finished());
@@ -1589,20 +1588,7 @@ async fn stateless_calls_get_plain_json_and_a_caller_that_goes_away_withdraws() 
             .await
         })
     };
-    let started = Instant::now();
-    let approval = loop {
-        let (_, body) = s
-            .admin(Method::GET, &format!("/v1/approvals?session={id}"), None)
-            .await;
-        if let Some(a) = body["pending"].as_array().unwrap().first() {
-            break a.clone();
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "no approval was asked for"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let approval = s.first_pending(&id).await;
     waiting.abort();
     let approval_id = approval["id"].as_i64().unwrap();
     withdrawn(&s, &id, approval_id).await;
@@ -1677,20 +1663,7 @@ async fn a_write_whose_caller_goes_away_withdraws_its_approval() {
                 .await
         })
     };
-    let started = Instant::now();
-    let approval = loop {
-        let (_, body) = s
-            .admin(Method::GET, &format!("/v1/approvals?session={id}"), None)
-            .await;
-        if let Some(a) = body["pending"].as_array().unwrap().first() {
-            break a.clone();
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "no approval was asked for"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let approval = s.first_pending(&id).await;
     let response = mcp
         .post(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id, "reason": "the person closed the tab"}}))
         .await;
