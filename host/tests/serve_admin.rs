@@ -200,6 +200,23 @@ impl Served {
         (id, waiting, approval)
     }
 
+    /// A person approving `approval_id` now is refused as `not_pending`:
+    /// whatever ended it (a decision, a withdrawal, the session's end) holds.
+    async fn assert_late_approval_refused(&self, approval_id: i64, why: &str) {
+        let (status, body) = self
+            .admin(
+                Method::POST,
+                &format!("/v1/approvals/{approval_id}"),
+                Some(json!({"approve": true, "by": "late person"})),
+            )
+            .await;
+        assert_eq!(
+            (status, error_code(&body)),
+            (409, "not_pending"),
+            "{why}: {body}"
+        );
+    }
+
     /// The first approval `session` is waiting on, once the approvals API
     /// shows one (at most 20 s).
     async fn first_pending(&self, session: &str) -> Value {
@@ -1018,18 +1035,8 @@ async fn ending_a_session_refuses_its_waiting_write_and_its_approval() {
 
     // The approval cannot be given any more.
     let approval_id = approval["id"].as_i64().unwrap();
-    let (status, body) = s
-        .admin(
-            Method::POST,
-            &format!("/v1/approvals/{approval_id}"),
-            Some(json!({"approve": true, "by": "late person"})),
-        )
+    s.assert_late_approval_refused(approval_id, "an ended session's approval is not approvable")
         .await;
-    assert_eq!(
-        (status, error_code(&body)),
-        (409, "not_pending"),
-        "an ended session's approval is not approvable"
-    );
     let (_, pending) = s
         .admin(Method::GET, &format!("/v1/approvals?session={id}"), None)
         .await;
@@ -1412,14 +1419,11 @@ async fn a_session_ends_by_itself_at_its_time() {
     assert_eq!(reply["result"]["isError"], true, "{reply}");
     assert!(result_text(&reply).contains("revoked"), "{reply}");
     let approval_id = approval["id"].as_i64().unwrap();
-    let (status, body) = s
-        .admin(
-            Method::POST,
-            &format!("/v1/approvals/{approval_id}"),
-            Some(json!({"approve": true, "by": "late"})),
-        )
-        .await;
-    assert_eq!((status, error_code(&body)), (409, "not_pending"));
+    s.assert_late_approval_refused(
+        approval_id,
+        "an expired session's approval is not approvable",
+    )
+    .await;
     let (status, body) = s
         .admin(Method::GET, &format!("/v1/sessions/{id}"), None)
         .await;
@@ -1592,18 +1596,8 @@ async fn stateless_calls_get_plain_json_and_a_caller_that_goes_away_withdraws() 
     waiting.abort();
     let approval_id = approval["id"].as_i64().unwrap();
     withdrawn(&s, &id, approval_id).await;
-    let (status, body) = s
-        .admin(
-            Method::POST,
-            &format!("/v1/approvals/{approval_id}"),
-            Some(json!({"approve": true, "by": "late person"})),
-        )
+    s.assert_late_approval_refused(approval_id, "a withdrawn approval cannot be given")
         .await;
-    assert_eq!(
-        (status, error_code(&body)),
-        (409, "not_pending"),
-        "a withdrawn approval cannot be given"
-    );
     assert_eq!(s.upstream_writes(), 0, "no write reached GitHub");
     assert!(
         s.github
@@ -1638,18 +1632,8 @@ async fn a_write_whose_caller_goes_away_withdraws_its_approval() {
         "{writes:?}"
     );
     // A person answering late cannot make it run.
-    let (status, body) = s
-        .admin(
-            Method::POST,
-            &format!("/v1/approvals/{approval_id}"),
-            Some(json!({"approve": true, "by": "late person"})),
-        )
+    s.assert_late_approval_refused(approval_id, "a withdrawn approval cannot be given")
         .await;
-    assert_eq!(
-        (status, error_code(&body)),
-        (409, "not_pending"),
-        "a withdrawn approval cannot be given"
-    );
 
     // The client cancels the request (notifications/cancelled).
     let view = s.session("person-chat").await;
@@ -1670,14 +1654,8 @@ async fn a_write_whose_caller_goes_away_withdraws_its_approval() {
     assert_eq!(response.status().as_u16(), 202);
     let approval_id = approval["id"].as_i64().unwrap();
     withdrawn(&s, &id, approval_id).await;
-    let (status, body) = s
-        .admin(
-            Method::POST,
-            &format!("/v1/approvals/{approval_id}"),
-            Some(json!({"approve": true, "by": "late person"})),
-        )
+    s.assert_late_approval_refused(approval_id, "a cancelled call's approval cannot be given")
         .await;
-    assert_eq!((status, error_code(&body)), (409, "not_pending"));
     // The cancelled request is answered (or its stream ends); it never runs.
     let _ = tokio::time::timeout(Duration::from_secs(10), waiting).await;
 
