@@ -32,7 +32,7 @@ const STORE_RECHECK: Duration = Duration::from_secs(1);
 const TRACED_EXCHANGES: usize = 256;
 
 /// Who the trace and the store say decided an approval nobody answered.
-pub const TIMEOUT_DECIDER: &str = "timeout";
+pub(crate) const TIMEOUT_DECIDER: &str = "timeout";
 
 /// Told the approval a call asked a person for, so its caller can put the
 /// question (MCP elicitation) while the call waits.
@@ -168,7 +168,7 @@ impl Boundary {
     /// tool the policy allows but an operator has not reviewed (when
     /// [`Boundary::require_review`] is on) is eligible, not offered, and the
     /// trace records a `denied` event with the rule that held it.
-    pub fn open_session_with(
+    pub(crate) fn open_session_with(
         &self,
         session: &Session,
         components: &[&LoadedComponent],
@@ -260,7 +260,7 @@ impl Boundary {
     /// the policy given current revocations and, when review is required,
     /// approved by an operator as they are now. This is what an MCP
     /// `tools/list` returns.
-    pub fn offered_tools<'c>(
+    pub(crate) fn offered_tools<'c>(
         &self,
         session: &Session,
         component: &'c LoadedComponent,
@@ -522,17 +522,12 @@ impl Boundary {
 
         // A `(graphql)` route carries a mutation only in a call a person
         // approved: a Shopify mutation, or a write tool gated by approval.
-        let approved_mutation;
-        let caps = if asks {
-            approved_mutation = Capabilities {
-                graphql_mutations: true,
-                ..caps.clone()
-            };
-            &approved_mutation
-        } else {
-            caps
-        };
-        let result = component.call(tool, args, caps).await;
+        // A metered connector's run starts here, at a call the policy allowed.
+        let mut caps = caps.allowed();
+        if asks {
+            caps.to_mut().graphql_mutations = true;
+        }
+        let result = component.call(tool, args, &caps).await;
         let executed = match result {
             Ok(outcome) => {
                 // What the guest did, exchange by exchange (method, declared

@@ -66,7 +66,7 @@ fn object_fields(
 }
 
 /// Converts one JSON value to a value of type `ty`.
-pub fn to_val(ty: &Type, v: &Value, path: &str) -> Result<Val> {
+pub(crate) fn to_val(ty: &Type, v: &Value, path: &str) -> Result<Val> {
     Ok(match ty {
         Type::Bool => Val::Bool(v.as_bool().ok_or_else(|| mismatch(path, "a boolean", v))?),
         Type::S8 => Val::S8(signed(v, path, i8::MIN as i64, i8::MAX as i64)? as i8),

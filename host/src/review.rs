@@ -32,14 +32,14 @@ pub struct ToolReview {
 }
 
 /// The digest of what a tool tells the model: name, description, schema.
-pub fn tool_digest(tool: &Tool) -> String {
+pub(crate) fn tool_digest(tool: &Tool) -> String {
     args_digest(
         &json!({"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}),
     )
 }
 
 /// The review status of one tool.
-pub fn status_of(
+pub(crate) fn status_of(
     store: &dyn Store,
     connector: &str,
     tool: &Tool,

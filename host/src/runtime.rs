@@ -40,7 +40,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 /// `wasi:clocks/monotonic-clock` is imported by every Rust 1.97 `wasm32-wasip2`
 /// guest's standard library; it expresses no effect, and the host serves it
 /// at a coarse 1 ms resolution (see [`CoarseClock`]).
-pub const ALLOWED_WASI: &[&str] = &[
+pub(crate) const ALLOWED_WASI: &[&str] = &[
     "wasi:clocks/monotonic-clock",
     "wasi:io/poll",
     "wasi:io/error",
@@ -58,7 +58,7 @@ pub const ALLOWED_WASI: &[&str] = &[
 ];
 
 /// The capability interfaces of the contract.
-pub const ALLOWED_SCOUT: &[&str] = &[
+pub(crate) const ALLOWED_SCOUT: &[&str] = &[
     "scout:connector/types",
     "scout:connector/http",
     "scout:connector/meter",
@@ -67,7 +67,7 @@ pub const ALLOWED_SCOUT: &[&str] = &[
 ];
 
 /// Resource handles (clients, folders, reservations) one call may hold at once.
-pub const MAX_HANDLES: usize = 64;
+pub(crate) const MAX_HANDLES: usize = 64;
 
 /// Entries of a call's resource table, WASI's own included (streams,
 /// pollables, errors): a guest that asks for stdout a million times and

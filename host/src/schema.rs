@@ -101,11 +101,6 @@ fn object_schema<'a>(fields: impl Iterator<Item = (&'a str, &'a Type)>, mode: Mo
     })
 }
 
-/// The schema of one argument value of type `ty`.
-pub fn schema_of(ty: &Type) -> Value {
-    schema_in(ty, Mode::Input)
-}
-
 fn schema_in(ty: &Type, mode: Mode) -> Value {
     let schema_of = |ty: &Type| schema_in(ty, mode);
     match ty {

@@ -18,7 +18,7 @@ pub const ACCEPT_ENCODING: &str = "gzip, deflate, br, zstd";
 const MAX_LAYERS: usize = 4;
 
 /// The codings a response's body was encoded with, in the order applied.
-pub fn content_codings(headers: &HeaderMap) -> Result<Vec<String>, HttpError> {
+pub(crate) fn content_codings(headers: &HeaderMap) -> Result<Vec<String>, HttpError> {
     let mut codings = Vec::new();
     for value in headers.get_all(http::header::CONTENT_ENCODING) {
         let text = value.to_str().map_err(|_| {

@@ -16,9 +16,9 @@ use std::sync::Arc;
 use wasmtime::component::Resource;
 
 /// Largest file a guest may read or write through a folder.
-pub const MAX_FILE_BYTES: u64 = 8 << 20;
+pub(crate) const MAX_FILE_BYTES: u64 = 8 << 20;
 /// Most entries returned by one listing.
-pub const MAX_LIST_ENTRIES: usize = 10_000;
+pub(crate) const MAX_LIST_ENTRIES: usize = 10_000;
 
 /// One granted folder.
 #[derive(Debug)]

@@ -25,7 +25,7 @@ pub struct Operations {
 
 impl Operations {
     /// Only queries.
-    pub fn is_read_only(&self) -> bool {
+    pub(crate) fn is_read_only(&self) -> bool {
         self.mutations == 0 && self.subscriptions == 0
     }
 }
@@ -85,7 +85,7 @@ pub fn argument_mutates(arguments: &serde_json::Value) -> Result<bool, String> {
 /// The operations of a GraphQL-over-HTTP request body: one JSON object
 /// whose `query` is the document. A batch (a JSON array) is refused: the host
 /// checks one document per request.
-pub fn body_operations(body: &[u8]) -> Result<Operations, String> {
+pub(crate) fn body_operations(body: &[u8]) -> Result<Operations, String> {
     let value: serde_json::Value = serde_json::from_slice(body)
         .map_err(|_| "the GraphQL request body is not JSON".to_string())?;
     let Some(object) = value.as_object() else {

@@ -31,7 +31,7 @@ const MAX_PATH_LEN: usize = 2048;
 /// Most headers a guest may send on one request.
 const MAX_HEADERS: usize = 64;
 /// Default cap on the total size of a guest's request headers (names and values).
-pub const DEFAULT_MAX_HEADER_BYTES: usize = 16 << 10;
+pub(crate) const DEFAULT_MAX_HEADER_BYTES: usize = 16 << 10;
 
 /// How the host injects the credential.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -439,7 +439,7 @@ impl HttpCapability {
     }
 
     /// The secret scrubber of this destination.
-    pub fn scrubber(&self) -> &Scrubber {
+    pub(crate) fn scrubber(&self) -> &Scrubber {
         &self.scrubber
     }
 
@@ -786,7 +786,7 @@ impl HttpCapability {
     }
 
     /// [`Self::scrub`] for text.
-    pub fn scrub_text(&self, text: &str) -> String {
+    pub(crate) fn scrub_text(&self, text: &str) -> String {
         self.scrubber.scrub_text(text)
     }
 }
@@ -854,7 +854,7 @@ pub fn carries_authority(name: &str) -> bool {
 /// `%25`, `%3B`, `%00`..`%1F`, `%7F`), and no `.` or `..` segment, raw or
 /// encoded. `;` starts a path parameter, which Tomcat- and Spring-style
 /// servers strip before routing: `/allowed/..;/admin` escapes a prefix there.
-pub fn validate_path(path: &str) -> Result<(), String> {
+pub(crate) fn validate_path(path: &str) -> Result<(), String> {
     validate_path_allowing(path, &[])
 }
 
@@ -863,7 +863,7 @@ pub fn validate_path(path: &str) -> Result<(), String> {
 /// parameter, a URL used as an id (Search Console's
 /// `https%3A%2F%2Fwww.example.com%2F`). Decoded, such a segment still may not
 /// hold a `.` or `..` part between its slashes, nor a `\`.
-pub fn validate_path_allowing(path: &str, encoded: &[usize]) -> Result<(), String> {
+pub(crate) fn validate_path_allowing(path: &str, encoded: &[usize]) -> Result<(), String> {
     if !path.starts_with('/') {
         return Err("the path must start with `/` (absolute URLs are refused)".to_string());
     }

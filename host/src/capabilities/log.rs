@@ -6,9 +6,9 @@ use crate::runtime::CallState;
 use serde::Serialize;
 
 /// Most log lines kept per call; later lines are counted, not kept.
-pub const MAX_LINES: usize = 256;
+pub(crate) const MAX_LINES: usize = 256;
 /// Longest line kept; longer lines are cut.
-pub const MAX_LINE_BYTES: usize = 4096;
+pub(crate) const MAX_LINE_BYTES: usize = 4096;
 
 /// One line logged by a guest.
 #[derive(Debug, Clone, Serialize)]

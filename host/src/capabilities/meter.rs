@@ -34,7 +34,7 @@ pub struct Allowance {
 
 /// The largest figure a meter accepts: the store keeps amounts as SQLite
 /// integers (`i64`).
-pub const MAX_UNITS: u64 = i64::MAX as u64;
+pub(crate) const MAX_UNITS: u64 = i64::MAX as u64;
 
 impl Allowance {
     /// Checks that a run can start under it: a per-run figure above zero,
@@ -239,11 +239,6 @@ impl RunMeter {
             },
             run: Mutex::new(Run::default()),
         })
-    }
-
-    /// Whether this meter refuses everything because its run never started.
-    pub fn is_refusing(&self) -> bool {
-        matches!(self.day, DaySide::Refused(_))
     }
 
     /// Writes a charge to the store, if the run is recorded there.

@@ -17,6 +17,10 @@ pub mod scrub;
 
 use std::sync::Arc;
 
+/// Binds a run's meter for a call the boundary has allowed; `None` when
+/// there is none to bind (the session ended meanwhile).
+pub type MeterWhenAllowed = Arc<dyn Fn() -> Option<Arc<meter::RunMeter>> + Send + Sync>;
+
 /// The handles granted to one call.
 #[derive(Clone, Default)]
 pub struct Capabilities {
@@ -31,6 +35,11 @@ pub struct Capabilities {
     pub graphql_mutations: bool,
     /// The run's meter, for a connector that bills.
     pub meter: Option<Arc<meter::RunMeter>>,
+    /// Binds [`Capabilities::meter`] once the boundary has allowed the call
+    /// (when `meter` is not already bound): a run starts at the first call
+    /// the policy allows, and whether a call is allowed is decided once, by
+    /// the boundary, not a second time by whoever builds the handles.
+    pub meter_when_allowed: Option<MeterWhenAllowed>,
     /// Folders granted, each under its name.
     pub folders: Vec<Arc<folder::FolderCapability>>,
 }
@@ -44,10 +53,23 @@ impl Capabilities {
         }
     }
 
+    /// These handles for a call the boundary has allowed: the meter bound
+    /// if it waited for that.
+    pub fn allowed(&self) -> std::borrow::Cow<'_, Capabilities> {
+        match (&self.meter, &self.meter_when_allowed) {
+            (None, Some(bind)) => std::borrow::Cow::Owned(Capabilities {
+                meter: bind(),
+                meter_when_allowed: None,
+                ..self.clone()
+            }),
+            _ => std::borrow::Cow::Borrowed(self),
+        }
+    }
+
     /// Removes every secret these handles inject, in any encoded form, from
     /// text the host is about to show (defence in depth: a guest never holds
     /// a secret, so finding one means a form the `http` scrub missed).
-    pub fn scrub_text(&self, text: &str) -> String {
+    pub(crate) fn scrub_text(&self, text: &str) -> String {
         let mut text = match &self.http {
             Some(http) => http.scrub_text(text),
             None => text.to_string(),
@@ -59,7 +81,7 @@ impl Capabilities {
     }
 
     /// [`Capabilities::scrub_text`] over every string of a JSON value.
-    pub fn scrub_json(&self, value: &mut serde_json::Value) {
+    pub(crate) fn scrub_json(&self, value: &mut serde_json::Value) {
         if let Some(http) = &self.http {
             http.scrubber().scrub_json(value);
         }

@@ -11,7 +11,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Why an address is refused, or `None` if it is public.
-pub fn denied_reason(ip: IpAddr) -> Option<&'static str> {
+pub(crate) fn denied_reason(ip: IpAddr) -> Option<&'static str> {
     match ip {
         IpAddr::V4(v4) => denied_v4(v4),
         IpAddr::V6(v6) => denied_v6(v6),

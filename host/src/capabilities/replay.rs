@@ -572,7 +572,7 @@ impl Replay {
     }
 
     /// [`Replay::answer`] for a request to a named destination.
-    pub fn answer_for(
+    pub(crate) fn answer_for(
         &self,
         destination: Option<&str>,
         req: &Request,
@@ -756,7 +756,7 @@ impl Recorder {
     }
 
     /// [`Recorder::record`] for an exchange with a named destination.
-    pub fn record_for(
+    pub(crate) fn record_for(
         &self,
         destination: Option<&str>,
         req: &Request,
@@ -827,7 +827,7 @@ fn write_atomically(path: &Path, text: &str) -> Result<(), FixtureError> {
 }
 
 /// Today's date in UTC, `YYYY-MM-DD`.
-pub fn utc_date_today() -> String {
+pub(crate) fn utc_date_today() -> String {
     crate::dates::utc_day(std::time::SystemTime::now())
 }
 

@@ -65,7 +65,7 @@ fn route_method(method: Method) -> RouteMethod {
 }
 
 /// `GET`, `POST`, ...: how the trace and refusals name a method.
-pub fn method_name(method: Method) -> &'static str {
+pub(crate) fn method_name(method: Method) -> &'static str {
     route_method(method).as_str()
 }
 
@@ -103,7 +103,7 @@ impl RouteSet {
     }
 
     /// Whether some route goes to `destination` (`None`: the connector's own origin).
-    pub fn names_destination(&self, destination: Option<&str>) -> bool {
+    pub(crate) fn names_destination(&self, destination: Option<&str>) -> bool {
         self.routes
             .iter()
             .any(|c| c.destination.as_deref() == destination)
@@ -134,7 +134,7 @@ impl RouteSet {
 
     /// The declared route (`[destination] METHOD /template`) that `method
     /// path` to `destination` matches, as the trace names it.
-    pub fn template_of(
+    pub(crate) fn template_of(
         &self,
         destination: Option<&str>,
         method: Method,
@@ -149,7 +149,7 @@ impl RouteSet {
     }
 
     /// The routes to `destination`, as `METHOD /template`, for error messages.
-    pub fn describe_for(&self, destination: Option<&str>) -> String {
+    pub(crate) fn describe_for(&self, destination: Option<&str>) -> String {
         let routes: Vec<String> = self
             .routes
             .iter()

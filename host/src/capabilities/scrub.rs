@@ -104,7 +104,7 @@ impl Scrubber {
     }
 
     /// [`Scrubber::scrub`] for text.
-    pub fn scrub_text(&self, text: &str) -> String {
+    pub(crate) fn scrub_text(&self, text: &str) -> String {
         match self.scrubbed(text.as_bytes()) {
             None => text.to_string(),
             Some(clean) => String::from_utf8_lossy(&clean).into_owned(),
@@ -112,7 +112,7 @@ impl Scrubber {
     }
 
     /// Scrubs every string (keys included) inside a JSON value.
-    pub fn scrub_json(&self, value: &mut serde_json::Value) {
+    pub(crate) fn scrub_json(&self, value: &mut serde_json::Value) {
         use serde_json::Value;
         if self.is_empty() {
             return;

@@ -60,7 +60,7 @@ impl WriteTool {
     /// A write tool of a connector the seed does not describe: registered
     /// with the connector, and each call asks a person (refusing without an
     /// approval channel).
-    pub fn default_for(name: impl Into<String>) -> WriteTool {
+    pub(crate) fn default_for(name: impl Into<String>) -> WriteTool {
         WriteTool {
             name: name.into(),
             registers: Registers::WithConnector,
@@ -468,7 +468,7 @@ fn seed_connectors() -> Vec<ConnectorSpec> {
 /// them: Figma when Nango is configured, Microsoft Ads when the deployment
 /// holds Microsoft's developer token. `serve` never registers such a
 /// connector without its variable, whatever its configuration says.
-pub fn offered_only_with(connector: &str) -> Option<&'static str> {
+pub(crate) fn offered_only_with(connector: &str) -> Option<&'static str> {
     match connector {
         "figma" => Some("NANGO_SECRET_KEY"),
         "microsoftads" => Some("MICROSOFT_ADS_DEVELOPER_TOKEN"),
@@ -584,14 +584,8 @@ impl Catalog {
     }
 
     /// Adds or replaces a connector described in full.
-    pub fn with_spec(mut self, spec: ConnectorSpec) -> Catalog {
+    pub(crate) fn with_spec(mut self, spec: ConnectorSpec) -> Catalog {
         self.connectors.insert(spec.name.clone(), spec);
-        self
-    }
-
-    /// Removes a connector.
-    pub fn without_connector(mut self, name: &str) -> Catalog {
-        self.connectors.remove(name);
         self
     }
 
@@ -613,34 +607,8 @@ impl Catalog {
     }
 
     /// Opt-in tool groups.
-    pub fn opt_ins(&self) -> &[OptInTools] {
+    pub(crate) fn opt_ins(&self) -> &[OptInTools] {
         &self.opt_ins
-    }
-
-    /// The read table: every grantable tool (full names), by connector,
-    /// including the opt-in tools beside their connector.
-    pub fn read_table(&self) -> BTreeMap<String, BTreeSet<String>> {
-        let mut table: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        for c in self.connectors.values().filter(|c| c.is_grantable()) {
-            table
-                .entry(c.name.clone())
-                .or_default()
-                .extend(c.grantable.iter().map(|t| c.mcp(t)));
-        }
-        for o in &self.opt_ins {
-            if self
-                .connectors
-                .get(&o.beside)
-                .is_some_and(ConnectorSpec::is_grantable)
-            {
-                table.entry(o.beside.clone()).or_default().extend(
-                    o.tools
-                        .iter()
-                        .map(|t| names::mcp(o.server.server_name(), t)),
-                );
-            }
-        }
-        table
     }
 
     /// What `name` (a bare built-in or a full `mcp__server__tool` name) is.

@@ -126,7 +126,7 @@ impl BrandFacts {
     }
 
     /// Whether `connector`'s credentials resolve.
-    pub fn is_live(&self, connector: &str) -> bool {
+    pub(crate) fn is_live(&self, connector: &str) -> bool {
         self.connected.contains(connector)
     }
 }

@@ -29,7 +29,7 @@ pub const BUILTINS: [&str; 8] = [
 /// them in `permissions.deny`; a deny rule naming a tool the CLI lacks is
 /// inert. Names a newer CLI adds are not here: the exclusive `tools` list is
 /// what keeps them away, and the deny list (seed 004) is the second lock.
-pub const CLI_OTHER_BUILTINS: [&str; 31] = [
+pub(crate) const CLI_OTHER_BUILTINS: [&str; 31] = [
     "Agent",
     "Task",
     "AskUserQuestion",
@@ -69,10 +69,10 @@ pub const READ_ONLY_BUILTINS: [&str; 5] = ["Read", "Glob", "Grep", "WebSearch", 
 
 /// Built-ins that run on the server host (`HOST_FS_TOOLS`). Under E2B they are
 /// disallowed for every role; the sandbox container is the boundary instead.
-pub const HOST_FS_TOOLS: [&str; 6] = ["Bash", "Read", "Write", "Edit", "Glob", "Grep"];
+pub(crate) const HOST_FS_TOOLS: [&str; 6] = ["Bash", "Read", "Write", "Edit", "Glob", "Grep"];
 
 /// The seven memory note tools: the only memory tools an unattended run registers.
-pub const MEMORY_NOTE_TOOLS: [&str; 7] = [
+pub(crate) const MEMORY_NOTE_TOOLS: [&str; 7] = [
     "memory_read",
     "memory_search",
     "memory_list",
@@ -83,9 +83,9 @@ pub const MEMORY_NOTE_TOOLS: [&str; 7] = [
 ];
 /// The standing-instruction tools: person chat only; each call asks a person
 /// when approvals are on.
-pub const STANDING_INSTRUCTION_TOOLS: [&str; 2] = ["soul_update", "goals_update"];
+pub(crate) const STANDING_INSTRUCTION_TOOLS: [&str; 2] = ["soul_update", "goals_update"];
 /// The nine memory tools (notes, then standing instructions).
-pub const MEMORY_TOOLS: [&str; 9] = [
+pub(crate) const MEMORY_TOOLS: [&str; 9] = [
     "memory_read",
     "memory_search",
     "memory_list",
@@ -97,7 +97,7 @@ pub const MEMORY_TOOLS: [&str; 9] = [
     "goals_update",
 ];
 /// The project folder's five tools.
-pub const PROJECT_TOOLS: [&str; 5] = [
+pub(crate) const PROJECT_TOOLS: [&str; 5] = [
     "project_list",
     "project_read",
     "project_write",
@@ -105,15 +105,16 @@ pub const PROJECT_TOOLS: [&str; 5] = [
     "project_delete",
 ];
 /// Recursive, unapproved and irreversible: only a person's own chat holds it.
-pub const PROJECT_DELETE: &str = "project_delete";
+pub(crate) const PROJECT_DELETE: &str = "project_delete";
 /// Goals engine tools (person chat, when the goals engine is on).
-pub const GOALS_TOOLS: [&str; 4] = ["goals_status", "goals_ask", "goals_propose", "goals_note"];
+pub(crate) const GOALS_TOOLS: [&str; 4] =
+    ["goals_status", "goals_ask", "goals_propose", "goals_note"];
 /// Chat history: always for a person, never for a coworker.
-pub const TRANSCRIPT_TOOLS: [&str; 2] = ["transcript_search", "transcript_read"];
+pub(crate) const TRANSCRIPT_TOOLS: [&str; 2] = ["transcript_search", "transcript_read"];
 /// Skill tools.
-pub const SKILL_TOOLS: [&str; 2] = ["load_skill", "read_skill_file"];
+pub(crate) const SKILL_TOOLS: [&str; 2] = ["load_skill", "read_skill_file"];
 /// Team tools (person chat, when the brand has at least one coworker).
-pub const TEAM_TOOLS: [&str; 5] = [
+pub(crate) const TEAM_TOOLS: [&str; 5] = [
     "team_roster",
     "team_assign",
     "team_status",
@@ -121,13 +122,13 @@ pub const TEAM_TOOLS: [&str; 5] = [
     "team_cancel",
 ];
 /// The E2B sandbox: shell and files.
-pub const SANDBOX_TOOLS: [&str; 3] = ["bash", "read_file", "write_file"];
+pub(crate) const SANDBOX_TOOLS: [&str; 3] = ["bash", "read_file", "write_file"];
 /// The browser reads pages only.
-pub const BROWSER_READ_TOOLS: [&str; 2] = ["browse_text", "browse_screenshot"];
+pub(crate) const BROWSER_READ_TOOLS: [&str; 2] = ["browse_text", "browse_screenshot"];
 /// Persistent browser logins (Browserbase only).
-pub const BROWSER_LOGIN_TOOLS: [&str; 3] = ["list_logins", "start_login", "finish_login"];
+pub(crate) const BROWSER_LOGIN_TOOLS: [&str; 3] = ["list_logins", "start_login", "finish_login"];
 /// Asks a person to widen the sandbox's allowlist.
-pub const SANDBOX_ALLOW_HOST: &str = "sandbox_allow_host";
+pub(crate) const SANDBOX_ALLOW_HOST: &str = "sandbox_allow_host";
 /// The content writer's opt-in tools beside Shopify. They write only into the
 /// brand's project folder (drafts), never to the store.
 pub const WRITER_TOOLS: [&str; 5] = [
@@ -142,7 +143,7 @@ pub const SEO_SAVE_BRIEF: &str = "seo_save_brief";
 /// SEO brief tool given when the grant names `seo-method` and the profile may delegate.
 pub const SEO_HAND_OFF_BRIEF: &str = "seo_hand_off_brief";
 /// The skill the SEO brief tools ride on.
-pub const SEO_METHOD_SKILL: &str = "seo-method";
+pub(crate) const SEO_METHOD_SKILL: &str = "seo-method";
 
 /// The bundled skills a grant may name.
 ///
@@ -152,7 +153,7 @@ pub const SEO_METHOD_SKILL: &str = "seo-method";
 /// `humanizer`. The seed also speaks of "seo-method and its data skills"
 /// without naming them, so no data skill is listed here: a grant naming one is
 /// refused until the skills catalogue names it.
-pub const BUNDLED_SKILLS: [&str; 7] = [
+pub(crate) const BUNDLED_SKILLS: [&str; 7] = [
     "ppc-method",
     "ppc-honesty",
     "seo-method",
@@ -163,13 +164,13 @@ pub const BUNDLED_SKILLS: [&str; 7] = [
 ];
 
 /// Whether `skill` is one of [`BUNDLED_SKILLS`].
-pub fn is_bundled_skill(skill: &str) -> bool {
+pub(crate) fn is_bundled_skill(skill: &str) -> bool {
     BUNDLED_SKILLS.contains(&skill)
 }
 
 /// The inbound email turn's whole surface (`INBOUND_TOOLS`), AgentMail local
 /// names: the ten reads and `agentmail_create_draft`. Never the four sends.
-pub const INBOUND_TOOLS: [&str; 11] = [
+pub(crate) const INBOUND_TOOLS: [&str; 11] = [
     "agentmail_list_threads",
     "agentmail_search_threads",
     "agentmail_get_thread",
@@ -184,7 +185,7 @@ pub const INBOUND_TOOLS: [&str; 11] = [
 ];
 
 /// The goal agent's fixed tools (`GOAL_AGENT_TOOLS`), full names.
-pub const GOAL_AGENT_TOOLS: [&str; 8] = [
+pub(crate) const GOAL_AGENT_TOOLS: [&str; 8] = [
     "Read",
     "Glob",
     "Grep",
@@ -195,23 +196,13 @@ pub const GOAL_AGENT_TOOLS: [&str; 8] = [
     "mcp__project__project_write",
 ];
 
-/// Hermes's own tools that stay enabled, scoped to a throwaway folder. Hermes
-/// serves them itself; they are not part of any surface this host offers.
-pub const HERMES_OWN_TOOLS: [&str; 5] = [
-    "todo_list",
-    "skills_list",
-    "skill_view",
-    "skill_manage",
-    "session_search",
-];
-
 /// The full MCP name of `tool` on `server`: `mcp__server__tool`.
 pub fn mcp(server: &str, tool: &str) -> String {
     format!("mcp__{server}__{tool}")
 }
 
 /// Splits `mcp__server__tool` into `(server, tool)`; `None` for a bare name.
-pub fn split_mcp(name: &str) -> Option<(&str, &str)> {
+pub(crate) fn split_mcp(name: &str) -> Option<(&str, &str)> {
     let rest = name.strip_prefix("mcp__")?;
     let at = rest.find("__")?;
     let (server, tool) = (&rest[..at], &rest[at + 2..]);
@@ -283,7 +274,7 @@ impl Platform {
     }
 
     /// The server with this MCP name.
-    pub fn from_server_name(name: &str) -> Option<Platform> {
+    pub(crate) fn from_server_name(name: &str) -> Option<Platform> {
         Platform::ALL.into_iter().find(|p| p.server_name() == name)
     }
 
@@ -328,14 +319,6 @@ impl Platform {
             Platform::Seo => Server::Host,
             _ => Server::Orchestrator,
         }
-    }
-
-    /// Full MCP names of every tool of the server.
-    pub fn mcp_names(self) -> Vec<String> {
-        self.tools()
-            .iter()
-            .map(|t| mcp(self.server_name(), t))
-            .collect()
     }
 }
 

@@ -28,12 +28,12 @@ pub enum Preset {
 }
 
 /// The SEO analyst's DataForSEO allowance: $1 per run, $3 per day.
-pub const SEO_DATAFORSEO_ALLOWANCE: Allowance = Allowance::Usd {
+pub(crate) const SEO_DATAFORSEO_ALLOWANCE: Allowance = Allowance::Usd {
     per_run_usd: 1.0,
     per_day_usd: 3.0,
 };
 /// The researcher's Firecrawl allowance: 25 credits per run, 100 per day.
-pub const RESEARCHER_FIRECRAWL_ALLOWANCE: Allowance = Allowance::Credits {
+pub(crate) const RESEARCHER_FIRECRAWL_ALLOWANCE: Allowance = Allowance::Credits {
     per_run_credits: 25,
     per_day_credits: 100,
 };

@@ -107,7 +107,7 @@ pub enum Allowance {
 }
 
 /// Micro-dollars in a dollar: the meter counts DataForSEO's USD in micro-USD.
-pub const MICRO_USD_PER_USD: u64 = 1_000_000;
+pub(crate) const MICRO_USD_PER_USD: u64 = 1_000_000;
 
 /// Why an allowance's figures cannot be counted by a meter.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -140,7 +140,7 @@ impl Allowance {
     }
 
     /// The meter's name for its unit: `credits` or `micro-usd`.
-    pub fn meter_unit(&self) -> &'static str {
+    pub(crate) fn meter_unit(&self) -> &'static str {
         match self {
             Allowance::Credits { .. } => "credits",
             Allowance::Usd { .. } => "micro-usd",
@@ -238,12 +238,12 @@ impl Grant {
     }
 
     /// Whether the grant names `connector`.
-    pub fn names_connector(&self, connector: &str) -> bool {
+    pub(crate) fn names_connector(&self, connector: &str) -> bool {
         self.connectors.iter().any(|c| c == connector)
     }
 
     /// Whether the grant names `skill`.
-    pub fn names_skill(&self, skill: &str) -> bool {
+    pub(crate) fn names_skill(&self, skill: &str) -> bool {
         self.skills.iter().any(|s| s == skill)
     }
 
@@ -407,7 +407,7 @@ impl Profile {
     /// Validates the goal agent's profile (`goalAgentInvariantProblem`): its
     /// fixed tools only, no delegation, no skills, and a grant that passes
     /// the grant rules (read-table connectors, an allowance for any that bills).
-    pub fn validate_goal_agent(&self, catalog: &Catalog) -> Result<(), ProfileError> {
+    pub(crate) fn validate_goal_agent(&self, catalog: &Catalog) -> Result<(), ProfileError> {
         self.limits.validate()?;
         let fixed: BTreeSet<&str> = GOAL_AGENT_TOOLS.into_iter().collect();
         let asked: BTreeSet<&str> = self.tools.iter().map(String::as_str).collect();
@@ -430,7 +430,7 @@ impl Profile {
 
     /// Validates the goal reviewer's profile (`reviewerInvariantProblem`):
     /// no tool, no delegation, no grant.
-    pub fn validate_reviewer(&self) -> Result<(), ProfileError> {
+    pub(crate) fn validate_reviewer(&self) -> Result<(), ProfileError> {
         self.limits.validate()?;
         if !self.tools.is_empty() {
             return Err(ProfileError::ReviewerHasTools {

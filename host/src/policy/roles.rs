@@ -111,17 +111,6 @@ impl Role {
         }
     }
 
-    /// Whether the role runs from a saved profile.
-    pub fn takes_profile(self) -> bool {
-        matches!(
-            self,
-            Role::CoworkerRun { .. }
-                | Role::SpecialistRun { .. }
-                | Role::GoalAgentStep
-                | Role::GoalReviewer
-        )
-    }
-
     /// Whether the role can ever have someone present to approve a call.
     pub fn can_ask_a_person(self) -> bool {
         matches!(self, Role::PersonChat)

@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 /// The default wait for a pending approval before it denies: five minutes.
-pub const DEFAULT_APPROVAL_TIMEOUT_MS: u64 = 300_000;
+pub(crate) const DEFAULT_APPROVAL_TIMEOUT_MS: u64 = 300_000;
 
 /// One variable of the operator switches table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -111,7 +111,7 @@ impl Switch {
     }
 
     /// The seed's "Counts as on" column.
-    pub fn counts_as_on(self) -> &'static str {
+    pub(crate) fn counts_as_on(self) -> &'static str {
         match self.rule() {
             Rule::OnUnlessFalse => "On unless false, 0 or no",
             Rule::Timeout => "Default 300000 (five minutes); 0 denies at once",
@@ -146,13 +146,8 @@ impl Switch {
         }
     }
 
-    /// Whether the variable holds a secret whose value is never shown.
-    pub fn is_secret(self) -> bool {
-        matches!(self, Switch::AgentmailWebhookUrlSecret)
-    }
-
     /// The switch for an environment variable name.
-    pub fn from_var(var: &str) -> Option<Switch> {
+    pub(crate) fn from_var(var: &str) -> Option<Switch> {
         Switch::ALL.into_iter().find(|s| s.var() == var)
     }
 }

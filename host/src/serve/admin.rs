@@ -133,7 +133,7 @@ fn query<T: DeserializeOwned>(raw: Option<String>) -> Result<T, ApiError> {
 }
 
 /// The whole router: admin API under `/v1`, MCP under `/mcp`.
-pub fn router(host: Arc<ServeHost>) -> Router {
+pub(crate) fn router(host: Arc<ServeHost>) -> Router {
     let limit = host.config.max_request_bytes;
     let admin = Router::new()
         .route("/v1/health", get(health))

@@ -49,13 +49,13 @@ use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The environment variable the MCP entries' `Authorization` header refers to.
-pub const TOKEN_ENV: &str = "SCOUT_SESSION_TOKEN";
+pub(crate) const TOKEN_ENV: &str = "SCOUT_SESSION_TOKEN";
 
 /// The `Authorization` header value of every MCP entry.
-pub const AUTHORIZATION_VALUE: &str = "Bearer ${SCOUT_SESSION_TOKEN}";
+pub(crate) const AUTHORIZATION_VALUE: &str = "Bearer ${SCOUT_SESSION_TOKEN}";
 
 /// The names `format` takes, for error messages.
-pub const FORMAT_NAMES: &str = "claude-agent-sdk, claude-code, mcp-json";
+pub(crate) const FORMAT_NAMES: &str = "claude-agent-sdk, claude-code, mcp-json";
 
 /// One way of writing a session's configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,7 +107,7 @@ impl Known {
     /// The built-ins (the seed's list, the deployment's as `catalog` holds
     /// it, the CLI's others), every platform server and every connector of
     /// `catalog`, with their tools.
-    pub fn from_catalog(catalog: &Catalog) -> Known {
+    pub(crate) fn from_catalog(catalog: &Catalog) -> Known {
         let mut known = Known::default();
         let builtins = names::BUILTINS
             .iter()
@@ -135,7 +135,7 @@ impl Known {
     }
 
     /// Adds `server` and its tools (local names) to what is known.
-    pub fn with_server<'t>(
+    pub(crate) fn with_server<'t>(
         mut self,
         server: &str,
         tools: impl IntoIterator<Item = &'t str>,

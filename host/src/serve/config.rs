@@ -147,7 +147,7 @@ pub struct BrandConfig {
 /// Refuses what cannot name a brand in the admin API: 1 to 200 characters,
 /// no surrounding whitespace (a session's brand is trimmed, so such a table
 /// could never apply) and no control characters.
-pub fn check_brand_name(brand: &str) -> Result<(), String> {
+pub(crate) fn check_brand_name(brand: &str) -> Result<(), String> {
     let ok = !brand.is_empty()
         && brand.len() <= 200
         && brand.trim() == brand
@@ -164,7 +164,7 @@ pub fn check_brand_name(brand: &str) -> Result<(), String> {
 
 /// Refuses what cannot name a skill: 1 to 64 of a-z, 0-9 and `-`, starting
 /// and ending with a letter or digit (`seo-method`).
-pub fn check_skill_name(skill: &str) -> Result<(), String> {
+pub(crate) fn check_skill_name(skill: &str) -> Result<(), String> {
     let b = skill.as_bytes();
     let ok = !b.is_empty()
         && b.len() <= 64
@@ -271,7 +271,7 @@ impl OriginConfig {
     }
 
     /// Whether the connector's credential goes there; an unknown word is an error.
-    pub fn sends_credential(&self) -> Result<bool, String> {
+    pub(crate) fn sends_credential(&self) -> Result<bool, String> {
         match self {
             OriginConfig::WithCredential(_)
             | OriginConfig::Spelled {
@@ -355,16 +355,16 @@ pub struct FolderConfig {
 }
 
 /// The placeholder a folder root may carry.
-pub const BRAND_PLACEHOLDER: &str = "{brand}";
+pub(crate) const BRAND_PLACEHOLDER: &str = "{brand}";
 
 impl FolderConfig {
     /// Whether the root depends on the brand.
-    pub fn per_brand(&self) -> bool {
+    pub(crate) fn per_brand(&self) -> bool {
         self.root.contains(BRAND_PLACEHOLDER)
     }
 
     /// The root for `brand`, or why `brand` cannot name a folder.
-    pub fn root_for(&self, brand: &str) -> Result<PathBuf, String> {
+    pub(crate) fn root_for(&self, brand: &str) -> Result<PathBuf, String> {
         if self.per_brand() {
             safe_segment(brand)?;
         }
@@ -399,7 +399,7 @@ impl FolderConfig {
 /// Refuses what cannot be one path segment: 1 to 64 ASCII letters, digits,
 /// `-`, `_` and `.`, starting with a letter or digit (so never `.`, `..`,
 /// a hidden name, a separator or an absolute path).
-pub fn safe_segment(text: &str) -> Result<(), String> {
+pub(crate) fn safe_segment(text: &str) -> Result<(), String> {
     let ok = !text.is_empty()
         && text.len() <= 64
         && text.as_bytes()[0].is_ascii_alphanumeric()
@@ -529,7 +529,7 @@ impl ServeConfig {
     }
 
     /// The base URL endpoints are announced under, without a trailing slash.
-    pub fn base_url(&self) -> String {
+    pub(crate) fn base_url(&self) -> String {
         self.public_url
             .clone()
             .unwrap_or_else(|| format!("http://{}", self.listen))
@@ -544,7 +544,7 @@ impl ServeConfig {
 
     /// The accepted `Host` header values when the listener got `listen`
     /// (the configured port may be 0).
-    pub fn hosts_for(&self, listen: SocketAddr) -> Vec<String> {
+    pub(crate) fn hosts_for(&self, listen: SocketAddr) -> Vec<String> {
         if !self.allowed_hosts.is_empty() {
             return self
                 .allowed_hosts
@@ -588,7 +588,7 @@ impl ConnectorConfig {
 }
 
 /// Reads the store key: 64 hex digits.
-pub fn parse_store_key(hex_text: &str) -> Result<[u8; 32], String> {
+pub(crate) fn parse_store_key(hex_text: &str) -> Result<[u8; 32], String> {
     let bytes = hex::decode(hex_text.trim())
         .map_err(|_| "the store key must be 64 hex digits".to_string())?;
     bytes

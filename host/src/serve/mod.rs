@@ -110,7 +110,7 @@ pub struct LiveSession {
     expires: std::time::Instant,
     expires_at_ms: i64,
     /// Its meters and folders (see [`session_caps`]).
-    caps: session_caps::SessionCaps,
+    caps: Arc<session_caps::SessionCaps>,
 }
 
 impl LiveSession {
@@ -132,7 +132,7 @@ impl LiveSession {
     }
 
     /// Whether `token` is this session's MCP bearer token.
-    pub fn token_matches(&self, token: &str) -> bool {
+    pub(crate) fn token_matches(&self, token: &str) -> bool {
         digest(token) == self.token_digest
     }
 }
@@ -441,7 +441,7 @@ impl ServeHost {
     }
 
     /// The base URL MCP endpoints are announced under.
-    pub fn base_url(&self) -> String {
+    pub(crate) fn base_url(&self) -> String {
         match (&self.config.public_url, self.bound.get()) {
             (None, Some((addr, _))) => format!("http://{addr}"),
             _ => self.config.base_url(),
@@ -449,7 +449,7 @@ impl ServeHost {
     }
 
     /// Whether this server answers to `host` (a lowercased `Host` header).
-    pub fn answers_to(&self, host: &str) -> bool {
+    pub(crate) fn answers_to(&self, host: &str) -> bool {
         match self.bound.get() {
             Some((_, hosts)) => hosts.iter().any(|h| h == host),
             None => self.config.hosts().iter().any(|h| h == host),
@@ -482,7 +482,7 @@ impl ServeHost {
     }
 
     /// Whether `token` is the admin token.
-    pub fn admin_token_matches(&self, token: &str) -> bool {
+    pub(crate) fn admin_token_matches(&self, token: &str) -> bool {
         digest(token) == self.admin_token_digest
     }
 
@@ -582,7 +582,7 @@ impl ServeHost {
             expires_at_ms: (std::time::SystemTime::now() + ttl)
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as i64),
-            caps,
+            caps: Arc::new(caps),
         };
         let live = Arc::new_cyclic(|weak| {
             for connector in &connectors {
@@ -749,7 +749,7 @@ impl ServeHost {
     }
 
     /// One open session as the admin API shows it.
-    pub fn session_view(&self, id: &str) -> Option<SessionView> {
+    pub(crate) fn session_view(&self, id: &str) -> Option<SessionView> {
         self.session(id).map(|s| s.view(&self.base_url(), None))
     }
 
@@ -794,7 +794,7 @@ impl ServeHost {
     }
 
     /// The arguments of a call of `session` waiting for a person, if this host saw it.
-    pub fn waiting_arguments(&self, session: &str, digest: &str) -> Option<Value> {
+    pub(crate) fn waiting_arguments(&self, session: &str, digest: &str) -> Option<Value> {
         let waiting = self.waiting_args.lock().unwrap_or_else(|e| e.into_inner());
         waiting
             .get(&(session.to_string(), digest.to_string()))
@@ -915,17 +915,14 @@ impl ServeHost {
                 }
             }
         }
-        // The run starts at the first call the session is offered, not at
-        // a call the policy refuses anyway.
-        if live.caps.has_allowance(connector)
-            && session_caps::imports(component, "meter")
-            && self
-                .boundary
-                .offered_tools(&live.session, component)
-                .iter()
-                .any(|t| t.name == tool)
-        {
-            caps.meter = live.caps.meter(&self.store, connector);
+        // The run starts at the first call the boundary allows, not at a
+        // call the policy refuses anyway: the boundary binds the meter once
+        // it has decided (the policy surface is computed there, once).
+        if live.caps.has_allowance(connector) && session_caps::imports(component, "meter") {
+            let (session_caps, store, connector) =
+                (live.caps.clone(), self.store.clone(), connector.to_string());
+            caps.meter_when_allowed =
+                Some(Arc::new(move || session_caps.meter(&store, &connector)));
         }
         if session_caps::imports(component, "folder") {
             caps.folders = live.caps.folders(connector, settings);

@@ -131,7 +131,7 @@ impl SessionCaps {
     }
 
     /// Whether this session may spend through `connector` at all.
-    pub fn has_allowance(&self, connector: &str) -> bool {
+    pub(crate) fn has_allowance(&self, connector: &str) -> bool {
         self.allowances.contains_key(connector)
     }
 

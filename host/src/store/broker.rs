@@ -29,7 +29,7 @@ impl ApprovalBroker {
     /// Subscribes to the approvals of one call. Subscribe, then read the
     /// store: a change committed before the subscription is seen by the
     /// read, one committed after it rings.
-    pub fn subscribe(
+    pub(crate) fn subscribe(
         self: &Arc<Self>,
         session: &str,
         tool: &str,
@@ -53,7 +53,7 @@ impl ApprovalBroker {
     }
 
     /// Rings for one call's approvals (after the change is committed).
-    pub fn ring(&self, session: &str, tool: &str, args_digest: &str) {
+    pub(crate) fn ring(&self, session: &str, tool: &str, args_digest: &str) {
         // Dropping the sender wakes every receiver.
         self.lock().remove(&(
             session.to_string(),
@@ -63,12 +63,12 @@ impl ApprovalBroker {
     }
 
     /// Rings for every approval of a session.
-    pub fn ring_session(&self, session: &str) {
+    pub(crate) fn ring_session(&self, session: &str) {
         self.lock().retain(|(s, _, _), _| s != session);
     }
 
     /// Rings for every approval.
-    pub fn ring_all(&self) {
+    pub(crate) fn ring_all(&self) {
         self.lock().clear();
     }
 

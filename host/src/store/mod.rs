@@ -572,3 +572,17 @@ fn canonicalize(value: &serde_json::Value) -> serde_json::Value {
         other => other.clone(),
     }
 }
+
+/// Runs store work that waits on the disk (a commit is an fsync) without
+/// holding a tokio worker: on a multi-thread runtime the worker's queue moves
+/// to another thread while `work` blocks (`block_in_place`, as wasmtime-wasi
+/// does for its blocking calls), so other sessions' calls keep running.
+/// Elsewhere (no runtime, a current-thread runtime) it runs inline.
+pub(crate) fn off_worker<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) if runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
+    }
+}

@@ -14,7 +14,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The schema this host writes. Bump with a migration when the tables change.
-pub const SCHEMA_VERSION: i64 = 1;
+pub(crate) const SCHEMA_VERSION: i64 = 1;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS schema_version (
@@ -106,12 +106,17 @@ CREATE TABLE IF NOT EXISTS tool_reviews (
 );
 ";
 
-/// One SQLite file. Each `SqliteStore` holds one connection, and its trace
-/// writer a second one on a thread of its own; several stores
+/// One SQLite file. Each `SqliteStore` holds one connection for approvals,
+/// the ledger and the rest, one that only reads the trace, and its trace
+/// writer a third on a thread of its own; several stores
 /// (threads, processes) may open the same file, and SQLite's locks plus
 /// `BEGIN IMMEDIATE` serialise their writes.
 pub struct SqliteStore {
     conn: Mutex<Connection>,
+    /// Reads the trace (the admin API's pages, which can be long) on a
+    /// connection of its own: under WAL a reader sees the last commit and
+    /// neither waits for nor holds up the approvals and ledger on `conn`.
+    reader: Mutex<Connection>,
     /// Writes the trace on a thread of its own, in groups (see [`super::writer`]).
     writer: super::writer::TraceWriter,
     /// Wakes the calls waiting on an approval this store changes.
@@ -187,8 +192,14 @@ impl SqliteStore {
         trace_conn.busy_timeout(Duration::from_secs(30))?;
         trace_conn.pragma_update(None, "synchronous", "FULL")?;
         let writer = super::writer::TraceWriter::start(trace_conn)?;
+        let reader = Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        reader.busy_timeout(Duration::from_secs(30))?;
         Ok(SqliteStore {
             conn: Mutex::new(conn),
+            reader: Mutex::new(reader),
             writer,
             broker: Default::default(),
         })
@@ -226,7 +237,7 @@ impl SqliteStore {
         after: i64,
         limit: i64,
     ) -> Result<Vec<(i64, TraceEvent)>, StoreError> {
-        let conn = self.lock();
+        let conn = self.reader.lock().unwrap_or_else(|e| e.into_inner());
         let sql = format!(
             "SELECT seq, session, brand, call_id, tool, state, rule, detail, at_ms FROM trace
              WHERE {column} = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"
@@ -339,7 +350,7 @@ impl Store for SqliteStore {
     }
 
     fn record_all(&self, events: &[TraceEvent]) -> Result<(), StoreError> {
-        self.writer.write_blocking(events)
+        super::off_worker(|| self.writer.write_blocking(events))
     }
 
     fn record_all_async<'a>(
@@ -356,19 +367,21 @@ impl Store for SqliteStore {
         after: i64,
         limit: usize,
     ) -> Result<Vec<(i64, TraceEvent)>, StoreError> {
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        match filter {
-            TraceFilter::Session(session) => self.trace_rows("session", session, after, limit),
-            TraceFilter::Brand(brand) => self.trace_rows("brand", brand, after, limit),
-        }
+        super::off_worker(|| {
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            match filter {
+                TraceFilter::Session(session) => self.trace_rows("session", session, after, limit),
+                TraceFilter::Brand(brand) => self.trace_rows("brand", brand, after, limit),
+            }
+        })
     }
 
     fn trace_for_session(&self, session: &str) -> Result<Vec<TraceEvent>, StoreError> {
-        self.trace_query("session", session)
+        super::off_worker(|| self.trace_query("session", session))
     }
 
     fn trace_for_brand(&self, brand: &str) -> Result<Vec<TraceEvent>, StoreError> {
-        self.trace_query("brand", brand)
+        super::off_worker(|| self.trace_query("brand", brand))
     }
 
     fn request_approval(
@@ -377,50 +390,54 @@ impl Store for SqliteStore {
         tool: &str,
         args_digest: &str,
     ) -> Result<ApprovalId, StoreError> {
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute(
+        super::off_worker(|| {
+            let mut conn = self.lock();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.execute(
             "INSERT INTO approvals (session, tool, args_digest, state, requested_at_ms) VALUES (?1, ?2, ?3, 'pending', ?4)",
             params![session, tool, args_digest, now_ms()],
         )?;
-        let id = tx.last_insert_rowid();
-        tx.commit()?;
-        Ok(ApprovalId(id))
+            let id = tx.last_insert_rowid();
+            tx.commit()?;
+            Ok(ApprovalId(id))
+        })
     }
 
     fn decide(&self, id: ApprovalId, approved: bool, by: &str) -> Result<(), ApprovalError> {
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(StoreError::from)?;
-        let state = if approved {
-            ApprovalState::Approved
-        } else {
-            ApprovalState::Denied
-        };
-        let changed = tx
+        super::off_worker(|| {
+            let mut conn = self.lock();
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(StoreError::from)?;
+            let state = if approved {
+                ApprovalState::Approved
+            } else {
+                ApprovalState::Denied
+            };
+            let changed = tx
             .execute(
                 "UPDATE approvals SET state = ?1, decided_by = ?2, decided_at_ms = ?3 WHERE id = ?4 AND state = 'pending'",
                 params![state.as_str(), by, now_ms(), id.0],
             )
             .map_err(StoreError::from)?;
-        if changed == 1 {
-            let (session, tool, digest) = approval_key(&tx, id).map_err(StoreError::from)?;
-            tx.commit().map_err(StoreError::from)?;
-            self.broker.ring(&session, &tool, &digest);
-            return Ok(());
-        }
-        let exists: bool = tx
-            .query_row(
-                "SELECT EXISTS (SELECT 1 FROM approvals WHERE id = ?1)",
-                [id.0],
-                |row| row.get(0),
-            )
-            .map_err(StoreError::from)?;
-        Err(if exists {
-            ApprovalError::NotPending(id)
-        } else {
-            ApprovalError::Unknown(id)
+            if changed == 1 {
+                let (session, tool, digest) = approval_key(&tx, id).map_err(StoreError::from)?;
+                tx.commit().map_err(StoreError::from)?;
+                self.broker.ring(&session, &tool, &digest);
+                return Ok(());
+            }
+            let exists: bool = tx
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM approvals WHERE id = ?1)",
+                    [id.0],
+                    |row| row.get(0),
+                )
+                .map_err(StoreError::from)?;
+            Err(if exists {
+                ApprovalError::NotPending(id)
+            } else {
+                ApprovalError::Unknown(id)
+            })
         })
     }
 
@@ -430,33 +447,34 @@ impl Store for SqliteStore {
         tool: &str,
         args_digest: &str,
     ) -> Result<ApprovalId, ApprovalError> {
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(StoreError::from)?;
-        let candidate: Option<i64> = tx
-            .query_row(
-                "SELECT id FROM approvals WHERE session = ?1 AND tool = ?2 AND args_digest = ?3
+        super::off_worker(|| {
+            let mut conn = self.lock();
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(StoreError::from)?;
+            let candidate: Option<i64> = tx
+                .query_row(
+                    "SELECT id FROM approvals WHERE session = ?1 AND tool = ?2 AND args_digest = ?3
                  AND state = 'approved' AND used = 0 ORDER BY id LIMIT 1",
-                params![session, tool, args_digest],
-                |row| row.get(0),
-            )
-            .optional()
-            .map_err(StoreError::from)?;
-        if let Some(id) = candidate {
-            let changed = tx
+                    params![session, tool, args_digest],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(StoreError::from)?;
+            if let Some(id) = candidate {
+                let changed = tx
                 .execute(
                     "UPDATE approvals SET used = 1, used_at_ms = ?1 WHERE id = ?2 AND state = 'approved' AND used = 0",
                     params![now_ms(), id],
                 )
                 .map_err(StoreError::from)?;
-            if changed == 1 {
-                tx.commit().map_err(StoreError::from)?;
-                return Ok(ApprovalId(id));
+                if changed == 1 {
+                    tx.commit().map_err(StoreError::from)?;
+                    return Ok(ApprovalId(id));
+                }
             }
-        }
-        // Nothing to spend: say why, from the newest matching request.
-        let latest: Option<(String, bool)> = tx
+            // Nothing to spend: say why, from the newest matching request.
+            let latest: Option<(String, bool)> = tx
             .query_row(
                 "SELECT state, used FROM approvals WHERE session = ?1 AND tool = ?2 AND args_digest = ?3
                  ORDER BY id DESC LIMIT 1",
@@ -465,17 +483,18 @@ impl Store for SqliteStore {
             )
             .optional()
             .map_err(StoreError::from)?;
-        Err(match latest {
-            None => ApprovalError::Required,
-            Some((state, used)) => match ApprovalState::parse(&state) {
-                Some(ApprovalState::Pending) => ApprovalError::Pending,
-                Some(ApprovalState::Denied) => ApprovalError::Denied,
-                Some(ApprovalState::Revoked) => ApprovalError::Revoked,
-                Some(ApprovalState::Approved) if used => ApprovalError::AlreadyUsed,
-                _ => ApprovalError::Store(StoreError::Corrupt(format!(
-                    "approval in state {state:?}"
-                ))),
-            },
+            Err(match latest {
+                None => ApprovalError::Required,
+                Some((state, used)) => match ApprovalState::parse(&state) {
+                    Some(ApprovalState::Pending) => ApprovalError::Pending,
+                    Some(ApprovalState::Denied) => ApprovalError::Denied,
+                    Some(ApprovalState::Revoked) => ApprovalError::Revoked,
+                    Some(ApprovalState::Approved) if used => ApprovalError::AlreadyUsed,
+                    _ => ApprovalError::Store(StoreError::Corrupt(format!(
+                        "approval in state {state:?}"
+                    ))),
+                },
+            })
         })
     }
 
@@ -492,36 +511,40 @@ impl Store for SqliteStore {
     }
 
     fn revoke_session_approvals(&self, session: &str) -> Result<usize, StoreError> {
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let changed = tx.execute(
-            "UPDATE approvals SET state = 'revoked', decided_at_ms = ?1
+        super::off_worker(|| {
+            let mut conn = self.lock();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let changed = tx.execute(
+                "UPDATE approvals SET state = 'revoked', decided_at_ms = ?1
              WHERE session = ?2 AND used = 0 AND state IN ('pending', 'approved')",
-            params![now_ms(), session],
-        )?;
-        tx.commit()?;
-        self.broker.ring_session(session);
-        Ok(changed)
+                params![now_ms(), session],
+            )?;
+            tx.commit()?;
+            self.broker.ring_session(session);
+            Ok(changed)
+        })
     }
 
     fn revoke_approval(&self, id: ApprovalId, by: &str) -> Result<bool, StoreError> {
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let changed = tx.execute(
-            "UPDATE approvals SET state = 'revoked', decided_by = ?1, decided_at_ms = ?2
+        super::off_worker(|| {
+            let mut conn = self.lock();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let changed = tx.execute(
+                "UPDATE approvals SET state = 'revoked', decided_by = ?1, decided_at_ms = ?2
              WHERE id = ?3 AND used = 0 AND state IN ('pending', 'approved')",
-            params![by, now_ms(), id.0],
-        )?;
-        let key = if changed == 1 {
-            Some(approval_key(&tx, id)?)
-        } else {
-            None
-        };
-        tx.commit()?;
-        if let Some((session, tool, digest)) = key {
-            self.broker.ring(&session, &tool, &digest);
-        }
-        Ok(changed == 1)
+                params![by, now_ms(), id.0],
+            )?;
+            let key = if changed == 1 {
+                Some(approval_key(&tx, id)?)
+            } else {
+                None
+            };
+            tx.commit()?;
+            if let Some((session, tool, digest)) = key {
+                self.broker.ring(&session, &tool, &digest);
+            }
+            Ok(changed == 1)
+        })
     }
 
     fn watch_approval(&self, session: &str, tool: &str, args_digest: &str) -> super::ApprovalWatch {
@@ -537,10 +560,11 @@ impl Store for SqliteStore {
         amount: u64,
         idempotency_key: &str,
     ) -> Result<bool, StoreError> {
-        let signed = to_i64(amount)?;
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let inserted = tx.execute(
+        super::off_worker(|| {
+            let signed = to_i64(amount)?;
+            let mut conn = self.lock();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let inserted = tx.execute(
             "INSERT INTO charges (idempotency_key, run_id, connector, brand, day, amount, at_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (idempotency_key) DO NOTHING",
             params![
@@ -553,21 +577,22 @@ impl Store for SqliteStore {
                 now_ms()
             ],
         )?;
-        if inserted == 1 {
-            tx.commit()?;
-            return Ok(true);
-        }
-        let same: bool = tx.query_row(
-            "SELECT run_id = ?2 AND connector = ?3 AND brand = ?4 AND day = ?5 AND amount = ?6
+            if inserted == 1 {
+                tx.commit()?;
+                return Ok(true);
+            }
+            let same: bool = tx.query_row(
+                "SELECT run_id = ?2 AND connector = ?3 AND brand = ?4 AND day = ?5 AND amount = ?6
              FROM charges WHERE idempotency_key = ?1",
-            params![idempotency_key, run_id, connector, brand, day, signed],
-            |row| row.get(0),
-        )?;
-        if same {
-            Ok(false)
-        } else {
-            Err(StoreError::IdempotencyConflict(idempotency_key.to_owned()))
-        }
+                params![idempotency_key, run_id, connector, brand, day, signed],
+                |row| row.get(0),
+            )?;
+            if same {
+                Ok(false)
+            } else {
+                Err(StoreError::IdempotencyConflict(idempotency_key.to_owned()))
+            }
+        })
     }
 
     fn spent_in_run(&self, run_id: &str) -> Result<u64, StoreError> {
@@ -629,27 +654,28 @@ impl Store for SqliteStore {
         per_run: u64,
         per_day: u64,
     ) -> Result<(), StartRunError> {
-        if per_run == 0 || per_run > per_day {
-            return Err(StartRunError::InvalidAllowance { per_run, per_day });
-        }
-        let (run_signed, day_signed) = (to_i64(per_run)?, to_i64(per_day)?);
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(StoreError::from)?;
-        let exists: bool = tx
-            .query_row(
-                "SELECT EXISTS (SELECT 1 FROM runs WHERE run_id = ?1)",
-                [run_id],
-                |row| row.get(0),
-            )
-            .map_err(StoreError::from)?;
-        if exists {
-            return Err(StoreError::RunExists(run_id.to_owned()).into());
-        }
-        // Ended runs at what they recorded, or their per-run figure if they
-        // recorded nothing (as `capabilities::meter`); live runs at per-run.
-        let committed: i64 = tx
+        super::off_worker(|| {
+            if per_run == 0 || per_run > per_day {
+                return Err(StartRunError::InvalidAllowance { per_run, per_day });
+            }
+            let (run_signed, day_signed) = (to_i64(per_run)?, to_i64(per_day)?);
+            let mut conn = self.lock();
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(StoreError::from)?;
+            let exists: bool = tx
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM runs WHERE run_id = ?1)",
+                    [run_id],
+                    |row| row.get(0),
+                )
+                .map_err(StoreError::from)?;
+            if exists {
+                return Err(StoreError::RunExists(run_id.to_owned()).into());
+            }
+            // Ended runs at what they recorded, or their per-run figure if they
+            // recorded nothing (as `capabilities::meter`); live runs at per-run.
+            let committed: i64 = tx
             .query_row(
                 "SELECT COALESCE(SUM(CASE WHEN r.ended = 0 THEN r.per_run
                      ELSE COALESCE(NULLIF((SELECT SUM(c.amount) FROM charges c WHERE c.run_id = r.run_id), 0), r.per_run)
@@ -659,51 +685,56 @@ impl Store for SqliteStore {
                 |row| row.get(0),
             )
             .map_err(StoreError::from)?;
-        let committed = to_u64(committed)?;
-        if committed.saturating_add(per_run) > per_day {
-            return Err(StartRunError::DayExhausted { committed, per_day });
-        }
-        tx.execute(
-            "INSERT INTO runs (run_id, brand, connector, day, per_run, per_day, started_at_ms)
+            let committed = to_u64(committed)?;
+            if committed.saturating_add(per_run) > per_day {
+                return Err(StartRunError::DayExhausted { committed, per_day });
+            }
+            tx.execute(
+                "INSERT INTO runs (run_id, brand, connector, day, per_run, per_day, started_at_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![
-                run_id,
-                brand,
-                connector,
-                day,
-                run_signed,
-                day_signed,
-                now_ms()
-            ],
-        )
-        .map_err(StoreError::from)?;
-        tx.commit().map_err(StoreError::from)?;
-        Ok(())
+                params![
+                    run_id,
+                    brand,
+                    connector,
+                    day,
+                    run_signed,
+                    day_signed,
+                    now_ms()
+                ],
+            )
+            .map_err(StoreError::from)?;
+            tx.commit().map_err(StoreError::from)?;
+            Ok(())
+        })
     }
 
     fn end_run(&self, run_id: &str) -> Result<(), StoreError> {
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let changed = tx.execute(
+        super::off_worker(|| {
+            let mut conn = self.lock();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let changed = tx.execute(
             "UPDATE runs SET ended = 1, ended_at_ms = COALESCE(ended_at_ms, ?1) WHERE run_id = ?2",
             params![now_ms(), run_id],
         )?;
-        if changed == 0 {
-            return Err(StoreError::UnknownRun(run_id.to_owned()));
-        }
-        tx.commit()?;
-        Ok(())
+            if changed == 0 {
+                return Err(StoreError::UnknownRun(run_id.to_owned()));
+            }
+            tx.commit()?;
+            Ok(())
+        })
     }
 
     fn end_live_runs(&self, at_ms: i64) -> Result<usize, StoreError> {
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let ended = tx.execute(
-            "UPDATE runs SET ended = 1, ended_at_ms = ?1 WHERE ended = 0",
-            params![at_ms],
-        )?;
-        tx.commit()?;
-        Ok(ended)
+        super::off_worker(|| {
+            let mut conn = self.lock();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let ended = tx.execute(
+                "UPDATE runs SET ended = 1, ended_at_ms = ?1 WHERE ended = 0",
+                params![at_ms],
+            )?;
+            tx.commit()?;
+            Ok(ended)
+        })
     }
 
     fn put_connection(
@@ -713,29 +744,31 @@ impl Store for SqliteStore {
         secret: &str,
         key: &[u8; 32],
     ) -> Result<(), StoreError> {
-        let cipher = ChaCha20Poly1305::new(Key::from_slice(key));
-        let nonce = ChaCha20Poly1305::generate_nonce(&mut OsRng);
-        let aad = aad(brand, connector);
-        let ciphertext = cipher
-            .encrypt(
-                &nonce,
-                Payload {
-                    msg: secret.as_bytes(),
-                    aad: &aad,
-                },
-            )
-            .map_err(|_| StoreError::Encrypt)?;
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute(
+        super::off_worker(|| {
+            let cipher = ChaCha20Poly1305::new(Key::from_slice(key));
+            let nonce = ChaCha20Poly1305::generate_nonce(&mut OsRng);
+            let aad = aad(brand, connector);
+            let ciphertext = cipher
+                .encrypt(
+                    &nonce,
+                    Payload {
+                        msg: secret.as_bytes(),
+                        aad: &aad,
+                    },
+                )
+                .map_err(|_| StoreError::Encrypt)?;
+            let mut conn = self.lock();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.execute(
             "INSERT INTO connections (brand, connector, nonce, ciphertext, disabled, updated_at_ms)
              VALUES (?1, ?2, ?3, ?4, 0, ?5)
              ON CONFLICT (brand, connector) DO UPDATE SET
                  nonce = excluded.nonce, ciphertext = excluded.ciphertext, disabled = 0, updated_at_ms = excluded.updated_at_ms",
             params![brand, connector, nonce.as_slice(), ciphertext, now_ms()],
         )?;
-        tx.commit()?;
-        Ok(())
+            tx.commit()?;
+            Ok(())
+        })
     }
 
     fn get_connection(
@@ -783,14 +816,16 @@ impl Store for SqliteStore {
     }
 
     fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, StoreError> {
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let changed = tx.execute(
+        super::off_worker(|| {
+            let mut conn = self.lock();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let changed = tx.execute(
             "UPDATE connections SET disabled = 1, updated_at_ms = ?1 WHERE brand = ?2 AND connector = ?3",
             params![now_ms(), brand, connector],
         )?;
-        tx.commit()?;
-        Ok(changed == 1)
+            tx.commit()?;
+            Ok(changed == 1)
+        })
     }
 
     fn share_connection(
@@ -799,15 +834,17 @@ impl Store for SqliteStore {
         connector: &str,
         with_brand: &str,
     ) -> Result<(), StoreError> {
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute(
-            "INSERT INTO connection_shares (owner_brand, connector, with_brand, shared_at_ms)
+        super::off_worker(|| {
+            let mut conn = self.lock();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.execute(
+                "INSERT INTO connection_shares (owner_brand, connector, with_brand, shared_at_ms)
              VALUES (?1, ?2, ?3, ?4) ON CONFLICT (owner_brand, connector, with_brand) DO NOTHING",
-            params![owner_brand, connector, with_brand, now_ms()],
-        )?;
-        tx.commit()?;
-        Ok(())
+                params![owner_brand, connector, with_brand, now_ms()],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
     }
 
     fn unshare_connection(
@@ -816,14 +853,16 @@ impl Store for SqliteStore {
         connector: &str,
         with_brand: &str,
     ) -> Result<bool, StoreError> {
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let changed = tx.execute(
+        super::off_worker(|| {
+            let mut conn = self.lock();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let changed = tx.execute(
             "DELETE FROM connection_shares WHERE owner_brand = ?1 AND connector = ?2 AND with_brand = ?3",
             params![owner_brand, connector, with_brand],
         )?;
-        tx.commit()?;
-        Ok(changed == 1)
+            tx.commit()?;
+            Ok(changed == 1)
+        })
     }
 
     fn shared_with(&self, with_brand: &str, connector: &str) -> Result<Vec<String>, StoreError> {
@@ -843,22 +882,24 @@ impl Store for SqliteStore {
         kind: ProfileKind,
         catalog: &Catalog,
     ) -> Result<(), SaveProfileError> {
-        kind.validate(profile, catalog)?;
-        let body =
-            serde_json::to_string(profile).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(StoreError::from)?;
-        tx.execute(
+        super::off_worker(|| {
+            kind.validate(profile, catalog)?;
+            let body =
+                serde_json::to_string(profile).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            let mut conn = self.lock();
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(StoreError::from)?;
+            tx.execute(
             "INSERT INTO profiles (brand, name, kind, body, updated_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT (brand, name) DO UPDATE SET
                  kind = excluded.kind, body = excluded.body, updated_at_ms = excluded.updated_at_ms",
             params![brand, profile.name, kind.as_str(), body, now_ms()],
         )
         .map_err(StoreError::from)?;
-        tx.commit().map_err(StoreError::from)?;
-        Ok(())
+            tx.commit().map_err(StoreError::from)?;
+            Ok(())
+        })
     }
 
     fn load_profile(&self, brand: &str, name: &str) -> Result<Option<SavedProfile>, StoreError> {
@@ -889,14 +930,16 @@ impl Store for SqliteStore {
     }
 
     fn delete_profile(&self, brand: &str, name: &str) -> Result<bool, StoreError> {
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let changed = tx.execute(
-            "DELETE FROM profiles WHERE brand = ?1 AND name = ?2",
-            [brand, name],
-        )?;
-        tx.commit()?;
-        Ok(changed == 1)
+        super::off_worker(|| {
+            let mut conn = self.lock();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let changed = tx.execute(
+                "DELETE FROM profiles WHERE brand = ?1 AND name = ?2",
+                [brand, name],
+            )?;
+            tx.commit()?;
+            Ok(changed == 1)
+        })
     }
 
     fn reviewed_digest(&self, connector: &str, tool: &str) -> Result<Option<String>, StoreError> {
@@ -918,89 +961,93 @@ impl Store for SqliteStore {
         digest: &str,
         by: &str,
     ) -> Result<(), StoreError> {
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute(
+        super::off_worker(|| {
+            let mut conn = self.lock();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.execute(
             "INSERT INTO tool_reviews (connector, tool, digest, approved_by, approved_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT (connector, tool) DO UPDATE SET digest = excluded.digest,
                  approved_by = excluded.approved_by, approved_at_ms = excluded.approved_at_ms",
             params![connector, tool, digest, by, now_ms()],
         )?;
-        tx.commit()?;
-        Ok(())
+            tx.commit()?;
+            Ok(())
+        })
     }
 
     fn recover_interrupted(&self, at_ms: i64) -> Result<Recovered, StoreError> {
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let approvals_revoked = tx.execute(
+        super::off_worker(|| {
+            let mut conn = self.lock();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let approvals_revoked = tx.execute(
             "UPDATE approvals SET state = 'revoked', decided_by = ?1, decided_at_ms = ?2 WHERE state = 'pending'",
             params![RESTART_REVOKER, at_ms],
         )?;
-        // A call is a (session, call_id) with a `requested` event (session-level
-        // events share the call_id "session" and are never requested); it is
-        // open when its last event is not terminal.
-        let open: Vec<(
-            String,
-            String,
-            String,
-            Option<String>,
-            String,
-            Option<String>,
-        )> = {
-            let mut stmt = tx.prepare(
+            // A call is a (session, call_id) with a `requested` event (session-level
+            // events share the call_id "session" and are never requested); it is
+            // open when its last event is not terminal.
+            let open: Vec<(
+                String,
+                String,
+                String,
+                Option<String>,
+                String,
+                Option<String>,
+            )> = {
+                let mut stmt = tx.prepare(
                 "SELECT t.session, t.brand, t.call_id, t.tool, t.state, t.rule FROM trace t
                  JOIN (SELECT MAX(seq) AS last FROM trace WHERE call_id IS NOT NULL
                        GROUP BY session, call_id HAVING SUM(state = 'requested') > 0) c ON t.seq = c.last
                  WHERE t.state NOT IN ('result', 'denied', 'permission_denied', 'interrupted')
                  ORDER BY t.seq",
             )?;
-            let rows = stmt.query_map([], |row| {
-                Ok((
-                    row.get(0)?,
-                    row.get(1)?,
-                    row.get(2)?,
-                    row.get(3)?,
-                    row.get(4)?,
-                    row.get(5)?,
-                ))
-            })?;
-            rows.collect::<Result<Vec<_>, _>>()?
-        };
-        let mut calls_maybe_run = 0;
-        {
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO trace (session, brand, call_id, tool, state, rule, detail, at_ms)
+                let rows = stmt.query_map([], |row| {
+                    Ok((
+                        row.get(0)?,
+                        row.get(1)?,
+                        row.get(2)?,
+                        row.get(3)?,
+                        row.get(4)?,
+                        row.get(5)?,
+                    ))
+                })?;
+                rows.collect::<Result<Vec<_>, _>>()?
+            };
+            let mut calls_maybe_run = 0;
+            {
+                let mut insert = tx.prepare_cached(
+                    "INSERT INTO trace (session, brand, call_id, tool, state, rule, detail, at_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?7)",
-            )?;
-            for (session, brand, call_id, tool, last_state, last_rule) in &open {
-                // Allowed is written before the effect, executed and result after:
-                // a call last seen allowed may have reached its upstream.
-                let may_have_run = matches!(last_state.as_str(), "allowed" | "executed");
-                calls_maybe_run += usize::from(may_have_run);
-                let detail = serde_json::json!({
-                    "reason": "the host stopped before the call finished",
-                    "last_state": last_state,
-                    "last_rule": last_rule,
-                    "may_have_run": may_have_run,
-                });
-                insert.execute(params![
-                    session,
-                    brand,
-                    call_id,
-                    tool,
-                    TraceState::Interrupted.as_str(),
-                    detail.to_string(),
-                    at_ms
-                ])?;
+                )?;
+                for (session, brand, call_id, tool, last_state, last_rule) in &open {
+                    // Allowed is written before the effect, executed and result after:
+                    // a call last seen allowed may have reached its upstream.
+                    let may_have_run = matches!(last_state.as_str(), "allowed" | "executed");
+                    calls_maybe_run += usize::from(may_have_run);
+                    let detail = serde_json::json!({
+                        "reason": "the host stopped before the call finished",
+                        "last_state": last_state,
+                        "last_rule": last_rule,
+                        "may_have_run": may_have_run,
+                    });
+                    insert.execute(params![
+                        session,
+                        brand,
+                        call_id,
+                        tool,
+                        TraceState::Interrupted.as_str(),
+                        detail.to_string(),
+                        at_ms
+                    ])?;
+                }
             }
-        }
-        tx.commit()?;
-        self.broker.ring_all();
-        Ok(Recovered {
-            approvals_revoked,
-            calls_interrupted: open.len(),
-            calls_maybe_run,
+            tx.commit()?;
+            self.broker.ring_all();
+            Ok(Recovered {
+                approvals_revoked,
+                calls_interrupted: open.len(),
+                calls_maybe_run,
+            })
         })
     }
 }

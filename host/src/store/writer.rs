@@ -75,7 +75,7 @@ impl TraceWriter {
     }
 
     /// Writes `events` in order, all or none, and returns once they are durable.
-    pub fn write_blocking(&self, events: &[TraceEvent]) -> Result<(), StoreError> {
+    pub(crate) fn write_blocking(&self, events: &[TraceEvent]) -> Result<(), StoreError> {
         let (tx, rx) = mpsc::sync_channel(1);
         self.enqueue(events, Reply::Blocking(tx))?;
         rx.recv().map_err(|_| gone())?.map_err(StoreError::Write)
