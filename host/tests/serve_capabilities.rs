@@ -469,6 +469,59 @@ async fn person_chat_spends_the_operators_person_allowance() {
     assert_eq!(f.charged(&id), 2);
 }
 
+/// A run starts at the first call the boundary allows, not at a call it
+/// refuses: the meter is bound after the decision. A billed call a person
+/// denies sends nothing and leaves no run holding the day's figure.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_a_person_denies_starts_no_run() {
+    let f = serve(
+        "denied-run",
+        "[connectors.capabilities.person_allowance]\nper_run_credits = 3\nper_day_credits = 10\n",
+    )
+    .await;
+    f.connect("acme");
+    let id = f.open("acme", "person-chat", None).unwrap();
+    let store = f.host.store().clone();
+    let session = id.clone();
+    let denier = AbortOnDrop(tokio::spawn(async move {
+        loop {
+            for a in store.pending(&session).unwrap_or_default() {
+                let _ = store.decide(a.id, false, "a person");
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }));
+    let denied = f
+        .call(
+            &id,
+            "spend",
+            json!({"estimate": 2, "actual": 2, "path": "/p"}),
+        )
+        .await;
+    assert!(denied.get("denied").is_some(), "{denied}");
+    drop(denier);
+    assert_eq!(f.requests(), 0, "the denied call sent nothing");
+    assert_eq!(f.charged(&id), 0);
+    assert_eq!(
+        f.host.store().end_live_runs(i64::MAX).unwrap(),
+        0,
+        "no run was started for a call the boundary refused"
+    );
+    // The next call a person approves starts the run and spends from it.
+    let _approver = f.approver(&id);
+    assert_eq!(
+        f.call(
+            &id,
+            "spend",
+            json!({"estimate": 2, "actual": 2, "path": "/q"})
+        )
+        .await,
+        json!({"ok": 1})
+    );
+    assert_eq!(f.requests(), 1);
+    assert_eq!(f.charged(&id), 2);
+}
+
 fn folders_config(root: &Path) -> String {
     format!(
         "[connectors.capabilities.folders.project]\nroot = \"{0}/{{brand}}/project\"\nwritable = true\n\n[connectors.capabilities.folders.notes]\nroot = \"{0}/{{brand}}/notes\"\n",

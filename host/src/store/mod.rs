@@ -586,3 +586,44 @@ pub(crate) fn off_worker<T>(work: impl FnOnce() -> T) -> T {
         _ => work(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::off_worker;
+    use std::time::Duration;
+
+    /// With one worker, work that blocks inside `off_worker` still lets the
+    /// runtime's other tasks run: here the blocked work waits for a message
+    /// only another task can send (inline, it would wait out its 10 s).
+    #[test]
+    fn blocking_store_work_leaves_the_worker_to_other_tasks() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let got = runtime.block_on(async {
+            let (tx, rx) = std::sync::mpsc::channel::<u32>();
+            let blocked = tokio::spawn(async move {
+                off_worker(|| rx.recv_timeout(Duration::from_secs(10)).ok())
+            });
+            // Give the blocked task the worker first.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::spawn(async move { tx.send(7).unwrap() })
+                .await
+                .unwrap();
+            blocked.await.unwrap()
+        });
+        assert_eq!(got, Some(7));
+    }
+
+    /// A current-thread runtime (and no runtime) runs the work inline, without panicking.
+    #[test]
+    fn elsewhere_the_work_runs_inline() {
+        assert_eq!(off_worker(|| 1), 1);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        assert_eq!(runtime.block_on(async { off_worker(|| 2) }), 2);
+    }
+}
