@@ -11,6 +11,8 @@
 //! brand has at least one coworker, skills when it has at least one skill,
 //! goals when the goals engine is on.
 
+mod common;
+
 use reqwest::Method;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
 use scout_host::policy::Switches;
@@ -18,9 +20,7 @@ use scout_host::serve::{ServeConfig, ServeHost};
 use scout_tests::TempDb;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 const ADMIN_TOKEN: &str = "admin-token-for-agent-config-0123456789";
 const PLACEHOLDER: &str = "Bearer ${SCOUT_SESSION_TOKEN}";
@@ -60,26 +60,12 @@ fn test_env(name: &str) -> Option<String> {
     }
 }
 
-fn component(path: &str) -> String {
-    Path::new(path)
-        .canonicalize()
-        .unwrap_or_else(|e| panic!("{path}: {e} (built by scout-tests)"))
-        .display()
-        .to_string()
-}
-
 /// One host serving GitHub and AgentMail (neither is ever called here) on 127.0.0.1.
 struct Served {
     base: String,
     http: reqwest::Client,
-    server: tokio::task::JoinHandle<()>,
+    _listening: common::Listening,
     _db: TempDb,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
 }
 
 /// `top`: top-level keys; `tables`: further tables (`[brands.NAME]`).
@@ -88,8 +74,8 @@ async fn serve(name: &str, top: &str, tables: &str, switches: &[(&str, &str)]) -
     let unused = "http://127.0.0.1:9";
     let text = format!(
         "listen = \"127.0.0.1:0\"\n{top}\n\n[connectors.github]\ncomponent = {:?}\norigin = {unused:?}\nallow_private_network = true\n\n[connectors.agentmail]\ncomponent = {:?}\norigin = {unused:?}\nallow_private_network = true\n\n{tables}\n",
-        component(scout_tests::components::GITHUB),
-        component(scout_tests::components::AGENTMAIL),
+        common::component(scout_tests::components::GITHUB),
+        common::component(scout_tests::components::AGENTMAIL),
     );
     let mut config =
         ServeConfig::parse(&text).unwrap_or_else(|e| panic!("config parses: {e}\n{text}"));
@@ -100,21 +86,11 @@ async fn serve(name: &str, top: &str, tables: &str, switches: &[(&str, &str)]) -
         test_env,
     )
     .expect("serve starts");
-    let listener = host.bind().await.expect("bind 127.0.0.1:0");
-    let addr = listener.local_addr().unwrap();
-    let server = tokio::spawn(async move {
-        scout_host::serve::serve_http(host, listener, std::future::pending())
-            .await
-            .unwrap();
-    });
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .unwrap();
+    let listening = common::listen(host).await;
     Served {
-        base: format!("http://{addr}"),
-        http,
-        server,
+        base: listening.base.clone(),
+        http: common::client(),
+        _listening: listening,
         _db: db,
     }
 }

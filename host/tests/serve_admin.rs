@@ -4,6 +4,8 @@
 //! session ended while a write waits for a person) and the trace query's
 //! errors. Every denied path asserts that nothing reached the fake GitHub.
 
+mod common;
+
 use reqwest::Method;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, WWW_AUTHENTICATE};
 use scout_host::policy::Switches;
@@ -12,7 +14,6 @@ use scout_tests::TempDb;
 use scout_tests::fake_github::FakeGitHub;
 use scout_tests::mcp_wire::jsonrpc_messages;
 use serde_json::{Value, json};
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -35,11 +36,7 @@ fn test_env(name: &str) -> Option<String> {
 }
 
 fn github_component() -> String {
-    Path::new(scout_tests::components::GITHUB)
-        .canonicalize()
-        .unwrap()
-        .display()
-        .to_string()
+    common::component(scout_tests::components::GITHUB)
 }
 
 /// A configuration serving `component` as `[connectors.NAME]`, bound to
@@ -69,14 +66,8 @@ struct Served {
     addr: std::net::SocketAddr,
     github: FakeGitHub,
     http: reqwest::Client,
-    server: tokio::task::JoinHandle<()>,
+    _listening: common::Listening,
     _db: TempDb,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
 }
 
 /// Starts a fake GitHub and a host serving the GitHub connector against it.
@@ -93,23 +84,13 @@ async fn serve(name: &str, extra: &str, switches: &[(&str, &str)]) -> Served {
         test_env,
     )
     .expect("serve starts");
-    let listener = host.bind().await.expect("bind 127.0.0.1:0");
-    let addr = listener.local_addr().unwrap();
-    let server = tokio::spawn(async move {
-        scout_host::serve::serve_http(host, listener, std::future::pending())
-            .await
-            .unwrap();
-    });
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .unwrap();
+    let listening = common::listen(host).await;
     Served {
-        base: format!("http://{addr}"),
-        addr,
+        base: listening.base.clone(),
+        addr: listening.addr,
         github,
-        http,
-        server,
+        http: common::client(),
+        _listening: listening,
         _db: db,
     }
 }
