@@ -33,6 +33,8 @@ struct Serve {
     child: Child,
     base: String,
     dir: PathBuf,
+    /// The database, when it is outside `dir`.
+    database: Option<PathBuf>,
 }
 
 impl Drop for Serve {
@@ -40,19 +42,35 @@ impl Drop for Serve {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
+        if let Some(db) = &self.database {
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+            }
+        }
     }
 }
 
 impl Serve {
-    fn start(github_origin: &str) -> Serve {
-        let dir = std::env::temp_dir().join(format!("scout-bench-serve-{}", std::process::id()));
+    /// `serve` with its database in `database_dir` (its own scratch
+    /// directory when `None`).
+    fn start(github_origin: &str, database_dir: Option<&Path>) -> Serve {
+        let tag = if database_dir.is_some() {
+            "mem"
+        } else {
+            "disk"
+        };
+        let dir =
+            std::env::temp_dir().join(format!("scout-bench-serve-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let config = dir.join("serve.toml");
         std::fs::write(
             &config,
             format!(
-                "listen = \"127.0.0.1:0\"\nrequire_review = false\ndatabase = \"scout.db\"\n\
+                "listen = \"127.0.0.1:0\"\nrequire_review = false\ndatabase = {:?}\n\
                  [connectors.github]\ncomponent = {:?}\norigin = {:?}\nallow_private_network = true\n",
+                database_dir
+                    .map(|d| d.join(format!("scout-bench-{}.db", std::process::id())))
+                    .unwrap_or_else(|| PathBuf::from("scout.db")),
                 scout_tests::components::GITHUB,
                 github_origin
             ),
@@ -80,7 +98,14 @@ impl Serve {
             .filter(|u| u.starts_with("http://"))
             .unwrap_or_else(|| panic!("serve said {line:?}"))
             .to_string();
-        Serve { child, base, dir }
+        let database =
+            database_dir.map(|d| d.join(format!("scout-bench-{}.db", std::process::id())));
+        Serve {
+            child,
+            base,
+            dir,
+            database,
+        }
     }
 
     /// User + system CPU of the whole process (every thread), from `/proc`.
@@ -144,20 +169,35 @@ async fn open_session(http: &reqwest::Client, base: &str) -> Session {
     }
 }
 
-/// One stateless `tools/call` of `github_read_file`.
-async fn read_file(http: &reqwest::Client, s: &Session) {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "github_read_file", "arguments": {"owner": "octo", "repo": "hello", "path": "README.md"},
-        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
-                  "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"}}}});
-    let reply = http
+/// One stateless MCP request (`tools/call` of `name`, or `tools/list`
+/// when `name` is `None`); the JSON-RPC answer.
+async fn mcp_request(
+    http: &reqwest::Client,
+    s: &Session,
+    name: Option<&str>,
+    args: Value,
+) -> Value {
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+                      "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"}});
+    let (method, params) = match name {
+        Some(name) => (
+            "tools/call",
+            json!({"name": name, "arguments": args, "_meta": meta}),
+        ),
+        None => ("tools/list", json!({"_meta": meta})),
+    };
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut request = http
         .post(&s.url)
         .header("authorization", format!("Bearer {}", s.token))
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "github_read_file")
+        .header("mcp-method", method);
+    if let Some(name) = name {
+        request = request.header("mcp-name", name);
+    }
+    let reply = request
         .body(body.to_string())
         .send()
         .await
@@ -165,8 +205,59 @@ async fn read_file(http: &reqwest::Client, s: &Session) {
         .text()
         .await
         .unwrap();
-    let reply = message(&reply);
+    message(&reply)
+}
+
+/// One stateless `tools/call` of `github_read_file`.
+async fn read_file(http: &reqwest::Client, s: &Session) {
+    let reply = mcp_request(
+        http,
+        s,
+        Some("github_read_file"),
+        json!({"owner": "octo", "repo": "hello", "path": "README.md"}),
+    )
+    .await;
     assert_eq!(reply["result"]["isError"], false, "{reply}");
+}
+
+/// One `tools/list`: HTTP, the session's token, MCP framing and the policy
+/// surface, without a tool call.
+async fn list_tools(http: &reqwest::Client, s: &Session) {
+    let reply = mcp_request(http, s, None, Value::Null).await;
+    assert!(reply["result"]["tools"].is_array(), "{reply}");
+}
+
+/// One call of a write person chat is not given here (writes are off):
+/// everything `tools/list` does plus the decision and one trace commit
+/// (`requested`, `permission_denied`), without the guest or upstream.
+async fn refused_call(http: &reqwest::Client, s: &Session) {
+    let reply = mcp_request(
+        http,
+        s,
+        Some("github_create_branch"),
+        json!({"owner": "octo", "repo": "hello", "branch": "b", "from": "main"}),
+    )
+    .await;
+    assert!(
+        reply["result"]["isError"] == true || reply.get("error").is_some(),
+        "{reply}"
+    );
+}
+
+/// Server CPU per request (µs) over `n` sequential requests made by `one`.
+async fn cpu_per<F, Fut>(serve: &Serve, n: usize, mut one: F) -> f64
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    for _ in 0..n / 10 {
+        one().await;
+    }
+    let cpu0 = serve.cpu();
+    for _ in 0..n {
+        one().await;
+    }
+    micros(serve.cpu() - cpu0) / n as f64
 }
 
 /// The JSON-RPC message of an answer: plain JSON, or the last `data:` line
@@ -298,6 +389,48 @@ fn figures(rt: &tokio::runtime::Runtime, serve: &Serve, http: &reqwest::Client) 
     });
 }
 
+/// Where a call's server CPU goes, layer by layer, each measured in this
+/// run as CPU per request of the same `serve`:
+/// - `tools/list`: HTTP, the session's token, MCP framing, the surface;
+/// - a refused call: that, plus the decision and one trace commit;
+/// - a read call: that, plus a second commit, the guest and the upstream call;
+/// - the same read call with the database on tmpfs (`/dev/shm`): what the
+///   disk's fsyncs cost, by difference.
+fn breakdown(rt: &tokio::runtime::Runtime, serve: &Serve, origin: &str, http: &reqwest::Client) {
+    let n = if std::env::var_os("SCOUT_BENCH_QUICK").is_some() {
+        300
+    } else {
+        2000
+    };
+    let memory = Path::new("/dev/shm");
+    let in_memory = memory.is_dir().then(|| Serve::start(origin, Some(memory)));
+    rt.block_on(async {
+        let one = open_session(http, &serve.base).await;
+        let list = cpu_per(serve, n, || list_tools(http, &one)).await;
+        let refused = cpu_per(serve, n, || refused_call(http, &one)).await;
+        let read = cpu_per(serve, n, || read_file(http, &one)).await;
+        println!(
+            "serve process, server CPU per request ({n} each): tools/list {list:.0} us; refused tools/call {refused:.0} us; read tools/call {read:.0} us"
+        );
+        if let Some(mem) = &in_memory {
+            admin(
+                http,
+                &mem.base,
+                reqwest::Method::PUT,
+                "/v1/brands/acme/connections/github",
+                json!({"secret": TOKEN}),
+            )
+            .await;
+            let one = open_session(http, &mem.base).await;
+            let read_mem = cpu_per(mem, n, || read_file(http, &one)).await;
+            println!(
+                "serve process, read tools/call with the database on tmpfs: server CPU {read_mem:.0} us per call (the disk's share: {:.0} us)",
+                read - read_mem
+            );
+        }
+    });
+}
+
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -305,7 +438,7 @@ fn bench(c: &mut Criterion) {
         .build()
         .unwrap();
     let github = rt.block_on(FakeGitHub::start(TOKEN));
-    let serve = Serve::start(&github.origin());
+    let serve = Serve::start(&github.origin(), None);
     let http = reqwest::Client::builder()
         .no_proxy()
         .pool_max_idle_per_host(256)
@@ -319,6 +452,7 @@ fn bench(c: &mut Criterion) {
         json!({"secret": TOKEN}),
     ));
     figures(&rt, &serve, &http);
+    breakdown(&rt, &serve, &github.origin(), &http);
 
     let one = rt.block_on(open_session(&http, &serve.base));
     c.bench_function("serve_process_stateless_tools_call", |b| {
