@@ -391,6 +391,8 @@ fn figures(rt: &tokio::runtime::Runtime, serve: &Serve, http: &reqwest::Client) 
 
 /// Where a call's server CPU goes, layer by layer, each measured in this
 /// run as CPU per request of the same `serve`:
+/// - `GET /v1/health`: an HTTP request through the same router and its
+///   middleware, answered without MCP;
 /// - `tools/list`: HTTP, the session's token, MCP framing, the surface;
 /// - a refused call: that, plus the decision and one trace commit;
 /// - a read call: that, plus a second commit, the guest and the upstream call;
@@ -406,11 +408,16 @@ fn breakdown(rt: &tokio::runtime::Runtime, serve: &Serve, origin: &str, http: &r
     let in_memory = memory.is_dir().then(|| Serve::start(origin, Some(memory)));
     rt.block_on(async {
         let one = open_session(http, &serve.base).await;
+        let health = cpu_per(serve, n, || async {
+            let reply = admin(http, &serve.base, reqwest::Method::GET, "/v1/health", Value::Null).await;
+            assert!(reply.is_object(), "{reply}");
+        })
+        .await;
         let list = cpu_per(serve, n, || list_tools(http, &one)).await;
         let refused = cpu_per(serve, n, || refused_call(http, &one)).await;
         let read = cpu_per(serve, n, || read_file(http, &one)).await;
         println!(
-            "serve process, server CPU per request ({n} each): tools/list {list:.0} us; refused tools/call {refused:.0} us; read tools/call {read:.0} us"
+            "serve process, server CPU per request ({n} each): GET /v1/health {health:.0} us; tools/list {list:.0} us; refused tools/call {refused:.0} us; read tools/call {read:.0} us"
         );
         if let Some(mem) = &in_memory {
             admin(
