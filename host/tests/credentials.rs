@@ -270,10 +270,11 @@ fn disabled_own_connection_falls_through_to_shared_and_unsharing_stops_it() {
     );
 }
 
-/// A brand with GitHub, AgentMail, Firecrawl and a Google connection holding all four scopes.
-fn connected_brand(name: &str) -> (SqliteStore, Catalog, ResolverConfig) {
-    let _db = temp_db(name);
-    let store = SqliteStore::open(&_db).unwrap();
+/// A brand with GitHub, AgentMail, Firecrawl and a Google connection holding
+/// all four scopes; the database's files live as long as the `TempDb`.
+fn connected_brand(name: &str) -> (SqliteStore, Catalog, ResolverConfig, TempDb) {
+    let db = temp_db(name);
+    let store = SqliteStore::open(&db).unwrap();
     for (connector, value) in [("github", "gh"), (AGENTMAIL, "am"), ("firecrawl", "fc")] {
         store.put_connection(OTHER, connector, value, &KEY).unwrap();
     }
@@ -281,7 +282,7 @@ fn connected_brand(name: &str) -> (SqliteStore, Catalog, ResolverConfig) {
     store
         .put_connection(OTHER, GOOGLE, &google.encode(), &KEY)
         .unwrap();
-    (store, Catalog::seed(), config())
+    (store, Catalog::seed(), config(), db)
 }
 
 fn names(set: &scout_host::credentials::CredentialSet) -> Vec<&str> {
@@ -290,7 +291,7 @@ fn names(set: &scout_host::credentials::CredentialSet) -> Vec<&str> {
 
 #[test]
 fn what_each_role_is_handed() {
-    let (store, catalog, config) = connected_brand("roles");
+    let (store, catalog, config, _db) = connected_brand("roles");
     let r = Resolver::new(&store, &catalog, &config, KEY, env);
     let grant = Grant {
         connectors: vec!["firecrawl".into(), "searchconsole".into()],
@@ -397,7 +398,7 @@ fn what_each_role_is_handed() {
 
 #[test]
 fn google_products_in_a_grant_narrow_the_google_credential() {
-    let (store, catalog, config) = connected_brand("google");
+    let (store, catalog, config, _db) = connected_brand("google");
     let r = Resolver::new(&store, &catalog, &config, KEY, no_env);
     let stored = r.resolve(OTHER, GOOGLE).unwrap().unwrap();
     assert_eq!(stored.scopes().unwrap().len(), 4);
@@ -499,7 +500,7 @@ fn google_products_in_a_grant_narrow_the_google_credential() {
 
 #[test]
 fn a_secret_never_appears_in_debug_output() {
-    let (store, catalog, config) = connected_brand("debug");
+    let (store, catalog, config, _db) = connected_brand("debug");
     store
         .put_connection(OTHER, "github", "ghp_SUPERSECRET123", &KEY)
         .unwrap();

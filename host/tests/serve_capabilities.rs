@@ -181,11 +181,17 @@ impl Fixture {
     /// Approves every approval session `id` asks for, until dropped
     /// (person chat asks a person before each billing call and each write).
     fn approver(&self, id: &str) -> AbortOnDrop {
+        self.answering(id, true)
+    }
+
+    /// A person answering every approval session `id` asks for with
+    /// `approve`, until dropped.
+    fn answering(&self, id: &str, approve: bool) -> AbortOnDrop {
         let (store, id) = (self.host.store().clone(), id.to_string());
         AbortOnDrop(tokio::spawn(async move {
             loop {
                 for a in store.pending(&id).unwrap_or_default() {
-                    let _ = store.decide(a.id, true, "a person");
+                    let _ = store.decide(a.id, approve, "a person");
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
@@ -481,16 +487,7 @@ async fn a_call_a_person_denies_starts_no_run() {
     .await;
     f.connect("acme");
     let id = f.open("acme", "person-chat", None).unwrap();
-    let store = f.host.store().clone();
-    let session = id.clone();
-    let denier = AbortOnDrop(tokio::spawn(async move {
-        loop {
-            for a in store.pending(&session).unwrap_or_default() {
-                let _ = store.decide(a.id, false, "a person");
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    }));
+    let denier = f.answering(&id, false);
     let denied = f
         .call(
             &id,

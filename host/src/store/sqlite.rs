@@ -106,16 +106,26 @@ CREATE TABLE IF NOT EXISTS tool_reviews (
 );
 ";
 
-/// One SQLite file. Each `SqliteStore` holds one connection for approvals,
-/// the ledger and the rest, one that only reads the trace, and its trace
+/// Statements on the approval and ledger paths, prepared once per connection.
+const REQUEST_APPROVAL: &str = "INSERT INTO approvals (session, tool, args_digest, state, requested_at_ms) VALUES (?1, ?2, ?3, 'pending', ?4)";
+const DECIDE_APPROVAL: &str = "UPDATE approvals SET state = ?1, decided_by = ?2, decided_at_ms = ?3 WHERE id = ?4 AND state = 'pending'";
+const USE_APPROVAL: &str = "UPDATE approvals SET used = 1, used_at_ms = ?1 WHERE id = ?2 AND state = 'approved' AND used = 0";
+const INSERT_CHARGE: &str = "INSERT INTO charges (idempotency_key, run_id, connector, brand, day, amount, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (idempotency_key) DO NOTHING";
+const START_RUN: &str = "INSERT INTO runs (run_id, brand, connector, day, per_run, per_day, started_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+const END_RUN: &str =
+    "UPDATE runs SET ended = 1, ended_at_ms = COALESCE(ended_at_ms, ?1) WHERE run_id = ?2";
+
+/// One SQLite file. Each `SqliteStore` holds one connection that commits
+/// approvals, the ledger and the rest, one that only reads, and its trace
 /// writer a third on a thread of its own; several stores
 /// (threads, processes) may open the same file, and SQLite's locks plus
 /// `BEGIN IMMEDIATE` serialise their writes.
 pub struct SqliteStore {
     conn: Mutex<Connection>,
-    /// Reads the trace (the admin API's pages, which can be long) on a
-    /// connection of its own: under WAL a reader sees the last commit and
-    /// neither waits for nor holds up the approvals and ledger on `conn`.
+    /// Reads outside a write (the trace, approvals, the ledger's figures,
+    /// credentials, profiles, reviews) on a connection of its own: under WAL
+    /// a reader sees the last commit and neither waits for nor holds up the
+    /// commits on `conn`.
     reader: Mutex<Connection>,
     /// Writes the trace on a thread of its own, in groups (see [`super::writer`]).
     writer: super::writer::TraceWriter,
@@ -205,6 +215,13 @@ impl SqliteStore {
         })
     }
 
+    /// The connection for reads outside a write: under WAL it sees the last
+    /// commit and never waits behind one, so a lookup (an approval's state,
+    /// a credential, a review) does not queue behind another call's fsync.
+    fn read(&self) -> MutexGuard<'_, Connection> {
+        self.reader.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn lock(&self) -> MutexGuard<'_, Connection> {
         // A panic elsewhere while holding the lock leaves no half-done
         // transaction (it rolls back on drop), so the connection is usable.
@@ -237,7 +254,7 @@ impl SqliteStore {
         after: i64,
         limit: i64,
     ) -> Result<Vec<(i64, TraceEvent)>, StoreError> {
-        let conn = self.reader.lock().unwrap_or_else(|e| e.into_inner());
+        let conn = self.read();
         let sql = format!(
             "SELECT seq, session, brand, call_id, tool, state, rule, detail, at_ms FROM trace
              WHERE {column} = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"
@@ -285,7 +302,7 @@ impl SqliteStore {
         sql: &str,
         param: &dyn rusqlite::ToSql,
     ) -> Result<Vec<Approval>, StoreError> {
-        let conn = self.lock();
+        let conn = self.read();
         let mut stmt = conn.prepare_cached(sql)?;
         let rows = stmt.query_map([param], |row| {
             Ok((
@@ -393,10 +410,9 @@ impl Store for SqliteStore {
         super::off_worker(|| {
             let mut conn = self.lock();
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            tx.execute(
-            "INSERT INTO approvals (session, tool, args_digest, state, requested_at_ms) VALUES (?1, ?2, ?3, 'pending', ?4)",
-            params![session, tool, args_digest, now_ms()],
-        )?;
+            tx.prepare_cached(REQUEST_APPROVAL)
+                .map_err(StoreError::from)?
+                .execute(params![session, tool, args_digest, now_ms()])?;
             let id = tx.last_insert_rowid();
             tx.commit()?;
             Ok(ApprovalId(id))
@@ -415,11 +431,10 @@ impl Store for SqliteStore {
                 ApprovalState::Denied
             };
             let changed = tx
-            .execute(
-                "UPDATE approvals SET state = ?1, decided_by = ?2, decided_at_ms = ?3 WHERE id = ?4 AND state = 'pending'",
-                params![state.as_str(), by, now_ms(), id.0],
-            )
-            .map_err(StoreError::from)?;
+                .prepare_cached(DECIDE_APPROVAL)
+                .map_err(StoreError::from)?
+                .execute(params![state.as_str(), by, now_ms(), id.0])
+                .map_err(StoreError::from)?;
             if changed == 1 {
                 let (session, tool, digest) = approval_key(&tx, id).map_err(StoreError::from)?;
                 tx.commit().map_err(StoreError::from)?;
@@ -463,11 +478,10 @@ impl Store for SqliteStore {
                 .map_err(StoreError::from)?;
             if let Some(id) = candidate {
                 let changed = tx
-                .execute(
-                    "UPDATE approvals SET used = 1, used_at_ms = ?1 WHERE id = ?2 AND state = 'approved' AND used = 0",
-                    params![now_ms(), id],
-                )
-                .map_err(StoreError::from)?;
+                    .prepare_cached(USE_APPROVAL)
+                    .map_err(StoreError::from)?
+                    .execute(params![now_ms(), id])
+                    .map_err(StoreError::from)?;
                 if changed == 1 {
                     tx.commit().map_err(StoreError::from)?;
                     return Ok(ApprovalId(id));
@@ -564,19 +578,18 @@ impl Store for SqliteStore {
             let signed = to_i64(amount)?;
             let mut conn = self.lock();
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let inserted = tx.execute(
-            "INSERT INTO charges (idempotency_key, run_id, connector, brand, day, amount, at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (idempotency_key) DO NOTHING",
-            params![
-                idempotency_key,
-                run_id,
-                connector,
-                brand,
-                day,
-                signed,
-                now_ms()
-            ],
-        )?;
+            let inserted = tx
+                .prepare_cached(INSERT_CHARGE)
+                .map_err(StoreError::from)?
+                .execute(params![
+                    idempotency_key,
+                    run_id,
+                    connector,
+                    brand,
+                    day,
+                    signed,
+                    now_ms()
+                ])?;
             if inserted == 1 {
                 tx.commit()?;
                 return Ok(true);
@@ -596,7 +609,7 @@ impl Store for SqliteStore {
     }
 
     fn spent_in_run(&self, run_id: &str) -> Result<u64, StoreError> {
-        let conn = self.lock();
+        let conn = self.read();
         let total: i64 = conn.query_row(
             "SELECT COALESCE(SUM(amount), 0) FROM charges WHERE run_id = ?1",
             [run_id],
@@ -606,7 +619,7 @@ impl Store for SqliteStore {
     }
 
     fn spent_on_day(&self, brand: &str, connector: &str, day: &str) -> Result<u64, StoreError> {
-        let conn = self.lock();
+        let conn = self.read();
         let total: i64 = conn.query_row(
             "SELECT COALESCE(SUM(amount), 0) FROM charges WHERE brand = ?1 AND connector = ?2 AND day = ?3",
             [brand, connector, day],
@@ -616,7 +629,7 @@ impl Store for SqliteStore {
     }
 
     fn charges_in_run(&self, run_id: &str) -> Result<Vec<Charge>, StoreError> {
-        let conn = self.lock();
+        let conn = self.read();
         let mut stmt = conn.prepare_cached(
             "SELECT idempotency_key, run_id, connector, brand, day, amount FROM charges WHERE run_id = ?1 ORDER BY seq",
         )?;
@@ -689,10 +702,9 @@ impl Store for SqliteStore {
             if committed.saturating_add(per_run) > per_day {
                 return Err(StartRunError::DayExhausted { committed, per_day });
             }
-            tx.execute(
-                "INSERT INTO runs (run_id, brand, connector, day, per_run, per_day, started_at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
+            tx.prepare_cached(START_RUN)
+                .map_err(StoreError::from)?
+                .execute(params![
                     run_id,
                     brand,
                     connector,
@@ -700,9 +712,8 @@ impl Store for SqliteStore {
                     run_signed,
                     day_signed,
                     now_ms()
-                ],
-            )
-            .map_err(StoreError::from)?;
+                ])
+                .map_err(StoreError::from)?;
             tx.commit().map_err(StoreError::from)?;
             Ok(())
         })
@@ -712,10 +723,10 @@ impl Store for SqliteStore {
         super::off_worker(|| {
             let mut conn = self.lock();
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let changed = tx.execute(
-            "UPDATE runs SET ended = 1, ended_at_ms = COALESCE(ended_at_ms, ?1) WHERE run_id = ?2",
-            params![now_ms(), run_id],
-        )?;
+            let changed = tx
+                .prepare_cached(END_RUN)
+                .map_err(StoreError::from)?
+                .execute(params![now_ms(), run_id])?;
             if changed == 0 {
                 return Err(StoreError::UnknownRun(run_id.to_owned()));
             }
@@ -778,7 +789,7 @@ impl Store for SqliteStore {
         key: &[u8; 32],
     ) -> Result<Option<String>, StoreError> {
         let row: Option<(Vec<u8>, Vec<u8>, bool)> = {
-            let conn = self.lock();
+            let conn = self.read();
             conn.query_row(
                 "SELECT nonce, ciphertext, disabled FROM connections WHERE brand = ?1 AND connector = ?2",
                 [brand, connector],
@@ -866,7 +877,7 @@ impl Store for SqliteStore {
     }
 
     fn shared_with(&self, with_brand: &str, connector: &str) -> Result<Vec<String>, StoreError> {
-        let conn = self.lock();
+        let conn = self.read();
         let mut stmt = conn.prepare_cached(
             "SELECT owner_brand FROM connection_shares WHERE with_brand = ?1 AND connector = ?2
              ORDER BY shared_at_ms, owner_brand",
@@ -904,7 +915,7 @@ impl Store for SqliteStore {
 
     fn load_profile(&self, brand: &str, name: &str) -> Result<Option<SavedProfile>, StoreError> {
         let row: Option<(String, String)> = {
-            let conn = self.lock();
+            let conn = self.read();
             conn.query_row(
                 "SELECT kind, body FROM profiles WHERE brand = ?1 AND name = ?2",
                 [brand, name],
@@ -918,7 +929,7 @@ impl Store for SqliteStore {
 
     fn list_profiles(&self, brand: &str) -> Result<Vec<SavedProfile>, StoreError> {
         let rows: Vec<(String, String)> = {
-            let conn = self.lock();
+            let conn = self.read();
             let mut stmt = conn
                 .prepare_cached("SELECT kind, body FROM profiles WHERE brand = ?1 ORDER BY name")?;
             let rows = stmt.query_map([brand], |row| Ok((row.get(0)?, row.get(1)?)))?;
@@ -943,7 +954,7 @@ impl Store for SqliteStore {
     }
 
     fn reviewed_digest(&self, connector: &str, tool: &str) -> Result<Option<String>, StoreError> {
-        let conn = self.lock();
+        let conn = self.read();
         let digest = conn
             .query_row(
                 "SELECT digest FROM tool_reviews WHERE connector = ?1 AND tool = ?2",
