@@ -438,9 +438,9 @@ impl Boundary {
                     .unwrap_or_else(|e| e.into_inner())
                     .get(&name)
                     .cloned();
-                return Err(trace.deny_as(PolicyDenial::NotOffered, rule));
+                return Err(trace.deny_as(PolicyDenial::NotOffered, rule).await);
             }
-            Err(denial) => return Err(trace.deny(denial)),
+            Err(denial) => return Err(trace.deny(denial).await),
         };
         if self.require_review
             && let Some(held) = self.unreviewed(component, tool)
@@ -480,27 +480,27 @@ impl Boundary {
                     mutation = true;
                     true
                 }
-                MutationGate::Refuses(r) => return Err(trace.deny(r.denial())),
+                MutationGate::Refuses(r) => return Err(trace.deny(r.denial()).await),
             },
             _ => match asks_person(&gate) {
                 Ok(asks) => asks,
-                Err(denial) => return Err(trace.deny(denial)),
+                Err(denial) => return Err(trace.deny(denial).await),
             },
         };
         if asks {
-            trace.flush();
+            trace.flush_async().await;
             self.await_approval(session, &call_id, &name, &digest, gone, asked)
                 .await?;
             // The world may have changed while a person was deciding (for a
             // mutation: its switch turned off).
             match self.decide(session, &connector, &name) {
-                Err(denial) => return Err(trace.deny(denial)),
+                Err(denial) => return Err(trace.deny(denial).await),
                 Ok(now) if mutation && now.refusal().is_some() => {
                     let denial = now
                         .refusal()
                         .map(|r| r.denial())
                         .unwrap_or(PolicyDenial::ApprovalRequired);
-                    return Err(trace.deny(denial));
+                    return Err(trace.deny(denial).await);
                 }
                 Ok(_) => {}
             }
@@ -517,7 +517,7 @@ impl Boundary {
         if let Err(e) = trace.write_async().await {
             tracing::error!(error = %e, call = %call_id, "cannot record the call's intent; not running it");
             trace.events.pop();
-            return Err(trace.deny(PolicyDenial::Unrecorded));
+            return Err(trace.deny(PolicyDenial::Unrecorded).await);
         }
 
         // A `(graphql)` route carries a mutation only in a call a person
@@ -917,15 +917,15 @@ impl CallTrace<'_> {
         ));
     }
 
-    fn deny(&mut self, denial: PolicyDenial) -> Denied {
-        self.deny_as(denial, None)
+    async fn deny(&mut self, denial: PolicyDenial) -> Denied {
+        self.deny_as(denial, None).await
     }
 
     /// [`CallTrace::deny`] recording `rule` (when known) as the deciding rule.
-    fn deny_as(&mut self, denial: PolicyDenial, rule: Option<String>) -> Denied {
+    async fn deny_as(&mut self, denial: PolicyDenial, rule: Option<String>) -> Denied {
         let (state, default_rule, detail) = denial_event(denial);
         self.push(state, rule.or(default_rule), detail);
-        self.flush();
+        self.flush_async().await;
         Denied { denial }
     }
 
@@ -962,6 +962,15 @@ impl CallTrace<'_> {
                 self.events = events;
                 Err(e)
             }
+        }
+    }
+
+    /// [`CallTrace::flush`] without holding a runtime worker (a denial, or
+    /// the request before an approval wait, is written as the call goes on).
+    async fn flush_async(&mut self) {
+        if let Err(e) = self.write_async().await {
+            tracing::error!(error = %e, "cannot record trace events");
+            self.events.clear();
         }
     }
 
