@@ -854,14 +854,18 @@ impl LoadedComponent {
             }
             other => ToolOutput::Err(other),
         };
+        // What the caps kept is the start of longer output: scrubbed, then
+        // cut again so that no secret's beginning is left at its end.
         let (out, out_dropped) = stdout.take();
         let (err, err_dropped) = stderr.take();
+        let (out, out_cut) = caps.scrub_and_cut(&out, config.output_cap, out_dropped > 0);
+        let (err, err_cut) = caps.scrub_and_cut(&err, config.output_cap, err_dropped > 0);
         let state = store.into_data();
         Ok(CallOutcome {
             output,
-            stdout: caps.scrub_text(&out),
-            stderr: caps.scrub_text(&err),
-            output_dropped: out_dropped + err_dropped,
+            stdout: out,
+            stderr: err,
+            output_dropped: out_dropped + err_dropped + out_cut + err_cut,
             logs: state.logs,
             http: state.http_log,
             micros: started.elapsed().as_micros() as u64,

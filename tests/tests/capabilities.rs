@@ -331,6 +331,100 @@ async fn a_folder_is_confined_to_its_root() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_read_write_folder_is_never_used_through_a_link_even_one_inside() {
+    let dir = scratch("links");
+    // Both links stay inside the root: confinement alone would allow them.
+    std::os::unix::fs::symlink("notes", dir.join("root/alias")).unwrap();
+    std::os::unix::fs::symlink("a.md", dir.join("root/notes/same.md")).unwrap();
+    let c = component(4);
+    let writable = Capabilities {
+        folders: vec![FolderCapability::open("project", &dir.join("root"), true).unwrap()],
+        ..Default::default()
+    };
+    for path in [
+        "alias/new.md",
+        "alias/deeper/new.md",
+        "notes/same.md",
+        "alias",
+    ] {
+        let output = call(
+            &c,
+            "capabilities_write_text",
+            json!({"folder": "project", "path": path, "text": "changed"}),
+            &writable,
+        )
+        .await;
+        let reason = scout_tests::capability_error(&output, "folder", "denied");
+        assert!(
+            reason.as_str().is_some_and(|r| r.contains("symbolic link")),
+            "write {path}: {output}"
+        );
+    }
+    assert!(!dir.join("root/notes/new.md").exists());
+    assert!(!dir.join("root/notes/deeper").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("root/notes/a.md")).unwrap(),
+        "inside",
+        "nothing was written through a link"
+    );
+    for (tool, path) in [
+        ("capabilities_read_text", "alias/a.md"),
+        ("capabilities_read_text", "notes/same.md"),
+        ("capabilities_list_entries", "alias"),
+    ] {
+        let output = call(
+            &c,
+            tool,
+            json!({"folder": "project", "path": path}),
+            &writable,
+        )
+        .await;
+        let reason = scout_tests::capability_error(&output, "folder", "denied");
+        assert!(
+            reason.as_str().is_some_and(|r| r.contains("symbolic link")),
+            "{tool} {path}: {output}"
+        );
+    }
+    // Real directories are still walked, and created where missing.
+    assert_eq!(
+        call(
+            &c,
+            "capabilities_write_text",
+            json!({"folder": "project", "path": "notes/drafts/b.md", "text": "new"}),
+            &writable
+        )
+        .await,
+        json!({"ok": true})
+    );
+    assert_eq!(
+        call(
+            &c,
+            "capabilities_read_text",
+            json!({"folder": "project", "path": "notes/drafts/b.md"}),
+            &writable
+        )
+        .await,
+        json!({"ok": "new"})
+    );
+    // A read-only folder follows a link that stays inside.
+    let read_only = Capabilities {
+        folders: vec![FolderCapability::open("project", &dir.join("root"), false).unwrap()],
+        ..Default::default()
+    };
+    assert_eq!(
+        call(
+            &c,
+            "capabilities_read_text",
+            json!({"folder": "project", "path": "alias/a.md"}),
+            &read_only
+        )
+        .await,
+        json!({"ok": "inside"})
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_read_only_folder_refuses_every_write() {
     let dir = scratch("readonly");
     let folder = FolderCapability::open("briefs", &dir.join("root"), false).unwrap();

@@ -420,6 +420,12 @@ async fn loopback_origins_need_the_operators_allowance() {
     let upstream = Upstream::start().await;
     let err = HttpCapability::new(HttpConfig::new(upstream.origin())).unwrap_err();
     assert!(err.to_string().contains("loopback"), "{err}");
+    // The refusal names the switch that lifts it, where an author sets it.
+    assert!(
+        err.to_string().contains("--allow-private-network")
+            && err.to_string().contains("allow_private_network = true"),
+        "{err}"
+    );
     // A name that resolves to loopback is refused at connect time.
     let port = upstream.origin().rsplit(':').next().unwrap().to_string();
     let caps = Capabilities::with_http(
@@ -920,4 +926,180 @@ async fn a_read_tools_declared_read_only_post_is_sent_and_shown_prominently() {
         "another tool's read-only POST is not this tool's: {output}"
     );
     assert_eq!(upstream.seen().len(), 1);
+}
+
+/// `text` holds nothing but `.` filler, `[REDACTED]` and, at its very end,
+/// the beginning of `[REDACTED]`: no character of the secret survived.
+fn only_filler_and_redactions(text: &str) -> bool {
+    let mut rest = text.replace(REDACTED, "");
+    if let Some(at) = rest.find('[') {
+        if !REDACTED.starts_with(&rest[at..]) {
+            return false;
+        }
+        rest.truncate(at);
+    }
+    rest.bytes().all(|b| b == b'.')
+}
+
+/// The last 200 bytes of ASCII text.
+fn tail(text: &str) -> &str {
+    &text[text.len().saturating_sub(200)..]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_secret_written_across_a_cap_leaves_no_part_of_itself() {
+    use base64::Engine as _;
+    let rt = runtime();
+    let component = hostile(&rt);
+    let upstream = Upstream::start().await;
+    let caps = caps_for(&upstream.origin(), |c| c);
+    // stdout, stderr (the runtime's `output_cap`) and a log line are all
+    // cut at 4096 bytes here.
+    const CAP: usize = 4096;
+    assert_eq!(SECRET.len() % 3, 0, "its base64 is whole groups");
+    let forms = [
+        SECRET.to_string(),
+        SECRET.bytes().map(|b| format!("\\u{b:04x}")).collect(),
+        SECRET.bytes().map(|b| format!("%{b:02X}")).collect(),
+        base64::engine::general_purpose::STANDARD.encode(SECRET),
+        base64::engine::general_purpose::URL_SAFE.encode(SECRET),
+    ];
+    for form in &forms {
+        // Every offset at which the form straddles the cap, and one either side.
+        for offset in CAP - form.len() - 1..=CAP + 1 {
+            let text = format!("{}{form}{}", ".".repeat(offset), ".".repeat(8));
+            let outcome = component
+                .call("hostile_shout", &json!({"text": text}), &caps)
+                .await
+                .expect("call runs");
+            let where_ = format!("form {form:?} at offset {offset}");
+            assert!(outcome.stdout.len() <= CAP, "{where_}");
+            assert!(
+                only_filler_and_redactions(&outcome.stdout),
+                "{where_}: stdout ends {:?}",
+                tail(&outcome.stdout)
+            );
+            assert!(
+                only_filler_and_redactions(&outcome.stderr),
+                "{where_}: stderr"
+            );
+            assert_eq!(outcome.logs.len(), 1, "{where_}");
+            assert!(outcome.logs[0].message.len() <= CAP, "{where_}");
+            assert!(
+                only_filler_and_redactions(&outcome.logs[0].message),
+                "{where_}: log ends {:?}",
+                tail(&outcome.logs[0].message)
+            );
+            if offset + form.len() > CAP {
+                assert!(outcome.output_dropped > 0, "{where_}: the cut is counted");
+            }
+        }
+    }
+    assert!(upstream.seen().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_graphql_read_route_is_judged_as_any_upstream_might_read_it() {
+    let upstream = Upstream::start().await;
+    let rt = runtime();
+    let component = hostile(&rt);
+    let caps = caps_for(&upstream.origin(), |c| c);
+    let send = |params: Value, headers: Value, body: String| {
+        let component = &component;
+        let caps = &caps;
+        async move {
+            let outcome = component
+                .call(
+                    "hostile_graphql_read",
+                    &json!({"params": params, "headers": headers, "body": body}),
+                    caps,
+                )
+                .await
+                .expect("call runs");
+            serde_json::to_value(&outcome.output).unwrap()
+        }
+    };
+    let innocent = r#""query": "{ shop { name } }""#;
+    let ok = send(json!([]), json!([]), format!("{{{innocent}}}")).await;
+    assert_eq!(ok, json!({"ok": 200}), "an innocent query is sent");
+    assert_eq!(upstream.seen().len(), 1);
+
+    let mutation = "mutation { productDelete(input: {id: \"1\"}) { deletedProductId } }";
+    for (params, headers, body, why) in [
+        // Servers keeping the first of two keys would run the mutation.
+        (
+            json!([]),
+            json!([]),
+            format!(r#"{{"query": {mutation:?}, {innocent}}}"#),
+            "appears twice",
+        ),
+        (
+            json!([]),
+            json!([]),
+            format!(r#"{{{innocent}, "variables": {{"query": {mutation:?}, "query": "x"}}}}"#),
+            "appears twice",
+        ),
+        // Servers preferring the URL's parameters.
+        (
+            json!([["query", mutation]]),
+            json!([]),
+            format!("{{{innocent}}}"),
+            "URL parameter `query`",
+        ),
+        (
+            json!([[
+                "extensions",
+                r#"{"persistedQuery":{"version":1,"sha256Hash":"ab"}}"#
+            ]]),
+            json!([]),
+            format!("{{{innocent}}}"),
+            "URL parameter `extensions`",
+        ),
+        (
+            json!([["documentId", "deleteEverything"]]),
+            json!([]),
+            format!("{{{innocent}}}"),
+            "URL parameter `documentId`",
+        ),
+        // Persisted documents beside an innocent query.
+        (
+            json!([]),
+            json!([]),
+            format!(r#"{{{innocent}, "documentId": "deleteEverything"}}"#),
+            "documentId",
+        ),
+        (
+            json!([]),
+            json!([]),
+            format!(r#"{{{innocent}, "doc_id": "123"}}"#),
+            "doc_id",
+        ),
+        (
+            json!([]),
+            json!([]),
+            format!(
+                r#"{{{innocent}, "extensions": {{"persistedQuery": {{"version": 1, "sha256Hash": "ab"}}}}}}"#
+            ),
+            "extensions",
+        ),
+        // A body an upstream would read as something other than JSON.
+        (
+            json!([]),
+            json!([["Content-Type", "application/graphql"]]),
+            format!("{{{innocent}}}"),
+            "application/json",
+        ),
+    ] {
+        let output = send(params.clone(), headers, body.clone()).await;
+        let reason = scout_tests::capability_error(&output, "http", "denied");
+        let reason = reason
+            .as_str()
+            .unwrap_or_else(|| panic!("{params} {body} must be denied, got {output}"));
+        assert!(reason.contains(why), "{params} {body}: {reason}");
+        assert_eq!(
+            upstream.seen().len(),
+            1,
+            "nothing was sent for {params} {body}"
+        );
+    }
 }

@@ -6,11 +6,19 @@
 //! adds the rules of the contract on top: paths are relative and
 //! `/`-separated, `..` is refused even where it would stay inside, a
 //! read-only grant refuses every write, and file sizes are capped.
+//!
+//! Links: a write never goes through a link, in any component of its path,
+//! and in a read-write folder neither does a read or a listing (a guest that
+//! can write must not be able to reach one file under two names). The path
+//! is walked one directory at a time, each opened with `O_NOFOLLOW`, so a
+//! link swapped in between a check and the open fails rather than being
+//! followed. A read-only folder follows links that stay inside its root.
 
 use crate::bindings::folder::{Entry, EntryKind, FolderError, Host, HostDir};
 use crate::runtime::CallState;
-use cap_std::fs::Dir;
-use std::io::ErrorKind;
+use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::fs::{Dir, OpenOptions};
+use std::io::{ErrorKind, Read, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use wasmtime::component::Resource;
@@ -59,24 +67,34 @@ impl FolderCapability {
     /// Lists a directory below the root.
     pub fn list(&self, path: &str) -> Result<Vec<Entry>, FolderError> {
         let rel = relative(path, true)?;
+        let entries = if self.writable {
+            self.walk(&rel, false, path)?.entries()
+        } else {
+            self.dir.read_dir(&rel)
+        };
         let mut out = Vec::new();
-        for entry in self.dir.read_dir(&rel).map_err(|e| io_error(e, path))? {
+        for entry in entries.map_err(|e| io_error(e, path))? {
             let entry = entry.map_err(|e| io_error(e, path))?;
             if out.len() >= MAX_LIST_ENTRIES {
                 break;
             }
-            let meta = entry.metadata().map_err(|e| io_error(e, path))?;
-            let kind = if meta.is_file() {
+            // The entry itself, never what a link points to.
+            let kind = entry.file_type().map_err(|e| io_error(e, path))?;
+            let kind = if kind.is_file() {
                 EntryKind::File
-            } else if meta.is_dir() {
+            } else if kind.is_dir() {
                 EntryKind::Dir
             } else {
                 EntryKind::Other
             };
+            let size = match kind {
+                EntryKind::Other => 0,
+                _ => entry.metadata().map_err(|e| io_error(e, path))?.len(),
+            };
             out.push(Entry {
                 name: entry.file_name().to_string_lossy().into_owned(),
                 kind,
-                size: meta.len(),
+                size,
             });
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -86,17 +104,47 @@ impl FolderCapability {
     /// Reads a whole file below the root.
     pub fn read(&self, path: &str) -> Result<Vec<u8>, FolderError> {
         let rel = relative(path, false)?;
-        let meta = self.dir.metadata(&rel).map_err(|e| io_error(e, path))?;
+        if !self.writable {
+            let meta = self.dir.metadata(&rel).map_err(|e| io_error(e, path))?;
+            if !meta.is_file() {
+                return Err(FolderError::InvalidPath(format!("`{path}` is not a file")));
+            }
+            if meta.len() > MAX_FILE_BYTES {
+                return Err(FolderError::TooLarge(MAX_FILE_BYTES));
+            }
+            return self.dir.read(&rel).map_err(|e| io_error(e, path));
+        }
+        let (parent, name) = split(&rel);
+        let dir = self.walk(parent, false, path)?;
+        refuse_link(&dir, name, path)?;
+        let mut file = dir
+            .open_with(
+                name,
+                OpenOptions::new().read(true).follow(FollowSymlinks::No),
+            )
+            .map_err(|e| io_error(e, path))?;
+        let meta = file.metadata().map_err(|e| io_error(e, path))?;
         if !meta.is_file() {
             return Err(FolderError::InvalidPath(format!("`{path}` is not a file")));
         }
         if meta.len() > MAX_FILE_BYTES {
             return Err(FolderError::TooLarge(MAX_FILE_BYTES));
         }
-        self.dir.read(&rel).map_err(|e| io_error(e, path))
+        let mut contents = Vec::with_capacity(meta.len() as usize);
+        // One byte past the cap tells a file that grew since the check.
+        (&mut file)
+            .take(MAX_FILE_BYTES + 1)
+            .read_to_end(&mut contents)
+            .map_err(|e| io_error(e, path))?;
+        if contents.len() as u64 > MAX_FILE_BYTES {
+            return Err(FolderError::TooLarge(MAX_FILE_BYTES));
+        }
+        Ok(contents)
     }
 
     /// Creates or replaces a file below the root, if the grant is writable.
+    /// Missing parent directories are created; no component of the path
+    /// may be a link, even one that stays inside.
     pub fn write(&self, path: &str, contents: &[u8]) -> Result<(), FolderError> {
         if !self.writable {
             return Err(FolderError::Denied(format!(
@@ -108,21 +156,64 @@ impl FolderCapability {
         if contents.len() as u64 > MAX_FILE_BYTES {
             return Err(FolderError::TooLarge(MAX_FILE_BYTES));
         }
-        if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
-            self.dir
-                .create_dir_all(parent)
-                .map_err(|e| io_error(e, path))?;
-        }
-        // Never write through a link, even one that stays inside.
-        if let Ok(meta) = self.dir.symlink_metadata(&rel)
-            && meta.file_type().is_symlink()
-        {
-            return Err(FolderError::Denied(format!("`{path}` is a symbolic link")));
-        }
-        self.dir
-            .write(&rel, contents)
-            .map_err(|e| io_error(e, path))
+        let (parent, name) = split(&rel);
+        let dir = self.walk(parent, true, path)?;
+        refuse_link(&dir, name, path)?;
+        let mut file = dir
+            .open_with(
+                name,
+                OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .follow(FollowSymlinks::No),
+            )
+            .map_err(|e| io_error(e, path))?;
+        file.write_all(contents).map_err(|e| io_error(e, path))
     }
+
+    /// The directory `rel` names, reached one real directory at a time
+    /// from the root and never through a link; missing ones are created
+    /// when `create`.
+    fn walk(&self, rel: &Path, create: bool, path: &str) -> Result<Dir, FolderError> {
+        let mut dir = self.dir.try_clone().map_err(|e| io_error(e, path))?;
+        for part in rel.components() {
+            let Component::Normal(part) = part else {
+                continue;
+            };
+            refuse_link(&dir, Path::new(part), path)?;
+            let next = match dir.open_dir_nofollow(part) {
+                Err(e) if create && e.kind() == ErrorKind::NotFound => {
+                    match dir.create_dir(part) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+                        Err(e) => return Err(io_error(e, path)),
+                    }
+                    dir.open_dir_nofollow(part)
+                }
+                other => other,
+            };
+            dir = next.map_err(|e| io_error(e, path))?;
+        }
+        Ok(dir)
+    }
+}
+
+/// Refuses `name` in `dir` when it is a symbolic link, naming the link.
+fn refuse_link(dir: &Dir, name: &Path, path: &str) -> Result<(), FolderError> {
+    match dir.symlink_metadata(name) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(FolderError::Denied(format!(
+            "`{path}` goes through the symbolic link `{}`: a read-write folder is never used through a link",
+            name.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// A checked relative path's directory and last component.
+fn split(rel: &Path) -> (&Path, &Path) {
+    let name = rel.file_name().map(Path::new).unwrap_or(rel);
+    (rel.parent().unwrap_or(Path::new("")), name)
 }
 
 /// Checks a guest path and makes it relative. Refuses empty paths (unless

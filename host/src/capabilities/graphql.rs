@@ -82,21 +82,134 @@ pub fn argument_mutates(arguments: &serde_json::Value) -> Result<bool, String> {
     operations(document).map(|ops| !ops.is_read_only())
 }
 
-/// The operations of a GraphQL-over-HTTP request body: one JSON object
-/// whose `query` is the document. A batch (a JSON array) is refused: the host
-/// checks one document per request.
-pub(crate) fn body_operations(body: &[u8]) -> Result<Operations, String> {
-    let value: serde_json::Value = serde_json::from_slice(body)
-        .map_err(|_| "the GraphQL request body is not JSON".to_string())?;
+/// Keys a GraphQL request body may hold: the document, which of its
+/// operations to run, and the variables. Anything else could make an
+/// upstream run a document the host never read: `extensions` (where
+/// Apollo's persisted queries live), `documentId`, `doc_id`, `id`,
+/// `queryId`. No route declares persisted documents, so none is sent.
+const BODY_KEYS: [&str; 3] = ["query", "operationName", "variables"];
+
+/// The operations of a GraphQL-over-HTTP request, judged as any upstream
+/// might read it. The document travels only as the `query` string of one
+/// JSON object sent as `application/json`: a request that also carries URL
+/// parameters (servers read `query`, `operationName`, `variables`,
+/// `extensions` or a persisted id from there, some before the body), a
+/// repeated key anywhere in the body (servers differ on which one they
+/// keep), a key outside [`BODY_KEYS`], a batch, or another content type is
+/// refused, so the document the host parsed is the only one there is.
+pub(crate) fn request_operations(
+    url_query: &[(String, String)],
+    headers: &[(String, String)],
+    body: &[u8],
+) -> Result<Operations, String> {
+    if let Some((name, _)) = url_query.first() {
+        return Err(format!(
+            "a GraphQL request carries everything in its JSON body: URL parameter `{}` is refused",
+            name.escape_debug()
+        ));
+    }
+    for (name, value) in headers {
+        let media = value.split(';').next().unwrap_or_default().trim();
+        if name.eq_ignore_ascii_case("content-type")
+            && !media.eq_ignore_ascii_case("application/json")
+        {
+            return Err(format!(
+                "a GraphQL request body is sent as `application/json`, not `{}`",
+                value.escape_debug()
+            ));
+        }
+    }
+    let value = serde_json::from_slice::<Unique>(body)
+        .map_err(|e| format!("the GraphQL request body is not JSON with unique keys: {e}"))?
+        .0;
     let Some(object) = value.as_object() else {
         return Err(
             "the GraphQL request body must be one JSON object (batches are refused)".to_string(),
         );
     };
+    if let Some(key) = object.keys().find(|k| !BODY_KEYS.contains(&k.as_str())) {
+        return Err(format!(
+            "the GraphQL request body may hold only `query`, `operationName` and `variables`, not `{}`",
+            key.escape_debug()
+        ));
+    }
     let Some(document) = object.get("query").and_then(|q| q.as_str()) else {
         return Err("the GraphQL request body has no `query` string".to_string());
     };
+    if !object
+        .get("operationName")
+        .is_none_or(|n| n.is_string() || n.is_null())
+    {
+        return Err("the GraphQL request's `operationName` must be a string".to_string());
+    }
     operations(document)
+}
+
+/// A JSON value whose objects were checked for repeated keys as it was
+/// parsed (serde_json keeps the last of two; other servers the first).
+struct Unique(serde_json::Value);
+
+impl<'de> serde::Deserialize<'de> for Unique {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Unique, D::Error> {
+        deserializer.deserialize_any(UniqueVisitor)
+    }
+}
+
+struct UniqueVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueVisitor {
+    type Value = Unique;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Unique, E> {
+        Ok(Unique(v.into()))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Unique, E> {
+        Ok(Unique(v.into()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Unique, E> {
+        Ok(Unique(v.into()))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Unique, E> {
+        Ok(Unique(v.into()))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Unique, E> {
+        Ok(Unique(v.into()))
+    }
+
+    fn visit_unit<E>(self) -> Result<Unique, E> {
+        Ok(Unique(serde_json::Value::Null))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Unique, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Unique(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Unique(items.into()))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Unique, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(serde::de::Error::custom(format!(
+                    "the key `{}` appears twice in one object",
+                    key.escape_debug()
+                )));
+            }
+            let Unique(value) = map.next_value()?;
+            object.insert(key, value);
+        }
+        Ok(Unique(object.into()))
+    }
 }
 
 #[cfg(test)]
@@ -162,15 +275,19 @@ mod tests {
         );
     }
 
+    fn body(bytes: &[u8]) -> Result<Operations, String> {
+        request_operations(&[], &[], bytes)
+    }
+
     #[test]
     fn reads_a_request_body() {
         assert_eq!(
-            body_operations(br#"{"query": "{ shop { name } }", "variables": {}}"#)
+            body(br#"{"query": "{ shop { name } }", "variables": {}, "operationName": null}"#)
                 .map(|o| o.is_read_only()),
             Ok(true)
         );
         assert_eq!(
-            body_operations(br#"{"query": "mutation { a }"}"#).map(|o| o.mutations),
+            body(br#"{"query": "mutation { a }"}"#).map(|o| o.mutations),
             Ok(1)
         );
         for bad in [
@@ -178,8 +295,76 @@ mod tests {
             br#"{"q": "{ a }"}"#,
             b"not json",
             br#"{"query": 1}"#,
+            br#"{"query": "{ a }", "operationName": 7}"#,
         ] {
-            assert!(body_operations(bad).is_err());
+            assert!(body(bad).is_err());
         }
+    }
+
+    #[test]
+    fn a_request_is_judged_as_any_upstream_might_read_it() {
+        let innocent = r#""query": "{ shop { name } }""#;
+        for (bad, why) in [
+            // Two `query` members: a server keeping the first runs the mutation.
+            (
+                format!(r#"{{"query": "mutation {{ a }}", {innocent}}}"#),
+                "appears twice",
+            ),
+            // The same key spelled with an escape is the same key.
+            (
+                format!(r#"{{"query": "mutation {{ a }}", {innocent}}}"#),
+                "appears twice",
+            ),
+            (
+                format!(r#"{{{innocent}, "variables": {{"a": 1, "a": 2}}}}"#),
+                "appears twice",
+            ),
+            // Persisted documents the host cannot read.
+            (
+                format!(r#"{{{innocent}, "documentId": "abc"}}"#),
+                "documentId",
+            ),
+            (format!(r#"{{{innocent}, "doc_id": "123"}}"#), "doc_id"),
+            (format!(r#"{{{innocent}, "id": "123"}}"#), "`id`"),
+            (
+                format!(
+                    r#"{{{innocent}, "extensions": {{"persistedQuery": {{"version": 1, "sha256Hash": "ab"}}}}}}"#
+                ),
+                "extensions",
+            ),
+        ] {
+            let err = body(bad.as_bytes()).unwrap_err();
+            assert!(err.contains(why), "{bad}: {err}");
+        }
+        let ok_body = format!("{{{innocent}}}");
+        for name in [
+            "query",
+            "operationName",
+            "variables",
+            "extensions",
+            "documentId",
+            "x",
+        ] {
+            let params = [(name.to_string(), "mutation { a }".to_string())];
+            let err = request_operations(&params, &[], ok_body.as_bytes()).unwrap_err();
+            assert!(err.contains("URL parameter"), "{name}: {err}");
+        }
+        for content_type in [
+            "application/graphql",
+            "application/x-www-form-urlencoded",
+            "text/plain",
+        ] {
+            let headers = [("Content-Type".to_string(), content_type.to_string())];
+            let err = request_operations(&[], &headers, ok_body.as_bytes()).unwrap_err();
+            assert!(err.contains("application/json"), "{content_type}: {err}");
+        }
+        let json = [(
+            "content-type".to_string(),
+            "Application/JSON; charset=utf-8".to_string(),
+        )];
+        assert_eq!(
+            request_operations(&[], &json, ok_body.as_bytes()).map(|o| o.is_read_only()),
+            Ok(true)
+        );
     }
 }

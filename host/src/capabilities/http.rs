@@ -308,7 +308,7 @@ impl HttpCapability {
             && !config.allow_private_network
         {
             return Err(origin_err(&format!(
-                "{ip} is a {reason}; the operator must allow private-network origins explicitly"
+                "{ip} is a {reason}; the operator must allow private-network origins explicitly (`--allow-private-network` for `scout-host call`, `allow_private_network = true` for the connector in serve's config)"
             )));
         }
         let prefix = origin.path().trim_end_matches('/').to_string();
@@ -522,8 +522,12 @@ impl HttpCapability {
             )));
         };
         if let Some(rule) = matched.graphql {
-            let ops = super::graphql::body_operations(req.body.as_deref().unwrap_or_default())
-                .map_err(|e| HttpError::Denied(format!("tool `{tool}`: {e}")))?;
+            let ops = super::graphql::request_operations(
+                &req.query,
+                &req.headers,
+                req.body.as_deref().unwrap_or_default(),
+            )
+            .map_err(|e| HttpError::Denied(format!("tool `{tool}`: {e}")))?;
             let refused = match rule {
                 _ if ops.subscriptions > 0 => Some("a GraphQL subscription is never sent"),
                 scout_manifest::GraphqlBody::QueriesOnly if ops.mutations > 0 => {
@@ -1003,7 +1007,7 @@ impl Host for CallState {
         destination: String,
     ) -> wasmtime::Result<Result<Resource<ClientHandle>, HttpError>> {
         if !self.routes.names_destination(Some(&destination)) {
-            let shown: String = destination.chars().take(64).collect();
+            let (shown, _) = self.caps.scrub_and_cut(&destination, 64, false);
             return Ok(Err(HttpError::Denied(format!(
                 "tool `{}` declares no route to destination `{shown}`",
                 self.tool

@@ -26,12 +26,7 @@ impl Host for CallState {
             return Ok(());
         }
         // Scrubbed before it is cut, so no part of a secret survives the cut.
-        let mut message = self.caps.scrub_text(&message);
-        let mut end = message.len().min(MAX_LINE_BYTES);
-        while !message.is_char_boundary(end) {
-            end -= 1;
-        }
-        message.truncate(end);
+        let (message, _) = self.caps.scrub_and_cut(&message, MAX_LINE_BYTES, false);
         let level = match level {
             Level::Trace => "trace",
             Level::Debug => "debug",

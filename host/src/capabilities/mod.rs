@@ -80,6 +80,21 @@ impl Capabilities {
         text
     }
 
+    /// [`Capabilities::scrub_text`], then cut to at most `cap` bytes so
+    /// that no beginning of a secret is left at the cut
+    /// ([`scrub::cut_scrubbed`]); `already_cut` when `text` is
+    /// the kept start of something longer. Returns the text and how many
+    /// bytes the cut dropped.
+    pub(crate) fn scrub_and_cut(&self, text: &str, cap: usize, already_cut: bool) -> (String, u64) {
+        let scrubbers: Vec<&scrub::Scrubber> = self
+            .http
+            .iter()
+            .chain(self.destinations.values())
+            .map(|h| h.scrubber())
+            .collect();
+        scrub::cut_scrubbed(self.scrub_text(text), cap, already_cut, &scrubbers)
+    }
+
     /// [`Capabilities::scrub_text`] over every string of a JSON value.
     pub(crate) fn scrub_json(&self, value: &mut serde_json::Value) {
         if let Some(http) = &self.http {

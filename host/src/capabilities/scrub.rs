@@ -142,6 +142,79 @@ impl Scrubber {
     pub fn finds(&self, bytes: &[u8]) -> bool {
         self.scrubbed(bytes).is_some()
     }
+
+    /// How many bytes at the end of `bytes` are the beginning of some form
+    /// of a secret (raw, escaped, percent-encoded or base64) without being a
+    /// whole one: what a cut there would leave of a secret. 0 when none is.
+    pub(crate) fn partial_tail(&self, bytes: &[u8]) -> usize {
+        let mut longest = 0;
+        for secret in &self.secrets {
+            // Each character of a secret takes at most six bytes (`\uXXXX`).
+            let window = (6 * secret.len()).min(bytes.len());
+            let first = bytes.len() - window;
+            if let Some(start) =
+                (first..bytes.len()).find(|&start| ends_inside_a_form(bytes, start, secret))
+            {
+                longest = longest.max(bytes.len() - start);
+            }
+        }
+        for literal in &self.literals {
+            let most = (literal.len() - 1).min(bytes.len());
+            if let Some(k) = (1..=most).rev().find(|&k| bytes.ends_with(&literal[..k])) {
+                longest = longest.max(k);
+            }
+        }
+        longest
+    }
+}
+
+/// Text already scrubbed by `scrubbers`, cut to at most `cap` bytes; then,
+/// where it was cut (here or, with `already_cut`, before it arrived), the
+/// beginning of any secret's form at its end dropped too. Returns the text
+/// and how many bytes were dropped.
+pub(crate) fn cut_scrubbed(
+    scrubbed: String,
+    cap: usize,
+    already_cut: bool,
+    scrubbers: &[&Scrubber],
+) -> (String, u64) {
+    let before = scrubbed.len();
+    let (mut out, cut) = cut_at(scrubbed, cap);
+    if cut || already_cut {
+        // Dropping one secret's beginning may uncover another's.
+        while let Some(tail) = scrubbers
+            .iter()
+            .map(|s| s.partial_tail(out.as_bytes()))
+            .filter(|&n| n > 0)
+            .max()
+        {
+            let keep = floor_char_boundary(&out, out.len() - tail);
+            out.truncate(keep);
+        }
+    }
+    let dropped = (before - out.len()) as u64;
+    (out, dropped)
+}
+
+/// `text` cut to at most `cap` bytes on a character boundary, and whether
+/// anything was cut. For text that carries no secret (what a client sent);
+/// anything else goes through [`cut_scrubbed`] after a scrub.
+pub(crate) fn cut_at(mut text: String, cap: usize) -> (String, bool) {
+    if text.len() <= cap {
+        return (text, false);
+    }
+    let end = floor_char_boundary(&text, cap);
+    text.truncate(end);
+    (text, true)
+}
+
+/// The largest character boundary of `text` at or below `at`.
+fn floor_char_boundary(text: &str, at: usize) -> usize {
+    let mut end = at.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    end
 }
 
 /// The base64 text that encodes `secret` wherever it sits in a longer input:
@@ -279,6 +352,52 @@ fn char_forms(h: &[u8], p: usize, c: u8) -> impl Iterator<Item = usize> {
     ends.into_iter().flatten()
 }
 
+/// Whether a match of `secret` starting at `start` runs into the end of
+/// `haystack` before the secret is complete: the text from `start` on is the
+/// beginning of one of its forms.
+fn ends_inside_a_form(haystack: &[u8], start: usize, secret: &[u8]) -> bool {
+    let mut positions: Vec<usize> = vec![start];
+    let mut next: Vec<usize> = Vec::with_capacity(4);
+    for &c in secret {
+        next.clear();
+        for &p in &positions {
+            if p == haystack.len() || char_form_runs_out(haystack, p, c) {
+                return true;
+            }
+            for end in char_forms(haystack, p, c) {
+                if !next.contains(&end) {
+                    next.push(end);
+                }
+            }
+        }
+        if next.is_empty() {
+            return false;
+        }
+        std::mem::swap(&mut positions, &mut next);
+    }
+    false
+}
+
+/// Whether the bytes from `p` to the end are a proper beginning of a
+/// multi-byte form of character `c` (`%` or `%4`, `\`, `\u00`).
+fn char_form_runs_out(h: &[u8], p: usize, c: u8) -> bool {
+    let rest = &h[p..];
+    let hex_prefix = |digits: &[u8], want: &str| {
+        digits
+            .iter()
+            .zip(want.bytes())
+            .all(|(d, w)| d.eq_ignore_ascii_case(&w))
+    };
+    match rest {
+        [b'%', digits @ ..] if digits.len() < 2 => hex_prefix(digits, &format!("{c:02x}")),
+        [b'\\'] => true,
+        [b'\\', b'u', digits @ ..] if digits.len() < 4 => {
+            hex_prefix(digits, &format!("{:04x}", c as u32))
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,6 +407,10 @@ mod tests {
 
     fn scrubbed(text: &str) -> String {
         Scrubber::new(SECRET, []).scrub_text(text)
+    }
+
+    fn scrub_and_cut(s: &Scrubber, text: &str, cap: usize, already_cut: bool) -> (String, u64) {
+        cut_scrubbed(s.scrub_text(text), cap, already_cut, &[s])
     }
 
     #[test]
@@ -337,6 +460,62 @@ mod tests {
             scrubbed("s3cr3t/tok"),
             "s3cr3t/tok",
             "a prefix of the secret is not the secret"
+        );
+    }
+
+    #[test]
+    fn a_cut_never_leaves_the_beginning_of_a_secret() {
+        // Twelve bytes: its base64 is whole groups, every character of which
+        // the secret alone decides.
+        const TWELVE: &str = "s3cr3t/tok+e";
+        let s = Scrubber::new(TWELVE, []);
+        let unicode: String = TWELVE.bytes().map(|b| format!("\\u{:04x}", b)).collect();
+        let percent: String = TWELVE.bytes().map(|b| format!("%{:02X}", b)).collect();
+        let mixed = "s\\u0033c%72\\u0033t\\/tok%2Be".to_string();
+        let standard = base64::engine::general_purpose::STANDARD.encode(TWELVE);
+        let url_safe = base64::engine::general_purpose::URL_SAFE.encode(TWELVE);
+        for form in [
+            TWELVE.to_string(),
+            unicode,
+            percent,
+            mixed,
+            standard,
+            url_safe,
+        ] {
+            for cap in [0, 1, 7, 32, 80] {
+                for offset in 0..=cap + 1 {
+                    let text = format!("{}{form}{}", ".".repeat(offset), ".".repeat(8));
+                    let (out, _) = scrub_and_cut(&s, &text, cap, false);
+                    assert!(out.len() <= cap, "{out:?} is longer than {cap}");
+                    assert_only_dots_and_redactions(&out, &form, offset, cap);
+                    // A stream that kept only its first `cap` bytes.
+                    let kept = &text[..cap.min(text.len())];
+                    let (out, _) = scrub_and_cut(&s, kept, usize::MAX, true);
+                    assert_only_dots_and_redactions(&out, &form, offset, cap);
+                }
+            }
+        }
+        let (whole, dropped) = scrub_and_cut(&s, "short and whole", 64, false);
+        assert_eq!((whole.as_str(), dropped), ("short and whole", 0));
+        let (cut, dropped) = scrub_and_cut(&s, "héllo", 2, false);
+        assert_eq!(
+            (cut.as_str(), dropped),
+            ("h", 5),
+            "cut on a character boundary"
+        );
+    }
+
+    /// `out` holds nothing but the filler, `[REDACTED]` and, at the very
+    /// end, a beginning of `[REDACTED]`.
+    fn assert_only_dots_and_redactions(out: &str, form: &str, offset: usize, cap: usize) {
+        let mut rest = out.replace(REDACTED, "");
+        if let Some(at) = rest.find('[') {
+            assert!(REDACTED.starts_with(&rest[at..]), "{out:?}");
+            rest.truncate(at);
+        }
+        assert!(
+            rest.bytes().all(|b| b == b'.'),
+            "form {form:?} at offset {offset} under cap {cap} left {out:?}"
         );
     }
 

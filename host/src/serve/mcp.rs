@@ -287,13 +287,11 @@ async fn ask_through_elicitation(
     args: &Value,
     context: &RequestContext<RoleServer>,
 ) {
-    let mut shown = serde_json::to_string(args).unwrap_or_default();
-    if shown.len() > SHOWN_ARGS {
-        let cut = (0..=SHOWN_ARGS)
-            .rev()
-            .find(|i| shown.is_char_boundary(*i))
-            .unwrap_or(0);
-        shown.truncate(cut);
+    let (mut shown, cut) = crate::capabilities::scrub::cut_at(
+        serde_json::to_string(args).unwrap_or_default(),
+        SHOWN_ARGS,
+    );
+    if cut {
         shown.push('…');
     }
     let schema = match ElicitationSchema::builder()

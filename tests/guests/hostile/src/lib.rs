@@ -103,6 +103,37 @@ impl Guest for Hostile {
         Ok(Http::connect()?.send(method, &path, &[], body)?.status)
     }
 
+    fn shout(text: String) -> Result<u32, ToolError> {
+        let fail = |e: std::io::Error| ToolError::invalid(e.to_string());
+        std::io::stdout().write_all(text.as_bytes()).map_err(fail)?;
+        std::io::stdout().flush().map_err(fail)?;
+        std::io::stderr().write_all(text.as_bytes()).map_err(fail)?;
+        scout_sdk::log::info(&text);
+        Ok(text.len() as u32)
+    }
+
+    fn graphql_read(
+        params: Vec<(String, String)>,
+        headers: Vec<(String, String)>,
+        body: String,
+    ) -> Result<u16, ToolError> {
+        let mut http = Http::connect()?;
+        for (name, value) in &headers {
+            http = http.with_header(name, value);
+        }
+        let query: Vec<(&str, &str)> = params
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let response = http.send(
+            Method::Post,
+            "/api/graphql.json",
+            &query,
+            Some(body.into_bytes()),
+        )?;
+        Ok(response.status)
+    }
+
     fn query_post(query: String) -> Result<u16, ToolError> {
         let body = format!("{{\"query\":{query:?}}}").into_bytes();
         Ok(Http::connect()?
