@@ -513,7 +513,7 @@ async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
         .expect("python3 runs");
     assert!(
         probe.status.success(),
-        "the official MCP client is not installed: `python3 -m pip install -r tests/mcp_client/requirements.txt`"
+        "the official MCP client does not import in the interpreter scout_tests::python provisioned"
     );
     let dir = std::env::temp_dir().join(format!("scout-catalogue-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -1,6 +1,6 @@
 //! The real `scout-host serve` binary, driven by the official Python MCP
-//! client (`tests/mcp_client/story.py`; `.ci/run` installs the `mcp`
-//! package): two roles, their tool lists, a read, a gated write refused,
+//! client (`tests/mcp_client/story.py`, in the environment
+//! `scout_tests::python` provisions): two roles, their tool lists, a read, a gated write refused,
 //! approved through the API and through elicitation, and the trace.
 
 use scout_tests::fake_github::FakeGitHub;
@@ -21,7 +21,7 @@ async fn the_official_python_client_tells_the_whole_story() {
         .expect("python3 runs");
     assert!(
         probe.status.success(),
-        "the official MCP client is not installed: `python3 -m pip install -r tests/mcp_client/requirements.txt` (.ci/run does)\n{}",
+        "the official MCP client does not import in the interpreter scout_tests::python provisioned\n{}",
         String::from_utf8_lossy(&probe.stderr)
     );
     let github = FakeGitHub::start(GITHUB_TOKEN).await;

@@ -193,7 +193,7 @@ async fn a_connector_outside_the_catalogue_is_scaffolded_built_served_and_replay
         .expect("python3 runs");
     assert!(
         probe.status.success(),
-        "the official MCP client is not installed: `python3 -m pip install -r tests/mcp_client/requirements.txt`"
+        "the official MCP client does not import in the interpreter scout_tests::python provisioned"
     );
     let dir = target_root()
         .join("tmp")

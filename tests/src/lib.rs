@@ -129,10 +129,77 @@ pub fn capability_error(
     }
 }
 
-/// The Python interpreter that runs the official MCP client
-/// (`$SCOUT_TEST_PYTHON`, default `python3`).
+/// The Python interpreter that runs the official MCP client: the one named
+/// by `$SCOUT_TEST_PYTHON`, or else a virtual environment under the cargo
+/// target directory (`mcp-client-venv`), made once with `python3 -m venv`
+/// and filled from `tests/mcp_client/requirements.txt`, so that README's
+/// test command needs nothing installed by hand. It is made again whenever
+/// the requirements change; test binaries running at once take turns on a
+/// lock file.
 pub fn python() -> String {
-    std::env::var("SCOUT_TEST_PYTHON").unwrap_or_else(|_| "python3".to_string())
+    if let Ok(python) = std::env::var("SCOUT_TEST_PYTHON") {
+        return python;
+    }
+    static PROVISIONED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PROVISIONED
+        .get_or_init(|| provision_mcp_client().unwrap_or_else(|e| panic!("{e}")))
+        .clone()
+}
+
+fn provision_mcp_client() -> Result<String, String> {
+    use std::process::Command;
+    let requirements =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_client/requirements.txt");
+    let wanted = std::fs::read_to_string(&requirements)
+        .map_err(|e| format!("{}: {e}", requirements.display()))?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let target = exe
+        .ancestors()
+        .find(|p| p.join("CACHEDIR.TAG").is_file())
+        .ok_or("the test binary is not inside a cargo target directory")?;
+    let venv = target.join("mcp-client-venv");
+    let python = venv.join("bin/python");
+    let stamp = venv.join("requirements.txt");
+    let lock = std::fs::File::create(target.join("mcp-client-venv.lock"))
+        .map_err(|e| format!("the venv lock: {e}"))?;
+    lock.lock().map_err(|e| format!("the venv lock: {e}"))?;
+    if python.is_file() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(&wanted) {
+        return Ok(python.display().to_string());
+    }
+    let run = |command: &mut Command, what: &str| -> Result<(), String> {
+        let out = command
+            .output()
+            .map_err(|e| format!("{what}: cannot start: {e}"))?;
+        if out.status.success() {
+            return Ok(());
+        }
+        Err(format!(
+            "{what} failed ({}); set SCOUT_TEST_PYTHON to an interpreter that has `pip install -r {}` instead\n{}",
+            out.status,
+            requirements.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    };
+    let _ = std::fs::remove_dir_all(&venv);
+    run(
+        Command::new("python3").arg("-m").arg("venv").arg(&venv),
+        "python3 -m venv",
+    )?;
+    run(
+        Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "-r",
+            ])
+            .arg(&requirements),
+        "pip install of the official MCP client",
+    )?;
+    std::fs::write(&stamp, &wanted).map_err(|e| format!("{}: {e}", stamp.display()))?;
+    Ok(python.display().to_string())
 }
 
 /// A running `scout-host serve`, killed when dropped.
