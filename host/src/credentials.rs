@@ -188,6 +188,9 @@ pub enum Source {
     SharedByOwner { owner_brand: String },
     /// The host environment (deployment owner's brand only).
     HostEnvironment,
+    /// None is needed: the operator declared the API public
+    /// (`credential = "none"`); nothing is injected.
+    NoneNeeded,
 }
 
 /// One resolved credential.
@@ -212,6 +215,11 @@ impl Credential {
 
     pub fn secret(&self) -> &Secret {
         &self.secret
+    }
+
+    /// A public API's: there is no secret to inject.
+    pub fn is_none_needed(&self) -> bool {
+        self.source == Source::NoneNeeded
     }
 
     /// The OAuth scopes, for a Google credential.
@@ -325,6 +333,9 @@ pub struct ResolverConfig {
     pub host_env: BTreeMap<String, String>,
     /// The scopes of the Google token in the host environment.
     pub host_env_google_scopes: BTreeSet<String>,
+    /// Connections to public APIs (`credential = "none"`): they resolve for
+    /// every brand, to a credential that carries no secret.
+    pub public: BTreeSet<String>,
 }
 
 type EnvLookup<'a> = Box<dyn Fn(&str) -> Option<String> + Send + Sync + 'a>;
@@ -419,6 +430,14 @@ impl<'a> Resolver<'a> {
     /// Resolves one connection (`github`, [`GOOGLE`], ...) for `brand` in the
     /// seed's order, afresh from the store each time.
     pub fn resolve(&self, brand: &str, connection: &str) -> Result<Option<Credential>, StoreError> {
+        if self.config.public.contains(connection) {
+            return Ok(Some(Credential {
+                connection: connection.to_owned(),
+                source: Source::NoneNeeded,
+                secret: Secret(String::new()),
+                scopes: None,
+            }));
+        }
         let found = match self.store.get_connection(brand, connection, &self.key)? {
             Some(sealed) => Some((Source::Own, sealed)),
             None => self.shared(brand, connection)?,

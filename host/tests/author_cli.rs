@@ -215,15 +215,21 @@ async fn record_then_replay_gives_the_same_output_and_the_recording_holds_no_sec
     let text = std::fs::read_to_string(&file).expect("the recording is DIR/TOOL.json");
     assert!(!text.contains(TOKEN), "the recording holds the secret");
     let fixture: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(fixture["provenance"], "CAPTURED");
-    let date = fixture["captured_at"].as_str().unwrap();
+    // Recorded from a loopback fake: never CAPTURED, and it says where from.
+    assert_eq!(fixture["provenance"], "UNVERIFIED", "{text}");
+    let source = fixture["source"].as_str().unwrap();
     assert!(
-        date.len() == 10 && date.as_bytes()[4] == b'-' && date.as_bytes()[7] == b'-',
-        "a YYYY-MM-DD date: {date}"
+        source.contains(&github.origin()) && source.contains("loopback or private"),
+        "{source}"
+    );
+    assert!(
+        recorded.stderr.contains("UNVERIFIED"),
+        "{}",
+        recorded.stderr
     );
     assert_eq!(
         fixture["exchanges"][0]["request"],
-        json!({"method": "GET", "path": "/repos/octo/hello/contents/README.md"})
+        json!({"method": "GET", "path": "/repos/octo/hello/contents/README.md", "origin": github.origin()})
     );
     assert_eq!(fixture["exchanges"][0]["response"]["status"], 200);
 
@@ -243,13 +249,19 @@ async fn record_then_replay_gives_the_same_output_and_the_recording_holds_no_sec
     );
     assert_eq!(github.requests().len(), 1, "replay sent nothing");
 
-    // A second recording of the same tool never replaces the first.
+    // A second recording of the same tool is appended to the same file.
     let mut cmd = github_call("github_read_file", readme_args());
     live(&mut cmd, &github.origin());
     cmd.arg("--record").arg(&dir);
     assert_eq!(run_async(cmd).await.code, 0);
-    assert!(dir.join("github_read_file-2.json").is_file());
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+    let again: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(again["exchanges"].as_array().unwrap().len(), 2, "{again}");
+    assert_eq!(again["exchanges"][0], fixture["exchanges"][0]);
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        1,
+        "one fixture file per tool"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -46,6 +46,17 @@ async fn the_official_python_client_tells_the_whole_story() {
         .env("APPROVAL_TIMEOUT_MS", APPROVAL_TIMEOUT_MS.to_string());
     let serve = ServeProcess::start(command);
     let base = serve.base.clone();
+    // Start-up names every connector it loaded and to whom it serves it.
+    assert!(
+        serve
+            .startup
+            .iter()
+            .any(|l| l.starts_with("connector github: ")
+                && l.contains(&format!("origin {}", github.origin()))
+                && l.ends_with("served to brands whose connection resolves")),
+        "{:?}",
+        serve.startup
+    );
 
     let story = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/story.py");
     let python_run = tokio::task::spawn_blocking(move || {

@@ -72,10 +72,21 @@ struct Served {
 
 /// Starts a fake GitHub and a host serving the GitHub connector against it.
 async fn serve(name: &str, extra: &str, switches: &[(&str, &str)]) -> Served {
+    serve_with(name, extra, "", switches).await
+}
+
+/// [`serve`], with `connector_lines` added to the connector's table.
+async fn serve_with(
+    name: &str,
+    extra: &str,
+    connector_lines: &str,
+    switches: &[(&str, &str)],
+) -> Served {
     let github = FakeGitHub::start(GITHUB_TOKEN).await;
     let db = TempDb::new(&format!("serve-admin-{name}"));
     let config = parse_config(
-        &config_text(extra, "github", &github_component(), &github.origin(), true),
+        &(config_text(extra, "github", &github_component(), &github.origin(), true)
+            + connector_lines),
         &db,
     );
     let host: Arc<ServeHost> = ServeHost::start(
@@ -801,6 +812,97 @@ async fn bodies_over_max_request_bytes_are_refused_as_too_large() {
         "the oversized secret was not stored"
     );
     assert!(s.github.requests().is_empty(), "no upstream request");
+}
+
+// --- what a session is served ---------------------------------------------
+
+/// A connector a session is not served is named in the session's answer
+/// with what to do; a public API (`credential = "none"`) is served to a
+/// brand with no stored connection and its upstream receives no credential.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_names_what_it_left_out_and_a_public_api_needs_no_connection() {
+    let s = serve("left-out", "require_review = false", &[]).await;
+    let (status, view) = s
+        .admin(
+            Method::POST,
+            "/v1/sessions",
+            Some(json!({"brand": "acme", "role": "person-chat"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{view}");
+    assert_eq!(view["mcp"], json!({}), "{view}");
+    let why = view["left_out"]["github"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("no `github` connection")
+            && why.contains("PUT /v1/brands/acme/connections/github")
+            && why.contains("credential = \"none\""),
+        "{view}"
+    );
+    let id = view["id"].as_str().unwrap();
+    let (status, again) = s
+        .admin(Method::GET, &format!("/v1/sessions/{id}"), None)
+        .await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["left_out"], view["left_out"], "{again}");
+    // Once the brand's connection is stored, nothing is left out.
+    let connected = s.session("person-chat").await;
+    assert!(connected.get("left_out").is_none(), "{connected}");
+
+    let public = serve_with(
+        "public",
+        "require_review = false",
+        "credential = \"none\"\n",
+        &[],
+    )
+    .await;
+    let (status, view) = public
+        .admin(
+            Method::POST,
+            "/v1/sessions",
+            Some(json!({"brand": "globex", "role": "person-chat"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{view}");
+    assert!(view["mcp"]["github"].is_string(), "{view}");
+    assert!(view.get("left_out").is_none(), "{view}");
+    let mcp = public.mcp(&view).connect().await;
+    let read = mcp
+        .call(
+            "github_read_file",
+            json!({"owner": "octo", "repo": "hello", "path": "README.md"}),
+        )
+        .await;
+    let requests = public.github.requests();
+    assert_eq!(requests.len(), 1, "the read reached the upstream: {read}");
+    assert_eq!(
+        requests[0].header("authorization"),
+        None,
+        "a public API receives no credential"
+    );
+    // The fake wants a token, so it answers 401: the guest says so.
+    assert_eq!(read["result"]["isError"], true, "{read}");
+
+    // Nonsense and contradictions are refused at start, naming the setting.
+    for (lines, needle) in [
+        ("credential = \"nothing\"\n", "or none (a public API)"),
+        (
+            "credential = \"none\"\nhost_env = \"GITHUB_TOKEN\"\n",
+            "`host_env` would never be used",
+        ),
+    ] {
+        let text = config_text(
+            "",
+            "github",
+            &github_component(),
+            "https://x.example",
+            false,
+        ) + lines;
+        let err = ServeConfig::parse(&text).err().map(|e| e.to_string());
+        assert!(
+            err.as_deref().is_some_and(|e| e.contains(needle)),
+            "{lines}: {err:?}"
+        );
+    }
 }
 
 // --- MCP spoken raw -------------------------------------------------------

@@ -207,6 +207,8 @@ pub struct ServeProcess {
     child: std::process::Child,
     /// `http://127.0.0.1:PORT`, from the line `serve` prints when it listens.
     pub base: String,
+    /// What `serve` printed before it listened: one line per connector.
+    pub startup: Vec<String>,
     // Held open, so that what `serve` writes later does not hit a closed pipe.
     _stdout: std::io::BufReader<std::process::ChildStdout>,
     _stderr: std::process::ChildStderr,
@@ -233,7 +235,8 @@ impl ServeProcess {
     }
 
     /// Spawns `command` (a `scout-host serve --config ...`) with its output
-    /// piped and waits for the address it prints first; panics with its
+    /// piped and waits for the address it prints once it listens (the
+    /// connector lines before it are kept in `startup`); panics with its
     /// stderr if it does not start.
     pub fn start(mut command: std::process::Command) -> ServeProcess {
         use std::io::{BufRead, BufReader, Read};
@@ -245,8 +248,17 @@ impl ServeProcess {
         let stdout = child.stdout.take().expect("piped stdout");
         let stderr = child.stderr.take().expect("piped stderr");
         let mut first = String::new();
+        let mut startup = Vec::new();
         let mut stdout = BufReader::new(stdout);
-        let _ = stdout.read_line(&mut first);
+        loop {
+            first.clear();
+            match stdout.read_line(&mut first) {
+                Ok(n) if n > 0 && !first.starts_with("scout-host serving") => {
+                    startup.push(first.trim_end().to_string())
+                }
+                _ => break,
+            }
+        }
         let base = first
             .trim()
             .rsplit(' ')
@@ -257,6 +269,7 @@ impl ServeProcess {
             Some(base) => ServeProcess {
                 child,
                 base,
+                startup,
                 _stdout: stdout,
                 _stderr: stderr,
             },

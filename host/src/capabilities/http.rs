@@ -47,6 +47,35 @@ pub enum CredentialScheme {
     Query { param: String },
 }
 
+impl CredentialScheme {
+    /// Reads the credential setting's syntax (`serve`'s `credential`,
+    /// `call --scheme`): `bearer`, `basic:USER`, `header:NAME`,
+    /// `query:PARAM`, or `none` (a public API: nothing is injected, and
+    /// nothing needs to be stored), which is `Ok(None)`.
+    pub fn parse(text: &str) -> Result<Option<CredentialScheme>, String> {
+        let (kind, arg) = match text.split_once(':') {
+            Some((k, a)) => (k.trim(), Some(a.trim())),
+            None => (text.trim(), None),
+        };
+        match (kind, arg) {
+            ("none", None) => Ok(None),
+            ("bearer", None) => Ok(Some(CredentialScheme::Bearer)),
+            ("basic", Some(user)) if !user.is_empty() => Ok(Some(CredentialScheme::Basic {
+                username: user.to_string(),
+            })),
+            ("header", Some(name)) if !name.is_empty() => Ok(Some(CredentialScheme::Header {
+                name: name.to_string(),
+            })),
+            ("query", Some(param)) if !param.is_empty() => Ok(Some(CredentialScheme::Query {
+                param: param.to_string(),
+            })),
+            _ => Err(format!(
+                "`{text}` is not one of bearer, basic:USER, header:NAME, query:PARAM or none (a public API)"
+            )),
+        }
+    }
+}
+
 /// Where the secret comes from. The value is never logged or shown.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -553,18 +582,26 @@ impl HttpCapability {
         prepared: PreparedRequest,
     ) -> Result<Response, HttpError> {
         match &self.backend {
-            Backend::Live(client) => self.send_live(client, prepared).await,
+            Backend::Live(client) => self
+                .send_live(client, prepared)
+                .await
+                .map(|(response, _)| response),
             Backend::Record(client, recorder) => {
-                let result = self.send_live(client, prepared).await;
-                if let Ok(response) = &result {
-                    recorder.record_for(
-                        self.destination.as_deref(),
-                        &req,
-                        response,
-                        &self.scrubber,
-                    );
-                }
-                result
+                let (response, peer) = self.send_live(client, prepared).await?;
+                let origin = format!(
+                    "{}{}",
+                    self.origin.origin().ascii_serialization(),
+                    self.prefix
+                );
+                recorder.record_for(
+                    self.destination.as_deref(),
+                    &origin,
+                    peer,
+                    &req,
+                    &response,
+                    &self.scrubber,
+                );
+                Ok(response)
             }
             Backend::Replay(replay) => {
                 drop(prepared);
@@ -591,11 +628,13 @@ impl HttpCapability {
         }
     }
 
+    /// Sends `prepared`; the response as the guest gets it, and the
+    /// address that answered (a recording says whether it was public).
     async fn send_live(
         &self,
         client: &reqwest::Client,
         prepared: PreparedRequest,
-    ) -> Result<Response, HttpError> {
+    ) -> Result<(Response, Option<std::net::SocketAddr>), HttpError> {
         let PreparedRequest {
             method,
             url,
@@ -616,6 +655,7 @@ impl HttpCapability {
                 return Err(HttpError::TooLarge(self.max_response_bytes));
             }
             let status = response.status().as_u16();
+            let peer = response.remote_addr();
             // Refused before the body is read: a coding the host cannot
             // undo would hide the secret from the scrub.
             let codings = encoding::content_codings(response.headers())?;
@@ -644,11 +684,14 @@ impl HttpCapability {
                 body.extend_from_slice(&chunk);
             }
             let body = encoding::decode(&codings, body, self.max_response_bytes)?;
-            Ok(Response {
-                status,
-                headers,
-                body: self.scrub(&body),
-            })
+            Ok((
+                Response {
+                    status,
+                    headers,
+                    body: self.scrub(&body),
+                },
+                peer,
+            ))
         };
         // reqwest's total timeout runs until the body is read, so no
         // second timer here; its expiry maps to `timeout`.

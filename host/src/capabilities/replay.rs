@@ -7,7 +7,11 @@
 //! live, and then answers from fixtures instead of the network: it holds no
 //! network client at all (no `reqwest::Client`, no resolver), so it cannot
 //! send. In record mode it runs live and appends each completed exchange,
-//! already scrubbed of the secret, to a fixture file marked `CAPTURED`.
+//! already scrubbed of the secret, to the tool's fixture file (`TOOL.json`,
+//! created at the first), with the origin it went to and the response body
+//! byte for byte. The file is marked `CAPTURED` only while every exchange
+//! in it was answered from a public address; one answered from a loopback
+//! or private address (a local fake, a mirror) makes it `UNVERIFIED`.
 //!
 //! # Fixture files
 //!
@@ -28,6 +32,7 @@
 //!   refused with an error naming the file (and the exchange).
 //! - `request`: `method` (GET, HEAD, POST, PUT, PATCH, DELETE), `path` (the
 //!   guest's path, below the origin; it must pass the live path rules),
+//!   `origin` (where a recording went; for the reader, never matched),
 //!   `query` (pairs; default none), and optionally the body as `json`,
 //!   `text` or `base64`.
 //! - `response`: `status`, `headers` (pairs; default none), and the body as
@@ -114,6 +119,24 @@ impl Body {
         }
     }
 
+    /// The most readable form of `bytes` that replays them byte for byte:
+    /// JSON only when they are exactly the compact JSON replay would serve,
+    /// text when UTF-8, else base64.
+    fn exact(bytes: &[u8]) -> Option<Body> {
+        if bytes.is_empty() {
+            return None;
+        }
+        if let Ok(v) = serde_json::from_slice::<Value>(bytes)
+            && serde_json::to_vec(&v).is_ok_and(|compact| compact == bytes)
+        {
+            return Some(Body::Json(v));
+        }
+        match std::str::from_utf8(bytes) {
+            Ok(t) => Some(Body::Text(t.to_string())),
+            Err(_) => Some(Body::Bytes(bytes.to_vec())),
+        }
+    }
+
     /// The most readable faithful form of `bytes`: JSON when they parse as
     /// JSON and `json_hint` (a JSON content type) says so, text when UTF-8,
     /// else base64.
@@ -144,6 +167,9 @@ impl Body {
 pub struct Exchange {
     /// The named destination it went to (`None`: the connector's own origin).
     pub destination: Option<String>,
+    /// Where a recorded exchange went (`https://api.example.com`), for the
+    /// reader; replay never matches on it.
+    pub origin: Option<String>,
     /// The request's method, upper case.
     pub method: String,
     /// The guest's path.
@@ -167,6 +193,8 @@ pub struct FixtureFile {
     pub path: PathBuf,
     /// Where its exchanges come from.
     pub provenance: Provenance,
+    /// Free text for the reader.
+    pub note: Option<String>,
     /// Its exchanges, in order.
     pub exchanges: Vec<Exchange>,
 }
@@ -220,6 +248,8 @@ struct RawBody {
 struct RawRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     destination: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    origin: Option<String>,
     method: String,
     path: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -382,6 +412,7 @@ impl FixtureFile {
                 .map_err(|e| fail(format!("response: {e}")))?;
             exchanges.push(Exchange {
                 destination: ex.request.destination,
+                origin: ex.request.origin,
                 method,
                 path: ex.request.path,
                 query: ex.request.query,
@@ -394,6 +425,7 @@ impl FixtureFile {
         Ok(FixtureFile {
             path: path.to_path_buf(),
             provenance,
+            note: raw.note,
             exchanges,
         })
     }
@@ -408,13 +440,14 @@ impl FixtureFile {
             provenance: Some(provenance.to_string()),
             captured_at,
             source,
-            note: None,
+            note: self.note.clone(),
             exchanges: self
                 .exchanges
                 .iter()
                 .map(|e| RawExchange {
                     request: RawRequest {
                         destination: e.destination.clone(),
+                        origin: e.origin.clone(),
                         method: e.method.clone(),
                         path: e.path.clone(),
                         query: e.query.clone(),
@@ -662,33 +695,68 @@ const UNRECORDED_HEADERS: [&str; 5] = [
     "date",
 ];
 
-/// Appends each completed exchange of a live capability to one fixture file,
-/// marked `CAPTURED` with today's UTC date. The file is rewritten whole after
-/// each exchange (written beside it, then renamed), so it is always valid.
+/// Appends each completed exchange of a live capability to one fixture
+/// file. The file is rewritten whole after each exchange (written beside
+/// it, then renamed), so it is always valid.
+///
+/// Its provenance is the weakest of its parts: `CAPTURED` (with the latest
+/// day an exchange was recorded) while every exchange in it, earlier ones
+/// included, was answered from a public address; `UNVERIFIED` as soon as
+/// one was answered from a loopback or private address, or the file was
+/// written by hand.
 #[derive(Debug)]
 pub struct Recorder {
     path: PathBuf,
     state: Mutex<RecordState>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct RecordState {
+    /// What the file held before this recorder, then what it recorded.
     exchanges: Vec<Exchange>,
+    recorded: usize,
+    note: Option<String>,
+    /// The provenance the file had, when it was `UNVERIFIED`.
+    unverified: Option<String>,
     error: Option<FixtureError>,
 }
 
+/// Why a recording is not `CAPTURED`, as its `source` says.
+fn not_the_service(origin: &str) -> String {
+    format!(
+        "recorded with `scout-host call --record` from {origin}, a loopback or private address: not the vendor's service"
+    )
+}
+
 impl Recorder {
-    /// Records into `path` (created at the first exchange; an existing file
-    /// is replaced).
-    pub fn new(path: impl Into<PathBuf>) -> Recorder {
-        Recorder {
-            path: path.into(),
-            state: Mutex::new(RecordState::default()),
+    /// Records into `path`: appended to the exchanges the file already
+    /// holds (a file that is not a fixture file is an error, and is left
+    /// alone), or created at the first exchange.
+    pub fn new(path: impl Into<PathBuf>) -> Result<Recorder, FixtureError> {
+        let path = path.into();
+        let mut state = RecordState {
+            exchanges: Vec::new(),
+            recorded: 0,
+            note: None,
+            unverified: None,
+            error: None,
+        };
+        if path.exists() {
+            let file = FixtureFile::load(&path)?;
+            state.exchanges = file.exchanges;
+            state.note = file.note;
+            if let Provenance::Unverified { source } = file.provenance {
+                state.unverified = Some(source);
+            }
         }
+        Ok(Recorder {
+            path,
+            state: Mutex::new(state),
+        })
     }
 
-    /// Records into `DIR/NAME.json`, or `DIR/NAME-2.json`, `-3`… when that
-    /// exists: recording never replaces a fixture.
+    /// Records into `DIR/NAME.json`, one file per tool: exchanges are
+    /// appended to what it already holds.
     pub fn in_dir(dir: &Path, name: &str) -> Result<Recorder, FixtureError> {
         std::fs::create_dir_all(dir).map_err(|e| FixtureError::Write {
             path: dir.display().to_string(),
@@ -704,19 +772,7 @@ impl Recorder {
                 }
             })
             .collect();
-        let mut n = 1;
-        loop {
-            let file = if n == 1 {
-                format!("{stem}.json")
-            } else {
-                format!("{stem}-{n}.json")
-            };
-            let path = dir.join(file);
-            if !path.exists() {
-                return Ok(Recorder::new(path));
-            }
-            n += 1;
-        }
+        Recorder::new(dir.join(format!("{stem}.json")))
     }
 
     /// The file written.
@@ -724,18 +780,27 @@ impl Recorder {
         &self.path
     }
 
-    /// How many exchanges were recorded.
+    /// How many exchanges this recorder recorded.
     pub fn len(&self) -> usize {
         self.state
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .exchanges
-            .len()
+            .recorded
     }
 
     /// Whether nothing was recorded.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// `CAPTURED` or `UNVERIFIED`, as the file says now.
+    pub fn provenance(&self) -> &'static str {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.unverified.is_some() {
+            "UNVERIFIED"
+        } else {
+            "CAPTURED"
+        }
     }
 
     /// The first error writing the file, if any.
@@ -750,15 +815,26 @@ impl Recorder {
 
     /// Records one exchange: the guest's request (which never holds the
     /// injected credential) and the response as the guest got it (already
-    /// scrubbed); `scrubber` runs over both again, in case.
-    pub fn record(&self, req: &Request, response: &Response, scrubber: &Scrubber) {
-        self.record_for(None, req, response, scrubber)
+    /// scrubbed); `scrubber` runs over both again, in case. `origin` is
+    /// where it went; `peer` the address that answered (`None`: unknown,
+    /// which never counts as the real service).
+    pub fn record(
+        &self,
+        origin: &str,
+        peer: Option<std::net::SocketAddr>,
+        req: &Request,
+        response: &Response,
+        scrubber: &Scrubber,
+    ) {
+        self.record_for(None, origin, peer, req, response, scrubber)
     }
 
     /// [`Recorder::record`] for an exchange with a named destination.
     pub(crate) fn record_for(
         &self,
         destination: Option<&str>,
+        origin: &str,
+        peer: Option<std::net::SocketAddr>,
         req: &Request,
         response: &Response,
         scrubber: &Scrubber,
@@ -776,16 +852,18 @@ impl Recorder {
             .unwrap_or_default();
         let req_json =
             json_hint(&req.headers) || serde_json::from_slice::<Value>(&req_body).is_ok();
-        // Framing and the date are the moment's, not the exchange's: a
-        // replayed JSON body is re-serialised, so its length differs.
+        // Framing and the date are the moment's, not the exchange's.
         let headers: Vec<(String, String)> = response
             .headers
             .iter()
             .filter(|(n, _)| !UNRECORDED_HEADERS.iter().any(|u| n.eq_ignore_ascii_case(u)))
             .map(|(n, v)| (n.clone(), clean(v)))
             .collect();
+        let origin = clean(origin);
+        let from_the_service = peer.is_some_and(|p| super::net::denied_reason(p.ip()).is_none());
         let exchange = Exchange {
             destination: destination.map(str::to_string),
+            origin: Some(origin.clone()),
             method: method_name(req.method).to_string(),
             path: clean(&req.path),
             query: req
@@ -793,18 +871,31 @@ impl Recorder {
                 .iter()
                 .map(|(k, v)| (clean(k), clean(v)))
                 .collect(),
+            // A request body is matched as a value, so JSON reads best.
             body: Body::of(&req_body, req_json),
             status: response.status,
-            response_body: Body::of(&scrubber.scrub(&response.body), json_hint(&headers)),
+            // Replayed byte for byte, as the guest got it live.
+            response_body: Body::exact(&scrubber.scrub(&response.body)),
             headers,
         };
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.exchanges.push(exchange);
-        let file = FixtureFile {
-            path: self.path.clone(),
-            provenance: Provenance::Captured {
+        state.recorded += 1;
+        if !from_the_service && state.unverified.is_none() {
+            state.unverified = Some(not_the_service(&origin));
+        }
+        let provenance = match &state.unverified {
+            Some(source) => Provenance::Unverified {
+                source: source.clone(),
+            },
+            None => Provenance::Captured {
                 captured_at: utc_date_today(),
             },
+        };
+        let file = FixtureFile {
+            path: self.path.clone(),
+            provenance,
+            note: state.note.clone(),
             exchanges: state.exchanges.clone(),
         };
         if let Err(e) = write_atomically(&self.path, &file.to_json())
@@ -844,5 +935,146 @@ mod tests {
                 && !is_date("2026-12-01T00:00")
         );
         assert!(is_date(&utc_date_today()));
+    }
+
+    fn get(path: &str) -> Request {
+        Request {
+            method: Method::Get,
+            path: path.to_string(),
+            query: Vec::new(),
+            headers: Vec::new(),
+            body: None,
+        }
+    }
+
+    fn answer(body: &str) -> Response {
+        Response {
+            status: 404,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    fn temp_file(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("scout-record-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join("tool.json")
+    }
+
+    /// What replay serves is what the guest got live, byte for byte: a body
+    /// that is not compact JSON is kept as text, not re-serialised.
+    #[test]
+    fn a_recorded_body_replays_byte_for_byte() {
+        let path = temp_file("bytes");
+        let scrubber = Scrubber::new("s3cret-value", []);
+        let public: std::net::SocketAddr = "93.184.216.34:443".parse().unwrap();
+        let recorder = Recorder::new(&path).unwrap();
+        for (at, body) in [
+            ("/spaced", "{\"error\": \"x\"}"),
+            ("/compact", "{\"error\":\"x\"}"),
+            ("/keys", "{\"b\":1,\"a\":2}"),
+            ("/float", "{\"n\":1e5}"),
+        ] {
+            recorder.record(
+                "https://api.example.com",
+                Some(public),
+                &get(at),
+                &answer(body),
+                &scrubber,
+            );
+        }
+        assert_eq!(recorder.error(), None);
+        let replay = Replay::load(std::slice::from_ref(&path)).unwrap();
+        for (at, body) in [
+            ("/spaced", "{\"error\": \"x\"}"),
+            ("/compact", "{\"error\":\"x\"}"),
+            ("/keys", "{\"b\":1,\"a\":2}"),
+            ("/float", "{\"n\":1e5}"),
+        ] {
+            let got = replay.answer(&get(at), &scrubber).unwrap();
+            assert_eq!(String::from_utf8(got.body).unwrap(), body, "{at}");
+        }
+    }
+
+    /// One file per tool, appended to; `CAPTURED` only while every exchange
+    /// in it came from a public address, and each says where it went.
+    #[test]
+    fn recordings_append_and_a_loopback_answer_is_never_captured() {
+        let path = temp_file("provenance");
+        let scrubber = Scrubber::new("s3cret-value", []);
+        let public: std::net::SocketAddr = "93.184.216.34:443".parse().unwrap();
+        let loopback: std::net::SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let first = Recorder::new(&path).unwrap();
+        first.record(
+            "https://api.example.com",
+            Some(public),
+            &get("/a"),
+            &answer("{}"),
+            &scrubber,
+        );
+        assert_eq!(first.provenance(), "CAPTURED");
+        let file = FixtureFile::load(&path).unwrap();
+        assert!(matches!(file.provenance, Provenance::Captured { .. }));
+        assert_eq!(
+            file.exchanges[0].origin.as_deref(),
+            Some("https://api.example.com")
+        );
+
+        // A second run appends to the same file, and a local fake's answer
+        // makes the whole file UNVERIFIED, naming where it came from.
+        let second = Recorder::new(&path).unwrap();
+        second.record(
+            "http://127.0.0.1:8080",
+            Some(loopback),
+            &get("/b"),
+            &answer("{}"),
+            &scrubber,
+        );
+        assert_eq!((second.len(), second.provenance()), (1, "UNVERIFIED"));
+        let file = FixtureFile::load(&path).unwrap();
+        assert_eq!(file.exchanges.len(), 2);
+        match &file.provenance {
+            Provenance::Unverified { source } => assert!(
+                source.contains("http://127.0.0.1:8080")
+                    && source.contains("not the vendor's service"),
+                "{source}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        // Once UNVERIFIED, a later public answer does not make it CAPTURED;
+        // an unknown peer never counts as the service either.
+        let third = Recorder::new(&path).unwrap();
+        third.record(
+            "https://api.example.com",
+            Some(public),
+            &get("/c"),
+            &answer("{}"),
+            &scrubber,
+        );
+        third.record(
+            "https://api.example.com",
+            None,
+            &get("/d"),
+            &answer("{}"),
+            &scrubber,
+        );
+        assert_eq!(third.provenance(), "UNVERIFIED");
+        assert_eq!(FixtureFile::load(&path).unwrap().exchanges.len(), 4);
+        let unknown = temp_file("unknown-peer");
+        let fourth = Recorder::new(&unknown).unwrap();
+        fourth.record(
+            "https://api.example.com",
+            None,
+            &get("/e"),
+            &answer("{}"),
+            &scrubber,
+        );
+        assert_eq!(fourth.provenance(), "UNVERIFIED");
+
+        // A file that is not a fixture is refused, and left as it was.
+        std::fs::write(&path, "not json").unwrap();
+        assert!(Recorder::new(&path).is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "not json");
     }
 }

@@ -7,7 +7,7 @@
 //! plain, percent-encoded segment), and refuses anything else with nothing
 //! sent. Templates use matchit's syntax, the router axum is built on.
 
-use scout_manifest::{GraphqlBody, Route, RouteMethod};
+use scout_manifest::{Affix, GraphqlBody, Route, RouteMethod};
 
 use super::http::Method;
 
@@ -18,7 +18,7 @@ struct Compiled {
     router: matchit::Router<()>,
     template: String,
     encoded: Vec<usize>,
-    verbs: Vec<(usize, String)>,
+    affixes: Vec<Affix>,
     graphql: Option<GraphqlBody>,
 }
 
@@ -85,7 +85,7 @@ impl RouteSet {
                 router,
                 template: route.path.clone(),
                 encoded: route.encoded_segments(),
-                verbs: route.verb_suffixes(),
+                affixes: route.affixes(),
                 graphql: route.graphql,
             });
         }
@@ -118,11 +118,11 @@ impl RouteSet {
                 c.destination.as_deref() == destination
                     && c.method == method
                     && c.router.at(path).is_ok()
-                    && c.verbs.iter().all(|(i, verb)| {
+                    && c.affixes.iter().all(|affix| {
                         path.trim_start_matches('/')
                             .split('/')
-                            .nth(*i)
-                            .is_some_and(|s| s.len() > verb.len() && s.ends_with(verb.as_str()))
+                            .nth(affix.segment)
+                            .is_some_and(|s| affix.fits(s))
                     })
             })
             .map(|c| Matched {
@@ -264,6 +264,20 @@ mod tests {
             "/v1beta/properties/123:runReportX",
         ] {
             assert!(!verb.allows(Method::Post, p), "{p} must not match");
+        }
+        // Firebase's and Open Library's `{id}.json`: the suffix is literal.
+        let suffixed = set(&[("GET", "/v0/item/{id}.json"), ("GET", "/v{n}/user")]);
+        assert!(suffixed.allows(Method::Get, "/v0/item/8863.json"));
+        assert!(suffixed.allows(Method::Get, "/v2/user"));
+        for p in [
+            "/v0/item/8863",
+            "/v0/item/.json",
+            "/v0/item/8863.jsonx",
+            "/v0/item/8863.json/more",
+            "/v/user",
+            "/x2/user",
+        ] {
+            assert!(!suffixed.allows(Method::Get, p), "{p} must not match");
         }
     }
 }

@@ -32,7 +32,7 @@ pub struct CallArgs {
     /// Live: the environment variable holding the secret the host injects.
     #[arg(long, requires = "origin")]
     pub secret_env: Option<String>,
-    /// How the secret is injected: bearer (default), basic:USER, header:NAME or query:PARAM.
+    /// How the secret is injected: bearer (default), basic:USER, header:NAME, query:PARAM or none.
     #[arg(long, requires = "secret_env")]
     pub scheme: Option<String>,
     /// Live: allows an origin on a loopback or private address (local fakes).
@@ -41,33 +41,16 @@ pub struct CallArgs {
     /// Answers every request from the fixture files (`*.json`) in DIR; nothing is sent.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["origin", "record"])]
     pub replay: Option<PathBuf>,
-    /// Live, and writes the exchanges (secret scrubbed) to DIR/TOOL.json, marked CAPTURED.
+    /// Live, and appends the exchanges (secret scrubbed, bodies byte for byte) to DIR/TOOL.json;
+    /// CAPTURED only while every exchange in it came from a public address.
     #[arg(long, value_name = "DIR", requires = "origin")]
     pub record: Option<PathBuf>,
 }
 
-/// Reads `bearer`, `basic:USER`, `header:NAME` or `query:PARAM` (the syntax
-/// of `serve`'s `credential` setting).
-pub fn parse_scheme(text: &str) -> Result<CredentialScheme> {
-    let (kind, arg) = match text.split_once(':') {
-        Some((k, a)) => (k.trim(), Some(a.trim())),
-        None => (text.trim(), None),
-    };
-    match (kind, arg) {
-        ("bearer", None) => Ok(CredentialScheme::Bearer),
-        ("basic", Some(user)) if !user.is_empty() => Ok(CredentialScheme::Basic {
-            username: user.to_string(),
-        }),
-        ("header", Some(name)) if !name.is_empty() => Ok(CredentialScheme::Header {
-            name: name.to_string(),
-        }),
-        ("query", Some(param)) if !param.is_empty() => Ok(CredentialScheme::Query {
-            param: param.to_string(),
-        }),
-        _ => anyhow::bail!(
-            "--scheme `{text}` is not one of bearer, basic:USER, header:NAME, query:PARAM"
-        ),
-    }
+/// Reads the `--scheme` (the syntax of `serve`'s `credential` setting);
+/// `none` injects nothing.
+pub fn parse_scheme(text: &str) -> Result<Option<CredentialScheme>> {
+    CredentialScheme::parse(text).map_err(|e| anyhow::anyhow!("--scheme {e}"))
 }
 
 fn arguments(text: &str) -> Result<Value> {
@@ -114,8 +97,9 @@ pub fn run(args: CallArgs) -> Result<i32> {
                 .allow_private_network(args.allow_private_network)
                 .mode(mode);
             if let Some(var) = &args.secret_env {
-                let scheme = parse_scheme(args.scheme.as_deref().unwrap_or("bearer"))?;
-                config = config.credential(scheme, SecretSource::Env(var.clone()));
+                if let Some(scheme) = parse_scheme(args.scheme.as_deref().unwrap_or("bearer"))? {
+                    config = config.credential(scheme, SecretSource::Env(var.clone()));
+                }
             }
             Capabilities::with_http(
                 HttpCapability::new(config).context("configuring the http handle")?,
@@ -187,9 +171,13 @@ fn account(outcome: Option<&CallOutcome>, caps: &Capabilities) {
             eprintln!("record: no exchange completed; nothing written");
         } else {
             eprintln!(
-                "record: {} exchange(s) written to {} (CAPTURED)",
+                "record: {} exchange(s) appended to {} ({})",
                 recorder.len(),
-                recorder.path().display()
+                recorder.path().display(),
+                match recorder.provenance() {
+                    "CAPTURED" => "CAPTURED: every exchange in it came from a public address",
+                    _ => "UNVERIFIED: not every exchange in it came from the vendor's service",
+                }
             );
         }
     }

@@ -214,7 +214,8 @@ pub struct ConnectorConfig {
     #[serde(default)]
     pub deployment_headers: BTreeMap<String, String>,
     /// How the credential is injected: `bearer` (default), `basic:USER`,
-    /// `header:NAME` or `query:PARAM`.
+    /// `header:NAME` or `query:PARAM`; `none` for a public API (every
+    /// brand is served without a stored connection, nothing is injected).
     #[serde(default = "default_credential")]
     pub credential: String,
     /// Lets the origin resolve to loopback or private addresses (a test
@@ -479,6 +480,18 @@ impl ServeConfig {
             connector.scheme().map_err(|e| {
                 ConfigFileError::Invalid(format!("connectors.{name}.credential: {e}"))
             })?;
+            if connector.is_public() {
+                if crate::credentials::GoogleProduct::from_server(name).is_some() {
+                    return Err(ConfigFileError::Invalid(format!(
+                        "connectors.{name}.credential: a Google product is reached with the brand's Google connection, never without one"
+                    )));
+                }
+                if connector.host_env.is_some() {
+                    return Err(ConfigFileError::Invalid(format!(
+                        "connectors.{name}: `credential = \"none\"` sends no credential, so `host_env` would never be used; remove one of them"
+                    )));
+                }
+            }
             if let Some(allowance) = &connector.person_allowance {
                 allowance.allowance().map_err(|e| {
                     ConfigFileError::Invalid(format!("connectors.{name}.person_allowance: {e}"))
@@ -562,28 +575,16 @@ impl ServeConfig {
 }
 
 impl ConnectorConfig {
-    /// The credential scheme the `credential` string names.
-    pub fn scheme(&self) -> Result<CredentialScheme, String> {
-        let (kind, arg) = match self.credential.split_once(':') {
-            Some((k, a)) => (k, Some(a.trim())),
-            None => (self.credential.as_str(), None),
-        };
-        match (kind.trim(), arg) {
-            ("bearer", None) => Ok(CredentialScheme::Bearer),
-            ("basic", Some(user)) if !user.is_empty() => Ok(CredentialScheme::Basic {
-                username: user.to_string(),
-            }),
-            ("header", Some(name)) if !name.is_empty() => Ok(CredentialScheme::Header {
-                name: name.to_string(),
-            }),
-            ("query", Some(param)) if !param.is_empty() => Ok(CredentialScheme::Query {
-                param: param.to_string(),
-            }),
-            _ => Err(format!(
-                "`{}` is not one of bearer, basic:USER, header:NAME, query:PARAM",
-                self.credential
-            )),
-        }
+    /// The credential scheme the `credential` string names; `None` for
+    /// `none`, a public API that needs no credential.
+    pub fn scheme(&self) -> Result<Option<CredentialScheme>, String> {
+        CredentialScheme::parse(&self.credential)
+    }
+
+    /// `credential = "none"`: the API is public, every brand reaches it
+    /// without a stored connection, and nothing is injected.
+    pub fn is_public(&self) -> bool {
+        matches!(self.scheme(), Ok(None))
     }
 }
 
@@ -611,7 +612,7 @@ mod tests {
         assert_eq!(c.hosts(), ["127.0.0.1:7420", "localhost:7420"]);
         assert_eq!(
             c.connectors["github"].scheme().unwrap(),
-            CredentialScheme::Bearer
+            Some(CredentialScheme::Bearer)
         );
         let bad = ServeConfig::parse(
             "[connectors.x]\ncomponent = \"x.wasm\"\norigin = \"https://x\"\ncredential = \"cookie\"\n",

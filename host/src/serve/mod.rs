@@ -87,6 +87,10 @@ pub struct SessionView {
     pub profile: Option<String>,
     /// MCP endpoint per connector, by server name.
     pub mcp: BTreeMap<String, String>,
+    /// Each configured connector the session is not served, and why (what
+    /// to do about it, where there is something to do).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub left_out: BTreeMap<String, String>,
     /// The session's whole allowlist (D12): what the orchestrator passes to
     /// its agent runtime, connector tools and the tools it serves itself.
     pub tools: Vec<String>,
@@ -104,6 +108,7 @@ pub struct LiveSession {
     profile: Option<String>,
     token_digest: [u8; 32],
     connectors: Vec<String>,
+    left_out: BTreeMap<String, String>,
     endpoints: BTreeMap<String, mcp::Endpoint>,
     allowlist: Vec<String>,
     cancel: CancellationToken,
@@ -125,6 +130,7 @@ impl LiveSession {
                 .iter()
                 .map(|c| (c.clone(), format!("{base}/mcp/{}/{c}", self.session.id)))
                 .collect(),
+            left_out: self.left_out.clone(),
             tools: self.allowlist.clone(),
             expires_at_ms: self.expires_at_ms,
             token,
@@ -175,7 +181,8 @@ pub struct ServeHost {
     platform: BTreeSet<String>,
     /// Connectors loaded and checked that the deployment does not offer
     /// (an environment variable of `requires_env` unset): never registered.
-    not_offered: BTreeSet<String>,
+    /// By connector, the variable that is not set.
+    not_offered: BTreeMap<String, String>,
     store: Arc<dyn Store>,
     catalog: Arc<Catalog>,
     resolver_config: Arc<ResolverConfig>,
@@ -253,7 +260,8 @@ impl ServeHost {
         let mut components = BTreeMap::new();
         let mut host_env = BTreeMap::new();
         let mut platform = BTreeSet::new();
-        let mut not_offered = BTreeSet::new();
+        let mut not_offered = BTreeMap::new();
+        let mut public = BTreeSet::new();
         for (name, connector) in &config.connectors {
             let fail = |message: String| StartError::Connector {
                 name: name.clone(),
@@ -375,10 +383,13 @@ impl ServeHost {
                 .collect();
             if let Some(var) = required.iter().find(|v| env(v).is_none()) {
                 tracing::warn!(connector = %name, env = %var, "not offered: the deployment does not set {var}");
-                not_offered.insert(name.clone());
+                not_offered.insert(name.clone(), var.clone());
             }
             if let Some(var) = &connector.host_env {
                 host_env.insert(name.clone(), var.clone());
+            }
+            if connector.is_public() {
+                public.insert(name.clone());
             }
             components.insert(name.clone(), Arc::new(component));
         }
@@ -386,6 +397,7 @@ impl ServeHost {
         let resolver_config = Arc::new(ResolverConfig {
             deployment_owner_brand: config.deployment_owner_brand.clone(),
             host_env,
+            public,
             ..Default::default()
         });
 
@@ -400,7 +412,7 @@ impl ServeHost {
                 candidates
                     .iter()
                     .filter(|c| {
-                        !not_offered.contains(*c)
+                        !not_offered.contains_key(*c)
                             && matches!(resolutions.resolve_server(resolver, brand, c), Ok(Some(_)))
                     })
                     .cloned()
@@ -409,7 +421,7 @@ impl ServeHost {
         };
         let hosted = components
             .keys()
-            .filter(|c| !not_offered.contains(*c) && !platform.contains(*c))
+            .filter(|c| !not_offered.contains_key(*c) && !platform.contains(*c))
             .cloned();
         let mut boundary = Boundary::new(store.clone(), (*catalog).clone(), switches)
             .with_live_connections(live)
@@ -567,6 +579,7 @@ impl ServeHost {
         )
         .map_err(HostError::BadRequest)?;
         let connectors: Vec<String> = served.iter().map(|c| c.name().to_string()).collect();
+        let left_out = self.left_out(brand, role, &connectors);
         let cancel = CancellationToken::new();
         let ttl = std::time::Duration::from_secs(self.config.session_ttl_secs);
         let mut live = LiveSession {
@@ -575,6 +588,7 @@ impl ServeHost {
             profile: request.profile.clone(),
             token_digest: digest(&token),
             connectors: connectors.clone(),
+            left_out,
             endpoints: BTreeMap::new(),
             allowlist,
             cancel: cancel.clone(),
@@ -606,6 +620,85 @@ impl ServeHost {
         Ok(view)
     }
 
+    /// Why each configured connector a session of `role` for `brand` is not
+    /// served (`served`: the ones it is), in words that say what to do.
+    fn left_out(&self, brand: &str, role: Role, served: &[String]) -> BTreeMap<String, String> {
+        let mut left_out = BTreeMap::new();
+        for name in self.config.connectors.keys() {
+            if served.contains(name) {
+                continue;
+            }
+            let why = if let Some(var) = self.not_offered.get(name) {
+                format!(
+                    "not offered by this deployment: {var} is not set in the host's environment"
+                )
+            } else if self.platform.contains(name) {
+                format!(
+                    "a platform server: a {} session is given none of its tools",
+                    role.label()
+                )
+            } else if matches!(
+                self.resolutions
+                    .resolve_server(|| self.resolver(), brand, name),
+                Ok(Some(_))
+            ) {
+                format!(
+                    "a {} session is not handed this connector's credential (its role, or its profile's grant, does not cover it)",
+                    role.label()
+                )
+            } else {
+                let connection = crate::credentials::connection_for_server(name);
+                let scope = if connection == name {
+                    String::new()
+                } else {
+                    " holding this product's scope".to_string()
+                };
+                format!(
+                    "brand `{brand}` has no `{connection}` connection{scope}: store one with PUT /v1/brands/{brand}/connections/{connection} (a public API takes `credential = \"none\"` in the configuration instead)"
+                )
+            };
+            left_out.insert(name.clone(), why);
+        }
+        left_out
+    }
+
+    /// One line per configured connector, as `serve` prints them at start:
+    /// its tools, where it is reached, and to whom it is served.
+    pub fn connector_lines(&self) -> Vec<String> {
+        self.config
+            .connectors
+            .iter()
+            .filter_map(|(name, settings)| {
+                let component = self.components.get(name)?;
+                let tools = component.tools();
+                let writes = tools
+                    .iter()
+                    .filter(|t| t.effect == scout_manifest::Effect::Write)
+                    .count();
+                let origin = settings
+                    .origin
+                    .as_deref()
+                    .map(|o| format!(", origin {o}"))
+                    .unwrap_or_default();
+                let served = if let Some(var) = self.not_offered.get(name) {
+                    format!("not offered: {var} is not set")
+                } else if self.platform.contains(name) {
+                    "a platform server, given where the policy gives its tools".to_string()
+                } else if settings.is_public() {
+                    "a public API (credential = \"none\"): served to every brand".to_string()
+                } else {
+                    "served to brands whose connection resolves".to_string()
+                };
+                Some(format!(
+                    "connector {name}: {} tools ({} read, {writes} write) from {}{origin}; {served}",
+                    tools.len(),
+                    tools.len() - writes,
+                    settings.component.display()
+                ))
+            })
+            .collect()
+    }
+
     /// The policy input of a session of `role` for `brand`: the role's
     /// credential set, as it resolves now, limited to the connectors this
     /// host runs, and the brand's other facts from their sources (the
@@ -626,7 +719,7 @@ impl ServeHost {
             .into_iter()
             .filter(|c| {
                 self.components.contains_key(c)
-                    && !self.not_offered.contains(c)
+                    && !self.not_offered.contains_key(c)
                     && !self.platform.contains(c)
             })
             .collect();
@@ -947,7 +1040,7 @@ impl ServeHost {
         settings: &ConnectorConfig,
         destination: Option<&str>,
     ) -> Option<Arc<HttpCapability>> {
-        if self.not_offered.contains(connector) {
+        if self.not_offered.contains_key(connector) {
             return None;
         }
         let (origin, sends_credential) = match destination {
@@ -982,10 +1075,12 @@ impl ServeHost {
         let Ok(scheme) = settings.scheme() else {
             return None;
         };
-        let base = if sends_credential {
-            to_http_config(&credential, origin, scheme)
-        } else {
-            crate::HttpConfig::new(origin)
+        let base = match scheme {
+            Some(scheme) if sends_credential && !credential.is_none_needed() => {
+                to_http_config(&credential, origin, scheme)
+            }
+            // A public API, or a destination spelled `credential = "none"`.
+            _ => crate::HttpConfig::new(origin),
         };
         let mut http_config = base
             .allow_private_network(settings.allow_private_network)
@@ -1160,6 +1255,9 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
             "scout-host: the previous run stopped mid-call: {} pending approvals revoked, {} calls marked interrupted ({} of them may have reached their upstream)",
             recovered.approvals_revoked, recovered.calls_interrupted, recovered.calls_maybe_run
         );
+    }
+    for line in host.connector_lines() {
+        println!("{line}");
     }
     println!("scout-host serving the admin API and MCP on http://{addr}");
     serve_http(host, listener, async {

@@ -236,4 +236,4 @@ pub fn parse_world_docs(docs: &str) -> Result<(String, Vec<Withheld>), ManifestE
 #[cfg(feature = "from-wit")]
 mod from_wit;
 pub mod policy;
-pub use policy::{Billing, Gate, GraphqlBody, Registers, Route, RouteMethod};
+pub use policy::{Affix, Billing, Gate, GraphqlBody, Registers, Route, RouteMethod};

@@ -149,30 +149,58 @@ impl Route {
             .collect()
     }
 
-    /// The template in matchit's syntax (`{name:encoded}` and `{name}:verb`
-    /// become `{name}`; see [`Route::verb_suffixes`]).
+    /// The template in matchit's syntax (`{name:encoded}` and a parameter
+    /// with literal text around it, `{id}.json`, become `{name}`; see
+    /// [`Route::affixes`]).
     pub fn matchit_path(&self) -> String {
         let segments: Vec<String> = self
             .path
             .split('/')
-            .map(|s| match verb_parameter(s) {
-                Some((name, _)) => format!("{{{name}}}"),
+            .map(|s| match affixed_parameter(s) {
+                Some((_, name, _)) => format!("{{{name}}}"),
                 None => s.replace(":encoded}", "}"),
             })
             .collect();
         segments.join("/")
     }
 
-    /// Segments (0 = first after `/`) written `{name}:verb` (Google's custom
-    /// methods, `properties/{property}:runReport`), with the `:verb` each
-    /// must end in after a non-empty value.
-    pub fn verb_suffixes(&self) -> Vec<(usize, String)> {
+    /// Segments (0 = first after `/`) holding a parameter with literal text
+    /// around it (`{id}.json`, `v{version}`, Google's custom methods
+    /// `{property}:runReport`), with the prefix and suffix each must start
+    /// and end with around a non-empty value.
+    pub fn affixes(&self) -> Vec<Affix> {
         self.path
             .trim_start_matches('/')
             .split('/')
             .enumerate()
-            .filter_map(|(i, s)| verb_parameter(s).map(|(_, verb)| (i, format!(":{verb}"))))
+            .filter_map(|(segment, s)| {
+                affixed_parameter(s).map(|(prefix, _, suffix)| Affix {
+                    segment,
+                    prefix: prefix.to_string(),
+                    suffix: suffix.to_string(),
+                })
+            })
             .collect()
+    }
+}
+
+/// The literal text around a parameter inside one segment of a route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Affix {
+    /// The segment (0 = first after `/`).
+    pub segment: usize,
+    /// What the segment starts with.
+    pub prefix: String,
+    /// What the segment ends with.
+    pub suffix: String,
+}
+
+impl Affix {
+    /// Whether `segment` is the prefix, a non-empty value, and the suffix.
+    pub fn fits(&self, segment: &str) -> bool {
+        segment.len() > self.prefix.len() + self.suffix.len()
+            && segment.starts_with(self.prefix.as_str())
+            && segment.ends_with(self.suffix.as_str())
     }
 }
 
@@ -388,17 +416,26 @@ pub fn parse_world_lines(lines: &[(&str, &str)]) -> Result<Option<Billing>, Mani
     Ok(billing)
 }
 
-/// `{name}:verb` (a parameter and a custom method): the name and the verb.
-fn verb_parameter(segment: &str) -> Option<(&str, &str)> {
-    let rest = segment.strip_prefix('{')?;
-    let (name, verb) = rest.split_once("}:")?;
+/// The characters a literal part of a path template may hold.
+fn is_literal_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "-._~!$&'()+,=:%".contains(c)
+}
+
+/// A parameter with literal text around it inside one segment: `{id}.json`,
+/// `v{version}`, `{property}:runReport` (a custom method). The prefix, the
+/// name and the suffix; at least one of prefix and suffix holds a letter or
+/// digit, and neither holds `{` or `}`.
+fn affixed_parameter(segment: &str) -> Option<(&str, &str, &str)> {
+    let (prefix, rest) = segment.split_once('{')?;
+    let (name, suffix) = rest.split_once('}')?;
     let ok_name = !name.is_empty()
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    let ok_verb = verb.starts_with(|c: char| c.is_ascii_alphabetic())
-        && verb.chars().all(|c| c.is_ascii_alphanumeric());
-    (ok_name && ok_verb).then_some((name, verb))
+    let ok_affix = |a: &str| a.chars().all(is_literal_char);
+    let meaningful = |a: &str| a.chars().any(|c| c.is_ascii_alphanumeric());
+    (ok_name && ok_affix(prefix) && ok_affix(suffix) && (meaningful(prefix) || meaningful(suffix)))
+        .then_some((prefix, name, suffix))
 }
 
 /// A wire name: `[a-z][a-z0-9_]*`, at most 64 bytes.
@@ -528,7 +565,8 @@ fn parse_registers(tool: &str, value: &str) -> Result<Registers, ManifestError> 
 }
 
 /// A path template: `/`-separated, each segment a literal (the characters
-/// a request path may hold, no dot segment), `{name}`, or a last `{*name}`.
+/// a request path may hold, no dot segment), `{name}`, `{name:encoded}`, a
+/// parameter with literal text around it (`{id}.json`), or a last `{*name}`.
 fn check_template(tool: &str, path: &str) -> Result<(), ManifestError> {
     let bad = |why: &str| rule(format!("tool `{tool}`: route path `{path}` {why}"));
     let Some(rest) = path.strip_prefix('/') else {
@@ -543,7 +581,7 @@ fn check_template(tool: &str, path: &str) -> Result<(), ManifestError> {
         if segment.is_empty() {
             return Err(bad("has an empty segment"));
         }
-        if let Some((name, _)) = verb_parameter(segment) {
+        if let Some((_, name, _)) = affixed_parameter(segment) {
             if !names.insert(name) {
                 return Err(bad("uses one parameter name twice"));
             }
@@ -560,7 +598,7 @@ fn check_template(tool: &str, path: &str) -> Result<(), ManifestError> {
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
             {
                 return Err(bad(
-                    "has a parameter that is not `{name}`, `{name}:verb`, `{name:encoded}` or `{*name}`",
+                    "has a parameter that is not `{name}`, `{name:encoded}`, `{name}` with literal text around it (`{id}.json`, `{name}:verb`) or `{*name}`",
                 ));
             }
             if catch_all && i + 1 != segments.len() {
@@ -574,9 +612,7 @@ fn check_template(tool: &str, path: &str) -> Result<(), ManifestError> {
         if *segment == "." || *segment == ".." {
             return Err(bad("has a dot segment"));
         }
-        let literal_ok = segment
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-._~!$&'()+,=:%".contains(c));
+        let literal_ok = segment.chars().all(is_literal_char);
         if !literal_ok {
             return Err(bad(
                 "has a character a literal segment may not hold (`{`, `}`, `;`, `*`, `?`, `#`, space...)",
@@ -827,14 +863,28 @@ mod tests {
             "/v1beta/properties/{property}"
         );
         assert_eq!(
-            verb.routes[0].verb_suffixes(),
-            [(2, ":runReport".to_string())]
+            verb.routes[0].affixes(),
+            [Affix {
+                segment: 2,
+                prefix: String::new(),
+                suffix: ":runReport".to_string()
+            }]
         );
+        let suffixed = tool(Effect::Read, &[("Route", "GET /v0/item/{id}.json")]).unwrap();
+        assert_eq!(suffixed.routes[0].matchit_path(), "/v0/item/{id}");
+        let affix = &suffixed.routes[0].affixes()[0];
+        assert!(affix.fits("8863.json") && !affix.fits(".json") && !affix.fits("8863"));
+        let prefixed = tool(Effect::Read, &[("Route", "GET /api/v{version}/x")]).unwrap();
+        assert_eq!(prefixed.routes[0].affixes()[0].prefix, "v");
         for bad in [
             "GET /a/{p}:",
-            "GET /a/{p}:run-report",
-            "GET /a/{p}x",
+            "GET /a/{p}.",
             "GET /a/{*p}:verb",
+            "GET /a/{*p}.json",
+            "GET /a/{p}{q}",
+            "GET /a/x{p}y{q}",
+            "GET /a/{p}.js}on",
+            "GET /a/{p}?x",
         ] {
             assert!(
                 tool(Effect::Read, &[("Route", bad)]).is_err(),
