@@ -605,15 +605,46 @@ fn new_scaffolds_a_connector_with_every_name_replaced() {
         cargo.contains("name = \"scout-connector-my-shop\""),
         "{cargo}"
     );
-    let sdk = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../sdk")
-        .canonicalize()
-        .unwrap();
+    // The SDK is vendored into the scaffold: nothing refers to the checkout
+    // this binary was built from, which no other machine has.
     assert!(
-        cargo.contains(&format!("scout-sdk = {{ path = \"{}\" }}", sdk.display())),
-        "absolute SDK path: {cargo}"
+        cargo.contains("scout-sdk = { path = \"vendor/scout-sdk\" }"),
+        "a vendored SDK: {cargo}"
     );
     assert!(cargo.contains("[workspace]"), "a project of its own");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for (vendored, original) in [
+        ("vendor/scout-sdk/src/lib.rs", "sdk/src/lib.rs"),
+        (
+            "vendor/scout-sdk/macros/src/lib.rs",
+            "sdk/macros/src/lib.rs",
+        ),
+        (
+            "vendor/scout-sdk/manifest/src/policy.rs",
+            "sdk/manifest/src/policy.rs",
+        ),
+        ("vendor/scout-sdk/wit/http.wit", "wit/http.wit"),
+    ] {
+        assert_eq!(
+            read(vendored),
+            std::fs::read_to_string(repo.join(original)).unwrap(),
+            "{vendored}"
+        );
+    }
+    for manifest in [
+        "vendor/scout-sdk/Cargo.toml",
+        "vendor/scout-sdk/macros/Cargo.toml",
+        "vendor/scout-sdk/manifest/Cargo.toml",
+    ] {
+        let text = read(manifest);
+        let table: toml::Table = text.parse().unwrap_or_else(|e| panic!("{manifest}: {e}"));
+        assert!(!text.contains("workspace = true"), "{manifest}:\n{text}");
+        assert_eq!(
+            table["package"]["edition"].as_str(),
+            Some("2024"),
+            "{manifest}"
+        );
+    }
 
     let wit = read("wit/my-shop.wit");
     assert!(wit.starts_with("package my-shop:my-shop@0.1.0;"), "{wit}");
@@ -794,6 +825,46 @@ fn a_new_scaffold_builds_and_passes_its_starter_cases() {
     );
     let wasm = target_dir.join("wasm32-wasip2/release/scout_connector_starter.wasm");
     assert!(wasm.is_file(), "{} was built", wasm.display());
+
+    // Every crate the build read by path lies inside the scaffold.
+    let mut metadata = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string()));
+    metadata
+        .current_dir(&dir)
+        .args(["metadata", "--offline", "--format-version", "1"]);
+    for (key, _) in std::env::vars_os() {
+        if key
+            .to_str()
+            .is_some_and(|k| k.starts_with("CARGO_") && k != "CARGO_HOME")
+        {
+            metadata.env_remove(key);
+        }
+    }
+    let metadata = metadata.output().expect("run cargo metadata");
+    assert!(
+        metadata.status.success(),
+        "{}",
+        String::from_utf8_lossy(&metadata.stderr)
+    );
+    let metadata: Value = serde_json::from_slice(&metadata.stdout).unwrap();
+    let inside = dir.canonicalize().unwrap();
+    let local: Vec<&str> = metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["source"].is_null())
+        .map(|p| p["manifest_path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        local.len(),
+        4,
+        "the connector and the SDK's three crates: {local:?}"
+    );
+    for path in local {
+        assert!(
+            Path::new(path).starts_with(&inside),
+            "{path} is outside the scaffold"
+        );
+    }
 
     let mut cmd = bin();
     cmd.arg("test")

@@ -9,6 +9,12 @@
 //! scaffold follows the template as it changes. The template's
 //! `wit/deps/scout-connector` is a symlink to the contract; the scaffold gets
 //! copies of the contract's `.wit` files instead.
+//!
+//! The SDK is vendored too (`vendor/scout-sdk`, embedded by `build.rs`,
+//! with the settings it inherits from this workspace written out), so a
+//! scaffold builds on any machine, offline once its registry crates are
+//! fetched, and never refers to the checkout the binary was built in.
+//! `--sdk-path` or `--sdk-git` point it elsewhere instead.
 
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -27,8 +33,10 @@ pub const CONTRACT: &[(&str, &str)] = &[
     ("folder.wit", include_str!("../../../wit/folder.wit")),
     ("log.wit", include_str!("../../../wit/log.wit")),
 ];
-/// This repository's SDK, the default path dependency.
-const REPO_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk");
+include!(concat!(env!("OUT_DIR"), "/sdk_files.rs"));
+
+/// Where a scaffold's vendored SDK lives, relative to it.
+pub const VENDORED_SDK: &str = "vendor/scout-sdk";
 
 /// Starter cases for the template's tools (`__TOOL__` is the wire-name prefix).
 const STARTER_CASES: &str = r#"[
@@ -98,7 +106,7 @@ pub struct NewArgs {
     /// The WIT package namespace (`NAMESPACE:NAME`); default: NAME.
     #[arg(long)]
     pub namespace: Option<String>,
-    /// The `scout-sdk` crate to depend on by path (default: this repository's `sdk/`).
+    /// The `scout-sdk` crate to depend on by path (default: a copy vendored into `vendor/scout-sdk`).
     #[arg(long, conflicts_with = "sdk_git")]
     pub sdk_path: Option<PathBuf>,
     /// Depend on `scout-sdk` from this git repository instead.
@@ -310,20 +318,15 @@ fn sdk_dependency(args: &NewArgs) -> Result<String> {
         }
         return Ok(format!("scout-sdk = {{ git = {} }}", toml_string(url)));
     }
-    let (path, from_flag) = match &args.sdk_path {
-        Some(p) => (p.clone(), true),
-        None => (PathBuf::from(REPO_SDK), false),
+    let Some(path) = &args.sdk_path else {
+        return Ok(format!(
+            "scout-sdk = {{ path = {} }}",
+            toml_string(VENDORED_SDK)
+        ));
     };
-    let abs = path.canonicalize().map_err(|e| {
-        if from_flag {
-            anyhow::anyhow!("--sdk-path {}: {e}", path.display())
-        } else {
-            anyhow::anyhow!(
-                "this binary's repository SDK ({}) is not here ({e}); give --sdk-path or --sdk-git",
-                path.display()
-            )
-        }
-    })?;
+    let abs = path
+        .canonicalize()
+        .map_err(|e| anyhow::anyhow!("--sdk-path {}: {e}", path.display()))?;
     if !abs.join("Cargo.toml").is_file() {
         anyhow::bail!(
             "{} has no Cargo.toml: not the scout-sdk crate",
@@ -333,6 +336,124 @@ fn sdk_dependency(args: &NewArgs) -> Result<String> {
     Ok(format!(
         "scout-sdk = {{ path = {} }}",
         toml_string(&abs.display().to_string())
+    ))
+}
+
+/// The SDK's files as a scaffold vendors them, under [`VENDORED_SDK`]: its
+/// sources as they are, its manifests with what they inherit from this
+/// workspace written out, and the contract it is generated from.
+pub fn vendored_sdk() -> Result<Vec<(PathBuf, String)>> {
+    let workspace = SDK_FILES
+        .iter()
+        .find(|(path, _)| *path == "Cargo.toml")
+        .map(|(_, text)| *text)
+        .context("the embedded SDK lacks the workspace's Cargo.toml")?;
+    let mut files = Vec::new();
+    for (path, text) in SDK_FILES {
+        let Some(rel) = path.strip_prefix("sdk/") else {
+            continue;
+        };
+        let text = if rel.ends_with("Cargo.toml") {
+            standalone_manifest(text, workspace).with_context(|| format!("vendoring {path}"))?
+        } else {
+            text.to_string()
+        };
+        files.push((Path::new(VENDORED_SDK).join(rel), text));
+    }
+    for (file, text) in CONTRACT {
+        files.push((
+            Path::new(VENDORED_SDK).join("wit").join(file),
+            text.to_string(),
+        ));
+    }
+    Ok(files)
+}
+
+/// A member's `Cargo.toml` with every `workspace = true` replaced by what
+/// the workspace says, and no dev-dependencies (the SDK's own tests are not
+/// vendored).
+fn standalone_manifest(member: &str, workspace: &str) -> Result<String> {
+    let mut member: toml::Table = member.parse().context("not TOML")?;
+    let workspace: toml::Table = workspace.parse().context("the workspace's is not TOML")?;
+    let ws = workspace
+        .get("workspace")
+        .and_then(toml::Value::as_table)
+        .context("no [workspace]")?;
+    let empty = toml::Table::new();
+    let ws_package = ws
+        .get("package")
+        .and_then(toml::Value::as_table)
+        .unwrap_or(&empty);
+    let ws_deps = ws
+        .get("dependencies")
+        .and_then(toml::Value::as_table)
+        .unwrap_or(&empty);
+    let inherited = |v: &toml::Value| {
+        v.as_table()
+            .and_then(|t| t.get("workspace"))
+            .and_then(toml::Value::as_bool)
+            == Some(true)
+    };
+    if let Some(package) = member
+        .get_mut("package")
+        .and_then(toml::Value::as_table_mut)
+    {
+        for (key, value) in package.iter_mut() {
+            if inherited(value) {
+                *value = ws_package
+                    .get(key)
+                    .cloned()
+                    .with_context(|| format!("the workspace has no package.{key}"))?;
+            }
+        }
+    }
+    member.remove("dev-dependencies");
+    member.remove("lints");
+    for section in ["dependencies", "build-dependencies"] {
+        let Some(deps) = member.get_mut(section).and_then(toml::Value::as_table_mut) else {
+            continue;
+        };
+        for (name, value) in deps.iter_mut() {
+            if !inherited(value) {
+                continue;
+            }
+            let mut merged = match ws_deps.get(name) {
+                Some(toml::Value::String(version)) => {
+                    let mut t = toml::Table::new();
+                    t.insert("version".into(), toml::Value::String(version.clone()));
+                    t
+                }
+                Some(toml::Value::Table(t)) => t.clone(),
+                _ => anyhow::bail!("the workspace does not declare dependency `{name}`"),
+            };
+            for (key, extra) in value.as_table().into_iter().flatten() {
+                match key.as_str() {
+                    "workspace" => {}
+                    "features" => {
+                        let mut features = merged
+                            .get("features")
+                            .and_then(toml::Value::as_array)
+                            .cloned()
+                            .unwrap_or_default();
+                        for f in extra.as_array().into_iter().flatten() {
+                            if !features.contains(f) {
+                                features.push(f.clone());
+                            }
+                        }
+                        merged.insert("features".into(), toml::Value::Array(features));
+                    }
+                    _ => {
+                        merged.insert(key.clone(), extra.clone());
+                    }
+                }
+            }
+            *value = toml::Value::Table(merged);
+        }
+    }
+    Ok(format!(
+        "# Vendored by `scout-host new` from scout-sdk {}; update it by scaffolding\n# again, or depend on the SDK by git or path instead.\n{}",
+        env!("CARGO_PKG_VERSION"),
+        toml::to_string(&member).context("writing TOML")?
     ))
 }
 
@@ -383,6 +504,9 @@ pub fn files(names: &Names, sdk_line: &str) -> Result<Vec<(PathBuf, String)>> {
             Path::new("wit/deps/scout-connector").join(file),
             text.to_string(),
         ));
+    }
+    if sdk_line.contains(&format!("path = {}", toml_string(VENDORED_SDK))) {
+        files.extend(vendored_sdk()?);
     }
     Ok(files)
 }
