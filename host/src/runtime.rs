@@ -617,7 +617,20 @@ impl Runtime {
                 exported.insert((effect, fname.to_string()));
                 let route_set = RouteSet::new(&doc.routes)
                     .map_err(|e| LoadError::Manifest(format!("tool `{fname}`: {e}")))?;
-                let (output_schema, output_wrapped) = schema::output_schema(&results[0]);
+                let (mut output_schema, output_wrapped) = schema::output_schema(&results[0]);
+                schema::describe_output(
+                    &mut output_schema,
+                    &results[0],
+                    output_wrapped,
+                    &doc.result,
+                );
+                let mut input_schema =
+                    schema::params_schema(params.iter().map(|(n, t)| (n.as_str(), t)));
+                schema::describe_params(
+                    &mut input_schema,
+                    params.iter().map(|(n, t)| (n.as_str(), t)),
+                    &doc.params,
+                );
                 tools.push(Tool {
                     output_schema,
                     output_wrapped,
@@ -627,9 +640,7 @@ impl Runtime {
                     function: fname.to_string(),
                     effect,
                     description: doc.description.clone(),
-                    input_schema: schema::params_schema(
-                        params.iter().map(|(n, t)| (n.as_str(), t)),
-                    ),
+                    input_schema,
                     params,
                     export,
                 });

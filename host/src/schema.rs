@@ -11,7 +11,15 @@
 //! that the converter also reads `null` as "absent" where a value may be
 //! absent: as the whole argument object, as an optional field, and as the
 //! payload of a case that has none (`{"case": null}`).
+//!
+//! Component types carry no doc comments, so what the agent reads about a
+//! parameter, a field or a case comes from the manifest
+//! ([`scout_manifest::TypeDoc`], written by the SDK from the WIT at the
+//! connector's compile time) and is laid over the derived schema by
+//! [`describe`] as `description`s; a doc that names nothing in the type is
+//! ignored, so it can never change what the schema accepts.
 
+use scout_manifest::TypeDoc;
 use serde_json::{Value, json};
 use wasmtime::component::types::Type;
 
@@ -162,6 +170,128 @@ fn schema_in(ty: &Type, mode: Mode) -> Value {
     }
 }
 
+/// Lays `docs` (by parameter name) over a tool's input schema.
+pub fn describe_params<'a>(
+    schema: &mut Value,
+    params: impl Iterator<Item = (&'a str, &'a Type)>,
+    docs: &std::collections::BTreeMap<String, TypeDoc>,
+) {
+    for (name, ty) in params {
+        if let (Some(doc), Some(property)) = (
+            docs.get(name),
+            schema.get_mut("properties").and_then(|p| p.get_mut(name)),
+        ) {
+            describe(property, ty, doc);
+        }
+    }
+}
+
+/// Lays a result's docs over the output schema [`output_schema`] made from
+/// `ty` (`wrapped`: its second value).
+pub fn describe_output(schema: &mut Value, ty: &Type, wrapped: bool, doc: &TypeDoc) {
+    let Type::Result(r) = ty else { return };
+    let Some(ok) = r.ok() else { return };
+    if wrapped {
+        if let Some(result) = schema
+            .get_mut("properties")
+            .and_then(|p| p.get_mut("result"))
+        {
+            describe(result, &ok, doc);
+        }
+    } else {
+        describe(schema, &ok, doc);
+    }
+}
+
+/// Adds `doc`'s descriptions to `schema`, the schema derived from `ty`: the
+/// value's own, its record fields', its list items', its variant cases';
+/// an enum's or flags' cases are listed in the value's description (a
+/// string enum has nowhere else to put them).
+pub fn describe(schema: &mut Value, ty: &Type, doc: &TypeDoc) {
+    if doc.is_empty() || !schema.is_object() {
+        return;
+    }
+    let mut description = doc.description.clone();
+    match ty {
+        Type::Option(o) => {
+            if let Some(inner) = schema.get_mut("anyOf").and_then(|a| a.get_mut(0)) {
+                let quiet = TypeDoc {
+                    description: String::new(),
+                    ..doc.clone()
+                };
+                describe(inner, &o.ty(), &quiet);
+            } else {
+                // An optional field of an argument object: the inner schema.
+                describe(schema, &o.ty(), doc);
+                return;
+            }
+        }
+        Type::Record(r) => {
+            for field in r.fields() {
+                if let (Some(d), Some(property)) = (
+                    doc.fields.get(field.name),
+                    schema
+                        .get_mut("properties")
+                        .and_then(|p| p.get_mut(field.name)),
+                ) {
+                    describe(property, &field.ty, d);
+                }
+            }
+        }
+        Type::List(l) => {
+            if let (Some(d), Some(items)) = (&doc.items, schema.get_mut("items")) {
+                describe(items, &l.ty(), d);
+            }
+        }
+        Type::FixedLengthList(l) => {
+            if let (Some(d), Some(items)) = (&doc.items, schema.get_mut("items")) {
+                describe(items, &l.ty(), d);
+            }
+        }
+        Type::Enum(e) => list_cases(&mut description, e.names(), doc),
+        Type::Flags(f) => list_cases(&mut description, f.names(), doc),
+        Type::Variant(v) => {
+            for (i, case) in v.cases().enumerate() {
+                let (Some(d), Some(case_schema)) = (
+                    doc.cases.get(case.name),
+                    schema.get_mut("oneOf").and_then(|o| o.get_mut(i)),
+                ) else {
+                    continue;
+                };
+                match (
+                    &case.ty,
+                    case_schema
+                        .get_mut("properties")
+                        .and_then(|p| p.get_mut(case.name)),
+                ) {
+                    (Some(payload), Some(property)) => describe(property, payload, d),
+                    _ if !d.description.is_empty() => {
+                        case_schema["description"] = Value::String(d.description.clone());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+    if !description.is_empty() {
+        schema["description"] = Value::String(description);
+    }
+}
+
+/// Appends `- \`case\`: its doc` for each documented case.
+fn list_cases<'a>(description: &mut String, names: impl Iterator<Item = &'a str>, doc: &TypeDoc) {
+    for name in names {
+        let Some(case) = doc.cases.get(name).filter(|c| !c.description.is_empty()) else {
+            continue;
+        };
+        if !description.is_empty() {
+            description.push('\n');
+        }
+        description.push_str(&format!("- `{name}`: {}", case.description));
+    }
+}
+
 fn case_schema(name: &str, payload: Option<&Type>, mode: Mode) -> Value {
     match payload {
         None => json!({"const": name}),
@@ -225,6 +355,78 @@ mod tests {
         assert!(wrapped);
         assert_eq!(list["properties"]["result"]["type"], "array");
         assert_eq!(output_schema(&p[2].1).0["type"], "object");
+    }
+
+    /// Docs are laid over the derived schema and change nothing it accepts;
+    /// a doc naming nothing in the type is ignored.
+    #[test]
+    fn docs_become_descriptions_where_the_type_has_them() {
+        use scout_manifest::TypeDoc;
+        let p = params(
+            "enum level { low, high } variant pick { one(rec), none } record rec { a: option<u8>, l: list<rec2> } record rec2 { z: string }",
+            "r: rec, v: pick, e: option<level>",
+        );
+        let plain = schema(&p);
+        let text = |s: &str| TypeDoc {
+            description: s.to_string(),
+            ..TypeDoc::default()
+        };
+        let mut rec = text("a record");
+        rec.fields.insert("a".into(), text("field a"));
+        let mut items = TypeDoc::default();
+        items.fields.insert("z".into(), text("field z"));
+        let mut list = text("the list");
+        list.items = Some(Box::new(items));
+        rec.fields.insert("l".into(), list);
+        rec.fields.insert("nowhere".into(), text("ignored"));
+        let mut pick = TypeDoc::default();
+        pick.cases.insert("one".into(), text("the one"));
+        pick.cases.insert("none".into(), text("nothing"));
+        let mut level = text("how much");
+        level.cases.insert("high".into(), text("a lot"));
+        let docs = [
+            ("r", rec),
+            ("v", pick),
+            ("e", level),
+            ("x", text("no such")),
+        ]
+        .into_iter()
+        .map(|(n, d)| (n.to_string(), d))
+        .collect();
+        let mut s = plain.clone();
+        describe_params(&mut s, p.iter().map(|(n, t)| (n.as_str(), t)), &docs);
+        let r = &s["properties"]["r"];
+        assert_eq!(r["description"], "a record");
+        assert_eq!(r["properties"]["a"]["description"], "field a");
+        assert_eq!(r["properties"]["l"]["description"], "the list");
+        assert_eq!(
+            r["properties"]["l"]["items"]["properties"]["z"]["description"],
+            "field z"
+        );
+        assert!(r["properties"].get("nowhere").is_none());
+        assert_eq!(
+            s["properties"]["v"]["oneOf"][0]["properties"]["one"]["description"],
+            "the one"
+        );
+        assert_eq!(s["properties"]["v"]["oneOf"][1]["description"], "nothing");
+        assert_eq!(
+            s["properties"]["e"]["description"],
+            "how much\n- `high`: a lot"
+        );
+        assert!(s["properties"].get("x").is_none());
+        // Without the descriptions, the schema is what it was.
+        fn strip(v: &mut Value) {
+            match v {
+                Value::Object(m) => {
+                    m.remove("description");
+                    m.values_mut().for_each(strip);
+                }
+                Value::Array(a) => a.iter_mut().for_each(strip),
+                _ => {}
+            }
+        }
+        strip(&mut s);
+        assert_eq!(s, plain);
     }
 
     #[test]

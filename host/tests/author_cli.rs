@@ -890,6 +890,42 @@ fn a_new_scaffold_builds_and_passes_its_starter_cases() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert_eq!(tools, ["starter_get_item", "starter_create_note"]);
+
+    // What the WIT says of parameters, fields and cases reaches the schema
+    // the agent sees; the `Parameters:` list leaves the tool's description.
+    let get_item = &report["tools"][0];
+    assert_eq!(get_item["description"], "Read one item by its id.");
+    assert_eq!(
+        get_item["input_schema"]["properties"]["id"]["description"],
+        "the item's id, as the service shows it (letters, digits, `-` and `_`)."
+    );
+    let item = &get_item["output_schema"];
+    assert_eq!(item["description"], "One item of the Starter service.");
+    assert_eq!(
+        item["properties"]["tags"]["description"],
+        "Tags, in the order the service lists them."
+    );
+    let priority = item["properties"]["priority"]["description"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        priority.starts_with("Its priority.")
+            && priority.contains("- `high`: Before anything else."),
+        "{priority}"
+    );
+    assert_eq!(
+        item["properties"]["description"]["anyOf"][0]["type"], "string",
+        "an option's schema is unchanged: {item}"
+    );
+    assert_eq!(
+        item["properties"]["description"]["description"],
+        "The long description; none when the item has none."
+    );
+    let note = &report["tools"][1]["input_schema"]["properties"];
+    assert_eq!(
+        note["item-id"]["description"],
+        "the id of the item the note is added to."
+    );
 }
 
 /// Matching, straight at the capability: the checks are live's, identical

@@ -3,9 +3,86 @@
 use crate::policy::{
     TOOL_KEYS, WORLD_KEYS, parse_tool_lines, parse_world_lines, split_policy_lines,
 };
-use crate::{Effect, FORMAT, Manifest, ManifestError, parse_world_docs};
+use crate::{Effect, FORMAT, Manifest, ManifestError, TypeDoc, parse_world_docs, split_parameters};
 use std::path::Path;
-use wit_parser::{Resolve, WorldItem, WorldKey};
+use wit_parser::{Resolve, Type, TypeDefKind, WorldItem, WorldKey};
+
+/// The doc comments `ty` carries, `doc` (a parameter's or field's own)
+/// first, else the named type's.
+fn type_doc(resolve: &Resolve, ty: &Type, doc: &str) -> TypeDoc {
+    let mut out = TypeDoc {
+        description: doc.trim().to_string(),
+        ..TypeDoc::default()
+    };
+    let Type::Id(id) = ty else {
+        return out;
+    };
+    let def = &resolve.types[*id];
+    if out.description.is_empty() {
+        out.description = def
+            .docs
+            .contents
+            .as_deref()
+            .unwrap_or("")
+            .trim()
+            .to_string();
+    }
+    let doc_of = |d: &wit_parser::Docs| d.contents.as_deref().unwrap_or("").trim().to_string();
+    let keep = |d: TypeDoc| (!d.is_empty()).then_some(d);
+    match &def.kind {
+        TypeDefKind::Record(r) => {
+            for f in &r.fields {
+                if let Some(d) = keep(type_doc(resolve, &f.ty, &doc_of(&f.docs))) {
+                    out.fields.insert(f.name.clone(), d);
+                }
+            }
+        }
+        TypeDefKind::Enum(e) => {
+            for c in &e.cases {
+                if let Some(d) = keep(TypeDoc {
+                    description: doc_of(&c.docs),
+                    ..TypeDoc::default()
+                }) {
+                    out.cases.insert(c.name.clone(), d);
+                }
+            }
+        }
+        TypeDefKind::Flags(f) => {
+            for c in &f.flags {
+                if let Some(d) = keep(TypeDoc {
+                    description: doc_of(&c.docs),
+                    ..TypeDoc::default()
+                }) {
+                    out.cases.insert(c.name.clone(), d);
+                }
+            }
+        }
+        TypeDefKind::Variant(v) => {
+            for c in &v.cases {
+                let d = match &c.ty {
+                    Some(t) => type_doc(resolve, t, &doc_of(&c.docs)),
+                    None => TypeDoc {
+                        description: doc_of(&c.docs),
+                        ..TypeDoc::default()
+                    },
+                };
+                if let Some(d) = keep(d) {
+                    out.cases.insert(c.name.clone(), d);
+                }
+            }
+        }
+        // An option, or a type alias, is documented as what it holds.
+        TypeDefKind::Option(t) | TypeDefKind::Type(t) => {
+            let inner = type_doc(resolve, t, &out.description);
+            return inner;
+        }
+        TypeDefKind::List(t) | TypeDefKind::FixedLengthList(t, _) => {
+            out.items = keep(type_doc(resolve, t, "")).map(Box::new);
+        }
+        _ => {}
+    }
+    out
+}
 
 impl Manifest {
     /// Reads the connector package in `dir` (a `wit/` folder with its
@@ -83,6 +160,40 @@ impl Manifest {
                         )));
                     }
                     let mut doc = parse_tool_lines(fname, effect, &lines)?;
+                    let (description, described) = split_parameters(&description)?;
+                    for (i, (param, _)) in described.iter().enumerate() {
+                        if !func.params.iter().any(|p| &p.name == param) {
+                            return Err(ManifestError::Rule(format!(
+                                "tool `{name}.{fname}` describes parameter `{param}`, which it does not have"
+                            )));
+                        }
+                        if described[..i].iter().any(|(p, _)| p == param) {
+                            return Err(ManifestError::Rule(format!(
+                                "tool `{name}.{fname}` describes parameter `{param}` twice"
+                            )));
+                        }
+                    }
+                    for p in &func.params {
+                        let own = described
+                            .iter()
+                            .find(|(n, _)| *n == p.name)
+                            .map_or("", |(_, t)| t.as_str());
+                        let d = type_doc(&resolve, &p.ty, own);
+                        if !d.is_empty() {
+                            doc.params.insert(p.name.clone(), d);
+                        }
+                    }
+                    if let Some(Type::Id(id)) = &func.result
+                        && let TypeDefKind::Result(r) = &resolve.types[*id].kind
+                        && let Some(ok) = &r.ok
+                    {
+                        doc.result = type_doc(&resolve, ok, "");
+                    }
+                    if description.is_empty() {
+                        return Err(ManifestError::Rule(format!(
+                            "tool `{name}.{fname}` needs a doc comment besides its parameters"
+                        )));
+                    }
                     doc.description = description;
                     tools.push(doc);
                 }

@@ -17,6 +17,7 @@
 //! apply, so a hand-made manifest cannot slip past the host.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Name of the custom section that carries the manifest inside a component.
 pub const SECTION: &str = "scout-connector-manifest";
@@ -31,6 +32,11 @@ pub const WRITE_INTERFACE: &str = "write-tools";
 
 /// The heading, in a world's doc comment, above its WITHHELD list.
 pub const WITHHELD_HEADING: &str = "Withheld:";
+
+/// The heading, in a tool's doc comment, above the list describing its
+/// parameters (`- name: what it means`): WIT gives parameters no doc
+/// comments of their own.
+pub const PARAMETERS_HEADING: &str = "Parameters:";
 
 /// What a tool does to the world.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -89,6 +95,88 @@ pub struct ToolDoc {
     /// Read tools: the other connectors it reads (a joint tool).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reads_from: Vec<String>,
+    /// What its parameters mean, by name, and within them the doc comments
+    /// of the record fields and cases they reach: the `description`s of the
+    /// input schema the agent sees.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, TypeDoc>,
+    /// The same for its result's `ok` type (the output schema).
+    #[serde(default, skip_serializing_if = "TypeDoc::is_empty")]
+    pub result: TypeDoc,
+}
+
+/// The doc comments one value's type carries, shaped like the type: a
+/// record's fields, an enum's, a variant's or flags' cases, a list's items
+/// (an option is its inner type's).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TypeDoc {
+    /// What the value is: the parameter's or field's doc, else its type's.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// A record's fields, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fields: BTreeMap<String, TypeDoc>,
+    /// An enum's, a variant's or flags' cases, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cases: BTreeMap<String, TypeDoc>,
+    /// A list's items.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<Box<TypeDoc>>,
+}
+
+impl TypeDoc {
+    /// Nothing documented, at any depth.
+    pub fn is_empty(&self) -> bool {
+        self.description.is_empty()
+            && self.fields.is_empty()
+            && self.cases.is_empty()
+            && self.items.is_none()
+    }
+}
+
+/// Splits a tool's description into its prose and its `Parameters:` list
+/// (`- name: what it means`, continued on further lines; a blank line ends
+/// it). A bullet that is not `- name: text` is an error.
+pub fn split_parameters(docs: &str) -> Result<(String, Vec<(String, String)>), ManifestError> {
+    let mut prose = Vec::new();
+    let mut params: Vec<(String, String)> = Vec::new();
+    let mut in_list = false;
+    for line in docs.lines() {
+        let trimmed = line.trim();
+        if !in_list {
+            if trimmed == PARAMETERS_HEADING {
+                in_list = true;
+            } else {
+                prose.push(line);
+            }
+            continue;
+        }
+        if trimmed.is_empty() {
+            in_list = false;
+            prose.push(line);
+            continue;
+        }
+        if let Some(bullet) = trimmed.strip_prefix("- ") {
+            let (name, text) = bullet
+                .split_once(':')
+                .map(|(n, t)| (n.trim().trim_matches('`'), t.trim()))
+                .filter(|(n, t)| !n.is_empty() && !t.is_empty())
+                .ok_or_else(|| {
+                    ManifestError::Rule(format!(
+                        "parameter entry `{bullet}` is not `- name: what it means`"
+                    ))
+                })?;
+            params.push((name.to_string(), text.to_string()));
+        } else if let Some((_, text)) = params.last_mut() {
+            text.push(' ');
+            text.push_str(trimmed);
+        } else {
+            return Err(ManifestError::Rule(format!(
+                "line `{trimmed}` under `{PARAMETERS_HEADING}` is not a `- name: what it means` bullet"
+            )));
+        }
+    }
+    Ok((prose.join("\n").trim().to_string(), params))
 }
 
 /// One effect the connector deliberately does not build.
@@ -237,3 +325,38 @@ pub fn parse_world_docs(docs: &str) -> Result<(String, Vec<Withheld>), ManifestE
 mod from_wit;
 pub mod policy;
 pub use policy::{Affix, Billing, Gate, GraphqlBody, Registers, Route, RouteMethod};
+
+#[cfg(test)]
+mod tests {
+    use super::split_parameters;
+
+    #[test]
+    fn a_parameters_list_leaves_the_description_and_names_each_parameter() {
+        let (prose, params) = split_parameters(
+            "Search threads.\n\nParameters:\n- query: a word or phrase,\n  case-insensitive.\n- `limit`: at most this many (default 20).\n\nLooks at the newest 500.",
+        )
+        .unwrap();
+        assert_eq!(prose, "Search threads.\n\n\nLooks at the newest 500.");
+        assert_eq!(
+            params,
+            [
+                (
+                    "query".to_string(),
+                    "a word or phrase, case-insensitive.".to_string()
+                ),
+                (
+                    "limit".to_string(),
+                    "at most this many (default 20).".to_string()
+                ),
+            ]
+        );
+        for bad in [
+            "Parameters:\n- query",
+            "Parameters:\n- : x",
+            "Parameters:\nloose text",
+        ] {
+            assert!(split_parameters(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(split_parameters("No list.").unwrap().1, []);
+    }
+}

@@ -319,6 +319,8 @@ pub fn parse_tool_lines(
         registers: None,
         name: None,
         reads_from: Vec::new(),
+        params: Default::default(),
+        result: Default::default(),
     };
     let (mut seen_grantable, mut seen_gate, mut seen_registers) = (false, false, false);
     let (mut seen_name, mut seen_reads_from) = (false, false);
