@@ -36,6 +36,7 @@ fn config() -> ResolverConfig {
             (GOOGLE.to_string(), "GOOGLE_TOKEN".to_string()),
         ]),
         host_env_google_scopes: BTreeSet::from([ADS.to_string(), GSC.to_string()]),
+        public: BTreeSet::new(),
     }
 }
 
@@ -110,6 +111,25 @@ fn own_beats_shared_beats_environment() {
         secret(&r.resolve(OWNER, "github").unwrap()),
         Some(("env-github-token", Source::HostEnvironment))
     );
+}
+
+/// `credential = "none"`: every brand resolves the connection, to one that
+/// carries no secret, without anything stored.
+#[test]
+fn a_public_connection_resolves_for_every_brand_with_no_secret() {
+    let db = temp_db("public");
+    let store = SqliteStore::open(&db).unwrap();
+    let catalog = Catalog::seed();
+    let mut config = config();
+    config.public.insert("firecrawl".to_string());
+    let r = Resolver::new(&store, &catalog, &config, KEY, no_env);
+    for brand in ["acme", OWNER] {
+        let c = r.resolve_server(brand, "firecrawl").unwrap().expect("resolves");
+        assert!(c.is_none_needed() && c.secret().expose().is_empty());
+        assert_eq!(c.source(), &Source::NoneNeeded);
+        assert!(r.connected(brand).unwrap().contains("firecrawl"));
+    }
+    assert_eq!(r.resolve_server("acme", "github").unwrap(), None);
 }
 
 #[test]
