@@ -5,14 +5,21 @@
 //! decides real sessions, for a stated brand and switches; "not given" is
 //! the difference from everything any role here is given. The WITHHELD
 //! lists come from the loaded components' own manifests.
+//!
+//! The connectors page ([`connectors_page`]) is generated the same way:
+//! each connector's tools, gates, WITHHELD list and imports from its
+//! component, and each fixture file's provenance from the fixtures
+//! directory, read by the replay parser.
 
 use crate::policy::{
     self, BrandFacts, Catalog, Environment, Gate, Harness, Preset, Role, Route, SessionInput,
     Switch, Switches,
 };
+use crate::runtime::ComponentInfo;
 use scout_manifest::Manifest;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 /// One role as the page shows it.
 pub struct Scenario {
@@ -298,4 +305,307 @@ pub fn permissions_page(catalog: &Catalog, components: &[&Manifest]) -> String {
         );
     }
     page
+}
+
+/// How a component is served, as the seed catalogue decides it.
+fn served_as(catalog: &Catalog, m: &Manifest) -> String {
+    if let Some(platform) = catalog.admit_platform(m) {
+        return match platform {
+            Ok(_) => "platform component (served by the policy's own rules)".to_string(),
+            Err(e) => format!("refused: {e}"),
+        };
+    }
+    match (catalog.admit(m), catalog.connector(&m.connector)) {
+        (Err(e), _) => format!("refused: {e}"),
+        (Ok(_), Some(_)) => "seed catalogue (admitted by `Catalog::admit`)".to_string(),
+        (Ok(_), None) => {
+            "not in the seed catalogue (conservative defaults: every write asks a person)"
+                .to_string()
+        }
+    }
+}
+
+/// One fixture file as the page shows it: its name and its provenance.
+struct FixtureRow {
+    file: String,
+    provenance: String,
+    detail: String,
+}
+
+/// The fixture files of `dir` (every `*.json` but `cases.json`, by name),
+/// read with the replay parser, and the number of cases in `cases.json`.
+fn fixture_rows(dir: &Path, shown_as: &str) -> (Option<usize>, Vec<FixtureRow>) {
+    use crate::capabilities::replay::{FixtureFile, Provenance};
+    let cases = std::fs::read_to_string(dir.join("cases.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<Vec<serde_json::Value>>(&text).ok())
+        .map(|cases| cases.len());
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.extension().is_some_and(|x| x == "json")
+                        && p.file_name().is_some_and(|n| n != "cases.json")
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    let rows = files
+        .iter()
+        .map(|path| {
+            let file = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let (provenance, detail) = match FixtureFile::load(path) {
+                Ok(f) => match f.provenance {
+                    Provenance::Captured { captured_at } => {
+                        ("CAPTURED".to_string(), format!("captured {captured_at}"))
+                    }
+                    Provenance::Unverified { source } => ("UNVERIFIED".to_string(), source),
+                },
+                // Named as the page names the directory, wherever it was read from.
+                Err(e) => (
+                    "refused".to_string(),
+                    e.to_string()
+                        .replace(&path.display().to_string(), &format!("{shown_as}/{file}")),
+                ),
+            };
+            FixtureRow {
+                file,
+                provenance,
+                detail,
+            }
+        })
+        .collect();
+    (cases, rows)
+}
+
+/// A cell of a Markdown table: one line, no bare `|`.
+fn cell(text: &str) -> String {
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace('|', "\\|")
+}
+
+/// The connectors page, as Markdown: per connector (by name) its tools with
+/// each read's grantability and each write's gate as its manifest declares
+/// them, its WITHHELD list, its imports, and the provenance every fixture
+/// file under `connectors_dir/NAME/fixtures/` declares.
+///
+/// Sizes and digests are left out: they change with the toolchain and with
+/// whether `wasm-opt` ran, and the page must be the same wherever the tests
+/// build it.
+pub fn connectors_page(
+    catalog: &Catalog,
+    infos: &[&ComponentInfo],
+    connectors_dir: &Path,
+) -> String {
+    let mut infos = infos.to_vec();
+    infos.sort_by(|a, b| a.manifest.connector.cmp(&b.manifest.connector));
+    let mut page = String::new();
+    let _ = writeln!(page, "# Connectors\n");
+    let _ = writeln!(
+        page,
+        "Generated by `scout-host docs` from the connector components the workspace builds (their embedded \
+         manifests and their imports, as `scout-host inspect` reads them) and from the fixture files under \
+         `connectors/NAME/fixtures/`, read by the replay parser (`host/src/capabilities/replay.rs`). \
+         A test (`host/tests/docs_page.rs`) fails when this page differs from what the code generates. \
+         Component sizes and digests are deliberately not shown: they change with the toolchain and with \
+         whether `wasm-opt` ran; `scout-host inspect COMPONENT` prints a component's SHA-256. \
+         What each role is given of these tools is on [the permissions page](permissions.md).\n"
+    );
+    let mut facts = Vec::new();
+    for info in &infos {
+        let name = &info.manifest.connector;
+        let dir = connectors_dir.join(name).join("fixtures");
+        facts.push(fixture_rows(&dir, &format!("connectors/{name}/fixtures")));
+    }
+
+    let _ = writeln!(
+        page,
+        "## At a glance\n\n| connector | reads | writes | capabilities | billing | replay cases | fixtures | UNVERIFIED | CAPTURED |\n|---|---|---|---|---|---|---|---|---|"
+    );
+    for (info, (cases, rows)) in infos.iter().zip(&facts) {
+        let m = &info.manifest;
+        let reads = info
+            .tools
+            .iter()
+            .filter(|t| t.effect == crate::Effect::Read)
+            .count();
+        let writes = info.tools.len() - reads;
+        let caps = info.capabilities();
+        let count = |p: &str| rows.iter().filter(|r| r.provenance == p).count();
+        let _ = writeln!(
+            page,
+            "| [{name}](#{name}) | {reads} | {writes} | {} | {} | {} | {} | {} | {} |",
+            if caps.is_empty() {
+                "none".to_string()
+            } else {
+                caps.join(", ")
+            },
+            billing_text(m),
+            cases
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "none".to_string()),
+            rows.len(),
+            count("UNVERIFIED"),
+            count("CAPTURED"),
+            name = m.connector,
+        );
+    }
+    page.push('\n');
+
+    for (info, (cases, rows)) in infos.iter().zip(&facts) {
+        let m = &info.manifest;
+        let package = if m.version.is_empty() {
+            format!("{}:{}", m.namespace, m.connector)
+        } else {
+            format!("{}:{}@{}", m.namespace, m.connector, m.version)
+        };
+        let _ = writeln!(page, "## {}\n", m.connector);
+        let _ = writeln!(page, "`{package}`: {}\n", cell(&m.description));
+        let _ = writeln!(page, "- Served as: {}", served_as(catalog, m));
+        let _ = writeln!(page, "- Billing: {}", billing_text(m));
+        let caps = info.capabilities();
+        let _ = writeln!(
+            page,
+            "- Capabilities: {}\n",
+            if caps.is_empty() {
+                "none".to_string()
+            } else {
+                caps.join(", ")
+            }
+        );
+
+        let _ = writeln!(
+            page,
+            "### Tools\n\n| tool | effect | declared |\n|---|---|---|"
+        );
+        for t in &info.tools {
+            let doc = m
+                .tools
+                .iter()
+                .find(|d| d.function == t.function && d.effect == t.effect);
+            let mut declared = Vec::new();
+            match t.effect {
+                crate::Effect::Read => {
+                    let grantable = doc.is_some_and(|d| d.grantable);
+                    declared.push(
+                        if grantable {
+                            "grantable"
+                        } else {
+                            "not grantable"
+                        }
+                        .to_string(),
+                    );
+                    if let Some(d) = doc
+                        && !d.reads_from.is_empty()
+                    {
+                        declared.push(format!("joint: reads from {}", d.reads_from.join(", ")));
+                    }
+                }
+                crate::Effect::Write => {
+                    match doc.and_then(|d| d.gate.as_ref()) {
+                        Some(g) => declared.push(format!("gate: {g}")),
+                        None => declared.push("gate: none declared".to_string()),
+                    }
+                    if let Some(r) = doc.and_then(|d| d.registers.as_ref()) {
+                        declared.push(format!("registers: {r}"));
+                    }
+                }
+            }
+            let _ = writeln!(
+                page,
+                "| `{}` | {} | {} |",
+                t.name,
+                t.effect.as_str(),
+                cell(&declared.join("; "))
+            );
+        }
+        page.push('\n');
+
+        let _ = writeln!(page, "### Withheld\n");
+        if m.withheld.is_empty() {
+            let _ = writeln!(page, "None declared.\n");
+        } else {
+            for w in &m.withheld {
+                let _ = writeln!(page, "- {}: {}", w.effect, cell(&w.reason));
+            }
+            page.push('\n');
+        }
+
+        let mut imports = info.imports.clone();
+        imports.sort();
+        let _ = writeln!(page, "### Imports ({})\n", imports.len());
+        let group = |keep: &dyn Fn(&str) -> bool| -> Vec<String> {
+            imports
+                .iter()
+                .filter(|i| keep(i))
+                .map(|i| format!("`{i}`"))
+                .collect()
+        };
+        let forbidden = |i: &str| info.forbidden_imports.iter().any(|f| f == i);
+        for (label, names) in [
+            (
+                "contract",
+                group(&|i| !forbidden(i) && i.starts_with("scout:connector/")),
+            ),
+            (
+                "WASI",
+                group(&|i| !forbidden(i) && !i.starts_with("scout:connector/")),
+            ),
+            (
+                "**outside the contract: refused at load**",
+                group(&forbidden),
+            ),
+        ] {
+            if !names.is_empty() {
+                let _ = writeln!(page, "- {label}: {}", names.join(", "));
+            }
+        }
+        page.push('\n');
+
+        let _ = writeln!(
+            page,
+            "### Fixtures\n\n`connectors/{}/fixtures/`: {} replay cases in `cases.json`, {} fixture files.\n",
+            m.connector,
+            cases
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "no".to_string()),
+            rows.len()
+        );
+        if !rows.is_empty() {
+            let _ = writeln!(
+                page,
+                "| file | provenance | source or capture date |\n|---|---|---|"
+            );
+            for r in rows {
+                let _ = writeln!(
+                    page,
+                    "| `{}` | {} | {} |",
+                    r.file,
+                    r.provenance,
+                    cell(&r.detail)
+                );
+            }
+            page.push('\n');
+        }
+    }
+    // One trailing newline, whatever the last section wrote.
+    while page.ends_with("\n\n") {
+        page.pop();
+    }
+    page
+}
+
+fn billing_text(m: &Manifest) -> &'static str {
+    match m.billing {
+        Some(scout_manifest::Billing::Credits) => "credits",
+        Some(scout_manifest::Billing::Usd) => "USD",
+        None => "none",
+    }
 }

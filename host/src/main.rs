@@ -51,14 +51,21 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Writes the permissions page (Markdown) generated from the code and the components.
+    /// Writes the permissions page and the connectors page (Markdown),
+    /// generated from the code, the components and their fixtures.
     Docs {
-        /// Connector components whose WITHHELD lists the page shows.
+        /// Connector components the pages show.
         #[arg(long = "component")]
         components: Vec<PathBuf>,
-        /// Where to write it.
+        /// Where to write the permissions page.
         #[arg(long, default_value = "docs/permissions.md")]
         out: PathBuf,
+        /// Where to write the connectors page.
+        #[arg(long, default_value = "docs/connectors.md")]
+        connectors_out: PathBuf,
+        /// The directory holding each connector's `NAME/fixtures/`.
+        #[arg(long, default_value = "connectors")]
+        connectors_dir: PathBuf,
     },
     /// Prints the operator switches as read from the environment, and any
     /// value not understood (the banner `serve` will print at start).
@@ -177,27 +184,40 @@ fn main() -> Result<()> {
             brand.as_deref().zip(config.as_deref()),
             json,
         ),
-        Command::Docs { components, out } => {
+        Command::Docs {
+            components,
+            out,
+            connectors_out,
+            connectors_dir,
+        } => {
             let runtime = Runtime::new(RuntimeConfig {
                 cache_dir: default_cache_dir(),
                 max_concurrent_calls: 1,
                 ..Default::default()
             })?;
-            let mut manifests = Vec::new();
+            let mut infos = Vec::new();
             for path in &components {
-                manifests.push(
+                infos.push(
                     runtime
                         .inspect_file(path)
-                        .with_context(|| format!("inspecting {}", path.display()))?
-                        .manifest,
+                        .with_context(|| format!("inspecting {}", path.display()))?,
                 );
             }
+            let catalog = scout_host::policy::Catalog::seed();
             let page = scout_host::docs::permissions_page(
-                &scout_host::policy::Catalog::seed(),
-                &manifests.iter().collect::<Vec<_>>(),
+                &catalog,
+                &infos.iter().map(|i| &i.manifest).collect::<Vec<_>>(),
             );
             std::fs::write(&out, page).with_context(|| format!("writing {}", out.display()))?;
             println!("wrote {}", out.display());
+            let page = scout_host::docs::connectors_page(
+                &catalog,
+                &infos.iter().collect::<Vec<_>>(),
+                &connectors_dir,
+            );
+            std::fs::write(&connectors_out, page)
+                .with_context(|| format!("writing {}", connectors_out.display()))?;
+            println!("wrote {}", connectors_out.display());
             Ok(())
         }
         Command::Serve {

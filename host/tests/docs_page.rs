@@ -1,9 +1,11 @@
 //! The permissions page cannot drift from the code: it is regenerated here
 //! and compared with the committed `docs/permissions.md`, every offered tool
 //! name of every role must appear in it, and the catalogue's entry for each
-//! connector built here must be exactly what its component declares.
+//! connector built here must be exactly what its component declares. The
+//! connectors page (`docs/connectors.md`: tools, gates, WITHHELD lists,
+//! imports, fixture provenance) is regenerated and compared the same way.
 
-use scout_host::docs::{permissions_page, scenarios};
+use scout_host::docs::{connectors_page, permissions_page, scenarios};
 use scout_host::policy::{self, Catalog, Switches};
 use scout_host::{Runtime, RuntimeConfig};
 use std::path::{Path, PathBuf};
@@ -37,6 +39,15 @@ fn committed_page() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/permissions.md")
 }
 
+/// The command that regenerates both pages from the components built here.
+fn regenerate_command() -> String {
+    let args: Vec<String> = scout_tests::components::CONNECTORS
+        .iter()
+        .map(|p| format!("--component {p}"))
+        .collect();
+    format!("cargo run -p scout-host -- docs {}", args.join(" "))
+}
+
 #[test]
 fn the_committed_page_is_what_the_code_generates() {
     let infos = connector_manifests();
@@ -44,15 +55,53 @@ fn the_committed_page_is_what_the_code_generates() {
     let generated = permissions_page(&Catalog::seed(), &manifests);
     let committed =
         std::fs::read_to_string(committed_page()).expect("docs/permissions.md is committed");
-    let args: Vec<String> = scout_tests::components::CONNECTORS
-        .iter()
-        .map(|p| format!("--component {p}"))
-        .collect();
     assert!(
         committed == generated,
-        "docs/permissions.md is stale: run `cargo run -p scout-host -- docs {}`",
-        args.join(" ")
+        "docs/permissions.md is stale: run `{}`",
+        regenerate_command()
     );
+}
+
+#[test]
+fn the_committed_connectors_page_is_what_the_code_generates() {
+    let infos = connector_manifests();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let generated = connectors_page(
+        &Catalog::seed(),
+        &infos.iter().collect::<Vec<_>>(),
+        &root.join("connectors"),
+    );
+    let committed = std::fs::read_to_string(root.join("docs/connectors.md"))
+        .expect("docs/connectors.md is committed");
+    assert!(
+        committed == generated,
+        "docs/connectors.md is stale: run `{}` (from the repository root)",
+        regenerate_command()
+    );
+    // Every connector built here has its section, and every fixture file
+    // of every connector directory is on the page with its provenance.
+    for info in &infos {
+        let name = &info.manifest.connector;
+        assert!(generated.contains(&format!("\n## {name}\n")), "{name}");
+        for t in &info.tools {
+            assert!(
+                generated.contains(&format!("| `{}` |", t.name)),
+                "{}",
+                t.name
+            );
+        }
+        let dir = root.join("connectors").join(name).join("fixtures");
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let file = entry.unwrap().file_name().into_string().unwrap();
+            if file.ends_with(".json") && file != "cases.json" {
+                assert!(
+                    generated.contains(&format!("| `{file}` | UNVERIFIED |"))
+                        || generated.contains(&format!("| `{file}` | CAPTURED |")),
+                    "{name}/{file} has no provenance on the page"
+                );
+            }
+        }
+    }
 }
 
 #[test]
