@@ -124,7 +124,10 @@ fn a_public_connection_resolves_for_every_brand_with_no_secret() {
     config.public.insert("firecrawl".to_string());
     let r = Resolver::new(&store, &catalog, &config, KEY, no_env);
     for brand in ["acme", OWNER] {
-        let c = r.resolve_server(brand, "firecrawl").unwrap().expect("resolves");
+        let c = r
+            .resolve_server(brand, "firecrawl")
+            .unwrap()
+            .expect("resolves");
         assert!(c.is_none_needed() && c.secret().expose().is_empty());
         assert_eq!(c.source(), &Source::NoneNeeded);
         assert!(r.connected(brand).unwrap().contains("firecrawl"));

@@ -47,15 +47,22 @@ async fn the_official_python_client_tells_the_whole_story() {
     let serve = ServeProcess::start(command);
     let base = serve.base.clone();
     // Start-up names every connector it loaded and to whom it serves it.
+    // Written before the address; the reader thread may still be on it.
+    let mut stderr = serve.stderr();
+    for _ in 0..100 {
+        if stderr.contains("scout-host: connector github: ") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        stderr = serve.stderr();
+    }
     assert!(
-        serve
-            .startup
-            .iter()
-            .any(|l| l.starts_with("connector github: ")
+        stderr
+            .lines()
+            .any(|l| l.starts_with("scout-host: connector github: ")
                 && l.contains(&format!("origin {}", github.origin()))
                 && l.ends_with("served to brands whose connection resolves")),
-        "{:?}",
-        serve.startup
+        "{stderr}"
     );
 
     let story = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/story.py");

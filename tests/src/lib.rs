@@ -207,11 +207,11 @@ pub struct ServeProcess {
     child: std::process::Child,
     /// `http://127.0.0.1:PORT`, from the line `serve` prints when it listens.
     pub base: String,
-    /// What `serve` printed before it listened: one line per connector.
-    pub startup: Vec<String>,
+    /// What `serve` wrote on stderr so far (read by a thread of its own, so
+    /// the pipe never fills).
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
     // Held open, so that what `serve` writes later does not hit a closed pipe.
     _stdout: std::io::BufReader<std::process::ChildStdout>,
-    _stderr: std::process::ChildStderr,
 }
 
 impl ServeProcess {
@@ -235,8 +235,7 @@ impl ServeProcess {
     }
 
     /// Spawns `command` (a `scout-host serve --config ...`) with its output
-    /// piped and waits for the address it prints once it listens (the
-    /// connector lines before it are kept in `startup`); panics with its
+    /// piped and waits for the address it prints first; panics with its
     /// stderr if it does not start.
     pub fn start(mut command: std::process::Command) -> ServeProcess {
         use std::io::{BufRead, BufReader, Read};
@@ -246,19 +245,24 @@ impl ServeProcess {
             .spawn()
             .expect("start scout-host serve");
         let stdout = child.stdout.take().expect("piped stdout");
-        let stderr = child.stderr.take().expect("piped stderr");
-        let mut first = String::new();
-        let mut startup = Vec::new();
-        let mut stdout = BufReader::new(stdout);
-        loop {
-            first.clear();
-            match stdout.read_line(&mut first) {
-                Ok(n) if n > 0 && !first.starts_with("scout-host serving") => {
-                    startup.push(first.trim_end().to_string())
+        let mut pipe = child.stderr.take().expect("piped stderr");
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
                 }
-                _ => break,
+                let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+                sink.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push_str(&text);
             }
-        }
+        });
+        let mut first = String::new();
+        let mut stdout = BufReader::new(stdout);
+        let _ = stdout.read_line(&mut first);
         let base = first
             .trim()
             .rsplit(' ')
@@ -269,18 +273,25 @@ impl ServeProcess {
             Some(base) => ServeProcess {
                 child,
                 base,
-                startup,
+                stderr,
                 _stdout: stdout,
-                _stderr: stderr,
             },
             None => {
-                let mut err = String::new();
-                let mut stderr = stderr;
-                let _ = stderr.read_to_string(&mut err);
                 let _ = child.kill();
+                let _ = child.wait();
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                let err = stderr.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 panic!("serve did not start: {first:?}\n{err}")
             }
         }
+    }
+
+    /// What `serve` has written on stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 }
 

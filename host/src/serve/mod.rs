@@ -1256,8 +1256,9 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
             recovered.approvals_revoked, recovered.calls_interrupted, recovered.calls_maybe_run
         );
     }
+    // On stderr, beside the switch banner: stdout's one line is the address.
     for line in host.connector_lines() {
-        println!("{line}");
+        eprintln!("scout-host: {line}");
     }
     println!("scout-host serving the admin API and MCP on http://{addr}");
     serve_http(host, listener, async {
