@@ -3,7 +3,7 @@
 //! Read from the compiled binary, not from source: the connector's name and
 //! version, every tool with its effect, description and JSON Schema, the
 //! WITHHELD list, and every import (each marked allowed or not). The JSON
-//! shape is stable and documented in README.md. A component that is not a
+//! shape is stable and documented in docs/operating.md. A component that is not a
 //! loadable connector (no manifest, exports that do not match it) still has
 //! its imports shown first, then the problem: a reviewer sees what a
 //! foreign component would do before why it is not a connector.

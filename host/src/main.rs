@@ -26,7 +26,7 @@ enum Command {
     Inspect {
         /// The component (`.wasm`).
         path: PathBuf,
-        /// Prints the stable JSON form (documented in README.md).
+        /// Prints the stable JSON form (documented in docs/operating.md).
         #[arg(long)]
         json: bool,
     },
@@ -75,7 +75,7 @@ enum Command {
     /// connector over stdin/stdout instead (the admin API listens too, for
     /// approvals, when its address is free).
     Serve {
-        /// The configuration file (TOML; see README.md).
+        /// The configuration file (TOML; see docs/operating.md).
         #[arg(long)]
         config: PathBuf,
         /// Serves one session over stdio: needs --brand, --role and --connector.
