@@ -1,138 +1,70 @@
 //! Builds every connector and test guest from source for wasm32-wasip2 and
 //! records where each component landed (`target/connectors/NAME.wasm`,
 //! `target/test-guests/NAME.wasm`) for the tests, the demo and the benches.
+//!
+//! Nothing is listed by hand: every crate under `connectors/` is a
+//! connector and every crate under `tests/guests/` a test guest (the
+//! workspace's members include both folders by glob). Besides the paths,
+//! `components.rs` holds `foreach_connector!` and `foreach_guest!`, which
+//! hand a macro every name: the tests generate one module of tests per
+//! connector from it, and `assert_test_exists!` fails the build of the
+//! tests when a connector or guest has no tests of its own.
 
 use scout_build::{Kind, Spec};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-const SPECS: &[Spec] = &[
-    Spec {
-        name: "github",
-        package: "scout-connector-github",
-        dir: "connectors/github",
-        kind: Kind::Connector,
-    },
-    Spec {
-        name: "agentmail",
-        package: "scout-connector-agentmail",
-        dir: "connectors/agentmail",
-        kind: Kind::Connector,
-    },
-    Spec {
-        name: "figma",
-        package: "scout-connector-figma",
-        dir: "connectors/figma",
-        kind: Kind::Connector,
-    },
-    Spec {
-        name: "railway",
-        package: "scout-connector-railway",
-        dir: "connectors/railway",
-        kind: Kind::Connector,
-    },
-    Spec {
-        name: "tailscale",
-        package: "scout-connector-tailscale",
-        dir: "connectors/tailscale",
-        kind: Kind::Connector,
-    },
-    Spec {
-        name: "googleads",
-        package: "scout-connector-googleads",
-        dir: "connectors/googleads",
-        kind: Kind::Connector,
-    },
-    Spec {
-        name: "microsoftads",
-        package: "scout-connector-microsoftads",
-        dir: "connectors/microsoftads",
-        kind: Kind::Connector,
-    },
-    Spec {
-        name: "firecrawl",
-        package: "scout-connector-firecrawl",
-        dir: "connectors/firecrawl",
-        kind: Kind::Connector,
-    },
-    Spec {
-        name: "contentsquare",
-        package: "scout-connector-contentsquare",
-        dir: "connectors/contentsquare",
-        kind: Kind::Connector,
-    },
-    Spec {
-        name: "writer",
-        package: "scout-connector-writer",
-        dir: "connectors/writer",
-        kind: Kind::Connector,
-    },
-    Spec {
-        name: "seo",
-        package: "scout-connector-seo",
-        dir: "connectors/seo",
-        kind: Kind::Connector,
-    },
-    Spec {
-        name: "searchconsole",
-        package: "scout-connector-searchconsole",
-        dir: "connectors/searchconsole",
-        kind: Kind::Connector,
-    },
-    Spec {
-        name: "sheets",
-        package: "scout-connector-sheets",
-        dir: "connectors/sheets",
-        kind: Kind::Connector,
-    },
-    Spec {
-        name: "analytics",
-        package: "scout-connector-analytics",
-        dir: "connectors/analytics",
-        kind: Kind::Connector,
-    },
-    Spec {
-        name: "cloudflare",
-        package: "scout-connector-cloudflare",
-        dir: "connectors/cloudflare",
-        kind: Kind::Connector,
-    },
-    Spec {
-        name: "dataforseo",
-        package: "scout-connector-dataforseo",
-        dir: "connectors/dataforseo",
-        kind: Kind::Connector,
-    },
-    Spec {
-        name: "shopify",
-        package: "scout-connector-shopify",
-        dir: "connectors/shopify",
-        kind: Kind::Connector,
-    },
-    Spec {
-        name: "hostile",
-        package: "scout-guest-hostile",
-        dir: "tests/guests/hostile",
-        kind: Kind::TestGuest,
-    },
-    Spec {
-        name: "imports-sockets",
-        package: "scout-guest-imports-sockets",
-        dir: "tests/guests/imports-sockets",
-        kind: Kind::TestGuest,
-    },
-    Spec {
-        name: "capabilities",
-        package: "scout-guest-capabilities",
-        dir: "tests/guests/capabilities",
-        kind: Kind::TestGuest,
-    },
-    Spec {
-        name: "imports-filesystem",
-        package: "scout-guest-imports-filesystem",
-        dir: "tests/guests/imports-filesystem",
-        kind: Kind::TestGuest,
-    },
-];
+/// The crates under `root/dir`, as build specs of `kind`, sorted by name.
+fn discover(root: &Path, dir: &str, kind: Kind) -> Vec<Spec> {
+    let mut specs = Vec::new();
+    let entries = std::fs::read_dir(root.join(dir)).unwrap_or_else(|e| panic!("{dir}: {e}"));
+    for entry in entries {
+        let path = entry.expect("a directory entry").path();
+        let manifest = path.join("Cargo.toml");
+        if !manifest.is_file() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&manifest).expect("read Cargo.toml");
+        let package = package_name(&text)
+            .unwrap_or_else(|| panic!("{}: no [package] name", manifest.display()));
+        let name = path
+            .file_name()
+            .unwrap()
+            .to_str()
+            .expect("UTF-8 name")
+            .to_string();
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        specs.push(Spec {
+            name: leak(name.clone()),
+            package: leak(package),
+            dir: leak(format!("{dir}/{name}")),
+            kind,
+        });
+    }
+    specs.sort_by_key(|s| s.name);
+    specs
+}
+
+/// The `name = "..."` of the `[package]` table.
+fn package_name(cargo_toml: &str) -> Option<String> {
+    let mut in_package = false;
+    for line in cargo_toml.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_package = line == "[package]";
+        } else if in_package
+            && let Some(rest) = line.strip_prefix("name")
+            && let Some(value) = rest.trim_start().strip_prefix('=')
+        {
+            return Some(value.trim().trim_matches('"').to_string());
+        }
+    }
+    None
+}
+
+/// `github` → `github`, `imports-sockets` → `imports_sockets`.
+fn ident(name: &str) -> String {
+    name.replace('-', "_")
+}
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
@@ -165,6 +97,9 @@ fn main() {
     );
     println!("cargo:rerun-if-env-changed=WASM_OPT");
 
+    let mut specs = discover(&workspace_root, "connectors", Kind::Connector);
+    specs.extend(discover(&workspace_root, "tests/guests", Kind::TestGuest));
+
     println!("cargo:rerun-if-env-changed=SCOUT_COMPONENTS");
     // `SCOUT_COMPONENTS=shopify,hostile` builds only those (while another
     // connector of the workspace is half-written); the others keep the path
@@ -172,7 +107,7 @@ fn main() {
     let only: Option<Vec<String>> = std::env::var("SCOUT_COMPONENTS")
         .ok()
         .map(|v| v.split(',').map(|s| s.trim().to_string()).collect());
-    let chosen: Vec<Spec> = SPECS
+    let chosen: Vec<Spec> = specs
         .iter()
         .filter(|s| only.as_ref().is_none_or(|o| o.iter().any(|n| n == s.name)))
         .cloned()
@@ -181,7 +116,7 @@ fn main() {
         Ok(paths) => paths,
         Err(e) => panic!("{e}"),
     };
-    let paths: Vec<PathBuf> = SPECS
+    let paths: Vec<PathBuf> = specs
         .iter()
         .map(
             |spec| match chosen.iter().position(|c| c.name == spec.name) {
@@ -191,9 +126,8 @@ fn main() {
         )
         .collect();
     let mut src = String::from("// Generated by build.rs: where each component was built.\n");
-    let paths_for_list = paths.clone();
-    for (spec, path) in SPECS.iter().zip(paths) {
-        let konst = spec.name.to_uppercase().replace('-', "_");
+    for (spec, path) in specs.iter().zip(&paths) {
+        let konst = ident(spec.name).to_uppercase();
         src.push_str(&format!(
             "/// `{}` ({})\npub const {konst}: &str = {:?};\n",
             spec.name,
@@ -201,12 +135,35 @@ fn main() {
             path.display().to_string()
         ));
     }
-    let connectors: Vec<String> = SPECS
+    let of_kind = |kind: Kind| -> Vec<(&Spec, &PathBuf)> {
+        specs
+            .iter()
+            .zip(&paths)
+            .filter(|(spec, _)| spec.kind == kind)
+            .collect()
+    };
+    let connectors = of_kind(Kind::Connector);
+    let listed: Vec<String> = connectors
         .iter()
-        .zip(&paths_for_list)
-        .filter(|(spec, _)| spec.kind == Kind::Connector)
         .map(|(_, path)| format!("{:?}", path.display().to_string()))
         .collect();
-    src.push_str(&format!("/// Every connector component built, in build order.\npub const CONNECTORS: &[&str] = &[{}];\n", connectors.join(", ")));
+    src.push_str(&format!(
+        "/// Every connector component built, by name.\npub const CONNECTORS: &[&str] = &[{}];\n",
+        listed.join(", ")
+    ));
+    for (kind, mac) in [
+        (Kind::Connector, "foreach_connector"),
+        (Kind::TestGuest, "foreach_guest"),
+    ] {
+        let items: Vec<String> = of_kind(kind)
+            .iter()
+            .map(|(spec, path)| format!("{} => {:?}", ident(spec.name), path.display().to_string()))
+            .collect();
+        src.push_str(&format!(
+            "/// Hands `$mac` every {} as `name => \"path/to/name.wasm\"`.\n#[macro_export]\nmacro_rules! {mac} {{\n    ($mac:ident) => {{\n        $mac!({});\n    }};\n}}\n",
+            if kind == Kind::Connector { "connector" } else { "test guest" },
+            items.join(", ")
+        ));
+    }
     std::fs::write(out_dir.join("components.rs"), src).unwrap();
 }

@@ -4,7 +4,7 @@
 //! with 1, 8 and 64 concurrent sessions, each on its own MCP endpoint.
 //!
 //! The MCP client here is a minimal JSON-RPC-over-HTTP one (the official
-//! Python client checks the protocol in `host/tests/mcp_serve.rs`): it
+//! Python client checks the protocol in `host/tests/all/mcp_serve.rs`): it
 //! measures the server, not a client library.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};

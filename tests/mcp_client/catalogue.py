@@ -1,6 +1,6 @@
 """Every seed connector served at once, each role's surface listed over MCP.
 
-Driven by host/tests/catalogue_surfaces.rs, which builds every component,
+Driven by host/tests/all/catalogue_surfaces.rs, which builds every component,
 starts a loopback fake upstream and the real `scout-host serve` with every
 connector configured, then runs this script with the official Python MCP
 client:

@@ -1,6 +1,6 @@
 """A connector that is not in the seed catalogue, served by the real `serve`.
 
-Driven by host/tests/plugin_connector.rs, which scaffolds a connector with
+Driven by host/tests/all/plugin_connector.rs, which scaffolds a connector with
 `scout-host new`, builds it, starts a loopback fake of its upstream and the
 real `scout-host serve`, then runs this script with the official Python MCP
 client:

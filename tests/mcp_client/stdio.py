@@ -1,5 +1,5 @@
 """One session over stdio (`scout-host serve --stdio`), with the official
-Python MCP client starting the real binary. Driven by host/tests/mcp_serve.rs
+Python MCP client starting the real binary. Driven by host/tests/all/mcp_serve.rs
 after story.py, on the same configuration and database (the connection and
 the tool reviews are already stored). Prints one JSON summary line.
 

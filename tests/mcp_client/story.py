@@ -1,6 +1,6 @@
 """The orchestrator's story, told by the official Python MCP client (`mcp`).
 
-Driven by host/tests/mcp_serve.rs, which starts a fake GitHub API and the
+Driven by host/tests/all/mcp_serve.rs, which starts a fake GitHub API and the
 real `scout-host serve` binary, then runs this script against it:
 
     python3 story.py --base http://127.0.0.1:PORT --admin-token T --github-token G

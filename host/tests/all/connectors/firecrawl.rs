@@ -28,15 +28,6 @@ fn suite() -> Suite {
 }
 
 #[test]
-fn every_firecrawl_tool_passes_its_replay_cases() {
-    suite().assert_all_pass(
-        env!("CARGO_BIN_EXE_scout-host"),
-        scout_tests::components::FIRECRAWL,
-        &TOOLS,
-    );
-}
-
-#[test]
 fn every_firecrawl_fixture_is_unverified_and_asks_only_for_base_price_options() {
     let files = suite().assert_unverified("https://docs.firecrawl.dev/api-reference/endpoint/", 10);
     for (name, fixture) in &files {

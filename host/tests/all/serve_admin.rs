@@ -4,7 +4,7 @@
 //! session ended while a write waits for a person) and the trace query's
 //! errors. Every denied path asserts that nothing reached the fake GitHub.
 
-mod common;
+use crate::common;
 
 use reqwest::Method;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, WWW_AUTHENTICATE};

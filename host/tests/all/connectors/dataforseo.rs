@@ -38,15 +38,6 @@ fn suite() -> Suite {
     Suite::of("dataforseo")
 }
 
-#[test]
-fn every_dataforseo_tool_passes_its_replay_cases() {
-    suite().assert_all_pass(
-        env!("CARGO_BIN_EXE_scout-host"),
-        scout_tests::components::DATAFORSEO,
-        &TOOLS,
-    );
-}
-
 /// Where a fixture's docs must be: DataForSEO's, or, for the joint tool's
 /// peers, Shopify's and Google's.
 fn docs_of(destination: Option<&str>) -> &'static str {

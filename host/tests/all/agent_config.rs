@@ -11,7 +11,7 @@
 //! brand has at least one coworker, skills when it has at least one skill,
 //! goals when the goals engine is on.
 
-mod common;
+use crate::common;
 
 use reqwest::Method;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};

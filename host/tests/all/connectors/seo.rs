@@ -24,15 +24,6 @@ fn suite() -> Suite {
 }
 
 #[test]
-fn every_seo_tool_passes_its_replay_cases() {
-    suite().assert_all_pass(
-        env!("CARGO_BIN_EXE_scout-host"),
-        scout_tests::components::SEO,
-        &TOOLS,
-    );
-}
-
-#[test]
 fn the_seo_cases_send_nothing_and_show_the_folder_after_every_write() {
     assert!(
         suite().fixture_files().is_empty(),

@@ -5,31 +5,8 @@
 
 use scout_tests::replay_suite::Suite;
 
-const TOOLS: [&str; 11] = [
-    "github_read_file",
-    "github_list_path",
-    "github_list_branches",
-    "github_list_issues",
-    "github_read_issue",
-    "github_list_pull_requests",
-    "github_read_pull_request",
-    "github_create_branch",
-    "github_commit_files",
-    "github_open_pull_request",
-    "github_comment",
-];
-
 fn suite() -> Suite {
     Suite::of("github")
-}
-
-#[test]
-fn every_github_tool_passes_its_replay_cases() {
-    suite().assert_all_pass(
-        env!("CARGO_BIN_EXE_scout-host"),
-        scout_tests::components::GITHUB,
-        &TOOLS,
-    );
 }
 
 #[test]

@@ -124,7 +124,7 @@ async fn a_panic_traps_and_the_host_survives() {
     assert_host_still_works(&component).await;
 }
 
-fn assert_refused_naming(path: &str, expected: &[&str]) {
+pub(crate) fn assert_refused_naming(path: &str, expected: &[&str]) {
     let rt = runtime();
     let err = match rt.load_file(Path::new(path)) {
         Err(e) => e,
@@ -148,31 +148,6 @@ fn assert_refused_naming(path: &str, expected: &[&str]) {
         names
             .iter()
             .all(|n| !scout_host::runtime::import_allowed(n))
-    );
-}
-
-#[test]
-fn a_guest_importing_wasi_sockets_is_refused_at_load_naming_every_import() {
-    assert_refused_naming(
-        components::IMPORTS_SOCKETS,
-        &[
-            "wasi:sockets/tcp@",
-            "wasi:sockets/udp@",
-            "wasi:sockets/ip-name-lookup@",
-            "wasi:sockets/network@",
-        ],
-    );
-}
-
-#[test]
-fn a_guest_importing_wasi_filesystem_is_refused_at_load_naming_every_import() {
-    assert_refused_naming(
-        components::IMPORTS_FILESYSTEM,
-        &[
-            "wasi:filesystem/types@",
-            "wasi:filesystem/preopens@",
-            "wasi:clocks/wall-clock@",
-        ],
     );
 }
 

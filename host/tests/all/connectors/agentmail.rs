@@ -69,15 +69,6 @@ fn all_tools() -> BTreeSet<String> {
 }
 
 #[test]
-fn every_agentmail_tool_passes_its_replay_cases() {
-    suite().assert_all_pass(
-        env!("CARGO_BIN_EXE_scout-host"),
-        scout_tests::components::AGENTMAIL,
-        &all_tools().iter().map(String::as_str).collect::<Vec<_>>(),
-    );
-}
-
-#[test]
 fn every_agentmail_fixture_is_unverified_and_names_its_docs_page() {
     let files = suite().assert_unverified("https://docs.agentmail.to/", 10);
     for (name, fixture) in &files {

@@ -30,15 +30,6 @@ fn suite() -> Suite {
 }
 
 #[test]
-fn every_analytics_tool_passes_its_replay_cases() {
-    suite().assert_all_pass(
-        env!("CARGO_BIN_EXE_scout-host"),
-        scout_tests::components::ANALYTICS,
-        &TOOLS,
-    );
-}
-
-#[test]
 fn every_analytics_fixture_is_unverified_and_names_its_docs_page() {
     let files = suite().assert_unverified("https://developers.google.com/analytics/devguides/", 10);
     for (name, fixture) in &files {

@@ -24,15 +24,6 @@ fn suite() -> Suite {
     Suite::of("sheets")
 }
 
-#[test]
-fn every_sheets_tool_passes_its_replay_cases() {
-    suite().assert_all_pass(
-        env!("CARGO_BIN_EXE_scout-host"),
-        scout_tests::components::SHEETS,
-        &TOOLS,
-    );
-}
-
 /// Each exchange is one of three requests: the Drive listing (on `drive`,
 /// spreadsheets only, not trashed), a create whose cells are all string
 /// values, or an append to `...:append` with RAW values and inserted rows.

@@ -1,0 +1,23 @@
+//! Every integration test of scout-host, in one binary (wasmtime's
+//! `tests/all` layout): wasmtime, Cranelift and rusqlite are linked once,
+//! not once per test file, and one process runs them all. A module per
+//! former test file; `connectors` holds one module per connector, with the
+//! tests every connector gets generated from its component's own manifest.
+
+mod agent_config;
+mod author_cli;
+mod boundary;
+mod catalogue_surfaces;
+mod common;
+mod connectors;
+mod crash_safety;
+mod credentials;
+mod docs_page;
+mod inspect_cli;
+mod mcp_serve;
+mod plugin_connector;
+mod policy_surface;
+mod serve_admin;
+mod serve_capabilities;
+mod store;
+mod surface_cli;
