@@ -3,20 +3,19 @@
 //! The host decides where requests go and how they are authenticated; these
 //! helpers only shape requests and turn statuses into [`ToolError`]s.
 
+use crate::ToolError;
 use crate::bindings::scout::connector::http::{
     Client, Method, Request, Response, connect, connect_to,
 };
-use crate::{ToolError, UpstreamError};
+use crate::errors::ErrorFormat;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-
-/// Longest upstream message carried into a [`ToolError`].
-const MAX_MESSAGE: usize = 500;
 
 /// The connector's HTTP client, bound by the host to one origin.
 pub struct Http {
     client: Client,
     headers: Vec<(String, String)>,
+    errors: ErrorFormat,
 }
 
 impl Http {
@@ -25,6 +24,7 @@ impl Http {
         Ok(Http {
             client: connect()?,
             headers: Vec::new(),
+            errors: ErrorFormat::default(),
         })
     }
 
@@ -35,6 +35,7 @@ impl Http {
         Ok(Http {
             client: connect_to(destination)?,
             headers: Vec::new(),
+            errors: ErrorFormat::default(),
         })
     }
 
@@ -43,6 +44,21 @@ impl Http {
     pub fn with_header(mut self, name: &str, value: &str) -> Http {
         self.headers.push((name.to_string(), value.to_string()));
         self
+    }
+
+    /// Reads the upstream's error bodies in `format` (default
+    /// [`ErrorFormat::Message`]) wherever this client checks a status.
+    pub fn with_errors(mut self, format: ErrorFormat) -> Http {
+        self.errors = format;
+        self
+    }
+
+    /// The error a non-2xx `response` is, read in this client's format.
+    pub fn check(&self, response: &Response) -> Result<(), ToolError> {
+        match self.errors.status_error(response.status, &response.body) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// Sends a request as is and returns the response whatever its status.
@@ -71,7 +87,9 @@ impl Http {
     }
 
     /// Sends a request and parses a 2xx JSON answer; any other status becomes
-    /// `not-found` (404) or `upstream`.
+    /// `not-found` (404) or `upstream`, its message read in this client's
+    /// [`ErrorFormat`]; an answer that is not the JSON expected is
+    /// `bad-response` naming the request.
     pub fn json<T: DeserializeOwned>(
         &self,
         method: Method,
@@ -87,9 +105,13 @@ impl Http {
             None => None,
         };
         let response = self.send(method, path, query, body)?;
-        check_status(&response)?;
-        serde_json::from_slice(&response.body)
-            .map_err(|e| ToolError::BadResponse(format!("response is not the expected JSON: {e}")))
+        self.check(&response)?;
+        parse_json(&response.body).map_err(|e| match e {
+            ToolError::BadResponse(m) => {
+                ToolError::BadResponse(format!("{} {path}: {m}", crate::method_name(method)))
+            }
+            other => other,
+        })
     }
 
     /// GET and parse JSON.
@@ -131,42 +153,23 @@ impl Http {
     /// DELETE; any 2xx is success.
     pub fn delete(&self, path: &str) -> Result<(), ToolError> {
         let response = self.send(Method::Delete, path, &[], None)?;
-        check_status(&response)
+        self.check(&response)
     }
 }
 
-/// Maps a non-2xx status to a [`ToolError`] carrying the upstream's message.
+/// Parses a JSON answer; one that is not `T` is `bad-response`.
+pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ToolError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ToolError::BadResponse(format!("response is not the expected JSON: {e}")))
+}
+
+/// Maps a non-2xx status to a [`ToolError`] carrying the upstream's
+/// `{"message"}` (see [`ErrorFormat`] for other shapes).
 pub fn check_status(response: &Response) -> Result<(), ToolError> {
-    if (200..300).contains(&response.status) {
-        return Ok(());
+    match ErrorFormat::Message.status_error(response.status, &response.body) {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
-    let message = upstream_message(&response.body);
-    if response.status == 404 {
-        return Err(ToolError::NotFound(message));
-    }
-    Err(ToolError::Upstream(UpstreamError {
-        status: response.status,
-        message,
-    }))
-}
-
-/// An error body's `"message"` field (read without `serde_json::Value`,
-/// which would add some 10 KB to every component).
-#[derive(serde::Deserialize)]
-struct WithMessage {
-    message: String,
-}
-
-fn upstream_message(body: &[u8]) -> String {
-    let text = match serde_json::from_slice::<WithMessage>(body) {
-        Ok(m) => m.message,
-        Err(_) => String::from_utf8_lossy(body).trim().to_string(),
-    };
-    let mut end = text.len().min(MAX_MESSAGE);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_string()
 }
 
 /// Percent-encodes one path segment: everything but `A-Z a-z 0-9 - _ . ~`.

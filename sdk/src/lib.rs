@@ -37,8 +37,13 @@ mod bindings {
     });
 }
 
+pub mod args;
+pub mod billing;
+pub mod errors;
+pub mod graphql;
 mod http_client;
 pub mod log;
+pub mod pages;
 
 /// The `meter` capability: reserve an estimate before a billed upstream
 /// call, settle the actual cost after. See `wit/meter.wit`.
@@ -58,7 +63,20 @@ pub use bindings::scout::connector::http::{HttpError, Method, Request, Response}
 pub use bindings::scout::connector::types::{
     Capability, CapabilityError, Effect, ToolError, UpstreamError,
 };
-pub use http_client::{Http, check_status, encode_path, encode_segment};
+pub use errors::{ErrorFormat, cut_message};
+pub use http_client::{Http, check_status, encode_path, encode_segment, parse_json};
+
+/// `GET`, `POST`, ...: how errors name a method.
+pub fn method_name(method: Method) -> &'static str {
+    match method {
+        Method::Get => "GET",
+        Method::Head => "HEAD",
+        Method::Post => "POST",
+        Method::Put => "PUT",
+        Method::Patch => "PATCH",
+        Method::Delete => "DELETE",
+    }
+}
 
 /// Not public API: what `bindings!` and `export!` expand to.
 #[doc(hidden)]
