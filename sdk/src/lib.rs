@@ -44,6 +44,7 @@ pub mod graphql;
 mod http_client;
 pub mod log;
 pub mod pages;
+pub mod testing;
 
 /// The `meter` capability: reserve an estimate before a billed upstream
 /// call, settle the actual cost after. See `wit/meter.wit`.
