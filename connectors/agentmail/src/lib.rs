@@ -36,7 +36,11 @@ use bindings::exports::scout::agentmail::read_tools::{
     MessageSummary, Thread, ThreadPage, ThreadSummary,
 };
 use bindings::exports::scout::agentmail::write_tools::{self, Sent};
-use scout_sdk::{Http, Method, ToolError, UpstreamError, encode_segment};
+use scout_sdk::pages::collect;
+use scout_sdk::{
+    ErrorFormat, Http, Method, ToolError, UpstreamError, cut_message, encode_segment, method_name,
+    parse_json,
+};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -63,8 +67,6 @@ const MAX_SUBJECT: usize = 998;
 const MAX_BODY: usize = 256 * 1024;
 /// Largest attachment returned.
 const MAX_ATTACHMENT: u64 = 1024 * 1024;
-/// Longest upstream message carried into a tool error.
-const MAX_MESSAGE: usize = 500;
 
 // ---------------------------------------------------------------------------
 // Validation (pure functions, unit-tested below)
@@ -292,19 +294,13 @@ struct ApiError {
     errors: Option<serde_json::Value>,
 }
 
-fn cut(text: &str) -> String {
-    let mut end = text.len().min(MAX_MESSAGE);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_string()
-}
-
 /// AgentMail's error body as one line: its `message`, else its `name`, and
-/// the first validation error when there is one.
+/// the first validation error when there is one (none of the SDK's
+/// [`ErrorFormat`]s reads `name` or `errors[0]`); the body's text when it is
+/// not that shape. Always cut by [`cut_message`].
 fn error_message(body: &[u8]) -> String {
     let Ok(e) = serde_json::from_slice::<ApiError>(body) else {
-        return cut(String::from_utf8_lossy(body).trim());
+        return cut_message(String::from_utf8_lossy(body));
     };
     let mut text = e.message.or(e.name).unwrap_or_default();
     let first = match &e.errors {
@@ -324,28 +320,40 @@ fn error_message(body: &[u8]) -> String {
             format!("{text}: {detail}")
         };
     }
-    cut(&text)
+    cut_message(text)
 }
 
-/// A status's tool error: 404 is not-found, any other non-2xx upstream.
+/// A status's tool error, in the SDK's one shape (404 not-found, any other
+/// non-2xx upstream) with AgentMail's message.
 fn status_error(status: u16, body: &[u8]) -> Option<ToolError> {
-    if (200..300).contains(&status) {
-        return None;
-    }
+    let error = ErrorFormat::Message.status_error(status, body)?;
     let message = error_message(body);
-    Some(if status == 404 {
-        ToolError::NotFound(message)
-    } else {
-        ToolError::Upstream(UpstreamError { status, message })
+    Some(match error {
+        ToolError::NotFound(_) => ToolError::NotFound(message),
+        ToolError::Upstream(UpstreamError { status, .. }) => {
+            ToolError::Upstream(UpstreamError { status, message })
+        }
+        other => other,
     })
 }
 
-fn interpret<T: DeserializeOwned>(status: u16, body: &[u8]) -> Result<T, ToolError> {
+/// A 2xx answer decoded as `T`, or the status's error; `bad-response` names
+/// the request, as the SDK's `Http::json` does.
+fn interpret<T: DeserializeOwned>(
+    method: Method,
+    path: &str,
+    status: u16,
+    body: &[u8],
+) -> Result<T, ToolError> {
     if let Some(e) = status_error(status, body) {
         return Err(e);
     }
-    serde_json::from_slice(body)
-        .map_err(|e| ToolError::BadResponse(format!("response is not the expected JSON: {e}")))
+    parse_json(body).map_err(|e| match e {
+        ToolError::BadResponse(m) => {
+            ToolError::BadResponse(format!("{} {path}: {m}", method_name(method)))
+        }
+        other => other,
+    })
 }
 
 #[derive(Deserialize)]
@@ -733,12 +741,12 @@ fn get<T: DeserializeOwned>(
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
     let response = http.send(Method::Get, path, &query, None)?;
-    interpret(response.status, &response.body)
+    interpret(Method::Get, path, response.status, &response.body)
 }
 
 fn post<B: Serialize, T: DeserializeOwned>(path: &str, body: &B) -> Result<T, ToolError> {
     let response = agentmail()?.send(Method::Post, path, &[], Some(encode(body)?))?;
-    interpret(response.status, &response.body)
+    interpret(Method::Post, path, response.status, &response.body)
 }
 
 /// Scans up to SEARCH_PAGES pages, keeping the items `keep` accepts, until
@@ -754,24 +762,12 @@ where
     P: DeserializeOwned,
 {
     let http = agentmail()?;
-    let mut found = Vec::new();
-    let mut token = None;
-    for _ in 0..SEARCH_PAGES {
+    let (found, _) = collect(usize::from(limit), SEARCH_PAGES, |token: Option<String>| {
         let page: P = get(&http, path, &list_query(MAX_LIMIT, &token, labels))?;
-        let (items, next) = split(page);
-        for item in items {
-            if keep(&item) {
-                found.push(item);
-                if found.len() == usize::from(limit) {
-                    return Ok(found);
-                }
-            }
-        }
-        match next.filter(|t| !t.is_empty()) {
-            Some(t) => token = Some(t),
-            None => break,
-        }
-    }
+        let (mut items, next) = split(page);
+        items.retain(&keep);
+        Ok((items, next.filter(|t| !t.is_empty())))
+    })?;
     Ok(found)
 }
 
@@ -1338,9 +1334,11 @@ mod tests {
     #[test]
     fn errors() {
         assert!(
-            matches!(fails(interpret::<Inboxes>(404, br#"{"name":"NotFoundError","message":"Thread not found"}"#)), ToolError::NotFound(ref m) if m == "Thread not found")
+            matches!(fails(interpret::<Inboxes>(Method::Get, "/v0/inboxes", 404, br#"{"name":"NotFoundError","message":"Thread not found"}"#)), ToolError::NotFound(ref m) if m == "Thread not found")
         );
         let e = fails(interpret::<Inboxes>(
+            Method::Get,
+            "/v0/inboxes",
             403,
             br#"{"name":"ForbiddenError","message":"Forbidden"}"#,
         ));
@@ -1348,6 +1346,8 @@ mod tests {
             matches!(e, ToolError::Upstream(ref u) if u.status == 403 && u.message == "Forbidden")
         );
         let e = fails(interpret::<Inboxes>(
+            Method::Get,
+            "/v0/inboxes",
             422,
             br#"{"name":"ValidationError","errors":[{"message":"to: invalid email"}]}"#,
         ));
@@ -1355,15 +1355,19 @@ mod tests {
             matches!(e, ToolError::Upstream(ref u) if u.status == 422 && u.message == "ValidationError: to: invalid email"),
             "{e}"
         );
-        let e = fails(interpret::<Inboxes>(502, b"Bad Gateway"));
-        assert!(matches!(e, ToolError::Upstream(ref u) if u.message == "Bad Gateway"));
-        assert!(matches!(
-            fails(interpret::<Inboxes>(200, b"[1]")),
-            ToolError::BadResponse(_)
+        let e = fails(interpret::<Inboxes>(
+            Method::Get,
+            "/v0/inboxes",
+            502,
+            b"Bad Gateway",
         ));
+        assert!(matches!(e, ToolError::Upstream(ref u) if u.message == "Bad Gateway"));
+        assert!(
+            matches!(fails(interpret::<Inboxes>(Method::Get, "/v0/inboxes", 200, b"[1]")), ToolError::BadResponse(ref m) if m.starts_with("GET /v0/inboxes: response is not the expected JSON"))
+        );
         let long = format!(r#"{{"message":"{}"}}"#, "é".repeat(400));
         assert!(
-            matches!(fails(interpret::<Inboxes>(500, long.as_bytes())), ToolError::Upstream(ref u) if u.message.len() <= MAX_MESSAGE)
+            matches!(fails(interpret::<Inboxes>(Method::Get, "/v0/inboxes", 500, long.as_bytes())), ToolError::Upstream(ref u) if u.message.len() <= scout_sdk::errors::MAX_MESSAGE)
         );
     }
 

@@ -31,7 +31,9 @@ use bindings::exports::scout::cloudflare::read_tools::{
     self, ApiResult, DocResult, QueryParam, ResultInfo,
 };
 use bindings::exports::scout::cloudflare::write_tools::{self, ApiMethod, ApiRequest};
-use scout_sdk::{Http, Method, Response, ToolError, UpstreamError, encode_segment};
+use scout_sdk::{
+    ErrorFormat, Http, Method, Response, ToolError, UpstreamError, cut_message, encode_segment,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -42,6 +44,9 @@ const DOCS: &str = "docs";
 const DOCS_PATH: &str = "/mcp";
 /// The documentation server's search tool (its `tools/list` name).
 const DOCS_TOOL: &str = "search_cloudflare_documentation";
+/// How the documentation server writes an HTTP error: a JSON-RPC error
+/// (`{"error": {"code", "message"}}`), else text.
+const DOCS_ERRORS: ErrorFormat = ErrorFormat::Error;
 /// The MCP protocol version this client speaks.
 const MCP_VERSION: &str = "2025-06-18";
 /// Limits on what the guest sends.
@@ -54,8 +59,6 @@ const MAX_BODY: usize = 1 << 20;
 const MAX_DOCS_QUERY: usize = 1000;
 /// The longest non-JSON body returned as text.
 const MAX_TEXT: usize = 1 << 20;
-/// The longest upstream message carried into an error.
-const MAX_MESSAGE: usize = 500;
 
 // ---------------------------------------------------------------------------
 // Validation (pure functions, unit-tested below)
@@ -280,14 +283,6 @@ fn docs_query(query: &str) -> Result<&str, ToolError> {
     Ok(q)
 }
 
-fn cut(text: &str, max: usize) -> String {
-    let mut end = text.len().min(max);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_string()
-}
-
 // ---------------------------------------------------------------------------
 // Cloudflare's v4 envelope
 // ---------------------------------------------------------------------------
@@ -295,8 +290,6 @@ fn cut(text: &str, max: usize) -> String {
 #[derive(Deserialize)]
 struct Envelope {
     success: bool,
-    #[serde(default)]
-    errors: Vec<ApiMessage>,
     #[serde(default)]
     messages: Vec<ApiMessage>,
     #[serde(default)]
@@ -346,14 +339,18 @@ struct Cursors {
     after: Option<String>,
 }
 
-/// Maps an answer: an envelope's errors (or a non-2xx status) to
-/// `not-found` (404) or `upstream`; a success to its result.
+/// Maps an answer: a non-2xx status to `not-found` (404) or `upstream`, an
+/// envelope's `success: false` under a 2xx to `upstream`, both with the
+/// envelope's errors read by [`ErrorFormat::Cloudflare`]; a success to its
+/// result; a 2xx body that is not an envelope to its text.
 fn api_result(response: Response) -> Result<ApiResult, ToolError> {
     let status = response.status;
-    let ok = (200..300).contains(&status);
+    if let Some(e) = ErrorFormat::Cloudflare.status_error(status, &response.body) {
+        return Err(e);
+    }
     let envelope: Option<Envelope> = serde_json::from_slice(&response.body).ok();
     match envelope {
-        Some(env) if ok && env.success => Ok(ApiResult {
+        Some(env) if env.success => Ok(ApiResult {
             status,
             result: env.result.map(|r| r.to_string()),
             result_info: env.result_info.map(|i| ResultInfo {
@@ -370,19 +367,11 @@ fn api_result(response: Response) -> Result<ApiResult, ToolError> {
             messages: env.messages.iter().map(ApiMessage::line).collect(),
             text: None,
         }),
-        Some(env) => {
-            let mut message = env
-                .errors
-                .iter()
-                .map(ApiMessage::line)
-                .collect::<Vec<_>>()
-                .join("; ");
-            if message.is_empty() {
-                message = format!("the API answered success: false with HTTP {status}");
-            }
-            Err(upstream(status, cut(&message, MAX_MESSAGE)))
-        }
-        None if ok => {
+        Some(_) => Err(ToolError::Upstream(UpstreamError {
+            status,
+            message: ErrorFormat::Cloudflare.message(&response.body),
+        })),
+        None => {
             if response.body.len() > MAX_TEXT {
                 return Err(ToolError::BadResponse(format!(
                     "the body is larger than {MAX_TEXT} bytes"
@@ -396,18 +385,6 @@ fn api_result(response: Response) -> Result<ApiResult, ToolError> {
                 text: Some(String::from_utf8_lossy(&response.body).into_owned()),
             })
         }
-        None => Err(upstream(
-            status,
-            cut(String::from_utf8_lossy(&response.body).trim(), MAX_MESSAGE),
-        )),
-    }
-}
-
-fn upstream(status: u16, message: String) -> ToolError {
-    if status == 404 {
-        ToolError::NotFound(message)
-    } else {
-        ToolError::Upstream(UpstreamError { status, message })
     }
 }
 
@@ -423,6 +400,7 @@ fn http_method(m: ApiMethod) -> Method {
 
 fn api() -> Result<Http, ToolError> {
     Ok(Http::connect()?
+        .with_errors(ErrorFormat::Cloudflare)
         .with_header("accept", "application/json")
         .with_header("user-agent", "scout-connector-cloudflare"))
 }
@@ -530,9 +508,8 @@ fn rpc_messages(content_type: &str, body: &[u8]) -> Vec<RpcResponse> {
 
 /// The `result` of the answer to request `id`.
 fn rpc_result(response: &Response, id: i64, what: &str) -> Result<Value, ToolError> {
-    if !(200..300).contains(&response.status) {
-        let text = String::from_utf8_lossy(&response.body);
-        return Err(upstream(response.status, cut(text.trim(), MAX_MESSAGE)));
+    if let Some(e) = DOCS_ERRORS.status_error(response.status, &response.body) {
+        return Err(e);
     }
     let content_type = header(response, "content-type").unwrap_or("application/json");
     let message = rpc_messages(content_type, &response.body)
@@ -544,10 +521,7 @@ fn rpc_result(response: &Response, id: i64, what: &str) -> Result<Value, ToolErr
     if let Some(e) = message.error {
         return Err(ToolError::Upstream(UpstreamError {
             status: response.status,
-            message: cut(
-                &format!("{what}: JSON-RPC error {}: {}", e.code, e.message),
-                MAX_MESSAGE,
-            ),
+            message: cut_message(format!("{what}: JSON-RPC error {}: {}", e.code, e.message)),
         }));
     }
     message
@@ -598,6 +572,7 @@ fn doc_results(text: &str) -> Vec<DocResult> {
 
 fn docs_client() -> Result<Http, ToolError> {
     Ok(Http::connect_to(DOCS)?
+        .with_errors(DOCS_ERRORS)
         .with_header("accept", "application/json, text/event-stream")
         .with_header("user-agent", "scout-connector-cloudflare"))
 }
@@ -630,10 +605,7 @@ fn search_docs(query: &str) -> Result<Vec<DocResult>, ToolError> {
         &session,
         &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
     )?;
-    if !(200..300).contains(&initialized.status) {
-        let text = String::from_utf8_lossy(&initialized.body);
-        return Err(upstream(initialized.status, cut(text.trim(), MAX_MESSAGE)));
-    }
+    session.check(&initialized)?;
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": DOCS_TOOL, "arguments": {"query": query}}});
     let response = post_rpc(&session, &call)?;
@@ -653,7 +625,7 @@ fn search_docs(query: &str) -> Result<Vec<DocResult>, ToolError> {
     if result.is_error {
         return Err(ToolError::Upstream(UpstreamError {
             status: response.status,
-            message: cut(&format!("{DOCS_TOOL}: {text}"), MAX_MESSAGE),
+            message: cut_message(format!("{DOCS_TOOL}: {text}")),
         }));
     }
     Ok(doc_results(&text))
@@ -849,10 +821,27 @@ mod tests {
         assert!(matches!(nf, Err(ToolError::NotFound(ref m)) if m == "7003: Could not route"));
         let text = api_result(resp(200, "export default {}")).unwrap();
         assert_eq!(text.text.as_deref(), Some("export default {}"));
-        assert!(matches!(
-            api_result(resp(502, "<html>bad gateway</html>")),
-            Err(ToolError::Upstream(_))
+        assert!(
+            matches!(api_result(resp(502, "<html>bad gateway</html>")), Err(ToolError::Upstream(UpstreamError { status: 502, ref message })) if message == "<html>bad gateway</html>")
+        );
+        let refused = api_result(resp(
+            200,
+            r#"{"success":false,"errors":[{"code":1001,"message":"a"},{"code":1002,"message":"b"}]}"#,
         ));
+        assert!(
+            matches!(refused, Err(ToolError::Upstream(UpstreamError { status: 200, ref message })) if message == "1001: a; 1002: b")
+        );
+        let rpc = rpc_result(
+            &resp(
+                400,
+                r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"No valid session ID"},"id":null}"#,
+            ),
+            1,
+            "initialize",
+        );
+        assert!(
+            matches!(rpc, Err(ToolError::Upstream(UpstreamError { status: 400, ref message })) if message == "No valid session ID")
+        );
     }
 
     #[test]

@@ -21,7 +21,10 @@ use bindings::exports::scout::figma::read_tools::{
     self, Bounds, Comment, Component, FileSummary, ImageExport, ImageFormat, NodeDetail, NodesRead,
     Outline, OutlineNode, Project, ProjectListing, Published, Style, Team, User,
 };
-use scout_sdk::{Http, Method, ToolError, UpstreamError, encode_segment};
+use scout_sdk::args::bounded;
+use scout_sdk::{
+    ErrorFormat, Http, Method, ToolError, UpstreamError, cut_message, encode_segment, parse_json,
+};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use std::collections::{BTreeMap, BTreeSet};
@@ -42,8 +45,6 @@ const MAX_OUTLINE_NODES: usize = 500;
 /// Bounds of an export's scale.
 const MIN_SCALE: f64 = 0.01;
 const MAX_SCALE: f64 = 4.0;
-/// Longest upstream message carried into an error.
-const MAX_MESSAGE: usize = 500;
 
 // ---------------------------------------------------------------------------
 // Validation (pure functions, unit-tested below)
@@ -157,26 +158,22 @@ fn validate_numeric_id(what: &str, id: &str) -> Result<(), ToolError> {
 
 /// The depth: 1 to 4, default 2.
 fn depth(depth: Option<u32>) -> Result<u32, ToolError> {
-    match depth {
-        None => Ok(DEFAULT_DEPTH),
-        Some(d) if (1..=MAX_DEPTH).contains(&d) => Ok(d),
-        Some(d) => Err(ToolError::invalid(format!(
-            "depth {d} is out of range; give 1 to {MAX_DEPTH}"
-        ))),
-    }
+    bounded("depth", depth, DEFAULT_DEPTH, 1, MAX_DEPTH)
 }
 
 /// The scale as a query value: 0.01 to 4, default none (Figma's 1).
 fn scale_param(scale: Option<f64>) -> Result<Option<String>, ToolError> {
-    match scale {
-        None => Ok(None),
-        Some(s) if s.is_finite() && (MIN_SCALE..=MAX_SCALE).contains(&s) => {
-            Ok(Some(format!("{s}")))
-        }
-        Some(s) => Err(ToolError::invalid(format!(
-            "scale {s} is out of range; give {MIN_SCALE} to {MAX_SCALE}"
-        ))),
+    let Some(s) = scale else { return Ok(None) };
+    if s.is_nan() {
+        // `bounded` compares, and NaN compares false both ways.
+        return Err(ToolError::invalid(format!(
+            "scale must be between {MIN_SCALE} and {MAX_SCALE}, not {s}"
+        )));
     }
+    Ok(Some(format!(
+        "{}",
+        bounded("scale", Some(s), s, MIN_SCALE, MAX_SCALE)?
+    )))
 }
 
 fn format_param(format: ImageFormat) -> &'static str {
@@ -193,42 +190,40 @@ fn format_param(format: ImageFormat) -> &'static str {
 // ---------------------------------------------------------------------------
 
 /// Figma's error body: `{"status": 403, "err": "Invalid token"}`; some
-/// endpoints send `message` instead.
+/// endpoints send `message` instead (read by [`ErrorFormat::Message`]).
 #[derive(Deserialize)]
 struct ApiError {
     #[serde(default)]
     err: Option<String>,
-    #[serde(default)]
-    message: Option<String>,
 }
 
+/// Figma's `err`, else what the SDK's [`ErrorFormat::Message`] reads (the
+/// `message`, else the body's text); cut by [`cut_message`]. (No SDK format
+/// reads Figma's `err`.)
 fn error_message(body: &[u8]) -> String {
-    let text = match serde_json::from_slice::<ApiError>(body) {
-        Ok(ApiError { err: Some(m), .. })
-        | Ok(ApiError {
-            message: Some(m), ..
-        }) => m,
-        _ => String::from_utf8_lossy(body).trim().to_string(),
-    };
-    let mut end = text.len().min(MAX_MESSAGE);
-    while !text.is_char_boundary(end) {
-        end -= 1;
+    match serde_json::from_slice::<ApiError>(body) {
+        Ok(ApiError { err: Some(m), .. }) if !m.trim().is_empty() => cut_message(m),
+        _ => ErrorFormat::Message.message(body),
     }
-    text[..end].to_string()
 }
 
-/// A 2xx body parsed as `T`; 404 is `not-found` naming `what`, any other
-/// status `upstream` with Figma's message.
+/// A 2xx body parsed as `T`; otherwise the SDK's error for the status with
+/// Figma's message, a 404's naming `what`.
 fn parse<T: DeserializeOwned>(status: u16, body: &[u8], what: &str) -> Result<T, ToolError> {
-    if !(200..300).contains(&status) {
-        let message = error_message(body);
-        if status == 404 {
-            return Err(ToolError::NotFound(format!("{what}: {message}")));
+    match ErrorFormat::Message.status_error(status, body) {
+        None => parse_json(body),
+        Some(ToolError::NotFound(_)) => Err(ToolError::NotFound(format!(
+            "{what}: {}",
+            error_message(body)
+        ))),
+        Some(ToolError::Upstream(UpstreamError { status, .. })) => {
+            Err(ToolError::Upstream(UpstreamError {
+                status,
+                message: error_message(body),
+            }))
         }
-        return Err(ToolError::Upstream(UpstreamError { status, message }));
+        Some(other) => Err(other),
     }
-    serde_json::from_slice(body)
-        .map_err(|e| ToolError::BadResponse(format!("response is not the expected JSON: {e}")))
 }
 
 // ---------------------------------------------------------------------------
@@ -576,7 +571,10 @@ fn get<T: DeserializeOwned>(
         .with_header("accept", "application/json")
         .with_header("user-agent", "scout-connector-figma");
     let response = http.send(Method::Get, path, query, None)?;
-    parse(response.status, &response.body, what)
+    parse(response.status, &response.body, what).map_err(|e| match e {
+        ToolError::BadResponse(m) => ToolError::BadResponse(format!("GET {path}: {m}")),
+        other => other,
+    })
 }
 
 fn file_label(key: &str) -> String {
@@ -806,13 +804,18 @@ mod tests {
         assert_eq!(depth(Some(1)).unwrap(), 1);
         assert_eq!(depth(Some(4)).unwrap(), 4);
         assert!(depth(Some(0)).is_err());
-        assert!(depth(Some(5)).is_err());
+        assert!(
+            matches!(depth(Some(5)), Err(ToolError::InvalidInput(ref m)) if m == "depth must be between 1 and 4, not 5")
+        );
         assert_eq!(scale_param(None).unwrap(), None);
         assert_eq!(scale_param(Some(2.0)).unwrap().as_deref(), Some("2"));
         assert_eq!(scale_param(Some(0.5)).unwrap().as_deref(), Some("0.5"));
         assert_eq!(scale_param(Some(0.01)).unwrap().as_deref(), Some("0.01"));
         for bad in [0.0, 0.009, 4.01, -1.0, f64::NAN, f64::INFINITY] {
-            assert!(scale_param(Some(bad)).is_err(), "{bad} should be refused");
+            assert!(
+                matches!(scale_param(Some(bad)), Err(ToolError::InvalidInput(ref m)) if m.starts_with("scale must be between 0.01 and 4, not ")),
+                "{bad} should be refused"
+            );
         }
         assert_eq!(format_param(ImageFormat::Svg), "svg");
     }
