@@ -38,7 +38,12 @@ use bindings::exports::scout::firecrawl::read_tools::{
     self, CrawlJob, CrawlPage, CreditBalance, Page, PageFormat, SearchResult, SearchResults,
     SiteLink, SiteMap, SitemapMode, TimeRange,
 };
-use scout_sdk::{Http, Method, ToolError, UpstreamError, encode_segment};
+use scout_sdk::args::bounded;
+use scout_sdk::billing::{expect_unit, failure_cost, metered};
+use scout_sdk::errors::cut_to;
+use scout_sdk::{
+    ErrorFormat, Http, Method, ToolError, UpstreamError, cut_message, encode_segment, parse_json,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -75,8 +80,6 @@ const MAX_PATTERN: usize = 200;
 const CRAWL_PAGES_PER_READ: usize = 25;
 /// How long Firecrawl may take (ms): below the host's 30 s deadline.
 const UPSTREAM_TIMEOUT_MS: u32 = 25_000;
-/// Longest upstream message carried into a tool error.
-const MAX_MESSAGE: usize = 500;
 /// The unit Firecrawl bills in, and the meter must count.
 const UNIT: &str = "credits";
 
@@ -273,22 +276,6 @@ fn validate_job_id(id: &str) -> Result<(), ToolError> {
     Ok(())
 }
 
-/// A limit within 1..=max, or the default.
-fn bounded<T: Copy + PartialOrd + Default + std::fmt::Display>(
-    what: &str,
-    value: Option<T>,
-    default: T,
-    max: T,
-) -> Result<T, ToolError> {
-    let v = value.unwrap_or(default);
-    if v <= T::default() || v > max {
-        return Err(ToolError::invalid(format!(
-            "{what} must be between 1 and {max}"
-        )));
-    }
-    Ok(v)
-}
-
 fn format_name(f: PageFormat) -> &'static str {
     match f {
         PageFormat::Markdown => "markdown",
@@ -461,13 +448,6 @@ fn crawl_body(
 // Firecrawl's wire format (only the fields used; extra fields are ignored)
 // ---------------------------------------------------------------------------
 
-/// An error body: `{"success": false, "error": "..."}` (or a `message`).
-#[derive(Deserialize)]
-struct ApiError {
-    error: Option<String>,
-    message: Option<String>,
-}
-
 /// Firecrawl's metadata fields are "a string or an array of strings".
 #[derive(Deserialize)]
 #[serde(untagged)]
@@ -609,52 +589,14 @@ struct CrawlDoc {
 // Mapping (pure; unit-tested)
 // ---------------------------------------------------------------------------
 
-/// Cuts `text` to at most `max` bytes on a character boundary.
+/// Cuts `text` to at most `max` bytes on a character boundary, noting it.
 fn cut(text: Option<String>, max: usize, truncated: &mut bool) -> Option<String> {
-    let mut text = text?;
+    let text = text?;
     if text.len() > max {
-        let mut end = max;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
         *truncated = true;
+        return Some(cut_to(text, max));
     }
     Some(text)
-}
-
-fn short(text: &str) -> String {
-    let mut end = text.len().min(MAX_MESSAGE);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_string()
-}
-
-fn upstream_message(body: &[u8]) -> String {
-    let text = match serde_json::from_slice::<ApiError>(body) {
-        Ok(ApiError { error: Some(e), .. }) => e,
-        Ok(ApiError {
-            message: Some(m), ..
-        }) => m,
-        _ => String::from_utf8_lossy(body).trim().to_string(),
-    };
-    short(&text)
-}
-
-/// A non-2xx answer as a tool error: 404 is `not-found`, anything else
-/// (402 payment required, 429 rate limited, 5xx) `upstream` with Firecrawl's
-/// `error` message.
-fn status_error(status: u16, body: &[u8]) -> Option<ToolError> {
-    if (200..300).contains(&status) {
-        return None;
-    }
-    let message = upstream_message(body);
-    Some(if status == 404 {
-        ToolError::NotFound(message)
-    } else {
-        ToolError::Upstream(UpstreamError { status, message })
-    })
 }
 
 /// A 2xx answer that says `success: false`.
@@ -665,31 +607,19 @@ fn unsuccessful(
 ) -> Result<(), ToolError> {
     if success == Some(false) {
         let message =
-            short(&error.unwrap_or_else(|| "Firecrawl answered success: false".to_string()));
+            cut_message(error.unwrap_or_else(|| "Firecrawl answered success: false".to_string()));
         return Err(ToolError::Upstream(UpstreamError { status, message }));
     }
     Ok(())
 }
 
-fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ToolError> {
-    serde_json::from_slice(body).map_err(|e| {
-        ToolError::BadResponse(format!("Firecrawl's answer is not the expected JSON: {e}"))
+/// The answer to `request` (`POST /v2/scrape`) as `T`; one that does not fit
+/// is `bad-response` naming the request, as the SDK's `Http::json` does.
+fn parse<T: serde::de::DeserializeOwned>(request: &str, body: &[u8]) -> Result<T, ToolError> {
+    parse_json(body).map_err(|e| match e {
+        ToolError::BadResponse(m) => ToolError::BadResponse(format!("{request}: {m}")),
+        other => other,
     })
-}
-
-/// What a failed billed call is settled at: nothing when Firecrawl refused
-/// it (a 4xx other than a timeout), the whole estimate when it may have done
-/// the work (5xx, 408, a timeout or transport failure, an unreadable 2xx).
-fn failure_cost(error: &ToolError, estimate: u64) -> u64 {
-    match error {
-        ToolError::Upstream(UpstreamError { status, .. })
-            if (400..500).contains(status) && *status != 408 =>
-        {
-            0
-        }
-        ToolError::NotFound(_) | ToolError::InvalidInput(_) | ToolError::Refused(_) => 0,
-        _ => estimate,
-    }
 }
 
 fn page_from(data: ScrapeData, asked: &str, credits: u64) -> Page {
@@ -799,57 +729,55 @@ fn crawl_job(id: &str, status: CrawlStatus, skip: u32) -> CrawlJob {
 /// The client for the Firecrawl API origin the host granted.
 fn firecrawl() -> Result<Http, ToolError> {
     Ok(Http::connect()?
+        .with_errors(ErrorFormat::Error)
         .with_header("accept", "application/json")
         .with_header("user-agent", "scout-connector-firecrawl"))
 }
 
-/// POSTs a JSON body and returns the 2xx body, or the mapped error.
-fn post(path: &str, body: &Value) -> Result<(u16, Vec<u8>), ToolError> {
+/// POSTs a JSON body and returns the 2xx answer decoded, with its status;
+/// a non-2xx status is the SDK's error, Firecrawl's `error` its message.
+fn post<T: serde::de::DeserializeOwned>(path: &str, body: &Value) -> Result<(u16, T), ToolError> {
     let bytes = serde_json::to_vec(body)
         .map_err(|e| ToolError::invalid(format!("cannot encode the request: {e}")))?;
-    let response = firecrawl()?.send(Method::Post, path, &[], Some(bytes))?;
-    if let Some(e) = status_error(response.status, &response.body) {
-        return Err(e);
-    }
-    Ok((response.status, response.body))
+    let http = firecrawl()?;
+    let response = http.send(Method::Post, path, &[], Some(bytes))?;
+    http.check(&response)?;
+    Ok((
+        response.status,
+        parse(&format!("POST {path}"), &response.body)?,
+    ))
 }
 
-/// Runs one billed call: checks the meter's unit, reserves `estimate`
-/// (refusing with nothing sent when the allowance does not cover it), runs
-/// `call`, and settles what it reports it cost (or the estimate). Returns the
-/// call's value and the credits charged.
+/// Runs one billed call on the SDK's [`metered`]: checks the meter's unit,
+/// reserves `estimate` (refusing with nothing sent when the allowance does
+/// not cover it), runs `call`, and settles what it reports it cost (or the
+/// estimate; a failure at [`failure_cost`]). Returns the call's value and
+/// the credits charged: a cost above the estimate is charged only up to
+/// what the run had left beyond the reservation.
 fn billed<T>(
     estimate: u64,
     call: impl FnOnce() -> Result<(T, Option<u64>), ToolError>,
 ) -> Result<(T, u64), ToolError> {
-    let unit = scout_sdk::meter::unit();
-    if !unit.is_empty() && unit != UNIT {
-        return Err(ToolError::refused(format!(
-            "this session's meter counts {unit}; Firecrawl bills {UNIT}, so nothing was sent"
-        )));
-    }
-    let reservation = scout_sdk::meter::reserve(estimate)?;
-    match call() {
-        Ok((value, cost)) => {
+    expect_unit("Firecrawl", UNIT)?;
+    metered(
+        estimate,
+        |error| failure_cost(error, estimate),
+        || {
+            let (value, cost) = call()?;
             let actual = cost.unwrap_or(estimate);
-            // What the run could still take beyond this reservation.
-            let left = scout_sdk::meter::remaining();
-            let charged = if actual <= estimate {
-                actual
-            } else {
-                estimate + (actual - estimate).min(left)
-            };
-            if let Err(e) = reservation.settle(actual) {
-                scout_sdk::log::warn(&format!(
-                    "Firecrawl reported {actual} credits against an estimate of {estimate}; the meter charged {charged}: {e:?}"
-                ));
-            }
-            Ok((value, charged))
-        }
-        Err(error) => {
-            let _ = reservation.settle(failure_cost(&error, estimate));
-            Err(error)
-        }
+            Ok(((value, charged(estimate, actual)), Some(actual)))
+        },
+    )
+}
+
+/// What the meter charges for `actual` against a reservation of `estimate`
+/// (asked before it settles): all of it up to the estimate, beyond that no
+/// more than the run has left.
+fn charged(estimate: u64, actual: u64) -> u64 {
+    if actual <= estimate {
+        actual
+    } else {
+        estimate + (actual - estimate).min(scout_sdk::meter::remaining())
     }
 }
 
@@ -862,11 +790,7 @@ struct Firecrawl;
 
 impl read_tools::Guest for Firecrawl {
     fn account() -> Result<CreditBalance, ToolError> {
-        let response = firecrawl()?.send(Method::Get, "/v2/team/credit-usage", &[], None)?;
-        if let Some(e) = status_error(response.status, &response.body) {
-            return Err(e);
-        }
-        let usage: CreditUsage = parse(&response.body)?;
+        let usage: CreditUsage = firecrawl()?.get("/v2/team/credit-usage", &[])?;
         Ok(CreditBalance {
             remaining_credits: usage.data.remaining_credits,
             plan_credits: usage.data.plan_credits,
@@ -883,11 +807,10 @@ impl read_tools::Guest for Firecrawl {
     ) -> Result<Page, ToolError> {
         validate_url("url", &url)?;
         let formats = scrape_formats(formats)?;
-        let pdf_pages = bounded("pdf-pages", pdf_pages, DEFAULT_PDF_PAGES, MAX_PDF_PAGES)?;
+        let pdf_pages = bounded("pdf-pages", pdf_pages, DEFAULT_PDF_PAGES, 1, MAX_PDF_PAGES)?;
         let body = scrape_body(&url, &formats, only_main_content.unwrap_or(true), pdf_pages);
         let (data, credits) = billed(scrape_estimate(pdf_pages), || {
-            let (status, bytes) = post("/v2/scrape", &body)?;
-            let answer: ScrapeResponse = parse(&bytes)?;
+            let (status, answer): (u16, ScrapeResponse) = post("/v2/scrape", &body)?;
             unsuccessful(status, answer.success, answer.error)?;
             let data = answer.data.ok_or_else(|| {
                 ToolError::BadResponse("Firecrawl's answer has no data".to_string())
@@ -911,7 +834,13 @@ impl read_tools::Guest for Firecrawl {
         time_range: Option<TimeRange>,
     ) -> Result<SearchResults, ToolError> {
         validate_text("query", &query)?;
-        let limit = bounded("limit", limit, DEFAULT_SEARCH_RESULTS, MAX_SEARCH_RESULTS)?;
+        let limit = bounded(
+            "limit",
+            limit,
+            DEFAULT_SEARCH_RESULTS,
+            1,
+            MAX_SEARCH_RESULTS,
+        )?;
         let country = country.as_deref().map(country_code).transpose()?;
         let domains = include_domains.unwrap_or_default();
         if domains.len() > MAX_DOMAINS {
@@ -933,8 +862,7 @@ impl read_tools::Guest for Firecrawl {
             time_range,
         );
         let (web, credits) = billed(search_estimate(limit, scrape), || {
-            let (status, bytes) = post("/v2/search", &body)?;
-            let answer: SearchResponse = parse(&bytes)?;
+            let (status, answer): (u16, SearchResponse) = post("/v2/search", &body)?;
             unsuccessful(status, answer.success, answer.error)?;
             let web = answer.data.map(|d| d.web).unwrap_or_default();
             Ok((web, answer.credits_used))
@@ -956,11 +884,10 @@ impl read_tools::Guest for Firecrawl {
         if let Some(s) = &search {
             validate_text("search", s)?;
         }
-        let limit = bounded("limit", limit, DEFAULT_MAP_LINKS, MAX_MAP_LINKS)?;
+        let limit = bounded("limit", limit, DEFAULT_MAP_LINKS, 1, MAX_MAP_LINKS)?;
         let body = map_body(&url, search.as_deref(), limit, include_subdomains, sitemap);
         let (links, credits) = billed(MAP_COST, || {
-            let (status, bytes) = post("/v2/map", &body)?;
-            let answer: MapResponse = parse(&bytes)?;
+            let (status, answer): (u16, MapResponse) = post("/v2/map", &body)?;
             unsuccessful(status, answer.success, answer.error)?;
             Ok((answer.links, Some(MAP_COST)))
         })?;
@@ -1008,16 +935,10 @@ impl read_tools::Guest for Firecrawl {
                 } else {
                     Vec::new()
                 };
-                let response = firecrawl()?.send(Method::Get, &path, &query, None)?;
-                if let Some(e) = status_error(response.status, &response.body) {
-                    return Err(match e {
-                        ToolError::NotFound(m) => {
-                            ToolError::NotFound(format!("crawl job `{id}`: {m}"))
-                        }
-                        other => other,
-                    });
-                }
-                let status: CrawlStatus = parse(&response.body)?;
+                let status: CrawlStatus = firecrawl()?.get(&path, &query).map_err(|e| match e {
+                    ToolError::NotFound(m) => ToolError::NotFound(format!("crawl job `{id}`: {m}")),
+                    other => other,
+                })?;
                 Ok(crawl_job(&id, status, skip))
             }
             (Some(url), None) => {
@@ -1027,14 +948,10 @@ impl read_tools::Guest for Firecrawl {
                     ));
                 }
                 validate_url("url", &url)?;
-                let limit = bounded("limit", limit, DEFAULT_CRAWL_PAGES, MAX_CRAWL_PAGES)?;
-                if let Some(d) = max_depth
-                    && d > MAX_CRAWL_DEPTH
-                {
-                    return Err(ToolError::invalid(format!(
-                        "max-depth must be at most {MAX_CRAWL_DEPTH}"
-                    )));
-                }
+                let limit = bounded("limit", limit, DEFAULT_CRAWL_PAGES, 1, MAX_CRAWL_PAGES)?;
+                let max_depth = max_depth
+                    .map(|d| bounded("max-depth", Some(d), d, 0, MAX_CRAWL_DEPTH))
+                    .transpose()?;
                 let include = include_paths.unwrap_or_default();
                 let exclude = exclude_paths.unwrap_or_default();
                 validate_patterns("include-paths", &include)?;
@@ -1043,13 +960,12 @@ impl read_tools::Guest for Firecrawl {
                 // The job bills as its pages complete, after this call has
                 // returned: the whole `limit` is held and charged now.
                 let (id, credits) = billed(crawl_estimate(limit), || {
-                    let (status, bytes) = post("/v2/crawl", &body)?;
-                    let answer: CrawlStarted = parse(&bytes)?;
+                    let (status, answer): (u16, CrawlStarted) = post("/v2/crawl", &body)?;
                     unsuccessful(status, answer.success, answer.error)?;
                     validate_job_id(&answer.id).map_err(|_| {
                         ToolError::BadResponse(format!(
                             "Firecrawl's crawl id `{}` is not a UUID",
-                            short(&answer.id)
+                            cut_message(answer.id.as_str())
                         ))
                     })?;
                     Ok((answer.id, None))
@@ -1160,9 +1076,6 @@ mod tests {
         assert!(validate_patterns("include-paths", &["blog/.*".to_string()]).is_ok());
         assert!(validate_patterns("include-paths", &[String::new()]).is_err());
         assert!(validate_patterns("include-paths", &vec!["a".to_string(); 21]).is_err());
-        assert_eq!(bounded("limit", None, 5u8, 20).unwrap(), 5);
-        assert!(bounded("limit", Some(0u8), 5, 20).is_err());
-        assert!(bounded("limit", Some(21u8), 5, 20).is_err());
         assert_eq!(scrape_formats(None).unwrap(), ["markdown"]);
         assert_eq!(
             scrape_formats(Some(vec![
@@ -1268,10 +1181,16 @@ mod tests {
         assert_eq!(links[0].title, None);
         assert_eq!(links[1].url, "https://a.example/y");
         assert_eq!(
-            upstream_message(br#"{"success":false,"error":"Payment required"}"#),
+            ErrorFormat::Error.message(br#"{"success":false,"error":"Payment required"}"#),
             "Payment required"
         );
-        assert_eq!(upstream_message(b"plain"), "plain");
+        assert!(
+            matches!(unsuccessful(200, Some(false), None), Err(ToolError::Upstream(UpstreamError { status: 200, ref message })) if message == "Firecrawl answered success: false")
+        );
+        assert!(unsuccessful(200, None, Some("ignored".into())).is_ok());
+        assert!(
+            matches!(parse::<CrawlStarted>("POST /v2/crawl", b"{}"), Err(ToolError::BadResponse(ref m)) if m.starts_with("POST /v2/crawl: response is not the expected JSON"))
+        );
         let status: CrawlStatus = serde_json::from_value(json!({
             "status": "scraping", "total": 40, "completed": 30, "creditsUsed": 30,
             "data": (0..30).map(|i| json!({"markdown": format!("p{i}"), "metadata": {"sourceURL": format!("https://a.example/{i}")}})).collect::<Vec<_>>()
