@@ -30,6 +30,7 @@ use bindings::exports::scout::railway::read_tools::{
     self, Deployment, LogLine, Named, ProjectDetails, Workspace,
 };
 use bindings::exports::scout::railway::write_tools::{self, Variable};
+use scout_sdk::graphql;
 use scout_sdk::{Http, Method, ToolError, UpstreamError};
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Deserialize, Serialize};
@@ -47,8 +48,6 @@ const DEFAULT_LOG_LINES: u16 = 100;
 const MAX_LOG_LINES: u16 = 500;
 /// Longest log filter accepted.
 const MAX_FILTER: usize = 200;
-/// Longest upstream message carried into a tool error.
-const MAX_MESSAGE: usize = 500;
 
 // ---------------------------------------------------------------------------
 // The fixed GraphQL documents
@@ -149,12 +148,6 @@ fn log_filter(filter: Option<String>) -> Result<Option<String>, ToolError> {
 // ---------------------------------------------------------------------------
 
 #[derive(Serialize)]
-struct GraphqlRequest<'a, V: Serialize> {
-    query: &'static str,
-    variables: &'a V,
-}
-
-#[derive(Serialize)]
 struct NoVariables {}
 
 #[derive(Serialize)]
@@ -194,71 +187,28 @@ struct LogsVariables<'a> {
     filter: Option<&'a str>,
 }
 
-/// The JSON body of one GraphQL request.
-fn request_body<V: Serialize>(query: &'static str, variables: &V) -> Result<Vec<u8>, ToolError> {
-    serde_json::to_vec(&GraphqlRequest { query, variables })
-        .map_err(|e| ToolError::invalid(format!("cannot encode the request: {e}")))
-}
-
 // ---------------------------------------------------------------------------
 // Answers
 // ---------------------------------------------------------------------------
 
-#[derive(Deserialize)]
-struct GraphqlError {
-    message: String,
-}
-
-/// Only the `errors` of an answer, whatever its `data` holds.
-#[derive(Deserialize)]
-struct Errors {
-    #[serde(default)]
-    errors: Option<Vec<GraphqlError>>,
-}
-
-#[derive(Deserialize)]
-struct Data<T> {
-    data: Option<T>,
-}
-
-fn cut(text: &str) -> String {
-    let mut end = text.len().min(MAX_MESSAGE);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_string()
-}
-
-/// Turns Railway's answer into the document's `data`, or a tool error: a
-/// non-empty `errors` array is an error whatever the status (GraphQL answers
-/// errors with 200), then a non-2xx status, then missing or unreadable data.
+/// Turns Railway's answer into the document's `data`, or a tool error, by
+/// the SDK's [`graphql::data`]: a non-2xx status is `not-found` (404) or
+/// `upstream`; `errors` under a 2xx are an error whatever `data` holds (a
+/// field that failed is null there, which `T` may not allow), `not-found`
+/// when Railway says something was not found, otherwise `upstream`; then
+/// missing or unreadable data is `bad-response`.
 fn interpret<T: DeserializeOwned>(status: u16, body: &[u8]) -> Result<T, ToolError> {
-    if let Ok(Errors {
-        errors: Some(errors),
-    }) = serde_json::from_slice::<Errors>(body)
-        && !errors.is_empty()
-    {
-        let message = cut(&errors
-            .iter()
-            .map(|e| e.message.trim())
-            .collect::<Vec<_>>()
-            .join("; "));
-        if message.to_ascii_lowercase().contains("not found") {
-            return Err(ToolError::NotFound(message));
+    let not_found = |e: ToolError| match e {
+        ToolError::Upstream(UpstreamError { status, message })
+            if (200..300).contains(&status)
+                && message.to_ascii_lowercase().contains("not found") =>
+        {
+            ToolError::NotFound(message)
         }
-        return Err(ToolError::Upstream(UpstreamError { status, message }));
-    }
-    if !(200..300).contains(&status) {
-        let message = cut(String::from_utf8_lossy(body).trim());
-        if status == 404 {
-            return Err(ToolError::NotFound(message));
-        }
-        return Err(ToolError::Upstream(UpstreamError { status, message }));
-    }
-    let data: Data<T> = serde_json::from_slice(body)
-        .map_err(|e| ToolError::BadResponse(format!("response is not the expected JSON: {e}")))?;
-    data.data
-        .ok_or_else(|| ToolError::BadResponse("the answer has neither data nor errors".into()))
+        other => other,
+    };
+    graphql::data::<IgnoredAny>(status, body).map_err(not_found)?;
+    graphql::data(status, body)
 }
 
 /// A GraphQL connection: `{ edges: [{ node: T }] }`.
@@ -406,7 +356,7 @@ fn graphql<V: Serialize, T: DeserializeOwned>(
     query: &'static str,
     variables: &V,
 ) -> Result<T, ToolError> {
-    let body = request_body(query, variables)?;
+    let body = graphql::request(query, variables)?;
     let http = Http::connect()?
         .with_header("accept", "application/json")
         .with_header("user-agent", "scout-connector-railway");
@@ -616,7 +566,7 @@ mod tests {
 
     #[test]
     fn request_bodies_carry_the_fixed_document_and_variables() {
-        let body = request_body(WORKSPACES_QUERY, &NoVariables {}).unwrap();
+        let body = graphql::request(WORKSPACES_QUERY, &NoVariables {}).unwrap();
         assert_eq!(
             json(&body),
             serde_json::json!({"query": WORKSPACES_QUERY, "variables": {}})
@@ -631,20 +581,20 @@ mod tests {
             first: deployments_first(None).unwrap(),
         };
         assert_eq!(
-            json(&request_body(DEPLOYMENTS_QUERY, &v).unwrap())["variables"],
+            json(&graphql::request(DEPLOYMENTS_QUERY, &v).unwrap())["variables"],
             serde_json::json!({"input": {"projectId": P, "environmentId": E, "serviceId": P}, "first": 10})
         );
 
         let none = None;
         let v = variables_of(P, E, &none).unwrap();
         assert_eq!(
-            json(&request_body(VARIABLES_QUERY, &v).unwrap())["variables"],
+            json(&graphql::request(VARIABLES_QUERY, &v).unwrap())["variables"],
             serde_json::json!({"projectId": P, "environmentId": E})
         );
         let some = Some(P.to_string());
         let v = variables_of(P, E, &some).unwrap();
         assert_eq!(
-            json(&request_body(VARIABLES_QUERY, &v).unwrap())["variables"],
+            json(&graphql::request(VARIABLES_QUERY, &v).unwrap())["variables"],
             serde_json::json!({"projectId": P, "environmentId": E, "serviceId": P})
         );
         assert!(variables_of("nope", E, &none).is_err());
@@ -656,7 +606,7 @@ mod tests {
             limit: log_limit(None).unwrap(),
             filter: filter.as_deref(),
         };
-        let body = json(&request_body(LOGS_QUERY, &v).unwrap());
+        let body = json(&graphql::request(LOGS_QUERY, &v).unwrap());
         assert_eq!(body["query"], LOGS_QUERY);
         assert_eq!(
             body["variables"],
@@ -709,6 +659,16 @@ mod tests {
             matches!(e, ToolError::Upstream(ref u) if u.status == 502 && u.message == "Bad Gateway"),
             "{e}"
         );
+        let e = fails(interpret::<MeData>(404, b"Not Found"));
+        assert!(
+            matches!(e, ToolError::NotFound(ref m) if m == "Not Found"),
+            "{e}"
+        );
+        let e = fails(interpret::<MeData>(503, b"upstream not found"));
+        assert!(
+            matches!(e, ToolError::Upstream(ref u) if u.status == 503),
+            "{e}"
+        );
         let e = fails(interpret::<MeData>(200, br#"{"data":null}"#));
         assert!(matches!(e, ToolError::BadResponse(_)), "{e}");
         let e = fails(interpret::<MeData>(
@@ -722,7 +682,9 @@ mod tests {
         assert!(ok.me.workspaces.is_empty());
         let long = format!(r#"{{"errors":[{{"message":"{}"}}]}}"#, "é".repeat(400));
         let e = fails(interpret::<MeData>(200, long.as_bytes()));
-        assert!(matches!(e, ToolError::Upstream(ref u) if u.message.len() <= MAX_MESSAGE));
+        assert!(
+            matches!(e, ToolError::Upstream(ref u) if u.message.len() <= scout_sdk::errors::MAX_MESSAGE)
+        );
     }
 
     #[test]
