@@ -10,6 +10,10 @@
 //! destination the Admin API (`https://analyticsadmin.googleapis.com`), both
 //! with the host's OAuth bearer token; this code never sees a secret.
 //!
+//! Google's errors (`{"error": {"code", "status", "message"}}`) are read with
+//! the SDK's `ErrorFormat::Google`: 404 is `not-found`, any other non-2xx
+//! `upstream` with Google's status name and message.
+//!
 //! The property the reports default to is kept in the connector's folder
 //! (`analytics`, file `property.txt`): `use-property` writes it (which is why
 //! that tool is never grantable), the others read it when they are not given
@@ -23,7 +27,8 @@ use bindings::exports::scout::analytics::read_tools::{
     PropertyList, ReportRow, ReportTable, SourceBreakdown, TrafficSource, TrafficSourcesReport,
     TrendPoint, TrendSeries,
 };
-use scout_sdk::{Http, Method, Response, ToolError, UpstreamError, folder};
+use scout_sdk::args::{bounded, date};
+use scout_sdk::{ErrorFormat, Http, ToolError, folder, pages};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -49,6 +54,8 @@ const MAX_FILTER_VALUE: usize = 500;
 /// Account summaries per page (the API's maximum) and pages followed.
 const PAGE_SIZE: &str = "200";
 const MAX_PAGES: usize = 10;
+/// How Google writes its errors.
+const ERRORS: ErrorFormat = ErrorFormat::Google;
 /// The default range: the last 28 whole days.
 const DEFAULT_START: &str = "28daysAgo";
 const DEFAULT_END: &str = "yesterday";
@@ -89,35 +96,15 @@ fn check_date(field: &str, value: &str) -> Result<(), ToolError> {
         if !n.is_empty() && n.len() <= 4 && n.bytes().all(|b| b.is_ascii_digit()) {
             return Ok(());
         }
-    } else if let Some((y, m, d)) = ymd(value) {
-        let days = match m {
-            2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-            2 => 28,
-            4 | 6 | 9 | 11 => 30,
-            _ => 31,
-        };
-        if (1..=12).contains(&m) && d >= 1 && d <= days && y >= 2000 {
-            return Ok(());
-        }
+    } else if date(field, value).is_ok_and(|(year, _, _)| year >= 2000) {
+        // A calendar date (the SDK's check), from 2000 on.
+        return Ok(());
     }
+    // The SDK's wording would name YYYY-MM-DD only; this one names the
+    // relative forms the Data API takes too.
     Err(ToolError::invalid(format!(
         "{field} `{value}` is not a date: use YYYY-MM-DD, `today`, `yesterday` or `NdaysAgo` (e.g. `28daysAgo`)"
     )))
-}
-
-fn ymd(value: &str) -> Option<(u32, u32, u32)> {
-    let b = value.as_bytes();
-    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
-        return None;
-    }
-    let num = |s: &str| {
-        if s.bytes().all(|c| c.is_ascii_digit()) {
-            s.parse::<u32>().ok()
-        } else {
-            None
-        }
-    };
-    Some((num(&value[0..4])?, num(&value[5..7])?, num(&value[8..10])?))
 }
 
 /// How many days before today an end names (`today` 0), or the date.
@@ -161,13 +148,7 @@ fn date_range(range: Option<DateRange>) -> Result<DateRange, ToolError> {
 
 /// A row limit: `default` when none is given, 1 to 10000.
 fn row_limit(limit: Option<u32>, default: u32) -> Result<u32, ToolError> {
-    match limit.unwrap_or(default) {
-        0 => Err(ToolError::invalid("limit must be at least 1")),
-        n if n > MAX_LIMIT => Err(ToolError::invalid(format!(
-            "limit {n} is above {MAX_LIMIT}"
-        ))),
-        n => Ok(n),
-    }
+    bounded("limit", limit, default, 1, MAX_LIMIT)
 }
 
 fn dimension_name(d: Dimension) -> &'static str {
@@ -535,51 +516,12 @@ struct Metadata {
     time_zone: Option<String>,
 }
 
-/// Google's error envelope: `{"error": {"code", "message", "status"}}`.
-#[derive(Deserialize)]
-struct GoogleError {
-    error: GoogleErrorBody,
-}
-
-#[derive(Deserialize)]
-struct GoogleErrorBody {
-    #[serde(default)]
-    message: String,
-    #[serde(default)]
-    status: Option<String>,
-}
-
-/// The upstream's message: Google's `error.message` (with its status
-/// name), or the body's text, cut to 500 bytes.
-fn google_message(body: &[u8]) -> String {
-    let text = match serde_json::from_slice::<GoogleError>(body) {
-        Ok(e) => match e.error.status {
-            Some(s) if !s.is_empty() => format!("{s}: {}", e.error.message),
-            _ => e.error.message,
-        },
-        Err(_) => String::from_utf8_lossy(body).trim().to_string(),
-    };
-    let mut end = text.len().min(500);
-    while !text.is_char_boundary(end) {
-        end -= 1;
+/// A 404 names what was not found (`property 123: NOT_FOUND: ...`).
+fn naming(what: &str) -> impl FnOnce(ToolError) -> ToolError + '_ {
+    move |e| match e {
+        ToolError::NotFound(m) => ToolError::NotFound(format!("{what}: {m}")),
+        other => other,
     }
-    text[..end].to_string()
-}
-
-/// 2xx: parse; 404: not-found; anything else: upstream, with Google's message.
-fn parse<T: serde::de::DeserializeOwned>(response: Response, what: &str) -> Result<T, ToolError> {
-    if !(200..300).contains(&response.status) {
-        let message = google_message(&response.body);
-        if response.status == 404 {
-            return Err(ToolError::NotFound(format!("{what}: {message}")));
-        }
-        return Err(ToolError::Upstream(UpstreamError {
-            status: response.status,
-            message,
-        }));
-    }
-    serde_json::from_slice(&response.body)
-        .map_err(|e| ToolError::BadResponse(format!("{what}: not the expected JSON: {e}")))
 }
 
 fn number(cell: Option<&Cell>, metric: &str) -> Result<f64, ToolError> {
@@ -681,45 +623,45 @@ fn table(
 fn data_api() -> Result<Http, ToolError> {
     Ok(Http::connect()?
         .with_header("accept", "application/json")
-        .with_header("user-agent", "scout-connector-analytics"))
+        .with_header("user-agent", "scout-connector-analytics")
+        .with_errors(ERRORS))
 }
 
 fn admin_api() -> Result<Http, ToolError> {
     Ok(Http::connect_to(ADMIN)?
         .with_header("accept", "application/json")
-        .with_header("user-agent", "scout-connector-analytics"))
+        .with_header("user-agent", "scout-connector-analytics")
+        .with_errors(ERRORS))
 }
 
 /// Every property of every account the credential can read (at most 10
 /// pages of 200 accounts); `true` when pages were left.
 fn all_properties() -> Result<(Vec<(AccountSummary, PropertySummary)>, bool), ToolError> {
     let http = admin_api()?;
-    let mut out = Vec::new();
-    let mut token: Option<String> = None;
-    for _ in 0..MAX_PAGES {
+    let (accounts, more) = pages::collect(usize::MAX, MAX_PAGES, |token: Option<String>| {
         let mut query = vec![("pageSize", PAGE_SIZE)];
         if let Some(t) = token.as_deref() {
             query.push(("pageToken", t));
         }
-        let response = http.send(Method::Get, "/v1beta/accountSummaries", &query, None)?;
-        let page: AccountSummaries = parse(response, "account summaries")?;
-        for mut account in page.account_summaries {
-            let properties = std::mem::take(&mut account.property_summaries);
-            for p in properties {
-                let a = AccountSummary {
-                    account: account.account.clone(),
-                    display_name: account.display_name.clone(),
-                    property_summaries: Vec::new(),
-                };
-                out.push((a, p));
-            }
-        }
-        match page.next_page_token.filter(|t| !t.is_empty()) {
-            Some(t) => token = Some(t),
-            None => return Ok((out, false)),
+        let page: AccountSummaries = http
+            .get("/v1beta/accountSummaries", &query)
+            .map_err(naming("account summaries"))?;
+        let next = page.next_page_token.filter(|t| !t.is_empty());
+        Ok((page.account_summaries, next))
+    })?;
+    let mut out = Vec::new();
+    for mut account in accounts {
+        let properties = std::mem::take(&mut account.property_summaries);
+        for p in properties {
+            let a = AccountSummary {
+                account: account.account.clone(),
+                display_name: account.display_name.clone(),
+                property_summaries: Vec::new(),
+            };
+            out.push((a, p));
         }
     }
-    Ok((out, true))
+    Ok((out, more.is_some()))
 }
 
 /// The property chosen with `use-property`, if the folder holds one.
@@ -762,10 +704,10 @@ fn resolve_property(property: Option<String>) -> Result<String, ToolError> {
 }
 
 fn run_report(property: &str, request: &ReportRequest) -> Result<Table, ToolError> {
-    let body = serde_json::to_vec(&request.body())
-        .map_err(|e| ToolError::invalid(format!("cannot encode the report: {e}")))?;
-    let response = data_api()?.send(Method::Post, &run_report_path(property), &[], Some(body))?;
-    let parsed: RunReportResponse = parse(response, &format!("property {property}"))?;
+    let what = format!("property {property}");
+    let parsed: RunReportResponse = data_api()?
+        .post(&run_report_path(property), &request.body())
+        .map_err(naming(&what))?;
     table(parsed, request.dimensions, request.metrics)
 }
 
@@ -1165,7 +1107,9 @@ mod tests {
         assert_eq!(row_limit(None, 25).unwrap(), 25);
         assert_eq!(row_limit(Some(10_000), 25).unwrap(), 10_000);
         assert!(row_limit(Some(0), 25).is_err());
-        assert!(row_limit(Some(10_001), 25).is_err());
+        assert!(
+            matches!(row_limit(Some(10_001), 25), Err(ToolError::InvalidInput(m)) if m == "limit must be between 1 and 10000, not 10001")
+        );
         assert!(unique_names("metric", vec![], 10, true).is_err());
         assert!(unique_names("metric", vec!["a", "a"], 10, true).is_err());
         assert!(unique_names("dimension", vec![], 9, false).is_ok());
@@ -1222,12 +1166,16 @@ mod tests {
 
     #[test]
     fn google_errors() {
+        // The connector reads the Data and Admin APIs' errors in the SDK's Google format.
         let body = br#"{"error": {"code": 403, "message": "User does not have sufficient permissions for this property.", "status": "PERMISSION_DENIED"}}"#;
         assert_eq!(
-            google_message(body),
+            ERRORS.message(body),
             "PERMISSION_DENIED: User does not have sufficient permissions for this property."
         );
-        assert_eq!(google_message(b"Bad Gateway"), "Bad Gateway");
+        assert_eq!(ERRORS.message(b"Bad Gateway"), "Bad Gateway");
+        assert!(
+            matches!(naming("property 1")(ERRORS.status_error(404, b"gone").unwrap()), ToolError::NotFound(m) if m == "property 1: gone")
+        );
     }
 
     #[test]

@@ -14,7 +14,9 @@
 //!
 //! Contentsquare answers `{"payload": ..., "success": true}`, and errors as
 //! `{"success": false, "errorMessage": "...", "errorCode": "..."}`; an
-//! answer that says `success: false` is an error whatever its status.
+//! answer that says `success: false` is an error whatever its status. That
+//! shape is none of the SDK's `ErrorFormat`s, so it is read here; the
+//! message is cut with the SDK's `cut_message`.
 //!
 //! What Contentsquare answers was written from its documentation
 //! (docs.contentsquare.com/en/api/metrics) and never observed.
@@ -24,7 +26,9 @@ scout_sdk::bindings!();
 use bindings::exports::scout::contentsquare::read_tools::{
     self, Device, Mapping, MetricValue, PageGroup, Segment,
 };
-use scout_sdk::{Http, Method, ToolError, UpstreamError, encode_segment};
+use scout_sdk::{
+    Http, Method, ToolError, UpstreamError, args, cut_message, encode_segment, parse_json,
+};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
@@ -32,47 +36,21 @@ use serde::de::DeserializeOwned;
 const MAX_DAYS: i64 = 92;
 /// Most segments intersected in one query.
 const MAX_SEGMENTS: usize = 10;
-/// Longest upstream message carried into a tool error.
-const MAX_MESSAGE: usize = 500;
 
 // ---------------------------------------------------------------------------
 // Validation (pure functions, unit-tested below)
 // ---------------------------------------------------------------------------
 
-/// A `YYYY-MM-DD` calendar date, as days since 1970-01-01.
-fn parse_date(what: &str, date: &str) -> Result<i64, ToolError> {
-    let bad = || {
-        ToolError::invalid(format!(
-            "{what} `{date}` is not a date as YYYY-MM-DD (e.g. 2026-11-30)"
-        ))
-    };
-    let b = date.as_bytes();
-    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
-        return Err(bad());
+/// A calendar date `YYYY-MM-DD` (the SDK's check) from 2000 to 2100, as
+/// days since 1970-01-01.
+fn day_number(what: &str, date: &str) -> Result<i64, ToolError> {
+    let (y, m, d) = args::date(what, date)?;
+    if !(2000..=2100).contains(&y) {
+        return Err(ToolError::invalid(format!(
+            "{what} must be a date YYYY-MM-DD from 2000 to 2100, not `{date}`"
+        )));
     }
-    let digits = |s: &str| -> Option<i64> {
-        s.bytes()
-            .all(|c| c.is_ascii_digit())
-            .then(|| s.parse().ok())
-            .flatten()
-    };
-    let (Some(y), Some(m), Some(d)) = (digits(&date[..4]), digits(&date[5..7]), digits(&date[8..]))
-    else {
-        return Err(bad());
-    };
-    if !(2000..=2100).contains(&y) || !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) {
-        return Err(bad());
-    }
-    Ok(days_from_civil(y, m, d))
-}
-
-fn days_in_month(y: i64, m: i64) -> i64 {
-    match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        _ if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-        _ => 28,
-    }
+    Ok(days_from_civil(i64::from(y), i64::from(m), i64::from(d)))
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
@@ -89,13 +67,9 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 /// The `startDate`/`endDate` pair of a metrics query: whole UTC days, in
 /// order, at most 92 days, more than one day when split `daily`.
 fn date_range(start: &str, end: &str, daily: bool) -> Result<(String, String), ToolError> {
-    let s = parse_date("start-date", start)?;
-    let e = parse_date("end-date", end)?;
-    if e < s {
-        return Err(ToolError::invalid(format!(
-            "end-date {end} is before start-date {start}"
-        )));
-    }
+    args::date_range(start, end)?;
+    let s = day_number("the start date", start)?;
+    let e = day_number("the end date", end)?;
     if e - s + 1 > MAX_DAYS {
         return Err(ToolError::invalid(format!(
             "{start} to {end} is {} days; the Metrics API allows at most {MAX_DAYS}",
@@ -238,14 +212,6 @@ struct ApiValue {
 // Mapping (pure; unit-tested)
 // ---------------------------------------------------------------------------
 
-fn short(text: &str) -> String {
-    let mut end = text.len().min(MAX_MESSAGE);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_string()
-}
-
 /// The error message of an answer: `errorMessage (errorCode)`, else the body.
 fn error_message(body: &[u8]) -> String {
     match serde_json::from_slice::<Answer<serde::de::IgnoredAny>>(body) {
@@ -253,18 +219,20 @@ fn error_message(body: &[u8]) -> String {
             error_message: Some(m),
             error_code: Some(c),
             ..
-        }) => short(&format!("{m} ({c})")),
+        }) => cut_message(format!("{m} ({c})")),
         Ok(Answer {
             error_message: Some(m),
             ..
-        }) => short(&m),
-        _ => short(String::from_utf8_lossy(body).trim()),
+        }) => cut_message(m),
+        _ => cut_message(String::from_utf8_lossy(body)),
     }
 }
 
 /// The payload of an answer: 404 is `not-found`, any other non-2xx (401
-/// `JWT_EXPIRED`, 403, 429 concurrency limit, 5xx) `upstream`, and a 2xx
-/// that says `success: false` is `upstream` too.
+/// `JWT_EXPIRED`, 403, 429 concurrency limit, 5xx) `upstream`, as the SDK's
+/// `ErrorFormat::status_error` maps them but with Contentsquare's message (a
+/// shape the SDK has no `ErrorFormat` for); a 2xx that says `success: false`
+/// is `upstream` too.
 fn payload<T: DeserializeOwned>(status: u16, body: &[u8]) -> Result<T, ToolError> {
     if !(200..300).contains(&status) {
         let message = error_message(body);
@@ -274,11 +242,7 @@ fn payload<T: DeserializeOwned>(status: u16, body: &[u8]) -> Result<T, ToolError
             ToolError::Upstream(UpstreamError { status, message })
         });
     }
-    let answer: Answer<T> = serde_json::from_slice(body).map_err(|e| {
-        ToolError::BadResponse(format!(
-            "Contentsquare's answer is not the expected JSON: {e}"
-        ))
-    })?;
+    let answer: Answer<T> = parse_json(body)?;
     if answer.success == Some(false) {
         return Err(ToolError::Upstream(UpstreamError {
             status,
@@ -318,7 +282,11 @@ fn get<T: DeserializeOwned>(path: &str, query: &[(&'static str, String)]) -> Res
         .with_header("user-agent", "scout-connector-contentsquare");
     let pairs: Vec<(&str, &str)> = query.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let response = http.send(Method::Get, path, &pairs, None)?;
-    payload(response.status, &response.body)
+    // A bad answer names the request, as the SDK's `Http::get` does.
+    payload(response.status, &response.body).map_err(|e| match e {
+        ToolError::BadResponse(m) => ToolError::BadResponse(format!("GET {path}: {m}")),
+        other => other,
+    })
 }
 
 fn not_found(what: String) -> impl FnOnce(ToolError) -> ToolError {
@@ -442,17 +410,17 @@ mod tests {
     #[test]
     fn dates() {
         assert_eq!(
-            parse_date("d", "1970-01-01").ok(),
+            day_number("d", "1970-01-01").ok(),
             None,
             "before 2000 is refused"
         );
         assert_eq!(
-            parse_date("d", "2000-03-01").unwrap() - parse_date("d", "2000-02-28").unwrap(),
+            day_number("d", "2000-03-01").unwrap() - day_number("d", "2000-02-28").unwrap(),
             2,
             "2000 is a leap year"
         );
         assert_eq!(
-            parse_date("d", "2026-03-01").unwrap() - parse_date("d", "2026-02-28").unwrap(),
+            day_number("d", "2026-03-01").unwrap() - day_number("d", "2026-02-28").unwrap(),
             1
         );
         for bad in [
@@ -466,7 +434,7 @@ mod tests {
             "+026-01-01",
             "２０２６-01-01",
         ] {
-            assert!(parse_date("d", bad).is_err(), "{bad:?}");
+            assert!(day_number("d", bad).is_err(), "{bad:?}");
         }
         assert_eq!(
             date_range("2026-11-01", "2026-11-30", false).unwrap(),
@@ -475,7 +443,12 @@ mod tests {
                 "2026-11-30T23:59:59.999Z".to_string()
             )
         );
-        assert!(date_range("2026-11-30", "2026-11-01", false).is_err());
+        assert!(
+            matches!(date_range("2026-11-30", "2026-11-01", false), Err(ToolError::InvalidInput(m)) if m == "the start date 2026-11-30 is after the end date 2026-11-01")
+        );
+        assert!(
+            matches!(date_range("1999-12-31", "2000-01-01", false), Err(ToolError::InvalidInput(m)) if m == "the start date must be a date YYYY-MM-DD from 2000 to 2100, not `1999-12-31`")
+        );
         assert!(
             date_range("2026-01-01", "2026-04-02", false).is_ok(),
             "92 days"
@@ -562,6 +535,13 @@ mod tests {
         assert!(
             matches!(payload::<Values>(404, b"Not Found").err().unwrap(), ToolError::NotFound(m) if m == "Not Found")
         );
+        assert!(
+            matches!(payload::<Values>(500, "x".repeat(900).as_bytes()).err().unwrap(), ToolError::Upstream(u) if u.message.len() == 500)
+        );
+        assert!(matches!(
+            payload::<Values>(200, b"[]").err().unwrap(),
+            ToolError::BadResponse(_)
+        ));
         let groups: Vec<ApiPageGroup> = serde_json::from_str(r#"[{"id":1,"name":"Home","category":"Home"},{"id":2,"name":"PDP","category":{"id":9,"name":"Product"}},{"id":3,"name":"Other"}]"#).unwrap();
         assert_eq!(groups.len(), 3);
     }

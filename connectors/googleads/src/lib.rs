@@ -32,7 +32,8 @@
 //!
 //! Google's errors (`{"error": {"status": ..., "details": [{"errors":
 //! [{"errorCode": {...}, "message": ...}]}]}}`) become `upstream` (or
-//! `not-found` for 404) with the status, the error codes and messages.
+//! `not-found` for 404) with the status, the error codes and messages: the
+//! SDK's `ErrorFormat::Google` reads them.
 //!
 //! What Google answers was written from its documentation and never
 //! observed (the fixtures are UNVERIFIED).
@@ -45,7 +46,8 @@ use bindings::exports::scout::googleads::read_tools::{
     ReportMetric, ReportResource, ReportRow, ReportSegment, ReportTable, SearchTerm, Summary,
     WastedTerm,
 };
-use scout_sdk::{Http, Method, ToolError, UpstreamError, encode_segment};
+use scout_sdk::args::{bounded, date, date_range};
+use scout_sdk::{ErrorFormat, Http, ToolError, encode_segment};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -63,8 +65,8 @@ const EXAMINE: u32 = 1000;
 const MAX_DEPTH: u8 = 10;
 /// Campaigns a summary lists.
 const TOP_CAMPAIGNS: usize = 5;
-/// Longest upstream message carried into a tool error.
-const MAX_MESSAGE: usize = 500;
+/// How Google Ads writes its errors.
+const ERRORS: ErrorFormat = ErrorFormat::Google;
 /// Micros per currency unit.
 const MICROS: f64 = 1_000_000.0;
 
@@ -109,35 +111,17 @@ fn entity_id(what: &str, raw: &str) -> Result<String, ToolError> {
     Ok(raw.to_string())
 }
 
-fn days_in_month(year: u32, month: u32) -> u32 {
-    match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        _ if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
-        _ => 28,
-    }
-}
-
-/// A calendar date, `YYYY-MM-DD`, years 2000 to 2099.
-fn check_date(what: &str, s: &str) -> Result<(), ToolError> {
-    let bad = || ToolError::invalid(format!("{what} `{s}` is not a date (YYYY-MM-DD)"));
-    let b = s.as_bytes();
-    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
-        return Err(bad());
-    }
-    let num = |r: std::ops::Range<usize>| -> Result<u32, ToolError> {
-        if !b[r.clone()].iter().all(u8::is_ascii_digit) {
-            return Err(bad());
+/// A custom range: two calendar dates `YYYY-MM-DD` (the SDK's check), the
+/// start not after the end, both in the years 2000 to 2099.
+fn custom_range(start: &str, end: &str) -> Result<(), ToolError> {
+    date_range(start, end)?;
+    for (what, text) in [("the start date", start), ("the end date", end)] {
+        let (year, _, _) = date(what, text)?;
+        if !(2000..=2099).contains(&year) {
+            return Err(ToolError::invalid(format!(
+                "{what} must be a date YYYY-MM-DD from 2000 to 2099, not `{text}`"
+            )));
         }
-        s[r].parse().map_err(|_| bad())
-    };
-    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    if !(2000..=2099).contains(&year)
-        || !(1..=12).contains(&month)
-        || day == 0
-        || day > days_in_month(year, month)
-    {
-        return Err(bad());
     }
     Ok(())
 }
@@ -155,15 +139,7 @@ fn date_condition(range: &DateRange) -> Result<(String, String), ToolError> {
         DateRange::ThisMonth => named("THIS_MONTH"),
         DateRange::LastMonth => named("LAST_MONTH"),
         DateRange::Custom(d) => {
-            check_date("start", &d.start)?;
-            check_date("end", &d.end)?;
-            // Both are YYYY-MM-DD, so text order is date order.
-            if d.end < d.start {
-                return Err(ToolError::invalid(format!(
-                    "end {} is before start {}",
-                    d.end, d.start
-                )));
-            }
+            custom_range(&d.start, &d.end)?;
             Ok((
                 format!("segments.date BETWEEN '{}' AND '{}'", d.start, d.end),
                 format!("{}..{}", d.start, d.end),
@@ -178,14 +154,7 @@ fn range_or_default(range: Option<DateRange>) -> DateRange {
 
 /// A limit: default when absent, 1 to `MAX_LIMIT`.
 fn limit(value: Option<u32>) -> Result<u32, ToolError> {
-    match value {
-        None => Ok(DEFAULT_LIMIT),
-        Some(0) => Err(ToolError::invalid("limit must be at least 1")),
-        Some(n) if n > MAX_LIMIT => Err(ToolError::invalid(format!(
-            "limit must be at most {MAX_LIMIT}"
-        ))),
-        Some(n) => Ok(n),
-    }
+    bounded("limit", value, DEFAULT_LIMIT, 1, MAX_LIMIT)
 }
 
 // ---------------------------------------------------------------------------
@@ -785,110 +754,13 @@ fn audit_rows(
     })
 }
 
-/// A minimum cost in currency units, as micros.
+/// A minimum cost in currency units (0 to a billion), as micros.
 fn min_cost_micros(min_cost: Option<f64>) -> Result<u64, ToolError> {
-    match min_cost {
-        None => Ok(0),
-        Some(c) if !c.is_finite() || c < 0.0 => Err(ToolError::invalid(
-            "min-cost must be a number of at least 0",
-        )),
-        Some(c) if c > 1e9 => Err(ToolError::invalid("min-cost must be at most 1000000000")),
-        Some(c) => Ok((c * MICROS).round() as u64),
+    if min_cost.is_some_and(|c| !c.is_finite()) {
+        return Err(ToolError::invalid("min-cost must be a finite number"));
     }
-}
-
-// ---------------------------------------------------------------------------
-// Google's errors
-// ---------------------------------------------------------------------------
-
-#[derive(Deserialize)]
-struct ErrorBody {
-    error: ApiError,
-}
-
-#[derive(Deserialize)]
-struct ApiError {
-    #[serde(default)]
-    message: String,
-    #[serde(default)]
-    status: String,
-    #[serde(default)]
-    details: Vec<ErrorDetail>,
-}
-
-#[derive(Deserialize)]
-struct ErrorDetail {
-    #[serde(default)]
-    errors: Vec<AdsError>,
-}
-
-#[derive(Deserialize)]
-struct AdsError {
-    #[serde(default, rename = "errorCode")]
-    error_code: BTreeMap<String, Value>,
-    #[serde(default)]
-    message: String,
-}
-
-fn cut(mut text: String) -> String {
-    if text.len() > MAX_MESSAGE {
-        let mut end = MAX_MESSAGE;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-    }
-    text
-}
-
-/// `STATUS: kind.CODE: message; ...` from Google's error JSON, or the body's text.
-fn error_message(body: &[u8]) -> String {
-    let Ok(ErrorBody { error }) = serde_json::from_slice::<ErrorBody>(body) else {
-        return cut(String::from_utf8_lossy(body).trim().to_string());
-    };
-    let ads: Vec<String> = error
-        .details
-        .iter()
-        .flat_map(|d| &d.errors)
-        .map(|e| {
-            let code: Vec<String> = e
-                .error_code
-                .iter()
-                .map(|(kind, v)| {
-                    format!(
-                        "{kind}.{}",
-                        v.as_str().map_or_else(|| v.to_string(), str::to_string)
-                    )
-                })
-                .collect();
-            if code.is_empty() {
-                e.message.clone()
-            } else {
-                format!("{}: {}", code.join(","), e.message)
-            }
-        })
-        .collect();
-    let detail = if ads.is_empty() {
-        error.message
-    } else {
-        ads.join("; ")
-    };
-    cut(if error.status.is_empty() {
-        detail
-    } else {
-        format!("{}: {detail}", error.status)
-    })
-}
-
-fn check(status: u16, body: &[u8]) -> Result<(), ToolError> {
-    if (200..300).contains(&status) {
-        return Ok(());
-    }
-    let message = error_message(body);
-    if status == 404 {
-        return Err(ToolError::NotFound(message));
-    }
-    Err(ToolError::Upstream(UpstreamError { status, message }))
+    let cost = bounded("min-cost", min_cost, 0.0, 0.0, 1e9)?;
+    Ok((cost * MICROS).round() as u64)
 }
 
 // ---------------------------------------------------------------------------
@@ -921,11 +793,10 @@ fn request_headers(login: Option<&str>) -> Vec<(&'static str, String)> {
 
 /// The client for the Google Ads origin, acting through `login` when given.
 fn google(login: Option<&str>) -> Result<Http, ToolError> {
-    Ok(request_headers(login)
-        .iter()
-        .fold(Http::connect()?, |http, (name, value)| {
-            http.with_header(name, value)
-        }))
+    Ok(request_headers(login).iter().fold(
+        Http::connect()?.with_errors(ERRORS),
+        |http, (name, value)| http.with_header(name, value),
+    ))
 }
 
 /// One customer and the client to query it with, both validated.
@@ -951,16 +822,13 @@ impl Account {
             "/{VERSION}/customers/{}/googleAds:search",
             encode_segment(&self.id)
         );
-        let body = serde_json::to_vec(&serde_json::json!({ "query": query }))
-            .map_err(|e| ToolError::invalid(format!("cannot encode the query: {e}")))?;
-        let response = self.http.send(Method::Post, &path, &[], Some(body))?;
-        check(response.status, &response.body).map_err(|e| match e {
-            ToolError::NotFound(m) => ToolError::NotFound(format!("customer {}: {m}", self.id)),
-            other => other,
-        })?;
-        let page: SearchResponse = serde_json::from_slice(&response.body).map_err(|e| {
-            ToolError::BadResponse(format!("the search answer is not the expected JSON: {e}"))
-        })?;
+        let page: SearchResponse = self
+            .http
+            .post(&path, &serde_json::json!({ "query": query }))
+            .map_err(|e| match e {
+                ToolError::NotFound(m) => ToolError::NotFound(format!("customer {}: {m}", self.id)),
+                other => other,
+            })?;
         Ok(page.results)
     }
 }
@@ -975,11 +843,7 @@ struct GoogleAds;
 impl read_tools::Guest for GoogleAds {
     fn accounts() -> Result<Vec<AccessibleCustomer>, ToolError> {
         let path = format!("/{VERSION}/customers:listAccessibleCustomers");
-        let response = google(None)?.send(Method::Get, &path, &[], None)?;
-        check(response.status, &response.body)?;
-        let list: AccessibleList = serde_json::from_slice(&response.body).map_err(|e| {
-            ToolError::BadResponse(format!("the customer list is not the expected JSON: {e}"))
-        })?;
+        let list: AccessibleList = google(None)?.get(&path, &[])?;
         Ok(list
             .resource_names
             .into_iter()
@@ -1060,12 +924,7 @@ impl read_tools::Guest for GoogleAds {
         login_customer_id: Option<String>,
         depth: Option<u8>,
     ) -> Result<Vec<ClientAccount>, ToolError> {
-        let depth = depth.unwrap_or(1);
-        if depth > MAX_DEPTH {
-            return Err(ToolError::invalid(format!(
-                "depth must be at most {MAX_DEPTH}"
-            )));
-        }
+        let depth = bounded("depth", depth, 1, 0, MAX_DEPTH)?;
         let account = account(&customer_id, login_customer_id.as_deref())?;
         let mut clients = account
             .search(&hierarchy_query(depth))?
@@ -1177,10 +1036,14 @@ mod tests {
     }
 
     #[test]
-    fn dates_are_calendar_dates() {
+    fn dates_are_calendar_dates_from_2000_to_2099() {
         for good in ["2026-11-01", "2024-02-29", "2000-01-31", "2099-12-31"] {
-            check_date("start", good).unwrap();
+            custom_range(good, good).unwrap();
         }
+        assert_eq!(
+            invalid(custom_range("1999-12-31", "2026-01-01").unwrap_err()),
+            "the start date must be a date YYYY-MM-DD from 2000 to 2099, not `1999-12-31`"
+        );
         for bad in [
             "2026-02-29",
             "2026-13-01",
@@ -1192,8 +1055,10 @@ mod tests {
             "1999-12-31",
             "2026-04-31",
             "+026-11-01",
+            "2100-01-01",
         ] {
-            assert!(check_date("start", bad).is_err(), "{bad}");
+            assert!(custom_range(bad, "2026-12-31").is_err(), "{bad}");
+            assert!(custom_range("2026-01-01", bad).is_err(), "{bad}");
         }
     }
 
@@ -1219,7 +1084,7 @@ mod tests {
         );
         assert_eq!(
             invalid(date_condition(&custom("2026-11-07", "2026-11-01")).unwrap_err()),
-            "end 2026-11-01 is before start 2026-11-07"
+            "the start date 2026-11-07 is after the end date 2026-11-01"
         );
         assert!(date_condition(&custom("2026-11-01'", "2026-11-07")).is_err());
     }
@@ -1229,7 +1094,10 @@ mod tests {
         assert_eq!(limit(None).unwrap(), 50);
         assert_eq!(limit(Some(1000)).unwrap(), 1000);
         assert!(limit(Some(0)).is_err());
-        assert!(limit(Some(1001)).is_err());
+        assert_eq!(
+            invalid(limit(Some(1001)).unwrap_err()),
+            "limit must be between 1 and 1000, not 1001"
+        );
         assert!(entity_id("campaign-id", "123 OR 1=1").is_err());
         assert!(entity_id("campaign-id", "").is_err());
         assert_eq!(
@@ -1413,6 +1281,9 @@ mod tests {
         assert_eq!(min_cost_micros(Some(1.25)).unwrap(), 1_250_000);
         assert!(min_cost_micros(Some(-1.0)).is_err());
         assert!(min_cost_micros(Some(f64::NAN)).is_err());
+        assert!(min_cost_micros(Some(f64::INFINITY)).is_err());
+        assert!(min_cost_micros(Some(2e9)).is_err());
+        assert_eq!(min_cost_micros(None).unwrap(), 0);
     }
 
     #[test]
@@ -1433,26 +1304,33 @@ mod tests {
 
     #[test]
     fn google_errors_name_status_codes_and_messages() {
+        // The connector reads Google Ads' error bodies in the SDK's Google format.
         let body = json!({"error": {"code": 403, "message": "The caller does not have permission", "status": "PERMISSION_DENIED",
             "details": [{"@type": "type.googleapis.com/google.ads.googleads.v26.errors.GoogleAdsFailure",
                 "errors": [{"errorCode": {"authorizationError": "USER_PERMISSION_DENIED"}, "message": "User doesn't have permission to access customer."}],
                 "requestId": "abc"}]}});
         let bytes = serde_json::to_vec(&body).unwrap();
         assert_eq!(
-            error_message(&bytes),
+            ERRORS.message(&bytes),
             "PERMISSION_DENIED: authorizationError.USER_PERMISSION_DENIED: User doesn't have permission to access customer."
         );
         let plain = serde_json::to_vec(&json!({"error": {"code": 401, "message": "Request had invalid authentication credentials.", "status": "UNAUTHENTICATED"}})).unwrap();
         assert_eq!(
-            error_message(&plain),
+            ERRORS.message(&plain),
             "UNAUTHENTICATED: Request had invalid authentication credentials."
         );
-        assert_eq!(error_message(b"  Bad Gateway  "), "Bad Gateway");
-        assert!(matches!(check(404, b"{}"), Err(ToolError::NotFound(_))));
+        assert_eq!(ERRORS.message(b"  Bad Gateway  "), "Bad Gateway");
         assert!(matches!(
-            check(429, b"{}"),
-            Err(ToolError::Upstream(UpstreamError { status: 429, .. }))
+            ERRORS.status_error(404, b"{}"),
+            Some(ToolError::NotFound(_))
         ));
-        assert!(check(200, b"{}").is_ok());
+        assert!(matches!(
+            ERRORS.status_error(429, b"{}"),
+            Some(ToolError::Upstream(scout_sdk::UpstreamError {
+                status: 429,
+                ..
+            }))
+        ));
+        assert!(ERRORS.status_error(200, b"{}").is_none());
     }
 }

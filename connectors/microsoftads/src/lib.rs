@@ -43,7 +43,8 @@
 //! an allow-list checked against the report type. Microsoft's faults
 //! (`{"Errors"|"OperationErrors"|"BatchErrors": [{"Code", "ErrorCode",
 //! "Message"}]}`) become `upstream` (or `not-found` for 404) with the codes
-//! and messages.
+//! and messages: that shape is none of the SDK's `ErrorFormat`s, so it is
+//! read here, and cut with the SDK's `cut_message`.
 //!
 //! What Microsoft answers was written from its documentation and never
 //! observed (the fixtures are UNVERIFIED).
@@ -54,7 +55,8 @@ use bindings::exports::scout::microsoftads::read_tools::{
     self, Account, Aggregation, Campaign, CampaignType, ReportColumn, ReportData, ReportStatus,
     ReportTime, ReportType, SubmittedReport,
 };
-use scout_sdk::{Http, Method, ToolError, UpstreamError, encode_segment};
+use scout_sdk::args::{bounded, date, date_range};
+use scout_sdk::{Http, Method, ToolError, UpstreamError, cut_message, encode_segment, parse_json};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -73,8 +75,6 @@ const DEFAULT_ROWS: u32 = 1000;
 const MAX_ROWS: u32 = 10_000;
 /// Largest CSV inflated from the archive.
 const MAX_CSV: usize = 8 * 1024 * 1024;
-/// Longest upstream message carried into a tool error.
-const MAX_MESSAGE: usize = 500;
 
 // ---------------------------------------------------------------------------
 // Validation and request bodies (pure functions, unit-tested below)
@@ -89,35 +89,14 @@ fn check_id(what: &str, id: u64) -> Result<u64, ToolError> {
     Ok(id)
 }
 
-fn days_in_month(year: u32, month: u32) -> u32 {
-    match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        _ if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
-        _ => 28,
-    }
-}
-
-/// A calendar date, `YYYY-MM-DD`, years 2000 to 2099: (year, month, day).
-fn parse_date(what: &str, s: &str) -> Result<(u32, u32, u32), ToolError> {
-    let bad = || ToolError::invalid(format!("{what} `{s}` is not a date (YYYY-MM-DD)"));
-    let b = s.as_bytes();
-    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
-        return Err(bad());
-    }
-    let num = |r: std::ops::Range<usize>| -> Result<u32, ToolError> {
-        if !b[r.clone()].iter().all(u8::is_ascii_digit) {
-            return Err(bad());
-        }
-        s[r].parse().map_err(|_| bad())
-    };
-    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    if !(2000..=2099).contains(&year)
-        || !(1..=12).contains(&month)
-        || day == 0
-        || day > days_in_month(year, month)
-    {
-        return Err(bad());
+/// A calendar date `YYYY-MM-DD` (the SDK's check), years 2000 to 2099:
+/// (year, month, day).
+fn report_date(what: &str, text: &str) -> Result<(u32, u32, u32), ToolError> {
+    let (year, month, day) = date(what, text)?;
+    if !(2000..=2099).contains(&year) {
+        return Err(ToolError::invalid(format!(
+            "{what} must be a date YYYY-MM-DD from 2000 to 2099, not `{text}`"
+        )));
     }
     Ok((year, month, day))
 }
@@ -135,14 +114,9 @@ fn report_time(time: &ReportTime) -> Result<Value, ToolError> {
         ReportTime::LastMonth => predefined("LastMonth"),
         ReportTime::LastThreeMonths => predefined("LastThreeMonths"),
         ReportTime::Custom(d) => {
-            let start = parse_date("start", &d.start)?;
-            let end = parse_date("end", &d.end)?;
-            if end < start {
-                return Err(ToolError::invalid(format!(
-                    "end {} is before start {}",
-                    d.end, d.start
-                )));
-            }
+            date_range(&d.start, &d.end)?;
+            let start = report_date("the start date", &d.start)?;
+            let end = report_date("the end date", &d.end)?;
             let date = |(y, m, d): (u32, u32, u32)| json!({ "Day": d, "Month": m, "Year": y });
             Ok(json!({ "CustomDateRangeStart": date(start), "CustomDateRangeEnd": date(end) }))
         }
@@ -316,14 +290,7 @@ fn check_request_id(id: &str) -> Result<(), ToolError> {
 }
 
 fn max_rows(value: Option<u32>) -> Result<u32, ToolError> {
-    match value {
-        None => Ok(DEFAULT_ROWS),
-        Some(0) => Err(ToolError::invalid("max-rows must be at least 1")),
-        Some(n) if n > MAX_ROWS => Err(ToolError::invalid(format!(
-            "max-rows must be at most {MAX_ROWS}"
-        ))),
-        Some(n) => Ok(n),
-    }
+    bounded("max-rows", value, DEFAULT_ROWS, 1, MAX_ROWS)
 }
 
 // ---------------------------------------------------------------------------
@@ -739,20 +706,9 @@ struct FaultError {
     message: Option<String>,
 }
 
-fn cut(mut text: String) -> String {
-    if text.len() > MAX_MESSAGE {
-        let mut end = MAX_MESSAGE;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-    }
-    text
-}
-
 /// `ErrorCode (Code): Message; ...` from a fault, or the body's text.
 fn fault_message(body: &[u8]) -> String {
-    let text = || cut(String::from_utf8_lossy(body).trim().to_string());
+    let text = || cut_message(String::from_utf8_lossy(body));
     let Ok(fault) = serde_json::from_slice::<Fault>(body) else {
         return text();
     };
@@ -767,11 +723,14 @@ fn fault_message(body: &[u8]) -> String {
         })
         .collect();
     if !errors.is_empty() {
-        return cut(errors.join("; "));
+        return cut_message(errors.join("; "));
     }
-    fault.message.map(cut).unwrap_or_else(text)
+    fault.message.map(cut_message).unwrap_or_else(text)
 }
 
+/// 404 `not-found`, any other non-2xx `upstream`, as the SDK's
+/// `ErrorFormat::status_error` maps them, with the fault's message (a shape
+/// the SDK has no `ErrorFormat` for).
 fn check(status: u16, body: &[u8]) -> Result<(), ToolError> {
     if (200..300).contains(&status) {
         return Ok(());
@@ -827,8 +786,10 @@ fn call<T: serde::de::DeserializeOwned>(
         .map_err(|e| ToolError::invalid(format!("cannot encode the request: {e}")))?;
     let response = http.send(Method::Post, path, &[], Some(body))?;
     check(response.status, &response.body)?;
-    serde_json::from_slice(&response.body).map_err(|e| {
-        ToolError::BadResponse(format!("Microsoft's answer is not the expected JSON: {e}"))
+    // A bad answer names the request, as the SDK's `Http::post` does.
+    parse_json(&response.body).map_err(|e| match e {
+        ToolError::BadResponse(m) => ToolError::BadResponse(format!("POST {path}: {m}")),
+        other => other,
     })
 }
 
@@ -1205,6 +1166,12 @@ mod tests {
         assert!(check_id("account-id", 0).is_err());
         assert_eq!(max_rows(None).unwrap(), 1000);
         assert!(max_rows(Some(0)).is_err() && max_rows(Some(10_001)).is_err());
+        assert!(
+            matches!(max_rows(Some(0)), Err(ToolError::InvalidInput(m)) if m == "max-rows must be between 1 and 10000, not 0")
+        );
+        assert!(
+            matches!(report_time(&ReportTime::Custom(CustomDates { start: "1999-12-31".into(), end: "2026-01-01".into() })), Err(ToolError::InvalidInput(m)) if m == "the start date must be a date YYYY-MM-DD from 2000 to 2099, not `1999-12-31`")
+        );
     }
 
     #[test]

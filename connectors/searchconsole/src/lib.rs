@@ -15,10 +15,11 @@
 //! reference shows); the route declares it `{site:encoded}`, the only place
 //! the host lets a `%2F` through.
 //!
-//! Errors: Google answers `{"error": {"code", "status", "message"}}`. A 404 is
-//! `not-found`; every other status is `upstream` with Google's status name
-//! and message. In particular a 403 `PERMISSION_DENIED` (a property the
-//! user cannot see, or a URL outside it) is `upstream`, not `refused`:
+//! Errors: Google answers `{"error": {"code", "status", "message"}}`, read
+//! with the SDK's `ErrorFormat::Google`. A 404 is `not-found`; every other
+//! status is `upstream` with Google's status name and message. In
+//! particular a 403 `PERMISSION_DENIED` (a property the user cannot see, or
+//! a URL outside it) is `upstream`, not `refused`:
 //! `refused` is for this connector's own rules, and here it is Google that
 //! said no, about the user's access, which the user can change in Search
 //! Console.
@@ -29,7 +30,8 @@ use bindings::exports::scout::searchconsole::read_tools::{
     self, BreakdownDimension, DataState, Filter, FilterDimension, FilterOperator, Inspection,
     PeriodTotals, PermissionLevel, Property, PropertyKind, Report, Row, SearchType,
 };
-use scout_sdk::{Http, Method, Response, ToolError, UpstreamError, encode_segment};
+use scout_sdk::args::{date, date_range};
+use scout_sdk::{ErrorFormat, Http, ToolError, encode_segment};
 use serde::{Deserialize, Serialize};
 
 /// Longest property string accepted.
@@ -44,8 +46,8 @@ const MAX_ROWS: u32 = 1000;
 const MAX_FILTERS: usize = 20;
 /// Longest filter expression.
 const MAX_EXPRESSION: usize = 1000;
-/// Longest upstream message carried into an error.
-const MAX_MESSAGE: usize = 500;
+/// How Google writes its errors.
+const ERRORS: ErrorFormat = ErrorFormat::Google;
 
 // ---------------------------------------------------------------------------
 // Validation (pure functions, unit-tested below)
@@ -149,57 +151,24 @@ fn site_segment(site: &str) -> Result<String, ToolError> {
     Ok(encode_segment(site))
 }
 
-fn days_in_month(year: u32, month: u32) -> u32 {
-    match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        _ if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
-        _ => 28,
-    }
-}
-
-/// Checks a `YYYY-MM-DD` date.
-fn validate_date(name: &str, date: &str) -> Result<(), ToolError> {
-    let bad = || {
-        ToolError::invalid(format!(
-            "{name} `{date}` is not a date in YYYY-MM-DD form, e.g. `2026-11-01`"
-        ))
-    };
-    let b = date.as_bytes();
-    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
-        return Err(bad());
-    }
-    let digits = |s: &str| -> Option<u32> {
-        s.bytes()
-            .all(|c| c.is_ascii_digit())
-            .then(|| s.parse().ok())
-            .flatten()
-    };
-    let (Some(year), Some(month), Some(day)) = (
-        digits(&date[0..4]),
-        digits(&date[5..7]),
-        digits(&date[8..10]),
-    ) else {
-        return Err(bad());
-    };
-    if year < 2000 || !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
-        return Err(bad());
-    }
-    Ok(())
-}
-
-/// Checks a date range: both dates valid, start not after end.
+/// Checks a date range: two calendar dates `YYYY-MM-DD` (the SDK's check),
+/// the start not after the end, neither before 2000.
 fn validate_range(start: &str, end: &str) -> Result<(), ToolError> {
-    validate_date("start-date", start)?;
-    validate_date("end-date", end)?;
-    if start > end {
-        return Err(ToolError::invalid(format!(
-            "start-date {start} is after end-date {end}"
-        )));
+    date_range(start, end)?;
+    for (what, text) in [("the start date", start), ("the end date", end)] {
+        let (year, _, _) = date(what, text)?;
+        if year < 2000 {
+            return Err(ToolError::invalid(format!(
+                "{what} must be a date YYYY-MM-DD from 2000 on, not `{text}`"
+            )));
+        }
     }
     Ok(())
 }
 
+/// A row limit, 1 to one page. Not the SDK's `args::bounded`: the host's
+/// tests of this connector assert this wording, which says why the bound is
+/// one page.
 fn row_limit(limit: Option<u32>) -> Result<u32, ToolError> {
     match limit {
         None => Ok(DEFAULT_ROWS),
@@ -397,49 +366,6 @@ fn permission_level(level: Option<&str>) -> PermissionLevel {
     }
 }
 
-fn cut(mut text: String) -> String {
-    if text.len() > MAX_MESSAGE {
-        let mut end = MAX_MESSAGE;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-    }
-    text
-}
-
-/// Maps a non-2xx answer to a tool error: 404 `not-found`, anything else
-/// `upstream`, with Google's `STATUS: message` (or the body's text).
-fn google_error(status: u16, body: &[u8]) -> ToolError {
-    let message = match serde_json::from_slice::<GoogleErrorBody>(body) {
-        Ok(GoogleErrorBody { error }) if !error.status.is_empty() => {
-            format!("{}: {}", error.status, error.message)
-        }
-        Ok(GoogleErrorBody { error }) => error.message,
-        Err(_) => String::from_utf8_lossy(body).trim().to_string(),
-    };
-    let message = cut(message);
-    if status == 404 {
-        ToolError::NotFound(message)
-    } else {
-        ToolError::Upstream(UpstreamError { status, message })
-    }
-}
-
-fn check(response: &Response) -> Result<(), ToolError> {
-    if (200..300).contains(&response.status) {
-        Ok(())
-    } else {
-        Err(google_error(response.status, &response.body))
-    }
-}
-
-fn parse<T: serde::de::DeserializeOwned>(response: &Response) -> Result<T, ToolError> {
-    check(response)?;
-    serde_json::from_slice(&response.body)
-        .map_err(|e| ToolError::BadResponse(format!("response is not the expected JSON: {e}")))
-}
-
 fn rows_of(response: QueryResponse, limit: u32) -> Report {
     let may_have_more = response.rows.len() as u64 >= u64::from(limit);
     Report {
@@ -515,19 +441,6 @@ fn inspection_of(result: ApiInspectionResult) -> Inspection {
 // ---------------------------------------------------------------------------
 // Google's wire format (only the fields used; extra fields are ignored)
 // ---------------------------------------------------------------------------
-
-#[derive(Deserialize)]
-struct GoogleErrorBody {
-    error: GoogleError,
-}
-
-#[derive(Deserialize)]
-struct GoogleError {
-    #[serde(default)]
-    status: String,
-    #[serde(default)]
-    message: String,
-}
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -692,17 +605,9 @@ struct ApiAmp {
 
 /// The client for the Search Console origin the host granted.
 fn searchconsole() -> Result<Http, ToolError> {
-    Ok(Http::connect()?.with_header("accept", "application/json"))
-}
-
-fn post<B: Serialize, T: serde::de::DeserializeOwned>(
-    path: &str,
-    body: &B,
-) -> Result<T, ToolError> {
-    let body = serde_json::to_vec(body)
-        .map_err(|e| ToolError::invalid(format!("cannot encode the request: {e}")))?;
-    let response = searchconsole()?.send(Method::Post, path, &[], Some(body))?;
-    parse(&response)
+    Ok(Http::connect()?
+        .with_header("accept", "application/json")
+        .with_errors(ERRORS))
 }
 
 /// Arguments every search-analytics tool shares.
@@ -733,7 +638,7 @@ impl Query<'_> {
             data_state: self.data_state.map(data_state_wire),
             row_limit: rows,
         };
-        post(
+        searchconsole()?.post(
             &format!("/webmasters/v3/sites/{segment}/searchAnalytics/query"),
             &body,
         )
@@ -754,8 +659,7 @@ struct SearchConsole;
 
 impl read_tools::Guest for SearchConsole {
     fn properties() -> Result<Vec<Property>, ToolError> {
-        let response = searchconsole()?.send(Method::Get, "/webmasters/v3/sites", &[], None)?;
-        let list: SitesList = parse(&response)?;
+        let list: SitesList = searchconsole()?.get("/webmasters/v3/sites", &[])?;
         Ok(list
             .site_entry
             .into_iter()
@@ -870,7 +774,8 @@ impl read_tools::Guest for SearchConsole {
             site_url: &site_url,
             language_code: language_code.as_deref(),
         };
-        let response: InspectResponse = post("/v1/urlInspection/index:inspect", &body)?;
+        let response: InspectResponse =
+            searchconsole()?.post("/v1/urlInspection/index:inspect", &body)?;
         Ok(inspection_of(response.inspection_result))
     }
 }
@@ -962,7 +867,7 @@ mod tests {
     #[test]
     fn dates() {
         for good in ["2026-11-01", "2024-02-29", "2000-01-31", "2026-12-31"] {
-            assert!(validate_date("d", good).is_ok(), "{good}");
+            assert!(validate_range(good, good).is_ok(), "{good}");
         }
         for bad in [
             "",
@@ -977,8 +882,12 @@ mod tests {
             "２０２６-11-01",
             "+026-11-01",
         ] {
-            assert!(validate_date("d", bad).is_err(), "{bad:?}");
+            assert!(validate_range(bad, "2026-12-31").is_err(), "{bad:?}");
+            assert!(validate_range("2000-01-01", bad).is_err(), "{bad:?}");
         }
+        assert!(
+            matches!(validate_range("1999-12-31", "2026-01-01"), Err(ToolError::InvalidInput(m)) if m == "the start date must be a date YYYY-MM-DD from 2000 on, not `1999-12-31`")
+        );
         assert!(validate_range("2026-10-01", "2026-10-31").is_ok());
         assert!(validate_range("2026-10-01", "2026-10-01").is_ok());
         assert!(validate_range("2026-11-01", "2026-10-31").is_err());
@@ -1139,6 +1048,8 @@ mod tests {
 
     #[test]
     fn google_errors() {
+        // The connector reads Search Console's error bodies in the SDK's Google format.
+        let google_error = |status, body: &[u8]| ERRORS.status_error(status, body).unwrap();
         let body = br#"{"error":{"code":403,"message":"User does not have sufficient permission for site 'https://www.example.com/'.","status":"PERMISSION_DENIED"}}"#;
         match google_error(403, body) {
             ToolError::Upstream(u) => {

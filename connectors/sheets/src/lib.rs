@@ -21,7 +21,8 @@
 //! The append route is declared `.../values/{range}:append`: the host
 //! refuses any other verb on a range (a `:clear`, say) before it is sent.
 //!
-//! Errors: Google's `{"error": {"code", "status", "message"}}`; 404 is
+//! Errors: Google's `{"error": {"code", "status", "message"}}`, read with the
+//! SDK's `ErrorFormat::Google`; 404 is
 //! `not-found`, every other status `upstream` (a 403 for a spreadsheet this
 //! app did not create included: Google refused it, about the token's scope).
 
@@ -29,7 +30,8 @@ scout_sdk::bindings!();
 
 use bindings::exports::scout::sheets::read_tools::{self, Spreadsheet, SpreadsheetList};
 use bindings::exports::scout::sheets::write_tools::{self, Appended, Exported};
-use scout_sdk::{Http, Method, Response, ToolError, UpstreamError, encode_segment};
+use scout_sdk::args::bounded;
+use scout_sdk::{ErrorFormat, Http, Method, ToolError, encode_segment};
 use serde::{Deserialize, Serialize};
 
 /// The Drive destination the operator binds (`[connectors.sheets.origins] drive = ...`).
@@ -54,21 +56,15 @@ const MAX_TITLE: usize = 200;
 const MAX_SHEET_NAME: usize = 100;
 /// The first sheet's name when `export` is given none.
 const DEFAULT_SHEET: &str = "Sheet1";
-/// Longest upstream message carried into an error.
-const MAX_MESSAGE: usize = 500;
+/// How Google writes its errors.
+const ERRORS: ErrorFormat = ErrorFormat::Google;
 
 // ---------------------------------------------------------------------------
 // Validation (pure functions, unit-tested below)
 // ---------------------------------------------------------------------------
 
 fn list_limit(limit: Option<u32>) -> Result<u32, ToolError> {
-    match limit {
-        None => Ok(DEFAULT_LIST),
-        Some(n) if (1..=MAX_LIST).contains(&n) => Ok(n),
-        Some(n) => Err(ToolError::invalid(format!(
-            "limit {n} is not between 1 and {MAX_LIST}"
-        ))),
-    }
+    bounded("limit", limit, DEFAULT_LIST, 1, MAX_LIST)
 }
 
 /// The Drive `q` of `list`: spreadsheets not in the trash, and, when given,
@@ -295,43 +291,6 @@ fn create_body<'a>(
     }
 }
 
-fn cut(mut text: String) -> String {
-    if text.len() > MAX_MESSAGE {
-        let mut end = MAX_MESSAGE;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-    }
-    text
-}
-
-/// Maps a non-2xx answer to a tool error: 404 `not-found`, anything else
-/// `upstream`, with Google's `STATUS: message` (or the body's text).
-fn google_error(status: u16, body: &[u8]) -> ToolError {
-    let message = match serde_json::from_slice::<GoogleErrorBody>(body) {
-        Ok(GoogleErrorBody { error }) if !error.status.is_empty() => {
-            format!("{}: {}", error.status, error.message)
-        }
-        Ok(GoogleErrorBody { error }) => error.message,
-        Err(_) => String::from_utf8_lossy(body).trim().to_string(),
-    };
-    let message = cut(message);
-    if status == 404 {
-        ToolError::NotFound(message)
-    } else {
-        ToolError::Upstream(UpstreamError { status, message })
-    }
-}
-
-fn parse<T: serde::de::DeserializeOwned>(response: &Response) -> Result<T, ToolError> {
-    if !(200..300).contains(&response.status) {
-        return Err(google_error(response.status, &response.body));
-    }
-    serde_json::from_slice(&response.body)
-        .map_err(|e| ToolError::BadResponse(format!("response is not the expected JSON: {e}")))
-}
-
 fn count(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
@@ -339,19 +298,6 @@ fn count(n: usize) -> u32 {
 // ---------------------------------------------------------------------------
 // Google's wire format (only the fields used; extra fields are ignored)
 // ---------------------------------------------------------------------------
-
-#[derive(Deserialize)]
-struct GoogleErrorBody {
-    error: GoogleError,
-}
-
-#[derive(Deserialize)]
-struct GoogleError {
-    #[serde(default)]
-    status: String,
-    #[serde(default)]
-    message: String,
-}
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -491,19 +437,10 @@ struct Updates {
 // Requests
 // ---------------------------------------------------------------------------
 
-fn send_json<B: Serialize>(
-    http: &Http,
-    path: &str,
-    query: &[(&str, &str)],
-    body: &B,
-) -> Result<Response, ToolError> {
-    let body = serde_json::to_vec(body)
-        .map_err(|e| ToolError::invalid(format!("cannot encode the request: {e}")))?;
-    http.send(Method::Post, path, query, Some(body))
-}
-
 fn sheets() -> Result<Http, ToolError> {
-    Ok(Http::connect()?.with_header("accept", "application/json"))
+    Ok(Http::connect()?
+        .with_header("accept", "application/json")
+        .with_errors(ERRORS))
 }
 
 // ---------------------------------------------------------------------------
@@ -530,9 +467,10 @@ impl read_tools::Guest for Sheets {
                 "nextPageToken,files(id,name,createdTime,modifiedTime,webViewLink)",
             ),
         ];
-        let drive = Http::connect_to(DRIVE)?.with_header("accept", "application/json");
-        let response = drive.send(Method::Get, "/drive/v3/files", &query, None)?;
-        let list: FileList = parse(&response)?;
+        let drive = Http::connect_to(DRIVE)?
+            .with_header("accept", "application/json")
+            .with_errors(ERRORS);
+        let list: FileList = drive.get("/drive/v3/files", &query)?;
         Ok(SpreadsheetList {
             may_have_more: list.next_page_token.is_some_and(|t| !t.is_empty()),
             spreadsheets: list
@@ -565,8 +503,8 @@ impl write_tools::Guest for Sheets {
             "fields",
             "spreadsheetId,spreadsheetUrl,properties(title),sheets(properties(title))",
         )];
-        let response = send_json(&sheets()?, "/v4/spreadsheets", &query, &body)?;
-        let created: Created = parse(&response)?;
+        let created: Created =
+            sheets()?.json(Method::Post, "/v4/spreadsheets", &query, Some(&body))?;
         Ok(Exported {
             spreadsheet_id: created.spreadsheet_id,
             url: created.spreadsheet_url,
@@ -600,13 +538,12 @@ impl write_tools::Guest for Sheets {
             ("valueInputOption", "RAW"),
             ("insertDataOption", "INSERT_ROWS"),
         ];
-        let response = send_json(
-            &sheets()?,
+        let appended: AppendResponse = sheets()?.json(
+            Method::Post,
             &append_path(&spreadsheet_id, &range),
             &query,
-            &body,
+            Some(&body),
         )?;
-        let appended: AppendResponse = parse(&response)?;
         let updates = appended.updates.unwrap_or_default();
         Ok(Appended {
             spreadsheet_id: appended.spreadsheet_id,
@@ -656,7 +593,9 @@ mod tests {
         assert!(drive_query(Some(&"a".repeat(101))).is_err());
         assert_eq!(list_limit(None).unwrap(), 50);
         assert!(list_limit(Some(0)).is_err());
-        assert!(list_limit(Some(101)).is_err());
+        assert!(
+            matches!(list_limit(Some(101)), Err(ToolError::InvalidInput(m)) if m == "limit must be between 1 and 100, not 101")
+        );
     }
 
     #[test]
@@ -771,6 +710,8 @@ mod tests {
 
     #[test]
     fn google_errors() {
+        // The connector reads Drive's and Sheets' errors in the SDK's Google format.
+        let google_error = |status, body: &[u8]| ERRORS.status_error(status, body).unwrap();
         let body = br#"{"error":{"code":403,"message":"The caller does not have permission","status":"PERMISSION_DENIED"}}"#;
         assert!(
             matches!(google_error(403, body), ToolError::Upstream(u) if u.status == 403 && u.message == "PERMISSION_DENIED: The caller does not have permission")
