@@ -38,7 +38,9 @@ use bindings::exports::scout::shopify::read_tools::{
     self, Money, Order, OrderStatus, Product, Shop,
 };
 use bindings::exports::scout::shopify::write_tools::{self, GraphqlAnswer, QueryCost, UserError};
-use scout_sdk::{Http, Method, ToolError, UpstreamError};
+use scout_sdk::args::bounded;
+use scout_sdk::graphql;
+use scout_sdk::{ErrorFormat, Http, Method, ToolError, UpstreamError, cut_message, parse_json};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -56,8 +58,6 @@ const MAX_SEARCH: usize = 500;
 const MAX_DOCUMENT: usize = 65_536;
 /// Longest `variables` text accepted by `admin-graphql`.
 const MAX_VARIABLES: usize = 1_048_576;
-/// Longest upstream message carried into a tool error.
-const MAX_MESSAGE: usize = 500;
 
 // ---------------------------------------------------------------------------
 // The fixed GraphQL documents of the read tools
@@ -80,13 +80,7 @@ const READ_DOCUMENTS: [&str; 3] = [SHOP_QUERY, PRODUCTS_QUERY, ORDERS_QUERY];
 
 /// `limit`: default 10; 1 to 50, or `invalid-input`.
 fn list_limit(limit: Option<u8>) -> Result<u8, ToolError> {
-    match limit {
-        None => Ok(DEFAULT_LIMIT),
-        Some(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
-        Some(n) => Err(ToolError::invalid(format!(
-            "limit {n} is out of range: give 1 to {MAX_LIMIT}"
-        ))),
-    }
+    bounded("limit", limit, DEFAULT_LIMIT, 1, MAX_LIMIT)
 }
 
 /// A product search string: trimmed; empty means no filter; long or
@@ -155,12 +149,6 @@ fn parse_variables(variables: Option<&str>) -> Result<Map<String, Value>, ToolEr
 // ---------------------------------------------------------------------------
 
 #[derive(Serialize)]
-struct GraphqlRequest<'a, V: Serialize> {
-    query: &'a str,
-    variables: &'a V,
-}
-
-#[derive(Serialize)]
 struct NoVariables {}
 
 /// `$first` and an optional `$query` search string (omitted when none).
@@ -171,23 +159,9 @@ struct ListVariables<'a> {
     query: Option<&'a str>,
 }
 
-/// The JSON body of one GraphQL request.
-fn request_body<V: Serialize>(query: &str, variables: &V) -> Result<Vec<u8>, ToolError> {
-    serde_json::to_vec(&GraphqlRequest { query, variables })
-        .map_err(|e| ToolError::invalid(format!("cannot encode the request: {e}")))
-}
-
 // ---------------------------------------------------------------------------
 // Answers
 // ---------------------------------------------------------------------------
-
-fn cut(text: &str) -> String {
-    let mut end = text.len().min(MAX_MESSAGE);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_string()
-}
 
 /// `extensions.cost`, as Shopify reports it.
 #[derive(Deserialize, Debug, Clone, PartialEq)]
@@ -308,7 +282,7 @@ fn message_of(errors: &[GraphqlError]) -> String {
         })
         .collect::<Vec<_>>()
         .join("; ");
-    cut(&text)
+    cut_message(text)
 }
 
 /// Codes that say something about the shop or the token, not the document.
@@ -335,7 +309,7 @@ fn refusal(
     let has = |code: &str| errors.iter().any(|e| e.code.as_deref() == Some(code));
     if has("THROTTLED") {
         if let Some(c) = cost {
-            message = cut(&format!(
+            message = cut_message(format!(
                 "{message}: the document costs {} points and {} of {} are available, restoring {} per second",
                 points(c.requested_query_cost),
                 c.throttle_status.currently_available,
@@ -351,55 +325,57 @@ fn refusal(
             .is_some_and(|c| NOT_THE_DOCUMENT.contains(&c))
     });
     if agents_document && !about_the_shop && (200..300).contains(&status) {
-        return ToolError::invalid(cut(&format!("Shopify rejected the document: {message}")));
+        return ToolError::invalid(cut_message(format!(
+            "Shopify rejected the document: {message}"
+        )));
     }
     ToolError::Upstream(UpstreamError { status, message })
 }
 
-/// Reads Shopify's answer. A non-2xx status is `not-found` (404) or
-/// `upstream` with the body's errors as the message; a 2xx body that is not
-/// JSON is `bad-response`.
-fn parse_answer(status: u16, body: &[u8]) -> Result<Answer, ToolError> {
-    let ok = (200..300).contains(&status);
-    let envelope: Envelope = match serde_json::from_slice(body) {
-        Ok(v) => v,
-        Err(e) => {
-            if ok {
-                return Err(ToolError::BadResponse(format!(
-                    "response is not a JSON object: {e}"
-                )));
-            }
-            let message = cut(String::from_utf8_lossy(body).trim());
-            return Err(if status == 404 {
-                ToolError::NotFound(message)
-            } else {
-                ToolError::Upstream(UpstreamError { status, message })
-            });
-        }
-    };
-    let errors = errors_of(envelope.errors.as_ref());
-    let cost = envelope
+/// The answer's cost, when it reports one.
+fn cost_of(envelope: &Envelope) -> Option<ApiCost> {
+    envelope
         .extensions
         .as_ref()
         .and_then(|x| x.get("cost"))
-        .and_then(|c| serde_json::from_value::<ApiCost>(c.clone()).ok());
-    if !ok {
-        let message = if errors.is_empty() {
-            cut(String::from_utf8_lossy(body).trim())
-        } else {
-            message_of(&errors)
+        .and_then(|c| serde_json::from_value::<ApiCost>(c.clone()).ok())
+}
+
+/// Reads Shopify's answer. A non-2xx status is the SDK's error for it
+/// (`not-found` for a 404, else `upstream`), its message Shopify's errors
+/// with their codes when the body has any (the SDK's
+/// [`ErrorFormat::GraphQl`] reads neither the codes nor a string or object
+/// `errors`), else the body's text; a THROTTLED one carries the cost. A
+/// 2xx body that is not JSON is `bad-response`.
+fn parse_answer(status: u16, body: &[u8]) -> Result<Answer, ToolError> {
+    let envelope = serde_json::from_slice::<Envelope>(body);
+    if let Some(error) = ErrorFormat::GraphQl.status_error(status, body) {
+        let Ok(envelope) = envelope else {
+            return Err(error);
         };
-        if status == 404 {
-            return Err(ToolError::NotFound(message));
+        let errors = errors_of(envelope.errors.as_ref());
+        if errors.is_empty() {
+            return Err(error);
         }
         if errors
             .iter()
             .any(|e| e.code.as_deref() == Some("THROTTLED"))
         {
-            return Err(refusal(status, &errors, cost.as_ref(), false));
+            return Err(refusal(status, &errors, cost_of(&envelope).as_ref(), false));
         }
-        return Err(ToolError::Upstream(UpstreamError { status, message }));
+        let message = message_of(&errors);
+        return Err(match error {
+            ToolError::NotFound(_) => ToolError::NotFound(message),
+            ToolError::Upstream(UpstreamError { status, .. }) => {
+                ToolError::Upstream(UpstreamError { status, message })
+            }
+            other => other,
+        });
     }
+    let envelope = envelope
+        .map_err(|e| ToolError::BadResponse(format!("response is not a JSON object: {e}")))?;
+    let errors = errors_of(envelope.errors.as_ref());
+    let cost = cost_of(&envelope);
     let data = envelope.data.filter(|d| d.get().trim() != "null");
     Ok(Answer { data, errors, cost })
 }
@@ -413,8 +389,7 @@ fn read_answer<T: DeserializeOwned>(status: u16, body: &[u8]) -> Result<T, ToolE
     let data = answer
         .data
         .ok_or_else(|| ToolError::BadResponse("the answer has neither data nor errors".into()))?;
-    serde_json::from_str(data.get())
-        .map_err(|e| ToolError::BadResponse(format!("response is not the expected JSON: {e}")))
+    parse_json(data.get().as_bytes())
 }
 
 /// The userErrors of each top-level field of `data` (each mutation's payload).
@@ -669,7 +644,7 @@ fn read<V: Serialize, T: DeserializeOwned>(
     query: &'static str,
     variables: &V,
 ) -> Result<T, ToolError> {
-    let (status, body) = post(request_body(query, variables)?)?;
+    let (status, body) = post(graphql::request(query, variables)?)?;
     read_answer(status, &body)
 }
 
@@ -718,7 +693,7 @@ impl write_tools::Guest for Shopify {
     fn admin_graphql(query: String, variables: Option<String>) -> Result<GraphqlAnswer, ToolError> {
         check_document(&query)?;
         let variables = parse_variables(variables.as_deref())?;
-        let (status, body) = post(request_body(&query, &variables)?)?;
+        let (status, body) = post(graphql::request(&query, &variables)?)?;
         admin_answer(status, &body)
     }
 }
@@ -757,10 +732,9 @@ mod tests {
         assert_eq!(list_limit(Some(1)).unwrap(), 1);
         assert_eq!(list_limit(Some(50)).unwrap(), 50);
         for bad in [0, 51, 255] {
-            assert!(matches!(
-                fails(list_limit(Some(bad))),
-                ToolError::InvalidInput(_)
-            ));
+            assert!(
+                matches!(fails(list_limit(Some(bad))), ToolError::InvalidInput(ref m) if *m == format!("limit must be between 1 and 50, not {bad}"))
+            );
         }
     }
 
@@ -779,7 +753,7 @@ mod tests {
         )
         .unwrap();
         let body = json(
-            &request_body(
+            &graphql::request(
                 PRODUCTS_QUERY,
                 &ListVariables {
                     first: 5,
@@ -798,7 +772,7 @@ mod tests {
         );
         // No search string: the variable is omitted.
         let body = json(
-            &request_body(
+            &graphql::request(
                 PRODUCTS_QUERY,
                 &ListVariables {
                     first: 10,
@@ -848,7 +822,7 @@ mod tests {
         let doc =
             "mutation m($id: ID!) {\n  productDelete(input: {id: $id}) { deletedProductId }\n}";
         let vars = parse_variables(Some(r#"{"id":"gid://shopify/Product/1"}"#)).unwrap();
-        let body = json(&request_body(doc, &vars).unwrap());
+        let body = json(&graphql::request(doc, &vars).unwrap());
         assert_eq!(
             body,
             serde_json::json!({"query": doc, "variables": {"id": "gid://shopify/Product/1"}})
@@ -1023,6 +997,8 @@ mod tests {
     fn long_messages_are_cut() {
         let long = format!(r#"{{"errors":[{{"message":"{}"}}]}}"#, "é".repeat(400));
         let e = fails(read_answer::<ShopData>(200, long.as_bytes()));
-        assert!(matches!(e, ToolError::Upstream(ref u) if u.message.len() <= MAX_MESSAGE));
+        assert!(
+            matches!(e, ToolError::Upstream(ref u) if u.message.len() <= scout_sdk::errors::MAX_MESSAGE)
+        );
     }
 }
