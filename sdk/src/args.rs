@@ -11,7 +11,8 @@ where
     T: PartialOrd + Copy + std::fmt::Display,
 {
     let value = value.unwrap_or(default);
-    if value < min || value > max {
+    // Written so that a NaN, which compares false with everything, is refused.
+    if !(value >= min && value <= max) {
         return Err(ToolError::invalid(format!(
             "{what} must be between {min} and {max}, not {value}"
         )));
@@ -82,6 +83,8 @@ mod tests {
         assert!(
             matches!(e, ToolError::InvalidInput(m) if m == "limit must be between 1 and 100, not 0")
         );
+        assert!(bounded("scale", Some(f64::NAN), 1.0, 0.01, 4.0).is_err());
+        assert!(bounded("scale", Some(f64::INFINITY), 1.0, 0.01, 4.0).is_err());
         assert_eq!(date("d", "2024-02-29").unwrap(), (2024, 2, 29));
         for bad in [
             "2023-02-29",

@@ -198,12 +198,20 @@ impl ErrorFormat {
         if (200..300).contains(&status) {
             return None;
         }
-        let message = self.message(body);
-        Some(if status == 404 {
-            ToolError::NotFound(message)
-        } else {
-            ToolError::Upstream(UpstreamError { status, message })
-        })
+        Some(status_error_with(status, self.message(body)))
+    }
+}
+
+/// The error a non-2xx answer is, for a vendor whose error bodies are in
+/// none of the [`ErrorFormat`]s: the connector decodes the message, this
+/// gives it the one shape (`not-found` for a 404, `upstream` otherwise;
+/// the message cut).
+pub fn status_error_with(status: u16, message: impl Into<String>) -> ToolError {
+    let message = cut_message(message);
+    if status == 404 {
+        ToolError::NotFound(message)
+    } else {
+        ToolError::Upstream(UpstreamError { status, message })
     }
 }
 
