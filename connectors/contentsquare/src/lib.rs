@@ -229,18 +229,15 @@ fn error_message(body: &[u8]) -> String {
 }
 
 /// The payload of an answer: 404 is `not-found`, any other non-2xx (401
-/// `JWT_EXPIRED`, 403, 429 concurrency limit, 5xx) `upstream`, as the SDK's
-/// `ErrorFormat::status_error` maps them but with Contentsquare's message (a
-/// shape the SDK has no `ErrorFormat` for); a 2xx that says `success: false`
-/// is `upstream` too.
+/// `JWT_EXPIRED`, 403, 429 concurrency limit, 5xx) `upstream`, in the SDK's
+/// one shape with Contentsquare's message (a body none of the SDK's
+/// `ErrorFormat`s reads); a 2xx that says `success: false` is `upstream` too.
 fn payload<T: DeserializeOwned>(status: u16, body: &[u8]) -> Result<T, ToolError> {
     if !(200..300).contains(&status) {
-        let message = error_message(body);
-        return Err(if status == 404 {
-            ToolError::NotFound(message)
-        } else {
-            ToolError::Upstream(UpstreamError { status, message })
-        });
+        return Err(scout_sdk::errors::status_error_with(
+            status,
+            error_message(body),
+        ));
     }
     let answer: Answer<T> = parse_json(body)?;
     if answer.success == Some(false) {

@@ -728,18 +728,16 @@ fn fault_message(body: &[u8]) -> String {
     fault.message.map(cut_message).unwrap_or_else(text)
 }
 
-/// 404 `not-found`, any other non-2xx `upstream`, as the SDK's
-/// `ErrorFormat::status_error` maps them, with the fault's message (a shape
-/// the SDK has no `ErrorFormat` for).
+/// 404 `not-found`, any other non-2xx `upstream`, in the SDK's one shape
+/// with the fault's message (a body none of the SDK's `ErrorFormat`s reads).
 fn check(status: u16, body: &[u8]) -> Result<(), ToolError> {
     if (200..300).contains(&status) {
         return Ok(());
     }
-    let message = fault_message(body);
-    if status == 404 {
-        return Err(ToolError::NotFound(message));
-    }
-    Err(ToolError::Upstream(UpstreamError { status, message }))
+    Err(scout_sdk::errors::status_error_with(
+        status,
+        fault_message(body),
+    ))
 }
 
 // ---------------------------------------------------------------------------
