@@ -123,83 +123,115 @@ struct CodedMessage {
     message: String,
 }
 
-impl ErrorFormat {
-    /// The message of an error `body`, or the body's text; always cut.
-    pub fn message(self, body: &[u8]) -> String {
-        let found = match self {
-            ErrorFormat::Message => serde_json::from_slice::<WithMessage>(body)
-                .ok()
-                .map(|m| m.message),
-            ErrorFormat::Error | ErrorFormat::Google => serde_json::from_slice::<WithError>(body)
-                .ok()
-                .map(|w| match w.error {
-                    ErrorField::Text(text) => text,
-                    ErrorField::Object {
-                        message,
-                        status,
-                        details,
-                    } => {
-                        let codes: Vec<String> = details
-                            .iter()
-                            .flat_map(|d| &d.errors)
-                            .map(|e| {
-                                let code: Vec<String> = e
-                                    .error_code
-                                    .iter()
-                                    .map(|(kind, v)| format!("{kind}.{v}"))
-                                    .collect();
-                                if code.is_empty() {
-                                    e.message.clone()
-                                } else {
-                                    format!("{}: {}", code.join(","), e.message)
-                                }
-                            })
-                            .collect();
-                        let detail = if codes.is_empty() {
-                            message
-                        } else {
-                            codes.join("; ")
-                        };
-                        if status.is_empty() || self == ErrorFormat::Error {
-                            detail
-                        } else {
-                            format!("{status}: {detail}")
-                        }
+/// A decoder of one format's message, `None` when the body is not in it.
+pub type Decoder = fn(&[u8]) -> Option<String>;
+
+fn message_field(body: &[u8]) -> Option<String> {
+    serde_json::from_slice::<WithMessage>(body)
+        .ok()
+        .map(|m| m.message)
+}
+
+fn error_field(body: &[u8], with_status: bool) -> Option<String> {
+    let w = serde_json::from_slice::<WithError>(body).ok()?;
+    Some(match w.error {
+        ErrorField::Text(text) => text,
+        ErrorField::Object {
+            message,
+            status,
+            details,
+        } => {
+            let codes: Vec<String> = details
+                .iter()
+                .flat_map(|d| &d.errors)
+                .map(|e| {
+                    let code: Vec<String> = e
+                        .error_code
+                        .iter()
+                        .map(|(kind, v)| format!("{kind}.{v}"))
+                        .collect();
+                    if code.is_empty() {
+                        e.message.clone()
+                    } else {
+                        format!("{}: {}", code.join(","), e.message)
                     }
-                }),
-            ErrorFormat::Cloudflare | ErrorFormat::GraphQl => {
-                serde_json::from_slice::<WithErrors>(body)
-                    .ok()
-                    .filter(|w| !w.errors.is_empty())
-                    .map(|w| {
-                        w.errors
-                            .iter()
-                            .map(|e| match (&e.code, self) {
-                                (Some(code), ErrorFormat::Cloudflare) => {
-                                    format!("{code}: {}", e.message)
-                                }
-                                _ => e.message.clone(),
-                            })
-                            .collect::<Vec<_>>()
-                            .join("; ")
-                    })
+                })
+                .collect();
+            let detail = if codes.is_empty() {
+                message
+            } else {
+                codes.join("; ")
+            };
+            if status.is_empty() || !with_status {
+                detail
+            } else {
+                format!("{status}: {detail}")
             }
-        };
-        cut_message(
-            found
-                .filter(|m| !m.trim().is_empty())
-                .unwrap_or_else(|| String::from_utf8_lossy(body).into_owned()),
-        )
+        }
+    })
+}
+
+fn errors_list(body: &[u8], with_code: bool) -> Option<String> {
+    let w = serde_json::from_slice::<WithErrors>(body).ok()?;
+    if w.errors.is_empty() {
+        return None;
+    }
+    Some(
+        w.errors
+            .iter()
+            .map(|e| match &e.code {
+                Some(code) if with_code => format!("{code}: {}", e.message),
+                _ => e.message.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    )
+}
+
+/// The message `found`, or else the body's text; cut.
+fn finish(found: Option<String>, body: &[u8]) -> String {
+    cut_message(
+        found
+            .filter(|m| !m.trim().is_empty())
+            .unwrap_or_else(|| String::from_utf8_lossy(body).into_owned()),
+    )
+}
+
+impl ErrorFormat {
+    /// This format's decoder. A plain function per format, so that a
+    /// component links only the decoders it names (a format chosen by a
+    /// constant folds away the others).
+    #[inline]
+    pub fn decoder(self) -> Decoder {
+        match self {
+            ErrorFormat::Message => message_field,
+            ErrorFormat::Error => |b| error_field(b, false),
+            ErrorFormat::Google => |b| error_field(b, true),
+            ErrorFormat::Cloudflare => |b| errors_list(b, true),
+            ErrorFormat::GraphQl => |b| errors_list(b, false),
+        }
+    }
+
+    /// The message of an error `body`, or the body's text; always cut.
+    #[inline]
+    pub fn message(self, body: &[u8]) -> String {
+        finish(self.decoder()(body), body)
     }
 
     /// The error a non-2xx answer is (`None` for a 2xx): `not-found` for a
     /// 404, `upstream` with the status and the message otherwise.
+    #[inline]
     pub fn status_error(self, status: u16, body: &[u8]) -> Option<ToolError> {
-        if (200..300).contains(&status) {
-            return None;
-        }
-        Some(status_error_with(status, self.message(body)))
+        decoded_status_error(self.decoder(), status, body)
     }
+}
+
+/// [`ErrorFormat::status_error`] with a decoder in hand.
+pub fn decoded_status_error(decoder: Decoder, status: u16, body: &[u8]) -> Option<ToolError> {
+    if (200..300).contains(&status) {
+        return None;
+    }
+    Some(status_error_with(status, finish(decoder(body), body)))
 }
 
 /// The error a non-2xx answer is, for a vendor whose error bodies are in

@@ -7,7 +7,7 @@ use crate::ToolError;
 use crate::bindings::scout::connector::http::{
     Client, Method, Request, Response, connect, connect_to,
 };
-use crate::errors::ErrorFormat;
+use crate::errors::{Decoder, ErrorFormat, decoded_status_error};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -15,7 +15,9 @@ use serde::de::DeserializeOwned;
 pub struct Http {
     client: Client,
     headers: Vec<(String, String)>,
-    errors: ErrorFormat,
+    /// How error bodies are read (a function, not the format, so that a
+    /// component links only the decoder it uses).
+    errors: Decoder,
 }
 
 impl Http {
@@ -24,7 +26,7 @@ impl Http {
         Ok(Http {
             client: connect()?,
             headers: Vec::new(),
-            errors: ErrorFormat::default(),
+            errors: ErrorFormat::Message.decoder(),
         })
     }
 
@@ -35,7 +37,7 @@ impl Http {
         Ok(Http {
             client: connect_to(destination)?,
             headers: Vec::new(),
-            errors: ErrorFormat::default(),
+            errors: ErrorFormat::Message.decoder(),
         })
     }
 
@@ -48,14 +50,15 @@ impl Http {
 
     /// Reads the upstream's error bodies in `format` (default
     /// [`ErrorFormat::Message`]) wherever this client checks a status.
+    #[inline]
     pub fn with_errors(mut self, format: ErrorFormat) -> Http {
-        self.errors = format;
+        self.errors = format.decoder();
         self
     }
 
     /// The error a non-2xx `response` is, read in this client's format.
     pub fn check(&self, response: &Response) -> Result<(), ToolError> {
-        match self.errors.status_error(response.status, &response.body) {
+        match decoded_status_error(self.errors, response.status, &response.body) {
             Some(e) => Err(e),
             None => Ok(()),
         }
