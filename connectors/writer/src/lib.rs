@@ -38,9 +38,11 @@ use bindings::exports::scout::writer::read_tools::{
     self, Brief, GuideStatus, ProductPage, SavedDraft, SavedGuide, SearchIntent, VoiceGuide,
 };
 use scout_project_text as text;
-use scout_sdk::{Http, Method, ToolError, UpstreamError, folder};
+use scout_sdk::graphql;
+use scout_sdk::{ErrorFormat, Http, Method, ToolError, UpstreamError, cut_message, folder};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::de::IgnoredAny;
+use serde_json::json;
 
 /// The folder the host grants these tools.
 const FOLDER: &str = "project";
@@ -63,8 +65,6 @@ const MAX_TITLE: usize = 255;
 const MAX_SEO_TITLE: usize = 70;
 /// Longest SEO (meta) description.
 const MAX_SEO_DESCRIPTION: usize = 320;
-/// Longest upstream message carried into a tool error.
-const MAX_MESSAGE: usize = 500;
 
 fn invalid(message: String) -> ToolError {
     ToolError::InvalidInput(message)
@@ -311,38 +311,17 @@ fn read_brief_file(dir: &folder::Dir, name: &str) -> Result<Brief, ToolError> {
 // Shopify
 // ---------------------------------------------------------------------------
 
-/// The request body of `page-content`.
-fn page_request(handle: &str) -> Vec<u8> {
-    json!({"query": PAGE_QUERY, "variables": {"identifier": {"handle": handle}}})
-        .to_string()
-        .into_bytes()
+/// The request body of `page-content`: the fixed query, the handle its one
+/// variable.
+fn page_request(handle: &str) -> Result<Vec<u8>, ToolError> {
+    graphql::request(PAGE_QUERY, json!({"identifier": {"handle": handle}}))
 }
 
-fn cut(text: &str) -> String {
-    let mut end = text.len().min(MAX_MESSAGE);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_string()
-}
-
-/// The messages of a GraphQL `errors` field: a list of `{message}` (a
-/// GraphQL error, answered with 200) or a string (Shopify's 401 body).
-fn error_messages(errors: &Value) -> Option<String> {
-    let text = match errors {
-        Value::String(s) => s.trim().to_string(),
-        Value::Array(list) if !list.is_empty() => list
-            .iter()
-            .map(|e| {
-                e.get("message")
-                    .and_then(Value::as_str)
-                    .map_or_else(|| e.to_string(), |m| m.trim().to_string())
-            })
-            .collect::<Vec<_>>()
-            .join("; "),
-        _ => return None,
-    };
-    Some(cut(&text))
+/// Shopify's `errors` as a string (its 401 body), which the SDK's GraphQL
+/// reading (a list of `{message}`) does not take.
+#[derive(Deserialize)]
+struct TextErrors {
+    errors: String,
 }
 
 #[derive(Deserialize)]
@@ -386,35 +365,22 @@ fn non_empty(value: Option<String>) -> Option<String> {
     value.filter(|v| !v.trim().is_empty())
 }
 
-/// Turns Shopify's answer into the page, or a tool error: GraphQL errors
-/// (whatever the status), then a non-2xx status (404 is `not-found`), then
-/// no product by that handle (`not-found`).
+/// Turns Shopify's answer into the page, or a tool error: a string `errors`
+/// (whatever the status), then the SDK's [`graphql::data`] (a non-2xx status,
+/// 404 `not-found`; `errors` under a 200 whatever `data` holds; no data),
+/// then no product by that handle (`not-found`).
 fn interpret_page(handle: &str, status: u16, body: &[u8]) -> Result<ProductPage, ToolError> {
-    let value: Option<Value> = serde_json::from_slice(body).ok();
-    if let Some(message) = value
-        .as_ref()
-        .and_then(|v| v.get("errors"))
-        .and_then(error_messages)
+    if let Ok(TextErrors { errors }) = serde_json::from_slice(body)
+        && !errors.trim().is_empty()
     {
-        if status == 404 {
-            return Err(ToolError::NotFound(message));
-        }
-        return Err(ToolError::Upstream(UpstreamError { status, message }));
+        let message = cut_message(errors);
+        return Err(match ErrorFormat::GraphQl.status_error(status, body) {
+            Some(ToolError::NotFound(_)) => ToolError::NotFound(message),
+            _ => ToolError::Upstream(UpstreamError { status, message }),
+        });
     }
-    if !(200..300).contains(&status) {
-        let message = cut(String::from_utf8_lossy(body).trim());
-        if status == 404 {
-            return Err(ToolError::NotFound(message));
-        }
-        return Err(ToolError::Upstream(UpstreamError { status, message }));
-    }
-    let data = value
-        .and_then(|mut v| v.get_mut("data").map(Value::take))
-        .filter(|d| !d.is_null())
-        .ok_or_else(|| ToolError::BadResponse("the answer has neither data nor errors".into()))?;
-    let data: PageData = serde_json::from_value(data).map_err(|e| {
-        ToolError::BadResponse(format!("the product is not the expected JSON: {e}"))
-    })?;
+    graphql::data::<IgnoredAny>(status, body)?;
+    let data: PageData = graphql::data(status, body)?;
     let Some(p) = data.product else {
         return Err(ToolError::NotFound(format!(
             "the store has no product with the handle `{handle}`"
@@ -482,7 +448,7 @@ impl read_tools::Guest for Writer {
     fn page_content(handle: String) -> Result<ProductPage, ToolError> {
         text::check_name("the product handle", &handle, text::MAX_HANDLE).map_err(invalid)?;
         let http = Http::connect_to(SHOPIFY)?.with_header("accept", "application/json");
-        let response = http.send(Method::Post, ENDPOINT, &[], Some(page_request(&handle)))?;
+        let response = http.send(Method::Post, ENDPOINT, &[], Some(page_request(&handle)?))?;
         interpret_page(&handle, response.status, &response.body)
     }
 
@@ -547,6 +513,7 @@ scout_sdk::export!(Writer);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn saved(text: &str) -> String {
         voice_guide_file(text).unwrap().0
@@ -764,6 +731,15 @@ mod tests {
             page(200, json!({"data": {"productByIdentifier": {"id": 1}}})),
             Err(ToolError::BadResponse(_))
         ));
+        assert!(
+            matches!(page(200, json!({"data": {"productByIdentifier": {"id": 1}}, "errors": [{"message": "Access denied"}]})),
+            Err(ToolError::Upstream(UpstreamError { status: 200, message })) if message == "Access denied"),
+            "errors win whatever data holds"
+        );
+        assert!(matches!(
+            page(401, json!({"errors": "x".repeat(2000)})),
+            Err(ToolError::Upstream(UpstreamError { status: 401, message })) if message.len() == scout_sdk::errors::MAX_MESSAGE
+        ));
         assert!(matches!(
             interpret_page("x", 503, b"upstream connect error"),
             Err(ToolError::Upstream(UpstreamError { status: 503, .. }))
@@ -774,7 +750,7 @@ mod tests {
     fn the_page_query_is_one_fixed_query_and_only_the_handle_travels() {
         assert!(PAGE_QUERY.starts_with("query "));
         assert!(!PAGE_QUERY.to_lowercase().contains("mutation"));
-        let body: Value = serde_json::from_slice(&page_request("linen-shirt")).unwrap();
+        let body: Value = serde_json::from_slice(&page_request("linen-shirt").unwrap()).unwrap();
         assert_eq!(
             body,
             json!({"query": PAGE_QUERY, "variables": {"identifier": {"handle": "linen-shirt"}}})
