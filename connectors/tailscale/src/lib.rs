@@ -16,7 +16,7 @@ use bindings::exports::scout::tailscale::read_tools::{
     self, DerpLatency, DeviceDetail, DeviceSummary, DnsSettings, PolicyFile, SplitDnsRoute, User,
     UserRole, UserType,
 };
-use scout_sdk::{Http, Method, ToolError, check_status, encode_segment};
+use scout_sdk::{Http, Method, ToolError, encode_segment};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -415,8 +415,10 @@ impl read_tools::Guest for Tailscale {
 
     fn policy(tailnet: Option<String>) -> Result<PolicyFile, ToolError> {
         let path = tailnet_path(tailnet.as_deref(), "acl")?;
-        let response = tailscale("application/hujson")?.send(Method::Get, &path, &[], None)?;
-        check_status(&response).map_err(not_found(tailnet_label(tailnet.as_deref())))?;
+        let http = tailscale("application/hujson")?;
+        let response = http.send(Method::Get, &path, &[], None)?;
+        http.check(&response)
+            .map_err(not_found(tailnet_label(tailnet.as_deref())))?;
         let etag = response
             .headers
             .iter()
