@@ -36,11 +36,9 @@ use bindings::exports::scout::agentmail::read_tools::{
     MessageSummary, Thread, ThreadPage, ThreadSummary,
 };
 use bindings::exports::scout::agentmail::write_tools::{self, Sent};
+use scout_sdk::errors::decoded_status_error;
 use scout_sdk::pages::collect;
-use scout_sdk::{
-    ErrorFormat, Http, Method, ToolError, UpstreamError, cut_message, encode_segment, method_name,
-    parse_json,
-};
+use scout_sdk::{Http, Method, ToolError, encode_segment, method_name, parse_json};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -296,12 +294,10 @@ struct ApiError {
 
 /// AgentMail's error body as one line: its `message`, else its `name`, and
 /// the first validation error when there is one (none of the SDK's
-/// [`ErrorFormat`]s reads `name` or `errors[0]`); the body's text when it is
-/// not that shape. Always cut by [`cut_message`].
-fn error_message(body: &[u8]) -> String {
-    let Ok(e) = serde_json::from_slice::<ApiError>(body) else {
-        return cut_message(String::from_utf8_lossy(body));
-    };
+/// [`scout_sdk::ErrorFormat`]s reads `name` or `errors[0]`); `None` when the body is not
+/// that shape, and the SDK falls back to its text.
+fn error_message(body: &[u8]) -> Option<String> {
+    let e = serde_json::from_slice::<ApiError>(body).ok()?;
     let mut text = e.message.or(e.name).unwrap_or_default();
     let first = match &e.errors {
         Some(serde_json::Value::Array(a)) => a.first().cloned(),
@@ -320,21 +316,13 @@ fn error_message(body: &[u8]) -> String {
             format!("{text}: {detail}")
         };
     }
-    cut_message(text)
+    Some(text)
 }
 
 /// A status's tool error, in the SDK's one shape (404 not-found, any other
-/// non-2xx upstream) with AgentMail's message.
+/// non-2xx upstream, the message cut) with AgentMail's message.
 fn status_error(status: u16, body: &[u8]) -> Option<ToolError> {
-    let error = ErrorFormat::Message.status_error(status, body)?;
-    let message = error_message(body);
-    Some(match error {
-        ToolError::NotFound(_) => ToolError::NotFound(message),
-        ToolError::Upstream(UpstreamError { status, .. }) => {
-            ToolError::Upstream(UpstreamError { status, message })
-        }
-        other => other,
-    })
+    decoded_status_error(error_message, status, body)
 }
 
 /// A 2xx answer decoded as `T`, or the status's error; `bad-response` names

@@ -22,9 +22,8 @@ use bindings::exports::scout::figma::read_tools::{
     Outline, OutlineNode, Project, ProjectListing, Published, Style, Team, User,
 };
 use scout_sdk::args::bounded;
-use scout_sdk::{
-    ErrorFormat, Http, Method, ToolError, UpstreamError, cut_message, encode_segment, parse_json,
-};
+use scout_sdk::errors::decoded_status_error;
+use scout_sdk::{ErrorFormat, Http, Method, ToolError, encode_segment, parse_json};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use std::collections::{BTreeMap, BTreeSet};
@@ -164,12 +163,6 @@ fn depth(depth: Option<u32>) -> Result<u32, ToolError> {
 /// The scale as a query value: 0.01 to 4, default none (Figma's 1).
 fn scale_param(scale: Option<f64>) -> Result<Option<String>, ToolError> {
     let Some(s) = scale else { return Ok(None) };
-    if s.is_nan() {
-        // `bounded` compares, and NaN compares false both ways.
-        return Err(ToolError::invalid(format!(
-            "scale must be between {MIN_SCALE} and {MAX_SCALE}, not {s}"
-        )));
-    }
     Ok(Some(format!(
         "{}",
         bounded("scale", Some(s), s, MIN_SCALE, MAX_SCALE)?
@@ -197,31 +190,22 @@ struct ApiError {
     err: Option<String>,
 }
 
-/// Figma's `err`, else what the SDK's [`ErrorFormat::Message`] reads (the
-/// `message`, else the body's text); cut by [`cut_message`]. (No SDK format
-/// reads Figma's `err`.)
-fn error_message(body: &[u8]) -> String {
+/// Figma's `err`, else the `message` the SDK's [`ErrorFormat::Message`]
+/// reads (no SDK format reads Figma's `err`); `None` when the body is
+/// neither, and the SDK falls back to its text.
+fn error_message(body: &[u8]) -> Option<String> {
     match serde_json::from_slice::<ApiError>(body) {
-        Ok(ApiError { err: Some(m), .. }) if !m.trim().is_empty() => cut_message(m),
-        _ => ErrorFormat::Message.message(body),
+        Ok(ApiError { err: Some(m), .. }) if !m.trim().is_empty() => Some(m),
+        _ => ErrorFormat::Message.decoder()(body),
     }
 }
 
 /// A 2xx body parsed as `T`; otherwise the SDK's error for the status with
 /// Figma's message, a 404's naming `what`.
 fn parse<T: DeserializeOwned>(status: u16, body: &[u8], what: &str) -> Result<T, ToolError> {
-    match ErrorFormat::Message.status_error(status, body) {
+    match decoded_status_error(error_message, status, body) {
         None => parse_json(body),
-        Some(ToolError::NotFound(_)) => Err(ToolError::NotFound(format!(
-            "{what}: {}",
-            error_message(body)
-        ))),
-        Some(ToolError::Upstream(UpstreamError { status, .. })) => {
-            Err(ToolError::Upstream(UpstreamError {
-                status,
-                message: error_message(body),
-            }))
-        }
+        Some(ToolError::NotFound(m)) => Err(ToolError::NotFound(format!("{what}: {m}"))),
         Some(other) => Err(other),
     }
 }
@@ -737,6 +721,7 @@ scout_sdk::export!(Figma);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use scout_sdk::UpstreamError;
 
     #[test]
     fn file_keys() {

@@ -39,6 +39,7 @@ use bindings::exports::scout::shopify::read_tools::{
 };
 use bindings::exports::scout::shopify::write_tools::{self, GraphqlAnswer, QueryCost, UserError};
 use scout_sdk::args::bounded;
+use scout_sdk::errors::status_error_with;
 use scout_sdk::graphql;
 use scout_sdk::{ErrorFormat, Http, Method, ToolError, UpstreamError, cut_message, parse_json};
 use serde::de::DeserializeOwned;
@@ -363,14 +364,7 @@ fn parse_answer(status: u16, body: &[u8]) -> Result<Answer, ToolError> {
         {
             return Err(refusal(status, &errors, cost_of(&envelope).as_ref(), false));
         }
-        let message = message_of(&errors);
-        return Err(match error {
-            ToolError::NotFound(_) => ToolError::NotFound(message),
-            ToolError::Upstream(UpstreamError { status, .. }) => {
-                ToolError::Upstream(UpstreamError { status, message })
-            }
-            other => other,
-        });
+        return Err(status_error_with(status, message_of(&errors)));
     }
     let envelope = envelope
         .map_err(|e| ToolError::BadResponse(format!("response is not a JSON object: {e}")))?;

@@ -38,8 +38,9 @@ use bindings::exports::scout::writer::read_tools::{
     self, Brief, GuideStatus, ProductPage, SavedDraft, SavedGuide, SearchIntent, VoiceGuide,
 };
 use scout_project_text as text;
+use scout_sdk::errors::status_error_with;
 use scout_sdk::graphql;
-use scout_sdk::{ErrorFormat, Http, Method, ToolError, UpstreamError, cut_message, folder};
+use scout_sdk::{Http, Method, ToolError, folder};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::json;
@@ -373,11 +374,9 @@ fn interpret_page(handle: &str, status: u16, body: &[u8]) -> Result<ProductPage,
     if let Ok(TextErrors { errors }) = serde_json::from_slice(body)
         && !errors.trim().is_empty()
     {
-        let message = cut_message(errors);
-        return Err(match ErrorFormat::GraphQl.status_error(status, body) {
-            Some(ToolError::NotFound(_)) => ToolError::NotFound(message),
-            _ => ToolError::Upstream(UpstreamError { status, message }),
-        });
+        // The one shape: `not-found` for a 404, `upstream` otherwise (a 200
+        // included), the message cut.
+        return Err(status_error_with(status, errors));
     }
     graphql::data::<IgnoredAny>(status, body)?;
     let data: PageData = graphql::data(status, body)?;
@@ -513,6 +512,7 @@ scout_sdk::export!(Writer);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use scout_sdk::UpstreamError;
     use serde_json::Value;
 
     fn saved(text: &str) -> String {
