@@ -20,10 +20,14 @@ pub fn request(query: &str, variables: impl Serialize) -> Result<Vec<u8>, ToolEr
 }
 
 #[derive(Deserialize)]
-struct Answer<T> {
-    data: Option<T>,
+struct Errors {
     #[serde(default)]
     errors: Vec<Message>,
+}
+
+#[derive(Deserialize)]
+struct Data<T> {
+    data: Option<T>,
 }
 
 #[derive(Deserialize)]
@@ -34,21 +38,24 @@ struct Message {
 
 /// The `data` of a GraphQL answer: a non-2xx status is the upstream's error
 /// (its `errors`, else its text); `errors` under a 2xx is an `upstream`
-/// error carrying the status and the messages; no `data` is `bad-response`.
+/// error carrying the status and the messages, read before `data` (a
+/// partial answer's nulls never hide them); no `data` is `bad-response`.
 pub fn data<T: DeserializeOwned>(status: u16, body: &[u8]) -> Result<T, ToolError> {
     if let Some(e) = ErrorFormat::GraphQl.status_error(status, body) {
         return Err(e);
     }
-    let answer: Answer<T> = serde_json::from_slice(body).map_err(|e| {
+    let bad = |e: serde_json::Error| {
         ToolError::BadResponse(format!("the GraphQL answer is not the expected JSON: {e}"))
-    })?;
-    if !answer.errors.is_empty() {
-        let messages: Vec<&str> = answer.errors.iter().map(|m| m.message.as_str()).collect();
+    };
+    let errors: Errors = serde_json::from_slice(body).map_err(bad)?;
+    if !errors.errors.is_empty() {
+        let messages: Vec<&str> = errors.errors.iter().map(|m| m.message.as_str()).collect();
         return Err(ToolError::Upstream(UpstreamError {
             status,
             message: crate::errors::cut_message(messages.join("; ")),
         }));
     }
+    let answer: Data<T> = serde_json::from_slice(body).map_err(bad)?;
     answer
         .data
         .ok_or_else(|| ToolError::BadResponse("the GraphQL answer has no data".to_string()))

@@ -56,6 +56,14 @@ impl Http {
         self
     }
 
+    /// Reads error bodies with the connector's own `decoder` (a vendor
+    /// shape no [`ErrorFormat`] reads); the status mapping and the cut stay
+    /// the SDK's.
+    pub fn with_decoder(mut self, decoder: Decoder) -> Http {
+        self.errors = decoder;
+        self
+    }
+
     /// The error a non-2xx `response` is, read in this client's format.
     pub fn check(&self, response: &Response) -> Result<(), ToolError> {
         match decoded_status_error(self.errors, response.status, &response.body) {
