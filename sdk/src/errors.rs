@@ -57,18 +57,45 @@ struct WithMessage {
     message: String,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
+/// An `error` field: a text, or an object with a message (and, from Google,
+/// a status and details). Read by a visitor, not `#[serde(untagged)]`,
+/// whose buffering would add tens of KB to every component.
 enum ErrorField {
     Text(String),
-    Object {
-        #[serde(default)]
-        message: String,
-        #[serde(default)]
-        status: String,
-        #[serde(default)]
-        details: Vec<GoogleDetail>,
-    },
+    Object(ErrorObject),
+}
+
+#[derive(Deserialize)]
+struct ErrorObject {
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    status: String,
+    #[serde(default)]
+    details: Vec<GoogleDetail>,
+}
+
+impl<'de> Deserialize<'de> for ErrorField {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = ErrorField;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a text or an object")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ErrorField, E> {
+                Ok(ErrorField::Text(v.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<ErrorField, A::Error> {
+                ErrorObject::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(ErrorField::Object)
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 #[derive(Deserialize)]
@@ -77,13 +104,54 @@ struct WithError {
 }
 
 /// A code as vendors write it: a string or a number (anything else is kept
-/// as `?`). Not `serde_json::Value`, for the components' size.
-#[derive(Deserialize)]
-#[serde(untagged)]
+/// as `?`). Not `serde_json::Value` nor an untagged enum, for the
+/// components' size.
 enum Code {
     Text(String),
     Number(i64),
-    Other(serde::de::IgnoredAny),
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Code {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Code;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a code")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Code, E> {
+                Ok(Code::Text(v.to_string()))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Code, E> {
+                Ok(Code::Number(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Code, E> {
+                Ok(i64::try_from(v).map_or(Code::Other, Code::Number))
+            }
+            fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Code, E> {
+                Ok(Code::Other)
+            }
+            fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Code, E> {
+                Ok(Code::Other)
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Code, E> {
+                Ok(Code::Other)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Code, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Code::Other)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Code, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Code::Other)
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 impl std::fmt::Display for Code {
@@ -91,7 +159,7 @@ impl std::fmt::Display for Code {
         match self {
             Code::Text(t) => f.write_str(t),
             Code::Number(n) => write!(f, "{n}"),
-            Code::Other(_) => f.write_str("?"),
+            Code::Other => f.write_str("?"),
         }
     }
 }
@@ -136,11 +204,11 @@ fn error_field(body: &[u8], with_status: bool) -> Option<String> {
     let w = serde_json::from_slice::<WithError>(body).ok()?;
     Some(match w.error {
         ErrorField::Text(text) => text,
-        ErrorField::Object {
+        ErrorField::Object(ErrorObject {
             message,
             status,
             details,
-        } => {
+        }) => {
             let codes: Vec<String> = details
                 .iter()
                 .flat_map(|d| &d.errors)
