@@ -678,7 +678,7 @@ impl Boundary {
                     if withdraw.approval.is_none() {
                         self.trace(session, call_id, name, TraceState::Denied, Some("caller_gone".into()), json!({"reason": "the caller went away while waiting for a person"}));
                     }
-                    return Err(Denied { denial: PolicyDenial::ApprovalDeniedOrTimedOut });
+                    return Err(Denied { denial: PolicyDenial::ApprovalWithdrawn });
                 }
             }
             bell = self.store.watch_approval(&session.id, name, digest);
@@ -721,21 +721,19 @@ impl Boundary {
                             Some(TIMEOUT_DECIDER),
                         );
                     }
-                    return Err(self.deny(
-                        session,
-                        call_id,
-                        name,
-                        PolicyDenial::ApprovalDeniedOrTimedOut,
-                    ));
+                    return Err(self.deny(session, call_id, name, PolicyDenial::ApprovalTimedOut));
                 }
                 Err(other) => {
                     if let Some(id) = watched {
                         self.trace_decision(session, call_id, name, id, started, None);
                     }
-                    let denial = if matches!(other, ApprovalError::Revoked) {
-                        PolicyDenial::Revoked
-                    } else {
-                        PolicyDenial::ApprovalDeniedOrTimedOut
+                    let denial = match other {
+                        ApprovalError::Revoked => PolicyDenial::Revoked,
+                        ApprovalError::Denied => PolicyDenial::ApprovalDenied,
+                        // Required, already used, unknown, no longer
+                        // pending, or the store failing: nobody approved
+                        // this call in time.
+                        _ => PolicyDenial::ApprovalTimedOut,
                     };
                     return Err(self.deny(session, call_id, name, denial));
                 }
@@ -856,9 +854,7 @@ fn denial_event(denial: PolicyDenial) -> (TraceState, Option<String>, Value) {
     } else {
         TraceState::Denied
     };
-    let rule = serde_json::to_value(denial)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string));
+    let rule = Some(denial.rule()).filter(|r| !r.is_empty());
     (state, rule, json!({"reason": denial.safe_reason()}))
 }
 

@@ -174,7 +174,7 @@ async def main():
         started = time.monotonic()
         denied = await s.call_tool("github_create_branch", {"owner": "octo", "repo": "hello", "branch": "scout/unanswered"})
         waited = time.monotonic() - started
-        check(denied.is_error and "approval_denied_or_timed_out" in text_of(denied), f"unanswered write refused: {text_of(denied)}")
+        check(denied.is_error and "approval_timed_out" in text_of(denied), f"unanswered write refused: {text_of(denied)}")
         check(waited >= OPTS.approval_timeout_ms / 1000 * 0.9, f"it waited for a person first ({waited:.2f}s)")
 
         # Gated write approved through the API while the call waits.
@@ -214,13 +214,13 @@ async def main():
         check(asked and "scout/elicited" in asked[-1] and "github_create_branch" in asked[-1], f"the question shows the call: {asked}")
     async with Mcp(chat2["mcp"]["github"], chat2["token"], elicitation=await person_says(False)) as s:
         no = await s.call_tool("github_create_branch", {"owner": "octo", "repo": "hello", "branch": "scout/declined"})
-        check(no.is_error and "approval_denied_or_timed_out" in text_of(no), f"declined through elicitation: {text_of(no)}")
+        check(no.is_error and "approval_denied" in text_of(no), f"declined through elicitation: {text_of(no)}")
 
     # --- the whole story in the trace ---
     events = trace(chat["id"])
     writes = [e for e in events if e["tool"] == "mcp__github__github_create_branch"]
     states = [(e["state"], e["rule"]) for e in writes]
-    check(("denied", "approval_denied_or_timed_out") in states, f"the unanswered write is denied in the trace: {states}")
+    check(("denied", "approval_timed_out") in states, f"the unanswered write is denied in the trace: {states}")
     check(("allowed", "approved_by_person") in states, f"the approved write is allowed in the trace: {states}")
     check([s for s, _ in states].count("executed") == 1, f"only the approved write executed: {states}")
     check(any(e["state"] == "offered" for e in events), "the trace records what was offered")

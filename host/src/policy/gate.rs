@@ -37,7 +37,8 @@ impl Refusal {
     pub fn denial(&self) -> PolicyDenial {
         match self {
             Refusal::NoApprovalChannel => PolicyDenial::ApprovalRequired,
-            Refusal::SwitchOff(_) => PolicyDenial::OutsideRole,
+            // The role allows it; the operator's switch is what refuses.
+            Refusal::SwitchOff(s) => PolicyDenial::SwitchedOff(*s),
         }
     }
 }
@@ -115,8 +116,19 @@ pub enum PolicyDenial {
     NotOffered,
     #[error("{}", self.safe_reason())]
     ApprovalRequired,
+    /// A person declined this call.
     #[error("{}", self.safe_reason())]
-    ApprovalDeniedOrTimedOut,
+    ApprovalDenied,
+    /// Nobody answered before the approval timed out.
+    #[error("{}", self.safe_reason())]
+    ApprovalTimedOut,
+    /// The call went away while it waited, and its request was withdrawn.
+    #[error("{}", self.safe_reason())]
+    ApprovalWithdrawn,
+    /// The operator switch that lets this tool act is off: the role allows
+    /// the call, the deployment does not.
+    #[error("{}", self.safe_reason())]
+    SwitchedOff(Switch),
     #[error("{}", self.safe_reason())]
     AllowanceExhausted,
     #[error("{}", self.safe_reason())]
@@ -132,6 +144,19 @@ pub enum PolicyDenial {
 }
 
 impl PolicyDenial {
+    /// The rule, as the trace, the operator and the agent's error name it:
+    /// `switch:VAR` for a switch that is off (the vocabulary of the removed
+    /// tools' rules), the variant's snake-case name otherwise.
+    pub fn rule(&self) -> String {
+        match self {
+            PolicyDenial::SwitchedOff(s) => format!("switch:{}", s.var()),
+            other => serde_json::to_value(other)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+        }
+    }
+
     /// The text the agent sees.
     pub fn safe_reason(&self) -> &'static str {
         match self {
@@ -139,7 +164,18 @@ impl PolicyDenial {
             PolicyDenial::ApprovalRequired => {
                 "approval required: this call needs a person's approval, and none can be given in this session"
             }
-            PolicyDenial::ApprovalDeniedOrTimedOut => "approval denied or timed out",
+            PolicyDenial::ApprovalDenied => {
+                "approval denied: a person declined this call, and it did not run"
+            }
+            PolicyDenial::ApprovalTimedOut => {
+                "approval timed out: nobody answered in time, and the call did not run"
+            }
+            PolicyDenial::ApprovalWithdrawn => {
+                "approval withdrawn: the call went away while it waited, and it did not run"
+            }
+            PolicyDenial::SwitchedOff(_) => {
+                "turned off by the operator: this tool refuses every call until the operator turns it on"
+            }
             PolicyDenial::AllowanceExhausted => {
                 "allowance exhausted: the spending allowance for this run or day is used up"
             }

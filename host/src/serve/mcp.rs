@@ -264,14 +264,11 @@ impl ServerHandler for ConnectorServer {
                     Some(json!({"reason": "not_offered"})),
                 ))
             }
-            Err(denied) => {
-                let reason = serde_json::to_value(denied.denial).unwrap_or(Value::Null);
-                Ok(text_result(
-                    &json!({"denied": reason, "message": denied.denial.safe_reason()}),
-                    true,
-                )
-                .into())
-            }
+            Err(denied) => Ok(text_result(
+                &json!({"denied": denied.denial.rule(), "message": denied.denial.safe_reason()}),
+                true,
+            )
+            .into()),
         }
     }
 }

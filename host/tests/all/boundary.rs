@@ -348,7 +348,7 @@ async fn a_write_waits_for_a_person_and_runs_once_approved() {
         .await
         .unwrap_err();
     person.await.unwrap();
-    assert_eq!(denied.denial, PolicyDenial::ApprovalDeniedOrTimedOut);
+    assert_eq!(denied.denial, PolicyDenial::ApprovalDenied);
     assert_eq!(writes(&w), before, "no write request after a denial");
 }
 
@@ -384,7 +384,7 @@ async fn an_approval_for_other_arguments_does_not_serve() {
         )
         .await
         .unwrap_err();
-    assert_eq!(denied.denial, PolicyDenial::ApprovalDeniedOrTimedOut);
+    assert_eq!(denied.denial, PolicyDenial::ApprovalTimedOut);
     assert!(
         w.github
             .branch_sha("octo", "hello", "scout/other")
@@ -415,7 +415,7 @@ async fn a_zero_timeout_denies_at_once() {
         )
         .await
         .unwrap_err();
-    assert_eq!(denied.denial, PolicyDenial::ApprovalDeniedOrTimedOut);
+    assert_eq!(denied.denial, PolicyDenial::ApprovalTimedOut);
     assert!(w.github.requests().is_empty(), "nothing reached GitHub");
     assert!(
         w.boundary.store().pending("s-zero").unwrap().is_empty(),

@@ -944,7 +944,11 @@ fn github_writes_register_and_refuse_without_the_switch_or_a_channel() {
             gate(&off, w),
             Gate::Refuses(Refusal::SwitchOff(Switch::GithubAllowWrites))
         );
-        assert_eq!(check_call(&off, w), Err(PolicyDenial::OutsideRole));
+        // The role allows the call; the switch refuses it, and says so.
+        assert_eq!(
+            check_call(&off, w),
+            Err(PolicyDenial::SwitchedOff(Switch::GithubAllowWrites))
+        );
     }
     let no_channel = person(&[("GITHUB_ALLOW_WRITES", "true")], false);
     for w in GITHUB_WRITES {
@@ -1226,7 +1230,10 @@ fn denials_are_bounded_and_never_name_a_hidden_tool() {
     for d in [
         PolicyDenial::NotOffered,
         PolicyDenial::ApprovalRequired,
-        PolicyDenial::ApprovalDeniedOrTimedOut,
+        PolicyDenial::ApprovalDenied,
+        PolicyDenial::ApprovalTimedOut,
+        PolicyDenial::ApprovalWithdrawn,
+        PolicyDenial::SwitchedOff(scout_host::policy::Switch::GithubAllowWrites),
         PolicyDenial::AllowanceExhausted,
         PolicyDenial::OutsideRole,
         PolicyDenial::Revoked,

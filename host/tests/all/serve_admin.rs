@@ -1034,7 +1034,9 @@ async fn an_unknown_tool_is_a_permission_denied_error_and_a_switched_off_write_r
         );
     }
 
-    // The switched-off write: refused as a tool result, no approval asked.
+    // The switched-off write: refused as a tool result, no approval asked;
+    // the agent hears the operator turned it off, the trace names the
+    // switch (the role allows the call: it is not `outside_role`).
     let reply = mcp
         .call(
             "github_create_branch",
@@ -1042,7 +1044,13 @@ async fn an_unknown_tool_is_a_permission_denied_error_and_a_switched_off_write_r
         )
         .await;
     assert_eq!(reply["result"]["isError"], true, "{reply}");
-    assert!(result_text(&reply).contains("outside_role"), "{reply}");
+    let text = result_text(&reply);
+    assert!(
+        text.contains("switch:GITHUB_ALLOW_WRITES")
+            && text.contains("turned off by the operator")
+            && !text.contains("outside_role"),
+        "{reply}"
+    );
     let (_, pending) = s
         .admin(Method::GET, &format!("/v1/approvals?session={id}"), None)
         .await;
@@ -1055,7 +1063,10 @@ async fn an_unknown_tool_is_a_permission_denied_error_and_a_switched_off_write_r
     let states = events_of(&events, "mcp__github__github_create_branch");
     assert_eq!(
         states,
-        [("requested", None), ("denied", Some("outside_role"))]
+        [
+            ("requested", None),
+            ("denied", Some("switch:GITHUB_ALLOW_WRITES"))
+        ]
     );
 
     assert!(s.github.requests().is_empty(), "no upstream request");
