@@ -634,7 +634,7 @@ impl ServeHost {
                 )
             } else if self.platform.contains(name) {
                 format!(
-                    "a platform server: a {} session is given none of its tools",
+                    "a platform server, and the policy gives a session of role `{}` none of its tools",
                     role.label()
                 )
             } else if matches!(
@@ -643,7 +643,7 @@ impl ServeHost {
                 Ok(Some(_))
             ) {
                 format!(
-                    "a {} session is not handed this connector's credential (its role, or its profile's grant, does not cover it)",
+                    "a session of role `{}` is not handed this connector's credential: its role, or its profile's grant, does not cover it",
                     role.label()
                 )
             } else {

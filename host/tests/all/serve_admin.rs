@@ -847,6 +847,20 @@ async fn a_session_names_what_it_left_out_and_a_public_api_needs_no_connection()
     // Once the brand's connection is stored, nothing is left out.
     let connected = s.session("person-chat").await;
     assert!(connected.get("left_out").is_none(), "{connected}");
+    // The goal reviewer is handed no connector's credential, stored or not.
+    let (status, reviewer) = s
+        .admin(
+            Method::POST,
+            "/v1/sessions",
+            Some(json!({"brand": "acme", "role": "goal-reviewer"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{reviewer}");
+    let why = reviewer["left_out"]["github"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("role `goal reviewer` is not handed this connector's credential"),
+        "{reviewer}"
+    );
 
     let public = serve_with(
         "public",
