@@ -14,6 +14,15 @@ pub fn response(status: u16, body: &str) -> Response {
     }
 }
 
+/// The error of a call expected to fail (a tool's data types need no
+/// `Debug` for this, unlike `unwrap_err`).
+pub fn fails<T>(result: Result<T, ToolError>) -> ToolError {
+    match result {
+        Err(e) => e,
+        Ok(_) => panic!("expected a tool error"),
+    }
+}
+
 /// The error's case as the agent reads it (`invalid-input`, `not-found`,
 /// `refused`, `upstream`, `capability`, `bad-response`).
 pub fn kind(error: &ToolError) -> &'static str {

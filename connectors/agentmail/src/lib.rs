@@ -1159,13 +1159,7 @@ scout_sdk::export!(AgentMail);
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fails<T>(result: Result<T, ToolError>) -> ToolError {
-        match result {
-            Err(e) => e,
-            Ok(_) => panic!("expected a tool error"),
-        }
-    }
+    use scout_sdk::testing::fails;
 
     #[test]
     fn email_addresses() {

@@ -231,13 +231,7 @@ pub fn non_empty(s: Option<String>) -> Option<String> {
 mod tests {
     use super::*;
     use crate::labs::ApiDifficulty;
-
-    fn fails<T>(result: Result<T, ToolError>) -> ToolError {
-        match result {
-            Err(e) => e,
-            Ok(_) => panic!("expected a tool error"),
-        }
-    }
+    use scout_sdk::testing::fails;
 
     fn json(bytes: &[u8]) -> serde_json::Value {
         serde_json::from_slice(bytes).unwrap()

@@ -527,14 +527,8 @@ pub fn page_opportunities(
 mod tests {
     use super::*;
     use scout_sdk::graphql::data;
+    use scout_sdk::testing::fails;
     use scout_sdk::{Capability, CapabilityError};
-
-    fn fails<T>(result: Result<T, ToolError>) -> ToolError {
-        match result {
-            Err(e) => e,
-            Ok(_) => panic!("expected a tool error"),
-        }
-    }
 
     #[test]
     fn store_handles_properties_and_dates() {

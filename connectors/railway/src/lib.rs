@@ -509,17 +509,10 @@ scout_sdk::export!(Railway);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use scout_sdk::testing::fails;
 
     const P: &str = "3f2b8c1e-0a4d-4e6f-9b7a-1c2d3e4f5a6b";
     const E: &str = "5d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6";
-
-    /// The error of a call expected to fail (the data types have no `Debug`).
-    fn fails<T>(result: Result<T, ToolError>) -> ToolError {
-        match result {
-            Err(e) => e,
-            Ok(_) => panic!("expected a tool error"),
-        }
-    }
 
     fn json(bytes: &[u8]) -> serde_json::Value {
         serde_json::from_slice(bytes).unwrap()

@@ -697,14 +697,7 @@ scout_sdk::export!(Shopify);
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The error of a call expected to fail (the data types have no `Debug`).
-    fn fails<T>(result: Result<T, ToolError>) -> ToolError {
-        match result {
-            Err(e) => e,
-            Ok(_) => panic!("expected a tool error"),
-        }
-    }
+    use scout_sdk::testing::fails;
 
     fn json(bytes: &[u8]) -> Value {
         serde_json::from_slice(bytes).unwrap()
