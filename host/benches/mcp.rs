@@ -8,7 +8,7 @@
 //! measures the server, not a client library.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use scout_host::boundary::Executed;
+use scout_host::boundary::{CallRequest, Executed};
 use scout_host::policy::Switches;
 use scout_host::serve::{OpenSession, ServeConfig, ServeHost};
 use scout_tests::fake_github::FakeGitHub;
@@ -133,7 +133,7 @@ impl Setup {
         let args = json!({"owner": "octo", "repo": "hello", "path": "README.md"});
         match self
             .host
-            .call_tool(&live, "github", "github_read_file", &args)
+            .call(&live, "github", CallRequest::new("github_read_file", &args))
             .await
         {
             Ok(Executed::Ran(outcome)) => assert!(outcome.output.ok().is_some()),

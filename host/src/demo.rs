@@ -7,7 +7,7 @@
 //! which the demo gives), prints the trace from its SQLite file, and shows
 //! that the token reached the server but never the guest.
 
-use crate::boundary::{Boundary, Executed, Session};
+use crate::boundary::{Boundary, CallRequest, Executed, Session};
 use crate::capabilities::Capabilities;
 use crate::capabilities::http::{CredentialScheme, HttpCapability, HttpConfig, SecretSource};
 use crate::policy::{BrandFacts, Catalog, Role, SessionInput, Switches};
@@ -57,7 +57,7 @@ pub async fn run() -> Result<()> {
     );
     let surface = boundary.open_session(&session)?;
     println!("tool surface of a person's chat with GitHub connected:");
-    for tool in surface.iter() {
+    for tool in surface.surface.iter() {
         if tool.name.starts_with("mcp__github__") {
             let effect = component
                 .tool(tool.name.trim_start_matches("mcp__github__"))
@@ -85,8 +85,10 @@ pub async fn run() -> Result<()> {
         .call(
             &session,
             &component,
-            "github_read_file",
-            &json!({"owner": "octo", "repo": "hello", "path": "README.md"}),
+            CallRequest::new(
+                "github_read_file",
+                &json!({"owner": "octo", "repo": "hello", "path": "README.md"}),
+            ),
             &caps,
         )
         .await?)?;
@@ -114,8 +116,10 @@ pub async fn run() -> Result<()> {
         .call(
             &session,
             &component,
-            "github_create_branch",
-            &json!({"owner": "octo", "repo": "hello", "branch": "scout/demo"}),
+            CallRequest::new(
+                "github_create_branch",
+                &json!({"owner": "octo", "repo": "hello", "branch": "scout/demo"}),
+            ),
             &caps,
         )
         .await?)?;

@@ -24,6 +24,7 @@ pub mod review;
 pub mod runtime;
 pub mod schema;
 pub mod serve;
+pub mod session;
 pub mod store;
 
 pub use capabilities::Capabilities;

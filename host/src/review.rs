@@ -33,9 +33,13 @@ pub struct ToolReview {
 
 /// The digest of what a tool tells the model: name, description, schema.
 pub(crate) fn tool_digest(tool: &Tool) -> String {
-    args_digest(
-        &json!({"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}),
-    )
+    tool.review_digest
+        .get_or_init(|| {
+            args_digest(
+                &json!({"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}),
+            )
+        })
+        .clone()
 }
 
 /// The review status of one tool.

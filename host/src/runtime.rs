@@ -169,6 +169,9 @@ pub struct Tool {
     route_set: Arc<RouteSet>,
     params: Vec<(String, Type)>,
     export: ComponentExportIndex,
+    /// The digest an operator's review approves ([`crate::review`]),
+    /// computed at its first use.
+    pub(crate) review_digest: std::sync::OnceLock<String>,
 }
 
 /// A checked component, ready to be called.
@@ -643,6 +646,7 @@ impl Runtime {
                     input_schema,
                     params,
                     export,
+                    review_digest: std::sync::OnceLock::new(),
                 });
             }
         }
@@ -719,6 +723,16 @@ impl LoadedComponent {
     /// Every tool.
     pub fn tools(&self) -> &[Tool] {
         &self.info.tools
+    }
+
+    /// Whether the component imports the `scout:connector` interface
+    /// `name` (`http`, `meter`, `folder`, `log`).
+    pub fn imports_interface(&self, name: &str) -> bool {
+        self.info.imports.iter().any(|i| {
+            i.strip_prefix("scout:connector/")
+                .and_then(|rest| rest.strip_prefix(name))
+                .is_some_and(|rest| rest.starts_with('@'))
+        })
     }
 
     /// The tool with this wire name.

@@ -17,10 +17,6 @@ pub mod scrub;
 
 use std::sync::Arc;
 
-/// Binds a run's meter for a call the boundary has allowed; `None` when
-/// there is none to bind (the session ended meanwhile).
-pub type MeterWhenAllowed = Arc<dyn Fn() -> Option<Arc<meter::RunMeter>> + Send + Sync>;
-
 /// The handles granted to one call.
 #[derive(Clone, Default)]
 pub struct Capabilities {
@@ -35,11 +31,6 @@ pub struct Capabilities {
     pub graphql_mutations: bool,
     /// The run's meter, for a connector that bills.
     pub meter: Option<Arc<meter::RunMeter>>,
-    /// Binds [`Capabilities::meter`] once the boundary has allowed the call
-    /// (when `meter` is not already bound): a run starts at the first call
-    /// the policy allows, and whether a call is allowed is decided once, by
-    /// the boundary, not a second time by whoever builds the handles.
-    pub meter_when_allowed: Option<MeterWhenAllowed>,
     /// Folders granted, each under its name.
     pub folders: Vec<Arc<folder::FolderCapability>>,
 }
@@ -50,19 +41,6 @@ impl Capabilities {
         Capabilities {
             http: Some(http),
             ..Capabilities::default()
-        }
-    }
-
-    /// These handles for a call the boundary has allowed: the meter bound
-    /// if it waited for that.
-    pub fn allowed(&self) -> std::borrow::Cow<'_, Capabilities> {
-        match (&self.meter, &self.meter_when_allowed) {
-            (None, Some(bind)) => std::borrow::Cow::Owned(Capabilities {
-                meter: bind(),
-                meter_when_allowed: None,
-                ..self.clone()
-            }),
-            _ => std::borrow::Cow::Borrowed(self),
         }
     }
 

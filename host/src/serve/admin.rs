@@ -456,7 +456,12 @@ async fn save_profile(
         .store
         .save_profile(&brand, &request.profile, request.kind, &host.catalog)
     {
-        Ok(()) => Ok(Json(json!({"saved": name, "kind": request.kind}))),
+        Ok(()) => {
+            // A session opened from it keeps what it was opened with; the
+            // revision is bumped so anything derived from profiles is redone.
+            host.boundary().changed();
+            Ok(Json(json!({"saved": name, "kind": request.kind})))
+        }
         Err(SaveProfileError::Invalid(rule)) => {
             Err(HostError::InvalidProfile(rule.to_string()).into())
         }
@@ -725,6 +730,8 @@ async fn approve_review(
     }
     host.store
         .approve_tool(&request.connector, &request.tool, &current, &request.by)?;
+    // Sessions that held the tool offer it from their next request.
+    host.boundary().changed();
     Ok(Json(
         json!({"connector": request.connector, "tool": request.tool, "reviewed": true}),
     ))

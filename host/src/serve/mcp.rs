@@ -10,7 +10,7 @@
 //! admin API's approvals otherwise.
 
 use super::{LiveSession, ServeHost};
-use crate::boundary::Executed;
+use crate::boundary::{CallRequest, Executed, Revision};
 use crate::policy::{self, PolicyDenial};
 use crate::runtime::ToolOutput;
 use crate::store::ApprovalId;
@@ -70,6 +70,7 @@ impl Endpoint {
             host: Arc::downgrade(&host),
             session,
             connector,
+            listed: Default::default(),
         };
         let service = StreamableHttpService::new(
             move || Ok(server.clone()),
@@ -86,6 +87,9 @@ pub struct ConnectorServer {
     host: Weak<ServeHost>,
     session: Weak<LiveSession>,
     connector: String,
+    /// The tool list at the session's last revision, schemas included:
+    /// built once per revision, shared by every `tools/list`.
+    listed: Arc<parking_lot::Mutex<Option<(Revision, Arc<Vec<Tool>>)>>>,
 }
 
 impl ConnectorServer {
@@ -99,6 +103,7 @@ impl ConnectorServer {
             host: Arc::downgrade(host),
             session: Arc::downgrade(session),
             connector,
+            listed: Default::default(),
         }
     }
 
@@ -109,14 +114,37 @@ impl ConnectorServer {
         }
     }
 
-    /// The tools offered now, as MCP describes them.
-    pub fn offered(&self) -> Result<Vec<Tool>, McpError> {
+    /// The tools offered now, as MCP describes them: built once per
+    /// revision of the session's state.
+    pub fn offered(&self) -> Result<Arc<Vec<Tool>>, McpError> {
         let (host, live) = self.parts()?;
         let Some(component) = host.components.get(&self.connector) else {
-            return Ok(Vec::new());
+            return Ok(Arc::default());
         };
-        let tools = host.boundary.offered_tools(&live.session, component);
-        Ok(tools
+        let revision = host
+            .boundary
+            .offered(&live.session)
+            .ok()
+            .map(|o| o.revision);
+        if let (Some(revision), Some((listed_at, tools))) = (revision, &*self.listed.lock())
+            && *listed_at == revision
+        {
+            return Ok(tools.clone());
+        }
+        let tools = Arc::new(describe(
+            host.boundary.offered_tools(&live.session, component),
+        ));
+        if let Some(revision) = revision {
+            *self.listed.lock() = Some((revision, tools.clone()));
+        }
+        Ok(tools)
+    }
+}
+
+/// The MCP description of `tools`.
+fn describe(tools: Vec<&crate::runtime::Tool>) -> Vec<Tool> {
+    {
+        tools
             .into_iter()
             .map(|t| {
                 let schema = match &t.input_schema {
@@ -136,7 +164,7 @@ impl ConnectorServer {
                 );
                 tool
             })
-            .collect())
+            .collect()
     }
 }
 
@@ -178,7 +206,7 @@ impl ServerHandler for ConnectorServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.offered()?))
+        Ok(ListToolsResult::with_all_items(self.offered()?.to_vec()))
     }
 
     async fn call_tool(
@@ -213,11 +241,11 @@ impl ServerHandler for ConnectorServer {
             .peer
             .supported_elicitation_modes()
             .contains(&ElicitationMode::Form);
+        let request = CallRequest::new(&tool, &args).while_present(gone);
         let result = if can_ask {
             // The boundary says which approval it asked for, if it asks one.
             let (asked, approval) = tokio::sync::oneshot::channel();
-            let call =
-                host.call_tool_asking(&live, &self.connector, &tool, &args, &gone, Some(asked));
+            let call = host.call(&live, &self.connector, request.telling(asked));
             tokio::pin!(call);
             tokio::select! {
                 result = &mut call => result,
@@ -229,8 +257,7 @@ impl ServerHandler for ConnectorServer {
                 }
             }
         } else {
-            host.call_tool_while_present(&live, &self.connector, &tool, &args, &gone)
-                .await
+            host.call(&live, &self.connector, request).await
         };
         match result {
             Ok(Executed::Ran(outcome)) => Ok(match &outcome.output {

@@ -16,13 +16,15 @@ pub mod config;
 pub mod mcp;
 pub mod session_caps;
 
-use crate::boundary::{Boundary, Denied, Executed, Session};
+use crate::boundary::{
+    Authorized, Boundary, CallRequest, Connections, Denied, Executed, Granter, Session,
+};
 use crate::capabilities::Capabilities;
 use crate::capabilities::http::HttpCapability;
 use crate::credentials::{ResolutionCache, Resolver, ResolverConfig, process_env, to_http_config};
 use crate::policy::{self, BrandFacts, Catalog, Profile, Role, Route, SessionInput, Switches};
 use crate::runtime::{LoadedComponent, Runtime, RuntimeConfig, default_cache_dir};
-use crate::store::{ProfileKind, SqliteStore, Store, args_digest};
+use crate::store::{ProfileKind, SqliteStore, Store};
 pub use config::{ConfigFileError, ConnectorConfig, ServeConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -192,11 +194,9 @@ pub struct ServeHost {
     boundary: Arc<Boundary>,
     sessions: RwLock<HashMap<String, Arc<LiveSession>>>,
     http: Mutex<HashMap<(String, String), CachedClient>>,
-    /// Arguments of calls in flight, by session and digest, so the approvals
-    /// API can show a person what they approve (the store keeps only
-    /// digests). Counted: two identical calls may be in flight at once.
-    waiting_args: Mutex<HashMap<(String, String), (usize, Value)>>,
     admin_token_digest: [u8; 32],
+    /// Calls granted handles: only calls the boundary authorized.
+    grants: std::sync::atomic::AtomicU64,
     /// The address actually bound (the configured port may be 0) and the
     /// `Host` values it answers to, fixed when it is bound.
     bound: std::sync::OnceLock<(std::net::SocketAddr, Vec<String>)>,
@@ -315,7 +315,7 @@ impl ServeHost {
                 .tools
                 .iter()
                 .any(|t| t.routes.iter().any(|r| r.destination.is_none()));
-            let imports_http = session_caps::imports(&component, "http") && own_routes;
+            let imports_http = component.imports_interface("http") && own_routes;
             match (&connector.origin, imports_http) {
                 (Some(origin), _) => {
                     HttpCapability::new(
@@ -402,29 +402,20 @@ impl ServeHost {
         });
 
         let resolutions = Arc::new(ResolutionCache::default());
-        let live: crate::boundary::LiveConnections = {
-            let (store, catalog, resolver_config) =
-                (store.clone(), catalog.clone(), resolver_config.clone());
-            let (not_offered, resolutions) = (not_offered.clone(), resolutions.clone());
-            Box::new(move |brand, candidates| {
-                let resolver =
-                    || Resolver::new(&*store, &catalog, &resolver_config, key, process_env);
-                candidates
-                    .iter()
-                    .filter(|c| {
-                        !not_offered.contains_key(*c)
-                            && matches!(resolutions.resolve_server(resolver, brand, c), Ok(Some(_)))
-                    })
-                    .cloned()
-                    .collect()
-            })
+        let live = ServedConnections {
+            store: store.clone(),
+            catalog: catalog.clone(),
+            resolver_config: resolver_config.clone(),
+            key,
+            not_offered: not_offered.clone(),
+            resolutions: resolutions.clone(),
         };
         let hosted = components
             .keys()
             .filter(|c| !not_offered.contains_key(*c) && !platform.contains(*c))
             .cloned();
         let mut boundary = Boundary::new(store.clone(), (*catalog).clone(), switches)
-            .with_live_connections(live)
+            .with_connections(live)
             .hosting(hosted);
         if config.require_review {
             boundary = boundary.require_review();
@@ -443,8 +434,8 @@ impl ServeHost {
             boundary: Arc::new(boundary),
             sessions: RwLock::new(HashMap::new()),
             http: Mutex::new(HashMap::new()),
-            waiting_args: Mutex::new(HashMap::new()),
             bound: std::sync::OnceLock::new(),
+            grants: Default::default(),
         }))
     }
 
@@ -541,7 +532,7 @@ impl ServeHost {
             .filter_map(|c| self.components.get(c).map(|a| &**a))
             .collect();
         served.extend(platform.iter().copied());
-        let surface = self
+        let offered = self
             .boundary
             .open_session_with(&session, &served)
             .map_err(|e| {
@@ -550,13 +541,14 @@ impl ServeHost {
         // A platform component is served to a session its tools are given to.
         served.retain(|c| {
             !self.platform.contains(c.name())
-                || surface
+                || offered
+                    .surface
                     .names()
                     .iter()
                     .any(|n| n.starts_with(&format!("mcp__{}__", c.name())))
         });
         // The orchestrator's allowlist leaves out what review holds back.
-        let mut allowlist = surface.allowlist();
+        let mut allowlist = offered.surface.allowlist();
         for component in &served {
             let prefix = format!("mcp__{}__", component.name());
             let offered: BTreeSet<String> = self
@@ -886,69 +878,33 @@ impl ServeHost {
         Some((live, endpoint))
     }
 
-    /// The arguments of a call of `session` waiting for a person, if this host saw it.
+    /// The arguments of a call of `session` waiting for a person, if this host holds it.
     pub(crate) fn waiting_arguments(&self, session: &str, digest: &str) -> Option<Value> {
-        let waiting = self.waiting_args.lock().unwrap_or_else(|e| e.into_inner());
-        waiting
-            .get(&(session.to_string(), digest.to_string()))
-            .map(|(_, args)| args.clone())
+        self.boundary.waiting_arguments(session, digest)
     }
 
-    /// Runs `tool` of `connector` for `session` through the boundary, with
-    /// the HTTP handle bound to the connector's origin and the credential
-    /// resolved now.
-    pub async fn call_tool(
+    /// Runs `request` of `connector` for `session` through the boundary:
+    /// authorized first, then granted the HTTP handle bound to the
+    /// connector's origin with the credential resolved now (and the run's
+    /// meter and folders), then executed.
+    pub async fn call(
         &self,
         session: &LiveSession,
         connector: &str,
-        tool: &str,
-        args: &Value,
-    ) -> Result<Executed, Denied> {
-        self.call_tool_while_present(
-            session,
-            connector,
-            tool,
-            args,
-            &tokio_util::sync::CancellationToken::new(),
-        )
-        .await
-    }
-
-    /// [`ServeHost::call_tool`] for a caller that can go away: see
-    /// [`crate::boundary::Boundary::call_while_present`].
-    pub async fn call_tool_while_present(
-        &self,
-        session: &LiveSession,
-        connector: &str,
-        tool: &str,
-        args: &Value,
-        gone: &tokio_util::sync::CancellationToken,
-    ) -> Result<Executed, Denied> {
-        self.call_tool_asking(session, connector, tool, args, gone, None)
-            .await
-    }
-
-    /// [`ServeHost::call_tool_while_present`] that tells `asked` which
-    /// approval the call asked a person for (see [`Boundary::call_asking`]).
-    pub async fn call_tool_asking(
-        &self,
-        session: &LiveSession,
-        connector: &str,
-        tool: &str,
-        args: &Value,
-        gone: &tokio_util::sync::CancellationToken,
-        asked: Option<crate::boundary::AskedFor>,
+        request: CallRequest<'_>,
     ) -> Result<Executed, Denied> {
         let Some(component) = self.components.get(connector) else {
             return Err(Denied {
                 denial: policy::PolicyDenial::NotOffered,
             });
         };
-        let caps = self.capabilities(session, component, tool);
-        // Shown to a person by the approvals API if the call waits for one.
-        let _shown = WaitingArgs::new(self, &session.session.id, args);
+        let granter = SessionGranter {
+            host: self,
+            live: session,
+            component,
+        };
         self.boundary
-            .call_asking(&session.session, component, tool, args, &caps, gone, asked)
+            .call(&session.session, component, request, &granter)
             .await
     }
 
@@ -961,8 +917,11 @@ impl ServeHost {
         &self,
         live: &LiveSession,
         component: &LoadedComponent,
-        tool: &str,
+        call: &Authorized<'_>,
     ) -> Capabilities {
+        self.grants
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tool = call.tool();
         let connector = component.name();
         let Some(settings) = self.config.connectors.get(connector) else {
             return Capabilities::default();
@@ -971,7 +930,7 @@ impl ServeHost {
         // A connector that does not import `http` gets no client (a folder-
         // only connector still gets its folders).
         let brand = &live.session.brand;
-        if session_caps::imports(component, "http") {
+        if component.imports_interface("http") {
             let Some(doc) = component
                 .info()
                 .manifest
@@ -1008,19 +967,22 @@ impl ServeHost {
                 }
             }
         }
-        // The run starts at the first call the boundary allows, not at a
-        // call the policy refuses anyway: the boundary binds the meter once
-        // it has decided (the policy surface is computed there, once).
-        if live.caps.has_allowance(connector) && session_caps::imports(component, "meter") {
-            let (session_caps, store, connector) =
-                (live.caps.clone(), self.store.clone(), connector.to_string());
-            caps.meter_when_allowed =
-                Some(Arc::new(move || session_caps.meter(&store, &connector)));
+        // The run starts at the first call the boundary allows: this one.
+        if component.imports_interface("meter") {
+            caps.meter = live.caps.meter(&self.store, connector);
         }
-        if session_caps::imports(component, "folder") {
+        if component.imports_interface("folder") {
             caps.folders = live.caps.folders(connector, settings);
         }
+        caps.graphql_mutations = call.may_mutate();
         caps
+    }
+
+    /// How many calls were granted handles. A call the boundary refuses is
+    /// never granted any: no handle is built, no credential resolved for
+    /// it, no run started.
+    pub fn handles_granted(&self) -> u64 {
+        self.grants.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether session `id` holds the configured folders, and may write
@@ -1114,7 +1076,7 @@ impl ServeHost {
     /// connection comes back.
     pub fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, HostError> {
         let disabled = self.store.disable_connection(brand, connector)?;
-        self.resolutions.invalidate();
+        self.connections_changed();
         self.revoke_where_unresolved(connector);
         Ok(disabled)
     }
@@ -1128,9 +1090,16 @@ impl ServeHost {
         with: &str,
     ) -> Result<bool, HostError> {
         let unshared = self.store.unshare_connection(owner, connector, with)?;
-        self.resolutions.invalidate();
+        self.connections_changed();
         self.revoke_where_unresolved(connector);
         Ok(unshared)
+    }
+
+    /// A connection changed in the store: resolutions are dropped and every
+    /// session decides afresh at its next request.
+    fn connections_changed(&self) {
+        self.resolutions.invalidate();
+        self.boundary.changed();
     }
 
     fn revoke_where_unresolved(&self, connector: &str) {
@@ -1164,7 +1133,7 @@ impl ServeHost {
     ) -> Result<(), HostError> {
         self.store
             .put_connection(brand, connector, secret, &self.key)?;
-        self.resolutions.invalidate();
+        self.connections_changed();
         Ok(())
     }
 
@@ -1176,7 +1145,7 @@ impl ServeHost {
         with: &str,
     ) -> Result<(), HostError> {
         self.store.share_connection(owner, connector, with)?;
-        self.resolutions.invalidate();
+        self.connections_changed();
         Ok(())
     }
 
@@ -1195,38 +1164,53 @@ impl ServeHost {
     }
 }
 
-/// Keeps a call's arguments visible to the approvals API while it is in
-/// flight (it may be dropped mid-wait when its client goes away).
-struct WaitingArgs<'a> {
+/// The handles of one call of a live session, built once the boundary
+/// has authorized it ([`ServeHost::capabilities`]).
+struct SessionGranter<'a> {
     host: &'a ServeHost,
-    key: (String, String),
+    live: &'a LiveSession,
+    component: &'a LoadedComponent,
 }
 
-impl<'a> WaitingArgs<'a> {
-    fn new(host: &'a ServeHost, session: &str, args: &Value) -> WaitingArgs<'a> {
-        let key = (session.to_string(), args_digest(args));
-        let mut waiting = host.waiting_args.lock().unwrap_or_else(|e| e.into_inner());
-        waiting
-            .entry(key.clone())
-            .or_insert_with(|| (0, args.clone()))
-            .0 += 1;
-        WaitingArgs { host, key }
+impl Granter for SessionGranter<'_> {
+    fn grant(&self, call: &Authorized<'_>) -> Capabilities {
+        self.host.capabilities(self.live, self.component, call)
     }
 }
 
-impl Drop for WaitingArgs<'_> {
-    fn drop(&mut self) {
-        let mut waiting = self
-            .host
-            .waiting_args
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if let Some(entry) = waiting.get_mut(&self.key) {
-            entry.0 -= 1;
-            if entry.0 == 0 {
-                waiting.remove(&self.key);
-            }
-        }
+/// A brand's connections as they resolve now (through the host's cache),
+/// for the connectors this deployment offers.
+struct ServedConnections {
+    store: Arc<dyn Store>,
+    catalog: Arc<Catalog>,
+    resolver_config: Arc<ResolverConfig>,
+    key: [u8; 32],
+    not_offered: BTreeMap<String, String>,
+    resolutions: Arc<ResolutionCache>,
+}
+
+impl Connections for ServedConnections {
+    fn live(&self, brand: &str, candidates: &BTreeSet<String>) -> BTreeSet<String> {
+        let resolver = || {
+            Resolver::new(
+                &*self.store,
+                &self.catalog,
+                &self.resolver_config,
+                self.key,
+                process_env,
+            )
+        };
+        candidates
+            .iter()
+            .filter(|c| {
+                !self.not_offered.contains_key(*c)
+                    && matches!(
+                        self.resolutions.resolve_server(resolver, brand, c),
+                        Ok(Some(_))
+                    )
+            })
+            .cloned()
+            .collect()
     }
 }
 

@@ -46,16 +46,6 @@ const PROJECT_READ: &str = "mcp__project__project_read";
 /// ... and write them.
 const PROJECT_WRITE: &str = "mcp__project__project_write";
 
-/// Whether a component imports the `scout:connector` interface `name`.
-pub fn imports(component: &LoadedComponent, name: &str) -> bool {
-    let prefix = format!("scout:connector/{name}@");
-    component
-        .info()
-        .imports
-        .iter()
-        .any(|i| i.starts_with(&prefix))
-}
-
 /// One session's meters and folders.
 pub struct SessionCaps {
     session: String,
@@ -92,7 +82,7 @@ impl SessionCaps {
             let Some(settings) = config.connectors.get(name) else {
                 continue;
             };
-            if read_folders && imports(component, "folder") {
+            if read_folders && component.imports_interface("folder") {
                 for (folder, f) in &settings.folders {
                     if f.per_brand() {
                         safe_segment(brand).map_err(|e| {
@@ -101,7 +91,7 @@ impl SessionCaps {
                     }
                 }
             }
-            if !imports(component, "meter") {
+            if !component.imports_interface("meter") {
                 continue;
             }
             if let Some(allowance) = allowance_for(role, profile, name, settings) {
@@ -128,11 +118,6 @@ impl SessionCaps {
             folders: Mutex::new(BTreeMap::new()),
             ended: AtomicBool::new(false),
         })
-    }
-
-    /// Whether this session may spend through `connector` at all.
-    pub(crate) fn has_allowance(&self, connector: &str) -> bool {
-        self.allowances.contains_key(connector)
     }
 
     /// Whether this session holds folders, and may write them.

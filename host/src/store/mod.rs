@@ -282,6 +282,12 @@ pub trait Store: Send + Sync {
     fn record_all(&self, events: &[TraceEvent]) -> Result<(), StoreError> {
         events.iter().try_for_each(|e| self.record(e))
     }
+    /// Trace transactions committed by this store so far (each one fsync):
+    /// what tells a read's one commit from a write's two. 0 for a store
+    /// that does not count them.
+    fn trace_commits(&self) -> u64 {
+        0
+    }
     /// [`Store::record_all`] for an async caller: a store that writes on a
     /// thread of its own (SQLite's group commit) lets the caller's task
     /// wait for durability without holding a runtime worker.

@@ -366,6 +366,10 @@ impl Store for SqliteStore {
         self.record_all(std::slice::from_ref(event))
     }
 
+    fn trace_commits(&self) -> u64 {
+        self.writer.commits()
+    }
+
     fn record_all(&self, events: &[TraceEvent]) -> Result<(), StoreError> {
         super::off_worker(|| self.writer.write_blocking(events))
     }

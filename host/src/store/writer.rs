@@ -58,20 +58,29 @@ struct Batch {
 pub struct TraceWriter {
     queue: Option<mpsc::Sender<Batch>>,
     thread: Option<JoinHandle<()>>,
+    commits: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl TraceWriter {
     /// Starts the writer on `conn` (a connection of its own to the store's file).
     pub fn start(conn: Connection) -> Result<TraceWriter, StoreError> {
         let (queue, batches) = mpsc::channel();
+        let commits = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counted = commits.clone();
         let thread = std::thread::Builder::new()
             .name("scout-trace-writer".into())
-            .spawn(move || write_loop(conn, batches))
+            .spawn(move || write_loop(conn, batches, &counted))
             .map_err(|e| StoreError::Write(format!("cannot start the trace writer: {e}")))?;
         Ok(TraceWriter {
             queue: Some(queue),
             thread: Some(thread),
+            commits,
         })
+    }
+
+    /// Transactions committed so far (each one fsync).
+    pub(crate) fn commits(&self) -> u64 {
+        self.commits.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Writes `events` in order, all or none, and returns once they are durable.
@@ -122,7 +131,17 @@ fn gone() -> StoreError {
     StoreError::Write("the trace writer has stopped".into())
 }
 
-fn write_loop(mut conn: Connection, batches: mpsc::Receiver<Batch>) {
+fn write_loop(
+    mut conn: Connection,
+    batches: mpsc::Receiver<Batch>,
+    commits: &std::sync::atomic::AtomicU64,
+) {
+    let counted = |outcome: Result<(), String>| {
+        if outcome.is_ok() {
+            commits.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        outcome
+    };
     while let Ok(first) = batches.recv() {
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
@@ -131,7 +150,7 @@ fn write_loop(mut conn: Connection, batches: mpsc::Receiver<Batch>) {
                 Err(_) => break,
             }
         }
-        match commit(&mut conn, group.iter().map(|b| &b.rows)) {
+        match counted(commit(&mut conn, group.iter().map(|b| &b.rows))) {
             Ok(()) => group.into_iter().for_each(|b| b.reply.send(Ok(()))),
             // One batch may be what failed (a constraint, a trigger): the
             // others are retried alone and keep their own outcome.
@@ -140,7 +159,7 @@ fn write_loop(mut conn: Connection, batches: mpsc::Receiver<Batch>) {
             }
             Err(_) => {
                 for batch in group {
-                    let outcome = commit(&mut conn, std::iter::once(&batch.rows));
+                    let outcome = counted(commit(&mut conn, std::iter::once(&batch.rows)));
                     batch.reply.send(outcome);
                 }
             }

@@ -4,7 +4,7 @@
 //! and the whole story in the trace. Every denial asserts that no request
 //! reached GitHub and nothing changed there.
 
-use scout_host::boundary::{Boundary, Executed, Session};
+use scout_host::boundary::{Boundary, CallRequest, Executed, Session};
 use scout_host::policy::{BrandFacts, Catalog, PolicyDenial, Role, SessionInput, Switches};
 use scout_host::store::{SqliteStore, Store, TraceState};
 use scout_host::{
@@ -122,14 +122,16 @@ async fn a_read_runs_without_approval_and_the_trace_tells_the_story() {
     let w = world("read", &[("GITHUB_ALLOW_WRITES", "true")]).await;
     let s = person_chat("s-read", &["github"], true);
     let surface = w.boundary.open_session(&s).unwrap();
-    assert!(surface.contains("mcp__github__github_read_file"));
+    assert!(surface.surface.contains("mcp__github__github_read_file"));
     let r = w
         .boundary
         .call(
             &s,
             &w.component,
-            "github_read_file",
-            &json!({"owner": "octo", "repo": "hello", "path": "README.md"}),
+            CallRequest::new(
+                "github_read_file",
+                &json!({"owner": "octo", "repo": "hello", "path": "README.md"}),
+            ),
             &w.caps,
         )
         .await
@@ -288,8 +290,7 @@ async fn a_write_waits_for_a_person_and_runs_once_approved() {
         .call(
             &s,
             &w.component,
-            "github_create_branch",
-            &branch_args("scout/a"),
+            CallRequest::new("github_create_branch", &branch_args("scout/a")),
             &w.caps,
         )
         .await
@@ -341,8 +342,7 @@ async fn a_write_waits_for_a_person_and_runs_once_approved() {
         .call(
             &s,
             &w.component,
-            "github_create_branch",
-            &branch_args("scout/a"),
+            CallRequest::new("github_create_branch", &branch_args("scout/a")),
             &w.caps,
         )
         .await
@@ -378,8 +378,7 @@ async fn an_approval_for_other_arguments_does_not_serve() {
         .call(
             &s,
             &w.component,
-            "github_create_branch",
-            &branch_args("scout/other"),
+            CallRequest::new("github_create_branch", &branch_args("scout/other")),
             &w.caps,
         )
         .await
@@ -409,8 +408,7 @@ async fn a_zero_timeout_denies_at_once() {
         .call(
             &s,
             &w.component,
-            "github_create_branch",
-            &branch_args("scout/z"),
+            CallRequest::new("github_create_branch", &branch_args("scout/z")),
             &w.caps,
         )
         .await
@@ -446,8 +444,7 @@ async fn a_session_without_an_approval_channel_refuses_gated_calls() {
         .call(
             &s,
             &w.component,
-            "github_create_branch",
-            &branch_args("scout/n"),
+            CallRequest::new("github_create_branch", &branch_args("scout/n")),
             &w.caps,
         )
         .await
@@ -465,8 +462,7 @@ async fn github_writes_refuse_without_their_switch() {
         .call(
             &s,
             &w.component,
-            "github_create_branch",
-            &branch_args("scout/s"),
+            CallRequest::new("github_create_branch", &branch_args("scout/s")),
             &w.caps,
         )
         .await
@@ -489,8 +485,10 @@ async fn a_name_outside_the_ceiling_is_a_permission_denied_event() {
         .call(
             &s,
             &w.component,
-            "github_read_file",
-            &json!({"owner": "octo", "repo": "hello", "path": "README.md"}),
+            CallRequest::new(
+                "github_read_file",
+                &json!({"owner": "octo", "repo": "hello", "path": "README.md"}),
+            ),
             &w.caps,
         )
         .await
@@ -539,7 +537,12 @@ async fn a_call_to_a_removed_tool_is_traced_with_the_rule_that_removed_it() {
     for (session, rule) in cases {
         boundary.open_session(&session).unwrap();
         let denied = boundary
-            .call(&session, &w.component, "github_read_file", &read, &w.caps)
+            .call(
+                &session,
+                &w.component,
+                CallRequest::new("github_read_file", &read),
+                &w.caps,
+            )
             .await
             .unwrap_err();
         assert_eq!(denied.denial, PolicyDenial::NotOffered, "{}", session.id);
@@ -593,8 +596,7 @@ async fn revocation_takes_effect_at_the_next_boundary_even_after_approval() {
         .call(
             &s,
             &w.component,
-            "github_create_branch",
-            &branch_args("scout/r"),
+            CallRequest::new("github_create_branch", &branch_args("scout/r")),
             &w.caps,
         )
         .await
@@ -621,8 +623,10 @@ async fn revocation_takes_effect_at_the_next_boundary_even_after_approval() {
         .call(
             &s,
             &w.component,
-            "github_read_file",
-            &json!({"owner": "octo", "repo": "hello", "path": "README.md"}),
+            CallRequest::new(
+                "github_read_file",
+                &json!({"owner": "octo", "repo": "hello", "path": "README.md"}),
+            ),
             &w.caps,
         )
         .await
@@ -656,24 +660,37 @@ async fn disabling_a_stored_connection_denies_the_next_call() {
     let key = [7u8; 32];
     store.put_connection("acme", "github", TOKEN, &key).unwrap();
 
-    // Credentials are resolved afresh at every boundary.
-    let live_store = store.clone();
-    let live: scout_host::boundary::LiveConnections = Box::new(move |brand, candidates| {
-        let catalog = Catalog::seed();
-        let config = ResolverConfig::default();
-        let resolver = Resolver::new(&*live_store, &catalog, &config, key, |_| None);
-        candidates
-            .iter()
-            .filter(|c| matches!(resolver.resolve_server(brand, c), Ok(Some(_))))
-            .cloned()
-            .collect()
-    });
+    // Credentials are resolved afresh at every revision.
+    struct StoredConnections {
+        store: Arc<dyn Store>,
+        key: [u8; 32],
+    }
+    impl scout_host::boundary::Connections for StoredConnections {
+        fn live(
+            &self,
+            brand: &str,
+            candidates: &std::collections::BTreeSet<String>,
+        ) -> std::collections::BTreeSet<String> {
+            let catalog = Catalog::seed();
+            let config = ResolverConfig::default();
+            let resolver = Resolver::new(&*self.store, &catalog, &config, self.key, |_| None);
+            candidates
+                .iter()
+                .filter(|c| matches!(resolver.resolve_server(brand, c), Ok(Some(_))))
+                .cloned()
+                .collect()
+        }
+    }
+    let live = StoredConnections {
+        store: store.clone(),
+        key,
+    };
     let boundary = Boundary::new(
         store.clone(),
         Catalog::seed(),
         Switches::from_vars([("GITHUB_ALLOW_WRITES", "true")]),
     )
-    .with_live_connections(live);
+    .with_connections(live);
     let resolved = {
         let catalog = Catalog::seed();
         let config = ResolverConfig::default();
@@ -693,6 +710,7 @@ async fn disabling_a_stored_connection_denies_the_next_call() {
         boundary
             .open_session(&s)
             .unwrap()
+            .surface
             .contains("mcp__github__github_read_file")
     );
     let caps = Capabilities::with_http(
@@ -706,15 +724,27 @@ async fn disabling_a_stored_connection_denies_the_next_call() {
     let args = json!({"owner": "octo", "repo": "hello", "path": "README.md"});
     assert!(matches!(
         boundary
-            .call(&s, &component, "github_read_file", &args, &caps)
+            .call(
+                &s,
+                &component,
+                CallRequest::new("github_read_file", &args),
+                &caps
+            )
             .await,
         Ok(Executed::Ran(_))
     ));
     let sent = github.requests().len();
 
     assert!(store.disable_connection("acme", "github").unwrap());
+    // What the host does after any change to a connection.
+    boundary.changed();
     let denied = boundary
-        .call(&s, &component, "github_read_file", &args, &caps)
+        .call(
+            &s,
+            &component,
+            CallRequest::new("github_read_file", &args),
+            &caps,
+        )
         .await
         .unwrap_err();
     assert_eq!(
@@ -737,7 +767,12 @@ async fn withdrawing_a_connector_from_a_grant_denies_the_next_call() {
     let args = json!({"owner": "octo", "repo": "hello", "path": "README.md"});
     assert!(matches!(
         w.boundary
-            .call(&s, &w.component, "github_read_file", &args, &w.caps)
+            .call(
+                &s,
+                &w.component,
+                CallRequest::new("github_read_file", &args),
+                &w.caps
+            )
             .await,
         Ok(Executed::Ran(_))
     ));
@@ -745,7 +780,12 @@ async fn withdrawing_a_connector_from_a_grant_denies_the_next_call() {
     w.boundary.withdraw_grant(&s, "github");
     let denied = w
         .boundary
-        .call(&s, &w.component, "github_read_file", &args, &w.caps)
+        .call(
+            &s,
+            &w.component,
+            CallRequest::new("github_read_file", &args),
+            &w.caps,
+        )
         .await
         .unwrap_err();
     assert_eq!(denied.denial, PolicyDenial::Revoked);
@@ -754,7 +794,12 @@ async fn withdrawing_a_connector_from_a_grant_denies_the_next_call() {
     let other = person_chat("s-other", &["github"], true);
     assert!(matches!(
         w.boundary
-            .call(&other, &w.component, "github_read_file", &args, &w.caps)
+            .call(
+                &other,
+                &w.component,
+                CallRequest::new("github_read_file", &args),
+                &w.caps
+            )
             .await,
         Ok(Executed::Ran(_))
     ));
@@ -795,7 +840,12 @@ async fn a_new_or_changed_tool_is_held_until_an_operator_approves_it() {
             .all(|r| r.status == ReviewStatus::New)
     );
     let held = boundary
-        .call(&s, &component, "github_read_file", &args, &caps)
+        .call(
+            &s,
+            &component,
+            CallRequest::new("github_read_file", &args),
+            &caps,
+        )
         .await
         .unwrap_err();
     assert_eq!(held.denial, PolicyDenial::NotOffered);
@@ -807,9 +857,16 @@ async fn a_new_or_changed_tool_is_held_until_an_operator_approves_it() {
 
     // An operator approves: it runs.
     assert_eq!(approve_all(&*store, &component, "operator").unwrap(), 11);
+    // What the host's reviews API does after an operator's review.
+    boundary.changed();
     assert!(matches!(
         boundary
-            .call(&s, &component, "github_read_file", &args, &caps)
+            .call(
+                &s,
+                &component,
+                CallRequest::new("github_read_file", &args),
+                &caps
+            )
             .await,
         Ok(Executed::Ran(_))
     ));
@@ -832,7 +889,12 @@ async fn a_new_or_changed_tool_is_held_until_an_operator_approves_it() {
     );
     let sent = github.requests().len();
     let held = boundary
-        .call(&s, &component, "github_read_file", &args, &caps)
+        .call(
+            &s,
+            &component,
+            CallRequest::new("github_read_file", &args),
+            &caps,
+        )
         .await
         .unwrap_err();
     assert_eq!(held.denial, PolicyDenial::NotOffered);
@@ -847,8 +909,10 @@ async fn a_new_or_changed_tool_is_held_until_an_operator_approves_it() {
             .call(
                 &s,
                 &component,
-                "github_list_branches",
-                &json!({"owner": "octo", "repo": "hello"}),
+                CallRequest::new(
+                    "github_list_branches",
+                    &json!({"owner": "octo", "repo": "hello"})
+                ),
                 &caps
             )
             .await,
@@ -872,8 +936,10 @@ async fn neither_the_result_nor_any_trace_row_carries_the_secret() {
             .call(
                 &s,
                 &w.component,
-                "github_list_branches",
-                &json!({"owner": owner, "repo": "hello"}),
+                CallRequest::new(
+                    "github_list_branches",
+                    &json!({"owner": owner, "repo": "hello"}),
+                ),
                 &w.caps,
             )
             .await
@@ -902,25 +968,37 @@ async fn neither_the_result_nor_any_trace_row_carries_the_secret() {
     assert!(w.github.requests().is_empty(), "nothing reached GitHub");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_call_whose_intent_cannot_be_recorded_does_not_run() {
-    let w = world("unrecorded", &[]).await;
-    let s = person_chat("s-unrecorded", &["github"], true);
-    w.boundary.open_session(&s).unwrap();
-    // The disk refuses exactly the `allowed` row (a real SQLite failure,
-    // raised by a trigger on the real file).
+/// Refuses exactly the trace's `allowed` rows on the real file (a real
+/// SQLite failure, raised by a trigger), until the trigger is dropped.
+fn refuse_allowed_rows(w: &World) -> rusqlite::Connection {
     let db = rusqlite::Connection::open(w._db.path()).unwrap();
     db.execute_batch(
         "CREATE TRIGGER refuse_allowed BEFORE INSERT ON trace WHEN NEW.state = 'allowed'
          BEGIN SELECT RAISE(ABORT, 'the disk refused the write'); END;",
     )
     .unwrap();
-    let args = json!({"owner": "octo", "repo": "hello", "path": "README.md"});
+    db
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_whose_intent_cannot_be_recorded_does_not_run() {
+    let w = world("unrecorded", &[("GITHUB_ALLOW_WRITES", "true")]).await;
+    let s = person_chat("s-unrecorded", &["github"], true);
+    w.boundary.open_session(&s).unwrap();
+    let db = refuse_allowed_rows(&w);
+    let approver = answer_when_asked(&w, "s-unrecorded", true);
+    let args = branch_args("scout/unrecorded");
     let denied = w
         .boundary
-        .call(&s, &w.component, "github_read_file", &args, &w.caps)
+        .call(
+            &s,
+            &w.component,
+            CallRequest::new("github_create_branch", &args),
+            &w.caps,
+        )
         .await
         .unwrap_err();
+    approver.await.unwrap();
     assert_eq!(denied.denial, PolicyDenial::Unrecorded);
     assert!(
         w.github.requests().is_empty(),
@@ -937,12 +1015,79 @@ async fn a_call_whose_intent_cannot_be_recorded_does_not_run() {
             .any(|(state, _)| state == "allowed" || state == "executed"),
         "{trace:?}"
     );
-    // Once the disk takes writes again, the same call runs.
+    // Once the disk takes writes again, the same call runs (asking again:
+    // the approval was consumed by the call that could not run).
     db.execute_batch("DROP TRIGGER refuse_allowed;").unwrap();
+    let approver = answer_when_asked(&w, "s-unrecorded", true);
     let r = w
         .boundary
-        .call(&s, &w.component, "github_read_file", &args, &w.caps)
+        .call(
+            &s,
+            &w.component,
+            CallRequest::new("github_create_branch", &args),
+            &w.caps,
+        )
+        .await
+        .unwrap();
+    approver.await.unwrap();
+    assert!(matches!(r, Executed::Ran(_)));
+    assert_eq!(writes(&w), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_is_recorded_in_one_commit_and_unanswered_if_that_commit_fails() {
+    let w = world("read-commit", &[]).await;
+    let s = person_chat("s-read-commit", &["github"], true);
+    w.boundary.open_session(&s).unwrap();
+    let args = json!({"owner": "octo", "repo": "hello", "path": "README.md"});
+    // A plain read: its request, decision and outcome in one commit.
+    let before = w.boundary.store().trace_commits();
+    let r = w
+        .boundary
+        .call(
+            &s,
+            &w.component,
+            CallRequest::new("github_read_file", &args),
+            &w.caps,
+        )
         .await
         .unwrap();
     assert!(matches!(r, Executed::Ran(_)));
+    assert_eq!(
+        w.boundary.store().trace_commits() - before,
+        1,
+        "one commit for the whole read"
+    );
+    let call: Vec<_> = states(&w, "s-read-commit")
+        .into_iter()
+        .skip_while(|(state, _)| state != "requested")
+        .map(|(state, _)| state)
+        .collect();
+    assert_eq!(call, ["requested", "allowed", "executed", "result"]);
+
+    // That commit fails: the read ran, and its answer is withheld.
+    let db = refuse_allowed_rows(&w);
+    let denied = w
+        .boundary
+        .call(
+            &s,
+            &w.component,
+            CallRequest::new("github_read_file", &args),
+            &w.caps,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(denied.denial, PolicyDenial::Unrecorded);
+    let trace = states(&w, "s-read-commit");
+    assert_eq!(
+        trace.last(),
+        Some(&("denied".to_string(), Some("unrecorded".to_string()))),
+        "{trace:?}"
+    );
+    assert_eq!(
+        trace.iter().filter(|(state, _)| state == "result").count(),
+        1,
+        "only the first read has a result: {trace:?}"
+    );
+    db.execute_batch("DROP TRIGGER refuse_allowed;").unwrap();
 }

@@ -8,7 +8,7 @@
 //! no allowance gets `denied`. Folders: confined reads, lists and writes,
 //! read-only folders, escapes, the `{brand}` root and a hostile brand.
 
-use scout_host::boundary::Executed;
+use scout_host::boundary::{CallRequest, Executed};
 use scout_host::policy::{Allowance, Grant, Limits, Profile, Switches, presets};
 use scout_host::serve::{HostError, OpenSession, ServeConfig, ServeHost};
 use scout_host::store::ProfileKind;
@@ -169,7 +169,11 @@ impl Fixture {
         let live = self.host.session(id).expect("the session is open");
         match self
             .host
-            .call_tool(&live, CONNECTOR, &format!("{CONNECTOR}_{tool}"), &args)
+            .call(
+                &live,
+                CONNECTOR,
+                CallRequest::new(&format!("{CONNECTOR}_{tool}"), &args),
+            )
             .await
         {
             Ok(Executed::Ran(outcome)) => serde_json::to_value(&outcome.output).unwrap(),
@@ -479,7 +483,7 @@ async fn person_chat_spends_the_operators_person_allowance() {
 /// refuses: the meter is bound after the decision. A billed call a person
 /// denies sends nothing and leaves no run holding the day's figure.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_call_a_person_denies_starts_no_run() {
+async fn a_call_a_person_denies_builds_no_handle_and_starts_no_run() {
     let f = serve(
         "denied-run",
         "[connectors.capabilities.person_allowance]\nper_run_credits = 3\nper_day_credits = 10\n",
@@ -487,6 +491,7 @@ async fn a_call_a_person_denies_starts_no_run() {
     .await;
     f.connect("acme");
     let id = f.open("acme", "person-chat", None).unwrap();
+    let granted = f.host.handles_granted();
     let denier = f.answering(&id, false);
     let denied = f
         .call(
@@ -504,6 +509,11 @@ async fn a_call_a_person_denies_starts_no_run() {
         0,
         "no run was started for a call the boundary refused"
     );
+    assert_eq!(
+        f.host.handles_granted(),
+        granted,
+        "no handle was built and no credential resolved for it"
+    );
     // The next call a person approves starts the run and spends from it.
     let _approver = f.approver(&id);
     assert_eq!(
@@ -517,6 +527,11 @@ async fn a_call_a_person_denies_starts_no_run() {
     );
     assert_eq!(f.requests(), 1);
     assert_eq!(f.charged(&id), 2);
+    assert_eq!(
+        f.host.handles_granted(),
+        granted + 1,
+        "granted once allowed"
+    );
 }
 
 fn folders_config(root: &Path) -> String {

@@ -1,0 +1,313 @@
+//! A gated call's wait for a person: the approval asked for (or joined),
+//! the decision rung by the store's broker, the timeout, and the withdrawal
+//! when the caller goes away. Only a gated call reaches this module: its
+//! arguments are kept here, for the approvals API to show, while it waits.
+
+use super::trace::{denial_event, trace_event};
+use super::{AskedFor, Boundary, Denied};
+use crate::policy::PolicyDenial;
+use crate::session::Session;
+use crate::store::{ApprovalError, ApprovalId, ApprovalState, TraceState};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// How often a waiting call reads the store although nothing rang: only a
+/// decision made by another process on the same database file is seen this
+/// way (one in this process rings at once, see [`crate::store::broker`]).
+const STORE_RECHECK: Duration = Duration::from_secs(1);
+
+/// Who the trace and the store say decided an approval nobody answered.
+pub(crate) const TIMEOUT_DECIDER: &str = "timeout";
+
+/// The arguments of calls waiting for a person, by session and digest, so
+/// the approvals API can show a person what they approve (the store keeps
+/// only digests). Counted: two identical calls may wait at once.
+#[derive(Default)]
+pub(super) struct WaitingArgs {
+    waiting: parking_lot::Mutex<HashMap<(String, String), (usize, Value)>>,
+}
+
+impl WaitingArgs {
+    pub(super) fn get(&self, session: &str, digest: &str) -> Option<Value> {
+        self.waiting
+            .lock()
+            .get(&(session.to_string(), digest.to_string()))
+            .map(|(_, args)| args.clone())
+    }
+
+    fn show<'w>(&'w self, session: &str, digest: &str, args: &Value) -> Shown<'w> {
+        let key = (session.to_string(), digest.to_string());
+        self.waiting
+            .lock()
+            .entry(key.clone())
+            .or_insert_with(|| (0, args.clone()))
+            .0 += 1;
+        Shown { args: self, key }
+    }
+}
+
+/// Keeps a waiting call's arguments visible until it stops waiting (it may
+/// be dropped mid-wait when its client goes away).
+struct Shown<'w> {
+    args: &'w WaitingArgs,
+    key: (String, String),
+}
+
+impl Drop for Shown<'_> {
+    fn drop(&mut self) {
+        let mut waiting = self.args.waiting.lock();
+        if let Some(entry) = waiting.get_mut(&self.key) {
+            entry.0 -= 1;
+            if entry.0 == 0 {
+                waiting.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// One call's wait.
+pub(super) struct Wait<'a> {
+    pub(super) session: &'a Session,
+    pub(super) call_id: &'a str,
+    pub(super) name: &'a str,
+    pub(super) digest: &'a str,
+    pub(super) args: &'a Value,
+    pub(super) gone: &'a CancellationToken,
+    pub(super) asked: Option<AskedFor>,
+}
+
+impl Boundary {
+    /// Waits for a person to approve this exact call; the approval it
+    /// consumed, or why it may not run.
+    pub(super) async fn await_approval(&self, wait: Wait<'_>) -> Result<ApprovalId, Denied> {
+        let Wait {
+            session,
+            call_id,
+            name,
+            digest,
+            args,
+            gone,
+            mut asked,
+        } = wait;
+        if !session.input.approval_channel {
+            return Err(self.deny(session, call_id, name, PolicyDenial::ApprovalRequired));
+        }
+        let _shown = self.waiting_args.show(&session.id, digest, args);
+        let started = Instant::now();
+        let deadline = tokio::time::Instant::now() + self.switches.approval_timeout();
+        // Withdraws the approval this call asked for if the call goes away
+        // (its MCP request cancelled, its stream closed) before it is
+        // decided and used: nobody is waiting for it, so nothing may run it.
+        let mut withdraw = WithdrawIfGone {
+            boundary: self,
+            session,
+            call_id,
+            name,
+            approval: None,
+        };
+        // Subscribe, then read: a decision committed in between rings.
+        let mut bell = self.store.watch_approval(&session.id, name, digest);
+        let mut watched = match self.store.consume_approval(&session.id, name, digest) {
+            Ok(id) => {
+                self.trace_decision(session, call_id, name, id, started, None);
+                return Ok(id);
+            }
+            // Another call with the same arguments asked already: wait for
+            // the same answer.
+            Err(ApprovalError::Pending) => self
+                .store
+                .pending(&session.id)
+                .unwrap_or_default()
+                .into_iter()
+                .find(|a| a.tool == name && a.args_digest == digest)
+                .map(|a| a.id),
+            // Never asked, or an earlier answer that cannot serve this call
+            // (used, denied, revoked): ask again.
+            Err(_) => {
+                let id = self
+                    .store
+                    .request_approval(&session.id, name, digest)
+                    .map_err(|_| Denied {
+                        denial: PolicyDenial::ApprovalRequired,
+                    })?;
+                self.trace(
+                    session,
+                    call_id,
+                    name,
+                    TraceState::Requested,
+                    Some("approval_requested".into()),
+                    json!({"approval": id.0}),
+                );
+                withdraw.approval = Some(id);
+                if let Some(tx) = asked.take() {
+                    let _ = tx.send(id);
+                }
+                Some(id)
+            }
+        };
+        loop {
+            tokio::select! {
+                () = bell.rung() => {}
+                // Only for a decision made by another process on the same file.
+                () = tokio::time::sleep(STORE_RECHECK) => {}
+                () = tokio::time::sleep_until(deadline) => {}
+                () = gone.cancelled() => {
+                    // `withdraw` revokes this call's own approval and
+                    // records why as it drops; a call that joined
+                    // another's request just records that it left.
+                    if withdraw.approval.is_none() {
+                        self.trace(session, call_id, name, TraceState::Denied, Some("caller_gone".into()), json!({"reason": "the caller went away while waiting for a person"}));
+                    }
+                    return Err(Denied { denial: PolicyDenial::ApprovalWithdrawn });
+                }
+            }
+            bell = self.store.watch_approval(&session.id, name, digest);
+            let consumed = self.store.consume_approval(&session.id, name, digest);
+            if !matches!(consumed, Err(ApprovalError::Pending)) {
+                // Decided one way or the other: nothing left to withdraw.
+                withdraw.approval = None;
+            }
+            match consumed {
+                Ok(id) => {
+                    self.trace_decision(session, call_id, name, id, started, None);
+                    return Ok(id);
+                }
+                Err(ApprovalError::Pending) if tokio::time::Instant::now() < deadline => {
+                    if watched.is_none() {
+                        watched = self
+                            .store
+                            .pending(&session.id)
+                            .unwrap_or_default()
+                            .into_iter()
+                            .find(|a| a.tool == name && a.args_digest == digest)
+                            .map(|a| a.id);
+                    }
+                }
+                Err(ApprovalError::Pending) => {
+                    // Timed out: the pending request must not be approvable later.
+                    for approval in self.store.pending(&session.id).unwrap_or_default() {
+                        if approval.tool == name && approval.args_digest == digest {
+                            let _ = self.store.decide(approval.id, false, TIMEOUT_DECIDER);
+                            watched = Some(approval.id);
+                        }
+                    }
+                    if let Some(id) = watched {
+                        self.trace_decision(
+                            session,
+                            call_id,
+                            name,
+                            id,
+                            started,
+                            Some(TIMEOUT_DECIDER),
+                        );
+                    }
+                    return Err(self.deny(session, call_id, name, PolicyDenial::ApprovalTimedOut));
+                }
+                Err(other) => {
+                    if let Some(id) = watched {
+                        self.trace_decision(session, call_id, name, id, started, None);
+                    }
+                    let denial = match other {
+                        ApprovalError::Revoked => PolicyDenial::Revoked,
+                        ApprovalError::Denied => PolicyDenial::ApprovalDenied,
+                        // Required, already used, unknown, no longer
+                        // pending, or the store failing: nobody approved
+                        // this call in time.
+                        _ => PolicyDenial::ApprovalTimedOut,
+                    };
+                    return Err(self.deny(session, call_id, name, denial));
+                }
+            }
+        }
+    }
+
+    /// Records who decided approval `id` for this call, and when: a person
+    /// through the approvals API or MCP elicitation (as `by` says), the
+    /// timeout, or a revocation; and how long the call waited.
+    fn trace_decision(
+        &self,
+        session: &Session,
+        call_id: &str,
+        name: &str,
+        id: ApprovalId,
+        started: Instant,
+        by: Option<&str>,
+    ) {
+        let approval = self.store.approval(id).ok().flatten();
+        let outcome = match approval.as_ref().map(|a| a.state) {
+            Some(ApprovalState::Approved) => "approved",
+            Some(ApprovalState::Denied) if by == Some(TIMEOUT_DECIDER) => "timed_out",
+            Some(ApprovalState::Denied) => "denied",
+            Some(ApprovalState::Revoked) => "revoked",
+            Some(ApprovalState::Pending) | None => "unknown",
+        };
+        let detail = json!({
+            "approval": id.0,
+            "by": by.map(str::to_string).or_else(|| approval.as_ref().and_then(|a| a.decided_by.clone())),
+            "decided_at_ms": approval.as_ref().and_then(|a| a.decided_at_ms),
+            "waited_ms": started.elapsed().as_millis() as u64,
+        });
+        self.trace(
+            session,
+            call_id,
+            name,
+            TraceState::Decided,
+            Some(outcome.to_string()),
+            detail,
+        );
+    }
+
+    fn deny(&self, session: &Session, call_id: &str, name: &str, denial: PolicyDenial) -> Denied {
+        let (state, rule, detail) = denial_event(denial);
+        self.trace(session, call_id, name, state, rule, detail);
+        Denied { denial }
+    }
+
+    pub(super) fn trace(
+        &self,
+        session: &Session,
+        call_id: &str,
+        tool: &str,
+        state: TraceState,
+        rule: Option<String>,
+        detail: Value,
+    ) {
+        let event = trace_event(session, call_id, tool, state, rule, detail);
+        if let Err(e) = self.store.record(&event) {
+            tracing::error!(error = %e, "cannot record a trace event");
+        }
+    }
+}
+
+/// An approval request whose call may still go away while it waits: on
+/// drop, an approval still unused is revoked and the trace says why.
+struct WithdrawIfGone<'a> {
+    boundary: &'a Boundary,
+    session: &'a Session,
+    call_id: &'a str,
+    name: &'a str,
+    approval: Option<ApprovalId>,
+}
+
+impl Drop for WithdrawIfGone<'_> {
+    fn drop(&mut self) {
+        let Some(id) = self.approval.take() else {
+            return;
+        };
+        match self.boundary.store.revoke_approval(id, "withdrawn: the caller went away") {
+            Ok(true) => self.boundary.trace(
+                self.session,
+                self.call_id,
+                self.name,
+                TraceState::Denied,
+                Some("approval_withdrawn".to_string()),
+                json!({"approval": id.0, "reason": "the call's caller went away before a person decided; the approval was revoked"}),
+            ),
+            // Decided or used in the meantime: it served (or refused) this call.
+            Ok(false) => {}
+            Err(e) => tracing::error!(error = %e, approval = id.0, "cannot withdraw an approval whose caller went away"),
+        }
+    }
+}

@@ -1,0 +1,822 @@
+//! The execution boundary (DESIGN D6): where a requested call becomes an
+//! effect, or a recorded, bounded denial.
+//!
+//! One call goes through three steps, in this order (DESIGN D14):
+//! 1. [`Boundary::authorize`] decides: the same policy that decided the
+//!    offered surface, at the session's current revision (a call planned,
+//!    offered or even approved earlier is denied if its connector or its
+//!    session was revoked since), then the tool's gate: open, an allowance,
+//!    or a person's approval bound to a digest of the exact arguments and
+//!    consumed once. A denial is recorded with the rule that decided and
+//!    nothing else happens. An allowed call is an [`Authorized`] value
+//!    that says which gate passed.
+//! 2. A [`Granter`] builds the handles for that [`Authorized`] call only:
+//!    an HTTP client per destination with the credential resolved now, the
+//!    meter bound to the run, the folders, whether a GraphQL mutation may
+//!    pass. A refused call builds no handle, resolves no credential and
+//!    starts no run.
+//! 3. [`Boundary::execute`] runs the guest and records what it did.
+//!
+//! Every state lands in the trace: requested, allowed or denied (with the
+//! rule that decided), executed, result; a name outside the ceiling is a
+//! `permission_denied` event. A write, a billed call or one that waited for
+//! a person has its intent durable before the effect and its outcome before
+//! the caller hears it; a read with no effect and no charge writes its
+//! request, decision and outcome in one commit before its answer is sent.
+
+mod approval;
+mod trace;
+
+use crate::capabilities::Capabilities;
+use crate::policy::{self, Catalog, Gate, MutationGate, PolicyDenial, SessionInput, Switches};
+use crate::runtime::{CallOutcome, LoadedComponent, ToolOutput};
+pub use crate::session::{Offered, Revision, Session};
+use crate::store::{ApprovalId, Store, TraceEvent, TraceState, args_digest};
+use serde_json::{Value, json};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokio_util::sync::CancellationToken;
+use trace::{CallTrace, executed_detail, trace_event};
+
+/// Told the approval a call asked a person for, so its caller can put the
+/// question (MCP elicitation) while the call waits.
+pub type AskedFor = tokio::sync::oneshot::Sender<ApprovalId>;
+
+/// Why a call did not run. `reason` is what the agent sees: bounded, safe.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .denial.safe_reason())]
+pub struct Denied {
+    /// The decision.
+    pub denial: PolicyDenial,
+}
+
+/// A tool call that passed the boundary.
+#[derive(Debug)]
+pub enum Executed {
+    /// The guest ran; its answer (a tool error included) is in the outcome.
+    Ran(CallOutcome),
+    /// The host could not run it (deadline, trap, bad arguments...).
+    Failed(crate::CallError),
+}
+
+/// Which of a brand's connectors still resolve right now: a connection
+/// disabled in the store removes its connector from the next surface.
+pub trait Connections: Send + Sync {
+    /// The members of `candidates` (connector server names) that resolve
+    /// for `brand`. Only a session's own connectors are asked about.
+    fn live(&self, brand: &str, candidates: &BTreeSet<String>) -> BTreeSet<String>;
+}
+
+/// Builds the handles of one call the boundary has authorized, and only
+/// then (Zed's capability granter, Spin's `prepare`).
+pub trait Granter: Sync {
+    /// The handles `call` may hold.
+    fn grant(&self, call: &Authorized<'_>) -> Capabilities;
+}
+
+/// Handles built beforehand (a test, the demo, `scout-host call`): cloned
+/// for each authorized call, with a GraphQL mutation allowed only where a
+/// person approved it.
+impl Granter for Capabilities {
+    fn grant(&self, call: &Authorized<'_>) -> Capabilities {
+        Capabilities {
+            graphql_mutations: call.may_mutate(),
+            ..self.clone()
+        }
+    }
+}
+
+/// One requested call.
+pub struct CallRequest<'a> {
+    /// The tool's wire name, e.g. `github_create_branch`.
+    pub tool: &'a str,
+    /// Its arguments, as the agent sent them.
+    pub args: &'a Value,
+    /// Cancelled when the caller goes away (an MCP request cancelled, its
+    /// stream closed): a call waiting for a person then withdraws its
+    /// approval and is denied. Once allowed, a call runs to its end whatever
+    /// the caller does: an effect is never cut off halfway.
+    pub gone: CancellationToken,
+    /// Told which approval the call asked a person for, when it asks one,
+    /// so the caller can put the question itself (MCP elicitation).
+    pub asked: Option<AskedFor>,
+}
+
+impl<'a> CallRequest<'a> {
+    /// A call of `tool` with `args` by a caller that stays.
+    pub fn new(tool: &'a str, args: &'a Value) -> CallRequest<'a> {
+        CallRequest {
+            tool,
+            args,
+            gone: CancellationToken::new(),
+            asked: None,
+        }
+    }
+
+    /// The same call by a caller that can go away (see [`CallRequest::gone`]).
+    pub fn while_present(mut self, gone: CancellationToken) -> CallRequest<'a> {
+        self.gone = gone;
+        self
+    }
+
+    /// The same call, telling `asked` which approval it asks for.
+    pub fn telling(mut self, asked: AskedFor) -> CallRequest<'a> {
+        self.asked = Some(asked);
+        self
+    }
+}
+
+/// Which gate a call passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pass {
+    /// The tool runs without a per-call gate.
+    Open,
+    /// A GraphQL tool whose document holds only queries.
+    GraphqlQuery,
+    /// A person approved this exact call (`mutation`: a GraphQL mutation).
+    Person {
+        approval: ApprovalId,
+        mutation: bool,
+    },
+    /// Charged against the grant's allowance, by the run's meter.
+    Allowance,
+}
+
+impl Pass {
+    /// The rule the trace's `allowed` event names.
+    fn rule(&self) -> &'static str {
+        match self {
+            Pass::Open => "open",
+            Pass::GraphqlQuery => "graphql_query",
+            Pass::Person { mutation: true, .. } => "graphql_mutation_approved_by_person",
+            Pass::Person { .. } => "approved_by_person",
+            Pass::Allowance => "allowance",
+        }
+    }
+}
+
+/// A call the boundary allowed, not yet run: what a [`Granter`] builds
+/// handles for, and what [`Boundary::execute`] runs.
+pub struct Authorized<'a> {
+    session: &'a Session,
+    connector: &'a str,
+    tool: &'a str,
+    args: &'a Value,
+    pass: Pass,
+    /// No effect and no charge: the request, decision and outcome are
+    /// written together, after the call.
+    one_commit: bool,
+    trace: CallTrace<'a>,
+}
+
+impl Authorized<'_> {
+    /// The session it runs in.
+    pub fn session(&self) -> &Session {
+        self.session
+    }
+
+    /// The connector (server name) whose tool it is.
+    pub fn connector(&self) -> &str {
+        self.connector
+    }
+
+    /// The tool's wire name.
+    pub fn tool(&self) -> &str {
+        self.tool
+    }
+
+    /// The gate it passed.
+    pub fn pass(&self) -> Pass {
+        self.pass
+    }
+
+    /// Whether a `(graphql)` route may carry a mutation in this call: only
+    /// in a call a person approved (a Shopify mutation, or a write tool
+    /// gated by approval). Otherwise only queries.
+    pub fn may_mutate(&self) -> bool {
+        matches!(self.pass, Pass::Person { .. })
+    }
+
+    /// The call's id in the trace.
+    pub fn call_id(&self) -> &str {
+        &self.trace.call_id
+    }
+}
+
+/// Decides, at execution time, whether each requested call may run.
+pub struct Boundary {
+    store: Arc<dyn Store>,
+    catalog: Catalog,
+    switches: Switches,
+    revoked_connectors: parking_lot::RwLock<BTreeSet<String>>,
+    connections: Option<Box<dyn Connections>>,
+    require_review: bool,
+    /// The connectors this host runs: what a session could be given, for
+    /// the `removed` events at its start.
+    hosted: BTreeSet<String>,
+    next_call: AtomicU64,
+    /// Bumped by every change that can alter any session's surface.
+    revision: AtomicU64,
+    /// Review holds by (connector, tool), at one host revision.
+    reviews: parking_lot::Mutex<(u64, HashMap<(String, String), Option<String>>)>,
+    waiting_args: approval::WaitingArgs,
+}
+
+impl Boundary {
+    /// A boundary over `store`, deciding with `catalog` and `switches`.
+    pub fn new(store: Arc<dyn Store>, catalog: Catalog, switches: Switches) -> Boundary {
+        Boundary {
+            store,
+            catalog,
+            switches,
+            revoked_connectors: Default::default(),
+            connections: None,
+            require_review: false,
+            hosted: BTreeSet::new(),
+            next_call: AtomicU64::new(1),
+            revision: AtomicU64::new(0),
+            reviews: Default::default(),
+            waiting_args: Default::default(),
+        }
+    }
+
+    /// Holds every tool that an operator has not approved as it is now
+    /// (see [`crate::review`]): a new or changed tool is not offered.
+    pub fn require_review(mut self) -> Boundary {
+        self.require_review = true;
+        self
+    }
+
+    /// Names the connectors this host runs, so a session's start traces a
+    /// `removed` event for each of their tools it is not given.
+    pub fn hosting<I: IntoIterator<Item = S>, S: Into<String>>(
+        mut self,
+        connectors: I,
+    ) -> Boundary {
+        self.hosted = connectors.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Re-resolves a brand's connections at each revision, so a connection
+    /// disabled in the store (and [`Boundary::changed`] called) denies the
+    /// next call.
+    pub fn with_connections(mut self, connections: impl Connections + 'static) -> Boundary {
+        self.connections = Some(Box::new(connections));
+        self
+    }
+
+    /// The store the boundary records into.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// Something every session's surface may depend on changed (a
+    /// connection stored, disabled, shared or unshared; a tool reviewed; a
+    /// profile saved): the next request of every session decides afresh.
+    /// Call it after the change is committed and before acknowledging it.
+    pub fn changed(&self) {
+        self.revision.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The surface `session` is offered now, computed once per revision.
+    pub fn offered(&self, session: &Session) -> Result<Arc<Offered>, policy::PolicyError> {
+        let revision = session.revision(self.revision.load(Ordering::SeqCst));
+        if let Some(offered) = session.offered_at(revision) {
+            return Ok(offered);
+        }
+        let surface = policy::surface(&self.current_input(session), &self.catalog, &self.switches)?;
+        let offered = Arc::new(Offered { revision, surface });
+        session.keep(offered.clone());
+        Ok(offered)
+    }
+
+    /// Opens a session: decides its surface now and records what was
+    /// registered (the connectors whose credentials resolve) and what is
+    /// offered, so the trace can explain every later decision.
+    pub fn open_session(&self, session: &Session) -> Result<Arc<Offered>, policy::PolicyError> {
+        self.open_session_with(session, &[])
+    }
+
+    /// [`Boundary::open_session`] for a session served by `components`: a
+    /// tool the policy allows but an operator has not reviewed (when
+    /// [`Boundary::require_review`] is on) is eligible, not offered, and the
+    /// trace records a `denied` event with the rule that held it.
+    pub(crate) fn open_session_with(
+        &self,
+        session: &Session,
+        components: &[&LoadedComponent],
+    ) -> Result<Arc<Offered>, policy::PolicyError> {
+        let input = self.current_input(session);
+        let offered = self.offered(session)?;
+        let surface = &offered.surface;
+        let _ = session
+            .opened
+            .set(surface.names().into_iter().map(str::to_string).collect());
+        let connected: Vec<&String> = input.brand.connected.iter().collect();
+        let mut events = vec![
+            self.session_event(
+                session,
+                "",
+                TraceState::Registered,
+                None,
+                json!({ "connectors": connected }),
+            ),
+            self.session_event(
+                session,
+                "",
+                TraceState::Eligible,
+                None,
+                json!({ "tools": surface.names().len() }),
+            ),
+        ];
+        let mut held = BTreeSet::new();
+        if self.require_review {
+            for component in components {
+                for tool in component.tools() {
+                    let name = policy::names::mcp(component.name(), &tool.name);
+                    if surface.get(&name).is_some()
+                        && let Some(rule) = self.unreviewed(component, &tool.name)
+                    {
+                        events.push(self.session_event(
+                            session,
+                            &name,
+                            TraceState::Denied,
+                            Some(rule),
+                            json!({"held": "not offered until an operator reviews it"}),
+                        ));
+                        held.insert(name);
+                    }
+                }
+            }
+        }
+        let offered_names: Vec<&str> = surface
+            .names()
+            .into_iter()
+            .filter(|n| !held.contains(*n))
+            .collect();
+        // Every tool it could have had and was not given, with the rule that
+        // removed it; then what it is offered: all in one transaction.
+        let removed = policy::removed(&input, &self.catalog, &self.switches, &self.hosted);
+        let _ = session.removed.set(
+            removed
+                .iter()
+                .map(|r| (r.name.clone(), r.rule.clone()))
+                .collect(),
+        );
+        for r in removed {
+            events.push(self.session_event(
+                session,
+                &r.name,
+                TraceState::Removed,
+                Some(r.rule),
+                Value::Null,
+            ));
+        }
+        events.push(self.session_event(
+            session,
+            "",
+            TraceState::Offered,
+            None,
+            json!({ "tools": offered_names }),
+        ));
+        if let Err(e) = self.store.record_all(&events) {
+            tracing::error!(error = %e, "cannot record a session's start");
+        }
+        Ok(offered)
+    }
+
+    fn session_event(
+        &self,
+        session: &Session,
+        tool: &str,
+        state: TraceState,
+        rule: Option<String>,
+        detail: Value,
+    ) -> TraceEvent {
+        trace_event(session, "session", tool, state, rule, detail)
+    }
+
+    /// The tools of `component` that `session` is offered now: allowed by
+    /// the policy given current revocations and, when review is required,
+    /// approved by an operator as they are now. This is what an MCP
+    /// `tools/list` returns.
+    pub(crate) fn offered_tools<'c>(
+        &self,
+        session: &Session,
+        component: &'c LoadedComponent,
+    ) -> Vec<&'c crate::runtime::Tool> {
+        if session.is_revoked() || self.is_revoked(session, component.name()) {
+            return Vec::new();
+        }
+        let Ok(offered) = self.offered(session) else {
+            return Vec::new();
+        };
+        component
+            .tools()
+            .iter()
+            .filter(|t| {
+                offered
+                    .surface
+                    .get(&policy::names::mcp(component.name(), &t.name))
+                    .is_some()
+            })
+            .filter(|t| !self.require_review || self.unreviewed(component, &t.name).is_none())
+            .collect()
+    }
+
+    /// Disables a connector (its connection or its grant) for every session,
+    /// from the next execution boundary on; unused approvals for its tools
+    /// are revoked and never revive.
+    pub fn revoke_connector(&self, connector: &str, sessions: &[&Session]) {
+        self.revoked_connectors
+            .write()
+            .insert(connector.to_string());
+        self.changed();
+        for session in sessions {
+            let _ = self.store.revoke_session_approvals(&session.id);
+        }
+    }
+
+    /// Withdraws a connector from one session's grant (a person edited the
+    /// coworker's grant): its tools are denied from the next boundary on,
+    /// and the session's unused approvals are revoked.
+    pub fn withdraw_grant(&self, session: &Session, connector: &str) {
+        session.withdraw(connector);
+        let _ = self.store.revoke_session_approvals(&session.id);
+    }
+
+    /// Re-enables a connector. Approvals revoked with it stay revoked.
+    pub fn restore_connector(&self, connector: &str) {
+        self.revoked_connectors.write().remove(connector);
+        self.changed();
+    }
+
+    /// Ends a session's authority: every later call is denied.
+    pub fn revoke_session(&self, session: &Session) {
+        session.revoke();
+        let _ = self.store.revoke_session_approvals(&session.id);
+    }
+
+    /// The arguments of a call of `session` waiting for a person, if this
+    /// host holds it.
+    pub fn waiting_arguments(&self, session: &str, digest: &str) -> Option<Value> {
+        self.waiting_args.get(session, digest)
+    }
+
+    fn current_input(&self, session: &Session) -> SessionInput {
+        let mut input = session.input.clone();
+        {
+            let revoked = self.revoked_connectors.read();
+            input
+                .brand
+                .connected
+                .retain(|c| !revoked.contains(c) && !session.is_withdrawn(c));
+        }
+        if let Some(connections) = &self.connections {
+            let now = connections.live(&session.brand, &input.brand.connected);
+            input.brand.connected.retain(|c| now.contains(c));
+        }
+        input
+    }
+
+    fn is_revoked(&self, session: &Session, connector: &str) -> bool {
+        session.is_revoked() || self.revoked_connectors.read().contains(connector)
+    }
+
+    /// Authorizes, grants, executes: runs `request` of `component` for
+    /// `session` if the policy allows it now (waiting for a person's
+    /// approval where the gate asks for one), with the handles `granter`
+    /// builds for it once it is allowed.
+    pub async fn call(
+        &self,
+        session: &Session,
+        component: &LoadedComponent,
+        request: CallRequest<'_>,
+        granter: &dyn Granter,
+    ) -> Result<Executed, Denied> {
+        let authorized = self.authorize(session, component, request).await?;
+        let caps = granter.grant(&authorized);
+        self.execute(authorized, component, &caps).await
+    }
+
+    /// Decides whether `request` may run now: a recorded denial, or an
+    /// [`Authorized`] call whose intent is durable (for anything but a
+    /// plain read, which is recorded with its outcome).
+    pub async fn authorize<'a>(
+        &'a self,
+        session: &'a Session,
+        component: &'a LoadedComponent,
+        request: CallRequest<'a>,
+    ) -> Result<Authorized<'a>, Denied> {
+        let CallRequest {
+            tool,
+            args,
+            gone,
+            asked,
+        } = request;
+        let connector = component.name();
+        let name = policy::names::mcp(connector, tool);
+        let call_id = format!(
+            "{}-{}",
+            session.id,
+            self.next_call.fetch_add(1, Ordering::Relaxed)
+        );
+        let digest = args_digest(args);
+        let mut trace = CallTrace {
+            boundary: self,
+            session,
+            call_id,
+            name,
+            events: Vec::new(),
+        };
+        trace.push(
+            TraceState::Requested,
+            None,
+            json!({ "args_digest": digest }),
+        );
+
+        let gate = match self.check(session, connector, &trace.name) {
+            Ok(gate) => gate,
+            // A tool the session was not given: the trace names the rule
+            // that removed it (a switch, registration, the ceiling); the
+            // agent is told only that it is not offered.
+            Err(PolicyDenial::NotOffered) => {
+                let rule = session
+                    .removed
+                    .get()
+                    .and_then(|r| r.get(&trace.name))
+                    .cloned();
+                return Err(trace.deny_as(PolicyDenial::NotOffered, rule).await);
+            }
+            Err(denial) => return Err(trace.deny(denial).await),
+        };
+        if self.require_review
+            && let Some(held) = self.unreviewed(component, tool)
+        {
+            // Not offered, whatever the policy says; the trace says why, the agent does not.
+            return Err(trace.deny_as(PolicyDenial::NotOffered, Some(held)).await);
+        }
+        // Fails closed: a gate whose finer rule is not built yet (the spend
+        // thresholds of seed 000's budgets page) asks a person on every call.
+        // An allowance is enforced by the `meter` handle on every reservation.
+        // Shopify Admin GraphQL: the host parses the operation the tool will
+        // send (its `query` argument) to tell a query, which runs, from a
+        // mutation, which follows the mutation gate; the `http` handle then
+        // refuses a body holding more than was decided here.
+        let mut mutation = false;
+        let (asks, mut pass) = match (&gate, graphql_operation(&gate, args)) {
+            (_, Some(Err(why))) => {
+                trace.push(
+                    TraceState::PermissionDenied,
+                    Some("graphql_unreadable".to_string()),
+                    json!({ "reason": why }),
+                );
+                trace.flush_async().await;
+                return Err(Denied {
+                    denial: PolicyDenial::InvalidArguments,
+                });
+            }
+            (_, Some(Ok(false))) => (false, Pass::GraphqlQuery),
+            (Gate::ReadsRunMutationsGated { mutations }, Some(Ok(true))) => match mutations {
+                MutationGate::AsksPerson => {
+                    mutation = true;
+                    (true, Pass::Open)
+                }
+                MutationGate::Refuses(r) => return Err(trace.deny(r.denial()).await),
+            },
+            (Gate::Allowance { .. }, _) => (false, Pass::Allowance),
+            _ => match asks_person(&gate) {
+                Ok(asks) => (asks, Pass::Open),
+                Err(denial) => return Err(trace.deny(denial).await),
+            },
+        };
+        if asks {
+            trace.flush_async().await;
+            let approval = self
+                .await_approval(approval::Wait {
+                    session,
+                    call_id: &trace.call_id,
+                    name: &trace.name,
+                    digest: &digest,
+                    args,
+                    gone: &gone,
+                    asked,
+                })
+                .await?;
+            pass = Pass::Person { approval, mutation };
+            // The world may have changed while a person was deciding (for a
+            // mutation: its switch turned off).
+            match self.check(session, connector, &trace.name) {
+                Err(denial) => return Err(trace.deny(denial).await),
+                Ok(now) if mutation && now.refusal().is_some() => {
+                    let denial = now
+                        .refusal()
+                        .map(|r| r.denial())
+                        .unwrap_or(PolicyDenial::ApprovalRequired);
+                    return Err(trace.deny(denial).await);
+                }
+                Ok(_) => {}
+            }
+        }
+        trace.push(
+            TraceState::Allowed,
+            Some(pass.rule().to_string()),
+            Value::Null,
+        );
+        // A read with no effect and no charge: nothing to make durable
+        // before it runs; its rows are written with its outcome.
+        let one_commit = pass == Pass::Open
+            && component
+                .tool(tool)
+                .is_some_and(|t| t.effect == crate::Effect::Read)
+            && !component.imports_interface("meter");
+        // Fails closed: the intent is durable before the effect, or there is no effect.
+        if !one_commit && let Err(e) = trace.write_async(None).await {
+            tracing::error!(error = %e, call = %trace.call_id, "cannot record the call's intent; not running it");
+            trace.events.pop();
+            return Err(trace.deny(PolicyDenial::Unrecorded).await);
+        }
+        Ok(Authorized {
+            session,
+            connector,
+            tool,
+            args,
+            pass,
+            one_commit,
+            trace,
+        })
+    }
+
+    /// Runs an authorized call with the handles granted to it and records
+    /// what it did. A read whose record cannot be written is not answered:
+    /// every result an agent sees is in the trace.
+    pub async fn execute(
+        &self,
+        authorized: Authorized<'_>,
+        component: &LoadedComponent,
+        caps: &Capabilities,
+    ) -> Result<Executed, Denied> {
+        let Authorized {
+            tool,
+            args,
+            one_commit,
+            mut trace,
+            ..
+        } = authorized;
+        let result = component.call(tool, args, caps).await;
+        let executed = match result {
+            Ok(outcome) => {
+                // What the guest did, exchange by exchange (method, declared
+                // route, status, bytes; never headers or bodies) and what it
+                // logged; scrubbed with the rest of the call's events.
+                trace.push(TraceState::Executed, None, executed_detail(&outcome));
+                let detail = match &outcome.output {
+                    ToolOutput::Ok(_) => json!({"ok": true, "requests": outcome.http.len()}),
+                    ToolOutput::Err(e) => {
+                        json!({"ok": false, "tool_error": e, "requests": outcome.http.len()})
+                    }
+                };
+                trace.push(TraceState::Result, None, detail);
+                Executed::Ran(outcome)
+            }
+            Err(e) => {
+                trace.push(TraceState::Executed, None, Value::Null);
+                trace.push(
+                    TraceState::Result,
+                    None,
+                    json!({"ok": false, "host_error": e.to_string()}),
+                );
+                Executed::Failed(e)
+            }
+        };
+        // The outcome is durable before the caller hears it.
+        if let Err(e) = trace.write_async(Some(caps)).await {
+            tracing::error!(error = %e, call = %trace.call_id, "cannot record the call's outcome");
+            if one_commit {
+                // The read ran, but nobody may see an answer the trace does
+                // not hold: the request stays, with why nothing came of it.
+                trace.events.truncate(1);
+                trace.push(
+                    TraceState::Denied,
+                    Some(PolicyDenial::Unrecorded.rule()),
+                    json!({"reason": PolicyDenial::Unrecorded.safe_reason(), "ran": true,
+                           "why": "the read ran, but its record could not be written, so its answer was withheld"}),
+                );
+                trace.flush_async().await;
+                return Err(Denied {
+                    denial: PolicyDenial::Unrecorded,
+                });
+            }
+        }
+        Ok(executed)
+    }
+
+    /// `Some("unreviewed_new" | "unreviewed_changed")` when the operator has
+    /// not approved the tool as the component describes it now; kept per
+    /// host revision (a review bumps it).
+    fn unreviewed(&self, component: &LoadedComponent, tool: &str) -> Option<String> {
+        let Some(t) = component.tool(tool) else {
+            return Some("unknown_tool".to_string());
+        };
+        let revision = self.revision.load(Ordering::SeqCst);
+        // What the operator reviews is the tool as it describes itself.
+        let key = (component.name().to_string(), crate::review::tool_digest(t));
+        {
+            let reviews = self.reviews.lock();
+            if reviews.0 == revision
+                && let Some(held) = reviews.1.get(&key)
+            {
+                return held.clone();
+            }
+        }
+        use crate::review::ReviewStatus;
+        // Fails closed: a store error holds the tool too, and is not kept.
+        let held = match crate::review::status_of(self.store.as_ref(), component.name(), t)
+            .map(|r| r.status)
+        {
+            Ok(ReviewStatus::Reviewed) => None,
+            Ok(ReviewStatus::New) => Some("unreviewed_new"),
+            Ok(ReviewStatus::Changed) => Some("unreviewed_changed"),
+            Err(_) => return Some("unreviewed_store_unavailable".to_string()),
+        }
+        .map(str::to_string);
+        let mut reviews = self.reviews.lock();
+        if reviews.0 != revision {
+            if reviews.0 > revision {
+                return held;
+            }
+            *reviews = (revision, HashMap::new());
+        }
+        reviews.1.insert(key, held.clone());
+        held
+    }
+
+    /// The policy's answer for `name` now.
+    fn check(&self, session: &Session, connector: &str, name: &str) -> Result<Gate, PolicyDenial> {
+        if self.is_revoked(session, connector) {
+            return Err(PolicyDenial::Revoked);
+        }
+        let offered = self
+            .offered(session)
+            .map_err(|_| PolicyDenial::OutsideRole)?;
+        match policy::check_call(&offered.surface, name) {
+            Err(PolicyDenial::NotOffered)
+                if session.opened.get().is_some_and(|o| o.contains(name)) =>
+            {
+                Err(PolicyDenial::Revoked)
+            }
+            other => other,
+        }
+    }
+}
+
+/// For a tool whose gate tells reads from mutations: whether the GraphQL
+/// document in its `query` argument holds anything but queries, or why it
+/// cannot be read (no `query` string, a parse error). `None` for other gates.
+fn graphql_operation(gate: &Gate, args: &Value) -> Option<Result<bool, String>> {
+    matches!(gate, Gate::ReadsRunMutationsGated { .. })
+        .then(|| crate::capabilities::graphql::argument_mutates(args))
+}
+
+/// Whether a call through `gate` waits for a person, or is refused.
+fn asks_person(gate: &Gate) -> Result<bool, PolicyDenial> {
+    match gate {
+        Gate::Open | Gate::Allowance { .. } => Ok(false),
+        Gate::AsksPerson | Gate::Spend { .. } | Gate::ReadsRunMutationsGated { .. } => Ok(true),
+        Gate::Refuses(r) => Err(r.denial()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{AboveThreshold, Refusal};
+
+    #[test]
+    fn gates_not_built_in_detail_fail_closed() {
+        assert_eq!(asks_person(&Gate::Open), Ok(false));
+        assert_eq!(asks_person(&Gate::AsksPerson), Ok(true));
+        let spend = Gate::Spend {
+            connector: "firecrawl".into(),
+            above_threshold: AboveThreshold::AsksPerson,
+        };
+        assert_eq!(
+            asks_person(&spend),
+            Ok(true),
+            "every billed call asks until thresholds exist"
+        );
+        let graphql = Gate::ReadsRunMutationsGated {
+            mutations: MutationGate::AsksPerson,
+        };
+        assert_eq!(
+            asks_person(&graphql),
+            Ok(true),
+            "a mutation cannot slip through as a read"
+        );
+        assert_eq!(
+            asks_person(&Gate::Refuses(Refusal::NoApprovalChannel)),
+            Err(PolicyDenial::ApprovalRequired)
+        );
+    }
+}

@@ -1,0 +1,198 @@
+//! A call's trace events, buffered until the moment they must be durable.
+
+use super::Boundary;
+use crate::capabilities::Capabilities;
+use crate::policy::PolicyDenial;
+use crate::runtime::CallOutcome;
+use crate::session::Session;
+use crate::store::{StoreError, TraceEvent, TraceState};
+use serde_json::{Value, json};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// HTTP exchanges of one call recorded in its `executed` event; more are counted.
+pub(super) const TRACED_EXCHANGES: usize = 256;
+
+/// The trace events of one call not yet written. Whatever is buffered when
+/// the call ends (returns, is denied, or its future is dropped) is written.
+/// Events holding what a guest or upstream produced are scrubbed with the
+/// call's handles when they are written; only the request and the decision
+/// (a digest and a rule, nothing a guest wrote) can be left for the drop.
+pub(super) struct CallTrace<'a> {
+    pub(super) boundary: &'a Boundary,
+    pub(super) session: &'a Session,
+    pub(super) call_id: String,
+    pub(super) name: String,
+    pub(super) events: Vec<TraceEvent>,
+}
+
+impl CallTrace<'_> {
+    pub(super) fn push(&mut self, state: TraceState, rule: Option<String>, detail: Value) {
+        self.events.push(trace_event(
+            self.session,
+            &self.call_id,
+            &self.name,
+            state,
+            rule,
+            detail,
+        ));
+    }
+
+    pub(super) async fn deny(&mut self, denial: PolicyDenial) -> super::Denied {
+        self.deny_as(denial, None).await
+    }
+
+    /// [`CallTrace::deny`] recording `rule` (when known) as the deciding rule.
+    pub(super) async fn deny_as(
+        &mut self,
+        denial: PolicyDenial,
+        rule: Option<String>,
+    ) -> super::Denied {
+        let (state, default_rule, detail) = denial_event(denial);
+        self.push(state, rule.or(default_rule), detail);
+        self.flush_async().await;
+        super::Denied { denial }
+    }
+
+    /// Writes the buffered events, scrubbed of the secrets `caps` inject,
+    /// in one group-committed transaction, without holding a runtime worker
+    /// while the disk works. On an error they stay buffered.
+    pub(super) async fn write_async(
+        &mut self,
+        caps: Option<&Capabilities>,
+    ) -> Result<(), StoreError> {
+        if self.events.is_empty() {
+            return Ok(());
+        }
+        if let Some(caps) = caps {
+            for event in &mut self.events {
+                caps.scrub_json(&mut event.detail);
+            }
+        }
+        // Out of the buffer before the await: if this future is dropped once
+        // the rows are handed to the writer, the trace's drop does not write
+        // them a second time. On an error they go back.
+        let events = std::mem::take(&mut self.events);
+        match self.boundary.store.record_all_async(&events).await {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.events = events;
+                Err(e)
+            }
+        }
+    }
+
+    /// [`CallTrace::write_async`] for events that hold nothing a guest
+    /// wrote (a denial, the request before an approval wait).
+    pub(super) async fn flush_async(&mut self) {
+        if let Err(e) = self.write_async(None).await {
+            tracing::error!(error = %e, "cannot record trace events");
+            self.events.clear();
+        }
+    }
+}
+
+impl Drop for CallTrace<'_> {
+    fn drop(&mut self) {
+        if self.events.is_empty() {
+            return;
+        }
+        if let Err(e) = self.boundary.store.record_all(&self.events) {
+            tracing::error!(error = %e, "cannot record trace events");
+        }
+    }
+}
+
+pub(super) fn trace_event(
+    session: &Session,
+    call_id: &str,
+    tool: &str,
+    state: TraceState,
+    rule: Option<String>,
+    detail: Value,
+) -> TraceEvent {
+    TraceEvent {
+        session: session.id.clone(),
+        brand: session.brand.clone(),
+        call_id: Some(call_id.to_string()),
+        tool: (!tool.is_empty()).then(|| tool.to_string()),
+        state,
+        rule,
+        detail,
+        at_ms: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0),
+    }
+}
+
+/// The `executed` event's detail: the call's HTTP exchanges, guest logs and
+/// captured output (each already capped by the runtime), and its duration.
+pub(super) fn executed_detail(outcome: &CallOutcome) -> Value {
+    // A guest may make as many requests as its deadline allows: the trace
+    // keeps the first ones and counts the rest.
+    let shown = &outcome.http[..outcome.http.len().min(TRACED_EXCHANGES)];
+    let mut detail = json!({ "micros": outcome.micros, "http": shown, "logs": outcome.logs });
+    if let Value::Object(map) = &mut detail {
+        if outcome.http.len() > shown.len() {
+            map.insert(
+                "http_not_shown".to_string(),
+                json!(outcome.http.len() - shown.len()),
+            );
+        }
+        for (key, text) in [("stdout", &outcome.stdout), ("stderr", &outcome.stderr)] {
+            if !text.is_empty() {
+                map.insert(key.to_string(), Value::String(text.clone()));
+            }
+        }
+        if outcome.output_dropped > 0 {
+            map.insert("output_dropped".to_string(), json!(outcome.output_dropped));
+        }
+    }
+    detail
+}
+
+pub(super) fn denial_event(denial: PolicyDenial) -> (TraceState, Option<String>, Value) {
+    let state = if denial == PolicyDenial::NotOffered {
+        TraceState::PermissionDenied
+    } else {
+        TraceState::Denied
+    };
+    let rule = Some(denial.rule()).filter(|r| !r.is_empty());
+    (state, rule, json!({"reason": denial.safe_reason()}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::ToolOutput;
+
+    #[test]
+    fn the_executed_event_keeps_the_first_exchanges_and_counts_the_rest() {
+        let exchange = crate::capabilities::http::HttpExchange {
+            destination: None,
+            method: "GET".into(),
+            path: "/items/1".into(),
+            route: Some("GET /items/{id}".into()),
+            status: Some(200),
+            request_bytes: 0,
+            response_bytes: 12,
+            error: None,
+            micros: 5,
+        };
+        let outcome = CallOutcome {
+            output: ToolOutput::Ok(Value::Null),
+            stdout: String::new(),
+            stderr: "a line\n".into(),
+            output_dropped: 0,
+            logs: Vec::new(),
+            http: vec![exchange; TRACED_EXCHANGES + 44],
+            micros: 9,
+        };
+        let detail = executed_detail(&outcome);
+        assert_eq!(detail["http"].as_array().unwrap().len(), TRACED_EXCHANGES);
+        assert_eq!(detail["http_not_shown"], 44);
+        assert_eq!(detail["http"][0]["route"], "GET /items/{id}");
+        assert_eq!(detail["stderr"], "a line\n");
+        assert!(detail.get("stdout").is_none(), "empty output is left out");
+    }
+}

@@ -1,0 +1,136 @@
+//! One session's policy state, in one place, and the surface it is offered
+//! computed once per revision.
+//!
+//! A session is opened for a brand and a role (with its profile or grant);
+//! from then on only two things change what it may do: a revocation or
+//! withdrawal of its own, and a change in the world it was decided against
+//! (a connector revoked, a connection stored, disabled, shared or
+//! unshared, a tool reviewed, a profile saved). Each bumps a revision
+//! counter: [`Revision`] pairs the host's counter with the session's.
+//! [`crate::boundary::Boundary::offered`] computes the surface once per
+//! revision and hands the same [`Offered`] to `tools/list` and to every
+//! call, so nothing recomputes the policy per request, and a change is
+//! seen by the next request because it bumps the revision before it is
+//! acknowledged.
+
+use crate::policy::{SessionInput, Surface};
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// Which state a surface was decided against: the host's revision (shared
+/// by every session) and the session's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Revision {
+    /// Bumped by anything that changes what every session may be offered.
+    pub host: u64,
+    /// Bumped by a revocation or withdrawal of this session's.
+    pub session: u64,
+}
+
+/// The surface a session is offered at one revision.
+#[derive(Debug)]
+pub struct Offered {
+    /// The state it was computed from.
+    pub revision: Revision,
+    /// The policy's answer.
+    pub surface: Surface,
+}
+
+/// One session: who it is for, and what the policy was given to decide it.
+pub struct Session {
+    /// Session id, as the trace and approvals name it.
+    pub id: String,
+    /// The brand it acts for.
+    pub brand: String,
+    pub(crate) input: SessionInput,
+    revoked: AtomicBool,
+    revision: AtomicU64,
+    /// What was offered when the session opened: a tool that has since
+    /// disappeared was revoked, not never offered.
+    pub(crate) opened: OnceLock<BTreeSet<String>>,
+    /// Connectors withdrawn from this session's grant.
+    withdrawn: Mutex<BTreeSet<String>>,
+    /// The tools it was not given at its start, with the rule that removed
+    /// each: a call naming one is traced with that rule.
+    pub(crate) removed: OnceLock<BTreeMap<String, String>>,
+    /// The surface at the last revision it was asked for.
+    offered: Mutex<Option<Arc<Offered>>>,
+}
+
+impl Session {
+    /// A session for `brand` with the policy input of its role.
+    pub fn new(id: impl Into<String>, brand: impl Into<String>, input: SessionInput) -> Session {
+        Session {
+            id: id.into(),
+            brand: brand.into(),
+            input,
+            revoked: AtomicBool::new(false),
+            revision: AtomicU64::new(0),
+            opened: OnceLock::new(),
+            withdrawn: Mutex::new(BTreeSet::new()),
+            removed: OnceLock::new(),
+            offered: Mutex::new(None),
+        }
+    }
+
+    /// The policy input it was opened with.
+    pub fn input(&self) -> &SessionInput {
+        &self.input
+    }
+
+    /// Whether its authority has ended.
+    pub fn is_revoked(&self) -> bool {
+        self.revoked.load(Ordering::SeqCst)
+    }
+
+    /// Ends its authority: every later call is denied.
+    pub(crate) fn revoke(&self) {
+        self.revoked.store(true, Ordering::SeqCst);
+        self.bump();
+    }
+
+    /// Withdraws `connector` from its grant.
+    pub(crate) fn withdraw(&self, connector: &str) {
+        self.withdrawn.lock().insert(connector.to_string());
+        self.bump();
+    }
+
+    /// Whether `connector` was withdrawn from its grant.
+    pub(crate) fn is_withdrawn(&self, connector: &str) -> bool {
+        self.withdrawn.lock().contains(connector)
+    }
+
+    /// Its revision now, beside the host's.
+    pub(crate) fn revision(&self, host: u64) -> Revision {
+        Revision {
+            host,
+            session: self.revision.load(Ordering::SeqCst),
+        }
+    }
+
+    /// The surface computed at `revision`, if that is the one kept.
+    pub(crate) fn offered_at(&self, revision: Revision) -> Option<Arc<Offered>> {
+        self.offered
+            .lock()
+            .as_ref()
+            .filter(|o| o.revision == revision)
+            .cloned()
+    }
+
+    /// Keeps `offered` unless a newer revision is kept already.
+    pub(crate) fn keep(&self, offered: Arc<Offered>) {
+        let mut kept = self.offered.lock();
+        let newer = kept.as_ref().is_some_and(|k| {
+            k.revision.host > offered.revision.host || k.revision.session > offered.revision.session
+        });
+        if !newer {
+            *kept = Some(offered);
+        }
+    }
+
+    fn bump(&self) {
+        self.revision.fetch_add(1, Ordering::SeqCst);
+    }
+}
