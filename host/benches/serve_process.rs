@@ -5,19 +5,31 @@
 //! Printed before criterion's own group (median of the runs, never a timed
 //! assertion):
 //! - server CPU per `tools/call`: the `serve` process's user + system time
-//!   (`/proc/PID/stat`, every thread, so the client's CPU is not counted)
-//!   over a run of sequential calls, and over 64 sessions calling at once,
-//!   with calls per second;
+//!   (`/proc/PID/task/*/schedstat`, every thread, so the client's CPU is not
+//!   counted; `/proc/PID/stat` when a thread exited meanwhile) over a run of
+//!   sequential calls, and over 64 sessions calling at once, with calls per
+//!   second;
 //! - p50 of a call with the disk quiet against p50 while another process
 //!   writes and fsyncs a file on the same disk, in interleaved blocks, with
-//!   the ratio: the trace's fsyncs share that disk.
+//!   the ratio: the trace's fsyncs share that disk;
+//! - server CPU per request, layer by layer (`GET /v1/health`, `tools/list`,
+//!   a refused and a read `tools/call`, the read with the database on tmpfs);
+//! - with `SCOUT_BENCH_BASELINE=PATH` (another build's `scout-host`, e.g. an
+//!   earlier commit's): the same four requests and 64 sessions at once
+//!   against a `serve` of that binary, in the same run, interleaved, with the
+//!   ratio current/baseline;
+//! - a person-chat session holding every connector built from source against
+//!   one holding GitHub alone: `tools/list`, a refused and a read
+//!   `tools/call` on their `github` endpoint, interleaved, with the ratio.
 //!
 //! Run with `cargo bench -p scout-host --bench serve_process`
 //! (`SCOUT_BENCH_QUICK=1` for fewer calls).
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use scout_tests::catalogue::Connector;
 use scout_tests::fake_github::FakeGitHub;
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -27,6 +39,21 @@ use std::time::{Duration, Instant};
 
 const TOKEN: &str = "ghp_benchmark_token_0123456789";
 const ADMIN: &str = "bench-admin-token-0123456789abcdef";
+
+/// This build's `scout-host`.
+const BIN: &str = env!("CARGO_BIN_EXE_scout-host");
+
+/// What the catalogue's deployment sets besides the admin token and the
+/// store key: Figma's Nango key and the two Ads developer tokens, so that
+/// every connector is offered.
+const CATALOGUE_ENV: &[(&str, &str)] = &[
+    ("NANGO_SECRET_KEY", "bench-nango-secret"),
+    ("GOOGLE_ADS_DEVELOPER_TOKEN", "bench-gads-developer-token"),
+    (
+        "MICROSOFT_ADS_DEVELOPER_TOKEN",
+        "bench-msads-developer-token",
+    ),
+];
 
 /// `serve` in its own process, killed when dropped.
 struct Serve {
@@ -50,56 +77,90 @@ impl Drop for Serve {
     }
 }
 
+/// A fresh scratch directory for the `serve` labelled `label`.
+fn scratch(label: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("scout-bench-serve-{label}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)
+        .unwrap_or_else(|e| panic!("scratch directory {}: {e}", dir.display()));
+    dir
+}
+
 impl Serve {
-    /// `serve` with its database in `database_dir` (its own scratch
-    /// directory when `None`).
-    fn start(github_origin: &str, database_dir: Option<&Path>) -> Serve {
-        let tag = if database_dir.is_some() {
-            "mem"
-        } else {
-            "disk"
-        };
-        let dir =
-            std::env::temp_dir().join(format!("scout-bench-serve-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+    /// `bin serve` with the GitHub component alone, bound to
+    /// `github_origin`, its database in `database_dir` (its own scratch
+    /// directory when `None`); `label` names the scratch directory.
+    fn start(bin: &Path, label: &str, github_origin: &str, database_dir: Option<&Path>) -> Serve {
+        let dir = scratch(label);
+        let database =
+            database_dir.map(|d| d.join(format!("scout-bench-{label}-{}.db", std::process::id())));
         let config = dir.join("serve.toml");
         std::fs::write(
             &config,
             format!(
                 "listen = \"127.0.0.1:0\"\nrequire_review = false\ndatabase = {:?}\n\
                  [connectors.github]\ncomponent = {:?}\norigin = {:?}\nallow_private_network = true\n",
-                database_dir
-                    .map(|d| d.join(format!("scout-bench-{}.db", std::process::id())))
-                    .unwrap_or_else(|| PathBuf::from("scout.db")),
+                database.clone().unwrap_or_else(|| PathBuf::from("scout.db")),
                 scout_tests::components::GITHUB,
                 github_origin
             ),
         )
-        .unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+        .expect("write serve.toml");
+        Serve::spawn(bin, dir, &config, &[], database)
+    }
+
+    /// `bin serve` with every connector of `connectors`
+    /// (`scout_tests::catalogue`), every origin `origin`.
+    fn start_catalogue(bin: &Path, label: &str, origin: &str, connectors: &[Connector]) -> Serve {
+        let dir = scratch(label);
+        let config = scout_tests::catalogue::serve_config(&dir, origin, connectors, "");
+        Serve::spawn(bin, dir, &config, CATALOGUE_ENV, None)
+    }
+
+    /// Spawns `bin serve --config config` in `dir` with an empty
+    /// environment but `PATH`, the admin token, the store key and `env`,
+    /// and waits for the address it prints; its stderr goes to
+    /// `dir/serve.log`, shown if it does not start.
+    fn spawn(
+        bin: &Path,
+        dir: PathBuf,
+        config: &Path,
+        env: &[(&str, &str)],
+        database: Option<PathBuf>,
+    ) -> Serve {
+        let log_path = dir.join("serve.log");
+        let log = std::fs::File::create(&log_path).expect("create serve.log");
+        let mut child = Command::new(bin)
             .args(["serve", "--config"])
-            .arg(&config)
+            .arg(config)
+            .current_dir(&dir)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("SCOUT_ADMIN_TOKEN", ADMIN)
             .env("SCOUT_STORE_KEY", "22".repeat(32))
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(log)
             .spawn()
-            .expect("start scout-host serve");
+            .unwrap_or_else(|e| panic!("start {} serve: {e}", bin.display()));
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let _ = BufReader::new(child.stdout.take().expect("piped stdout")).read_line(&mut line);
         let base = line
             .trim()
             .rsplit(' ')
             .next()
             .filter(|u| u.starts_with("http://"))
-            .unwrap_or_else(|| panic!("serve said {line:?}"))
-            .to_string();
-        let database =
-            database_dir.map(|d| d.join(format!("scout-bench-{}.db", std::process::id())));
+            .map(str::to_string);
+        let Some(base) = base else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{} serve said {line:?}\n{}",
+                bin.display(),
+                std::fs::read_to_string(&log_path).unwrap_or_default()
+            );
+        };
         Serve {
             child,
             base,
@@ -108,14 +169,78 @@ impl Serve {
         }
     }
 
-    /// User + system CPU of the whole process (every thread), from `/proc`.
-    fn cpu(&self) -> Duration {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap();
+    /// Where the process's CPU time stands now.
+    fn mark(&self) -> CpuMark {
+        let pid = self.child.id();
+        let mut threads = HashMap::new();
+        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+            for task in tasks.flatten() {
+                let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) else {
+                    continue;
+                };
+                // The first field: nanoseconds on a CPU. A thread that has
+                // just exited has no file any more.
+                if let Some(ns) = std::fs::read_to_string(task.path().join("schedstat"))
+                    .ok()
+                    .and_then(|s| s.split(' ').next()?.parse().ok())
+                {
+                    threads.insert(tid, ns);
+                }
+            }
+        }
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc/PID/stat");
         // Fields after the command name, which is in parentheses.
-        let fields: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split(' ').collect();
-        let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-        Duration::from_secs_f64(ticks as f64 / clock_ticks_per_second())
+        let fields: Vec<&str> = stat
+            .rsplit_once(") ")
+            .expect("a stat line")
+            .1
+            .split(' ')
+            .collect();
+        let ticks: u64 =
+            fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
+        CpuMark {
+            threads,
+            ticks: Duration::from_secs_f64(ticks as f64 / clock_ticks_per_second()),
+        }
     }
+
+    /// User + system CPU of the whole process (every thread) since `mark`:
+    /// the sum of its threads' nanoseconds (`/proc/PID/task/TID/schedstat`)
+    /// when every thread of `mark` is still there, else the process's
+    /// `/proc/PID/stat` ticks, which count exited threads too but only to
+    /// 1/CLK_TCK.
+    fn cpu_since(&self, mark: &CpuMark) -> Duration {
+        let now = self.mark();
+        if mark.threads.keys().all(|t| now.threads.contains_key(t)) {
+            let ns: u64 = now
+                .threads
+                .iter()
+                .map(|(t, ns)| ns.saturating_sub(mark.threads.get(t).copied().unwrap_or(0)))
+                .sum();
+            Duration::from_nanos(ns)
+        } else {
+            now.ticks.saturating_sub(mark.ticks)
+        }
+    }
+
+    /// Stores the brand's GitHub connection (the fake's token).
+    async fn connect_github(&self, http: &reqwest::Client) {
+        admin(
+            http,
+            &self.base,
+            reqwest::Method::PUT,
+            "/v1/brands/acme/connections/github",
+            json!({"secret": TOKEN}),
+        )
+        .await;
+    }
+}
+
+/// A process's CPU time at one moment: each live thread's time on a CPU,
+/// and the whole process's in clock ticks.
+struct CpuMark {
+    threads: HashMap<u32, u64>,
+    ticks: Duration,
 }
 
 /// `getconf CLK_TCK` (100 on Linux unless configured otherwise).
@@ -129,13 +254,17 @@ fn clock_ticks_per_second() -> f64 {
         .unwrap_or(100.0)
 }
 
-/// One session's MCP endpoint and token.
+/// One session's MCP endpoint (its `github` one) and token.
 #[derive(Clone)]
 struct Session {
     url: String,
     token: String,
+    /// How many connector endpoints the session was given.
+    endpoints: usize,
 }
 
+/// One admin API request; its JSON answer (`null` when empty). Panics on
+/// a status other than 2xx.
 async fn admin(
     http: &reqwest::Client,
     base: &str,
@@ -144,16 +273,26 @@ async fn admin(
     body: Value,
 ) -> Value {
     let response = http
-        .request(method, format!("{base}{path}"))
+        .request(method.clone(), format!("{base}{path}"))
         .header("authorization", format!("Bearer {ADMIN}"))
         .header("content-type", "application/json")
         .body(body.to_string())
         .send()
         .await
-        .unwrap();
-    serde_json::from_str(&response.text().await.unwrap()).unwrap()
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+    let status = response.status();
+    let text = response
+        .text()
+        .await
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+    assert!(status.is_success(), "{method} {path}: {status} {text}");
+    if text.is_empty() {
+        return Value::Null;
+    }
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{method} {path}: {e}: {text}"))
 }
 
+/// A person-chat session of brand `acme`.
 async fn open_session(http: &reqwest::Client, base: &str) -> Session {
     let view = admin(
         http,
@@ -164,9 +303,29 @@ async fn open_session(http: &reqwest::Client, base: &str) -> Session {
     )
     .await;
     Session {
-        url: view["mcp"]["github"].as_str().unwrap().to_string(),
-        token: view["token"].as_str().unwrap().to_string(),
+        url: view["mcp"]["github"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a github endpoint: {view}"))
+            .to_string(),
+        token: view["token"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a session token: {view}"))
+            .to_string(),
+        endpoints: view["mcp"].as_object().map_or(0, |m| m.len()),
     }
+}
+
+/// One `GET /v1/health`: an HTTP request through the router, without MCP.
+async fn health(http: &reqwest::Client, serve: &Serve) {
+    let reply = admin(
+        http,
+        &serve.base,
+        reqwest::Method::GET,
+        "/v1/health",
+        Value::Null,
+    )
+    .await;
+    assert!(reply.is_object(), "{reply}");
 }
 
 /// One stateless MCP request (`tools/call` of `name`, or `tools/list`
@@ -201,10 +360,10 @@ async fn mcp_request(
         .body(body.to_string())
         .send()
         .await
-        .unwrap()
+        .expect("an MCP request reaches serve")
         .text()
         .await
-        .unwrap();
+        .expect("an MCP answer's body");
     message(&reply)
 }
 
@@ -253,11 +412,96 @@ where
     for _ in 0..n / 10 {
         one().await;
     }
-    let cpu0 = serve.cpu();
+    let mark = serve.mark();
     for _ in 0..n {
         one().await;
     }
-    micros(serve.cpu() - cpu0) / n as f64
+    micros(serve.cpu_since(&mark)) / n as f64
+}
+
+/// Server CPU per request (µs) of each of `serves`, over `blocks` rounds
+/// in which each serve takes `block` sequential requests in turn (in
+/// reverse order every other round), so that drift on the machine weighs
+/// on each alike; `one(i)` makes one request to `serves[i]`. A tenth of
+/// the requests each first, unmeasured.
+async fn interleaved<F, Fut>(serves: &[&Serve], block: usize, blocks: usize, mut one: F) -> Vec<f64>
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    for i in 0..serves.len() {
+        for _ in 0..block * blocks / 10 {
+            one(i).await;
+        }
+    }
+    let mut cpu = vec![Duration::ZERO; serves.len()];
+    for round in 0..blocks {
+        for k in 0..serves.len() {
+            let i = if round % 2 == 0 {
+                k
+            } else {
+                serves.len() - 1 - k
+            };
+            let mark = serves[i].mark();
+            for _ in 0..block {
+                one(i).await;
+            }
+            cpu[i] += serves[i].cpu_since(&mark);
+        }
+    }
+    cpu.into_iter()
+        .map(|c| micros(c) / (block * blocks) as f64)
+        .collect()
+}
+
+/// The four requests of the breakdown, each as CPU per request of
+/// `serves[i]` through its session `sessions[i]`, interleaved block by
+/// block: `GET /v1/health`, `tools/list`, a refused and a read `tools/call`.
+async fn four_requests(
+    http: &reqwest::Client,
+    serves: &[&Serve],
+    sessions: &[Session],
+    block: usize,
+    blocks: usize,
+) -> [Vec<f64>; 4] {
+    [
+        interleaved(serves, block, blocks, |i| health(http, serves[i])).await,
+        interleaved(serves, block, blocks, |i| list_tools(http, &sessions[i])).await,
+        interleaved(serves, block, blocks, |i| refused_call(http, &sessions[i])).await,
+        interleaved(serves, block, blocks, |i| read_file(http, &sessions[i])).await,
+    ]
+}
+
+/// `sessions` calling `github_read_file` at once, `per_session` calls
+/// each: calls per second, and the server's CPU per call (µs).
+async fn at_once(
+    http: &reqwest::Client,
+    serve: &Serve,
+    sessions: &[Session],
+    per_session: usize,
+) -> (f64, f64) {
+    let (mark, t0) = (serve.mark(), Instant::now());
+    let tasks: Vec<_> = sessions
+        .iter()
+        .cloned()
+        .map(|s| {
+            let http = http.clone();
+            tokio::spawn(async move {
+                for _ in 0..per_session {
+                    read_file(&http, &s).await;
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("a session's calls");
+    }
+    let calls = sessions.len() * per_session;
+    let (cpu, wall) = (serve.cpu_since(&mark), t0.elapsed());
+    (
+        calls as f64 / wall.as_secs_f64(),
+        micros(cpu) / calls as f64,
+    )
 }
 
 /// The JSON-RPC message of an answer: plain JSON, or the last `data:` line
@@ -271,7 +515,8 @@ fn message(body: &str) -> Value {
         .filter_map(|l| l.strip_prefix("data:"))
         .map(str::trim)
         .rfind(|d| d.starts_with('{'));
-    serde_json::from_str(data.unwrap_or_else(|| panic!("no JSON-RPC message in {body:?}"))).unwrap()
+    let data = data.unwrap_or_else(|| panic!("no JSON-RPC message in {body:?}"));
+    serde_json::from_str(data).unwrap_or_else(|e| panic!("{e}: {data}"))
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -279,36 +524,27 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
+fn median_f64(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Whether `SCOUT_BENCH_QUICK` asks for a short run.
+fn quick() -> bool {
+    std::env::var_os("SCOUT_BENCH_QUICK").is_some()
+}
+
+/// `(block, blocks)` of the interleaved comparisons.
+fn blocks() -> (usize, usize) {
+    if quick() { (100, 4) } else { (200, 10) }
+}
+
 fn micros(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-/// Writes and fsyncs a file in `dir` in a loop while `on`: another process's
-/// disk traffic on the disk the trace is written to.
-fn disk_load(dir: &Path, on: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
-    let path = dir.join("load.bin");
-    std::thread::spawn(move || {
-        let mut file = std::fs::File::create(&path).unwrap();
-        let block = vec![0x5a_u8; 256 * 1024];
-        let mut syncs = 0;
-        while on.load(Ordering::Relaxed) {
-            file.write_all(&block).unwrap();
-            file.sync_all().unwrap();
-            syncs += 1;
-            if syncs % 64 == 0 {
-                file.set_len(0).unwrap();
-                use std::io::Seek;
-                file.seek(std::io::SeekFrom::Start(0)).unwrap();
-            }
-        }
-        let _ = std::fs::remove_file(&path);
-        syncs
-    })
-}
-
 fn figures(rt: &tokio::runtime::Runtime, serve: &Serve, http: &reqwest::Client) {
-    let quick = std::env::var_os("SCOUT_BENCH_QUICK").is_some();
-    let (sequential, per_session, block, blocks) = if quick {
+    let (sequential, per_session, block, blocks) = if quick() {
         (300, 5, 50, 2)
     } else {
         (2000, 40, 200, 5)
@@ -320,11 +556,11 @@ fn figures(rt: &tokio::runtime::Runtime, serve: &Serve, http: &reqwest::Client) 
         }
 
         // Server CPU per call, one call at a time.
-        let (cpu0, t0) = (serve.cpu(), Instant::now());
+        let (mark, t0) = (serve.mark(), Instant::now());
         for _ in 0..sequential {
             read_file(http, &one).await;
         }
-        let (cpu, wall) = (serve.cpu() - cpu0, t0.elapsed());
+        let (cpu, wall) = (serve.cpu_since(&mark), t0.elapsed());
         println!(
             "serve process, {sequential} sequential stateless tools/call: server CPU {:.0} us per call, wall {:.0} us per call",
             micros(cpu) / sequential as f64,
@@ -336,28 +572,9 @@ fn figures(rt: &tokio::runtime::Runtime, serve: &Serve, http: &reqwest::Client) 
         for _ in 0..64 {
             sessions.push(open_session(http, &serve.base).await);
         }
-        let (cpu0, t0) = (serve.cpu(), Instant::now());
-        let tasks: Vec<_> = sessions
-            .iter()
-            .cloned()
-            .map(|s| {
-                let http = http.clone();
-                tokio::spawn(async move {
-                    for _ in 0..per_session {
-                        read_file(&http, &s).await;
-                    }
-                })
-            })
-            .collect();
-        for t in tasks {
-            t.await.unwrap();
-        }
-        let calls = 64 * per_session;
-        let (cpu, wall) = (serve.cpu() - cpu0, t0.elapsed());
+        let (rate, cpu) = at_once(http, serve, &sessions, per_session).await;
         println!(
-            "serve process, 64 sessions x {per_session} calls: {:.0} calls/s, server CPU {:.0} us per call",
-            calls as f64 / wall.as_secs_f64(),
-            micros(cpu) / calls as f64
+            "serve process, 64 sessions x {per_session} calls: {rate:.0} calls/s, server CPU {cpu:.0} us per call"
         );
 
         // p50 on a quiet disk against p50 while another writer fsyncs the same disk.
@@ -377,7 +594,7 @@ fn figures(rt: &tokio::runtime::Runtime, serve: &Serve, http: &reqwest::Client) 
                 loaded.push(t.elapsed());
             }
             on.store(false, Ordering::Relaxed);
-            syncs += load.join().unwrap();
+            syncs += load.join().expect("the disk writer");
         }
         let (q, l) = (median(quiet), median(loaded));
         println!(
@@ -399,20 +616,14 @@ fn figures(rt: &tokio::runtime::Runtime, serve: &Serve, http: &reqwest::Client) 
 /// - the same read call with the database on tmpfs (`/dev/shm`): what the
 ///   disk's fsyncs cost, by difference.
 fn breakdown(rt: &tokio::runtime::Runtime, serve: &Serve, origin: &str, http: &reqwest::Client) {
-    let n = if std::env::var_os("SCOUT_BENCH_QUICK").is_some() {
-        300
-    } else {
-        2000
-    };
+    let n = if quick() { 300 } else { 2000 };
     let memory = Path::new("/dev/shm");
-    let in_memory = memory.is_dir().then(|| Serve::start(origin, Some(memory)));
+    let in_memory = memory
+        .is_dir()
+        .then(|| Serve::start(Path::new(BIN), "mem", origin, Some(memory)));
     rt.block_on(async {
         let one = open_session(http, &serve.base).await;
-        let health = cpu_per(serve, n, || async {
-            let reply = admin(http, &serve.base, reqwest::Method::GET, "/v1/health", Value::Null).await;
-            assert!(reply.is_object(), "{reply}");
-        })
-        .await;
+        let health = cpu_per(serve, n, || health(http, serve)).await;
         let list = cpu_per(serve, n, || list_tools(http, &one)).await;
         let refused = cpu_per(serve, n, || refused_call(http, &one)).await;
         let read = cpu_per(serve, n, || read_file(http, &one)).await;
@@ -420,14 +631,7 @@ fn breakdown(rt: &tokio::runtime::Runtime, serve: &Serve, origin: &str, http: &r
             "serve process, server CPU per request ({n} each): GET /v1/health {health:.0} us; tools/list {list:.0} us; refused tools/call {refused:.0} us; read tools/call {read:.0} us"
         );
         if let Some(mem) = &in_memory {
-            admin(
-                http,
-                &mem.base,
-                reqwest::Method::PUT,
-                "/v1/brands/acme/connections/github",
-                json!({"secret": TOKEN}),
-            )
-            .await;
+            mem.connect_github(http).await;
             let one = open_session(http, &mem.base).await;
             let read_mem = cpu_per(mem, n, || read_file(http, &one)).await;
             println!(
@@ -438,28 +642,193 @@ fn breakdown(rt: &tokio::runtime::Runtime, serve: &Serve, origin: &str, http: &r
     });
 }
 
+/// This build against `baseline` (another build's `scout-host`, from
+/// `SCOUT_BENCH_BASELINE`), both serving the same fake GitHub with the
+/// same configuration, measured in this run: the breakdown's four requests
+/// in interleaved blocks, and 64 sessions at once, each serve in turn,
+/// three rounds, the median.
+fn against_baseline(
+    rt: &tokio::runtime::Runtime,
+    serve: &Serve,
+    baseline_bin: &Path,
+    origin: &str,
+    http: &reqwest::Client,
+) {
+    let baseline = Serve::start(baseline_bin, "baseline", origin, None);
+    let (block, blocks) = blocks();
+    let per_session = if quick() { 5 } else { 40 };
+    rt.block_on(async {
+        baseline.connect_github(http).await;
+        let serves = [serve, &baseline];
+        let sessions = [
+            open_session(http, &serve.base).await,
+            open_session(http, &baseline.base).await,
+        ];
+        println!(
+            "serve process, against the baseline {} ({blocks} interleaved blocks of {block} requests each):",
+            baseline_bin.display()
+        );
+        let figures = four_requests(http, &serves, &sessions, block, blocks).await;
+        for (what, v) in ["GET /v1/health", "tools/list", "refused tools/call", "read tools/call"]
+            .iter()
+            .zip(figures)
+        {
+            println!(
+                "serve process, server CPU per request, {what}: {:.0} us against {:.0} us for the baseline ({:.2}x)",
+                v[0],
+                v[1],
+                v[0] / v[1]
+            );
+        }
+
+        let mut many = [Vec::new(), Vec::new()];
+        for (i, s) in serves.iter().enumerate() {
+            for _ in 0..64 {
+                many[i].push(open_session(http, &s.base).await);
+            }
+            // Unmeasured: every session's first call.
+            at_once(http, s, &many[i], 1).await;
+        }
+        let (mut rate, mut cpu) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+        for round in 0..3 {
+            for k in 0..2 {
+                let i = if round % 2 == 0 { k } else { 1 - k };
+                let (r, c) = at_once(http, serves[i], &many[i], per_session).await;
+                rate[i].push(r);
+                cpu[i].push(c);
+            }
+        }
+        let [rate, baseline_rate] = rate.map(median_f64);
+        let [cpu, baseline_cpu] = cpu.map(median_f64);
+        println!(
+            "serve process, 64 sessions x {per_session} calls (median of 3 rounds): {rate:.0} calls/s against {baseline_rate:.0} for the baseline ({:.2}x); server CPU {cpu:.0} us per call against {baseline_cpu:.0} us ({:.2}x)",
+            rate / baseline_rate,
+            cpu / baseline_cpu
+        );
+    });
+}
+
+/// A session given every connector against one given only GitHub: the
+/// same `tools/list`, refused and read `tools/call` on their `github`
+/// endpoint, in interleaved blocks. Nothing in a call's path should grow
+/// with the connectors or tools of the session.
+fn catalogue_against_one(
+    rt: &tokio::runtime::Runtime,
+    serve: &Serve,
+    origin: &str,
+    http: &reqwest::Client,
+) {
+    let connectors = scout_tests::catalogue::connectors(|bytes| {
+        scout_host::runtime::read_manifest(bytes)
+            .expect("a connector component carries its manifest")
+            .to_json()
+    });
+    let started = Instant::now();
+    let all = Serve::start_catalogue(Path::new(BIN), "catalogue", origin, &connectors);
+    let up = started.elapsed();
+    let (block, blocks) = blocks();
+    rt.block_on(async {
+        for c in scout_tests::catalogue::connections(&connectors) {
+            let connection = c["connector"].as_str().expect("a connection name");
+            let path = format!("/v1/brands/acme/connections/{connection}");
+            admin(http, &all.base, reqwest::Method::PUT, &path, c["body"].clone()).await;
+        }
+        // The fake GitHub's token, so that the read call succeeds.
+        all.connect_github(http).await;
+        let sessions = [
+            open_session(http, &all.base).await,
+            open_session(http, &serve.base).await,
+        ];
+        assert!(
+            sessions[0].endpoints >= 10,
+            "a person chat with every connector connected has most of the {} endpoints, not {}",
+            connectors.len(),
+            sessions[0].endpoints
+        );
+        let serves = [&all, serve];
+        let figures = [
+            (
+                "tools/list",
+                interleaved(&serves, block, blocks, |i| list_tools(http, &sessions[i])).await,
+            ),
+            (
+                "refused tools/call",
+                interleaved(&serves, block, blocks, |i| refused_call(http, &sessions[i])).await,
+            ),
+            (
+                "read tools/call",
+                interleaved(&serves, block, blocks, |i| read_file(http, &sessions[i])).await,
+            ),
+        ];
+        let figures: Vec<String> = figures
+            .iter()
+            .map(|(what, v)| {
+                format!(
+                    "{what} {:.0} us against {:.0} us ({:.2}x)",
+                    v[0],
+                    v[1],
+                    v[0] / v[1]
+                )
+            })
+            .collect();
+        println!(
+            "serve process, {} components loaded, up in {:.1} s; server CPU per request, {blocks} interleaved blocks of {block}:",
+            connectors.len(),
+            up.as_secs_f64()
+        );
+        println!(
+            "serve process, session with {} connectors against one with {}: {}",
+            sessions[0].endpoints,
+            sessions[1].endpoints,
+            figures.join("; ")
+        );
+    });
+}
+
+/// Writes and fsyncs a file in `dir` in a loop while `on`: another process's
+/// disk traffic on the disk the trace is written to.
+fn disk_load(dir: &Path, on: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
+    let path = dir.join("load.bin");
+    std::thread::spawn(move || {
+        let mut file = std::fs::File::create(&path).expect("create the load file");
+        let block = vec![0x5a_u8; 256 * 1024];
+        let mut syncs = 0;
+        while on.load(Ordering::Relaxed) {
+            file.write_all(&block).expect("write the load file");
+            file.sync_all().expect("fsync the load file");
+            syncs += 1;
+            if syncs % 64 == 0 {
+                file.set_len(0).expect("truncate the load file");
+                use std::io::Seek;
+                file.seek(std::io::SeekFrom::Start(0))
+                    .expect("rewind the load file");
+            }
+        }
+        let _ = std::fs::remove_file(&path);
+        syncs
+    })
+}
+
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .unwrap();
+        .expect("a tokio runtime");
     let github = rt.block_on(FakeGitHub::start(TOKEN));
-    let serve = Serve::start(&github.origin(), None);
+    let serve = Serve::start(Path::new(BIN), "disk", &github.origin(), None);
     let http = reqwest::Client::builder()
         .no_proxy()
         .pool_max_idle_per_host(256)
         .build()
-        .unwrap();
-    rt.block_on(admin(
-        &http,
-        &serve.base,
-        reqwest::Method::PUT,
-        "/v1/brands/acme/connections/github",
-        json!({"secret": TOKEN}),
-    ));
+        .expect("an HTTP client");
+    rt.block_on(serve.connect_github(&http));
     figures(&rt, &serve, &http);
     breakdown(&rt, &serve, &github.origin(), &http);
+    if let Some(baseline) = std::env::var_os("SCOUT_BENCH_BASELINE") {
+        against_baseline(&rt, &serve, Path::new(&baseline), &github.origin(), &http);
+    }
+    catalogue_against_one(&rt, &serve, &github.origin(), &http);
 
     let one = rt.block_on(open_session(&http, &serve.base));
     c.bench_function("serve_process_stateless_tools_call", |b| {

@@ -7,6 +7,7 @@ pub mod components {
     include!(concat!(env!("OUT_DIR"), "/components.rs"));
 }
 
+pub mod catalogue;
 pub mod fake_github;
 pub mod upstream;
 

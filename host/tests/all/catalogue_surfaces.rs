@@ -17,10 +17,11 @@
 
 use axum::Router;
 use axum::extract::State;
+use scout_tests::catalogue::{self, Connector};
 use scout_tests::{ServeProcess, python};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -256,13 +257,6 @@ const GRANTABLE_CONNECTORS: &[&str] = &[
     "tailscale",
 ];
 
-const GOOGLE_SCOPES: [&str; 4] = [
-    "https://www.googleapis.com/auth/adwords",
-    "https://www.googleapis.com/auth/webmasters.readonly",
-    "https://www.googleapis.com/auth/analytics.readonly",
-    "https://www.googleapis.com/auth/drive.file",
-];
-
 fn person_chat(name: &str) -> BTreeSet<String> {
     PERSON_CHAT
         .iter()
@@ -358,88 +352,14 @@ async fn fake_upstream() -> (String, Seen) {
     (origin, seen)
 }
 
-/// Each built connector component: its name and manifest.
-fn components() -> Vec<(String, PathBuf, scout_manifest::Manifest)> {
-    scout_tests::components::CONNECTORS
-        .iter()
-        .map(|path| {
-            let bytes = std::fs::read(path)
-                .unwrap_or_else(|e| panic!("{path}: {e} (built by the scout-tests build script)"));
-            let manifest = scout_host::runtime::read_manifest(&bytes).unwrap();
-            (manifest.connector.clone(), PathBuf::from(path), manifest)
-        })
-        .collect()
-}
-
-fn serve_config(dir: &Path, origin: &str) -> PathBuf {
-    let mut toml =
-        String::from("listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\nrequire_review = false\n");
-    for (name, path, manifest) in components() {
-        toml.push_str(&format!(
-            "\n[connectors.{name}]\ncomponent = {:?}\nallow_private_network = true\n",
-            path.display().to_string()
-        ));
-        let routes = || manifest.tools.iter().flat_map(|t| t.routes.iter());
-        if routes().any(|r| r.destination.is_none()) {
-            toml.push_str(&format!("origin = {origin:?}\n"));
-        }
-        if name == "shopify" {
-            toml.push_str("credential = \"header:X-Shopify-Access-Token\"\n");
-        }
-        // Seed 000: "when the deployment offers Figma (Nango configured)",
-        // and Microsoft Ads, whose every call needs the deployment's
-        // developer token (as Google Ads' does).
-        match name.as_str() {
-            // Figma: NANGO_SECRET_KEY, which the host requires by itself.
-            "microsoftads" => toml.push_str(
-                "deployment_headers = { DeveloperToken = \"MICROSOFT_ADS_DEVELOPER_TOKEN\" }\n",
-            ),
-            "googleads" => toml.push_str(
-                "deployment_headers = { developer-token = \"GOOGLE_ADS_DEVELOPER_TOKEN\" }\n",
-            ),
-            _ => {}
-        }
-        let peers: BTreeSet<&str> = manifest
-            .tools
-            .iter()
-            .flat_map(|t| t.reads_from.iter().map(String::as_str))
-            .collect();
-        let named: BTreeSet<&str> = routes()
-            .filter_map(|r| r.destination.as_deref())
-            .filter(|d| !peers.contains(d))
-            .collect();
-        if !named.is_empty() {
-            toml.push_str(&format!("[connectors.{name}.origins]\n"));
-            for d in named {
-                // Cloudflare's public docs server and Microsoft's report
-                // storage must not receive the connector's credential.
-                if matches!(
-                    (name.as_str(), d),
-                    ("cloudflare", "docs") | ("microsoftads", "download")
-                ) {
-                    toml.push_str(&format!(
-                        "{d} = {{ origin = {origin:?}, credential = \"none\" }}\n"
-                    ));
-                } else {
-                    toml.push_str(&format!("{d} = {origin:?}\n"));
-                }
-            }
-        }
-        for folder in match name.as_str() {
-            "writer" | "seo" => &["project"][..],
-            "analytics" => &["analytics"][..],
-            _ => &[][..],
-        } {
-            let root = dir.join("data").join("{brand}").join(folder);
-            toml.push_str(&format!(
-                "[connectors.{name}.folders.{folder}]\nroot = {:?}\nwritable = true\n",
-                root.display().to_string()
-            ));
-        }
-    }
-    let path = dir.join("serve.toml");
-    std::fs::write(&path, toml).unwrap();
-    path
+/// Each built connector component, described from the manifest the host
+/// reads out of it.
+fn components() -> Vec<Connector> {
+    catalogue::connectors(|bytes| {
+        scout_host::runtime::read_manifest(bytes)
+            .expect("a connector component carries its manifest")
+            .to_json()
+    })
 }
 
 fn start(dir: &Path, config: &Path, env: &[(&str, &str)]) -> ServeProcess {
@@ -484,19 +404,6 @@ fn run_plan(serve: &ServeProcess, dir: &Path, plan: &Value) -> Value {
     serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("a JSON summary")
 }
 
-fn connections(components: &[(String, PathBuf, scout_manifest::Manifest)]) -> Vec<Value> {
-    let mut out = vec![
-        json!({"connector": "google", "body": {"secret": "tok-google", "scopes": GOOGLE_SCOPES}}),
-    ];
-    for (name, _, _) in components {
-        let google = ["googleads", "searchconsole", "analytics", "sheets"].contains(&name.as_str());
-        if !google && !["writer", "seo"].contains(&name.as_str()) {
-            out.push(json!({"connector": name, "body": {"secret": format!("tok-{name}")}}));
-        }
-    }
-    out
-}
-
 /// What a session listed: endpoint -> tool names.
 fn listed(summary: &Value, session: &str) -> BTreeMap<String, BTreeSet<String>> {
     serde_json::from_value(summary["sessions"][session].clone()).unwrap()
@@ -519,7 +426,7 @@ async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let all = components();
-    let names: BTreeSet<String> = all.iter().map(|(n, _, _)| n.clone()).collect();
+    let names: BTreeSet<String> = all.iter().map(|c| c.name.clone()).collect();
     let mut seed_names: BTreeSet<String> = PERSON_CHAT.iter().map(|(c, _)| c.to_string()).collect();
     seed_names.extend(["contentsquare", "writer", "seo"].map(String::from));
     assert_eq!(
@@ -527,13 +434,15 @@ async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
         "a component for every connector of seed 000, and nothing else"
     );
     let contentsquare: BTreeSet<String> = {
-        let (_, _, m) = all.iter().find(|(n, _, _)| n == "contentsquare").unwrap();
+        let c = all.iter().find(|c| c.name == "contentsquare").unwrap();
+        let bytes = std::fs::read(&c.path).expect("the Contentsquare component");
+        let m = scout_host::runtime::read_manifest(&bytes).expect("its manifest");
         m.tools.iter().map(|t| m.wire_name(&t.function)).collect()
     };
     assert!(!contentsquare.is_empty());
 
     let (origin, seen) = fake_upstream().await;
-    let config = serve_config(&dir, &origin);
+    let config = catalogue::serve_config(&dir, &origin, &all, "");
     let switches_on = [
         ("SHOPIFY_ALLOW_WRITES", "true"),
         ("GITHUB_ALLOW_WRITES", "true"),
@@ -565,7 +474,7 @@ async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
     let plan = json!({
         "name": "all",
         "brand": BRAND,
-        "connections": connections(&all),
+        "connections": catalogue::connections(&all),
         "profiles": [
             {"kind": "coworker", "profile": {"name": "plain", "tools": ["Read", "mcp__project__project_read"], "limits": limits}},
             {"kind": "coworker", "profile": {"name": "everything", "tools": specialist_tools,
