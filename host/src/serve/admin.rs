@@ -307,11 +307,17 @@ async fn mcp_endpoint(
             .into_response();
         }
     };
-    let closing = parts.method == axum::http::Method::DELETE;
-    let mut parts = parts;
     // Cancelled if this request's answer is dropped before it ends: the
     // client went away, and a call waiting for a person withdraws.
     let gone = super::mcp::CallerGone::default();
+    if let Some(request) = super::stateless::direct(&parts, &bytes) {
+        let guard = gone.0.clone().drop_guard();
+        let response = super::stateless::answer(endpoint.server.clone(), request, gone.0).await;
+        guard.disarm();
+        return response;
+    }
+    let closing = parts.method == axum::http::Method::DELETE;
+    let mut parts = parts;
     parts.extensions.insert(gone.clone());
     let guard = gone.0.clone().drop_guard();
     let request = Request::from_parts(parts, axum::body::Body::from(bytes));

@@ -42,6 +42,9 @@ pub struct CallerGone(pub CancellationToken);
 #[derive(Clone)]
 pub struct Endpoint {
     pub(super) service: StreamableHttpService<ConnectorServer, LocalSessionManager>,
+    /// The same server, for requests answered without rmcp's per-request
+    /// service ([`super::stateless`]).
+    pub(super) server: ConnectorServer,
 }
 
 impl Endpoint {
@@ -72,12 +75,15 @@ impl Endpoint {
             connector,
             listed: Default::default(),
         };
-        let service = StreamableHttpService::new(
-            move || Ok(server.clone()),
-            Arc::new(LocalSessionManager::default()),
-            config,
-        );
-        Endpoint { service }
+        let service = {
+            let server = server.clone();
+            StreamableHttpService::new(
+                move || Ok(server.clone()),
+                Arc::new(LocalSessionManager::default()),
+                config,
+            )
+        };
+        Endpoint { service, server }
     }
 }
 
@@ -259,44 +265,73 @@ impl ServerHandler for ConnectorServer {
         } else {
             host.call(&live, &self.connector, request).await
         };
-        match result {
-            Ok(Executed::Ran(outcome)) => Ok(match &outcome.output {
-                ToolOutput::Ok(value) => {
-                    // Structured content matching the tool's `outputSchema`,
-                    // and the same JSON as text for clients that read text.
-                    let wrapped = host
-                        .components
-                        .get(&self.connector)
-                        .and_then(|c| c.tool(&tool))
-                        .is_none_or(|t| t.output_wrapped);
-                    let mut result = text_result(value, false);
-                    result.structured_content = Some(match (wrapped, value) {
-                        (false, Value::Object(_)) => value.clone(),
-                        (_, Value::Null) if !wrapped => json!({}),
-                        _ => json!({"result": value}),
-                    });
-                    result
-                }
-                ToolOutput::Err(error) => text_result(&json!({"tool_error": error}), true),
+        answer(&host, &self.connector, &tool, result)
+    }
+}
+
+impl ConnectorServer {
+    /// A call from a client that cannot be asked anything: the same as
+    /// [`ServerHandler::call_tool`] without elicitation; `gone` fires when
+    /// the caller goes away.
+    pub(super) async fn call_directly(
+        &self,
+        request: CallToolRequestParams,
+        gone: CancellationToken,
+    ) -> Result<CallToolResponse, McpError> {
+        let (host, live) = self.parts()?;
+        let tool = request.name.to_string();
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let request = CallRequest::new(&tool, &args).while_present(gone);
+        let result = host.call(&live, &self.connector, request).await;
+        answer(&host, &self.connector, &tool, result)
+    }
+}
+
+/// The MCP answer to a call's outcome: the tool's result as structured
+/// content and text, a tool or host error as an error result, a denial as
+/// an error result naming its rule, a name outside the surface as a
+/// protocol error.
+fn answer(
+    host: &ServeHost,
+    connector: &str,
+    tool: &str,
+    result: Result<Executed, crate::boundary::Denied>,
+) -> Result<CallToolResponse, McpError> {
+    match result {
+        Ok(Executed::Ran(outcome)) => Ok(match &outcome.output {
+            ToolOutput::Ok(value) => {
+                // Structured content matching the tool's `outputSchema`,
+                // and the same JSON as text for clients that read text.
+                let wrapped = host
+                    .components
+                    .get(connector)
+                    .and_then(|c| c.tool(&tool))
+                    .is_none_or(|t| t.output_wrapped);
+                let mut result = text_result(value, false);
+                result.structured_content = Some(match (wrapped, value) {
+                    (false, Value::Object(_)) => value.clone(),
+                    (_, Value::Null) if !wrapped => json!({}),
+                    _ => json!({"result": value}),
+                });
+                result
             }
-            .into()),
-            Ok(Executed::Failed(e)) => {
-                Ok(text_result(&json!({"host_error": e.to_string()}), true).into())
-            }
-            // A name outside the session's surface: a protocol error, and a
-            // permission_denied event in the trace (recorded by the boundary).
-            Err(denied) if denied.denial == PolicyDenial::NotOffered => {
-                Err(McpError::invalid_params(
-                    format!("permission_denied: {}", denied.denial.safe_reason()),
-                    Some(json!({"reason": "not_offered"})),
-                ))
-            }
-            Err(denied) => Ok(text_result(
-                &json!({"denied": denied.denial.rule(), "message": denied.denial.safe_reason()}),
-                true,
-            )
-            .into()),
+            ToolOutput::Err(error) => text_result(&json!({"tool_error": error}), true),
         }
+        .into()),
+        Ok(Executed::Failed(e)) => {
+            Ok(text_result(&json!({"host_error": e.to_string()}), true).into())
+        }
+        // A name outside the session's surface: a protocol error, and a
+        // permission_denied event in the trace (recorded by the boundary).
+        Err(denied) if denied.denial == PolicyDenial::NotOffered => Err(McpError::invalid_params(
+            format!("permission_denied: {}", denied.denial.safe_reason()),
+            Some(json!({"reason": "not_offered"})),
+        )),
+        Err(denied) => Ok(text_result(
+            &json!({"denied": denied.denial.rule(), "message": denied.denial.safe_reason()}),
+            true,
+        )
+        .into()),
     }
 }
 

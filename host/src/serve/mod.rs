@@ -15,6 +15,7 @@ pub mod agent_config;
 pub mod config;
 pub mod mcp;
 pub mod session_caps;
+mod stateless;
 
 use crate::boundary::{
     Authorized, Boundary, CallRequest, Connections, Denied, Executed, Granter, Session,

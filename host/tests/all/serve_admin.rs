@@ -1625,6 +1625,18 @@ async fn stateless_call(
     tool: &str,
     arguments: Value,
 ) -> reqwest::Response {
+    stateless_call_declaring(http, url, token, tool, arguments, json!({})).await
+}
+
+/// [`stateless_call`] from a client declaring `capabilities`.
+async fn stateless_call_declaring(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    tool: &str,
+    arguments: Value,
+    capabilities: Value,
+) -> reqwest::Response {
     http.post(url)
         .header(AUTHORIZATION, format!("Bearer {token}"))
         .header(CONTENT_TYPE, "application/json")
@@ -1635,13 +1647,58 @@ async fn stateless_call(
         .body(
             json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": tool, "arguments": arguments, "_meta": {
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientCapabilities": capabilities,
                 "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}}}})
             .to_string(),
         )
         .send()
         .await
         .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_answered_directly_is_the_answer_rmcp_gives() {
+    let s = serve("direct", "require_review = false", &[]).await;
+    let view = s.session("person-chat").await;
+    let (url, token) = (
+        view["mcp"]["github"].as_str().unwrap().to_string(),
+        view["token"].as_str().unwrap().to_string(),
+    );
+    let read = json!({"owner": "octo", "repo": "hello", "path": "README.md"});
+    let mut answers = Vec::new();
+    // Without elicitation the host answers itself; a client that can be
+    // asked goes through rmcp's service (a read asks nobody anything).
+    for capabilities in [json!({}), json!({"elicitation": {}})] {
+        for (tool, args) in [
+            ("github_read_file", read.clone()),
+            (
+                "github_create_branch",
+                json!({"owner": "octo", "repo": "hello", "branch": "b"}),
+            ),
+            ("github_no_such_tool", json!({})),
+        ] {
+            let reply =
+                stateless_call_declaring(&s.http, &url, &token, tool, args, capabilities.clone())
+                    .await;
+            let status = reply.status().as_u16();
+            let text = reply.text().await.unwrap();
+            let message: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("{text}"));
+            answers.push((tool, status, message));
+        }
+    }
+    let (direct, through_rmcp) = answers.split_at(3);
+    assert_eq!(direct, through_rmcp);
+    assert_eq!(direct[0].2["result"]["isError"], false, "{:?}", direct[0]);
+    assert_eq!(
+        direct[1].2["result"]["isError"], true,
+        "writes are off: {:?}",
+        direct[1]
+    );
+    assert!(
+        direct[2].2["error"].is_object(),
+        "an unknown tool is a protocol error: {:?}",
+        direct[2]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,244 @@
+//! A single stateless MCP request answered without rmcp's per-request
+//! machinery.
+//!
+//! A 2026-07-28 request carries everything it needs in itself. For each
+//! one, rmcp's streamable HTTP service builds a service, spawns its serve
+//! loop as a task and passes the message through channels: about 400 µs of
+//! server CPU for a `tools/list` that does nothing else. A `tools/list`, or
+//! a `tools/call` from a client that cannot be asked anything, is decoded
+//! here with rmcp's own model types and answered by the same handler code
+//! ([`super::mcp::ConnectorServer`]), as the same JSON-RPC message.
+//!
+//! Anything else goes to rmcp, which validates it and answers as the
+//! protocol says: a session (`Mcp-Session-Id`), a notification, a
+//! response, another method, a client that can elicit (its call may ask
+//! its person a question over the event stream), an `Mcp-Param-*` header,
+//! and any header that is missing or does not agree exactly with the body.
+
+use super::mcp::ConnectorServer;
+use axum::http::{HeaderMap, Method, StatusCode, header, request::Parts};
+use axum::response::{IntoResponse, Response};
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, GetMeta, ListToolsResult,
+    ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
+};
+use tokio_util::sync::CancellationToken;
+
+/// A request this module answers itself.
+pub(super) enum Direct {
+    /// `tools/list`.
+    List(RequestId),
+    /// `tools/call` from a client that declared no elicitation.
+    Call(RequestId, CallToolRequestParams),
+}
+
+/// The request, if it is a single stateless `tools/list` or `tools/call`
+/// whose headers agree exactly with its body; `None` hands it to rmcp.
+pub(super) fn direct(parts: &Parts, body: &[u8]) -> Option<Direct> {
+    let headers = &parts.headers;
+    if parts.method != Method::POST
+        || headers.contains_key("mcp-session-id")
+        || headers.keys().any(|k| k.as_str().starts_with("mcp-param-"))
+        || !media_type_is(headers, header::CONTENT_TYPE, "application/json")
+        || !accepts(headers, "application/json")
+        || !accepts(headers, "text/event-stream")
+    {
+        return None;
+    }
+    let version = single(headers, "mcp-protocol-version")?;
+    if version != ProtocolVersion::V_2026_07_28.as_str() {
+        return None;
+    }
+    let ClientJsonRpcMessage::Request(message) = serde_json::from_slice(body).ok()? else {
+        return None;
+    };
+    let meta = message.request.get_meta();
+    if !meta
+        .missing_required_keys(&ProtocolVersion::V_2026_07_28)
+        .is_empty()
+        || meta.protocol_version()?.as_str() != version
+    {
+        return None;
+    }
+    let can_elicit = meta.client_capabilities()?.elicitation.is_some();
+    let method = single(headers, "mcp-method")?;
+    match message.request {
+        ClientRequest::ListToolsRequest(_) if method == "tools/list" => {
+            Some(Direct::List(message.id))
+        }
+        ClientRequest::CallToolRequest(call)
+            if method == "tools/call"
+                && !can_elicit
+                && single(headers, "mcp-name")? == call.params.name =>
+        {
+            Some(Direct::Call(message.id, call.params))
+        }
+        _ => None,
+    }
+}
+
+/// Answers `request` with `server`'s handler code. A call runs in a task
+/// of its own: once allowed it runs to its end even if the caller goes
+/// away (`gone` withdraws it only while it waits for a person).
+pub(super) async fn answer(
+    server: ConnectorServer,
+    request: Direct,
+    gone: CancellationToken,
+) -> Response {
+    let (id, result) = match request {
+        Direct::List(id) => (
+            id,
+            server.offered().map(|tools| {
+                ServerResult::ListToolsResult(ListToolsResult::with_all_items(tools.to_vec()))
+            }),
+        ),
+        Direct::Call(id, params) => {
+            let call = tokio::spawn(async move { server.call_directly(params, gone).await });
+            let result = match call.await {
+                Ok(result) => result.map(ServerResult::from),
+                Err(e) => {
+                    tracing::error!(error = %e, "a tool call's task failed");
+                    Err(McpError::internal_error(
+                        "the call failed in the host",
+                        None,
+                    ))
+                }
+            };
+            (id, result)
+        }
+    };
+    let message = match result {
+        Ok(result) => ServerJsonRpcMessage::response(result, id),
+        Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+    };
+    match serde_json::to_vec(&message) {
+        Ok(body) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot serialise an MCP answer");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
+}
+
+/// The one value of header `name`; `None` when it is absent, repeated or
+/// not text.
+fn single<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    let mut values = headers.get_all(name).iter();
+    let first = values.next()?;
+    if values.next().is_some() {
+        return None;
+    }
+    first.to_str().ok()
+}
+
+fn media_type_is(headers: &HeaderMap, name: header::HeaderName, wanted: &str) -> bool {
+    single(headers, name.as_str()).is_some_and(|value| {
+        value
+            .split(';')
+            .next()
+            .is_some_and(|essence| essence.trim().eq_ignore_ascii_case(wanted))
+    })
+}
+
+fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|item| item.split(';').next())
+        .any(|essence| essence.trim().eq_ignore_ascii_case(wanted))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parts(headers: &[(&str, &str)]) -> Parts {
+        let mut request = axum::http::Request::builder()
+            .method(Method::POST)
+            .uri("/mcp/s/c");
+        for (k, v) in headers {
+            request = request.header(*k, *v);
+        }
+        request.body(()).unwrap().into_parts().0
+    }
+
+    const MODERN: &[(&str, &str)] = &[
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "github_read_file"),
+    ];
+
+    fn call(capabilities: serde_json::Value) -> Vec<u8> {
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+            "name": "github_read_file", "arguments": {"path": "README.md"},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": capabilities,
+                      "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}}}})
+        .to_string()
+        .into_bytes()
+    }
+
+    #[test]
+    fn a_plain_stateless_call_is_answered_directly() {
+        let request = direct(&parts(MODERN), &call(json!({})));
+        assert!(
+            matches!(request, Some(Direct::Call(RequestId::Number(7), ref p)) if p.name == "github_read_file")
+        );
+    }
+
+    #[test]
+    fn anything_rmcp_must_judge_goes_to_rmcp() {
+        let body = call(json!({}));
+        let with = |extra: &[(&str, &str)]| {
+            let mut all: Vec<(&str, &str)> = MODERN.to_vec();
+            all.extend_from_slice(extra);
+            parts(&all)
+        };
+        let without = |name: &str| {
+            let all: Vec<(&str, &str)> =
+                MODERN.iter().copied().filter(|(k, _)| *k != name).collect();
+            parts(&all)
+        };
+        // A client that can be asked: its call may elicit over the stream.
+        assert!(direct(&parts(MODERN), &call(json!({"elicitation": {}}))).is_none());
+        // Headers that disagree with the body, or are missing or repeated.
+        assert!(direct(&with(&[("mcp-session-id", "x")]), &body).is_none());
+        assert!(direct(&with(&[("mcp-param-path", "x")]), &body).is_none());
+        assert!(direct(&with(&[("mcp-name", "other")]), &body).is_none());
+        assert!(direct(&without("mcp-name"), &body).is_none());
+        assert!(direct(&without("mcp-method"), &body).is_none());
+        assert!(direct(&without("mcp-protocol-version"), &body).is_none());
+        assert!(direct(&without("accept"), &body).is_none());
+        let mut old = MODERN.to_vec();
+        old[2] = ("mcp-protocol-version", "2025-11-25");
+        assert!(direct(&parts(&old), &body).is_none());
+        // Not one request: malformed JSON, a batch, a notification.
+        assert!(direct(&parts(MODERN), b"{not json").is_none());
+        assert!(
+            direct(
+                &parts(MODERN),
+                format!("[{}]", String::from_utf8(body.clone()).unwrap()).as_bytes()
+            )
+            .is_none()
+        );
+        let notification =
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+        assert!(direct(&parts(MODERN), notification.as_bytes()).is_none());
+        // A `_meta` without the client's capabilities.
+        let bare = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "github_read_file", "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})
+        .to_string();
+        assert!(direct(&parts(MODERN), bare.as_bytes()).is_none());
+    }
+}
