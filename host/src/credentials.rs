@@ -363,7 +363,7 @@ pub struct Resolver<'a> {
 /// cached.
 #[derive(Default)]
 pub struct ResolutionCache {
-    resolved: std::sync::RwLock<(u64, HashMap<(String, String), Option<Credential>>)>,
+    resolved: parking_lot::RwLock<(u64, HashMap<(String, String), Option<Credential>>)>,
 }
 
 impl ResolutionCache {
@@ -377,14 +377,14 @@ impl ResolutionCache {
     ) -> Result<Option<Credential>, StoreError> {
         let key = (brand.to_string(), server.to_string());
         let generation = {
-            let cache = self.resolved.read().unwrap_or_else(|e| e.into_inner());
+            let cache = self.resolved.read();
             if let Some(found) = cache.1.get(&key) {
                 return Ok(found.clone());
             }
             cache.0
         };
         let found = resolver().resolve_server(brand, server)?;
-        let mut cache = self.resolved.write().unwrap_or_else(|e| e.into_inner());
+        let mut cache = self.resolved.write();
         if cache.0 == generation {
             cache.1.insert(key, found.clone());
         }
@@ -393,7 +393,7 @@ impl ResolutionCache {
 
     /// Forgets every resolution: a connection changed.
     pub fn invalidate(&self) {
-        let mut cache = self.resolved.write().unwrap_or_else(|e| e.into_inner());
+        let mut cache = self.resolved.write();
         cache.0 += 1;
         cache.1.clear();
     }

@@ -3,8 +3,9 @@
 //! Bytes past the cap are counted and dropped, never refused: a refused write
 //! would make a Rust guest's `print!` panic, turning chatty output into a trap.
 
+use parking_lot::Mutex;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 
@@ -32,7 +33,7 @@ impl CappedOutput {
 
     /// What was kept, as lossy UTF-8, and how many bytes were dropped.
     pub fn take(&self) -> (String, u64) {
-        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let inner = self.inner.lock();
         (
             String::from_utf8_lossy(&inner.bytes).into_owned(),
             inner.dropped,
@@ -58,7 +59,7 @@ impl tokio::io::AsyncWrite for CappedOutput {
         _cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut inner = self.inner.lock();
         let room = self.cap.saturating_sub(inner.bytes.len());
         let keep = room.min(buf.len());
         inner.bytes.extend_from_slice(&buf[..keep]);

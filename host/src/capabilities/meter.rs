@@ -10,45 +10,22 @@
 //! full.
 //!
 //! [`Allowance`] here is the meter's side of the one allowance type: integer
-//! units only. What a person grants is [`crate::policy::Allowance`] (credits
-//! or dollars, as the seed writes them); its `metered` is the only
-//! conversion into these units, so no caller converts dollars by hand.
+//! units only ([`crate::policy::MeteredAllowance`]). What a person grants is
+//! [`crate::policy::Allowance`] (credits or dollars, as the seed writes
+//! them); its `metered` is the only conversion into these units, so no
+//! caller converts dollars by hand.
 
 use crate::bindings::meter::{Host, HostReservation, MeterError};
 use crate::runtime::CallState;
 use crate::store::{StartRunError, Store};
-use serde::{Deserialize, Serialize};
+use parking_lot::{Mutex, MutexGuard};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 use wasmtime::component::Resource;
 
-/// An allowance for one billing connector, in its unit (credits, micro-USD).
-/// Built from a grant by [`crate::policy::Allowance::metered`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Allowance {
-    /// What one run may spend.
-    pub per_run: u64,
-    /// What all runs of one day may spend together.
-    pub per_day: u64,
-}
-
-/// The largest figure a meter accepts: the store keeps amounts as SQLite
-/// integers (`i64`).
-pub(crate) const MAX_UNITS: u64 = i64::MAX as u64;
-
-impl Allowance {
-    /// Checks that a run can start under it: a per-run figure above zero,
-    /// at most the per-day figure, both within [`MAX_UNITS`].
-    pub fn validate(&self) -> Result<(), AllowanceError> {
-        if self.per_run == 0 || self.per_run > self.per_day || self.per_day > MAX_UNITS {
-            return Err(AllowanceError::Invalid(format!(
-                "per-run {} must be above zero and at most the per-day {} (at most {MAX_UNITS})",
-                self.per_run, self.per_day
-            )));
-        }
-        Ok(())
-    }
-}
+/// An allowance for one billing connector, in its unit (credits, micro-USD):
+/// the policy's type, so that the policy imports nothing from here.
+pub use crate::policy::MeteredAllowance as Allowance;
 
 /// Why a run may not start, or a reservation was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -65,6 +42,9 @@ pub enum AllowanceError {
     /// The allowance itself is not acceptable.
     #[error("invalid allowance: {0}")]
     Invalid(String),
+    /// The allowance's figures cannot start a run.
+    #[error(transparent)]
+    Unstartable(#[from] crate::policy::UnstartableAllowance),
     /// The ledger could not be read or written.
     #[error("the allowance ledger is unavailable: {0}")]
     Ledger(String),
@@ -95,7 +75,7 @@ impl DayLedger {
     }
 
     fn lock(&self) -> MutexGuard<'_, Day> {
-        self.day.lock().unwrap_or_else(|e| e.into_inner())
+        self.day.lock()
     }
 
     /// What ended runs recorded plus what live runs may still spend.
@@ -271,7 +251,7 @@ impl RunMeter {
             })
     }
     fn lock(&self) -> MutexGuard<'_, Run> {
-        self.run.lock().unwrap_or_else(|e| e.into_inner())
+        self.run.lock()
     }
 
     /// The unit.

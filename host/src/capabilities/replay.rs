@@ -61,10 +61,10 @@ use crate::bindings::http::{HttpError, Method, Request, Response};
 use crate::capabilities::http::validate_path_allowing;
 use crate::capabilities::scrub::Scrubber;
 use base64::Engine as _;
+use parking_lot::Mutex;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 /// Why fixtures could not be read or written. Each names the file.
 #[derive(Debug, thiserror::Error)]
@@ -572,30 +572,17 @@ impl Replay {
 
     /// The requests nothing matched, as refused (`GET /x?a=1`).
     pub fn misses(&self) -> Vec<String> {
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .misses
-            .clone()
+        self.state.lock().misses.clone()
     }
 
     /// How many requests were answered.
     pub fn answered(&self) -> usize {
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .answered
+        self.state.lock().answered
     }
 
     /// How many exchanges never answered.
     pub fn unused(&self) -> usize {
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .used
-            .iter()
-            .filter(|n| **n == 0)
-            .count()
+        self.state.lock().used.iter().filter(|n| **n == 0).count()
     }
 
     /// The answer to a request that passed the capability's checks, or the
@@ -614,7 +601,7 @@ impl Replay {
         let method = method_name(req.method);
         let query = sorted(&req.query);
         let body = req.body.as_deref().unwrap_or_default();
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.state.lock();
         let mut matching = Vec::new();
         let mut body_differs = 0;
         for (i, ex) in self.exchanges.iter().enumerate() {
@@ -782,10 +769,7 @@ impl Recorder {
 
     /// How many exchanges this recorder recorded.
     pub fn len(&self) -> usize {
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .recorded
+        self.state.lock().recorded
     }
 
     /// Whether nothing was recorded.
@@ -795,7 +779,7 @@ impl Recorder {
 
     /// `CAPTURED` or `UNVERIFIED`, as the file says now.
     pub fn provenance(&self) -> &'static str {
-        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let state = self.state.lock();
         if state.unverified.is_some() {
             "UNVERIFIED"
         } else {
@@ -805,12 +789,7 @@ impl Recorder {
 
     /// The first error writing the file, if any.
     pub fn error(&self) -> Option<String> {
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .error
-            .as_ref()
-            .map(|e| e.to_string())
+        self.state.lock().error.as_ref().map(|e| e.to_string())
     }
 
     /// Records one exchange: the guest's request (which never holds the
@@ -878,7 +857,7 @@ impl Recorder {
             response_body: Body::exact(&scrubber.scrub(&response.body)),
             headers,
         };
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.state.lock();
         state.exchanges.push(exchange);
         state.recorded += 1;
         if !from_the_service && state.unverified.is_none() {

@@ -130,8 +130,6 @@ pub enum PolicyDenial {
     #[error("{}", self.safe_reason())]
     SwitchedOff(Switch),
     #[error("{}", self.safe_reason())]
-    AllowanceExhausted,
-    #[error("{}", self.safe_reason())]
     OutsideRole,
     #[error("{}", self.safe_reason())]
     Revoked,
@@ -175,9 +173,6 @@ impl PolicyDenial {
             }
             PolicyDenial::SwitchedOff(_) => {
                 "turned off by the operator: this tool refuses every call until the operator turns it on"
-            }
-            PolicyDenial::AllowanceExhausted => {
-                "allowance exhausted: the spending allowance for this run or day is used up"
             }
             PolicyDenial::OutsideRole => {
                 "outside role: this session's role does not allow this call"

@@ -65,7 +65,10 @@ pub use catalog::{
 pub use gate::{AboveThreshold, Gate, MutationGate, PolicyDenial, Refusal, check_call};
 pub use names::{Platform, Server};
 pub use presets::Preset;
-pub use profile::{Allowance, Grant, Limits, Profile, ProfileError};
+pub use profile::{
+    Allowance, Grant, Limits, MAX_UNITS, MeteredAllowance, Profile, ProfileError,
+    UnstartableAllowance,
+};
 pub use removed::{Removed, removed};
 pub use roles::{Harness, ROLE_NAMES, Role, Route, coworker_ceiling};
 pub use switches::{Egress, Switch, SwitchNote, Switches};

@@ -30,7 +30,6 @@ use super::catalog::{BillingUnit, Catalog, ToolKind};
 use super::names::{
     self, GOAL_AGENT_TOOLS, Platform, SEO_HAND_OFF_BRIEF, SEO_METHOD_SKILL, SEO_SAVE_BRIEF,
 };
-use crate::capabilities::meter::Allowance as MeterAllowance;
 
 fn one() -> u32 {
     1
@@ -153,8 +152,8 @@ impl Allowance {
     /// zero, finer than a micro-dollar, above what the ledger stores, or a
     /// per-run figure above the per-day one. (A zero per-run figure converts:
     /// such a grant lets nothing be spent.)
-    pub fn metered(&self) -> Result<MeterAllowance, AllowanceFigureError> {
-        let max = crate::capabilities::meter::MAX_UNITS;
+    pub fn metered(&self) -> Result<MeteredAllowance, AllowanceFigureError> {
+        let max = MAX_UNITS;
         let metered = match *self {
             Allowance::Credits {
                 per_run_credits,
@@ -172,7 +171,7 @@ impl Allowance {
                         });
                     }
                 }
-                MeterAllowance {
+                MeteredAllowance {
                     per_run: per_run_credits,
                     per_day: per_day_credits,
                 }
@@ -180,7 +179,7 @@ impl Allowance {
             Allowance::Usd {
                 per_run_usd,
                 per_day_usd,
-            } => MeterAllowance {
+            } => MeteredAllowance {
                 per_run: micro_usd("perRunUsd", per_run_usd)?,
                 per_day: micro_usd("perDayUsd", per_day_usd)?,
             },
@@ -192,12 +191,50 @@ impl Allowance {
     }
 }
 
+/// The largest figure a meter accepts: the store keeps amounts as SQLite
+/// integers (`i64`).
+pub const MAX_UNITS: u64 = i64::MAX as u64;
+
+/// An allowance in a meter's integer units (credits, micro-USD): what
+/// [`Allowance::metered`] yields and what the `meter` capability enforces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MeteredAllowance {
+    /// What one run may spend.
+    pub per_run: u64,
+    /// What all runs of one day may spend together.
+    pub per_day: u64,
+}
+
+/// Figures a run cannot start under.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "invalid allowance: per-run {per_run} must be above zero and at most the per-day {per_day} (at most {MAX_UNITS})"
+)]
+pub struct UnstartableAllowance {
+    pub per_run: u64,
+    pub per_day: u64,
+}
+
+impl MeteredAllowance {
+    /// Checks that a run can start under it: a per-run figure above zero,
+    /// at most the per-day figure, both within [`MAX_UNITS`].
+    pub fn validate(&self) -> Result<(), UnstartableAllowance> {
+        if self.per_run == 0 || self.per_run > self.per_day || self.per_day > MAX_UNITS {
+            return Err(UnstartableAllowance {
+                per_run: self.per_run,
+                per_day: self.per_day,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Dollars as whole micro-dollars, exactly, or an error naming `figure`.
 fn micro_usd(figure: &'static str, usd: f64) -> Result<u64, AllowanceFigureError> {
     if !(usd.is_finite() && usd >= 0.0) {
         return Err(AllowanceFigureError::NotFinite { figure });
     }
-    let max = crate::capabilities::meter::MAX_UNITS;
+    let max = MAX_UNITS;
     let micros = (usd * MICRO_USD_PER_USD as f64).round();
     // `as` saturates; the comparison is on the float, before it.
     if micros > max as f64 {

@@ -305,7 +305,7 @@ fn answer(
                 let wrapped = host
                     .components
                     .get(connector)
-                    .and_then(|c| c.tool(&tool))
+                    .and_then(|c| c.tool(tool))
                     .is_none_or(|t| t.output_wrapped);
                 let mut result = text_result(value, false);
                 result.structured_content = Some(match (wrapped, value) {

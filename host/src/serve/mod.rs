@@ -27,11 +27,12 @@ use crate::policy::{self, BrandFacts, Catalog, Profile, Role, Route, SessionInpu
 use crate::runtime::{LoadedComponent, Runtime, RuntimeConfig, default_cache_dir};
 use crate::store::{ProfileKind, SqliteStore, Store};
 pub use config::{ConfigFileError, ConnectorConfig, ServeConfig};
+use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// How long an ended session's MCP streams stay open for in-flight calls to
@@ -606,10 +607,7 @@ impl ServeHost {
             live
         });
         let view = live.view(&self.base_url(), Some(token));
-        self.sessions
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id, live);
+        self.sessions.write().insert(id, live);
         Ok(view)
     }
 
@@ -796,12 +794,7 @@ impl ServeHost {
 
     /// The session `id`, if it is open. A session past its time is ended here.
     pub fn session(&self, id: &str) -> Option<Arc<LiveSession>> {
-        let live = self
-            .sessions
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(id)
-            .cloned()?;
+        let live = self.sessions.read().get(id).cloned()?;
         if live.expires <= std::time::Instant::now() {
             self.end_session(id);
             return None;
@@ -816,7 +809,6 @@ impl ServeHost {
         let expired: Vec<String> = self
             .sessions
             .read()
-            .unwrap_or_else(|e| e.into_inner())
             .values()
             .filter(|s| s.expires <= now)
             .map(|s| s.session.id.clone())
@@ -828,7 +820,7 @@ impl ServeHost {
     pub fn sessions(&self) -> Vec<SessionView> {
         self.end_expired();
         let base = self.base_url();
-        let sessions = self.sessions.read().unwrap_or_else(|e| e.into_inner());
+        let sessions = self.sessions.read();
         let mut views: Vec<SessionView> = sessions.values().map(|s| s.view(&base, None)).collect();
         views.sort_by(|a, b| a.id.cmp(&b.id));
         views
@@ -842,12 +834,7 @@ impl ServeHost {
     /// Ends a session: its authority ends at once (later calls are denied,
     /// unused approvals revoked) and its MCP endpoints close.
     pub fn end_session(&self, id: &str) -> bool {
-        let Some(live) = self
-            .sessions
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(id)
-        else {
+        let Some(live) = self.sessions.write().remove(id) else {
             return false;
         };
         self.boundary.revoke_session(&live.session);
@@ -1029,7 +1016,7 @@ impl ServeHost {
                 Some(d) => format!("{connector} {d}"),
             },
         );
-        let mut cache = self.http.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cache = self.http.lock();
         if let Some((d, http)) = cache.get(&key)
             && *d == secret_digest
         {
@@ -1104,13 +1091,7 @@ impl ServeHost {
     }
 
     fn revoke_where_unresolved(&self, connector: &str) {
-        let sessions: Vec<Arc<LiveSession>> = self
-            .sessions
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .cloned()
-            .collect();
+        let sessions: Vec<Arc<LiveSession>> = self.sessions.read().values().cloned().collect();
         let resolver = self.resolver();
         for live in sessions {
             if live.connectors.iter().any(|c| c == connector)

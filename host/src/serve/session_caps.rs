@@ -37,9 +37,10 @@ use crate::capabilities::meter::{AllowanceError, RunMeter};
 use crate::policy::{self, Catalog, Profile, Role};
 use crate::runtime::LoadedComponent;
 use crate::store::Store;
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
 /// The tool whose presence in a session's allowlist lets it read folders.
 const PROJECT_READ: &str = "mcp__project__project_read";
@@ -130,7 +131,7 @@ impl SessionCaps {
     pub fn meter(&self, store: &Arc<dyn Store>, connector: &str) -> Option<Arc<RunMeter>> {
         let allowance = self.allowances.get(connector)?;
         let unit = allowance.meter_unit();
-        let mut meters = self.meters.lock().unwrap_or_else(|e| e.into_inner());
+        let mut meters = self.meters.lock();
         if self.ended.load(Ordering::SeqCst) {
             return None;
         }
@@ -191,7 +192,7 @@ impl SessionCaps {
         if !self.read_folders || settings.folders.is_empty() {
             return Vec::new();
         }
-        let mut cache = self.folders.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cache = self.folders.lock();
         if let Some(open) = cache.get(connector) {
             return open.clone();
         }
@@ -225,7 +226,7 @@ impl SessionCaps {
     /// Ends every run this session started; no meter is handed out after.
     pub fn end(&self) {
         let meters = {
-            let mut meters = self.meters.lock().unwrap_or_else(|e| e.into_inner());
+            let mut meters = self.meters.lock();
             self.ended.store(true, Ordering::SeqCst);
             std::mem::take(&mut *meters)
         };

@@ -30,7 +30,7 @@ pub(super) enum Direct {
     /// `tools/list`.
     List(RequestId),
     /// `tools/call` from a client that declared no elicitation.
-    Call(RequestId, CallToolRequestParams),
+    Call(RequestId, Box<CallToolRequestParams>),
 }
 
 /// The request, if it is a single stateless `tools/list` or `tools/call`
@@ -72,7 +72,7 @@ pub(super) fn direct(parts: &Parts, body: &[u8]) -> Option<Direct> {
                 && !can_elicit
                 && single(headers, "mcp-name")? == call.params.name =>
         {
-            Some(Direct::Call(message.id, call.params))
+            Some(Direct::Call(message.id, Box::new(call.params)))
         }
         _ => None,
     }
@@ -94,7 +94,7 @@ pub(super) async fn answer(
             }),
         ),
         Direct::Call(id, params) => {
-            let call = tokio::spawn(async move { server.call_directly(params, gone).await });
+            let call = tokio::spawn(async move { server.call_directly(*params, gone).await });
             let result = match call.await {
                 Ok(result) => result.map(ServerResult::from),
                 Err(e) => {

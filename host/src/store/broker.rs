@@ -7,8 +7,9 @@
 //! thinks. There is one channel per approval someone is waiting for, and it
 //! goes when the last waiter goes.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio::sync::watch;
 
 /// What a waiting call waits on: the session, tool and argument digest an
@@ -22,8 +23,8 @@ pub struct ApprovalBroker {
 }
 
 impl ApprovalBroker {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, watch::Sender<()>>> {
-        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, HashMap<Key, watch::Sender<()>>> {
+        self.waiting.lock()
     }
 
     /// Subscribes to the approvals of one call. Subscribe, then read the

@@ -8,9 +8,9 @@ use super::{
 use crate::policy::{Catalog, Profile};
 use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
 use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
+use parking_lot::{Mutex, MutexGuard};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The schema this host writes. Bump with a migration when the tables change.
@@ -219,13 +219,13 @@ impl SqliteStore {
     /// commit and never waits behind one, so a lookup (an approval's state,
     /// a credential, a review) does not queue behind another call's fsync.
     fn read(&self) -> MutexGuard<'_, Connection> {
-        self.reader.lock().unwrap_or_else(|e| e.into_inner())
+        self.reader.lock()
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {
         // A panic elsewhere while holding the lock leaves no half-done
         // transaction (it rolls back on drop), so the connection is usable.
-        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+        self.conn.lock()
     }
 
     /// Runs SQLite's `PRAGMA integrity_check`; `Ok(())` if it reports `ok`.

@@ -1234,7 +1234,7 @@ fn denials_are_bounded_and_never_name_a_hidden_tool() {
         PolicyDenial::ApprovalTimedOut,
         PolicyDenial::ApprovalWithdrawn,
         PolicyDenial::SwitchedOff(scout_host::policy::Switch::GithubAllowWrites),
-        PolicyDenial::AllowanceExhausted,
+        PolicyDenial::Unrecorded,
         PolicyDenial::OutsideRole,
         PolicyDenial::Revoked,
         PolicyDenial::InvalidArguments,

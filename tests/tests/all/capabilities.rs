@@ -198,7 +198,7 @@ fn the_day_cap_refuses_a_start() {
             per_run: 5,
             per_day: 4
         }),
-        Err(AllowanceError::Invalid(_))
+        Err(AllowanceError::Unstartable(_))
     ));
 }
 
