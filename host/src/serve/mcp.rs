@@ -95,7 +95,7 @@ pub struct ConnectorServer {
     connector: String,
     /// The tool list at the session's last revision, schemas included:
     /// built once per revision, shared by every `tools/list`.
-    listed: Arc<parking_lot::Mutex<Option<(Revision, Arc<Vec<Tool>>)>>>,
+    listed: Arc<parking_lot::Mutex<Option<Arc<Listed>>>>,
 }
 
 impl ConnectorServer {
@@ -122,29 +122,45 @@ impl ConnectorServer {
 
     /// The tools offered now, as MCP describes them: built once per
     /// revision of the session's state.
-    pub fn offered(&self) -> Result<Arc<Vec<Tool>>, McpError> {
+    pub fn offered(&self) -> Result<Arc<Listed>, McpError> {
         let (host, live) = self.parts()?;
-        let Some(component) = host.components.get(&self.connector) else {
-            return Ok(Arc::default());
-        };
         let revision = host
             .boundary
             .offered(&live.session)
             .ok()
             .map(|o| o.revision);
-        if let (Some(revision), Some((listed_at, tools))) = (revision, &*self.listed.lock())
-            && *listed_at == revision
+        if let (Some(revision), Some(listed)) = (revision, &*self.listed.lock())
+            && listed.revision == Some(revision)
         {
-            return Ok(tools.clone());
+            return Ok(listed.clone());
         }
-        let tools = Arc::new(describe(
-            host.boundary.offered_tools(&live.session, component),
-        ));
-        if let Some(revision) = revision {
-            *self.listed.lock() = Some((revision, tools.clone()));
+        let tools = match host.components.get(&self.connector) {
+            Some(component) => describe(host.boundary.offered_tools(&live.session, component)),
+            None => Vec::new(),
+        };
+        let result = serde_json::to_string(&ListToolsResult::with_all_items(tools.clone()))
+            .map_err(|e| {
+                McpError::internal_error(format!("cannot describe the tools: {e}"), None)
+            })?;
+        let listed = Arc::new(Listed {
+            revision,
+            tools,
+            result: result.into(),
+        });
+        if revision.is_some() {
+            *self.listed.lock() = Some(listed.clone());
         }
-        Ok(tools)
+        Ok(listed)
     }
+}
+
+/// One endpoint's `tools/list` at one revision.
+pub struct Listed {
+    revision: Option<Revision>,
+    /// The tools, as MCP describes them.
+    pub tools: Vec<Tool>,
+    /// The `tools/list` result, serialised.
+    pub(super) result: Arc<str>,
 }
 
 /// The MCP description of `tools`.
@@ -212,7 +228,9 @@ impl ServerHandler for ConnectorServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.offered()?.to_vec()))
+        Ok(ListToolsResult::with_all_items(
+            self.offered()?.tools.clone(),
+        ))
     }
 
     async fn call_tool(

@@ -20,8 +20,8 @@ use axum::http::{HeaderMap, Method, StatusCode, header, request::Parts};
 use axum::response::{IntoResponse, Response};
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, GetMeta, ListToolsResult,
-    ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
+    CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, GetMeta, ProtocolVersion,
+    RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -86,13 +86,18 @@ pub(super) async fn answer(
     request: Direct,
     gone: CancellationToken,
 ) -> Response {
-    let (id, result) = match request {
-        Direct::List(id) => (
-            id,
-            server.offered().map(|tools| {
-                ServerResult::ListToolsResult(ListToolsResult::with_all_items(tools.to_vec()))
-            }),
-        ),
+    let message = match request {
+        // The list's result is serialised once per revision; only the id is new.
+        Direct::List(id) => match server.offered() {
+            Ok(listed) => match serde_json::to_string(&id) {
+                Ok(id) => Ok(format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#,
+                    listed.result
+                )),
+                Err(e) => Err(e),
+            },
+            Err(error) => serde_json::to_string(&ServerJsonRpcMessage::error(error, Some(id))),
+        },
         Direct::Call(id, params) => {
             let call = tokio::spawn(async move { server.call_directly(*params, gone).await });
             let result = match call.await {
@@ -105,14 +110,13 @@ pub(super) async fn answer(
                     ))
                 }
             };
-            (id, result)
+            serde_json::to_string(&match result {
+                Ok(result) => ServerJsonRpcMessage::response(result, id),
+                Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+            })
         }
     };
-    let message = match result {
-        Ok(result) => ServerJsonRpcMessage::response(result, id),
-        Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
-    };
-    match serde_json::to_vec(&message) {
+    match message {
         Ok(body) => (
             StatusCode::OK,
             [(header::CONTENT_TYPE, "application/json")],

@@ -1686,6 +1686,47 @@ async fn a_call_answered_directly_is_the_answer_rmcp_gives() {
             answers.push((tool, status, message));
         }
     }
+    // The tool list answered directly (serialised once per revision) is
+    // the one rmcp gives a session-mode client.
+    let listed = s
+        .http
+        .post(&url)
+        .header(AUTHORIZATION, format!("Bearer {token}"))
+        .header(CONTENT_TYPE, "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/list")
+        .body(
+            json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {"_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}}}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listed.status().as_u16(), 200);
+    let mut direct_list: Value = serde_json::from_str(&listed.text().await.unwrap()).unwrap();
+    assert_eq!(direct_list["id"], 9);
+    // 2026-07-28 results carry `resultType`; rmcp strips it for a peer of an
+    // earlier revision, as the session-mode client is.
+    let result = direct_list["result"].as_object_mut().unwrap();
+    assert_eq!(result.remove("resultType"), Some(json!("complete")));
+    let session_list = s
+        .mcp(&view)
+        .connect()
+        .await
+        .request("tools/list", json!({}))
+        .await;
+    assert_eq!(direct_list["result"], session_list["result"]);
+    assert!(
+        !direct_list["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
     let (direct, through_rmcp) = answers.split_at(3);
     assert_eq!(direct, through_rmcp);
     assert_eq!(direct[0].2["result"]["isError"], false, "{:?}", direct[0]);
