@@ -7,7 +7,6 @@
 //! - [`schema`] and [`convert`]: JSON Schema and JSON values from WIT types.
 //! - [`inspect`]: the security reviewer's view of a component.
 
-mod bindings;
 pub mod boundary;
 pub mod capabilities;
 pub mod convert;

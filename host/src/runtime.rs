@@ -9,9 +9,10 @@
 //! instance limits; a store that trapped is dropped with the call.
 
 use crate::capabilities::Capabilities;
-use crate::capabilities::http::{ClientHandle, HttpExchange};
+use crate::capabilities::http::HttpExchange;
 use crate::capabilities::log::GuestLog;
 use crate::capabilities::routes::RouteSet;
+use crate::capabilities::state::{CallLimiter, CallState, HasSelf, HasTable};
 use crate::convert;
 use crate::error::{CallError, LoadError};
 use crate::output::CappedOutput;
@@ -27,13 +28,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use wasmtime::component::types::{ComponentItem, Type};
 use wasmtime::component::{
-    Component, ComponentExportIndex, HasData, InstancePre, Linker, Resource, ResourceTable, Val,
+    Component, ComponentExportIndex, InstancePre, Linker, ResourceTable, Val,
 };
 use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store,
-    Strategy, UpdateDeadline,
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Strategy,
+    UpdateDeadline,
 };
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi::WasiCtx;
 
 /// WASI interfaces a Rust guest needs (measured), and the only ones linked.
 ///
@@ -65,9 +66,6 @@ pub(crate) const ALLOWED_SCOUT: &[&str] = &[
     "scout:connector/folder",
     "scout:connector/log",
 ];
-
-/// Resource handles (clients, folders, reservations) one call may hold at once.
-pub(crate) const MAX_HANDLES: usize = 64;
 
 /// Entries of a call's resource table, WASI's own included (streams,
 /// pollables, errors): a guest that asks for stdout a million times and
@@ -228,110 +226,6 @@ impl ToolOutput {
     }
 }
 
-/// Store data of one call.
-pub struct CallState {
-    wasi: WasiCtx,
-    pub(crate) table: ResourceTable,
-    limiter: CallLimiter,
-    pub(crate) caps: Capabilities,
-    handles: usize,
-    pub(crate) logs: Vec<GuestLog>,
-    pub(crate) logs_dropped: u64,
-    pub(crate) http_log: Vec<HttpExchange>,
-    /// The routes of the tool being called: every request is matched against them.
-    pub(crate) routes: Arc<RouteSet>,
-    /// The tool being called (wire name), for refusals.
-    pub(crate) tool: String,
-    deadline_hit: bool,
-}
-
-impl CallState {
-    /// Adds a guest-visible handle, or `None` past [`MAX_HANDLES`].
-    pub(crate) fn push_handle<T: Send + 'static>(
-        &mut self,
-        value: T,
-    ) -> wasmtime::Result<Option<Resource<T>>> {
-        if self.handles >= MAX_HANDLES {
-            return Ok(None);
-        }
-        self.handles += 1;
-        Ok(Some(self.table.push(value)?))
-    }
-
-    /// Whether one more handle may be added.
-    pub(crate) fn has_handle_room(&self) -> bool {
-        self.handles < MAX_HANDLES
-    }
-
-    /// Removes a handle the guest dropped.
-    pub(crate) fn drop_handle<T: 'static>(&mut self, handle: Resource<T>) -> wasmtime::Result<T> {
-        let value = self.table.delete(handle)?;
-        self.handles = self.handles.saturating_sub(1);
-        Ok(value)
-    }
-}
-
-impl WasiView for CallState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
-    }
-}
-
-struct CallLimiter {
-    max_memory: usize,
-    max_table: usize,
-    memory_hit: bool,
-}
-
-impl ResourceLimiter for CallLimiter {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        if desired > self.max_memory {
-            self.memory_hit = true;
-            return Ok(false);
-        }
-        Ok(true)
-    }
-
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        Ok(desired <= self.max_table)
-    }
-
-    fn instances(&self) -> usize {
-        64
-    }
-    fn tables(&self) -> usize {
-        64
-    }
-    fn memories(&self) -> usize {
-        4
-    }
-}
-
-struct HasTable;
-
-impl HasData for HasTable {
-    type Data<'a> = &'a mut ResourceTable;
-}
-
-struct HasSelf;
-
-impl HasData for HasSelf {
-    type Data<'a> = &'a mut CallState;
-}
-
 impl Runtime {
     /// Builds the engine (DESIGN D5) and the linker that defines the contract.
     pub fn new(config: RuntimeConfig) -> Result<Runtime, LoadError> {
@@ -366,8 +260,11 @@ impl Runtime {
 
         let mut linker: Linker<CallState> = Linker::new(&engine);
         link_minimal_wasi(&mut linker).map_err(engine_err)?;
-        crate::bindings::Imports::add_to_linker::<CallState, HasSelf>(&mut linker, |s| s)
-            .map_err(engine_err)?;
+        crate::capabilities::bindings::Imports::add_to_linker::<CallState, HasSelf>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(engine_err)?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
         {
@@ -865,20 +762,20 @@ impl LoadedComponent {
             Ok(Err(e)) => return Err(CallError::Trap(caps.scrub_text(&format!("{e:#}")))),
             Ok(Ok(value)) => value,
         };
-        // Defence in depth: the guest never held the secret, so this finds
-        // nothing unless an upstream reflected it in a form the http scrub missed.
-        let mut json = convert::to_json(&value);
-        caps.scrub_json(&mut json);
-        let output = match json {
-            Value::Object(mut o) if o.len() == 1 && o.contains_key("ok") => {
-                ToolOutput::Ok(o.remove("ok").unwrap_or(Value::Null))
-            }
-            Value::String(s) if s == "ok" => ToolOutput::Ok(Value::Null),
-            Value::Object(mut o) if o.len() == 1 && o.contains_key("err") => {
-                ToolOutput::Err(o.remove("err").unwrap_or(Value::Null))
-            }
-            other => ToolOutput::Err(other),
+        // The tool's own answer is its WIT `result`: read from the value,
+        // then scrubbed (defence in depth: the guest never held the secret,
+        // so this finds nothing unless an upstream reflected it in a form
+        // the http scrub missed).
+        let json = |v: Option<Box<Val>>| v.map_or(Value::Null, |v| convert::to_json(&v));
+        let mut output = match value {
+            Val::Result(Ok(ok)) => ToolOutput::Ok(json(ok)),
+            Val::Result(Err(err)) => ToolOutput::Err(json(err)),
+            // The export was checked to return a `result` at load.
+            other => ToolOutput::Err(convert::to_json(&other)),
         };
+        match &mut output {
+            ToolOutput::Ok(v) | ToolOutput::Err(v) => caps.scrub_json(v),
+        }
         // What the caps kept is the start of longer output: scrubbed, then
         // cut again so that no secret's beginning is left at its end.
         let (out, out_dropped) = stdout.take();
@@ -1011,7 +908,7 @@ impl std::hash::Hasher for ShaHasher {
 // `ClientHandle` is stored in the call's resource table.
 const _: fn() = || {
     fn assert_send<T: Send + 'static>() {}
-    assert_send::<ClientHandle>();
+    assert_send::<crate::capabilities::http::ClientHandle>();
     assert_send::<CallState>();
 };
 

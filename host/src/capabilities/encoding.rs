@@ -7,7 +7,7 @@
 //! cannot decode refuses the response: handing the guest bytes the scrub
 //! could not read would hand it whatever they hide.
 
-use crate::bindings::http::HttpError;
+use super::bindings::http::HttpError;
 use http::HeaderMap;
 use std::io::Read;
 

@@ -14,8 +14,8 @@
 //! link swapped in between a check and the open fails rather than being
 //! followed. A read-only folder follows links that stay inside its root.
 
-use crate::bindings::folder::{Entry, EntryKind, FolderError, Host, HostDir};
-use crate::runtime::CallState;
+use super::bindings::folder::{Entry, EntryKind, FolderError, Host, HostDir};
+use super::state::CallState;
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{Dir, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
@@ -274,7 +274,7 @@ impl Host for CallState {
             Some(handle) => Ok(Ok(handle)),
             None => Ok(Err(FolderError::Denied(format!(
                 "at most {} handles per call",
-                crate::runtime::MAX_HANDLES
+                super::state::MAX_HANDLES
             )))),
         }
     }

@@ -8,15 +8,15 @@
 //! and response size, checks every resolved address against the deny list,
 //! and scrubs the secret, in every encoded form, from everything it hands back.
 
-use crate::bindings::http::{Host, HostClient};
-pub use crate::bindings::http::{HttpError, Method, Request, Response};
+use super::bindings::http::{Host, HostClient};
+pub use super::bindings::http::{HttpError, Method, Request, Response};
+use super::state::CallState;
 use crate::capabilities::encoding;
 use crate::capabilities::net::denied_reason;
 use crate::capabilities::replay::{Recorder, Replay};
 pub use crate::capabilities::scrub::REDACTED;
 use crate::capabilities::scrub::Scrubber;
 use crate::error::ConfigError;
-use crate::runtime::CallState;
 use base64::Engine as _;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
@@ -534,6 +534,28 @@ impl HttpCapability {
         mutations_approved: bool,
     ) -> Result<Response, HttpError> {
         let matched = routes.find(destination, req.method, &req.path);
+        self.send_matched(
+            req,
+            tool,
+            routes,
+            destination,
+            matched.as_ref(),
+            mutations_approved,
+        )
+        .await
+    }
+
+    /// [`HttpCapability::send_for_tool`] with the request's route already
+    /// matched (once per request: the trace names the same match).
+    async fn send_matched(
+        &self,
+        req: Request,
+        tool: &str,
+        routes: &super::routes::RouteSet,
+        destination: Option<&str>,
+        matched: Option<&super::routes::Matched>,
+        mutations_approved: bool,
+    ) -> Result<Response, HttpError> {
         let encoded = matched
             .as_ref()
             .map(|m| m.encoded.as_slice())
@@ -1040,7 +1062,7 @@ impl Host for CallState {
             Some(handle) => Ok(Ok(handle)),
             None => Ok(Err(HttpError::Denied(format!(
                 "at most {} handles per call",
-                crate::runtime::MAX_HANDLES
+                super::state::MAX_HANDLES
             )))),
         }
     }
@@ -1067,7 +1089,7 @@ impl Host for CallState {
             Some(handle) => Ok(Ok(handle)),
             None => Ok(Err(HttpError::Denied(format!(
                 "at most {} handles per call",
-                crate::runtime::MAX_HANDLES
+                super::state::MAX_HANDLES
             )))),
         }
     }
@@ -1094,16 +1116,17 @@ impl HostClient for CallState {
             crate::capabilities::routes::method_name(req.method).to_string(),
             req.path.clone(),
         );
-        let route = self
-            .routes
-            .template_of(destination.as_deref(), req.method, &path);
+        // Matched once: the same match decides and is traced.
+        let matched = self.routes.find(destination.as_deref(), req.method, &path);
+        let route = matched.as_ref().map(|m| m.route.clone());
         let request_bytes = req.body.as_ref().map_or(0, |b| b.len() as u64);
         let result = http
-            .send_for_tool(
+            .send_matched(
                 req,
                 &self.tool,
                 &self.routes,
                 destination.as_deref(),
+                matched.as_ref(),
                 self.caps.graphql_mutations,
             )
             .await;

@@ -1,8 +1,8 @@
 //! The `log` capability: structured lines from the guest into the trace,
 //! bounded in count and size so a guest cannot flood the host.
 
-use crate::bindings::log::{Host, Level};
-use crate::runtime::CallState;
+use super::bindings::log::{Host, Level};
+use super::state::CallState;
 use serde::Serialize;
 
 /// Most log lines kept per call; later lines are counted, not kept.

@@ -15,8 +15,8 @@
 //! them); its `metered` is the only conversion into these units, so no
 //! caller converts dollars by hand.
 
-use crate::bindings::meter::{Host, HostReservation, MeterError};
-use crate::runtime::CallState;
+use super::bindings::meter::{Host, HostReservation, MeterError};
+use super::state::CallState;
 use crate::store::{StartRunError, Store};
 use parking_lot::{Mutex, MutexGuard};
 use std::sync::Arc;
@@ -408,7 +408,7 @@ impl Host for CallState {
         if !self.has_handle_room() {
             return Ok(Err(MeterError::Denied(format!(
                 "at most {} handles per call",
-                crate::runtime::MAX_HANDLES
+                super::state::MAX_HANDLES
             ))));
         }
         if let Err(e) = meter.reserve(estimate) {

@@ -4,6 +4,7 @@
 //! decided by the host per call ([`Capabilities`]); the guest cannot name a
 //! destination, a credential or a folder of its own.
 
+pub(crate) mod bindings;
 pub mod encoding;
 pub mod folder;
 pub mod graphql;
@@ -14,6 +15,7 @@ pub mod net;
 pub mod replay;
 pub mod routes;
 pub mod scrub;
+pub(crate) mod state;
 
 use std::sync::Arc;
 

@@ -57,7 +57,7 @@
 //! `denied("replay: no fixture matches GET /x?a=1")`, and remembered
 //! ([`Replay::misses`]) so that a test can fail on it.
 
-use crate::bindings::http::{HttpError, Method, Request, Response};
+use super::bindings::http::{HttpError, Method, Request, Response};
 use crate::capabilities::http::validate_path_allowing;
 use crate::capabilities::scrub::Scrubber;
 use base64::Engine as _;

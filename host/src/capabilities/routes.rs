@@ -132,17 +132,6 @@ impl RouteSet {
             })
     }
 
-    /// The declared route (`[destination] METHOD /template`) that `method
-    /// path` to `destination` matches, as the trace names it.
-    pub(crate) fn template_of(
-        &self,
-        destination: Option<&str>,
-        method: Method,
-        path: &str,
-    ) -> Option<String> {
-        self.find(destination, method, path).map(|m| m.route)
-    }
-
     /// Whether `method path` to the connector's own origin matches a route.
     pub fn allows(&self, method: Method, path: &str) -> bool {
         self.find(None, method, path).is_some()

@@ -31,7 +31,7 @@
 //! segment, or the session does not open.
 
 use super::config::{ConnectorConfig, ServeConfig, safe_segment};
-use crate::bindings::meter::MeterError;
+use crate::capabilities::bindings::meter::MeterError;
 use crate::capabilities::folder::FolderCapability;
 use crate::capabilities::meter::{AllowanceError, RunMeter};
 use crate::policy::{self, Catalog, Profile, Role};

@@ -15,6 +15,3 @@ wasmtime::component::bindgen!({
 });
 
 pub use scout::connector::{folder, http, log, meter, types};
-
-// `types` has no functions; its host trait is empty.
-impl types::Host for crate::runtime::CallState {}
