@@ -13,7 +13,7 @@
 //! seen by the next request because it bumps the revision before it is
 //! acknowledged.
 
-use crate::policy::{SessionInput, Surface};
+use crate::policy::{Removal, SessionInput, Surface};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -54,7 +54,7 @@ pub struct Session {
     withdrawn: Mutex<BTreeSet<String>>,
     /// The tools it was not given at its start, with the rule that removed
     /// each: a call naming one is traced with that rule.
-    pub(crate) removed: OnceLock<BTreeMap<String, String>>,
+    pub(crate) removed: OnceLock<BTreeMap<String, Removal>>,
     /// The surface at the last revision it was asked for.
     offered: Mutex<Option<Arc<Offered>>>,
 }

@@ -5,7 +5,7 @@
 
 use super::trace::{denial_event, trace_event};
 use super::{AskedFor, Boundary, Denied};
-use crate::policy::PolicyDenial;
+use crate::policy::Rule;
 use crate::session::Session;
 use crate::store::{ApprovalError, ApprovalId, ApprovalState, TraceState};
 use serde_json::{Value, json};
@@ -92,7 +92,7 @@ impl Boundary {
             mut asked,
         } = wait;
         if !session.input.approval_channel {
-            return Err(self.deny(session, call_id, name, PolicyDenial::ApprovalRequired));
+            return Err(self.deny(session, call_id, name, Rule::ApprovalRequired));
         }
         let _shown = self.waiting_args.show(&session.id, digest, args);
         let started = Instant::now();
@@ -130,7 +130,7 @@ impl Boundary {
                     .store
                     .request_approval(&session.id, name, digest)
                     .map_err(|_| Denied {
-                        denial: PolicyDenial::ApprovalRequired,
+                        rule: Rule::ApprovalRequired,
                     })?;
                 self.trace(
                     session,
@@ -158,9 +158,9 @@ impl Boundary {
                     // records why as it drops; a call that joined
                     // another's request just records that it left.
                     if withdraw.approval.is_none() {
-                        self.trace(session, call_id, name, TraceState::Denied, Some("caller_gone".into()), json!({"reason": "the caller went away while waiting for a person"}));
+                        return Err(self.deny(session, call_id, name, Rule::CallerGone));
                     }
-                    return Err(Denied { denial: PolicyDenial::ApprovalWithdrawn });
+                    return Err(Denied { rule: Rule::ApprovalWithdrawn });
                 }
             }
             bell = self.store.watch_approval(&session.id, name, digest);
@@ -203,21 +203,21 @@ impl Boundary {
                             Some(TIMEOUT_DECIDER),
                         );
                     }
-                    return Err(self.deny(session, call_id, name, PolicyDenial::ApprovalTimedOut));
+                    return Err(self.deny(session, call_id, name, Rule::ApprovalTimedOut));
                 }
                 Err(other) => {
                     if let Some(id) = watched {
                         self.trace_decision(session, call_id, name, id, started, None);
                     }
-                    let denial = match other {
-                        ApprovalError::Revoked => PolicyDenial::Revoked,
-                        ApprovalError::Denied => PolicyDenial::ApprovalDenied,
+                    let rule = match other {
+                        ApprovalError::Revoked => Rule::Revoked,
+                        ApprovalError::Denied => Rule::ApprovalDenied,
                         // Required, already used, unknown, no longer
                         // pending, or the store failing: nobody approved
                         // this call in time.
-                        _ => PolicyDenial::ApprovalTimedOut,
+                        _ => Rule::ApprovalTimedOut,
                     };
-                    return Err(self.deny(session, call_id, name, denial));
+                    return Err(self.deny(session, call_id, name, rule));
                 }
             }
         }
@@ -259,10 +259,10 @@ impl Boundary {
         );
     }
 
-    fn deny(&self, session: &Session, call_id: &str, name: &str, denial: PolicyDenial) -> Denied {
-        let (state, rule, detail) = denial_event(denial);
-        self.trace(session, call_id, name, state, rule, detail);
-        Denied { denial }
+    fn deny(&self, session: &Session, call_id: &str, name: &str, rule: Rule) -> Denied {
+        let (state, rule_name, detail) = denial_event(rule);
+        self.trace(session, call_id, name, state, Some(rule_name), detail);
+        Denied { rule }
     }
 
     pub(super) fn trace(
@@ -302,7 +302,7 @@ impl Drop for WithdrawIfGone<'_> {
                 self.call_id,
                 self.name,
                 TraceState::Denied,
-                Some("approval_withdrawn".to_string()),
+                Some(Rule::ApprovalWithdrawn.name().into_owned()),
                 json!({"approval": id.0, "reason": "the call's caller went away before a person decided; the approval was revoked"}),
             ),
             // Decided or used in the meantime: it served (or refused) this call.

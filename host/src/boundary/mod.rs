@@ -28,7 +28,7 @@ mod approval;
 mod trace;
 
 use crate::capabilities::Capabilities;
-use crate::policy::{self, Catalog, Gate, MutationGate, PolicyDenial, SessionInput, Switches};
+use crate::policy::{self, Catalog, Gate, MutationGate, ReviewHold, Rule, SessionInput, Switches};
 use crate::runtime::{CallOutcome, LoadedComponent, ToolOutput};
 pub use crate::session::{Offered, Revision, Session};
 use crate::store::{ApprovalId, Store, TraceEvent, TraceState, args_digest};
@@ -45,10 +45,11 @@ pub type AskedFor = tokio::sync::oneshot::Sender<ApprovalId>;
 
 /// Why a call did not run. `reason` is what the agent sees: bounded, safe.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}", .denial.safe_reason())]
+#[error("{}", .rule.safe_reason())]
 pub struct Denied {
-    /// The decision.
-    pub denial: PolicyDenial,
+    /// The rule that decided: the trace names it exactly, the agent is
+    /// told [`Rule::told`].
+    pub rule: Rule,
 }
 
 /// A tool call that passed the boundary.
@@ -219,7 +220,7 @@ pub struct Boundary {
     /// Bumped by every change that can alter any session's surface.
     revision: AtomicU64,
     /// Review holds by (connector, tool), at one host revision.
-    reviews: parking_lot::Mutex<(u64, HashMap<(String, String), Option<String>>)>,
+    reviews: parking_lot::Mutex<(u64, HashMap<(String, String), Option<ReviewHold>>)>,
     waiting_args: approval::WaitingArgs,
 }
 
@@ -336,13 +337,13 @@ impl Boundary {
                 for tool in component.tools() {
                     let name = policy::names::mcp(component.name(), &tool.name);
                     if surface.get(&name).is_some()
-                        && let Some(rule) = self.unreviewed(component, &tool.name)
+                        && let Some(hold) = self.unreviewed(component, &tool.name)
                     {
                         events.push(self.session_event(
                             session,
                             &name,
                             TraceState::Denied,
-                            Some(rule),
+                            Some(Rule::Held(hold).name().into_owned()),
                             json!({"held": "not offered until an operator reviews it"}),
                         ));
                         held.insert(name);
@@ -358,18 +359,15 @@ impl Boundary {
         // Every tool it could have had and was not given, with the rule that
         // removed it; then what it is offered: all in one transaction.
         let removed = policy::removed(&input, &self.catalog, &self.switches, &self.hosted);
-        let _ = session.removed.set(
-            removed
-                .iter()
-                .map(|r| (r.name.clone(), r.rule.clone()))
-                .collect(),
-        );
+        let _ = session
+            .removed
+            .set(removed.iter().map(|r| (r.name.clone(), r.rule)).collect());
         for r in removed {
             events.push(self.session_event(
                 session,
                 &r.name,
                 TraceState::Removed,
-                Some(r.rule),
+                Some(r.rule.name().into_owned()),
                 Value::Null,
             ));
         }
@@ -541,21 +539,21 @@ impl Boundary {
             // A tool the session was not given: the trace names the rule
             // that removed it (a switch, registration, the ceiling); the
             // agent is told only that it is not offered.
-            Err(PolicyDenial::NotOffered) => {
+            Err(Rule::NotOffered) => {
                 let rule = session
                     .removed
                     .get()
                     .and_then(|r| r.get(&trace.name))
-                    .cloned();
-                return Err(trace.deny_as(PolicyDenial::NotOffered, rule).await);
+                    .map_or(Rule::NotOffered, |removal| Rule::Removed(*removal));
+                return Err(trace.deny(rule).await);
             }
-            Err(denial) => return Err(trace.deny(denial).await),
+            Err(rule) => return Err(trace.deny(rule).await),
         };
         if self.require_review
-            && let Some(held) = self.unreviewed(component, tool)
+            && let Some(hold) = self.unreviewed(component, tool)
         {
             // Not offered, whatever the policy says; the trace says why, the agent does not.
-            return Err(trace.deny_as(PolicyDenial::NotOffered, Some(held)).await);
+            return Err(trace.deny(Rule::Held(hold)).await);
         }
         // Fails closed: a gate whose finer rule is not built yet (the spend
         // thresholds of seed 000's budgets page) asks a person on every call.
@@ -567,15 +565,14 @@ impl Boundary {
         let mut mutation = false;
         let (asks, mut pass) = match (&gate, graphql_operation(&gate, args)) {
             (_, Some(Err(why))) => {
+                let rule = Rule::GraphqlUnreadable;
                 trace.push(
-                    TraceState::PermissionDenied,
-                    Some("graphql_unreadable".to_string()),
-                    json!({ "reason": why }),
+                    TraceState::Denied,
+                    Some(rule.name().into_owned()),
+                    json!({ "reason": rule.safe_reason(), "why": why }),
                 );
                 trace.flush_async().await;
-                return Err(Denied {
-                    denial: PolicyDenial::InvalidArguments,
-                });
+                return Err(Denied { rule });
             }
             (_, Some(Ok(false))) => (false, Pass::GraphqlQuery),
             (Gate::ReadsRunMutationsGated { mutations }, Some(Ok(true))) => match mutations {
@@ -583,12 +580,12 @@ impl Boundary {
                     mutation = true;
                     (true, Pass::Open)
                 }
-                MutationGate::Refuses(r) => return Err(trace.deny(r.denial()).await),
+                MutationGate::Refuses(r) => return Err(trace.deny(r.rule()).await),
             },
             (Gate::Allowance { .. }, _) => (false, Pass::Allowance),
             _ => match asks_person(&gate) {
                 Ok(asks) => (asks, Pass::Open),
-                Err(denial) => return Err(trace.deny(denial).await),
+                Err(rule) => return Err(trace.deny(rule).await),
             },
         };
         if asks {
@@ -608,13 +605,13 @@ impl Boundary {
             // The world may have changed while a person was deciding (for a
             // mutation: its switch turned off).
             match self.check(session, connector, &trace.name) {
-                Err(denial) => return Err(trace.deny(denial).await),
+                Err(rule) => return Err(trace.deny(rule).await),
                 Ok(now) if mutation && now.refusal().is_some() => {
-                    let denial = now
+                    let rule = now
                         .refusal()
-                        .map(|r| r.denial())
-                        .unwrap_or(PolicyDenial::ApprovalRequired);
-                    return Err(trace.deny(denial).await);
+                        .map(|r| r.rule())
+                        .unwrap_or(Rule::ApprovalRequired);
+                    return Err(trace.deny(rule).await);
                 }
                 Ok(_) => {}
             }
@@ -635,7 +632,7 @@ impl Boundary {
         if !one_commit && let Err(e) = trace.write_async(None).await {
             tracing::error!(error = %e, call = %trace.call_id, "cannot record the call's intent; not running it");
             trace.events.pop();
-            return Err(trace.deny(PolicyDenial::Unrecorded).await);
+            return Err(trace.deny(Rule::Unrecorded).await);
         }
         Ok(Authorized {
             session,
@@ -699,25 +696,25 @@ impl Boundary {
                 trace.events.truncate(1);
                 trace.push(
                     TraceState::Denied,
-                    Some(PolicyDenial::Unrecorded.rule()),
-                    json!({"reason": PolicyDenial::Unrecorded.safe_reason(), "ran": true,
+                    Some(Rule::Unrecorded.name().into_owned()),
+                    json!({"reason": Rule::Unrecorded.safe_reason(), "ran": true,
                            "why": "the read ran, but its record could not be written, so its answer was withheld"}),
                 );
                 trace.flush_async().await;
                 return Err(Denied {
-                    denial: PolicyDenial::Unrecorded,
+                    rule: Rule::Unrecorded,
                 });
             }
         }
         Ok(executed)
     }
 
-    /// `Some("unreviewed_new" | "unreviewed_changed")` when the operator has
-    /// not approved the tool as the component describes it now; kept per
-    /// host revision (a review bumps it).
-    fn unreviewed(&self, component: &LoadedComponent, tool: &str) -> Option<String> {
+    /// Why the tool is held, when the operator has not approved it as the
+    /// component describes it now; kept per host revision (a review bumps
+    /// it) and tool digest.
+    fn unreviewed(&self, component: &LoadedComponent, tool: &str) -> Option<ReviewHold> {
         let Some(t) = component.tool(tool) else {
-            return Some("unknown_tool".to_string());
+            return Some(ReviewHold::UnknownTool);
         };
         let revision = self.revision.load(Ordering::SeqCst);
         // What the operator reviews is the tool as it describes itself.
@@ -727,7 +724,7 @@ impl Boundary {
             if reviews.0 == revision
                 && let Some(held) = reviews.1.get(&key)
             {
-                return held.clone();
+                return *held;
             }
         }
         use crate::review::ReviewStatus;
@@ -736,11 +733,10 @@ impl Boundary {
             .map(|r| r.status)
         {
             Ok(ReviewStatus::Reviewed) => None,
-            Ok(ReviewStatus::New) => Some("unreviewed_new"),
-            Ok(ReviewStatus::Changed) => Some("unreviewed_changed"),
-            Err(_) => return Some("unreviewed_store_unavailable".to_string()),
-        }
-        .map(str::to_string);
+            Ok(ReviewStatus::New) => Some(ReviewHold::New),
+            Ok(ReviewStatus::Changed) => Some(ReviewHold::Changed),
+            Err(_) => return Some(ReviewHold::StoreUnavailable),
+        };
         let mut reviews = self.reviews.lock();
         if reviews.0 != revision {
             if reviews.0 > revision {
@@ -748,23 +744,19 @@ impl Boundary {
             }
             *reviews = (revision, HashMap::new());
         }
-        reviews.1.insert(key, held.clone());
+        reviews.1.insert(key, held);
         held
     }
 
     /// The policy's answer for `name` now.
-    fn check(&self, session: &Session, connector: &str, name: &str) -> Result<Gate, PolicyDenial> {
+    fn check(&self, session: &Session, connector: &str, name: &str) -> Result<Gate, Rule> {
         if self.is_revoked(session, connector) {
-            return Err(PolicyDenial::Revoked);
+            return Err(Rule::Revoked);
         }
-        let offered = self
-            .offered(session)
-            .map_err(|_| PolicyDenial::OutsideRole)?;
+        let offered = self.offered(session).map_err(|_| Rule::OutsideRole)?;
         match policy::check_call(&offered.surface, name) {
-            Err(PolicyDenial::NotOffered)
-                if session.opened.get().is_some_and(|o| o.contains(name)) =>
-            {
-                Err(PolicyDenial::Revoked)
+            Err(Rule::NotOffered) if session.opened.get().is_some_and(|o| o.contains(name)) => {
+                Err(Rule::Revoked)
             }
             other => other,
         }
@@ -780,11 +772,11 @@ fn graphql_operation(gate: &Gate, args: &Value) -> Option<Result<bool, String>> 
 }
 
 /// Whether a call through `gate` waits for a person, or is refused.
-fn asks_person(gate: &Gate) -> Result<bool, PolicyDenial> {
+fn asks_person(gate: &Gate) -> Result<bool, Rule> {
     match gate {
         Gate::Open | Gate::Allowance { .. } => Ok(false),
         Gate::AsksPerson | Gate::Spend { .. } | Gate::ReadsRunMutationsGated { .. } => Ok(true),
-        Gate::Refuses(r) => Err(r.denial()),
+        Gate::Refuses(r) => Err(r.rule()),
     }
 }
 
@@ -816,7 +808,7 @@ mod tests {
         );
         assert_eq!(
             asks_person(&Gate::Refuses(Refusal::NoApprovalChannel)),
-            Err(PolicyDenial::ApprovalRequired)
+            Err(Rule::ApprovalRequired)
         );
     }
 }

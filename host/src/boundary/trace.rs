@@ -2,7 +2,7 @@
 
 use super::Boundary;
 use crate::capabilities::Capabilities;
-use crate::policy::PolicyDenial;
+use crate::policy::Rule;
 use crate::runtime::CallOutcome;
 use crate::session::Session;
 use crate::store::{StoreError, TraceEvent, TraceState};
@@ -37,20 +37,12 @@ impl CallTrace<'_> {
         ));
     }
 
-    pub(super) async fn deny(&mut self, denial: PolicyDenial) -> super::Denied {
-        self.deny_as(denial, None).await
-    }
-
-    /// [`CallTrace::deny`] recording `rule` (when known) as the deciding rule.
-    pub(super) async fn deny_as(
-        &mut self,
-        denial: PolicyDenial,
-        rule: Option<String>,
-    ) -> super::Denied {
-        let (state, default_rule, detail) = denial_event(denial);
-        self.push(state, rule.or(default_rule), detail);
+    /// Records the call's denial by `rule` and returns it.
+    pub(super) async fn deny(&mut self, rule: Rule) -> super::Denied {
+        let (state, name, detail) = denial_event(rule);
+        self.push(state, Some(name), detail);
         self.flush_async().await;
-        super::Denied { denial }
+        super::Denied { rule }
     }
 
     /// Writes the buffered events, scrubbed of the secrets `caps` inject,
@@ -151,14 +143,20 @@ pub(super) fn executed_detail(outcome: &CallOutcome) -> Value {
     detail
 }
 
-pub(super) fn denial_event(denial: PolicyDenial) -> (TraceState, Option<String>, Value) {
-    let state = if denial == PolicyDenial::NotOffered {
+/// A denial's trace event: `permission_denied` for a tool the agent is told
+/// is not offered, `denied` otherwise; the rule's own name; and the reason
+/// the agent was given.
+pub(super) fn denial_event(rule: Rule) -> (TraceState, String, Value) {
+    let state = if rule.is_not_offered() {
         TraceState::PermissionDenied
     } else {
         TraceState::Denied
     };
-    let rule = Some(denial.rule()).filter(|r| !r.is_empty());
-    (state, rule, json!({"reason": denial.safe_reason()}))
+    (
+        state,
+        rule.name().into_owned(),
+        json!({"reason": rule.safe_reason()}),
+    )
 }
 
 #[cfg(test)]

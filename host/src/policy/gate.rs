@@ -1,9 +1,10 @@
-//! The per-call gate of an offered tool, and the bounded reasons a call is denied.
+//! The per-call gate of an offered tool.
 
 use serde::Serialize;
 
 use super::Surface;
 use super::profile::Allowance;
+use super::rule::Rule;
 use super::switches::Switch;
 
 /// Why a registered tool refuses every call. These are the seed's "absent
@@ -34,11 +35,11 @@ impl Refusal {
     }
 
     /// What the agent is told when a call refuses.
-    pub fn denial(&self) -> PolicyDenial {
+    pub fn rule(&self) -> Rule {
         match self {
-            Refusal::NoApprovalChannel => PolicyDenial::ApprovalRequired,
+            Refusal::NoApprovalChannel => Rule::ApprovalRequired,
             // The role allows it; the operator's switch is what refuses.
-            Refusal::SwitchOff(s) => PolicyDenial::SwitchedOff(*s),
+            Refusal::SwitchOff(s) => Rule::SwitchedOff(*s),
         }
     }
 }
@@ -107,96 +108,15 @@ impl Gate {
     }
 }
 
-/// A bounded, safe reason for a denied call (DESIGN D6). It never names a
-/// hidden tool, says whether a name exists elsewhere, or carries a secret.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, thiserror::Error)]
-#[serde(rename_all = "snake_case")]
-pub enum PolicyDenial {
-    #[error("{}", self.safe_reason())]
-    NotOffered,
-    #[error("{}", self.safe_reason())]
-    ApprovalRequired,
-    /// A person declined this call.
-    #[error("{}", self.safe_reason())]
-    ApprovalDenied,
-    /// Nobody answered before the approval timed out.
-    #[error("{}", self.safe_reason())]
-    ApprovalTimedOut,
-    /// The call went away while it waited, and its request was withdrawn.
-    #[error("{}", self.safe_reason())]
-    ApprovalWithdrawn,
-    /// The operator switch that lets this tool act is off: the role allows
-    /// the call, the deployment does not.
-    #[error("{}", self.safe_reason())]
-    SwitchedOff(Switch),
-    #[error("{}", self.safe_reason())]
-    OutsideRole,
-    #[error("{}", self.safe_reason())]
-    Revoked,
-    #[error("{}", self.safe_reason())]
-    InvalidArguments,
-    /// The call's intent could not be made durable, so it did not run: an
-    /// effect never happens without its record.
-    #[error("{}", self.safe_reason())]
-    Unrecorded,
-}
-
-impl PolicyDenial {
-    /// The rule, as the trace, the operator and the agent's error name it:
-    /// `switch:VAR` for a switch that is off (the vocabulary of the removed
-    /// tools' rules), the variant's snake-case name otherwise.
-    pub fn rule(&self) -> String {
-        match self {
-            PolicyDenial::SwitchedOff(s) => format!("switch:{}", s.var()),
-            other => serde_json::to_value(other)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
-        }
-    }
-
-    /// The text the agent sees.
-    pub fn safe_reason(&self) -> &'static str {
-        match self {
-            PolicyDenial::NotOffered => "not offered: this session has no tool by that name",
-            PolicyDenial::ApprovalRequired => {
-                "approval required: this call needs a person's approval, and none can be given in this session"
-            }
-            PolicyDenial::ApprovalDenied => {
-                "approval denied: a person declined this call, and it did not run"
-            }
-            PolicyDenial::ApprovalTimedOut => {
-                "approval timed out: nobody answered in time, and the call did not run"
-            }
-            PolicyDenial::ApprovalWithdrawn => {
-                "approval withdrawn: the call went away while it waited, and it did not run"
-            }
-            PolicyDenial::SwitchedOff(_) => {
-                "turned off by the operator: this tool refuses every call until the operator turns it on"
-            }
-            PolicyDenial::OutsideRole => {
-                "outside role: this session's role does not allow this call"
-            }
-            PolicyDenial::Revoked => "revoked: access to this tool was withdrawn",
-            PolicyDenial::InvalidArguments => {
-                "invalid arguments: the arguments do not fit the tool's parameters"
-            }
-            PolicyDenial::Unrecorded => {
-                "not run: the host could not record the call first, so nothing happened"
-            }
-        }
-    }
-}
-
 /// The gate to apply to a call of `tool`, or why it is denied outright: a
 /// name the surface does not offer is `NotOffered` whatever else the host
 /// knows of it, and a registered-but-refusing tool returns its refusal.
 /// Evaluate it on a surface computed at the moment of the call, so that a
 /// revoked grant or switch denies a call planned earlier.
-pub fn check_call(surface: &Surface, tool: &str) -> Result<Gate, PolicyDenial> {
-    let offered = surface.get(tool).ok_or(PolicyDenial::NotOffered)?;
+pub fn check_call(surface: &Surface, tool: &str) -> Result<Gate, Rule> {
+    let offered = surface.get(tool).ok_or(Rule::NotOffered)?;
     match &offered.gate {
-        Gate::Refuses(r) => Err(r.denial()),
+        Gate::Refuses(r) => Err(r.rule()),
         gate => Ok(gate.clone()),
     }
 }

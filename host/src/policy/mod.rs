@@ -52,6 +52,7 @@ pub mod presets;
 pub mod profile;
 pub mod removed;
 pub mod roles;
+pub mod rule;
 pub mod switches;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -62,7 +63,7 @@ pub use catalog::{
     BillingUnit, Catalog, ConnectorSpec, JointTool, OptInTools, Registers, ToolKind, WriteGate,
     WriteTool,
 };
-pub use gate::{AboveThreshold, Gate, MutationGate, PolicyDenial, Refusal, check_call};
+pub use gate::{AboveThreshold, Gate, MutationGate, Refusal, check_call};
 pub use names::{Platform, Server};
 pub use presets::Preset;
 pub use profile::{
@@ -71,6 +72,7 @@ pub use profile::{
 };
 pub use removed::{Removed, removed};
 pub use roles::{Harness, ROLE_NAMES, Role, Route, coworker_ceiling};
+pub use rule::{Removal, ReviewHold, Rule};
 pub use switches::{Egress, Switch, SwitchNote, Switches};
 
 use names::{

@@ -10,6 +10,7 @@
 //! reported as that switch (`switch:AGENTMAIL_ALLOW_SENDS`), never as
 //! `outside_role`.
 
+use super::rule::Removal;
 use super::{
     BrandFacts, BrowserProvider, Catalog, Egress, Role, SessionInput, Surface, Switch, Switches,
     surface,
@@ -22,12 +23,13 @@ use std::collections::BTreeSet;
 pub struct Removed {
     /// Bare name for a built-in, `mcp__server__tool` otherwise.
     pub name: String,
-    /// `switch:VAR` (an operator switch that is off), `not_registered` (the
-    /// session holds no live credential for the connector), `no_coworkers`,
-    /// `no_skills`, `goals_engine_off`, `no_browser_provider` (registration
-    /// by a brand fact), or `outside_role` (the role's ceiling, a profile's
-    /// request or the read table).
-    pub rule: String,
+    /// Why: `switch:VAR` (an operator switch that is off), `not_registered`
+    /// (the session holds no live credential for the connector),
+    /// `no_coworkers`, `no_skills`, `goals_engine_off`,
+    /// `no_browser_provider` (registration by a brand fact), or
+    /// `outside_role` (the role's ceiling, a profile's request or the read
+    /// table), as the trace names them.
+    pub rule: Removal,
 }
 
 /// Every tool a session of this deployment could be given (any role, every
@@ -92,13 +94,13 @@ pub fn removed(
 
     // Each condition put back alone: one surface per condition, asked once
     // for all tools, in the order rules are reported.
-    let mut conditions: Vec<(String, Surface)> = Vec::new();
+    let mut conditions: Vec<(Removal, Surface)> = Vec::new();
     for s in Switch::ALL {
         let mut back = all_on.clone();
         if restore(&mut back, switches, s)
             && let Some(surface) = ask(&favourable, &back)
         {
-            conditions.push((format!("switch:{}", s.var()), surface));
+            conditions.push((Removal::Switch(s), surface));
         }
     }
     if favourable_brand.connected != input.brand.connected {
@@ -111,18 +113,18 @@ pub fn removed(
             },
             &all_on,
         ) {
-            conditions.push(("not_registered".to_string(), surface));
+            conditions.push((Removal::NotRegistered, surface));
         }
     }
-    let facts: [(&str, fn(&mut BrandFacts, &BrandFacts)); 4] = [
-        ("no_coworkers", |b, real| {
+    let facts: [(Removal, fn(&mut BrandFacts, &BrandFacts)); 4] = [
+        (Removal::NoCoworkers, |b, real| {
             b.has_coworkers = real.has_coworkers
         }),
-        ("no_skills", |b, real| b.has_skills = real.has_skills),
-        ("goals_engine_off", |b, real| {
+        (Removal::NoSkills, |b, real| b.has_skills = real.has_skills),
+        (Removal::GoalsEngineOff, |b, real| {
             b.goals_engine_on = real.goals_engine_on
         }),
-        ("no_browser_provider", |b, real| {
+        (Removal::NoBrowserProvider, |b, real| {
             b.browser_provider = real.browser_provider
         }),
     ];
@@ -138,7 +140,7 @@ pub fn removed(
                 &all_on,
             )
         {
-            conditions.push((rule.to_string(), surface));
+            conditions.push((rule, surface));
         }
     }
 
@@ -146,17 +148,14 @@ pub fn removed(
         .into_iter()
         .map(|name| {
             let rule = if !best.contains(&name) {
-                "outside_role"
+                Removal::OutsideRole
             } else {
                 conditions
                     .iter()
                     .find(|(_, without)| !without.contains(&name))
-                    .map_or("not_registered", |(rule, _)| rule.as_str())
+                    .map_or(Removal::NotRegistered, |(rule, _)| *rule)
             };
-            Removed {
-                rule: rule.to_string(),
-                name,
-            }
+            Removed { rule, name }
         })
         .collect()
 }
@@ -235,11 +234,11 @@ mod tests {
     use super::*;
     use crate::policy::{Environment, presets};
 
-    fn rule_of<'a>(removed: &'a [Removed], name: &str) -> Option<&'a str> {
+    fn rule_of(removed: &[Removed], name: &str) -> Option<String> {
         removed
             .iter()
             .find(|r| r.name == name)
-            .map(|r| r.rule.as_str())
+            .map(|r| r.rule.name().into_owned())
     }
 
     fn served(names: &[&str]) -> BTreeSet<String> {
@@ -258,22 +257,22 @@ mod tests {
             &served(&["agentmail", "railway"]),
         );
         assert_eq!(
-            rule_of(&removed, "mcp__agentmail__agentmail_send_message"),
+            rule_of(&removed, "mcp__agentmail__agentmail_send_message").as_deref(),
             Some("switch:AGENTMAIL_ALLOW_SENDS")
         );
         assert_eq!(
-            rule_of(&removed, "mcp__railway__railway_redeploy"),
+            rule_of(&removed, "mcp__railway__railway_redeploy").as_deref(),
             Some("switch:RAILWAY_ALLOW_REDEPLOY")
         );
         assert_eq!(
-            rule_of(&removed, "mcp__railway__railway_reveal_variables"),
+            rule_of(&removed, "mcp__railway__railway_reveal_variables").as_deref(),
             Some("switch:RAILWAY_ALLOW_VARIABLE_VALUES")
         );
         // With the switch on, the tool is offered and not reported.
         let on = Switches::from_vars([("AGENTMAIL_ALLOW_SENDS", "true")]);
         let removed = super::removed(&input, &catalog, &on, &served(&["agentmail", "railway"]));
         assert_eq!(
-            rule_of(&removed, "mcp__agentmail__agentmail_send_message"),
+            rule_of(&removed, "mcp__agentmail__agentmail_send_message").as_deref(),
             None
         );
     }
@@ -286,7 +285,7 @@ mod tests {
         let off = Switches::from_vars([("REQUIRE_WRITE_APPROVAL", "false")]);
         let removed = removed(&input, &catalog, &off, &served(&["cloudflare"]));
         assert_eq!(
-            rule_of(&removed, "mcp__cloudflare__execute"),
+            rule_of(&removed, "mcp__cloudflare__execute").as_deref(),
             Some("switch:REQUIRE_WRITE_APPROVAL")
         );
     }
@@ -302,15 +301,15 @@ mod tests {
         let removed = removed(&input, &catalog, &Switches::default(), &served(&["github"]));
         // A plain coworker's ceiling holds no connector tool, whatever is live.
         assert_eq!(
-            rule_of(&removed, "mcp__github__github_read_file"),
+            rule_of(&removed, "mcp__github__github_read_file").as_deref(),
             Some("outside_role")
         );
         // Transcripts are never a coworker's, whatever the brand.
         assert_eq!(
-            rule_of(&removed, "mcp__transcripts__transcript_search"),
+            rule_of(&removed, "mcp__transcripts__transcript_search").as_deref(),
             Some("outside_role")
         );
-        assert_eq!(rule_of(&removed, "Bash"), Some("outside_role"));
+        assert_eq!(rule_of(&removed, "Bash").as_deref(), Some("outside_role"));
 
         let person = SessionInput::new(Role::PersonChat);
         let removed = super::removed(
@@ -321,19 +320,19 @@ mod tests {
         );
         // Served here, but no credential of the brand's resolves for it.
         assert_eq!(
-            rule_of(&removed, "mcp__github__github_read_file"),
+            rule_of(&removed, "mcp__github__github_read_file").as_deref(),
             Some("not_registered")
         );
         assert_eq!(
-            rule_of(&removed, "mcp__team__team_roster"),
+            rule_of(&removed, "mcp__team__team_roster").as_deref(),
             Some("no_coworkers")
         );
         assert_eq!(
-            rule_of(&removed, "mcp__skills__load_skill"),
+            rule_of(&removed, "mcp__skills__load_skill").as_deref(),
             Some("no_skills")
         );
         assert_eq!(
-            rule_of(&removed, "mcp__goals__goals_status"),
+            rule_of(&removed, "mcp__goals__goals_status").as_deref(),
             Some("goals_engine_off")
         );
         // Nothing offered is reported removed.
@@ -347,13 +346,13 @@ mod tests {
         let input = SessionInput::new(Role::PersonChat).environment(Environment::E2b);
         let removed = removed(&input, &catalog, &Switches::default(), &served(&[]));
         assert_eq!(
-            rule_of(&removed, "mcp__browser__browse_text"),
+            rule_of(&removed, "mcp__browser__browse_text").as_deref(),
             Some("switch:SANDBOX_ALLOW_BROWSER")
         );
         let on = Switches::from_vars([("SANDBOX_ALLOW_BROWSER", "true")]);
         let removed = super::removed(&input, &catalog, &on, &served(&[]));
         assert_eq!(
-            rule_of(&removed, "mcp__browser__browse_text"),
+            rule_of(&removed, "mcp__browser__browse_text").as_deref(),
             Some("no_browser_provider")
         );
     }

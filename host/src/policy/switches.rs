@@ -112,37 +112,37 @@ impl Switch {
 
     /// The seed's "Counts as on" column.
     pub(crate) fn counts_as_on(self) -> &'static str {
-        match self.rule() {
-            Rule::OnUnlessFalse => "On unless false, 0 or no",
-            Rule::Timeout => "Default 300000 (five minutes); 0 denies at once",
-            Rule::TrueOneYes => "true, 1 or yes",
-            Rule::ExactlyTrue => "Exactly true",
-            Rule::Egress => {
+        match self.reading() {
+            Reading::OnUnlessFalse => "On unless false, 0 or no",
+            Reading::Timeout => "Default 300000 (five minutes); 0 denies at once",
+            Reading::TrueOneYes => "true, 1 or yes",
+            Reading::ExactlyTrue => "Exactly true",
+            Reading::Egress => {
                 "open, any case; anything else is the allowlist, and a typo is reported"
             }
-            Rule::NonEmpty => "Any non-empty value",
-            Rule::OneOrTrue => "1 or true",
-            Rule::AnyValue => "Any value",
+            Reading::NonEmpty => "Any non-empty value",
+            Reading::OneOrTrue => "1 or true",
+            Reading::AnyValue => "Any value",
         }
     }
 
-    fn rule(self) -> Rule {
+    fn reading(self) -> Reading {
         match self {
-            Switch::RequireWriteApproval => Rule::OnUnlessFalse,
-            Switch::ApprovalTimeoutMs => Rule::Timeout,
+            Switch::RequireWriteApproval => Reading::OnUnlessFalse,
+            Switch::ApprovalTimeoutMs => Reading::Timeout,
             Switch::ShopifyAllowWrites
             | Switch::GithubAllowWrites
             | Switch::RailwayAllowVariableValues
-            | Switch::RailwayAllowRedeploy => Rule::TrueOneYes,
+            | Switch::RailwayAllowRedeploy => Reading::TrueOneYes,
             Switch::AgentmailAllowSends
             | Switch::SandboxAllowBrowser
-            | Switch::BrowserbasePersistentLogins => Rule::ExactlyTrue,
-            Switch::SandboxEgress => Rule::Egress,
-            Switch::SandboxEgressAllowlist => Rule::NonEmpty,
+            | Switch::BrowserbasePersistentLogins => Reading::ExactlyTrue,
+            Switch::SandboxEgress => Reading::Egress,
+            Switch::SandboxEgressAllowlist => Reading::NonEmpty,
             Switch::HarnessLoopEnabled
             | Switch::HarnessHermesEnabled
-            | Switch::HarnessMcpBridgeEnabled => Rule::OneOrTrue,
-            Switch::AgentmailWebhookUrlSecret => Rule::AnyValue,
+            | Switch::HarnessMcpBridgeEnabled => Reading::OneOrTrue,
+            Switch::AgentmailWebhookUrlSecret => Reading::AnyValue,
         }
     }
 
@@ -153,7 +153,7 @@ impl Switch {
 }
 
 #[derive(Debug, Clone, Copy)]
-enum Rule {
+enum Reading {
     OnUnlessFalse,
     Timeout,
     TrueOneYes,
@@ -430,10 +430,10 @@ fn shown(value: &str) -> String {
 
 fn parse_flag(switch: Switch, value: Option<&str>, notes: &mut Vec<SwitchNote>) -> bool {
     let Some(v) = value else {
-        return matches!(switch.rule(), Rule::OnUnlessFalse);
+        return matches!(switch.reading(), Reading::OnUnlessFalse);
     };
-    let (on, problem) = match switch.rule() {
-        Rule::OnUnlessFalse => match v {
+    let (on, problem) = match switch.reading() {
+        Reading::OnUnlessFalse => match v {
             "false" | "0" | "no" => (false, None),
             "true" | "1" | "yes" | "" => (true, None),
             _ => (
@@ -441,7 +441,7 @@ fn parse_flag(switch: Switch, value: Option<&str>, notes: &mut Vec<SwitchNote>) 
                 Some("not understood; only false, 0 or no turn it off, so it stays on"),
             ),
         },
-        Rule::TrueOneYes => match v {
+        Reading::TrueOneYes => match v {
             "true" | "1" | "yes" => (true, None),
             "false" | "0" | "no" | "" => (false, None),
             _ => (
@@ -449,7 +449,7 @@ fn parse_flag(switch: Switch, value: Option<&str>, notes: &mut Vec<SwitchNote>) 
                 Some("not understood; only true, 1 or yes turn it on, so it stays off"),
             ),
         },
-        Rule::ExactlyTrue => match v {
+        Reading::ExactlyTrue => match v {
             "true" => (true, None),
             "false" | "0" | "no" | "" => (false, None),
             _ => (
@@ -457,7 +457,7 @@ fn parse_flag(switch: Switch, value: Option<&str>, notes: &mut Vec<SwitchNote>) 
                 Some("counts as on only when exactly true, so it stays off"),
             ),
         },
-        Rule::OneOrTrue => match v {
+        Reading::OneOrTrue => match v {
             "1" | "true" => (true, None),
             "false" | "0" | "no" | "" => (false, None),
             _ => (
@@ -465,7 +465,7 @@ fn parse_flag(switch: Switch, value: Option<&str>, notes: &mut Vec<SwitchNote>) 
                 Some("not understood; only 1 or true turn it on, so it stays off"),
             ),
         },
-        Rule::Timeout | Rule::Egress | Rule::NonEmpty | Rule::AnyValue => {
+        Reading::Timeout | Reading::Egress | Reading::NonEmpty | Reading::AnyValue => {
             unreachable!("not a flag")
         }
     };

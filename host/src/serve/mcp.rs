@@ -11,7 +11,7 @@
 
 use super::{LiveSession, ServeHost};
 use crate::boundary::{CallRequest, Executed, Revision};
-use crate::policy::{self, PolicyDenial};
+use crate::policy;
 use crate::runtime::ToolOutput;
 use crate::store::ApprovalId;
 use rmcp::model::{
@@ -341,12 +341,13 @@ fn answer(
         }
         // A name outside the session's surface: a protocol error, and a
         // permission_denied event in the trace (recorded by the boundary).
-        Err(denied) if denied.denial == PolicyDenial::NotOffered => Err(McpError::invalid_params(
-            format!("permission_denied: {}", denied.denial.safe_reason()),
+        Err(denied) if denied.rule.is_not_offered() => Err(McpError::invalid_params(
+            format!("permission_denied: {}", denied.rule.safe_reason()),
             Some(json!({"reason": "not_offered"})),
         )),
+        // The agent is told the rule it may know (`told`), never a hidden one.
         Err(denied) => Ok(text_result(
-            &json!({"denied": denied.denial.rule(), "message": denied.denial.safe_reason()}),
+            &json!({"denied": denied.rule.told().name(), "message": denied.rule.safe_reason()}),
             true,
         )
         .into()),

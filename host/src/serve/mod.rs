@@ -883,7 +883,7 @@ impl ServeHost {
     ) -> Result<Executed, Denied> {
         let Some(component) = self.components.get(connector) else {
             return Err(Denied {
-                denial: policy::PolicyDenial::NotOffered,
+                rule: policy::Rule::NotOffered,
             });
         };
         let granter = SessionGranter {

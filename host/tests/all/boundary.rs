@@ -5,7 +5,7 @@
 //! reached GitHub and nothing changed there.
 
 use scout_host::boundary::{Boundary, CallRequest, Executed, Session};
-use scout_host::policy::{BrandFacts, Catalog, PolicyDenial, Role, SessionInput, Switches};
+use scout_host::policy::{BrandFacts, Catalog, ReviewHold, Role, Rule, SessionInput, Switches};
 use scout_host::store::{SqliteStore, Store, TraceState};
 use scout_host::{
     Capabilities, CredentialScheme, HttpCapability, HttpConfig, LoadedComponent, Runtime,
@@ -348,7 +348,7 @@ async fn a_write_waits_for_a_person_and_runs_once_approved() {
         .await
         .unwrap_err();
     person.await.unwrap();
-    assert_eq!(denied.denial, PolicyDenial::ApprovalDenied);
+    assert_eq!(denied.rule, Rule::ApprovalDenied);
     assert_eq!(writes(&w), before, "no write request after a denial");
 }
 
@@ -383,7 +383,7 @@ async fn an_approval_for_other_arguments_does_not_serve() {
         )
         .await
         .unwrap_err();
-    assert_eq!(denied.denial, PolicyDenial::ApprovalTimedOut);
+    assert_eq!(denied.rule, Rule::ApprovalTimedOut);
     assert!(
         w.github
             .branch_sha("octo", "hello", "scout/other")
@@ -413,7 +413,7 @@ async fn a_zero_timeout_denies_at_once() {
         )
         .await
         .unwrap_err();
-    assert_eq!(denied.denial, PolicyDenial::ApprovalTimedOut);
+    assert_eq!(denied.rule, Rule::ApprovalTimedOut);
     assert!(w.github.requests().is_empty(), "nothing reached GitHub");
     assert!(
         w.boundary.store().pending("s-zero").unwrap().is_empty(),
@@ -449,7 +449,7 @@ async fn a_session_without_an_approval_channel_refuses_gated_calls() {
         )
         .await
         .unwrap_err();
-    assert_eq!(denied.denial, PolicyDenial::ApprovalRequired);
+    assert_eq!(denied.rule, Rule::ApprovalRequired);
     assert!(w.github.requests().is_empty());
 }
 
@@ -468,8 +468,8 @@ async fn github_writes_refuse_without_their_switch() {
         .await
         .unwrap_err();
     assert_ne!(
-        denied.denial,
-        PolicyDenial::NotOffered,
+        denied.rule,
+        Rule::NotOffered,
         "registered but refusing, as the seed says"
     );
     assert!(w.github.requests().is_empty());
@@ -493,7 +493,7 @@ async fn a_name_outside_the_ceiling_is_a_permission_denied_event() {
         )
         .await
         .unwrap_err();
-    assert_eq!(denied.denial, PolicyDenial::NotOffered);
+    assert_eq!(denied.rule, Rule::NotOffered);
     assert!(
         !denied.to_string().contains("github"),
         "the reason names no hidden tool: {denied}"
@@ -545,7 +545,8 @@ async fn a_call_to_a_removed_tool_is_traced_with_the_rule_that_removed_it() {
             )
             .await
             .unwrap_err();
-        assert_eq!(denied.denial, PolicyDenial::NotOffered, "{}", session.id);
+        assert_eq!(denied.rule.name(), rule, "{}", session.id);
+        assert_eq!(denied.rule.told(), Rule::NotOffered, "{}", session.id);
         assert!(
             !denied.to_string().contains(rule),
             "the agent is not told why: {denied}"
@@ -602,7 +603,7 @@ async fn revocation_takes_effect_at_the_next_boundary_even_after_approval() {
         .await
         .unwrap_err();
     revoker.await.unwrap();
-    assert_eq!(denied.denial, PolicyDenial::Revoked);
+    assert_eq!(denied.rule, Rule::Revoked);
     assert_eq!(writes(&w), 0, "nothing was written");
     assert!(w.github.branch_sha("octo", "hello", "scout/r").is_none());
 
@@ -631,7 +632,7 @@ async fn revocation_takes_effect_at_the_next_boundary_even_after_approval() {
         )
         .await
         .unwrap_err();
-    assert_eq!(denied.denial, PolicyDenial::Revoked);
+    assert_eq!(denied.rule, Rule::Revoked);
     assert_eq!(
         w.github
             .requests()
@@ -748,8 +749,8 @@ async fn disabling_a_stored_connection_denies_the_next_call() {
         .await
         .unwrap_err();
     assert_eq!(
-        denied.denial,
-        PolicyDenial::Revoked,
+        denied.rule,
+        Rule::Revoked,
         "offered at the start, revoked now"
     );
     assert_eq!(
@@ -788,7 +789,7 @@ async fn withdrawing_a_connector_from_a_grant_denies_the_next_call() {
         )
         .await
         .unwrap_err();
-    assert_eq!(denied.denial, PolicyDenial::Revoked);
+    assert_eq!(denied.rule, Rule::Revoked);
     assert_eq!(w.github.requests().len(), sent);
     // Other sessions keep theirs.
     let other = person_chat("s-other", &["github"], true);
@@ -848,7 +849,8 @@ async fn a_new_or_changed_tool_is_held_until_an_operator_approves_it() {
         )
         .await
         .unwrap_err();
-    assert_eq!(held.denial, PolicyDenial::NotOffered);
+    assert_eq!(held.rule, Rule::Held(ReviewHold::New));
+    assert_eq!(held.rule.told(), Rule::NotOffered);
     assert_eq!(
         states_in(&store, "s-review").last().unwrap().1.as_deref(),
         Some("unreviewed_new")
@@ -897,7 +899,8 @@ async fn a_new_or_changed_tool_is_held_until_an_operator_approves_it() {
         )
         .await
         .unwrap_err();
-    assert_eq!(held.denial, PolicyDenial::NotOffered);
+    assert_eq!(held.rule, Rule::Held(ReviewHold::Changed));
+    assert_eq!(held.rule.told(), Rule::NotOffered);
     assert_eq!(
         states_in(&store, "s-review").last().unwrap().1.as_deref(),
         Some("unreviewed_changed")
@@ -999,7 +1002,7 @@ async fn a_write_whose_intent_cannot_be_recorded_does_not_run() {
         .await
         .unwrap_err();
     approver.await.unwrap();
-    assert_eq!(denied.denial, PolicyDenial::Unrecorded);
+    assert_eq!(denied.rule, Rule::Unrecorded);
     assert!(
         w.github.requests().is_empty(),
         "no effect without its durable intent"
@@ -1077,7 +1080,7 @@ async fn a_read_is_recorded_in_one_commit_and_unanswered_if_that_commit_fails() 
         )
         .await
         .unwrap_err();
-    assert_eq!(denied.denial, PolicyDenial::Unrecorded);
+    assert_eq!(denied.rule, Rule::Unrecorded);
     let trace = states(&w, "s-read-commit");
     assert_eq!(
         trace.last(),

@@ -6,8 +6,8 @@
 
 use scout_host::policy::{
     AboveThreshold, Allowance, BrandFacts, BrowserProvider, Catalog, Egress, Environment, Gate,
-    Grant, Harness, Limits, MutationGate, PolicyDenial, PolicyError, Preset, Profile, ProfileError,
-    Refusal, Role, Route, Server, SessionInput, Switch, Switches, check_call, presets, surface,
+    Grant, Harness, Limits, MutationGate, PolicyError, Preset, Profile, ProfileError, Refusal,
+    Role, Route, Rule, Server, SessionInput, Switch, Switches, check_call, presets, surface,
 };
 
 // ---- literal name groups, from the seed ----
@@ -657,7 +657,7 @@ fn inbound_turn_is_unchanged_by_agentmail_sends() {
     assert!(on.iter().all(|t| t.gate == Gate::Open));
     assert_eq!(
         check_call(&on, "mcp__agentmail__agentmail_send_message"),
-        Err(PolicyDenial::NotOffered)
+        Err(Rule::NotOffered)
     );
 }
 
@@ -748,7 +748,7 @@ fn coworker_never_holds_delete_transcripts_goals_or_team() {
         "mcp__memory__soul_update",
     ] {
         assert!(!s.contains(hidden), "{hidden}");
-        assert_eq!(check_call(&s, hidden), Err(PolicyDenial::NotOffered));
+        assert_eq!(check_call(&s, hidden), Err(Rule::NotOffered));
     }
     // The saved profile keeps the entry; only the tool is lost.
     assert!(p.tools.iter().any(|t| t == "mcp__project__project_delete"));
@@ -947,7 +947,7 @@ fn github_writes_register_and_refuse_without_the_switch_or_a_channel() {
         // The role allows the call; the switch refuses it, and says so.
         assert_eq!(
             check_call(&off, w),
-            Err(PolicyDenial::SwitchedOff(Switch::GithubAllowWrites))
+            Err(Rule::SwitchedOff(Switch::GithubAllowWrites))
         );
     }
     let no_channel = person(&[("GITHUB_ALLOW_WRITES", "true")], false);
@@ -956,10 +956,7 @@ fn github_writes_register_and_refuse_without_the_switch_or_a_channel() {
             gate(&no_channel, w),
             Gate::Refuses(Refusal::NoApprovalChannel)
         );
-        assert_eq!(
-            check_call(&no_channel, w),
-            Err(PolicyDenial::ApprovalRequired)
-        );
+        assert_eq!(check_call(&no_channel, w), Err(Rule::ApprovalRequired));
     }
     let approvals_off = person(
         &[
@@ -1228,16 +1225,16 @@ fn denials_are_bounded_and_never_name_a_hidden_tool() {
     );
     assert!(!hidden.safe_reason().contains("github"));
     for d in [
-        PolicyDenial::NotOffered,
-        PolicyDenial::ApprovalRequired,
-        PolicyDenial::ApprovalDenied,
-        PolicyDenial::ApprovalTimedOut,
-        PolicyDenial::ApprovalWithdrawn,
-        PolicyDenial::SwitchedOff(scout_host::policy::Switch::GithubAllowWrites),
-        PolicyDenial::Unrecorded,
-        PolicyDenial::OutsideRole,
-        PolicyDenial::Revoked,
-        PolicyDenial::InvalidArguments,
+        Rule::NotOffered,
+        Rule::ApprovalRequired,
+        Rule::ApprovalDenied,
+        Rule::ApprovalTimedOut,
+        Rule::ApprovalWithdrawn,
+        Rule::SwitchedOff(scout_host::policy::Switch::GithubAllowWrites),
+        Rule::Unrecorded,
+        Rule::OutsideRole,
+        Rule::Revoked,
+        Rule::InvalidArguments,
     ] {
         assert!(!d.safe_reason().contains("mcp__"));
         assert_eq!(d.to_string(), d.safe_reason());
