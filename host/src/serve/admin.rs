@@ -70,8 +70,8 @@ impl From<HostError> for ApiError {
                 tracing::error!(error = %m, "unavailable");
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", m)
             }
-            HostError::Store(m) => {
-                tracing::error!(error = %m, "store error");
+            HostError::Store(e) => {
+                tracing::error!(error = %e, "store error");
                 ApiError::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "store_unavailable",

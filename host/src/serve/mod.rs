@@ -59,12 +59,15 @@ pub enum StartError {
     MissingSecret(String, &'static str),
     #[error("{0}")]
     BadSecret(String),
-    #[error("cannot open the store {path}: {message}")]
-    Store { path: String, message: String },
+    #[error("cannot open the store {path}: {source}")]
+    Store {
+        path: String,
+        source: crate::store::StoreError,
+    },
     #[error("connector `{name}`: {message}")]
     Connector { name: String, message: String },
     #[error("cannot start the runtime: {0}")]
-    Runtime(String),
+    Runtime(#[source] crate::LoadError),
 }
 
 /// What opening a session asks for.
@@ -160,15 +163,9 @@ pub enum HostError {
     #[error("{0}")]
     InvalidProfile(String),
     #[error("the store failed: {0}")]
-    Store(String),
+    Store(#[from] crate::store::StoreError),
     #[error("{0}")]
     Unavailable(String),
-}
-
-impl From<crate::store::StoreError> for HostError {
-    fn from(e: crate::store::StoreError) -> HostError {
-        HostError::Store(e.to_string())
-    }
 }
 
 /// An HTTP handle built for a (brand, connector), with the digest of the
@@ -245,20 +242,19 @@ impl ServeHost {
         let key = config::parse_store_key(&key_text)
             .map_err(|e| StartError::BadSecret(format!("{}: {e}", config.store_key_env)))?;
 
-        let store: Arc<dyn Store> =
-            Arc::new(
-                SqliteStore::open(&config.database).map_err(|e| StartError::Store {
-                    path: config.database.display().to_string(),
-                    message: e.to_string(),
-                })?,
-            );
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&config.database).map_err(
+            |source| StartError::Store {
+                path: config.database.display().to_string(),
+                source,
+            },
+        )?);
         let mut catalog = Catalog::seed();
         let runtime = Runtime::new(RuntimeConfig {
             cache_dir: default_cache_dir(),
             max_concurrent_calls: config.max_concurrent_calls,
             ..Default::default()
         })
-        .map_err(|e| StartError::Runtime(e.to_string()))?;
+        .map_err(StartError::Runtime)?;
         let mut components = BTreeMap::new();
         let mut host_env = BTreeMap::new();
         let mut platform = BTreeSet::new();
