@@ -1,0 +1,134 @@
+//! The `scout:connector/http` interface over one call's handles: every
+//! request matched once against the tool's declared routes, sent through
+//! the handle of its destination, and recorded for the trace.
+
+use super::super::bindings::http::{Host, HostClient};
+use super::super::state::CallState;
+use super::{ClientHandle, HttpError, Request, Response};
+use serde::Serialize;
+use std::time::Instant;
+use wasmtime::component::Resource;
+
+/// One request as the trace records it (no headers, no bodies, no secret).
+#[derive(Debug, Clone, Serialize)]
+pub struct HttpExchange {
+    /// The named destination, when not the connector's own origin.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
+    /// Method.
+    pub method: String,
+    /// Path as the guest asked for it (query not included).
+    pub path: String,
+    /// The declared route it matched (`GET /repos/{owner}/{repo}`), if any:
+    /// a request that matched none was refused before it was sent.
+    pub route: Option<String>,
+    /// Status, when the upstream answered.
+    pub status: Option<u16>,
+    /// Bytes of the request body the guest sent.
+    pub request_bytes: u64,
+    /// Bytes of the response body the guest received (after decoding).
+    pub response_bytes: u64,
+    /// The error the guest saw, when it did not.
+    pub error: Option<String>,
+    /// Time spent, in microseconds.
+    pub micros: u64,
+}
+
+impl Host for CallState {
+    fn connect(&mut self) -> wasmtime::Result<Result<Resource<ClientHandle>, HttpError>> {
+        if self.caps.http.is_none() {
+            return Ok(Err(HttpError::Denied(
+                "this session holds no HTTP capability for this connector".to_string(),
+            )));
+        }
+        match self.push_handle(ClientHandle { destination: None })? {
+            Some(handle) => Ok(Ok(handle)),
+            None => Ok(Err(HttpError::Denied(format!(
+                "at most {} handles per call",
+                super::super::state::MAX_HANDLES
+            )))),
+        }
+    }
+
+    fn connect_to(
+        &mut self,
+        destination: String,
+    ) -> wasmtime::Result<Result<Resource<ClientHandle>, HttpError>> {
+        if !self.routes.names_destination(Some(&destination)) {
+            let (shown, _) = self.caps.scrub_and_cut(&destination, 64, false);
+            return Ok(Err(HttpError::Denied(format!(
+                "tool `{}` declares no route to destination `{shown}`",
+                self.tool
+            ))));
+        }
+        if !self.caps.destinations.contains_key(&destination) {
+            return Ok(Err(HttpError::Denied(format!(
+                "this session holds no HTTP capability for destination `{destination}` (not configured, or the connector it names is not live)"
+            ))));
+        }
+        match self.push_handle(ClientHandle {
+            destination: Some(destination),
+        })? {
+            Some(handle) => Ok(Ok(handle)),
+            None => Ok(Err(HttpError::Denied(format!(
+                "at most {} handles per call",
+                super::super::state::MAX_HANDLES
+            )))),
+        }
+    }
+}
+
+impl HostClient for CallState {
+    async fn send(
+        &mut self,
+        handle: Resource<ClientHandle>,
+        req: Request,
+    ) -> wasmtime::Result<Result<Response, HttpError>> {
+        let destination = self.table.get(&handle)?.destination.clone();
+        let http = match &destination {
+            None => self.caps.http.clone(),
+            Some(d) => self.caps.destinations.get(d).cloned(),
+        };
+        let Some(http) = http else {
+            return Ok(Err(HttpError::Denied(
+                "this session holds no HTTP capability for this connector".to_string(),
+            )));
+        };
+        let started = Instant::now();
+        let (method, path) = (
+            crate::capabilities::routes::method_name(req.method).to_string(),
+            req.path.clone(),
+        );
+        // Matched once: the same match decides and is traced.
+        let matched = self.routes.find(destination.as_deref(), req.method, &path);
+        let route = matched.as_ref().map(|m| m.route.clone());
+        let request_bytes = req.body.as_ref().map_or(0, |b| b.len() as u64);
+        let result = http
+            .send_matched(
+                req,
+                &self.tool,
+                &self.routes,
+                destination.as_deref(),
+                matched.as_ref(),
+                self.caps.graphql_mutations,
+            )
+            .await;
+        self.http_log.push(HttpExchange {
+            destination,
+            method,
+            path: http.scrub_text(&path),
+            route,
+            status: result.as_ref().ok().map(|r| r.status),
+            request_bytes,
+            response_bytes: result.as_ref().map_or(0, |r| r.body.len() as u64),
+            error: result.as_ref().err().map(|e| format!("{e:?}")),
+            micros: started.elapsed().as_micros() as u64,
+        });
+        Ok(result)
+    }
+
+    fn drop(&mut self, handle: Resource<ClientHandle>) -> wasmtime::Result<()> {
+        self.drop_handle(handle)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,176 @@
+//! Sending a prepared request: live (reqwest, with the address guard at
+//! resolution and no redirects, proxies or Referer), recorded to fixtures,
+//! or answered from them.
+
+use super::{Backend, HttpCapability, PreparedRequest};
+use super::{HttpError, Request, Response};
+use crate::capabilities::encoding;
+use crate::capabilities::net::denied_reason;
+use std::net::SocketAddr;
+
+impl HttpCapability {
+    pub(super) async fn dispatch(
+        &self,
+        req: Request,
+        prepared: PreparedRequest,
+    ) -> Result<Response, HttpError> {
+        match &self.backend {
+            Backend::Live(client) => self
+                .send_live(client, prepared)
+                .await
+                .map(|(response, _)| response),
+            Backend::Record(client, recorder) => {
+                let (response, peer) = self.send_live(client, prepared).await?;
+                let origin = format!(
+                    "{}{}",
+                    self.origin.origin().ascii_serialization(),
+                    self.prefix
+                );
+                recorder.record_for(
+                    self.destination.as_deref(),
+                    &origin,
+                    peer,
+                    &req,
+                    &response,
+                    &self.scrubber,
+                );
+                Ok(response)
+            }
+            Backend::Replay(replay) => {
+                drop(prepared);
+                let response =
+                    replay.answer_for(self.destination.as_deref(), &req, &self.scrubber)?;
+                if response.body.len() as u64 > self.max_response_bytes {
+                    return Err(HttpError::TooLarge(self.max_response_bytes));
+                }
+                let headers = response
+                    .headers
+                    .into_iter()
+                    .filter(|(name, _)| {
+                        !name.eq_ignore_ascii_case("set-cookie")
+                            && !name.eq_ignore_ascii_case("set-cookie2")
+                    })
+                    .map(|(name, value)| (name.to_ascii_lowercase(), self.scrub_text(&value)))
+                    .collect();
+                Ok(Response {
+                    status: response.status,
+                    headers,
+                    body: self.scrub(&response.body),
+                })
+            }
+        }
+    }
+
+    /// Sends `prepared`; the response as the guest gets it, and the
+    /// address that answered (a recording says whether it was public).
+    async fn send_live(
+        &self,
+        client: &reqwest::Client,
+        prepared: PreparedRequest,
+    ) -> Result<(Response, Option<std::net::SocketAddr>), HttpError> {
+        let PreparedRequest {
+            method,
+            url,
+            headers,
+            body,
+        } = prepared;
+        let exchange = async {
+            let mut response = client
+                .request(method, url)
+                .headers(headers)
+                .body(body)
+                .send()
+                .await
+                .map_err(|e| self.transport_error(e))?;
+            if let Some(len) = response.content_length()
+                && len > self.max_response_bytes
+            {
+                return Err(HttpError::TooLarge(self.max_response_bytes));
+            }
+            let status = response.status().as_u16();
+            let peer = response.remote_addr();
+            // Refused before the body is read: a coding the host cannot
+            // undo would hide the secret from the scrub.
+            let codings = encoding::content_codings(response.headers())?;
+            let headers = response
+                .headers()
+                .iter()
+                .filter(|(name, _)| {
+                    !matches!(name.as_str(), "set-cookie" | "set-cookie2")
+                        // Decoded here: the guest gets plain bytes.
+                        && !(!codings.is_empty() && matches!(name.as_str(), "content-encoding" | "content-length"))
+                })
+                .map(|(name, value)| {
+                    let value = String::from_utf8_lossy(&self.scrub(value.as_bytes())).into_owned();
+                    (name.as_str().to_string(), value)
+                })
+                .collect();
+            let mut body = Vec::new();
+            while let Some(chunk) = response
+                .chunk()
+                .await
+                .map_err(|e| self.transport_error(e))?
+            {
+                if body.len() as u64 + chunk.len() as u64 > self.max_response_bytes {
+                    return Err(HttpError::TooLarge(self.max_response_bytes));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            let body = encoding::decode(&codings, body, self.max_response_bytes)?;
+            Ok((
+                Response {
+                    status,
+                    headers,
+                    body: self.scrub(&body),
+                },
+                peer,
+            ))
+        };
+        // reqwest's total timeout runs until the body is read, so no
+        // second timer here; its expiry maps to `timeout`.
+        exchange.await
+    }
+
+    fn transport_error(&self, e: reqwest::Error) -> HttpError {
+        if e.is_timeout() {
+            return HttpError::Timeout;
+        }
+        let e = e.without_url();
+        let mut text = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            text.push_str(": ");
+            text.push_str(&s.to_string());
+            source = s.source();
+        }
+        HttpError::Transport(self.scrub_text(&text))
+    }
+}
+
+/// Resolves names and refuses any non-public address unless allowed.
+pub(super) struct GuardedResolver {
+    pub(super) allow_private_network: bool,
+}
+
+impl reqwest::dns::Resolve for GuardedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let allow = self.allow_private_network;
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            if addrs.is_empty() {
+                return Err(format!("{host} did not resolve").into());
+            }
+            if !allow {
+                for addr in &addrs {
+                    if let Some(reason) = denied_reason(addr.ip()) {
+                        return Err(format!("{host} resolves to {}, a {reason}", addr.ip()).into());
+                    }
+                }
+            }
+            let addrs: reqwest::dns::Addrs = Box::new(addrs.into_iter());
+            Ok(addrs)
+        })
+    }
+}
