@@ -1,0 +1,178 @@
+//! One call: a fresh store from the pooling allocator with its limits,
+//! deadlines and captured output, the guest instantiated and run, and its
+//! answer read from the component value.
+
+use super::*;
+
+impl LoadedComponent {
+    /// A fresh store for one call: limits, deadline, captured output.
+    fn new_store(
+        &self,
+        caps: &Capabilities,
+        tool: Option<&Tool>,
+        started: Instant,
+        deadline: Instant,
+    ) -> (Store<CallState>, CappedOutput, CappedOutput) {
+        let config = &self.runtime.config;
+        let stdout = CappedOutput::new(config.output_cap);
+        let stderr = CappedOutput::new(config.output_cap);
+        let wasi = WasiCtx::builder()
+            .stdout(stdout.clone())
+            .stderr(stderr.clone())
+            .monotonic_clock(CoarseClock(started))
+            .build();
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_TABLE_ENTRIES);
+        let state = CallState {
+            wasi,
+            table,
+            limiter: CallLimiter {
+                max_memory: config.max_memory_bytes,
+                max_table: config.max_table_elements,
+                memory_hit: false,
+            },
+            caps: caps.clone(),
+            handles: 0,
+            logs: Vec::new(),
+            logs_dropped: 0,
+            http_log: Vec::new(),
+            routes: tool.map_or_else(|| Arc::new(RouteSet::none()), |t| t.route_set.clone()),
+            tool: tool.map(|t| t.name.clone()).unwrap_or_default(),
+            deadline_hit: false,
+        };
+        let mut store = Store::new(&self.runtime.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |mut ctx| {
+            if Instant::now() >= deadline {
+                ctx.data_mut().deadline_hit = true;
+                return Err(wasmtime::Error::msg("the call's deadline passed"));
+            }
+            Ok(UpdateDeadline::Yield(1))
+        });
+        (store, stdout, stderr)
+    }
+
+    /// Creates a fresh store and instantiates the component in it, then drops
+    /// both: what every call pays before the tool runs (for benchmarks).
+    pub async fn instantiate_fresh(&self) -> Result<(), CallError> {
+        let _slot = self.slot().await?;
+        let started = Instant::now();
+        let (mut store, _, _) = self.new_store(
+            &Capabilities::default(),
+            None,
+            started,
+            started + self.runtime.config.call_timeout,
+        );
+        self.pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| CallError::Instantiate(format!("{e:#}")))?;
+        Ok(())
+    }
+
+    /// Waits for a free instance slot, at most the call timeout.
+    async fn slot(&self) -> Result<tokio::sync::OwnedSemaphorePermit, CallError> {
+        let wait = self.runtime.config.call_timeout;
+        match tokio::time::timeout(wait, self.runtime.slots.clone().acquire_owned()).await {
+            Ok(Ok(permit)) => Ok(permit),
+            _ => Err(CallError::Busy),
+        }
+    }
+
+    /// Calls a tool in a fresh store, granting it `caps` for this call only.
+    pub async fn call(
+        &self,
+        tool: &str,
+        args: &Value,
+        caps: &Capabilities,
+    ) -> Result<CallOutcome, CallError> {
+        let tool = self
+            .tool(tool)
+            .ok_or_else(|| CallError::UnknownTool(tool.to_string()))?;
+        let params =
+            convert::args_to_vals(&tool.params, args).map_err(|m| CallError::InvalidArguments {
+                path: m.path,
+                message: m.message,
+            })?;
+        let _slot = self.slot().await?;
+        let config = &self.runtime.config;
+        let started = Instant::now();
+        let deadline = started + config.call_timeout;
+
+        let (mut store, stdout, stderr) = self.new_store(caps, Some(tool), started, deadline);
+
+        let run = async {
+            let instance = self.pre.instantiate_async(&mut store).await?;
+            let func = instance.get_func(&mut store, tool.export).ok_or_else(|| {
+                wasmtime::Error::msg("the tool's export is missing from the instance")
+            })?;
+            let mut results = vec![Val::Bool(false)];
+            func.call_async(&mut store, &params, &mut results).await?;
+            wasmtime::Result::Ok(results.pop().expect("one result"))
+        };
+        let result: Result<wasmtime::Result<Val>, _> =
+            tokio::time::timeout_at(deadline.into(), run).await;
+        let timeout_ms = config.call_timeout.as_millis() as u64;
+        let state = store.data();
+        let value = match result {
+            Err(_elapsed) => return Err(CallError::Deadline(timeout_ms)),
+            Ok(Err(_)) if state.deadline_hit => return Err(CallError::Deadline(timeout_ms)),
+            Ok(Err(_)) if state.limiter.memory_hit => {
+                return Err(CallError::MemoryLimit(config.max_memory_bytes));
+            }
+            Ok(Err(e))
+                if e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
+                    .is_some() =>
+            {
+                return Err(CallError::Busy);
+            }
+            Ok(Err(e)) => return Err(CallError::Trap(caps.scrub_text(&format!("{e:#}")))),
+            Ok(Ok(value)) => value,
+        };
+        // The tool's own answer is its WIT `result`: read from the value,
+        // then scrubbed (defence in depth: the guest never held the secret,
+        // so this finds nothing unless an upstream reflected it in a form
+        // the http scrub missed).
+        let json = |v: Option<Box<Val>>| v.map_or(Value::Null, |v| convert::to_json(&v));
+        let mut output = match value {
+            Val::Result(Ok(ok)) => ToolOutput::Ok(json(ok)),
+            Val::Result(Err(err)) => ToolOutput::Err(json(err)),
+            // The export was checked to return a `result` at load.
+            other => ToolOutput::Err(convert::to_json(&other)),
+        };
+        match &mut output {
+            ToolOutput::Ok(v) | ToolOutput::Err(v) => caps.scrub_json(v),
+        }
+        // What the caps kept is the start of longer output: scrubbed, then
+        // cut again so that no secret's beginning is left at its end.
+        let (out, out_dropped) = stdout.take();
+        let (err, err_dropped) = stderr.take();
+        let (out, out_cut) = caps.scrub_and_cut(&out, config.output_cap, out_dropped > 0);
+        let (err, err_cut) = caps.scrub_and_cut(&err, config.output_cap, err_dropped > 0);
+        let state = store.into_data();
+        Ok(CallOutcome {
+            output,
+            stdout: out,
+            stderr: err,
+            output_dropped: out_dropped + err_dropped + out_cut + err_cut,
+            logs: state.logs,
+            http: state.http_log,
+            micros: started.elapsed().as_micros() as u64,
+        })
+    }
+}
+
+/// The guest's monotonic clock: time since the call started, in whole
+/// milliseconds, so a guest cannot use it as a fine timer.
+struct CoarseClock(Instant);
+
+impl wasmtime_wasi::HostMonotonicClock for CoarseClock {
+    fn resolution(&self) -> u64 {
+        1_000_000
+    }
+    fn now(&self) -> u64 {
+        let nanos = self.0.elapsed().as_nanos() as u64;
+        nanos - nanos % 1_000_000
+    }
+}

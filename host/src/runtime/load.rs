@@ -1,0 +1,323 @@
+//! What a component must pass at load: its imports inside the contract
+//! (every offending one named), its manifest present and valid, and its
+//! exports matching the manifest's tools with usable types.
+
+use super::*;
+
+/// WASI interfaces a Rust guest needs (measured), and the only ones linked.
+///
+/// `wasi:clocks/monotonic-clock` is imported by every Rust 1.97 `wasm32-wasip2`
+/// guest's standard library; it expresses no effect, and the host serves it
+/// at a coarse 1 ms resolution (see [`CoarseClock`]).
+pub(crate) const ALLOWED_WASI: &[&str] = &[
+    "wasi:clocks/monotonic-clock",
+    "wasi:io/poll",
+    "wasi:io/error",
+    "wasi:io/streams",
+    "wasi:cli/environment",
+    "wasi:cli/exit",
+    "wasi:cli/stdin",
+    "wasi:cli/stdout",
+    "wasi:cli/stderr",
+    "wasi:cli/terminal-input",
+    "wasi:cli/terminal-output",
+    "wasi:cli/terminal-stdin",
+    "wasi:cli/terminal-stdout",
+    "wasi:cli/terminal-stderr",
+];
+
+/// The capability interfaces of the contract.
+pub(crate) const ALLOWED_SCOUT: &[&str] = &[
+    "scout:connector/types",
+    "scout:connector/http",
+    "scout:connector/meter",
+    "scout:connector/folder",
+    "scout:connector/log",
+];
+
+impl Runtime {
+    /// Reads and inspects a component file without refusing it for its imports.
+    pub fn inspect_file(&self, path: &Path) -> Result<ComponentInfo, LoadError> {
+        let bytes = read(path)?;
+        let component = self.compile(&bytes)?;
+        self.analyse(&bytes, &component)
+    }
+
+    /// Reads, checks and prepares a component file.
+    pub fn load_file(&self, path: &Path) -> Result<LoadedComponent, LoadError> {
+        let bytes = read(path)?;
+        self.load_bytes(&bytes)
+    }
+
+    /// Every import of a component file, each with whether the contract
+    /// allows it, read without the manifest: what `inspect` shows of a
+    /// component that is not a connector at all.
+    pub fn imports_of_file(&self, path: &Path) -> Result<Vec<(String, bool)>, LoadError> {
+        let bytes = read(path)?;
+        let component = self.compile(&bytes)?;
+        Ok(self
+            .imports_of(&component)
+            .into_iter()
+            .map(|name| {
+                let ok = import_allowed(&name);
+                (name, ok)
+            })
+            .collect())
+    }
+
+    fn imports_of(&self, component: &Component) -> Vec<String> {
+        component
+            .component_type()
+            .imports(&self.inner.engine)
+            .map(|(name, _)| name.to_string())
+            .collect()
+    }
+
+    /// Checks and prepares a component.
+    pub fn load_bytes(&self, bytes: &[u8]) -> Result<LoadedComponent, LoadError> {
+        let component = self.compile(bytes)?;
+        let info = self.analyse(bytes, &component)?;
+        if !info.forbidden_imports.is_empty() {
+            return Err(LoadError::ForbiddenImports {
+                imports: info.forbidden_imports,
+                also: None,
+            });
+        }
+        let pre = self
+            .inner
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| LoadError::Link(format!("{e:#}")))?;
+        let by_name = info
+            .tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.clone(), i))
+            .collect();
+        Ok(LoadedComponent {
+            runtime: self.inner.clone(),
+            info,
+            by_name,
+            pre,
+        })
+    }
+
+    /// Imports first: a component that imports what the contract does not
+    /// give is reported for every such import even when it has no manifest
+    /// or one that does not match.
+    fn analyse(&self, bytes: &[u8], component: &Component) -> Result<ComponentInfo, LoadError> {
+        let imports = self.imports_of(component);
+        let forbidden_imports: Vec<String> = imports
+            .iter()
+            .filter(|name| !import_allowed(name))
+            .cloned()
+            .collect();
+        match self.analyse_exports(bytes, component, imports, forbidden_imports.clone()) {
+            Err(e) if !forbidden_imports.is_empty() => Err(LoadError::ForbiddenImports {
+                imports: forbidden_imports,
+                also: Some(e.to_string()),
+            }),
+            other => other,
+        }
+    }
+
+    fn analyse_exports(
+        &self,
+        bytes: &[u8],
+        component: &Component,
+        imports: Vec<String>,
+        forbidden_imports: Vec<String>,
+    ) -> Result<ComponentInfo, LoadError> {
+        let engine = &self.inner.engine;
+        let ty = component.component_type();
+        let manifest = read_manifest(bytes)?;
+        let version = if manifest.version.is_empty() {
+            String::new()
+        } else {
+            format!("@{}", manifest.version)
+        };
+        let mut exported: BTreeSet<(Effect, String)> = BTreeSet::new();
+        let mut tools = Vec::new();
+        for (name, item) in ty.exports(engine) {
+            let effect = [Effect::Read, Effect::Write].into_iter().find(|e| {
+                let iface = match e {
+                    Effect::Read => scout_manifest::READ_INTERFACE,
+                    Effect::Write => scout_manifest::WRITE_INTERFACE,
+                };
+                name == format!(
+                    "{}:{}/{iface}{version}",
+                    manifest.namespace, manifest.connector
+                )
+            });
+            let (Some(effect), ComponentItem::ComponentInstance(instance)) = (effect, &item.ty)
+            else {
+                return Err(LoadError::Mismatch(format!(
+                    "export `{name}` is not `{}:{}/read-tools{version}` or `.../write-tools{version}`",
+                    manifest.namespace, manifest.connector
+                )));
+            };
+            let iface_index = component
+                .get_export_index(None, name)
+                .ok_or_else(|| LoadError::Mismatch(format!("export `{name}` cannot be found")))?;
+            for (fname, fitem) in instance.exports(engine) {
+                let func = match &fitem.ty {
+                    ComponentItem::ComponentFunc(func) => func,
+                    // Types used by the tools' signatures.
+                    ComponentItem::Type(_) => continue,
+                    _ => {
+                        return Err(LoadError::Mismatch(format!(
+                            "`{name}` exports `{fname}`, which is not a function or a type"
+                        )));
+                    }
+                };
+                let params: Vec<(String, Type)> =
+                    func.params().map(|(n, t)| (n.to_string(), t)).collect();
+                for (pname, pty) in &params {
+                    if let Some(what) = schema::unsupported(pty) {
+                        return Err(LoadError::Mismatch(format!(
+                            "tool `{fname}` parameter `{pname}` is {what}"
+                        )));
+                    }
+                }
+                let results: Vec<Type> = func.results().collect();
+                if !matches!(results.as_slice(), [Type::Result(_)]) {
+                    return Err(LoadError::Mismatch(format!(
+                        "tool `{fname}` must return `result<_, tool-error>`"
+                    )));
+                }
+                let Some(doc) = manifest
+                    .tools
+                    .iter()
+                    .find(|t| t.function == fname && t.effect == effect)
+                else {
+                    return Err(LoadError::Mismatch(format!(
+                        "{} tool `{fname}` is exported but not described in the manifest",
+                        effect.as_str()
+                    )));
+                };
+                let export = component
+                    .get_export_index(Some(&iface_index), fname)
+                    .ok_or_else(|| {
+                        LoadError::Mismatch(format!("function `{fname}` cannot be found"))
+                    })?;
+                exported.insert((effect, fname.to_string()));
+                let route_set = RouteSet::new(&doc.routes)
+                    .map_err(|e| LoadError::Manifest(format!("tool `{fname}`: {e}")))?;
+                let (mut output_schema, output_wrapped) = schema::output_schema(&results[0]);
+                schema::describe_output(
+                    &mut output_schema,
+                    &results[0],
+                    output_wrapped,
+                    &doc.result,
+                );
+                let mut input_schema =
+                    schema::params_schema(params.iter().map(|(n, t)| (n.as_str(), t)));
+                schema::describe_params(
+                    &mut input_schema,
+                    params.iter().map(|(n, t)| (n.as_str(), t)),
+                    &doc.params,
+                );
+                tools.push(Tool {
+                    output_schema,
+                    output_wrapped,
+                    routes: doc.routes.clone(),
+                    route_set: Arc::new(route_set),
+                    name: manifest.wire_name(fname),
+                    function: fname.to_string(),
+                    effect,
+                    description: doc.description.clone(),
+                    input_schema,
+                    params,
+                    export,
+                    review_digest: std::sync::OnceLock::new(),
+                });
+            }
+        }
+        let described: BTreeSet<(Effect, String)> = manifest
+            .tools
+            .iter()
+            .map(|t| (t.effect, t.function.clone()))
+            .collect();
+        let missing: Vec<String> = described
+            .difference(&exported)
+            .map(|(e, f)| format!("{} tool `{f}`", e.as_str()))
+            .collect();
+        if !missing.is_empty() {
+            return Err(LoadError::Mismatch(format!(
+                "described but not exported: {}",
+                missing.join(", ")
+            )));
+        }
+        if tools.is_empty() {
+            return Err(LoadError::Mismatch(
+                "the component exports no tools".to_string(),
+            ));
+        }
+        tools.sort_by_key(|t| {
+            (
+                t.effect,
+                manifest
+                    .tools
+                    .iter()
+                    .position(|d| d.function == t.function && d.effect == t.effect),
+            )
+        });
+        let names: BTreeSet<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        if names.len() != tools.len() {
+            return Err(LoadError::Mismatch(
+                "two tools have the same wire name".to_string(),
+            ));
+        }
+        Ok(ComponentInfo {
+            manifest,
+            tools,
+            imports,
+            forbidden_imports,
+            sha256: hex::encode(Sha256::digest(bytes)),
+        })
+    }
+}
+
+/// Whether an import name (`wasi:io/poll@0.2.6`) is inside the contract.
+pub fn import_allowed(name: &str) -> bool {
+    let (base, version) = match name.split_once('@') {
+        Some((b, v)) => (b, v),
+        None => return false,
+    };
+    (ALLOWED_WASI.contains(&base) && version.starts_with("0.2."))
+        || (ALLOWED_SCOUT.contains(&base) && version.starts_with("0.2."))
+}
+
+/// Finds the manifest custom section anywhere in the component.
+pub fn read_manifest(bytes: &[u8]) -> Result<Manifest, LoadError> {
+    let mut found: Option<&[u8]> = None;
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        let payload = payload.map_err(|e| LoadError::Compile(e.to_string()))?;
+        if let wasmparser::Payload::CustomSection(section) = payload
+            && section.name() == scout_manifest::SECTION
+        {
+            match found {
+                Some(previous) if previous != section.data() => {
+                    return Err(LoadError::Manifest(
+                        "the component carries two different manifests".to_string(),
+                    ));
+                }
+                _ => found = Some(section.data()),
+            }
+        }
+    }
+    let data = found.ok_or_else(|| {
+        LoadError::Manifest(format!(
+            "no `{}` section: build the connector with scout-sdk's `export!`",
+            scout_manifest::SECTION
+        ))
+    })?;
+    Manifest::from_json(data).map_err(|e| LoadError::Manifest(e.to_string()))
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
+    std::fs::read(path).map_err(|source| LoadError::Read {
+        path: path.display().to_string(),
+        source,
+    })
+}

@@ -1,0 +1,376 @@
+//! The wasmtime runtime: engine, component loading, and one fresh store per call.
+//!
+//! DESIGN D1, D2, D5. Components are compiled once (and cached on disk, keyed
+//! by the component's hash and the engine's configuration); loading refuses a
+//! component whose imports fall outside the contract, naming every offending
+//! import, and one whose manifest and exports disagree. Each call gets a new
+//! store from the pooling allocator with an epoch deadline, a wall-clock
+//! deadline that includes time spent in host calls, and memory, table and
+//! instance limits; a store that trapped is dropped with the call.
+//!
+//! Split by concern: this module holds the engine (configuration, the
+//! linker that defines the contract and the minimal WASI) and the types a
+//! caller sees; `cache` the compile cache, `load` the checks a component
+//! passes at load, `call` the fresh store of one call and its run.
+
+mod cache;
+mod call;
+mod load;
+
+pub use cache::default_cache_dir;
+pub use load::{import_allowed, read_manifest};
+
+use crate::capabilities::Capabilities;
+use crate::capabilities::http::HttpExchange;
+use crate::capabilities::log::GuestLog;
+use crate::capabilities::routes::RouteSet;
+use crate::capabilities::state::{CallLimiter, CallState, HasSelf, HasTable};
+use crate::convert;
+use crate::error::{CallError, LoadError};
+use crate::output::CappedOutput;
+use crate::schema;
+use scout_manifest::{Effect, Manifest};
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use wasmtime::component::types::{ComponentItem, Type};
+use wasmtime::component::{
+    Component, ComponentExportIndex, InstancePre, Linker, ResourceTable, Val,
+};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Strategy,
+    UpdateDeadline,
+};
+use wasmtime_wasi::WasiCtx;
+
+/// Entries of a call's resource table, WASI's own included (streams,
+/// pollables, errors): a guest that asks for stdout a million times and
+/// never drops the handles traps at this many instead of growing the host's
+/// memory. A Rust guest holds a handful at a time.
+pub const MAX_TABLE_ENTRIES: usize = 1024;
+
+/// Limits and locations of a runtime.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// Where compiled components are cached; `None` disables the cache.
+    pub cache_dir: Option<PathBuf>,
+    /// Largest linear memory of a call.
+    pub max_memory_bytes: usize,
+    /// Largest table of a call.
+    pub max_table_elements: usize,
+    /// Calls that can run at once (pooling allocator slots).
+    pub max_concurrent_calls: u32,
+    /// Wall-clock deadline of a call, host calls included.
+    pub call_timeout: Duration,
+    /// Bytes of stdout and of stderr kept per call.
+    pub output_cap: usize,
+    /// How often the epoch ticks; the deadline is checked at each tick.
+    pub epoch_tick: Duration,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            cache_dir: None,
+            max_memory_bytes: 64 << 20,
+            max_table_elements: 20_000,
+            max_concurrent_calls: 64,
+            call_timeout: Duration::from_secs(30),
+            output_cap: 64 << 10,
+            epoch_tick: Duration::from_millis(10),
+        }
+    }
+}
+
+/// Compiles, checks and runs components. Cheap to clone.
+#[derive(Clone)]
+pub struct Runtime {
+    inner: Arc<RuntimeInner>,
+}
+
+struct RuntimeInner {
+    engine: Engine,
+    linker: Linker<CallState>,
+    config: RuntimeConfig,
+    ticker_stop: Arc<AtomicBool>,
+    /// One permit per pooling slot: a call waits for a free slot (at most
+    /// its timeout) instead of failing while others run.
+    slots: Arc<tokio::sync::Semaphore>,
+}
+
+impl Drop for RuntimeInner {
+    fn drop(&mut self) {
+        self.ticker_stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Everything the host knows about a component before running it.
+#[derive(Debug, Clone)]
+pub struct ComponentInfo {
+    /// What the component says about itself (from its WIT docs).
+    pub manifest: Manifest,
+    /// Every tool, read tools first.
+    pub tools: Vec<Tool>,
+    /// Every import of the component, as named in the binary.
+    pub imports: Vec<String>,
+    /// The imports outside the contract (a loadable component has none).
+    pub forbidden_imports: Vec<String>,
+    /// SHA-256 of the component's bytes.
+    pub sha256: String,
+}
+
+/// One tool of a component.
+#[derive(Debug, Clone)]
+pub struct Tool {
+    /// Wire name, e.g. `github_read_file`.
+    pub name: String,
+    /// WIT function name, e.g. `read-file`.
+    pub function: String,
+    /// Read or write.
+    pub effect: Effect,
+    /// From the WIT doc comment.
+    pub description: String,
+    /// JSON Schema derived from the WIT parameter types.
+    pub input_schema: Value,
+    /// JSON Schema of a successful result, an object as MCP's `outputSchema`
+    /// wants (derived from the WIT result's `ok` type).
+    pub output_schema: Value,
+    /// Whether the result is wrapped as `{"result": value}` in that object
+    /// (any `ok` type but a record).
+    pub output_wrapped: bool,
+    /// The requests it may make through its `http` handle (from the manifest).
+    pub routes: Vec<scout_manifest::Route>,
+    route_set: Arc<RouteSet>,
+    params: Vec<(String, Type)>,
+    export: ComponentExportIndex,
+    /// The digest an operator's review approves ([`crate::review`]),
+    /// computed at its first use.
+    pub(crate) review_digest: std::sync::OnceLock<String>,
+}
+
+/// A checked component, ready to be called.
+pub struct LoadedComponent {
+    runtime: Arc<RuntimeInner>,
+    info: ComponentInfo,
+    by_name: BTreeMap<String, usize>,
+    pre: InstancePre<CallState>,
+}
+
+/// The result of a call that ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct CallOutcome {
+    /// `{"ok": value}` or `{"err": tool-error}`: the guest's own answer.
+    pub output: ToolOutput,
+    /// Captured stdout (capped).
+    pub stdout: String,
+    /// Captured stderr (capped).
+    pub stderr: String,
+    /// Bytes of stdout and stderr dropped past the cap.
+    pub output_dropped: u64,
+    /// Lines the guest logged.
+    pub logs: Vec<GuestLog>,
+    /// Requests the guest made through its `http` handle.
+    pub http: Vec<HttpExchange>,
+    /// Wall-clock time of the call, instantiation included.
+    pub micros: u64,
+}
+
+/// A tool's own answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolOutput {
+    /// The tool succeeded with this value.
+    Ok(Value),
+    /// The tool returned its `tool-error` variant.
+    Err(Value),
+}
+
+impl ToolOutput {
+    /// The success value, if any.
+    pub fn ok(&self) -> Option<&Value> {
+        match self {
+            ToolOutput::Ok(v) => Some(v),
+            ToolOutput::Err(_) => None,
+        }
+    }
+    /// The tool error, if any.
+    pub fn err(&self) -> Option<&Value> {
+        match self {
+            ToolOutput::Ok(_) => None,
+            ToolOutput::Err(e) => Some(e),
+        }
+    }
+}
+
+impl Runtime {
+    /// Builds the engine (DESIGN D5) and the linker that defines the contract.
+    pub fn new(config: RuntimeConfig) -> Result<Runtime, LoadError> {
+        let engine_err = |e: wasmtime::Error| LoadError::Engine(format!("{e:#}"));
+        let mut pool = PoolingAllocationConfig::default();
+        let slots = config.max_concurrent_calls.max(1);
+        pool.total_component_instances(slots)
+            .total_core_instances(slots * 16)
+            .total_memories(slots * 2)
+            .total_tables(slots * 16)
+            .total_stacks(slots)
+            .max_memory_size(config.max_memory_bytes)
+            .table_elements(config.max_table_elements)
+            .max_core_instances_per_component(32)
+            .max_memories_per_component(2)
+            .max_tables_per_component(32);
+
+        let mut cfg = Config::new();
+        cfg.strategy(Strategy::Cranelift)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
+            .epoch_interruption(true)
+            .wasm_component_model(true)
+            // Proposals a connector does not need stay off.
+            .wasm_memory64(false)
+            .wasm_multi_memory(false)
+            .wasm_custom_page_sizes(false)
+            .wasm_wide_arithmetic(false)
+            .wasm_stack_switching(false);
+        // Threads, GC and function references are not compiled into this
+        // build of wasmtime at all (see the workspace's feature list).
+        let engine = Engine::new(&cfg).map_err(engine_err)?;
+
+        let mut linker: Linker<CallState> = Linker::new(&engine);
+        link_minimal_wasi(&mut linker).map_err(engine_err)?;
+        crate::capabilities::bindings::Imports::add_to_linker::<CallState, HasSelf>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(engine_err)?;
+
+        let ticker_stop = Arc::new(AtomicBool::new(false));
+        {
+            let engine = engine.clone();
+            let stop = ticker_stop.clone();
+            let tick = config.epoch_tick;
+            std::thread::Builder::new()
+                .name("scout-epoch".to_string())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(tick);
+                        engine.increment_epoch();
+                    }
+                })
+                .map_err(|e| LoadError::Engine(format!("cannot start the epoch thread: {e}")))?;
+        }
+        let slots = Arc::new(tokio::sync::Semaphore::new(
+            config.max_concurrent_calls.max(1) as usize,
+        ));
+        Ok(Runtime {
+            inner: Arc::new(RuntimeInner {
+                engine,
+                linker,
+                config,
+                ticker_stop,
+                slots,
+            }),
+        })
+    }
+
+    /// The runtime's configuration.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.inner.config
+    }
+}
+
+impl ComponentInfo {
+    /// The `scout:connector` capability interfaces it imports (`http`,
+    /// `meter`, `folder`, `log`; the shared `types` left out): its authority
+    /// beyond computing.
+    pub fn capabilities(&self) -> Vec<&str> {
+        self.imports
+            .iter()
+            .filter_map(|i| i.strip_prefix("scout:connector/"))
+            .map(|i| i.split('@').next().unwrap_or(i))
+            .filter(|i| *i != "types")
+            .collect()
+    }
+}
+
+impl LoadedComponent {
+    /// What the component is and offers.
+    pub fn info(&self) -> &ComponentInfo {
+        &self.info
+    }
+
+    /// The connector's name, e.g. `github`.
+    pub fn name(&self) -> &str {
+        &self.info.manifest.connector
+    }
+
+    /// Every tool.
+    pub fn tools(&self) -> &[Tool] {
+        &self.info.tools
+    }
+
+    /// Whether the component imports the `scout:connector` interface
+    /// `name` (`http`, `meter`, `folder`, `log`).
+    pub fn imports_interface(&self, name: &str) -> bool {
+        self.info.imports.iter().any(|i| {
+            i.strip_prefix("scout:connector/")
+                .and_then(|rest| rest.strip_prefix(name))
+                .is_some_and(|rest| rest.starts_with('@'))
+        })
+    }
+
+    /// The tool with this wire name.
+    pub fn tool(&self, name: &str) -> Option<&Tool> {
+        self.by_name.get(name).map(|&i| &self.info.tools[i])
+    }
+}
+
+/// Links the minimal WASI a Rust guest needs, and nothing else (DESIGN D2).
+fn link_minimal_wasi(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    use wasmtime_wasi::cli::{WasiCli, WasiCliView};
+    use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
+    use wasmtime_wasi::p2::bindings::{cli, clocks, io};
+    clocks::monotonic_clock::add_to_linker::<CallState, WasiClocks>(
+        linker,
+        <CallState as WasiClocksView>::clocks,
+    )?;
+    io::error::add_to_linker::<CallState, HasTable>(linker, |s| &mut s.table)?;
+    io::poll::add_to_linker::<CallState, HasTable>(linker, |s| &mut s.table)?;
+    io::streams::add_to_linker::<CallState, HasTable>(linker, |s| &mut s.table)?;
+    cli::exit::add_to_linker::<CallState, WasiCli>(linker, <CallState as WasiCliView>::cli)?;
+    cli::environment::add_to_linker::<CallState, WasiCli>(linker, <CallState as WasiCliView>::cli)?;
+    cli::stdin::add_to_linker::<CallState, WasiCli>(linker, <CallState as WasiCliView>::cli)?;
+    cli::stdout::add_to_linker::<CallState, WasiCli>(linker, <CallState as WasiCliView>::cli)?;
+    cli::stderr::add_to_linker::<CallState, WasiCli>(linker, <CallState as WasiCliView>::cli)?;
+    cli::terminal_input::add_to_linker::<CallState, WasiCli>(
+        linker,
+        <CallState as WasiCliView>::cli,
+    )?;
+    cli::terminal_output::add_to_linker::<CallState, WasiCli>(
+        linker,
+        <CallState as WasiCliView>::cli,
+    )?;
+    cli::terminal_stdin::add_to_linker::<CallState, WasiCli>(
+        linker,
+        <CallState as WasiCliView>::cli,
+    )?;
+    cli::terminal_stdout::add_to_linker::<CallState, WasiCli>(
+        linker,
+        <CallState as WasiCliView>::cli,
+    )?;
+    cli::terminal_stderr::add_to_linker::<CallState, WasiCli>(
+        linker,
+        <CallState as WasiCliView>::cli,
+    )?;
+    Ok(())
+}
+
+// `ClientHandle` is stored in the call's resource table.
+const _: fn() = || {
+    fn assert_send<T: Send + 'static>() {}
+    assert_send::<crate::capabilities::http::ClientHandle>();
+    assert_send::<CallState>();
+};
