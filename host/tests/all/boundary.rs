@@ -1094,3 +1094,189 @@ async fn a_read_is_recorded_in_one_commit_and_unanswered_if_that_commit_fails() 
     );
     db.execute_batch("DROP TRIGGER refuse_allowed;").unwrap();
 }
+
+/// Calls `tool` in session `s`, which must be denied.
+async fn denied_call(
+    w: &World,
+    s: &Session,
+    tool: &str,
+    args: Value,
+) -> scout_host::boundary::Denied {
+    w.boundary
+        .call(s, &w.component, CallRequest::new(tool, &args), &w.caps)
+        .await
+        .unwrap_err()
+}
+
+/// What the trace and the agent say of one denied call: the last trace
+/// event (state and rule) and the reason the agent was given.
+fn denial_seen(
+    w: &World,
+    session: &str,
+    denied: &scout_host::boundary::Denied,
+) -> (String, String, String) {
+    let (state, rule) = states(w, session).pop().unwrap();
+    (state, rule.unwrap_or_default(), denied.to_string())
+}
+
+fn seen(state: &str, rule: &str, told: Rule) -> (String, String, String) {
+    (state.into(), rule.into(), told.safe_reason().into())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_rule_a_call_meets_is_named_in_the_trace_and_told_to_the_agent() {
+    let w = world(
+        "rules",
+        &[
+            ("GITHUB_ALLOW_WRITES", "true"),
+            ("APPROVAL_TIMEOUT_MS", "1500"),
+        ],
+    )
+    .await;
+    let read = json!({"owner": "octo", "repo": "hello", "path": "README.md"});
+
+    // A name the session has no tool by.
+    let s = person_chat("s-rule-unknown", &["github"], true);
+    w.boundary.open_session(&s).unwrap();
+    let denied = denied_call(&w, &s, "github_no_such_tool", json!({})).await;
+    assert_eq!(denied.rule, Rule::NotOffered);
+    assert_eq!(
+        denial_seen(&w, &s.id, &denied),
+        seen("permission_denied", "not_offered", Rule::NotOffered)
+    );
+
+    // No one to ask: approval required.
+    let s = person_chat("s-rule-no-channel", &["github"], false);
+    w.boundary.open_session(&s).unwrap();
+    let denied = denied_call(&w, &s, "github_create_branch", branch_args("scout/r1")).await;
+    assert_eq!(denied.rule, Rule::ApprovalRequired);
+    assert_eq!(
+        denial_seen(&w, &s.id, &denied),
+        seen("denied", "approval_required", Rule::ApprovalRequired)
+    );
+
+    // A person says no.
+    let s = person_chat("s-rule-denied", &["github"], true);
+    w.boundary.open_session(&s).unwrap();
+    let denier = answer_when_asked(&w, &s.id, false);
+    let denied = denied_call(&w, &s, "github_create_branch", branch_args("scout/r2")).await;
+    denier.await.unwrap();
+    assert_eq!(denied.rule, Rule::ApprovalDenied);
+    assert_eq!(
+        denial_seen(&w, &s.id, &denied),
+        seen("denied", "approval_denied", Rule::ApprovalDenied)
+    );
+
+    // Nobody answers.
+    let s = person_chat("s-rule-timeout", &["github"], true);
+    w.boundary.open_session(&s).unwrap();
+    let denied = denied_call(&w, &s, "github_create_branch", branch_args("scout/r3")).await;
+    assert_eq!(denied.rule, Rule::ApprovalTimedOut);
+    assert_eq!(
+        denial_seen(&w, &s.id, &denied),
+        seen("denied", "approval_timed_out", Rule::ApprovalTimedOut)
+    );
+
+    // A caller that joined another call's request goes away: caller gone,
+    // told as a withdrawal.
+    let s = person_chat("s-rule-gone", &["github"], true);
+    w.boundary.open_session(&s).unwrap();
+    let args = branch_args("scout/r4");
+    let gone = tokio_util::sync::CancellationToken::new();
+    let first = w.boundary.call(
+        &s,
+        &w.component,
+        CallRequest::new("github_create_branch", &args),
+        &w.caps,
+    );
+    let second = w.boundary.call(
+        &s,
+        &w.component,
+        CallRequest::new("github_create_branch", &args).while_present(gone.clone()),
+        &w.caps,
+    );
+    let leave = async {
+        // Once the request is filed (both calls wait on it), the second
+        // caller leaves.
+        for _ in 0..200 {
+            if w.boundary.store().pending(&s.id).unwrap().len() == 1 {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                gone.cancel();
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("no approval was asked for");
+    };
+    let (first, second, ()) = tokio::join!(first, second, leave);
+    let second = second.unwrap_err();
+    assert_eq!(second.rule, Rule::CallerGone);
+    assert_eq!(second.to_string(), Rule::ApprovalWithdrawn.safe_reason());
+    assert!(
+        states(&w, &s.id).contains(&("denied".to_string(), Some("caller_gone".to_string()))),
+        "{:?}",
+        states(&w, &s.id)
+    );
+    assert_eq!(
+        first.unwrap_err().rule,
+        Rule::ApprovalTimedOut,
+        "the first caller still waited for its answer"
+    );
+
+    // The session's authority ended.
+    let s = person_chat("s-rule-revoked", &["github"], true);
+    w.boundary.open_session(&s).unwrap();
+    w.boundary.revoke_session(&s);
+    let denied = denied_call(&w, &s, "github_read_file", read).await;
+    assert_eq!(denied.rule, Rule::Revoked);
+    assert_eq!(
+        denial_seen(&w, &s.id, &denied),
+        seen("denied", "revoked", Rule::Revoked)
+    );
+
+    assert_eq!(writes(&w), 0, "no denied call reached GitHub");
+    assert!(
+        w.github.requests().is_empty(),
+        "no request at all: {:?}",
+        w.github.requests()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_review_store_that_cannot_be_read_holds_the_tool() {
+    let w = world("review-unreadable", &[]).await;
+    let boundary = Boundary::new(
+        w.boundary.store().clone(),
+        Catalog::seed(),
+        Switches::default(),
+    )
+    .require_review();
+    let s = person_chat("s-review-unreadable", &["github"], true);
+    boundary.open_session(&s).unwrap();
+    let db = rusqlite::Connection::open(w._db.path()).unwrap();
+    db.execute_batch("DROP TABLE tool_reviews;").unwrap();
+    let args = json!({"owner": "octo", "repo": "hello", "path": "README.md"});
+    let denied = boundary
+        .call(
+            &s,
+            &w.component,
+            CallRequest::new("github_read_file", &args),
+            &w.caps,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(denied.rule, Rule::Held(ReviewHold::StoreUnavailable));
+    assert_eq!(
+        denied.to_string(),
+        Rule::NotOffered.safe_reason(),
+        "the agent is told only that it is not offered"
+    );
+    assert_eq!(
+        states(&w, &s.id).pop().unwrap(),
+        (
+            "permission_denied".to_string(),
+            Some("unreviewed_store_unavailable".to_string())
+        )
+    );
+    assert!(w.github.requests().is_empty(), "fails closed: nothing sent");
+}
