@@ -15,7 +15,7 @@
 //! followed. A read-only folder follows links that stay inside its root.
 
 use super::bindings::folder::{Entry, EntryKind, FolderError, Host, HostDir};
-use super::state::CallState;
+use super::state::{FolderCtx, View};
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{Dir, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
@@ -263,14 +263,14 @@ fn io_error(e: std::io::Error, path: &str) -> FolderError {
 /// The `dir` resource: which granted folder the handle is.
 pub struct DirHandle(Arc<FolderCapability>);
 
-impl Host for CallState {
+impl Host for View<'_, FolderCtx> {
     fn open(&mut self, name: String) -> wasmtime::Result<Result<Resource<DirHandle>, FolderError>> {
-        let Some(folder) = self.caps.folders.iter().find(|f| f.name() == name).cloned() else {
+        let Some(folder) = self.ctx.folders.iter().find(|f| f.name() == name).cloned() else {
             return Ok(Err(FolderError::Denied(
                 "this session holds no folder by that name".to_string(),
             )));
         };
-        match self.push_handle(DirHandle(folder))? {
+        match self.handles.push(DirHandle(folder))? {
             Some(handle) => Ok(Ok(handle)),
             None => Ok(Err(FolderError::Denied(format!(
                 "at most {} handles per call",
@@ -280,13 +280,13 @@ impl Host for CallState {
     }
 }
 
-impl HostDir for CallState {
+impl HostDir for View<'_, FolderCtx> {
     fn entries(
         &mut self,
         dir: Resource<DirHandle>,
         path: String,
     ) -> wasmtime::Result<Result<Vec<Entry>, FolderError>> {
-        Ok(self.table.get(&dir)?.0.list(&path))
+        Ok(self.handles.get(&dir)?.0.list(&path))
     }
 
     fn read(
@@ -294,7 +294,7 @@ impl HostDir for CallState {
         dir: Resource<DirHandle>,
         path: String,
     ) -> wasmtime::Result<Result<Vec<u8>, FolderError>> {
-        Ok(self.table.get(&dir)?.0.read(&path))
+        Ok(self.handles.get(&dir)?.0.read(&path))
     }
 
     fn write(
@@ -303,15 +303,15 @@ impl HostDir for CallState {
         path: String,
         contents: Vec<u8>,
     ) -> wasmtime::Result<Result<(), FolderError>> {
-        Ok(self.table.get(&dir)?.0.write(&path, &contents))
+        Ok(self.handles.get(&dir)?.0.write(&path, &contents))
     }
 
     fn writable(&mut self, dir: Resource<DirHandle>) -> wasmtime::Result<bool> {
-        Ok(self.table.get(&dir)?.0.writable)
+        Ok(self.handles.get(&dir)?.0.writable)
     }
 
     fn drop(&mut self, dir: Resource<DirHandle>) -> wasmtime::Result<()> {
-        self.drop_handle(dir)?;
+        self.handles.drop(dir)?;
         Ok(())
     }
 }

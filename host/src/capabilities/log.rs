@@ -2,7 +2,7 @@
 //! bounded in count and size so a guest cannot flood the host.
 
 use super::bindings::log::{Host, Level};
-use super::state::CallState;
+use super::state::{LogCtx, View};
 use serde::Serialize;
 
 /// Most log lines kept per call; later lines are counted, not kept.
@@ -19,14 +19,17 @@ pub struct GuestLog {
     pub message: String,
 }
 
-impl Host for CallState {
+impl Host for View<'_, LogCtx> {
     fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
-        if self.logs.len() >= MAX_LINES {
-            self.logs_dropped += 1;
+        if self.ctx.lines.len() >= MAX_LINES {
+            self.ctx.dropped += 1;
             return Ok(());
         }
         // Scrubbed before it is cut, so no part of a secret survives the cut.
-        let (message, _) = self.caps.scrub_and_cut(&message, MAX_LINE_BYTES, false);
+        let (message, _) = self
+            .ctx
+            .scrub
+            .scrub_and_cut(&message, MAX_LINE_BYTES, false);
         let level = match level {
             Level::Trace => "trace",
             Level::Debug => "debug",
@@ -35,7 +38,7 @@ impl Host for CallState {
             Level::Error => "error",
         };
         tracing::debug!(target: "scout_host::guest", level, %message);
-        self.logs.push(GuestLog { level, message });
+        self.ctx.lines.push(GuestLog { level, message });
         Ok(())
     }
 }

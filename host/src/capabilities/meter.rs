@@ -16,7 +16,7 @@
 //! caller converts dollars by hand.
 
 use super::bindings::meter::{Host, HostReservation, MeterError};
-use super::state::CallState;
+use super::state::{MeterCtx, View};
 use crate::store::{StartRunError, Store};
 use parking_lot::{Mutex, MutexGuard};
 use std::sync::Arc;
@@ -384,10 +384,10 @@ impl Drop for ReservationHandle {
     }
 }
 
-impl Host for CallState {
+impl Host for View<'_, MeterCtx> {
     fn unit(&mut self) -> wasmtime::Result<String> {
         Ok(self
-            .caps
+            .ctx
             .meter
             .as_ref()
             .map(|m| m.unit().to_string())
@@ -398,14 +398,14 @@ impl Host for CallState {
         &mut self,
         estimate: u64,
     ) -> wasmtime::Result<Result<Resource<ReservationHandle>, MeterError>> {
-        let Some(meter) = self.caps.meter.clone() else {
+        let Some(meter) = self.ctx.meter.clone() else {
             return Ok(Err(MeterError::Denied(
                 "this session holds no meter for this connector".to_string(),
             )));
         };
         // Check for room first: a reservation that cannot be handed out
         // would be charged when dropped.
-        if !self.has_handle_room() {
+        if !self.handles.has_room() {
             return Ok(Err(MeterError::Denied(format!(
                 "at most {} handles per call",
                 super::state::MAX_HANDLES
@@ -419,22 +419,22 @@ impl Host for CallState {
             amount: estimate,
             settled: false,
         };
-        let handle = self.push_handle(reservation)?.expect("room was checked");
+        let handle = self.handles.push(reservation)?.expect("room was checked");
         Ok(Ok(handle))
     }
 
     fn remaining(&mut self) -> wasmtime::Result<u64> {
-        Ok(self.caps.meter.as_ref().map(|m| m.remaining()).unwrap_or(0))
+        Ok(self.ctx.meter.as_ref().map(|m| m.remaining()).unwrap_or(0))
     }
 }
 
-impl HostReservation for CallState {
+impl HostReservation for View<'_, MeterCtx> {
     fn settle(
         &mut self,
         handle: Resource<ReservationHandle>,
         actual: u64,
     ) -> wasmtime::Result<Result<(), MeterError>> {
-        let reservation = self.table.get_mut(&handle)?;
+        let reservation = self.handles.get_mut(&handle)?;
         if reservation.settled {
             return Ok(Err(MeterError::Invalid(
                 "this reservation is already settled".to_string(),
@@ -445,7 +445,7 @@ impl HostReservation for CallState {
     }
 
     fn drop(&mut self, handle: Resource<ReservationHandle>) -> wasmtime::Result<()> {
-        self.drop_handle(handle)?;
+        self.handles.drop(handle)?;
         Ok(())
     }
 }

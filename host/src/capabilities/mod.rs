@@ -2,7 +2,10 @@
 //!
 //! A component reaches the world only through these. What a call may use is
 //! decided by the host per call ([`Capabilities`]); the guest cannot name a
-//! destination, a credential or a folder of its own.
+//! destination, a credential or a folder of its own. As in wasmtime-wasi,
+//! each interface's host code works on its own context and view of the
+//! call (`state::View`: its context and the shared handle table), never on
+//! the whole store data, and `state::add_to_linker` projects each one.
 
 pub(crate) mod bindings;
 pub mod encoding;

@@ -5,9 +5,12 @@
 //! it, so the runtime only builds and reads it and no import runs upward.
 
 use super::Capabilities;
-use super::http::HttpExchange;
+use super::folder::FolderCapability;
+use super::http::{HttpCapability, HttpExchange};
 use super::log::GuestLog;
+use super::meter::RunMeter;
 use super::routes::RouteSet;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use wasmtime::ResourceLimiter;
 use wasmtime::component::{HasData, Resource, ResourceTable};
@@ -16,47 +19,187 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 /// Resource handles (clients, folders, reservations) one call may hold at once.
 pub(crate) const MAX_HANDLES: usize = 64;
 
-/// Store data of one call.
-pub struct CallState {
-    pub(crate) wasi: WasiCtx,
-    pub(crate) table: ResourceTable,
-    pub(crate) limiter: CallLimiter,
-    pub(crate) caps: Capabilities,
-    pub(crate) handles: usize,
-    pub(crate) logs: Vec<GuestLog>,
-    pub(crate) logs_dropped: u64,
-    pub(crate) http_log: Vec<HttpExchange>,
-    /// The routes of the tool being called: every request is matched against them.
+/// What the `http` interface of one call holds: the clients granted, the
+/// tool's routes every request is matched against, and the exchanges made.
+pub(crate) struct HttpCtx {
+    /// The client bound to the connector's own origin, if granted.
+    pub(crate) http: Option<Arc<HttpCapability>>,
+    /// Further clients by destination name.
+    pub(crate) destinations: BTreeMap<String, Arc<HttpCapability>>,
+    /// Whether a `(graphql)` route may carry a mutation in this call.
+    pub(crate) graphql_mutations: bool,
+    /// The routes of the tool being called.
     pub(crate) routes: Arc<RouteSet>,
     /// The tool being called (wire name), for refusals.
     pub(crate) tool: String,
+    /// The requests made, as the trace records them.
+    pub(crate) exchanges: Vec<HttpExchange>,
+}
+
+/// What the `meter` interface of one call holds: the run's meter, if any.
+pub(crate) struct MeterCtx {
+    pub(crate) meter: Option<Arc<RunMeter>>,
+}
+
+/// What the `folder` interface of one call holds: the folders granted.
+pub(crate) struct FolderCtx {
+    pub(crate) folders: Vec<Arc<FolderCapability>>,
+}
+
+/// What the `log` interface of one call holds: the lines kept, how many
+/// were dropped, and the handles whose secrets are scrubbed from them.
+pub(crate) struct LogCtx {
+    pub(crate) lines: Vec<GuestLog>,
+    pub(crate) dropped: u64,
+    pub(crate) scrub: Capabilities,
+}
+
+/// Store data of one call: each capability's own context, the one table
+/// of guest-visible resources they (and WASI's streams) share, and the
+/// runtime's limits. A capability's host code sees only its own context
+/// and the handles ([`View`]).
+pub struct CallState {
+    pub(crate) wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
+    /// Handles the guest holds now (clients, folders, reservations).
+    handles: usize,
+    pub(crate) http: HttpCtx,
+    pub(crate) meter: MeterCtx,
+    pub(crate) folder: FolderCtx,
+    pub(crate) log: LogCtx,
+    pub(crate) limiter: CallLimiter,
     pub(crate) deadline_hit: bool,
 }
 
 impl CallState {
+    /// The store data of a call of `tool` (its wire name and routes) with
+    /// the handles `caps` grants.
+    pub(crate) fn new(
+        wasi: WasiCtx,
+        table: ResourceTable,
+        limiter: CallLimiter,
+        caps: &Capabilities,
+        tool: String,
+        routes: Arc<RouteSet>,
+    ) -> CallState {
+        CallState {
+            wasi,
+            table,
+            handles: 0,
+            http: HttpCtx {
+                http: caps.http.clone(),
+                destinations: caps.destinations.clone(),
+                graphql_mutations: caps.graphql_mutations,
+                routes,
+                tool,
+                exchanges: Vec::new(),
+            },
+            meter: MeterCtx {
+                meter: caps.meter.clone(),
+            },
+            folder: FolderCtx {
+                folders: caps.folders.clone(),
+            },
+            log: LogCtx {
+                lines: Vec::new(),
+                dropped: 0,
+                scrub: Capabilities {
+                    http: caps.http.clone(),
+                    destinations: caps.destinations.clone(),
+                    ..Capabilities::default()
+                },
+            },
+            limiter,
+            deadline_hit: false,
+        }
+    }
+
+    fn view<'a, C>(
+        table: &'a mut ResourceTable,
+        handles: &'a mut usize,
+        ctx: &'a mut C,
+    ) -> View<'a, C> {
+        // Reborrowed as one lifetime: the three are disjoint fields.
+        View {
+            ctx,
+            handles: Handles {
+                table,
+                count: handles,
+            },
+        }
+    }
+
+    pub(crate) fn http(&mut self) -> View<'_, HttpCtx> {
+        Self::view(&mut self.table, &mut self.handles, &mut self.http)
+    }
+
+    pub(crate) fn meter(&mut self) -> View<'_, MeterCtx> {
+        Self::view(&mut self.table, &mut self.handles, &mut self.meter)
+    }
+
+    pub(crate) fn folder(&mut self) -> View<'_, FolderCtx> {
+        Self::view(&mut self.table, &mut self.handles, &mut self.folder)
+    }
+
+    pub(crate) fn log(&mut self) -> View<'_, LogCtx> {
+        Self::view(&mut self.table, &mut self.handles, &mut self.log)
+    }
+}
+
+/// One capability's view of a call: its own context, and the handles.
+pub(crate) struct View<'a, C> {
+    pub(crate) ctx: &'a mut C,
+    pub(crate) handles: Handles<'a>,
+}
+
+/// The guest-visible resources of a call, capped at [`MAX_HANDLES`].
+pub(crate) struct Handles<'a> {
+    table: &'a mut ResourceTable,
+    count: &'a mut usize,
+}
+
+impl Handles<'_> {
     /// Adds a guest-visible handle, or `None` past [`MAX_HANDLES`].
-    pub(crate) fn push_handle<T: Send + 'static>(
+    pub(crate) fn push<T: Send + 'static>(
         &mut self,
         value: T,
     ) -> wasmtime::Result<Option<Resource<T>>> {
-        if self.handles >= MAX_HANDLES {
+        if *self.count >= MAX_HANDLES {
             return Ok(None);
         }
-        self.handles += 1;
+        *self.count += 1;
         Ok(Some(self.table.push(value)?))
     }
 
     /// Whether one more handle may be added.
-    pub(crate) fn has_handle_room(&self) -> bool {
-        self.handles < MAX_HANDLES
+    pub(crate) fn has_room(&self) -> bool {
+        *self.count < MAX_HANDLES
+    }
+
+    /// The value behind a handle the guest holds.
+    pub(crate) fn get<T: 'static>(&self, handle: &Resource<T>) -> wasmtime::Result<&T> {
+        Ok(self.table.get(handle)?)
+    }
+
+    /// ... mutably.
+    pub(crate) fn get_mut<T: 'static>(&mut self, handle: &Resource<T>) -> wasmtime::Result<&mut T> {
+        Ok(self.table.get_mut(handle)?)
     }
 
     /// Removes a handle the guest dropped.
-    pub(crate) fn drop_handle<T: 'static>(&mut self, handle: Resource<T>) -> wasmtime::Result<T> {
+    pub(crate) fn drop<T: 'static>(&mut self, handle: Resource<T>) -> wasmtime::Result<T> {
         let value = self.table.delete(handle)?;
-        self.handles = self.handles.saturating_sub(1);
+        *self.count = self.count.saturating_sub(1);
         Ok(value)
     }
+}
+
+/// The `HasData` of a capability's view: `add_to_linker` projects the
+/// store data to it, so each capability's host code sees only its part.
+pub(crate) struct HasView<C>(std::marker::PhantomData<C>);
+
+impl<C: 'static> HasData for HasView<C> {
+    type Data<'a> = View<'a, C>;
 }
 
 impl WasiView for CallState {
@@ -118,6 +261,20 @@ pub(crate) struct HasSelf;
 
 impl HasData for HasSelf {
     type Data<'a> = &'a mut CallState;
+}
+
+/// Defines the contract's interfaces in `linker`, each projected to its
+/// capability's view of the call.
+pub(crate) fn add_to_linker(
+    linker: &mut wasmtime::component::Linker<CallState>,
+) -> wasmtime::Result<()> {
+    use super::bindings::{folder, http, log, meter, types};
+    types::add_to_linker::<CallState, HasSelf>(linker, |s| s)?;
+    http::add_to_linker::<CallState, HasView<HttpCtx>>(linker, CallState::http)?;
+    meter::add_to_linker::<CallState, HasView<MeterCtx>>(linker, CallState::meter)?;
+    folder::add_to_linker::<CallState, HasView<FolderCtx>>(linker, CallState::folder)?;
+    log::add_to_linker::<CallState, HasView<LogCtx>>(linker, CallState::log)?;
+    Ok(())
 }
 
 // `types` has no functions; its host trait is empty.

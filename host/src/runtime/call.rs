@@ -23,23 +23,18 @@ impl LoadedComponent {
             .build();
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_TABLE_ENTRIES);
-        let state = CallState {
+        let state = CallState::new(
             wasi,
             table,
-            limiter: CallLimiter {
+            CallLimiter {
                 max_memory: config.max_memory_bytes,
                 max_table: config.max_table_elements,
                 memory_hit: false,
             },
-            caps: caps.clone(),
-            handles: 0,
-            logs: Vec::new(),
-            logs_dropped: 0,
-            http_log: Vec::new(),
-            routes: tool.map_or_else(|| Arc::new(RouteSet::none()), |t| t.route_set.clone()),
-            tool: tool.map(|t| t.name.clone()).unwrap_or_default(),
-            deadline_hit: false,
-        };
+            caps,
+            tool.map(|t| t.name.clone()).unwrap_or_default(),
+            tool.map_or_else(|| Arc::new(RouteSet::none()), |t| t.route_set.clone()),
+        );
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.limiter);
         store.set_epoch_deadline(1);
@@ -156,8 +151,8 @@ impl LoadedComponent {
             stdout: out,
             stderr: err,
             output_dropped: out_dropped + err_dropped + out_cut + err_cut,
-            logs: state.logs,
-            http: state.http_log,
+            logs: state.log.lines,
+            http: state.http.exchanges,
             micros: started.elapsed().as_micros() as u64,
         })
     }

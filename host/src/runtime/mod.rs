@@ -24,7 +24,7 @@ use crate::capabilities::Capabilities;
 use crate::capabilities::http::HttpExchange;
 use crate::capabilities::log::GuestLog;
 use crate::capabilities::routes::RouteSet;
-use crate::capabilities::state::{CallLimiter, CallState, HasSelf, HasTable};
+use crate::capabilities::state::{CallLimiter, CallState, HasTable};
 use crate::convert;
 use crate::error::{CallError, LoadError};
 use crate::output::CappedOutput;
@@ -241,11 +241,7 @@ impl Runtime {
 
         let mut linker: Linker<CallState> = Linker::new(&engine);
         link_minimal_wasi(&mut linker).map_err(engine_err)?;
-        crate::capabilities::bindings::Imports::add_to_linker::<CallState, HasSelf>(
-            &mut linker,
-            |s| s,
-        )
-        .map_err(engine_err)?;
+        crate::capabilities::state::add_to_linker(&mut linker).map_err(engine_err)?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
         {

@@ -3,7 +3,7 @@
 //! the handle of its destination, and recorded for the trace.
 
 use super::super::bindings::http::{Host, HostClient};
-use super::super::state::CallState;
+use super::super::state::{HttpCtx, View};
 use super::{ClientHandle, HttpError, Request, Response};
 use serde::Serialize;
 use std::time::Instant;
@@ -34,14 +34,14 @@ pub struct HttpExchange {
     pub micros: u64,
 }
 
-impl Host for CallState {
+impl Host for View<'_, HttpCtx> {
     fn connect(&mut self) -> wasmtime::Result<Result<Resource<ClientHandle>, HttpError>> {
-        if self.caps.http.is_none() {
+        if self.ctx.http.is_none() {
             return Ok(Err(HttpError::Denied(
                 "this session holds no HTTP capability for this connector".to_string(),
             )));
         }
-        match self.push_handle(ClientHandle { destination: None })? {
+        match self.handles.push(ClientHandle { destination: None })? {
             Some(handle) => Ok(Ok(handle)),
             None => Ok(Err(HttpError::Denied(format!(
                 "at most {} handles per call",
@@ -54,19 +54,19 @@ impl Host for CallState {
         &mut self,
         destination: String,
     ) -> wasmtime::Result<Result<Resource<ClientHandle>, HttpError>> {
-        if !self.routes.names_destination(Some(&destination)) {
-            let (shown, _) = self.caps.scrub_and_cut(&destination, 64, false);
+        if !self.ctx.routes.names_destination(Some(&destination)) {
+            let (shown, _) = self.ctx.scrub_and_cut(&destination, 64, false);
             return Ok(Err(HttpError::Denied(format!(
                 "tool `{}` declares no route to destination `{shown}`",
-                self.tool
+                self.ctx.tool
             ))));
         }
-        if !self.caps.destinations.contains_key(&destination) {
+        if !self.ctx.destinations.contains_key(&destination) {
             return Ok(Err(HttpError::Denied(format!(
                 "this session holds no HTTP capability for destination `{destination}` (not configured, or the connector it names is not live)"
             ))));
         }
-        match self.push_handle(ClientHandle {
+        match self.handles.push(ClientHandle {
             destination: Some(destination),
         })? {
             Some(handle) => Ok(Ok(handle)),
@@ -78,16 +78,16 @@ impl Host for CallState {
     }
 }
 
-impl HostClient for CallState {
+impl HostClient for View<'_, HttpCtx> {
     async fn send(
         &mut self,
         handle: Resource<ClientHandle>,
         req: Request,
     ) -> wasmtime::Result<Result<Response, HttpError>> {
-        let destination = self.table.get(&handle)?.destination.clone();
+        let destination = self.handles.get(&handle)?.destination.clone();
         let http = match &destination {
-            None => self.caps.http.clone(),
-            Some(d) => self.caps.destinations.get(d).cloned(),
+            None => self.ctx.http.clone(),
+            Some(d) => self.ctx.destinations.get(d).cloned(),
         };
         let Some(http) = http else {
             return Ok(Err(HttpError::Denied(
@@ -100,20 +100,23 @@ impl HostClient for CallState {
             req.path.clone(),
         );
         // Matched once: the same match decides and is traced.
-        let matched = self.routes.find(destination.as_deref(), req.method, &path);
+        let matched = self
+            .ctx
+            .routes
+            .find(destination.as_deref(), req.method, &path);
         let route = matched.as_ref().map(|m| m.route.clone());
         let request_bytes = req.body.as_ref().map_or(0, |b| b.len() as u64);
         let result = http
             .send_matched(
                 req,
-                &self.tool,
-                &self.routes,
+                &self.ctx.tool,
+                &self.ctx.routes,
                 destination.as_deref(),
                 matched.as_ref(),
-                self.caps.graphql_mutations,
+                self.ctx.graphql_mutations,
             )
             .await;
-        self.http_log.push(HttpExchange {
+        self.ctx.exchanges.push(HttpExchange {
             destination,
             method,
             path: http.scrub_text(&path),
@@ -128,7 +131,19 @@ impl HostClient for CallState {
     }
 
     fn drop(&mut self, handle: Resource<ClientHandle>) -> wasmtime::Result<()> {
-        self.drop_handle(handle)?;
+        self.handles.drop(handle)?;
         Ok(())
+    }
+}
+
+impl HttpCtx {
+    /// Text cut and scrubbed of the secrets this call's clients inject.
+    fn scrub_and_cut(&self, text: &str, cap: usize, already_cut: bool) -> (String, u64) {
+        crate::capabilities::Capabilities {
+            http: self.http.clone(),
+            destinations: self.destinations.clone(),
+            ..Default::default()
+        }
+        .scrub_and_cut(text, cap, already_cut)
     }
 }
