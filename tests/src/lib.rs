@@ -203,6 +203,63 @@ fn provision_mcp_client() -> Result<String, String> {
     Ok(python.display().to_string())
 }
 
+/// The MCP Inspector's command line (`@modelcontextprotocol/inspector`, the
+/// official client the MCP project ships): the script named by
+/// `$SCOUT_TEST_MCP_INSPECTOR`, or else the version pinned here installed
+/// once with the machine's `npm` under the cargo target directory
+/// (`mcp-inspector`), as [`python`] provisions the Python client.
+pub fn mcp_inspector() -> String {
+    if let Ok(inspector) = std::env::var("SCOUT_TEST_MCP_INSPECTOR") {
+        return inspector;
+    }
+    static PROVISIONED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PROVISIONED
+        .get_or_init(|| provision_mcp_inspector().unwrap_or_else(|e| panic!("{e}")))
+        .clone()
+}
+
+/// The Inspector version the tests install.
+pub const MCP_INSPECTOR: &str = "@modelcontextprotocol/inspector@2.12.0";
+
+fn provision_mcp_inspector() -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let target = exe
+        .ancestors()
+        .find(|p| p.join("CACHEDIR.TAG").is_file())
+        .ok_or("the test binary is not inside a cargo target directory")?;
+    let dir = target.join("mcp-inspector");
+    let cli = dir.join("node_modules/.bin/mcp-inspector");
+    let stamp = dir.join("version");
+    let lock = std::fs::File::create(target.join("mcp-inspector.lock"))
+        .map_err(|e| format!("the inspector lock: {e}"))?;
+    lock.lock()
+        .map_err(|e| format!("the inspector lock: {e}"))?;
+    if cli.is_file() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(MCP_INSPECTOR) {
+        return Ok(cli.display().to_string());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let out = std::process::Command::new("npm")
+        .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
+        .arg(&dir)
+        .arg(MCP_INSPECTOR)
+        .output()
+        .map_err(|e| {
+            format!(
+                "npm: cannot start ({e}); install Node.js and npm, or set SCOUT_TEST_MCP_INSPECTOR"
+            )
+        })?;
+    if !out.status.success() || !cli.is_file() {
+        return Err(format!(
+            "npm install {MCP_INSPECTOR} failed ({}); set SCOUT_TEST_MCP_INSPECTOR to its `mcp-inspector` instead\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    std::fs::write(&stamp, MCP_INSPECTOR).map_err(|e| format!("{}: {e}", stamp.display()))?;
+    Ok(cli.display().to_string())
+}
+
 /// A running `scout-host serve`, killed when dropped.
 pub struct ServeProcess {
     child: std::process::Child,

@@ -1,7 +1,9 @@
 //! The real `scout-host serve` binary, driven by the official Python MCP
 //! client (`tests/mcp_client/story.py`, in the environment
 //! `scout_tests::python` provisions): two roles, their tool lists, a read, a gated write refused,
-//! approved through the API and through elicitation, and the trace.
+//! approved through the API and through elicitation, and the trace; and
+//! the MCP Inspector's command line (`scout_tests::mcp_inspector`) against
+//! one session.
 
 use scout_tests::fake_github::FakeGitHub;
 use scout_tests::{ServeProcess, python};
@@ -162,5 +164,157 @@ async fn the_official_python_client_tells_the_whole_story() {
     );
     assert!(github.requests().len() > before_stdio);
     drop(serve);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs the MCP Inspector's command line against `url`; its JSON answer.
+fn inspector(url: &str, token: &str, args: &[&str]) -> serde_json::Value {
+    let output = Command::new(scout_tests::mcp_inspector())
+        .arg("--cli")
+        .arg(url)
+        .args(["--transport", "http", "--header"])
+        .arg(format!("Authorization: Bearer {token}"))
+        .args(args)
+        .env(
+            "MCP_CATALOG_PATH",
+            std::env::temp_dir().join(format!("scout-inspector-{}.json", std::process::id())),
+        )
+        .output()
+        .expect("run the MCP Inspector");
+    let out = String::from_utf8_lossy(&output.stdout);
+    // A tool result with `isError` is printed, and the exit status says so.
+    let tool_error = String::from_utf8_lossy(&output.stderr).contains("\"tool_is_error\"");
+    assert!(
+        output.status.success() || tool_error,
+        "the MCP Inspector failed ({:?}):\n{out}\n{}",
+        args,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("the Inspector's answer is not JSON ({e}): {out}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_inspector_cli_lists_and_calls_the_tools_of_a_session() {
+    let github = FakeGitHub::start(GITHUB_TOKEN).await;
+    let dir = std::env::temp_dir().join(format!("scout-serve-inspector-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("serve.toml");
+    // Tools are offered without an operator's review here (the story
+    // covers review); a top-level key goes before the connector's table.
+    std::fs::write(
+        &config,
+        format!(
+            "require_review = false\n{}",
+            scout_tests::serve_config_for_github(&github.origin())
+        ),
+    )
+    .unwrap();
+    let serve = ServeProcess::start(ServeProcess::command(
+        env!("CARGO_BIN_EXE_scout-host"),
+        &config,
+        ADMIN_TOKEN,
+        &"5d".repeat(32),
+    ));
+    let http = reqwest::Client::new();
+    let admin = |method: reqwest::Method, path: &str, body: serde_json::Value| {
+        http.request(method, format!("{}{path}", serve.base))
+            .bearer_auth(ADMIN_TOKEN)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+    };
+    let stored = admin(
+        reqwest::Method::PUT,
+        "/v1/brands/acme/connections/github",
+        serde_json::json!({"secret": GITHUB_TOKEN}),
+    )
+    .await
+    .unwrap();
+    assert!(stored.status().is_success(), "{:?}", stored.text().await);
+    let view: serde_json::Value = serde_json::from_str(
+        &admin(
+            reqwest::Method::POST,
+            "/v1/sessions",
+            serde_json::json!({"brand": "acme", "role": "person-chat"}),
+        )
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap(),
+    )
+    .unwrap();
+    let (url, token) = (
+        view["mcp"]["github"].as_str().unwrap().to_string(),
+        view["token"].as_str().unwrap().to_string(),
+    );
+
+    let listed = {
+        let (url, token) = (url.clone(), token.clone());
+        tokio::task::spawn_blocking(move || inspector(&url, &token, &["--method", "tools/list"]))
+            .await
+            .unwrap()
+    };
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names.len(), 11, "{listed}");
+    assert!(names.contains(&"github_read_file"), "{listed}");
+
+    let read = {
+        let (url, token) = (url.clone(), token.clone());
+        tokio::task::spawn_blocking(move || {
+            inspector(
+                &url,
+                &token,
+                &[
+                    "--method",
+                    "tools/call",
+                    "--tool-name",
+                    "github_read_file",
+                    "--tool-arg",
+                    "owner=octo",
+                    "repo=hello",
+                    "path=README.md",
+                ],
+            )
+        })
+        .await
+        .unwrap()
+    };
+    assert_eq!(read["isError"], false, "{read}");
+    assert_eq!(read["structuredContent"]["text"], "# Hello\n", "{read}");
+
+    // Writes are off in this deployment: the write refuses as a tool result.
+    let refused = tokio::task::spawn_blocking(move || {
+        inspector(
+            &url,
+            &token,
+            &[
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "github_create_branch",
+                "--tool-arg",
+                "owner=octo",
+                "repo=hello",
+                "branch=scout/inspector",
+            ],
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(
+        github
+            .branch_sha("octo", "hello", "scout/inspector")
+            .is_none(),
+        "nothing was written"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
