@@ -1189,26 +1189,27 @@ async fn each_rule_a_call_meets_is_named_in_the_trace_and_told_to_the_agent() {
         CallRequest::new("github_create_branch", &args),
         &w.caps,
     );
-    let second = w.boundary.call(
-        &s,
-        &w.component,
-        CallRequest::new("github_create_branch", &args).while_present(gone.clone()),
-        &w.caps,
-    );
-    let leave = async {
-        // Once the request is filed (both calls wait on it), the second
-        // caller leaves.
-        for _ in 0..200 {
+    let second = async {
+        // Once the first call's request is filed, the second joins it, and
+        // its caller is gone (whenever it looks, it finds it gone).
+        for _ in 0..400 {
             if w.boundary.store().pending(&s.id).unwrap().len() == 1 {
-                tokio::time::sleep(Duration::from_millis(50)).await;
                 gone.cancel();
-                return;
+                return w
+                    .boundary
+                    .call(
+                        &s,
+                        &w.component,
+                        CallRequest::new("github_create_branch", &args).while_present(gone.clone()),
+                        &w.caps,
+                    )
+                    .await;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         panic!("no approval was asked for");
     };
-    let (first, second, ()) = tokio::join!(first, second, leave);
+    let (first, second) = tokio::join!(first, second);
     let second = second.unwrap_err();
     assert_eq!(second.rule, Rule::CallerGone);
     assert_eq!(second.to_string(), Rule::ApprovalWithdrawn.safe_reason());
