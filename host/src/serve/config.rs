@@ -12,7 +12,7 @@
 //!
 //! [connectors.writer.folders.project]       # the guest opens it as `project`
 //! root = "/data/{brand}/project"            # absolute; `{brand}` is the session's brand
-//! writable = true                           # default false; see `crate::serve::session_caps`
+//! writable = true                           # default false; see `crate::session::holdings`
 //! ```
 //!
 //! Specialists and the goal agent spend what their grant allows, never the
@@ -56,6 +56,8 @@
 //! ```
 
 use crate::capabilities::http::CredentialScheme;
+use crate::session::holdings::safe_segment;
+pub use crate::session::holdings::{FolderConfig, PersonAllowance};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -293,127 +295,6 @@ impl OriginConfig {
                 "`credential = {c:?}` must be \"none\" or \"connector\""
             )),
         }
-    }
-}
-
-/// An operator's allowance for person chat: a pair of credit figures or a
-/// pair of dollar figures, as a grant's (`policy::Allowance`) and converted
-/// by the same `metered`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PersonAllowance {
-    #[serde(default)]
-    pub per_run_credits: Option<u64>,
-    #[serde(default)]
-    pub per_day_credits: Option<u64>,
-    #[serde(default)]
-    pub per_run_usd: Option<f64>,
-    #[serde(default)]
-    pub per_day_usd: Option<f64>,
-}
-
-impl PersonAllowance {
-    /// The grant-side allowance it states, checked as a meter would count it
-    /// (per-run above zero, at most per-day).
-    pub fn allowance(&self) -> Result<crate::policy::Allowance, String> {
-        use crate::policy::Allowance;
-        let allowance = match (
-            self.per_run_credits,
-            self.per_day_credits,
-            self.per_run_usd,
-            self.per_day_usd,
-        ) {
-            (Some(per_run_credits), Some(per_day_credits), None, None) => Allowance::Credits {
-                per_run_credits,
-                per_day_credits,
-            },
-            (None, None, Some(per_run_usd), Some(per_day_usd)) => Allowance::Usd {
-                per_run_usd,
-                per_day_usd,
-            },
-            _ => return Err(
-                "give either per_run_credits and per_day_credits, or per_run_usd and per_day_usd"
-                    .into(),
-            ),
-        };
-        let metered = allowance.metered().map_err(|e| e.to_string())?;
-        metered.validate().map_err(|e| e.to_string())?;
-        Ok(allowance)
-    }
-}
-
-/// One folder a connector's `folder` handle may open.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FolderConfig {
-    /// Absolute path of its root; `{brand}` stands for the session's brand
-    /// (which must then be a safe path segment). Created, 0700, if missing.
-    pub root: String,
-    /// Whether it may be written at all; a session writes only if its role
-    /// may also write the project folder.
-    #[serde(default)]
-    pub writable: bool,
-}
-
-/// The placeholder a folder root may carry.
-pub(crate) const BRAND_PLACEHOLDER: &str = "{brand}";
-
-impl FolderConfig {
-    /// Whether the root depends on the brand.
-    pub(crate) fn per_brand(&self) -> bool {
-        self.root.contains(BRAND_PLACEHOLDER)
-    }
-
-    /// The root for `brand`, or why `brand` cannot name a folder.
-    pub(crate) fn root_for(&self, brand: &str) -> Result<PathBuf, String> {
-        if self.per_brand() {
-            safe_segment(brand)?;
-        }
-        Ok(PathBuf::from(self.root.replace(BRAND_PLACEHOLDER, brand)))
-    }
-
-    fn check(&self) -> Result<(), String> {
-        let rest = self.root.replace(BRAND_PLACEHOLDER, "");
-        if rest.contains('{') || rest.contains('}') {
-            return Err(format!(
-                "`{}`: the only placeholder is {BRAND_PLACEHOLDER}",
-                self.root
-            ));
-        }
-        let path = Path::new(&self.root);
-        if !path.is_absolute() {
-            return Err(format!("`{}` must be an absolute path", self.root));
-        }
-        if path
-            .components()
-            .any(|c| matches!(c, std::path::Component::ParentDir))
-        {
-            return Err(format!("`{}` may not contain `..`", self.root));
-        }
-        if self.root.contains('\0') {
-            return Err("a root may not contain NUL".into());
-        }
-        Ok(())
-    }
-}
-
-/// Refuses what cannot be one path segment: 1 to 64 ASCII letters, digits,
-/// `-`, `_` and `.`, starting with a letter or digit (so never `.`, `..`,
-/// a hidden name, a separator or an absolute path).
-pub(crate) fn safe_segment(text: &str) -> Result<(), String> {
-    let ok = !text.is_empty()
-        && text.len() <= 64
-        && text.as_bytes()[0].is_ascii_alphanumeric()
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "`{}` cannot name a folder: it must be 1 to 64 of A-Z, a-z, 0-9, `-`, `_`, `.`, starting with a letter or digit",
-            text.escape_debug()
-        ))
     }
 }
 

@@ -14,7 +14,6 @@ pub mod admin;
 pub mod agent_config;
 pub mod config;
 pub mod mcp;
-pub mod session_caps;
 mod stateless;
 
 use crate::boundary::{
@@ -25,6 +24,7 @@ use crate::capabilities::http::HttpCapability;
 use crate::credentials::{ResolutionCache, Resolver, ResolverConfig, process_env, to_http_config};
 use crate::policy::{self, BrandFacts, Catalog, Profile, Role, Route, SessionInput, Switches};
 use crate::runtime::{LoadedComponent, Runtime, RuntimeConfig, default_cache_dir};
+use crate::session::holdings::{Holdings, HoldingsConfig};
 use crate::store::{ProfileKind, SqliteStore, Store};
 pub use config::{ConfigFileError, ConnectorConfig, ServeConfig};
 use parking_lot::{Mutex, RwLock};
@@ -121,8 +121,6 @@ pub struct LiveSession {
     cancel: CancellationToken,
     expires: std::time::Instant,
     expires_at_ms: i64,
-    /// Its meters and folders (see [`session_caps`]).
-    caps: Arc<session_caps::SessionCaps>,
 }
 
 impl LiveSession {
@@ -557,17 +555,18 @@ impl ServeHost {
                 .collect();
             allowlist.retain(|name| !name.starts_with(&prefix) || offered.contains(name));
         }
-        let caps = session_caps::SessionCaps::decide(
+        let holdings = Holdings::decide(
             &id,
             brand,
             role,
             profile.as_ref(),
             &allowlist,
             &served,
-            &self.config,
+            &|name| self.config.connectors.get(name).map(holdings_config),
             &self.catalog,
         )
         .map_err(HostError::BadRequest)?;
+        session.hold(holdings);
         let connectors: Vec<String> = served.iter().map(|c| c.name().to_string()).collect();
         let left_out = self.left_out(brand, role, &connectors);
         let cancel = CancellationToken::new();
@@ -586,7 +585,6 @@ impl ServeHost {
             expires_at_ms: (std::time::SystemTime::now() + ttl)
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as i64),
-            caps: Arc::new(caps),
         };
         let live = Arc::new_cyclic(|weak| {
             for connector in &connectors {
@@ -835,7 +833,9 @@ impl ServeHost {
         };
         self.boundary.revoke_session(&live.session);
         // One session is one run: its meters end with it.
-        live.caps.end();
+        if let Some(holdings) = live.session.holdings() {
+            holdings.end();
+        }
         // A call waiting for a person sees the revocation at its next look
         // (20 ms) and answers with a refusal; the streams close after that.
         match tokio::runtime::Handle::try_current() {
@@ -895,7 +895,7 @@ impl ServeHost {
     /// The handles for one call: the HTTP client bound to the connector's
     /// origin with the brand's credential as it resolves now; the session's
     /// run meter and folders, where the component imports them and the
-    /// session holds them ([`session_caps`]). No credential, no handle at
+    /// session holds them ([`crate::session::holdings`]). No credential, no handle at
     /// all: the boundary denies the call before it runs.
     fn capabilities(
         &self,
@@ -953,10 +953,17 @@ impl ServeHost {
         }
         // The run starts at the first call the boundary allows: this one.
         if component.imports_interface("meter") {
-            caps.meter = live.caps.meter(&self.store, connector);
+            caps.meter = live
+                .session
+                .holdings()
+                .and_then(|h| h.meter(&self.store, connector));
         }
         if component.imports_interface("folder") {
-            caps.folders = live.caps.folders(connector, settings);
+            caps.folders = live
+                .session
+                .holdings()
+                .map(|h| h.folders(connector, holdings_config(settings)))
+                .unwrap_or_default();
         }
         caps.graphql_mutations = call.may_mutate();
         caps
@@ -970,9 +977,13 @@ impl ServeHost {
     }
 
     /// Whether session `id` holds the configured folders, and may write
-    /// them (the rule of [`session_caps`]), if it is open.
+    /// them (the rule of [`crate::session::holdings`]), if it is open.
     pub fn folder_rights(&self, id: &str) -> Option<(bool, bool)> {
-        self.session(id).map(|live| live.caps.folder_rights())
+        self.session(id).map(|live| {
+            live.session
+                .holdings()
+                .map_or((false, false), |h| h.folder_rights())
+        })
     }
 
     /// The HTTP client bound to the connector's origin with the brand's
@@ -1139,6 +1150,14 @@ impl ServeHost {
             .servers()
             .filter_map(|s| set.get(s).map(|c| (s.to_string(), c.source().clone())))
             .collect())
+    }
+}
+
+/// What a connector's configuration says of a session's holdings.
+fn holdings_config(settings: &ConnectorConfig) -> HoldingsConfig<'_> {
+    HoldingsConfig {
+        folders: &settings.folders,
+        person_allowance: settings.person_allowance.as_ref(),
     }
 }
 

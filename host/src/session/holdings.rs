@@ -30,7 +30,6 @@
 //! them when the configuration says `writable`. A `{brand}` root needs a brand that is a safe path
 //! segment, or the session does not open.
 
-use super::config::{ConnectorConfig, ServeConfig, safe_segment};
 use crate::capabilities::bindings::meter::MeterError;
 use crate::capabilities::folder::FolderCapability;
 use crate::capabilities::meter::{AllowanceError, RunMeter};
@@ -38,7 +37,9 @@ use crate::policy::{self, Catalog, Profile, Role};
 use crate::runtime::LoadedComponent;
 use crate::store::Store;
 use parking_lot::Mutex;
+use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -47,8 +48,17 @@ const PROJECT_READ: &str = "mcp__project__project_read";
 /// ... and write them.
 const PROJECT_WRITE: &str = "mcp__project__project_write";
 
+/// What the operator configured for one connector's holdings in a session.
+#[derive(Clone, Copy)]
+pub struct HoldingsConfig<'a> {
+    /// Its folders, by name.
+    pub folders: &'a BTreeMap<String, FolderConfig>,
+    /// Person chat's allowance for it, if it bills.
+    pub person_allowance: Option<&'a PersonAllowance>,
+}
+
 /// One session's meters and folders.
-pub struct SessionCaps {
+pub struct Holdings {
     session: String,
     brand: String,
     /// The allowance per connector this session may spend under.
@@ -60,31 +70,31 @@ pub struct SessionCaps {
     ended: AtomicBool,
 }
 
-impl SessionCaps {
+impl Holdings {
     /// Decides what a session of `role` may hold. `allowlist` is the
     /// session's whole allowlist; `served` the connectors it is served.
     /// Refuses a brand that cannot name a per-brand folder it would hold.
     #[allow(clippy::too_many_arguments)]
-    pub fn decide(
+    pub fn decide<'c>(
         session: &str,
         brand: &str,
         role: Role,
         profile: Option<&Profile>,
         allowlist: &[String],
         served: &[&LoadedComponent],
-        config: &ServeConfig,
+        config: &dyn Fn(&str) -> Option<HoldingsConfig<'c>>,
         catalog: &Catalog,
-    ) -> Result<SessionCaps, String> {
+    ) -> Result<Holdings, String> {
         let read_folders = allowlist.iter().any(|t| t == PROJECT_READ);
         let write_folders = read_folders && allowlist.iter().any(|t| t == PROJECT_WRITE);
         let mut allowances = BTreeMap::new();
         for component in served {
             let name = component.name();
-            let Some(settings) = config.connectors.get(name) else {
+            let Some(settings) = config(name) else {
                 continue;
             };
             if read_folders && component.imports_interface("folder") {
-                for (folder, f) in &settings.folders {
+                for (folder, f) in settings.folders {
                     if f.per_brand() {
                         safe_segment(brand).map_err(|e| {
                             format!("connector `{name}`, folder `{folder}`: brand {e}")
@@ -95,7 +105,7 @@ impl SessionCaps {
             if !component.imports_interface("meter") {
                 continue;
             }
-            if let Some(allowance) = allowance_for(role, profile, name, settings) {
+            if let Some(allowance) = allowance_for(role, profile, name, &settings) {
                 let billing = catalog.connector(name).and_then(|c| c.billing);
                 if billing.is_some_and(|unit| unit != allowance.unit()) {
                     // Validation keeps grants in the connector's unit; a
@@ -109,7 +119,7 @@ impl SessionCaps {
                 allowances.insert(name.to_string(), allowance);
             }
         }
-        Ok(SessionCaps {
+        Ok(Holdings {
             session: session.to_string(),
             brand: brand.to_string(),
             allowances,
@@ -187,7 +197,7 @@ impl SessionCaps {
     pub fn folders(
         &self,
         connector: &str,
-        settings: &ConnectorConfig,
+        settings: HoldingsConfig<'_>,
     ) -> Vec<Arc<FolderCapability>> {
         if !self.read_folders || settings.folders.is_empty() {
             return Vec::new();
@@ -206,7 +216,7 @@ impl SessionCaps {
             Some(policy::Platform::Writer | policy::Platform::Seo)
         );
         let mut open = Vec::new();
-        for (name, f) in &settings.folders {
+        for (name, f) in settings.folders {
             match open_folder(
                 name,
                 &self.brand,
@@ -236,7 +246,7 @@ impl SessionCaps {
     }
 }
 
-impl Drop for SessionCaps {
+impl Drop for Holdings {
     fn drop(&mut self) {
         self.end();
     }
@@ -247,7 +257,7 @@ fn allowance_for(
     role: Role,
     profile: Option<&Profile>,
     connector: &str,
-    settings: &ConnectorConfig,
+    settings: &HoldingsConfig<'_>,
 ) -> Option<policy::Allowance> {
     match role {
         Role::SpecialistRun { .. } | Role::GoalAgentStep => {
@@ -257,10 +267,7 @@ fn allowance_for(
                 .then(|| grant.allowances.get(connector).copied())
                 .flatten()
         }
-        Role::PersonChat => settings
-            .person_allowance
-            .as_ref()
-            .and_then(|a| a.allowance().ok()),
+        Role::PersonChat => settings.person_allowance.and_then(|a| a.allowance().ok()),
         // A plain coworker has no grant; an inbound turn, a reviewer and a
         // read-only route spend nothing.
         _ => None,
@@ -270,7 +277,7 @@ fn allowance_for(
 fn open_folder(
     name: &str,
     brand: &str,
-    f: &super::config::FolderConfig,
+    f: &FolderConfig,
     writable: bool,
 ) -> Result<Arc<FolderCapability>, String> {
     let root = f.root_for(brand)?;
@@ -285,4 +292,125 @@ fn open_folder(
     }
     FolderCapability::open(name, &root, writable)
         .map_err(|e| format!("cannot open {}: {e}", root.display()))
+}
+
+/// An operator's allowance for person chat: a pair of credit figures or a
+/// pair of dollar figures, as a grant's (`policy::Allowance`) and converted
+/// by the same `metered`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PersonAllowance {
+    #[serde(default)]
+    pub per_run_credits: Option<u64>,
+    #[serde(default)]
+    pub per_day_credits: Option<u64>,
+    #[serde(default)]
+    pub per_run_usd: Option<f64>,
+    #[serde(default)]
+    pub per_day_usd: Option<f64>,
+}
+
+impl PersonAllowance {
+    /// The grant-side allowance it states, checked as a meter would count it
+    /// (per-run above zero, at most per-day).
+    pub fn allowance(&self) -> Result<crate::policy::Allowance, String> {
+        use crate::policy::Allowance;
+        let allowance = match (
+            self.per_run_credits,
+            self.per_day_credits,
+            self.per_run_usd,
+            self.per_day_usd,
+        ) {
+            (Some(per_run_credits), Some(per_day_credits), None, None) => Allowance::Credits {
+                per_run_credits,
+                per_day_credits,
+            },
+            (None, None, Some(per_run_usd), Some(per_day_usd)) => Allowance::Usd {
+                per_run_usd,
+                per_day_usd,
+            },
+            _ => return Err(
+                "give either per_run_credits and per_day_credits, or per_run_usd and per_day_usd"
+                    .into(),
+            ),
+        };
+        let metered = allowance.metered().map_err(|e| e.to_string())?;
+        metered.validate().map_err(|e| e.to_string())?;
+        Ok(allowance)
+    }
+}
+
+/// One folder a connector's `folder` handle may open.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FolderConfig {
+    /// Absolute path of its root; `{brand}` stands for the session's brand
+    /// (which must then be a safe path segment). Created, 0700, if missing.
+    pub root: String,
+    /// Whether it may be written at all; a session writes only if its role
+    /// may also write the project folder.
+    #[serde(default)]
+    pub writable: bool,
+}
+
+/// The placeholder a folder root may carry.
+pub(crate) const BRAND_PLACEHOLDER: &str = "{brand}";
+
+impl FolderConfig {
+    /// Whether the root depends on the brand.
+    pub(crate) fn per_brand(&self) -> bool {
+        self.root.contains(BRAND_PLACEHOLDER)
+    }
+
+    /// The root for `brand`, or why `brand` cannot name a folder.
+    pub(crate) fn root_for(&self, brand: &str) -> Result<PathBuf, String> {
+        if self.per_brand() {
+            safe_segment(brand)?;
+        }
+        Ok(PathBuf::from(self.root.replace(BRAND_PLACEHOLDER, brand)))
+    }
+
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let rest = self.root.replace(BRAND_PLACEHOLDER, "");
+        if rest.contains('{') || rest.contains('}') {
+            return Err(format!(
+                "`{}`: the only placeholder is {BRAND_PLACEHOLDER}",
+                self.root
+            ));
+        }
+        let path = Path::new(&self.root);
+        if !path.is_absolute() {
+            return Err(format!("`{}` must be an absolute path", self.root));
+        }
+        if path
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
+            return Err(format!("`{}` may not contain `..`", self.root));
+        }
+        if self.root.contains('\0') {
+            return Err("a root may not contain NUL".into());
+        }
+        Ok(())
+    }
+}
+
+/// Refuses what cannot be one path segment: 1 to 64 ASCII letters, digits,
+/// `-`, `_` and `.`, starting with a letter or digit (so never `.`, `..`,
+/// a hidden name, a separator or an absolute path).
+pub(crate) fn safe_segment(text: &str) -> Result<(), String> {
+    let ok = !text.is_empty()
+        && text.len() <= 64
+        && text.as_bytes()[0].is_ascii_alphanumeric()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{}` cannot name a folder: it must be 1 to 64 of A-Z, a-z, 0-9, `-`, `_`, `.`, starting with a letter or digit",
+            text.escape_debug()
+        ))
+    }
 }

@@ -1,5 +1,7 @@
-//! One session's policy state, in one place, and the surface it is offered
-//! computed once per revision.
+//! One session's state, in one place: its policy state (identity, brand
+//! facts, role and profile or grant, revocations and withdrawals), what it
+//! holds ([`holdings`]: its meters and folders), and the surface it is
+//! offered, computed once per revision.
 //!
 //! A session is opened for a brand and a role (with its profile or grant);
 //! from then on only two things change what it may do: a revocation or
@@ -12,6 +14,8 @@
 //! call, so nothing recomputes the policy per request, and a change is
 //! seen by the next request because it bumps the revision before it is
 //! acknowledged.
+
+pub mod holdings;
 
 use crate::policy::{Removal, SessionInput, Surface};
 use parking_lot::Mutex;
@@ -57,6 +61,8 @@ pub struct Session {
     pub(crate) removed: OnceLock<BTreeMap<String, Removal>>,
     /// The surface at the last revision it was asked for.
     offered: Mutex<Option<Arc<Offered>>>,
+    /// Its meters and folders, once decided ([`holdings`]).
+    holdings: OnceLock<holdings::Holdings>,
 }
 
 impl Session {
@@ -72,7 +78,18 @@ impl Session {
             withdrawn: Mutex::new(BTreeSet::new()),
             removed: OnceLock::new(),
             offered: Mutex::new(None),
+            holdings: OnceLock::new(),
         }
+    }
+
+    /// Gives the session the meters and folders decided for it; once.
+    pub(crate) fn hold(&self, holdings: holdings::Holdings) {
+        let _ = self.holdings.set(holdings);
+    }
+
+    /// Its meters and folders, if it holds any.
+    pub fn holdings(&self) -> Option<&holdings::Holdings> {
+        self.holdings.get()
     }
 
     /// The policy input it was opened with.
