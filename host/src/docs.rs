@@ -138,7 +138,7 @@ fn gate_note(gate: &Gate) -> String {
                 .to_string()
         }
         Gate::ReadsRunMutationsGated { .. } => " — reads run; mutations are gated".to_string(),
-        Gate::Refuses(r) => format!(" — {}", r.reason()),
+        Gate::Refuses(r) => format!(" — {}", r.refusal_reason()),
     }
 }
 

@@ -580,7 +580,7 @@ impl Boundary {
                     mutation = true;
                     (true, Pass::Open)
                 }
-                MutationGate::Refuses(r) => return Err(trace.deny(r.rule()).await),
+                MutationGate::Refuses(r) => return Err(trace.deny(*r).await),
             },
             (Gate::Allowance { .. }, _) => (false, Pass::Allowance),
             _ => match asks_person(&gate) {
@@ -607,10 +607,7 @@ impl Boundary {
             match self.check(session, connector, &trace.name) {
                 Err(rule) => return Err(trace.deny(rule).await),
                 Ok(now) if mutation && now.refusal().is_some() => {
-                    let rule = now
-                        .refusal()
-                        .map(|r| r.rule())
-                        .unwrap_or(Rule::ApprovalRequired);
+                    let rule = now.refusal().unwrap_or(Rule::ApprovalRequired);
                     return Err(trace.deny(rule).await);
                 }
                 Ok(_) => {}
@@ -776,14 +773,14 @@ fn asks_person(gate: &Gate) -> Result<bool, Rule> {
     match gate {
         Gate::Open | Gate::Allowance { .. } => Ok(false),
         Gate::AsksPerson | Gate::Spend { .. } | Gate::ReadsRunMutationsGated { .. } => Ok(true),
-        Gate::Refuses(r) => Err(r.rule()),
+        Gate::Refuses(r) => Err(*r),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{AboveThreshold, Refusal};
+    use crate::policy::AboveThreshold;
 
     #[test]
     fn gates_not_built_in_detail_fail_closed() {
@@ -807,7 +804,7 @@ mod tests {
             "a mutation cannot slip through as a read"
         );
         assert_eq!(
-            asks_person(&Gate::Refuses(Refusal::NoApprovalChannel)),
+            asks_person(&Gate::Refuses(Rule::ApprovalRequired)),
             Err(Rule::ApprovalRequired)
         );
     }

@@ -5,44 +5,6 @@ use serde::Serialize;
 use super::Surface;
 use super::profile::Allowance;
 use super::rule::Rule;
-use super::switches::Switch;
-
-/// Why a registered tool refuses every call. These are the seed's "absent
-/// beats refusing" exceptions: the tool stays registered on purpose and
-/// refuses before any request leaves the host.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Refusal {
-    /// The call needs a person's approval and this session has no one to ask
-    /// (no approval channel, or `REQUIRE_WRITE_APPROVAL` off).
-    NoApprovalChannel,
-    /// The operator switch that lets the tool act is off.
-    SwitchOff(Switch),
-}
-
-impl Refusal {
-    /// The marker's reason, for the operator and the trace (it names only
-    /// tools that are offered, and no secret).
-    pub fn reason(&self) -> String {
-        match self {
-            Refusal::NoApprovalChannel => {
-                "registered on purpose; refuses every call because no one can approve it in this session".into()
-            }
-            Refusal::SwitchOff(s) => {
-                format!("registered on purpose; refuses every call while the operator switch {} is off", s.var())
-            }
-        }
-    }
-
-    /// What the agent is told when a call refuses.
-    pub fn rule(&self) -> Rule {
-        match self {
-            Refusal::NoApprovalChannel => Rule::ApprovalRequired,
-            // The role allows it; the operator's switch is what refuses.
-            Refusal::SwitchOff(s) => Rule::SwitchedOff(*s),
-        }
-    }
-}
 
 /// What happens above a billing connector's per-call threshold in person chat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -60,8 +22,8 @@ pub enum AboveThreshold {
 pub enum MutationGate {
     /// Each mutation asks a person.
     AsksPerson,
-    /// Every mutation refuses before any request.
-    Refuses(Refusal),
+    /// Every mutation refuses before any request, by this rule.
+    Refuses(Rule),
 }
 
 /// The gate applied to each call of an offered tool.
@@ -85,8 +47,10 @@ pub enum Gate {
     },
     /// The tool is also a read path: reads run, mutations follow `mutations`.
     ReadsRunMutationsGated { mutations: MutationGate },
-    /// Registered on purpose, and every call refuses before any request.
-    Refuses(Refusal),
+    /// Registered on purpose, and every call refuses before any request, by
+    /// this rule (the seed's "absent beats refusing" exceptions: a person's
+    /// approval no one can give here, or an operator switch that is off).
+    Refuses(Rule),
 }
 
 impl Gate {
@@ -97,7 +61,7 @@ impl Gate {
 
     /// The registered-but-refusing marker, if this gate is one: the whole
     /// tool refuses, or (Shopify Admin GraphQL) its mutations do.
-    pub fn refusal(&self) -> Option<Refusal> {
+    pub fn refusal(&self) -> Option<Rule> {
         match self {
             Gate::Refuses(r)
             | Gate::ReadsRunMutationsGated {
@@ -116,7 +80,7 @@ impl Gate {
 pub fn check_call(surface: &Surface, tool: &str) -> Result<Gate, Rule> {
     let offered = surface.get(tool).ok_or(Rule::NotOffered)?;
     match &offered.gate {
-        Gate::Refuses(r) => Err(r.rule()),
+        Gate::Refuses(r) => Err(*r),
         gate => Ok(gate.clone()),
     }
 }

@@ -63,7 +63,7 @@ pub use catalog::{
     BillingUnit, Catalog, ConnectorSpec, JointTool, OptInTools, Registers, ToolKind, WriteGate,
     WriteTool,
 };
-pub use gate::{AboveThreshold, Gate, MutationGate, Refusal, check_call};
+pub use gate::{AboveThreshold, Gate, MutationGate, check_call};
 pub use names::{Platform, Server};
 pub use presets::Preset;
 pub use profile::{
@@ -219,7 +219,7 @@ pub struct OfferedTool {
 
 impl OfferedTool {
     /// The registered-but-refusing marker, with its reason.
-    pub fn refusal(&self) -> Option<Refusal> {
+    pub fn refusal(&self) -> Option<Rule> {
         self.gate.refusal()
     }
 }
@@ -280,7 +280,7 @@ impl Surface {
     }
 
     /// The registered-but-refusing tools and why, sorted by name.
-    pub fn exceptions(&self) -> Vec<(&str, Refusal)> {
+    pub fn exceptions(&self) -> Vec<(&str, Rule)> {
         self.tools
             .values()
             .filter_map(|t| t.refusal().map(|r| (t.name.as_str(), r)))
@@ -458,7 +458,7 @@ impl Builder<'_> {
         } else if self.input.approval_channel {
             Gate::AsksPerson
         } else {
-            Gate::Refuses(Refusal::NoApprovalChannel)
+            Gate::Refuses(Rule::ApprovalRequired)
         };
         for t in STANDING_INSTRUCTION_TOOLS {
             self.platform(Platform::Memory, t, standing.clone());
@@ -533,15 +533,15 @@ impl Builder<'_> {
             let gate = match w.gate {
                 WriteGate::Open => Gate::Open,
                 WriteGate::Approval { needs: Some(s) } if !self.switches.is_on(s) => {
-                    Gate::Refuses(Refusal::SwitchOff(s))
+                    Gate::Refuses(Rule::SwitchedOff(s))
                 }
-                WriteGate::Approval { .. } if !asks => Gate::Refuses(Refusal::NoApprovalChannel),
+                WriteGate::Approval { .. } if !asks => Gate::Refuses(Rule::ApprovalRequired),
                 WriteGate::Approval { .. } => Gate::AsksPerson,
                 WriteGate::MutationsNeedApproval { needs } => Gate::ReadsRunMutationsGated {
                     mutations: if !self.switches.is_on(needs) {
-                        MutationGate::Refuses(Refusal::SwitchOff(needs))
+                        MutationGate::Refuses(Rule::SwitchedOff(needs))
                     } else if !asks {
-                        MutationGate::Refuses(Refusal::NoApprovalChannel)
+                        MutationGate::Refuses(Rule::ApprovalRequired)
                     } else {
                         MutationGate::AsksPerson
                     },

@@ -147,6 +147,22 @@ impl Rule {
         self.told() == Rule::NotOffered
     }
 
+    /// For a tool registered on purpose that refuses every call (a gate's
+    /// `Refuses`), why, for the operator: it names only offered tools and
+    /// no secret.
+    pub fn refusal_reason(&self) -> String {
+        match self {
+            Rule::SwitchedOff(s) => format!(
+                "registered on purpose; refuses every call while the operator switch {} is off",
+                s.var()
+            ),
+            Rule::ApprovalRequired => {
+                "registered on purpose; refuses every call because no one can approve it in this session".into()
+            }
+            other => format!("registered on purpose; refuses every call: {}", other.name()),
+        }
+    }
+
     /// The text the agent sees.
     pub fn safe_reason(&self) -> &'static str {
         match self.told() {
@@ -176,6 +192,13 @@ impl Rule {
             // `told` leaves only the rules above and this one.
             _ => "not offered: this session has no tool by that name",
         }
+    }
+}
+
+/// A rule in a surface or a gate is written as its name.
+impl serde::Serialize for Rule {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.name())
     }
 }
 

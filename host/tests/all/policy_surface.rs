@@ -6,8 +6,8 @@
 
 use scout_host::policy::{
     AboveThreshold, Allowance, BrandFacts, BrowserProvider, Catalog, Egress, Environment, Gate,
-    Grant, Harness, Limits, MutationGate, PolicyError, Preset, Profile, ProfileError, Refusal,
-    Role, Route, Rule, Server, SessionInput, Switch, Switches, check_call, presets, surface,
+    Grant, Harness, Limits, MutationGate, PolicyError, Preset, Profile, ProfileError, Role, Route,
+    Rule, Server, SessionInput, Switch, Switches, check_call, presets, surface,
 };
 
 // ---- literal name groups, from the seed ----
@@ -942,7 +942,7 @@ fn github_writes_register_and_refuse_without_the_switch_or_a_channel() {
     for w in GITHUB_WRITES {
         assert_eq!(
             gate(&off, w),
-            Gate::Refuses(Refusal::SwitchOff(Switch::GithubAllowWrites))
+            Gate::Refuses(Rule::SwitchedOff(Switch::GithubAllowWrites))
         );
         // The role allows the call; the switch refuses it, and says so.
         assert_eq!(
@@ -952,10 +952,7 @@ fn github_writes_register_and_refuse_without_the_switch_or_a_channel() {
     }
     let no_channel = person(&[("GITHUB_ALLOW_WRITES", "true")], false);
     for w in GITHUB_WRITES {
-        assert_eq!(
-            gate(&no_channel, w),
-            Gate::Refuses(Refusal::NoApprovalChannel)
-        );
+        assert_eq!(gate(&no_channel, w), Gate::Refuses(Rule::ApprovalRequired));
         assert_eq!(check_call(&no_channel, w), Err(Rule::ApprovalRequired));
     }
     let approvals_off = person(
@@ -967,7 +964,7 @@ fn github_writes_register_and_refuse_without_the_switch_or_a_channel() {
     );
     assert_eq!(
         gate(&approvals_off, GITHUB_WRITES[0]),
-        Gate::Refuses(Refusal::NoApprovalChannel)
+        Gate::Refuses(Rule::ApprovalRequired)
     );
     let on = person(&[("GITHUB_ALLOW_WRITES", "1")], true);
     for w in GITHUB_WRITES {
@@ -984,8 +981,8 @@ fn github_writes_register_and_refuse_without_the_switch_or_a_channel() {
         .collect();
     assert_eq!(marked.len(), 4);
     assert!(
-        Refusal::SwitchOff(Switch::GithubAllowWrites)
-            .reason()
+        Rule::SwitchedOff(Switch::GithubAllowWrites)
+            .refusal_reason()
             .contains("GITHUB_ALLOW_WRITES")
     );
 }
@@ -1003,10 +1000,7 @@ fn agentmail_sends_register_only_when_exactly_true_and_refuse_without_a_channel(
     assert_eq!(gate(&s, AGENTMAIL_DRAFT[0]), Gate::Open);
     let no_channel = person(&[("AGENTMAIL_ALLOW_SENDS", "true")], false);
     for t in AGENTMAIL_SENDS {
-        assert_eq!(
-            gate(&no_channel, t),
-            Gate::Refuses(Refusal::NoApprovalChannel)
-        );
+        assert_eq!(gate(&no_channel, t), Gate::Refuses(Rule::ApprovalRequired));
     }
 }
 
@@ -1016,7 +1010,7 @@ fn shopify_graphql_stays_the_read_path_and_gates_mutations() {
     assert_eq!(
         gate(&off, SHOPIFY_GRAPHQL[0]),
         Gate::ReadsRunMutationsGated {
-            mutations: MutationGate::Refuses(Refusal::SwitchOff(Switch::ShopifyAllowWrites))
+            mutations: MutationGate::Refuses(Rule::SwitchedOff(Switch::ShopifyAllowWrites))
         }
     );
     let on = person(&[("SHOPIFY_ALLOW_WRITES", "true")], true);
@@ -1037,7 +1031,7 @@ fn shopify_graphql_stays_the_read_path_and_gates_mutations() {
     assert_eq!(
         gate(&approvals_off, SHOPIFY_GRAPHQL[0]),
         Gate::ReadsRunMutationsGated {
-            mutations: MutationGate::Refuses(Refusal::NoApprovalChannel)
+            mutations: MutationGate::Refuses(Rule::ApprovalRequired)
         }
     );
     assert!(
@@ -1056,7 +1050,7 @@ fn sheets_writes_refuse_without_a_channel_and_cloudflare_execute_is_absent_when_
     assert_eq!(gate(&with, CLOUDFLARE_EXECUTE[0]), Gate::AsksPerson);
     let without = person(&[], false);
     for t in SHEETS_WRITES {
-        assert_eq!(gate(&without, t), Gate::Refuses(Refusal::NoApprovalChannel));
+        assert_eq!(gate(&without, t), Gate::Refuses(Rule::ApprovalRequired));
     }
     assert!(!without.contains(CLOUDFLARE_EXECUTE[0]));
     let approvals_off = person(&[("REQUIRE_WRITE_APPROVAL", "0")], true);
@@ -1695,7 +1689,7 @@ fn a_catalogue_built_from_component_tool_lists() {
     assert_eq!(gate(&s, "mcp__acme__acme_write"), Gate::AsksPerson);
     assert_eq!(
         gate(&s, "mcp__github__github_comment"),
-        Gate::Refuses(Refusal::SwitchOff(Switch::GithubAllowWrites))
+        Gate::Refuses(Rule::SwitchedOff(Switch::GithubAllowWrites))
     );
     // A connector the read table does not list cannot be granted.
     let mut p = profile(&["Read"]);
