@@ -153,17 +153,9 @@ fn provision_mcp_client() -> Result<String, String> {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_client/requirements.txt");
     let wanted = std::fs::read_to_string(&requirements)
         .map_err(|e| format!("{}: {e}", requirements.display()))?;
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let target = exe
-        .ancestors()
-        .find(|p| p.join("CACHEDIR.TAG").is_file())
-        .ok_or("the test binary is not inside a cargo target directory")?;
-    let venv = target.join("mcp-client-venv");
+    let (venv, _lock) = provisioned("mcp-client-venv")?;
     let python = venv.join("bin/python");
     let stamp = venv.join("requirements.txt");
-    let lock = std::fs::File::create(target.join("mcp-client-venv.lock"))
-        .map_err(|e| format!("the venv lock: {e}"))?;
-    lock.lock().map_err(|e| format!("the venv lock: {e}"))?;
     if python.is_file() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(&wanted) {
         return Ok(python.display().to_string());
     }
@@ -222,18 +214,9 @@ pub fn mcp_inspector() -> String {
 pub const MCP_INSPECTOR: &str = "@modelcontextprotocol/inspector@2.12.0";
 
 fn provision_mcp_inspector() -> Result<String, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let target = exe
-        .ancestors()
-        .find(|p| p.join("CACHEDIR.TAG").is_file())
-        .ok_or("the test binary is not inside a cargo target directory")?;
-    let dir = target.join("mcp-inspector");
+    let (dir, _lock) = provisioned("mcp-inspector")?;
     let cli = dir.join("node_modules/.bin/mcp-inspector");
     let stamp = dir.join("version");
-    let lock = std::fs::File::create(target.join("mcp-inspector.lock"))
-        .map_err(|e| format!("the inspector lock: {e}"))?;
-    lock.lock()
-        .map_err(|e| format!("the inspector lock: {e}"))?;
     if cli.is_file() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(MCP_INSPECTOR) {
         return Ok(cli.display().to_string());
     }
@@ -258,6 +241,21 @@ fn provision_mcp_inspector() -> Result<String, String> {
     }
     std::fs::write(&stamp, MCP_INSPECTOR).map_err(|e| format!("{}: {e}", stamp.display()))?;
     Ok(cli.display().to_string())
+}
+
+/// Where a test client named `name` is installed under the cargo target
+/// directory, with the lock that test binaries running at once take turns
+/// on (held until the returned file is dropped).
+fn provisioned(name: &str) -> Result<(std::path::PathBuf, std::fs::File), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let target = exe
+        .ancestors()
+        .find(|p| p.join("CACHEDIR.TAG").is_file())
+        .ok_or("the test binary is not inside a cargo target directory")?;
+    let lock = std::fs::File::create(target.join(format!("{name}.lock")))
+        .map_err(|e| format!("the {name} lock: {e}"))?;
+    lock.lock().map_err(|e| format!("the {name} lock: {e}"))?;
+    Ok((target.join(name), lock))
 }
 
 /// A running `scout-host serve`, killed when dropped.
