@@ -10,8 +10,8 @@ pub enum LoadError {
         source: std::io::Error,
     },
     /// The bytes are not a valid component for this engine.
-    #[error("not a valid component: {0}")]
-    Compile(String),
+    #[error("not a valid component: {0:#}")]
+    Compile(#[source] wasmtime::Error),
     /// The component imports effects outside the contract. `also` is the
     /// next problem found (a missing or invalid manifest, exports that do
     /// not match it): the imports come first, because they say what a
@@ -32,11 +32,14 @@ pub enum LoadError {
     #[error("component does not match its manifest: {0}")]
     Mismatch(String),
     /// Linking against the host's capabilities failed.
-    #[error("cannot link component: {0}")]
-    Link(String),
+    #[error("cannot link component: {0:#}")]
+    Link(#[source] wasmtime::Error),
     /// The engine could not be set up.
-    #[error("engine: {0}")]
-    Engine(String),
+    #[error("engine: {0:#}")]
+    Engine(#[source] wasmtime::Error),
+    /// The thread that ticks the engine's epochs (call deadlines) could not start.
+    #[error("engine: cannot start the epoch thread: {0}")]
+    EpochThread(#[source] std::io::Error),
 }
 
 /// Why a tool call did not produce a tool result. A tool's own error (the
@@ -62,8 +65,8 @@ pub enum CallError {
     #[error("the host is at its limit of concurrent calls")]
     Busy,
     /// Instantiating the component failed.
-    #[error("cannot instantiate: {0}")]
-    Instantiate(String),
+    #[error("cannot instantiate: {0:#}")]
+    Instantiate(#[source] wasmtime::Error),
 }
 
 /// Why a capability could not be configured.
@@ -77,5 +80,5 @@ pub enum ConfigError {
     Credential(String),
     /// The HTTP client could not be built.
     #[error("http client: {0}")]
-    Client(String),
+    Client(#[source] reqwest::Error),
 }

@@ -6,8 +6,7 @@ use super::*;
 impl Runtime {
     pub(super) fn compile(&self, bytes: &[u8]) -> Result<Component, LoadError> {
         let engine = &self.inner.engine;
-        let compile =
-            || Component::new(engine, bytes).map_err(|e| LoadError::Compile(format!("{e:#}")));
+        let compile = || Component::new(engine, bytes).map_err(LoadError::Compile);
         let Some(dir) = &self.inner.config.cache_dir else {
             return compile();
         };

@@ -62,7 +62,7 @@ impl LoadedComponent {
         self.pre
             .instantiate_async(&mut store)
             .await
-            .map_err(|e| CallError::Instantiate(format!("{e:#}")))?;
+            .map_err(CallError::Instantiate)?;
         Ok(())
     }
 

@@ -87,7 +87,7 @@ impl Runtime {
             .inner
             .linker
             .instantiate_pre(&component)
-            .map_err(|e| LoadError::Link(format!("{e:#}")))?;
+            .map_err(LoadError::Link)?;
         let by_name = info
             .tools
             .iter()
@@ -292,7 +292,7 @@ pub fn import_allowed(name: &str) -> bool {
 pub fn read_manifest(bytes: &[u8]) -> Result<Manifest, LoadError> {
     let mut found: Option<&[u8]> = None;
     for payload in wasmparser::Parser::new(0).parse_all(bytes) {
-        let payload = payload.map_err(|e| LoadError::Compile(e.to_string()))?;
+        let payload = payload.map_err(|e| LoadError::Compile(e.into()))?;
         if let wasmparser::Payload::CustomSection(section) = payload
             && section.name() == scout_manifest::SECTION
         {

@@ -210,7 +210,7 @@ impl ToolOutput {
 impl Runtime {
     /// Builds the engine (DESIGN D5) and the linker that defines the contract.
     pub fn new(config: RuntimeConfig) -> Result<Runtime, LoadError> {
-        let engine_err = |e: wasmtime::Error| LoadError::Engine(format!("{e:#}"));
+        let engine_err = LoadError::Engine;
         let mut pool = PoolingAllocationConfig::default();
         let slots = config.max_concurrent_calls.max(1);
         pool.total_component_instances(slots)
@@ -256,7 +256,7 @@ impl Runtime {
                         engine.increment_epoch();
                     }
                 })
-                .map_err(|e| LoadError::Engine(format!("cannot start the epoch thread: {e}")))?;
+                .map_err(LoadError::EpochThread)?;
         }
         let slots = Arc::new(tokio::sync::Semaphore::new(
             config.max_concurrent_calls.max(1) as usize,

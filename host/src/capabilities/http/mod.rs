@@ -248,7 +248,7 @@ impl HttpCapability {
                 }))
                 .https_only(origin.scheme() == "https")
                 .build()
-                .map_err(|e| ConfigError::Client(e.to_string()))
+                .map_err(ConfigError::Client)
         };
         // Replay builds no client: no resolver, no socket, nothing to send with.
         let backend = match &config.mode {
