@@ -28,7 +28,7 @@ use wasmtime::component::Resource;
 pub use crate::policy::MeteredAllowance as Allowance;
 
 /// Why a run may not start, or a reservation was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum AllowanceError {
     /// Starting the run could spend past the day's allowance.
     #[error(
@@ -39,15 +39,12 @@ pub enum AllowanceError {
         per_day: u64,
         unit: String,
     },
-    /// The allowance itself is not acceptable.
-    #[error("invalid allowance: {0}")]
-    Invalid(String),
     /// The allowance's figures cannot start a run.
     #[error(transparent)]
     Unstartable(#[from] crate::policy::UnstartableAllowance),
     /// The ledger could not be read or written.
     #[error("the allowance ledger is unavailable: {0}")]
-    Ledger(String),
+    Ledger(#[source] crate::store::StoreError),
 }
 
 #[derive(Debug, Default)]
@@ -188,8 +185,13 @@ impl RunMeter {
                         unit: unit.to_string(),
                     }
                 }
-                StartRunError::InvalidAllowance { .. } => AllowanceError::Invalid(e.to_string()),
-                StartRunError::Store(e) => AllowanceError::Ledger(e.to_string()),
+                StartRunError::InvalidAllowance { per_run, per_day } => {
+                    AllowanceError::Unstartable(crate::policy::UnstartableAllowance {
+                        per_run,
+                        per_day,
+                    })
+                }
+                StartRunError::Store(e) => AllowanceError::Ledger(e),
             })?;
         Ok(Arc::new(RunMeter {
             unit: unit.to_string(),

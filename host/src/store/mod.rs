@@ -32,9 +32,16 @@ pub enum StoreError {
     /// SQLite refused (corrupt or non-database file, disk full, busy past the timeout, ...).
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
-    /// The trace writer could not write (SQLite's refusal, as text) or has stopped.
+    /// The trace writer's transaction failed (SQLite's refusal, shared by
+    /// every batch of the group it refused).
     #[error("trace write failed: {0}")]
-    Write(String),
+    Write(#[source] std::sync::Arc<rusqlite::Error>),
+    /// The trace writer has stopped.
+    #[error("the trace writer has stopped")]
+    WriterStopped,
+    /// The trace writer's thread could not start.
+    #[error("cannot start the trace writer: {0}")]
+    WriterStart(#[source] std::io::Error),
     /// The file was written by a newer host with a schema this one does not know.
     #[error("database schema version {found} is newer than this host's {supported}")]
     SchemaTooNew { found: i64, supported: i64 },

@@ -34,12 +34,12 @@ struct Row {
 
 /// Where a batch's outcome goes.
 enum Reply {
-    Blocking(mpsc::SyncSender<Result<(), String>>),
-    Async(tokio::sync::oneshot::Sender<Result<(), String>>),
+    Blocking(mpsc::SyncSender<Result<(), std::sync::Arc<rusqlite::Error>>>),
+    Async(tokio::sync::oneshot::Sender<Result<(), std::sync::Arc<rusqlite::Error>>>),
 }
 
 impl Reply {
-    fn send(self, outcome: Result<(), String>) {
+    fn send(self, outcome: Result<(), std::sync::Arc<rusqlite::Error>>) {
         // A caller that went away does not need its answer.
         match self {
             Reply::Blocking(tx) => drop(tx.send(outcome)),
@@ -70,7 +70,7 @@ impl TraceWriter {
         let thread = std::thread::Builder::new()
             .name("scout-trace-writer".into())
             .spawn(move || write_loop(conn, batches, &counted))
-            .map_err(|e| StoreError::Write(format!("cannot start the trace writer: {e}")))?;
+            .map_err(StoreError::WriterStart)?;
         Ok(TraceWriter {
             queue: Some(queue),
             thread: Some(thread),
@@ -128,7 +128,7 @@ impl Drop for TraceWriter {
 }
 
 fn gone() -> StoreError {
-    StoreError::Write("the trace writer has stopped".into())
+    StoreError::WriterStopped
 }
 
 fn write_loop(
@@ -136,7 +136,7 @@ fn write_loop(
     batches: mpsc::Receiver<Batch>,
     commits: &std::sync::atomic::AtomicU64,
 ) {
-    let counted = |outcome: Result<(), String>| {
+    let counted = |outcome: Result<(), std::sync::Arc<rusqlite::Error>>| {
         if outcome.is_ok() {
             commits.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
@@ -170,7 +170,7 @@ fn write_loop(
 fn commit<'a>(
     conn: &mut Connection,
     batches: impl Iterator<Item = &'a Vec<Row>>,
-) -> Result<(), String> {
+) -> Result<(), std::sync::Arc<rusqlite::Error>> {
     let run = |conn: &mut Connection| -> rusqlite::Result<()> {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
@@ -193,5 +193,5 @@ fn commit<'a>(
         }
         tx.commit()
     };
-    run(conn).map_err(|e| e.to_string())
+    run(conn).map_err(std::sync::Arc::new)
 }

@@ -69,7 +69,7 @@ async fn concurrent_trace_writes_land_whole_and_a_refused_batch_fails_alone() {
         let stored = store.trace_for_session(&session).unwrap();
         if batch.iter().any(|e| e.rule.as_deref() == Some("poison")) {
             assert!(
-                matches!(outcome, Err(StoreError::Write(ref m)) if m.contains("refused by the test")),
+                matches!(outcome, Err(StoreError::Write(ref e)) if e.to_string().contains("refused by the test")),
                 "{session}: {outcome:?}"
             );
             assert!(stored.is_empty(), "{session}: all or none: {stored:?}");
