@@ -70,8 +70,11 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum FixtureError {
     /// The file could not be read.
-    #[error("fixture {path}: cannot read: {message}")]
-    Read { path: String, message: String },
+    #[error("fixture {path}: cannot read: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
     /// The file is not a fixture file (not JSON, unknown field, wrong type).
     #[error("fixture {path}: malformed: {message}")]
     Malformed { path: String, message: String },
@@ -86,8 +89,11 @@ pub enum FixtureError {
         message: String,
     },
     /// A recorded exchange could not be written.
-    #[error("fixture {path}: cannot write: {message}")]
-    Write { path: String, message: String },
+    #[error("fixture {path}: cannot write: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
 }
 
 /// Where a fixture file's exchanges come from.
@@ -312,9 +318,9 @@ impl FixtureFile {
     /// Reads and checks one fixture file.
     pub fn load(path: &Path) -> Result<FixtureFile, FixtureError> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| FixtureError::Read {
+        let text = std::fs::read_to_string(path).map_err(|source| FixtureError::Read {
             path: name.clone(),
-            message: e.to_string(),
+            source,
         })?;
         FixtureFile::parse(path, &text)
     }
@@ -470,9 +476,9 @@ impl FixtureFile {
 /// The fixture files (`*.json`) in `dir`, sorted by name, `skip` (e.g.
 /// `cases.json`) left out.
 pub fn fixture_paths(dir: &Path, skip: &[&str]) -> Result<Vec<PathBuf>, FixtureError> {
-    let read_err = |e: std::io::Error| FixtureError::Read {
+    let read_err = |source: std::io::Error| FixtureError::Read {
         path: dir.display().to_string(),
-        message: e.to_string(),
+        source,
     };
     let mut paths = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(read_err)? {
@@ -745,9 +751,9 @@ impl Recorder {
     /// Records into `DIR/NAME.json`, one file per tool: exchanges are
     /// appended to what it already holds.
     pub fn in_dir(dir: &Path, name: &str) -> Result<Recorder, FixtureError> {
-        std::fs::create_dir_all(dir).map_err(|e| FixtureError::Write {
+        std::fs::create_dir_all(dir).map_err(|source| FixtureError::Write {
             path: dir.display().to_string(),
-            message: e.to_string(),
+            source,
         })?;
         let stem: String = name
             .chars()
@@ -886,9 +892,9 @@ impl Recorder {
 }
 
 fn write_atomically(path: &Path, text: &str) -> Result<(), FixtureError> {
-    let fail = |e: std::io::Error| FixtureError::Write {
+    let fail = |source: std::io::Error| FixtureError::Write {
         path: path.display().to_string(),
-        message: e.to_string(),
+        source,
     };
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".partial");
