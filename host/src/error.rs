@@ -25,9 +25,12 @@ pub enum LoadError {
         imports: Vec<String>,
         also: Option<String>,
     },
-    /// The component carries no manifest, or an invalid one.
+    /// The component carries no manifest, or two.
     #[error("component manifest: {0}")]
     Manifest(String),
+    /// The manifest it carries is not one this host reads.
+    #[error("component manifest: {0}")]
+    ManifestInvalid(#[source] scout_manifest::ManifestError),
     /// The manifest and the component's exports disagree, or a tool's type is unusable.
     #[error("component does not match its manifest: {0}")]
     Mismatch(String),

@@ -312,7 +312,7 @@ pub fn read_manifest(bytes: &[u8]) -> Result<Manifest, LoadError> {
             scout_manifest::SECTION
         ))
     })?;
-    Manifest::from_json(data).map_err(|e| LoadError::Manifest(e.to_string()))
+    Manifest::from_json(data).map_err(LoadError::ManifestInvalid)
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, LoadError> {

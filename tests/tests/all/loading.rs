@@ -64,7 +64,10 @@ fn a_manifest_that_turns_a_write_tool_into_a_read_tool_is_refused() {
     );
     let err = runtime(None).load_bytes(&bytes).err().expect("refused");
     assert!(
-        matches!(err, LoadError::Mismatch(_) | LoadError::Manifest(_)),
+        matches!(
+            err,
+            LoadError::Mismatch(_) | LoadError::Manifest(_) | LoadError::ManifestInvalid(_)
+        ),
         "{err:?}"
     );
 }
@@ -215,7 +218,7 @@ fn a_manifest_giving_a_read_tool_an_unsafe_route_is_refused() {
     );
     let err = runtime(None).load_bytes(&bytes).err().expect("refused");
     assert!(
-        matches!(&err, LoadError::Manifest(m) if m.contains("probe-route") && m.contains("PUT /declared/{name}")),
+        matches!(&err, LoadError::ManifestInvalid(e) if e.to_string().contains("probe-route") && e.to_string().contains("PUT /declared/{name}")),
         "{err:?}"
     );
 }
@@ -225,7 +228,7 @@ fn a_manifest_of_the_old_contract_is_refused_with_what_to_do() {
     let bytes = patch(&github_bytes(), br#"{"format":2,"#, br#"{"format":1,"#);
     let err = runtime(None).load_bytes(&bytes).err().expect("refused");
     assert!(
-        matches!(&err, LoadError::Manifest(m) if m.contains("format 1") && m.contains("0.2.0")),
+        matches!(&err, LoadError::ManifestInvalid(e) if e.to_string().contains("format 1") && e.to_string().contains("0.2.0")),
         "{err:?}"
     );
 }
