@@ -1135,47 +1135,84 @@ async fn each_rule_a_call_meets_is_named_in_the_trace_and_told_to_the_agent() {
     .await;
     let read = json!({"owner": "octo", "repo": "hello", "path": "README.md"});
 
-    // A name the session has no tool by.
-    let s = person_chat("s-rule-unknown", &["github"], true);
-    w.boundary.open_session(&s).unwrap();
-    let denied = denied_call(&w, &s, "github_no_such_tool", json!({})).await;
-    assert_eq!(denied.rule, Rule::NotOffered);
-    assert_eq!(
-        denial_seen(&w, &s.id, &denied),
-        seen("permission_denied", "not_offered", Rule::NotOffered)
-    );
-
-    // No one to ask: approval required.
-    let s = person_chat("s-rule-no-channel", &["github"], false);
-    w.boundary.open_session(&s).unwrap();
-    let denied = denied_call(&w, &s, "github_create_branch", branch_args("scout/r1")).await;
-    assert_eq!(denied.rule, Rule::ApprovalRequired);
-    assert_eq!(
-        denial_seen(&w, &s.id, &denied),
-        seen("denied", "approval_required", Rule::ApprovalRequired)
-    );
-
-    // A person says no.
-    let s = person_chat("s-rule-denied", &["github"], true);
-    w.boundary.open_session(&s).unwrap();
-    let denier = answer_when_asked(&w, &s.id, false);
-    let denied = denied_call(&w, &s, "github_create_branch", branch_args("scout/r2")).await;
-    denier.await.unwrap();
-    assert_eq!(denied.rule, Rule::ApprovalDenied);
-    assert_eq!(
-        denial_seen(&w, &s.id, &denied),
-        seen("denied", "approval_denied", Rule::ApprovalDenied)
-    );
-
-    // Nobody answers.
-    let s = person_chat("s-rule-timeout", &["github"], true);
-    w.boundary.open_session(&s).unwrap();
-    let denied = denied_call(&w, &s, "github_create_branch", branch_args("scout/r3")).await;
-    assert_eq!(denied.rule, Rule::ApprovalTimedOut);
-    assert_eq!(
-        denial_seen(&w, &s.id, &denied),
-        seen("denied", "approval_timed_out", Rule::ApprovalTimedOut)
-    );
+    // Each case: a fresh session (with or without someone to ask), the
+    // call, whether a person answers no, and the rule, in the trace and
+    // in the agent's text.
+    struct Case {
+        session: &'static str,
+        channel: bool,
+        tool: &'static str,
+        args: Value,
+        person_says_no: bool,
+        rule: Rule,
+        state: &'static str,
+        /// As the trace writes it: the operator's vocabulary, pinned.
+        name: &'static str,
+    }
+    let cases = [
+        // A name the session has no tool by.
+        Case {
+            session: "s-rule-unknown",
+            channel: true,
+            tool: "github_no_such_tool",
+            args: json!({}),
+            person_says_no: false,
+            rule: Rule::NotOffered,
+            state: "permission_denied",
+            name: "not_offered",
+        },
+        // No one to ask.
+        Case {
+            session: "s-rule-no-channel",
+            channel: false,
+            tool: "github_create_branch",
+            args: branch_args("scout/r1"),
+            person_says_no: false,
+            rule: Rule::ApprovalRequired,
+            state: "denied",
+            name: "approval_required",
+        },
+        // A person says no.
+        Case {
+            session: "s-rule-denied",
+            channel: true,
+            tool: "github_create_branch",
+            args: branch_args("scout/r2"),
+            person_says_no: true,
+            rule: Rule::ApprovalDenied,
+            state: "denied",
+            name: "approval_denied",
+        },
+        // Nobody answers.
+        Case {
+            session: "s-rule-timeout",
+            channel: true,
+            tool: "github_create_branch",
+            args: branch_args("scout/r3"),
+            person_says_no: false,
+            rule: Rule::ApprovalTimedOut,
+            state: "denied",
+            name: "approval_timed_out",
+        },
+    ];
+    for case in cases {
+        let s = person_chat(case.session, &["github"], case.channel);
+        w.boundary.open_session(&s).unwrap();
+        let denier = case
+            .person_says_no
+            .then(|| answer_when_asked(&w, &s.id, false));
+        let denied = denied_call(&w, &s, case.tool, case.args).await;
+        if let Some(denier) = denier {
+            denier.await.unwrap();
+        }
+        assert_eq!(denied.rule, case.rule, "{}", case.session);
+        assert_eq!(
+            denial_seen(&w, &s.id, &denied),
+            seen(case.state, case.name, case.rule),
+            "{}",
+            case.session
+        );
+    }
 
     // A caller that joined another call's request goes away: caller gone,
     // told as a withdrawal.
