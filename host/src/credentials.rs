@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::capabilities::http::{CredentialConfig, CredentialScheme, HttpConfig, SecretSource};
 use crate::policy::{BrandFacts, Catalog, Grant, Role, Route};
-use crate::store::{Store, StoreError};
+use crate::store::{ConnectionStore, StoreError};
 
 /// The connection key the four Google products share.
 pub const GOOGLE: &str = "google";
@@ -342,7 +342,7 @@ type EnvLookup<'a> = Box<dyn Fn(&str) -> Option<String> + Send + Sync + 'a>;
 
 /// Resolves credentials for brands against one store, catalogue and config.
 pub struct Resolver<'a> {
-    store: &'a dyn Store,
+    store: &'a dyn ConnectionStore,
     catalog: &'a Catalog,
     config: &'a ResolverConfig,
     key: [u8; 32],
@@ -408,7 +408,7 @@ impl<'a> Resolver<'a> {
     /// `key` opens the sealed connections; `env` looks a host environment
     /// variable up (pass [`process_env`] in the host, a map in tests).
     pub fn new(
-        store: &'a dyn Store,
+        store: &'a dyn ConnectionStore,
         catalog: &'a Catalog,
         config: &'a ResolverConfig,
         key: [u8; 32],

@@ -4,7 +4,7 @@
 //! and not offered until an operator approves it, and the trace says why.
 
 use crate::runtime::{LoadedComponent, Tool};
-use crate::store::{Store, StoreError, args_digest};
+use crate::store::{ReviewStore, StoreError, args_digest};
 use serde::Serialize;
 use serde_json::json;
 
@@ -44,7 +44,7 @@ pub(crate) fn tool_digest(tool: &Tool) -> String {
 
 /// The review status of one tool.
 pub(crate) fn status_of(
-    store: &dyn Store,
+    store: &dyn ReviewStore,
     connector: &str,
     tool: &Tool,
 ) -> Result<ToolReview, StoreError> {
@@ -63,7 +63,7 @@ pub(crate) fn status_of(
 
 /// Every tool of a component with its status.
 pub fn review(
-    store: &dyn Store,
+    store: &dyn ReviewStore,
     component: &LoadedComponent,
 ) -> Result<Vec<ToolReview>, StoreError> {
     component
@@ -75,7 +75,7 @@ pub fn review(
 
 /// Approves every tool of a component as it is now (an operator's decision).
 pub fn approve_all(
-    store: &dyn Store,
+    store: &dyn ReviewStore,
     component: &LoadedComponent,
     by: &str,
 ) -> Result<usize, StoreError> {

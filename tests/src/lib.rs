@@ -9,6 +9,7 @@ pub mod components {
 
 pub mod catalogue;
 pub mod fake_github;
+pub mod pg;
 pub mod upstream;
 
 /// MCP over streamable HTTP as the tests speak it by hand.

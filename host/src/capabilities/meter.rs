@@ -17,7 +17,7 @@
 
 use super::bindings::meter::{Host, HostReservation, MeterError};
 use super::state::{MeterCtx, View};
-use crate::store::{StartRunError, Store};
+use crate::store::{LedgerStore, StartRunError};
 use parking_lot::{Mutex, MutexGuard};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -126,7 +126,7 @@ enum DaySide {
 /// transaction and under an idempotency key, before the guest is told it
 /// settled, so a crash loses no charge and a retry duplicates none.
 struct StoreLedger {
-    store: Arc<dyn Store>,
+    store: Arc<dyn LedgerStore>,
     run_id: String,
     brand: String,
     connector: String,
@@ -159,7 +159,7 @@ impl RunMeter {
     /// and every charge is written there.
     #[allow(clippy::too_many_arguments)]
     pub fn start_in_store(
-        store: Arc<dyn Store>,
+        store: Arc<dyn LedgerStore>,
         run_id: &str,
         brand: &str,
         connector: &str,

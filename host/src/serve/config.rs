@@ -85,15 +85,21 @@ pub struct ServeConfig {
     #[serde(default = "default_listen")]
     pub listen: SocketAddr,
     /// Base URL the MCP endpoints are announced under (default `http://LISTEN`).
-    #[serde(default)]
+    /// With several hosts, each announces its own (`advertise_url`): a
+    /// session is served by the host that opened it.
+    #[serde(default, alias = "advertise_url")]
     pub public_url: Option<String>,
     /// `Host` header values accepted (DNS rebinding); default: the listen
     /// address and `localhost:PORT`.
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
-    /// SQLite file; relative paths are relative to this file (D7).
+    /// SQLite file; relative paths are relative to this file (D7). Unused
+    /// with `[store] backend = "postgres"`.
     #[serde(default = "default_database")]
     pub database: PathBuf,
+    /// Where the host keeps what it must remember (`[store]`).
+    #[serde(default)]
+    pub store: StoreConfig,
     /// Largest request body accepted, admin API and MCP alike.
     #[serde(default = "default_max_request_bytes")]
     pub max_request_bytes: usize,
@@ -130,6 +136,31 @@ pub struct ServeConfig {
     /// Facts about brands that the store does not hold, by brand name.
     #[serde(default)]
     pub brands: BTreeMap<String, BrandConfig>,
+}
+
+/// `[store]`: embedded SQLite (the default, nothing to set up) or one
+/// PostgreSQL database shared by several hosts.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    #[serde(default)]
+    pub backend: StoreBackend,
+    /// With `postgres`: the environment variable holding the connection URL
+    /// (it carries a password, so never the file).
+    #[serde(default)]
+    pub url_env: Option<String>,
+    /// With `postgres`: how long this host's lease lasts unrenewed (seconds);
+    /// a host silent for longer is fenced and recovered by the others.
+    #[serde(default)]
+    pub lease_secs: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreBackend {
+    #[default]
+    Sqlite,
+    Postgres,
 }
 
 /// What the operator states about one brand (see the module's table).
@@ -357,6 +388,24 @@ impl ServeConfig {
             path: "configuration".into(),
             message: e.to_string(),
         })?;
+        match (config.store.backend, &config.store.url_env) {
+            (StoreBackend::Postgres, None) => {
+                return Err(ConfigFileError::Invalid(
+                    "store.url_env: backend = \"postgres\" needs url_env, the environment variable holding the connection URL".into(),
+                ));
+            }
+            (StoreBackend::Sqlite, Some(_)) => {
+                return Err(ConfigFileError::Invalid(
+                    "store.url_env: only a postgres store has a URL; set backend = \"postgres\" or remove url_env".into(),
+                ));
+            }
+            _ => {}
+        }
+        if config.store.lease_secs == Some(0) {
+            return Err(ConfigFileError::Invalid(
+                "store.lease_secs must be at least 1".into(),
+            ));
+        }
         for (name, connector) in &config.connectors {
             connector.scheme().map_err(|e| {
                 ConfigFileError::Invalid(format!("connectors.{name}.credential: {e}"))

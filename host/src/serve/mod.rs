@@ -25,7 +25,7 @@ use crate::credentials::{ResolutionCache, Resolver, ResolverConfig, process_env,
 use crate::policy::{self, BrandFacts, Catalog, Profile, Role, Route, SessionInput, Switches};
 use crate::runtime::{LoadedComponent, Runtime, RuntimeConfig, default_cache_dir};
 use crate::session::holdings::{Holdings, HoldingsConfig};
-use crate::store::{ProfileKind, SqliteStore, Store};
+use crate::store::{LedgerStore, PgOptions, PgStore, ProfileKind, SqliteStore, Store};
 pub use config::{ConfigFileError, ConnectorConfig, ServeConfig};
 use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
@@ -183,6 +183,8 @@ pub struct ServeHost {
     /// By connector, the variable that is not set.
     not_offered: BTreeMap<String, String>,
     store: Arc<dyn Store>,
+    /// The store's ledger, as the meters take it.
+    ledger: Arc<dyn LedgerStore>,
     catalog: Arc<Catalog>,
     resolver_config: Arc<ResolverConfig>,
     /// Connections as they last resolved; dropped whenever this host changes one.
@@ -209,6 +211,39 @@ fn random_hex(bytes: usize) -> Result<String, HostError> {
         HostError::Unavailable(format!("the operating system's random source failed: {e}"))
     })?;
     Ok(hex::encode(buf))
+}
+
+/// Opens the store the configuration names: the SQLite file, or the
+/// PostgreSQL database whose URL is in the environment variable `url_env`
+/// (never in the file, never in an error: it carries a password).
+fn open_store(
+    config: &ServeConfig,
+    env: &impl Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn Store>, StartError> {
+    match config.store.backend {
+        config::StoreBackend::Sqlite => Ok(Arc::new(SqliteStore::open(&config.database).map_err(
+            |source| StartError::Store {
+                path: config.database.display().to_string(),
+                source,
+            },
+        )?)),
+        config::StoreBackend::Postgres => {
+            let var = config.store.url_env.clone().unwrap_or_default();
+            let url = env(&var).ok_or_else(|| {
+                StartError::MissingSecret(var.clone(), "the PostgreSQL connection URL")
+            })?;
+            let mut options = PgOptions::new(url);
+            if let Some(secs) = config.store.lease_secs {
+                options.lease = std::time::Duration::from_secs(secs);
+            }
+            Ok(Arc::new(PgStore::connect(options).map_err(|source| {
+                StartError::Store {
+                    path: format!("PostgreSQL (the URL in {var})"),
+                    source,
+                }
+            })?))
+        }
+    }
 }
 
 impl ServeHost {
@@ -240,12 +275,7 @@ impl ServeHost {
         let key = config::parse_store_key(&key_text)
             .map_err(|e| StartError::BadSecret(format!("{}: {e}", config.store_key_env)))?;
 
-        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&config.database).map_err(
-            |source| StartError::Store {
-                path: config.database.display().to_string(),
-                source,
-            },
-        )?);
+        let store = open_store(&config, &env)?;
         let mut catalog = Catalog::seed();
         let runtime = Runtime::new(RuntimeConfig {
             cache_dir: default_cache_dir(),
@@ -422,6 +452,7 @@ impl ServeHost {
             components,
             platform,
             not_offered,
+            ledger: store.clone(),
             store,
             catalog,
             resolver_config,
@@ -956,7 +987,7 @@ impl ServeHost {
             caps.meter = live
                 .session
                 .holdings()
-                .and_then(|h| h.meter(&self.store, connector));
+                .and_then(|h| h.meter(&self.ledger, connector));
         }
         if component.imports_interface("folder") {
             caps.folders = live

@@ -35,7 +35,7 @@ use crate::capabilities::folder::FolderCapability;
 use crate::capabilities::meter::{AllowanceError, RunMeter};
 use crate::policy::{self, Catalog, Profile, Role};
 use crate::runtime::LoadedComponent;
-use crate::store::Store;
+use crate::store::LedgerStore;
 use parking_lot::Mutex;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -138,7 +138,7 @@ impl Holdings {
 
     /// The run's meter for `connector`, started in `store` at the first
     /// call. `None`: no allowance (or the session ended), so no handle.
-    pub fn meter(&self, store: &Arc<dyn Store>, connector: &str) -> Option<Arc<RunMeter>> {
+    pub fn meter(&self, store: &Arc<dyn LedgerStore>, connector: &str) -> Option<Arc<RunMeter>> {
         let allowance = self.allowances.get(connector)?;
         let unit = allowance.meter_unit();
         let mut meters = self.meters.lock();

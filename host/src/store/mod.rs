@@ -14,10 +14,21 @@
 //! change or none of it.
 
 pub mod broker;
+mod postgres;
+mod sealed;
 mod sqlite;
 mod writer;
 
 pub use broker::{ApprovalBroker, ApprovalWatch};
+
+/// Every part of [`Store`], for code that calls a store's methods by name.
+pub mod prelude {
+    pub use super::{
+        ApprovalStore, ConnectionStore, LedgerStore, ProfileStore, ReviewStore, SessionStore,
+        Store, TraceStore,
+    };
+}
+pub use postgres::{LOST_HOST_REVOKER, PgOptions, PgStore, new_host_id};
 pub use sqlite::SqliteStore;
 
 use crate::policy::{Catalog, Profile, ProfileError};
@@ -68,6 +79,24 @@ pub enum StoreError {
     /// The credential could not be sealed.
     #[error("credential could not be encrypted")]
     Encrypt,
+    /// PostgreSQL refused or could not be reached.
+    #[error("PostgreSQL: {0}")]
+    Postgres(#[from] tokio_postgres::Error),
+    /// No pooled PostgreSQL connection could be had in time.
+    #[error("PostgreSQL connection pool: {0}")]
+    Pool(#[from] deadpool_postgres::PoolError),
+    /// The trace writer could not reach the database for a group of batches.
+    #[error("trace write failed: {0}")]
+    TraceWriter(#[source] std::sync::Arc<StoreError>),
+    /// This host's lease expired and another host recovered its calls: it
+    /// records nothing more, so nothing more reaches an upstream.
+    #[error(
+        "this host lost its lease and another host recovered its calls; it takes no more calls: restart it"
+    )]
+    Fenced,
+    /// The store's configuration cannot be used (the URL, TLS, the server's settings).
+    #[error("{0}")]
+    Config(String),
 }
 
 /// A state recorded for a tool call or a connector in the trace (D6).
@@ -278,10 +307,36 @@ pub enum StartRunError {
     Store(#[from] StoreError),
 }
 
-/// The single storage interface of D7. Every method is one atomic unit:
-/// it either happens completely or not at all.
-pub trait Store: Send + Sync {
-    // --- trace ---
+/// Everything the host stores (D7), as one object: each concern is its own
+/// narrow trait below, so a consumer names only what it uses (the meter a
+/// [`LedgerStore`], credential resolution a [`ConnectionStore`], ...).
+/// Every method is one atomic unit: it either happens completely or not at
+/// all. [`SqliteStore`] and [`PgStore`] implement every part.
+pub trait Store:
+    TraceStore
+    + ApprovalStore
+    + LedgerStore
+    + ConnectionStore
+    + ProfileStore
+    + ReviewStore
+    + SessionStore
+{
+}
+
+impl<T> Store for T where
+    T: TraceStore
+        + ApprovalStore
+        + LedgerStore
+        + ConnectionStore
+        + ProfileStore
+        + ReviewStore
+        + SessionStore
+{
+}
+
+/// The trace of every decision (D6): appended durably before the call goes
+/// on, read in pages.
+pub trait TraceStore: Send + Sync {
     /// Appends one event to the trace.
     fn record(&self, event: &TraceEvent) -> Result<(), StoreError>;
     /// Appends events in order, all or none (one durable write for a call's
@@ -318,8 +373,10 @@ pub trait Store: Send + Sync {
     fn trace_for_session(&self, session: &str) -> Result<Vec<TraceEvent>, StoreError>;
     /// A brand's events in the order they were recorded.
     fn trace_for_brand(&self, brand: &str) -> Result<Vec<TraceEvent>, StoreError>;
+}
 
-    // --- approvals ---
+/// Per-call approvals: parked, decided by a person, spent exactly once.
+pub trait ApprovalStore: Send + Sync {
     /// Parks a pending approval for one call (`args_digest` from [`args_digest`]).
     fn request_approval(
         &self,
@@ -356,8 +413,10 @@ pub trait Store: Send + Sync {
     fn watch_approval(&self, _session: &str, _tool: &str, _args_digest: &str) -> ApprovalWatch {
         ApprovalWatch::never()
     }
+}
 
-    // --- allowance ledger ---
+/// The allowance ledger: runs against a per-day figure, idempotent charges.
+pub trait LedgerStore: Send + Sync {
     /// Records a charge once per `idempotency_key`: `Ok(true)` if recorded now,
     /// `Ok(false)` if this very charge was already recorded (a retry), and
     /// [`StoreError::IdempotencyConflict`] if the key was used for a different one.
@@ -397,8 +456,10 @@ pub trait Store: Send + Sync {
     /// it recorded, or its per-run figure if it recorded nothing. Returns
     /// how many were ended.
     fn end_live_runs(&self, at_ms: i64) -> Result<usize, StoreError>;
+}
 
-    // --- connections (D4) ---
+/// Brand connections, sealed at rest, and the shares between brands (D4).
+pub trait ConnectionStore: Send + Sync {
     /// Stores (or replaces, re-enabling) a brand's credential for a connector,
     /// sealed with `key`.
     fn put_connection(
@@ -418,7 +479,6 @@ pub trait Store: Send + Sync {
     /// Disables a connection; returns whether one existed.
     fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, StoreError>;
 
-    // --- shares (D4) ---
     /// Records that `owner_brand` (the account owner's brand) shares its
     /// stored connection for `connector` with `with_brand`. Idempotent. The
     /// share lends the stored connection only, never a host environment.
@@ -439,8 +499,10 @@ pub trait Store: Send + Sync {
     /// The brands that share their `connector` connection with `with_brand`,
     /// oldest share first (what resolution walks after the brand's own).
     fn shared_with(&self, with_brand: &str, connector: &str) -> Result<Vec<String>, StoreError>;
+}
 
-    // --- profiles (D7, D8: validated when saved) ---
+/// Saved profiles, validated when saved (D7, D8).
+pub trait ProfileStore: Send + Sync {
     /// Validates `profile` by `kind`'s rules against `catalog` and stores it
     /// (replacing one of the same name). A refused profile stores nothing and
     /// comes back as [`SaveProfileError::Invalid`] with the rule's message.
@@ -457,8 +519,10 @@ pub trait Store: Send + Sync {
     fn list_profiles(&self, brand: &str) -> Result<Vec<SavedProfile>, StoreError>;
     /// Deletes a saved profile; returns whether one existed.
     fn delete_profile(&self, brand: &str, name: &str) -> Result<bool, StoreError>;
+}
 
-    // --- tool reviews (discovery produces no authority) ---
+/// Operators' reviews of discovered tools (discovery produces no authority).
+pub trait ReviewStore: Send + Sync {
     /// The digest of `tool` an operator last approved, if any.
     fn reviewed_digest(&self, connector: &str, tool: &str) -> Result<Option<String>, StoreError>;
     /// Records an operator's approval of `tool` as described by `digest`.
@@ -469,8 +533,11 @@ pub trait Store: Send + Sync {
         digest: &str,
         by: &str,
     ) -> Result<(), StoreError>;
+}
 
-    // --- recovery after a host that stopped mid-call ---
+/// What a host leaves behind when it stops: recovery of the calls and
+/// approvals of a host that stopped mid-call.
+pub trait SessionStore: Send + Sync {
     /// Run once by `serve` when it starts, before it takes any call, to close
     /// what a previous host left open when it was killed mid-call. In one
     /// transaction: every approval still `pending` is revoked (the call that
@@ -482,6 +549,65 @@ pub trait Store: Send + Sync {
     /// are left as they are: their session ended with the process, so no
     /// call can consume them. Running it twice changes nothing the second time.
     fn recover_interrupted(&self, at_ms: i64) -> Result<Recovered, StoreError>;
+
+    /// The host this store speaks for, when several share the database.
+    fn host(&self) -> Option<&str> {
+        None
+    }
+
+    /// Whether this host may take calls: its lease is held and it was not
+    /// fenced. Always, for a store only this host uses.
+    fn lease_held(&self) -> bool {
+        true
+    }
+
+    /// Changes made by other hosts that this host's caches depend on
+    /// (connections, profiles, reviews, sessions), as they happen; `None`
+    /// for a store only this host uses.
+    fn invalidations(&self) -> Option<tokio::sync::broadcast::Receiver<Invalidation>> {
+        None
+    }
+
+    /// Whether the store answers now (the readiness endpoint).
+    fn check(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+/// What another host changed (see [`SessionStore::invalidations`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Invalidation {
+    /// A connection stored, disabled, shared or unshared.
+    Connections,
+    /// A profile saved or deleted.
+    Profiles,
+    /// A tool review approved.
+    Reviews,
+    /// A session ended or revoked by another host's admin API.
+    Session(String),
+    /// Anything: the listener reconnected and may have missed changes.
+    All,
+}
+
+impl Invalidation {
+    /// The name it travels under.
+    pub(crate) fn op(&self) -> &'static str {
+        match self {
+            Invalidation::Connections => "connections",
+            Invalidation::Profiles => "profiles",
+            Invalidation::Reviews => "reviews",
+            Invalidation::Session(_) => "session",
+            Invalidation::All => "all",
+        }
+    }
+}
+
+pub(crate) fn decode_profile(kind: &str, body: &str) -> Result<SavedProfile, StoreError> {
+    let kind = ProfileKind::parse(kind)
+        .ok_or_else(|| StoreError::Corrupt(format!("unknown profile kind {kind:?}")))?;
+    let profile = serde_json::from_str(body)
+        .map_err(|e| StoreError::Corrupt(format!("stored profile: {e}")))?;
+    Ok(SavedProfile { kind, profile })
 }
 
 /// What [`Store::recover_interrupted`] closed.

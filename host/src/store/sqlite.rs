@@ -1,13 +1,12 @@
 //! [`SqliteStore`]: the embedded, single-file implementation of [`Store`].
 
 use super::{
-    Approval, ApprovalError, ApprovalId, ApprovalState, Charge, ProfileKind, RESTART_REVOKER,
-    Recovered, SaveProfileError, SavedProfile, StartRunError, Store, StoreError, TraceEvent,
-    TraceFilter, TraceState,
+    Approval, ApprovalError, ApprovalId, ApprovalState, ApprovalStore, Charge, ConnectionStore,
+    LedgerStore, ProfileKind, ProfileStore, RESTART_REVOKER, Recovered, ReviewStore,
+    SaveProfileError, SavedProfile, SessionStore, StartRunError, StoreError, TraceEvent,
+    TraceFilter, TraceState, TraceStore,
 };
 use crate::policy::{Catalog, Profile};
-use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
-use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
 use parking_lot::{Mutex, MutexGuard};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::Path;
@@ -148,16 +147,6 @@ fn to_u64(value: i64) -> Result<u64, StoreError> {
     u64::try_from(value).map_err(|_| StoreError::Corrupt(format!("negative amount {value}")))
 }
 
-/// Associated data binding a sealed credential to its row: the brand's length
-/// first, so ("ab", "c") and ("a", "bc") differ.
-fn aad(brand: &str, connector: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(8 + brand.len() + connector.len());
-    out.extend_from_slice(&(brand.len() as u64).to_le_bytes());
-    out.extend_from_slice(brand.as_bytes());
-    out.extend_from_slice(connector.as_bytes());
-    out
-}
-
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path`: WAL journal,
     /// `synchronous=FULL`, foreign keys on, schema created if absent. A file
@@ -226,6 +215,26 @@ impl SqliteStore {
         // A panic elsewhere while holding the lock leaves no half-done
         // transaction (it rolls back on drop), so the connection is usable.
         self.conn.lock()
+    }
+
+    /// Every change goes through here: `work` runs in one `BEGIN IMMEDIATE`
+    /// transaction on the writing connection, off the tokio worker (a
+    /// commit is an fsync), committed if it returns `Ok` and rolled back
+    /// otherwise. What must follow the commit (ringing a waiter) is done by
+    /// the caller once this returns.
+    fn write_tx<T, E: From<StoreError>>(
+        &self,
+        work: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, E>,
+    ) -> Result<T, E> {
+        super::off_worker(|| {
+            let mut conn = self.lock();
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(StoreError::from)?;
+            let out = work(&tx)?;
+            tx.commit().map_err(StoreError::from)?;
+            Ok(out)
+        })
     }
 
     /// Runs SQLite's `PRAGMA integrity_check`; `Ok(())` if it reports `ok`.
@@ -361,7 +370,7 @@ fn approval_key(conn: &Connection, id: ApprovalId) -> rusqlite::Result<(String, 
 const APPROVAL_COLUMNS: &str =
     "id, session, tool, args_digest, state, used, decided_by, requested_at_ms, decided_at_ms";
 
-impl Store for SqliteStore {
+impl TraceStore for SqliteStore {
     fn record(&self, event: &TraceEvent) -> Result<(), StoreError> {
         self.record_all(std::slice::from_ref(event))
     }
@@ -404,31 +413,26 @@ impl Store for SqliteStore {
     fn trace_for_brand(&self, brand: &str) -> Result<Vec<TraceEvent>, StoreError> {
         super::off_worker(|| self.trace_query("brand", brand))
     }
+}
 
+impl ApprovalStore for SqliteStore {
     fn request_approval(
         &self,
         session: &str,
         tool: &str,
         args_digest: &str,
     ) -> Result<ApprovalId, StoreError> {
-        super::off_worker(|| {
-            let mut conn = self.lock();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.write_tx(|tx| {
             tx.prepare_cached(REQUEST_APPROVAL)
                 .map_err(StoreError::from)?
                 .execute(params![session, tool, args_digest, now_ms()])?;
             let id = tx.last_insert_rowid();
-            tx.commit()?;
             Ok(ApprovalId(id))
         })
     }
 
     fn decide(&self, id: ApprovalId, approved: bool, by: &str) -> Result<(), ApprovalError> {
-        super::off_worker(|| {
-            let mut conn = self.lock();
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(StoreError::from)?;
+        let (session, tool, digest) = self.write_tx(|tx| {
             let state = if approved {
                 ApprovalState::Approved
             } else {
@@ -440,10 +444,7 @@ impl Store for SqliteStore {
                 .execute(params![state.as_str(), by, now_ms(), id.0])
                 .map_err(StoreError::from)?;
             if changed == 1 {
-                let (session, tool, digest) = approval_key(&tx, id).map_err(StoreError::from)?;
-                tx.commit().map_err(StoreError::from)?;
-                self.broker.ring(&session, &tool, &digest);
-                return Ok(());
+                return Ok(approval_key(tx, id).map_err(StoreError::from)?);
             }
             let exists: bool = tx
                 .query_row(
@@ -457,7 +458,10 @@ impl Store for SqliteStore {
             } else {
                 ApprovalError::Unknown(id)
             })
-        })
+        })?;
+        // Rung once committed, so a woken waiter reads the decision.
+        self.broker.ring(&session, &tool, &digest);
+        Ok(())
     }
 
     fn consume_approval(
@@ -466,11 +470,7 @@ impl Store for SqliteStore {
         tool: &str,
         args_digest: &str,
     ) -> Result<ApprovalId, ApprovalError> {
-        super::off_worker(|| {
-            let mut conn = self.lock();
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(StoreError::from)?;
+        self.write_tx(|tx| {
             let candidate: Option<i64> = tx
                 .query_row(
                     "SELECT id FROM approvals WHERE session = ?1 AND tool = ?2 AND args_digest = ?3
@@ -487,7 +487,6 @@ impl Store for SqliteStore {
                     .execute(params![now_ms(), id])
                     .map_err(StoreError::from)?;
                 if changed == 1 {
-                    tx.commit().map_err(StoreError::from)?;
                     return Ok(ApprovalId(id));
                 }
             }
@@ -529,46 +528,42 @@ impl Store for SqliteStore {
     }
 
     fn revoke_session_approvals(&self, session: &str) -> Result<usize, StoreError> {
-        super::off_worker(|| {
-            let mut conn = self.lock();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let changed = tx.execute(
+        let changed = self.write_tx(|tx| -> Result<_, StoreError> {
+            Ok(tx.execute(
                 "UPDATE approvals SET state = 'revoked', decided_at_ms = ?1
              WHERE session = ?2 AND used = 0 AND state IN ('pending', 'approved')",
                 params![now_ms(), session],
-            )?;
-            tx.commit()?;
-            self.broker.ring_session(session);
-            Ok(changed)
-        })
+            )?)
+        })?;
+        self.broker.ring_session(session);
+        Ok(changed)
     }
 
     fn revoke_approval(&self, id: ApprovalId, by: &str) -> Result<bool, StoreError> {
-        super::off_worker(|| {
-            let mut conn = self.lock();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let key = self.write_tx(|tx| -> Result<_, StoreError> {
             let changed = tx.execute(
                 "UPDATE approvals SET state = 'revoked', decided_by = ?1, decided_at_ms = ?2
              WHERE id = ?3 AND used = 0 AND state IN ('pending', 'approved')",
                 params![by, now_ms(), id.0],
             )?;
-            let key = if changed == 1 {
-                Some(approval_key(&tx, id)?)
+            Ok(if changed == 1 {
+                Some(approval_key(tx, id)?)
             } else {
                 None
-            };
-            tx.commit()?;
-            if let Some((session, tool, digest)) = key {
-                self.broker.ring(&session, &tool, &digest);
-            }
-            Ok(changed == 1)
-        })
+            })
+        })?;
+        if let Some((session, tool, digest)) = &key {
+            self.broker.ring(session, tool, digest);
+        }
+        Ok(key.is_some())
     }
 
     fn watch_approval(&self, session: &str, tool: &str, args_digest: &str) -> super::ApprovalWatch {
         self.broker.subscribe(session, tool, args_digest)
     }
+}
 
+impl LedgerStore for SqliteStore {
     fn charge(
         &self,
         run_id: &str,
@@ -578,10 +573,8 @@ impl Store for SqliteStore {
         amount: u64,
         idempotency_key: &str,
     ) -> Result<bool, StoreError> {
-        super::off_worker(|| {
-            let signed = to_i64(amount)?;
-            let mut conn = self.lock();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let signed = to_i64(amount)?;
+        self.write_tx(|tx| {
             let inserted = tx
                 .prepare_cached(INSERT_CHARGE)
                 .map_err(StoreError::from)?
@@ -595,7 +588,6 @@ impl Store for SqliteStore {
                     now_ms()
                 ])?;
             if inserted == 1 {
-                tx.commit()?;
                 return Ok(true);
             }
             let same: bool = tx.query_row(
@@ -671,15 +663,11 @@ impl Store for SqliteStore {
         per_run: u64,
         per_day: u64,
     ) -> Result<(), StartRunError> {
-        super::off_worker(|| {
-            if per_run == 0 || per_run > per_day {
-                return Err(StartRunError::InvalidAllowance { per_run, per_day });
-            }
-            let (run_signed, day_signed) = (to_i64(per_run)?, to_i64(per_day)?);
-            let mut conn = self.lock();
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(StoreError::from)?;
+        if per_run == 0 || per_run > per_day {
+            return Err(StartRunError::InvalidAllowance { per_run, per_day });
+        }
+        let (run_signed, day_signed) = (to_i64(per_run)?, to_i64(per_day)?);
+        self.write_tx(|tx| {
             let exists: bool = tx
                 .query_row(
                     "SELECT EXISTS (SELECT 1 FROM runs WHERE run_id = ?1)",
@@ -718,15 +706,12 @@ impl Store for SqliteStore {
                     now_ms()
                 ])
                 .map_err(StoreError::from)?;
-            tx.commit().map_err(StoreError::from)?;
             Ok(())
         })
     }
 
     fn end_run(&self, run_id: &str) -> Result<(), StoreError> {
-        super::off_worker(|| {
-            let mut conn = self.lock();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.write_tx(|tx| {
             let changed = tx
                 .prepare_cached(END_RUN)
                 .map_err(StoreError::from)?
@@ -734,24 +719,22 @@ impl Store for SqliteStore {
             if changed == 0 {
                 return Err(StoreError::UnknownRun(run_id.to_owned()));
             }
-            tx.commit()?;
             Ok(())
         })
     }
 
     fn end_live_runs(&self, at_ms: i64) -> Result<usize, StoreError> {
-        super::off_worker(|| {
-            let mut conn = self.lock();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.write_tx(|tx| {
             let ended = tx.execute(
                 "UPDATE runs SET ended = 1, ended_at_ms = ?1 WHERE ended = 0",
                 params![at_ms],
             )?;
-            tx.commit()?;
             Ok(ended)
         })
     }
+}
 
+impl ConnectionStore for SqliteStore {
     fn put_connection(
         &self,
         brand: &str,
@@ -759,29 +742,19 @@ impl Store for SqliteStore {
         secret: &str,
         key: &[u8; 32],
     ) -> Result<(), StoreError> {
-        super::off_worker(|| {
-            let cipher = ChaCha20Poly1305::new(Key::from_slice(key));
-            let nonce = ChaCha20Poly1305::generate_nonce(&mut OsRng);
-            let aad = aad(brand, connector);
-            let ciphertext = cipher
-                .encrypt(
-                    &nonce,
-                    Payload {
-                        msg: secret.as_bytes(),
-                        aad: &aad,
-                    },
-                )
-                .map_err(|_| StoreError::Encrypt)?;
-            let mut conn = self.lock();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let (nonce, ciphertext) = super::sealed::seal(
+            key,
+            &super::sealed::connection_aad(brand, connector),
+            secret.as_bytes(),
+        )?;
+        self.write_tx(|tx| {
             tx.execute(
             "INSERT INTO connections (brand, connector, nonce, ciphertext, disabled, updated_at_ms)
              VALUES (?1, ?2, ?3, ?4, 0, ?5)
              ON CONFLICT (brand, connector) DO UPDATE SET
                  nonce = excluded.nonce, ciphertext = excluded.ciphertext, disabled = 0, updated_at_ms = excluded.updated_at_ms",
-            params![brand, connector, nonce.as_slice(), ciphertext, now_ms()],
+            params![brand, connector, nonce, ciphertext, now_ms()],
         )?;
-            tx.commit()?;
             Ok(())
         })
     }
@@ -807,38 +780,15 @@ impl Store for SqliteStore {
         if disabled {
             return Ok(None);
         }
-        let decrypt_error = || StoreError::Decrypt {
-            brand: brand.to_owned(),
-            connector: connector.to_owned(),
-        };
-        if nonce.len() != 12 {
-            return Err(decrypt_error());
-        }
-        let cipher = ChaCha20Poly1305::new(Key::from_slice(key));
-        let aad = aad(brand, connector);
-        let plain = cipher
-            .decrypt(
-                Nonce::from_slice(&nonce),
-                Payload {
-                    msg: &ciphertext,
-                    aad: &aad,
-                },
-            )
-            .map_err(|_| decrypt_error())?;
-        String::from_utf8(plain)
-            .map(Some)
-            .map_err(|_| decrypt_error())
+        super::sealed::open_connection(brand, connector, key, &nonce, &ciphertext).map(Some)
     }
 
     fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, StoreError> {
-        super::off_worker(|| {
-            let mut conn = self.lock();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.write_tx(|tx| {
             let changed = tx.execute(
             "UPDATE connections SET disabled = 1, updated_at_ms = ?1 WHERE brand = ?2 AND connector = ?3",
             params![now_ms(), brand, connector],
         )?;
-            tx.commit()?;
             Ok(changed == 1)
         })
     }
@@ -849,15 +799,12 @@ impl Store for SqliteStore {
         connector: &str,
         with_brand: &str,
     ) -> Result<(), StoreError> {
-        super::off_worker(|| {
-            let mut conn = self.lock();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.write_tx(|tx| {
             tx.execute(
                 "INSERT INTO connection_shares (owner_brand, connector, with_brand, shared_at_ms)
              VALUES (?1, ?2, ?3, ?4) ON CONFLICT (owner_brand, connector, with_brand) DO NOTHING",
                 params![owner_brand, connector, with_brand, now_ms()],
             )?;
-            tx.commit()?;
             Ok(())
         })
     }
@@ -868,14 +815,11 @@ impl Store for SqliteStore {
         connector: &str,
         with_brand: &str,
     ) -> Result<bool, StoreError> {
-        super::off_worker(|| {
-            let mut conn = self.lock();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.write_tx(|tx| {
             let changed = tx.execute(
             "DELETE FROM connection_shares WHERE owner_brand = ?1 AND connector = ?2 AND with_brand = ?3",
             params![owner_brand, connector, with_brand],
         )?;
-            tx.commit()?;
             Ok(changed == 1)
         })
     }
@@ -889,7 +833,9 @@ impl Store for SqliteStore {
         let rows = stmt.query_map([with_brand, connector], |row| row.get::<_, String>(0))?;
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
+}
 
+impl ProfileStore for SqliteStore {
     fn save_profile(
         &self,
         brand: &str,
@@ -897,14 +843,10 @@ impl Store for SqliteStore {
         kind: ProfileKind,
         catalog: &Catalog,
     ) -> Result<(), SaveProfileError> {
-        super::off_worker(|| {
-            kind.validate(profile, catalog)?;
-            let body =
-                serde_json::to_string(profile).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-            let mut conn = self.lock();
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(StoreError::from)?;
+        kind.validate(profile, catalog)?;
+        let body =
+            serde_json::to_string(profile).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        self.write_tx(|tx| {
             tx.execute(
             "INSERT INTO profiles (brand, name, kind, body, updated_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT (brand, name) DO UPDATE SET
@@ -912,7 +854,6 @@ impl Store for SqliteStore {
             params![brand, profile.name, kind.as_str(), body, now_ms()],
         )
         .map_err(StoreError::from)?;
-            tx.commit().map_err(StoreError::from)?;
             Ok(())
         })
     }
@@ -927,7 +868,7 @@ impl Store for SqliteStore {
             )
             .optional()?
         };
-        row.map(|(kind, body)| decode_profile(&kind, &body))
+        row.map(|(kind, body)| super::decode_profile(&kind, &body))
             .transpose()
     }
 
@@ -940,23 +881,22 @@ impl Store for SqliteStore {
             rows.collect::<Result<Vec<_>, _>>()?
         };
         rows.iter()
-            .map(|(kind, body)| decode_profile(kind, body))
+            .map(|(kind, body)| super::decode_profile(kind, body))
             .collect()
     }
 
     fn delete_profile(&self, brand: &str, name: &str) -> Result<bool, StoreError> {
-        super::off_worker(|| {
-            let mut conn = self.lock();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.write_tx(|tx| {
             let changed = tx.execute(
                 "DELETE FROM profiles WHERE brand = ?1 AND name = ?2",
                 [brand, name],
             )?;
-            tx.commit()?;
             Ok(changed == 1)
         })
     }
+}
 
+impl ReviewStore for SqliteStore {
     fn reviewed_digest(&self, connector: &str, tool: &str) -> Result<Option<String>, StoreError> {
         let conn = self.read();
         let digest = conn
@@ -976,24 +916,21 @@ impl Store for SqliteStore {
         digest: &str,
         by: &str,
     ) -> Result<(), StoreError> {
-        super::off_worker(|| {
-            let mut conn = self.lock();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.write_tx(|tx| {
             tx.execute(
             "INSERT INTO tool_reviews (connector, tool, digest, approved_by, approved_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT (connector, tool) DO UPDATE SET digest = excluded.digest,
                  approved_by = excluded.approved_by, approved_at_ms = excluded.approved_at_ms",
             params![connector, tool, digest, by, now_ms()],
         )?;
-            tx.commit()?;
             Ok(())
         })
     }
+}
 
+impl SessionStore for SqliteStore {
     fn recover_interrupted(&self, at_ms: i64) -> Result<Recovered, StoreError> {
-        super::off_worker(|| {
-            let mut conn = self.lock();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let recovered = self.write_tx(|tx| -> Result<_, StoreError> {
             let approvals_revoked = tx.execute(
             "UPDATE approvals SET state = 'revoked', decided_by = ?1, decided_at_ms = ?2 WHERE state = 'pending'",
             params![RESTART_REVOKER, at_ms],
@@ -1056,21 +993,13 @@ impl Store for SqliteStore {
                     ])?;
                 }
             }
-            tx.commit()?;
-            self.broker.ring_all();
             Ok(Recovered {
                 approvals_revoked,
                 calls_interrupted: open.len(),
                 calls_maybe_run,
             })
-        })
+        })?;
+        self.broker.ring_all();
+        Ok(recovered)
     }
-}
-
-fn decode_profile(kind: &str, body: &str) -> Result<SavedProfile, StoreError> {
-    let kind = ProfileKind::parse(kind)
-        .ok_or_else(|| StoreError::Corrupt(format!("unknown profile kind {kind:?}")))?;
-    let profile = serde_json::from_str(body)
-        .map_err(|e| StoreError::Corrupt(format!("stored profile: {e}")))?;
-    Ok(SavedProfile { kind, profile })
 }

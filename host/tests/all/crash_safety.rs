@@ -27,9 +27,10 @@
 use futures_util::future::join_all;
 use reqwest::Method;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use scout_host::store::prelude::*;
 use scout_host::store::{
-    ApprovalId, ApprovalState, RESTART_REVOKER, SqliteStore, Store, TraceEvent, TraceFilter,
-    TraceState, args_digest,
+    ApprovalId, ApprovalState, RESTART_REVOKER, SqliteStore, TraceEvent, TraceFilter, TraceState,
+    args_digest,
 };
 use scout_tests::fake_github::FakeGitHub;
 use scout_tests::mcp_wire::jsonrpc_messages;

@@ -10,7 +10,8 @@ use scout_host::credentials::{
 use scout_host::policy::{
     Allowance, Catalog, Grant, Harness, Limits, Profile, Role, Route, presets,
 };
-use scout_host::store::{ProfileKind, SaveProfileError, SqliteStore, Store};
+use scout_host::store::prelude::*;
+use scout_host::store::{ProfileKind, SaveProfileError, SqliteStore};
 use scout_host::{CredentialScheme, SecretSource};
 use scout_tests::TempDb;
 use std::collections::{BTreeMap, BTreeSet};

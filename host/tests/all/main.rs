@@ -20,4 +20,5 @@ mod policy_surface;
 mod serve_admin;
 mod serve_capabilities;
 mod store;
+mod store_hosts;
 mod surface_cli;

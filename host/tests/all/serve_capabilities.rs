@@ -12,6 +12,7 @@ use scout_host::boundary::{CallRequest, Executed};
 use scout_host::policy::{Allowance, Grant, Limits, Profile, Switches, presets};
 use scout_host::serve::{HostError, OpenSession, ServeConfig, ServeHost};
 use scout_host::store::ProfileKind;
+use scout_host::store::prelude::*;
 use scout_tests::TempDb;
 use scout_tests::upstream::Upstream;
 use serde_json::{Value, json};
@@ -799,7 +800,7 @@ async fn a_session_that_expires_ends_its_run() {
 
 #[test]
 fn runs_a_killed_host_left_live_are_ended_at_what_they_recorded() {
-    use scout_host::store::{SqliteStore, StartRunError, Store};
+    use scout_host::store::{SqliteStore, StartRunError};
     let db = TempDb::new("serve-caps-live-runs");
     let day = "2026-12-01";
     {

@@ -1,10 +1,13 @@
-//! The D7 store against real SQLite files: every query, approval single use,
-//! the allowance arithmetic, credentials sealed at rest, and a host killed
-//! with SIGKILL mid-write.
+//! The D7 store: one conformance suite run against a real SQLite file and a
+//! real PostgreSQL database (every query, approval single use, the
+//! allowance arithmetic, connections, profiles, reviews), then what only
+//! one backend has: SQLite's file sealed at rest and a host killed with
+//! SIGKILL mid-write; PostgreSQL's several hosts on one database.
 
+use scout_host::store::prelude::*;
 use scout_host::store::{
-    ApprovalError, ApprovalState, RESTART_REVOKER, Recovered, SqliteStore, StartRunError, Store,
-    StoreError, TraceEvent, TraceState, args_digest,
+    ApprovalError, ApprovalState, PgOptions, PgStore, RESTART_REVOKER, Recovered, SqliteStore,
+    StartRunError, Store, StoreError, TraceEvent, TraceFilter, TraceState, args_digest,
 };
 use scout_tests::TempDb;
 use serde_json::json;
@@ -17,6 +20,71 @@ use std::sync::Arc;
 fn temp_db(name: &str) -> TempDb {
     TempDb::new(&format!("store-{name}"))
 }
+
+/// Where one conformance test's stores live.
+enum Db {
+    Sqlite(TempDb),
+    Postgres(scout_tests::pg::PgDatabase),
+}
+
+impl Db {
+    /// One more store on the same data: another connection to the SQLite
+    /// file, another host on the PostgreSQL database.
+    fn store(&self) -> Arc<dyn Store> {
+        match self {
+            Db::Sqlite(db) => Arc::new(SqliteStore::open(db.path()).unwrap()),
+            Db::Postgres(db) => Arc::new(PgStore::connect(PgOptions::new(db.url())).unwrap()),
+        }
+    }
+
+    /// `n` stores for `n` concurrent workers: one each on SQLite; on
+    /// PostgreSQL four hosts, shared round-robin (each host holds a pool).
+    fn stores(&self, n: usize) -> Vec<Arc<dyn Store>> {
+        let distinct = match self {
+            Db::Sqlite(_) => n,
+            Db::Postgres(_) => n.min(4),
+        };
+        let opened: Vec<_> = (0..distinct).map(|_| self.store()).collect();
+        (0..n).map(|i| opened[i % distinct].clone()).collect()
+    }
+}
+
+/// Runs each named test once against SQLite and once against PostgreSQL
+/// (skipped with a note where PostgreSQL is absent, failed under `CI=true`).
+macro_rules! on_both_backends {
+    ($($test:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[test]
+            fn $test() {
+                super::$test(&super::Db::Sqlite(super::temp_db(stringify!($test))));
+            })*
+        }
+        mod postgres {
+            $(#[test]
+            fn $test() {
+                if let Some(db) = scout_tests::pg::database_or_skip(stringify!($test)) {
+                    super::$test(&super::Db::Postgres(db));
+                }
+            })*
+        }
+    };
+}
+
+on_both_backends!(
+    trace_is_returned_in_insertion_order_per_session_and_brand,
+    trace_detail_keeps_any_text_a_guest_sent,
+    an_approval_is_used_once_and_only_for_its_arguments,
+    concurrent_consumers_spend_an_approval_once,
+    revoked_approvals_never_revive,
+    charges_are_recorded_once_per_idempotency_key,
+    fifty_threads_charging_one_key_record_one_row,
+    one_shared_store_is_safe_across_threads,
+    start_run_applies_the_seeds_day_arithmetic,
+    concurrent_starts_never_overcommit_the_day,
+    connections_and_shares_resolve_as_stored,
+    profiles_and_reviews_are_kept,
+    trace_pages_follow_the_sequence,
+);
 
 fn event(session: &str, brand: &str, state: TraceState, n: i64) -> TraceEvent {
     TraceEvent {
@@ -80,10 +148,8 @@ async fn concurrent_trace_writes_land_whole_and_a_refused_batch_fails_alone() {
     }
 }
 
-#[test]
-fn trace_is_returned_in_insertion_order_per_session_and_brand() {
-    let _db = temp_db("trace");
-    let store = SqliteStore::open(&_db).unwrap();
+fn trace_is_returned_in_insertion_order_per_session_and_brand(db: &Db) {
+    let store = db.store();
     let states = [
         TraceState::Registered,
         TraceState::Eligible,
@@ -133,10 +199,8 @@ fn args_digest_is_canonical() {
     );
 }
 
-#[test]
-fn an_approval_is_used_once_and_only_for_its_arguments() {
-    let _db = temp_db("approve");
-    let store = SqliteStore::open(&_db).unwrap();
+fn an_approval_is_used_once_and_only_for_its_arguments(db: &Db) {
+    let store = db.store();
     let tool = "mcp__github__github_comment";
     let args = args_digest(&json!({ "issue": 1, "body": "hi" }));
     let other = args_digest(&json!({ "issue": 2, "body": "hi" }));
@@ -202,22 +266,18 @@ fn an_approval_is_used_once_and_only_for_its_arguments() {
     ));
 }
 
-#[test]
-fn concurrent_consumers_spend_an_approval_once() {
-    let db = temp_db("approve-race");
-    let path = db.path().to_path_buf();
-    let store = SqliteStore::open(&path).unwrap();
+fn concurrent_consumers_spend_an_approval_once(db: &Db) {
+    let store = db.store();
     let args = args_digest(&json!({ "x": 1 }));
     let id = store.request_approval("s", "t", &args).unwrap();
     store.decide(id, true, "alice").unwrap();
     let wins: usize = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..16)
-            .map(|_| {
-                let (path, args) = (path.clone(), args.clone());
-                scope.spawn(move || {
-                    let store = SqliteStore::open(&path).unwrap();
-                    usize::from(store.consume_approval("s", "t", &args).is_ok())
-                })
+        let handles: Vec<_> = db
+            .stores(16)
+            .into_iter()
+            .map(|store| {
+                let args = args.clone();
+                scope.spawn(move || usize::from(store.consume_approval("s", "t", &args).is_ok()))
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).sum()
@@ -225,10 +285,8 @@ fn concurrent_consumers_spend_an_approval_once() {
     assert_eq!(wins, 1);
 }
 
-#[test]
-fn revoked_approvals_never_revive() {
-    let _db = temp_db("revoke");
-    let store = SqliteStore::open(&_db).unwrap();
+fn revoked_approvals_never_revive(db: &Db) {
+    let store = db.store();
     let args = args_digest(&json!({ "to": "a@example.com" }));
     let approved = store.request_approval("s", "send", &args).unwrap();
     store.decide(approved, true, "alice").unwrap();
@@ -418,10 +476,8 @@ fn recovery_closes_what_a_killed_host_left_open() {
     assert_eq!(store.trace_for_session("s1").unwrap(), trace);
 }
 
-#[test]
-fn charges_are_recorded_once_per_idempotency_key() {
-    let _db = temp_db("charge");
-    let store = SqliteStore::open(&_db).unwrap();
+fn charges_are_recorded_once_per_idempotency_key(db: &Db) {
+    let store = db.store();
     assert!(
         store
             .charge("r1", "firecrawl", "acme", "2026-11-30", 5, "k1")
@@ -483,17 +539,13 @@ fn charges_are_recorded_once_per_idempotency_key() {
     assert_eq!(keys, ["k1", "k2"]);
 }
 
-#[test]
-fn fifty_threads_charging_one_key_record_one_row() {
-    let db = temp_db("charge-race");
-    let path = db.path().to_path_buf();
-    SqliteStore::open(&path).unwrap();
+fn fifty_threads_charging_one_key_record_one_row(db: &Db) {
     let recorded: usize = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..50)
-            .map(|_| {
-                let path = path.clone();
+        let handles: Vec<_> = db
+            .stores(50)
+            .into_iter()
+            .map(|store| {
                 scope.spawn(move || {
-                    let store = SqliteStore::open(&path).unwrap();
                     usize::from(
                         store
                             .charge("r", "firecrawl", "acme", "2026-11-30", 3, "same-key")
@@ -505,15 +557,13 @@ fn fifty_threads_charging_one_key_record_one_row() {
         handles.into_iter().map(|h| h.join().unwrap()).sum()
     });
     assert_eq!(recorded, 1);
-    let store = SqliteStore::open(&path).unwrap();
+    let store = db.store();
     assert_eq!(store.charges_in_run("r").unwrap().len(), 1);
     assert_eq!(store.spent_in_run("r").unwrap(), 3);
 }
 
-#[test]
-fn one_shared_store_is_safe_across_threads() {
-    let _db = temp_db("shared");
-    let store = Arc::new(SqliteStore::open(&_db).unwrap());
+fn one_shared_store_is_safe_across_threads(db: &Db) {
+    let store = db.store();
     std::thread::scope(|scope| {
         for t in 0..8 {
             let store = store.clone();
@@ -536,10 +586,8 @@ fn one_shared_store_is_safe_across_threads() {
     assert_eq!(store.spent_in_run("r").unwrap(), 80);
 }
 
-#[test]
-fn start_run_applies_the_seeds_day_arithmetic() {
-    let _db = temp_db("runs");
-    let store = SqliteStore::open(&_db).unwrap();
+fn start_run_applies_the_seeds_day_arithmetic(db: &Db) {
+    let store = db.store();
     let day = "2026-11-30";
     let (b, c) = ("acme", "firecrawl");
     // Researcher preset: 25 per run, 100 per day.
@@ -590,17 +638,14 @@ fn start_run_applies_the_seeds_day_arithmetic() {
     ));
 }
 
-#[test]
-fn concurrent_starts_never_overcommit_the_day() {
-    let db = temp_db("runs-race");
-    let path = db.path().to_path_buf();
-    SqliteStore::open(&path).unwrap();
+fn concurrent_starts_never_overcommit_the_day(db: &Db) {
     let started: usize = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..12)
-            .map(|i| {
-                let path = path.clone();
+        let handles: Vec<_> = db
+            .stores(12)
+            .into_iter()
+            .enumerate()
+            .map(|(i, store)| {
                 scope.spawn(move || {
-                    let store = SqliteStore::open(&path).unwrap();
                     usize::from(
                         store
                             .start_run(
@@ -619,6 +664,166 @@ fn concurrent_starts_never_overcommit_the_day() {
         handles.into_iter().map(|h| h.join().unwrap()).sum()
     });
     assert_eq!(started, 4);
+}
+
+/// Whatever a guest or an upstream put in a detail comes back as it was:
+/// a NUL, other control characters, astral characters, a lone quote.
+fn trace_detail_keeps_any_text_a_guest_sent(db: &Db) {
+    let store = db.store();
+    let mut e = event("s-nul", "acme", TraceState::Result, 1);
+    e.detail = json!({ "upstream": "a\u{0}b\u{1}\u{7f}\u{1F600}\"'\\", "nested": ["\u{0}"] });
+    store.record(&e).unwrap();
+    assert_eq!(store.trace_for_session("s-nul").unwrap(), vec![e]);
+}
+
+/// Pages of a trace follow its sequence and end where it ends.
+fn trace_pages_follow_the_sequence(db: &Db) {
+    let store = db.store();
+    for n in 0..7 {
+        store
+            .record(&event("s-page", "acme", TraceState::Requested, n))
+            .unwrap();
+    }
+    let mut after = 0;
+    let mut seen = Vec::new();
+    loop {
+        let page = store
+            .trace_page(TraceFilter::Brand("acme"), after, 3)
+            .unwrap();
+        if page.is_empty() {
+            break;
+        }
+        assert!(page.len() <= 3);
+        assert!(page.windows(2).all(|w| w[0].0 < w[1].0), "in sequence");
+        after = page.last().unwrap().0;
+        seen.extend(page.into_iter().map(|(_, e)| e.at_ms));
+    }
+    assert_eq!(seen, (0..7).map(|n| 1_000 + n).collect::<Vec<_>>());
+    assert!(
+        store
+            .trace_page(TraceFilter::Session("s-page"), after, 3)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// Stored, replaced, disabled, shared and unshared, as resolution sees them.
+fn connections_and_shares_resolve_as_stored(db: &Db) {
+    let store = db.store();
+    let key = [7u8; 32];
+    store
+        .put_connection("acme", "github", "ghp_one", &key)
+        .unwrap();
+    assert_eq!(
+        store
+            .get_connection("acme", "github", &key)
+            .unwrap()
+            .as_deref(),
+        Some("ghp_one")
+    );
+    assert_eq!(
+        store.get_connection("acme", "firecrawl", &key).unwrap(),
+        None
+    );
+    assert!(matches!(
+        store.get_connection("acme", "github", &[8u8; 32]),
+        Err(StoreError::Decrypt { .. })
+    ));
+    assert!(store.disable_connection("acme", "github").unwrap());
+    assert_eq!(store.get_connection("acme", "github", &key).unwrap(), None);
+    assert!(!store.disable_connection("acme", "nothing").unwrap());
+    store
+        .put_connection("acme", "github", "ghp_two", &key)
+        .unwrap();
+    assert_eq!(
+        store
+            .get_connection("acme", "github", &key)
+            .unwrap()
+            .as_deref(),
+        Some("ghp_two")
+    );
+
+    assert!(store.shared_with("globex", "github").unwrap().is_empty());
+    store.share_connection("acme", "github", "globex").unwrap();
+    store.share_connection("acme", "github", "globex").unwrap();
+    store
+        .share_connection("initech", "github", "globex")
+        .unwrap();
+    assert_eq!(
+        store.shared_with("globex", "github").unwrap(),
+        ["acme", "initech"]
+    );
+    assert!(store.shared_with("globex", "firecrawl").unwrap().is_empty());
+    assert!(
+        store
+            .unshare_connection("acme", "github", "globex")
+            .unwrap()
+    );
+    assert!(
+        !store
+            .unshare_connection("acme", "github", "globex")
+            .unwrap()
+    );
+    assert_eq!(store.shared_with("globex", "github").unwrap(), ["initech"]);
+}
+
+/// Profiles are validated when saved and come back as saved; reviews keep
+/// the last digest approved.
+fn profiles_and_reviews_are_kept(db: &Db) {
+    use scout_host::policy::{Catalog, Grant, Limits, Profile};
+    use scout_host::store::{ProfileKind, SaveProfileError};
+    let store = db.store();
+    let catalog = Catalog::seed();
+    let profile = |name: &str| Profile {
+        name: name.into(),
+        tools: vec!["Read".into(), "Grep".into()],
+        grant: Grant::default(),
+        limits: Limits::preset(),
+    };
+    store
+        .save_profile("acme", &profile("b"), ProfileKind::Coworker, &catalog)
+        .unwrap();
+    store
+        .save_profile("acme", &profile("a"), ProfileKind::Coworker, &catalog)
+        .unwrap();
+    let mut refused = profile("bad");
+    refused
+        .tools
+        .push("mcp__github__github_commit_files".into());
+    assert!(matches!(
+        store.save_profile("acme", &refused, ProfileKind::Coworker, &catalog),
+        Err(SaveProfileError::Invalid(_))
+    ));
+    let names: Vec<String> = store
+        .list_profiles("acme")
+        .unwrap()
+        .into_iter()
+        .map(|p| p.profile.name)
+        .collect();
+    assert_eq!(names, ["a", "b"]);
+    let loaded = store.load_profile("acme", "a").unwrap().unwrap();
+    assert_eq!(
+        (loaded.kind, loaded.profile),
+        (ProfileKind::Coworker, profile("a"))
+    );
+    assert!(store.load_profile("globex", "a").unwrap().is_none());
+    assert!(store.delete_profile("acme", "a").unwrap());
+    assert!(!store.delete_profile("acme", "a").unwrap());
+
+    assert_eq!(store.reviewed_digest("github", "read_file").unwrap(), None);
+    store
+        .approve_tool("github", "read_file", "d1", "alice")
+        .unwrap();
+    store
+        .approve_tool("github", "read_file", "d2", "bob")
+        .unwrap();
+    assert_eq!(
+        store
+            .reviewed_digest("github", "read_file")
+            .unwrap()
+            .as_deref(),
+        Some("d2")
+    );
 }
 
 fn file_bytes(path: &PathBuf) -> Vec<u8> {

@@ -1,7 +1,8 @@
 //! `scout-host surface --brand NAME --config FILE`: the surface a session of
 //! that brand would get, from the connections in `serve`'s own store.
 
-use scout_host::store::{SqliteStore, Store};
+use scout_host::store::SqliteStore;
+use scout_host::store::prelude::*;
 use scout_tests::TempDb;
 use std::process::Command;
 

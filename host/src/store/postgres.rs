@@ -1,0 +1,1684 @@
+//! [`PgStore`]: several hosts on one PostgreSQL database.
+//!
+//! The same traits as [`super::SqliteStore`], with what one file never
+//! needed: every host holds a lease on the database clock; the trace is
+//! written only while that lease is held (the fence), so a host the others
+//! declared lost can no longer record the `allowed` that precedes an
+//! effect; a sweeper on every host recovers the approvals, calls and runs of
+//! a lost host and leaves live hosts' alone; and LISTEN/NOTIFY rings the
+//! approvals broker and drops caches on every host when one host changes
+//! what they depend on.
+//!
+//! The trait is synchronous, so the pool and the connection tasks live on a
+//! small runtime of the store's own: a caller on any runtime (or none)
+//! hands its work over and waits off the tokio worker, as with SQLite.
+
+use super::{
+    Approval, ApprovalError, ApprovalId, ApprovalState, ApprovalStore, ApprovalWatch, Charge,
+    ConnectionStore, Invalidation, LedgerStore, ProfileKind, ProfileStore, Recovered, ReviewStore,
+    SaveProfileError, SavedProfile, SessionStore, StartRunError, StoreError, TraceEvent,
+    TraceFilter, TraceState, TraceStore,
+};
+use crate::policy::{Catalog, Profile};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use futures_util::StreamExt;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_postgres::config::{Host, SslMode};
+use tokio_postgres::{AsyncMessage, Client, Config, NoTls};
+
+/// The advisory lock every host takes to apply migrations: two hosts
+/// starting together apply each migration once.
+const MIGRATION_LOCK: i64 = 0x5C07_0001;
+
+/// Versioned migrations, applied in order, each in the transaction that
+/// holds [`MIGRATION_LOCK`].
+const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("postgres/001_initial.sql"))];
+
+/// The channels every host listens on.
+const APPROVAL_CHANNEL: &str = "scout_approval";
+const INVALIDATE_CHANNEL: &str = "scout_invalidate";
+
+/// A NOTIFY payload must stay under 8000 bytes; above this the message
+/// says "everything" instead.
+const MAX_PAYLOAD: usize = 7000;
+
+/// Most trace batches committed in one transaction.
+const MAX_GROUP: usize = 512;
+
+/// The `decided_by` of an approval revoked because its host was lost.
+pub const LOST_HOST_REVOKER: &str = "host lost: caller gone";
+
+/// How a [`PgStore`] reaches its database and keeps its lease.
+#[derive(Debug, Clone)]
+pub struct PgOptions {
+    /// A libpq connection URL or key-value string (`postgresql://user:pw@db/scout`,
+    /// `postgresql:///scout?host=/run/pg`, `host=/run/pg dbname=scout`).
+    pub url: String,
+    /// This process: fresh per start, so a restarted host is a new one and
+    /// its predecessor is recovered like any lost host.
+    pub host_id: String,
+    /// How long a lease lasts without renewal: a host silent for longer is
+    /// lost, fenced, and recovered by the others.
+    pub lease: Duration,
+    /// Connections in the pool of ordinary statements.
+    pub pool_size: usize,
+}
+
+impl PgOptions {
+    /// Defaults for one host: a fresh host id, a 15 s lease.
+    pub fn new(url: impl Into<String>) -> PgOptions {
+        PgOptions {
+            url: url.into(),
+            host_id: new_host_id(),
+            lease: Duration::from_secs(15),
+            pool_size: 16,
+        }
+    }
+}
+
+/// A fresh random host id (`h-` and 16 hex digits).
+pub fn new_host_id() -> String {
+    let mut bytes = [0u8; 8];
+    // getrandom failing leaves zeros; the time keeps ids apart then.
+    let _ = getrandom::fill(&mut bytes);
+    let mixed = u64::from_le_bytes(bytes) ^ now_ms() as u64;
+    format!("h-{mixed:016x}")
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+fn to_i64(amount: u64) -> Result<i64, StoreError> {
+    i64::try_from(amount).map_err(|_| StoreError::OutOfRange(amount))
+}
+
+fn to_u64(value: i64) -> Result<u64, StoreError> {
+    u64::try_from(value).map_err(|_| StoreError::Corrupt(format!("negative amount {value}")))
+}
+
+/// PostgreSQL's `text` holds no NUL character: in the plain columns (names,
+/// ids a caller chose) one becomes U+FFFD. A trace's `detail` is JSON, where
+/// serde already writes a NUL as `\u0000`, so it is kept exactly.
+fn pg_text(value: &str) -> std::borrow::Cow<'_, str> {
+    if value.contains('\0') {
+        std::borrow::Cow::Owned(value.replace('\0', "\u{FFFD}"))
+    } else {
+        std::borrow::Cow::Borrowed(value)
+    }
+}
+
+/// How this host reaches the server: TLS for anything but a unix socket or
+/// the loopback interface.
+#[derive(Clone)]
+enum Tls {
+    None(NoTls),
+    Rustls(tokio_postgres_rustls::MakeRustlsConnect),
+}
+
+fn parse_config(url: &str) -> Result<(Config, Tls), StoreError> {
+    let mut config: Config = url.parse().map_err(|e: tokio_postgres::Error| {
+        StoreError::Config(format!("the PostgreSQL URL is not valid: {e}"))
+    })?;
+    let local = config.get_hosts().iter().all(|host| match host {
+        Host::Unix(_) => true,
+        Host::Tcp(name) => matches!(name.as_str(), "localhost" | "127.0.0.1" | "::1"),
+    }) && !config.get_hosts().is_empty();
+    // Each statement and lock wait is bounded, so a stuck server fails a
+    // call rather than hanging it.
+    config.options(
+        "-c lock_timeout=5s -c statement_timeout=15s -c idle_in_transaction_session_timeout=30s",
+    );
+    if config.get_application_name().is_none() {
+        config.application_name("scout-host");
+    }
+    if local {
+        return Ok((config, Tls::None(NoTls)));
+    }
+    if config.get_ssl_mode() == SslMode::Disable {
+        return Err(StoreError::Config(
+            "a PostgreSQL server off this machine is reached over TLS: remove sslmode=disable from the URL".into(),
+        ));
+    }
+    config.ssl_mode(SslMode::Require);
+    let roots = rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| StoreError::Config(format!("TLS: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok((
+        config,
+        Tls::Rustls(tokio_postgres_rustls::MakeRustlsConnect::new(tls)),
+    ))
+}
+
+/// One un-pooled connection; `messages` receives what the server sends
+/// outside a query (notifications) until the connection closes.
+async fn connect(
+    config: &Config,
+    tls: &Tls,
+    name: &str,
+    messages: Option<mpsc::UnboundedSender<AsyncMessage>>,
+) -> Result<Client, StoreError> {
+    let mut config = config.clone();
+    // Named after the host too, so an operator (or a test) can tell whose
+    // listener is whose in pg_stat_activity.
+    config.application_name(name);
+    macro_rules! drive {
+        ($tls:expr) => {{
+            let (client, mut connection) = config.connect($tls).await?;
+            tokio::spawn(async move {
+                let mut stream =
+                    futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+                while let Some(Ok(message)) = stream.next().await {
+                    if let Some(tx) = &messages {
+                        let _ = tx.send(message);
+                    }
+                }
+            });
+            client
+        }};
+    }
+    Ok(match tls {
+        Tls::None(tls) => drive!(tls.clone()),
+        Tls::Rustls(tls) => drive!(tls.clone()),
+    })
+}
+
+/// One trace row, serialised by its caller.
+struct Row {
+    session: String,
+    brand: String,
+    call_id: Option<String>,
+    tool: Option<String>,
+    state: &'static str,
+    rule: Option<String>,
+    detail: String,
+    at_ms: i64,
+}
+
+struct Batch {
+    rows: Vec<Row>,
+    reply: oneshot::Sender<Result<(), StoreError>>,
+}
+
+/// What the store's tasks share.
+struct Shared {
+    pool: Pool,
+    host_id: String,
+    lease: Duration,
+    broker: Arc<super::ApprovalBroker>,
+    invalidations: broadcast::Sender<Invalidation>,
+    /// Set when this host learns it lost its lease (a renewal found the row
+    /// recovered): every later trace write fails at once.
+    fenced: AtomicBool,
+    /// Whether the last renewal succeeded.
+    lease_held: AtomicBool,
+    commits: AtomicU64,
+}
+
+/// Several hosts on one PostgreSQL database (see the module docs).
+pub struct PgStore {
+    runtime: Option<tokio::runtime::Runtime>,
+    handle: tokio::runtime::Handle,
+    shared: Arc<Shared>,
+    writer: mpsc::UnboundedSender<Batch>,
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        // Allowed in any context, unlike dropping a runtime inside one.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("host_id", &self.shared.host_id)
+            .finish()
+    }
+}
+
+/// Runs `work` on the store's runtime and waits for it without holding the
+/// caller's tokio worker.
+fn run_on<T: Send + 'static>(
+    handle: &tokio::runtime::Handle,
+    work: impl Future<Output = T> + Send + 'static,
+) -> Result<T, StoreError> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    handle.spawn(async move {
+        let _ = tx.send(work.await);
+    });
+    super::off_worker(|| rx.recv().map_err(|_| StoreError::WriterStopped))
+}
+
+impl PgStore {
+    /// Connects, applies the migrations this host knows under the
+    /// migration lock, refuses a server that does not make commits durable,
+    /// registers this host with a fresh lease, and starts the trace writer,
+    /// the listener and the lease keeper.
+    pub fn connect(options: PgOptions) -> Result<PgStore, StoreError> {
+        let (config, tls) = parse_config(&options.url)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("scout-pg")
+            .enable_all()
+            .build()
+            .map_err(StoreError::WriterStart)?;
+        let handle = runtime.handle().clone();
+        let lease = options.lease.max(Duration::from_secs(1));
+        let host_id = options.host_id.clone();
+        let pool_size = options.pool_size.max(2);
+        let (config2, tls2) = (config.clone(), tls.clone());
+        let shared = run_on(&handle, async move {
+            let mut setup =
+                connect(&config2, &tls2, &format!("scout-setup {host_id}"), None).await?;
+            migrate(&mut setup).await?;
+            let synchronous: String = setup
+                .query_one("SHOW synchronous_commit", &[])
+                .await?
+                .get(0);
+            if synchronous == "off" {
+                return Err(StoreError::Config(
+                    "the database has synchronous_commit = off: a pre-effect trace row could be lost on a crash; turn it on".into(),
+                ));
+            }
+            setup
+                .execute(
+                    "INSERT INTO hosts (host_id, lease_until) VALUES ($1, now() + make_interval(secs => $2))",
+                    &[&host_id, &(lease.as_secs_f64())],
+                )
+                .await?;
+            let manager = match &tls2 {
+                Tls::None(t) => Manager::from_config(
+                    config2.clone(),
+                    t.clone(),
+                    ManagerConfig {
+                        recycling_method: RecyclingMethod::Fast,
+                    },
+                ),
+                Tls::Rustls(t) => Manager::from_config(
+                    config2.clone(),
+                    t.clone(),
+                    ManagerConfig {
+                        recycling_method: RecyclingMethod::Fast,
+                    },
+                ),
+            };
+            let pool = Pool::builder(manager)
+                .max_size(pool_size)
+                .runtime(deadpool_postgres::Runtime::Tokio1)
+                .wait_timeout(Some(Duration::from_secs(15)))
+                .create_timeout(Some(Duration::from_secs(15)))
+                .build()
+                .map_err(|e| StoreError::Config(format!("connection pool: {e}")))?;
+            Ok::<_, StoreError>(Arc::new(Shared {
+                pool,
+                host_id,
+                lease,
+                broker: Default::default(),
+                invalidations: broadcast::channel(256).0,
+                fenced: AtomicBool::new(false),
+                lease_held: AtomicBool::new(true),
+                commits: AtomicU64::new(0),
+            }))
+        })??;
+        let (writer, batches) = mpsc::unbounded_channel();
+        handle.spawn(write_loop(
+            shared.clone(),
+            config.clone(),
+            tls.clone(),
+            batches,
+        ));
+        handle.spawn(listen_loop(shared.clone(), config.clone(), tls.clone()));
+        handle.spawn(lease_loop(shared.clone()));
+        Ok(PgStore {
+            runtime: Some(runtime),
+            handle,
+            shared,
+            writer,
+        })
+    }
+
+    /// This host's id, as its rows carry it.
+    pub fn host_id(&self) -> &str {
+        &self.shared.host_id
+    }
+
+    fn run<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        run_on(&self.handle, work)?
+    }
+
+    fn run_as<T: Send + 'static, E: From<StoreError> + Send + 'static>(
+        &self,
+        work: impl Future<Output = Result<T, E>> + Send + 'static,
+    ) -> Result<T, E> {
+        run_on(&self.handle, work)?
+    }
+
+    /// Recovers every host whose lease expired, now (the sweeper does the
+    /// same every few seconds).
+    pub fn recover_lost_hosts(&self) -> Result<Recovered, StoreError> {
+        let shared = self.shared.clone();
+        self.run(async move { recover_lost(&shared).await })
+    }
+
+    fn enqueue(
+        &self,
+        events: &[TraceEvent],
+    ) -> Result<oneshot::Receiver<Result<(), StoreError>>, StoreError> {
+        if self.shared.fenced.load(Ordering::SeqCst) {
+            return Err(StoreError::Fenced);
+        }
+        let mut rows = Vec::with_capacity(events.len());
+        for event in events {
+            rows.push(Row {
+                session: pg_text(&event.session).into_owned(),
+                brand: pg_text(&event.brand).into_owned(),
+                call_id: event.call_id.as_deref().map(|v| pg_text(v).into_owned()),
+                tool: event.tool.as_deref().map(|v| pg_text(v).into_owned()),
+                state: event.state.as_str(),
+                rule: event.rule.as_deref().map(|v| pg_text(v).into_owned()),
+                detail: serde_json::to_string(&event.detail)
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                at_ms: event.at_ms,
+            });
+        }
+        let (reply, answer) = oneshot::channel();
+        self.writer
+            .send(Batch { rows, reply })
+            .map_err(|_| StoreError::WriterStopped)?;
+        Ok(answer)
+    }
+
+    fn notify_invalidation(&self, what: Invalidation) {
+        let _ = self.shared.invalidations.send(what);
+    }
+}
+
+async fn migrate(client: &mut Client) -> Result<(), StoreError> {
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await?;
+    tx.batch_execute("CREATE TABLE IF NOT EXISTS schema_version (version bigint NOT NULL)")
+        .await?;
+    let found: Option<i64> = tx
+        .query_one("SELECT MAX(version) FROM schema_version", &[])
+        .await?
+        .get(0);
+    let found = found.unwrap_or(0);
+    let supported = MIGRATIONS.last().map(|(v, _)| *v).unwrap_or(0);
+    if found > supported {
+        return Err(StoreError::SchemaTooNew { found, supported });
+    }
+    for (version, sql) in MIGRATIONS {
+        if *version > found {
+            tx.batch_execute(sql).await?;
+            tx.execute(
+                "INSERT INTO schema_version (version) VALUES ($1)",
+                &[version],
+            )
+            .await?;
+        }
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The trace writer: one connection of its own, groups of batches in one
+/// transaction that first takes the fence (this host's row, live and not
+/// recovered, `FOR SHARE`). Recovery updates that row, so the two exclude
+/// each other: no row of this host commits once another host recovered it.
+async fn write_loop(
+    shared: Arc<Shared>,
+    config: Config,
+    tls: Tls,
+    mut batches: mpsc::UnboundedReceiver<Batch>,
+) {
+    let mut client: Option<Client> = None;
+    while let Some(first) = batches.recv().await {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match batches.try_recv() {
+                Ok(batch) => group.push(batch),
+                Err(_) => break,
+            }
+        }
+        if shared.fenced.load(Ordering::SeqCst) {
+            group
+                .into_iter()
+                .for_each(|b| drop(b.reply.send(Err(StoreError::Fenced))));
+            continue;
+        }
+        if client.as_ref().is_none_or(|c| c.is_closed()) {
+            match connect(
+                &config,
+                &tls,
+                &format!("scout-trace-writer {}", shared.host_id),
+                None,
+            )
+            .await
+            {
+                Ok(c) => client = Some(c),
+                Err(e) => {
+                    let e = Arc::new(e);
+                    group
+                        .into_iter()
+                        .for_each(|b| drop(b.reply.send(Err(StoreError::TraceWriter(e.clone())))));
+                    continue;
+                }
+            }
+        }
+        let Some(conn) = client.as_mut() else {
+            continue;
+        };
+        let all: Vec<&Row> = group.iter().flat_map(|b| b.rows.iter()).collect();
+        match commit_rows(conn, &shared, &all).await {
+            Ok(()) => {
+                shared.commits.fetch_add(1, Ordering::SeqCst);
+                group.into_iter().for_each(|b| drop(b.reply.send(Ok(()))));
+            }
+            Err(StoreError::Fenced) => {
+                shared.fenced.store(true, Ordering::SeqCst);
+                group
+                    .into_iter()
+                    .for_each(|b| drop(b.reply.send(Err(StoreError::Fenced))));
+            }
+            Err(e) if group.len() == 1 => {
+                if let Some(batch) = group.pop() {
+                    let _ = batch.reply.send(Err(e));
+                }
+            }
+            Err(_) => {
+                // One batch may be what failed: the others keep their own outcome.
+                for batch in group {
+                    let rows: Vec<&Row> = batch.rows.iter().collect();
+                    let outcome = commit_rows(conn, &shared, &rows).await;
+                    if outcome.is_ok() {
+                        shared.commits.fetch_add(1, Ordering::SeqCst);
+                    }
+                    let _ = batch.reply.send(outcome);
+                }
+            }
+        }
+    }
+}
+
+async fn commit_rows(
+    client: &mut Client,
+    shared: &Shared,
+    rows: &[&Row],
+) -> Result<(), StoreError> {
+    let tx = client.transaction().await?;
+    let live = tx
+        .query_opt(
+            "SELECT 1 FROM hosts WHERE host_id = $1 AND recovered_by IS NULL AND lease_until > now() FOR SHARE",
+            &[&shared.host_id],
+        )
+        .await?;
+    if live.is_none() {
+        return Err(StoreError::Fenced);
+    }
+    let sessions: Vec<&str> = rows.iter().map(|r| r.session.as_str()).collect();
+    let brands: Vec<&str> = rows.iter().map(|r| r.brand.as_str()).collect();
+    let calls: Vec<Option<&str>> = rows.iter().map(|r| r.call_id.as_deref()).collect();
+    let tools: Vec<Option<&str>> = rows.iter().map(|r| r.tool.as_deref()).collect();
+    let states: Vec<&str> = rows.iter().map(|r| r.state).collect();
+    let rules: Vec<Option<&str>> = rows.iter().map(|r| r.rule.as_deref()).collect();
+    let details: Vec<&str> = rows.iter().map(|r| r.detail.as_str()).collect();
+    let at: Vec<i64> = rows.iter().map(|r| r.at_ms).collect();
+    tx.execute(
+        "INSERT INTO trace (host_id, session, brand, call_id, tool, state, rule, detail, at_ms)
+         SELECT $1, s, b, c, t, st, r, d, a
+         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int8[])
+              WITH ORDINALITY AS u(s, b, c, t, st, r, d, a, ord)
+         ORDER BY ord",
+        &[&shared.host_id, &sessions, &brands, &calls, &tools, &states, &rules, &details, &at],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The listener: one connection that does nothing but LISTEN. Whatever was
+/// sent while it was away is lost, so after every (re)connect every waiter
+/// is rung (each re-reads the store) and every cache dropped.
+async fn listen_loop(shared: Arc<Shared>, config: Config, tls: Tls) {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        match connect(
+            &config,
+            &tls,
+            &format!("scout-listener {}", shared.host_id),
+            Some(tx),
+        )
+        .await
+        {
+            Ok(client) => {
+                let listening = client
+                    .batch_execute(&format!(
+                        "LISTEN {APPROVAL_CHANNEL}; LISTEN {INVALIDATE_CHANNEL}"
+                    ))
+                    .await;
+                if listening.is_ok() {
+                    backoff = Duration::from_millis(100);
+                    shared.broker.ring_all();
+                    let _ = shared.invalidations.send(Invalidation::All);
+                    while let Some(message) = rx.recv().await {
+                        if let AsyncMessage::Notification(n) = message {
+                            dispatch(&shared, n.channel(), n.payload());
+                        }
+                    }
+                }
+                // The connection closed (killed, server restart).
+                shared.broker.ring_all();
+            }
+            Err(e) => tracing::warn!(error = %e, "PostgreSQL listener could not connect; retrying"),
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(2));
+    }
+}
+
+fn dispatch(shared: &Shared, channel: &str, payload: &str) {
+    let message: serde_json::Value = serde_json::from_str(payload).unwrap_or_default();
+    let text = |k: &str| message.get(k).and_then(|v| v.as_str()).unwrap_or_default();
+    match channel {
+        APPROVAL_CHANNEL => match text("op") {
+            "one" => shared.broker.ring(text("s"), text("t"), text("d")),
+            "session" => shared.broker.ring_session(text("s")),
+            _ => shared.broker.ring_all(),
+        },
+        INVALIDATE_CHANNEL => {
+            let what = match text("op") {
+                "connections" => Invalidation::Connections,
+                "profiles" => Invalidation::Profiles,
+                "reviews" => Invalidation::Reviews,
+                "session" => Invalidation::Session(text("s").to_string()),
+                _ => Invalidation::All,
+            };
+            let _ = shared.invalidations.send(what);
+        }
+        _ => {}
+    }
+}
+
+/// The payload of a ring for one call's approvals (or for all, if too long).
+fn approval_payload(session: &str, tool: &str, digest: &str) -> String {
+    let one = serde_json::json!({"op": "one", "s": session, "t": tool, "d": digest}).to_string();
+    if one.len() > MAX_PAYLOAD {
+        r#"{"op":"all"}"#.to_string()
+    } else {
+        one
+    }
+}
+
+fn session_payload(session: &str) -> String {
+    let one = serde_json::json!({"op": "session", "s": session}).to_string();
+    if one.len() > MAX_PAYLOAD {
+        r#"{"op":"all"}"#.to_string()
+    } else {
+        one
+    }
+}
+
+/// Renews this host's lease, and recovers any host whose lease expired.
+async fn lease_loop(shared: Arc<Shared>) {
+    let every = shared.lease / 3;
+    loop {
+        tokio::time::sleep(every).await;
+        match renew(&shared).await {
+            Ok(true) => shared.lease_held.store(true, Ordering::SeqCst),
+            Ok(false) => {
+                // Another host recovered this one: it must take no more calls.
+                shared.lease_held.store(false, Ordering::SeqCst);
+                if !shared.fenced.swap(true, Ordering::SeqCst) {
+                    tracing::error!(host = %shared.host_id, "this host's lease was lost and its calls recovered by another host; it takes no more calls");
+                }
+            }
+            Err(e) => {
+                shared.lease_held.store(false, Ordering::SeqCst);
+                tracing::warn!(error = %e, "lease renewal failed");
+            }
+        }
+        if !shared.fenced.load(Ordering::SeqCst)
+            && let Err(e) = recover_lost(&shared).await
+        {
+            tracing::warn!(error = %e, "recovering lost hosts failed");
+        }
+    }
+}
+
+async fn renew(shared: &Shared) -> Result<bool, StoreError> {
+    let client = shared.pool.get().await?;
+    let renewed = client
+        .query_opt(
+            "UPDATE hosts SET lease_until = now() + make_interval(secs => $2)
+             WHERE host_id = $1 AND recovered_by IS NULL RETURNING 1",
+            &[&shared.host_id, &shared.lease.as_secs_f64()],
+        )
+        .await?;
+    Ok(renewed.is_some())
+}
+
+/// In one transaction: claims every host whose lease expired (the row lock
+/// waits for a trace write that holds the fence), revokes its pending
+/// approvals, marks its open calls `interrupted`, ends its live runs, and
+/// rings every waiter on every host.
+async fn recover_lost(shared: &Shared) -> Result<Recovered, StoreError> {
+    let mut client = shared.pool.get().await?;
+    let tx = client.transaction().await?;
+    let dead: Vec<String> = tx
+        .query(
+            "UPDATE hosts SET recovered_by = $1, recovered_at = now()
+             WHERE lease_until < now() AND recovered_by IS NULL AND host_id <> $1 RETURNING host_id",
+            &[&shared.host_id],
+        )
+        .await?
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    if dead.is_empty() {
+        tx.commit().await?;
+        return Ok(Recovered::default());
+    }
+    let at_ms = now_ms();
+    let approvals_revoked = tx
+        .execute(
+            "UPDATE approvals SET state = 'revoked', decided_by = $2, decided_at_ms = $3,
+                    args_nonce = NULL, args_sealed = NULL
+             WHERE host_id = ANY($1) AND state = 'pending'",
+            &[&dead, &LOST_HOST_REVOKER, &at_ms],
+        )
+        .await? as usize;
+    let open = tx
+        .query(
+            "WITH calls AS (SELECT DISTINCT session, call_id FROM trace
+                            WHERE host_id = ANY($1) AND call_id IS NOT NULL AND state = 'requested'),
+                  last AS (SELECT MAX(t.seq) AS seq FROM trace t JOIN calls c
+                           ON t.session = c.session AND t.call_id = c.call_id GROUP BY t.session, t.call_id)
+             SELECT t.session, t.brand, t.call_id, t.tool, t.state, t.rule FROM trace t JOIN last l ON t.seq = l.seq
+             WHERE t.state NOT IN ('result', 'denied', 'permission_denied', 'interrupted')
+             ORDER BY t.seq",
+            &[&dead],
+        )
+        .await?;
+    let mut calls_maybe_run = 0;
+    let insert = tx
+        .prepare(
+            "INSERT INTO trace (host_id, session, brand, call_id, tool, state, rule, detail, at_ms)
+             VALUES ($1, $2, $3, $4, $5, 'interrupted', NULL, $6, $7)",
+        )
+        .await?;
+    for row in &open {
+        let (session, brand, call_id, tool, last_state, last_rule): (
+            String,
+            String,
+            String,
+            Option<String>,
+            String,
+            Option<String>,
+        ) = (
+            row.get(0),
+            row.get(1),
+            row.get(2),
+            row.get(3),
+            row.get(4),
+            row.get(5),
+        );
+        let may_have_run = matches!(last_state.as_str(), "allowed" | "executed");
+        calls_maybe_run += usize::from(may_have_run);
+        let detail = serde_json::json!({
+            "reason": "the host serving the call was lost before the call finished",
+            "last_state": last_state,
+            "last_rule": last_rule,
+            "may_have_run": may_have_run,
+        })
+        .to_string();
+        tx.execute(
+            &insert,
+            &[
+                &shared.host_id,
+                &session,
+                &brand,
+                &call_id,
+                &tool,
+                &detail,
+                &at_ms,
+            ],
+        )
+        .await?;
+    }
+    tx.execute(
+        "UPDATE runs SET ended = true, ended_at_ms = $2 WHERE host_id = ANY($1) AND NOT ended",
+        &[&dead, &at_ms],
+    )
+    .await?;
+    tx.execute(
+        "SELECT pg_notify($1, '{\"op\":\"all\"}')",
+        &[&APPROVAL_CHANNEL],
+    )
+    .await?;
+    tx.commit().await?;
+    shared.broker.ring_all();
+    tracing::warn!(hosts = ?dead, approvals_revoked, calls = open.len(), calls_maybe_run, "recovered lost hosts");
+    Ok(Recovered {
+        approvals_revoked,
+        calls_interrupted: open.len(),
+        calls_maybe_run,
+    })
+}
+
+fn trace_event(row: &tokio_postgres::Row) -> Result<(i64, TraceEvent), StoreError> {
+    let state: String = row.get(5);
+    let detail: String = row.get(7);
+    let state = TraceState::parse(&state)
+        .ok_or_else(|| StoreError::Corrupt(format!("unknown trace state {state:?}")))?;
+    let detail = serde_json::from_str(&detail)
+        .map_err(|e| StoreError::Corrupt(format!("trace detail is not JSON: {e}")))?;
+    Ok((
+        row.get(0),
+        TraceEvent {
+            session: row.get(1),
+            brand: row.get(2),
+            call_id: row.get(3),
+            tool: row.get(4),
+            state,
+            rule: row.get(6),
+            detail,
+            at_ms: row.get(8),
+        },
+    ))
+}
+
+const TRACE_COLUMNS: &str = "seq, session, brand, call_id, tool, state, rule, detail, at_ms";
+
+impl PgStore {
+    fn trace_rows(
+        &self,
+        column: &'static str,
+        value: &str,
+        after: i64,
+        limit: i64,
+        horizon: bool,
+    ) -> Result<Vec<(i64, TraceEvent)>, StoreError> {
+        let shared = self.shared.clone();
+        let value = value.to_string();
+        self.run(async move {
+            // An identity is taken at insert, not at commit: a page that
+            // reads past a row another host has not committed yet would
+            // skip it for good. Pages stop below the oldest transaction
+            // still running.
+            let horizon = if horizon {
+                "AND txid < pg_snapshot_xmin(pg_current_snapshot())"
+            } else {
+                ""
+            };
+            let sql = format!(
+                "SELECT {TRACE_COLUMNS} FROM trace WHERE {column} = $1 AND seq > $2 {horizon} ORDER BY seq LIMIT $3"
+            );
+            let client = shared.pool.get().await?;
+            let statement = client.prepare_cached(&sql).await?;
+            client
+                .query(&statement, &[&value, &after, &limit])
+                .await?
+                .iter()
+                .map(trace_event)
+                .collect()
+        })
+    }
+}
+
+impl TraceStore for PgStore {
+    fn record(&self, event: &TraceEvent) -> Result<(), StoreError> {
+        self.record_all(std::slice::from_ref(event))
+    }
+
+    fn record_all(&self, events: &[TraceEvent]) -> Result<(), StoreError> {
+        let answer = self.enqueue(events)?;
+        super::off_worker(|| {
+            answer
+                .blocking_recv()
+                .map_err(|_| StoreError::WriterStopped)
+        })?
+    }
+
+    fn trace_commits(&self) -> u64 {
+        self.shared.commits.load(Ordering::SeqCst)
+    }
+
+    fn record_all_async<'a>(
+        &'a self,
+        events: &'a [TraceEvent],
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + 'a>> {
+        let answer = self.enqueue(events);
+        Box::pin(async move { answer?.await.map_err(|_| StoreError::WriterStopped)? })
+    }
+
+    fn trace_page(
+        &self,
+        filter: TraceFilter<'_>,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, TraceEvent)>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        match filter {
+            TraceFilter::Session(session) => {
+                self.trace_rows("session", session, after, limit, true)
+            }
+            TraceFilter::Brand(brand) => self.trace_rows("brand", brand, after, limit, true),
+        }
+    }
+
+    fn trace_for_session(&self, session: &str) -> Result<Vec<TraceEvent>, StoreError> {
+        Ok(self
+            .trace_rows("session", session, 0, i64::MAX, false)?
+            .into_iter()
+            .map(|(_, e)| e)
+            .collect())
+    }
+
+    fn trace_for_brand(&self, brand: &str) -> Result<Vec<TraceEvent>, StoreError> {
+        Ok(self
+            .trace_rows("brand", brand, 0, i64::MAX, false)?
+            .into_iter()
+            .map(|(_, e)| e)
+            .collect())
+    }
+}
+
+const APPROVAL_COLUMNS: &str =
+    "id, session, tool, args_digest, state, used, decided_by, requested_at_ms, decided_at_ms";
+
+fn approval_row(row: &tokio_postgres::Row) -> Result<Approval, StoreError> {
+    let state: String = row.get(4);
+    let state = ApprovalState::parse(&state)
+        .ok_or_else(|| StoreError::Corrupt(format!("unknown approval state {state:?}")))?;
+    Ok(Approval {
+        id: ApprovalId(row.get(0)),
+        session: row.get(1),
+        tool: row.get(2),
+        args_digest: row.get(3),
+        state,
+        used: row.get(5),
+        decided_by: row.get(6),
+        requested_at_ms: row.get(7),
+        decided_at_ms: row.get(8),
+    })
+}
+
+impl PgStore {
+    fn approvals_where(
+        &self,
+        clause: &'static str,
+        param: ApprovalParam,
+    ) -> Result<Vec<Approval>, StoreError> {
+        let shared = self.shared.clone();
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            let sql =
+                format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE {clause} ORDER BY id");
+            let statement = client.prepare_cached(&sql).await?;
+            let rows = match &param {
+                ApprovalParam::Session(s) => client.query(&statement, &[s]).await?,
+                ApprovalParam::Id(id) => client.query(&statement, &[id]).await?,
+            };
+            rows.iter().map(approval_row).collect()
+        })
+    }
+}
+
+enum ApprovalParam {
+    Session(String),
+    Id(i64),
+}
+
+impl ApprovalStore for PgStore {
+    fn request_approval(
+        &self,
+        session: &str,
+        tool: &str,
+        args_digest: &str,
+    ) -> Result<ApprovalId, StoreError> {
+        let shared = self.shared.clone();
+        let (session, tool, digest) = (
+            pg_text(session).into_owned(),
+            pg_text(tool).into_owned(),
+            args_digest.to_string(),
+        );
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            let statement = client
+                .prepare_cached(
+                    "INSERT INTO approvals (host_id, session, tool, args_digest, state, requested_at_ms)
+                     VALUES ($1, $2, $3, $4, 'pending', $5) RETURNING id",
+                )
+                .await?;
+            let row = client
+                .query_one(&statement, &[&shared.host_id, &session, &tool, &digest, &now_ms()])
+                .await?;
+            Ok(ApprovalId(row.get(0)))
+        })
+    }
+
+    fn decide(&self, id: ApprovalId, approved: bool, by: &str) -> Result<(), ApprovalError> {
+        let shared = self.shared.clone();
+        let by = pg_text(by).into_owned();
+        let rung = self.run_as(async move {
+            let mut client = shared.pool.get().await.map_err(StoreError::from)?;
+            let tx = client.transaction().await.map_err(StoreError::from)?;
+            let state = if approved {
+                ApprovalState::Approved
+            } else {
+                ApprovalState::Denied
+            };
+            // Only a pending one changes; the arguments shown to the person
+            // are erased with the decision.
+            let changed = tx
+                .query_opt(
+                    "UPDATE approvals SET state = $2, decided_by = $3, decided_at_ms = $4,
+                            args_nonce = NULL, args_sealed = NULL
+                     WHERE id = $1 AND state = 'pending' RETURNING session, tool, args_digest",
+                    &[&id.0, &state.as_str(), &by, &now_ms()],
+                )
+                .await
+                .map_err(StoreError::from)?;
+            let Some(row) = changed else {
+                let exists = tx
+                    .query_opt("SELECT 1 FROM approvals WHERE id = $1", &[&id.0])
+                    .await
+                    .map_err(StoreError::from)?
+                    .is_some();
+                return Err(if exists {
+                    ApprovalError::NotPending(id)
+                } else {
+                    ApprovalError::Unknown(id)
+                });
+            };
+            let key: (String, String, String) = (row.get(0), row.get(1), row.get(2));
+            // The doorbell rings on every host iff the decision commits.
+            tx.execute(
+                "SELECT pg_notify($1, $2)",
+                &[&APPROVAL_CHANNEL, &approval_payload(&key.0, &key.1, &key.2)],
+            )
+            .await
+            .map_err(StoreError::from)?;
+            tx.commit().await.map_err(StoreError::from)?;
+            Ok::<_, ApprovalError>(key)
+        })?;
+        self.shared.broker.ring(&rung.0, &rung.1, &rung.2);
+        Ok(())
+    }
+
+    fn consume_approval(
+        &self,
+        session: &str,
+        tool: &str,
+        args_digest: &str,
+    ) -> Result<ApprovalId, ApprovalError> {
+        let shared = self.shared.clone();
+        let (session, tool, digest) = (
+            pg_text(session).into_owned(),
+            pg_text(tool).into_owned(),
+            args_digest.to_string(),
+        );
+        self.run_as(async move {
+            let mut client = shared.pool.get().await.map_err(StoreError::from)?;
+            let tx = client.transaction().await.map_err(StoreError::from)?;
+            // FOR UPDATE (not SKIP LOCKED): a concurrent consumer waits for
+            // the row, then finds it used and takes the next, or none.
+            let spent = tx
+                .query_opt(
+                    "WITH c AS (SELECT id FROM approvals
+                                WHERE session = $1 AND tool = $2 AND args_digest = $3 AND state = 'approved' AND NOT used
+                                ORDER BY id LIMIT 1 FOR UPDATE)
+                     UPDATE approvals a SET used = true, used_at_ms = $4 FROM c
+                     WHERE a.id = c.id AND a.state = 'approved' AND NOT a.used RETURNING a.id",
+                    &[&session, &tool, &digest, &now_ms()],
+                )
+                .await
+                .map_err(StoreError::from)?;
+            if let Some(row) = spent {
+                tx.commit().await.map_err(StoreError::from)?;
+                return Ok(ApprovalId(row.get(0)));
+            }
+            let latest = tx
+                .query_opt(
+                    "SELECT state, used FROM approvals WHERE session = $1 AND tool = $2 AND args_digest = $3
+                     ORDER BY id DESC LIMIT 1",
+                    &[&session, &tool, &digest],
+                )
+                .await
+                .map_err(StoreError::from)?;
+            Err(match latest {
+                None => ApprovalError::Required,
+                Some(row) => {
+                    let state: String = row.get(0);
+                    let used: bool = row.get(1);
+                    match ApprovalState::parse(&state) {
+                        Some(ApprovalState::Pending) => ApprovalError::Pending,
+                        Some(ApprovalState::Denied) => ApprovalError::Denied,
+                        Some(ApprovalState::Revoked) => ApprovalError::Revoked,
+                        Some(ApprovalState::Approved) if used => ApprovalError::AlreadyUsed,
+                        // Approved and unused, yet not spent: a concurrent
+                        // consumer took it between the two statements.
+                        Some(ApprovalState::Approved) => ApprovalError::AlreadyUsed,
+                        None => ApprovalError::Store(StoreError::Corrupt(format!("approval in state {state:?}"))),
+                    }
+                }
+            })
+        })
+    }
+
+    fn pending(&self, session: &str) -> Result<Vec<Approval>, StoreError> {
+        self.approvals_where(
+            "session = $1 AND state = 'pending'",
+            ApprovalParam::Session(pg_text(session).into_owned()),
+        )
+    }
+
+    fn approval(&self, id: ApprovalId) -> Result<Option<Approval>, StoreError> {
+        Ok(self
+            .approvals_where("id = $1", ApprovalParam::Id(id.0))?
+            .into_iter()
+            .next())
+    }
+
+    fn revoke_session_approvals(&self, session: &str) -> Result<usize, StoreError> {
+        let shared = self.shared.clone();
+        let session = pg_text(session).into_owned();
+        let (changed, session) = self.run(async move {
+            let mut client = shared.pool.get().await?;
+            let tx = client.transaction().await?;
+            let changed = tx
+                .execute(
+                    "UPDATE approvals SET state = 'revoked', decided_at_ms = $1, args_nonce = NULL, args_sealed = NULL
+                     WHERE session = $2 AND NOT used AND state IN ('pending', 'approved')",
+                    &[&now_ms(), &session],
+                )
+                .await?;
+            tx.execute("SELECT pg_notify($1, $2)", &[&APPROVAL_CHANNEL, &session_payload(&session)])
+                .await?;
+            tx.commit().await?;
+            Ok((changed as usize, session))
+        })?;
+        self.shared.broker.ring_session(&session);
+        Ok(changed)
+    }
+
+    fn revoke_approval(&self, id: ApprovalId, by: &str) -> Result<bool, StoreError> {
+        let shared = self.shared.clone();
+        let by = pg_text(by).into_owned();
+        let key = self.run(async move {
+            let mut client = shared.pool.get().await?;
+            let tx = client.transaction().await?;
+            let row = tx
+                .query_opt(
+                    "UPDATE approvals SET state = 'revoked', decided_by = $1, decided_at_ms = $2,
+                            args_nonce = NULL, args_sealed = NULL
+                     WHERE id = $3 AND NOT used AND state IN ('pending', 'approved')
+                     RETURNING session, tool, args_digest",
+                    &[&by, &now_ms(), &id.0],
+                )
+                .await?;
+            let key = row.map(|r| {
+                (
+                    r.get::<_, String>(0),
+                    r.get::<_, String>(1),
+                    r.get::<_, String>(2),
+                )
+            });
+            if let Some((s, t, d)) = &key {
+                tx.execute(
+                    "SELECT pg_notify($1, $2)",
+                    &[&APPROVAL_CHANNEL, &approval_payload(s, t, d)],
+                )
+                .await?;
+            }
+            tx.commit().await?;
+            Ok(key)
+        })?;
+        if let Some((s, t, d)) = &key {
+            self.shared.broker.ring(s, t, d);
+        }
+        Ok(key.is_some())
+    }
+
+    fn watch_approval(&self, session: &str, tool: &str, args_digest: &str) -> ApprovalWatch {
+        self.shared
+            .broker
+            .subscribe(&pg_text(session), &pg_text(tool), args_digest)
+    }
+}
+
+impl LedgerStore for PgStore {
+    fn charge(
+        &self,
+        run_id: &str,
+        connector: &str,
+        brand: &str,
+        day: &str,
+        amount: u64,
+        idempotency_key: &str,
+    ) -> Result<bool, StoreError> {
+        let signed = to_i64(amount)?;
+        let shared = self.shared.clone();
+        let (run_id, connector, brand, day, key) = (
+            pg_text(run_id).into_owned(),
+            pg_text(connector).into_owned(),
+            pg_text(brand).into_owned(),
+            pg_text(day).into_owned(),
+            pg_text(idempotency_key).into_owned(),
+        );
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            let statement = client
+                .prepare_cached(
+                    "INSERT INTO charges (idempotency_key, run_id, connector, brand, day, amount, at_ms)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (idempotency_key) DO NOTHING RETURNING seq",
+                )
+                .await?;
+            let inserted = client
+                .query_opt(&statement, &[&key, &run_id, &connector, &brand, &day, &signed, &now_ms()])
+                .await
+                .map_err(|e| unknown_run(e, &run_id))?;
+            if inserted.is_some() {
+                return Ok(true);
+            }
+            // A concurrent insert of the same key waited on the unique
+            // index, then did nothing: its row is committed and seen here.
+            let same: bool = client
+                .query_one(
+                    "SELECT run_id = $2 AND connector = $3 AND brand = $4 AND day = $5 AND amount = $6
+                     FROM charges WHERE idempotency_key = $1",
+                    &[&key, &run_id, &connector, &brand, &day, &signed],
+                )
+                .await?
+                .get(0);
+            if same { Ok(false) } else { Err(StoreError::IdempotencyConflict(key)) }
+        })
+    }
+
+    fn spent_in_run(&self, run_id: &str) -> Result<u64, StoreError> {
+        let shared = self.shared.clone();
+        let run_id = pg_text(run_id).into_owned();
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            let total: i64 = client
+                .query_one(
+                    "SELECT COALESCE(SUM(amount), 0)::int8 FROM charges WHERE run_id = $1",
+                    &[&run_id],
+                )
+                .await?
+                .get(0);
+            to_u64(total)
+        })
+    }
+
+    fn spent_on_day(&self, brand: &str, connector: &str, day: &str) -> Result<u64, StoreError> {
+        let shared = self.shared.clone();
+        let (brand, connector, day) = (
+            pg_text(brand).into_owned(),
+            pg_text(connector).into_owned(),
+            pg_text(day).into_owned(),
+        );
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            let total: i64 = client
+                .query_one(
+                    "SELECT COALESCE(SUM(amount), 0)::int8 FROM charges WHERE brand = $1 AND connector = $2 AND day = $3",
+                    &[&brand, &connector, &day],
+                )
+                .await?
+                .get(0);
+            to_u64(total)
+        })
+    }
+
+    fn charges_in_run(&self, run_id: &str) -> Result<Vec<Charge>, StoreError> {
+        let shared = self.shared.clone();
+        let run_id = pg_text(run_id).into_owned();
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            let rows = client
+                .query(
+                    "SELECT idempotency_key, run_id, connector, brand, day, amount FROM charges WHERE run_id = $1 ORDER BY seq",
+                    &[&run_id],
+                )
+                .await?;
+            rows.iter()
+                .map(|row| {
+                    Ok(Charge {
+                        idempotency_key: row.get(0),
+                        run_id: row.get(1),
+                        connector: row.get(2),
+                        brand: row.get(3),
+                        day: row.get(4),
+                        amount: to_u64(row.get(5))?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn start_run(
+        &self,
+        run_id: &str,
+        brand: &str,
+        connector: &str,
+        day: &str,
+        per_run: u64,
+        per_day: u64,
+    ) -> Result<(), StartRunError> {
+        if per_run == 0 || per_run > per_day {
+            return Err(StartRunError::InvalidAllowance { per_run, per_day });
+        }
+        let (run_signed, day_signed) = (to_i64(per_run)?, to_i64(per_day)?);
+        let shared = self.shared.clone();
+        let (run_id, brand, connector, day) = (
+            pg_text(run_id).into_owned(),
+            pg_text(brand).into_owned(),
+            pg_text(connector).into_owned(),
+            pg_text(day).into_owned(),
+        );
+        self.run_as(async move {
+            let mut client = shared.pool.get().await.map_err(StoreError::from)?;
+            let tx = client.transaction().await.map_err(StoreError::from)?;
+            // One lock row per (brand, connector, day) serialises the runs
+            // that start against it on every host; each then reads the
+            // figure its predecessor committed.
+            tx.execute(
+                "INSERT INTO ledger_days (brand, connector, day) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                &[&brand, &connector, &day],
+            )
+            .await
+            .map_err(StoreError::from)?;
+            tx.execute(
+                "SELECT 1 FROM ledger_days WHERE brand = $1 AND connector = $2 AND day = $3 FOR UPDATE",
+                &[&brand, &connector, &day],
+            )
+            .await
+            .map_err(StoreError::from)?;
+            if tx
+                .query_opt("SELECT 1 FROM runs WHERE run_id = $1", &[&run_id])
+                .await
+                .map_err(StoreError::from)?
+                .is_some()
+            {
+                return Err(StoreError::RunExists(run_id).into());
+            }
+            let committed: i64 = tx
+                .query_one(
+                    "SELECT COALESCE(SUM(CASE WHEN NOT r.ended THEN r.per_run
+                         ELSE COALESCE(NULLIF((SELECT SUM(c.amount) FROM charges c WHERE c.run_id = r.run_id), 0), r.per_run)
+                     END), 0)::int8
+                     FROM runs r WHERE r.brand = $1 AND r.connector = $2 AND r.day = $3",
+                    &[&brand, &connector, &day],
+                )
+                .await
+                .map_err(StoreError::from)?
+                .get(0);
+            let committed = to_u64(committed)?;
+            if committed.saturating_add(per_run) > per_day {
+                return Err(StartRunError::DayExhausted { committed, per_day });
+            }
+            tx.execute(
+                "INSERT INTO runs (run_id, host_id, brand, connector, day, per_run, per_day, started_at_ms)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                &[&run_id, &shared.host_id, &brand, &connector, &day, &run_signed, &day_signed, &now_ms()],
+            )
+            .await
+            .map_err(StoreError::from)?;
+            tx.commit().await.map_err(StoreError::from)?;
+            Ok(())
+        })
+    }
+
+    fn end_run(&self, run_id: &str) -> Result<(), StoreError> {
+        let shared = self.shared.clone();
+        let run_id = pg_text(run_id).into_owned();
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            let changed = client
+                .execute(
+                    "UPDATE runs SET ended = true, ended_at_ms = COALESCE(ended_at_ms, $1) WHERE run_id = $2",
+                    &[&now_ms(), &run_id],
+                )
+                .await?;
+            if changed == 0 {
+                return Err(StoreError::UnknownRun(run_id));
+            }
+            Ok(())
+        })
+    }
+
+    /// Only the runs of hosts no longer alive: a live host's runs are its own.
+    fn end_live_runs(&self, at_ms: i64) -> Result<usize, StoreError> {
+        let shared = self.shared.clone();
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            let ended = client
+                .execute(
+                    "UPDATE runs SET ended = true, ended_at_ms = $1
+                     WHERE NOT ended AND host_id IN
+                       (SELECT host_id FROM hosts WHERE recovered_by IS NOT NULL OR lease_until < now())",
+                    &[&at_ms],
+                )
+                .await?;
+            Ok(ended as usize)
+        })
+    }
+}
+
+/// A charge against a run no host started is the caller's error, named as such.
+fn unknown_run(e: tokio_postgres::Error, run_id: &str) -> StoreError {
+    if e.code() == Some(&tokio_postgres::error::SqlState::FOREIGN_KEY_VIOLATION) {
+        StoreError::UnknownRun(run_id.to_string())
+    } else {
+        StoreError::from(e)
+    }
+}
+
+impl PgStore {
+    /// Runs one statement in a transaction that also rings the other
+    /// hosts' caches, and drops this host's at once.
+    fn change_and_invalidate(
+        &self,
+        sql: &'static str,
+        params: Vec<Box<dyn tokio_postgres::types::ToSql + Send + Sync>>,
+        what: Invalidation,
+    ) -> Result<u64, StoreError> {
+        let shared = self.shared.clone();
+        let op = what.op().to_string();
+        let changed = self.run(async move {
+            let mut client = shared.pool.get().await?;
+            let tx = client.transaction().await?;
+            let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = params
+                .iter()
+                .map(|p| p.as_ref() as &(dyn tokio_postgres::types::ToSql + Sync))
+                .collect();
+            let changed = tx.execute(sql, &refs).await?;
+            tx.execute(
+                "SELECT pg_notify($1, $2)",
+                &[
+                    &INVALIDATE_CHANNEL,
+                    &serde_json::json!({"op": op}).to_string(),
+                ],
+            )
+            .await?;
+            tx.commit().await?;
+            Ok(changed)
+        })?;
+        self.notify_invalidation(what);
+        Ok(changed)
+    }
+}
+
+fn owned(value: &str) -> Box<dyn tokio_postgres::types::ToSql + Send + Sync> {
+    Box::new(pg_text(value).into_owned())
+}
+
+impl ConnectionStore for PgStore {
+    fn put_connection(
+        &self,
+        brand: &str,
+        connector: &str,
+        secret: &str,
+        key: &[u8; 32],
+    ) -> Result<(), StoreError> {
+        let (nonce, ciphertext) = super::sealed::seal(
+            key,
+            &super::sealed::connection_aad(brand, connector),
+            secret.as_bytes(),
+        )?;
+        self.change_and_invalidate(
+            "INSERT INTO connections (brand, connector, nonce, ciphertext, disabled, updated_at_ms)
+             VALUES ($1, $2, $3, $4, false, $5)
+             ON CONFLICT (brand, connector) DO UPDATE SET
+                 nonce = excluded.nonce, ciphertext = excluded.ciphertext, disabled = false,
+                 updated_at_ms = excluded.updated_at_ms",
+            vec![
+                owned(brand),
+                owned(connector),
+                Box::new(nonce),
+                Box::new(ciphertext),
+                Box::new(now_ms()),
+            ],
+            Invalidation::Connections,
+        )?;
+        Ok(())
+    }
+
+    fn get_connection(
+        &self,
+        brand: &str,
+        connector: &str,
+        key: &[u8; 32],
+    ) -> Result<Option<String>, StoreError> {
+        let shared = self.shared.clone();
+        let (b, c) = (pg_text(brand).into_owned(), pg_text(connector).into_owned());
+        let row: Option<(Vec<u8>, Vec<u8>, bool)> = self.run(async move {
+            let client = shared.pool.get().await?;
+            let statement = client
+                .prepare_cached("SELECT nonce, ciphertext, disabled FROM connections WHERE brand = $1 AND connector = $2")
+                .await?;
+            Ok(client
+                .query_opt(&statement, &[&b, &c])
+                .await?
+                .map(|row| (row.get(0), row.get(1), row.get(2))))
+        })?;
+        match row {
+            None | Some((_, _, true)) => Ok(None),
+            Some((nonce, ciphertext, false)) => {
+                super::sealed::open_connection(brand, connector, key, &nonce, &ciphertext).map(Some)
+            }
+        }
+    }
+
+    fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, StoreError> {
+        Ok(self.change_and_invalidate(
+            "UPDATE connections SET disabled = true, updated_at_ms = $1 WHERE brand = $2 AND connector = $3",
+            vec![Box::new(now_ms()), owned(brand), owned(connector)],
+            Invalidation::Connections,
+        )? == 1)
+    }
+
+    fn share_connection(
+        &self,
+        owner_brand: &str,
+        connector: &str,
+        with_brand: &str,
+    ) -> Result<(), StoreError> {
+        self.change_and_invalidate(
+            "INSERT INTO connection_shares (owner_brand, connector, with_brand, shared_at_ms)
+             VALUES ($1, $2, $3, $4) ON CONFLICT (owner_brand, connector, with_brand) DO NOTHING",
+            vec![
+                owned(owner_brand),
+                owned(connector),
+                owned(with_brand),
+                Box::new(now_ms()),
+            ],
+            Invalidation::Connections,
+        )?;
+        Ok(())
+    }
+
+    fn unshare_connection(
+        &self,
+        owner_brand: &str,
+        connector: &str,
+        with_brand: &str,
+    ) -> Result<bool, StoreError> {
+        Ok(self.change_and_invalidate(
+            "DELETE FROM connection_shares WHERE owner_brand = $1 AND connector = $2 AND with_brand = $3",
+            vec![owned(owner_brand), owned(connector), owned(with_brand)],
+            Invalidation::Connections,
+        )? == 1)
+    }
+
+    fn shared_with(&self, with_brand: &str, connector: &str) -> Result<Vec<String>, StoreError> {
+        let shared = self.shared.clone();
+        let (w, c) = (
+            pg_text(with_brand).into_owned(),
+            pg_text(connector).into_owned(),
+        );
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            let statement = client
+                .prepare_cached(
+                    "SELECT owner_brand FROM connection_shares WHERE with_brand = $1 AND connector = $2
+                     ORDER BY shared_at_ms, owner_brand",
+                )
+                .await?;
+            Ok(client.query(&statement, &[&w, &c]).await?.iter().map(|r| r.get(0)).collect())
+        })
+    }
+}
+
+impl ProfileStore for PgStore {
+    fn save_profile(
+        &self,
+        brand: &str,
+        profile: &Profile,
+        kind: ProfileKind,
+        catalog: &Catalog,
+    ) -> Result<(), SaveProfileError> {
+        kind.validate(profile, catalog)?;
+        let body =
+            serde_json::to_string(profile).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        self.change_and_invalidate(
+            "INSERT INTO profiles (brand, name, kind, body, updated_at_ms) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (brand, name) DO UPDATE SET
+                 kind = excluded.kind, body = excluded.body, updated_at_ms = excluded.updated_at_ms",
+            vec![owned(brand), owned(&profile.name), owned(kind.as_str()), owned(&body), Box::new(now_ms())],
+            Invalidation::Profiles,
+        )?;
+        Ok(())
+    }
+
+    fn load_profile(&self, brand: &str, name: &str) -> Result<Option<SavedProfile>, StoreError> {
+        let shared = self.shared.clone();
+        let (b, n) = (pg_text(brand).into_owned(), pg_text(name).into_owned());
+        let row: Option<(String, String)> = self.run(async move {
+            let client = shared.pool.get().await?;
+            Ok(client
+                .query_opt(
+                    "SELECT kind, body FROM profiles WHERE brand = $1 AND name = $2",
+                    &[&b, &n],
+                )
+                .await?
+                .map(|r| (r.get(0), r.get(1))))
+        })?;
+        row.map(|(kind, body)| super::decode_profile(&kind, &body))
+            .transpose()
+    }
+
+    fn list_profiles(&self, brand: &str) -> Result<Vec<SavedProfile>, StoreError> {
+        let shared = self.shared.clone();
+        let b = pg_text(brand).into_owned();
+        let rows: Vec<(String, String)> = self.run(async move {
+            let client = shared.pool.get().await?;
+            Ok(client
+                .query(
+                    "SELECT kind, body FROM profiles WHERE brand = $1 ORDER BY name",
+                    &[&b],
+                )
+                .await?
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect())
+        })?;
+        rows.iter()
+            .map(|(kind, body)| super::decode_profile(kind, body))
+            .collect()
+    }
+
+    fn delete_profile(&self, brand: &str, name: &str) -> Result<bool, StoreError> {
+        Ok(self.change_and_invalidate(
+            "DELETE FROM profiles WHERE brand = $1 AND name = $2",
+            vec![owned(brand), owned(name)],
+            Invalidation::Profiles,
+        )? == 1)
+    }
+}
+
+impl ReviewStore for PgStore {
+    fn reviewed_digest(&self, connector: &str, tool: &str) -> Result<Option<String>, StoreError> {
+        let shared = self.shared.clone();
+        let (c, t) = (pg_text(connector).into_owned(), pg_text(tool).into_owned());
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            let statement = client
+                .prepare_cached(
+                    "SELECT digest FROM tool_reviews WHERE connector = $1 AND tool = $2",
+                )
+                .await?;
+            Ok(client
+                .query_opt(&statement, &[&c, &t])
+                .await?
+                .map(|r| r.get(0)))
+        })
+    }
+
+    fn approve_tool(
+        &self,
+        connector: &str,
+        tool: &str,
+        digest: &str,
+        by: &str,
+    ) -> Result<(), StoreError> {
+        self.change_and_invalidate(
+            "INSERT INTO tool_reviews (connector, tool, digest, approved_by, approved_at_ms) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (connector, tool) DO UPDATE SET digest = excluded.digest,
+                 approved_by = excluded.approved_by, approved_at_ms = excluded.approved_at_ms",
+            vec![owned(connector), owned(tool), owned(digest), owned(by), Box::new(now_ms())],
+            Invalidation::Reviews,
+        )?;
+        Ok(())
+    }
+}
+
+impl SessionStore for PgStore {
+    /// With several hosts, recovery closes only what hosts whose lease
+    /// expired left open; live hosts' approvals, calls and runs stay.
+    fn recover_interrupted(&self, _at_ms: i64) -> Result<Recovered, StoreError> {
+        self.recover_lost_hosts()
+    }
+
+    fn lease_held(&self) -> bool {
+        self.shared.lease_held.load(Ordering::SeqCst) && !self.shared.fenced.load(Ordering::SeqCst)
+    }
+
+    fn host(&self) -> Option<&str> {
+        Some(&self.shared.host_id)
+    }
+
+    fn invalidations(&self) -> Option<broadcast::Receiver<Invalidation>> {
+        Some(self.shared.invalidations.subscribe())
+    }
+
+    fn check(&self) -> Result<(), StoreError> {
+        let shared = self.shared.clone();
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            client.query_one("SELECT 1", &[]).await?;
+            Ok(())
+        })
+    }
+}

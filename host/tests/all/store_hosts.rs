@@ -1,0 +1,445 @@
+//! Several hosts on one real PostgreSQL database, store to store: a decision
+//! on one host wakes the call waiting on another, approvals and charges stay
+//! single across hosts, the day's allowance stays exact, a listener that
+//! loses its connection still wakes its waiters, a lost host is fenced and
+//! recovered by a live one (which keeps its own state), and a trace page
+//! never skips a row another host commits late.
+
+use scout_host::store::prelude::*;
+use scout_host::store::{
+    ApprovalError, ApprovalState, Invalidation, LOST_HOST_REVOKER, PgOptions, PgStore, Recovered,
+    StartRunError, StoreError, TraceEvent, TraceFilter, TraceState, args_digest,
+};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A host whose lease outlives the test: its sweeper never runs by itself,
+/// so recovery happens exactly when a test asks for it.
+fn host(db: &scout_tests::pg::PgDatabase) -> Arc<PgStore> {
+    let mut options = PgOptions::new(db.url());
+    options.lease = Duration::from_secs(600);
+    Arc::new(PgStore::connect(options).unwrap())
+}
+
+fn database(name: &str) -> Option<scout_tests::pg::PgDatabase> {
+    scout_tests::pg::database_or_skip(name)
+}
+
+fn step(session: &str, call: &str, state: TraceState) -> TraceEvent {
+    TraceEvent {
+        session: session.into(),
+        brand: "acme".into(),
+        call_id: Some(call.into()),
+        tool: Some("mcp__github__github_create_branch".into()),
+        state,
+        rule: None,
+        detail: json!(null),
+        at_ms: 10,
+    }
+}
+
+/// How long `watch` took to ring, or `None` if it did not within `limit`.
+async fn rung_within(
+    watch: &mut scout_host::store::ApprovalWatch,
+    limit: Duration,
+) -> Option<Duration> {
+    let started = Instant::now();
+    tokio::time::timeout(limit, watch.rung())
+        .await
+        .ok()
+        .map(|_| started.elapsed())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_on_one_host_wakes_the_call_waiting_on_another() {
+    let Some(db) = database("wake") else { return };
+    let (a, b) = (host(&db), host(&db));
+    let digest = args_digest(&json!({ "branch": "x" }));
+    let id = a.request_approval("s", "t", &digest).unwrap();
+    let mut watch = a.watch_approval("s", "t", &digest);
+    assert!(matches!(
+        a.consume_approval("s", "t", &digest),
+        Err(ApprovalError::Pending)
+    ));
+    // The person answers through host B's API.
+    b.decide(id, true, "alice").unwrap();
+    rung_within(&mut watch, Duration::from_secs(1))
+        .await
+        .expect("host A's waiter woke within a second of B's decision");
+    assert_eq!(a.consume_approval("s", "t", &digest).unwrap(), id);
+    // Single use, whichever host asks next.
+    assert!(matches!(
+        a.consume_approval("s", "t", &digest),
+        Err(ApprovalError::AlreadyUsed)
+    ));
+    assert!(matches!(
+        b.consume_approval("s", "t", &digest),
+        Err(ApprovalError::AlreadyUsed)
+    ));
+
+    // A session's approvals revoked on B ring A's waiters of that session.
+    let other = args_digest(&json!({ "branch": "y" }));
+    a.request_approval("s", "t", &other).unwrap();
+    let mut watch = a.watch_approval("s", "t", &other);
+    assert_eq!(b.revoke_session_approvals("s").unwrap(), 1);
+    rung_within(&mut watch, Duration::from_secs(1))
+        .await
+        .expect("the revocation rang on A");
+    assert!(matches!(
+        a.consume_approval("s", "t", &other),
+        Err(ApprovalError::Revoked)
+    ));
+
+    // A key too long for a notification still rings: as "everything".
+    let long_session = "s".repeat(9_000);
+    let id = a.request_approval(&long_session, "t", &digest).unwrap();
+    let mut watch = a.watch_approval(&long_session, "t", &digest);
+    b.decide(id, false, "bob").unwrap();
+    rung_within(&mut watch, Duration::from_secs(1))
+        .await
+        .expect("the oversized key rang as all");
+    assert!(matches!(
+        a.consume_approval(&long_session, "t", &digest),
+        Err(ApprovalError::Denied)
+    ));
+}
+
+#[test]
+fn concurrent_consumes_from_two_hosts_have_exactly_one_winner() {
+    let Some(db) = database("consume-race") else {
+        return;
+    };
+    let (a, b) = (host(&db), host(&db));
+    for round in 0..100 {
+        let digest = args_digest(&json!({ "round": round }));
+        let id = a.request_approval("s", "t", &digest).unwrap();
+        b.decide(id, true, "alice").unwrap();
+        let barrier = std::sync::Barrier::new(4);
+        let wins: Vec<bool> = std::thread::scope(|scope| {
+            let handles: Vec<_> = [&a, &b, &a, &b]
+                .into_iter()
+                .map(|store| {
+                    let (digest, barrier) = (digest.clone(), &barrier);
+                    scope.spawn(move || {
+                        barrier.wait();
+                        match store.consume_approval("s", "t", &digest) {
+                            Ok(spent) => {
+                                assert_eq!(spent, id);
+                                true
+                            }
+                            Err(ApprovalError::AlreadyUsed) => false,
+                            Err(e) => panic!("round {round}: {e}"),
+                        }
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(
+            wins.iter().filter(|w| **w).count(),
+            1,
+            "round {round}: {wins:?}"
+        );
+    }
+}
+
+#[test]
+fn runs_across_two_hosts_start_exactly_as_many_as_the_day_holds() {
+    let Some(db) = database("day-race") else {
+        return;
+    };
+    let (a, b) = (host(&db), host(&db));
+    for round in 0..20 {
+        let day = format!("2026-12-{:02}", round + 1);
+        let barrier = std::sync::Barrier::new(8);
+        let started: usize = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..8)
+                .map(|i| {
+                    let store = if i % 2 == 0 { &a } else { &b };
+                    let (day, barrier) = (day.clone(), &barrier);
+                    scope.spawn(move || {
+                        barrier.wait();
+                        match store.start_run(
+                            &format!("r{round}-{i}"),
+                            "acme",
+                            "firecrawl",
+                            &day,
+                            10,
+                            50,
+                        ) {
+                            Ok(()) => 1,
+                            Err(StartRunError::DayExhausted { .. }) => 0,
+                            Err(e) => panic!("{e}"),
+                        }
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).sum()
+        });
+        assert_eq!(started, 5, "round {round}: 5 runs of 10 fit a day of 50");
+    }
+    // One charge key, two hosts: recorded once; another amount under it is refused.
+    assert!(
+        a.charge("r0-0", "firecrawl", "acme", "2026-12-01", 3, "k")
+            .unwrap()
+    );
+    assert!(
+        !b.charge("r0-0", "firecrawl", "acme", "2026-12-01", 3, "k")
+            .unwrap()
+    );
+    assert!(matches!(
+        b.charge("r0-0", "firecrawl", "acme", "2026-12-01", 4, "k"),
+        Err(StoreError::IdempotencyConflict(_))
+    ));
+    assert_eq!(a.spent_in_run("r0-0").unwrap(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listener_killed_mid_wait_still_wakes_its_call() {
+    let Some(db) = database("listener-killed") else {
+        return;
+    };
+    let (a, b) = (host(&db), host(&db));
+    let digest = args_digest(&json!({ "x": 1 }));
+    let id = a.request_approval("s", "t", &digest).unwrap();
+    let mut watch = a.watch_approval("s", "t", &digest);
+    let killed = db.psql(&format!(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'scout-listener {}'",
+        a.host_id()
+    ));
+    assert_eq!(killed, "1", "host A's listener was found and killed");
+    // Decided while A's listener is away: the notification is lost, and the
+    // reconnect rings every waiter so each reads the store again.
+    b.decide(id, true, "alice").unwrap();
+    rung_within(&mut watch, Duration::from_secs(5))
+        .await
+        .expect("the waiter woke after the listener came back");
+    assert_eq!(a.consume_approval("s", "t", &digest).unwrap(), id);
+    // And the listener is back: the next decision rings at once.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let id = a
+        .request_approval("s", "t", &args_digest(&json!({ "x": 2 })))
+        .unwrap();
+    let mut watch = a.watch_approval("s", "t", &args_digest(&json!({ "x": 2 })));
+    b.decide(id, true, "alice").unwrap();
+    rung_within(&mut watch, Duration::from_secs(1))
+        .await
+        .expect("listening again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_changed_on_one_host_invalidates_the_others() {
+    let Some(db) = database("invalidate") else {
+        return;
+    };
+    let (a, b) = (host(&db), host(&db));
+    let mut changes = a.invalidations().expect("a shared store tells of changes");
+    // The listener's first (re)connect says "everything": drain it.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    while changes.try_recv().is_ok() {}
+    b.put_connection("acme", "github", "ghp_x", &[1u8; 32])
+        .unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(1), changes.recv()).await;
+    assert_eq!(
+        got.expect("told within a second").unwrap(),
+        Invalidation::Connections
+    );
+    b.share_connection("acme", "github", "globex").unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(1), changes.recv()).await;
+    assert_eq!(
+        got.expect("told within a second").unwrap(),
+        Invalidation::Connections
+    );
+}
+
+#[test]
+fn a_lost_host_is_fenced_and_recovered_and_a_live_hosts_state_is_kept() {
+    let Some(db) = database("lost-host") else {
+        return;
+    };
+    let (a, b) = (host(&db), host(&db));
+    // Host A: a call waiting for a person, a call allowed but unfinished, a
+    // finished call, a live run. Host B: the same kinds, its own.
+    for (store, s) in [(&a, "sa"), (&b, "sb")] {
+        store
+            .record_all(&[step(s, "waiting", TraceState::Requested)])
+            .unwrap();
+        store
+            .record_all(&[
+                step(s, "running", TraceState::Requested),
+                step(s, "running", TraceState::Allowed),
+            ])
+            .unwrap();
+        store
+            .record_all(&[
+                step(s, "done", TraceState::Requested),
+                step(s, "done", TraceState::Result),
+            ])
+            .unwrap();
+        store
+            .request_approval(s, "t", &args_digest(&json!({ "s": s })))
+            .unwrap();
+        store
+            .start_run(
+                &format!("run-{s}"),
+                "acme",
+                "firecrawl",
+                "2026-12-02",
+                10,
+                100,
+            )
+            .unwrap();
+    }
+    // A stops renewing (as if its machine went away).
+    db.psql(&format!(
+        "UPDATE hosts SET lease_until = now() - interval '1 second' WHERE host_id = '{}'",
+        a.host_id()
+    ));
+    let recovered = b.recover_lost_hosts().unwrap();
+    assert_eq!(
+        recovered,
+        Recovered {
+            approvals_revoked: 1,
+            calls_interrupted: 2,
+            calls_maybe_run: 1
+        }
+    );
+
+    // A's pending approval is revoked, its open calls closed, its run ended.
+    let pending_a = &a.pending("sa").unwrap();
+    assert!(pending_a.is_empty());
+    let revoked = b
+        .approval(scout_host::store::ApprovalId(1))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (revoked.state, revoked.decided_by.as_deref()),
+        (ApprovalState::Revoked, Some(LOST_HOST_REVOKER))
+    );
+    let trace = b.trace_for_session("sa").unwrap();
+    let interrupted: Vec<_> = trace
+        .iter()
+        .filter(|e| e.state == TraceState::Interrupted)
+        .collect();
+    assert_eq!(interrupted.len(), 2);
+    assert_eq!(interrupted[0].call_id.as_deref(), Some("waiting"));
+    assert_eq!(interrupted[0].detail["may_have_run"], false);
+    assert_eq!(interrupted[1].call_id.as_deref(), Some("running"));
+    assert_eq!(
+        interrupted[1].detail["may_have_run"], true,
+        "allowed was written: it may have run"
+    );
+    assert_eq!(
+        db.psql("SELECT ended FROM runs WHERE run_id = 'run-sa'"),
+        "t"
+    );
+
+    // B's own state is untouched.
+    assert_eq!(b.pending("sb").unwrap().len(), 1);
+    assert!(
+        b.trace_for_session("sb")
+            .unwrap()
+            .iter()
+            .all(|e| e.state != TraceState::Interrupted)
+    );
+    assert_eq!(
+        db.psql("SELECT ended FROM runs WHERE run_id = 'run-sb'"),
+        "f"
+    );
+
+    // A is fenced: its next pre-effect write fails, so nothing reaches an upstream.
+    let fenced = a.record_all(&[
+        step("sa", "late", TraceState::Requested),
+        step("sa", "late", TraceState::Allowed),
+    ]);
+    assert!(matches!(fenced, Err(StoreError::Fenced)), "{fenced:?}");
+    assert!(
+        b.trace_for_session("sa")
+            .unwrap()
+            .iter()
+            .all(|e| e.call_id.as_deref() != Some("late"))
+    );
+    // Recovering again finds nothing more.
+    assert_eq!(b.recover_lost_hosts().unwrap(), Recovered::default());
+    assert!(
+        b.record(&step("sb", "after", TraceState::Requested))
+            .is_ok()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_brand_page_never_skips_a_row_another_host_commits_late() {
+    let Some(db) = database("late-commit") else {
+        return;
+    };
+    let a = host(&db);
+    // Another host's transaction takes a sequence number and stays open.
+    let (mut late, connection) = tokio_postgres::connect(&db.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let tx = late.transaction().await.unwrap();
+    tx.execute(
+        "INSERT INTO trace (host_id, session, brand, state, detail, at_ms) VALUES ('other', 's-late', 'acme', 'requested', 'null', 1)",
+        &[],
+    )
+    .await
+    .unwrap();
+    // This host commits a row after it.
+    a.record(&step("s-now", "c", TraceState::Requested))
+        .unwrap();
+    let page = a.trace_page(TraceFilter::Brand("acme"), 0, 10).unwrap();
+    assert!(
+        page.is_empty(),
+        "a page stops below the open transaction: {page:?}"
+    );
+    tx.commit().await.unwrap();
+    let page = a.trace_page(TraceFilter::Brand("acme"), 0, 10).unwrap();
+    let sessions: Vec<&str> = page.iter().map(|(_, e)| e.session.as_str()).collect();
+    assert_eq!(sessions, ["s-late", "s-now"], "both, in sequence");
+}
+
+#[test]
+fn two_hosts_starting_together_apply_the_schema_once() {
+    let Some(db) = database("migrate-race") else {
+        return;
+    };
+    let hosts: Vec<Arc<PgStore>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4).map(|_| scope.spawn(|| host(&db))).collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(db.psql("SELECT count(*) FROM schema_version"), "1");
+    assert_eq!(db.psql("SELECT count(*) FROM hosts"), "4");
+    assert!(hosts.iter().all(|h| h.lease_held()));
+    // A schema newer than this host's is refused with a clear error.
+    db.psql("INSERT INTO schema_version (version) VALUES (999)");
+    let newer = PgStore::connect(PgOptions::new(db.url()));
+    assert!(
+        matches!(newer, Err(StoreError::SchemaTooNew { found: 999, .. })),
+        "{newer:?}"
+    );
+}
+
+#[test]
+fn a_server_that_loses_commits_or_a_bad_url_is_refused_clearly() {
+    let Some(db) = database("settings") else {
+        return;
+    };
+    db.psql(&format!(
+        "ALTER DATABASE {} SET synchronous_commit = off",
+        db.name()
+    ));
+    let refused = PgStore::connect(PgOptions::new(db.url())).unwrap_err();
+    assert!(
+        refused.to_string().contains("synchronous_commit"),
+        "{refused}"
+    );
+    let bad = PgStore::connect(PgOptions::new("postgresql://[::1")).unwrap_err();
+    assert!(bad.to_string().contains("PostgreSQL URL"), "{bad}");
+    let plaintext = PgStore::connect(PgOptions::new(
+        "postgresql://u:p@db.example.com/scout?sslmode=disable",
+    ))
+    .unwrap_err();
+    assert!(plaintext.to_string().contains("TLS"), "{plaintext}");
+}
