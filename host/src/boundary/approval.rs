@@ -126,12 +126,16 @@ impl Boundary {
             // Never asked, or an earlier answer that cannot serve this call
             // (used, denied, revoked): ask again.
             Err(_) => {
-                let id = self
-                    .store
-                    .request_approval(&session.id, name, digest)
-                    .map_err(|_| Denied {
-                        rule: Rule::ApprovalRequired,
-                    })?;
+                let requested = match &self.arguments_key {
+                    Some(key) => {
+                        self.store
+                            .request_approval_showing(&session.id, name, digest, args, key)
+                    }
+                    None => self.store.request_approval(&session.id, name, digest),
+                };
+                let id = requested.map_err(|_| Denied {
+                    rule: Rule::ApprovalRequired,
+                })?;
                 self.trace(
                     session,
                     call_id,

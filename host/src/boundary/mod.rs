@@ -222,6 +222,9 @@ pub struct Boundary {
     /// Review holds by (connector, tool), at one host revision.
     reviews: parking_lot::Mutex<(u64, HashMap<(String, String), Option<ReviewHold>>)>,
     waiting_args: approval::WaitingArgs,
+    /// Seals the arguments a person approves into the approval row, so
+    /// another host's approvals API can show them (see [`Boundary::sealing_arguments`]).
+    arguments_key: Option<[u8; 32]>,
 }
 
 impl Boundary {
@@ -239,7 +242,16 @@ impl Boundary {
             revision: AtomicU64::new(0),
             reviews: Default::default(),
             waiting_args: Default::default(),
+            arguments_key: None,
         }
+    }
+
+    /// Keeps each waiting call's arguments in its approval row, sealed with
+    /// `key` and erased when decided, so the person approving sees them
+    /// whichever host answers the approvals API.
+    pub fn sealing_arguments(mut self, key: [u8; 32]) -> Boundary {
+        self.arguments_key = Some(key);
+        self
     }
 
     /// Holds every tool that an operator has not approved as it is now
@@ -460,6 +472,22 @@ impl Boundary {
     /// host holds it.
     pub fn waiting_arguments(&self, session: &str, digest: &str) -> Option<Value> {
         self.waiting_args.get(session, digest)
+    }
+
+    /// The arguments approval `approval` waits on: from the call waiting on
+    /// this host, else from the approval row (sealed), whichever host asked.
+    pub fn approval_arguments(&self, approval: &crate::store::Approval) -> Option<Value> {
+        if let Some(local) = self
+            .waiting_args
+            .get(&approval.session, &approval.args_digest)
+        {
+            return Some(local);
+        }
+        let key = self.arguments_key.as_ref()?;
+        self.store
+            .approval_arguments(approval.id, key)
+            .ok()
+            .flatten()
     }
 
     fn current_input(&self, session: &Session) -> SessionInput {

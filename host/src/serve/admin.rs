@@ -159,7 +159,10 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
         .route("/v1/reviews", get(list_reviews).post(approve_review))
         .route("/v1/trace", get(trace))
         .route_layer(middleware::from_fn_with_state(host.clone(), require_admin));
-    let mcp = Router::new().route("/mcp/{session}/{connector}", any(mcp_endpoint));
+    let mcp = Router::new()
+        .route("/mcp/{session}/{connector}", any(mcp_endpoint))
+        // For load balancers: no credential, nothing but whether to send traffic.
+        .route("/v1/ready", get(ready));
     admin
         .merge(mcp)
         .fallback(|| async { ApiError::not_found("no such endpoint") })
@@ -362,6 +365,20 @@ impl futures_util::Stream for UntilEnd {
     }
 }
 
+/// 200 when the store answers and this host holds its lease; 503 with the
+/// reason otherwise.
+async fn ready(State(host): State<Arc<ServeHost>>) -> Response {
+    match tokio::task::spawn_blocking(move || host.readiness()).await {
+        Ok(Ok(())) => Json(json!({"ready": true})).into_response(),
+        Ok(Err(why)) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"ready": false, "reason": why})),
+        )
+            .into_response(),
+        Err(_) => StatusCode::SERVICE_UNAVAILABLE.into_response(),
+    }
+}
+
 async fn health() -> Json<Value> {
     Json(json!({"ok": true}))
 }
@@ -374,8 +391,8 @@ async fn create_session(
     Ok((StatusCode::CREATED, Json(view)).into_response())
 }
 
-async fn list_sessions(State(host): State<Arc<ServeHost>>) -> Json<Value> {
-    Json(json!({"sessions": host.sessions()}))
+async fn list_sessions(State(host): State<Arc<ServeHost>>) -> Result<Json<Value>, ApiError> {
+    Ok(Json(json!({"sessions": host.all_sessions()?})))
 }
 
 async fn get_session(
@@ -383,19 +400,28 @@ async fn get_session(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let view = host
-        .session_view(&id)
+        .session_view(&id)?
         .ok_or_else(|| ApiError::not_found(format!("no open session `{id}`")))?;
-    Ok(Json(json!(view)))
+    Ok(Json(view))
 }
 
 async fn end_session(
     State(host): State<Arc<ServeHost>>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    if host.end_session(&id) {
-        Ok(Json(json!({"ended": id})))
-    } else {
-        Err(ApiError::not_found(format!("no open session `{id}`")))
+) -> Result<Response, ApiError> {
+    use super::SessionEnd;
+    match host.end_any_session(&id).await? {
+        SessionEnd::Ended => Ok(Json(json!({"ended": id})).into_response()),
+        SessionEnd::Ending { host } => Ok((
+            StatusCode::ACCEPTED,
+            Json(json!({
+                "ending": id,
+                "host": host,
+                "note": "the host serving this session has not ended it yet; it ends it when it next hears from the database, and a host that stays silent is fenced when its lease runs out",
+            })),
+        )
+            .into_response()),
+        SessionEnd::Unknown => Err(ApiError::not_found(format!("no open session `{id}`"))),
     }
 }
 
@@ -623,7 +649,7 @@ async fn list_approvals(
     let mut pending = Vec::new();
     for session in sessions {
         for approval in host.store.pending(&session)? {
-            let arguments = host.waiting_arguments(&approval.session, &approval.args_digest);
+            let arguments = host.approval_arguments(&approval);
             let mut value = json!(approval);
             value["arguments"] = arguments.unwrap_or(Value::Null);
             pending.push(value);

@@ -215,7 +215,8 @@ impl ServeHost {
     /// the same view the admin API shows, so `tools` and the endpoints are
     /// exactly the session's.
     pub fn agent_config(&self, id: &str, format: Format) -> Option<Value> {
-        let view = self.session_view(id)?;
+        // Whichever host serves it: the recorded view has the same fields.
+        let view: super::SessionView = serde_json::from_value(self.session_view(id).ok()??).ok()?;
         let mut known = Known::from_catalog(&self.catalog);
         for (name, component) in &self.components {
             known = known.with_server(name, component.tools().iter().map(|t| t.name.as_str()));

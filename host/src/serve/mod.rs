@@ -85,7 +85,7 @@ pub struct OpenSession {
 
 /// An open session as the admin API shows it. The token is shown once, when
 /// the session is created.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SessionView {
     pub id: String,
     pub brand: String,
@@ -96,7 +96,7 @@ pub struct SessionView {
     pub mcp: BTreeMap<String, String>,
     /// Each configured connector the session is not served, and why (what
     /// to do about it, where there is something to do).
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub left_out: BTreeMap<String, String>,
     /// The session's whole allowlist (D12): what the orchestrator passes to
     /// its agent runtime, connector tools and the tools it serves itself.
@@ -442,7 +442,8 @@ impl ServeHost {
             .cloned();
         let mut boundary = Boundary::new(store.clone(), (*catalog).clone(), switches)
             .with_connections(live)
-            .hosting(hosted);
+            .hosting(hosted)
+            .sealing_arguments(key);
         if config.require_review {
             boundary = boundary.require_review();
         }
@@ -632,6 +633,18 @@ impl ServeHost {
             live
         });
         let view = live.view(&self.base_url(), Some(token));
+        // Recorded for the other hosts (an admin API on any of them answers
+        // for it), never with its token.
+        let shown = SessionView {
+            token: None,
+            ..view.clone()
+        };
+        self.store.session_opened(
+            &id,
+            &shown.brand,
+            &serde_json::to_value(&shown).unwrap_or_default(),
+            shown.expires_at_ms,
+        )?;
         self.sessions.write().insert(id, live);
         Ok(view)
     }
@@ -841,7 +854,7 @@ impl ServeHost {
         expired.iter().filter(|id| self.end_session(id)).count()
     }
 
-    /// Every open session.
+    /// Every open session this host serves.
     pub fn sessions(&self) -> Vec<SessionView> {
         self.end_expired();
         let base = self.base_url();
@@ -851,9 +864,113 @@ impl ServeHost {
         views
     }
 
-    /// One open session as the admin API shows it.
-    pub(crate) fn session_view(&self, id: &str) -> Option<SessionView> {
-        self.session(id).map(|s| s.view(&self.base_url(), None))
+    /// Every open session of every live host, as the admin API shows it:
+    /// this host's own, then those the store records for the others.
+    pub(crate) fn all_sessions(&self) -> Result<Vec<Value>, HostError> {
+        let mut views: Vec<Value> = self
+            .sessions()
+            .into_iter()
+            .map(|v| serde_json::to_value(v).unwrap_or_default())
+            .collect();
+        let me = self.store.host();
+        for shared in self.store.shared_sessions()? {
+            if Some(shared.host_id.as_str()) != me {
+                views.push(shared.view);
+            }
+        }
+        Ok(views)
+    }
+
+    /// One open session as the admin API shows it, whichever host serves it.
+    pub(crate) fn session_view(&self, id: &str) -> Result<Option<Value>, HostError> {
+        if let Some(live) = self.session(id) {
+            return Ok(serde_json::to_value(live.view(&self.base_url(), None)).ok());
+        }
+        Ok(self
+            .store
+            .shared_session(id)?
+            .filter(|s| !s.closed && !s.ended)
+            .map(|s| s.view))
+    }
+
+    /// Ends a session whichever host serves it. Another host's session is
+    /// asked to end through the store, and this answers once that host
+    /// has ended it (its next call is then denied), or says it is ending
+    /// if that host did not answer in time.
+    pub(crate) async fn end_any_session(&self, id: &str) -> Result<SessionEnd, HostError> {
+        if self.end_session(id) {
+            return Ok(SessionEnd::Ended);
+        }
+        let Some(row) = self.store.request_session_end(id)? else {
+            return Ok(SessionEnd::Unknown);
+        };
+        if row.closed {
+            return Ok(SessionEnd::Unknown);
+        }
+        let deadline = tokio::time::Instant::now() + REMOTE_END_WAIT;
+        while tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            if self.store.shared_session(id)?.is_none_or(|s| s.closed) {
+                return Ok(SessionEnd::Ended);
+            }
+        }
+        Ok(SessionEnd::Ending { host: row.host_id })
+    }
+
+    /// Whether this host should get traffic: its store answers and its
+    /// lease is held.
+    pub fn readiness(&self) -> Result<(), String> {
+        self.store
+            .check()
+            .map_err(|e| format!("the store does not answer: {e}"))?;
+        if !self.store.lease_held() {
+            return Err("this host does not hold its lease: it takes no calls".into());
+        }
+        Ok(())
+    }
+
+    /// Acts on what another host changed: caches dropped, surfaces decided
+    /// afresh, sessions that host ended ended here too.
+    fn apply_invalidation(&self, what: &crate::store::Invalidation) {
+        use crate::store::Invalidation;
+        match what {
+            Invalidation::Connections => self.connections_changed_elsewhere(),
+            Invalidation::Profiles | Invalidation::Reviews => self.boundary.changed(),
+            Invalidation::Session(id) => self.end_if_ended_elsewhere(id),
+            Invalidation::All => {
+                self.connections_changed_elsewhere();
+                let ids: Vec<String> = self.sessions.read().keys().cloned().collect();
+                for id in ids {
+                    self.end_if_ended_elsewhere(&id);
+                }
+            }
+        }
+    }
+
+    fn connections_changed_elsewhere(&self) {
+        self.connections_changed();
+        let connectors: BTreeSet<String> = self
+            .sessions
+            .read()
+            .values()
+            .flat_map(|live| live.connectors.iter().cloned())
+            .collect();
+        for connector in connectors {
+            self.revoke_where_unresolved(&connector);
+        }
+    }
+
+    fn end_if_ended_elsewhere(&self, id: &str) {
+        if self.session(id).is_none() {
+            return;
+        }
+        match self.store.shared_session(id) {
+            Ok(Some(row)) if row.ended => {
+                self.end_session(id);
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(session = %id, error = %e, "cannot read the session's state"),
+        }
     }
 
     /// Ends a session: its authority ends at once (later calls are denied,
@@ -863,6 +980,9 @@ impl ServeHost {
             return false;
         };
         self.boundary.revoke_session(&live.session);
+        if let Err(e) = self.store.session_closed(id) {
+            tracing::error!(session = %id, error = %e, "cannot record the session's end");
+        }
         // One session is one run: its meters end with it.
         if let Some(holdings) = live.session.holdings() {
             holdings.end();
@@ -894,8 +1014,8 @@ impl ServeHost {
     }
 
     /// The arguments of a call of `session` waiting for a person, if this host holds it.
-    pub(crate) fn waiting_arguments(&self, session: &str, digest: &str) -> Option<Value> {
-        self.boundary.waiting_arguments(session, digest)
+    pub(crate) fn approval_arguments(&self, approval: &crate::store::Approval) -> Option<Value> {
+        self.boundary.approval_arguments(approval)
     }
 
     /// Runs `request` of `connector` for `session` through the boundary:
@@ -1283,12 +1403,43 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
 /// Serves the router on `listener` until `shutdown` completes. Small
 /// writes (SSE events, JSON-RPC replies) go out at once: `TCP_NODELAY`,
 /// or Nagle's algorithm and the peer's delayed ACK add 40 ms to a reply.
+/// How long ending another host's session waits for that host to end it.
+const REMOTE_END_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// What [`ServeHost::end_any_session`] did.
+pub(crate) enum SessionEnd {
+    Ended,
+    /// Asked; the host serving it had not ended it when the wait ran out.
+    Ending {
+        host: String,
+    },
+    Unknown,
+}
+
 pub async fn serve_http(
     host: Arc<ServeHost>,
     listener: tokio::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     use axum::serve::ListenerExt;
+    let invalidations = host.store.invalidations().map(|mut changes| {
+        let host = Arc::downgrade(&host);
+        tokio::spawn(async move {
+            loop {
+                let what = match changes.recv().await {
+                    Ok(what) => what,
+                    // Missed some: act as if everything changed.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        crate::store::Invalidation::All
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                };
+                let Some(host) = host.upgrade() else { return };
+                // The store's reads block: off the async worker.
+                let _ = tokio::task::spawn_blocking(move || host.apply_invalidation(&what)).await;
+            }
+        })
+    });
     let sweeper = {
         let host = Arc::downgrade(&host);
         tokio::spawn(async move {
@@ -1301,6 +1452,7 @@ pub async fn serve_http(
         })
     };
     let _stop_sweeper = AbortOnDrop(sweeper);
+    let _stop_invalidations = invalidations.map(AbortOnDrop);
     let listener = listener.tap_io(|tcp| {
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::warn!(error = %e, "cannot set TCP_NODELAY");

@@ -413,6 +413,26 @@ pub trait ApprovalStore: Send + Sync {
     fn watch_approval(&self, _session: &str, _tool: &str, _args_digest: &str) -> ApprovalWatch {
         ApprovalWatch::never()
     }
+    /// [`ApprovalStore::request_approval`], keeping the exact arguments in
+    /// the approval row, sealed with `key`, so the person deciding sees them
+    /// whichever host answers; they are erased when the approval is decided,
+    /// revoked or times out.
+    fn request_approval_showing(
+        &self,
+        session: &str,
+        tool: &str,
+        args_digest: &str,
+        arguments: &serde_json::Value,
+        key: &[u8; 32],
+    ) -> Result<ApprovalId, StoreError>;
+    /// The arguments a pending approval was asked for, opened with `key`;
+    /// `None` once decided or revoked, or if they were never kept (or do
+    /// not open, or do not match the row's digest).
+    fn approval_arguments(
+        &self,
+        id: ApprovalId,
+        key: &[u8; 32],
+    ) -> Result<Option<serde_json::Value>, StoreError>;
 }
 
 /// The allowance ledger: runs against a per-day figure, idempotent charges.
@@ -572,6 +592,91 @@ pub trait SessionStore: Send + Sync {
     fn check(&self) -> Result<(), StoreError> {
         Ok(())
     }
+
+    /// Records that this host serves session `id` (`view`: what the admin
+    /// API shows of it, never its token), so any host can answer for it.
+    fn session_opened(
+        &self,
+        _id: &str,
+        _brand: &str,
+        _view: &serde_json::Value,
+        _expires_at_ms: i64,
+    ) -> Result<(), StoreError> {
+        Ok(())
+    }
+    /// Records that the host serving session `id` ended it.
+    fn session_closed(&self, _id: &str) -> Result<(), StoreError> {
+        Ok(())
+    }
+    /// A session as recorded, whichever host serves it.
+    fn shared_session(&self, _id: &str) -> Result<Option<SharedSession>, StoreError> {
+        Ok(None)
+    }
+    /// Every session still served by a live host.
+    fn shared_sessions(&self) -> Result<Vec<SharedSession>, StoreError> {
+        Ok(Vec::new())
+    }
+    /// Asks the host serving session `id` to end it (recorded, then rung);
+    /// the row as it stands, `None` if no such session was recorded.
+    fn request_session_end(&self, _id: &str) -> Result<Option<SharedSession>, StoreError> {
+        Ok(None)
+    }
+}
+
+/// A session as the database records it, for hosts that do not serve it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SharedSession {
+    pub id: String,
+    /// The host serving it (the only one holding its MCP endpoints).
+    pub host_id: String,
+    /// What the admin API shows of it.
+    pub view: serde_json::Value,
+    /// Someone asked for it to end.
+    pub ended: bool,
+    /// Its host ended it (or was lost).
+    pub closed: bool,
+}
+
+/// Associated data binding an approval's sealed arguments to its call.
+pub(crate) fn arguments_aad(session: &str, tool: &str, args_digest: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    for part in [session, tool, args_digest] {
+        out.extend_from_slice(&(part.len() as u64).to_le_bytes());
+        out.extend_from_slice(part.as_bytes());
+    }
+    out
+}
+
+/// Sealed arguments opened, if they open under `key` and match the digest
+/// the approval is for.
+pub(crate) fn open_arguments(
+    key: &[u8; 32],
+    session: &str,
+    tool: &str,
+    args_digest_of_row: &str,
+    nonce: &[u8],
+    sealed: &[u8],
+) -> Option<serde_json::Value> {
+    let plain = sealed::open(
+        key,
+        &arguments_aad(session, tool, args_digest_of_row),
+        nonce,
+        sealed,
+    )?;
+    let value: serde_json::Value = serde_json::from_slice(&plain).ok()?;
+    (args_digest(&value) == args_digest_of_row).then_some(value)
+}
+
+/// Arguments sealed for an approval row: (nonce, ciphertext).
+pub(crate) fn seal_arguments(
+    key: &[u8; 32],
+    session: &str,
+    tool: &str,
+    args_digest: &str,
+    arguments: &serde_json::Value,
+) -> Result<(Vec<u8>, Vec<u8>), StoreError> {
+    let plain = serde_json::to_vec(arguments).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    sealed::seal(key, &arguments_aad(session, tool, args_digest), &plain)
 }
 
 /// What another host changed (see [`SessionStore::invalidations`]).

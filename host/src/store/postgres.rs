@@ -770,6 +770,13 @@ async fn recover_lost(shared: &Shared) -> Result<Recovered, StoreError> {
         &[&dead, &at_ms],
     )
     .await?;
+    // Its sessions went with it: clients open new ones on a live host.
+    tx.execute(
+        "UPDATE sessions SET ended_at_ms = COALESCE(ended_at_ms, $2), closed_at_ms = $2
+         WHERE host_id = ANY($1) AND closed_at_ms IS NULL",
+        &[&dead, &at_ms],
+    )
+    .await?;
     tx.execute(
         "SELECT pg_notify($1, '{\"op\":\"all\"}')",
         &[&APPROVAL_CHANNEL],
@@ -1164,6 +1171,64 @@ impl ApprovalStore for PgStore {
         self.shared
             .broker
             .subscribe(&pg_text(session), &pg_text(tool), args_digest)
+    }
+    fn request_approval_showing(
+        &self,
+        session: &str,
+        tool: &str,
+        args_digest: &str,
+        arguments: &serde_json::Value,
+        key: &[u8; 32],
+    ) -> Result<ApprovalId, StoreError> {
+        let shared = self.shared.clone();
+        let (session, tool, digest) = (
+            pg_text(session).into_owned(),
+            pg_text(tool).into_owned(),
+            args_digest.to_string(),
+        );
+        let (nonce, sealed) = super::seal_arguments(key, &session, &tool, &digest, arguments)?;
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            let statement = client
+                .prepare_cached(
+                    "INSERT INTO approvals (host_id, session, tool, args_digest, state, requested_at_ms, args_nonce, args_sealed)
+                     VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7) RETURNING id",
+                )
+                .await?;
+            let row = client
+                .query_one(
+                    &statement,
+                    &[&shared.host_id, &session, &tool, &digest, &now_ms(), &nonce, &sealed],
+                )
+                .await?;
+            Ok(ApprovalId(row.get(0)))
+        })
+    }
+
+    fn approval_arguments(
+        &self,
+        id: ApprovalId,
+        key: &[u8; 32],
+    ) -> Result<Option<serde_json::Value>, StoreError> {
+        let shared = self.shared.clone();
+        type Sealed = (String, String, String, Option<Vec<u8>>, Option<Vec<u8>>);
+        let row: Option<Sealed> = self.run(async move {
+            let client = shared.pool.get().await?;
+            Ok(client
+                .query_opt(
+                    "SELECT session, tool, args_digest, args_nonce, args_sealed FROM approvals
+                     WHERE id = $1 AND state = 'pending'",
+                    &[&id.0],
+                )
+                .await?
+                .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4))))
+        })?;
+        Ok(match row {
+            Some((session, tool, digest, Some(nonce), Some(sealed))) => {
+                super::open_arguments(key, &session, &tool, &digest, &nonce, &sealed)
+            }
+            _ => None,
+        })
     }
 }
 
@@ -1681,4 +1746,131 @@ impl SessionStore for PgStore {
             Ok(())
         })
     }
+    fn session_opened(
+        &self,
+        id: &str,
+        brand: &str,
+        view: &serde_json::Value,
+        expires_at_ms: i64,
+    ) -> Result<(), StoreError> {
+        let shared = self.shared.clone();
+        let (id, brand, view) = (
+            pg_text(id).into_owned(),
+            pg_text(brand).into_owned(),
+            view.to_string(),
+        );
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            client
+                .execute(
+                    "INSERT INTO sessions (id, host_id, brand, view, expires_at_ms, opened_at_ms)
+                     VALUES ($1, $2, $3, $4, $5, $6)",
+                    &[
+                        &id,
+                        &shared.host_id,
+                        &brand,
+                        &view,
+                        &expires_at_ms,
+                        &now_ms(),
+                    ],
+                )
+                .await?;
+            Ok(())
+        })
+    }
+
+    fn session_closed(&self, id: &str) -> Result<(), StoreError> {
+        let shared = self.shared.clone();
+        let id = pg_text(id).into_owned();
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            client
+                .execute(
+                    "UPDATE sessions SET ended_at_ms = COALESCE(ended_at_ms, $2),
+                            closed_at_ms = COALESCE(closed_at_ms, $2)
+                     WHERE id = $1",
+                    &[&id, &now_ms()],
+                )
+                .await?;
+            Ok(())
+        })
+    }
+
+    fn shared_session(&self, id: &str) -> Result<Option<super::SharedSession>, StoreError> {
+        let shared = self.shared.clone();
+        let id = pg_text(id).into_owned();
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            client
+                .query_opt(
+                    &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1"),
+                    &[&id],
+                )
+                .await?
+                .as_ref()
+                .map(shared_session)
+                .transpose()
+        })
+    }
+
+    fn shared_sessions(&self) -> Result<Vec<super::SharedSession>, StoreError> {
+        let shared = self.shared.clone();
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            client
+                .query(
+                    &format!(
+                        "SELECT {SESSION_COLUMNS} FROM sessions s
+                         WHERE closed_at_ms IS NULL AND expires_at_ms > $1
+                           AND EXISTS (SELECT 1 FROM hosts h WHERE h.host_id = s.host_id AND h.recovered_by IS NULL)
+                         ORDER BY id"
+                    ),
+                    &[&now_ms()],
+                )
+                .await?
+                .iter()
+                .map(shared_session)
+                .collect()
+        })
+    }
+
+    fn request_session_end(&self, id: &str) -> Result<Option<super::SharedSession>, StoreError> {
+        let shared = self.shared.clone();
+        let id = pg_text(id).into_owned();
+        self.run(async move {
+            let mut client = shared.pool.get().await?;
+            let tx = client.transaction().await?;
+            let row = tx
+                .query_opt(
+                    &format!(
+                        "UPDATE sessions SET ended_at_ms = COALESCE(ended_at_ms, $2)
+                         WHERE id = $1 RETURNING {SESSION_COLUMNS}"
+                    ),
+                    &[&id, &now_ms()],
+                )
+                .await?;
+            if row.is_some() {
+                let payload = serde_json::json!({"op": "session", "s": id}).to_string();
+                tx.execute("SELECT pg_notify($1, $2)", &[&INVALIDATE_CHANNEL, &payload])
+                    .await?;
+            }
+            tx.commit().await?;
+            row.as_ref().map(shared_session).transpose()
+        })
+    }
+}
+
+const SESSION_COLUMNS: &str =
+    "id, host_id, view, ended_at_ms IS NOT NULL, closed_at_ms IS NOT NULL";
+
+fn shared_session(row: &tokio_postgres::Row) -> Result<super::SharedSession, StoreError> {
+    let view: String = row.get(2);
+    Ok(super::SharedSession {
+        id: row.get(0),
+        host_id: row.get(1),
+        view: serde_json::from_str(&view)
+            .map_err(|e| StoreError::Corrupt(format!("stored session view: {e}")))?,
+        ended: row.get(3),
+        closed: row.get(4),
+    })
 }

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The schema this host writes. Bump with a migration when the tables change.
-pub(crate) const SCHEMA_VERSION: i64 = 1;
+pub(crate) const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS schema_version (
@@ -43,6 +43,8 @@ CREATE TABLE IF NOT EXISTS approvals (
     requested_at_ms INTEGER NOT NULL,
     decided_at_ms INTEGER,
     used_at_ms INTEGER,
+    args_nonce BLOB,
+    args_sealed BLOB,
     CHECK (used = 0 OR state = 'approved')
 );
 CREATE INDEX IF NOT EXISTS approvals_match ON approvals(session, tool, args_digest, state, used);
@@ -107,7 +109,7 @@ CREATE TABLE IF NOT EXISTS tool_reviews (
 
 /// Statements on the approval and ledger paths, prepared once per connection.
 const REQUEST_APPROVAL: &str = "INSERT INTO approvals (session, tool, args_digest, state, requested_at_ms) VALUES (?1, ?2, ?3, 'pending', ?4)";
-const DECIDE_APPROVAL: &str = "UPDATE approvals SET state = ?1, decided_by = ?2, decided_at_ms = ?3 WHERE id = ?4 AND state = 'pending'";
+const DECIDE_APPROVAL: &str = "UPDATE approvals SET state = ?1, decided_by = ?2, decided_at_ms = ?3, args_nonce = NULL, args_sealed = NULL WHERE id = ?4 AND state = 'pending'";
 const USE_APPROVAL: &str = "UPDATE approvals SET used = 1, used_at_ms = ?1 WHERE id = ?2 AND state = 'approved' AND used = 0";
 const INSERT_CHARGE: &str = "INSERT INTO charges (idempotency_key, run_id, connector, brand, day, amount, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (idempotency_key) DO NOTHING";
 const START_RUN: &str = "INSERT INTO runs (run_id, brand, connector, day, per_run, per_day, started_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
@@ -183,7 +185,22 @@ impl SqliteStore {
                     supported: SCHEMA_VERSION,
                 });
             }
-            Some(_) => {}
+            Some(found) => {
+                // Version 2: an approval keeps the arguments a person
+                // approves, sealed, while it is pending.
+                if found < 2 {
+                    tx.execute_batch(
+                        "ALTER TABLE approvals ADD COLUMN args_nonce BLOB;
+                         ALTER TABLE approvals ADD COLUMN args_sealed BLOB;",
+                    )?;
+                }
+                if found < SCHEMA_VERSION {
+                    tx.execute(
+                        "INSERT INTO schema_version (version) VALUES (?1)",
+                        [SCHEMA_VERSION],
+                    )?;
+                }
+            }
         }
         tx.commit()?;
         // The trace writer's own connection: the same file and settings.
@@ -530,7 +547,7 @@ impl ApprovalStore for SqliteStore {
     fn revoke_session_approvals(&self, session: &str) -> Result<usize, StoreError> {
         let changed = self.write_tx(|tx| -> Result<_, StoreError> {
             Ok(tx.execute(
-                "UPDATE approvals SET state = 'revoked', decided_at_ms = ?1
+                "UPDATE approvals SET state = 'revoked', decided_at_ms = ?1, args_nonce = NULL, args_sealed = NULL
              WHERE session = ?2 AND used = 0 AND state IN ('pending', 'approved')",
                 params![now_ms(), session],
             )?)
@@ -542,7 +559,8 @@ impl ApprovalStore for SqliteStore {
     fn revoke_approval(&self, id: ApprovalId, by: &str) -> Result<bool, StoreError> {
         let key = self.write_tx(|tx| -> Result<_, StoreError> {
             let changed = tx.execute(
-                "UPDATE approvals SET state = 'revoked', decided_by = ?1, decided_at_ms = ?2
+                "UPDATE approvals SET state = 'revoked', decided_by = ?1, decided_at_ms = ?2,
+                    args_nonce = NULL, args_sealed = NULL
              WHERE id = ?3 AND used = 0 AND state IN ('pending', 'approved')",
                 params![by, now_ms(), id.0],
             )?;
@@ -560,6 +578,55 @@ impl ApprovalStore for SqliteStore {
 
     fn watch_approval(&self, session: &str, tool: &str, args_digest: &str) -> super::ApprovalWatch {
         self.broker.subscribe(session, tool, args_digest)
+    }
+
+    fn request_approval_showing(
+        &self,
+        session: &str,
+        tool: &str,
+        args_digest: &str,
+        arguments: &serde_json::Value,
+        key: &[u8; 32],
+    ) -> Result<ApprovalId, StoreError> {
+        let (nonce, sealed) = super::seal_arguments(key, session, tool, args_digest, arguments)?;
+        self.write_tx(|tx| {
+            tx.execute(
+                "INSERT INTO approvals (session, tool, args_digest, state, requested_at_ms, args_nonce, args_sealed)
+                 VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?6)",
+                params![session, tool, args_digest, now_ms(), nonce, sealed],
+            )?;
+            Ok(ApprovalId(tx.last_insert_rowid()))
+        })
+    }
+
+    fn approval_arguments(
+        &self,
+        id: ApprovalId,
+        key: &[u8; 32],
+    ) -> Result<Option<serde_json::Value>, StoreError> {
+        let row: Option<(String, String, String, Option<Vec<u8>>, Option<Vec<u8>>)> = self
+            .read()
+            .query_row(
+                "SELECT session, tool, args_digest, args_nonce, args_sealed FROM approvals
+                 WHERE id = ?1 AND state = 'pending'",
+                [id.0],
+                |row| {
+                    Ok((
+                        row.get(0)?,
+                        row.get(1)?,
+                        row.get(2)?,
+                        row.get(3)?,
+                        row.get(4)?,
+                    ))
+                },
+            )
+            .optional()?;
+        Ok(match row {
+            Some((session, tool, digest, Some(nonce), Some(sealed))) => {
+                super::open_arguments(key, &session, &tool, &digest, &nonce, &sealed)
+            }
+            _ => None,
+        })
     }
 }
 
@@ -932,7 +999,7 @@ impl SessionStore for SqliteStore {
     fn recover_interrupted(&self, at_ms: i64) -> Result<Recovered, StoreError> {
         let recovered = self.write_tx(|tx| -> Result<_, StoreError> {
             let approvals_revoked = tx.execute(
-            "UPDATE approvals SET state = 'revoked', decided_by = ?1, decided_at_ms = ?2 WHERE state = 'pending'",
+            "UPDATE approvals SET state = 'revoked', decided_by = ?1, decided_at_ms = ?2, args_nonce = NULL, args_sealed = NULL WHERE state = 'pending'",
             params![RESTART_REVOKER, at_ms],
         )?;
             // A call is a (session, call_id) with a `requested` event (session-level

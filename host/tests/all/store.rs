@@ -84,6 +84,7 @@ on_both_backends!(
     connections_and_shares_resolve_as_stored,
     profiles_and_reviews_are_kept,
     trace_pages_follow_the_sequence,
+    the_arguments_a_person_approves_are_sealed_in_the_row_until_decided,
 );
 
 fn event(session: &str, brand: &str, state: TraceState, n: i64) -> TraceEvent {
@@ -823,6 +824,61 @@ fn profiles_and_reviews_are_kept(db: &Db) {
             .unwrap()
             .as_deref(),
         Some("d2")
+    );
+}
+
+/// The arguments a person sees live in the approval row, sealed with the
+/// store key: any host opens them with the key while the approval is
+/// pending; a wrong key opens nothing; a decision or a revocation erases them.
+fn the_arguments_a_person_approves_are_sealed_in_the_row_until_decided(db: &Db) {
+    let store = db.store();
+    let other_host = db.store();
+    let key = [9u8; 32];
+    let args = json!({ "to": "ops@example.com", "body": "the canary 7f3a" });
+    let digest = args_digest(&args);
+    let asked = store
+        .request_approval_showing("s", "send", &digest, &args, &key)
+        .unwrap();
+    assert_eq!(
+        other_host.approval_arguments(asked, &key).unwrap(),
+        Some(args.clone())
+    );
+    assert_eq!(
+        other_host.approval_arguments(asked, &[1u8; 32]).unwrap(),
+        None
+    );
+    // Sealed under another call's identity, the same bytes do not open.
+    let wrong = store
+        .request_approval_showing("s", "send", &args_digest(&json!({})), &args, &key)
+        .unwrap();
+    assert_eq!(
+        store.approval_arguments(wrong, &key).unwrap(),
+        None,
+        "digest mismatch"
+    );
+    store.decide(asked, true, "alice").unwrap();
+    assert_eq!(
+        other_host.approval_arguments(asked, &key).unwrap(),
+        None,
+        "erased when decided"
+    );
+    let again = store
+        .request_approval_showing("s", "send", &digest, &args, &key)
+        .unwrap();
+    assert!(store.revoke_approval(again, "test").unwrap());
+    assert_eq!(
+        store.approval_arguments(again, &key).unwrap(),
+        None,
+        "erased when revoked"
+    );
+    let third = store
+        .request_approval_showing("s2", "send", &digest, &args, &key)
+        .unwrap();
+    store.revoke_session_approvals("s2").unwrap();
+    assert_eq!(
+        store.approval_arguments(third, &key).unwrap(),
+        None,
+        "erased with the session"
     );
 }
 

@@ -111,3 +111,17 @@ CREATE TABLE tool_reviews (
     approved_at_ms bigint NOT NULL,
     PRIMARY KEY (connector, tool)
 );
+-- Sessions: served by the host that opened it; any host answers for it.
+CREATE TABLE sessions (
+    id text PRIMARY KEY,
+    host_id text NOT NULL,
+    brand text NOT NULL,
+    view text NOT NULL,
+    expires_at_ms bigint NOT NULL,
+    opened_at_ms bigint NOT NULL,
+    -- Someone asked for it to end (on any host).
+    ended_at_ms bigint,
+    -- Its host ended it, or was lost.
+    closed_at_ms bigint
+);
+CREATE INDEX sessions_open ON sessions (host_id) WHERE closed_at_ms IS NULL;
