@@ -43,11 +43,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const GITHUB_TOKEN: &str = "ghp_crashSafetyToken0123456789";
-const ADMIN_TOKEN: &str = "admin-token-for-crash-safety-0123456789";
+pub(super) const GITHUB_TOKEN: &str = "ghp_crashSafetyToken0123456789";
+pub(super) const ADMIN_TOKEN: &str = "admin-token-for-crash-safety-0123456789";
 const PROTOCOL: &str = "2025-06-18";
-const TOOL: &str = "github_create_branch";
-const NAME: &str = "mcp__github__github_create_branch";
+pub(super) const TOOL: &str = "github_create_branch";
+pub(super) const NAME: &str = "mcp__github__github_create_branch";
 
 /// Calls in flight when `serve` is killed, spread over `SESSIONS` sessions.
 const CALLS: usize = 1000;
@@ -66,21 +66,26 @@ const APPROVERS: usize = 16;
 const START_TIMEOUT: Duration = Duration::from_secs(180);
 const PHASE_TIMEOUT: Duration = Duration::from_secs(240);
 
-fn args_for(i: usize) -> Value {
+pub(super) fn args_for(i: usize) -> Value {
     json!({"owner": "octo", "repo": "hello", "branch": format!("crash/{i}"), "from": "main"})
 }
 
 // --- the serve process ----------------------------------------------------
 
 /// A running `scout-host serve`; killed (SIGKILL) and reaped on drop.
-struct Serve {
+pub(super) struct Serve {
     child: Child,
-    base: String,
+    pub(super) base: String,
     stderr: Arc<Mutex<String>>,
 }
 
 impl Serve {
-    fn start(config: &Path) -> Serve {
+    pub(super) fn start(config: &Path) -> Serve {
+        Serve::start_with(config, &[])
+    }
+
+    /// [`Serve::start`] with more environment (a PostgreSQL URL).
+    pub(super) fn start_with(config: &Path, more_env: &[(&str, String)]) -> Serve {
         let mut child = Command::new(env!("CARGO_BIN_EXE_scout-host"))
             .args(["serve", "--config"])
             .arg(config)
@@ -97,6 +102,7 @@ impl Serve {
             .env("GITHUB_ALLOW_WRITES", "true")
             .env("APPROVAL_TIMEOUT_MS", "600000")
             .env("SCOUT_LOG", "error")
+            .envs(more_env.iter().map(|(k, v)| (*k, v.as_str())))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -152,13 +158,13 @@ impl Serve {
     }
 
     /// SIGKILL: no destructor, no flush, no rollback.
-    fn kill(&mut self) {
+    pub(super) fn kill(&mut self) {
         self.child.kill().expect("SIGKILL serve");
         let status = self.child.wait().expect("reap serve");
         assert!(!status.success(), "serve died of the signal: {status:?}");
     }
 
-    fn stderr(&self) -> String {
+    pub(super) fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }
 }
@@ -173,13 +179,13 @@ impl Drop for Serve {
 // --- the admin API ----------------------------------------------------------
 
 #[derive(Clone)]
-struct Admin {
-    http: reqwest::Client,
-    base: String,
+pub(super) struct Admin {
+    pub(super) http: reqwest::Client,
+    pub(super) base: String,
 }
 
 impl Admin {
-    async fn try_request(
+    pub(super) async fn try_request(
         &self,
         method: Method,
         path: &str,
@@ -200,14 +206,19 @@ impl Admin {
         Ok((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
     }
 
-    async fn request(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    pub(super) async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
         self.try_request(method.clone(), path, body)
             .await
             .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
     }
 
     /// Stores acme's GitHub connection and approves every tool as described now.
-    async fn set_up(&self) {
+    pub(super) async fn set_up(&self) {
         let (status, body) = self
             .request(
                 Method::PUT,
@@ -231,7 +242,7 @@ impl Admin {
     }
 
     /// Opens a person-chat session for acme.
-    async fn session(&self) -> Value {
+    pub(super) async fn session(&self) -> Value {
         let (status, view) = self
             .request(
                 Method::POST,
@@ -243,7 +254,7 @@ impl Admin {
         view
     }
 
-    async fn pending(&self, session: &str) -> Vec<Value> {
+    pub(super) async fn pending(&self, session: &str) -> Vec<Value> {
         let (status, body) = self
             .request(
                 Method::GET,
@@ -256,7 +267,7 @@ impl Admin {
     }
 
     /// The brand's whole trace, page by page.
-    async fn trace(&self, brand: &str) -> Vec<TraceEvent> {
+    pub(super) async fn trace(&self, brand: &str) -> Vec<TraceEvent> {
         let mut events = Vec::new();
         let mut after = 0i64;
         loop {
@@ -285,7 +296,7 @@ impl Admin {
 // --- MCP over streamable HTTP, spoken by hand --------------------------------
 
 #[derive(Clone)]
-struct Mcp {
+pub(super) struct Mcp {
     http: reqwest::Client,
     url: String,
     token: String,
@@ -294,10 +305,15 @@ struct Mcp {
 }
 
 impl Mcp {
-    fn new(http: &reqwest::Client, view: &Value) -> Mcp {
+    pub(super) fn new(http: &reqwest::Client, view: &Value) -> Mcp {
+        Mcp::for_connector(http, view, "github")
+    }
+
+    /// The session's MCP endpoint for `connector`.
+    pub(super) fn for_connector(http: &reqwest::Client, view: &Value, connector: &str) -> Mcp {
         Mcp {
             http: http.clone(),
-            url: view["mcp"]["github"]
+            url: view["mcp"][connector]
                 .as_str()
                 .unwrap_or_else(|| panic!("an MCP endpoint: {view}"))
                 .to_string(),
@@ -325,7 +341,7 @@ impl Mcp {
 
     /// Sends one request; the JSON-RPC response to it, or why there was none
     /// (the connection was cut: the server died).
-    async fn request(&self, method: &str, params: Value) -> Result<Value, String> {
+    pub(super) async fn request(&self, method: &str, params: Value) -> Result<Value, String> {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let response = self
             .post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
@@ -349,7 +365,7 @@ impl Mcp {
     }
 
     /// `initialize`, keeps the MCP session id, then `notifications/initialized`.
-    async fn connect(mut self) -> Mcp {
+    pub(super) async fn connect(mut self) -> Mcp {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let init = json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
             "protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "crash-safety", "version": "0"}}});
@@ -373,14 +389,14 @@ impl Mcp {
         self
     }
 
-    async fn call(&self, args: Value) -> Result<Value, String> {
+    pub(super) async fn call(&self, args: Value) -> Result<Value, String> {
         self.request("tools/call", json!({"name": TOOL, "arguments": args}))
             .await
     }
 }
 
 /// The text of a successful `tools/call` result, or `None` for an error result.
-fn ok_text(reply: &Value) -> Option<String> {
+pub(super) fn ok_text(reply: &Value) -> Option<String> {
     let result = reply.get("result")?;
     if result["isError"] == true {
         return None;
@@ -396,7 +412,11 @@ fn ok_text(reply: &Value) -> Option<String> {
 
 // --- waiting without sleeping blindly ---------------------------------------
 
-async fn wait_for<T>(what: &str, timeout: Duration, mut poll: impl AsyncFnMut() -> Option<T>) -> T {
+pub(super) async fn wait_for<T>(
+    what: &str,
+    timeout: Duration,
+    mut poll: impl AsyncFnMut() -> Option<T>,
+) -> T {
     let started = Instant::now();
     loop {
         if let Some(value) = poll().await {

@@ -19,6 +19,7 @@ mod plugin_connector;
 mod policy_surface;
 mod serve_admin;
 mod serve_capabilities;
+mod serve_hosts;
 mod store;
 mod store_hosts;
 mod surface_cli;

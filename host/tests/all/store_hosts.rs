@@ -64,9 +64,9 @@ async fn a_decision_on_one_host_wakes_the_call_waiting_on_another() {
     ));
     // The person answers through host B's API.
     b.decide(id, true, "alice").unwrap();
-    rung_within(&mut watch, Duration::from_secs(1))
+    rung_within(&mut watch, Duration::from_secs(5))
         .await
-        .expect("host A's waiter woke within a second of B's decision");
+        .expect("host A's waiter woke on B's decision (only a notification rings it)");
     assert_eq!(a.consume_approval("s", "t", &digest).unwrap(), id);
     // Single use, whichever host asks next.
     assert!(matches!(
@@ -83,7 +83,7 @@ async fn a_decision_on_one_host_wakes_the_call_waiting_on_another() {
     a.request_approval("s", "t", &other).unwrap();
     let mut watch = a.watch_approval("s", "t", &other);
     assert_eq!(b.revoke_session_approvals("s").unwrap(), 1);
-    rung_within(&mut watch, Duration::from_secs(1))
+    rung_within(&mut watch, Duration::from_secs(5))
         .await
         .expect("the revocation rang on A");
     assert!(matches!(
@@ -96,7 +96,7 @@ async fn a_decision_on_one_host_wakes_the_call_waiting_on_another() {
     let id = a.request_approval(&long_session, "t", &digest).unwrap();
     let mut watch = a.watch_approval(&long_session, "t", &digest);
     b.decide(id, false, "bob").unwrap();
-    rung_within(&mut watch, Duration::from_secs(1))
+    rung_within(&mut watch, Duration::from_secs(5))
         .await
         .expect("the oversized key rang as all");
     assert!(matches!(
@@ -223,7 +223,7 @@ async fn a_listener_killed_mid_wait_still_wakes_its_call() {
         .unwrap();
     let mut watch = a.watch_approval("s", "t", &args_digest(&json!({ "x": 2 })));
     b.decide(id, true, "alice").unwrap();
-    rung_within(&mut watch, Duration::from_secs(1))
+    rung_within(&mut watch, Duration::from_secs(5))
         .await
         .expect("listening again");
 }
@@ -240,17 +240,11 @@ async fn a_connection_changed_on_one_host_invalidates_the_others() {
     while changes.try_recv().is_ok() {}
     b.put_connection("acme", "github", "ghp_x", &[1u8; 32])
         .unwrap();
-    let got = tokio::time::timeout(Duration::from_secs(1), changes.recv()).await;
-    assert_eq!(
-        got.expect("told within a second").unwrap(),
-        Invalidation::Connections
-    );
+    let got = tokio::time::timeout(Duration::from_secs(5), changes.recv()).await;
+    assert_eq!(got.expect("told").unwrap(), Invalidation::Connections);
     b.share_connection("acme", "github", "globex").unwrap();
-    let got = tokio::time::timeout(Duration::from_secs(1), changes.recv()).await;
-    assert_eq!(
-        got.expect("told within a second").unwrap(),
-        Invalidation::Connections
-    );
+    let got = tokio::time::timeout(Duration::from_secs(5), changes.recv()).await;
+    assert_eq!(got.expect("told").unwrap(), Invalidation::Connections);
 }
 
 #[test]

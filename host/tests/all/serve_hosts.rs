@@ -1,0 +1,495 @@
+//! Two real `serve` processes on one real PostgreSQL database.
+//!
+//! - A session is served by the host that opened it (its MCP endpoints are
+//!   that host's), and the other host answers the admin API for it: the
+//!   session's view, its pending approvals with the exact arguments (sealed
+//!   in the approval row), the decision, which wakes the call waiting on the
+//!   first host (how fast is measured by the `serve_process` bench).
+//! - A connection disabled on one host refuses the next call on the other;
+//!   a session ended on one host is ended on the host that serves it before
+//!   the answer comes back.
+//! - A host killed with SIGKILL while approval-gated calls are in flight is
+//!   recovered by the other once its lease runs out: its pending approvals
+//!   revoked, each unfinished call marked `interrupted` once (`may_have_run`
+//!   where `allowed` was written), every upstream effect backed by an
+//!   `allowed` row, and the live host's own session and calls untouched.
+
+use super::crash_safety::{Admin, GITHUB_TOKEN, Mcp, NAME, Serve, args_for, ok_text, wait_for};
+use reqwest::Method;
+use scout_host::store::{TraceEvent, TraceState};
+use scout_tests::fake_github::FakeGitHub;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Two hosts' configuration files on one database.
+fn write_configs(
+    dir: &Path,
+    github_origin: &str,
+    billed_origin: &str,
+    lease_secs: u64,
+) -> [std::path::PathBuf; 2] {
+    let component = std::path::Path::new(scout_tests::components::GITHUB)
+        .canonicalize()
+        .expect("the GitHub component was built");
+    let billed = std::path::Path::new(scout_tests::components::CAPABILITIES)
+        .canonicalize()
+        .expect("the capabilities test guest was built");
+    ["a", "b"].map(|name| {
+        let path = dir.join(format!("{name}.toml"));
+        std::fs::write(
+            &path,
+            format!(
+                "listen = \"127.0.0.1:0\"\nrequire_review = false\n\n[store]\nbackend = \"postgres\"\nurl_env = \"SCOUT_PG_URL\"\nlease_secs = {lease_secs}\n\n\
+                 [connectors.github]\ncomponent = {:?}\norigin = {github_origin:?}\nallow_private_network = true\n\n\
+                 [connectors.capabilities]\ncomponent = {:?}\norigin = {billed_origin:?}\nallow_private_network = true\n\
+                 [connectors.capabilities.person_allowance]\nper_run_credits = 10000\nper_day_credits = 100000\n",
+                component.display().to_string(),
+                billed.display().to_string(),
+            ),
+        )
+        .unwrap();
+        path
+    })
+}
+
+struct TwoHosts {
+    a: Serve,
+    b: Serve,
+    admin_a: Admin,
+    admin_b: Admin,
+    http: reqwest::Client,
+    github: FakeGitHub,
+    /// The billed connector's upstream (the capabilities test guest's `spend`).
+    billed: scout_tests::upstream::Upstream,
+    _dir: tempfile::TempDir,
+}
+
+async fn two_hosts(db: &scout_tests::pg::PgDatabase, lease_secs: u64) -> TwoHosts {
+    let github = FakeGitHub::start(GITHUB_TOKEN).await;
+    let billed = scout_tests::upstream::Upstream::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let [config_a, config_b] =
+        write_configs(dir.path(), &github.origin(), &billed.origin(), lease_secs);
+    let env = [("SCOUT_PG_URL", db.url())];
+    let a = Serve::start_with(&config_a, &env);
+    let b = Serve::start_with(&config_b, &env);
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(600))
+        .build()
+        .unwrap();
+    let admin_a = Admin {
+        http: http.clone(),
+        base: a.base.clone(),
+    };
+    let admin_b = Admin {
+        http: http.clone(),
+        base: b.base.clone(),
+    };
+    TwoHosts {
+        a,
+        b,
+        admin_a,
+        admin_b,
+        http,
+        github,
+        billed,
+        _dir: dir,
+    }
+}
+
+fn read_args() -> Value {
+    json!({"owner": "octo", "repo": "hello", "path": "README.md"})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hosts_share_sessions_approvals_and_connections() {
+    let Some(db) = scout_tests::pg::database_or_skip("two_hosts") else {
+        return;
+    };
+    let h = two_hosts(&db, 15).await;
+    // Set up through A (connection and reviews); B sees both.
+    h.admin_a.set_up().await;
+    let view = h.admin_a.session().await;
+    let id = view["id"].as_str().unwrap().to_string();
+    assert!(
+        view["mcp"]["github"]
+            .as_str()
+            .unwrap()
+            .starts_with(&h.a.base),
+        "served by the host that opened it: {view}"
+    );
+    // B answers for A's session.
+    let (status, shown) = h
+        .admin_b
+        .request(Method::GET, &format!("/v1/sessions/{id}"), None)
+        .await;
+    assert_eq!(status, 200, "{shown}");
+    assert_eq!(shown["mcp"], view["mcp"]);
+    assert!(shown.get("token").is_none(), "never the token: {shown}");
+    let (_, listed) = h.admin_b.request(Method::GET, "/v1/sessions", None).await;
+    assert!(
+        listed["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["id"] == id.as_str()),
+        "{listed}"
+    );
+
+    let mcp = Mcp::new(&h.http, &view).connect().await;
+    let read = mcp
+        .request(
+            "tools/call",
+            json!({"name": "github_read_file", "arguments": read_args()}),
+        )
+        .await
+        .unwrap();
+    assert!(
+        ok_text(&read).is_some_and(|t| t.contains("# Hello")),
+        "{read}"
+    );
+
+    // A gated write waits on A; the person answers on B and sees the exact arguments.
+    let args = args_for(7);
+    let waiting = tokio::spawn({
+        let mcp = mcp.clone();
+        let args = args.clone();
+        async move { mcp.call(args).await }
+    });
+    let pending = wait_for("the approval on B", Duration::from_secs(30), async || {
+        let pending = h.admin_b.pending(&id).await;
+        (!pending.is_empty()).then_some(pending)
+    })
+    .await;
+    assert_eq!(pending.len(), 1);
+    assert_eq!(
+        pending[0]["arguments"], args,
+        "B shows the arguments A's call waits on"
+    );
+    assert_eq!(pending[0]["tool"], NAME);
+    let approval = pending[0]["id"].as_i64().unwrap();
+    let (status, body) = h
+        .admin_b
+        .request(
+            Method::POST,
+            &format!("/v1/approvals/{approval}"),
+            Some(json!({"approve": true, "by": "alice"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let reply = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("the call on A answered")
+        .unwrap()
+        .unwrap();
+    assert!(ok_text(&reply).is_some(), "{reply}");
+    assert_eq!(h.github.ref_creations().len(), 1);
+    // The row no longer holds the arguments once decided.
+    assert_eq!(
+        db.psql(&format!(
+            "SELECT count(*) FROM approvals WHERE id = {approval} AND args_sealed IS NULL"
+        )),
+        "1"
+    );
+
+    // A connection disabled on B: A's next call is refused, and reaches nothing.
+    h.github.clear_requests();
+    let (status, body) = h
+        .admin_b
+        .request(Method::DELETE, "/v1/brands/acme/connections/github", None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let refused = wait_for(
+        "A to hear of the change",
+        Duration::from_secs(5),
+        async || {
+            let reply = mcp
+                .request(
+                    "tools/call",
+                    json!({"name": "github_read_file", "arguments": read_args()}),
+                )
+                .await
+                .unwrap();
+            ok_text(&reply).is_none().then_some(reply)
+        },
+    )
+    .await;
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(
+        h.github.requests().len() <= 1,
+        "at most one read raced the change"
+    );
+    h.admin_a
+        .request(
+            Method::PUT,
+            "/v1/brands/acme/connections/github",
+            Some(json!({"secret": GITHUB_TOKEN})),
+        )
+        .await;
+
+    // The session ended on B is ended on A before B answers.
+    let (status, body) = h
+        .admin_b
+        .request(Method::DELETE, &format!("/v1/sessions/{id}"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["ended"], id.as_str());
+    h.github.clear_requests();
+    let after = mcp
+        .request(
+            "tools/call",
+            json!({"name": "github_read_file", "arguments": read_args()}),
+        )
+        .await;
+    assert!(
+        after.is_err() || ok_text(after.as_ref().unwrap()).is_none(),
+        "the next call on A is refused: {after:?}"
+    );
+    assert!(
+        h.github.requests().is_empty(),
+        "no upstream request after the end"
+    );
+    let (status, _) = h
+        .admin_a
+        .request(Method::GET, &format!("/v1/sessions/{id}"), None)
+        .await;
+    assert_eq!(status, 404);
+    // Both hosts are ready; the readiness endpoint needs no credential.
+    for base in [&h.a.base, &h.b.base] {
+        let ready = h.http.get(format!("{base}/v1/ready")).send().await.unwrap();
+        assert_eq!(ready.status().as_u16(), 200);
+    }
+}
+
+/// Calls host A has in flight when it is killed.
+const IN_FLIGHT: usize = 200;
+/// Of those, billed calls (the rest are approval-gated GitHub writes).
+const BILLED: usize = 50;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_killed_mid_call_is_recovered_by_the_other() {
+    let Some(db) = scout_tests::pg::database_or_skip("host_killed") else {
+        return;
+    };
+    let mut h = two_hosts(&db, 2).await;
+    h.admin_a.set_up().await;
+    let (status, body) = h
+        .admin_a
+        .request(
+            Method::PUT,
+            "/v1/brands/acme/connections/capabilities",
+            Some(json!({"secret": "billed-connector-secret-0123"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let view_a = h.admin_a.session().await;
+    let view_b = h.admin_b.session().await;
+    let session_a = view_a["id"].as_str().unwrap().to_string();
+    let session_b = view_b["id"].as_str().unwrap().to_string();
+    let mcp_a = Mcp::new(&h.http, &view_a).connect().await;
+    let mcp_b = Mcp::new(&h.http, &view_b).connect().await;
+
+    // B's own call waits for a person across A's death.
+    let b_waiting = tokio::spawn({
+        let mcp = mcp_b.clone();
+        async move { mcp.call(args_for(100_000)).await }
+    });
+    let billed_a = Mcp::for_connector(&h.http, &view_a, "capabilities")
+        .connect()
+        .await;
+    let mut calls = Vec::new();
+    for i in 0..IN_FLIGHT - BILLED {
+        let mcp = mcp_a.clone();
+        calls.push(tokio::spawn(async move { mcp.call(args_for(i)).await }));
+    }
+    // Billed calls: person chat asks a person before each, then the call
+    // reserves and settles one credit of the operator's allowance.
+    for i in 0..BILLED {
+        let mcp = billed_a.clone();
+        calls.push(tokio::spawn(async move {
+            mcp.request(
+                "tools/call",
+                json!({"name": "capabilities_spend", "arguments": {"estimate": 1, "actual": 1, "path": format!("/bill/{i}")}}),
+            )
+            .await
+        }));
+    }
+    let pending = wait_for(
+        "every call on A to wait",
+        Duration::from_secs(120),
+        async || {
+            let pending = h.admin_b.pending(&session_a).await;
+            (pending.len() == IN_FLIGHT).then_some(pending)
+        },
+    )
+    .await;
+    // Half are approved through B: some run, some are approved but not yet run.
+    for approval in pending.iter().step_by(2) {
+        let id = approval["id"].as_i64().unwrap();
+        let (status, body) = h
+            .admin_b
+            .request(
+                Method::POST,
+                &format!("/v1/approvals/{id}"),
+                Some(json!({"approve": true, "by": "alice"})),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    wait_for("some branches", Duration::from_secs(60), async || {
+        (h.github.ref_creations().len() >= 20).then_some(())
+    })
+    .await;
+    h.a.kill();
+    let killed = Instant::now();
+    for call in calls {
+        let _ = call.await;
+    }
+
+    // B recovers A once A's 2 s lease runs out.
+    wait_for("B to recover A", Duration::from_secs(30), async || {
+        let approvals = db.psql(&format!(
+            "SELECT count(*) FROM approvals WHERE session = '{session_a}' AND state = 'pending'"
+        ));
+        (approvals == "0").then_some(())
+    })
+    .await;
+    let recovery_took = killed.elapsed();
+    let trace = h.admin_b.trace("acme").await;
+    let mut by_call: BTreeMap<String, Vec<&TraceEvent>> = BTreeMap::new();
+    for event in trace.iter().filter(|e| e.session == session_a) {
+        if let Some(call) = &event.call_id {
+            by_call.entry(call.clone()).or_default().push(event);
+        }
+    }
+    let branches: BTreeSet<String> = h.github.ref_creations().into_iter().collect();
+    let mut interrupted = 0;
+    for (call, events) in &by_call {
+        if !events.iter().any(|e| e.state == TraceState::Requested) {
+            continue;
+        }
+        let closing: Vec<_> = events
+            .iter()
+            .filter(|e| e.state == TraceState::Interrupted)
+            .collect();
+        let finished = events.iter().any(|e| e.state == TraceState::Result);
+        assert_eq!(
+            closing.len(),
+            usize::from(!finished),
+            "{call}: one interrupted event exactly when it did not finish"
+        );
+        if let Some(mark) = closing.first() {
+            interrupted += 1;
+            let allowed = events.iter().any(|e| e.state == TraceState::Allowed);
+            assert_eq!(mark.detail["may_have_run"], allowed, "{call}");
+            assert_eq!(
+                events.last().unwrap().state,
+                TraceState::Interrupted,
+                "{call}: last"
+            );
+        }
+    }
+    assert!(interrupted > 0, "some calls were cut");
+
+    // The ledger: A's run was ended by the recovery; every billed call that
+    // finished has its charge, and no charge exists without an `allowed`
+    // call or twice (the idempotency key is unique).
+    let run = format!("{session_a}:capabilities");
+    assert_eq!(
+        db.psql(&format!("SELECT ended FROM runs WHERE run_id = '{run}'")),
+        "t"
+    );
+    let charges: usize = db
+        .psql(&format!(
+            "SELECT count(*) FROM charges WHERE run_id = '{run}'"
+        ))
+        .parse()
+        .unwrap();
+    let spent: usize = db
+        .psql(&format!(
+            "SELECT COALESCE(SUM(amount), 0) FROM charges WHERE run_id = '{run}'"
+        ))
+        .parse()
+        .unwrap();
+    let billed_calls = |state: TraceState| {
+        by_call
+            .values()
+            .filter(|events| {
+                events
+                    .iter()
+                    .any(|e| e.tool.as_deref().is_some_and(|t| t.ends_with("spend")))
+                    && events.iter().any(|e| e.state == state)
+            })
+            .count()
+    };
+    let (billed_results, billed_allowed) = (
+        billed_calls(TraceState::Result),
+        billed_calls(TraceState::Allowed),
+    );
+    assert!(
+        billed_results <= charges && charges <= billed_allowed,
+        "{billed_results} billed results <= {charges} charges <= {billed_allowed} allowed billed calls"
+    );
+    assert_eq!(spent, charges, "one credit each, none doubled");
+    assert!(
+        h.billed.seen().len() <= billed_allowed,
+        "no upstream request without its allowed row"
+    );
+    // Every branch the upstream created was allowed first: no effect without its intent.
+    let allowed_calls = by_call
+        .values()
+        .filter(|events| events.iter().any(|e| e.state == TraceState::Allowed))
+        .count();
+    assert!(
+        branches.len() <= allowed_calls,
+        "{} branches, {allowed_calls} allowed calls",
+        branches.len()
+    );
+    let distinct: BTreeSet<&String> = branches.iter().collect();
+    assert_eq!(distinct.len(), branches.len(), "no branch asked for twice");
+    // No approval of A's is left to decide, and none comes back.
+    let (status, _) = h
+        .admin_b
+        .request(
+            Method::POST,
+            &format!("/v1/approvals/{}", pending[1]["id"]),
+            Some(json!({"approve": true, "by": "late"})),
+        )
+        .await;
+    assert_eq!(status, 409, "a revoked approval cannot be decided");
+
+    // B's own session is untouched: its approval still waits, and it runs when approved.
+    let b_pending = h.admin_b.pending(&session_b).await;
+    assert_eq!(b_pending.len(), 1, "B's approval survived A's recovery");
+    let id = b_pending[0]["id"].as_i64().unwrap();
+    let (status, _) = h
+        .admin_b
+        .request(
+            Method::POST,
+            &format!("/v1/approvals/{id}"),
+            Some(json!({"approve": true, "by": "alice"})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let reply = tokio::time::timeout(Duration::from_secs(10), b_waiting)
+        .await
+        .expect("B's call answered")
+        .unwrap()
+        .unwrap();
+    assert!(ok_text(&reply).is_some(), "{reply}");
+    // A's session is gone from every listing; B's remains.
+    let (_, listed) = h.admin_b.request(Method::GET, "/v1/sessions", None).await;
+    let ids: Vec<&str> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["id"].as_str())
+        .collect();
+    assert_eq!(ids, [session_b.as_str()], "{listed}");
+    eprintln!(
+        "two hosts: {IN_FLIGHT} calls in flight on A at the kill ({BILLED} billed), {} branches created, {charges} charges, {interrupted} calls marked interrupted by B, recovered {recovery_took:.1?} after the kill",
+        branches.len()
+    );
+}
