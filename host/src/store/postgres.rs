@@ -1433,7 +1433,8 @@ impl LedgerStore for PgStore {
         })
     }
 
-    /// Only the runs of hosts no longer alive: a live host's runs are its own.
+    /// Only the runs of hosts already recovered as lost: a live host's runs
+    /// are its own, and a silent host's wait for its recovery.
     fn end_live_runs(&self, at_ms: i64) -> Result<usize, StoreError> {
         let shared = self.shared.clone();
         self.run(async move {
@@ -1442,7 +1443,7 @@ impl LedgerStore for PgStore {
                 .execute(
                     "UPDATE runs SET ended = true, ended_at_ms = $1
                      WHERE NOT ended AND host_id IN
-                       (SELECT host_id FROM hosts WHERE recovered_by IS NOT NULL OR lease_until < now())",
+                       (SELECT host_id FROM hosts WHERE recovered_by IS NOT NULL)",
                     &[&at_ms],
                 )
                 .await?;

@@ -29,6 +29,7 @@ fn write_configs(
     github_origin: &str,
     billed_origin: &str,
     lease_secs: u64,
+    (per_run, per_day): (u64, u64),
 ) -> [std::path::PathBuf; 2] {
     let component = std::path::Path::new(scout_tests::components::GITHUB)
         .canonicalize()
@@ -44,7 +45,7 @@ fn write_configs(
                 "listen = \"127.0.0.1:0\"\nrequire_review = false\n\n[store]\nbackend = \"postgres\"\nurl_env = \"SCOUT_PG_URL\"\nlease_secs = {lease_secs}\n\n\
                  [connectors.github]\ncomponent = {:?}\norigin = {github_origin:?}\nallow_private_network = true\n\n\
                  [connectors.capabilities]\ncomponent = {:?}\norigin = {billed_origin:?}\nallow_private_network = true\n\
-                 [connectors.capabilities.person_allowance]\nper_run_credits = 10000\nper_day_credits = 100000\n",
+                 [connectors.capabilities.person_allowance]\nper_run_credits = {per_run}\nper_day_credits = {per_day}\n",
                 component.display().to_string(),
                 billed.display().to_string(),
             ),
@@ -66,12 +67,23 @@ struct TwoHosts {
     _dir: tempfile::TempDir,
 }
 
-async fn two_hosts(db: &scout_tests::pg::PgDatabase, lease_secs: u64) -> TwoHosts {
+/// Two hosts on `db` whose person chat bills the capabilities guest at
+/// `allowance` (per run, per day).
+async fn two_hosts_billing(
+    db: &scout_tests::pg::PgDatabase,
+    lease_secs: u64,
+    allowance: (u64, u64),
+) -> TwoHosts {
     let github = FakeGitHub::start(GITHUB_TOKEN).await;
     let billed = scout_tests::upstream::Upstream::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let [config_a, config_b] =
-        write_configs(dir.path(), &github.origin(), &billed.origin(), lease_secs);
+    let [config_a, config_b] = write_configs(
+        dir.path(),
+        &github.origin(),
+        &billed.origin(),
+        lease_secs,
+        allowance,
+    );
     let env = [("SCOUT_PG_URL", db.url())];
     let a = Serve::start_with(&config_a, &env);
     let b = Serve::start_with(&config_b, &env);
@@ -97,6 +109,10 @@ async fn two_hosts(db: &scout_tests::pg::PgDatabase, lease_secs: u64) -> TwoHost
         billed,
         _dir: dir,
     }
+}
+
+async fn two_hosts(db: &scout_tests::pg::PgDatabase, lease_secs: u64) -> TwoHosts {
+    two_hosts_billing(db, lease_secs, (10_000, 100_000)).await
 }
 
 fn read_args() -> Value {
@@ -491,5 +507,99 @@ async fn a_host_killed_mid_call_is_recovered_by_the_other() {
     eprintln!(
         "two hosts: {IN_FLIGHT} calls in flight on A at the kill ({BILLED} billed), {} branches created, {charges} charges, {interrupted} calls marked interrupted by B, recovered {recovery_took:.1?} after the kill",
         branches.len()
+    );
+}
+
+/// Eight sessions, four on each host, each start a run of 10 credits
+/// against a day of 50: exactly five runs start, whichever host serves them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_across_two_hosts_start_exactly_as_many_as_the_day_holds() {
+    let Some(db) = scout_tests::pg::database_or_skip("serve_day") else {
+        return;
+    };
+    let h = two_hosts_billing(&db, 15, (10, 50)).await;
+    let (status, body) = h
+        .admin_a
+        .request(
+            Method::PUT,
+            "/v1/brands/acme/connections/capabilities",
+            Some(json!({"secret": "billed-connector-secret-0123"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let mut sessions = Vec::new();
+    for i in 0..8 {
+        let admin = if i % 2 == 0 { &h.admin_a } else { &h.admin_b };
+        let view = admin.session().await;
+        let mcp = Mcp::for_connector(&h.http, &view, "capabilities")
+            .connect()
+            .await;
+        sessions.push((view["id"].as_str().unwrap().to_string(), mcp));
+    }
+    let calls: Vec<_> = sessions
+        .iter()
+        .enumerate()
+        .map(|(i, (_, mcp))| {
+            let mcp = mcp.clone();
+            tokio::spawn(async move {
+                mcp.request(
+                    "tools/call",
+                    json!({"name": "capabilities_spend", "arguments": {"estimate": 10, "actual": 10, "path": format!("/run/{i}")}}),
+                )
+                .await
+            })
+        })
+        .collect();
+    // A person approves each call, on whichever host; the runs then race for the day.
+    let ids: Vec<i64> = wait_for("eight approvals", Duration::from_secs(60), async || {
+        let mut ids = Vec::new();
+        for (session, _) in &sessions {
+            ids.extend(
+                h.admin_b
+                    .pending(session)
+                    .await
+                    .iter()
+                    .filter_map(|a| a["id"].as_i64()),
+            );
+        }
+        (ids.len() == 8).then_some(ids)
+    })
+    .await;
+    let decisions = ids.iter().enumerate().map(|(i, id)| {
+        let admin = if i % 2 == 0 {
+            h.admin_b.clone()
+        } else {
+            h.admin_a.clone()
+        };
+        async move {
+            admin
+                .request(
+                    Method::POST,
+                    &format!("/v1/approvals/{id}"),
+                    Some(json!({"approve": true, "by": "alice"})),
+                )
+                .await
+        }
+    });
+    for (status, body) in futures_util::future::join_all(decisions).await {
+        assert_eq!(status, 200, "{body}");
+    }
+    let mut started = 0;
+    for call in calls {
+        let reply = call.await.unwrap().unwrap();
+        if ok_text(&reply).is_some() {
+            started += 1;
+        } else {
+            assert!(
+                reply.to_string().contains("day"),
+                "refused for the day: {reply}"
+            );
+        }
+    }
+    assert_eq!(started, 5, "five runs of 10 fit a day of 50");
+    assert_eq!(db.psql("SELECT count(*) FROM runs"), "5");
+    assert_eq!(
+        db.psql("SELECT COALESCE(SUM(amount), 0) FROM charges"),
+        "50"
     );
 }
