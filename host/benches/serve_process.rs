@@ -20,7 +20,13 @@
 //!   ratio current/baseline;
 //! - a person-chat session holding every connector built from source against
 //!   one holding GitHub alone: `tools/list`, a refused and a read
-//!   `tools/call` on their `github` endpoint, interleaved, with the ratio.
+//!   `tools/call` on their `github` endpoint, interleaved, with the ratio;
+//! - where PostgreSQL is at hand (`scout_tests::pg`): a read `tools/call` on
+//!   a host on PostgreSQL against the same on SQLite (server CPU and wall
+//!   p50, interleaved); 64 sessions on one PostgreSQL host against 32 + 32
+//!   on two hosts sharing the database; and how long an approval decided on
+//!   one host takes to answer the call waiting on the other (p50, p99),
+//!   against a decision on the host holding the call.
 //!
 //! Run with `cargo bench -p scout-host --bench serve_process`
 //! (`SCOUT_BENCH_QUICK=1` for fewer calls).
@@ -108,6 +114,35 @@ impl Serve {
         )
         .expect("write serve.toml");
         Serve::spawn(bin, dir, &config, &[], database)
+    }
+
+    /// `bin serve` with the GitHub component alone on the PostgreSQL
+    /// database at `url` (writes allowed, so a write waits for a person).
+    fn start_postgres(bin: &Path, label: &str, github_origin: &str, url: &str) -> Serve {
+        let dir = scratch(label);
+        let config = dir.join("serve.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "listen = \"127.0.0.1:0\"\nrequire_review = false\n\
+                 [store]\nbackend = \"postgres\"\nurl_env = \"SCOUT_PG_URL\"\n\
+                 [connectors.github]\ncomponent = {:?}\norigin = {:?}\nallow_private_network = true\n",
+                scout_tests::components::GITHUB,
+                github_origin
+            ),
+        )
+        .expect("write serve.toml");
+        Serve::spawn(
+            bin,
+            dir,
+            &config,
+            &[
+                ("SCOUT_PG_URL", url),
+                ("GITHUB_ALLOW_WRITES", "true"),
+                ("APPROVAL_TIMEOUT_MS", "600000"),
+            ],
+            None,
+        )
     }
 
     /// `bin serve` with every connector of `connectors`
@@ -809,6 +844,197 @@ fn disk_load(dir: &Path, on: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
     })
 }
 
+/// Every session's calls at once, spread over several hosts: calls per
+/// second over all of them.
+async fn at_once_across(http: &reqwest::Client, sessions: &[Session], per_session: usize) -> f64 {
+    let t0 = Instant::now();
+    let tasks: Vec<_> = sessions
+        .iter()
+        .cloned()
+        .map(|s| {
+            let http = http.clone();
+            tokio::spawn(async move {
+                for _ in 0..per_session {
+                    read_file(&http, &s).await;
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("a session's calls");
+    }
+    (sessions.len() * per_session) as f64 / t0.elapsed().as_secs_f64()
+}
+
+/// One gated write waiting on `holder`, decided through `decider`'s admin
+/// API as soon as it is pending: from the decision sent to the call's answer.
+async fn decided_to_answered(
+    http: &reqwest::Client,
+    holder: &Session,
+    session_id: &str,
+    decider: &Serve,
+    round: usize,
+) -> Duration {
+    let (http2, holder) = (http.clone(), holder.clone());
+    let call = tokio::spawn(async move {
+        mcp_request(
+            &http2,
+            &holder,
+            Some("github_create_branch"),
+            json!({"owner": "octo", "repo": "hello", "branch": format!("bench/{round}"), "from": "main"}),
+        )
+        .await
+    });
+    let id = loop {
+        let pending = admin(
+            http,
+            &decider.base,
+            reqwest::Method::GET,
+            &format!("/v1/approvals?session={session_id}"),
+            Value::Null,
+        )
+        .await;
+        if let Some(id) = pending["pending"][0]["id"].as_i64() {
+            break id;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    };
+    let t0 = Instant::now();
+    admin(
+        http,
+        &decider.base,
+        reqwest::Method::POST,
+        &format!("/v1/approvals/{id}"),
+        json!({"approve": true, "by": "bench"}),
+    )
+    .await;
+    let reply = call.await.expect("the gated call");
+    let took = t0.elapsed();
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+    took
+}
+
+fn percentile(mut v: Vec<Duration>, p: f64) -> Duration {
+    v.sort();
+    v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+/// Several hosts on one PostgreSQL database, against one host on SQLite,
+/// all measured in this run.
+fn postgres_figures(
+    rt: &tokio::runtime::Runtime,
+    sqlite: &Serve,
+    origin: &str,
+    http: &reqwest::Client,
+) {
+    let Some(db) = scout_tests::pg::database_or_skip("bench") else {
+        println!("serve process, PostgreSQL: skipped (no server; see scout_tests::pg)");
+        return;
+    };
+    // The test cluster runs with fsync off; a deployment's does not, and
+    // SQLite here fsyncs every commit: measure like for like.
+    db.psql("ALTER SYSTEM SET fsync = on");
+    db.psql("SELECT pg_reload_conf()");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(db.psql("SHOW fsync"), "on", "the bench's database fsyncs");
+    let a = Serve::start_postgres(Path::new(BIN), "pg-a", origin, &db.url());
+    let b = Serve::start_postgres(Path::new(BIN), "pg-b", origin, &db.url());
+    let (block, blocks) = blocks();
+    let per_session = if quick() { 5 } else { 40 };
+    let rounds = if quick() { 20 } else { 100 };
+    rt.block_on(async {
+        a.connect_github(http).await;
+        // Server CPU and wall time of a read call, PostgreSQL against SQLite.
+        let sessions = [
+            open_session(http, &a.base).await,
+            open_session(http, &sqlite.base).await,
+        ];
+        let serves = [&a, sqlite];
+        let cpu = interleaved(&serves, block, blocks, |i| read_file(http, &sessions[i])).await;
+        let mut wall = [Vec::new(), Vec::new()];
+        for round in 0..blocks {
+            for k in 0..2 {
+                let i = if round % 2 == 0 { k } else { 1 - k };
+                for _ in 0..block {
+                    let t = Instant::now();
+                    read_file(http, &sessions[i]).await;
+                    wall[i].push(t.elapsed());
+                }
+            }
+        }
+        let [pg_wall, sqlite_wall] = wall.map(median);
+        println!(
+            "serve process, read tools/call on PostgreSQL (unix socket, fsync on) against SQLite ({blocks} interleaved blocks of {block}): server CPU {:.0} us against {:.0} us ({:.2}x); wall p50 {:.0} us against {:.0} us ({:.2}x)",
+            cpu[0],
+            cpu[1],
+            cpu[0] / cpu[1],
+            micros(pg_wall),
+            micros(sqlite_wall),
+            pg_wall.as_secs_f64() / sqlite_wall.as_secs_f64()
+        );
+
+        // 64 sessions on one host against 32 + 32 on two, one database.
+        let mut one_host = Vec::new();
+        for _ in 0..64 {
+            one_host.push(open_session(http, &a.base).await);
+        }
+        let mut two_hosts = Vec::new();
+        for i in 0..64 {
+            two_hosts.push(open_session(http, if i % 2 == 0 { &a.base } else { &b.base }).await);
+        }
+        at_once_across(http, &one_host, 1).await;
+        at_once_across(http, &two_hosts, 1).await;
+        let (mut one, mut two) = (Vec::new(), Vec::new());
+        for round in 0..3 {
+            if round % 2 == 0 {
+                one.push(at_once_across(http, &one_host, per_session).await);
+                two.push(at_once_across(http, &two_hosts, per_session).await);
+            } else {
+                two.push(at_once_across(http, &two_hosts, per_session).await);
+                one.push(at_once_across(http, &one_host, per_session).await);
+            }
+        }
+        let (one, two) = (median_f64(one), median_f64(two));
+        println!(
+            "serve process, PostgreSQL, 64 sessions x {per_session} calls (median of 3 rounds, this machine's 2 cores shared by client, hosts and database): one host {one:.0} calls/s; two hosts 32 + 32 {two:.0} calls/s ({:.2}x)",
+            two / one
+        );
+
+        // A decision on the other host against one on the host holding the call.
+        let view = admin(
+            http,
+            &a.base,
+            reqwest::Method::POST,
+            "/v1/sessions",
+            json!({"brand": "acme", "role": "person-chat"}),
+        )
+        .await;
+        let id = view["id"].as_str().expect("a session id").to_string();
+        let holder = Session {
+            url: view["mcp"]["github"].as_str().expect("an endpoint").to_string(),
+            token: view["token"].as_str().expect("a token").to_string(),
+            endpoints: 1,
+        };
+        let (mut same, mut other) = (Vec::new(), Vec::new());
+        for round in 0..rounds {
+            if round % 2 == 0 {
+                same.push(decided_to_answered(http, &holder, &id, &a, 2 * round).await);
+                other.push(decided_to_answered(http, &holder, &id, &b, 2 * round + 1).await);
+            } else {
+                other.push(decided_to_answered(http, &holder, &id, &b, 2 * round).await);
+                same.push(decided_to_answered(http, &holder, &id, &a, 2 * round + 1).await);
+            }
+        }
+        println!(
+            "serve process, PostgreSQL, an approval decided to its call answered ({rounds} each, interleaved): on the other host p50 {:.1} ms, p99 {:.1} ms; on the host holding the call p50 {:.1} ms, p99 {:.1} ms",
+            micros(percentile(other.clone(), 0.5)) / 1000.0,
+            micros(percentile(other, 0.99)) / 1000.0,
+            micros(percentile(same.clone(), 0.5)) / 1000.0,
+            micros(percentile(same, 0.99)) / 1000.0,
+        );
+    });
+}
+
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -829,6 +1055,7 @@ fn bench(c: &mut Criterion) {
         against_baseline(&rt, &serve, Path::new(&baseline), &github.origin(), &http);
     }
     catalogue_against_one(&rt, &serve, &github.origin(), &http);
+    postgres_figures(&rt, &serve, &github.origin(), &http);
 
     let one = rt.block_on(open_session(&http, &serve.base));
     c.bench_function("serve_process_stateless_tools_call", |b| {

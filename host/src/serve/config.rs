@@ -153,6 +153,11 @@ pub struct StoreConfig {
     /// a host silent for longer is fenced and recovered by the others.
     #[serde(default)]
     pub lease_secs: Option<u64>,
+    /// With `postgres` over TLS: the PEM file of the authority that signs
+    /// the server's certificate (a cloud provider's CA); relative paths are
+    /// relative to this file. Without it, the public web roots are trusted.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -376,6 +381,9 @@ impl ServeConfig {
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
         config.database = base.join(&config.database);
+        if let Some(ca) = &config.store.ca_file {
+            config.store.ca_file = Some(base.join(ca));
+        }
         for connector in config.connectors.values_mut() {
             connector.component = base.join(&connector.component);
         }

@@ -236,6 +236,7 @@ fn open_store(
             if let Some(secs) = config.store.lease_secs {
                 options.lease = std::time::Duration::from_secs(secs);
             }
+            options.ca_file = config.store.ca_file.clone();
             Ok(Arc::new(PgStore::connect(options).map_err(|source| {
                 StartError::Store {
                     path: format!("PostgreSQL (the URL in {var})"),

@@ -66,6 +66,10 @@ pub struct PgOptions {
     pub lease: Duration,
     /// Connections in the pool of ordinary statements.
     pub pool_size: usize,
+    /// PEM certificates of the authority that signs the server's
+    /// certificate (a cloud provider's own CA); when set, only these are
+    /// trusted, instead of the public web roots.
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 impl PgOptions {
@@ -76,6 +80,7 @@ impl PgOptions {
             host_id: new_host_id(),
             lease: Duration::from_secs(15),
             pool_size: 16,
+            ca_file: None,
         }
     }
 }
@@ -123,7 +128,7 @@ enum Tls {
     Rustls(tokio_postgres_rustls::MakeRustlsConnect),
 }
 
-fn parse_config(url: &str) -> Result<(Config, Tls), StoreError> {
+fn parse_config(url: &str, ca_file: Option<&std::path::Path>) -> Result<(Config, Tls), StoreError> {
     let mut config: Config = url.parse().map_err(|e: tokio_postgres::Error| {
         StoreError::Config(format!("the PostgreSQL URL is not valid: {e}"))
     })?;
@@ -148,7 +153,10 @@ fn parse_config(url: &str) -> Result<(Config, Tls), StoreError> {
         ));
     }
     config.ssl_mode(SslMode::Require);
-    let roots = rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let roots = match ca_file {
+        None => rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+        Some(path) => trusted_authorities(path)?,
+    };
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let tls = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -159,6 +167,26 @@ fn parse_config(url: &str) -> Result<(Config, Tls), StoreError> {
         config,
         Tls::Rustls(tokio_postgres_rustls::MakeRustlsConnect::new(tls)),
     ))
+}
+
+/// The certificates of `path` (PEM) as the only roots trusted.
+fn trusted_authorities(path: &std::path::Path) -> Result<rustls::RootCertStore, StoreError> {
+    use rustls::pki_types::{CertificateDer, pem::PemObject};
+    let unusable = |why: String| {
+        StoreError::Config(format!(
+            "store.ca_file {}: {why}; name a PEM file of the authority that signs the server's certificate",
+            path.display()
+        ))
+    };
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(path).map_err(|e| unusable(e.to_string()))? {
+        let cert = cert.map_err(|e| unusable(e.to_string()))?;
+        roots.add(cert).map_err(|e| unusable(e.to_string()))?;
+    }
+    if roots.is_empty() {
+        return Err(unusable("it holds no certificate".into()));
+    }
+    Ok(roots)
 }
 
 /// One un-pooled connection; `messages` receives what the server sends
@@ -270,7 +298,7 @@ impl PgStore {
     /// registers this host with a fresh lease, and starts the trace writer,
     /// the listener and the lease keeper.
     pub fn connect(options: PgOptions) -> Result<PgStore, StoreError> {
-        let (config, tls) = parse_config(&options.url)?;
+        let (config, tls) = parse_config(&options.url, options.ca_file.as_deref())?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("scout-pg")
