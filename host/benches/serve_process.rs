@@ -927,15 +927,13 @@ fn postgres_figures(
     origin: &str,
     http: &reqwest::Client,
 ) {
+    // The tests' cluster runs with fsync off; a deployment's does not, and
+    // SQLite here fsyncs every commit: measure like for like.
+    scout_tests::pg::durable();
     let Some(db) = scout_tests::pg::database_or_skip("bench") else {
         println!("serve process, PostgreSQL: skipped (no server; see scout_tests::pg)");
         return;
     };
-    // The test cluster runs with fsync off; a deployment's does not, and
-    // SQLite here fsyncs every commit: measure like for like.
-    db.psql("ALTER SYSTEM SET fsync = on");
-    db.psql("SELECT pg_reload_conf()");
-    std::thread::sleep(Duration::from_millis(200));
     assert_eq!(db.psql("SHOW fsync"), "on", "the bench's database fsyncs");
     let a = Serve::start_postgres(Path::new(BIN), "pg-a", origin, &db.url());
     let b = Serve::start_postgres(Path::new(BIN), "pg-b", origin, &db.url());

@@ -24,6 +24,16 @@ const MAX_NAME: usize = 60;
 
 static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
 static COUNTER: AtomicU64 = AtomicU64::new(1);
+/// Whether this process's cluster fsyncs (see [`durable`]).
+static DURABLE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes the cluster this process starts fsync its commits, as a
+/// deployment's does (the tests' cluster does not: nothing there must
+/// survive a power cut). For benchmarks; call it before the first
+/// [`database`]. Nothing changes for an external `SCOUT_TEST_PG` server.
+pub fn durable() {
+    DURABLE.store(true, Ordering::SeqCst);
+}
 
 /// One empty database made for one test.
 #[derive(Debug, Clone)]
@@ -340,8 +350,13 @@ rm -rf "$2""#
     run(&mut command).map_err(|e| format!("initdb failed: {e}"))?;
 
     let options = format!(
-        "-c listen_addresses='' -k {} -c port={PORT} -c fsync=off -c max_connections=200",
-        dir.display()
+        "-c listen_addresses='' -k {} -c port={PORT} -c fsync={} -c max_connections=200",
+        dir.display(),
+        if DURABLE.load(Ordering::SeqCst) {
+            "on"
+        } else {
+            "off"
+        }
     );
     let mut command = cluster.command(&pg_ctl);
     command

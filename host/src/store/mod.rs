@@ -94,6 +94,12 @@ pub enum StoreError {
         "this host lost its lease and another host recovered its calls; it takes no more calls: restart it"
     )]
     Fenced,
+    /// This host's lease ran out unrenewed (the database was out of reach
+    /// for longer than the lease): it records nothing until a renewal holds it again.
+    #[error(
+        "this host's lease on the database lapsed; it records nothing until the lease is renewed"
+    )]
+    LeaseLapsed,
     /// The store's configuration cannot be used (the URL, TLS, the server's settings).
     #[error("{0}")]
     Config(String),

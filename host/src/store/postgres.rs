@@ -399,6 +399,17 @@ impl PgStore {
         run_on(&self.handle, work)?
     }
 
+    /// Renews this host's lease now (the lease keeper does every third of
+    /// the lease); `false` if another host has recovered this one.
+    pub fn renew_lease(&self) -> Result<bool, StoreError> {
+        let shared = self.shared.clone();
+        self.run(async move {
+            let renewed = renew(&shared).await?;
+            shared.lease_held.store(renewed, Ordering::SeqCst);
+            Ok(renewed)
+        })
+    }
+
     /// Recovers every host whose lease expired, now (the sweeper does the
     /// same every few seconds).
     pub fn recover_lost_hosts(&self) -> Result<Recovered, StoreError> {
@@ -522,7 +533,6 @@ async fn write_loop(
                 group.into_iter().for_each(|b| drop(b.reply.send(Ok(()))));
             }
             Err(StoreError::Fenced) => {
-                shared.fenced.store(true, Ordering::SeqCst);
                 group
                     .into_iter()
                     .for_each(|b| drop(b.reply.send(Err(StoreError::Fenced))));
@@ -553,14 +563,24 @@ async fn commit_rows(
     rows: &[&Row],
 ) -> Result<(), StoreError> {
     let tx = client.transaction().await?;
-    let live = tx
+    // The fence: this host's row, share-locked until the commit, so a
+    // recovery (which updates it) waits for these rows and then sees them.
+    let row = tx
         .query_opt(
-            "SELECT 1 FROM hosts WHERE host_id = $1 AND recovered_by IS NULL AND lease_until > now() FOR SHARE",
+            "SELECT recovered_by IS NOT NULL, lease_until > now() FROM hosts WHERE host_id = $1 FOR SHARE",
             &[&shared.host_id],
         )
         .await?;
-    if live.is_none() {
-        return Err(StoreError::Fenced);
+    match row.map(|r| (r.get::<_, bool>(0), r.get::<_, bool>(1))) {
+        // Recovered by another host (or its row gone): for good.
+        None | Some((true, _)) => {
+            shared.fenced.store(true, Ordering::SeqCst);
+            return Err(StoreError::Fenced);
+        }
+        // The lease lapsed (the database was out of reach longer than the
+        // lease): nothing is written until a renewal holds it again.
+        Some((false, false)) => return Err(StoreError::LeaseLapsed),
+        Some((false, true)) => {}
     }
     let sessions: Vec<&str> = rows.iter().map(|r| r.session.as_str()).collect();
     let brands: Vec<&str> = rows.iter().map(|r| r.brand.as_str()).collect();
@@ -685,12 +705,29 @@ async fn lease_loop(shared: Arc<Shared>) {
                 tracing::warn!(error = %e, "lease renewal failed");
             }
         }
-        if !shared.fenced.load(Ordering::SeqCst)
-            && let Err(e) = recover_lost(&shared).await
-        {
-            tracing::warn!(error = %e, "recovering lost hosts failed");
+        if !shared.fenced.load(Ordering::SeqCst) {
+            if let Err(e) = recover_lost(&shared).await {
+                tracing::warn!(error = %e, "recovering lost hosts failed");
+            }
+            if let Err(e) = forget_old_hosts(&shared).await {
+                tracing::warn!(error = %e, "forgetting long-recovered hosts failed");
+            }
         }
     }
+}
+
+/// Hosts recovered a day ago and their closed sessions are of no more use
+/// (the trace keeps their host ids as text).
+async fn forget_old_hosts(shared: &Shared) -> Result<(), StoreError> {
+    let client = shared.pool.get().await?;
+    client
+        .batch_execute(
+            "DELETE FROM sessions WHERE closed_at_ms IS NOT NULL
+                 AND closed_at_ms < (extract(epoch FROM now()) * 1000)::bigint - 86400000;
+             DELETE FROM hosts WHERE recovered_at < now() - interval '1 day';",
+        )
+        .await?;
+    Ok(())
 }
 
 async fn renew(shared: &Shared) -> Result<bool, StoreError> {

@@ -437,3 +437,25 @@ fn a_server_that_loses_commits_or_a_bad_url_is_refused_clearly() {
     .unwrap_err();
     assert!(plaintext.to_string().contains("TLS"), "{plaintext}");
 }
+
+/// A lease that lapsed while nobody recovered the host stops its writes
+/// until it is renewed; nothing is lost, and the host goes on.
+#[test]
+fn a_lapsed_lease_stops_writes_until_it_is_renewed() {
+    let Some(db) = database("lapsed") else { return };
+    let a = host(&db);
+    db.psql(&format!(
+        "UPDATE hosts SET lease_until = now() - interval '1 second' WHERE host_id = '{}'",
+        a.host_id()
+    ));
+    let lapsed = a.record(&step("s", "c", TraceState::Requested));
+    assert!(matches!(lapsed, Err(StoreError::LeaseLapsed)), "{lapsed:?}");
+    assert!(a.renew_lease().unwrap());
+    a.record(&step("s", "c", TraceState::Requested)).unwrap();
+    assert_eq!(
+        a.trace_for_session("s").unwrap().len(),
+        1,
+        "only the write made under a held lease"
+    );
+    assert!(a.lease_held());
+}
