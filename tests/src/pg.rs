@@ -3,6 +3,8 @@
 //! under `/tmp/scout-pg-<pid>-<rand>`, stopped and removed by a detached
 //! watcher once the process exits, however it exits; or, with
 //! `SCOUT_TEST_PG` set, databases made on that external server instead.
+//! [`tls_server`] starts a second cluster of the same kind that takes TCP
+//! connections over TLS only, on 127.0.0.2, with a certificate of its own.
 
 use std::collections::hash_map::RandomState;
 use std::ffi::OsStr;
@@ -18,11 +20,15 @@ use std::time::{SystemTime, UNIX_EPOCH};
 const USER: &str = "scout";
 /// The port the cluster's unix socket is named after (`.s.PGSQL.5432`); it
 /// listens on no TCP address. Passed explicitly so `PGPORT` cannot move it.
-const PORT: &str = "5432";
+const PORT: u16 = 5432;
+/// The only address the [`tls_server`] listens on: loopback, but not one
+/// the host counts as this machine, so it is reached over TLS.
+pub const TLS_HOST: &str = "127.0.0.2";
 /// Longest database name made (PostgreSQL's limit is 63 bytes).
 const MAX_NAME: usize = 60;
 
 static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
+static TLS_SERVER: OnceLock<Result<TlsServer, String>> = OnceLock::new();
 static COUNTER: AtomicU64 = AtomicU64::new(1);
 /// Whether this process's cluster fsyncs (see [`durable`]).
 static DURABLE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -74,27 +80,11 @@ impl PgDatabase {
     /// Runs `sql` with `psql -X -A -t -v ON_ERROR_STOP=1` on this database and
     /// returns its output, trimmed; panics with psql's stderr if it fails.
     pub fn psql(&self, sql: &str) -> String {
-        let cluster = cluster()
+        cluster()
             .as_ref()
-            .expect("a database exists, so its cluster started");
-        let mut command = cluster.command(&cluster.psql);
-        command.args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1"]);
-        match &cluster.server {
-            Server::Local { dir } => {
-                command
-                    .arg("-h")
-                    .arg(dir)
-                    .args(["-p", PORT, "-U", USER, "-d", &self.name]);
-            }
-            Server::External { .. } => {
-                command.arg("-d").arg(&self.url);
-            }
-        }
-        command.arg("-c").arg(sql);
-        match run(&mut command) {
-            Ok(stdout) => stdout.trim().to_owned(),
-            Err(e) => panic!("psql on database {} failed running {sql:?}: {e}", self.name),
-        }
+            .expect("a database exists, so its cluster started")
+            .psql(&self.name, sql)
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 }
 
@@ -108,6 +98,91 @@ pub fn database(name: &str) -> PgDatabase {
     match cluster.create(name) {
         Ok(database) => database,
         Err(e) => panic!("{e}"),
+    }
+}
+
+/// The TLS-only server this process shares (see [`TlsServer`]), started on
+/// first use; `None`, with one line on stderr, when PostgreSQL's server
+/// binaries or `openssl` are absent and `CI` is not `true`. On CI, and for
+/// any other failure, it panics. `SCOUT_TEST_PG` plays no part: this server
+/// is always one this process starts.
+pub fn tls_server() -> Option<TlsServer> {
+    if let Some(why) = tls_absent() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("CI=true, but the PostgreSQL TLS server cannot be had: {why}");
+        }
+        eprintln!("scout-tests: skipped a PostgreSQL TLS test: {why}");
+        return None;
+    }
+    match TLS_SERVER.get_or_init(start_tls) {
+        Ok(server) => Some(server.clone()),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// A second throwaway cluster of this process, in a temp dir of its own
+/// with the same cleanup as the first, that takes TCP connections on
+/// [`TLS_HOST`] only, and only over TLS (`hostssl` is its one TCP line of
+/// pg_hba.conf; trust auth). Its certificate, for `IP:127.0.0.2`, is signed
+/// by a throwaway authority made with `openssl` at start ([`Self::ca_file`]);
+/// [`Self::other_ca_file`] is an unrelated one, for a client that must
+/// refuse it. Its unix socket (trust) is how databases are made and
+/// inspected.
+#[derive(Clone)]
+pub struct TlsServer {
+    cluster: Cluster,
+    port: u16,
+    ca_file: PathBuf,
+    other_ca_file: PathBuf,
+}
+
+impl std::fmt::Debug for TlsServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsServer")
+            .field("dir", &self.cluster.dir())
+            .field("port", &self.port)
+            .field("ca_file", &self.ca_file)
+            .field("other_ca_file", &self.other_ca_file)
+            .finish()
+    }
+}
+
+impl TlsServer {
+    /// `postgresql://scout@127.0.0.2:<port>/<dbname>`: no `sslmode`, so
+    /// whether TLS is used is the client's choice (the server takes nothing
+    /// else).
+    pub fn url(&self, dbname: &str) -> String {
+        format!("postgresql://{USER}@{TLS_HOST}:{}/{dbname}", self.port)
+    }
+
+    /// The TCP port it listens on (on [`TLS_HOST`] only).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// PEM of the authority that signed the server's certificate.
+    pub fn ca_file(&self) -> &Path {
+        &self.ca_file
+    }
+
+    /// PEM of another authority, which signed nothing the server presents.
+    pub fn other_ca_file(&self) -> &Path {
+        &self.other_ca_file
+    }
+
+    /// A fresh, empty database (made over the unix socket); its name, as
+    /// [`PgDatabase::name`] makes them.
+    pub fn database(&self, name: &str) -> String {
+        match self.cluster.create(name) {
+            Ok(database) => database.name,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Runs `sql` on database `db` over the unix socket, as
+    /// [`PgDatabase::psql`] does.
+    pub fn psql(&self, db: &str, sql: &str) -> String {
+        self.cluster.psql(db, sql).unwrap_or_else(|e| panic!("{e}"))
     }
 }
 
@@ -131,15 +206,17 @@ pub fn available() -> Result<(), String> {
 }
 
 /// Where databases are made.
+#[derive(Clone)]
 enum Server {
-    /// A cluster this process started, in `dir` (socket in `dir`, data in
-    /// `dir/data`, log in `dir/log`).
-    Local { dir: PathBuf },
+    /// A cluster this process started, in `dir` (socket in `dir`, named
+    /// after `port`; data in `dir/data`, log in `dir/log`).
+    Local { dir: PathBuf, port: u16 },
     /// `SCOUT_TEST_PG`'s server.
     External { base: String },
 }
 
 /// The server this process's databases live on, and how to reach it.
+#[derive(Clone)]
 struct Cluster {
     server: Server,
     psql: PathBuf,
@@ -159,17 +236,51 @@ impl Cluster {
         } else {
             Command::new(binary)
         };
-        if let Server::Local { dir } = &self.server {
+        if let Server::Local { dir, .. } = &self.server {
             // Somewhere `postgres` may enter, not the test's working directory.
             command.current_dir(dir);
         }
         command
     }
 
+    /// A local cluster's directory; empty for an external server.
+    fn dir(&self) -> &Path {
+        match &self.server {
+            Server::Local { dir, .. } => dir,
+            Server::External { .. } => Path::new(""),
+        }
+    }
+
+    /// Runs `sql` with `psql -X -A -t -v ON_ERROR_STOP=1` on `database` (over
+    /// the unix socket of a local cluster) and returns its output, trimmed.
+    fn psql(&self, database: &str, sql: &str) -> Result<String, String> {
+        let mut command = self.command(&self.psql);
+        command.args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1"]);
+        match &self.server {
+            Server::Local { dir, port } => {
+                command.arg("-h").arg(dir).args([
+                    "-p",
+                    &port.to_string(),
+                    "-U",
+                    USER,
+                    "-d",
+                    database,
+                ]);
+            }
+            Server::External { base } => {
+                command.arg("-d").arg(replace_url_database(base, database));
+            }
+        }
+        command.arg("-c").arg(sql);
+        run(&mut command)
+            .map(|stdout| stdout.trim().to_owned())
+            .map_err(|e| format!("psql on database {database} failed running {sql:?}: {e}"))
+    }
+
     fn create(&self, test_name: &str) -> Result<PgDatabase, String> {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         match &self.server {
-            Server::Local { dir } => {
+            Server::Local { dir, port } => {
                 let name = database_name(&n.to_string(), test_name);
                 let createdb = self
                     .createdb
@@ -179,12 +290,18 @@ impl Cluster {
                 command
                     .arg("-h")
                     .arg(dir)
-                    .args(["-p", PORT, "-U", USER, &name]);
+                    .args(["-p", &port.to_string(), "-U", USER, &name]);
                 run(&mut command).map_err(|e| format!("createdb {name} failed: {e}"))?;
                 let dir_text = dir.to_str().expect("the socket dir is ASCII");
+                // The default port needs no mention (the URL keeps its shape).
+                let url_port = if *port == PORT {
+                    String::new()
+                } else {
+                    format!("&port={port}")
+                };
                 Ok(PgDatabase {
-                    url: format!("postgresql://{USER}@/{name}?host={dir_text}"),
-                    conninfo: format!("host={dir_text} port={PORT} user={USER} dbname={name}"),
+                    url: format!("postgresql://{USER}@/{name}?host={dir_text}{url_port}"),
+                    conninfo: format!("host={dir_text} port={port} user={USER} dbname={name}"),
                     socket_dir: dir.clone(),
                     name,
                 })
@@ -299,6 +416,25 @@ while read -r d; do "$3" -X -q -d "$2" -c "DROP DATABASE IF EXISTS $d"; done"#;
 }
 
 fn start_local() -> Result<Cluster, String> {
+    let (cluster, pg_ctl) = init_local(PORT)?;
+    let options = format!(
+        "-c listen_addresses='' -k {} -c port={PORT} -c fsync={} -c max_connections=200",
+        cluster.dir().display(),
+        if DURABLE.load(Ordering::SeqCst) {
+            "on"
+        } else {
+            "off"
+        }
+    );
+    cluster.start(&pg_ctl, &options)?;
+    Ok(cluster)
+}
+
+/// A new cluster, initialised but not started: its temp dir (owned by
+/// `postgres` when this process is root), the watcher that stops it and
+/// removes the dir once this process exits, and `initdb` run in `dir/data`
+/// (trust auth, role [`USER`]). Returns it with `pg_ctl`.
+fn init_local(port: u16) -> Result<(Cluster, PathBuf), String> {
     if let Some(why) = absent() {
         return Err(why);
     }
@@ -311,7 +447,6 @@ fn start_local() -> Result<Cluster, String> {
 
     let dir = make_temp_dir()?;
     let data = dir.join("data");
-    let log = dir.join("log");
     if as_postgres {
         let uid = id(&["-u", "postgres"])?;
         let gid = id(&["-g", "postgres"])?;
@@ -331,7 +466,7 @@ rm -rf "$2""#
     spawn_watcher(script, &[dir.as_os_str(), pg_ctl.as_os_str()])?;
 
     let cluster = Cluster {
-        server: Server::Local { dir: dir.clone() },
+        server: Server::Local { dir, port },
         psql,
         createdb: Some(createdb),
         as_postgres,
@@ -348,35 +483,207 @@ rm -rf "$2""#
         "--locale=C",
     ]);
     run(&mut command).map_err(|e| format!("initdb failed: {e}"))?;
+    Ok((cluster, pg_ctl))
+}
 
-    let options = format!(
-        "-c listen_addresses='' -k {} -c port={PORT} -c fsync={} -c max_connections=200",
-        dir.display(),
-        if DURABLE.load(Ordering::SeqCst) {
-            "on"
-        } else {
-            "off"
+impl Cluster {
+    /// `pg_ctl start -w` of a local cluster with the server `options`
+    /// (which name its port and socket dir); its log in the error if it
+    /// does not start.
+    fn start(&self, pg_ctl: &Path, options: &str) -> Result<(), String> {
+        let dir = self.dir();
+        let log = dir.join("log");
+        let mut command = self.command(pg_ctl);
+        command
+            .arg("-D")
+            .arg(dir.join("data"))
+            .arg("-l")
+            .arg(&log)
+            .args(["-w", "-o", options, "start"])
+            // The postmaster stays out of the terminal's process group (Ctrl-C).
+            .process_group(0);
+        if let Err(e) = run(&mut command) {
+            let log_text = std::fs::read_to_string(&log)
+                .unwrap_or_else(|read| format!("(could not read {}: {read})", log.display()));
+            return Err(format!(
+                "the PostgreSQL cluster in {} did not start: {e}\n--- {} ---\n{log_text}",
+                dir.display(),
+                log.display()
+            ));
         }
-    );
-    let mut command = cluster.command(&pg_ctl);
-    command
-        .arg("-D")
-        .arg(&data)
-        .arg("-l")
-        .arg(&log)
-        .args(["-w", "-o", &options, "start"])
-        // The postmaster stays out of the terminal's process group (Ctrl-C).
-        .process_group(0);
-    if let Err(e) = run(&mut command) {
-        let log_text = std::fs::read_to_string(&log)
-            .unwrap_or_else(|read| format!("(could not read {}: {read})", log.display()));
-        return Err(format!(
-            "the PostgreSQL cluster in {} did not start: {e}\n--- {} ---\n{log_text}",
-            dir.display(),
-            log.display()
-        ));
+        Ok(())
     }
-    Ok(cluster)
+}
+
+/// Why the [`tls_server`] cannot be had, if it cannot: no server binaries
+/// (`SCOUT_TEST_PG` does not count) or no `openssl`.
+fn tls_absent() -> Option<String> {
+    if binary("initdb").is_none() {
+        return Some(
+            "no PostgreSQL server binaries: found no initdb (neither in `pg_config --bindir` \
+             nor on PATH); install them (`apt-get install postgresql`)"
+                .to_owned(),
+        );
+    }
+    if binary("openssl").is_none() {
+        return Some(
+            "no openssl on PATH to make the TLS server's certificates; install it \
+             (`apt-get install openssl`)"
+                .to_owned(),
+        );
+    }
+    None
+}
+
+/// The `openssl` configuration the TLS server's certificates are made
+/// with: no system defaults, only these extensions.
+const OPENSSL_CONFIG: &str = "[req]
+distinguished_name = dn
+[dn]
+[ca]
+basicConstraints = critical, CA:TRUE
+keyUsage = critical, keyCertSign, cRLSign
+subjectKeyIdentifier = hash
+[server]
+basicConstraints = critical, CA:FALSE
+keyUsage = critical, digitalSignature
+extendedKeyUsage = serverAuth
+subjectAltName = IP:127.0.0.2
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid
+";
+
+fn start_tls() -> Result<TlsServer, String> {
+    let openssl = binary("openssl").ok_or("no openssl on PATH")?;
+    // The port is set once the server has one (see below).
+    let (mut cluster, pg_ctl) = init_local(0)?;
+    let dir = cluster.dir().to_owned();
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+    };
+    write("openssl.cnf", OPENSSL_CONFIG)?;
+    // Run as the server's user (in `dir`): the key is the server's own.
+    let openssl_step = |args: &[&str]| {
+        let mut command = cluster.command(&openssl);
+        command.args(args);
+        run(&mut command)
+            .map(drop)
+            .map_err(|e| format!("making the TLS server's certificates: {e}"))
+    };
+    let new_key = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    for (name, subject) in [
+        ("ca", "/CN=Scout test CA"),
+        ("other_ca", "/CN=Scout unrelated test CA"),
+    ] {
+        let (key, cert) = (format!("{name}.key"), format!("{name}.crt"));
+        let mut args = vec![
+            "req",
+            "-x509",
+            "-config",
+            "openssl.cnf",
+            "-extensions",
+            "ca",
+        ];
+        args.extend(new_key);
+        args.extend([
+            "-keyout", &key, "-out", &cert, "-days", "7", "-subj", subject,
+        ]);
+        openssl_step(&args)?;
+    }
+    let mut args = vec!["req", "-new", "-config", "openssl.cnf"];
+    args.extend(new_key);
+    args.extend([
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.2",
+    ]);
+    openssl_step(&args)?;
+    openssl_step(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-CAserial",
+        "ca.srl",
+        "-out",
+        "server.crt",
+        "-days",
+        "7",
+        "-extfile",
+        "openssl.cnf",
+        "-extensions",
+        "server",
+    ])?;
+    // PostgreSQL refuses a key others may read.
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let key = dir.join("server.key");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| format!("chmod 0600 {}: {e}", key.display()))?;
+    }
+    // Only TLS over TCP; the unix socket for making and inspecting databases.
+    // A client of 127.0.0.2 speaks from 127.0.0.1 (the kernel picks lo's
+    // primary address), and pg_hba.conf matches the client's address: so the
+    // whole loopback net, which only reaches the server on 127.0.0.2.
+    write(
+        "data/pg_hba.conf",
+        "local all all trust\nhostssl all all 127.0.0.0/8 trust\n",
+    )?;
+
+    // A free port is picked by binding it and letting go; another process
+    // may take it in between, so a start that could not bind tries again.
+    let mut last_error = String::new();
+    for _ in 0..5 {
+        let port = std::net::TcpListener::bind((TLS_HOST, 0))
+            .and_then(|listener| listener.local_addr())
+            .map_err(|e| format!("no free port on {TLS_HOST}: {e}"))?
+            .port();
+        let options = format!(
+            "-c listen_addresses={TLS_HOST} -k {dir} -c port={port} -c fsync=off \
+             -c max_connections=100 -c ssl=on -c ssl_cert_file={dir}/server.crt \
+             -c ssl_key_file={dir}/server.key",
+            dir = dir.display()
+        );
+        match cluster.start(&pg_ctl, &options) {
+            Ok(()) => {
+                cluster.server = Server::Local {
+                    dir: dir.clone(),
+                    port,
+                };
+                let ssl = cluster.psql("postgres", "SHOW ssl")?;
+                if ssl != "on" {
+                    return Err(format!(
+                        "the PostgreSQL TLS server in {} has ssl = {ssl:?}",
+                        dir.display()
+                    ));
+                }
+                return Ok(TlsServer {
+                    cluster,
+                    port,
+                    ca_file: dir.join("ca.crt"),
+                    other_ca_file: dir.join("other_ca.crt"),
+                });
+            }
+            Err(e) if e.contains("could not bind") => last_error = e,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last_error)
 }
 
 /// A detached `sh -c script` (its own process group, no stdio) whose `$1` is
@@ -531,6 +838,54 @@ mod tests {
             );
             assert!(dir.starts_with("/tmp/scout-pg-") && dir.len() + "/.s.PGSQL.5432".len() < 107);
         }
+    }
+
+    /// libpq's view of the TLS server: plaintext TCP is turned away, TLS
+    /// verified against its authority is taken, the other authority fails.
+    #[test]
+    fn the_tls_server_takes_only_tls_with_a_certificate_its_authority_signed() {
+        let Some(server) = tls_server() else { return };
+        let db = server.database("tls unit");
+        assert_eq!(server.psql(&db, "SHOW ssl"), "on");
+        let cluster = &server.cluster;
+        let over_tcp = |params: &str| {
+            let mut command = cluster.command(&cluster.psql);
+            command.args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d"]);
+            command.arg(format!(
+                "host={TLS_HOST} port={} user={USER} dbname={db} {params}",
+                server.port()
+            ));
+            command.args([
+                "-c",
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+            ]);
+            run(&mut command).map(|out| out.trim().to_owned())
+        };
+        let plaintext = over_tcp("sslmode=disable").unwrap_err();
+        assert!(
+            plaintext.contains("no pg_hba.conf entry") && plaintext.contains("no encryption"),
+            "{plaintext}"
+        );
+        let ca = server.ca_file().display().to_string();
+        assert_eq!(
+            over_tcp(&format!("sslmode=verify-full sslrootcert={ca}")).unwrap(),
+            "t"
+        );
+        let other = server.other_ca_file().display().to_string();
+        let refused = over_tcp(&format!("sslmode=verify-full sslrootcert={other}")).unwrap_err();
+        assert!(refused.contains("certificate verify failed"), "{refused}");
+        // One server per process, its own dir, apart from the other cluster.
+        let again = tls_server().unwrap();
+        assert_eq!(
+            (again.port(), again.ca_file()),
+            (server.port(), server.ca_file())
+        );
+        let dir = server.cluster.dir().to_str().unwrap();
+        assert!(dir.starts_with("/tmp/scout-pg-"), "{dir}");
+        if let Ok(main) = super::cluster() {
+            assert_ne!(main.dir(), server.cluster.dir());
+        }
+        assert!(server.url(&db).starts_with("postgresql://scout@127.0.0.2:"));
     }
 
     #[test]

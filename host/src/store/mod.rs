@@ -79,8 +79,9 @@ pub enum StoreError {
     /// The credential could not be sealed.
     #[error("credential could not be encrypted")]
     Encrypt,
-    /// PostgreSQL refused or could not be reached.
-    #[error("PostgreSQL: {0}")]
+    /// PostgreSQL refused or could not be reached (with its causes: the
+    /// driver's own text leaves them out, e.g. why a TLS handshake failed).
+    #[error("PostgreSQL: {}", with_causes(.0))]
     Postgres(#[from] tokio_postgres::Error),
     /// No pooled PostgreSQL connection could be had in time.
     #[error("PostgreSQL connection pool: {0}")]
@@ -683,6 +684,21 @@ pub(crate) fn seal_arguments(
 ) -> Result<(Vec<u8>, Vec<u8>), StoreError> {
     let plain = serde_json::to_vec(arguments).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     sealed::seal(key, &arguments_aad(session, tool, args_digest), &plain)
+}
+
+/// An error and every cause under it, joined with `: `.
+pub(crate) fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        let more = next.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = next.source();
+    }
+    text
 }
 
 /// What another host changed (see [`SessionStore::invalidations`]).

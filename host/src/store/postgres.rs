@@ -129,13 +129,46 @@ enum Tls {
 }
 
 fn parse_config(url: &str, ca_file: Option<&std::path::Path>) -> Result<(Config, Tls), StoreError> {
+    // libpq's verify-ca and verify-full: TLS here always verifies the
+    // chain and the server's name (stricter than verify-ca), which
+    // tokio-postgres spells `require`.
+    let url = url
+        .replace("sslmode=verify-full", "sslmode=require")
+        .replace("sslmode=verify-ca", "sslmode=require");
     let mut config: Config = url.parse().map_err(|e: tokio_postgres::Error| {
-        StoreError::Config(format!("the PostgreSQL URL is not valid: {e}"))
+        StoreError::Config(format!(
+            "the PostgreSQL URL is not valid: {}",
+            super::with_causes(&e)
+        ))
     })?;
-    let local = config.get_hosts().iter().all(|host| match host {
-        Host::Unix(_) => true,
-        Host::Tcp(name) => matches!(name.as_str(), "localhost" | "127.0.0.1" | "::1"),
-    }) && !config.get_hosts().is_empty();
+    // Local only if every place it may connect is: a unix socket, or the
+    // loopback interface by name and by any `hostaddr` (which is where
+    // tokio-postgres connects when it is given, `host` naming it for TLS).
+    let local = !config.get_hosts().is_empty()
+        && config.get_hosts().iter().all(|host| match host {
+            Host::Unix(_) => true,
+            Host::Tcp(name) => matches!(name.as_str(), "localhost" | "127.0.0.1" | "::1"),
+        })
+        && config.get_hostaddrs().iter().all(|addr| {
+            *addr == std::net::IpAddr::from([127, 0, 0, 1])
+                || *addr == std::net::IpAddr::from(std::net::Ipv6Addr::LOCALHOST)
+        });
+    if local && ca_file.is_some() {
+        return Err(StoreError::Config(
+            "store.ca_file is for a server reached over TLS; this URL names a local one (a unix socket or loopback), reached without it: remove ca_file".into(),
+        ));
+    }
+    let mixed = config
+        .get_hosts()
+        .iter()
+        .any(|h| matches!(h, Host::Unix(_)))
+        && config.get_hosts().iter().any(|h| matches!(h, Host::Tcp(_)));
+    if !local && mixed {
+        return Err(StoreError::Config(
+            "the PostgreSQL URL mixes a unix socket with a server off this machine; name one kind"
+                .into(),
+        ));
+    }
     // Each statement and lock wait is bounded, so a stuck server fails a
     // call rather than hanging it.
     config.options(
@@ -256,16 +289,20 @@ struct Shared {
 
 /// Several hosts on one PostgreSQL database (see the module docs).
 pub struct PgStore {
-    runtime: Option<tokio::runtime::Runtime>,
+    _runtime: OwnedRuntime,
     handle: tokio::runtime::Handle,
     shared: Arc<Shared>,
     writer: mpsc::UnboundedSender<Batch>,
 }
 
-impl Drop for PgStore {
+/// The store's own runtime, shut down without waiting when dropped: that
+/// is allowed in any context, unlike dropping a runtime inside another
+/// (a store that fails to connect, or is dropped in an async test).
+struct OwnedRuntime(Option<tokio::runtime::Runtime>);
+
+impl Drop for OwnedRuntime {
     fn drop(&mut self) {
-        // Allowed in any context, unlike dropping a runtime inside one.
-        if let Some(runtime) = self.runtime.take() {
+        if let Some(runtime) = self.0.take() {
             runtime.shutdown_background();
         }
     }
@@ -299,13 +336,18 @@ impl PgStore {
     /// the listener and the lease keeper.
     pub fn connect(options: PgOptions) -> Result<PgStore, StoreError> {
         let (config, tls) = parse_config(&options.url, options.ca_file.as_deref())?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("scout-pg")
-            .enable_all()
-            .build()
-            .map_err(StoreError::WriterStart)?;
-        let handle = runtime.handle().clone();
+        let runtime = OwnedRuntime(Some(
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("scout-pg")
+                .enable_all()
+                .build()
+                .map_err(StoreError::WriterStart)?,
+        ));
+        let handle = match &runtime.0 {
+            Some(runtime) => runtime.handle().clone(),
+            None => return Err(StoreError::WriterStopped),
+        };
         let lease = options.lease.max(Duration::from_secs(1));
         let host_id = options.host_id.clone();
         let pool_size = options.pool_size.max(2);
@@ -373,7 +415,7 @@ impl PgStore {
         handle.spawn(listen_loop(shared.clone(), config.clone(), tls.clone()));
         handle.spawn(lease_loop(shared.clone()));
         Ok(PgStore {
-            runtime: Some(runtime),
+            _runtime: runtime,
             handle,
             shared,
             writer,

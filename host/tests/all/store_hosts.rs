@@ -459,3 +459,116 @@ fn a_lapsed_lease_stops_writes_until_it_is_renewed() {
     );
     assert!(a.lease_held());
 }
+
+/// A database that cannot be reached is an error, also when the caller is
+/// itself on a runtime (the store's own runtime is shut down, not dropped
+/// inside the caller's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_out_of_reach_is_an_error_not_a_panic() {
+    let unreachable = PgStore::connect(PgOptions::new(
+        "postgresql://scout@/scout?host=/nonexistent-scout-socket-dir",
+    ));
+    let error = unreachable.expect_err("nothing listens there");
+    assert!(error.to_string().contains("PostgreSQL"), "{error}");
+}
+
+/// 127.0.0.2 is not an address the host counts as this machine: it is
+/// reached over TLS, its certificate checked against `store.ca_file` (or the
+/// web roots), and never in plaintext. The server takes nothing but TLS.
+#[test]
+fn a_server_off_this_machine_is_reached_over_tls_and_verified() {
+    let Some(server) = scout_tests::pg::tls_server() else {
+        return;
+    };
+    let db = server.database("tls");
+    let trusted = PgStore::connect(PgOptions {
+        ca_file: Some(server.ca_file().into()),
+        ..PgOptions::new(server.url(&db))
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    trusted
+        .record(&step("s-tls", "c", TraceState::Requested))
+        .unwrap();
+    assert_eq!(trusted.trace_for_session("s-tls").unwrap().len(), 1);
+    let ssl = server.psql(
+        &db,
+        &format!(
+            "SELECT ssl FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) \
+             WHERE application_name LIKE 'scout-%' AND datname = '{db}'"
+        ),
+    );
+    let rows: Vec<&str> = ssl.lines().collect();
+    assert!(
+        !rows.is_empty() && rows.iter().all(|ssl| *ssl == "t"),
+        "every connection of the host is TLS: {rows:?}"
+    );
+
+    // An authority that signed nothing the server presents.
+    let other = PgStore::connect(PgOptions {
+        ca_file: Some(server.other_ca_file().into()),
+        ..PgOptions::new(server.url(&db))
+    })
+    .expect_err("a certificate of another authority is refused");
+    // The error says why, not only that the handshake failed.
+    let other = other.to_string();
+    eprintln!("another authority: {other}");
+    assert!(
+        other.contains("TLS handshake")
+            && other.contains("invalid peer certificate: UnknownIssuer"),
+        "{other}"
+    );
+
+    // The web roots: a throwaway authority is none of them.
+    let public = PgStore::connect(PgOptions::new(server.url(&db)))
+        .expect_err("a private authority is not a public root");
+    let public = public.to_string();
+    eprintln!("the web roots: {public}");
+    assert!(
+        public.contains("TLS handshake")
+            && public.contains("invalid peer certificate: UnknownIssuer"),
+        "{public}"
+    );
+
+    // Plaintext is refused by the host before it connects.
+    let plaintext = PgStore::connect(PgOptions {
+        ca_file: Some(server.ca_file().into()),
+        ..PgOptions::new(format!("{}?sslmode=disable", server.url(&db)))
+    })
+    .expect_err("sslmode=disable off this machine");
+    assert!(
+        matches!(plaintext, StoreError::Config(_)) && plaintext.to_string().contains("TLS"),
+        "{plaintext}"
+    );
+    // libpq's verify-full, as a cloud provider's URL has it, is accepted
+    // (TLS here always checks the chain and the name).
+    PgStore::connect(PgOptions {
+        ca_file: Some(server.ca_file().into()),
+        ..PgOptions::new(format!("{}?sslmode=verify-full", server.url(&db)))
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    // A loopback name with a `hostaddr` elsewhere is not local: it is not
+    // reached in plaintext (the server refuses anything but TLS, so a
+    // plaintext attempt would fail with "no encryption").
+    let port = server.port();
+    let by_address = PgStore::connect(PgOptions {
+        ca_file: Some(server.ca_file().into()),
+        ..PgOptions::new(format!(
+            "postgresql://scout@127.0.0.2:{port}/{db}?hostaddr=127.0.0.2"
+        ))
+    });
+    assert!(
+        by_address.is_ok(),
+        "{:?}",
+        by_address.err().map(|e| e.to_string())
+    );
+    let disguised = PgStore::connect(PgOptions::new(format!(
+        "postgresql://scout@localhost:{port}/{db}?hostaddr=127.0.0.2"
+    )))
+    .expect_err("a loopback name cannot carry a connection elsewhere in plaintext");
+    assert!(
+        !disguised.to_string().contains("no encryption"),
+        "TLS was attempted, not plaintext: {disguised}"
+    );
+    // The hosts that connected are the only ones the server knows.
+    assert_eq!(server.psql(&db, "SELECT count(*) FROM hosts"), "3");
+}
