@@ -7,6 +7,7 @@
 //! - [`schema`] and [`convert`]: JSON Schema and JSON values from WIT types.
 //! - [`inspect`]: the security reviewer's view of a component.
 
+pub mod audit;
 pub mod boundary;
 pub mod capabilities;
 pub mod convert;

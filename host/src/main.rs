@@ -21,6 +21,33 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+enum TraceCommand {
+    /// Writes every trace row after a cursor on stdout, oldest first, one
+    /// JSON object per line with its `seq`; stderr says the cursor to resume
+    /// from. For a SIEM: rows are what the trace holds, secrets scrubbed.
+    Export {
+        /// `serve`'s configuration file (its `[store]`).
+        #[arg(long)]
+        config: PathBuf,
+        /// Export rows after this `seq` (0: from the start).
+        #[arg(long, default_value_t = 0)]
+        since: i64,
+        /// At most this many rows.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// The output format.
+        #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
+        format: ExportFormat,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ExportFormat {
+    /// One JSON object per line.
+    Jsonl,
+}
+
+#[derive(Subcommand)]
 enum Command {
     /// Shows a component's tools, schemas, WITHHELD list and imports.
     Inspect {
@@ -66,6 +93,11 @@ enum Command {
         /// The directory holding each connector's `NAME/fixtures/`.
         #[arg(long, default_value = "connectors")]
         connectors_dir: PathBuf,
+    },
+    /// Reads the trace `serve` keeps.
+    Trace {
+        #[command(subcommand)]
+        command: TraceCommand,
     },
     /// Prints the operator switches as read from the environment, and any
     /// value not understood (the banner `serve` will print at start).
@@ -257,6 +289,32 @@ fn main() -> Result<()> {
         }
         Command::Switches => {
             print!("{}", scout_host::policy::Switches::from_env().banner());
+            Ok(())
+        }
+        Command::Trace {
+            command:
+                TraceCommand::Export {
+                    config,
+                    since,
+                    limit,
+                    format: ExportFormat::Jsonl,
+                },
+        } => {
+            if since < 0 {
+                anyhow::bail!("--since is a row's `seq` (0 or more)");
+            }
+            let config = scout_host::serve::ServeConfig::load(&config)?;
+            let store = scout_host::serve::open_store_to_read(
+                &config,
+                scout_host::credentials::process_env,
+            )?;
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            let done = scout_host::audit::export(store.as_ref(), since, limit, &mut out)?;
+            eprintln!(
+                "scout-host: exported {} trace rows; resume with --since {}",
+                done.rows, done.cursor
+            );
             Ok(())
         }
         #[cfg(feature = "demo")]

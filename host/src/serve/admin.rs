@@ -158,6 +158,7 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
         .route("/v1/approvals/{id}", post(decide_approval))
         .route("/v1/reviews", get(list_reviews).post(approve_review))
         .route("/v1/trace", get(trace))
+        .route("/v1/trace/export", get(trace_export))
         .route_layer(middleware::from_fn_with_state(host.clone(), require_admin));
     let mcp = Router::new()
         .route("/mcp/{session}/{connector}", any(mcp_endpoint))
@@ -786,6 +787,90 @@ struct TraceQuery {
     /// Events per page, 1 to 5000 (default 500).
     #[serde(default)]
     limit: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExportQuery {
+    #[serde(default)]
+    since: Option<String>,
+    #[serde(default)]
+    limit: Option<String>,
+}
+
+/// Most rows one export request answers.
+const EXPORT_MAX: usize = 10_000;
+
+/// The audit export (see [`crate::audit`]): every trace row after `since`,
+/// as JSON lines; `Scout-Next-Cursor` is where to resume.
+async fn trace_export(
+    State(host): State<Arc<ServeHost>>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let q: ExportQuery = query(raw)?;
+    let since = match q.since.as_deref() {
+        None => 0,
+        Some(t) => t.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_query",
+                "`since` is a row's `seq` (0 or more)".to_string(),
+            )
+        })?,
+    };
+    let limit = match q.limit.as_deref() {
+        None => crate::audit::EXPORT_PAGE,
+        Some(t) => t
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=EXPORT_MAX).contains(n))
+            .ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_query",
+                    format!("`limit` must be a number from 1 to {EXPORT_MAX}"),
+                )
+            })?,
+    };
+    let store = host.store.clone();
+    let (body, done) = tokio::task::spawn_blocking(move || {
+        let mut body = Vec::new();
+        crate::audit::export(store.as_ref(), since, Some(limit), &mut body).map(|done| (body, done))
+    })
+    .await
+    .map_err(|_| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "unavailable",
+            "the export stopped".to_string(),
+        )
+    })?
+    .map_err(|e| match e {
+        crate::audit::ExportError::Store(e) => ApiError::from(super::HostError::from(e)),
+        other => ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "unavailable",
+            other.to_string(),
+        ),
+    })?;
+    Ok((
+        [
+            (
+                axum::http::header::CONTENT_TYPE,
+                "application/x-ndjson".to_string(),
+            ),
+            (
+                axum::http::HeaderName::from_static("scout-next-cursor"),
+                done.cursor.to_string(),
+            ),
+            (
+                axum::http::HeaderName::from_static("scout-rows"),
+                done.rows.to_string(),
+            ),
+        ],
+        body,
+    )
+        .into_response())
 }
 
 async fn trace(

@@ -220,6 +220,23 @@ fn open_store(
     config: &ServeConfig,
     env: &impl Fn(&str) -> Option<String>,
 ) -> Result<Arc<dyn Store>, StartError> {
+    open_configured_store(config, env, false)
+}
+
+/// The store `serve`'s configuration names, opened to read only (the audit
+/// export): on PostgreSQL no host is registered and nothing is recovered.
+pub fn open_store_to_read(
+    config: &ServeConfig,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn Store>, StartError> {
+    open_configured_store(config, &env, true)
+}
+
+fn open_configured_store(
+    config: &ServeConfig,
+    env: &impl Fn(&str) -> Option<String>,
+    reader: bool,
+) -> Result<Arc<dyn Store>, StartError> {
     match config.store.backend {
         config::StoreBackend::Sqlite => Ok(Arc::new(SqliteStore::open(&config.database).map_err(
             |source| StartError::Store {
@@ -237,6 +254,7 @@ fn open_store(
                 options.lease = std::time::Duration::from_secs(secs);
             }
             options.ca_file = config.store.ca_file.clone();
+            options.reader = reader;
             Ok(Arc::new(PgStore::connect(options).map_err(|source| {
                 StartError::Store {
                     path: format!("PostgreSQL (the URL in {var})"),

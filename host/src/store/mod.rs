@@ -182,6 +182,8 @@ impl fmt::Display for TraceState {
 pub enum TraceFilter<'a> {
     Session(&'a str),
     Brand(&'a str),
+    /// Every row, whoever's: the audit export.
+    All,
 }
 
 /// One recorded decision or step.

@@ -70,6 +70,9 @@ pub struct PgOptions {
     /// certificate (a cloud provider's own CA); when set, only these are
     /// trusted, instead of the public web roots.
     pub ca_file: Option<std::path::PathBuf>,
+    /// Reads only (the audit export, `surface`): registers no host, holds
+    /// no lease, recovers nothing, and refuses every write.
+    pub reader: bool,
 }
 
 impl PgOptions {
@@ -81,6 +84,7 @@ impl PgOptions {
             lease: Duration::from_secs(15),
             pool_size: 16,
             ca_file: None,
+            reader: false,
         }
     }
 }
@@ -351,6 +355,7 @@ impl PgStore {
         let lease = options.lease.max(Duration::from_secs(1));
         let host_id = options.host_id.clone();
         let pool_size = options.pool_size.max(2);
+        let reader = options.reader;
         let (config2, tls2) = (config.clone(), tls.clone());
         let shared = run_on(&handle, async move {
             let mut setup =
@@ -365,12 +370,14 @@ impl PgStore {
                     "the database has synchronous_commit = off: a pre-effect trace row could be lost on a crash; turn it on".into(),
                 ));
             }
-            setup
-                .execute(
-                    "INSERT INTO hosts (host_id, lease_until) VALUES ($1, now() + make_interval(secs => $2))",
-                    &[&host_id, &(lease.as_secs_f64())],
-                )
-                .await?;
+            if !reader {
+                setup
+                    .execute(
+                        "INSERT INTO hosts (host_id, lease_until) VALUES ($1, now() + make_interval(secs => $2))",
+                        &[&host_id, &(lease.as_secs_f64())],
+                    )
+                    .await?;
+            }
             let manager = match &tls2 {
                 Tls::None(t) => Manager::from_config(
                     config2.clone(),
@@ -406,14 +413,20 @@ impl PgStore {
             }))
         })??;
         let (writer, batches) = mpsc::unbounded_channel();
-        handle.spawn(write_loop(
-            shared.clone(),
-            config.clone(),
-            tls.clone(),
-            batches,
-        ));
-        handle.spawn(listen_loop(shared.clone(), config.clone(), tls.clone()));
-        handle.spawn(lease_loop(shared.clone()));
+        if reader {
+            // No writer: every trace write fails as "the trace writer has stopped".
+            drop(batches);
+            shared.lease_held.store(false, Ordering::SeqCst);
+        } else {
+            handle.spawn(write_loop(
+                shared.clone(),
+                config.clone(),
+                tls.clone(),
+                batches,
+            ));
+            handle.spawn(listen_loop(shared.clone(), config.clone(), tls.clone()));
+            handle.spawn(lease_loop(shared.clone()));
+        }
         Ok(PgStore {
             _runtime: runtime,
             handle,
@@ -997,6 +1010,8 @@ impl TraceStore for PgStore {
                 self.trace_rows("session", session, after, limit, true)
             }
             TraceFilter::Brand(brand) => self.trace_rows("brand", brand, after, limit, true),
+            // `'all' = 'all'`: the same query, every row.
+            TraceFilter::All => self.trace_rows("'all'", "all", after, limit, true),
         }
     }
 

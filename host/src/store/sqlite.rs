@@ -419,6 +419,8 @@ impl TraceStore for SqliteStore {
             match filter {
                 TraceFilter::Session(session) => self.trace_rows("session", session, after, limit),
                 TraceFilter::Brand(brand) => self.trace_rows("brand", brand, after, limit),
+                // `'all' = 'all'`: the same query, every row.
+                TraceFilter::All => self.trace_rows("'all'", "all", after, limit),
             }
         })
     }

@@ -23,3 +23,4 @@ mod serve_hosts;
 mod store;
 mod store_hosts;
 mod surface_cli;
+mod trace_export_cli;

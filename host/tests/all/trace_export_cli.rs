@@ -1,0 +1,138 @@
+//! `scout-host trace export --config FILE`: every trace row of `serve`'s
+//! store on stdout as JSON lines, the cursor to resume from on stderr; on
+//! SQLite and on PostgreSQL (where it registers no host).
+
+use scout_host::store::prelude::*;
+use scout_host::store::{PgOptions, PgStore, SqliteStore, TraceEvent, TraceState};
+use scout_tests::TempDb;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::Command;
+
+fn event(n: i64) -> TraceEvent {
+    TraceEvent {
+        session: format!("s{}", n % 3),
+        brand: if n % 2 == 0 { "acme" } else { "globex" }.into(),
+        call_id: Some(format!("c{n}")),
+        tool: Some("mcp__github__github_read_file".into()),
+        state: TraceState::Requested,
+        rule: None,
+        detail: json!({ "n": n }),
+        at_ms: n,
+    }
+}
+
+/// Runs the export; its rows and the cursor stderr names.
+fn export(config: &Path, args: &[&str], env: &[(&str, String)]) -> (Vec<Value>, i64) {
+    let output = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+        .args(["trace", "export", "--config"])
+        .arg(config)
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .expect("run scout-host trace export");
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert!(output.status.success(), "{stderr}");
+    let rows = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let cursor = stderr
+        .rsplit("--since ")
+        .next()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or_else(|| panic!("a cursor on stderr: {stderr}"));
+    (rows, cursor)
+}
+
+/// All rows, then the same in chunks resumed from each cursor.
+fn check(config: &Path, env: &[(&str, String)], expected: usize) {
+    let (all, cursor) = export(config, &[], env);
+    assert_eq!(all.len(), expected);
+    assert_eq!(Some(cursor), all.last().and_then(|r| r["seq"].as_i64()));
+    let n: Vec<i64> = all
+        .iter()
+        .map(|r| r["detail"]["n"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        n,
+        (0..expected as i64).collect::<Vec<_>>(),
+        "once each, in order"
+    );
+    let (mut since, mut chunked) = (0i64, Vec::new());
+    loop {
+        let (rows, next) = export(
+            config,
+            &["--since", &since.to_string(), "--limit", "4"],
+            env,
+        );
+        if rows.is_empty() {
+            assert_eq!(next, since);
+            break;
+        }
+        chunked.extend(rows);
+        since = next;
+    }
+    assert_eq!(chunked, all);
+}
+
+fn config_text(store: &str) -> String {
+    let component = Path::new(scout_tests::components::GITHUB)
+        .canonicalize()
+        .unwrap();
+    format!(
+        "{store}\n[connectors.github]\ncomponent = {:?}\norigin = \"http://127.0.0.1:9\"\nallow_private_network = true\n",
+        component.display().to_string()
+    )
+}
+
+#[test]
+fn the_export_of_a_sqlite_store_is_every_row_resumable() {
+    let db = TempDb::new("trace-export");
+    let store = SqliteStore::open(&db).unwrap();
+    for n in 0..10 {
+        store.record(&event(n)).unwrap();
+    }
+    let config = db.path().with_extension("toml");
+    std::fs::write(
+        &config,
+        config_text(&format!("database = {:?}", db.path().display().to_string())),
+    )
+    .unwrap();
+    check(&config, &[], 10);
+    // A bad cursor is refused with what to give.
+    let output = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+        .args(["trace", "export", "--since", "-5", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let _ = std::fs::remove_file(&config);
+}
+
+#[test]
+fn the_export_of_a_postgres_store_registers_no_host() {
+    let Some(db) = scout_tests::pg::database_or_skip("trace_export") else {
+        return;
+    };
+    let store = PgStore::connect(PgOptions::new(db.url())).unwrap();
+    for n in 0..10 {
+        store.record(&event(n)).unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        config_text("[store]\nbackend = \"postgres\"\nurl_env = \"SCOUT_PG_URL\""),
+    )
+    .unwrap();
+    check(&config, &[("SCOUT_PG_URL", db.url())], 10);
+    assert_eq!(
+        db.psql("SELECT count(*) FROM hosts"),
+        "1",
+        "only the writing host; the exports registered none"
+    );
+}
