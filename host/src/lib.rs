@@ -18,6 +18,7 @@ pub mod demo;
 pub mod docs;
 pub mod error;
 pub mod inspect;
+pub mod metrics;
 mod output;
 pub mod policy;
 pub mod review;

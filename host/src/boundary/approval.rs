@@ -133,6 +133,9 @@ impl Boundary {
                     }
                     None => self.store.request_approval(&session.id, name, digest),
                 };
+                if let Some(metrics) = &self.metrics {
+                    metrics.approval_asked();
+                }
                 let id = requested.map_err(|_| Denied {
                     rule: Rule::ApprovalRequired,
                 })?;
@@ -247,6 +250,9 @@ impl Boundary {
             Some(ApprovalState::Revoked) => "revoked",
             Some(ApprovalState::Pending) | None => "unknown",
         };
+        if let Some(metrics) = &self.metrics {
+            metrics.approval_decided(outcome, started.elapsed());
+        }
         let detail = json!({
             "approval": id.0,
             "by": by.map(str::to_string).or_else(|| approval.as_ref().and_then(|a| a.decided_by.clone())),

@@ -225,6 +225,8 @@ pub struct Boundary {
     /// Seals the arguments a person approves into the approval row, so
     /// another host's approvals API can show them (see [`Boundary::sealing_arguments`]).
     arguments_key: Option<[u8; 32]>,
+    /// The funnel, the in-flight runs and the upstream requests, for `/metrics`.
+    pub(crate) metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 impl Boundary {
@@ -243,7 +245,14 @@ impl Boundary {
             reviews: Default::default(),
             waiting_args: Default::default(),
             arguments_key: None,
+            metrics: None,
         }
+    }
+
+    /// Counts every call's outcome, run and upstream request in `metrics`.
+    pub fn measured_by(mut self, metrics: Arc<crate::metrics::Metrics>) -> Boundary {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// Keeps each waiting call's arguments in its approval row, sealed with
@@ -521,9 +530,33 @@ impl Boundary {
         request: CallRequest<'_>,
         granter: &dyn Granter,
     ) -> Result<Executed, Denied> {
-        let authorized = self.authorize(session, component, request).await?;
-        let caps = granter.grant(&authorized);
-        self.execute(authorized, component, &caps).await
+        let started = std::time::Instant::now();
+        let tool = request.tool;
+        let answered = async {
+            let authorized = self.authorize(session, component, request).await?;
+            let caps = granter.grant(&authorized);
+            self.execute(authorized, component, &caps).await
+        }
+        .await;
+        if let Some(metrics) = &self.metrics {
+            use crate::metrics::CallOutcome;
+            let rule;
+            let outcome = match &answered {
+                Ok(Executed::Ran(ran)) => match ran.output {
+                    ToolOutput::Ok(_) => CallOutcome::Ok,
+                    ToolOutput::Err(_) => CallOutcome::ToolError,
+                },
+                Ok(Executed::Failed(_)) => CallOutcome::HostError,
+                Err(denied) => {
+                    rule = denied.rule.name();
+                    CallOutcome::Denied(&rule)
+                }
+            };
+            // Only names the component declares: an agent's invention is `unknown`.
+            let declared = component.tool(tool).map(|t| t.name.as_str());
+            metrics.call_answered(component.name(), declared, outcome, started.elapsed());
+        }
+        answered
     }
 
     /// Decides whether `request` may run now: a recorded denial, or an
@@ -686,7 +719,18 @@ impl Boundary {
             mut trace,
             ..
         } = authorized;
-        let result = component.call(tool, args, caps).await;
+        let result = {
+            let _running = self
+                .metrics
+                .as_ref()
+                .map(|m| m.run_started(component.name()));
+            component.call(tool, args, caps).await
+        };
+        if let (Some(metrics), Ok(outcome)) = (&self.metrics, &result) {
+            for exchange in &outcome.http {
+                metrics.upstream_request(component.name(), exchange.status, exchange.micros);
+            }
+        }
         let executed = match result {
             Ok(outcome) => {
                 // What the guest did, exchange by exchange (method, declared

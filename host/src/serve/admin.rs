@@ -159,6 +159,8 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
         .route("/v1/reviews", get(list_reviews).post(approve_review))
         .route("/v1/trace", get(trace))
         .route("/v1/trace/export", get(trace_export))
+        // Behind the admin credential, like the rest of the admin API.
+        .route("/metrics", get(metrics))
         .route_layer(middleware::from_fn_with_state(host.clone(), require_admin));
     let mcp = Router::new()
         .route("/mcp/{session}/{connector}", any(mcp_endpoint))
@@ -378,6 +380,17 @@ async fn ready(State(host): State<Arc<ServeHost>>) -> Response {
             .into_response(),
         Err(_) => StatusCode::SERVICE_UNAVAILABLE.into_response(),
     }
+}
+
+async fn metrics(State(host): State<Arc<ServeHost>>) -> Response {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        host.metrics_text(),
+    )
+        .into_response()
 }
 
 async fn health() -> Json<Value> {

@@ -120,6 +120,8 @@ pub struct LiveSession {
     allowlist: Vec<String>,
     cancel: CancellationToken,
     expires: std::time::Instant,
+    /// When it opened (for the session-duration metric).
+    opened: std::time::Instant,
     expires_at_ms: i64,
 }
 
@@ -185,6 +187,8 @@ pub struct ServeHost {
     store: Arc<dyn Store>,
     /// The store's ledger, as the meters take it.
     ledger: Arc<dyn LedgerStore>,
+    /// What `/metrics` shows.
+    metrics: Arc<crate::metrics::Metrics>,
     catalog: Arc<Catalog>,
     resolver_config: Arc<ResolverConfig>,
     /// Connections as they last resolved; dropped whenever this host changes one.
@@ -459,7 +463,9 @@ impl ServeHost {
             .keys()
             .filter(|c| !not_offered.contains_key(*c) && !platform.contains(*c))
             .cloned();
+        let metrics = Arc::new(crate::metrics::Metrics::new(config.max_concurrent_calls));
         let mut boundary = Boundary::new(store.clone(), (*catalog).clone(), switches)
+            .measured_by(metrics.clone())
             .with_connections(live)
             .hosting(hosted)
             .sealing_arguments(key);
@@ -473,6 +479,7 @@ impl ServeHost {
             platform,
             not_offered,
             ledger: store.clone(),
+            metrics,
             store,
             catalog,
             resolver_config,
@@ -633,6 +640,7 @@ impl ServeHost {
             allowlist,
             cancel: cancel.clone(),
             expires: std::time::Instant::now() + ttl,
+            opened: std::time::Instant::now(),
             expires_at_ms: (std::time::SystemTime::now() + ttl)
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as i64),
@@ -664,6 +672,7 @@ impl ServeHost {
             &serde_json::to_value(&shown).unwrap_or_default(),
             shown.expires_at_ms,
         )?;
+        self.metrics.session_opened(&live.role_name);
         self.sessions.write().insert(id, live);
         Ok(view)
     }
@@ -936,6 +945,11 @@ impl ServeHost {
         Ok(SessionEnd::Ending { host: row.host_id })
     }
 
+    /// `/metrics`: OpenMetrics text.
+    pub fn metrics_text(&self) -> String {
+        self.metrics.render()
+    }
+
     /// Whether this host should get traffic: its store answers and its
     /// lease is held.
     pub fn readiness(&self) -> Result<(), String> {
@@ -999,6 +1013,7 @@ impl ServeHost {
             return false;
         };
         self.boundary.revoke_session(&live.session);
+        self.metrics.session_ended(live.opened.elapsed());
         if let Err(e) = self.store.session_closed(id) {
             tracing::error!(session = %id, error = %e, "cannot record the session's end");
         }

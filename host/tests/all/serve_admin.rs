@@ -1957,3 +1957,180 @@ async fn the_audit_export_streams_every_row_and_resumes_from_its_cursor() {
     let unauthenticated = s.http.get(s.url("/v1/trace/export")).send().await.unwrap();
     assert_eq!(unauthenticated.status().as_u16(), 401);
 }
+
+/// `/metrics` after a known sequence of calls, read by Python
+/// prometheus-client's strict OpenMetrics parser: the funnel counts each
+/// outcome once, denials by rule, the person's wait, upstream requests by
+/// status class, sessions; no label carries a session id, an argument or a
+/// name an agent invented; and it is behind the admin token.
+#[tokio::test(flavor = "multi_thread")]
+async fn metrics_count_a_known_sequence_of_calls() {
+    let s = serve(
+        "metrics",
+        "require_review = false",
+        &[
+            ("GITHUB_ALLOW_WRITES", "true"),
+            ("APPROVAL_TIMEOUT_MS", "30000"),
+        ],
+    )
+    .await;
+    let (id, waiting, approval) = s.waiting_write("scout/metrics").await;
+    let (status, body) = s
+        .admin(
+            Method::POST,
+            &format!("/v1/approvals/{}", approval["id"]),
+            Some(json!({"approve": false, "by": "alice"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let denied = tokio::time::timeout(Duration::from_secs(20), waiting)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(denied["result"]["isError"], true, "{denied}");
+    let view = s.session("person-chat").await;
+    let mcp = s.mcp(&view).connect().await;
+    let read_args = json!({"owner": "octo", "repo": "hello", "path": "README.md"});
+    for _ in 0..2 {
+        let read = mcp.call("github_read_file", read_args.clone()).await;
+        assert_ne!(read["result"]["isError"], true, "{read}");
+    }
+    let missing = json!({"owner": "octo", "repo": "hello", "path": "no/such/file-canary-51"});
+    let not_found = mcp.call("github_read_file", missing).await;
+    assert_eq!(not_found["result"]["isError"], true, "{not_found}");
+
+    let response = s
+        .http
+        .get(s.url("/metrics"))
+        .header(AUTHORIZATION, format!("Bearer {ADMIN_TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert!(
+        response.headers()[CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("application/openmetrics-text; version=1.0.0"),
+    );
+    let text = response.text().await.unwrap();
+    for private in [
+        id.as_str(),
+        view["id"].as_str().unwrap(),
+        "canary-51",
+        "acme",
+        GITHUB_TOKEN,
+    ] {
+        assert!(
+            !text.contains(private),
+            "no label holds {private:?}:\n{text}"
+        );
+    }
+    // The strict parser (it requires `# EOF` and well-formed families).
+    let parser = r#"
+import json, sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+out = []
+for family in text_string_to_metric_families(sys.stdin.read()):
+    for sample in family.samples:
+        out.append([sample.name, sample.labels, sample.value])
+print(json.dumps(out))
+"#;
+    let mut child = std::process::Command::new(scout_tests::python())
+        .args(["-c", parser])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let parsed = child.wait_with_output().unwrap();
+    assert!(
+        parsed.status.success(),
+        "the OpenMetrics parser refused /metrics: {}\n{text}",
+        String::from_utf8_lossy(&parsed.stderr)
+    );
+    let samples: Vec<(String, std::collections::BTreeMap<String, String>, f64)> =
+        serde_json::from_slice(&parsed.stdout).unwrap();
+    let value = |name: &str, labels: &[(&str, &str)]| -> f64 {
+        samples
+            .iter()
+            .filter(|(n, l, _)| {
+                n == name
+                    && labels
+                        .iter()
+                        .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
+            })
+            .map(|(_, _, v)| v)
+            .sum()
+    };
+    let calls = "scout_tool_calls_total";
+    assert_eq!(
+        value(calls, &[("tool", "github_read_file"), ("outcome", "ok")]),
+        2.0
+    );
+    assert_eq!(
+        value(
+            calls,
+            &[("tool", "github_read_file"), ("outcome", "tool_error")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(
+            calls,
+            &[("tool", "github_create_branch"), ("outcome", "denied")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(calls, &[("connector", "github")]),
+        4.0,
+        "every call once"
+    );
+    assert_eq!(
+        value("scout_denials_total", &[("rule", "approval_denied")]),
+        1.0
+    );
+    assert_eq!(value("scout_approvals_requested_total", &[]), 1.0);
+    assert_eq!(
+        value(
+            "scout_approval_wait_seconds_count",
+            &[("outcome", "denied")]
+        ),
+        1.0
+    );
+    // Each read asked the repository once (and the missing file got a 404).
+    assert!(value("scout_upstream_requests_total", &[("status_class", "2xx")]) >= 2.0);
+    assert_eq!(
+        value("scout_upstream_requests_total", &[("status_class", "4xx")]),
+        1.0
+    );
+    assert_eq!(
+        value("scout_calls_in_flight", &[("connector", "github")]),
+        0.0
+    );
+    assert!(value("scout_max_concurrent_calls", &[]) >= 1.0);
+    assert_eq!(
+        value("scout_sessions_opened_total", &[("role", "person-chat")]),
+        2.0
+    );
+    assert_eq!(value("scout_sessions_active", &[]), 2.0);
+    assert_eq!(
+        value(
+            "mcp_server_operation_duration_seconds_count",
+            &[("mcp_method_name", "tools/call")]
+        ),
+        4.0
+    );
+    assert_eq!(value("scout_build_info", &[]), 1.0);
+
+    let unauthenticated = s.http.get(s.url("/metrics")).send().await.unwrap();
+    assert_eq!(unauthenticated.status().as_u16(), 401);
+}

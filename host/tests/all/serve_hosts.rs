@@ -373,7 +373,35 @@ async fn a_host_killed_mid_call_is_recovered_by_the_other() {
     })
     .await;
     let recovery_took = killed.elapsed();
-    let trace = h.admin_b.trace("acme").await;
+    // Every call of A's that was requested has ended (a result, or B's
+    // `interrupted`) once the trace's pages have caught up: a page stops
+    // below any transaction still open in the cluster, so the newest rows
+    // may show a moment late, never skipped.
+    let trace = wait_for(
+        "A's calls closed in the trace",
+        Duration::from_secs(30),
+        async || {
+            let trace = h.admin_b.trace("acme").await;
+            let mut open: BTreeMap<&str, bool> = BTreeMap::new();
+            for e in trace.iter().filter(|e| e.session == session_a) {
+                if let Some(call) = e.call_id.as_deref() {
+                    let ended = matches!(e.state, TraceState::Result | TraceState::Interrupted);
+                    let entry = open.entry(call).or_insert(false);
+                    *entry = *entry || ended;
+                }
+            }
+            let requested = trace
+                .iter()
+                .filter(|e| e.session == session_a && e.state == TraceState::Requested)
+                .filter_map(|e| e.call_id.as_deref())
+                .collect::<BTreeSet<_>>();
+            requested
+                .iter()
+                .all(|call| open.get(call).copied().unwrap_or(false))
+                .then_some(trace.clone())
+        },
+    )
+    .await;
     let mut by_call: BTreeMap<String, Vec<&TraceEvent>> = BTreeMap::new();
     for event in trace.iter().filter(|e| e.session == session_a) {
         if let Some(call) = &event.call_id {
