@@ -133,12 +133,12 @@ impl Boundary {
                     }
                     None => self.store.request_approval(&session.id, name, digest),
                 };
-                if let Some(metrics) = &self.metrics {
-                    metrics.approval_asked();
-                }
                 let id = requested.map_err(|_| Denied {
                     rule: Rule::ApprovalRequired,
                 })?;
+                if let Some(metrics) = &self.metrics {
+                    metrics.approval_asked();
+                }
                 self.trace(
                     session,
                     call_id,

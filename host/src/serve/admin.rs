@@ -658,7 +658,12 @@ async fn list_approvals(
     let q: ApprovalsQuery = query(raw)?;
     let sessions: Vec<String> = match q.session {
         Some(s) => vec![s],
-        None => host.sessions().into_iter().map(|s| s.id).collect(),
+        // Every live host's sessions: any host answers for any approval.
+        None => host
+            .all_sessions()?
+            .iter()
+            .filter_map(|v| v["id"].as_str().map(str::to_string))
+            .collect(),
     };
     let mut pending = Vec::new();
     for session in sessions {

@@ -186,6 +186,17 @@ async fn two_hosts_share_sessions_approvals_and_connections() {
     );
     assert_eq!(pending[0]["tool"], NAME);
     let approval = pending[0]["id"].as_i64().unwrap();
+    // Listed on B without naming the session, too.
+    let (status, all) = h.admin_b.request(Method::GET, "/v1/approvals", None).await;
+    assert_eq!(status, 200, "{all}");
+    assert!(
+        all["pending"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["id"] == approval && a["arguments"] == args),
+        "{all}"
+    );
     let (status, body) = h
         .admin_b
         .request(
