@@ -515,28 +515,10 @@ async fn at_once(
     sessions: &[Session],
     per_session: usize,
 ) -> (f64, f64) {
-    let (mark, t0) = (serve.mark(), Instant::now());
-    let tasks: Vec<_> = sessions
-        .iter()
-        .cloned()
-        .map(|s| {
-            let http = http.clone();
-            tokio::spawn(async move {
-                for _ in 0..per_session {
-                    read_file(&http, &s).await;
-                }
-            })
-        })
-        .collect();
-    for t in tasks {
-        t.await.expect("a session's calls");
-    }
+    let mark = serve.mark();
+    let rate = at_once_across(http, sessions, per_session).await;
     let calls = sessions.len() * per_session;
-    let (cpu, wall) = (serve.cpu_since(&mark), t0.elapsed());
-    (
-        calls as f64 / wall.as_secs_f64(),
-        micros(cpu) / calls as f64,
-    )
+    (rate, micros(serve.cpu_since(&mark)) / calls as f64)
 }
 
 /// The JSON-RPC message of an answer: plain JSON, or the last `data:` line

@@ -688,6 +688,41 @@ pub(crate) fn seal_arguments(
     sealed::seal(key, &arguments_aad(session, tool, args_digest), &plain)
 }
 
+/// Milliseconds since the Unix epoch, as every backend stamps its rows.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// An amount as the databases' signed 64-bit integers hold it.
+pub(crate) fn to_i64(amount: u64) -> Result<i64, StoreError> {
+    i64::try_from(amount).map_err(|_| StoreError::OutOfRange(amount))
+}
+
+/// A stored amount back; a negative one was never written by a host.
+pub(crate) fn to_u64(value: i64) -> Result<u64, StoreError> {
+    u64::try_from(value).map_err(|_| StoreError::Corrupt(format!("negative amount {value}")))
+}
+
+/// Why no approval could be spent, from the newest matching request's
+/// state (`None`: never asked). An approved one that could not be spent was
+/// used, or (on PostgreSQL) taken by a concurrent consumer between the two
+/// reads.
+pub(crate) fn unspendable(latest_state: Option<&str>) -> ApprovalError {
+    let Some(state) = latest_state else {
+        return ApprovalError::Required;
+    };
+    match ApprovalState::parse(state) {
+        Some(ApprovalState::Pending) => ApprovalError::Pending,
+        Some(ApprovalState::Denied) => ApprovalError::Denied,
+        Some(ApprovalState::Revoked) => ApprovalError::Revoked,
+        Some(ApprovalState::Approved) => ApprovalError::AlreadyUsed,
+        None => ApprovalError::Store(StoreError::Corrupt(format!("approval in state {state:?}"))),
+    }
+}
+
 /// An error and every cause under it, joined with `: `.
 pub(crate) fn with_causes(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();

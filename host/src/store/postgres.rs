@@ -25,7 +25,7 @@ use futures_util::StreamExt;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres::{AsyncMessage, Client, Config, NoTls};
@@ -94,23 +94,8 @@ pub fn new_host_id() -> String {
     let mut bytes = [0u8; 8];
     // getrandom failing leaves zeros; the time keeps ids apart then.
     let _ = getrandom::fill(&mut bytes);
-    let mixed = u64::from_le_bytes(bytes) ^ now_ms() as u64;
+    let mixed = u64::from_le_bytes(bytes) ^ super::now_ms() as u64;
     format!("h-{mixed:016x}")
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
-fn to_i64(amount: u64) -> Result<i64, StoreError> {
-    i64::try_from(amount).map_err(|_| StoreError::OutOfRange(amount))
-}
-
-fn to_u64(value: i64) -> Result<u64, StoreError> {
-    u64::try_from(value).map_err(|_| StoreError::Corrupt(format!("negative amount {value}")))
 }
 
 /// PostgreSQL's `text` holds no NUL character: in the plain columns (names,
@@ -722,23 +707,25 @@ fn dispatch(shared: &Shared, channel: &str, payload: &str) {
     }
 }
 
-/// The payload of a ring for one call's approvals (or for all, if too long).
-fn approval_payload(session: &str, tool: &str, digest: &str) -> String {
-    let one = serde_json::json!({"op": "one", "s": session, "t": tool, "d": digest}).to_string();
-    if one.len() > MAX_PAYLOAD {
+/// A notification's payload: `message`, or "everything" when it would not
+/// fit (NOTIFY takes under 8000 bytes).
+fn payload(message: serde_json::Value) -> String {
+    let text = message.to_string();
+    if text.len() > MAX_PAYLOAD {
         r#"{"op":"all"}"#.to_string()
     } else {
-        one
+        text
     }
 }
 
+/// The ring for one call's approvals.
+fn approval_payload(session: &str, tool: &str, digest: &str) -> String {
+    payload(serde_json::json!({"op": "one", "s": session, "t": tool, "d": digest}))
+}
+
+/// The ring for every approval of a session.
 fn session_payload(session: &str) -> String {
-    let one = serde_json::json!({"op": "session", "s": session}).to_string();
-    if one.len() > MAX_PAYLOAD {
-        r#"{"op":"all"}"#.to_string()
-    } else {
-        one
-    }
+    payload(serde_json::json!({"op": "session", "s": session}))
 }
 
 /// Renews this host's lease, and recovers any host whose lease expired.
@@ -818,7 +805,7 @@ async fn recover_lost(shared: &Shared) -> Result<Recovered, StoreError> {
         tx.commit().await?;
         return Ok(Recovered::default());
     }
-    let at_ms = now_ms();
+    let at_ms = super::now_ms();
     let approvals_revoked = tx
         .execute(
             "UPDATE approvals SET state = 'revoked', decided_by = $2, decided_at_ms = $3,
@@ -1100,7 +1087,7 @@ impl ApprovalStore for PgStore {
                 )
                 .await?;
             let row = client
-                .query_one(&statement, &[&shared.host_id, &session, &tool, &digest, &now_ms()])
+                .query_one(&statement, &[&shared.host_id, &session, &tool, &digest, &super::now_ms()])
                 .await?;
             Ok(ApprovalId(row.get(0)))
         })
@@ -1124,7 +1111,7 @@ impl ApprovalStore for PgStore {
                     "UPDATE approvals SET state = $2, decided_by = $3, decided_at_ms = $4,
                             args_nonce = NULL, args_sealed = NULL
                      WHERE id = $1 AND state = 'pending' RETURNING session, tool, args_digest",
-                    &[&id.0, &state.as_str(), &by, &now_ms()],
+                    &[&id.0, &state.as_str(), &by, &super::now_ms()],
                 )
                 .await
                 .map_err(StoreError::from)?;
@@ -1179,7 +1166,7 @@ impl ApprovalStore for PgStore {
                                 ORDER BY id LIMIT 1 FOR UPDATE)
                      UPDATE approvals a SET used = true, used_at_ms = $4 FROM c
                      WHERE a.id = c.id AND a.state = 'approved' AND NOT a.used RETURNING a.id",
-                    &[&session, &tool, &digest, &now_ms()],
+                    &[&session, &tool, &digest, &super::now_ms()],
                 )
                 .await
                 .map_err(StoreError::from)?;
@@ -1195,23 +1182,8 @@ impl ApprovalStore for PgStore {
                 )
                 .await
                 .map_err(StoreError::from)?;
-            Err(match latest {
-                None => ApprovalError::Required,
-                Some(row) => {
-                    let state: String = row.get(0);
-                    let used: bool = row.get(1);
-                    match ApprovalState::parse(&state) {
-                        Some(ApprovalState::Pending) => ApprovalError::Pending,
-                        Some(ApprovalState::Denied) => ApprovalError::Denied,
-                        Some(ApprovalState::Revoked) => ApprovalError::Revoked,
-                        Some(ApprovalState::Approved) if used => ApprovalError::AlreadyUsed,
-                        // Approved and unused, yet not spent: a concurrent
-                        // consumer took it between the two statements.
-                        Some(ApprovalState::Approved) => ApprovalError::AlreadyUsed,
-                        None => ApprovalError::Store(StoreError::Corrupt(format!("approval in state {state:?}"))),
-                    }
-                }
-            })
+            let latest = latest.map(|row| (row.get::<_, String>(0), row.get::<_, bool>(1)));
+            Err(super::unspendable(latest.as_ref().map(|(state, _)| state.as_str())))
         })
     }
 
@@ -1239,7 +1211,7 @@ impl ApprovalStore for PgStore {
                 .execute(
                     "UPDATE approvals SET state = 'revoked', decided_at_ms = $1, args_nonce = NULL, args_sealed = NULL
                      WHERE session = $2 AND NOT used AND state IN ('pending', 'approved')",
-                    &[&now_ms(), &session],
+                    &[&super::now_ms(), &session],
                 )
                 .await?;
             tx.execute("SELECT pg_notify($1, $2)", &[&APPROVAL_CHANNEL, &session_payload(&session)])
@@ -1263,7 +1235,7 @@ impl ApprovalStore for PgStore {
                             args_nonce = NULL, args_sealed = NULL
                      WHERE id = $3 AND NOT used AND state IN ('pending', 'approved')
                      RETURNING session, tool, args_digest",
-                    &[&by, &now_ms(), &id.0],
+                    &[&by, &super::now_ms(), &id.0],
                 )
                 .await?;
             let key = row.map(|r| {
@@ -1320,7 +1292,7 @@ impl ApprovalStore for PgStore {
             let row = client
                 .query_one(
                     &statement,
-                    &[&shared.host_id, &session, &tool, &digest, &now_ms(), &nonce, &sealed],
+                    &[&shared.host_id, &session, &tool, &digest, &super::now_ms(), &nonce, &sealed],
                 )
                 .await?;
             Ok(ApprovalId(row.get(0)))
@@ -1364,7 +1336,7 @@ impl LedgerStore for PgStore {
         amount: u64,
         idempotency_key: &str,
     ) -> Result<bool, StoreError> {
-        let signed = to_i64(amount)?;
+        let signed = super::to_i64(amount)?;
         let shared = self.shared.clone();
         let (run_id, connector, brand, day, key) = (
             pg_text(run_id).into_owned(),
@@ -1382,7 +1354,7 @@ impl LedgerStore for PgStore {
                 )
                 .await?;
             let inserted = client
-                .query_opt(&statement, &[&key, &run_id, &connector, &brand, &day, &signed, &now_ms()])
+                .query_opt(&statement, &[&key, &run_id, &connector, &brand, &day, &signed, &super::now_ms()])
                 .await
                 .map_err(|e| unknown_run(e, &run_id))?;
             if inserted.is_some() {
@@ -1414,7 +1386,7 @@ impl LedgerStore for PgStore {
                 )
                 .await?
                 .get(0);
-            to_u64(total)
+            super::to_u64(total)
         })
     }
 
@@ -1434,7 +1406,7 @@ impl LedgerStore for PgStore {
                 )
                 .await?
                 .get(0);
-            to_u64(total)
+            super::to_u64(total)
         })
     }
 
@@ -1457,7 +1429,7 @@ impl LedgerStore for PgStore {
                         connector: row.get(2),
                         brand: row.get(3),
                         day: row.get(4),
-                        amount: to_u64(row.get(5))?,
+                        amount: super::to_u64(row.get(5))?,
                     })
                 })
                 .collect()
@@ -1476,7 +1448,7 @@ impl LedgerStore for PgStore {
         if per_run == 0 || per_run > per_day {
             return Err(StartRunError::InvalidAllowance { per_run, per_day });
         }
-        let (run_signed, day_signed) = (to_i64(per_run)?, to_i64(per_day)?);
+        let (run_signed, day_signed) = (super::to_i64(per_run)?, super::to_i64(per_day)?);
         let shared = self.shared.clone();
         let (run_id, brand, connector, day) = (
             pg_text(run_id).into_owned(),
@@ -1521,14 +1493,14 @@ impl LedgerStore for PgStore {
                 .await
                 .map_err(StoreError::from)?
                 .get(0);
-            let committed = to_u64(committed)?;
+            let committed = super::to_u64(committed)?;
             if committed.saturating_add(per_run) > per_day {
                 return Err(StartRunError::DayExhausted { committed, per_day });
             }
             tx.execute(
                 "INSERT INTO runs (run_id, host_id, brand, connector, day, per_run, per_day, started_at_ms)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                &[&run_id, &shared.host_id, &brand, &connector, &day, &run_signed, &day_signed, &now_ms()],
+                &[&run_id, &shared.host_id, &brand, &connector, &day, &run_signed, &day_signed, &super::now_ms()],
             )
             .await
             .map_err(StoreError::from)?;
@@ -1545,7 +1517,7 @@ impl LedgerStore for PgStore {
             let changed = client
                 .execute(
                     "UPDATE runs SET ended = true, ended_at_ms = COALESCE(ended_at_ms, $1) WHERE run_id = $2",
-                    &[&now_ms(), &run_id],
+                    &[&super::now_ms(), &run_id],
                 )
                 .await?;
             if changed == 0 {
@@ -1646,7 +1618,7 @@ impl ConnectionStore for PgStore {
                 owned(connector),
                 Box::new(nonce),
                 Box::new(ciphertext),
-                Box::new(now_ms()),
+                Box::new(super::now_ms()),
             ],
             Invalidation::Connections,
         )?;
@@ -1682,7 +1654,7 @@ impl ConnectionStore for PgStore {
     fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, StoreError> {
         Ok(self.change_and_invalidate(
             "UPDATE connections SET disabled = true, updated_at_ms = $1 WHERE brand = $2 AND connector = $3",
-            vec![Box::new(now_ms()), owned(brand), owned(connector)],
+            vec![Box::new(super::now_ms()), owned(brand), owned(connector)],
             Invalidation::Connections,
         )? == 1)
     }
@@ -1700,7 +1672,7 @@ impl ConnectionStore for PgStore {
                 owned(owner_brand),
                 owned(connector),
                 owned(with_brand),
-                Box::new(now_ms()),
+                Box::new(super::now_ms()),
             ],
             Invalidation::Connections,
         )?;
@@ -1754,7 +1726,7 @@ impl ProfileStore for PgStore {
             "INSERT INTO profiles (brand, name, kind, body, updated_at_ms) VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (brand, name) DO UPDATE SET
                  kind = excluded.kind, body = excluded.body, updated_at_ms = excluded.updated_at_ms",
-            vec![owned(brand), owned(&profile.name), owned(kind.as_str()), owned(&body), Box::new(now_ms())],
+            vec![owned(brand), owned(&profile.name), owned(kind.as_str()), owned(&body), Box::new(super::now_ms())],
             Invalidation::Profiles,
         )?;
         Ok(())
@@ -1835,7 +1807,7 @@ impl ReviewStore for PgStore {
             "INSERT INTO tool_reviews (connector, tool, digest, approved_by, approved_at_ms) VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (connector, tool) DO UPDATE SET digest = excluded.digest,
                  approved_by = excluded.approved_by, approved_at_ms = excluded.approved_at_ms",
-            vec![owned(connector), owned(tool), owned(digest), owned(by), Box::new(now_ms())],
+            vec![owned(connector), owned(tool), owned(digest), owned(by), Box::new(super::now_ms())],
             Invalidation::Reviews,
         )?;
         Ok(())
@@ -1894,7 +1866,7 @@ impl SessionStore for PgStore {
                         &brand,
                         &view,
                         &expires_at_ms,
-                        &now_ms(),
+                        &super::now_ms(),
                     ],
                 )
                 .await?;
@@ -1912,7 +1884,7 @@ impl SessionStore for PgStore {
                     "UPDATE sessions SET ended_at_ms = COALESCE(ended_at_ms, $2),
                             closed_at_ms = COALESCE(closed_at_ms, $2)
                      WHERE id = $1",
-                    &[&id, &now_ms()],
+                    &[&id, &super::now_ms()],
                 )
                 .await?;
             Ok(())
@@ -1948,7 +1920,7 @@ impl SessionStore for PgStore {
                            AND EXISTS (SELECT 1 FROM hosts h WHERE h.host_id = s.host_id AND h.recovered_by IS NULL)
                          ORDER BY id"
                     ),
-                    &[&now_ms()],
+                    &[&super::now_ms()],
                 )
                 .await?
                 .iter()
@@ -1969,7 +1941,7 @@ impl SessionStore for PgStore {
                         "UPDATE sessions SET ended_at_ms = COALESCE(ended_at_ms, $2)
                          WHERE id = $1 RETURNING {SESSION_COLUMNS}"
                     ),
-                    &[&id, &now_ms()],
+                    &[&id, &super::now_ms()],
                 )
                 .await?;
             if row.is_some() {

@@ -10,7 +10,7 @@ use crate::policy::{Catalog, Profile};
 use parking_lot::{Mutex, MutexGuard};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// The schema this host writes. Bump with a migration when the tables change.
 pub(crate) const SCHEMA_VERSION: i64 = 2;
@@ -132,21 +132,6 @@ pub struct SqliteStore {
     writer: super::writer::TraceWriter,
     /// Wakes the calls waiting on an approval this store changes.
     broker: std::sync::Arc<super::ApprovalBroker>,
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
-fn to_i64(amount: u64) -> Result<i64, StoreError> {
-    i64::try_from(amount).map_err(|_| StoreError::OutOfRange(amount))
-}
-
-fn to_u64(value: i64) -> Result<u64, StoreError> {
-    u64::try_from(value).map_err(|_| StoreError::Corrupt(format!("negative amount {value}")))
 }
 
 impl SqliteStore {
@@ -444,7 +429,7 @@ impl ApprovalStore for SqliteStore {
         self.write_tx(|tx| {
             tx.prepare_cached(REQUEST_APPROVAL)
                 .map_err(StoreError::from)?
-                .execute(params![session, tool, args_digest, now_ms()])?;
+                .execute(params![session, tool, args_digest, super::now_ms()])?;
             let id = tx.last_insert_rowid();
             Ok(ApprovalId(id))
         })
@@ -460,7 +445,7 @@ impl ApprovalStore for SqliteStore {
             let changed = tx
                 .prepare_cached(DECIDE_APPROVAL)
                 .map_err(StoreError::from)?
-                .execute(params![state.as_str(), by, now_ms(), id.0])
+                .execute(params![state.as_str(), by, super::now_ms(), id.0])
                 .map_err(StoreError::from)?;
             if changed == 1 {
                 return Ok(approval_key(tx, id).map_err(StoreError::from)?);
@@ -503,7 +488,7 @@ impl ApprovalStore for SqliteStore {
                 let changed = tx
                     .prepare_cached(USE_APPROVAL)
                     .map_err(StoreError::from)?
-                    .execute(params![now_ms(), id])
+                    .execute(params![super::now_ms(), id])
                     .map_err(StoreError::from)?;
                 if changed == 1 {
                     return Ok(ApprovalId(id));
@@ -519,18 +504,7 @@ impl ApprovalStore for SqliteStore {
             )
             .optional()
             .map_err(StoreError::from)?;
-            Err(match latest {
-                None => ApprovalError::Required,
-                Some((state, used)) => match ApprovalState::parse(&state) {
-                    Some(ApprovalState::Pending) => ApprovalError::Pending,
-                    Some(ApprovalState::Denied) => ApprovalError::Denied,
-                    Some(ApprovalState::Revoked) => ApprovalError::Revoked,
-                    Some(ApprovalState::Approved) if used => ApprovalError::AlreadyUsed,
-                    _ => ApprovalError::Store(StoreError::Corrupt(format!(
-                        "approval in state {state:?}"
-                    ))),
-                },
-            })
+            Err(super::unspendable(latest.as_ref().map(|(state, _)| state.as_str())))
         })
     }
 
@@ -551,7 +525,7 @@ impl ApprovalStore for SqliteStore {
             Ok(tx.execute(
                 "UPDATE approvals SET state = 'revoked', decided_at_ms = ?1, args_nonce = NULL, args_sealed = NULL
              WHERE session = ?2 AND used = 0 AND state IN ('pending', 'approved')",
-                params![now_ms(), session],
+                params![super::now_ms(), session],
             )?)
         })?;
         self.broker.ring_session(session);
@@ -564,7 +538,7 @@ impl ApprovalStore for SqliteStore {
                 "UPDATE approvals SET state = 'revoked', decided_by = ?1, decided_at_ms = ?2,
                     args_nonce = NULL, args_sealed = NULL
              WHERE id = ?3 AND used = 0 AND state IN ('pending', 'approved')",
-                params![by, now_ms(), id.0],
+                params![by, super::now_ms(), id.0],
             )?;
             Ok(if changed == 1 {
                 Some(approval_key(tx, id)?)
@@ -595,7 +569,7 @@ impl ApprovalStore for SqliteStore {
             tx.execute(
                 "INSERT INTO approvals (session, tool, args_digest, state, requested_at_ms, args_nonce, args_sealed)
                  VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?6)",
-                params![session, tool, args_digest, now_ms(), nonce, sealed],
+                params![session, tool, args_digest, super::now_ms(), nonce, sealed],
             )?;
             Ok(ApprovalId(tx.last_insert_rowid()))
         })
@@ -642,7 +616,7 @@ impl LedgerStore for SqliteStore {
         amount: u64,
         idempotency_key: &str,
     ) -> Result<bool, StoreError> {
-        let signed = to_i64(amount)?;
+        let signed = super::to_i64(amount)?;
         self.write_tx(|tx| {
             let inserted = tx
                 .prepare_cached(INSERT_CHARGE)
@@ -654,7 +628,7 @@ impl LedgerStore for SqliteStore {
                     brand,
                     day,
                     signed,
-                    now_ms()
+                    super::now_ms()
                 ])?;
             if inserted == 1 {
                 return Ok(true);
@@ -680,7 +654,7 @@ impl LedgerStore for SqliteStore {
             [run_id],
             |row| row.get(0),
         )?;
-        to_u64(total)
+        super::to_u64(total)
     }
 
     fn spent_on_day(&self, brand: &str, connector: &str, day: &str) -> Result<u64, StoreError> {
@@ -690,7 +664,7 @@ impl LedgerStore for SqliteStore {
             [brand, connector, day],
             |row| row.get(0),
         )?;
-        to_u64(total)
+        super::to_u64(total)
     }
 
     fn charges_in_run(&self, run_id: &str) -> Result<Vec<Charge>, StoreError> {
@@ -717,7 +691,7 @@ impl LedgerStore for SqliteStore {
                 connector,
                 brand,
                 day,
-                amount: to_u64(amount)?,
+                amount: super::to_u64(amount)?,
             });
         }
         Ok(out)
@@ -735,7 +709,7 @@ impl LedgerStore for SqliteStore {
         if per_run == 0 || per_run > per_day {
             return Err(StartRunError::InvalidAllowance { per_run, per_day });
         }
-        let (run_signed, day_signed) = (to_i64(per_run)?, to_i64(per_day)?);
+        let (run_signed, day_signed) = (super::to_i64(per_run)?, super::to_i64(per_day)?);
         self.write_tx(|tx| {
             let exists: bool = tx
                 .query_row(
@@ -759,7 +733,7 @@ impl LedgerStore for SqliteStore {
                 |row| row.get(0),
             )
             .map_err(StoreError::from)?;
-            let committed = to_u64(committed)?;
+            let committed = super::to_u64(committed)?;
             if committed.saturating_add(per_run) > per_day {
                 return Err(StartRunError::DayExhausted { committed, per_day });
             }
@@ -772,7 +746,7 @@ impl LedgerStore for SqliteStore {
                     day,
                     run_signed,
                     day_signed,
-                    now_ms()
+                    super::now_ms()
                 ])
                 .map_err(StoreError::from)?;
             Ok(())
@@ -784,7 +758,7 @@ impl LedgerStore for SqliteStore {
             let changed = tx
                 .prepare_cached(END_RUN)
                 .map_err(StoreError::from)?
-                .execute(params![now_ms(), run_id])?;
+                .execute(params![super::now_ms(), run_id])?;
             if changed == 0 {
                 return Err(StoreError::UnknownRun(run_id.to_owned()));
             }
@@ -822,7 +796,7 @@ impl ConnectionStore for SqliteStore {
              VALUES (?1, ?2, ?3, ?4, 0, ?5)
              ON CONFLICT (brand, connector) DO UPDATE SET
                  nonce = excluded.nonce, ciphertext = excluded.ciphertext, disabled = 0, updated_at_ms = excluded.updated_at_ms",
-            params![brand, connector, nonce, ciphertext, now_ms()],
+            params![brand, connector, nonce, ciphertext, super::now_ms()],
         )?;
             Ok(())
         })
@@ -856,7 +830,7 @@ impl ConnectionStore for SqliteStore {
         self.write_tx(|tx| {
             let changed = tx.execute(
             "UPDATE connections SET disabled = 1, updated_at_ms = ?1 WHERE brand = ?2 AND connector = ?3",
-            params![now_ms(), brand, connector],
+            params![super::now_ms(), brand, connector],
         )?;
             Ok(changed == 1)
         })
@@ -872,7 +846,7 @@ impl ConnectionStore for SqliteStore {
             tx.execute(
                 "INSERT INTO connection_shares (owner_brand, connector, with_brand, shared_at_ms)
              VALUES (?1, ?2, ?3, ?4) ON CONFLICT (owner_brand, connector, with_brand) DO NOTHING",
-                params![owner_brand, connector, with_brand, now_ms()],
+                params![owner_brand, connector, with_brand, super::now_ms()],
             )?;
             Ok(())
         })
@@ -920,7 +894,7 @@ impl ProfileStore for SqliteStore {
             "INSERT INTO profiles (brand, name, kind, body, updated_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT (brand, name) DO UPDATE SET
                  kind = excluded.kind, body = excluded.body, updated_at_ms = excluded.updated_at_ms",
-            params![brand, profile.name, kind.as_str(), body, now_ms()],
+            params![brand, profile.name, kind.as_str(), body, super::now_ms()],
         )
         .map_err(StoreError::from)?;
             Ok(())
@@ -990,7 +964,7 @@ impl ReviewStore for SqliteStore {
             "INSERT INTO tool_reviews (connector, tool, digest, approved_by, approved_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT (connector, tool) DO UPDATE SET digest = excluded.digest,
                  approved_by = excluded.approved_by, approved_at_ms = excluded.approved_at_ms",
-            params![connector, tool, digest, by, now_ms()],
+            params![connector, tool, digest, by, super::now_ms()],
         )?;
             Ok(())
         })
