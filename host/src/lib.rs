@@ -27,6 +27,7 @@ pub mod schema;
 pub mod serve;
 pub mod session;
 pub mod store;
+pub mod telemetry;
 
 pub use capabilities::Capabilities;
 pub use capabilities::http::{

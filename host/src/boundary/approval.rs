@@ -76,6 +76,27 @@ pub(super) struct Wait<'a> {
     pub(super) args: &'a Value,
     pub(super) gone: &'a CancellationToken,
     pub(super) asked: Option<AskedFor>,
+    /// The call's exported span, if spans are exported.
+    pub(super) span: Option<&'a crate::telemetry::CallSpan>,
+}
+
+/// Where a wait's trace events go once written, besides the trace: a
+/// decision and the request for it to the wait's span, a denial to the
+/// call's.
+#[derive(Clone, Copy, Default)]
+struct Spans<'a> {
+    call: Option<&'a crate::telemetry::CallSpan>,
+    wait: Option<&'a crate::telemetry::WaitSpan>,
+}
+
+impl Spans<'_> {
+    fn written(&self, event: &crate::store::TraceEvent) {
+        match (event.state, self.wait, self.call) {
+            (TraceState::Requested | TraceState::Decided, Some(wait), _) => wait.written(event),
+            (_, _, Some(call)) => call.written(std::slice::from_ref(event)),
+            _ => {}
+        }
+    }
 }
 
 impl Boundary {
@@ -90,10 +111,20 @@ impl Boundary {
             args,
             gone,
             mut asked,
+            span,
         } = wait;
         if !session.input.approval_channel {
-            return Err(self.deny(session, call_id, name, Rule::ApprovalRequired));
+            let spans = Spans {
+                call: span,
+                wait: None,
+            };
+            return Err(self.deny(session, call_id, name, Rule::ApprovalRequired, spans));
         }
+        let wait_span = span.map(|s| s.wait(name));
+        let spans = Spans {
+            call: span,
+            wait: wait_span.as_ref(),
+        };
         let _shown = self.waiting_args.show(&session.id, digest, args);
         let started = Instant::now();
         let deadline = tokio::time::Instant::now() + self.switches.approval_timeout();
@@ -106,12 +137,13 @@ impl Boundary {
             call_id,
             name,
             approval: None,
+            spans,
         };
         // Subscribe, then read: a decision committed in between rings.
         let mut bell = self.store.watch_approval(&session.id, name, digest);
         let mut watched = match self.store.consume_approval(&session.id, name, digest) {
             Ok(id) => {
-                self.trace_decision(session, call_id, name, id, started, None);
+                self.trace_decision(session, call_id, name, id, started, None, spans);
                 return Ok(id);
             }
             // Another call with the same arguments asked already: wait for
@@ -146,6 +178,7 @@ impl Boundary {
                     TraceState::Requested,
                     Some("approval_requested".into()),
                     json!({"approval": id.0}),
+                    spans,
                 );
                 withdraw.approval = Some(id);
                 if let Some(tx) = asked.take() {
@@ -165,7 +198,7 @@ impl Boundary {
                     // records why as it drops; a call that joined
                     // another's request just records that it left.
                     if withdraw.approval.is_none() {
-                        return Err(self.deny(session, call_id, name, Rule::CallerGone));
+                        return Err(self.deny(session, call_id, name, Rule::CallerGone, spans));
                     }
                     return Err(Denied { rule: Rule::ApprovalWithdrawn });
                 }
@@ -178,7 +211,7 @@ impl Boundary {
             }
             match consumed {
                 Ok(id) => {
-                    self.trace_decision(session, call_id, name, id, started, None);
+                    self.trace_decision(session, call_id, name, id, started, None, spans);
                     return Ok(id);
                 }
                 Err(ApprovalError::Pending) if tokio::time::Instant::now() < deadline => {
@@ -208,13 +241,14 @@ impl Boundary {
                             id,
                             started,
                             Some(TIMEOUT_DECIDER),
+                            spans,
                         );
                     }
-                    return Err(self.deny(session, call_id, name, Rule::ApprovalTimedOut));
+                    return Err(self.deny(session, call_id, name, Rule::ApprovalTimedOut, spans));
                 }
                 Err(other) => {
                     if let Some(id) = watched {
-                        self.trace_decision(session, call_id, name, id, started, None);
+                        self.trace_decision(session, call_id, name, id, started, None, spans);
                     }
                     let rule = match other {
                         ApprovalError::Revoked => Rule::Revoked,
@@ -224,7 +258,7 @@ impl Boundary {
                         // this call in time.
                         _ => Rule::ApprovalTimedOut,
                     };
-                    return Err(self.deny(session, call_id, name, rule));
+                    return Err(self.deny(session, call_id, name, rule, spans));
                 }
             }
         }
@@ -241,6 +275,7 @@ impl Boundary {
         id: ApprovalId,
         started: Instant,
         by: Option<&str>,
+        spans: Spans<'_>,
     ) {
         let approval = self.store.approval(id).ok().flatten();
         let outcome = match approval.as_ref().map(|a| a.state) {
@@ -266,16 +301,33 @@ impl Boundary {
             TraceState::Decided,
             Some(outcome.to_string()),
             detail,
+            spans,
         );
     }
 
-    fn deny(&self, session: &Session, call_id: &str, name: &str, rule: Rule) -> Denied {
+    fn deny(
+        &self,
+        session: &Session,
+        call_id: &str,
+        name: &str,
+        rule: Rule,
+        spans: Spans<'_>,
+    ) -> Denied {
         let (state, rule_name, detail) = denial_event(rule);
-        self.trace(session, call_id, name, state, Some(rule_name), detail);
+        self.trace(
+            session,
+            call_id,
+            name,
+            state,
+            Some(rule_name),
+            detail,
+            spans,
+        );
         Denied { rule }
     }
 
-    pub(super) fn trace(
+    #[allow(clippy::too_many_arguments)]
+    fn trace(
         &self,
         session: &Session,
         call_id: &str,
@@ -283,10 +335,12 @@ impl Boundary {
         state: TraceState,
         rule: Option<String>,
         detail: Value,
+        spans: Spans<'_>,
     ) {
         let event = trace_event(session, call_id, tool, state, rule, detail);
-        if let Err(e) = self.store.record(&event) {
-            tracing::error!(error = %e, "cannot record a trace event");
+        match self.store.record(&event) {
+            Ok(()) => spans.written(&event),
+            Err(e) => tracing::error!(error = %e, "cannot record a trace event"),
         }
     }
 }
@@ -299,6 +353,7 @@ struct WithdrawIfGone<'a> {
     call_id: &'a str,
     name: &'a str,
     approval: Option<ApprovalId>,
+    spans: Spans<'a>,
 }
 
 impl Drop for WithdrawIfGone<'_> {
@@ -314,6 +369,7 @@ impl Drop for WithdrawIfGone<'_> {
                 TraceState::Denied,
                 Some(Rule::ApprovalWithdrawn.name().into_owned()),
                 json!({"approval": id.0, "reason": "the call's caller went away before a person decided; the approval was revoked"}),
+                self.spans,
             ),
             // Decided or used in the meantime: it served (or refused) this call.
             Ok(false) => {}

@@ -102,6 +102,8 @@ pub struct CallRequest<'a> {
     /// Told which approval the call asked a person for, when it asks one,
     /// so the caller can put the question itself (MCP elicitation).
     pub asked: Option<AskedFor>,
+    /// The client's trace context and transport, for the exported span.
+    pub traced: Option<&'a crate::telemetry::TraceParent>,
 }
 
 impl<'a> CallRequest<'a> {
@@ -112,7 +114,14 @@ impl<'a> CallRequest<'a> {
             args,
             gone: CancellationToken::new(),
             asked: None,
+            traced: None,
         }
+    }
+
+    /// The same call, its exported span parented on `parent`.
+    pub fn traced_from(mut self, parent: &'a crate::telemetry::TraceParent) -> CallRequest<'a> {
+        self.traced = Some(parent);
+        self
     }
 
     /// The same call by a caller that can go away (see [`CallRequest::gone`]).
@@ -227,6 +236,8 @@ pub struct Boundary {
     arguments_key: Option<[u8; 32]>,
     /// The funnel, the in-flight runs and the upstream requests, for `/metrics`.
     pub(crate) metrics: Option<Arc<crate::metrics::Metrics>>,
+    /// Where each call's span goes, when the operator exports them.
+    telemetry: Option<Arc<crate::telemetry::Telemetry>>,
 }
 
 impl Boundary {
@@ -246,7 +257,14 @@ impl Boundary {
             waiting_args: Default::default(),
             arguments_key: None,
             metrics: None,
+            telemetry: None,
         }
+    }
+
+    /// Exports a span per call, fed with the trace events as they are written.
+    pub fn exported_to(mut self, telemetry: Arc<crate::telemetry::Telemetry>) -> Boundary {
+        self.telemetry = Some(telemetry);
+        self
     }
 
     /// Counts every call's outcome, run and upstream request in `metrics`.
@@ -573,6 +591,7 @@ impl Boundary {
             args,
             gone,
             asked,
+            traced,
         } = request;
         let connector = component.name();
         let name = policy::names::mcp(connector, tool);
@@ -582,12 +601,23 @@ impl Boundary {
             self.next_call.fetch_add(1, Ordering::Relaxed)
         );
         let digest = args_digest(args);
+        let span = self.telemetry.as_ref().map(|t| {
+            t.call_span(crate::telemetry::CallSpanStart {
+                tool,
+                connector,
+                session: &session.id,
+                brand: &session.brand,
+                role: session.input.role.label(),
+                parent: traced,
+            })
+        });
         let mut trace = CallTrace {
             boundary: self,
             session,
             call_id,
             name,
             events: Vec::new(),
+            span,
         };
         trace.push(
             TraceState::Requested,
@@ -660,6 +690,7 @@ impl Boundary {
                     args,
                     gone: &gone,
                     asked,
+                    span: trace.span.as_ref(),
                 })
                 .await?;
             pass = Pass::Person { approval, mutation };
@@ -730,6 +761,10 @@ impl Boundary {
             for exchange in &outcome.http {
                 metrics.upstream_request(component.name(), exchange.status, exchange.micros);
             }
+        }
+        if let (Some(span), Ok(outcome)) = (&trace.span, &result) {
+            // As many as the trace's `executed` event shows.
+            span.upstream(&outcome.http[..outcome.http.len().min(trace::TRACED_EXCHANGES)]);
         }
         let executed = match result {
             Ok(outcome) => {

@@ -23,6 +23,8 @@ pub(super) struct CallTrace<'a> {
     pub(super) call_id: String,
     pub(super) name: String,
     pub(super) events: Vec<TraceEvent>,
+    /// The call's exported span: told each event once it is written.
+    pub(super) span: Option<crate::telemetry::CallSpan>,
 }
 
 impl CallTrace<'_> {
@@ -65,7 +67,12 @@ impl CallTrace<'_> {
         // them a second time. On an error they go back.
         let events = std::mem::take(&mut self.events);
         match self.boundary.store.record_all_async(&events).await {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                if let Some(span) = &self.span {
+                    span.written(&events);
+                }
+                Ok(())
+            }
             Err(e) => {
                 self.events = events;
                 Err(e)
@@ -88,8 +95,13 @@ impl Drop for CallTrace<'_> {
         if self.events.is_empty() {
             return;
         }
-        if let Err(e) = self.boundary.store.record_all(&self.events) {
-            tracing::error!(error = %e, "cannot record trace events");
+        match self.boundary.store.record_all(&self.events) {
+            Ok(()) => {
+                if let Some(span) = &self.span {
+                    span.written(&self.events);
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "cannot record trace events"),
         }
     }
 }
@@ -176,6 +188,7 @@ mod tests {
             response_bytes: 12,
             error: None,
             micros: 5,
+            server: Default::default(),
         };
         let outcome = CallOutcome {
             output: ToolOutput::Ok(Value::Null),

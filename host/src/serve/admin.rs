@@ -318,7 +318,9 @@ async fn mcp_endpoint(
     let gone = super::mcp::CallerGone::default();
     if let Some(request) = super::stateless::direct(&parts, &bytes) {
         let guard = gone.0.clone().drop_guard();
-        let response = super::stateless::answer(endpoint.server.clone(), request, gone.0).await;
+        let response =
+            super::stateless::answer(endpoint.server.clone(), request, gone.0, &parts.headers)
+                .await;
         guard.disarm();
         return response;
     }

@@ -38,6 +38,29 @@ const SHOWN_ARGS: usize = 600;
 #[derive(Clone, Debug, Default)]
 pub struct CallerGone(pub CancellationToken);
 
+/// The client's trace context (`_meta.traceparent`, SEP-414) and transport,
+/// for the call's exported span; `headers` is `None` over stdio.
+pub(super) fn trace_parent(
+    meta: Option<&rmcp::model::RequestMetaObject>,
+    headers: Option<&axum::http::HeaderMap>,
+    id: &rmcp::model::RequestId,
+) -> crate::telemetry::TraceParent {
+    let header = |name: &str| {
+        headers
+            .and_then(|h| h.get(name))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    crate::telemetry::TraceParent {
+        traceparent: meta.and_then(|m| m.get_traceparent()).map(str::to_string),
+        tracestate: meta.and_then(|m| m.get_tracestate()).map(str::to_string),
+        transport_session: header("mcp-session-id"),
+        protocol_version: header("mcp-protocol-version"),
+        request_id: Some(id.to_string()),
+        transport: if headers.is_some() { "tcp" } else { "pipe" },
+    }
+}
+
 /// The streamable HTTP service of one session and connector.
 #[derive(Clone)]
 pub struct Endpoint {
@@ -239,14 +262,16 @@ impl ServerHandler for ConnectorServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let (host, live) = self.parts()?;
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        // rmcp moves the request's `_meta` into the context.
+        let meta = request.meta.as_ref().unwrap_or(&context.meta);
+        let traced = trace_parent(Some(meta), parts.map(|p| &p.headers), &context.id);
         let tool = request.name.to_string();
         let args = Value::Object(request.arguments.unwrap_or_default());
         let name = policy::names::mcp(&self.connector, &tool);
         // The caller is gone when it cancels the request or its stream closes.
         let gone = CancellationToken::new();
-        let stream_closed = context
-            .extensions
-            .get::<axum::http::request::Parts>()
+        let stream_closed = parts
             .and_then(|parts| parts.extensions.get::<CallerGone>())
             .map(|g| g.0.clone())
             .unwrap_or_default();
@@ -265,7 +290,9 @@ impl ServerHandler for ConnectorServer {
             .peer
             .supported_elicitation_modes()
             .contains(&ElicitationMode::Form);
-        let request = CallRequest::new(&tool, &args).while_present(gone);
+        let request = CallRequest::new(&tool, &args)
+            .while_present(gone)
+            .traced_from(&traced);
         let result = if can_ask {
             // The boundary says which approval it asked for, if it asks one.
             let (asked, approval) = tokio::sync::oneshot::channel();
@@ -295,11 +322,14 @@ impl ConnectorServer {
         &self,
         request: CallToolRequestParams,
         gone: CancellationToken,
+        traced: crate::telemetry::TraceParent,
     ) -> Result<CallToolResponse, McpError> {
         let (host, live) = self.parts()?;
         let tool = request.name.to_string();
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let request = CallRequest::new(&tool, &args).while_present(gone);
+        let request = CallRequest::new(&tool, &args)
+            .while_present(gone)
+            .traced_from(&traced);
         let result = host.call(&live, &self.connector, request).await;
         answer(&host, &self.connector, &tool, result)
     }

@@ -68,6 +68,8 @@ pub enum StartError {
     Connector { name: String, message: String },
     #[error("cannot start the runtime: {0}")]
     Runtime(#[source] crate::LoadError),
+    #[error(transparent)]
+    Telemetry(#[from] crate::telemetry::TelemetryError),
 }
 
 /// What opening a session asks for.
@@ -189,6 +191,8 @@ pub struct ServeHost {
     ledger: Arc<dyn LedgerStore>,
     /// What `/metrics` shows.
     metrics: Arc<crate::metrics::Metrics>,
+    /// Span export, when `OTEL_EXPORTER_OTLP_*` sets an endpoint.
+    telemetry: Option<Arc<crate::telemetry::Telemetry>>,
     catalog: Arc<Catalog>,
     resolver_config: Arc<ResolverConfig>,
     /// Connections as they last resolved; dropped whenever this host changes one.
@@ -464,6 +468,11 @@ impl ServeHost {
             .filter(|c| !not_offered.contains_key(*c) && !platform.contains(*c))
             .cloned();
         let metrics = Arc::new(crate::metrics::Metrics::new(config.max_concurrent_calls));
+        let host_id = store.host().map_or_else(
+            || format!("{}-{}", config.listen, std::process::id()),
+            str::to_string,
+        );
+        let telemetry = crate::telemetry::Telemetry::from_env(&host_id, &env)?.map(Arc::new);
         let mut boundary = Boundary::new(store.clone(), (*catalog).clone(), switches)
             .measured_by(metrics.clone())
             .with_connections(live)
@@ -471,6 +480,9 @@ impl ServeHost {
             .sealing_arguments(key);
         if config.require_review {
             boundary = boundary.require_review();
+        }
+        if let Some(telemetry) = &telemetry {
+            boundary = boundary.exported_to(telemetry.clone());
         }
         Ok(Arc::new(ServeHost {
             admin_token_digest: digest(&admin_token),
@@ -480,6 +492,7 @@ impl ServeHost {
             not_offered,
             ledger: store.clone(),
             metrics,
+            telemetry,
             store,
             catalog,
             resolver_config,
@@ -943,6 +956,13 @@ impl ServeHost {
             }
         }
         Ok(SessionEnd::Ending { host: row.host_id })
+    }
+
+    /// Sends the spans not yet exported; called once the listener stopped.
+    pub async fn flush_telemetry(&self) {
+        if let Some(telemetry) = self.telemetry.clone() {
+            let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
+        }
     }
 
     /// `/metrics`: OpenMetrics text.
@@ -1427,11 +1447,25 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
         eprintln!("scout-host: {line}");
     }
     println!("scout-host serving the admin API and MCP on http://{addr}");
-    serve_http(host, listener, async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
-    .await?;
+    serve_http(host.clone(), listener, stop_signal()).await?;
+    host.flush_telemetry().await;
     Ok(())
+}
+
+/// SIGINT or SIGTERM (what a service manager sends to stop a process).
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }
 
 /// Serves the router on `listener` until `shutdown` completes. Small
@@ -1538,6 +1572,7 @@ pub async fn run_stdio(
     let running = server.serve(rmcp::transport::stdio()).await?;
     let _ = running.waiting().await;
     host.end_session(&view.id);
+    host.flush_telemetry().await;
     if let Some(admin) = admin {
         admin.abort();
     }

@@ -85,6 +85,7 @@ pub(super) async fn answer(
     server: ConnectorServer,
     request: Direct,
     gone: CancellationToken,
+    headers: &HeaderMap,
 ) -> Response {
     let message = match request {
         // The list's result is serialised once per revision; only the id is new.
@@ -99,7 +100,9 @@ pub(super) async fn answer(
             Err(error) => serde_json::to_string(&ServerJsonRpcMessage::error(error, Some(id))),
         },
         Direct::Call(id, params) => {
-            let call = tokio::spawn(async move { server.call_directly(*params, gone).await });
+            let traced = super::mcp::trace_parent(params.meta.as_ref(), Some(headers), &id);
+            let call =
+                tokio::spawn(async move { server.call_directly(*params, gone, traced).await });
             let result = match call.await {
                 Ok(result) => result.map(ServerResult::from),
                 Err(e) => {

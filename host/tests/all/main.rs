@@ -23,4 +23,5 @@ mod serve_hosts;
 mod store;
 mod store_hosts;
 mod surface_cli;
+mod telemetry;
 mod trace_export_cli;

@@ -32,6 +32,28 @@ pub struct HttpExchange {
     pub error: Option<String>,
     /// Time spent, in microseconds.
     pub micros: u64,
+    /// Where and when it went, for its telemetry span; not in the trace row.
+    #[serde(skip)]
+    pub server: ExchangeServer,
+}
+
+/// The origin a request went to and when it started (the trace row keeps
+/// the destination's name and the duration instead).
+#[derive(Debug, Clone)]
+pub struct ExchangeServer {
+    pub host: String,
+    pub port: Option<u16>,
+    pub started_at: std::time::SystemTime,
+}
+
+impl Default for ExchangeServer {
+    fn default() -> ExchangeServer {
+        ExchangeServer {
+            host: String::new(),
+            port: None,
+            started_at: std::time::UNIX_EPOCH,
+        }
+    }
 }
 
 impl Host for View<'_, HttpCtx> {
@@ -95,6 +117,11 @@ impl HostClient for View<'_, HttpCtx> {
             )));
         };
         let started = Instant::now();
+        let server = ExchangeServer {
+            host: http.origin().host_str().unwrap_or_default().to_string(),
+            port: http.origin().port_or_known_default(),
+            started_at: std::time::SystemTime::now(),
+        };
         let (method, path) = (
             crate::capabilities::routes::method_name(req.method).to_string(),
             req.path.clone(),
@@ -126,6 +153,7 @@ impl HostClient for View<'_, HttpCtx> {
             response_bytes: result.as_ref().map_or(0, |r| r.body.len() as u64),
             error: result.as_ref().err().map(|e| format!("{e:?}")),
             micros: started.elapsed().as_micros() as u64,
+            server,
         });
         Ok(result)
     }

@@ -29,7 +29,7 @@ use base64::Engine as _;
 pub use config::{CredentialConfig, CredentialScheme, HttpConfig, HttpMode, SecretSource};
 pub use guard::carries_authority;
 pub(crate) use guard::{validate_path, validate_path_allowing};
-pub use host::HttpExchange;
+pub use host::{ExchangeServer, HttpExchange};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use std::net::IpAddr;
 use std::sync::Arc;

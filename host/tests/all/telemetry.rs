@@ -1,0 +1,392 @@
+//! OpenTelemetry export (issue 21 item 1): the real `serve` binary, pointed
+//! at an OTLP/HTTP receiver this test starts on loopback by the standard
+//! `OTEL_EXPORTER_OTLP_ENDPOINT`, exports one SERVER span per tool call
+//! (parented on the client's `_meta.traceparent`), a child span for a
+//! person's wait and a CLIENT span per upstream request; the spans say
+//! what the durable trace says; no argument reaches the collector.
+
+use super::crash_safety::{ADMIN_TOKEN, Admin, GITHUB_TOKEN, Mcp, Serve, ok_text, wait_for};
+use axum::body::Bytes;
+use axum::routing::post;
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
+use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::Message;
+use reqwest::Method;
+use scout_tests::fake_github::FakeGitHub;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const CANARY: &str = "canary-otel-5513";
+const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const PARENT_ID: &str = "00f067aa0ba902b7";
+const SERVER: i32 = 2;
+const CLIENT: i32 = 3;
+const INTERNAL: i32 = 1;
+const STATUS_ERROR: i32 = 2;
+
+/// What the receiver got: every export request's raw bytes and its spans
+/// with their resource's attributes.
+#[derive(Default)]
+struct Received {
+    bodies: Vec<Vec<u8>>,
+    spans: Vec<(BTreeMap<String, String>, Span)>,
+}
+
+/// An OTLP/HTTP trace receiver on 127.0.0.1 (`POST /v1/traces`, protobuf).
+async fn otlp_receiver() -> (String, Arc<Mutex<Received>>) {
+    let received = Arc::new(Mutex::new(Received::default()));
+    let app = axum::Router::new().route(
+        "/v1/traces",
+        post({
+            let received = received.clone();
+            move |body: Bytes| {
+                let received = received.clone();
+                async move {
+                    let request = match ExportTraceServiceRequest::decode(body.as_ref()) {
+                        Ok(request) => request,
+                        Err(e) => {
+                            return (
+                                axum::http::StatusCode::BAD_REQUEST,
+                                e.to_string().into_bytes(),
+                            );
+                        }
+                    };
+                    let mut received = received.lock().unwrap();
+                    received.bodies.push(body.to_vec());
+                    for resource_spans in request.resource_spans {
+                        let resource: BTreeMap<String, String> = resource_spans
+                            .resource
+                            .map(|r| {
+                                r.attributes
+                                    .iter()
+                                    .map(|kv| (kv.key.clone(), text(kv)))
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        for scope in resource_spans.scope_spans {
+                            for span in scope.spans {
+                                received.spans.push((resource.clone(), span));
+                            }
+                        }
+                    }
+                    (
+                        axum::http::StatusCode::OK,
+                        ExportTraceServiceResponse::default().encode_to_vec(),
+                    )
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}"), received)
+}
+
+fn text(kv: &KeyValue) -> String {
+    match kv.value.as_ref().and_then(|v: &AnyValue| v.value.as_ref()) {
+        Some(any_value::Value::StringValue(s)) => s.clone(),
+        Some(any_value::Value::IntValue(i)) => i.to_string(),
+        Some(any_value::Value::BoolValue(b)) => b.to_string(),
+        Some(any_value::Value::DoubleValue(d)) => d.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+fn attributes(span: &Span) -> BTreeMap<String, String> {
+    span.attributes
+        .iter()
+        .map(|kv| (kv.key.clone(), text(kv)))
+        .collect()
+}
+
+fn events(span: &Span) -> Vec<String> {
+    span.events.iter().map(|e| e.name.clone()).collect()
+}
+
+fn status(span: &Span) -> i32 {
+    span.status.as_ref().map_or(0, |s| s.code)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn spans_of_an_allowed_a_refused_and_an_approved_call_reach_the_collector() {
+    let (endpoint, received) = otlp_receiver().await;
+    let github = FakeGitHub::start(GITHUB_TOKEN).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        scout_tests::serve_config_for_github(&github.origin()),
+    )
+    .unwrap();
+    let serve = Serve::start_with(
+        &config,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.clone()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100".to_string()),
+        ],
+    );
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(120))
+        .build()
+        .unwrap();
+    let admin = Admin {
+        http: http.clone(),
+        base: serve.base.clone(),
+    };
+    admin.set_up().await;
+    let view = admin.session().await;
+    let session = view["id"].as_str().unwrap().to_string();
+    let mcp = Mcp::new(&http, &view).connect().await;
+    let traceparent = format!("00-{TRACE_ID}-{PARENT_ID}-01");
+
+    // 1. An allowed read, inside the client's trace.
+    let read = mcp
+        .request(
+            "tools/call",
+            json!({"name": "github_read_file",
+                   "arguments": {"owner": "octo", "repo": "hello", "path": "README.md"},
+                   "_meta": {"traceparent": traceparent}}),
+        )
+        .await
+        .unwrap();
+    assert!(ok_text(&read).is_some(), "{read}");
+
+    // 2. A refused call: a tool this session was not given.
+    let refused = mcp
+        .request(
+            "tools/call",
+            json!({"name": "github_delete_repository", "arguments": {"repo": CANARY}}),
+        )
+        .await;
+    assert!(
+        refused.as_ref().map_or(true, |r| r.get("error").is_some()
+            || r["result"]["isError"] == true),
+        "{refused:?}"
+    );
+
+    // 3. A write a person approves through the admin API.
+    let writer = mcp.clone();
+    let write = tokio::spawn(async move {
+        writer
+            .request(
+                "tools/call",
+                json!({"name": "github_create_branch",
+                       "arguments": {"owner": "octo", "repo": "hello", "branch": CANARY}}),
+            )
+            .await
+    });
+    let approval = wait_for(
+        "the write's approval",
+        Duration::from_secs(30),
+        async || admin.pending(&session).await.into_iter().next(),
+    )
+    .await;
+    let (status_code, body) = admin
+        .request(
+            Method::POST,
+            &format!("/v1/approvals/{}", approval["id"]),
+            Some(json!({"approve": true, "by": "alice"})),
+        )
+        .await;
+    assert_eq!(status_code, 200, "{body}");
+    let written = write.await.unwrap().unwrap();
+    assert!(ok_text(&written).is_some(), "{written}");
+    assert_eq!(
+        github.ref_creations().len(),
+        1,
+        "the effect reached GitHub once"
+    );
+
+    // The three SERVER spans, the wait and the upstream requests arrive.
+    let spans = wait_for("the exported spans", Duration::from_secs(20), async || {
+        let received = received.lock().unwrap();
+        let servers = received
+            .spans
+            .iter()
+            .filter(|(_, s)| s.kind == SERVER)
+            .count();
+        let waits = received
+            .spans
+            .iter()
+            .filter(|(_, s)| s.kind == INTERNAL)
+            .count();
+        let clients = received
+            .spans
+            .iter()
+            .filter(|(_, s)| s.kind == CLIENT)
+            .count();
+        (servers >= 3 && waits >= 1 && clients >= 2).then(|| received.spans.clone())
+    })
+    .await;
+    let server = |tool: &str| -> Span {
+        let name = format!("tools/call {tool}");
+        let found: Vec<&Span> = spans
+            .iter()
+            .map(|(_, s)| s)
+            .filter(|s| s.kind == SERVER && s.name == name)
+            .collect();
+        assert_eq!(found.len(), 1, "one span named {name}: {spans:#?}");
+        found[0].clone()
+    };
+    for (resource, _) in &spans {
+        assert_eq!(resource["service.name"], "scout-host", "{resource:?}");
+        assert!(resource.contains_key("service.instance.id"), "{resource:?}");
+    }
+
+    // The read: in the client's trace, under its span; the semantic
+    // conventions' attributes and the policy's under scout.*.
+    let read_span = server("github_read_file");
+    assert_eq!(hex(&read_span.trace_id), TRACE_ID);
+    assert_eq!(hex(&read_span.parent_span_id), PARENT_ID);
+    let attrs = attributes(&read_span);
+    for (key, value) in [
+        ("mcp.method.name", "tools/call"),
+        ("gen_ai.tool.name", "github_read_file"),
+        ("gen_ai.operation.name", "execute_tool"),
+        ("network.transport", "tcp"),
+        ("scout.session.id", session.as_str()),
+        ("scout.brand", "acme"),
+        ("scout.connector", "github"),
+        ("scout.role", "person chat"),
+        ("scout.rule", "open"),
+        ("scout.outcome", "ok"),
+    ] {
+        assert_eq!(
+            attrs.get(key).map(String::as_str),
+            Some(value),
+            "{key}: {attrs:?}"
+        );
+    }
+    assert!(!attrs["mcp.session.id"].is_empty(), "{attrs:?}");
+    assert!(attrs.contains_key("jsonrpc.request.id"), "{attrs:?}");
+    assert!(!attrs.contains_key("error.type"), "{attrs:?}");
+    assert_ne!(status(&read_span), STATUS_ERROR);
+    assert_eq!(
+        events(&read_span),
+        ["requested", "allowed", "executed", "result"]
+    );
+    // Its upstream request: a CLIENT child with the declared route, never the path sent.
+    let read_client: Vec<&Span> = spans
+        .iter()
+        .map(|(_, s)| s)
+        .filter(|s| s.kind == CLIENT && s.parent_span_id == read_span.span_id)
+        .collect();
+    assert!(!read_client.is_empty(), "{spans:#?}");
+    for upstream in &read_client {
+        assert_eq!(upstream.trace_id, read_span.trace_id);
+        let a = attributes(upstream);
+        assert_eq!(a["http.request.method"], "GET", "{a:?}");
+        assert_eq!(a["http.response.status_code"], "200", "{a:?}");
+        assert_eq!(a["server.address"], "127.0.0.1", "{a:?}");
+        assert!(a["url.template"].contains('{'), "a route template: {a:?}");
+        assert_eq!(upstream.name, format!("GET {}", a["url.template"]));
+    }
+
+    // The refusal: an error status, the rule the durable trace names.
+    let trace = admin.trace("acme").await;
+    let refused_rule = trace
+        .iter()
+        .find(|e| {
+            e.tool.as_deref() == Some("mcp__github__github_delete_repository")
+                && e.rule.is_some()
+                && e.state != scout_host::store::TraceState::Requested
+        })
+        .and_then(|e| e.rule.clone())
+        .expect("the refusal is in the trace");
+    let refused_span = server("github_delete_repository");
+    assert_ne!(
+        hex(&refused_span.trace_id),
+        TRACE_ID,
+        "no traceparent: a trace of its own"
+    );
+    let attrs = attributes(&refused_span);
+    assert_eq!(status(&refused_span), STATUS_ERROR);
+    assert_eq!(attrs["error.type"], refused_rule, "{attrs:?}");
+    assert_eq!(attrs["scout.rule"], refused_rule, "{attrs:?}");
+    assert_eq!(attrs["scout.outcome"], "denied", "{attrs:?}");
+    assert_eq!(events(&refused_span), ["requested", "permission_denied"]);
+    assert!(
+        !spans
+            .iter()
+            .any(|(_, s)| s.parent_span_id == refused_span.span_id),
+        "nothing ran under the refusal"
+    );
+
+    // The approved write: the wait as a child span with the approval's id,
+    // outcome and wait; then the effect.
+    let write_span = server("github_create_branch");
+    let attrs = attributes(&write_span);
+    assert_eq!(attrs["scout.rule"], "approved_by_person", "{attrs:?}");
+    assert_eq!(attrs["scout.outcome"], "ok", "{attrs:?}");
+    assert_eq!(
+        events(&write_span),
+        ["requested", "allowed", "executed", "result"]
+    );
+    let waits: Vec<&Span> = spans
+        .iter()
+        .map(|(_, s)| s)
+        .filter(|s| s.kind == INTERNAL && s.parent_span_id == write_span.span_id)
+        .collect();
+    assert_eq!(waits.len(), 1, "{spans:#?}");
+    let wait = waits[0];
+    assert_eq!(wait.name, "approval mcp__github__github_create_branch");
+    let a = attributes(wait);
+    assert_eq!(a["scout.approval.id"], approval["id"].to_string(), "{a:?}");
+    assert_eq!(a["scout.approval.outcome"], "approved", "{a:?}");
+    assert!(
+        a["scout.approval.waited_ms"].parse::<u64>().is_ok(),
+        "{a:?}"
+    );
+    assert_eq!(events(wait), ["requested", "decided"]);
+    assert!(wait.end_time_unix_nano <= write_span.end_time_unix_nano);
+    let write_clients: Vec<BTreeMap<String, String>> = spans
+        .iter()
+        .map(|(_, s)| s)
+        .filter(|s| s.kind == CLIENT && s.parent_span_id == write_span.span_id)
+        .map(attributes)
+        .collect();
+    assert!(
+        write_clients
+            .iter()
+            .any(|a| a["http.request.method"] == "POST"),
+        "the ref creation is a CLIENT span: {write_clients:?}"
+    );
+    assert!(
+        wait.end_time_unix_nano
+            <= spans
+                .iter()
+                .filter(|(_, s)| s.kind == CLIENT && s.parent_span_id == write_span.span_id)
+                .map(|(_, s)| s.start_time_unix_nano)
+                .min()
+                .unwrap(),
+        "the effect starts after the person decided"
+    );
+
+    // No argument, path as sent, token or secret reaches the collector.
+    let bodies = received.lock().unwrap().bodies.concat();
+    for private in [
+        CANARY,
+        "README.md",
+        GITHUB_TOKEN,
+        ADMIN_TOKEN,
+        view["token"].as_str().unwrap(),
+    ] {
+        assert!(
+            !bodies
+                .windows(private.len())
+                .any(|w| w == private.as_bytes()),
+            "{private:?} was exported"
+        );
+    }
+    drop(serve);
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
