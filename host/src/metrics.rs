@@ -24,6 +24,14 @@ const OPERATION_BUCKETS: [f64; 14] = [
 const WAIT_BUCKETS: [f64; 9] = [1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0];
 /// Upstream requests and guest runs (seconds).
 const UPSTREAM_BUCKETS: [f64; 10] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
+/// Instantiating a component from the pooling allocator (seconds).
+const INSTANTIATE_BUCKETS: [f64; 9] = [
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05,
+];
+/// A call's trace write: waiting for the group and its commit (seconds).
+const TRACE_WRITE_BUCKETS: [f64; 10] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+];
 /// Sessions last up to a day (seconds).
 const SESSION_BUCKETS: [f64; 8] = [
     60.0, 300.0, 900.0, 3600.0, 10800.0, 21600.0, 43200.0, 86400.0,
@@ -70,6 +78,24 @@ struct RoleLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Stopped {
+    connector: String,
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Charged {
+    connector: String,
+    unit: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Refused {
+    connector: String,
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Build {
     version: &'static str,
 }
@@ -89,6 +115,11 @@ pub struct Metrics {
     sessions_opened: Family<RoleLabel, Counter>,
     sessions_active: Gauge,
     session_duration: Histogram,
+    stopped: Family<Stopped, Counter>,
+    instantiate: Histograms<ConnectorLabel>,
+    trace_write: Histogram,
+    charged: Family<Charged, Counter>,
+    refused: Family<Refused, Counter>,
 }
 
 /// A family of histograms, each made by a plain constructor.
@@ -106,10 +137,44 @@ fn upstream_histogram() -> Histogram {
     Histogram::new(UPSTREAM_BUCKETS)
 }
 
+fn instantiate_histogram() -> Histogram {
+    Histogram::new(INSTANTIATE_BUCKETS)
+}
+
+/// One run's meter's view of the allowance families.
+struct AllowanceObserver {
+    charged: Counter,
+    refused: Family<Refused, Counter>,
+    connector: String,
+}
+
+impl crate::capabilities::meter::MeterObserver for AllowanceObserver {
+    fn charged(&self, amount: u64) {
+        self.charged.inc_by(amount);
+    }
+
+    fn refused(&self, why: &crate::capabilities::meter::MeterError) {
+        use crate::capabilities::meter::MeterError;
+        let reason = match why {
+            MeterError::RunExhausted(_) => "run_exhausted",
+            MeterError::DayExhausted(_) => "day_exhausted",
+            MeterError::Invalid(_) => "invalid",
+            MeterError::Denied(_) => "denied",
+        };
+        self.refused
+            .get_or_create(&Refused {
+                connector: self.connector.clone(),
+                reason,
+            })
+            .inc();
+    }
+}
+
 impl Metrics {
     /// A registry holding every family, `max_concurrent_calls` exposed
-    /// beside the in-flight gauge it bounds.
-    pub fn new(max_concurrent_calls: u32) -> Metrics {
+    /// beside the in-flight gauge it bounds, and the store's trace writer's
+    /// figures when it measures them.
+    pub fn new(max_concurrent_calls: u32, writer: Option<crate::store::WriterMetrics>) -> Metrics {
         let mut registry = Registry::default();
         let operation = Histograms::<Operation>::new_with_constructor(operation_histogram);
         registry.register_with_unit(
@@ -196,6 +261,51 @@ impl Metrics {
             prometheus_client::registry::Unit::Seconds,
             session_duration.clone(),
         );
+        let stopped = Family::<Stopped, Counter>::default();
+        registry.register(
+            "scout_wasm_traps",
+            "Guest runs the sandbox stopped, by connector and kind (deadline, memory, trap)",
+            stopped.clone(),
+        );
+        let instantiate = Histograms::<ConnectorLabel>::new_with_constructor(instantiate_histogram);
+        registry.register_with_unit(
+            "scout_component_instantiate",
+            "Instantiating a component for one call, by connector",
+            prometheus_client::registry::Unit::Seconds,
+            instantiate.clone(),
+        );
+        let trace_write = Histogram::new(TRACE_WRITE_BUCKETS);
+        registry.register_with_unit(
+            "scout_trace_write",
+            "A call's trace rows made durable: waiting for the group commit and the commit",
+            prometheus_client::registry::Unit::Seconds,
+            trace_write.clone(),
+        );
+        if let Some(writer) = writer {
+            registry.register(
+                "scout_trace_group_size",
+                "Calls' batches per trace transaction (group commit)",
+                writer.group_size,
+            );
+            registry.register_with_unit(
+                "scout_trace_commit",
+                "Trace transactions, by how long the commit took",
+                prometheus_client::registry::Unit::Seconds,
+                writer.commit_seconds,
+            );
+        }
+        let charged = Family::<Charged, Counter>::default();
+        registry.register(
+            "scout_allowance_charged",
+            "Amounts charged to allowances, by connector and unit",
+            charged.clone(),
+        );
+        let refused = Family::<Refused, Counter>::default();
+        registry.register(
+            "scout_allowance_refusals",
+            "Reservations an allowance refused, by connector and reason (run_exhausted, day_exhausted, denied, invalid)",
+            refused.clone(),
+        );
         let build = Family::<Build, Gauge>::default();
         build
             .get_or_create(&Build {
@@ -217,7 +327,55 @@ impl Metrics {
             sessions_opened,
             sessions_active,
             session_duration,
+            stopped,
+            instantiate,
+            trace_write,
+            charged,
+            refused,
         }
+    }
+
+    /// A guest run the sandbox stopped (`deadline`, `memory`, `trap`).
+    pub(crate) fn guest_stopped(&self, connector: &str, kind: &'static str) {
+        self.stopped
+            .get_or_create(&Stopped {
+                connector: connector.to_string(),
+                kind,
+            })
+            .inc();
+    }
+
+    /// A component instantiated for one call in `micros`.
+    pub(crate) fn instantiated(&self, connector: &str, micros: u64) {
+        self.instantiate
+            .get_or_create(&ConnectorLabel {
+                connector: connector.to_string(),
+            })
+            .observe(micros as f64 / 1e6);
+    }
+
+    /// A call's trace rows written in `took`.
+    pub(crate) fn trace_written(&self, took: Duration) {
+        self.trace_write.observe(took.as_secs_f64());
+    }
+
+    /// What a run's meter of `connector` reports: its charges and refusals.
+    pub(crate) fn allowance_observer(
+        &self,
+        connector: &str,
+        unit: &str,
+    ) -> std::sync::Arc<dyn crate::capabilities::meter::MeterObserver> {
+        std::sync::Arc::new(AllowanceObserver {
+            charged: self
+                .charged
+                .get_or_create(&Charged {
+                    connector: connector.to_string(),
+                    unit: unit.to_string(),
+                })
+                .clone(),
+            refused: self.refused.clone(),
+            connector: connector.to_string(),
+        })
     }
 
     /// The OpenMetrics text of every family.

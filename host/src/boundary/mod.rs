@@ -757,9 +757,28 @@ impl Boundary {
                 .map(|m| m.run_started(component.name()));
             component.call(tool, args, caps).await
         };
-        if let (Some(metrics), Ok(outcome)) = (&self.metrics, &result) {
-            for exchange in &outcome.http {
-                metrics.upstream_request(component.name(), exchange.status, exchange.micros);
+        if let Some(metrics) = &self.metrics {
+            match &result {
+                Ok(outcome) => {
+                    metrics.instantiated(component.name(), outcome.instantiate_micros);
+                    for exchange in &outcome.http {
+                        metrics.upstream_request(
+                            component.name(),
+                            exchange.status,
+                            exchange.micros,
+                        );
+                    }
+                }
+                Err(crate::error::CallError::Deadline(_)) => {
+                    metrics.guest_stopped(component.name(), "deadline")
+                }
+                Err(crate::error::CallError::MemoryLimit(_)) => {
+                    metrics.guest_stopped(component.name(), "memory")
+                }
+                Err(crate::error::CallError::Trap(_)) => {
+                    metrics.guest_stopped(component.name(), "trap")
+                }
+                Err(_) => {}
             }
         }
         if let (Some(span), Ok(outcome)) = (&trace.span, &result) {

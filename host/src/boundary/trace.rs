@@ -66,8 +66,12 @@ impl CallTrace<'_> {
         // the rows are handed to the writer, the trace's drop does not write
         // them a second time. On an error they go back.
         let events = std::mem::take(&mut self.events);
+        let started = std::time::Instant::now();
         match self.boundary.store.record_all_async(&events).await {
             Ok(()) => {
+                if let Some(metrics) = &self.boundary.metrics {
+                    metrics.trace_written(started.elapsed());
+                }
                 if let Some(span) = &self.span {
                     span.written(&events);
                 }
@@ -198,6 +202,7 @@ mod tests {
             logs: Vec::new(),
             http: vec![exchange; TRACED_EXCHANGES + 44],
             micros: 9,
+            instantiate_micros: 1,
         };
         let detail = executed_detail(&outcome);
         assert_eq!(detail["http"].as_array().unwrap().len(), TRACED_EXCHANGES);

@@ -15,7 +15,8 @@
 //! them); its `metered` is the only conversion into these units, so no
 //! caller converts dollars by hand.
 
-use super::bindings::meter::{Host, HostReservation, MeterError};
+pub(crate) use super::bindings::meter::MeterError;
+use super::bindings::meter::{Host, HostReservation};
 use super::state::{MeterCtx, View};
 use crate::store::{LedgerStore, StartRunError};
 use parking_lot::{Mutex, MutexGuard};
@@ -103,6 +104,7 @@ impl DayLedger {
             day: DaySide::Memory(self.clone()),
             allowance,
             run: Mutex::new(Run::default()),
+            observer: Default::default(),
         }))
     }
 }
@@ -144,13 +146,30 @@ impl std::fmt::Debug for DaySide {
     }
 }
 
+/// Told of a run's charges and refusals as they happen (`/metrics`).
+pub(crate) trait MeterObserver: Send + Sync {
+    fn charged(&self, amount: u64);
+    fn refused(&self, why: &MeterError);
+}
+
 /// One run's meter, shared by all of its calls.
-#[derive(Debug)]
 pub struct RunMeter {
     unit: String,
     day: DaySide,
     allowance: Allowance,
     run: Mutex<Run>,
+    observer: std::sync::OnceLock<Arc<dyn MeterObserver>>,
+}
+
+impl std::fmt::Debug for RunMeter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunMeter")
+            .field("unit", &self.unit)
+            .field("day", &self.day)
+            .field("allowance", &self.allowance)
+            .field("run", &self.run)
+            .finish_non_exhaustive()
+    }
 }
 
 impl RunMeter {
@@ -205,6 +224,7 @@ impl RunMeter {
             }),
             allowance,
             run: Mutex::new(Run::default()),
+            observer: Default::default(),
         }))
     }
 
@@ -220,6 +240,7 @@ impl RunMeter {
                 per_day: 0,
             },
             run: Mutex::new(Run::default()),
+            observer: Default::default(),
         })
     }
 
@@ -246,7 +267,11 @@ impl RunMeter {
                 amount,
                 &key,
             )
-            .map(|_| ())
+            .map(|_| {
+                if let Some(observer) = self.observer.get() {
+                    observer.charged(amount);
+                }
+            })
             .map_err(|e| {
                 tracing::error!(run = %ledger.run_id, error = %e, "cannot record a charge");
                 MeterError::Denied("the allowance ledger could not record the charge".to_string())
@@ -282,6 +307,20 @@ impl RunMeter {
     /// Holds `amount` against the run's allowance, atomically, or refuses
     /// with nothing held.
     pub fn reserve(&self, amount: u64) -> Result<(), MeterError> {
+        let reserved = self.try_reserve(amount);
+        if let (Err(why), Some(observer)) = (&reserved, self.observer.get()) {
+            observer.refused(why);
+        }
+        reserved
+    }
+
+    /// Tells `observer` (made once, at the first call) of this run's
+    /// charges and refusals from now on.
+    pub(crate) fn observed_by(&self, observer: impl FnOnce() -> Arc<dyn MeterObserver>) {
+        self.observer.get_or_init(observer);
+    }
+
+    fn try_reserve(&self, amount: u64) -> Result<(), MeterError> {
         if amount == 0 {
             return Err(MeterError::Invalid(
                 "an estimate must be above zero".to_string(),
@@ -332,7 +371,11 @@ impl RunMeter {
         run.spent += charged;
         self.record(charged)?;
         if extra > left {
-            return Err(MeterError::RunExhausted(0));
+            let refused = MeterError::RunExhausted(0);
+            if let Some(observer) = self.observer.get() {
+                observer.refused(&refused);
+            }
+            return Err(refused);
         }
         Ok(())
     }

@@ -99,14 +99,18 @@ impl LoadedComponent {
 
         let run = async {
             let instance = self.pre.instantiate_async(&mut store).await?;
+            let instantiated = started.elapsed();
             let func = instance.get_func(&mut store, tool.export).ok_or_else(|| {
                 wasmtime::Error::msg("the tool's export is missing from the instance")
             })?;
             let mut results = vec![Val::Bool(false)];
             func.call_async(&mut store, &params, &mut results).await?;
-            wasmtime::Result::Ok(results.pop().expect("one result"))
+            let value = results
+                .pop()
+                .ok_or_else(|| wasmtime::Error::msg("the tool returned no result"))?;
+            wasmtime::Result::Ok((value, instantiated))
         };
-        let result: Result<wasmtime::Result<Val>, _> =
+        let result: Result<wasmtime::Result<(Val, std::time::Duration)>, _> =
             tokio::time::timeout_at(deadline.into(), run).await;
         let timeout_ms = config.call_timeout.as_millis() as u64;
         let state = store.data();
@@ -123,8 +127,9 @@ impl LoadedComponent {
                 return Err(CallError::Busy);
             }
             Ok(Err(e)) => return Err(CallError::Trap(caps.scrub_text(&format!("{e:#}")))),
-            Ok(Ok(value)) => value,
+            Ok(Ok(done)) => done,
         };
+        let (value, instantiated) = value;
         // The tool's own answer is its WIT `result`: read from the value,
         // then scrubbed (defence in depth: the guest never held the secret,
         // so this finds nothing unless an upstream reflected it in a form
@@ -154,6 +159,7 @@ impl LoadedComponent {
             logs: state.log.lines,
             http: state.http.exchanges,
             micros: started.elapsed().as_micros() as u64,
+            instantiate_micros: instantiated.as_micros() as u64,
         })
     }
 }

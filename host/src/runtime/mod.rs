@@ -178,6 +178,9 @@ pub struct CallOutcome {
     pub http: Vec<HttpExchange>,
     /// Wall-clock time of the call, instantiation included.
     pub micros: u64,
+    /// Of which instantiating the component (for `/metrics`; not traced).
+    #[serde(skip)]
+    pub instantiate_micros: u64,
 }
 
 /// A tool's own answer.

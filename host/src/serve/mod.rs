@@ -467,7 +467,10 @@ impl ServeHost {
             .keys()
             .filter(|c| !not_offered.contains_key(*c) && !platform.contains(*c))
             .cloned();
-        let metrics = Arc::new(crate::metrics::Metrics::new(config.max_concurrent_calls));
+        let metrics = Arc::new(crate::metrics::Metrics::new(
+            config.max_concurrent_calls,
+            store.writer_metrics(),
+        ));
         let host_id = store.host().map_or_else(
             || format!("{}-{}", config.listen, std::process::id()),
             str::to_string,
@@ -1161,7 +1164,10 @@ impl ServeHost {
             caps.meter = live
                 .session
                 .holdings()
-                .and_then(|h| h.meter(&self.ledger, connector));
+                .and_then(|h| h.meter(&self.ledger, connector))
+                .inspect(|meter| {
+                    meter.observed_by(|| self.metrics.allowance_observer(connector, meter.unit()))
+                });
         }
         if component.imports_interface("folder") {
             caps.folders = live

@@ -359,6 +359,10 @@ pub trait TraceStore: Send + Sync {
     fn trace_commits(&self) -> u64 {
         0
     }
+    /// What this store's trace writer measures, for `/metrics`.
+    fn writer_metrics(&self) -> Option<WriterMetrics> {
+        None
+    }
     /// [`Store::record_all`] for an async caller: a store that writes on a
     /// thread of its own (SQLite's group commit) lets the caller's task
     /// wait for durability without holding a runtime worker.
@@ -928,5 +932,34 @@ mod tests {
             .build()
             .unwrap();
         assert_eq!(runtime.block_on(async { off_worker(|| 2) }), 2);
+    }
+}
+
+/// What a trace writer measures for `/metrics`: how many calls' batches
+/// each group commit carried, and how long each commit took (the fsync, or
+/// the round trip to PostgreSQL). Both backends' writers feed one.
+#[derive(Clone, Debug)]
+pub struct WriterMetrics {
+    pub group_size: prometheus_client::metrics::histogram::Histogram,
+    pub commit_seconds: prometheus_client::metrics::histogram::Histogram,
+}
+
+impl Default for WriterMetrics {
+    fn default() -> WriterMetrics {
+        use prometheus_client::metrics::histogram::Histogram;
+        WriterMetrics {
+            group_size: Histogram::new([1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0]),
+            commit_seconds: Histogram::new([
+                0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+            ]),
+        }
+    }
+}
+
+impl WriterMetrics {
+    /// One group of `batches` committed in `took`.
+    pub(crate) fn committed(&self, batches: usize, took: std::time::Duration) {
+        self.group_size.observe(batches as f64);
+        self.commit_seconds.observe(took.as_secs_f64());
     }
 }

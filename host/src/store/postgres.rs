@@ -274,6 +274,7 @@ struct Shared {
     /// Whether the last renewal succeeded.
     lease_held: AtomicBool,
     commits: AtomicU64,
+    writer_metrics: super::WriterMetrics,
 }
 
 /// Several hosts on one PostgreSQL database (see the module docs).
@@ -395,6 +396,7 @@ impl PgStore {
                 fenced: AtomicBool::new(false),
                 lease_held: AtomicBool::new(true),
                 commits: AtomicU64::new(0),
+                writer_metrics: super::WriterMetrics::default(),
             }))
         })??;
         let (writer, batches) = mpsc::unbounded_channel();
@@ -567,9 +569,13 @@ async fn write_loop(
             continue;
         };
         let all: Vec<&Row> = group.iter().flat_map(|b| b.rows.iter()).collect();
+        let started = std::time::Instant::now();
         match commit_rows(conn, &shared, &all).await {
             Ok(()) => {
                 shared.commits.fetch_add(1, Ordering::SeqCst);
+                shared
+                    .writer_metrics
+                    .committed(group.len(), started.elapsed());
                 group.into_iter().for_each(|b| drop(b.reply.send(Ok(()))));
             }
             Err(StoreError::Fenced) => {
@@ -975,6 +981,10 @@ impl TraceStore for PgStore {
 
     fn trace_commits(&self) -> u64 {
         self.shared.commits.load(Ordering::SeqCst)
+    }
+
+    fn writer_metrics(&self) -> Option<super::WriterMetrics> {
+        Some(self.shared.writer_metrics.clone())
     }
 
     fn record_all_async<'a>(

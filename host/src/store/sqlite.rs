@@ -381,6 +381,10 @@ impl TraceStore for SqliteStore {
         self.writer.commits()
     }
 
+    fn writer_metrics(&self) -> Option<super::WriterMetrics> {
+        Some(self.writer.metrics())
+    }
+
     fn record_all(&self, events: &[TraceEvent]) -> Result<(), StoreError> {
         super::off_worker(|| self.writer.write_blocking(events))
     }

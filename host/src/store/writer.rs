@@ -59,6 +59,7 @@ pub struct TraceWriter {
     queue: Option<mpsc::Sender<Batch>>,
     thread: Option<JoinHandle<()>>,
     commits: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    metrics: super::WriterMetrics,
 }
 
 impl TraceWriter {
@@ -67,15 +68,23 @@ impl TraceWriter {
         let (queue, batches) = mpsc::channel();
         let commits = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let counted = commits.clone();
+        let metrics = super::WriterMetrics::default();
+        let measured = metrics.clone();
         let thread = std::thread::Builder::new()
             .name("scout-trace-writer".into())
-            .spawn(move || write_loop(conn, batches, &counted))
+            .spawn(move || write_loop(conn, batches, &counted, &measured))
             .map_err(StoreError::WriterStart)?;
         Ok(TraceWriter {
             queue: Some(queue),
             thread: Some(thread),
             commits,
+            metrics,
         })
+    }
+
+    /// Group sizes and commit durations, for `/metrics`.
+    pub(crate) fn metrics(&self) -> super::WriterMetrics {
+        self.metrics.clone()
     }
 
     /// Transactions committed so far (each one fsync).
@@ -135,6 +144,7 @@ fn write_loop(
     mut conn: Connection,
     batches: mpsc::Receiver<Batch>,
     commits: &std::sync::atomic::AtomicU64,
+    metrics: &super::WriterMetrics,
 ) {
     let counted = |outcome: Result<(), std::sync::Arc<rusqlite::Error>>| {
         if outcome.is_ok() {
@@ -150,8 +160,12 @@ fn write_loop(
                 Err(_) => break,
             }
         }
+        let started = std::time::Instant::now();
         match counted(commit(&mut conn, group.iter().map(|b| &b.rows))) {
-            Ok(()) => group.into_iter().for_each(|b| b.reply.send(Ok(()))),
+            Ok(()) => {
+                metrics.committed(group.len(), started.elapsed());
+                group.into_iter().for_each(|b| b.reply.send(Ok(())))
+            }
             // One batch may be what failed (a constraint, a trigger): the
             // others are retried alone and keep their own outcome.
             Err(e) if group.len() == 1 => {

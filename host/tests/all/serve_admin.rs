@@ -2130,6 +2130,21 @@ print(json.dumps(out))
         4.0
     );
     assert_eq!(value("scout_build_info", &[]), 1.0);
+    // The guest ran three times (the refused write never ran) and never trapped.
+    assert_eq!(
+        value(
+            "scout_component_instantiate_seconds_count",
+            &[("connector", "github")]
+        ),
+        3.0
+    );
+    assert_eq!(value("scout_wasm_traps_total", &[]), 0.0);
+    // Every call's rows went through the trace writer, in groups.
+    assert!(value("scout_trace_write_seconds_count", &[]) >= 4.0);
+    let commits = value("scout_trace_commit_seconds_count", &[]);
+    assert!(commits >= 4.0, "{commits}");
+    assert_eq!(value("scout_trace_group_size_count", &[]), commits);
+    assert!(value("scout_trace_group_size_sum", &[]) >= commits);
 
     let unauthenticated = s.http.get(s.url("/metrics")).send().await.unwrap();
     assert_eq!(unauthenticated.status().as_u16(), 401);

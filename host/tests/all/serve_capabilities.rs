@@ -314,6 +314,27 @@ async fn a_specialist_spends_its_grant_and_an_over_allowance_reservation_sends_n
         json!({"ok": 23}),
         "a new session is a new run with its whole per-run figure"
     );
+    // `/metrics` counts what the ledger charged and what the meter refused.
+    let text = f.host.metrics_text();
+    let sample = |line: &str| -> f64 {
+        text.lines()
+            .find_map(|l| {
+                l.strip_prefix(line)
+                    .map(|v| v.trim().parse::<f64>().unwrap())
+            })
+            .unwrap_or_else(|| panic!("no sample {line}:\n{text}"))
+    };
+    assert_eq!(
+        sample(r#"scout_allowance_charged_total{connector="capabilities",unit="credits"}"#),
+        3.0,
+        "1 then 2 credits"
+    );
+    assert_eq!(
+        sample(
+            r#"scout_allowance_refusals_total{connector="capabilities",reason="run_exhausted"}"#
+        ),
+        1.0
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
