@@ -158,19 +158,47 @@ impl Telemetry {
 
     /// The SERVER span of one `tools/call`.
     pub(crate) fn call_span(&self, call: CallSpanStart<'_>) -> CallSpan {
+        let span = self.server_span(
+            format!("tools/call {}", call.tool),
+            vec![
+                KeyValue::new(semconv::MCP_METHOD_NAME, "tools/call"),
+                KeyValue::new(semconv::GEN_AI_TOOL_NAME, call.tool.to_string()),
+                KeyValue::new(semconv::GEN_AI_OPERATION_NAME, "execute_tool"),
+            ],
+            &call,
+        );
+        CallSpan {
+            tracer: self.tracer.clone(),
+            span: Mutex::new(span),
+        }
+    }
+
+    /// The SERVER span of one `tools/list` (`call.tool` is not used); it
+    /// ends when dropped.
+    pub(crate) fn list_span(&self, call: CallSpanStart<'_>) -> Span {
+        self.server_span(
+            "tools/list".to_string(),
+            vec![KeyValue::new(semconv::MCP_METHOD_NAME, "tools/list")],
+            &call,
+        )
+    }
+
+    fn server_span(
+        &self,
+        name: String,
+        mut attributes: Vec<KeyValue>,
+        call: &CallSpanStart<'_>,
+    ) -> Span {
         let parent = call
             .parent
             .map(TraceParent::context)
             .unwrap_or_else(Context::new);
-        let mut attributes = vec![
-            KeyValue::new(semconv::MCP_METHOD_NAME, "tools/call"),
-            KeyValue::new(semconv::GEN_AI_TOOL_NAME, call.tool.to_string()),
-            KeyValue::new(semconv::GEN_AI_OPERATION_NAME, "execute_tool"),
+        attributes.extend([
             KeyValue::new("scout.session.id", call.session.to_string()),
             KeyValue::new("scout.brand", call.brand.to_string()),
             KeyValue::new("scout.connector", call.connector.to_string()),
             KeyValue::new("scout.role", call.role.to_string()),
-        ];
+        ]);
         if let Some(parent) = call.parent {
             if let Some(id) = &parent.transport_session {
                 attributes.push(KeyValue::new(semconv::MCP_SESSION_ID, id.clone()));
@@ -186,16 +214,11 @@ impl Telemetry {
             }
             attributes.push(KeyValue::new(semconv::NETWORK_TRANSPORT, parent.transport));
         }
-        let span = self
-            .tracer
-            .span_builder(format!("tools/call {}", call.tool))
+        self.tracer
+            .span_builder(name)
             .with_kind(SpanKind::Server)
             .with_attributes(attributes)
-            .start_with_context(&self.tracer, &parent);
-        CallSpan {
-            tracer: self.tracer.clone(),
-            span: Mutex::new(span),
-        }
+            .start_with_context(&self.tracer, &parent)
     }
 }
 

@@ -41,7 +41,7 @@ pub struct CallerGone(pub CancellationToken);
 /// The client's trace context (`_meta.traceparent`, SEP-414) and transport,
 /// for the call's exported span; `headers` is `None` over stdio.
 pub(super) fn trace_parent(
-    meta: Option<&rmcp::model::RequestMetaObject>,
+    meta: &rmcp::model::MetaObject,
     headers: Option<&axum::http::HeaderMap>,
     id: &rmcp::model::RequestId,
 ) -> crate::telemetry::TraceParent {
@@ -52,8 +52,8 @@ pub(super) fn trace_parent(
             .map(str::to_string)
     };
     crate::telemetry::TraceParent {
-        traceparent: meta.and_then(|m| m.get_traceparent()).map(str::to_string),
-        tracestate: meta.and_then(|m| m.get_tracestate()).map(str::to_string),
+        traceparent: meta.get_traceparent().map(str::to_string),
+        tracestate: meta.get_tracestate().map(str::to_string),
         transport_session: header("mcp-session-id"),
         protocol_version: header("mcp-protocol-version"),
         request_id: Some(id.to_string()),
@@ -248,9 +248,15 @@ impl ServerHandler for ConnectorServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        let meta = request
+            .as_ref()
+            .and_then(|r| r.meta.as_ref())
+            .unwrap_or(&context.meta);
+        let _span = self.list_span(&trace_parent(meta, parts.map(|p| &p.headers), &context.id));
         Ok(ListToolsResult::with_all_items(
             self.offered()?.tools.clone(),
         ))
@@ -265,7 +271,7 @@ impl ServerHandler for ConnectorServer {
         let parts = context.extensions.get::<axum::http::request::Parts>();
         // rmcp moves the request's `_meta` into the context.
         let meta = request.meta.as_ref().unwrap_or(&context.meta);
-        let traced = trace_parent(Some(meta), parts.map(|p| &p.headers), &context.id);
+        let traced = trace_parent(meta, parts.map(|p| &p.headers), &context.id);
         let tool = request.name.to_string();
         let args = Value::Object(request.arguments.unwrap_or_default());
         let name = policy::names::mcp(&self.connector, &tool);
@@ -315,6 +321,23 @@ impl ServerHandler for ConnectorServer {
 }
 
 impl ConnectorServer {
+    /// The exported SERVER span of one `tools/list`, when spans are exported.
+    pub(super) fn list_span(
+        &self,
+        traced: &crate::telemetry::TraceParent,
+    ) -> Option<opentelemetry_sdk::trace::Span> {
+        let (host, live) = self.parts().ok()?;
+        let telemetry = host.telemetry.as_ref()?;
+        Some(telemetry.list_span(crate::telemetry::CallSpanStart {
+            tool: "",
+            connector: &self.connector,
+            session: &live.session.id,
+            brand: &live.session.brand,
+            role: live.session.input.role.label(),
+            parent: Some(traced),
+        }))
+    }
+
     /// A call from a client that cannot be asked anything: the same as
     /// [`ServerHandler::call_tool`] without elicitation; `gone` fires when
     /// the caller goes away.

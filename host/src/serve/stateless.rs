@@ -20,17 +20,17 @@ use axum::http::{HeaderMap, Method, StatusCode, header, request::Parts};
 use axum::response::{IntoResponse, Response};
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, GetMeta, ProtocolVersion,
-    RequestId, ServerJsonRpcMessage, ServerResult,
+    CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, GetMeta, MetaObject,
+    ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use tokio_util::sync::CancellationToken;
 
 /// A request this module answers itself.
 pub(super) enum Direct {
-    /// `tools/list`.
-    List(RequestId),
+    /// `tools/list`, with the client's trace context from its `_meta`.
+    List(RequestId, Box<MetaObject>),
     /// `tools/call` from a client that declared no elicitation.
-    Call(RequestId, Box<CallToolRequestParams>),
+    Call(RequestId, Box<CallToolRequestParams>, Box<MetaObject>),
 }
 
 /// The request, if it is a single stateless `tools/list` or `tools/call`
@@ -62,17 +62,18 @@ pub(super) fn direct(parts: &Parts, body: &[u8]) -> Option<Direct> {
         return None;
     }
     let can_elicit = meta.client_capabilities()?.elicitation.is_some();
+    let traced = Box::new(trace_context(meta));
     let method = single(headers, "mcp-method")?;
     match message.request {
         ClientRequest::ListToolsRequest(_) if method == "tools/list" => {
-            Some(Direct::List(message.id))
+            Some(Direct::List(message.id, traced))
         }
         ClientRequest::CallToolRequest(call)
             if method == "tools/call"
                 && !can_elicit
                 && single(headers, "mcp-name")? == call.params.name =>
         {
-            Some(Direct::Call(message.id, Box::new(call.params)))
+            Some(Direct::Call(message.id, Box::new(call.params), traced))
         }
         _ => None,
     }
@@ -89,7 +90,11 @@ pub(super) async fn answer(
 ) -> Response {
     let message = match request {
         // The list's result is serialised once per revision; only the id is new.
-        Direct::List(id) => match server.offered() {
+        Direct::List(id, meta) => match {
+            let traced = super::mcp::trace_parent(&meta, Some(headers), &id);
+            let _span = server.list_span(&traced);
+            server.offered()
+        } {
             Ok(listed) => match serde_json::to_string(&id) {
                 Ok(id) => Ok(format!(
                     r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#,
@@ -99,8 +104,8 @@ pub(super) async fn answer(
             },
             Err(error) => serde_json::to_string(&ServerJsonRpcMessage::error(error, Some(id))),
         },
-        Direct::Call(id, params) => {
-            let traced = super::mcp::trace_parent(params.meta.as_ref(), Some(headers), &id);
+        Direct::Call(id, params, meta) => {
+            let traced = super::mcp::trace_parent(&meta, Some(headers), &id);
             let call =
                 tokio::spawn(async move { server.call_directly(*params, gone, traced).await });
             let result = match call.await {
@@ -131,6 +136,19 @@ pub(super) async fn answer(
             StatusCode::INTERNAL_SERVER_ERROR.into_response()
         }
     }
+}
+
+/// Only the W3C trace context of a request's `_meta` (SEP-414): nothing
+/// else of it is kept.
+fn trace_context(meta: &MetaObject) -> MetaObject {
+    let mut kept = MetaObject::new();
+    if let Some(value) = meta.get_traceparent() {
+        kept.set_traceparent(value);
+    }
+    if let Some(value) = meta.get_tracestate() {
+        kept.set_tracestate(value);
+    }
+    kept
 }
 
 /// The one value of header `name`; `None` when it is absent, repeated or
@@ -200,8 +218,23 @@ mod tests {
     fn a_plain_stateless_call_is_answered_directly() {
         let request = direct(&parts(MODERN), &call(json!({})));
         assert!(
-            matches!(request, Some(Direct::Call(RequestId::Number(7), ref p)) if p.name == "github_read_file")
+            matches!(request, Some(Direct::Call(RequestId::Number(7), ref p, ref m)) if p.name == "github_read_file" && m.get_traceparent().is_none())
         );
+    }
+
+    #[test]
+    fn a_direct_call_keeps_only_the_clients_trace_context_of_its_meta() {
+        let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let mut body: serde_json::Value = serde_json::from_slice(&call(json!({}))).unwrap();
+        body["params"]["_meta"]["traceparent"] = json!(traceparent);
+        body["params"]["_meta"]["tracestate"] = json!("vendor=1");
+        let Some(Direct::Call(_, _, meta)) = direct(&parts(MODERN), body.to_string().as_bytes())
+        else {
+            panic!("answered directly");
+        };
+        assert_eq!(meta.get_traceparent(), Some(traceparent));
+        assert_eq!(meta.get_tracestate(), Some("vendor=1"));
+        assert_eq!(meta.0.len(), 2, "nothing else of `_meta` is kept: {meta:?}");
     }
 
     #[test]

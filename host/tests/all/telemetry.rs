@@ -1,7 +1,7 @@
 //! OpenTelemetry export (issue 21 item 1): the real `serve` binary, pointed
 //! at an OTLP/HTTP receiver this test starts on loopback by the standard
-//! `OTEL_EXPORTER_OTLP_ENDPOINT`, exports one SERVER span per tool call
-//! (parented on the client's `_meta.traceparent`), a child span for a
+//! `OTEL_EXPORTER_OTLP_ENDPOINT`, exports one SERVER span per tool list and
+//! tool call (parented on the client's `_meta.traceparent`), a child span for a
 //! person's wait and a CLIENT span per upstream request; the spans say
 //! what the durable trace says; no argument reaches the collector.
 
@@ -145,6 +145,13 @@ async fn spans_of_an_allowed_a_refused_and_an_approved_call_reach_the_collector(
     let mcp = Mcp::new(&http, &view).connect().await;
     let traceparent = format!("00-{TRACE_ID}-{PARENT_ID}-01");
 
+    // 0. The tool list, inside the client's trace.
+    let listed = mcp
+        .request("tools/list", json!({"_meta": {"traceparent": traceparent}}))
+        .await
+        .unwrap();
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+
     // 1. An allowed read, inside the client's trace.
     let read = mcp
         .request(
@@ -221,11 +228,10 @@ async fn spans_of_an_allowed_a_refused_and_an_approved_call_reach_the_collector(
             .iter()
             .filter(|(_, s)| s.kind == CLIENT)
             .count();
-        (servers >= 3 && waits >= 1 && clients >= 2).then(|| received.spans.clone())
+        (servers >= 4 && waits >= 1 && clients >= 2).then(|| received.spans.clone())
     })
     .await;
-    let server = |tool: &str| -> Span {
-        let name = format!("tools/call {tool}");
+    let server_named = |name: &str| -> Span {
         let found: Vec<&Span> = spans
             .iter()
             .map(|(_, s)| s)
@@ -234,10 +240,19 @@ async fn spans_of_an_allowed_a_refused_and_an_approved_call_reach_the_collector(
         assert_eq!(found.len(), 1, "one span named {name}: {spans:#?}");
         found[0].clone()
     };
+    let server = |tool: &str| server_named(&format!("tools/call {tool}"));
     for (resource, _) in &spans {
         assert_eq!(resource["service.name"], "scout-host", "{resource:?}");
         assert!(resource.contains_key("service.instance.id"), "{resource:?}");
     }
+
+    let list = server_named("tools/list");
+    assert_eq!(hex(&list.trace_id), TRACE_ID);
+    assert_eq!(hex(&list.parent_span_id), PARENT_ID);
+    let attrs = attributes(&list);
+    assert_eq!(attrs["mcp.method.name"], "tools/list", "{attrs:?}");
+    assert_eq!(attrs["scout.session.id"], session, "{attrs:?}");
+    assert!(!attrs.contains_key("gen_ai.tool.name"), "{attrs:?}");
 
     // The read: in the client's trace, under its span; the semantic
     // conventions' attributes and the policy's under scout.*.
