@@ -127,6 +127,7 @@ impl Telemetry {
             .with_http_client(OtlpClient {
                 client,
                 runtime: runtime.handle().clone(),
+                warned_at: Default::default(),
             })
             .build()
             .map_err(TelemetryError::Exporter)?;
@@ -247,11 +248,49 @@ impl Drop for ExportRuntime {
 struct OtlpClient {
     client: reqwest::Client,
     runtime: tokio::runtime::Handle,
+    /// When a failed export was last logged (seconds since the Unix epoch).
+    warned_at: std::sync::atomic::AtomicU64,
+}
+
+/// A collector that stays away is logged once a minute, not per batch.
+const WARN_EVERY_SECS: u64 = 60;
+
+impl OtlpClient {
+    fn warn(&self, what: &dyn std::fmt::Display) {
+        use std::sync::atomic::Ordering;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let last = self.warned_at.load(Ordering::Relaxed);
+        if (last == 0 || now.saturating_sub(last) >= WARN_EVERY_SECS)
+            && self
+                .warned_at
+                .compare_exchange(last, now.max(1), Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            tracing::warn!(error = %what, "cannot export spans to the OTLP collector; spans are dropped until it answers");
+        }
+    }
 }
 
 #[async_trait::async_trait]
 impl HttpClient for OtlpClient {
     async fn send_bytes(&self, request: Request<Bytes>) -> Result<Response<Bytes>, HttpError> {
+        let sent = self.send(request).await;
+        match &sent {
+            Err(e) => self.warn(e),
+            Ok(response) if !response.status().is_success() => self.warn(&format_args!(
+                "the collector answered {}",
+                response.status()
+            )),
+            Ok(_) => {}
+        }
+        sent
+    }
+}
+
+impl OtlpClient {
+    async fn send(&self, request: Request<Bytes>) -> Result<Response<Bytes>, HttpError> {
         let client = self.client.clone();
         let sent = self.runtime.spawn(async move {
             let request = reqwest::Request::try_from(request)?;

@@ -405,3 +405,62 @@ async fn spans_of_an_allowed_a_refused_and_an_approved_call_reach_the_collector(
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// A collector that does not answer changes nothing for the agent: the call
+/// is answered, and the operator is told once on stderr.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_collector_that_is_away_costs_the_call_nothing_and_is_logged() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let github = FakeGitHub::start(GITHUB_TOKEN).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        scout_tests::serve_config_for_github(&github.origin()),
+    )
+    .unwrap();
+    let serve = Serve::start_with(
+        &config,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint),
+            ("OTEL_BSP_SCHEDULE_DELAY", "50".to_string()),
+            ("SCOUT_LOG", "warn".to_string()),
+        ],
+    );
+    let http = reqwest::Client::new();
+    let admin = Admin {
+        http: http.clone(),
+        base: serve.base.clone(),
+    };
+    admin.set_up().await;
+    let view = admin.session().await;
+    let mcp = Mcp::new(&http, &view).connect().await;
+    for _ in 0..3 {
+        let read = mcp
+            .request(
+                "tools/call",
+                json!({"name": "github_read_file",
+                       "arguments": {"owner": "octo", "repo": "hello", "path": "README.md"}}),
+            )
+            .await
+            .unwrap();
+        assert!(ok_text(&read).is_some(), "{read}");
+        // Each call's span goes out in a batch of its own, and fails.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    wait_for(
+        "the export failure on stderr",
+        Duration::from_secs(20),
+        async || serve.stderr().contains("cannot export spans").then_some(()),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let logged = serve.stderr();
+    assert_eq!(
+        logged.matches("cannot export spans").count(),
+        1,
+        "once, not per batch: {logged}"
+    );
+}
