@@ -542,3 +542,34 @@ pub mod replay_suite {
         }
     }
 }
+
+/// Debian's `prometheus` binary for the scrape test: `SCOUT_PROMETHEUS`, a
+/// `prometheus` on `PATH`, or the package unpacked into `/opt/prometheus`
+/// (what `.ci/run` does: `apt-get download prometheus` and `dpkg -x`, so
+/// no service is installed). `None` (the test skips, saying why) when there
+/// is none and `CI` is not `true`; on CI a missing binary fails the test.
+pub fn prometheus() -> Option<std::path::PathBuf> {
+    let candidates = std::env::var_os("SCOUT_PROMETHEUS")
+        .map(std::path::PathBuf::from)
+        .into_iter()
+        .chain(std::env::var_os("PATH").into_iter().flat_map(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join("prometheus"))
+                .collect::<Vec<_>>()
+        }))
+        .chain(std::iter::once(std::path::PathBuf::from(
+            "/opt/prometheus/usr/bin/prometheus",
+        )));
+    for candidate in candidates {
+        if candidate.is_file() {
+            return Some(candidate);
+        }
+    }
+    let why = "no prometheus binary (set SCOUT_PROMETHEUS, or unpack Debian's package: \
+               apt-get download prometheus && dpkg -x prometheus_*.deb /opt/prometheus)";
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("CI=true, but {why}");
+    }
+    eprintln!("scout-tests: skipped the Prometheus scrape test: {why}");
+    None
+}

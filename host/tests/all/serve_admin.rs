@@ -2149,3 +2149,107 @@ print(json.dumps(out))
     let unauthenticated = s.http.get(s.url("/metrics")).send().await.unwrap();
     assert_eq!(unauthenticated.status().as_u16(), 401);
 }
+
+/// A real Prometheus (Debian's 2.42, started by the test on loopback with a
+/// one-second scrape interval and the admin token in a credentials file)
+/// scrapes `/metrics` and its query API returns the counts of a known
+/// sequence of calls; the target is `up`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_real_prometheus_scrapes_the_metrics() {
+    let Some(prometheus) = scout_tests::prometheus() else {
+        return;
+    };
+    let s = serve("prometheus", "require_review = false", &[]).await;
+    let view = s.session("person-chat").await;
+    let mcp = s.mcp(&view).connect().await;
+    let read_args = json!({"owner": "octo", "repo": "hello", "path": "README.md"});
+    for _ in 0..3 {
+        let read = mcp.call("github_read_file", read_args.clone()).await;
+        assert_ne!(read["result"]["isError"], true, "{read}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("admin-token");
+    std::fs::write(&token, ADMIN_TOKEN).unwrap();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: scout-host\n    metrics_path: /metrics\n    authorization:\n      credentials_file: {token:?}\n    static_configs:\n      - targets: [\"{}\"]\n",
+            s.addr
+        ),
+    )
+    .unwrap();
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().port()
+    };
+    let child = std::process::Command::new(&prometheus)
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start prometheus");
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _prometheus = Kill(child);
+    let api = format!("http://127.0.0.1:{port}/api/v1");
+    let query = |q: &'static str| {
+        let http = s.http.clone();
+        let api = api.clone();
+        async move {
+            let response = http
+                .get(format!("{api}/query"))
+                .query(&[("query", q)])
+                .send()
+                .await
+                .ok()?;
+            let body: Value = serde_json::from_str(&response.text().await.ok()?).ok()?;
+            let value = body["data"]["result"].get(0)?["value"][1]
+                .as_str()?
+                .to_string();
+            value.parse::<f64>().ok()
+        }
+    };
+    let started = Instant::now();
+    let reads = loop {
+        if let Some(v) =
+            query(r#"sum(scout_tool_calls_total{tool="github_read_file",outcome="ok"})"#).await
+        {
+            break v;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "Prometheus never had the series"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(reads, 3.0);
+    let targets: Value = serde_json::from_str(
+        &s.http
+            .get(format!("{api}/targets"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    let target = &targets["data"]["activeTargets"][0];
+    assert_eq!(target["health"], "up", "{targets}");
+    assert_eq!(
+        query(r#"sum(scout_component_instantiate_seconds_count{connector="github"})"#).await,
+        Some(3.0)
+    );
+    assert_eq!(query(r#"scout_sessions_active"#).await, Some(1.0));
+}
