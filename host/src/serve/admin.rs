@@ -1,16 +1,21 @@
 //! The admin HTTP API and the router that also carries the MCP endpoints.
 //!
 //! Every request passes the `Host` check first (DNS rebinding), then a
-//! bearer token: the admin token for `/v1/...`, the session's own token for
-//! `/mcp/{session}/{connector}`. Every error is JSON of one shape,
+//! bearer token: for `/v1/...` the admin token or, with `[oidc]`, a token
+//! of the issuer, whose role must permit the route ([`super::identity`]);
+//! the session's own token for `/mcp/{session}/{connector}`. Handlers read
+//! the caller as a [`Principal`] extension. Every error is JSON of one shape,
 //! `{"error": {"code": "...", "message": "..."}}`, with a stable `code`;
 //! bodies are capped at `max_request_bytes`.
 
+use super::identity::{Principal, Refusal};
 use super::{HostError, OpenSession, ServeHost};
 use crate::policy::Profile;
 use crate::store::{ApprovalError, ApprovalId, ProfileKind, SaveProfileError, TraceFilter};
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{DefaultBodyLimit, FromRequest, Path, RawQuery, Request, State};
+use axum::extract::{
+    DefaultBodyLimit, Extension, FromRequest, MatchedPath, Path, RawQuery, Request, State,
+};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -161,7 +166,10 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
         .route("/v1/trace/export", get(trace_export))
         // Behind the admin credential, like the rest of the admin API.
         .route("/metrics", get(metrics))
-        .route_layer(middleware::from_fn_with_state(host.clone(), require_admin));
+        .route_layer(middleware::from_fn_with_state(
+            host.clone(),
+            require_identity,
+        ));
     let mcp = Router::new()
         .route("/mcp/{session}/{connector}", any(mcp_endpoint))
         // For load balancers: no credential, nothing but whether to send traffic.
@@ -267,15 +275,79 @@ fn unauthorized() -> Response {
     response
 }
 
-async fn require_admin(
+/// 401 for a token that is not acceptable, saying why (RFC 6750); the
+/// description is one of [`super::identity::InvalidToken`]'s fixed sentences.
+fn invalid_token(why: &str) -> Response {
+    let mut response = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", why).into_response();
+    let challenge = format!(
+        "Bearer error=\"invalid_token\", error_description=\"{}\"",
+        why.replace(['"', '\\'], "'")
+    );
+    let value = header::HeaderValue::from_str(&challenge)
+        .unwrap_or_else(|_| header::HeaderValue::from_static("Bearer error=\"invalid_token\""));
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, value);
+    response
+}
+
+/// Who the bearer token proves: the admin token, or a token of the
+/// `[oidc]` issuer. The refusal is the response to send.
+async fn authenticate(host: &ServeHost, token: Option<&str>) -> Result<Principal, Response> {
+    let Some(token) = token else {
+        return Err(unauthorized());
+    };
+    if host.admin_token_matches(token) {
+        return Ok(Principal::admin_token());
+    }
+    let Some(verifier) = host
+        .identity()
+        .filter(|_| super::identity::OidcVerifier::looks_like_jwt(token))
+    else {
+        return Err(unauthorized());
+    };
+    match verifier.verify(token).await {
+        Ok(principal) => Ok(principal),
+        Err(Refusal::Invalid(why)) => {
+            tracing::info!(reason = %why, "admin API token refused");
+            Err(invalid_token(&why.to_string()))
+        }
+        Err(refusal @ Refusal::KeysUnavailable(_)) => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "identity_unavailable",
+            refusal.to_string(),
+        )
+        .into_response()),
+        Err(refusal @ Refusal::NoRole { .. }) => {
+            Err(
+                ApiError::new(StatusCode::FORBIDDEN, "forbidden", refusal.to_string())
+                    .into_response(),
+            )
+        }
+    }
+}
+
+/// The admin API's gate: a caller whose role permits the route, inserted
+/// into the request as a [`Principal`].
+async fn require_identity(
     State(host): State<Arc<ServeHost>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
-    match bearer(request.headers()) {
-        Some(token) if host.admin_token_matches(token) => next.run(request).await,
-        _ => unauthorized(),
+    let principal = match authenticate(&host, bearer(request.headers())).await {
+        Ok(principal) => principal,
+        Err(response) => return response,
+    };
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| request.uri().path().to_string());
+    if let Err(why) = super::identity::permit(principal.role, request.method().as_str(), &route) {
+        return ApiError::new(StatusCode::FORBIDDEN, "forbidden", why).into_response();
     }
+    request.extensions_mut().insert(principal);
+    next.run(request).await
 }
 
 /// Forwards to the session's MCP service after checking its token. The
@@ -683,28 +755,31 @@ async fn list_approvals(
 #[serde(deny_unknown_fields)]
 struct Decide {
     approve: bool,
-    /// Who decided, for the record.
-    by: String,
+    /// Accepted so that older clients keep working, and not recorded: who
+    /// decided is the verified caller.
+    #[serde(default)]
+    #[allow(dead_code)]
+    by: Option<String>,
 }
 
 async fn decide_approval(
     State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
     Path(id): Path<String>,
     Body(request): Body<Decide>,
 ) -> Result<Json<Value>, ApiError> {
     let id: i64 = id
         .parse()
         .map_err(|_| ApiError::bad_request("an approval id is a number"))?;
-    if request.by.trim().is_empty() {
-        return Err(ApiError::bad_request("`by` names who decided"));
-    }
     // The trace's `decided` event says who, and through which channel.
     match host.store.decide(
         ApprovalId(id),
         request.approve,
-        &format!("{} (approvals API)", request.by.trim()),
+        &format!("{} (approvals API)", caller.subject),
     ) {
-        Ok(()) => Ok(Json(json!({"approval": id, "approved": request.approve}))),
+        Ok(()) => Ok(Json(
+            json!({"approval": id, "approved": request.approve, "decided_by": caller.subject}),
+        )),
         Err(ApprovalError::Unknown(_)) => Err(ApiError::not_found(format!("no approval {id}"))),
         Err(ApprovalError::NotPending(_)) => Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -753,11 +828,16 @@ struct ApproveReview {
     /// The digest the operator reviewed (from `GET /v1/reviews`): a tool
     /// that changed since is not approved by an older review.
     digest: String,
-    by: String,
+    /// Accepted and not recorded, as for approvals: who reviewed is the
+    /// verified caller.
+    #[serde(default)]
+    #[allow(dead_code)]
+    by: Option<String>,
 }
 
 async fn approve_review(
     State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
     Body(request): Body<ApproveReview>,
 ) -> Result<Json<Value>, ApiError> {
     let component = host
@@ -778,15 +858,12 @@ async fn approve_review(
             "the tool changed since this digest: review it again",
         ));
     }
-    if request.by.trim().is_empty() {
-        return Err(ApiError::bad_request("`by` names who reviewed"));
-    }
     host.store
-        .approve_tool(&request.connector, &request.tool, &current, &request.by)?;
+        .approve_tool(&request.connector, &request.tool, &current, &caller.subject)?;
     // Sessions that held the tool offer it from their next request.
     host.boundary().changed();
     Ok(Json(
-        json!({"connector": request.connector, "tool": request.tool, "reviewed": true}),
+        json!({"connector": request.connector, "tool": request.tool, "reviewed": true, "reviewed_by": caller.subject}),
     ))
 }
 

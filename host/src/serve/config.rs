@@ -136,6 +136,137 @@ pub struct ServeConfig {
     /// Facts about brands that the store does not hold, by brand name.
     #[serde(default)]
     pub brands: BTreeMap<String, BrandConfig>,
+    /// Bearer tokens from an OpenID Connect issuer, accepted on the admin
+    /// API besides the admin token (`serve::identity`). Absent: the admin
+    /// token only.
+    #[serde(default)]
+    pub oidc: Option<OidcConfig>,
+}
+
+/// `[oidc]`: who may call the admin API, as an OpenID Connect issuer says.
+///
+/// ```toml
+/// [oidc]
+/// issuer = "https://id.example.com"          # the tokens' `iss`, exactly
+/// audience = "scout-admin"                   # one of the tokens' `aud`
+/// jwks_url = "https://id.example.com/.well-known/jwks.json"
+/// role_claim = "scout_roles"                 # default; a string or an array of strings
+/// leeway_secs = 60                           # clock skew allowed on exp, nbf, iat
+/// jwks_min_refresh_secs = 10                 # at most one key fetch per this many seconds
+/// [oidc.roles]                               # optional: claim value -> role
+/// admin = ["platform-admins"]
+/// approver = ["approvers"]
+/// viewer = ["auditors"]
+/// ```
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OidcConfig {
+    /// The issuer's identifier: a token's `iss` must equal it.
+    pub issuer: String,
+    /// A token's `aud` (a string or an array) must contain it.
+    pub audience: String,
+    /// Where the issuer publishes its signing keys (a JWK set).
+    pub jwks_url: String,
+    /// The claim that carries the caller's roles.
+    #[serde(default = "default_role_claim")]
+    pub role_claim: String,
+    /// Seconds of clock skew allowed when checking `exp`, `nbf` and `iat`.
+    #[serde(default = "default_leeway_secs")]
+    pub leeway_secs: u64,
+    /// The keys are fetched again when a token names a key they lack, at
+    /// most once per this many seconds (a flood of made-up key ids cannot
+    /// hammer the issuer).
+    #[serde(default = "default_jwks_min_refresh_secs")]
+    pub jwks_min_refresh_secs: u64,
+    /// Which claim values give which role. Absent: the values `admin`,
+    /// `approver` and `viewer` themselves. Present: only what it lists.
+    #[serde(default)]
+    pub roles: Option<OidcRoles>,
+}
+
+/// `[oidc.roles]`: the values of the role claim that give each role.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OidcRoles {
+    #[serde(default)]
+    pub admin: Vec<String>,
+    #[serde(default)]
+    pub approver: Vec<String>,
+    #[serde(default)]
+    pub viewer: Vec<String>,
+}
+
+/// Most clock skew `leeway_secs` may allow.
+const MAX_LEEWAY_SECS: u64 = 600;
+
+impl OidcConfig {
+    /// Refuses what would make the check unsound or unusable; each message
+    /// names the key to fix.
+    fn check(&self) -> Result<(), String> {
+        check_identity_url("oidc.issuer", &self.issuer)?;
+        check_identity_url("oidc.jwks_url", &self.jwks_url)?;
+        if self.audience.trim().is_empty() {
+            return Err(
+                "oidc.audience must not be empty: it is what a token's `aud` must contain".into(),
+            );
+        }
+        if self.role_claim.trim().is_empty() {
+            return Err("oidc.role_claim must name the claim that carries roles".into());
+        }
+        if self.leeway_secs > MAX_LEEWAY_SECS {
+            return Err(format!(
+                "oidc.leeway_secs must be at most {MAX_LEEWAY_SECS} (it is clock skew, not a token lifetime)"
+            ));
+        }
+        if !(1..=3600).contains(&self.jwks_min_refresh_secs) {
+            return Err("oidc.jwks_min_refresh_secs must be from 1 to 3600".into());
+        }
+        if let Some(roles) = &self.roles {
+            let mut seen = BTreeMap::new();
+            for (role, values) in [
+                ("admin", &roles.admin),
+                ("approver", &roles.approver),
+                ("viewer", &roles.viewer),
+            ] {
+                for value in values {
+                    if value.trim().is_empty() {
+                        return Err(format!(
+                            "oidc.roles.{role}: a claim value must not be empty"
+                        ));
+                    }
+                    if let Some(other) = seen.insert(value.as_str(), role) {
+                        return Err(format!(
+                            "oidc.roles: `{value}` gives both {other} and {role}; give each value one role"
+                        ));
+                    }
+                }
+            }
+            if seen.is_empty() {
+                return Err("oidc.roles gives no role to any claim value; list some, or remove the table to use the values admin, approver and viewer".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An identity provider's URL: https, or plain http to this machine only
+/// (a test issuer): keys fetched in the clear from elsewhere could be
+/// swapped on the way.
+fn check_identity_url(key: &str, text: &str) -> Result<(), String> {
+    let url = url::Url::parse(text).map_err(|e| format!("{key}: `{text}` is not a URL: {e}"))?;
+    let loopback = match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    match url.scheme() {
+        "https" if url.host().is_some() => Ok(()),
+        "http" if loopback => Ok(()),
+        _ => Err(format!(
+            "{key}: `{text}` must be an https URL (plain http is accepted only for a loopback host: 127.0.0.1, ::1 or localhost)"
+        )),
+    }
 }
 
 /// `[store]`: embedded SQLite (the default, nothing to set up) or one
@@ -364,6 +495,15 @@ fn default_session_ttl_secs() -> u64 {
 fn default_credential() -> String {
     "bearer".to_string()
 }
+fn default_role_claim() -> String {
+    "scout_roles".to_string()
+}
+fn default_leeway_secs() -> u64 {
+    60
+}
+fn default_jwks_min_refresh_secs() -> u64 {
+    10
+}
 
 impl ServeConfig {
     /// Reads and checks `path`; relative paths in it are made relative to it.
@@ -470,6 +610,9 @@ impl ServeConfig {
             return Err(ConfigFileError::Invalid(
                 "max_request_bytes must be at least 1024".into(),
             ));
+        }
+        if let Some(oidc) = &config.oidc {
+            oidc.check().map_err(ConfigFileError::Invalid)?;
         }
         Ok(config)
     }
@@ -708,6 +851,86 @@ mod tests {
         );
         assert!(unknown("[brands.acme]\ngoals_engine = \"yes\"\n"));
         assert!(unknown("[brands.acme]\nskills = \"seo-method\"\n"));
+    }
+
+    #[test]
+    fn oidc_settings_are_checked_when_the_file_is_read() {
+        let head = "[oidc]\naudience = \"scout-admin\"\n";
+        let parse = |tail: &str| ServeConfig::parse(&format!("{head}{tail}"));
+        let good =
+            "issuer = \"https://id.example.com\"\njwks_url = \"https://id.example.com/jwks\"\n";
+        let c = parse(good).unwrap();
+        let oidc = c.oidc.unwrap();
+        assert_eq!(oidc.role_claim, "scout_roles");
+        assert_eq!(oidc.leeway_secs, 60);
+        assert_eq!(oidc.jwks_min_refresh_secs, 10);
+        assert_eq!(oidc.roles, None);
+        assert!(
+            ServeConfig::parse("").unwrap().oidc.is_none(),
+            "no [oidc]: the admin token only"
+        );
+        for loopback in ["127.0.0.1:8080", "[::1]:8080", "localhost:8080"] {
+            let text =
+                format!("issuer = \"http://{loopback}\"\njwks_url = \"http://{loopback}/jwks\"\n");
+            assert!(parse(&text).is_ok(), "{loopback}");
+        }
+        let invalid = |tail: &str| match parse(tail) {
+            Err(ConfigFileError::Invalid(m)) => m,
+            other => panic!("{tail:?} should be refused as invalid: {other:?}"),
+        };
+        let m = invalid(
+            "issuer = \"http://id.example.com\"\njwks_url = \"https://id.example.com/jwks\"\n",
+        );
+        assert!(
+            m.starts_with("oidc.issuer: ") && m.contains("must be an https URL"),
+            "{m}"
+        );
+        let m =
+            invalid("issuer = \"https://id.example.com\"\njwks_url = \"http://10.0.0.1/jwks\"\n");
+        assert!(
+            m.starts_with("oidc.jwks_url: ") && m.contains("loopback"),
+            "{m}"
+        );
+        let m =
+            invalid("issuer = \"id.example.com\"\njwks_url = \"https://id.example.com/jwks\"\n");
+        assert!(m.contains("is not a URL"), "{m}");
+        let m = ServeConfig::parse(&format!("[oidc]\naudience = \" \"\n{good}"));
+        assert!(matches!(m, Err(ConfigFileError::Invalid(m)) if m.contains("oidc.audience")));
+        assert!(invalid(&format!("{good}leeway_secs = 601\n")).contains("oidc.leeway_secs"));
+        assert!(
+            invalid(&format!("{good}jwks_min_refresh_secs = 0\n"))
+                .contains("jwks_min_refresh_secs")
+        );
+        let c = parse(&format!(
+            "{good}[oidc.roles]\nadmin = [\"platform-admins\"]\n"
+        ))
+        .unwrap();
+        let roles = c.oidc.unwrap().roles.unwrap();
+        assert_eq!(roles.admin, ["platform-admins"]);
+        assert!(
+            roles.viewer.is_empty(),
+            "a role the table leaves out is given by no value"
+        );
+        assert!(
+            invalid(&format!(
+                "{good}[oidc.roles]\nadmin = [\"x\"]\nviewer = [\"x\"]\n"
+            ))
+            .contains("gives both admin and viewer")
+        );
+        assert!(invalid(&format!("{good}[oidc.roles]\n")).contains("gives no role"));
+        let unknown = |tail: &str| matches!(parse(tail), Err(ConfigFileError::Parse { .. }));
+        assert!(
+            unknown(&format!("{good}audiences = [\"x\"]\n")),
+            "a typo is refused, not ignored"
+        );
+        assert!(unknown(&format!("{good}[oidc.roles]\nowner = [\"x\"]\n")));
+        assert!(
+            matches!(
+                ServeConfig::parse("[oidc]\nissuer = \"https://id.example.com\"\n"),
+                Err(ConfigFileError::Parse { message, .. }) if message.contains("audience")
+            ),
+            "audience and jwks_url are required"
+        );
     }
 
     #[test]

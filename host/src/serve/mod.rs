@@ -13,6 +13,7 @@
 pub mod admin;
 pub mod agent_config;
 pub mod config;
+pub mod identity;
 pub mod mcp;
 mod stateless;
 
@@ -70,6 +71,8 @@ pub enum StartError {
     Runtime(#[source] crate::LoadError),
     #[error(transparent)]
     Telemetry(#[from] crate::telemetry::TelemetryError),
+    #[error("[oidc]: {0}")]
+    Identity(String),
 }
 
 /// What opening a session asks for.
@@ -202,6 +205,8 @@ pub struct ServeHost {
     sessions: RwLock<HashMap<String, Arc<LiveSession>>>,
     http: Mutex<HashMap<(String, String), CachedClient>>,
     admin_token_digest: [u8; 32],
+    /// Verifies the `[oidc]` issuer's tokens, when the file has `[oidc]`.
+    identity: Option<Arc<identity::OidcVerifier>>,
     /// Calls granted handles: only calls the boundary authorized.
     grants: std::sync::atomic::AtomicU64,
     /// The address actually bound (the configured port may be 0) and the
@@ -487,8 +492,15 @@ impl ServeHost {
         if let Some(telemetry) = &telemetry {
             boundary = boundary.exported_to(telemetry.clone());
         }
+        let identity = match &config.oidc {
+            Some(oidc) => Some(Arc::new(identity::OidcVerifier::new(oidc).map_err(
+                |e| StartError::Identity(format!("cannot set up the key fetch: {e}")),
+            )?)),
+            None => None,
+        };
         Ok(Arc::new(ServeHost {
             admin_token_digest: digest(&admin_token),
+            identity,
             config,
             components,
             platform,
@@ -557,6 +569,11 @@ impl ServeHost {
     /// Whether `token` is the admin token.
     pub(crate) fn admin_token_matches(&self, token: &str) -> bool {
         digest(token) == self.admin_token_digest
+    }
+
+    /// The `[oidc]` verifier, when the configuration has one.
+    pub(crate) fn identity(&self) -> Option<&identity::OidcVerifier> {
+        self.identity.as_deref()
     }
 
     fn resolver(&self) -> Resolver<'_> {

@@ -4,6 +4,7 @@
 //! former test file; `connectors` holds one module per connector, with the
 //! tests every connector gets generated from its component's own manifest.
 
+mod admin_identity;
 mod agent_config;
 mod author_cli;
 mod boundary;

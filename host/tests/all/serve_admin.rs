@@ -1211,6 +1211,10 @@ async fn the_trace_says_who_decided_an_approval_and_why_tools_are_missing() {
         )
         .await;
     assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["decided_by"], "admin-token",
+        "the verified caller decides, not the body's `by`"
+    );
     let reply = tokio::time::timeout(Duration::from_secs(20), waiting)
         .await
         .expect("the call ends")
@@ -1223,8 +1227,8 @@ async fn the_trace_says_who_decided_an_approval_and_why_tools_are_missing() {
     assert_eq!(decided[0]["rule"], "approved");
     assert_eq!(decided[0]["detail"]["approval"], approval_id);
     assert_eq!(
-        decided[0]["detail"]["by"], "alice (approvals API)",
-        "who, and through which channel"
+        decided[0]["detail"]["by"], "admin-token (approvals API)",
+        "who (the verified caller, never the body's `by`), and through which channel"
     );
     assert!(decided[0]["detail"]["decided_at_ms"].as_i64().unwrap() > 0);
     let writes = events_of(&events, "mcp__github__github_create_branch");

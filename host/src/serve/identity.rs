@@ -1,0 +1,809 @@
+//! Who is calling the admin API, and what their role lets them do.
+//!
+//! One static admin token cannot say who decided an approval: whoever holds
+//! it types a name. With `[oidc]`, the admin API also takes bearer tokens
+//! (JWTs) from the organisation's OpenID Connect issuer, so the subject
+//! recorded for a decision is one the issuer signed, and each caller gets
+//! only their role's part of the API.
+//!
+//! A token is accepted when its signature verifies with one of the keys the
+//! issuer publishes at `jwks_url`, its `iss` is the configured issuer, its
+//! `aud` contains the configured audience, it has not expired (`exp` is
+//! required) and is already valid (`nbf`, `iat`), within `leeway_secs` of
+//! clock skew. The algorithm comes from the key, never from the token: an
+//! RSA key verifies RS256/384/512 and PS256/384/512 (only its own `alg` if
+//! the key names one), a P-256 key ES256, a P-384 key ES384, an Ed25519 key
+//! EdDSA. `alg: none` and HMAC (`HS*`) are always refused, and shared-secret
+//! (`oct`) keys in the set are ignored, so the issuer's public key can never
+//! be used as an HMAC secret (the key-confusion attack).
+//!
+//! Keys are cached. A token naming a key id the cache lacks, or a cache
+//! older than [`KEYS_MAX_AGE`], fetches the set again; one fetch runs at a
+//! time and the requests waiting for it share its result, and fetches start
+//! at most once per `jwks_min_refresh_secs`, so made-up key ids cannot
+//! hammer the issuer. When the keys cannot be fetched and none cached
+//! verifies the token, the answer is 503 (`identity_unavailable`): the
+//! token may be fine, and the client may try again.
+//!
+//! The token itself is never logged or echoed; refusal messages are fixed
+//! sentences that name the check that failed.
+
+use super::config::{OidcConfig, OidcRoles};
+use base64::Engine;
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, PublicKeyUse};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The cached keys are fetched again on the first request after this long,
+/// so a key the issuer withdrew stops verifying.
+pub const KEYS_MAX_AGE: Duration = Duration::from_secs(60 * 60);
+/// Longest token considered at all.
+const MAX_TOKEN_BYTES: usize = 16 * 1024;
+/// Largest key set read from the issuer.
+const MAX_JWKS_BYTES: usize = 1 << 20;
+/// Longest subject recorded.
+const MAX_SUBJECT_BYTES: usize = 256;
+/// How long one key fetch may take.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What a caller may do on the admin API. Ordered: a later role may do
+/// everything an earlier one may on the routes both have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    /// Read-only: GET requests of the admin API.
+    Viewer,
+    /// Sees and decides approvals, reads the trace and sessions.
+    Approver,
+    /// Everything.
+    Admin,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Viewer => "viewer",
+            Role::Approver => "approver",
+            Role::Admin => "admin",
+        }
+    }
+
+    /// What the role may do, for a refusal.
+    fn may(self) -> &'static str {
+        match self {
+            Role::Viewer => "may only read (GET requests)",
+            Role::Approver => {
+                "may only list and decide approvals, read the trace and its export, and read sessions"
+            }
+            Role::Admin => "may do everything",
+        }
+    }
+}
+
+/// How the caller proved who they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// The static admin token (`admin_token_env`).
+    AdminToken,
+    /// A token of the `[oidc]` issuer.
+    Oidc,
+}
+
+/// The verified caller, as the auth middleware inserts it into the
+/// request's extensions for handlers to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// Who: the token's `sub`, or `admin-token`.
+    pub subject: String,
+    pub role: Role,
+    pub via: Via,
+}
+
+impl Principal {
+    /// The holder of the static admin token.
+    pub fn admin_token() -> Principal {
+        Principal {
+            subject: "admin-token".to_string(),
+            role: Role::Admin,
+            via: Via::AdminToken,
+        }
+    }
+}
+
+/// The routes (method, route pattern) an approver may use.
+const APPROVER_ROUTES: &[(&str, &str)] = &[
+    ("GET", "/v1/health"),
+    ("GET", "/v1/approvals"),
+    ("POST", "/v1/approvals/{id}"),
+    ("GET", "/v1/trace"),
+    ("GET", "/v1/trace/export"),
+    ("GET", "/v1/sessions"),
+    ("GET", "/v1/sessions/{id}"),
+];
+
+fn allows(role: Role, method: &str, route: &str) -> bool {
+    let method = if method == "HEAD" { "GET" } else { method };
+    match role {
+        Role::Admin => true,
+        Role::Approver => APPROVER_ROUTES.contains(&(method, route)),
+        Role::Viewer => method == "GET",
+    }
+}
+
+/// Whether `role` may send `method` to the route `route` (its pattern, as
+/// the router matched it); the refusal names the role, what it may do and
+/// which roles may do this.
+pub fn permit(role: Role, method: &str, route: &str) -> Result<(), String> {
+    if allows(role, method, route) {
+        return Ok(());
+    }
+    let needed: Vec<&str> = [Role::Viewer, Role::Approver, Role::Admin]
+        .into_iter()
+        .filter(|r| allows(*r, method, route))
+        .map(Role::name)
+        .collect();
+    Err(format!(
+        "role `{}` {}; {method} {route} needs role {}",
+        role.name(),
+        role.may(),
+        needed.join(" or ")
+    ))
+}
+
+/// Why a token was not accepted. Every message is a fixed sentence: none
+/// repeats the token or anything read from it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidToken {
+    #[error("the token is malformed: {0}")]
+    Malformed(&'static str),
+    #[error(
+        "the token's algorithm ({0}) is never accepted: only signatures by the issuer's published keys are"
+    )]
+    DisallowedAlgorithm(&'static str),
+    #[error("the token's algorithm is not one its key signs with ({0})")]
+    AlgorithmMismatch(String),
+    #[error("the token's key id (`kid`) is not among the keys the issuer publishes")]
+    UnknownKey,
+    #[error(
+        "the token names no key id (`kid`) and the issuer publishes more than one key or none without one"
+    )]
+    NoKeyId,
+    #[error("the token's signature does not verify with the issuer's key")]
+    BadSignature,
+    #[error("the token has expired (`exp`)")]
+    Expired,
+    #[error("the token is not valid yet (`nbf` or `iat` is in the future)")]
+    NotYetValid,
+    #[error("the token's issuer (`iss`) is not the one this host trusts")]
+    WrongIssuer,
+    #[error("the token's audience (`aud`) does not include this host's")]
+    WrongAudience,
+    #[error("the token has no `{0}` claim")]
+    MissingClaim(&'static str),
+    #[error("the token's `{0}` claim is malformed")]
+    BadClaim(&'static str),
+}
+
+/// Why a request with a token is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// 401: the token is not acceptable.
+    #[error(transparent)]
+    Invalid(#[from] InvalidToken),
+    /// 503: the issuer's keys could not be fetched, and none cached verifies.
+    #[error(
+        "the issuer's signing keys could not be fetched from jwks_url ({0}); try again shortly"
+    )]
+    KeysUnavailable(String),
+    /// 403: a valid token that gives no role.
+    #[error(
+        "the token's `{claim}` claim gives no role of this host: one of admin, approver or viewer is needed{mapped}"
+    )]
+    NoRole { claim: String, mapped: &'static str },
+}
+
+/// One key of the issuer's set and the algorithms it verifies.
+struct SigningKey {
+    key: DecodingKey,
+    algorithms: Vec<Algorithm>,
+}
+
+/// The issuer's keys as last fetched.
+struct KeySet {
+    by_id: HashMap<String, Arc<SigningKey>>,
+    /// Keys published without a `kid`.
+    unnamed: Vec<Arc<SigningKey>>,
+    fetched_at: Instant,
+    /// Counts fetches: a request that waited for a fetch sees it changed.
+    generation: u64,
+}
+
+impl KeySet {
+    fn find(&self, kid: Option<&str>) -> Result<Arc<SigningKey>, InvalidToken> {
+        match kid {
+            Some(kid) => self.by_id.get(kid).cloned().ok_or(InvalidToken::UnknownKey),
+            None => match (self.unnamed.as_slice(), self.by_id.len()) {
+                ([only], 0) => Ok(only.clone()),
+                ([], 1) => Ok(self
+                    .by_id
+                    .values()
+                    .next()
+                    .cloned()
+                    .ok_or(InvalidToken::NoKeyId)?),
+                _ => Err(InvalidToken::NoKeyId),
+            },
+        }
+    }
+}
+
+#[derive(Default)]
+struct FetchState {
+    last_attempt: Option<Instant>,
+    /// Why the last fetch failed, if it did.
+    last_error: Option<String>,
+}
+
+/// Verifies the `[oidc]` issuer's tokens.
+pub struct OidcVerifier {
+    config: OidcConfig,
+    roles: OidcRoles,
+    http: reqwest::Client,
+    keys: parking_lot::RwLock<Option<Arc<KeySet>>>,
+    /// Held while a fetch runs: one at a time, shared by those waiting.
+    fetch: tokio::sync::Mutex<FetchState>,
+    fetches: std::sync::atomic::AtomicU64,
+}
+
+impl OidcVerifier {
+    /// No network yet: the keys are fetched when the first token comes.
+    pub fn new(config: &OidcConfig) -> Result<OidcVerifier, reqwest::Error> {
+        let http = reqwest::Client::builder()
+            .timeout(FETCH_TIMEOUT)
+            // A redirect could lead from https to plain http.
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
+        let roles = config.roles.clone().unwrap_or_else(|| OidcRoles {
+            admin: vec!["admin".into()],
+            approver: vec!["approver".into()],
+            viewer: vec!["viewer".into()],
+        });
+        Ok(OidcVerifier {
+            config: config.clone(),
+            roles,
+            http,
+            keys: parking_lot::RwLock::new(None),
+            fetch: tokio::sync::Mutex::new(FetchState::default()),
+            fetches: Default::default(),
+        })
+    }
+
+    /// Whether `token` looks like a JWT at all (three dot-separated parts),
+    /// so that anything else is answered as a wrong admin token.
+    pub fn looks_like_jwt(token: &str) -> bool {
+        token.bytes().filter(|b| *b == b'.').count() == 2
+    }
+
+    /// The caller `token` proves, or why it proves nothing.
+    pub async fn verify(&self, token: &str) -> Result<Principal, Refusal> {
+        let header = read_header(token)?;
+        let key = self.key_for(header.kid.as_deref()).await?;
+        if !key.algorithms.contains(&header.algorithm) {
+            let names: Vec<String> = key.algorithms.iter().map(|a| format!("{a:?}")).collect();
+            return Err(InvalidToken::AlgorithmMismatch(names.join(", ")).into());
+        }
+        let mut validation = Validation::new(header.algorithm);
+        validation.leeway = self.config.leeway_secs;
+        validation.validate_exp = true;
+        validation.validate_nbf = true;
+        validation.validate_aud = true;
+        validation.set_issuer(&[self.config.issuer.as_str()]);
+        validation.set_audience(&[self.config.audience.as_str()]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        let claims = jsonwebtoken::decode::<Map<String, Value>>(token, &key.key, &validation)
+            .map_err(|e| invalid_from(e.kind()))?
+            .claims;
+        if let Some(iat) = claims.get("iat") {
+            let iat = iat.as_f64().ok_or(InvalidToken::BadClaim("iat"))?;
+            let now = jsonwebtoken::get_current_timestamp() as f64;
+            if iat > now + self.config.leeway_secs as f64 {
+                return Err(InvalidToken::NotYetValid.into());
+            }
+        }
+        let subject = match claims.get("sub") {
+            Some(Value::String(s))
+                if !s.is_empty()
+                    && s.len() <= MAX_SUBJECT_BYTES
+                    && !s.chars().any(char::is_control) =>
+            {
+                s.clone()
+            }
+            Some(_) => return Err(InvalidToken::BadClaim("sub").into()),
+            None => return Err(InvalidToken::MissingClaim("sub").into()),
+        };
+        let role = self
+            .role_of(claims.get(&self.config.role_claim))
+            .ok_or_else(|| Refusal::NoRole {
+                claim: self.config.role_claim.clone(),
+                mapped: if self.config.roles.is_some() {
+                    ", as [oidc.roles] maps its values"
+                } else {
+                    ""
+                },
+            })?;
+        Ok(Principal {
+            subject,
+            role,
+            via: Via::Oidc,
+        })
+    }
+
+    /// The highest role the claim's value (a string or an array of
+    /// strings) gives.
+    fn role_of(&self, claim: Option<&Value>) -> Option<Role> {
+        let values: Vec<&str> = match claim? {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+            _ => return None,
+        };
+        let gives = |listed: &[String]| values.iter().any(|v| listed.iter().any(|l| l == v));
+        if gives(&self.roles.admin) {
+            Some(Role::Admin)
+        } else if gives(&self.roles.approver) {
+            Some(Role::Approver)
+        } else if gives(&self.roles.viewer) {
+            Some(Role::Viewer)
+        } else {
+            None
+        }
+    }
+
+    /// How many times the key set was fetched (for tests and diagnostics).
+    pub fn fetches(&self) -> u64 {
+        self.fetches.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The key `kid` names, from the cache, or fetched when the cache lacks
+    /// it or is old.
+    async fn key_for(&self, kid: Option<&str>) -> Result<Arc<SigningKey>, Refusal> {
+        let cached = self.keys.read().clone();
+        if let Some(keys) = &cached
+            && keys.fetched_at.elapsed() < KEYS_MAX_AGE
+            && let Ok(key) = keys.find(kid)
+        {
+            return Ok(key);
+        }
+        match self.refresh(cached.as_ref().map(|k| k.generation)).await {
+            Ok(keys) => Ok(keys.find(kid)?),
+            // The issuer is unreachable: a key still cached serves.
+            Err(why) => match cached.as_ref().map(|k| k.find(kid)) {
+                Some(Ok(key)) => Ok(key),
+                _ => Err(Refusal::KeysUnavailable(why)),
+            },
+        }
+    }
+
+    /// Fetches the key set, unless another request fetched it while this
+    /// one waited (`seen` is the generation it had) or the last fetch was
+    /// under `jwks_min_refresh_secs` ago (then the keys as they are, or why
+    /// that fetch failed).
+    async fn refresh(&self, seen: Option<u64>) -> Result<Arc<KeySet>, String> {
+        let mut state = self.fetch.lock().await;
+        let current = self.keys.read().clone();
+        if let Some(keys) = &current
+            && Some(keys.generation) != seen
+        {
+            return Ok(keys.clone());
+        }
+        let min_interval = Duration::from_secs(self.config.jwks_min_refresh_secs);
+        if let Some(at) = state.last_attempt
+            && at.elapsed() < min_interval
+        {
+            return match (&state.last_error, current) {
+                (None, Some(keys)) => Ok(keys),
+                (Some(why), _) => Err(why.clone()),
+                (None, None) => Err("no key set fetched yet".into()),
+            };
+        }
+        state.last_attempt = Some(Instant::now());
+        self.fetches
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        match self.fetch_keys().await {
+            Ok((by_id, unnamed)) => {
+                let keys = Arc::new(KeySet {
+                    by_id,
+                    unnamed,
+                    fetched_at: Instant::now(),
+                    generation: current.map_or(1, |k| k.generation + 1),
+                });
+                *self.keys.write() = Some(keys.clone());
+                state.last_error = None;
+                Ok(keys)
+            }
+            Err(why) => {
+                tracing::warn!(jwks_url = %self.config.jwks_url, error = %why, "cannot fetch the issuer's keys");
+                state.last_error = Some(why.clone());
+                Err(why)
+            }
+        }
+    }
+
+    /// One GET of `jwks_url`: the usable signing keys, by key id and without.
+    async fn fetch_keys(&self) -> Result<KeysRead, String> {
+        let mut response = self
+            .http
+            .get(&self.config.jwks_url)
+            .header(reqwest::header::ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(|e| bounded(&e.without_url().to_string()))?;
+        if !response.status().is_success() {
+            return Err(format!(
+                "the issuer answered HTTP {}",
+                response.status().as_u16()
+            ));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| bounded(&e.without_url().to_string()))?
+        {
+            if body.len() + chunk.len() > MAX_JWKS_BYTES {
+                return Err(format!("the key set is larger than {MAX_JWKS_BYTES} bytes"));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let document: JwksDocument = serde_json::from_slice(&body)
+            .map_err(|e| bounded(&format!("the key set is not a JWK set: {e}")))?;
+        let mut by_id = HashMap::new();
+        let mut unnamed = Vec::new();
+        for entry in document.keys {
+            let Ok(jwk) = serde_json::from_value::<Jwk>(entry) else {
+                tracing::debug!("a key of the issuer's set cannot be read; skipped");
+                continue;
+            };
+            match signing_key(&jwk) {
+                Ok(key) => match jwk.common.key_id {
+                    Some(kid) => {
+                        by_id.insert(kid, Arc::new(key));
+                    }
+                    None => unnamed.push(Arc::new(key)),
+                },
+                Err(why) => {
+                    tracing::debug!(kid = ?jwk.common.key_id, why, "a key of the issuer's set is not used")
+                }
+            }
+        }
+        if by_id.is_empty() && unnamed.is_empty() {
+            return Err("the key set holds no usable signing key".into());
+        }
+        Ok((by_id, unnamed))
+    }
+}
+
+type KeysRead = (HashMap<String, Arc<SigningKey>>, Vec<Arc<SigningKey>>);
+
+#[derive(Deserialize)]
+struct JwksDocument {
+    keys: Vec<Value>,
+}
+
+fn bounded(text: &str) -> String {
+    let mut out: String = text.chars().filter(|c| !c.is_control()).take(200).collect();
+    if text.chars().count() > 200 {
+        out.push('…');
+    }
+    out
+}
+
+const RSA_ALGORITHMS: &[Algorithm] = &[
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+];
+
+/// The key a JWK describes and the algorithms it verifies, or why it is
+/// not used (an HMAC secret, an encryption key, an unknown curve).
+fn signing_key(jwk: &Jwk) -> Result<SigningKey, &'static str> {
+    if let Some(usage) = &jwk.common.public_key_use
+        && *usage != PublicKeyUse::Signature
+    {
+        return Err("not a signature key (`use`)");
+    }
+    let by_type: &[Algorithm] = match &jwk.algorithm {
+        AlgorithmParameters::RSA(_) => RSA_ALGORITHMS,
+        AlgorithmParameters::EllipticCurve(p) => match p.curve {
+            EllipticCurve::P256 => &[Algorithm::ES256],
+            EllipticCurve::P384 => &[Algorithm::ES384],
+            _ => return Err("an unsupported curve"),
+        },
+        AlgorithmParameters::OctetKeyPair(p) => match p.curve {
+            EllipticCurve::Ed25519 => &[Algorithm::EdDSA],
+            _ => return Err("an unsupported curve"),
+        },
+        AlgorithmParameters::OctetKey(_) => return Err("a shared secret, never used"),
+        _ => return Err("an unsupported key type"),
+    };
+    let algorithms = match jwk.common.key_algorithm {
+        None => by_type.to_vec(),
+        Some(named) => match Algorithm::try_from(named) {
+            Ok(a) if by_type.contains(&a) => vec![a],
+            _ => return Err("its `alg` does not fit its key type"),
+        },
+    };
+    let key = DecodingKey::from_jwk(jwk).map_err(|_| "its parameters are not a valid key")?;
+    Ok(SigningKey { key, algorithms })
+}
+
+/// What is read of a token's header before any key is looked up.
+#[derive(Debug, PartialEq)]
+struct TokenHeader {
+    algorithm: Algorithm,
+    kid: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct RawHeader {
+    #[serde(default)]
+    alg: Option<Value>,
+    #[serde(default)]
+    kid: Option<Value>,
+}
+
+/// The token's algorithm and key id; refuses `none`, HMAC and anything
+/// that is not a signed JWT before any key is looked up or fetched.
+fn read_header(token: &str) -> Result<TokenHeader, InvalidToken> {
+    if token.len() > MAX_TOKEN_BYTES {
+        return Err(InvalidToken::Malformed("it is too long"));
+    }
+    let parts: Vec<&str> = token.split('.').collect();
+    if parts.len() == 5 {
+        return Err(InvalidToken::Malformed(
+            "an encrypted token (JWE) is not accepted",
+        ));
+    }
+    let [header, _, _] = parts.as_slice() else {
+        return Err(InvalidToken::Malformed(
+            "a JWT is three base64url parts separated by dots",
+        ));
+    };
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(header)
+        .map_err(|_| InvalidToken::Malformed("its header is not base64url"))?;
+    let raw: RawHeader = serde_json::from_slice(&bytes)
+        .map_err(|_| InvalidToken::Malformed("its header is not a JSON object"))?;
+    let alg = match raw.alg {
+        Some(Value::String(alg)) => alg,
+        Some(_) => {
+            return Err(InvalidToken::Malformed(
+                "its header's `alg` is not a string",
+            ));
+        }
+        None => return Err(InvalidToken::Malformed("its header has no `alg`")),
+    };
+    let algorithm = match alg.as_str() {
+        "RS256" => Algorithm::RS256,
+        "RS384" => Algorithm::RS384,
+        "RS512" => Algorithm::RS512,
+        "PS256" => Algorithm::PS256,
+        "PS384" => Algorithm::PS384,
+        "PS512" => Algorithm::PS512,
+        "ES256" => Algorithm::ES256,
+        "ES384" => Algorithm::ES384,
+        "EdDSA" => Algorithm::EdDSA,
+        other if other.eq_ignore_ascii_case("none") => {
+            return Err(InvalidToken::DisallowedAlgorithm("`none`"));
+        }
+        other if other.len() >= 2 && other[..2].eq_ignore_ascii_case("HS") => {
+            return Err(InvalidToken::DisallowedAlgorithm("HMAC"));
+        }
+        _ => return Err(InvalidToken::DisallowedAlgorithm("an unsupported one")),
+    };
+    let kid = match raw.kid {
+        None | Some(Value::Null) => None,
+        Some(Value::String(kid)) if kid.len() <= 256 => Some(kid),
+        Some(_) => {
+            return Err(InvalidToken::Malformed(
+                "its header's `kid` is not a short string",
+            ));
+        }
+    };
+    Ok(TokenHeader { algorithm, kid })
+}
+
+/// The refusal a failed `jsonwebtoken::decode` means.
+fn invalid_from(kind: &jsonwebtoken::errors::ErrorKind) -> InvalidToken {
+    use jsonwebtoken::errors::ErrorKind as E;
+    match kind {
+        E::ExpiredSignature => InvalidToken::Expired,
+        E::ImmatureSignature => InvalidToken::NotYetValid,
+        E::InvalidIssuer => InvalidToken::WrongIssuer,
+        E::InvalidAudience => InvalidToken::WrongAudience,
+        E::MissingRequiredClaim(claim) => InvalidToken::MissingClaim(claim_name(claim)),
+        E::InvalidClaimFormat(claim) => InvalidToken::BadClaim(claim_name(claim)),
+        E::InvalidAlgorithm | E::InvalidAlgorithmName | E::UnsupportedAlgorithm => {
+            InvalidToken::DisallowedAlgorithm("one its key does not sign with")
+        }
+        E::InvalidToken | E::Base64(_) | E::Json(_) | E::Utf8(_) => {
+            InvalidToken::Malformed("it cannot be decoded as a signed JWT")
+        }
+        _ => InvalidToken::BadSignature,
+    }
+}
+
+/// The registered claim `name` as a fixed string (the library names only these).
+fn claim_name(name: &str) -> &'static str {
+    match name {
+        "exp" => "exp",
+        "nbf" => "nbf",
+        "iss" => "iss",
+        "aud" => "aud",
+        "sub" => "sub",
+        _ => "registered",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encode_part(value: &Value) -> String {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(value.to_string())
+    }
+
+    fn token_with_header(header: Value) -> String {
+        format!(
+            "{}.{}.c2ln",
+            encode_part(&header),
+            encode_part(&serde_json::json!({"sub": "x"}))
+        )
+    }
+
+    #[test]
+    fn none_and_hmac_are_refused_before_any_key_is_looked_up() {
+        for alg in ["none", "None", "NONE"] {
+            let token = token_with_header(serde_json::json!({"alg": alg, "kid": "k1"}));
+            assert_eq!(
+                read_header(&token),
+                Err(InvalidToken::DisallowedAlgorithm("`none`")),
+                "{alg}"
+            );
+        }
+        for alg in ["HS256", "HS384", "HS512", "hs256"] {
+            let token = token_with_header(serde_json::json!({"alg": alg, "kid": "k1"}));
+            assert_eq!(
+                read_header(&token),
+                Err(InvalidToken::DisallowedAlgorithm("HMAC")),
+                "{alg}"
+            );
+        }
+        let token = token_with_header(serde_json::json!({"alg": "RS256", "kid": "k1"}));
+        assert_eq!(
+            read_header(&token),
+            Ok(TokenHeader {
+                algorithm: Algorithm::RS256,
+                kid: Some("k1".into())
+            })
+        );
+        assert!(matches!(
+            read_header("a.b"),
+            Err(InvalidToken::Malformed(_))
+        ));
+        assert!(matches!(
+            read_header("a.b.c.d.e"),
+            Err(InvalidToken::Malformed(m)) if m.contains("JWE")
+        ));
+        assert!(matches!(
+            read_header("!!.b.c"),
+            Err(InvalidToken::Malformed(_))
+        ));
+        let long = "a".repeat(MAX_TOKEN_BYTES + 1);
+        assert!(matches!(
+            read_header(&long),
+            Err(InvalidToken::Malformed(_))
+        ));
+    }
+
+    #[test]
+    fn shared_secret_keys_are_never_used_and_the_algorithm_comes_from_the_key() {
+        let oct: Jwk =
+            serde_json::from_value(serde_json::json!({"kty": "oct", "k": "c2VjcmV0", "kid": "h"}))
+                .unwrap();
+        assert!(signing_key(&oct).is_err());
+        let rsa = serde_json::json!({"kty": "RSA", "kid": "r", "e": "AQAB",
+            "n": "sXchDaQebHnPiGvyDOAT4saGEUetSyo9MKLOoWFsueri23bOdgWp4Dy1WlUzewbg"});
+        let key = signing_key(&serde_json::from_value(rsa.clone()).unwrap()).unwrap();
+        assert_eq!(key.algorithms, RSA_ALGORITHMS);
+        let mut pinned = rsa.clone();
+        pinned["alg"] = "RS256".into();
+        let key = signing_key(&serde_json::from_value(pinned).unwrap()).unwrap();
+        assert_eq!(key.algorithms, [Algorithm::RS256]);
+        let mut hmac_alg = rsa.clone();
+        hmac_alg["alg"] = "HS256".into();
+        assert!(signing_key(&serde_json::from_value(hmac_alg).unwrap()).is_err());
+        let mut encryption = rsa;
+        encryption["use"] = "enc".into();
+        assert!(signing_key(&serde_json::from_value(encryption).unwrap()).is_err());
+    }
+
+    #[test]
+    fn roles_permit_their_routes_and_refusals_say_what_the_role_may_do() {
+        for (method, route) in APPROVER_ROUTES {
+            assert!(
+                permit(Role::Approver, method, route).is_ok(),
+                "{method} {route}"
+            );
+        }
+        assert!(permit(Role::Approver, "GET", "/v1/sessions/{id}/agent-config").is_err());
+        let why = permit(
+            Role::Approver,
+            "PUT",
+            "/v1/brands/{brand}/connections/{connector}",
+        )
+        .unwrap_err();
+        assert!(
+            why.starts_with("role `approver` may only list and decide approvals")
+                && why.ends_with("needs role admin"),
+            "{why}"
+        );
+        assert!(permit(Role::Viewer, "GET", "/v1/brands/{brand}/profiles").is_ok());
+        assert!(permit(Role::Viewer, "HEAD", "/v1/trace").is_ok());
+        let why = permit(Role::Viewer, "POST", "/v1/approvals/{id}").unwrap_err();
+        assert!(
+            why.starts_with("role `viewer` may only read")
+                && why.ends_with("needs role approver or admin"),
+            "{why}"
+        );
+        assert!(permit(Role::Admin, "DELETE", "/v1/sessions/{id}").is_ok());
+    }
+
+    #[test]
+    fn the_highest_role_a_claim_gives_wins() {
+        let config = OidcConfig {
+            issuer: "https://id.example.com".into(),
+            audience: "scout".into(),
+            jwks_url: "https://id.example.com/jwks".into(),
+            role_claim: "scout_roles".into(),
+            leeway_secs: 60,
+            jwks_min_refresh_secs: 10,
+            roles: None,
+        };
+        let verifier = OidcVerifier::new(&config).unwrap();
+        let role = |v: Value| verifier.role_of(Some(&v));
+        assert_eq!(role("viewer".into()), Some(Role::Viewer));
+        assert_eq!(
+            role(serde_json::json!(["viewer", "admin"])),
+            Some(Role::Admin)
+        );
+        assert_eq!(
+            role(serde_json::json!(["approver", 3])),
+            Some(Role::Approver)
+        );
+        assert_eq!(role(serde_json::json!(["owner"])), None);
+        assert_eq!(role(serde_json::json!({"admin": true})), None);
+        assert_eq!(verifier.role_of(None), None);
+        let mapped = OidcVerifier::new(&OidcConfig {
+            roles: Some(OidcRoles {
+                admin: vec!["platform-admins".into()],
+                ..Default::default()
+            }),
+            ..config
+        })
+        .unwrap();
+        assert_eq!(
+            mapped.role_of(Some(&serde_json::json!(["platform-admins"]))),
+            Some(Role::Admin)
+        );
+        assert_eq!(
+            mapped.role_of(Some(&serde_json::json!("viewer"))),
+            None,
+            "a mapping replaces the default values"
+        );
+    }
+}

@@ -1,0 +1,874 @@
+//! Identity on the admin API (issue 21 item 3), driven through the real
+//! `scout-host serve` binary: OIDC bearer tokens verified against a JWK set
+//! served by a loopback issuer this test starts, each role's part of the
+//! API, the verified subject recorded as who decided an approval, every
+//! kind of token that must be refused (and that nothing happened when it
+//! was), key rotation and the configuration's checks.
+//!
+//! Keys are made by the `openssl` command line for each run (CI installs
+//! it); none is committed.
+
+use super::crash_safety::{ADMIN_TOKEN, Admin, GITHUB_TOKEN, Mcp, Serve, ok_text, wait_for};
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use jsonwebtoken::jwk::Jwk;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use reqwest::Method;
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
+use scout_tests::fake_github::FakeGitHub;
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+const AUDIENCE: &str = "scout-admin";
+
+// --- keys --------------------------------------------------------------------
+
+/// A private key made by `openssl`, its public JWK and PEM.
+struct TestKey {
+    kid: String,
+    algorithm: Algorithm,
+    signing: EncodingKey,
+    jwk: Value,
+    public_pem: Vec<u8>,
+}
+
+fn openssl(args: &[&str], input: Option<&[u8]>) -> Vec<u8> {
+    let mut child = Command::new("openssl")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the openssl command line (CI installs it)");
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        if let Some(input) = input {
+            stdin.write_all(input).unwrap();
+        }
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output.stdout
+}
+
+impl TestKey {
+    fn rsa(kid: &str) -> TestKey {
+        let pem = openssl(
+            &[
+                "genpkey",
+                "-algorithm",
+                "RSA",
+                "-pkeyopt",
+                "rsa_keygen_bits:2048",
+            ],
+            None,
+        );
+        let signing = EncodingKey::from_rsa_pem(&pem).unwrap();
+        TestKey::finish(kid, Algorithm::RS256, signing, &pem)
+    }
+
+    fn p256(kid: &str) -> TestKey {
+        let pem = openssl(
+            &[
+                "genpkey",
+                "-algorithm",
+                "EC",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+            ],
+            None,
+        );
+        let signing = EncodingKey::from_ec_pem(&pem).unwrap();
+        TestKey::finish(kid, Algorithm::ES256, signing, &pem)
+    }
+
+    fn finish(kid: &str, algorithm: Algorithm, signing: EncodingKey, pem: &[u8]) -> TestKey {
+        let mut jwk =
+            serde_json::to_value(Jwk::from_encoding_key(&signing, algorithm).unwrap()).unwrap();
+        jwk["kid"] = kid.into();
+        jwk["use"] = "sig".into();
+        let public_pem = openssl(&["pkey", "-pubout"], Some(pem));
+        TestKey {
+            kid: kid.to_string(),
+            algorithm,
+            signing,
+            jwk,
+            public_pem,
+        }
+    }
+
+    /// A token signed by this key, naming `kid` (its own unless forged).
+    fn sign_as(&self, kid: &str, claims: &Value) -> String {
+        let mut header = Header::new(self.algorithm);
+        header.kid = Some(kid.to_string());
+        jsonwebtoken::encode(&header, claims, &self.signing).unwrap()
+    }
+
+    fn sign(&self, claims: &Value) -> String {
+        self.sign_as(&self.kid, claims)
+    }
+}
+
+/// The keys every test shares (RSA key generation takes a moment).
+struct Keys {
+    issuer: TestKey,
+    issuer_ec: TestKey,
+    attacker: TestKey,
+    rotated: TestKey,
+}
+
+fn keys() -> &'static Keys {
+    static KEYS: OnceLock<Keys> = OnceLock::new();
+    KEYS.get_or_init(|| Keys {
+        issuer: TestKey::rsa("issuer-1"),
+        issuer_ec: TestKey::p256("issuer-ec"),
+        attacker: TestKey::rsa("attacker"),
+        rotated: TestKey::rsa("issuer-2"),
+    })
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+// --- the issuer ----------------------------------------------------------------
+
+/// A loopback issuer publishing a JWK set at `/jwks`, counting fetches.
+struct Issuer {
+    base: String,
+    keys: Arc<Mutex<Vec<Value>>>,
+    fetches: Arc<AtomicUsize>,
+    failing: Arc<AtomicBool>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Issuer {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+#[derive(Clone)]
+struct IssuerState {
+    keys: Arc<Mutex<Vec<Value>>>,
+    fetches: Arc<AtomicUsize>,
+    failing: Arc<AtomicBool>,
+}
+
+async fn jwks(State(state): State<IssuerState>) -> Response {
+    state.fetches.fetch_add(1, Ordering::SeqCst);
+    if state.failing.load(Ordering::SeqCst) {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    }
+    let keys = state.keys.lock().unwrap().clone();
+    Json(json!({"keys": keys})).into_response()
+}
+
+impl Issuer {
+    async fn start(keys: Vec<Value>) -> Issuer {
+        let state = IssuerState {
+            keys: Arc::new(Mutex::new(keys)),
+            fetches: Arc::new(AtomicUsize::new(0)),
+            failing: Arc::new(AtomicBool::new(false)),
+        };
+        let router = axum::Router::new()
+            .route("/jwks", axum::routing::get(jwks))
+            .with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        Issuer {
+            base: format!("http://{addr}"),
+            keys: state.keys,
+            fetches: state.fetches,
+            failing: state.failing,
+            server,
+        }
+    }
+
+    fn fetches(&self) -> usize {
+        self.fetches.load(Ordering::SeqCst)
+    }
+
+    fn publish(&self, keys: Vec<Value>) {
+        *self.keys.lock().unwrap() = keys;
+    }
+
+    /// Claims a valid token of this issuer carries, with `extra` on top
+    /// (a `null` removes a claim).
+    fn claims(&self, sub: &str, roles: Value, extra: Value) -> Value {
+        let mut claims = json!({
+            "iss": self.base,
+            "aud": [AUDIENCE, "another-service"],
+            "sub": sub,
+            "iat": now(),
+            "nbf": now() - 5,
+            "exp": now() + 300,
+            "scout_roles": roles,
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            if v.is_null() {
+                claims.as_object_mut().unwrap().remove(k);
+            } else {
+                claims[k] = v.clone();
+            }
+        }
+        claims
+    }
+}
+
+// --- serve ---------------------------------------------------------------------
+
+struct Dir(PathBuf);
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn temp_dir(name: &str) -> Dir {
+    let dir = std::env::temp_dir().join(format!(
+        "scout-admin-identity-{name}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    Dir(dir)
+}
+
+/// The `[oidc]` table naming `issuer`.
+fn oidc_table(issuer: &Issuer) -> String {
+    format!(
+        "\n[oidc]\nissuer = {:?}\naudience = {AUDIENCE:?}\njwks_url = \"{}/jwks\"\nrole_claim = \"scout_roles\"\nleeway_secs = 60\njwks_min_refresh_secs = 1\n",
+        issuer.base, issuer.base
+    )
+}
+
+/// `serve` with the GitHub connector against `github` and `[oidc]` naming `issuer`.
+fn start_serve(dir: &Path, github: &FakeGitHub, issuer: &Issuer) -> Serve {
+    let config = dir.join("serve.toml");
+    std::fs::write(
+        &config,
+        scout_tests::serve_config_for_github(&github.origin()) + &oidc_table(issuer),
+    )
+    .unwrap();
+    Serve::start(&config)
+}
+
+/// What one admin API request got back.
+struct Answer {
+    status: u16,
+    challenge: Option<String>,
+    body: Value,
+}
+
+impl Answer {
+    fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or("")
+    }
+    fn message(&self) -> &str {
+        self.body["error"]["message"].as_str().unwrap_or("")
+    }
+}
+
+async fn call(
+    http: &reqwest::Client,
+    base: &str,
+    token: &str,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> Answer {
+    let mut request = http
+        .request(method, format!("{base}{path}"))
+        .header(AUTHORIZATION, format!("Bearer {token}"));
+    if let Some(body) = body {
+        request = request
+            .header(CONTENT_TYPE, "application/json")
+            .body(body.to_string());
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let challenge = response
+        .headers()
+        .get(WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let text = response.text().await.unwrap();
+    Answer {
+        status,
+        challenge,
+        body: serde_json::from_str(&text).unwrap_or(Value::Null),
+    }
+}
+
+/// The error shape, nothing else in it, and the token never echoed.
+fn assert_refusal(answer: &Answer, status: u16, code: &str, says: &str, token: &str, case: &str) {
+    assert_eq!(
+        (answer.status, answer.code()),
+        (status, code),
+        "{case}: {}",
+        answer.body
+    );
+    assert_eq!(
+        answer.body.as_object().map(|o| o.len()),
+        Some(1),
+        "{case}: {}",
+        answer.body
+    );
+    assert!(
+        answer.message().contains(says),
+        "{case}: the message should say {says:?}: {}",
+        answer.message()
+    );
+    assert!(
+        !answer.body.to_string().contains(token),
+        "{case}: the token is never echoed"
+    );
+    if status == 401 {
+        let challenge = answer.challenge.as_deref().unwrap_or("");
+        assert!(
+            challenge.starts_with("Bearer error=\"invalid_token\", error_description=\""),
+            "{case}: {challenge}"
+        );
+        assert!(!challenge.contains(token), "{case}");
+    }
+}
+
+// --- the tests -------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oidc_tokens_get_their_roles_and_every_bad_token_is_refused_with_nothing_done() {
+    let keys = keys();
+    let issuer = Issuer::start(vec![keys.issuer.jwk.clone(), keys.issuer_ec.jwk.clone()]).await;
+    let github = FakeGitHub::start(GITHUB_TOKEN).await;
+    let dir = temp_dir("roles");
+    let serve = start_serve(&dir.0, &github, &issuer);
+    let http = reqwest::Client::new();
+    let base = serve.base.clone();
+    let admin = Admin {
+        http: http.clone(),
+        base: base.clone(),
+    };
+    // The static admin token still works, as role admin.
+    admin.set_up().await;
+
+    let admin_token =
+        keys.issuer
+            .sign(&issuer.claims("root@example.com", json!("admin"), json!({})));
+    let approver_token = keys.issuer_ec.sign(&issuer.claims(
+        "alice@example.com",
+        json!(["approver", "unrelated-group"]),
+        json!({}),
+    ));
+    let viewer_token =
+        keys.issuer
+            .sign(&issuer.claims("audrey@example.com", json!("viewer"), json!({})));
+
+    // Role admin: everything.
+    let answer = call(
+        &http,
+        &base,
+        &admin_token,
+        Method::GET,
+        "/v1/sessions",
+        None,
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let answer = call(
+        &http,
+        &base,
+        &admin_token,
+        Method::PUT,
+        "/v1/brands/acme/connections/github",
+        Some(json!({"secret": GITHUB_TOKEN})),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+
+    // A write waiting for a person.
+    let view = admin.session().await;
+    let session = view["id"].as_str().unwrap().to_string();
+    let mcp = Mcp::new(&http, &view).connect().await;
+    let waiting = tokio::spawn(async move {
+        mcp.request(
+            "tools/call",
+            json!({"name": "github_create_branch", "arguments": {"owner": "octo", "repo": "hello", "branch": "scout/identity", "from": "main"}}),
+        )
+        .await
+    });
+    let pending = wait_for("the approval", Duration::from_secs(30), async || {
+        admin.pending(&session).await.into_iter().next()
+    })
+    .await;
+    let approval = pending["id"].as_i64().unwrap();
+    let decide = format!("/v1/approvals/{approval}");
+    let still_pending = async || {
+        admin
+            .pending(&session)
+            .await
+            .iter()
+            .any(|p| p["id"] == approval)
+    };
+
+    // Role approver: lists approvals, reads the trace, but stores no connection.
+    let answer = call(
+        &http,
+        &base,
+        &approver_token,
+        Method::GET,
+        &format!("/v1/approvals?session={session}"),
+        None,
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(answer.body["pending"][0]["id"], approval);
+    for path in [
+        format!("/v1/trace?session={session}"),
+        "/v1/trace/export".to_string(),
+        "/v1/sessions".to_string(),
+        format!("/v1/sessions/{session}"),
+    ] {
+        let answer = call(&http, &base, &approver_token, Method::GET, &path, None).await;
+        assert_eq!(answer.status, 200, "approver reads {path}");
+    }
+    let before = github.requests().len();
+    let answer = call(
+        &http,
+        &base,
+        &approver_token,
+        Method::PUT,
+        "/v1/brands/acme/connections/github",
+        Some(json!({"secret": "ghp_replacedByTheApprover000000"})),
+    )
+    .await;
+    assert_refusal(
+        &answer,
+        403,
+        "forbidden",
+        "role `approver` may only list and decide approvals",
+        &approver_token,
+        "approver stores a connection",
+    );
+    assert!(
+        answer.message().contains("needs role admin"),
+        "{}",
+        answer.message()
+    );
+    for (path, why) in [
+        ("/v1/reviews", "reviews"),
+        ("/v1/brands/acme/connections", "connections"),
+    ] {
+        let answer = call(&http, &base, &approver_token, Method::GET, path, None).await;
+        assert_eq!((answer.status, answer.code()), (403, "forbidden"), "{why}");
+    }
+
+    // Role viewer: reads, and cannot decide.
+    for path in [
+        "/v1/sessions".to_string(),
+        format!("/v1/sessions/{session}/agent-config?format=mcp-json"),
+        format!("/v1/trace?session={session}"),
+        "/v1/reviews".to_string(),
+        "/metrics".to_string(),
+    ] {
+        let answer = call(&http, &base, &viewer_token, Method::GET, &path, None).await;
+        assert_eq!(answer.status, 200, "viewer reads {path}");
+    }
+    let answer = call(
+        &http,
+        &base,
+        &viewer_token,
+        Method::POST,
+        &decide,
+        Some(json!({"approve": true})),
+    )
+    .await;
+    assert_refusal(
+        &answer,
+        403,
+        "forbidden",
+        "role `viewer` may only read",
+        &viewer_token,
+        "viewer decides",
+    );
+    assert!(
+        answer.message().contains("needs role approver or admin"),
+        "{}",
+        answer.message()
+    );
+    assert!(still_pending().await, "a refused decision decides nothing");
+
+    // Tokens refused: each tries to approve, and the approval stays pending.
+    let with = |extra: Value| issuer.claims("mallory@example.com", json!("admin"), extra);
+    let hmac_token = |secret: &[u8]| {
+        let mut header = Header::new(Algorithm::HS256);
+        header.kid = Some(keys.issuer.kid.clone());
+        jsonwebtoken::encode(
+            &header,
+            &with(json!({})),
+            &EncodingKey::from_secret(secret).unwrap(),
+        )
+        .unwrap()
+    };
+    let modulus = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(keys.issuer.jwk["n"].as_str().unwrap())
+        .unwrap();
+    let unsigned = format!(
+        "{}.{}.",
+        b64(json!({"alg": "none", "kid": keys.issuer.kid, "typ": "JWT"})
+            .to_string()
+            .as_bytes()),
+        b64(with(json!({})).to_string().as_bytes())
+    );
+    let refused: Vec<(&str, String, u16, &str, &str)> = vec![
+        (
+            "another audience",
+            keys.issuer.sign(&with(json!({"aud": "another-service"}))),
+            401,
+            "unauthorized",
+            "audience (`aud`) does not include",
+        ),
+        (
+            "no audience",
+            keys.issuer.sign(&with(json!({"aud": null}))),
+            401,
+            "unauthorized",
+            "no `aud` claim",
+        ),
+        (
+            "another issuer",
+            keys.issuer
+                .sign(&with(json!({"iss": "https://id.elsewhere.example"}))),
+            401,
+            "unauthorized",
+            "issuer (`iss`) is not",
+        ),
+        (
+            "expired beyond the leeway",
+            keys.issuer
+                .sign(&with(json!({"exp": now() - 120, "iat": now() - 600}))),
+            401,
+            "unauthorized",
+            "has expired",
+        ),
+        (
+            "no exp",
+            keys.issuer.sign(&with(json!({"exp": null}))),
+            401,
+            "unauthorized",
+            "no `exp` claim",
+        ),
+        (
+            "not valid yet (nbf)",
+            keys.issuer.sign(&with(json!({"nbf": now() + 600}))),
+            401,
+            "unauthorized",
+            "not valid yet",
+        ),
+        (
+            "issued in the future (iat)",
+            keys.issuer.sign(&with(json!({"iat": now() + 600}))),
+            401,
+            "unauthorized",
+            "not valid yet",
+        ),
+        (
+            "forged: another key under the issuer's kid",
+            keys.attacker.sign_as(&keys.issuer.kid, &with(json!({}))),
+            401,
+            "unauthorized",
+            "signature does not verify",
+        ),
+        (
+            "alg none",
+            unsigned,
+            401,
+            "unauthorized",
+            "algorithm (`none`) is never accepted",
+        ),
+        (
+            "HS256 keyed with the issuer's public key (PEM)",
+            hmac_token(&keys.issuer.public_pem),
+            401,
+            "unauthorized",
+            "algorithm (HMAC) is never accepted",
+        ),
+        (
+            "HS256 keyed with the issuer's public modulus (JWK n)",
+            hmac_token(&modulus),
+            401,
+            "unauthorized",
+            "algorithm (HMAC) is never accepted",
+        ),
+        (
+            "RS256 under the EC key's kid",
+            keys.issuer.sign_as(&keys.issuer_ec.kid, &with(json!({}))),
+            401,
+            "unauthorized",
+            "not one its key signs with (ES256)",
+        ),
+        (
+            "malformed",
+            "abc.def.ghi".to_string(),
+            401,
+            "unauthorized",
+            "malformed",
+        ),
+        (
+            "no role claim",
+            keys.issuer.sign(&with(json!({"scout_roles": null}))),
+            403,
+            "forbidden",
+            "`scout_roles` claim gives no role of this host: one of admin, approver or viewer",
+        ),
+        (
+            "no recognised role",
+            keys.issuer
+                .sign(&with(json!({"scout_roles": ["owner", "platform-admins"]}))),
+            403,
+            "forbidden",
+            "`scout_roles` claim gives no role",
+        ),
+    ];
+    let fetches = issuer.fetches();
+    for (case, token, status, code, says) in &refused {
+        let answer = call(
+            &http,
+            &base,
+            token,
+            Method::POST,
+            &decide,
+            Some(json!({"approve": true, "by": "mallory"})),
+        )
+        .await;
+        assert_refusal(&answer, *status, code, says, token, case);
+        assert!(
+            still_pending().await,
+            "{case}: the approval is still pending"
+        );
+    }
+    assert_eq!(
+        issuer.fetches(),
+        fetches,
+        "no refusal above names an unknown key, so none fetched the keys again"
+    );
+
+    // An unknown kid fetches the keys again, once: a second one at once is
+    // answered from the same fetch (at most one per jwks_min_refresh_secs).
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let unknown = keys.attacker.sign(&with(json!({})));
+    for attempt in 0..3 {
+        let answer = call(
+            &http,
+            &base,
+            &unknown,
+            Method::POST,
+            &decide,
+            Some(json!({"approve": true})),
+        )
+        .await;
+        assert_refusal(
+            &answer,
+            401,
+            "unauthorized",
+            "key id (`kid`) is not among the keys the issuer publishes",
+            &unknown,
+            "unknown kid",
+        );
+        assert_eq!(issuer.fetches(), fetches + 1, "attempt {attempt}");
+    }
+    assert!(still_pending().await);
+
+    // A token expired within the leeway is still good.
+    let lately_expired = keys.issuer.sign(&issuer.claims(
+        "audrey@example.com",
+        json!("viewer"),
+        json!({"exp": now() - 20, "iat": now() - 600, "nbf": now() - 600}),
+    ));
+    let answer = call(
+        &http,
+        &base,
+        &lately_expired,
+        Method::GET,
+        "/v1/sessions",
+        None,
+    )
+    .await;
+    assert_eq!(answer.status, 200, "within the leeway: {}", answer.body);
+
+    // The approver decides; the record names the token's subject, not the body's `by`.
+    let answer = call(
+        &http,
+        &base,
+        &approver_token,
+        Method::POST,
+        &decide,
+        Some(json!({"approve": true, "by": "somebody else"})),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(answer.body["decided_by"], "alice@example.com");
+    let reply = tokio::time::timeout(Duration::from_secs(30), waiting)
+        .await
+        .expect("the write ends")
+        .unwrap()
+        .unwrap();
+    assert!(ok_text(&reply).is_some(), "{reply}");
+    assert!(
+        github
+            .branch_sha("octo", "hello", "scout/identity")
+            .is_some()
+    );
+    assert!(github.requests().len() > before);
+    let trace = admin.trace("acme").await;
+    let decided: Vec<_> = trace
+        .iter()
+        .filter(|e| e.session == session)
+        .filter(|e| e.state == scout_host::store::TraceState::Decided)
+        .collect();
+    assert_eq!(decided.len(), 1, "{decided:?}");
+    assert_eq!(
+        decided[0].detail["by"], "alice@example.com (approvals API)",
+        "the verified subject, never the body's `by`"
+    );
+    // A token is never written to the log.
+    let stderr = serve.stderr();
+    for (_, token, ..) in &refused {
+        assert!(!stderr.contains(token.as_str()));
+    }
+    assert!(!stderr.contains(&approver_token) && !stderr.contains(ADMIN_TOKEN));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotated_key_is_fetched_when_a_token_names_it() {
+    let keys = keys();
+    let issuer = Issuer::start(vec![keys.issuer.jwk.clone()]).await;
+    let github = FakeGitHub::start(GITHUB_TOKEN).await;
+    let dir = temp_dir("rotation");
+    let serve = start_serve(&dir.0, &github, &issuer);
+    let http = reqwest::Client::new();
+    let base = serve.base.clone();
+    let old = keys
+        .issuer
+        .sign(&issuer.claims("root@example.com", json!("admin"), json!({})));
+    let mut rotated_jwk = keys.rotated.jwk.clone();
+    // Without `alg`, the algorithm is the key type's (RSA: RS256 among others).
+    rotated_jwk.as_object_mut().unwrap().remove("alg");
+    let new = keys
+        .rotated
+        .sign(&issuer.claims("root@example.com", json!("admin"), json!({})));
+    let get =
+        async |token: &str| call(&http, &base, token, Method::GET, "/v1/sessions", None).await;
+
+    assert_eq!(get(&old).await.status, 200);
+    assert_eq!(issuer.fetches(), 1, "fetched when the first token came");
+    assert_eq!(get(&old).await.status, 200);
+    assert_eq!(issuer.fetches(), 1, "then cached");
+
+    // The issuer rotates: only the new key is published.
+    issuer.publish(vec![rotated_jwk]);
+    assert_eq!(
+        get(&old).await.status,
+        200,
+        "the cached old key still verifies"
+    );
+    assert_eq!(issuer.fetches(), 1);
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let answer = get(&new).await;
+    assert_eq!(
+        answer.status, 200,
+        "the new kid fetched the keys again: {}",
+        answer.body
+    );
+    assert_eq!(issuer.fetches(), 2);
+    // That fetch dropped the old key.
+    let answer = get(&old).await;
+    assert_refusal(
+        &answer,
+        401,
+        "unauthorized",
+        "is not among the keys the issuer publishes",
+        &old,
+        "the withdrawn key",
+    );
+
+    // The issuer fails: cached keys still serve; a key that needs a fetch is
+    // a 503 that says the keys could not be fetched.
+    issuer.failing.store(true, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let stranger =
+        keys.attacker
+            .sign(&issuer.claims("root@example.com", json!("admin"), json!({})));
+    let answer = get(&stranger).await;
+    assert_refusal(
+        &answer,
+        503,
+        "identity_unavailable",
+        "signing keys could not be fetched",
+        &stranger,
+        "issuer down",
+    );
+    assert!(
+        answer.message().contains("HTTP 500"),
+        "{}",
+        answer.message()
+    );
+    assert_eq!(get(&new).await.status, 200, "a cached key needs no fetch");
+    drop(serve);
+}
+
+#[test]
+fn serve_refuses_an_identity_provider_reached_without_tls() {
+    let dir = temp_dir("config");
+    let config = dir.0.join("serve.toml");
+    for (table, says) in [
+        (
+            "[oidc]\nissuer = \"http://id.example.com\"\naudience = \"scout-admin\"\njwks_url = \"https://id.example.com/jwks\"\n",
+            "oidc.issuer: `http://id.example.com` must be an https URL (plain http is accepted only for a loopback host",
+        ),
+        (
+            "[oidc]\nissuer = \"https://id.example.com\"\naudience = \"scout-admin\"\njwks_url = \"http://192.0.2.7/jwks\"\n",
+            "oidc.jwks_url: `http://192.0.2.7/jwks` must be an https URL",
+        ),
+        (
+            "[oidc]\nissuer = \"https://id.example.com\"\naudience = \"\"\njwks_url = \"https://id.example.com/jwks\"\n",
+            "oidc.audience must not be empty",
+        ),
+    ] {
+        std::fs::write(&config, format!("listen = \"127.0.0.1:0\"\n{table}")).unwrap();
+        let output = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+            .args(["serve", "--config"])
+            .arg(&config)
+            .env_clear()
+            .env("SCOUT_ADMIN_TOKEN", ADMIN_TOKEN)
+            .env("SCOUT_STORE_KEY", "5c".repeat(32))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{table}");
+        assert!(stderr.contains(says), "{says:?} in {stderr}");
+    }
+}
