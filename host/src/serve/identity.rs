@@ -254,7 +254,6 @@ pub struct OidcVerifier {
     keys: parking_lot::RwLock<Option<Arc<KeySet>>>,
     /// Held while a fetch runs: one at a time, shared by those waiting.
     fetch: tokio::sync::Mutex<FetchState>,
-    fetches: std::sync::atomic::AtomicU64,
 }
 
 impl OidcVerifier {
@@ -276,7 +275,6 @@ impl OidcVerifier {
             http,
             keys: parking_lot::RwLock::new(None),
             fetch: tokio::sync::Mutex::new(FetchState::default()),
-            fetches: Default::default(),
         })
     }
 
@@ -360,11 +358,6 @@ impl OidcVerifier {
         }
     }
 
-    /// How many times the key set was fetched (for tests and diagnostics).
-    pub fn fetches(&self) -> u64 {
-        self.fetches.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
     /// The key `kid` names, from the cache, or fetched when the cache lacks
     /// it or is old.
     async fn key_for(&self, kid: Option<&str>) -> Result<Arc<SigningKey>, Refusal> {
@@ -408,8 +401,6 @@ impl OidcVerifier {
             };
         }
         state.last_attempt = Some(Instant::now());
-        self.fetches
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         match self.fetch_keys().await {
             Ok((by_id, unnamed)) => {
                 let keys = Arc::new(KeySet {
