@@ -573,3 +573,28 @@ pub fn prometheus() -> Option<std::path::PathBuf> {
     eprintln!("scout-tests: skipped the Prometheus scrape test: {why}");
     None
 }
+
+/// Headless Chromium and its WebDriver for the console's browser test:
+/// `$SCOUT_CHROMIUM` and `$SCOUT_CHROMEDRIVER`, or Debian's `chromium` and
+/// `chromium-driver` packages (`/usr/bin/chromium`, `/usr/bin/chromedriver`).
+/// `None` (the test is skipped, and says so) when either is missing, except
+/// with `CI=true`, where a missing browser fails the test.
+pub fn chromium() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    let find = |var: &str, default: &str| {
+        std::env::var_os(var)
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| std::path::PathBuf::from(default))
+    };
+    let browser = find("SCOUT_CHROMIUM", "/usr/bin/chromium");
+    let driver = find("SCOUT_CHROMEDRIVER", "/usr/bin/chromedriver");
+    if browser.is_file() && driver.is_file() {
+        return Some((browser, driver));
+    }
+    let why = "no Chromium and ChromeDriver (apt-get install chromium chromium-driver, \
+               or set SCOUT_CHROMIUM and SCOUT_CHROMEDRIVER)";
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("CI=true, but {why}");
+    }
+    eprintln!("scout-tests: skipped the browser test: {why}");
+    None
+}

@@ -142,6 +142,7 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
     let limit = host.config.max_request_bytes;
     let admin = Router::new()
         .route("/v1/health", get(health))
+        .route("/v1/whoami", get(whoami))
         .route("/v1/sessions", post(create_session).get(list_sessions))
         .route("/v1/sessions/{id}", get(get_session).delete(end_session))
         .route("/v1/sessions/{id}/agent-config", get(agent_config))
@@ -176,6 +177,7 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
         .route("/v1/ready", get(ready));
     admin
         .merge(mcp)
+        .merge(super::console::routes())
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(
@@ -730,25 +732,72 @@ async fn list_approvals(
     RawQuery(raw): RawQuery,
 ) -> Result<Json<Value>, ApiError> {
     let q: ApprovalsQuery = query(raw)?;
-    let sessions: Vec<String> = match q.session {
-        Some(s) => vec![s],
-        // Every live host's sessions: any host answers for any approval.
-        None => host
-            .all_sessions()?
-            .iter()
-            .filter_map(|v| v["id"].as_str().map(str::to_string))
-            .collect(),
+    // Every live host's sessions: any host answers for any approval.
+    let views = host.all_sessions()?;
+    let sessions: Vec<&Value> = match &q.session {
+        Some(s) => views.iter().filter(|v| v["id"] == s.as_str()).collect(),
+        None => views.iter().collect(),
     };
+    let now_ms = crate::store::now_ms();
     let mut pending = Vec::new();
-    for session in sessions {
-        for approval in host.store.pending(&session)? {
+    let mut listed: Vec<(&str, Option<&Value>)> = sessions
+        .iter()
+        .filter_map(|v| v["id"].as_str().map(|id| (id, Some(*v))))
+        .collect();
+    // A session asked for by id that no live host serves still answers
+    // for its approvals (none are pending once it has ended).
+    if let (Some(s), true) = (&q.session, listed.is_empty()) {
+        listed.push((s.as_str(), None));
+    }
+    for (session, view) in listed {
+        for approval in host.store.pending(session)? {
             let arguments = host.approval_arguments(&approval);
             let mut value = json!(approval);
+            value["waited_ms"] = json!((now_ms - approval.requested_at_ms).max(0));
+            value["connector"] = json!(connector_of(&host, &approval.tool));
+            value["role"] = view.map(|v| v["role"].clone()).unwrap_or(Value::Null);
+            value["brand"] = view.map(|v| v["brand"].clone()).unwrap_or(Value::Null);
+            // The exact text whose SHA-256 is `args_digest`: what a person
+            // approves is what the call will be bound to.
+            value["arguments_text"] = arguments
+                .as_ref()
+                .map(|a| json!(crate::store::canonical_args_text(a)))
+                .unwrap_or(Value::Null);
             value["arguments"] = arguments.unwrap_or(Value::Null);
             pending.push(value);
         }
     }
     Ok(Json(json!({"pending": pending})))
+}
+
+/// The connector of an approval's tool: the server of its MCP name
+/// (`mcp__{server}__{tool}`), or the loaded component that offers it.
+fn connector_of(host: &ServeHost, tool: &str) -> Option<String> {
+    if let Some((server, _)) = tool
+        .strip_prefix("mcp__")
+        .and_then(|rest| rest.split_once("__"))
+    {
+        return Some(server.to_string());
+    }
+    host.components()
+        .iter()
+        .find(|(_, component)| component.tool(tool).is_some())
+        .map(|(name, _)| name.clone())
+}
+
+/// Who the bearer token proves and what its role may do: the console asks
+/// this after sign-in to know whether to offer the decide buttons.
+async fn whoami(Extension(caller): Extension<Principal>) -> Json<Value> {
+    let may_decide = super::identity::permit(caller.role, "POST", "/v1/approvals/{id}").is_ok();
+    Json(json!({
+        "subject": caller.subject,
+        "role": caller.role.name(),
+        "via": match caller.via {
+            super::identity::Via::AdminToken => "admin-token",
+            super::identity::Via::Oidc => "oidc",
+        },
+        "may_decide": may_decide,
+    }))
 }
 
 #[derive(Deserialize)]

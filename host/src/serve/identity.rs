@@ -116,6 +116,7 @@ impl Principal {
 /// The routes (method, route pattern) an approver may use.
 const APPROVER_ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/health"),
+    ("GET", "/v1/whoami"),
     ("GET", "/v1/approvals"),
     ("POST", "/v1/approvals/{id}"),
     ("GET", "/v1/trace"),

@@ -13,6 +13,7 @@
 pub mod admin;
 pub mod agent_config;
 pub mod config;
+mod console;
 pub mod identity;
 pub mod mcp;
 mod stateless;

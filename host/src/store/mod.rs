@@ -856,10 +856,14 @@ pub enum SaveProfileError {
 /// recursively, no whitespace. Two argument objects that differ only in key
 /// order get the same digest, so an approval matches the call it was asked for.
 pub fn args_digest(args: &serde_json::Value) -> String {
-    let canonical = canonicalize(args);
+    hex::encode(Sha256::digest(canonical_args_text(args).as_bytes()))
+}
+
+/// The canonical JSON of `args` whose SHA-256 is [`args_digest`]: what a
+/// person is shown is exactly what the approval is bound to.
+pub fn canonical_args_text(args: &serde_json::Value) -> String {
     // Serialising a `Value` cannot fail (all keys are strings).
-    let bytes = serde_json::to_vec(&canonical).unwrap_or_default();
-    hex::encode(Sha256::digest(&bytes))
+    serde_json::to_string(&canonicalize(args)).unwrap_or_default()
 }
 
 fn canonicalize(value: &serde_json::Value) -> serde_json::Value {

@@ -11,6 +11,7 @@ mod boundary;
 mod catalogue_surfaces;
 mod common;
 mod connectors;
+mod console;
 mod crash_safety;
 mod credentials;
 mod docs_page;

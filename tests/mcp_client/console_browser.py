@@ -1,0 +1,205 @@
+"""The approvals console in a real browser: headless Chromium, driven through
+its ChromeDriver by Selenium, while the official MCP client waits on a write.
+
+Driven by host/tests/all/console.rs, which starts a fake GitHub API and the
+real `scout-host serve` binary, then runs:
+
+    python3 console_browser.py --base URL --admin-token T --github-token G \
+        --chromium /usr/bin/chromium --chromedriver /usr/bin/chromedriver [--screenshot PNG]
+
+A person signs in, sees the write the client waits on (tool, connector,
+role, brand, the exact arguments and their digest), clicks Approve and the
+call completes; clicks Deny on a second write and the call is refused; an
+approval decided elsewhere leaves the page by itself. Every step asserts what
+it names; the script prints one JSON summary line on success, and the Rust
+test checks the fake GitHub's side.
+"""
+
+import argparse
+import asyncio
+import hashlib
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from scout_mcp import Mcp, text_of
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.common.by import By
+
+ARGS = argparse.ArgumentParser()
+ARGS.add_argument("--base", required=True)
+ARGS.add_argument("--admin-token", required=True)
+ARGS.add_argument("--github-token", required=True)
+ARGS.add_argument("--chromium", required=True)
+ARGS.add_argument("--chromedriver", required=True)
+ARGS.add_argument("--screenshot")
+OPTS = ARGS.parse_args()
+
+
+def check(condition, what):
+    if not condition:
+        raise AssertionError(what)
+
+
+def admin(method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(OPTS.base + path, data=data, method=method)
+    req.add_header("Authorization", f"Bearer {OPTS.admin_token}")
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, json.loads(resp.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = OPTS.chromium
+    for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--window-size=1280,800"]:
+        options.add_argument(flag)
+    # The driver's path is given: Selenium Manager never looks for one online.
+    return webdriver.Chrome(service=Service(executable_path=OPTS.chromedriver), options=options)
+
+
+async def until(what, probe, seconds=30):
+    """Polls `probe` (a function) until it returns something truthy."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            value = probe()
+        except StaleElementReferenceException:
+            # The page replaced what the probe was reading: look again.
+            value = None
+        if value:
+            return value
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def card(driver, branch):
+    """The page's approval card whose arguments name `branch`, if shown."""
+    for item in driver.find_elements(By.CSS_SELECTOR, "#approvals li.approval"):
+        if branch in item.find_element(By.CSS_SELECTOR, ".arguments").text:
+            return item
+    return None
+
+
+async def main():
+    summary = {}
+    # The operator's side, once: a connection, the tools reviewed, a person chat.
+    status, _ = admin("PUT", "/v1/brands/acme/connections/github", {"secret": OPTS.github_token})
+    check(status == 200, f"connection stored: {status}")
+    _, reviews = admin("GET", "/v1/reviews")
+    for t in reviews["connectors"]["github"]:
+        status, _ = admin("POST", "/v1/reviews", {"connector": "github", "tool": t["tool"], "digest": t["digest"]})
+        check(status == 200, "review approved")
+    status, chat = admin("POST", "/v1/sessions", {"brand": "acme", "role": "person-chat"})
+    check(status == 201, f"person chat session: {status} {chat}")
+
+    driver = browser()
+    try:
+        # --- the page and its headers ---
+        with urllib.request.urlopen(OPTS.base + "/console", timeout=30) as resp:
+            csp = resp.headers.get("Content-Security-Policy", "")
+            check("script-src 'self'" in csp and "frame-ancestors 'none'" in csp, f"the console's CSP: {csp}")
+            check(resp.headers.get("X-Frame-Options") == "DENY", "no framing")
+            check(resp.headers.get("Set-Cookie") is None, "the console sets no cookie")
+
+        # --- sign in: a wrong token is refused, the admin token accepted ---
+        driver.get(OPTS.base + "/console")
+        await until("the sign-in form", lambda: driver.find_element(By.ID, "sign-in").is_displayed())
+        driver.find_element(By.ID, "token").send_keys("not-the-admin-token")
+        driver.find_element(By.ID, "sign-in-button").click()
+        await until("the refusal", lambda: "not accepted" in driver.find_element(By.ID, "sign-in-error").text)
+        check(not driver.find_element(By.ID, "console").is_displayed(), "nothing shown to a wrong token")
+        driver.find_element(By.ID, "token").send_keys(OPTS.admin_token)
+        driver.find_element(By.ID, "sign-in-button").click()
+        await until("the console", lambda: driver.find_element(By.ID, "console").is_displayed())
+        check(driver.find_element(By.ID, "who-subject").text == "admin-token", "signed in as the admin token")
+        check(driver.find_element(By.ID, "empty").is_displayed(), "nothing waiting yet")
+        check(driver.get_cookies() == [], "no cookie in the browser")
+
+        async with Mcp(chat["mcp"]["github"], chat["token"]) as s:
+            # --- a write the client waits on, approved in the browser ---
+            approved_args = {"owner": "octo", "repo": "hello", "branch": "scout/console-approved"}
+            call = asyncio.create_task(s.call_tool("github_create_branch", approved_args))
+            item = await until("the waiting write on the page", lambda: card(driver, "scout/console-approved"))
+            shown = item.find_element(By.CSS_SELECTOR, ".arguments").text
+            digest = item.find_element(By.CSS_SELECTOR, ".digest").text
+            check(hashlib.sha256(shown.encode()).hexdigest() == digest,
+                  f"the arguments shown are the bytes the approval is bound to: {shown} {digest}")
+            check(json.loads(shown) == approved_args, f"the exact arguments: {shown}")
+            check(item.find_element(By.CSS_SELECTOR, ".tool").text == "mcp__github__github_create_branch", "the tool")
+            check(item.find_element(By.CSS_SELECTOR, ".connector").text == "github", "the connector")
+            check(item.find_element(By.CSS_SELECTOR, ".role").text == "person-chat", "the session's role")
+            check(item.find_element(By.CSS_SELECTOR, ".brand").text == "acme", "the session's brand")
+            check(item.find_element(By.CSS_SELECTOR, ".session").text == chat["id"], "the session")
+            await until("the wait counting", lambda: "waiting" in item.find_element(By.CSS_SELECTOR, ".waited").text)
+            check(driver.find_element(By.ID, "pending-count").text == "1", "one waiting")
+            check(not call.done(), "the client is still waiting")
+
+            # The session's trace beside it, with the request that waits.
+            item.find_element(By.CSS_SELECTOR, ".session").click()
+            await until("the session's trace", lambda: any(
+                "requested" == r.find_element(By.CSS_SELECTOR, "td.state").text
+                for r in driver.find_elements(By.CSS_SELECTOR, "#trace-rows tr")))
+            if OPTS.screenshot:
+                driver.save_screenshot(OPTS.screenshot)
+
+            item.find_element(By.CSS_SELECTOR, "button.approve").click()
+            result = await asyncio.wait_for(call, 30)
+            check(not result.is_error, f"the approved write ran: {text_of(result)}")
+            await until("the decision on the card",
+                        lambda: "approved by admin-token" in item.find_element(By.CSS_SELECTOR, ".outcome").text)
+            await until("the card leaving", lambda: card(driver, "scout/console-approved") is None)
+            summary["approved"] = approved_args["branch"]
+
+            # --- a second write, denied in the browser ---
+            call = asyncio.create_task(s.call_tool("github_create_branch", {
+                "owner": "octo", "repo": "hello", "branch": "scout/console-denied"}))
+            item = await until("the second write", lambda: card(driver, "scout/console-denied"))
+            item.find_element(By.CSS_SELECTOR, "button.deny").click()
+            result = await asyncio.wait_for(call, 30)
+            check(result.is_error and "approval" in text_of(result), f"the denied write is refused: {text_of(result)}")
+            await until("the card leaving", lambda: card(driver, "scout/console-denied") is None)
+            summary["denied"] = "scout/console-denied"
+
+            # --- decided elsewhere: the page follows by itself ---
+            call = asyncio.create_task(s.call_tool("github_create_branch", {
+                "owner": "octo", "repo": "hello", "branch": "scout/api-approved"}))
+            await until("the third write", lambda: card(driver, "scout/api-approved"))
+            _, listed = admin("GET", f"/v1/approvals?session={chat['id']}")
+            (pending,) = listed["pending"]
+            status, reply = admin("POST", f"/v1/approvals/{pending['id']}", {"approve": True})
+            check(status == 200, f"approved through the API: {status} {reply}")
+            result = await asyncio.wait_for(call, 30)
+            check(not result.is_error, f"the write approved elsewhere ran: {text_of(result)}")
+            await until("the page dropping it", lambda: card(driver, "scout/api-approved") is None)
+            check(driver.find_element(By.ID, "empty").is_displayed(), "nothing waiting again")
+
+        # Who decided, in the trace: the verified caller, through the API.
+        _, trace = admin("GET", f"/v1/trace?session={chat['id']}")
+        decided = [e for e in trace["events"] if e["state"] == "decided"]
+        check(len(decided) == 3, f"three decisions traced: {decided}")
+        check(all("admin-token (approvals API)" in json.dumps(e["detail"]) for e in decided),
+              f"each names who decided: {decided}")
+        summary["ok"] = True
+    finally:
+        driver.quit()
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main())
+    except AssertionError as e:
+        print(f"FAILED: {e}", file=sys.stderr)
+        sys.exit(1)
