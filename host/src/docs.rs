@@ -292,6 +292,26 @@ pub fn permissions_page(catalog: &Catalog, components: &[&Manifest]) -> String {
 
     let _ = writeln!(
         page,
+        "## Token sources\n\nWhere each connector's credential comes from. The host resolves it after the policy allowed a call and injects it; \
+         the guest never holds it. A connection is stored through `PUT /v1/brands/{{brand}}/connections/{{connection}}` as a `secret`, \
+         or as an `oauth`, `client_credentials` or `broker` source from which the host obtains, caches and renews access tokens itself.\n"
+    );
+    let _ = writeln!(page, "| connector | token source |\n|---|---|");
+    for m in components {
+        if catalog.admit_platform(m).is_some() {
+            continue;
+        }
+        let _ = writeln!(
+            page,
+            "| {} | {} |",
+            m.connector,
+            crate::credentials::token_source_note(&m.connector)
+        );
+    }
+    page.push('\n');
+
+    let _ = writeln!(
+        page,
         "## Operator switches\n\nRead once at start from the host environment; `scout-host switches` prints their values.\n"
     );
     let _ = writeln!(page, "| variable | effect | counts as on |\n|---|---|---|");

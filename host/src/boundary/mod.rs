@@ -71,16 +71,19 @@ pub trait Connections: Send + Sync {
 
 /// Builds the handles of one call the boundary has authorized, and only
 /// then (Zed's capability granter, Spin's `prepare`).
+#[async_trait::async_trait]
 pub trait Granter: Sync {
-    /// The handles `call` may hold.
-    fn grant(&self, call: &Authorized<'_>) -> Capabilities;
+    /// The handles `call` may hold. Async: a credential the host obtains
+    /// (an OAuth token, a broker's) is fetched here, after authorization.
+    async fn grant(&self, call: &Authorized<'_>) -> Capabilities;
 }
 
 /// Handles built beforehand (a test, the demo, `scout-host call`): cloned
 /// for each authorized call, with a GraphQL mutation allowed only where a
 /// person approved it.
+#[async_trait::async_trait]
 impl Granter for Capabilities {
-    fn grant(&self, call: &Authorized<'_>) -> Capabilities {
+    async fn grant(&self, call: &Authorized<'_>) -> Capabilities {
         Capabilities {
             graphql_mutations: call.may_mutate(),
             ..self.clone()
@@ -552,7 +555,7 @@ impl Boundary {
         let tool = request.tool;
         let answered = async {
             let authorized = self.authorize(session, component, request).await?;
-            let caps = granter.grant(&authorized);
+            let caps = granter.grant(&authorized).await;
             self.execute(authorized, component, &caps).await
         }
         .await;

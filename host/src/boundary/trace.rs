@@ -155,6 +155,9 @@ pub(super) fn executed_detail(outcome: &CallOutcome) -> Value {
         if outcome.output_dropped > 0 {
             map.insert("output_dropped".to_string(), json!(outcome.output_dropped));
         }
+        if !outcome.credentials.is_empty() {
+            map.insert("credentials".to_string(), json!(outcome.credentials));
+        }
     }
     detail
 }
@@ -201,6 +204,7 @@ mod tests {
             output_dropped: 0,
             logs: Vec::new(),
             http: vec![exchange; TRACED_EXCHANGES + 44],
+            credentials: Vec::new(),
             micros: 9,
             instantiate_micros: 1,
         };

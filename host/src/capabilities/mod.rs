@@ -38,6 +38,12 @@ pub struct Capabilities {
     pub meter: Option<Arc<meter::RunMeter>>,
     /// Folders granted, each under its name.
     pub folders: Vec<Arc<folder::FolderCapability>>,
+    /// Handles that could not be granted because their credential could
+    /// not be obtained, by destination (`None`: the connector's own), with
+    /// the reason the guest is told.
+    pub refused: std::collections::BTreeMap<Option<String>, String>,
+    /// What obtaining the credentials did, for the call's trace.
+    pub credential_events: Vec<serde_json::Value>,
 }
 
 impl Capabilities {

@@ -34,6 +34,12 @@ pub(crate) struct HttpCtx {
     pub(crate) tool: String,
     /// The requests made, as the trace records them.
     pub(crate) exchanges: Vec<HttpExchange>,
+    /// Handles refused for want of a credential, and why (by destination).
+    pub(crate) refused: BTreeMap<Option<String>, String>,
+    /// What obtaining and renewing credentials did, for the trace.
+    pub(crate) credential_events: Vec<serde_json::Value>,
+    /// Handles renewed after a 401 in this call (once each).
+    pub(crate) renewed: std::collections::BTreeSet<Option<String>>,
 }
 
 /// What the `meter` interface of one call holds: the run's meter, if any.
@@ -93,6 +99,9 @@ impl CallState {
                 routes,
                 tool,
                 exchanges: Vec::new(),
+                refused: caps.refused.clone(),
+                credential_events: caps.credential_events.clone(),
+                renewed: Default::default(),
             },
             meter: MeterCtx {
                 meter: caps.meter.clone(),

@@ -130,6 +130,22 @@ impl LoadedComponent {
             Ok(Ok(done)) => done,
         };
         let (value, instantiated) = value;
+        // A handle renewed during the call (a 401, a fresh token) scrubs its
+        // secret too.
+        let renewed;
+        let caps = if state.http.renewed.is_empty() {
+            caps
+        } else {
+            let mut all = caps.clone();
+            all.http = state.http.http.clone().or(all.http);
+            for (name, http) in &state.http.destinations {
+                all.destinations
+                    .entry(format!("{name} (renewed)"))
+                    .or_insert_with(|| http.clone());
+            }
+            renewed = all;
+            &renewed
+        };
         // The tool's own answer is its WIT `result`: read from the value,
         // then scrubbed (defence in depth: the guest never held the secret,
         // so this finds nothing unless an upstream reflected it in a form
@@ -158,6 +174,7 @@ impl LoadedComponent {
             output_dropped: out_dropped + err_dropped + out_cut + err_cut,
             logs: state.log.lines,
             http: state.http.exchanges,
+            credentials: state.http.credential_events,
             micros: started.elapsed().as_micros() as u64,
             instantiate_micros: instantiated.as_micros() as u64,
         })

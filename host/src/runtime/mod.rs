@@ -176,6 +176,9 @@ pub struct CallOutcome {
     pub logs: Vec<GuestLog>,
     /// Requests the guest made through its `http` handle.
     pub http: Vec<HttpExchange>,
+    /// What obtaining and renewing the call's credentials did (token
+    /// endpoint statuses, never a token).
+    pub credentials: Vec<Value>,
     /// Wall-clock time of the call, instantiation included.
     pub micros: u64,
     /// Of which instantiating the component (for `/metrics`; not traced).

@@ -34,6 +34,8 @@ pub struct ApiError {
     status: StatusCode,
     code: &'static str,
     message: String,
+    /// The request field at fault, where one is (`oauth.token_url`).
+    field: Option<String>,
 }
 
 impl ApiError {
@@ -42,6 +44,18 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            field: None,
+        }
+    }
+    /// 422: the body's `field` is not acceptable.
+    fn invalid_field(
+        code: &'static str,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) -> ApiError {
+        ApiError {
+            field: Some(field.into()),
+            ..ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
         }
     }
     fn bad_request(message: impl Into<String>) -> ApiError {
@@ -54,11 +68,11 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (
-            self.status,
-            Json(json!({"error": {"code": self.code, "message": self.message}})),
-        )
-            .into_response()
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let Some(field) = self.field {
+            error["field"] = json!(field);
+        }
+        (self.status, Json(json!({ "error": error }))).into_response()
     }
 }
 
@@ -622,14 +636,79 @@ async fn delete_profile(
     }
 }
 
+/// A connection as the admin API takes it: exactly one of a `secret` (the
+/// token itself; for `google` with its `scopes`) or a token source the host
+/// obtains tokens from (`oauth`, `client_credentials`, `broker`).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PutConnection {
     /// The credential. For `google`: the token.
-    secret: String,
-    /// For `google` only: the scopes the token holds.
+    #[serde(default)]
+    secret: Option<String>,
+    /// For `google` only, with `secret`: the scopes the token holds.
     #[serde(default)]
     scopes: Option<Vec<String>>,
+    #[serde(default)]
+    oauth: Option<Value>,
+    #[serde(default)]
+    client_credentials: Option<Value>,
+    #[serde(default)]
+    broker: Option<Value>,
+}
+
+/// The Tailscale API's read scopes (seed 000: "every token is requested
+/// with read scopes only").
+fn is_read_scope(scope: &str) -> bool {
+    scope.ends_with(":read")
+}
+
+/// The token source a body names, checked field by field (422 naming the
+/// field at fault).
+fn token_source(
+    connector: &str,
+    kind: &'static str,
+    body: Value,
+) -> Result<crate::credentials::TokenSource, ApiError> {
+    use crate::credentials::TokenSource;
+    use crate::credentials::tokens::{BrokerConnection, ClientGrant, RefreshGrant};
+    let invalid = |field: String, message: String| {
+        ApiError::invalid_field("invalid_connection", field, message)
+    };
+    // serde names a missing or mistyped field in its message.
+    let read = |e: serde_json::Error| {
+        let text = e.to_string();
+        let field = text
+            .split('`')
+            .nth(1)
+            .filter(|_| text.starts_with("missing field") || text.starts_with("unknown field"))
+            .map_or_else(|| kind.to_string(), |f| format!("{kind}.{f}"));
+        invalid(field, format!("`{kind}`: {text}"))
+    };
+    let source = match kind {
+        "oauth" => TokenSource::Oauth(serde_json::from_value::<RefreshGrant>(body).map_err(read)?),
+        "client_credentials" => TokenSource::ClientCredentials(
+            serde_json::from_value::<ClientGrant>(body).map_err(read)?,
+        ),
+        _ => TokenSource::Broker(serde_json::from_value::<BrokerConnection>(body).map_err(read)?),
+    };
+    source
+        .validate()
+        .map_err(|e| invalid(e.field.clone(), e.to_string()))?;
+    if connector == crate::credentials::GOOGLE && source.scopes().is_empty() {
+        return Err(invalid(
+            format!("{kind}.scopes"),
+            "a google connection names the scopes it was granted (they decide which Google products it serves)".into(),
+        ));
+    }
+    if connector == "tailscale"
+        && (source.scopes().is_empty() || !source.scopes().iter().all(|s| is_read_scope(s)))
+    {
+        return Err(invalid(
+            format!("{kind}.scopes"),
+            "a tailscale connection asks for read scopes only (`devices:core:read`, `users:read`, `policy_file:read`, `dns:read`)".into(),
+        ));
+    }
+    Ok(source)
 }
 
 async fn put_connection(
@@ -643,23 +722,65 @@ async fn put_connection(
             "`{connector}` is not a connector this host serves or the seed catalogue names: add a `[connectors.{connector}]` table with its component to serve's configuration and restart"
         )));
     }
-    if request.secret.is_empty() || request.secret.len() > 16 * 1024 {
-        return Err(ApiError::bad_request("`secret` must be 1 to 16384 bytes"));
-    }
-    let sealed = match (google, request.scopes) {
-        (true, Some(scopes)) => {
-            crate::credentials::GoogleConnection::new(request.secret, scopes).encode()
+    let PutConnection {
+        secret,
+        scopes,
+        oauth,
+        client_credentials,
+        broker,
+    } = request;
+    let sources: Vec<(&'static str, Value)> = [
+        ("oauth", oauth),
+        ("client_credentials", client_credentials),
+        ("broker", broker),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| v.map(|v| (k, v)))
+    .collect();
+    let sealed = match (secret, sources.len()) {
+        (Some(secret), 0) => {
+            if secret.is_empty() || secret.len() > 16 * 1024 {
+                return Err(ApiError::bad_request("`secret` must be 1 to 16384 bytes"));
+            }
+            match (google, scopes) {
+                (true, Some(scopes)) => {
+                    crate::credentials::GoogleConnection::new(secret, scopes).encode()
+                }
+                (true, None) => {
+                    return Err(ApiError::bad_request("a google connection needs `scopes`"));
+                }
+                (false, Some(_)) => {
+                    return Err(ApiError::bad_request(
+                        "`scopes` is for the google connection only",
+                    ));
+                }
+                (false, None) => secret,
+            }
         }
-        (true, None) => return Err(ApiError::bad_request("a google connection needs `scopes`")),
-        (false, Some(_)) => {
-            return Err(ApiError::bad_request(
-                "`scopes` is for the google connection only",
+        (None, 1) => {
+            if scopes.is_some() {
+                return Err(ApiError::invalid_field(
+                    "invalid_connection",
+                    "scopes",
+                    "a token source names its scopes inside it",
+                ));
+            }
+            let (kind, body) = sources
+                .into_iter()
+                .next()
+                .unwrap_or(("broker", Value::Null));
+            token_source(&connector, kind, body)?.seal_text()
+        }
+        _ => {
+            return Err(ApiError::invalid_field(
+                "invalid_connection",
+                "secret",
+                "give exactly one of `secret`, `oauth`, `client_credentials` or `broker`",
             ));
         }
-        (false, None) => request.secret,
     };
     host.put_connection(&brand, &connector, &sealed)?;
-    // The secret is never echoed.
+    // Nothing of it is ever echoed.
     Ok(Json(
         json!({"brand": brand, "connector": connector, "stored": true}),
     ))

@@ -141,6 +141,75 @@ pub struct ServeConfig {
     /// token only.
     #[serde(default)]
     pub oidc: Option<OidcConfig>,
+    /// `[token_broker]`: where the host asks for the access tokens of
+    /// connections stored as `broker` (Nango), and the variable holding the
+    /// deployment's broker secret. Without that variable set, no broker
+    /// connection resolves.
+    #[serde(default)]
+    pub token_broker: TokenBrokerConfig,
+    /// Longest wait for a token endpoint or the broker, in seconds.
+    #[serde(default = "default_token_timeout_secs")]
+    pub token_timeout_secs: u64,
+}
+
+fn default_token_timeout_secs() -> u64 {
+    10
+}
+
+/// `[token_broker]`.
+///
+/// ```toml
+/// [token_broker]
+/// url = "https://api.nango.dev"      # default; a self-hosted Nango's URL
+/// secret_env = "NANGO_SECRET_KEY"    # default
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenBrokerConfig {
+    #[serde(default = "default_broker_url")]
+    pub url: String,
+    #[serde(default = "default_broker_secret_env")]
+    pub secret_env: String,
+}
+
+impl Default for TokenBrokerConfig {
+    fn default() -> TokenBrokerConfig {
+        TokenBrokerConfig {
+            url: default_broker_url(),
+            secret_env: default_broker_secret_env(),
+        }
+    }
+}
+
+fn default_broker_url() -> String {
+    "https://api.nango.dev".to_string()
+}
+
+fn default_broker_secret_env() -> String {
+    "NANGO_SECRET_KEY".to_string()
+}
+
+impl TokenBrokerConfig {
+    /// The broker's URL: https, or plain http only on loopback.
+    pub fn parsed_url(&self) -> Result<url::Url, String> {
+        let url = url::Url::parse(&self.url).map_err(|e| format!("token_broker.url: {e}"))?;
+        let loopback = match url.host() {
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            Some(url::Host::Domain(d)) => d == "localhost",
+            None => false,
+        };
+        if !(url.scheme() == "https" || (url.scheme() == "http" && loopback))
+            || url.query().is_some()
+            || !url.username().is_empty()
+        {
+            return Err(
+                "token_broker.url must be https (plain http only on loopback), without a query or credentials"
+                    .to_string(),
+            );
+        }
+        Ok(url)
+    }
 }
 
 /// `[oidc]`: who may call the admin API, as an OpenID Connect issuer says.
@@ -613,6 +682,15 @@ impl ServeConfig {
         }
         if let Some(oidc) = &config.oidc {
             oidc.check().map_err(ConfigFileError::Invalid)?;
+        }
+        config
+            .token_broker
+            .parsed_url()
+            .map_err(ConfigFileError::Invalid)?;
+        if !(1..=120).contains(&config.token_timeout_secs) {
+            return Err(ConfigFileError::Invalid(
+                "token_timeout_secs must be from 1 to 120".into(),
+            ));
         }
         Ok(config)
     }

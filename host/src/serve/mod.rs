@@ -201,6 +201,8 @@ pub struct ServeHost {
     resolver_config: Arc<ResolverConfig>,
     /// Connections as they last resolved; dropped whenever this host changes one.
     resolutions: Arc<ResolutionCache>,
+    /// Access tokens the host obtains (OAuth, the broker), cached.
+    tokens: Arc<crate::credentials::Tokens>,
     key: [u8; 32],
     boundary: Arc<Boundary>,
     sessions: RwLock<HashMap<String, Arc<LiveSession>>>,
@@ -453,10 +455,26 @@ impl ServeHost {
             components.insert(name.clone(), Arc::new(component));
         }
         let catalog = Arc::new(catalog);
+        // The broker is configured where its secret is set.
+        let broker = match env(&config.token_broker.secret_env) {
+            Some(secret) => Some(crate::credentials::tokens::BrokerConfig {
+                url: config
+                    .token_broker
+                    .parsed_url()
+                    .map_err(|e| StartError::Config(ConfigFileError::Invalid(e)))?,
+                secret: crate::credentials::Secret::new(secret),
+            }),
+            None => None,
+        };
+        let tokens = Arc::new(crate::credentials::Tokens::new(
+            broker,
+            std::time::Duration::from_secs(config.token_timeout_secs),
+        ));
         let resolver_config = Arc::new(ResolverConfig {
             deployment_owner_brand: config.deployment_owner_brand.clone(),
             host_env,
             public,
+            broker: tokens.has_broker(),
             ..Default::default()
         });
 
@@ -513,6 +531,7 @@ impl ServeHost {
             catalog,
             resolver_config,
             resolutions,
+            tokens,
             key,
             boundary: Arc::new(boundary),
             sessions: RwLock::new(HashMap::new()),
@@ -1128,6 +1147,7 @@ impl ServeHost {
         live: &LiveSession,
         component: &LoadedComponent,
         call: &Authorized<'_>,
+        obtained: Obtained,
     ) -> Capabilities {
         self.grants
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -1136,7 +1156,10 @@ impl ServeHost {
         let Some(settings) = self.config.connectors.get(connector) else {
             return Capabilities::default();
         };
-        let mut caps = Capabilities::default();
+        let mut caps = Capabilities {
+            credential_events: obtained.events.clone(),
+            ..Capabilities::default()
+        };
         // A connector that does not import `http` gets no client (a folder-
         // only connector still gets its folders).
         let brand = &live.session.brand;
@@ -1151,14 +1174,22 @@ impl ServeHost {
                 return Capabilities::default();
             };
             if settings.origin.is_some() {
+                if let Some(why) = obtained.refused(connector) {
+                    // The host could not obtain the credential: the guest is
+                    // told so, and nothing is sent.
+                    caps.refused.insert(None, why.to_string());
+                    return caps;
+                }
                 // No credential for its own origin: no handle at all, and the
                 // boundary denies the call before it runs.
-                let Some(http) = self.http_capability(brand, connector, settings, None) else {
+                let Some(http) = self.http_capability(brand, connector, settings, None, &obtained)
+                else {
                     return Capabilities::default();
                 };
                 caps.http = Some(http);
                 for dest in settings.origins.keys() {
-                    if let Some(http) = self.http_capability(brand, connector, settings, Some(dest))
+                    if let Some(http) =
+                        self.http_capability(brand, connector, settings, Some(dest), &obtained)
                     {
                         caps.destinations.insert(dest.clone(), http);
                     }
@@ -1170,8 +1201,13 @@ impl ServeHost {
                 // Registered for this session, and (in `http_capability`)
                 // offered, with a credential that resolves now.
                 let registered = live.connectors.iter().any(|c| c == peer);
+                if let Some(why) = obtained.refused(peer) {
+                    caps.refused.insert(Some(peer.clone()), why.to_string());
+                    continue;
+                }
                 if let (true, Some(peer_settings)) = (registered, self.config.connectors.get(peer))
-                    && let Some(http) = self.http_capability(brand, peer, peer_settings, None)
+                    && let Some(http) =
+                        self.http_capability(brand, peer, peer_settings, None, &obtained)
                 {
                     caps.destinations.insert(peer.clone(), http);
                 }
@@ -1196,6 +1232,63 @@ impl ServeHost {
         }
         caps.graphql_mutations = call.may_mutate();
         caps
+    }
+
+    /// Obtains the access tokens of the credentials `call` will use that the
+    /// host fetches itself (OAuth, the broker): the connector's own and
+    /// those of the peers a joint tool reads. Only ever for a call the
+    /// boundary authorized; cached tokens cost nothing.
+    async fn obtain_tokens(
+        &self,
+        live: &LiveSession,
+        component: &LoadedComponent,
+        call: &Authorized<'_>,
+    ) -> Obtained {
+        let mut obtained = Obtained::default();
+        if !component.imports_interface("http") {
+            return obtained;
+        }
+        let connector = component.name();
+        let brand = &live.session.brand;
+        let peers = component
+            .info()
+            .manifest
+            .tools
+            .iter()
+            .find(|t| component.info().manifest.wire_name(&t.function) == call.tool())
+            .map(|doc| doc.reads_from.clone())
+            .unwrap_or_default();
+        let needed = std::iter::once(connector.to_string()).chain(
+            peers
+                .into_iter()
+                .filter(|p| live.connectors.iter().any(|c| c == p)),
+        );
+        for server in needed {
+            let Ok(Some(credential)) =
+                self.resolutions
+                    .resolve_server(|| self.resolver(), brand, &server)
+            else {
+                continue;
+            };
+            let Some(source) = credential.token_source() else {
+                continue;
+            };
+            let no_scopes = BTreeSet::new();
+            let request = crate::credentials::TokenRequest {
+                brand,
+                connector: &server,
+                source,
+                scopes: credential.scopes().unwrap_or(&no_scopes),
+            };
+            let (token, event) = self.tokens.token(&request).await;
+            if event.outcome != "cached" {
+                obtained
+                    .events
+                    .push(serde_json::to_value(&event).unwrap_or_default());
+            }
+            obtained.tokens.insert(server, token.map_err(|_| ()));
+        }
+        obtained
     }
 
     /// How many calls were granted handles. A call the boundary refuses is
@@ -1225,6 +1318,7 @@ impl ServeHost {
         connector: &str,
         settings: &ConnectorConfig,
         destination: Option<&str>,
+        obtained: &Obtained,
     ) -> Option<Arc<HttpCapability>> {
         if self.not_offered.contains_key(connector) {
             return None;
@@ -1244,7 +1338,13 @@ impl ServeHost {
             // No credential: the boundary denies the call before it runs.
             _ => return None,
         };
-        let secret_digest = hex::encode(digest(credential.secret().expose()));
+        // A token the host obtained for this call, or the stored secret.
+        let token = match credential.token_source() {
+            Some(_) => Some(obtained.token(connector)?.clone()),
+            None => None,
+        };
+        let secret = token.as_ref().unwrap_or(credential.secret());
+        let secret_digest = hex::encode(digest(secret.expose()));
         let key = (
             brand.to_string(),
             match destination {
@@ -1263,7 +1363,16 @@ impl ServeHost {
         };
         let base = match scheme {
             Some(scheme) if sends_credential && !credential.is_none_needed() => {
-                to_http_config(&credential, origin, scheme)
+                let mut config = to_http_config(&credential, origin, scheme);
+                if let (Some(token), Some(source), Some(injected)) = (
+                    &token,
+                    credential.token_source(),
+                    config.credential.as_mut(),
+                ) {
+                    injected.secret = crate::SecretSource::Value(token.expose().to_string());
+                    config.scrub_also = source.secrets().into_iter().map(str::to_string).collect();
+                }
+                config
             }
             // A public API, or a destination spelled `credential = "none"`.
             _ => crate::HttpConfig::new(origin),
@@ -1281,6 +1390,19 @@ impl ServeHost {
                 };
                 http_config.secret_headers.push((header.clone(), value));
             }
+        }
+        if let (Some(token), Some(source)) = (&token, credential.token_source())
+            && sends_credential
+        {
+            http_config.renewal = Some(Arc::new(TokenRenewal {
+                tokens: self.tokens.clone(),
+                brand: brand.to_string(),
+                connector: connector.to_string(),
+                source: Arc::new(source.clone()),
+                scopes: credential.scopes().cloned().unwrap_or_default(),
+                stale: token.clone(),
+                config: http_config.clone(),
+            }));
         }
         match HttpCapability::new(http_config) {
             Ok(http) => {
@@ -1398,9 +1520,75 @@ struct SessionGranter<'a> {
     component: &'a LoadedComponent,
 }
 
+#[async_trait::async_trait]
 impl Granter for SessionGranter<'_> {
-    fn grant(&self, call: &Authorized<'_>) -> Capabilities {
-        self.host.capabilities(self.live, self.component, call)
+    async fn grant(&self, call: &Authorized<'_>) -> Capabilities {
+        let obtained = self
+            .host
+            .obtain_tokens(self.live, self.component, call)
+            .await;
+        self.host
+            .capabilities(self.live, self.component, call, obtained)
+    }
+}
+
+/// The access tokens the host obtained for one call, by connector (the
+/// call's own and the peers a joint tool reads), and what obtaining them
+/// did for the trace.
+#[derive(Default)]
+struct Obtained {
+    tokens: HashMap<String, Result<crate::credentials::Secret, ()>>,
+    events: Vec<Value>,
+}
+
+impl Obtained {
+    fn token(&self, connector: &str) -> Option<&crate::credentials::Secret> {
+        self.tokens.get(connector)?.as_ref().ok()
+    }
+
+    /// Why `connector`'s handle is not granted, when its token could not
+    /// be obtained.
+    fn refused(&self, connector: &str) -> Option<&'static str> {
+        matches!(self.tokens.get(connector), Some(Err(())))
+            .then_some(crate::credentials::TokenError::REASON)
+    }
+}
+
+/// Renews a handle's token after the upstream refused it (401).
+struct TokenRenewal {
+    tokens: Arc<crate::credentials::Tokens>,
+    brand: String,
+    connector: String,
+    source: Arc<crate::credentials::TokenSource>,
+    scopes: BTreeSet<String>,
+    stale: crate::credentials::Secret,
+    /// The handle's configuration, given the new token.
+    config: crate::HttpConfig,
+}
+
+#[async_trait::async_trait]
+impl crate::capabilities::http::Renewal for TokenRenewal {
+    async fn renewed(&self) -> crate::capabilities::http::Renewed {
+        let request = crate::credentials::TokenRequest {
+            brand: &self.brand,
+            connector: &self.connector,
+            source: &self.source,
+            scopes: &self.scopes,
+        };
+        let (token, event) = self.tokens.renew(&request, &self.stale).await;
+        let event = serde_json::to_value(&event).unwrap_or_default();
+        let Ok(token) = token else {
+            return crate::capabilities::http::Renewed { http: None, event };
+        };
+        let mut config = self.config.clone();
+        if let Some(injected) = config.credential.as_mut() {
+            injected.secret = crate::SecretSource::Value(token.expose().to_string());
+        }
+        config.renewal = None;
+        let http = HttpCapability::new(config)
+            .inspect_err(|e| tracing::error!(connector = %self.connector, error = %e, "cannot build the renewed HTTP handle"))
+            .ok();
+        crate::capabilities::http::Renewed { http, event }
     }
 }
 

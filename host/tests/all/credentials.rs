@@ -38,6 +38,7 @@ fn config() -> ResolverConfig {
         ]),
         host_env_google_scopes: BTreeSet::from([ADS.to_string(), GSC.to_string()]),
         public: BTreeSet::new(),
+        broker: false,
     }
 }
 

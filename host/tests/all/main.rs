@@ -26,4 +26,5 @@ mod store;
 mod store_hosts;
 mod surface_cli;
 mod telemetry;
+mod token_sources;
 mod trace_export_cli;

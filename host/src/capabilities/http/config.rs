@@ -86,7 +86,7 @@ pub struct CredentialConfig {
 }
 
 /// Host configuration of one connector's HTTP destination.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HttpConfig {
     /// `scheme://host[:port][/prefix]`; the guest's paths go below the prefix.
     pub origin: String,
@@ -119,6 +119,25 @@ pub struct HttpConfig {
     /// (Google Ads' `developer-token`): scrubbed like the credential, and a
     /// guest's header of the same name is dropped.
     pub secret_headers: Vec<(String, String)>,
+    /// Secrets never sent, scrubbed like the credential all the same (the
+    /// refresh token and client secret the credential was obtained with).
+    pub scrub_also: Vec<String>,
+    /// How to get a handle with a fresh credential when the upstream
+    /// answers 401 (a token the host obtains; once per call and handle).
+    pub renewal: Option<Arc<dyn super::Renewal>>,
+}
+
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("origin", &self.origin)
+            .field("credential", &self.credential)
+            .field("allow_private_network", &self.allow_private_network)
+            .field("destination", &self.destination)
+            .field("secret_headers", &self.secret_headers.len())
+            .field("renews", &self.renewal.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// How a capability answers requests (DESIGN D9; see `capabilities::replay`).
@@ -152,6 +171,8 @@ impl HttpConfig {
             mode: HttpMode::Live,
             destination: None,
             secret_headers: Vec::new(),
+            scrub_also: Vec::new(),
+            renewal: None,
         }
     }
 

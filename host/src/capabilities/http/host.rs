@@ -58,6 +58,9 @@ impl Default for ExchangeServer {
 
 impl Host for View<'_, HttpCtx> {
     fn connect(&mut self) -> wasmtime::Result<Result<Resource<ClientHandle>, HttpError>> {
+        if let (None, Some(why)) = (&self.ctx.http, self.ctx.refused.get(&None)) {
+            return Ok(Err(HttpError::Denied(why.clone())));
+        }
         if self.ctx.http.is_none() {
             return Ok(Err(HttpError::Denied(
                 "this session holds no HTTP capability for this connector".to_string(),
@@ -83,6 +86,9 @@ impl Host for View<'_, HttpCtx> {
                 self.ctx.tool
             ))));
         }
+        if let Some(why) = self.ctx.refused.get(&Some(destination.clone())) {
+            return Ok(Err(HttpError::Denied(why.clone())));
+        }
         if !self.ctx.destinations.contains_key(&destination) {
             return Ok(Err(HttpError::Denied(format!(
                 "this session holds no HTTP capability for destination `{destination}` (not configured, or the connector it names is not live)"
@@ -107,15 +113,63 @@ impl HostClient for View<'_, HttpCtx> {
         req: Request,
     ) -> wasmtime::Result<Result<Response, HttpError>> {
         let destination = self.handles.get(&handle)?.destination.clone();
-        let http = match &destination {
-            None => self.ctx.http.clone(),
-            Some(d) => self.ctx.destinations.get(d).cloned(),
-        };
-        let Some(http) = http else {
+        let Some(http) = self.ctx.handle_for(&destination) else {
             return Ok(Err(HttpError::Denied(
                 "this session holds no HTTP capability for this connector".to_string(),
             )));
         };
+        // A credential the host obtained and the upstream refused is renewed
+        // once per call and handle, and the same request sent again.
+        let retry = (http.renewal().is_some() && !self.ctx.renewed.contains(&destination))
+            .then(|| req.clone());
+        let result = self.ctx.send_once(&http, destination.clone(), req).await;
+        let Some(req) = retry.filter(|_| matches!(&result, Ok(r) if r.status == 401)) else {
+            return Ok(result);
+        };
+        self.ctx.renewed.insert(destination.clone());
+        let Some(renewal) = http.renewal() else {
+            return Ok(result);
+        };
+        let renewed = renewal.renewed().await;
+        self.ctx.credential_events.push(renewed.event);
+        let Some(fresh) = renewed.http else {
+            // Not renewed: the guest sees the upstream's 401.
+            return Ok(result);
+        };
+        match &destination {
+            None => self.ctx.http = Some(fresh.clone()),
+            Some(d) => {
+                self.ctx.destinations.insert(d.clone(), fresh.clone());
+            }
+        }
+        Ok(self.ctx.send_once(&fresh, destination, req).await)
+    }
+
+    fn drop(&mut self, handle: Resource<ClientHandle>) -> wasmtime::Result<()> {
+        self.handles.drop(handle)?;
+        Ok(())
+    }
+}
+
+impl HttpCtx {
+    /// The client a handle to `destination` sends through now.
+    fn handle_for(
+        &self,
+        destination: &Option<String>,
+    ) -> Option<std::sync::Arc<super::HttpCapability>> {
+        match destination {
+            None => self.http.clone(),
+            Some(d) => self.destinations.get(d).cloned(),
+        }
+    }
+
+    /// Sends `req` through `http` and records the exchange.
+    async fn send_once(
+        &mut self,
+        http: &super::HttpCapability,
+        destination: Option<String>,
+        req: Request,
+    ) -> Result<Response, HttpError> {
         let started = Instant::now();
         let server = ExchangeServer {
             host: http.origin().host_str().unwrap_or_default().to_string(),
@@ -127,23 +181,20 @@ impl HostClient for View<'_, HttpCtx> {
             req.path.clone(),
         );
         // Matched once: the same match decides and is traced.
-        let matched = self
-            .ctx
-            .routes
-            .find(destination.as_deref(), req.method, &path);
+        let matched = self.routes.find(destination.as_deref(), req.method, &path);
         let route = matched.as_ref().map(|m| m.route.clone());
         let request_bytes = req.body.as_ref().map_or(0, |b| b.len() as u64);
         let result = http
             .send_matched(
                 req,
-                &self.ctx.tool,
-                &self.ctx.routes,
+                &self.tool,
+                &self.routes,
                 destination.as_deref(),
                 matched.as_ref(),
-                self.ctx.graphql_mutations,
+                self.graphql_mutations,
             )
             .await;
-        self.ctx.exchanges.push(HttpExchange {
+        self.exchanges.push(HttpExchange {
             destination,
             method,
             path: http.scrub_text(&path),
@@ -155,16 +206,9 @@ impl HostClient for View<'_, HttpCtx> {
             micros: started.elapsed().as_micros() as u64,
             server,
         });
-        Ok(result)
+        result
     }
 
-    fn drop(&mut self, handle: Resource<ClientHandle>) -> wasmtime::Result<()> {
-        self.handles.drop(handle)?;
-        Ok(())
-    }
-}
-
-impl HttpCtx {
     /// Text cut and scrubbed of the secrets this call's clients inject.
     fn scrub_and_cut(&self, text: &str, cap: usize, already_cut: bool) -> (String, u64) {
         crate::capabilities::Capabilities {

@@ -69,6 +69,23 @@ pub struct HttpCapability {
     destination: Option<String>,
     /// Deployment-secret headers injected into every request.
     secret_headers: Vec<(HeaderName, String)>,
+    /// How to get a handle with a fresh credential after a 401.
+    renewal: Option<Arc<dyn Renewal>>,
+}
+
+/// A credential the host can renew when an upstream refuses it (401): the
+/// host obtained it (OAuth, a broker) and can obtain another.
+#[async_trait::async_trait]
+pub trait Renewal: Send + Sync {
+    /// A handle like the one refused, with a fresh credential; or `None`.
+    /// `event` is what the trace records of it (never a token).
+    async fn renewed(&self) -> Renewed;
+}
+
+/// What [`Renewal::renewed`] gives.
+pub struct Renewed {
+    pub http: Option<Arc<HttpCapability>>,
+    pub event: serde_json::Value,
 }
 
 enum Backend {
@@ -217,6 +234,11 @@ impl HttpCapability {
             scrubber.add(value);
             secret_headers.push((parsed, value.clone()));
         }
+        for secret in &config.scrub_also {
+            if !secret.is_empty() {
+                scrubber.add(secret);
+            }
+        }
         let mut strip_headers = Vec::new();
         for name in &config.strip_headers {
             let parsed = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
@@ -269,7 +291,13 @@ impl HttpCapability {
             strip_headers,
             destination: config.destination.clone(),
             secret_headers,
+            renewal: config.renewal.clone(),
         }))
+    }
+
+    /// How to renew this handle's credential after a 401, if it can be.
+    pub fn renewal(&self) -> Option<&Arc<dyn Renewal>> {
+        self.renewal.as_ref()
     }
 
     /// The configured origin, as the operator wrote it (no secret in it).

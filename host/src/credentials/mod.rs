@@ -22,11 +22,20 @@
 //! specialist or goal agent; every connector the brand can resolve for person
 //! chat. [`Resolver::brand_facts`] feeds the registration filter.
 //!
-//! No type here prints a secret: [`Secret`], [`Credential`] and
-//! [`CredentialSet`] have hand-written `Debug`s.
+//! A stored connection holds either the secret an upstream takes (a static
+//! token, or for Google a token with its scopes) or a [`TokenSource`]: an
+//! OAuth refresh-token grant, a client-credentials grant or a token broker's
+//! connection, from which the host obtains and renews access tokens itself
+//! ([`tokens`]), only for a call the policy allowed. A broker connection
+//! resolves only where the deployment configures the broker.
 //!
-//! Left to the caller: OAuth refresh of the Google token (the stored token is
-//! handed on as is), and deciding who may call `share_connection`.
+//! No type here prints a secret: [`Secret`], [`Credential`],
+//! [`CredentialSet`] and [`TokenSource`] have hand-written `Debug`s.
+//!
+//! Left to the caller: deciding who may call `share_connection`.
+
+pub mod tokens;
+pub use tokens::{TokenError, TokenEvent, TokenRequest, TokenSource, Tokens};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -98,6 +107,28 @@ pub fn connection_for_server(server: &str) -> &str {
         GOOGLE
     } else {
         server
+    }
+}
+
+/// The token source a deployment configures for `server`'s connection, as
+/// the permissions page states it (`scout-host docs`). Every connection
+/// takes any source the admin API accepts; this is the one the upstream's
+/// own documentation describes.
+pub fn token_source_note(server: &str) -> &'static str {
+    match server {
+        "googleads" | "searchconsole" | "analytics" | "sheets" => {
+            "the shared `google` connection: `oauth` (a refresh token exchanged at Google's token endpoint; each token asks only for the scopes of the products the session holds, never more than were stored), or a stored token with its `scopes`"
+        }
+        "tailscale" => {
+            "`client_credentials` (a Tailscale OAuth client; its scopes must all be read scopes), or a stored API access token"
+        }
+        "figma" => {
+            "`broker`: the connection's current access token from Nango, with the deployment's `NANGO_SECRET_KEY` (without it Figma is never offered)"
+        }
+        "microsoftads" => {
+            "`oauth` (a Microsoft identity platform refresh token), with the deployment's `MICROSOFT_ADS_DEVELOPER_TOKEN` header"
+        }
+        _ => "a stored secret (`secret`), injected as configured",
     }
 }
 
@@ -201,6 +232,9 @@ pub struct Credential {
     secret: Secret,
     /// `Some` for the Google connection: the scopes this credential carries.
     scopes: Option<BTreeSet<String>>,
+    /// Where the host obtains the access token, when `secret` is not it
+    /// (`secret` is then empty).
+    token_source: Option<std::sync::Arc<TokenSource>>,
 }
 
 impl Credential {
@@ -215,6 +249,12 @@ impl Credential {
 
     pub fn secret(&self) -> &Secret {
         &self.secret
+    }
+
+    /// The source the host obtains this credential's access tokens from,
+    /// if it is not a stored token.
+    pub fn token_source(&self) -> Option<&TokenSource> {
+        self.token_source.as_deref()
     }
 
     /// A public API's: there is no secret to inject.
@@ -258,6 +298,9 @@ impl fmt::Debug for Credential {
             .field("secret", &self.secret);
         if let Some(scopes) = &self.scopes {
             d.field("scopes", scopes);
+        }
+        if let Some(source) = &self.token_source {
+            d.field("token_source", &source.kind());
         }
         d.finish()
     }
@@ -336,6 +379,10 @@ pub struct ResolverConfig {
     /// Connections to public APIs (`credential = "none"`): they resolve for
     /// every brand, to a credential that carries no secret.
     pub public: BTreeSet<String>,
+    /// The deployment configures a token broker: only then does a broker
+    /// connection resolve.
+    #[serde(default)]
+    pub broker: bool,
 }
 
 type EnvLookup<'a> = Box<dyn Fn(&str) -> Option<String> + Send + Sync + 'a>;
@@ -436,6 +483,7 @@ impl<'a> Resolver<'a> {
                 source: Source::NoneNeeded,
                 secret: Secret(String::new()),
                 scopes: None,
+                token_source: None,
             }));
         }
         let found = match self.store.get_connection(brand, connection, &self.key)? {
@@ -457,12 +505,29 @@ impl<'a> Resolver<'a> {
             return Ok(None);
         };
         let connection = connection.to_owned();
+        // A stored token source: the host obtains the token at each call.
+        if !matches!(source, Source::HostEnvironment)
+            && let Some(token_source) = TokenSource::from_sealed(&value)
+        {
+            let token_source = token_source.map_err(StoreError::Corrupt)?;
+            if matches!(token_source, TokenSource::Broker(_)) && !self.config.broker {
+                return Ok(None);
+            }
+            return Ok(Some(Credential {
+                scopes: (connection == GOOGLE).then(|| token_source.scopes().clone()),
+                connection,
+                source,
+                secret: Secret(String::new()),
+                token_source: Some(std::sync::Arc::new(token_source)),
+            }));
+        }
         if connection != GOOGLE {
             return Ok(Some(Credential {
                 connection,
                 source,
                 secret: Secret(value),
                 scopes: None,
+                token_source: None,
             }));
         }
         let google = match source {
@@ -477,6 +542,7 @@ impl<'a> Resolver<'a> {
             source,
             secret: Secret(google.token),
             scopes: Some(google.scopes),
+            token_source: None,
         }))
     }
 

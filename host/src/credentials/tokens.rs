@@ -1,0 +1,769 @@
+//! Access tokens the host obtains and keeps alive itself (DESIGN D4), for a
+//! connection whose stored secret is not the token an upstream takes:
+//!
+//! - an OAuth 2.0 refresh-token grant (RFC 6749 §6; Google): the stored
+//!   refresh token and client are exchanged at the token endpoint, asking
+//!   for the scopes the session holds (a narrowed Google grant asks for
+//!   exactly its products' scopes, never more than were stored);
+//! - an OAuth 2.0 client-credentials grant (RFC 6749 §4.4; Tailscale's OAuth
+//!   clients), with the stored scopes;
+//! - a token broker (Nango): the connection's current access token, asked
+//!   of the broker with the deployment's broker secret.
+//!
+//! [`Tokens`] caches each token until shortly before it expires, shares one
+//! in-flight request among the calls that need the same token, and renews
+//! it once when an upstream answers 401 ([`Tokens::renew`]). A token is
+//! obtained only for a call the policy already allowed (the granter asks,
+//! after authorization), and goes only into the HTTP handle, which scrubs
+//! it, like the refresh token and the client secret, from everything the
+//! guest sees. A request that fails says so with a bounded reason (the
+//! endpoint's status and, for OAuth, its RFC 6749 §5.2 error code); no
+//! response body is ever kept, logged or traced.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::Secret;
+
+/// What a stored connection seals when the host obtains its tokens (the
+/// admin API's `oauth`, `client_credentials` and `broker` bodies).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum TokenSource {
+    /// OAuth 2.0 refresh-token grant.
+    Oauth(RefreshGrant),
+    /// OAuth 2.0 client-credentials grant.
+    ClientCredentials(ClientGrant),
+    /// A token broker's connection (Nango).
+    Broker(BrokerConnection),
+}
+
+/// An OAuth client and the refresh token it was issued.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RefreshGrant {
+    pub refresh_token: String,
+    pub client_id: String,
+    pub client_secret: String,
+    pub token_url: String,
+    /// The scopes the refresh token was granted. A request never asks for
+    /// one outside this set.
+    #[serde(default)]
+    pub scopes: BTreeSet<String>,
+}
+
+/// An OAuth client that obtains tokens for itself.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientGrant {
+    pub client_id: String,
+    pub client_secret: String,
+    pub token_url: String,
+    #[serde(default)]
+    pub scopes: BTreeSet<String>,
+}
+
+/// A connection the token broker holds.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BrokerConnection {
+    pub connection_id: String,
+    pub provider_config_key: String,
+    /// For the Google connection: the scopes the broker's connection was
+    /// granted (which Google products it serves).
+    #[serde(default)]
+    pub scopes: BTreeSet<String>,
+}
+
+/// What marks a sealed connection as a token source rather than a secret.
+const SEALED_PREFIX: &str = "scout-token-source:v1:";
+
+/// A field of a token source that is not acceptable, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{field}` {why}")]
+pub struct FieldError {
+    /// Dotted path in the admin API's body, e.g. `oauth.token_url`.
+    pub field: String,
+    pub why: String,
+}
+
+impl TokenSource {
+    /// `oauth`, `client_credentials` or `broker`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TokenSource::Oauth(_) => "oauth",
+            TokenSource::ClientCredentials(_) => "client_credentials",
+            TokenSource::Broker(_) => "broker",
+        }
+    }
+
+    /// The scopes the stored source was granted.
+    pub fn scopes(&self) -> &BTreeSet<String> {
+        match self {
+            TokenSource::Oauth(g) => &g.scopes,
+            TokenSource::ClientCredentials(g) => &g.scopes,
+            TokenSource::Broker(b) => &b.scopes,
+        }
+    }
+
+    /// The secrets it holds (never sent to an upstream; scrubbed anyway).
+    pub fn secrets(&self) -> Vec<&str> {
+        match self {
+            TokenSource::Oauth(g) => vec![&g.refresh_token, &g.client_secret],
+            TokenSource::ClientCredentials(g) => vec![&g.client_secret],
+            TokenSource::Broker(_) => Vec::new(),
+        }
+    }
+
+    /// Checks every field; the first at fault, by its path in the body.
+    pub fn validate(&self) -> Result<(), FieldError> {
+        let kind = self.kind();
+        let field = |name: &str, why: &str| FieldError {
+            field: format!("{kind}.{name}"),
+            why: why.to_string(),
+        };
+        let text = |name: &str, value: &str| -> Result<(), FieldError> {
+            if value.is_empty() || value.len() > 4096 {
+                return Err(field(name, "must be 1 to 4096 bytes"));
+            }
+            if value.chars().any(char::is_control) {
+                return Err(field(name, "must not hold control characters"));
+            }
+            Ok(())
+        };
+        let scopes = |scopes: &BTreeSet<String>| -> Result<(), FieldError> {
+            if scopes.len() > 64 {
+                return Err(field("scopes", "holds at most 64 scopes"));
+            }
+            for scope in scopes {
+                // RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E )
+                let ok = !scope.is_empty()
+                    && scope.len() <= 512
+                    && scope.bytes().all(|b| {
+                        b == 0x21 || (0x23..=0x5b).contains(&b) || (0x5d..=0x7e).contains(&b)
+                    });
+                if !ok {
+                    return Err(field(
+                        "scopes",
+                        "must be scope tokens (RFC 6749 §3.3: no spaces, quotes or backslashes)",
+                    ));
+                }
+            }
+            Ok(())
+        };
+        match self {
+            TokenSource::Oauth(g) => {
+                text("refresh_token", &g.refresh_token)?;
+                text("client_id", &g.client_id)?;
+                text("client_secret", &g.client_secret)?;
+                token_url(&g.token_url).map_err(|why| field("token_url", why))?;
+                scopes(&g.scopes)
+            }
+            TokenSource::ClientCredentials(g) => {
+                text("client_id", &g.client_id)?;
+                text("client_secret", &g.client_secret)?;
+                token_url(&g.token_url).map_err(|why| field("token_url", why))?;
+                scopes(&g.scopes)
+            }
+            TokenSource::Broker(b) => {
+                text("connection_id", &b.connection_id)?;
+                text("provider_config_key", &b.provider_config_key)?;
+                scopes(&b.scopes)
+            }
+        }
+    }
+
+    /// The string a connection seals.
+    pub fn seal_text(&self) -> String {
+        // Structs of strings and sets of strings always serialise.
+        format!(
+            "{SEALED_PREFIX}{}",
+            serde_json::to_string(self).unwrap_or_default()
+        )
+    }
+
+    /// A sealed connection's token source, if it is one (`None`: a secret);
+    /// an error if it is marked as one and does not read as one.
+    pub fn from_sealed(sealed: &str) -> Option<Result<TokenSource, String>> {
+        let json = sealed.strip_prefix(SEALED_PREFIX)?;
+        Some(
+            serde_json::from_str(json)
+                .map_err(|_| "stored token source does not read as one".to_string()),
+        )
+    }
+
+    /// A digest naming this source and the scopes asked for: the cache's key
+    /// (a changed refresh token or client is a different source).
+    fn digest(&self, scopes: &BTreeSet<String>) -> [u8; 32] {
+        let mut hash = Sha256::new();
+        hash.update(self.seal_text().as_bytes());
+        for scope in scopes {
+            hash.update(b"\n");
+            hash.update(scope.as_bytes());
+        }
+        hash.finalize().into()
+    }
+}
+
+impl fmt::Debug for TokenSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TokenSource::Oauth(g) => f
+                .debug_struct("Oauth")
+                .field("token_url", &g.token_url)
+                .field("client_id", &g.client_id)
+                .field("scopes", &g.scopes)
+                .finish_non_exhaustive(),
+            TokenSource::ClientCredentials(g) => f
+                .debug_struct("ClientCredentials")
+                .field("token_url", &g.token_url)
+                .field("client_id", &g.client_id)
+                .field("scopes", &g.scopes)
+                .finish_non_exhaustive(),
+            TokenSource::Broker(b) => f
+                .debug_struct("Broker")
+                .field("connection_id", &b.connection_id)
+                .field("provider_config_key", &b.provider_config_key)
+                .finish(),
+        }
+    }
+}
+
+/// A token endpoint is https, or plain http only on loopback (a local
+/// development issuer, the tests' fakes); no credentials or fragment in it.
+fn token_url(text: &str) -> Result<url::Url, &'static str> {
+    let url = url::Url::parse(text).map_err(|_| "is not a URL")?;
+    let loopback = match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d == "localhost",
+        None => return Err("has no host"),
+    };
+    match url.scheme() {
+        "https" => {}
+        "http" if loopback => {}
+        _ => return Err("must be https (plain http only on 127.0.0.1, ::1 or localhost)"),
+    }
+    if !url.username().is_empty() || url.password().is_some() || url.fragment().is_some() {
+        return Err("must not carry credentials or a fragment");
+    }
+    Ok(url)
+}
+
+/// The deployment's token broker: where it answers and its secret.
+#[derive(Clone)]
+pub struct BrokerConfig {
+    /// `https://api.nango.dev`, or a self-hosted instance.
+    pub url: url::Url,
+    pub secret: Secret,
+}
+
+impl fmt::Debug for BrokerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BrokerConfig")
+            .field("url", &self.url.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a token could not be obtained. Every message is bounded: a status,
+/// a registered OAuth error code, a fixed sentence; never a response body.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenError {
+    /// The endpoint answered with an error status.
+    #[error("the token endpoint answered {status}{}", code.as_deref().map(|c| format!(" ({c})")).unwrap_or_default())]
+    Refused { status: u16, code: Option<String> },
+    /// It could not be reached, or did not answer in time.
+    #[error("the token endpoint could not be reached ({0})")]
+    Unreachable(&'static str),
+    /// Its answer is not a token.
+    #[error("the token endpoint's answer is not a token ({0})")]
+    Malformed(&'static str),
+    /// A broker connection, and no broker configured.
+    #[error("no token broker is configured")]
+    NoBroker,
+}
+
+impl TokenError {
+    /// What the guest and the agent are told.
+    pub const REASON: &'static str = "credential could not be refreshed";
+
+    /// The endpoint's status, when it answered.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            TokenError::Refused { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// The error codes of RFC 6749 §5.2: the only part of an error answer kept.
+const OAUTH_ERRORS: &[&str] = &[
+    "invalid_request",
+    "invalid_client",
+    "invalid_grant",
+    "unauthorized_client",
+    "unsupported_grant_type",
+    "invalid_scope",
+];
+
+/// How long a token is used when its answer says nothing of its lifetime.
+pub const DEFAULT_LIFETIME: Duration = Duration::from_secs(300);
+/// How long before its expiry a token is renewed.
+const RENEW_BEFORE: Duration = Duration::from_secs(60);
+/// The most a token endpoint's answer may hold.
+const MAX_ANSWER_BYTES: usize = 64 << 10;
+
+/// What obtaining a token did, for the call's trace: never the token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TokenEvent {
+    /// The connector whose credential it is.
+    pub connector: String,
+    /// `oauth`, `client_credentials` or `broker`.
+    pub source: &'static str,
+    /// `cached`, `obtained`, `renewed` (after a 401) or `failed`.
+    pub outcome: &'static str,
+    /// The endpoint's status, when it was asked and answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// Why it failed (bounded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Time spent asking, in microseconds (0 from the cache).
+    pub micros: u64,
+}
+
+struct Cached {
+    token: Secret,
+    renew_at: Instant,
+}
+
+type Slot = Arc<tokio::sync::Mutex<Option<Cached>>>;
+
+/// The host's tokens: one cache slot per (brand, connection, source and
+/// scopes); a slot's lock is held while its token is fetched, so calls that
+/// need it at once share one request.
+pub struct Tokens {
+    client: reqwest::Client,
+    broker: Option<BrokerConfig>,
+    slots: parking_lot::Mutex<HashMap<[u8; 32], Slot>>,
+    /// Requests made to token endpoints (tests read it).
+    requests: std::sync::atomic::AtomicU64,
+}
+
+impl fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tokens")
+            .field("broker", &self.broker)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One token asked for: whose, from what, with which scopes.
+pub struct TokenRequest<'a> {
+    pub brand: &'a str,
+    pub connector: &'a str,
+    pub source: &'a TokenSource,
+    /// The scopes to ask for (a narrowed grant's); empty: the source's own.
+    pub scopes: &'a BTreeSet<String>,
+}
+
+impl TokenRequest<'_> {
+    fn key(&self) -> [u8; 32] {
+        let mut hash = Sha256::new();
+        hash.update(self.brand.as_bytes());
+        hash.update([0]);
+        hash.update(self.connector.as_bytes());
+        hash.update([0]);
+        hash.update(self.source.digest(self.scopes));
+        hash.finalize().into()
+    }
+
+    fn event(&self, outcome: &'static str, micros: u64) -> TokenEvent {
+        TokenEvent {
+            connector: self.connector.to_string(),
+            source: self.source.kind(),
+            outcome,
+            status: None,
+            error: None,
+            micros,
+        }
+    }
+}
+
+impl Tokens {
+    /// `timeout` bounds each request to a token endpoint or the broker.
+    pub fn new(broker: Option<BrokerConfig>, timeout: Duration) -> Tokens {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .referer(false)
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(5)))
+            .build()
+            .unwrap_or_default();
+        Tokens {
+            client,
+            broker,
+            slots: Default::default(),
+            requests: Default::default(),
+        }
+    }
+
+    /// Whether a broker is configured (a broker connection resolves only then).
+    pub fn has_broker(&self) -> bool {
+        self.broker.is_some()
+    }
+
+    /// Requests sent to token endpoints and the broker so far.
+    pub fn requests_made(&self) -> u64 {
+        self.requests.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn slot(&self, key: [u8; 32]) -> Slot {
+        self.slots.lock().entry(key).or_default().clone()
+    }
+
+    /// The token for `request`: the cached one while it is fresh, else a
+    /// new one (one request for all the calls waiting on it).
+    pub async fn token(
+        &self,
+        request: &TokenRequest<'_>,
+    ) -> (Result<Secret, TokenError>, TokenEvent) {
+        let slot = self.slot(request.key());
+        let mut cached = slot.lock().await;
+        if let Some(c) = cached.as_ref()
+            && Instant::now() < c.renew_at
+        {
+            return (Ok(c.token.clone()), request.event("cached", 0));
+        }
+        self.fetch_into(request, &mut cached, "obtained").await
+    }
+
+    /// A new token after an upstream refused `stale` (401): fetched once,
+    /// unless another call already replaced it.
+    pub async fn renew(
+        &self,
+        request: &TokenRequest<'_>,
+        stale: &Secret,
+    ) -> (Result<Secret, TokenError>, TokenEvent) {
+        let slot = self.slot(request.key());
+        let mut cached = slot.lock().await;
+        if let Some(c) = cached.as_ref()
+            && c.token != *stale
+            && Instant::now() < c.renew_at
+        {
+            return (Ok(c.token.clone()), request.event("cached", 0));
+        }
+        self.fetch_into(request, &mut cached, "renewed").await
+    }
+
+    async fn fetch_into(
+        &self,
+        request: &TokenRequest<'_>,
+        cached: &mut Option<Cached>,
+        outcome: &'static str,
+    ) -> (Result<Secret, TokenError>, TokenEvent) {
+        let started = Instant::now();
+        let (fetched, status) = self.fetch(request).await;
+        let mut event = request.event(outcome, started.elapsed().as_micros() as u64);
+        event.status = status;
+        match fetched {
+            Ok((token, lifetime)) => {
+                let lead = RENEW_BEFORE.min(lifetime / 2);
+                *cached = Some(Cached {
+                    token: token.clone(),
+                    renew_at: Instant::now() + lifetime.saturating_sub(lead),
+                });
+                (Ok(token), event)
+            }
+            Err(e) => {
+                // A token that failed to renew is not used again.
+                *cached = None;
+                event.outcome = "failed";
+                event.error = Some(e.to_string());
+                tracing::warn!(
+                    connector = request.connector,
+                    source = request.source.kind(),
+                    error = %e,
+                    "{}",
+                    TokenError::REASON
+                );
+                (Err(e), event)
+            }
+        }
+    }
+
+    /// One request to the source's endpoint: the token and its lifetime,
+    /// and the status the endpoint answered with.
+    async fn fetch(
+        &self,
+        request: &TokenRequest<'_>,
+    ) -> (Result<(Secret, Duration), TokenError>, Option<u16>) {
+        let scopes = if request.scopes.is_empty() {
+            request.source.scopes()
+        } else {
+            request.scopes
+        };
+        // Never wider than what was stored.
+        let scope: Vec<&str> = scopes
+            .iter()
+            .filter(|s| request.source.scopes().is_empty() || request.source.scopes().contains(*s))
+            .map(String::as_str)
+            .collect();
+        let builder = match request.source {
+            TokenSource::Oauth(g) => {
+                let mut form = vec![
+                    ("grant_type", "refresh_token"),
+                    ("refresh_token", g.refresh_token.as_str()),
+                    ("client_id", g.client_id.as_str()),
+                    ("client_secret", g.client_secret.as_str()),
+                ];
+                let joined = scope.join(" ");
+                if !joined.is_empty() {
+                    form.push(("scope", &joined));
+                }
+                let Ok(url) = token_url(&g.token_url) else {
+                    return (
+                        Err(TokenError::Unreachable("the token URL is not acceptable")),
+                        None,
+                    );
+                };
+                self.client.post(url).form(&form)
+            }
+            TokenSource::ClientCredentials(g) => {
+                let mut form = vec![
+                    ("grant_type", "client_credentials"),
+                    ("client_id", g.client_id.as_str()),
+                    ("client_secret", g.client_secret.as_str()),
+                ];
+                let joined = scope.join(" ");
+                if !joined.is_empty() {
+                    form.push(("scope", &joined));
+                }
+                let Ok(url) = token_url(&g.token_url) else {
+                    return (
+                        Err(TokenError::Unreachable("the token URL is not acceptable")),
+                        None,
+                    );
+                };
+                self.client.post(url).form(&form)
+            }
+            TokenSource::Broker(b) => {
+                let Some(broker) = &self.broker else {
+                    return (Err(TokenError::NoBroker), None);
+                };
+                let mut url = broker.url.clone();
+                match url.path_segments_mut() {
+                    Ok(mut path) => {
+                        path.pop_if_empty()
+                            .push("connections")
+                            .push(&b.connection_id);
+                    }
+                    Err(()) => {
+                        return (
+                            Err(TokenError::Unreachable("the broker URL has no path")),
+                            None,
+                        );
+                    }
+                }
+                url.query_pairs_mut()
+                    .append_pair("provider_config_key", &b.provider_config_key);
+                self.client.get(url).bearer_auth(broker.secret.expose())
+            }
+        };
+        self.requests
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let response = match builder.header("accept", "application/json").send().await {
+            Ok(r) => r,
+            Err(e) if e.is_timeout() => {
+                return (
+                    Err(TokenError::Unreachable("it did not answer in time")),
+                    None,
+                );
+            }
+            Err(_) => return (Err(TokenError::Unreachable("no connection")), None),
+        };
+        let status = response.status().as_u16();
+        let body = match read_capped(response).await {
+            Ok(body) => body,
+            Err(e) => return (Err(e), Some(status)),
+        };
+        if !(200..300).contains(&status) {
+            let code = serde_json::from_slice::<serde_json::Value>(&body)
+                .ok()
+                .and_then(|v| v["error"].as_str().map(str::to_string))
+                .filter(|c| OAUTH_ERRORS.contains(&c.as_str()));
+            return (Err(TokenError::Refused { status, code }), Some(status));
+        }
+        let parsed = match request.source {
+            TokenSource::Broker(_) => broker_token(&body),
+            _ => oauth_token(&body),
+        };
+        (parsed, Some(status))
+    }
+}
+
+async fn read_capped(mut response: reqwest::Response) -> Result<Vec<u8>, TokenError> {
+    let mut body = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+                    return Err(TokenError::Malformed("the answer is too large"));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(None) => return Ok(body),
+            Err(e) if e.is_timeout() => {
+                return Err(TokenError::Unreachable("it did not answer in time"));
+            }
+            Err(_) => return Err(TokenError::Unreachable("the answer was cut short")),
+        }
+    }
+}
+
+/// A token the host can inject: non-empty, and a valid header value.
+fn usable(token: &str) -> Result<Secret, TokenError> {
+    if token.is_empty() || http::HeaderValue::from_str(token).is_err() || token.len() > 8192 {
+        return Err(TokenError::Malformed(
+            "the access token is empty or not a header value",
+        ));
+    }
+    Ok(Secret::new(token))
+}
+
+/// RFC 6749 §5.1: `access_token`, `token_type` (bearer), `expires_in`.
+fn oauth_token(body: &[u8]) -> Result<(Secret, Duration), TokenError> {
+    #[derive(Deserialize)]
+    struct Answer {
+        access_token: Option<String>,
+        token_type: Option<String>,
+        expires_in: Option<serde_json::Value>,
+    }
+    let answer: Answer =
+        serde_json::from_slice(body).map_err(|_| TokenError::Malformed("not JSON"))?;
+    let token = answer
+        .access_token
+        .ok_or(TokenError::Malformed("no access_token"))?;
+    if let Some(kind) = &answer.token_type
+        && !kind.eq_ignore_ascii_case("bearer")
+    {
+        return Err(TokenError::Malformed("token_type is not bearer"));
+    }
+    // Some endpoints send the number as a string.
+    let lifetime = match &answer.expires_in {
+        Some(serde_json::Value::Number(n)) => n.as_u64(),
+        Some(serde_json::Value::String(s)) => s.parse().ok(),
+        _ => None,
+    }
+    .map(Duration::from_secs)
+    .unwrap_or(DEFAULT_LIFETIME);
+    Ok((usable(&token)?, lifetime))
+}
+
+/// Nango's connection: `credentials.access_token` and `credentials.expires_at`.
+fn broker_token(body: &[u8]) -> Result<(Secret, Duration), TokenError> {
+    let answer: serde_json::Value =
+        serde_json::from_slice(body).map_err(|_| TokenError::Malformed("not JSON"))?;
+    let credentials = &answer["credentials"];
+    let token = credentials["access_token"]
+        .as_str()
+        .ok_or(TokenError::Malformed("no credentials.access_token"))?;
+    let lifetime = credentials["expires_at"]
+        .as_str()
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .map(|at| {
+            let left = at.timestamp() - chrono::Utc::now().timestamp();
+            Duration::from_secs(left.max(0) as u64)
+        })
+        .unwrap_or(DEFAULT_LIFETIME);
+    Ok((usable(token)?, lifetime))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refresh(url: &str) -> TokenSource {
+        TokenSource::Oauth(RefreshGrant {
+            refresh_token: "1//refresh".into(),
+            client_id: "client".into(),
+            client_secret: "shh".into(),
+            token_url: url.into(),
+            scopes: ["a".to_string()].into(),
+        })
+    }
+
+    #[test]
+    fn a_token_source_seals_and_reads_back_and_a_secret_is_not_one() {
+        let source = refresh("https://oauth2.googleapis.com/token");
+        let sealed = source.seal_text();
+        assert_eq!(TokenSource::from_sealed(&sealed), Some(Ok(source.clone())));
+        assert_eq!(TokenSource::from_sealed("ghp_plainSecret"), None);
+        assert!(matches!(
+            TokenSource::from_sealed("scout-token-source:v1:{"),
+            Some(Err(_))
+        ));
+        let shown = format!("{source:?}");
+        assert!(
+            !shown.contains("1//refresh") && !shown.contains("shh"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn fields_are_checked_with_the_field_named() {
+        assert_eq!(
+            refresh("http://id.example.com/token")
+                .validate()
+                .unwrap_err()
+                .field,
+            "oauth.token_url"
+        );
+        assert!(refresh("http://127.0.0.1:9/token").validate().is_ok());
+        let mut bad = refresh("https://x.example/token");
+        if let TokenSource::Oauth(g) = &mut bad {
+            g.scopes.insert("two words".into());
+        }
+        assert_eq!(bad.validate().unwrap_err().field, "oauth.scopes");
+        let broker = TokenSource::Broker(BrokerConnection {
+            connection_id: String::new(),
+            provider_config_key: "figma".into(),
+            scopes: BTreeSet::new(),
+        });
+        assert_eq!(broker.validate().unwrap_err().field, "broker.connection_id");
+    }
+
+    #[test]
+    fn answers_are_read_as_the_rfc_and_nango_write_them() {
+        let (t, life) =
+            oauth_token(br#"{"access_token":"ya29.x","token_type":"Bearer","expires_in":3599}"#)
+                .unwrap();
+        assert_eq!((t.expose(), life), ("ya29.x", Duration::from_secs(3599)));
+        let (_, life) = oauth_token(br#"{"access_token":"t","token_type":"bearer"}"#).unwrap();
+        assert_eq!(
+            life, DEFAULT_LIFETIME,
+            "no expires_in: the default lifetime"
+        );
+        assert!(oauth_token(br#"{"token_type":"bearer"}"#).is_err());
+        assert!(oauth_token(br#"{"access_token":"t","token_type":"mac"}"#).is_err());
+        assert!(oauth_token(b"<html>").is_err());
+        assert!(
+            oauth_token(br#"{"access_token":"a\nb"}"#).is_err(),
+            "not a header value"
+        );
+        let at = (chrono::Utc::now() + chrono::Duration::seconds(1800)).to_rfc3339();
+        let body = format!(
+            r#"{{"credentials":{{"type":"OAUTH2","access_token":"figd_x","expires_at":"{at}"}}}}"#
+        );
+        let (t, life) = broker_token(body.as_bytes()).unwrap();
+        assert_eq!(t.expose(), "figd_x");
+        assert!(life <= Duration::from_secs(1800) && life >= Duration::from_secs(1790));
+    }
+}
