@@ -406,9 +406,14 @@ async fn mcp_endpoint(
     let gone = super::mcp::CallerGone::default();
     if let Some(request) = super::stateless::direct(&parts, &bytes) {
         let guard = gone.0.clone().drop_guard();
-        let response =
-            super::stateless::answer(endpoint.server.clone(), request, gone.0, &parts.headers)
-                .await;
+        let response = super::stateless::answer(
+            endpoint.server.clone(),
+            request,
+            gone.0,
+            &parts.headers,
+            std::time::Duration::from_millis(host.config.sse_keep_alive_ms.max(10)),
+        )
+        .await;
         guard.disarm();
         return response;
     }

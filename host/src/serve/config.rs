@@ -556,7 +556,9 @@ fn default_max_concurrent_calls() -> u32 {
     128
 }
 fn default_sse_keep_alive_ms() -> u64 {
-    5_000
+    // Well under the shortest read timeout a client library has by default
+    // (httpx's 5 s): a wait for a person never looks like a dead server.
+    2_000
 }
 fn default_session_ttl_secs() -> u64 {
     24 * 60 * 60

@@ -314,7 +314,25 @@ impl ServerHandler for ConnectorServer {
                 }
             }
         } else {
-            host.call(&live, &self.connector, request).await
+            // While a person decides, a client that sent a progress token
+            // hears progress every keep-alive (the event stream's pings keep
+            // the others reading).
+            let (asked, approval) = tokio::sync::oneshot::channel();
+            let call = host.call(&live, &self.connector, request.telling(asked));
+            tokio::pin!(call);
+            tokio::select! {
+                result = &mut call => result,
+                Ok(_) = approval => match meta.get_progress_token() {
+                    Some(token) => {
+                        let keep_alive = Duration::from_millis(host.config.sse_keep_alive_ms.max(10));
+                        tokio::select! {
+                            result = &mut call => result,
+                            () = tell_progress(&context, token, keep_alive) => call.await,
+                        }
+                    }
+                    None => call.await,
+                },
+            }
         };
         answer(&host, &self.connector, &tool, result)
     }
@@ -346,13 +364,17 @@ impl ConnectorServer {
         request: CallToolRequestParams,
         gone: CancellationToken,
         traced: crate::telemetry::TraceParent,
+        asked: Option<crate::boundary::AskedFor>,
     ) -> Result<CallToolResponse, McpError> {
         let (host, live) = self.parts()?;
         let tool = request.name.to_string();
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let request = CallRequest::new(&tool, &args)
+        let mut request = CallRequest::new(&tool, &args)
             .while_present(gone)
             .traced_from(&traced);
+        if let Some(asked) = asked {
+            request = request.telling(asked);
+        }
         let result = host.call(&live, &self.connector, request).await;
         answer(&host, &self.connector, &tool, result)
     }
@@ -404,6 +426,27 @@ fn answer(
             true,
         )
         .into()),
+    }
+}
+
+/// Progress notifications every `every` until dropped (never returns).
+async fn tell_progress(
+    context: &RequestContext<RoleServer>,
+    token: rmcp::model::ProgressToken,
+    every: Duration,
+) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut sent = 0u32;
+    loop {
+        tick.tick().await;
+        sent += 1;
+        let progress = rmcp::model::ProgressNotificationParam::new(token.clone(), f64::from(sent))
+            .with_message("waiting for a person to decide");
+        if context.peer.notify_progress(progress).await.is_err() {
+            // The stream is gone; the call's own watcher withdraws it.
+            std::future::pending::<()>().await;
+        }
     }
 }
 

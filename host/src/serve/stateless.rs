@@ -29,9 +29,14 @@ use tokio_util::sync::CancellationToken;
 pub(super) enum Direct {
     /// `tools/list`, with the client's trace context from its `_meta`.
     List(RequestId, Box<MetaObject>),
-    /// `tools/call` from a client that declared no elicitation.
+    /// `tools/call` from a client that declared no elicitation, with the
+    /// client's trace context and progress token from its `_meta`.
     Call(RequestId, Box<CallToolRequestParams>, Box<MetaObject>),
 }
+
+/// The `_meta` keys kept of a direct request: the W3C trace context and
+/// the progress token.
+const PROGRESS_TOKEN: &str = "progressToken";
 
 /// The request, if it is a single stateless `tools/list` or `tools/call`
 /// whose headers agree exactly with its body; `None` hands it to rmcp.
@@ -82,11 +87,19 @@ pub(super) fn direct(parts: &Parts, body: &[u8]) -> Option<Direct> {
 /// Answers `request` with `server`'s handler code. A call runs in a task
 /// of its own: once allowed it runs to its end even if the caller goes
 /// away (`gone` withdraws it only while it waits for a person).
+///
+/// A call that starts waiting for a person is answered as an event stream
+/// (the protocol lets a server answer any request so): every `keep_alive`
+/// it sends a progress notification (when the request carried a
+/// `progressToken`) or an SSE comment, so that no client's read timeout
+/// runs out while a person decides, then the result. A client that goes
+/// away stops reading; the next send fails and the call withdraws.
 pub(super) async fn answer(
     server: ConnectorServer,
     request: Direct,
     gone: CancellationToken,
     headers: &HeaderMap,
+    keep_alive: std::time::Duration,
 ) -> Response {
     let message = match request {
         // The list's result is serialised once per revision; only the id is new.
@@ -106,22 +119,21 @@ pub(super) async fn answer(
         },
         Direct::Call(id, params, meta) => {
             let traced = super::mcp::trace_parent(&meta, Some(headers), &id);
-            let call =
-                tokio::spawn(async move { server.call_directly(*params, gone, traced).await });
-            let result = match call.await {
-                Ok(result) => result.map(ServerResult::from),
-                Err(e) => {
-                    tracing::error!(error = %e, "a tool call's task failed");
-                    Err(McpError::internal_error(
-                        "the call failed in the host",
-                        None,
-                    ))
+            let progress = meta.0.get(PROGRESS_TOKEN).cloned();
+            let (asked, approval) = tokio::sync::oneshot::channel();
+            let withdraw = gone.clone();
+            let mut call = tokio::spawn(async move {
+                server
+                    .call_directly(*params, gone, traced, Some(asked))
+                    .await
+            });
+            let finished = tokio::select! {
+                finished = &mut call => finished,
+                Ok(_) = approval => {
+                    return waiting_stream(call, id, progress, withdraw, keep_alive);
                 }
             };
-            serde_json::to_string(&match result {
-                Ok(result) => ServerJsonRpcMessage::response(result, id),
-                Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
-            })
+            call_message(finished, id)
         }
     };
     match message {
@@ -138,10 +150,100 @@ pub(super) async fn answer(
     }
 }
 
-/// Only the W3C trace context of a request's `_meta` (SEP-414): nothing
-/// else of it is kept.
+/// The JSON-RPC answer to a finished call.
+fn call_message(
+    finished: Result<Result<rmcp::model::CallToolResponse, McpError>, tokio::task::JoinError>,
+    id: RequestId,
+) -> Result<String, serde_json::Error> {
+    let result = match finished {
+        Ok(result) => result.map(ServerResult::from),
+        Err(e) => {
+            tracing::error!(error = %e, "a tool call's task failed");
+            Err(McpError::internal_error(
+                "the call failed in the host",
+                None,
+            ))
+        }
+    };
+    serde_json::to_string(&match result {
+        Ok(result) => ServerJsonRpcMessage::response(result, id),
+        Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+    })
+}
+
+/// The event stream of a call waiting for a person: keep-alives until
+/// `call` finishes, then its answer.
+fn waiting_stream(
+    mut call: tokio::task::JoinHandle<Result<rmcp::model::CallToolResponse, McpError>>,
+    id: RequestId,
+    progress: Option<serde_json::Value>,
+    gone: CancellationToken,
+    keep_alive: std::time::Duration,
+) -> Response {
+    let (events, received) = tokio::sync::mpsc::channel::<String>(4);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(keep_alive);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut sent = 0u64;
+        loop {
+            tokio::select! {
+                finished = &mut call => {
+                    let data = call_message(finished, id).unwrap_or_else(|e| {
+                        tracing::error!(error = %e, "cannot serialise an MCP answer");
+                        String::new()
+                    });
+                    let _ = events.send(format!("event: message\ndata: {data}\n\n")).await;
+                    return;
+                }
+                _ = tick.tick() => {
+                    sent += 1;
+                    let event = match &progress {
+                        Some(token) => format!(
+                            "event: message\ndata: {}\n\n",
+                            serde_json::json!({
+                                "jsonrpc": "2.0",
+                                "method": "notifications/progress",
+                                "params": {"progressToken": token, "progress": sent,
+                                           "message": "waiting for a person to decide"}
+                            })
+                        ),
+                        None => ": waiting for a person to decide\n\n".to_string(),
+                    };
+                    if events.send(event).await.is_err() {
+                        // The client stopped reading: the wait withdraws,
+                        // and the call's own end is no one's to hear.
+                        gone.cancel();
+                        let _ = call.await;
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    let body = futures_util::stream::unfold(received, |mut received| async move {
+        received
+            .recv()
+            .await
+            .map(|event| (Ok::<_, std::convert::Infallible>(event), received))
+    });
+    (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        axum::body::Body::from_stream(body),
+    )
+        .into_response()
+}
+
+/// Only the W3C trace context and the progress token of a request's
+/// `_meta` (SEP-414): nothing else of it is kept.
 fn trace_context(meta: &MetaObject) -> MetaObject {
     let mut kept = MetaObject::new();
+    if let Some(token) = meta.0.get(PROGRESS_TOKEN) {
+        kept.0.insert(PROGRESS_TOKEN.to_string(), token.clone());
+    }
     if let Some(value) = meta.get_traceparent() {
         kept.set_traceparent(value);
     }

@@ -318,3 +318,66 @@ async fn the_mcp_inspector_cli_lists_and_calls_the_tools_of_a_session() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// How long the person in `wait.py` takes to answer: longer than every
+/// read timeout a client library has by default that is shorter than a
+/// person (httpx's 5 s, the SDK's 30 s).
+const ANSWER_AFTER_SECS: u64 = 40;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_waiting_for_a_person_reaches_clients_with_default_timeouts() {
+    let github = FakeGitHub::start(GITHUB_TOKEN).await;
+    let dir = std::env::temp_dir().join(format!("scout-serve-wait-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("serve.toml");
+    std::fs::write(
+        &config,
+        scout_tests::serve_config_for_github(&github.origin()),
+    )
+    .unwrap();
+    let mut command = ServeProcess::command(
+        env!("CARGO_BIN_EXE_scout-host"),
+        &config,
+        ADMIN_TOKEN,
+        &"5e".repeat(32),
+    );
+    command.current_dir(&dir).env("GITHUB_ALLOW_WRITES", "true");
+    let serve = ServeProcess::start(command);
+    let base = serve.base.clone();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/wait.py");
+    let run = tokio::task::spawn_blocking(move || {
+        Command::new(python())
+            .arg(&script)
+            .args(["--base", &base, "--admin-token", ADMIN_TOKEN])
+            .args(["--github-token", GITHUB_TOKEN])
+            .args(["--answer-after", &ANSWER_AFTER_SECS.to_string()])
+            .output()
+            .expect("run wait.py")
+    });
+    let output = tokio::time::timeout(Duration::from_secs(300), run)
+        .await
+        .expect("wait.py finishes")
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "wait.py failed:\n{out}\n{}\nserve:\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        serve.stderr()
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(out.lines().last().unwrap_or("")).expect("a JSON summary");
+    assert_eq!(summary["ok"], true);
+    for made in ["scout/waited-plain", "scout/waited-sdk"] {
+        assert!(github.branch_sha("octo", "hello", made).is_some(), "{made}");
+    }
+    assert!(
+        github
+            .branch_sha("octo", "hello", "scout/went-away")
+            .is_none(),
+        "the client that went away caused nothing"
+    );
+    drop(serve);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1641,6 +1641,26 @@ async fn stateless_call_declaring(
     arguments: Value,
     capabilities: Value,
 ) -> reqwest::Response {
+    stateless_call_with_meta(http, url, token, tool, arguments, capabilities, json!({})).await
+}
+
+/// [`stateless_call_declaring`] with more `_meta` (a `progressToken`).
+async fn stateless_call_with_meta(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    tool: &str,
+    arguments: Value,
+    capabilities: Value,
+    more_meta: Value,
+) -> reqwest::Response {
+    let mut meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}});
+    if let (Value::Object(meta), Value::Object(more)) = (&mut meta, more_meta) {
+        meta.extend(more);
+    }
     http.post(url)
         .header(AUTHORIZATION, format!("Bearer {token}"))
         .header(CONTENT_TYPE, "application/json")
@@ -1649,10 +1669,7 @@ async fn stateless_call_declaring(
         .header("mcp-method", "tools/call")
         .header("mcp-name", tool)
         .body(
-            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": tool, "arguments": arguments, "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": capabilities,
-                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}}}})
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": tool, "arguments": arguments, "_meta": meta}})
             .to_string(),
         )
         .send()
@@ -1788,7 +1805,8 @@ async fn stateless_calls_get_plain_json_and_a_caller_that_goes_away_withdraws() 
     let reply: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(reply["result"]["isError"], false, "{reply}");
 
-    // A write waits for a person; its client goes away (the request is dropped).
+    // A write waits for a person; its client goes away (the request, or
+    // the event stream it became, is dropped).
     let waiting = {
         let (http, url, token) = (s.http.clone(), url.clone(), token.clone());
         tokio::spawn(async move {
@@ -1799,6 +1817,8 @@ async fn stateless_calls_get_plain_json_and_a_caller_that_goes_away_withdraws() 
                 "github_create_branch",
                 json!({"owner": "octo", "repo": "hello", "branch": "scout/stateless"}),
             )
+            .await
+            .text()
             .await
         })
     };
@@ -2256,4 +2276,102 @@ async fn a_real_prometheus_scrapes_the_metrics() {
         Some(3.0)
     );
     assert_eq!(query(r#"scout_sessions_active"#).await, Some(1.0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateless_write_waiting_for_a_person_streams_progress_until_the_decision() {
+    let s = serve(
+        "stateless-wait",
+        "require_review = false\nsse_keep_alive_ms = 100",
+        &[
+            ("GITHUB_ALLOW_WRITES", "true"),
+            ("APPROVAL_TIMEOUT_MS", "60000"),
+        ],
+    )
+    .await;
+    let view = s.session("person-chat").await;
+    let (id, url, token) = (
+        view["id"].as_str().unwrap().to_string(),
+        view["mcp"]["github"].as_str().unwrap().to_string(),
+        view["token"].as_str().unwrap().to_string(),
+    );
+    // A client that gives up after 1 s without a byte, while the person
+    // takes 3 s: only what the host sends while it waits keeps it reading.
+    let impatient = reqwest::Client::builder()
+        .read_timeout(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    for (branch, meta) in [
+        ("scout/progress", json!({"progressToken": "p-1"})),
+        ("scout/no-token", json!({})),
+    ] {
+        let waiting = {
+            let (http, url, token) = (impatient.clone(), url.clone(), token.clone());
+            let branch = branch.to_string();
+            tokio::spawn(async move {
+                let response = stateless_call_with_meta(
+                    &http,
+                    &url,
+                    &token,
+                    "github_create_branch",
+                    json!({"owner": "octo", "repo": "hello", "branch": branch}),
+                    json!({}),
+                    meta,
+                )
+                .await;
+                let content_type = response
+                    .headers()
+                    .get(CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_string();
+                (content_type, response.text().await)
+            })
+        };
+        let approval = s.first_pending(&id).await;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let (status, _) = s
+            .admin(
+                Method::POST,
+                &format!("/v1/approvals/{}", approval["id"]),
+                Some(json!({"approve": true})),
+            )
+            .await;
+        assert_eq!(status, 200);
+        let (content_type, text) = waiting.await.unwrap();
+        let text = text.expect("the client kept reading until the answer");
+        assert!(
+            content_type.starts_with("text/event-stream"),
+            "an event stream once it waits: {content_type}"
+        );
+        let messages = jsonrpc_messages(&content_type, &text);
+        let (last, before) = messages.split_last().expect("messages");
+        assert_eq!(last["id"], 7, "{last}");
+        assert_eq!(last["result"]["isError"], false, "{last}");
+        if branch == "scout/progress" {
+            assert!(
+                before.len() >= 10,
+                "progress every 100 ms: {}",
+                before.len()
+            );
+            let mut progress = Vec::new();
+            for m in before {
+                assert_eq!(m["method"], "notifications/progress", "{m}");
+                assert_eq!(m["params"]["progressToken"], "p-1", "{m}");
+                progress.push(m["params"]["progress"].as_f64().unwrap());
+            }
+            assert!(progress.windows(2).all(|w| w[0] < w[1]), "{progress:?}");
+        } else {
+            assert!(before.is_empty(), "no progress without a token: {before:?}");
+            let comments = text
+                .lines()
+                .filter(|l| *l == ": waiting for a person to decide")
+                .count();
+            assert!(comments >= 10, "keep-alive comments: {comments}\n{text}");
+        }
+        assert!(
+            s.github.branch_sha("octo", "hello", branch).is_some(),
+            "{branch}"
+        );
+    }
 }
