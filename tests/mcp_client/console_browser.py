@@ -185,6 +185,26 @@ async def main():
             await until("the page dropping it", lambda: card(driver, "scout/api-approved") is None)
             check(driver.find_element(By.ID, "empty").is_displayed(), "nothing waiting again")
 
+        # --- a session paused by repeated refusals, resumed in the browser ---
+        status, pausing = admin("POST", "/v1/sessions", {"brand": "acme", "role": "person-chat"})
+        check(status == 201, f"another session: {status}")
+        async with Mcp(pausing["mcp"]["github"], pausing["token"]) as s:
+            for spelling in ["github_delete_repo", "github_delete_repository", "github_remove_repo"]:
+                try:
+                    await s.call_tool(spelling, {"owner": "octo", "repo": "hello"})
+                except Exception:
+                    pass  # refused: not offered
+        _, shown = admin("GET", f"/v1/sessions/{pausing['id']}")
+        check(shown.get("paused") is True, f"paused after three refusals of one consequence: {shown}")
+        row = await until("the paused session on the page", lambda: next(
+            (r for r in driver.find_elements(By.CSS_SELECTOR, "#paused li.paused")
+             if r.find_element(By.CSS_SELECTOR, ".session").text == pausing["id"]), None))
+        row.find_element(By.CSS_SELECTOR, "button.resume").click()
+        await until("the resumption", lambda: admin("GET", f"/v1/sessions/{pausing['id']}")[1].get("paused") is None)
+        await until("the row leaving", lambda: not any(
+            r.find_element(By.CSS_SELECTOR, ".session").text == pausing["id"]
+            for r in driver.find_elements(By.CSS_SELECTOR, "#paused li.paused")))
+
         # Who decided, in the trace: the verified caller, through the API.
         _, trace = admin("GET", f"/v1/trace?session={chat['id']}")
         decided = [e for e in trace["events"] if e["state"] == "decided"]

@@ -78,6 +78,9 @@ pub(super) struct Wait<'a> {
     pub(super) asked: Option<AskedFor>,
     /// The call's exported span, if spans are exported.
     pub(super) span: Option<&'a crate::telemetry::CallSpan>,
+    /// What the call would reach, as its denials are counted by
+    /// ([`super::lineage`]).
+    pub(super) targets: &'a [String],
 }
 
 /// Where a wait's trace events go once written, besides the trace: a
@@ -112,13 +115,21 @@ impl Boundary {
             gone,
             mut asked,
             span,
+            targets,
         } = wait;
         if !session.input.approval_channel {
             let spans = Spans {
                 call: span,
                 wait: None,
             };
-            return Err(self.deny(session, call_id, name, Rule::ApprovalRequired, spans));
+            return Err(self.deny(
+                session,
+                call_id,
+                name,
+                Rule::ApprovalRequired,
+                spans,
+                targets,
+            ));
         }
         let wait_span = span.map(|s| s.wait(name));
         let spans = Spans {
@@ -165,9 +176,7 @@ impl Boundary {
                     }
                     None => self.store.request_approval(&session.id, name, digest),
                 };
-                let id = requested.map_err(|_| Denied {
-                    rule: Rule::ApprovalRequired,
-                })?;
+                let id = requested.map_err(|_| Denied::by(Rule::ApprovalRequired))?;
                 if let Some(metrics) = &self.metrics {
                     metrics.approval_asked();
                 }
@@ -198,9 +207,9 @@ impl Boundary {
                     // records why as it drops; a call that joined
                     // another's request just records that it left.
                     if withdraw.approval.is_none() {
-                        return Err(self.deny(session, call_id, name, Rule::CallerGone, spans));
+                        return Err(self.deny(session, call_id, name, Rule::CallerGone, spans, targets));
                     }
-                    return Err(Denied { rule: Rule::ApprovalWithdrawn });
+                    return Err(Denied::by(Rule::ApprovalWithdrawn));
                 }
             }
             bell = self.store.watch_approval(&session.id, name, digest);
@@ -244,7 +253,14 @@ impl Boundary {
                             spans,
                         );
                     }
-                    return Err(self.deny(session, call_id, name, Rule::ApprovalTimedOut, spans));
+                    return Err(self.deny(
+                        session,
+                        call_id,
+                        name,
+                        Rule::ApprovalTimedOut,
+                        spans,
+                        targets,
+                    ));
                 }
                 Err(other) => {
                     if let Some(id) = watched {
@@ -258,7 +274,7 @@ impl Boundary {
                         // this call in time.
                         _ => Rule::ApprovalTimedOut,
                     };
-                    return Err(self.deny(session, call_id, name, rule, spans));
+                    return Err(self.deny(session, call_id, name, rule, spans, targets));
                 }
             }
         }
@@ -305,6 +321,7 @@ impl Boundary {
         );
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn deny(
         &self,
         session: &Session,
@@ -312,8 +329,13 @@ impl Boundary {
         name: &str,
         rule: Rule,
         spans: Spans<'_>,
+        targets: &[String],
     ) -> Denied {
-        let (state, rule_name, detail) = denial_event(rule);
+        let (state, rule_name, mut detail) = denial_event(rule);
+        let lineage = super::lineage::record(session, targets, rule, self.pause_after);
+        if let Some(lineage) = &lineage {
+            detail["lineage"] = serde_json::json!(lineage);
+        }
         self.trace(
             session,
             call_id,
@@ -323,7 +345,7 @@ impl Boundary {
             detail,
             spans,
         );
-        Denied { rule }
+        Denied { rule, lineage }
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -25,6 +25,7 @@
 //! request, decision and outcome in one commit before its answer is sent.
 
 mod approval;
+pub mod lineage;
 mod trace;
 
 use crate::capabilities::Capabilities;
@@ -50,6 +51,28 @@ pub struct Denied {
     /// The rule that decided: the trace names it exactly, the agent is
     /// told [`Rule::told`].
     pub rule: Rule,
+    /// Where this refusal stands among the session's refusals of the same
+    /// consequence, when it counts ([`lineage`]).
+    pub lineage: Option<lineage::Lineage>,
+}
+
+impl Denied {
+    /// A refusal by `rule`, not counted in the session's lineage.
+    pub fn by(rule: Rule) -> Denied {
+        Denied {
+            rule,
+            lineage: None,
+        }
+    }
+
+    /// What the agent is told: the bounded reason, and for a repeated
+    /// refusal the clearer constraint of its lineage.
+    pub fn told(&self) -> String {
+        match &self.lineage {
+            Some(lineage) if lineage.repeat >= 2 => lineage::constraint(self.rule, lineage),
+            _ => self.rule.safe_reason().to_string(),
+        }
+    }
 }
 
 /// A tool call that passed the boundary.
@@ -225,6 +248,8 @@ pub struct Boundary {
     revoked_connectors: parking_lot::RwLock<BTreeSet<String>>,
     connections: Option<Box<dyn Connections>>,
     require_review: bool,
+    /// Repetitions of a refused consequence at which a session pauses (0: never).
+    pub(crate) pause_after: u32,
     /// The connectors this host runs: what a session could be given, for
     /// the `removed` events at its start.
     hosted: BTreeSet<String>,
@@ -253,6 +278,7 @@ impl Boundary {
             revoked_connectors: Default::default(),
             connections: None,
             require_review: false,
+            pause_after: lineage::DEFAULT_PAUSE_AFTER,
             hosted: BTreeSet::new(),
             next_call: AtomicU64::new(1),
             revision: AtomicU64::new(0),
@@ -288,6 +314,13 @@ impl Boundary {
     /// (see [`crate::review`]): a new or changed tool is not offered.
     pub fn require_review(mut self) -> Boundary {
         self.require_review = true;
+        self
+    }
+
+    /// Pauses a session once it is refused the same consequence `n` times
+    /// (0: never; [`lineage::DEFAULT_PAUSE_AFTER`] unless set).
+    pub fn pausing_after(mut self, n: u32) -> Boundary {
+        self.pause_after = n;
         self
     }
 
@@ -621,12 +654,29 @@ impl Boundary {
             name,
             events: Vec::new(),
             span,
+            targets: lineage::targets(component, tool),
         };
         trace.push(
             TraceState::Requested,
             None,
             json!({ "args_digest": digest }),
         );
+        // Paused by repeated refusals: nothing runs until a person resumes it.
+        if session.is_paused() {
+            return Err(trace.deny(Rule::Paused).await);
+        }
+        // An expired delegation: nothing more runs under it, reads included,
+        // and what was approved under it is revoked for good.
+        if let Some(expiry) = session.delegation().and_then(|g| g.expires_at_ms())
+            && crate::store::now_ms() >= expiry
+        {
+            if session.end_delegation()
+                && let Err(e) = self.store.revoke_session_approvals(&session.id)
+            {
+                tracing::error!(session = %session.id, error = %e, "cannot revoke an expired delegation's approvals");
+            }
+            return Err(trace.deny(Rule::DelegationExpired).await);
+        }
 
         let gate = match self.check(session, connector, &trace.name) {
             Ok(gate) => gate,
@@ -666,7 +716,7 @@ impl Boundary {
                     json!({ "reason": rule.safe_reason(), "why": why }),
                 );
                 trace.flush_async().await;
-                return Err(Denied { rule });
+                return Err(Denied::by(rule));
             }
             (_, Some(Ok(false))) => (false, Pass::GraphqlQuery),
             (Gate::ReadsRunMutationsGated { mutations }, Some(Ok(true))) => match mutations {
@@ -694,6 +744,7 @@ impl Boundary {
                     gone: &gone,
                     asked,
                     span: trace.span.as_ref(),
+                    targets: &trace.targets,
                 })
                 .await?;
             pass = Pass::Person { approval, mutation };
@@ -707,6 +758,17 @@ impl Boundary {
                 }
                 Ok(_) => {}
             }
+        }
+        // A write or a billed call takes one of the delegation's effects.
+        let consequential = matches!(gate, Gate::Spend { .. } | Gate::Allowance { .. })
+            || component
+                .tool(tool)
+                .is_none_or(|t| t.effect != crate::Effect::Read);
+        if consequential
+            && let Some(grant) = session.delegation()
+            && !session.take_effect(grant.max_effects)
+        {
+            return Err(trace.deny(Rule::DelegationExhausted).await);
         }
         trace.push(
             TraceState::Allowed,
@@ -827,9 +889,7 @@ impl Boundary {
                            "why": "the read ran, but its record could not be written, so its answer was withheld"}),
                 );
                 trace.flush_async().await;
-                return Err(Denied {
-                    rule: Rule::Unrecorded,
-                });
+                return Err(Denied::by(Rule::Unrecorded));
             }
         }
         Ok(executed)

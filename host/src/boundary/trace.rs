@@ -25,6 +25,9 @@ pub(super) struct CallTrace<'a> {
     pub(super) events: Vec<TraceEvent>,
     /// The call's exported span: told each event once it is written.
     pub(super) span: Option<crate::telemetry::CallSpan>,
+    /// What the call would reach, as its denials are counted by
+    /// ([`super::lineage`]).
+    pub(super) targets: Vec<String>,
 }
 
 impl CallTrace<'_> {
@@ -41,10 +44,15 @@ impl CallTrace<'_> {
 
     /// Records the call's denial by `rule` and returns it.
     pub(super) async fn deny(&mut self, rule: Rule) -> super::Denied {
-        let (state, name, detail) = denial_event(rule);
+        let (state, name, mut detail) = denial_event(rule);
+        let lineage =
+            super::lineage::record(self.session, &self.targets, rule, self.boundary.pause_after);
+        if let Some(lineage) = &lineage {
+            detail["lineage"] = json!(lineage);
+        }
         self.push(state, Some(name), detail);
         self.flush_async().await;
-        super::Denied { rule }
+        super::Denied { rule, lineage }
     }
 
     /// Writes the buffered events, scrubbed of the secrets `caps` inject,

@@ -134,6 +134,7 @@ impl Preset {
                     .map(|(k, v)| (k.to_string(), v))
                     .collect::<BTreeMap<_, _>>(),
                 skills: skills.iter().map(|s| s.to_string()).collect(),
+                ..Default::default()
             },
             limits,
         }

@@ -266,9 +266,42 @@ pub struct Grant {
     /// Bundled skill names.
     #[serde(default)]
     pub skills: Vec<String>,
+    /// When the delegation ends (RFC 3339, e.g. `2026-12-03T18:00:00Z`):
+    /// from then on every call of a run under it is refused, reads included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    /// The most writes and billed calls one run under it may make; the next
+    /// one is refused (reads still run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_effects: Option<u32>,
+    /// Who made it: the verified caller that saved it, never what a body says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub granted_by: Option<String>,
 }
 
 impl Grant {
+    /// When the delegation ends, in milliseconds since the Unix epoch.
+    pub fn expires_at_ms(&self) -> Option<i64> {
+        self.expires_at
+            .as_deref()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.timestamp_millis())
+    }
+
+    /// Checks `expiresAt` and `maxEffects`.
+    fn validate_limits(&self) -> Result<(), ProfileError> {
+        if let Some(text) = &self.expires_at
+            && chrono::DateTime::parse_from_rfc3339(text).is_err()
+        {
+            return Err(ProfileError::GrantExpiry {
+                value: text.chars().take(64).collect(),
+            });
+        }
+        if self.max_effects == Some(0) {
+            return Err(ProfileError::GrantMaxEffects);
+        }
+        Ok(())
+    }
     /// No connector, allowance or skill.
     pub fn is_empty(&self) -> bool {
         self.connectors.is_empty() && self.allowances.is_empty() && self.skills.is_empty()
@@ -287,6 +320,7 @@ impl Grant {
     /// Checks the grant itself: known, grantable connectors (rule 2), an
     /// allowance for each that bills (rule 3), bundled skills (rule 4).
     pub fn validate(&self, catalog: &Catalog) -> Result<(), ProfileError> {
+        self.validate_limits()?;
         for name in &self.connectors {
             let Some(c) = catalog.connector(name) else {
                 return Err(ProfileError::UnknownConnector {
@@ -489,6 +523,12 @@ impl Profile {
 /// Why a profile was refused. Each message names the rule it broke.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ProfileError {
+    #[error(
+        "grant: expiresAt must be an RFC 3339 time such as 2026-12-03T18:00:00Z (got {value:?})"
+    )]
+    GrantExpiry { value: String },
+    #[error("grant: maxEffects must be at least 1 (leave it out for no limit)")]
+    GrantMaxEffects,
     #[error("limits: runBudgetUsd must be above zero (got {value})")]
     RunBudget { value: f64 },
     #[error("limits: maxTurns must be at least 1")]

@@ -104,6 +104,13 @@ pub enum Rule {
     /// The call's record could not be made durable, so nothing ran (or,
     /// for a read, its answer was withheld).
     Unrecorded,
+    /// The session made the same refused request again and again and is
+    /// paused until a person resumes it (denial lineage).
+    Paused,
+    /// The run's delegation (its profile's grant) has expired.
+    DelegationExpired,
+    /// The run used every write and billed call its delegation allows.
+    DelegationExhausted,
 }
 
 impl Rule {
@@ -127,6 +134,9 @@ impl Rule {
             Rule::InvalidArguments => "invalid_arguments",
             Rule::GraphqlUnreadable => "graphql_unreadable",
             Rule::Unrecorded => "unrecorded",
+            Rule::Paused => "session_paused",
+            Rule::DelegationExpired => "delegation_expired",
+            Rule::DelegationExhausted => "delegation_exhausted",
         })
     }
 
@@ -189,6 +199,15 @@ impl Rule {
             Rule::Unrecorded => {
                 "not run: the host could not record the call first, so nothing happened"
             }
+            Rule::Paused => {
+                "session paused: this session repeated a refused request, and a person must resume it before it can call anything"
+            }
+            Rule::DelegationExpired => {
+                "delegation expired: the grant this run works under has ended, and nothing more can run under it"
+            }
+            Rule::DelegationExhausted => {
+                "delegation used up: this run made every write and billed call its grant allows; reads still run"
+            }
             // `told` leaves only the rules above and this one.
             _ => "not offered: this session has no tool by that name",
         }
@@ -230,6 +249,9 @@ mod tests {
         Rule::InvalidArguments,
         Rule::GraphqlUnreadable,
         Rule::Unrecorded,
+        Rule::Paused,
+        Rule::DelegationExpired,
+        Rule::DelegationExhausted,
     ];
 
     #[test]

@@ -159,6 +159,7 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
         .route("/v1/whoami", get(whoami))
         .route("/v1/sessions", post(create_session).get(list_sessions))
         .route("/v1/sessions/{id}", get(get_session).delete(end_session))
+        .route("/v1/sessions/{id}/resume", post(resume_session))
         .route("/v1/sessions/{id}/agent-config", get(agent_config))
         .route("/v1/brands/{brand}/profiles", get(list_profiles))
         .route(
@@ -534,6 +535,43 @@ async fn end_session(
     }
 }
 
+/// A person resumes a session that repeated refusals paused: its calls are
+/// decided again and its refusals count afresh. Recorded in its trace
+/// under the verified caller.
+async fn resume_session(
+    State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let Some(live) = host.session(&id) else {
+        return Err(match host.session_view(&id)? {
+            Some(_) => ApiError::new(
+                StatusCode::CONFLICT,
+                "served_elsewhere",
+                format!("session `{id}` is served by another host: resume it through that host"),
+            ),
+            None => ApiError::not_found(format!("no open session `{id}`")),
+        });
+    };
+    let was_paused = live.session.resume();
+    if was_paused {
+        let event = crate::store::TraceEvent {
+            session: live.session.id.clone(),
+            brand: live.session.brand.clone(),
+            call_id: None,
+            tool: None,
+            state: crate::store::TraceState::Decided,
+            rule: Some("session_resumed".to_string()),
+            detail: json!({"by": format!("{} (admin API)", caller.subject)}),
+            at_ms: crate::store::now_ms(),
+        };
+        host.store.record(&event)?;
+    }
+    Ok(Json(
+        json!({"session": id, "resumed": was_paused, "by": caller.subject}),
+    ))
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct AgentConfigQuery {
@@ -584,9 +622,12 @@ struct SaveProfile {
 
 async fn save_profile(
     State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
     Path((brand, name)): Path<(String, String)>,
-    Body(request): Body<SaveProfile>,
+    Body(mut request): Body<SaveProfile>,
 ) -> Result<Json<Value>, ApiError> {
+    // Who made the grant is the verified caller, whatever the body says.
+    request.profile.grant.granted_by = Some(caller.subject.clone());
     if request.profile.name != name {
         return Err(ApiError::bad_request(format!(
             "the profile is named `{}` but the path says `{name}`",

@@ -150,6 +150,14 @@ pub struct ServeConfig {
     /// Longest wait for a token endpoint or the broker, in seconds.
     #[serde(default = "default_token_timeout_secs")]
     pub token_timeout_secs: u64,
+    /// How many refusals of the same consequence pause a session until a
+    /// person resumes it (denial lineage); 0 never pauses.
+    #[serde(default = "default_pause_after")]
+    pub pause_after_repeated_denials: u32,
+}
+
+fn default_pause_after() -> u32 {
+    crate::boundary::lineage::DEFAULT_PAUSE_AFTER
 }
 
 fn default_token_timeout_secs() -> u64 {

@@ -123,6 +123,7 @@ const APPROVER_ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/trace/export"),
     ("GET", "/v1/sessions"),
     ("GET", "/v1/sessions/{id}"),
+    ("POST", "/v1/sessions/{id}/resume"),
 ];
 
 fn allows(role: Role, method: &str, route: &str) -> bool {

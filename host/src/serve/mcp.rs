@@ -417,15 +417,24 @@ fn answer(
         // A name outside the session's surface: a protocol error, and a
         // permission_denied event in the trace (recorded by the boundary).
         Err(denied) if denied.rule.is_not_offered() => Err(McpError::invalid_params(
-            format!("permission_denied: {}", denied.rule.safe_reason()),
-            Some(json!({"reason": "not_offered"})),
+            format!("permission_denied: {}", denied.told()),
+            Some(match &denied.lineage {
+                Some(l) if l.repeat >= 2 => {
+                    json!({"reason": "not_offered", "repeated": l.repeat, "paused": l.paused})
+                }
+                _ => json!({"reason": "not_offered"}),
+            }),
         )),
-        // The agent is told the rule it may know (`told`), never a hidden one.
-        Err(denied) => Ok(text_result(
-            &json!({"denied": denied.rule.told().name(), "message": denied.rule.safe_reason()}),
-            true,
-        )
-        .into()),
+        // The agent is told the rule it may know (`told`), never a hidden
+        // one; a repeated refusal, the constraint of its lineage.
+        Err(denied) => {
+            let mut told = json!({"denied": denied.rule.told().name(), "message": denied.told()});
+            if let Some(l) = denied.lineage.as_ref().filter(|l| l.repeat >= 2) {
+                told["repeated"] = json!(l.repeat);
+                told["paused"] = json!(l.paused);
+            }
+            Ok(text_result(&told, true).into())
+        }
     }
 }
 

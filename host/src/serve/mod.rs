@@ -109,6 +109,10 @@ pub struct SessionView {
     pub tools: Vec<String>,
     /// When the session ends by itself (milliseconds since the Unix epoch).
     pub expires_at_ms: i64,
+    /// Paused after repeated refusals of the same consequence, until a
+    /// person resumes it (`POST /v1/sessions/{id}/resume`) or ends it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
     /// Bearer token for the MCP endpoints (only in the answer that created it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
@@ -146,6 +150,7 @@ impl LiveSession {
             left_out: self.left_out.clone(),
             tools: self.allowlist.clone(),
             expires_at_ms: self.expires_at_ms,
+            paused: self.session.is_paused(),
             token,
         }
     }
@@ -504,7 +509,8 @@ impl ServeHost {
             .measured_by(metrics.clone())
             .with_connections(live)
             .hosting(hosted)
-            .sealing_arguments(key);
+            .sealing_arguments(key)
+            .pausing_after(config.pause_after_repeated_denials);
         if config.require_review {
             boundary = boundary.require_review();
         }
@@ -1123,9 +1129,7 @@ impl ServeHost {
         request: CallRequest<'_>,
     ) -> Result<Executed, Denied> {
         let Some(component) = self.components.get(connector) else {
-            return Err(Denied {
-                rule: policy::Rule::NotOffered,
-            });
+            return Err(Denied::by(policy::Rule::NotOffered));
         };
         let granter = SessionGranter {
             host: self,

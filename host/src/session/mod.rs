@@ -63,6 +63,13 @@ pub struct Session {
     offered: Mutex<Option<Arc<Offered>>>,
     /// Its meters and folders, once decided ([`holdings`]).
     holdings: OnceLock<holdings::Holdings>,
+    /// Refusals by consequence (denial lineage), and whether it is paused.
+    refusals: Mutex<std::collections::HashMap<String, u32>>,
+    paused: AtomicBool,
+    /// Writes and billed calls allowed so far (the delegation's `maxEffects`).
+    effects: std::sync::atomic::AtomicU32,
+    /// Its delegation expired (its approvals were revoked then, for good).
+    delegation_ended: AtomicBool,
 }
 
 impl Session {
@@ -79,7 +86,78 @@ impl Session {
             removed: OnceLock::new(),
             offered: Mutex::new(None),
             holdings: OnceLock::new(),
+            refusals: Mutex::new(Default::default()),
+            paused: AtomicBool::new(false),
+            effects: Default::default(),
+            delegation_ended: AtomicBool::new(false),
         }
+    }
+
+    /// The delegation (profile grant) this session's run works under.
+    pub(crate) fn delegation(&self) -> Option<&crate::policy::Grant> {
+        self.input
+            .profile
+            .as_ref()
+            .map(|p| &p.grant)
+            .filter(|g| g.expires_at.is_some() || g.max_effects.is_some())
+    }
+
+    /// Writes and billed calls allowed in this run so far.
+    pub fn effects(&self) -> u32 {
+        self.effects.load(Ordering::SeqCst)
+    }
+
+    /// Takes one effect of `max` (none: unlimited); `false` when none is left.
+    pub(crate) fn take_effect(&self, max: Option<u32>) -> bool {
+        match max {
+            None => {
+                self.effects.fetch_add(1, Ordering::SeqCst);
+                true
+            }
+            Some(max) => self
+                .effects
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                    (n < max).then_some(n + 1)
+                })
+                .is_ok(),
+        }
+    }
+
+    /// Marks the delegation ended; `true` the first time.
+    pub(crate) fn end_delegation(&self) -> bool {
+        !self.delegation_ended.swap(true, Ordering::SeqCst)
+    }
+
+    /// Counts one refusal under each of `keys`; the highest count, and the
+    /// (first) key that reached it.
+    pub(crate) fn count_refusal(&self, keys: &[String]) -> (u32, String) {
+        let mut refusals = self.refusals.lock();
+        let mut most = (0, String::new());
+        for key in keys {
+            let n = refusals.entry(key.clone()).or_insert(0);
+            *n += 1;
+            if *n > most.0 {
+                most = (*n, key.clone());
+            }
+        }
+        most
+    }
+
+    /// Pauses the session: every call is refused until [`Session::resume`].
+    pub(crate) fn pause(&self) {
+        self.paused.store(true, Ordering::SeqCst);
+    }
+
+    /// A person resumed it: calls are decided again, and its refusals
+    /// count afresh.
+    pub fn resume(&self) -> bool {
+        self.refusals.lock().clear();
+        self.paused.swap(false, Ordering::SeqCst)
+    }
+
+    /// Whether repeated refusals paused it.
+    pub fn is_paused(&self) -> bool {
+        self.paused.load(Ordering::SeqCst)
     }
 
     /// Gives the session the meters and folders decided for it; once.

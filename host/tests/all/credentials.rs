@@ -328,6 +328,7 @@ fn what_each_role_is_handed() {
             },
         )]),
         skills: vec![],
+        ..Default::default()
     };
 
     // Person chat: every connector the brand resolves.
@@ -673,6 +674,7 @@ fn profiles_are_validated_when_saved() {
             },
         )]),
         skills: vec![],
+        ..Default::default()
     };
     store
         .save_profile("acme", &specialist, ProfileKind::Coworker, &catalog)

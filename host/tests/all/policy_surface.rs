@@ -340,6 +340,7 @@ fn cases() -> Vec<Case> {
         )]
         .into(),
         skills: vec![],
+        ..Default::default()
     };
     vec![
         Case {
@@ -1284,6 +1285,7 @@ fn goal_agent_grant_is_charged_to_its_allowance_and_checked() {
         )]
         .into(),
         skills: vec![],
+        ..Default::default()
     };
     let s = surface(
         &SessionInput::new(Role::GoalAgentStep)

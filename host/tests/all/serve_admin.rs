@@ -1012,7 +1012,13 @@ async fn a_disabled_connection_empties_the_list_and_refuses_the_next_call() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_tool_is_a_permission_denied_error_and_a_switched_off_write_refuses() {
     // GITHUB_ALLOW_WRITES is off: the four write tools are listed but refuse (seed: "they refuse without it").
-    let s = serve("unknown", "require_review = false", &[]).await;
+    // Three invented names are one consequence: pausing is off here, it has a test of its own.
+    let s = serve(
+        "unknown",
+        "require_review = false\npause_after_repeated_denials = 0",
+        &[],
+    )
+    .await;
     let view = s.session("person-chat").await;
     let id = view["id"].as_str().unwrap();
     let mcp = s.mcp(&view).connect().await;
@@ -1690,6 +1696,16 @@ async fn a_call_answered_directly_is_the_answer_rmcp_gives() {
     // Without elicitation the host answers itself; a client that can be
     // asked goes through rmcp's service (a read asks nobody anything).
     for capabilities in [json!({}), json!({"elicitation": {}})] {
+        // Each round's refusals are a first time (a person's resumption
+        // makes refusals count afresh).
+        let (status, _) = s
+            .admin(
+                Method::POST,
+                &format!("/v1/sessions/{}/resume", view["id"].as_str().unwrap()),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200);
         for (tool, args) in [
             ("github_read_file", read.clone()),
             (
@@ -2374,4 +2390,141 @@ async fn a_stateless_write_waiting_for_a_person_streams_progress_until_the_decis
             "{branch}"
         );
     }
+}
+
+/// The lineage entry of the last denial of `tool` in `events`.
+fn last_lineage(events: &[Value], tool: &str) -> Value {
+    events
+        .iter()
+        .rev()
+        .find(|e| {
+            e["tool"] == format!("mcp__github__{tool}")
+                && (e["state"] == "denied" || e["state"] == "permission_denied")
+        })
+        .map(|e| e["detail"]["lineage"].clone())
+        .unwrap_or(Value::Null)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_consequence_asked_again_is_constrained_then_pauses_the_session() {
+    let s = serve("lineage", "require_review = false", &[]).await;
+    let view = s.session("person-chat").await;
+    let id = view["id"].as_str().unwrap().to_string();
+    let mcp = s.mcp(&view).connect().await;
+    // The brand's GitHub connection goes away: every GitHub tool is refused.
+    let (status, _) = s
+        .admin(Method::DELETE, "/v1/brands/acme/connections/github", None)
+        .await;
+    assert_eq!(status, 200);
+    let read = |path: &str| json!({"owner": "octo", "repo": "hello", "path": path});
+    // What the agent is told of a refusal (a refused call is a tool error).
+    let refused = |reply: &Value| {
+        assert_eq!(reply["result"]["isError"], true, "{reply}");
+        let told: Value = serde_json::from_str(&result_text(reply)).unwrap();
+        (told["message"].as_str().unwrap_or("").to_string(), told)
+    };
+
+    // 1. Refused once: the plain reason.
+    let first = mcp.call("github_read_file", read("README.md")).await;
+    let (told, _) = refused(&first);
+    assert!(told.starts_with("revoked:"), "{first}");
+    assert!(!told.contains("asking again"), "{first}");
+    // Another consequence (another route): counted apart.
+    let other = mcp
+        .call(
+            "github_list_branches",
+            json!({"owner": "octo", "repo": "hello"}),
+        )
+        .await;
+    assert!(!refused(&other).0.contains("asking again"), "{other}");
+    let events = s.trace(&id).await;
+    assert_eq!(last_lineage(&events, "github_read_file")["repeat"], 1);
+    assert_eq!(last_lineage(&events, "github_list_branches")["repeat"], 1);
+    assert_ne!(
+        last_lineage(&events, "github_read_file")["consequence"],
+        last_lineage(&events, "github_list_branches")["consequence"]
+    );
+
+    // 2. The same consequence in other words: the clearer constraint.
+    let again = mcp.call("github_read_file", read("docs/other.md")).await;
+    let (told, shown) = refused(&again);
+    assert!(
+        told.contains(
+            "asking again, or asking in other words or with another tool, will not change it"
+        ),
+        "{told}"
+    );
+    assert!(told.contains("Safe alternatives:"), "{told}");
+    assert_eq!(shown["repeated"], 2, "{again}");
+
+    // 3. Another tool reaching the same route: the same consequence, the
+    // third time: the session pauses.
+    let third = mcp
+        .call(
+            "github_list_path",
+            json!({"owner": "octo", "repo": "hello", "path": "src"}),
+        )
+        .await;
+    let (told, shown) = refused(&third);
+    assert!(told.contains("This session is now paused"), "{third}");
+    assert_eq!(shown["paused"], true, "{third}");
+    let events = s.trace(&id).await;
+    let lineage = last_lineage(&events, "github_list_path");
+    assert_eq!(
+        (lineage["repeat"].as_u64(), lineage["paused"].as_bool()),
+        (Some(3), Some(true)),
+        "{lineage}"
+    );
+    assert_eq!(
+        lineage["consequence"],
+        last_lineage(&events, "github_read_file")["consequence"]
+    );
+    let (_, shown) = s
+        .admin(Method::GET, &format!("/v1/sessions/{id}"), None)
+        .await;
+    assert_eq!(shown["paused"], true, "{shown}");
+
+    // Paused: even a call that would run is refused, and nothing reaches GitHub.
+    let (status, _) = s
+        .admin(
+            Method::PUT,
+            "/v1/brands/acme/connections/github",
+            Some(json!({"secret": GITHUB_TOKEN})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let before = s.github.requests().len();
+    let paused = mcp.call("github_read_file", read("README.md")).await;
+    assert_eq!(paused["result"]["isError"], true, "{paused}");
+    assert!(result_text(&paused).contains("session_paused"), "{paused}");
+    assert_eq!(
+        s.github.requests().len(),
+        before,
+        "nothing was sent while paused"
+    );
+
+    // A person resumes it: the call runs, and refusals count afresh.
+    let (status, body) = s
+        .admin(Method::POST, &format!("/v1/sessions/{id}/resume"), None)
+        .await;
+    assert_eq!(
+        (status, body["resumed"].as_bool()),
+        (200, Some(true)),
+        "{body}"
+    );
+    let ran = mcp.call("github_read_file", read("README.md")).await;
+    assert_eq!(ran["result"]["isError"], false, "{ran}");
+    assert!(s.github.requests().len() > before);
+    let events = s.trace(&id).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| e["rule"] == "session_resumed"
+                && e["detail"]["by"] == "admin-token (admin API)"),
+        "the resumption is traced with who resumed"
+    );
+    let (_, shown) = s
+        .admin(Method::GET, &format!("/v1/sessions/{id}"), None)
+        .await;
+    assert!(shown.get("paused").is_none(), "{shown}");
 }

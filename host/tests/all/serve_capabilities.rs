@@ -108,6 +108,7 @@ fn grant(per_run: u64, per_day: u64) -> Grant {
         )]
         .into(),
         skills: vec![],
+        ..Default::default()
     }
 }
 
@@ -848,4 +849,123 @@ fn runs_a_killed_host_left_live_are_ended_at_what_they_recorded() {
     store
         .start_run("s-3:capabilities", "acme", CONNECTOR, day, 25, 60)
         .expect("4 + 25 + 25 fits in 60");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delegation_ends_after_its_effects_and_at_its_expiry_and_says_who_made_it() {
+    let f = serve("delegation", "").await;
+    f.connect("acme");
+    let listening = crate::common::listen(f.host.clone()).await;
+    let http = crate::common::client();
+    // Saved through the admin API: at most two billed calls, for 5 s. The
+    // body's `grantedBy` is not who made it.
+    let expires = (chrono::Utc::now() + chrono::Duration::seconds(5)).to_rfc3339();
+    let mut grant = serde_json::to_value(grant(100, 1000)).unwrap();
+    grant["maxEffects"] = json!(2);
+    grant["expiresAt"] = json!(expires);
+    grant["grantedBy"] = json!("someone the body names");
+    let profile = json!({"kind": "coworker", "profile": {
+        "name": "spender",
+        "tools": [mcp("spend"), mcp("read_text"), "Read"],
+        "grant": grant,
+        "limits": serde_json::to_value(Limits::preset()).unwrap(),
+    }});
+    let put = |body: Value| {
+        http.put(format!(
+            "{}/v1/brands/acme/profiles/spender",
+            listening.base
+        ))
+        .bearer_auth(ADMIN_TOKEN)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+    };
+    // A malformed expiry or a zero budget is refused when saved.
+    for (field, bad) in [("expiresAt", json!("tomorrow")), ("maxEffects", json!(0))] {
+        let mut wrong = profile.clone();
+        wrong["profile"]["grant"][field] = bad;
+        let answer = put(wrong).await.unwrap();
+        assert_eq!(answer.status().as_u16(), 422, "{field}");
+    }
+    let saved = put(profile).await.unwrap();
+    assert_eq!(
+        saved.status().as_u16(),
+        200,
+        "{}",
+        saved.text().await.unwrap()
+    );
+    let stored: Value = serde_json::from_str(
+        &http
+            .get(format!(
+                "{}/v1/brands/acme/profiles/spender",
+                listening.base
+            ))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        stored["profile"]["grant"]["grantedBy"], "admin-token",
+        "{stored}"
+    );
+
+    let id = f.open("acme", "specialist", Some("spender")).unwrap();
+    let spend = json!({"estimate": 1, "actual": 1, "path": "/spent"});
+    for _ in 0..2 {
+        let out = f.call(&id, "spend", spend.clone()).await;
+        assert!(out.get("ok").is_some(), "{out}");
+    }
+    let sent = f.upstream.seen().len();
+    let third = f.call(&id, "spend", spend.clone()).await;
+    assert!(
+        third["denied"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("delegation used up"),
+        "{third}"
+    );
+    assert_eq!(
+        f.upstream.seen().len(),
+        sent,
+        "nothing sent past the budget"
+    );
+
+    // Past its expiry nothing runs under it, reads included.
+    let until = chrono::DateTime::parse_from_rfc3339(&expires).unwrap();
+    while chrono::Utc::now() < until {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let read = f
+        .call(
+            &id,
+            "read_text",
+            json!({"folder": "notes", "path": "a.txt"}),
+        )
+        .await;
+    assert!(
+        read["denied"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("delegation expired"),
+        "{read}"
+    );
+    let rules: Vec<String> = f
+        .host
+        .store()
+        .trace_for_session(&id)
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.state.as_str() == "denied")
+        .filter_map(|e| e.rule)
+        .collect();
+    assert_eq!(
+        rules,
+        ["delegation_exhausted", "delegation_expired"],
+        "{rules:?}"
+    );
 }

@@ -250,6 +250,7 @@ async fn a_specialists_google_grant_asks_for_exactly_the_granted_scopes() {
             connectors: vec!["searchconsole".into()],
             allowances: Default::default(),
             skills: vec![],
+            ..Default::default()
         },
         limits: Limits::preset(),
     };

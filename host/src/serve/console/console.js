@@ -115,6 +115,41 @@ function render(pending) {
 
 let refreshing = false;
 
+function renderPaused(sessions) {
+  const list = $("paused");
+  const paused = sessions.filter((s) => s.paused);
+  const seen = new Set(paused.map((s) => s.id));
+  for (const item of Array.from(list.children)) {
+    if (!seen.has(item.dataset.session)) item.remove();
+  }
+  for (const s of paused) {
+    if (list.querySelector('li[data-session="' + CSS.escape(s.id) + '"]')) continue;
+    const item = $("paused-template").content.firstElementChild.cloneNode(true);
+    item.dataset.session = s.id;
+    item.querySelector(".session").textContent = s.id;
+    item.querySelector(".role").textContent = s.role;
+    item.querySelector(".brand").textContent = s.brand;
+    const act = async (method, path, done) => {
+      for (const b of item.querySelectorAll("button")) b.disabled = true;
+      try {
+        await api(method, path);
+        item.querySelector(".outcome").textContent = done;
+      } catch (e) {
+        item.querySelector(".outcome").textContent = e.message;
+      }
+    };
+    item.querySelector(".resume").addEventListener("click", () =>
+      act("POST", "/v1/sessions/" + encodeURIComponent(s.id) + "/resume", "resumed"));
+    item.querySelector(".end").addEventListener("click", () =>
+      act("DELETE", "/v1/sessions/" + encodeURIComponent(s.id), "ended"));
+    if (!me.may_decide) {
+      for (const b of item.querySelectorAll("button")) b.disabled = true;
+    }
+    list.appendChild(item);
+  }
+  $("paused-pane").hidden = paused.length === 0;
+}
+
 async function refresh() {
   // One refresh at a time: a slow answer is not overtaken by the next tick.
   if (refreshing) return;
@@ -122,6 +157,8 @@ async function refresh() {
   try {
     const body = await api("GET", "/v1/approvals");
     render(body.pending);
+    const sessions = await api("GET", "/v1/sessions");
+    renderPaused(sessions.sessions || []);
     $("status").textContent = "";
     if (selected) await showTrace(selected, true);
   } catch (e) {

@@ -1,0 +1,144 @@
+//! Denial lineage (seed 003: "Models could rephrase a denied request").
+//!
+//! A refused request is counted by its consequence, not by its spelling:
+//! the connector, the effect class, the rule that refused it, and what the
+//! tool would reach: each route its tool declares that changes something
+//! (with its destination), or all its routes for a read, or the tool's
+//! name where it declares none; an unknown name counts as "an unknown tool
+//! of this connector". So other argument spellings of the same call, and
+//! another tool reaching the same route, are the same consequence; another
+//! rule, connector or effect is not.
+//!
+//! The first repetition of a consequence in a session is answered with a
+//! clearer, bounded constraint (refused because ...; asking again will not
+//! change it; safe alternatives ...). At the configured count (default 3)
+//! the session is paused: every further call is refused with
+//! `session_paused` until a person resumes it or ends it (admin API,
+//! console). Each denial's trace event carries its lineage.
+
+use crate::policy::Rule;
+use crate::runtime::LoadedComponent;
+use crate::session::Session;
+use serde::Serialize;
+
+/// Repetitions of one consequence at which a session pauses, by default.
+pub const DEFAULT_PAUSE_AFTER: u32 = 3;
+
+/// Where a refused request stands in its session's lineage.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Lineage {
+    /// The consequence it was counted under (where a tool reaches several
+    /// routes, the one refused most often).
+    pub consequence: String,
+    /// How many times this session was refused it, this one included.
+    pub repeat: u32,
+    /// This refusal paused the session.
+    pub paused: bool,
+}
+
+/// What `tool` of `component` would reach, as lineage keys its denials by.
+pub(super) fn targets(component: &LoadedComponent, tool: &str) -> Vec<String> {
+    let connector = component.name();
+    let Some(found) = component.tool(tool) else {
+        return vec![format!("{connector} unknown-tool")];
+    };
+    let effect = found.effect.as_str();
+    let shown = |r: &scout_manifest::Route| {
+        format!(
+            "{connector} {effect} {}{} {}",
+            r.destination
+                .as_deref()
+                .map(|d| format!("{d}:"))
+                .unwrap_or_default(),
+            r.method.as_str(),
+            r.path
+        )
+    };
+    let changing: Vec<String> = found
+        .routes
+        .iter()
+        .filter(|r| !matches!(r.method.as_str(), "GET" | "HEAD") && !r.read_only)
+        .map(shown)
+        .collect();
+    if !changing.is_empty() {
+        return changing;
+    }
+    let all: Vec<String> = found.routes.iter().map(shown).collect();
+    if all.is_empty() {
+        vec![format!("{connector} {effect} tool {tool}")]
+    } else {
+        all
+    }
+}
+
+/// Whether a refusal by `rule` is one the agent could repeat on purpose.
+/// Not counted: the caller going away, arguments that do not parse (the
+/// agent is fixing its call), the host's own failure to record, and a
+/// paused session's refusals (already counted).
+fn counts(rule: Rule) -> bool {
+    !matches!(
+        rule,
+        Rule::ApprovalWithdrawn
+            | Rule::CallerGone
+            | Rule::InvalidArguments
+            | Rule::GraphqlUnreadable
+            | Rule::Unrecorded
+            | Rule::Paused
+    )
+}
+
+/// Counts a refusal of a request reaching `targets` by `rule` in
+/// `session`; pauses it at `pause_after` (0: never).
+pub(super) fn record(
+    session: &Session,
+    targets: &[String],
+    rule: Rule,
+    pause_after: u32,
+) -> Option<Lineage> {
+    if !counts(rule) || targets.is_empty() {
+        return None;
+    }
+    let keys: Vec<String> = targets
+        .iter()
+        .map(|t| format!("{} {t}", rule.name()))
+        .collect();
+    let (repeat, consequence) = session.count_refusal(&keys);
+    let paused = pause_after > 0 && repeat >= pause_after;
+    if paused {
+        session.pause();
+    }
+    Some(Lineage {
+        consequence,
+        repeat,
+        paused,
+    })
+}
+
+/// What the agent is told of a refusal it repeated: the bounded reason,
+/// that asking again will not change it, and what it can do instead.
+pub fn constraint(rule: Rule, lineage: &Lineage) -> String {
+    let told = rule.told();
+    let alternatives = match told {
+        Rule::ApprovalDenied | Rule::ApprovalTimedOut => {
+            "ask the person in the conversation what to do instead, or go on with tools that only read"
+        }
+        Rule::ApprovalRequired => {
+            "no one can approve it in this session: report what you need to the person or run owner"
+        }
+        Rule::NotOffered | Rule::OutsideRole | Rule::Revoked | Rule::SwitchedOff(_) => {
+            "use the tools this session lists, or ask for the capability (scout_request_capability where this session has it); never another tool for the same effect"
+        }
+        _ => "report what you need to the person or run owner",
+    };
+    let pause = if lineage.paused {
+        " This session is now paused: a person must resume it before it can call anything."
+    } else {
+        ""
+    };
+    format!(
+        "{}. This is refused because of rule `{}`; asking again, or asking in other words or with another tool, will not change it (refused {} times in this session). Safe alternatives: {alternatives}.{pause}",
+        rule.safe_reason(),
+        told.name(),
+        lineage.repeat,
+    )
+}
