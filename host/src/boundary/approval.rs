@@ -78,6 +78,12 @@ pub(super) struct Wait<'a> {
     pub(super) asked: Option<AskedFor>,
     /// The call's exported span, if spans are exported.
     pub(super) span: Option<&'a crate::telemetry::CallSpan>,
+    /// For a reservation above the per-call threshold, asked while the call
+    /// runs: what the trace's request and decision add (the estimate, its
+    /// unit, the threshold). Such a wait records no `denied` event (the
+    /// call goes on, and its guest is refused the reservation): the
+    /// decision, or the withdrawal, is the wait's last event.
+    pub(super) spend: Option<&'a Value>,
 }
 
 /// Where a wait's trace events go once written, besides the trace: a
@@ -112,13 +118,22 @@ impl Boundary {
             gone,
             mut asked,
             span,
+            spend,
         } = wait;
+        let during_call = spend.is_some();
         if !session.input.approval_channel {
             let spans = Spans {
                 call: span,
                 wait: None,
             };
-            return Err(self.deny(session, call_id, name, Rule::ApprovalRequired, spans));
+            return Err(self.refuse(
+                session,
+                call_id,
+                name,
+                Rule::ApprovalRequired,
+                spans,
+                during_call,
+            ));
         }
         let wait_span = span.map(|s| s.wait(name));
         let spans = Spans {
@@ -138,12 +153,13 @@ impl Boundary {
             name,
             approval: None,
             spans,
+            during_call,
         };
         // Subscribe, then read: a decision committed in between rings.
         let mut bell = self.store.watch_approval(&session.id, name, digest);
         let mut watched = match self.store.consume_approval(&session.id, name, digest) {
             Ok(id) => {
-                self.trace_decision(session, call_id, name, id, started, None, spans);
+                self.trace_decision(session, call_id, name, id, started, None, spans, spend);
                 return Ok(id);
             }
             // Another call with the same arguments asked already: wait for
@@ -177,7 +193,7 @@ impl Boundary {
                     name,
                     TraceState::Requested,
                     Some("approval_requested".into()),
-                    json!({"approval": id.0}),
+                    with_spend(json!({"approval": id.0}), spend),
                     spans,
                 );
                 withdraw.approval = Some(id);
@@ -198,7 +214,7 @@ impl Boundary {
                     // records why as it drops; a call that joined
                     // another's request just records that it left.
                     if withdraw.approval.is_none() {
-                        return Err(self.deny(session, call_id, name, Rule::CallerGone, spans));
+                        return Err(self.refuse(session, call_id, name, Rule::CallerGone, spans, during_call));
                     }
                     return Err(Denied { rule: Rule::ApprovalWithdrawn });
                 }
@@ -211,7 +227,7 @@ impl Boundary {
             }
             match consumed {
                 Ok(id) => {
-                    self.trace_decision(session, call_id, name, id, started, None, spans);
+                    self.trace_decision(session, call_id, name, id, started, None, spans, spend);
                     return Ok(id);
                 }
                 Err(ApprovalError::Pending) if tokio::time::Instant::now() < deadline => {
@@ -242,13 +258,23 @@ impl Boundary {
                             started,
                             Some(TIMEOUT_DECIDER),
                             spans,
+                            spend,
                         );
                     }
-                    return Err(self.deny(session, call_id, name, Rule::ApprovalTimedOut, spans));
+                    return Err(self.refuse(
+                        session,
+                        call_id,
+                        name,
+                        Rule::ApprovalTimedOut,
+                        spans,
+                        during_call,
+                    ));
                 }
                 Err(other) => {
                     if let Some(id) = watched {
-                        self.trace_decision(session, call_id, name, id, started, None, spans);
+                        self.trace_decision(
+                            session, call_id, name, id, started, None, spans, spend,
+                        );
                     }
                     let rule = match other {
                         ApprovalError::Revoked => Rule::Revoked,
@@ -258,7 +284,7 @@ impl Boundary {
                         // this call in time.
                         _ => Rule::ApprovalTimedOut,
                     };
-                    return Err(self.deny(session, call_id, name, rule, spans));
+                    return Err(self.refuse(session, call_id, name, rule, spans, during_call));
                 }
             }
         }
@@ -266,7 +292,9 @@ impl Boundary {
 
     /// Records who decided approval `id` for this call, and when: a person
     /// through the approvals API or MCP elicitation (as `by` says), the
-    /// timeout, or a revocation; and how long the call waited.
+    /// timeout, or a revocation; and how long the call waited (and, for a
+    /// reservation above the threshold, its estimate).
+    #[allow(clippy::too_many_arguments)]
     fn trace_decision(
         &self,
         session: &Session,
@@ -276,6 +304,7 @@ impl Boundary {
         started: Instant,
         by: Option<&str>,
         spans: Spans<'_>,
+        spend: Option<&Value>,
     ) {
         let approval = self.store.approval(id).ok().flatten();
         let outcome = match approval.as_ref().map(|a| a.state) {
@@ -294,6 +323,7 @@ impl Boundary {
             "decided_at_ms": approval.as_ref().and_then(|a| a.decided_at_ms),
             "waited_ms": started.elapsed().as_millis() as u64,
         });
+        let detail = with_spend(detail, spend);
         self.trace(
             session,
             call_id,
@@ -303,6 +333,24 @@ impl Boundary {
             detail,
             spans,
         );
+    }
+
+    /// [`Boundary::deny`], or for a wait during a call (a reservation above
+    /// the threshold) the refusal alone: the call goes on, so no `denied`
+    /// event, which would end its story in the trace.
+    fn refuse(
+        &self,
+        session: &Session,
+        call_id: &str,
+        name: &str,
+        rule: Rule,
+        spans: Spans<'_>,
+        during_call: bool,
+    ) -> Denied {
+        if during_call {
+            return Denied { rule };
+        }
+        self.deny(session, call_id, name, rule, spans)
     }
 
     fn deny(
@@ -345,6 +393,16 @@ impl Boundary {
     }
 }
 
+/// `detail` with the fields of a reservation above the threshold added.
+fn with_spend(mut detail: Value, spend: Option<&Value>) -> Value {
+    if let (Some(Value::Object(extra)), Value::Object(fields)) = (spend, &mut detail) {
+        for (k, v) in extra {
+            fields.insert(k.clone(), v.clone());
+        }
+    }
+    detail
+}
+
 /// An approval request whose call may still go away while it waits: on
 /// drop, an approval still unused is revoked and the trace says why.
 struct WithdrawIfGone<'a> {
@@ -354,6 +412,9 @@ struct WithdrawIfGone<'a> {
     name: &'a str,
     approval: Option<ApprovalId>,
     spans: Spans<'a>,
+    /// Asked while the call runs: the withdrawal is the wait's decision,
+    /// not the call's end.
+    during_call: bool,
 }
 
 impl Drop for WithdrawIfGone<'_> {
@@ -361,13 +422,21 @@ impl Drop for WithdrawIfGone<'_> {
         let Some(id) = self.approval.take() else {
             return;
         };
+        let (state, rule) = if self.during_call {
+            (TraceState::Decided, "withdrawn".to_string())
+        } else {
+            (
+                TraceState::Denied,
+                Rule::ApprovalWithdrawn.name().into_owned(),
+            )
+        };
         match self.boundary.store.revoke_approval(id, "withdrawn: the caller went away") {
             Ok(true) => self.boundary.trace(
                 self.session,
                 self.call_id,
                 self.name,
-                TraceState::Denied,
-                Some(Rule::ApprovalWithdrawn.name().into_owned()),
+                state,
+                Some(rule),
                 json!({"approval": id.0, "reason": "the call's caller went away before a person decided; the approval was revoked"}),
                 self.spans,
             ),
