@@ -241,6 +241,110 @@ mod tests {
         assert_eq!(pass(&Gate::AsksPerson, &thresholds), None);
     }
 
+    /// A person's time is not the guest's: a call whose reservation waits
+    /// for a person longer than the call's whole deadline still runs once
+    /// approved, and only then reaches the upstream.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_persons_wait_does_not_count_against_the_calls_deadline() {
+        use crate::capabilities::http::{
+            CredentialScheme, HttpCapability, HttpConfig, SecretSource,
+        };
+        use crate::capabilities::meter::{Allowance, DayLedger};
+        use crate::policy::{BrandFacts, Catalog, Role, SessionInput, Switches};
+        use crate::runtime::{Runtime, RuntimeConfig};
+        use crate::session::Session;
+        use crate::store::{SqliteStore, Store};
+        use std::sync::Arc;
+        use std::time::Duration;
+
+        let timeout = Duration::from_millis(500);
+        let runtime = Runtime::new(RuntimeConfig {
+            max_concurrent_calls: 2,
+            call_timeout: timeout,
+            ..Default::default()
+        })
+        .unwrap();
+        let component = runtime
+            .load_file(std::path::Path::new(scout_tests::components::CAPABILITIES))
+            .unwrap();
+        let spec = Catalog::seed()
+            .admit(&component.info().manifest)
+            .expect("the test guest is admitted");
+        let catalog = Catalog::seed().with_spec(spec);
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path().join("t.db")).unwrap());
+        let boundary = Boundary::new(store.clone(), catalog, Switches::default())
+            .asking_above([("capabilities".to_string(), 5)]);
+        let session = Session::new(
+            "s-wait",
+            "acme",
+            SessionInput::new(Role::PersonChat)
+                .brand(BrandFacts::with_connectors(["capabilities"]))
+                .approval_channel(true),
+        );
+        let upstream = scout_tests::upstream::Upstream::start().await;
+        let caps = Capabilities {
+            http: Some(
+                HttpCapability::new(
+                    HttpConfig::new(upstream.origin())
+                        .credential(
+                            CredentialScheme::Bearer,
+                            SecretSource::Value("s3cret-token-0123".into()),
+                        )
+                        .allow_private_network(true),
+                )
+                .unwrap(),
+            ),
+            meter: Some(
+                DayLedger::new("credits")
+                    .start_run(Allowance {
+                        per_run: 100,
+                        per_day: 100,
+                    })
+                    .unwrap(),
+            ),
+            ..Capabilities::default()
+        };
+        let args = serde_json::json!({"estimate": 10, "actual": 10, "path": "/p"});
+        let call = boundary.call(
+            &session,
+            &component,
+            super::super::CallRequest::new("capabilities_spend", &args),
+            &caps,
+        );
+        let person = async {
+            let approval = loop {
+                if let Some(a) = store.pending("s-wait").unwrap().into_iter().next() {
+                    break a;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            };
+            // Longer than the call's whole deadline.
+            tokio::time::sleep(timeout * 3).await;
+            assert!(
+                upstream.seen().is_empty(),
+                "nothing sent while a person decides"
+            );
+            store.decide(approval.id, true, "a person").unwrap();
+        };
+        let (ran, ()) = tokio::join!(call, person);
+        match ran {
+            Ok(super::super::Executed::Ran(outcome)) => {
+                assert!(
+                    matches!(outcome.output, crate::runtime::ToolOutput::Ok(_)),
+                    "{:?}",
+                    outcome.output
+                )
+            }
+            other => panic!("the approved call ran to its end: {other:?}"),
+        }
+        assert_eq!(
+            upstream.seen().len(),
+            1,
+            "and reached the upstream once approved"
+        );
+    }
+
     #[test]
     fn amounts_read_as_a_person_reads_them() {
         assert_eq!(amount(20, "credits"), "20 credits");
