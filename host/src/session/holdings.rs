@@ -13,8 +13,12 @@
 //! checked there, atomically); a day already exhausted gives that call a
 //! meter that refuses with `day-exhausted`, and the next call tries again.
 //! The run ends when the session ends or expires (or is dropped). Person
-//! chat's "calls above a threshold ask a person" is not built here: the
-//! boundary asks a person for every billing call in person chat.
+//! chat's "calls above a threshold ask a person" is the operator's
+//! `per_call_threshold_credits` or `per_call_threshold_usd` beside the
+//! allowance ([`PersonAllowance::per_call_threshold`], in the meter's unit);
+//! the boundary holds each billed call's reservations to it
+//! (`crate::boundary`'s `spend.rs`), and without one asks a person before
+//! every billed call in person chat.
 //!
 //! **Folders.** A configured folder is part of the brand's project data, so
 //! a session holds it only if its role holds the project folder, and may
