@@ -625,8 +625,7 @@ async fn below_the_threshold_runs_above_it_asks_once_and_an_approved_estimate_ca
     );
     let overrun = trace
         .iter()
-        .filter(|e| e["state"] == "executed" && e["tool"] == "mcp__firecrawl__firecrawl_search")
-        .last()
+        .rfind(|e| e["state"] == "executed" && e["tool"] == "mcp__firecrawl__firecrawl_search")
         .unwrap();
     assert!(
         overrun
