@@ -131,7 +131,7 @@ fn gate_note(gate: &Gate) -> String {
         Gate::Open => String::new(),
         Gate::AsksPerson => " — asks a person before each call".to_string(),
         Gate::Spend { .. } => {
-            " — every call bills; above the threshold it asks a person".to_string()
+            " — every call bills; a reservation above the operator's per-call threshold asks a person (with no threshold set, every call asks)".to_string()
         }
         Gate::Allowance { .. } => {
             " — charged against the grant's allowance; beyond it, refused before anything is sent"

@@ -46,6 +46,19 @@ pub fn metered<T>(
     on_failure: impl FnOnce(&ToolError) -> u64,
     call: impl FnOnce() -> Result<(T, Option<u64>), ToolError>,
 ) -> Result<T, ToolError> {
+    metered_charging(estimate, on_failure, call).map(|(value, _)| value)
+}
+
+/// [`metered`], also returning what the meter charged on success: the
+/// cost, or, where the meter refused the settlement, what it charged
+/// instead (a cost past the allowance up to what the run had left; a cost
+/// above an estimate a person approved at that estimate; a run that had
+/// ended at the whole reservation).
+pub fn metered_charging<T>(
+    estimate: u64,
+    on_failure: impl FnOnce(&ToolError) -> u64,
+    call: impl FnOnce() -> Result<(T, Option<u64>), ToolError>,
+) -> Result<(T, u64), ToolError> {
     let reservation = meter::reserve(estimate)?;
     let (result, actual) = match call() {
         Ok((value, cost)) => {
@@ -57,11 +70,27 @@ pub fn metered<T>(
             (Err(error), actual)
         }
     };
-    if let Err(e) = reservation.settle(actual) {
-        crate::log::warn(&format!(
-            "settling {actual} against a reservation of {estimate}: {}",
-            ToolError::from(e)
-        ));
-    }
-    result
+    // What the run has left beyond this reservation, read before settling.
+    let left = if actual > estimate {
+        meter::remaining()
+    } else {
+        0
+    };
+    let charged = match reservation.settle(actual) {
+        Ok(()) => actual,
+        Err(e) => {
+            let charged = match &e {
+                meter::MeterError::RunExhausted(_) | meter::MeterError::DayExhausted(_) => {
+                    estimate + actual.saturating_sub(estimate).min(left)
+                }
+                _ => estimate,
+            };
+            crate::log::warn(&format!(
+                "settling {actual} against a reservation of {estimate}: {}",
+                ToolError::from(e)
+            ));
+            charged
+        }
+    };
+    result.map(|value| (value, charged))
 }

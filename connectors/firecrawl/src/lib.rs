@@ -39,7 +39,7 @@ use bindings::exports::scout::firecrawl::read_tools::{
     SiteLink, SiteMap, SitemapMode, TimeRange,
 };
 use scout_sdk::args::bounded;
-use scout_sdk::billing::{expect_unit, failure_cost, metered};
+use scout_sdk::billing::{expect_unit, failure_cost, metered_charging};
 use scout_sdk::errors::cut_to;
 use scout_sdk::{
     ErrorFormat, Http, Method, ToolError, UpstreamError, cut_message, encode_segment, parse_json,
@@ -759,26 +759,10 @@ fn billed<T>(
     call: impl FnOnce() -> Result<(T, Option<u64>), ToolError>,
 ) -> Result<(T, u64), ToolError> {
     expect_unit("Firecrawl", UNIT)?;
-    metered(
-        estimate,
-        |error| failure_cost(error, estimate),
-        || {
-            let (value, cost) = call()?;
-            let actual = cost.unwrap_or(estimate);
-            Ok(((value, charged(estimate, actual)), Some(actual)))
-        },
-    )
-}
-
-/// What the meter charges for `actual` against a reservation of `estimate`
-/// (asked before it settles): all of it up to the estimate, beyond that no
-/// more than the run has left.
-fn charged(estimate: u64, actual: u64) -> u64 {
-    if actual <= estimate {
-        actual
-    } else {
-        estimate + (actual - estimate).min(scout_sdk::meter::remaining())
-    }
+    // The credits charged are what the meter settled: a cost above the
+    // estimate only up to what the run had left, or (above an estimate a
+    // person approved) exactly the estimate.
+    metered_charging(estimate, |error| failure_cost(error, estimate), call)
 }
 
 // ---------------------------------------------------------------------------

@@ -81,6 +81,12 @@ pub(super) struct Wait<'a> {
     /// What the call would reach, as its denials are counted by
     /// ([`super::lineage`]).
     pub(super) targets: &'a [String],
+    /// For a reservation above the per-call threshold, asked while the call
+    /// runs: what the trace's request and decision add (the estimate, its
+    /// unit, the threshold). Such a wait records no `denied` event (the
+    /// call goes on, and its guest is refused the reservation): the
+    /// decision, or the withdrawal, is the wait's last event.
+    pub(super) spend: Option<&'a Value>,
 }
 
 /// Where a wait's trace events go once written, besides the trace: a
@@ -116,18 +122,21 @@ impl Boundary {
             mut asked,
             span,
             targets,
+            spend,
         } = wait;
+        let during_call = spend.is_some();
         if !session.input.approval_channel {
             let spans = Spans {
                 call: span,
                 wait: None,
             };
-            return Err(self.deny(
+            return Err(self.refuse(
                 session,
                 call_id,
                 name,
                 Rule::ApprovalRequired,
                 spans,
+                during_call,
                 targets,
             ));
         }
@@ -149,12 +158,13 @@ impl Boundary {
             name,
             approval: None,
             spans,
+            during_call,
         };
         // Subscribe, then read: a decision committed in between rings.
         let mut bell = self.store.watch_approval(&session.id, name, digest);
         let mut watched = match self.store.consume_approval(&session.id, name, digest) {
             Ok(id) => {
-                self.trace_decision(session, call_id, name, id, started, None, spans);
+                self.trace_decision(session, call_id, name, id, started, None, spans, spend);
                 return Ok(id);
             }
             // Another call with the same arguments asked already: wait for
@@ -186,7 +196,7 @@ impl Boundary {
                     name,
                     TraceState::Requested,
                     Some("approval_requested".into()),
-                    json!({"approval": id.0}),
+                    with_spend(json!({"approval": id.0}), spend),
                     spans,
                 );
                 withdraw.approval = Some(id);
@@ -207,7 +217,7 @@ impl Boundary {
                     // records why as it drops; a call that joined
                     // another's request just records that it left.
                     if withdraw.approval.is_none() {
-                        return Err(self.deny(session, call_id, name, Rule::CallerGone, spans, targets));
+                        return Err(self.refuse(session, call_id, name, Rule::CallerGone, spans, during_call, targets));
                     }
                     return Err(Denied::by(Rule::ApprovalWithdrawn));
                 }
@@ -220,7 +230,7 @@ impl Boundary {
             }
             match consumed {
                 Ok(id) => {
-                    self.trace_decision(session, call_id, name, id, started, None, spans);
+                    self.trace_decision(session, call_id, name, id, started, None, spans, spend);
                     return Ok(id);
                 }
                 Err(ApprovalError::Pending) if tokio::time::Instant::now() < deadline => {
@@ -251,20 +261,24 @@ impl Boundary {
                             started,
                             Some(TIMEOUT_DECIDER),
                             spans,
+                            spend,
                         );
                     }
-                    return Err(self.deny(
+                    return Err(self.refuse(
                         session,
                         call_id,
                         name,
                         Rule::ApprovalTimedOut,
                         spans,
+                        during_call,
                         targets,
                     ));
                 }
                 Err(other) => {
                     if let Some(id) = watched {
-                        self.trace_decision(session, call_id, name, id, started, None, spans);
+                        self.trace_decision(
+                            session, call_id, name, id, started, None, spans, spend,
+                        );
                     }
                     let rule = match other {
                         ApprovalError::Revoked => Rule::Revoked,
@@ -274,7 +288,15 @@ impl Boundary {
                         // this call in time.
                         _ => Rule::ApprovalTimedOut,
                     };
-                    return Err(self.deny(session, call_id, name, rule, spans, targets));
+                    return Err(self.refuse(
+                        session,
+                        call_id,
+                        name,
+                        rule,
+                        spans,
+                        during_call,
+                        targets,
+                    ));
                 }
             }
         }
@@ -282,7 +304,9 @@ impl Boundary {
 
     /// Records who decided approval `id` for this call, and when: a person
     /// through the approvals API or MCP elicitation (as `by` says), the
-    /// timeout, or a revocation; and how long the call waited.
+    /// timeout, or a revocation; and how long the call waited (and, for a
+    /// reservation above the threshold, its estimate).
+    #[allow(clippy::too_many_arguments)]
     fn trace_decision(
         &self,
         session: &Session,
@@ -292,6 +316,7 @@ impl Boundary {
         started: Instant,
         by: Option<&str>,
         spans: Spans<'_>,
+        spend: Option<&Value>,
     ) {
         let approval = self.store.approval(id).ok().flatten();
         let outcome = match approval.as_ref().map(|a| a.state) {
@@ -310,6 +335,7 @@ impl Boundary {
             "decided_at_ms": approval.as_ref().and_then(|a| a.decided_at_ms),
             "waited_ms": started.elapsed().as_millis() as u64,
         });
+        let detail = with_spend(detail, spend);
         self.trace(
             session,
             call_id,
@@ -319,6 +345,26 @@ impl Boundary {
             detail,
             spans,
         );
+    }
+
+    /// [`Boundary::deny`], or for a wait during a call (a reservation above
+    /// the threshold) the refusal alone: the call goes on, so no `denied`
+    /// event, which would end its story in the trace.
+    #[allow(clippy::too_many_arguments)]
+    fn refuse(
+        &self,
+        session: &Session,
+        call_id: &str,
+        name: &str,
+        rule: Rule,
+        spans: Spans<'_>,
+        during_call: bool,
+        targets: &[String],
+    ) -> Denied {
+        if during_call {
+            return Denied::by(rule);
+        }
+        self.deny(session, call_id, name, rule, spans, targets)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -367,6 +413,16 @@ impl Boundary {
     }
 }
 
+/// `detail` with the fields of a reservation above the threshold added.
+fn with_spend(mut detail: Value, spend: Option<&Value>) -> Value {
+    if let (Some(Value::Object(extra)), Value::Object(fields)) = (spend, &mut detail) {
+        for (k, v) in extra {
+            fields.insert(k.clone(), v.clone());
+        }
+    }
+    detail
+}
+
 /// An approval request whose call may still go away while it waits: on
 /// drop, an approval still unused is revoked and the trace says why.
 struct WithdrawIfGone<'a> {
@@ -376,6 +432,9 @@ struct WithdrawIfGone<'a> {
     name: &'a str,
     approval: Option<ApprovalId>,
     spans: Spans<'a>,
+    /// Asked while the call runs: the withdrawal is the wait's decision,
+    /// not the call's end.
+    during_call: bool,
 }
 
 impl Drop for WithdrawIfGone<'_> {
@@ -383,13 +442,21 @@ impl Drop for WithdrawIfGone<'_> {
         let Some(id) = self.approval.take() else {
             return;
         };
+        let (state, rule) = if self.during_call {
+            (TraceState::Decided, "withdrawn".to_string())
+        } else {
+            (
+                TraceState::Denied,
+                Rule::ApprovalWithdrawn.name().into_owned(),
+            )
+        };
         match self.boundary.store.revoke_approval(id, "withdrawn: the caller went away") {
             Ok(true) => self.boundary.trace(
                 self.session,
                 self.call_id,
                 self.name,
-                TraceState::Denied,
-                Some(Rule::ApprovalWithdrawn.name().into_owned()),
+                state,
+                Some(rule),
                 json!({"approval": id.0, "reason": "the call's caller went away before a person decided; the approval was revoked"}),
                 self.spans,
             ),

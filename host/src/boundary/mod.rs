@@ -9,7 +9,10 @@
 //!    or a person's approval bound to a digest of the exact arguments and
 //!    consumed once. A denial is recorded with the rule that decided and
 //!    nothing else happens. An allowed call is an [`Authorized`] value
-//!    that says which gate passed.
+//!    that says which gate passed. A billed call in person chat under an
+//!    operator's per-call threshold is allowed to run, and its meter is the
+//!    gate: a reservation above the threshold asks a person while the call
+//!    runs, bound to the call's arguments and that estimate (`spend.rs`).
 //! 2. A [`Granter`] builds the handles for that [`Authorized`] call only:
 //!    an HTTP client per destination with the credential resolved now, the
 //!    meter bound to the run, the folders, whether a GraphQL mutation may
@@ -26,6 +29,7 @@
 
 mod approval;
 pub mod lineage;
+mod spend;
 mod trace;
 
 use crate::capabilities::Capabilities;
@@ -177,6 +181,11 @@ pub enum Pass {
     },
     /// Charged against the grant's allowance, by the run's meter.
     Allowance,
+    /// A billed call in person chat under the operator's per-call
+    /// threshold: it runs, and each reservation above `threshold` asks a
+    /// person while it runs (`asks`), or is refused where no one can
+    /// approve it.
+    Spend { threshold: u64, asks: bool },
 }
 
 impl Pass {
@@ -188,6 +197,7 @@ impl Pass {
             Pass::Person { mutation: true, .. } => "graphql_mutation_approved_by_person",
             Pass::Person { .. } => "approved_by_person",
             Pass::Allowance => "allowance",
+            Pass::Spend { .. } => "spend_threshold",
         }
     }
 }
@@ -204,6 +214,10 @@ pub struct Authorized<'a> {
     /// written together, after the call.
     one_commit: bool,
     trace: CallTrace<'a>,
+    /// For a reservation above the spend threshold asked while it runs:
+    /// whether the caller went away, and whom to tell which approval it asked.
+    gone: CancellationToken,
+    asked: Option<AskedFor>,
 }
 
 impl Authorized<'_> {
@@ -266,6 +280,9 @@ pub struct Boundary {
     pub(crate) metrics: Option<Arc<crate::metrics::Metrics>>,
     /// Where each call's span goes, when the operator exports them.
     telemetry: Option<Arc<crate::telemetry::Telemetry>>,
+    /// Person chat's per-call spend threshold by billing connector, in its
+    /// meter's unit (see [`Boundary::asking_above`]).
+    spend_thresholds: std::collections::BTreeMap<String, u64>,
 }
 
 impl Boundary {
@@ -287,7 +304,22 @@ impl Boundary {
             arguments_key: None,
             metrics: None,
             telemetry: None,
+            spend_thresholds: Default::default(),
         }
+    }
+
+    /// Person chat's per-call spend thresholds, by billing connector, each
+    /// in the unit its meter counts (credits, micro-USD): a billed call of
+    /// such a connector runs, a reservation at or below its threshold is
+    /// made at once, and one above it asks a person while the call waits
+    /// (or is refused where no one can approve it). A billing connector
+    /// without a threshold asks a person before every call.
+    pub fn asking_above<I: IntoIterator<Item = (String, u64)>>(
+        mut self,
+        thresholds: I,
+    ) -> Boundary {
+        self.spend_thresholds = thresholds.into_iter().collect();
+        self
     }
 
     /// Exports a span per call, fed with the trace events as they are written.
@@ -626,7 +658,7 @@ impl Boundary {
             tool,
             args,
             gone,
-            asked,
+            mut asked,
             traced,
         } = request;
         let connector = component.name();
@@ -699,14 +731,16 @@ impl Boundary {
             // Not offered, whatever the policy says; the trace says why, the agent does not.
             return Err(trace.deny(Rule::Held(hold)).await);
         }
-        // Fails closed: a gate whose finer rule is not built yet (the spend
-        // thresholds of seed 000's budgets page) asks a person on every call.
+        // A billed call in person chat under an operator's per-call threshold
+        // runs, and its meter asks a person about a reservation above it;
+        // without a threshold, it fails closed and asks before every call.
         // An allowance is enforced by the `meter` handle on every reservation.
         // Shopify Admin GraphQL: the host parses the operation the tool will
         // send (its `query` argument) to tell a query, which runs, from a
         // mutation, which follows the mutation gate; the `http` handle then
         // refuses a body holding more than was decided here.
         let mut mutation = false;
+        let spend = spend::pass(&gate, &self.spend_thresholds);
         let (asks, mut pass) = match (&gate, graphql_operation(&gate, args)) {
             (_, Some(Err(why))) => {
                 let rule = Rule::GraphqlUnreadable;
@@ -727,9 +761,10 @@ impl Boundary {
                 MutationGate::Refuses(r) => return Err(trace.deny(*r).await),
             },
             (Gate::Allowance { .. }, _) => (false, Pass::Allowance),
-            _ => match asks_person(&gate) {
-                Ok(asks) => (asks, Pass::Open),
-                Err(rule) => return Err(trace.deny(rule).await),
+            _ => match (spend, asks_person(&gate)) {
+                (Some(spend), _) => (false, spend),
+                (None, Ok(asks)) => (asks, Pass::Open),
+                (None, Err(rule)) => return Err(trace.deny(rule).await),
             },
         };
         if asks {
@@ -742,9 +777,10 @@ impl Boundary {
                     digest: &digest,
                     args,
                     gone: &gone,
-                    asked,
+                    asked: asked.take(),
                     span: trace.span.as_ref(),
                     targets: &trace.targets,
+                    spend: None,
                 })
                 .await?;
             pass = Pass::Person { approval, mutation };
@@ -770,11 +806,14 @@ impl Boundary {
         {
             return Err(trace.deny(Rule::DelegationExhausted).await);
         }
-        trace.push(
-            TraceState::Allowed,
-            Some(pass.rule().to_string()),
-            Value::Null,
-        );
+        let detail = match pass {
+            Pass::Spend { threshold, asks } => json!({
+                "threshold": threshold,
+                "above_threshold": if asks { "asks_person" } else { "refuses" },
+            }),
+            _ => Value::Null,
+        };
+        trace.push(TraceState::Allowed, Some(pass.rule().to_string()), detail);
         // A read with no effect and no charge: nothing to make durable
         // before it runs; its rows are written with its outcome.
         let one_commit = pass == Pass::Open
@@ -796,6 +835,8 @@ impl Boundary {
             pass,
             one_commit,
             trace,
+            gone,
+            asked,
         })
     }
 
@@ -811,16 +852,35 @@ impl Boundary {
         let Authorized {
             tool,
             args,
+            pass,
             one_commit,
             mut trace,
+            gone,
+            mut asked,
             ..
         } = authorized;
+        // What was asked of a person about reservations above the threshold.
+        let mut spends = Vec::new();
         let result = {
             let _running = self
                 .metrics
                 .as_ref()
                 .map(|m| m.run_started(component.name()));
-            component.call(tool, args, caps).await
+            match pass {
+                Pass::Spend { threshold, asks } => {
+                    let run = spend::GatedRun {
+                        component,
+                        tool,
+                        args,
+                        caps,
+                        threshold,
+                        asks,
+                    };
+                    self.run_gated(run, &trace, &gone, &mut asked, &mut spends)
+                        .await
+                }
+                _ => component.call(tool, args, caps).await,
+            }
         };
         if let Some(metrics) = &self.metrics {
             match &result {
@@ -855,7 +915,11 @@ impl Boundary {
                 // What the guest did, exchange by exchange (method, declared
                 // route, status, bytes; never headers or bodies) and what it
                 // logged; scrubbed with the rest of the call's events.
-                trace.push(TraceState::Executed, None, executed_detail(&outcome));
+                let mut detail = executed_detail(&outcome);
+                if let (false, Value::Object(fields)) = (spends.is_empty(), &mut detail) {
+                    fields.insert("spend".into(), Value::Array(std::mem::take(&mut spends)));
+                }
+                trace.push(TraceState::Executed, None, detail);
                 let detail = match &outcome.output {
                     ToolOutput::Ok(_) => json!({"ok": true, "requests": outcome.http.len()}),
                     ToolOutput::Err(e) => {
@@ -866,7 +930,12 @@ impl Boundary {
                 Executed::Ran(outcome)
             }
             Err(e) => {
-                trace.push(TraceState::Executed, None, Value::Null);
+                let detail = if spends.is_empty() {
+                    Value::Null
+                } else {
+                    json!({ "spend": spends })
+                };
+                trace.push(TraceState::Executed, None, detail);
                 trace.push(
                     TraceState::Result,
                     None,
@@ -972,7 +1041,7 @@ mod tests {
     use crate::policy::AboveThreshold;
 
     #[test]
-    fn gates_not_built_in_detail_fail_closed() {
+    fn gates_fail_closed_where_no_finer_rule_applies() {
         assert_eq!(asks_person(&Gate::Open), Ok(false));
         assert_eq!(asks_person(&Gate::AsksPerson), Ok(true));
         let spend = Gate::Spend {
@@ -980,9 +1049,14 @@ mod tests {
             above_threshold: AboveThreshold::AsksPerson,
         };
         assert_eq!(
+            spend::pass(&spend, &Default::default()),
+            None,
+            "no threshold configured"
+        );
+        assert_eq!(
             asks_person(&spend),
             Ok(true),
-            "every billed call asks until thresholds exist"
+            "without a threshold, every billed call asks before it runs"
         );
         let graphql = Gate::ReadsRunMutationsGated {
             mutations: MutationGate::AsksPerson,

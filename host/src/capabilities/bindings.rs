@@ -5,6 +5,8 @@ wasmtime::component::bindgen!({
     world: "scout:connector/imports",
     imports: {
         "scout:connector/http.[method]client.send": async | trappable,
+        // A reservation above person chat's per-call threshold waits for a person.
+        "scout:connector/meter.reserve": async | trappable,
         default: trappable,
     },
     with: {

@@ -9,6 +9,16 @@
 //! reservation dropped unsettled (the guest forgot, or trapped) is charged in
 //! full.
 //!
+//! **Per-call threshold** (person chat's "calls above a threshold ask a
+//! person", [`SpendGate`]): a reservation at or below the operator's
+//! threshold is made at once; one above it is first checked against the
+//! run (a reservation that could not be made is refused without asking
+//! anyone), then handed to the boundary as a [`SpendAsk`], which asks a
+//! person about exactly this call and this estimate, and only an approval
+//! makes the reservation. The call's deadline is paused while the person
+//! decides. A reservation a person approved is capped at its estimate: a
+//! settle above it is refused, and charged exactly the estimate.
+//!
 //! [`Allowance`] here is the meter's side of the one allowance type: integer
 //! units only ([`crate::policy::MeteredAllowance`]). What a person grants is
 //! [`crate::policy::Allowance`] (credits or dollars, as the seed writes
@@ -144,6 +154,32 @@ impl std::fmt::Debug for DaySide {
             DaySide::Refused(e) => write!(f, "Refused({e:?})"),
         }
     }
+}
+
+/// The per-call threshold a call's reservations are held to, in the
+/// meter's unit, and where a reservation above it is sent to be decided
+/// (the boundary running the call, which asks a person or refuses).
+#[derive(Clone, Debug)]
+pub struct SpendGate {
+    /// Reservations at or below this run without asking.
+    pub threshold: u64,
+    /// Where reservations above it go.
+    pub ask: tokio::sync::mpsc::Sender<SpendAsk>,
+}
+
+/// A reservation above the threshold, waiting for the boundary's answer:
+/// `Ok` once a person approved exactly this estimate, else the reason the
+/// guest is given (nothing is reserved).
+#[derive(Debug)]
+pub struct SpendAsk {
+    /// What the guest asked to reserve.
+    pub estimate: u64,
+    /// The meter's unit.
+    pub unit: String,
+    /// The threshold it is above.
+    pub threshold: u64,
+    /// Answered once.
+    pub answer: tokio::sync::oneshot::Sender<Result<(), String>>,
 }
 
 /// Told of a run's charges and refusals as they happen (`/metrics`).
@@ -320,7 +356,28 @@ impl RunMeter {
         self.observer.get_or_init(observer);
     }
 
-    fn try_reserve(&self, amount: u64) -> Result<(), MeterError> {
+    /// Whether `amount` could be reserved now, holding nothing: what is
+    /// checked before a person is asked about a reservation, so nobody is
+    /// asked about one the run could not make. A refusal is observed as
+    /// [`RunMeter::reserve`]'s would be.
+    pub fn can_reserve(&self, amount: u64) -> Result<(), MeterError> {
+        let checked = self.check(&self.lock(), amount);
+        if let (Err(why), Some(observer)) = (&checked, self.observer.get()) {
+            observer.refused(why);
+        }
+        checked
+    }
+
+    /// Observes a reservation refused before it reached the meter (a
+    /// person declined it, or nobody could be asked), and returns it.
+    pub(crate) fn refused(&self, why: MeterError) -> MeterError {
+        if let Some(observer) = self.observer.get() {
+            observer.refused(&why);
+        }
+        why
+    }
+
+    fn check(&self, run: &Run, amount: u64) -> Result<(), MeterError> {
         if amount == 0 {
             return Err(MeterError::Invalid(
                 "an estimate must be above zero".to_string(),
@@ -329,7 +386,6 @@ impl RunMeter {
         if let DaySide::Refused(refusal) = &self.day {
             return Err(refusal.clone());
         }
-        let mut run = self.lock();
         if run.ended {
             return Err(MeterError::Denied("the run has ended".to_string()));
         }
@@ -340,8 +396,31 @@ impl RunMeter {
         if amount > left {
             return Err(MeterError::RunExhausted(left));
         }
+        Ok(())
+    }
+
+    fn try_reserve(&self, amount: u64) -> Result<(), MeterError> {
+        let mut run = self.lock();
+        self.check(&run, amount)?;
         run.reserved += amount;
         Ok(())
+    }
+
+    /// Settles a reservation of `approved` that a person approved (above
+    /// the per-call threshold) with the `actual` cost: at or below the
+    /// estimate as [`RunMeter::settle`]; above it, charges exactly the
+    /// estimate the person saw and refuses the rest.
+    pub fn settle_approved(&self, approved: u64, actual: u64) -> Result<(), MeterError> {
+        if actual <= approved {
+            return self.settle(approved, actual);
+        }
+        self.settle(approved, approved)?;
+        let refused = MeterError::Denied(format!(
+            "the settled cost of {actual} {unit} is above the {approved} {unit} a person approved: \
+             charged {approved} {unit}, the rest refused",
+            unit = self.unit
+        ));
+        Err(self.refused(refused))
     }
 
     /// Settles a reservation of `reserved` with the `actual` cost: charges
@@ -418,6 +497,8 @@ pub struct ReservationHandle {
     meter: Arc<RunMeter>,
     amount: u64,
     settled: bool,
+    /// A person approved exactly this amount: it caps the settlement.
+    approved: bool,
 }
 
 impl Drop for ReservationHandle {
@@ -439,7 +520,7 @@ impl Host for View<'_, MeterCtx> {
             .unwrap_or_default())
     }
 
-    fn reserve(
+    async fn reserve(
         &mut self,
         estimate: u64,
     ) -> wasmtime::Result<Result<Resource<ReservationHandle>, MeterError>> {
@@ -456,6 +537,36 @@ impl Host for View<'_, MeterCtx> {
                 super::state::MAX_HANDLES
             ))));
         }
+        let approved = match &self.ctx.spend {
+            Some(gate) if estimate > gate.threshold => {
+                // Nobody is asked about a reservation the run could not make.
+                if let Err(e) = meter.can_reserve(estimate) {
+                    return Ok(Err(e));
+                }
+                let (answer, answered) = tokio::sync::oneshot::channel();
+                let ask = SpendAsk {
+                    estimate,
+                    unit: meter.unit().to_string(),
+                    threshold: gate.threshold,
+                    answer,
+                };
+                let decided = {
+                    // A person's time is not the guest's: the deadline waits.
+                    let _paused = self.ctx.deadline.pause();
+                    match gate.ask.send(ask).await {
+                        Ok(()) => answered.await.unwrap_or_else(|_| {
+                            Err("no one could be asked about this reservation".to_string())
+                        }),
+                        Err(_) => Err("no one could be asked about this reservation".to_string()),
+                    }
+                };
+                if let Err(reason) = decided {
+                    return Ok(Err(meter.refused(MeterError::Denied(reason))));
+                }
+                true
+            }
+            _ => false,
+        };
         if let Err(e) = meter.reserve(estimate) {
             return Ok(Err(e));
         }
@@ -463,6 +574,7 @@ impl Host for View<'_, MeterCtx> {
             meter,
             amount: estimate,
             settled: false,
+            approved,
         };
         let handle = self.handles.push(reservation)?.expect("room was checked");
         Ok(Ok(handle))
@@ -486,7 +598,13 @@ impl HostReservation for View<'_, MeterCtx> {
             )));
         }
         reservation.settled = true;
-        Ok(reservation.meter.settle(reservation.amount, actual))
+        Ok(if reservation.approved {
+            reservation
+                .meter
+                .settle_approved(reservation.amount, actual)
+        } else {
+            reservation.meter.settle(reservation.amount, actual)
+        })
     }
 
     fn drop(&mut self, handle: Resource<ReservationHandle>) -> wasmtime::Result<()> {
@@ -567,6 +685,90 @@ mod tests {
             .validate()
             .is_err()
         );
+    }
+
+    #[test]
+    fn a_settle_above_an_approved_estimate_is_refused_and_charged_the_estimate() {
+        let ledger = DayLedger::new("credits");
+        let run = ledger
+            .start_run(Allowance {
+                per_run: 100,
+                per_day: 1000,
+            })
+            .unwrap();
+        run.reserve(20).unwrap();
+        let refused = run.settle_approved(20, 60);
+        assert!(
+            matches!(&refused, Err(MeterError::Denied(m)) if m.contains("60 credits") && m.contains("charged 20 credits")),
+            "{refused:?}"
+        );
+        assert_eq!(
+            (run.spent(), run.reserved()),
+            (20, 0),
+            "charged exactly the approved estimate, though the run had room for more"
+        );
+        assert_eq!(run.remaining(), 80);
+        // At or below the estimate, as any settlement.
+        run.reserve(20).unwrap();
+        run.settle_approved(20, 7).unwrap();
+        assert_eq!((run.spent(), run.reserved()), (27, 0));
+        // Not approved: an overrun is charged up to the allowance, as before.
+        run.reserve(3).unwrap();
+        run.settle(3, 10).unwrap();
+        assert_eq!(run.spent(), 37);
+    }
+
+    #[test]
+    fn a_capped_settlement_is_recorded_in_the_store_at_the_estimate() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn LedgerStore> =
+            Arc::new(crate::store::SqliteStore::open(dir.path().join("scout.db")).unwrap());
+        let run = RunMeter::start_in_store(
+            store.clone(),
+            "s-1:firecrawl",
+            "acme",
+            "firecrawl",
+            "2026-01-01",
+            "credits",
+            Allowance {
+                per_run: 100,
+                per_day: 1000,
+            },
+        )
+        .unwrap();
+        run.reserve(20).unwrap();
+        assert!(run.settle_approved(20, 60).is_err());
+        run.end();
+        let charged: u64 = store
+            .charges_in_run("s-1:firecrawl")
+            .unwrap()
+            .iter()
+            .map(|c| c.amount)
+            .sum();
+        assert_eq!(
+            charged, 20,
+            "the ledger holds the estimate, not the overrun"
+        );
+    }
+
+    #[test]
+    fn checking_a_reservation_holds_nothing() {
+        let ledger = DayLedger::new("credits");
+        let run = ledger
+            .start_run(Allowance {
+                per_run: 10,
+                per_day: 100,
+            })
+            .unwrap();
+        run.can_reserve(10).unwrap();
+        assert_eq!(run.reserved(), 0);
+        assert!(matches!(
+            run.can_reserve(11),
+            Err(MeterError::RunExhausted(10))
+        ));
+        assert!(matches!(run.can_reserve(0), Err(MeterError::Invalid(_))));
+        run.end();
+        assert!(matches!(run.can_reserve(1), Err(MeterError::Denied(_))));
     }
 
     #[test]

@@ -36,6 +36,10 @@ pub struct Capabilities {
     pub graphql_mutations: bool,
     /// The run's meter, for a connector that bills.
     pub meter: Option<Arc<meter::RunMeter>>,
+    /// The per-call spend threshold this call's reservations are held to
+    /// (person chat): set by the boundary when it runs the call, never by
+    /// a granter.
+    pub spend: Option<meter::SpendGate>,
     /// Folders granted, each under its name.
     pub folders: Vec<Arc<folder::FolderCapability>>,
     /// Handles that could not be granted because their credential could

@@ -12,6 +12,7 @@ use super::meter::RunMeter;
 use super::routes::RouteSet;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Instant;
 use wasmtime::ResourceLimiter;
 use wasmtime::component::{HasData, Resource, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -42,9 +43,82 @@ pub(crate) struct HttpCtx {
     pub(crate) renewed: std::collections::BTreeSet<Option<String>>,
 }
 
-/// What the `meter` interface of one call holds: the run's meter, if any.
+/// What the `meter` interface of one call holds: the run's meter, if any;
+/// the per-call threshold above which a reservation asks a person; and the
+/// call's deadline, paused while a person decides.
 pub(crate) struct MeterCtx {
     pub(crate) meter: Option<Arc<RunMeter>>,
+    pub(crate) spend: Option<super::meter::SpendGate>,
+    pub(crate) deadline: Arc<CallDeadline>,
+}
+
+/// A call's wall-clock deadline, host calls included, except the time a
+/// person spends deciding on one of its reservations (bounded by the
+/// approval timeout): the deadline is paused meanwhile and moves on by as
+/// much when the wait ends.
+pub(crate) struct CallDeadline {
+    state: parking_lot::Mutex<DeadlineState>,
+    changed: tokio::sync::Notify,
+}
+
+struct DeadlineState {
+    at: Instant,
+    paused_since: Option<Instant>,
+}
+
+impl CallDeadline {
+    pub(crate) fn new(at: Instant) -> Arc<CallDeadline> {
+        Arc::new(CallDeadline {
+            state: parking_lot::Mutex::new(DeadlineState {
+                at,
+                paused_since: None,
+            }),
+            changed: tokio::sync::Notify::new(),
+        })
+    }
+
+    /// When the call's time runs out; `None` while paused.
+    pub(crate) fn at(&self) -> Option<Instant> {
+        let state = self.state.lock();
+        state.paused_since.is_none().then_some(state.at)
+    }
+
+    /// Whether the call's time ran out (never while paused).
+    pub(crate) fn passed(&self) -> bool {
+        self.at().is_some_and(|at| Instant::now() >= at)
+    }
+
+    /// Resolves when the deadline is paused or moved.
+    pub(crate) fn changed(&self) -> tokio::sync::futures::Notified<'_> {
+        self.changed.notified()
+    }
+
+    /// Pauses the deadline until the guard is dropped.
+    pub(crate) fn pause(self: &Arc<Self>) -> DeadlinePaused {
+        {
+            let mut state = self.state.lock();
+            if state.paused_since.is_none() {
+                state.paused_since = Some(Instant::now());
+            }
+        }
+        self.changed.notify_waiters();
+        DeadlinePaused(self.clone())
+    }
+}
+
+/// The deadline paused; dropping it moves the deadline on by the pause.
+pub(crate) struct DeadlinePaused(Arc<CallDeadline>);
+
+impl Drop for DeadlinePaused {
+    fn drop(&mut self) {
+        {
+            let mut state = self.0.state.lock();
+            if let Some(since) = state.paused_since.take() {
+                state.at += since.elapsed();
+            }
+        }
+        self.0.changed.notify_waiters();
+    }
 }
 
 /// What the `folder` interface of one call holds: the folders granted.
@@ -74,12 +148,13 @@ pub struct CallState {
     pub(crate) folder: FolderCtx,
     pub(crate) log: LogCtx,
     pub(crate) limiter: CallLimiter,
+    pub(crate) deadline: Arc<CallDeadline>,
     pub(crate) deadline_hit: bool,
 }
 
 impl CallState {
     /// The store data of a call of `tool` (its wire name and routes) with
-    /// the handles `caps` grants.
+    /// the handles `caps` grants, running until `deadline`.
     pub(crate) fn new(
         wasi: WasiCtx,
         table: ResourceTable,
@@ -87,6 +162,7 @@ impl CallState {
         caps: &Capabilities,
         tool: String,
         routes: Arc<RouteSet>,
+        deadline: Arc<CallDeadline>,
     ) -> CallState {
         CallState {
             wasi,
@@ -105,6 +181,8 @@ impl CallState {
             },
             meter: MeterCtx {
                 meter: caps.meter.clone(),
+                spend: caps.spend.clone(),
+                deadline: deadline.clone(),
             },
             folder: FolderCtx {
                 folders: caps.folders.clone(),
@@ -119,6 +197,7 @@ impl CallState {
                 },
             },
             limiter,
+            deadline,
             deadline_hit: false,
         }
     }

@@ -230,7 +230,7 @@ impl MeteredAllowance {
 }
 
 /// Dollars as whole micro-dollars, exactly, or an error naming `figure`.
-fn micro_usd(figure: &'static str, usd: f64) -> Result<u64, AllowanceFigureError> {
+pub(crate) fn micro_usd(figure: &'static str, usd: f64) -> Result<u64, AllowanceFigureError> {
     if !(usd.is_finite() && usd >= 0.0) {
         return Err(AllowanceFigureError::NotFinite { figure });
     }

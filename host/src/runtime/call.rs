@@ -23,6 +23,7 @@ impl LoadedComponent {
             .build();
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_TABLE_ENTRIES);
+        let deadline = CallDeadline::new(deadline);
         let state = CallState::new(
             wasi,
             table,
@@ -34,12 +35,13 @@ impl LoadedComponent {
             caps,
             tool.map(|t| t.name.clone()).unwrap_or_default(),
             tool.map_or_else(|| Arc::new(RouteSet::none()), |t| t.route_set.clone()),
+            deadline.clone(),
         );
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.limiter);
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |mut ctx| {
-            if Instant::now() >= deadline {
+            if deadline.passed() {
                 ctx.data_mut().deadline_hit = true;
                 return Err(wasmtime::Error::msg("the call's deadline passed"));
             }
@@ -96,6 +98,8 @@ impl LoadedComponent {
         let deadline = started + config.call_timeout;
 
         let (mut store, stdout, stderr) = self.new_store(caps, Some(tool), started, deadline);
+        // Paused while a person decides on one of the call's reservations.
+        let deadline = store.data().deadline.clone();
 
         let run = async {
             let instance = self.pre.instantiate_async(&mut store).await?;
@@ -110,12 +114,12 @@ impl LoadedComponent {
                 .ok_or_else(|| wasmtime::Error::msg("the tool returned no result"))?;
             wasmtime::Result::Ok((value, instantiated))
         };
-        let result: Result<wasmtime::Result<(Val, std::time::Duration)>, _> =
-            tokio::time::timeout_at(deadline.into(), run).await;
+        let result: Result<wasmtime::Result<(Val, std::time::Duration)>, ()> =
+            until_deadline(&deadline, run).await;
         let timeout_ms = config.call_timeout.as_millis() as u64;
         let state = store.data();
         let value = match result {
-            Err(_elapsed) => return Err(CallError::Deadline(timeout_ms)),
+            Err(()) => return Err(CallError::Deadline(timeout_ms)),
             Ok(Err(_)) if state.deadline_hit => return Err(CallError::Deadline(timeout_ms)),
             Ok(Err(_)) if state.limiter.memory_hit => {
                 return Err(CallError::MemoryLimit(config.max_memory_bytes));
@@ -178,6 +182,35 @@ impl LoadedComponent {
             micros: started.elapsed().as_micros() as u64,
             instantiate_micros: instantiated.as_micros() as u64,
         })
+    }
+}
+
+/// Runs `run` until it ends, or `Err` once `deadline` passes (it may be
+/// paused and moved on while `run` waits for a person).
+async fn until_deadline<T>(
+    deadline: &CallDeadline,
+    run: impl std::future::Future<Output = T>,
+) -> Result<T, ()> {
+    tokio::pin!(run);
+    loop {
+        // Registered before the deadline is read: a change in between wakes it.
+        let changed = deadline.changed();
+        let at = deadline.at();
+        let expires = async {
+            match at {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            done = &mut run => return Ok(done),
+            () = expires => {
+                if deadline.passed() {
+                    return Err(());
+                }
+            }
+            () = changed => {}
+        }
     }
 }
 

@@ -24,7 +24,7 @@ use crate::capabilities::Capabilities;
 use crate::capabilities::http::HttpExchange;
 use crate::capabilities::log::GuestLog;
 use crate::capabilities::routes::RouteSet;
-use crate::capabilities::state::{CallLimiter, CallState, HasTable};
+use crate::capabilities::state::{CallDeadline, CallLimiter, CallState, HasTable};
 use crate::convert;
 use crate::error::{CallError, LoadError};
 use crate::output::CappedOutput;

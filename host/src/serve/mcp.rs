@@ -470,8 +470,16 @@ async fn ask_through_elicitation(
     args: &Value,
     context: &RequestContext<RoleServer>,
 ) {
+    // What the approval is bound to, as the approvals API shows it (for a
+    // reservation above a spend threshold: the arguments and the estimate).
+    let bound = host
+        .store
+        .approval(id)
+        .ok()
+        .flatten()
+        .and_then(|a| host.approval_arguments(&a));
     let (mut shown, cut) = crate::capabilities::scrub::cut_at(
-        serde_json::to_string(args).unwrap_or_default(),
+        serde_json::to_string(bound.as_ref().unwrap_or(args)).unwrap_or_default(),
         SHOWN_ARGS,
     );
     if cut {

@@ -510,7 +510,8 @@ impl ServeHost {
             .with_connections(live)
             .hosting(hosted)
             .sealing_arguments(key)
-            .pausing_after(config.pause_after_repeated_denials);
+            .pausing_after(config.pause_after_repeated_denials)
+            .asking_above(spend_thresholds(&config));
         if config.require_review {
             boundary = boundary.require_review();
         }
@@ -1506,6 +1507,19 @@ impl ServeHost {
             .filter_map(|s| set.get(s).map(|c| (s.to_string(), c.source().clone())))
             .collect())
     }
+}
+
+/// Person chat's per-call spend threshold of each connector that has one,
+/// in its meter's unit (checked when the configuration was read).
+fn spend_thresholds(config: &ServeConfig) -> Vec<(String, u64)> {
+    config
+        .connectors
+        .iter()
+        .filter_map(|(name, c)| {
+            let threshold = c.person_allowance.as_ref()?.per_call_threshold().ok()??;
+            Some((name.clone(), threshold))
+        })
+        .collect()
 }
 
 /// What a connector's configuration says of a session's holdings.

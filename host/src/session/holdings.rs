@@ -13,8 +13,12 @@
 //! checked there, atomically); a day already exhausted gives that call a
 //! meter that refuses with `day-exhausted`, and the next call tries again.
 //! The run ends when the session ends or expires (or is dropped). Person
-//! chat's "calls above a threshold ask a person" is not built here: the
-//! boundary asks a person for every billing call in person chat.
+//! chat's "calls above a threshold ask a person" is the operator's
+//! `per_call_threshold_credits` or `per_call_threshold_usd` beside the
+//! allowance ([`PersonAllowance::per_call_threshold`], in the meter's unit);
+//! the boundary holds each billed call's reservations to it
+//! (`crate::boundary`'s `spend.rs`), and without one asks a person before
+//! every billed call in person chat.
 //!
 //! **Folders.** A configured folder is part of the brand's project data, so
 //! a session holds it only if its role holds the project folder, and may
@@ -296,7 +300,8 @@ fn open_folder(
 
 /// An operator's allowance for person chat: a pair of credit figures or a
 /// pair of dollar figures, as a grant's (`policy::Allowance`) and converted
-/// by the same `metered`.
+/// by the same `metered`; and optionally the per-call threshold above which
+/// a reservation asks a person, in the same unit.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PersonAllowance {
@@ -308,12 +313,48 @@ pub struct PersonAllowance {
     pub per_run_usd: Option<f64>,
     #[serde(default)]
     pub per_day_usd: Option<f64>,
+    /// A reservation of more credits than this asks a person; at or below
+    /// it, the call runs. Absent: every billed call asks before it runs.
+    #[serde(default)]
+    pub per_call_threshold_credits: Option<u64>,
+    /// ... in dollars, for an allowance in dollars.
+    #[serde(default)]
+    pub per_call_threshold_usd: Option<f64>,
 }
 
 impl PersonAllowance {
+    /// The per-call threshold in the meter's unit (credits, or dollars as
+    /// micro-dollars by the same conversion as the allowance), or `None`
+    /// when none is configured; refuses a threshold in the other unit than
+    /// the allowance's, or a figure the meter cannot hold.
+    pub fn per_call_threshold(&self) -> Result<Option<u64>, String> {
+        let credits = self.per_run_credits.is_some() || self.per_day_credits.is_some();
+        match (self.per_call_threshold_credits, self.per_call_threshold_usd) {
+            (None, None) => Ok(None),
+            (Some(_), Some(_)) => Err(
+                "give per_call_threshold_credits or per_call_threshold_usd, not both".into(),
+            ),
+            (Some(_), None) if !credits => Err(
+                "per_call_threshold_credits is in credits but the allowance is in dollars: give per_call_threshold_usd".into(),
+            ),
+            (None, Some(_)) if credits => Err(
+                "per_call_threshold_usd is in dollars but the allowance is in credits: give per_call_threshold_credits".into(),
+            ),
+            (Some(credits), None) if credits > crate::policy::MAX_UNITS => Err(format!(
+                "per_call_threshold_credits is above the largest figure the ledger holds ({})",
+                crate::policy::MAX_UNITS
+            )),
+            (Some(credits), None) => Ok(Some(credits)),
+            (None, Some(usd)) => crate::policy::profile::micro_usd("per_call_threshold_usd", usd)
+                .map(Some)
+                .map_err(|e| e.to_string()),
+        }
+    }
+
     /// The grant-side allowance it states, checked as a meter would count it
-    /// (per-run above zero, at most per-day).
+    /// (per-run above zero, at most per-day), with its threshold checked too.
     pub fn allowance(&self) -> Result<crate::policy::Allowance, String> {
+        self.per_call_threshold()?;
         use crate::policy::Allowance;
         let allowance = match (
             self.per_run_credits,
@@ -412,5 +453,82 @@ pub(crate) fn safe_segment(text: &str) -> Result<(), String> {
             "`{}` cannot name a folder: it must be 1 to 64 of A-Z, a-z, 0-9, `-`, `_`, `.`, starting with a letter or digit",
             text.escape_debug()
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::serve::{ConfigFileError, ServeConfig};
+
+    fn parse(allowance: &str) -> Result<ServeConfig, ConfigFileError> {
+        ServeConfig::parse(&format!(
+            "[connectors.x]\ncomponent = \"x.wasm\"\norigin = \"https://x\"\n[connectors.x.person_allowance]\n{allowance}"
+        ))
+    }
+
+    fn threshold(allowance: &str) -> Option<u64> {
+        parse(allowance).unwrap().connectors["x"]
+            .person_allowance
+            .as_ref()
+            .unwrap()
+            .per_call_threshold()
+            .unwrap()
+    }
+
+    /// The error `serve` refuses to start with, which names the key.
+    fn refusal(allowance: &str) -> String {
+        match parse(allowance) {
+            Err(ConfigFileError::Invalid(m)) => m,
+            other => panic!("refused: {allowance}\n{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_per_call_threshold_is_in_the_allowances_unit() {
+        let credits = "per_run_credits = 25\nper_day_credits = 100\n";
+        let usd = "per_run_usd = 1.0\nper_day_usd = 3.0\n";
+        assert_eq!(threshold(credits), None, "none unless configured");
+        assert_eq!(
+            threshold(&format!("{credits}per_call_threshold_credits = 5\n")),
+            Some(5)
+        );
+        assert_eq!(
+            threshold(&format!("{credits}per_call_threshold_credits = 0\n")),
+            Some(0),
+            "zero: every reservation asks"
+        );
+        assert_eq!(
+            threshold(&format!("{usd}per_call_threshold_usd = 0.005\n")),
+            Some(5_000),
+            "dollars as micro-dollars, as the allowance"
+        );
+        for (bad, names) in [
+            (
+                format!("{credits}per_call_threshold_usd = 0.5\n"),
+                "per_call_threshold_usd",
+            ),
+            (
+                format!("{usd}per_call_threshold_credits = 5\n"),
+                "per_call_threshold_credits",
+            ),
+            (
+                format!("{usd}per_call_threshold_usd = 0.0000001\n"),
+                "per_call_threshold_usd",
+            ),
+            (
+                format!("{usd}per_call_threshold_usd = -1.0\n"),
+                "per_call_threshold_usd",
+            ),
+            (
+                format!("{credits}per_call_threshold_credits = 5\nper_call_threshold_usd = 1.0\n"),
+                "per_call_threshold_credits or per_call_threshold_usd",
+            ),
+        ] {
+            let m = refusal(&bad);
+            assert!(
+                m.contains("connectors.x.person_allowance") && m.contains(names),
+                "{bad}: {m}"
+            );
+        }
     }
 }

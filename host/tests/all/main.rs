@@ -22,6 +22,7 @@ mod policy_surface;
 mod serve_admin;
 mod serve_capabilities;
 mod serve_hosts;
+mod spend_thresholds;
 mod store;
 mod store_hosts;
 mod surface_cli;

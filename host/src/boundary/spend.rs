@@ -1,0 +1,360 @@
+//! Person chat's spend thresholds (seed 000: DataForSEO and Firecrawl,
+//! "every call bills; calls above a threshold ask a person").
+//!
+//! With an operator's per-call threshold for a billing connector, the
+//! boundary lets its billed calls run ([`super::Pass::Spend`]) and the
+//! meter is the gate: the guest's `reserve(estimate)` is what is compared.
+//! At or below the threshold the reservation is made at once. Above it,
+//! the meter hands the reservation here ([`SpendAsk`]) and the call waits
+//! while a person is asked, through the same approvals as a write (the
+//! approvals API, the console, MCP elicitation), about exactly this call
+//! and this estimate: the approval is bound to the SHA-256 digest of
+//! `{"arguments": <the call's arguments>, "estimate": n, "unit": u}`, shows
+//! that, and is consumed once. Only an approval makes the reservation, and
+//! its settlement is capped at the estimate approved. A session where no
+//! one can approve refuses every reservation above the threshold. Without
+//! a threshold nothing here applies: the call asks before it runs.
+
+use super::approval::Wait;
+use super::trace::CallTrace;
+use super::{AskedFor, Boundary, Denied, Pass};
+use crate::capabilities::Capabilities;
+use crate::capabilities::meter::{SpendAsk, SpendGate};
+use crate::policy::{AboveThreshold, Gate, Rule};
+use crate::runtime::{CallOutcome, LoadedComponent};
+use crate::store::args_digest;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use tokio_util::sync::CancellationToken;
+
+/// Reservations above the threshold one call may ask a person about: a
+/// guest cannot keep a call (and its instance) waiting for people forever.
+pub(super) const MAX_ASKS_PER_CALL: usize = 4;
+
+/// The gate a billed call passes when the operator set a threshold for its
+/// connector; `None` for any other gate, or a billing connector without
+/// one (which then asks a person before every call: fails closed).
+pub(super) fn pass(gate: &Gate, thresholds: &BTreeMap<String, u64>) -> Option<Pass> {
+    let Gate::Spend {
+        connector,
+        above_threshold,
+    } = gate
+    else {
+        return None;
+    };
+    thresholds.get(connector).map(|&threshold| Pass::Spend {
+        threshold,
+        asks: *above_threshold == AboveThreshold::AsksPerson,
+    })
+}
+
+/// One billed call to run under its threshold.
+pub(super) struct GatedRun<'a> {
+    pub(super) component: &'a LoadedComponent,
+    pub(super) tool: &'a str,
+    pub(super) args: &'a Value,
+    pub(super) caps: &'a Capabilities,
+    pub(super) threshold: u64,
+    /// Whether a person can be asked in this session.
+    pub(super) asks: bool,
+}
+
+/// `amount` of `unit` as a person reads it: micro-USD also in dollars.
+fn amount(n: u64, unit: &str) -> String {
+    match unit {
+        "micro-usd" => format!("{n} micro-usd (${}.{:06})", n / 1_000_000, n % 1_000_000),
+        _ => format!("{n} {unit}"),
+    }
+}
+
+impl Boundary {
+    /// Runs `run`'s guest with its meter held to the threshold, answering
+    /// each reservation above it while the guest waits; what was asked and
+    /// answered is added to `spends` for the trace's `executed` event.
+    pub(super) async fn run_gated(
+        &self,
+        run: GatedRun<'_>,
+        trace: &CallTrace<'_>,
+        gone: &CancellationToken,
+        asked: &mut Option<AskedFor>,
+        spends: &mut Vec<Value>,
+    ) -> Result<CallOutcome, crate::CallError> {
+        let (ask, mut asks) = tokio::sync::mpsc::channel::<SpendAsk>(1);
+        let caps = Capabilities {
+            spend: Some(SpendGate {
+                threshold: run.threshold,
+                ask,
+            }),
+            ..run.caps.clone()
+        };
+        let call = run.component.call(run.tool, run.args, &caps);
+        tokio::pin!(call);
+        loop {
+            tokio::select! {
+                result = &mut call => return result,
+                Some(ask) = asks.recv() => {
+                    let (answer, entry) = self
+                        .decide_spend(&run, trace, &ask, gone, asked, spends)
+                        .await;
+                    spends.push(entry);
+                    let _ = ask.answer.send(answer);
+                }
+            }
+        }
+    }
+
+    /// Asks a person about one reservation above the threshold, or refuses
+    /// it: the answer the meter gets (`Ok`: reserve it) and the trace's
+    /// record of it.
+    async fn decide_spend(
+        &self,
+        run: &GatedRun<'_>,
+        trace: &CallTrace<'_>,
+        ask: &SpendAsk,
+        gone: &CancellationToken,
+        asked: &mut Option<AskedFor>,
+        earlier: &[Value],
+    ) -> (Result<(), String>, Value) {
+        let SpendAsk {
+            estimate,
+            unit,
+            threshold,
+            ..
+        } = ask;
+        let spending = format!(
+            "spending {}, above this connector's per-call threshold of {}",
+            amount(*estimate, unit),
+            amount(*threshold, unit)
+        );
+        let mut entry = json!({"estimate": estimate, "unit": unit, "threshold": threshold});
+        let refuse = |mut entry: Value, outcome: &str, message: String| {
+            entry["outcome"] = json!(outcome);
+            (Err(format!("{message}; nothing was reserved")), entry)
+        };
+        if !run.asks {
+            return refuse(
+                entry,
+                Rule::ApprovalRequired.name().as_ref(),
+                format!("approval required: {spending}, and no one can approve it in this session"),
+            );
+        }
+        let refused_before = earlier.iter().any(|e| e["outcome"] != "approved");
+        if refused_before || earlier.len() >= MAX_ASKS_PER_CALL {
+            return refuse(
+                entry,
+                "not_asked",
+                format!(
+                    "not asked: {spending}, and this call already had a reservation above it refused, or asked {MAX_ASKS_PER_CALL} times"
+                ),
+            );
+        }
+        // Bound to this call's arguments and this estimate; shown as such.
+        let shown = json!({"arguments": run.args, "estimate": estimate, "unit": unit});
+        let digest = args_digest(&shown);
+        let traced = json!({"estimate": estimate, "unit": unit, "threshold": threshold});
+        let waited = self
+            .await_approval(Wait {
+                session: trace.session,
+                call_id: &trace.call_id,
+                name: &trace.name,
+                digest: &digest,
+                args: &shown,
+                gone,
+                asked: asked.take(),
+                span: trace.span.as_ref(),
+                spend: Some(&traced),
+                // A reservation's refusal is the guest's to handle: the
+                // call goes on, and it is not counted as a refused request.
+                targets: &[],
+            })
+            .await;
+        // The world may have changed while a person was deciding.
+        let waited = waited.and_then(|id| {
+            match self.check(trace.session, run.component.name(), &trace.name) {
+                Ok(_) => Ok(id),
+                Err(rule) => Err(Denied::by(rule)),
+            }
+        });
+        match waited {
+            Ok(id) => {
+                entry["outcome"] = json!("approved");
+                entry["approval"] = json!(id.0);
+                (Ok(()), entry)
+            }
+            Err(Denied { rule, .. }) => {
+                let message = match rule.told() {
+                    Rule::ApprovalDenied => {
+                        format!("approval denied: a person declined {spending}")
+                    }
+                    Rule::ApprovalTimedOut => {
+                        format!("approval timed out: nobody answered in time about {spending}")
+                    }
+                    Rule::ApprovalWithdrawn => format!(
+                        "approval withdrawn: the caller went away before a person decided on {spending}"
+                    ),
+                    Rule::Revoked => format!(
+                        "revoked: access was withdrawn while a person decided on {spending}"
+                    ),
+                    Rule::ApprovalRequired => {
+                        format!("approval required: no approval could be asked for {spending}")
+                    }
+                    other => format!("{}: {spending}", other.name()),
+                };
+                refuse(entry, rule.name().as_ref(), message)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_threshold_lets_a_billed_call_run_and_none_keeps_it_asking() {
+        let thresholds: BTreeMap<String, u64> = [("firecrawl".to_string(), 5)].into();
+        let spend = |connector: &str, above_threshold| Gate::Spend {
+            connector: connector.into(),
+            above_threshold,
+        };
+        assert_eq!(
+            pass(&spend("firecrawl", AboveThreshold::AsksPerson), &thresholds),
+            Some(Pass::Spend {
+                threshold: 5,
+                asks: true
+            })
+        );
+        assert_eq!(
+            pass(&spend("firecrawl", AboveThreshold::Refuses), &thresholds),
+            Some(Pass::Spend {
+                threshold: 5,
+                asks: false
+            }),
+            "where no one can approve, above the threshold refuses"
+        );
+        assert_eq!(
+            pass(
+                &spend("dataforseo", AboveThreshold::AsksPerson),
+                &thresholds
+            ),
+            None,
+            "no threshold: the call asks before it runs, as before"
+        );
+        assert_eq!(pass(&Gate::Open, &thresholds), None);
+        assert_eq!(pass(&Gate::AsksPerson, &thresholds), None);
+    }
+
+    /// A person's time is not the guest's: a call whose reservation waits
+    /// for a person longer than the call's whole deadline still runs once
+    /// approved, and only then reaches the upstream.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_persons_wait_does_not_count_against_the_calls_deadline() {
+        use crate::capabilities::http::{
+            CredentialScheme, HttpCapability, HttpConfig, SecretSource,
+        };
+        use crate::capabilities::meter::{Allowance, DayLedger};
+        use crate::policy::{BrandFacts, Catalog, Role, SessionInput, Switches};
+        use crate::runtime::{Runtime, RuntimeConfig};
+        use crate::session::Session;
+        use crate::store::{SqliteStore, Store};
+        use std::sync::Arc;
+        use std::time::Duration;
+
+        let timeout = Duration::from_millis(500);
+        let runtime = Runtime::new(RuntimeConfig {
+            max_concurrent_calls: 2,
+            call_timeout: timeout,
+            ..Default::default()
+        })
+        .unwrap();
+        let component = runtime
+            .load_file(std::path::Path::new(scout_tests::components::CAPABILITIES))
+            .unwrap();
+        let spec = Catalog::seed()
+            .admit(&component.info().manifest)
+            .expect("the test guest is admitted");
+        let catalog = Catalog::seed().with_spec(spec);
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path().join("t.db")).unwrap());
+        let boundary = Boundary::new(store.clone(), catalog, Switches::default())
+            .asking_above([("capabilities".to_string(), 5)]);
+        let session = Session::new(
+            "s-wait",
+            "acme",
+            SessionInput::new(Role::PersonChat)
+                .brand(BrandFacts::with_connectors(["capabilities"]))
+                .approval_channel(true),
+        );
+        let upstream = scout_tests::upstream::Upstream::start().await;
+        let caps = Capabilities {
+            http: Some(
+                HttpCapability::new(
+                    HttpConfig::new(upstream.origin())
+                        .credential(
+                            CredentialScheme::Bearer,
+                            SecretSource::Value("s3cret-token-0123".into()),
+                        )
+                        .allow_private_network(true),
+                )
+                .unwrap(),
+            ),
+            meter: Some(
+                DayLedger::new("credits")
+                    .start_run(Allowance {
+                        per_run: 100,
+                        per_day: 100,
+                    })
+                    .unwrap(),
+            ),
+            ..Capabilities::default()
+        };
+        let args = serde_json::json!({"estimate": 10, "actual": 10, "path": "/p"});
+        let call = boundary.call(
+            &session,
+            &component,
+            super::super::CallRequest::new("capabilities_spend", &args),
+            &caps,
+        );
+        let person = async {
+            let approval = loop {
+                if let Some(a) = store.pending("s-wait").unwrap().into_iter().next() {
+                    break a;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            };
+            // Longer than the call's whole deadline.
+            tokio::time::sleep(timeout * 3).await;
+            assert!(
+                upstream.seen().is_empty(),
+                "nothing sent while a person decides"
+            );
+            store.decide(approval.id, true, "a person").unwrap();
+        };
+        let (ran, ()) = tokio::join!(call, person);
+        match ran {
+            Ok(super::super::Executed::Ran(outcome)) => {
+                assert!(
+                    matches!(outcome.output, crate::runtime::ToolOutput::Ok(_)),
+                    "{:?}",
+                    outcome.output
+                )
+            }
+            other => panic!("the approved call ran to its end: {other:?}"),
+        }
+        assert_eq!(
+            upstream.seen().len(),
+            1,
+            "and reached the upstream once approved"
+        );
+    }
+
+    #[test]
+    fn amounts_read_as_a_person_reads_them() {
+        assert_eq!(amount(20, "credits"), "20 credits");
+        assert_eq!(amount(15_500, "micro-usd"), "15500 micro-usd ($0.015500)");
+        assert_eq!(
+            amount(2_000_000, "micro-usd"),
+            "2000000 micro-usd ($2.000000)"
+        );
+    }
+}
