@@ -14,6 +14,7 @@ pub mod admin;
 pub mod agent_config;
 pub mod config;
 mod console;
+pub mod host_tools;
 pub mod identity;
 pub mod mcp;
 mod stateless;
@@ -142,9 +143,11 @@ impl LiveSession {
             brand: self.session.brand.clone(),
             role: self.role_name.clone(),
             profile: self.profile.clone(),
+            // Every connector's endpoint, and the host's own (`scout`) where
+            // the session is given host tools.
             mcp: self
-                .connectors
-                .iter()
+                .endpoints
+                .keys()
                 .map(|c| (c.clone(), format!("{base}/mcp/{}/{c}", self.session.id)))
                 .collect(),
             left_out: self.left_out.clone(),
@@ -685,6 +688,13 @@ impl ServeHost {
         )
         .map_err(HostError::BadRequest)?;
         session.hold(holdings);
+        // The host's own tools, on the session's `scout` endpoint.
+        let host_tools = host_tools::given(&session);
+        allowlist.extend(
+            host_tools
+                .iter()
+                .map(|t| policy::names::mcp(host_tools::SCOUT_SERVER, t)),
+        );
         let connectors: Vec<String> = served.iter().map(|c| c.name().to_string()).collect();
         let left_out = self.left_out(brand, role, &connectors);
         let cancel = CancellationToken::new();
@@ -706,7 +716,8 @@ impl ServeHost {
                 .map_or(0, |d| d.as_millis() as i64),
         };
         let live = Arc::new_cyclic(|weak| {
-            for connector in &connectors {
+            let scout = (!host_tools.is_empty()).then(|| host_tools::SCOUT_SERVER.to_string());
+            for connector in connectors.iter().chain(scout.iter()) {
                 live.endpoints.insert(
                     connector.clone(),
                     mcp::Endpoint::new(

@@ -61,6 +61,21 @@ pub struct HoldingsConfig<'a> {
     pub person_allowance: Option<&'a PersonAllowance>,
 }
 
+/// What one session may still spend through one connector.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BudgetLine {
+    pub connector: String,
+    /// `credits` or `micro-usd`.
+    pub unit: String,
+    /// What this run may still reserve.
+    pub run_left: u64,
+    pub per_run: u64,
+    /// What the brand's day has left for this connector (charges recorded
+    /// today; `None` when the ledger cannot be read).
+    pub day_left: Option<u64>,
+    pub per_day: u64,
+}
+
 /// One session's meters and folders.
 pub struct Holdings {
     session: String,
@@ -194,6 +209,39 @@ impl Holdings {
                 ))
             }
         }
+    }
+
+    /// Whether the session may spend through any connector.
+    pub fn has_allowances(&self) -> bool {
+        !self.allowances.is_empty()
+    }
+
+    /// What this session may still spend, per billing connector it holds an
+    /// allowance for: its own run's figure (from its meter once the run has
+    /// started) and its brand's day for that connector. Never another
+    /// run's or brand's figures.
+    pub fn budget(&self, store: &Arc<dyn LedgerStore>) -> Vec<BudgetLine> {
+        let day = crate::dates::utc_day(std::time::SystemTime::now());
+        let meters = self.meters.lock();
+        self.allowances
+            .iter()
+            .filter_map(|(connector, allowance)| {
+                let metered = allowance.metered().ok()?;
+                let run_left = match meters.get(connector) {
+                    Some(meter) => meter.remaining(),
+                    None => metered.per_run,
+                };
+                let spent_today = store.spent_on_day(&self.brand, connector, &day).ok();
+                Some(BudgetLine {
+                    connector: connector.clone(),
+                    unit: allowance.meter_unit().to_string(),
+                    run_left,
+                    per_run: metered.per_run,
+                    day_left: spent_today.map(|spent| metered.per_day.saturating_sub(spent)),
+                    per_day: metered.per_day,
+                })
+            })
+            .collect()
     }
 
     /// The folders `connector` may open in this session, opened (and their

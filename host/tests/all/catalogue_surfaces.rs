@@ -405,8 +405,18 @@ fn run_plan(serve: &ServeProcess, dir: &Path, plan: &Value) -> Value {
 }
 
 /// What a session listed: endpoint -> tool names.
+/// The connector tools `session` listed, by server. The host's own
+/// `scout` server is checked apart.
 fn listed(summary: &Value, session: &str) -> BTreeMap<String, BTreeSet<String>> {
-    serde_json::from_value(summary["sessions"][session].clone()).unwrap()
+    let mut listed: BTreeMap<String, BTreeSet<String>> =
+        serde_json::from_value(summary["sessions"][session].clone()).unwrap();
+    listed.remove("scout");
+    listed
+}
+
+/// The host's own tools `session` listed.
+fn host_listed(summary: &Value, session: &str) -> BTreeSet<String> {
+    serde_json::from_value(summary["sessions"][session]["scout"].clone()).unwrap_or_default()
 }
 
 const LIMITS: &str =
@@ -579,6 +589,19 @@ async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
         !narrow["analytics"].contains("analytics_use_property"),
         "use_property is never grantable"
     );
+
+    // Grants with an allowance hold the budget tool; a role that spends
+    // nothing does not.
+    for label in ["specialist", "narrow", "goal"] {
+        assert_eq!(
+            host_listed(&summary, label),
+            set(&["scout_budget"]),
+            "{label}"
+        );
+    }
+    for label in ["coworker", "reviewer", "read-only", "inbound"] {
+        assert!(host_listed(&summary, label).is_empty(), "{label}");
+    }
 
     // The goal agent: the read table's tools of its granted connectors only.
     assert_eq!(

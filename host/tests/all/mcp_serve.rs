@@ -381,3 +381,122 @@ async fn a_write_waiting_for_a_person_reaches_clients_with_default_timeouts() {
     drop(serve);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_inspector_cli_gets_a_write_a_person_approves_after_its_request_timeout() {
+    let github = FakeGitHub::start(GITHUB_TOKEN).await;
+    let dir =
+        std::env::temp_dir().join(format!("scout-serve-inspector-wait-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("serve.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "require_review = false\n{}",
+            scout_tests::serve_config_for_github(&github.origin())
+        ),
+    )
+    .unwrap();
+    let mut command = ServeProcess::command(
+        env!("CARGO_BIN_EXE_scout-host"),
+        &config,
+        ADMIN_TOKEN,
+        &"5f".repeat(32),
+    );
+    command.current_dir(&dir).env("GITHUB_ALLOW_WRITES", "true");
+    let serve = ServeProcess::start(command);
+    let http = reqwest::Client::new();
+    let admin = |method: reqwest::Method, path: &str, body: Option<serde_json::Value>| {
+        let mut request = http
+            .request(method, format!("{}{path}", serve.base))
+            .bearer_auth(ADMIN_TOKEN);
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(body.to_string());
+        }
+        request.send()
+    };
+    let json = |text: String| -> serde_json::Value { serde_json::from_str(&text).unwrap() };
+    admin(
+        reqwest::Method::PUT,
+        "/v1/brands/acme/connections/github",
+        Some(serde_json::json!({"secret": GITHUB_TOKEN})),
+    )
+    .await
+    .unwrap();
+    let view = json(
+        admin(
+            reqwest::Method::POST,
+            "/v1/sessions",
+            Some(serde_json::json!({"brand": "acme", "role": "person-chat"})),
+        )
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap(),
+    );
+    let (id, url, token) = (
+        view["id"].as_str().unwrap().to_string(),
+        view["mcp"]["github"].as_str().unwrap().to_string(),
+        view["token"].as_str().unwrap().to_string(),
+    );
+    let call = tokio::task::spawn_blocking(move || {
+        inspector(
+            &url,
+            &token,
+            &[
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "github_create_branch",
+                "--tool-arg",
+                "owner=octo",
+                "repo=hello",
+                "branch=scout/inspector-waited",
+            ],
+        )
+    });
+    let approval = loop {
+        let listed = json(
+            admin(
+                reqwest::Method::GET,
+                &format!("/v1/approvals?session={id}"),
+                None,
+            )
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+        );
+        if let Some(first) = listed["pending"].as_array().and_then(|p| p.first()) {
+            break first["id"].as_i64().unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // Longer than the Inspector's own request timeout (10 s by default).
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let decided = admin(
+        reqwest::Method::POST,
+        &format!("/v1/approvals/{approval}"),
+        Some(serde_json::json!({"approve": true})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(decided.status().as_u16(), 200, "{:?}", decided.text().await);
+    let result = tokio::time::timeout(Duration::from_secs(120), call)
+        .await
+        .expect("the Inspector finishes")
+        .unwrap();
+    assert_eq!(result["isError"], false, "{result}");
+    assert!(
+        github
+            .branch_sha("octo", "hello", "scout/inspector-waited")
+            .is_some()
+    );
+    drop(serve);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -969,3 +969,194 @@ async fn a_delegation_ends_after_its_effects_and_at_its_expiry_and_says_who_made
         "{rules:?}"
     );
 }
+
+/// One stateless MCP request (protocol 2026-07-28) to `url`; its JSON-RPC answer.
+async fn mcp_request(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    method: &str,
+    params: Value,
+) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}});
+    let mut request = http
+        .post(url)
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = params["name"].as_str() {
+        request = request.header("mcp-name", name);
+    }
+    let response = request
+        .body(json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string())
+        .send()
+        .await
+        .unwrap();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let text = response.text().await.unwrap();
+    scout_tests::mcp_wire::jsonrpc_messages(&content_type, &text)
+        .into_iter()
+        .find(|m| m["id"] == 1)
+        .unwrap_or_else(|| panic!("{method}: {text}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_sees_its_own_budget_and_nobody_elses() {
+    let f = serve("budget", "").await;
+    f.connect("acme");
+    f.connect("globex");
+    let mut limited = grant(100, 1000);
+    limited.max_effects = Some(3);
+    for brand in ["acme", "globex"] {
+        let profile = Profile {
+            name: "spender".into(),
+            tools: vec![mcp("spend"), "Read".into()],
+            grant: limited.clone(),
+            limits: Limits::preset(),
+        };
+        f.host
+            .store()
+            .save_profile(brand, &profile, ProfileKind::Coworker, f.host.catalog())
+            .unwrap();
+    }
+    let listening = crate::common::listen(f.host.clone()).await;
+    let http = crate::common::client();
+    let view = f
+        .host
+        .open_session(&OpenSession {
+            brand: "acme".into(),
+            role: "specialist".into(),
+            profile: Some("spender".into()),
+        })
+        .unwrap();
+    assert!(
+        view.tools.contains(&"mcp__scout__scout_budget".to_string()),
+        "{:?}",
+        view.tools
+    );
+    let scout = view.mcp["scout"].replace("127.0.0.1:0", &listening.addr.to_string());
+    let token = view.token.clone().unwrap();
+    let listed = mcp_request(&http, &scout, &token, "tools/list", json!({})).await;
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["scout_budget"], "{listed}");
+    let budget = |http: reqwest::Client, url: String, token: String| async move {
+        let answer = mcp_request(
+            &http,
+            &url,
+            &token,
+            "tools/call",
+            json!({"name": "scout_budget", "arguments": {}}),
+        )
+        .await;
+        answer["result"]["structuredContent"].clone()
+    };
+    let before = budget(http.clone(), scout.clone(), token.clone()).await;
+    assert_eq!(before["connectors"][0]["connector"], CONNECTOR, "{before}");
+    assert_eq!(before["connectors"][0]["unit"], "credits");
+    assert_eq!(
+        (
+            before["connectors"][0]["run_left"].as_u64(),
+            before["connectors"][0]["day_left"].as_u64()
+        ),
+        (Some(100), Some(1000)),
+        "{before}"
+    );
+    assert_eq!(before["effects_left"], 3);
+
+    let spent = f
+        .call(&view.id, "spend", json!({"estimate": 10, "actual": 7}))
+        .await;
+    assert!(spent.get("ok").is_some(), "{spent}");
+    let after = budget(http.clone(), scout.clone(), token.clone()).await;
+    assert_eq!(
+        (
+            after["connectors"][0]["run_left"].as_u64(),
+            after["connectors"][0]["day_left"].as_u64()
+        ),
+        (Some(93), Some(993)),
+        "{after}"
+    );
+    assert_eq!(after["effects_left"], 2);
+
+    // Another brand's run sees only its own figures.
+    let other = f
+        .host
+        .open_session(&OpenSession {
+            brand: "globex".into(),
+            role: "specialist".into(),
+            profile: Some("spender".into()),
+        })
+        .unwrap();
+    let other_scout = other.mcp["scout"].replace("127.0.0.1:0", &listening.addr.to_string());
+    let theirs = budget(http.clone(), other_scout, other.token.clone().unwrap()).await;
+    assert_eq!(
+        (
+            theirs["connectors"][0]["run_left"].as_u64(),
+            theirs["connectors"][0]["day_left"].as_u64()
+        ),
+        (Some(100), Some(1000)),
+        "{theirs}"
+    );
+    assert_eq!(theirs["effects_left"], 3);
+    // The same figures in the instructions a client reads at `initialize`.
+    let init = http
+        .post(&scout)
+        .bearer_auth(&token)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"}}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let content_type = init.headers()["content-type"].to_str().unwrap().to_string();
+    let text = init.text().await.unwrap();
+    let init = scout_tests::mcp_wire::jsonrpc_messages(&content_type, &text).remove(0);
+    let instructions = init["result"]["instructions"].as_str().unwrap_or("");
+    assert!(
+        instructions
+            .contains("capabilities: 93 of 100 credits left in this run, 993 of 1000 today")
+            && instructions.contains("2 of 3 writes or billed calls left"),
+        "{instructions}"
+    );
+    // The trace records the host tool's calls.
+    let traced = f.host.store().trace_for_session(&view.id).unwrap();
+    assert!(
+        traced
+            .iter()
+            .any(|e| e.tool.as_deref() == Some("mcp__scout__scout_budget")
+                && e.state.as_str() == "result")
+    );
+
+    // A session with no allowance and no counted delegation has no budget tool.
+    let plain = f
+        .host
+        .open_session(&OpenSession {
+            brand: "acme".into(),
+            role: "person-chat".into(),
+            profile: None,
+        })
+        .unwrap();
+    assert!(!plain.mcp.contains_key("scout"), "{:?}", plain.mcp);
+    assert!(!plain.tools.iter().any(|t| t.starts_with("mcp__scout__")));
+}
