@@ -205,6 +205,27 @@ async def main():
             r.find_element(By.CSS_SELECTOR, ".session").text == pausing["id"]
             for r in driver.find_elements(By.CSS_SELECTOR, "#paused li.paused")))
 
+        # --- a capability request, answered in the browser; nothing granted ---
+        async with Mcp(pausing["mcp"]["scout"], pausing["token"]) as s:
+            parked = await s.call_tool("scout_request_capability", {
+                "goal": "delete the stale repo", "missing_observation": "no delete tool",
+                "proposed_effect": "write", "safe_alternative_tried": "listed its branches"})
+            request = parked.structured_content["request"]
+            item = await until("the capability request on the page", lambda: next(
+                (r for r in driver.find_elements(By.CSS_SELECTOR, "#capabilities li.capability")
+                 if r.get_attribute("data-id") == str(request)), None))
+            check(item.find_element(By.CSS_SELECTOR, ".goal").text == "delete the stale repo", "the goal shown")
+            item.find_element(By.CSS_SELECTOR, "textarea.answer").send_keys("No: archive it instead.")
+            item.find_element(By.CSS_SELECTOR, "button.send").click()
+            read = None
+            for _ in range(100):
+                read = await s.call_tool("scout_request_capability", {"request": request})
+                if read.structured_content.get("answer"):
+                    break
+                await asyncio.sleep(0.1)
+            check(read.structured_content["answer"] == "No: archive it instead.", f"the agent reads the answer: {read}")
+            check(read.structured_content["answered_by"] == "admin-token (admin API)", "who answered")
+
         # Who decided, in the trace: the verified caller, through the API.
         _, trace = admin("GET", f"/v1/trace?session={chat['id']}")
         decided = [e for e in trace["events"] if e["state"] == "decided"]

@@ -82,7 +82,7 @@ async def main():
         check(status == 200, "review approved")
 
     status, chat = admin("POST", "/v1/sessions", {"brand": "acme", "role": "person-chat"})
-    check(status == 201 and set(chat["mcp"]) == {OPTS.connector}, f"person chat session: {status} {chat}")
+    check(status == 201 and set(chat["mcp"]) == {OPTS.connector, "scout"}, f"person chat session: {status} {chat}")
     async with Mcp(chat["mcp"][OPTS.connector], chat["token"]) as s:
         listed = {t.name: t for t in (await s.list_tools()).tools}
         check(set(listed) == {GET_ITEM, CREATE_NOTE, PEEK}, f"person chat lists every tool: {sorted(listed)}")

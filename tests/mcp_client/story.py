@@ -142,11 +142,11 @@ async def main():
 
     # --- two roles, two surfaces ---
     status, chat = admin("POST", "/v1/sessions", {"brand": "acme", "role": "person-chat"})
-    check(status == 201 and set(chat["mcp"]) == {"github"}, f"person chat session: {status} {chat}")
+    check(status == 201 and set(chat["mcp"]) == {"github", "scout"}, f"person chat session: {status} {chat}")
     check(chat["mcp"]["github"] == f"{OPTS.base}/mcp/{chat['id']}/github", "one endpoint per session and connector")
     check({f"mcp__github__{n}" for n in PERSON_CHAT_GITHUB} <= set(chat["tools"]), "the allowlist names the seed's MCP names")
     status, spec = admin("POST", "/v1/sessions", {"brand": "acme", "role": "specialist", "profile": "repo-reader"})
-    check(status == 201 and set(spec["mcp"]) == {"github"}, f"specialist session: {status} {spec}")
+    check(status == 201 and set(spec["mcp"]) == {"github", "scout"}, f"specialist session: {status} {spec}")
     status, plain = admin("POST", "/v1/sessions", {"brand": "acme", "role": "coworker", "profile": "repo-reader"})
     check(error_code((status, plain)) == (400, "bad_request"), "a profile with a grant runs as a specialist, not a plain coworker")
 

@@ -176,6 +176,11 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
             put(share).delete(unshare),
         )
         .route("/v1/approvals", get(list_approvals))
+        .route("/v1/capability-requests", get(list_capability_requests))
+        .route(
+            "/v1/capability-requests/{id}",
+            post(answer_capability_request),
+        )
         .route("/v1/approvals/{id}", post(decide_approval))
         .route("/v1/reviews", get(list_reviews).post(approve_review))
         .route("/v1/trace", get(trace))
@@ -965,6 +970,92 @@ async fn whoami(Extension(caller): Extension<Principal>) -> Json<Value> {
         },
         "may_decide": may_decide,
     }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CapabilityRequestsQuery {
+    #[serde(default)]
+    session: Option<String>,
+    /// `false`: answered ones too (default: only those waiting).
+    #[serde(default)]
+    pending: Option<String>,
+}
+
+/// The capability requests agents parked (every session's, or one's).
+async fn list_capability_requests(
+    State(host): State<Arc<ServeHost>>,
+    RawQuery(raw): RawQuery,
+) -> Result<Json<Value>, ApiError> {
+    let q: CapabilityRequestsQuery = query(raw)?;
+    let pending_only = match q.pending.as_deref() {
+        None | Some("true") => true,
+        Some("false") => false,
+        Some(_) => return Err(ApiError::bad_request("`pending` is true or false")),
+    };
+    let requests = host
+        .store
+        .capability_requests(q.session.as_deref(), pending_only)?;
+    Ok(Json(json!({"requests": requests})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AnswerCapability {
+    /// The person's answer, returned to the agent as evidence. It grants
+    /// nothing: a grant or connection change is made apart.
+    answer: String,
+}
+
+async fn answer_capability_request(
+    State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
+    Path(id): Path<String>,
+    Body(request): Body<AnswerCapability>,
+) -> Result<Json<Value>, ApiError> {
+    use crate::store::Answered;
+    let id: i64 = id
+        .parse()
+        .map_err(|_| ApiError::bad_request("a capability request id is a number"))?;
+    let answer = request.answer.trim();
+    if answer.is_empty() || answer.chars().count() > 4000 {
+        return Err(ApiError::invalid_field(
+            "invalid_answer",
+            "answer",
+            "`answer` is text of 1 to 4000 characters",
+        ));
+    }
+    let by = format!("{} (admin API)", caller.subject);
+    match host.store.answer_capability_request(id, answer, &by)? {
+        Answered::Now(answered) => {
+            let event = crate::store::TraceEvent {
+                session: answered.session.clone(),
+                brand: answered.brand.clone(),
+                call_id: None,
+                tool: Some(crate::policy::names::mcp(
+                    super::host_tools::SCOUT_SERVER,
+                    super::host_tools::REQUEST_CAPABILITY,
+                )),
+                state: crate::store::TraceState::Decided,
+                rule: Some("capability_answered".to_string()),
+                detail: json!({"request": id, "by": by, "granted": false}),
+                at_ms: crate::store::now_ms(),
+            };
+            host.store.record(&event)?;
+            Ok(Json(json!({
+                "request": id,
+                "answered_by": caller.subject,
+                "granted": false,
+                "note": "recorded as the person's answer; nothing was granted (a grant or connection is changed apart)"
+            })))
+        }
+        Answered::Already(_) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "already_answered",
+            format!("capability request {id} was already answered"),
+        )),
+        Answered::Unknown => Err(ApiError::not_found(format!("no capability request {id}"))),
+    }
 }
 
 #[derive(Deserialize)]

@@ -9,8 +9,17 @@
 //!   an allowance or a delegation with `maxEffects`. The same text is in
 //!   the `instructions` of the session's MCP servers at `initialize`.
 //!
-//! Each call is traced (requested, executed with what it answered), like a
-//! connector's read.
+//! - `scout_request_capability` (seed 003: "Dynamic requests went to a
+//!   person, not an installer"): the agent parks a request for the person
+//!   or run owner (its goal, the observation it lacks, the effect class it
+//!   proposes, the safe alternative it tried), and later reads the answer.
+//!   It grants nothing: the answer is a person's words, returned as
+//!   evidence, and new authority only ever comes from a grant or connection
+//!   a person makes. Present where someone can answer: person chat, a
+//!   read-only route, coworker, specialist and goal agent runs; absent for
+//!   an inbound email turn and the goal reviewer.
+//!
+//! Each call is traced (requested, allowed, result with what it answered).
 
 use super::{LiveSession, ServeHost};
 use crate::store::{TraceEvent, TraceState};
@@ -22,6 +31,12 @@ pub const SCOUT_SERVER: &str = "scout";
 /// The budget tool's name.
 pub const BUDGET: &str = "scout_budget";
 
+/// The capability request tool's name.
+pub const REQUEST_CAPABILITY: &str = "scout_request_capability";
+
+/// Longest text of one field of a capability request.
+const MAX_FIELD: usize = 2000;
+
 /// The host tools `session` is given.
 pub(super) fn given(session: &crate::session::Session) -> Vec<&'static str> {
     let mut tools = Vec::new();
@@ -32,6 +47,13 @@ pub(super) fn given(session: &crate::session::Session) -> Vec<&'static str> {
     if holds_allowance || counted {
         tools.push(BUDGET);
     }
+    let someone_to_ask = !matches!(
+        session.input.role,
+        crate::policy::Role::InboundEmailTurn | crate::policy::Role::GoalReviewer
+    );
+    if someone_to_ask {
+        tools.push(REQUEST_CAPABILITY);
+    }
     tools
 }
 
@@ -41,6 +63,16 @@ pub(super) fn describe(name: &str) -> Option<rmcp::model::Tool> {
         BUDGET => (
             "What this run may still spend, per billing connector (in the connector's unit: credits or micro-usd), what the brand's day has left for it, and how many writes and billed calls this run's delegation has left. Ask before planning a billed call.",
             json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        ),
+        REQUEST_CAPABILITY => (
+            "Ask the person or run owner for a capability this session lacks. Asking grants nothing: a person answers in words, and any new authority only ever comes from a grant or connection a person makes. Give goal, missing_observation, proposed_effect and safe_alternative_tried to ask; give only `request` (the id an earlier ask returned) to read the answer.",
+            json!({"type": "object", "additionalProperties": false, "properties": {
+                "goal": {"type": "string", "description": "What you are trying to achieve."},
+                "missing_observation": {"type": "string", "description": "What you cannot observe or do with the tools you have."},
+                "proposed_effect": {"type": "string", "enum": ["read", "write", "billed", "other"], "description": "The class of effect the capability would have."},
+                "safe_alternative_tried": {"type": "string", "description": "The safe alternative you tried first, and what it gave."},
+                "request": {"type": "integer", "description": "Only to read the answer: the id an earlier ask returned."}
+            }}),
         ),
         _ => return None,
     };
@@ -122,14 +154,89 @@ pub(super) fn budget_text(host: &ServeHost, live: &LiveSession) -> Option<String
     ))
 }
 
-/// Runs host tool `tool` for `live`: its answer, or `None` for a name the
-/// session was not given. Traced as a read.
-pub(super) fn call(host: &ServeHost, live: &LiveSession, tool: &str) -> Option<Value> {
+/// `scout_request_capability`: parks a request, or reads one's answer.
+/// An error is `{"error": ...}`, saying what to send instead.
+fn request_capability(host: &ServeHost, live: &LiveSession, args: &Value) -> Value {
+    if let Some(id) = args.get("request") {
+        let Some(id) = id.as_i64() else {
+            return json!({"error": "`request` is the number an earlier ask returned"});
+        };
+        let mine = host
+            .store
+            .capability_requests(Some(&live.session.id), false)
+            .map(|all| all.into_iter().find(|r| r.id == id));
+        return match mine {
+            Ok(Some(found)) => match found.answer {
+                Some(answer) => json!({
+                    "request": id,
+                    "answer": answer,
+                    "answered_by": found.answered_by,
+                    "note": "A person's words, recorded as evidence; not a grant. Nothing in this session changed. New authority only ever comes from a grant or connection a person makes."
+                }),
+                None => json!({"request": id, "status": "waiting for a person to answer"}),
+            },
+            Ok(None) => json!({"error": format!("this session has no capability request {id}")}),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read capability requests");
+                json!({"error": "the host could not read the request; try again"})
+            }
+        };
+    }
+    let mut request = serde_json::Map::new();
+    for field in [
+        "goal",
+        "missing_observation",
+        "proposed_effect",
+        "safe_alternative_tried",
+    ] {
+        match args.get(field).and_then(Value::as_str).map(str::trim) {
+            Some(text) if !text.is_empty() && text.chars().count() <= MAX_FIELD => {
+                request.insert(field.to_string(), json!(text));
+            }
+            _ => {
+                return json!({"error": format!(
+                    "`{field}` is required: text of 1 to {MAX_FIELD} characters (goal, missing_observation, proposed_effect and safe_alternative_tried, or only `request` to read an answer)"
+                )});
+            }
+        }
+    }
+    if !matches!(
+        request["proposed_effect"].as_str(),
+        Some("read" | "write" | "billed" | "other")
+    ) {
+        return json!({"error": "`proposed_effect` is one of read, write, billed, other"});
+    }
+    let request = Value::Object(request);
+    match host
+        .store
+        .park_capability_request(&live.session.id, &live.session.brand, &request)
+    {
+        Ok(id) => json!({
+            "request": id,
+            "status": "parked for the person or run owner",
+            "note": "Asking grants nothing. Call again with {\"request\": id} to read the answer; carry on with what this session can do."
+        }),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot park a capability request");
+            json!({"error": "the host could not record the request, so nobody was asked; try again"})
+        }
+    }
+}
+
+/// Runs host tool `tool` for `live` with `args`: its answer, or `None` for
+/// a name the session was not given. Traced like a read.
+pub(super) fn call(
+    host: &ServeHost,
+    live: &LiveSession,
+    tool: &str,
+    args: &Value,
+) -> Option<Value> {
     if !given(&live.session).contains(&tool) {
         return None;
     }
     let answer = match tool {
         BUDGET => budget(host, live),
+        REQUEST_CAPABILITY => request_capability(host, live, args),
         _ => return None,
     };
     let name = crate::policy::names::mcp(SCOUT_SERVER, tool);
@@ -145,7 +252,7 @@ pub(super) fn call(host: &ServeHost, live: &LiveSession, tool: &str) -> Option<V
         at_ms: crate::store::now_ms(),
     };
     let events = [
-        event(TraceState::Requested, None, json!({})),
+        event(TraceState::Requested, None, json!({"arguments": args})),
         event(TraceState::Allowed, Some("host_tool"), Value::Null),
         event(TraceState::Result, None, json!({"answer": answer})),
     ];

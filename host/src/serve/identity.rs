@@ -124,6 +124,8 @@ const APPROVER_ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/sessions"),
     ("GET", "/v1/sessions/{id}"),
     ("POST", "/v1/sessions/{id}/resume"),
+    ("GET", "/v1/capability-requests"),
+    ("POST", "/v1/capability-requests/{id}"),
 ];
 
 fn allows(role: Role, method: &str, route: &str) -> bool {

@@ -284,7 +284,7 @@ impl ServerHandler for ConnectorServer {
     ) -> Result<CallToolResponse, McpError> {
         let (host, live) = self.parts()?;
         if self.connector == super::host_tools::SCOUT_SERVER {
-            return host_tool(&host, &live, &request.name);
+            return host_tool(&host, &live, &request.name, request.arguments);
         }
         let parts = context.extensions.get::<axum::http::request::Parts>();
         // rmcp moves the request's `_meta` into the context.
@@ -386,7 +386,7 @@ impl ConnectorServer {
     ) -> Result<CallToolResponse, McpError> {
         let (host, live) = self.parts()?;
         if self.connector == super::host_tools::SCOUT_SERVER {
-            return host_tool(&host, &live, &request.name);
+            return host_tool(&host, &live, &request.name, request.arguments);
         }
         let tool = request.name.to_string();
         let args = Value::Object(request.arguments.unwrap_or_default());
@@ -407,10 +407,13 @@ fn host_tool(
     host: &ServeHost,
     live: &super::LiveSession,
     tool: &str,
+    arguments: Option<serde_json::Map<String, Value>>,
 ) -> Result<CallToolResponse, McpError> {
-    match super::host_tools::call(host, live, tool) {
+    let args = Value::Object(arguments.unwrap_or_default());
+    match super::host_tools::call(host, live, tool, &args) {
         Some(answer) => {
-            let mut result = text_result(&answer, false);
+            let failed = answer.get("error").is_some();
+            let mut result = text_result(&answer, failed);
             result.structured_content = Some(answer);
             Ok(result.into())
         }

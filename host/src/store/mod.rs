@@ -24,8 +24,8 @@ pub use broker::{ApprovalBroker, ApprovalWatch};
 /// Every part of [`Store`], for code that calls a store's methods by name.
 pub mod prelude {
     pub use super::{
-        ApprovalStore, ConnectionStore, LedgerStore, ProfileStore, ReviewStore, SessionStore,
-        Store, TraceStore,
+        ApprovalStore, CapabilityRequestStore, ConnectionStore, LedgerStore, ProfileStore,
+        ReviewStore, SessionStore, Store, TraceStore,
     };
 }
 pub use postgres::{LOST_HOST_REVOKER, PgOptions, PgStore, new_host_id};
@@ -288,6 +288,57 @@ pub enum ApprovalError {
     Store(#[from] StoreError),
 }
 
+/// A capability an agent asked its run owner for (seed 003: "Dynamic
+/// requests went to a person, not an installer"). Asking grants nothing;
+/// the answer is a person's words, returned to the agent as evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CapabilityRequest {
+    pub id: i64,
+    pub session: String,
+    pub brand: String,
+    /// What the agent wrote: goal, missing observation, proposed effect
+    /// class, the safe alternative it tried.
+    pub request: serde_json::Value,
+    pub requested_at_ms: i64,
+    pub answer: Option<String>,
+    pub answered_by: Option<String>,
+    pub answered_at_ms: Option<i64>,
+}
+
+/// What answering a capability request did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answered {
+    Now(CapabilityRequest),
+    Unknown,
+    /// Someone answered it before.
+    Already(CapabilityRequest),
+}
+
+/// Capability requests parked for run owners.
+pub trait CapabilityRequestStore: Send + Sync {
+    /// Parks `request` of `session`; its id.
+    fn park_capability_request(
+        &self,
+        session: &str,
+        brand: &str,
+        request: &serde_json::Value,
+    ) -> Result<i64, StoreError>;
+    /// The requests of `session` (every session's when `None`), oldest
+    /// first; only unanswered ones when `pending_only`.
+    fn capability_requests(
+        &self,
+        session: Option<&str>,
+        pending_only: bool,
+    ) -> Result<Vec<CapabilityRequest>, StoreError>;
+    /// Records a person's `answer` to request `id`, once.
+    fn answer_capability_request(
+        &self,
+        id: i64,
+        answer: &str,
+        by: &str,
+    ) -> Result<Answered, StoreError>;
+}
+
 /// One recorded charge.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Charge {
@@ -324,6 +375,7 @@ pub enum StartRunError {
 pub trait Store:
     TraceStore
     + ApprovalStore
+    + CapabilityRequestStore
     + LedgerStore
     + ConnectionStore
     + ProfileStore
@@ -334,6 +386,7 @@ pub trait Store:
 
 impl<T> Store for T where
     T: TraceStore
+        + CapabilityRequestStore
         + ApprovalStore
         + LedgerStore
         + ConnectionStore

@@ -36,7 +36,10 @@ const MIGRATION_LOCK: i64 = 0x5C07_0001;
 
 /// Versioned migrations, applied in order, each in the transaction that
 /// holds [`MIGRATION_LOCK`].
-const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("postgres/001_initial.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("postgres/001_initial.sql")),
+    (2, include_str!("postgres/002_capability_requests.sql")),
+];
 
 /// The channels every host listens on.
 const APPROVAL_CHANNEL: &str = "scout_approval";
@@ -1785,6 +1788,106 @@ impl ProfileStore for PgStore {
             vec![owned(brand), owned(name)],
             Invalidation::Profiles,
         )? == 1)
+    }
+}
+
+fn capability_request_row(row: &tokio_postgres::Row) -> super::CapabilityRequest {
+    let request: String = row.get(3);
+    super::CapabilityRequest {
+        id: row.get(0),
+        session: row.get(1),
+        brand: row.get(2),
+        request: serde_json::from_str(&request).unwrap_or(serde_json::Value::Null),
+        requested_at_ms: row.get(4),
+        answer: row.get(5),
+        answered_by: row.get(6),
+        answered_at_ms: row.get(7),
+    }
+}
+
+const CAPABILITY_COLUMNS: &str =
+    "id, session, brand, request, requested_at_ms, answer, answered_by, answered_at_ms";
+
+impl super::CapabilityRequestStore for PgStore {
+    fn park_capability_request(
+        &self,
+        session: &str,
+        brand: &str,
+        request: &serde_json::Value,
+    ) -> Result<i64, StoreError> {
+        let shared = self.shared.clone();
+        let (session, brand) = (pg_text(session).into_owned(), pg_text(brand).into_owned());
+        let request = pg_text(&request.to_string()).into_owned();
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            let row = client
+                .query_one(
+                    "INSERT INTO capability_requests (session, brand, request, requested_at_ms) VALUES ($1, $2, $3, $4) RETURNING id",
+                    &[&session, &brand, &request, &super::now_ms()],
+                )
+                .await?;
+            Ok(row.get(0))
+        })
+    }
+
+    fn capability_requests(
+        &self,
+        session: Option<&str>,
+        pending_only: bool,
+    ) -> Result<Vec<super::CapabilityRequest>, StoreError> {
+        let shared = self.shared.clone();
+        let session = session.map(|s| pg_text(s).into_owned());
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            let rows = client
+                .query(
+                    &format!(
+                        "SELECT {CAPABILITY_COLUMNS} FROM capability_requests
+                         WHERE ($1::text IS NULL OR session = $1) AND (NOT $2 OR answer IS NULL) ORDER BY id"
+                    ),
+                    &[&session, &pending_only],
+                )
+                .await?;
+            Ok(rows.iter().map(capability_request_row).collect())
+        })
+    }
+
+    fn answer_capability_request(
+        &self,
+        id: i64,
+        answer: &str,
+        by: &str,
+    ) -> Result<super::Answered, StoreError> {
+        let shared = self.shared.clone();
+        let (answer, by) = (pg_text(answer).into_owned(), pg_text(by).into_owned());
+        self.run(async move {
+            let mut client = shared.pool.get().await?;
+            let tx = client.transaction().await?;
+            let Some(row) = tx
+                .query_opt(
+                    &format!("SELECT {CAPABILITY_COLUMNS} FROM capability_requests WHERE id = $1 FOR UPDATE"),
+                    &[&id],
+                )
+                .await?
+            else {
+                return Ok(super::Answered::Unknown);
+            };
+            let mut found = capability_request_row(&row);
+            if found.answer.is_some() {
+                return Ok(super::Answered::Already(found));
+            }
+            let at = super::now_ms();
+            tx.execute(
+                "UPDATE capability_requests SET answer = $1, answered_by = $2, answered_at_ms = $3 WHERE id = $4",
+                &[&answer, &by, &at, &id],
+            )
+            .await?;
+            tx.commit().await?;
+            found.answer = Some(answer);
+            found.answered_by = Some(by);
+            found.answered_at_ms = Some(at);
+            Ok(super::Answered::Now(found))
+        })
     }
 }
 

@@ -32,6 +32,16 @@ CREATE TABLE IF NOT EXISTS trace (
 );
 CREATE INDEX IF NOT EXISTS trace_session ON trace(session, seq);
 CREATE INDEX IF NOT EXISTS trace_brand ON trace(brand, seq);
+CREATE TABLE IF NOT EXISTS capability_requests (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session TEXT NOT NULL,
+    brand TEXT NOT NULL,
+    request TEXT NOT NULL,
+    requested_at_ms INTEGER NOT NULL,
+    answer TEXT,
+    answered_by TEXT,
+    answered_at_ms INTEGER
+);
 CREATE TABLE IF NOT EXISTS approvals (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     session TEXT NOT NULL,
@@ -939,6 +949,87 @@ impl ProfileStore for SqliteStore {
                 [brand, name],
             )?;
             Ok(changed == 1)
+        })
+    }
+}
+
+fn capability_request_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<super::CapabilityRequest> {
+    let request: String = row.get(3)?;
+    Ok(super::CapabilityRequest {
+        id: row.get(0)?,
+        session: row.get(1)?,
+        brand: row.get(2)?,
+        request: serde_json::from_str(&request).unwrap_or(serde_json::Value::Null),
+        requested_at_ms: row.get(4)?,
+        answer: row.get(5)?,
+        answered_by: row.get(6)?,
+        answered_at_ms: row.get(7)?,
+    })
+}
+
+const CAPABILITY_COLUMNS: &str =
+    "id, session, brand, request, requested_at_ms, answer, answered_by, answered_at_ms";
+
+impl super::CapabilityRequestStore for SqliteStore {
+    fn park_capability_request(
+        &self,
+        session: &str,
+        brand: &str,
+        request: &serde_json::Value,
+    ) -> Result<i64, StoreError> {
+        let text = request.to_string();
+        self.write_tx(|tx| {
+            tx.execute(
+                "INSERT INTO capability_requests (session, brand, request, requested_at_ms) VALUES (?1, ?2, ?3, ?4)",
+                params![session, brand, text, super::now_ms()],
+            )?;
+            Ok(tx.last_insert_rowid())
+        })
+    }
+
+    fn capability_requests(
+        &self,
+        session: Option<&str>,
+        pending_only: bool,
+    ) -> Result<Vec<super::CapabilityRequest>, StoreError> {
+        let conn = self.read();
+        let sql = format!(
+            "SELECT {CAPABILITY_COLUMNS} FROM capability_requests WHERE (?1 IS NULL OR session = ?1) AND (?2 = 0 OR answer IS NULL) ORDER BY id"
+        );
+        let mut statement = conn.prepare_cached(&sql)?;
+        let rows = statement.query_map(params![session, pending_only], capability_request_of)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn answer_capability_request(
+        &self,
+        id: i64,
+        answer: &str,
+        by: &str,
+    ) -> Result<super::Answered, StoreError> {
+        self.write_tx(|tx| {
+            let found = tx
+                .query_row(
+                    &format!("SELECT {CAPABILITY_COLUMNS} FROM capability_requests WHERE id = ?1"),
+                    [id],
+                    capability_request_of,
+                )
+                .optional()?;
+            let Some(mut found) = found else {
+                return Ok(super::Answered::Unknown);
+            };
+            if found.answer.is_some() {
+                return Ok(super::Answered::Already(found));
+            }
+            let at = super::now_ms();
+            tx.execute(
+                "UPDATE capability_requests SET answer = ?1, answered_by = ?2, answered_at_ms = ?3 WHERE id = ?4",
+                params![answer, by, at, id],
+            )?;
+            found.answer = Some(answer.to_string());
+            found.answered_by = Some(by.to_string());
+            found.answered_at_ms = Some(at);
+            Ok(super::Answered::Now(found))
         })
     }
 }

@@ -360,9 +360,10 @@ async fn person_chat_config_is_the_session_s_allowlist_and_endpoints_in_every_fo
         tools.iter().any(|t| t == "mcp__github__github_read_file")
             && tools.iter().any(|t| t == "mcp__memory__soul_update")
     );
+    // The connectors', and the host's own (`scout`: capability requests).
     assert_eq!(
         view["mcp"].as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["agentmail", "github"]
+        ["agentmail", "github", "scout"]
     );
 
     let deny = check_formats(&s, &view).await;

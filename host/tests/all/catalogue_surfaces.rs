@@ -590,17 +590,27 @@ async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
         "use_property is never grantable"
     );
 
-    // Grants with an allowance hold the budget tool; a role that spends
-    // nothing does not.
+    // The host's own tools: the budget where a grant holds an allowance,
+    // the capability request where a person or run owner can answer.
     for label in ["specialist", "narrow", "goal"] {
         assert_eq!(
             host_listed(&summary, label),
-            set(&["scout_budget"]),
+            set(&["scout_budget", "scout_request_capability"]),
             "{label}"
         );
     }
-    for label in ["coworker", "reviewer", "read-only", "inbound"] {
-        assert!(host_listed(&summary, label).is_empty(), "{label}");
+    for label in ["coworker", "read-only"] {
+        assert_eq!(
+            host_listed(&summary, label),
+            set(&["scout_request_capability"]),
+            "{label}"
+        );
+    }
+    for label in ["reviewer", "inbound"] {
+        assert!(
+            host_listed(&summary, label).is_empty(),
+            "{label}: no one to ask"
+        );
     }
 
     // The goal agent: the read table's tools of its granted connectors only.

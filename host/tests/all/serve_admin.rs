@@ -2528,3 +2528,130 @@ async fn a_refused_consequence_asked_again_is_constrained_then_pauses_the_sessio
         .await;
     assert!(shown.get("paused").is_none(), "{shown}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capability_request_goes_to_a_person_and_a_yes_grants_nothing() {
+    let s = serve("capability", "require_review = false", &[]).await;
+    let view = s.session("person-chat").await;
+    let id = view["id"].as_str().unwrap().to_string();
+    assert!(
+        view["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("mcp__scout__scout_request_capability")),
+        "{view}"
+    );
+    let github = s.mcp(&view).connect().await;
+    let mut scout = s.mcp(&view);
+    scout.url = view["mcp"]["scout"].as_str().unwrap().to_string();
+    let scout = scout.connect().await;
+    let github_before = github.tool_names().await;
+    let scout_tools = scout.tool_names().await;
+    assert_eq!(scout_tools, ["scout_request_capability"], "{scout_tools:?}");
+
+    // Incomplete: told what to send, nothing parked.
+    let incomplete = scout
+        .call(
+            "scout_request_capability",
+            json!({"goal": "open a pull request"}),
+        )
+        .await;
+    assert_eq!(incomplete["result"]["isError"], true, "{incomplete}");
+    assert!(result_text(&incomplete).contains("`missing_observation` is required"));
+
+    let asked = scout
+        .call(
+            "scout_request_capability",
+            json!({"goal": "open a pull request for the fix",
+                   "missing_observation": "writes to GitHub are switched off here",
+                   "proposed_effect": "write",
+                   "safe_alternative_tried": "wrote the patch as a comment draft"}),
+        )
+        .await;
+    assert_eq!(asked["result"]["isError"], false, "{asked}");
+    let request = asked["result"]["structuredContent"]["request"]
+        .as_i64()
+        .unwrap();
+    let waiting = scout
+        .call("scout_request_capability", json!({"request": request}))
+        .await;
+    assert!(
+        result_text(&waiting).contains("waiting for a person"),
+        "{waiting}"
+    );
+
+    // The person sees it, with what the agent wrote, and answers yes.
+    let (status, listed) = s.admin(Method::GET, "/v1/capability-requests", None).await;
+    assert_eq!(status, 200);
+    let parked = &listed["requests"][0];
+    assert_eq!(parked["id"], request);
+    assert_eq!(parked["session"], id.as_str());
+    assert_eq!(parked["request"]["proposed_effect"], "write");
+    let (status, answered) = s
+        .admin(
+            Method::POST,
+            &format!("/v1/capability-requests/{request}"),
+            Some(json!({"answer": "yes: go ahead once I turn writes on"})),
+        )
+        .await;
+    assert_eq!(
+        (status, answered["granted"].as_bool()),
+        (200, Some(false)),
+        "{answered}"
+    );
+    let (status, again) = s
+        .admin(
+            Method::POST,
+            &format!("/v1/capability-requests/{request}"),
+            Some(json!({"answer": "no"})),
+        )
+        .await;
+    assert_eq!(status, 409, "answered once: {again}");
+
+    // The agent reads the answer as evidence; its surface is unchanged.
+    let read = scout
+        .call("scout_request_capability", json!({"request": request}))
+        .await;
+    let answer = &read["result"]["structuredContent"];
+    assert_eq!(
+        answer["answer"], "yes: go ahead once I turn writes on",
+        "{read}"
+    );
+    assert_eq!(answer["answered_by"], "admin-token (admin API)");
+    assert_eq!(
+        github.tool_names().await,
+        github_before,
+        "no tool was added"
+    );
+    let write = github
+        .call(
+            "github_create_branch",
+            json!({"owner": "octo", "repo": "hello", "branch": "scout/asked"}),
+        )
+        .await;
+    assert!(
+        result_text(&write).contains("switch:GITHUB_ALLOW_WRITES"),
+        "still refused: {write}"
+    );
+    assert_eq!(s.upstream_writes(), 0);
+    let (_, shown) = s
+        .admin(Method::GET, &format!("/v1/sessions/{id}"), None)
+        .await;
+    assert_eq!(
+        shown["tools"], view["tools"],
+        "the allowlist is what it was"
+    );
+    let events = s.trace(&id).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| e["rule"] == "capability_answered" && e["detail"]["granted"] == false)
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e["tool"] == "mcp__scout__scout_request_capability" && e["state"] == "result")
+    );
+    let (_, pending) = s.admin(Method::GET, "/v1/capability-requests", None).await;
+    assert_eq!(pending["requests"], json!([]), "nothing left waiting");
+}

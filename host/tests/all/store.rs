@@ -86,7 +86,55 @@ on_both_backends!(
     trace_pages_follow_the_sequence,
     the_arguments_a_person_approves_are_sealed_in_the_row_until_decided,
     the_audit_export_resumes_from_its_cursor,
+    a_capability_request_is_parked_and_answered_once,
 );
+
+fn a_capability_request_is_parked_and_answered_once(db: &Db) {
+    use scout_host::store::{Answered, CapabilityRequestStore};
+    let store = db.store();
+    let asked = json!({"goal": "publish the post", "missing_observation": "no write tool",
+                       "proposed_effect": "write", "safe_alternative_tried": "drafted it"});
+    let first = store
+        .park_capability_request("s-1", "acme", &asked)
+        .unwrap();
+    let second = store
+        .park_capability_request("s-2", "globex", &json!({"goal": "other"}))
+        .unwrap();
+    assert_ne!(first, second);
+    let of_one = store.capability_requests(Some("s-1"), true).unwrap();
+    assert_eq!(of_one.len(), 1);
+    assert_eq!(of_one[0].request, asked);
+    assert_eq!(of_one[0].brand, "acme");
+    assert_eq!(store.capability_requests(None, true).unwrap().len(), 2);
+    let Answered::Now(answered) = store
+        .answer_capability_request(first, "yes, ask Dana for the grant", "alice")
+        .unwrap()
+    else {
+        panic!("answered")
+    };
+    assert_eq!(
+        answered.answer.as_deref(),
+        Some("yes, ask Dana for the grant")
+    );
+    assert_eq!(answered.answered_by.as_deref(), Some("alice"));
+    assert!(matches!(
+        store.answer_capability_request(first, "no", "mallory").unwrap(),
+        Answered::Already(a) if a.answer.as_deref() == Some("yes, ask Dana for the grant")
+    ));
+    assert!(matches!(
+        store.answer_capability_request(999_999, "x", "y").unwrap(),
+        Answered::Unknown
+    ));
+    assert_eq!(
+        store.capability_requests(None, true).unwrap().len(),
+        1,
+        "one still pending"
+    );
+    assert_eq!(
+        store.capability_requests(Some("s-1"), false).unwrap().len(),
+        1
+    );
+}
 
 fn event(session: &str, brand: &str, state: TraceState, n: i64) -> TraceEvent {
     TraceEvent {

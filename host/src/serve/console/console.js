@@ -150,6 +150,43 @@ function renderPaused(sessions) {
   $("paused-pane").hidden = paused.length === 0;
 }
 
+function renderCapabilities(requests) {
+  const list = $("capabilities");
+  const seen = new Set(requests.map((r) => String(r.id)));
+  for (const item of Array.from(list.children)) {
+    if (!seen.has(item.dataset.id) && !item.dataset.sent) item.remove();
+  }
+  for (const r of requests) {
+    const key = String(r.id);
+    if (list.querySelector('li[data-id="' + key + '"]')) continue;
+    const item = $("capability-template").content.firstElementChild.cloneNode(true);
+    item.dataset.id = key;
+    item.querySelector(".session").textContent = r.session;
+    item.querySelector(".goal").textContent = r.request.goal || "";
+    item.querySelector(".missing").textContent = r.request.missing_observation || "";
+    item.querySelector(".effect").textContent = r.request.proposed_effect || "";
+    item.querySelector(".tried").textContent = r.request.safe_alternative_tried || "";
+    const send = item.querySelector(".send");
+    send.addEventListener("click", async () => {
+      const answer = item.querySelector(".answer").value.trim();
+      if (!answer) return;
+      send.disabled = true;
+      try {
+        await api("POST", "/v1/capability-requests/" + encodeURIComponent(r.id), { answer });
+        item.dataset.sent = "1";
+        item.querySelector(".outcome").textContent = "answered; nothing was granted";
+        setTimeout(() => { item.remove(); refresh(); }, 1500);
+      } catch (e) {
+        send.disabled = false;
+        item.querySelector(".outcome").textContent = e.message;
+      }
+    });
+    if (!me.may_decide) send.disabled = true;
+    list.appendChild(item);
+  }
+  $("capabilities-pane").hidden = list.children.length === 0;
+}
+
 async function refresh() {
   // One refresh at a time: a slow answer is not overtaken by the next tick.
   if (refreshing) return;
@@ -159,6 +196,8 @@ async function refresh() {
     render(body.pending);
     const sessions = await api("GET", "/v1/sessions");
     renderPaused(sessions.sessions || []);
+    const asked = await api("GET", "/v1/capability-requests");
+    renderCapabilities(asked.requests || []);
     $("status").textContent = "";
     if (selected) await showTrace(selected, true);
   } catch (e) {
