@@ -1626,6 +1626,15 @@ pub fn from_command_line(
     })?;
     let key = crate::serve::config::parse_store_key(&key_text)
         .map_err(|e| AuditError::Usage(format!("{}: {e}", config.store_key_env)))?;
+    if config.store.backend == crate::serve::config::StoreBackend::Sqlite
+        && !config.database.exists()
+    {
+        return Err(AuditError::Usage(format!(
+            "there is no store at {}: the audit reads the SQLite file serve keeps (`database` in {}); start serve with this configuration once, or point `database` at its file",
+            config.database.display(),
+            config_path.display()
+        )));
+    }
     let store = crate::serve::open_store_to_read(&config, env)?;
     let resolver_config = resolver_config(&config, &env);
     let resolver = Resolver::new(&*store, &deployment.catalog, &resolver_config, key, env);

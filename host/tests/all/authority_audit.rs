@@ -711,6 +711,30 @@ fn bad_input_is_refused_with_what_to_do() {
         &with_key,
         "cannot read /nonexistent/serve.toml",
     );
+    // A store that does not exist is not created: the audit only reads.
+    let elsewhere = s.db.path().with_extension("elsewhere.toml");
+    let missing = s.db.path().with_extension("missing.db");
+    std::fs::write(
+        &elsewhere,
+        format!(
+            "database = {:?}\n{}",
+            missing.display().to_string(),
+            self::github("")
+        ),
+    )
+    .unwrap();
+    refused(
+        &[
+            "--role",
+            "person-chat",
+            "--config",
+            elsewhere.to_str().unwrap(),
+        ],
+        &with_key,
+        "there is no store at",
+    );
+    assert!(!missing.exists(), "nothing was created");
+    let _ = std::fs::remove_file(&elsewhere);
     refused(
         &[
             "--role",
