@@ -8,6 +8,7 @@
 //! - [`inspect`]: the security reviewer's view of a component.
 
 pub mod audit;
+pub mod authority;
 pub mod boundary;
 pub mod capabilities;
 pub mod convert;

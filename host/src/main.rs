@@ -78,6 +78,36 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Lists what a session of ROLE could actually cause: per tool its
+    /// gate, routes, destinations, credential, folders and joint reads;
+    /// with --config, also the dead authority serve's store holds.
+    Audit {
+        /// person-chat, inbound-email, coworker, specialist, goal-agent, goal-reviewer, read-only
+        #[arg(long)]
+        role: String,
+        /// A profile (JSON: the body of PUT /v1/brands/{b}/profiles/{name}, or the profile itself).
+        #[arg(long)]
+        profile: Option<PathBuf>,
+        /// `serve`'s configuration file: its connectors, origins and credentials, and its store.
+        #[arg(
+            long,
+            required_unless_present = "components",
+            conflicts_with = "components"
+        )]
+        config: Option<PathBuf>,
+        /// Connector components to audit without a configuration (repeat for several).
+        #[arg(long = "component")]
+        components: Vec<PathBuf>,
+        /// A brand whose connections and coworkers are read from the store (needs --config).
+        #[arg(long, requires = "config")]
+        brand: Option<String>,
+        /// Connections no session used for this many days are stale.
+        #[arg(long, default_value_t = scout_host::authority::DEFAULT_STALE_DAYS)]
+        stale_days: u64,
+        /// Prints the stable JSON form (documented in docs/operating.md).
+        #[arg(long)]
+        json: bool,
+    },
     /// Writes the permissions page and the connectors page (Markdown),
     /// generated from the code, the components and their fixtures.
     Docs {
@@ -216,6 +246,34 @@ fn main() -> Result<()> {
             brand.as_deref().zip(config.as_deref()),
             json,
         ),
+        Command::Audit {
+            role,
+            profile,
+            config,
+            components,
+            brand,
+            stale_days,
+            json,
+        } => {
+            let audit = scout_host::authority::from_command_line(
+                &scout_host::authority::CommandLine {
+                    role,
+                    profile,
+                    brand,
+                    config,
+                    components,
+                    stale_days,
+                },
+                &scout_host::policy::Switches::from_env(),
+                scout_host::credentials::process_env,
+            )?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&audit)?);
+            } else {
+                print!("{}", audit.to_text());
+            }
+            Ok(())
+        }
         Command::Docs {
             components,
             out,

@@ -342,6 +342,11 @@ impl Boundary {
         self
     }
 
+    /// The operator switches it decides with (read once at start).
+    pub fn switches(&self) -> &Switches {
+        &self.switches
+    }
+
     /// Holds every tool that an operator has not approved as it is now
     /// (see [`crate::review`]): a new or changed tool is not offered.
     pub fn require_review(mut self) -> Boundary {

@@ -185,6 +185,7 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
         .route("/v1/reviews", get(list_reviews).post(approve_review))
         .route("/v1/trace", get(trace))
         .route("/v1/trace/export", get(trace_export))
+        .route("/v1/audit", get(super::authority::audit_endpoint))
         // Behind the admin credential, like the rest of the admin API.
         .route("/metrics", get(metrics))
         .route_layer(middleware::from_fn_with_state(

@@ -12,6 +12,7 @@
 
 pub mod admin;
 pub mod agent_config;
+mod authority;
 pub mod config;
 mod console;
 pub mod host_tools;

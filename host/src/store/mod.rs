@@ -24,8 +24,8 @@ pub use broker::{ApprovalBroker, ApprovalWatch};
 /// Every part of [`Store`], for code that calls a store's methods by name.
 pub mod prelude {
     pub use super::{
-        ApprovalStore, CapabilityRequestStore, ConnectionStore, LedgerStore, ProfileStore,
-        ReviewStore, SessionStore, Store, TraceStore,
+        ApprovalStore, CapabilityRequestStore, ConnectionStore, InventoryStore, LedgerStore,
+        ProfileStore, ReviewStore, SessionStore, Store, TraceStore,
     };
 }
 pub use postgres::{LOST_HOST_REVOKER, PgOptions, PgStore, new_host_id};
@@ -381,6 +381,7 @@ pub trait Store:
     + ProfileStore
     + ReviewStore
     + SessionStore
+    + InventoryStore
 {
 }
 
@@ -393,6 +394,7 @@ impl<T> Store for T where
         + ProfileStore
         + ReviewStore
         + SessionStore
+        + InventoryStore
 {
 }
 
@@ -619,6 +621,53 @@ pub trait ReviewStore: Send + Sync {
         digest: &str,
         by: &str,
     ) -> Result<(), StoreError>;
+}
+
+/// A stored connection as the inventory lists it: where it is and whom it
+/// serves, never its secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredConnection {
+    pub brand: String,
+    /// The connection key (`github`, `google`, ...).
+    pub connection: String,
+    /// Disabled through the admin API: it resolves for no one.
+    pub disabled: bool,
+    /// When it was last stored, replaced or disabled (milliseconds since the Unix epoch).
+    pub updated_at_ms: i64,
+    /// The brands it is shared with, oldest share first.
+    pub shared_with: Vec<String>,
+}
+
+/// An operator's review of one tool, as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredReview {
+    pub connector: String,
+    /// The tool's wire name (`github_read_file`).
+    pub tool: String,
+    /// The digest of the tool as it was approved.
+    pub digest: String,
+    pub approved_by: String,
+    pub approved_at_ms: i64,
+}
+
+/// Everything of a kind the store holds, listed whole: what the audit of
+/// dead authority reads (`crate::authority`). Read only; nothing secret.
+pub trait InventoryStore: Send + Sync {
+    /// Every stored connection of every brand (disabled ones too), by
+    /// brand and connection, with the brands each is shared with.
+    fn stored_connections(&self) -> Result<Vec<StoredConnection>, StoreError>;
+    /// Every saved profile of every brand, as `(brand, profile)`, by brand and name.
+    fn all_profiles(&self) -> Result<Vec<(String, SavedProfile)>, StoreError>;
+    /// Every tool review, by connector and tool.
+    fn stored_reviews(&self) -> Result<Vec<StoredReview>, StoreError>;
+    /// Every approval still pending, whichever session asked, oldest first.
+    fn all_pending(&self) -> Result<Vec<Approval>, StoreError>;
+    /// When `brand`'s last `executed` event of each tool was recorded, by
+    /// the tool's trace name (`mcp__github__github_read_file`).
+    fn last_executed(
+        &self,
+        brand: &str,
+    ) -> Result<std::collections::BTreeMap<String, i64>, StoreError>;
 }
 
 /// What a host leaves behind when it stops: recovery of the calls and

@@ -2082,3 +2082,121 @@ fn shared_session(row: &tokio_postgres::Row) -> Result<super::SharedSession, Sto
         closed: row.get(4),
     })
 }
+
+impl super::InventoryStore for PgStore {
+    fn stored_connections(&self) -> Result<Vec<super::StoredConnection>, StoreError> {
+        let shared = self.shared.clone();
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            let mut out: Vec<super::StoredConnection> = client
+                .query(
+                    "SELECT brand, connector, disabled, updated_at_ms FROM connections ORDER BY brand, connector",
+                    &[],
+                )
+                .await?
+                .iter()
+                .map(|r| super::StoredConnection {
+                    brand: r.get(0),
+                    connection: r.get(1),
+                    disabled: r.get(2),
+                    updated_at_ms: r.get(3),
+                    shared_with: Vec::new(),
+                })
+                .collect();
+            for r in client
+                .query(
+                    "SELECT owner_brand, connector, with_brand FROM connection_shares ORDER BY shared_at_ms, with_brand",
+                    &[],
+                )
+                .await?
+            {
+                let (owner, connection): (String, String) = (r.get(0), r.get(1));
+                if let Some(c) = out
+                    .iter_mut()
+                    .find(|c| c.brand == owner && c.connection == connection)
+                {
+                    c.shared_with.push(r.get(2));
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    fn all_profiles(&self) -> Result<Vec<(String, SavedProfile)>, StoreError> {
+        let shared = self.shared.clone();
+        let rows: Vec<(String, String, String)> = self.run(async move {
+            let client = shared.pool.get().await?;
+            Ok(client
+                .query(
+                    "SELECT brand, kind, body FROM profiles ORDER BY brand, name",
+                    &[],
+                )
+                .await?
+                .iter()
+                .map(|r| (r.get(0), r.get(1), r.get(2)))
+                .collect())
+        })?;
+        rows.into_iter()
+            .map(|(brand, kind, body)| Ok((brand, super::decode_profile(&kind, &body)?)))
+            .collect()
+    }
+
+    fn stored_reviews(&self) -> Result<Vec<super::StoredReview>, StoreError> {
+        let shared = self.shared.clone();
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            Ok(client
+                .query(
+                    "SELECT connector, tool, digest, approved_by, approved_at_ms FROM tool_reviews ORDER BY connector, tool",
+                    &[],
+                )
+                .await?
+                .iter()
+                .map(|r| super::StoredReview {
+                    connector: r.get(0),
+                    tool: r.get(1),
+                    digest: r.get(2),
+                    approved_by: r.get(3),
+                    approved_at_ms: r.get(4),
+                })
+                .collect())
+        })
+    }
+
+    fn all_pending(&self) -> Result<Vec<Approval>, StoreError> {
+        let shared = self.shared.clone();
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            let sql = format!(
+                "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE state = 'pending' ORDER BY id"
+            );
+            client
+                .query(&sql, &[])
+                .await?
+                .iter()
+                .map(approval_row)
+                .collect()
+        })
+    }
+
+    fn last_executed(
+        &self,
+        brand: &str,
+    ) -> Result<std::collections::BTreeMap<String, i64>, StoreError> {
+        let shared = self.shared.clone();
+        let brand = pg_text(brand).into_owned();
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            Ok(client
+                .query(
+                    "SELECT tool, MAX(at_ms) FROM trace
+                     WHERE brand = $1 AND state = 'executed' AND tool IS NOT NULL GROUP BY tool",
+                    &[&brand],
+                )
+                .await?
+                .iter()
+                .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1)))
+                .collect())
+        })
+    }
+}

@@ -1141,3 +1141,93 @@ impl SessionStore for SqliteStore {
         Ok(recovered)
     }
 }
+
+impl super::InventoryStore for SqliteStore {
+    fn stored_connections(&self) -> Result<Vec<super::StoredConnection>, StoreError> {
+        let conn = self.read();
+        let mut stmt = conn.prepare_cached(
+            "SELECT brand, connector, disabled, updated_at_ms FROM connections ORDER BY brand, connector",
+        )?;
+        let mut out: Vec<super::StoredConnection> = stmt
+            .query_map([], |row| {
+                Ok(super::StoredConnection {
+                    brand: row.get(0)?,
+                    connection: row.get(1)?,
+                    disabled: row.get(2)?,
+                    updated_at_ms: row.get(3)?,
+                    shared_with: Vec::new(),
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT owner_brand, connector, with_brand FROM connection_shares ORDER BY shared_at_ms, with_brand",
+        )?;
+        let shares = stmt.query_map([], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, String>(2)?,
+            ))
+        })?;
+        for share in shares {
+            let (owner, connection, with) = share?;
+            if let Some(c) = out
+                .iter_mut()
+                .find(|c| c.brand == owner && c.connection == connection)
+            {
+                c.shared_with.push(with);
+            }
+        }
+        Ok(out)
+    }
+
+    fn all_profiles(&self) -> Result<Vec<(String, SavedProfile)>, StoreError> {
+        let rows: Vec<(String, String, String)> = {
+            let conn = self.read();
+            let mut stmt =
+                conn.prepare_cached("SELECT brand, kind, body FROM profiles ORDER BY brand, name")?;
+            let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
+            rows.collect::<Result<Vec<_>, _>>()?
+        };
+        rows.into_iter()
+            .map(|(brand, kind, body)| Ok((brand, super::decode_profile(&kind, &body)?)))
+            .collect()
+    }
+
+    fn stored_reviews(&self) -> Result<Vec<super::StoredReview>, StoreError> {
+        let conn = self.read();
+        let mut stmt = conn.prepare_cached(
+            "SELECT connector, tool, digest, approved_by, approved_at_ms FROM tool_reviews ORDER BY connector, tool",
+        )?;
+        let rows = stmt.query_map([], |row| {
+            Ok(super::StoredReview {
+                connector: row.get(0)?,
+                tool: row.get(1)?,
+                digest: row.get(2)?,
+                approved_by: row.get(3)?,
+                approved_at_ms: row.get(4)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    fn all_pending(&self) -> Result<Vec<Approval>, StoreError> {
+        let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE state = ?1 ORDER BY id");
+        self.approvals_query(&sql, &"pending")
+    }
+
+    fn last_executed(
+        &self,
+        brand: &str,
+    ) -> Result<std::collections::BTreeMap<String, i64>, StoreError> {
+        super::off_worker(|| {
+            let conn = self.read();
+            let mut stmt = conn.prepare_cached(
+                "SELECT tool, MAX(at_ms) FROM trace
+                 WHERE brand = ?1 AND state = 'executed' AND tool IS NOT NULL GROUP BY tool",
+            )?;
+            let rows = stmt.query_map([brand], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
+    }
+}

@@ -481,6 +481,7 @@ async fn oidc_tokens_get_their_roles_and_every_bad_token_is_refused_with_nothing
     for (path, why) in [
         ("/v1/reviews", "reviews"),
         ("/v1/brands/acme/connections", "connections"),
+        ("/v1/audit?role=read-only", "the authority audit"),
     ] {
         let answer = call(&http, &base, &approver_token, Method::GET, path, None).await;
         assert_eq!((answer.status, answer.code()), (403, "forbidden"), "{why}");
@@ -493,6 +494,7 @@ async fn oidc_tokens_get_their_roles_and_every_bad_token_is_refused_with_nothing
         format!("/v1/trace?session={session}"),
         "/v1/reviews".to_string(),
         "/metrics".to_string(),
+        "/v1/audit?role=read-only".to_string(),
     ] {
         let answer = call(&http, &base, &viewer_token, Method::GET, &path, None).await;
         assert_eq!(answer.status, 200, "viewer reads {path}");

@@ -7,6 +7,7 @@
 mod admin_identity;
 mod agent_config;
 mod author_cli;
+mod authority_audit;
 mod boundary;
 mod catalogue_surfaces;
 mod common;

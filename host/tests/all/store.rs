@@ -90,7 +90,7 @@ on_both_backends!(
 );
 
 fn a_capability_request_is_parked_and_answered_once(db: &Db) {
-    use scout_host::store::{Answered, CapabilityRequestStore};
+    use scout_host::store::Answered;
     let store = db.store();
     let asked = json!({"goal": "publish the post", "missing_observation": "no write tool",
                        "proposed_effect": "write", "safe_alternative_tried": "drafted it"});
