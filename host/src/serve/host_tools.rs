@@ -240,7 +240,12 @@ pub(super) fn call(
         _ => return None,
     };
     let name = crate::policy::names::mcp(SCOUT_SERVER, tool);
-    let call_id = format!("{}-host-{}", live.session.id, crate::store::now_ms());
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call_id = format!(
+        "{}-host-{}",
+        live.session.id,
+        CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
     let event = |state, rule: Option<&str>, detail| TraceEvent {
         session: live.session.id.clone(),
         brand: live.session.brand.clone(),

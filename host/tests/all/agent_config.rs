@@ -466,12 +466,27 @@ async fn narrow_roles_deny_every_built_in_and_server_they_are_not_given() {
         );
     }
 
-    // A coworker asking for Read and one project tool: no connector at all.
+    // A coworker asking for Read and one project tool: no connector at all,
+    // only the host's own endpoint, to ask its run owner for a capability.
     let profile = json!({"name": "helper", "tools": ["Read", "mcp__project__project_read"], "limits": serde_json::from_str::<Value>(LIMITS).unwrap()});
     s.save_profile("acme", "coworker", profile).await;
     let coworker = s.open("acme", "coworker", Some("helper")).await;
-    assert_eq!(tools_of(&coworker), ["Read", "mcp__project__project_read"]);
-    assert_eq!(coworker["mcp"], json!({}));
+    assert_eq!(
+        tools_of(&coworker),
+        [
+            "Read",
+            "mcp__project__project_read",
+            "mcp__scout__scout_request_capability"
+        ]
+    );
+    assert_eq!(
+        coworker["mcp"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["scout"]
+    );
     let deny = check_formats(&s, &coworker).await;
     for b in [
         "Bash",
@@ -502,7 +517,15 @@ async fn narrow_roles_deny_every_built_in_and_server_they_are_not_given() {
     let sdk = s
         .agent_config(coworker["id"].as_str().unwrap(), "claude-agent-sdk")
         .await;
-    assert_eq!(sdk.json["mcpServers"], json!({}));
+    assert_eq!(
+        sdk.json["mcpServers"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["scout"],
+        "the host's own server only"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -500,3 +500,66 @@ async fn the_mcp_inspector_cli_gets_a_write_a_person_approves_after_its_request_
     drop(serve);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_client_meets_the_boundary_repeated_refusals_a_pause_and_its_budget() {
+    let github = FakeGitHub::start(GITHUB_TOKEN).await;
+    let dir = std::env::temp_dir().join(format!("scout-serve-boundary-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("serve.toml");
+    let capabilities = Path::new(scout_tests::components::CAPABILITIES)
+        .canonicalize()
+        .unwrap();
+    // Writes stay off (GITHUB_ALLOW_WRITES unset): every write refuses.
+    // The `capabilities` test guest bills in credits, with an allowance
+    // for a person's chat.
+    std::fs::write(
+        &config,
+        format!(
+            "require_review = false\n{}\n[connectors.capabilities]\ncomponent = {:?}\norigin = {:?}\nallow_private_network = true\ncredential = \"none\"\n[connectors.capabilities.person_allowance]\nper_run_credits = 50\nper_day_credits = 200\n",
+            scout_tests::serve_config_for_github(&github.origin()),
+            capabilities.display().to_string(),
+            github.origin()
+        ),
+    )
+    .unwrap();
+    let mut command = ServeProcess::command(
+        env!("CARGO_BIN_EXE_scout-host"),
+        &config,
+        ADMIN_TOKEN,
+        &"6a".repeat(32),
+    );
+    command.current_dir(&dir);
+    let serve = ServeProcess::start(command);
+    let base = serve.base.clone();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/boundary.py");
+    let run = tokio::task::spawn_blocking(move || {
+        Command::new(python())
+            .arg(&script)
+            .args(["--base", &base, "--admin-token", ADMIN_TOKEN])
+            .args(["--github-token", GITHUB_TOKEN])
+            .output()
+            .expect("run boundary.py")
+    });
+    let output = tokio::time::timeout(Duration::from_secs(300), run)
+        .await
+        .expect("boundary.py finishes")
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "boundary.py failed:\n{out}\n{}\nserve:\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        serve.stderr()
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(out.lines().last().unwrap_or("")).expect("a JSON summary");
+    assert_eq!(summary["lineage"], serde_json::json!([1, 2, 3]));
+    assert!(
+        github.requests().iter().all(|r| r.method == "GET"),
+        "no refused write reached GitHub"
+    );
+    drop(serve);
+    let _ = std::fs::remove_dir_all(&dir);
+}

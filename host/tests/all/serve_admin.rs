@@ -830,7 +830,12 @@ async fn a_session_names_what_it_left_out_and_a_public_api_needs_no_connection()
         )
         .await;
     assert_eq!(status, 201, "{view}");
-    assert_eq!(view["mcp"], json!({}), "{view}");
+    // No connector; the host's own endpoint (capability requests) only.
+    assert_eq!(
+        view["mcp"].as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["scout"],
+        "{view}"
+    );
     let why = view["left_out"]["github"].as_str().unwrap_or_default();
     assert!(
         why.contains("no `github` connection")

@@ -1054,7 +1054,11 @@ async fn an_agent_sees_its_own_budget_and_nobody_elses() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["scout_budget"], "{listed}");
+    assert_eq!(
+        names,
+        ["scout_budget", "scout_request_capability"],
+        "{listed}"
+    );
     let budget = |http: reqwest::Client, url: String, token: String| async move {
         let answer = mcp_request(
             &http,
@@ -1148,7 +1152,8 @@ async fn an_agent_sees_its_own_budget_and_nobody_elses() {
                 && e.state.as_str() == "result")
     );
 
-    // A session with no allowance and no counted delegation has no budget tool.
+    // A session with no allowance and no counted delegation has no budget
+    // tool (its host endpoint serves only the capability request).
     let plain = f
         .host
         .open_session(&OpenSession {
@@ -1157,6 +1162,15 @@ async fn an_agent_sees_its_own_budget_and_nobody_elses() {
             profile: None,
         })
         .unwrap();
-    assert!(!plain.mcp.contains_key("scout"), "{:?}", plain.mcp);
-    assert!(!plain.tools.iter().any(|t| t.starts_with("mcp__scout__")));
+    assert!(
+        !plain.tools.iter().any(|t| t == "mcp__scout__scout_budget"),
+        "{:?}",
+        plain.tools
+    );
+    assert!(
+        plain
+            .tools
+            .iter()
+            .any(|t| t == "mcp__scout__scout_request_capability")
+    );
 }
