@@ -750,7 +750,7 @@ pub fn audit(
                     policy::Server::Host => "host",
                     policy::Server::Orchestrator => "orchestrator",
                 },
-                gate: gate_view(&offered.gate),
+                gate: gate_view(&offered.gate, None),
             });
             continue;
         };
@@ -854,7 +854,10 @@ pub fn audit(
             tool: tool.name.clone(),
             connector: server.to_string(),
             effect: tool.effect.as_str(),
-            gate: gate_view(&offered.gate),
+            gate: gate_view(
+                &offered.gate,
+                spend_threshold_text(config, server).as_deref(),
+            ),
             allowance,
             held: review.is_some_and(|s| s != ReviewStatus::Reviewed),
             review,
@@ -993,8 +996,27 @@ fn allowance_text(a: &Allowance) -> String {
     }
 }
 
-/// A gate in a reviewer's words.
-pub fn gate_view(gate: &Gate) -> GateView {
+/// Person chat's per-call spend threshold of `connector` in `config`, in
+/// the unit the operator wrote it (`5 credits`, `$0.005`).
+fn spend_threshold_text(config: Option<&ServeConfig>, connector: &str) -> Option<String> {
+    let allowance = config?
+        .connectors
+        .get(connector)?
+        .person_allowance
+        .as_ref()?;
+    match (
+        allowance.per_call_threshold_credits,
+        allowance.per_call_threshold_usd,
+    ) {
+        (Some(credits), _) => Some(format!("{credits} credits")),
+        (None, Some(usd)) => Some(format!("${usd}")),
+        (None, None) => None,
+    }
+}
+
+/// A gate in a reviewer's words; `threshold` is person chat's per-call
+/// spend threshold of the tool's connector, as the operator wrote it.
+pub fn gate_view(gate: &Gate, threshold: Option<&str>) -> GateView {
     let (kind, text, rule) = match gate {
         Gate::Open => ("open", "open: runs without asking".to_string(), None),
         Gate::AsksPerson => (
@@ -1007,7 +1029,12 @@ pub fn gate_view(gate: &Gate) -> GateView {
             ..
         } => (
             "spend",
-            "every call bills; asks a person before each call (per-call thresholds are not built, so the gate fails closed)".to_string(),
+            match threshold {
+                Some(t) => format!(
+                    "every call bills; runs while the call's reservations together stay at or below the per-call threshold of {t}, and asks a person before going above it"
+                ),
+                None => "every call bills; asks a person before each call (no per-call threshold is set for this connector)".to_string(),
+            },
             None,
         ),
         Gate::Spend {
@@ -1015,7 +1042,12 @@ pub fn gate_view(gate: &Gate) -> GateView {
             ..
         } => (
             "spend",
-            "every call bills and needs a person's approval, and no one can give one here: every call is refused".to_string(),
+            match threshold {
+                Some(t) => format!(
+                    "every call bills; runs while the call's reservations together stay at or below the per-call threshold of {t}; above it a person's approval is needed, and no one can give one here, so it is refused"
+                ),
+                None => "every call bills and needs a person's approval, and no one can give one here: every call is refused".to_string(),
+            },
             None,
         ),
         Gate::Allowance { allowance, .. } => (

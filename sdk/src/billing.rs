@@ -52,7 +52,7 @@ pub fn metered<T>(
 /// [`metered`], also returning what the meter charged on success: the
 /// cost, or, where the meter refused the settlement, what it charged
 /// instead (a cost past the allowance up to what the run had left; a cost
-/// above an estimate a person approved at that estimate; a run that had
+/// above an estimate made under a per-call threshold at that estimate; a run that had
 /// ended at the whole reservation).
 pub fn metered_charging<T>(
     estimate: u64,

@@ -760,8 +760,8 @@ fn billed<T>(
 ) -> Result<(T, u64), ToolError> {
     expect_unit("Firecrawl", UNIT)?;
     // The credits charged are what the meter settled: a cost above the
-    // estimate only up to what the run had left, or (above an estimate a
-    // person approved) exactly the estimate.
+    // estimate only up to what the run had left, or (under a person chat's
+    // per-call threshold) exactly the estimate.
     metered_charging(estimate, |error| failure_cost(error, estimate), call)
 }
 

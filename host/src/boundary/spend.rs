@@ -4,14 +4,18 @@
 //! With an operator's per-call threshold for a billing connector, the
 //! boundary lets its billed calls run ([`super::Pass::Spend`]) and the
 //! meter is the gate: the guest's `reserve(estimate)` is what is compared.
-//! At or below the threshold the reservation is made at once. Above it,
-//! the meter hands the reservation here ([`SpendAsk`]) and the call waits
+//! The threshold holds for one call's reservations together: while they
+//! stay at or below it they are made at once. One that would take the call
+//! above it (a cost split into several reservations asks as one would),
+//! the meter hands here ([`SpendAsk`]) and the call waits
 //! while a person is asked, through the same approvals as a write (the
 //! approvals API, the console, MCP elicitation), about exactly this call
 //! and this estimate: the approval is bound to the SHA-256 digest of
-//! `{"arguments": <the call's arguments>, "estimate": n, "unit": u}`, shows
-//! that, and is consumed once. Only an approval makes the reservation, and
-//! its settlement is capped at the estimate approved. A session where no
+//! `{"arguments": <the call's arguments>, "estimate": n, "unit": u}` (with
+//! `reserved_before` when the call had already reserved some), shows that,
+//! and is consumed once. Only an approval makes the reservation. No
+//! reservation under a threshold, approved or not, is settled above its
+//! amount: past it no one was asked, so the rest is refused. A session where no
 //! one can approve refuses every reservation above the threshold. Without
 //! a threshold nothing here applies: the call asks before it runs.
 
@@ -119,14 +123,27 @@ impl Boundary {
             estimate,
             unit,
             threshold,
+            reserved_before,
             ..
         } = ask;
-        let spending = format!(
-            "spending {}, above this connector's per-call threshold of {}",
-            amount(*estimate, unit),
-            amount(*threshold, unit)
-        );
+        let spending = if *reserved_before == 0 {
+            format!(
+                "spending {}, above this connector's per-call threshold of {}",
+                amount(*estimate, unit),
+                amount(*threshold, unit)
+            )
+        } else {
+            format!(
+                "spending {} after {} already reserved in this call, above this connector's per-call threshold of {}",
+                amount(*estimate, unit),
+                amount(*reserved_before, unit),
+                amount(*threshold, unit)
+            )
+        };
         let mut entry = json!({"estimate": estimate, "unit": unit, "threshold": threshold});
+        if *reserved_before > 0 {
+            entry["reserved_before"] = json!(reserved_before);
+        }
         let refuse = |mut entry: Value, outcome: &str, message: String| {
             entry["outcome"] = json!(outcome);
             (Err(format!("{message}; nothing was reserved")), entry)
@@ -149,7 +166,10 @@ impl Boundary {
             );
         }
         // Bound to this call's arguments and this estimate; shown as such.
-        let shown = json!({"arguments": run.args, "estimate": estimate, "unit": unit});
+        let mut shown = json!({"arguments": run.args, "estimate": estimate, "unit": unit});
+        if *reserved_before > 0 {
+            shown["reserved_before"] = json!(reserved_before);
+        }
         let digest = args_digest(&shown);
         let traced = json!({"estimate": estimate, "unit": unit, "threshold": threshold});
         let waited = self
@@ -346,6 +366,119 @@ mod tests {
             1,
             "and reached the upstream once approved"
         );
+    }
+
+    /// Runs the test guest's `tool` with `args` under a threshold of 5
+    /// credits in a person's chat where no one can approve; returns the
+    /// tool's output and what the run was charged.
+    async fn under_a_threshold_of_5_unasked(
+        tool: &str,
+        args: serde_json::Value,
+    ) -> (crate::runtime::ToolOutput, u64) {
+        use crate::capabilities::meter::{Allowance, DayLedger};
+        use crate::policy::{BrandFacts, Catalog, Role, SessionInput, Switches};
+        use crate::runtime::{Runtime, RuntimeConfig};
+        use crate::session::Session;
+        use crate::store::{SqliteStore, Store};
+        use std::sync::Arc;
+
+        let runtime = Runtime::new(RuntimeConfig::default()).unwrap();
+        let component = runtime
+            .load_file(std::path::Path::new(scout_tests::components::CAPABILITIES))
+            .unwrap();
+        let spec = Catalog::seed()
+            .admit(&component.info().manifest)
+            .expect("the test guest is admitted");
+        let catalog = Catalog::seed().with_spec(spec);
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path().join("t.db")).unwrap());
+        let boundary = Boundary::new(store.clone(), catalog, Switches::default())
+            .asking_above([("capabilities".to_string(), 5)]);
+        let session = Session::new(
+            "s-parts",
+            "acme",
+            SessionInput::new(Role::PersonChat)
+                .brand(BrandFacts::with_connectors(["capabilities"]))
+                .approval_channel(false),
+        );
+        let meter = DayLedger::new("credits")
+            .start_run(Allowance {
+                per_run: 100,
+                per_day: 100,
+            })
+            .unwrap();
+        let caps = Capabilities {
+            meter: Some(meter.clone()),
+            ..Capabilities::default()
+        };
+        let ran = boundary
+            .call(
+                &session,
+                &component,
+                super::super::CallRequest::new(tool, &args),
+                &caps,
+            )
+            .await;
+        let output = match ran {
+            Ok(super::super::Executed::Ran(outcome)) => outcome.output,
+            other => panic!("the billed call ran: {other:?}"),
+        };
+        assert!(
+            store.pending("s-parts").unwrap().is_empty(),
+            "no one was asked"
+        );
+        (output, meter.spent())
+    }
+
+    /// The threshold holds for a call's reservations together: two that
+    /// fit run, and a second that takes the call above it is refused as
+    /// one reservation above it would be, with nothing reserved for it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_cost_split_into_reservations_is_held_to_the_threshold_as_one() {
+        let (fits, charged) = under_a_threshold_of_5_unasked(
+            "capabilities_spend_in_parts",
+            serde_json::json!({"estimates": [2, 3]}),
+        )
+        .await;
+        assert_eq!(fits.ok(), Some(&serde_json::json!(95)), "{fits:?}");
+        assert_eq!(charged, 5, "at the threshold together: both ran");
+
+        let (split, charged) = under_a_threshold_of_5_unasked(
+            "capabilities_spend_in_parts",
+            serde_json::json!({"estimates": [3, 3]}),
+        )
+        .await;
+        let crate::runtime::ToolOutput::Err(error) = &split else {
+            panic!("the second reservation is refused: {split:?}");
+        };
+        let text = error.to_string();
+        assert!(
+            text.contains(
+                "approval required: spending 3 credits after 3 credits already reserved in this call, above this connector's per-call threshold of 5 credits"
+            ),
+            "{text}"
+        );
+        assert_eq!(charged, 3, "only the first reservation was made");
+    }
+
+    /// A reservation made under the threshold without asking is the most
+    /// its settlement charges: past it, no one was asked.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_settle_past_an_unasked_reservation_is_refused_and_charged_the_reservation() {
+        let (output, charged) = under_a_threshold_of_5_unasked(
+            "capabilities_spend",
+            serde_json::json!({"estimate": 2, "actual": 60}),
+        )
+        .await;
+        let crate::runtime::ToolOutput::Err(error) = &output else {
+            panic!("the settlement is refused: {output:?}");
+        };
+        let text = error.to_string();
+        assert!(
+            text.contains("the settled cost of 60 credits is above the 2 credits reserved under this connector's per-call threshold, and no one was asked about more"),
+            "{text}"
+        );
+        assert_eq!(charged, 2, "charged the reservation, not the 60 reported");
     }
 
     #[test]

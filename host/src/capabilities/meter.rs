@@ -161,9 +161,10 @@ impl std::fmt::Debug for DaySide {
 /// (the boundary running the call, which asks a person or refuses).
 #[derive(Clone, Debug)]
 pub struct SpendGate {
-    /// Reservations at or below this run without asking.
+    /// A call's reservations run without asking as long as together they
+    /// stay at or below this; none of them is settled above its amount.
     pub threshold: u64,
-    /// Where reservations above it go.
+    /// Where a reservation that would take the call above it goes.
     pub ask: tokio::sync::mpsc::Sender<SpendAsk>,
 }
 
@@ -178,6 +179,9 @@ pub struct SpendAsk {
     pub unit: String,
     /// The threshold it is above.
     pub threshold: u64,
+    /// What this call had already reserved without asking: the threshold
+    /// holds for the call's reservations together.
+    pub reserved_before: u64,
     /// Answered once.
     pub answer: tokio::sync::oneshot::Sender<Result<(), String>>,
 }
@@ -406,20 +410,34 @@ impl RunMeter {
         Ok(())
     }
 
-    /// Settles a reservation of `approved` that a person approved (above
-    /// the per-call threshold) with the `actual` cost: at or below the
-    /// estimate as [`RunMeter::settle`]; above it, charges exactly the
-    /// estimate the person saw and refuses the rest.
-    pub fn settle_approved(&self, approved: u64, actual: u64) -> Result<(), MeterError> {
-        if actual <= approved {
-            return self.settle(approved, actual);
+    /// Settles a reservation of `reserved` held to a per-call threshold with
+    /// the `actual` cost: at or below the reservation as [`RunMeter::settle`];
+    /// above it, charges exactly the reservation and refuses the rest, since
+    /// no one was asked about more (`approved`: a person approved exactly
+    /// this reservation; otherwise it was made under the threshold).
+    pub fn settle_capped(
+        &self,
+        reserved: u64,
+        actual: u64,
+        approved: bool,
+    ) -> Result<(), MeterError> {
+        if actual <= reserved {
+            return self.settle(reserved, actual);
         }
-        self.settle(approved, approved)?;
-        let refused = MeterError::Denied(format!(
-            "the settled cost of {actual} {unit} is above the {approved} {unit} a person approved: \
-             charged {approved} {unit}, the rest refused",
-            unit = self.unit
-        ));
+        self.settle(reserved, reserved)?;
+        let unit = &self.unit;
+        let refused = MeterError::Denied(if approved {
+            format!(
+                "the settled cost of {actual} {unit} is above the {reserved} {unit} a person approved: \
+                 charged {reserved} {unit}, the rest refused"
+            )
+        } else {
+            format!(
+                "the settled cost of {actual} {unit} is above the {reserved} {unit} reserved under \
+                 this connector's per-call threshold, and no one was asked about more: \
+                 charged {reserved} {unit}, the rest refused"
+            )
+        });
         Err(self.refused(refused))
     }
 
@@ -497,7 +515,9 @@ pub struct ReservationHandle {
     meter: Arc<RunMeter>,
     amount: u64,
     settled: bool,
-    /// A person approved exactly this amount: it caps the settlement.
+    /// Made under a per-call threshold: the amount caps the settlement.
+    capped: bool,
+    /// A person approved exactly this amount.
     approved: bool,
 }
 
@@ -537,8 +557,12 @@ impl Host for View<'_, MeterCtx> {
                 super::state::MAX_HANDLES
             ))));
         }
+        // The threshold holds for the call's reservations together: those
+        // made without asking count against it, so splitting a cost into
+        // several reservations asks as one would.
+        let reserved_unasked = self.ctx.reserved_unasked;
         let approved = match &self.ctx.spend {
-            Some(gate) if estimate > gate.threshold => {
+            Some(gate) if estimate > gate.threshold.saturating_sub(reserved_unasked) => {
                 // Nobody is asked about a reservation the run could not make.
                 if let Err(e) = meter.can_reserve(estimate) {
                     return Ok(Err(e));
@@ -548,6 +572,7 @@ impl Host for View<'_, MeterCtx> {
                     estimate,
                     unit: meter.unit().to_string(),
                     threshold: gate.threshold,
+                    reserved_before: reserved_unasked,
                     answer,
                 };
                 let decided = {
@@ -570,10 +595,15 @@ impl Host for View<'_, MeterCtx> {
         if let Err(e) = meter.reserve(estimate) {
             return Ok(Err(e));
         }
+        let capped = self.ctx.spend.is_some();
+        if capped && !approved {
+            self.ctx.reserved_unasked += estimate;
+        }
         let reservation = ReservationHandle {
             meter,
             amount: estimate,
             settled: false,
+            capped,
             approved,
         };
         let handle = self.handles.push(reservation)?.expect("room was checked");
@@ -598,10 +628,12 @@ impl HostReservation for View<'_, MeterCtx> {
             )));
         }
         reservation.settled = true;
-        Ok(if reservation.approved {
+        // Held to a threshold, no cost goes past what was reserved: past it,
+        // no one was asked.
+        Ok(if reservation.capped {
             reservation
                 .meter
-                .settle_approved(reservation.amount, actual)
+                .settle_capped(reservation.amount, actual, reservation.approved)
         } else {
             reservation.meter.settle(reservation.amount, actual)
         })
@@ -697,7 +729,7 @@ mod tests {
             })
             .unwrap();
         run.reserve(20).unwrap();
-        let refused = run.settle_approved(20, 60);
+        let refused = run.settle_capped(20, 60, true);
         assert!(
             matches!(&refused, Err(MeterError::Denied(m)) if m.contains("60 credits") && m.contains("charged 20 credits")),
             "{refused:?}"
@@ -710,7 +742,7 @@ mod tests {
         assert_eq!(run.remaining(), 80);
         // At or below the estimate, as any settlement.
         run.reserve(20).unwrap();
-        run.settle_approved(20, 7).unwrap();
+        run.settle_capped(20, 7, true).unwrap();
         assert_eq!((run.spent(), run.reserved()), (27, 0));
         // Not approved: an overrun is charged up to the allowance, as before.
         run.reserve(3).unwrap();
@@ -737,7 +769,7 @@ mod tests {
         )
         .unwrap();
         run.reserve(20).unwrap();
-        assert!(run.settle_approved(20, 60).is_err());
+        assert!(run.settle_capped(20, 60, true).is_err());
         run.end();
         let charged: u64 = store
             .charges_in_run("s-1:firecrawl")

@@ -49,6 +49,8 @@ pub(crate) struct HttpCtx {
 pub(crate) struct MeterCtx {
     pub(crate) meter: Option<Arc<RunMeter>>,
     pub(crate) spend: Option<super::meter::SpendGate>,
+    /// What this call reserved under the threshold without asking.
+    pub(crate) reserved_unasked: u64,
     pub(crate) deadline: Arc<CallDeadline>,
 }
 
@@ -182,6 +184,7 @@ impl CallState {
             meter: MeterCtx {
                 meter: caps.meter.clone(),
                 spend: caps.spend.clone(),
+                reserved_unasked: 0,
                 deadline: deadline.clone(),
             },
             folder: FolderCtx {

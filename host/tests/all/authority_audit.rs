@@ -860,6 +860,40 @@ fn a_connection_unused_for_the_stale_days_is_found() {
 }
 
 #[test]
+fn person_chats_spend_threshold_is_in_the_billed_tools_gate() {
+    let connectors = table(
+        "firecrawl",
+        scout_tests::components::FIRECRAWL,
+        Some("https://api.firecrawl.dev"),
+        "[connectors.firecrawl.person_allowance]\nper_run_credits = 100\nper_day_credits = 1000\nper_call_threshold_credits = 5\n",
+    ) + &table(
+        "dataforseo",
+        scout_tests::components::DATAFORSEO,
+        Some("https://api.dataforseo.com"),
+        "[connectors.dataforseo.person_allowance]\nper_run_usd = 1.0\nper_day_usd = 3.0\n",
+    );
+    let s = Setup::new("thresholds", "", &connectors);
+    let env = [("SCOUT_STORE_KEY", KEY_HEX)];
+    let audit = audit_json(&["--role", "person-chat", "--config", s.config()], &env);
+    let search = tool(&audit, "mcp__firecrawl__firecrawl_search");
+    assert_eq!(search["gate"]["kind"], "spend");
+    assert!(
+        search["gate"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("reservations together stay at or below the per-call threshold of 5 credits, and asks a person before going above it"),
+        "{search}"
+    );
+    let serp = tool(&audit, "mcp__dataforseo__dataforseo_serp_organic");
+    assert!(
+        serp["gate"]["text"].as_str().unwrap().contains(
+            "asks a person before each call (no per-call threshold is set for this connector)"
+        ),
+        "{serp}"
+    );
+}
+
+#[test]
 fn a_grant_naming_a_connector_without_a_live_credential_is_found() {
     let connectors = github("")
         + &table(

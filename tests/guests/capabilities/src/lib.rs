@@ -20,6 +20,13 @@ impl read_tools::Guest for Capabilities {
         Ok(meter::remaining())
     }
 
+    fn spend_in_parts(estimates: Vec<u64>) -> Result<u64, ToolError> {
+        for estimate in estimates {
+            meter::reserve(estimate)?.settle(estimate)?;
+        }
+        Ok(meter::remaining())
+    }
+
     fn spend_then_crash(estimate: u64) -> Result<u64, ToolError> {
         let _reservation = meter::reserve(estimate)?;
         panic!("crashed while holding a reservation")
