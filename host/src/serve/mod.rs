@@ -248,8 +248,10 @@ fn open_store(
     open_configured_store(config, env, false)
 }
 
-/// The store `serve`'s configuration names, opened to read only (the audit
-/// export): on PostgreSQL no host is registered and nothing is recovered.
+/// The store `serve`'s configuration names, opened to read only (the audit,
+/// the trace export): nothing is created, migrated or written; on
+/// PostgreSQL no host is registered, nothing is recovered, and the
+/// session is read-only on the server.
 pub fn open_store_to_read(
     config: &ServeConfig,
     env: impl Fn(&str) -> Option<String>,
@@ -263,12 +265,17 @@ fn open_configured_store(
     reader: bool,
 ) -> Result<Arc<dyn Store>, StartError> {
     match config.store.backend {
-        config::StoreBackend::Sqlite => Ok(Arc::new(SqliteStore::open(&config.database).map_err(
-            |source| StartError::Store {
+        config::StoreBackend::Sqlite => {
+            let opened = if reader {
+                SqliteStore::open_to_read(&config.database)
+            } else {
+                SqliteStore::open(&config.database)
+            };
+            Ok(Arc::new(opened.map_err(|source| StartError::Store {
                 path: config.database.display().to_string(),
                 source,
-            },
-        )?)),
+            })?))
+        }
         config::StoreBackend::Postgres => {
             let var = config.store.url_env.clone().unwrap_or_default();
             let url = env(&var).ok_or_else(|| {

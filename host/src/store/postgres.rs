@@ -328,7 +328,13 @@ impl PgStore {
     /// registers this host with a fresh lease, and starts the trace writer,
     /// the listener and the lease keeper.
     pub fn connect(options: PgOptions) -> Result<PgStore, StoreError> {
-        let (config, tls) = parse_config(&options.url, options.ca_file.as_deref())?;
+        let (mut config, tls) = parse_config(&options.url, options.ca_file.as_deref())?;
+        if options.reader {
+            // The server refuses a reader's write too, whatever asks for one.
+            let given = config.get_options().unwrap_or_default();
+            let options = format!("{given} -c default_transaction_read_only=on");
+            config.options(options.trim());
+        }
         let runtime = OwnedRuntime(Some(
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
@@ -349,7 +355,11 @@ impl PgStore {
         let shared = run_on(&handle, async move {
             let mut setup =
                 connect(&config2, &tls2, &format!("scout-setup {host_id}"), None).await?;
-            migrate(&mut setup).await?;
+            if reader {
+                schema_is_current(&setup).await?;
+            } else {
+                migrate(&mut setup).await?;
+            }
             let synchronous: String = setup
                 .query_one("SHOW synchronous_commit", &[])
                 .await?
@@ -493,6 +503,32 @@ impl PgStore {
     fn notify_invalidation(&self, what: Invalidation) {
         let _ = self.shared.invalidations.send(what);
     }
+}
+
+/// A reader (the audit, the trace export) changes nothing: it checks that
+/// the schema is this host's and never migrates it.
+async fn schema_is_current(client: &Client) -> Result<(), StoreError> {
+    let found: Option<i64> = client
+        .query_one("SELECT MAX(version) FROM schema_version", &[])
+        .await
+        .map_err(|e| {
+            StoreError::Config(format!(
+                "the database holds no Scout schema ({}): start `serve` on it first",
+                super::with_causes(&e)
+            ))
+        })?
+        .get(0);
+    let found = found.unwrap_or(0);
+    let supported = MIGRATIONS.last().map(|(v, _)| *v).unwrap_or(0);
+    if found > supported {
+        return Err(StoreError::SchemaTooNew { found, supported });
+    }
+    if found < supported {
+        return Err(StoreError::Config(format!(
+            "the database has schema version {found}, older than this host's {supported}; it is only read here: start `serve` of this version on it once (which upgrades it), or read it with the version that wrote it"
+        )));
+    }
+    Ok(())
 }
 
 async fn migrate(client: &mut Client) -> Result<(), StoreError> {

@@ -145,6 +145,59 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
+    /// Opens the existing database at `path` to read only (the audit and
+    /// the trace export): never creates the file, changes no setting,
+    /// migrates nothing and starts no writer's work, so a running `serve`
+    /// and a reader that may only read are both left as they are. Every
+    /// write through it fails. A schema other than this host's is refused.
+    pub fn open_to_read(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
+        let path = path.as_ref();
+        let read_only = || {
+            let conn = Connection::open_with_flags(
+                path,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )?;
+            conn.busy_timeout(Duration::from_secs(30))?;
+            Ok::<_, StoreError>(conn)
+        };
+        let conn = read_only()?;
+        let found: Option<i64> = conn
+            .query_row("SELECT MAX(version) FROM schema_version", [], |row| {
+                row.get(0)
+            })
+            .map_err(|e| {
+                StoreError::Corrupt(format!(
+                    "{} is not a Scout store ({e}): check the path",
+                    path.display()
+                ))
+            })?;
+        match found {
+            Some(found) if found > SCHEMA_VERSION => {
+                return Err(StoreError::SchemaTooNew {
+                    found,
+                    supported: SCHEMA_VERSION,
+                });
+            }
+            Some(found) if found == SCHEMA_VERSION => {}
+            found => {
+                return Err(StoreError::Config(format!(
+                    "{} has schema version {}, older than this host's {SCHEMA_VERSION}; it is only read here: start `serve` of this version on it once (which upgrades it), or read it with the version that wrote it",
+                    path.display(),
+                    found.unwrap_or(0)
+                )));
+            }
+        }
+        // The writer's connection is read-only too: a trace write fails.
+        let writer = super::writer::TraceWriter::start(read_only()?)?;
+        Ok(SqliteStore {
+            conn: Mutex::new(conn),
+            reader: Mutex::new(read_only()?),
+            writer,
+            broker: Default::default(),
+        })
+    }
+
     /// Opens (creating if needed) the database at `path`: WAL journal,
     /// `synchronous=FULL`, foreign keys on, schema created if absent. A file
     /// that is not a database, or one from a newer schema, is an error.

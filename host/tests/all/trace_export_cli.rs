@@ -1,6 +1,7 @@
 //! `scout-host trace export --config FILE`: every trace row of `serve`'s
 //! store on stdout as JSON lines, the cursor to resume from on stderr; on
-//! SQLite and on PostgreSQL (where it registers no host).
+//! SQLite and on PostgreSQL (where it registers no host). A reader changes
+//! nothing: no schema upgrade, no write, on either store.
 
 use scout_host::store::prelude::*;
 use scout_host::store::{PgOptions, PgStore, SqliteStore, TraceEvent, TraceState};
@@ -134,5 +135,100 @@ fn the_export_of_a_postgres_store_registers_no_host() {
         db.psql("SELECT count(*) FROM hosts"),
         "1",
         "only the writing host; the exports registered none"
+    );
+}
+
+/// Runs the export expecting a refusal; its stderr.
+fn refused_export(config: &Path, env: &[(&str, String)]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+        .args(["trace", "export", "--config"])
+        .arg(config)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .expect("run scout-host trace export");
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert!(!output.status.success(), "refused: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+#[test]
+fn a_reader_of_a_sqlite_store_upgrades_nothing_and_creates_nothing() {
+    let db = TempDb::new("trace-export-old");
+    SqliteStore::open(&db).unwrap();
+    // As if an older host had written it.
+    let conn = rusqlite::Connection::open(db.path()).unwrap();
+    conn.execute_batch(
+        "DELETE FROM schema_version; INSERT INTO schema_version (version) VALUES (1);",
+    )
+    .unwrap();
+    drop(conn);
+    let config = db.path().with_extension("toml");
+    std::fs::write(
+        &config,
+        config_text(&format!("database = {:?}", db.path().display().to_string())),
+    )
+    .unwrap();
+    let stderr = refused_export(&config, &[]);
+    assert!(
+        stderr.contains("has schema version 1, older than this host's")
+            && stderr.contains("start `serve` of this version on it once"),
+        "{stderr}"
+    );
+    let conn = rusqlite::Connection::open(db.path()).unwrap();
+    let version: i64 = conn
+        .query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 1, "the reader upgraded nothing");
+    drop(conn);
+
+    // A store that is not there is not created.
+    let missing = db.path().with_extension("missing.db");
+    std::fs::write(
+        &config,
+        config_text(&format!("database = {:?}", missing.display().to_string())),
+    )
+    .unwrap();
+    refused_export(&config, &[]);
+    assert!(!missing.exists(), "the reader created no store");
+    let _ = std::fs::remove_file(&config);
+}
+
+#[test]
+fn a_reader_of_a_postgres_store_upgrades_nothing_and_cannot_write() {
+    let Some(db) = scout_tests::pg::database_or_skip("trace_export_reader") else {
+        return;
+    };
+    drop(PgStore::connect(PgOptions::new(db.url())).unwrap());
+    // The server refuses a reader's write, whatever asks for it.
+    let mut options = PgOptions::new(db.url());
+    options.reader = true;
+    let reader = PgStore::connect(options).unwrap();
+    let write = reader.put_connection("acme", "github", "ghp-reader-0123", &[7u8; 32]);
+    let error = write.expect_err("a reader cannot write").to_string();
+    assert!(error.contains("read-only transaction"), "{error}");
+    drop(reader);
+    assert_eq!(db.psql("SELECT count(*) FROM connections"), "0");
+
+    // As if an older host had written it: refused, and not upgraded.
+    let newest = db.psql("SELECT MAX(version) FROM schema_version");
+    db.psql(&format!(
+        "DELETE FROM schema_version WHERE version = {newest}"
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        config_text("[store]\nbackend = \"postgres\"\nurl_env = \"SCOUT_PG_URL\""),
+    )
+    .unwrap();
+    let stderr = refused_export(&config, &[("SCOUT_PG_URL", db.url())]);
+    assert!(stderr.contains("older than this host's"), "{stderr}");
+    assert_ne!(
+        db.psql("SELECT MAX(version) FROM schema_version"),
+        newest,
+        "the reader upgraded nothing"
     );
 }
