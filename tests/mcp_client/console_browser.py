@@ -226,6 +226,14 @@ async def main():
             check(read.structured_content["answer"] == "No: archive it instead.", f"the agent reads the answer: {read}")
             check(read.structured_content["answered_by"] == "admin-token (admin API)", "who answered")
 
+        # Signing out leaves nothing of what the last person saw in the page.
+        driver.find_element(By.ID, "sign-out").click()
+        await until("the sign-in form after signing out",
+                    lambda: driver.find_element(By.ID, "sign-in").is_displayed() or None)
+        left = {list_id: len(driver.find_elements(By.CSS_SELECTOR, f"#{list_id} > *"))
+                for list_id in ["approvals", "paused", "capabilities", "trace-rows"]}
+        check(all(n == 0 for n in left.values()), f"every list cleared on sign-out: {left}")
+
         # Who decided, in the trace: the verified caller, through the API.
         _, trace = admin("GET", f"/v1/trace?session={chat['id']}")
         decided = [e for e in trace["events"] if e["state"] == "decided"]

@@ -961,7 +961,7 @@ fn connector_of(host: &ServeHost, tool: &str) -> Option<String> {
 /// Who the bearer token proves and what its role may do: the console asks
 /// this after sign-in to know whether to offer the decide buttons.
 async fn whoami(Extension(caller): Extension<Principal>) -> Json<Value> {
-    let may_decide = super::identity::permit(caller.role, "POST", "/v1/approvals/{id}").is_ok();
+    let may = |method, route| super::identity::permit(caller.role, method, route).is_ok();
     Json(json!({
         "subject": caller.subject,
         "role": caller.role.name(),
@@ -969,7 +969,8 @@ async fn whoami(Extension(caller): Extension<Principal>) -> Json<Value> {
             super::identity::Via::AdminToken => "admin-token",
             super::identity::Via::Oidc => "oidc",
         },
-        "may_decide": may_decide,
+        "may_decide": may("POST", "/v1/approvals/{id}"),
+        "may_end_sessions": may("DELETE", "/v1/sessions/{id}"),
     }))
 }
 

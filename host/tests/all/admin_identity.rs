@@ -487,6 +487,27 @@ async fn oidc_tokens_get_their_roles_and_every_bad_token_is_refused_with_nothing
         assert_eq!((answer.status, answer.code()), (403, "forbidden"), "{why}");
     }
 
+    // What each role is told it may do (the console's buttons follow it).
+    for (token, subject, role, decide, end) in [
+        (&admin_token, "root@example.com", "admin", true, true),
+        (
+            &approver_token,
+            "alice@example.com",
+            "approver",
+            true,
+            false,
+        ),
+        (&viewer_token, "audrey@example.com", "viewer", false, false),
+    ] {
+        let answer = call(&http, &base, token, Method::GET, "/v1/whoami", None).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        assert_eq!(
+            answer.body,
+            json!({"subject": subject, "role": role, "via": "oidc", "may_decide": decide, "may_end_sessions": end}),
+            "{role}"
+        );
+    }
+
     // Role viewer: reads, and cannot decide.
     for path in [
         "/v1/sessions".to_string(),

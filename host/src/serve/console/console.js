@@ -46,6 +46,14 @@ function waited(ms) {
 function showSignIn(message) {
   if (timer) { clearInterval(timer); timer = null; }
   me = null;
+  // Nothing the last person saw stays in the page, buttons included.
+  for (const id of ["approvals", "paused", "capabilities", "trace-rows"]) {
+    $(id).replaceChildren();
+  }
+  $("trace").hidden = true;
+  $("trace-hint").hidden = false;
+  $("trace-hint").textContent = "Choose an approval to read its session's trace.";
+  $("trace-session").textContent = "";
   $("console").hidden = true;
   $("who").hidden = true;
   $("sign-in").hidden = false;
@@ -142,9 +150,8 @@ function renderPaused(sessions) {
       act("POST", "/v1/sessions/" + encodeURIComponent(s.id) + "/resume", "resumed"));
     item.querySelector(".end").addEventListener("click", () =>
       act("DELETE", "/v1/sessions/" + encodeURIComponent(s.id), "ended"));
-    if (!me.may_decide) {
-      for (const b of item.querySelectorAll("button")) b.disabled = true;
-    }
+    item.querySelector(".resume").disabled = !me.may_decide;
+    item.querySelector(".end").disabled = !me.may_end_sessions;
     list.appendChild(item);
   }
   $("paused-pane").hidden = paused.length === 0;
