@@ -287,11 +287,15 @@ pub enum TokenError {
     /// A broker connection, and no broker configured.
     #[error("no token broker is configured")]
     NoBroker,
+    /// The session needs scopes the stored grant does not hold: asking
+    /// without them would get the grant's full scope.
+    #[error("none of the scopes this session needs are among the connection's stored scopes")]
+    NoScope,
 }
 
 impl TokenError {
     /// What the guest and the agent are told.
-    pub const REASON: &'static str = "credential could not be refreshed";
+    pub const REASON: &'static str = crate::capabilities::http::CREDENTIAL_NOT_REFRESHED;
 
     /// The endpoint's status, when it answered.
     pub fn status(&self) -> Option<u16> {
@@ -316,6 +320,13 @@ const OAUTH_ERRORS: &[&str] = &[
 pub const DEFAULT_LIFETIME: Duration = Duration::from_secs(300);
 /// How long before its expiry a token is renewed.
 const RENEW_BEFORE: Duration = Duration::from_secs(60);
+/// The longest a token is used before it is asked for again, whatever its
+/// answer says (a day: no OAuth access token this host uses lives longer).
+const MAX_LIFETIME: Duration = Duration::from_secs(24 * 3600);
+/// How long a failure is the answer for every call needing that token:
+/// the calls that waited on the failed request share it, and a revoked
+/// grant is not asked for again by every call.
+const FAILURE_HOLD: Duration = Duration::from_secs(5);
 /// The most a token endpoint's answer may hold.
 const MAX_ANSWER_BYTES: usize = 64 << 10;
 
@@ -326,7 +337,9 @@ pub struct TokenEvent {
     pub connector: String,
     /// `oauth`, `client_credentials` or `broker`.
     pub source: &'static str,
-    /// `cached`, `obtained`, `renewed` (after a 401) or `failed`.
+    /// `cached`, `obtained`, `renewed` (after a 401), `failed`, or
+    /// `failed_recently` (a request for it failed within the last few
+    /// seconds: not asked again).
     pub outcome: &'static str,
     /// The endpoint's status, when it was asked and answered.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -343,7 +356,34 @@ struct Cached {
     renew_at: Instant,
 }
 
-type Slot = Arc<tokio::sync::Mutex<Option<Cached>>>;
+/// The last failure of a slot's request, answered until `until`.
+struct Failed {
+    error: TokenError,
+    status: Option<u16>,
+    until: Instant,
+}
+
+#[derive(Default)]
+struct SlotState {
+    cached: Option<Cached>,
+    failed: Option<Failed>,
+}
+
+impl SlotState {
+    /// The recent failure, as this call's answer.
+    fn recent_failure(
+        &self,
+        request: &TokenRequest<'_>,
+    ) -> Option<(Result<Secret, TokenError>, TokenEvent)> {
+        let failed = self.failed.as_ref().filter(|f| Instant::now() < f.until)?;
+        let mut event = request.event("failed_recently", 0);
+        event.status = failed.status;
+        event.error = Some(failed.error.to_string());
+        Some((Err(failed.error.clone()), event))
+    }
+}
+
+type Slot = Arc<tokio::sync::Mutex<SlotState>>;
 
 /// The host's tokens: one cache slot per (brand, connection, source and
 /// scopes); a slot's lock is held while its token is fetched, so calls that
@@ -398,7 +438,9 @@ impl TokenRequest<'_> {
 
 impl Tokens {
     /// `timeout` bounds each request to a token endpoint or the broker.
-    pub fn new(broker: Option<BrokerConfig>, timeout: Duration) -> Tokens {
+    /// Fails only if the HTTP client cannot be built; never falls back to
+    /// one that follows redirects (which would resend the grant's secrets).
+    pub fn new(broker: Option<BrokerConfig>, timeout: Duration) -> Result<Tokens, String> {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
@@ -406,13 +448,13 @@ impl Tokens {
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(5)))
             .build()
-            .unwrap_or_default();
-        Tokens {
+            .map_err(|e| format!("the token endpoints' HTTP client cannot be built: {e}"))?;
+        Ok(Tokens {
             client,
             broker,
             slots: Default::default(),
             requests: Default::default(),
-        }
+        })
     }
 
     /// Whether a broker is configured (a broker connection resolves only then).
@@ -436,13 +478,16 @@ impl Tokens {
         request: &TokenRequest<'_>,
     ) -> (Result<Secret, TokenError>, TokenEvent) {
         let slot = self.slot(request.key());
-        let mut cached = slot.lock().await;
-        if let Some(c) = cached.as_ref()
+        let mut state = slot.lock().await;
+        if let Some(c) = state.cached.as_ref()
             && Instant::now() < c.renew_at
         {
             return (Ok(c.token.clone()), request.event("cached", 0));
         }
-        self.fetch_into(request, &mut cached, "obtained").await
+        if let Some(failure) = state.recent_failure(request) {
+            return failure;
+        }
+        self.fetch_into(request, &mut state, "obtained").await
     }
 
     /// A new token after an upstream refused `stale` (401): fetched once,
@@ -453,38 +498,53 @@ impl Tokens {
         stale: &Secret,
     ) -> (Result<Secret, TokenError>, TokenEvent) {
         let slot = self.slot(request.key());
-        let mut cached = slot.lock().await;
-        if let Some(c) = cached.as_ref()
+        let mut state = slot.lock().await;
+        if let Some(c) = state.cached.as_ref()
             && c.token != *stale
             && Instant::now() < c.renew_at
         {
             return (Ok(c.token.clone()), request.event("cached", 0));
         }
-        self.fetch_into(request, &mut cached, "renewed").await
+        if let Some(failure) = state.recent_failure(request) {
+            return failure;
+        }
+        self.fetch_into(request, &mut state, "renewed").await
     }
 
     async fn fetch_into(
         &self,
         request: &TokenRequest<'_>,
-        cached: &mut Option<Cached>,
+        state: &mut SlotState,
         outcome: &'static str,
     ) -> (Result<Secret, TokenError>, TokenEvent) {
         let started = Instant::now();
-        let (fetched, status) = self.fetch(request).await;
+        let (fetched, status) = self.fetch(request, outcome == "renewed").await;
         let mut event = request.event(outcome, started.elapsed().as_micros() as u64);
         event.status = status;
         match fetched {
             Ok((token, lifetime)) => {
+                let lifetime = lifetime.min(MAX_LIFETIME);
                 let lead = RENEW_BEFORE.min(lifetime / 2);
-                *cached = Some(Cached {
+                let now = Instant::now();
+                state.cached = Some(Cached {
                     token: token.clone(),
-                    renew_at: Instant::now() + lifetime.saturating_sub(lead),
+                    renew_at: now
+                        .checked_add(lifetime.saturating_sub(lead))
+                        .unwrap_or(now),
                 });
+                state.failed = None;
                 (Ok(token), event)
             }
             Err(e) => {
-                // A token that failed to renew is not used again.
-                *cached = None;
+                // A token that failed to renew is not used again, and the
+                // failure answers the calls behind this one for a moment.
+                state.cached = None;
+                let now = Instant::now();
+                state.failed = Some(Failed {
+                    error: e.clone(),
+                    status,
+                    until: now.checked_add(FAILURE_HOLD).unwrap_or(now),
+                });
                 event.outcome = "failed";
                 event.error = Some(e.to_string());
                 tracing::warn!(
@@ -500,10 +560,12 @@ impl Tokens {
     }
 
     /// One request to the source's endpoint: the token and its lifetime,
-    /// and the status the endpoint answered with.
+    /// and the status the endpoint answered with. `renewing`: an upstream
+    /// refused the last token, so a broker is asked to refresh it.
     async fn fetch(
         &self,
         request: &TokenRequest<'_>,
+        renewing: bool,
     ) -> (Result<(Secret, Duration), TokenError>, Option<u16>) {
         let scopes = if request.scopes.is_empty() {
             request.source.scopes()
@@ -516,6 +578,11 @@ impl Tokens {
             .filter(|s| request.source.scopes().is_empty() || request.source.scopes().contains(*s))
             .map(String::as_str)
             .collect();
+        // Narrowed to nothing, the request would omit `scope` and get the
+        // grant's whole scope: refused instead, with nothing asked.
+        if scope.is_empty() && !request.scopes.is_empty() {
+            return (Err(TokenError::NoScope), None);
+        }
         let builder = match request.source {
             TokenSource::Oauth(g) => {
                 let mut form = vec![
@@ -574,6 +641,12 @@ impl Tokens {
                 }
                 url.query_pairs_mut()
                     .append_pair("provider_config_key", &b.provider_config_key);
+                // Nango refreshes a token it still thinks valid only when
+                // told to (`force_refresh`, its connection API reference;
+                // UNVERIFIED against a live Nango).
+                if renewing {
+                    url.query_pairs_mut().append_pair("force_refresh", "true");
+                }
                 self.client.get(url).bearer_auth(broker.secret.expose())
             }
         };
@@ -662,7 +735,7 @@ fn oauth_token(body: &[u8]) -> Result<(Secret, Duration), TokenError> {
         Some(serde_json::Value::String(s)) => s.parse().ok(),
         _ => None,
     }
-    .map(Duration::from_secs)
+    .map(|secs| Duration::from_secs(secs.min(MAX_LIFETIME.as_secs())))
     .unwrap_or(DEFAULT_LIFETIME);
     Ok((usable(&token)?, lifetime))
 }
@@ -680,7 +753,7 @@ fn broker_token(body: &[u8]) -> Result<(Secret, Duration), TokenError> {
         .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
         .map(|at| {
             let left = at.timestamp() - chrono::Utc::now().timestamp();
-            Duration::from_secs(left.max(0) as u64)
+            Duration::from_secs((left.max(0) as u64).min(MAX_LIFETIME.as_secs()))
         })
         .unwrap_or(DEFAULT_LIFETIME);
     Ok((usable(token)?, lifetime))
@@ -715,6 +788,25 @@ mod tests {
             !shown.contains("1//refresh") && !shown.contains("shh"),
             "{shown}"
         );
+    }
+
+    /// A session needing scopes the stored grant lacks is refused before
+    /// anything is asked: a request without `scope` would get them all.
+    #[tokio::test]
+    async fn scopes_narrowed_to_nothing_ask_for_nothing() {
+        let tokens = Tokens::new(None, Duration::from_secs(1)).unwrap();
+        let source = refresh("https://oauth2.googleapis.com/token");
+        let needed: BTreeSet<String> = ["b".to_string()].into();
+        let request = TokenRequest {
+            brand: "acme",
+            connector: "searchconsole",
+            source: &source,
+            scopes: &needed,
+        };
+        let (token, event) = tokens.token(&request).await;
+        assert_eq!(token, Err(TokenError::NoScope));
+        assert_eq!(event.outcome, "failed");
+        assert_eq!(tokens.requests_made(), 0, "nothing was asked");
     }
 
     #[test]

@@ -726,15 +726,28 @@ fn token_source(
     let invalid = |field: String, message: String| {
         ApiError::invalid_field("invalid_connection", field, message)
     };
-    // serde names a missing or mistyped field in its message.
+    // serde names a missing or unknown field in its message; a wrong type
+    // or value is told without repeating what was sent (it may be a
+    // secret in the wrong field).
     let read = |e: serde_json::Error| {
         let text = e.to_string();
+        let named = text.starts_with("missing field") || text.starts_with("unknown field");
         let field = text
             .split('`')
             .nth(1)
-            .filter(|_| text.starts_with("missing field") || text.starts_with("unknown field"))
+            .filter(|_| named)
             .map_or_else(|| kind.to_string(), |f| format!("{kind}.{f}"));
-        invalid(field, format!("`{kind}`: {text}"))
+        let message = if named {
+            format!("`{kind}`: {text}")
+        } else {
+            let expected = text
+                .split(", expected ")
+                .nth(1)
+                .map(|e| format!(" (expected {e})"))
+                .unwrap_or_default();
+            format!("`{kind}`: a field has the wrong type or value{expected}")
+        };
+        invalid(field, message)
     };
     let source = match kind {
         "oauth" => TokenSource::Oauth(serde_json::from_value::<RefreshGrant>(body).map_err(read)?),
@@ -793,6 +806,15 @@ async fn put_connection(
         (Some(secret), 0) => {
             if secret.is_empty() || secret.len() > 16 * 1024 {
                 return Err(ApiError::bad_request("`secret` must be 1 to 16384 bytes"));
+            }
+            // Stored as given, it would read back as a token source that
+            // was never checked.
+            if crate::credentials::TokenSource::from_sealed(&secret).is_some() {
+                return Err(ApiError::invalid_field(
+                    "invalid_connection",
+                    "secret",
+                    "a `secret` cannot be written as a stored token source: give the source as `oauth`, `client_credentials` or `broker`",
+                ));
             }
             match (google, scopes) {
                 (true, Some(scopes)) => {

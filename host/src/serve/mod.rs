@@ -482,10 +482,13 @@ impl ServeHost {
             }),
             None => None,
         };
-        let tokens = Arc::new(crate::credentials::Tokens::new(
-            broker,
-            std::time::Duration::from_secs(config.token_timeout_secs),
-        ));
+        let tokens = Arc::new(
+            crate::credentials::Tokens::new(
+                broker,
+                std::time::Duration::from_secs(config.token_timeout_secs),
+            )
+            .map_err(|e| StartError::Config(ConfigFileError::Invalid(e)))?,
+        );
         let resolver_config = Arc::new(ResolverConfig {
             deployment_owner_brand: config.deployment_owner_brand.clone(),
             host_env,

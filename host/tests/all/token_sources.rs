@@ -442,7 +442,88 @@ async fn a_broker_connection_is_served_only_where_the_broker_secret_is_set() {
     let again = with.call(&session, "figma", "figma_whoami").await;
     assert!(ok(&again));
     assert_eq!(with.fake.token_calls().len(), 1);
+    assert!(!calls[0].fields.contains_key("force_refresh"));
+    // Refused upstream: the broker is told to refresh, not asked for the
+    // token it believes is still valid.
+    with.fake.revoke_all();
+    let renewed = with.call(&session, "figma", "figma_whoami").await;
+    assert!(ok(&renewed), "{renewed}");
+    let calls = with.fake.token_calls();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls[1].fields["force_refresh"], "true", "{calls:?}");
     with.assert_no_secret(&with.trace(&session));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_that_fails_fails_the_call_with_the_bounded_reason_and_is_not_retried_by_every_call()
+ {
+    let f = serve("renewal-fails", false).await;
+    f.google_oauth("acme", &[WEBMASTERS]);
+    let session = f.open("acme", "person-chat", None);
+    let first = f
+        .call(&session, "searchconsole", "searchconsole_properties")
+        .await;
+    assert!(ok(&first), "{first}");
+
+    // The upstream refuses the token and the grant is revoked meanwhile.
+    f.fake.revoke_all();
+    f.fake.set_mode(TokenMode::InvalidGrant);
+    let refused = f
+        .call(&session, "searchconsole", "searchconsole_properties")
+        .await;
+    assert!(!ok(&refused), "{refused}");
+    assert!(
+        refused
+            .to_string()
+            .contains("credential could not be refreshed"),
+        "the bounded reason, not the upstream's 401: {refused}"
+    );
+    let api = f.fake.api_calls();
+    assert_eq!(
+        api.len(),
+        2,
+        "the refused request is not sent again: {api:?}"
+    );
+    assert_eq!(f.fake.token_calls().len(), 2);
+
+    // The next call, at once, gets the same failure without asking again.
+    let again = f
+        .call(&session, "searchconsole", "searchconsole_properties")
+        .await;
+    assert!(!ok(&again), "{again}");
+    assert!(
+        again
+            .to_string()
+            .contains("credential could not be refreshed")
+    );
+    assert_eq!(f.fake.token_calls().len(), 2, "not asked again at once");
+    assert_eq!(f.fake.api_calls().len(), 2, "nothing sent upstream");
+    let outcomes: Vec<String> = f
+        .credential_events(&session)
+        .iter()
+        .map(|e| e["outcome"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(outcomes, ["obtained", "failed", "failed_recently"]);
+    f.assert_no_secret(&f.trace(&session));
+    f.assert_no_secret(&format!("{refused}{again}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lifetime_too_long_to_count_is_capped_not_a_crash() {
+    let f = serve("long-lifetime", false).await;
+    f.google_oauth("acme", &[WEBMASTERS]);
+    f.fake.set_mode(TokenMode::Issue {
+        expires_in: Some(u64::MAX),
+        delay: Duration::ZERO,
+    });
+    let session = f.open("acme", "person-chat", None);
+    for _ in 0..2 {
+        let out = f
+            .call(&session, "searchconsole", "searchconsole_properties")
+            .await;
+        assert!(ok(&out), "{out}");
+    }
+    assert_eq!(f.fake.token_calls().len(), 1, "cached, for at most a day");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -501,6 +582,19 @@ async fn the_admin_api_validates_token_sources_when_saved_and_returns_none_of_th
         (
             "google",
             json!({"secret": "t", "oauth": oauth.clone()}),
+            "secret",
+        ),
+        // A secret in a field of another type is not repeated in the answer.
+        (
+            "google",
+            json!({"oauth": {"refresh_token": REFRESH_TOKEN, "client_id": "c", "client_secret": "s",
+            "token_url": f.fake.token_url(), "scopes": CLIENT_SECRET}}),
+            "oauth",
+        ),
+        // A secret cannot pose as a stored token source, skipping its checks.
+        (
+            "github",
+            json!({"secret": format!("scout-token-source:v1:{{\"broker\":{{}}}}{CLIENT_SECRET}")}),
             "secret",
         ),
     ] {

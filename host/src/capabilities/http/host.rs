@@ -133,8 +133,11 @@ impl HostClient for View<'_, HttpCtx> {
         let renewed = renewal.renewed().await;
         self.ctx.credential_events.push(renewed.event);
         let Some(fresh) = renewed.http else {
-            // Not renewed: the guest sees the upstream's 401.
-            return Ok(result);
+            // Not renewed: the call fails with the bounded reason, as when
+            // the first token could not be had (the trace has the event).
+            return Ok(Err(HttpError::Denied(
+                super::CREDENTIAL_NOT_REFRESHED.to_string(),
+            )));
         };
         match &destination {
             None => self.ctx.http = Some(fresh.clone()),

@@ -82,6 +82,10 @@ pub trait Renewal: Send + Sync {
     async fn renewed(&self) -> Renewed;
 }
 
+/// What a guest is told when the credential the host obtained could not
+/// be obtained or renewed (the one wording, [`crate::credentials::TokenError::REASON`]).
+pub const CREDENTIAL_NOT_REFRESHED: &str = "credential could not be refreshed";
+
 /// What [`Renewal::renewed`] gives.
 pub struct Renewed {
     pub http: Option<Arc<HttpCapability>>,
