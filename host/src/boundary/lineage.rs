@@ -4,8 +4,10 @@
 //! the connector, the effect class, the rule that refused it, and what the
 //! tool would reach: each route its tool declares that changes something
 //! (with its destination), or all its routes for a read, or the tool's
-//! name where it declares none; an unknown name counts as "an unknown tool
-//! of this connector". So other argument spellings of the same call, and
+//! name where it declares none. Every name a session is not offered of a
+//! connector (unknown, removed or held: the agent is told only "not
+//! offered") counts as one consequence, so a count reveals nothing of which
+//! tools exist. So other argument spellings of the same call, and
 //! another tool reaching the same route, are the same consequence; another
 //! rule, connector or effect is not.
 //!
@@ -98,10 +100,22 @@ pub(super) fn record(
     if !counts(rule) || targets.is_empty() {
         return None;
     }
-    let keys: Vec<String> = targets
-        .iter()
-        .map(|t| format!("{} {t}", rule.name()))
-        .collect();
+    let keys: Vec<String> = if rule.is_not_offered() {
+        // The agent is told only "not offered": every name it is not given
+        // of a connector, unknown, removed or held alike, is one
+        // consequence, so the count tells it nothing of which tools exist.
+        // (A target starts with its connector's name, which has no space.)
+        let connector = targets[0].split(' ').next().unwrap_or_default();
+        vec![format!(
+            "{} {connector} a tool not offered",
+            Rule::NotOffered.name()
+        )]
+    } else {
+        targets
+            .iter()
+            .map(|t| format!("{} {t}", rule.name()))
+            .collect()
+    };
     let (repeat, consequence) = session.count_refusal(&keys);
     let paused = pause_after > 0 && repeat >= pause_after;
     if paused {

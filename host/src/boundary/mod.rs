@@ -698,21 +698,8 @@ impl Boundary {
             None,
             json!({ "args_digest": digest }),
         );
-        // Paused by repeated refusals: nothing runs until a person resumes it.
-        if session.is_paused() {
-            return Err(trace.deny(Rule::Paused).await);
-        }
-        // An expired delegation: nothing more runs under it, reads included,
-        // and what was approved under it is revoked for good.
-        if let Some(expiry) = session.delegation().and_then(|g| g.expires_at_ms())
-            && crate::store::now_ms() >= expiry
-        {
-            if session.end_delegation()
-                && let Err(e) = self.store.revoke_session_approvals(&session.id)
-            {
-                tracing::error!(session = %session.id, error = %e, "cannot revoke an expired delegation's approvals");
-            }
-            return Err(trace.deny(Rule::DelegationExpired).await);
+        if let Err(rule) = self.standing(session) {
+            return Err(trace.deny(rule).await);
         }
 
         let gate = match self.check(session, connector, &trace.name) {
@@ -789,8 +776,12 @@ impl Boundary {
                 })
                 .await?;
             pass = Pass::Person { approval, mutation };
-            // The world may have changed while a person was deciding (for a
-            // mutation: its switch turned off).
+            // The world may have changed while a person was deciding: the
+            // session paused or its delegation expired, or (for a mutation)
+            // its switch turned off.
+            if let Err(rule) = self.standing(session) {
+                return Err(trace.deny(rule).await);
+            }
             match self.check(session, connector, &trace.name) {
                 Err(rule) => return Err(trace.deny(rule).await),
                 Ok(now) if mutation && now.refusal().is_some() => {
@@ -800,11 +791,13 @@ impl Boundary {
                 Ok(_) => {}
             }
         }
-        // A write or a billed call takes one of the delegation's effects.
-        let consequential = matches!(gate, Gate::Spend { .. } | Gate::Allowance { .. })
-            || component
-                .tool(tool)
-                .is_none_or(|t| t.effect != crate::Effect::Read);
+        // A write or a billed call takes one of the delegation's effects; a
+        // GraphQL query the host read as one does not.
+        let consequential = pass != Pass::GraphqlQuery
+            && (matches!(gate, Gate::Spend { .. } | Gate::Allowance { .. })
+                || component
+                    .tool(tool)
+                    .is_none_or(|t| t.effect != crate::Effect::Read));
         if consequential
             && let Some(grant) = session.delegation()
             && !session.take_effect(grant.max_effects)
@@ -843,6 +836,28 @@ impl Boundary {
             gone,
             asked,
         })
+    }
+
+    /// Whether `session` may call anything now: not paused by repeated
+    /// refusals (nothing runs until a person resumes it), and its delegation
+    /// not expired (nothing more runs under it, reads included, and what was
+    /// approved under it is revoked for good). Checked when a call arrives
+    /// and again after every wait for a person.
+    pub(super) fn standing(&self, session: &Session) -> Result<(), Rule> {
+        if session.is_paused() {
+            return Err(Rule::Paused);
+        }
+        if let Some(expiry) = session.delegation().and_then(|g| g.expires_at_ms())
+            && crate::store::now_ms() >= expiry
+        {
+            if session.end_delegation()
+                && let Err(e) = self.store.revoke_session_approvals(&session.id)
+            {
+                tracing::error!(session = %session.id, error = %e, "cannot revoke an expired delegation's approvals");
+            }
+            return Err(Rule::DelegationExpired);
+        }
+        Ok(())
     }
 
     /// Runs an authorized call with the handles granted to it and records

@@ -188,9 +188,13 @@ impl Boundary {
                 targets: &[],
             })
             .await;
-        // The world may have changed while a person was deciding.
+        // The world may have changed while a person was deciding: the
+        // session paused, its delegation expired, the tool withdrawn.
         let waited = waited.and_then(|id| {
-            match self.check(trace.session, run.component.name(), &trace.name) {
+            match self
+                .standing(trace.session)
+                .and_then(|()| self.check(trace.session, run.component.name(), &trace.name))
+            {
                 Ok(_) => Ok(id),
                 Err(rule) => Err(Denied::by(rule)),
             }
@@ -366,6 +370,105 @@ mod tests {
             1,
             "and reached the upstream once approved"
         );
+    }
+
+    /// A session paused while one of its calls waits for a person: the
+    /// person's approval, given after the pause, runs nothing. Both waits:
+    /// before a billed call with no threshold (`None`), and for a
+    /// reservation above one (`Some`).
+    async fn paused_while_a_person_decides(threshold: Option<u64>) {
+        use crate::capabilities::http::{
+            CredentialScheme, HttpCapability, HttpConfig, SecretSource,
+        };
+        use crate::capabilities::meter::{Allowance, DayLedger};
+        use crate::policy::{BrandFacts, Catalog, Role, SessionInput, Switches};
+        use crate::runtime::{Runtime, RuntimeConfig};
+        use crate::session::Session;
+        use crate::store::{SqliteStore, Store};
+        use std::sync::Arc;
+        use std::time::Duration;
+
+        let runtime = Runtime::new(RuntimeConfig::default()).unwrap();
+        let component = runtime
+            .load_file(std::path::Path::new(scout_tests::components::CAPABILITIES))
+            .unwrap();
+        let spec = Catalog::seed()
+            .admit(&component.info().manifest)
+            .expect("the test guest is admitted");
+        let catalog = Catalog::seed().with_spec(spec);
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path().join("t.db")).unwrap());
+        let boundary = Boundary::new(store.clone(), catalog, Switches::default())
+            .asking_above(threshold.map(|t| ("capabilities".to_string(), t)));
+        let session = Session::new(
+            "s-paused",
+            "acme",
+            SessionInput::new(Role::PersonChat)
+                .brand(BrandFacts::with_connectors(["capabilities"]))
+                .approval_channel(true),
+        );
+        let upstream = scout_tests::upstream::Upstream::start().await;
+        let meter = DayLedger::new("credits")
+            .start_run(Allowance {
+                per_run: 100,
+                per_day: 100,
+            })
+            .unwrap();
+        let caps = Capabilities {
+            http: Some(
+                HttpCapability::new(
+                    HttpConfig::new(upstream.origin())
+                        .credential(
+                            CredentialScheme::Bearer,
+                            SecretSource::Value("s3cret-token-0123".into()),
+                        )
+                        .allow_private_network(true),
+                )
+                .unwrap(),
+            ),
+            meter: Some(meter.clone()),
+            ..Capabilities::default()
+        };
+        let args = serde_json::json!({"estimate": 10, "actual": 10, "path": "/p"});
+        let call = boundary.call(
+            &session,
+            &component,
+            super::super::CallRequest::new("capabilities_spend", &args),
+            &caps,
+        );
+        let person = async {
+            let approval = loop {
+                if let Some(a) = store.pending("s-paused").unwrap().into_iter().next() {
+                    break a;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            };
+            // Another call's refusals pause the session meanwhile.
+            session.pause();
+            store.decide(approval.id, true, "a person").unwrap();
+        };
+        let (ran, ()) = tokio::join!(call, person);
+        match (threshold, ran) {
+            (None, Err(denied)) => assert_eq!(denied.rule, Rule::Paused),
+            (Some(_), Ok(super::super::Executed::Ran(outcome))) => {
+                let crate::runtime::ToolOutput::Err(error) = &outcome.output else {
+                    panic!("the reservation is refused: {:?}", outcome.output);
+                };
+                assert!(
+                    error.to_string().contains("nothing was reserved"),
+                    "{error}"
+                );
+            }
+            (_, other) => panic!("refused as paused after the approval: {other:?}"),
+        }
+        assert!(upstream.seen().is_empty(), "nothing reached the upstream");
+        assert_eq!(meter.spent(), 0, "nothing was charged");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_approval_given_after_the_session_paused_runs_nothing() {
+        paused_while_a_person_decides(None).await;
+        paused_while_a_person_decides(Some(5)).await;
     }
 
     /// Runs the test guest's `tool` with `args` under a threshold of 5

@@ -2410,6 +2410,29 @@ fn last_lineage(events: &[Value], tool: &str) -> Value {
         .unwrap_or(Value::Null)
 }
 
+/// The agent is told only "not offered" of a name it was not given, so
+/// its refusals count as one consequence whether the name is unknown or a
+/// tool the session lacks: the count reveals nothing of which tools exist.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_not_offered_count_alike_whether_or_not_the_tool_exists() {
+    // Review required and none given: every GitHub tool is held.
+    let s = serve("lineage-oracle", "require_review = true", &[]).await;
+    let view = s.session("person-chat").await;
+    let id = view["id"].as_str().unwrap().to_string();
+    let mcp = s.mcp(&view).connect().await;
+    let args = json!({"owner": "octo", "repo": "hello"});
+    mcp.call("github_no_such_tool", args.clone()).await;
+    // A real tool this session is not given (held for review).
+    mcp.call("github_list_branches", args).await;
+    let events = s.trace(&id).await;
+    let unknown = last_lineage(&events, "github_no_such_tool");
+    let lacking = last_lineage(&events, "github_list_branches");
+    assert_eq!(unknown["repeat"], 1, "{events:?}");
+    assert_eq!(lacking["repeat"], 2, "one consequence: {lacking}");
+    assert_eq!(unknown["consequence"], lacking["consequence"]);
+    assert!(s.github.requests().is_empty(), "nothing reached GitHub");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_consequence_asked_again_is_constrained_then_pauses_the_session() {
     let s = serve("lineage", "require_review = false", &[]).await;
