@@ -293,6 +293,11 @@ impl Metrics {
                 prometheus_client::registry::Unit::Seconds,
                 writer.commit_seconds,
             );
+            registry.register(
+                "scout_lease_rejoins",
+                "Times this host rejoined the fleet under a new identity after another host recovered it (PostgreSQL)",
+                writer.rejoins,
+            );
         }
         let charged = Family::<Charged, Counter>::default();
         registry.register(

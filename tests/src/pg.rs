@@ -79,6 +79,8 @@ impl PgDatabase {
 
     /// Runs `sql` with `psql -X -A -t -v ON_ERROR_STOP=1` on this database and
     /// returns its output, trimmed; panics with psql's stderr if it fails.
+    /// (On the process's shared cluster: for an [`OwnServer`]'s database,
+    /// use [`OwnServer::psql`].)
     pub fn psql(&self, sql: &str) -> String {
         cluster()
             .as_ref()
@@ -184,6 +186,72 @@ impl TlsServer {
     pub fn psql(&self, db: &str, sql: &str) -> String {
         self.cluster.psql(db, sql).unwrap_or_else(|e| panic!("{e}"))
     }
+}
+
+/// A cluster of one test's own, on a unix socket in its own temp dir,
+/// which the test may stop and start again (a database outage or a
+/// failover) without touching any other test's databases. Removed with
+/// the others once this process exits.
+pub struct OwnServer {
+    cluster: Cluster,
+    pg_ctl: PathBuf,
+    options: String,
+}
+
+impl OwnServer {
+    /// A fresh, empty database on it.
+    pub fn database(&self, name: &str) -> PgDatabase {
+        self.cluster.create(name).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Runs `sql` on database `db`, as [`PgDatabase::psql`] does.
+    pub fn psql(&self, db: &str, sql: &str) -> String {
+        self.cluster.psql(db, sql).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Stops the server at once (`pg_ctl stop -m immediate`): every
+    /// connection is cut, as when a database host fails.
+    pub fn stop(&self) {
+        let mut command = self.cluster.command(&self.pg_ctl);
+        command
+            .arg("-D")
+            .arg(self.cluster.dir().join("data"))
+            .args(["-m", "immediate", "-w", "stop"]);
+        run(&mut command).unwrap_or_else(|e| panic!("pg_ctl stop: {e}"));
+    }
+
+    /// Starts it again, and waits until it takes connections.
+    pub fn start(&self) {
+        self.cluster
+            .start(&self.pg_ctl, &self.options)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+/// A new [`OwnServer`], started; `None`, with one line on stderr, when
+/// PostgreSQL's server binaries are absent and `CI` is not `true`.
+pub fn own_server() -> Option<OwnServer> {
+    let why = "no PostgreSQL server binaries: found no initdb (neither in `pg_config --bindir` nor on PATH); install them (`apt-get install postgresql`)";
+    if binary("initdb").is_none() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("CI=true, but a PostgreSQL server cannot be started: {why}");
+        }
+        eprintln!("scout-tests: skipped a PostgreSQL outage test: {why}");
+        return None;
+    }
+    let (cluster, pg_ctl) = init_local(PORT).unwrap_or_else(|e| panic!("{e}"));
+    let options = format!(
+        "-c listen_addresses='' -k {} -c port={PORT} -c fsync=off -c max_connections=50",
+        cluster.dir().display()
+    );
+    cluster
+        .start(&pg_ctl, &options)
+        .unwrap_or_else(|e| panic!("{e}"));
+    Some(OwnServer {
+        cluster,
+        pg_ctl,
+        options,
+    })
 }
 
 /// Like [`database`], but `None`, with one line on stderr, when PostgreSQL

@@ -212,6 +212,21 @@ impl Boundary {
                 // Only for a decision made by another process on the same file.
                 () = tokio::time::sleep(STORE_RECHECK) => {}
                 () = tokio::time::sleep_until(deadline) => {}
+                () = self.shutdown.cancelled() => {
+                    // Nobody may approve it once this host is gone: revoked
+                    // with its own rule, and the call ends without running.
+                    if let Some(id) = withdraw.approval.take() {
+                        match self.store.revoke_approval(id, Rule::HostShutdown.name().as_ref()) {
+                            Ok(_) => {}
+                            Err(e) => tracing::error!(error = %e, approval = id.0, "cannot revoke an approval at shutdown"),
+                        }
+                        watched = Some(id);
+                    }
+                    if let Some(id) = watched {
+                        self.trace_decision(session, call_id, name, id, started, Some(Rule::HostShutdown.name().as_ref()), spans, spend);
+                    }
+                    return Err(self.refuse(session, call_id, name, Rule::HostShutdown, spans, during_call, targets));
+                }
                 () = gone.cancelled() => {
                     // `withdraw` revokes this call's own approval and
                     // records why as it drops; a call that joined

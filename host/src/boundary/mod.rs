@@ -283,6 +283,9 @@ pub struct Boundary {
     /// Person chat's per-call spend threshold by billing connector, in its
     /// meter's unit (see [`Boundary::asking_above`]).
     spend_thresholds: std::collections::BTreeMap<String, u64>,
+    /// Cancelled once the host begins to shut down: nothing more starts,
+    /// and every wait for a person ends (`host_shutdown`).
+    shutdown: CancellationToken,
 }
 
 impl Boundary {
@@ -305,7 +308,21 @@ impl Boundary {
             metrics: None,
             telemetry: None,
             spend_thresholds: Default::default(),
+            shutdown: CancellationToken::new(),
         }
+    }
+
+    /// The host is shutting down: every call that arrives from now on is
+    /// refused (`host_shutdown`), and every call waiting for a person ends
+    /// without running, its approval revoked by `host_shutdown`. Calls
+    /// already running finish.
+    pub fn shut_down(&self) {
+        self.shutdown.cancel();
+    }
+
+    /// Whether [`Boundary::shut_down`] was called.
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutdown.is_cancelled()
     }
 
     /// Person chat's per-call spend thresholds, by billing connector, each
@@ -838,12 +855,26 @@ impl Boundary {
         })
     }
 
-    /// Whether `session` may call anything now: not paused by repeated
+    /// Whether `session` may call anything now: this host not shutting
+    /// down and holding its lease, the session not paused by repeated
     /// refusals (nothing runs until a person resumes it), and its delegation
     /// not expired (nothing more runs under it, reads included, and what was
     /// approved under it is revoked for good). Checked when a call arrives
     /// and again after every wait for a person.
     pub(super) fn standing(&self, session: &Session) -> Result<(), Rule> {
+        if self.shutdown.is_cancelled() {
+            return Err(Rule::HostShutdown);
+        }
+        // In memory, against the lease's deadline on this host's clock: a
+        // host another may be recovering starts nothing, a read included.
+        if !self.store.lease_held() {
+            return Err(Rule::LeaseNotHeld);
+        }
+        // Opened before this host was recovered and rejoined: the fleet
+        // closed it then.
+        if session.generation() != self.store.lease_generation() {
+            return Err(Rule::Revoked);
+        }
         if session.is_paused() {
             return Err(Rule::Paused);
         }
@@ -858,6 +889,47 @@ impl Boundary {
             return Err(Rule::DelegationExpired);
         }
         Ok(())
+    }
+
+    /// Whether one of the host's own tools (`mcp__scout__*`) may run for
+    /// `session` now: the same standing as every call (not shutting down,
+    /// lease held, not paused, delegation live) and access not revoked. A
+    /// refusal is traced (requested, then the denial with its lineage) and
+    /// counted like any other.
+    pub fn admit_host_tool(
+        &self,
+        session: &Session,
+        call_id: &str,
+        name: &str,
+        args: &Value,
+    ) -> Result<(), Denied> {
+        let rule = match self.standing(session) {
+            Err(rule) => rule,
+            Ok(()) if session.is_revoked() => Rule::Revoked,
+            Ok(()) => return Ok(()),
+        };
+        let tool = name.rsplit("__").next().unwrap_or(name);
+        let targets = vec![format!("scout host-tool {tool}")];
+        let (state, rule_name, mut detail) = trace::denial_event(rule);
+        let lineage = lineage::record(session, &targets, rule, self.pause_after);
+        if let Some(lineage) = &lineage {
+            detail["lineage"] = json!(lineage);
+        }
+        let events = [
+            trace::trace_event(
+                session,
+                call_id,
+                name,
+                TraceState::Requested,
+                None,
+                json!({ "args_digest": args_digest(args) }),
+            ),
+            trace::trace_event(session, call_id, name, state, Some(rule_name), detail),
+        ];
+        if let Err(e) = self.store.record_all(&events) {
+            tracing::error!(error = %e, call = %call_id, "cannot record a host tool's refusal");
+        }
+        Err(Denied { rule, lineage })
     }
 
     /// Runs an authorized call with the handles granted to it and records

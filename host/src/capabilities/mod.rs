@@ -48,7 +48,19 @@ pub struct Capabilities {
     pub refused: std::collections::BTreeMap<Option<String>, String>,
     /// What obtaining the credentials did, for the call's trace.
     pub credential_events: Vec<serde_json::Value>,
+    /// Asked before every request is sent: `false` refuses it (this host
+    /// no longer holds its lease for the call's session). `None`: always sent.
+    pub fence: Option<Fence>,
 }
+
+/// Whether this host may still start an effect for a call, asked at the
+/// moment of the effect (see [`Capabilities::fence`]).
+pub type Fence = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// What a guest is told of a request its host refused to send because it
+/// no longer holds its lease.
+pub const LEASE_NOT_HELD: &str =
+    "not sent: this host no longer holds its lease on the shared store, so it starts nothing";
 
 impl Capabilities {
     /// Only an HTTP client.

@@ -41,6 +41,8 @@ pub(crate) struct HttpCtx {
     pub(crate) credential_events: Vec<serde_json::Value>,
     /// Handles renewed after a 401 in this call (once each).
     pub(crate) renewed: std::collections::BTreeSet<Option<String>>,
+    /// Asked before each request is sent (see [`Capabilities::fence`]).
+    pub(crate) fence: Option<super::Fence>,
 }
 
 /// What the `meter` interface of one call holds: the run's meter, if any;
@@ -180,6 +182,7 @@ impl CallState {
                 refused: caps.refused.clone(),
                 credential_events: caps.credential_events.clone(),
                 renewed: Default::default(),
+                fence: caps.fence.clone(),
             },
             meter: MeterCtx {
                 meter: caps.meter.clone(),

@@ -111,6 +111,13 @@ pub enum Rule {
     DelegationExpired,
     /// The run used every write and billed call its delegation allows.
     DelegationExhausted,
+    /// The host is shutting down: it starts nothing more, and a call that
+    /// waited for a person ends without running.
+    HostShutdown,
+    /// This host does not hold its lease on the shared store at this
+    /// moment, so another host may be recovering its calls: it starts no
+    /// effect of any kind.
+    LeaseNotHeld,
 }
 
 impl Rule {
@@ -137,6 +144,8 @@ impl Rule {
             Rule::Paused => "session_paused",
             Rule::DelegationExpired => "delegation_expired",
             Rule::DelegationExhausted => "delegation_exhausted",
+            Rule::HostShutdown => "host_shutdown",
+            Rule::LeaseNotHeld => "lease_not_held",
         })
     }
 
@@ -208,6 +217,12 @@ impl Rule {
             Rule::DelegationExhausted => {
                 "delegation used up: this run made every write and billed call its grant allows; reads still run"
             }
+            Rule::HostShutdown => {
+                "host shutting down: this host is stopping, so the call did not run; call again, and another host (or this one once restarted) serves it"
+            }
+            Rule::LeaseNotHeld => {
+                "host unavailable: this host cannot confirm it still serves this session, so the call did not run; call again shortly"
+            }
             // `told` leaves only the rules above and this one.
             _ => "not offered: this session has no tool by that name",
         }
@@ -252,6 +267,8 @@ mod tests {
         Rule::Paused,
         Rule::DelegationExpired,
         Rule::DelegationExhausted,
+        Rule::HostShutdown,
+        Rule::LeaseNotHeld,
     ];
 
     #[test]

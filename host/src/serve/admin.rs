@@ -192,11 +192,8 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
             host.clone(),
             require_identity,
         ));
-    let mcp = Router::new()
-        .route("/mcp/{session}/{connector}", any(mcp_endpoint))
-        // For load balancers: no credential, nothing but whether to send traffic.
-        .route("/v1/ready", get(ready));
-    admin
+    let mcp = Router::new().route("/mcp/{session}/{connector}", any(mcp_endpoint));
+    let checked = admin
         .merge(mcp)
         .merge(super::console::routes())
         .fallback(|| async { ApiError::not_found("no such endpoint") })
@@ -209,7 +206,15 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
         })
         .layer(DefaultBodyLimit::max(limit))
         .layer(middleware::from_fn(json_errors))
-        .layer(middleware::from_fn_with_state(host.clone(), check_host))
+        .layer(middleware::from_fn_with_state(host.clone(), check_host));
+    // Probes answer whatever the Host header: a kubelet sends the pod's IP.
+    // Every answer is counted until it is handed over, so a drain waits for it.
+    super::drain::probes()
+        .merge(checked)
+        .layer(middleware::from_fn_with_state(
+            host.clone(),
+            super::drain::track,
+        ))
         .with_state(host)
 }
 
@@ -467,20 +472,6 @@ impl futures_util::Stream for UntilEnd {
             guard.disarm();
         }
         next
-    }
-}
-
-/// 200 when the store answers and this host holds its lease; 503 with the
-/// reason otherwise.
-async fn ready(State(host): State<Arc<ServeHost>>) -> Response {
-    match tokio::task::spawn_blocking(move || host.readiness()).await {
-        Ok(Ok(())) => Json(json!({"ready": true})).into_response(),
-        Ok(Err(why)) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"ready": false, "reason": why})),
-        )
-            .into_response(),
-        Err(_) => StatusCode::SERVICE_UNAVAILABLE.into_response(),
     }
 }
 

@@ -154,6 +154,23 @@ pub struct ServeConfig {
     /// person resumes it (denial lineage); 0 never pauses.
     #[serde(default = "default_pause_after")]
     pub pause_after_repeated_denials: u32,
+    /// How long a SIGTERM or SIGINT may take, in seconds: new sessions and
+    /// calls are refused at once, calls waiting for a person end
+    /// (`host_shutdown`), running calls finish and their answers reach
+    /// their clients, then the process exits 0; whatever is still running
+    /// when the grace ends is cut (and recovered as `interrupted`).
+    /// Kubernetes sends SIGKILL 30 s after SIGTERM by default.
+    #[serde(default = "default_shutdown_grace_secs")]
+    pub shutdown_grace_secs: u64,
+    /// A second listener serving only `/livez` and `/readyz`, without a
+    /// credential or a Host check (a pod or loopback address for probes).
+    /// The main listener serves them too.
+    #[serde(default)]
+    pub probe_listen: Option<SocketAddr>,
+}
+
+fn default_shutdown_grace_secs() -> u64 {
+    20
 }
 
 fn default_pause_after() -> u32 {

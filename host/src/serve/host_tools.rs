@@ -19,7 +19,9 @@
 //!   read-only route, coworker, specialist and goal agent runs; absent for
 //!   an inbound email turn and the goal reviewer.
 //!
-//! Each call is traced (requested, allowed, result with what it answered).
+//! Each call goes through the boundary's standing (pause, delegation,
+//! revocation, lease, shutdown; refusals counted in the lineage) and is
+//! traced (requested, allowed, result with what it answered).
 
 use super::{LiveSession, ServeHost};
 use crate::store::{TraceEvent, TraceState};
@@ -36,6 +38,8 @@ pub const REQUEST_CAPABILITY: &str = "scout_request_capability";
 
 /// Longest text of one field of a capability request.
 const MAX_FIELD: usize = 2000;
+/// Unanswered capability requests one session may have at once.
+const MAX_PENDING_REQUESTS: usize = 20;
 
 /// The host tools `session` is given.
 pub(super) fn given(session: &crate::session::Session) -> Vec<&'static str> {
@@ -207,6 +211,20 @@ fn request_capability(host: &ServeHost, live: &LiveSession, args: &Value) -> Val
         return json!({"error": "`proposed_effect` is one of read, write, billed, other"});
     }
     let request = Value::Object(request);
+    // Bounded: a session cannot fill the store, or a person's console,
+    // with requests nobody has answered yet.
+    match host.store.capability_requests(Some(&live.session.id), true) {
+        Ok(pending) if pending.len() >= MAX_PENDING_REQUESTS => {
+            return json!({"error": format!(
+                "this session already has {MAX_PENDING_REQUESTS} requests waiting for an answer: read their answers with {{\"request\": id}} and ask again once one is answered"
+            )});
+        }
+        Ok(_) => {}
+        Err(e) => {
+            tracing::error!(error = %e, "cannot read a session's capability requests");
+            return json!({"error": "the host could not read this session's requests, so nobody was asked; try again"});
+        }
+    }
     match host
         .store
         .park_capability_request(&live.session.id, &live.session.brand, &request)
@@ -234,11 +252,6 @@ pub(super) fn call(
     if !given(&live.session).contains(&tool) {
         return None;
     }
-    let answer = match tool {
-        BUDGET => budget(host, live),
-        REQUEST_CAPABILITY => request_capability(host, live, args),
-        _ => return None,
-    };
     let name = crate::policy::names::mcp(SCOUT_SERVER, tool);
     static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let call_id = format!(
@@ -246,6 +259,20 @@ pub(super) fn call(
         live.session.id,
         CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     );
+    // The same boundary as every call: nothing runs in a paused session,
+    // after the delegation expired, once access was revoked, on a host
+    // shutting down or without its lease.
+    if let Err(denied) = host
+        .boundary
+        .admit_host_tool(&live.session, &call_id, &name, args)
+    {
+        return Some(json!({"error": denied.told(), "rule": denied.rule.told().name()}));
+    }
+    let answer = match tool {
+        BUDGET => budget(host, live),
+        REQUEST_CAPABILITY => request_capability(host, live, args),
+        _ => return None,
+    };
     let event = |state, rule: Option<&str>, detail| TraceEvent {
         session: live.session.id.clone(),
         brand: live.session.brand.clone(),

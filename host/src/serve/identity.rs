@@ -307,6 +307,27 @@ impl OidcVerifier {
         let claims = jsonwebtoken::decode::<Map<String, Value>>(token, &key.key, &validation)
             .map_err(|e| invalid_from(e.kind()))?
             .claims;
+        // The library also takes an array `iss` (any member matching) and
+        // any JSON in an `aud` array: an issuer is one string, exactly the
+        // configured one; an audience a string or an array of strings.
+        match claims.get("iss") {
+            Some(Value::String(iss)) if *iss == self.config.issuer => {}
+            Some(Value::String(_)) => return Err(InvalidToken::WrongIssuer.into()),
+            Some(_) => return Err(InvalidToken::BadClaim("iss").into()),
+            None => return Err(InvalidToken::MissingClaim("iss").into()),
+        }
+        let audience = &self.config.audience;
+        match claims.get("aud") {
+            Some(Value::String(aud)) if aud == audience => {}
+            Some(Value::Array(auds)) if !auds.is_empty() && auds.iter().all(Value::is_string) => {
+                if !auds.iter().any(|a| a.as_str() == Some(audience.as_str())) {
+                    return Err(InvalidToken::WrongAudience.into());
+                }
+            }
+            Some(Value::String(_)) => return Err(InvalidToken::WrongAudience.into()),
+            Some(_) => return Err(InvalidToken::BadClaim("aud").into()),
+            None => return Err(InvalidToken::MissingClaim("aud").into()),
+        }
         if let Some(iat) = claims.get("iat") {
             let iat = iat.as_f64().ok_or(InvalidToken::BadClaim("iat"))?;
             let now = jsonwebtoken::get_current_timestamp() as f64;

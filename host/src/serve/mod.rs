@@ -15,6 +15,7 @@ pub mod agent_config;
 mod authority;
 pub mod config;
 mod console;
+mod drain;
 pub mod host_tools;
 pub mod identity;
 pub mod mcp;
@@ -224,6 +225,8 @@ pub struct ServeHost {
     /// The address actually bound (the configured port may be 0) and the
     /// `Host` values it answers to, fixed when it is bound.
     bound: std::sync::OnceLock<(std::net::SocketAddr, Vec<String>)>,
+    /// Requests being answered, for a drain to wait on ([`drain`]).
+    in_flight: Arc<drain::InFlight>,
 }
 
 fn digest(text: &str) -> [u8; 32] {
@@ -514,10 +517,9 @@ impl ServeHost {
             config.max_concurrent_calls,
             store.writer_metrics(),
         ));
-        let host_id = store.host().map_or_else(
-            || format!("{}-{}", config.listen, std::process::id()),
-            str::to_string,
-        );
+        let host_id = store
+            .host()
+            .unwrap_or_else(|| format!("{}-{}", config.listen, std::process::id()));
         let telemetry = crate::telemetry::Telemetry::from_env(&host_id, &env)?.map(Arc::new);
         let mut boundary = Boundary::new(store.clone(), (*catalog).clone(), switches)
             .measured_by(metrics.clone())
@@ -559,6 +561,7 @@ impl ServeHost {
             http: Mutex::new(HashMap::new()),
             bound: std::sync::OnceLock::new(),
             grants: Default::default(),
+            in_flight: Default::default(),
         }))
     }
 
@@ -630,6 +633,11 @@ impl ServeHost {
     /// Opens a session: resolves the role's credentials, decides its
     /// surface, records it in the trace and creates its MCP endpoints.
     pub fn open_session(self: &Arc<Self>, request: &OpenSession) -> Result<SessionView, HostError> {
+        if self.boundary.is_shutting_down() {
+            return Err(HostError::Unavailable(
+                "this host is shutting down and opens no session: open it on another host, or on this one once it is back".into(),
+            ));
+        }
         let brand = request.brand.trim();
         if brand.is_empty() || brand.len() > 200 {
             return Err(HostError::BadRequest(
@@ -648,7 +656,8 @@ impl ServeHost {
         let facts = input.brand.clone();
         let id = format!("s-{}", random_hex(12)?);
         let token = random_hex(32)?;
-        let session = Session::new(id.clone(), brand, input);
+        let session =
+            Session::new(id.clone(), brand, input).held_under(self.store.lease_generation());
         let platform: Vec<&LoadedComponent> = self
             .platform
             .iter()
@@ -984,7 +993,7 @@ impl ServeHost {
             .collect();
         let me = self.store.host();
         for shared in self.store.shared_sessions()? {
-            if Some(shared.host_id.as_str()) != me {
+            if Some(&shared.host_id) != me.as_ref() {
                 views.push(shared.view);
             }
         }
@@ -1039,16 +1048,35 @@ impl ServeHost {
         self.metrics.render()
     }
 
-    /// Whether this host should get traffic: its store answers and its
-    /// lease is held.
-    pub fn readiness(&self) -> Result<(), String> {
-        self.store
-            .check()
-            .map_err(|e| format!("the store does not answer: {e}"))?;
+    /// Whether this host should get traffic: its store answers, its
+    /// lease is held, and it is not shutting down. The reason is one of a
+    /// few fixed texts (a driver's error text goes to the log, never to
+    /// an unauthenticated probe).
+    pub fn readiness(&self) -> Result<(), &'static str> {
+        if self.boundary.is_shutting_down() {
+            return Err("this host is shutting down");
+        }
+        if let Err(e) = self.store.check() {
+            tracing::warn!(error = %e, "readiness: the store does not answer");
+            return Err("the store does not answer");
+        }
         if !self.store.lease_held() {
-            return Err("this host does not hold its lease: it takes no calls".into());
+            return Err("this host does not hold its lease: it takes no calls");
         }
         Ok(())
+    }
+
+    /// Starts the drain: the boundary refuses every new call and session,
+    /// and calls waiting for a person end (`host_shutdown`).
+    pub fn begin_shutdown(&self) {
+        self.boundary.shut_down();
+    }
+
+    /// Ends every session's MCP event streams (at the end of a drain).
+    fn end_streams(&self) {
+        for live in self.sessions.read().values() {
+            live.cancel.cancel();
+        }
     }
 
     /// Acts on what another host changed: caches dropped, surfaces decided
@@ -1258,7 +1286,22 @@ impl ServeHost {
                 .unwrap_or_default();
         }
         caps.graphql_mutations = call.may_mutate();
+        caps.fence = Some(self.fence_for(&live.session));
         caps
+    }
+
+    /// Whether this host may start an effect for `session` at this moment:
+    /// it holds its lease (in memory, against the deadline) under the
+    /// identity the session was opened with.
+    fn may_act(&self, session: &Session) -> bool {
+        self.store.lease_held() && self.store.lease_generation() == session.generation()
+    }
+
+    /// [`ServeHost::may_act`] for one call's handles, asked before each request.
+    fn fence_for(&self, session: &Session) -> crate::capabilities::Fence {
+        let store = self.store.clone();
+        let generation = session.generation();
+        Arc::new(move || store.lease_held() && store.lease_generation() == generation)
     }
 
     /// Obtains the access tokens of the credentials `call` will use that the
@@ -1307,6 +1350,12 @@ impl ServeHost {
                 source,
                 scopes: credential.scopes().unwrap_or(&no_scopes),
             };
+            // A token request is an effect on the brand's behalf: none
+            // from a host that no longer holds its lease.
+            if !self.may_act(&live.session) {
+                obtained.tokens.insert(server, Err(()));
+                continue;
+            }
             let (token, event) = self.tokens.token(&request).await;
             if event.outcome != "cached" {
                 obtained
@@ -1698,9 +1747,52 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
     for line in host.connector_lines() {
         eprintln!("scout-host: {line}");
     }
+    drain::ignore_hangups();
+    let probe_server = match host.config.probe_listen {
+        Some(at) => {
+            let probes = tokio::net::TcpListener::bind(at).await?;
+            eprintln!(
+                "scout-host: probes (/livez, /readyz) on http://{}",
+                probes.local_addr()?
+            );
+            let router = drain::probes().with_state(host.clone());
+            Some(AbortOnDrop(tokio::spawn(async move {
+                if let Err(e) = axum::serve(probes, router).await {
+                    tracing::error!(error = %e, "the probe listener stopped");
+                }
+            })))
+        }
+        None => None,
+    };
     println!("scout-host serving the admin API and MCP on http://{addr}");
-    serve_http(host.clone(), listener, stop_signal()).await?;
+    let grace = std::time::Duration::from_secs(host.config.shutdown_grace_secs);
+    let (stopping, stopped_at) = tokio::sync::oneshot::channel();
+    let graceful = {
+        let host = host.clone();
+        async move {
+            stop_signal().await;
+            let _ = stopping.send(tokio::time::Instant::now());
+            drain::drain(&host, grace).await;
+        }
+    };
+    let served = serve_http(host.clone(), listener, graceful);
+    tokio::pin!(served);
+    // The grace bounds the whole stop, the listener's close included.
+    let cut = async {
+        match stopped_at.await {
+            Ok(at) => tokio::time::sleep_until(at + grace).await,
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        served = &mut served => served?,
+        () = cut => {
+            tracing::warn!("the shutdown grace ended with connections still open; they are cut");
+        }
+    }
+    drop(probe_server);
     host.flush_telemetry().await;
+    eprintln!("scout-host: stopped");
     Ok(())
 }
 

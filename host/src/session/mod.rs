@@ -70,6 +70,10 @@ pub struct Session {
     effects: std::sync::atomic::AtomicU32,
     /// Its delegation expired (its approvals were revoked then, for good).
     delegation_ended: AtomicBool,
+    /// The store's lease generation it was opened under: once the host
+    /// rejoins under a new identity (another host recovered this session),
+    /// it is refused everything.
+    generation: AtomicU64,
 }
 
 impl Session {
@@ -90,7 +94,19 @@ impl Session {
             paused: AtomicBool::new(false),
             effects: Default::default(),
             delegation_ended: AtomicBool::new(false),
+            generation: AtomicU64::new(0),
         }
+    }
+
+    /// Opened under the store's lease generation `generation`.
+    pub fn held_under(self, generation: u64) -> Session {
+        self.generation.store(generation, Ordering::SeqCst);
+        self
+    }
+
+    /// The lease generation it was opened under.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
     }
 
     /// The delegation (profile grant) this session's run works under.

@@ -686,14 +686,23 @@ pub trait SessionStore: Send + Sync {
     fn recover_interrupted(&self, at_ms: i64) -> Result<Recovered, StoreError>;
 
     /// The host this store speaks for, when several share the database.
-    fn host(&self) -> Option<&str> {
+    fn host(&self) -> Option<String> {
         None
     }
 
-    /// Whether this host may take calls: its lease is held and it was not
-    /// fenced. Always, for a store only this host uses.
+    /// Whether this host may start an effect at this moment: its lease is
+    /// held (checked in memory against the lease's deadline on this host's
+    /// clock, with a margin) and it was not fenced. Always, for a store
+    /// only this host uses.
     fn lease_held(&self) -> bool {
         true
+    }
+
+    /// Which identity of this host's the lease belongs to: bumped each time
+    /// the host rejoins after another recovered it, so that what was opened
+    /// under an earlier one (recovered then) does nothing more.
+    fn lease_generation(&self) -> u64 {
+        0
     }
 
     /// Changes made by other hosts that this host's caches depend on
@@ -1048,6 +1057,8 @@ mod tests {
 pub struct WriterMetrics {
     pub group_size: prometheus_client::metrics::histogram::Histogram,
     pub commit_seconds: prometheus_client::metrics::histogram::Histogram,
+    /// Times this host rejoined under a new identity after being recovered.
+    pub rejoins: prometheus_client::metrics::counter::Counter,
 }
 
 impl Default for WriterMetrics {
@@ -1058,11 +1069,17 @@ impl Default for WriterMetrics {
             commit_seconds: Histogram::new([
                 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
             ]),
+            rejoins: Default::default(),
         }
     }
 }
 
 impl WriterMetrics {
+    /// This host rejoined the fleet after another recovered it.
+    pub(crate) fn rejoined(&self) {
+        self.rejoins.inc();
+    }
+
     /// One group of `batches` committed in `took`.
     pub(crate) fn committed(&self, batches: usize, took: std::time::Duration) {
         self.group_size.observe(batches as f64);

@@ -267,7 +267,16 @@ struct Batch {
 /// What the store's tasks share.
 struct Shared {
     pool: Pool,
-    host_id: String,
+    /// This host's identity in the `hosts` table: a new one each time it
+    /// rejoins after another host recovered it.
+    host_id: parking_lot::RwLock<Arc<str>>,
+    /// Bumped at each rejoin: what was opened under an earlier identity
+    /// was recovered by another host and must do nothing more here.
+    generation: AtomicU64,
+    /// Until when the lease surely holds, on this host's clock: the moment
+    /// the last successful renewal was sent, plus the lease, less a
+    /// margin. Past it, no effect starts, whatever the database says later.
+    lease_deadline: parking_lot::Mutex<std::time::Instant>,
     lease: Duration,
     broker: Arc<super::ApprovalBroker>,
     invalidations: broadcast::Sender<Invalidation>,
@@ -278,6 +287,27 @@ struct Shared {
     lease_held: AtomicBool,
     commits: AtomicU64,
     writer_metrics: super::WriterMetrics,
+}
+
+impl Shared {
+    /// This host's identity now.
+    fn id(&self) -> Arc<str> {
+        self.host_id.read().clone()
+    }
+
+    /// Whether the lease holds at this moment, by this host's own clock.
+    fn lease_in_hand(&self) -> bool {
+        self.lease_held.load(Ordering::SeqCst)
+            && !self.fenced.load(Ordering::SeqCst)
+            && std::time::Instant::now() < *self.lease_deadline.lock()
+    }
+}
+
+/// The margin kept from a lease's end: a fifth of it (the keeper renews
+/// every third), so clocks that drift apart, or a renewal answered late,
+/// still leave this host stopping before another may recover it.
+fn lease_deadline(sent: std::time::Instant, lease: Duration) -> std::time::Instant {
+    sent + lease - lease / 5
 }
 
 /// Several hosts on one PostgreSQL database (see the module docs).
@@ -304,7 +334,7 @@ impl Drop for OwnedRuntime {
 impl std::fmt::Debug for PgStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PgStore")
-            .field("host_id", &self.shared.host_id)
+            .field("host_id", &self.shared.id())
             .finish()
     }
 }
@@ -352,6 +382,7 @@ impl PgStore {
         let pool_size = options.pool_size.max(2);
         let reader = options.reader;
         let (config2, tls2) = (config.clone(), tls.clone());
+        let registering = std::time::Instant::now();
         let shared = run_on(&handle, async move {
             let mut setup =
                 connect(&config2, &tls2, &format!("scout-setup {host_id}"), None).await?;
@@ -402,7 +433,9 @@ impl PgStore {
                 .map_err(|e| StoreError::Config(format!("connection pool: {e}")))?;
             Ok::<_, StoreError>(Arc::new(Shared {
                 pool,
-                host_id,
+                host_id: parking_lot::RwLock::new(host_id.into()),
+                generation: AtomicU64::new(0),
+                lease_deadline: parking_lot::Mutex::new(lease_deadline(registering, lease)),
                 lease,
                 broker: Default::default(),
                 invalidations: broadcast::channel(256).0,
@@ -435,9 +468,10 @@ impl PgStore {
         })
     }
 
-    /// This host's id, as its rows carry it.
-    pub fn host_id(&self) -> &str {
-        &self.shared.host_id
+    /// This host's id, as its rows carry it now (a host that rejoins after
+    /// being recovered takes a new one).
+    pub fn host_id(&self) -> String {
+        self.shared.id().to_string()
     }
 
     fn run<T: Send + 'static>(
@@ -589,7 +623,7 @@ async fn write_loop(
             match connect(
                 &config,
                 &tls,
-                &format!("scout-trace-writer {}", shared.host_id),
+                &format!("scout-trace-writer {}", shared.id()),
                 None,
             )
             .await
@@ -653,7 +687,7 @@ async fn commit_rows(
     let row = tx
         .query_opt(
             "SELECT recovered_by IS NOT NULL, lease_until > now() FROM hosts WHERE host_id = $1 FOR SHARE",
-            &[&shared.host_id],
+            &[&&*shared.id()],
         )
         .await?;
     match row.map(|r| (r.get::<_, bool>(0), r.get::<_, bool>(1))) {
@@ -681,7 +715,7 @@ async fn commit_rows(
          FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int8[])
               WITH ORDINALITY AS u(s, b, c, t, st, r, d, a, ord)
          ORDER BY ord",
-        &[&shared.host_id, &sessions, &brands, &calls, &tools, &states, &rules, &details, &at],
+        &[&&*shared.id(), &sessions, &brands, &calls, &tools, &states, &rules, &details, &at],
     )
     .await?;
     tx.commit().await?;
@@ -698,7 +732,7 @@ async fn listen_loop(shared: Arc<Shared>, config: Config, tls: Tls) {
         match connect(
             &config,
             &tls,
-            &format!("scout-listener {}", shared.host_id),
+            &format!("scout-listener {}", shared.id()),
             Some(tx),
         )
         .await
@@ -781,10 +815,14 @@ async fn lease_loop(shared: Arc<Shared>) {
         match renew(&shared).await {
             Ok(true) => shared.lease_held.store(true, Ordering::SeqCst),
             Ok(false) => {
-                // Another host recovered this one: it must take no more calls.
+                // Another host recovered this one: nothing it held may do
+                // anything more; it comes back as a new host.
                 shared.lease_held.store(false, Ordering::SeqCst);
                 if !shared.fenced.swap(true, Ordering::SeqCst) {
-                    tracing::error!(host = %shared.host_id, "this host's lease was lost and its calls recovered by another host; it takes no more calls");
+                    tracing::error!(host = %shared.id(), "this host's lease was lost and its calls recovered by another host; what it served is ended");
+                }
+                if let Err(e) = rejoin(&shared).await {
+                    tracing::warn!(error = %e, "rejoining the fleet failed; trying again at the next renewal");
                 }
             }
             Err(e) => {
@@ -817,16 +855,50 @@ async fn forget_old_hosts(shared: &Shared) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Renews the lease; `false` if another host recovered this one. The
+/// deadline on this host's clock counts from before the request was sent,
+/// so it never ends later than the database's.
 async fn renew(shared: &Shared) -> Result<bool, StoreError> {
+    let sent = std::time::Instant::now();
     let client = shared.pool.get().await?;
     let renewed = client
         .query_opt(
             "UPDATE hosts SET lease_until = now() + make_interval(secs => $2)
              WHERE host_id = $1 AND recovered_by IS NULL RETURNING 1",
-            &[&shared.host_id, &shared.lease.as_secs_f64()],
+            &[&&*shared.id(), &shared.lease.as_secs_f64()],
         )
         .await?;
+    if renewed.is_some() {
+        *shared.lease_deadline.lock() = lease_deadline(sent, shared.lease);
+    }
     Ok(renewed.is_some())
+}
+
+/// After another host recovered this one (everything it held was closed
+/// then), it rejoins under a new identity with a fresh lease: sessions it
+/// opened before stay refused (their generation is gone), new ones are
+/// served.
+async fn rejoin(shared: &Shared) -> Result<Arc<str>, StoreError> {
+    let fresh: Arc<str> = new_host_id().into();
+    let sent = std::time::Instant::now();
+    let client = shared.pool.get().await?;
+    client
+        .execute(
+            "INSERT INTO hosts (host_id, lease_until) VALUES ($1, now() + make_interval(secs => $2))",
+            &[&&*fresh, &shared.lease.as_secs_f64()],
+        )
+        .await?;
+    let old = std::mem::replace(&mut *shared.host_id.write(), fresh.clone());
+    shared.generation.fetch_add(1, Ordering::SeqCst);
+    *shared.lease_deadline.lock() = lease_deadline(sent, shared.lease);
+    shared.fenced.store(false, Ordering::SeqCst);
+    shared.lease_held.store(true, Ordering::SeqCst);
+    shared.writer_metrics.rejoined();
+    tracing::warn!(old = %old, new = %fresh, "this host was recovered by another while it could not reach the database or was stopped; it rejoined under a new identity, and the sessions it served before stay ended");
+    // Every cache and waiter reads the store again.
+    let _ = shared.invalidations.send(Invalidation::All);
+    shared.broker.ring_all();
+    Ok(fresh)
 }
 
 /// In one transaction: claims every host whose lease expired (the row lock
@@ -840,7 +912,7 @@ async fn recover_lost(shared: &Shared) -> Result<Recovered, StoreError> {
         .query(
             "UPDATE hosts SET recovered_by = $1, recovered_at = now()
              WHERE lease_until < now() AND recovered_by IS NULL AND host_id <> $1 RETURNING host_id",
-            &[&shared.host_id],
+            &[&&*shared.id()],
         )
         .await?
         .iter()
@@ -906,7 +978,7 @@ async fn recover_lost(shared: &Shared) -> Result<Recovered, StoreError> {
         tx.execute(
             &insert,
             &[
-                &shared.host_id,
+                &&*shared.id(),
                 &session,
                 &brand,
                 &call_id,
@@ -968,6 +1040,36 @@ fn trace_event(row: &tokio_postgres::Row) -> Result<(i64, TraceEvent), StoreErro
 
 const TRACE_COLUMNS: &str = "seq, session, brand, call_id, tool, state, rule, detail, at_ms";
 
+/// Where a trace page stops. An identity is taken at insert, not at
+/// commit: a page that read past a row another host has not committed yet
+/// would skip it for good. So a page stops below the oldest transaction
+/// that was running at its snapshot and may hold a trace row: every one of
+/// them but those still running now without a write lock on this
+/// database's `trace` (locks are held to the end of a transaction, and an
+/// identity is taken under that lock, so those never took one before the
+/// snapshot; one that ended since is counted, to be safe). Not the
+/// cluster's oldest transaction: another database's, a `pg_dump`'s or an
+/// idle session's would hold every page back for as long as it stays open.
+/// The xid8 of the snapshot is compared with `pg_locks`' 32-bit xids
+/// modulo 2^32.
+const TRACE_HORIZON: &str = "WITH snap AS MATERIALIZED (SELECT pg_current_snapshot() AS s),
+  locks AS MATERIALIZED (SELECT locktype, mode, granted, pid, relation, database, transactionid FROM pg_locks),
+  writers AS MATERIALIZED (
+    SELECT DISTINCT pid FROM locks
+    WHERE locktype = 'relation' AND relation = 'trace'::regclass AND mode = 'RowExclusiveLock'
+      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())),
+  quiet AS MATERIALIZED (
+    SELECT transactionid::text::int8 AS xid32 FROM locks
+    WHERE locktype = 'transactionid' AND mode = 'ExclusiveLock' AND granted
+      AND pid IS NOT NULL AND NOT EXISTS (SELECT 1 FROM writers w WHERE w.pid IS NOT DISTINCT FROM locks.pid)
+      AND NOT EXISTS (SELECT 1 FROM writers w WHERE w.pid IS NULL)),
+  horizon AS (
+    SELECT COALESCE(
+      (SELECT min(x) FROM pg_snapshot_xip(snap.s) AS x
+       WHERE (x::text::numeric % 4294967296)::int8 NOT IN (SELECT xid32 FROM quiet)),
+      pg_snapshot_xmax(snap.s)) AS h
+    FROM snap)";
+
 impl PgStore {
     fn trace_rows(
         &self,
@@ -980,18 +1082,15 @@ impl PgStore {
         let shared = self.shared.clone();
         let value = value.to_string();
         self.run(async move {
-            // An identity is taken at insert, not at commit: a page that
-            // reads past a row another host has not committed yet would
-            // skip it for good. Pages stop below the oldest transaction
-            // still running.
-            let horizon = if horizon {
-                "AND txid < pg_snapshot_xmin(pg_current_snapshot())"
+            let sql = if horizon {
+                format!(
+                    "{TRACE_HORIZON} SELECT {TRACE_COLUMNS} FROM trace, horizon WHERE {column} = $1 AND seq > $2 AND txid < horizon.h ORDER BY seq LIMIT $3"
+                )
             } else {
-                ""
+                format!(
+                    "SELECT {TRACE_COLUMNS} FROM trace WHERE {column} = $1 AND seq > $2 ORDER BY seq LIMIT $3"
+                )
             };
-            let sql = format!(
-                "SELECT {TRACE_COLUMNS} FROM trace WHERE {column} = $1 AND seq > $2 {horizon} ORDER BY seq LIMIT $3"
-            );
             let client = shared.pool.get().await?;
             let statement = client.prepare_cached(&sql).await?;
             client
@@ -1136,7 +1235,7 @@ impl ApprovalStore for PgStore {
                 )
                 .await?;
             let row = client
-                .query_one(&statement, &[&shared.host_id, &session, &tool, &digest, &super::now_ms()])
+                .query_one(&statement, &[&&*shared.id(), &session, &tool, &digest, &super::now_ms()])
                 .await?;
             Ok(ApprovalId(row.get(0)))
         })
@@ -1341,7 +1440,7 @@ impl ApprovalStore for PgStore {
             let row = client
                 .query_one(
                     &statement,
-                    &[&shared.host_id, &session, &tool, &digest, &super::now_ms(), &nonce, &sealed],
+                    &[&&*shared.id(), &session, &tool, &digest, &super::now_ms(), &nonce, &sealed],
                 )
                 .await?;
             Ok(ApprovalId(row.get(0)))
@@ -1549,7 +1648,7 @@ impl LedgerStore for PgStore {
             tx.execute(
                 "INSERT INTO runs (run_id, host_id, brand, connector, day, per_run, per_day, started_at_ms)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                &[&run_id, &shared.host_id, &brand, &connector, &day, &run_signed, &day_signed, &super::now_ms()],
+                &[&run_id, &&*shared.id(), &brand, &connector, &day, &run_signed, &day_signed, &super::now_ms()],
             )
             .await
             .map_err(StoreError::from)?;
@@ -1971,11 +2070,15 @@ impl SessionStore for PgStore {
     }
 
     fn lease_held(&self) -> bool {
-        self.shared.lease_held.load(Ordering::SeqCst) && !self.shared.fenced.load(Ordering::SeqCst)
+        self.shared.lease_in_hand()
     }
 
-    fn host(&self) -> Option<&str> {
-        Some(&self.shared.host_id)
+    fn lease_generation(&self) -> u64 {
+        self.shared.generation.load(Ordering::SeqCst)
+    }
+
+    fn host(&self) -> Option<String> {
+        Some(self.shared.id().to_string())
     }
 
     fn invalidations(&self) -> Option<broadcast::Receiver<Invalidation>> {
@@ -2011,7 +2114,7 @@ impl SessionStore for PgStore {
                      VALUES ($1, $2, $3, $4, $5, $6)",
                     &[
                         &id,
-                        &shared.host_id,
+                        &&*shared.id(),
                         &brand,
                         &view,
                         &expires_at_ms,

@@ -152,11 +152,44 @@ impl SqliteStore {
     /// write through it fails. A schema other than this host's is refused.
     pub fn open_to_read(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
         let path = path.as_ref();
+        // A read-only connection to a WAL database creates `-wal` and
+        // `-shm` beside it when they are absent, and cannot remove them
+        // again. Absent, no writer has the store open (the last one to
+        // close checkpoints and deletes them), so the file alone is the
+        // whole store: read as immutable, it gets neither. A writer that
+        // starts meanwhile is not seen by this reader.
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        let stopped = !Path::new(&wal).exists();
+        let target = if stopped {
+            let absolute = std::path::absolute(path).map_err(|e| {
+                StoreError::Config(format!("cannot resolve {}: {e}", path.display()))
+            })?;
+            let mut uri = String::from("file:");
+            for c in absolute.to_string_lossy().chars() {
+                match c {
+                    '%' => uri.push_str("%25"),
+                    '?' => uri.push_str("%3f"),
+                    '#' => uri.push_str("%23"),
+                    c => uri.push(c),
+                }
+            }
+            uri.push_str("?mode=ro&immutable=1");
+            std::path::PathBuf::from(uri)
+        } else {
+            path.to_path_buf()
+        };
+        let uri_flag = if stopped {
+            rusqlite::OpenFlags::SQLITE_OPEN_URI
+        } else {
+            rusqlite::OpenFlags::empty()
+        };
         let read_only = || {
             let conn = Connection::open_with_flags(
-                path,
+                &target,
                 rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
-                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX
+                    | uri_flag,
             )?;
             conn.busy_timeout(Duration::from_secs(30))?;
             Ok::<_, StoreError>(conn)

@@ -420,7 +420,7 @@ async fn oidc_tokens_get_their_roles_and_every_bad_token_is_refused_with_nothing
         )
         .await
     });
-    let pending = wait_for("the approval", Duration::from_secs(30), async || {
+    let pending = wait_for("the approval", crate::common::EVENTUALLY, async || {
         admin.pending(&session).await.into_iter().next()
     })
     .await;
@@ -590,6 +590,31 @@ async fn oidc_tokens_get_their_roles_and_every_bad_token_is_refused_with_nothing
             "issuer (`iss`) is not",
         ),
         (
+            // jsonwebtoken alone takes an array with the issuer among its members.
+            "an array issuer naming this one among others",
+            keys.issuer.sign(&with(
+                json!({"iss": ["https://id.elsewhere.example", issuer.base.as_str()]}),
+            )),
+            401,
+            "unauthorized",
+            "`iss` claim is malformed",
+        ),
+        (
+            "an audience array holding a non-string",
+            keys.issuer
+                .sign(&with(json!({"aud": [AUDIENCE, {"not": "a string"}]}))),
+            401,
+            "unauthorized",
+            "`aud` claim",
+        ),
+        (
+            "a number for the audience",
+            keys.issuer.sign(&with(json!({"aud": 7}))),
+            401,
+            "unauthorized",
+            "`aud` claim",
+        ),
+        (
             "expired beyond the leeway",
             keys.issuer
                 .sign(&with(json!({"exp": now() - 120, "iat": now() - 600}))),
@@ -754,7 +779,7 @@ async fn oidc_tokens_get_their_roles_and_every_bad_token_is_refused_with_nothing
     .await;
     assert_eq!(answer.status, 200, "{}", answer.body);
     assert_eq!(answer.body["decided_by"], "alice@example.com");
-    let reply = tokio::time::timeout(Duration::from_secs(30), waiting)
+    let reply = tokio::time::timeout(crate::common::EVENTUALLY, waiting)
         .await
         .expect("the write ends")
         .unwrap()

@@ -167,6 +167,34 @@ impl Serve {
     pub(super) fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }
+
+    /// Sends `signal` (`TERM`, `HUP`, `STOP`, `CONT`) to the process.
+    pub(super) fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args(["-s", signal, &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -s {signal}: {status:?}");
+    }
+
+    /// Waits for the process to exit by itself; its status, or `None` if it
+    /// is still running after `within` (a bound far above what the test
+    /// waits for, only there so a hang fails instead of blocking the suite).
+    pub(super) async fn exited_within(
+        &mut self,
+        within: Duration,
+    ) -> Option<std::process::ExitStatus> {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("poll serve") {
+                return Some(status);
+            }
+            if started.elapsed() > within {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
 }
 
 impl Drop for Serve {

@@ -23,6 +23,7 @@ mod policy_surface;
 mod serve_admin;
 mod serve_capabilities;
 mod serve_hosts;
+mod shutdown;
 mod spend_thresholds;
 mod store;
 mod store_hosts;

@@ -459,7 +459,12 @@ async fn the_mcp_inspector_cli_gets_a_write_a_person_approves_after_its_request_
             ],
         )
     });
+    let asked = std::time::Instant::now();
     let approval = loop {
+        assert!(
+            asked.elapsed() < crate::common::EVENTUALLY,
+            "the Inspector's call never asked for an approval"
+        );
         let listed = json(
             admin(
                 reqwest::Method::GET,

@@ -210,7 +210,7 @@ impl Served {
     }
 
     /// The first approval `session` is waiting on, once the approvals API
-    /// shows one (at most 20 s).
+    /// shows one.
     async fn first_pending(&self, session: &str) -> Value {
         let started = Instant::now();
         loop {
@@ -226,7 +226,7 @@ impl Served {
                 return a.clone();
             }
             assert!(
-                started.elapsed() < Duration::from_secs(20),
+                started.elapsed() < crate::common::EVENTUALLY,
                 "no approval was asked for"
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -1105,14 +1105,14 @@ async fn ending_a_session_refuses_its_waiting_write_and_its_approval() {
         "require_review = false",
         &[
             ("GITHUB_ALLOW_WRITES", "true"),
-            ("APPROVAL_TIMEOUT_MS", "30000"),
+            ("APPROVAL_TIMEOUT_MS", "600000"),
         ],
     )
     .await;
     let view = s.session("person-chat").await;
     let id = view["id"].as_str().unwrap().to_string();
     let mcp = s.mcp(&view).connect().await;
-    let started = Instant::now();
+
     let waiting = {
         let mcp = mcp.clone();
         tokio::spawn(async move {
@@ -1134,14 +1134,11 @@ async fn ending_a_session_refuses_its_waiting_write_and_its_approval() {
 
     // The waiting call ends now, not at the approval timeout, and did not
     // run: its client gets a refusal before the session's streams close.
-    let (_, call_id, messages) = tokio::time::timeout(Duration::from_secs(10), waiting)
+    let (_, call_id, messages) = tokio::time::timeout(crate::common::EVENTUALLY, waiting)
         .await
         .expect("the call ends with the session")
         .unwrap();
-    assert!(
-        started.elapsed() < Duration::from_secs(25),
-        "ended before the approval timeout"
-    );
+    // Refused as revoked, not as timed out (the approval timeout is 600 s).
     let reply = messages
         .iter()
         .find(|m| m["id"] == call_id)
@@ -1172,7 +1169,7 @@ async fn ending_a_session_refuses_its_waiting_write_and_its_approval() {
             break events;
         }
         assert!(
-            denied_at.elapsed() < Duration::from_secs(10),
+            denied_at.elapsed() < crate::common::EVENTUALLY,
             "the trace says why: {:?}",
             events_of(&events, "mcp__github__github_create_branch")
         );
@@ -1208,7 +1205,7 @@ async fn the_trace_says_who_decided_an_approval_and_why_tools_are_missing() {
         "require_review = false",
         &[
             ("GITHUB_ALLOW_WRITES", "true"),
-            ("APPROVAL_TIMEOUT_MS", "30000"),
+            ("APPROVAL_TIMEOUT_MS", "600000"),
         ],
     )
     .await;
@@ -1226,7 +1223,7 @@ async fn the_trace_says_who_decided_an_approval_and_why_tools_are_missing() {
         body["decided_by"], "admin-token",
         "the verified caller decides, not the body's `by`"
     );
-    let reply = tokio::time::timeout(Duration::from_secs(20), waiting)
+    let reply = tokio::time::timeout(crate::common::EVENTUALLY, waiting)
         .await
         .expect("the call ends")
         .unwrap();
@@ -1293,7 +1290,7 @@ async fn a_write_approved_after_its_connection_was_disabled_is_still_denied() {
         "require_review = false",
         &[
             ("GITHUB_ALLOW_WRITES", "true"),
-            ("APPROVAL_TIMEOUT_MS", "30000"),
+            ("APPROVAL_TIMEOUT_MS", "600000"),
         ],
     )
     .await;
@@ -1315,7 +1312,7 @@ async fn a_write_approved_after_its_connection_was_disabled_is_still_denied() {
         status == 200 || (status == 409 && error_code(&body) == "not_pending"),
         "{status} {body}"
     );
-    let reply = tokio::time::timeout(Duration::from_secs(20), waiting)
+    let reply = tokio::time::timeout(crate::common::EVENTUALLY, waiting)
         .await
         .expect("the call ends")
         .unwrap();
@@ -1343,11 +1340,11 @@ async fn disabling_a_connection_revokes_the_approvals_waiting_on_it() {
         "require_review = false",
         &[
             ("GITHUB_ALLOW_WRITES", "true"),
-            ("APPROVAL_TIMEOUT_MS", "30000"),
+            ("APPROVAL_TIMEOUT_MS", "600000"),
         ],
     )
     .await;
-    let started = Instant::now();
+
     let (id, waiting, approval) = s.waiting_write("scout/revived").await;
     let (status, _) = s
         .admin(Method::DELETE, "/v1/brands/acme/connections/github", None)
@@ -1384,16 +1381,13 @@ async fn disabling_a_connection_revokes_the_approvals_waiting_on_it() {
         (409, "not_pending"),
         "an approval revoked with its connection never revives"
     );
-    let reply = tokio::time::timeout(Duration::from_secs(20), waiting)
+    let reply = tokio::time::timeout(crate::common::EVENTUALLY, waiting)
         .await
         .expect("the call ends")
         .unwrap();
     assert_eq!(reply["result"]["isError"], true, "{reply}");
     assert!(result_text(&reply).contains("revoked"), "{reply}");
-    assert!(
-        started.elapsed() < Duration::from_secs(25),
-        "denied when the connection went, not at the approval timeout"
-    );
+    // Refused as revoked, not as timed out (the approval timeout is 600 s).
     assert_eq!(s.upstream_writes(), 0, "no upstream write");
     assert!(
         s.github
@@ -1515,11 +1509,11 @@ async fn a_session_ends_by_itself_at_its_time() {
         "require_review = false\nsession_ttl_secs = 1",
         &[
             ("GITHUB_ALLOW_WRITES", "true"),
-            ("APPROVAL_TIMEOUT_MS", "30000"),
+            ("APPROVAL_TIMEOUT_MS", "600000"),
         ],
     )
     .await;
-    let started = Instant::now();
+
     let (id, waiting, approval) = s.waiting_write("scout/expired").await;
     let (status, body) = s
         .admin(Method::GET, &format!("/v1/sessions/{id}"), None)
@@ -1531,14 +1525,11 @@ async fn a_session_ends_by_itself_at_its_time() {
     );
 
     // Nobody touches the session: the host ends it, and its waiting call is refused.
-    let reply = tokio::time::timeout(Duration::from_secs(10), waiting)
+    let reply = tokio::time::timeout(crate::common::EVENTUALLY, waiting)
         .await
         .expect("the waiting call ends with the session")
         .unwrap();
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "ended at its time, not at the approval timeout"
-    );
+    // Refused as revoked, not as timed out (the approval timeout is 600 s).
     assert_eq!(reply["result"]["isError"], true, "{reply}");
     assert!(result_text(&reply).contains("revoked"), "{reply}");
     let approval_id = approval["id"].as_i64().unwrap();
@@ -1623,7 +1614,7 @@ async fn withdrawn(s: &Served, session: &str, approval_id: i64) -> Vec<Value> {
             return events;
         }
         assert!(
-            started.elapsed() < Duration::from_secs(20),
+            started.elapsed() < crate::common::EVENTUALLY,
             "the approval is withdrawn when its caller goes away: {:?}",
             events_of(&events, "mcp__github__github_create_branch")
         );
@@ -2015,7 +2006,7 @@ async fn metrics_count_a_known_sequence_of_calls() {
         "require_review = false",
         &[
             ("GITHUB_ALLOW_WRITES", "true"),
-            ("APPROVAL_TIMEOUT_MS", "30000"),
+            ("APPROVAL_TIMEOUT_MS", "600000"),
         ],
     )
     .await;
@@ -2028,7 +2019,7 @@ async fn metrics_count_a_known_sequence_of_calls() {
         )
         .await;
     assert_eq!(status, 200, "{body}");
-    let denied = tokio::time::timeout(Duration::from_secs(20), waiting)
+    let denied = tokio::time::timeout(crate::common::EVENTUALLY, waiting)
         .await
         .unwrap()
         .unwrap();
@@ -2273,7 +2264,7 @@ async fn a_real_prometheus_scrapes_the_metrics() {
             break v;
         }
         assert!(
-            started.elapsed() < Duration::from_secs(60),
+            started.elapsed() < crate::common::EVENTUALLY,
             "Prometheus never had the series"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -2530,6 +2521,35 @@ async fn a_refused_consequence_asked_again_is_constrained_then_pauses_the_sessio
         before,
         "nothing was sent while paused"
     );
+    // The host's own tools go through the same boundary: refused while
+    // paused, traced, and nothing parked.
+    let mut scout = s.mcp(&view);
+    scout.url = view["mcp"]["scout"].as_str().unwrap().to_string();
+    let scout = scout.connect().await;
+    let asked = scout
+        .call(
+            "scout_request_capability",
+            json!({"goal": "g", "missing_observation": "m",
+                   "proposed_effect": "read", "safe_alternative_tried": "s"}),
+        )
+        .await;
+    assert_eq!(asked["result"]["isError"], true, "{asked}");
+    assert!(result_text(&asked).contains("session paused"), "{asked}");
+    let (_, requests) = s.admin(Method::GET, "/v1/capability-requests", None).await;
+    assert_eq!(
+        requests["requests"],
+        json!([]),
+        "nothing parked: {requests}"
+    );
+    let events = s.trace(&id).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| e["tool"] == "mcp__scout__scout_request_capability"
+                && e["state"] == "denied"
+                && e["rule"] == "session_paused"),
+        "the refusal is traced"
+    );
 
     // A person resumes it: the call runs, and refusals count afresh.
     let (status, body) = s
@@ -2682,4 +2702,20 @@ async fn a_capability_request_goes_to_a_person_and_a_yes_grants_nothing() {
     );
     let (_, pending) = s.admin(Method::GET, "/v1/capability-requests", None).await;
     assert_eq!(pending["requests"], json!([]), "nothing left waiting");
+
+    // Bounded: twenty unanswered requests at once, then no more parked.
+    let ask = json!({"goal": "g", "missing_observation": "m",
+                     "proposed_effect": "read", "safe_alternative_tried": "s"});
+    for n in 0..20 {
+        let parked = scout.call("scout_request_capability", ask.clone()).await;
+        assert_eq!(parked["result"]["isError"], false, "{n}: {parked}");
+    }
+    let refused = scout.call("scout_request_capability", ask).await;
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(
+        result_text(&refused).contains("already has 20 requests waiting for an answer"),
+        "{refused}"
+    );
+    let (_, pending) = s.admin(Method::GET, "/v1/capability-requests", None).await;
+    assert_eq!(pending["requests"].as_array().unwrap().len(), 20);
 }

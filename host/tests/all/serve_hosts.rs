@@ -174,7 +174,7 @@ async fn two_hosts_share_sessions_approvals_and_connections() {
         let args = args.clone();
         async move { mcp.call(args).await }
     });
-    let pending = wait_for("the approval on B", Duration::from_secs(30), async || {
+    let pending = wait_for("the approval on B", crate::common::EVENTUALLY, async || {
         let pending = h.admin_b.pending(&id).await;
         (!pending.is_empty()).then_some(pending)
     })
@@ -206,7 +206,7 @@ async fn two_hosts_share_sessions_approvals_and_connections() {
         )
         .await;
     assert_eq!(status, 200, "{body}");
-    let reply = tokio::time::timeout(Duration::from_secs(5), waiting)
+    let reply = tokio::time::timeout(crate::common::EVENTUALLY, waiting)
         .await
         .expect("the call on A answered")
         .unwrap()
@@ -365,7 +365,7 @@ async fn a_host_killed_mid_call_is_recovered_by_the_other() {
             .await;
         assert_eq!(status, 200, "{body}");
     }
-    wait_for("some branches", Duration::from_secs(60), async || {
+    wait_for("some branches", crate::common::EVENTUALLY, async || {
         (h.github.ref_creations().len() >= 20).then_some(())
     })
     .await;
@@ -376,7 +376,7 @@ async fn a_host_killed_mid_call_is_recovered_by_the_other() {
     }
 
     // B recovers A once A's 2 s lease runs out.
-    wait_for("B to recover A", Duration::from_secs(30), async || {
+    wait_for("B to recover A", crate::common::EVENTUALLY, async || {
         let approvals = db.psql(&format!(
             "SELECT count(*) FROM approvals WHERE session = '{session_a}' AND state = 'pending'"
         ));
@@ -388,9 +388,10 @@ async fn a_host_killed_mid_call_is_recovered_by_the_other() {
     // `interrupted`) once the trace's pages have caught up: a page stops
     // below any transaction still open in the cluster, so the newest rows
     // may show a moment late, never skipped.
+    let trace_wait = Instant::now();
     let trace = wait_for(
         "A's calls closed in the trace",
-        Duration::from_secs(30),
+        crate::common::EVENTUALLY,
         async || {
             let trace = h.admin_b.trace("acme").await;
             let mut open: BTreeMap<&str, bool> = BTreeMap::new();
@@ -413,6 +414,7 @@ async fn a_host_killed_mid_call_is_recovered_by_the_other() {
         },
     )
     .await;
+    let trace_took = trace_wait.elapsed();
     let mut by_call: BTreeMap<String, Vec<&TraceEvent>> = BTreeMap::new();
     for event in trace.iter().filter(|e| e.session == session_a) {
         if let Some(call) = &event.call_id {
@@ -528,7 +530,7 @@ async fn a_host_killed_mid_call_is_recovered_by_the_other() {
         )
         .await;
     assert_eq!(status, 200);
-    let reply = tokio::time::timeout(Duration::from_secs(10), b_waiting)
+    let reply = tokio::time::timeout(crate::common::EVENTUALLY, b_waiting)
         .await
         .expect("B's call answered")
         .unwrap()
@@ -544,7 +546,7 @@ async fn a_host_killed_mid_call_is_recovered_by_the_other() {
         .collect();
     assert_eq!(ids, [session_b.as_str()], "{listed}");
     eprintln!(
-        "two hosts: {IN_FLIGHT} calls in flight on A at the kill ({BILLED} billed), {} branches created, {charges} charges, {interrupted} calls marked interrupted by B, recovered {recovery_took:.1?} after the kill",
+        "two hosts: {IN_FLIGHT} calls in flight on A at the kill ({BILLED} billed), {} branches created, {charges} charges, {interrupted} calls marked interrupted by B, recovered {recovery_took:.1?} after the kill, in the trace pages {trace_took:.1?} later",
         branches.len()
     );
 }
@@ -590,7 +592,7 @@ async fn runs_across_two_hosts_start_exactly_as_many_as_the_day_holds() {
         })
         .collect();
     // A person approves each call, on whichever host; the runs then race for the day.
-    let ids: Vec<i64> = wait_for("eight approvals", Duration::from_secs(60), async || {
+    let ids: Vec<i64> = wait_for("eight approvals", crate::common::EVENTUALLY, async || {
         let mut ids = Vec::new();
         for (session, _) in &sessions {
             ids.extend(
@@ -640,5 +642,153 @@ async fn runs_across_two_hosts_start_exactly_as_many_as_the_day_holds() {
     assert_eq!(
         db.psql("SELECT COALESCE(SUM(amount), 0) FROM charges"),
         "50"
+    );
+}
+
+/// Bounds only a hang: each wait below ends within a few lease periods
+/// when the hosts work.
+const HANG: Duration = Duration::from_secs(180);
+
+/// `GET /readyz` of `base`: its status.
+async fn ready(http: &reqwest::Client, base: &str) -> u16 {
+    match http.get(format!("{base}/readyz")).send().await {
+        Ok(response) => response.status().as_u16(),
+        Err(_) => 0,
+    }
+}
+
+/// A read of `mcp`'s session: the text of its result, or why there is none
+/// (an error result, an HTTP error, a cut connection).
+async fn read(mcp: &Mcp) -> Result<String, String> {
+    let reply = mcp
+        .request(
+            "tools/call",
+            json!({"name": "github_read_file", "arguments": read_args()}),
+        )
+        .await?;
+    ok_text(&reply).ok_or_else(|| reply.to_string())
+}
+
+/// The value of the metric line `name` in A's `/metrics`.
+async fn metric(admin: &Admin, name: &str) -> f64 {
+    let response = admin
+        .http
+        .get(format!("{}/metrics", admin.base))
+        .header(
+            reqwest::header::AUTHORIZATION,
+            format!("Bearer {}", super::crash_safety::ADMIN_TOKEN),
+        )
+        .send()
+        .await
+        .unwrap();
+    let text = response.text().await.unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{name} in /metrics:\n{text}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_paused_past_its_lease_sends_nothing_and_rejoins_by_itself() {
+    let Some(db) = scout_tests::pg::database_or_skip("paused_host") else {
+        return;
+    };
+    let h = two_hosts(&db, 2).await;
+    h.admin_a.set_up().await;
+    let view = h.admin_a.session().await;
+    let mcp = Mcp::new(&h.http, &view).connect().await;
+    assert!(read(&mcp).await.is_ok(), "a read runs before the pause");
+    h.github.clear_requests();
+
+    // A stops (SIGSTOP) past its 2 s lease; B recovers it.
+    h.a.signal("STOP");
+    wait_for("B to recover A", HANG, async || {
+        (db.psql("SELECT count(*) FROM hosts WHERE recovered_by IS NOT NULL") == "1").then_some(())
+    })
+    .await;
+    h.a.signal("CONT");
+    // A's session was recovered: nothing of it reaches the upstream, at
+    // once after A resumes and later.
+    let refused = read(&mcp).await;
+    assert!(
+        refused.is_err(),
+        "the read of a recovered session is refused: {refused:?}"
+    );
+    assert!(
+        h.github.requests().is_empty(),
+        "no upstream request from a host that lost its lease: {:?}",
+        h.github.requests()
+    );
+
+    // A rejoins by itself, under a new identity, and serves new sessions.
+    wait_for("A to be ready again", HANG, async || {
+        (ready(&h.http, &h.a.base).await == 200).then_some(())
+    })
+    .await;
+    assert_eq!(
+        db.psql("SELECT count(*) FROM hosts WHERE recovered_by IS NULL"),
+        "2",
+        "B, and A under its new identity"
+    );
+    assert_eq!(metric(&h.admin_a, "scout_lease_rejoins_total").await, 1.0);
+    let fresh = h.admin_a.session().await;
+    let fresh_mcp = Mcp::new(&h.http, &fresh).connect().await;
+    assert!(read(&fresh_mcp).await.is_ok(), "a new session on A reads");
+    assert_eq!(h.github.requests().len(), 1);
+    // The old one stays refused.
+    assert!(read(&mcp).await.is_err());
+    assert_eq!(
+        h.github.requests().len(),
+        1,
+        "still nothing from the old session"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_whose_database_stops_for_twice_the_lease_comes_back_whole() {
+    let Some(server) = scout_tests::pg::own_server() else {
+        return;
+    };
+    let db = server.database("outage");
+    let h = two_hosts(&db, 2).await;
+    h.admin_a.set_up().await;
+    for base in [&h.a.base, &h.b.base] {
+        assert_eq!(ready(&h.http, base).await, 200);
+    }
+
+    // The database goes away for twice the lease (the scenario, not a bound).
+    server.stop();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    for base in [&h.a.base, &h.b.base] {
+        assert_eq!(
+            ready(&h.http, base).await,
+            503,
+            "not ready without the database"
+        );
+    }
+    server.start();
+
+    // Both hosts come back by themselves (one of them may have recovered
+    // the other first; that one rejoins under a new identity).
+    for base in [&h.a.base, &h.b.base] {
+        wait_for("both hosts to be ready again", HANG, async || {
+            (ready(&h.http, base).await == 200).then_some(())
+        })
+        .await;
+    }
+    // And both serve new sessions.
+    for admin in [&h.admin_a, &h.admin_b] {
+        let view = admin.session().await;
+        let mcp = Mcp::new(&h.http, &view).connect().await;
+        let answer = read(&mcp).await;
+        assert!(answer.is_ok(), "{}: {answer:?}", admin.base);
+    }
+    assert_eq!(
+        server.psql(
+            db.name(),
+            "SELECT count(*) FROM hosts WHERE recovered_by IS NULL"
+        ),
+        "2",
+        "two live hosts"
     );
 }

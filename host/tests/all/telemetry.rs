@@ -211,25 +211,29 @@ async fn spans_of_an_allowed_a_refused_and_an_approved_call_reach_the_collector(
     );
 
     // The three SERVER spans, the wait and the upstream requests arrive.
-    let spans = wait_for("the exported spans", Duration::from_secs(20), async || {
-        let received = received.lock().unwrap();
-        let servers = received
-            .spans
-            .iter()
-            .filter(|(_, s)| s.kind == SERVER)
-            .count();
-        let waits = received
-            .spans
-            .iter()
-            .filter(|(_, s)| s.kind == INTERNAL)
-            .count();
-        let clients = received
-            .spans
-            .iter()
-            .filter(|(_, s)| s.kind == CLIENT)
-            .count();
-        (servers >= 4 && waits >= 1 && clients >= 2).then(|| received.spans.clone())
-    })
+    let spans = wait_for(
+        "the exported spans",
+        crate::common::EVENTUALLY,
+        async || {
+            let received = received.lock().unwrap();
+            let servers = received
+                .spans
+                .iter()
+                .filter(|(_, s)| s.kind == SERVER)
+                .count();
+            let waits = received
+                .spans
+                .iter()
+                .filter(|(_, s)| s.kind == INTERNAL)
+                .count();
+            let clients = received
+                .spans
+                .iter()
+                .filter(|(_, s)| s.kind == CLIENT)
+                .count();
+            (servers >= 4 && waits >= 1 && clients >= 2).then(|| received.spans.clone())
+        },
+    )
     .await;
     let server_named = |name: &str| -> Span {
         let found: Vec<&Span> = spans

@@ -232,3 +232,71 @@ fn a_reader_of_a_postgres_store_upgrades_nothing_and_cannot_write() {
         "the reader upgraded nothing"
     );
 }
+
+/// `-wal` and `-shm` beside `path`, those that exist.
+fn side_files(path: &Path) -> Vec<String> {
+    ["-wal", "-shm"]
+        .iter()
+        .filter_map(|suffix| {
+            let mut side = path.as_os_str().to_owned();
+            side.push(suffix);
+            Path::new(&side).exists().then(|| suffix.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn readers_of_a_cleanly_stopped_sqlite_store_leave_no_file_beside_it() {
+    let db = TempDb::new("trace-export-stopped");
+    {
+        let store = SqliteStore::open(&db).unwrap();
+        for n in 0..6 {
+            store.record(&event(n)).unwrap();
+        }
+    }
+    assert_eq!(
+        side_files(db.path()),
+        Vec::<String>::new(),
+        "stopped cleanly"
+    );
+    let config = db.path().with_extension("toml");
+    std::fs::write(
+        &config,
+        config_text(&format!("database = {:?}", db.path().display().to_string())),
+    )
+    .unwrap();
+    check(&config, &[], 6);
+    assert_eq!(
+        side_files(db.path()),
+        Vec::<String>::new(),
+        "after the export"
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+        .args(["audit", "--role", "read-only", "--config"])
+        .arg(&config)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("SCOUT_STORE_KEY", "7".repeat(64))
+        .envs(
+            ["HOME", "SCOUT_CACHE_DIR", "XDG_CACHE_HOME"]
+                .iter()
+                .filter_map(|v| std::env::var(v).ok().map(|value| (*v, value))),
+        )
+        .output()
+        .expect("run scout-host audit");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(
+        side_files(db.path()),
+        Vec::<String>::new(),
+        "after the audit"
+    );
+
+    // A store a writer holds open is read through its WAL, as before: the
+    // newest row, not yet checkpointed into the file, is in the export.
+    let store = SqliteStore::open(&db).unwrap();
+    store.record(&event(6)).unwrap();
+    check(&config, &[], 7);
+    drop(store);
+    let _ = std::fs::remove_file(&config);
+}

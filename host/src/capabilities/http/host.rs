@@ -130,6 +130,12 @@ impl HostClient for View<'_, HttpCtx> {
         let Some(renewal) = http.renewal() else {
             return Ok(result);
         };
+        // A renewal asks a token endpoint: an effect like any other.
+        if self.ctx.fence.as_ref().is_some_and(|may_act| !may_act()) {
+            return Ok(Err(HttpError::Denied(
+                crate::capabilities::LEASE_NOT_HELD.to_string(),
+            )));
+        }
         let renewed = renewal.renewed().await;
         self.ctx.credential_events.push(renewed.event);
         let Some(fresh) = renewed.http else {
@@ -173,6 +179,12 @@ impl HttpCtx {
         destination: Option<String>,
         req: Request,
     ) -> Result<Response, HttpError> {
+        // At the moment of the effect: a host that lost its lease sends nothing.
+        if self.fence.as_ref().is_some_and(|may_act| !may_act()) {
+            return Err(HttpError::Denied(
+                crate::capabilities::LEASE_NOT_HELD.to_string(),
+            ));
+        }
         let started = Instant::now();
         let server = ExchangeServer {
             host: http.origin().host_str().unwrap_or_default().to_string(),
