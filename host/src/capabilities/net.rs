@@ -7,8 +7,14 @@
 //! embedded in IPv6 (mapped, compatible, NAT64, 6to4), SIIT-translated
 //! addresses, local-use NAT64 and discard-only prefixes, unless the operator
 //! explicitly allowed the origin.
+//!
+//! The same rules hold for every request the host itself makes on a
+//! brand's or the deployment's behalf (token endpoints, the broker, the
+//! OIDC issuer's keys): [`guarded_client`] resolves through
+//! [`GuardedResolver`], and [`literal_denied`] catches an address written
+//! in the URL itself, which no resolver sees.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// Why an address is refused, or `None` if it is public.
 pub(crate) fn denied_reason(ip: IpAddr) -> Option<&'static str> {
@@ -111,9 +117,105 @@ fn mapped(_inner: &'static str) -> &'static str {
     "IPv4 address embedded in IPv6 that is not public"
 }
 
+/// Resolves names and refuses any non-public address unless allowed.
+pub(crate) struct GuardedResolver {
+    pub(crate) allow_private_network: bool,
+}
+
+impl reqwest::dns::Resolve for GuardedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let allow = self.allow_private_network;
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            if addrs.is_empty() {
+                return Err(format!("{host} did not resolve").into());
+            }
+            if !allow {
+                for addr in &addrs {
+                    if let Some(reason) = denied_reason(addr.ip()) {
+                        return Err(format!("{host} resolves to {}, a {reason}", addr.ip()).into());
+                    }
+                }
+            }
+            let addrs: reqwest::dns::Addrs = Box::new(addrs.into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+/// Why `url`'s host, an address written in the URL itself (in any
+/// spelling the URL parser reads as one: dotted, decimal, hex, IPv6,
+/// IPv4-mapped IPv6), is refused; `None` for a name (the resolver checks
+/// it) or a public address.
+pub(crate) fn literal_denied(url: &url::Url) -> Option<String> {
+    let ip = match url.host()? {
+        url::Host::Ipv4(ip) => IpAddr::V4(ip),
+        url::Host::Ipv6(ip) => IpAddr::V6(ip),
+        url::Host::Domain(_) => return None,
+    };
+    denied_reason(ip).map(|reason| format!("{ip} is a {reason}"))
+}
+
+/// A client for a request the host makes itself: no redirect (which could
+/// resend a grant's secrets elsewhere), no proxy, no Referer, and every
+/// address checked as for a guest's request unless `allow_private_network`.
+pub(crate) fn guarded_client(allow_private_network: bool) -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .referer(false)
+        .dns_resolver(std::sync::Arc::new(GuardedResolver {
+            allow_private_network,
+        }))
+}
+
+/// The guard's own refusal in a request error's chain (a name that
+/// resolved to a refused address), if that is why it failed.
+pub(crate) fn refused_by_guard(error: &reqwest::Error) -> Option<String> {
+    let mut source = std::error::Error::source(error);
+    while let Some(s) = source {
+        let text = s.to_string();
+        if text.contains(" resolves to ") && text.contains(", a ") {
+            return Some(text);
+        }
+        source = s.source();
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_address_in_the_url_is_checked_in_every_spelling() {
+        for url in [
+            "https://169.254.169.254/latest/meta-data",
+            "https://2852039166/token",
+            "https://0xA9FEA9FE/token",
+            "https://10.0.0.7/token",
+            "https://192.168.1.1/token",
+            "https://[::ffff:169.254.169.254]/token",
+            "https://[::ffff:a9fe:a9fe]/token",
+            "http://127.0.0.1:8080/token",
+            "https://[::1]/token",
+        ] {
+            let parsed = url::Url::parse(url).unwrap();
+            assert!(literal_denied(&parsed).is_some(), "{url}");
+        }
+        for url in [
+            "https://oauth2.googleapis.com/token",
+            "https://8.8.8.8/token",
+        ] {
+            assert_eq!(
+                literal_denied(&url::Url::parse(url).unwrap()),
+                None,
+                "{url}"
+            );
+        }
+    }
 
     #[test]
     fn refuses_every_non_public_class() {

@@ -261,6 +261,8 @@ pub struct BrokerConfig {
     /// `https://api.nango.dev`, or a self-hosted instance.
     pub url: url::Url,
     pub secret: Secret,
+    /// The operator allowed a broker on a private or loopback address.
+    pub allow_private_network: bool,
 }
 
 impl fmt::Debug for BrokerConfig {
@@ -291,6 +293,13 @@ pub enum TokenError {
     /// without them would get the grant's full scope.
     #[error("none of the scopes this session needs are among the connection's stored scopes")]
     NoScope,
+    /// The endpoint's address is private, loopback, link-local or
+    /// otherwise not public, and the operator did not allow that: nothing
+    /// was sent to it.
+    #[error(
+        "the token endpoint's address is refused ({0}); nothing was sent: a token endpoint on a private network needs `allow_private_network` on its connector (or on `[token_broker]`)"
+    )]
+    AddressRefused(String),
 }
 
 impl TokenError {
@@ -389,7 +398,10 @@ type Slot = Arc<tokio::sync::Mutex<SlotState>>;
 /// scopes); a slot's lock is held while its token is fetched, so calls that
 /// need it at once share one request.
 pub struct Tokens {
+    /// For endpoints on public addresses only.
     client: reqwest::Client,
+    /// For a connector (or broker) the operator allowed on a private network.
+    private_client: reqwest::Client,
     broker: Option<BrokerConfig>,
     slots: parking_lot::Mutex<HashMap<[u8; 32], Slot>>,
     /// Requests made to token endpoints (tests read it).
@@ -411,6 +423,11 @@ pub struct TokenRequest<'a> {
     pub source: &'a TokenSource,
     /// The scopes to ask for (a narrowed grant's); empty: the source's own.
     pub scopes: &'a BTreeSet<String>,
+    /// The operator allowed this connector's private or loopback
+    /// destinations (`allow_private_network`): its token endpoint may be
+    /// one too. Otherwise every address is checked as for the guest's
+    /// requests, and a refused one is never asked.
+    pub allow_private_network: bool,
 }
 
 impl TokenRequest<'_> {
@@ -441,20 +458,37 @@ impl Tokens {
     /// Fails only if the HTTP client cannot be built; never falls back to
     /// one that follows redirects (which would resend the grant's secrets).
     pub fn new(broker: Option<BrokerConfig>, timeout: Duration) -> Result<Tokens, String> {
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .referer(false)
-            .timeout(timeout)
-            .connect_timeout(timeout.min(Duration::from_secs(5)))
-            .build()
-            .map_err(|e| format!("the token endpoints' HTTP client cannot be built: {e}"))?;
+        let client = |allow_private_network| {
+            crate::capabilities::net::guarded_client(allow_private_network)
+                .timeout(timeout)
+                .connect_timeout(timeout.min(Duration::from_secs(5)))
+                .build()
+                .map_err(|e| format!("the token endpoints' HTTP client cannot be built: {e}"))
+        };
         Ok(Tokens {
-            client,
+            client: client(false)?,
+            private_client: client(true)?,
             broker,
             slots: Default::default(),
             requests: Default::default(),
         })
+    }
+
+    /// The client for a request to `url`: the guarded one, which refuses a
+    /// private address at resolution, and refuses here an address written
+    /// in the URL itself; or, where the operator allowed it, the other.
+    fn client_for(
+        &self,
+        url: &url::Url,
+        allow_private_network: bool,
+    ) -> Result<&reqwest::Client, TokenError> {
+        if allow_private_network {
+            return Ok(&self.private_client);
+        }
+        match crate::capabilities::net::literal_denied(url) {
+            Some(why) => Err(TokenError::AddressRefused(why)),
+            None => Ok(&self.client),
+        }
     }
 
     /// Whether a broker is configured (a broker connection resolves only then).
@@ -601,7 +635,11 @@ impl Tokens {
                         None,
                     );
                 };
-                self.client.post(url).form(&form)
+                let client = match self.client_for(&url, request.allow_private_network) {
+                    Ok(client) => client,
+                    Err(refused) => return (Err(refused), None),
+                };
+                client.post(url).form(&form)
             }
             TokenSource::ClientCredentials(g) => {
                 let mut form = vec![
@@ -619,7 +657,11 @@ impl Tokens {
                         None,
                     );
                 };
-                self.client.post(url).form(&form)
+                let client = match self.client_for(&url, request.allow_private_network) {
+                    Ok(client) => client,
+                    Err(refused) => return (Err(refused), None),
+                };
+                client.post(url).form(&form)
             }
             TokenSource::Broker(b) => {
                 let Some(broker) = &self.broker else {
@@ -647,7 +689,11 @@ impl Tokens {
                 if renewing {
                     url.query_pairs_mut().append_pair("force_refresh", "true");
                 }
-                self.client.get(url).bearer_auth(broker.secret.expose())
+                let client = match self.client_for(&url, broker.allow_private_network) {
+                    Ok(client) => client,
+                    Err(refused) => return (Err(refused), None),
+                };
+                client.get(url).bearer_auth(broker.secret.expose())
             }
         };
         self.requests
@@ -660,7 +706,12 @@ impl Tokens {
                     None,
                 );
             }
-            Err(_) => return (Err(TokenError::Unreachable("no connection")), None),
+            Err(e) => {
+                if let Some(refused) = crate::capabilities::net::refused_by_guard(&e) {
+                    return (Err(TokenError::AddressRefused(refused)), None);
+                }
+                return (Err(TokenError::Unreachable("no connection")), None);
+            }
         };
         let status = response.status().as_u16();
         let body = match read_capped(response).await {
@@ -802,6 +853,7 @@ mod tests {
             connector: "searchconsole",
             source: &source,
             scopes: &needed,
+            allow_private_network: false,
         };
         let (token, event) = tokens.token(&request).await;
         assert_eq!(token, Err(TokenError::NoScope));

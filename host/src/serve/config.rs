@@ -195,6 +195,11 @@ pub struct TokenBrokerConfig {
     pub url: String,
     #[serde(default = "default_broker_secret_env")]
     pub secret_env: String,
+    /// Allow a broker on a private or loopback address (a self-hosted
+    /// Nango inside the network); otherwise its addresses are checked as
+    /// for a guest's request.
+    #[serde(default)]
+    pub allow_private_network: bool,
 }
 
 impl Default for TokenBrokerConfig {
@@ -202,6 +207,7 @@ impl Default for TokenBrokerConfig {
         TokenBrokerConfig {
             url: default_broker_url(),
             secret_env: default_broker_secret_env(),
+            allow_private_network: false,
         }
     }
 }
@@ -272,6 +278,11 @@ pub struct OidcConfig {
     /// hammer the issuer).
     #[serde(default = "default_jwks_min_refresh_secs")]
     pub jwks_min_refresh_secs: u64,
+    /// Allow an issuer on a private or loopback address (an identity
+    /// provider inside the network); otherwise the key fetch's addresses
+    /// are checked as for a guest's request.
+    #[serde(default)]
+    pub allow_private_network: bool,
     /// Which claim values give which role. Absent: the values `admin`,
     /// `approver` and `viewer` themselves. Present: only what it lists.
     #[serde(default)]

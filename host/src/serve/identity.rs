@@ -263,10 +263,11 @@ pub struct OidcVerifier {
 impl OidcVerifier {
     /// No network yet: the keys are fetched when the first token comes.
     pub fn new(config: &OidcConfig) -> Result<OidcVerifier, reqwest::Error> {
-        let http = reqwest::Client::builder()
+        // No redirect (one could lead from https to plain http), and the
+        // same address rules as a guest's request unless the operator
+        // allowed a private issuer.
+        let http = crate::capabilities::net::guarded_client(config.allow_private_network)
             .timeout(FETCH_TIMEOUT)
-            // A redirect could lead from https to plain http.
-            .redirect(reqwest::redirect::Policy::none())
             .build()?;
         let roles = config.roles.clone().unwrap_or_else(|| OidcRoles {
             admin: vec!["admin".into()],
@@ -448,13 +449,26 @@ impl OidcVerifier {
 
     /// One GET of `jwks_url`: the usable signing keys, by key id and without.
     async fn fetch_keys(&self) -> Result<KeysRead, String> {
+        if !self.config.allow_private_network
+            && let Ok(url) = url::Url::parse(&self.config.jwks_url)
+            && let Some(why) = crate::capabilities::net::literal_denied(&url)
+        {
+            return Err(format!(
+                "jwks_url's address is refused ({why}); set `allow_private_network = true` in [oidc] for an issuer on a private network"
+            ));
+        }
         let mut response = self
             .http
             .get(&self.config.jwks_url)
             .header(reqwest::header::ACCEPT, "application/json")
             .send()
             .await
-            .map_err(|e| bounded(&e.without_url().to_string()))?;
+            .map_err(|e| match crate::capabilities::net::refused_by_guard(&e) {
+                Some(why) => format!(
+                    "jwks_url's address is refused ({why}); set `allow_private_network = true` in [oidc] for an issuer on a private network"
+                ),
+                None => bounded(&e.without_url().to_string()),
+            })?;
         if !response.status().is_success() {
             return Err(format!(
                 "the issuer answered HTTP {}",
@@ -788,6 +802,7 @@ mod tests {
             role_claim: "scout_roles".into(),
             leeway_secs: 60,
             jwks_min_refresh_secs: 10,
+            allow_private_network: false,
             roles: None,
         };
         let verifier = OidcVerifier::new(&config).unwrap();

@@ -482,6 +482,7 @@ impl ServeHost {
                     .parsed_url()
                     .map_err(|e| StartError::Config(ConfigFileError::Invalid(e)))?,
                 secret: crate::credentials::Secret::new(secret),
+                allow_private_network: config.token_broker.allow_private_network,
             }),
             None => None,
         };
@@ -1349,6 +1350,11 @@ impl ServeHost {
                 connector: &server,
                 source,
                 scopes: credential.scopes().unwrap_or(&no_scopes),
+                allow_private_network: self
+                    .config
+                    .connectors
+                    .get(&server)
+                    .is_some_and(|c| c.allow_private_network),
             };
             // A token request is an effect on the brand's behalf: none
             // from a host that no longer holds its lease.
@@ -1663,6 +1669,7 @@ impl crate::capabilities::http::Renewal for TokenRenewal {
             connector: &self.connector,
             source: &self.source,
             scopes: &self.scopes,
+            allow_private_network: self.config.allow_private_network,
         };
         let (token, event) = self.tokens.renew(&request, &self.stale).await;
         let event = serde_json::to_value(&event).unwrap_or_default();

@@ -261,7 +261,7 @@ fn temp_dir(name: &str) -> Dir {
 /// The `[oidc]` table naming `issuer`.
 fn oidc_table(issuer: &Issuer) -> String {
     format!(
-        "\n[oidc]\nissuer = {:?}\naudience = {AUDIENCE:?}\njwks_url = \"{}/jwks\"\nrole_claim = \"scout_roles\"\nleeway_secs = 60\njwks_min_refresh_secs = 1\n",
+        "\n[oidc]\nissuer = {:?}\naudience = {AUDIENCE:?}\njwks_url = \"{}/jwks\"\nrole_claim = \"scout_roles\"\nleeway_secs = 60\njwks_min_refresh_secs = 1\n# The test's issuer is on loopback.\nallow_private_network = true\n",
         issuer.base, issuer.base
     )
 }
@@ -919,4 +919,42 @@ fn serve_refuses_an_identity_provider_reached_without_tls() {
         assert!(!output.status.success(), "{table}");
         assert!(stderr.contains(says), "{says:?} in {stderr}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_issuer_on_a_private_address_is_not_asked_unless_the_operator_allows_it() {
+    let keys = keys();
+    let issuer = Issuer::start(vec![keys.issuer.jwk.clone()]).await;
+    let github = FakeGitHub::start(GITHUB_TOKEN).await;
+    let dir = temp_dir("private-issuer");
+    let config = dir.0.join("serve.toml");
+    // The same issuer, on loopback, without `allow_private_network`.
+    let table = oidc_table(&issuer).replace("allow_private_network = true\n", "");
+    std::fs::write(
+        &config,
+        scout_tests::serve_config_for_github(&github.origin()) + &table,
+    )
+    .unwrap();
+    let serve = Serve::start(&config);
+    let token = keys
+        .issuer
+        .sign(&issuer.claims("root@example.com", json!("admin"), json!({})));
+    let http = reqwest::Client::new();
+    let answer = call(
+        &http,
+        &serve.base,
+        &token,
+        Method::GET,
+        "/v1/sessions",
+        None,
+    )
+    .await;
+    assert_eq!(answer.status, 503, "{}", answer.body);
+    assert!(
+        answer.message().contains("address is refused")
+            && answer.message().contains("allow_private_network"),
+        "says why and what to set: {}",
+        answer.message()
+    );
+    assert_eq!(issuer.fetches(), 0, "the issuer was never asked");
 }

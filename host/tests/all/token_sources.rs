@@ -49,10 +49,16 @@ fn component(path: &str) -> String {
 /// `serve` with Search Console, Tailscale and Figma bound to the fake;
 /// `broker`: whether the deployment sets the broker's secret.
 async fn serve(name: &str, broker: bool) -> Fixture {
+    serve_allowing(name, broker, true).await
+}
+
+/// [`serve`]; `private`: whether the connectors and the broker are allowed
+/// private and loopback addresses (the fake is on loopback).
+async fn serve_allowing(name: &str, broker: bool, private: bool) -> Fixture {
     let fake = FakeTokens::start("ya29.fake-access-", BROKER_SECRET).await;
     let db = TempDb::new(&format!("tokens-{name}"));
     let mut text = format!(
-        "listen = \"127.0.0.1:0\"\nrequire_review = false\ntoken_timeout_secs = 1\n\n[token_broker]\nurl = {:?}\n",
+        "listen = \"127.0.0.1:0\"\nrequire_review = false\ntoken_timeout_secs = 1\n\n[token_broker]\nurl = {:?}\nallow_private_network = {private}\n",
         fake.broker_url()
     );
     for (connector, path) in [
@@ -61,9 +67,13 @@ async fn serve(name: &str, broker: bool) -> Fixture {
         ("figma", scout_tests::components::FIGMA),
     ] {
         text.push_str(&format!(
-            "\n[connectors.{connector}]\ncomponent = {:?}\norigin = {:?}\nallow_private_network = true\n",
+            "\n[connectors.{connector}]\ncomponent = {:?}\norigin = {:?}\nallow_private_network = {private}\n",
             component(path),
-            fake.origin()
+            if private {
+                fake.origin()
+            } else {
+                format!("https://{connector}.example.com")
+            }
         ));
     }
     let mut config =
@@ -630,4 +640,85 @@ async fn the_admin_api_validates_token_sources_when_saved_and_returns_none_of_th
         .call(&session, "searchconsole", "searchconsole_properties")
         .await;
     assert!(ok(&out), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_endpoint_on_a_private_address_is_never_asked() {
+    // The connectors are not allowed private addresses: neither is their
+    // token endpoint, whatever the stored connection names.
+    let f = serve_allowing("private-endpoint", true, false).await;
+    let port = url::Url::parse(&f.fake.token_url())
+        .unwrap()
+        .port()
+        .unwrap();
+    let hostile = [
+        (
+            "metadata",
+            "https://169.254.169.254/latest/meta-data/token".to_string(),
+        ),
+        ("decimal", "https://2852039166/token".to_string()),
+        (
+            "mapped",
+            "https://[::ffff:169.254.169.254]/token".to_string(),
+        ),
+        ("ten", "https://10.0.0.7/oauth/token".to_string()),
+        ("home", "https://192.168.1.1/oauth/token".to_string()),
+        // The fake really listens here: without the guard it would be asked.
+        ("loopback", f.fake.token_url()),
+        ("named", format!("http://localhost:{port}/oauth/token")),
+    ];
+    for (brand, token_url) in &hostile {
+        let source = TokenSource::Oauth(RefreshGrant {
+            refresh_token: REFRESH_TOKEN.into(),
+            client_id: "acme-client.apps.googleusercontent.com".into(),
+            client_secret: CLIENT_SECRET.into(),
+            token_url: token_url.clone(),
+            scopes: [WEBMASTERS.to_string()].into(),
+        });
+        f.host
+            .put_connection(brand, "google", &source.seal_text())
+            .unwrap();
+        let session = f.open(brand, "person-chat", None);
+        let out = f
+            .call(&session, "searchconsole", "searchconsole_properties")
+            .await;
+        assert!(!ok(&out), "{brand}: {out}");
+        assert!(
+            out.to_string()
+                .contains("credential could not be refreshed"),
+            "{brand}: the bounded reason: {out}"
+        );
+        let events = f.credential_events(&session);
+        assert_eq!(events.len(), 1, "{brand}: {events:?}");
+        assert!(
+            events[0]["error"]
+                .as_str()
+                .unwrap()
+                .contains("address is refused"),
+            "{brand}: {events:?}"
+        );
+        f.assert_no_secret(&f.trace(&session));
+    }
+    // A broker on loopback without the operator's leave: not asked either.
+    f.host
+        .put_connection(
+            "broker-brand",
+            "figma",
+            &TokenSource::Broker(BrokerConnection {
+                connection_id: "acme-figma".into(),
+                provider_config_key: "figma".into(),
+                scopes: Default::default(),
+            })
+            .seal_text(),
+        )
+        .unwrap();
+    let session = f.open("broker-brand", "person-chat", None);
+    let out = f.call(&session, "figma", "figma_whoami").await;
+    assert!(!ok(&out), "{out}");
+    assert!(
+        f.fake.token_calls().is_empty(),
+        "no token endpoint or broker on a private address was asked: {:?}",
+        f.fake.token_calls()
+    );
+    assert!(f.fake.api_calls().is_empty(), "nothing reached an upstream");
 }

@@ -20,6 +20,7 @@ mod host;
 mod transport;
 
 pub use super::bindings::http::{HttpError, Method, Request, Response};
+use crate::capabilities::net::GuardedResolver;
 use crate::capabilities::net::denied_reason;
 use crate::capabilities::replay::{Recorder, Replay};
 pub use crate::capabilities::scrub::REDACTED;
@@ -33,7 +34,6 @@ pub use host::{ExchangeServer, HttpExchange};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use std::net::IpAddr;
 use std::sync::Arc;
-use transport::GuardedResolver;
 use url::Url;
 
 struct Secret(String);

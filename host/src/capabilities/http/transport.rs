@@ -5,8 +5,6 @@
 use super::{Backend, HttpCapability, PreparedRequest};
 use super::{HttpError, Request, Response};
 use crate::capabilities::encoding;
-use crate::capabilities::net::denied_reason;
-use std::net::SocketAddr;
 
 impl HttpCapability {
     pub(super) async fn dispatch(
@@ -144,33 +142,5 @@ impl HttpCapability {
             source = s.source();
         }
         HttpError::Transport(self.scrub_text(&text))
-    }
-}
-
-/// Resolves names and refuses any non-public address unless allowed.
-pub(super) struct GuardedResolver {
-    pub(super) allow_private_network: bool,
-}
-
-impl reqwest::dns::Resolve for GuardedResolver {
-    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let allow = self.allow_private_network;
-        let host = name.as_str().to_string();
-        Box::pin(async move {
-            let addrs: Vec<SocketAddr> =
-                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            if addrs.is_empty() {
-                return Err(format!("{host} did not resolve").into());
-            }
-            if !allow {
-                for addr in &addrs {
-                    if let Some(reason) = denied_reason(addr.ip()) {
-                        return Err(format!("{host} resolves to {}, a {reason}", addr.ip()).into());
-                    }
-                }
-            }
-            let addrs: reqwest::dns::Addrs = Box::new(addrs.into_iter());
-            Ok(addrs)
-        })
     }
 }
