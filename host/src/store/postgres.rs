@@ -682,18 +682,24 @@ async fn commit_rows(
     rows: &[&Row],
 ) -> Result<(), StoreError> {
     let tx = client.transaction().await?;
+    // One identity for the fence and the rows: the host may rejoin under
+    // a new one meanwhile.
+    let me = shared.id();
     // The fence: this host's row, share-locked until the commit, so a
     // recovery (which updates it) waits for these rows and then sees them.
     let row = tx
         .query_opt(
             "SELECT recovered_by IS NOT NULL, lease_until > now() FROM hosts WHERE host_id = $1 FOR SHARE",
-            &[&&*shared.id()],
+            &[&&*me],
         )
         .await?;
     match row.map(|r| (r.get::<_, bool>(0), r.get::<_, bool>(1))) {
-        // Recovered by another host (or its row gone): for good.
+        // Recovered by another host (or its row gone): for good, unless
+        // the host has rejoined under a new identity since.
         None | Some((true, _)) => {
-            shared.fenced.store(true, Ordering::SeqCst);
+            if *shared.id() == *me {
+                shared.fenced.store(true, Ordering::SeqCst);
+            }
             return Err(StoreError::Fenced);
         }
         // The lease lapsed (the database was out of reach longer than the
@@ -715,7 +721,7 @@ async fn commit_rows(
          FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int8[])
               WITH ORDINALITY AS u(s, b, c, t, st, r, d, a, ord)
          ORDER BY ord",
-        &[&&*shared.id(), &sessions, &brands, &calls, &tools, &states, &rules, &details, &at],
+        &[&&*me, &sessions, &brands, &calls, &tools, &states, &rules, &details, &at],
     )
     .await?;
     tx.commit().await?;

@@ -760,10 +760,21 @@ async fn a_fleet_whose_database_stops_for_twice_the_lease_comes_back_whole() {
     server.stop();
     tokio::time::sleep(Duration::from_secs(4)).await;
     for base in [&h.a.base, &h.b.base] {
+        let answer = h.http.get(format!("{base}/readyz")).send().await.unwrap();
         assert_eq!(
-            ready(&h.http, base).await,
+            answer.status().as_u16(),
             503,
             "not ready without the database"
+        );
+        let body: Value = serde_json::from_str(&answer.text().await.unwrap()).unwrap();
+        // One of the fixed reasons, never the driver's error text.
+        assert!(
+            [
+                "the store does not answer",
+                "this host does not hold its lease: it takes no calls"
+            ]
+            .contains(&body["reason"].as_str().unwrap_or("")),
+            "{body}"
         );
     }
     server.start();
