@@ -494,6 +494,11 @@ pub struct RouteView {
     pub read_only: bool,
     /// `queries_only` or `gated` for a GraphQL body the host parses.
     pub graphql: Option<&'static str>,
+    /// The root fields its one GraphQL operation may select; empty for a
+    /// GraphQL route that names none (any root field: the tool's argument
+    /// is the whole document).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub graphql_fields: Vec<String>,
 }
 
 /// The credential a connector's requests carry.
@@ -804,6 +809,7 @@ pub fn audit(
                         scout_manifest::GraphqlBody::QueriesOnly => "queries_only",
                         scout_manifest::GraphqlBody::Gated => "gated",
                     }),
+                    graphql_fields: r.graphql_fields.clone(),
                 }
             })
             .collect();
@@ -1390,9 +1396,18 @@ impl Audit {
                     if r.read_only && r.graphql.is_none() {
                         marks.push("read-only POST".to_string());
                     }
+                    let fields = if r.graphql_fields.is_empty() {
+                        "any root field".to_string()
+                    } else {
+                        format!("root fields {}", r.graphql_fields.join(", "))
+                    };
                     match r.graphql {
-                        Some("queries_only") => marks.push("GraphQL queries only".into()),
-                        Some(_) => marks.push("GraphQL, mutations as the gate says".into()),
+                        Some("queries_only") => {
+                            marks.push(format!("GraphQL queries only, {fields}"))
+                        }
+                        Some(_) => {
+                            marks.push(format!("GraphQL, mutations as the gate says, {fields}"))
+                        }
                         None => {}
                     }
                     let target = match (&r.destination, &r.origin) {

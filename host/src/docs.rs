@@ -538,6 +538,26 @@ pub fn connectors_page(
                     }
                 }
             }
+            // What each GraphQL route may carry: its root fields, or any.
+            for route in doc.into_iter().flat_map(|d| &d.routes) {
+                if route.graphql.is_none() {
+                    continue;
+                }
+                let kind = match route.graphql {
+                    Some(scout_manifest::GraphqlBody::QueriesOnly) => "GraphQL queries",
+                    _ => "GraphQL",
+                };
+                if route.graphql_fields.is_empty() {
+                    declared.push(format!(
+                        "{kind}: any root field (the document is the argument)"
+                    ));
+                } else {
+                    declared.push(format!(
+                        "{kind}: root fields {}",
+                        route.graphql_fields.join(", ")
+                    ));
+                }
+            }
             let _ = writeln!(
                 page,
                 "| `{}` | {} | {} |",

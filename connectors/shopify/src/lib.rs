@@ -10,8 +10,8 @@
 //!   constant. Their arguments are checked, then travel only as GraphQL
 //!   `variables`: a product search string is the `$query` variable of
 //!   `products(first:, query:)`, never text spliced into a document. Their
-//!   routes are `(graphql-query)`, so the host also parses each body and
-//!   sends it only if every operation in it is a query.
+//!   routes are `(graphql-query: ROOT)`, so the host also parses each body and
+//!   sends it only if it is one query selecting that root field.
 //! - `admin-graphql` sends the agent's document as given. The host, not
 //!   this code, parses the `query` argument to decide whether it is a query
 //!   (runs) or a mutation (needs SHOPIFY_ALLOW_WRITES and a person's

@@ -201,6 +201,7 @@ mod tests {
             status: Some(200),
             request_bytes: 0,
             response_bytes: 12,
+            graphql: None,
             error: None,
             micros: 5,
             server: Default::default(),

@@ -7,8 +7,16 @@
 //! recursion and tokens so that a hostile document cannot exhaust the host,
 //! and refuses anything it cannot read: a parse error, a type-system
 //! definition, an empty document, a batch.
+//!
+//! A route that names its root fields (`(graphql: commentCreate)`) is held
+//! to them: the host reads which root fields each operation selects, by
+//! name and never by alias, through fragment spreads and inline fragments
+//! at the root, so that a document approved as "a comment" cannot delete
+//! an issue.
 
+use apollo_parser::cst::CstNode;
 use apollo_parser::{Parser, cst};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Nesting the parser follows before it gives up (Shopify queries are shallow).
 const RECURSION_LIMIT: usize = 64;
@@ -30,10 +38,54 @@ impl Operations {
     }
 }
 
-/// Parses an executable GraphQL document and counts its operations by kind.
-/// Every operation counts, whichever `operationName` would select: a
-/// document that holds a mutation is treated as one.
-pub fn operations(document: &str) -> Result<Operations, String> {
+/// An operation's type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OperationKind {
+    Query,
+    Mutation,
+    Subscription,
+}
+
+impl OperationKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            OperationKind::Query => "query",
+            OperationKind::Mutation => "mutation",
+            OperationKind::Subscription => "subscription",
+        }
+    }
+}
+
+/// One operation of a document: its type, and the root fields it selects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Operation {
+    pub kind: OperationKind,
+    /// By field name (an alias hides nothing), through the fragments
+    /// spread and inlined at the root.
+    pub root_fields: BTreeSet<String>,
+}
+
+impl std::fmt::Display for Operation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let fields: Vec<&str> = self.root_fields.iter().map(String::as_str).collect();
+        write!(f, "{} {}", self.kind.as_str(), fields.join(", "))
+    }
+}
+
+/// The operations of `ops` in words: `mutation commentCreate`, one
+/// operation after another.
+pub fn summary(ops: &[Operation]) -> String {
+    ops.iter()
+        .map(Operation::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Parses an executable GraphQL document: its operations, each with the
+/// root fields it selects. Refuses a document that does not parse, holds
+/// a type-system definition or no operation, spreads a fragment it does
+/// not define, or spreads fragments in a cycle.
+pub fn document(document: &str) -> Result<Vec<Operation>, String> {
     let tree = Parser::new(document)
         .recursion_limit(RECURSION_LIMIT)
         .token_limit(TOKEN_LIMIT)
@@ -44,31 +96,182 @@ pub fn operations(document: &str) -> Result<Operations, String> {
             e.message()
         ));
     }
-    let mut ops = Operations::default();
+    let mut operations = Vec::new();
+    let mut fragments: BTreeMap<String, cst::SelectionSet> = BTreeMap::new();
     for definition in tree.document().definitions() {
         match definition {
-            cst::Definition::OperationDefinition(op) => match op.operation_type() {
-                None => ops.queries += 1,
-                Some(t) if t.query_token().is_some() => ops.queries += 1,
-                Some(t) if t.mutation_token().is_some() => ops.mutations += 1,
-                Some(t) if t.subscription_token().is_some() => ops.subscriptions += 1,
-                Some(_) => {
-                    return Err(
-                        "the GraphQL document has an operation of no known type".to_string()
-                    );
+            cst::Definition::OperationDefinition(op) => {
+                let kind = match op.operation_type() {
+                    None => OperationKind::Query,
+                    Some(t) if t.query_token().is_some() => OperationKind::Query,
+                    Some(t) if t.mutation_token().is_some() => OperationKind::Mutation,
+                    Some(t) if t.subscription_token().is_some() => OperationKind::Subscription,
+                    Some(_) => {
+                        return Err(
+                            "the GraphQL document has an operation of no known type".to_string()
+                        );
+                    }
+                };
+                operations.push((kind, op.selection_set()));
+            }
+            cst::Definition::FragmentDefinition(fragment) => {
+                let name = fragment
+                    .fragment_name()
+                    .and_then(|n| n.name())
+                    .map(|n| n.text().to_string())
+                    .ok_or("the GraphQL document has a fragment without a name")?;
+                let Some(selection) = fragment.selection_set() else {
+                    return Err(format!("fragment `{name}` selects nothing"));
+                };
+                if fragments.insert(name.clone(), selection).is_some() {
+                    return Err(format!("fragment `{name}` is defined twice"));
                 }
-            },
-            cst::Definition::FragmentDefinition(_) => {}
+            }
             _ => return Err(
                 "the GraphQL document holds a definition that is not an operation or a fragment"
                     .to_string(),
             ),
         }
     }
-    if ops == Operations::default() {
+    if operations.is_empty() {
         return Err("the GraphQL document holds no operation".to_string());
     }
-    Ok(ops)
+    operations
+        .into_iter()
+        .map(|(kind, selection)| {
+            Ok(Operation {
+                kind,
+                root_fields: root_fields(selection, &fragments)?,
+            })
+        })
+        .collect()
+}
+
+/// The field names `selection` selects at its own level, following
+/// fragment spreads and inline fragments (each fragment once: a cycle is
+/// refused, as the spec makes it invalid).
+fn root_fields(
+    selection: Option<cst::SelectionSet>,
+    fragments: &BTreeMap<String, cst::SelectionSet>,
+) -> Result<BTreeSet<String>, String> {
+    let mut fields = BTreeSet::new();
+    let mut pending: Vec<cst::SelectionSet> = selection.into_iter().collect();
+    let mut spread: BTreeSet<String> = BTreeSet::new();
+    while let Some(set) = pending.pop() {
+        for item in set.selections() {
+            match item {
+                cst::Selection::Field(field) => {
+                    let name = field
+                        .name()
+                        .map(|n| n.text().to_string())
+                        .ok_or("the GraphQL document has a field without a name")?;
+                    fields.insert(name);
+                }
+                cst::Selection::InlineFragment(inline) => {
+                    pending.extend(inline.selection_set());
+                }
+                cst::Selection::FragmentSpread(spreading) => {
+                    let name = spreading
+                        .fragment_name()
+                        .and_then(|n| n.name())
+                        .map(|n| n.text().to_string())
+                        .ok_or("the GraphQL document spreads a fragment without a name")?;
+                    let Some(target) = fragments.get(&name) else {
+                        return Err(format!(
+                            "the GraphQL document spreads fragment `{name}`, which it does not define"
+                        ));
+                    };
+                    if !spread.insert(name.clone()) {
+                        // Spread twice at the root, or a cycle: once is enough
+                        // to know its fields; a cycle is invalid GraphQL.
+                        if spreads_itself(&name, fragments) {
+                            return Err(format!("fragment `{name}` spreads itself"));
+                        }
+                        continue;
+                    }
+                    pending.push(target.clone());
+                }
+            }
+        }
+    }
+    Ok(fields)
+}
+
+/// Whether fragment `name` reaches itself through spreads at any depth.
+fn spreads_itself(name: &str, fragments: &BTreeMap<String, cst::SelectionSet>) -> bool {
+    let mut seen = BTreeSet::new();
+    let mut pending: Vec<cst::SelectionSet> = fragments.get(name).cloned().into_iter().collect();
+    while let Some(set) = pending.pop() {
+        for node in set.syntax().descendants() {
+            if let Some(spreading) = cst::FragmentSpread::cast(node) {
+                let Some(target) = spreading
+                    .fragment_name()
+                    .and_then(|n| n.name())
+                    .map(|n| n.text().to_string())
+                else {
+                    continue;
+                };
+                if target == name {
+                    return true;
+                }
+                if seen.insert(target.clone())
+                    && let Some(next) = fragments.get(&target)
+                {
+                    pending.push(next.clone());
+                }
+            }
+        }
+    }
+    false
+}
+
+/// Parses an executable GraphQL document and counts its operations by kind.
+/// Every operation counts, whichever `operationName` would select: a
+/// document that holds a mutation is treated as one.
+pub fn operations(text: &str) -> Result<Operations, String> {
+    Ok(count(&document(text)?))
+}
+
+/// The operations of `ops`, counted by kind.
+pub fn count(ops: &[Operation]) -> Operations {
+    let mut counted = Operations::default();
+    for op in ops {
+        match op.kind {
+            OperationKind::Query => counted.queries += 1,
+            OperationKind::Mutation => counted.mutations += 1,
+            OperationKind::Subscription => counted.subscriptions += 1,
+        }
+    }
+    counted
+}
+
+/// Why a document's operations do not fit a route that names its root
+/// fields: more than one operation, or a root field it does not name
+/// (`__typename` always fits); `None` when they fit or none are named.
+pub fn outside_fields(ops: &[Operation], allowed: &[String]) -> Option<String> {
+    if allowed.is_empty() {
+        return None;
+    }
+    if ops.len() != 1 {
+        return Some(format!(
+            "this route carries one GraphQL operation, and the body holds {}",
+            ops.len()
+        ));
+    }
+    let extra: Vec<&str> = ops[0]
+        .root_fields
+        .iter()
+        .map(String::as_str)
+        .filter(|f| *f != "__typename" && !allowed.iter().any(|a| a == f))
+        .collect();
+    if extra.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "this route selects only {} at its root, and the body selects {}",
+        allowed.join(", "),
+        extra.join(", ")
+    ))
 }
 
 /// Whether the GraphQL document in a tool's `query` argument holds anything
@@ -89,19 +292,19 @@ pub fn argument_mutates(arguments: &serde_json::Value) -> Result<bool, String> {
 /// `queryId`. No route declares persisted documents, so none is sent.
 const BODY_KEYS: [&str; 3] = ["query", "operationName", "variables"];
 
-/// The operations of a GraphQL-over-HTTP request, judged as any upstream
-/// might read it. The document travels only as the `query` string of one
+/// The operations of a GraphQL-over-HTTP request (each with its root
+/// fields), judged as any upstream might read it. The document travels only as the `query` string of one
 /// JSON object sent as `application/json`: a request that also carries URL
 /// parameters (servers read `query`, `operationName`, `variables`,
 /// `extensions` or a persisted id from there, some before the body), a
 /// repeated key anywhere in the body (servers differ on which one they
 /// keep), a key outside [`BODY_KEYS`], a batch, or another content type is
 /// refused, so the document the host parsed is the only one there is.
-pub(crate) fn request_operations(
+pub(crate) fn request_document(
     url_query: &[(String, String)],
     headers: &[(String, String)],
     body: &[u8],
-) -> Result<Operations, String> {
+) -> Result<Vec<Operation>, String> {
     if let Some((name, _)) = url_query.first() {
         return Err(format!(
             "a GraphQL request carries everything in its JSON body: URL parameter `{}` is refused",
@@ -142,7 +345,7 @@ pub(crate) fn request_operations(
     {
         return Err("the GraphQL request's `operationName` must be a string".to_string());
     }
-    operations(document)
+    self::document(document)
 }
 
 /// A JSON value whose objects were checked for repeated keys as it was
@@ -216,6 +419,14 @@ impl<'de> serde::de::Visitor<'de> for UniqueVisitor {
 mod tests {
     use super::*;
 
+    fn request_operations(
+        url_query: &[(String, String)],
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> Result<Operations, String> {
+        request_document(url_query, headers, body).map(|ops| count(&ops))
+    }
+
     #[test]
     fn tells_queries_from_mutations_by_parsing() {
         let read = |d: &str| operations(d).map(|o| o.is_read_only());
@@ -249,6 +460,111 @@ mod tests {
             read("fragment F on Shop { name }\nquery { shop { ...F } }"),
             Ok(true)
         );
+    }
+
+    #[test]
+    fn reads_the_root_fields_through_aliases_and_fragments() {
+        let fields = |d: &str| -> Vec<(String, Vec<String>)> {
+            document(d)
+                .unwrap()
+                .into_iter()
+                .map(|o| {
+                    (
+                        o.kind.as_str().to_string(),
+                        o.root_fields.into_iter().collect(),
+                    )
+                })
+                .collect()
+        };
+        let one = |kind: &str, f: &[&str]| {
+            vec![(
+                kind.to_string(),
+                f.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            )]
+        };
+        assert_eq!(
+            fields("mutation { commentCreate(input: {}) { success } }"),
+            one("mutation", &["commentCreate"])
+        );
+        // An alias hides nothing.
+        assert_eq!(
+            fields("mutation { commentCreate: issueDelete(id: \"1\") { success } }"),
+            one("mutation", &["issueDelete"])
+        );
+        // Fragments spread and inlined at the root, nested, spread twice.
+        assert_eq!(
+            fields(
+                "fragment A on Mutation { issueDelete(id: \"1\") { success } ...B }\nfragment B on Mutation { teamDelete(id: \"t\") { success } }\nmutation { commentCreate(input: {}) { success } ...A ... on Mutation { userSuspend(id: \"u\") { success } } ...A }"
+            ),
+            one(
+                "mutation",
+                &["commentCreate", "issueDelete", "teamDelete", "userSuspend"]
+            )
+        );
+        // A field deeper down is not a root field.
+        assert_eq!(
+            fields("query { issues { nodes { issueDelete: id } } }"),
+            one("query", &["issues"])
+        );
+        assert_eq!(
+            fields("{ __typename viewer { id } }"),
+            one("query", &["__typename", "viewer"])
+        );
+        assert_eq!(
+            summary(&document("query A { a } mutation B { b c }").unwrap()),
+            "query a; mutation b, c"
+        );
+    }
+
+    #[test]
+    fn a_route_that_names_its_fields_carries_one_operation_of_those() {
+        let allowed = ["commentCreate".to_string()];
+        let check = |d: &str| outside_fields(&document(d).unwrap(), &allowed);
+        assert_eq!(
+            check("mutation { commentCreate(input: {}) { success } }"),
+            None
+        );
+        assert_eq!(
+            check("mutation { __typename commentCreate(input: {}) { success } }"),
+            None
+        );
+        for (bad, says) in [
+            (
+                "mutation { issueDelete(id: \"1\") { success } }",
+                "issueDelete",
+            ),
+            (
+                "mutation { commentCreate: issueDelete(id: \"1\") { success } }",
+                "issueDelete",
+            ),
+            (
+                "fragment F on Mutation { issueDelete(id: \"1\") { success } }\nmutation { commentCreate(input: {}) { success } ...F }",
+                "issueDelete",
+            ),
+            (
+                "mutation A { commentCreate(input: {}) { success } }\nmutation B { issueDelete(id: \"1\") { success } }",
+                "holds 2",
+            ),
+        ] {
+            let why = check(bad).unwrap_or_else(|| panic!("{bad} must be refused"));
+            assert!(why.contains(says), "{bad}: {why}");
+        }
+        // Nothing named: any root field (the document is the argument).
+        assert_eq!(
+            outside_fields(&document("mutation { a b }").unwrap(), &[]),
+            None
+        );
+    }
+
+    #[test]
+    fn refuses_fragments_it_cannot_resolve() {
+        for bad in [
+            "query { ...Missing }",
+            "fragment A on Query { ...B }\nfragment B on Query { ...A }\nquery { ...A }",
+            "fragment A on Query { a }\nfragment A on Query { b }\nquery { ...A }",
+        ] {
+            assert!(document(bad).is_err(), "{bad:?} must be refused");
+        }
     }
 
     #[test]

@@ -20,6 +20,7 @@ struct Compiled {
     encoded: Vec<usize>,
     affixes: Vec<Affix>,
     graphql: Option<GraphqlBody>,
+    graphql_fields: Vec<String>,
 }
 
 /// The route a request matched: what else the host checks before sending.
@@ -29,6 +30,8 @@ pub struct Matched {
     pub encoded: Vec<usize>,
     /// The body is a GraphQL request to check.
     pub graphql: Option<GraphqlBody>,
+    /// The root fields its one operation may select (empty: any).
+    pub graphql_fields: Vec<String>,
     /// The route, as `[destination] METHOD /template`.
     pub route: String,
 }
@@ -87,6 +90,7 @@ impl RouteSet {
                 encoded: route.encoded_segments(),
                 affixes: route.affixes(),
                 graphql: route.graphql,
+                graphql_fields: route.graphql_fields.clone(),
             });
         }
         Ok(RouteSet { routes: out })
@@ -128,6 +132,7 @@ impl RouteSet {
             .map(|c| Matched {
                 encoded: c.encoded.clone(),
                 graphql: c.graphql,
+                graphql_fields: c.graphql_fields.clone(),
                 route: describe_one(c),
             })
     }

@@ -582,6 +582,11 @@ fn a_specialists_grant_shows_its_allowance_joint_reads_and_folders() {
     assert_eq!(to_shopify["destination"], "shopify");
     assert_eq!(to_shopify["origin"], "https://acme.myshopify.com");
     assert_eq!(to_shopify["graphql"], "queries_only");
+    assert_eq!(
+        to_shopify["graphql_fields"],
+        json!(["productByIdentifier", "pages"]),
+        "the root fields its query may select"
+    );
     let to_gsc = route(
         joint,
         "POST",
@@ -603,7 +608,7 @@ fn a_specialists_grant_shows_its_allowance_joint_reads_and_folders() {
         "What a specialist coworker run (role specialist) could cause, profile seo",
         "    gate: charged against the grant's allowance ($1 per run, $3 per day)",
         "    POST   /v3/dataforseo_labs/google/keyword_ideas/live -> https://api.dataforseo.com [read-only POST]",
-        "    POST   /admin/api/2026-10/graphql.json -> shopify at https://acme.myshopify.com [GraphQL queries only]",
+        "    POST   /admin/api/2026-10/graphql.json -> shopify at https://acme.myshopify.com [GraphQL queries only, root fields productByIdentifier, pages]",
         "    reads shopify (served to this session): header:X-Shopify-Access-Token, connection `shopify`",
         "    folder project: /srv/scout/{brand}/project (read and write)",
     ] {

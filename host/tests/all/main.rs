@@ -16,6 +16,7 @@ mod console;
 mod crash_safety;
 mod credentials;
 mod docs_page;
+mod graphql_routes;
 mod inspect_cli;
 mod mcp_serve;
 mod plugin_connector;

@@ -30,7 +30,12 @@
 //! `%2F`. A POST may carry one qualifier: `(read-only)`, `(graphql-query)`
 //! (a read tool's GraphQL request: the host parses the body and sends it only
 //! if every operation is a query) or `(graphql)` (a write tool's GraphQL
-//! request: the host parses it, and a mutation needs the tool's gate).
+//! request: the host parses it, and a mutation needs the tool's gate). A
+//! GraphQL qualifier names the root fields the body may select,
+//! `(graphql: commentCreate)`, `(graphql-query: issues, issue)`: the host
+//! then sends one operation selecting only those (through fragments too),
+//! and a person approving the call is shown them. Without names any root
+//! field goes, for a tool whose argument is the whole document.
 //!
 //! On the world: `Billing: none`, `Billing: credits` or `Billing: usd`.
 //!
@@ -123,6 +128,12 @@ pub struct Route {
     /// The body is a GraphQL request the host parses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub graphql: Option<GraphqlBody>,
+    /// The root fields its one operation may select (`(graphql: commentCreate)`,
+    /// `(graphql-query: issues, issue)`; `__typename` always). Empty: any
+    /// root field, which only a tool that takes the whole document as its
+    /// argument should declare (a person then approves the document itself).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub graphql_fields: Vec<String>,
 }
 
 impl Route {
@@ -134,6 +145,7 @@ impl Route {
             path: path.into(),
             read_only: false,
             graphql: None,
+            graphql_fields: Vec::new(),
         }
     }
 
@@ -210,9 +222,14 @@ impl std::fmt::Display for Route {
             write!(f, "{d} ")?;
         }
         write!(f, "{} {}", self.method.as_str(), self.path)?;
+        let fields = if self.graphql_fields.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", self.graphql_fields.join(", "))
+        };
         match (self.graphql, self.read_only) {
-            (Some(GraphqlBody::QueriesOnly), _) => f.write_str(" (graphql-query)")?,
-            (Some(GraphqlBody::Gated), _) => f.write_str(" (graphql)")?,
+            (Some(GraphqlBody::QueriesOnly), _) => write!(f, " (graphql-query{fields})")?,
+            (Some(GraphqlBody::Gated), _) => write!(f, " (graphql{fields})")?,
             (None, true) => f.write_str(" (read-only)")?,
             (None, false) => {}
         }
@@ -458,23 +475,55 @@ pub fn is_destination(name: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
+/// A GraphQL name (`[_A-Za-z][_0-9A-Za-z]*`), as a root field is named.
+fn is_graphql_name(name: &str) -> bool {
+    name.len() <= 128
+        && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 fn parse_route(tool: &str, value: &str) -> Result<Route, ManifestError> {
     let mut value = value.trim();
-    let (mut read_only, mut graphql) = (false, None);
-    for (suffix, ro, gq) in [
-        ("(read-only)", true, None),
-        ("(graphql-query)", true, Some(GraphqlBody::QueriesOnly)),
-        ("(graphql)", false, Some(GraphqlBody::Gated)),
-    ] {
-        if let Some(rest) = value.strip_suffix(suffix) {
-            value = rest.trim_end();
-            (read_only, graphql) = (ro, gq);
-            break;
+    let (mut read_only, mut graphql, mut graphql_fields) = (false, None, Vec::new());
+    if let Some(rest) = value.strip_suffix("(read-only)") {
+        value = rest.trim_end();
+        read_only = true;
+    } else if value.ends_with(')')
+        && let Some(open) = value.rfind('(')
+    {
+        let inner = &value[open + 1..value.len() - 1];
+        let (kind, fields) = match inner.split_once(':') {
+            Some((kind, fields)) => (kind.trim(), Some(fields)),
+            None => (inner.trim(), None),
+        };
+        let body = match kind {
+            "graphql-query" => GraphqlBody::QueriesOnly,
+            "graphql" => GraphqlBody::Gated,
+            _ => {
+                return Err(rule(format!(
+                    "tool `{tool}`: `Route: {value}` ends in a qualifier that is not `(read-only)`, `(graphql-query[: FIELDS])` or `(graphql[: FIELDS])`"
+                )));
+            }
+        };
+        if let Some(fields) = fields {
+            for field in fields.split(',').map(str::trim) {
+                if !is_graphql_name(field) {
+                    return Err(rule(format!(
+                        "tool `{tool}`: `{field}` in `({inner})` is not a GraphQL root field name: list the root fields the body may select, comma-separated (`(graphql: commentCreate)`)"
+                    )));
+                }
+                if !graphql_fields.iter().any(|f| f == field) {
+                    graphql_fields.push(field.to_string());
+                }
+            }
         }
+        value = value[..open].trim_end();
+        read_only = body == GraphqlBody::QueriesOnly;
+        graphql = Some(body);
     }
     if value.ends_with(')') {
         return Err(rule(format!(
-            "tool `{tool}`: `Route: {value}` ends in a qualifier that is not `(read-only)`, `(graphql-query)` or `(graphql)`"
+            "tool `{tool}`: `Route: {value}` ends in a qualifier that is not `(read-only)`, `(graphql-query[: FIELDS])` or `(graphql[: FIELDS])`"
         )));
     }
     let mut words = value.split_whitespace();
@@ -503,6 +552,7 @@ fn parse_route(tool: &str, value: &str) -> Result<Route, ManifestError> {
         path: path.to_string(),
         read_only,
         graphql,
+        graphql_fields,
     };
     check_template(tool, &route.path)?;
     Ok(route)
@@ -668,6 +718,16 @@ impl Manifest {
                         "tool `{name}`: route destination `{d}` must be `[a-z][a-z0-9-]*`"
                     )));
                 }
+                if route.graphql.is_none() && !route.graphql_fields.is_empty() {
+                    return Err(rule(format!(
+                        "tool `{name}`: only a GraphQL route names root fields (`{route}`)"
+                    )));
+                }
+                if let Some(field) = route.graphql_fields.iter().find(|f| !is_graphql_name(f)) {
+                    return Err(rule(format!(
+                        "tool `{name}`: `{field}` is not a GraphQL root field name (`{route}`)"
+                    )));
+                }
                 match (route.graphql, tool.effect) {
                     (Some(_), _) if route.method != RouteMethod::Post => {
                         return Err(rule(format!(
@@ -800,6 +860,45 @@ mod tests {
             parse_world_lines(&[("Billing", "usd")]).unwrap(),
             Some(Billing::Usd)
         );
+    }
+
+    #[test]
+    fn a_graphql_route_names_the_root_fields_it_may_carry() {
+        let w = tool(
+            Effect::Write,
+            &[("Route", "POST /graphql (graphql: commentCreate)")],
+        )
+        .unwrap();
+        assert_eq!(w.routes[0].graphql, Some(GraphqlBody::Gated));
+        assert_eq!(w.routes[0].graphql_fields, ["commentCreate"]);
+        assert_eq!(
+            w.routes[0].to_string(),
+            "POST /graphql (graphql: commentCreate)"
+        );
+        let r = tool(
+            Effect::Read,
+            &[(
+                "Route",
+                "POST /graphql (graphql-query: issues, issue, issues)",
+            )],
+        )
+        .unwrap();
+        assert!(r.routes[0].read_only);
+        assert_eq!(r.routes[0].graphql_fields, ["issues", "issue"], "once each");
+        assert_eq!(
+            r.routes[0].to_string(),
+            "POST /graphql (graphql-query: issues, issue)"
+        );
+        let any = tool(Effect::Write, &[("Route", "POST /graphql (graphql)")]).unwrap();
+        assert!(any.routes[0].graphql_fields.is_empty());
+        for bad in [
+            "POST /graphql (graphql: )",
+            "POST /graphql (graphql: comment-create)",
+            "POST /graphql (graphql: a b)",
+            "POST /graphql (graphqlx: a)",
+        ] {
+            assert!(tool(Effect::Write, &[("Route", bad)]).is_err(), "{bad}");
+        }
     }
 
     #[test]

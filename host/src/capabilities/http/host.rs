@@ -9,6 +9,9 @@ use serde::Serialize;
 use std::time::Instant;
 use wasmtime::component::Resource;
 
+/// Longest operation summary a trace row keeps of one GraphQL request.
+const MAX_GRAPHQL_SUMMARY: usize = 512;
+
 /// One request as the trace records it (no headers, no bodies, no secret).
 #[derive(Debug, Clone, Serialize)]
 pub struct HttpExchange {
@@ -28,6 +31,10 @@ pub struct HttpExchange {
     pub request_bytes: u64,
     /// Bytes of the response body the guest received (after decoding).
     pub response_bytes: u64,
+    /// For a GraphQL route, the operations the body held and their root
+    /// fields (`mutation commentCreate`), as the host read them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub graphql: Option<String>,
     /// The error the guest saw, when it did not.
     pub error: Option<String>,
     /// Time spent, in microseconds.
@@ -199,6 +206,31 @@ impl HttpCtx {
         let matched = self.routes.find(destination.as_deref(), req.method, &path);
         let route = matched.as_ref().map(|m| m.route.clone());
         let request_bytes = req.body.as_ref().map_or(0, |b| b.len() as u64);
+        // What the trace says the body asked for: the operation and its root
+        // fields, read by the same parser that decides (bounded in length).
+        let graphql = matched
+            .as_ref()
+            .filter(|m| m.graphql.is_some())
+            .and_then(|_| {
+                crate::capabilities::graphql::request_document(
+                    &req.query,
+                    &req.headers,
+                    req.body.as_deref().unwrap_or_default(),
+                )
+                .ok()
+            })
+            .map(|ops| {
+                let mut text = crate::capabilities::graphql::summary(&ops);
+                if text.len() > MAX_GRAPHQL_SUMMARY {
+                    let mut end = MAX_GRAPHQL_SUMMARY;
+                    while !text.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    text.truncate(end);
+                    text.push_str(" …");
+                }
+                text
+            });
         let result = http
             .send_matched(
                 req,
@@ -217,6 +249,7 @@ impl HttpCtx {
             status: result.as_ref().ok().map(|r| r.status),
             request_bytes,
             response_bytes: result.as_ref().map_or(0, |r| r.body.len() as u64),
+            graphql,
             error: result.as_ref().err().map(|e| format!("{e:?}")),
             micros: started.elapsed().as_micros() as u64,
             server,

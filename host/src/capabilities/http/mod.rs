@@ -348,7 +348,8 @@ impl HttpCapability {
     /// for the connector's own origin). A route that carries a GraphQL body
     /// is parsed: a `(graphql-query)` route sends only queries, a `(graphql)`
     /// route a mutation only when `mutations_approved` (the call's gate
-    /// decided it as one and it passed), and neither a subscription.
+    /// decided it as one and it passed), and neither a subscription; a route
+    /// that names its root fields, one operation selecting only those.
     pub async fn send_for_tool(
         &self,
         req: Request,
@@ -397,12 +398,17 @@ impl HttpCapability {
             )));
         };
         if let Some(rule) = matched.graphql {
-            let ops = super::graphql::request_operations(
+            let document = super::graphql::request_document(
                 &req.query,
                 &req.headers,
                 req.body.as_deref().unwrap_or_default(),
             )
             .map_err(|e| HttpError::Denied(format!("tool `{tool}`: {e}")))?;
+            // A route that names its root fields carries one operation of them.
+            if let Some(why) = super::graphql::outside_fields(&document, &matched.graphql_fields) {
+                return Err(HttpError::Denied(format!("tool `{tool}`: {why}")));
+            }
+            let ops = super::graphql::count(&document);
             let refused = match rule {
                 _ if ops.subscriptions > 0 => Some("a GraphQL subscription is never sent"),
                 scout_manifest::GraphqlBody::QueriesOnly if ops.mutations > 0 => {

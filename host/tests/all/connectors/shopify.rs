@@ -221,11 +221,21 @@ fn the_shopify_component_agrees_with_the_seed_catalogue() {
                     "{wire}: (graphql-query)"
                 );
                 assert!(route.read_only, "{wire}");
+                // Each read names the one root field its fixed query selects.
+                let root = match wire.as_str() {
+                    "shopify_shop_info" => "shop",
+                    "shopify_search_products" => "products",
+                    _ => "orders",
+                };
+                assert_eq!(route.graphql_fields, [root], "{wire}");
                 assert!(tool.grantable, "{wire}: grantable, as the read table says");
             }
             Effect::Write => {
                 assert_eq!(wire, ADMIN);
                 assert_eq!(route.graphql, Some(GraphqlBody::Gated), "{wire}: (graphql)");
+                // By seed design any root field: the document is the argument,
+                // and a person approving a mutation sees the document itself.
+                assert!(route.graphql_fields.is_empty(), "{wire}");
                 assert!(!route.read_only && !tool.grantable, "{wire}");
             }
         }
