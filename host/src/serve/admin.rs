@@ -962,7 +962,7 @@ async fn list_approvals(
 /// fields it may select; for a route that names none (the tool's `query`
 /// argument is the whole document), the operations that document holds,
 /// as the host reads them. `null` for a tool with no GraphQL route.
-fn graphql_shown(host: &ServeHost, tool: &str, arguments: Option<&Value>) -> Value {
+pub(super) fn graphql_shown(host: &ServeHost, tool: &str, arguments: Option<&Value>) -> Value {
     let Some((server, wire)) = tool
         .strip_prefix("mcp__")
         .and_then(|rest| rest.split_once("__"))
@@ -1003,6 +1003,33 @@ fn graphql_shown(host: &ServeHost, tool: &str, arguments: Option<&Value>) -> Val
     } else {
         Value::Array(shown)
     }
+}
+
+/// [`graphql_shown`] in words, for a question put to a person (MCP
+/// elicitation); `None` for a tool with no GraphQL route.
+pub(super) fn graphql_words(shown: &Value) -> Option<String> {
+    let routes = shown.as_array()?;
+    let lines: Vec<String> = routes
+        .iter()
+        .map(|r| {
+            let route = r["route"].as_str().unwrap_or("");
+            match r["root_fields"].as_array() {
+                Some(fields) => {
+                    let fields: Vec<&str> = fields.iter().filter_map(Value::as_str).collect();
+                    format!(
+                        "{route}: {} selecting only {}",
+                        r["operation"].as_str().unwrap_or(""),
+                        fields.join(", ")
+                    )
+                }
+                None => format!(
+                    "{route}: any root field; this document holds {}",
+                    r["document"].as_str().unwrap_or("nothing readable")
+                ),
+            }
+        })
+        .collect();
+    Some(format!("It may send over GraphQL: {}.", lines.join("; ")))
 }
 
 /// The connector of an approval's tool: the server of its MCP name
@@ -1389,4 +1416,30 @@ async fn trace(
         })
         .collect();
     Ok(Json(json!({"events": events, "next_after": next_after})))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_person_is_told_what_a_graphql_tool_may_send() {
+        let pinned = json!([{"route": "POST /graphql (graphql: commentCreate)",
+                             "operation": "mutation or query", "root_fields": ["commentCreate"]}]);
+        assert_eq!(
+            graphql_words(&pinned).as_deref(),
+            Some(
+                "It may send over GraphQL: POST /graphql (graphql: commentCreate): mutation or query selecting only commentCreate."
+            )
+        );
+        let any = json!([{"route": "POST /admin/api/2026-10/graphql.json (graphql)",
+                          "root_fields": "any", "document": "mutation productUpdate"}]);
+        assert_eq!(
+            graphql_words(&any).as_deref(),
+            Some(
+                "It may send over GraphQL: POST /admin/api/2026-10/graphql.json (graphql): any root field; this document holds mutation productUpdate."
+            )
+        );
+        assert_eq!(graphql_words(&Value::Null), None);
+    }
 }

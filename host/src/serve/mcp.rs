@@ -525,13 +525,20 @@ async fn ask_through_elicitation(
         .ok()
         .flatten()
         .and_then(|a| host.approval_arguments(&a));
-    let (mut shown, cut) = crate::capabilities::scrub::cut_at(
-        serde_json::to_string(bound.as_ref().unwrap_or(args)).unwrap_or_default(),
-        SHOWN_ARGS,
-    );
+    // Shown so that distinct values look distinct: invisible, bidirectional
+    // and look-alike characters as `⟦U+…⟧` markers, with a warning first.
+    let arguments = super::shown::json_text(bound.as_ref().unwrap_or(args));
+    let tool = super::shown::text(name);
+    let (mut shown, cut) = crate::capabilities::scrub::cut_at(arguments.text, SHOWN_ARGS);
     if cut {
         shown.push('…');
     }
+    let warning = if arguments.marked || tool.marked {
+        "Warning: the arguments hold control, invisible, bidirectional or look-alike \
+         characters, shown as ⟦U+…⟧; what runs is exactly those characters.\n"
+    } else {
+        ""
+    };
     let schema = match ElicitationSchema::builder()
         .required_bool("approve")
         .build()
@@ -539,9 +546,21 @@ async fn ask_through_elicitation(
         Ok(schema) => schema,
         Err(_) => return std::future::pending().await,
     };
+    // What it may send over GraphQL, beside the arguments (the root fields
+    // its route names, or the operations of the document it was given).
+    let graphql = super::admin::graphql_words(&super::admin::graphql_shown(
+        host,
+        name,
+        Some(bound.as_ref().unwrap_or(args)),
+    ))
+    .map(|words| format!(" {}", super::shown::text(&words).text))
+    .unwrap_or_default();
     let params = ElicitRequestParams::FormElicitationParams {
         meta: None,
-        message: format!("Allow {name} with {shown}? (approval #{})", id.0),
+        message: format!(
+            "{warning}Allow {} with {shown}?{graphql} (approval #{})",
+            tool.text, id.0
+        ),
         requested_schema: schema,
     };
     let answer = context.peer.create_elicitation(params).await;

@@ -19,6 +19,7 @@ mod drain;
 pub mod host_tools;
 pub mod identity;
 pub mod mcp;
+mod shown;
 mod stateless;
 
 use crate::boundary::{

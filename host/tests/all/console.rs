@@ -15,13 +15,11 @@ use std::time::Duration;
 const GITHUB_TOKEN: &str = "ghp_consoleBrowserToken0123456789";
 const ADMIN_TOKEN: &str = "admin-token-for-the-console-0123456789";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_person_approves_and_denies_in_the_browser_while_the_client_waits() {
-    let Some((chromium, chromedriver)) = scout_tests::chromium() else {
-        return;
-    };
+/// A fake GitHub and the real `serve` binary against it, writes on, run in
+/// a fresh directory named after `name`.
+async fn serve(name: &str) -> (FakeGitHub, ServeProcess, std::path::PathBuf) {
     let github = FakeGitHub::start(GITHUB_TOKEN).await;
-    let dir = std::env::temp_dir().join(format!("scout-console-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("scout-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let config = dir.join("serve.toml");
@@ -41,7 +39,15 @@ async fn a_person_approves_and_denies_in_the_browser_while_the_client_waits() {
         .env("GITHUB_ALLOW_WRITES", "true")
         // Long enough that only the person's click ends a wait.
         .env("APPROVAL_TIMEOUT_MS", "120000");
-    let serve = ServeProcess::start(command);
+    (github, ServeProcess::start(command), dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_approves_and_denies_in_the_browser_while_the_client_waits() {
+    let Some((chromium, chromedriver)) = scout_tests::chromium() else {
+        return;
+    };
+    let (github, serve, dir) = serve("console").await;
     let base = serve.base.clone();
 
     let screenshot = std::env::var_os("SCOUT_CONSOLE_SCREENSHOT")
@@ -108,6 +114,158 @@ async fn a_person_approves_and_denies_in_the_browser_while_the_client_waits() {
     );
     let png = std::fs::read(&screenshot).expect("the screenshot was taken");
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG screenshot");
+    drop(serve);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The page's side of [`the_console_shows_hidden_characters_visibly_and_warns`]:
+/// a person signs in and reads the approval the client waits on, whose
+/// arguments hold a right-to-left override, a zero-width space and a
+/// Cyrillic `о`; prints what the page shows of it (its DOM text, so nothing
+/// a renderer hides is missed), then denies it there.
+const HIDDEN_CHARACTERS_PY: &str = r##"
+import asyncio, json, sys, time
+from scout_mcp import Mcp, text_of
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from urllib.request import Request, urlopen
+
+base, admin_token, github_token, chromium, chromedriver = sys.argv[1:6]
+
+def admin(method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = Request(base + path, data=data, method=method)
+    req.add_header("Authorization", "Bearer " + admin_token)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    with urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read() or b"null")
+
+async def until(what, probe, seconds=30):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        await asyncio.sleep(0.1)
+    raise AssertionError("timed out waiting for " + what)
+
+async def main():
+    admin("PUT", "/v1/brands/acme/connections/github", {"secret": github_token})
+    for t in admin("GET", "/v1/reviews")["connectors"]["github"]:
+        admin("POST", "/v1/reviews", {"connector": "github", "tool": t["tool"], "digest": t["digest"]})
+    chat = admin("POST", "/v1/sessions", {"brand": "acme", "role": "person-chat"})
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--no-first-run", "--disable-background-networking", "--window-size=1280,800"]:
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
+    text = lambda element: driver.execute_script("return arguments[0].textContent", element)
+    try:
+        driver.get(base + "/console")
+        await until("the sign-in form", lambda: driver.find_element(By.ID, "sign-in").is_displayed())
+        driver.find_element(By.ID, "token").send_keys(admin_token)
+        driver.find_element(By.ID, "sign-in-button").click()
+        await until("the console", lambda: driver.find_element(By.ID, "console").is_displayed())
+        async with Mcp(chat["mcp"]["github"], chat["token"]) as s:
+            args = {"owner": "\u043ecto", "repo": "hel\u200blo", "branch": "docs-\u202egnp.tset"}
+            call = asyncio.create_task(s.call_tool("github_create_branch", args))
+            item = await until("the waiting write on the page", lambda: next(iter(
+                driver.find_elements(By.CSS_SELECTOR, "#approvals li.approval")), None))
+            warning = item.find_element(By.CSS_SELECTOR, ".shown-warning")
+            (pending,) = admin("GET", "/v1/approvals?session=" + chat["id"])["pending"]
+            shown = {
+                "arguments": text(item.find_element(By.CSS_SELECTOR, ".arguments")),
+                "card": text(item),
+                "visible": item.text,
+                "warning_displayed": warning.is_displayed(),
+                "warning": warning.text,
+                "digest": item.find_element(By.CSS_SELECTOR, ".digest").text,
+                "arguments_text": pending["arguments_text"],
+                "args_digest": pending["args_digest"],
+            }
+            item.find_element(By.CSS_SELECTOR, "button.deny").click()
+            result = await asyncio.wait_for(call, 30)
+            shown["refused"] = result.is_error and "approval" in text_of(result)
+    finally:
+        driver.quit()
+    print(json.dumps(shown))
+
+asyncio.run(main())
+"##;
+
+/// Arguments that read as other text (a branch that reads `docs-test.png`,
+/// an owner that reads `octo`) are shown in the page with every such
+/// character made visible, under a warning; the person denies what they
+/// now see, and nothing reaches GitHub.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_shows_hidden_characters_visibly_and_warns() {
+    let Some((chromium, chromedriver)) = scout_tests::chromium() else {
+        return;
+    };
+    let (github, serve, dir) = serve("console-shown").await;
+    let base = serve.base.clone();
+    let client_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client");
+    let run = tokio::task::spawn_blocking(move || {
+        Command::new(python())
+            .args(["-c", HIDDEN_CHARACTERS_PY])
+            .args([&base, ADMIN_TOKEN, GITHUB_TOKEN])
+            .arg(&chromium)
+            .arg(&chromedriver)
+            .env("PYTHONPATH", &client_dir)
+            .output()
+            .expect("run the browser test")
+    });
+    let output = tokio::time::timeout(Duration::from_secs(300), run)
+        .await
+        .expect("the browser test finishes")
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the browser test failed:\n{out}\n{err}\nserve:\n{}",
+        serve.stderr()
+    );
+    let page: serde_json::Value =
+        serde_json::from_str(out.lines().last().unwrap_or("")).expect("a JSON summary");
+    let text = |key: &str| page[key].as_str().unwrap_or_default().to_string();
+
+    // Each hidden character shown by its code point and name, in the
+    // canonical order of the text the digest is of.
+    assert_eq!(
+        text("arguments"),
+        "{\"branch\":\"docs-⟦U+202E RIGHT-TO-LEFT OVERRIDE⟧gnp.tset\",\
+         \"owner\":\"⟦U+043E CYRILLIC LETTER⟧cto\",\
+         \"repo\":\"hel⟦U+200B ZERO WIDTH SPACE⟧lo\"}",
+        "{page}"
+    );
+    assert_eq!(page["warning_displayed"], true, "{page}");
+    assert!(
+        text("warning").starts_with("Warning: these arguments hold")
+            && text("warning").contains("⟦U+…⟧"),
+        "{page}"
+    );
+    for hidden in ['\u{202E}', '\u{200B}', '\u{43E}'] {
+        assert!(
+            !text("card").contains(hidden) && !text("visible").contains(hidden),
+            "the page shows no raw U+{:04X}: {page}",
+            u32::from(hidden)
+        );
+    }
+    // What the person approves is still bound to the characters themselves.
+    assert_eq!(
+        text("arguments_text"),
+        "{\"branch\":\"docs-\u{202E}gnp.tset\",\"owner\":\"\u{43E}cto\",\"repo\":\"hel\u{200B}lo\"}"
+    );
+    assert_eq!(text("digest"), text("args_digest"));
+    assert_eq!(page["refused"], true, "denied in the page: {page}");
+    assert!(
+        github.requests().iter().all(|r| r.method == "GET"),
+        "nothing written upstream"
+    );
     drop(serve);
     let _ = std::fs::remove_dir_all(&dir);
 }

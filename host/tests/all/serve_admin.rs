@@ -320,13 +320,18 @@ impl Mcp {
     }
 
     /// `initialize`, keeps the MCP session id, then `notifications/initialized`.
-    async fn connect(mut self) -> Mcp {
+    async fn connect(self) -> Mcp {
+        self.connect_declaring(json!({})).await
+    }
+
+    /// [`Mcp::connect`], declaring the client's `capabilities`.
+    async fn connect_declaring(mut self, capabilities: Value) -> Mcp {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let response = self
             .post(
                 &json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
                     "protocolVersion": PROTOCOL,
-                    "capabilities": {},
+                    "capabilities": capabilities,
                     "clientInfo": {"name": "serve-admin-test", "version": "0"},
                 }}),
             )
@@ -2386,6 +2391,132 @@ async fn a_stateless_write_waiting_for_a_person_streams_progress_until_the_decis
             "{branch}"
         );
     }
+}
+
+/// The question an elicitation asks shows the arguments so that distinct
+/// values look distinct: a branch that would read `docs-test.png` and an
+/// owner that would read `octo` show their hidden characters as markers,
+/// under a warning; the person declines and nothing runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_elicitation_shows_hidden_characters_visibly_and_warns() {
+    let s = serve(
+        "elicitation-shown",
+        "require_review = false",
+        &[
+            ("GITHUB_ALLOW_WRITES", "true"),
+            ("APPROVAL_TIMEOUT_MS", "60000"),
+        ],
+    )
+    .await;
+    let view = s.session("person-chat").await;
+    let mcp = s
+        .mcp(&view)
+        .connect_declaring(json!({"elicitation": {}}))
+        .await;
+    let args =
+        json!({"owner": "\u{43e}cto", "repo": "hel\u{200B}lo", "branch": "docs-\u{202E}gnp.tset"});
+    let mut response = mcp
+        .post(&json!({"jsonrpc": "2.0", "id": 70, "method": "tools/call",
+            "params": {"name": "github_create_branch", "arguments": args}}))
+        .await;
+    assert_eq!(response.status().as_u16(), 200);
+    let content_type = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    // The call's event stream, read as it comes, until the host asks.
+    let mut text = String::new();
+    let ask = loop {
+        let chunk = tokio::time::timeout(Duration::from_secs(30), response.chunk())
+            .await
+            .expect("the host asks the client's person")
+            .unwrap()
+            .unwrap_or_else(|| panic!("the stream ended without asking: {text}"));
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        if let Some(ask) = jsonrpc_messages(&content_type, &text)
+            .into_iter()
+            .find(|m| m["method"] == "elicitation/create")
+        {
+            break ask;
+        }
+    };
+    let message = ask["params"]["message"].as_str().unwrap_or_default();
+    let (warning, question) = message.split_once('\n').unwrap_or(("", message));
+    assert!(
+        warning.starts_with("Warning: the arguments hold") && warning.contains("⟦U+…⟧"),
+        "the warning comes first: {message}"
+    );
+    assert!(
+        question.starts_with(
+            "Allow mcp__github__github_create_branch with \
+             {\"branch\":\"docs-⟦U+202E RIGHT-TO-LEFT OVERRIDE⟧gnp.tset\",\
+             \"owner\":\"⟦U+043E CYRILLIC LETTER⟧cto\",\
+             \"repo\":\"hel⟦U+200B ZERO WIDTH SPACE⟧lo\"}? (approval #"
+        ),
+        "each hidden character shown by code point and name: {message}"
+    );
+    for hidden in ['\u{202E}', '\u{200B}', '\u{43E}'] {
+        assert!(
+            !message.contains(hidden),
+            "no raw U+{:04X}: {message}",
+            u32::from(hidden)
+        );
+    }
+    // The person declines what they now see; the call is refused.
+    let answered = mcp
+        .post(&json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "decline"}}))
+        .await;
+    assert_eq!(answered.status().as_u16(), 202);
+    let rest = tokio::time::timeout(Duration::from_secs(30), response.text())
+        .await
+        .expect("the call ends")
+        .unwrap_or_default();
+    text.push_str(&rest);
+    let result = jsonrpc_messages(&content_type, &text)
+        .into_iter()
+        .find(|m| m["id"] == 70)
+        .unwrap_or_else(|| panic!("the call's answer: {text}"));
+    assert_eq!(result["result"]["isError"], true, "{result}");
+    assert_eq!(s.upstream_writes(), 0, "nothing written upstream");
+
+    // Plain arguments ask plainly: no warning, no marker.
+    let waiting = {
+        let mcp = mcp.clone();
+        tokio::spawn(async move {
+            let (_, _, messages) = mcp
+                .request_raw(
+                    "tools/call",
+                    json!({"name": "github_create_branch",
+                        "arguments": {"owner": "octo", "repo": "hello", "branch": "scout/plain"}}),
+                )
+                .await;
+            messages
+        })
+    };
+    let approval = s.first_pending(view["id"].as_str().unwrap()).await;
+    let (status, _) = s
+        .admin(
+            Method::POST,
+            &format!("/v1/approvals/{}", approval["id"]),
+            Some(json!({"approve": false})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let messages = waiting.await.unwrap();
+    let plain = messages
+        .iter()
+        .find(|m| m["method"] == "elicitation/create")
+        .unwrap_or_else(|| panic!("asked: {messages:?}"));
+    assert_eq!(
+        plain["params"]["message"].as_str().unwrap_or_default(),
+        format!(
+            "Allow mcp__github__github_create_branch with \
+             {{\"branch\":\"scout/plain\",\"owner\":\"octo\",\"repo\":\"hello\"}}? (approval #{})",
+            approval["id"]
+        )
+    );
 }
 
 /// The lineage entry of the last denial of `tool` in `events`.

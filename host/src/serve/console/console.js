@@ -17,6 +17,116 @@ const deciding = new Set();
 
 function token() { return sessionStorage.getItem(TOKEN_KEY); }
 
+// What a person is shown of a value: distinct values look distinct. The
+// same rule as the host's elicitation text (host/src/serve/shown.rs, whose
+// doc says why and lists it): controls, bidirectional controls, invisible
+// and format characters, whitespace other than the space, the marker's own
+// brackets, fullwidth forms and mathematical alphanumerics always, and, in
+// a string that also holds an ASCII letter or digit, every non-ASCII letter
+// or number outside Latin, are shown as "⟦U+202E RIGHT-TO-LEFT OVERRIDE⟧".
+// The result is only ever written as text (textContent), never as markup.
+const SHOWN_NAMES = new Map([
+  [0x00A0, "NO-BREAK SPACE"], [0x00AD, "SOFT HYPHEN"], [0x034F, "COMBINING GRAPHEME JOINER"],
+  [0x061C, "ARABIC LETTER MARK"], [0x115F, "HANGUL CHOSEONG FILLER"], [0x1160, "HANGUL JUNGSEONG FILLER"],
+  [0x17B4, "KHMER VOWEL INHERENT AQ"], [0x17B5, "KHMER VOWEL INHERENT AA"],
+  [0x180B, "MONGOLIAN FREE VARIATION SELECTOR ONE"], [0x180C, "MONGOLIAN FREE VARIATION SELECTOR TWO"],
+  [0x180D, "MONGOLIAN FREE VARIATION SELECTOR THREE"], [0x180E, "MONGOLIAN VOWEL SEPARATOR"],
+  [0x180F, "MONGOLIAN FREE VARIATION SELECTOR FOUR"],
+  [0x200B, "ZERO WIDTH SPACE"], [0x200C, "ZERO WIDTH NON-JOINER"], [0x200D, "ZERO WIDTH JOINER"],
+  [0x200E, "LEFT-TO-RIGHT MARK"], [0x200F, "RIGHT-TO-LEFT MARK"],
+  [0x2028, "LINE SEPARATOR"], [0x2029, "PARAGRAPH SEPARATOR"],
+  [0x202A, "LEFT-TO-RIGHT EMBEDDING"], [0x202B, "RIGHT-TO-LEFT EMBEDDING"],
+  [0x202C, "POP DIRECTIONAL FORMATTING"], [0x202D, "LEFT-TO-RIGHT OVERRIDE"],
+  [0x202E, "RIGHT-TO-LEFT OVERRIDE"], [0x202F, "NARROW NO-BREAK SPACE"],
+  [0x205F, "MEDIUM MATHEMATICAL SPACE"], [0x2060, "WORD JOINER"], [0x2061, "FUNCTION APPLICATION"],
+  [0x2062, "INVISIBLE TIMES"], [0x2063, "INVISIBLE SEPARATOR"], [0x2064, "INVISIBLE PLUS"],
+  [0x2066, "LEFT-TO-RIGHT ISOLATE"], [0x2067, "RIGHT-TO-LEFT ISOLATE"],
+  [0x2068, "FIRST STRONG ISOLATE"], [0x2069, "POP DIRECTIONAL ISOLATE"],
+  [0x27E6, "MATHEMATICAL LEFT WHITE SQUARE BRACKET"], [0x27E7, "MATHEMATICAL RIGHT WHITE SQUARE BRACKET"],
+  [0x2800, "BRAILLE PATTERN BLANK"], [0x3000, "IDEOGRAPHIC SPACE"], [0x3164, "HANGUL FILLER"],
+  [0xFEFF, "ZERO WIDTH NO-BREAK SPACE"], [0xFFA0, "HALFWIDTH HANGUL FILLER"],
+]);
+const SHOWN_LATIN = [[0x00AA, 0x00AA], [0x00BA, 0x00BA], [0x00C0, 0x00D6], [0x00D8, 0x00F6],
+  [0x00F8, 0x02AF], [0x1E00, 0x1EFF], [0x2C60, 0x2C7F], [0xA720, 0xA7FF], [0xAB30, 0xAB6F],
+  [0xFB00, 0xFB06]];
+const SHOWN_FORMAT = [[0x0600, 0x0605], [0x06DD, 0x06DD], [0x070F, 0x070F], [0x08E2, 0x08E2],
+  [0x206A, 0x206F], [0xFFF9, 0xFFFB], [0x110BD, 0x110BD], [0x110CD, 0x110CD], [0x13430, 0x1343F],
+  [0x1BCA0, 0x1BCA3], [0x1D173, 0x1D17A]];
+const SHOWN_SCRIPTS = [[0x0370, 0x03FF, "GREEK"], [0x1F00, 0x1FFF, "GREEK"],
+  [0x0400, 0x052F, "CYRILLIC"], [0x1C80, 0x1C8F, "CYRILLIC"], [0x2DE0, 0x2DFF, "CYRILLIC"],
+  [0xA640, 0xA69F, "CYRILLIC"], [0x0530, 0x058F, "ARMENIAN"], [0x0590, 0x05FF, "HEBREW"],
+  [0x0600, 0x06FF, "ARABIC"], [0x13A0, 0x13FF, "CHEROKEE"], [0xAB70, 0xABBF, "CHEROKEE"]];
+const within = (ranges, cp) => ranges.some((r) => cp >= r[0] && cp <= r[1]);
+const CONTROL = /^\p{Cc}$/u;
+const WHITE_SPACE = /^\p{White_Space}$/u;
+const ALPHABETIC = /^\p{Alphabetic}$/u;
+const NUMERIC = /^\p{N}$/u;
+const ASCII_ALNUM = /[A-Za-z0-9]/;
+
+function alwaysShown(c, cp) {
+  if (SHOWN_NAMES.has(cp)) return SHOWN_NAMES.get(cp);
+  if (CONTROL.test(c)) return "CONTROL";
+  if ((cp >= 0x2000 && cp <= 0x200A) || (WHITE_SPACE.test(c) && c !== " ")) return "SPACE";
+  if (cp >= 0xFE00 && cp <= 0xFE0F) return "VARIATION SELECTOR-" + (cp - 0xFE00 + 1);
+  if (cp >= 0xE0100 && cp <= 0xE01EF) return "VARIATION SELECTOR-" + (cp - 0xE0100 + 17);
+  if (cp >= 0xE0000 && cp <= 0xE007F) return "TAG";
+  if (within(SHOWN_FORMAT, cp)) return "FORMAT";
+  if ((cp >= 0xE000 && cp <= 0xF8FF) || cp >= 0xF0000) return "PRIVATE USE";
+  if (cp >= 0xFF01 && cp <= 0xFF5E) return "FULLWIDTH";
+  if (cp >= 0x1D400 && cp <= 0x1D7FF) return "MATHEMATICAL ALPHANUMERIC";
+  // Not in a valid string (the host's JSON never holds one).
+  if (cp >= 0xD800 && cp <= 0xDFFF) return "SURROGATE";
+  return null;
+}
+
+function otherScript(c, cp) {
+  const letter = ALPHABETIC.test(c);
+  if (cp < 0x80 || !(letter || NUMERIC.test(c)) || within(SHOWN_LATIN, cp)) return null;
+  const script = SHOWN_SCRIPTS.find((r) => cp >= r[0] && cp <= r[1]);
+  return (script ? script[2] : "NON-LATIN") + (letter ? " LETTER" : " NUMBER");
+}
+
+// `s` as a person is shown it: { text, marked }. With `json`, tab, line
+// feed and carriage return stay (JSON shows them escaped).
+function shown(s, json) {
+  const mixed = ASCII_ALNUM.test(s);
+  let text = "";
+  let marked = false;
+  for (const c of s) {
+    const cp = c.codePointAt(0);
+    const keep = json && (c === "\t" || c === "\n" || c === "\r");
+    const label = keep ? null : (alwaysShown(c, cp) || (mixed ? otherScript(c, cp) : null));
+    if (label === null) {
+      text += c;
+    } else {
+      marked = true;
+      text += "\u27E6U+" + cp.toString(16).toUpperCase().padStart(4, "0") + " " + label + "\u27E7";
+    }
+  }
+  return { text, marked };
+}
+
+// The canonical JSON text of an approval's arguments (`arguments_text`,
+// whose SHA-256 is the digest) with each key and string value shown as
+// above; outside strings it is JSON's own ASCII and stays. Read from the
+// text, not re-serialised, so the order and numbers are the host's.
+function shownJson(source) {
+  let text = "";
+  let marked = false;
+  let i = 0;
+  while (i < source.length) {
+    if (source[i] !== "\"") { text += source[i]; i += 1; continue; }
+    let j = i + 1;
+    while (j < source.length && source[j] !== "\"") j += source[j] === "\\" ? 2 : 1;
+    const value = JSON.parse(source.slice(i, j + 1));
+    const s = shown(value, true);
+    marked = marked || s.marked;
+    text += JSON.stringify(s.text);
+    i = j + 1;
+  }
+  return { text, marked };
+}
+
 async function api(method, path, body) {
   const headers = { "Authorization": "Bearer " + token(), "Accept": "application/json" };
   const init = { method, headers, cache: "no-store", credentials: "omit", redirect: "error" };
@@ -78,6 +188,16 @@ async function signIn() {
   timer = setInterval(refresh, POLL_MS);
 }
 
+// One line per GraphQL route of an approval (`graphql` in the approvals API).
+function graphqlText(routes) {
+  return routes.map((r) => {
+    if (r.root_fields === "any") {
+      return r.route + ": any root field; this document holds " + shown(String(r.document)).text;
+    }
+    return r.route + ": " + r.operation + " selecting only " + r.root_fields.map((f) => shown(f).text).join(", ");
+  }).join("\n");
+}
+
 function render(pending) {
   const list = $("approvals");
   const seen = new Set();
@@ -89,7 +209,7 @@ function render(pending) {
       item = $("approval-template").content.firstElementChild.cloneNode(true);
       item.dataset.id = key;
       item.dataset.session = a.session;
-      item.querySelector(".tool").textContent = a.tool;
+      item.querySelector(".tool").textContent = shown(a.tool).text;
       item.querySelector(".connector").textContent = a.connector || "?";
       const link = item.querySelector(".session");
       link.textContent = a.session;
@@ -97,8 +217,19 @@ function render(pending) {
       item.querySelector(".role").textContent = a.role || "?";
       item.querySelector(".brand").textContent = a.brand || "?";
       item.querySelector(".digest").textContent = a.args_digest;
-      item.querySelector(".arguments").textContent =
-        a.arguments_text === null ? "(not readable on this host)" : a.arguments_text;
+      // Distinct arguments look distinct: what the markers stand for runs.
+      const args = a.arguments_text === null
+        ? { text: "(not readable on this host)", marked: false }
+        : shownJson(a.arguments_text);
+      item.querySelector(".arguments").textContent = args.text;
+      item.querySelector(".shown-warning").hidden = !args.marked;
+      if (args.marked) item.dataset.marked = "1";
+      // What the tool may send over GraphQL: the root fields its route
+      // names, or the operations of the document it was given.
+      if (Array.isArray(a.graphql) && a.graphql.length > 0) {
+        item.querySelector(".graphql-text").textContent = graphqlText(a.graphql);
+        item.querySelector(".graphql").hidden = false;
+      }
       const approve = item.querySelector(".approve");
       const deny = item.querySelector(".deny");
       approve.addEventListener("click", () => decide(item, a.id, true));
@@ -169,10 +300,11 @@ function renderCapabilities(requests) {
     const item = $("capability-template").content.firstElementChild.cloneNode(true);
     item.dataset.id = key;
     item.querySelector(".session").textContent = r.session;
-    item.querySelector(".goal").textContent = r.request.goal || "";
-    item.querySelector(".missing").textContent = r.request.missing_observation || "";
-    item.querySelector(".effect").textContent = r.request.proposed_effect || "";
-    item.querySelector(".tried").textContent = r.request.safe_alternative_tried || "";
+    // The agent's words, shown as the approvals' arguments are.
+    item.querySelector(".goal").textContent = shown(r.request.goal || "").text;
+    item.querySelector(".missing").textContent = shown(r.request.missing_observation || "").text;
+    item.querySelector(".effect").textContent = shown(r.request.proposed_effect || "").text;
+    item.querySelector(".tried").textContent = shown(r.request.safe_alternative_tried || "").text;
     const send = item.querySelector(".send");
     send.addEventListener("click", async () => {
       const answer = item.querySelector(".answer").value.trim();
@@ -258,7 +390,8 @@ async function showTrace(session, quiet) {
       const tr = document.createElement("tr");
       tr.className = "event";
       const at = new Date(ev.at_ms).toLocaleTimeString([], { hour12: false });
-      const cells = [String(ev.seq), at, ev.tool || "", ev.state, ev.rule || ""];
+      // A refused call's tool is whatever name the agent sent.
+      const cells = [String(ev.seq), at, shown(ev.tool || "").text, ev.state, ev.rule || ""];
       cells.forEach((text, i) => {
         const td = document.createElement("td");
         td.textContent = text;
