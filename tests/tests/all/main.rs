@@ -7,6 +7,7 @@
 mod capabilities;
 mod fake_github;
 mod github;
+mod gqlwriter;
 mod hostile;
 mod imports_filesystem;
 mod imports_sockets;
