@@ -423,6 +423,16 @@ impl Mcp {
     }
 }
 
+/// The text of a `tools/call` result, error or not.
+pub(super) fn result_text(reply: &Value) -> String {
+    reply["result"]["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["text"].as_str())
+        .collect()
+}
+
 /// The text of a successful `tools/call` result, or `None` for an error result.
 pub(super) fn ok_text(reply: &Value) -> Option<String> {
     let result = reply.get("result")?;

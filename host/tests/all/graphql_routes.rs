@@ -7,7 +7,7 @@
 //! The test guest sends whatever body it is given, as a compromised
 //! connector would.
 
-use crate::crash_safety::{Admin, Mcp, Serve, ok_text, wait_for};
+use crate::crash_safety::{Admin, Mcp, Serve, ok_text, result_text, wait_for};
 use reqwest::Method;
 use scout_host::store::TraceState;
 use serde_json::{Value, json};
@@ -35,15 +35,6 @@ fn write_config(dir: &Path, upstream: &str) -> std::path::PathBuf {
 /// A GraphQL request body holding `document`.
 fn request(document: &str) -> String {
     json!({"query": document, "variables": {}}).to_string()
-}
-
-fn result_text(reply: &Value) -> String {
-    reply["result"]["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c["text"].as_str())
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

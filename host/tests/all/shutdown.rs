@@ -11,7 +11,9 @@
 //! `/readyz` answer without a credential whatever the Host header, on the
 //! main listener and on `probe_listen`.
 
-use crate::crash_safety::{Admin, GITHUB_TOKEN, Mcp, Serve, args_for, ok_text, wait_for};
+use crate::crash_safety::{
+    Admin, GITHUB_TOKEN, Mcp, Serve, args_for, ok_text, result_text, wait_for,
+};
 use reqwest::Method;
 use reqwest::header::HOST;
 use scout_host::store::prelude::*;
@@ -68,15 +70,6 @@ async fn get(http: &reqwest::Client, url: &str, host: Option<&str>) -> (u16, Val
     let status = response.status().as_u16();
     let text = response.text().await.unwrap();
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-}
-
-fn result_text(reply: &Value) -> String {
-    reply["result"]["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c["text"].as_str())
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
