@@ -115,10 +115,7 @@ pub fn document(document: &str) -> Result<Vec<Operation>, String> {
                 operations.push((kind, op.selection_set()));
             }
             cst::Definition::FragmentDefinition(fragment) => {
-                let name = fragment
-                    .fragment_name()
-                    .and_then(|n| n.name())
-                    .map(|n| n.text().to_string())
+                let name = name_of(fragment.fragment_name())
                     .ok_or("the GraphQL document has a fragment without a name")?;
                 let Some(selection) = fragment.selection_set() else {
                     return Err(format!("fragment `{name}` selects nothing"));
@@ -171,10 +168,7 @@ fn root_fields(
                     pending.extend(inline.selection_set());
                 }
                 cst::Selection::FragmentSpread(spreading) => {
-                    let name = spreading
-                        .fragment_name()
-                        .and_then(|n| n.name())
-                        .map(|n| n.text().to_string())
+                    let name = name_of(spreading.fragment_name())
                         .ok_or("the GraphQL document spreads a fragment without a name")?;
                     let Some(target) = fragments.get(&name) else {
                         return Err(format!(
@@ -197,6 +191,13 @@ fn root_fields(
     Ok(fields)
 }
 
+/// A fragment's name, as written.
+fn name_of(fragment: Option<cst::FragmentName>) -> Option<String> {
+    fragment
+        .and_then(|n| n.name())
+        .map(|n| n.text().to_string())
+}
+
 /// Whether fragment `name` reaches itself through spreads at any depth.
 fn spreads_itself(name: &str, fragments: &BTreeMap<String, cst::SelectionSet>) -> bool {
     let mut seen = BTreeSet::new();
@@ -204,11 +205,7 @@ fn spreads_itself(name: &str, fragments: &BTreeMap<String, cst::SelectionSet>) -
     while let Some(set) = pending.pop() {
         for node in set.syntax().descendants() {
             if let Some(spreading) = cst::FragmentSpread::cast(node) {
-                let Some(target) = spreading
-                    .fragment_name()
-                    .and_then(|n| n.name())
-                    .map(|n| n.text().to_string())
-                else {
+                let Some(target) = name_of(spreading.fragment_name()) else {
                     continue;
                 };
                 if target == name {
