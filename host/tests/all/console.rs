@@ -10,13 +10,29 @@ use scout_tests::fake_github::FakeGitHub;
 use scout_tests::{ServeProcess, python};
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 const GITHUB_TOKEN: &str = "ghp_consoleBrowserToken0123456789";
 const ADMIN_TOKEN: &str = "admin-token-for-the-console-0123456789";
 
 /// A fake GitHub and the real `serve` binary against it, writes on, run in
 /// a fresh directory named after `name`.
+/// Runs a browser script to its end; the JSON summary it prints last.
+async fn browser_summary(mut browser: Command, serve: &ServeProcess) -> serde_json::Value {
+    let run = tokio::task::spawn_blocking(move || browser.output().expect("run the browser test"));
+    let output = tokio::time::timeout(crate::common::EVENTUALLY, run)
+        .await
+        .expect("the browser test finishes")
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the browser test failed:\n{out}\n{err}\nserve:\n{}",
+        serve.stderr()
+    );
+    serde_json::from_str(out.lines().last().unwrap_or("")).expect("a JSON summary")
+}
+
 async fn serve(name: &str) -> (FakeGitHub, ServeProcess, std::path::PathBuf) {
     let github = FakeGitHub::start(GITHUB_TOKEN).await;
     let dir = std::env::temp_dir().join(format!("scout-{name}-{}", std::process::id()));
@@ -56,32 +72,17 @@ async fn a_person_approves_and_denies_in_the_browser_while_the_client_waits() {
     let script =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/console_browser.py");
     let shot = screenshot.clone();
-    let run = tokio::task::spawn_blocking(move || {
-        Command::new(python())
-            .arg(&script)
-            .args(["--base", &base, "--admin-token", ADMIN_TOKEN])
-            .args(["--github-token", GITHUB_TOKEN, "--chromium"])
-            .arg(&chromium)
-            .arg("--chromedriver")
-            .arg(&chromedriver)
-            .arg("--screenshot")
-            .arg(&shot)
-            .output()
-            .expect("run the browser test")
-    });
-    let output = tokio::time::timeout(Duration::from_secs(300), run)
-        .await
-        .expect("the browser test finishes")
-        .unwrap();
-    let out = String::from_utf8_lossy(&output.stdout);
-    let err = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the browser test failed:\n{out}\n{err}\nserve:\n{}",
-        serve.stderr()
-    );
-    let summary: serde_json::Value =
-        serde_json::from_str(out.lines().last().unwrap_or("")).expect("a JSON summary");
+    let mut browser = Command::new(python());
+    browser
+        .arg(&script)
+        .args(["--base", &base, "--admin-token", ADMIN_TOKEN])
+        .args(["--github-token", GITHUB_TOKEN, "--chromium"])
+        .arg(&chromium)
+        .arg("--chromedriver")
+        .arg(&chromedriver)
+        .arg("--screenshot")
+        .arg(&shot);
+    let summary = browser_summary(browser, &serve).await;
     assert_eq!(summary["ok"], true);
 
     // The upstream side: the approved writes happened, the denied one never
@@ -208,29 +209,14 @@ async fn the_console_shows_hidden_characters_visibly_and_warns() {
     let (github, serve, dir) = serve("console-shown").await;
     let base = serve.base.clone();
     let client_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client");
-    let run = tokio::task::spawn_blocking(move || {
-        Command::new(python())
-            .args(["-c", HIDDEN_CHARACTERS_PY])
-            .args([&base, ADMIN_TOKEN, GITHUB_TOKEN])
-            .arg(&chromium)
-            .arg(&chromedriver)
-            .env("PYTHONPATH", &client_dir)
-            .output()
-            .expect("run the browser test")
-    });
-    let output = tokio::time::timeout(Duration::from_secs(300), run)
-        .await
-        .expect("the browser test finishes")
-        .unwrap();
-    let out = String::from_utf8_lossy(&output.stdout);
-    let err = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the browser test failed:\n{out}\n{err}\nserve:\n{}",
-        serve.stderr()
-    );
-    let page: serde_json::Value =
-        serde_json::from_str(out.lines().last().unwrap_or("")).expect("a JSON summary");
+    let mut browser = Command::new(python());
+    browser
+        .args(["-c", HIDDEN_CHARACTERS_PY])
+        .args([&base, ADMIN_TOKEN, GITHUB_TOKEN])
+        .arg(&chromium)
+        .arg(&chromedriver)
+        .env("PYTHONPATH", &client_dir);
+    let page = browser_summary(browser, &serve).await;
     let text = |key: &str| page[key].as_str().unwrap_or_default().to_string();
 
     // Each hidden character shown by its code point and name, in the
