@@ -206,31 +206,7 @@ impl HttpCtx {
         let matched = self.routes.find(destination.as_deref(), req.method, &path);
         let route = matched.as_ref().map(|m| m.route.clone());
         let request_bytes = req.body.as_ref().map_or(0, |b| b.len() as u64);
-        // What the trace says the body asked for: the operation and its root
-        // fields, read by the same parser that decides (bounded in length).
-        let graphql = matched
-            .as_ref()
-            .filter(|m| m.graphql.is_some())
-            .and_then(|_| {
-                crate::capabilities::graphql::request_document(
-                    &req.query,
-                    &req.headers,
-                    req.body.as_deref().unwrap_or_default(),
-                )
-                .ok()
-            })
-            .map(|ops| {
-                let mut text = crate::capabilities::graphql::summary(&ops);
-                if text.len() > MAX_GRAPHQL_SUMMARY {
-                    let mut end = MAX_GRAPHQL_SUMMARY;
-                    while !text.is_char_boundary(end) {
-                        end -= 1;
-                    }
-                    text.truncate(end);
-                    text.push_str(" …");
-                }
-                text
-            });
+        let mut graphql_read = None;
         let result = http
             .send_matched(
                 req,
@@ -239,8 +215,23 @@ impl HttpCtx {
                 destination.as_deref(),
                 matched.as_ref(),
                 self.graphql_mutations,
+                &mut graphql_read,
             )
             .await;
+        // What the trace says the body asked for: the operations and their
+        // root fields the decision read (bounded in length).
+        let graphql = graphql_read.map(|ops| {
+            let mut text = crate::capabilities::graphql::summary(&ops);
+            if text.len() > MAX_GRAPHQL_SUMMARY {
+                let mut end = MAX_GRAPHQL_SUMMARY;
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                text.truncate(end);
+                text.push_str(" …");
+            }
+            text
+        });
         self.exchanges.push(HttpExchange {
             destination,
             method,

@@ -366,12 +366,14 @@ impl HttpCapability {
             destination,
             matched.as_ref(),
             mutations_approved,
+            &mut None,
         )
         .await
     }
 
     /// [`HttpCapability::send_for_tool`] with the request's route already
-    /// matched (once per request: the trace names the same match).
+    /// matched (once per request: the trace names the same match); a GraphQL
+    /// body's operations, as read to decide, are left in `graphql_read`.
     async fn send_matched(
         &self,
         req: Request,
@@ -380,6 +382,7 @@ impl HttpCapability {
         destination: Option<&str>,
         matched: Option<&super::routes::Matched>,
         mutations_approved: bool,
+        graphql_read: &mut Option<Vec<super::graphql::Operation>>,
     ) -> Result<Response, HttpError> {
         let encoded = matched
             .as_ref()
@@ -404,6 +407,7 @@ impl HttpCapability {
                 req.body.as_deref().unwrap_or_default(),
             )
             .map_err(|e| HttpError::Denied(format!("tool `{tool}`: {e}")))?;
+            *graphql_read = Some(document.clone());
             // A route that names its root fields carries one operation of them.
             if let Some(why) = super::graphql::outside_fields(&document, &matched.graphql_fields) {
                 return Err(HttpError::Denied(format!("tool `{tool}`: {why}")));
