@@ -141,6 +141,17 @@ impl Deployment {
     ) -> Result<Deployment, AuditError> {
         let mut d = Deployment::empty();
         for (name, settings) in &config.connectors {
+            // A remote MCP server's tools are what it lists and an operator
+            // reviewed, known only to a running host: none here.
+            if let Some(url) = &settings.mcp {
+                let server = crate::remote::RemoteServer::new(name, url, settings.call_timeout())
+                    .map_err(|message| AuditError::Connector {
+                    name: name.clone(),
+                    message,
+                })?;
+                d.admit(server.snapshot(&crate::store::NoReviews), None, false)?;
+                continue;
+            }
             let component =
                 runtime
                     .load_file(&settings.component)

@@ -70,6 +70,9 @@ pub enum CallError {
     /// Instantiating the component failed.
     #[error("cannot instantiate: {0:#}")]
     Instantiate(#[source] wasmtime::Error),
+    /// A remote MCP server gave no answer the host can use.
+    #[error("the remote MCP server gave no usable answer: {0}")]
+    Upstream(String),
 }
 
 /// Why a capability could not be configured.

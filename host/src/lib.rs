@@ -6,6 +6,7 @@
 //! - [`capabilities`]: the `http` and `log` handles, one module per WIT interface.
 //! - [`schema`] and [`convert`]: JSON Schema and JSON values from WIT types.
 //! - [`inspect`]: the security reviewer's view of a component.
+//! - [`remote`]: remote MCP servers as connectors, each tool reviewed first.
 
 pub mod audit;
 pub mod authority;
@@ -22,6 +23,7 @@ pub mod inspect;
 pub mod metrics;
 mod output;
 pub mod policy;
+pub mod remote;
 pub mod review;
 pub mod runtime;
 pub mod schema;

@@ -49,9 +49,9 @@ pub(crate) fn status_of(
     tool: &Tool,
 ) -> Result<ToolReview, StoreError> {
     let digest = tool_digest(tool);
-    let status = match store.reviewed_digest(connector, &tool.name)? {
+    let status = match store.reviewed(connector, &tool.name)? {
         None => ReviewStatus::New,
-        Some(approved) if approved == digest => ReviewStatus::Reviewed,
+        Some(approved) if approved.digest == digest => ReviewStatus::Reviewed,
         Some(_) => ReviewStatus::Changed,
     };
     Ok(ToolReview {
@@ -81,7 +81,7 @@ pub fn approve_all(
 ) -> Result<usize, StoreError> {
     let mut approved = 0;
     for tool in component.tools() {
-        store.approve_tool(component.name(), &tool.name, &tool_digest(tool), by)?;
+        store.approve_tool(component.name(), &tool.name, &tool_digest(tool), None, by)?;
         approved += 1;
     }
     Ok(approved)

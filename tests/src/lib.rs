@@ -245,6 +245,59 @@ fn provision_mcp_inspector() -> Result<String, String> {
     Ok(cli.display().to_string())
 }
 
+/// The reference MCP server (`@modelcontextprotocol/server-everything`,
+/// the MCP project's own): the script named by `$SCOUT_TEST_SERVER_EVERYTHING`,
+/// or else the version pinned here installed once with the machine's `npm`
+/// under the cargo target directory (`server-everything`), as
+/// [`mcp_inspector`] is. Run it with `streamableHttp` and `PORT` set.
+pub fn server_everything() -> String {
+    if let Ok(server) = std::env::var("SCOUT_TEST_SERVER_EVERYTHING") {
+        return server;
+    }
+    static PROVISIONED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PROVISIONED
+        .get_or_init(|| {
+            provision_npm(
+                "server-everything",
+                SERVER_EVERYTHING,
+                "mcp-server-everything",
+            )
+            .unwrap_or_else(|e| panic!("{e}"))
+        })
+        .clone()
+}
+
+/// The reference server's version the tests install.
+pub const SERVER_EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
+
+/// Installs npm package `package` once under the target directory's
+/// `dir`, and gives the path of its command `bin`.
+fn provision_npm(dir: &str, package: &str, bin: &str) -> Result<String, String> {
+    let (dir, _lock) = provisioned(dir)?;
+    let cli = dir.join("node_modules/.bin").join(bin);
+    let stamp = dir.join("version");
+    if cli.is_file() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(package) {
+        return Ok(cli.display().to_string());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let out = std::process::Command::new("npm")
+        .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
+        .arg(&dir)
+        .arg(package)
+        .output()
+        .map_err(|e| format!("npm: cannot start ({e}); install Node.js and npm"))?;
+    if !out.status.success() || !cli.is_file() {
+        return Err(format!(
+            "npm install {package} failed ({})\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    std::fs::write(&stamp, package).map_err(|e| format!("{}: {e}", stamp.display()))?;
+    Ok(cli.display().to_string())
+}
+
 /// Where a test client named `name` is installed under the cargo target
 /// directory, with the lock that test binaries running at once take turns
 /// on (held until the returned file is dropped).

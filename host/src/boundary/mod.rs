@@ -257,7 +257,8 @@ impl Authorized<'_> {
 /// Decides, at execution time, whether each requested call may run.
 pub struct Boundary {
     store: Arc<dyn Store>,
-    catalog: Catalog,
+    /// Replaced whole when a remote MCP server's reviewed tools change.
+    catalog: parking_lot::RwLock<Arc<Catalog>>,
     switches: Switches,
     revoked_connectors: parking_lot::RwLock<BTreeSet<String>>,
     connections: Option<Box<dyn Connections>>,
@@ -293,7 +294,7 @@ impl Boundary {
     pub fn new(store: Arc<dyn Store>, catalog: Catalog, switches: Switches) -> Boundary {
         Boundary {
             store,
-            catalog,
+            catalog: parking_lot::RwLock::new(Arc::new(catalog)),
             switches,
             revoked_connectors: Default::default(),
             connections: None,
@@ -371,6 +372,29 @@ impl Boundary {
         self
     }
 
+    /// Whether `component`'s tools are offered only as an operator reviewed
+    /// them: every component's when review is required, and always a remote
+    /// MCP server's (discovery produces no authority).
+    fn reviews(&self, component: &LoadedComponent) -> bool {
+        self.require_review || component.is_remote()
+    }
+
+    /// The catalogue it decides with now.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.read().clone()
+    }
+
+    /// Serves `spec` for its connector from now on (a remote MCP server's
+    /// tools, as listed and reviewed now): every session decides afresh.
+    pub(crate) fn replace_connector(&self, spec: policy::ConnectorSpec) {
+        {
+            let mut catalog = self.catalog.write();
+            let next = (**catalog).clone().with_spec(spec);
+            *catalog = Arc::new(next);
+        }
+        self.changed();
+    }
+
     /// Pauses a session once it is refused the same consequence `n` times
     /// (0: never; [`lineage::DEFAULT_PAUSE_AFTER`] unless set).
     pub fn pausing_after(mut self, n: u32) -> Boundary {
@@ -415,7 +439,11 @@ impl Boundary {
         if let Some(offered) = session.offered_at(revision) {
             return Ok(offered);
         }
-        let surface = policy::surface(&self.current_input(session), &self.catalog, &self.switches)?;
+        let surface = policy::surface(
+            &self.current_input(session),
+            &self.catalog(),
+            &self.switches,
+        )?;
         let offered = Arc::new(Offered { revision, surface });
         session.keep(offered.clone());
         Ok(offered)
@@ -461,8 +489,8 @@ impl Boundary {
             ),
         ];
         let mut held = BTreeSet::new();
-        if self.require_review {
-            for component in components {
+        {
+            for component in components.iter().filter(|c| self.reviews(c)) {
                 for tool in component.tools() {
                     let name = policy::names::mcp(component.name(), &tool.name);
                     if surface.get(&name).is_some()
@@ -487,7 +515,7 @@ impl Boundary {
             .collect();
         // Every tool it could have had and was not given, with the rule that
         // removed it; then what it is offered: all in one transaction.
-        let removed = policy::removed(&input, &self.catalog, &self.switches, &self.hosted);
+        let removed = policy::removed(&input, &self.catalog(), &self.switches, &self.hosted);
         let _ = session
             .removed
             .set(removed.iter().map(|r| (r.name.clone(), r.rule)).collect());
@@ -548,7 +576,7 @@ impl Boundary {
                     .get(&policy::names::mcp(component.name(), &t.name))
                     .is_some()
             })
-            .filter(|t| !self.require_review || self.unreviewed(component, &t.name).is_none())
+            .filter(|t| !self.reviews(component) || self.unreviewed(component, &t.name).is_none())
             .collect()
     }
 
@@ -734,7 +762,7 @@ impl Boundary {
             }
             Err(rule) => return Err(trace.deny(rule).await),
         };
-        if self.require_review
+        if self.reviews(component)
             && let Some(hold) = self.unreviewed(component, tool)
         {
             // Not offered, whatever the policy says; the trace says why, the agent does not.

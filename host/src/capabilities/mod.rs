@@ -13,6 +13,7 @@ pub mod folder;
 pub mod graphql;
 pub mod http;
 pub mod log;
+pub mod mcp;
 pub mod meter;
 pub mod net;
 pub mod replay;
@@ -51,6 +52,9 @@ pub struct Capabilities {
     /// Asked before every request is sent: `false` refuses it (this host
     /// no longer holds its lease for the call's session). `None`: always sent.
     pub fence: Option<Fence>,
+    /// A remote MCP connector's upstream session for this agent session,
+    /// bound to the server and the brand's credential ([`mcp`]).
+    pub mcp: Option<std::sync::Arc<dyn mcp::McpSession>>,
 }
 
 /// Whether this host may still start an effect for a call, asked at the

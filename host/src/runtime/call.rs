@@ -7,13 +7,13 @@ use super::*;
 impl LoadedComponent {
     /// A fresh store for one call: limits, deadline, captured output.
     fn new_store(
-        &self,
+        runtime: &RuntimeInner,
         caps: &Capabilities,
         tool: Option<&Tool>,
         started: Instant,
         deadline: Instant,
     ) -> (Store<CallState>, CappedOutput, CappedOutput) {
-        let config = &self.runtime.config;
+        let config = &runtime.config;
         let stdout = CappedOutput::new(config.output_cap);
         let stderr = CappedOutput::new(config.output_cap);
         let wasi = WasiCtx::builder()
@@ -37,7 +37,7 @@ impl LoadedComponent {
             tool.map_or_else(|| Arc::new(RouteSet::none()), |t| t.route_set.clone()),
             deadline.clone(),
         );
-        let mut store = Store::new(&self.runtime.engine, state);
+        let mut store = Store::new(&runtime.engine, state);
         store.limiter(|s| &mut s.limiter);
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |mut ctx| {
@@ -53,25 +53,28 @@ impl LoadedComponent {
     /// Creates a fresh store and instantiates the component in it, then drops
     /// both: what every call pays before the tool runs (for benchmarks).
     pub async fn instantiate_fresh(&self) -> Result<(), CallError> {
-        let _slot = self.slot().await?;
+        let Backend::Wasm { runtime, pre } = &self.backend else {
+            return Ok(());
+        };
+        let _slot = Self::slot(runtime).await?;
         let started = Instant::now();
-        let (mut store, _, _) = self.new_store(
+        let (mut store, _, _) = Self::new_store(
+            runtime,
             &Capabilities::default(),
             None,
             started,
-            started + self.runtime.config.call_timeout,
+            started + runtime.config.call_timeout,
         );
-        self.pre
-            .instantiate_async(&mut store)
+        pre.instantiate_async(&mut store)
             .await
             .map_err(CallError::Instantiate)?;
         Ok(())
     }
 
     /// Waits for a free instance slot, at most the call timeout.
-    async fn slot(&self) -> Result<tokio::sync::OwnedSemaphorePermit, CallError> {
-        let wait = self.runtime.config.call_timeout;
-        match tokio::time::timeout(wait, self.runtime.slots.clone().acquire_owned()).await {
+    async fn slot(runtime: &RuntimeInner) -> Result<tokio::sync::OwnedSemaphorePermit, CallError> {
+        let wait = runtime.config.call_timeout;
+        match tokio::time::timeout(wait, runtime.slots.clone().acquire_owned()).await {
             Ok(Ok(permit)) => Ok(permit),
             _ => Err(CallError::Busy),
         }
@@ -87,24 +90,34 @@ impl LoadedComponent {
         let tool = self
             .tool(tool)
             .ok_or_else(|| CallError::UnknownTool(tool.to_string()))?;
+        let (runtime, pre, export) = match (&self.backend, tool.export) {
+            (Backend::Wasm { runtime, pre }, Some(export)) => (runtime, pre, export),
+            (Backend::Remote { call_timeout }, _) => {
+                return call_remote(tool, args, caps, *call_timeout).await;
+            }
+            (Backend::Wasm { .. }, None) => {
+                return Err(CallError::UnknownTool(tool.name.clone()));
+            }
+        };
         let params =
             convert::args_to_vals(&tool.params, args).map_err(|m| CallError::InvalidArguments {
                 path: m.path,
                 message: m.message,
             })?;
-        let _slot = self.slot().await?;
-        let config = &self.runtime.config;
+        let _slot = Self::slot(runtime).await?;
+        let config = &runtime.config;
         let started = Instant::now();
         let deadline = started + config.call_timeout;
 
-        let (mut store, stdout, stderr) = self.new_store(caps, Some(tool), started, deadline);
+        let (mut store, stdout, stderr) =
+            Self::new_store(runtime, caps, Some(tool), started, deadline);
         // Paused while a person decides on one of the call's reservations.
         let deadline = store.data().deadline.clone();
 
         let run = async {
-            let instance = self.pre.instantiate_async(&mut store).await?;
+            let instance = pre.instantiate_async(&mut store).await?;
             let instantiated = started.elapsed();
-            let func = instance.get_func(&mut store, tool.export).ok_or_else(|| {
+            let func = instance.get_func(&mut store, export).ok_or_else(|| {
                 wasmtime::Error::msg("the tool's export is missing from the instance")
             })?;
             let mut results = vec![Val::Bool(false)];
@@ -183,6 +196,58 @@ impl LoadedComponent {
             instantiate_micros: instantiated.as_micros() as u64,
         })
     }
+}
+
+/// One call of a remote MCP server's tool: one `tools/call` through the
+/// call's `mcp` handle, under the call's deadline. The server's answer is
+/// the tool's: `isError` is a tool error, anything else its result (already
+/// capped and scrubbed by the handle, scrubbed again here).
+async fn call_remote(
+    tool: &Tool,
+    args: &Value,
+    caps: &Capabilities,
+    call_timeout: Duration,
+) -> Result<CallOutcome, CallError> {
+    use crate::capabilities::mcp::McpFailure;
+    if !args.is_object() {
+        return Err(CallError::InvalidArguments {
+            path: "$".into(),
+            message: "the arguments of an MCP tool are an object".into(),
+        });
+    }
+    let Some(upstream) = &caps.mcp else {
+        return Err(CallError::Upstream(
+            "no upstream session was granted for this call".into(),
+        ));
+    };
+    let started = Instant::now();
+    let answer = upstream
+        .call_tool(&tool.function, args, started + call_timeout)
+        .await;
+    let mut output = match answer.result {
+        Ok(result) if result.get("isError").and_then(Value::as_bool) == Some(true) => {
+            ToolOutput::Err(result)
+        }
+        Ok(result) => ToolOutput::Ok(result),
+        Err(McpFailure::Deadline) => {
+            return Err(CallError::Deadline(call_timeout.as_millis() as u64));
+        }
+        Err(McpFailure::Upstream(why)) => return Err(CallError::Upstream(caps.scrub_text(&why))),
+    };
+    match &mut output {
+        ToolOutput::Ok(v) | ToolOutput::Err(v) => caps.scrub_json(v),
+    }
+    Ok(CallOutcome {
+        output,
+        stdout: String::new(),
+        stderr: String::new(),
+        output_dropped: 0,
+        logs: Vec::new(),
+        http: answer.exchanges,
+        credentials: caps.credential_events.clone(),
+        micros: started.elapsed().as_micros() as u64,
+        instantiate_micros: 0,
+    })
 }
 
 /// Runs `run` until it ends, or `Err` once `deadline` passes (it may be

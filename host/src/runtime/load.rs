@@ -95,10 +95,12 @@ impl Runtime {
             .map(|(i, t)| (t.name.clone(), i))
             .collect();
         Ok(LoadedComponent {
-            runtime: self.inner.clone(),
+            backend: Backend::Wasm {
+                runtime: self.inner.clone(),
+                pre,
+            },
             info,
             by_name,
-            pre,
         })
     }
 
@@ -228,7 +230,7 @@ impl Runtime {
                     description: doc.description.clone(),
                     input_schema,
                     params,
-                    export,
+                    export: Some(export),
                     review_digest: std::sync::OnceLock::new(),
                 });
             }

@@ -147,18 +147,31 @@ pub struct Tool {
     pub routes: Vec<scout_manifest::Route>,
     route_set: Arc<RouteSet>,
     params: Vec<(String, Type)>,
-    export: ComponentExportIndex,
+    /// The guest's export; `None` for a remote MCP server's tool.
+    export: Option<ComponentExportIndex>,
     /// The digest an operator's review approves ([`crate::review`]),
     /// computed at its first use.
     pub(crate) review_digest: std::sync::OnceLock<String>,
 }
 
-/// A checked component, ready to be called.
+/// A checked component, ready to be called; or a remote MCP server's
+/// tools as this host serves them now (see [`LoadedComponent::remote`]).
 pub struct LoadedComponent {
-    runtime: Arc<RuntimeInner>,
+    backend: Backend,
     info: ComponentInfo,
     by_name: BTreeMap<String, usize>,
-    pre: InstancePre<CallState>,
+}
+
+/// What runs a connector's tools.
+enum Backend {
+    /// A WebAssembly component, instantiated fresh for each call.
+    Wasm {
+        runtime: Arc<RuntimeInner>,
+        pre: InstancePre<CallState>,
+    },
+    /// A remote MCP server: each call goes through the `mcp` handle the
+    /// host grants it ([`crate::capabilities::mcp`]); nothing runs here.
+    Remote { call_timeout: Duration },
 }
 
 /// The result of a call that ran.
@@ -328,6 +341,79 @@ impl LoadedComponent {
     pub fn tool(&self, name: &str) -> Option<&Tool> {
         self.by_name.get(name).map(|&i| &self.info.tools[i])
     }
+
+    /// Whether this is a remote MCP server's tools rather than a component.
+    pub fn is_remote(&self) -> bool {
+        matches!(self.backend, Backend::Remote { .. })
+    }
+
+    /// A remote MCP server's tools as served now: `manifest` names the
+    /// connector and each tool's effect (what an operator reviewed; a tool
+    /// not reviewed is a write, and held), `tools` what the server
+    /// describes. Its only import is `http` (the handle its `mcp` session
+    /// rides on), so the credential machinery of components applies.
+    pub fn remote(
+        manifest: Manifest,
+        tools: Vec<RemoteTool>,
+        call_timeout: Duration,
+    ) -> LoadedComponent {
+        let tools: Vec<Tool> = tools
+            .into_iter()
+            .map(|t| {
+                let digest = std::sync::OnceLock::new();
+                let _ = digest.set(t.digest);
+                Tool {
+                    function: t.name.clone(),
+                    name: t.name,
+                    effect: t.effect,
+                    description: t.description,
+                    input_schema: t.input_schema,
+                    output_schema: t.output_schema,
+                    output_wrapped: false,
+                    routes: Vec::new(),
+                    route_set: Arc::new(RouteSet::none()),
+                    params: Vec::new(),
+                    export: None,
+                    review_digest: digest,
+                }
+            })
+            .collect();
+        let by_name = tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.clone(), i))
+            .collect();
+        let sha256 = hex::encode(Sha256::digest(manifest.connector.as_bytes()));
+        LoadedComponent {
+            backend: Backend::Remote { call_timeout },
+            info: ComponentInfo {
+                manifest,
+                tools,
+                imports: vec![REMOTE_IMPORT.to_string()],
+                forbidden_imports: Vec::new(),
+                sha256,
+            },
+            by_name,
+        }
+    }
+}
+
+/// What a remote connector is said to import: the `http` handle its
+/// upstream MCP session is sent through.
+pub const REMOTE_IMPORT: &str = "scout:connector/http@0.2.0";
+
+/// One tool of a remote MCP server, as [`LoadedComponent::remote`] takes it.
+#[derive(Debug, Clone)]
+pub struct RemoteTool {
+    /// The server's name for it.
+    pub name: String,
+    pub effect: Effect,
+    pub description: String,
+    pub input_schema: Value,
+    /// `{}` when the server gives none.
+    pub output_schema: Value,
+    /// What an operator reviews: name, description, schemas, annotations.
+    pub digest: String,
 }
 
 /// Links the minimal WASI a Rust guest needs, and nothing else (DESIGN D2).

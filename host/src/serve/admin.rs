@@ -969,7 +969,10 @@ pub(super) fn graphql_shown(host: &ServeHost, tool: &str, arguments: Option<&Val
     else {
         return Value::Null;
     };
-    let Some(found) = host.components().get(server).and_then(|c| c.tool(wire)) else {
+    let Some(component) = host.component(server) else {
+        return Value::Null;
+    };
+    let Some(found) = component.tool(wire) else {
         return Value::Null;
     };
     let shown: Vec<Value> = found
@@ -1195,27 +1198,109 @@ async fn decide_approval(
 
 async fn list_reviews(State(host): State<Arc<ServeHost>>) -> Result<Json<Value>, ApiError> {
     let mut out = BTreeMap::new();
+    let mut remote = BTreeMap::new();
     for (name, component) in host.components() {
-        let reviews = crate::review::review(host.store.as_ref(), component)?;
+        let reviews = crate::review::review(host.store.as_ref(), &component)?;
+        let server = host.remote(&name);
+        let discovered = server.map(|s| s.discovered());
         let tools: Vec<Value> = reviews
             .into_iter()
             .map(|r| {
                 let tool = component.tool(&r.tool);
-                json!({
+                let mut shown = json!({
                     "tool": r.tool,
                     "status": r.status,
                     "digest": r.digest,
                     "effect": tool.map(|t| t.effect.as_str()),
                     "description": tool.map(|t| t.description.as_str()),
                     "input_schema": tool.map(|t| &t.input_schema),
-                })
+                });
+                if let Some(found) = &discovered {
+                    // A remote tool: the effect is the operator's review
+                    // (none until reviewed as it is now); what the server
+                    // says of itself is its claim, never trusted.
+                    let reviewed = host.store.reviewed(&name, &r.tool).ok().flatten();
+                    shown["effect"] = match (&r.status, reviewed) {
+                        (crate::review::ReviewStatus::Reviewed, Some(rev)) => json!(rev.effect),
+                        _ => Value::Null,
+                    };
+                    if let Some(c) = found.tools.iter().find(|c| c.name == r.tool) {
+                        shown["output_schema"] = c
+                            .described
+                            .get("outputSchema")
+                            .cloned()
+                            .unwrap_or(Value::Null);
+                        shown["server_claims"] = c.annotations().cloned().unwrap_or(Value::Null);
+                        shown["flags"] = json!(remote_flags(c, &found.tools));
+                    }
+                }
+                shown
             })
             .collect();
+        if let (Some(server), Some(found)) = (server, discovered) {
+            remote.insert(
+                name.clone(),
+                json!({
+                    "mcp": server.url().as_str(),
+                    "listed_at_ms": found.listed_at_ms,
+                    "error": found.error,
+                    "left_out": found.left_out.iter().map(|(n, why)| json!({"tool": n, "why": why})).collect::<Vec<_>>(),
+                }),
+            );
+        }
         out.insert(name.clone(), tools);
     }
     Ok(Json(
-        json!({"required": host.config.require_review, "connectors": out}),
+        json!({"required": host.config.require_review, "connectors": out, "remote": remote}),
     ))
+}
+
+/// What a reviewer should look at twice in what a remote server says of a
+/// tool: characters a person would not see (invisible, bidirectional,
+/// look-alike: the approvals' own rule, [`super::shown`]), text addressed
+/// to the model rather than describing the tool, and other tools' names.
+fn remote_flags(
+    candidate: &crate::remote::Candidate,
+    all: &[crate::remote::Candidate],
+) -> Vec<&'static str> {
+    let mut flags = Vec::new();
+    if super::shown::json_text(&candidate.described).marked {
+        flags.push("hidden_characters");
+    }
+    let text = candidate.described.to_string().to_lowercase();
+    const ADDRESSED: &[&str] = &[
+        "ignore previous",
+        "ignore all",
+        "ignore the above",
+        "disregard",
+        "system prompt",
+        "you must",
+        "do not tell",
+        "don't tell",
+        "do not mention",
+        "before answering",
+        "before using this tool",
+        "before responding",
+        "<important>",
+        "always call",
+        "also call",
+        "instead of",
+        "as an ai",
+    ];
+    if ADDRESSED.iter().any(|p| text.contains(p)) {
+        flags.push("addressed_to_the_model");
+    }
+    let words: std::collections::BTreeSet<&str> = text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        .collect();
+    let names_other = text.contains("mcp__")
+        || all.iter().any(|other| {
+            other.name != candidate.name && words.contains(other.name.to_lowercase().as_str())
+        });
+    if names_other {
+        flags.push("names_other_tools");
+    }
+    flags
 }
 
 #[derive(Deserialize)]
@@ -1226,6 +1311,11 @@ struct ApproveReview {
     /// The digest the operator reviewed (from `GET /v1/reviews`): a tool
     /// that changed since is not approved by an older review.
     digest: String,
+    /// A remote MCP server's tool: what calling it does (`read`, `write`,
+    /// `billed`), the operator's classification. Required for a remote
+    /// tool, refused for a component's (its WIT says).
+    #[serde(default)]
+    effect: Option<String>,
     /// Accepted and not recorded, as for approvals: who reviewed is the
     /// verified caller.
     #[serde(default)]
@@ -1239,9 +1329,37 @@ async fn approve_review(
     Body(request): Body<ApproveReview>,
 ) -> Result<Json<Value>, ApiError> {
     let component = host
-        .components()
-        .get(&request.connector)
+        .component(&request.connector)
         .ok_or_else(|| ApiError::not_found(format!("no connector `{}`", request.connector)))?;
+    let remote = host.remote(&request.connector).is_some();
+    let effect = match (remote, request.effect.as_deref()) {
+        (true, None) => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_review",
+                "`effect`: a remote MCP server's tool is reviewed with what calling it does: \"read\", \"write\" or \"billed\"",
+            ));
+        }
+        (true, Some(e)) => Some(
+            crate::remote::RemoteEffect::parse(e)
+                .ok_or_else(|| {
+                    ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "invalid_review",
+                        format!("`effect`: `{e}` is not \"read\", \"write\" or \"billed\""),
+                    )
+                })?
+                .as_str(),
+        ),
+        (false, Some(_)) => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_review",
+                "`effect`: a component's tool has the effect its WIT declares; leave `effect` out",
+            ));
+        }
+        (false, None) => None,
+    };
     let tool = component.tool(&request.tool).ok_or_else(|| {
         ApiError::not_found(format!(
             "`{}` has no tool `{}`",
@@ -1256,13 +1374,24 @@ async fn approve_review(
             "the tool changed since this digest: review it again",
         ));
     }
-    host.store
-        .approve_tool(&request.connector, &request.tool, &current, &caller.subject)?;
+    host.store.approve_tool(
+        &request.connector,
+        &request.tool,
+        &current,
+        effect,
+        &caller.subject,
+    )?;
+    // A remote tool is served with its reviewed effect from now on.
+    if remote {
+        host.refresh_remote(&request.connector);
+    }
     // Sessions that held the tool offer it from their next request.
     host.boundary().changed();
-    Ok(Json(
-        json!({"connector": request.connector, "tool": request.tool, "reviewed": true, "reviewed_by": caller.subject}),
-    ))
+    let mut answer = json!({"connector": request.connector, "tool": request.tool, "reviewed": true, "reviewed_by": caller.subject});
+    if let Some(effect) = effect {
+        answer["effect"] = json!(effect);
+    }
+    Ok(Json(answer))
 }
 
 /// Events per trace page unless `limit` says otherwise, and at most.

@@ -125,8 +125,8 @@ impl ServeHost {
             subject.brand = Some(brand.to_string());
         }
         let deployment = Deployment {
-            catalog: (*self.catalog).clone(),
-            components: self.components.clone(),
+            catalog: (*self.catalog()).clone(),
+            components: self.components(),
             platform: self.platform.clone(),
             not_offered: self.not_offered.clone(),
         };

@@ -460,8 +460,24 @@ pub(crate) fn check_skill_name(skill: &str) -> Result<(), String> {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConnectorConfig {
-    /// The component (`.wasm`); relative to this file.
+    /// The component (`.wasm`); relative to this file. Absent for a
+    /// remote MCP server (`mcp`).
+    #[serde(default)]
     pub component: PathBuf,
+    /// A remote MCP server's endpoint (streamable HTTP), instead of a
+    /// component: `mcp = "https://mcp.example.com/mcp"`. Its tools are
+    /// candidates until an operator reviews each one ([`crate::remote`]).
+    #[serde(default)]
+    pub mcp: Option<String>,
+    /// How long one call of a remote MCP server's tool may take, in seconds
+    /// (1 to 300; 30 unless set). The request is cancelled upstream past it.
+    #[serde(default)]
+    pub call_timeout_secs: Option<u64>,
+    /// How often a remote MCP server's tools are listed again, in seconds
+    /// (besides at start and whenever it says its list changed); 300
+    /// unless set, at least 1.
+    #[serde(default)]
+    pub discover_every_secs: Option<u64>,
     /// The origin its `http` handle reaches (`https://api.github.com`).
     /// Required when the component imports `http`; a folder-only component
     /// (the content writer, the SEO brief tools) has none.
@@ -632,14 +648,16 @@ impl ServeConfig {
             config.store.ca_file = Some(base.join(ca));
         }
         for connector in config.connectors.values_mut() {
-            connector.component = base.join(&connector.component);
+            if connector.mcp.is_none() {
+                connector.component = base.join(&connector.component);
+            }
         }
         Ok(config)
     }
 
     /// Parses and checks the text of a configuration file.
     pub fn parse(text: &str) -> Result<ServeConfig, ConfigFileError> {
-        let config: ServeConfig = toml::from_str(text).map_err(|e| ConfigFileError::Parse {
+        let mut config: ServeConfig = toml::from_str(text).map_err(|e| ConfigFileError::Parse {
             path: "configuration".into(),
             message: e.to_string(),
         })?;
@@ -660,6 +678,26 @@ impl ServeConfig {
             return Err(ConfigFileError::Invalid(
                 "store.lease_secs must be at least 1".into(),
             ));
+        }
+        for (name, connector) in config.connectors.iter_mut() {
+            if let Some(url) = &connector.mcp {
+                connector
+                    .check_remote(url)
+                    .map_err(|e| ConfigFileError::Invalid(format!("connectors.{name}: {e}")))?;
+                // The `http` handle its MCP session rides on is bound to the
+                // server's origin.
+                connector.origin = Some(
+                    url::Url::parse(url)
+                        .map(|u| u.origin().ascii_serialization())
+                        .unwrap_or_default(),
+                );
+            } else if connector.call_timeout_secs.is_some()
+                || connector.discover_every_secs.is_some()
+            {
+                return Err(ConfigFileError::Invalid(format!(
+                    "connectors.{name}: `call_timeout_secs` and `discover_every_secs` are a remote MCP server's (`mcp`); a component's calls have the host's timeout"
+                )));
+            }
         }
         for (name, connector) in &config.connectors {
             connector.scheme().map_err(|e| {
@@ -776,6 +814,48 @@ impl ConnectorConfig {
     /// `none`, a public API that needs no credential.
     pub fn scheme(&self) -> Result<Option<CredentialScheme>, String> {
         CredentialScheme::parse(&self.credential)
+    }
+
+    /// Whether this connector is a remote MCP server rather than a component.
+    pub fn is_remote(&self) -> bool {
+        self.mcp.is_some()
+    }
+
+    /// A remote MCP server's call deadline.
+    pub fn call_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.call_timeout_secs.unwrap_or(30))
+    }
+
+    /// What a remote MCP server's connector may and may not say.
+    fn check_remote(&self, url: &str) -> Result<(), String> {
+        if !self.component.as_os_str().is_empty() {
+            return Err("give `component` or `mcp`, not both: a connector is a component or a remote MCP server".into());
+        }
+        let parsed = url::Url::parse(url).map_err(|e| format!("mcp: `{url}` is not a URL: {e}"))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err("mcp: the server's URL must be http or https".into());
+        }
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            return Err("mcp: the URL must not carry credentials; give the server's token as the connector's credential (a connection, or `host_env`)".into());
+        }
+        if parsed.query().is_some() || parsed.fragment().is_some() {
+            return Err("mcp: the URL must not have a query or a fragment".into());
+        }
+        if self.origin.is_some() || !self.origins.is_empty() {
+            return Err("`origin` and `origins` are a component's: a remote MCP server is reached at its `mcp` URL only".into());
+        }
+        if !self.folders.is_empty() || self.person_allowance.is_some() {
+            return Err("`folders` and `person_allowance` are a component's handles: a remote MCP server gets neither".into());
+        }
+        if let Some(secs) = self.call_timeout_secs
+            && !(1..=300).contains(&secs)
+        {
+            return Err("call_timeout_secs must be from 1 to 300".into());
+        }
+        if self.discover_every_secs == Some(0) {
+            return Err("discover_every_secs must be at least 1".into());
+        }
+        Ok(())
     }
 
     /// `credential = "none"`: the API is public, every brand reaches it

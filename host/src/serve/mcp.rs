@@ -157,8 +157,8 @@ impl ConnectorServer {
         {
             return Ok(listed.clone());
         }
-        let tools = match host.components.get(&self.connector) {
-            Some(component) => describe(host.boundary.offered_tools(&live.session, component)),
+        let tools = match host.component(&self.connector) {
+            Some(component) => describe(host.boundary.offered_tools(&live.session, &component)),
             None if self.connector == super::host_tools::SCOUT_SERVER => {
                 super::host_tools::given(&live.session)
                     .into_iter()
@@ -437,16 +437,19 @@ fn answer(
     tool: &str,
     result: Result<Executed, crate::boundary::Denied>,
 ) -> Result<CallToolResponse, McpError> {
+    let remote = host.remote(connector).is_some();
     match result {
+        // A remote server's own result (content, structured content), as
+        // the handle capped and scrubbed it, marked untrusted.
+        Ok(Executed::Ran(outcome)) if remote => Ok(remote_result(&outcome.output).into()),
         Ok(Executed::Ran(outcome)) => Ok(match &outcome.output {
             ToolOutput::Ok(value) => {
                 // Structured content matching the tool's `outputSchema`,
                 // and the same JSON as text for clients that read text.
                 let wrapped = host
-                    .components
-                    .get(connector)
-                    .and_then(|c| c.tool(tool))
-                    .is_none_or(|t| t.output_wrapped);
+                    .component(connector)
+                    .and_then(|c| c.tool(tool).map(|t| t.output_wrapped))
+                    .is_none_or(|wrapped| wrapped);
                 let mut result = text_result(value, false);
                 result.structured_content = Some(match (wrapped, value) {
                     (false, Value::Object(_)) => value.clone(),
@@ -482,6 +485,25 @@ fn answer(
             }
             Ok(text_result(&told, true).into())
         }
+    }
+}
+
+/// A remote MCP server's `CallToolResult`, passed on as the server gave it
+/// (after the host's cap and scrub), with the host's untrusted mark; one it
+/// cannot read becomes an error result saying so.
+fn remote_result(output: &ToolOutput) -> CallToolResult {
+    let (ToolOutput::Ok(value) | ToolOutput::Err(value)) = output;
+    match serde_json::from_value::<CallToolResult>(value.clone()) {
+        Ok(mut result) => {
+            let mut meta = MetaObject::new();
+            meta.0.insert("scout/untrusted".to_string(), json!(true));
+            result.meta = Some(meta);
+            result
+        }
+        Err(e) => text_result(
+            &json!({"host_error": format!("the remote server's result cannot be read: {e}")}),
+            true,
+        ),
     }
 }
 

@@ -192,7 +192,11 @@ type CachedClient = (String, Arc<HttpCapability>);
 /// Everything `serve` holds.
 pub struct ServeHost {
     config: ServeConfig,
-    components: BTreeMap<String, Arc<LoadedComponent>>,
+    /// Every connector as served now; a remote MCP server's entry is
+    /// replaced whenever its listed or reviewed tools change.
+    components: RwLock<BTreeMap<String, Arc<LoadedComponent>>>,
+    /// The remote MCP servers among them ([`crate::remote`]).
+    remote: BTreeMap<String, Arc<crate::remote::RemoteServer>>,
     /// Components that serve a platform server (the content writer, the
     /// SEO brief tools): offered where the policy gives their tools, with
     /// no credential of their own.
@@ -343,11 +347,35 @@ impl ServeHost {
         let mut platform = BTreeSet::new();
         let mut not_offered = BTreeMap::new();
         let mut public = BTreeSet::new();
+        let mut remote = BTreeMap::new();
         for (name, connector) in &config.connectors {
             let fail = |message: String| StartError::Connector {
                 name: name.clone(),
                 message,
             };
+            if let Some(url) = &connector.mcp {
+                let server = crate::remote::RemoteServer::new(name, url, connector.call_timeout())
+                    .map_err(fail)?;
+                // No tool until the server lists them and an operator reviews each.
+                let served = server.snapshot(store.as_ref());
+                let spec = catalog
+                    .admit(&served.info().manifest)
+                    .map_err(|e| fail(e.to_string()))?;
+                catalog = catalog.with_spec(remote_narrowed(spec, connector.tools.as_deref()));
+                if let Some(var) = connector.requires_env.iter().find(|v| env(v).is_none()) {
+                    tracing::warn!(connector = %name, env = %var, "not offered: the deployment does not set {var}");
+                    not_offered.insert(name.clone(), var.clone());
+                }
+                if let Some(var) = &connector.host_env {
+                    host_env.insert(name.clone(), var.clone());
+                }
+                if connector.is_public() {
+                    public.insert(name.clone());
+                }
+                components.insert(name.clone(), Arc::new(served));
+                remote.insert(name.clone(), Arc::new(server));
+                continue;
+            }
             if !connector.component.is_file() {
                 return Err(fail(format!(
                     "no component at {}: build it with `cargo build --release --target wasm32-wasip2` in the connector's crate (or `scout-host new {name}` to start one) and point `component` at the .wasm",
@@ -546,7 +574,8 @@ impl ServeHost {
             admin_token_digest: digest(&admin_token),
             identity,
             config,
-            components,
+            components: RwLock::new(components),
+            remote,
             platform,
             not_offered,
             ledger: store.clone(),
@@ -599,17 +628,30 @@ impl ServeHost {
         &self.store
     }
 
-    pub fn catalog(&self) -> &Catalog {
-        &self.catalog
+    /// The catalogue sessions are decided with now (a remote MCP server's
+    /// reviewed tools included).
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.boundary.catalog()
     }
 
     pub fn boundary(&self) -> &Arc<Boundary> {
         &self.boundary
     }
 
-    /// The loaded connector components, by server name.
-    pub fn components(&self) -> &BTreeMap<String, Arc<LoadedComponent>> {
-        &self.components
+    /// Every connector as served now, by server name (a remote MCP
+    /// server's as its tools are listed and reviewed at this moment).
+    pub fn components(&self) -> BTreeMap<String, Arc<LoadedComponent>> {
+        self.components.read().clone()
+    }
+
+    /// One connector as served now.
+    pub fn component(&self, name: &str) -> Option<Arc<LoadedComponent>> {
+        self.components.read().get(name).cloned()
+    }
+
+    /// The remote MCP server behind connector `name`, if it is one.
+    pub fn remote(&self, name: &str) -> Option<&Arc<crate::remote::RemoteServer>> {
+        self.remote.get(name)
     }
 
     /// Whether `token` is the admin token.
@@ -660,15 +702,16 @@ impl ServeHost {
         let token = random_hex(32)?;
         let session =
             Session::new(id.clone(), brand, input).held_under(self.store.lease_generation());
+        let components = self.components();
         let platform: Vec<&LoadedComponent> = self
             .platform
             .iter()
-            .filter_map(|c| self.components.get(c).map(|a| &**a))
+            .filter_map(|c| components.get(c).map(|a| &**a))
             .collect();
         let mut served: Vec<&LoadedComponent> = facts
             .connected
             .iter()
-            .filter_map(|c| self.components.get(c).map(|a| &**a))
+            .filter_map(|c| components.get(c).map(|a| &**a))
             .collect();
         served.extend(platform.iter().copied());
         let offered = self
@@ -706,7 +749,7 @@ impl ServeHost {
             &allowlist,
             &served,
             &|name| self.config.connectors.get(name).map(holdings_config),
-            &self.catalog,
+            &self.boundary.catalog(),
         )
         .map_err(HostError::BadRequest)?;
         session.hold(holdings);
@@ -819,7 +862,7 @@ impl ServeHost {
             .connectors
             .iter()
             .filter_map(|(name, settings)| {
-                let component = self.components.get(name)?;
+                let component = self.component(name)?;
                 let tools = component.tools();
                 let writes = tools
                     .iter()
@@ -839,6 +882,11 @@ impl ServeHost {
                 } else {
                     "served to brands whose connection resolves".to_string()
                 };
+                if let Some(url) = &settings.mcp {
+                    return Some(format!(
+                        "connector {name}: the remote MCP server at {url}, its tools offered once an operator reviews each; {served}"
+                    ));
+                }
                 Some(format!(
                     "connector {name}: {} tools ({} read, {writes} write) from {}{origin}; {served}",
                     tools.len(),
@@ -868,7 +916,7 @@ impl ServeHost {
             .connected()
             .into_iter()
             .filter(|c| {
-                self.components.contains_key(c)
+                self.components.read().contains_key(c)
                     && !self.not_offered.contains_key(c)
                     && !self.platform.contains(c)
             })
@@ -1132,6 +1180,9 @@ impl ServeHost {
             return false;
         };
         self.boundary.revoke_session(&live.session);
+        for server in self.remote.values() {
+            server.end(id);
+        }
         self.metrics.session_ended(live.opened.elapsed());
         if let Err(e) = self.store.session_closed(id) {
             tracing::error!(session = %id, error = %e, "cannot record the session's end");
@@ -1181,16 +1232,16 @@ impl ServeHost {
         connector: &str,
         request: CallRequest<'_>,
     ) -> Result<Executed, Denied> {
-        let Some(component) = self.components.get(connector) else {
+        let Some(component) = self.component(connector) else {
             return Err(Denied::by(policy::Rule::NotOffered));
         };
         let granter = SessionGranter {
             host: self,
             live: session,
-            component,
+            component: &component,
         };
         self.boundary
-            .call(&session.session, component, request, &granter)
+            .call(&session.session, &component, request, &granter)
             .await
     }
 
@@ -1287,9 +1338,105 @@ impl ServeHost {
                 .map(|h| h.folders(connector, holdings_config(settings)))
                 .unwrap_or_default();
         }
+        // A remote MCP server is reached only through the session's
+        // upstream MCP session, riding on the handle just built.
+        if let (Some(server), Some(http)) = (self.remote.get(connector), &caps.http) {
+            caps.mcp = Some(server.upstream(&live.session.id, http.clone()));
+        }
         caps.graphql_mutations = call.may_mutate();
         caps.fence = Some(self.fence_for(&live.session));
         caps
+    }
+
+    /// Serves remote connector `name` as its server lists its tools now
+    /// and as an operator reviewed them: the catalogue's entry and the
+    /// served tools are replaced together, and every session decides afresh.
+    pub(crate) fn refresh_remote(&self, name: &str) {
+        let Some(server) = self.remote.get(name) else {
+            return;
+        };
+        let served = server.snapshot(self.store.as_ref());
+        let narrowing = self
+            .config
+            .connectors
+            .get(name)
+            .and_then(|c| c.tools.clone());
+        // Admitted as at start, against the seed's data: the catalogue in
+        // use already holds this connector's previous tools.
+        match Catalog::seed().admit(&served.info().manifest) {
+            Ok(spec) => {
+                let spec = remote_narrowed(spec, narrowing.as_deref());
+                // The served tools first, then the policy: a session deciding
+                // in between finds a tool it may not offer yet, never one it
+                // offers with nothing behind it.
+                self.components
+                    .write()
+                    .insert(name.to_string(), Arc::new(served));
+                self.boundary.replace_connector(spec);
+            }
+            Err(e) => {
+                tracing::error!(connector = %name, error = %e, "the remote server's tools cannot be served; the last served stay");
+            }
+        }
+    }
+
+    /// The handle discovery lists a remote server's tools with: the
+    /// deployment owner's credential for it where one resolves, else none
+    /// (the same address rules either way).
+    fn discovery_http(&self, name: &str) -> Option<Arc<HttpCapability>> {
+        let settings = self.config.connectors.get(name)?;
+        if let Some(owner) = &self.config.deployment_owner_brand
+            && let Some(http) =
+                self.http_capability(owner, name, settings, None, &Obtained::default())
+        {
+            return Some(http);
+        }
+        HttpCapability::new(
+            crate::HttpConfig::new(settings.origin.clone()?)
+                .allow_private_network(settings.allow_private_network),
+        )
+        .ok()
+    }
+
+    /// Lists every remote server's tools now, then again whenever one says
+    /// its list changed and every `discover_every_secs`; each list that
+    /// differs is served at once (its new or changed tools held until
+    /// reviewed). Runs until the host stops.
+    pub fn discover_remote(self: &Arc<Self>) {
+        for (name, server) in &self.remote {
+            let host = Arc::downgrade(self);
+            let name = name.clone();
+            let heard = server.list_changed();
+            let every = self
+                .config
+                .connectors
+                .get(&name)
+                .map_or(300, |c| c.discover_every_secs.unwrap_or(300));
+            tokio::spawn(async move {
+                loop {
+                    let Some(host) = host.upgrade() else { return };
+                    if host.boundary.is_shutting_down() {
+                        return;
+                    }
+                    if let (Some(server), Some(http)) =
+                        (host.remote.get(&name), host.discovery_http(&name))
+                    {
+                        match server.discover(http).await {
+                            Ok(true) => host.refresh_remote(&name),
+                            Ok(false) => {}
+                            Err(why) => {
+                                tracing::warn!(connector = %name, error = %why, "cannot list the remote server's tools; the last list stays");
+                            }
+                        }
+                    }
+                    drop(host);
+                    tokio::select! {
+                        () = heard.notified() => {}
+                        () = tokio::time::sleep(std::time::Duration::from_secs(every)) => {}
+                    }
+                }
+            });
+        }
     }
 
     /// Whether this host may start an effect for `session` at this moment:
@@ -1487,6 +1634,12 @@ impl ServeHost {
                 config: http_config.clone(),
             }));
         }
+        if settings.is_remote() {
+            // A remote tool's answer may take the call's whole deadline.
+            let deadline = settings.call_timeout() + std::time::Duration::from_secs(5);
+            http_config.read_timeout = deadline;
+            http_config.total_timeout = deadline;
+        }
         match HttpCapability::new(http_config) {
             Ok(http) => {
                 cache.insert(key, (secret_digest, http.clone()));
@@ -1589,6 +1742,21 @@ impl ServeHost {
 
 /// Person chat's per-call spend threshold of each connector that has one,
 /// in its meter's unit (checked when the configuration was read).
+/// A remote connector's spec with only the tools the operator's `tools`
+/// names (those the server lists now; a name it does not list is simply
+/// absent, since the list changes), and nothing grantable.
+fn remote_narrowed(
+    mut spec: policy::ConnectorSpec,
+    keep: Option<&[String]>,
+) -> policy::ConnectorSpec {
+    if let Some(keep) = keep {
+        spec.reads.retain(|t| keep.contains(t));
+        spec.writes.retain(|w| keep.contains(&w.name));
+    }
+    spec.grantable.clear();
+    spec
+}
+
 fn spend_thresholds(config: &ServeConfig) -> Vec<(String, u64)> {
     config
         .connectors
@@ -1755,6 +1923,7 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
     for line in host.connector_lines() {
         eprintln!("scout-host: {line}");
     }
+    host.discover_remote();
     drain::ignore_hangups();
     let probe_server = match host.config.probe_listen {
         Some(at) => {
@@ -1911,6 +2080,7 @@ pub async fn run_stdio(
             None
         }
     };
+    host.discover_remote();
     let view = host.open_session(&request)?;
     let Some((live, _)) = host.endpoint(&view.id, &connector) else {
         host.end_session(&view.id);

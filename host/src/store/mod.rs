@@ -611,16 +611,48 @@ pub trait ProfileStore: Send + Sync {
 
 /// Operators' reviews of discovered tools (discovery produces no authority).
 pub trait ReviewStore: Send + Sync {
-    /// The digest of `tool` an operator last approved, if any.
-    fn reviewed_digest(&self, connector: &str, tool: &str) -> Result<Option<String>, StoreError>;
-    /// Records an operator's approval of `tool` as described by `digest`.
+    /// What an operator last approved of `tool`, if anything.
+    fn reviewed(&self, connector: &str, tool: &str) -> Result<Option<Reviewed>, StoreError>;
+    /// Records an operator's approval of `tool` as described by `digest`;
+    /// for a remote MCP server's tool, with the effect the operator gave it
+    /// (`read`, `write`, `billed`).
     fn approve_tool(
         &self,
         connector: &str,
         tool: &str,
         digest: &str,
+        effect: Option<&str>,
         by: &str,
     ) -> Result<(), StoreError>;
+}
+
+/// A review store with no review in it: what is known offline.
+pub struct NoReviews;
+
+impl ReviewStore for NoReviews {
+    fn reviewed(&self, _: &str, _: &str) -> Result<Option<Reviewed>, StoreError> {
+        Ok(None)
+    }
+    fn approve_tool(
+        &self,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: Option<&str>,
+        _: &str,
+    ) -> Result<(), StoreError> {
+        Err(StoreError::Config("no store to record a review in".into()))
+    }
+}
+
+/// An operator's approval of one tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reviewed {
+    /// The digest of the tool as it was approved.
+    pub digest: String,
+    /// The effect given to a remote MCP server's tool; `None` for a
+    /// component's, whose WIT says it.
+    pub effect: Option<String>,
 }
 
 /// A stored connection as the inventory lists it: where it is and whom it
@@ -646,6 +678,9 @@ pub struct StoredReview {
     pub tool: String,
     /// The digest of the tool as it was approved.
     pub digest: String,
+    /// The effect given to a remote MCP server's tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<String>,
     pub approved_by: String,
     pub approved_at_ms: i64,
 }
@@ -804,7 +839,7 @@ pub(crate) fn seal_arguments(
 }
 
 /// Milliseconds since the Unix epoch, as every backend stamps its rows.
-pub(crate) fn now_ms() -> i64 {
+pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)

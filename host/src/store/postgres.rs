@@ -39,6 +39,7 @@ const MIGRATION_LOCK: i64 = 0x5C07_0001;
 const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("postgres/001_initial.sql")),
     (2, include_str!("postgres/002_capability_requests.sql")),
+    (3, include_str!("postgres/003_review_effect.sql")),
 ];
 
 /// The channels every host listens on.
@@ -2033,20 +2034,23 @@ impl super::CapabilityRequestStore for PgStore {
 }
 
 impl ReviewStore for PgStore {
-    fn reviewed_digest(&self, connector: &str, tool: &str) -> Result<Option<String>, StoreError> {
+    fn reviewed(&self, connector: &str, tool: &str) -> Result<Option<super::Reviewed>, StoreError> {
         let shared = self.shared.clone();
         let (c, t) = (pg_text(connector).into_owned(), pg_text(tool).into_owned());
         self.run(async move {
             let client = shared.pool.get().await?;
             let statement = client
                 .prepare_cached(
-                    "SELECT digest FROM tool_reviews WHERE connector = $1 AND tool = $2",
+                    "SELECT digest, effect FROM tool_reviews WHERE connector = $1 AND tool = $2",
                 )
                 .await?;
             Ok(client
                 .query_opt(&statement, &[&c, &t])
                 .await?
-                .map(|r| r.get(0)))
+                .map(|r| super::Reviewed {
+                    digest: r.get(0),
+                    effect: r.get(1),
+                }))
         })
     }
 
@@ -2055,13 +2059,15 @@ impl ReviewStore for PgStore {
         connector: &str,
         tool: &str,
         digest: &str,
+        effect: Option<&str>,
         by: &str,
     ) -> Result<(), StoreError> {
         self.change_and_invalidate(
-            "INSERT INTO tool_reviews (connector, tool, digest, approved_by, approved_at_ms) VALUES ($1, $2, $3, $4, $5)
+            "INSERT INTO tool_reviews (connector, tool, digest, approved_by, approved_at_ms, effect) VALUES ($1, $2, $3, $4, $5, $6)
              ON CONFLICT (connector, tool) DO UPDATE SET digest = excluded.digest,
-                 approved_by = excluded.approved_by, approved_at_ms = excluded.approved_at_ms",
-            vec![owned(connector), owned(tool), owned(digest), owned(by), Box::new(super::now_ms())],
+                 approved_by = excluded.approved_by, approved_at_ms = excluded.approved_at_ms,
+                 effect = excluded.effect",
+            vec![owned(connector), owned(tool), owned(digest), owned(by), Box::new(super::now_ms()), Box::new(effect.map(str::to_string))],
             Invalidation::Reviews,
         )?;
         Ok(())
@@ -2292,7 +2298,7 @@ impl super::InventoryStore for PgStore {
             let client = shared.pool.get().await?;
             Ok(client
                 .query(
-                    "SELECT connector, tool, digest, approved_by, approved_at_ms FROM tool_reviews ORDER BY connector, tool",
+                    "SELECT connector, tool, digest, approved_by, approved_at_ms, effect FROM tool_reviews ORDER BY connector, tool",
                     &[],
                 )
                 .await?
@@ -2303,6 +2309,7 @@ impl super::InventoryStore for PgStore {
                     digest: r.get(2),
                     approved_by: r.get(3),
                     approved_at_ms: r.get(4),
+                    effect: r.get(5),
                 })
                 .collect())
         })

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// The schema this host writes. Bump with a migration when the tables change.
-pub(crate) const SCHEMA_VERSION: i64 = 2;
+pub(crate) const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS schema_version (
@@ -113,6 +113,7 @@ CREATE TABLE IF NOT EXISTS tool_reviews (
     digest TEXT NOT NULL,
     approved_by TEXT NOT NULL,
     approved_at_ms INTEGER NOT NULL,
+    effect TEXT,
     PRIMARY KEY (connector, tool)
 );
 ";
@@ -274,6 +275,11 @@ impl SqliteStore {
                         "ALTER TABLE approvals ADD COLUMN args_nonce BLOB;
                          ALTER TABLE approvals ADD COLUMN args_sealed BLOB;",
                     )?;
+                }
+                // Version 3: a remote MCP server's tool is reviewed with
+                // the effect an operator gives it.
+                if found < 3 {
+                    tx.execute_batch("ALTER TABLE tool_reviews ADD COLUMN effect TEXT;")?;
                 }
                 if found < SCHEMA_VERSION {
                     tx.execute(
@@ -1121,16 +1127,21 @@ impl super::CapabilityRequestStore for SqliteStore {
 }
 
 impl ReviewStore for SqliteStore {
-    fn reviewed_digest(&self, connector: &str, tool: &str) -> Result<Option<String>, StoreError> {
+    fn reviewed(&self, connector: &str, tool: &str) -> Result<Option<super::Reviewed>, StoreError> {
         let conn = self.read();
-        let digest = conn
+        let reviewed = conn
             .query_row(
-                "SELECT digest FROM tool_reviews WHERE connector = ?1 AND tool = ?2",
+                "SELECT digest, effect FROM tool_reviews WHERE connector = ?1 AND tool = ?2",
                 [connector, tool],
-                |row| row.get(0),
+                |row| {
+                    Ok(super::Reviewed {
+                        digest: row.get(0)?,
+                        effect: row.get(1)?,
+                    })
+                },
             )
             .optional()?;
-        Ok(digest)
+        Ok(reviewed)
     }
 
     fn approve_tool(
@@ -1138,14 +1149,16 @@ impl ReviewStore for SqliteStore {
         connector: &str,
         tool: &str,
         digest: &str,
+        effect: Option<&str>,
         by: &str,
     ) -> Result<(), StoreError> {
         self.write_tx(|tx| {
             tx.execute(
-            "INSERT INTO tool_reviews (connector, tool, digest, approved_by, approved_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
+            "INSERT INTO tool_reviews (connector, tool, digest, approved_by, approved_at_ms, effect) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT (connector, tool) DO UPDATE SET digest = excluded.digest,
-                 approved_by = excluded.approved_by, approved_at_ms = excluded.approved_at_ms",
-            params![connector, tool, digest, by, super::now_ms()],
+                 approved_by = excluded.approved_by, approved_at_ms = excluded.approved_at_ms,
+                 effect = excluded.effect",
+            params![connector, tool, digest, by, super::now_ms(), effect],
         )?;
             Ok(())
         })
@@ -1283,7 +1296,7 @@ impl super::InventoryStore for SqliteStore {
     fn stored_reviews(&self) -> Result<Vec<super::StoredReview>, StoreError> {
         let conn = self.read();
         let mut stmt = conn.prepare_cached(
-            "SELECT connector, tool, digest, approved_by, approved_at_ms FROM tool_reviews ORDER BY connector, tool",
+            "SELECT connector, tool, digest, approved_by, approved_at_ms, effect FROM tool_reviews ORDER BY connector, tool",
         )?;
         let rows = stmt.query_map([], |row| {
             Ok(super::StoredReview {
@@ -1292,6 +1305,7 @@ impl super::InventoryStore for SqliteStore {
                 digest: row.get(2)?,
                 approved_by: row.get(3)?,
                 approved_at_ms: row.get(4)?,
+                effect: row.get(5)?,
             })
         })?;
         Ok(rows.collect::<Result<Vec<_>, _>>()?)

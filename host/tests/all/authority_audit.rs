@@ -995,13 +995,19 @@ fn a_review_of_a_tool_no_component_offers_is_found() {
     let store = s.store();
     // Reviewed when it was described otherwise: the tool is still offered.
     store
-        .approve_tool("github", "github_read_file", "an-older-digest", "alice")
+        .approve_tool(
+            "github",
+            "github_read_file",
+            "an-older-digest",
+            None,
+            "alice",
+        )
         .unwrap();
     store
-        .approve_tool("github", "github_delete_repository", "d1", "bob")
+        .approve_tool("github", "github_delete_repository", "d1", None, "bob")
         .unwrap();
     store
-        .approve_tool("railway", "railway_logs", "d2", "carol")
+        .approve_tool("railway", "railway_logs", "d2", None, "carol")
         .unwrap();
     let env = [("SCOUT_STORE_KEY", KEY_HEX)];
     let args = ["--role", "read-only", "--config", s.config()];
@@ -1430,9 +1436,11 @@ fn inventory_lists_what_the_store_holds(store: &dyn Store) {
             ("beta".into(), "b1".into())
         ]
     );
-    store.approve_tool("zeta", "z_tool", "dz", "bob").unwrap();
     store
-        .approve_tool("github", "github_read_file", "dg", "alice")
+        .approve_tool("zeta", "z_tool", "dz", None, "bob")
+        .unwrap();
+    store
+        .approve_tool("github", "github_read_file", "dg", None, "alice")
         .unwrap();
     let reviews: Vec<(String, String, String, String)> = store
         .stored_reviews()

@@ -21,6 +21,7 @@ mod inspect_cli;
 mod mcp_serve;
 mod plugin_connector;
 mod policy_surface;
+mod remote_mcp;
 mod serve_admin;
 mod serve_capabilities;
 mod serve_hosts;

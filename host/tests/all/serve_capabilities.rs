@@ -138,7 +138,12 @@ impl Fixture {
         };
         self.host
             .store()
-            .save_profile("acme", &profile, ProfileKind::Coworker, self.host.catalog())
+            .save_profile(
+                "acme",
+                &profile,
+                ProfileKind::Coworker,
+                &self.host.catalog(),
+            )
             .expect("the profile is valid");
     }
 
@@ -152,7 +157,7 @@ impl Fixture {
                 "acme",
                 &profile,
                 ProfileKind::GoalAgent,
-                self.host.catalog(),
+                &self.host.catalog(),
             )
             .expect("the profile is valid");
     }
@@ -402,7 +407,12 @@ async fn the_per_day_figure_holds_across_goal_agent_sessions() {
     profile.name = "agent".into();
     f.host
         .store()
-        .save_profile("globex", &profile, ProfileKind::GoalAgent, f.host.catalog())
+        .save_profile(
+            "globex",
+            &profile,
+            ProfileKind::GoalAgent,
+            &f.host.catalog(),
+        )
         .unwrap();
     let g = f.open("globex", "goal-agent", Some("agent")).unwrap();
     assert_eq!(
@@ -1027,7 +1037,7 @@ async fn an_agent_sees_its_own_budget_and_nobody_elses() {
         };
         f.host
             .store()
-            .save_profile(brand, &profile, ProfileKind::Coworker, f.host.catalog())
+            .save_profile(brand, &profile, ProfileKind::Coworker, &f.host.catalog())
             .unwrap();
     }
     let listening = crate::common::listen(f.host.clone()).await;

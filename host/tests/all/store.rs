@@ -872,19 +872,31 @@ fn profiles_and_reviews_are_kept(db: &Db) {
     assert!(store.delete_profile("acme", "a").unwrap());
     assert!(!store.delete_profile("acme", "a").unwrap());
 
-    assert_eq!(store.reviewed_digest("github", "read_file").unwrap(), None);
+    assert_eq!(store.reviewed("github", "read_file").unwrap(), None);
     store
-        .approve_tool("github", "read_file", "d1", "alice")
+        .approve_tool("github", "read_file", "d1", None, "alice")
         .unwrap();
     store
-        .approve_tool("github", "read_file", "d2", "bob")
+        .approve_tool("github", "read_file", "d2", None, "bob")
+        .unwrap();
+    assert_eq!(
+        store.reviewed("github", "read_file").unwrap(),
+        Some(scout_host::store::Reviewed {
+            digest: "d2".into(),
+            effect: None
+        })
+    );
+    // A remote MCP server's tool keeps the effect it was reviewed with.
+    store
+        .approve_tool("remote", "lookup", "d3", Some("billed"), "carol")
         .unwrap();
     assert_eq!(
         store
-            .reviewed_digest("github", "read_file")
+            .reviewed("remote", "lookup")
             .unwrap()
+            .and_then(|r| r.effect)
             .as_deref(),
-        Some("d2")
+        Some("billed")
     );
 }
 

@@ -266,7 +266,7 @@ async fn a_specialists_google_grant_asks_for_exactly_the_granted_scopes() {
     };
     f.host
         .store()
-        .save_profile("acme", &profile, ProfileKind::Coworker, f.host.catalog())
+        .save_profile("acme", &profile, ProfileKind::Coworker, &f.host.catalog())
         .expect("the profile is valid");
     let session = f.open("acme", "specialist", Some("console-reader"));
     let out = f

@@ -6,6 +6,26 @@ use super::{Backend, HttpCapability, PreparedRequest};
 use super::{HttpError, Request, Response};
 use crate::capabilities::encoding;
 
+/// A response whose body arrives piece by piece ([`HttpCapability::send_streamed`]).
+pub(crate) struct Streamed {
+    pub(crate) status: u16,
+    /// Scrubbed, `Set-Cookie` removed.
+    pub(crate) headers: Vec<(String, String)>,
+    /// Not scrubbed: the caller scrubs what it frames.
+    pub(crate) body: futures_util::stream::BoxStream<'static, Result<bytes::Bytes, HttpError>>,
+}
+
+impl Streamed {
+    fn whole(status: u16, headers: Vec<(String, String)>, body: Vec<u8>) -> Streamed {
+        let chunk = Ok(bytes::Bytes::from(body));
+        Streamed {
+            status,
+            headers,
+            body: Box::pin(futures_util::stream::once(async move { chunk })),
+        }
+    }
+}
+
 impl HttpCapability {
     pub(super) async fn dispatch(
         &self,
@@ -127,6 +147,95 @@ impl HttpCapability {
         // reqwest's total timeout runs until the body is read, so no
         // second timer here; its expiry maps to `timeout`.
         exchange.await
+    }
+
+    /// [`HttpCapability::send`] with the body handed over as it arrives:
+    /// the same checks before anything is sent, the same address guard, the
+    /// same cap (counted over the whole body), but the body is **not
+    /// scrubbed**: the caller scrubs each piece it frames (an event of an
+    /// event stream, a whole JSON body) before anyone sees it. A body in a
+    /// content coding is read whole and decoded first; in replay and record
+    /// modes it is read whole too.
+    pub(crate) async fn send_streamed(&self, req: Request) -> Result<Streamed, HttpError> {
+        let prepared = self.prepare(&req)?;
+        let client = match &self.backend {
+            Backend::Live(client) => client,
+            _ => {
+                let whole = self.dispatch(req, prepared).await?;
+                return Ok(Streamed::whole(whole.status, whole.headers, whole.body));
+            }
+        };
+        let PreparedRequest {
+            method,
+            url,
+            headers,
+            body,
+        } = prepared;
+        let response = client
+            .request(method, url)
+            .headers(headers)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| self.transport_error(e))?;
+        if let Some(len) = response.content_length()
+            && len > self.max_response_bytes
+        {
+            return Err(HttpError::TooLarge(self.max_response_bytes));
+        }
+        let status = response.status().as_u16();
+        let codings = encoding::content_codings(response.headers())?;
+        let headers: Vec<(String, String)> = response
+            .headers()
+            .iter()
+            .filter(|(name, _)| {
+                !matches!(name.as_str(), "set-cookie" | "set-cookie2")
+                    && !(!codings.is_empty()
+                        && matches!(name.as_str(), "content-encoding" | "content-length"))
+            })
+            .map(|(name, value)| {
+                let value = String::from_utf8_lossy(&self.scrub(value.as_bytes())).into_owned();
+                (name.as_str().to_string(), value)
+            })
+            .collect();
+        let cap = self.max_response_bytes;
+        if !codings.is_empty() {
+            let mut response = response;
+            let mut body = Vec::new();
+            while let Some(chunk) = response
+                .chunk()
+                .await
+                .map_err(|e| self.transport_error(e))?
+            {
+                if body.len() as u64 + chunk.len() as u64 > cap {
+                    return Err(HttpError::TooLarge(cap));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            let body = encoding::decode(&codings, body, cap)?;
+            return Ok(Streamed::whole(status, headers, body));
+        }
+        let scrubber = self.scrubber.clone();
+        let mut read = 0u64;
+        let body = futures_util::StreamExt::map(response.bytes_stream(), move |chunk| {
+            let chunk = chunk.map_err(|e| {
+                if e.is_timeout() {
+                    HttpError::Timeout
+                } else {
+                    HttpError::Transport(scrubber.scrub_text(&e.without_url().to_string()))
+                }
+            })?;
+            read += chunk.len() as u64;
+            if read > cap {
+                return Err(HttpError::TooLarge(cap));
+            }
+            Ok(chunk)
+        });
+        Ok(Streamed {
+            status,
+            headers,
+            body: Box::pin(body),
+        })
     }
 
     fn transport_error(&self, e: reqwest::Error) -> HttpError {

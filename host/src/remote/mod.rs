@@ -1,0 +1,513 @@
+//! Remote MCP servers as connectors: discovery yields candidates, review
+//! yields tools (seed 003: "Discovery answered what a server offered. It
+//! never answered what the product allowed").
+//!
+//! A connector configured with `mcp = "https://…/mcp"` has no component.
+//! The host is the MCP client (rmcp's client and streamable-HTTP transport,
+//! over the guarded `http` handle of [`transport`]). What the server's
+//! `tools/list` returns is kept as candidates, each with the digest an
+//! operator reviews (name, title, description, input and output schema,
+//! annotations). The connector is served as [`LoadedComponent::remote`]:
+//! every candidate, with the effect its review gave it (`read`, `write` or
+//! `billed`) while the digest still matches, and as an unreviewed write
+//! otherwise, which the boundary holds (review is always required for a
+//! remote connector). A tool whose description or schema changes is held
+//! until reviewed again; a tool the server no longer lists is gone at the
+//! next revision. Annotations such as `readOnlyHint` are the server's claim,
+//! shown to the operator, never trusted.
+//!
+//! Each agent session reaches the server through its own upstream MCP
+//! session ([`Upstream`]), created at its first authorized call with the
+//! handle the host granted that call, and closed when the session ends.
+
+mod client;
+mod transport;
+
+use crate::capabilities::http::HttpCapability;
+use crate::capabilities::mcp::{McpAnswer, McpFailure, McpSession};
+use crate::runtime::{LoadedComponent, RemoteTool};
+use crate::store::{ReviewStore, args_digest};
+use parking_lot::{Mutex, RwLock};
+use rmcp::model::{CallToolRequest, ClientRequest, ServerResult};
+use rmcp::service::{PeerRequestOptions, RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{RoleClient, ServiceExt};
+use scout_manifest::{Effect, Manifest, ToolDoc};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use url::Url;
+
+/// Most tools kept from one server's list; the rest are left out, and said so.
+pub const MAX_TOOLS: usize = 512;
+
+/// Longest description kept of a candidate (longer is cut, and the digest
+/// covers what the server sent).
+const MAX_DESCRIPTION: usize = 16 << 10;
+
+/// How long discovery waits for the server (initialize and every page).
+const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The effect an operator gives a remote tool in its review.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RemoteEffect {
+    /// Changes nothing upstream: runs without a per-call gate.
+    Read,
+    /// Changes something: asks a person on every call.
+    Write,
+    /// Spends money or credits: asks a person on every call (the host
+    /// meters no remote server).
+    Billed,
+}
+
+impl RemoteEffect {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RemoteEffect::Read => "read",
+            RemoteEffect::Write => "write",
+            RemoteEffect::Billed => "billed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<RemoteEffect> {
+        match text {
+            "read" => Some(RemoteEffect::Read),
+            "write" => Some(RemoteEffect::Write),
+            "billed" => Some(RemoteEffect::Billed),
+            _ => None,
+        }
+    }
+}
+
+/// One tool a server offers, as discovered: a candidate, not a tool.
+#[derive(Debug, Clone, Serialize)]
+pub struct Candidate {
+    pub name: String,
+    /// What the server says about it (`title`, `description`,
+    /// `inputSchema`, `outputSchema`, `annotations`).
+    pub described: Value,
+    /// What an operator's review approves.
+    pub digest: String,
+}
+
+impl Candidate {
+    fn from_tool(tool: &rmcp::model::Tool) -> Candidate {
+        let full = serde_json::to_value(tool).unwrap_or(Value::Null);
+        let mut described = serde_json::Map::new();
+        for key in [
+            "title",
+            "description",
+            "inputSchema",
+            "outputSchema",
+            "annotations",
+        ] {
+            if let Some(v) = full.get(key) {
+                described.insert(key.to_string(), v.clone());
+            }
+        }
+        let digest = args_digest(&json!({"name": tool.name, "described": described}));
+        if let Some(Value::String(d)) = described.get_mut("description")
+            && d.len() > MAX_DESCRIPTION
+        {
+            let mut cut = MAX_DESCRIPTION;
+            while !d.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            d.truncate(cut);
+        }
+        Candidate {
+            name: tool.name.to_string(),
+            described: Value::Object(described),
+            digest,
+        }
+    }
+
+    /// The server's own claims about the tool (`readOnlyHint`, ...).
+    pub fn annotations(&self) -> Option<&Value> {
+        self.described.get("annotations")
+    }
+
+    fn description(&self) -> String {
+        self.described
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    }
+}
+
+/// A tool name usable in `mcp__SERVER__TOOL`: what MCP's naming guidance allows.
+fn usable_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// What the last discovery found.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Discovered {
+    pub tools: Vec<Candidate>,
+    /// Names the server offered that cannot be served (not a usable name,
+    /// past [`MAX_TOOLS`], listed twice), and why.
+    pub left_out: Vec<(String, String)>,
+    /// When it was last listed (milliseconds since the Unix epoch); 0: never.
+    pub listed_at_ms: i64,
+    /// Why the last attempt failed, when it did (the last good list stays).
+    pub error: Option<String>,
+}
+
+/// A remote MCP server, one connector.
+pub struct RemoteServer {
+    name: String,
+    url: Url,
+    call_timeout: Duration,
+    discovered: RwLock<Discovered>,
+    upstreams: Mutex<HashMap<String, Arc<Upstream>>>,
+    /// Told when any upstream session hears `notifications/tools/list_changed`.
+    list_changed: Arc<tokio::sync::Notify>,
+}
+
+impl RemoteServer {
+    /// The server at `url` (`http` or `https`, a path, no credentials in it).
+    pub fn new(name: &str, url: &str, call_timeout: Duration) -> Result<RemoteServer, String> {
+        let url = Url::parse(url).map_err(|e| format!("`mcp`: {e}"))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err("`mcp` must be an http or https URL".into());
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(
+                "`mcp` must not carry credentials: give them as the connector's credential".into(),
+            );
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err("`mcp` must not have a query or a fragment".into());
+        }
+        Ok(RemoteServer {
+            name: name.to_string(),
+            url,
+            call_timeout,
+            discovered: RwLock::default(),
+            upstreams: Mutex::default(),
+            list_changed: Arc::default(),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The endpoint, as configured.
+    pub fn url(&self) -> &Url {
+        &self.url
+    }
+
+    /// The origin the connector's `http` handle is bound to.
+    pub fn origin(&self) -> String {
+        self.url.origin().ascii_serialization()
+    }
+
+    /// Told when a server says its tools changed.
+    pub fn list_changed(&self) -> Arc<tokio::sync::Notify> {
+        self.list_changed.clone()
+    }
+
+    /// What the last discovery found.
+    pub fn discovered(&self) -> Discovered {
+        self.discovered.read().clone()
+    }
+
+    /// Lists the server's tools through `http` (the deployment's own handle
+    /// for this connector) on a fresh MCP session, and keeps them as the
+    /// candidates. Returns whether the candidates changed.
+    pub async fn discover(&self, http: Arc<HttpCapability>) -> Result<bool, String> {
+        let listed = tokio::time::timeout(DISCOVERY_TIMEOUT, self.list(http))
+            .await
+            .unwrap_or_else(|_| Err("the server did not list its tools in time".into()));
+        let mut discovered = self.discovered.write();
+        match listed {
+            Ok((tools, left_out)) => {
+                let before: Vec<(&str, &str)> = discovered
+                    .tools
+                    .iter()
+                    .map(|c| (c.name.as_str(), c.digest.as_str()))
+                    .collect();
+                let after: Vec<(&str, &str)> = tools
+                    .iter()
+                    .map(|c| (c.name.as_str(), c.digest.as_str()))
+                    .collect();
+                let changed = before != after || discovered.listed_at_ms == 0;
+                *discovered = Discovered {
+                    tools,
+                    left_out,
+                    listed_at_ms: crate::store::now_ms(),
+                    error: None,
+                };
+                Ok(changed)
+            }
+            Err(why) => {
+                discovered.error = Some(why.clone());
+                Err(why)
+            }
+        }
+    }
+
+    async fn list(
+        &self,
+        http: Arc<HttpCapability>,
+    ) -> Result<(Vec<Candidate>, Vec<(String, String)>), String> {
+        let upstream = Upstream::new(self, http);
+        let service = upstream.connected().await?;
+        let tools = service
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|e| upstream.scrubbed(&format!("tools/list failed: {e}")));
+        upstream.close().await;
+        let mut kept = Vec::new();
+        let mut left_out = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for tool in tools? {
+            let name = tool.name.to_string();
+            let why = if !usable_name(&name) {
+                Some("not a usable tool name (1 to 64 of A-Z, a-z, 0-9, `_`, `-`)")
+            } else if !seen.insert(name.clone()) {
+                Some("listed twice")
+            } else if kept.len() >= MAX_TOOLS {
+                Some("past the host's limit of tools per server")
+            } else {
+                None
+            };
+            match why {
+                Some(why) => {
+                    let shown: String = name.chars().take(80).collect();
+                    left_out.push((shown, why.to_string()));
+                }
+                None => kept.push(Candidate::from_tool(&tool)),
+            }
+        }
+        Ok((kept, left_out))
+    }
+
+    /// The connector as served now: every candidate, with the effect of
+    /// its review where the review's digest is the candidate's; any other
+    /// is an unreviewed write (and held by the boundary).
+    pub fn snapshot(&self, reviews: &dyn ReviewStore) -> LoadedComponent {
+        let discovered = self.discovered.read();
+        let mut docs = Vec::new();
+        let mut tools = Vec::new();
+        for candidate in &discovered.tools {
+            let effect = match reviews.reviewed(&self.name, &candidate.name) {
+                Ok(Some(r)) if r.digest == candidate.digest => {
+                    r.effect.as_deref().and_then(RemoteEffect::parse)
+                }
+                _ => None,
+            };
+            let effect = match effect {
+                Some(RemoteEffect::Read) => Effect::Read,
+                _ => Effect::Write,
+            };
+            docs.push(ToolDoc {
+                function: candidate.name.clone(),
+                effect,
+                description: candidate.description(),
+                routes: Vec::new(),
+                grantable: false,
+                gate: None,
+                registers: None,
+                name: Some(candidate.name.clone()),
+                reads_from: Vec::new(),
+                params: Default::default(),
+                result: Default::default(),
+            });
+            let schema = |key: &str| match candidate.described.get(key) {
+                Some(Value::Object(o)) => Value::Object(o.clone()),
+                _ => json!({"type": "object"}),
+            };
+            tools.push(RemoteTool {
+                name: candidate.name.clone(),
+                effect,
+                description: candidate.description(),
+                input_schema: schema("inputSchema"),
+                output_schema: match candidate.described.get("outputSchema") {
+                    Some(Value::Object(o)) => Value::Object(o.clone()),
+                    _ => Value::Null,
+                },
+                digest: candidate.digest.clone(),
+            });
+        }
+        // Reads first, as a component's.
+        docs.sort_by_key(|d| d.effect != Effect::Read);
+        let manifest = Manifest {
+            format: scout_manifest::FORMAT,
+            connector: self.name.clone(),
+            version: "0.0.0".into(),
+            namespace: "remote".into(),
+            description: format!("The remote MCP server at {}", self.url),
+            tools: docs,
+            withheld: Vec::new(),
+            billing: None,
+        };
+        LoadedComponent::remote(manifest, tools, self.call_timeout)
+    }
+
+    /// The upstream session of agent session `session`, over `http` (the
+    /// handle granted to its call): the one it has, unless the handle
+    /// changed (a new credential), then a new one.
+    pub fn upstream(&self, session: &str, http: Arc<HttpCapability>) -> Arc<Upstream> {
+        let mut upstreams = self.upstreams.lock();
+        if let Some(existing) = upstreams.get(session)
+            && Arc::ptr_eq(&existing.client.http, &http)
+        {
+            return existing.clone();
+        }
+        let upstream = Arc::new(Upstream::new(self, http));
+        if let Some(old) = upstreams.insert(session.to_string(), upstream.clone()) {
+            tokio::spawn(async move { old.close().await });
+        }
+        upstream
+    }
+
+    /// Closes agent session `session`'s upstream session, if it has one.
+    pub fn end(&self, session: &str) {
+        if let Some(old) = self.upstreams.lock().remove(session) {
+            tokio::spawn(async move { old.close().await });
+        }
+    }
+
+    /// Upstream sessions open now.
+    pub fn open_upstreams(&self) -> usize {
+        self.upstreams.lock().len()
+    }
+}
+
+/// One upstream MCP session: connected at its first call.
+pub struct Upstream {
+    client: transport::GuardedClient,
+    url: String,
+    handler: client::HostClient,
+    service: tokio::sync::Mutex<Option<Arc<RunningService<RoleClient, client::HostClient>>>>,
+}
+
+impl Upstream {
+    fn new(server: &RemoteServer, http: Arc<HttpCapability>) -> Upstream {
+        Upstream {
+            client: transport::GuardedClient {
+                http,
+                path: server.url.path().to_string(),
+                exchanges: Default::default(),
+            },
+            url: server.url.to_string(),
+            handler: client::HostClient {
+                list_changed: server.list_changed.clone(),
+                refused: Default::default(),
+            },
+            service: Default::default(),
+        }
+    }
+
+    fn scrubbed(&self, text: &str) -> String {
+        self.client.http.scrub_text(text)
+    }
+
+    /// The running session, initialized now if it is not yet.
+    async fn connected(
+        &self,
+    ) -> Result<Arc<RunningService<RoleClient, client::HostClient>>, String> {
+        let mut service = self.service.lock().await;
+        if let Some(running) = service.as_ref()
+            && !running.is_closed()
+        {
+            return Ok(running.clone());
+        }
+        let config = StreamableHttpClientTransportConfig::with_uri(self.url.as_str());
+        let transport = StreamableHttpClientTransport::with_client(self.client.clone(), config);
+        let running =
+            self.handler.clone().serve(transport).await.map_err(|e| {
+                self.scrubbed(&format!("the MCP session could not be started: {e}"))
+            })?;
+        let running = Arc::new(running);
+        *service = Some(running.clone());
+        Ok(running)
+    }
+
+    async fn close(&self) {
+        if let Some(running) = self.service.lock().await.take() {
+            running.cancellation_token().cancel();
+        }
+    }
+
+    /// What the server asked of the host that was refused, since last asked.
+    pub fn refused_requests(&self) -> Vec<&'static str> {
+        std::mem::take(&mut *self.handler.refused.lock())
+    }
+}
+
+#[async_trait::async_trait]
+impl McpSession for Upstream {
+    async fn call_tool(&self, tool: &str, args: &Value, deadline: Instant) -> McpAnswer {
+        let started = Instant::now();
+        let remaining = deadline.saturating_duration_since(started);
+        let connect = tokio::time::timeout(remaining, self.connected()).await;
+        let service = match connect {
+            Err(_) => {
+                return McpAnswer {
+                    result: Err(McpFailure::Deadline),
+                    exchanges: Vec::new(),
+                };
+            }
+            Ok(Err(why)) => {
+                return McpAnswer {
+                    result: Err(McpFailure::Upstream(why)),
+                    exchanges: Vec::new(),
+                };
+            }
+            Ok(Ok(service)) => service,
+        };
+        let mut params = rmcp::model::CallToolRequestParams::new(tool.to_string());
+        params.arguments = args.as_object().cloned();
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let options = PeerRequestOptions::with_timeout(remaining.max(Duration::from_millis(1)));
+        let handle = match service
+            .peer()
+            .send_cancellable_request(request, options)
+            .await
+        {
+            Ok(handle) => handle,
+            Err(e) => {
+                return McpAnswer {
+                    result: Err(McpFailure::Upstream(
+                        self.scrubbed(&format!("the call could not be sent: {e}")),
+                    )),
+                    exchanges: Vec::new(),
+                };
+            }
+        };
+        let id = handle.id.to_string();
+        let answered = handle.await_response().await;
+        let exchanges = self.client.exchanges.take(&id);
+        // Why the exchange failed, in the host's words, where it did (the
+        // transport reports only that it closed).
+        let failed = exchanges.iter().rev().find_map(|e| e.error.clone());
+        let result = match answered {
+            Ok(ServerResult::CallToolResult(result)) => serde_json::to_value(&result)
+                .map_err(|e| McpFailure::Upstream(format!("the result cannot be read: {e}"))),
+            Ok(_) => Err(McpFailure::Upstream(
+                "the server answered tools/call with something other than a tool result".into(),
+            )),
+            Err(ServiceError::Timeout { .. }) => Err(McpFailure::Deadline),
+            Err(ServiceError::McpError(e)) => Err(McpFailure::Upstream(
+                self.scrubbed(&format!("the server refused the call: {}", e.message)),
+            )),
+            Err(e) => Err(McpFailure::Upstream(
+                self.scrubbed(&failed.unwrap_or_else(|| e.to_string())),
+            )),
+        };
+        McpAnswer { result, exchanges }
+    }
+}

@@ -1,0 +1,438 @@
+//! rmcp's streamable-HTTP client over the host's own guarded `http` handle.
+//!
+//! Every byte the host sends a remote MCP server goes through
+//! [`HttpCapability::send`]: the same address rules as a guest's request
+//! (loopback and private networks only where the operator allowed them),
+//! no redirect followed (a 3xx is an error here, so nothing reaches another
+//! origin), the credential injected by the handle, and the response capped
+//! over its whole length. An event stream is handed to rmcp event by event
+//! as it arrives (a server may ask the host something mid-answer), each
+//! event scrubbed whole before it is parsed; a JSON body is read whole and
+//! scrubbed. The server-initiated GET stream is not opened: what a server
+//! has to say arrives on the answers to the host's own requests.
+
+use crate::capabilities::http::{HttpCapability, HttpError, HttpExchange, Method, Request};
+use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
+use http::{HeaderName, HeaderValue};
+use parking_lot::Mutex;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_client::{
+    AuthRequiredError, SseError, StreamableHttpClient, StreamableHttpError,
+    StreamableHttpPostResponse,
+};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Why the guarded transport could not complete an exchange.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct GuardedError(pub String);
+
+/// The exchanges of the JSON-RPC requests sent, by request id, until the
+/// caller that sent one takes its record.
+#[derive(Default)]
+pub(crate) struct Exchanges {
+    by_request: Mutex<HashMap<String, Vec<HttpExchange>>>,
+}
+
+impl Exchanges {
+    /// The exchanges of request `id`, taken.
+    pub(crate) fn take(&self, id: &str) -> Vec<HttpExchange> {
+        self.by_request.lock().remove(id).unwrap_or_default()
+    }
+
+    fn record(&self, id: Option<String>, exchange: HttpExchange) {
+        // Only requests have a caller waiting for their record; kept bounded.
+        if let Some(id) = id {
+            let mut map = self.by_request.lock();
+            if map.len() < 1024 {
+                map.entry(id).or_default().push(exchange);
+            }
+        }
+    }
+}
+
+/// A [`StreamableHttpClient`] whose every request goes through one guarded
+/// `http` handle (bound to the server's origin and the brand's credential).
+#[derive(Clone)]
+pub(crate) struct GuardedClient {
+    pub(crate) http: Arc<HttpCapability>,
+    /// The endpoint's path below the origin (`/mcp`).
+    pub(crate) path: String,
+    pub(crate) exchanges: Arc<Exchanges>,
+}
+
+impl GuardedClient {
+    fn request(
+        &self,
+        method: Method,
+        session_id: Option<&str>,
+        custom_headers: &HashMap<HeaderName, HeaderValue>,
+        body: Option<Vec<u8>>,
+    ) -> Request {
+        let mut headers = vec![(
+            "accept".to_string(),
+            "application/json, text/event-stream".to_string(),
+        )];
+        if body.is_some() {
+            headers.push(("content-type".into(), "application/json".into()));
+        }
+        if let Some(id) = session_id {
+            headers.push(("mcp-session-id".into(), id.to_string()));
+        }
+        for (name, value) in custom_headers {
+            if let Ok(value) = value.to_str() {
+                headers.push((name.as_str().to_string(), value.to_string()));
+            }
+        }
+        Request {
+            method,
+            path: self.path.clone(),
+            query: Vec::new(),
+            headers,
+            body,
+        }
+    }
+
+    /// Sends one request through the handle. Its exchange is recorded
+    /// under `record_as` once its body has been read to the end.
+    async fn send(
+        &self,
+        request: Request,
+        record_as: Option<String>,
+    ) -> Result<Sent, StreamableHttpError<GuardedError>> {
+        let started = Instant::now();
+        let method = match request.method {
+            Method::Post => "POST",
+            Method::Delete => "DELETE",
+            _ => "GET",
+        };
+        let request_bytes = request.body.as_ref().map_or(0, Vec::len) as u64;
+        let sent = self.http.send_streamed(request).await;
+        let origin = self.http.origin();
+        let exchange = HttpExchange {
+            destination: None,
+            method: method.into(),
+            path: self.path.clone(),
+            route: Some(format!("{method} {}", self.path)),
+            status: sent.as_ref().ok().map(|r| r.status),
+            request_bytes,
+            response_bytes: 0,
+            graphql: None,
+            error: sent.as_ref().err().map(describe),
+            micros: 0,
+            server: crate::capabilities::http::ExchangeServer {
+                host: origin.host_str().unwrap_or_default().to_string(),
+                port: origin.port_or_known_default(),
+                started_at: std::time::SystemTime::now() - started.elapsed(),
+            },
+        };
+        match sent {
+            Ok(streamed) => Ok(Sent {
+                status: streamed.status,
+                headers: streamed.headers,
+                body: streamed.body,
+                record: Record {
+                    exchanges: self.exchanges.clone(),
+                    id: record_as,
+                    exchange,
+                    started,
+                },
+            }),
+            Err(e) => {
+                let mut exchange = exchange;
+                exchange.micros = started.elapsed().as_micros() as u64;
+                self.exchanges.record(record_as, exchange);
+                Err(StreamableHttpError::Client(GuardedError(describe(&e))))
+            }
+        }
+    }
+}
+
+/// An answer whose body is still to be read.
+struct Sent {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: BoxStream<'static, Result<bytes::Bytes, HttpError>>,
+    record: Record,
+}
+
+/// The exchange of one request, recorded when its body ends.
+struct Record {
+    exchanges: Arc<Exchanges>,
+    id: Option<String>,
+    exchange: HttpExchange,
+    started: Instant,
+}
+
+impl Record {
+    fn done(mut self, bytes: u64, error: Option<String>) {
+        self.exchange.response_bytes = bytes;
+        self.exchange.micros = self.started.elapsed().as_micros() as u64;
+        if self.exchange.error.is_none() {
+            self.exchange.error = error;
+        }
+        self.exchanges.record(self.id, self.exchange);
+    }
+}
+
+impl Sent {
+    /// The whole body, scrubbed (a JSON answer, an error's diagnostic).
+    async fn whole(mut self, http: &HttpCapability) -> Result<Vec<u8>, GuardedError> {
+        let mut body = Vec::new();
+        while let Some(chunk) = self.body.next().await {
+            match chunk {
+                Ok(chunk) => body.extend_from_slice(&chunk),
+                Err(e) => {
+                    let why = describe(&e);
+                    self.record.done(body.len() as u64, Some(why.clone()));
+                    return Err(GuardedError(why));
+                }
+            }
+        }
+        self.record.done(body.len() as u64, None);
+        Ok(http.scrub(&body))
+    }
+
+    /// The body as server-sent events, each scrubbed whole before it is
+    /// parsed, handed over as each arrives (a server may ask the host
+    /// something mid-answer and wait for the reply).
+    fn events(
+        self,
+        http: Arc<HttpCapability>,
+    ) -> BoxStream<'static, Result<sse_stream::Sse, SseError>> {
+        struct Framing {
+            body: BoxStream<'static, Result<bytes::Bytes, HttpError>>,
+            pending: Vec<u8>,
+            read: u64,
+            record: Option<Record>,
+            http: Arc<HttpCapability>,
+            ended: bool,
+        }
+        let framing = Framing {
+            body: self.body,
+            pending: Vec::new(),
+            read: 0,
+            record: Some(self.record),
+            http,
+            ended: false,
+        };
+        futures_util::stream::unfold(framing, |mut f| async move {
+            loop {
+                if let Some(event) = take_event(&mut f.pending) {
+                    let event = f.http.scrub(&event);
+                    match parse_event(&event) {
+                        Some(sse) => return Some((Ok(sse), f)),
+                        None => continue,
+                    }
+                }
+                if f.ended {
+                    return None;
+                }
+                match f.body.next().await {
+                    Some(Ok(chunk)) => {
+                        f.read += chunk.len() as u64;
+                        f.pending.extend_from_slice(&chunk);
+                    }
+                    Some(Err(e)) => {
+                        let why = describe(&e);
+                        if let Some(record) = f.record.take() {
+                            record.done(f.read, Some(why.clone()));
+                        }
+                        f.ended = true;
+                        f.pending.clear();
+                        return Some((Err(SseError::Body(Box::new(GuardedError(why)))), f));
+                    }
+                    None => {
+                        if let Some(record) = f.record.take() {
+                            record.done(f.read, None);
+                        }
+                        f.ended = true;
+                        // A last event without its blank line.
+                        f.pending.extend_from_slice(b"\n\n");
+                    }
+                }
+            }
+        })
+        .boxed()
+    }
+}
+
+/// The next whole event (up to a blank line) taken from `pending`.
+fn take_event(pending: &mut Vec<u8>) -> Option<Vec<u8>> {
+    let text = &pending[..];
+    let end = [&b"\r\n\r\n"[..], b"\n\n", b"\r\r"]
+        .iter()
+        .filter_map(|sep| memchr::memmem::find(text, sep).map(|at| (at, sep.len())))
+        .min_by_key(|(at, _)| *at)?;
+    let event = pending[..end.0].to_vec();
+    pending.drain(..end.0 + end.1);
+    Some(event)
+}
+
+/// One event's fields (`event`, `data`, `id`, `retry`); `None` for an event
+/// with none of them (a comment, a keep-alive).
+fn parse_event(event: &[u8]) -> Option<sse_stream::Sse> {
+    let text = String::from_utf8_lossy(event);
+    let mut sse = sse_stream::Sse::default();
+    let mut data: Option<String> = None;
+    let mut any = false;
+    for line in text.split(['\n', '\r']) {
+        if line.is_empty() || line.starts_with(':') {
+            continue;
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+            None => (line, ""),
+        };
+        match field {
+            "event" => sse.event = Some(value.to_string()),
+            "data" => match &mut data {
+                Some(d) => {
+                    d.push('\n');
+                    d.push_str(value);
+                }
+                None => data = Some(value.to_string()),
+            },
+            "id" => sse.id = Some(value.to_string()),
+            "retry" => sse.retry = value.parse().ok(),
+            _ => continue,
+        }
+        any = true;
+    }
+    sse.data = data;
+    any.then_some(sse)
+}
+
+/// What the handle's refusal or failure says, as the trace and the agent see it.
+pub(crate) fn describe(e: &HttpError) -> String {
+    match e {
+        HttpError::Denied(why) => format!("refused by the host: {why}"),
+        HttpError::Transport(why) => format!("the server could not be reached: {why}"),
+        HttpError::Timeout => "the server did not answer in time".into(),
+        HttpError::TooLarge(cap) => {
+            format!("the server's answer was larger than the host's limit of {cap} bytes")
+        }
+    }
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+/// The id of a JSON-RPC request, as text (what its exchange is filed under).
+pub(crate) fn request_id(message: &ClientJsonRpcMessage) -> Option<String> {
+    match message {
+        ClientJsonRpcMessage::Request(r) => Some(r.id.to_string()),
+        _ => None,
+    }
+}
+
+impl StreamableHttpClient for GuardedClient {
+    type Error = GuardedError;
+
+    async fn post_message(
+        &self,
+        _uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<GuardedError>> {
+        let body = serde_json::to_vec(&message)?;
+        let request = self.request(
+            Method::Post,
+            session_id.as_deref(),
+            &custom_headers,
+            Some(body),
+        );
+        let response = self.send(request, request_id(&message)).await?;
+        let status = response.status;
+        let www_authenticate = header(&response.headers, "www-authenticate").map(str::to_string);
+        let session = header(&response.headers, "mcp-session-id").map(str::to_string);
+        let content_type = header(&response.headers, "content-type")
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let refused = match status {
+            401 => Some(StreamableHttpError::AuthRequired(AuthRequiredError::new(
+                www_authenticate.unwrap_or_default(),
+            ))),
+            404 if session_id.is_some() => Some(StreamableHttpError::SessionExpired),
+            300..=399 => Some(StreamableHttpError::Client(GuardedError(format!(
+                "the server answered {status}, a redirect: the host never follows one off the server's origin"
+            )))),
+            200..=299 => None,
+            _ if content_type.starts_with("application/json") => None,
+            _ => Some(StreamableHttpError::Client(GuardedError(format!(
+                "the server answered {status}"
+            )))),
+        };
+        if let Some(refused) = refused {
+            // Read (capped) and dropped: only its exchange is kept.
+            let _ = response.whole(&self.http).await;
+            return Err(refused);
+        }
+        if status == 202 || status == 204 {
+            let _ = response.whole(&self.http).await;
+            return Ok(StreamableHttpPostResponse::Accepted);
+        }
+        if content_type.starts_with("text/event-stream") {
+            return Ok(StreamableHttpPostResponse::Sse(
+                response.events(self.http.clone()),
+                session,
+            ));
+        }
+        let body = response
+            .whole(&self.http)
+            .await
+            .map_err(StreamableHttpError::Client)?;
+        if content_type.starts_with("application/json") {
+            let message: ServerJsonRpcMessage = serde_json::from_slice(&body)?;
+            return Ok(StreamableHttpPostResponse::Json(message, session));
+        }
+        if body.is_empty() && !matches!(message, ClientJsonRpcMessage::Request(_)) {
+            return Ok(StreamableHttpPostResponse::Accepted);
+        }
+        Err(StreamableHttpError::UnexpectedContentType(Some(
+            content_type,
+        )))
+    }
+
+    async fn delete_session(
+        &self,
+        _uri: Arc<str>,
+        session_id: Arc<str>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), StreamableHttpError<GuardedError>> {
+        let request = self.request(Method::Delete, Some(&session_id), &custom_headers, None);
+        let response = self.send(request, None).await?;
+        let status = response.status;
+        let _ = response.whole(&self.http).await;
+        match status {
+            405 => Err(StreamableHttpError::ServerDoesNotSupportDeleteSession),
+            _ => Ok(()),
+        }
+    }
+
+    async fn get_stream(
+        &self,
+        _uri: Arc<str>,
+        _session_id: Option<Arc<str>>,
+        _last_event_id: Option<String>,
+        _auth_header: Option<String>,
+        _custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<
+        BoxStream<'static, Result<sse_stream::Sse, SseError>>,
+        StreamableHttpError<GuardedError>,
+    > {
+        // The long-lived GET stream is not opened: the handle reads whole
+        // answers, and what the server says arrives on the host's requests.
+        Err(StreamableHttpError::ServerDoesNotSupportSse)
+    }
+}

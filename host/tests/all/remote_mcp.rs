@@ -1,0 +1,498 @@
+//! Remote MCP servers behind the boundary (issue 32), through the real
+//! `serve` binary, against servers nobody here wrote: the MCP project's
+//! reference `server-everything` (npm) over streamable HTTP, and a server
+//! built on the official Python SDK (`tests/mcp_client/remote_server.py`)
+//! whose tools misbehave on purpose.
+//!
+//! What must hold: nothing a server lists is offered before an operator
+//! reviews it with an effect; a reviewed read runs and its result comes back
+//! as the server gave it, marked untrusted; a write waits for a person; the
+//! credential reaches the server and no output, trace or error; an oversized
+//! answer, a sampling request, a server that never answers and a redirect
+//! off the server's origin each end as the host's refusal; a tool whose
+//! description changes is held until reviewed again, and nothing held or
+//! refused reaches the server.
+
+use super::common::EVENTUALLY;
+use super::crash_safety::{Admin, Mcp, Serve, ok_text, result_text, wait_for};
+use reqwest::Method;
+use scout_host::store::TraceState;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+/// The deployment owner's own token for the hostile server (`host_env`).
+const HOSTILE_TOKEN: &str = "hostile-owner-token-7f3a9c2e51";
+
+/// A server process of the test's, killed when dropped.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+async fn wait_for_port(port: u16) {
+    wait_for("the server to listen", EVENTUALLY, async || {
+        tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .ok()
+            .map(|_| ())
+    })
+    .await;
+}
+
+/// `server-everything streamableHttp` on a free port.
+async fn everything() -> Server {
+    let port = free_port();
+    let child = Command::new(scout_tests::server_everything())
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start server-everything");
+    let server = Server { child, port };
+    wait_for_port(port).await;
+    server
+}
+
+/// The hostile Python server, on the port it picked.
+async fn hostile(dir: &Path) -> Server {
+    let port_file = dir.join("hostile.port");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/remote_server.py");
+    let child = Command::new(scout_tests::python())
+        .arg(script)
+        .arg("--port-file")
+        .arg(&port_file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the hostile MCP server");
+    let port = wait_for("the hostile server's port", EVENTUALLY, async || {
+        std::fs::read_to_string(&port_file)
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    })
+    .await;
+    Server { child, port }
+}
+
+fn write_config(dir: &Path, connectors: &str) -> std::path::PathBuf {
+    let config = dir.join("serve.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\ndeployment_owner_brand = \"acme\"\n{connectors}"
+        ),
+    )
+    .unwrap();
+    config
+}
+
+/// The remote connector's reviews once its server has been listed.
+async fn listed(admin: &Admin, connector: &str) -> Vec<Value> {
+    wait_for(
+        "the remote server's tools to be listed",
+        EVENTUALLY,
+        async || {
+            let (status, body) = admin.request(Method::GET, "/v1/reviews", None).await;
+            assert_eq!(status, 200, "{body}");
+            let listed = body["remote"][connector]["listed_at_ms"].as_i64()? > 0;
+            listed.then(|| {
+                body["connectors"][connector]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+        },
+    )
+    .await
+}
+
+fn tool<'a>(reviews: &'a [Value], name: &str) -> &'a Value {
+    reviews
+        .iter()
+        .find(|t| t["tool"] == name)
+        .unwrap_or_else(|| panic!("no candidate {name}: {reviews:?}"))
+}
+
+async fn review(admin: &Admin, connector: &str, candidate: &Value, effect: &str) {
+    let body = json!({"connector": connector, "tool": candidate["tool"], "digest": candidate["digest"], "effect": effect});
+    let (status, answer) = admin.request(Method::POST, "/v1/reviews", Some(body)).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["effect"], effect, "{answer}");
+}
+
+async fn offered(mcp: &Mcp) -> Vec<String> {
+    let listed = mcp
+        .request("tools/list", json!({}))
+        .await
+        .expect("tools/list");
+    let mut names: Vec<String> = listed["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+async fn call(mcp: &Mcp, name: &str, args: Value) -> Result<Value, String> {
+    mcp.request("tools/call", json!({"name": name, "arguments": args}))
+        .await
+}
+
+/// The hostile server's own record of what it was asked.
+async fn stats(server: &Server) -> Value {
+    let text = reqwest::get(format!("http://127.0.0.1:{}/stats", server.port))
+        .await
+        .expect("GET /stats")
+        .text()
+        .await
+        .expect("the stats");
+    serde_json::from_str(&text).expect("stats JSON")
+}
+
+fn calls_of(stats: &Value, tool: &str) -> u64 {
+    stats["calls"][tool].as_u64().unwrap_or(0)
+}
+
+#[tokio::test]
+async fn a_remote_servers_tools_are_offered_only_as_an_operator_reviewed_them() {
+    let upstream = everything().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[connectors.everything]\nmcp = \"http://127.0.0.1:{}/mcp\"\ncredential = \"none\"\nallow_private_network = true\n",
+            upstream.port
+        ),
+    );
+    let serve = Serve::start(&config);
+    let http = reqwest::Client::new();
+    let admin = Admin {
+        http: http.clone(),
+        base: serve.base.clone(),
+    };
+    let reviews = listed(&admin, "everything").await;
+    // Every candidate is new and has no effect until reviewed; what the
+    // server says of itself is shown as its claim.
+    assert!(reviews.len() >= 5, "{reviews:?}");
+    assert!(
+        reviews
+            .iter()
+            .all(|t| t["status"] == "new" && t["effect"].is_null()),
+        "{reviews:?}"
+    );
+    assert_eq!(
+        tool(&reviews, "get-env")["server_claims"]["readOnlyHint"],
+        true,
+        "the server claims get-env only reads"
+    );
+
+    // Nothing is offered before review, and a call is refused.
+    let view = admin.session().await;
+    let mcp = Mcp::for_connector(&http, &view, "everything")
+        .connect()
+        .await;
+    assert_eq!(offered(&mcp).await, Vec::<String>::new());
+    let refused = call(&mcp, "echo", json!({"message": "too early"}))
+        .await
+        .expect("an answer");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("permission_denied")),
+        "{refused}"
+    );
+
+    // A remote tool reviewed without an effect is refused, naming the field.
+    let echo = tool(&reviews, "echo");
+    let (status, body) = admin
+        .request(
+            Method::POST,
+            "/v1/reviews",
+            Some(json!({"connector": "everything", "tool": "echo", "digest": echo["digest"]})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body.to_string().contains("`effect`"), "{body}");
+
+    review(&admin, "everything", echo, "read").await;
+    review(
+        &admin,
+        "everything",
+        tool(&reviews, "get-tiny-image"),
+        "read",
+    )
+    .await;
+    // Offered from the session's next request: exactly what was reviewed.
+    assert_eq!(offered(&mcp).await, vec!["echo", "get-tiny-image"]);
+    let answer = call(&mcp, "echo", json!({"message": "hello"}))
+        .await
+        .unwrap();
+    assert_eq!(ok_text(&answer).as_deref(), Some("Echo: hello"), "{answer}");
+    assert_eq!(
+        answer["result"]["_meta"]["scout/untrusted"], true,
+        "{answer}"
+    );
+    // An image comes back as the server gave it.
+    let image = call(&mcp, "get-tiny-image", json!({})).await.unwrap();
+    let content = image["result"]["content"].as_array().expect("content");
+    assert!(
+        content
+            .iter()
+            .any(|c| c["type"] == "image" && c["data"].as_str().is_some_and(|d| !d.is_empty())),
+        "{image}"
+    );
+
+    // The trace holds the call with the request it made upstream.
+    let trace = admin.trace("acme").await;
+    let events: Vec<_> = trace
+        .iter()
+        .filter(|e| e.tool.as_deref() == Some("mcp__everything__echo"))
+        .collect();
+    let states: Vec<TraceState> = events.iter().map(|e| e.state).collect();
+    assert!(states.contains(&TraceState::Allowed), "{states:?}");
+    let executed = events
+        .iter()
+        .find(|e| e.state == TraceState::Executed)
+        .unwrap_or_else(|| panic!("{states:?}"));
+    let requests = executed.detail["http"]
+        .as_array()
+        .expect("the requests made");
+    assert!(
+        requests
+            .iter()
+            .any(|r| r["route"] == "POST /mcp" && r["status"] == 200),
+        "{}",
+        executed.detail
+    );
+    drop(serve);
+}
+
+#[tokio::test]
+async fn a_hostile_remote_server_gets_only_what_the_boundary_allows() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = hostile(dir.path()).await;
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[connectors.hostile]\nmcp = \"http://127.0.0.1:{port}/mcp\"\nhost_env = \"HOSTILE_TOKEN\"\nallow_private_network = true\ncall_timeout_secs = 3\ndiscover_every_secs = 1\n\
+             [connectors.moved]\nmcp = \"http://127.0.0.1:{port}/moved/mcp\"\ncredential = \"none\"\nallow_private_network = true\ndiscover_every_secs = 1\n",
+            port = upstream.port
+        ),
+    );
+    let serve = Serve::start_with(&config, &[("HOSTILE_TOKEN", HOSTILE_TOKEN.to_string())]);
+    let http = reqwest::Client::new();
+    let admin = Admin {
+        http: http.clone(),
+        base: serve.base.clone(),
+    };
+    let reviews = listed(&admin, "hostile").await;
+    let view = admin.session().await;
+    let mcp = Mcp::for_connector(&http, &view, "hostile").connect().await;
+
+    // Unreviewed: refused, and the server never hears of it.
+    let refused = call(&mcp, "publish", json!({"text": "early"}))
+        .await
+        .expect("an answer");
+    assert!(refused.get("error").is_some(), "{refused}");
+    assert_eq!(calls_of(&stats(&upstream).await, "publish"), 0);
+
+    for name in ["lookup", "whoami", "huge", "sample", "stall"] {
+        review(&admin, "hostile", tool(&reviews, name), "read").await;
+    }
+    review(&admin, "hostile", tool(&reviews, "publish"), "write").await;
+    assert_eq!(
+        offered(&mcp).await,
+        vec!["huge", "lookup", "publish", "sample", "stall", "whoami"]
+    );
+
+    let found = call(&mcp, "lookup", json!({"query": "q1"})).await.unwrap();
+    assert_eq!(ok_text(&found).as_deref(), Some("found: q1"), "{found}");
+
+    // The credential is injected by the host, reaches the server, and is
+    // scrubbed from what the server sends back.
+    let who = call(&mcp, "whoami", json!({})).await.unwrap();
+    let text = result_text(&who);
+    assert!(text.contains("[REDACTED]"), "{who}");
+    assert!(!who.to_string().contains(HOSTILE_TOKEN), "{who}");
+    let seen = stats(&upstream).await;
+    assert!(
+        seen["authorization"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == &json!(format!("Bearer {HOSTILE_TOKEN}"))),
+        "{seen}"
+    );
+
+    // 50 MB is past the host's limit: an error, not the bytes.
+    let huge = call(&mcp, "huge", json!({})).await.unwrap();
+    assert_eq!(huge["result"]["isError"], true, "{}", result_text(&huge));
+    assert!(
+        result_text(&huge).contains("limit"),
+        "{}",
+        result_text(&huge)
+    );
+
+    // Sampling is refused by the host's client; the server says so.
+    let sampled = call(&mcp, "sample", json!({})).await.unwrap();
+    assert!(
+        result_text(&sampled).contains("sampling: refused"),
+        "{sampled}"
+    );
+    assert!(
+        stats(&upstream).await["sampling"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("refused")),
+    );
+
+    // A server that never answers: the call ends at its deadline.
+    let stalled = call(&mcp, "stall", json!({})).await.unwrap();
+    assert_eq!(stalled["result"]["isError"], true, "{stalled}");
+    assert!(result_text(&stalled).contains("deadline"), "{stalled}");
+
+    // A write waits for a person, then runs once: the official Python
+    // client calls it, the approval is given through the admin API.
+    let session = view["id"].as_str().unwrap().to_string();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/remote_write.py");
+    let mut command = Command::new(scout_tests::python());
+    command
+        .arg(script)
+        .args([
+            "--base",
+            &serve.base,
+            "--admin-token",
+            super::crash_safety::ADMIN_TOKEN,
+        ])
+        .args(["--url", view["mcp"]["hostile"].as_str().unwrap()])
+        .args([
+            "--token",
+            view["token"].as_str().unwrap(),
+            "--session",
+            &session,
+        ])
+        .args([
+            "--stats",
+            &format!("http://127.0.0.1:{}/stats", upstream.port),
+        ]);
+    let out = tokio::task::spawn_blocking(move || command.output())
+        .await
+        .unwrap()
+        .expect("run remote_write.py");
+    assert!(
+        out.status.success(),
+        "remote_write.py: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        serve.stderr()
+    );
+    let summary: Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
+    assert_eq!(
+        summary["tools"],
+        json!(["huge", "lookup", "publish", "sample", "stall", "whoami"]),
+        "{summary}"
+    );
+    assert_eq!(summary["read"], "found: from python", "{summary}");
+    assert_eq!(
+        summary["approved_tool"], "mcp__hostile__publish",
+        "{summary}"
+    );
+    assert_eq!(
+        summary["server_calls_before_approval"], 0,
+        "nothing before the person decides"
+    );
+    assert_eq!(summary["write"], "published 11 characters", "{summary}");
+    assert_eq!(summary["write_error"], false, "{summary}");
+    assert_eq!(calls_of(&stats(&upstream).await, "publish"), 1);
+
+    // The server changes a reviewed tool's description: held until reviewed again.
+    let drifted = http
+        .post(format!("http://127.0.0.1:{}/drift", upstream.port))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(drifted.status().as_u16(), 200);
+    wait_for("the changed tool to be held", EVENTUALLY, async || {
+        (!offered(&mcp).await.contains(&"lookup".to_string())).then_some(())
+    })
+    .await;
+    let (_, now) = admin.request(Method::GET, "/v1/reviews", None).await;
+    let changed = now["connectors"]["hostile"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tool"] == "lookup")
+        .cloned()
+        .unwrap();
+    assert_eq!(changed["status"], "changed", "{changed}");
+    // What the reviewer is told to look at twice in the new description.
+    assert_eq!(
+        changed["flags"],
+        json!(["addressed_to_the_model", "names_other_tools"]),
+        "{changed}"
+    );
+    assert_eq!(
+        tool(&reviews, "lookup")["flags"],
+        json!([]),
+        "the first description was plain"
+    );
+    let before = calls_of(&stats(&upstream).await, "lookup");
+    let held = call(&mcp, "lookup", json!({"query": "q2"}))
+        .await
+        .expect("an answer");
+    assert!(
+        held.get("error").is_some() || held["result"]["isError"] == true,
+        "{held}"
+    );
+    assert_eq!(
+        calls_of(&stats(&upstream).await, "lookup"),
+        before,
+        "a held tool reaches no server"
+    );
+
+    // A server that redirects off its origin is never followed.
+    let (_, now) = admin.request(Method::GET, "/v1/reviews", None).await;
+    let moved = wait_for("the redirect to be refused", EVENTUALLY, async || {
+        let (_, now) = admin.request(Method::GET, "/v1/reviews", None).await;
+        now["remote"]["moved"]["error"].as_str().map(str::to_string)
+    })
+    .await;
+    assert!(moved.contains("redirect"), "{moved} / {now}");
+    assert_eq!(
+        stats(&upstream).await["landed"],
+        0,
+        "the redirect's target was never asked"
+    );
+
+    // No trace, no error the host wrote holds the token.
+    let trace = admin.trace("acme").await;
+    let trace_text = serde_json::to_string(&trace).unwrap();
+    assert!(!trace_text.contains(HOSTILE_TOKEN));
+    assert!(!serve.stderr().contains(HOSTILE_TOKEN));
+    // The held call is in the trace with the rule that held it.
+    assert!(
+        trace
+            .iter()
+            .any(|e| e.tool.as_deref() == Some("mcp__hostile__lookup")
+                && e.rule.as_deref() == Some("unreviewed_changed")),
+        "{trace_text}"
+    );
+}
