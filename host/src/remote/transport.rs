@@ -23,6 +23,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 /// Why the guarded transport could not complete an exchange.
@@ -30,26 +31,55 @@ use std::time::Instant;
 #[error("{0}")]
 pub struct GuardedError(pub String);
 
-/// The exchanges of the JSON-RPC requests sent, by request id, until the
-/// caller that sent one takes its record.
+/// The exchanges of the `tools/call` requests sent, by JSON-RPC request id,
+/// until the call that sent one takes its record. An answer's body may
+/// still be read after the call has its result (rmcp drains the rest of an
+/// event stream in the background), so an exchange is filed when its
+/// headers arrive and its byte count is read when it is taken.
 #[derive(Default)]
 pub(crate) struct Exchanges {
-    by_request: Mutex<HashMap<String, Vec<HttpExchange>>>,
+    by_request: Mutex<HashMap<String, Vec<Filed>>>,
 }
+
+/// One exchange as filed, its body still counting.
+struct Filed {
+    exchange: HttpExchange,
+    read: Arc<AtomicU64>,
+    started: Instant,
+    done: Arc<AtomicBool>,
+    /// Why reading the body failed, when it did.
+    failed: Arc<Mutex<Option<String>>>,
+}
+
+/// Records left unclaimed (a call that never learnt its request id) are
+/// dropped after this long.
+const UNCLAIMED: std::time::Duration = std::time::Duration::from_secs(600);
 
 impl Exchanges {
     /// The exchanges of request `id`, taken.
     pub(crate) fn take(&self, id: &str) -> Vec<HttpExchange> {
-        self.by_request.lock().remove(id).unwrap_or_default()
+        let filed = self.by_request.lock().remove(id).unwrap_or_default();
+        filed
+            .into_iter()
+            .map(|f| {
+                let mut exchange = f.exchange;
+                exchange.response_bytes = f.read.load(Ordering::Relaxed);
+                if let Some(why) = f.failed.lock().take() {
+                    exchange.error.get_or_insert(why);
+                }
+                if !f.done.load(Ordering::Relaxed) {
+                    exchange.micros = f.started.elapsed().as_micros() as u64;
+                }
+                exchange
+            })
+            .collect()
     }
 
-    fn record(&self, id: Option<String>, exchange: HttpExchange) {
-        // Only requests have a caller waiting for their record; kept bounded.
-        if let Some(id) = id {
-            let mut map = self.by_request.lock();
-            if map.len() < 1024 {
-                map.entry(id).or_default().push(exchange);
-            }
+    fn file(&self, id: &str, filed: Filed) {
+        let mut map = self.by_request.lock();
+        map.retain(|_, v| v.iter().any(|f| f.started.elapsed() < UNCLAIMED));
+        if map.len() < 1024 {
+            map.entry(id.to_string()).or_default().push(filed);
         }
     }
 }
@@ -111,6 +141,9 @@ impl GuardedClient {
         };
         let request_bytes = request.body.as_ref().map_or(0, Vec::len) as u64;
         let sent = self.http.send_streamed(request).await;
+        let read = Arc::new(AtomicU64::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let failed = Arc::new(Mutex::new(None));
         let origin = self.http.origin();
         let exchange = HttpExchange {
             destination: None,
@@ -129,24 +162,32 @@ impl GuardedClient {
                 started_at: std::time::SystemTime::now() - started.elapsed(),
             },
         };
+        let ended = sent.is_err();
+        if ended {
+            done.store(true, Ordering::Relaxed);
+        }
+        let mut filed_exchange = exchange;
+        filed_exchange.micros = started.elapsed().as_micros() as u64;
+        if let Some(id) = &record_as {
+            self.exchanges.file(
+                id,
+                Filed {
+                    exchange: filed_exchange,
+                    read: read.clone(),
+                    started,
+                    done: done.clone(),
+                    failed: failed.clone(),
+                },
+            );
+        }
         match sent {
             Ok(streamed) => Ok(Sent {
                 status: streamed.status,
                 headers: streamed.headers,
                 body: streamed.body,
-                record: Record {
-                    exchanges: self.exchanges.clone(),
-                    id: record_as,
-                    exchange,
-                    started,
-                },
+                record: Record { read, done, failed },
             }),
-            Err(e) => {
-                let mut exchange = exchange;
-                exchange.micros = started.elapsed().as_micros() as u64;
-                self.exchanges.record(record_as, exchange);
-                Err(StreamableHttpError::Client(GuardedError(describe(&e))))
-            }
+            Err(e) => Err(StreamableHttpError::Client(GuardedError(describe(&e)))),
         }
     }
 }
@@ -159,22 +200,25 @@ struct Sent {
     record: Record,
 }
 
-/// The exchange of one request, recorded when its body ends.
+/// The filed exchange's counters, updated as its body is read.
 struct Record {
-    exchanges: Arc<Exchanges>,
-    id: Option<String>,
-    exchange: HttpExchange,
-    started: Instant,
+    read: Arc<AtomicU64>,
+    done: Arc<AtomicBool>,
+    failed: Arc<Mutex<Option<String>>>,
 }
 
 impl Record {
-    fn done(mut self, bytes: u64, error: Option<String>) {
-        self.exchange.response_bytes = bytes;
-        self.exchange.micros = self.started.elapsed().as_micros() as u64;
-        if self.exchange.error.is_none() {
-            self.exchange.error = error;
-        }
-        self.exchanges.record(self.id, self.exchange);
+    fn count(&self, bytes: usize) {
+        self.read.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    fn done(self) {
+        self.done.store(true, Ordering::Relaxed);
+    }
+
+    fn failed(self, why: &str) {
+        *self.failed.lock() = Some(why.to_string());
+        self.done();
     }
 }
 
@@ -184,15 +228,18 @@ impl Sent {
         let mut body = Vec::new();
         while let Some(chunk) = self.body.next().await {
             match chunk {
-                Ok(chunk) => body.extend_from_slice(&chunk),
+                Ok(chunk) => {
+                    self.record.count(chunk.len());
+                    body.extend_from_slice(&chunk);
+                }
                 Err(e) => {
                     let why = describe(&e);
-                    self.record.done(body.len() as u64, Some(why.clone()));
+                    self.record.failed(&why);
                     return Err(GuardedError(why));
                 }
             }
         }
-        self.record.done(body.len() as u64, None);
+        self.record.done();
         Ok(http.scrub(&body))
     }
 
@@ -206,7 +253,6 @@ impl Sent {
         struct Framing {
             body: BoxStream<'static, Result<bytes::Bytes, HttpError>>,
             pending: Vec<u8>,
-            read: u64,
             record: Option<Record>,
             http: Arc<HttpCapability>,
             ended: bool,
@@ -214,7 +260,6 @@ impl Sent {
         let framing = Framing {
             body: self.body,
             pending: Vec::new(),
-            read: 0,
             record: Some(self.record),
             http,
             ended: false,
@@ -233,13 +278,15 @@ impl Sent {
                 }
                 match f.body.next().await {
                     Some(Ok(chunk)) => {
-                        f.read += chunk.len() as u64;
+                        if let Some(record) = &f.record {
+                            record.count(chunk.len());
+                        }
                         f.pending.extend_from_slice(&chunk);
                     }
                     Some(Err(e)) => {
                         let why = describe(&e);
                         if let Some(record) = f.record.take() {
-                            record.done(f.read, Some(why.clone()));
+                            record.failed(&why);
                         }
                         f.ended = true;
                         f.pending.clear();
@@ -247,7 +294,7 @@ impl Sent {
                     }
                     None => {
                         if let Some(record) = f.record.take() {
-                            record.done(f.read, None);
+                            record.done();
                         }
                         f.ended = true;
                         // A last event without its blank line.
@@ -325,10 +372,15 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
-/// The id of a JSON-RPC request, as text (what its exchange is filed under).
+/// The id a `tools/call` request's exchange is filed under (other messages
+/// are not filed: no call takes their record).
 pub(crate) fn request_id(message: &ClientJsonRpcMessage) -> Option<String> {
     match message {
-        ClientJsonRpcMessage::Request(r) => Some(r.id.to_string()),
+        ClientJsonRpcMessage::Request(r)
+            if matches!(r.request, rmcp::model::ClientRequest::CallToolRequest(_)) =>
+        {
+            Some(r.id.to_string())
+        }
         _ => None,
     }
 }
