@@ -29,6 +29,7 @@ pub mod runtime;
 pub mod schema;
 pub mod serve;
 pub mod session;
+mod shown;
 pub mod store;
 pub mod telemetry;
 

@@ -49,13 +49,23 @@ enum ExportFormat {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Shows a component's tools, schemas, WITHHELD list and imports.
+    /// Shows a component's tools, schemas, WITHHELD list and imports; or,
+    /// given `mcp+https://HOST/PATH`, what a remote MCP server offers now
+    /// against what an operator reviewed.
     Inspect {
-        /// The component (`.wasm`).
+        /// The component (`.wasm`), or `mcp+https://…` (`mcp+http://…`).
         path: PathBuf,
         /// Prints the stable JSON form (documented in docs/operating.md).
         #[arg(long)]
         json: bool,
+        /// A remote server: `serve`'s configuration, whose store holds the
+        /// reviews to compare with (the connector whose `mcp` is this URL).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// A remote server on loopback or a private network (a test server,
+        /// an internal one).
+        #[arg(long)]
+        allow_private_network: bool,
     },
     /// Prints the tool surface a session of ROLE would get.
     Surface {
@@ -184,6 +194,41 @@ enum Command {
     },
 }
 
+/// `inspect mcp+…`: lists the server and, with `config`, compares with the
+/// reviews in `serve`'s store (read only) for the connector at that URL.
+fn inspect_remote(
+    url: &str,
+    config: Option<&std::path::Path>,
+    allow_private_network: bool,
+) -> Result<scout_host::remote::inspect::RemoteReport> {
+    let rt = tokio::runtime::Runtime::new()?;
+    let Some(config) = config else {
+        return rt
+            .block_on(scout_host::remote::inspect::inspect(
+                url,
+                allow_private_network,
+                None,
+            ))
+            .map_err(anyhow::Error::msg);
+    };
+    let config = scout_host::serve::ServeConfig::load(config)?;
+    let connector = config
+        .connectors
+        .iter()
+        .find(|(_, c)| c.mcp.as_deref() == Some(url))
+        .map(|(name, c)| (name.clone(), c.allow_private_network))
+        .with_context(|| format!("no connector in the configuration has `mcp = \"{url}\"`"))?;
+    let store =
+        scout_host::serve::open_store_to_read(&config, scout_host::credentials::process_env)?;
+    let stored = store.stored_reviews()?;
+    rt.block_on(scout_host::remote::inspect::inspect(
+        url,
+        allow_private_network || connector.1,
+        Some((&connector.0, store.as_ref(), stored)),
+    ))
+    .map_err(anyhow::Error::msg)
+}
+
 fn main() -> Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("SCOUT_LOG"))
@@ -199,7 +244,25 @@ fn main() -> Result<()> {
         other => other,
     };
     match command {
-        Command::Inspect { path, json } => {
+        Command::Inspect {
+            path,
+            json,
+            config,
+            allow_private_network,
+        } if path.to_string_lossy().starts_with("mcp+") => {
+            let url = path.to_string_lossy()["mcp+".len()..].to_string();
+            let report = inspect_remote(&url, config.as_deref(), allow_private_network)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", report.to_text());
+            }
+            if report.needs_review() {
+                std::process::exit(2);
+            }
+            Ok(())
+        }
+        Command::Inspect { path, json, .. } => {
             let runtime = Runtime::new(RuntimeConfig {
                 cache_dir: default_cache_dir(),
                 max_concurrent_calls: 1,

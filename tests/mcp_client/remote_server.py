@@ -32,6 +32,12 @@ from mcp.types import SamplingMessage, TextContent, ToolAnnotations
 
 ARGS = argparse.ArgumentParser()
 ARGS.add_argument("--port-file", required=True)
+ARGS.add_argument(
+    "--profile",
+    default="hostile",
+    choices=["hostile", "cloudflare"],
+    help="hostile: the misbehaving tools; cloudflare: the tools Cloudflare's server offers the seed (docs, search, execute) and one more",
+)
 OPTS = ARGS.parse_args()
 
 STATS = {"calls": {}, "authorization": [], "sampling": None, "landed": 0}
@@ -101,6 +107,32 @@ async def stall(ctx: Context) -> str:
 
 
 server.add_tool(lookup, name="lookup", description=LOOKUP_PLAIN)
+
+if OPTS.profile == "cloudflare":
+    # The shapes are this fixture's own (UNVERIFIED against Cloudflare's
+    # server): only the names and effects matter to the host.
+    for name in ["lookup", "publish", "whoami", "huge", "sample", "stall"]:
+        server.remove_tool(name)
+
+    @server.tool(description="Searches Cloudflare's documentation.")
+    def docs(query: str, ctx: Context) -> str:
+        counted("docs", ctx)
+        return f"docs about {query}"
+
+    @server.tool(description="Searches the account's resources.")
+    def search(query: str, ctx: Context) -> str:
+        counted("search", ctx)
+        return f"resources matching {query}"
+
+    @server.tool(description="Runs code against the account's API.")
+    def execute(code: str, ctx: Context) -> str:
+        counted("execute", ctx)
+        return f"ran {len(code)} characters"
+
+    @server.tool(description="A tool the seed does not list for Cloudflare.")
+    def purge_cache(zone: str, ctx: Context) -> str:
+        counted("purge_cache", ctx)
+        return f"purged {zone}"
 
 
 @server.custom_route("/stats", methods=["GET"])

@@ -21,6 +21,7 @@
 //! handle the host granted that call, and closed when the session ends.
 
 mod client;
+pub mod inspect;
 mod transport;
 
 use crate::capabilities::http::HttpCapability;
@@ -131,13 +132,58 @@ impl Candidate {
         self.described.get("annotations")
     }
 
-    fn description(&self) -> String {
+    pub fn description(&self) -> String {
         self.described
             .get("description")
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string()
     }
+}
+
+/// What a reviewer should look at twice in what a remote server says of a
+/// tool: characters a person would not see (invisible, bidirectional,
+/// look-alike: the approvals' own rule, [`crate::shown`]), text addressed
+/// to the model rather than describing the tool, and other tools' names.
+pub fn flags(candidate: &Candidate, all: &[Candidate]) -> Vec<&'static str> {
+    let mut flags = Vec::new();
+    if crate::shown::json_text(&candidate.described).marked {
+        flags.push("hidden_characters");
+    }
+    let text = candidate.described.to_string().to_lowercase();
+    const ADDRESSED: &[&str] = &[
+        "ignore previous",
+        "ignore all",
+        "ignore the above",
+        "disregard",
+        "system prompt",
+        "you must",
+        "do not tell",
+        "don't tell",
+        "do not mention",
+        "before answering",
+        "before using this tool",
+        "before responding",
+        "<important>",
+        "always call",
+        "also call",
+        "instead of",
+        "as an ai",
+    ];
+    if ADDRESSED.iter().any(|p| text.contains(p)) {
+        flags.push("addressed_to_the_model");
+    }
+    let words: std::collections::BTreeSet<&str> = text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        .collect();
+    let names_other = text.contains("mcp__")
+        || all.iter().any(|other| {
+            other.name != candidate.name && words.contains(other.name.to_lowercase().as_str())
+        });
+    if names_other {
+        flags.push("names_other_tools");
+    }
+    flags
 }
 
 /// A tool name usable in `mcp__SERVER__TOOL`: what MCP's naming guidance allows.

@@ -1231,7 +1231,7 @@ async fn list_reviews(State(host): State<Arc<ServeHost>>) -> Result<Json<Value>,
                             .cloned()
                             .unwrap_or(Value::Null);
                         shown["server_claims"] = c.annotations().cloned().unwrap_or(Value::Null);
-                        shown["flags"] = json!(remote_flags(c, &found.tools));
+                        shown["flags"] = json!(crate::remote::flags(c, &found.tools));
                     }
                 }
                 shown
@@ -1253,54 +1253,6 @@ async fn list_reviews(State(host): State<Arc<ServeHost>>) -> Result<Json<Value>,
     Ok(Json(
         json!({"required": host.config.require_review, "connectors": out, "remote": remote}),
     ))
-}
-
-/// What a reviewer should look at twice in what a remote server says of a
-/// tool: characters a person would not see (invisible, bidirectional,
-/// look-alike: the approvals' own rule, [`super::shown`]), text addressed
-/// to the model rather than describing the tool, and other tools' names.
-fn remote_flags(
-    candidate: &crate::remote::Candidate,
-    all: &[crate::remote::Candidate],
-) -> Vec<&'static str> {
-    let mut flags = Vec::new();
-    if super::shown::json_text(&candidate.described).marked {
-        flags.push("hidden_characters");
-    }
-    let text = candidate.described.to_string().to_lowercase();
-    const ADDRESSED: &[&str] = &[
-        "ignore previous",
-        "ignore all",
-        "ignore the above",
-        "disregard",
-        "system prompt",
-        "you must",
-        "do not tell",
-        "don't tell",
-        "do not mention",
-        "before answering",
-        "before using this tool",
-        "before responding",
-        "<important>",
-        "always call",
-        "also call",
-        "instead of",
-        "as an ai",
-    ];
-    if ADDRESSED.iter().any(|p| text.contains(p)) {
-        flags.push("addressed_to_the_model");
-    }
-    let words: std::collections::BTreeSet<&str> = text
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
-        .collect();
-    let names_other = text.contains("mcp__")
-        || all.iter().any(|other| {
-            other.name != candidate.name && words.contains(other.name.to_lowercase().as_str())
-        });
-    if names_other {
-        flags.push("names_other_tools");
-    }
-    flags
 }
 
 #[derive(Deserialize)]

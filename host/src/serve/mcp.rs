@@ -549,8 +549,8 @@ async fn ask_through_elicitation(
         .and_then(|a| host.approval_arguments(&a));
     // Shown so that distinct values look distinct: invisible, bidirectional
     // and look-alike characters as `⟦U+…⟧` markers, with a warning first.
-    let arguments = super::shown::json_text(bound.as_ref().unwrap_or(args));
-    let tool = super::shown::text(name);
+    let arguments = crate::shown::json_text(bound.as_ref().unwrap_or(args));
+    let tool = crate::shown::text(name);
     let (mut shown, cut) = crate::capabilities::scrub::cut_at(arguments.text, SHOWN_ARGS);
     if cut {
         shown.push('…');
@@ -575,7 +575,7 @@ async fn ask_through_elicitation(
         name,
         Some(bound.as_ref().unwrap_or(args)),
     ))
-    .map(|words| format!(" {}", super::shown::text(&words).text))
+    .map(|words| format!(" {}", crate::shown::text(&words).text))
     .unwrap_or_default();
     let params = ElicitRequestParams::FormElicitationParams {
         meta: None,

@@ -19,7 +19,6 @@ mod drain;
 pub mod host_tools;
 pub mod identity;
 pub mod mcp;
-mod shown;
 mod stateless;
 
 use crate::boundary::{
@@ -358,11 +357,17 @@ impl ServeHost {
                     .map_err(fail)?;
                 // No tool until the server lists them and an operator reviews each.
                 let served = server.snapshot(store.as_ref());
-                let spec = catalog
-                    .admit(&served.info().manifest)
+                let spec = remote_spec(&served, connector.tools.as_deref())
                     .map_err(|e| fail(e.to_string()))?;
-                catalog = catalog.with_spec(remote_narrowed(spec, connector.tools.as_deref()));
-                if let Some(var) = connector.requires_env.iter().find(|v| env(v).is_none()) {
+                catalog = catalog.with_spec(spec);
+                let required: Vec<String> = connector
+                    .requires_env
+                    .iter()
+                    .chain(connector.deployment_headers.values())
+                    .cloned()
+                    .chain(policy::catalog::offered_only_with(name).map(str::to_string))
+                    .collect();
+                if let Some(var) = required.iter().find(|v| env(v).is_none()) {
                     tracing::warn!(connector = %name, env = %var, "not offered: the deployment does not set {var}");
                     not_offered.insert(name.clone(), var.clone());
                 }
@@ -1361,11 +1366,8 @@ impl ServeHost {
             .connectors
             .get(name)
             .and_then(|c| c.tools.clone());
-        // Admitted as at start, against the seed's data: the catalogue in
-        // use already holds this connector's previous tools.
-        match Catalog::seed().admit(&served.info().manifest) {
+        match remote_spec(&served, narrowing.as_deref()) {
             Ok(spec) => {
-                let spec = remote_narrowed(spec, narrowing.as_deref());
                 // The served tools first, then the policy: a session deciding
                 // in between finds a tool it may not offer yet, never one it
                 // offers with nothing behind it.
@@ -1742,18 +1744,66 @@ impl ServeHost {
 
 /// Person chat's per-call spend threshold of each connector that has one,
 /// in its meter's unit (checked when the configuration was read).
-/// A remote connector's spec with only the tools the operator's `tools`
-/// names (those the server lists now; a name it does not list is simply
-/// absent, since the list changes), and nothing grantable.
-fn remote_narrowed(
+/// The policy a remote connector's tools are served under, as they are
+/// listed and reviewed now. Admitted against the seed's data (the catalogue
+/// in use already holds this connector's previous tools):
+/// - a seed connector the catalogue lists tools for (Cloudflare's `docs`,
+///   `search`, `execute`) keeps the seed's spec (gates, registration,
+///   grantability), with only those of its tools the server lists, each
+///   with the effect the seed gives it; a listed tool the seed does not
+///   name, or one reviewed with another effect, is not served;
+/// - any other is admitted as a component is, conservatively (the seed's
+///   Contentsquare: every tool, nothing grantable); no remote tool is
+///   grantable.
+///
+/// The operator's `tools` keeps only the names it lists (of those listed
+/// now: a name the server does not list is simply absent).
+fn remote_spec(
+    served: &LoadedComponent,
+    keep: Option<&[String]>,
+) -> Result<policy::ConnectorSpec, policy::catalog::AdmitError> {
+    let seed = Catalog::seed();
+    let manifest = &served.info().manifest;
+    let mut spec = match seed.connector(&manifest.connector) {
+        Some(known) if !known.reads.is_empty() || !known.writes.is_empty() => {
+            let listed = |effect: scout_manifest::Effect| -> BTreeSet<String> {
+                manifest
+                    .tools
+                    .iter()
+                    .filter(|t| t.effect == effect)
+                    .map(|t| manifest.wire_name(&t.function))
+                    .collect()
+            };
+            let (reads, writes) = (
+                listed(scout_manifest::Effect::Read),
+                listed(scout_manifest::Effect::Write),
+            );
+            let mut spec = known.clone();
+            spec.reads.retain(|t| reads.contains(t));
+            spec.writes.retain(|w| writes.contains(&w.name));
+            let grantable = spec.grantable.clone();
+            spec.grantable = grantable
+                .into_iter()
+                .filter(|t| spec.reads.contains(t))
+                .collect();
+            return Ok(narrow_remote(spec, keep));
+        }
+        _ => seed.admit(manifest)?,
+    };
+    spec.grantable.clear();
+    spec = narrow_remote(spec, keep);
+    Ok(spec)
+}
+
+fn narrow_remote(
     mut spec: policy::ConnectorSpec,
     keep: Option<&[String]>,
 ) -> policy::ConnectorSpec {
     if let Some(keep) = keep {
         spec.reads.retain(|t| keep.contains(t));
         spec.writes.retain(|w| keep.contains(&w.name));
+        spec.grantable.retain(|t| keep.contains(t));
     }
-    spec.grantable.clear();
     spec
 }
 

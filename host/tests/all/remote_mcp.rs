@@ -71,12 +71,18 @@ async fn everything() -> Server {
 
 /// The hostile Python server, on the port it picked.
 async fn hostile(dir: &Path) -> Server {
-    let port_file = dir.join("hostile.port");
+    python_server(dir, "hostile").await
+}
+
+/// The Python server with `profile`'s tools, on the port it picked.
+async fn python_server(dir: &Path, profile: &str) -> Server {
+    let port_file = dir.join(format!("{profile}.port"));
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/remote_server.py");
     let child = Command::new(scout_tests::python())
         .arg(script)
         .arg("--port-file")
         .arg(&port_file)
+        .args(["--profile", profile])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -495,4 +501,132 @@ async fn a_hostile_remote_server_gets_only_what_the_boundary_allows() {
                 && e.rule.as_deref() == Some("unreviewed_changed")),
         "{trace_text}"
     );
+}
+
+/// `scout-host inspect mcp+URL --json`, with `serve`'s configuration when
+/// given: its exit code and report.
+fn inspect_remote(url: &str, config: Option<&Path>) -> (Option<i32>, Value) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_scout-host"));
+    command
+        .args([
+            "inspect",
+            &format!("mcp+{url}"),
+            "--json",
+            "--allow-private-network",
+        ])
+        .env("SCOUT_STORE_KEY", "5c".repeat(32));
+    if let Some(config) = config {
+        command.arg("--config").arg(config);
+    }
+    let out = command.output().expect("run inspect");
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code(), report)
+}
+
+#[tokio::test]
+async fn the_seeds_cloudflare_is_a_remote_server_served_with_the_seeds_gates() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = python_server(dir.path(), "cloudflare").await;
+    let url = format!("http://127.0.0.1:{}/mcp", upstream.port);
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[connectors.cloudflare]\nmcp = \"{url}\"\nhost_env = \"CLOUDFLARE_TOKEN\"\nallow_private_network = true\n"
+        ),
+    );
+    // Before any review: every tool needs one (exit 2), as the server describes it.
+    let (code, report) = inspect_remote(&url, None);
+    assert_eq!(code, Some(2), "{report}");
+    let names: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 4, "{report}");
+    for name in ["docs", "search", "execute", "purge_cache"] {
+        assert!(names.contains(&name), "{report}");
+    }
+
+    let serve = Serve::start_with(
+        &config,
+        &[("CLOUDFLARE_TOKEN", "cf-owner-token-0042".to_string())],
+    );
+    let http = reqwest::Client::new();
+    let admin = Admin {
+        http: http.clone(),
+        base: serve.base.clone(),
+    };
+    let reviews = listed(&admin, "cloudflare").await;
+    for (name, effect) in [
+        ("docs", "read"),
+        ("search", "read"),
+        ("execute", "write"),
+        ("purge_cache", "read"),
+    ] {
+        review(&admin, "cloudflare", tool(&reviews, name), effect).await;
+    }
+    // The seed's three, with the seed's gates; a tool the seed does not list
+    // for Cloudflare is not served, reviewed or not.
+    let view = admin.session().await;
+    let mcp = Mcp::for_connector(&http, &view, "cloudflare")
+        .connect()
+        .await;
+    assert_eq!(offered(&mcp).await, vec!["docs", "execute", "search"]);
+    let found = call(&mcp, "search", json!({"query": "zones"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        ok_text(&found).as_deref(),
+        Some("resources matching zones"),
+        "{found}"
+    );
+    let refused = call(&mcp, "purge_cache", json!({"zone": "z1"}))
+        .await
+        .expect("an answer");
+    assert!(refused.get("error").is_some(), "{refused}");
+    assert_eq!(calls_of(&stats(&upstream).await, "purge_cache"), 0);
+    // `execute` asks a person on every call.
+    let waiting = {
+        let mcp = mcp.clone();
+        tokio::spawn(async move { call(&mcp, "execute", json!({"code": "1+1"})).await })
+    };
+    let session = view["id"].as_str().unwrap().to_string();
+    let pending = wait_for("execute's approval", EVENTUALLY, async || {
+        admin.pending(&session).await.into_iter().next()
+    })
+    .await;
+    assert_eq!(pending["tool"], "mcp__cloudflare__execute", "{pending}");
+    assert_eq!(calls_of(&stats(&upstream).await, "execute"), 0);
+    let (status, body) = admin
+        .request(
+            Method::POST,
+            &format!("/v1/approvals/{}", pending["id"]),
+            Some(json!({"approve": false})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let denied = waiting.await.unwrap().unwrap();
+    assert_eq!(denied["result"]["isError"], true, "{denied}");
+    assert_eq!(
+        calls_of(&stats(&upstream).await, "execute"),
+        0,
+        "a refused write reaches no server"
+    );
+
+    // `inspect --config` compares with the store's reviews: all reviewed now.
+    let (code, report) = inspect_remote(&url, Some(&config));
+    assert_eq!(report["connector"], "cloudflare", "{report}");
+    let execute = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "execute")
+        .cloned()
+        .unwrap();
+    assert_eq!(execute["status"], "reviewed", "{report}");
+    assert_eq!(execute["effect"], "write", "{report}");
+    assert_eq!(code, Some(0), "{report}");
+    drop(serve);
 }

@@ -18,7 +18,7 @@ const deciding = new Set();
 function token() { return sessionStorage.getItem(TOKEN_KEY); }
 
 // What a person is shown of a value: distinct values look distinct. The
-// same rule as the host's elicitation text (host/src/serve/shown.rs, whose
+// same rule as the host's elicitation text (host/src/shown.rs, whose
 // doc says why and lists it): controls, bidirectional controls, invisible
 // and format characters, whitespace other than the space, the marker's own
 // brackets, fullwidth forms and mathematical alphanumerics always, and, in
