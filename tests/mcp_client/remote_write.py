@@ -16,7 +16,7 @@ import asyncio
 import json
 import urllib.request
 
-from scout_mcp import Mcp, text_of
+from scout_mcp import Mcp, admin_api, text_of
 
 ARGS = argparse.ArgumentParser()
 ARGS.add_argument("--base", required=True)
@@ -28,14 +28,7 @@ ARGS.add_argument("--stats", required=True, help="the remote server's own record
 OPTS = ARGS.parse_args()
 
 
-def admin(method, path, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(OPTS.base + path, data=data, method=method)
-    req.add_header("Authorization", f"Bearer {OPTS.admin_token}")
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        return json.loads(resp.read() or b"null")
+admin = admin_api(OPTS.base, OPTS.admin_token)
 
 
 async def approve_when_pending():

@@ -4,6 +4,9 @@ The official client (`mcp`) over streamable HTTP, with the session's bearer
 token on every request; `story.py` and `plugin.py` import it.
 """
 
+import json
+import urllib.request
+
 import httpx2
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -33,3 +36,19 @@ class Mcp:
 def text_of(result):
     """The text content of a tool result."""
     return "".join(c.text for c in result.content if getattr(c, "type", None) == "text")
+
+
+def admin_api(base, token):
+    """`admin(method, path, body=None)`: one admin API request with the admin
+    token; the JSON it answered (an HTTP error raises)."""
+
+    def admin(method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(base + path, data=data, method=method)
+        req.add_header("Authorization", f"Bearer {token}")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return json.loads(resp.read() or b"null")
+
+    return admin

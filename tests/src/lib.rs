@@ -216,33 +216,12 @@ pub fn mcp_inspector() -> String {
 pub const MCP_INSPECTOR: &str = "@modelcontextprotocol/inspector@2.12.0";
 
 fn provision_mcp_inspector() -> Result<String, String> {
-    let (dir, _lock) = provisioned("mcp-inspector")?;
-    let cli = dir.join("node_modules/.bin/mcp-inspector");
-    let stamp = dir.join("version");
-    if cli.is_file() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(MCP_INSPECTOR) {
-        return Ok(cli.display().to_string());
-    }
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let out = std::process::Command::new("npm")
-        .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
-        .arg(&dir)
-        .arg(MCP_INSPECTOR)
-        .output()
-        .map_err(|e| {
-            format!(
-                "npm: cannot start ({e}); install Node.js and npm, or set SCOUT_TEST_MCP_INSPECTOR"
-            )
-        })?;
-    if !out.status.success() || !cli.is_file() {
-        return Err(format!(
-            "npm install {MCP_INSPECTOR} failed ({}); set SCOUT_TEST_MCP_INSPECTOR to its `mcp-inspector` instead\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    std::fs::write(&stamp, MCP_INSPECTOR).map_err(|e| format!("{}: {e}", stamp.display()))?;
-    Ok(cli.display().to_string())
+    provision_npm(
+        "mcp-inspector",
+        MCP_INSPECTOR,
+        "mcp-inspector",
+        "SCOUT_TEST_MCP_INSPECTOR",
+    )
 }
 
 /// The reference MCP server (`@modelcontextprotocol/server-everything`,
@@ -261,6 +240,7 @@ pub fn server_everything() -> String {
                 "server-everything",
                 SERVER_EVERYTHING,
                 "mcp-server-everything",
+                "SCOUT_TEST_SERVER_EVERYTHING",
             )
             .unwrap_or_else(|e| panic!("{e}"))
         })
@@ -271,8 +251,9 @@ pub fn server_everything() -> String {
 pub const SERVER_EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
 
 /// Installs npm package `package` once under the target directory's
-/// `dir`, and gives the path of its command `bin`.
-fn provision_npm(dir: &str, package: &str, bin: &str) -> Result<String, String> {
+/// `dir`, and gives the path of its command `bin`; `instead` is the
+/// variable that names one installed by hand.
+fn provision_npm(dir: &str, package: &str, bin: &str, instead: &str) -> Result<String, String> {
     let (dir, _lock) = provisioned(dir)?;
     let cli = dir.join("node_modules/.bin").join(bin);
     let stamp = dir.join("version");
@@ -286,10 +267,12 @@ fn provision_npm(dir: &str, package: &str, bin: &str) -> Result<String, String> 
         .arg(&dir)
         .arg(package)
         .output()
-        .map_err(|e| format!("npm: cannot start ({e}); install Node.js and npm"))?;
+        .map_err(|e| {
+            format!("npm: cannot start ({e}); install Node.js and npm, or set {instead}")
+        })?;
     if !out.status.success() || !cli.is_file() {
         return Err(format!(
-            "npm install {package} failed ({})\n{}",
+            "npm install {package} failed ({}); set {instead} to its `{bin}` instead\n{}",
             out.status,
             String::from_utf8_lossy(&out.stderr)
         ));

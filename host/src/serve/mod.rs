@@ -352,7 +352,7 @@ impl ServeHost {
                 name: name.clone(),
                 message,
             };
-            if let Some(url) = &connector.mcp {
+            let served = if let Some(url) = &connector.mcp {
                 let server = crate::remote::RemoteServer::new(name, url, connector.call_timeout())
                     .map_err(fail)?;
                 // No tool until the server lists them and an operator reviews each.
@@ -360,133 +360,118 @@ impl ServeHost {
                 let spec = remote_spec(&served, connector.tools.as_deref())
                     .map_err(|e| fail(e.to_string()))?;
                 catalog = catalog.with_spec(spec);
-                let required: Vec<String> = connector
-                    .requires_env
-                    .iter()
-                    .chain(connector.deployment_headers.values())
-                    .cloned()
-                    .chain(policy::catalog::offered_only_with(name).map(str::to_string))
-                    .collect();
-                if let Some(var) = required.iter().find(|v| env(v).is_none()) {
-                    tracing::warn!(connector = %name, env = %var, "not offered: the deployment does not set {var}");
-                    not_offered.insert(name.clone(), var.clone());
-                }
-                if let Some(var) = &connector.host_env {
-                    host_env.insert(name.clone(), var.clone());
-                }
-                if connector.is_public() {
-                    public.insert(name.clone());
-                }
-                components.insert(name.clone(), Arc::new(served));
                 remote.insert(name.clone(), Arc::new(server));
-                continue;
-            }
-            if !connector.component.is_file() {
-                return Err(fail(format!(
-                    "no component at {}: build it with `cargo build --release --target wasm32-wasip2` in the connector's crate (or `scout-host new {name}` to start one) and point `component` at the .wasm",
-                    connector.component.display()
-                )));
-            }
-            let component = runtime
-                .load_file(&connector.component)
-                .map_err(|e| fail(format!("{}: {e}", connector.component.display())))?;
-            if component.name() != name {
-                return Err(fail(format!(
-                    "{} is the `{}` connector",
-                    connector.component.display(),
-                    component.name()
-                )));
-            }
-            // The seed's connectors must agree with the catalogue; any other
-            // is served on what it declares, conservatively; the operator
-            // may narrow either.
-            // The content writer and the SEO brief tools are platform
-            // servers: the policy gives their tools by its own rules.
-            match catalog.admit_platform(&component.info().manifest) {
-                Some(admitted) => {
-                    admitted.map_err(|e| fail(e.to_string()))?;
-                    if connector.tools.is_some() {
-                        return Err(fail("`tools` narrows a connector; the seed's platform tools are given by the policy's rules".into()));
+                served
+            } else {
+                if !connector.component.is_file() {
+                    return Err(fail(format!(
+                        "no component at {}: build it with `cargo build --release --target wasm32-wasip2` in the connector's crate (or `scout-host new {name}` to start one) and point `component` at the .wasm",
+                        connector.component.display()
+                    )));
+                }
+                let component = runtime
+                    .load_file(&connector.component)
+                    .map_err(|e| fail(format!("{}: {e}", connector.component.display())))?;
+                if component.name() != name {
+                    return Err(fail(format!(
+                        "{} is the `{}` connector",
+                        connector.component.display(),
+                        component.name()
+                    )));
+                }
+                // The seed's connectors must agree with the catalogue; any other
+                // is served on what it declares, conservatively; the operator
+                // may narrow either.
+                // The content writer and the SEO brief tools are platform
+                // servers: the policy gives their tools by its own rules.
+                match catalog.admit_platform(&component.info().manifest) {
+                    Some(admitted) => {
+                        admitted.map_err(|e| fail(e.to_string()))?;
+                        if connector.tools.is_some() {
+                            return Err(fail("`tools` narrows a connector; the seed's platform tools are given by the policy's rules".into()));
+                        }
+                        platform.insert(name.clone());
                     }
-                    platform.insert(name.clone());
+                    None => {
+                        let spec = catalog
+                            .admit(&component.info().manifest)
+                            .and_then(|spec| {
+                                spec.narrowed(connector.tools.as_deref(), connector.grants)
+                            })
+                            .map_err(|e| fail(e.to_string()))?;
+                        catalog = catalog.with_spec(spec);
+                    }
                 }
-                None => {
-                    let spec = catalog
-                        .admit(&component.info().manifest)
-                        .and_then(|spec| {
-                            spec.narrowed(connector.tools.as_deref(), connector.grants)
-                        })
-                        .map_err(|e| fail(e.to_string()))?;
-                    catalog = catalog.with_spec(spec);
+                // Checks the origins now rather than at the first call.
+                // An origin is needed where a route goes to the connector's own
+                // origin (the content writer reads only Shopify, as a peer).
+                let own_routes = component
+                    .info()
+                    .manifest
+                    .tools
+                    .iter()
+                    .any(|t| t.routes.iter().any(|r| r.destination.is_none()));
+                let imports_http = component.imports_interface("http") && own_routes;
+                match (&connector.origin, imports_http) {
+                    (Some(origin), _) => {
+                        HttpCapability::new(
+                            crate::HttpConfig::new(origin.clone())
+                                .allow_private_network(connector.allow_private_network),
+                        )
+                        .map_err(|e| fail(format!("origin: {e}")))?;
+                    }
+                    (None, true) => {
+                        return Err(fail(
+                            "the component imports `http`: give the `origin` its handle reaches"
+                                .into(),
+                        ));
+                    }
+                    (None, false) => {}
                 }
-            }
-            // Checks the origins now rather than at the first call.
-            // An origin is needed where a route goes to the connector's own
-            // origin (the content writer reads only Shopify, as a peer).
-            let own_routes = component
-                .info()
-                .manifest
-                .tools
-                .iter()
-                .any(|t| t.routes.iter().any(|r| r.destination.is_none()));
-            let imports_http = component.imports_interface("http") && own_routes;
-            match (&connector.origin, imports_http) {
-                (Some(origin), _) => {
+                let peers: BTreeSet<&str> = component
+                    .info()
+                    .manifest
+                    .tools
+                    .iter()
+                    .flat_map(|t| t.reads_from.iter().map(String::as_str))
+                    .collect();
+                let named: BTreeSet<&str> = component
+                    .info()
+                    .manifest
+                    .tools
+                    .iter()
+                    .flat_map(|t| t.routes.iter().filter_map(|r| r.destination.as_deref()))
+                    .filter(|d| !peers.contains(d))
+                    .collect();
+                for (dest, origin) in &connector.origins {
+                    if peers.contains(dest.as_str()) {
+                        return Err(fail(format!(
+                            "`origins.{dest}`: `{dest}` is a connector a joint tool reads, reached with its own origin"
+                        )));
+                    }
+                    origin
+                        .sends_credential()
+                        .map_err(|e| fail(format!("origins.{dest}: {e}")))?;
                     HttpCapability::new(
-                        crate::HttpConfig::new(origin.clone())
+                        crate::HttpConfig::new(origin.origin().to_string())
                             .allow_private_network(connector.allow_private_network),
                     )
-                    .map_err(|e| fail(format!("origin: {e}")))?;
-                }
-                (None, true) => {
-                    return Err(fail(
-                        "the component imports `http`: give the `origin` its handle reaches".into(),
-                    ));
-                }
-                (None, false) => {}
-            }
-            let peers: BTreeSet<&str> = component
-                .info()
-                .manifest
-                .tools
-                .iter()
-                .flat_map(|t| t.reads_from.iter().map(String::as_str))
-                .collect();
-            let named: BTreeSet<&str> = component
-                .info()
-                .manifest
-                .tools
-                .iter()
-                .flat_map(|t| t.routes.iter().filter_map(|r| r.destination.as_deref()))
-                .filter(|d| !peers.contains(d))
-                .collect();
-            for (dest, origin) in &connector.origins {
-                if peers.contains(dest.as_str()) {
-                    return Err(fail(format!(
-                        "`origins.{dest}`: `{dest}` is a connector a joint tool reads, reached with its own origin"
-                    )));
-                }
-                origin
-                    .sends_credential()
                     .map_err(|e| fail(format!("origins.{dest}: {e}")))?;
-                HttpCapability::new(
-                    crate::HttpConfig::new(origin.origin().to_string())
-                        .allow_private_network(connector.allow_private_network),
-                )
-                .map_err(|e| fail(format!("origins.{dest}: {e}")))?;
-            }
-            if let Some(missing) = named.iter().find(|d| !connector.origins.contains_key(**d)) {
-                return Err(fail(format!(
-                    "its routes name destination `{missing}`: give its origin as `origins.{missing}`"
-                )));
-            }
-            for header in connector.deployment_headers.keys() {
-                if http::HeaderName::from_bytes(header.as_bytes()).is_err() {
+                }
+                if let Some(missing) = named.iter().find(|d| !connector.origins.contains_key(**d)) {
                     return Err(fail(format!(
-                        "`deployment_headers`: `{header}` is not a header name"
+                        "its routes name destination `{missing}`: give its origin as `origins.{missing}`"
                     )));
                 }
-            }
+                for header in connector.deployment_headers.keys() {
+                    if http::HeaderName::from_bytes(header.as_bytes()).is_err() {
+                        return Err(fail(format!(
+                            "`deployment_headers`: `{header}` is not a header name"
+                        )));
+                    }
+                }
+                component
+            };
             let seed_offer = policy::catalog::offered_only_with(name).map(str::to_string);
             let required: Vec<String> = connector
                 .requires_env
@@ -505,7 +490,7 @@ impl ServeHost {
             if connector.is_public() {
                 public.insert(name.clone());
             }
-            components.insert(name.clone(), Arc::new(component));
+            components.insert(name.clone(), Arc::new(served));
         }
         let catalog = Arc::new(catalog);
         // The broker is configured where its secret is set.

@@ -86,54 +86,15 @@ impl HttpCapability {
         client: &reqwest::Client,
         prepared: PreparedRequest,
     ) -> Result<(Response, Option<std::net::SocketAddr>), HttpError> {
-        let PreparedRequest {
-            method,
-            url,
-            headers,
-            body,
-        } = prepared;
         let exchange = async {
-            let mut response = client
-                .request(method, url)
-                .headers(headers)
-                .body(body)
-                .send()
-                .await
-                .map_err(|e| self.transport_error(e))?;
-            if let Some(len) = response.content_length()
-                && len > self.max_response_bytes
-            {
-                return Err(HttpError::TooLarge(self.max_response_bytes));
-            }
+            let mut response = self.start_live(client, prepared).await?;
             let status = response.status().as_u16();
             let peer = response.remote_addr();
             // Refused before the body is read: a coding the host cannot
             // undo would hide the secret from the scrub.
             let codings = encoding::content_codings(response.headers())?;
-            let headers = response
-                .headers()
-                .iter()
-                .filter(|(name, _)| {
-                    !matches!(name.as_str(), "set-cookie" | "set-cookie2")
-                        // Decoded here: the guest gets plain bytes.
-                        && !(!codings.is_empty() && matches!(name.as_str(), "content-encoding" | "content-length"))
-                })
-                .map(|(name, value)| {
-                    let value = String::from_utf8_lossy(&self.scrub(value.as_bytes())).into_owned();
-                    (name.as_str().to_string(), value)
-                })
-                .collect();
-            let mut body = Vec::new();
-            while let Some(chunk) = response
-                .chunk()
-                .await
-                .map_err(|e| self.transport_error(e))?
-            {
-                if body.len() as u64 + chunk.len() as u64 > self.max_response_bytes {
-                    return Err(HttpError::TooLarge(self.max_response_bytes));
-                }
-                body.extend_from_slice(&chunk);
-            }
+            let headers = self.response_headers(response.headers(), !codings.is_empty());
+            let body = self.read_capped(&mut response).await?;
             let body = encoding::decode(&codings, body, self.max_response_bytes)?;
             Ok((
                 Response {
@@ -165,53 +126,14 @@ impl HttpCapability {
                 return Ok(Streamed::whole(whole.status, whole.headers, whole.body));
             }
         };
-        let PreparedRequest {
-            method,
-            url,
-            headers,
-            body,
-        } = prepared;
-        let response = client
-            .request(method, url)
-            .headers(headers)
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| self.transport_error(e))?;
-        if let Some(len) = response.content_length()
-            && len > self.max_response_bytes
-        {
-            return Err(HttpError::TooLarge(self.max_response_bytes));
-        }
+        let response = self.start_live(client, prepared).await?;
         let status = response.status().as_u16();
         let codings = encoding::content_codings(response.headers())?;
-        let headers: Vec<(String, String)> = response
-            .headers()
-            .iter()
-            .filter(|(name, _)| {
-                !matches!(name.as_str(), "set-cookie" | "set-cookie2")
-                    && !(!codings.is_empty()
-                        && matches!(name.as_str(), "content-encoding" | "content-length"))
-            })
-            .map(|(name, value)| {
-                let value = String::from_utf8_lossy(&self.scrub(value.as_bytes())).into_owned();
-                (name.as_str().to_string(), value)
-            })
-            .collect();
+        let headers = self.response_headers(response.headers(), !codings.is_empty());
         let cap = self.max_response_bytes;
         if !codings.is_empty() {
             let mut response = response;
-            let mut body = Vec::new();
-            while let Some(chunk) = response
-                .chunk()
-                .await
-                .map_err(|e| self.transport_error(e))?
-            {
-                if body.len() as u64 + chunk.len() as u64 > cap {
-                    return Err(HttpError::TooLarge(cap));
-                }
-                body.extend_from_slice(&chunk);
-            }
+            let body = self.read_capped(&mut response).await?;
             let body = encoding::decode(&codings, body, cap)?;
             return Ok(Streamed::whole(status, headers, body));
         }
@@ -236,6 +158,67 @@ impl HttpCapability {
             headers,
             body: Box::pin(body),
         })
+    }
+
+    /// Sends `prepared` and reads the answer's head, refusing one whose
+    /// declared length is past the cap.
+    async fn start_live(
+        &self,
+        client: &reqwest::Client,
+        prepared: PreparedRequest,
+    ) -> Result<reqwest::Response, HttpError> {
+        let PreparedRequest {
+            method,
+            url,
+            headers,
+            body,
+        } = prepared;
+        let response = client
+            .request(method, url)
+            .headers(headers)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| self.transport_error(e))?;
+        if let Some(len) = response.content_length()
+            && len > self.max_response_bytes
+        {
+            return Err(HttpError::TooLarge(self.max_response_bytes));
+        }
+        Ok(response)
+    }
+
+    /// The response's headers as the caller gets them: `Set-Cookie` removed,
+    /// the coding's own headers removed where the body is decoded here,
+    /// every value scrubbed.
+    fn response_headers(&self, headers: &http::HeaderMap, decoded: bool) -> Vec<(String, String)> {
+        headers
+            .iter()
+            .filter(|(name, _)| {
+                !matches!(name.as_str(), "set-cookie" | "set-cookie2")
+                    && !(decoded && matches!(name.as_str(), "content-encoding" | "content-length"))
+            })
+            .map(|(name, value)| {
+                let value = String::from_utf8_lossy(&self.scrub(value.as_bytes())).into_owned();
+                (name.as_str().to_string(), value)
+            })
+            .collect()
+    }
+
+    /// The whole body, refused once it passes the cap.
+    async fn read_capped(&self, response: &mut reqwest::Response) -> Result<Vec<u8>, HttpError> {
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| self.transport_error(e))?
+        {
+            if body.len() as u64 + chunk.len() as u64 > self.max_response_bytes {
+                return Err(HttpError::TooLarge(self.max_response_bytes));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
     }
 
     fn transport_error(&self, e: reqwest::Error) -> HttpError {
