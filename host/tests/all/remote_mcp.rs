@@ -300,7 +300,8 @@ async fn a_hostile_remote_server_gets_only_what_the_boundary_allows() {
     let config = write_config(
         dir.path(),
         &format!(
-            "[connectors.hostile]\nmcp = \"http://127.0.0.1:{port}/mcp\"\nhost_env = \"HOSTILE_TOKEN\"\nallow_private_network = true\ncall_timeout_secs = 3\ndiscover_every_secs = 1\n\
+            "[connectors.hostile]\nmcp = \"http://127.0.0.1:{port}/mcp\"\nhost_env = \"HOSTILE_TOKEN\"\nallow_private_network = true\ncall_timeout_secs = 120\ndiscover_every_secs = 1\n\
+             [connectors.slow]\nmcp = \"http://127.0.0.1:{port}/mcp\"\ncredential = \"none\"\nallow_private_network = true\ncall_timeout_secs = 2\n\
              [connectors.moved]\nmcp = \"http://127.0.0.1:{port}/moved/mcp\"\ncredential = \"none\"\nallow_private_network = true\ndiscover_every_secs = 1\n",
             port = upstream.port
         ),
@@ -371,8 +372,12 @@ async fn a_hostile_remote_server_gets_only_what_the_boundary_allows() {
             .is_some_and(|s| s.starts_with("refused")),
     );
 
-    // A server that never answers: the call ends at its deadline.
-    let stalled = call(&mcp, "stall", json!({})).await.unwrap();
+    // A server that never answers: the call ends at its deadline (the same
+    // server as `slow`, whose calls have 2 s).
+    let slow = listed(&admin, "slow").await;
+    review(&admin, "slow", tool(&slow, "stall"), "read").await;
+    let slow = Mcp::for_connector(&http, &view, "slow").connect().await;
+    let stalled = call(&slow, "stall", json!({})).await.unwrap();
     assert_eq!(stalled["result"]["isError"], true, "{stalled}");
     assert!(result_text(&stalled).contains("deadline"), "{stalled}");
 
