@@ -1417,6 +1417,9 @@ impl ServeHost {
                         }
                     }
                     drop(host);
+                    // At most one listing a second, however often a server
+                    // says its list changed.
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                     tokio::select! {
                         () = heard.notified() => {}
                         () = tokio::time::sleep(std::time::Duration::from_secs(every)) => {}
