@@ -413,7 +413,7 @@ impl RemoteServer {
         }
         let upstream = Arc::new(Upstream::new(self, http));
         if let Some(old) = upstreams.insert(session.to_string(), upstream.clone()) {
-            tokio::spawn(async move { old.close().await });
+            close_later(old);
         }
         upstream
     }
@@ -421,13 +421,21 @@ impl RemoteServer {
     /// Closes agent session `session`'s upstream session, if it has one.
     pub fn end(&self, session: &str) {
         if let Some(old) = self.upstreams.lock().remove(session) {
-            tokio::spawn(async move { old.close().await });
+            close_later(old);
         }
     }
 
     /// Upstream sessions open now.
     pub fn open_upstreams(&self) -> usize {
         self.upstreams.lock().len()
+    }
+}
+
+/// Closes `upstream` on the runtime, where there is one; otherwise dropping
+/// it ends its session (rmcp cancels a dropped service).
+fn close_later(upstream: Arc<Upstream>) {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move { upstream.close().await });
     }
 }
 

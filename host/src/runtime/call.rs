@@ -220,6 +220,12 @@ async fn call_remote(
             "no upstream session was granted for this call".into(),
         ));
     };
+    // A host that no longer holds its lease sends nothing (issue 31).
+    if caps.fence.as_ref().is_some_and(|may_act| !may_act()) {
+        return Err(CallError::Upstream(
+            crate::capabilities::LEASE_NOT_HELD.into(),
+        ));
+    }
     let started = Instant::now();
     let answer = upstream
         .call_tool(&tool.function, args, started + call_timeout)
