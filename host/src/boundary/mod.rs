@@ -489,22 +489,20 @@ impl Boundary {
             ),
         ];
         let mut held = BTreeSet::new();
-        {
-            for component in components.iter().filter(|c| self.reviews(c)) {
-                for tool in component.tools() {
-                    let name = policy::names::mcp(component.name(), &tool.name);
-                    if surface.get(&name).is_some()
-                        && let Some(hold) = self.unreviewed(component, &tool.name)
-                    {
-                        events.push(self.session_event(
-                            session,
-                            &name,
-                            TraceState::Denied,
-                            Some(Rule::Held(hold).name().into_owned()),
-                            json!({"held": "not offered until an operator reviews it"}),
-                        ));
-                        held.insert(name);
-                    }
+        for component in components.iter().filter(|c| self.reviews(c)) {
+            for tool in component.tools() {
+                let name = policy::names::mcp(component.name(), &tool.name);
+                if surface.get(&name).is_some()
+                    && let Some(hold) = self.unreviewed(component, &tool.name)
+                {
+                    events.push(self.session_event(
+                        session,
+                        &name,
+                        TraceState::Denied,
+                        Some(Rule::Held(hold).name().into_owned()),
+                        json!({"held": "not offered until an operator reviews it"}),
+                    ));
+                    held.insert(name);
                 }
             }
         }
