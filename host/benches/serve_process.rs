@@ -28,6 +28,9 @@
 //!   one host takes to answer the call waiting on the other (p50, p99),
 //!   against a decision on the host holding the call.
 //!
+//! Every `serve` here sets `pause_after_repeated_denials = 0`: the refused
+//! call is measured over and over, which would otherwise pause its session.
+//!
 //! Run with `cargo bench -p scout-host --bench serve_process`
 //! (`SCOUT_BENCH_QUICK=1` for fewer calls).
 
@@ -105,7 +108,7 @@ impl Serve {
         std::fs::write(
             &config,
             format!(
-                "listen = \"127.0.0.1:0\"\nrequire_review = false\ndatabase = {:?}\n\
+                "listen = \"127.0.0.1:0\"\nrequire_review = false\npause_after_repeated_denials = 0\ndatabase = {:?}\n\
                  [connectors.github]\ncomponent = {:?}\norigin = {:?}\nallow_private_network = true\n",
                 database.clone().unwrap_or_else(|| PathBuf::from("scout.db")),
                 scout_tests::components::GITHUB,
@@ -124,7 +127,7 @@ impl Serve {
         std::fs::write(
             &config,
             format!(
-                "listen = \"127.0.0.1:0\"\nrequire_review = false\n\
+                "listen = \"127.0.0.1:0\"\nrequire_review = false\npause_after_repeated_denials = 0\n\
                  [store]\nbackend = \"postgres\"\nurl_env = \"SCOUT_PG_URL\"\n\
                  [connectors.github]\ncomponent = {:?}\norigin = {:?}\nallow_private_network = true\n",
                 scout_tests::components::GITHUB,
@@ -149,7 +152,12 @@ impl Serve {
     /// (`scout_tests::catalogue`), every origin `origin`.
     fn start_catalogue(bin: &Path, label: &str, origin: &str, connectors: &[Connector]) -> Serve {
         let dir = scratch(label);
-        let config = scout_tests::catalogue::serve_config(&dir, origin, connectors, "");
+        let config = scout_tests::catalogue::serve_config(
+            &dir,
+            origin,
+            connectors,
+            "pause_after_repeated_denials = 0\n",
+        );
         Serve::spawn(bin, dir, &config, CATALOGUE_ENV, None)
     }
 
