@@ -41,32 +41,8 @@ impl Drop for Proc {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn wait_port(port: u16) {
-    let start = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(start.elapsed() < Duration::from_secs(120), "port {port}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn everything() -> (Proc, u16) {
-    let port = free_port();
-    let child = Command::new(scout_tests::server_everything())
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("server-everything");
-    wait_port(port);
+    let (child, port) = scout_tests::start_server_everything();
     (Proc(child), port)
 }
 

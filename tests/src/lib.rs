@@ -247,6 +247,34 @@ pub fn server_everything() -> String {
         .clone()
 }
 
+/// `server-everything streamableHttp` on a free loopback port, once it
+/// accepts connections: the process (the caller kills it) and its port.
+pub fn start_server_everything() -> (std::process::Child, u16) {
+    use std::process::{Command, Stdio};
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port");
+    let mut child = Command::new(server_everything())
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start server-everything");
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if started.elapsed() > std::time::Duration::from_secs(180)
+            || child.try_wait().ok().flatten().is_some()
+        {
+            let _ = child.kill();
+            panic!("server-everything did not listen on port {port}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    (child, port)
+}
+
 /// The reference server's version the tests install.
 pub const SERVER_EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
 

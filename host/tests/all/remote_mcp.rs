@@ -37,36 +37,12 @@ impl Drop for Server {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
-}
-
-async fn wait_for_port(port: u16) {
-    wait_for("the server to listen", EVENTUALLY, async || {
-        tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .ok()
-            .map(|_| ())
-    })
-    .await;
-}
-
 /// `server-everything streamableHttp` on a free port.
 async fn everything() -> Server {
-    let port = free_port();
-    let child = Command::new(scout_tests::server_everything())
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start server-everything");
-    let server = Server { child, port };
-    wait_for_port(port).await;
-    server
+    let (child, port) = tokio::task::spawn_blocking(scout_tests::start_server_everything)
+        .await
+        .unwrap();
+    Server { child, port }
 }
 
 /// The hostile Python server, on the port it picked.
