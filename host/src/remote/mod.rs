@@ -45,6 +45,9 @@ use url::Url;
 /// Most tools kept from one server's list; the rest are left out, and said so.
 pub const MAX_TOOLS: usize = 512;
 
+/// Most pages of `tools/list` read from one server in one listing.
+pub const MAX_PAGES: usize = 64;
+
 /// Longest description kept of a candidate (longer is cut, and the digest
 /// covers what the server sent).
 const MAX_DESCRIPTION: usize = 16 << 10;
@@ -308,16 +311,43 @@ impl RemoteServer {
     ) -> Result<(Vec<Candidate>, Vec<(String, String)>), String> {
         let upstream = Upstream::new(self, http);
         let service = upstream.connected().await?;
-        let tools = service
-            .peer()
-            .list_all_tools()
-            .await
-            .map_err(|e| upstream.scrubbed(&format!("tools/list failed: {e}")));
+        // Page by page, bounded: a server that pages without end, or lists
+        // tools without end, is read only so far.
+        let mut listed = Vec::new();
+        let mut cursor = None;
+        let mut cut = false;
+        for page in 1.. {
+            let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor.take());
+            let answer = match service.peer().list_tools(Some(params)).await {
+                Ok(answer) => answer,
+                Err(e) => {
+                    upstream.close().await;
+                    return Err(upstream.scrubbed(&format!("tools/list failed: {e}")));
+                }
+            };
+            listed.extend(answer.tools);
+            match answer.next_cursor {
+                None => break,
+                Some(_) if page >= MAX_PAGES || listed.len() > MAX_TOOLS => {
+                    cut = true;
+                    break;
+                }
+                next => cursor = next,
+            }
+        }
         upstream.close().await;
         let mut kept = Vec::new();
         let mut left_out = Vec::new();
+        if cut {
+            left_out.push((
+                "(the rest of the list)".to_string(),
+                format!(
+                    "past the host's limit of {MAX_PAGES} pages or {MAX_TOOLS} tools per server"
+                ),
+            ));
+        }
         let mut seen = std::collections::BTreeSet::new();
-        for tool in tools? {
+        for tool in listed {
             let name = tool.name.to_string();
             let why = if !usable_name(&name) {
                 Some("not a usable tool name (1 to 64 of A-Z, a-z, 0-9, `_`, `-`)")
