@@ -189,6 +189,23 @@ pub fn flags(candidate: &Candidate, all: &[Candidate]) -> Vec<&'static str> {
     flags
 }
 
+/// A remote server's endpoint as configured (`mcp = "…"`), checked: `http`
+/// or `https`, no credentials, no query or fragment. The reason names what
+/// to change.
+pub fn endpoint(url: &str) -> Result<Url, String> {
+    let parsed = Url::parse(url).map_err(|e| format!("mcp: `{url}` is not a URL: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err("mcp: the server's URL must be http or https".into());
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err("mcp: the URL must not carry credentials; give the server's token as the connector's credential (a connection, or `host_env`)".into());
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err("mcp: the URL must not have a query or a fragment".into());
+    }
+    Ok(parsed)
+}
+
 /// A tool name usable in `mcp__SERVER__TOOL`: what MCP's naming guidance allows.
 fn usable_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
@@ -224,18 +241,7 @@ pub struct RemoteServer {
 impl RemoteServer {
     /// The server at `url` (`http` or `https`, a path, no credentials in it).
     pub fn new(name: &str, url: &str, call_timeout: Duration) -> Result<RemoteServer, String> {
-        let url = Url::parse(url).map_err(|e| format!("`mcp`: {e}"))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err("`mcp` must be an http or https URL".into());
-        }
-        if !url.username().is_empty() || url.password().is_some() {
-            return Err(
-                "`mcp` must not carry credentials: give them as the connector's credential".into(),
-            );
-        }
-        if url.query().is_some() || url.fragment().is_some() {
-            return Err("`mcp` must not have a query or a fragment".into());
-        }
+        let url = endpoint(url)?;
         Ok(RemoteServer {
             name: name.to_string(),
             url,
@@ -453,11 +459,6 @@ impl RemoteServer {
         if let Some(old) = self.upstreams.lock().remove(session) {
             close_later(old);
         }
-    }
-
-    /// Upstream sessions open now.
-    pub fn open_upstreams(&self) -> usize {
-        self.upstreams.lock().len()
     }
 }
 

@@ -681,16 +681,12 @@ impl ServeConfig {
         }
         for (name, connector) in config.connectors.iter_mut() {
             if let Some(url) = &connector.mcp {
-                connector
+                let endpoint = connector
                     .check_remote(url)
                     .map_err(|e| ConfigFileError::Invalid(format!("connectors.{name}: {e}")))?;
                 // The `http` handle its MCP session rides on is bound to the
                 // server's origin.
-                connector.origin = Some(
-                    url::Url::parse(url)
-                        .map(|u| u.origin().ascii_serialization())
-                        .unwrap_or_default(),
-                );
+                connector.origin = Some(endpoint.origin().ascii_serialization());
             } else if connector.call_timeout_secs.is_some()
                 || connector.discover_every_secs.is_some()
             {
@@ -826,21 +822,13 @@ impl ConnectorConfig {
         std::time::Duration::from_secs(self.call_timeout_secs.unwrap_or(30))
     }
 
-    /// What a remote MCP server's connector may and may not say.
-    fn check_remote(&self, url: &str) -> Result<(), String> {
+    /// What a remote MCP server's connector may and may not say; its
+    /// endpoint, checked.
+    fn check_remote(&self, url: &str) -> Result<url::Url, String> {
         if !self.component.as_os_str().is_empty() {
             return Err("give `component` or `mcp`, not both: a connector is a component or a remote MCP server".into());
         }
-        let parsed = url::Url::parse(url).map_err(|e| format!("mcp: `{url}` is not a URL: {e}"))?;
-        if !matches!(parsed.scheme(), "http" | "https") {
-            return Err("mcp: the server's URL must be http or https".into());
-        }
-        if !parsed.username().is_empty() || parsed.password().is_some() {
-            return Err("mcp: the URL must not carry credentials; give the server's token as the connector's credential (a connection, or `host_env`)".into());
-        }
-        if parsed.query().is_some() || parsed.fragment().is_some() {
-            return Err("mcp: the URL must not have a query or a fragment".into());
-        }
+        let endpoint = crate::remote::endpoint(url)?;
         if self.origin.is_some() || !self.origins.is_empty() {
             return Err("`origin` and `origins` are a component's: a remote MCP server is reached at its `mcp` URL only".into());
         }
@@ -855,7 +843,7 @@ impl ConnectorConfig {
         if self.discover_every_secs == Some(0) {
             return Err("discover_every_secs must be at least 1".into());
         }
-        Ok(())
+        Ok(endpoint)
     }
 
     /// `credential = "none"`: the API is public, every brand reaches it
@@ -909,6 +897,49 @@ mod tests {
         assert!(
             matches!(unknown, Err(ConfigFileError::Parse { message, .. }) if message.contains("admin_token")),
             "secrets have no place in the file"
+        );
+    }
+
+    #[test]
+    fn a_remote_server_is_configured_by_its_url_alone() {
+        let c = ServeConfig::parse(
+            "[connectors.remote]\nmcp = \"https://mcp.example.com:8443/v1/mcp\"\ncall_timeout_secs = 5\n",
+        )
+        .unwrap();
+        let remote = &c.connectors["remote"];
+        assert!(remote.is_remote());
+        // Its handle is bound to the server's origin.
+        assert_eq!(
+            remote.origin.as_deref(),
+            Some("https://mcp.example.com:8443")
+        );
+        assert_eq!(remote.call_timeout(), std::time::Duration::from_secs(5));
+        let refused = |section: &str, wanted: &str| {
+            let parsed = ServeConfig::parse(&format!("[connectors.remote]\n{section}"));
+            assert!(
+                matches!(&parsed, Err(ConfigFileError::Invalid(m)) if m.contains(wanted)),
+                "{section:?}: {parsed:?}"
+            );
+        };
+        let url = "mcp = \"https://mcp.example.com/mcp\"\n";
+        refused(&format!("{url}component = \"x.wasm\"\n"), "not both");
+        refused(&format!("{url}origin = \"https://other\"\n"), "`origin`");
+        refused(
+            &format!("{url}[connectors.remote.folders.p]\nroot = \"/d\"\n"),
+            "`folders`",
+        );
+        refused(&format!("{url}call_timeout_secs = 0\n"), "1 to 300");
+        refused(&format!("{url}discover_every_secs = 0\n"), "at least 1");
+        refused("mcp = \"ftp://mcp.example.com/mcp\"\n", "http or https");
+        refused(
+            "mcp = \"https://me:pw@mcp.example.com/mcp\"\n",
+            "credentials",
+        );
+        refused("mcp = \"https://mcp.example.com/mcp?key=1\"\n", "query");
+        refused("mcp = \"not a url\"\n", "not a URL");
+        refused(
+            "component = \"x.wasm\"\norigin = \"https://x\"\ncall_timeout_secs = 5\n",
+            "remote MCP server's",
         );
     }
 
