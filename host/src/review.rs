@@ -29,6 +29,9 @@ pub struct ToolReview {
     pub digest: String,
     /// Reviewed, new or changed.
     pub status: ReviewStatus,
+    /// The effect a remote MCP server's tool was reviewed with, while that
+    /// review holds (`None` for a component's tool, whose WIT says).
+    pub effect: Option<String>,
 }
 
 /// The digest of what a tool tells the model: name, description, schema.
@@ -49,15 +52,16 @@ pub(crate) fn status_of(
     tool: &Tool,
 ) -> Result<ToolReview, StoreError> {
     let digest = tool_digest(tool);
-    let status = match store.reviewed(connector, &tool.name)? {
-        None => ReviewStatus::New,
-        Some(approved) if approved.digest == digest => ReviewStatus::Reviewed,
-        Some(_) => ReviewStatus::Changed,
+    let (status, effect) = match store.reviewed(connector, &tool.name)? {
+        None => (ReviewStatus::New, None),
+        Some(approved) if approved.digest == digest => (ReviewStatus::Reviewed, approved.effect),
+        Some(_) => (ReviewStatus::Changed, None),
     };
     Ok(ToolReview {
         tool: tool.name.clone(),
         digest,
         status,
+        effect,
     })
 }
 

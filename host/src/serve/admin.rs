@@ -1219,11 +1219,7 @@ async fn list_reviews(State(host): State<Arc<ServeHost>>) -> Result<Json<Value>,
                     // A remote tool: the effect is the operator's review
                     // (none until reviewed as it is now); what the server
                     // says of itself is its claim, never trusted.
-                    let reviewed = host.store.reviewed(&name, &r.tool).ok().flatten();
-                    shown["effect"] = match (&r.status, reviewed) {
-                        (crate::review::ReviewStatus::Reviewed, Some(rev)) => json!(rev.effect),
-                        _ => Value::Null,
-                    };
+                    shown["effect"] = json!(r.effect);
                     if let Some(c) = found.tools.iter().find(|c| c.name == r.tool) {
                         shown["output_schema"] = c
                             .described
