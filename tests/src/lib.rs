@@ -248,31 +248,52 @@ pub fn server_everything() -> String {
 }
 
 /// `server-everything streamableHttp` on a free loopback port, once it
-/// accepts connections: the process (the caller kills it) and its port.
+/// says it listens: the process (the caller kills it) and its port. The
+/// port is picked free, then bound by the server; if another process took
+/// it in between (the server says so and exits), another port is tried.
 pub fn start_server_everything() -> (std::process::Child, u16) {
+    use std::io::BufRead;
     use std::process::{Command, Stdio};
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port");
-    let mut child = Command::new(server_everything())
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start server-everything");
-    let started = std::time::Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if started.elapsed() > std::time::Duration::from_secs(180)
-            || child.try_wait().ok().flatten().is_some()
-        {
-            let _ = child.kill();
-            panic!("server-everything did not listen on port {port}");
+    for _ in 0..5 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free loopback port");
+        let mut child = Command::new(server_everything())
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start server-everything");
+        let stderr = child.stderr.take().expect("its stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = std::io::BufReader::new(stderr).lines();
+            let mut said = None;
+            for line in lines.by_ref().map_while(Result::ok) {
+                if line.contains("listening on port") {
+                    said = Some(true);
+                    break;
+                }
+                if line.contains("already in use") {
+                    said = Some(false);
+                    break;
+                }
+            }
+            let _ = tx.send(said.unwrap_or(false));
+            // Drained for the server's whole life, so it never blocks on a full pipe.
+            for _ in lines {}
+        });
+        match rx.recv_timeout(std::time::Duration::from_secs(180)) {
+            Ok(true) => return (child, port),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
         }
-        std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    (child, port)
+    panic!("server-everything did not start on any of five free ports")
 }
 
 /// The reference server's version the tests install.

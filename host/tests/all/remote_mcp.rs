@@ -94,13 +94,14 @@ async fn listed(admin: &Admin, connector: &str) -> Vec<Value> {
         async || {
             let (status, body) = admin.request(Method::GET, "/v1/reviews", None).await;
             assert_eq!(status, 200, "{body}");
+            // Listed, and served as listed: the two are replaced one after
+            // the other, so a listing can show before its tools do.
             let listed = body["remote"][connector]["listed_at_ms"].as_i64()? > 0;
-            listed.then(|| {
-                body["connectors"][connector]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-            })
+            let tools = body["connectors"][connector]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            (listed && !tools.is_empty()).then_some(tools)
         },
     )
     .await
