@@ -778,7 +778,7 @@ pub fn audit(
         let peers: Vec<String> = doc.map(|d| d.reads_from.clone()).unwrap_or_default();
         let settings = config.and_then(|c| c.connectors.get(server));
         let own_origin = settings.and_then(|s| s.origin.clone());
-        let routes = tool
+        let routes: Vec<RouteView> = tool
             .routes
             .iter()
             .map(|r| {
@@ -824,11 +824,31 @@ pub fn audit(
                 }
             })
             .collect();
-        let own_routes = tool.routes.iter().any(|r| {
-            r.destination
-                .as_deref()
-                .is_none_or(|d| !peers.iter().any(|p| p == d))
-        });
+        // A remote server's tool is one `tools/call` to the server's URL.
+        let mut routes = routes;
+        if component.is_remote() {
+            let path = settings
+                .and_then(|s| s.mcp.as_deref())
+                .and_then(|u| url::Url::parse(u).ok())
+                .map_or_else(|| "/".to_string(), |u| u.path().to_string());
+            routes.push(RouteView {
+                method: "POST",
+                path,
+                destination: None,
+                via: server.to_string(),
+                origin: own_origin.clone(),
+                sends_credential: settings.map(|s| !s.is_public()),
+                read_only: false,
+                graphql: None,
+                graphql_fields: Vec::new(),
+            });
+        }
+        let own_routes = component.is_remote()
+            || tool.routes.iter().any(|r| {
+                r.destination
+                    .as_deref()
+                    .is_none_or(|d| !peers.iter().any(|p| p == d))
+            });
         let credential =
             (imports(component, "http") && own_routes && !deployment.platform.contains(server))
                 .then(|| describe(server));
@@ -911,6 +931,8 @@ fn credential_view(
         scheme: settings.map(|s| s.credential.clone()),
         token_source: if settings.is_some_and(|s| s.is_public()) {
             "none: a public API (`credential = \"none\"`), nothing is injected"
+        } else if settings.is_some_and(|s| s.is_remote()) {
+            "a stored secret (`secret`), or `oauth` from a person's Connect (POST /v1/brands/BRAND/connections/CONNECTOR/authorize: the server's OAuth discovery, registration and authorization), kept alive by the host"
         } else {
             token_source_note(server)
         },

@@ -49,12 +49,34 @@ pub enum TokenSource {
 pub struct RefreshGrant {
     pub refresh_token: String,
     pub client_id: String,
+    /// Empty for a public client (RFC 6749 §2.1; a client registered with
+    /// `token_endpoint_auth_method: none`): then no secret is sent.
+    #[serde(default)]
     pub client_secret: String,
     pub token_url: String,
     /// The scopes the refresh token was granted. A request never asks for
     /// one outside this set.
     #[serde(default)]
     pub scopes: BTreeSet<String>,
+    /// The resource indicator (RFC 8707) every token request names: a
+    /// remote MCP server's canonical URL, so a token is good for it alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    /// The last access token the endpoint issued and until when, kept with
+    /// the grant where the endpoint rotates its refresh tokens (the host's
+    /// own record, never given through the admin API): every host of a
+    /// fleet uses it until it expires instead of refreshing, and so
+    /// retiring, the refresh token another host holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued: Option<IssuedToken>,
+}
+
+/// An access token as issued, with its expiry (milliseconds since the epoch).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IssuedToken {
+    pub access_token: String,
+    pub expires_at_ms: i64,
 }
 
 /// An OAuth client that obtains tokens for itself.
@@ -114,7 +136,16 @@ impl TokenSource {
     /// The secrets it holds (never sent to an upstream; scrubbed anyway).
     pub fn secrets(&self) -> Vec<&str> {
         match self {
-            TokenSource::Oauth(g) => vec![&g.refresh_token, &g.client_secret],
+            TokenSource::Oauth(g) => {
+                let mut secrets = vec![g.refresh_token.as_str()];
+                if !g.client_secret.is_empty() {
+                    secrets.push(&g.client_secret);
+                }
+                if let Some(issued) = &g.issued {
+                    secrets.push(&issued.access_token);
+                }
+                secrets
+            }
             TokenSource::ClientCredentials(g) => vec![&g.client_secret],
             TokenSource::Broker(_) => Vec::new(),
         }
@@ -160,8 +191,14 @@ impl TokenSource {
             TokenSource::Oauth(g) => {
                 text("refresh_token", &g.refresh_token)?;
                 text("client_id", &g.client_id)?;
-                text("client_secret", &g.client_secret)?;
+                if !g.client_secret.is_empty() {
+                    text("client_secret", &g.client_secret)?;
+                }
                 token_url(&g.token_url).map_err(|why| field("token_url", why))?;
+                if let Some(resource) = &g.resource {
+                    crate::remote::endpoint(resource)
+                        .map_err(|_| field("resource", "must be an http(s) URL without credentials, query or fragment (RFC 8707)"))?;
+                }
                 scopes(&g.scopes)
             }
             TokenSource::ClientCredentials(g) => {
@@ -176,6 +213,24 @@ impl TokenSource {
                 scopes(&b.scopes)
             }
         }
+    }
+
+    /// The access token kept with a rotating grant, while it is still
+    /// worth using (what a host that did not obtain it starts from).
+    fn issued(&self) -> Option<Cached> {
+        let TokenSource::Oauth(RefreshGrant {
+            issued: Some(issued),
+            ..
+        }) = self
+        else {
+            return None;
+        };
+        let left = issued.expires_at_ms.saturating_sub(crate::store::now_ms());
+        let token = usable(&issued.access_token).ok()?;
+        (left > 0).then(|| Cached {
+            token,
+            renew_at: renew_at(Instant::now(), Duration::from_millis(left as u64)),
+        })
     }
 
     /// The string a connection seals.
@@ -339,6 +394,14 @@ const FAILURE_HOLD: Duration = Duration::from_secs(5);
 /// The most a token endpoint's answer may hold.
 const MAX_ANSWER_BYTES: usize = 64 << 10;
 
+/// When a token obtained `now` that lives `lifetime` is renewed: a minute
+/// before it expires, or halfway for a short-lived one.
+fn renew_at(now: Instant, lifetime: Duration) -> Instant {
+    let lead = RENEW_BEFORE.min(lifetime / 2);
+    now.checked_add(lifetime.saturating_sub(lead))
+        .unwrap_or(now)
+}
+
 /// What obtaining a token did, for the call's trace: never the token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TokenEvent {
@@ -358,6 +421,11 @@ pub struct TokenEvent {
     pub error: Option<String>,
     /// Time spent asking, in microseconds (0 from the cache).
     pub micros: u64,
+    /// The endpoint rotated the refresh token: the grant as it now stands,
+    /// for the caller to store in place of the one it resolved (the old
+    /// refresh token no longer works). Never traced.
+    #[serde(skip)]
+    pub rotated: Option<TokenSource>,
 }
 
 struct Cached {
@@ -449,6 +517,7 @@ impl TokenRequest<'_> {
             status: None,
             error: None,
             micros,
+            rotated: None,
         }
     }
 }
@@ -513,6 +582,9 @@ impl Tokens {
     ) -> (Result<Secret, TokenError>, TokenEvent) {
         let slot = self.slot(request.key());
         let mut state = slot.lock().await;
+        if state.cached.is_none() {
+            state.cached = request.source.issued();
+        }
         if let Some(c) = state.cached.as_ref()
             && Instant::now() < c.renew_at
         {
@@ -556,17 +628,31 @@ impl Tokens {
         let mut event = request.event(outcome, started.elapsed().as_micros() as u64);
         event.status = status;
         match fetched {
-            Ok((token, lifetime)) => {
+            Ok(Fetched {
+                token,
+                lifetime,
+                refresh_token,
+            }) => {
                 let lifetime = lifetime.min(MAX_LIFETIME);
-                let lead = RENEW_BEFORE.min(lifetime / 2);
                 let now = Instant::now();
                 state.cached = Some(Cached {
                     token: token.clone(),
-                    renew_at: now
-                        .checked_add(lifetime.saturating_sub(lead))
-                        .unwrap_or(now),
+                    renew_at: renew_at(now, lifetime),
                 });
                 state.failed = None;
+                if let (TokenSource::Oauth(grant), Some(next)) = (request.source, refresh_token)
+                    && next != grant.refresh_token
+                {
+                    event.rotated = Some(TokenSource::Oauth(RefreshGrant {
+                        refresh_token: next,
+                        issued: Some(IssuedToken {
+                            access_token: token.expose().to_string(),
+                            expires_at_ms: crate::store::now_ms()
+                                .saturating_add(lifetime.as_millis() as i64),
+                        }),
+                        ..grant.clone()
+                    }));
+                }
                 (Ok(token), event)
             }
             Err(e) => {
@@ -600,7 +686,7 @@ impl Tokens {
         &self,
         request: &TokenRequest<'_>,
         renewing: bool,
-    ) -> (Result<(Secret, Duration), TokenError>, Option<u16>) {
+    ) -> (Result<Fetched, TokenError>, Option<u16>) {
         let scopes = if request.scopes.is_empty() {
             request.source.scopes()
         } else {
@@ -623,8 +709,13 @@ impl Tokens {
                     ("grant_type", "refresh_token"),
                     ("refresh_token", g.refresh_token.as_str()),
                     ("client_id", g.client_id.as_str()),
-                    ("client_secret", g.client_secret.as_str()),
                 ];
+                if !g.client_secret.is_empty() {
+                    form.push(("client_secret", g.client_secret.as_str()));
+                }
+                if let Some(resource) = &g.resource {
+                    form.push(("resource", resource.as_str()));
+                }
                 let joined = scope.join(" ");
                 if !joined.is_empty() {
                     form.push(("scope", &joined));
@@ -726,7 +817,11 @@ impl Tokens {
             return (Err(TokenError::Refused { status, code }), Some(status));
         }
         let parsed = match request.source {
-            TokenSource::Broker(_) => broker_token(&body),
+            TokenSource::Broker(_) => broker_token(&body).map(|(token, lifetime)| Fetched {
+                token,
+                lifetime,
+                refresh_token: None,
+            }),
             _ => oauth_token(&body),
         };
         (parsed, Some(status))
@@ -762,13 +857,24 @@ fn usable(token: &str) -> Result<Secret, TokenError> {
     Ok(Secret::new(token))
 }
 
-/// RFC 6749 §5.1: `access_token`, `token_type` (bearer), `expires_in`.
-fn oauth_token(body: &[u8]) -> Result<(Secret, Duration), TokenError> {
+/// A token endpoint's answer: the access token, how long it lives, and the
+/// new refresh token where the endpoint rotates them (RFC 6749 §6, OAuth
+/// 2.1 §4.3.1).
+pub(crate) struct Fetched {
+    pub(crate) token: Secret,
+    pub(crate) lifetime: Duration,
+    pub(crate) refresh_token: Option<String>,
+}
+
+/// RFC 6749 §5.1: `access_token`, `token_type` (bearer), `expires_in`, and
+/// a `refresh_token` where one is issued.
+pub(crate) fn oauth_token(body: &[u8]) -> Result<Fetched, TokenError> {
     #[derive(Deserialize)]
     struct Answer {
         access_token: Option<String>,
         token_type: Option<String>,
         expires_in: Option<serde_json::Value>,
+        refresh_token: Option<String>,
     }
     let answer: Answer =
         serde_json::from_slice(body).map_err(|_| TokenError::Malformed("not JSON"))?;
@@ -788,7 +894,14 @@ fn oauth_token(body: &[u8]) -> Result<(Secret, Duration), TokenError> {
     }
     .map(|secs| Duration::from_secs(secs.min(MAX_LIFETIME.as_secs())))
     .unwrap_or(DEFAULT_LIFETIME);
-    Ok((usable(&token)?, lifetime))
+    let refresh_token = answer
+        .refresh_token
+        .filter(|r| !r.is_empty() && r.len() <= 4096 && !r.chars().any(char::is_control));
+    Ok(Fetched {
+        token: usable(&token)?,
+        lifetime,
+        refresh_token,
+    })
 }
 
 /// Nango's connection: `credentials.access_token` and `credentials.expires_at`.
@@ -821,6 +934,8 @@ mod tests {
             client_secret: "shh".into(),
             token_url: url.into(),
             scopes: ["a".to_string()].into(),
+            resource: None,
+            issued: None,
         })
     }
 
@@ -886,14 +1001,25 @@ mod tests {
 
     #[test]
     fn answers_are_read_as_the_rfc_and_nango_write_them() {
-        let (t, life) =
+        let answer =
             oauth_token(br#"{"access_token":"ya29.x","token_type":"Bearer","expires_in":3599}"#)
                 .unwrap();
-        assert_eq!((t.expose(), life), ("ya29.x", Duration::from_secs(3599)));
-        let (_, life) = oauth_token(br#"{"access_token":"t","token_type":"bearer"}"#).unwrap();
         assert_eq!(
-            life, DEFAULT_LIFETIME,
+            (answer.token.expose(), answer.lifetime),
+            ("ya29.x", Duration::from_secs(3599))
+        );
+        assert_eq!(answer.refresh_token, None);
+        let answer =
+            oauth_token(br#"{"access_token":"t","token_type":"bearer","refresh_token":"r2"}"#)
+                .unwrap();
+        assert_eq!(
+            answer.lifetime, DEFAULT_LIFETIME,
             "no expires_in: the default lifetime"
+        );
+        assert_eq!(
+            answer.refresh_token.as_deref(),
+            Some("r2"),
+            "a rotated refresh token is read"
         );
         assert!(oauth_token(br#"{"token_type":"bearer"}"#).is_err());
         assert!(oauth_token(br#"{"access_token":"t","token_type":"mac"}"#).is_err());

@@ -22,6 +22,7 @@
 
 mod client;
 pub mod inspect;
+pub mod oauth;
 mod transport;
 
 use crate::capabilities::http::HttpCapability;

@@ -216,8 +216,13 @@ async fn call_remote(
         });
     }
     let Some(upstream) = &caps.mcp else {
+        // Why the handle was not granted, where the host knows (a token it
+        // could not obtain), else that none was.
         return Err(CallError::Upstream(
-            "no upstream session was granted for this call".into(),
+            caps.refused
+                .get(&None)
+                .cloned()
+                .unwrap_or_else(|| "no upstream session was granted for this call".into()),
         ));
     };
     // A host that no longer holds its lease sends nothing (issue 31).

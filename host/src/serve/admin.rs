@@ -39,7 +39,11 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+    pub(super) fn new(
+        status: StatusCode,
+        code: &'static str,
+        message: impl Into<String>,
+    ) -> ApiError {
         ApiError {
             status,
             code,
@@ -48,7 +52,7 @@ impl ApiError {
         }
     }
     /// 422: the body's `field` is not acceptable.
-    fn invalid_field(
+    pub(super) fn invalid_field(
         code: &'static str,
         field: impl Into<String>,
         message: impl Into<String>,
@@ -58,10 +62,10 @@ impl ApiError {
             ..ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
         }
     }
-    fn bad_request(message: impl Into<String>) -> ApiError {
+    pub(super) fn bad_request(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
     }
-    fn not_found(message: impl Into<String>) -> ApiError {
+    pub(super) fn not_found(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
     }
 }
@@ -172,6 +176,10 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
             put(put_connection).delete(disable_connection),
         )
         .route(
+            "/v1/brands/{brand}/connections/{connector}/authorize",
+            post(super::connect::authorize),
+        )
+        .route(
             "/v1/brands/{brand}/connections/{connector}/shares/{with}",
             put(share).delete(unshare),
         )
@@ -192,7 +200,11 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
             host.clone(),
             require_identity,
         ));
-    let mcp = Router::new().route("/mcp/{session}/{connector}", any(mcp_endpoint));
+    let mcp = Router::new()
+        .route("/mcp/{session}/{connector}", any(mcp_endpoint))
+        // A browser's redirect from an authorization server: no admin
+        // credential; trusted only for what its sealed `state` says.
+        .route(super::connect::CALLBACK, get(super::connect::callback));
     let checked = admin
         .merge(mcp)
         .merge(super::console::routes())
@@ -228,7 +240,8 @@ async fn json_errors(request: Request, next: Next) -> Response {
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
+        // A page for a browser (the OAuth callback's) is left as written.
+        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/html"));
     if !(status.is_client_error() || status.is_server_error()) || is_json {
         return response;
     }
@@ -741,7 +754,16 @@ fn token_source(
         invalid(field, message)
     };
     let source = match kind {
-        "oauth" => TokenSource::Oauth(serde_json::from_value::<RefreshGrant>(body).map_err(read)?),
+        "oauth" => {
+            let grant = serde_json::from_value::<RefreshGrant>(body).map_err(read)?;
+            if grant.issued.is_some() {
+                return Err(invalid(
+                    "oauth.issued".into(),
+                    "`oauth.issued` is the host's own record of a token it was issued: leave it out".into(),
+                ));
+            }
+            TokenSource::Oauth(grant)
+        }
         "client_credentials" => TokenSource::ClientCredentials(
             serde_json::from_value::<ClientGrant>(body).map_err(read)?,
         ),

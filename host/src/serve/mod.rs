@@ -14,6 +14,7 @@ pub mod admin;
 pub mod agent_config;
 mod authority;
 pub mod config;
+mod connect;
 mod console;
 mod drain;
 pub mod host_tools;
@@ -1370,13 +1371,16 @@ impl ServeHost {
     /// The handle discovery lists a remote server's tools with: the
     /// deployment owner's credential for it where one resolves, else none
     /// (the same address rules either way).
-    fn discovery_http(&self, name: &str) -> Option<Arc<HttpCapability>> {
+    async fn discovery_http(&self, name: &str) -> Option<Arc<HttpCapability>> {
         let settings = self.config.connectors.get(name)?;
-        if let Some(owner) = &self.config.deployment_owner_brand
-            && let Some(http) =
-                self.http_capability(owner, name, settings, None, &Obtained::default())
-        {
-            return Some(http);
+        if let Some(owner) = &self.config.deployment_owner_brand {
+            let mut obtained = Obtained::default();
+            if self.store.lease_held() {
+                self.obtain_token(owner, name, &mut obtained).await;
+            }
+            if let Some(http) = self.http_capability(owner, name, settings, None, &obtained) {
+                return Some(http);
+            }
         }
         HttpCapability::new(
             crate::HttpConfig::new(settings.origin.clone()?)
@@ -1406,7 +1410,7 @@ impl ServeHost {
                         return;
                     }
                     if let (Some(server), Some(http)) =
-                        (host.remote.get(&name), host.discovery_http(&name))
+                        (host.remote.get(&name), host.discovery_http(&name).await)
                     {
                         match server.discover(http).await {
                             Ok(true) => host.refresh_remote(&name),
@@ -1473,42 +1477,86 @@ impl ServeHost {
                 .filter(|p| live.connectors.iter().any(|c| c == p)),
         );
         for server in needed {
-            let Ok(Some(credential)) =
-                self.resolutions
-                    .resolve_server(|| self.resolver(), brand, &server)
-            else {
-                continue;
-            };
-            let Some(source) = credential.token_source() else {
-                continue;
-            };
-            let no_scopes = BTreeSet::new();
-            let request = crate::credentials::TokenRequest {
-                brand,
-                connector: &server,
-                source,
-                scopes: credential.scopes().unwrap_or(&no_scopes),
-                allow_private_network: self
-                    .config
-                    .connectors
-                    .get(&server)
-                    .is_some_and(|c| c.allow_private_network),
-            };
             // A token request is an effect on the brand's behalf: none
             // from a host that no longer holds its lease.
             if !self.may_act(&live.session) {
-                obtained.tokens.insert(server, Err(()));
+                if self.host_obtains_token(brand, &server) {
+                    obtained.tokens.insert(server, Err(()));
+                }
                 continue;
             }
-            let (token, event) = self.tokens.token(&request).await;
-            if event.outcome != "cached" {
-                obtained
-                    .events
-                    .push(serde_json::to_value(&event).unwrap_or_default());
-            }
-            obtained.tokens.insert(server, token.map_err(|_| ()));
+            self.obtain_token(brand, &server, &mut obtained).await;
         }
         obtained
+    }
+
+    /// Whether `server`'s credential for `brand` is one the host obtains.
+    fn host_obtains_token(&self, brand: &str, server: &str) -> bool {
+        matches!(
+            self.resolutions.resolve_server(|| self.resolver(), brand, server),
+            Ok(Some(credential)) if credential.token_source().is_some()
+        )
+    }
+
+    /// Obtains `server`'s access token for `brand` into `obtained`, where
+    /// its credential is one the host obtains; a grant the endpoint
+    /// rotated is kept in place of the stored one.
+    async fn obtain_token(&self, brand: &str, server: &str, obtained: &mut Obtained) {
+        let Ok(Some(credential)) =
+            self.resolutions
+                .resolve_server(|| self.resolver(), brand, server)
+        else {
+            return;
+        };
+        let Some(source) = credential.token_source() else {
+            return;
+        };
+        let no_scopes = BTreeSet::new();
+        let request = crate::credentials::TokenRequest {
+            brand,
+            connector: server,
+            source,
+            scopes: credential.scopes().unwrap_or(&no_scopes),
+            allow_private_network: self
+                .config
+                .connectors
+                .get(server)
+                .is_some_and(|c| c.allow_private_network),
+        };
+        let (token, mut event) = self.tokens.token(&request).await;
+        if let (Some(next), Some(keeper)) = (event.rotated.take(), self.keeper(brand, &credential))
+        {
+            keeper.keep(source, &next);
+        }
+        if event.outcome != "cached" {
+            obtained
+                .events
+                .push(serde_json::to_value(&event).unwrap_or_default());
+        }
+        obtained
+            .tokens
+            .insert(server.to_string(), token.map_err(|_| ()));
+    }
+
+    /// Where a grant rotated for `credential` (resolved for `brand`) is kept.
+    fn keeper(
+        &self,
+        brand: &str,
+        credential: &crate::credentials::Credential,
+    ) -> Option<RotationKeeper> {
+        use crate::credentials::Source;
+        let row = match credential.source() {
+            Source::Own => brand.to_string(),
+            Source::SharedByOwner { owner_brand } => owner_brand.clone(),
+            Source::HostEnvironment | Source::NoneNeeded => return None,
+        };
+        Some(RotationKeeper {
+            store: self.store.clone(),
+            key: self.key,
+            resolutions: self.resolutions.clone(),
+            brand: row,
+            connection: credential.connection().to_string(),
+        })
     }
 
     /// How many calls were granted handles. A call the boundary refuses is
@@ -1615,6 +1663,7 @@ impl ServeHost {
             && sends_credential
         {
             http_config.renewal = Some(Arc::new(TokenRenewal {
+                keeper: self.keeper(brand, &credential),
                 tokens: self.tokens.clone(),
                 brand: brand.to_string(),
                 connector: connector.to_string(),
@@ -1700,6 +1749,11 @@ impl ServeHost {
         self.store
             .put_connection(brand, connector, secret, &self.key)?;
         self.connections_changed();
+        // A remote server listed without a credential (or an expired one)
+        // is listed again with the new one.
+        if let Some(server) = self.remote.get(connector) {
+            server.list_changed().notify_one();
+        }
         Ok(())
     }
 
@@ -1856,8 +1910,56 @@ impl Obtained {
     }
 }
 
+/// Stores the grant an endpoint rotated (its new refresh token, and the
+/// access token it came with) in place of the one a credential was
+/// resolved from, in the row it came from (the brand's own, or the sharing
+/// owner's), so a restart or another host starts from it. Only while that
+/// row still holds the old grant: a connection an operator replaced or
+/// disabled meanwhile is left as it is.
+struct RotationKeeper {
+    store: Arc<dyn Store>,
+    key: [u8; 32],
+    resolutions: Arc<ResolutionCache>,
+    /// The brand whose row holds the connection.
+    brand: String,
+    connection: String,
+}
+
+impl RotationKeeper {
+    fn keep(&self, old: &crate::credentials::TokenSource, next: &crate::credentials::TokenSource) {
+        use crate::credentials::TokenSource;
+        let (brand, connection) = (self.brand.as_str(), self.connection.as_str());
+        let lost = "the rotated refresh token cannot be stored: the connection needs authorizing again if this host restarts";
+        match self.store.get_connection(brand, connection, &self.key) {
+            Ok(Some(sealed)) if TokenSource::from_sealed(&sealed) == Some(Ok(old.clone())) => {}
+            Ok(_) => {
+                tracing::warn!(
+                    brand,
+                    connection,
+                    "the endpoint rotated the refresh token of a connection that changed meanwhile: the stored connection is left as it is"
+                );
+                return;
+            }
+            Err(e) => {
+                tracing::error!(brand, connection, error = %e, "{lost}");
+                return;
+            }
+        }
+        if let Err(e) = self
+            .store
+            .put_connection(brand, connection, &next.seal_text(), &self.key)
+        {
+            tracing::error!(brand, connection, error = %e, "{lost}");
+            return;
+        }
+        self.resolutions.invalidate();
+    }
+}
+
 /// Renews a handle's token after the upstream refused it (401).
 struct TokenRenewal {
+    /// Where a grant the endpoint rotated is kept.
+    keeper: Option<RotationKeeper>,
     tokens: Arc<crate::credentials::Tokens>,
     brand: String,
     connector: String,
@@ -1878,7 +1980,10 @@ impl crate::capabilities::http::Renewal for TokenRenewal {
             scopes: &self.scopes,
             allow_private_network: self.config.allow_private_network,
         };
-        let (token, event) = self.tokens.renew(&request, &self.stale).await;
+        let (token, mut event) = self.tokens.renew(&request, &self.stale).await;
+        if let (Some(next), Some(keeper)) = (event.rotated.take(), &self.keeper) {
+            keeper.keep(&self.source, &next);
+        }
         let event = serde_json::to_value(&event).unwrap_or_default();
         let Ok(token) = token else {
             return crate::capabilities::http::Renewed { http: None, event };

@@ -16,6 +16,7 @@
 pub mod broker;
 mod postgres;
 mod sealed;
+pub use sealed::{open_text, seal_text};
 mod sqlite;
 mod writer;
 

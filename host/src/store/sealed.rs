@@ -63,3 +63,58 @@ pub(crate) fn open_connection(
         .ok_or_else(decrypt_error)?;
     String::from_utf8(plain).map_err(|_| decrypt_error())
 }
+
+/// `plain` sealed under `key` for `purpose` (its associated data), as one
+/// URL-safe text (nonce then ciphertext): a value the host hands out and
+/// must get back unchanged, such as an OAuth `state`.
+pub fn seal_text(key: &[u8; 32], purpose: &[u8], plain: &[u8]) -> Result<String, StoreError> {
+    use base64::Engine;
+    let (mut nonce, ciphertext) = seal(key, purpose, plain)?;
+    nonce.extend_from_slice(&ciphertext);
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(nonce))
+}
+
+/// What [`seal_text`] sealed, or `None` for anything else (another key,
+/// another purpose, a changed byte).
+pub fn open_text(key: &[u8; 32], purpose: &[u8], text: &str) -> Option<Vec<u8>> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(text)
+        .ok()?;
+    if bytes.len() < 12 {
+        return None;
+    }
+    let (nonce, ciphertext) = bytes.split_at(12);
+    open(key, purpose, nonce, ciphertext)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sealed_text_opens_only_with_its_key_and_purpose_and_unchanged() {
+        let key = [7u8; 32];
+        let text = seal_text(&key, b"purpose", b"plain").unwrap();
+        assert_eq!(
+            open_text(&key, b"purpose", &text).as_deref(),
+            Some(&b"plain"[..])
+        );
+        assert_eq!(
+            open_text(&[8u8; 32], b"purpose", &text),
+            None,
+            "another key"
+        );
+        assert_eq!(open_text(&key, b"other", &text), None, "another purpose");
+        let mut changed = text.into_bytes();
+        let last = changed.len() - 2;
+        changed[last] = if changed[last] == b'A' { b'B' } else { b'A' };
+        let changed = String::from_utf8(changed).unwrap();
+        assert_eq!(
+            open_text(&key, b"purpose", &changed),
+            None,
+            "a changed byte"
+        );
+        assert_eq!(open_text(&key, b"purpose", "short"), None);
+    }
+}

@@ -255,3 +255,161 @@ async fn the_console_shows_hidden_characters_visibly_and_warns() {
     drop(serve);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The page's side of [`a_person_connects_a_brand_from_the_console`]: an
+/// admin signs in, names the brand, picks the remote server and clicks
+/// Connect; the authorization page opens apart (the fixture's server allows
+/// at once, as a person clicking "Allow" would) and sends the browser back to
+/// the host's callback; prints what that page says.
+const CONNECT_PY: &str = r##"
+import json, sys, time
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
+
+base, admin_token, chromium, chromedriver = sys.argv[1:5]
+
+def until(what, probe, seconds=30):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError("timed out waiting for " + what)
+
+options = webdriver.ChromeOptions()
+options.binary_location = chromium
+for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+             "--no-first-run", "--disable-background-networking", "--disable-sync"]:
+    options.add_argument(flag)
+driver = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
+try:
+    driver.get(base + "/console")
+    until("the sign-in form", lambda: driver.find_element(By.ID, "sign-in").is_displayed())
+    driver.find_element(By.ID, "token").send_keys(admin_token)
+    driver.find_element(By.ID, "sign-in-button").click()
+    until("the connect pane", lambda: driver.find_element(By.ID, "connect-pane").is_displayed())
+    servers = [o.text for o in Select(driver.find_element(By.ID, "connect-connector")).options]
+    driver.find_element(By.ID, "connect-brand").send_keys("acme")
+    Select(driver.find_element(By.ID, "connect-connector")).select_by_value("tracker")
+    console = driver.current_window_handle
+    driver.find_element(By.ID, "connect-button").click()
+    until("the authorization link", lambda: driver.find_element(By.ID, "connect-link").is_displayed())
+    outcome = driver.find_element(By.ID, "connect-outcome").text
+    # The page opens the authorization page itself; where a popup blocker
+    # stops that, the person follows the link it shows.
+    try:
+        until("the authorization window", lambda: len(driver.window_handles) > 1, seconds=5)
+    except AssertionError:
+        driver.find_element(By.ID, "connect-link").click()
+        until("the authorization window", lambda: len(driver.window_handles) > 1)
+    other = [h for h in driver.window_handles if h != console][0]
+    driver.switch_to.window(other)
+    until("the host's answer", lambda: "/v1/oauth/callback" in driver.current_url
+          and driver.find_element(By.TAG_NAME, "h1").text)
+    print(json.dumps({
+        "servers": servers,
+        "outcome": outcome,
+        "landed_on": driver.current_url.split("?")[0],
+        "title": driver.find_element(By.TAG_NAME, "h1").text,
+        "text": driver.find_element(By.TAG_NAME, "body").text,
+    }))
+finally:
+    driver.quit()
+"##;
+
+/// A person connects a brand to a remote MCP server that takes OAuth from
+/// the console: Connect opens the server's authorization page, which sends
+/// the browser back to the host, and the brand's connection is stored as
+/// an OAuth grant, shown nowhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_connects_a_brand_from_the_console() {
+    let Some((chromium, chromedriver)) = scout_tests::chromium() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = crate::remote_mcp::oauth_server(dir.path(), 3600).await;
+    let config = dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\ndeployment_owner_brand = \"acme\"\n\
+             [connectors.tracker]\nmcp = \"http://127.0.0.1:{}/mcp\"\ncredential = \"bearer\"\nallow_private_network = true\n",
+            upstream.port
+        ),
+    )
+    .unwrap();
+    let mut command = ServeProcess::command(
+        env!("CARGO_BIN_EXE_scout-host"),
+        &config,
+        ADMIN_TOKEN,
+        &"6d".repeat(32),
+    );
+    command.current_dir(dir.path());
+    let serve = ServeProcess::start(command);
+    let mut browser = Command::new(python());
+    browser
+        .args(["-c", CONNECT_PY])
+        .args([&serve.base, ADMIN_TOKEN])
+        .arg(&chromium)
+        .arg(&chromedriver);
+    let page = browser_summary(browser, &serve).await;
+    assert_eq!(page["servers"], serde_json::json!(["tracker"]), "{page}");
+    assert!(
+        page["outcome"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("within ten minutes"),
+        "{page}"
+    );
+    assert_eq!(
+        page["landed_on"],
+        format!("{}/v1/oauth/callback", serve.base).as_str()
+    );
+    assert_eq!(page["title"], "Connected", "{page}");
+    assert!(
+        page["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("acme is connected to tracker"),
+        "{page}"
+    );
+    // Stored as the brand's own connection; the page showed none of it.
+    let connections: serde_json::Value = serde_json::from_str(
+        &reqwest::Client::new()
+            .get(format!("{}/v1/brands/acme/connections", serve.base))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    let tracker = connections["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["connector"] == "tracker")
+        .unwrap_or_else(|| panic!("{connections}"));
+    assert_eq!(tracker["source"], "own", "{connections}");
+    let stats: serde_json::Value = serde_json::from_str(
+        &reqwest::get(format!("http://127.0.0.1:{}/stats", upstream.port))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(stats["code_exchanges"], 1, "{stats}");
+    for token in stats["issued"].as_array().unwrap() {
+        assert!(
+            !page.to_string().contains(token.as_str().unwrap()),
+            "a token on the page"
+        );
+    }
+}

@@ -25,9 +25,9 @@ use std::process::{Child, Command, Stdio};
 const HOSTILE_TOKEN: &str = "hostile-owner-token-7f3a9c2e51";
 
 /// A server process of the test's, killed when dropped.
-struct Server {
+pub(super) struct Server {
     child: Child,
-    port: u16,
+    pub(super) port: u16,
 }
 
 impl Drop for Server {
@@ -611,4 +611,293 @@ async fn the_seeds_cloudflare_is_a_remote_server_served_with_the_seeds_gates() {
     assert_eq!(execute["effect"], "write", "{report}");
     assert_eq!(code, Some(0), "{report}");
     drop(serve);
+}
+
+/// The OAuth fixture (`tests/mcp_client/oauth_server.py`): a server on the
+/// official Python SDK that is its own authorization server, issuing
+/// access tokens that live `lifetime` seconds and rotating refresh tokens.
+pub(super) async fn oauth_server(dir: &Path, lifetime: u32) -> Server {
+    let port_file = dir.join("oauth.port");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/oauth_server.py");
+    let child = Command::new(scout_tests::python())
+        .arg(script)
+        .arg("--port-file")
+        .arg(&port_file)
+        .args(["--access-lifetime", &lifetime.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the OAuth MCP server");
+    let port = wait_for("the OAuth server's port", EVENTUALLY, async || {
+        std::fs::read_to_string(&port_file)
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    })
+    .await;
+    Server { child, port }
+}
+
+fn query_of(url: &str) -> std::collections::HashMap<String, String> {
+    url::Url::parse(url)
+        .unwrap_or_else(|e| panic!("{url}: {e}"))
+        .query_pairs()
+        .into_owned()
+        .collect()
+}
+
+/// A person connects a brand to a remote server that takes OAuth: the host
+/// discovers the authorization server from the server's challenge,
+/// registers itself, sends the person with PKCE (S256) and the resource
+/// indicator, exchanges the code at the callback, and from then on keeps
+/// the token alive itself, storing each rotated refresh token so a restart
+/// goes on with it. No token reaches the agent, the trace or the log.
+#[tokio::test]
+async fn a_person_connects_a_brand_by_oauth_and_the_host_keeps_the_token_alive() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = oauth_server(dir.path(), 2).await;
+    let mcp_url = format!("http://127.0.0.1:{}/mcp", upstream.port);
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[connectors.tracker]\nmcp = \"{mcp_url}\"\ncredential = \"bearer\"\nallow_private_network = true\n"
+        ),
+    );
+    let mut serve = Serve::start(&config);
+    let http = reqwest::Client::new();
+    let admin = Admin {
+        http: http.clone(),
+        base: serve.base.clone(),
+    };
+
+    // A component is not connected this way; nor is an unknown connector.
+    let (status, body) = admin
+        .request(
+            Method::POST,
+            "/v1/brands/acme/connections/nothing/authorize",
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(status, 404, "{body}");
+
+    let (status, started) = admin
+        .request(
+            Method::POST,
+            "/v1/brands/acme/connections/tracker/authorize",
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(status, 200, "{started}");
+    let callback = format!("{}/v1/oauth/callback", serve.base);
+    assert_eq!(started["redirect_uri"], callback.as_str(), "{started}");
+    assert_eq!(started["resource"], mcp_url.as_str(), "{started}");
+    assert_eq!(started["registered_client"], true, "{started}");
+    let authorization_url = started["authorization_url"].as_str().unwrap();
+    let asked = query_of(authorization_url);
+    assert_eq!(asked["code_challenge_method"], "S256", "{asked:?}");
+    assert_eq!(asked["code_challenge"].len(), 43, "{asked:?}");
+    assert_eq!(asked["resource"], mcp_url, "{asked:?}");
+    assert_eq!(asked["redirect_uri"], callback, "{asked:?}");
+    let seen = stats(&upstream).await;
+    let registered = &seen["registrations"][0];
+    assert_eq!(registered["redirect_uris"], json!([callback]), "{seen}");
+    assert_eq!(
+        registered["token_endpoint_auth_method"], "client_secret_post",
+        "{seen}"
+    );
+    assert_eq!(
+        registered["client_id"],
+        asked["client_id"].as_str(),
+        "{seen}"
+    );
+
+    // The person allows; the authorization server sends the browser back.
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let allowed = browser.get(authorization_url).send().await.unwrap();
+    assert!(allowed.status().is_redirection(), "{}", allowed.status());
+    let back = allowed.headers()["location"].to_str().unwrap().to_string();
+    assert!(back.starts_with(&callback), "{back}");
+    let returned = query_of(&back);
+
+    // A `state` changed on the way, or missing, stores nothing.
+    let mut forged = returned["state"].clone().into_bytes();
+    let at = forged.len() / 2;
+    forged[at] = if forged[at] == b'A' { b'B' } else { b'A' };
+    let forged = String::from_utf8(forged).unwrap();
+    for query in [
+        format!("code={}&state={forged}", returned["code"]),
+        format!("code={}", returned["code"]),
+    ] {
+        let answer = browser
+            .get(format!("{callback}?{query}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 400);
+        let page = answer.text().await.unwrap();
+        assert!(page.contains("Nothing was stored"), "{page}");
+    }
+    let (_, connections) = admin
+        .request(Method::GET, "/v1/brands/acme/connections", None)
+        .await;
+    assert!(
+        !connections.to_string().contains("tracker"),
+        "{connections}"
+    );
+    assert_eq!(stats(&upstream).await["code_exchanges"], 0);
+
+    let done = browser.get(&back).send().await.unwrap();
+    assert_eq!(done.status(), 200);
+    let page = done.text().await.unwrap();
+    assert!(page.contains("connected to tracker"), "{page}");
+    let seen = stats(&upstream).await;
+    assert_eq!(seen["code_exchanges"], 1, "{seen}");
+    assert_eq!(
+        seen["authorizations"][0]["resource"],
+        mcp_url.as_str(),
+        "{seen}"
+    );
+    let (_, connections) = admin
+        .request(Method::GET, "/v1/brands/acme/connections", None)
+        .await;
+    assert!(connections.to_string().contains("tracker"), "{connections}");
+    // The callback is good once: the code is spent.
+    let again = browser.get(&back).send().await.unwrap();
+    assert_eq!(
+        again.status(),
+        502,
+        "the authorization server refuses a spent code"
+    );
+
+    // The stored connection lists the server (with the owner's token) and
+    // its tools are reviewed as any remote server's.
+    let reviews = listed(&admin, "tracker").await;
+    review(&admin, "tracker", tool(&reviews, "whoami"), "read").await;
+    review(
+        &admin,
+        "tracker",
+        tool(&reviews, "echo_authorization"),
+        "read",
+    )
+    .await;
+    // The audit says where each reviewed tool goes, with which credential.
+    let (status, audit) = admin
+        .request(Method::GET, "/v1/audit?role=person-chat&brand=acme", None)
+        .await;
+    assert_eq!(status, 200, "{audit}");
+    let whoami = audit["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__tracker__whoami")
+        .unwrap_or_else(|| panic!("{audit}"));
+    assert_eq!(whoami["effect"], "read", "{whoami}");
+    assert_eq!(whoami["review"], "reviewed", "{whoami}");
+    assert_eq!(whoami["routes"][0]["path"], "/mcp", "{whoami}");
+    assert_eq!(
+        whoami["routes"][0]["origin"],
+        format!("http://127.0.0.1:{}", upstream.port).as_str(),
+        "{whoami}"
+    );
+    assert_eq!(
+        whoami["credential"]["resolved"]["form"], "oauth",
+        "{whoami}"
+    );
+    let view = admin.session().await;
+    let mcp = Mcp::for_connector(&http, &view, "tracker").connect().await;
+    let who = call(&mcp, "whoami", json!({})).await.unwrap();
+    let client_id = registered["client_id"].as_str().unwrap();
+    assert_eq!(
+        ok_text(&who).as_deref(),
+        Some(format!("signed in as client {client_id}").as_str()),
+        "{who}"
+    );
+    // The token reaches the server, and never what the server sends back.
+    let echoed = call(&mcp, "echo_authorization", json!({})).await.unwrap();
+    assert_eq!(
+        ok_text(&echoed).as_deref(),
+        Some("Bearer [REDACTED]"),
+        "{echoed}"
+    );
+
+    // Each token lives two seconds: the host refreshes it, with the
+    // refresh token the last refresh rotated in (a spent one is refused).
+    for _ in 0..2 {
+        tokio::time::sleep(std::time::Duration::from_millis(2200)).await;
+        let who = call(&mcp, "whoami", json!({})).await.unwrap();
+        assert!(ok_text(&who).is_some(), "{who}");
+    }
+    let seen = stats(&upstream).await;
+    assert!(seen["refreshes"].as_u64().unwrap() >= 2, "{seen}");
+    assert_eq!(seen["refused_refreshes"], 0, "{seen}");
+
+    // A restart goes on from the stored, rotated grant.
+    let issued = seen["issued"].clone();
+    serve.kill();
+    drop(serve);
+    tokio::time::sleep(std::time::Duration::from_millis(2200)).await;
+    let serve = Serve::start(&config);
+    let admin = Admin {
+        http: http.clone(),
+        base: serve.base.clone(),
+    };
+    listed(&admin, "tracker").await;
+    let view = admin.session().await;
+    let mcp = Mcp::for_connector(&http, &view, "tracker").connect().await;
+    let who = call(&mcp, "whoami", json!({})).await.unwrap();
+    assert!(ok_text(&who).is_some(), "{who}");
+    let seen = stats(&upstream).await;
+    assert_eq!(seen["refused_refreshes"], 0, "{seen}");
+
+    // A grant the authorization server revoked fails the call with the
+    // bounded reason once the token expires, and the server hears nothing.
+    let revoked = http
+        .post(format!("http://127.0.0.1:{}/revoke-all", upstream.port))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(revoked.status(), 200);
+    tokio::time::sleep(std::time::Duration::from_millis(2200)).await;
+    let calls_before = calls_of(&stats(&upstream).await, "whoami");
+    let failed = call(&mcp, "whoami", json!({})).await.unwrap();
+    assert!(
+        result_text(&failed).contains("credential could not be refreshed"),
+        "{failed}"
+    );
+    let seen = stats(&upstream).await;
+    assert_eq!(calls_of(&seen, "whoami"), calls_before, "{seen}");
+
+    // No token the server issued is in the trace or the log.
+    let export = http
+        .get(format!("{}/v1/trace/export", serve.base))
+        .bearer_auth(super::crash_safety::ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(export.status(), 200);
+    let export = export.text().await.unwrap();
+    assert!(
+        export.contains("mcp__tracker__whoami"),
+        "the export holds the calls"
+    );
+    let log = serve.stderr();
+    let all_issued: Vec<String> = issued
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(seen["issued"].as_array().unwrap())
+        .map(|t| t.as_str().unwrap().to_string())
+        .collect();
+    assert!(all_issued.len() >= 4, "{all_issued:?}");
+    for token in &all_issued {
+        assert!(
+            !export.contains(token.as_str()),
+            "a token in the trace export"
+        );
+        assert!(!log.contains(token.as_str()), "a token in the log");
+    }
 }

@@ -108,6 +108,8 @@ impl Fixture {
             client_secret: CLIENT_SECRET.into(),
             token_url: self.fake.token_url(),
             scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            resource: None,
+            issued: None,
         });
         self.host
             .put_connection(brand, "google", &source.seal_text())
@@ -674,6 +676,8 @@ async fn a_token_endpoint_on_a_private_address_is_never_asked() {
             client_secret: CLIENT_SECRET.into(),
             token_url: token_url.clone(),
             scopes: [WEBMASTERS.to_string()].into(),
+            resource: None,
+            issued: None,
         });
         f.host
             .put_connection(brand, "google", &source.seal_text())

@@ -160,6 +160,11 @@ function showSignIn(message) {
   for (const id of ["approvals", "paused", "capabilities", "trace-rows"]) {
     $(id).replaceChildren();
   }
+  $("connect-connector").replaceChildren();
+  $("connect-pane").hidden = true;
+  $("connect-outcome").textContent = "";
+  $("connect-link").hidden = true;
+  $("connect-link").removeAttribute("href");
   $("trace").hidden = true;
   $("trace-hint").hidden = false;
   $("trace-hint").textContent = "Choose an approval to read its session's trace.";
@@ -184,6 +189,7 @@ async function signIn() {
   $("who-subject").textContent = me.subject;
   $("who-role").textContent = me.role;
   $("console").hidden = false;
+  if (me.role === "admin") await showConnect();
   await refresh();
   timer = setInterval(refresh, POLL_MS);
 }
@@ -365,6 +371,46 @@ async function decide(item, id, approve) {
   }
 }
 
+// The remote MCP servers this host serves, for an admin to connect a brand
+// to; the authorization page opens apart, and its answer comes back to the
+// host, never to this page.
+async function showConnect() {
+  let body;
+  try { body = await api("GET", "/v1/reviews"); } catch (_) { return; }
+  const names = Object.keys(body.remote || {}).sort();
+  const select = $("connect-connector");
+  select.replaceChildren();
+  for (const name of names) {
+    const option = document.createElement("option");
+    option.value = name;
+    option.textContent = name;
+    select.appendChild(option);
+  }
+  $("connect-pane").hidden = names.length === 0;
+}
+
+async function connect() {
+  const brand = $("connect-brand").value.trim();
+  const connector = $("connect-connector").value;
+  if (!brand || !connector) return;
+  const button = $("connect-button");
+  const link = $("connect-link");
+  button.disabled = true;
+  link.hidden = true;
+  $("connect-outcome").textContent = "Asking " + connector + " how to sign in…";
+  try {
+    const started = await api("POST", "/v1/brands/" + encodeURIComponent(brand) + "/connections/" + encodeURIComponent(connector) + "/authorize", {});
+    link.href = started.authorization_url;
+    link.hidden = false;
+    $("connect-outcome").textContent = "Approve at " + new URL(started.authorization_url).origin + " within ten minutes; " + brand + "'s connection is stored when it sends you back.";
+    window.open(started.authorization_url, "_blank", "noopener,noreferrer");
+  } catch (e) {
+    $("connect-outcome").textContent = "Not connected: " + e.message;
+  } finally {
+    button.disabled = false;
+  }
+}
+
 let traceAfter = 0;     // the last trace row shown of the selected session
 
 async function showTrace(session, quiet) {
@@ -417,6 +463,10 @@ document.addEventListener("DOMContentLoaded", () => {
     if (!value) return;
     sessionStorage.setItem(TOKEN_KEY, value);
     signIn();
+  });
+  $("connect-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    connect();
   });
   $("sign-out").addEventListener("click", () => {
     sessionStorage.removeItem(TOKEN_KEY);

@@ -1,0 +1,879 @@
+//! Connecting a brand to a remote MCP server that asks for OAuth, as the
+//! MCP authorization specification describes it, done once by a person
+//! through the admin API (or the console's "Connect"):
+//!
+//! 1. the server is asked without a token; its 401's `WWW-Authenticate`
+//!    names its protected resource metadata (RFC 9728), else the
+//!    well-known paths are tried; the metadata must name the server's own
+//!    URL as its resource;
+//! 2. its first authorization server's metadata (RFC 8414, then OpenID
+//!    discovery) must name itself as issuer and offer PKCE with `S256`;
+//! 3. the host registers itself (RFC 7591) where the server offers it,
+//!    unless the person gives a client registered beforehand;
+//! 4. the person is sent to the authorization page with PKCE (`S256`), the
+//!    `resource` indicator (RFC 8707) and a `state`;
+//! 5. the callback exchanges the code (with the verifier and `resource`)
+//!    and the brand's connection becomes the refresh grant, sealed, that
+//!    the host keeps alive like any OAuth connection
+//!    ([`crate::credentials::tokens`]), rotated refresh tokens included.
+//!
+//! What is pending between 4 and 5 travels in `state` itself, sealed with
+//! the store key for this purpose alone ([`crate::store::seal_text`]): any
+//! host of a fleet completes it, nothing of it is readable or changeable
+//! on the way, and it expires after ten minutes. The verifier and a
+//! registered client's secret never leave the host readable.
+//!
+//! Every request goes through the host's guarded client: no redirect
+//! followed, no private address unless the connector allows it, answers
+//! capped at 64 KiB. Errors name the step and the server's status or the
+//! field at fault; no answer body is ever repeated.
+
+use crate::credentials::tokens::{IssuedToken, RefreshGrant};
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
+use std::time::Duration;
+use url::Url;
+
+/// What `state` is sealed for.
+const STATE_PURPOSE: &[u8] = b"scout-remote-oauth-state:v1";
+/// How long a person has to finish at the authorization page.
+pub const PENDING_FOR: Duration = Duration::from_secs(600);
+/// The most a metadata, registration or token answer may hold.
+const MAX_ANSWER_BYTES: usize = 64 << 10;
+/// How long each request may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Why connecting failed, at which step.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{step}: {why}")]
+pub struct OauthError {
+    /// `discovery`, `registration`, `authorization` or `token`.
+    pub step: &'static str,
+    pub why: String,
+}
+
+fn failed(step: &'static str, why: impl Into<String>) -> OauthError {
+    OauthError {
+        step,
+        why: why.into(),
+    }
+}
+
+/// A client the person registered with the authorization server beforehand.
+#[derive(Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GivenClient {
+    pub client_id: String,
+    #[serde(default)]
+    pub client_secret: String,
+}
+
+/// What is pending between the authorization page and the callback.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct Pending {
+    pub brand: String,
+    pub connector: String,
+    /// Who started it (the admin API's caller).
+    pub by: String,
+    verifier: String,
+    client_id: String,
+    client_secret: String,
+    token_url: String,
+    resource: String,
+    scopes: BTreeSet<String>,
+    redirect_uri: String,
+    expires_at_ms: i64,
+}
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the verifier or the client's secret.
+        f.debug_struct("Pending")
+            .field("brand", &self.brand)
+            .field("connector", &self.connector)
+            .field("client_id", &self.client_id)
+            .field("resource", &self.resource)
+            .field("expires_at_ms", &self.expires_at_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where to send the person, and until when it is good.
+pub struct Started {
+    pub authorization_url: Url,
+    pub expires_at_ms: i64,
+    /// The resource the token will be for.
+    pub resource: String,
+    /// Whether the host registered a client (RFC 7591) for it.
+    pub registered: bool,
+}
+
+/// The guarded client for the connector's OAuth requests.
+pub fn client(allow_private_network: bool) -> Result<reqwest::Client, OauthError> {
+    crate::capabilities::net::guarded_client(allow_private_network)
+        .timeout(REQUEST_TIMEOUT)
+        .connect_timeout(Duration::from_secs(5))
+        .build()
+        .map_err(|e| failed("discovery", format!("the HTTP client cannot be built: {e}")))
+}
+
+/// Steps 1 to 4 for `brand`'s connection to the server at `mcp`: the
+/// authorization URL to send the person to, with `state` sealed under `key`.
+#[allow(clippy::too_many_arguments)]
+pub async fn start(
+    http: &reqwest::Client,
+    allow_private_network: bool,
+    key: &[u8; 32],
+    mcp: &Url,
+    brand: &str,
+    connector: &str,
+    by: &str,
+    redirect_uri: &str,
+    scopes: Option<BTreeSet<String>>,
+    given: Option<GivenClient>,
+) -> Result<Started, OauthError> {
+    let ask = Asker {
+        http,
+        allow_private_network,
+    };
+    let (metadata_url, challenge_scope) = ask.challenge(mcp).await?;
+    let resource = ask.protected_resource(mcp, metadata_url).await?;
+    let server = ask.authorization_server(&resource.issuer).await?;
+    let scopes = scopes
+        .or(challenge_scope)
+        .unwrap_or_else(|| resource.scopes_supported.clone());
+    let registered = given.is_none();
+    let client = match given {
+        Some(given) => {
+            if given.client_id.is_empty() || given.client_id.len() > 4096 {
+                return Err(failed(
+                    "registration",
+                    "`client.client_id` must be 1 to 4096 bytes",
+                ));
+            }
+            given
+        }
+        None => ask.register(&server, redirect_uri, &scopes).await?,
+    };
+    let verifier = {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes)
+            .map_err(|e| failed("authorization", format!("no randomness for PKCE: {e}")))?;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    };
+    let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(Sha256::digest(verifier.as_bytes()));
+    let expires_at_ms = crate::store::now_ms() + PENDING_FOR.as_millis() as i64;
+    let pending = Pending {
+        brand: brand.to_string(),
+        connector: connector.to_string(),
+        by: by.to_string(),
+        verifier,
+        client_id: client.client_id,
+        client_secret: client.client_secret,
+        token_url: server.token_endpoint.to_string(),
+        resource: resource.resource.clone(),
+        scopes,
+        redirect_uri: redirect_uri.to_string(),
+        expires_at_ms,
+    };
+    let plain = serde_json::to_vec(&pending)
+        .map_err(|e| failed("authorization", format!("the state cannot be written: {e}")))?;
+    let state = crate::store::seal_text(key, STATE_PURPOSE, &plain)
+        .map_err(|e| failed("authorization", format!("the state cannot be sealed: {e}")))?;
+    let mut url = server.authorization_endpoint;
+    {
+        let mut query = url.query_pairs_mut();
+        query
+            .append_pair("response_type", "code")
+            .append_pair("client_id", &pending.client_id)
+            .append_pair("redirect_uri", redirect_uri)
+            .append_pair("code_challenge", &challenge)
+            .append_pair("code_challenge_method", "S256")
+            .append_pair("resource", &pending.resource)
+            .append_pair("state", &state);
+        if !pending.scopes.is_empty() {
+            let joined: Vec<&str> = pending.scopes.iter().map(String::as_str).collect();
+            query.append_pair("scope", &joined.join(" "));
+        }
+    }
+    Ok(Started {
+        authorization_url: url,
+        expires_at_ms,
+        resource: pending.resource,
+        registered,
+    })
+}
+
+/// The pending authorization `state` carries, if it is one this host's key
+/// sealed and it has not expired.
+pub fn pending(key: &[u8; 32], state: &str) -> Result<Pending, OauthError> {
+    let plain = crate::store::open_text(key, STATE_PURPOSE, state).ok_or_else(|| {
+        failed(
+            "authorization",
+            "the `state` is not one this host issued (or it was changed): start connecting again",
+        )
+    })?;
+    let pending: Pending = serde_json::from_slice(&plain).map_err(|_| {
+        failed(
+            "authorization",
+            "the `state` does not read as a pending authorization",
+        )
+    })?;
+    if crate::store::now_ms() > pending.expires_at_ms {
+        return Err(failed(
+            "authorization",
+            "the authorization took longer than ten minutes: start connecting again",
+        ));
+    }
+    Ok(pending)
+}
+
+/// Step 5: the code exchanged for the grant the brand's connection becomes.
+pub async fn finish(
+    http: &reqwest::Client,
+    allow_private_network: bool,
+    pending: &Pending,
+    code: &str,
+) -> Result<RefreshGrant, OauthError> {
+    let ask = Asker {
+        http,
+        allow_private_network,
+    };
+    let url = Url::parse(&pending.token_url)
+        .map_err(|_| failed("token", "the token endpoint is not a URL"))?;
+    let mut form = vec![
+        ("grant_type", "authorization_code"),
+        ("code", code),
+        ("redirect_uri", pending.redirect_uri.as_str()),
+        ("client_id", pending.client_id.as_str()),
+        ("code_verifier", pending.verifier.as_str()),
+        ("resource", pending.resource.as_str()),
+    ];
+    if !pending.client_secret.is_empty() {
+        form.push(("client_secret", pending.client_secret.as_str()));
+    }
+    let request = ask.client_for(&url, "token")?.post(url).form(&form);
+    let (status, body) = ask.send(request, "token").await?;
+    if !(200..300).contains(&status) {
+        return Err(failed(
+            "token",
+            format!(
+                "the token endpoint answered {status}{}: start connecting again",
+                oauth_error(&body)
+                    .map(|c| format!(" ({c})"))
+                    .unwrap_or_default()
+            ),
+        ));
+    }
+    let answer = crate::credentials::tokens::oauth_token(&body)
+        .map_err(|e| failed("token", e.to_string()))?;
+    let refresh_token = answer.refresh_token.ok_or_else(|| {
+        failed(
+            "token",
+            "the authorization server issued no refresh token, so the host could not keep the connection alive: nothing was stored",
+        )
+    })?;
+    let grant = RefreshGrant {
+        refresh_token,
+        client_id: pending.client_id.clone(),
+        client_secret: pending.client_secret.clone(),
+        token_url: pending.token_url.clone(),
+        scopes: pending.scopes.clone(),
+        resource: Some(pending.resource.clone()),
+        issued: Some(IssuedToken {
+            access_token: answer.token.expose().to_string(),
+            expires_at_ms: crate::store::now_ms()
+                .saturating_add(answer.lifetime.as_millis() as i64),
+        }),
+    };
+    crate::credentials::TokenSource::Oauth(grant.clone())
+        .validate()
+        .map_err(|e| failed("token", format!("the grant is not usable: {e}")))?;
+    Ok(grant)
+}
+
+/// An RFC 6749 §5.2 error code, the only part of an error answer kept.
+fn oauth_error(body: &[u8]) -> Option<String> {
+    const CODES: &[&str] = &[
+        "invalid_request",
+        "invalid_client",
+        "invalid_grant",
+        "unauthorized_client",
+        "unsupported_grant_type",
+        "invalid_scope",
+        "invalid_redirect_uri",
+        "invalid_client_metadata",
+    ];
+    serde_json::from_slice::<Value>(body)
+        .ok()?
+        .get("error")?
+        .as_str()
+        .filter(|c| CODES.contains(c))
+        .map(str::to_string)
+}
+
+/// The protected resource's metadata, as far as it is used.
+struct Resource {
+    resource: String,
+    issuer: Url,
+    scopes_supported: BTreeSet<String>,
+}
+
+/// An authorization server's metadata, as far as it is used.
+struct AuthorizationServer {
+    authorization_endpoint: Url,
+    token_endpoint: Url,
+    registration_endpoint: Option<Url>,
+    auth_methods: Vec<String>,
+}
+
+struct Asker<'a> {
+    http: &'a reqwest::Client,
+    allow_private_network: bool,
+}
+
+impl Asker<'_> {
+    /// The guarded client, after refusing an address written in `url`.
+    fn client_for(&self, url: &Url, step: &'static str) -> Result<&reqwest::Client, OauthError> {
+        if !self.allow_private_network
+            && let Some(why) = crate::capabilities::net::literal_denied(url)
+        {
+            return Err(failed(
+                step,
+                format!(
+                    "the address of {} is refused ({why}); nothing was sent: a server on a private network needs `allow_private_network` on its connector",
+                    origin(url)
+                ),
+            ));
+        }
+        Ok(self.http)
+    }
+
+    /// Why a request could not be sent, in the host's words.
+    fn unsent(&self, e: &reqwest::Error, step: &'static str) -> OauthError {
+        if let Some(why) = crate::capabilities::net::refused_by_guard(e) {
+            failed(
+                step,
+                format!(
+                    "the address is refused ({why}); nothing was sent: a server on a private network needs `allow_private_network` on its connector"
+                ),
+            )
+        } else if e.is_timeout() {
+            failed(step, "the server did not answer in time")
+        } else {
+            failed(step, "the server could not be reached")
+        }
+    }
+
+    /// Sends `request`: the status and the capped body.
+    async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+        step: &'static str,
+    ) -> Result<(u16, Vec<u8>), OauthError> {
+        let mut response = request
+            .header("accept", "application/json")
+            .send()
+            .await
+            .map_err(|e| self.unsent(&e, step))?;
+        let status = response.status().as_u16();
+        let mut body = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+                        return Err(failed(step, "the answer is larger than 64 KiB"));
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(None) => return Ok((status, body)),
+                Err(_) => return Err(failed(step, "the answer was cut short")),
+            }
+        }
+    }
+
+    /// A JSON object from `url`, or why not; `None` for a 404 (the next
+    /// well-known path is tried).
+    async fn metadata(&self, url: &Url) -> Result<Option<Value>, OauthError> {
+        let request = self.client_for(url, "discovery")?.get(url.clone());
+        let (status, body) = self.send(request, "discovery").await?;
+        match status {
+            200 => {}
+            404 | 405 => return Ok(None),
+            _ => {
+                return Err(failed(
+                    "discovery",
+                    format!("{} answered {status}", url.as_str()),
+                ));
+            }
+        }
+        let value: Value = serde_json::from_slice(&body)
+            .map_err(|_| failed("discovery", format!("{} is not JSON", url.as_str())))?;
+        if !value.is_object() {
+            return Err(failed(
+                "discovery",
+                format!("{} is not a JSON object", url.as_str()),
+            ));
+        }
+        Ok(Some(value))
+    }
+
+    /// The server asked without a token: the metadata URL and scope its
+    /// challenge names.
+    async fn challenge(
+        &self,
+        mcp: &Url,
+    ) -> Result<(Option<Url>, Option<BTreeSet<String>>), OauthError> {
+        let initialize = serde_json::json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "scout-connector-host", "version": env!("CARGO_PKG_VERSION")}
+            }
+        });
+        let response = self
+            .client_for(mcp, "discovery")?
+            .post(mcp.clone())
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(initialize.to_string())
+            .send()
+            .await
+            .map_err(|e| self.unsent(&e, "discovery"))?;
+        // Only the status and the challenge are read: the body (an event
+        // stream, perhaps) is dropped unread.
+        let status = response.status().as_u16();
+        if (200..300).contains(&status) {
+            return Err(failed(
+                "discovery",
+                "the server answered without asking for authorization: it needs no OAuth (store a token as the connection's `secret` if it takes one)",
+            ));
+        }
+        let www = response
+            .headers()
+            .get_all("www-authenticate")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find(|v| v.trim_start().to_ascii_lowercase().starts_with("bearer"))
+            .map(str::to_string);
+        let metadata = www
+            .as_deref()
+            .and_then(|h| auth_param(h, "resource_metadata"))
+            .and_then(|u| Url::parse(u.as_str()).ok())
+            .filter(|u| matches!(u.scheme(), "https" | "http"));
+        let scope = www
+            .as_deref()
+            .and_then(|h| auth_param(h, "scope"))
+            .map(|s| s.split_whitespace().map(str::to_string).collect());
+        if status != 401 {
+            return Err(failed(
+                "discovery",
+                format!(
+                    "the server answered {status}, not 401 with a challenge naming its authorization"
+                ),
+            ));
+        }
+        Ok((metadata, scope))
+    }
+
+    /// RFC 9728: the protected resource metadata, from the challenge's URL
+    /// or the well-known paths; its resource must be the server's URL.
+    async fn protected_resource(
+        &self,
+        mcp: &Url,
+        named: Option<Url>,
+    ) -> Result<Resource, OauthError> {
+        let candidates = match named {
+            Some(url) => vec![Some(url)],
+            None => {
+                let path = mcp.path().trim_end_matches('/');
+                let mut urls = Vec::new();
+                if !path.is_empty() {
+                    urls.push(well_known(mcp, "oauth-protected-resource", path));
+                }
+                urls.push(well_known(mcp, "oauth-protected-resource", ""));
+                urls
+            }
+        };
+        let mut found = None;
+        for url in candidates.into_iter().flatten() {
+            if let Some(value) = self.metadata(&url).await? {
+                found = Some(value);
+                break;
+            }
+        }
+        let value = found.ok_or_else(|| {
+            failed(
+                "discovery",
+                "the server publishes no protected resource metadata (RFC 9728): it does not take OAuth as MCP describes it",
+            )
+        })?;
+        let resource = value["resource"].as_str().ok_or_else(|| {
+            failed(
+                "discovery",
+                "the protected resource metadata has no `resource`",
+            )
+        })?;
+        if !covers(resource, mcp) {
+            return Err(failed(
+                "discovery",
+                format!(
+                    "the protected resource metadata is for `{resource}`, not this server's URL: refused (RFC 9728 §3.3)"
+                ),
+            ));
+        }
+        let issuer = value["authorization_servers"]
+            .as_array()
+            .and_then(|a| a.first())
+            .and_then(Value::as_str)
+            .and_then(|s| Url::parse(s).ok())
+            .ok_or_else(|| {
+                failed(
+                    "discovery",
+                    "the protected resource metadata names no `authorization_servers`",
+                )
+            })?;
+        let scopes_supported = value["scopes_supported"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Resource {
+            resource: resource.to_string(),
+            issuer,
+            scopes_supported,
+        })
+    }
+
+    /// RFC 8414 (then OpenID discovery): the server's endpoints. Its issuer
+    /// must be the one the resource named, and it must offer `S256`.
+    async fn authorization_server(&self, issuer: &Url) -> Result<AuthorizationServer, OauthError> {
+        let path = issuer.path().trim_end_matches('/');
+        let mut candidates = vec![
+            well_known(issuer, "oauth-authorization-server", path),
+            well_known(issuer, "openid-configuration", path),
+        ];
+        if !path.is_empty() {
+            candidates.push(
+                Url::parse(&format!(
+                    "{}{path}/.well-known/openid-configuration",
+                    origin(issuer)
+                ))
+                .ok(),
+            );
+        }
+        let mut found = None;
+        for url in candidates.into_iter().flatten() {
+            if let Some(value) = self.metadata(&url).await? {
+                found = Some(value);
+                break;
+            }
+        }
+        let value = found.ok_or_else(|| {
+            failed(
+                "discovery",
+                format!(
+                    "the authorization server {} publishes no metadata (RFC 8414)",
+                    issuer.as_str()
+                ),
+            )
+        })?;
+        let named = value["issuer"].as_str().unwrap_or_default();
+        if named.trim_end_matches('/') != issuer.as_str().trim_end_matches('/') {
+            return Err(failed(
+                "discovery",
+                "the authorization server's metadata names another issuer: refused (RFC 8414 §3.3)",
+            ));
+        }
+        let s256 = value["code_challenge_methods_supported"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m == "S256"));
+        if !s256 {
+            return Err(failed(
+                "discovery",
+                "the authorization server does not offer PKCE with S256 (`code_challenge_methods_supported`), which MCP requires: refused",
+            ));
+        }
+        let endpoint = |name: &str| -> Result<Url, OauthError> {
+            let text = value[name].as_str().ok_or_else(|| {
+                failed(
+                    "discovery",
+                    format!("the authorization server's metadata has no `{name}`"),
+                )
+            })?;
+            secure(text).map_err(|why| failed("discovery", format!("`{name}` {why}")))
+        };
+        let authorization_endpoint = endpoint("authorization_endpoint")?;
+        let token_endpoint = endpoint("token_endpoint")?;
+        let registration_endpoint = match value.get("registration_endpoint") {
+            Some(_) => Some(endpoint("registration_endpoint")?),
+            None => None,
+        };
+        let auth_methods = value["token_endpoint_auth_methods_supported"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_else(|| vec!["client_secret_basic".to_string()]);
+        Ok(AuthorizationServer {
+            authorization_endpoint,
+            token_endpoint,
+            registration_endpoint,
+            auth_methods,
+        })
+    }
+
+    /// RFC 7591: registers the host as a client. A client that can keep a
+    /// secret (`client_secret_post`) where the server offers it, else a
+    /// public client (`none`).
+    async fn register(
+        &self,
+        server: &AuthorizationServer,
+        redirect_uri: &str,
+        scopes: &BTreeSet<String>,
+    ) -> Result<GivenClient, OauthError> {
+        let Some(url) = &server.registration_endpoint else {
+            return Err(failed(
+                "registration",
+                "the authorization server offers no dynamic client registration (RFC 7591): register a client with it for the redirect URI and give its `client_id` (and `client_secret`) as `client`",
+            ));
+        };
+        let method = if server
+            .auth_methods
+            .iter()
+            .any(|m| m == "client_secret_post")
+        {
+            "client_secret_post"
+        } else if server.auth_methods.iter().any(|m| m == "none") {
+            "none"
+        } else {
+            return Err(failed(
+                "registration",
+                "the authorization server takes neither `client_secret_post` nor `none` at its token endpoint: register a client with it and give it as `client`",
+            ));
+        };
+        let mut body = serde_json::json!({
+            "client_name": "Scout Connector Host",
+            "redirect_uris": [redirect_uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": method,
+        });
+        if !scopes.is_empty() {
+            let joined: Vec<&str> = scopes.iter().map(String::as_str).collect();
+            body["scope"] = Value::String(joined.join(" "));
+        }
+        let request = self
+            .client_for(url, "registration")?
+            .post(url.clone())
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        let (status, answer) = self.send(request, "registration").await?;
+        if !(200..300).contains(&status) {
+            return Err(failed(
+                "registration",
+                format!(
+                    "the registration endpoint answered {status}{}",
+                    oauth_error(&answer)
+                        .map(|c| format!(" ({c})"))
+                        .unwrap_or_default()
+                ),
+            ));
+        }
+        let value: Value = serde_json::from_slice(&answer)
+            .map_err(|_| failed("registration", "the registration answer is not JSON"))?;
+        let client_id = value["client_id"]
+            .as_str()
+            .filter(|id| !id.is_empty() && id.len() <= 4096)
+            .ok_or_else(|| failed("registration", "the registration answer has no `client_id`"))?;
+        let client_secret = value["client_secret"].as_str().unwrap_or_default();
+        if client_secret.len() > 4096 || client_secret.chars().any(char::is_control) {
+            return Err(failed(
+                "registration",
+                "the registered `client_secret` is not usable",
+            ));
+        }
+        Ok(GivenClient {
+            client_id: client_id.to_string(),
+            client_secret: client_secret.to_string(),
+        })
+    }
+}
+
+/// `scheme://host[:port]` of `url`.
+fn origin(url: &Url) -> String {
+    url.origin().ascii_serialization()
+}
+
+/// `ORIGIN/.well-known/NAME/PATH` (RFC 8414 §3.1, RFC 9728 §3.1).
+fn well_known(base: &Url, name: &str, path: &str) -> Option<Url> {
+    Url::parse(&format!("{}/.well-known/{name}{path}", origin(base))).ok()
+}
+
+/// Whether the resource identifier `resource` names the server at `mcp`:
+/// the same origin, and its path the server's or a prefix of it at a
+/// segment boundary.
+fn covers(resource: &str, mcp: &Url) -> bool {
+    let Ok(resource) = Url::parse(resource) else {
+        return false;
+    };
+    if resource.origin() != mcp.origin() {
+        return false;
+    }
+    let prefix = resource.path().trim_end_matches('/');
+    let path = mcp.path().trim_end_matches('/');
+    path == prefix || path.starts_with(&format!("{prefix}/"))
+}
+
+/// An endpoint a person or a secret is sent to: https, or plain http on
+/// loopback only; no credentials or fragment.
+fn secure(text: &str) -> Result<Url, &'static str> {
+    let url = Url::parse(text).map_err(|_| "is not a URL")?;
+    let loopback = match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d == "localhost",
+        None => return Err("has no host"),
+    };
+    match url.scheme() {
+        "https" => {}
+        "http" if loopback => {}
+        _ => return Err("must be https (plain http only on 127.0.0.1, ::1 or localhost)"),
+    }
+    if !url.username().is_empty() || url.password().is_some() || url.fragment().is_some() {
+        return Err("must not carry credentials or a fragment");
+    }
+    Ok(url)
+}
+
+/// The value of `name` in a `WWW-Authenticate: Bearer k="v", …` challenge.
+fn auth_param(header: &str, name: &str) -> Option<String> {
+    let rest = header.trim_start().get(6..)?;
+    let mut chars = rest.char_indices().peekable();
+    loop {
+        while let Some((_, c)) = chars.peek() {
+            if c.is_whitespace() || *c == ',' {
+                chars.next();
+            } else {
+                break;
+            }
+        }
+        let (start, _) = *chars.peek()?;
+        let mut end = start;
+        while let Some((i, c)) = chars.peek() {
+            if *c == '=' {
+                break;
+            }
+            end = *i + c.len_utf8();
+            chars.next();
+        }
+        let key = rest[start..end].trim();
+        chars.next()?; // '='
+        let mut value = String::new();
+        if chars.peek().map(|(_, c)| *c) == Some('"') {
+            chars.next();
+            while let Some((_, c)) = chars.next() {
+                match c {
+                    '\\' => {
+                        if let Some((_, escaped)) = chars.next() {
+                            value.push(escaped);
+                        }
+                    }
+                    '"' => break,
+                    c => value.push(c),
+                }
+            }
+        } else {
+            while let Some((_, c)) = chars.peek() {
+                if *c == ',' || c.is_whitespace() {
+                    break;
+                }
+                value.push(*c);
+                chars.next();
+            }
+        }
+        if key.eq_ignore_ascii_case(name) {
+            return Some(value);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_challenge_is_read_as_rfc_6750_writes_it() {
+        let header = r#"Bearer error="invalid_token", error_description="Authentication required", resource_metadata="http://127.0.0.1:9/.well-known/oauth-protected-resource/mcp", scope="read write""#;
+        assert_eq!(
+            auth_param(header, "resource_metadata").as_deref(),
+            Some("http://127.0.0.1:9/.well-known/oauth-protected-resource/mcp")
+        );
+        assert_eq!(auth_param(header, "scope").as_deref(), Some("read write"));
+        assert_eq!(auth_param(header, "realm"), None);
+        assert_eq!(
+            auth_param("Bearer realm=x,scope=a", "scope").as_deref(),
+            Some("a")
+        );
+        assert_eq!(auth_param("Bearer", "scope"), None);
+        assert_eq!(auth_param("", "scope"), None);
+    }
+
+    #[test]
+    fn a_resource_covers_its_own_url_and_what_lies_below_it_only() {
+        let mcp = Url::parse("https://mcp.example.com/v1/mcp").unwrap();
+        assert!(covers("https://mcp.example.com/v1/mcp", &mcp));
+        assert!(covers("https://mcp.example.com/v1/", &mcp));
+        assert!(covers("https://mcp.example.com", &mcp));
+        assert!(
+            !covers("https://mcp.example.com/v1/mc", &mcp),
+            "a segment boundary"
+        );
+        assert!(!covers("https://other.example.com/v1/mcp", &mcp));
+        assert!(!covers("http://mcp.example.com/v1/mcp", &mcp));
+    }
+
+    #[test]
+    fn a_state_opens_only_unchanged_under_its_key_and_not_after_it_expired() {
+        let key = [3u8; 32];
+        let mut pending = Pending {
+            brand: "acme".into(),
+            connector: "linear".into(),
+            by: "ops".into(),
+            verifier: "v".into(),
+            client_id: "c".into(),
+            client_secret: String::new(),
+            token_url: "https://as.example.com/token".into(),
+            resource: "https://mcp.example.com/mcp".into(),
+            scopes: BTreeSet::new(),
+            redirect_uri: "https://scout.example.com/v1/oauth/callback".into(),
+            expires_at_ms: crate::store::now_ms() + 60_000,
+        };
+        let sealed = |p: &Pending| {
+            crate::store::seal_text(&key, STATE_PURPOSE, &serde_json::to_vec(p).unwrap()).unwrap()
+        };
+        let state = sealed(&pending);
+        assert_eq!(super::pending(&key, &state).unwrap().brand, "acme");
+        assert!(
+            super::pending(&[4u8; 32], &state).is_err(),
+            "another host's key"
+        );
+        pending.expires_at_ms = crate::store::now_ms() - 1;
+        let expired = super::pending(&key, &sealed(&pending)).unwrap_err();
+        assert!(expired.why.contains("ten minutes"), "{expired}");
+        let shown = format!("{pending:?}");
+        assert!(!shown.contains("verifier: "), "{shown}");
+    }
+}
