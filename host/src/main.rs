@@ -207,6 +207,7 @@ fn inspect_remote(
             .block_on(scout_host::remote::inspect::inspect(
                 url,
                 allow_private_network,
+                false,
                 None,
             ))
             .map_err(anyhow::Error::msg);
@@ -216,7 +217,7 @@ fn inspect_remote(
         .connectors
         .iter()
         .find(|(_, c)| c.mcp.as_deref() == Some(url))
-        .map(|(name, c)| (name.clone(), c.allow_private_network))
+        .map(|(name, c)| (name.clone(), c.allow_private_network, c.legacy_sse()))
         .with_context(|| format!("no connector in the configuration has `mcp = \"{url}\"`"))?;
     let store =
         scout_host::serve::open_store_to_read(&config, scout_host::credentials::process_env)?;
@@ -224,6 +225,7 @@ fn inspect_remote(
     rt.block_on(scout_host::remote::inspect::inspect(
         url,
         allow_private_network || connector.1,
+        connector.2,
         Some((&connector.0, store.as_ref(), stored)),
     ))
     .map_err(anyhow::Error::msg)

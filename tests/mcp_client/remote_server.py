@@ -6,7 +6,7 @@ model, one never answers, and one changes its own description when told to.
 
 Driven by host/tests/all/remote_mcp.rs:
 
-    python3 remote_server.py --port-file FILE
+    python3 remote_server.py --port-file FILE [--profile hostile|cloudflare] [--transport sse]
 
 Binds 127.0.0.1 on a free port and writes it to FILE once listening. Besides
 `/mcp` it answers `GET /stats` (what it was asked: every tool call by name,
@@ -37,6 +37,12 @@ ARGS.add_argument(
     default="hostile",
     choices=["hostile", "cloudflare"],
     help="hostile: the misbehaving tools; cloudflare: the tools Cloudflare's server offers the seed (docs, search, execute) and one more",
+)
+ARGS.add_argument(
+    "--transport",
+    default="streamable-http",
+    choices=["streamable-http", "sse"],
+    help="sse: only the 2024-11-05 HTTP+SSE transport (GET /sse, POST /messages/)",
 )
 OPTS = ARGS.parse_args()
 
@@ -166,7 +172,7 @@ def main():
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    app = server.streamable_http_app()
+    app = server.sse_app() if OPTS.transport == "sse" else server.streamable_http_app()
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     srv = uvicorn.Server(config)
 

@@ -51,15 +51,17 @@ pub struct LeftOut {
 }
 
 /// Lists the server at `url` (`http` or `https`, the `mcp+` prefix taken
-/// off) with no credential, and compares what it offers with `reviews`
-/// (the connector's name, the store, every stored review) when given.
+/// off; its event stream where `legacy_sse`) with no credential, and
+/// compares what it offers with `reviews` (the connector's name, the store,
+/// every stored review) when given.
 pub async fn inspect(
     url: &str,
     allow_private_network: bool,
+    legacy_sse: bool,
     reviews: Option<(&str, &dyn ReviewStore, Vec<StoredReview>)>,
 ) -> Result<RemoteReport, String> {
     let name = reviews.as_ref().map_or("inspected", |(n, _, _)| n);
-    let server = RemoteServer::new(name, url, Duration::from_secs(30))?;
+    let server = RemoteServer::new(name, url, Duration::from_secs(30))?.over_legacy_sse(legacy_sse);
     let http = HttpCapability::new(
         crate::HttpConfig::new(server.origin()).allow_private_network(allow_private_network),
     )

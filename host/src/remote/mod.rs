@@ -56,6 +56,11 @@ const MAX_DESCRIPTION: usize = 16 << 10;
 /// How long discovery waits for the server (initialize and every page).
 const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How much longer than a call's deadline one request to a remote server
+/// may take (the handle's timeout): a legacy event stream opened within
+/// this margin outlives any call sent on it.
+pub const STREAM_MARGIN: Duration = Duration::from_secs(5);
+
 /// The effect an operator gives a remote tool in its review.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -237,6 +242,9 @@ pub struct RemoteServer {
     upstreams: Mutex<HashMap<String, Arc<Upstream>>>,
     /// Told when any upstream session hears `notifications/tools/list_changed`.
     list_changed: Arc<tokio::sync::Notify>,
+    /// The server has only the 2024-11-05 HTTP+SSE transport
+    /// (`transport = "sse"`): `url` is its event stream.
+    legacy_sse: bool,
 }
 
 impl RemoteServer {
@@ -250,7 +258,14 @@ impl RemoteServer {
             discovered: RwLock::default(),
             upstreams: Mutex::default(),
             list_changed: Arc::default(),
+            legacy_sse: false,
         })
+    }
+
+    /// The same server, reached over the legacy HTTP+SSE transport.
+    pub fn over_legacy_sse(mut self, legacy_sse: bool) -> RemoteServer {
+        self.legacy_sse = legacy_sse;
+        self
     }
 
     pub fn name(&self) -> &str {
@@ -477,6 +492,9 @@ pub struct Upstream {
     url: String,
     handler: client::HostClient,
     service: tokio::sync::Mutex<Option<Arc<RunningService<RoleClient, client::HostClient>>>>,
+    /// Over the legacy transport: when its event stream was opened (a
+    /// session is reused only while its stream outlives a call sent now).
+    legacy_opened: Option<Mutex<Option<Instant>>>,
 }
 
 impl Upstream {
@@ -493,6 +511,7 @@ impl Upstream {
                 refused: Default::default(),
             },
             service: Default::default(),
+            legacy_opened: server.legacy_sse.then(Mutex::default),
         }
     }
 
@@ -505,17 +524,43 @@ impl Upstream {
         &self,
     ) -> Result<Arc<RunningService<RoleClient, client::HostClient>>, String> {
         let mut service = self.service.lock().await;
+        let fresh = self
+            .legacy_opened
+            .as_ref()
+            .is_none_or(|opened| opened.lock().is_some_and(|at| at.elapsed() < STREAM_MARGIN));
         if let Some(running) = service.as_ref()
             && !running.is_closed()
+            && fresh
         {
             return Ok(running.clone());
         }
-        let config = StreamableHttpClientTransportConfig::with_uri(self.url.as_str());
-        let transport = StreamableHttpClientTransport::with_client(self.client.clone(), config);
-        let running =
-            self.handler.clone().serve(transport).await.map_err(|e| {
-                self.scrubbed(&format!("the MCP session could not be started: {e}"))
-            })?;
+        if let Some(old) = service.take() {
+            old.cancellation_token().cancel();
+        }
+        let started = |e: &dyn std::fmt::Display| {
+            self.scrubbed(&format!("the MCP session could not be started: {e}"))
+        };
+        let running = match &self.legacy_opened {
+            Some(opened) => {
+                let transport = self.client.open_legacy().await.map_err(|e| started(&e))?;
+                *opened.lock() = Some(Instant::now());
+                self.handler
+                    .clone()
+                    .serve(transport)
+                    .await
+                    .map_err(|e| started(&e))?
+            }
+            None => {
+                let config = StreamableHttpClientTransportConfig::with_uri(self.url.as_str());
+                let transport =
+                    StreamableHttpClientTransport::with_client(self.client.clone(), config);
+                self.handler
+                    .clone()
+                    .serve(transport)
+                    .await
+                    .map_err(|e| started(&e))?
+            }
+        };
         let running = Arc::new(running);
         *service = Some(running.clone());
         Ok(running)

@@ -140,6 +140,7 @@ impl GuardedClient {
             _ => "GET",
         };
         let request_bytes = request.body.as_ref().map_or(0, Vec::len) as u64;
+        let path = request.path.clone();
         let sent = self.http.send_streamed(request).await;
         let read = Arc::new(AtomicU64::new(0));
         let done = Arc::new(AtomicBool::new(false));
@@ -148,8 +149,8 @@ impl GuardedClient {
         let exchange = HttpExchange {
             destination: None,
             method: method.into(),
-            path: self.path.clone(),
-            route: Some(format!("{method} {}", self.path)),
+            route: Some(format!("{method} {path}")),
+            path,
             status: sent.as_ref().ok().map(|r| r.status),
             request_bytes,
             response_bytes: 0,
@@ -486,5 +487,124 @@ impl StreamableHttpClient for GuardedClient {
         // The long-lived GET stream is not opened: the handle reads whole
         // answers, and what the server says arrives on the host's requests.
         Err(StreamableHttpError::ServerDoesNotSupportSse)
+    }
+}
+
+/// The 2024-11-05 transport (HTTP+SSE), for a server that has only that:
+/// a GET opens the event stream, whose first `endpoint` event names where
+/// messages are posted; answers arrive on the stream as `message` events.
+/// Everything rides the same guarded handle: the stream is read event by
+/// event, each scrubbed whole before it is parsed, and a message endpoint
+/// on another origin is refused before anything is posted to it.
+pub(crate) struct LegacySse {
+    client: GuardedClient,
+    /// Where messages are posted: the endpoint's path and query.
+    path: String,
+    query: Vec<(String, String)>,
+    events: BoxStream<'static, Result<sse_stream::Sse, SseError>>,
+}
+
+impl GuardedClient {
+    /// Opens the legacy event stream and reads its message endpoint.
+    pub(crate) async fn open_legacy(&self) -> Result<LegacySse, String> {
+        let mut request = self.request(Method::Get, None, &HashMap::new(), None);
+        request.headers = vec![("accept".into(), "text/event-stream".into())];
+        let response = self.send(request, None).await.map_err(|e| e.to_string())?;
+        let status = response.status;
+        let content_type = header(&response.headers, "content-type")
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        if !(200..300).contains(&status) || !content_type.starts_with("text/event-stream") {
+            let _ = response.whole(&self.http).await;
+            return Err(format!(
+                "the server answered the event stream's GET with {status} ({content_type}): is it an HTTP+SSE server (`transport = \"sse\"`)?"
+            ));
+        }
+        let mut events = response.events(self.http.clone());
+        let named = loop {
+            match events.next().await {
+                Some(Ok(sse)) if sse.event.as_deref() == Some("endpoint") => {
+                    break sse.data.unwrap_or_default();
+                }
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => return Err(format!("the event stream failed: {e}")),
+                None => {
+                    return Err(
+                        "the event stream ended before it named its message endpoint".into(),
+                    );
+                }
+            }
+        };
+        let origin = self.http.origin();
+        let endpoint = origin
+            .join(&self.path)
+            .and_then(|stream| stream.join(named.trim()))
+            .map_err(|_| "the server's message endpoint is not a URL".to_string())?;
+        if endpoint.origin() != origin.origin() {
+            return Err(format!(
+                "the server named a message endpoint on another origin ({}): refused, nothing was posted",
+                endpoint.origin().ascii_serialization()
+            ));
+        }
+        Ok(LegacySse {
+            client: self.clone(),
+            path: endpoint.path().to_string(),
+            query: endpoint.query_pairs().into_owned().collect(),
+            events,
+        })
+    }
+}
+
+impl rmcp::transport::Transport<rmcp::RoleClient> for LegacySse {
+    type Error = GuardedError;
+
+    fn send(
+        &mut self,
+        item: ClientJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), GuardedError>> + Send + 'static {
+        let client = self.client.clone();
+        let (path, query) = (self.path.clone(), self.query.clone());
+        async move {
+            let body = serde_json::to_vec(&item).map_err(|e| GuardedError(e.to_string()))?;
+            let mut request = client.request(Method::Post, None, &HashMap::new(), Some(body));
+            request.path = path;
+            request.query = query;
+            let response = client
+                .send(request, request_id(&item))
+                .await
+                .map_err(|e| GuardedError(e.to_string()))?;
+            let status = response.status;
+            let _ = response.whole(&client.http).await;
+            if (200..300).contains(&status) {
+                Ok(())
+            } else {
+                Err(GuardedError(format!(
+                    "the server answered {status} to a posted message"
+                )))
+            }
+        }
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<ServerJsonRpcMessage>> + Send {
+        async move {
+            loop {
+                match self.events.next().await? {
+                    Ok(sse) if sse.event.as_deref().is_none_or(|e| e == "message") => {
+                        // An event that is not a message is skipped.
+                        if let Some(message) = sse.data.and_then(|data| {
+                            serde_json::from_str::<ServerJsonRpcMessage>(&data).ok()
+                        }) {
+                            return Some(message);
+                        }
+                    }
+                    Ok(_) => continue,
+                    Err(_) => return None,
+                }
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), GuardedError> {
+        Ok(())
     }
 }

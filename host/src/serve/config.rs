@@ -456,6 +456,14 @@ pub(crate) fn check_skill_name(skill: &str) -> Result<(), String> {
     }
 }
 
+/// A remote MCP server's transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum McpTransport {
+    StreamableHttp,
+    Sse,
+}
+
 /// One connector: its component and where its HTTP handle is bound.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -469,6 +477,11 @@ pub struct ConnectorConfig {
     /// candidates until an operator reviews each one ([`crate::remote`]).
     #[serde(default)]
     pub mcp: Option<String>,
+    /// How a remote MCP server is reached: `streamable-http` (the default)
+    /// or `sse`, the 2024-11-05 HTTP+SSE transport of a server that has
+    /// only that (`mcp` is then its event stream's URL).
+    #[serde(default)]
+    pub transport: Option<McpTransport>,
     /// How long one call of a remote MCP server's tool may take, in seconds
     /// (1 to 300; 30 unless set). The request is cancelled upstream past it.
     #[serde(default)]
@@ -689,9 +702,10 @@ impl ServeConfig {
                 connector.origin = Some(endpoint.origin().ascii_serialization());
             } else if connector.call_timeout_secs.is_some()
                 || connector.discover_every_secs.is_some()
+                || connector.transport.is_some()
             {
                 return Err(ConfigFileError::Invalid(format!(
-                    "connectors.{name}: `call_timeout_secs` and `discover_every_secs` are a remote MCP server's (`mcp`); a component's calls have the host's timeout"
+                    "connectors.{name}: `call_timeout_secs`, `discover_every_secs` and `transport` are a remote MCP server's (`mcp`); a component's calls have the host's timeout"
                 )));
             }
         }
@@ -817,6 +831,11 @@ impl ConnectorConfig {
         self.mcp.is_some()
     }
 
+    /// A remote MCP server that has only the legacy HTTP+SSE transport.
+    pub fn legacy_sse(&self) -> bool {
+        self.transport == Some(McpTransport::Sse)
+    }
+
     /// A remote MCP server's call deadline.
     pub fn call_timeout(&self) -> std::time::Duration {
         std::time::Duration::from_secs(self.call_timeout_secs.unwrap_or(30))
@@ -940,6 +959,20 @@ mod tests {
         refused(
             "component = \"x.wasm\"\norigin = \"https://x\"\ncall_timeout_secs = 5\n",
             "remote MCP server's",
+        );
+        refused(
+            "component = \"x.wasm\"\norigin = \"https://x\"\ntransport = \"sse\"\n",
+            "remote MCP server's",
+        );
+        let sse = ServeConfig::parse(&format!("[connectors.remote]\n{url}transport = \"sse\"\n"))
+            .unwrap();
+        assert!(sse.connectors["remote"].legacy_sse());
+        assert!(!remote.legacy_sse(), "streamable HTTP unless told");
+        assert!(
+            ServeConfig::parse(&format!(
+                "[connectors.remote]\n{url}transport = \"websocket\"\n"
+            ))
+            .is_err()
         );
     }
 

@@ -355,7 +355,8 @@ impl ServeHost {
             };
             let served = if let Some(url) = &connector.mcp {
                 let server = crate::remote::RemoteServer::new(name, url, connector.call_timeout())
-                    .map_err(fail)?;
+                    .map_err(fail)?
+                    .over_legacy_sse(connector.legacy_sse());
                 // No tool until the server lists them and an operator reviews each.
                 let served = server.snapshot(store.as_ref());
                 let spec = remote_spec(&served, connector.tools.as_deref())
@@ -1675,7 +1676,7 @@ impl ServeHost {
         }
         if settings.is_remote() {
             // A remote tool's answer may take the call's whole deadline.
-            let deadline = settings.call_timeout() + std::time::Duration::from_secs(5);
+            let deadline = settings.call_timeout() + crate::remote::STREAM_MARGIN;
             http_config.read_timeout = deadline;
             http_config.total_timeout = deadline;
         }

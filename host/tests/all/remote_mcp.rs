@@ -52,6 +52,11 @@ async fn hostile(dir: &Path) -> Server {
 
 /// The Python server with `profile`'s tools, on the port it picked.
 async fn python_server(dir: &Path, profile: &str) -> Server {
+    python_server_with(dir, profile, &[]).await
+}
+
+/// [`python_server`] with more arguments (`--transport sse`).
+async fn python_server_with(dir: &Path, profile: &str, more: &[&str]) -> Server {
     let port_file = dir.join(format!("{profile}.port"));
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/remote_server.py");
     let child = Command::new(scout_tests::python())
@@ -59,6 +64,7 @@ async fn python_server(dir: &Path, profile: &str) -> Server {
         .arg("--port-file")
         .arg(&port_file)
         .args(["--profile", profile])
+        .args(more)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -900,4 +906,92 @@ async fn a_person_connects_a_brand_by_oauth_and_the_host_keeps_the_token_alive()
         );
         assert!(!log.contains(token.as_str()), "a token in the log");
     }
+}
+
+/// A server that has only the 2024-11-05 HTTP+SSE transport
+/// (`transport = "sse"`) is served behind the same boundary: its event
+/// stream and its posted messages ride the connector's guarded handle, what
+/// it lists waits for review, the credential reaches it and never what it
+/// sends back, and an unreviewed tool never reaches it. A session whose
+/// stream could end before a call does is opened again.
+#[tokio::test]
+async fn a_server_with_only_the_legacy_sse_transport_is_served_behind_the_same_boundary() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = python_server_with(dir.path(), "hostile", &["--transport", "sse"]).await;
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[connectors.legacy]\nmcp = \"http://127.0.0.1:{}/sse\"\ntransport = \"sse\"\nhost_env = \"HOSTILE_TOKEN\"\nallow_private_network = true\n",
+            upstream.port
+        ),
+    );
+    let serve = Serve::start_with(&config, &[("HOSTILE_TOKEN", HOSTILE_TOKEN.to_string())]);
+    let http = reqwest::Client::new();
+    let admin = Admin {
+        http: http.clone(),
+        base: serve.base.clone(),
+    };
+    let reviews = listed(&admin, "legacy").await;
+    assert!(reviews.iter().all(|t| t["status"] == "new"), "{reviews:?}");
+    review(&admin, "legacy", tool(&reviews, "lookup"), "read").await;
+    review(&admin, "legacy", tool(&reviews, "whoami"), "read").await;
+    let view = admin.session().await;
+    let mcp = Mcp::for_connector(&http, &view, "legacy").connect().await;
+    assert_eq!(offered(&mcp).await, vec!["lookup", "whoami"]);
+
+    let found = call(&mcp, "lookup", json!({"query": "q1"})).await.unwrap();
+    assert_eq!(ok_text(&found).as_deref(), Some("found: q1"), "{found}");
+    let who = call(&mcp, "whoami", json!({})).await.unwrap();
+    assert_eq!(
+        ok_text(&who).as_deref(),
+        Some("you sent: Bearer [REDACTED]"),
+        "{who}"
+    );
+    let seen = stats(&upstream).await;
+    assert!(
+        seen["authorization"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == &json!(format!("Bearer {HOSTILE_TOKEN}"))),
+        "{seen}"
+    );
+    // Unreviewed: refused, and the server never hears of it.
+    let refused = call(&mcp, "publish", json!({"text": "early"}))
+        .await
+        .expect("an answer");
+    assert!(refused.get("error").is_some(), "{refused}");
+    assert_eq!(calls_of(&stats(&upstream).await, "publish"), 0);
+
+    // Past the margin a stream is kept for, the next call opens another.
+    tokio::time::sleep(scout_host::remote::STREAM_MARGIN + std::time::Duration::from_millis(500))
+        .await;
+    let again = call(&mcp, "lookup", json!({"query": "q2"})).await.unwrap();
+    assert_eq!(ok_text(&again).as_deref(), Some("found: q2"), "{again}");
+    assert_eq!(calls_of(&stats(&upstream).await, "lookup"), 2);
+
+    // The trace holds the message posted for the call, never its body.
+    let trace = admin.trace("acme").await;
+    let executed = trace
+        .iter()
+        .find(|e| {
+            e.tool.as_deref() == Some("mcp__legacy__lookup") && e.state == TraceState::Executed
+        })
+        .expect("an executed lookup");
+    let requests = executed.detail["http"]
+        .as_array()
+        .expect("the requests made");
+    assert!(
+        requests
+            .iter()
+            .any(|r| r["route"] == "POST /messages/" && r["status"] == 202),
+        "{}",
+        executed.detail
+    );
+    assert!(
+        !executed.detail.to_string().contains("q1"),
+        "{}",
+        executed.detail
+    );
+    assert!(!serve.stderr().contains(HOSTILE_TOKEN));
 }
