@@ -2,7 +2,8 @@
 served over streamable HTTP, that a host fronts as a connector. Some of its
 tools misbehave on purpose: one echoes the credential it received, one
 answers with more than any host should take, one asks its client to sample a
-model, one never answers, and one changes its own description when told to.
+model, one asks the person a question (with a zero-width space in it), one
+never answers, and one changes its own description when told to.
 
 Driven by host/tests/all/remote_mcp.rs:
 
@@ -26,6 +27,8 @@ import sys
 import uvicorn
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse
+
+from pydantic import BaseModel
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import SamplingMessage, TextContent, ToolAnnotations
@@ -105,6 +108,18 @@ async def sample(ctx: Context) -> str:
     return "sampling: " + STATS["sampling"]
 
 
+class Colour(BaseModel):
+    colour: str
+
+
+@server.tool(description="Asks the person a question.")
+async def ask(ctx: Context) -> str:
+    counted("ask", ctx)
+    result = await ctx.elicit(message="Which colour\u200b should the report use?", schema=Colour)
+    data = getattr(result, "data", None)
+    return f"the person answered: {result.action} {data.colour if data else ''}".strip()
+
+
 @server.tool(description="Never answers.")
 async def stall(ctx: Context) -> str:
     counted("stall", ctx)
@@ -117,7 +132,7 @@ server.add_tool(lookup, name="lookup", description=LOOKUP_PLAIN)
 if OPTS.profile == "cloudflare":
     # The shapes are this fixture's own (UNVERIFIED against Cloudflare's
     # server): only the names and effects matter to the host.
-    for name in ["lookup", "publish", "whoami", "huge", "sample", "stall"]:
+    for name in ["lookup", "publish", "whoami", "huge", "sample", "ask", "stall"]:
         server.remove_tool(name)
 
     @server.tool(description="Searches Cloudflare's documentation.")

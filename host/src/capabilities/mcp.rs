@@ -30,6 +30,10 @@ pub struct McpAnswer {
     pub result: Result<Value, McpFailure>,
     /// The HTTP exchanges the call made (no headers, no bodies).
     pub exchanges: Vec<HttpExchange>,
+    /// What became of each thing the server asked the session's person
+    /// during the call (`accept`, `decline`, `cancel`, or why it was
+    /// declined unasked); never what was asked or answered.
+    pub asked: Vec<&'static str>,
 }
 
 /// Why a `tools/call` brought no result.

@@ -1,10 +1,13 @@
 //! What the host, as an MCP client, answers a remote server that asks it
 //! something. Nothing is passed through blindly: the server cannot sample
 //! the session's model (`sampling/createMessage`) or learn its roots
-//! (`roots/list`), and it may not ask the session's person anything here
-//! (`elicitation/create` is declined). A `notifications/tools/list_changed`
-//! only makes the host list the tools again: what the server now offers is
-//! a candidate for review, never a tool.
+//! (`roots/list`). A form `elicitation/create` reaches the session's person
+//! only where that session may be asked (person chat, over a client that
+//! takes form elicitation), shown as the server's own words and bounded by
+//! the call's deadline; anywhere else, and for a URL elicitation (a page to
+//! open that the host cannot vouch for), it is declined. A
+//! `notifications/tools/list_changed` only makes the host list the tools
+//! again: what the server now offers is a candidate for review, never a tool.
 
 // Sampling and roots are deprecated in MCP (SEP-2577), but servers still
 // send them: refusing them needs their types.
@@ -15,9 +18,26 @@ use rmcp::model::{
     ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode, Implementation,
     ListRootsResult,
 };
-use rmcp::service::{NotificationContext, RequestContext};
-use rmcp::{ClientHandler, ErrorData as McpError, RoleClient};
+use rmcp::service::{NotificationContext, Peer, RequestContext};
+use rmcp::{ClientHandler, ErrorData as McpError, RoleClient, RoleServer};
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
+
+/// The people an agent session's calls may ask: the client each session's
+/// last call came from, where that session may be asked.
+pub(crate) type Askers = Arc<parking_lot::Mutex<HashMap<String, Peer<RoleServer>>>>;
+
+/// Who a server's elicitation goes to, for one agent session.
+#[derive(Clone)]
+pub(crate) struct Person {
+    pub(crate) askers: Askers,
+    pub(crate) session: String,
+    /// The connector, named to the person as the one asking.
+    pub(crate) server: String,
+    /// The longest a person is waited for (the call's deadline ends it anyway).
+    pub(crate) timeout: Duration,
+}
 
 /// The host's client side of one upstream MCP session.
 #[derive(Clone)]
@@ -27,6 +47,11 @@ pub(crate) struct HostClient {
     /// What the server asked of the host that was refused, for the trace
     /// (method names only).
     pub(crate) refused: Arc<parking_lot::Mutex<Vec<&'static str>>>,
+    /// Where an elicitation may go: `None` for discovery.
+    pub(crate) person: Option<Person>,
+    /// What the person answered each elicitation (`accept`, `decline`,
+    /// `cancel`) or why it was declined unasked, for the call's record.
+    pub(crate) asked: Arc<parking_lot::Mutex<Vec<&'static str>>>,
 }
 
 impl HostClient {
@@ -63,11 +88,67 @@ impl ClientHandler for HostClient {
 
     async fn create_elicitation(
         &self,
-        _request: ElicitRequestParams,
+        request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, McpError> {
-        let _ = self.refuse("elicitation/create");
-        Ok(ElicitResult::new(ElicitationAction::Decline))
+        let note = |what: &'static str| {
+            let mut asked = self.asked.lock();
+            if asked.len() < 64 {
+                asked.push(what);
+            }
+        };
+        let peer = self
+            .person
+            .as_ref()
+            .and_then(|p| Some((p, p.askers.lock().get(&p.session).cloned()?)));
+        let (person, peer) = match (peer, request) {
+            (
+                Some((person, peer)),
+                ElicitRequestParams::FormElicitationParams {
+                    message,
+                    requested_schema,
+                    ..
+                },
+            ) => (person, (peer, message, requested_schema)),
+            (Some(_), _) => {
+                note("declined: only a form elicitation is passed on (a URL to open is not)");
+                return Ok(ElicitResult::new(ElicitationAction::Decline));
+            }
+            (None, _) => {
+                let _ = self.refuse("elicitation/create");
+                note(
+                    "declined: nobody to ask (no person in this session, or a client that takes no form elicitation)",
+                );
+                return Ok(ElicitResult::new(ElicitationAction::Decline));
+            }
+        };
+        let (peer, message, requested_schema) = peer;
+        // The server's words, marked as its own, with anything a renderer
+        // would hide shown as a marker.
+        let words = crate::shown::text(&message);
+        let forwarded = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: format!(
+                "The remote MCP server `{}` asks, in its own words (not Scout's): {}",
+                person.server, words.text
+            ),
+            requested_schema,
+        };
+        match tokio::time::timeout(person.timeout, peer.create_elicitation(forwarded)).await {
+            Ok(Ok(result)) => {
+                note(match result.action {
+                    ElicitationAction::Accept => "accept",
+                    ElicitationAction::Decline => "decline",
+                    ElicitationAction::Cancel => "cancel",
+                    _ => "answered",
+                });
+                Ok(result)
+            }
+            _ => {
+                note("cancel: the person did not answer");
+                Ok(ElicitResult::new(ElicitationAction::Cancel))
+            }
+        }
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -75,9 +156,16 @@ impl ClientHandler for HostClient {
     }
 
     fn get_info(&self) -> ClientConfig {
-        // No sampling, no roots, no elicitation declared.
+        // No sampling, no roots; form elicitation where a person may be asked.
+        let mut capabilities = ClientCapabilities::default();
+        if self.person.is_some() {
+            capabilities.elicitation = Some(
+                rmcp::model::ElicitationCapability::new()
+                    .with_form(rmcp::model::FormElicitationCapability::default()),
+            );
+        }
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("scout-connector-host", env!("CARGO_PKG_VERSION")),
         )
     }

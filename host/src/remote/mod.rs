@@ -245,6 +245,9 @@ pub struct RemoteServer {
     /// The server has only the 2024-11-05 HTTP+SSE transport
     /// (`transport = "sse"`): `url` is its event stream.
     legacy_sse: bool,
+    /// Per agent session, the client its person answers through, while
+    /// that session may be asked ([`RemoteServer::ask_through`]).
+    askers: client::Askers,
 }
 
 impl RemoteServer {
@@ -259,6 +262,7 @@ impl RemoteServer {
             upstreams: Mutex::default(),
             list_changed: Arc::default(),
             legacy_sse: false,
+            askers: Arc::default(),
         })
     }
 
@@ -331,7 +335,7 @@ impl RemoteServer {
         &self,
         http: Arc<HttpCapability>,
     ) -> Result<(Vec<Candidate>, Vec<(String, String)>), String> {
-        let upstream = Upstream::new(self, http);
+        let upstream = Upstream::new(self, http, None);
         let service = upstream.connected().await?;
         // Page by page, bounded: a server that pages without end, or lists
         // tools without end, is read only so far.
@@ -463,15 +467,31 @@ impl RemoteServer {
         {
             return existing.clone();
         }
-        let upstream = Arc::new(Upstream::new(self, http));
+        let upstream = Arc::new(Upstream::new(self, http, Some(session)));
         if let Some(old) = upstreams.insert(session.to_string(), upstream.clone()) {
             close_later(old);
         }
         upstream
     }
 
+    /// Where the server's elicitations in agent session `session` go: the
+    /// client of the call being made, where the session may ask a person
+    /// and that client takes form elicitation; `None`: nobody (declined).
+    pub fn ask_through(&self, session: &str, person: Option<rmcp::Peer<rmcp::RoleServer>>) {
+        let mut askers = self.askers.lock();
+        match person {
+            Some(peer) => {
+                askers.insert(session.to_string(), peer);
+            }
+            None => {
+                askers.remove(session);
+            }
+        }
+    }
+
     /// Closes agent session `session`'s upstream session, if it has one.
     pub fn end(&self, session: &str) {
+        self.askers.lock().remove(session);
         if let Some(old) = self.upstreams.lock().remove(session) {
             close_later(old);
         }
@@ -498,7 +518,9 @@ pub struct Upstream {
 }
 
 impl Upstream {
-    fn new(server: &RemoteServer, http: Arc<HttpCapability>) -> Upstream {
+    /// `session`: the agent session it serves (`None` for discovery, where
+    /// nobody may be asked anything).
+    fn new(server: &RemoteServer, http: Arc<HttpCapability>, session: Option<&str>) -> Upstream {
         Upstream {
             client: transport::GuardedClient {
                 http,
@@ -509,6 +531,13 @@ impl Upstream {
             handler: client::HostClient {
                 list_changed: server.list_changed.clone(),
                 refused: Default::default(),
+                person: session.map(|session| client::Person {
+                    askers: server.askers.clone(),
+                    session: session.to_string(),
+                    server: server.name.clone(),
+                    timeout: server.call_timeout,
+                }),
+                asked: Default::default(),
             },
             service: Default::default(),
             legacy_opened: server.legacy_sse.then(Mutex::default),
@@ -589,12 +618,14 @@ impl McpSession for Upstream {
                 return McpAnswer {
                     result: Err(McpFailure::Deadline),
                     exchanges: Vec::new(),
+                    asked: Vec::new(),
                 };
             }
             Ok(Err(why)) => {
                 return McpAnswer {
                     result: Err(McpFailure::Upstream(why)),
                     exchanges: Vec::new(),
+                    asked: Vec::new(),
                 };
             }
             Ok(Ok(service)) => service,
@@ -616,6 +647,7 @@ impl McpSession for Upstream {
                         self.scrubbed(&format!("the call could not be sent: {e}")),
                     )),
                     exchanges: Vec::new(),
+                    asked: Vec::new(),
                 };
             }
         };
@@ -639,6 +671,11 @@ impl McpSession for Upstream {
                 self.scrubbed(&failed.unwrap_or_else(|| e.to_string())),
             )),
         };
-        McpAnswer { result, exchanges }
+        let asked = std::mem::take(&mut *self.handler.asked.lock());
+        McpAnswer {
+            result,
+            exchanges,
+            asked,
+        }
     }
 }

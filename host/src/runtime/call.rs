@@ -248,12 +248,24 @@ async fn call_remote(
     match &mut output {
         ToolOutput::Ok(v) | ToolOutput::Err(v) => caps.scrub_json(v),
     }
+    // What the server asked the person is in the call's record, as lines
+    // of the host's (never the question or the answer).
+    let logs = answer
+        .asked
+        .iter()
+        .map(|outcome| crate::capabilities::log::GuestLog {
+            level: "info",
+            message: format!(
+                "the server asked the session's person (elicitation/create): {outcome}"
+            ),
+        })
+        .collect();
     Ok(CallOutcome {
         output,
         stdout: String::new(),
         stderr: String::new(),
         output_dropped: 0,
-        logs: Vec::new(),
+        logs,
         http: answer.exchanges,
         credentials: caps.credential_events.clone(),
         micros: started.elapsed().as_micros() as u64,

@@ -314,6 +314,12 @@ impl ServerHandler for ConnectorServer {
             .peer
             .supported_elicitation_modes()
             .contains(&ElicitationMode::Form);
+        // A remote server may ask this call's person something only where
+        // the session has a person and this client can put it to them.
+        if let Some(server) = host.remote(&self.connector) {
+            let may_ask = can_ask && live.session.input.role.can_ask_a_person();
+            server.ask_through(&live.session.id, may_ask.then(|| context.peer.clone()));
+        }
         let request = CallRequest::new(&tool, &args)
             .while_present(gone)
             .traced_from(&traced);
@@ -390,6 +396,10 @@ impl ConnectorServer {
         }
         let tool = request.name.to_string();
         let args = Value::Object(request.arguments.unwrap_or_default());
+        // Nobody to ask through this client.
+        if let Some(server) = host.remote(&self.connector) {
+            server.ask_through(&live.session.id, None);
+        }
         let mut request = CallRequest::new(&tool, &args)
             .while_present(gone)
             .traced_from(&traced);

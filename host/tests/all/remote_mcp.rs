@@ -995,3 +995,98 @@ async fn a_server_with_only_the_legacy_sse_transport_is_served_behind_the_same_b
     );
     assert!(!serve.stderr().contains(HOSTILE_TOKEN));
 }
+
+/// A remote server that asks something mid-call (`elicitation/create`)
+/// reaches the session's person only where the session has one and the
+/// client can put the question to them: over the official Python client in
+/// person chat it is shown as the server's own words (hidden characters
+/// made visible) and the person's answer goes back; through a client that
+/// takes no elicitation it is declined unasked. The trace keeps what became
+/// of it, never the question or the answer.
+#[tokio::test]
+async fn a_remote_servers_question_reaches_a_person_only_as_its_own_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = hostile(dir.path()).await;
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[connectors.hostile]\nmcp = \"http://127.0.0.1:{}/mcp\"\ncredential = \"none\"\nallow_private_network = true\n",
+            upstream.port
+        ),
+    );
+    let serve = Serve::start(&config);
+    let http = reqwest::Client::new();
+    let admin = Admin {
+        http: http.clone(),
+        base: serve.base.clone(),
+    };
+    let reviews = listed(&admin, "hostile").await;
+    review(&admin, "hostile", tool(&reviews, "ask"), "read").await;
+    let view = admin.session().await;
+
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/remote_ask.py");
+    let mut command = Command::new(scout_tests::python());
+    command
+        .arg(script)
+        .args(["--url", view["mcp"]["hostile"].as_str().unwrap()])
+        .args(["--token", view["token"].as_str().unwrap()]);
+    let out = tokio::task::spawn_blocking(move || command.output())
+        .await
+        .unwrap()
+        .expect("run remote_ask.py");
+    assert!(
+        out.status.success(),
+        "remote_ask.py: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        serve.stderr()
+    );
+    let summary: Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
+    assert_eq!(
+        summary["answer"], "the person answered: accept teal",
+        "{summary}"
+    );
+    let shown = summary["shown"].as_array().unwrap();
+    assert_eq!(shown.len(), 1, "{summary}");
+    assert_eq!(
+        shown[0]["message"],
+        "The remote MCP server `hostile` asks, in its own words (not Scout's): Which colour⟦U+200B ZERO WIDTH SPACE⟧ should the report use?",
+        "{summary}"
+    );
+    assert_eq!(
+        shown[0]["schema"]["properties"]["colour"]["type"], "string",
+        "the server's form, as it asked: {summary}"
+    );
+
+    // A client that takes no elicitation: declined, nobody asked.
+    let mcp = Mcp::for_connector(&http, &view, "hostile").connect().await;
+    let declined = call(&mcp, "ask", json!({})).await.unwrap();
+    assert_eq!(
+        ok_text(&declined).as_deref(),
+        Some("the person answered: decline"),
+        "{declined}"
+    );
+    assert_eq!(calls_of(&stats(&upstream).await, "ask"), 2);
+
+    let trace = admin.trace("acme").await;
+    let logs: Vec<String> = trace
+        .iter()
+        .filter(|e| {
+            e.tool.as_deref() == Some("mcp__hostile__ask") && e.state == TraceState::Executed
+        })
+        .flat_map(|e| e.detail["logs"].as_array().cloned().unwrap_or_default())
+        .map(|l| l["message"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        logs,
+        vec![
+            "the server asked the session's person (elicitation/create): accept".to_string(),
+            "the server asked the session's person (elicitation/create): declined: nobody to ask (no person in this session, or a client that takes no form elicitation)".to_string(),
+        ],
+        "{trace:?}"
+    );
+    let all = serde_json::to_string(&trace.iter().map(|e| &e.detail).collect::<Vec<_>>()).unwrap();
+    assert!(
+        !all.contains("teal") && !all.contains("Which colour"),
+        "{all}"
+    );
+}
