@@ -324,6 +324,11 @@ pub fn permissions_page(catalog: &Catalog, components: &[&Manifest]) -> String {
             sw.counts_as_on()
         );
     }
+    page.push('\n');
+    page.push_str(&remote_servers(catalog));
+    while page.ends_with("\n\n") {
+        page.pop();
+    }
     page
 }
 
@@ -635,6 +640,7 @@ pub fn connectors_page(
             page.push('\n');
         }
     }
+    page.push_str(&remote_servers(catalog));
     // One trailing newline, whatever the last section wrote.
     while page.ends_with("\n\n") {
         page.pop();
@@ -648,4 +654,79 @@ fn billing_text(m: &Manifest) -> &'static str {
         Some(scout_manifest::Billing::Usd) => "USD",
         None => "none",
     }
+}
+
+/// The seed's connectors that are served as remote MCP servers.
+const REMOTE_SEED: [&str; 2] = ["cloudflare", "contentsquare"];
+
+/// What both pages say of remote MCP servers: their tools are known only
+/// to a running host, so the pages give the rules and the seed's two.
+fn remote_servers(catalog: &Catalog) -> String {
+    let mut page = String::new();
+    let _ = writeln!(
+        page,
+        "## Remote MCP servers\n\n\
+         A connector can be a remote MCP server (`mcp = \"https://…\"`, see \
+         [operating](operating.md#remote-mcp-servers)). Its tools are what the server lists and an operator \
+         reviewed, with the effect the operator gave each (`read`; `write` and `billed` ask a person on \
+         every call): known only to a running host, so they are not on this page. `GET /v1/reviews` lists \
+         each with its status, effect and the server's own claims; `GET /v1/audit` the route and credential \
+         it reaches; `scout-host inspect mcp+https://…` what the server offers now against the reviews. \
+         No remote tool is grantable to a specialist or the goal agent. The seed's remote servers keep the \
+         seed's policy when served this way:\n"
+    );
+    let _ = writeln!(
+        page,
+        "| connector | reads (reviewed `read`) | writes (reviewed `write`) | grantable |\n|---|---|---|---|"
+    );
+    for name in REMOTE_SEED {
+        let Some(spec) = catalog.connector(name) else {
+            continue;
+        };
+        let every = "every tool its server lists, as reviewed";
+        let reads = if spec.reads.is_empty() && spec.writes.is_empty() {
+            every.to_string()
+        } else {
+            spec.reads
+                .iter()
+                .map(|r| format!("`{r}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let writes = if spec.reads.is_empty() && spec.writes.is_empty() {
+            every.to_string()
+        } else {
+            spec.writes
+                .iter()
+                .map(|w| {
+                    let registered = match &w.registers {
+                        policy::catalog::Registers::WithConnector => String::new(),
+                        policy::catalog::Registers::WhenSwitch(sw) => {
+                            format!("; registered only with `{}` on", sw.var())
+                        }
+                        policy::catalog::Registers::WhenApprovalsOn => {
+                            "; absent where no one can be asked".to_string()
+                        }
+                    };
+                    let gate = match &w.gate {
+                        policy::catalog::WriteGate::Open => "no gate".to_string(),
+                        policy::catalog::WriteGate::Approval { needs: None } => {
+                            "asks a person on every call".to_string()
+                        }
+                        policy::catalog::WriteGate::Approval { needs: Some(sw) } => {
+                            format!("needs `{}` and asks a person on every call", sw.var())
+                        }
+                        policy::catalog::WriteGate::MutationsNeedApproval { needs } => {
+                            format!("mutations need `{}` and a person", needs.var())
+                        }
+                    };
+                    format!("`{}` ({gate}{registered})", w.name)
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(page, "| {} | {reads} | {writes} | none |", spec.name);
+    }
+    page.push('\n');
+    page
 }
