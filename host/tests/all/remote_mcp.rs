@@ -520,7 +520,8 @@ async fn the_seeds_cloudflare_is_a_remote_server_served_with_the_seeds_gates() {
     let config = write_config(
         dir.path(),
         &format!(
-            "[connectors.cloudflare]\nmcp = \"{url}\"\nhost_env = \"CLOUDFLARE_TOKEN\"\nallow_private_network = true\n"
+            "[connectors.cloudflare]\nmcp = \"{url}\"\nhost_env = \"CLOUDFLARE_TOKEN\"\nallow_private_network = true\n\
+             [connectors.contentsquare]\nmcp = \"{url}\"\ncredential = \"none\"\nallow_private_network = true\n"
         ),
     );
     // Before any review: every tool needs one (exit 2), as the server describes it.
@@ -602,6 +603,67 @@ async fn the_seeds_cloudflare_is_a_remote_server_served_with_the_seeds_gates() {
         0,
         "a refused write reaches no server"
     );
+
+    // Contentsquare serves every tool its server lists that an operator
+    // reviewed, with the effect the review gave it (a write asks a person).
+    let reviews = listed(&admin, "contentsquare").await;
+    review(&admin, "contentsquare", tool(&reviews, "docs"), "read").await;
+    review(
+        &admin,
+        "contentsquare",
+        tool(&reviews, "purge_cache"),
+        "write",
+    )
+    .await;
+    let squared = Mcp::for_connector(&http, &view, "contentsquare")
+        .connect()
+        .await;
+    assert_eq!(offered(&squared).await, vec!["docs", "purge_cache"]);
+    let read = call(&squared, "docs", json!({"query": "heatmaps"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        ok_text(&read).as_deref(),
+        Some("docs about heatmaps"),
+        "{read}"
+    );
+    let waiting = {
+        let squared = squared.clone();
+        tokio::spawn(async move { call(&squared, "purge_cache", json!({"zone": "z2"})).await })
+    };
+    let pending = wait_for("purge_cache's approval", EVENTUALLY, async || {
+        admin.pending(&session).await.into_iter().next()
+    })
+    .await;
+    assert_eq!(
+        pending["tool"], "mcp__contentsquare__purge_cache",
+        "{pending}"
+    );
+    let (status, body) = admin
+        .request(
+            Method::POST,
+            &format!("/v1/approvals/{}", pending["id"]),
+            Some(json!({"approve": false})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let denied = waiting.await.unwrap().unwrap();
+    assert_eq!(denied["result"]["isError"], true, "{denied}");
+    assert_eq!(calls_of(&stats(&upstream).await, "purge_cache"), 0);
+    // None of it is grantable: a profile granting it is refused.
+    let (status, refused) = admin
+        .request(
+            Method::PUT,
+            "/v1/brands/acme/profiles/squared",
+            Some(json!({"kind": "coworker", "profile": {
+                "name": "squared", "tools": [],
+                "grant": {"connectors": ["contentsquare"]},
+                "limits": {"runBudgetUsd": 0.5, "maxTurns": 10, "maxConcurrentRuns": 1, "maxDelegationDepth": 1}
+            }})),
+        )
+        .await;
+    assert_eq!(status, 422, "{refused}");
+    assert!(refused.to_string().contains("cannot be granted"), "{refused}");
 
     // `inspect --config` compares with the store's reviews: all reviewed now.
     let (code, report) = inspect_remote(&url, Some(&config));
