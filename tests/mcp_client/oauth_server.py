@@ -21,7 +21,8 @@ Without auth it also answers `GET /stats` (registrations, authorizations, code
 exchanges, refreshes, the `resource` each token request carried, refused
 refreshes, access tokens issued and every token itself, 401s answered on
 `/mcp`, tool calls by name)
-and `POST /revoke-all` (revokes every access and refresh token).
+`POST /revoke-access` (revokes every access token, as a server that ends them
+early does) and `POST /revoke-all` (revokes every access and refresh token).
 """
 
 import argparse
@@ -194,6 +195,12 @@ def build(port: int) -> MCPServer:
     @server.custom_route("/stats", methods=["GET"])
     async def stats(request: Request):
         return JSONResponse(STATS)
+
+    @server.custom_route("/revoke-access", methods=["POST"])
+    async def revoke_access(request: Request):
+        revoked = len(provider.access)
+        provider.access.clear()
+        return JSONResponse({"revoked": revoked})
 
     @server.custom_route("/revoke-all", methods=["POST"])
     async def revoke_all(request: Request):

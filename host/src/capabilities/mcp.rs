@@ -34,6 +34,9 @@ pub struct McpAnswer {
     /// during the call (`accept`, `decline`, `cancel`, or why it was
     /// declined unasked); never what was asked or answered.
     pub asked: Vec<&'static str>,
+    /// The credential's renewal after the server refused it (401), for the
+    /// trace (never a token).
+    pub renewals: Vec<serde_json::Value>,
 }
 
 /// Why a `tools/call` brought no result.

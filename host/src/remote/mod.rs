@@ -40,6 +40,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use url::Url;
 
@@ -523,6 +524,7 @@ impl Upstream {
     fn new(server: &RemoteServer, http: Arc<HttpCapability>, session: Option<&str>) -> Upstream {
         Upstream {
             client: transport::GuardedClient {
+                unauthorized: Default::default(),
                 http,
                 path: server.url.path().to_string(),
                 exchanges: Default::default(),
@@ -609,7 +611,59 @@ impl Upstream {
 
 #[async_trait::async_trait]
 impl McpSession for Upstream {
+    /// One `tools/call`; where the server refused the credential (401) and
+    /// the host can renew it, renewed once and sent once more on a new
+    /// upstream session (a refused request ran nothing).
     async fn call_tool(&self, tool: &str, args: &Value, deadline: Instant) -> McpAnswer {
+        let answer = self.call_once(tool, args, deadline).await;
+        if answer.result.is_ok() || !self.client.unauthorized.load(Ordering::Relaxed) {
+            return answer;
+        }
+        let Some(renewal) = self.client.http.renewal().cloned() else {
+            return answer;
+        };
+        let renewed = renewal.renewed().await;
+        let Some(http) = renewed.http else {
+            let mut answer = answer;
+            answer.result = Err(McpFailure::Upstream(
+                crate::credentials::TokenError::REASON.to_string(),
+            ));
+            answer.renewals.push(renewed.event);
+            return answer;
+        };
+        let fresh = self.renewed_on(http);
+        let mut again = fresh.call_once(tool, args, deadline).await;
+        fresh.close().await;
+        let mut exchanges = answer.exchanges;
+        exchanges.append(&mut again.exchanges);
+        again.exchanges = exchanges;
+        again.renewals.insert(0, renewed.event);
+        again
+    }
+}
+
+impl Upstream {
+    /// The same upstream over `http` (a renewed credential), not yet connected.
+    fn renewed_on(&self, http: Arc<HttpCapability>) -> Upstream {
+        Upstream {
+            client: transport::GuardedClient {
+                unauthorized: Default::default(),
+                http,
+                path: self.client.path.clone(),
+                exchanges: Default::default(),
+            },
+            url: self.url.clone(),
+            handler: client::HostClient {
+                refused: Default::default(),
+                asked: Default::default(),
+                ..self.handler.clone()
+            },
+            service: Default::default(),
+            legacy_opened: self.legacy_opened.as_ref().map(|_| Mutex::default()),
+        }
+    }
+
+    async fn call_once(&self, tool: &str, args: &Value, deadline: Instant) -> McpAnswer {
         let started = Instant::now();
         let remaining = deadline.saturating_duration_since(started);
         let connect = tokio::time::timeout(remaining, self.connected()).await;
@@ -619,6 +673,7 @@ impl McpSession for Upstream {
                     result: Err(McpFailure::Deadline),
                     exchanges: Vec::new(),
                     asked: Vec::new(),
+                    renewals: Vec::new(),
                 };
             }
             Ok(Err(why)) => {
@@ -626,6 +681,7 @@ impl McpSession for Upstream {
                     result: Err(McpFailure::Upstream(why)),
                     exchanges: Vec::new(),
                     asked: Vec::new(),
+                    renewals: Vec::new(),
                 };
             }
             Ok(Ok(service)) => service,
@@ -648,6 +704,7 @@ impl McpSession for Upstream {
                     )),
                     exchanges: Vec::new(),
                     asked: Vec::new(),
+                    renewals: Vec::new(),
                 };
             }
         };
@@ -676,6 +733,7 @@ impl McpSession for Upstream {
             result,
             exchanges,
             asked,
+            renewals: Vec::new(),
         }
     }
 }

@@ -88,6 +88,8 @@ impl Exchanges {
 /// `http` handle (bound to the server's origin and the brand's credential).
 #[derive(Clone)]
 pub(crate) struct GuardedClient {
+    /// Set when the server answered 401: its token was refused.
+    pub(crate) unauthorized: Arc<AtomicBool>,
     pub(crate) http: Arc<HttpCapability>,
     /// The endpoint's path below the origin (`/mcp`).
     pub(crate) path: String,
@@ -411,6 +413,9 @@ impl StreamableHttpClient for GuardedClient {
         let content_type = header(&response.headers, "content-type")
             .unwrap_or_default()
             .to_ascii_lowercase();
+        if status == 401 {
+            self.unauthorized.store(true, Ordering::Relaxed);
+        }
         let refused = match status {
             401 => Some(StreamableHttpError::AuthRequired(AuthRequiredError::new(
                 www_authenticate.unwrap_or_default(),

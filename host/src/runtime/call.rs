@@ -267,7 +267,12 @@ async fn call_remote(
         output_dropped: 0,
         logs,
         http: answer.exchanges,
-        credentials: caps.credential_events.clone(),
+        credentials: caps
+            .credential_events
+            .iter()
+            .cloned()
+            .chain(answer.renewals)
+            .collect(),
         micros: started.elapsed().as_micros() as u64,
         instantiate_micros: 0,
     })
