@@ -22,7 +22,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 /// The deployment owner's own token for the hostile server (`host_env`).
-const HOSTILE_TOKEN: &str = "hostile-owner-token-7f3a9c2e51";
+pub(super) const HOSTILE_TOKEN: &str = "hostile-owner-token-7f3a9c2e51";
 
 /// A server process of the test's, killed when dropped.
 pub(super) struct Server {
@@ -46,7 +46,7 @@ async fn everything() -> Server {
 }
 
 /// The hostile Python server, on the port it picked.
-async fn hostile(dir: &Path) -> Server {
+pub(super) async fn hostile(dir: &Path) -> Server {
     python_server(dir, "hostile").await
 }
 
@@ -80,7 +80,7 @@ async fn python_server_with(dir: &Path, profile: &str, more: &[&str]) -> Server 
     Server { child, port }
 }
 
-fn write_config(dir: &Path, connectors: &str) -> std::path::PathBuf {
+pub(super) fn write_config(dir: &Path, connectors: &str) -> std::path::PathBuf {
     let config = dir.join("serve.toml");
     std::fs::write(
         &config,
@@ -93,7 +93,7 @@ fn write_config(dir: &Path, connectors: &str) -> std::path::PathBuf {
 }
 
 /// The remote connector's reviews once its server has been listed.
-async fn listed(admin: &Admin, connector: &str) -> Vec<Value> {
+pub(super) async fn listed(admin: &Admin, connector: &str) -> Vec<Value> {
     wait_for(
         "the remote server's tools to be listed",
         EVENTUALLY,
@@ -113,14 +113,14 @@ async fn listed(admin: &Admin, connector: &str) -> Vec<Value> {
     .await
 }
 
-fn tool<'a>(reviews: &'a [Value], name: &str) -> &'a Value {
+pub(super) fn tool<'a>(reviews: &'a [Value], name: &str) -> &'a Value {
     reviews
         .iter()
         .find(|t| t["tool"] == name)
         .unwrap_or_else(|| panic!("no candidate {name}: {reviews:?}"))
 }
 
-async fn review(admin: &Admin, connector: &str, candidate: &Value, effect: &str) {
+pub(super) async fn review(admin: &Admin, connector: &str, candidate: &Value, effect: &str) {
     let body = json!({"connector": connector, "tool": candidate["tool"], "digest": candidate["digest"], "effect": effect});
     let (status, answer) = admin.request(Method::POST, "/v1/reviews", Some(body)).await;
     assert_eq!(status, 200, "{answer}");
@@ -142,13 +142,13 @@ async fn offered(mcp: &Mcp) -> Vec<String> {
     names
 }
 
-async fn call(mcp: &Mcp, name: &str, args: Value) -> Result<Value, String> {
+pub(super) async fn call(mcp: &Mcp, name: &str, args: Value) -> Result<Value, String> {
     mcp.request("tools/call", json!({"name": name, "arguments": args}))
         .await
 }
 
 /// The hostile server's own record of what it was asked.
-async fn stats(server: &Server) -> Value {
+pub(super) async fn stats(server: &Server) -> Value {
     let text = reqwest::get(format!("http://127.0.0.1:{}/stats", server.port))
         .await
         .expect("GET /stats")
@@ -663,7 +663,10 @@ async fn the_seeds_cloudflare_is_a_remote_server_served_with_the_seeds_gates() {
         )
         .await;
     assert_eq!(status, 422, "{refused}");
-    assert!(refused.to_string().contains("cannot be granted"), "{refused}");
+    assert!(
+        refused.to_string().contains("cannot be granted"),
+        "{refused}"
+    );
 
     // `inspect --config` compares with the store's reviews: all reviewed now.
     let (code, report) = inspect_remote(&url, Some(&config));
@@ -920,6 +923,54 @@ async fn a_person_connects_a_brand_by_oauth_and_the_host_keeps_the_token_alive()
     assert!(ok_text(&who).is_some(), "{who}");
     let seen = stats(&upstream).await;
     assert_eq!(seen["refused_refreshes"], 0, "{seen}");
+
+    // An access token the server ends before its expiry is refused (401):
+    // the host renews it once and sends the call again, and the trace says so.
+    let ended = http
+        .post(format!("http://127.0.0.1:{}/revoke-access", upstream.port))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ended.status(), 200);
+    let before = stats(&upstream).await;
+    let who = call(&mcp, "whoami", json!({})).await.unwrap();
+    assert!(ok_text(&who).is_some(), "{who}");
+    let after = stats(&upstream).await;
+    assert_eq!(
+        after["refreshes"].as_u64().unwrap(),
+        before["refreshes"].as_u64().unwrap() + 1,
+        "{after}"
+    );
+    assert!(
+        after["unauthorized"].as_u64().unwrap() > before["unauthorized"].as_u64().unwrap(),
+        "{after}"
+    );
+    assert_eq!(calls_of(&after, "whoami"), calls_of(&before, "whoami") + 1);
+    let trace = admin.trace("acme").await;
+    let renewed = trace
+        .iter()
+        .rev()
+        .find(|e| {
+            e.tool.as_deref() == Some("mcp__tracker__whoami") && e.state == TraceState::Executed
+        })
+        .expect("the executed call");
+    assert!(
+        renewed.detail["credentials"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|e| e["outcome"] == "renewed")),
+        "{}",
+        renewed.detail
+    );
+    let statuses: Vec<&Value> = renewed.detail["http"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["status"])
+        .collect();
+    assert!(
+        statuses.contains(&&json!(401)) && statuses.contains(&&json!(200)),
+        "{statuses:?}"
+    );
 
     // A grant the authorization server revoked fails the call with the
     // bounded reason once the token expires, and the server hears nothing.

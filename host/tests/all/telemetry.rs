@@ -468,3 +468,120 @@ async fn a_collector_that_is_away_costs_the_call_nothing_and_is_logged() {
         "once, not per batch: {logged}"
     );
 }
+
+/// A remote MCP server's call (issue 32) is spanned as a component's is: a
+/// SERVER span naming the connector and the rule, a CLIENT child for each
+/// request the host sent the server; the credential the host injected (which
+/// the server echoes back) is in no exported byte.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_remote_servers_call_is_spanned_and_its_token_is_never_exported() {
+    use super::remote_mcp;
+    let (endpoint, received) = otlp_receiver().await;
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = remote_mcp::hostile(dir.path()).await;
+    let config = remote_mcp::write_config(
+        dir.path(),
+        &format!(
+            "[connectors.hostile]\nmcp = \"http://127.0.0.1:{}/mcp\"\nhost_env = \"HOSTILE_TOKEN\"\nallow_private_network = true\n",
+            upstream.port
+        ),
+    );
+    let serve = Serve::start_with(
+        &config,
+        &[
+            ("HOSTILE_TOKEN", remote_mcp::HOSTILE_TOKEN.to_string()),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.clone()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100".to_string()),
+        ],
+    );
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(120))
+        .build()
+        .unwrap();
+    let admin = Admin {
+        http: http.clone(),
+        base: serve.base.clone(),
+    };
+    let reviews = remote_mcp::listed(&admin, "hostile").await;
+    let whoami = remote_mcp::tool(&reviews, "whoami");
+    remote_mcp::review(&admin, "hostile", whoami, "read").await;
+    let view = admin.session().await;
+    let mcp = Mcp::for_connector(&http, &view, "hostile").connect().await;
+    let who = remote_mcp::call(&mcp, "whoami", json!({})).await.unwrap();
+    assert!(
+        ok_text(&who).is_some_and(|t| t.contains("[REDACTED]")),
+        "{who}"
+    );
+    let seen = remote_mcp::stats(&upstream).await;
+    assert!(
+        seen["authorization"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == &json!(format!("Bearer {}", remote_mcp::HOSTILE_TOKEN))),
+        "the server received the token: {seen}"
+    );
+
+    let span = wait_for(
+        "the remote call's span and its requests",
+        crate::common::EVENTUALLY,
+        async || {
+            let received = received.lock().unwrap();
+            let call = received
+                .spans
+                .iter()
+                .map(|(_, s)| s)
+                .find(|s| s.kind == SERVER && s.name == "tools/call whoami")?;
+            received
+                .spans
+                .iter()
+                .any(|(_, s)| s.kind == CLIENT && s.parent_span_id == call.span_id)
+                .then(|| call.clone())
+        },
+    )
+    .await;
+    let attrs = attributes(&span);
+    for (key, value) in [
+        ("gen_ai.tool.name", "whoami"),
+        ("scout.connector", "hostile"),
+        ("scout.brand", "acme"),
+        ("scout.rule", "open"),
+        ("scout.outcome", "ok"),
+    ] {
+        assert_eq!(
+            attrs.get(key).map(String::as_str),
+            Some(value),
+            "{key}: {attrs:?}"
+        );
+    }
+    assert_eq!(
+        events(&span),
+        ["requested", "allowed", "executed", "result"]
+    );
+    let spans = received.lock().unwrap().spans.clone();
+    for (_, upstream_span) in spans
+        .iter()
+        .filter(|(_, s)| s.kind == CLIENT && s.parent_span_id == span.span_id)
+    {
+        let a = attributes(upstream_span);
+        assert_eq!(a["http.request.method"], "POST", "{a:?}");
+        assert_eq!(a["server.address"], "127.0.0.1", "{a:?}");
+        assert_eq!(a["server.port"], upstream.port.to_string(), "{a:?}");
+        assert_eq!(a["url.template"], "/mcp", "{a:?}");
+    }
+
+    let bodies = received.lock().unwrap().bodies.concat();
+    for private in [
+        remote_mcp::HOSTILE_TOKEN,
+        ADMIN_TOKEN,
+        view["token"].as_str().unwrap(),
+    ] {
+        assert!(
+            !bodies
+                .windows(private.len())
+                .any(|w| w == private.as_bytes()),
+            "{private:?} was exported"
+        );
+    }
+    drop(serve);
+}
