@@ -13,8 +13,9 @@ Binds 127.0.0.1 on a free port and writes it to FILE once listening. Besides
 `/mcp` it answers `GET /stats` (what it was asked: every tool call by name,
 every Authorization header seen, what sampling came to, how often the
 redirect's target was reached), `POST /drift` (from then on `lookup` is
-listed with another description) and `/moved/mcp`, an MCP endpoint that
-redirects to another origin.
+listed with another description), `POST /remove?tool=NAME` (from then on
+NAME is no longer listed, and a call of it counts as an unknown tool's) and
+`/moved/mcp`, an MCP endpoint that redirects to another origin.
 """
 
 import argparse
@@ -180,6 +181,12 @@ async def drift(request: Request):
     server.remove_tool("lookup")
     server.add_tool(lookup, name="lookup", description=LOOKUP_DRIFTED)
     return JSONResponse({"drifted": True})
+
+
+@server.custom_route("/remove", methods=["POST"])
+async def remove(request: Request):
+    server.remove_tool(request.query_params["tool"])
+    return JSONResponse({"removed": request.query_params["tool"]})
 
 
 def main():

@@ -1785,8 +1785,6 @@ impl ServeHost {
     }
 }
 
-/// Person chat's per-call spend threshold of each connector that has one,
-/// in its meter's unit (checked when the configuration was read).
 /// The policy a remote connector's tools are served under, as they are
 /// listed and reviewed now. Admitted against the seed's data (the catalogue
 /// in use already holds this connector's previous tools):
@@ -1850,6 +1848,8 @@ fn narrow_remote(
     spec
 }
 
+/// Person chat's per-call spend threshold of each connector that has one,
+/// in its meter's unit (checked when the configuration was read).
 fn spend_thresholds(config: &ServeConfig) -> Vec<(String, u64)> {
     config
         .connectors

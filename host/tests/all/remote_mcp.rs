@@ -1203,3 +1203,103 @@ async fn a_remote_servers_question_reaches_a_person_only_as_its_own_words() {
         "{all}"
     );
 }
+
+/// The operator's `tools` narrows a remote server as it narrows a
+/// component (a reviewed tool left out is neither offered, allowlisted nor
+/// sent); a tool the server stops listing is gone from the next surface and
+/// its call reaches nothing.
+#[tokio::test]
+async fn a_remote_server_is_narrowed_by_the_operator_and_a_removed_tool_disappears() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = hostile(dir.path()).await;
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[connectors.hostile]\nmcp = \"http://127.0.0.1:{}/mcp\"\ncredential = \"none\"\nallow_private_network = true\ndiscover_every_secs = 1\ntools = [\"lookup\", \"whoami\", \"stall\"]\n",
+            upstream.port
+        ),
+    );
+    let serve = Serve::start(&config);
+    let http = reqwest::Client::new();
+    let admin = Admin {
+        http: http.clone(),
+        base: serve.base.clone(),
+    };
+    let reviews = listed(&admin, "hostile").await;
+    for name in ["lookup", "whoami", "stall", "huge"] {
+        review(&admin, "hostile", tool(&reviews, name), "read").await;
+    }
+    let view = admin.session().await;
+    let mcp = Mcp::for_connector(&http, &view, "hostile").connect().await;
+    assert_eq!(offered(&mcp).await, vec!["lookup", "stall", "whoami"]);
+    let allowlisted = |view: &Value| -> Vec<String> {
+        let mut names: Vec<String> = view["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{view}"))
+            .iter()
+            .filter_map(|t| t.as_str())
+            .filter(|t| t.starts_with("mcp__hostile__"))
+            .map(str::to_string)
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(
+        allowlisted(&view),
+        [
+            "mcp__hostile__lookup",
+            "mcp__hostile__stall",
+            "mcp__hostile__whoami"
+        ]
+    );
+    let session = view["id"].as_str().unwrap();
+    let (status, sdk) = admin
+        .request(
+            Method::GET,
+            &format!("/v1/sessions/{session}/agent-config?format=claude-agent-sdk"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{sdk}");
+    assert_eq!(allowlisted(&sdk), allowlisted(&view), "{sdk}");
+
+    // Reviewed, but narrowed out: refused, and the server hears nothing.
+    let narrowed = call(&mcp, "huge", json!({})).await.expect("an answer");
+    assert!(
+        narrowed.get("error").is_some() || narrowed["result"]["isError"] == true,
+        "{narrowed}"
+    );
+    assert_eq!(calls_of(&stats(&upstream).await, "huge"), 0);
+
+    // The server stops listing `stall`: gone from the surface, and a call
+    // of it (the model remembers the name) reaches nothing.
+    let removed = http
+        .post(format!(
+            "http://127.0.0.1:{}/remove?tool=stall",
+            upstream.port
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(removed.status().as_u16(), 200);
+    wait_for("the removed tool to be gone", EVENTUALLY, async || {
+        (!offered(&mcp).await.contains(&"stall".to_string())).then_some(())
+    })
+    .await;
+    assert_eq!(offered(&mcp).await, vec!["lookup", "whoami"]);
+    let gone = call(&mcp, "stall", json!({})).await.expect("an answer");
+    assert!(
+        gone.get("error").is_some() || gone["result"]["isError"] == true,
+        "{gone}"
+    );
+    assert_eq!(calls_of(&stats(&upstream).await, "stall"), 0);
+    let later = admin.session().await;
+    assert_eq!(
+        allowlisted(&later),
+        ["mcp__hostile__lookup", "mcp__hostile__whoami"]
+    );
+    // What stays works.
+    let found = call(&mcp, "lookup", json!({"query": "q3"})).await.unwrap();
+    assert_eq!(ok_text(&found).as_deref(), Some("found: q3"), "{found}");
+    drop(serve);
+}
