@@ -152,6 +152,14 @@ impl Deployment {
                 d.admit(server.snapshot(&crate::store::NoReviews), None, false)?;
                 continue;
             }
+            if let (Some(artifact), None) = (&settings.artifact, &settings.artifact_digest) {
+                return Err(AuditError::Connector {
+                    name: name.clone(),
+                    message: format!(
+                        "{artifact} is an OCI artifact: audit the running host (`GET /v1/audit`), or `scout-host pull` it and audit the file with --component"
+                    ),
+                });
+            }
             let component =
                 runtime
                     .load_file(&settings.component)

@@ -139,6 +139,33 @@ enum Command {
         #[command(subcommand)]
         command: TraceCommand,
     },
+    /// Publishes a component to an OCI registry in the WebAssembly artifact
+    /// layout (config `application/vnd.wasm.config.v0+json`, one
+    /// `application/wasm` layer); prints the reference pinned at its digest
+    /// as JSON. Registry credentials: SCOUT_REGISTRY_USERNAME and
+    /// SCOUT_REGISTRY_PASSWORD, else the Docker config file.
+    Push {
+        /// The component (`.wasm`).
+        file: PathBuf,
+        /// Where: `oci://REGISTRY/REPOSITORY:TAG`.
+        reference: String,
+        /// Reach the registry over plain HTTP (loopback or internal only).
+        #[arg(long)]
+        plain_http: bool,
+    },
+    /// Pulls a component artifact into the shared artifact cache, every
+    /// byte checked against its digest, and copies it to --output; prints
+    /// the reference pinned at its digest as JSON.
+    Pull {
+        /// `oci://REGISTRY/REPOSITORY:TAG` or `…@sha256:DIGEST`.
+        reference: String,
+        /// Where to write the component.
+        #[arg(long)]
+        output: PathBuf,
+        /// Reach the registry over plain HTTP (loopback or internal only).
+        #[arg(long)]
+        plain_http: bool,
+    },
     /// Prints the operator switches as read from the environment, and any
     /// value not understood (the banner `serve` will print at start).
     Switches,
@@ -192,6 +219,20 @@ enum Command {
         #[arg(long)]
         token: String,
     },
+}
+
+/// `--plain-http`: this reference's registry, and only it, over plain HTTP.
+fn registry_options(
+    reference: &scout_host::artifact::ArtifactRef,
+    plain_http: bool,
+) -> scout_host::artifact::RegistryOptions {
+    scout_host::artifact::RegistryOptions {
+        plain_http: if plain_http {
+            vec![reference.registry().to_string()]
+        } else {
+            Vec::new()
+        },
+    }
 }
 
 /// `inspect mcp+…`: lists the server and, with `config`, compares with the
@@ -409,6 +450,60 @@ fn main() -> Result<()> {
         }
         Command::Call(_) | Command::Test(_) | Command::New(_) | Command::Build(_) => {
             unreachable!("handled above")
+        }
+        Command::Push {
+            file,
+            reference,
+            plain_http,
+        } => {
+            use scout_host::artifact::{ArtifactCache, ArtifactRef, push};
+            let reference = ArtifactRef::parse(&reference)?;
+            let options = registry_options(&reference, plain_http);
+            let rt = tokio::runtime::Runtime::new()?;
+            let pushed = rt.block_on(push(
+                &file,
+                &reference,
+                &options,
+                &ArtifactCache::default_location(),
+            ))?;
+            println!(
+                "{}",
+                serde_json::json!({
+                    "reference": reference.to_string(),
+                    "pinned": pushed.pinned.to_string(),
+                    "digest": pushed.digest,
+                    "layer": pushed.layer,
+                })
+            );
+            Ok(())
+        }
+        Command::Pull {
+            reference,
+            output,
+            plain_http,
+        } => {
+            use scout_host::artifact::{ArtifactCache, ArtifactRef, pull};
+            let reference = ArtifactRef::parse(&reference)?;
+            let options = registry_options(&reference, plain_http);
+            let rt = tokio::runtime::Runtime::new()?;
+            let pulled = rt.block_on(pull(
+                &reference,
+                &options,
+                &ArtifactCache::default_location(),
+            ))?;
+            std::fs::copy(&pulled.path, &output)
+                .with_context(|| format!("writing {}", output.display()))?;
+            println!(
+                "{}",
+                serde_json::json!({
+                    "reference": reference.to_string(),
+                    "pinned": pulled.pinned.to_string(),
+                    "digest": pulled.digest,
+                    "layer": pulled.layer,
+                    "cached": pulled.cached,
+                })
+            );
+            Ok(())
         }
         Command::Switches => {
             print!("{}", scout_host::policy::Switches::from_env().banner());

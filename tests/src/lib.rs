@@ -684,3 +684,106 @@ pub fn chromium() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
     eprintln!("scout-tests: skipped the browser test: {why}");
     None
 }
+
+/// A real OCI registry on loopback: the distribution project's
+/// `docker-registry` (Debian's package; `.ci/run` installs it), its storage
+/// a folder of the caller's. Killed when dropped.
+pub struct Registry {
+    child: std::process::Child,
+    /// `127.0.0.1:PORT`.
+    pub address: String,
+    /// Where it keeps blobs and manifests (`docker/registry/v2/…`).
+    pub storage: std::path::PathBuf,
+}
+
+impl Registry {
+    /// Starts one storing under `dir`, on a free port (tried again if
+    /// another process took it first); waits until `GET /v2/` answers.
+    pub fn start(dir: &std::path::Path) -> Registry {
+        use std::process::{Command, Stdio};
+        let binary = std::env::var("SCOUT_TEST_REGISTRY")
+            .unwrap_or_else(|_| "/usr/bin/docker-registry".to_string());
+        assert!(
+            std::path::Path::new(&binary).is_file(),
+            "no OCI registry at {binary}: `apt-get install docker-registry` (what .ci/run does), or set SCOUT_TEST_REGISTRY"
+        );
+        let storage = dir.join("registry");
+        for _ in 0..5 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map(|a| a.port())
+                .expect("a free loopback port");
+            let address = format!("127.0.0.1:{port}");
+            let config = dir.join("registry.yml");
+            std::fs::write(
+                &config,
+                format!(
+                    "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {address}\n",
+                    storage.display()
+                ),
+            )
+            .expect("write the registry's config");
+            let mut child = Command::new(&binary)
+                .arg("serve")
+                .arg(&config)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start docker-registry");
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while std::time::Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                if registry_answers(&address) {
+                    return Registry {
+                        child,
+                        address,
+                        storage,
+                    };
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("the OCI registry did not start")
+    }
+
+    /// The file holding blob `digest` (`sha256:HEX`) in its storage.
+    pub fn blob_file(&self, digest: &str) -> std::path::PathBuf {
+        let hex = digest.strip_prefix("sha256:").expect("a sha256 digest");
+        self.storage
+            .join("docker/registry/v2/blobs/sha256")
+            .join(&hex[..2])
+            .join(hex)
+            .join("data")
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether `GET http://ADDRESS/v2/` answers 200 (a plain HTTP/1.1 request:
+/// this crate has no HTTP client of its own).
+fn registry_answers(address: &str) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(address) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+    if stream
+        .write_all(
+            format!("GET /v2/ HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .is_err()
+    {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.1 200")
+}

@@ -136,6 +136,10 @@ pub struct ServeConfig {
     /// Facts about brands that the store does not hold, by brand name.
     #[serde(default)]
     pub brands: BTreeMap<String, BrandConfig>,
+    /// How each OCI registry a connector's artifact comes from is reached,
+    /// by `HOST[:PORT]` (`[registries."127.0.0.1:5000"]`).
+    #[serde(default)]
+    pub registries: BTreeMap<String, RegistryConfig>,
     /// Bearer tokens from an OpenID Connect issuer, accepted on the admin
     /// API besides the admin token (`serve::identity`). Absent: the admin
     /// token only.
@@ -464,14 +468,32 @@ pub enum McpTransport {
     Sse,
 }
 
+/// One OCI registry's settings.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistryConfig {
+    /// Reach it over plain HTTP (a registry on loopback or an internal
+    /// network); every other registry is reached over HTTPS only.
+    #[serde(default)]
+    pub plain_http: bool,
+}
+
 /// One connector: its component and where its HTTP handle is bound.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConnectorConfig {
-    /// The component (`.wasm`); relative to this file. Absent for a
-    /// remote MCP server (`mcp`).
+    /// The component (`.wasm`), relative to this file, or an OCI artifact
+    /// (`oci://REGISTRY/REPO:TAG` or `…@sha256:DIGEST`; then, once
+    /// [`ServeConfig::resolve_artifacts`] ran, the verified bytes in the
+    /// artifact cache). Absent for a remote MCP server (`mcp`).
     #[serde(default)]
     pub component: PathBuf,
+    /// The artifact `component` named, if it named one.
+    #[serde(skip)]
+    pub artifact: Option<crate::artifact::ArtifactRef>,
+    /// The artifact's manifest digest, once resolved: what this host runs.
+    #[serde(skip)]
+    pub artifact_digest: Option<String>,
     /// A remote MCP server's endpoint (streamable HTTP), instead of a
     /// component: `mcp = "https://mcp.example.com/mcp"`. Its tools are
     /// candidates until an operator reviews each one ([`crate::remote`]).
@@ -642,6 +664,66 @@ fn default_jwks_min_refresh_secs() -> u64 {
 }
 
 impl ServeConfig {
+    /// How the registries this configuration names are reached.
+    pub fn registry_options(&self) -> crate::artifact::RegistryOptions {
+        crate::artifact::RegistryOptions {
+            plain_http: self
+                .registries
+                .iter()
+                .filter(|(_, r)| r.plain_http)
+                .map(|(name, _)| name.clone())
+                .collect(),
+        }
+    }
+
+    /// Pulls every connector's artifact into `cache` and points its
+    /// `component` at the verified bytes. A tag is resolved through `pins`:
+    /// to the digest recorded for it when there is one, else to what the
+    /// registry answers now, which is then recorded (the first host to
+    /// record wins; every other host runs its bytes). Errors name the
+    /// connector.
+    pub fn resolve_artifacts(
+        &mut self,
+        pins: &dyn crate::store::ReviewStore,
+        cache: &crate::artifact::ArtifactCache,
+    ) -> Result<(), (String, String)> {
+        use crate::artifact::pull;
+        let options = self.registry_options();
+        for (name, connector) in self.connectors.iter_mut() {
+            let Some(named) = connector.artifact.clone() else {
+                continue;
+            };
+            let failed = |message: String| (name.clone(), message);
+            let tag = named.digest().is_none().then(|| named.to_string());
+            let recorded = match &tag {
+                Some(tag) => pins
+                    .pinned_artifact(tag)
+                    .map_err(|e| failed(e.to_string()))?,
+                None => None,
+            };
+            let wanted = recorded
+                .as_deref()
+                .map_or(named.clone(), |d| named.pinned(d));
+            let mut pulled = blocking(pull(&wanted, &options, cache))
+                .map_err(failed)?
+                .map_err(|e| failed(e.to_string()))?;
+            if let (Some(tag), None) = (&tag, &recorded) {
+                let kept = pins
+                    .pin_artifact(tag, &pulled.digest, "serve")
+                    .map_err(|e| failed(e.to_string()))?;
+                if kept != pulled.digest {
+                    // Another host recorded the tag first: its bytes.
+                    pulled = blocking(pull(&named.pinned(&kept), &options, cache))
+                        .map_err(failed)?
+                        .map_err(|e| failed(e.to_string()))?;
+                }
+            }
+            connector.component = pulled.path;
+            connector.artifact_digest = Some(pulled.digest);
+        }
+        Ok(())
+    }
+
     /// Reads and checks `path`; relative paths in it are made relative to it.
     pub fn load(path: &Path) -> Result<ServeConfig, ConfigFileError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigFileError::Read {
@@ -661,7 +743,7 @@ impl ServeConfig {
             config.store.ca_file = Some(base.join(ca));
         }
         for connector in config.connectors.values_mut() {
-            if connector.mcp.is_none() {
+            if connector.mcp.is_none() && connector.artifact.is_none() {
                 connector.component = base.join(&connector.component);
             }
         }
@@ -693,6 +775,19 @@ impl ServeConfig {
             ));
         }
         for (name, connector) in config.connectors.iter_mut() {
+            let named = connector.component.to_string_lossy().into_owned();
+            if crate::artifact::ArtifactRef::is_artifact(&named) {
+                let artifact = crate::artifact::ArtifactRef::parse(&named).map_err(|e| {
+                    ConfigFileError::Invalid(format!("connectors.{name}.component: {e}"))
+                })?;
+                connector.artifact = Some(artifact);
+                connector.component = PathBuf::new();
+                if connector.mcp.is_some() {
+                    return Err(ConfigFileError::Invalid(format!(
+                        "connectors.{name}: give `component` or `mcp`, not both: a connector is a component or a remote MCP server"
+                    )));
+                }
+            }
             if let Some(url) = &connector.mcp {
                 let endpoint = connector
                     .check_remote(url)
@@ -879,6 +974,27 @@ pub(crate) fn parse_store_key(hex_text: &str) -> Result<[u8; 32], String> {
     bytes
         .try_into()
         .map_err(|_| "the store key must be 64 hex digits (32 bytes)".to_string())
+}
+
+/// Runs `future` to completion on a runtime of its own, on a thread of its
+/// own: callable from inside or outside a runtime.
+fn blocking<F>(future: F) -> Result<F::Output, String>
+where
+    F: std::future::Future + Send,
+    F::Output: Send,
+{
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map(|runtime| runtime.block_on(future))
+                    .map_err(|e| format!("cannot start a runtime to pull with: {e}"))
+            })
+            .join()
+            .unwrap_or_else(|_| Err("the pull stopped unexpectedly".into()))
+    })
 }
 
 #[cfg(test)]

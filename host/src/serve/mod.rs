@@ -309,7 +309,7 @@ impl ServeHost {
     /// Loads every connector and opens the store. `env` looks up the
     /// secrets the configuration names (pass [`process_env`]).
     pub fn start(
-        config: ServeConfig,
+        mut config: ServeConfig,
         switches: Switches,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Arc<ServeHost>, StartError> {
@@ -335,6 +335,13 @@ impl ServeHost {
             .map_err(|e| StartError::BadSecret(format!("{}: {e}", config.store_key_env)))?;
 
         let store = open_store(&config, &env)?;
+        // Artifacts are pulled and verified before anything is compiled.
+        config
+            .resolve_artifacts(
+                store.as_ref(),
+                &crate::artifact::ArtifactCache::default_location(),
+            )
+            .map_err(|(name, message)| StartError::Connector { name, message })?;
         let mut catalog = Catalog::seed();
         let runtime = Runtime::new(RuntimeConfig {
             cache_dir: default_cache_dir(),
@@ -879,11 +886,14 @@ impl ServeHost {
                         "connector {name}: the remote MCP server at {url}, its tools offered once an operator reviews each; {served}"
                     ));
                 }
+                let from = match (&settings.artifact, &settings.artifact_digest) {
+                    (Some(artifact), Some(digest)) => format!("{artifact} (running {digest})"),
+                    _ => settings.component.display().to_string(),
+                };
                 Some(format!(
-                    "connector {name}: {} tools ({} read, {writes} write) from {}{origin}; {served}",
+                    "connector {name}: {} tools ({} read, {writes} write) from {from}{origin}; {served}",
                     tools.len(),
                     tools.len() - writes,
-                    settings.component.display()
                 ))
             })
             .collect()

@@ -625,6 +625,12 @@ pub trait ReviewStore: Send + Sync {
         effect: Option<&str>,
         by: &str,
     ) -> Result<(), StoreError>;
+    /// The digest an OCI artifact's tag (`oci://REGISTRY/REPO:TAG`) was
+    /// first resolved to, recording `digest` when none was: every host of
+    /// the store then runs the same bytes however the tag moves.
+    fn pin_artifact(&self, reference: &str, digest: &str, by: &str) -> Result<String, StoreError>;
+    /// The digest recorded for `reference`, if one was.
+    fn pinned_artifact(&self, reference: &str) -> Result<Option<String>, StoreError>;
 }
 
 /// A review store with no review in it: what is known offline.
@@ -643,6 +649,12 @@ impl ReviewStore for NoReviews {
         _: &str,
     ) -> Result<(), StoreError> {
         Err(StoreError::Config("no store to record a review in".into()))
+    }
+    fn pin_artifact(&self, _: &str, digest: &str, _: &str) -> Result<String, StoreError> {
+        Ok(digest.to_string())
+    }
+    fn pinned_artifact(&self, _: &str) -> Result<Option<String>, StoreError> {
+        Ok(None)
     }
 }
 

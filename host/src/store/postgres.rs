@@ -40,6 +40,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("postgres/001_initial.sql")),
     (2, include_str!("postgres/002_capability_requests.sql")),
     (3, include_str!("postgres/003_review_effect.sql")),
+    (4, include_str!("postgres/004_artifact_pins.sql")),
 ];
 
 /// The channels every host listens on.
@@ -2071,6 +2072,44 @@ impl ReviewStore for PgStore {
             Invalidation::Reviews,
         )?;
         Ok(())
+    }
+
+    fn pin_artifact(&self, reference: &str, digest: &str, by: &str) -> Result<String, StoreError> {
+        let shared = self.shared.clone();
+        let (r, d, b) = (
+            pg_text(reference).into_owned(),
+            pg_text(digest).into_owned(),
+            pg_text(by).into_owned(),
+        );
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            client
+                .execute(
+                    "INSERT INTO artifact_pins (reference, digest, pinned_by, pinned_at_ms) VALUES ($1, $2, $3, $4)
+                     ON CONFLICT (reference) DO NOTHING",
+                    &[&r, &d, &b, &super::now_ms()],
+                )
+                .await?;
+            Ok(client
+                .query_one("SELECT digest FROM artifact_pins WHERE reference = $1", &[&r])
+                .await?
+                .get(0))
+        })
+    }
+
+    fn pinned_artifact(&self, reference: &str) -> Result<Option<String>, StoreError> {
+        let shared = self.shared.clone();
+        let r = pg_text(reference).into_owned();
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            Ok(client
+                .query_opt(
+                    "SELECT digest FROM artifact_pins WHERE reference = $1",
+                    &[&r],
+                )
+                .await?
+                .map(|row| row.get(0)))
+        })
     }
 }
 

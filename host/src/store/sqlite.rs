@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// The schema this host writes. Bump with a migration when the tables change.
-pub(crate) const SCHEMA_VERSION: i64 = 3;
+pub(crate) const SCHEMA_VERSION: i64 = 4;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS schema_version (
@@ -115,6 +115,12 @@ CREATE TABLE IF NOT EXISTS tool_reviews (
     approved_at_ms INTEGER NOT NULL,
     effect TEXT,
     PRIMARY KEY (connector, tool)
+);
+CREATE TABLE IF NOT EXISTS artifact_pins (
+    reference TEXT PRIMARY KEY,
+    digest TEXT NOT NULL,
+    pinned_by TEXT NOT NULL,
+    pinned_at_ms INTEGER NOT NULL
 );
 ";
 
@@ -281,6 +287,8 @@ impl SqliteStore {
                 if found < 3 {
                     tx.execute_batch("ALTER TABLE tool_reviews ADD COLUMN effect TEXT;")?;
                 }
+                // Version 4: the digest each artifact tag was resolved to
+                // (`artifact_pins`, created above with the schema).
                 if found < SCHEMA_VERSION {
                     tx.execute(
                         "INSERT INTO schema_version (version) VALUES (?1)",
@@ -1162,6 +1170,32 @@ impl ReviewStore for SqliteStore {
         )?;
             Ok(())
         })
+    }
+
+    fn pin_artifact(&self, reference: &str, digest: &str, by: &str) -> Result<String, StoreError> {
+        self.write_tx(|tx| {
+            tx.execute(
+                "INSERT INTO artifact_pins (reference, digest, pinned_by, pinned_at_ms) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (reference) DO NOTHING",
+                params![reference, digest, by, super::now_ms()],
+            )?;
+            Ok(tx.query_row(
+                "SELECT digest FROM artifact_pins WHERE reference = ?1",
+                [reference],
+                |row| row.get(0),
+            )?)
+        })
+    }
+
+    fn pinned_artifact(&self, reference: &str) -> Result<Option<String>, StoreError> {
+        let conn = self.read();
+        Ok(conn
+            .query_row(
+                "SELECT digest FROM artifact_pins WHERE reference = ?1",
+                [reference],
+                |row| row.get(0),
+            )
+            .optional()?)
     }
 }
 

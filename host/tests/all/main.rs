@@ -6,6 +6,7 @@
 
 mod admin_identity;
 mod agent_config;
+mod artifacts;
 mod author_cli;
 mod authority_audit;
 mod boundary;

@@ -898,6 +898,23 @@ fn profiles_and_reviews_are_kept(db: &Db) {
             .as_deref(),
         Some("billed")
     );
+
+    // An artifact tag keeps the digest it was first resolved to.
+    let tag = "oci://registry.example/connectors/github:1";
+    assert_eq!(store.pinned_artifact(tag).unwrap(), None);
+    assert_eq!(
+        store.pin_artifact(tag, "sha256:first", "serve").unwrap(),
+        "sha256:first"
+    );
+    assert_eq!(
+        store.pin_artifact(tag, "sha256:moved", "serve").unwrap(),
+        "sha256:first",
+        "the first record stands"
+    );
+    assert_eq!(
+        store.pinned_artifact(tag).unwrap().as_deref(),
+        Some("sha256:first")
+    );
 }
 
 /// The arguments a person sees live in the approval row, sealed with the

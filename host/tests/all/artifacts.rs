@@ -1,0 +1,405 @@
+//! Connectors as OCI artifacts (issue 33 item 1), through the real
+//! `scout-host` binary against a real registry on loopback (the
+//! distribution project's `docker-registry`) and a second client nobody here
+//! wrote (ORAS's Python client): each reads what the other wrote; every byte
+//! is checked against its digest before it is cached; a tag is resolved to a
+//! digest once, recorded in the store, and every later start runs those
+//! bytes however the tag moves.
+
+use super::crash_safety::{Admin, Serve};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+/// `scout-host ARGS` with its artifact cache at `cache`: exit code, stdout
+/// (one JSON line when it succeeded) and stderr.
+fn scout(cache: &Path, args: &[&str]) -> (i32, Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+        .args(args)
+        .env("SCOUT_ARTIFACT_CACHE", cache)
+        .env_remove("SCOUT_REGISTRY_USERNAME")
+        .env_remove("SCOUT_REGISTRY_PASSWORD")
+        .output()
+        .expect("run scout-host");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json = serde_json::from_str(stdout.trim()).unwrap_or(Value::Null);
+    (
+        out.status.code().unwrap_or(-1),
+        json,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// ORAS's Python client (`tests/mcp_client/oci_interop.py`): its JSON line.
+fn oras(args: &[&str]) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/oci_interop.py");
+    let out = Command::new(scout_tests::python())
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("run oci_interop.py");
+    assert!(
+        out.status.success(),
+        "oci_interop.py {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON line")
+}
+
+/// Every file under `dir`.
+fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        for entry in std::fs::read_dir(&next).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))
+}
+
+#[test]
+fn an_artifact_the_host_pushes_another_client_reads_and_the_reverse() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = scout_tests::Registry::start(dir.path());
+    let cache = dir.path().join("cache");
+    let addr = &registry.address.clone();
+    let github = std::fs::read(scout_tests::components::GITHUB).unwrap();
+
+    // The host publishes; ORAS reads the WebAssembly layout back.
+    let target = format!("oci://{addr}/connectors/github:1");
+    let (code, pushed, stderr) = scout(
+        &cache,
+        &[
+            "push",
+            scout_tests::components::GITHUB,
+            &target,
+            "--plain-http",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let digest = pushed["digest"].as_str().unwrap().to_string();
+    assert_eq!(
+        pushed["pinned"],
+        format!("oci://{addr}/connectors/github@{digest}")
+    );
+    assert_eq!(pushed["layer"], sha256(&github));
+    let read_back = dir.path().join("read-back.wasm");
+    let seen = oras(&[
+        "read",
+        "--registry",
+        addr,
+        "--target",
+        "connectors/github:1",
+        "--out",
+        read_back.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        seen["media_type"], "application/vnd.oci.image.manifest.v1+json",
+        "{seen}"
+    );
+    assert_eq!(
+        seen["config_media_type"], "application/vnd.wasm.config.v0+json",
+        "{seen}"
+    );
+    assert_eq!(seen["layers"].as_array().unwrap().len(), 1, "{seen}");
+    assert_eq!(
+        seen["layers"][0]["media_type"], "application/wasm",
+        "{seen}"
+    );
+    assert_eq!(seen["config"]["architecture"], "wasm", "{seen}");
+    assert_eq!(seen["config"]["os"], "wasip2", "{seen}");
+    assert_eq!(seen["config"]["layerDigests"][0], sha256(&github), "{seen}");
+    assert_eq!(std::fs::read(&read_back).unwrap(), github);
+
+    // ORAS publishes; the host pulls, checks and caches it.
+    let firecrawl = std::fs::read(scout_tests::components::FIRECRAWL).unwrap();
+    let theirs = oras(&[
+        "push",
+        "--registry",
+        addr,
+        "--target",
+        "connectors/firecrawl:2",
+        "--file",
+        scout_tests::components::FIRECRAWL,
+    ]);
+    let their_digest = theirs["digest"].as_str().unwrap().to_string();
+    let output = dir.path().join("firecrawl.wasm");
+    let (code, pulled, stderr) = scout(
+        &cache,
+        &[
+            "pull",
+            &format!("oci://{addr}/connectors/firecrawl:2"),
+            "--output",
+            output.to_str().unwrap(),
+            "--plain-http",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(pulled["digest"], their_digest.as_str(), "{pulled}");
+    assert_eq!(pulled["cached"], false);
+    assert_eq!(std::fs::read(&output).unwrap(), firecrawl);
+    // The cache is content-addressed: the component under its own digest.
+    assert!(
+        files_under(&cache)
+            .iter()
+            .any(|f| f.ends_with(sha256(&firecrawl).trim_start_matches("sha256:"))),
+        "{:?}",
+        files_under(&cache)
+    );
+
+    // Pinned at a digest the cache holds, a pull asks no registry at all.
+    drop(registry);
+    let again = dir.path().join("again.wasm");
+    let (code, cached, stderr) = scout(
+        &cache,
+        &[
+            "pull",
+            &format!("oci://{addr}/connectors/firecrawl@{their_digest}"),
+            "--output",
+            again.to_str().unwrap(),
+            "--plain-http",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(cached["cached"], true, "{cached}");
+    assert_eq!(std::fs::read(&again).unwrap(), firecrawl);
+}
+
+#[test]
+fn a_tampered_layer_or_another_layout_is_refused_and_nothing_is_cached() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = scout_tests::Registry::start(dir.path());
+    let addr = registry.address.as_str();
+    let publisher_cache = dir.path().join("publisher");
+    let target = format!("oci://{addr}/connectors/github:1");
+    let (code, pushed, stderr) = scout(
+        &publisher_cache,
+        &[
+            "push",
+            scout_tests::components::GITHUB,
+            &target,
+            "--plain-http",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+
+    // Plain HTTP is used only where the caller says so.
+    let cache = dir.path().join("cache");
+    let out = dir.path().join("out.wasm");
+    let (code, _, stderr) = scout(
+        &cache,
+        &["pull", &target, "--output", out.to_str().unwrap()],
+    );
+    assert_ne!(code, 0);
+    assert!(stderr.contains("the registry answered"), "{stderr}");
+
+    // The layer's bytes are changed in the registry's storage.
+    let blob = registry.blob_file(pushed["layer"].as_str().unwrap());
+    let mut bytes = std::fs::read(&blob).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&blob, &bytes).unwrap();
+    let (code, _, stderr) = scout(
+        &cache,
+        &[
+            "pull",
+            &target,
+            "--output",
+            out.to_str().unwrap(),
+            "--plain-http",
+        ],
+    );
+    assert_ne!(code, 0, "a tampered layer is refused");
+    assert!(
+        stderr.contains("component layer does not match its digest"),
+        "{stderr}"
+    );
+    assert!(files_under(&cache).is_empty(), "{:?}", files_under(&cache));
+    assert!(!out.exists());
+
+    // Pinned at another digest than the registry's manifest has.
+    let wrong = format!("oci://{addr}/connectors/github@sha256:{}", "0".repeat(64));
+    let (code, _, stderr) = scout(
+        &cache,
+        &[
+            "pull",
+            &wrong,
+            "--output",
+            out.to_str().unwrap(),
+            "--plain-http",
+        ],
+    );
+    assert_ne!(code, 0, "{stderr}");
+    assert!(files_under(&cache).is_empty(), "{:?}", files_under(&cache));
+
+    // An artifact in another layout (a plain file with ORAS's defaults) is
+    // not a component artifact.
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "not a component").unwrap();
+    oras(&[
+        "push",
+        "--registry",
+        addr,
+        "--target",
+        "notes/readme:1",
+        "--file",
+        text.to_str().unwrap(),
+        "--media-type",
+        "text/plain",
+        "--config-media-type",
+        "application/vnd.oci.image.config.v1+json",
+    ]);
+    let (code, _, stderr) = scout(
+        &cache,
+        &[
+            "pull",
+            &format!("oci://{addr}/notes/readme:1"),
+            "--output",
+            out.to_str().unwrap(),
+            "--plain-http",
+        ],
+    );
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("not a WebAssembly component artifact"),
+        "{stderr}"
+    );
+    assert!(files_under(&cache).is_empty(), "{:?}", files_under(&cache));
+
+    // A file that is not a component is not published.
+    let (code, _, stderr) = scout(
+        &cache,
+        &[
+            "push",
+            text.to_str().unwrap(),
+            &format!("oci://{addr}/notes/other:1"),
+            "--plain-http",
+        ],
+    );
+    assert_ne!(code, 0);
+    assert!(stderr.contains("not a WebAssembly component"), "{stderr}");
+}
+
+/// The digest recorded for `reference` in the SQLite store at `db`.
+fn recorded_pin(db: &Path, reference: &str) -> Option<String> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.query_row(
+        "SELECT digest FROM artifact_pins WHERE reference = ?1",
+        [reference],
+        |row| row.get(0),
+    )
+    .ok()
+}
+
+#[tokio::test]
+async fn serve_runs_the_digest_a_tag_was_first_resolved_to_however_the_tag_moves() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = scout_tests::Registry::start(dir.path());
+    let addr = registry.address.clone();
+    let cache = dir.path().join("cache");
+    let tag = format!("oci://{addr}/connectors/github:stable");
+    let (code, first, stderr) = scout(
+        &cache,
+        &[
+            "push",
+            scout_tests::components::GITHUB,
+            &tag,
+            "--plain-http",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let first_digest = first["digest"].as_str().unwrap().to_string();
+    let config = dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\n\n[registries.\"{addr}\"]\nplain_http = true\n\n[connectors.github]\ncomponent = \"{tag}\"\norigin = \"http://127.0.0.1:9\"\nallow_private_network = true\n"
+        ),
+    )
+    .unwrap();
+    let env = [("SCOUT_ARTIFACT_CACHE", cache.to_string_lossy().into_owned())];
+    let serve = Serve::start_with(&config, &env);
+    let http = reqwest::Client::new();
+    let admin = Admin {
+        http: http.clone(),
+        base: serve.base.clone(),
+    };
+    let (status, reviews) = admin
+        .request(reqwest::Method::GET, "/v1/reviews", None)
+        .await;
+    assert_eq!(status, 200, "{reviews}");
+    assert!(
+        reviews["connectors"]["github"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["tool"] == "github_read_file")),
+        "the component from the registry is served: {reviews}"
+    );
+    assert!(
+        serve.stderr().contains(&format!("running {first_digest}")),
+        "the banner names the digest: {}",
+        serve.stderr()
+    );
+    drop(serve);
+    let db = dir.path().join("scout.db");
+    assert_eq!(
+        recorded_pin(&db, &tag).as_deref(),
+        Some(first_digest.as_str())
+    );
+
+    // The tag moves to other bytes (another connector altogether): a host
+    // started on the same store still runs the recorded digest.
+    let (code, moved, stderr) = scout(
+        &dir.path().join("other-cache"),
+        &[
+            "push",
+            scout_tests::components::FIRECRAWL,
+            &tag,
+            "--plain-http",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_ne!(moved["digest"], first_digest.as_str());
+    let serve = Serve::start_with(&config, &env);
+    assert!(
+        serve.stderr().contains(&format!("running {first_digest}")),
+        "{}",
+        serve.stderr()
+    );
+    drop(serve);
+    assert_eq!(
+        recorded_pin(&db, &tag).as_deref(),
+        Some(first_digest.as_str())
+    );
+
+    // A reference the configuration cannot use is refused at start, naming
+    // the connector and what to write.
+    std::fs::write(
+        &config,
+        "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\n\n[connectors.github]\ncomponent = \"oci://github:1\"\norigin = \"http://127.0.0.1:9\"\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env("SCOUT_ADMIN_TOKEN", super::crash_safety::ADMIN_TOKEN)
+        .env("SCOUT_STORE_KEY", "5c".repeat(32))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("connectors.github.component") && stderr.contains("oci://REGISTRY/"),
+        "{stderr}"
+    );
+}
