@@ -162,9 +162,34 @@ enum Command {
         /// Where to write the component.
         #[arg(long)]
         output: PathBuf,
+        /// Require a signature over the manifest digest by this public key
+        /// (PEM, `cosign.pub`; repeat for several: any one will do).
+        #[arg(long = "key")]
+        keys: Vec<PathBuf>,
         /// Reach the registry over plain HTTP (loopback or internal only).
         #[arg(long)]
         plain_http: bool,
+    },
+    /// Signs an artifact's manifest digest with a private key and writes
+    /// the signature beside it in cosign's layout (`sha256-HEX.sig`), which
+    /// `cosign verify --key` and `require_signature` read. An encrypted key's
+    /// password comes from COSIGN_PASSWORD.
+    Sign {
+        /// `oci://REGISTRY/REPOSITORY:TAG` or `…@sha256:DIGEST`.
+        reference: String,
+        /// The private key (`cosign.key`, or a PKCS#8 PEM key).
+        #[arg(long)]
+        key: PathBuf,
+        /// Reach the registry over plain HTTP (loopback or internal only).
+        #[arg(long)]
+        plain_http: bool,
+    },
+    /// Makes an ECDSA P-256 key pair for `sign`: PREFIX.key (encrypted with
+    /// COSIGN_PASSWORD, cosign's format) and PREFIX.pub.
+    Keygen {
+        /// Where to write PREFIX.key and PREFIX.pub.
+        #[arg(long)]
+        output: PathBuf,
     },
     /// Prints the operator switches as read from the environment, and any
     /// value not understood (the banner `serve` will print at start).
@@ -480,16 +505,24 @@ fn main() -> Result<()> {
         Command::Pull {
             reference,
             output,
+            keys,
             plain_http,
         } => {
+            use scout_host::artifact::signature::TrustedKeys;
             use scout_host::artifact::{ArtifactCache, ArtifactRef, pull};
             let reference = ArtifactRef::parse(&reference)?;
             let options = registry_options(&reference, plain_http);
+            let trust = if keys.is_empty() {
+                None
+            } else {
+                Some(TrustedKeys::load(&keys)?)
+            };
             let rt = tokio::runtime::Runtime::new()?;
             let pulled = rt.block_on(pull(
                 &reference,
                 &options,
                 &ArtifactCache::default_location(),
+                trust.as_ref(),
             ))?;
             std::fs::copy(&pulled.path, &output)
                 .with_context(|| format!("writing {}", output.display()))?;
@@ -501,8 +534,61 @@ fn main() -> Result<()> {
                     "digest": pulled.digest,
                     "layer": pulled.layer,
                     "cached": pulled.cached,
+                    "signed_by": pulled.signed_by,
                 })
             );
+            Ok(())
+        }
+        Command::Sign {
+            reference,
+            key,
+            plain_http,
+        } => {
+            use scout_host::artifact::ArtifactRef;
+            use scout_host::artifact::signature::{sign, signer};
+            let reference = ArtifactRef::parse(&reference)?;
+            let options = registry_options(&reference, plain_http);
+            let password = std::env::var("COSIGN_PASSWORD").ok();
+            let signer = signer(&key, password.as_deref())?;
+            let rt = tokio::runtime::Runtime::new()?;
+            let signed = rt.block_on(sign(&reference, &signer, &options))?;
+            println!(
+                "{}",
+                serde_json::json!({
+                    "reference": reference.to_string(),
+                    "digest": signed.digest,
+                    "signature": signed.signature,
+                })
+            );
+            Ok(())
+        }
+        Command::Keygen { output } => {
+            let password = std::env::var("COSIGN_PASSWORD").map_err(|_| {
+                anyhow::anyhow!("set COSIGN_PASSWORD: the private key is written encrypted with it")
+            })?;
+            let (private, public) = scout_host::artifact::signature::generate_key_pair(&password)?;
+            let key = output.with_extension("key");
+            let public_file = output.with_extension("pub");
+            for file in [&key, &public_file] {
+                if file.exists() {
+                    anyhow::bail!("{} exists: not overwritten", file.display());
+                }
+            }
+            {
+                // The private key is readable by its owner alone.
+                use std::io::Write;
+                use std::os::unix::fs::OpenOptionsExt;
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(&key)
+                    .and_then(|mut f| f.write_all(private.as_bytes()))
+                    .with_context(|| format!("writing {}", key.display()))?;
+            }
+            std::fs::write(&public_file, public)
+                .with_context(|| format!("writing {}", public_file.display()))?;
+            println!("wrote {} and {}", key.display(), public_file.display());
             Ok(())
         }
         Command::Switches => {

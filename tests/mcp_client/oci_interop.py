@@ -8,11 +8,16 @@ ORAS's Python client (`oras`, PyPI), nothing of ours.
     python3 oci_interop.py read --registry ADDR --target REPO:TAG --out F
         prints the manifest's and config's media types, the layers' media
         types and digests, and the config itself; writes the first layer to F
+    python3 oci_interop.py cosign --registry ADDR --target REPO:sha256-HEX.sig --key PUB
+        reads a signature manifest in cosign's layout and checks each
+        signature with `cryptography` against the PEM public key PUB;
+        prints each layer's media type, payload and whether it verified
 
 The registry is reached over plain HTTP (a loopback registry of the test's).
 """
 
 import argparse
+import base64
 import hashlib
 import json
 import os
@@ -27,11 +32,12 @@ WASM_LAYER = "application/wasm"
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("action", choices=["push", "read"])
+    parser.add_argument("action", choices=["push", "read", "cosign"])
     parser.add_argument("--registry", required=True)
     parser.add_argument("--target", required=True)
     parser.add_argument("--file")
     parser.add_argument("--out")
+    parser.add_argument("--key")
     parser.add_argument("--media-type", default=WASM_LAYER)
     parser.add_argument("--config-media-type", default=WASM_CONFIG)
     args = parser.parse_args()
@@ -63,6 +69,37 @@ def main():
         return 0
     manifest = client.get_manifest(target)
     container = client.get_container(target)
+    if args.action == "cosign":
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        key = serialization.load_pem_public_key(open(args.key, "rb").read())
+        seen = []
+        with tempfile.TemporaryDirectory() as work:
+            for i, layer in enumerate(manifest["layers"]):
+                out = os.path.join(work, str(i))
+                client.download_blob(container, layer["digest"], out)
+                payload = open(out, "rb").read()
+                signature = (layer.get("annotations") or {}).get(
+                    "dev.cosignproject.cosign/signature", ""
+                )
+                try:
+                    key.verify(
+                        base64.b64decode(signature), payload, ec.ECDSA(hashes.SHA256())
+                    )
+                    verified = True
+                except (InvalidSignature, ValueError):
+                    verified = False
+                seen.append(
+                    {
+                        "media_type": layer["mediaType"],
+                        "payload": json.loads(payload),
+                        "verified": verified,
+                    }
+                )
+        print(json.dumps({"layers": seen}))
+        return 0
     with tempfile.TemporaryDirectory() as work:
         config_file = os.path.join(work, "config.json")
         client.download_blob(container, manifest["config"]["digest"], config_file)

@@ -136,6 +136,13 @@ pub struct ServeConfig {
     /// Facts about brands that the store does not hold, by brand name.
     #[serde(default)]
     pub brands: BTreeMap<String, BrandConfig>,
+    /// Every connector's component must be an OCI artifact signed by one
+    /// of `signature_keys` (a connector can also require it alone).
+    #[serde(default)]
+    pub require_signature: bool,
+    /// The signers' public keys (PEM, `cosign.pub`), relative to this file.
+    #[serde(default)]
+    pub signature_keys: Vec<PathBuf>,
     /// How each OCI registry a connector's artifact comes from is reached,
     /// by `HOST[:PORT]` (`[registries."127.0.0.1:5000"]`).
     #[serde(default)]
@@ -488,6 +495,10 @@ pub struct ConnectorConfig {
     /// artifact cache). Absent for a remote MCP server (`mcp`).
     #[serde(default)]
     pub component: PathBuf,
+    /// Its artifact must be signed by one of the host's `signature_keys`,
+    /// checked before it is cached or compiled.
+    #[serde(default)]
+    pub require_signature: bool,
     /// The artifact `component` named, if it named one.
     #[serde(skip)]
     pub artifact: Option<crate::artifact::ArtifactRef>,
@@ -688,12 +699,25 @@ impl ServeConfig {
         cache: &crate::artifact::ArtifactCache,
     ) -> Result<(), (String, String)> {
         use crate::artifact::pull;
+        use crate::artifact::signature::TrustedKeys;
         let options = self.registry_options();
+        let mut keys: Option<TrustedKeys> = None;
         for (name, connector) in self.connectors.iter_mut() {
             let Some(named) = connector.artifact.clone() else {
                 continue;
             };
             let failed = |message: String| (name.clone(), message);
+            let trust = if self.require_signature || connector.require_signature {
+                if keys.is_none() {
+                    keys = Some(
+                        TrustedKeys::load(&self.signature_keys)
+                            .map_err(|e| failed(e.to_string()))?,
+                    );
+                }
+                keys.as_ref()
+            } else {
+                None
+            };
             let tag = named.digest().is_none().then(|| named.to_string());
             let recorded = match &tag {
                 Some(tag) => pins
@@ -704,7 +728,7 @@ impl ServeConfig {
             let wanted = recorded
                 .as_deref()
                 .map_or(named.clone(), |d| named.pinned(d));
-            let mut pulled = blocking(pull(&wanted, &options, cache))
+            let mut pulled = blocking(pull(&wanted, &options, cache, trust))
                 .map_err(failed)?
                 .map_err(|e| failed(e.to_string()))?;
             if let (Some(tag), None) = (&tag, &recorded) {
@@ -713,7 +737,7 @@ impl ServeConfig {
                     .map_err(|e| failed(e.to_string()))?;
                 if kept != pulled.digest {
                     // Another host recorded the tag first: its bytes.
-                    pulled = blocking(pull(&named.pinned(&kept), &options, cache))
+                    pulled = blocking(pull(&named.pinned(&kept), &options, cache, trust))
                         .map_err(failed)?
                         .map_err(|e| failed(e.to_string()))?;
                 }
@@ -739,6 +763,9 @@ impl ServeConfig {
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
         config.database = base.join(&config.database);
+        for key in config.signature_keys.iter_mut() {
+            *key = base.join(&*key);
+        }
         if let Some(ca) = &config.store.ca_file {
             config.store.ca_file = Some(base.join(ca));
         }
@@ -787,6 +814,13 @@ impl ServeConfig {
                         "connectors.{name}: give `component` or `mcp`, not both: a connector is a component or a remote MCP server"
                     )));
                 }
+            }
+            if (config.require_signature || connector.require_signature)
+                && connector.artifact.is_none()
+            {
+                return Err(ConfigFileError::Invalid(format!(
+                    "connectors.{name}: a signature is required and only an OCI artifact carries one: publish the component (`scout-host push`), sign it (`scout-host sign`) and name it `component = \"oci://…\"`"
+                )));
             }
             if let Some(url) = &connector.mcp {
                 let endpoint = connector

@@ -403,3 +403,276 @@ async fn serve_runs_the_digest_a_tag_was_first_resolved_to_however_the_tag_moves
         "{stderr}"
     );
 }
+
+/// `scout-host keygen` under `dir`: the PREFIX's `.key` and `.pub`.
+fn keygen(dir: &Path, prefix: &str) -> (String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+        .args(["keygen", "--output"])
+        .arg(dir.join(prefix))
+        .env("COSIGN_PASSWORD", SIGNING_PASSWORD)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let key = dir.join(format!("{prefix}.key"));
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+        0o600,
+        "the private key is its owner's alone"
+    );
+    (
+        key.display().to_string(),
+        dir.join(format!("{prefix}.pub")).display().to_string(),
+    )
+}
+
+const SIGNING_PASSWORD: &str = "correct horse battery staple";
+
+/// `scout-host sign REFERENCE --key KEY --plain-http`.
+fn sign(cache: &Path, reference: &str, key: &str) -> (i32, Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+        .args(["sign", reference, "--key", key, "--plain-http"])
+        .env("SCOUT_ARTIFACT_CACHE", cache)
+        .env("COSIGN_PASSWORD", SIGNING_PASSWORD)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    (
+        out.status.code().unwrap_or(-1),
+        serde_json::from_str(stdout.trim()).unwrap_or(Value::Null),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn only_an_artifact_signed_by_a_configured_key_is_pulled_or_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = scout_tests::Registry::start(dir.path());
+    let addr = registry.address.clone();
+    let (signer_key, signer_pub) = keygen(dir.path(), "signer");
+    let (other_key, _) = keygen(dir.path(), "other");
+    let publisher = dir.path().join("publisher");
+    let tag = format!("oci://{addr}/connectors/github:1");
+    let (code, pushed, stderr) = scout(
+        &publisher,
+        &[
+            "push",
+            scout_tests::components::GITHUB,
+            &tag,
+            "--plain-http",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let digest = pushed["digest"].as_str().unwrap().to_string();
+    let out = dir.path().join("out.wasm");
+    let pull_signed = |cache: &Path| {
+        scout(
+            cache,
+            &[
+                "pull",
+                &tag,
+                "--output",
+                out.to_str().unwrap(),
+                "--key",
+                &signer_pub,
+                "--plain-http",
+            ],
+        )
+    };
+
+    // Unsigned: refused, nothing cached.
+    let cache = dir.path().join("unsigned");
+    let (code, _, stderr) = pull_signed(&cache);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("signature refused: unsigned"), "{stderr}");
+    assert!(files_under(&cache).is_empty());
+    assert!(!out.exists());
+
+    // Signed by a key nobody configured: refused, nothing cached.
+    let (code, _, stderr) = sign(&publisher, &tag, &other_key);
+    assert_eq!(code, 0, "{stderr}");
+    let cache = dir.path().join("wrong-key");
+    let (code, _, stderr) = pull_signed(&cache);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("but by none of the configured keys"),
+        "{stderr}"
+    );
+    assert!(files_under(&cache).is_empty());
+
+    // Signed by the configured key (the other signature stays beside it).
+    let (code, signed, stderr) = sign(&publisher, &tag, &signer_key);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(signed["digest"], digest.as_str());
+    let signature_tag = format!("{}.sig", digest.replace(':', "-"));
+    assert_eq!(
+        signed["signature"],
+        format!("oci://{addr}/connectors/github:{signature_tag}")
+    );
+    let cache = dir.path().join("signed");
+    let (code, pulled, stderr) = pull_signed(&cache);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(pulled["digest"], digest.as_str());
+    assert_eq!(pulled["signed_by"], signer_pub.as_str());
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        std::fs::read(scout_tests::components::GITHUB).unwrap()
+    );
+
+    // Another implementation reads the signatures in cosign's layout and
+    // verifies them with the public key: one layer per signer, the payload
+    // naming the repository and this digest.
+    let seen = oras(&[
+        "cosign",
+        "--registry",
+        &addr,
+        "--target",
+        &format!("connectors/github:{signature_tag}"),
+        "--key",
+        &signer_pub,
+    ]);
+    let layers = seen["layers"].as_array().unwrap();
+    assert_eq!(layers.len(), 2, "{seen}");
+    for layer in layers {
+        assert_eq!(
+            layer["media_type"], "application/vnd.dev.cosign.simplesigning.v1+json",
+            "{seen}"
+        );
+        let critical = &layer["payload"]["critical"];
+        assert_eq!(critical["image"]["docker-manifest-digest"], digest.as_str());
+        assert_eq!(
+            critical["identity"]["docker-reference"],
+            format!("{addr}/connectors/github")
+        );
+        assert_eq!(critical["type"], "cosign container image signature");
+    }
+    assert_eq!(
+        layers.iter().filter(|l| l["verified"] == true).count(),
+        1,
+        "exactly the signer's signature verifies with the signer's key: {seen}"
+    );
+
+    // A signed artifact whose layer was changed after signing: refused.
+    let tampered = format!("oci://{addr}/connectors/firecrawl:1");
+    let (code, firecrawl, stderr) = scout(
+        &publisher,
+        &[
+            "push",
+            scout_tests::components::FIRECRAWL,
+            &tampered,
+            "--plain-http",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(sign(&publisher, &tampered, &signer_key).0, 0);
+    let blob = registry.blob_file(firecrawl["layer"].as_str().unwrap());
+    let mut bytes = std::fs::read(&blob).unwrap();
+    bytes[10] ^= 0x55;
+    std::fs::write(&blob, bytes).unwrap();
+    let cache = dir.path().join("tampered");
+    let (code, _, stderr) = scout(
+        &cache,
+        &[
+            "pull",
+            &tampered,
+            "--output",
+            out.to_str().unwrap(),
+            "--key",
+            &signer_pub,
+            "--plain-http",
+        ],
+    );
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("component layer does not match its digest"),
+        "{stderr}"
+    );
+    assert!(files_under(&cache).is_empty());
+
+    // `serve` with the host's `require_signature`: the signed component
+    // is served; an unsigned one stops the start, naming the connector.
+    let serve_cache = dir.path().join("serve-cache");
+    let env = [(
+        "SCOUT_ARTIFACT_CACHE",
+        serve_cache.to_string_lossy().into_owned(),
+    )];
+    let head = format!(
+        "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\nrequire_signature = true\nsignature_keys = [\"signer.pub\"]\n\n[registries.\"{addr}\"]\nplain_http = true\n\n"
+    );
+    let config = dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "{head}[connectors.github]\ncomponent = \"oci://{addr}/connectors/github@{digest}\"\norigin = \"http://127.0.0.1:9\"\nallow_private_network = true\n"
+        ),
+    )
+    .unwrap();
+    let serve = Serve::start_with(&config, &env);
+    assert!(
+        serve.stderr().contains(&format!("running {digest}")),
+        "{}",
+        serve.stderr()
+    );
+    drop(serve);
+    let unsigned = format!("oci://{addr}/connectors/figma:1");
+    assert_eq!(
+        scout(
+            &publisher,
+            &[
+                "push",
+                scout_tests::components::FIGMA,
+                &unsigned,
+                "--plain-http"
+            ]
+        )
+        .0,
+        0
+    );
+    std::fs::write(
+        &config,
+        format!(
+            "{head}[connectors.figma]\ncomponent = \"{unsigned}\"\norigin = \"http://127.0.0.1:9\"\nallow_private_network = true\n"
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env("SCOUT_ARTIFACT_CACHE", &serve_cache)
+        .env("SCOUT_ADMIN_TOKEN", super::crash_safety::ADMIN_TOKEN)
+        .env("SCOUT_STORE_KEY", "5c".repeat(32))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("figma") && stderr.contains("signature refused: unsigned"),
+        "{stderr}"
+    );
+    // A file carries no signature: refused where one is required.
+    std::fs::write(
+        &config,
+        format!(
+            "{head}[connectors.github]\ncomponent = {:?}\norigin = \"http://127.0.0.1:9\"\n",
+            scout_tests::components::GITHUB
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env("SCOUT_ADMIN_TOKEN", super::crash_safety::ADMIN_TOKEN)
+        .env("SCOUT_STORE_KEY", "5c".repeat(32))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("only an OCI artifact carries one"),
+        "{stderr}"
+    );
+}

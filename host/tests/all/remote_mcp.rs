@@ -80,7 +80,7 @@ async fn python_server_with(dir: &Path, profile: &str, more: &[&str]) -> Server 
     Server { child, port }
 }
 
-pub(super) fn write_config(dir: &Path, connectors: &str) -> std::path::PathBuf {
+fn write_config(dir: &Path, connectors: &str) -> std::path::PathBuf {
     let config = dir.join("serve.toml");
     std::fs::write(
         &config,
@@ -90,6 +90,28 @@ pub(super) fn write_config(dir: &Path, connectors: &str) -> std::path::PathBuf {
     )
     .unwrap();
     config
+}
+
+/// `serve` fronting the hostile server on `port` as connector `hostile`
+/// with `settings` (TOML lines) and `env`, and its admin client.
+pub(super) fn front_hostile(
+    dir: &Path,
+    port: u16,
+    settings: &str,
+    env: &[(&str, String)],
+) -> (Serve, Admin) {
+    let config = write_config(
+        dir,
+        &format!(
+            "[connectors.hostile]\nmcp = \"http://127.0.0.1:{port}/mcp\"\nallow_private_network = true\n{settings}"
+        ),
+    );
+    let serve = Serve::start_with(&config, env);
+    let admin = Admin {
+        http: reqwest::Client::new(),
+        base: serve.base.clone(),
+    };
+    (serve, admin)
 }
 
 /// The remote connector's reviews once its server has been listed.
@@ -1120,19 +1142,8 @@ async fn a_server_with_only_the_legacy_sse_transport_is_served_behind_the_same_b
 async fn a_remote_servers_question_reaches_a_person_only_as_its_own_words() {
     let dir = tempfile::tempdir().unwrap();
     let upstream = hostile(dir.path()).await;
-    let config = write_config(
-        dir.path(),
-        &format!(
-            "[connectors.hostile]\nmcp = \"http://127.0.0.1:{}/mcp\"\ncredential = \"none\"\nallow_private_network = true\n",
-            upstream.port
-        ),
-    );
-    let serve = Serve::start(&config);
-    let http = reqwest::Client::new();
-    let admin = Admin {
-        http: http.clone(),
-        base: serve.base.clone(),
-    };
+    let (serve, admin) = front_hostile(dir.path(), upstream.port, "credential = \"none\"\n", &[]);
+    let http = admin.http.clone();
     let reviews = listed(&admin, "hostile").await;
     review(&admin, "hostile", tool(&reviews, "ask"), "read").await;
     let view = admin.session().await;
@@ -1212,19 +1223,13 @@ async fn a_remote_servers_question_reaches_a_person_only_as_its_own_words() {
 async fn a_remote_server_is_narrowed_by_the_operator_and_a_removed_tool_disappears() {
     let dir = tempfile::tempdir().unwrap();
     let upstream = hostile(dir.path()).await;
-    let config = write_config(
+    let (serve, admin) = front_hostile(
         dir.path(),
-        &format!(
-            "[connectors.hostile]\nmcp = \"http://127.0.0.1:{}/mcp\"\ncredential = \"none\"\nallow_private_network = true\ndiscover_every_secs = 1\ntools = [\"lookup\", \"whoami\", \"stall\"]\n",
-            upstream.port
-        ),
+        upstream.port,
+        "credential = \"none\"\ndiscover_every_secs = 1\ntools = [\"lookup\", \"whoami\", \"stall\"]\n",
+        &[],
     );
-    let serve = Serve::start(&config);
-    let http = reqwest::Client::new();
-    let admin = Admin {
-        http: http.clone(),
-        base: serve.base.clone(),
-    };
+    let http = admin.http.clone();
     let reviews = listed(&admin, "hostile").await;
     for name in ["lookup", "whoami", "stall", "huge"] {
         review(&admin, "hostile", tool(&reviews, name), "read").await;

@@ -479,29 +479,17 @@ async fn a_remote_servers_call_is_spanned_and_its_token_is_never_exported() {
     let (endpoint, received) = otlp_receiver().await;
     let dir = tempfile::tempdir().unwrap();
     let upstream = remote_mcp::hostile(dir.path()).await;
-    let config = remote_mcp::write_config(
+    let (serve, admin) = remote_mcp::front_hostile(
         dir.path(),
-        &format!(
-            "[connectors.hostile]\nmcp = \"http://127.0.0.1:{}/mcp\"\nhost_env = \"HOSTILE_TOKEN\"\nallow_private_network = true\n",
-            upstream.port
-        ),
-    );
-    let serve = Serve::start_with(
-        &config,
+        upstream.port,
+        "host_env = \"HOSTILE_TOKEN\"\n",
         &[
             ("HOSTILE_TOKEN", remote_mcp::HOSTILE_TOKEN.to_string()),
             ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.clone()),
             ("OTEL_BSP_SCHEDULE_DELAY", "100".to_string()),
         ],
     );
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(120))
-        .build()
-        .unwrap();
-    let admin = Admin {
-        http: http.clone(),
-        base: serve.base.clone(),
-    };
+    let http = admin.http.clone();
     let reviews = remote_mcp::listed(&admin, "hostile").await;
     let whoami = remote_mcp::tool(&reviews, "whoami");
     remote_mcp::review(&admin, "hostile", whoami, "read").await;

@@ -11,6 +11,8 @@
 //! digest that names it before anything is cached, and nothing that failed
 //! a check is kept.
 
+pub mod signature;
+
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
 use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciImageManifest};
 use oci_client::secrets::RegistryAuth;
@@ -27,7 +29,7 @@ pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
 /// The largest component the host pulls or pushes.
 pub const MAX_COMPONENT_BYTES: u64 = 64 << 20;
 /// The largest manifest or config the host reads.
-const MAX_MANIFEST_BYTES: usize = 256 << 10;
+pub(crate) const MAX_MANIFEST_BYTES: usize = 256 << 10;
 /// The scheme of an artifact reference in a configuration or a command.
 pub const SCHEME: &str = "oci://";
 
@@ -52,6 +54,10 @@ pub enum ArtifactError {
         expected: String,
         actual: String,
     },
+    #[error("{reference}: signature refused: {why}; nothing was cached")]
+    Signature { reference: String, why: String },
+    #[error("signing keys: {0}")]
+    Keys(String),
     #[error("{0}: not a WebAssembly component (build it with `scout-host build`)")]
     NotAComponent(String),
     #[error("the artifact cache at {path}: {source}")]
@@ -342,37 +348,46 @@ pub struct Pulled {
     pub layer: String,
     /// The component's bytes, in the cache.
     pub path: PathBuf,
-    /// Whether nothing was asked of the registry.
+    /// Whether the component came from the cache.
     pub cached: bool,
+    /// The key file whose signature was verified, where one was required.
+    pub signed_by: Option<String>,
 }
 
 /// Pulls `reference` into `cache`: from the cache alone when it pins a
 /// digest the cache holds; otherwise the manifest (its digest checked
 /// against a pinned one), its layout, then the layer (checked against its
-/// digest) before either is cached.
+/// digest) before either is cached. With `trust`, the manifest digest must
+/// carry a signature by one of its keys first, from the cache or not.
 pub async fn pull(
     reference: &ArtifactRef,
     options: &RegistryOptions,
     cache: &ArtifactCache,
+    trust: Option<&signature::TrustedKeys>,
 ) -> Result<Pulled, ArtifactError> {
     let shown = reference.to_string();
-    if let Some(digest) = reference.digest()
-        && let Some((path, layer)) = cache.component(digest)
-    {
-        return Ok(Pulled {
-            pinned: reference.clone(),
-            digest: digest.to_string(),
-            layer,
-            path,
-            cached: true,
-        });
-    }
     let registry = |e: oci_client::errors::OciDistributionError| ArtifactError::Registry {
         reference: shown.clone(),
         message: e.to_string(),
     };
     let client = options.client();
     let auth = registry_auth(reference.registry());
+    if let Some(digest) = reference.digest()
+        && let Some((path, layer)) = cache.component(digest)
+    {
+        let signed_by = match trust {
+            Some(keys) => Some(signature::verify(&client, &auth, reference, digest, keys).await?),
+            None => None,
+        };
+        return Ok(Pulled {
+            pinned: reference.clone(),
+            digest: digest.to_string(),
+            layer,
+            path,
+            cached: true,
+            signed_by,
+        });
+    }
     let (manifest, digest) = client
         .pull_manifest_raw(&reference.reference, &auth, &[OCI_IMAGE_MEDIA_TYPE])
         .await
@@ -394,6 +409,10 @@ pub async fn pull(
         });
     }
     let layer = wasm_layer(&manifest, &shown)?;
+    let signed_by = match trust {
+        Some(keys) => Some(signature::verify(&client, &auth, reference, &digest, keys).await?),
+        None => None,
+    };
     let pinned = reference.pinned(&digest);
     let mut bytes = Vec::new();
     let descriptor = oci_client::manifest::OciDescriptor {
@@ -443,6 +462,7 @@ pub async fn pull(
         layer,
         path,
         cached: false,
+        signed_by,
     })
 }
 
