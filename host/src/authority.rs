@@ -739,7 +739,7 @@ pub fn audit(
                 && let Some(component) = deployment.components.get(server)
                 && let Some(tool) = component.tool(local)
             {
-                let status = crate::review::status_of(view.store, server, tool)?;
+                let status = crate::review::status_of(view.store, component, tool)?;
                 reviews.insert(offered.name.clone(), status.status);
             }
         }

@@ -1091,7 +1091,10 @@ impl Boundary {
         };
         let revision = self.revision.load(Ordering::SeqCst);
         // What the operator reviews is the tool as it describes itself.
-        let key = (component.name().to_string(), crate::review::tool_digest(t));
+        let key = (
+            component.name().to_string(),
+            crate::review::tool_digest(component, t),
+        );
         {
             let reviews = self.reviews.lock();
             if reviews.0 == revision
@@ -1102,14 +1105,13 @@ impl Boundary {
         }
         use crate::review::ReviewStatus;
         // Fails closed: a store error holds the tool too, and is not kept.
-        let held = match crate::review::status_of(self.store.as_ref(), component.name(), t)
-            .map(|r| r.status)
-        {
-            Ok(ReviewStatus::Reviewed) => None,
-            Ok(ReviewStatus::New) => Some(ReviewHold::New),
-            Ok(ReviewStatus::Changed) => Some(ReviewHold::Changed),
-            Err(_) => return Some(ReviewHold::StoreUnavailable),
-        };
+        let held =
+            match crate::review::status_of(self.store.as_ref(), component, t).map(|r| r.status) {
+                Ok(ReviewStatus::Reviewed) => None,
+                Ok(ReviewStatus::New) => Some(ReviewHold::New),
+                Ok(ReviewStatus::Changed) => Some(ReviewHold::Changed),
+                Err(_) => return Some(ReviewHold::StoreUnavailable),
+            };
         let mut reviews = self.reviews.lock();
         if reviews.0 != revision {
             if reviews.0 > revision {

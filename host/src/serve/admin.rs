@@ -1221,6 +1221,8 @@ async fn decide_approval(
 async fn list_reviews(State(host): State<Arc<ServeHost>>) -> Result<Json<Value>, ApiError> {
     let mut out = BTreeMap::new();
     let mut remote = BTreeMap::new();
+    // Tools reviewed once that a new version of the component removed.
+    let mut removed = BTreeMap::new();
     for (name, component) in host.components() {
         let reviews = crate::review::review(host.store.as_ref(), &component)?;
         let server = host.remote(&name);
@@ -1237,6 +1239,16 @@ async fn list_reviews(State(host): State<Arc<ServeHost>>) -> Result<Json<Value>,
                     "description": tool.map(|t| t.description.as_str()),
                     "input_schema": tool.map(|t| &t.input_schema),
                 });
+                if let Some(now) = tool.and_then(|t| crate::review::facts_of(&component, t)) {
+                    // A component's tool: the bytes it is reviewed in and,
+                    // once changed, what changed since the review.
+                    shown["component"] = json!(now.component);
+                    shown["routes"] = json!(now.routes);
+                    shown["gate"] = json!(now.gate);
+                    shown["imports"] = json!(now.imports);
+                    shown["reviewed_component"] = json!(r.reviewed.as_ref().map(|f| &f.component));
+                    shown["changes"] = json!(r.changes);
+                }
                 if let Some(found) = &discovered {
                     // A remote tool: the effect is the operator's review
                     // (none until reviewed as it is now); what the server
@@ -1267,9 +1279,15 @@ async fn list_reviews(State(host): State<Arc<ServeHost>>) -> Result<Json<Value>,
             );
         }
         out.insert(name.clone(), tools);
+        if !component.is_remote() {
+            let gone = crate::review::removed(host.store.as_ref(), &component)?;
+            if !gone.is_empty() {
+                removed.insert(name.clone(), gone);
+            }
+        }
     }
     Ok(Json(
-        json!({"required": host.config.require_review, "connectors": out, "remote": remote}),
+        json!({"required": host.config.require_review, "connectors": out, "remote": remote, "removed": removed}),
     ))
 }
 
@@ -1336,7 +1354,7 @@ async fn approve_review(
             request.connector, request.tool
         ))
     })?;
-    let current = crate::review::tool_digest(tool);
+    let current = crate::review::tool_digest(&component, tool);
     if current != request.digest {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -1344,10 +1362,10 @@ async fn approve_review(
             "the tool changed since this digest: review it again",
         ));
     }
-    host.store.approve_tool(
-        &request.connector,
-        &request.tool,
-        &current,
+    crate::review::approve(
+        host.store.as_ref(),
+        &component,
+        tool,
         effect,
         &caller.subject,
     )?;

@@ -623,8 +623,11 @@ pub trait ReviewStore: Send + Sync {
         tool: &str,
         digest: &str,
         effect: Option<&str>,
+        facts: Option<&str>,
         by: &str,
     ) -> Result<(), StoreError>;
+    /// Every tool of `connector` an operator reviewed.
+    fn reviewed_tools(&self, connector: &str) -> Result<Vec<String>, StoreError>;
     /// The digest an OCI artifact's tag (`oci://REGISTRY/REPO:TAG`) was
     /// first resolved to, recording `digest` when none was: every host of
     /// the store then runs the same bytes however the tag moves.
@@ -646,9 +649,13 @@ impl ReviewStore for NoReviews {
         _: &str,
         _: &str,
         _: Option<&str>,
+        _: Option<&str>,
         _: &str,
     ) -> Result<(), StoreError> {
         Err(StoreError::Config("no store to record a review in".into()))
+    }
+    fn reviewed_tools(&self, _: &str) -> Result<Vec<String>, StoreError> {
+        Ok(Vec::new())
     }
     fn pin_artifact(&self, _: &str, digest: &str, _: &str) -> Result<String, StoreError> {
         Ok(digest.to_string())
@@ -666,6 +673,10 @@ pub struct Reviewed {
     /// The effect given to a remote MCP server's tool; `None` for a
     /// component's, whose WIT says it.
     pub effect: Option<String>,
+    /// What the review of a component's tool covered
+    /// ([`crate::review::ReviewedFacts`], JSON); `None` for a remote tool
+    /// or a review recorded before it was kept.
+    pub facts: Option<String>,
 }
 
 /// A stored connection as the inventory lists it: where it is and whom it

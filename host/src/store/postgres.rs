@@ -41,6 +41,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (2, include_str!("postgres/002_capability_requests.sql")),
     (3, include_str!("postgres/003_review_effect.sql")),
     (4, include_str!("postgres/004_artifact_pins.sql")),
+    (5, include_str!("postgres/005_review_facts.sql")),
 ];
 
 /// The channels every host listens on.
@@ -2042,7 +2043,7 @@ impl ReviewStore for PgStore {
             let client = shared.pool.get().await?;
             let statement = client
                 .prepare_cached(
-                    "SELECT digest, effect FROM tool_reviews WHERE connector = $1 AND tool = $2",
+                    "SELECT digest, effect, facts FROM tool_reviews WHERE connector = $1 AND tool = $2",
                 )
                 .await?;
             Ok(client
@@ -2051,6 +2052,7 @@ impl ReviewStore for PgStore {
                 .map(|r| super::Reviewed {
                     digest: r.get(0),
                     effect: r.get(1),
+                    facts: r.get(2),
                 }))
         })
     }
@@ -2061,17 +2063,35 @@ impl ReviewStore for PgStore {
         tool: &str,
         digest: &str,
         effect: Option<&str>,
+        facts: Option<&str>,
         by: &str,
     ) -> Result<(), StoreError> {
         self.change_and_invalidate(
-            "INSERT INTO tool_reviews (connector, tool, digest, approved_by, approved_at_ms, effect) VALUES ($1, $2, $3, $4, $5, $6)
+            "INSERT INTO tool_reviews (connector, tool, digest, approved_by, approved_at_ms, effect, facts) VALUES ($1, $2, $3, $4, $5, $6, $7)
              ON CONFLICT (connector, tool) DO UPDATE SET digest = excluded.digest,
                  approved_by = excluded.approved_by, approved_at_ms = excluded.approved_at_ms,
-                 effect = excluded.effect",
-            vec![owned(connector), owned(tool), owned(digest), owned(by), Box::new(super::now_ms()), Box::new(effect.map(str::to_string))],
+                 effect = excluded.effect, facts = excluded.facts",
+            vec![owned(connector), owned(tool), owned(digest), owned(by), Box::new(super::now_ms()), Box::new(effect.map(str::to_string)), Box::new(facts.map(|f| pg_text(f).into_owned()))],
             Invalidation::Reviews,
         )?;
         Ok(())
+    }
+
+    fn reviewed_tools(&self, connector: &str) -> Result<Vec<String>, StoreError> {
+        let shared = self.shared.clone();
+        let c = pg_text(connector).into_owned();
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            Ok(client
+                .query(
+                    "SELECT tool FROM tool_reviews WHERE connector = $1 ORDER BY tool",
+                    &[&c],
+                )
+                .await?
+                .iter()
+                .map(|row| row.get(0))
+                .collect())
+        })
     }
 
     fn pin_artifact(&self, reference: &str, digest: &str, by: &str) -> Result<String, StoreError> {

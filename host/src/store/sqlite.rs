@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// The schema this host writes. Bump with a migration when the tables change.
-pub(crate) const SCHEMA_VERSION: i64 = 4;
+pub(crate) const SCHEMA_VERSION: i64 = 5;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS schema_version (
@@ -114,6 +114,7 @@ CREATE TABLE IF NOT EXISTS tool_reviews (
     approved_by TEXT NOT NULL,
     approved_at_ms INTEGER NOT NULL,
     effect TEXT,
+    facts TEXT,
     PRIMARY KEY (connector, tool)
 );
 CREATE TABLE IF NOT EXISTS artifact_pins (
@@ -289,6 +290,10 @@ impl SqliteStore {
                 }
                 // Version 4: the digest each artifact tag was resolved to
                 // (`artifact_pins`, created above with the schema).
+                // Version 5: a tool's review keeps what it covered.
+                if found < 5 {
+                    tx.execute_batch("ALTER TABLE tool_reviews ADD COLUMN facts TEXT;")?;
+                }
                 if found < SCHEMA_VERSION {
                     tx.execute(
                         "INSERT INTO schema_version (version) VALUES (?1)",
@@ -1139,12 +1144,13 @@ impl ReviewStore for SqliteStore {
         let conn = self.read();
         let reviewed = conn
             .query_row(
-                "SELECT digest, effect FROM tool_reviews WHERE connector = ?1 AND tool = ?2",
+                "SELECT digest, effect, facts FROM tool_reviews WHERE connector = ?1 AND tool = ?2",
                 [connector, tool],
                 |row| {
                     Ok(super::Reviewed {
                         digest: row.get(0)?,
                         effect: row.get(1)?,
+                        facts: row.get(2)?,
                     })
                 },
             )
@@ -1158,18 +1164,29 @@ impl ReviewStore for SqliteStore {
         tool: &str,
         digest: &str,
         effect: Option<&str>,
+        facts: Option<&str>,
         by: &str,
     ) -> Result<(), StoreError> {
         self.write_tx(|tx| {
             tx.execute(
-            "INSERT INTO tool_reviews (connector, tool, digest, approved_by, approved_at_ms, effect) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+            "INSERT INTO tool_reviews (connector, tool, digest, approved_by, approved_at_ms, effect, facts) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
              ON CONFLICT (connector, tool) DO UPDATE SET digest = excluded.digest,
                  approved_by = excluded.approved_by, approved_at_ms = excluded.approved_at_ms,
-                 effect = excluded.effect",
-            params![connector, tool, digest, by, super::now_ms(), effect],
+                 effect = excluded.effect, facts = excluded.facts",
+            params![connector, tool, digest, by, super::now_ms(), effect, facts],
         )?;
             Ok(())
         })
+    }
+
+    fn reviewed_tools(&self, connector: &str) -> Result<Vec<String>, StoreError> {
+        let conn = self.read();
+        let mut statement =
+            conn.prepare("SELECT tool FROM tool_reviews WHERE connector = ?1 ORDER BY tool")?;
+        let tools = statement
+            .query_map([connector], |row| row.get(0))?
+            .collect::<Result<Vec<String>, _>>()?;
+        Ok(tools)
     }
 
     fn pin_artifact(&self, reference: &str, digest: &str, by: &str) -> Result<String, StoreError> {

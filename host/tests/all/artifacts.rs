@@ -6,7 +6,8 @@
 //! digest once, recorded in the store, and every later start runs those
 //! bytes however the tag moves.
 
-use super::crash_safety::{Admin, Serve};
+use super::common::EVENTUALLY;
+use super::crash_safety::{Admin, Serve, wait_for};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -345,11 +346,11 @@ async fn serve_runs_the_digest_a_tag_was_first_resolved_to_however_the_tag_moves
             .is_some_and(|t| t.iter().any(|t| t["tool"] == "github_read_file")),
         "the component from the registry is served: {reviews}"
     );
-    assert!(
-        serve.stderr().contains(&format!("running {first_digest}")),
-        "the banner names the digest: {}",
-        serve.stderr()
-    );
+    let banner = format!("running {first_digest}");
+    wait_for("the banner naming the digest", EVENTUALLY, async || {
+        serve.stderr().contains(&banner).then_some(())
+    })
+    .await;
     drop(serve);
     let db = dir.path().join("scout.db");
     assert_eq!(
@@ -371,11 +372,11 @@ async fn serve_runs_the_digest_a_tag_was_first_resolved_to_however_the_tag_moves
     assert_eq!(code, 0, "{stderr}");
     assert_ne!(moved["digest"], first_digest.as_str());
     let serve = Serve::start_with(&config, &env);
-    assert!(
-        serve.stderr().contains(&format!("running {first_digest}")),
-        "{}",
-        serve.stderr()
-    );
+    let banner = format!("running {first_digest}");
+    wait_for("the banner naming the digest", EVENTUALLY, async || {
+        serve.stderr().contains(&banner).then_some(())
+    })
+    .await;
     drop(serve);
     assert_eq!(
         recorded_pin(&db, &tag).as_deref(),
@@ -612,11 +613,11 @@ async fn only_an_artifact_signed_by_a_configured_key_is_pulled_or_served() {
     )
     .unwrap();
     let serve = Serve::start_with(&config, &env);
-    assert!(
-        serve.stderr().contains(&format!("running {digest}")),
-        "{}",
-        serve.stderr()
-    );
+    let banner = format!("running {digest}");
+    wait_for("the banner naming the digest", EVENTUALLY, async || {
+        serve.stderr().contains(&banner).then_some(())
+    })
+    .await;
     drop(serve);
     let unsigned = format!("oci://{addr}/connectors/figma:1");
     assert_eq!(
@@ -675,4 +676,129 @@ async fn only_an_artifact_signed_by_a_configured_key_is_pulled_or_served() {
         stderr.contains("only an OCI artifact carries one"),
         "{stderr}"
     );
+}
+
+/// Reviews bound to the bytes (issue 33 item 3): a review records the
+/// component's digest and what the tool may do; a new version whose tool
+/// changed a route is held back under review with the change in words,
+/// the unchanged tools keep their reviews, and a tool the new version no
+/// longer has is listed as removed.
+#[tokio::test]
+async fn a_new_version_puts_its_changed_tools_back_under_review_and_says_what_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let v1 = std::fs::read(scout_tests::components::GITHUB).unwrap();
+    let v2 = scout_tests::patch_bytes(
+        &v1,
+        b"\"path\":\"/repos/{owner}/{repo}/git/refs\"}",
+        b"\"path\":\"/repos/{owner}/{repo}/git/tags\"}",
+    );
+    assert_ne!(v1, v2, "the route is in the component's manifest");
+    let component = dir.path().join("github.wasm");
+    std::fs::write(&component, &v1).unwrap();
+    let config = dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\n\n[connectors.github]\ncomponent = {:?}\norigin = \"http://127.0.0.1:9\"\nallow_private_network = true\n",
+            component.display().to_string()
+        ),
+    )
+    .unwrap();
+    let reviews = async |admin: &Admin| -> Value {
+        let (status, body) = admin
+            .request(reqwest::Method::GET, "/v1/reviews", None)
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body
+    };
+    let tool = |body: &Value, name: &str| -> Value {
+        body["connectors"]["github"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["tool"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name}: {body}"))
+    };
+
+    // Version 1, every tool reviewed as it is.
+    let serve = Serve::start(&config);
+    let admin = Admin {
+        http: reqwest::Client::new(),
+        base: serve.base.clone(),
+    };
+    // The brand's connection, and every tool reviewed as GET shows it.
+    admin.set_up().await;
+    let reviewed = reviews(&admin).await;
+    let branch = tool(&reviewed, "github_create_branch");
+    assert_eq!(branch["status"], "reviewed", "{branch}");
+    assert_eq!(branch["component"], sha256(&v1));
+    assert_eq!(branch["reviewed_component"], sha256(&v1));
+    assert!(
+        branch["routes"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("POST /repos/{owner}/{repo}/git/refs")),
+        "{branch}"
+    );
+    drop(serve);
+
+    // Version 2 changes one route of one tool; and the store holds a
+    // review of a tool it no longer has.
+    std::fs::write(&component, &v2).unwrap();
+    let db = dir.path().join("scout.db");
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute(
+            "INSERT INTO tool_reviews (connector, tool, digest, approved_by, approved_at_ms) VALUES ('github', 'github_merge_pull_request', 'd', 'ops', 0)",
+            [],
+        )
+        .unwrap();
+    let serve = Serve::start(&config);
+    let admin = Admin {
+        http: reqwest::Client::new(),
+        base: serve.base.clone(),
+    };
+    let after = reviews(&admin).await;
+    let branch = tool(&after, "github_create_branch");
+    assert_eq!(branch["status"], "changed", "{branch}");
+    assert_eq!(branch["component"], sha256(&v2));
+    assert_eq!(branch["reviewed_component"], sha256(&v1));
+    assert_eq!(
+        branch["changes"],
+        serde_json::json!([
+            "routes added: POST /repos/{owner}/{repo}/git/tags",
+            "routes removed: POST /repos/{owner}/{repo}/git/refs"
+        ]),
+        "{branch}"
+    );
+    let read = tool(&after, "github_read_file");
+    assert_eq!(
+        read["status"], "reviewed",
+        "an unchanged tool keeps its review"
+    );
+    assert_eq!(read["changes"], serde_json::json!([]));
+    assert_eq!(
+        after["removed"]["github"],
+        serde_json::json!(["github_merge_pull_request"]),
+        "{after}"
+    );
+
+    // Held: a new session is not offered the changed tool, and is the rest.
+    let view = admin.session().await;
+    let offered: Vec<&str> = view["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t.as_str())
+        .collect();
+    assert!(
+        !offered.contains(&"mcp__github__github_create_branch"),
+        "{offered:?}"
+    );
+    assert!(
+        offered.contains(&"mcp__github__github_read_file"),
+        "{offered:?}"
+    );
+    drop(serve);
 }

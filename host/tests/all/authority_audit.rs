@@ -1000,14 +1000,22 @@ fn a_review_of_a_tool_no_component_offers_is_found() {
             "github_read_file",
             "an-older-digest",
             None,
+            None,
             "alice",
         )
         .unwrap();
     store
-        .approve_tool("github", "github_delete_repository", "d1", None, "bob")
+        .approve_tool(
+            "github",
+            "github_delete_repository",
+            "d1",
+            None,
+            None,
+            "bob",
+        )
         .unwrap();
     store
-        .approve_tool("railway", "railway_logs", "d2", None, "carol")
+        .approve_tool("railway", "railway_logs", "d2", None, None, "carol")
         .unwrap();
     let env = [("SCOUT_STORE_KEY", KEY_HEX)];
     let args = ["--role", "read-only", "--config", s.config()];
@@ -1437,10 +1445,10 @@ fn inventory_lists_what_the_store_holds(store: &dyn Store) {
         ]
     );
     store
-        .approve_tool("zeta", "z_tool", "dz", None, "bob")
+        .approve_tool("zeta", "z_tool", "dz", None, None, "bob")
         .unwrap();
     store
-        .approve_tool("github", "github_read_file", "dg", None, "alice")
+        .approve_tool("github", "github_read_file", "dg", None, None, "alice")
         .unwrap();
     let reviews: Vec<(String, String, String, String)> = store
         .stored_reviews()

@@ -874,21 +874,22 @@ fn profiles_and_reviews_are_kept(db: &Db) {
 
     assert_eq!(store.reviewed("github", "read_file").unwrap(), None);
     store
-        .approve_tool("github", "read_file", "d1", None, "alice")
+        .approve_tool("github", "read_file", "d1", None, None, "alice")
         .unwrap();
     store
-        .approve_tool("github", "read_file", "d2", None, "bob")
+        .approve_tool("github", "read_file", "d2", None, None, "bob")
         .unwrap();
     assert_eq!(
         store.reviewed("github", "read_file").unwrap(),
         Some(scout_host::store::Reviewed {
             digest: "d2".into(),
-            effect: None
+            effect: None,
+            facts: None,
         })
     );
     // A remote MCP server's tool keeps the effect it was reviewed with.
     store
-        .approve_tool("remote", "lookup", "d3", Some("billed"), "carol")
+        .approve_tool("remote", "lookup", "d3", Some("billed"), None, "carol")
         .unwrap();
     assert_eq!(
         store
@@ -897,6 +898,30 @@ fn profiles_and_reviews_are_kept(db: &Db) {
             .and_then(|r| r.effect)
             .as_deref(),
         Some("billed")
+    );
+
+    // What a component tool's review covered is kept with it.
+    store
+        .approve_tool(
+            "github",
+            "create_branch",
+            "d4",
+            None,
+            Some(r#"{"component":"sha256:aa"}"#),
+            "dave",
+        )
+        .unwrap();
+    assert_eq!(
+        store
+            .reviewed("github", "create_branch")
+            .unwrap()
+            .and_then(|r| r.facts)
+            .as_deref(),
+        Some(r#"{"component":"sha256:aa"}"#)
+    );
+    assert_eq!(
+        store.reviewed_tools("github").unwrap(),
+        ["create_branch", "read_file"]
     );
 
     // An artifact tag keeps the digest it was first resolved to.
