@@ -27,6 +27,7 @@
 //! credential for their brand, reviews of tools no loaded component offers
 //! any more, and approvals still pending whose session has ended.
 
+use crate::config::ServeConfig;
 use crate::credentials::{Credential, Resolver, Source, connection_for_server, token_source_note};
 use crate::policy::{
     self, AboveThreshold, Allowance, BrandFacts, Catalog, Gate, MutationGate, Platform, Profile,
@@ -34,7 +35,6 @@ use crate::policy::{
 };
 use crate::review::ReviewStatus;
 use crate::runtime::{LoadedComponent, Runtime};
-use crate::serve::ServeConfig;
 use crate::store::{ProfileKind, SavedProfile, Store, StoreError, TraceFilter};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -83,9 +83,9 @@ pub enum AuditError {
     #[error("the session's surface cannot be decided: {0}")]
     Policy(#[from] policy::PolicyError),
     #[error(transparent)]
-    Config(#[from] crate::serve::ConfigFileError),
+    Config(#[from] crate::config::ConfigFileError),
     #[error(transparent)]
-    Start(#[from] crate::serve::StartError),
+    Start(#[from] crate::config::StartError),
     #[error("the store failed: {0}")]
     Store(#[from] StoreError),
     #[error("{0}")]
@@ -982,7 +982,7 @@ fn allowance_view(
     profile: Option<&Profile>,
     connector: &str,
     config: Option<&ServeConfig>,
-    settings: Option<&crate::serve::ConnectorConfig>,
+    settings: Option<&crate::config::ConnectorConfig>,
 ) -> AllowanceView {
     let figures = |source: &'static str, a: Allowance| {
         let (unit, per_run, per_day) = match a {
@@ -1712,23 +1712,21 @@ pub fn from_command_line(
             config.store_key_env
         ))
     })?;
-    let key = crate::serve::config::parse_store_key(&key_text)
+    let key = crate::config::parse_store_key(&key_text)
         .map_err(|e| AuditError::Usage(format!("{}: {e}", config.store_key_env)))?;
-    if config.store.backend == crate::serve::config::StoreBackend::Sqlite
-        && !config.database.exists()
-    {
+    if config.store.backend == crate::config::StoreBackend::Sqlite && !config.database.exists() {
         return Err(AuditError::Usage(format!(
             "there is no store at {}: the audit reads the SQLite file serve keeps (`database` in {}); start serve with this configuration once, or point `database` at its file",
             config.database.display(),
             config_path.display()
         )));
     }
-    let store = crate::serve::open_store_to_read(&config, env)?;
+    let store = crate::config::open_store_to_read(&config, env)?;
     let resolver_config = resolver_config(&config, &env);
     let resolver = Resolver::new(&*store, &deployment.catalog, &resolver_config, key, env);
     let ttl = config.session_ttl_secs;
     let sessions = |id: &str| session_state_from_store(&*store, ttl, id);
-    let sqlite = config.store.backend == crate::serve::config::StoreBackend::Sqlite;
+    let sqlite = config.store.backend == crate::config::StoreBackend::Sqlite;
     let view = StoreView {
         store: &*store,
         resolver: &resolver,

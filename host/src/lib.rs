@@ -13,6 +13,7 @@ pub mod audit;
 pub mod authority;
 pub mod boundary;
 pub mod capabilities;
+pub mod config;
 pub mod convert;
 pub mod credentials;
 mod dates;

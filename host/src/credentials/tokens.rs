@@ -196,8 +196,12 @@ impl TokenSource {
                 }
                 token_url(&g.token_url).map_err(|why| field("token_url", why))?;
                 if let Some(resource) = &g.resource {
-                    crate::remote::endpoint(resource)
-                        .map_err(|_| field("resource", "must be an http(s) URL without credentials, query or fragment (RFC 8707)"))?;
+                    if !resource_indicator(resource) {
+                        return Err(field(
+                            "resource",
+                            "must be an http(s) URL without credentials, query or fragment (RFC 8707)",
+                        ));
+                    }
                 }
                 scopes(&g.scopes)
             }
@@ -921,6 +925,20 @@ fn broker_token(body: &[u8]) -> Result<(Secret, Duration), TokenError> {
         })
         .unwrap_or(DEFAULT_LIFETIME);
     Ok((usable(token)?, lifetime))
+}
+
+/// Whether `text` is a resource indicator this host sends (RFC 8707: an
+/// absolute URI without a fragment; here also http(s), without credentials
+/// or a query, as the MCP server endpoints it names are).
+fn resource_indicator(text: &str) -> bool {
+    url::Url::parse(text).is_ok_and(|u| {
+        matches!(u.scheme(), "http" | "https")
+            && u.host().is_some()
+            && u.username().is_empty()
+            && u.password().is_none()
+            && u.query().is_none()
+            && u.fragment().is_none()
+    })
 }
 
 #[cfg(test)]

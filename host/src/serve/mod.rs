@@ -13,7 +13,6 @@
 pub mod admin;
 pub mod agent_config;
 mod authority;
-pub mod config;
 mod connect;
 mod console;
 mod drain;
@@ -27,12 +26,18 @@ use crate::boundary::{
 };
 use crate::capabilities::Capabilities;
 use crate::capabilities::http::HttpCapability;
+use crate::config::open_store;
+pub use crate::config::{
+    ConfigFileError, ConnectorConfig, ServeConfig, StartError, open_store_to_read,
+};
 use crate::credentials::{ResolutionCache, Resolver, ResolverConfig, process_env, to_http_config};
 use crate::policy::{self, BrandFacts, Catalog, Profile, Role, Route, SessionInput, Switches};
 use crate::runtime::{LoadedComponent, Runtime, RuntimeConfig, default_cache_dir};
 use crate::session::holdings::{Holdings, HoldingsConfig};
-use crate::store::{LedgerStore, PgOptions, PgStore, ProfileKind, SqliteStore, Store};
-pub use config::{ConfigFileError, ConnectorConfig, ServeConfig};
+use crate::store::{LedgerStore, ProfileKind, Store};
+// The configuration is the deployment's, not the HTTP server's: it lives at
+// the crate root; `serve::config` stays its name here too.
+pub use crate::config;
 use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -54,30 +59,6 @@ impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
     }
-}
-
-/// Why `serve` cannot start. Each names what to fix.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    #[error(transparent)]
-    Config(#[from] ConfigFileError),
-    #[error("the environment variable {0} is not set: it holds {1}")]
-    MissingSecret(String, &'static str),
-    #[error("{0}")]
-    BadSecret(String),
-    #[error("cannot open the store {path}: {source}")]
-    Store {
-        path: String,
-        source: crate::store::StoreError,
-    },
-    #[error("connector `{name}`: {message}")]
-    Connector { name: String, message: String },
-    #[error("cannot start the runtime: {0}")]
-    Runtime(#[source] crate::LoadError),
-    #[error(transparent)]
-    Telemetry(#[from] crate::telemetry::TelemetryError),
-    #[error("[oidc]: {0}")]
-    Identity(String),
 }
 
 /// What opening a session asks for.
@@ -244,65 +225,6 @@ fn random_hex(bytes: usize) -> Result<String, HostError> {
         HostError::Unavailable(format!("the operating system's random source failed: {e}"))
     })?;
     Ok(hex::encode(buf))
-}
-
-/// Opens the store the configuration names: the SQLite file, or the
-/// PostgreSQL database whose URL is in the environment variable `url_env`
-/// (never in the file, never in an error: it carries a password).
-fn open_store(
-    config: &ServeConfig,
-    env: &impl Fn(&str) -> Option<String>,
-) -> Result<Arc<dyn Store>, StartError> {
-    open_configured_store(config, env, false)
-}
-
-/// The store `serve`'s configuration names, opened to read only (the audit,
-/// the trace export): nothing is created, migrated or written; on
-/// PostgreSQL no host is registered, nothing is recovered, and the
-/// session is read-only on the server.
-pub fn open_store_to_read(
-    config: &ServeConfig,
-    env: impl Fn(&str) -> Option<String>,
-) -> Result<Arc<dyn Store>, StartError> {
-    open_configured_store(config, &env, true)
-}
-
-fn open_configured_store(
-    config: &ServeConfig,
-    env: &impl Fn(&str) -> Option<String>,
-    reader: bool,
-) -> Result<Arc<dyn Store>, StartError> {
-    match config.store.backend {
-        config::StoreBackend::Sqlite => {
-            let opened = if reader {
-                SqliteStore::open_to_read(&config.database)
-            } else {
-                SqliteStore::open(&config.database)
-            };
-            Ok(Arc::new(opened.map_err(|source| StartError::Store {
-                path: config.database.display().to_string(),
-                source,
-            })?))
-        }
-        config::StoreBackend::Postgres => {
-            let var = config.store.url_env.clone().unwrap_or_default();
-            let url = env(&var).ok_or_else(|| {
-                StartError::MissingSecret(var.clone(), "the PostgreSQL connection URL")
-            })?;
-            let mut options = PgOptions::new(url);
-            if let Some(secs) = config.store.lease_secs {
-                options.lease = std::time::Duration::from_secs(secs);
-            }
-            options.ca_file = config.store.ca_file.clone();
-            options.reader = reader;
-            Ok(Arc::new(PgStore::connect(options).map_err(|source| {
-                StartError::Store {
-                    path: format!("PostgreSQL (the URL in {var})"),
-                    source,
-                }
-            })?))
-        }
-    }
 }
 
 impl ServeHost {

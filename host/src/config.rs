@@ -58,10 +58,12 @@
 use crate::capabilities::http::CredentialScheme;
 use crate::session::holdings::safe_segment;
 pub use crate::session::holdings::{FolderConfig, PersonAllowance};
+use crate::store::{PgOptions, PgStore, SqliteStore, Store};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Why the configuration cannot be used. Each names what to fix.
 #[derive(Debug, thiserror::Error)]
@@ -1029,6 +1031,89 @@ where
             .join()
             .unwrap_or_else(|_| Err("the pull stopped unexpectedly".into()))
     })
+}
+
+/// Why `serve` cannot start. Each names what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] ConfigFileError),
+    #[error("the environment variable {0} is not set: it holds {1}")]
+    MissingSecret(String, &'static str),
+    #[error("{0}")]
+    BadSecret(String),
+    #[error("cannot open the store {path}: {source}")]
+    Store {
+        path: String,
+        source: crate::store::StoreError,
+    },
+    #[error("connector `{name}`: {message}")]
+    Connector { name: String, message: String },
+    #[error("cannot start the runtime: {0}")]
+    Runtime(#[source] crate::LoadError),
+    #[error(transparent)]
+    Telemetry(#[from] crate::telemetry::TelemetryError),
+    #[error("[oidc]: {0}")]
+    Identity(String),
+}
+
+/// Opens the store the configuration names: the SQLite file, or the
+/// PostgreSQL database whose URL is in the environment variable `url_env`
+/// (never in the file, never in an error: it carries a password).
+pub(crate) fn open_store(
+    config: &ServeConfig,
+    env: &impl Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn Store>, StartError> {
+    open_configured_store(config, env, false)
+}
+
+/// The store `serve`'s configuration names, opened to read only (the audit,
+/// the trace export): nothing is created, migrated or written; on
+/// PostgreSQL no host is registered, nothing is recovered, and the
+/// session is read-only on the server.
+pub fn open_store_to_read(
+    config: &ServeConfig,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn Store>, StartError> {
+    open_configured_store(config, &env, true)
+}
+
+fn open_configured_store(
+    config: &ServeConfig,
+    env: &impl Fn(&str) -> Option<String>,
+    reader: bool,
+) -> Result<Arc<dyn Store>, StartError> {
+    match config.store.backend {
+        StoreBackend::Sqlite => {
+            let opened = if reader {
+                SqliteStore::open_to_read(&config.database)
+            } else {
+                SqliteStore::open(&config.database)
+            };
+            Ok(Arc::new(opened.map_err(|source| StartError::Store {
+                path: config.database.display().to_string(),
+                source,
+            })?))
+        }
+        StoreBackend::Postgres => {
+            let var = config.store.url_env.clone().unwrap_or_default();
+            let url = env(&var).ok_or_else(|| {
+                StartError::MissingSecret(var.clone(), "the PostgreSQL connection URL")
+            })?;
+            let mut options = PgOptions::new(url);
+            if let Some(secs) = config.store.lease_secs {
+                options.lease = std::time::Duration::from_secs(secs);
+            }
+            options.ca_file = config.store.ca_file.clone();
+            options.reader = reader;
+            Ok(Arc::new(PgStore::connect(options).map_err(|source| {
+                StartError::Store {
+                    path: format!("PostgreSQL (the URL in {var})"),
+                    source,
+                }
+            })?))
+        }
+    }
 }
 
 #[cfg(test)]
