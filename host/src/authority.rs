@@ -40,7 +40,6 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// Milliseconds in a day.
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
@@ -92,15 +91,17 @@ pub enum AuditError {
     Usage(String),
 }
 
-/// The components, and the catalogue the host serves them under, as
-/// `serve` would build them.
-pub struct Deployment {
-    pub catalog: Catalog,
-    pub components: BTreeMap<String, Arc<LoadedComponent>>,
-    /// The components that serve a platform server (the content writer, the SEO brief tools).
-    pub platform: BTreeSet<String>,
-    /// Loaded connectors the deployment does not offer, with the variable that is unset.
-    pub not_offered: BTreeMap<String, String>,
+/// The connectors and the catalogue they are served under, built by the
+/// same code as `serve`'s ([`crate::deployment`]).
+pub use crate::deployment::Deployment;
+
+impl From<crate::deployment::Refused> for AuditError {
+    fn from(refused: crate::deployment::Refused) -> AuditError {
+        AuditError::Connector {
+            name: refused.name,
+            message: refused.message,
+        }
+    }
 }
 
 impl Deployment {
@@ -129,114 +130,6 @@ impl Deployment {
             d.admit(component, None, true)?;
         }
         Ok(d)
-    }
-
-    /// The connectors `config` serves, loaded and admitted as `serve`
-    /// loads them: narrowed by `tools` and `grants`, and not offered where
-    /// a variable they require is unset in `env`.
-    pub fn from_config(
-        runtime: &Runtime,
-        config: &ServeConfig,
-        env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Deployment, AuditError> {
-        let mut d = Deployment::empty();
-        for (name, settings) in &config.connectors {
-            // A remote MCP server's tools are what it lists and an operator
-            // reviewed, known only to a running host: none here.
-            if let Some(url) = &settings.mcp {
-                let server = crate::remote::RemoteServer::new(name, url, settings.call_timeout())
-                    .map_err(|message| AuditError::Connector {
-                    name: name.clone(),
-                    message,
-                })?;
-                d.admit(server.snapshot(&crate::store::NoReviews), None, false)?;
-                continue;
-            }
-            if let (Some(artifact), None) = (&settings.artifact, &settings.artifact_digest) {
-                return Err(AuditError::Connector {
-                    name: name.clone(),
-                    message: format!(
-                        "{artifact} is an OCI artifact: audit the running host (`GET /v1/audit`), or `scout-host pull` it and audit the file with --component"
-                    ),
-                });
-            }
-            let component =
-                runtime
-                    .load_file(&settings.component)
-                    .map_err(|source| AuditError::Component {
-                        path: settings.component.display().to_string(),
-                        source,
-                    })?;
-            if component.name() != name {
-                return Err(AuditError::Connector {
-                    name: name.clone(),
-                    message: format!(
-                        "{} is the `{}` connector",
-                        settings.component.display(),
-                        component.name()
-                    ),
-                });
-            }
-            d.admit(component, settings.tools.as_deref(), settings.grants)?;
-            let required: Vec<String> = settings
-                .requires_env
-                .iter()
-                .chain(settings.deployment_headers.values())
-                .cloned()
-                .chain(policy::catalog::offered_only_with(name).map(str::to_string))
-                .collect();
-            if let Some(var) = required.iter().find(|v| env(v).is_none()) {
-                d.not_offered.insert(name.clone(), var.clone());
-            }
-        }
-        Ok(d)
-    }
-
-    fn empty() -> Deployment {
-        Deployment {
-            catalog: Catalog::seed(),
-            components: BTreeMap::new(),
-            platform: BTreeSet::new(),
-            not_offered: BTreeMap::new(),
-        }
-    }
-
-    fn admit(
-        &mut self,
-        component: LoadedComponent,
-        tools: Option<&[String]>,
-        grants: bool,
-    ) -> Result<(), AuditError> {
-        let name = component.name().to_string();
-        let fail = |message: String| AuditError::Connector {
-            name: name.clone(),
-            message,
-        };
-        match self.catalog.admit_platform(&component.info().manifest) {
-            Some(admitted) => {
-                admitted.map_err(|e| fail(e.to_string()))?;
-                self.platform.insert(name.clone());
-            }
-            None => {
-                let spec = self
-                    .catalog
-                    .admit(&component.info().manifest)
-                    .and_then(|spec| spec.narrowed(tools, grants))
-                    .map_err(|e| fail(e.to_string()))?;
-                self.catalog = std::mem::take(&mut self.catalog).with_spec(spec);
-            }
-        }
-        self.components.insert(name, Arc::new(component));
-        Ok(())
-    }
-
-    /// The connectors a session could be served: loaded, offered, not a platform server.
-    fn served(&self) -> BTreeSet<String> {
-        self.components
-            .keys()
-            .filter(|c| !self.not_offered.contains_key(*c) && !self.platform.contains(*c))
-            .cloned()
-            .collect()
     }
 }
 
@@ -1700,7 +1593,9 @@ pub fn from_command_line(
         return audit(&deployment, None, switches, &subject, None);
     };
     let config = ServeConfig::load(config_path)?;
-    let deployment = Deployment::from_config(&runtime, &config, &env)?;
+    // A remote MCP server's tools are what it lists and an operator
+    // reviewed, known only to a running host: none here.
+    let deployment = Deployment::from_config(&runtime, &config, &env, &crate::store::NoReviews)?;
     let mut subject = match &cli.profile {
         Some(path) => subject.with_profile_file(path, &deployment.catalog)?,
         None => subject,

@@ -19,6 +19,7 @@ pub mod credentials;
 mod dates;
 #[cfg(feature = "demo")]
 pub mod demo;
+pub mod deployment;
 pub mod docs;
 pub mod error;
 pub mod inspect;

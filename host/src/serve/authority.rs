@@ -129,6 +129,7 @@ impl ServeHost {
             components: self.components(),
             platform: self.platform.clone(),
             not_offered: self.not_offered.clone(),
+            ..Default::default()
         };
         let live: BTreeSet<String> = self
             .all_sessions()

@@ -503,13 +503,48 @@ fn seo_analyst() -> Value {
     )
 }
 
+/// The audit admits connectors with `serve`'s own code: a configuration
+/// `serve` refuses is refused here too, with the same words, rather than
+/// audited as if it could run.
+#[test]
+fn the_audit_refuses_what_serve_refuses() {
+    use scout_tests::components as c;
+    let connectors = table(
+        "analytics",
+        c::ANALYTICS,
+        Some("https://analyticsdata.googleapis.com"),
+        "",
+    );
+    let s = Setup::new("refused", "require_review = false", &connectors);
+    let (ok, _, stderr) = run(
+        &["--role", "person-chat", "--config", s.config()],
+        &[("SCOUT_STORE_KEY", KEY_HEX)],
+    );
+    assert!(!ok);
+    let words = "connector `analytics`: its routes name destination `admin`: give its origin as `origins.admin`";
+    assert!(stderr.contains(words), "{stderr}");
+    let serve = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+        .args(["serve", "--config", s.config()])
+        .env("SCOUT_ADMIN_TOKEN", "admin-token-0123456789abcdef")
+        .env("SCOUT_STORE_KEY", KEY_HEX)
+        .output()
+        .unwrap();
+    assert!(!serve.status.success());
+    assert!(
+        String::from_utf8_lossy(&serve.stderr).contains(words),
+        "{}",
+        String::from_utf8_lossy(&serve.stderr)
+    );
+}
+
 #[test]
 fn a_specialists_grant_shows_its_allowance_joint_reads_and_folders() {
     use scout_tests::components as c;
     let connectors = [
         table("dataforseo", c::DATAFORSEO, Some("https://api.dataforseo.com"), "credential = \"basic:login\"\n"),
         table("searchconsole", c::SEARCHCONSOLE, Some("https://searchconsole.googleapis.com"), ""),
-        table("analytics", c::ANALYTICS, Some("https://analyticsdata.googleapis.com"), ""),
+        // Its routes name the Admin API too: a configuration `serve` takes.
+        table("analytics", c::ANALYTICS, Some("https://analyticsdata.googleapis.com"), "[connectors.analytics.origins]\nadmin = \"https://analyticsadmin.googleapis.com\"\n"),
         table("shopify", c::SHOPIFY, Some("https://acme.myshopify.com"), "credential = \"header:X-Shopify-Access-Token\"\n"),
         table("seo", c::SEO, None, "[connectors.seo.folders.project]\nroot = \"/srv/scout/{brand}/project\"\nwritable = true\n"),
         github(""),

@@ -1,0 +1,323 @@
+//! One `Deployment`: the connectors a host serves, each loaded and checked
+//! (its component or remote server, its origins, destinations and headers),
+//! admitted under the seed's catalogue and narrowed by the operator, with
+//! what the deployment does not offer. `serve` and `audit` build it with the
+//! same code (issue 33 item 5), so what the audit reports is what a host
+//! serves, and admission is written once.
+
+use crate::capabilities::http::HttpCapability;
+use crate::config::ServeConfig;
+use crate::policy::{self, Catalog};
+use crate::runtime::{LoadedComponent, Runtime};
+use crate::store::ReviewStore;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// The connectors, and the catalogue they are served under.
+#[derive(Default)]
+pub struct Deployment {
+    pub catalog: Catalog,
+    pub components: BTreeMap<String, Arc<LoadedComponent>>,
+    /// The components that serve a platform server (the content writer,
+    /// the SEO brief tools): offered where the policy gives their tools,
+    /// with no credential of their own.
+    pub platform: BTreeSet<String>,
+    /// Loaded connectors the deployment does not offer, with the variable
+    /// that is unset.
+    pub not_offered: BTreeMap<String, String>,
+    /// The remote MCP servers among the connectors ([`crate::remote`]).
+    pub remote: BTreeMap<String, Arc<crate::remote::RemoteServer>>,
+    /// Connectors whose deployment owner's credential is in the host's
+    /// environment, by the variable holding it.
+    pub host_env: BTreeMap<String, String>,
+    /// Connectors reached with no credential (`credential = "none"`).
+    pub public: BTreeSet<String>,
+}
+
+/// Why a connector cannot be served; it names the connector and what to fix.
+#[derive(Debug, thiserror::Error)]
+#[error("connector `{name}`: {message}")]
+pub struct Refused {
+    pub name: String,
+    pub message: String,
+}
+
+impl Deployment {
+    /// Nothing yet, under the seed's catalogue.
+    pub fn empty() -> Deployment {
+        Deployment {
+            catalog: Catalog::seed(),
+            ..Default::default()
+        }
+    }
+
+    /// Every connector `config` names, loaded with `runtime` and admitted;
+    /// a remote server's tools as `reviews` has them reviewed now (none
+    /// until it lists them); `env` says which required variables are set.
+    pub fn from_config(
+        runtime: &Runtime,
+        config: &ServeConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+        reviews: &dyn ReviewStore,
+    ) -> Result<Deployment, Refused> {
+        let mut d = Deployment::empty();
+        for (name, connector) in &config.connectors {
+            let fail = |message: String| Refused {
+                name: name.clone(),
+                message,
+            };
+            let served = if let Some(url) = &connector.mcp {
+                let server = crate::remote::RemoteServer::new(name, url, connector.call_timeout())
+                    .map_err(fail)?
+                    .over_legacy_sse(connector.legacy_sse());
+                // No tool until the server lists them and an operator reviews each.
+                let served = server.snapshot(reviews);
+                let spec = remote_spec(&served, connector.tools.as_deref())
+                    .map_err(|e| fail(e.to_string()))?;
+                d.catalog = std::mem::take(&mut d.catalog).with_spec(spec);
+                d.remote.insert(name.clone(), Arc::new(server));
+                served
+            } else {
+                if let (Some(artifact), None) = (&connector.artifact, &connector.artifact_digest) {
+                    return Err(fail(format!(
+                        "{artifact} is an OCI artifact this command does not pull: audit the running host (`GET /v1/audit`), or `scout-host pull` it and audit the file with --component"
+                    )));
+                }
+                if !connector.component.is_file() {
+                    return Err(fail(format!(
+                        "no component at {}: build it with `cargo build --release --target wasm32-wasip2` in the connector's crate (or `scout-host new {name}` to start one) and point `component` at the .wasm",
+                        connector.component.display()
+                    )));
+                }
+                let component = runtime
+                    .load_file(&connector.component)
+                    .map_err(|e| fail(format!("{}: {e}", connector.component.display())))?;
+                if component.name() != name {
+                    return Err(fail(format!(
+                        "{} is the `{}` connector",
+                        connector.component.display(),
+                        component.name()
+                    )));
+                }
+                // The seed's connectors must agree with the catalogue; any other
+                // is served on what it declares, conservatively; the operator
+                // may narrow either.
+                // The content writer and the SEO brief tools are platform
+                // servers: the policy gives their tools by its own rules.
+                match d.catalog.admit_platform(&component.info().manifest) {
+                    Some(admitted) => {
+                        admitted.map_err(|e| fail(e.to_string()))?;
+                        if connector.tools.is_some() {
+                            return Err(fail("`tools` narrows a connector; the seed's platform tools are given by the policy's rules".into()));
+                        }
+                        d.platform.insert(name.clone());
+                    }
+                    None => {
+                        let spec = d
+                            .catalog
+                            .admit(&component.info().manifest)
+                            .and_then(|spec| {
+                                spec.narrowed(connector.tools.as_deref(), connector.grants)
+                            })
+                            .map_err(|e| fail(e.to_string()))?;
+                        d.catalog = std::mem::take(&mut d.catalog).with_spec(spec);
+                    }
+                }
+                // Checks the origins now rather than at the first call.
+                // An origin is needed where a route goes to the connector's own
+                // origin (the content writer reads only Shopify, as a peer).
+                let own_routes = component
+                    .info()
+                    .manifest
+                    .tools
+                    .iter()
+                    .any(|t| t.routes.iter().any(|r| r.destination.is_none()));
+                let imports_http = component.imports_interface("http") && own_routes;
+                match (&connector.origin, imports_http) {
+                    (Some(origin), _) => {
+                        HttpCapability::new(
+                            crate::HttpConfig::new(origin.clone())
+                                .allow_private_network(connector.allow_private_network),
+                        )
+                        .map_err(|e| fail(format!("origin: {e}")))?;
+                    }
+                    (None, true) => {
+                        return Err(fail(
+                            "the component imports `http`: give the `origin` its handle reaches"
+                                .into(),
+                        ));
+                    }
+                    (None, false) => {}
+                }
+                let peers: BTreeSet<&str> = component
+                    .info()
+                    .manifest
+                    .tools
+                    .iter()
+                    .flat_map(|t| t.reads_from.iter().map(String::as_str))
+                    .collect();
+                let named: BTreeSet<&str> = component
+                    .info()
+                    .manifest
+                    .tools
+                    .iter()
+                    .flat_map(|t| t.routes.iter().filter_map(|r| r.destination.as_deref()))
+                    .filter(|d| !peers.contains(d))
+                    .collect();
+                for (dest, origin) in &connector.origins {
+                    if peers.contains(dest.as_str()) {
+                        return Err(fail(format!(
+                            "`origins.{dest}`: `{dest}` is a connector a joint tool reads, reached with its own origin"
+                        )));
+                    }
+                    origin
+                        .sends_credential()
+                        .map_err(|e| fail(format!("origins.{dest}: {e}")))?;
+                    HttpCapability::new(
+                        crate::HttpConfig::new(origin.origin().to_string())
+                            .allow_private_network(connector.allow_private_network),
+                    )
+                    .map_err(|e| fail(format!("origins.{dest}: {e}")))?;
+                }
+                if let Some(missing) = named.iter().find(|d| !connector.origins.contains_key(**d)) {
+                    return Err(fail(format!(
+                        "its routes name destination `{missing}`: give its origin as `origins.{missing}`"
+                    )));
+                }
+                for header in connector.deployment_headers.keys() {
+                    if http::HeaderName::from_bytes(header.as_bytes()).is_err() {
+                        return Err(fail(format!(
+                            "`deployment_headers`: `{header}` is not a header name"
+                        )));
+                    }
+                }
+                component
+            };
+            let seed_offer = policy::catalog::offered_only_with(name).map(str::to_string);
+            let required: Vec<String> = connector
+                .requires_env
+                .iter()
+                .chain(connector.deployment_headers.values())
+                .cloned()
+                .chain(seed_offer)
+                .collect();
+            if let Some(var) = required.iter().find(|v| env(v).is_none()) {
+                tracing::warn!(connector = %name, env = %var, "not offered: the deployment does not set {var}");
+                d.not_offered.insert(name.clone(), var.clone());
+            }
+            if let Some(var) = &connector.host_env {
+                d.host_env.insert(name.clone(), var.clone());
+            }
+            if connector.is_public() {
+                d.public.insert(name.clone());
+            }
+            d.components.insert(name.clone(), Arc::new(served));
+        }
+        Ok(d)
+    }
+
+    /// Admits `component` as `serve` would with no configuration narrowing
+    /// it beyond `tools` and `grants`: a platform server by the policy's
+    /// rules, any other under the catalogue's conservative defaults.
+    pub fn admit(
+        &mut self,
+        component: LoadedComponent,
+        tools: Option<&[String]>,
+        grants: bool,
+    ) -> Result<(), Refused> {
+        let name = component.name().to_string();
+        let fail = |message: String| Refused {
+            name: name.clone(),
+            message,
+        };
+        match self.catalog.admit_platform(&component.info().manifest) {
+            Some(admitted) => {
+                admitted.map_err(|e| fail(e.to_string()))?;
+                self.platform.insert(name.clone());
+            }
+            None => {
+                let spec = self
+                    .catalog
+                    .admit(&component.info().manifest)
+                    .and_then(|spec| spec.narrowed(tools, grants))
+                    .map_err(|e| fail(e.to_string()))?;
+                self.catalog = std::mem::take(&mut self.catalog).with_spec(spec);
+            }
+        }
+        self.components.insert(name, Arc::new(component));
+        Ok(())
+    }
+
+    /// The connectors a session could be served: loaded, offered, not a
+    /// platform server.
+    pub fn served(&self) -> BTreeSet<String> {
+        self.components
+            .keys()
+            .filter(|c| !self.not_offered.contains_key(*c) && !self.platform.contains(*c))
+            .cloned()
+            .collect()
+    }
+}
+
+/// The policy a remote connector's tools are served under, as they are
+/// listed and reviewed now. Admitted against the seed's data (the catalogue
+/// in use already holds this connector's previous tools):
+/// - a seed connector the catalogue lists tools for (Cloudflare's `docs`,
+///   `search`, `execute`) keeps the seed's spec (gates, registration,
+///   grantability), with only those of its tools the server lists, each
+///   with the effect the seed gives it; a listed tool the seed does not
+///   name, or one reviewed with another effect, is not served;
+/// - any other is admitted as a component is, conservatively (the seed's
+///   Contentsquare: every tool, nothing grantable); no remote tool is
+///   grantable.
+///
+/// The operator's `tools` keeps only the names it lists (of those listed
+/// now: a name the server does not list is simply absent).
+pub(crate) fn remote_spec(
+    served: &LoadedComponent,
+    keep: Option<&[String]>,
+) -> Result<policy::ConnectorSpec, policy::catalog::AdmitError> {
+    let seed = Catalog::seed();
+    let manifest = &served.info().manifest;
+    let mut spec = match seed.connector(&manifest.connector) {
+        Some(known) if !known.reads.is_empty() || !known.writes.is_empty() => {
+            let listed = |effect: scout_manifest::Effect| -> BTreeSet<String> {
+                manifest
+                    .tools
+                    .iter()
+                    .filter(|t| t.effect == effect)
+                    .map(|t| manifest.wire_name(&t.function))
+                    .collect()
+            };
+            let (reads, writes) = (
+                listed(scout_manifest::Effect::Read),
+                listed(scout_manifest::Effect::Write),
+            );
+            let mut spec = known.clone();
+            spec.reads.retain(|t| reads.contains(t));
+            spec.writes.retain(|w| writes.contains(&w.name));
+            let grantable = spec.grantable.clone();
+            spec.grantable = grantable
+                .into_iter()
+                .filter(|t| spec.reads.contains(t))
+                .collect();
+            return Ok(narrow_remote(spec, keep));
+        }
+        _ => seed.admit(manifest)?,
+    };
+    spec.grantable.clear();
+    spec = narrow_remote(spec, keep);
+    Ok(spec)
+}
+
+fn narrow_remote(
+    mut spec: policy::ConnectorSpec,
+    keep: Option<&[String]>,
+) -> policy::ConnectorSpec {
+    if let Some(keep) = keep {
+        spec.reads.retain(|t| keep.contains(t));
+        spec.writes.retain(|w| keep.contains(&w.name));
+        spec.grantable.retain(|t| keep.contains(t));
+    }
+    spec
+}
