@@ -1,0 +1,295 @@
+//! Approvals a person decides and capability requests a person answers,
+//! shown so that what is approved can be judged (GraphQL operations spelled
+//! out).
+
+use super::*;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ApprovalsQuery {
+    #[serde(default)]
+    session: Option<String>,
+}
+
+pub(super) async fn list_approvals(
+    State(host): State<Arc<ServeHost>>,
+    RawQuery(raw): RawQuery,
+) -> Result<Json<Value>, ApiError> {
+    let q: ApprovalsQuery = query(raw)?;
+    // Every live host's sessions: any host answers for any approval.
+    let views = host.all_sessions()?;
+    let sessions: Vec<&Value> = match &q.session {
+        Some(s) => views.iter().filter(|v| v["id"] == s.as_str()).collect(),
+        None => views.iter().collect(),
+    };
+    let now_ms = crate::store::now_ms();
+    let mut pending = Vec::new();
+    let mut listed: Vec<(&str, Option<&Value>)> = sessions
+        .iter()
+        .filter_map(|v| v["id"].as_str().map(|id| (id, Some(*v))))
+        .collect();
+    // A session asked for by id that no live host serves still answers
+    // for its approvals (none are pending once it has ended).
+    if let (Some(s), true) = (&q.session, listed.is_empty()) {
+        listed.push((s.as_str(), None));
+    }
+    for (session, view) in listed {
+        for approval in host.store.pending(session)? {
+            let arguments = host.approval_arguments(&approval);
+            let mut value = json!(approval);
+            value["waited_ms"] = json!((now_ms - approval.requested_at_ms).max(0));
+            value["connector"] = json!(connector_of(&host, &approval.tool));
+            value["role"] = view.map(|v| v["role"].clone()).unwrap_or(Value::Null);
+            value["brand"] = view.map(|v| v["brand"].clone()).unwrap_or(Value::Null);
+            // The exact text whose SHA-256 is `args_digest`: what a person
+            // approves is what the call will be bound to.
+            value["arguments_text"] = arguments
+                .as_ref()
+                .map(|a| json!(crate::store::canonical_args_text(a)))
+                .unwrap_or(Value::Null);
+            value["graphql"] = graphql_shown(&host, &approval.tool, arguments.as_ref());
+            value["arguments"] = arguments.unwrap_or(Value::Null);
+            pending.push(value);
+        }
+    }
+    Ok(Json(json!({"pending": pending})))
+}
+
+/// What an approved call may send over GraphQL, for the person deciding:
+/// per GraphQL route of the tool, the operation it may carry and the root
+/// fields it may select; for a route that names none (the tool's `query`
+/// argument is the whole document), the operations that document holds,
+/// as the host reads them. `null` for a tool with no GraphQL route.
+pub(crate) fn graphql_shown(host: &ServeHost, tool: &str, arguments: Option<&Value>) -> Value {
+    let Some((server, wire)) = tool
+        .strip_prefix("mcp__")
+        .and_then(|rest| rest.split_once("__"))
+    else {
+        return Value::Null;
+    };
+    let Some(component) = host.component(server) else {
+        return Value::Null;
+    };
+    let Some(found) = component.tool(wire) else {
+        return Value::Null;
+    };
+    let shown: Vec<Value> = found
+        .routes
+        .iter()
+        .filter_map(|route| {
+            let body = route.graphql?;
+            let mut entry = json!({"route": route.to_string()});
+            if route.graphql_fields.is_empty() {
+                let document = arguments
+                    .and_then(|a| a.get("query"))
+                    .and_then(Value::as_str);
+                entry["root_fields"] = json!("any");
+                entry["document"] = match document.map(crate::capabilities::graphql::document) {
+                    Some(Ok(ops)) => json!(crate::capabilities::graphql::summary(&ops)),
+                    Some(Err(why)) => json!(format!("unreadable: {why}")),
+                    None => Value::Null,
+                };
+            } else {
+                entry["operation"] = json!(match body {
+                    scout_manifest::GraphqlBody::QueriesOnly => "query",
+                    scout_manifest::GraphqlBody::Gated => "mutation or query",
+                });
+                entry["root_fields"] = json!(route.graphql_fields);
+            }
+            Some(entry)
+        })
+        .collect();
+    if shown.is_empty() {
+        Value::Null
+    } else {
+        Value::Array(shown)
+    }
+}
+
+/// [`graphql_shown`] in words, for a question put to a person (MCP
+/// elicitation); `None` for a tool with no GraphQL route.
+pub(crate) fn graphql_words(shown: &Value) -> Option<String> {
+    let routes = shown.as_array()?;
+    let lines: Vec<String> = routes
+        .iter()
+        .map(|r| {
+            let route = r["route"].as_str().unwrap_or("");
+            match r["root_fields"].as_array() {
+                Some(fields) => {
+                    let fields: Vec<&str> = fields.iter().filter_map(Value::as_str).collect();
+                    format!(
+                        "{route}: {} selecting only {}",
+                        r["operation"].as_str().unwrap_or(""),
+                        fields.join(", ")
+                    )
+                }
+                None => format!(
+                    "{route}: any root field; this document holds {}",
+                    r["document"].as_str().unwrap_or("nothing readable")
+                ),
+            }
+        })
+        .collect();
+    Some(format!("It may send over GraphQL: {}.", lines.join("; ")))
+}
+
+/// The connector of an approval's tool: the server of its MCP name
+/// (`mcp__{server}__{tool}`), or the loaded component that offers it.
+pub(super) fn connector_of(host: &ServeHost, tool: &str) -> Option<String> {
+    if let Some((server, _)) = tool
+        .strip_prefix("mcp__")
+        .and_then(|rest| rest.split_once("__"))
+    {
+        return Some(server.to_string());
+    }
+    host.components()
+        .iter()
+        .find(|(_, component)| component.tool(tool).is_some())
+        .map(|(name, _)| name.clone())
+}
+
+/// Who the bearer token proves and what its role may do: the console asks
+/// this after sign-in to know whether to offer the decide buttons.
+pub(super) async fn whoami(Extension(caller): Extension<Principal>) -> Json<Value> {
+    let may = |method, route| crate::serve::identity::permit(caller.role, method, route).is_ok();
+    Json(json!({
+        "subject": caller.subject,
+        "role": caller.role.name(),
+        "via": match caller.via {
+            crate::serve::identity::Via::AdminToken => "admin-token",
+            crate::serve::identity::Via::Oidc => "oidc",
+        },
+        "may_decide": may("POST", "/v1/approvals/{id}"),
+        "may_end_sessions": may("DELETE", "/v1/sessions/{id}"),
+    }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CapabilityRequestsQuery {
+    #[serde(default)]
+    session: Option<String>,
+    /// `false`: answered ones too (default: only those waiting).
+    #[serde(default)]
+    pending: Option<String>,
+}
+
+/// The capability requests agents parked (every session's, or one's).
+pub(super) async fn list_capability_requests(
+    State(host): State<Arc<ServeHost>>,
+    RawQuery(raw): RawQuery,
+) -> Result<Json<Value>, ApiError> {
+    let q: CapabilityRequestsQuery = query(raw)?;
+    let pending_only = match q.pending.as_deref() {
+        None | Some("true") => true,
+        Some("false") => false,
+        Some(_) => return Err(ApiError::bad_request("`pending` is true or false")),
+    };
+    let requests = host
+        .store
+        .capability_requests(q.session.as_deref(), pending_only)?;
+    Ok(Json(json!({"requests": requests})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct AnswerCapability {
+    /// The person's answer, returned to the agent as evidence. It grants
+    /// nothing: a grant or connection change is made apart.
+    answer: String,
+}
+
+pub(super) async fn answer_capability_request(
+    State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
+    Path(id): Path<String>,
+    Body(request): Body<AnswerCapability>,
+) -> Result<Json<Value>, ApiError> {
+    use crate::store::Answered;
+    let id: i64 = id
+        .parse()
+        .map_err(|_| ApiError::bad_request("a capability request id is a number"))?;
+    let answer = request.answer.trim();
+    if answer.is_empty() || answer.chars().count() > 4000 {
+        return Err(ApiError::invalid_field(
+            "invalid_answer",
+            "answer",
+            "`answer` is text of 1 to 4000 characters",
+        ));
+    }
+    let by = format!("{} (admin API)", caller.subject);
+    match host.store.answer_capability_request(id, answer, &by)? {
+        Answered::Now(answered) => {
+            let event = crate::store::TraceEvent {
+                session: answered.session.clone(),
+                brand: answered.brand.clone(),
+                call_id: None,
+                tool: Some(crate::policy::names::mcp(
+                    crate::serve::host_tools::SCOUT_SERVER,
+                    crate::serve::host_tools::REQUEST_CAPABILITY,
+                )),
+                state: crate::store::TraceState::Decided,
+                rule: Some("capability_answered".to_string()),
+                detail: json!({"request": id, "by": by, "granted": false}),
+                at_ms: crate::store::now_ms(),
+            };
+            host.store.record(&event)?;
+            Ok(Json(json!({
+                "request": id,
+                "answered_by": caller.subject,
+                "granted": false,
+                "note": "recorded as the person's answer; nothing was granted (a grant or connection is changed apart)"
+            })))
+        }
+        Answered::Already(_) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "already_answered",
+            format!("capability request {id} was already answered"),
+        )),
+        Answered::Unknown => Err(ApiError::not_found(format!("no capability request {id}"))),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Decide {
+    approve: bool,
+    /// Accepted so that older clients keep working, and not recorded: who
+    /// decided is the verified caller.
+    #[serde(default)]
+    #[allow(dead_code)]
+    by: Option<String>,
+}
+
+pub(super) async fn decide_approval(
+    State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
+    Path(id): Path<String>,
+    Body(request): Body<Decide>,
+) -> Result<Json<Value>, ApiError> {
+    let id: i64 = id
+        .parse()
+        .map_err(|_| ApiError::bad_request("an approval id is a number"))?;
+    // The trace's `decided` event says who, and through which channel.
+    match host.store.decide(
+        ApprovalId(id),
+        request.approve,
+        &format!("{} (approvals API)", caller.subject),
+    ) {
+        Ok(()) => Ok(Json(
+            json!({"approval": id, "approved": request.approve, "decided_by": caller.subject}),
+        )),
+        Err(ApprovalError::Unknown(_)) => Err(ApiError::not_found(format!("no approval {id}"))),
+        Err(ApprovalError::NotPending(_)) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "not_pending",
+            format!("approval {id} is no longer pending"),
+        )),
+        Err(ApprovalError::Store(e)) => Err(e.into()),
+        Err(other) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "not_pending",
+            other.to_string(),
+        )),
+    }
+}

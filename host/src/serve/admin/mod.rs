@@ -1,0 +1,517 @@
+//! The admin HTTP API and the router that also carries the MCP endpoints.
+//!
+//! Every request passes the `Host` check first (DNS rebinding), then a
+//! bearer token: for `/v1/...` the admin token or, with `[oidc]`, a token
+//! of the issuer, whose role must permit the route ([`super::identity`]);
+//! the session's own token for `/mcp/{session}/{connector}`. Handlers read
+//! the caller as a [`Principal`] extension. Every error is JSON of one shape,
+//! `{"error": {"code": "...", "message": "..."}}`, with a stable `code`;
+//! bodies are capped at `max_request_bytes`.
+
+use super::identity::{Principal, Refusal};
+use super::{HostError, OpenSession, ServeHost};
+use crate::policy::Profile;
+use crate::store::{ApprovalError, ApprovalId, ProfileKind, SaveProfileError, TraceFilter};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{
+    DefaultBodyLimit, Extension, FromRequest, MatchedPath, Path, RawQuery, Request, State,
+};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get, post, put};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tower::ServiceExt;
+
+mod approvals;
+mod connections;
+mod reviews;
+mod sessions;
+mod trace;
+
+use approvals::*;
+pub(crate) use approvals::{graphql_shown, graphql_words};
+use connections::*;
+use reviews::*;
+use sessions::*;
+use trace::*;
+
+/// A refusal, as JSON: `{"error": {"code", "message"}}`.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    /// The request field at fault, where one is (`oauth.token_url`).
+    field: Option<String>,
+}
+
+impl ApiError {
+    pub(super) fn new(
+        status: StatusCode,
+        code: &'static str,
+        message: impl Into<String>,
+    ) -> ApiError {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            field: None,
+        }
+    }
+    /// 422: the body's `field` is not acceptable.
+    pub(super) fn invalid_field(
+        code: &'static str,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) -> ApiError {
+        ApiError {
+            field: Some(field.into()),
+            ..ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
+        }
+    }
+    pub(super) fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+    pub(super) fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let Some(field) = self.field {
+            error["field"] = json!(field);
+        }
+        (self.status, Json(json!({ "error": error }))).into_response()
+    }
+}
+
+impl From<HostError> for ApiError {
+    fn from(e: HostError) -> ApiError {
+        match e {
+            HostError::BadRequest(m) => ApiError::bad_request(m),
+            HostError::NotFound(m) => ApiError::not_found(m),
+            HostError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
+            HostError::InvalidProfile(m) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_profile", m)
+            }
+            HostError::Unavailable(m) => {
+                tracing::error!(error = %m, "unavailable");
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", m)
+            }
+            HostError::Store(e) => {
+                tracing::error!(error = %e, "store error");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "store_unavailable",
+                    "the store is unavailable",
+                )
+            }
+        }
+    }
+}
+
+impl From<crate::store::StoreError> for ApiError {
+    fn from(e: crate::store::StoreError) -> ApiError {
+        HostError::from(e).into()
+    }
+}
+
+/// A JSON body whose rejections are [`ApiError`]s.
+pub struct Body<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(value)) => Ok(Body(value)),
+            Err(rejection) => Err(json_rejection(rejection)),
+        }
+    }
+}
+
+fn json_rejection(rejection: JsonRejection) -> ApiError {
+    match rejection.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            "the request body is too large",
+        ),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "send `Content-Type: application/json`",
+        ),
+        _ => ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+            rejection.body_text(),
+        ),
+    }
+}
+
+fn query<T: DeserializeOwned>(raw: Option<String>) -> Result<T, ApiError> {
+    let text = raw.unwrap_or_default();
+    serde_json::from_value(Value::Object(
+        url::form_urlencoded::parse(text.as_bytes())
+            .map(|(k, v)| (k.into_owned(), Value::String(v.into_owned())))
+            .collect(),
+    ))
+    .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", e.to_string()))
+}
+
+/// The whole router: admin API under `/v1`, MCP under `/mcp`.
+pub(crate) fn router(host: Arc<ServeHost>) -> Router {
+    let limit = host.config.max_request_bytes;
+    let admin = Router::new()
+        .route("/v1/health", get(health))
+        .route("/v1/whoami", get(whoami))
+        .route("/v1/sessions", post(create_session).get(list_sessions))
+        .route("/v1/sessions/{id}", get(get_session).delete(end_session))
+        .route("/v1/sessions/{id}/resume", post(resume_session))
+        .route("/v1/sessions/{id}/agent-config", get(agent_config))
+        .route("/v1/brands/{brand}/profiles", get(list_profiles))
+        .route(
+            "/v1/brands/{brand}/profiles/{name}",
+            put(save_profile).get(get_profile).delete(delete_profile),
+        )
+        .route("/v1/brands/{brand}/connections", get(list_connections))
+        .route(
+            "/v1/brands/{brand}/connections/{connector}",
+            put(put_connection).delete(disable_connection),
+        )
+        .route(
+            "/v1/brands/{brand}/connections/{connector}/authorize",
+            post(super::connect::authorize),
+        )
+        .route(
+            "/v1/brands/{brand}/connections/{connector}/shares/{with}",
+            put(share).delete(unshare),
+        )
+        .route("/v1/approvals", get(list_approvals))
+        .route("/v1/capability-requests", get(list_capability_requests))
+        .route(
+            "/v1/capability-requests/{id}",
+            post(answer_capability_request),
+        )
+        .route("/v1/approvals/{id}", post(decide_approval))
+        .route("/v1/reviews", get(list_reviews).post(approve_review))
+        .route("/v1/trace", get(trace))
+        .route("/v1/trace/export", get(trace_export))
+        .route("/v1/audit", get(super::authority::audit_endpoint))
+        // Behind the admin credential, like the rest of the admin API.
+        .route("/metrics", get(metrics))
+        .route_layer(middleware::from_fn_with_state(
+            host.clone(),
+            require_identity,
+        ));
+    let mcp = Router::new()
+        .route("/mcp/{session}/{connector}", any(mcp_endpoint))
+        // A browser's redirect from an authorization server: no admin
+        // credential; trusted only for what its sealed `state` says.
+        .route(super::connect::CALLBACK, get(super::connect::callback));
+    let checked = admin
+        .merge(mcp)
+        .merge(super::console::routes())
+        .fallback(|| async { ApiError::not_found("no such endpoint") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "method not allowed",
+            )
+        })
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(middleware::from_fn(json_errors))
+        .layer(middleware::from_fn_with_state(host.clone(), check_host));
+    // Probes answer whatever the Host header: a kubelet sends the pod's IP.
+    // Every answer is counted until it is handed over, so a drain waits for it.
+    super::drain::probes()
+        .merge(checked)
+        .layer(middleware::from_fn_with_state(
+            host.clone(),
+            super::drain::track,
+        ))
+        .with_state(host)
+}
+
+/// Gives every error the one JSON shape, including those written by
+/// extractors (a path that is not UTF-8) and by the MCP transport (a
+/// missing `Accept` header): a client parses one kind of error.
+async fn json_errors(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        // A page for a browser (the OAuth callback's) is left as written.
+        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/html"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let www_authenticate = response.headers().get(header::WWW_AUTHENTICATE).cloned();
+    let text = axum::body::to_bytes(response.into_body(), 4096)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .unwrap_or_default();
+    let code = match status {
+        StatusCode::BAD_REQUEST => "bad_request",
+        StatusCode::UNAUTHORIZED => "unauthorized",
+        StatusCode::FORBIDDEN => "forbidden",
+        StatusCode::NOT_FOUND => "not_found",
+        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+        StatusCode::NOT_ACCEPTABLE => "not_acceptable",
+        StatusCode::CONFLICT => "conflict",
+        StatusCode::PAYLOAD_TOO_LARGE => "too_large",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+        StatusCode::UNPROCESSABLE_ENTITY => "unprocessable",
+        s if s.is_server_error() => "internal_error",
+        _ => "bad_request",
+    };
+    let message = if text.is_empty() {
+        status.canonical_reason().unwrap_or("error").to_string()
+    } else {
+        text
+    };
+    let mut response = ApiError::new(status, code, message).into_response();
+    if let Some(value) = www_authenticate {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// Refuses a `Host` header outside the configured list (DNS rebinding).
+async fn check_host(State(host): State<Arc<ServeHost>>, request: Request, next: Next) -> Response {
+    let given = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_ascii_lowercase);
+    match given {
+        Some(h) if host.answers_to(&h) => next.run(request).await,
+        _ => ApiError::new(
+            StatusCode::FORBIDDEN,
+            "host_not_allowed",
+            "the Host header is not one this server answers to",
+        )
+        .into_response(),
+    }
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+fn unauthorized() -> Response {
+    let mut response = ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+        "a valid bearer token is required",
+    )
+    .into_response();
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        header::HeaderValue::from_static("Bearer"),
+    );
+    response
+}
+
+/// 401 for a token that is not acceptable, saying why (RFC 6750); the
+/// description is one of [`super::identity::InvalidToken`]'s fixed sentences.
+fn invalid_token(why: &str) -> Response {
+    let mut response = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", why).into_response();
+    let challenge = format!(
+        "Bearer error=\"invalid_token\", error_description=\"{}\"",
+        why.replace(['"', '\\'], "'")
+    );
+    let value = header::HeaderValue::from_str(&challenge)
+        .unwrap_or_else(|_| header::HeaderValue::from_static("Bearer error=\"invalid_token\""));
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, value);
+    response
+}
+
+/// Who the bearer token proves: the admin token, or a token of the
+/// `[oidc]` issuer. The refusal is the response to send.
+async fn authenticate(host: &ServeHost, token: Option<&str>) -> Result<Principal, Response> {
+    let Some(token) = token else {
+        return Err(unauthorized());
+    };
+    if host.admin_token_matches(token) {
+        return Ok(Principal::admin_token());
+    }
+    let Some(verifier) = host
+        .identity()
+        .filter(|_| super::identity::OidcVerifier::looks_like_jwt(token))
+    else {
+        return Err(unauthorized());
+    };
+    match verifier.verify(token).await {
+        Ok(principal) => Ok(principal),
+        Err(Refusal::Invalid(why)) => {
+            tracing::info!(reason = %why, "admin API token refused");
+            Err(invalid_token(&why.to_string()))
+        }
+        Err(refusal @ Refusal::KeysUnavailable(_)) => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "identity_unavailable",
+            refusal.to_string(),
+        )
+        .into_response()),
+        Err(refusal @ Refusal::NoRole { .. }) => {
+            Err(
+                ApiError::new(StatusCode::FORBIDDEN, "forbidden", refusal.to_string())
+                    .into_response(),
+            )
+        }
+    }
+}
+
+/// The admin API's gate: a caller whose role permits the route, inserted
+/// into the request as a [`Principal`].
+async fn require_identity(
+    State(host): State<Arc<ServeHost>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let principal = match authenticate(&host, bearer(request.headers())).await {
+        Ok(principal) => principal,
+        Err(response) => return response,
+    };
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| request.uri().path().to_string());
+    if let Err(why) = super::identity::permit(principal.role, request.method().as_str(), &route) {
+        return ApiError::new(StatusCode::FORBIDDEN, "forbidden", why).into_response();
+    }
+    request.extensions_mut().insert(principal);
+    next.run(request).await
+}
+
+/// Forwards to the session's MCP service after checking its token. The
+/// body is capped before it is handed on.
+async fn mcp_endpoint(
+    State(host): State<Arc<ServeHost>>,
+    Path((session, connector)): Path<(String, String)>,
+    request: Request,
+) -> Response {
+    // An unknown (or ended) session and a wrong token get the same answer,
+    // so a session id alone reveals nothing.
+    let Some(live) = host.session(&session) else {
+        return unauthorized();
+    };
+    match bearer(request.headers()) {
+        Some(token) if live.token_matches(token) => {}
+        _ => return unauthorized(),
+    }
+    let Some((_, endpoint)) = host.endpoint(&session, &connector) else {
+        return ApiError::not_found(format!(
+            "connector `{connector}` is not served to this session"
+        ))
+        .into_response();
+    };
+    let limit = host.config.max_request_bytes;
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, limit).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            return ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "too_large",
+                "the request body is too large",
+            )
+            .into_response();
+        }
+    };
+    // Cancelled if this request's answer is dropped before it ends: the
+    // client went away, and a call waiting for a person withdraws.
+    let gone = super::mcp::CallerGone::default();
+    if let Some(request) = super::stateless::direct(&parts, &bytes) {
+        let guard = gone.0.clone().drop_guard();
+        let response = super::stateless::answer(
+            endpoint.server.clone(),
+            request,
+            gone.0,
+            &parts.headers,
+            std::time::Duration::from_millis(host.config.sse_keep_alive_ms.max(10)),
+        )
+        .await;
+        guard.disarm();
+        return response;
+    }
+    let closing = parts.method == axum::http::Method::DELETE;
+    let mut parts = parts;
+    parts.extensions.insert(gone.clone());
+    let guard = gone.0.clone().drop_guard();
+    let request = Request::from_parts(parts, axum::body::Body::from(bytes));
+    let mut response = match endpoint.service.oneshot(request).await {
+        Ok(response) => response.map(|body| {
+            axum::body::Body::from_stream(UntilEnd {
+                body: axum::body::Body::new(body).into_data_stream(),
+                guard: Some(guard),
+            })
+        }),
+        Err(never) => match never {},
+    };
+    // rmcp answers a closed MCP session with 202; the official Python
+    // client expects 200 or 204 and logs a failure otherwise.
+    if closing && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::NO_CONTENT;
+    }
+    response
+}
+
+/// A response body that cancels its guard's token if it is dropped before
+/// its last chunk: how the MCP route learns that a client went away.
+struct UntilEnd {
+    body: axum::body::BodyDataStream,
+    guard: Option<tokio_util::sync::DropGuard>,
+}
+
+impl futures_util::Stream for UntilEnd {
+    type Item = Result<axum::body::Bytes, axum::Error>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let next = std::pin::Pin::new(&mut self.body).poll_next(cx);
+        if let std::task::Poll::Ready(None) = next
+            && let Some(guard) = self.guard.take()
+        {
+            guard.disarm();
+        }
+        next
+    }
+}
+
+async fn metrics(State(host): State<Arc<ServeHost>>) -> Response {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        host.metrics_text(),
+    )
+        .into_response()
+}
+
+async fn health() -> Json<Value> {
+    Json(json!({"ok": true}))
+}

@@ -1,0 +1,171 @@
+//! Tool reviews: what each connector offers with its review status and, for
+//! a component, what changed since the review; an operator approves a tool
+//! as described by its digest.
+
+use super::*;
+
+pub(super) async fn list_reviews(
+    State(host): State<Arc<ServeHost>>,
+) -> Result<Json<Value>, ApiError> {
+    let mut out = BTreeMap::new();
+    let mut remote = BTreeMap::new();
+    // Tools reviewed once that a new version of the component removed.
+    let mut removed = BTreeMap::new();
+    for (name, component) in host.components() {
+        let reviews = crate::review::review(host.store.as_ref(), &component)?;
+        let server = host.remote(&name);
+        let discovered = server.map(|s| s.discovered());
+        let tools: Vec<Value> = reviews
+            .into_iter()
+            .map(|r| {
+                let tool = component.tool(&r.tool);
+                let mut shown = json!({
+                    "tool": r.tool,
+                    "status": r.status,
+                    "digest": r.digest,
+                    "effect": tool.map(|t| t.effect.as_str()),
+                    "description": tool.map(|t| t.description.as_str()),
+                    "input_schema": tool.map(|t| &t.input_schema),
+                });
+                if let Some(now) = tool.and_then(|t| crate::review::facts_of(&component, t)) {
+                    // A component's tool: the bytes it is reviewed in and,
+                    // once changed, what changed since the review.
+                    shown["component"] = json!(now.component);
+                    shown["routes"] = json!(now.routes);
+                    shown["gate"] = json!(now.gate);
+                    shown["imports"] = json!(now.imports);
+                    shown["reviewed_component"] = json!(r.reviewed.as_ref().map(|f| &f.component));
+                    shown["changes"] = json!(r.changes);
+                }
+                if let Some(found) = &discovered {
+                    // A remote tool: the effect is the operator's review
+                    // (none until reviewed as it is now); what the server
+                    // says of itself is its claim, never trusted.
+                    shown["effect"] = json!(r.effect);
+                    if let Some(c) = found.tools.iter().find(|c| c.name == r.tool) {
+                        shown["output_schema"] = c
+                            .described
+                            .get("outputSchema")
+                            .cloned()
+                            .unwrap_or(Value::Null);
+                        shown["server_claims"] = c.annotations().cloned().unwrap_or(Value::Null);
+                        shown["flags"] = json!(crate::remote::flags(c, &found.tools));
+                    }
+                }
+                shown
+            })
+            .collect();
+        if let (Some(server), Some(found)) = (server, discovered) {
+            remote.insert(
+                name.clone(),
+                json!({
+                    "mcp": server.url().as_str(),
+                    "listed_at_ms": found.listed_at_ms,
+                    "error": found.error,
+                    "left_out": found.left_out.iter().map(|(n, why)| json!({"tool": n, "why": why})).collect::<Vec<_>>(),
+                }),
+            );
+        }
+        out.insert(name.clone(), tools);
+        if !component.is_remote() {
+            let gone = crate::review::removed(host.store.as_ref(), &component)?;
+            if !gone.is_empty() {
+                removed.insert(name.clone(), gone);
+            }
+        }
+    }
+    Ok(Json(
+        json!({"required": host.config.require_review, "connectors": out, "remote": remote, "removed": removed}),
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ApproveReview {
+    connector: String,
+    tool: String,
+    /// The digest the operator reviewed (from `GET /v1/reviews`): a tool
+    /// that changed since is not approved by an older review.
+    digest: String,
+    /// A remote MCP server's tool: what calling it does (`read`, `write`,
+    /// `billed`), the operator's classification. Required for a remote
+    /// tool, refused for a component's (its WIT says).
+    #[serde(default)]
+    effect: Option<String>,
+    /// Accepted and not recorded, as for approvals: who reviewed is the
+    /// verified caller.
+    #[serde(default)]
+    #[allow(dead_code)]
+    by: Option<String>,
+}
+
+pub(super) async fn approve_review(
+    State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
+    Body(request): Body<ApproveReview>,
+) -> Result<Json<Value>, ApiError> {
+    let component = host
+        .component(&request.connector)
+        .ok_or_else(|| ApiError::not_found(format!("no connector `{}`", request.connector)))?;
+    let remote = host.remote(&request.connector).is_some();
+    let effect = match (remote, request.effect.as_deref()) {
+        (true, None) => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_review",
+                "`effect`: a remote MCP server's tool is reviewed with what calling it does: \"read\", \"write\" or \"billed\"",
+            ));
+        }
+        (true, Some(e)) => Some(
+            crate::remote::RemoteEffect::parse(e)
+                .ok_or_else(|| {
+                    ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "invalid_review",
+                        format!("`effect`: `{e}` is not \"read\", \"write\" or \"billed\""),
+                    )
+                })?
+                .as_str(),
+        ),
+        (false, Some(_)) => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_review",
+                "`effect`: a component's tool has the effect its WIT declares; leave `effect` out",
+            ));
+        }
+        (false, None) => None,
+    };
+    let tool = component.tool(&request.tool).ok_or_else(|| {
+        ApiError::not_found(format!(
+            "`{}` has no tool `{}`",
+            request.connector, request.tool
+        ))
+    })?;
+    let current = crate::review::tool_digest(&component, tool);
+    if current != request.digest {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "stale_review",
+            "the tool changed since this digest: review it again",
+        ));
+    }
+    crate::review::approve(
+        host.store.as_ref(),
+        &component,
+        tool,
+        effect,
+        &caller.subject,
+    )?;
+    // A remote tool is served with its reviewed effect from now on.
+    if remote {
+        host.refresh_remote(&request.connector);
+    }
+    // Sessions that held the tool offer it from their next request.
+    host.boundary().changed();
+    let mut answer = json!({"connector": request.connector, "tool": request.tool, "reviewed": true, "reviewed_by": caller.subject});
+    if let Some(effect) = effect {
+        answer["effect"] = json!(effect);
+    }
+    Ok(Json(answer))
+}

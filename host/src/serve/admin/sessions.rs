@@ -1,0 +1,195 @@
+//! Sessions and the profiles they run from: open, list, show, end, resume, and
+//! the configuration an orchestrator hands its agent runtime.
+
+use super::*;
+
+pub(super) async fn create_session(
+    State(host): State<Arc<ServeHost>>,
+    Body(request): Body<OpenSession>,
+) -> Result<Response, ApiError> {
+    let view = host.open_session(&request)?;
+    Ok((StatusCode::CREATED, Json(view)).into_response())
+}
+
+pub(super) async fn list_sessions(
+    State(host): State<Arc<ServeHost>>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(json!({"sessions": host.all_sessions()?})))
+}
+
+pub(super) async fn get_session(
+    State(host): State<Arc<ServeHost>>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let view = host
+        .session_view(&id)?
+        .ok_or_else(|| ApiError::not_found(format!("no open session `{id}`")))?;
+    Ok(Json(view))
+}
+
+pub(super) async fn end_session(
+    State(host): State<Arc<ServeHost>>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    use crate::serve::SessionEnd;
+    match host.end_any_session(&id).await? {
+        SessionEnd::Ended => Ok(Json(json!({"ended": id})).into_response()),
+        SessionEnd::Ending { host } => Ok((
+            StatusCode::ACCEPTED,
+            Json(json!({
+                "ending": id,
+                "host": host,
+                "note": "the host serving this session has not ended it yet; it ends it when it next hears from the database, and a host that stays silent is fenced when its lease runs out",
+            })),
+        )
+            .into_response()),
+        SessionEnd::Unknown => Err(ApiError::not_found(format!("no open session `{id}`"))),
+    }
+}
+
+/// A person resumes a session that repeated refusals paused: its calls are
+/// decided again and its refusals count afresh. Recorded in its trace
+/// under the verified caller.
+pub(super) async fn resume_session(
+    State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let Some(live) = host.session(&id) else {
+        return Err(match host.session_view(&id)? {
+            Some(_) => ApiError::new(
+                StatusCode::CONFLICT,
+                "served_elsewhere",
+                format!("session `{id}` is served by another host: resume it through that host"),
+            ),
+            None => ApiError::not_found(format!("no open session `{id}`")),
+        });
+    };
+    let was_paused = live.session.resume();
+    if was_paused {
+        let event = crate::store::TraceEvent {
+            session: live.session.id.clone(),
+            brand: live.session.brand.clone(),
+            call_id: None,
+            tool: None,
+            state: crate::store::TraceState::Decided,
+            rule: Some("session_resumed".to_string()),
+            detail: json!({"by": format!("{} (admin API)", caller.subject)}),
+            at_ms: crate::store::now_ms(),
+        };
+        host.store.record(&event)?;
+    }
+    Ok(Json(
+        json!({"session": id, "resumed": was_paused, "by": caller.subject}),
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct AgentConfigQuery {
+    #[serde(default)]
+    format: Option<String>,
+}
+
+/// The session's allowlist and MCP endpoints as an agent runtime takes
+/// them (see [`crate::serve::agent_config`]); never its token.
+pub(super) async fn agent_config(
+    State(host): State<Arc<ServeHost>>,
+    Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    use crate::serve::agent_config::{FORMAT_NAMES, Format, TOKEN_ENV};
+    let q: AgentConfigQuery = query(raw)?;
+    let format = q
+        .format
+        .as_deref()
+        .and_then(Format::from_name)
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_query",
+                format!("`format` must be one of {FORMAT_NAMES}"),
+            )
+        })?;
+    let config = host
+        .agent_config(&id, format)
+        .ok_or_else(|| ApiError::not_found(format!("no open session `{id}`")))?;
+    Ok((
+        [(
+            header::HeaderName::from_static("scout-token-env"),
+            TOKEN_ENV,
+        )],
+        Json(config),
+    )
+        .into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SaveProfile {
+    /// `coworker` (coworker and specialist), `goal_agent` or `reviewer`.
+    kind: ProfileKind,
+    profile: Profile,
+}
+
+pub(super) async fn save_profile(
+    State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
+    Path((brand, name)): Path<(String, String)>,
+    Body(mut request): Body<SaveProfile>,
+) -> Result<Json<Value>, ApiError> {
+    // Who made the grant is the verified caller, whatever the body says.
+    request.profile.grant.granted_by = Some(caller.subject.clone());
+    if request.profile.name != name {
+        return Err(ApiError::bad_request(format!(
+            "the profile is named `{}` but the path says `{name}`",
+            request.profile.name
+        )));
+    }
+    match host
+        .store
+        .save_profile(&brand, &request.profile, request.kind, &host.catalog)
+    {
+        Ok(()) => {
+            // A session opened from it keeps what it was opened with; the
+            // revision is bumped so anything derived from profiles is redone.
+            host.boundary().changed();
+            Ok(Json(json!({"saved": name, "kind": request.kind})))
+        }
+        Err(SaveProfileError::Invalid(rule)) => {
+            Err(HostError::InvalidProfile(rule.to_string()).into())
+        }
+        Err(SaveProfileError::Store(e)) => Err(e.into()),
+    }
+}
+
+pub(super) async fn get_profile(
+    State(host): State<Arc<ServeHost>>,
+    Path((brand, name)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    let saved = host
+        .store
+        .load_profile(&brand, &name)?
+        .ok_or_else(|| ApiError::not_found(format!("brand `{brand}` has no profile `{name}`")))?;
+    Ok(Json(json!(saved)))
+}
+
+pub(super) async fn list_profiles(
+    State(host): State<Arc<ServeHost>>,
+    Path(brand): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(json!({"profiles": host.store.list_profiles(&brand)?})))
+}
+
+pub(super) async fn delete_profile(
+    State(host): State<Arc<ServeHost>>,
+    Path((brand, name)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    if host.store.delete_profile(&brand, &name)? {
+        Ok(Json(json!({"deleted": name})))
+    } else {
+        Err(ApiError::not_found(format!(
+            "brand `{brand}` has no profile `{name}`"
+        )))
+    }
+}

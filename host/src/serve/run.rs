@@ -1,0 +1,197 @@
+//! The process: `serve` until a stop signal (the admin API, the MCP
+//! endpoints, the probes, the sweeps), draining within its grace; or one
+//! session over stdio.
+
+use super::*;
+
+/// Runs `serve` until ctrl-c: the admin API and the MCP endpoints on the
+/// configured listener. Prints the listening address on stdout.
+pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
+    let listener = host.bind().await?;
+    let addr = listener.local_addr()?;
+    // Before any call: close what a host killed mid-call left open. After the
+    // bind, so a second `serve` on the same address stops before it touches
+    // the first one's approvals and calls.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let recovered = host.store.recover_interrupted(now_ms)?;
+    // Runs whose sessions died with the previous host: ended, so they count
+    // at what they recorded instead of holding the day until midnight.
+    let runs_ended = host.store.end_live_runs(now_ms)?;
+    if runs_ended > 0 {
+        eprintln!(
+            "scout-host: the previous run left {runs_ended} metered runs open; ended at what they recorded"
+        );
+    }
+    if recovered != crate::store::Recovered::default() {
+        eprintln!(
+            "scout-host: the previous run stopped mid-call: {} pending approvals revoked, {} calls marked interrupted ({} of them may have reached their upstream)",
+            recovered.approvals_revoked, recovered.calls_interrupted, recovered.calls_maybe_run
+        );
+    }
+    // On stderr, beside the switch banner: stdout's one line is the address.
+    for line in host.connector_lines() {
+        eprintln!("scout-host: {line}");
+    }
+    host.discover_remote();
+    drain::ignore_hangups();
+    let probe_server = match host.config.probe_listen {
+        Some(at) => {
+            let probes = tokio::net::TcpListener::bind(at).await?;
+            eprintln!(
+                "scout-host: probes (/livez, /readyz) on http://{}",
+                probes.local_addr()?
+            );
+            let router = drain::probes().with_state(host.clone());
+            Some(AbortOnDrop(tokio::spawn(async move {
+                if let Err(e) = axum::serve(probes, router).await {
+                    tracing::error!(error = %e, "the probe listener stopped");
+                }
+            })))
+        }
+        None => None,
+    };
+    println!("scout-host serving the admin API and MCP on http://{addr}");
+    let grace = std::time::Duration::from_secs(host.config.shutdown_grace_secs);
+    let (stopping, stopped_at) = tokio::sync::oneshot::channel();
+    let graceful = {
+        let host = host.clone();
+        async move {
+            stop_signal().await;
+            let _ = stopping.send(tokio::time::Instant::now());
+            drain::drain(&host, grace).await;
+        }
+    };
+    let served = serve_http(host.clone(), listener, graceful);
+    tokio::pin!(served);
+    // The grace bounds the whole stop, the listener's close included.
+    let cut = async {
+        match stopped_at.await {
+            Ok(at) => tokio::time::sleep_until(at + grace).await,
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        served = &mut served => served?,
+        () = cut => {
+            tracing::warn!("the shutdown grace ended with connections still open; they are cut");
+        }
+    }
+    drop(probe_server);
+    host.flush_telemetry().await;
+    eprintln!("scout-host: stopped");
+    Ok(())
+}
+
+/// SIGINT or SIGTERM (what a service manager sends to stop a process).
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+pub async fn serve_http(
+    host: Arc<ServeHost>,
+    listener: tokio::net::TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    let invalidations = host.store.invalidations().map(|mut changes| {
+        let host = Arc::downgrade(&host);
+        tokio::spawn(async move {
+            loop {
+                let what = match changes.recv().await {
+                    Ok(what) => what,
+                    // Missed some: act as if everything changed.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        crate::store::Invalidation::All
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                };
+                let Some(host) = host.upgrade() else { return };
+                // The store's reads block: off the async worker.
+                let _ = tokio::task::spawn_blocking(move || host.apply_invalidation(&what)).await;
+            }
+        })
+    });
+    let sweeper = {
+        let host = Arc::downgrade(&host);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(EXPIRY_SWEEP);
+            loop {
+                tick.tick().await;
+                let Some(host) = host.upgrade() else { return };
+                host.end_expired();
+            }
+        })
+    };
+    let _stop_sweeper = AbortOnDrop(sweeper);
+    let _stop_invalidations = invalidations.map(AbortOnDrop);
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::warn!(error = %e, "cannot set TCP_NODELAY");
+        }
+    });
+    axum::serve(listener, admin::router(host))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// Serves one session's `connector` over stdin/stdout (MCP stdio), while the
+/// admin API listens as configured so a person can answer approvals. The
+/// session ends when the client closes stdin.
+pub async fn run_stdio(
+    host: Arc<ServeHost>,
+    request: OpenSession,
+    connector: String,
+) -> anyhow::Result<()> {
+    use rmcp::ServiceExt;
+    // The admin API is for approvals a client cannot ask for itself; a
+    // `serve` already on that address leaves this session with elicitation.
+    let admin = match host.bind().await {
+        Ok(listener) => {
+            eprintln!("scout-host: admin API on http://{}", listener.local_addr()?);
+            Some(tokio::spawn(serve_http(
+                host.clone(),
+                listener,
+                std::future::pending(),
+            )))
+        }
+        Err(e) => {
+            eprintln!(
+                "scout-host: no admin API ({}: {e}); approvals only through MCP elicitation",
+                host.config.listen
+            );
+            None
+        }
+    };
+    host.discover_remote();
+    let view = host.open_session(&request)?;
+    let Some((live, _)) = host.endpoint(&view.id, &connector) else {
+        host.end_session(&view.id);
+        anyhow::bail!(
+            "connector `{connector}` is not served to this session (connected: {:?})",
+            view.mcp.keys().collect::<Vec<_>>()
+        );
+    };
+    eprintln!("scout-host: session {} over stdio", view.id);
+    let server = mcp::ConnectorServer::new(&host, &live, connector);
+    let running = server.serve(rmcp::transport::stdio()).await?;
+    let _ = running.waiting().await;
+    host.end_session(&view.id);
+    host.flush_telemetry().await;
+    if let Some(admin) = admin {
+        admin.abort();
+    }
+    Ok(())
+}

@@ -1,0 +1,390 @@
+//! Sessions as this host holds them: opened for a brand and role (the
+//! policy decides the surface once per revision), listed, shown, ended here
+//! or because another host of the fleet ended them, and swept at expiry.
+
+use super::*;
+
+impl ServeHost {
+    /// Opens a session: resolves the role's credentials, decides its
+    /// surface, records it in the trace and creates its MCP endpoints.
+    pub fn open_session(self: &Arc<Self>, request: &OpenSession) -> Result<SessionView, HostError> {
+        if self.boundary.is_shutting_down() {
+            return Err(HostError::Unavailable(
+                "this host is shutting down and opens no session: open it on another host, or on this one once it is back".into(),
+            ));
+        }
+        let brand = request.brand.trim();
+        if brand.is_empty() || brand.len() > 200 {
+            return Err(HostError::BadRequest(
+                "`brand` must be 1 to 200 characters".into(),
+            ));
+        }
+        let role = Role::from_name(&request.role).ok_or_else(|| {
+            HostError::BadRequest(format!(
+                "unknown role `{}`: {}",
+                request.role,
+                policy::ROLE_NAMES
+            ))
+        })?;
+        let profile = self.session_profile(brand, role, request.profile.as_deref())?;
+        let input = self.session_input(brand, role, profile.clone())?;
+        let facts = input.brand.clone();
+        let id = format!("s-{}", random_hex(12)?);
+        let token = random_hex(32)?;
+        let session =
+            Session::new(id.clone(), brand, input).held_under(self.store.lease_generation());
+        let components = self.components();
+        let platform: Vec<&LoadedComponent> = self
+            .platform
+            .iter()
+            .filter_map(|c| components.get(c).map(|a| &**a))
+            .collect();
+        let mut served: Vec<&LoadedComponent> = facts
+            .connected
+            .iter()
+            .filter_map(|c| components.get(c).map(|a| &**a))
+            .collect();
+        served.extend(platform.iter().copied());
+        let offered = self
+            .boundary
+            .open_session_with(&session, &served)
+            .map_err(|e| {
+                HostError::BadRequest(format!("the session's surface cannot be decided: {e}"))
+            })?;
+        // A platform component is served to a session its tools are given to.
+        served.retain(|c| {
+            !self.platform.contains(c.name())
+                || offered
+                    .surface
+                    .names()
+                    .iter()
+                    .any(|n| n.starts_with(&format!("mcp__{}__", c.name())))
+        });
+        // The orchestrator's allowlist leaves out what review holds back.
+        let mut allowlist = offered.surface.allowlist();
+        for component in &served {
+            let prefix = format!("mcp__{}__", component.name());
+            let offered: BTreeSet<String> = self
+                .boundary
+                .offered_tools(&session, component)
+                .iter()
+                .map(|t| policy::names::mcp(component.name(), &t.name))
+                .collect();
+            allowlist.retain(|name| !name.starts_with(&prefix) || offered.contains(name));
+        }
+        let holdings = Holdings::decide(
+            &id,
+            brand,
+            role,
+            profile.as_ref(),
+            &allowlist,
+            &served,
+            &|name| self.config.connectors.get(name).map(holdings_config),
+            &self.boundary.catalog(),
+        )
+        .map_err(HostError::BadRequest)?;
+        session.hold(holdings);
+        // The host's own tools, on the session's `scout` endpoint.
+        let host_tools = host_tools::given(&session);
+        allowlist.extend(
+            host_tools
+                .iter()
+                .map(|t| policy::names::mcp(host_tools::SCOUT_SERVER, t)),
+        );
+        let connectors: Vec<String> = served.iter().map(|c| c.name().to_string()).collect();
+        let left_out = self.left_out(brand, role, &connectors);
+        let cancel = CancellationToken::new();
+        let ttl = std::time::Duration::from_secs(self.config.session_ttl_secs);
+        let mut live = LiveSession {
+            session,
+            role_name: request.role.clone(),
+            profile: request.profile.clone(),
+            token_digest: digest(&token),
+            connectors: connectors.clone(),
+            left_out,
+            endpoints: BTreeMap::new(),
+            allowlist,
+            cancel: cancel.clone(),
+            expires: std::time::Instant::now() + ttl,
+            opened: std::time::Instant::now(),
+            expires_at_ms: (std::time::SystemTime::now() + ttl)
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64),
+        };
+        let live = Arc::new_cyclic(|weak| {
+            let scout = (!host_tools.is_empty()).then(|| host_tools::SCOUT_SERVER.to_string());
+            for connector in connectors.iter().chain(scout.iter()) {
+                live.endpoints.insert(
+                    connector.clone(),
+                    mcp::Endpoint::new(
+                        self.clone(),
+                        weak.clone(),
+                        connector.clone(),
+                        cancel.clone(),
+                    ),
+                );
+            }
+            live
+        });
+        let view = live.view(&self.base_url(), Some(token));
+        // Recorded for the other hosts (an admin API on any of them answers
+        // for it), never with its token.
+        let shown = SessionView {
+            token: None,
+            ..view.clone()
+        };
+        self.store.session_opened(
+            &id,
+            &shown.brand,
+            &serde_json::to_value(&shown).unwrap_or_default(),
+            shown.expires_at_ms,
+        )?;
+        self.metrics.session_opened(&live.role_name);
+        self.sessions.write().insert(id, live);
+        Ok(view)
+    }
+
+    /// Why each configured connector a session of `role` for `brand` is not
+    /// served (`served`: the ones it is), in words that say what to do.
+    fn left_out(&self, brand: &str, role: Role, served: &[String]) -> BTreeMap<String, String> {
+        let mut left_out = BTreeMap::new();
+        for name in self.config.connectors.keys() {
+            if served.contains(name) {
+                continue;
+            }
+            let why = if let Some(var) = self.not_offered.get(name) {
+                format!(
+                    "not offered by this deployment: {var} is not set in the host's environment"
+                )
+            } else if self.platform.contains(name) {
+                format!(
+                    "a platform server, and the policy gives a session of role `{}` none of its tools",
+                    role.label()
+                )
+            } else if matches!(
+                self.resolutions
+                    .resolve_server(|| self.resolver(), brand, name),
+                Ok(Some(_))
+            ) {
+                format!(
+                    "a session of role `{}` is not handed this connector's credential: its role, or its profile's grant, does not cover it",
+                    role.label()
+                )
+            } else {
+                let connection = crate::credentials::connection_for_server(name);
+                let scope = if connection == name {
+                    String::new()
+                } else {
+                    " holding this product's scope".to_string()
+                };
+                format!(
+                    "brand `{brand}` has no `{connection}` connection{scope}: store one with PUT /v1/brands/{brand}/connections/{connection} (a public API takes `credential = \"none\"` in the configuration instead)"
+                )
+            };
+            left_out.insert(name.clone(), why);
+        }
+        left_out
+    }
+
+    /// The policy input of a session of `role` for `brand`: the role's
+    /// credential set, as it resolves now, limited to the connectors this
+    /// host runs, and the brand's other facts from their sources (the
+    /// table in [`config`]'s documentation). The policy decides which
+    /// roles they matter to. `scout-host surface --brand` shows the same.
+    pub fn session_input(
+        &self,
+        brand: &str,
+        role: Role,
+        profile: Option<Profile>,
+    ) -> Result<SessionInput, HostError> {
+        let grant = profile.as_ref().map(|p| &p.grant);
+        let credentials = self.resolver().credential_set_for(role, grant, brand)?;
+        // A connector is registered only where its credential resolves and
+        // this host runs its component.
+        let connected: BTreeSet<String> = credentials
+            .connected()
+            .into_iter()
+            .filter(|c| {
+                self.components.read().contains_key(c)
+                    && !self.not_offered.contains_key(c)
+                    && !self.platform.contains(c)
+            })
+            .collect();
+        let stated = self.config.brand(brand);
+        let has_coworkers = self
+            .store
+            .list_profiles(brand)?
+            .iter()
+            .any(|p| p.kind == ProfileKind::Coworker);
+        let facts = BrandFacts {
+            connected,
+            has_skills: !stated.skills.is_empty(),
+            has_coworkers,
+            goals_engine_on: stated.goals_engine,
+            // `serve` opens local sessions; the browser exists only under E2B.
+            browser_provider: None,
+            is_deployment_owner: self.config.deployment_owner_brand.as_deref() == Some(brand),
+        };
+        let mut input = SessionInput::new(role).brand(facts);
+        if let Some(profile) = profile {
+            input = input.profile(profile);
+        }
+        Ok(input)
+    }
+
+    pub(super) fn session_profile(
+        &self,
+        brand: &str,
+        role: Role,
+        name: Option<&str>,
+    ) -> Result<Option<Profile>, HostError> {
+        let kind_for_role = match role {
+            Role::CoworkerRun { .. } | Role::SpecialistRun { .. } => Some(ProfileKind::Coworker),
+            Role::GoalAgentStep => Some(ProfileKind::GoalAgent),
+            Role::GoalReviewer => Some(ProfileKind::Reviewer),
+            _ => None,
+        };
+        let Some(kind) = kind_for_role else {
+            return match name {
+                Some(_) => Err(HostError::BadRequest(format!(
+                    "a {} runs without a profile",
+                    role.label()
+                ))),
+                None => Ok(None),
+            };
+        };
+        let Some(name) = name else {
+            return match role {
+                Role::GoalAgentStep => Ok(Some(policy::presets::goal_agent(Default::default()))),
+                Role::GoalReviewer => Ok(Some(policy::presets::goal_reviewer())),
+                _ => Err(HostError::BadRequest(format!(
+                    "a {} runs from a saved profile: give `profile`",
+                    role.label()
+                ))),
+            };
+        };
+        let saved = self.store.load_profile(brand, name)?.ok_or_else(|| {
+            HostError::NotFound(format!("brand `{brand}` has no profile `{name}`"))
+        })?;
+        if saved.kind != kind {
+            return Err(HostError::BadRequest(format!(
+                "profile `{name}` was saved as {}, not for a {}",
+                saved.kind.as_str(),
+                role.label()
+            )));
+        }
+        if let Role::CoworkerRun { .. } | Role::SpecialistRun { .. } = role
+            && Role::for_profile(&saved.profile, Route::Standard) != role
+        {
+            let wanted = if saved.profile.grant.is_empty() {
+                "coworker"
+            } else {
+                "specialist"
+            };
+            return Err(HostError::BadRequest(format!(
+                "profile `{name}` runs as a {wanted}"
+            )));
+        }
+        Ok(Some(saved.profile))
+    }
+
+    /// The session `id`, if it is open. A session past its time is ended here.
+    pub fn session(&self, id: &str) -> Option<Arc<LiveSession>> {
+        let live = self.sessions.read().get(id).cloned()?;
+        if live.expires <= std::time::Instant::now() {
+            self.end_session(id);
+            return None;
+        }
+        Some(live)
+    }
+
+    /// Ends every session past its time (a call waiting for a person in one
+    /// is refused); `serve` runs this every few seconds.
+    pub fn end_expired(&self) -> usize {
+        let now = std::time::Instant::now();
+        let expired: Vec<String> = self
+            .sessions
+            .read()
+            .values()
+            .filter(|s| s.expires <= now)
+            .map(|s| s.session.id.clone())
+            .collect();
+        expired.iter().filter(|id| self.end_session(id)).count()
+    }
+
+    /// Every open session this host serves.
+    pub fn sessions(&self) -> Vec<SessionView> {
+        self.end_expired();
+        let base = self.base_url();
+        let sessions = self.sessions.read();
+        let mut views: Vec<SessionView> = sessions.values().map(|s| s.view(&base, None)).collect();
+        views.sort_by(|a, b| a.id.cmp(&b.id));
+        views
+    }
+
+    /// Every open session of every live host, as the admin API shows it:
+    /// this host's own, then those the store records for the others.
+    pub(crate) fn all_sessions(&self) -> Result<Vec<Value>, HostError> {
+        let mut views: Vec<Value> = self
+            .sessions()
+            .into_iter()
+            .map(|v| serde_json::to_value(v).unwrap_or_default())
+            .collect();
+        let me = self.store.host();
+        for shared in self.store.shared_sessions()? {
+            if Some(&shared.host_id) != me.as_ref() {
+                views.push(shared.view);
+            }
+        }
+        Ok(views)
+    }
+
+    /// One open session as the admin API shows it, whichever host serves it.
+    pub(crate) fn session_view(&self, id: &str) -> Result<Option<Value>, HostError> {
+        if let Some(live) = self.session(id) {
+            return Ok(serde_json::to_value(live.view(&self.base_url(), None)).ok());
+        }
+        Ok(self
+            .store
+            .shared_session(id)?
+            .filter(|s| !s.closed && !s.ended)
+            .map(|s| s.view))
+    }
+
+    /// Ends a session whichever host serves it. Another host's session is
+    /// asked to end through the store, and this answers once that host
+    /// has ended it (its next call is then denied), or says it is ending
+    /// if that host did not answer in time.
+    pub(crate) async fn end_any_session(&self, id: &str) -> Result<SessionEnd, HostError> {
+        if self.end_session(id) {
+            return Ok(SessionEnd::Ended);
+        }
+        let Some(row) = self.store.request_session_end(id)? else {
+            return Ok(SessionEnd::Unknown);
+        };
+        if row.closed {
+            return Ok(SessionEnd::Unknown);
+        }
+        let deadline = tokio::time::Instant::now() + REMOTE_END_WAIT;
+        while tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            if self.store.shared_session(id)?.is_none_or(|s| s.closed) {
+                return Ok(SessionEnd::Ended);
+            }
+        }
+        Ok(SessionEnd::Ending { host: row.host_id })
+    }
+
+    pub(super) fn end_if_ended_elsewhere(&self, id: &str) {
+        if self.session(id).is_none() {
+            return;
+        }
+        match self.store.shared_session(id) {
+            Ok(Some(row)) if row.ended => {
+                self.end_session(id);
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(session = %id, error = %e, "cannot read the session's state"),
+        }
+    }
+}
