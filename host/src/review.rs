@@ -125,36 +125,13 @@ pub fn changes(reviewed: &ReviewedFacts, now: &ReviewedFacts) -> Vec<String> {
     if reviewed.effect != now.effect {
         said.push(format!("effect: {} → {}", reviewed.effect, now.effect));
     }
-    let added: Vec<&String> = now
-        .routes
-        .iter()
-        .filter(|r| !reviewed.routes.contains(r))
-        .collect();
-    let removed: Vec<&String> = reviewed
-        .routes
-        .iter()
-        .filter(|r| !now.routes.contains(r))
-        .collect();
-    if !added.is_empty() {
-        said.push(format!(
-            "routes added: {}",
-            added
-                .iter()
-                .map(|r| r.as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
-        ));
-    }
-    if !removed.is_empty() {
-        said.push(format!(
-            "routes removed: {}",
-            removed
-                .iter()
-                .map(|r| r.as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
-        ));
-    }
+    said.extend(only_in("routes added", &now.routes, &reviewed.routes, "; "));
+    said.extend(only_in(
+        "routes removed",
+        &reviewed.routes,
+        &now.routes,
+        "; ",
+    ));
     if reviewed.gate != now.gate {
         let shown = |g: &Option<String>| g.clone().unwrap_or_else(|| "none".into());
         said.push(format!(
@@ -169,37 +146,29 @@ pub fn changes(reviewed: &ReviewedFacts, now: &ReviewedFacts) -> Vec<String> {
             reviewed.grantable, now.grantable
         ));
     }
-    let widened: Vec<&String> = now
-        .imports
-        .iter()
-        .filter(|i| !reviewed.imports.contains(i))
-        .collect();
-    if !widened.is_empty() {
-        said.push(format!(
-            "imports widened: {}",
-            widened
-                .iter()
-                .map(|i| i.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    let narrowed: Vec<&String> = reviewed
-        .imports
-        .iter()
-        .filter(|i| !now.imports.contains(i))
-        .collect();
-    if !narrowed.is_empty() {
-        said.push(format!(
-            "imports dropped: {}",
-            narrowed
-                .iter()
-                .map(|i| i.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
+    said.extend(only_in(
+        "imports widened",
+        &now.imports,
+        &reviewed.imports,
+        ", ",
+    ));
+    said.extend(only_in(
+        "imports dropped",
+        &reviewed.imports,
+        &now.imports,
+        ", ",
+    ));
     said
+}
+
+/// `LABEL: a; b` for what `these` has and `those` does not, if anything.
+fn only_in(label: &str, these: &[String], those: &[String], separator: &str) -> Option<String> {
+    let only: Vec<&str> = these
+        .iter()
+        .filter(|t| !those.contains(t))
+        .map(String::as_str)
+        .collect();
+    (!only.is_empty()).then(|| format!("{label}: {}", only.join(separator)))
 }
 
 /// The review status of one tool of `component`.

@@ -31,6 +31,13 @@ fn scout(cache: &Path, args: &[&str]) -> (i32, Value, String) {
     )
 }
 
+/// `scout-host push FILE REFERENCE --plain-http`, which must succeed: its JSON.
+fn push(cache: &Path, file: &str, reference: &str) -> Value {
+    let (code, pushed, stderr) = scout(cache, &["push", file, reference, "--plain-http"]);
+    assert_eq!(code, 0, "push {file} {reference}: {stderr}");
+    pushed
+}
+
 /// ORAS's Python client (`tests/mcp_client/oci_interop.py`): its JSON line.
 fn oras(args: &[&str]) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/oci_interop.py");
@@ -79,16 +86,7 @@ fn an_artifact_the_host_pushes_another_client_reads_and_the_reverse() {
 
     // The host publishes; ORAS reads the WebAssembly layout back.
     let target = format!("oci://{addr}/connectors/github:1");
-    let (code, pushed, stderr) = scout(
-        &cache,
-        &[
-            "push",
-            scout_tests::components::GITHUB,
-            &target,
-            "--plain-http",
-        ],
-    );
-    assert_eq!(code, 0, "{stderr}");
+    let pushed = push(&cache, scout_tests::components::GITHUB, &target);
     let digest = pushed["digest"].as_str().unwrap().to_string();
     assert_eq!(
         pushed["pinned"],
@@ -184,16 +182,7 @@ fn a_tampered_layer_or_another_layout_is_refused_and_nothing_is_cached() {
     let addr = registry.address.as_str();
     let publisher_cache = dir.path().join("publisher");
     let target = format!("oci://{addr}/connectors/github:1");
-    let (code, pushed, stderr) = scout(
-        &publisher_cache,
-        &[
-            "push",
-            scout_tests::components::GITHUB,
-            &target,
-            "--plain-http",
-        ],
-    );
-    assert_eq!(code, 0, "{stderr}");
+    let pushed = push(&publisher_cache, scout_tests::components::GITHUB, &target);
 
     // Plain HTTP is used only where the caller says so.
     let cache = dir.path().join("cache");
@@ -310,16 +299,7 @@ async fn serve_runs_the_digest_a_tag_was_first_resolved_to_however_the_tag_moves
     let addr = registry.address.clone();
     let cache = dir.path().join("cache");
     let tag = format!("oci://{addr}/connectors/github:stable");
-    let (code, first, stderr) = scout(
-        &cache,
-        &[
-            "push",
-            scout_tests::components::GITHUB,
-            &tag,
-            "--plain-http",
-        ],
-    );
-    assert_eq!(code, 0, "{stderr}");
+    let first = push(&cache, scout_tests::components::GITHUB, &tag);
     let first_digest = first["digest"].as_str().unwrap().to_string();
     let config = dir.path().join("serve.toml");
     std::fs::write(
@@ -360,16 +340,11 @@ async fn serve_runs_the_digest_a_tag_was_first_resolved_to_however_the_tag_moves
 
     // The tag moves to other bytes (another connector altogether): a host
     // started on the same store still runs the recorded digest.
-    let (code, moved, stderr) = scout(
+    let moved = push(
         &dir.path().join("other-cache"),
-        &[
-            "push",
-            scout_tests::components::FIRECRAWL,
-            &tag,
-            "--plain-http",
-        ],
+        scout_tests::components::FIRECRAWL,
+        &tag,
     );
-    assert_eq!(code, 0, "{stderr}");
     assert_ne!(moved["digest"], first_digest.as_str());
     let serve = Serve::start_with(&config, &env);
     let banner = format!("running {first_digest}");
@@ -458,16 +433,7 @@ async fn only_an_artifact_signed_by_a_configured_key_is_pulled_or_served() {
     let (other_key, _) = keygen(dir.path(), "other");
     let publisher = dir.path().join("publisher");
     let tag = format!("oci://{addr}/connectors/github:1");
-    let (code, pushed, stderr) = scout(
-        &publisher,
-        &[
-            "push",
-            scout_tests::components::GITHUB,
-            &tag,
-            "--plain-http",
-        ],
-    );
-    assert_eq!(code, 0, "{stderr}");
+    let pushed = push(&publisher, scout_tests::components::GITHUB, &tag);
     let digest = pushed["digest"].as_str().unwrap().to_string();
     let out = dir.path().join("out.wasm");
     let pull_signed = |cache: &Path| {
@@ -559,16 +525,7 @@ async fn only_an_artifact_signed_by_a_configured_key_is_pulled_or_served() {
 
     // A signed artifact whose layer was changed after signing: refused.
     let tampered = format!("oci://{addr}/connectors/firecrawl:1");
-    let (code, firecrawl, stderr) = scout(
-        &publisher,
-        &[
-            "push",
-            scout_tests::components::FIRECRAWL,
-            &tampered,
-            "--plain-http",
-        ],
-    );
-    assert_eq!(code, 0, "{stderr}");
+    let firecrawl = push(&publisher, scout_tests::components::FIRECRAWL, &tampered);
     assert_eq!(sign(&publisher, &tampered, &signer_key).0, 0);
     let blob = registry.blob_file(firecrawl["layer"].as_str().unwrap());
     let mut bytes = std::fs::read(&blob).unwrap();
@@ -620,19 +577,7 @@ async fn only_an_artifact_signed_by_a_configured_key_is_pulled_or_served() {
     .await;
     drop(serve);
     let unsigned = format!("oci://{addr}/connectors/figma:1");
-    assert_eq!(
-        scout(
-            &publisher,
-            &[
-                "push",
-                scout_tests::components::FIGMA,
-                &unsigned,
-                "--plain-http"
-            ]
-        )
-        .0,
-        0
-    );
+    push(&publisher, scout_tests::components::FIGMA, &unsigned);
     std::fs::write(
         &config,
         format!(
