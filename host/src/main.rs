@@ -49,12 +49,20 @@ enum ExportFormat {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Shows a component's tools, schemas, WITHHELD list and imports; or,
-    /// given `mcp+https://HOST/PATH`, what a remote MCP server offers now
-    /// against what an operator reviewed.
+    /// Shows a component's tools, schemas, WITHHELD list and imports (a
+    /// file, or an OCI artifact pulled and checked first); or, given
+    /// `mcp+https://HOST/PATH`, what a remote MCP server offers now against
+    /// what an operator reviewed.
     Inspect {
-        /// The component (`.wasm`), or `mcp+https://…` (`mcp+http://…`).
+        /// The component (`.wasm`), `oci://REGISTRY/REPO:TAG` (or
+        /// `…@sha256:…`), or `mcp+https://…` (`mcp+http://…`).
         path: PathBuf,
+        /// An artifact: require a signature by this public key (repeat for several).
+        #[arg(long = "key")]
+        keys: Vec<PathBuf>,
+        /// An artifact: reach its registry over plain HTTP (loopback or internal only).
+        #[arg(long)]
+        plain_http: bool,
         /// Prints the stable JSON form (documented in docs/operating.md).
         #[arg(long)]
         json: bool,
@@ -317,6 +325,7 @@ fn main() -> Result<()> {
             json,
             config,
             allow_private_network,
+            ..
         } if path.to_string_lossy().starts_with("mcp+") => {
             let url = path.to_string_lossy()["mcp+".len()..].to_string();
             let report = inspect_remote(&url, config.as_deref(), allow_private_network)?;
@@ -330,7 +339,44 @@ fn main() -> Result<()> {
             }
             Ok(())
         }
-        Command::Inspect { path, json, .. } => {
+        Command::Inspect {
+            path,
+            json,
+            keys,
+            plain_http,
+            ..
+        } => {
+            // An artifact is pulled into the cache, every byte checked
+            // (and its signature, given keys), and the cached bytes inspected.
+            let path = if scout_host::artifact::ArtifactRef::is_artifact(&path.to_string_lossy()) {
+                use scout_host::artifact::signature::TrustedKeys;
+                use scout_host::artifact::{ArtifactCache, ArtifactRef, pull};
+                let reference = ArtifactRef::parse(&path.to_string_lossy())?;
+                let trust = if keys.is_empty() {
+                    None
+                } else {
+                    Some(TrustedKeys::load(&keys)?)
+                };
+                let pulled = tokio::runtime::Runtime::new()?.block_on(pull(
+                    &reference,
+                    &registry_options(&reference, plain_http),
+                    &ArtifactCache::default_location(),
+                    trust.as_ref(),
+                ))?;
+                eprintln!(
+                    "scout-host: {} (layer {}{})",
+                    pulled.pinned,
+                    pulled.layer,
+                    pulled
+                        .signed_by
+                        .as_deref()
+                        .map(|k| format!(", signed by the key in {k}"))
+                        .unwrap_or_default()
+                );
+                pulled.path
+            } else {
+                path
+            };
             let runtime = Runtime::new(RuntimeConfig {
                 cache_dir: default_cache_dir(),
                 max_concurrent_calls: 1,

@@ -121,6 +121,23 @@ fn an_artifact_the_host_pushes_another_client_reads_and_the_reverse() {
     assert_eq!(seen["config"]["layerDigests"][0], sha256(&github), "{seen}");
     assert_eq!(std::fs::read(&read_back).unwrap(), github);
 
+    // A reviewer inspects the artifact itself: pulled, checked, inspected.
+    let (code, report, stderr) = scout(&cache, &["inspect", &target, "--json", "--plain-http"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["connector"]["name"], "github", "{report}");
+    assert!(
+        report["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "github_read_file"),
+        "{report}"
+    );
+    assert!(
+        stderr.contains(&format!("oci://{addr}/connectors/github@{digest}")),
+        "{stderr}"
+    );
+
     // ORAS publishes; the host pulls, checks and caches it.
     let firecrawl = std::fs::read(scout_tests::components::FIRECRAWL).unwrap();
     let theirs = oras(&[
