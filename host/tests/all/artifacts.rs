@@ -38,6 +38,21 @@ fn push(cache: &Path, file: &str, reference: &str) -> Value {
     pushed
 }
 
+/// `scout-host pull REFERENCE --output OUT --plain-http`: exit code, JSON,
+/// stderr.
+fn pull(cache: &Path, reference: &str, out: &Path) -> (i32, Value, String) {
+    scout(
+        cache,
+        &[
+            "pull",
+            reference,
+            "--output",
+            out.to_str().unwrap(),
+            "--plain-http",
+        ],
+    )
+}
+
 /// ORAS's Python client (`tests/mcp_client/oci_interop.py`): its JSON line.
 fn oras(args: &[&str]) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/oci_interop.py");
@@ -151,15 +166,10 @@ fn an_artifact_the_host_pushes_another_client_reads_and_the_reverse() {
     ]);
     let their_digest = theirs["digest"].as_str().unwrap().to_string();
     let output = dir.path().join("firecrawl.wasm");
-    let (code, pulled, stderr) = scout(
+    let (code, pulled, stderr) = pull(
         &cache,
-        &[
-            "pull",
-            &format!("oci://{addr}/connectors/firecrawl:2"),
-            "--output",
-            output.to_str().unwrap(),
-            "--plain-http",
-        ],
+        &format!("oci://{addr}/connectors/firecrawl:2"),
+        &output,
     );
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(pulled["digest"], their_digest.as_str(), "{pulled}");
@@ -177,15 +187,10 @@ fn an_artifact_the_host_pushes_another_client_reads_and_the_reverse() {
     // Pinned at a digest the cache holds, a pull asks no registry at all.
     drop(registry);
     let again = dir.path().join("again.wasm");
-    let (code, cached, stderr) = scout(
+    let (code, cached, stderr) = pull(
         &cache,
-        &[
-            "pull",
-            &format!("oci://{addr}/connectors/firecrawl@{their_digest}"),
-            "--output",
-            again.to_str().unwrap(),
-            "--plain-http",
-        ],
+        &format!("oci://{addr}/connectors/firecrawl@{their_digest}"),
+        &again,
     );
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(cached["cached"], true, "{cached}");
@@ -217,16 +222,7 @@ fn a_tampered_layer_or_another_layout_is_refused_and_nothing_is_cached() {
     let last = bytes.len() - 1;
     bytes[last] ^= 0xff;
     std::fs::write(&blob, &bytes).unwrap();
-    let (code, _, stderr) = scout(
-        &cache,
-        &[
-            "pull",
-            &target,
-            "--output",
-            out.to_str().unwrap(),
-            "--plain-http",
-        ],
-    );
+    let (code, _, stderr) = pull(&cache, &target, &out);
     assert_ne!(code, 0, "a tampered layer is refused");
     assert!(
         stderr.contains("component layer does not match its digest"),
@@ -237,16 +233,7 @@ fn a_tampered_layer_or_another_layout_is_refused_and_nothing_is_cached() {
 
     // Pinned at another digest than the registry's manifest has.
     let wrong = format!("oci://{addr}/connectors/github@sha256:{}", "0".repeat(64));
-    let (code, _, stderr) = scout(
-        &cache,
-        &[
-            "pull",
-            &wrong,
-            "--output",
-            out.to_str().unwrap(),
-            "--plain-http",
-        ],
-    );
+    let (code, _, stderr) = pull(&cache, &wrong, &out);
     assert_ne!(code, 0, "{stderr}");
     assert!(files_under(&cache).is_empty(), "{:?}", files_under(&cache));
 
@@ -267,16 +254,7 @@ fn a_tampered_layer_or_another_layout_is_refused_and_nothing_is_cached() {
         "--config-media-type",
         "application/vnd.oci.image.config.v1+json",
     ]);
-    let (code, _, stderr) = scout(
-        &cache,
-        &[
-            "pull",
-            &format!("oci://{addr}/notes/readme:1"),
-            "--output",
-            out.to_str().unwrap(),
-            "--plain-http",
-        ],
-    );
+    let (code, _, stderr) = pull(&cache, &format!("oci://{addr}/notes/readme:1"), &out);
     assert_ne!(code, 0);
     assert!(
         stderr.contains("not a WebAssembly component artifact"),
