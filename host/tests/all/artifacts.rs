@@ -53,6 +53,21 @@ fn pull(cache: &Path, reference: &str, out: &Path) -> (i32, Value, String) {
     )
 }
 
+/// `scout-host serve --config CONFIG` that must refuse to start, with
+/// `cache` as its artifact cache: what it said on stderr.
+fn serve_refused(config: &Path, cache: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+        .args(["serve", "--config"])
+        .arg(config)
+        .env("SCOUT_ARTIFACT_CACHE", cache)
+        .env("SCOUT_ADMIN_TOKEN", super::crash_safety::ADMIN_TOKEN)
+        .env("SCOUT_STORE_KEY", "5c".repeat(32))
+        .output()
+        .expect("run scout-host serve");
+    assert!(!out.status.success(), "serve started");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// ORAS's Python client (`tests/mcp_client/oci_interop.py`): its JSON line.
 fn oras(args: &[&str]) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/oci_interop.py");
@@ -360,15 +375,7 @@ async fn serve_runs_the_digest_a_tag_was_first_resolved_to_however_the_tag_moves
         "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\n\n[connectors.github]\ncomponent = \"oci://github:1\"\norigin = \"http://127.0.0.1:9\"\n",
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env("SCOUT_ADMIN_TOKEN", super::crash_safety::ADMIN_TOKEN)
-        .env("SCOUT_STORE_KEY", "5c".repeat(32))
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = serve_refused(&config, &dir.path().join("cache"));
     assert!(
         stderr.contains("connectors.github.component") && stderr.contains("oci://REGISTRY/"),
         "{stderr}"
@@ -580,16 +587,7 @@ async fn only_an_artifact_signed_by_a_configured_key_is_pulled_or_served() {
         ),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env("SCOUT_ARTIFACT_CACHE", &serve_cache)
-        .env("SCOUT_ADMIN_TOKEN", super::crash_safety::ADMIN_TOKEN)
-        .env("SCOUT_STORE_KEY", "5c".repeat(32))
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = serve_refused(&config, &serve_cache);
     assert!(
         stderr.contains("figma") && stderr.contains("signature refused: unsigned"),
         "{stderr}"
@@ -603,15 +601,7 @@ async fn only_an_artifact_signed_by_a_configured_key_is_pulled_or_served() {
         ),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env("SCOUT_ADMIN_TOKEN", super::crash_safety::ADMIN_TOKEN)
-        .env("SCOUT_STORE_KEY", "5c".repeat(32))
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = serve_refused(&config, &dir.path().join("cache"));
     assert!(
         stderr.contains("only an OCI artifact carries one"),
         "{stderr}"
