@@ -1592,15 +1592,7 @@ pub fn from_command_line(
         };
         return audit(&deployment, None, switches, &subject, None);
     };
-    let config = ServeConfig::load(config_path)?;
-    // A remote MCP server's tools are what it lists and an operator
-    // reviewed, known only to a running host: none here.
-    let deployment = Deployment::from_config(&runtime, &config, &env, &crate::store::NoReviews)?;
-    let mut subject = match &cli.profile {
-        Some(path) => subject.with_profile_file(path, &deployment.catalog)?,
-        None => subject,
-    };
-    subject.brand = cli.brand.clone();
+    let mut config = ServeConfig::load(config_path)?;
     let key_text = env(&config.store_key_env).ok_or_else(|| {
         AuditError::Usage(format!(
             "the environment variable {} is not set: it holds the store key (64 hex digits) serve seals connections with, which the audit needs to tell the connections that resolve; set it as for serve",
@@ -1617,6 +1609,20 @@ pub fn from_command_line(
         )));
     }
     let store = crate::config::open_store_to_read(&config, env)?;
+    // An artifact connector is audited from the bytes the cache holds for
+    // the digest it names, or that the store recorded for its tag.
+    config.use_cached_artifacts(
+        store.as_ref(),
+        &crate::artifact::ArtifactCache::default_location(),
+    )?;
+    // A remote MCP server's tools are what it lists and an operator
+    // reviewed, known only to a running host: none here.
+    let deployment = Deployment::from_config(&runtime, &config, &env, &crate::store::NoReviews)?;
+    let mut subject = match &cli.profile {
+        Some(path) => subject.with_profile_file(path, &deployment.catalog)?,
+        None => subject,
+    };
+    subject.brand = cli.brand.clone();
     let resolver_config = resolver_config(&config, &env);
     let resolver = Resolver::new(&*store, &deployment.catalog, &resolver_config, key, env);
     let ttl = config.session_ttl_secs;

@@ -750,6 +750,33 @@ impl ServeConfig {
         Ok(())
     }
 
+    /// Points each artifact connector's `component` at the bytes the cache
+    /// holds for the digest it names, or that `pins` recorded for its tag,
+    /// asking no registry (the audit reads a deployment offline). One the
+    /// cache does not hold is left unresolved, and is refused by name.
+    pub fn use_cached_artifacts(
+        &mut self,
+        pins: &dyn crate::store::ReviewStore,
+        cache: &crate::artifact::ArtifactCache,
+    ) -> Result<(), crate::store::StoreError> {
+        for connector in self.connectors.values_mut() {
+            let Some(named) = &connector.artifact else {
+                continue;
+            };
+            let digest = match named.digest() {
+                Some(digest) => Some(digest.to_string()),
+                None => pins.pinned_artifact(&named.to_string())?,
+            };
+            if let Some(digest) = digest
+                && let Some((path, _)) = cache.component(&digest)
+            {
+                connector.component = path;
+                connector.artifact_digest = Some(digest);
+            }
+        }
+        Ok(())
+    }
+
     /// Reads and checks `path`; relative paths in it are made relative to it.
     pub fn load(path: &Path) -> Result<ServeConfig, ConfigFileError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigFileError::Read {

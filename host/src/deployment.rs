@@ -80,7 +80,7 @@ impl Deployment {
             } else {
                 if let (Some(artifact), None) = (&connector.artifact, &connector.artifact_digest) {
                     return Err(fail(format!(
-                        "{artifact} is an OCI artifact this command does not pull: audit the running host (`GET /v1/audit`), or `scout-host pull` it and audit the file with --component"
+                        "{artifact} is an OCI artifact the artifact cache does not hold: `scout-host pull` it (the cache is shared), or audit the running host (`GET /v1/audit`)"
                     )));
                 }
                 if !connector.component.is_file() {

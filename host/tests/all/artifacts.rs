@@ -368,6 +368,42 @@ async fn serve_runs_the_digest_a_tag_was_first_resolved_to_however_the_tag_moves
         Some(first_digest.as_str())
     );
 
+    // The audit reads the same deployment offline: the recorded digest's
+    // bytes from the shared cache, no registry asked.
+    drop(registry);
+    let audit_with = |cache: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_scout-host"))
+            .args(["audit", "--role", "person-chat", "--json", "--config"])
+            .arg(&config)
+            .env("SCOUT_ARTIFACT_CACHE", cache)
+            .env("SCOUT_STORE_KEY", "5c".repeat(32))
+            .output()
+            .unwrap()
+    };
+    let audit = audit_with(&cache);
+    assert!(
+        audit.status.success(),
+        "{}",
+        String::from_utf8_lossy(&audit.stderr)
+    );
+    let report: Value = serde_json::from_slice(&audit.stdout).unwrap();
+    assert!(
+        report["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "mcp__github__github_read_file"),
+        "{report}"
+    );
+    // With an empty cache it names the connector and what to do.
+    let refused = audit_with(&dir.path().join("empty-cache"));
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("connector `github`") && stderr.contains("`scout-host pull` it"),
+        "{stderr}"
+    );
+
     // A reference the configuration cannot use is refused at start, naming
     // the connector and what to write.
     std::fs::write(
