@@ -485,6 +485,10 @@ pub struct RegistryConfig {
     /// network); every other registry is reached over HTTPS only.
     #[serde(default)]
     pub plain_http: bool,
+    /// It may be on loopback or a private network; every other registry's
+    /// address must be public, as for every request the host makes.
+    #[serde(default)]
+    pub allow_private_network: bool,
 }
 
 /// One connector: its component and where its HTTP handle is bound.
@@ -684,6 +688,12 @@ impl ServeConfig {
                 .registries
                 .iter()
                 .filter(|(_, r)| r.plain_http)
+                .map(|(name, _)| name.clone())
+                .collect(),
+            private_network: self
+                .registries
+                .iter()
+                .filter(|(_, r)| r.allow_private_network)
                 .map(|(name, _)| name.clone())
                 .collect(),
         }

@@ -70,8 +70,8 @@ enum Command {
         /// reviews to compare with (the connector whose `mcp` is this URL).
         #[arg(long)]
         config: Option<PathBuf>,
-        /// A remote server on loopback or a private network (a test server,
-        /// an internal one).
+        /// A remote server, or an artifact's registry, on loopback or a
+        /// private network (a test server, an internal one).
         #[arg(long)]
         allow_private_network: bool,
     },
@@ -160,6 +160,9 @@ enum Command {
         /// Reach the registry over plain HTTP (loopback or internal only).
         #[arg(long)]
         plain_http: bool,
+        /// The registry may be on loopback or a private network.
+        #[arg(long)]
+        allow_private_network: bool,
     },
     /// Pulls a component artifact into the shared artifact cache, every
     /// byte checked against its digest, and copies it to --output; prints
@@ -177,6 +180,9 @@ enum Command {
         /// Reach the registry over plain HTTP (loopback or internal only).
         #[arg(long)]
         plain_http: bool,
+        /// The registry may be on loopback or a private network.
+        #[arg(long)]
+        allow_private_network: bool,
     },
     /// Signs an artifact's manifest digest with a private key and writes
     /// the signature beside it in cosign's layout (`sha256-HEX.sig`), which
@@ -191,6 +197,9 @@ enum Command {
         /// Reach the registry over plain HTTP (loopback or internal only).
         #[arg(long)]
         plain_http: bool,
+        /// The registry may be on loopback or a private network.
+        #[arg(long)]
+        allow_private_network: bool,
     },
     /// Makes an ECDSA P-256 key pair for `sign`: PREFIX.key (encrypted with
     /// COSIGN_PASSWORD, cosign's format) and PREFIX.pub.
@@ -254,17 +263,23 @@ enum Command {
     },
 }
 
-/// `--plain-http`: this reference's registry, and only it, over plain HTTP.
+/// `--plain-http` and `--allow-private-network`: for this reference's
+/// registry, and only it.
 fn registry_options(
     reference: &scout_host::artifact::ArtifactRef,
     plain_http: bool,
+    allow_private_network: bool,
 ) -> scout_host::artifact::RegistryOptions {
-    scout_host::artifact::RegistryOptions {
-        plain_http: if plain_http {
+    let only = |yes: bool| {
+        if yes {
             vec![reference.registry().to_string()]
         } else {
             Vec::new()
-        },
+        }
+    };
+    scout_host::artifact::RegistryOptions {
+        plain_http: only(plain_http),
+        private_network: only(allow_private_network),
     }
 }
 
@@ -344,6 +359,7 @@ fn main() -> Result<()> {
             json,
             keys,
             plain_http,
+            allow_private_network,
             ..
         } => {
             // An artifact is pulled into the cache, every byte checked
@@ -359,7 +375,7 @@ fn main() -> Result<()> {
                 };
                 let pulled = tokio::runtime::Runtime::new()?.block_on(pull(
                     &reference,
-                    &registry_options(&reference, plain_http),
+                    &registry_options(&reference, plain_http, allow_private_network),
                     &ArtifactCache::default_location(),
                     trust.as_ref(),
                 ))?;
@@ -526,10 +542,11 @@ fn main() -> Result<()> {
             file,
             reference,
             plain_http,
+            allow_private_network,
         } => {
             use scout_host::artifact::{ArtifactCache, ArtifactRef, push};
             let reference = ArtifactRef::parse(&reference)?;
-            let options = registry_options(&reference, plain_http);
+            let options = registry_options(&reference, plain_http, allow_private_network);
             let rt = tokio::runtime::Runtime::new()?;
             let pushed = rt.block_on(push(
                 &file,
@@ -553,11 +570,12 @@ fn main() -> Result<()> {
             output,
             keys,
             plain_http,
+            allow_private_network,
         } => {
             use scout_host::artifact::signature::TrustedKeys;
             use scout_host::artifact::{ArtifactCache, ArtifactRef, pull};
             let reference = ArtifactRef::parse(&reference)?;
-            let options = registry_options(&reference, plain_http);
+            let options = registry_options(&reference, plain_http, allow_private_network);
             let trust = if keys.is_empty() {
                 None
             } else {
@@ -589,11 +607,12 @@ fn main() -> Result<()> {
             reference,
             key,
             plain_http,
+            allow_private_network,
         } => {
             use scout_host::artifact::ArtifactRef;
             use scout_host::artifact::signature::{sign, signer};
             let reference = ArtifactRef::parse(&reference)?;
-            let options = registry_options(&reference, plain_http);
+            let options = registry_options(&reference, plain_http, allow_private_network);
             let password = std::env::var("COSIGN_PASSWORD").ok();
             let signer = signer(&key, password.as_deref())?;
             let rt = tokio::runtime::Runtime::new()?;

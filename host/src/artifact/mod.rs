@@ -56,6 +56,10 @@ pub enum ArtifactError {
     },
     #[error("{reference}: signature refused: {why}; nothing was cached")]
     Signature { reference: String, why: String },
+    #[error(
+        "registry {registry}: {why}: a registry on loopback or a private network is reached only where allowed (`[registries.\"{registry}\"] allow_private_network = true`, or `--allow-private-network`)"
+    )]
+    Refused { registry: String, why: String },
     #[error("signing keys: {0}")]
     Keys(String),
     #[error("{0}: not a WebAssembly component (build it with `scout-host build`)")]
@@ -172,17 +176,60 @@ pub struct RegistryOptions {
     /// Registries (`HOST[:PORT]`) reached over plain HTTP: only those the
     /// caller names (`--plain-http`, or the configuration's `plain_http`).
     pub plain_http: Vec<String>,
+    /// Registries that may be on loopback or a private network (an
+    /// internal registry, a test's): only those the caller names
+    /// (`--allow-private-network`, or the configuration's
+    /// `allow_private_network`).
+    pub private_network: Vec<String>,
 }
 
 impl RegistryOptions {
-    fn client(&self) -> Client {
-        Client::new(ClientConfig {
+    /// A client for `registry`, once its address passes the rules every
+    /// request the host makes follows: a registry whose address is not
+    /// public (loopback, private, link-local, metadata, in any spelling or
+    /// by the name's resolution) is refused unless allowed, before anything
+    /// is sent to it.
+    async fn client(&self, registry: &str) -> Result<Client, ArtifactError> {
+        if !self.private_network.iter().any(|r| r == registry) {
+            address_allowed(registry).await?;
+        }
+        Ok(Client::new(ClientConfig {
             protocol: ClientProtocol::HttpsExcept(self.plain_http.clone()),
             connect_timeout: Some(Duration::from_secs(10)),
             read_timeout: Some(Duration::from_secs(60)),
             ..Default::default()
-        })
+        }))
     }
+}
+
+/// Refuses `registry` (`HOST[:PORT]`) when its address, written or
+/// resolved, is not public.
+async fn address_allowed(registry: &str) -> Result<(), ArtifactError> {
+    use crate::capabilities::net::{denied_reason, literal_denied};
+    let refused = |why: String| ArtifactError::Refused {
+        registry: registry.to_string(),
+        why,
+    };
+    let url = url::Url::parse(&format!("https://{registry}/"))
+        .map_err(|e| refused(format!("not a registry address: {e}")))?;
+    if let Some(why) = literal_denied(&url) {
+        return Err(refused(why));
+    }
+    if let Some(url::Host::Domain(name)) = url.host() {
+        let port = url.port_or_known_default().unwrap_or(443);
+        let addresses = tokio::net::lookup_host((name, port))
+            .await
+            .map_err(|e| refused(format!("{name} did not resolve: {e}")))?;
+        for address in addresses {
+            if let Some(reason) = denied_reason(address.ip()) {
+                return Err(refused(format!(
+                    "{name} resolves to {}, a {reason}",
+                    address.ip()
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The credential for `registry`: `SCOUT_REGISTRY_USERNAME` and
@@ -370,13 +417,16 @@ pub async fn pull(
         reference: shown.clone(),
         message: e.to_string(),
     };
-    let client = options.client();
     let auth = registry_auth(reference.registry());
     if let Some(digest) = reference.digest()
         && let Some((path, layer)) = cache.component(digest)
     {
+        // Only a signature to check asks the registry anything.
         let signed_by = match trust {
-            Some(keys) => Some(signature::verify(&client, &auth, reference, digest, keys).await?),
+            Some(keys) => {
+                let client = options.client(reference.registry()).await?;
+                Some(signature::verify(&client, &auth, reference, digest, keys).await?)
+            }
             None => None,
         };
         return Ok(Pulled {
@@ -388,6 +438,7 @@ pub async fn pull(
             signed_by,
         });
     }
+    let client = options.client(reference.registry()).await?;
     let (manifest, digest) = client
         .pull_manifest_raw(&reference.reference, &auth, &[OCI_IMAGE_MEDIA_TYPE])
         .await
@@ -509,7 +560,7 @@ pub async fn push(
     )];
     let mut manifest = OciImageManifest::build(&layers, &config, None);
     manifest.media_type = Some(OCI_IMAGE_MEDIA_TYPE.to_string());
-    let client = options.client();
+    let client = options.client(reference.registry()).await?;
     let auth = registry_auth(reference.registry());
     let registry = |e: oci_client::errors::OciDistributionError| ArtifactError::Registry {
         reference: shown.clone(),

@@ -247,7 +247,7 @@ pub async fn sign(
         reference: shown.clone(),
         message: e.to_string(),
     };
-    let client = options.client();
+    let client = options.client(reference.registry()).await?;
     let auth = super::registry_auth(reference.registry());
     let (manifest, digest) = client
         .pull_manifest_raw(&reference.reference, &auth, &[OCI_IMAGE_MEDIA_TYPE])

@@ -33,7 +33,16 @@ fn scout(cache: &Path, args: &[&str]) -> (i32, Value, String) {
 
 /// `scout-host push FILE REFERENCE --plain-http`, which must succeed: its JSON.
 fn push(cache: &Path, file: &str, reference: &str) -> Value {
-    let (code, pushed, stderr) = scout(cache, &["push", file, reference, "--plain-http"]);
+    let (code, pushed, stderr) = scout(
+        cache,
+        &[
+            "push",
+            file,
+            reference,
+            "--plain-http",
+            "--allow-private-network",
+        ],
+    );
     assert_eq!(code, 0, "push {file} {reference}: {stderr}");
     pushed
 }
@@ -49,6 +58,7 @@ fn pull(cache: &Path, reference: &str, out: &Path) -> (i32, Value, String) {
             "--output",
             out.to_str().unwrap(),
             "--plain-http",
+            "--allow-private-network",
         ],
     )
 }
@@ -152,7 +162,16 @@ fn an_artifact_the_host_pushes_another_client_reads_and_the_reverse() {
     assert_eq!(std::fs::read(&read_back).unwrap(), github);
 
     // A reviewer inspects the artifact itself: pulled, checked, inspected.
-    let (code, report, stderr) = scout(&cache, &["inspect", &target, "--json", "--plain-http"]);
+    let (code, report, stderr) = scout(
+        &cache,
+        &[
+            "inspect",
+            &target,
+            "--json",
+            "--plain-http",
+            "--allow-private-network",
+        ],
+    );
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(report["connector"]["name"], "github", "{report}");
     assert!(
@@ -226,10 +245,41 @@ fn a_tampered_layer_or_another_layout_is_refused_and_nothing_is_cached() {
     let out = dir.path().join("out.wasm");
     let (code, _, stderr) = scout(
         &cache,
-        &["pull", &target, "--output", out.to_str().unwrap()],
+        &[
+            "pull",
+            &target,
+            "--output",
+            out.to_str().unwrap(),
+            "--allow-private-network",
+        ],
     );
     assert_ne!(code, 0);
     assert!(stderr.contains("the registry answered"), "{stderr}");
+
+    // A registry on loopback is asked nothing unless the caller allows its
+    // network, as for every request the host makes.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let silent = listener.local_addr().unwrap();
+    let (code, _, stderr) = scout(
+        &cache,
+        &[
+            "pull",
+            &format!("oci://{silent}/connectors/github:1"),
+            "--output",
+            out.to_str().unwrap(),
+            "--plain-http",
+        ],
+    );
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("127.0.0.1 is a") && stderr.contains("allow_private_network = true"),
+        "{stderr}"
+    );
+    assert!(
+        listener.accept().is_err(),
+        "no connection reached the registry"
+    );
 
     // The layer's bytes are changed in the registry's storage.
     let blob = registry.blob_file(pushed["layer"].as_str().unwrap());
@@ -285,6 +335,7 @@ fn a_tampered_layer_or_another_layout_is_refused_and_nothing_is_cached() {
             text.to_str().unwrap(),
             &format!("oci://{addr}/notes/other:1"),
             "--plain-http",
+            "--allow-private-network",
         ],
     );
     assert_ne!(code, 0);
@@ -315,7 +366,7 @@ async fn serve_runs_the_digest_a_tag_was_first_resolved_to_however_the_tag_moves
     std::fs::write(
         &config,
         format!(
-            "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\n\n[registries.\"{addr}\"]\nplain_http = true\n\n[connectors.github]\ncomponent = \"{tag}\"\norigin = \"http://127.0.0.1:9\"\nallow_private_network = true\n"
+            "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\n\n[registries.\"{addr}\"]\nplain_http = true\nallow_private_network = true\n\n[connectors.github]\ncomponent = \"{tag}\"\norigin = \"http://127.0.0.1:9\"\nallow_private_network = true\n"
         ),
     )
     .unwrap();
@@ -449,7 +500,14 @@ const SIGNING_PASSWORD: &str = "correct horse battery staple";
 /// `scout-host sign REFERENCE --key KEY --plain-http`.
 fn sign(cache: &Path, reference: &str, key: &str) -> (i32, Value, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))
-        .args(["sign", reference, "--key", key, "--plain-http"])
+        .args([
+            "sign",
+            reference,
+            "--key",
+            key,
+            "--plain-http",
+            "--allow-private-network",
+        ])
         .env("SCOUT_ARTIFACT_CACHE", cache)
         .env("COSIGN_PASSWORD", SIGNING_PASSWORD)
         .output()
@@ -485,6 +543,7 @@ async fn only_an_artifact_signed_by_a_configured_key_is_pulled_or_served() {
                 "--key",
                 &signer_pub,
                 "--plain-http",
+                "--allow-private-network",
             ],
         )
     };
@@ -580,6 +639,7 @@ async fn only_an_artifact_signed_by_a_configured_key_is_pulled_or_served() {
             "--key",
             &signer_pub,
             "--plain-http",
+            "--allow-private-network",
         ],
     );
     assert_ne!(code, 0);
@@ -597,7 +657,7 @@ async fn only_an_artifact_signed_by_a_configured_key_is_pulled_or_served() {
         serve_cache.to_string_lossy().into_owned(),
     )];
     let head = format!(
-        "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\nrequire_signature = true\nsignature_keys = [\"signer.pub\"]\n\n[registries.\"{addr}\"]\nplain_http = true\n\n"
+        "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\nrequire_signature = true\nsignature_keys = [\"signer.pub\"]\n\n[registries.\"{addr}\"]\nplain_http = true\nallow_private_network = true\n\n"
     );
     let config = dir.path().join("serve.toml");
     std::fs::write(
