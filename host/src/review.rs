@@ -190,8 +190,12 @@ pub(crate) fn status_of(
         }
         Some(_) => (ReviewStatus::Changed, None),
     };
-    let changes = match (&reviewed, facts_of(component, tool)) {
-        (Some(then), Some(now)) if status == ReviewStatus::Changed => changes(then, &now),
+    // What changed is worked out only for a changed tool (the boundary asks
+    // for every tool's status).
+    let changes = match &reviewed {
+        Some(then) if status == ReviewStatus::Changed => facts_of(component, tool)
+            .map(|now| changes(then, &now))
+            .unwrap_or_default(),
         _ => Vec::new(),
     };
     Ok(ToolReview {
