@@ -710,7 +710,6 @@ impl ServeConfig {
         pins: &dyn crate::store::ReviewStore,
         cache: &crate::artifact::ArtifactCache,
     ) -> Result<(), (String, String)> {
-        use crate::artifact::pull;
         use crate::artifact::signature::TrustedKeys;
         let options = self.registry_options();
         let mut keys: Option<TrustedKeys> = None;
@@ -740,18 +739,18 @@ impl ServeConfig {
             let wanted = recorded
                 .as_deref()
                 .map_or(named.clone(), |d| named.pinned(d));
-            let mut pulled = blocking(pull(&wanted, &options, cache, trust))
+            let mut pulled = blocking(pull_within(&wanted, &options, cache, trust))
                 .map_err(failed)?
-                .map_err(|e| failed(e.to_string()))?;
+                .map_err(failed)?;
             if let (Some(tag), None) = (&tag, &recorded) {
                 let kept = pins
                     .pin_artifact(tag, &pulled.digest, "serve")
                     .map_err(|e| failed(e.to_string()))?;
                 if kept != pulled.digest {
                     // Another host recorded the tag first: its bytes.
-                    pulled = blocking(pull(&named.pinned(&kept), &options, cache, trust))
+                    pulled = blocking(pull_within(&named.pinned(&kept), &options, cache, trust))
                         .map_err(failed)?
-                        .map_err(|e| failed(e.to_string()))?;
+                        .map_err(failed)?;
                 }
             }
             connector.component = pulled.path;
@@ -1047,6 +1046,31 @@ pub(crate) fn parse_store_key(hex_text: &str) -> Result<[u8; 32], String> {
     bytes
         .try_into()
         .map_err(|_| "the store key must be 64 hex digits (32 bytes)".to_string())
+}
+
+/// How long one artifact's pull may take at start, however slowly a
+/// registry answers: a start that cannot have its bytes fails, naming them.
+const PULL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// [`crate::artifact::pull`] within [`PULL_DEADLINE`].
+async fn pull_within(
+    reference: &crate::artifact::ArtifactRef,
+    options: &crate::artifact::RegistryOptions,
+    cache: &crate::artifact::ArtifactCache,
+    trust: Option<&crate::artifact::signature::TrustedKeys>,
+) -> Result<crate::artifact::Pulled, String> {
+    match tokio::time::timeout(
+        PULL_DEADLINE,
+        crate::artifact::pull(reference, options, cache, trust),
+    )
+    .await
+    {
+        Ok(pulled) => pulled.map_err(|e| e.to_string()),
+        Err(_) => Err(format!(
+            "{reference}: the registry did not hand over the artifact within {} s",
+            PULL_DEADLINE.as_secs()
+        )),
+    }
 }
 
 /// Runs `future` to completion on a runtime of its own, on a thread of its
