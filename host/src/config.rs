@@ -591,6 +591,73 @@ pub struct ConnectorConfig {
     pub folders: BTreeMap<String, FolderConfig>,
 }
 
+impl ConnectorConfig {
+    /// Checks connector `name` as a configuration file or the admin API
+    /// gives it, and reads what its fields name (an OCI artifact, a remote
+    /// server's origin). `host_requires_signature`: the host's own
+    /// `require_signature`. The error names the field and what to do.
+    pub fn check(&mut self, name: &str, host_requires_signature: bool) -> Result<(), String> {
+        let named = self.component.to_string_lossy().into_owned();
+        if crate::artifact::ArtifactRef::is_artifact(&named) {
+            let artifact = crate::artifact::ArtifactRef::parse(&named)
+                .map_err(|e| format!("connectors.{name}.component: {e}"))?;
+            self.artifact = Some(artifact);
+            self.component = PathBuf::new();
+            if self.mcp.is_some() {
+                return Err(format!(
+                    "connectors.{name}: give `component` or `mcp`, not both: a connector is a component or a remote MCP server"
+                ));
+            }
+        }
+        if (host_requires_signature || self.require_signature) && self.artifact.is_none() {
+            return Err(format!(
+                "connectors.{name}: a signature is required and only an OCI artifact carries one: publish the component (`scout-host push`), sign it (`scout-host sign`) and name it `component = \"oci://…\"`"
+            ));
+        }
+        if let Some(url) = self.mcp.clone() {
+            let endpoint = self
+                .check_remote(&url)
+                .map_err(|e| format!("connectors.{name}: {e}"))?;
+            // The `http` handle its MCP session rides on is bound to the
+            // server's origin.
+            self.origin = Some(endpoint.origin().ascii_serialization());
+        } else if self.call_timeout_secs.is_some()
+            || self.discover_every_secs.is_some()
+            || self.transport.is_some()
+        {
+            return Err(format!(
+                "connectors.{name}: `call_timeout_secs`, `discover_every_secs` and `transport` are a remote MCP server's (`mcp`); a component's calls have the host's timeout"
+            ));
+        }
+        self.scheme()
+            .map_err(|e| format!("connectors.{name}.credential: {e}"))?;
+        if self.is_public() {
+            if crate::credentials::GoogleProduct::from_server(name).is_some() {
+                return Err(format!(
+                    "connectors.{name}.credential: a Google product is reached with the brand's Google connection, never without one"
+                ));
+            }
+            if self.host_env.is_some() {
+                return Err(format!(
+                    "connectors.{name}: `credential = \"none\"` sends no credential, so `host_env` would never be used; remove one of them"
+                ));
+            }
+        }
+        if let Some(allowance) = &self.person_allowance {
+            allowance
+                .allowance()
+                .map_err(|e| format!("connectors.{name}.person_allowance: {e}"))?;
+        }
+        for (folder, settings) in &self.folders {
+            safe_segment(folder).map_err(|e| format!("connectors.{name}.folders: {e}"))?;
+            settings
+                .check()
+                .map_err(|e| format!("connectors.{name}.folders.{folder}.root: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
 /// One further origin of a connector.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(untagged)]
@@ -840,73 +907,9 @@ impl ServeConfig {
             ));
         }
         for (name, connector) in config.connectors.iter_mut() {
-            let named = connector.component.to_string_lossy().into_owned();
-            if crate::artifact::ArtifactRef::is_artifact(&named) {
-                let artifact = crate::artifact::ArtifactRef::parse(&named).map_err(|e| {
-                    ConfigFileError::Invalid(format!("connectors.{name}.component: {e}"))
-                })?;
-                connector.artifact = Some(artifact);
-                connector.component = PathBuf::new();
-                if connector.mcp.is_some() {
-                    return Err(ConfigFileError::Invalid(format!(
-                        "connectors.{name}: give `component` or `mcp`, not both: a connector is a component or a remote MCP server"
-                    )));
-                }
-            }
-            if (config.require_signature || connector.require_signature)
-                && connector.artifact.is_none()
-            {
-                return Err(ConfigFileError::Invalid(format!(
-                    "connectors.{name}: a signature is required and only an OCI artifact carries one: publish the component (`scout-host push`), sign it (`scout-host sign`) and name it `component = \"oci://…\"`"
-                )));
-            }
-            if let Some(url) = &connector.mcp {
-                let endpoint = connector
-                    .check_remote(url)
-                    .map_err(|e| ConfigFileError::Invalid(format!("connectors.{name}: {e}")))?;
-                // The `http` handle its MCP session rides on is bound to the
-                // server's origin.
-                connector.origin = Some(endpoint.origin().ascii_serialization());
-            } else if connector.call_timeout_secs.is_some()
-                || connector.discover_every_secs.is_some()
-                || connector.transport.is_some()
-            {
-                return Err(ConfigFileError::Invalid(format!(
-                    "connectors.{name}: `call_timeout_secs`, `discover_every_secs` and `transport` are a remote MCP server's (`mcp`); a component's calls have the host's timeout"
-                )));
-            }
-        }
-        for (name, connector) in &config.connectors {
-            connector.scheme().map_err(|e| {
-                ConfigFileError::Invalid(format!("connectors.{name}.credential: {e}"))
-            })?;
-            if connector.is_public() {
-                if crate::credentials::GoogleProduct::from_server(name).is_some() {
-                    return Err(ConfigFileError::Invalid(format!(
-                        "connectors.{name}.credential: a Google product is reached with the brand's Google connection, never without one"
-                    )));
-                }
-                if connector.host_env.is_some() {
-                    return Err(ConfigFileError::Invalid(format!(
-                        "connectors.{name}: `credential = \"none\"` sends no credential, so `host_env` would never be used; remove one of them"
-                    )));
-                }
-            }
-            if let Some(allowance) = &connector.person_allowance {
-                allowance.allowance().map_err(|e| {
-                    ConfigFileError::Invalid(format!("connectors.{name}.person_allowance: {e}"))
-                })?;
-            }
-            for (folder, settings) in &connector.folders {
-                safe_segment(folder).map_err(|e| {
-                    ConfigFileError::Invalid(format!("connectors.{name}.folders: {e}"))
-                })?;
-                settings.check().map_err(|e| {
-                    ConfigFileError::Invalid(format!(
-                        "connectors.{name}.folders.{folder}.root: {e}"
-                    ))
-                })?;
-            }
+            connector
+                .check(name, config.require_signature)
+                .map_err(ConfigFileError::Invalid)?;
         }
         for (brand, facts) in &config.brands {
             check_brand_name(brand)
@@ -1053,7 +1056,7 @@ pub(crate) fn parse_store_key(hex_text: &str) -> Result<[u8; 32], String> {
 const PULL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// [`crate::artifact::pull`] within [`PULL_DEADLINE`].
-async fn pull_within(
+pub(crate) async fn pull_within(
     reference: &crate::artifact::ArtifactRef,
     options: &crate::artifact::RegistryOptions,
     cache: &crate::artifact::ArtifactCache,

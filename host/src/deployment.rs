@@ -6,7 +6,8 @@
 //! serves, and admission is written once.
 
 use crate::capabilities::http::HttpCapability;
-use crate::config::ServeConfig;
+use crate::config::{ConnectorConfig, ServeConfig};
+use crate::credentials::ResolverConfig;
 use crate::policy::{self, Catalog};
 use crate::runtime::{LoadedComponent, Runtime};
 use crate::store::ReviewStore;
@@ -32,6 +33,77 @@ pub struct Deployment {
     pub host_env: BTreeMap<String, String>,
     /// Connectors reached with no credential (`credential = "none"`).
     pub public: BTreeSet<String>,
+}
+
+/// What a running host serves now besides the loaded components: the
+/// connectors' settings and what admission found of each. Replaced whole
+/// whenever a connector is added, upgraded or retired at runtime, so a
+/// reader sees one deployment, never half of a change.
+#[derive(Clone, Default)]
+pub struct Roster {
+    /// Every served connector's settings: the file's, and those the admin
+    /// API stored (`PUT /v1/connectors/{name}`).
+    pub settings: BTreeMap<String, Arc<ConnectorConfig>>,
+    pub platform: BTreeSet<String>,
+    pub not_offered: BTreeMap<String, String>,
+    /// What credential resolution needs of the deployment.
+    pub resolver: Arc<ResolverConfig>,
+    /// The connectors the admin API changed, as this host applied them.
+    pub stored: BTreeMap<String, crate::store::StoredConnector>,
+    /// Connectors retired at runtime, as they were last served: a call of
+    /// one is still decided (and refused by its own rule, traced).
+    pub retired: BTreeMap<String, Arc<LoadedComponent>>,
+}
+
+/// The roster a host and its credential resolution share.
+pub type SharedRoster = Arc<parking_lot::RwLock<Arc<Roster>>>;
+
+impl Roster {
+    /// Connector `name` served from now on as `settings` and as `added`
+    /// (a deployment holding it alone) admitted it.
+    pub fn with_connector(
+        &self,
+        name: &str,
+        settings: ConnectorConfig,
+        added: &Deployment,
+    ) -> Roster {
+        let mut next = self.clone();
+        next.settings.insert(name.to_string(), Arc::new(settings));
+        next.retired.remove(name);
+        set_membership(&mut next.platform, name, added.platform.contains(name));
+        match added.not_offered.get(name) {
+            Some(var) => next.not_offered.insert(name.to_string(), var.clone()),
+            None => next.not_offered.remove(name),
+        };
+        let mut resolver = (*self.resolver).clone();
+        match added.host_env.get(name) {
+            Some(var) => resolver.host_env.insert(name.to_string(), var.clone()),
+            None => resolver.host_env.remove(name),
+        };
+        set_membership(&mut resolver.public, name, added.public.contains(name));
+        next.resolver = Arc::new(resolver);
+        next
+    }
+
+    /// Connector `name` retired: no longer served; `last` is what it was.
+    pub fn without_connector(&self, name: &str, last: Option<Arc<LoadedComponent>>) -> Roster {
+        let mut next = self.clone();
+        next.settings.remove(name);
+        next.platform.remove(name);
+        next.not_offered.remove(name);
+        if let Some(last) = last {
+            next.retired.insert(name.to_string(), last);
+        }
+        next
+    }
+}
+
+fn set_membership(set: &mut BTreeSet<String>, name: &str, member: bool) {
+    if member {
+        set.insert(name.to_string());
+    } else {
+        set.remove(name);
+    }
 }
 
 /// Why a connector cannot be served; it names the connector and what to fix.
@@ -62,158 +134,173 @@ impl Deployment {
     ) -> Result<Deployment, Refused> {
         let mut d = Deployment::empty();
         for (name, connector) in &config.connectors {
-            let fail = |message: String| Refused {
-                name: name.clone(),
-                message,
-            };
-            let served = if let Some(url) = &connector.mcp {
-                let server = crate::remote::RemoteServer::new(name, url, connector.call_timeout())
-                    .map_err(fail)?
-                    .over_legacy_sse(connector.legacy_sse());
-                // No tool until the server lists them and an operator reviews each.
-                let served = server.snapshot(reviews);
-                let spec = remote_spec(&served, connector.tools.as_deref())
-                    .map_err(|e| fail(e.to_string()))?;
-                d.catalog = std::mem::take(&mut d.catalog).with_spec(spec);
-                d.remote.insert(name.clone(), Arc::new(server));
-                served
-            } else {
-                if let (Some(artifact), None) = (&connector.artifact, &connector.artifact_digest) {
-                    return Err(fail(format!(
-                        "{artifact} is an OCI artifact the artifact cache does not hold: `scout-host pull` it (the cache is shared), or audit the running host (`GET /v1/audit`)"
-                    )));
-                }
-                if !connector.component.is_file() {
-                    return Err(fail(format!(
-                        "no component at {}: build it with `cargo build --release --target wasm32-wasip2` in the connector's crate (or `scout-host new {name}` to start one) and point `component` at the .wasm",
-                        connector.component.display()
-                    )));
-                }
-                let component = runtime
-                    .load_file(&connector.component)
-                    .map_err(|e| fail(format!("{}: {e}", connector.component.display())))?;
-                if component.name() != name {
-                    return Err(fail(format!(
-                        "{} is the `{}` connector",
-                        connector.component.display(),
-                        component.name()
-                    )));
-                }
-                // The seed's connectors must agree with the catalogue; any other
-                // is served on what it declares, conservatively; the operator
-                // may narrow either.
-                // The content writer and the SEO brief tools are platform
-                // servers: the policy gives their tools by its own rules.
-                match d.catalog.admit_platform(&component.info().manifest) {
-                    Some(admitted) => {
-                        admitted.map_err(|e| fail(e.to_string()))?;
-                        if connector.tools.is_some() {
-                            return Err(fail("`tools` narrows a connector; the seed's platform tools are given by the policy's rules".into()));
-                        }
-                        d.platform.insert(name.clone());
-                    }
-                    None => {
-                        let spec = d
-                            .catalog
-                            .admit(&component.info().manifest)
-                            .and_then(|spec| {
-                                spec.narrowed(connector.tools.as_deref(), connector.grants)
-                            })
-                            .map_err(|e| fail(e.to_string()))?;
-                        d.catalog = std::mem::take(&mut d.catalog).with_spec(spec);
-                    }
-                }
-                // Checks the origins now rather than at the first call.
-                // An origin is needed where a route goes to the connector's own
-                // origin (the content writer reads only Shopify, as a peer).
-                let own_routes = component
-                    .info()
-                    .manifest
-                    .tools
-                    .iter()
-                    .any(|t| t.routes.iter().any(|r| r.destination.is_none()));
-                let imports_http = component.imports_interface("http") && own_routes;
-                match (&connector.origin, imports_http) {
-                    (Some(origin), _) => {
-                        HttpCapability::new(
-                            crate::HttpConfig::new(origin.clone())
-                                .allow_private_network(connector.allow_private_network),
-                        )
-                        .map_err(|e| fail(format!("origin: {e}")))?;
-                    }
-                    (None, true) => {
-                        return Err(fail(
-                            "the component imports `http`: give the `origin` its handle reaches"
-                                .into(),
-                        ));
-                    }
-                    (None, false) => {}
-                }
-                let peers: BTreeSet<&str> = component
-                    .info()
-                    .manifest
-                    .tools
-                    .iter()
-                    .flat_map(|t| t.reads_from.iter().map(String::as_str))
-                    .collect();
-                let named: BTreeSet<&str> = component
-                    .info()
-                    .manifest
-                    .tools
-                    .iter()
-                    .flat_map(|t| t.routes.iter().filter_map(|r| r.destination.as_deref()))
-                    .filter(|d| !peers.contains(d))
-                    .collect();
-                for (dest, origin) in &connector.origins {
-                    if peers.contains(dest.as_str()) {
-                        return Err(fail(format!(
-                            "`origins.{dest}`: `{dest}` is a connector a joint tool reads, reached with its own origin"
-                        )));
-                    }
-                    origin
-                        .sends_credential()
-                        .map_err(|e| fail(format!("origins.{dest}: {e}")))?;
-                    HttpCapability::new(
-                        crate::HttpConfig::new(origin.origin().to_string())
-                            .allow_private_network(connector.allow_private_network),
-                    )
-                    .map_err(|e| fail(format!("origins.{dest}: {e}")))?;
-                }
-                if let Some(missing) = named.iter().find(|d| !connector.origins.contains_key(**d)) {
-                    return Err(fail(format!(
-                        "its routes name destination `{missing}`: give its origin as `origins.{missing}`"
-                    )));
-                }
-                for header in connector.deployment_headers.keys() {
-                    if http::HeaderName::from_bytes(header.as_bytes()).is_err() {
-                        return Err(fail(format!(
-                            "`deployment_headers`: `{header}` is not a header name"
-                        )));
-                    }
-                }
-                component
-            };
-            let seed_offer = policy::catalog::offered_only_with(name).map(str::to_string);
-            let required: Vec<String> = connector
-                .requires_env
-                .iter()
-                .chain(connector.deployment_headers.values())
-                .cloned()
-                .chain(seed_offer)
-                .collect();
-            if let Some(var) = required.iter().find(|v| env(v).is_none()) {
-                tracing::warn!(connector = %name, env = %var, "not offered: the deployment does not set {var}");
-                d.not_offered.insert(name.clone(), var.clone());
-            }
-            if let Some(var) = &connector.host_env {
-                d.host_env.insert(name.clone(), var.clone());
-            }
-            if connector.is_public() {
-                d.public.insert(name.clone());
-            }
-            d.components.insert(name.clone(), Arc::new(served));
+            d.add(runtime, name, connector, env, reviews)?;
         }
         Ok(d)
+    }
+
+    /// Loads connector `name` as `connector` configures it with `runtime`,
+    /// checks it (its origins, destinations and headers) and admits it
+    /// under the catalogue: the one path for a connector of the file and
+    /// one added at runtime (`PUT /v1/connectors/{name}`).
+    pub fn add(
+        &mut self,
+        runtime: &Runtime,
+        name: &str,
+        connector: &ConnectorConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+        reviews: &dyn ReviewStore,
+    ) -> Result<(), Refused> {
+        let fail = |message: String| Refused {
+            name: name.to_string(),
+            message,
+        };
+        let served = if let Some(url) = &connector.mcp {
+            let server = crate::remote::RemoteServer::new(name, url, connector.call_timeout())
+                .map_err(fail)?
+                .over_legacy_sse(connector.legacy_sse());
+            // No tool until the server lists them and an operator reviews each.
+            let served = server.snapshot(reviews);
+            let spec = remote_spec(&served, connector.tools.as_deref())
+                .map_err(|e| fail(e.to_string()))?;
+            self.catalog = std::mem::take(&mut self.catalog).with_spec(spec);
+            self.remote.insert(name.to_string(), Arc::new(server));
+            served
+        } else {
+            if let (Some(artifact), None) = (&connector.artifact, &connector.artifact_digest) {
+                return Err(fail(format!(
+                    "{artifact} is an OCI artifact the artifact cache does not hold: `scout-host pull` it (the cache is shared), or audit the running host (`GET /v1/audit`)"
+                )));
+            }
+            if !connector.component.is_file() {
+                return Err(fail(format!(
+                    "no component at {}: build it with `cargo build --release --target wasm32-wasip2` in the connector's crate (or `scout-host new {name}` to start one) and point `component` at the .wasm",
+                    connector.component.display()
+                )));
+            }
+            let component = runtime
+                .load_file(&connector.component)
+                .map_err(|e| fail(format!("{}: {e}", connector.component.display())))?;
+            if component.name() != name {
+                return Err(fail(format!(
+                    "{} is the `{}` connector",
+                    connector.component.display(),
+                    component.name()
+                )));
+            }
+            // The seed's connectors must agree with the catalogue; any other
+            // is served on what it declares, conservatively; the operator
+            // may narrow either.
+            // The content writer and the SEO brief tools are platform
+            // servers: the policy gives their tools by its own rules.
+            match self.catalog.admit_platform(&component.info().manifest) {
+                Some(admitted) => {
+                    admitted.map_err(|e| fail(e.to_string()))?;
+                    if connector.tools.is_some() {
+                        return Err(fail("`tools` narrows a connector; the seed's platform tools are given by the policy's rules".into()));
+                    }
+                    self.platform.insert(name.to_string());
+                }
+                None => {
+                    let spec = self
+                        .catalog
+                        .admit(&component.info().manifest)
+                        .and_then(|spec| {
+                            spec.narrowed(connector.tools.as_deref(), connector.grants)
+                        })
+                        .map_err(|e| fail(e.to_string()))?;
+                    self.catalog = std::mem::take(&mut self.catalog).with_spec(spec);
+                }
+            }
+            // Checks the origins now rather than at the first call.
+            // An origin is needed where a route goes to the connector's own
+            // origin (the content writer reads only Shopify, as a peer).
+            let own_routes = component
+                .info()
+                .manifest
+                .tools
+                .iter()
+                .any(|t| t.routes.iter().any(|r| r.destination.is_none()));
+            let imports_http = component.imports_interface("http") && own_routes;
+            match (&connector.origin, imports_http) {
+                (Some(origin), _) => {
+                    HttpCapability::new(
+                        crate::HttpConfig::new(origin.clone())
+                            .allow_private_network(connector.allow_private_network),
+                    )
+                    .map_err(|e| fail(format!("origin: {e}")))?;
+                }
+                (None, true) => {
+                    return Err(fail(
+                        "the component imports `http`: give the `origin` its handle reaches".into(),
+                    ));
+                }
+                (None, false) => {}
+            }
+            let peers: BTreeSet<&str> = component
+                .info()
+                .manifest
+                .tools
+                .iter()
+                .flat_map(|t| t.reads_from.iter().map(String::as_str))
+                .collect();
+            let named: BTreeSet<&str> = component
+                .info()
+                .manifest
+                .tools
+                .iter()
+                .flat_map(|t| t.routes.iter().filter_map(|r| r.destination.as_deref()))
+                .filter(|d| !peers.contains(d))
+                .collect();
+            for (dest, origin) in &connector.origins {
+                if peers.contains(dest.as_str()) {
+                    return Err(fail(format!(
+                        "`origins.{dest}`: `{dest}` is a connector a joint tool reads, reached with its own origin"
+                    )));
+                }
+                origin
+                    .sends_credential()
+                    .map_err(|e| fail(format!("origins.{dest}: {e}")))?;
+                HttpCapability::new(
+                    crate::HttpConfig::new(origin.origin().to_string())
+                        .allow_private_network(connector.allow_private_network),
+                )
+                .map_err(|e| fail(format!("origins.{dest}: {e}")))?;
+            }
+            if let Some(missing) = named.iter().find(|d| !connector.origins.contains_key(**d)) {
+                return Err(fail(format!(
+                    "its routes name destination `{missing}`: give its origin as `origins.{missing}`"
+                )));
+            }
+            for header in connector.deployment_headers.keys() {
+                if http::HeaderName::from_bytes(header.as_bytes()).is_err() {
+                    return Err(fail(format!(
+                        "`deployment_headers`: `{header}` is not a header name"
+                    )));
+                }
+            }
+            component
+        };
+        let seed_offer = policy::catalog::offered_only_with(name).map(str::to_string);
+        let required: Vec<String> = connector
+            .requires_env
+            .iter()
+            .chain(connector.deployment_headers.values())
+            .cloned()
+            .chain(seed_offer)
+            .collect();
+        if let Some(var) = required.iter().find(|v| env(v).is_none()) {
+            tracing::warn!(connector = %name, env = %var, "not offered: the deployment does not set {var}");
+            self.not_offered.insert(name.to_string(), var.clone());
+        }
+        if let Some(var) = &connector.host_env {
+            self.host_env.insert(name.to_string(), var.clone());
+        }
+        if connector.is_public() {
+            self.public.insert(name.to_string());
+        }
+        self.components.insert(name.to_string(), Arc::new(served));
+        Ok(())
     }
 
     /// Admits `component` as `serve` would with no configuration narrowing

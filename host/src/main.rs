@@ -245,6 +245,11 @@ enum Command {
     Test(cli::cases::TestArgs),
     /// Creates a connector crate from the SDK's template.
     New(cli::new::NewArgs),
+    /// A running fleet's connectors: `list`, and `add`, `upgrade` or
+    /// `retire` one from a published artifact, through any host's admin
+    /// API (the admin credential from SCOUT_ADMIN_TOKEN). Exit 0 done, 1
+    /// refused by the host, 2 usage or the host unreachable.
+    Connectors(cli::connectors::ConnectorsArgs),
     /// Builds the connector crate in DIR into a small component (`wasm-opt -Oz` when installed) and checks it loads.
     Build(cli::build::BuildArgs),
     /// Runs the GitHub connector against a loopback GitHub-format server.
@@ -332,6 +337,7 @@ fn main() -> Result<()> {
         Command::Test(args) => exit_with(cli::cases::run(args)),
         Command::New(args) => exit_with(cli::new::run(args)),
         Command::Build(args) => exit_with(cli::build::run(args)),
+        Command::Connectors(args) => exit_with(cli::connectors::run(args)),
         other => other,
     };
     match command {
@@ -535,7 +541,11 @@ fn main() -> Result<()> {
                 rt.block_on(scout_host::serve::run(host))
             }
         }
-        Command::Call(_) | Command::Test(_) | Command::New(_) | Command::Build(_) => {
+        Command::Call(_)
+        | Command::Test(_)
+        | Command::New(_)
+        | Command::Build(_)
+        | Command::Connectors(_) => {
             unreachable!("handled above")
         }
         Command::Push {

@@ -139,7 +139,11 @@ pub fn constraint(rule: Rule, lineage: &Lineage) -> String {
         Rule::ApprovalRequired => {
             "no one can approve it in this session: report what you need to the person or run owner"
         }
-        Rule::NotOffered | Rule::OutsideRole | Rule::Revoked | Rule::SwitchedOff(_) => {
+        Rule::NotOffered
+        | Rule::OutsideRole
+        | Rule::Revoked
+        | Rule::Retired
+        | Rule::SwitchedOff(_) => {
             "use the tools this session lists, or ask for the capability (scout_request_capability where this session has it); never another tool for the same effect"
         }
         _ => "report what you need to the person or run owner",

@@ -92,8 +92,15 @@ pub enum Executed {
 /// disabled in the store removes its connector from the next surface.
 pub trait Connections: Send + Sync {
     /// The members of `candidates` (connector server names) that resolve
-    /// for `brand`. Only a session's own connectors are asked about.
-    fn live(&self, brand: &str, candidates: &BTreeSet<String>) -> BTreeSet<String>;
+    /// for `brand` under `catalog` (the one the boundary decides with now,
+    /// connectors added at runtime included). Only a session's own
+    /// connectors are asked about.
+    fn live(
+        &self,
+        brand: &str,
+        candidates: &BTreeSet<String>,
+        catalog: &Catalog,
+    ) -> BTreeSet<String>;
 }
 
 /// Builds the handles of one call the boundary has authorized, and only
@@ -267,7 +274,10 @@ pub struct Boundary {
     pub(crate) pause_after: u32,
     /// The connectors this host runs: what a session could be given, for
     /// the `removed` events at its start.
-    hosted: BTreeSet<String>,
+    hosted: parking_lot::RwLock<BTreeSet<String>>,
+    /// Connectors an operator retired while the host ran: every later
+    /// call of theirs is refused by [`Rule::Retired`].
+    retired: parking_lot::RwLock<BTreeSet<String>>,
     next_call: AtomicU64,
     /// Bumped by every change that can alter any session's surface.
     revision: AtomicU64,
@@ -300,7 +310,8 @@ impl Boundary {
             connections: None,
             require_review: false,
             pause_after: lineage::DEFAULT_PAUSE_AFTER,
-            hosted: BTreeSet::new(),
+            hosted: Default::default(),
+            retired: Default::default(),
             next_call: AtomicU64::new(1),
             revision: AtomicU64::new(0),
             reviews: Default::default(),
@@ -408,8 +419,47 @@ impl Boundary {
         mut self,
         connectors: I,
     ) -> Boundary {
-        self.hosted = connectors.into_iter().map(Into::into).collect();
+        self.hosted = parking_lot::RwLock::new(connectors.into_iter().map(Into::into).collect());
         self
+    }
+
+    /// Serves connector `name` from now on (added or upgraded at runtime):
+    /// `spec` is its catalogue entry (`None` for a platform server, which
+    /// the policy gives by its own rules); `hosted` whether it is a
+    /// connector sessions are given by registration. Every session decides
+    /// afresh at its next request; a call in flight finishes as it began.
+    pub(crate) fn serve_connector(
+        &self,
+        name: &str,
+        spec: Option<policy::ConnectorSpec>,
+        hosted: bool,
+    ) {
+        self.retired.write().remove(name);
+        {
+            let mut set = self.hosted.write();
+            if hosted {
+                set.insert(name.to_string());
+            } else {
+                set.remove(name);
+            }
+        }
+        match spec {
+            Some(spec) => self.replace_connector(spec),
+            None => self.changed(),
+        }
+    }
+
+    /// Retires connector `name`: from the next execution boundary on,
+    /// every call of its tools is refused by [`Rule::Retired`] and traced.
+    pub(crate) fn retire_connector(&self, name: &str) {
+        self.retired.write().insert(name.to_string());
+        self.hosted.write().remove(name);
+        self.changed();
+    }
+
+    /// Whether connector `name` was retired while this host ran.
+    pub fn is_retired(&self, name: &str) -> bool {
+        self.retired.read().contains(name)
     }
 
     /// Re-resolves a brand's connections at each revision, so a connection
@@ -513,7 +563,8 @@ impl Boundary {
             .collect();
         // Every tool it could have had and was not given, with the rule that
         // removed it; then what it is offered: all in one transaction.
-        let removed = policy::removed(&input, &self.catalog(), &self.switches, &self.hosted);
+        let hosted = self.hosted.read().clone();
+        let removed = policy::removed(&input, &self.catalog(), &self.switches, &hosted);
         let _ = session
             .removed
             .set(removed.iter().map(|r| (r.name.clone(), r.rule)).collect());
@@ -559,7 +610,7 @@ impl Boundary {
         session: &Session,
         component: &'c LoadedComponent,
     ) -> Vec<&'c crate::runtime::Tool> {
-        if session.is_revoked() || self.is_revoked(session, component.name()) {
+        if self.is_revoked(session, component.name()) || self.is_retired(component.name()) {
             return Vec::new();
         }
         let Ok(offered) = self.offered(session) else {
@@ -643,7 +694,7 @@ impl Boundary {
                 .retain(|c| !revoked.contains(c) && !session.is_withdrawn(c));
         }
         if let Some(connections) = &self.connections {
-            let now = connections.live(&session.brand, &input.brand.connected);
+            let now = connections.live(&session.brand, &input.brand.connected, &self.catalog());
             input.brand.connected.retain(|c| now.contains(c));
         }
         input
@@ -1125,6 +1176,9 @@ impl Boundary {
 
     /// The policy's answer for `name` now.
     fn check(&self, session: &Session, connector: &str, name: &str) -> Result<Gate, Rule> {
+        if self.is_retired(connector) {
+            return Err(Rule::Retired);
+        }
         if self.is_revoked(session, connector) {
             return Err(Rule::Revoked);
         }

@@ -9,6 +9,7 @@
 pub mod build;
 pub mod call;
 pub mod cases;
+pub mod connectors;
 pub mod new;
 
 use anyhow::{Context, Result};

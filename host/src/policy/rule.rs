@@ -118,6 +118,9 @@ pub enum Rule {
     /// moment, so another host may be recovering its calls: it starts no
     /// effect of any kind.
     LeaseNotHeld,
+    /// An operator retired the connector at runtime
+    /// (`DELETE /v1/connectors/{name}`): none of its tools runs again.
+    Retired,
 }
 
 impl Rule {
@@ -146,6 +149,7 @@ impl Rule {
             Rule::DelegationExhausted => "delegation_exhausted",
             Rule::HostShutdown => "host_shutdown",
             Rule::LeaseNotHeld => "lease_not_held",
+            Rule::Retired => "connector_retired",
         })
     }
 
@@ -223,6 +227,9 @@ impl Rule {
             Rule::LeaseNotHeld => {
                 "host unavailable: this host cannot confirm it still serves this session, so the call did not run; call again shortly"
             }
+            Rule::Retired => {
+                "retired: the operator retired this connector, and none of its tools runs any more"
+            }
             // `told` leaves only the rules above and this one.
             _ => "not offered: this session has no tool by that name",
         }
@@ -269,6 +276,7 @@ mod tests {
         Rule::DelegationExhausted,
         Rule::HostShutdown,
         Rule::LeaseNotHeld,
+        Rule::Retired,
     ];
 
     #[test]

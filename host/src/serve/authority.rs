@@ -124,11 +124,12 @@ impl ServeHost {
             subject = subject.with_profile(profile.map(str::to_string), saved);
             subject.brand = Some(brand.to_string());
         }
+        let roster = self.roster();
         let deployment = Deployment {
             catalog: (*self.catalog()).clone(),
             components: self.components(),
-            platform: self.platform.clone(),
-            not_offered: self.not_offered.clone(),
+            platform: roster.platform.clone(),
+            not_offered: roster.not_offered.clone(),
             ..Default::default()
         };
         let live: BTreeSet<String> = self
@@ -144,7 +145,8 @@ impl ServeHost {
                 SessionState::Ended("no live host serves it".into())
             })
         };
-        let resolver = self.resolver();
+        let now = self.resolving();
+        let resolver = now.resolver();
         let view = StoreView {
             store: &*self.store,
             resolver: &resolver,

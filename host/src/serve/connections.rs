@@ -39,7 +39,8 @@ impl ServeHost {
 
     pub(super) fn revoke_where_unresolved(&self, connector: &str) {
         let sessions: Vec<Arc<LiveSession>> = self.sessions.read().values().cloned().collect();
-        let resolver = self.resolver();
+        let now = self.resolving();
+        let resolver = now.resolver();
         for live in sessions {
             if live.connectors.iter().any(|c| c == connector)
                 && !matches!(
@@ -89,6 +90,7 @@ impl ServeHost {
         brand: &str,
     ) -> Result<Vec<(String, crate::credentials::Source)>, HostError> {
         let set = self
+            .resolving()
             .resolver()
             .credential_set_for(Role::PersonChat, None, brand)?;
         Ok(set
@@ -102,20 +104,25 @@ impl ServeHost {
 /// for the connectors this deployment offers.
 pub(super) struct ServedConnections {
     pub(super) store: Arc<dyn Store>,
-    pub(super) catalog: Arc<Catalog>,
-    pub(super) resolver_config: Arc<ResolverConfig>,
+    /// The deployment as served now (connectors change at runtime).
+    pub(super) roster: crate::deployment::SharedRoster,
     pub(super) key: [u8; 32],
-    pub(super) not_offered: BTreeMap<String, String>,
     pub(super) resolutions: Arc<ResolutionCache>,
 }
 
 impl Connections for ServedConnections {
-    fn live(&self, brand: &str, candidates: &BTreeSet<String>) -> BTreeSet<String> {
+    fn live(
+        &self,
+        brand: &str,
+        candidates: &BTreeSet<String>,
+        catalog: &Catalog,
+    ) -> BTreeSet<String> {
+        let roster = self.roster.read().clone();
         let resolver = || {
             Resolver::new(
                 &*self.store,
-                &self.catalog,
-                &self.resolver_config,
+                catalog,
+                &roster.resolver,
                 self.key,
                 process_env,
             )
@@ -123,7 +130,7 @@ impl Connections for ServedConnections {
         candidates
             .iter()
             .filter(|c| {
-                !self.not_offered.contains_key(*c)
+                !roster.not_offered.contains_key(*c)
                     && matches!(
                         self.resolutions.resolve_server(resolver, brand, c),
                         Ok(Some(_))

@@ -24,9 +24,10 @@ impl ServeHost {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tool = call.tool();
         let connector = component.name();
-        let Some(settings) = self.config.connectors.get(connector) else {
+        let Some(settings) = self.settings(connector) else {
             return Capabilities::default();
         };
+        let settings = &*settings;
         let mut caps = Capabilities {
             credential_events: obtained.events.clone(),
             ..Capabilities::default()
@@ -76,9 +77,9 @@ impl ServeHost {
                     caps.refused.insert(Some(peer.clone()), why.to_string());
                     continue;
                 }
-                if let (true, Some(peer_settings)) = (registered, self.config.connectors.get(peer))
+                if let (true, Some(peer_settings)) = (registered, self.settings(peer))
                     && let Some(http) =
-                        self.http_capability(brand, peer, peer_settings, None, &obtained)
+                        self.http_capability(brand, peer, &peer_settings, None, &obtained)
                 {
                     caps.destinations.insert(peer.clone(), http);
                 }
@@ -171,7 +172,7 @@ impl ServeHost {
     /// Whether `server`'s credential for `brand` is one the host obtains.
     fn host_obtains_token(&self, brand: &str, server: &str) -> bool {
         matches!(
-            self.resolutions.resolve_server(|| self.resolver(), brand, server),
+            self.resolve_server(brand, server),
             Ok(Some(credential)) if credential.token_source().is_some()
         )
     }
@@ -180,10 +181,7 @@ impl ServeHost {
     /// its credential is one the host obtains; a grant the endpoint
     /// rotated is kept in place of the stored one.
     pub(super) async fn obtain_token(&self, brand: &str, server: &str, obtained: &mut Obtained) {
-        let Ok(Some(credential)) =
-            self.resolutions
-                .resolve_server(|| self.resolver(), brand, server)
-        else {
+        let Ok(Some(credential)) = self.resolve_server(brand, server) else {
             return;
         };
         let Some(source) = credential.token_source() else {
@@ -266,7 +264,7 @@ impl ServeHost {
         destination: Option<&str>,
         obtained: &Obtained,
     ) -> Option<Arc<HttpCapability>> {
-        if self.not_offered.contains_key(connector) {
+        if self.roster().not_offered.contains_key(connector) {
             return None;
         }
         let (origin, sends_credential) = match destination {
@@ -276,10 +274,7 @@ impl ServeHost {
                 (o.origin().to_string(), o.sends_credential().ok()?)
             }
         };
-        let credential = match self
-            .resolutions
-            .resolve_server(|| self.resolver(), brand, connector)
-        {
+        let credential = match self.resolve_server(brand, connector) {
             Ok(Some(credential)) => credential,
             // No credential: the boundary denies the call before it runs.
             _ => return None,

@@ -16,6 +16,7 @@ mod authority;
 mod connect;
 mod connections;
 mod console;
+pub(crate) mod deploy;
 mod drain;
 mod grant;
 use connections::ServedConnections;
@@ -186,14 +187,14 @@ pub struct ServeHost {
     components: RwLock<BTreeMap<String, Arc<LoadedComponent>>>,
     /// The remote MCP servers among them ([`crate::remote`]).
     remote: BTreeMap<String, Arc<crate::remote::RemoteServer>>,
-    /// Components that serve a platform server (the content writer, the
-    /// SEO brief tools): offered where the policy gives their tools, with
-    /// no credential of their own.
-    platform: BTreeSet<String>,
-    /// Connectors loaded and checked that the deployment does not offer
-    /// (an environment variable of `requires_env` unset): never registered.
-    /// By connector, the variable that is not set.
-    not_offered: BTreeMap<String, String>,
+    /// Each connector's settings and what admission found of it (a
+    /// platform server, not offered), replaced whole at a runtime change
+    /// ([`deploy`]).
+    roster: crate::deployment::SharedRoster,
+    /// Compiles a connector added or upgraded at runtime.
+    runtime: Runtime,
+    /// One runtime change at a time on this host.
+    deploying: tokio::sync::Mutex<()>,
     store: Arc<dyn Store>,
     /// The store's ledger, as the meters take it.
     ledger: Arc<dyn LedgerStore>,
@@ -201,8 +202,6 @@ pub struct ServeHost {
     metrics: Arc<crate::metrics::Metrics>,
     /// Span export, when `OTEL_EXPORTER_OTLP_*` sets an endpoint.
     telemetry: Option<Arc<crate::telemetry::Telemetry>>,
-    catalog: Arc<Catalog>,
-    resolver_config: Arc<ResolverConfig>,
     /// Connections as they last resolved; dropped whenever this host changes one.
     resolutions: Arc<ResolutionCache>,
     /// Access tokens the host obtains (OAuth, the broker), cached.
@@ -291,7 +290,6 @@ impl ServeHost {
                 name: refused.name,
                 message: refused.message,
             })?;
-        let catalog = Arc::new(catalog);
         // The broker is configured where its secret is set.
         let broker = match env(&config.token_broker.secret_env) {
             Some(secret) => Some(crate::credentials::tokens::BrokerConfig {
@@ -318,14 +316,24 @@ impl ServeHost {
             broker: tokens.has_broker(),
             ..Default::default()
         });
+        let roster: crate::deployment::SharedRoster =
+            Arc::new(RwLock::new(Arc::new(crate::deployment::Roster {
+                settings: config
+                    .connectors
+                    .iter()
+                    .map(|(name, settings)| (name.clone(), Arc::new(settings.clone())))
+                    .collect(),
+                platform: platform.clone(),
+                not_offered: not_offered.clone(),
+                resolver: resolver_config,
+                ..Default::default()
+            })));
 
         let resolutions = Arc::new(ResolutionCache::default());
         let live = ServedConnections {
             store: store.clone(),
-            catalog: catalog.clone(),
-            resolver_config: resolver_config.clone(),
+            roster: roster.clone(),
             key,
-            not_offered: not_offered.clone(),
             resolutions: resolutions.clone(),
         };
         let hosted = components
@@ -340,7 +348,7 @@ impl ServeHost {
             .host()
             .unwrap_or_else(|| format!("{}-{}", config.listen, std::process::id()));
         let telemetry = crate::telemetry::Telemetry::from_env(&host_id, &env)?.map(Arc::new);
-        let mut boundary = Boundary::new(store.clone(), (*catalog).clone(), switches)
+        let mut boundary = Boundary::new(store.clone(), catalog, switches)
             .measured_by(metrics.clone())
             .with_connections(live)
             .hosting(hosted)
@@ -365,14 +373,13 @@ impl ServeHost {
             config,
             components: RwLock::new(components),
             remote,
-            platform,
-            not_offered,
+            roster,
+            runtime,
+            deploying: Default::default(),
             ledger: store.clone(),
             metrics,
             telemetry,
             store,
-            catalog,
-            resolver_config,
             resolutions,
             tokens,
             key,
@@ -453,21 +460,45 @@ impl ServeHost {
         self.identity.as_deref()
     }
 
-    fn resolver(&self) -> Resolver<'_> {
-        Resolver::new(
-            &*self.store,
-            &self.catalog,
-            &self.resolver_config,
-            self.key,
-            process_env,
-        )
+    /// The connectors as served now: their settings and what admission
+    /// found of each.
+    pub(crate) fn roster(&self) -> Arc<crate::deployment::Roster> {
+        self.roster.read().clone()
+    }
+
+    /// Connector `name`'s settings as served now.
+    pub(crate) fn settings(&self, name: &str) -> Option<Arc<ConnectorConfig>> {
+        self.roster.read().settings.get(name).cloned()
+    }
+
+    /// `server`'s credential for `brand` as it resolves now (through the
+    /// host's cache).
+    fn resolve_server(
+        &self,
+        brand: &str,
+        server: &str,
+    ) -> Result<Option<crate::credentials::Credential>, crate::store::StoreError> {
+        let now = self.resolving();
+        self.resolutions
+            .resolve_server(|| now.resolver(), brand, server)
+    }
+
+    /// What credential resolution decides with now.
+    fn resolving(&self) -> Resolving {
+        Resolving {
+            store: self.store.clone(),
+            catalog: self.boundary.catalog(),
+            roster: self.roster(),
+            key: self.key,
+        }
     }
 
     /// One line per configured connector, as `serve` prints them at start:
     /// its tools, where it is reached, and to whom it is served.
     pub fn connector_lines(&self) -> Vec<String> {
-        self.config
-            .connectors
+        let roster = self.roster();
+        roster
+            .settings
             .iter()
             .filter_map(|(name, settings)| {
                 let component = self.component(name)?;
@@ -481,9 +512,9 @@ impl ServeHost {
                     .as_deref()
                     .map(|o| format!(", origin {o}"))
                     .unwrap_or_default();
-                let served = if let Some(var) = self.not_offered.get(name) {
+                let served = if let Some(var) = roster.not_offered.get(name) {
                     format!("not offered: {var} is not set")
-                } else if self.platform.contains(name) {
+                } else if roster.platform.contains(name) {
                     "a platform server, given where the policy gives its tools".to_string()
                 } else if settings.is_public() {
                     "a public API (credential = \"none\"): served to every brand".to_string()
@@ -553,13 +584,15 @@ impl ServeHost {
 
     /// Acts on what another host changed: caches dropped, surfaces decided
     /// afresh, sessions that host ended ended here too.
-    fn apply_invalidation(&self, what: &crate::store::Invalidation) {
+    fn apply_invalidation(self: &Arc<Self>, what: &crate::store::Invalidation) {
         use crate::store::Invalidation;
         match what {
             Invalidation::Connections => self.connections_changed_elsewhere(),
             Invalidation::Profiles | Invalidation::Reviews => self.boundary.changed(),
+            Invalidation::Connectors => self.deploy_stored_soon(),
             Invalidation::Session(id) => self.end_if_ended_elsewhere(id),
             Invalidation::All => {
+                self.deploy_stored_soon();
                 self.connections_changed_elsewhere();
                 let ids: Vec<String> = self.sessions.read().keys().cloned().collect();
                 for id in ids {
@@ -641,7 +674,12 @@ impl ServeHost {
         connector: &str,
         request: CallRequest<'_>,
     ) -> Result<Executed, Denied> {
-        let Some(component) = self.component(connector) else {
+        // A retired connector's call is still decided, and refused by its
+        // own rule in the trace.
+        let Some(component) = self
+            .component(connector)
+            .or_else(|| self.roster().retired.get(connector).cloned())
+        else {
             return Err(Denied::by(policy::Rule::NotOffered));
         };
         let granter = SessionGranter {
@@ -652,6 +690,27 @@ impl ServeHost {
         self.boundary
             .call(&session.session, &component, request, &granter)
             .await
+    }
+}
+
+/// What credential resolution decides with at one moment: the catalogue
+/// and the roster as they are then.
+pub(crate) struct Resolving {
+    store: Arc<dyn Store>,
+    catalog: Arc<Catalog>,
+    roster: Arc<crate::deployment::Roster>,
+    key: [u8; 32],
+}
+
+impl Resolving {
+    pub(crate) fn resolver(&self) -> Resolver<'_> {
+        Resolver::new(
+            &*self.store,
+            &self.catalog,
+            &self.roster.resolver,
+            self.key,
+            process_env,
+        )
     }
 }
 

@@ -13,11 +13,7 @@ impl ServeHost {
             return;
         };
         let served = server.snapshot(self.store.as_ref());
-        let narrowing = self
-            .config
-            .connectors
-            .get(name)
-            .and_then(|c| c.tools.clone());
+        let narrowing = self.settings(name).and_then(|c| c.tools.clone());
         match crate::deployment::remote_spec(&served, narrowing.as_deref()) {
             Ok(spec) => {
                 // The served tools first, then the policy: a session deciding
@@ -38,13 +34,13 @@ impl ServeHost {
     /// deployment owner's credential for it where one resolves, else none
     /// (the same address rules either way).
     async fn discovery_http(&self, name: &str) -> Option<Arc<HttpCapability>> {
-        let settings = self.config.connectors.get(name)?;
+        let settings = self.settings(name)?;
         if let Some(owner) = &self.config.deployment_owner_brand {
             let mut obtained = Obtained::default();
             if self.store.lease_held() {
                 self.obtain_token(owner, name, &mut obtained).await;
             }
-            if let Some(http) = self.http_capability(owner, name, settings, None, &obtained) {
+            if let Some(http) = self.http_capability(owner, name, &settings, None, &obtained) {
                 return Some(http);
             }
         }
@@ -65,9 +61,7 @@ impl ServeHost {
             let name = name.clone();
             let heard = server.list_changed();
             let every = self
-                .config
-                .connectors
-                .get(&name)
+                .settings(&name)
                 .map_or(300, |c| c.discover_every_secs.unwrap_or(300));
             tokio::spawn(async move {
                 loop {

@@ -30,6 +30,9 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
             recovered.approvals_revoked, recovered.calls_interrupted, recovered.calls_maybe_run
         );
     }
+    // The connectors the fleet added through the admin API, each pulled
+    // and verified here, before the first request.
+    host.deploy_stored().await;
     // On stderr, beside the switch banner: stdout's one line is the address.
     for line in host.connector_lines() {
         eprintln!("scout-host: {line}");
@@ -175,6 +178,7 @@ pub async fn run_stdio(
             None
         }
     };
+    host.deploy_stored().await;
     host.discover_remote();
     let view = host.open_session(&request)?;
     let Some((live, _)) = host.endpoint(&view.id, &connector) else {

@@ -34,7 +34,8 @@ impl ServeHost {
         let session =
             Session::new(id.clone(), brand, input).held_under(self.store.lease_generation());
         let components = self.components();
-        let platform: Vec<&LoadedComponent> = self
+        let roster = self.roster();
+        let platform: Vec<&LoadedComponent> = roster
             .platform
             .iter()
             .filter_map(|c| components.get(c).map(|a| &**a))
@@ -53,7 +54,7 @@ impl ServeHost {
             })?;
         // A platform component is served to a session its tools are given to.
         served.retain(|c| {
-            !self.platform.contains(c.name())
+            !roster.platform.contains(c.name())
                 || offered
                     .surface
                     .names()
@@ -79,7 +80,7 @@ impl ServeHost {
             profile.as_ref(),
             &allowlist,
             &served,
-            &|name| self.config.connectors.get(name).map(holdings_config),
+            &|name| roster.settings.get(name).map(|s| holdings_config(s)),
             &self.boundary.catalog(),
         )
         .map_err(HostError::BadRequest)?;
@@ -148,22 +149,24 @@ impl ServeHost {
     /// served (`served`: the ones it is), in words that say what to do.
     fn left_out(&self, brand: &str, role: Role, served: &[String]) -> BTreeMap<String, String> {
         let mut left_out = BTreeMap::new();
-        for name in self.config.connectors.keys() {
+        let roster = self.roster();
+        let now = self.resolving();
+        for name in roster.settings.keys() {
             if served.contains(name) {
                 continue;
             }
-            let why = if let Some(var) = self.not_offered.get(name) {
+            let why = if let Some(var) = roster.not_offered.get(name) {
                 format!(
                     "not offered by this deployment: {var} is not set in the host's environment"
                 )
-            } else if self.platform.contains(name) {
+            } else if roster.platform.contains(name) {
                 format!(
                     "a platform server, and the policy gives a session of role `{}` none of its tools",
                     role.label()
                 )
             } else if matches!(
                 self.resolutions
-                    .resolve_server(|| self.resolver(), brand, name),
+                    .resolve_server(|| now.resolver(), brand, name),
                 Ok(Some(_))
             ) {
                 format!(
@@ -198,7 +201,11 @@ impl ServeHost {
         profile: Option<Profile>,
     ) -> Result<SessionInput, HostError> {
         let grant = profile.as_ref().map(|p| &p.grant);
-        let credentials = self.resolver().credential_set_for(role, grant, brand)?;
+        let credentials = self
+            .resolving()
+            .resolver()
+            .credential_set_for(role, grant, brand)?;
+        let roster = self.roster();
         // A connector is registered only where its credential resolves and
         // this host runs its component.
         let connected: BTreeSet<String> = credentials
@@ -206,8 +213,8 @@ impl ServeHost {
             .into_iter()
             .filter(|c| {
                 self.components.read().contains_key(c)
-                    && !self.not_offered.contains_key(c)
-                    && !self.platform.contains(c)
+                    && !roster.not_offered.contains_key(c)
+                    && !roster.platform.contains(c)
             })
             .collect();
         let stated = self.config.brand(brand);

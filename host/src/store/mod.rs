@@ -131,6 +131,10 @@ pub enum TraceState {
     /// A person's (or the timeout's) answer to a call's approval request:
     /// who decided, when, and how long the call waited.
     Decided,
+    /// A connector added, upgraded or retired at runtime, by whom (the
+    /// verified caller), with its artifact digests and what it revoked:
+    /// recorded under no session (`tool` names the connector).
+    Deployed,
 }
 
 impl TraceState {
@@ -149,6 +153,7 @@ impl TraceState {
             TraceState::Interrupted => "interrupted",
             TraceState::Removed => "removed",
             TraceState::Decided => "decided",
+            TraceState::Deployed => "deployed",
         }
     }
 
@@ -167,6 +172,7 @@ impl TraceState {
             "interrupted" => TraceState::Interrupted,
             "removed" => TraceState::Removed,
             "decided" => TraceState::Decided,
+            "deployed" => TraceState::Deployed,
             _ => return None,
         })
     }
@@ -383,6 +389,7 @@ pub trait Store:
     + ReviewStore
     + SessionStore
     + InventoryStore
+    + DeploymentStore
 {
 }
 
@@ -396,6 +403,7 @@ impl<T> Store for T where
         + ReviewStore
         + SessionStore
         + InventoryStore
+        + DeploymentStore
 {
 }
 
@@ -634,6 +642,50 @@ pub trait ReviewStore: Send + Sync {
     fn pin_artifact(&self, reference: &str, digest: &str, by: &str) -> Result<String, StoreError>;
     /// The digest recorded for `reference`, if one was.
     fn pinned_artifact(&self, reference: &str) -> Result<Option<String>, StoreError>;
+}
+
+/// A connector added through the admin API (`PUT /v1/connectors/{name}`),
+/// as the fleet's store holds it: every host serves the same artifact
+/// digest with the same settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StoredConnector {
+    pub name: String,
+    /// Its settings as given: the fields of a TOML connector table, JSON.
+    pub settings: String,
+    /// The artifact as named (`oci://REGISTRY/REPO:TAG` or `…@sha256:…`).
+    pub artifact: String,
+    /// The manifest digest the name was resolved to when it was changed:
+    /// what every host runs.
+    pub digest: String,
+    /// One more at each change (added, upgraded, retired).
+    pub revision: i64,
+    /// Retired: served by no host; its next call is refused.
+    pub retired: bool,
+    /// The verified caller who made the last change.
+    pub changed_by: String,
+    pub changed_at_ms: i64,
+}
+
+/// Connectors added, upgraded and retired at runtime (issue 33): the
+/// configuration file stays the bootstrap, these are the fleet's.
+pub trait DeploymentStore: Send + Sync {
+    /// Records `name` as served from now on with `settings` and the
+    /// artifact `digest` (added, upgraded or brought back), and rings the
+    /// other hosts; what is stored now.
+    fn put_connector(
+        &self,
+        name: &str,
+        settings: &str,
+        artifact: &str,
+        digest: &str,
+        by: &str,
+    ) -> Result<StoredConnector, StoreError>;
+    /// Retires `name`, and rings the other hosts; `None` if no live
+    /// connector by that name is stored.
+    fn retire_connector(&self, name: &str, by: &str)
+    -> Result<Option<StoredConnector>, StoreError>;
+    /// Every connector stored, retired ones included, by name.
+    fn stored_connectors(&self) -> Result<Vec<StoredConnector>, StoreError>;
 }
 
 /// A review store with no review in it: what is known offline.
@@ -921,6 +973,8 @@ pub enum Invalidation {
     Profiles,
     /// A tool review approved.
     Reviews,
+    /// A connector added, upgraded or retired through the admin API.
+    Connectors,
     /// A session ended or revoked by another host's admin API.
     Session(String),
     /// Anything: the listener reconnected and may have missed changes.
@@ -934,6 +988,7 @@ impl Invalidation {
             Invalidation::Connections => "connections",
             Invalidation::Profiles => "profiles",
             Invalidation::Reviews => "reviews",
+            Invalidation::Connectors => "connectors",
             Invalidation::Session(_) => "session",
             Invalidation::All => "all",
         }

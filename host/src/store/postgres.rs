@@ -42,6 +42,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (3, include_str!("postgres/003_review_effect.sql")),
     (4, include_str!("postgres/004_artifact_pins.sql")),
     (5, include_str!("postgres/005_review_facts.sql")),
+    (6, include_str!("postgres/006_deployed_connectors.sql")),
 ];
 
 /// The channels every host listens on.
@@ -786,6 +787,7 @@ fn dispatch(shared: &Shared, channel: &str, payload: &str) {
                 "connections" => Invalidation::Connections,
                 "profiles" => Invalidation::Profiles,
                 "reviews" => Invalidation::Reviews,
+                "connectors" => Invalidation::Connectors,
                 "session" => Invalidation::Session(text("s").to_string()),
                 _ => Invalidation::All,
             };
@@ -2129,6 +2131,103 @@ impl ReviewStore for PgStore {
                 )
                 .await?
                 .map(|row| row.get(0)))
+        })
+    }
+}
+
+const DEPLOYED_COLUMNS: &str =
+    "name, settings, artifact, digest, revision, retired, changed_by, changed_at_ms";
+
+fn deployed_row(row: &tokio_postgres::Row) -> super::StoredConnector {
+    super::StoredConnector {
+        name: row.get(0),
+        settings: row.get(1),
+        artifact: row.get(2),
+        digest: row.get(3),
+        revision: row.get(4),
+        retired: row.get(5),
+        changed_by: row.get(6),
+        changed_at_ms: row.get(7),
+    }
+}
+
+impl PgStore {
+    fn stored_connector(&self, name: &str) -> Result<Option<super::StoredConnector>, StoreError> {
+        let shared = self.shared.clone();
+        let name = pg_text(name).into_owned();
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            Ok(client
+                .query_opt(
+                    &format!("SELECT {DEPLOYED_COLUMNS} FROM deployed_connectors WHERE name = $1"),
+                    &[&name],
+                )
+                .await?
+                .map(|row| deployed_row(&row)))
+        })
+    }
+}
+
+impl super::DeploymentStore for PgStore {
+    fn put_connector(
+        &self,
+        name: &str,
+        settings: &str,
+        artifact: &str,
+        digest: &str,
+        by: &str,
+    ) -> Result<super::StoredConnector, StoreError> {
+        self.change_and_invalidate(
+            "INSERT INTO deployed_connectors (name, settings, artifact, digest, revision, retired, changed_by, changed_at_ms)
+             VALUES ($1, $2, $3, $4, 1, false, $5, $6)
+             ON CONFLICT (name) DO UPDATE SET settings = excluded.settings, artifact = excluded.artifact,
+                 digest = excluded.digest, revision = deployed_connectors.revision + 1, retired = false,
+                 changed_by = excluded.changed_by, changed_at_ms = excluded.changed_at_ms",
+            vec![
+                owned(name),
+                owned(settings),
+                owned(artifact),
+                owned(digest),
+                owned(by),
+                Box::new(super::now_ms()),
+            ],
+            Invalidation::Connectors,
+        )?;
+        self.stored_connector(name)?.ok_or_else(|| {
+            StoreError::Corrupt(format!("connector `{name}` vanished as it was stored"))
+        })
+    }
+
+    fn retire_connector(
+        &self,
+        name: &str,
+        by: &str,
+    ) -> Result<Option<super::StoredConnector>, StoreError> {
+        let changed = self.change_and_invalidate(
+            "UPDATE deployed_connectors SET retired = true, revision = revision + 1, changed_by = $1, changed_at_ms = $2
+             WHERE name = $3 AND NOT retired",
+            vec![owned(by), Box::new(super::now_ms()), owned(name)],
+            Invalidation::Connectors,
+        )?;
+        if changed == 0 {
+            return Ok(None);
+        }
+        self.stored_connector(name)
+    }
+
+    fn stored_connectors(&self) -> Result<Vec<super::StoredConnector>, StoreError> {
+        let shared = self.shared.clone();
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            Ok(client
+                .query(
+                    &format!("SELECT {DEPLOYED_COLUMNS} FROM deployed_connectors ORDER BY name"),
+                    &[],
+                )
+                .await?
+                .iter()
+                .map(deployed_row)
+                .collect())
         })
     }
 }

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// The schema this host writes. Bump with a migration when the tables change.
-pub(crate) const SCHEMA_VERSION: i64 = 5;
+pub(crate) const SCHEMA_VERSION: i64 = 6;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS schema_version (
@@ -122,6 +122,16 @@ CREATE TABLE IF NOT EXISTS artifact_pins (
     digest TEXT NOT NULL,
     pinned_by TEXT NOT NULL,
     pinned_at_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS deployed_connectors (
+    name TEXT PRIMARY KEY,
+    settings TEXT NOT NULL,
+    artifact TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    revision INTEGER NOT NULL,
+    retired INTEGER NOT NULL,
+    changed_by TEXT NOT NULL,
+    changed_at_ms INTEGER NOT NULL
 );
 ";
 
@@ -290,6 +300,8 @@ impl SqliteStore {
                 }
                 // Version 4: the digest each artifact tag was resolved to
                 // (`artifact_pins`, created above with the schema).
+                // Version 6: connectors changed through the admin API
+                // (`deployed_connectors`, created above with the schema).
                 // Version 5: a tool's review keeps what it covered.
                 if found < 5 {
                     tx.execute_batch("ALTER TABLE tool_reviews ADD COLUMN facts TEXT;")?;
@@ -1213,6 +1225,80 @@ impl ReviewStore for SqliteStore {
                 |row| row.get(0),
             )
             .optional()?)
+    }
+}
+
+const DEPLOYED_COLUMNS: &str =
+    "name, settings, artifact, digest, revision, retired, changed_by, changed_at_ms";
+
+fn deployed_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<super::StoredConnector> {
+    Ok(super::StoredConnector {
+        name: row.get(0)?,
+        settings: row.get(1)?,
+        artifact: row.get(2)?,
+        digest: row.get(3)?,
+        revision: row.get(4)?,
+        retired: row.get(5)?,
+        changed_by: row.get(6)?,
+        changed_at_ms: row.get(7)?,
+    })
+}
+
+impl super::DeploymentStore for SqliteStore {
+    fn put_connector(
+        &self,
+        name: &str,
+        settings: &str,
+        artifact: &str,
+        digest: &str,
+        by: &str,
+    ) -> Result<super::StoredConnector, StoreError> {
+        self.write_tx(|tx| {
+            tx.execute(
+                "INSERT INTO deployed_connectors (name, settings, artifact, digest, revision, retired, changed_by, changed_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, 1, 0, ?5, ?6)
+                 ON CONFLICT (name) DO UPDATE SET settings = excluded.settings, artifact = excluded.artifact,
+                     digest = excluded.digest, revision = deployed_connectors.revision + 1, retired = 0,
+                     changed_by = excluded.changed_by, changed_at_ms = excluded.changed_at_ms",
+                params![name, settings, artifact, digest, by, super::now_ms()],
+            )?;
+            Ok(tx.query_row(
+                &format!("SELECT {DEPLOYED_COLUMNS} FROM deployed_connectors WHERE name = ?1"),
+                [name],
+                deployed_row,
+            )?)
+        })
+    }
+
+    fn retire_connector(
+        &self,
+        name: &str,
+        by: &str,
+    ) -> Result<Option<super::StoredConnector>, StoreError> {
+        self.write_tx(|tx| {
+            let changed = tx.execute(
+                "UPDATE deployed_connectors SET retired = 1, revision = revision + 1, changed_by = ?1, changed_at_ms = ?2
+                 WHERE name = ?3 AND retired = 0",
+                params![by, super::now_ms(), name],
+            )?;
+            if changed == 0 {
+                return Ok(None);
+            }
+            Ok(Some(tx.query_row(
+                &format!("SELECT {DEPLOYED_COLUMNS} FROM deployed_connectors WHERE name = ?1"),
+                [name],
+                deployed_row,
+            )?))
+        })
+    }
+
+    fn stored_connectors(&self) -> Result<Vec<super::StoredConnector>, StoreError> {
+        let conn = self.read();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {DEPLOYED_COLUMNS} FROM deployed_connectors ORDER BY name"
+        ))?;
+        let rows = stmt.query_map([], deployed_row)?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
 }
 

@@ -14,7 +14,7 @@ use std::process::Command;
 
 /// `scout-host ARGS` with its artifact cache at `cache`: exit code, stdout
 /// (one JSON line when it succeeded) and stderr.
-fn scout(cache: &Path, args: &[&str]) -> (i32, Value, String) {
+pub(super) fn scout(cache: &Path, args: &[&str]) -> (i32, Value, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))
         .args(args)
         .env("SCOUT_ARTIFACT_CACHE", cache)
@@ -32,7 +32,7 @@ fn scout(cache: &Path, args: &[&str]) -> (i32, Value, String) {
 }
 
 /// `scout-host push FILE REFERENCE --plain-http`, which must succeed: its JSON.
-fn push(cache: &Path, file: &str, reference: &str) -> Value {
+pub(super) fn push(cache: &Path, file: &str, reference: &str) -> Value {
     let (code, pushed, stderr) = scout(
         cache,
         &[
@@ -470,7 +470,7 @@ async fn serve_runs_the_digest_a_tag_was_first_resolved_to_however_the_tag_moves
 }
 
 /// `scout-host keygen` under `dir`: the PREFIX's `.key` and `.pub`.
-fn keygen(dir: &Path, prefix: &str) -> (String, String) {
+pub(super) fn keygen(dir: &Path, prefix: &str) -> (String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))
         .args(["keygen", "--output"])
         .arg(dir.join(prefix))
@@ -498,7 +498,7 @@ fn keygen(dir: &Path, prefix: &str) -> (String, String) {
 const SIGNING_PASSWORD: &str = "correct horse battery staple";
 
 /// `scout-host sign REFERENCE --key KEY --plain-http`.
-fn sign(cache: &Path, reference: &str, key: &str) -> (i32, Value, String) {
+pub(super) fn sign(cache: &Path, reference: &str, key: &str) -> (i32, Value, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))
         .args([
             "sign",

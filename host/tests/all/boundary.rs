@@ -671,10 +671,10 @@ async fn disabling_a_stored_connection_denies_the_next_call() {
             &self,
             brand: &str,
             candidates: &std::collections::BTreeSet<String>,
+            catalog: &Catalog,
         ) -> std::collections::BTreeSet<String> {
-            let catalog = Catalog::seed();
             let config = ResolverConfig::default();
-            let resolver = Resolver::new(&*self.store, &catalog, &config, self.key, |_| None);
+            let resolver = Resolver::new(&*self.store, catalog, &config, self.key, |_| None);
             candidates
                 .iter()
                 .filter(|c| matches!(resolver.resolve_server(brand, c), Ok(Some(_))))

@@ -23,6 +23,7 @@ mod mcp_serve;
 mod plugin_connector;
 mod policy_surface;
 mod remote_mcp;
+mod runtime_deploy;
 mod serve_admin;
 mod serve_capabilities;
 mod serve_hosts;

@@ -107,7 +107,7 @@ pub(super) async fn put_connection(
     Body(request): Body<PutConnection>,
 ) -> Result<Json<Value>, ApiError> {
     let google = connector == crate::credentials::GOOGLE;
-    if !google && host.catalog.connector(&connector).is_none() {
+    if !google && host.catalog().connector(&connector).is_none() {
         return Err(ApiError::not_found(format!(
             "`{connector}` is not a connector this host serves or the seed catalogue names: add a `[connectors.{connector}]` table with its component to serve's configuration and restart"
         )));

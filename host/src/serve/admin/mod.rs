@@ -30,6 +30,7 @@ use tower::ServiceExt;
 
 mod approvals;
 mod connections;
+mod connectors;
 mod reviews;
 mod sessions;
 mod trace;
@@ -37,6 +38,7 @@ mod trace;
 use approvals::*;
 pub(crate) use approvals::{graphql_shown, graphql_words};
 use connections::*;
+use connectors::*;
 use reviews::*;
 use sessions::*;
 use trace::*;
@@ -204,6 +206,13 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
         )
         .route("/v1/approvals/{id}", post(decide_approval))
         .route("/v1/reviews", get(list_reviews).post(approve_review))
+        .route("/v1/connectors", get(list_connectors))
+        .route(
+            "/v1/connectors/{name}",
+            get(get_connector)
+                .put(put_connector)
+                .delete(retire_connector),
+        )
         .route("/v1/trace", get(trace))
         .route("/v1/trace/export", get(trace_export))
         .route("/v1/audit", get(super::authority::audit_endpoint))

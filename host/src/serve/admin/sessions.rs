@@ -148,7 +148,7 @@ pub(super) async fn save_profile(
     }
     match host
         .store
-        .save_profile(&brand, &request.profile, request.kind, &host.catalog)
+        .save_profile(&brand, &request.profile, request.kind, &host.catalog())
     {
         Ok(()) => {
             // A session opened from it keeps what it was opened with; the

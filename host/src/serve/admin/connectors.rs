@@ -1,0 +1,72 @@
+//! `/v1/connectors`: the connectors a fleet serves, and the admin's
+//! runtime changes to them ([`super::super::deploy`]).
+
+use super::*;
+use crate::serve::deploy::DeployError;
+
+impl From<DeployError> for ApiError {
+    fn from(e: DeployError) -> ApiError {
+        match e {
+            DeployError::Refused(m) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_connector", m)
+            }
+            DeployError::FileOwned(m) => ApiError::new(StatusCode::CONFLICT, "file_owned", m),
+            DeployError::NotFound(m) => ApiError::not_found(m),
+            DeployError::Host(e) => e.into(),
+        }
+    }
+}
+
+pub(super) async fn list_connectors(
+    State(host): State<Arc<ServeHost>>,
+) -> Result<Json<Value>, ApiError> {
+    let host = host.clone();
+    let views = tokio::task::spawn_blocking(move || host.connector_views())
+        .await
+        .map_err(|e| HostError::Unavailable(format!("listing the connectors stopped: {e}")))??;
+    Ok(Json(json!({ "connectors": views })))
+}
+
+pub(super) async fn get_connector(
+    State(host): State<Arc<ServeHost>>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let views = {
+        let host = host.clone();
+        tokio::task::spawn_blocking(move || host.connector_views())
+            .await
+            .map_err(|e| HostError::Unavailable(format!("listing the connectors stopped: {e}")))??
+    };
+    let view = views.into_iter().find(|v| v.name == name).ok_or_else(|| {
+        ApiError::not_found(format!(
+            "no connector `{name}`: `GET /v1/connectors` lists them"
+        ))
+    })?;
+    Ok(Json(json!(view)))
+}
+
+pub(super) async fn put_connector(
+    State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
+    Path(name): Path<String>,
+    Body(settings): Body<Value>,
+) -> Result<Json<Value>, ApiError> {
+    if !settings.is_object() {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_connector",
+            "the body is the connector's settings: a JSON object with the fields of a `[connectors.NAME]` table, `component` an `oci://` artifact",
+        ));
+    }
+    let view = host.put_connector(&name, settings, &caller.subject).await?;
+    Ok(Json(json!(view)))
+}
+
+pub(super) async fn retire_connector(
+    State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let view = host.retire_connector(&name, &caller.subject).await?;
+    Ok(Json(json!(view)))
+}

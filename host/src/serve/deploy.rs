@@ -1,0 +1,482 @@
+//! Connectors added, upgraded and retired while the fleet runs (issue 33
+//! item 4). The configuration file stays the bootstrap; the admin API
+//! (`PUT`/`DELETE /v1/connectors/{name}`) stores a change in the fleet's
+//! store and applies it on the host that took it, and every other host
+//! applies it when the store rings (PostgreSQL's NOTIFY), each pulling and
+//! verifying the artifact itself. One path changes what a host serves:
+//! the loaded component, the roster and the boundary's catalogue together,
+//! so a session decides afresh at its next request while a call in flight
+//! finishes on the version it started with.
+
+use super::*;
+use crate::store::StoredConnector;
+
+/// Why a runtime change was refused; the admin API maps each onto a status.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DeployError {
+    /// The settings or the artifact cannot be served (422): what to fix.
+    #[error("{0}")]
+    Refused(String),
+    /// The configuration file owns the connector (409).
+    #[error("{0}")]
+    FileOwned(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error(transparent)]
+    Host(#[from] HostError),
+}
+
+impl From<crate::store::StoreError> for DeployError {
+    fn from(e: crate::store::StoreError) -> DeployError {
+        DeployError::Host(HostError::Store(e))
+    }
+}
+
+/// One connector as `GET /v1/connectors` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConnectorView {
+    pub name: String,
+    /// `file` (the configuration file owns it) or `api`.
+    pub source: &'static str,
+    /// The OCI artifact it was named by, if it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<String>,
+    /// The manifest digest this host runs (the fleet's, for `api`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    /// `served`, `not_offered` (a variable it needs is unset), `retired`,
+    /// or `pending` (stored, not yet applied on this host).
+    pub status: &'static str,
+    /// Its tools as this host serves them.
+    pub tools: Vec<String>,
+    /// For `api`: the change count, who made the last change, and when.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changed_by: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changed_at_ms: Option<i64>,
+    /// For `api`: the settings as given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub settings: Option<Value>,
+}
+
+/// A connector loaded and admitted, ready to be served.
+struct Loaded {
+    settings: ConnectorConfig,
+    deployment: crate::deployment::Deployment,
+    digest: String,
+}
+
+/// A connector name as the API takes it: what a component may be named.
+fn check_name(name: &str) -> Result<(), DeployError> {
+    let fine = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    if fine {
+        Ok(())
+    } else {
+        Err(DeployError::Refused(format!(
+            "`{name}` is not a connector name: 1 to 64 of a-z, 0-9, `_` and `-`, as the component names itself"
+        )))
+    }
+}
+
+impl ServeHost {
+    /// Every connector this host knows of: the file's, and those the
+    /// admin API stored (retired ones included).
+    pub(crate) fn connector_views(&self) -> Result<Vec<ConnectorView>, HostError> {
+        let roster = self.roster();
+        let stored: BTreeMap<String, StoredConnector> = self
+            .store
+            .stored_connectors()?
+            .into_iter()
+            .map(|c| (c.name.clone(), c))
+            .collect();
+        let mut views = Vec::new();
+        for (name, settings) in &self.config.connectors {
+            views.push(ConnectorView {
+                name: name.clone(),
+                source: "file",
+                artifact: settings.artifact.as_ref().map(ToString::to_string),
+                digest: settings.artifact_digest.clone(),
+                status: self.status_of(&roster, name),
+                tools: self.tool_names(name),
+                revision: None,
+                changed_by: None,
+                changed_at_ms: None,
+                settings: None,
+            });
+        }
+        for (name, row) in stored {
+            if self.config.connectors.contains_key(&name) {
+                continue;
+            }
+            let applied = roster.stored.get(&name).map(|c| c.revision);
+            let status = if applied != Some(row.revision) {
+                "pending"
+            } else {
+                self.status_of(&roster, &name)
+            };
+            views.push(ConnectorView {
+                tools: self.tool_names(&name),
+                source: "api",
+                artifact: Some(row.artifact.clone()),
+                digest: Some(row.digest.clone()),
+                status,
+                revision: Some(row.revision),
+                changed_by: Some(row.changed_by.clone()),
+                changed_at_ms: Some(row.changed_at_ms),
+                settings: serde_json::from_str(&row.settings).ok(),
+                name,
+            });
+        }
+        views.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(views)
+    }
+
+    fn status_of(&self, roster: &crate::deployment::Roster, name: &str) -> &'static str {
+        if self.boundary.is_retired(name) || roster.retired.contains_key(name) {
+            "retired"
+        } else if roster.not_offered.contains_key(name) {
+            "not_offered"
+        } else if self.component(name).is_some() {
+            "served"
+        } else {
+            "pending"
+        }
+    }
+
+    fn tool_names(&self, name: &str) -> Vec<String> {
+        self.component(name)
+            .map(|c| c.tools().iter().map(|t| t.name.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// `PUT /v1/connectors/{name}`: adds connector `name`, or upgrades it,
+    /// as `settings` (a TOML connector table's fields, `component` an OCI
+    /// artifact) say. The artifact is pulled and verified, and the
+    /// component loaded and admitted, before anything is stored: a change
+    /// that cannot be served is refused and changes nothing. Then the
+    /// change is stored (the fleet hears of it), served here, and the
+    /// pending approvals of every tool it changed are revoked.
+    pub(crate) async fn put_connector(
+        self: &Arc<Self>,
+        name: &str,
+        settings: Value,
+        by: &str,
+    ) -> Result<ConnectorView, DeployError> {
+        check_name(name)?;
+        self.refuse_file_owned(name)?;
+        let text = settings.to_string();
+        let mut parsed: ConnectorConfig = serde_json::from_value(settings)
+            .map_err(|e| DeployError::Refused(format!("connectors.{name}: {e}")))?;
+        parsed
+            .check(name, self.config.require_signature)
+            .map_err(DeployError::Refused)?;
+        let Some(named) = parsed.artifact.clone() else {
+            return Err(DeployError::Refused(format!(
+                "connectors.{name}.component: a connector added at runtime is an OCI artifact every host pulls and verifies itself (`component = \"oci://REGISTRY/REPO:TAG\"`, published with `scout-host push`); a file path or a remote MCP server goes in the configuration file"
+            )));
+        };
+        let _one_change = self.deploying.lock().await;
+        let loaded = self
+            .load_artifact(name, parsed, &named)
+            .await
+            .map_err(DeployError::Refused)?;
+        let stored =
+            self.store
+                .put_connector(name, &text, &named.to_string(), &loaded.digest, by)?;
+        let previous = self.component(name);
+        let changed = self.serve_loaded(name, loaded, stored.clone());
+        let revoked = self.revoke_approvals_of(name, &changed, by);
+        let rule = if previous.is_some() {
+            "connector_upgraded"
+        } else {
+            "connector_added"
+        };
+        self.record_change(
+            &stored,
+            rule,
+            serde_json::json!({
+                "by": by,
+                "artifact": stored.artifact,
+                "digest": stored.digest,
+                "previous_component": previous.as_ref().map(|c| c.info().sha256.clone()),
+                "revision": stored.revision,
+                "tools_changed": changed,
+                "approvals_revoked": revoked,
+            }),
+        );
+        tracing::info!(connector = %name, digest = %stored.digest, revision = stored.revision, by = %by, "{rule}");
+        self.connector_view(name)
+    }
+
+    /// `DELETE /v1/connectors/{name}`: retires a connector the admin API
+    /// added. Every host refuses its next call (`connector_retired`), and
+    /// its pending approvals are revoked.
+    pub(crate) async fn retire_connector(
+        self: &Arc<Self>,
+        name: &str,
+        by: &str,
+    ) -> Result<ConnectorView, DeployError> {
+        self.refuse_file_owned(name)?;
+        let _one_change = self.deploying.lock().await;
+        let Some(stored) = self.store.retire_connector(name, by)? else {
+            return Err(DeployError::NotFound(format!(
+                "no connector `{name}` added through the API is served: `GET /v1/connectors` lists them"
+            )));
+        };
+        let tools: Vec<String> = self.tool_names(name);
+        self.retire_here(&stored);
+        let revoked = self.revoke_approvals_of(name, &tools, by);
+        self.record_change(
+            &stored,
+            "connector_retired",
+            serde_json::json!({
+                "by": by,
+                "artifact": stored.artifact,
+                "digest": stored.digest,
+                "revision": stored.revision,
+                "approvals_revoked": revoked,
+            }),
+        );
+        tracing::info!(connector = %name, by = %by, "connector retired");
+        self.connector_view(name)
+    }
+
+    fn connector_view(&self, name: &str) -> Result<ConnectorView, DeployError> {
+        self.connector_views()?
+            .into_iter()
+            .find(|v| v.name == name)
+            .ok_or_else(|| DeployError::NotFound(format!("no connector `{name}`")))
+    }
+
+    fn refuse_file_owned(&self, name: &str) -> Result<(), DeployError> {
+        if self.config.connectors.contains_key(name) {
+            return Err(DeployError::FileOwned(format!(
+                "`{name}` is configured in the host's file, which owns it: change it there (and restart), or give a connector added through the API another name"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Pulls `named` (resolving a tag to its digest now), verifies its
+    /// signature where one is required, and loads and admits it under the
+    /// catalogue in use.
+    async fn load_artifact(
+        &self,
+        name: &str,
+        mut settings: ConnectorConfig,
+        named: &crate::artifact::ArtifactRef,
+    ) -> Result<Loaded, String> {
+        let trust = if self.config.require_signature || settings.require_signature {
+            Some(
+                crate::artifact::signature::TrustedKeys::load(&self.config.signature_keys)
+                    .map_err(|e| e.to_string())?,
+            )
+        } else {
+            None
+        };
+        let pulled = crate::config::pull_within(
+            named,
+            &self.config.registry_options(),
+            &crate::artifact::ArtifactCache::default_location(),
+            trust.as_ref(),
+        )
+        .await?;
+        settings.component = pulled.path;
+        settings.artifact_digest = Some(pulled.digest.clone());
+        let runtime = self.runtime.clone();
+        let store = self.store.clone();
+        let catalog = (*self.boundary.catalog()).clone();
+        let name = name.to_string();
+        let digest = pulled.digest;
+        tokio::task::spawn_blocking(move || {
+            let mut deployment = crate::deployment::Deployment {
+                catalog,
+                ..Default::default()
+            };
+            deployment
+                .add(&runtime, &name, &settings, &process_env, store.as_ref())
+                .map_err(|e| e.to_string())?;
+            Ok(Loaded {
+                settings,
+                deployment,
+                digest,
+            })
+        })
+        .await
+        .map_err(|e| format!("loading the component stopped: {e}"))?
+    }
+
+    /// Serves `loaded` as connector `name` from now on; the names of the
+    /// tools that changed (or went away) since the version served before.
+    fn serve_loaded(&self, name: &str, loaded: Loaded, stored: StoredConnector) -> Vec<String> {
+        let Loaded {
+            settings,
+            deployment,
+            ..
+        } = loaded;
+        let Some(component) = deployment.components.get(name).cloned() else {
+            return Vec::new();
+        };
+        let changed = match self.component(name) {
+            Some(previous) => previous
+                .tools()
+                .iter()
+                .filter(|old| {
+                    component.tool(&old.name).is_none_or(|new| {
+                        crate::review::tool_digest(&previous, old)
+                            != crate::review::tool_digest(&component, new)
+                    })
+                })
+                .map(|t| t.name.clone())
+                .collect(),
+            None => Vec::new(),
+        };
+        let platform = deployment.platform.contains(name);
+        let hosted = !platform && !deployment.not_offered.contains_key(name);
+        let spec = deployment
+            .catalog
+            .connector(name)
+            .cloned()
+            .filter(|_| !platform);
+        // The component first, then the roster and the policy: a session
+        // deciding in between finds a tool it may not offer yet, never one
+        // it offers with nothing behind it.
+        self.components.write().insert(name.to_string(), component);
+        {
+            let mut roster = self.roster.write();
+            let mut next = roster.with_connector(name, settings, &deployment);
+            next.stored.insert(name.to_string(), stored);
+            *roster = Arc::new(next);
+        }
+        self.resolutions.invalidate();
+        self.boundary.serve_connector(name, spec, hosted);
+        changed
+    }
+
+    /// Stops serving `stored`'s connector on this host.
+    fn retire_here(&self, stored: &StoredConnector) {
+        let last = self.components.write().remove(&stored.name);
+        {
+            let mut roster = self.roster.write();
+            let mut next = roster.without_connector(&stored.name, last);
+            next.stored.insert(stored.name.clone(), stored.clone());
+            *roster = Arc::new(next);
+        }
+        self.boundary.retire_connector(&stored.name);
+    }
+
+    /// Revokes every pending or unused approval of `tools` of `connector`
+    /// (a call waiting on one is refused at its next look); their ids.
+    fn revoke_approvals_of(&self, connector: &str, tools: &[String], by: &str) -> Vec<i64> {
+        if tools.is_empty() {
+            return Vec::new();
+        }
+        let names: BTreeSet<String> = tools
+            .iter()
+            .map(|t| policy::names::mcp(connector, t))
+            .collect();
+        let pending = match self.store.all_pending() {
+            Ok(pending) => pending,
+            Err(e) => {
+                tracing::error!(connector = %connector, error = %e, "cannot read the pending approvals to revoke");
+                return Vec::new();
+            }
+        };
+        let revoker = format!("{by} (connector {connector} changed)");
+        pending
+            .into_iter()
+            .filter(|a| names.contains(&a.tool))
+            .filter(|a| matches!(self.store.revoke_approval(a.id, &revoker), Ok(true)))
+            .map(|a| a.id.0)
+            .collect()
+    }
+
+    /// One trace row, under no session, for a change of the deployment.
+    fn record_change(&self, stored: &StoredConnector, rule: &str, detail: Value) {
+        let event = crate::store::TraceEvent {
+            session: String::new(),
+            brand: String::new(),
+            call_id: None,
+            tool: Some(stored.name.clone()),
+            state: crate::store::TraceState::Deployed,
+            rule: Some(rule.to_string()),
+            detail,
+            at_ms: crate::store::now_ms(),
+        };
+        if let Err(e) = self.store.record(&event) {
+            tracing::error!(connector = %stored.name, error = %e, "cannot record a change of the deployment");
+        }
+    }
+
+    /// Applies, in the background, whatever the store holds that this host
+    /// does not serve yet (another host's change).
+    pub(crate) fn deploy_stored_soon(self: &Arc<Self>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let host = self.clone();
+        runtime.spawn(async move { host.deploy_stored().await });
+    }
+
+    /// Applies every stored change this host has not: a connector added or
+    /// upgraded is pulled (by its recorded digest), verified and served; a
+    /// retired one is no longer served. A change that cannot be applied
+    /// here is logged, and the host keeps serving what it served.
+    pub async fn deploy_stored(self: &Arc<Self>) {
+        let _one_change = self.deploying.lock().await;
+        let stored = match self.store.stored_connectors() {
+            Ok(stored) => stored,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read the connectors changed through the API");
+                return;
+            }
+        };
+        for row in stored {
+            if self.config.connectors.contains_key(&row.name) {
+                tracing::warn!(connector = %row.name, "the configuration file owns this connector; the stored one is not served");
+                continue;
+            }
+            let applied = self.roster().stored.get(&row.name).map(|c| c.revision);
+            if applied.is_some_and(|r| r >= row.revision) {
+                continue;
+            }
+            if row.retired {
+                if applied.is_some() {
+                    self.retire_here(&row);
+                } else {
+                    // Never served here: remembered as retired, refused by name.
+                    let mut roster = self.roster.write();
+                    let mut next = (**roster).clone();
+                    next.stored.insert(row.name.clone(), row.clone());
+                    *roster = Arc::new(next);
+                }
+                continue;
+            }
+            match self.load_stored(&row).await {
+                Ok(loaded) => {
+                    self.serve_loaded(&row.name, loaded, row.clone());
+                    tracing::info!(connector = %row.name, digest = %row.digest, revision = row.revision, "serving the connector as changed through the API");
+                }
+                Err(e) => {
+                    tracing::error!(connector = %row.name, digest = %row.digest, error = %e, "cannot serve the connector as changed through the API; serving what was served");
+                }
+            }
+        }
+    }
+
+    async fn load_stored(&self, row: &StoredConnector) -> Result<Loaded, String> {
+        let mut settings: ConnectorConfig =
+            serde_json::from_str(&row.settings).map_err(|e| format!("stored settings: {e}"))?;
+        settings.check(&row.name, self.config.require_signature)?;
+        let named = crate::artifact::ArtifactRef::parse(&row.artifact)
+            .map_err(|e| e.to_string())?
+            .pinned(&row.digest);
+        self.load_artifact(&row.name, settings, &named).await
+    }
+}

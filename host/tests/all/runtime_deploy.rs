@@ -1,0 +1,548 @@
+//! Connectors added, upgraded and retired on a running fleet (issue 33
+//! item 4), through the real `serve` binaries, a real registry on loopback
+//! and a real PostgreSQL database:
+//! - a connector added on one host is served by the other within moments,
+//!   each host pulling and verifying the artifact into its own cache;
+//! - an upgrade while a session holds two waiting approvals revokes the one
+//!   whose tool changed (nothing reaches the upstream) and keeps the other,
+//!   which then runs;
+//! - a retired connector's next call is refused on both hosts by its own
+//!   rule, with no upstream request;
+//! - the configuration file's connectors are refused by the API, and every
+//!   change is in the trace export with the verified caller.
+//!
+//! And on one host: an artifact whose signature is required and missing,
+//! settings that do not parse, and a file path instead of an artifact are
+//! refused, changing nothing.
+
+use super::artifacts::{keygen, push, scout, sign};
+use super::common::EVENTUALLY;
+use super::crash_safety::{
+    ADMIN_TOKEN, Admin, GITHUB_TOKEN, Mcp, Serve, args_for, ok_text, result_text, wait_for,
+};
+use reqwest::Method;
+use serde_json::{Value, json};
+use std::path::Path;
+
+/// `connectors` of a host's `GET /v1/connectors`, by name.
+async fn connector(admin: &Admin, name: &str) -> Option<Value> {
+    let (status, body) = admin.request(Method::GET, "/v1/connectors", None).await;
+    assert_eq!(status, 200, "{body}");
+    body["connectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .cloned()
+}
+
+/// Waits until `admin`'s host serves `name` at `digest`.
+async fn served_at(admin: &Admin, name: &str, digest: &str) -> Value {
+    wait_for(&format!("{name} at {digest}"), EVENTUALLY, async || {
+        connector(admin, name)
+            .await
+            .filter(|c| c["digest"] == digest && c["status"] == "served")
+    })
+    .await
+}
+
+/// The trace export's rows (JSON Lines) from `base`.
+async fn exported(http: &reqwest::Client, base: &str) -> Vec<Value> {
+    let text = http
+        .get(format!("{base}/v1/trace/export?since=0&limit=10000"))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn host_config(path: &Path, registry: &str, store: &str, capabilities: &str) {
+    std::fs::write(
+        path,
+        format!(
+            "listen = \"127.0.0.1:0\"\nrequire_review = false\n{store}\n\
+             [registries.\"{registry}\"]\nplain_http = true\nallow_private_network = true\n\n\
+             [connectors.capabilities]\ncomponent = {capabilities:?}\norigin = \"http://127.0.0.1:9\"\nallow_private_network = true\n"
+        ),
+    )
+    .unwrap();
+}
+
+fn comment_args() -> Value {
+    json!({"owner": "octo", "repo": "hello", "number": 1, "body": "Kept across the upgrade."})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connector_is_added_upgraded_and_retired_on_a_running_fleet() {
+    let Some(db) = scout_tests::pg::database_or_skip("runtime_deploy") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let registry = scout_tests::Registry::start(dir.path());
+    let addr = registry.address.clone();
+    let publisher = dir.path().join("publisher-cache");
+    // Version 1, and version 2 whose `github_create_branch` posts to
+    // another route; every other tool is the same.
+    let v1_bytes = std::fs::read(scout_tests::components::GITHUB).unwrap();
+    let v2_bytes = scout_tests::patch_bytes(
+        &v1_bytes,
+        b"\"path\":\"/repos/{owner}/{repo}/git/refs\"}",
+        b"\"path\":\"/repos/{owner}/{repo}/git/tags\"}",
+    );
+    assert_ne!(
+        v1_bytes, v2_bytes,
+        "the route is in the component's manifest"
+    );
+    let v2_file = dir.path().join("github-v2.wasm");
+    std::fs::write(&v2_file, &v2_bytes).unwrap();
+    let v1_ref = format!("oci://{addr}/connectors/github:1");
+    let v2_ref = format!("oci://{addr}/connectors/github:2");
+    let v1 = push(&publisher, scout_tests::components::GITHUB, &v1_ref)["digest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let v2 = push(&publisher, v2_file.to_str().unwrap(), &v2_ref)["digest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let github = scout_tests::fake_github::FakeGitHub::start(GITHUB_TOKEN).await;
+    let capabilities = Path::new(scout_tests::components::CAPABILITIES)
+        .canonicalize()
+        .unwrap()
+        .display()
+        .to_string();
+    let store = "[store]\nbackend = \"postgres\"\nurl_env = \"SCOUT_PG_URL\"\nlease_secs = 15\n";
+    let (config_a, config_b) = (dir.path().join("a.toml"), dir.path().join("b.toml"));
+    host_config(&config_a, &addr, store, &capabilities);
+    host_config(&config_b, &addr, store, &capabilities);
+    // Each host its own artifact cache: each pulls and verifies for itself.
+    let env = |cache: &str| {
+        [
+            ("SCOUT_PG_URL", db.url()),
+            (
+                "SCOUT_ARTIFACT_CACHE",
+                dir.path().join(cache).display().to_string(),
+            ),
+        ]
+    };
+    let a = Serve::start_with(&config_a, &env("cache-a"));
+    let b = Serve::start_with(&config_b, &env("cache-b"));
+    let http = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(600))
+        .build()
+        .unwrap();
+    let admin_a = Admin {
+        http: http.clone(),
+        base: a.base.clone(),
+    };
+    let admin_b = Admin {
+        http: http.clone(),
+        base: b.base.clone(),
+    };
+
+    // The file's connector is not the API's to change.
+    let (status, body) = admin_b
+        .request(
+            Method::PUT,
+            "/v1/connectors/capabilities",
+            Some(json!({"component": v1_ref})),
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "file_owned", "{body}");
+    let (status, body) = admin_b
+        .request(Method::DELETE, "/v1/connectors/capabilities", None)
+        .await;
+    assert_eq!(status, 409, "{body}");
+
+    // Added on B with the command line; the tag resolved to v1's digest.
+    let cli_cache = dir.path().join("cli-cache");
+    let added = tokio::task::spawn_blocking({
+        let (cache, base, v1_ref, origin) = (
+            cli_cache.clone(),
+            b.base.clone(),
+            v1_ref.clone(),
+            github.origin(),
+        );
+        move || {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_scout-host"))
+                .args(["connectors", "add", "github", &v1_ref, "--origin", &origin])
+                .args(["--allow-private-network", "--host", &base])
+                .env("SCOUT_ADMIN_TOKEN", ADMIN_TOKEN)
+                .env("SCOUT_ARTIFACT_CACHE", cache)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_json::from_slice::<Value>(&out.stdout).unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(added["digest"], v1.as_str(), "{added}");
+    assert_eq!(added["source"], "api");
+    assert_eq!(added["changed_by"], "admin-token");
+    assert_eq!(added["status"], "served", "{added}");
+    // A hears of it and serves the same bytes, pulled into its own cache.
+    served_at(&admin_a, "github", &v1).await;
+    assert!(
+        dir.path().join("cache-a").exists() && dir.path().join("cache-b").exists(),
+        "each host pulled into its own cache"
+    );
+
+    // Sessions on both hosts, and two writes waiting for a person on A.
+    admin_a.set_up().await;
+    let view_a = admin_a.session().await;
+    let view_b = admin_b.session().await;
+    let session_a = view_a["id"].as_str().unwrap().to_string();
+    let mcp_a = Mcp::new(&http, &view_a).connect().await;
+    let mcp_b = Mcp::new(&http, &view_b).connect().await;
+    let read = json!({"name": "github_read_file", "arguments": {"owner": "octo", "repo": "hello", "path": "README.md"}});
+    for mcp in [&mcp_a, &mcp_b] {
+        let reply = mcp.request("tools/call", read.clone()).await.unwrap();
+        assert!(
+            ok_text(&reply).is_some_and(|t| t.contains("# Hello")),
+            "{reply}"
+        );
+    }
+    let branch = tokio::spawn({
+        let mcp = mcp_a.clone();
+        async move { mcp.call(args_for(1)).await }
+    });
+    let comment = tokio::spawn({
+        let mcp = mcp_a.clone();
+        async move {
+            mcp.request(
+                "tools/call",
+                json!({"name": "github_comment", "arguments": comment_args()}),
+            )
+            .await
+        }
+    });
+    let pending = wait_for("both approvals", EVENTUALLY, async || {
+        let pending = admin_b.pending(&session_a).await;
+        (pending.len() == 2).then_some(pending)
+    })
+    .await;
+    let id_of = |tool: &str| {
+        pending
+            .iter()
+            .find(|p| p["tool"] == tool)
+            .unwrap_or_else(|| panic!("no approval of {tool}: {pending:?}"))["id"]
+            .as_i64()
+            .unwrap()
+    };
+    let (branch_approval, comment_approval) = (
+        id_of("mcp__github__github_create_branch"),
+        id_of("mcp__github__github_comment"),
+    );
+
+    // Upgraded on B: the changed tool's approval is revoked, the other kept.
+    let (status, upgraded) = admin_b
+        .request(
+            Method::PUT,
+            "/v1/connectors/github",
+            Some(json!({"component": v2_ref, "origin": github.origin(), "allow_private_network": true})),
+        )
+        .await;
+    assert_eq!(status, 200, "{upgraded}");
+    assert_eq!(upgraded["digest"], v2.as_str());
+    assert_eq!(upgraded["revision"], 2);
+    let refused = tokio::time::timeout(EVENTUALLY, branch)
+        .await
+        .expect("the waiting branch call answered")
+        .unwrap()
+        .unwrap();
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(
+        github.ref_creations().is_empty(),
+        "the revoked write reached nothing"
+    );
+    assert_eq!(
+        db.psql(&format!(
+            "SELECT state FROM approvals WHERE id = {branch_approval}"
+        )),
+        "revoked"
+    );
+    assert_eq!(
+        db.psql(&format!(
+            "SELECT state FROM approvals WHERE id = {comment_approval}"
+        )),
+        "pending",
+        "an approval of an unchanged tool is kept"
+    );
+    let (status, body) = admin_b
+        .request(
+            Method::POST,
+            &format!("/v1/approvals/{comment_approval}"),
+            Some(json!({"approve": true})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let commented = tokio::time::timeout(EVENTUALLY, comment)
+        .await
+        .expect("the waiting comment call answered")
+        .unwrap()
+        .unwrap();
+    assert!(ok_text(&commented).is_some(), "{commented}");
+    assert!(
+        github
+            .comments("octo", "hello", 1)
+            .iter()
+            .any(|c| c == "Kept across the upgrade."),
+        "the kept approval's call ran"
+    );
+    served_at(&admin_a, "github", &v2).await;
+    // The changed tool is served as v2 declares it: its route is now `git/tags`.
+    let (_, reviews) = admin_a.request(Method::GET, "/v1/reviews", None).await;
+    let create = reviews["connectors"]["github"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tool"] == "github_create_branch")
+        .cloned()
+        .unwrap();
+    assert!(
+        create["routes"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("POST /repos/{owner}/{repo}/git/tags")),
+        "{create}"
+    );
+
+    // Retired through the command line: the next call on either host is
+    // refused by its own rule, and reaches nothing.
+    let (code, retired, stderr) = scout(
+        &cli_cache,
+        &[
+            "connectors",
+            "retire",
+            "github",
+            "--host",
+            &a.base,
+            "--token-env",
+            "SCOUT_TEST_ADMIN",
+        ],
+    );
+    assert_eq!(code, 2, "no credential in SCOUT_TEST_ADMIN: {stderr}");
+    assert!(stderr.contains("SCOUT_TEST_ADMIN"), "{stderr}");
+    assert_eq!(retired, Value::Null);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_scout-host"))
+        .args(["connectors", "retire", "github", "--host", &a.base])
+        .env("SCOUT_ADMIN_TOKEN", ADMIN_TOKEN)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    github.clear_requests();
+    for (host, mcp) in [("A", &mcp_a), ("B", &mcp_b)] {
+        let reply = wait_for(&format!("{host} to refuse"), EVENTUALLY, async || {
+            let reply = mcp.request("tools/call", read.clone()).await.unwrap();
+            ok_text(&reply).is_none().then_some(reply)
+        })
+        .await;
+        assert!(result_text(&reply).contains("retired"), "{host}: {reply}");
+    }
+    assert!(
+        github.requests().is_empty(),
+        "no upstream request after the retirement: {:?}",
+        github.requests().len()
+    );
+    for admin in [&admin_a, &admin_b] {
+        let shown = connector(admin, "github").await.unwrap();
+        assert_eq!(shown["status"], "retired", "{shown}");
+    }
+    let refusals = db.psql(
+        "SELECT count(*) FROM trace WHERE rule = 'connector_retired' AND state IN ('denied', 'permission_denied')",
+    );
+    assert!(
+        refusals.parse::<u32>().unwrap() >= 2,
+        "each host traced its refusal: {refusals}"
+    );
+    // Retiring again: nothing to retire.
+    let (status, body) = admin_b
+        .request(Method::DELETE, "/v1/connectors/github", None)
+        .await;
+    assert_eq!(status, 404, "{body}");
+
+    // Every change is in the export, with who made it.
+    let rows = exported(&http, &b.base).await;
+    let changes: Vec<(&str, &str)> = rows
+        .iter()
+        .filter(|r| r["state"] == "deployed")
+        .map(|r| {
+            (
+                r["rule"].as_str().unwrap_or_default(),
+                r["detail"]["by"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            ("connector_added", "admin-token"),
+            ("connector_upgraded", "admin-token"),
+            ("connector_retired", "admin-token"),
+        ],
+        "{rows:?}"
+    );
+    let upgrade = rows
+        .iter()
+        .find(|r| r["rule"] == "connector_upgraded")
+        .unwrap();
+    assert_eq!(
+        upgrade["detail"]["tools_changed"],
+        json!(["github_create_branch"])
+    );
+    assert_eq!(
+        upgrade["detail"]["approvals_revoked"],
+        json!([branch_approval])
+    );
+    assert_eq!(upgrade["detail"]["digest"], v2.as_str());
+    drop((a, b));
+}
+
+#[tokio::test]
+async fn a_runtime_change_that_cannot_be_served_is_refused_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = scout_tests::Registry::start(dir.path());
+    let addr = registry.address.clone();
+    let publisher = dir.path().join("publisher-cache");
+    let (signer_key, signer_pub) = keygen(dir.path(), "signer");
+    let reference = format!("oci://{addr}/connectors/github:1");
+    let digest = push(&publisher, scout_tests::components::GITHUB, &reference)["digest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let capabilities = Path::new(scout_tests::components::CAPABILITIES)
+        .canonicalize()
+        .unwrap()
+        .display()
+        .to_string();
+    let config = dir.path().join("serve.toml");
+    host_config(
+        &config,
+        &addr,
+        &format!(
+            "database = \"scout.db\"\nrequire_signature = false\nsignature_keys = [{signer_pub:?}]\n"
+        ),
+        &capabilities,
+    );
+    let cache = dir.path().join("host-cache");
+    let serve = Serve::start_with(
+        &config,
+        &[("SCOUT_ARTIFACT_CACHE", cache.display().to_string())],
+    );
+    let admin = Admin {
+        http: reqwest::Client::new(),
+        base: serve.base.clone(),
+    };
+    let put = async |body: Value| {
+        admin
+            .request(Method::PUT, "/v1/connectors/github", Some(body))
+            .await
+    };
+    let settings = json!({"component": reference, "origin": "http://127.0.0.1:9", "allow_private_network": true, "require_signature": true});
+
+    // Unsigned, with a signature required: refused, nothing cached or served.
+    let (status, body) = put(settings.clone()).await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["code"], "invalid_connector");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("signature"),
+        "{body}"
+    );
+    assert!(connector(&admin, "github").await.is_none());
+    let cached = walk(&cache);
+    assert!(
+        !cached
+            .iter()
+            .any(|f| f.contains(digest.trim_start_matches("sha256:"))),
+        "nothing of the refused artifact cached: {cached:?}"
+    );
+
+    // Settings that are not a connector's, a path instead of an artifact,
+    // and a name that is not one: each refused by what is wrong.
+    let (status, body) = put(json!({"component": reference, "orign": "http://x"})).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("orign"),
+        "{body}"
+    );
+    let (status, body) = put(json!({"component": "/tmp/github.wasm"})).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("OCI artifact"),
+        "{body}"
+    );
+    let (status, body) = admin
+        .request(
+            Method::PUT,
+            "/v1/connectors/Git%20Hub",
+            Some(settings.clone()),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    let (status, body) = admin
+        .request(
+            Method::PUT,
+            "/v1/connectors/github",
+            Some(json!(["not", "an", "object"])),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(connector(&admin, "github").await.is_none());
+
+    // Signed by the configured key: served.
+    let (code, _, stderr) = sign(&publisher, &reference, &signer_key);
+    assert_eq!(code, 0, "{stderr}");
+    let (status, body) = put(settings).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["digest"], digest.as_str());
+    assert_eq!(body["status"], "served");
+    // Served from the next session on.
+    let (status, _) = admin
+        .request(
+            Method::PUT,
+            "/v1/brands/acme/connections/github",
+            Some(json!({"secret": GITHUB_TOKEN})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let view = admin.session().await;
+    assert!(view["mcp"]["github"].is_string(), "{view}");
+}
+
+fn walk(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                found.extend(walk(&path));
+            } else {
+                found.push(path.display().to_string());
+            }
+        }
+    }
+    found
+}
