@@ -6,7 +6,7 @@
 //! `scout-host audit --json` prints. Which sessions have ended is known
 //! exactly here: those no live host serves.
 
-use super::admin::ApiError;
+use super::admin::error::ApiError;
 use super::{HostError, ServeHost};
 use crate::authority::{self, AuditError, Deployment, SessionState, StoreView, Subject};
 use axum::Json;

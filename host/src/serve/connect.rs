@@ -7,7 +7,7 @@
 //! connection, as if an operator had stored it, and nothing of it is shown.
 
 use super::ServeHost;
-use super::admin::{ApiError, Body};
+use super::admin::error::{ApiError, Body};
 use super::identity::Principal;
 use crate::remote::oauth;
 use axum::Json;

@@ -580,7 +580,7 @@ async fn ask_through_elicitation(
     };
     // What it may send over GraphQL, beside the arguments (the root fields
     // its route names, or the operations of the document it was given).
-    let graphql = super::admin::graphql_words(&super::admin::graphql_shown(
+    let graphql = super::shown::graphql_words(&super::shown::graphql_shown(
         host,
         name,
         Some(bound.as_ref().unwrap_or(args)),

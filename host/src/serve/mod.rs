@@ -28,6 +28,7 @@ mod remote;
 mod run;
 pub use run::{run, run_stdio, serve_http};
 mod sessions;
+mod shown;
 mod stateless;
 
 use crate::boundary::{

@@ -47,90 +47,13 @@ pub(super) async fn list_approvals(
                 .as_ref()
                 .map(|a| json!(crate::store::canonical_args_text(a)))
                 .unwrap_or(Value::Null);
-            value["graphql"] = graphql_shown(&host, &approval.tool, arguments.as_ref());
+            value["graphql"] =
+                crate::serve::shown::graphql_shown(&host, &approval.tool, arguments.as_ref());
             value["arguments"] = arguments.unwrap_or(Value::Null);
             pending.push(value);
         }
     }
     Ok(Json(json!({"pending": pending})))
-}
-
-/// What an approved call may send over GraphQL, for the person deciding:
-/// per GraphQL route of the tool, the operation it may carry and the root
-/// fields it may select; for a route that names none (the tool's `query`
-/// argument is the whole document), the operations that document holds,
-/// as the host reads them. `null` for a tool with no GraphQL route.
-pub(crate) fn graphql_shown(host: &ServeHost, tool: &str, arguments: Option<&Value>) -> Value {
-    let Some((server, wire)) = tool
-        .strip_prefix("mcp__")
-        .and_then(|rest| rest.split_once("__"))
-    else {
-        return Value::Null;
-    };
-    let Some(component) = host.component(server) else {
-        return Value::Null;
-    };
-    let Some(found) = component.tool(wire) else {
-        return Value::Null;
-    };
-    let shown: Vec<Value> = found
-        .routes
-        .iter()
-        .filter_map(|route| {
-            let body = route.graphql?;
-            let mut entry = json!({"route": route.to_string()});
-            if route.graphql_fields.is_empty() {
-                let document = arguments
-                    .and_then(|a| a.get("query"))
-                    .and_then(Value::as_str);
-                entry["root_fields"] = json!("any");
-                entry["document"] = match document.map(crate::capabilities::graphql::document) {
-                    Some(Ok(ops)) => json!(crate::capabilities::graphql::summary(&ops)),
-                    Some(Err(why)) => json!(format!("unreadable: {why}")),
-                    None => Value::Null,
-                };
-            } else {
-                entry["operation"] = json!(match body {
-                    scout_manifest::GraphqlBody::QueriesOnly => "query",
-                    scout_manifest::GraphqlBody::Gated => "mutation or query",
-                });
-                entry["root_fields"] = json!(route.graphql_fields);
-            }
-            Some(entry)
-        })
-        .collect();
-    if shown.is_empty() {
-        Value::Null
-    } else {
-        Value::Array(shown)
-    }
-}
-
-/// [`graphql_shown`] in words, for a question put to a person (MCP
-/// elicitation); `None` for a tool with no GraphQL route.
-pub(crate) fn graphql_words(shown: &Value) -> Option<String> {
-    let routes = shown.as_array()?;
-    let lines: Vec<String> = routes
-        .iter()
-        .map(|r| {
-            let route = r["route"].as_str().unwrap_or("");
-            match r["root_fields"].as_array() {
-                Some(fields) => {
-                    let fields: Vec<&str> = fields.iter().filter_map(Value::as_str).collect();
-                    format!(
-                        "{route}: {} selecting only {}",
-                        r["operation"].as_str().unwrap_or(""),
-                        fields.join(", ")
-                    )
-                }
-                None => format!(
-                    "{route}: any root field; this document holds {}",
-                    r["document"].as_str().unwrap_or("nothing readable")
-                ),
-            }
-        })
-        .collect();
-    Some(format!("It may send over GraphQL: {}.", lines.join("; ")))
 }
 
 /// The connector of an approval's tool: the server of its MCP name

@@ -12,17 +12,13 @@ use super::identity::{Principal, Refusal};
 use super::{HostError, OpenSession, ServeHost};
 use crate::policy::Profile;
 use crate::store::{ApprovalError, ApprovalId, ProfileKind, SaveProfileError, TraceFilter};
-use axum::extract::rejection::JsonRejection;
-use axum::extract::{
-    DefaultBodyLimit, Extension, FromRequest, MatchedPath, Path, RawQuery, Request, State,
-};
+use axum::extract::{DefaultBodyLimit, Extension, MatchedPath, Path, RawQuery, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post, put};
 use axum::{Json, Router};
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -31,144 +27,19 @@ use tower::ServiceExt;
 mod approvals;
 mod connections;
 mod connectors;
+pub(crate) mod error;
 mod reviews;
 mod sessions;
 mod trace;
 
 use approvals::*;
-pub(crate) use approvals::{graphql_shown, graphql_words};
 use connections::*;
 use connectors::*;
+use error::query;
+pub(crate) use error::{ApiError, Body};
 use reviews::*;
 use sessions::*;
 use trace::*;
-
-/// A refusal, as JSON: `{"error": {"code", "message"}}`.
-#[derive(Debug)]
-pub struct ApiError {
-    status: StatusCode,
-    code: &'static str,
-    message: String,
-    /// The request field at fault, where one is (`oauth.token_url`).
-    field: Option<String>,
-}
-
-impl ApiError {
-    pub(super) fn new(
-        status: StatusCode,
-        code: &'static str,
-        message: impl Into<String>,
-    ) -> ApiError {
-        ApiError {
-            status,
-            code,
-            message: message.into(),
-            field: None,
-        }
-    }
-    /// 422: the body's `field` is not acceptable.
-    pub(super) fn invalid_field(
-        code: &'static str,
-        field: impl Into<String>,
-        message: impl Into<String>,
-    ) -> ApiError {
-        ApiError {
-            field: Some(field.into()),
-            ..ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
-        }
-    }
-    pub(super) fn bad_request(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
-    }
-    pub(super) fn not_found(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let mut error = json!({"code": self.code, "message": self.message});
-        if let Some(field) = self.field {
-            error["field"] = json!(field);
-        }
-        (self.status, Json(json!({ "error": error }))).into_response()
-    }
-}
-
-impl From<HostError> for ApiError {
-    fn from(e: HostError) -> ApiError {
-        match e {
-            HostError::BadRequest(m) => ApiError::bad_request(m),
-            HostError::NotFound(m) => ApiError::not_found(m),
-            HostError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
-            HostError::InvalidProfile(m) => {
-                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_profile", m)
-            }
-            HostError::Unavailable(m) => {
-                tracing::error!(error = %m, "unavailable");
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", m)
-            }
-            HostError::Store(e) => {
-                tracing::error!(error = %e, "store error");
-                ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "store_unavailable",
-                    "the store is unavailable",
-                )
-            }
-        }
-    }
-}
-
-impl From<crate::store::StoreError> for ApiError {
-    fn from(e: crate::store::StoreError) -> ApiError {
-        HostError::from(e).into()
-    }
-}
-
-/// A JSON body whose rejections are [`ApiError`]s.
-pub struct Body<T>(pub T);
-
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
-    type Rejection = ApiError;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match Json::<T>::from_request(req, state).await {
-            Ok(Json(value)) => Ok(Body(value)),
-            Err(rejection) => Err(json_rejection(rejection)),
-        }
-    }
-}
-
-fn json_rejection(rejection: JsonRejection) -> ApiError {
-    match rejection.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "too_large",
-            "the request body is too large",
-        ),
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
-            "send `Content-Type: application/json`",
-        ),
-        _ => ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_json",
-            rejection.body_text(),
-        ),
-    }
-}
-
-fn query<T: DeserializeOwned>(raw: Option<String>) -> Result<T, ApiError> {
-    let text = raw.unwrap_or_default();
-    serde_json::from_value(Value::Object(
-        url::form_urlencoded::parse(text.as_bytes())
-            .map(|(k, v)| (k.into_owned(), Value::String(v.into_owned())))
-            .collect(),
-    ))
-    .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", e.to_string()))
-}
 
 /// The whole router: admin API under `/v1`, MCP under `/mcp`.
 pub(crate) fn router(host: Arc<ServeHost>) -> Router {

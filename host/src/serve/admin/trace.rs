@@ -154,29 +154,3 @@ pub(super) async fn trace(
         .collect();
     Ok(Json(json!({"events": events, "next_after": next_after})))
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_person_is_told_what_a_graphql_tool_may_send() {
-        let pinned = json!([{"route": "POST /graphql (graphql: commentCreate)",
-                             "operation": "mutation or query", "root_fields": ["commentCreate"]}]);
-        assert_eq!(
-            graphql_words(&pinned).as_deref(),
-            Some(
-                "It may send over GraphQL: POST /graphql (graphql: commentCreate): mutation or query selecting only commentCreate."
-            )
-        );
-        let any = json!([{"route": "POST /admin/api/2026-10/graphql.json (graphql)",
-                          "root_fields": "any", "document": "mutation productUpdate"}]);
-        assert_eq!(
-            graphql_words(&any).as_deref(),
-            Some(
-                "It may send over GraphQL: POST /admin/api/2026-10/graphql.json (graphql): any root field; this document holds mutation productUpdate."
-            )
-        );
-        assert_eq!(graphql_words(&Value::Null), None);
-    }
-}

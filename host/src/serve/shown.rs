@@ -1,0 +1,110 @@
+//! What a person deciding a call is shown of it, beyond its arguments:
+//! the GraphQL operations and root fields an approved call may send. The
+//! approvals API and MCP elicitation show the same words.
+
+use super::ServeHost;
+use serde_json::{Value, json};
+
+/// What an approved call may send over GraphQL, for the person deciding:
+/// per GraphQL route of the tool, the operation it may carry and the root
+/// fields it may select; for a route that names none (the tool's `query`
+/// argument is the whole document), the operations that document holds,
+/// as the host reads them. `null` for a tool with no GraphQL route.
+pub(crate) fn graphql_shown(host: &ServeHost, tool: &str, arguments: Option<&Value>) -> Value {
+    let Some((server, wire)) = tool
+        .strip_prefix("mcp__")
+        .and_then(|rest| rest.split_once("__"))
+    else {
+        return Value::Null;
+    };
+    let Some(component) = host.component(server) else {
+        return Value::Null;
+    };
+    let Some(found) = component.tool(wire) else {
+        return Value::Null;
+    };
+    let shown: Vec<Value> = found
+        .routes
+        .iter()
+        .filter_map(|route| {
+            let body = route.graphql?;
+            let mut entry = json!({"route": route.to_string()});
+            if route.graphql_fields.is_empty() {
+                let document = arguments
+                    .and_then(|a| a.get("query"))
+                    .and_then(Value::as_str);
+                entry["root_fields"] = json!("any");
+                entry["document"] = match document.map(crate::capabilities::graphql::document) {
+                    Some(Ok(ops)) => json!(crate::capabilities::graphql::summary(&ops)),
+                    Some(Err(why)) => json!(format!("unreadable: {why}")),
+                    None => Value::Null,
+                };
+            } else {
+                entry["operation"] = json!(match body {
+                    scout_manifest::GraphqlBody::QueriesOnly => "query",
+                    scout_manifest::GraphqlBody::Gated => "mutation or query",
+                });
+                entry["root_fields"] = json!(route.graphql_fields);
+            }
+            Some(entry)
+        })
+        .collect();
+    if shown.is_empty() {
+        Value::Null
+    } else {
+        Value::Array(shown)
+    }
+}
+
+/// [`graphql_shown`] in words, for a question put to a person (MCP
+/// elicitation); `None` for a tool with no GraphQL route.
+pub(crate) fn graphql_words(shown: &Value) -> Option<String> {
+    let routes = shown.as_array()?;
+    let lines: Vec<String> = routes
+        .iter()
+        .map(|r| {
+            let route = r["route"].as_str().unwrap_or("");
+            match r["root_fields"].as_array() {
+                Some(fields) => {
+                    let fields: Vec<&str> = fields.iter().filter_map(Value::as_str).collect();
+                    format!(
+                        "{route}: {} selecting only {}",
+                        r["operation"].as_str().unwrap_or(""),
+                        fields.join(", ")
+                    )
+                }
+                None => format!(
+                    "{route}: any root field; this document holds {}",
+                    r["document"].as_str().unwrap_or("nothing readable")
+                ),
+            }
+        })
+        .collect();
+    Some(format!("It may send over GraphQL: {}.", lines.join("; ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_person_is_told_what_a_graphql_tool_may_send() {
+        let pinned = json!([{"route": "POST /graphql (graphql: commentCreate)",
+                             "operation": "mutation or query", "root_fields": ["commentCreate"]}]);
+        assert_eq!(
+            graphql_words(&pinned).as_deref(),
+            Some(
+                "It may send over GraphQL: POST /graphql (graphql: commentCreate): mutation or query selecting only commentCreate."
+            )
+        );
+        let any = json!([{"route": "POST /admin/api/2026-10/graphql.json (graphql)",
+                          "root_fields": "any", "document": "mutation productUpdate"}]);
+        assert_eq!(
+            graphql_words(&any).as_deref(),
+            Some(
+                "It may send over GraphQL: POST /admin/api/2026-10/graphql.json (graphql): any root field; this document holds mutation productUpdate."
+            )
+        );
+        assert_eq!(graphql_words(&Value::Null), None);
+    }
+}
