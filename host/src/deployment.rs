@@ -53,6 +53,58 @@ pub struct Roster {
     /// Connectors retired at runtime, as they were last served: a call of
     /// one is still decided (and refused by its own rule, traced).
     pub retired: BTreeMap<String, Arc<LoadedComponent>>,
+    /// What every HTTP handle of each connector shares, prepared once.
+    pub http: BTreeMap<String, Arc<HttpPrepared>>,
+}
+
+/// What every HTTP handle of one connector shares, worked out once when
+/// the connector enters the roster (Spin's `prepare`, for the `http`
+/// capability): per call, only the credential as it resolves then is
+/// added.
+#[derive(Debug, Clone)]
+pub struct HttpPrepared {
+    /// How the credential is injected; `None` for a public API.
+    pub scheme: Option<crate::CredentialScheme>,
+    /// By destination (`None`: the connector's own origin): the origin,
+    /// and whether it receives the connector's credential.
+    pub origins: BTreeMap<Option<String>, (String, bool)>,
+    /// The deployment's secret headers with their values from the
+    /// environment; `None` when one is unset (the connector gets no handle).
+    pub secret_headers: Option<Vec<(String, String)>>,
+    pub allow_private_network: bool,
+    pub strip_headers: Vec<String>,
+    /// A remote MCP server's answer may take its whole call deadline.
+    pub remote_deadline: Option<std::time::Duration>,
+}
+
+impl HttpPrepared {
+    /// Prepared from `settings`, checked when they were read; `env` gives
+    /// the deployment headers' values.
+    pub fn of(settings: &ConnectorConfig, env: &dyn Fn(&str) -> Option<String>) -> HttpPrepared {
+        let mut origins = BTreeMap::new();
+        if let Some(origin) = &settings.origin {
+            origins.insert(None, (origin.clone(), true));
+        }
+        for (dest, origin) in &settings.origins {
+            if let Ok(sends) = origin.sends_credential() {
+                origins.insert(Some(dest.clone()), (origin.origin().to_string(), sends));
+            }
+        }
+        HttpPrepared {
+            scheme: settings.scheme().ok().flatten(),
+            origins,
+            secret_headers: settings
+                .deployment_headers
+                .iter()
+                .map(|(header, var)| env(var).map(|value| (header.clone(), value)))
+                .collect(),
+            allow_private_network: settings.allow_private_network,
+            strip_headers: settings.strip_headers.clone(),
+            remote_deadline: settings
+                .is_remote()
+                .then(|| settings.call_timeout() + crate::remote::STREAM_MARGIN),
+        }
+    }
 }
 
 /// The roster a host and its credential resolution share.
@@ -68,6 +120,13 @@ impl Roster {
         added: &Deployment,
     ) -> Roster {
         let mut next = self.clone();
+        next.http.insert(
+            name.to_string(),
+            Arc::new(HttpPrepared::of(
+                &settings,
+                &crate::credentials::process_env,
+            )),
+        );
         next.settings.insert(name.to_string(), Arc::new(settings));
         next.retired.remove(name);
         set_membership(&mut next.platform, name, added.platform.contains(name));
@@ -89,6 +148,7 @@ impl Roster {
     pub fn without_connector(&self, name: &str, last: Option<Arc<LoadedComponent>>) -> Roster {
         let mut next = self.clone();
         next.settings.remove(name);
+        next.http.remove(name);
         next.platform.remove(name);
         next.not_offered.remove(name);
         if let Some(last) = last {

@@ -38,7 +38,7 @@ impl ServeHost {
     }
 
     pub(super) fn revoke_where_unresolved(&self, connector: &str) {
-        let sessions: Vec<Arc<LiveSession>> = self.sessions.read().values().cloned().collect();
+        let sessions = self.sessions.all();
         let now = self.resolving();
         let resolver = now.resolver();
         for live in sessions {

@@ -24,10 +24,12 @@ impl ServeHost {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tool = call.tool();
         let connector = component.name();
-        let Some(settings) = self.settings(connector) else {
+        let roster = self.roster();
+        let (Some(settings), Some(prepared)) =
+            (roster.settings.get(connector), roster.http.get(connector))
+        else {
             return Capabilities::default();
         };
-        let settings = &*settings;
         let mut caps = Capabilities {
             credential_events: obtained.events.clone(),
             ..Capabilities::default()
@@ -45,7 +47,7 @@ impl ServeHost {
             else {
                 return Capabilities::default();
             };
-            if settings.origin.is_some() {
+            if prepared.origins.contains_key(&None) {
                 if let Some(why) = obtained.refused(connector) {
                     // The host could not obtain the credential: the guest is
                     // told so, and nothing is sent.
@@ -54,14 +56,14 @@ impl ServeHost {
                 }
                 // No credential for its own origin: no handle at all, and the
                 // boundary denies the call before it runs.
-                let Some(http) = self.http_capability(brand, connector, settings, None, &obtained)
+                let Some(http) = self.http_capability(brand, connector, prepared, None, &obtained)
                 else {
                     return Capabilities::default();
                 };
                 caps.http = Some(http);
-                for dest in settings.origins.keys() {
+                for dest in prepared.origins.keys().flatten() {
                     if let Some(http) =
-                        self.http_capability(brand, connector, settings, Some(dest), &obtained)
+                        self.http_capability(brand, connector, prepared, Some(dest), &obtained)
                     {
                         caps.destinations.insert(dest.clone(), http);
                     }
@@ -77,9 +79,9 @@ impl ServeHost {
                     caps.refused.insert(Some(peer.clone()), why.to_string());
                     continue;
                 }
-                if let (true, Some(peer_settings)) = (registered, self.settings(peer))
+                if let (true, Some(peer_http)) = (registered, roster.http.get(peer))
                     && let Some(http) =
-                        self.http_capability(brand, peer, &peer_settings, None, &obtained)
+                        self.http_capability(brand, peer, peer_http, None, &obtained)
                 {
                     caps.destinations.insert(peer.clone(), http);
                 }
@@ -260,20 +262,17 @@ impl ServeHost {
         &self,
         brand: &str,
         connector: &str,
-        settings: &ConnectorConfig,
+        prepared: &crate::deployment::HttpPrepared,
         destination: Option<&str>,
         obtained: &Obtained,
     ) -> Option<Arc<HttpCapability>> {
         if self.roster().not_offered.contains_key(connector) {
             return None;
         }
-        let (origin, sends_credential) = match destination {
-            None => (settings.origin.clone()?, true),
-            Some(d) => {
-                let o = settings.origins.get(d)?;
-                (o.origin().to_string(), o.sends_credential().ok()?)
-            }
-        };
+        let (origin, sends_credential) = prepared
+            .origins
+            .get(&destination.map(str::to_string))
+            .cloned()?;
         let credential = match self.resolve_server(brand, connector) {
             Ok(Some(credential)) => credential,
             // No credential: the boundary denies the call before it runs.
@@ -299,12 +298,9 @@ impl ServeHost {
         {
             return Some(http.clone());
         }
-        let Ok(scheme) = settings.scheme() else {
-            return None;
-        };
-        let base = match scheme {
+        let base = match &prepared.scheme {
             Some(scheme) if sends_credential && !credential.is_none_needed() => {
-                let mut config = to_http_config(&credential, origin, scheme);
+                let mut config = to_http_config(&credential, origin, scheme.clone());
                 if let (Some(token), Some(source), Some(injected)) = (
                     &token,
                     credential.token_source(),
@@ -319,18 +315,15 @@ impl ServeHost {
             _ => crate::HttpConfig::new(origin),
         };
         let mut http_config = base
-            .allow_private_network(settings.allow_private_network)
-            .strip_headers(settings.strip_headers.iter().cloned());
+            .allow_private_network(prepared.allow_private_network)
+            .strip_headers(prepared.strip_headers.iter().cloned());
         http_config.destination = destination.map(str::to_string);
         // Deployment secrets go to the connector's own origins, never to an
         // origin spelled out without the credential.
         if sends_credential {
-            for (header, var) in &settings.deployment_headers {
-                let Some(value) = process_env(var) else {
-                    return None;
-                };
-                http_config.secret_headers.push((header.clone(), value));
-            }
+            http_config
+                .secret_headers
+                .extend(prepared.secret_headers.clone()?);
         }
         if let (Some(token), Some(source)) = (&token, credential.token_source())
             && sends_credential
@@ -346,9 +339,8 @@ impl ServeHost {
                 config: http_config.clone(),
             }));
         }
-        if settings.is_remote() {
+        if let Some(deadline) = prepared.remote_deadline {
             // A remote tool's answer may take the call's whole deadline.
-            let deadline = settings.call_timeout() + crate::remote::STREAM_MARGIN;
             http_config.read_timeout = deadline;
             http_config.total_timeout = deadline;
         }

@@ -54,7 +54,6 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
 
 /// How long an ended session's MCP streams stay open for in-flight calls to
 /// receive their refusal.
@@ -113,48 +112,29 @@ pub struct SessionView {
     pub token: Option<String>,
 }
 
-/// A live session: its policy state and how its MCP endpoints are reached.
-pub struct LiveSession {
-    pub session: Session,
-    role_name: String,
-    profile: Option<String>,
-    token_digest: [u8; 32],
-    connectors: Vec<String>,
-    left_out: BTreeMap<String, String>,
-    endpoints: BTreeMap<String, mcp::Endpoint>,
-    allowlist: Vec<String>,
-    cancel: CancellationToken,
-    expires: std::time::Instant,
-    /// When it opened (for the session-duration metric).
-    opened: std::time::Instant,
-    expires_at_ms: i64,
-}
+/// A live session, reached through its MCP endpoints ([`crate::session::registry`]).
+pub type LiveSession = crate::session::registry::Live<mcp::Endpoint>;
 
-impl LiveSession {
-    fn view(&self, base: &str, token: Option<String>) -> SessionView {
-        SessionView {
-            id: self.session.id.clone(),
-            brand: self.session.brand.clone(),
-            role: self.role_name.clone(),
-            profile: self.profile.clone(),
-            // Every connector's endpoint, and the host's own (`scout`) where
-            // the session is given host tools.
-            mcp: self
-                .endpoints
-                .keys()
-                .map(|c| (c.clone(), format!("{base}/mcp/{}/{c}", self.session.id)))
-                .collect(),
-            left_out: self.left_out.clone(),
-            tools: self.allowlist.clone(),
-            expires_at_ms: self.expires_at_ms,
-            paused: self.session.is_paused(),
-            token,
-        }
-    }
-
-    /// Whether `token` is this session's MCP bearer token.
-    pub(crate) fn token_matches(&self, token: &str) -> bool {
-        digest(token) == self.token_digest
+/// The session as the admin API shows it, under `base`; the token only
+/// in the answer that created it.
+fn view_of(live: &LiveSession, base: &str, token: Option<String>) -> SessionView {
+    SessionView {
+        id: live.session.id.clone(),
+        brand: live.session.brand.clone(),
+        role: live.role_name.clone(),
+        profile: live.profile.clone(),
+        // Every connector's endpoint, and the host's own (`scout`) where
+        // the session is given host tools.
+        mcp: live
+            .endpoints
+            .keys()
+            .map(|c| (c.clone(), format!("{base}/mcp/{}/{c}", live.session.id)))
+            .collect(),
+        left_out: live.left_out.clone(),
+        tools: live.allowlist.clone(),
+        expires_at_ms: live.expires_at_ms,
+        paused: live.session.is_paused(),
+        token,
     }
 }
 
@@ -209,7 +189,7 @@ pub struct ServeHost {
     tokens: Arc<crate::credentials::Tokens>,
     key: [u8; 32],
     boundary: Arc<Boundary>,
-    sessions: RwLock<HashMap<String, Arc<LiveSession>>>,
+    sessions: crate::session::registry::Registry<mcp::Endpoint>,
     http: Mutex<HashMap<(String, String), CachedClient>>,
     admin_token_digest: [u8; 32],
     /// Verifies the `[oidc]` issuer's tokens, when the file has `[oidc]`.
@@ -327,6 +307,14 @@ impl ServeHost {
                 platform: platform.clone(),
                 not_offered: not_offered.clone(),
                 resolver: resolver_config,
+                http: config
+                    .connectors
+                    .iter()
+                    .map(|(name, settings)| {
+                        let prepared = crate::deployment::HttpPrepared::of(settings, &env);
+                        (name.clone(), Arc::new(prepared))
+                    })
+                    .collect(),
                 ..Default::default()
             })));
 
@@ -385,7 +373,7 @@ impl ServeHost {
             tokens,
             key,
             boundary: Arc::new(boundary),
-            sessions: RwLock::new(HashMap::new()),
+            sessions: Default::default(),
             http: Mutex::new(HashMap::new()),
             bound: std::sync::OnceLock::new(),
             grants: Default::default(),
@@ -578,7 +566,7 @@ impl ServeHost {
 
     /// Ends every session's MCP event streams (at the end of a drain).
     fn end_streams(&self) {
-        for live in self.sessions.read().values() {
+        for live in self.sessions.all() {
             live.cancel.cancel();
         }
     }
@@ -595,9 +583,8 @@ impl ServeHost {
             Invalidation::All => {
                 self.deploy_stored_soon();
                 self.connections_changed_elsewhere();
-                let ids: Vec<String> = self.sessions.read().keys().cloned().collect();
-                for id in ids {
-                    self.end_if_ended_elsewhere(&id);
+                for live in self.sessions.all() {
+                    self.end_if_ended_elsewhere(&live.session.id);
                 }
             }
         }
@@ -607,8 +594,8 @@ impl ServeHost {
         self.connections_changed();
         let connectors: BTreeSet<String> = self
             .sessions
-            .read()
-            .values()
+            .all()
+            .iter()
             .flat_map(|live| live.connectors.iter().cloned())
             .collect();
         for connector in connectors {
@@ -619,7 +606,7 @@ impl ServeHost {
     /// Ends a session: its authority ends at once (later calls are denied,
     /// unused approvals revoked) and its MCP endpoints close.
     pub fn end_session(&self, id: &str) -> bool {
-        let Some(live) = self.sessions.write().remove(id) else {
+        let Some(live) = self.sessions.remove(id) else {
             return false;
         };
         self.boundary.revoke_session(&live.session);

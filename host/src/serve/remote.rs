@@ -35,12 +35,13 @@ impl ServeHost {
     /// (the same address rules either way).
     async fn discovery_http(&self, name: &str) -> Option<Arc<HttpCapability>> {
         let settings = self.settings(name)?;
+        let prepared = self.roster().http.get(name).cloned()?;
         if let Some(owner) = &self.config.deployment_owner_brand {
             let mut obtained = Obtained::default();
             if self.store.lease_held() {
                 self.obtain_token(owner, name, &mut obtained).await;
             }
-            if let Some(http) = self.http_capability(owner, name, &settings, None, &obtained) {
+            if let Some(http) = self.http_capability(owner, name, &prepared, None, &obtained) {
                 return Some(http);
             }
         }

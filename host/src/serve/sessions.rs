@@ -94,24 +94,17 @@ impl ServeHost {
         );
         let connectors: Vec<String> = served.iter().map(|c| c.name().to_string()).collect();
         let left_out = self.left_out(brand, role, &connectors);
-        let cancel = CancellationToken::new();
-        let ttl = std::time::Duration::from_secs(self.config.session_ttl_secs);
-        let mut live = LiveSession {
+        let mut live = LiveSession::new(crate::session::registry::Opened {
             session,
             role_name: request.role.clone(),
             profile: request.profile.clone(),
-            token_digest: digest(&token),
+            token: token.clone(),
             connectors: connectors.clone(),
             left_out,
-            endpoints: BTreeMap::new(),
             allowlist,
-            cancel: cancel.clone(),
-            expires: std::time::Instant::now() + ttl,
-            opened: std::time::Instant::now(),
-            expires_at_ms: (std::time::SystemTime::now() + ttl)
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as i64),
-        };
+            ttl: std::time::Duration::from_secs(self.config.session_ttl_secs),
+        });
+        let cancel = live.cancel.clone();
         let live = Arc::new_cyclic(|weak| {
             let scout = (!host_tools.is_empty()).then(|| host_tools::SCOUT_SERVER.to_string());
             for connector in connectors.iter().chain(scout.iter()) {
@@ -127,7 +120,7 @@ impl ServeHost {
             }
             live
         });
-        let view = live.view(&self.base_url(), Some(token));
+        let view = view_of(&live, &self.base_url(), Some(token));
         // Recorded for the other hosts (an admin API on any of them answers
         // for it), never with its token.
         let shown = SessionView {
@@ -141,7 +134,7 @@ impl ServeHost {
             shown.expires_at_ms,
         )?;
         self.metrics.session_opened(&live.role_name);
-        self.sessions.write().insert(id, live);
+        self.sessions.insert(live);
         Ok(view)
     }
 
@@ -297,8 +290,8 @@ impl ServeHost {
 
     /// The session `id`, if it is open. A session past its time is ended here.
     pub fn session(&self, id: &str) -> Option<Arc<LiveSession>> {
-        let live = self.sessions.read().get(id).cloned()?;
-        if live.expires <= std::time::Instant::now() {
+        let live = self.sessions.get(id)?;
+        if live.expired_at(std::time::Instant::now()) {
             self.end_session(id);
             return None;
         }
@@ -308,14 +301,7 @@ impl ServeHost {
     /// Ends every session past its time (a call waiting for a person in one
     /// is refused); `serve` runs this every few seconds.
     pub fn end_expired(&self) -> usize {
-        let now = std::time::Instant::now();
-        let expired: Vec<String> = self
-            .sessions
-            .read()
-            .values()
-            .filter(|s| s.expires <= now)
-            .map(|s| s.session.id.clone())
-            .collect();
+        let expired = self.sessions.expired(std::time::Instant::now());
         expired.iter().filter(|id| self.end_session(id)).count()
     }
 
@@ -323,8 +309,12 @@ impl ServeHost {
     pub fn sessions(&self) -> Vec<SessionView> {
         self.end_expired();
         let base = self.base_url();
-        let sessions = self.sessions.read();
-        let mut views: Vec<SessionView> = sessions.values().map(|s| s.view(&base, None)).collect();
+        let mut views: Vec<SessionView> = self
+            .sessions
+            .all()
+            .iter()
+            .map(|s| view_of(s, &base, None))
+            .collect();
         views.sort_by(|a, b| a.id.cmp(&b.id));
         views
     }
@@ -349,7 +339,7 @@ impl ServeHost {
     /// One open session as the admin API shows it, whichever host serves it.
     pub(crate) fn session_view(&self, id: &str) -> Result<Option<Value>, HostError> {
         if let Some(live) = self.session(id) {
-            return Ok(serde_json::to_value(live.view(&self.base_url(), None)).ok());
+            return Ok(serde_json::to_value(view_of(&live, &self.base_url(), None)).ok());
         }
         Ok(self
             .store

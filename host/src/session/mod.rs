@@ -16,6 +16,7 @@
 //! acknowledged.
 
 pub mod holdings;
+pub mod registry;
 
 use crate::policy::{Removal, SessionInput, Surface};
 use parking_lot::Mutex;

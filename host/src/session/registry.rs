@@ -1,0 +1,130 @@
+//! The sessions a host holds, by id: each one's policy state, how its
+//! caller proves it holds it (the digest of its token), when it ends, and
+//! how it is reached (`E`: the serving layer's endpoints, MCP's for
+//! `serve`). The registry knows nothing of HTTP; `serve` opens a session,
+//! puts it here, and finds it again for each request.
+
+use super::Session;
+use parking_lot::RwLock;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// One live session.
+pub struct Live<E> {
+    pub session: Session,
+    /// The role as it was asked for (`person-chat`).
+    pub role_name: String,
+    pub profile: Option<String>,
+    token_digest: [u8; 32],
+    /// The connectors it is served.
+    pub connectors: Vec<String>,
+    /// Each connector it is not served, and why.
+    pub left_out: BTreeMap<String, String>,
+    /// How it is reached, per connector.
+    pub endpoints: BTreeMap<String, E>,
+    /// Its whole allowlist (D12).
+    pub allowlist: Vec<String>,
+    /// Cancelled when it ends: its streams close.
+    pub cancel: CancellationToken,
+    pub expires: Instant,
+    /// When it opened (for the session-duration metric).
+    pub opened: Instant,
+    /// When it ends, in milliseconds since the Unix epoch.
+    pub expires_at_ms: i64,
+}
+
+/// What a session is opened with, besides its endpoints.
+pub struct Opened {
+    pub session: Session,
+    pub role_name: String,
+    pub profile: Option<String>,
+    pub token: String,
+    pub connectors: Vec<String>,
+    pub left_out: BTreeMap<String, String>,
+    pub allowlist: Vec<String>,
+    pub ttl: std::time::Duration,
+}
+
+impl<E> Live<E> {
+    /// A session opened now for `ttl`, its token kept as a digest only.
+    pub fn new(opened: Opened) -> Live<E> {
+        let now = Instant::now();
+        Live {
+            session: opened.session,
+            role_name: opened.role_name,
+            profile: opened.profile,
+            token_digest: digest(&opened.token),
+            connectors: opened.connectors,
+            left_out: opened.left_out,
+            endpoints: BTreeMap::new(),
+            allowlist: opened.allowlist,
+            cancel: CancellationToken::new(),
+            expires: now + opened.ttl,
+            opened: now,
+            expires_at_ms: (std::time::SystemTime::now() + opened.ttl)
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64),
+        }
+    }
+
+    /// Whether `token` is this session's bearer token.
+    pub fn token_matches(&self, token: &str) -> bool {
+        digest(token) == self.token_digest
+    }
+
+    /// Whether it is past its time at `now`.
+    pub fn expired_at(&self, now: Instant) -> bool {
+        self.expires <= now
+    }
+}
+
+fn digest(text: &str) -> [u8; 32] {
+    Sha256::digest(text.as_bytes()).into()
+}
+
+/// The sessions a host holds.
+pub struct Registry<E> {
+    live: RwLock<HashMap<String, Arc<Live<E>>>>,
+}
+
+impl<E> Default for Registry<E> {
+    fn default() -> Self {
+        Registry {
+            live: RwLock::new(HashMap::new()),
+        }
+    }
+}
+
+impl<E> Registry<E> {
+    pub fn insert(&self, live: Arc<Live<E>>) {
+        self.live.write().insert(live.session.id.clone(), live);
+    }
+
+    /// Session `id`, expired or not.
+    pub fn get(&self, id: &str) -> Option<Arc<Live<E>>> {
+        self.live.read().get(id).cloned()
+    }
+
+    /// Takes session `id` out; `None` if it was not held (or already taken).
+    pub fn remove(&self, id: &str) -> Option<Arc<Live<E>>> {
+        self.live.write().remove(id)
+    }
+
+    /// Every session held.
+    pub fn all(&self) -> Vec<Arc<Live<E>>> {
+        self.live.read().values().cloned().collect()
+    }
+
+    /// The ids of the sessions past their time at `now`.
+    pub fn expired(&self, now: Instant) -> Vec<String> {
+        self.live
+            .read()
+            .values()
+            .filter(|s| s.expired_at(now))
+            .map(|s| s.session.id.clone())
+            .collect()
+    }
+}
