@@ -589,6 +589,21 @@ impl Catalog {
         self
     }
 
+    /// This catalogue with connector `name` as the seed describes it (or
+    /// absent, for one the seed does not name): what a new version of it
+    /// is admitted against, never the version served before it.
+    pub(crate) fn with_seed_entry(mut self, name: &str) -> Catalog {
+        match Catalog::seed().connectors.remove(name) {
+            Some(seed) => {
+                self.connectors.insert(name.to_string(), seed);
+            }
+            None => {
+                self.connectors.remove(name);
+            }
+        }
+        self
+    }
+
     /// One connector.
     pub fn connector(&self, name: &str) -> Option<&ConnectorSpec> {
         self.connectors.get(name)

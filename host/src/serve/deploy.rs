@@ -149,10 +149,22 @@ impl ServeHost {
         }
     }
 
+    /// Connector `name`'s tools as this host serves them: the component's,
+    /// as the catalogue admitted (and the operator narrowed) them.
     fn tool_names(&self, name: &str) -> Vec<String> {
-        self.component(name)
-            .map(|c| c.tools().iter().map(|t| t.name.clone()).collect())
-            .unwrap_or_default()
+        let Some(component) = self.component(name) else {
+            return Vec::new();
+        };
+        let catalog = self.boundary.catalog();
+        let spec = catalog.connector(name);
+        component
+            .tools()
+            .iter()
+            .map(|t| t.name.clone())
+            .filter(|t| {
+                spec.is_none_or(|s| s.reads.contains(t) || s.writes.iter().any(|w| &w.name == t))
+            })
+            .collect()
     }
 
     /// `PUT /v1/connectors/{name}`: adds connector `name`, or upgrades it,
@@ -291,7 +303,10 @@ impl ServeHost {
         settings.artifact_digest = Some(pulled.digest.clone());
         let runtime = self.runtime.clone();
         let store = self.store.clone();
-        let catalog = (*self.boundary.catalog()).clone();
+        // Admitted against the seed's entry, as at start: never against the
+        // version served now (its narrowing, or a non-seed connector's
+        // conservative spec, is not what a new version must agree with).
+        let catalog = (*self.boundary.catalog()).clone().with_seed_entry(name);
         let name = name.to_string();
         let digest = pulled.digest;
         tokio::task::spawn_blocking(move || {

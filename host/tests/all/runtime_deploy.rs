@@ -515,10 +515,28 @@ async fn a_runtime_change_that_cannot_be_served_is_refused_and_changes_nothing()
     // Signed by the configured key: served.
     let (code, _, stderr) = sign(&publisher, &reference, &signer_key);
     assert_eq!(code, 0, "{stderr}");
-    let (status, body) = put(settings).await;
+    let narrowed = {
+        let mut s = settings.clone();
+        s["tools"] = json!(["github_read_file"]);
+        s
+    };
+    let (status, body) = put(narrowed).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["digest"], digest.as_str());
     assert_eq!(body["status"], "served");
+    assert_eq!(
+        body["tools"],
+        json!(["github_read_file"]),
+        "narrowed by the operator"
+    );
+    // Widened again: admitted against the seed, not the narrowed version.
+    let (status, body) = put(settings).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["revision"], 2);
+    assert!(
+        body["tools"].as_array().unwrap().len() > 1,
+        "every tool again: {body}"
+    );
     // Served from the next session on.
     let (status, _) = admin
         .request(
