@@ -10,9 +10,9 @@ wasmtime::component::bindgen!({
         default: trappable,
     },
     with: {
-        "scout:connector/http.client": crate::capabilities::http::ClientHandle,
-        "scout:connector/meter.reservation": crate::capabilities::meter::ReservationHandle,
-        "scout:connector/folder.dir": crate::capabilities::folder::DirHandle,
+        "scout:connector/http.client": crate::capabilities::handles::ClientHandle,
+        "scout:connector/meter.reservation": crate::capabilities::handles::ReservationHandle,
+        "scout:connector/folder.dir": crate::capabilities::handles::DirHandle,
     },
 });
 

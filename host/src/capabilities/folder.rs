@@ -15,7 +15,7 @@
 //! followed. A read-only folder follows links that stay inside its root.
 
 use super::bindings::folder::{Entry, EntryKind, FolderError, Host, HostDir};
-use super::state::{FolderCtx, View};
+use super::view::View;
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{Dir, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
@@ -260,21 +260,37 @@ fn io_error(e: std::io::Error, path: &str) -> FolderError {
     }
 }
 
-/// The `dir` resource: which granted folder the handle is.
-pub struct DirHandle(Arc<FolderCapability>);
+/// What the `folder` interface of one call holds: the folders granted.
+pub(crate) struct FolderCtx {
+    pub(crate) folders: Vec<Arc<FolderCapability>>,
+}
+
+pub use super::handles::DirHandle;
+
+impl View<'_, FolderCtx> {
+    /// The granted folder `dir` names.
+    fn folder(&self, dir: &Resource<DirHandle>) -> wasmtime::Result<&FolderCapability> {
+        let at = self.handles.get(dir)?.folder;
+        self.ctx
+            .folders
+            .get(at)
+            .map(|f| &**f)
+            .ok_or_else(|| wasmtime::Error::msg("a folder handle names no granted folder"))
+    }
+}
 
 impl Host for View<'_, FolderCtx> {
     fn open(&mut self, name: String) -> wasmtime::Result<Result<Resource<DirHandle>, FolderError>> {
-        let Some(folder) = self.ctx.folders.iter().find(|f| f.name() == name).cloned() else {
+        let Some(folder) = self.ctx.folders.iter().position(|f| f.name() == name) else {
             return Ok(Err(FolderError::Denied(
                 "this session holds no folder by that name".to_string(),
             )));
         };
-        match self.handles.push(DirHandle(folder))? {
+        match self.handles.push(DirHandle { folder })? {
             Some(handle) => Ok(Ok(handle)),
             None => Ok(Err(FolderError::Denied(format!(
                 "at most {} handles per call",
-                super::state::MAX_HANDLES
+                super::view::MAX_HANDLES
             )))),
         }
     }
@@ -286,7 +302,7 @@ impl HostDir for View<'_, FolderCtx> {
         dir: Resource<DirHandle>,
         path: String,
     ) -> wasmtime::Result<Result<Vec<Entry>, FolderError>> {
-        Ok(self.handles.get(&dir)?.0.list(&path))
+        Ok(self.folder(&dir)?.list(&path))
     }
 
     fn read(
@@ -294,7 +310,7 @@ impl HostDir for View<'_, FolderCtx> {
         dir: Resource<DirHandle>,
         path: String,
     ) -> wasmtime::Result<Result<Vec<u8>, FolderError>> {
-        Ok(self.handles.get(&dir)?.0.read(&path))
+        Ok(self.folder(&dir)?.read(&path))
     }
 
     fn write(
@@ -303,11 +319,11 @@ impl HostDir for View<'_, FolderCtx> {
         path: String,
         contents: Vec<u8>,
     ) -> wasmtime::Result<Result<(), FolderError>> {
-        Ok(self.handles.get(&dir)?.0.write(&path, &contents))
+        Ok(self.folder(&dir)?.write(&path, &contents))
     }
 
     fn writable(&mut self, dir: Resource<DirHandle>) -> wasmtime::Result<bool> {
-        Ok(self.handles.get(&dir)?.0.writable)
+        Ok(self.folder(&dir)?.writable)
     }
 
     fn drop(&mut self, dir: Resource<DirHandle>) -> wasmtime::Result<()> {

@@ -2,7 +2,7 @@
 //! bounded in count and size so a guest cannot flood the host.
 
 use super::bindings::log::{Host, Level};
-use super::state::{LogCtx, View};
+use super::view::View;
 use serde::Serialize;
 
 /// Most log lines kept per call; later lines are counted, not kept.
@@ -41,4 +41,12 @@ impl Host for View<'_, LogCtx> {
         self.ctx.lines.push(GuestLog { level, message });
         Ok(())
     }
+}
+
+/// What the `log` interface of one call holds: the lines kept, how many
+/// were dropped, and the handles whose secrets are scrubbed from them.
+pub(crate) struct LogCtx {
+    pub(crate) lines: Vec<GuestLog>,
+    pub(crate) dropped: u64,
+    pub(crate) scrub: super::Capabilities,
 }

@@ -27,7 +27,8 @@
 
 pub(crate) use super::bindings::meter::MeterError;
 use super::bindings::meter::{Host, HostReservation};
-use super::state::{MeterCtx, View};
+use super::deadline::CallDeadline;
+use super::view::View;
 use crate::store::{LedgerStore, StartRunError};
 use parking_lot::{Mutex, MutexGuard};
 use std::sync::Arc;
@@ -510,8 +511,27 @@ impl RunMeter {
     }
 }
 
-/// The `reservation` resource.
-pub struct ReservationHandle {
+/// What the `meter` interface of one call holds: the run's meter, if any;
+/// the per-call threshold above which a reservation asks a person; and the
+/// call's deadline, paused while a person decides.
+pub(crate) struct MeterCtx {
+    pub(crate) meter: Option<Arc<RunMeter>>,
+    pub(crate) spend: Option<SpendGate>,
+    /// What this call reserved under the threshold without asking.
+    pub(crate) reserved_unasked: u64,
+    pub(crate) deadline: Arc<CallDeadline>,
+    /// The reservations the guest holds handles to, by number; one never
+    /// settled is charged in full when it is dropped (by the guest, or
+    /// with the call).
+    pub(crate) reservations: std::collections::HashMap<u64, Reservation>,
+    pub(crate) next_reservation: u64,
+}
+
+pub use super::handles::ReservationHandle;
+
+/// One reservation a call made, kept in its `meter` context under the
+/// number its handle carries.
+pub(crate) struct Reservation {
     meter: Arc<RunMeter>,
     amount: u64,
     settled: bool,
@@ -521,7 +541,7 @@ pub struct ReservationHandle {
     approved: bool,
 }
 
-impl Drop for ReservationHandle {
+impl Drop for Reservation {
     fn drop(&mut self) {
         if !self.settled {
             // Unsettled (forgotten, or the guest trapped): charged in full.
@@ -554,7 +574,7 @@ impl Host for View<'_, MeterCtx> {
         if !self.handles.has_room() {
             return Ok(Err(MeterError::Denied(format!(
                 "at most {} handles per call",
-                super::state::MAX_HANDLES
+                super::view::MAX_HANDLES
             ))));
         }
         // The threshold holds for the call's reservations together: those
@@ -599,14 +619,22 @@ impl Host for View<'_, MeterCtx> {
         if capped && !approved {
             self.ctx.reserved_unasked += estimate;
         }
-        let reservation = ReservationHandle {
+        let reservation = Reservation {
             meter,
             amount: estimate,
             settled: false,
             capped,
             approved,
         };
-        let handle = self.handles.push(reservation)?.expect("room was checked");
+        let id = self.ctx.next_reservation;
+        self.ctx.next_reservation += 1;
+        let handle = self
+            .handles
+            .push(ReservationHandle { id })?
+            .expect("room was checked");
+        // Kept (and charged in full unless settled) from the moment its
+        // handle exists.
+        self.ctx.reservations.insert(id, reservation);
         Ok(Ok(handle))
     }
 
@@ -621,7 +649,12 @@ impl HostReservation for View<'_, MeterCtx> {
         handle: Resource<ReservationHandle>,
         actual: u64,
     ) -> wasmtime::Result<Result<(), MeterError>> {
-        let reservation = self.handles.get_mut(&handle)?;
+        let id = self.handles.get(&handle)?.id;
+        let Some(reservation) = self.ctx.reservations.get_mut(&id) else {
+            return Err(wasmtime::Error::msg(
+                "a reservation handle names no reservation",
+            ));
+        };
         if reservation.settled {
             return Ok(Err(MeterError::Invalid(
                 "this reservation is already settled".to_string(),
@@ -640,7 +673,9 @@ impl HostReservation for View<'_, MeterCtx> {
     }
 
     fn drop(&mut self, handle: Resource<ReservationHandle>) -> wasmtime::Result<()> {
-        self.handles.drop(handle)?;
+        let ReservationHandle { id } = self.handles.drop(handle)?;
+        // An unsettled reservation is charged in full as it goes.
+        self.ctx.reservations.remove(&id);
         Ok(())
     }
 }

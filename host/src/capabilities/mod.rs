@@ -3,23 +3,30 @@
 //! A component reaches the world only through these. What a call may use is
 //! decided by the host per call ([`Capabilities`]); the guest cannot name a
 //! destination, a credential or a folder of its own. As in wasmtime-wasi,
-//! each interface's host code works on its own context and view of the
-//! call (`state::View`: its context and the shared handle table), never on
-//! the whole store data, and `state::add_to_linker` projects each one.
+//! each interface's host code works on its own context (defined beside it)
+//! and view of the call (`view::View`: its context and the shared handle
+//! table), never on the whole store data, and `state::add_to_linker`
+//! projects each one. The resources a guest holds are plain names
+//! (`handles`), so the WIT bindings depend on no capability module and no
+//! import runs in a circle.
 
 pub(crate) mod bindings;
+mod deadline;
 pub mod encoding;
 pub mod folder;
 pub mod graphql;
+pub mod handles;
 pub mod http;
 pub mod log;
 pub mod mcp;
 pub mod meter;
 pub mod net;
+pub(crate) mod path;
 pub mod replay;
 pub mod routes;
 pub mod scrub;
 pub(crate) mod state;
+mod view;
 
 use std::sync::Arc;
 

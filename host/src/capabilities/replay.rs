@@ -58,7 +58,7 @@
 //! ([`Replay::misses`]) so that a test can fail on it.
 
 use super::bindings::http::{HttpError, Method, Request, Response};
-use crate::capabilities::http::validate_path_allowing;
+use crate::capabilities::path::validate_path_allowing;
 use crate::capabilities::scrub::Scrubber;
 use base64::Engine as _;
 use parking_lot::Mutex;

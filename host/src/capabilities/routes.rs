@@ -9,7 +9,7 @@
 
 use scout_manifest::{Affix, GraphqlBody, Route, RouteMethod};
 
-use super::http::Method;
+use super::bindings::http::Method;
 
 /// One declared route, compiled.
 struct Compiled {

@@ -6,8 +6,6 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Longest request path accepted.
-pub(super) const MAX_PATH_LEN: usize = 2048;
 /// Most headers a guest may send on one request.
 pub(super) const MAX_HEADERS: usize = 64;
 /// Default cap on the total size of a guest's request headers (names and values).

@@ -3,9 +3,13 @@
 //! the handle of its destination, and recorded for the trace.
 
 use super::super::bindings::http::{Host, HostClient};
-use super::super::state::{HttpCtx, View};
+use super::super::view::View;
+use super::HttpCapability;
 use super::{ClientHandle, HttpError, Request, Response};
+use crate::capabilities::routes::RouteSet;
 use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Instant;
 use wasmtime::component::Resource;
 
@@ -53,6 +57,31 @@ pub struct ExchangeServer {
     pub started_at: std::time::SystemTime,
 }
 
+/// What the `http` interface of one call holds: the clients granted, the
+/// tool's routes every request is matched against, and the exchanges made.
+pub(crate) struct HttpCtx {
+    /// The client bound to the connector's own origin, if granted.
+    pub(crate) http: Option<Arc<HttpCapability>>,
+    /// Further clients by destination name.
+    pub(crate) destinations: BTreeMap<String, Arc<HttpCapability>>,
+    /// Whether a `(graphql)` route may carry a mutation in this call.
+    pub(crate) graphql_mutations: bool,
+    /// The routes of the tool being called.
+    pub(crate) routes: Arc<RouteSet>,
+    /// The tool being called (wire name), for refusals.
+    pub(crate) tool: String,
+    /// The requests made, as the trace records them.
+    pub(crate) exchanges: Vec<HttpExchange>,
+    /// Handles refused for want of a credential, and why (by destination).
+    pub(crate) refused: BTreeMap<Option<String>, String>,
+    /// What obtaining and renewing credentials did, for the trace.
+    pub(crate) credential_events: Vec<serde_json::Value>,
+    /// Handles renewed after a 401 in this call (once each).
+    pub(crate) renewed: std::collections::BTreeSet<Option<String>>,
+    /// Asked before each request is sent (see [`Capabilities::fence`]).
+    pub(crate) fence: Option<crate::capabilities::Fence>,
+}
+
 impl Default for ExchangeServer {
     fn default() -> ExchangeServer {
         ExchangeServer {
@@ -77,7 +106,7 @@ impl Host for View<'_, HttpCtx> {
             Some(handle) => Ok(Ok(handle)),
             None => Ok(Err(HttpError::Denied(format!(
                 "at most {} handles per call",
-                super::super::state::MAX_HANDLES
+                super::super::view::MAX_HANDLES
             )))),
         }
     }
@@ -107,7 +136,7 @@ impl Host for View<'_, HttpCtx> {
             Some(handle) => Ok(Ok(handle)),
             None => Ok(Err(HttpError::Denied(format!(
                 "at most {} handles per call",
-                super::super::state::MAX_HANDLES
+                super::super::view::MAX_HANDLES
             )))),
         }
     }

@@ -22,6 +22,7 @@ mod transport;
 pub use super::bindings::http::{HttpError, Method, Request, Response};
 use crate::capabilities::net::GuardedResolver;
 use crate::capabilities::net::denied_reason;
+pub(crate) use crate::capabilities::path::validate_path;
 use crate::capabilities::replay::{Recorder, Replay};
 pub use crate::capabilities::scrub::REDACTED;
 use crate::capabilities::scrub::Scrubber;
@@ -29,7 +30,7 @@ use crate::error::ConfigError;
 use base64::Engine as _;
 pub use config::{CredentialConfig, CredentialScheme, HttpConfig, HttpMode, SecretSource};
 pub use guard::carries_authority;
-pub(crate) use guard::{validate_path, validate_path_allowing};
+pub(crate) use host::HttpCtx;
 pub use host::{ExchangeServer, HttpExchange};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use std::net::IpAddr;
@@ -148,11 +149,7 @@ impl std::fmt::Debug for HttpCapability {
     }
 }
 
-/// The `client` resource: a handle to the call's HTTP capability.
-pub struct ClientHandle {
-    /// `None`: the connector's own origin; otherwise a named destination.
-    destination: Option<String>,
-}
+pub use super::handles::ClientHandle;
 
 impl HttpCapability {
     /// Validates the configuration, resolves the secret and builds the client.
