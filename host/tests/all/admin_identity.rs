@@ -486,6 +486,25 @@ async fn oidc_tokens_get_their_roles_and_every_bad_token_is_refused_with_nothing
         let answer = call(&http, &base, &approver_token, Method::GET, path, None).await;
         assert_eq!((answer.status, answer.code()), (403, "forbidden"), "{why}");
     }
+    // Only the admin role changes what the fleet runs.
+    for token in [&approver_token, &viewer_token] {
+        for method in [Method::PUT, Method::DELETE] {
+            let answer = call(
+                &http,
+                &base,
+                token,
+                method.clone(),
+                "/v1/connectors/github",
+                Some(json!({"component": "oci://registry.example/connectors/github:1"})),
+            )
+            .await;
+            assert_eq!(
+                (answer.status, answer.code()),
+                (403, "forbidden"),
+                "{method} /v1/connectors by a role that is not admin"
+            );
+        }
+    }
 
     // What each role is told it may do (the console's buttons follow it).
     for (token, subject, role, decide, end) in [
@@ -514,6 +533,7 @@ async fn oidc_tokens_get_their_roles_and_every_bad_token_is_refused_with_nothing
         format!("/v1/sessions/{session}/agent-config?format=mcp-json"),
         format!("/v1/trace?session={session}"),
         "/v1/reviews".to_string(),
+        "/v1/connectors".to_string(),
         "/metrics".to_string(),
         "/v1/audit?role=read-only".to_string(),
     ] {
