@@ -57,6 +57,9 @@ pub enum AllowanceError {
     /// The ledger could not be read or written.
     #[error("the allowance ledger is unavailable: {0}")]
     Ledger(#[source] crate::store::StoreError),
+    /// The session's run already ended: the session spends no more.
+    #[error("this session's run has ended: it spends no more")]
+    RunEnded,
 }
 
 #[derive(Debug, Default)]
@@ -135,15 +138,20 @@ enum DaySide {
     Refused(MeterError),
 }
 
-/// A run recorded in the store: every charge is written, in its own
-/// transaction and under an idempotency key, before the guest is told it
-/// settled, so a crash loses no charge and a retry duplicates none.
+/// A run recorded in the store, which holds its figures: every hold and
+/// every charge is made there, in its own transaction (a charge under an
+/// idempotency key), before the guest is told, so every host serving the
+/// run's session spends it exactly, a crash loses no charge and a retry
+/// duplicates none.
 struct StoreLedger {
     store: Arc<dyn LedgerStore>,
     run_id: String,
     brand: String,
     connector: String,
     day: String,
+    /// This meter's own part of each charge's key: several hosts' meters
+    /// of one run never share a key.
+    nonce: String,
     next_charge: AtomicU64,
 }
 
@@ -228,15 +236,29 @@ impl RunMeter {
         allowance: Allowance,
     ) -> Result<Arc<RunMeter>, AllowanceError> {
         allowance.validate()?;
-        store
-            .start_run(
-                run_id,
-                brand,
-                connector,
-                day,
-                allowance.per_run,
-                allowance.per_day,
-            )
+        let started = store.start_run(
+            run_id,
+            brand,
+            connector,
+            day,
+            allowance.per_run,
+            allowance.per_day,
+        );
+        // The session's run, started by a host that served it before:
+        // joined, as long as it is live.
+        let joined = matches!(
+            &started,
+            Err(StartRunError::Store(crate::store::StoreError::RunExists(_)))
+        );
+        if joined {
+            match store.run_left(run_id) {
+                Ok(Some(_)) => {}
+                Ok(None) => return Err(AllowanceError::RunEnded),
+                Err(e) => return Err(AllowanceError::Ledger(e)),
+            }
+        }
+        started
+            .or_else(|e| if joined { Ok(()) } else { Err(e) })
             .map_err(|e| match e {
                 StartRunError::DayExhausted { committed, per_day } => {
                     AllowanceError::DayExhausted {
@@ -261,6 +283,7 @@ impl RunMeter {
                 brand: brand.to_string(),
                 connector: connector.to_string(),
                 day: day.to_string(),
+                nonce: charge_nonce(),
                 next_charge: AtomicU64::new(0),
             }),
             allowance,
@@ -337,8 +360,17 @@ impl RunMeter {
         self.lock().reserved
     }
 
-    /// What the run may still reserve.
+    /// What the run may still reserve (the store's figure, for a run it
+    /// records).
     pub fn remaining(&self) -> u64 {
+        if let DaySide::Store(ledger) = &self.day {
+            return ledger
+                .store
+                .run_left(&ledger.run_id)
+                .ok()
+                .flatten()
+                .unwrap_or(0);
+        }
         let run = self.lock();
         self.allowance
             .per_run
@@ -366,7 +398,15 @@ impl RunMeter {
     /// asked about one the run could not make. A refusal is observed as
     /// [`RunMeter::reserve`]'s would be.
     pub fn can_reserve(&self, amount: u64) -> Result<(), MeterError> {
-        let checked = self.check(&self.lock(), amount);
+        let checked = match &self.day {
+            DaySide::Store(ledger) if amount > 0 => match ledger.store.run_left(&ledger.run_id) {
+                Ok(Some(left)) if amount <= left => Ok(()),
+                Ok(Some(left)) => Err(MeterError::RunExhausted(left)),
+                Ok(None) => Err(MeterError::Denied("the run has ended".to_string())),
+                Err(e) => Err(ledger_down(&ledger.run_id, &e)),
+            },
+            _ => self.check(&self.lock(), amount),
+        };
         if let (Err(why), Some(observer)) = (&checked, self.observer.get()) {
             observer.refused(why);
         }
@@ -407,6 +447,20 @@ impl RunMeter {
     fn try_reserve(&self, amount: u64) -> Result<(), MeterError> {
         let mut run = self.lock();
         self.check(&run, amount)?;
+        if let DaySide::Store(ledger) = &self.day {
+            // The store holds the run's figures for every host.
+            match ledger.store.reserve_in_run(&ledger.run_id, amount) {
+                Ok(crate::store::RunHold::Held) => {}
+                Ok(crate::store::RunHold::Short(left)) => {
+                    return Err(MeterError::RunExhausted(left));
+                }
+                Ok(crate::store::RunHold::Ended) => {
+                    run.ended = true;
+                    return Err(MeterError::Denied("the run has ended".to_string()));
+                }
+                Err(e) => return Err(ledger_down(&ledger.run_id, &e)),
+            }
+        }
         run.reserved += amount;
         Ok(())
     }
@@ -449,6 +503,9 @@ impl RunMeter {
         // The lock is held while the charge is written, so charges reach the
         // ledger in the order they were made.
         let mut run = self.lock();
+        if let DaySide::Store(ledger) = &self.day {
+            return self.settle_in_store(ledger, &mut run, reserved, actual);
+        }
         if run.ended {
             // Ending the run charged every open reservation in full.
             return Err(MeterError::Denied(
@@ -469,6 +526,60 @@ impl RunMeter {
         run.spent += charged;
         self.record(charged)?;
         if extra > left {
+            let refused = MeterError::RunExhausted(0);
+            if let Some(observer) = self.observer.get() {
+                observer.refused(&refused);
+            }
+            return Err(refused);
+        }
+        Ok(())
+    }
+
+    /// [`RunMeter::settle`] of a run the store holds: the hold released and
+    /// the charge made there, within the run's allowance as every host has
+    /// spent it.
+    fn settle_in_store(
+        &self,
+        ledger: &StoreLedger,
+        run: &mut Run,
+        reserved: u64,
+        actual: u64,
+    ) -> Result<(), MeterError> {
+        let key = format!(
+            "{}:{}:{}",
+            ledger.run_id,
+            ledger.nonce,
+            ledger.next_charge.fetch_add(1, Ordering::SeqCst)
+        );
+        let charged = ledger
+            .store
+            .settle_in_run(
+                &ledger.run_id,
+                &ledger.connector,
+                &ledger.brand,
+                &ledger.day,
+                reserved,
+                actual,
+                &key,
+            )
+            .map_err(|e| {
+                tracing::error!(run = %ledger.run_id, error = %e, "cannot record a charge");
+                MeterError::Denied("the allowance ledger could not record the charge".to_string())
+            })?;
+        run.reserved = run.reserved.saturating_sub(reserved);
+        let Some(charged) = charged else {
+            run.ended = true;
+            return Err(MeterError::Denied(
+                "the run has ended; this reservation was charged in full".to_string(),
+            ));
+        };
+        run.spent += charged;
+        if charged > 0
+            && let Some(observer) = self.observer.get()
+        {
+            observer.charged(charged);
+        }
+        if charged < actual {
             let refused = MeterError::RunExhausted(0);
             if let Some(observer) = self.observer.get() {
                 observer.refused(&refused);
@@ -501,7 +612,9 @@ impl RunMeter {
                 day.ended += recorded;
             }
             DaySide::Store(ledger) => {
-                let _ = self.record(open);
+                // The store charges every open hold of the run, this host's
+                // and any other's, once.
+                let _ = open;
                 if let Err(e) = ledger.store.end_run(&ledger.run_id) {
                     tracing::error!(run = %ledger.run_id, error = %e, "cannot record the end of a run");
                 }
@@ -509,6 +622,25 @@ impl RunMeter {
             DaySide::Refused(_) => {}
         }
     }
+}
+
+/// The refusal a guest is given when the ledger cannot be reached.
+fn ledger_down(run_id: &str, e: &crate::store::StoreError) -> MeterError {
+    tracing::error!(run = %run_id, error = %e, "the allowance ledger is unavailable");
+    MeterError::Denied("the allowance ledger is unavailable".to_string())
+}
+
+/// A key part no other meter of the same run uses (several hosts may
+/// serve one run's session).
+fn charge_nonce() -> String {
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        // Never the same twice in one process, at least.
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        return format!("p{}-{n}", std::process::id());
+    }
+    hex::encode(bytes)
 }
 
 /// What the `meter` interface of one call holds: the run's meter, if any;

@@ -48,6 +48,24 @@ impl Removal {
     }
 }
 
+impl Removal {
+    /// The removal the trace names `name`, if any.
+    pub fn parse(name: &str) -> Option<Removal> {
+        Some(match name {
+            "not_registered" => Removal::NotRegistered,
+            "outside_role" => Removal::OutsideRole,
+            "no_coworkers" => Removal::NoCoworkers,
+            "no_skills" => Removal::NoSkills,
+            "goals_engine_off" => Removal::GoalsEngineOff,
+            "no_browser_provider" => Removal::NoBrowserProvider,
+            other => {
+                let var = other.strip_prefix("switch:")?;
+                Removal::Switch(Switch::ALL.into_iter().find(|s| s.var() == var)?)
+            }
+        })
+    }
+}
+
 impl serde::Serialize for Removal {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&self.name())

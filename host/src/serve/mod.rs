@@ -176,6 +176,8 @@ pub struct ServeHost {
     runtime: Runtime,
     /// One runtime change at a time on this host.
     deploying: tokio::sync::Mutex<()>,
+    /// One session taken up at a time on this host.
+    taking_up: Mutex<()>,
     store: Arc<dyn Store>,
     /// The store's ledger, as the meters take it.
     ledger: Arc<dyn LedgerStore>,
@@ -365,6 +367,7 @@ impl ServeHost {
             roster,
             runtime,
             deploying: Default::default(),
+            taking_up: Mutex::new(()),
             ledger: store.clone(),
             metrics,
             telemetry,
@@ -579,12 +582,12 @@ impl ServeHost {
             Invalidation::Connections => self.connections_changed_elsewhere(),
             Invalidation::Profiles | Invalidation::Reviews => self.boundary.changed(),
             Invalidation::Connectors => self.deploy_stored_soon(),
-            Invalidation::Session(id) => self.end_if_ended_elsewhere(id),
+            Invalidation::Session(id) => self.refresh_session(id),
             Invalidation::All => {
                 self.deploy_stored_soon();
                 self.connections_changed_elsewhere();
                 for live in self.sessions.all() {
-                    self.end_if_ended_elsewhere(&live.session.id);
+                    self.refresh_session(&live.session.id);
                 }
             }
         }

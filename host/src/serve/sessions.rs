@@ -31,8 +31,9 @@ impl ServeHost {
         let facts = input.brand.clone();
         let id = format!("s-{}", random_hex(12)?);
         let token = random_hex(32)?;
-        let session =
-            Session::new(id.clone(), brand, input).held_under(self.store.lease_generation());
+        let session = self.shared(
+            Session::new(id.clone(), brand, input).held_under(self.store.lease_generation()),
+        );
         let components = self.components();
         let roster = self.roster();
         let platform: Vec<&LoadedComponent> = roster
@@ -84,7 +85,7 @@ impl ServeHost {
             &self.boundary.catalog(),
         )
         .map_err(HostError::BadRequest)?;
-        session.hold(holdings);
+        session.hold(holdings.outliving_this_host(self.store.shares_sessions()));
         // The host's own tools, on the session's `scout` endpoint.
         let host_tools = host_tools::given(&session);
         allowlist.extend(
@@ -133,6 +134,28 @@ impl ServeHost {
             &serde_json::to_value(&shown).unwrap_or_default(),
             shown.expires_at_ms,
         )?;
+        if self.store.shares_sessions() {
+            // What any host of the fleet needs to serve its next call.
+            let (opened, removed) = live.session.opened_and_removed();
+            self.store.keep_session(
+                &id,
+                &crate::store::SessionRecord {
+                    token_digest: live.token_digest_hex(),
+                    role: live.role_name.clone(),
+                    profile: live.profile.clone(),
+                    input: live.session.input().clone(),
+                    opened,
+                    removed: removed
+                        .iter()
+                        .map(|(name, why)| (name.clone(), why.name().into_owned()))
+                        .collect(),
+                    connectors: live.connectors.clone(),
+                    left_out: live.left_out.clone(),
+                    allowlist: live.allowlist.clone(),
+                    expires_at_ms: live.expires_at_ms,
+                },
+            )?;
+        }
         self.metrics.session_opened(&live.role_name);
         self.sessions.insert(live);
         Ok(view)
@@ -288,6 +311,156 @@ impl ServeHost {
         Ok(Some(saved.profile))
     }
 
+    /// `session` with its changing state kept in the fleet's store, when
+    /// the store shares sessions.
+    fn shared(&self, session: Session) -> Session {
+        if self.store.shares_sessions() {
+            session.shared_in(Arc::new(crate::store::FleetSessions(self.store.clone())))
+        } else {
+            session
+        }
+    }
+
+    /// The session `id` for a caller holding `token`: held here, or kept by
+    /// the fleet and taken up here now (any host serves any session's next
+    /// call). `None` for a session that is unknown, ended, or not `token`'s,
+    /// alike.
+    pub fn session_for(self: &Arc<Self>, id: &str, token: &str) -> Option<Arc<LiveSession>> {
+        if let Some(live) = self.session(id) {
+            if live.session.generation() == self.store.lease_generation() {
+                return live.token_matches(token).then_some(live);
+            }
+            // Held under an identity this host no longer has (another host
+            // recovered it meanwhile): taken up afresh below.
+            self.sessions.remove(id);
+        }
+        let live = self.take_up(id, Some(token))?;
+        Some(live)
+    }
+
+    /// Takes up session `id`, kept by the fleet, on this host: its record
+    /// and state read from the store (and `token`, when given, checked
+    /// against the digest kept), its holdings decided again the same way,
+    /// and its endpoints made here. Nothing of its trace is written again.
+    pub(crate) fn take_up(
+        self: &Arc<Self>,
+        id: &str,
+        token: Option<&str>,
+    ) -> Option<Arc<LiveSession>> {
+        if !self.store.shares_sessions() || self.boundary.is_shutting_down() {
+            return None;
+        }
+        let _one_at_a_time = self.taking_up.lock();
+        if let Some(live) = self.sessions.get(id) {
+            return token.is_none_or(|t| live.token_matches(t)).then_some(live);
+        }
+        let kept = match self.store.kept_session(id) {
+            Ok(Some(kept)) if !kept.ended => kept,
+            Ok(_) => return None,
+            Err(e) => {
+                tracing::error!(session = %id, error = %e, "cannot read the session the fleet keeps");
+                return None;
+            }
+        };
+        let record = kept.record;
+        let digest: [u8; 32] = hex::decode(&record.token_digest).ok()?.try_into().ok()?;
+        if let Some(token) = token
+            && crate::session::registry::token_digest(token) != digest
+        {
+            return None;
+        }
+        match self.store.take_up_session(id) {
+            Ok(true) => {}
+            Ok(false) => return None,
+            Err(e) => {
+                tracing::error!(session = %id, error = %e, "cannot take up the session");
+                return None;
+            }
+        }
+        let removed = record
+            .removed
+            .iter()
+            .filter_map(|(name, why)| Some((name.clone(), policy::Removal::parse(why)?)))
+            .collect();
+        let session = self
+            .shared(
+                Session::new(id, &kept.brand, record.input.clone())
+                    .held_under(self.store.lease_generation()),
+            )
+            .taken_up(record.opened.clone(), removed, &kept.state);
+        let components = self.components();
+        let served: Vec<&LoadedComponent> = record
+            .connectors
+            .iter()
+            .filter_map(|c| components.get(c).map(|a| &**a))
+            .collect();
+        let roster = self.roster();
+        let holdings = match Holdings::decide(
+            id,
+            &kept.brand,
+            record.input.role,
+            record.input.profile.as_ref(),
+            &record.allowlist,
+            &served,
+            &|name| roster.settings.get(name).map(|s| holdings_config(s)),
+            &self.boundary.catalog(),
+        ) {
+            Ok(holdings) => holdings,
+            Err(e) => {
+                tracing::error!(session = %id, error = %e, "cannot take up the session's holdings");
+                return None;
+            }
+        };
+        session.hold(holdings.outliving_this_host(true));
+        let host_tools = host_tools::given(&session);
+        let mut live = LiveSession::kept(crate::session::registry::Kept {
+            session,
+            role_name: record.role,
+            profile: record.profile,
+            token_digest: digest,
+            connectors: record.connectors,
+            left_out: record.left_out,
+            allowlist: record.allowlist,
+            expires_at_ms: record.expires_at_ms,
+        });
+        let cancel = live.cancel.clone();
+        let live = Arc::new_cyclic(|weak| {
+            let scout = (!host_tools.is_empty()).then(|| host_tools::SCOUT_SERVER.to_string());
+            for connector in live.connectors.clone().iter().chain(scout.iter()) {
+                live.endpoints.insert(
+                    connector.clone(),
+                    mcp::Endpoint::new(
+                        self.clone(),
+                        weak.clone(),
+                        connector.clone(),
+                        cancel.clone(),
+                    ),
+                );
+            }
+            live
+        });
+        tracing::info!(session = %id, brand = %kept.brand, "took up a session the fleet keeps");
+        self.sessions.insert(live.clone());
+        Some(live)
+    }
+
+    /// Takes in what another host changed of session `id`, if this host
+    /// holds it: ended, it ends here; otherwise its pause, withdrawals and
+    /// delegation as the store has them.
+    pub(super) fn refresh_session(&self, id: &str) {
+        let Some(live) = self.sessions.get(id) else {
+            return;
+        };
+        match self.store.kept_session(id) {
+            Ok(Some(kept)) if kept.ended => {
+                self.end_session(id);
+            }
+            Ok(Some(kept)) => live.session.apply(&kept.state),
+            Ok(None) => self.end_if_ended_elsewhere(id),
+            Err(e) => tracing::error!(session = %id, error = %e, "cannot read the session's state"),
+        }
+    }
+
     /// The session `id`, if it is open. A session past its time is ended here.
     pub fn session(&self, id: &str) -> Option<Arc<LiveSession>> {
         let live = self.sessions.get(id)?;
@@ -327,9 +500,8 @@ impl ServeHost {
             .into_iter()
             .map(|v| serde_json::to_value(v).unwrap_or_default())
             .collect();
-        let me = self.store.host();
         for shared in self.store.shared_sessions()? {
-            if Some(&shared.host_id) != me.as_ref() {
+            if self.sessions.get(&shared.id).is_none() {
                 views.push(shared.view);
             }
         }

@@ -87,6 +87,9 @@ pub struct Holdings {
     meters: Mutex<BTreeMap<String, Arc<RunMeter>>>,
     folders: Mutex<BTreeMap<String, Vec<Arc<FolderCapability>>>>,
     ended: AtomicBool,
+    /// The session is the fleet's: dropped here (this host lets go of it,
+    /// or stops), its runs go on for whichever host serves it next.
+    outlives_host: bool,
 }
 
 impl Holdings {
@@ -147,6 +150,7 @@ impl Holdings {
             meters: Mutex::new(BTreeMap::new()),
             folders: Mutex::new(BTreeMap::new()),
             ended: AtomicBool::new(false),
+            outlives_host: false,
         })
     }
 
@@ -191,6 +195,18 @@ impl Holdings {
             metered,
         ) {
             Ok(meter) => {
+                meters.insert(connector.to_string(), meter.clone());
+                Some(meter)
+            }
+            // The session's run ended (on another host, or with it):
+            // kept, so every later call is refused alike.
+            Err(AllowanceError::RunEnded) => {
+                let meter = RunMeter::refusing(
+                    unit,
+                    MeterError::Denied(
+                        "this session's run has ended: it spends no more".to_string(),
+                    ),
+                );
                 meters.insert(connector.to_string(), meter.clone());
                 Some(meter)
             }
@@ -285,6 +301,13 @@ impl Holdings {
         open
     }
 
+    /// The session is the fleet's (when `shared`): its runs end when the
+    /// session ends, never because this host dropped it.
+    pub fn outliving_this_host(mut self, shared: bool) -> Holdings {
+        self.outlives_host = shared;
+        self
+    }
+
     /// Ends every run this session started; no meter is handed out after.
     pub fn end(&self) {
         let meters = {
@@ -300,7 +323,9 @@ impl Holdings {
 
 impl Drop for Holdings {
     fn drop(&mut self) {
-        self.end();
+        if !self.outlives_host {
+            self.end();
+        }
     }
 }
 

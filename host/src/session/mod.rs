@@ -20,6 +20,7 @@ pub mod registry;
 
 use crate::policy::{Removal, SessionInput, Surface};
 use parking_lot::Mutex;
+pub use registry::{Live, Registry};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -75,6 +76,37 @@ pub struct Session {
     /// rejoins under a new identity (another host recovered this session),
     /// it is refused everything.
     generation: AtomicU64,
+    /// Where its changing state is kept when the fleet shares it: then the
+    /// store decides (effects, refusals) and every host sees the same.
+    shared: Option<Arc<dyn SharedState>>,
+}
+
+/// Where a session's changing state is kept when every host of a fleet may
+/// serve it: the store's answer is the one that counts (an effect taken, a
+/// refusal counted), and what one host sets (a pause, a withdrawal) every
+/// other host reads. An error fails closed: no effect is taken, a refusal
+/// is counted here, a pause holds here.
+pub trait SharedState: Send + Sync {
+    /// Takes one effect of `max` (none: unlimited); `false` when none is left.
+    fn take_effect(&self, session: &str, max: Option<u32>) -> Result<bool, String>;
+    /// Marks its delegation ended; `true` the first time.
+    fn end_delegation(&self, session: &str) -> Result<bool, String>;
+    /// Counts one refusal under each of `keys`; each key's count after.
+    fn count_refusals(&self, session: &str, keys: &[String]) -> Result<Vec<u32>, String>;
+    /// Pauses it, or resumes it (its refusals count afresh).
+    fn set_paused(&self, session: &str, paused: bool) -> Result<(), String>;
+    /// Withdraws `connector` from its grant.
+    fn withdraw(&self, session: &str, connector: &str) -> Result<(), String>;
+}
+
+/// What a host learns of a session the fleet shares when it takes it up:
+/// its changing state as the store holds it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SharedStateNow {
+    pub paused: bool,
+    pub withdrawn: BTreeSet<String>,
+    pub effects: u32,
+    pub delegation_ended: bool,
 }
 
 impl Session {
@@ -96,7 +128,55 @@ impl Session {
             effects: Default::default(),
             delegation_ended: AtomicBool::new(false),
             generation: AtomicU64::new(0),
+            shared: None,
         }
+    }
+
+    /// Its changing state kept in `shared` from now on (a fleet's session).
+    pub fn shared_in(mut self, shared: Arc<dyn SharedState>) -> Session {
+        self.shared = Some(shared);
+        self
+    }
+
+    /// A session the fleet shares, taken up by this host: what it was
+    /// offered and not given at its start, and its state now.
+    pub fn taken_up(
+        self,
+        opened: BTreeSet<String>,
+        removed: BTreeMap<String, Removal>,
+        now: &SharedStateNow,
+    ) -> Session {
+        let _ = self.opened.set(opened);
+        let _ = self.removed.set(removed);
+        self.apply(now);
+        self
+    }
+
+    /// Takes in its state as another host left it (a pause, a withdrawal,
+    /// an ended delegation); the next request decides afresh.
+    pub fn apply(&self, now: &SharedStateNow) {
+        self.paused.store(now.paused, Ordering::SeqCst);
+        self.effects.fetch_max(now.effects, Ordering::SeqCst);
+        if now.delegation_ended {
+            self.delegation_ended.store(true, Ordering::SeqCst);
+        }
+        let changed = {
+            let mut withdrawn = self.withdrawn.lock();
+            let before = withdrawn.len();
+            withdrawn.extend(now.withdrawn.iter().cloned());
+            withdrawn.len() != before
+        };
+        if changed {
+            self.bump();
+        }
+    }
+
+    /// What it was offered when it opened, and what it was not given, with why.
+    pub fn opened_and_removed(&self) -> (BTreeSet<String>, BTreeMap<String, Removal>) {
+        (
+            self.opened.get().cloned().unwrap_or_default(),
+            self.removed.get().cloned().unwrap_or_default(),
+        )
     }
 
     /// Opened under the store's lease generation `generation`.
@@ -126,6 +206,20 @@ impl Session {
 
     /// Takes one effect of `max` (none: unlimited); `false` when none is left.
     pub(crate) fn take_effect(&self, max: Option<u32>) -> bool {
+        if let Some(shared) = &self.shared {
+            return match shared.take_effect(&self.id, max) {
+                Ok(taken) => {
+                    if taken {
+                        self.effects.fetch_add(1, Ordering::SeqCst);
+                    }
+                    taken
+                }
+                Err(e) => {
+                    tracing::error!(session = %self.id, error = %e, "cannot take an effect in the store; refused");
+                    false
+                }
+            };
+        }
         match max {
             None => {
                 self.effects.fetch_add(1, Ordering::SeqCst);
@@ -142,12 +236,35 @@ impl Session {
 
     /// Marks the delegation ended; `true` the first time.
     pub(crate) fn end_delegation(&self) -> bool {
-        !self.delegation_ended.swap(true, Ordering::SeqCst)
+        let first_here = !self.delegation_ended.swap(true, Ordering::SeqCst);
+        match &self.shared {
+            Some(shared) => shared.end_delegation(&self.id).unwrap_or_else(|e| {
+                tracing::error!(session = %self.id, error = %e, "cannot record the delegation's end");
+                first_here
+            }),
+            None => first_here,
+        }
     }
 
     /// Counts one refusal under each of `keys`; the highest count, and the
     /// (first) key that reached it.
     pub(crate) fn count_refusal(&self, keys: &[String]) -> (u32, String) {
+        if let Some(shared) = &self.shared {
+            match shared.count_refusals(&self.id, keys) {
+                Ok(counts) => {
+                    let mut most = (0, String::new());
+                    for (key, n) in keys.iter().zip(counts) {
+                        if n > most.0 {
+                            most = (n, key.clone());
+                        }
+                    }
+                    return most;
+                }
+                Err(e) => {
+                    tracing::error!(session = %self.id, error = %e, "cannot count a refusal in the store; counted here");
+                }
+            }
+        }
         let mut refusals = self.refusals.lock();
         let mut most = (0, String::new());
         for key in keys {
@@ -163,12 +280,23 @@ impl Session {
     /// Pauses the session: every call is refused until [`Session::resume`].
     pub(crate) fn pause(&self) {
         self.paused.store(true, Ordering::SeqCst);
+        if let Some(shared) = &self.shared
+            && let Err(e) = shared.set_paused(&self.id, true)
+        {
+            tracing::error!(session = %self.id, error = %e, "cannot record the pause for the fleet; paused on this host");
+        }
     }
 
     /// A person resumed it: calls are decided again, and its refusals
     /// count afresh.
     pub fn resume(&self) -> bool {
         self.refusals.lock().clear();
+        if let Some(shared) = &self.shared
+            && let Err(e) = shared.set_paused(&self.id, false)
+        {
+            tracing::error!(session = %self.id, error = %e, "cannot record the resume for the fleet; it stays paused");
+            return false;
+        }
         self.paused.swap(false, Ordering::SeqCst)
     }
 
@@ -207,6 +335,11 @@ impl Session {
     pub(crate) fn withdraw(&self, connector: &str) {
         self.withdrawn.lock().insert(connector.to_string());
         self.bump();
+        if let Some(shared) = &self.shared
+            && let Err(e) = shared.withdraw(&self.id, connector)
+        {
+            tracing::error!(session = %self.id, error = %e, "cannot record the withdrawal for the fleet; withdrawn on this host");
+        }
     }
 
     /// Whether `connector` was withdrawn from its grant.

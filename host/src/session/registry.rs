@@ -36,6 +36,18 @@ pub struct Live<E> {
     pub expires_at_ms: i64,
 }
 
+/// A session the fleet keeps, as a host takes it up.
+pub struct Kept {
+    pub session: Session,
+    pub role_name: String,
+    pub profile: Option<String>,
+    pub token_digest: [u8; 32],
+    pub connectors: Vec<String>,
+    pub left_out: BTreeMap<String, String>,
+    pub allowlist: Vec<String>,
+    pub expires_at_ms: i64,
+}
+
 /// What a session is opened with, besides its endpoints.
 pub struct Opened {
     pub session: Session,
@@ -56,7 +68,7 @@ impl<E> Live<E> {
             session: opened.session,
             role_name: opened.role_name,
             profile: opened.profile,
-            token_digest: digest(&opened.token),
+            token_digest: token_digest(&opened.token),
             connectors: opened.connectors,
             left_out: opened.left_out,
             endpoints: BTreeMap::new(),
@@ -70,9 +82,38 @@ impl<E> Live<E> {
         }
     }
 
+    /// A session the fleet keeps, taken up by this host: its token known
+    /// only by its digest, its end where it was set when it opened.
+    pub fn kept(kept: Kept) -> Live<E> {
+        let now = Instant::now();
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        let left = u64::try_from(kept.expires_at_ms.saturating_sub(now_ms)).unwrap_or(0);
+        Live {
+            session: kept.session,
+            role_name: kept.role_name,
+            profile: kept.profile,
+            token_digest: kept.token_digest,
+            connectors: kept.connectors,
+            left_out: kept.left_out,
+            endpoints: BTreeMap::new(),
+            allowlist: kept.allowlist,
+            cancel: CancellationToken::new(),
+            expires: now + std::time::Duration::from_millis(left),
+            opened: now,
+            expires_at_ms: kept.expires_at_ms,
+        }
+    }
+
     /// Whether `token` is this session's bearer token.
     pub fn token_matches(&self, token: &str) -> bool {
-        digest(token) == self.token_digest
+        token_digest(token) == self.token_digest
+    }
+
+    /// Its token's digest, hex, as the fleet keeps it.
+    pub fn token_digest_hex(&self) -> String {
+        hex::encode(self.token_digest)
     }
 
     /// Whether it is past its time at `now`.
@@ -81,8 +122,9 @@ impl<E> Live<E> {
     }
 }
 
-fn digest(text: &str) -> [u8; 32] {
-    Sha256::digest(text.as_bytes()).into()
+/// The digest a session's bearer token is kept and checked by.
+pub fn token_digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
 }
 
 /// The sessions a host holds.

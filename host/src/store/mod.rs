@@ -35,6 +35,7 @@ pub use sqlite::SqliteStore;
 use crate::policy::{Catalog, Profile, ProfileError};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// Why a storage operation failed. Never a panic: a corrupt file, a locked
@@ -545,8 +546,31 @@ pub trait LedgerStore: Send + Sync {
         per_run: u64,
         per_day: u64,
     ) -> Result<(), StartRunError>;
-    /// Ends a run; from then on the day counts what it recorded.
+    /// Ends a run; from then on the day counts what it recorded. Its
+    /// reservations still open (a call on any host that has not settled)
+    /// are charged in full, once (`{run_id}:end`).
     fn end_run(&self, run_id: &str) -> Result<(), StoreError>;
+    /// Holds `amount` against run `run_id`'s allowance, atomically with
+    /// every other host's holds and charges for the same run.
+    fn reserve_in_run(&self, run_id: &str, amount: u64) -> Result<RunHold, StoreError>;
+    /// What run `run_id` may still reserve; `None` if it ended (or never
+    /// started).
+    fn run_left(&self, run_id: &str) -> Result<Option<u64>, StoreError>;
+    /// Releases a hold of `reserved` on run `run_id` and charges what
+    /// `actual` costs within the run's allowance (at most `reserved` plus
+    /// what is left), once per `idempotency_key`; what was charged, or
+    /// `None` if the run ended first (which charged the hold in full).
+    #[allow(clippy::too_many_arguments)]
+    fn settle_in_run(
+        &self,
+        run_id: &str,
+        connector: &str,
+        brand: &str,
+        day: &str,
+        reserved: u64,
+        actual: u64,
+        idempotency_key: &str,
+    ) -> Result<Option<u64>, StoreError>;
     /// Ends every run still live: at start, a live run's session died with
     /// the host that ran it, and would otherwise hold its whole per-run
     /// figure against the day until the day ends. Each then counts at what
@@ -781,6 +805,27 @@ pub trait InventoryStore: Send + Sync {
     ) -> Result<std::collections::BTreeMap<String, i64>, StoreError>;
 }
 
+/// What holding an amount against a run's allowance did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunHold {
+    Held,
+    /// It does not fit: what the run has left.
+    Short(u64),
+    /// The run ended (or never started).
+    Ended,
+}
+
+/// What charging a settled run costs, given its allowance: `actual` when
+/// within the hold, else the hold plus as much of the excess as `left`
+/// (what the run has beside this hold) allows.
+pub(crate) fn settled_charge(reserved: u64, actual: u64, left: u64) -> u64 {
+    if actual <= reserved {
+        actual
+    } else {
+        reserved + (actual - reserved).min(left)
+    }
+}
+
 /// What a host leaves behind when it stops: recovery of the calls and
 /// approvals of a host that stopped mid-call.
 pub trait SessionStore: Send + Sync {
@@ -855,6 +900,114 @@ pub trait SessionStore: Send + Sync {
     /// the row as it stands, `None` if no such session was recorded.
     fn request_session_end(&self, _id: &str) -> Result<Option<SharedSession>, StoreError> {
         Ok(None)
+    }
+
+    /// Whether every host of the fleet may serve any session (the store
+    /// keeps each one's record and changing state); `false` for a store
+    /// only one host uses, whose sessions live in that host.
+    fn shares_sessions(&self) -> bool {
+        false
+    }
+    /// Keeps what any host needs to serve session `id`'s next call.
+    fn keep_session(&self, _id: &str, _record: &SessionRecord) -> Result<(), StoreError> {
+        Ok(())
+    }
+    /// Session `id` as the fleet keeps it, if it was kept.
+    fn kept_session(&self, _id: &str) -> Result<Option<KeptSession>, StoreError> {
+        Ok(None)
+    }
+    /// This host serves session `id` from now on (the host that served it
+    /// before lets go when rung); `false` if it ended meanwhile.
+    fn take_up_session(&self, _id: &str) -> Result<bool, StoreError> {
+        Ok(false)
+    }
+    /// [`crate::session::SharedState::take_effect`], in the store.
+    fn session_take_effect(&self, _id: &str, _max: Option<u32>) -> Result<bool, StoreError> {
+        Err(StoreError::Config("this store keeps no session".into()))
+    }
+    /// [`crate::session::SharedState::end_delegation`], in the store.
+    fn session_end_delegation(&self, _id: &str) -> Result<bool, StoreError> {
+        Err(StoreError::Config("this store keeps no session".into()))
+    }
+    /// [`crate::session::SharedState::count_refusals`], in the store.
+    fn session_count_refusals(&self, _id: &str, _keys: &[String]) -> Result<Vec<u32>, StoreError> {
+        Err(StoreError::Config("this store keeps no session".into()))
+    }
+    /// [`crate::session::SharedState::set_paused`], in the store (rung).
+    fn session_set_paused(&self, _id: &str, _paused: bool) -> Result<(), StoreError> {
+        Err(StoreError::Config("this store keeps no session".into()))
+    }
+    /// [`crate::session::SharedState::withdraw`], in the store (rung).
+    fn session_withdraw(&self, _id: &str, _connector: &str) -> Result<(), StoreError> {
+        Err(StoreError::Config("this store keeps no session".into()))
+    }
+}
+
+/// What any host of a fleet needs to serve a session's next call, kept
+/// when it opens: never its token (a digest of it), and nothing that
+/// changes (that is [`crate::session::SharedStateNow`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// SHA-256 of its bearer token, hex.
+    pub token_digest: String,
+    /// The role as asked for (`person-chat`).
+    pub role: String,
+    pub profile: Option<String>,
+    /// The policy input it was decided with (brand facts, profile or grant).
+    pub input: crate::policy::SessionInput,
+    /// What it was offered when it opened.
+    pub opened: BTreeSet<String>,
+    /// What it was not given at its start, with the rule's name.
+    pub removed: BTreeMap<String, String>,
+    /// The connectors it is served.
+    pub connectors: Vec<String>,
+    pub left_out: BTreeMap<String, String>,
+    pub allowlist: Vec<String>,
+    pub expires_at_ms: i64,
+}
+
+/// A session as the fleet keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeptSession {
+    pub id: String,
+    pub brand: String,
+    /// The host serving it now.
+    pub host_id: String,
+    pub record: SessionRecord,
+    pub state: crate::session::SharedStateNow,
+    /// Someone asked for it to end, or it was closed.
+    pub ended: bool,
+}
+
+/// A session's changing state kept in the fleet's store (see
+/// [`crate::session::SharedState`]).
+pub struct FleetSessions(pub std::sync::Arc<dyn Store>);
+
+impl crate::session::SharedState for FleetSessions {
+    fn take_effect(&self, session: &str, max: Option<u32>) -> Result<bool, String> {
+        self.0
+            .session_take_effect(session, max)
+            .map_err(|e| e.to_string())
+    }
+    fn end_delegation(&self, session: &str) -> Result<bool, String> {
+        self.0
+            .session_end_delegation(session)
+            .map_err(|e| e.to_string())
+    }
+    fn count_refusals(&self, session: &str, keys: &[String]) -> Result<Vec<u32>, String> {
+        self.0
+            .session_count_refusals(session, keys)
+            .map_err(|e| e.to_string())
+    }
+    fn set_paused(&self, session: &str, paused: bool) -> Result<(), String> {
+        self.0
+            .session_set_paused(session, paused)
+            .map_err(|e| e.to_string())
+    }
+    fn withdraw(&self, session: &str, connector: &str) -> Result<(), String> {
+        self.0
+            .session_withdraw(session, connector)
+            .map_err(|e| e.to_string())
     }
 }
 

@@ -43,6 +43,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (4, include_str!("postgres/004_artifact_pins.sql")),
     (5, include_str!("postgres/005_review_facts.sql")),
     (6, include_str!("postgres/006_deployed_connectors.sql")),
+    (7, include_str!("postgres/007_fleet_sessions.sql")),
 ];
 
 /// The channels every host listens on.
@@ -860,9 +861,30 @@ async fn forget_old_hosts(shared: &Shared) -> Result<(), StoreError> {
         .batch_execute(
             "DELETE FROM sessions WHERE closed_at_ms IS NOT NULL
                  AND closed_at_ms < (extract(epoch FROM now()) * 1000)::bigint - 86400000;
+             DELETE FROM session_refusals r WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = r.session);
              DELETE FROM hosts WHERE recovered_at < now() - interval '1 day';",
         )
         .await?;
+    // A session's run ends with the session, whichever host served it last
+    // (one that ended or expired where no host held it): the day then
+    // counts what the run recorded, and its open holds in full.
+    let ended: Vec<String> = client
+        .query(
+            "SELECT r.run_id FROM runs r WHERE NOT r.ended AND NOT EXISTS (
+                 SELECT 1 FROM sessions s WHERE s.id = split_part(r.run_id, ':', 1)
+                   AND s.closed_at_ms IS NULL AND s.ended_at_ms IS NULL
+                   AND s.expires_at_ms > (extract(epoch FROM now()) * 1000)::bigint)
+             AND EXISTS (SELECT 1 FROM sessions s WHERE s.id = split_part(r.run_id, ':', 1))",
+            &[],
+        )
+        .await?
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    drop(client);
+    for run_id in ended {
+        pg_end_run(shared, run_id).await?;
+    }
     Ok(())
 }
 
@@ -1000,18 +1022,19 @@ async fn recover_lost(shared: &Shared) -> Result<Recovered, StoreError> {
         )
         .await?;
     }
+    // Its runs go on with the sessions the fleet still serves. What its
+    // interrupted calls held and never settled stays held (the run can
+    // spend less, never more) until the run ends, when it is charged.
     tx.execute(
-        "UPDATE runs SET ended = true, ended_at_ms = $2 WHERE host_id = ANY($1) AND NOT ended",
+        "UPDATE runs r SET ended = true, ended_at_ms = $2 WHERE host_id = ANY($1) AND NOT ended
+           AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = split_part(r.run_id, ':', 1)
+             AND s.record IS NOT NULL AND s.closed_at_ms IS NULL AND s.ended_at_ms IS NULL
+             AND s.expires_at_ms > $2)",
         &[&dead, &at_ms],
     )
     .await?;
-    // Its sessions went with it: clients open new ones on a live host.
-    tx.execute(
-        "UPDATE sessions SET ended_at_ms = COALESCE(ended_at_ms, $2), closed_at_ms = $2
-         WHERE host_id = ANY($1) AND closed_at_ms IS NULL",
-        &[&dead, &at_ms],
-    )
-    .await?;
+    // Its sessions stay live: any other host takes one up at its next
+    // request (only its calls in flight went with it).
     tx.execute(
         "SELECT pg_notify($1, '{\"op\":\"all\"}')",
         &[&APPROVAL_CHANNEL],
@@ -1671,18 +1694,92 @@ impl LedgerStore for PgStore {
     fn end_run(&self, run_id: &str) -> Result<(), StoreError> {
         let shared = self.shared.clone();
         let run_id = pg_text(run_id).into_owned();
+        self.run(async move { pg_end_run(&shared, run_id).await })
+    }
+
+    fn reserve_in_run(&self, run_id: &str, amount: u64) -> Result<super::RunHold, StoreError> {
+        let signed = super::to_i64(amount)?;
+        let shared = self.shared.clone();
+        let run_id = pg_text(run_id).into_owned();
         self.run(async move {
-            let client = shared.pool.get().await?;
-            let changed = client
-                .execute(
-                    "UPDATE runs SET ended = true, ended_at_ms = COALESCE(ended_at_ms, $1) WHERE run_id = $2",
-                    &[&super::now_ms(), &run_id],
+            let mut client = shared.pool.get().await?;
+            let tx = client.transaction().await?;
+            let Some(left) = pg_run_left(&tx, &run_id, true).await? else {
+                return Ok(super::RunHold::Ended);
+            };
+            if amount > left {
+                return Ok(super::RunHold::Short(left));
+            }
+            tx.execute(
+                "UPDATE runs SET reserved = reserved + $2 WHERE run_id = $1",
+                &[&run_id, &signed],
+            )
+            .await?;
+            tx.commit().await?;
+            Ok(super::RunHold::Held)
+        })
+    }
+
+    fn run_left(&self, run_id: &str) -> Result<Option<u64>, StoreError> {
+        let shared = self.shared.clone();
+        let run_id = pg_text(run_id).into_owned();
+        self.run(async move {
+            let mut client = shared.pool.get().await?;
+            let tx = client.transaction().await?;
+            pg_run_left(&tx, &run_id, false).await
+        })
+    }
+
+    fn settle_in_run(
+        &self,
+        run_id: &str,
+        connector: &str,
+        brand: &str,
+        day: &str,
+        reserved: u64,
+        actual: u64,
+        idempotency_key: &str,
+    ) -> Result<Option<u64>, StoreError> {
+        let held = super::to_i64(reserved)?;
+        let shared = self.shared.clone();
+        let (run_id, connector, brand, day, key) = (
+            pg_text(run_id).into_owned(),
+            pg_text(connector).into_owned(),
+            pg_text(brand).into_owned(),
+            pg_text(day).into_owned(),
+            pg_text(idempotency_key).into_owned(),
+        );
+        self.run(async move {
+            let mut client = shared.pool.get().await?;
+            let tx = client.transaction().await?;
+            // The run's row first: settlements of one run queue here.
+            let Some(_) = pg_run_left(&tx, &run_id, true).await? else {
+                return Ok(None);
+            };
+            if let Some(done) = tx
+                .query_opt("SELECT amount FROM charges WHERE idempotency_key = $1", &[&key])
+                .await?
+            {
+                // A retry of a settlement already recorded.
+                return Ok(Some(super::to_u64(done.get(0))?));
+            }
+            tx.execute(
+                "UPDATE runs SET reserved = GREATEST(reserved - $2, 0) WHERE run_id = $1",
+                &[&run_id, &held],
+            )
+            .await?;
+            let left = pg_run_left(&tx, &run_id, false).await?.unwrap_or(0);
+            let charged = super::settled_charge(reserved, actual, left);
+            if charged > 0 {
+                tx.execute(
+                    "INSERT INTO charges (idempotency_key, run_id, connector, brand, day, amount, at_ms)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                    &[&key, &run_id, &connector, &brand, &day, &super::to_i64(charged)?, &super::now_ms()],
                 )
                 .await?;
-            if changed == 0 {
-                return Err(StoreError::UnknownRun(run_id));
             }
-            Ok(())
+            tx.commit().await?;
+            Ok(Some(charged))
         })
     }
 
@@ -1692,11 +1789,18 @@ impl LedgerStore for PgStore {
         let shared = self.shared.clone();
         self.run(async move {
             let client = shared.pool.get().await?;
+            // A run whose session the fleet still serves goes on (another
+            // host takes the session up); one of a lost host's sessions
+            // that has ended or expired ends, as does one whose session
+            // the fleet never kept.
             let ended = client
                 .execute(
-                    "UPDATE runs SET ended = true, ended_at_ms = $1
+                    "UPDATE runs r SET ended = true, ended_at_ms = $1
                      WHERE NOT ended AND host_id IN
-                       (SELECT host_id FROM hosts WHERE recovered_by IS NOT NULL)",
+                       (SELECT host_id FROM hosts WHERE recovered_by IS NOT NULL)
+                       AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = split_part(r.run_id, ':', 1)
+                         AND s.record IS NOT NULL AND s.closed_at_ms IS NULL AND s.ended_at_ms IS NULL
+                         AND s.expires_at_ms > $1)",
                     &[&at_ms],
                 )
                 .await?;
@@ -1751,6 +1855,77 @@ impl PgStore {
 
 fn owned(value: &str) -> Box<dyn tokio_postgres::types::ToSql + Send + Sync> {
     Box::new(pg_text(value).into_owned())
+}
+
+/// Ends run `run_id`: its open holds charged in full, once.
+async fn pg_end_run(shared: &Shared, run_id: String) -> Result<(), StoreError> {
+    let mut client = shared.pool.get().await?;
+    let tx = client.transaction().await?;
+    let Some(row) = tx
+        .query_opt(
+            "SELECT connector, brand, day, reserved, ended FROM runs WHERE run_id = $1 FOR UPDATE",
+            &[&run_id],
+        )
+        .await?
+    else {
+        return Err(StoreError::UnknownRun(run_id));
+    };
+    let (connector, brand, day, open, ended): (String, String, String, i64, bool) =
+        (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
+    if !ended && open > 0 {
+        // Holds no call settled: charged in full, once.
+        tx.execute(
+            "INSERT INTO charges (idempotency_key, run_id, connector, brand, day, amount, at_ms)
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (idempotency_key) DO NOTHING",
+            &[
+                &format!("{run_id}:end"),
+                &run_id,
+                &connector,
+                &brand,
+                &day,
+                &open,
+                &super::now_ms(),
+            ],
+        )
+        .await?;
+    }
+    tx.execute(
+        "UPDATE runs SET ended = true, reserved = 0, ended_at_ms = COALESCE(ended_at_ms, $1) WHERE run_id = $2",
+        &[&super::now_ms(), &run_id],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// What live run `run_id` has left (its per-run figure less what it
+/// recorded and what is held), the run's row locked for the transaction
+/// when `lock`; `None` if it ended or never started.
+async fn pg_run_left(
+    tx: &tokio_postgres::Transaction<'_>,
+    run_id: &str,
+    lock: bool,
+) -> Result<Option<u64>, StoreError> {
+    let sql = if lock {
+        "SELECT per_run, reserved, ended FROM runs WHERE run_id = $1 FOR UPDATE"
+    } else {
+        "SELECT per_run, reserved, ended FROM runs WHERE run_id = $1"
+    };
+    let Some(row) = tx.query_opt(sql, &[&run_id]).await? else {
+        return Ok(None);
+    };
+    let (per_run, reserved, ended): (i64, i64, bool) = (row.get(0), row.get(1), row.get(2));
+    if ended {
+        return Ok(None);
+    }
+    let spent: i64 = tx
+        .query_one(
+            "SELECT COALESCE(SUM(amount), 0)::int8 FROM charges WHERE run_id = $1",
+            &[&run_id],
+        )
+        .await?
+        .get(0);
+    Ok(Some(super::to_u64((per_run - reserved - spent).max(0))?))
 }
 
 impl ConnectionStore for PgStore {
@@ -2300,15 +2475,23 @@ impl SessionStore for PgStore {
         let shared = self.shared.clone();
         let id = pg_text(id).into_owned();
         self.run(async move {
-            let client = shared.pool.get().await?;
-            client
+            let mut client = shared.pool.get().await?;
+            let tx = client.transaction().await?;
+            let changed = tx
                 .execute(
                     "UPDATE sessions SET ended_at_ms = COALESCE(ended_at_ms, $2),
                             closed_at_ms = COALESCE(closed_at_ms, $2)
-                     WHERE id = $1",
+                     WHERE id = $1 AND closed_at_ms IS NULL",
                     &[&id, &super::now_ms()],
                 )
                 .await?;
+            if changed > 0 {
+                // Every other host holding it ends it too.
+                let payload = serde_json::json!({"op": "session", "s": id}).to_string();
+                tx.execute("SELECT pg_notify($1, $2)", &[&INVALIDATE_CHANNEL, &payload])
+                    .await?;
+            }
+            tx.commit().await?;
             Ok(())
         })
     }
@@ -2339,7 +2522,6 @@ impl SessionStore for PgStore {
                     &format!(
                         "SELECT {SESSION_COLUMNS} FROM sessions s
                          WHERE closed_at_ms IS NULL AND expires_at_ms > $1
-                           AND EXISTS (SELECT 1 FROM hosts h WHERE h.host_id = s.host_id AND h.recovered_by IS NULL)
                          ORDER BY id"
                     ),
                     &[&super::now_ms()],
@@ -2349,6 +2531,155 @@ impl SessionStore for PgStore {
                 .map(shared_session)
                 .collect()
         })
+    }
+
+    fn shares_sessions(&self) -> bool {
+        true
+    }
+
+    fn keep_session(&self, id: &str, record: &super::SessionRecord) -> Result<(), StoreError> {
+        let shared = self.shared.clone();
+        let id = pg_text(id).into_owned();
+        let record = serde_json::to_string(record)
+            .map_err(|e| StoreError::Corrupt(format!("session record: {e}")))?;
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            client
+                .execute(
+                    "UPDATE sessions SET record = $2 WHERE id = $1",
+                    &[&id, &record],
+                )
+                .await?;
+            Ok(())
+        })
+    }
+
+    fn kept_session(&self, id: &str) -> Result<Option<super::KeptSession>, StoreError> {
+        let shared = self.shared.clone();
+        let id = pg_text(id).into_owned();
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            match client
+                .query_opt(
+                    &format!("SELECT {KEPT_COLUMNS} FROM sessions WHERE id = $1"),
+                    &[&id, &super::now_ms()],
+                )
+                .await?
+            {
+                Some(row) => kept_session(&row),
+                None => Ok(None),
+            }
+        })
+    }
+
+    fn take_up_session(&self, id: &str) -> Result<bool, StoreError> {
+        let shared = self.shared.clone();
+        let id = pg_text(id).into_owned();
+        self.run(async move {
+            let mut client = shared.pool.get().await?;
+            let tx = client.transaction().await?;
+            let me = shared.id();
+            let previous: Option<String> = tx
+                .query_opt(
+                    "SELECT host_id FROM sessions WHERE id = $1 AND ended_at_ms IS NULL
+                       AND closed_at_ms IS NULL AND expires_at_ms > $2 FOR UPDATE",
+                    &[&id, &super::now_ms()],
+                )
+                .await?
+                .map(|row| row.get(0));
+            let Some(previous) = previous else {
+                return Ok(false);
+            };
+            if previous != *me {
+                tx.execute(
+                    "UPDATE sessions SET host_id = $2 WHERE id = $1",
+                    &[&id, &&*me],
+                )
+                .await?;
+                // The host that served it lets go when it hears this.
+                let payload = serde_json::json!({"op": "session", "s": id}).to_string();
+                tx.execute("SELECT pg_notify($1, $2)", &[&INVALIDATE_CHANNEL, &payload])
+                    .await?;
+            }
+            tx.commit().await?;
+            Ok(true)
+        })
+    }
+
+    fn session_take_effect(&self, id: &str, max: Option<u32>) -> Result<bool, StoreError> {
+        let shared = self.shared.clone();
+        let id = pg_text(id).into_owned();
+        let max = max.map_or(i32::MAX, |m| i32::try_from(m).unwrap_or(i32::MAX));
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            Ok(client
+                .execute(
+                    "UPDATE sessions SET effects = effects + 1 WHERE id = $1 AND effects < $2",
+                    &[&id, &max],
+                )
+                .await?
+                == 1)
+        })
+    }
+
+    fn session_end_delegation(&self, id: &str) -> Result<bool, StoreError> {
+        Ok(self.change_session(
+            id,
+            "UPDATE sessions SET delegation_ended = true WHERE id = $1 AND NOT delegation_ended",
+            None,
+        )? == 1)
+    }
+
+    fn session_count_refusals(&self, id: &str, keys: &[String]) -> Result<Vec<u32>, StoreError> {
+        let shared = self.shared.clone();
+        let id = pg_text(id).into_owned();
+        let keys: Vec<String> = keys.iter().map(|k| pg_text(k).into_owned()).collect();
+        self.run(async move {
+            let mut client = shared.pool.get().await?;
+            let tx = client.transaction().await?;
+            let mut counts = Vec::with_capacity(keys.len());
+            for key in &keys {
+                let count: i32 = tx
+                    .query_one(
+                        "INSERT INTO session_refusals (session, consequence, count) VALUES ($1, $2, 1)
+                         ON CONFLICT (session, consequence) DO UPDATE SET count = session_refusals.count + 1
+                         RETURNING count",
+                        &[&id, key],
+                    )
+                    .await?
+                    .get(0);
+                counts.push(u32::try_from(count).unwrap_or(0));
+            }
+            tx.commit().await?;
+            Ok(counts)
+        })
+    }
+
+    fn session_set_paused(&self, id: &str, paused: bool) -> Result<(), StoreError> {
+        if paused {
+            self.change_session(id, "UPDATE sessions SET paused = true WHERE id = $1", None)?;
+        } else {
+            // Resumed: its refusals count afresh on every host.
+            self.change_session(
+                id,
+                "WITH cleared AS (DELETE FROM session_refusals WHERE session = $1)
+                 UPDATE sessions SET paused = false WHERE id = $1",
+                None,
+            )?;
+        }
+        Ok(())
+    }
+
+    fn session_withdraw(&self, id: &str, connector: &str) -> Result<(), StoreError> {
+        self.change_session(
+            id,
+            "UPDATE sessions SET withdrawn = (
+                 SELECT COALESCE(json_agg(DISTINCT c ORDER BY c), '[]'::json)::text
+                 FROM (SELECT json_array_elements_text(withdrawn::json) AS c UNION SELECT $2::text) w)
+             WHERE id = $1",
+            Some(connector.to_string()),
+        )?;
+        Ok(())
     }
 
     fn request_session_end(&self, id: &str) -> Result<Option<super::SharedSession>, StoreError> {
@@ -2379,6 +2710,60 @@ impl SessionStore for PgStore {
 
 const SESSION_COLUMNS: &str =
     "id, host_id, view, ended_at_ms IS NOT NULL, closed_at_ms IS NOT NULL";
+
+const KEPT_COLUMNS: &str =
+    "id, brand, host_id, record, paused, withdrawn, effects, delegation_ended,
+     ended_at_ms IS NOT NULL OR closed_at_ms IS NOT NULL OR expires_at_ms <= $2";
+
+fn kept_session(row: &tokio_postgres::Row) -> Result<Option<super::KeptSession>, StoreError> {
+    let Some(record): Option<String> = row.get(3) else {
+        return Ok(None);
+    };
+    let withdrawn: String = row.get(5);
+    let effects: i32 = row.get(6);
+    Ok(Some(super::KeptSession {
+        id: row.get(0),
+        brand: row.get(1),
+        host_id: row.get(2),
+        record: serde_json::from_str(&record)
+            .map_err(|e| StoreError::Corrupt(format!("stored session record: {e}")))?,
+        state: crate::session::SharedStateNow {
+            paused: row.get(4),
+            withdrawn: serde_json::from_str(&withdrawn)
+                .map_err(|e| StoreError::Corrupt(format!("stored withdrawals: {e}")))?,
+            effects: u32::try_from(effects).unwrap_or(0),
+            delegation_ended: row.get(7),
+        },
+        ended: row.get(8),
+    }))
+}
+
+impl PgStore {
+    /// Runs `sql` on session `id` and rings every host about it (so a host
+    /// serving it takes in what changed).
+    fn change_session(
+        &self,
+        id: &str,
+        sql: &'static str,
+        more: Option<String>,
+    ) -> Result<u64, StoreError> {
+        let shared = self.shared.clone();
+        let id = pg_text(id).into_owned();
+        self.run(async move {
+            let mut client = shared.pool.get().await?;
+            let tx = client.transaction().await?;
+            let changed = match &more {
+                Some(more) => tx.execute(sql, &[&id, more]).await?,
+                None => tx.execute(sql, &[&id]).await?,
+            };
+            let payload = serde_json::json!({"op": "session", "s": id}).to_string();
+            tx.execute("SELECT pg_notify($1, $2)", &[&INVALIDATE_CHANNEL, &payload])
+                .await?;
+            tx.commit().await?;
+            Ok(changed)
+        })
+    }
+}
 
 fn shared_session(row: &tokio_postgres::Row) -> Result<super::SharedSession, StoreError> {
     let view: String = row.get(2);

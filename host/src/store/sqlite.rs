@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// The schema this host writes. Bump with a migration when the tables change.
-pub(crate) const SCHEMA_VERSION: i64 = 6;
+pub(crate) const SCHEMA_VERSION: i64 = 7;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS schema_version (
@@ -67,7 +67,8 @@ CREATE TABLE IF NOT EXISTS runs (
     per_day INTEGER NOT NULL CHECK (per_day >= per_run),
     ended INTEGER NOT NULL DEFAULT 0 CHECK (ended IN (0, 1)),
     started_at_ms INTEGER NOT NULL,
-    ended_at_ms INTEGER
+    ended_at_ms INTEGER,
+    reserved INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS runs_day ON runs(brand, connector, day);
 CREATE TABLE IF NOT EXISTS charges (
@@ -305,6 +306,13 @@ impl SqliteStore {
                 // Version 5: a tool's review keeps what it covered.
                 if found < 5 {
                     tx.execute_batch("ALTER TABLE tool_reviews ADD COLUMN facts TEXT;")?;
+                }
+                // Version 7: what a run holds for calls not yet settled is
+                // kept with the run, so every holder of its session sees it.
+                if found < 7 {
+                    tx.execute_batch(
+                        "ALTER TABLE runs ADD COLUMN reserved INTEGER NOT NULL DEFAULT 0;",
+                    )?;
                 }
                 if found < SCHEMA_VERSION {
                     tx.execute(
@@ -886,14 +894,109 @@ impl LedgerStore for SqliteStore {
 
     fn end_run(&self, run_id: &str) -> Result<(), StoreError> {
         self.write_tx(|tx| {
-            let changed = tx
-                .prepare_cached(END_RUN)
+            let run: Option<(String, String, String, i64, bool)> = tx
+                .query_row(
+                    "SELECT connector, brand, day, reserved, ended = 1 FROM runs WHERE run_id = ?1",
+                    [run_id],
+                    |row| {
+                        Ok((
+                            row.get(0)?,
+                            row.get(1)?,
+                            row.get(2)?,
+                            row.get(3)?,
+                            row.get(4)?,
+                        ))
+                    },
+                )
+                .optional()?;
+            let Some((connector, brand, day, open, ended)) = run else {
+                return Err(StoreError::UnknownRun(run_id.to_owned()));
+            };
+            if !ended && open > 0 {
+                // Holds no call settled: charged in full, once.
+                tx.prepare_cached(INSERT_CHARGE)?.execute(params![
+                    format!("{run_id}:end"),
+                    run_id,
+                    connector,
+                    brand,
+                    day,
+                    open,
+                    super::now_ms()
+                ])?;
+            }
+            tx.execute("UPDATE runs SET reserved = 0 WHERE run_id = ?1", [run_id])?;
+            tx.prepare_cached(END_RUN)
                 .map_err(StoreError::from)?
                 .execute(params![super::now_ms(), run_id])?;
-            if changed == 0 {
-                return Err(StoreError::UnknownRun(run_id.to_owned()));
-            }
             Ok(())
+        })
+    }
+
+    fn reserve_in_run(&self, run_id: &str, amount: u64) -> Result<super::RunHold, StoreError> {
+        let signed = super::to_i64(amount)?;
+        self.write_tx(|tx| {
+            let Some(left) = run_left_in(tx, run_id)? else {
+                return Ok(super::RunHold::Ended);
+            };
+            if amount > left {
+                return Ok(super::RunHold::Short(left));
+            }
+            tx.execute(
+                "UPDATE runs SET reserved = reserved + ?2 WHERE run_id = ?1",
+                params![run_id, signed],
+            )?;
+            Ok(super::RunHold::Held)
+        })
+    }
+
+    fn run_left(&self, run_id: &str) -> Result<Option<u64>, StoreError> {
+        let conn = self.read();
+        run_left_in(&conn, run_id)
+    }
+
+    fn settle_in_run(
+        &self,
+        run_id: &str,
+        connector: &str,
+        brand: &str,
+        day: &str,
+        reserved: u64,
+        actual: u64,
+        idempotency_key: &str,
+    ) -> Result<Option<u64>, StoreError> {
+        let held = super::to_i64(reserved)?;
+        self.write_tx(|tx| {
+            let done: Option<i64> = tx
+                .query_row(
+                    "SELECT amount FROM charges WHERE idempotency_key = ?1",
+                    [idempotency_key],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            if let Some(done) = done {
+                // A retry of a settlement already recorded.
+                return Ok(Some(super::to_u64(done)?));
+            }
+            tx.execute(
+                "UPDATE runs SET reserved = MAX(reserved - ?2, 0) WHERE run_id = ?1 AND ended = 0",
+                params![run_id, held],
+            )?;
+            let Some(left) = run_left_in(tx, run_id)? else {
+                return Ok(None);
+            };
+            let charged = super::settled_charge(reserved, actual, left);
+            if charged > 0 {
+                tx.prepare_cached(INSERT_CHARGE)?.execute(params![
+                    idempotency_key,
+                    run_id,
+                    connector,
+                    brand,
+                    day,
+                    super::to_i64(charged)?,
+                    super::now_ms()
+                ])?;
+            }
+            Ok(Some(charged))
         })
     }
 
@@ -905,6 +1008,26 @@ impl LedgerStore for SqliteStore {
             )?;
             Ok(ended)
         })
+    }
+}
+
+/// What live run `run_id` has left: its per-run figure less what it
+/// recorded and what is held; `None` if it ended or never started.
+fn run_left_in(conn: &Connection, run_id: &str) -> Result<Option<u64>, StoreError> {
+    let row: Option<(i64, i64, bool, i64)> = conn
+        .query_row(
+            "SELECT per_run, reserved, ended = 1,
+                    (SELECT COALESCE(SUM(amount), 0) FROM charges WHERE run_id = ?1)
+             FROM runs WHERE run_id = ?1",
+            [run_id],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+        )
+        .optional()?;
+    match row {
+        Some((per_run, reserved, false, spent)) => {
+            Ok(Some(super::to_u64((per_run - reserved - spent).max(0))?))
+        }
+        _ => Ok(None),
     }
 }
 

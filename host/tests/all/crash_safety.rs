@@ -392,6 +392,15 @@ impl Mcp {
             .ok_or_else(|| format!("no response with id {id}: {text:?}"))
     }
 
+    /// The same Scout session and MCP transport session, sent to `to`
+    /// instead of `from` (another host of the fleet).
+    pub(super) fn moved(&self, from: &str, to: &str) -> Mcp {
+        Mcp {
+            url: self.url.replacen(from, to, 1),
+            ..self.clone()
+        }
+    }
+
     /// `initialize`, keeps the MCP session id, then `notifications/initialized`.
     pub(super) async fn connect(mut self) -> Mcp {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);

@@ -450,13 +450,14 @@ async fn a_host_killed_mid_call_is_recovered_by_the_other() {
     }
     assert!(interrupted > 0, "some calls were cut");
 
-    // The ledger: A's run was ended by the recovery; every billed call that
-    // finished has its charge, and no charge exists without an `allowed`
-    // call or twice (the idempotency key is unique).
+    // The ledger: A's run goes on with its session (the fleet's, served
+    // by B from now on); every billed call that finished has its charge,
+    // and no charge exists without an `allowed` call or twice (the
+    // idempotency key is unique).
     let run = format!("{session_a}:capabilities");
     assert_eq!(
         db.psql(&format!("SELECT ended FROM runs WHERE run_id = '{run}'")),
-        "t"
+        "f"
     );
     let charges: usize = db
         .psql(&format!(
@@ -536,15 +537,31 @@ async fn a_host_killed_mid_call_is_recovered_by_the_other() {
         .unwrap()
         .unwrap();
     assert!(ok_text(&reply).is_some(), "{reply}");
-    // A's session is gone from every listing; B's remains.
+    // A's session outlived A: still listed, and B serves its next call.
     let (_, listed) = h.admin_b.request(Method::GET, "/v1/sessions", None).await;
-    let ids: Vec<&str> = listed["sessions"]
+    let ids: BTreeSet<&str> = listed["sessions"]
         .as_array()
         .unwrap()
         .iter()
         .filter_map(|s| s["id"].as_str())
         .collect();
-    assert_eq!(ids, [session_b.as_str()], "{listed}");
+    assert_eq!(
+        ids,
+        BTreeSet::from([session_a.as_str(), session_b.as_str()]),
+        "{listed}"
+    );
+    let on_b = Mcp::new(&h.http, &view_a)
+        .moved(&h.a.base, &h.b.base)
+        .connect()
+        .await;
+    let reply = on_b
+        .request(
+            "tools/call",
+            json!({"name": "github_read_file", "arguments": read_args()}),
+        )
+        .await
+        .unwrap();
+    assert!(ok_text(&reply).is_some(), "B serves A's session: {reply}");
     eprintln!(
         "two hosts: {IN_FLIGHT} calls in flight on A at the kill ({BILLED} billed), {} branches created, {charges} charges, {interrupted} calls marked interrupted by B, recovered {recovery_took:.1?} after the kill, in the trace pages {trace_took:.1?} later",
         branches.len()
@@ -735,13 +752,22 @@ async fn a_host_paused_past_its_lease_sends_nothing_and_rejoins_by_itself() {
     let fresh_mcp = Mcp::new(&h.http, &fresh).connect().await;
     assert!(read(&fresh_mcp).await.is_ok(), "a new session on A reads");
     assert_eq!(h.github.requests().len(), 1);
-    // The old one stays refused.
-    assert!(read(&mcp).await.is_err());
+    // The old session is the fleet's, not A's old identity's: A takes it up
+    // afresh, under its new identity. The MCP transport session A's old
+    // identity held is unknown now (404), and the client initializes again.
+    let stale = read(&mcp).await;
+    assert!(
+        stale.as_ref().is_err_and(|e| e.starts_with("HTTP 404")),
+        "{stale:?}"
+    );
     assert_eq!(
         h.github.requests().len(),
         1,
-        "still nothing from the old session"
+        "nothing from the stale transport"
     );
+    let again = Mcp::new(&h.http, &view).connect().await;
+    assert!(read(&again).await.is_ok(), "the old session reads again");
+    assert_eq!(h.github.requests().len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -801,5 +827,219 @@ async fn a_fleet_whose_database_stops_for_twice_the_lease_comes_back_whole() {
         ),
         "2",
         "two live hosts"
+    );
+}
+
+/// Waits for the one approval `session` asks for now, and approves it on `admin`.
+async fn approve_next(admin: &Admin, session: &str) {
+    let pending = wait_for("the approval", crate::common::EVENTUALLY, async || {
+        let pending = admin.pending(session).await;
+        (pending.len() == 1).then_some(pending)
+    })
+    .await;
+    let (status, body) = admin
+        .request(
+            Method::POST,
+            &format!("/v1/approvals/{}", pending[0]["id"]),
+            Some(json!({"approve": true, "by": "alice"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+}
+
+/// A billed call of `mcp`'s session, approved by a person on `admin`.
+async fn billed(mcp: &Mcp, admin: &Admin, session: &str, n: usize) -> Value {
+    let call = tokio::spawn({
+        let mcp = mcp.clone();
+        async move {
+            mcp.request(
+                "tools/call",
+                json!({"name": "capabilities_spend", "arguments": {"estimate": 1, "actual": 1, "path": format!("/fleet/{n}")}}),
+            )
+            .await
+        }
+    });
+    approve_next(admin, session).await;
+    tokio::time::timeout(crate::common::EVENTUALLY, call)
+        .await
+        .expect("the billed call answered")
+        .unwrap()
+        .unwrap()
+}
+
+/// Issue 34: a session is the fleet's. It is opened on A and served by B
+/// as well (B takes it up at its first request, the token checked against
+/// the digest the store keeps); an MCP transport session B does not know
+/// gets the protocol's 404 and the client initializes again, keeping its
+/// Scout session. Its state is the same on both hosts: a pause counted on
+/// both, a resume on B seen on A, and one run whose allowance is spent
+/// exactly whichever host serves each billed call. Killed, A takes only
+/// its calls with it: the session goes on through B, its run live.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_is_the_fleets_any_host_serves_it_and_it_outlives_its_host() {
+    let Some(db) = scout_tests::pg::database_or_skip("fleet_session") else {
+        return;
+    };
+    let mut h = two_hosts_billing(&db, 2, (3, 100)).await;
+    h.admin_a.set_up().await;
+    let (status, body) = h
+        .admin_a
+        .request(
+            Method::PUT,
+            "/v1/brands/acme/connections/capabilities",
+            Some(json!({"secret": "billed-connector-secret-0123"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let view = h.admin_a.session().await;
+    let id = view["id"].as_str().unwrap().to_string();
+    let (a, b) = (h.a.base.clone(), h.b.base.clone());
+    let on_a = Mcp::new(&h.http, &view).connect().await;
+    assert!(read(&on_a).await.is_ok());
+
+    // B does not know A's MCP transport session: 404, and the client
+    // initializes again there, keeping its Scout session and token.
+    let moved = on_a.moved(&a, &b);
+    let unknown = moved
+        .request(
+            "tools/call",
+            json!({"name": "github_read_file", "arguments": read_args()}),
+        )
+        .await;
+    assert!(
+        unknown.as_ref().is_err_and(|e| e.starts_with("HTTP 404")),
+        "{unknown:?}"
+    );
+    let on_b = moved.connect().await;
+    assert!(read(&on_b).await.is_ok(), "B serves A's session");
+    // A wrong token is refused by B as by A, and takes nothing up.
+    let (status, _) = h
+        .admin_b
+        .request(Method::GET, &format!("/v1/sessions/{id}"), None)
+        .await;
+    assert_eq!(status, 200);
+    let stranger = h
+        .http
+        .post(format!("{b}/mcp/{id}/github"))
+        .bearer_auth("not-the-token")
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stranger.status().as_u16(), 401);
+
+    // One run, spent exactly across both hosts: 3 credits, a call each on
+    // A, B, A, then B's is refused, and reaches nothing.
+    let billed_on_a = Mcp::for_connector(&h.http, &view, "capabilities")
+        .connect()
+        .await;
+    let billed_on_b = Mcp::for_connector(&h.http, &view, "capabilities")
+        .moved(&a, &b)
+        .connect()
+        .await;
+    let mut answers = Vec::new();
+    for (n, (mcp, admin)) in [
+        (&billed_on_a, &h.admin_b),
+        (&billed_on_b, &h.admin_a),
+        (&billed_on_a, &h.admin_b),
+        (&billed_on_b, &h.admin_a),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        answers.push(billed(mcp, admin, &id, n).await);
+    }
+    assert!(
+        answers[..3].iter().all(|r| ok_text(r).is_some()),
+        "{answers:?}"
+    );
+    assert!(
+        ok_text(&answers[3]).is_none(),
+        "the fourth credit is refused: {}",
+        answers[3]
+    );
+    let run = format!("{id}:capabilities");
+    assert_eq!(
+        db.psql(&format!(
+            "SELECT COALESCE(SUM(amount), 0) FROM charges WHERE run_id = '{run}'"
+        )),
+        "3"
+    );
+    assert_eq!(h.billed.seen().len(), 3, "the refused call sent nothing");
+    assert_eq!(
+        db.psql("SELECT count(*) FROM runs"),
+        "1",
+        "one run, joined by both hosts"
+    );
+
+    // Refusals of one consequence count on both hosts: the third pauses the
+    // session everywhere; a person resumes it on B, and A serves it again.
+    for mcp in [&on_a, &on_b, &on_a] {
+        let _ = mcp
+            .request(
+                "tools/call",
+                json!({"name": "github_delete_repository", "arguments": {}}),
+            )
+            .await;
+    }
+    for mcp in [&on_a, &on_b] {
+        wait_for(
+            "both hosts to see the pause",
+            crate::common::EVENTUALLY,
+            async || read(mcp).await.err().filter(|e| e.contains("paused")),
+        )
+        .await;
+    }
+    h.github.clear_requests();
+    assert!(read(&on_a).await.is_err());
+    assert!(
+        h.github.requests().is_empty(),
+        "a paused session reaches nothing"
+    );
+    let (status, body) = h
+        .admin_b
+        .request(Method::POST, &format!("/v1/sessions/{id}/resume"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    wait_for(
+        "A to see the resume",
+        crate::common::EVENTUALLY,
+        async || read(&on_a).await.ok(),
+    )
+    .await;
+
+    // A is killed: the session goes on through B, and its run stays live.
+    h.a.kill();
+    wait_for("B to recover A", HANG, async || {
+        (db.psql("SELECT count(*) FROM hosts WHERE recovered_by IS NOT NULL") == "1").then_some(())
+    })
+    .await;
+    assert!(read(&on_b).await.is_ok(), "the session outlived A");
+    assert_eq!(
+        db.psql(&format!("SELECT ended FROM runs WHERE run_id = '{run}'")),
+        "f"
+    );
+    let (_, listed) = h.admin_b.request(Method::GET, "/v1/sessions", None).await;
+    assert!(
+        listed["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["id"] == id.as_str()),
+        "{listed}"
+    );
+
+    // Ended on B: its next call is refused, and its run ends with it.
+    let (status, body) = h
+        .admin_b
+        .request(Method::DELETE, &format!("/v1/sessions/{id}"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(read(&on_b).await.is_err());
+    assert_eq!(
+        db.psql(&format!("SELECT ended FROM runs WHERE run_id = '{run}'")),
+        "t"
     );
 }

@@ -453,7 +453,7 @@ fn two_hosts_starting_together_apply_the_schema_once() {
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     // Each migration applied once, by one of the four.
-    assert_eq!(db.psql("SELECT count(*) FROM schema_version"), "6");
+    assert_eq!(db.psql("SELECT count(*) FROM schema_version"), "7");
     assert_eq!(db.psql("SELECT count(*) FROM hosts"), "4");
     assert!(hosts.iter().all(|h| h.lease_held()));
     // A schema newer than this host's is refused with a clear error.

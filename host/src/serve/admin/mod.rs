@@ -293,14 +293,12 @@ async fn mcp_endpoint(
 ) -> Response {
     // An unknown (or ended) session and a wrong token get the same answer,
     // so a session id alone reveals nothing.
-    let Some(live) = host.session(&session) else {
+    // Held here, or kept by the fleet and taken up here now.
+    let Some(live) = bearer(request.headers()).and_then(|token| host.session_for(&session, token))
+    else {
         return unauthorized();
     };
-    match bearer(request.headers()) {
-        Some(token) if live.token_matches(token) => {}
-        _ => return unauthorized(),
-    }
-    let Some((_, endpoint)) = host.endpoint(&session, &connector) else {
+    let Some(endpoint) = live.endpoints.get(&connector).cloned() else {
         return ApiError::not_found(format!(
             "connector `{connector}` is not served to this session"
         ))

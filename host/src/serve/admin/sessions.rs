@@ -55,7 +55,8 @@ pub(super) async fn resume_session(
     Extension(caller): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let Some(live) = host.session(&id) else {
+    // A session the fleet keeps is taken up here to be resumed.
+    let Some(live) = host.session(&id).or_else(|| host.take_up(&id, None)) else {
         return Err(match host.session_view(&id)? {
             Some(_) => ApiError::new(
                 StatusCode::CONFLICT,
