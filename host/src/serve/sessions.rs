@@ -541,6 +541,12 @@ impl ServeHost {
                 return Ok(SessionEnd::Ended);
             }
         }
+        // No host ended it (the one serving it is gone): the fleet's
+        // session is ended here, and any host still holding it hears so.
+        if self.store.shares_sessions() {
+            self.store.session_closed(id)?;
+            return Ok(SessionEnd::Ended);
+        }
         Ok(SessionEnd::Ending { host: row.host_id })
     }
 

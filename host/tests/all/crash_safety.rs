@@ -401,8 +401,10 @@ impl Mcp {
         }
     }
 
-    /// `initialize`, keeps the MCP session id, then `notifications/initialized`.
+    /// `initialize` (a new MCP transport session, whatever one was held),
+    /// keeps the MCP session id, then `notifications/initialized`.
     pub(super) async fn connect(mut self) -> Mcp {
+        self.session = None;
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let init = json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
             "protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "crash-safety", "version": "0"}}});
