@@ -1,7 +1,9 @@
 //! Two real `serve` processes on one real PostgreSQL database.
 //!
-//! - A session is served by the host that opened it (its MCP endpoints are
-//!   that host's), and the other host answers the admin API for it: the
+//! - A session is the fleet's: opened on one host, served by either (the
+//!   other takes it up at its first request), its pause, refusals and run
+//!   spent exactly across both, and it outlives the host that opened it.
+//! - The other host answers the admin API for a session: the
 //!   session's view, its pending approvals with the exact arguments (sealed
 //!   in the approval row), the decision, which wakes the call waiting on the
 //!   first host (how fast is measured by the `serve_process` bench).
