@@ -186,7 +186,24 @@ impl Boundary {
                     }
                     None => self.store.request_approval(&session.id, name, digest),
                 };
-                let id = requested.map_err(|_| Denied::by(Rule::ApprovalRequired))?;
+                let id = match requested {
+                    Ok(id) => id,
+                    // The request could not be recorded (the store is away):
+                    // nothing runs, and the call's end is in its trace (kept
+                    // to be written once the store takes it).
+                    Err(e) => {
+                        tracing::error!(error = %e, call = %call_id, "cannot ask for an approval; not running the call");
+                        return Err(self.refuse(
+                            session,
+                            call_id,
+                            name,
+                            Rule::Unrecorded,
+                            spans,
+                            during_call,
+                            targets,
+                        ));
+                    }
+                };
                 if let Some(metrics) = &self.metrics {
                     metrics.approval_asked();
                 }
@@ -423,7 +440,10 @@ impl Boundary {
         let event = trace_event(session, call_id, tool, state, rule, detail);
         match self.store.record(&event) {
             Ok(()) => spans.written(&event),
-            Err(e) => tracing::error!(error = %e, "cannot record a trace event"),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot record a trace event; kept to be written once the store takes them");
+                self.owe(vec![event], &e);
+            }
         }
     }
 }

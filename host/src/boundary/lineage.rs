@@ -75,8 +75,10 @@ pub(super) fn targets(component: &LoadedComponent, tool: &str) -> Vec<String> {
 
 /// Whether a refusal by `rule` is one the agent could repeat on purpose.
 /// Not counted: the caller going away, arguments that do not parse (the
-/// agent is fixing its call), the host's own failure to record, and a
-/// paused session's refusals (already counted).
+/// agent is fixing its call), the host's own failure to record, a host
+/// shutting down or without its lease (the fleet's doing, not the
+/// agent's: a rolling deploy must not pause every session it touches),
+/// and a paused session's refusals (already counted).
 fn counts(rule: Rule) -> bool {
     !matches!(
         rule,
@@ -85,6 +87,8 @@ fn counts(rule: Rule) -> bool {
             | Rule::InvalidArguments
             | Rule::GraphqlUnreadable
             | Rule::Unrecorded
+            | Rule::HostShutdown
+            | Rule::LeaseNotHeld
             | Rule::Paused
     )
 }

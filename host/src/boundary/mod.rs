@@ -279,6 +279,11 @@ pub struct Boundary {
     /// call of theirs is refused by [`Rule::Retired`].
     retired: parking_lot::RwLock<BTreeSet<String>>,
     next_call: AtomicU64,
+    /// This boundary's own part of every call id: several hosts serve one
+    /// session, and each call of it is one call in the trace.
+    calls_from: String,
+    /// Trace events the store did not take, to be written once it does.
+    owed: trace::Owed,
     /// Bumped by every change that can alter any session's surface.
     revision: AtomicU64,
     /// Review holds by (connector, tool), at one host revision.
@@ -313,6 +318,8 @@ impl Boundary {
             hosted: Default::default(),
             retired: Default::default(),
             next_call: AtomicU64::new(1),
+            calls_from: calls_from(),
+            owed: Default::default(),
             revision: AtomicU64::new(0),
             reviews: Default::default(),
             waiting_args: Default::default(),
@@ -585,7 +592,8 @@ impl Boundary {
             json!({ "tools": offered_names }),
         ));
         if let Err(e) = self.store.record_all(&events) {
-            tracing::error!(error = %e, "cannot record a session's start");
+            tracing::error!(error = %e, "cannot record a session's start; kept to be written once the store takes it");
+            self.owe(events, &e);
         }
         Ok(offered)
     }
@@ -763,8 +771,9 @@ impl Boundary {
         let connector = component.name();
         let name = policy::names::mcp(connector, tool);
         let call_id = format!(
-            "{}-{}",
+            "{}-{}{}",
             session.id,
+            self.calls_from,
             self.next_call.fetch_add(1, Ordering::Relaxed)
         );
         let digest = args_digest(args);
@@ -1004,7 +1013,8 @@ impl Boundary {
             trace::trace_event(session, call_id, name, state, Some(rule_name), detail),
         ];
         if let Err(e) = self.store.record_all(&events) {
-            tracing::error!(error = %e, call = %call_id, "cannot record a host tool's refusal");
+            tracing::error!(error = %e, call = %call_id, "cannot record a host tool's refusal; kept to be written once the store takes it");
+            self.owe(events.to_vec(), &e);
         }
         Err(Denied { rule, lineage })
     }
@@ -1190,6 +1200,17 @@ impl Boundary {
             other => other,
         }
     }
+}
+
+/// A short tag no other process's boundary shares (4 random bytes, hex,
+/// and a dash): the part of a call id that keeps two hosts' calls of one
+/// session apart.
+fn calls_from() -> String {
+    let mut bytes = [0u8; 4];
+    if getrandom::fill(&mut bytes).is_err() {
+        bytes = std::process::id().to_be_bytes();
+    }
+    format!("{}-", hex::encode(bytes))
 }
 
 /// For a tool whose gate tells reads from mutations: whether the GraphQL

@@ -96,8 +96,8 @@ impl CallTrace<'_> {
     /// wrote (a denial, the request before an approval wait).
     pub(super) async fn flush_async(&mut self) {
         if let Err(e) = self.write_async(None).await {
-            tracing::error!(error = %e, "cannot record trace events");
-            self.events.clear();
+            tracing::error!(error = %e, "cannot record trace events; kept to be written once the store takes them");
+            self.boundary.owe(std::mem::take(&mut self.events), &e);
         }
     }
 }
@@ -113,7 +113,77 @@ impl Drop for CallTrace<'_> {
                     span.written(&self.events);
                 }
             }
-            Err(e) => tracing::error!(error = %e, "cannot record trace events"),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot record trace events; kept to be written once the store takes them");
+                self.boundary.owe(std::mem::take(&mut self.events), &e);
+            }
+        }
+    }
+}
+
+/// Trace events the store did not take when they were written (it was
+/// away, or this host's lease had lapsed), kept in order to be written
+/// once it takes them again: a call's end is never lost because the
+/// database was away at that moment. Kept under the lease generation they
+/// were made in: if another host recovered this one meanwhile, it marked
+/// those calls `interrupted`, and they are dropped.
+#[derive(Default)]
+pub(super) struct Owed {
+    events: parking_lot::Mutex<(u64, Vec<TraceEvent>)>,
+}
+
+/// Most events kept owed; past it the oldest go (logged).
+const MAX_OWED: usize = 100_000;
+
+impl Boundary {
+    /// Keeps `events` the store refused with `error` to be written later.
+    pub(super) fn owe(&self, events: Vec<TraceEvent>, error: &StoreError) {
+        if events.is_empty() || matches!(error, StoreError::Fenced) {
+            // Fenced: another host recovered this one and closed its calls.
+            return;
+        }
+        let generation = self.store.lease_generation();
+        let mut owed = self.owed.events.lock();
+        if owed.0 != generation {
+            *owed = (generation, Vec::new());
+        }
+        owed.1.extend(events);
+        if owed.1.len() > MAX_OWED {
+            let over = owed.1.len() - MAX_OWED;
+            owed.1.drain(..over);
+            tracing::error!(
+                dropped = over,
+                "too many trace events owed; the oldest are dropped"
+            );
+        }
+    }
+
+    /// Writes the events owed, if the store takes them now (called every
+    /// second by `serve`); those of an earlier lease generation are
+    /// dropped (the host that recovered this one closed their calls).
+    pub fn pay_owed(&self) {
+        let (generation, events) = {
+            let mut owed = self.owed.events.lock();
+            if owed.1.is_empty() {
+                return;
+            }
+            (owed.0, std::mem::take(&mut owed.1))
+        };
+        if generation != self.store.lease_generation() {
+            tracing::warn!(
+                events = events.len(),
+                "trace events owed under an earlier identity are dropped: the host that recovered this one closed their calls"
+            );
+            return;
+        }
+        if let Err(e) = self.store.record_all(&events) {
+            let mut owed = self.owed.events.lock();
+            let mut all = events;
+            all.append(&mut owed.1);
+            *owed = (generation, all);
+            tracing::debug!(error = %e, "trace events owed still not taken");
+        } else {
+            tracing::info!(events = events.len(), "trace events owed are written");
         }
     }
 }

@@ -135,6 +135,9 @@ pub async fn serve_http(
                 tick.tick().await;
                 let Some(host) = host.upgrade() else { return };
                 host.end_expired();
+                // Off the event loop: a write waits for the disk.
+                let boundary = host.boundary.clone();
+                let _ = tokio::task::spawn_blocking(move || boundary.pay_owed()).await;
             }
         })
     };

@@ -401,6 +401,33 @@ impl Mcp {
         }
     }
 
+    /// [`Mcp::connect`], or `None` when no host answers it as it should
+    /// (one that is going away, a connection cut).
+    pub(super) async fn try_connect(mut self) -> Option<Mcp> {
+        self.session = None;
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let init = json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+            "protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "crash-safety", "version": "0"}}});
+        let response = self.post(&init).await.ok()?;
+        if response.status().as_u16() != 200 {
+            return None;
+        }
+        self.session = Some(
+            response
+                .headers()
+                .get("mcp-session-id")?
+                .to_str()
+                .ok()?
+                .to_string(),
+        );
+        let _ = response.text().await;
+        let response = self
+            .post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await
+            .ok()?;
+        (response.status().as_u16() == 202).then_some(self)
+    }
+
     /// `initialize` (a new MCP transport session, whatever one was held),
     /// keeps the MCP session id, then `notifications/initialized`.
     pub(super) async fn connect(mut self) -> Mcp {
