@@ -469,6 +469,14 @@ async fn a_fleet_without_affinity_keeps_every_session_through_restarts_a_kill_an
     );
 
     // The figures.
+    // Refusals by rule: what the fleet told its clients while it changed.
+    let mut refused: BTreeMap<&str, usize> = BTreeMap::new();
+    for e in &trace {
+        if matches!(e.state, TraceState::Denied | TraceState::PermissionDenied) {
+            *refused.entry(e.rule.as_deref().unwrap_or("")).or_default() += 1;
+        }
+    }
+    eprintln!("fleet faults, refusals by rule: {refused:?}");
     let answered = outcomes.iter().filter(|o| o.1 == Came::Answered).count();
     let cut = outcomes.len() - answered;
     let mut lines = Vec::new();
