@@ -613,8 +613,7 @@ impl RunMeter {
             }
             DaySide::Store(ledger) => {
                 // The store charges every open hold of the run, this host's
-                // and any other's, once.
-                let _ = open;
+                // and any other's, once (`open` counts only this host's).
                 if let Err(e) = ledger.store.end_run(&ledger.run_id) {
                     tracing::error!(run = %ledger.run_id, error = %e, "cannot record the end of a run");
                 }
