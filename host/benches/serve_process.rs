@@ -24,9 +24,12 @@
 //! - where PostgreSQL is at hand (`scout_tests::pg`): a read `tools/call` on
 //!   a host on PostgreSQL against the same on SQLite (server CPU and wall
 //!   p50, interleaved); 64 sessions on one PostgreSQL host against 32 + 32
-//!   on two hosts sharing the database; and how long an approval decided on
-//!   one host takes to answer the call waiting on the other (p50, p99),
-//!   against a decision on the host holding the call.
+//!   on two hosts sharing the database; a read served by a host other than
+//!   the one that opened the session against the opener; 64 sessions over
+//!   three hosts without affinity (each call to the next host) against all
+//!   64 on one host; and how long an approval decided on one host takes to
+//!   answer the call waiting on the other (p50, p99), against a decision
+//!   on the host holding the call.
 //!
 //! Every `serve` here sets `pause_after_repeated_denials = 0`: the refused
 //! call is measured over and over, which would otherwise pause its session.
@@ -304,6 +307,17 @@ struct Session {
     token: String,
     /// How many connector endpoints the session was given.
     endpoints: usize,
+}
+
+impl Session {
+    /// The same session and endpoint, on the host at `to` instead of
+    /// `from` (any host of a fleet serves any session).
+    fn on(&self, from: &str, to: &str) -> Session {
+        Session {
+            url: self.url.replacen(from, to, 1),
+            ..self.clone()
+        }
+    }
 }
 
 /// One admin API request; its JSON answer (`null` when empty). Panics on
@@ -856,6 +870,37 @@ async fn at_once_across(http: &reqwest::Client, sessions: &[Session], per_sessio
     (sessions.len() * per_session) as f64 / t0.elapsed().as_secs_f64()
 }
 
+/// `sessions` calling `github_read_file` at once, `per_session` calls each,
+/// call `k` of session `s` sent to `bases[(s + k) % bases.len()]` (the
+/// session's endpoint with its host swapped): a fleet behind a balancer
+/// without affinity. Calls per second.
+async fn at_once_rotating(
+    http: &reqwest::Client,
+    sessions: &[Session],
+    per_session: usize,
+    opener: &str,
+    bases: &[String],
+) -> f64 {
+    let t0 = Instant::now();
+    let tasks: Vec<_> = sessions
+        .iter()
+        .enumerate()
+        .map(|(s, session)| {
+            let http = http.clone();
+            let moved: Vec<Session> = bases.iter().map(|base| session.on(opener, base)).collect();
+            tokio::spawn(async move {
+                for k in 0..per_session {
+                    read_file(&http, &moved[(s + k) % moved.len()]).await;
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("a session's calls");
+    }
+    (sessions.len() * per_session) as f64 / t0.elapsed().as_secs_f64()
+}
+
 /// One gated write waiting on `holder`, decided through `decider`'s admin
 /// API as soon as it is pending: from the decision sent to the call's answer.
 async fn decided_to_answered(
@@ -987,6 +1032,57 @@ fn postgres_figures(
             "serve process, PostgreSQL, 64 sessions x {per_session} calls (median of 3 rounds, this machine's 2 cores shared by client, hosts and database): one host {one:.0} calls/s; two hosts 32 + 32 {two:.0} calls/s ({:.2}x)",
             two / one
         );
+
+        // A read served by a host other than the one that opened the
+        // session, against the opener (server CPU of the host serving it,
+        // and wall p50), interleaved.
+        let opened = open_session(http, &a.base).await;
+        let served = [opened.clone(), opened.on(&a.base, &b.base)];
+        let serves = [&a, &b];
+        let cpu = interleaved(&serves, block, blocks, |i| read_file(http, &served[i])).await;
+        let mut wall = [Vec::new(), Vec::new()];
+        for round in 0..blocks {
+            for k in 0..2 {
+                let i = if round % 2 == 0 { k } else { 1 - k };
+                for _ in 0..block {
+                    let t = Instant::now();
+                    read_file(http, &served[i]).await;
+                    wall[i].push(t.elapsed());
+                }
+            }
+        }
+        let [opener_wall, other_wall] = wall.map(median);
+        println!(
+            "serve process, PostgreSQL, a read tools/call on a host other than the session's opener against the opener ({blocks} interleaved blocks of {block}): server CPU {:.0} us against {:.0} us ({:.2}x); wall p50 {:.0} us against {:.0} us ({:.2}x)",
+            cpu[1],
+            cpu[0],
+            cpu[1] / cpu[0],
+            micros(other_wall),
+            micros(opener_wall),
+            other_wall.as_secs_f64() / opener_wall.as_secs_f64()
+        );
+
+        // 64 sessions over three hosts without affinity (each call to the
+        // next host) against the same 64 all on the host that opened them.
+        let c = Serve::start_postgres(Path::new(BIN), "pg-c", origin, &db.url());
+        let bases = [a.base.clone(), b.base.clone(), c.base.clone()];
+        at_once_rotating(http, &one_host, 1, &a.base, &bases).await;
+        let (mut on_one, mut over_three) = (Vec::new(), Vec::new());
+        for round in 0..3 {
+            if round % 2 == 0 {
+                on_one.push(at_once_across(http, &one_host, per_session).await);
+                over_three.push(at_once_rotating(http, &one_host, per_session, &a.base, &bases).await);
+            } else {
+                over_three.push(at_once_rotating(http, &one_host, per_session, &a.base, &bases).await);
+                on_one.push(at_once_across(http, &one_host, per_session).await);
+            }
+        }
+        let (on_one, over_three) = (median_f64(on_one), median_f64(over_three));
+        println!(
+            "serve process, PostgreSQL, 64 sessions x {per_session} calls (median of 3 rounds, the same 2 cores): over three hosts without affinity {over_three:.0} calls/s against all on one host {on_one:.0} calls/s ({:.2}x)",
+            over_three / on_one
+        );
+        drop(c);
 
         // A decision on the other host against one on the host holding the call.
         let view = admin(

@@ -241,7 +241,7 @@ pub fn own_server() -> Option<OwnServer> {
     }
     let (cluster, pg_ctl) = init_local(PORT).unwrap_or_else(|e| panic!("{e}"));
     let options = format!(
-        "-c listen_addresses='' -k {} -c port={PORT} -c fsync=off -c max_connections=50",
+        "-c listen_addresses='' -k {} -c port={PORT} -c fsync=off -c max_connections=200",
         cluster.dir().display()
     );
     cluster

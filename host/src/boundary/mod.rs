@@ -956,10 +956,16 @@ impl Boundary {
         if !self.store.lease_held() {
             return Err(Rule::LeaseNotHeld);
         }
-        // Opened before this host was recovered and rejoined: the fleet
-        // closed it then.
+        // Held under an identity this host lost meanwhile (another host
+        // recovered it, and it rejoined). A fleet's session lives on: this
+        // call did not run, and the next request takes the session up here
+        // afresh. A session only this host kept was closed by the recovery.
         if session.generation() != self.store.lease_generation() {
-            return Err(Rule::Revoked);
+            return Err(if self.store.shares_sessions() {
+                Rule::LeaseNotHeld
+            } else {
+                Rule::Revoked
+            });
         }
         if session.is_paused() {
             return Err(Rule::Paused);

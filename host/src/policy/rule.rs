@@ -228,7 +228,7 @@ impl Rule {
                 "invalid arguments: the arguments do not fit the tool's parameters"
             }
             Rule::Unrecorded => {
-                "not run: the host could not record the call first, so nothing happened"
+                "not run: the host could not record the call first, so nothing happened; call again shortly"
             }
             Rule::Paused => {
                 "session paused: this session repeated a refused request, and a person must resume it before it can call anything"

@@ -12,129 +12,21 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::Path;
 use std::time::Duration;
 
-/// The schema this host writes. Bump with a migration when the tables change.
-pub(crate) const SCHEMA_VERSION: i64 = 7;
+/// The schema, one file per version, each applied once in order (the
+/// PostgreSQL backend keeps its own in `postgres/`). Add a file to change
+/// the tables; never edit one a database may have applied.
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("sqlite/001_initial.sql")),
+    (2, include_str!("sqlite/002_capability_requests.sql")),
+    (3, include_str!("sqlite/003_review_effect.sql")),
+    (4, include_str!("sqlite/004_artifact_pins.sql")),
+    (5, include_str!("sqlite/005_review_facts.sql")),
+    (6, include_str!("sqlite/006_deployed_connectors.sql")),
+    (7, include_str!("sqlite/007_run_reserved.sql")),
+];
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS schema_version (
-    version INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS trace (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    session TEXT NOT NULL,
-    brand TEXT NOT NULL,
-    call_id TEXT,
-    tool TEXT,
-    state TEXT NOT NULL,
-    rule TEXT,
-    detail TEXT NOT NULL,
-    at_ms INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS trace_session ON trace(session, seq);
-CREATE INDEX IF NOT EXISTS trace_brand ON trace(brand, seq);
-CREATE TABLE IF NOT EXISTS capability_requests (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    session TEXT NOT NULL,
-    brand TEXT NOT NULL,
-    request TEXT NOT NULL,
-    requested_at_ms INTEGER NOT NULL,
-    answer TEXT,
-    answered_by TEXT,
-    answered_at_ms INTEGER
-);
-CREATE TABLE IF NOT EXISTS approvals (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    session TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    args_digest TEXT NOT NULL,
-    state TEXT NOT NULL CHECK (state IN ('pending', 'approved', 'denied', 'revoked')),
-    used INTEGER NOT NULL DEFAULT 0 CHECK (used IN (0, 1)),
-    decided_by TEXT,
-    requested_at_ms INTEGER NOT NULL,
-    decided_at_ms INTEGER,
-    used_at_ms INTEGER,
-    args_nonce BLOB,
-    args_sealed BLOB,
-    CHECK (used = 0 OR state = 'approved')
-);
-CREATE INDEX IF NOT EXISTS approvals_match ON approvals(session, tool, args_digest, state, used);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY,
-    brand TEXT NOT NULL,
-    connector TEXT NOT NULL,
-    day TEXT NOT NULL,
-    per_run INTEGER NOT NULL CHECK (per_run > 0),
-    per_day INTEGER NOT NULL CHECK (per_day >= per_run),
-    ended INTEGER NOT NULL DEFAULT 0 CHECK (ended IN (0, 1)),
-    started_at_ms INTEGER NOT NULL,
-    ended_at_ms INTEGER,
-    reserved INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS runs_day ON runs(brand, connector, day);
-CREATE TABLE IF NOT EXISTS charges (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    idempotency_key TEXT NOT NULL UNIQUE,
-    run_id TEXT NOT NULL,
-    connector TEXT NOT NULL,
-    brand TEXT NOT NULL,
-    day TEXT NOT NULL,
-    amount INTEGER NOT NULL CHECK (amount >= 0),
-    at_ms INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS charges_run ON charges(run_id);
-CREATE INDEX IF NOT EXISTS charges_day ON charges(brand, connector, day);
-CREATE TABLE IF NOT EXISTS connections (
-    brand TEXT NOT NULL,
-    connector TEXT NOT NULL,
-    nonce BLOB NOT NULL,
-    ciphertext BLOB NOT NULL,
-    disabled INTEGER NOT NULL DEFAULT 0 CHECK (disabled IN (0, 1)),
-    updated_at_ms INTEGER NOT NULL,
-    PRIMARY KEY (brand, connector)
-);
-CREATE TABLE IF NOT EXISTS connection_shares (
-    owner_brand TEXT NOT NULL,
-    connector TEXT NOT NULL,
-    with_brand TEXT NOT NULL,
-    shared_at_ms INTEGER NOT NULL,
-    PRIMARY KEY (owner_brand, connector, with_brand)
-);
-CREATE INDEX IF NOT EXISTS connection_shares_with ON connection_shares(with_brand, connector, shared_at_ms);
-CREATE TABLE IF NOT EXISTS profiles (
-    brand TEXT NOT NULL,
-    name TEXT NOT NULL,
-    kind TEXT NOT NULL CHECK (kind IN ('coworker', 'goal_agent', 'reviewer')),
-    body TEXT NOT NULL,
-    updated_at_ms INTEGER NOT NULL,
-    PRIMARY KEY (brand, name)
-);
-CREATE TABLE IF NOT EXISTS tool_reviews (
-    connector TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    digest TEXT NOT NULL,
-    approved_by TEXT NOT NULL,
-    approved_at_ms INTEGER NOT NULL,
-    effect TEXT,
-    facts TEXT,
-    PRIMARY KEY (connector, tool)
-);
-CREATE TABLE IF NOT EXISTS artifact_pins (
-    reference TEXT PRIMARY KEY,
-    digest TEXT NOT NULL,
-    pinned_by TEXT NOT NULL,
-    pinned_at_ms INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS deployed_connectors (
-    name TEXT PRIMARY KEY,
-    settings TEXT NOT NULL,
-    artifact TEXT NOT NULL,
-    digest TEXT NOT NULL,
-    revision INTEGER NOT NULL,
-    retired INTEGER NOT NULL,
-    changed_by TEXT NOT NULL,
-    changed_at_ms INTEGER NOT NULL
-);
-";
+/// The schema this host writes: the last migration's version.
+pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
 
 /// Statements on the approval and ledger paths, prepared once per connection.
 const REQUEST_APPROVAL: &str = "INSERT INTO approvals (session, tool, args_digest, state, requested_at_ms) VALUES (?1, ?2, ?3, 'pending', ?4)";
@@ -161,6 +53,32 @@ pub struct SqliteStore {
     writer: super::writer::TraceWriter,
     /// Wakes the calls waiting on an approval this store changes.
     broker: std::sync::Arc<super::ApprovalBroker>,
+}
+
+/// Applies every migration newer than the database's version, in `tx`
+/// (one transaction: a database is at one version or the next, never
+/// between). A database from a newer schema is refused.
+fn migrate(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
+    tx.execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);")?;
+    let found: Option<i64> =
+        tx.query_row("SELECT MAX(version) FROM schema_version", [], |row| {
+            row.get(0)
+        })?;
+    let found = found.unwrap_or(0);
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > found) {
+        tx.execute_batch(sql)?;
+        tx.execute(
+            "INSERT INTO schema_version (version) VALUES (?1)",
+            [version],
+        )?;
+    }
+    Ok(())
 }
 
 impl SqliteStore {
@@ -267,61 +185,7 @@ impl SqliteStore {
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", true)?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute_batch(SCHEMA)?;
-        let found: Option<i64> =
-            tx.query_row("SELECT MAX(version) FROM schema_version", [], |row| {
-                row.get(0)
-            })?;
-        match found {
-            None => {
-                tx.execute(
-                    "INSERT INTO schema_version (version) VALUES (?1)",
-                    [SCHEMA_VERSION],
-                )?;
-            }
-            Some(found) if found > SCHEMA_VERSION => {
-                return Err(StoreError::SchemaTooNew {
-                    found,
-                    supported: SCHEMA_VERSION,
-                });
-            }
-            Some(found) => {
-                // Version 2: an approval keeps the arguments a person
-                // approves, sealed, while it is pending.
-                if found < 2 {
-                    tx.execute_batch(
-                        "ALTER TABLE approvals ADD COLUMN args_nonce BLOB;
-                         ALTER TABLE approvals ADD COLUMN args_sealed BLOB;",
-                    )?;
-                }
-                // Version 3: a remote MCP server's tool is reviewed with
-                // the effect an operator gives it.
-                if found < 3 {
-                    tx.execute_batch("ALTER TABLE tool_reviews ADD COLUMN effect TEXT;")?;
-                }
-                // Version 4: the digest each artifact tag was resolved to
-                // (`artifact_pins`, created above with the schema).
-                // Version 6: connectors changed through the admin API
-                // (`deployed_connectors`, created above with the schema).
-                // Version 5: a tool's review keeps what it covered.
-                if found < 5 {
-                    tx.execute_batch("ALTER TABLE tool_reviews ADD COLUMN facts TEXT;")?;
-                }
-                // Version 7: what a run holds for calls not yet settled is
-                // kept with the run, so every holder of its session sees it.
-                if found < 7 {
-                    tx.execute_batch(
-                        "ALTER TABLE runs ADD COLUMN reserved INTEGER NOT NULL DEFAULT 0;",
-                    )?;
-                }
-                if found < SCHEMA_VERSION {
-                    tx.execute(
-                        "INSERT INTO schema_version (version) VALUES (?1)",
-                        [SCHEMA_VERSION],
-                    )?;
-                }
-            }
-        }
+        migrate(&tx)?;
         tx.commit()?;
         // The trace writer's own connection: the same file and settings.
         let trace_conn = Connection::open(path)?;
@@ -1589,5 +1453,97 @@ impl super::InventoryStore for SqliteStore {
             let rows = stmt.query_map([brand], |row| Ok((row.get(0)?, row.get(1)?)))?;
             Ok(rows.collect::<Result<_, _>>()?)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MIGRATIONS, SCHEMA_VERSION, SqliteStore};
+    use crate::store::{ApprovalStore, LedgerStore};
+
+    /// Each table's columns, in order, as SQLite reports them.
+    fn columns(conn: &rusqlite::Connection) -> Vec<(String, Vec<String>)> {
+        let mut tables = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+            .unwrap();
+        let names: Vec<String> = tables
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        names
+            .into_iter()
+            .map(|table| {
+                let mut info = conn
+                    .prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))
+                    .unwrap();
+                let cols = info
+                    .query_map([], |r| r.get(0))
+                    .unwrap()
+                    .collect::<Result<_, _>>()
+                    .unwrap();
+                (table, cols)
+            })
+            .collect()
+    }
+
+    /// A database left at any earlier version by an older host, with rows
+    /// in it, opens at this version: its rows kept, its tables exactly a
+    /// new database's, and the store works on it.
+    #[test]
+    fn a_database_of_every_earlier_version_is_upgraded_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let fresh = dir.path().join("fresh.db");
+        drop(SqliteStore::open(&fresh).unwrap());
+        let expected = columns(&rusqlite::Connection::open(&fresh).unwrap());
+        for at in 1..SCHEMA_VERSION {
+            let path = dir.path().join(format!("v{at}.db"));
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.execute_batch("CREATE TABLE schema_version (version INTEGER NOT NULL);")
+                .unwrap();
+            for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v <= at) {
+                conn.execute_batch(sql).unwrap();
+                conn.execute(
+                    "INSERT INTO schema_version (version) VALUES (?1)",
+                    [version],
+                )
+                .unwrap();
+            }
+            conn.execute(
+                "INSERT INTO approvals (session, tool, args_digest, state, requested_at_ms) VALUES ('s1', 't', 'd', 'pending', 1)",
+                [],
+            )
+            .unwrap();
+            drop(conn);
+
+            let store = SqliteStore::open(&path).unwrap();
+            assert_eq!(
+                store.pending("s1").unwrap().len(),
+                1,
+                "from v{at}: rows kept"
+            );
+            store
+                .start_run("r1", "acme", "c", "2026-12-05", 10, 100)
+                .unwrap();
+            assert!(
+                matches!(
+                    store.reserve_in_run("r1", 3).unwrap(),
+                    crate::store::RunHold::Held
+                ),
+                "from v{at}"
+            );
+            assert_eq!(store.run_left("r1").unwrap(), Some(7), "from v{at}");
+            drop(store);
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            let version: i64 = conn
+                .query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(version, SCHEMA_VERSION, "from v{at}");
+            assert_eq!(
+                columns(&conn),
+                expected,
+                "from v{at}: the tables of a new database"
+            );
+        }
     }
 }

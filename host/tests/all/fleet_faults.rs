@@ -9,8 +9,11 @@
 //! each run within its allowance.
 //!
 //! Short form by default; the long form is the same test with more:
-//! `SCOUT_SOAK_SESSIONS=64 SCOUT_SOAK_CALLS=60 cargo test -p scout-host
-//! --test all fleet_faults -- --nocapture` (figures on stderr).
+//! `SCOUT_SOAK_SESSIONS=64 SCOUT_SOAK_CALLS=60 SCOUT_SOAK_FAULT_GAP_MS=1500
+//! cargo test -p scout-host --test all fleet_faults -- --nocapture`
+//! (figures on stderr). A client sends a call the fleet refused as not run
+//! (`host_shutdown`, `lease_not_held`, `unrecorded`) again after 100 ms,
+//! as the refusal tells it to; the figures count those refusals.
 
 use super::crash_safety::{Admin, GITHUB_TOKEN, Mcp, Serve, ok_text, wait_for};
 use reqwest::Method;
@@ -107,11 +110,40 @@ const PER_RUN: usize = 1000;
 /// What one call of a session's client came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Came {
-    /// A JSON-RPC answer (a result or a refusal told to the client).
+    /// A JSON-RPC answer: a result, or a refusal of the session's policy
+    /// (an approval that timed out, ...).
     Answered,
     /// The connection was cut with the host serving it: the call may or
     /// may not have run, and the trace says which (`interrupted`).
     Cut,
+}
+
+/// One call of a session's client, as its client saw it.
+#[derive(Debug)]
+struct Done {
+    kind: &'static str,
+    came: Came,
+    /// The phase it was first sent in.
+    at: Phase,
+    /// From first sent to its answer, refusals and waits included.
+    took: Duration,
+    /// How many times the fleet refused it as not run before it ran.
+    fleet_refusals: usize,
+}
+
+/// Whether `reply` is a refusal that says the call did not run because of
+/// the fleet (a host stopping, a host unsure of its lease, a trace the
+/// database could not take) and may be sent again.
+fn did_not_run(reply: &serde_json::Value) -> bool {
+    if ok_text(reply).is_some() {
+        return false;
+    }
+    // A refusal is told as `{"denied": RULE, "message": ...}`.
+    let told: serde_json::Value =
+        serde_json::from_str(&super::crash_safety::result_text(reply)).unwrap_or_default();
+    ["host_shutdown", "lease_not_held", "unrecorded"]
+        .iter()
+        .any(|rule| told["denied"] == *rule)
 }
 
 /// When a fault phase began, for the latency figures.
@@ -136,6 +168,13 @@ async fn a_fleet_without_affinity_keeps_every_session_through_restarts_a_kill_an
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(24);
+    // Between one fault and the next, so that calls run through each.
+    let gap = Duration::from_millis(
+        std::env::var("SCOUT_SOAK_FAULT_GAP_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(200),
+    );
     let db = server.database("fleet_faults");
     let github = scout_tests::fake_github::FakeGitHub::start(GITHUB_TOKEN).await;
     let billed = scout_tests::upstream::Upstream::start().await;
@@ -227,7 +266,7 @@ async fn a_fleet_without_affinity_keeps_every_session_through_restarts_a_kill_an
             let (http, view, phase, reinitialized) =
                 (session_client(), view.clone(), phase.clone(), reinitialized.clone());
             tokio::spawn(async move {
-                let mut done: Vec<(String, Came, Phase, Duration)> = Vec::new();
+                let mut done: Vec<Done> = Vec::new();
                 let mut github = reconnect(&Mcp::new(&http, &view)).await;
                 let mut capabilities =
                     reconnect(&Mcp::for_connector(&http, &view, "capabilities")).await;
@@ -256,11 +295,18 @@ async fn a_fleet_without_affinity_keeps_every_session_through_restarts_a_kill_an
                     };
                     let began = Instant::now();
                     let at = *phase.lock();
+                    let mut fleet_refusals = 0;
                     let came = loop {
                         match mcp
                             .request("tools/call", json!({"name": name, "arguments": arguments}))
                             .await
                         {
+                            // Refused by the fleet as it changed, and told it
+                            // did not run: called again, as the refusal says.
+                            Ok(reply) if did_not_run(&reply) => {
+                                fleet_refusals += 1;
+                                tokio::time::sleep(Duration::from_millis(100)).await;
+                            }
                             Ok(_) => break Came::Answered,
                             // The host this request reached does not know the
                             // transport session (nothing ran): initialize
@@ -276,7 +322,13 @@ async fn a_fleet_without_affinity_keeps_every_session_through_restarts_a_kill_an
                             }
                         }
                     };
-                    done.push((kind.to_string(), came, at, began.elapsed()));
+                    done.push(Done {
+                        kind,
+                        came,
+                        at,
+                        took: began.elapsed(),
+                        fleet_refusals,
+                    });
                 }
                 done
             })
@@ -286,6 +338,7 @@ async fn a_fleet_without_affinity_keeps_every_session_through_restarts_a_kill_an
     // The faults, while the clients run.
     tokio::time::sleep(Duration::from_millis(500)).await;
     *phase.lock() = Phase::During;
+    let faults_began = Instant::now();
     for i in 0..3 {
         hosts[i].signal("TERM");
         let status = hosts[i].exited_within(Duration::from_secs(60)).await;
@@ -295,14 +348,17 @@ async fn a_fleet_without_affinity_keeps_every_session_through_restarts_a_kill_an
         );
         hosts[i] = start();
         balancer.set(&hosts.iter().map(|h| h.base.clone()).collect::<Vec<_>>());
+        tokio::time::sleep(gap).await;
     }
     tokio::task::block_in_place(|| hosts[1].kill());
     hosts[1] = start();
     balancer.set(&hosts.iter().map(|h| h.base.clone()).collect::<Vec<_>>());
+    tokio::time::sleep(gap).await;
     tokio::task::block_in_place(|| server.stop());
     tokio::time::sleep(Duration::from_millis(500)).await;
     tokio::task::block_in_place(|| server.start());
     *phase.lock() = Phase::After;
+    let faults_took = faults_began.elapsed();
 
     let mut outcomes = Vec::new();
     for client in clients {
@@ -476,15 +532,22 @@ async fn a_fleet_without_affinity_keeps_every_session_through_restarts_a_kill_an
             *refused.entry(e.rule.as_deref().unwrap_or("")).or_default() += 1;
         }
     }
-    eprintln!("fleet faults, refusals by rule: {refused:?}");
-    let answered = outcomes.iter().filter(|o| o.1 == Came::Answered).count();
+    let interrupted = trace
+        .iter()
+        .filter(|e| e.state == TraceState::Interrupted)
+        .count();
+    eprintln!(
+        "fleet faults, refusals by rule: {refused:?}; {interrupted} calls traced interrupted"
+    );
+    let answered = outcomes.iter().filter(|o| o.came == Came::Answered).count();
     let cut = outcomes.len() - answered;
     let mut lines = Vec::new();
     for p in [Phase::Before, Phase::During, Phase::After] {
-        let mut took: Vec<Duration> = outcomes
+        let in_phase: Vec<&Done> = outcomes.iter().filter(|o| o.at == p).collect();
+        let mut took: Vec<Duration> = in_phase
             .iter()
-            .filter(|o| o.2 == p && o.0 == "read" && o.1 == Came::Answered)
-            .map(|o| o.3)
+            .filter(|o| o.kind == "read" && o.came == Came::Answered)
+            .map(|o| o.took)
             .collect();
         took.sort();
         if took.is_empty() {
@@ -492,17 +555,22 @@ async fn a_fleet_without_affinity_keeps_every_session_through_restarts_a_kill_an
         }
         let at = |q: f64| took[((took.len() - 1) as f64 * q) as usize];
         lines.push(format!(
-            "{p:?}: {} reads, p50 {:.1?}, p99 {:.1?}",
+            "{p:?}: {} calls ({} cut, {} sent again after {} fleet refusals), {} reads p50 {:.1?} p99 {:.1?}",
+            in_phase.len(),
+            in_phase.iter().filter(|o| o.came == Came::Cut).count(),
+            in_phase.iter().filter(|o| o.fleet_refusals > 0).count(),
+            in_phase.iter().map(|o| o.fleet_refusals).sum::<usize>(),
             took.len(),
             at(0.5),
             at(0.99)
         ));
     }
     eprintln!(
-        "fleet faults: {sessions} sessions kept of {sessions}, {} calls, {answered} answered, {cut} cut with their host, {} transport sessions initialized again, {} branches, {charged} credits charged; {}",
+        "fleet faults: {sessions} sessions kept of {sessions}, {} calls, {answered} answered, {cut} cut with their host, {} transport sessions initialized again, {} branches, {charged} credits charged, faults took {:.1?}; {}",
         outcomes.len(),
         reinitialized.load(Ordering::Relaxed),
         branches.len(),
+        faults_took,
         lines.join("; ")
     );
     assert_eq!(outcomes.len(), sessions * calls_each);
