@@ -58,7 +58,7 @@ pub fn export(
             Some(limit) => (limit - done.rows).min(EXPORT_PAGE),
             None => EXPORT_PAGE,
         };
-        let page = store.trace_page(TraceFilter::All, done.cursor, want)?;
+        let page = crate::store::block(store.trace_page(TraceFilter::All, done.cursor, want))?;
         let full = page.len() == want;
         for (seq, event) in &page {
             writeln!(out, "{}", line(*seq, event))?;

@@ -579,9 +579,7 @@ pub fn audit(
                 .filter(|c| served.contains(c))
                 .collect();
             let stated = config.map(|c| c.brand(brand)).unwrap_or_default();
-            let has_coworkers = view
-                .store
-                .list_profiles(brand)?
+            let has_coworkers = crate::store::block(view.store.list_profiles(brand))?
                 .iter()
                 .any(|p| p.kind == ProfileKind::Coworker);
             let credentials: BTreeMap<String, Credential> = connected
@@ -1058,9 +1056,7 @@ fn dead_authority(
             .unwrap_or_default()
     };
     let mut executed: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
-    for c in view
-        .store
-        .stored_connections()?
+    for c in crate::store::block(view.store.stored_connections())?
         .into_iter()
         .filter(|c| !c.disabled)
     {
@@ -1068,7 +1064,10 @@ fn dead_authority(
         let mut last: Option<i64> = None;
         for user in std::iter::once(&c.brand).chain(c.shared_with.iter()) {
             if !executed.contains_key(user) {
-                executed.insert(user.clone(), view.store.last_executed(user)?);
+                executed.insert(
+                    user.clone(),
+                    crate::store::block(view.store.last_executed(user))?,
+                );
             }
             for (tool, at) in &executed[user] {
                 let Some((server, local)) = split_mcp(tool) else {
@@ -1096,7 +1095,7 @@ fn dead_authority(
 
     // Grants naming a connector no credential of the brand serves.
     let served = deployment.served();
-    for (brand, SavedProfile { profile, .. }) in view.store.all_profiles()? {
+    for (brand, SavedProfile { profile, .. }) in crate::store::block(view.store.all_profiles())? {
         for connector in &profile.grant.connectors {
             let why = if !deployment.components.contains_key(connector) {
                 Some(format!(
@@ -1135,7 +1134,7 @@ fn dead_authority(
     }
 
     // Reviews of tools no loaded component offers.
-    for r in view.store.stored_reviews()? {
+    for r in crate::store::block(view.store.stored_reviews())? {
         let why = match deployment.components.get(&r.connector) {
             None => Some(format!(
                 "no loaded component is the `{}` connector",
@@ -1163,7 +1162,7 @@ fn dead_authority(
 
     // Approvals still pending whose session has ended.
     let mut known: BTreeMap<String, SessionState> = BTreeMap::new();
-    for a in view.store.all_pending()? {
+    for a in crate::store::block(view.store.all_pending())? {
         if !known.contains_key(&a.session) {
             known.insert(a.session.clone(), (view.sessions)(&a.session)?);
         }
@@ -1202,7 +1201,7 @@ pub fn session_state_from_store(
     session_ttl_secs: u64,
     id: &str,
 ) -> Result<SessionState, StoreError> {
-    if let Some(row) = store.shared_session(id)? {
+    if let Some(row) = crate::store::block(store.shared_session(id))? {
         return Ok(if row.closed {
             SessionState::Ended(format!("its host `{}` ended it", row.host_id))
         } else if row.ended {
@@ -1211,7 +1210,7 @@ pub fn session_state_from_store(
             SessionState::Live
         });
     }
-    let first = store.trace_page(TraceFilter::Session(id), 0, 1)?;
+    let first = crate::store::block(store.trace_page(TraceFilter::Session(id), 0, 1))?;
     let Some((_, opened)) = first.first() else {
         return Ok(SessionState::Ended(
             "no session of this id was ever opened on this store".into(),

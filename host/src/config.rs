@@ -798,8 +798,7 @@ impl ServeConfig {
             };
             let tag = named.digest().is_none().then(|| named.to_string());
             let recorded = match &tag {
-                Some(tag) => pins
-                    .pinned_artifact(tag)
+                Some(tag) => crate::store::block(pins.pinned_artifact(tag))
                     .map_err(|e| failed(e.to_string()))?,
                 None => None,
             };
@@ -810,8 +809,7 @@ impl ServeConfig {
                 .map_err(failed)?
                 .map_err(failed)?;
             if let (Some(tag), None) = (&tag, &recorded) {
-                let kept = pins
-                    .pin_artifact(tag, &pulled.digest, "serve")
+                let kept = crate::store::block(pins.pin_artifact(tag, &pulled.digest, "serve"))
                     .map_err(|e| failed(e.to_string()))?;
                 if kept != pulled.digest {
                     // Another host recorded the tag first: its bytes.
@@ -841,7 +839,7 @@ impl ServeConfig {
             };
             let digest = match named.digest() {
                 Some(digest) => Some(digest.to_string()),
-                None => pins.pinned_artifact(&named.to_string())?,
+                None => crate::store::block(pins.pinned_artifact(&named.to_string()))?,
             };
             if let Some(digest) = digest
                 && let Some((path, _)) = cache.component(&digest)

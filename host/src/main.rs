@@ -315,7 +315,7 @@ fn inspect_remote(
         .with_context(|| format!("no connector in the configuration has `mcp = \"{url}\"`"))?;
     let store =
         scout_host::serve::open_store_to_read(&config, scout_host::credentials::process_env)?;
-    let stored = store.stored_reviews()?;
+    let stored = rt.block_on(store.stored_reviews())?;
     rt.block_on(scout_host::remote::inspect::inspect(
         url,
         allow_private_network || connector.1,

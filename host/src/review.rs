@@ -178,7 +178,7 @@ pub(crate) fn status_of(
     tool: &Tool,
 ) -> Result<ToolReview, StoreError> {
     let digest = tool_digest(component, tool);
-    let approved = store.reviewed(component.name(), &tool.name)?;
+    let approved = crate::store::block(store.reviewed(component.name(), &tool.name))?;
     let reviewed: Option<ReviewedFacts> = approved
         .as_ref()
         .and_then(|a| a.facts.as_deref())
@@ -226,8 +226,7 @@ pub fn removed(
     store: &dyn ReviewStore,
     component: &LoadedComponent,
 ) -> Result<Vec<String>, StoreError> {
-    Ok(store
-        .reviewed_tools(component.name())?
+    Ok(crate::store::block(store.reviewed_tools(component.name()))?
         .into_iter()
         .filter(|t| component.tool(t).is_none())
         .collect())
@@ -244,14 +243,14 @@ pub fn approve(
 ) -> Result<(), StoreError> {
     let facts =
         facts_of(component, tool).map(|f| serde_json::to_string(&f).expect("facts serialise"));
-    store.approve_tool(
+    crate::store::block(store.approve_tool(
         component.name(),
         &tool.name,
         &tool_digest(component, tool),
         effect,
         facts.as_deref(),
         by,
-    )
+    ))
 }
 
 /// Approves every tool of a component as it is now (an operator's decision).

@@ -162,7 +162,7 @@ impl Boundary {
         };
         // Subscribe, then read: a decision committed in between rings.
         let mut bell = self.store.watch_approval(&session.id, name, digest);
-        let mut watched = match self.store.consume_approval(&session.id, name, digest) {
+        let mut watched = match self.store.consume_approval(&session.id, name, digest).await {
             Ok(id) => {
                 self.trace_decision(session, call_id, name, id, started, None, spans, spend);
                 return Ok(id);
@@ -172,6 +172,7 @@ impl Boundary {
             Err(ApprovalError::Pending) => self
                 .store
                 .pending(&session.id)
+                .await
                 .unwrap_or_default()
                 .into_iter()
                 .find(|a| a.tool == name && a.args_digest == digest)
@@ -183,8 +184,9 @@ impl Boundary {
                     Some(key) => {
                         self.store
                             .request_approval_showing(&session.id, name, digest, args, key)
+                            .await
                     }
-                    None => self.store.request_approval(&session.id, name, digest),
+                    None => self.store.request_approval(&session.id, name, digest).await,
                 };
                 let id = match requested {
                     Ok(id) => id,
@@ -233,7 +235,7 @@ impl Boundary {
                     // Nobody may approve it once this host is gone: revoked
                     // with its own rule, and the call ends without running.
                     if let Some(id) = withdraw.approval.take() {
-                        match self.store.revoke_approval(id, Rule::HostShutdown.name().as_ref()) {
+                        match self.store.revoke_approval(id, Rule::HostShutdown.name().as_ref()).await {
                             Ok(_) => {}
                             Err(e) => tracing::error!(error = %e, approval = id.0, "cannot revoke an approval at shutdown"),
                         }
@@ -255,7 +257,7 @@ impl Boundary {
                 }
             }
             bell = self.store.watch_approval(&session.id, name, digest);
-            let consumed = self.store.consume_approval(&session.id, name, digest);
+            let consumed = self.store.consume_approval(&session.id, name, digest).await;
             if !matches!(consumed, Err(ApprovalError::Pending)) {
                 // Decided one way or the other: nothing left to withdraw.
                 withdraw.approval = None;
@@ -270,6 +272,7 @@ impl Boundary {
                         watched = self
                             .store
                             .pending(&session.id)
+                            .await
                             .unwrap_or_default()
                             .into_iter()
                             .find(|a| a.tool == name && a.args_digest == digest)
@@ -278,9 +281,9 @@ impl Boundary {
                 }
                 Err(ApprovalError::Pending) => {
                     // Timed out: the pending request must not be approvable later.
-                    for approval in self.store.pending(&session.id).unwrap_or_default() {
+                    for approval in self.store.pending(&session.id).await.unwrap_or_default() {
                         if approval.tool == name && approval.args_digest == digest {
-                            let _ = self.store.decide(approval.id, false, TIMEOUT_DECIDER);
+                            let _ = self.store.decide(approval.id, false, TIMEOUT_DECIDER).await;
                             watched = Some(approval.id);
                         }
                     }
@@ -350,7 +353,7 @@ impl Boundary {
         spans: Spans<'_>,
         spend: Option<&Value>,
     ) {
-        let approval = self.store.approval(id).ok().flatten();
+        let approval = crate::store::block(self.store.approval(id)).ok().flatten();
         let outcome = match approval.as_ref().map(|a| a.state) {
             Some(ApprovalState::Approved) => "approved",
             Some(ApprovalState::Denied) if by == Some(TIMEOUT_DECIDER) => "timed_out",
@@ -438,7 +441,7 @@ impl Boundary {
         spans: Spans<'_>,
     ) {
         let event = trace_event(session, call_id, tool, state, rule, detail);
-        match self.store.record(&event) {
+        match crate::store::block(self.store.record(&event)) {
             Ok(()) => spans.written(&event),
             Err(e) => {
                 tracing::error!(error = %e, "cannot record a trace event; kept to be written once the store takes them");
@@ -485,7 +488,7 @@ impl Drop for WithdrawIfGone<'_> {
                 Rule::ApprovalWithdrawn.name().into_owned(),
             )
         };
-        match self.boundary.store.revoke_approval(id, "withdrawn: the caller went away") {
+        match crate::store::block(self.boundary.store.revoke_approval(id, "withdrawn: the caller went away")) {
             Ok(true) => self.boundary.trace(
                 self.session,
                 self.call_id,

@@ -591,7 +591,7 @@ impl Boundary {
             None,
             json!({ "tools": offered_names }),
         ));
-        if let Err(e) = self.store.record_all(&events) {
+        if let Err(e) = crate::store::block(self.store.record_all(&events)) {
             tracing::error!(error = %e, "cannot record a session's start; kept to be written once the store takes it");
             self.owe(events, &e);
         }
@@ -646,7 +646,7 @@ impl Boundary {
             .insert(connector.to_string());
         self.changed();
         for session in sessions {
-            let _ = self.store.revoke_session_approvals(&session.id);
+            let _ = crate::store::block(self.store.revoke_session_approvals(&session.id));
         }
     }
 
@@ -655,7 +655,7 @@ impl Boundary {
     /// and the session's unused approvals are revoked.
     pub fn withdraw_grant(&self, session: &Session, connector: &str) {
         session.withdraw(connector);
-        let _ = self.store.revoke_session_approvals(&session.id);
+        let _ = crate::store::block(self.store.revoke_session_approvals(&session.id));
     }
 
     /// Re-enables a connector. Approvals revoked with it stay revoked.
@@ -667,7 +667,7 @@ impl Boundary {
     /// Ends a session's authority: every later call is denied.
     pub fn revoke_session(&self, session: &Session) {
         session.revoke();
-        let _ = self.store.revoke_session_approvals(&session.id);
+        let _ = crate::store::block(self.store.revoke_session_approvals(&session.id));
     }
 
     /// The arguments of a call of `session` waiting for a person, if this
@@ -686,8 +686,7 @@ impl Boundary {
             return Some(local);
         }
         let key = self.arguments_key.as_ref()?;
-        self.store
-            .approval_arguments(approval.id, key)
+        crate::store::block(self.store.approval_arguments(approval.id, key))
             .ok()
             .flatten()
     }
@@ -974,7 +973,8 @@ impl Boundary {
             && crate::store::now_ms() >= expiry
         {
             if session.end_delegation()
-                && let Err(e) = self.store.revoke_session_approvals(&session.id)
+                && let Err(e) =
+                    crate::store::block(self.store.revoke_session_approvals(&session.id))
             {
                 tracing::error!(session = %session.id, error = %e, "cannot revoke an expired delegation's approvals");
             }
@@ -1018,7 +1018,7 @@ impl Boundary {
             ),
             trace::trace_event(session, call_id, name, state, Some(rule_name), detail),
         ];
-        if let Err(e) = self.store.record_all(&events) {
+        if let Err(e) = crate::store::block(self.store.record_all(&events)) {
             tracing::error!(error = %e, call = %call_id, "cannot record a host tool's refusal; kept to be written once the store takes it");
             self.owe(events.to_vec(), &e);
         }

@@ -341,7 +341,7 @@ mod tests {
         );
         let person = async {
             let approval = loop {
-                if let Some(a) = store.pending("s-wait").unwrap().into_iter().next() {
+                if let Some(a) = store.pending("s-wait").await.unwrap().into_iter().next() {
                     break a;
                 }
                 tokio::time::sleep(Duration::from_millis(20)).await;
@@ -352,7 +352,7 @@ mod tests {
                 upstream.seen().is_empty(),
                 "nothing sent while a person decides"
             );
-            store.decide(approval.id, true, "a person").unwrap();
+            store.decide(approval.id, true, "a person").await.unwrap();
         };
         let (ran, ()) = tokio::join!(call, person);
         match ran {
@@ -438,14 +438,14 @@ mod tests {
         );
         let person = async {
             let approval = loop {
-                if let Some(a) = store.pending("s-paused").unwrap().into_iter().next() {
+                if let Some(a) = store.pending("s-paused").await.unwrap().into_iter().next() {
                     break a;
                 }
                 tokio::time::sleep(Duration::from_millis(20)).await;
             };
             // Another call's refusals pause the session meanwhile.
             session.pause();
-            store.decide(approval.id, true, "a person").unwrap();
+            store.decide(approval.id, true, "a person").await.unwrap();
         };
         let (ran, ()) = tokio::join!(call, person);
         match (threshold, ran) {
@@ -527,7 +527,7 @@ mod tests {
             other => panic!("the billed call ran: {other:?}"),
         };
         assert!(
-            store.pending("s-parts").unwrap().is_empty(),
+            store.pending("s-parts").await.unwrap().is_empty(),
             "no one was asked"
         );
         (output, meter.spent())

@@ -75,7 +75,7 @@ impl CallTrace<'_> {
         // them a second time. On an error they go back.
         let events = std::mem::take(&mut self.events);
         let started = std::time::Instant::now();
-        match self.boundary.store.record_all_async(&events).await {
+        match self.boundary.store.record_all(&events).await {
             Ok(()) => {
                 if let Some(metrics) = &self.boundary.metrics {
                     metrics.trace_written(started.elapsed());
@@ -107,7 +107,7 @@ impl Drop for CallTrace<'_> {
         if self.events.is_empty() {
             return;
         }
-        match self.boundary.store.record_all(&self.events) {
+        match crate::store::block(self.boundary.store.record_all(&self.events)) {
             Ok(()) => {
                 if let Some(span) = &self.span {
                     span.written(&self.events);
@@ -176,7 +176,7 @@ impl Boundary {
             );
             return;
         }
-        if let Err(e) = self.store.record_all(&events) {
+        if let Err(e) = crate::store::block(self.store.record_all(&events)) {
             let mut owed = self.owed.events.lock();
             let mut all = events;
             all.append(&mut owed.1);

@@ -236,14 +236,14 @@ impl RunMeter {
         allowance: Allowance,
     ) -> Result<Arc<RunMeter>, AllowanceError> {
         allowance.validate()?;
-        let started = store.start_run(
+        let started = crate::store::block(store.start_run(
             run_id,
             brand,
             connector,
             day,
             allowance.per_run,
             allowance.per_day,
-        );
+        ));
         // The session's run, started by a host that served it before:
         // joined, as long as it is live.
         let joined = matches!(
@@ -251,7 +251,7 @@ impl RunMeter {
             Err(StartRunError::Store(crate::store::StoreError::RunExists(_)))
         );
         if joined {
-            match store.run_left(run_id) {
+            match crate::store::block(store.run_left(run_id)) {
                 Ok(Some(_)) => {}
                 Ok(None) => return Err(AllowanceError::RunEnded),
                 Err(e) => return Err(AllowanceError::Ledger(e)),
@@ -321,25 +321,23 @@ impl RunMeter {
             ledger.run_id,
             ledger.next_charge.fetch_add(1, Ordering::SeqCst)
         );
-        ledger
-            .store
-            .charge(
-                &ledger.run_id,
-                &ledger.connector,
-                &ledger.brand,
-                &ledger.day,
-                amount,
-                &key,
-            )
-            .map(|_| {
-                if let Some(observer) = self.observer.get() {
-                    observer.charged(amount);
-                }
-            })
-            .map_err(|e| {
-                tracing::error!(run = %ledger.run_id, error = %e, "cannot record a charge");
-                MeterError::Denied("the allowance ledger could not record the charge".to_string())
-            })
+        crate::store::block(ledger.store.charge(
+            &ledger.run_id,
+            &ledger.connector,
+            &ledger.brand,
+            &ledger.day,
+            amount,
+            &key,
+        ))
+        .map(|_| {
+            if let Some(observer) = self.observer.get() {
+                observer.charged(amount);
+            }
+        })
+        .map_err(|e| {
+            tracing::error!(run = %ledger.run_id, error = %e, "cannot record a charge");
+            MeterError::Denied("the allowance ledger could not record the charge".to_string())
+        })
     }
     fn lock(&self) -> MutexGuard<'_, Run> {
         self.run.lock()
@@ -364,9 +362,7 @@ impl RunMeter {
     /// records).
     pub fn remaining(&self) -> u64 {
         if let DaySide::Store(ledger) = &self.day {
-            return ledger
-                .store
-                .run_left(&ledger.run_id)
+            return crate::store::block(ledger.store.run_left(&ledger.run_id))
                 .ok()
                 .flatten()
                 .unwrap_or(0);
@@ -399,12 +395,14 @@ impl RunMeter {
     /// [`RunMeter::reserve`]'s would be.
     pub fn can_reserve(&self, amount: u64) -> Result<(), MeterError> {
         let checked = match &self.day {
-            DaySide::Store(ledger) if amount > 0 => match ledger.store.run_left(&ledger.run_id) {
-                Ok(Some(left)) if amount <= left => Ok(()),
-                Ok(Some(left)) => Err(MeterError::RunExhausted(left)),
-                Ok(None) => Err(MeterError::Denied("the run has ended".to_string())),
-                Err(e) => Err(ledger_down(&ledger.run_id, &e)),
-            },
+            DaySide::Store(ledger) if amount > 0 => {
+                match crate::store::block(ledger.store.run_left(&ledger.run_id)) {
+                    Ok(Some(left)) if amount <= left => Ok(()),
+                    Ok(Some(left)) => Err(MeterError::RunExhausted(left)),
+                    Ok(None) => Err(MeterError::Denied("the run has ended".to_string())),
+                    Err(e) => Err(ledger_down(&ledger.run_id, &e)),
+                }
+            }
             _ => self.check(&self.lock(), amount),
         };
         if let (Err(why), Some(observer)) = (&checked, self.observer.get()) {
@@ -449,7 +447,7 @@ impl RunMeter {
         self.check(&run, amount)?;
         if let DaySide::Store(ledger) = &self.day {
             // The store holds the run's figures for every host.
-            match ledger.store.reserve_in_run(&ledger.run_id, amount) {
+            match crate::store::block(ledger.store.reserve_in_run(&ledger.run_id, amount)) {
                 Ok(crate::store::RunHold::Held) => {}
                 Ok(crate::store::RunHold::Short(left)) => {
                     return Err(MeterError::RunExhausted(left));
@@ -551,21 +549,19 @@ impl RunMeter {
             ledger.nonce,
             ledger.next_charge.fetch_add(1, Ordering::SeqCst)
         );
-        let charged = ledger
-            .store
-            .settle_in_run(
-                &ledger.run_id,
-                &ledger.connector,
-                &ledger.brand,
-                &ledger.day,
-                reserved,
-                actual,
-                &key,
-            )
-            .map_err(|e| {
-                tracing::error!(run = %ledger.run_id, error = %e, "cannot record a charge");
-                MeterError::Denied("the allowance ledger could not record the charge".to_string())
-            })?;
+        let charged = crate::store::block(ledger.store.settle_in_run(
+            &ledger.run_id,
+            &ledger.connector,
+            &ledger.brand,
+            &ledger.day,
+            reserved,
+            actual,
+            &key,
+        ))
+        .map_err(|e| {
+            tracing::error!(run = %ledger.run_id, error = %e, "cannot record a charge");
+            MeterError::Denied("the allowance ledger could not record the charge".to_string())
+        })?;
         run.reserved = run.reserved.saturating_sub(reserved);
         let Some(charged) = charged else {
             run.ended = true;
@@ -614,7 +610,7 @@ impl RunMeter {
             DaySide::Store(ledger) => {
                 // The store charges every open hold of the run, this host's
                 // and any other's, once (`open` counts only this host's).
-                if let Err(e) = ledger.store.end_run(&ledger.run_id) {
+                if let Err(e) = crate::store::block(ledger.store.end_run(&ledger.run_id)) {
                     tracing::error!(run = %ledger.run_id, error = %e, "cannot record the end of a run");
                 }
             }
@@ -937,8 +933,7 @@ mod tests {
         run.reserve(20).unwrap();
         assert!(run.settle_capped(20, 60, true).is_err());
         run.end();
-        let charged: u64 = store
-            .charges_in_run("s-1:firecrawl")
+        let charged: u64 = crate::store::block(store.charges_in_run("s-1:firecrawl"))
             .unwrap()
             .iter()
             .map(|c| c.amount)

@@ -486,10 +486,11 @@ impl<'a> Resolver<'a> {
                 token_source: None,
             }));
         }
-        let found = match self.store.get_connection(brand, connection, &self.key)? {
-            Some(sealed) => Some((Source::Own, sealed)),
-            None => self.shared(brand, connection)?,
-        };
+        let found =
+            match crate::store::block(self.store.get_connection(brand, connection, &self.key))? {
+                Some(sealed) => Some((Source::Own, sealed)),
+                None => self.shared(brand, connection)?,
+            };
         let found = match found {
             Some(found) => Some(found),
             None if self.is_deployment_owner(brand) => self
@@ -551,11 +552,13 @@ impl<'a> Resolver<'a> {
         brand: &str,
         connection: &str,
     ) -> Result<Option<(Source, String)>, StoreError> {
-        for owner in self.store.shared_with(brand, connection)? {
+        for owner in crate::store::block(self.store.shared_with(brand, connection))? {
             if owner == brand {
                 continue;
             }
-            if let Some(sealed) = self.store.get_connection(&owner, connection, &self.key)? {
+            if let Some(sealed) =
+                crate::store::block(self.store.get_connection(&owner, connection, &self.key))?
+            {
                 return Ok(Some((Source::SharedByOwner { owner_brand: owner }, sealed)));
             }
         }

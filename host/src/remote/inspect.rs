@@ -85,7 +85,7 @@ pub async fn inspect(
     for candidate in &found.tools {
         let (status, effect) = match &reviews {
             None => ("unreviewed", None),
-            Some((connector, store, _)) => match store.reviewed(connector, &candidate.name) {
+            Some((connector, store, _)) => match store.reviewed(connector, &candidate.name).await {
                 Ok(None) => ("new", None),
                 Ok(Some(r)) if r.digest == candidate.digest => ("reviewed", r.effect),
                 Ok(Some(_)) => ("changed", None),

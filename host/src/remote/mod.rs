@@ -404,7 +404,7 @@ impl RemoteServer {
         let mut docs = Vec::new();
         let mut tools = Vec::new();
         for candidate in &discovered.tools {
-            let effect = match reviews.reviewed(&self.name, &candidate.name) {
+            let effect = match crate::store::block(reviews.reviewed(&self.name, &candidate.name)) {
                 Ok(Some(r)) if r.digest == candidate.digest => {
                     r.effect.as_deref().and_then(RemoteEffect::parse)
                 }

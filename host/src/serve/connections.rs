@@ -10,7 +10,7 @@ impl ServeHost {
     /// session that relied on it are revoked: they never revive, even if the
     /// connection comes back.
     pub fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, HostError> {
-        let disabled = self.store.disable_connection(brand, connector)?;
+        let disabled = crate::store::block(self.store.disable_connection(brand, connector))?;
         self.connections_changed();
         self.revoke_where_unresolved(connector);
         Ok(disabled)
@@ -24,7 +24,7 @@ impl ServeHost {
         connector: &str,
         with: &str,
     ) -> Result<bool, HostError> {
-        let unshared = self.store.unshare_connection(owner, connector, with)?;
+        let unshared = crate::store::block(self.store.unshare_connection(owner, connector, with))?;
         self.connections_changed();
         self.revoke_where_unresolved(connector);
         Ok(unshared)
@@ -47,7 +47,8 @@ impl ServeHost {
                     resolver.resolve_server(&live.session.brand, connector),
                     Ok(Some(_))
                 )
-                && let Err(e) = self.store.revoke_session_approvals(&live.session.id)
+                && let Err(e) =
+                    crate::store::block(self.store.revoke_session_approvals(&live.session.id))
             {
                 tracing::error!(session = %live.session.id, error = %e, "cannot revoke approvals");
             }
@@ -61,8 +62,10 @@ impl ServeHost {
         connector: &str,
         secret: &str,
     ) -> Result<(), HostError> {
-        self.store
-            .put_connection(brand, connector, secret, &self.key)?;
+        crate::store::block(
+            self.store
+                .put_connection(brand, connector, secret, &self.key),
+        )?;
         self.connections_changed();
         // A remote server listed without a credential (or an expired one)
         // is listed again with the new one.
@@ -79,7 +82,7 @@ impl ServeHost {
         connector: &str,
         with: &str,
     ) -> Result<(), HostError> {
-        self.store.share_connection(owner, connector, with)?;
+        crate::store::block(self.store.share_connection(owner, connector, with))?;
         self.connections_changed();
         Ok(())
     }

@@ -89,12 +89,11 @@ impl ServeHost {
     /// admin API stored (retired ones included).
     pub(crate) fn connector_views(&self) -> Result<Vec<ConnectorView>, HostError> {
         let roster = self.roster();
-        let stored: BTreeMap<String, StoredConnector> = self
-            .store
-            .stored_connectors()?
-            .into_iter()
-            .map(|c| (c.name.clone(), c))
-            .collect();
+        let stored: BTreeMap<String, StoredConnector> =
+            crate::store::block(self.store.stored_connectors())?
+                .into_iter()
+                .map(|c| (c.name.clone(), c))
+                .collect();
         let mut views = Vec::new();
         for (name, settings) in &self.config.connectors {
             views.push(ConnectorView {
@@ -198,9 +197,10 @@ impl ServeHost {
             .load_artifact(name, parsed, &named)
             .await
             .map_err(DeployError::Refused)?;
-        let stored =
-            self.store
-                .put_connector(name, &text, &named.to_string(), &loaded.digest, by)?;
+        let stored = self
+            .store
+            .put_connector(name, &text, &named.to_string(), &loaded.digest, by)
+            .await?;
         let previous = self.component(name);
         let changed = self.serve_loaded(name, loaded, stored.clone());
         let revoked = self.revoke_approvals_of(name, &changed, by);
@@ -236,7 +236,7 @@ impl ServeHost {
     ) -> Result<ConnectorView, DeployError> {
         self.refuse_file_owned(name)?;
         let _one_change = self.deploying.lock().await;
-        let Some(stored) = self.store.retire_connector(name, by)? else {
+        let Some(stored) = self.store.retire_connector(name, by).await? else {
             return Err(DeployError::NotFound(format!(
                 "no connector `{name}` added through the API is served: `GET /v1/connectors` lists them"
             )));
@@ -396,7 +396,7 @@ impl ServeHost {
             .iter()
             .map(|t| policy::names::mcp(connector, t))
             .collect();
-        let pending = match self.store.all_pending() {
+        let pending = match crate::store::block(self.store.all_pending()) {
             Ok(pending) => pending,
             Err(e) => {
                 tracing::error!(connector = %connector, error = %e, "cannot read the pending approvals to revoke");
@@ -407,7 +407,12 @@ impl ServeHost {
         pending
             .into_iter()
             .filter(|a| names.contains(&a.tool))
-            .filter(|a| matches!(self.store.revoke_approval(a.id, &revoker), Ok(true)))
+            .filter(|a| {
+                matches!(
+                    crate::store::block(self.store.revoke_approval(a.id, &revoker)),
+                    Ok(true)
+                )
+            })
             .map(|a| a.id.0)
             .collect()
     }
@@ -424,7 +429,7 @@ impl ServeHost {
             detail,
             at_ms: crate::store::now_ms(),
         };
-        if let Err(e) = self.store.record(&event) {
+        if let Err(e) = crate::store::block(self.store.record(&event)) {
             tracing::error!(connector = %stored.name, error = %e, "cannot record a change of the deployment");
         }
     }
@@ -445,7 +450,7 @@ impl ServeHost {
     /// here is logged, and the host keeps serving what it served.
     pub async fn deploy_stored(self: &Arc<Self>) {
         let _one_change = self.deploying.lock().await;
-        let stored = match self.store.stored_connectors() {
+        let stored = match self.store.stored_connectors().await {
             Ok(stored) => stored,
             Err(e) => {
                 tracing::error!(error = %e, "cannot read the connectors changed through the API");

@@ -419,7 +419,7 @@ impl RotationKeeper {
         use crate::credentials::TokenSource;
         let (brand, connection) = (self.brand.as_str(), self.connection.as_str());
         let lost = "the rotated refresh token cannot be stored: the connection needs authorizing again if this host restarts";
-        match self.store.get_connection(brand, connection, &self.key) {
+        match crate::store::block(self.store.get_connection(brand, connection, &self.key)) {
             Ok(Some(sealed)) if TokenSource::from_sealed(&sealed) == Some(Ok(old.clone())) => {}
             Ok(_) => {
                 tracing::warn!(
@@ -434,10 +434,12 @@ impl RotationKeeper {
                 return;
             }
         }
-        if let Err(e) = self
-            .store
-            .put_connection(brand, connection, &next.seal_text(), &self.key)
-        {
+        if let Err(e) = crate::store::block(self.store.put_connection(
+            brand,
+            connection,
+            &next.seal_text(),
+            &self.key,
+        )) {
             tracing::error!(brand, connection, error = %e, "{lost}");
             return;
         }

@@ -165,10 +165,11 @@ fn request_capability(host: &ServeHost, live: &LiveSession, args: &Value) -> Val
         let Some(id) = id.as_i64() else {
             return json!({"error": "`request` is the number an earlier ask returned"});
         };
-        let mine = host
-            .store
-            .capability_requests(Some(&live.session.id), false)
-            .map(|all| all.into_iter().find(|r| r.id == id));
+        let mine = crate::store::block(
+            host.store
+                .capability_requests(Some(&live.session.id), false),
+        )
+        .map(|all| all.into_iter().find(|r| r.id == id));
         return match mine {
             Ok(Some(found)) => match found.answer {
                 Some(answer) => json!({
@@ -213,7 +214,7 @@ fn request_capability(host: &ServeHost, live: &LiveSession, args: &Value) -> Val
     let request = Value::Object(request);
     // Bounded: a session cannot fill the store, or a person's console,
     // with requests nobody has answered yet.
-    match host.store.capability_requests(Some(&live.session.id), true) {
+    match crate::store::block(host.store.capability_requests(Some(&live.session.id), true)) {
         Ok(pending) if pending.len() >= MAX_PENDING_REQUESTS => {
             return json!({"error": format!(
                 "this session already has {MAX_PENDING_REQUESTS} requests waiting for an answer: read their answers with {{\"request\": id}} and ask again once one is answered"
@@ -225,10 +226,11 @@ fn request_capability(host: &ServeHost, live: &LiveSession, args: &Value) -> Val
             return json!({"error": "the host could not read this session's requests, so nobody was asked; try again"});
         }
     }
-    match host
-        .store
-        .park_capability_request(&live.session.id, &live.session.brand, &request)
-    {
+    match crate::store::block(host.store.park_capability_request(
+        &live.session.id,
+        &live.session.brand,
+        &request,
+    )) {
         Ok(id) => json!({
             "request": id,
             "status": "parked for the person or run owner",
@@ -288,7 +290,7 @@ pub(super) fn call(
         event(TraceState::Allowed, Some("host_tool"), Value::Null),
         event(TraceState::Result, None, json!({"answer": answer})),
     ];
-    if let Err(e) = host.store.record_all(&events) {
+    if let Err(e) = crate::store::block(host.store.record_all(&events)) {
         tracing::error!(error = %e, "cannot record a host tool's call");
         return Some(json!({"error": "not run: the host could not record the call"}));
     }

@@ -554,6 +554,7 @@ async fn ask_through_elicitation(
     let bound = host
         .store
         .approval(id)
+        .await
         .ok()
         .flatten()
         .and_then(|a| host.approval_arguments(&a));
@@ -612,5 +613,8 @@ async fn ask_through_elicitation(
             return std::future::pending().await;
         }
     };
-    let _ = host.store.decide(id, approved, "person (MCP elicitation)");
+    let _ = host
+        .store
+        .decide(id, approved, "person (MCP elicitation)")
+        .await;
 }

@@ -551,7 +551,7 @@ impl ServeHost {
         if self.boundary.is_shutting_down() {
             return Err("this host is shutting down");
         }
-        if let Err(e) = self.store.check() {
+        if let Err(e) = crate::store::block(self.store.check()) {
             tracing::warn!(error = %e, "readiness: the store does not answer");
             return Err("the store does not answer");
         }
@@ -617,7 +617,7 @@ impl ServeHost {
             server.end(id);
         }
         self.metrics.session_ended(live.opened.elapsed());
-        if let Err(e) = self.store.session_closed(id) {
+        if let Err(e) = crate::store::block(self.store.session_closed(id)) {
             tracing::error!(session = %id, error = %e, "cannot record the session's end");
         }
         // One session is one run: its meters end with it.

@@ -15,10 +15,10 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
-    let recovered = host.store.recover_interrupted(now_ms)?;
+    let recovered = host.store.recover_interrupted(now_ms).await?;
     // Runs whose sessions died with the previous host: ended, so they count
     // at what they recorded instead of holding the day until midnight.
-    let runs_ended = host.store.end_live_runs(now_ms)?;
+    let runs_ended = host.store.end_live_runs(now_ms).await?;
     if runs_ended > 0 {
         eprintln!(
             "scout-host: the previous run left {runs_ended} metered runs open; ended at what they recorded"

@@ -128,32 +128,34 @@ impl ServeHost {
             token: None,
             ..view.clone()
         };
-        self.store.session_opened(
+        crate::store::block(self.store.session_opened(
             &id,
             &shown.brand,
             &serde_json::to_value(&shown).unwrap_or_default(),
             shown.expires_at_ms,
-        )?;
+        ))?;
         if self.store.shares_sessions() {
             // What any host of the fleet needs to serve its next call.
             let (opened, removed) = live.session.opened_and_removed();
-            self.store.keep_session(
-                &id,
-                &crate::store::SessionRecord {
-                    token_digest: live.token_digest_hex(),
-                    role: live.role_name.clone(),
-                    profile: live.profile.clone(),
-                    input: live.session.input().clone(),
-                    opened,
-                    removed: removed
-                        .iter()
-                        .map(|(name, why)| (name.clone(), why.name().into_owned()))
-                        .collect(),
-                    connectors: live.connectors.clone(),
-                    left_out: live.left_out.clone(),
-                    allowlist: live.allowlist.clone(),
-                    expires_at_ms: live.expires_at_ms,
-                },
+            crate::store::block(
+                self.store.keep_session(
+                    &id,
+                    &crate::store::SessionRecord {
+                        token_digest: live.token_digest_hex(),
+                        role: live.role_name.clone(),
+                        profile: live.profile.clone(),
+                        input: live.session.input().clone(),
+                        opened,
+                        removed: removed
+                            .iter()
+                            .map(|(name, why)| (name.clone(), why.name().into_owned()))
+                            .collect(),
+                        connectors: live.connectors.clone(),
+                        left_out: live.left_out.clone(),
+                        allowlist: live.allowlist.clone(),
+                        expires_at_ms: live.expires_at_ms,
+                    },
+                ),
             )?;
         }
         self.metrics.session_opened(&live.role_name);
@@ -234,9 +236,7 @@ impl ServeHost {
             })
             .collect();
         let stated = self.config.brand(brand);
-        let has_coworkers = self
-            .store
-            .list_profiles(brand)?
+        let has_coworkers = crate::store::block(self.store.list_profiles(brand))?
             .iter()
             .any(|p| p.kind == ProfileKind::Coworker);
         let facts = BrandFacts {
@@ -286,9 +286,10 @@ impl ServeHost {
                 ))),
             };
         };
-        let saved = self.store.load_profile(brand, name)?.ok_or_else(|| {
-            HostError::NotFound(format!("brand `{brand}` has no profile `{name}`"))
-        })?;
+        let saved =
+            crate::store::block(self.store.load_profile(brand, name))?.ok_or_else(|| {
+                HostError::NotFound(format!("brand `{brand}` has no profile `{name}`"))
+            })?;
         if saved.kind != kind {
             return Err(HostError::BadRequest(format!(
                 "profile `{name}` was saved as {}, not for a {}",
@@ -354,7 +355,7 @@ impl ServeHost {
         if let Some(live) = self.sessions.get(id) {
             return token.is_none_or(|t| live.token_matches(t)).then_some(live);
         }
-        let kept = match self.store.kept_session(id) {
+        let kept = match crate::store::block(self.store.kept_session(id)) {
             Ok(Some(kept)) if !kept.ended => kept,
             Ok(_) => return None,
             Err(e) => {
@@ -369,7 +370,7 @@ impl ServeHost {
         {
             return None;
         }
-        match self.store.take_up_session(id) {
+        match crate::store::block(self.store.take_up_session(id)) {
             Ok(true) => {}
             Ok(false) => return None,
             Err(e) => {
@@ -451,7 +452,7 @@ impl ServeHost {
         let Some(live) = self.sessions.get(id) else {
             return;
         };
-        match self.store.kept_session(id) {
+        match crate::store::block(self.store.kept_session(id)) {
             Ok(Some(kept)) if kept.ended => {
                 self.end_session(id);
             }
@@ -500,7 +501,7 @@ impl ServeHost {
             .into_iter()
             .map(|v| serde_json::to_value(v).unwrap_or_default())
             .collect();
-        for shared in self.store.shared_sessions()? {
+        for shared in crate::store::block(self.store.shared_sessions())? {
             if self.sessions.get(&shared.id).is_none() {
                 views.push(shared.view);
             }
@@ -513,9 +514,7 @@ impl ServeHost {
         if let Some(live) = self.session(id) {
             return Ok(serde_json::to_value(view_of(&live, &self.base_url(), None)).ok());
         }
-        Ok(self
-            .store
-            .shared_session(id)?
+        Ok(crate::store::block(self.store.shared_session(id))?
             .filter(|s| !s.closed && !s.ended)
             .map(|s| s.view))
     }
@@ -528,7 +527,7 @@ impl ServeHost {
         if self.end_session(id) {
             return Ok(SessionEnd::Ended);
         }
-        let Some(row) = self.store.request_session_end(id)? else {
+        let Some(row) = self.store.request_session_end(id).await? else {
             return Ok(SessionEnd::Unknown);
         };
         if row.closed {
@@ -537,14 +536,19 @@ impl ServeHost {
         let deadline = tokio::time::Instant::now() + REMOTE_END_WAIT;
         while tokio::time::Instant::now() < deadline {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-            if self.store.shared_session(id)?.is_none_or(|s| s.closed) {
+            if self
+                .store
+                .shared_session(id)
+                .await?
+                .is_none_or(|s| s.closed)
+            {
                 return Ok(SessionEnd::Ended);
             }
         }
         // No host ended it (the one serving it is gone): the fleet's
         // session is ended here, and any host still holding it hears so.
         if self.store.shares_sessions() {
-            self.store.session_closed(id)?;
+            self.store.session_closed(id).await?;
             return Ok(SessionEnd::Ended);
         }
         Ok(SessionEnd::Ending { host: row.host_id })
@@ -554,7 +558,7 @@ impl ServeHost {
         if self.session(id).is_none() {
             return;
         }
-        match self.store.shared_session(id) {
+        match crate::store::block(self.store.shared_session(id)) {
             Ok(Some(row)) if row.ended => {
                 self.end_session(id);
             }

@@ -247,7 +247,8 @@ impl Holdings {
                     Some(meter) => meter.remaining(),
                     None => metered.per_run,
                 };
-                let spent_today = store.spent_on_day(&self.brand, connector, &day).ok();
+                let spent_today =
+                    crate::store::block(store.spent_on_day(&self.brand, connector, &day)).ok();
                 Some(BudgetLine {
                     connector: connector.clone(),
                     unit: allowance.meter_unit().to_string(),

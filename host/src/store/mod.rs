@@ -12,9 +12,16 @@
 //! `synchronous=FULL`, and every ledger or approval change in one
 //! transaction, so a host killed at any instant leaves either the whole
 //! change or none of it.
+//!
+//! The traits are async (the PostgreSQL driver is): a call's path awaits
+//! the store, and code that cannot await (the CLI, wasmtime host calls that
+//! are not async, the session registry's sync paths) waits with [`block`].
+//! Each backend keeps its schema as numbered `.sql` files (`sqlite/`,
+//! `postgres/`), applied once each, in order.
 
 pub mod broker;
 mod postgres;
+mod rules;
 mod sealed;
 pub use sealed::{open_text, seal_text};
 mod sqlite;
@@ -323,9 +330,10 @@ pub enum Answered {
 }
 
 /// Capability requests parked for run owners.
+#[async_trait::async_trait]
 pub trait CapabilityRequestStore: Send + Sync {
     /// Parks `request` of `session`; its id.
-    fn park_capability_request(
+    async fn park_capability_request(
         &self,
         session: &str,
         brand: &str,
@@ -333,13 +341,13 @@ pub trait CapabilityRequestStore: Send + Sync {
     ) -> Result<i64, StoreError>;
     /// The requests of `session` (every session's when `None`), oldest
     /// first; only unanswered ones when `pending_only`.
-    fn capability_requests(
+    async fn capability_requests(
         &self,
         session: Option<&str>,
         pending_only: bool,
     ) -> Result<Vec<CapabilityRequest>, StoreError>;
     /// Records a person's `answer` to request `id`, once.
-    fn answer_capability_request(
+    async fn answer_capability_request(
         &self,
         id: i64,
         answer: &str,
@@ -410,13 +418,17 @@ impl<T> Store for T where
 
 /// The trace of every decision (D6): appended durably before the call goes
 /// on, read in pages.
+#[async_trait::async_trait]
 pub trait TraceStore: Send + Sync {
     /// Appends one event to the trace.
-    fn record(&self, event: &TraceEvent) -> Result<(), StoreError>;
+    async fn record(&self, event: &TraceEvent) -> Result<(), StoreError>;
     /// Appends events in order, all or none (one durable write for a call's
     /// steps that happen together).
-    fn record_all(&self, events: &[TraceEvent]) -> Result<(), StoreError> {
-        events.iter().try_for_each(|e| self.record(e))
+    async fn record_all(&self, events: &[TraceEvent]) -> Result<(), StoreError> {
+        for event in events {
+            self.record(event).await?;
+        }
+        Ok(())
     }
     /// Trace transactions committed by this store so far (each one fsync):
     /// what tells a read's one commit from a write's two. 0 for a store
@@ -428,61 +440,52 @@ pub trait TraceStore: Send + Sync {
     fn writer_metrics(&self) -> Option<WriterMetrics> {
         None
     }
-    /// [`Store::record_all`] for an async caller: a store that writes on a
-    /// thread of its own (SQLite's group commit) lets the caller's task
-    /// wait for durability without holding a runtime worker.
-    fn record_all_async<'a>(
-        &'a self,
-        events: &'a [TraceEvent],
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), StoreError>> + Send + 'a>>
-    {
-        Box::pin(std::future::ready(self.record_all(events)))
-    }
     /// Up to `limit` events matching `filter` recorded after sequence number
     /// `after` (0: from the start), in order, each with its sequence number:
     /// how a long trace is read in bounded pages.
-    fn trace_page(
+    async fn trace_page(
         &self,
         filter: TraceFilter<'_>,
         after: i64,
         limit: usize,
     ) -> Result<Vec<(i64, TraceEvent)>, StoreError>;
     /// A session's events in the order they were recorded.
-    fn trace_for_session(&self, session: &str) -> Result<Vec<TraceEvent>, StoreError>;
+    async fn trace_for_session(&self, session: &str) -> Result<Vec<TraceEvent>, StoreError>;
     /// A brand's events in the order they were recorded.
-    fn trace_for_brand(&self, brand: &str) -> Result<Vec<TraceEvent>, StoreError>;
+    async fn trace_for_brand(&self, brand: &str) -> Result<Vec<TraceEvent>, StoreError>;
 }
 
 /// Per-call approvals: parked, decided by a person, spent exactly once.
+#[async_trait::async_trait]
 pub trait ApprovalStore: Send + Sync {
     /// Parks a pending approval for one call (`args_digest` from [`args_digest`]).
-    fn request_approval(
+    async fn request_approval(
         &self,
         session: &str,
         tool: &str,
         args_digest: &str,
     ) -> Result<ApprovalId, StoreError>;
     /// Answers a pending approval. Anything not pending (answered, revoked) stays as it is.
-    fn decide(&self, id: ApprovalId, approved: bool, by: &str) -> Result<(), ApprovalError>;
+    async fn decide(&self, id: ApprovalId, approved: bool, by: &str) -> Result<(), ApprovalError>;
     /// Spends one approved, unused approval for exactly this session, tool and
     /// arguments. Atomic: two concurrent callers never both succeed.
-    fn consume_approval(
+    async fn consume_approval(
         &self,
         session: &str,
         tool: &str,
         args_digest: &str,
     ) -> Result<ApprovalId, ApprovalError>;
     /// A session's approvals still waiting for a person, oldest first.
-    fn pending(&self, session: &str) -> Result<Vec<Approval>, StoreError>;
+    async fn pending(&self, session: &str) -> Result<Vec<Approval>, StoreError>;
     /// One approval by id.
-    fn approval(&self, id: ApprovalId) -> Result<Option<Approval>, StoreError>;
+    async fn approval(&self, id: ApprovalId) -> Result<Option<Approval>, StoreError>;
     /// Revokes every unused approval of the session (pending or approved);
     /// returns how many. Revoked approvals can never be decided or consumed.
-    fn revoke_session_approvals(&self, session: &str) -> Result<usize, StoreError>;
+    async fn revoke_session_approvals(&self, session: &str) -> Result<usize, StoreError>;
     /// Revokes one approval if it is still unused (pending, or approved and
     /// not yet consumed), recording `by` as who withdrew it; `Ok(true)` if it
     /// was revoked now. A revoked approval never comes back.
-    fn revoke_approval(&self, id: ApprovalId, by: &str) -> Result<bool, StoreError>;
+    async fn revoke_approval(&self, id: ApprovalId, by: &str) -> Result<bool, StoreError>;
     /// Rings when an approval for this session, tool and arguments may have
     /// changed in this process (decided, revoked, the session's approvals
     /// revoked), so a waiting call reads the store at once instead of
@@ -495,7 +498,7 @@ pub trait ApprovalStore: Send + Sync {
     /// the approval row, sealed with `key`, so the person deciding sees them
     /// whichever host answers; they are erased when the approval is decided,
     /// revoked or times out.
-    fn request_approval_showing(
+    async fn request_approval_showing(
         &self,
         session: &str,
         tool: &str,
@@ -506,7 +509,7 @@ pub trait ApprovalStore: Send + Sync {
     /// The arguments a pending approval was asked for, opened with `key`;
     /// `None` once decided or revoked, or if they were never kept (or do
     /// not open, or do not match the row's digest).
-    fn approval_arguments(
+    async fn approval_arguments(
         &self,
         id: ApprovalId,
         key: &[u8; 32],
@@ -514,11 +517,12 @@ pub trait ApprovalStore: Send + Sync {
 }
 
 /// The allowance ledger: runs against a per-day figure, idempotent charges.
+#[async_trait::async_trait]
 pub trait LedgerStore: Send + Sync {
     /// Records a charge once per `idempotency_key`: `Ok(true)` if recorded now,
     /// `Ok(false)` if this very charge was already recorded (a retry), and
     /// [`StoreError::IdempotencyConflict`] if the key was used for a different one.
-    fn charge(
+    async fn charge(
         &self,
         run_id: &str,
         connector: &str,
@@ -528,16 +532,21 @@ pub trait LedgerStore: Send + Sync {
         idempotency_key: &str,
     ) -> Result<bool, StoreError>;
     /// What one run has recorded.
-    fn spent_in_run(&self, run_id: &str) -> Result<u64, StoreError>;
+    async fn spent_in_run(&self, run_id: &str) -> Result<u64, StoreError>;
     /// What all runs of a brand recorded against one connector on one day.
-    fn spent_on_day(&self, brand: &str, connector: &str, day: &str) -> Result<u64, StoreError>;
+    async fn spent_on_day(
+        &self,
+        brand: &str,
+        connector: &str,
+        day: &str,
+    ) -> Result<u64, StoreError>;
     /// One run's charges in the order recorded.
-    fn charges_in_run(&self, run_id: &str) -> Result<Vec<Charge>, StoreError>;
+    async fn charges_in_run(&self, run_id: &str) -> Result<Vec<Charge>, StoreError>;
     /// Starts a run, or refuses it if the day's figure could be exceeded:
     /// runs already ended that day count at what they recorded (or their whole
     /// per-run figure if they recorded nothing), live runs at their whole
     /// per-run figure. Checked and recorded in one exclusive transaction.
-    fn start_run(
+    async fn start_run(
         &self,
         run_id: &str,
         brand: &str,
@@ -549,19 +558,19 @@ pub trait LedgerStore: Send + Sync {
     /// Ends a run; from then on the day counts what it recorded. Its
     /// reservations still open (a call on any host that has not settled)
     /// are charged in full, once (`{run_id}:end`).
-    fn end_run(&self, run_id: &str) -> Result<(), StoreError>;
+    async fn end_run(&self, run_id: &str) -> Result<(), StoreError>;
     /// Holds `amount` against run `run_id`'s allowance, atomically with
     /// every other host's holds and charges for the same run.
-    fn reserve_in_run(&self, run_id: &str, amount: u64) -> Result<RunHold, StoreError>;
+    async fn reserve_in_run(&self, run_id: &str, amount: u64) -> Result<RunHold, StoreError>;
     /// What run `run_id` may still reserve; `None` if it ended (or never
     /// started).
-    fn run_left(&self, run_id: &str) -> Result<Option<u64>, StoreError>;
+    async fn run_left(&self, run_id: &str) -> Result<Option<u64>, StoreError>;
     /// Releases a hold of `reserved` on run `run_id` and charges what
     /// `actual` costs within the run's allowance (at most `reserved` plus
     /// what is left), once per `idempotency_key`; what was charged, or
     /// `None` if the run ended first (which charged the hold in full).
     #[allow(clippy::too_many_arguments)]
-    fn settle_in_run(
+    async fn settle_in_run(
         &self,
         run_id: &str,
         connector: &str,
@@ -576,14 +585,15 @@ pub trait LedgerStore: Send + Sync {
     /// figure against the day until the day ends. Each then counts at what
     /// it recorded, or its per-run figure if it recorded nothing. Returns
     /// how many were ended.
-    fn end_live_runs(&self, at_ms: i64) -> Result<usize, StoreError>;
+    async fn end_live_runs(&self, at_ms: i64) -> Result<usize, StoreError>;
 }
 
 /// Brand connections, sealed at rest, and the shares between brands (D4).
+#[async_trait::async_trait]
 pub trait ConnectionStore: Send + Sync {
     /// Stores (or replaces, re-enabling) a brand's credential for a connector,
     /// sealed with `key`.
-    fn put_connection(
+    async fn put_connection(
         &self,
         brand: &str,
         connector: &str,
@@ -591,19 +601,19 @@ pub trait ConnectionStore: Send + Sync {
         key: &[u8; 32],
     ) -> Result<(), StoreError>;
     /// The credential, if stored and not disabled. A wrong key is an error.
-    fn get_connection(
+    async fn get_connection(
         &self,
         brand: &str,
         connector: &str,
         key: &[u8; 32],
     ) -> Result<Option<String>, StoreError>;
     /// Disables a connection; returns whether one existed.
-    fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, StoreError>;
+    async fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, StoreError>;
 
     /// Records that `owner_brand` (the account owner's brand) shares its
     /// stored connection for `connector` with `with_brand`. Idempotent. The
     /// share lends the stored connection only, never a host environment.
-    fn share_connection(
+    async fn share_connection(
         &self,
         owner_brand: &str,
         connector: &str,
@@ -611,7 +621,7 @@ pub trait ConnectionStore: Send + Sync {
     ) -> Result<(), StoreError>;
     /// Withdraws a share; returns whether one existed. The next resolution
     /// no longer finds it.
-    fn unshare_connection(
+    async fn unshare_connection(
         &self,
         owner_brand: &str,
         connector: &str,
@@ -619,15 +629,20 @@ pub trait ConnectionStore: Send + Sync {
     ) -> Result<bool, StoreError>;
     /// The brands that share their `connector` connection with `with_brand`,
     /// oldest share first (what resolution walks after the brand's own).
-    fn shared_with(&self, with_brand: &str, connector: &str) -> Result<Vec<String>, StoreError>;
+    async fn shared_with(
+        &self,
+        with_brand: &str,
+        connector: &str,
+    ) -> Result<Vec<String>, StoreError>;
 }
 
 /// Saved profiles, validated when saved (D7, D8).
+#[async_trait::async_trait]
 pub trait ProfileStore: Send + Sync {
     /// Validates `profile` by `kind`'s rules against `catalog` and stores it
     /// (replacing one of the same name). A refused profile stores nothing and
     /// comes back as [`SaveProfileError::Invalid`] with the rule's message.
-    fn save_profile(
+    async fn save_profile(
         &self,
         brand: &str,
         profile: &Profile,
@@ -635,21 +650,26 @@ pub trait ProfileStore: Send + Sync {
         catalog: &Catalog,
     ) -> Result<(), SaveProfileError>;
     /// A saved profile and the rules it was saved under.
-    fn load_profile(&self, brand: &str, name: &str) -> Result<Option<SavedProfile>, StoreError>;
+    async fn load_profile(
+        &self,
+        brand: &str,
+        name: &str,
+    ) -> Result<Option<SavedProfile>, StoreError>;
     /// A brand's saved profiles, by name.
-    fn list_profiles(&self, brand: &str) -> Result<Vec<SavedProfile>, StoreError>;
+    async fn list_profiles(&self, brand: &str) -> Result<Vec<SavedProfile>, StoreError>;
     /// Deletes a saved profile; returns whether one existed.
-    fn delete_profile(&self, brand: &str, name: &str) -> Result<bool, StoreError>;
+    async fn delete_profile(&self, brand: &str, name: &str) -> Result<bool, StoreError>;
 }
 
 /// Operators' reviews of discovered tools (discovery produces no authority).
+#[async_trait::async_trait]
 pub trait ReviewStore: Send + Sync {
     /// What an operator last approved of `tool`, if anything.
-    fn reviewed(&self, connector: &str, tool: &str) -> Result<Option<Reviewed>, StoreError>;
+    async fn reviewed(&self, connector: &str, tool: &str) -> Result<Option<Reviewed>, StoreError>;
     /// Records an operator's approval of `tool` as described by `digest`;
     /// for a remote MCP server's tool, with the effect the operator gave it
     /// (`read`, `write`, `billed`).
-    fn approve_tool(
+    async fn approve_tool(
         &self,
         connector: &str,
         tool: &str,
@@ -659,13 +679,18 @@ pub trait ReviewStore: Send + Sync {
         by: &str,
     ) -> Result<(), StoreError>;
     /// Every tool of `connector` an operator reviewed.
-    fn reviewed_tools(&self, connector: &str) -> Result<Vec<String>, StoreError>;
+    async fn reviewed_tools(&self, connector: &str) -> Result<Vec<String>, StoreError>;
     /// The digest an OCI artifact's tag (`oci://REGISTRY/REPO:TAG`) was
     /// first resolved to, recording `digest` when none was: every host of
     /// the store then runs the same bytes however the tag moves.
-    fn pin_artifact(&self, reference: &str, digest: &str, by: &str) -> Result<String, StoreError>;
+    async fn pin_artifact(
+        &self,
+        reference: &str,
+        digest: &str,
+        by: &str,
+    ) -> Result<String, StoreError>;
     /// The digest recorded for `reference`, if one was.
-    fn pinned_artifact(&self, reference: &str) -> Result<Option<String>, StoreError>;
+    async fn pinned_artifact(&self, reference: &str) -> Result<Option<String>, StoreError>;
 }
 
 /// A connector added through the admin API (`PUT /v1/connectors/{name}`),
@@ -692,11 +717,12 @@ pub struct StoredConnector {
 
 /// Connectors added, upgraded and retired at runtime (issue 33): the
 /// configuration file stays the bootstrap, these are the fleet's.
+#[async_trait::async_trait]
 pub trait DeploymentStore: Send + Sync {
     /// Records `name` as served from now on with `settings` and the
     /// artifact `digest` (added, upgraded or brought back), and rings the
     /// other hosts; what is stored now.
-    fn put_connector(
+    async fn put_connector(
         &self,
         name: &str,
         settings: &str,
@@ -706,20 +732,24 @@ pub trait DeploymentStore: Send + Sync {
     ) -> Result<StoredConnector, StoreError>;
     /// Retires `name`, and rings the other hosts; `None` if no live
     /// connector by that name is stored.
-    fn retire_connector(&self, name: &str, by: &str)
-    -> Result<Option<StoredConnector>, StoreError>;
+    async fn retire_connector(
+        &self,
+        name: &str,
+        by: &str,
+    ) -> Result<Option<StoredConnector>, StoreError>;
     /// Every connector stored, retired ones included, by name.
-    fn stored_connectors(&self) -> Result<Vec<StoredConnector>, StoreError>;
+    async fn stored_connectors(&self) -> Result<Vec<StoredConnector>, StoreError>;
 }
 
 /// A review store with no review in it: what is known offline.
 pub struct NoReviews;
 
+#[async_trait::async_trait]
 impl ReviewStore for NoReviews {
-    fn reviewed(&self, _: &str, _: &str) -> Result<Option<Reviewed>, StoreError> {
+    async fn reviewed(&self, _: &str, _: &str) -> Result<Option<Reviewed>, StoreError> {
         Ok(None)
     }
-    fn approve_tool(
+    async fn approve_tool(
         &self,
         _: &str,
         _: &str,
@@ -730,13 +760,13 @@ impl ReviewStore for NoReviews {
     ) -> Result<(), StoreError> {
         Err(StoreError::Config("no store to record a review in".into()))
     }
-    fn reviewed_tools(&self, _: &str) -> Result<Vec<String>, StoreError> {
+    async fn reviewed_tools(&self, _: &str) -> Result<Vec<String>, StoreError> {
         Ok(Vec::new())
     }
-    fn pin_artifact(&self, _: &str, digest: &str, _: &str) -> Result<String, StoreError> {
+    async fn pin_artifact(&self, _: &str, digest: &str, _: &str) -> Result<String, StoreError> {
         Ok(digest.to_string())
     }
-    fn pinned_artifact(&self, _: &str) -> Result<Option<String>, StoreError> {
+    async fn pinned_artifact(&self, _: &str) -> Result<Option<String>, StoreError> {
         Ok(None)
     }
 }
@@ -787,19 +817,20 @@ pub struct StoredReview {
 
 /// Everything of a kind the store holds, listed whole: what the audit of
 /// dead authority reads (`crate::authority`). Read only; nothing secret.
+#[async_trait::async_trait]
 pub trait InventoryStore: Send + Sync {
     /// Every stored connection of every brand (disabled ones too), by
     /// brand and connection, with the brands each is shared with.
-    fn stored_connections(&self) -> Result<Vec<StoredConnection>, StoreError>;
+    async fn stored_connections(&self) -> Result<Vec<StoredConnection>, StoreError>;
     /// Every saved profile of every brand, as `(brand, profile)`, by brand and name.
-    fn all_profiles(&self) -> Result<Vec<(String, SavedProfile)>, StoreError>;
+    async fn all_profiles(&self) -> Result<Vec<(String, SavedProfile)>, StoreError>;
     /// Every tool review, by connector and tool.
-    fn stored_reviews(&self) -> Result<Vec<StoredReview>, StoreError>;
+    async fn stored_reviews(&self) -> Result<Vec<StoredReview>, StoreError>;
     /// Every approval still pending, whichever session asked, oldest first.
-    fn all_pending(&self) -> Result<Vec<Approval>, StoreError>;
+    async fn all_pending(&self) -> Result<Vec<Approval>, StoreError>;
     /// When `brand`'s last `executed` event of each tool was recorded, by
     /// the tool's trace name (`mcp__github__github_read_file`).
-    fn last_executed(
+    async fn last_executed(
         &self,
         brand: &str,
     ) -> Result<std::collections::BTreeMap<String, i64>, StoreError>;
@@ -828,6 +859,7 @@ pub(crate) fn settled_charge(reserved: u64, actual: u64, left: u64) -> u64 {
 
 /// What a host leaves behind when it stops: recovery of the calls and
 /// approvals of a host that stopped mid-call.
+#[async_trait::async_trait]
 pub trait SessionStore: Send + Sync {
     /// Run once by `serve` when it starts, before it takes any call, to close
     /// what a previous host left open when it was killed mid-call. In one
@@ -839,7 +871,7 @@ pub trait SessionStore: Send + Sync {
     /// `at_ms`, saying how far it got. Approvals approved but not yet used
     /// are left as they are: their session ended with the process, so no
     /// call can consume them. Running it twice changes nothing the second time.
-    fn recover_interrupted(&self, at_ms: i64) -> Result<Recovered, StoreError>;
+    async fn recover_interrupted(&self, at_ms: i64) -> Result<Recovered, StoreError>;
 
     /// The host this store speaks for, when several share the database.
     fn host(&self) -> Option<String> {
@@ -869,13 +901,13 @@ pub trait SessionStore: Send + Sync {
     }
 
     /// Whether the store answers now (the readiness endpoint).
-    fn check(&self) -> Result<(), StoreError> {
+    async fn check(&self) -> Result<(), StoreError> {
         Ok(())
     }
 
     /// Records that this host serves session `id` (`view`: what the admin
     /// API shows of it, never its token), so any host can answer for it.
-    fn session_opened(
+    async fn session_opened(
         &self,
         _id: &str,
         _brand: &str,
@@ -885,20 +917,20 @@ pub trait SessionStore: Send + Sync {
         Ok(())
     }
     /// Records that the host serving session `id` ended it.
-    fn session_closed(&self, _id: &str) -> Result<(), StoreError> {
+    async fn session_closed(&self, _id: &str) -> Result<(), StoreError> {
         Ok(())
     }
     /// A session as recorded, whichever host serves it.
-    fn shared_session(&self, _id: &str) -> Result<Option<SharedSession>, StoreError> {
+    async fn shared_session(&self, _id: &str) -> Result<Option<SharedSession>, StoreError> {
         Ok(None)
     }
     /// Every session still served by a live host.
-    fn shared_sessions(&self) -> Result<Vec<SharedSession>, StoreError> {
+    async fn shared_sessions(&self) -> Result<Vec<SharedSession>, StoreError> {
         Ok(Vec::new())
     }
     /// Asks the host serving session `id` to end it (recorded, then rung);
     /// the row as it stands, `None` if no such session was recorded.
-    fn request_session_end(&self, _id: &str) -> Result<Option<SharedSession>, StoreError> {
+    async fn request_session_end(&self, _id: &str) -> Result<Option<SharedSession>, StoreError> {
         Ok(None)
     }
 
@@ -909,36 +941,40 @@ pub trait SessionStore: Send + Sync {
         false
     }
     /// Keeps what any host needs to serve session `id`'s next call.
-    fn keep_session(&self, _id: &str, _record: &SessionRecord) -> Result<(), StoreError> {
+    async fn keep_session(&self, _id: &str, _record: &SessionRecord) -> Result<(), StoreError> {
         Ok(())
     }
     /// Session `id` as the fleet keeps it, if it was kept.
-    fn kept_session(&self, _id: &str) -> Result<Option<KeptSession>, StoreError> {
+    async fn kept_session(&self, _id: &str) -> Result<Option<KeptSession>, StoreError> {
         Ok(None)
     }
     /// This host serves session `id` from now on (the host that served it
     /// before lets go when rung); `false` if it ended meanwhile.
-    fn take_up_session(&self, _id: &str) -> Result<bool, StoreError> {
+    async fn take_up_session(&self, _id: &str) -> Result<bool, StoreError> {
         Ok(false)
     }
     /// [`crate::session::SharedState::take_effect`], in the store.
-    fn session_take_effect(&self, _id: &str, _max: Option<u32>) -> Result<bool, StoreError> {
+    async fn session_take_effect(&self, _id: &str, _max: Option<u32>) -> Result<bool, StoreError> {
         Err(StoreError::Config("this store keeps no session".into()))
     }
     /// [`crate::session::SharedState::end_delegation`], in the store.
-    fn session_end_delegation(&self, _id: &str) -> Result<bool, StoreError> {
+    async fn session_end_delegation(&self, _id: &str) -> Result<bool, StoreError> {
         Err(StoreError::Config("this store keeps no session".into()))
     }
     /// [`crate::session::SharedState::count_refusals`], in the store.
-    fn session_count_refusals(&self, _id: &str, _keys: &[String]) -> Result<Vec<u32>, StoreError> {
+    async fn session_count_refusals(
+        &self,
+        _id: &str,
+        _keys: &[String],
+    ) -> Result<Vec<u32>, StoreError> {
         Err(StoreError::Config("this store keeps no session".into()))
     }
     /// [`crate::session::SharedState::set_paused`], in the store (rung).
-    fn session_set_paused(&self, _id: &str, _paused: bool) -> Result<(), StoreError> {
+    async fn session_set_paused(&self, _id: &str, _paused: bool) -> Result<(), StoreError> {
         Err(StoreError::Config("this store keeps no session".into()))
     }
     /// [`crate::session::SharedState::withdraw`], in the store (rung).
-    fn session_withdraw(&self, _id: &str, _connector: &str) -> Result<(), StoreError> {
+    async fn session_withdraw(&self, _id: &str, _connector: &str) -> Result<(), StoreError> {
         Err(StoreError::Config("this store keeps no session".into()))
     }
 }
@@ -985,29 +1021,19 @@ pub struct FleetSessions(pub std::sync::Arc<dyn Store>);
 
 impl crate::session::SharedState for FleetSessions {
     fn take_effect(&self, session: &str, max: Option<u32>) -> Result<bool, String> {
-        self.0
-            .session_take_effect(session, max)
-            .map_err(|e| e.to_string())
+        block(self.0.session_take_effect(session, max)).map_err(|e| e.to_string())
     }
     fn end_delegation(&self, session: &str) -> Result<bool, String> {
-        self.0
-            .session_end_delegation(session)
-            .map_err(|e| e.to_string())
+        block(self.0.session_end_delegation(session)).map_err(|e| e.to_string())
     }
     fn count_refusals(&self, session: &str, keys: &[String]) -> Result<Vec<u32>, String> {
-        self.0
-            .session_count_refusals(session, keys)
-            .map_err(|e| e.to_string())
+        block(self.0.session_count_refusals(session, keys)).map_err(|e| e.to_string())
     }
     fn set_paused(&self, session: &str, paused: bool) -> Result<(), String> {
-        self.0
-            .session_set_paused(session, paused)
-            .map_err(|e| e.to_string())
+        block(self.0.session_set_paused(session, paused)).map_err(|e| e.to_string())
     }
     fn withdraw(&self, session: &str, connector: &str) -> Result<(), String> {
-        self.0
-            .session_withdraw(session, connector)
-            .map_err(|e| e.to_string())
+        block(self.0.session_withdraw(session, connector)).map_err(|e| e.to_string())
     }
 }
 
@@ -1260,6 +1286,15 @@ fn canonicalize(value: &serde_json::Value) -> serde_json::Value {
         }
         other => other.clone(),
     }
+}
+
+/// Waits for store work from code that cannot await it (the CLI, a
+/// wasmtime host call that is not async, tests): the same work, with the
+/// caller's thread blocked instead of suspended, and a tokio worker handed
+/// on meanwhile as [`off_worker`] does. Async code awaits the store
+/// instead.
+pub fn block<F: std::future::Future>(work: F) -> F::Output {
+    off_worker(|| futures_executor::block_on(work))
 }
 
 /// Runs store work that waits on the disk (a commit is an fsync) without

@@ -9,10 +9,13 @@
 //! approvals broker and drops caches on every host when one host changes
 //! what they depend on.
 //!
-//! The trait is synchronous, so the pool and the connection tasks live on a
-//! small runtime of the store's own: a caller on any runtime (or none)
-//! hands its work over and waits off the tokio worker, as with SQLite.
+//! The traits are async. The pool and the connection tasks live on a small
+//! runtime of the store's own, and each statement runs there: a caller on
+//! any runtime awaits it without holding its own worker, a statement sent
+//! finishes even if its caller stops waiting, and code that cannot await
+//! waits through [`super::block`].
 
+use super::rules;
 use super::{
     Approval, ApprovalError, ApprovalId, ApprovalState, ApprovalStore, ApprovalWatch, Charge,
     ConnectionStore, Invalidation, LedgerStore, ProfileKind, ProfileStore, Recovered, ReviewStore,
@@ -479,36 +482,44 @@ impl PgStore {
         self.shared.id().to_string()
     }
 
-    fn run<T: Send + 'static>(
+    /// Runs `work` on this store's own runtime, where its pool and
+    /// connections live, and waits for it without holding the caller's
+    /// thread. The work finishes even if the caller stops waiting: a
+    /// statement sent is never cut half way by a client going away.
+    async fn run<T: Send + 'static>(
         &self,
         work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
     ) -> Result<T, StoreError> {
-        run_on(&self.handle, work)?
+        self.run_as(work).await
     }
 
-    fn run_as<T: Send + 'static, E: From<StoreError> + Send + 'static>(
+    /// [`PgStore::run`] for work that fails with an error of its own.
+    async fn run_as<T: Send + 'static, E: From<StoreError> + Send + 'static>(
         &self,
         work: impl Future<Output = Result<T, E>> + Send + 'static,
     ) -> Result<T, E> {
-        run_on(&self.handle, work)?
+        match self.handle.spawn(work).await {
+            Ok(done) => done,
+            Err(_) => Err(StoreError::WriterStopped.into()),
+        }
     }
 
     /// Renews this host's lease now (the lease keeper does every third of
     /// the lease); `false` if another host has recovered this one.
     pub fn renew_lease(&self) -> Result<bool, StoreError> {
         let shared = self.shared.clone();
-        self.run(async move {
+        run_on(&self.handle, async move {
             let renewed = renew(&shared).await?;
             shared.lease_held.store(renewed, Ordering::SeqCst);
             Ok(renewed)
-        })
+        })?
     }
 
     /// Recovers every host whose lease expired, now (the sweeper does the
     /// same every few seconds).
     pub fn recover_lost_hosts(&self) -> Result<Recovered, StoreError> {
         let shared = self.shared.clone();
-        self.run(async move { recover_lost(&shared).await })
+        run_on(&self.handle, async move { recover_lost(&shared).await })?
     }
 
     fn enqueue(
@@ -548,7 +559,7 @@ impl PgStore {
 /// the schema is this host's and never migrates it.
 async fn schema_is_current(client: &Client) -> Result<(), StoreError> {
     let found: Option<i64> = client
-        .query_one("SELECT MAX(version) FROM schema_version", &[])
+        .query_one(rules::SCHEMA_VERSION_FOUND.pg, &[])
         .await
         .map_err(|e| {
             StoreError::Config(format!(
@@ -577,7 +588,7 @@ async fn migrate(client: &mut Client) -> Result<(), StoreError> {
     tx.batch_execute("CREATE TABLE IF NOT EXISTS schema_version (version bigint NOT NULL)")
         .await?;
     let found: Option<i64> = tx
-        .query_one("SELECT MAX(version) FROM schema_version", &[])
+        .query_one(rules::SCHEMA_VERSION_FOUND.pg, &[])
         .await?
         .get(0);
     let found = found.unwrap_or(0);
@@ -588,11 +599,8 @@ async fn migrate(client: &mut Client) -> Result<(), StoreError> {
     for (version, sql) in MIGRATIONS {
         if *version > found {
             tx.batch_execute(sql).await?;
-            tx.execute(
-                "INSERT INTO schema_version (version) VALUES ($1)",
-                &[version],
-            )
-            .await?;
+            tx.execute(rules::RECORD_SCHEMA_VERSION.pg, &[version])
+                .await?;
         }
     }
     tx.commit().await?;
@@ -1105,7 +1113,7 @@ const TRACE_HORIZON: &str = "WITH snap AS MATERIALIZED (SELECT pg_current_snapsh
     FROM snap)";
 
 impl PgStore {
-    fn trace_rows(
+    async fn trace_rows(
         &self,
         column: &'static str,
         value: &str,
@@ -1133,22 +1141,20 @@ impl PgStore {
                 .iter()
                 .map(trace_event)
                 .collect()
-        })
+        }).await
     }
 }
 
+#[async_trait::async_trait]
 impl TraceStore for PgStore {
-    fn record(&self, event: &TraceEvent) -> Result<(), StoreError> {
-        self.record_all(std::slice::from_ref(event))
+    async fn record(&self, event: &TraceEvent) -> Result<(), StoreError> {
+        self.record_all(std::slice::from_ref(event)).await
     }
 
-    fn record_all(&self, events: &[TraceEvent]) -> Result<(), StoreError> {
+    /// Handed to the trace writer, and answered once its group commits.
+    async fn record_all(&self, events: &[TraceEvent]) -> Result<(), StoreError> {
         let answer = self.enqueue(events)?;
-        super::off_worker(|| {
-            answer
-                .blocking_recv()
-                .map_err(|_| StoreError::WriterStopped)
-        })?
+        answer.await.map_err(|_| StoreError::WriterStopped)?
     }
 
     fn trace_commits(&self) -> u64 {
@@ -1159,15 +1165,7 @@ impl TraceStore for PgStore {
         Some(self.shared.writer_metrics.clone())
     }
 
-    fn record_all_async<'a>(
-        &'a self,
-        events: &'a [TraceEvent],
-    ) -> std::pin::Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + 'a>> {
-        let answer = self.enqueue(events);
-        Box::pin(async move { answer?.await.map_err(|_| StoreError::WriterStopped)? })
-    }
-
-    fn trace_page(
+    async fn trace_page(
         &self,
         filter: TraceFilter<'_>,
         after: i64,
@@ -1177,24 +1175,27 @@ impl TraceStore for PgStore {
         match filter {
             TraceFilter::Session(session) => {
                 self.trace_rows("session", session, after, limit, true)
+                    .await
             }
-            TraceFilter::Brand(brand) => self.trace_rows("brand", brand, after, limit, true),
+            TraceFilter::Brand(brand) => self.trace_rows("brand", brand, after, limit, true).await,
             // `'all' = 'all'`: the same query, every row.
-            TraceFilter::All => self.trace_rows("'all'", "all", after, limit, true),
+            TraceFilter::All => self.trace_rows("'all'", "all", after, limit, true).await,
         }
     }
 
-    fn trace_for_session(&self, session: &str) -> Result<Vec<TraceEvent>, StoreError> {
+    async fn trace_for_session(&self, session: &str) -> Result<Vec<TraceEvent>, StoreError> {
         Ok(self
-            .trace_rows("session", session, 0, i64::MAX, false)?
+            .trace_rows("session", session, 0, i64::MAX, false)
+            .await?
             .into_iter()
             .map(|(_, e)| e)
             .collect())
     }
 
-    fn trace_for_brand(&self, brand: &str) -> Result<Vec<TraceEvent>, StoreError> {
+    async fn trace_for_brand(&self, brand: &str) -> Result<Vec<TraceEvent>, StoreError> {
         Ok(self
-            .trace_rows("brand", brand, 0, i64::MAX, false)?
+            .trace_rows("brand", brand, 0, i64::MAX, false)
+            .await?
             .into_iter()
             .map(|(_, e)| e)
             .collect())
@@ -1222,7 +1223,7 @@ fn approval_row(row: &tokio_postgres::Row) -> Result<Approval, StoreError> {
 }
 
 impl PgStore {
-    fn approvals_where(
+    async fn approvals_where(
         &self,
         clause: &'static str,
         param: ApprovalParam,
@@ -1239,6 +1240,7 @@ impl PgStore {
             };
             rows.iter().map(approval_row).collect()
         })
+        .await
     }
 }
 
@@ -1247,8 +1249,9 @@ enum ApprovalParam {
     Id(i64),
 }
 
+#[async_trait::async_trait]
 impl ApprovalStore for PgStore {
-    fn request_approval(
+    async fn request_approval(
         &self,
         session: &str,
         tool: &str,
@@ -1272,59 +1275,61 @@ impl ApprovalStore for PgStore {
                 .query_one(&statement, &[&&*shared.id(), &session, &tool, &digest, &super::now_ms()])
                 .await?;
             Ok(ApprovalId(row.get(0)))
-        })
+        }).await
     }
 
-    fn decide(&self, id: ApprovalId, approved: bool, by: &str) -> Result<(), ApprovalError> {
+    async fn decide(&self, id: ApprovalId, approved: bool, by: &str) -> Result<(), ApprovalError> {
         let shared = self.shared.clone();
         let by = pg_text(by).into_owned();
-        let rung = self.run_as(async move {
-            let mut client = shared.pool.get().await.map_err(StoreError::from)?;
-            let tx = client.transaction().await.map_err(StoreError::from)?;
-            let state = if approved {
-                ApprovalState::Approved
-            } else {
-                ApprovalState::Denied
-            };
-            // Only a pending one changes; the arguments shown to the person
-            // are erased with the decision.
-            let changed = tx
-                .query_opt(
-                    "UPDATE approvals SET state = $2, decided_by = $3, decided_at_ms = $4,
+        let rung = self
+            .run_as(async move {
+                let mut client = shared.pool.get().await.map_err(StoreError::from)?;
+                let tx = client.transaction().await.map_err(StoreError::from)?;
+                let state = if approved {
+                    ApprovalState::Approved
+                } else {
+                    ApprovalState::Denied
+                };
+                // Only a pending one changes; the arguments shown to the person
+                // are erased with the decision.
+                let changed = tx
+                    .query_opt(
+                        "UPDATE approvals SET state = $2, decided_by = $3, decided_at_ms = $4,
                             args_nonce = NULL, args_sealed = NULL
                      WHERE id = $1 AND state = 'pending' RETURNING session, tool, args_digest",
-                    &[&id.0, &state.as_str(), &by, &super::now_ms()],
+                        &[&id.0, &state.as_str(), &by, &super::now_ms()],
+                    )
+                    .await
+                    .map_err(StoreError::from)?;
+                let Some(row) = changed else {
+                    let exists = tx
+                        .query_opt("SELECT 1 FROM approvals WHERE id = $1", &[&id.0])
+                        .await
+                        .map_err(StoreError::from)?
+                        .is_some();
+                    return Err(if exists {
+                        ApprovalError::NotPending(id)
+                    } else {
+                        ApprovalError::Unknown(id)
+                    });
+                };
+                let key: (String, String, String) = (row.get(0), row.get(1), row.get(2));
+                // The doorbell rings on every host iff the decision commits.
+                tx.execute(
+                    "SELECT pg_notify($1, $2)",
+                    &[&APPROVAL_CHANNEL, &approval_payload(&key.0, &key.1, &key.2)],
                 )
                 .await
                 .map_err(StoreError::from)?;
-            let Some(row) = changed else {
-                let exists = tx
-                    .query_opt("SELECT 1 FROM approvals WHERE id = $1", &[&id.0])
-                    .await
-                    .map_err(StoreError::from)?
-                    .is_some();
-                return Err(if exists {
-                    ApprovalError::NotPending(id)
-                } else {
-                    ApprovalError::Unknown(id)
-                });
-            };
-            let key: (String, String, String) = (row.get(0), row.get(1), row.get(2));
-            // The doorbell rings on every host iff the decision commits.
-            tx.execute(
-                "SELECT pg_notify($1, $2)",
-                &[&APPROVAL_CHANNEL, &approval_payload(&key.0, &key.1, &key.2)],
-            )
-            .await
-            .map_err(StoreError::from)?;
-            tx.commit().await.map_err(StoreError::from)?;
-            Ok::<_, ApprovalError>(key)
-        })?;
+                tx.commit().await.map_err(StoreError::from)?;
+                Ok::<_, ApprovalError>(key)
+            })
+            .await?;
         self.shared.broker.ring(&rung.0, &rung.1, &rung.2);
         Ok(())
     }
 
-    fn consume_approval(
+    async fn consume_approval(
         &self,
         session: &str,
         tool: &str,
@@ -1358,32 +1363,33 @@ impl ApprovalStore for PgStore {
             }
             let latest = tx
                 .query_opt(
-                    "SELECT state, used FROM approvals WHERE session = $1 AND tool = $2 AND args_digest = $3
-                     ORDER BY id DESC LIMIT 1",
+                    rules::LATEST_APPROVAL_STATE.pg,
                     &[&session, &tool, &digest],
                 )
                 .await
                 .map_err(StoreError::from)?;
             let latest = latest.map(|row| (row.get::<_, String>(0), row.get::<_, bool>(1)));
             Err(super::unspendable(latest.as_ref().map(|(state, _)| state.as_str())))
-        })
+        }).await
     }
 
-    fn pending(&self, session: &str) -> Result<Vec<Approval>, StoreError> {
+    async fn pending(&self, session: &str) -> Result<Vec<Approval>, StoreError> {
         self.approvals_where(
             "session = $1 AND state = 'pending'",
             ApprovalParam::Session(pg_text(session).into_owned()),
         )
+        .await
     }
 
-    fn approval(&self, id: ApprovalId) -> Result<Option<Approval>, StoreError> {
+    async fn approval(&self, id: ApprovalId) -> Result<Option<Approval>, StoreError> {
         Ok(self
-            .approvals_where("id = $1", ApprovalParam::Id(id.0))?
+            .approvals_where("id = $1", ApprovalParam::Id(id.0))
+            .await?
             .into_iter()
             .next())
     }
 
-    fn revoke_session_approvals(&self, session: &str) -> Result<usize, StoreError> {
+    async fn revoke_session_approvals(&self, session: &str) -> Result<usize, StoreError> {
         let shared = self.shared.clone();
         let session = pg_text(session).into_owned();
         let (changed, session) = self.run(async move {
@@ -1400,18 +1406,19 @@ impl ApprovalStore for PgStore {
                 .await?;
             tx.commit().await?;
             Ok((changed as usize, session))
-        })?;
+        }).await?;
         self.shared.broker.ring_session(&session);
         Ok(changed)
     }
 
-    fn revoke_approval(&self, id: ApprovalId, by: &str) -> Result<bool, StoreError> {
+    async fn revoke_approval(&self, id: ApprovalId, by: &str) -> Result<bool, StoreError> {
         let shared = self.shared.clone();
         let by = pg_text(by).into_owned();
-        let key = self.run(async move {
-            let mut client = shared.pool.get().await?;
-            let tx = client.transaction().await?;
-            let row = tx
+        let key = self
+            .run(async move {
+                let mut client = shared.pool.get().await?;
+                let tx = client.transaction().await?;
+                let row = tx
                 .query_opt(
                     "UPDATE approvals SET state = 'revoked', decided_by = $1, decided_at_ms = $2,
                             args_nonce = NULL, args_sealed = NULL
@@ -1420,23 +1427,24 @@ impl ApprovalStore for PgStore {
                     &[&by, &super::now_ms(), &id.0],
                 )
                 .await?;
-            let key = row.map(|r| {
-                (
-                    r.get::<_, String>(0),
-                    r.get::<_, String>(1),
-                    r.get::<_, String>(2),
-                )
-            });
-            if let Some((s, t, d)) = &key {
-                tx.execute(
-                    "SELECT pg_notify($1, $2)",
-                    &[&APPROVAL_CHANNEL, &approval_payload(s, t, d)],
-                )
-                .await?;
-            }
-            tx.commit().await?;
-            Ok(key)
-        })?;
+                let key = row.map(|r| {
+                    (
+                        r.get::<_, String>(0),
+                        r.get::<_, String>(1),
+                        r.get::<_, String>(2),
+                    )
+                });
+                if let Some((s, t, d)) = &key {
+                    tx.execute(
+                        "SELECT pg_notify($1, $2)",
+                        &[&APPROVAL_CHANNEL, &approval_payload(s, t, d)],
+                    )
+                    .await?;
+                }
+                tx.commit().await?;
+                Ok(key)
+            })
+            .await?;
         if let Some((s, t, d)) = &key {
             self.shared.broker.ring(s, t, d);
         }
@@ -1448,7 +1456,7 @@ impl ApprovalStore for PgStore {
             .broker
             .subscribe(&pg_text(session), &pg_text(tool), args_digest)
     }
-    fn request_approval_showing(
+    async fn request_approval_showing(
         &self,
         session: &str,
         tool: &str,
@@ -1478,27 +1486,25 @@ impl ApprovalStore for PgStore {
                 )
                 .await?;
             Ok(ApprovalId(row.get(0)))
-        })
+        }).await
     }
 
-    fn approval_arguments(
+    async fn approval_arguments(
         &self,
         id: ApprovalId,
         key: &[u8; 32],
     ) -> Result<Option<serde_json::Value>, StoreError> {
         let shared = self.shared.clone();
         type Sealed = (String, String, String, Option<Vec<u8>>, Option<Vec<u8>>);
-        let row: Option<Sealed> = self.run(async move {
-            let client = shared.pool.get().await?;
-            Ok(client
-                .query_opt(
-                    "SELECT session, tool, args_digest, args_nonce, args_sealed FROM approvals
-                     WHERE id = $1 AND state = 'pending'",
-                    &[&id.0],
-                )
-                .await?
-                .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4))))
-        })?;
+        let row: Option<Sealed> = self
+            .run(async move {
+                let client = shared.pool.get().await?;
+                Ok(client
+                    .query_opt(rules::PENDING_APPROVAL_ARGUMENTS.pg, &[&id.0])
+                    .await?
+                    .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4))))
+            })
+            .await?;
         Ok(match row {
             Some((session, tool, digest, Some(nonce), Some(sealed))) => {
                 super::open_arguments(key, &session, &tool, &digest, &nonce, &sealed)
@@ -1508,8 +1514,9 @@ impl ApprovalStore for PgStore {
     }
 }
 
+#[async_trait::async_trait]
 impl LedgerStore for PgStore {
-    fn charge(
+    async fn charge(
         &self,
         run_id: &str,
         connector: &str,
@@ -1546,17 +1553,16 @@ impl LedgerStore for PgStore {
             // index, then did nothing: its row is committed and seen here.
             let same: bool = client
                 .query_one(
-                    "SELECT run_id = $2 AND connector = $3 AND brand = $4 AND day = $5 AND amount = $6
-                     FROM charges WHERE idempotency_key = $1",
+                    rules::CHARGE_MATCHES_KEY.pg,
                     &[&key, &run_id, &connector, &brand, &day, &signed],
                 )
                 .await?
                 .get(0);
             if same { Ok(false) } else { Err(StoreError::IdempotencyConflict(key)) }
-        })
+        }).await
     }
 
-    fn spent_in_run(&self, run_id: &str) -> Result<u64, StoreError> {
+    async fn spent_in_run(&self, run_id: &str) -> Result<u64, StoreError> {
         let shared = self.shared.clone();
         let run_id = pg_text(run_id).into_owned();
         self.run(async move {
@@ -1570,9 +1576,15 @@ impl LedgerStore for PgStore {
                 .get(0);
             super::to_u64(total)
         })
+        .await
     }
 
-    fn spent_on_day(&self, brand: &str, connector: &str, day: &str) -> Result<u64, StoreError> {
+    async fn spent_on_day(
+        &self,
+        brand: &str,
+        connector: &str,
+        day: &str,
+    ) -> Result<u64, StoreError> {
         let shared = self.shared.clone();
         let (brand, connector, day) = (
             pg_text(brand).into_owned(),
@@ -1589,20 +1601,15 @@ impl LedgerStore for PgStore {
                 .await?
                 .get(0);
             super::to_u64(total)
-        })
+        }).await
     }
 
-    fn charges_in_run(&self, run_id: &str) -> Result<Vec<Charge>, StoreError> {
+    async fn charges_in_run(&self, run_id: &str) -> Result<Vec<Charge>, StoreError> {
         let shared = self.shared.clone();
         let run_id = pg_text(run_id).into_owned();
         self.run(async move {
             let client = shared.pool.get().await?;
-            let rows = client
-                .query(
-                    "SELECT idempotency_key, run_id, connector, brand, day, amount FROM charges WHERE run_id = $1 ORDER BY seq",
-                    &[&run_id],
-                )
-                .await?;
+            let rows = client.query(rules::CHARGES_IN_RUN.pg, &[&run_id]).await?;
             rows.iter()
                 .map(|row| {
                     Ok(Charge {
@@ -1616,9 +1623,10 @@ impl LedgerStore for PgStore {
                 })
                 .collect()
         })
+        .await
     }
 
-    fn start_run(
+    async fn start_run(
         &self,
         run_id: &str,
         brand: &str,
@@ -1688,16 +1696,21 @@ impl LedgerStore for PgStore {
             .map_err(StoreError::from)?;
             tx.commit().await.map_err(StoreError::from)?;
             Ok(())
-        })
+        }).await
     }
 
-    fn end_run(&self, run_id: &str) -> Result<(), StoreError> {
+    async fn end_run(&self, run_id: &str) -> Result<(), StoreError> {
         let shared = self.shared.clone();
         let run_id = pg_text(run_id).into_owned();
         self.run(async move { pg_end_run(&shared, run_id).await })
+            .await
     }
 
-    fn reserve_in_run(&self, run_id: &str, amount: u64) -> Result<super::RunHold, StoreError> {
+    async fn reserve_in_run(
+        &self,
+        run_id: &str,
+        amount: u64,
+    ) -> Result<super::RunHold, StoreError> {
         let signed = super::to_i64(amount)?;
         let shared = self.shared.clone();
         let run_id = pg_text(run_id).into_owned();
@@ -1710,17 +1723,15 @@ impl LedgerStore for PgStore {
             if amount > left {
                 return Ok(super::RunHold::Short(left));
             }
-            tx.execute(
-                "UPDATE runs SET reserved = reserved + $2 WHERE run_id = $1",
-                &[&run_id, &signed],
-            )
-            .await?;
+            tx.execute(rules::HOLD_IN_RUN.pg, &[&run_id, &signed])
+                .await?;
             tx.commit().await?;
             Ok(super::RunHold::Held)
         })
+        .await
     }
 
-    fn run_left(&self, run_id: &str) -> Result<Option<u64>, StoreError> {
+    async fn run_left(&self, run_id: &str) -> Result<Option<u64>, StoreError> {
         let shared = self.shared.clone();
         let run_id = pg_text(run_id).into_owned();
         self.run(async move {
@@ -1728,9 +1739,10 @@ impl LedgerStore for PgStore {
             let tx = client.transaction().await?;
             pg_run_left(&tx, &run_id, false).await
         })
+        .await
     }
 
-    fn settle_in_run(
+    async fn settle_in_run(
         &self,
         run_id: &str,
         connector: &str,
@@ -1757,7 +1769,7 @@ impl LedgerStore for PgStore {
                 return Ok(None);
             };
             if let Some(done) = tx
-                .query_opt("SELECT amount FROM charges WHERE idempotency_key = $1", &[&key])
+                .query_opt(rules::CHARGED_UNDER_KEY.pg, &[&key])
                 .await?
             {
                 // A retry of a settlement already recorded.
@@ -1780,12 +1792,12 @@ impl LedgerStore for PgStore {
             }
             tx.commit().await?;
             Ok(Some(charged))
-        })
+        }).await
     }
 
     /// Only the runs of hosts already recovered as lost: a live host's runs
     /// are its own, and a silent host's wait for its recovery.
-    fn end_live_runs(&self, at_ms: i64) -> Result<usize, StoreError> {
+    async fn end_live_runs(&self, at_ms: i64) -> Result<usize, StoreError> {
         let shared = self.shared.clone();
         self.run(async move {
             let client = shared.pool.get().await?;
@@ -1805,7 +1817,7 @@ impl LedgerStore for PgStore {
                 )
                 .await?;
             Ok(ended as usize)
-        })
+        }).await
     }
 }
 
@@ -1821,7 +1833,7 @@ fn unknown_run(e: tokio_postgres::Error, run_id: &str) -> StoreError {
 impl PgStore {
     /// Runs one statement in a transaction that also rings the other
     /// hosts' caches, and drops this host's at once.
-    fn change_and_invalidate(
+    async fn change_and_invalidate(
         &self,
         sql: &'static str,
         params: Vec<Box<dyn tokio_postgres::types::ToSql + Send + Sync>>,
@@ -1829,25 +1841,27 @@ impl PgStore {
     ) -> Result<u64, StoreError> {
         let shared = self.shared.clone();
         let op = what.op().to_string();
-        let changed = self.run(async move {
-            let mut client = shared.pool.get().await?;
-            let tx = client.transaction().await?;
-            let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = params
-                .iter()
-                .map(|p| p.as_ref() as &(dyn tokio_postgres::types::ToSql + Sync))
-                .collect();
-            let changed = tx.execute(sql, &refs).await?;
-            tx.execute(
-                "SELECT pg_notify($1, $2)",
-                &[
-                    &INVALIDATE_CHANNEL,
-                    &serde_json::json!({"op": op}).to_string(),
-                ],
-            )
+        let changed = self
+            .run(async move {
+                let mut client = shared.pool.get().await?;
+                let tx = client.transaction().await?;
+                let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = params
+                    .iter()
+                    .map(|p| p.as_ref() as &(dyn tokio_postgres::types::ToSql + Sync))
+                    .collect();
+                let changed = tx.execute(sql, &refs).await?;
+                tx.execute(
+                    "SELECT pg_notify($1, $2)",
+                    &[
+                        &INVALIDATE_CHANNEL,
+                        &serde_json::json!({"op": op}).to_string(),
+                    ],
+                )
+                .await?;
+                tx.commit().await?;
+                Ok(changed)
+            })
             .await?;
-            tx.commit().await?;
-            Ok(changed)
-        })?;
         self.notify_invalidation(what);
         Ok(changed)
     }
@@ -1875,8 +1889,7 @@ async fn pg_end_run(shared: &Shared, run_id: String) -> Result<(), StoreError> {
     if !ended && open > 0 {
         // Holds no call settled: charged in full, once.
         tx.execute(
-            "INSERT INTO charges (idempotency_key, run_id, connector, brand, day, amount, at_ms)
-             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (idempotency_key) DO NOTHING",
+            rules::INSERT_CHARGE.pg,
             &[
                 &format!("{run_id}:end"),
                 &run_id,
@@ -1928,8 +1941,9 @@ async fn pg_run_left(
     Ok(Some(super::to_u64((per_run - reserved - spent).max(0))?))
 }
 
+#[async_trait::async_trait]
 impl ConnectionStore for PgStore {
-    fn put_connection(
+    async fn put_connection(
         &self,
         brand: &str,
         connector: &str,
@@ -1955,11 +1969,12 @@ impl ConnectionStore for PgStore {
                 Box::new(super::now_ms()),
             ],
             Invalidation::Connections,
-        )?;
+        )
+        .await?;
         Ok(())
     }
 
-    fn get_connection(
+    async fn get_connection(
         &self,
         brand: &str,
         connector: &str,
@@ -1967,16 +1982,16 @@ impl ConnectionStore for PgStore {
     ) -> Result<Option<String>, StoreError> {
         let shared = self.shared.clone();
         let (b, c) = (pg_text(brand).into_owned(), pg_text(connector).into_owned());
-        let row: Option<(Vec<u8>, Vec<u8>, bool)> = self.run(async move {
-            let client = shared.pool.get().await?;
-            let statement = client
-                .prepare_cached("SELECT nonce, ciphertext, disabled FROM connections WHERE brand = $1 AND connector = $2")
-                .await?;
-            Ok(client
-                .query_opt(&statement, &[&b, &c])
-                .await?
-                .map(|row| (row.get(0), row.get(1), row.get(2))))
-        })?;
+        let row: Option<(Vec<u8>, Vec<u8>, bool)> = self
+            .run(async move {
+                let client = shared.pool.get().await?;
+                let statement = client.prepare_cached(rules::SEALED_CONNECTION.pg).await?;
+                Ok(client
+                    .query_opt(&statement, &[&b, &c])
+                    .await?
+                    .map(|row| (row.get(0), row.get(1), row.get(2))))
+            })
+            .await?;
         match row {
             None | Some((_, _, true)) => Ok(None),
             Some((nonce, ciphertext, false)) => {
@@ -1985,23 +2000,22 @@ impl ConnectionStore for PgStore {
         }
     }
 
-    fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, StoreError> {
+    async fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, StoreError> {
         Ok(self.change_and_invalidate(
             "UPDATE connections SET disabled = true, updated_at_ms = $1 WHERE brand = $2 AND connector = $3",
             vec![Box::new(super::now_ms()), owned(brand), owned(connector)],
             Invalidation::Connections,
-        )? == 1)
+        ).await? == 1)
     }
 
-    fn share_connection(
+    async fn share_connection(
         &self,
         owner_brand: &str,
         connector: &str,
         with_brand: &str,
     ) -> Result<(), StoreError> {
         self.change_and_invalidate(
-            "INSERT INTO connection_shares (owner_brand, connector, with_brand, shared_at_ms)
-             VALUES ($1, $2, $3, $4) ON CONFLICT (owner_brand, connector, with_brand) DO NOTHING",
+            rules::SHARE_CONNECTION.pg,
             vec![
                 owned(owner_brand),
                 owned(connector),
@@ -2009,24 +2023,32 @@ impl ConnectionStore for PgStore {
                 Box::new(super::now_ms()),
             ],
             Invalidation::Connections,
-        )?;
+        )
+        .await?;
         Ok(())
     }
 
-    fn unshare_connection(
+    async fn unshare_connection(
         &self,
         owner_brand: &str,
         connector: &str,
         with_brand: &str,
     ) -> Result<bool, StoreError> {
-        Ok(self.change_and_invalidate(
-            "DELETE FROM connection_shares WHERE owner_brand = $1 AND connector = $2 AND with_brand = $3",
-            vec![owned(owner_brand), owned(connector), owned(with_brand)],
-            Invalidation::Connections,
-        )? == 1)
+        Ok(self
+            .change_and_invalidate(
+                rules::UNSHARE_CONNECTION.pg,
+                vec![owned(owner_brand), owned(connector), owned(with_brand)],
+                Invalidation::Connections,
+            )
+            .await?
+            == 1)
     }
 
-    fn shared_with(&self, with_brand: &str, connector: &str) -> Result<Vec<String>, StoreError> {
+    async fn shared_with(
+        &self,
+        with_brand: &str,
+        connector: &str,
+    ) -> Result<Vec<String>, StoreError> {
         let shared = self.shared.clone();
         let (w, c) = (
             pg_text(with_brand).into_owned(),
@@ -2034,19 +2056,21 @@ impl ConnectionStore for PgStore {
         );
         self.run(async move {
             let client = shared.pool.get().await?;
-            let statement = client
-                .prepare_cached(
-                    "SELECT owner_brand FROM connection_shares WHERE with_brand = $1 AND connector = $2
-                     ORDER BY shared_at_ms, owner_brand",
-                )
-                .await?;
-            Ok(client.query(&statement, &[&w, &c]).await?.iter().map(|r| r.get(0)).collect())
+            let statement = client.prepare_cached(rules::SHARED_WITH.pg).await?;
+            Ok(client
+                .query(&statement, &[&w, &c])
+                .await?
+                .iter()
+                .map(|r| r.get(0))
+                .collect())
         })
+        .await
     }
 }
 
+#[async_trait::async_trait]
 impl ProfileStore for PgStore {
-    fn save_profile(
+    async fn save_profile(
         &self,
         brand: &str,
         profile: &Profile,
@@ -2057,58 +2081,68 @@ impl ProfileStore for PgStore {
         let body =
             serde_json::to_string(profile).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         self.change_and_invalidate(
-            "INSERT INTO profiles (brand, name, kind, body, updated_at_ms) VALUES ($1, $2, $3, $4, $5)
-             ON CONFLICT (brand, name) DO UPDATE SET
-                 kind = excluded.kind, body = excluded.body, updated_at_ms = excluded.updated_at_ms",
-            vec![owned(brand), owned(&profile.name), owned(kind.as_str()), owned(&body), Box::new(super::now_ms())],
+            rules::SAVE_PROFILE.pg,
+            vec![
+                owned(brand),
+                owned(&profile.name),
+                owned(kind.as_str()),
+                owned(&body),
+                Box::new(super::now_ms()),
+            ],
             Invalidation::Profiles,
-        )?;
+        )
+        .await?;
         Ok(())
     }
 
-    fn load_profile(&self, brand: &str, name: &str) -> Result<Option<SavedProfile>, StoreError> {
+    async fn load_profile(
+        &self,
+        brand: &str,
+        name: &str,
+    ) -> Result<Option<SavedProfile>, StoreError> {
         let shared = self.shared.clone();
         let (b, n) = (pg_text(brand).into_owned(), pg_text(name).into_owned());
-        let row: Option<(String, String)> = self.run(async move {
-            let client = shared.pool.get().await?;
-            Ok(client
-                .query_opt(
-                    "SELECT kind, body FROM profiles WHERE brand = $1 AND name = $2",
-                    &[&b, &n],
-                )
-                .await?
-                .map(|r| (r.get(0), r.get(1))))
-        })?;
+        let row: Option<(String, String)> = self
+            .run(async move {
+                let client = shared.pool.get().await?;
+                Ok(client
+                    .query_opt(rules::LOAD_PROFILE.pg, &[&b, &n])
+                    .await?
+                    .map(|r| (r.get(0), r.get(1))))
+            })
+            .await?;
         row.map(|(kind, body)| super::decode_profile(&kind, &body))
             .transpose()
     }
 
-    fn list_profiles(&self, brand: &str) -> Result<Vec<SavedProfile>, StoreError> {
+    async fn list_profiles(&self, brand: &str) -> Result<Vec<SavedProfile>, StoreError> {
         let shared = self.shared.clone();
         let b = pg_text(brand).into_owned();
-        let rows: Vec<(String, String)> = self.run(async move {
-            let client = shared.pool.get().await?;
-            Ok(client
-                .query(
-                    "SELECT kind, body FROM profiles WHERE brand = $1 ORDER BY name",
-                    &[&b],
-                )
-                .await?
-                .iter()
-                .map(|r| (r.get(0), r.get(1)))
-                .collect())
-        })?;
+        let rows: Vec<(String, String)> = self
+            .run(async move {
+                let client = shared.pool.get().await?;
+                Ok(client
+                    .query(rules::LIST_PROFILES.pg, &[&b])
+                    .await?
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1)))
+                    .collect())
+            })
+            .await?;
         rows.iter()
             .map(|(kind, body)| super::decode_profile(kind, body))
             .collect()
     }
 
-    fn delete_profile(&self, brand: &str, name: &str) -> Result<bool, StoreError> {
-        Ok(self.change_and_invalidate(
-            "DELETE FROM profiles WHERE brand = $1 AND name = $2",
-            vec![owned(brand), owned(name)],
-            Invalidation::Profiles,
-        )? == 1)
+    async fn delete_profile(&self, brand: &str, name: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .change_and_invalidate(
+                rules::DELETE_PROFILE.pg,
+                vec![owned(brand), owned(name)],
+                Invalidation::Profiles,
+            )
+            .await?
+            == 1)
     }
 }
 
@@ -2129,8 +2163,9 @@ fn capability_request_row(row: &tokio_postgres::Row) -> super::CapabilityRequest
 const CAPABILITY_COLUMNS: &str =
     "id, session, brand, request, requested_at_ms, answer, answered_by, answered_at_ms";
 
+#[async_trait::async_trait]
 impl super::CapabilityRequestStore for PgStore {
-    fn park_capability_request(
+    async fn park_capability_request(
         &self,
         session: &str,
         brand: &str,
@@ -2148,10 +2183,10 @@ impl super::CapabilityRequestStore for PgStore {
                 )
                 .await?;
             Ok(row.get(0))
-        })
+        }).await
     }
 
-    fn capability_requests(
+    async fn capability_requests(
         &self,
         session: Option<&str>,
         pending_only: bool,
@@ -2170,10 +2205,10 @@ impl super::CapabilityRequestStore for PgStore {
                 )
                 .await?;
             Ok(rows.iter().map(capability_request_row).collect())
-        })
+        }).await
     }
 
-    fn answer_capability_request(
+    async fn answer_capability_request(
         &self,
         id: i64,
         answer: &str,
@@ -2199,7 +2234,7 @@ impl super::CapabilityRequestStore for PgStore {
             }
             let at = super::now_ms();
             tx.execute(
-                "UPDATE capability_requests SET answer = $1, answered_by = $2, answered_at_ms = $3 WHERE id = $4",
+                rules::ANSWER_CAPABILITY_REQUEST.pg,
                 &[&answer, &by, &at, &id],
             )
             .await?;
@@ -2208,21 +2243,22 @@ impl super::CapabilityRequestStore for PgStore {
             found.answered_by = Some(by);
             found.answered_at_ms = Some(at);
             Ok(super::Answered::Now(found))
-        })
+        }).await
     }
 }
 
+#[async_trait::async_trait]
 impl ReviewStore for PgStore {
-    fn reviewed(&self, connector: &str, tool: &str) -> Result<Option<super::Reviewed>, StoreError> {
+    async fn reviewed(
+        &self,
+        connector: &str,
+        tool: &str,
+    ) -> Result<Option<super::Reviewed>, StoreError> {
         let shared = self.shared.clone();
         let (c, t) = (pg_text(connector).into_owned(), pg_text(tool).into_owned());
         self.run(async move {
             let client = shared.pool.get().await?;
-            let statement = client
-                .prepare_cached(
-                    "SELECT digest, effect, facts FROM tool_reviews WHERE connector = $1 AND tool = $2",
-                )
-                .await?;
+            let statement = client.prepare_cached(rules::REVIEWED.pg).await?;
             Ok(client
                 .query_opt(&statement, &[&c, &t])
                 .await?
@@ -2232,9 +2268,10 @@ impl ReviewStore for PgStore {
                     facts: r.get(2),
                 }))
         })
+        .await
     }
 
-    fn approve_tool(
+    async fn approve_tool(
         &self,
         connector: &str,
         tool: &str,
@@ -2244,34 +2281,43 @@ impl ReviewStore for PgStore {
         by: &str,
     ) -> Result<(), StoreError> {
         self.change_and_invalidate(
-            "INSERT INTO tool_reviews (connector, tool, digest, approved_by, approved_at_ms, effect, facts) VALUES ($1, $2, $3, $4, $5, $6, $7)
-             ON CONFLICT (connector, tool) DO UPDATE SET digest = excluded.digest,
-                 approved_by = excluded.approved_by, approved_at_ms = excluded.approved_at_ms,
-                 effect = excluded.effect, facts = excluded.facts",
-            vec![owned(connector), owned(tool), owned(digest), owned(by), Box::new(super::now_ms()), Box::new(effect.map(str::to_string)), Box::new(facts.map(|f| pg_text(f).into_owned()))],
+            rules::APPROVE_TOOL.pg,
+            vec![
+                owned(connector),
+                owned(tool),
+                owned(digest),
+                owned(by),
+                Box::new(super::now_ms()),
+                Box::new(effect.map(str::to_string)),
+                Box::new(facts.map(|f| pg_text(f).into_owned())),
+            ],
             Invalidation::Reviews,
-        )?;
+        )
+        .await?;
         Ok(())
     }
 
-    fn reviewed_tools(&self, connector: &str) -> Result<Vec<String>, StoreError> {
+    async fn reviewed_tools(&self, connector: &str) -> Result<Vec<String>, StoreError> {
         let shared = self.shared.clone();
         let c = pg_text(connector).into_owned();
         self.run(async move {
             let client = shared.pool.get().await?;
             Ok(client
-                .query(
-                    "SELECT tool FROM tool_reviews WHERE connector = $1 ORDER BY tool",
-                    &[&c],
-                )
+                .query(rules::REVIEWED_TOOLS.pg, &[&c])
                 .await?
                 .iter()
                 .map(|row| row.get(0))
                 .collect())
         })
+        .await
     }
 
-    fn pin_artifact(&self, reference: &str, digest: &str, by: &str) -> Result<String, StoreError> {
+    async fn pin_artifact(
+        &self,
+        reference: &str,
+        digest: &str,
+        by: &str,
+    ) -> Result<String, StoreError> {
         let shared = self.shared.clone();
         let (r, d, b) = (
             pg_text(reference).into_owned(),
@@ -2281,32 +2327,27 @@ impl ReviewStore for PgStore {
         self.run(async move {
             let client = shared.pool.get().await?;
             client
-                .execute(
-                    "INSERT INTO artifact_pins (reference, digest, pinned_by, pinned_at_ms) VALUES ($1, $2, $3, $4)
-                     ON CONFLICT (reference) DO NOTHING",
-                    &[&r, &d, &b, &super::now_ms()],
-                )
+                .execute(rules::PIN_ARTIFACT.pg, &[&r, &d, &b, &super::now_ms()])
                 .await?;
             Ok(client
-                .query_one("SELECT digest FROM artifact_pins WHERE reference = $1", &[&r])
+                .query_one(rules::PINNED_ARTIFACT.pg, &[&r])
                 .await?
                 .get(0))
         })
+        .await
     }
 
-    fn pinned_artifact(&self, reference: &str) -> Result<Option<String>, StoreError> {
+    async fn pinned_artifact(&self, reference: &str) -> Result<Option<String>, StoreError> {
         let shared = self.shared.clone();
         let r = pg_text(reference).into_owned();
         self.run(async move {
             let client = shared.pool.get().await?;
             Ok(client
-                .query_opt(
-                    "SELECT digest FROM artifact_pins WHERE reference = $1",
-                    &[&r],
-                )
+                .query_opt(rules::PINNED_ARTIFACT.pg, &[&r])
                 .await?
                 .map(|row| row.get(0)))
         })
+        .await
     }
 }
 
@@ -2327,7 +2368,10 @@ fn deployed_row(row: &tokio_postgres::Row) -> super::StoredConnector {
 }
 
 impl PgStore {
-    fn stored_connector(&self, name: &str) -> Result<Option<super::StoredConnector>, StoreError> {
+    async fn stored_connector(
+        &self,
+        name: &str,
+    ) -> Result<Option<super::StoredConnector>, StoreError> {
         let shared = self.shared.clone();
         let name = pg_text(name).into_owned();
         self.run(async move {
@@ -2340,11 +2384,13 @@ impl PgStore {
                 .await?
                 .map(|row| deployed_row(&row)))
         })
+        .await
     }
 }
 
+#[async_trait::async_trait]
 impl super::DeploymentStore for PgStore {
-    fn put_connector(
+    async fn put_connector(
         &self,
         name: &str,
         settings: &str,
@@ -2367,13 +2413,13 @@ impl super::DeploymentStore for PgStore {
                 Box::new(super::now_ms()),
             ],
             Invalidation::Connectors,
-        )?;
-        self.stored_connector(name)?.ok_or_else(|| {
+        ).await?;
+        self.stored_connector(name).await?.ok_or_else(|| {
             StoreError::Corrupt(format!("connector `{name}` vanished as it was stored"))
         })
     }
 
-    fn retire_connector(
+    async fn retire_connector(
         &self,
         name: &str,
         by: &str,
@@ -2383,14 +2429,14 @@ impl super::DeploymentStore for PgStore {
              WHERE name = $3 AND NOT retired",
             vec![owned(by), Box::new(super::now_ms()), owned(name)],
             Invalidation::Connectors,
-        )?;
+        ).await?;
         if changed == 0 {
             return Ok(None);
         }
-        self.stored_connector(name)
+        self.stored_connector(name).await
     }
 
-    fn stored_connectors(&self) -> Result<Vec<super::StoredConnector>, StoreError> {
+    async fn stored_connectors(&self) -> Result<Vec<super::StoredConnector>, StoreError> {
         let shared = self.shared.clone();
         self.run(async move {
             let client = shared.pool.get().await?;
@@ -2404,13 +2450,15 @@ impl super::DeploymentStore for PgStore {
                 .map(deployed_row)
                 .collect())
         })
+        .await
     }
 }
 
+#[async_trait::async_trait]
 impl SessionStore for PgStore {
     /// With several hosts, recovery closes only what hosts whose lease
     /// expired left open; live hosts' approvals, calls and runs stay.
-    fn recover_interrupted(&self, _at_ms: i64) -> Result<Recovered, StoreError> {
+    async fn recover_interrupted(&self, _at_ms: i64) -> Result<Recovered, StoreError> {
         self.recover_lost_hosts()
     }
 
@@ -2430,15 +2478,16 @@ impl SessionStore for PgStore {
         Some(self.shared.invalidations.subscribe())
     }
 
-    fn check(&self) -> Result<(), StoreError> {
+    async fn check(&self) -> Result<(), StoreError> {
         let shared = self.shared.clone();
         self.run(async move {
             let client = shared.pool.get().await?;
             client.query_one("SELECT 1", &[]).await?;
             Ok(())
         })
+        .await
     }
-    fn session_opened(
+    async fn session_opened(
         &self,
         id: &str,
         brand: &str,
@@ -2469,9 +2518,10 @@ impl SessionStore for PgStore {
                 .await?;
             Ok(())
         })
+        .await
     }
 
-    fn session_closed(&self, id: &str) -> Result<(), StoreError> {
+    async fn session_closed(&self, id: &str) -> Result<(), StoreError> {
         let shared = self.shared.clone();
         let id = pg_text(id).into_owned();
         self.run(async move {
@@ -2494,9 +2544,10 @@ impl SessionStore for PgStore {
             tx.commit().await?;
             Ok(())
         })
+        .await
     }
 
-    fn shared_session(&self, id: &str) -> Result<Option<super::SharedSession>, StoreError> {
+    async fn shared_session(&self, id: &str) -> Result<Option<super::SharedSession>, StoreError> {
         let shared = self.shared.clone();
         let id = pg_text(id).into_owned();
         self.run(async move {
@@ -2511,9 +2562,10 @@ impl SessionStore for PgStore {
                 .map(shared_session)
                 .transpose()
         })
+        .await
     }
 
-    fn shared_sessions(&self) -> Result<Vec<super::SharedSession>, StoreError> {
+    async fn shared_sessions(&self) -> Result<Vec<super::SharedSession>, StoreError> {
         let shared = self.shared.clone();
         self.run(async move {
             let client = shared.pool.get().await?;
@@ -2531,13 +2583,18 @@ impl SessionStore for PgStore {
                 .map(shared_session)
                 .collect()
         })
+        .await
     }
 
     fn shares_sessions(&self) -> bool {
         true
     }
 
-    fn keep_session(&self, id: &str, record: &super::SessionRecord) -> Result<(), StoreError> {
+    async fn keep_session(
+        &self,
+        id: &str,
+        record: &super::SessionRecord,
+    ) -> Result<(), StoreError> {
         let shared = self.shared.clone();
         let id = pg_text(id).into_owned();
         let record = serde_json::to_string(record)
@@ -2552,9 +2609,10 @@ impl SessionStore for PgStore {
                 .await?;
             Ok(())
         })
+        .await
     }
 
-    fn kept_session(&self, id: &str) -> Result<Option<super::KeptSession>, StoreError> {
+    async fn kept_session(&self, id: &str) -> Result<Option<super::KeptSession>, StoreError> {
         let shared = self.shared.clone();
         let id = pg_text(id).into_owned();
         self.run(async move {
@@ -2570,9 +2628,10 @@ impl SessionStore for PgStore {
                 None => Ok(None),
             }
         })
+        .await
     }
 
-    fn take_up_session(&self, id: &str) -> Result<bool, StoreError> {
+    async fn take_up_session(&self, id: &str) -> Result<bool, StoreError> {
         let shared = self.shared.clone();
         let id = pg_text(id).into_owned();
         self.run(async move {
@@ -2604,9 +2663,10 @@ impl SessionStore for PgStore {
             tx.commit().await?;
             Ok(true)
         })
+        .await
     }
 
-    fn session_take_effect(&self, id: &str, max: Option<u32>) -> Result<bool, StoreError> {
+    async fn session_take_effect(&self, id: &str, max: Option<u32>) -> Result<bool, StoreError> {
         let shared = self.shared.clone();
         let id = pg_text(id).into_owned();
         let max = max.map_or(i32::MAX, |m| i32::try_from(m).unwrap_or(i32::MAX));
@@ -2620,17 +2680,22 @@ impl SessionStore for PgStore {
                 .await?
                 == 1)
         })
+        .await
     }
 
-    fn session_end_delegation(&self, id: &str) -> Result<bool, StoreError> {
+    async fn session_end_delegation(&self, id: &str) -> Result<bool, StoreError> {
         Ok(self.change_session(
             id,
             "UPDATE sessions SET delegation_ended = true WHERE id = $1 AND NOT delegation_ended",
             None,
-        )? == 1)
+        ).await? == 1)
     }
 
-    fn session_count_refusals(&self, id: &str, keys: &[String]) -> Result<Vec<u32>, StoreError> {
+    async fn session_count_refusals(
+        &self,
+        id: &str,
+        keys: &[String],
+    ) -> Result<Vec<u32>, StoreError> {
         let shared = self.shared.clone();
         let id = pg_text(id).into_owned();
         let keys: Vec<String> = keys.iter().map(|k| pg_text(k).into_owned()).collect();
@@ -2652,12 +2717,13 @@ impl SessionStore for PgStore {
             }
             tx.commit().await?;
             Ok(counts)
-        })
+        }).await
     }
 
-    fn session_set_paused(&self, id: &str, paused: bool) -> Result<(), StoreError> {
+    async fn session_set_paused(&self, id: &str, paused: bool) -> Result<(), StoreError> {
         if paused {
-            self.change_session(id, "UPDATE sessions SET paused = true WHERE id = $1", None)?;
+            self.change_session(id, "UPDATE sessions SET paused = true WHERE id = $1", None)
+                .await?;
         } else {
             // Resumed: its refusals count afresh on every host.
             self.change_session(
@@ -2665,12 +2731,13 @@ impl SessionStore for PgStore {
                 "WITH cleared AS (DELETE FROM session_refusals WHERE session = $1)
                  UPDATE sessions SET paused = false WHERE id = $1",
                 None,
-            )?;
+            )
+            .await?;
         }
         Ok(())
     }
 
-    fn session_withdraw(&self, id: &str, connector: &str) -> Result<(), StoreError> {
+    async fn session_withdraw(&self, id: &str, connector: &str) -> Result<(), StoreError> {
         self.change_session(
             id,
             "UPDATE sessions SET withdrawn = (
@@ -2678,11 +2745,14 @@ impl SessionStore for PgStore {
                  FROM (SELECT json_array_elements_text(withdrawn::json) AS c UNION SELECT $2::text) w)
              WHERE id = $1",
             Some(connector.to_string()),
-        )?;
+        ).await?;
         Ok(())
     }
 
-    fn request_session_end(&self, id: &str) -> Result<Option<super::SharedSession>, StoreError> {
+    async fn request_session_end(
+        &self,
+        id: &str,
+    ) -> Result<Option<super::SharedSession>, StoreError> {
         let shared = self.shared.clone();
         let id = pg_text(id).into_owned();
         self.run(async move {
@@ -2705,6 +2775,7 @@ impl SessionStore for PgStore {
             tx.commit().await?;
             row.as_ref().map(shared_session).transpose()
         })
+        .await
     }
 }
 
@@ -2741,7 +2812,7 @@ fn kept_session(row: &tokio_postgres::Row) -> Result<Option<super::KeptSession>,
 impl PgStore {
     /// Runs `sql` on session `id` and rings every host about it (so a host
     /// serving it takes in what changed).
-    fn change_session(
+    async fn change_session(
         &self,
         id: &str,
         sql: &'static str,
@@ -2762,6 +2833,7 @@ impl PgStore {
             tx.commit().await?;
             Ok(changed)
         })
+        .await
     }
 }
 
@@ -2777,16 +2849,14 @@ fn shared_session(row: &tokio_postgres::Row) -> Result<super::SharedSession, Sto
     })
 }
 
+#[async_trait::async_trait]
 impl super::InventoryStore for PgStore {
-    fn stored_connections(&self) -> Result<Vec<super::StoredConnection>, StoreError> {
+    async fn stored_connections(&self) -> Result<Vec<super::StoredConnection>, StoreError> {
         let shared = self.shared.clone();
         self.run(async move {
             let client = shared.pool.get().await?;
             let mut out: Vec<super::StoredConnection> = client
-                .query(
-                    "SELECT brand, connector, disabled, updated_at_ms FROM connections ORDER BY brand, connector",
-                    &[],
-                )
+                .query(rules::ALL_CONNECTIONS.pg, &[])
                 .await?
                 .iter()
                 .map(|r| super::StoredConnection {
@@ -2797,13 +2867,7 @@ impl super::InventoryStore for PgStore {
                     shared_with: Vec::new(),
                 })
                 .collect();
-            for r in client
-                .query(
-                    "SELECT owner_brand, connector, with_brand FROM connection_shares ORDER BY shared_at_ms, with_brand",
-                    &[],
-                )
-                .await?
-            {
+            for r in client.query(rules::ALL_SHARES.pg, &[]).await? {
                 let (owner, connection): (String, String) = (r.get(0), r.get(1));
                 if let Some(c) = out
                     .iter_mut()
@@ -2814,36 +2878,33 @@ impl super::InventoryStore for PgStore {
             }
             Ok(out)
         })
+        .await
     }
 
-    fn all_profiles(&self) -> Result<Vec<(String, SavedProfile)>, StoreError> {
+    async fn all_profiles(&self) -> Result<Vec<(String, SavedProfile)>, StoreError> {
         let shared = self.shared.clone();
-        let rows: Vec<(String, String, String)> = self.run(async move {
-            let client = shared.pool.get().await?;
-            Ok(client
-                .query(
-                    "SELECT brand, kind, body FROM profiles ORDER BY brand, name",
-                    &[],
-                )
-                .await?
-                .iter()
-                .map(|r| (r.get(0), r.get(1), r.get(2)))
-                .collect())
-        })?;
+        let rows: Vec<(String, String, String)> = self
+            .run(async move {
+                let client = shared.pool.get().await?;
+                Ok(client
+                    .query(rules::ALL_PROFILES.pg, &[])
+                    .await?
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1), r.get(2)))
+                    .collect())
+            })
+            .await?;
         rows.into_iter()
             .map(|(brand, kind, body)| Ok((brand, super::decode_profile(&kind, &body)?)))
             .collect()
     }
 
-    fn stored_reviews(&self) -> Result<Vec<super::StoredReview>, StoreError> {
+    async fn stored_reviews(&self) -> Result<Vec<super::StoredReview>, StoreError> {
         let shared = self.shared.clone();
         self.run(async move {
             let client = shared.pool.get().await?;
             Ok(client
-                .query(
-                    "SELECT connector, tool, digest, approved_by, approved_at_ms, effect FROM tool_reviews ORDER BY connector, tool",
-                    &[],
-                )
+                .query(rules::ALL_REVIEWS.pg, &[])
                 .await?
                 .iter()
                 .map(|r| super::StoredReview {
@@ -2856,9 +2917,10 @@ impl super::InventoryStore for PgStore {
                 })
                 .collect())
         })
+        .await
     }
 
-    fn all_pending(&self) -> Result<Vec<Approval>, StoreError> {
+    async fn all_pending(&self) -> Result<Vec<Approval>, StoreError> {
         let shared = self.shared.clone();
         self.run(async move {
             let client = shared.pool.get().await?;
@@ -2872,9 +2934,10 @@ impl super::InventoryStore for PgStore {
                 .map(approval_row)
                 .collect()
         })
+        .await
     }
 
-    fn last_executed(
+    async fn last_executed(
         &self,
         brand: &str,
     ) -> Result<std::collections::BTreeMap<String, i64>, StoreError> {
@@ -2883,15 +2946,12 @@ impl super::InventoryStore for PgStore {
         self.run(async move {
             let client = shared.pool.get().await?;
             Ok(client
-                .query(
-                    "SELECT tool, MAX(at_ms) FROM trace
-                     WHERE brand = $1 AND state = 'executed' AND tool IS NOT NULL GROUP BY tool",
-                    &[&brand],
-                )
+                .query(rules::LAST_EXECUTED.pg, &[&brand])
                 .await?
                 .iter()
                 .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1)))
                 .collect())
         })
+        .await
     }
 }

@@ -1,5 +1,6 @@
 //! [`SqliteStore`]: the embedded, single-file implementation of [`Store`].
 
+use super::rules;
 use super::{
     Approval, ApprovalError, ApprovalId, ApprovalState, ApprovalStore, Charge, ConnectionStore,
     LedgerStore, ProfileKind, ProfileStore, RESTART_REVOKER, Recovered, ReviewStore,
@@ -32,7 +33,7 @@ pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
 const REQUEST_APPROVAL: &str = "INSERT INTO approvals (session, tool, args_digest, state, requested_at_ms) VALUES (?1, ?2, ?3, 'pending', ?4)";
 const DECIDE_APPROVAL: &str = "UPDATE approvals SET state = ?1, decided_by = ?2, decided_at_ms = ?3, args_nonce = NULL, args_sealed = NULL WHERE id = ?4 AND state = 'pending'";
 const USE_APPROVAL: &str = "UPDATE approvals SET used = 1, used_at_ms = ?1 WHERE id = ?2 AND state = 'approved' AND used = 0";
-const INSERT_CHARGE: &str = "INSERT INTO charges (idempotency_key, run_id, connector, brand, day, amount, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (idempotency_key) DO NOTHING";
+const INSERT_CHARGE: &str = rules::INSERT_CHARGE.lite;
 const START_RUN: &str = "INSERT INTO runs (run_id, brand, connector, day, per_run, per_day, started_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 const END_RUN: &str =
     "UPDATE runs SET ended = 1, ended_at_ms = COALESCE(ended_at_ms, ?1) WHERE run_id = ?2";
@@ -61,9 +62,7 @@ pub struct SqliteStore {
 fn migrate(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
     tx.execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);")?;
     let found: Option<i64> =
-        tx.query_row("SELECT MAX(version) FROM schema_version", [], |row| {
-            row.get(0)
-        })?;
+        tx.query_row(rules::SCHEMA_VERSION_FOUND.lite, [], |row| row.get(0))?;
     let found = found.unwrap_or(0);
     if found > SCHEMA_VERSION {
         return Err(StoreError::SchemaTooNew {
@@ -73,10 +72,7 @@ fn migrate(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
     }
     for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > found) {
         tx.execute_batch(sql)?;
-        tx.execute(
-            "INSERT INTO schema_version (version) VALUES (?1)",
-            [version],
-        )?;
+        tx.execute(rules::RECORD_SCHEMA_VERSION.lite, [version])?;
     }
     Ok(())
 }
@@ -133,9 +129,7 @@ impl SqliteStore {
         };
         let conn = read_only()?;
         let found: Option<i64> = conn
-            .query_row("SELECT MAX(version) FROM schema_version", [], |row| {
-                row.get(0)
-            })
+            .query_row(rules::SCHEMA_VERSION_FOUND.lite, [], |row| row.get(0))
             .map_err(|e| {
                 StoreError::Corrupt(format!(
                     "{} is not a Scout store ({e}): check the path",
@@ -371,9 +365,10 @@ fn approval_key(conn: &Connection, id: ApprovalId) -> rusqlite::Result<(String, 
 const APPROVAL_COLUMNS: &str =
     "id, session, tool, args_digest, state, used, decided_by, requested_at_ms, decided_at_ms";
 
+#[async_trait::async_trait]
 impl TraceStore for SqliteStore {
-    fn record(&self, event: &TraceEvent) -> Result<(), StoreError> {
-        self.record_all(std::slice::from_ref(event))
+    async fn record(&self, event: &TraceEvent) -> Result<(), StoreError> {
+        self.record_all(std::slice::from_ref(event)).await
     }
 
     fn trace_commits(&self) -> u64 {
@@ -384,19 +379,13 @@ impl TraceStore for SqliteStore {
         Some(self.writer.metrics())
     }
 
-    fn record_all(&self, events: &[TraceEvent]) -> Result<(), StoreError> {
-        super::off_worker(|| self.writer.write_blocking(events))
+    /// Handed to the writer thread, and answered once its group commits:
+    /// the caller's task waits without holding a runtime worker.
+    async fn record_all(&self, events: &[TraceEvent]) -> Result<(), StoreError> {
+        self.writer.write(events).await
     }
 
-    fn record_all_async<'a>(
-        &'a self,
-        events: &'a [TraceEvent],
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), StoreError>> + Send + 'a>>
-    {
-        Box::pin(self.writer.write(events))
-    }
-
-    fn trace_page(
+    async fn trace_page(
         &self,
         filter: TraceFilter<'_>,
         after: i64,
@@ -413,17 +402,18 @@ impl TraceStore for SqliteStore {
         })
     }
 
-    fn trace_for_session(&self, session: &str) -> Result<Vec<TraceEvent>, StoreError> {
+    async fn trace_for_session(&self, session: &str) -> Result<Vec<TraceEvent>, StoreError> {
         super::off_worker(|| self.trace_query("session", session))
     }
 
-    fn trace_for_brand(&self, brand: &str) -> Result<Vec<TraceEvent>, StoreError> {
+    async fn trace_for_brand(&self, brand: &str) -> Result<Vec<TraceEvent>, StoreError> {
         super::off_worker(|| self.trace_query("brand", brand))
     }
 }
 
+#[async_trait::async_trait]
 impl ApprovalStore for SqliteStore {
-    fn request_approval(
+    async fn request_approval(
         &self,
         session: &str,
         tool: &str,
@@ -438,7 +428,7 @@ impl ApprovalStore for SqliteStore {
         })
     }
 
-    fn decide(&self, id: ApprovalId, approved: bool, by: &str) -> Result<(), ApprovalError> {
+    async fn decide(&self, id: ApprovalId, approved: bool, by: &str) -> Result<(), ApprovalError> {
         let (session, tool, digest) = self.write_tx(|tx| {
             let state = if approved {
                 ApprovalState::Approved
@@ -471,7 +461,7 @@ impl ApprovalStore for SqliteStore {
         Ok(())
     }
 
-    fn consume_approval(
+    async fn consume_approval(
         &self,
         session: &str,
         tool: &str,
@@ -499,31 +489,32 @@ impl ApprovalStore for SqliteStore {
             }
             // Nothing to spend: say why, from the newest matching request.
             let latest: Option<(String, bool)> = tx
-            .query_row(
-                "SELECT state, used FROM approvals WHERE session = ?1 AND tool = ?2 AND args_digest = ?3
-                 ORDER BY id DESC LIMIT 1",
-                params![session, tool, args_digest],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
-            .optional()
-            .map_err(StoreError::from)?;
-            Err(super::unspendable(latest.as_ref().map(|(state, _)| state.as_str())))
+                .query_row(
+                    rules::LATEST_APPROVAL_STATE.lite,
+                    params![session, tool, args_digest],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .optional()
+                .map_err(StoreError::from)?;
+            Err(super::unspendable(
+                latest.as_ref().map(|(state, _)| state.as_str()),
+            ))
         })
     }
 
-    fn pending(&self, session: &str) -> Result<Vec<Approval>, StoreError> {
+    async fn pending(&self, session: &str) -> Result<Vec<Approval>, StoreError> {
         let sql = format!(
             "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE session = ?1 AND state = 'pending' ORDER BY id"
         );
         self.approvals_query(&sql, &session)
     }
 
-    fn approval(&self, id: ApprovalId) -> Result<Option<Approval>, StoreError> {
+    async fn approval(&self, id: ApprovalId) -> Result<Option<Approval>, StoreError> {
         let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?1");
         Ok(self.approvals_query(&sql, &id.0)?.into_iter().next())
     }
 
-    fn revoke_session_approvals(&self, session: &str) -> Result<usize, StoreError> {
+    async fn revoke_session_approvals(&self, session: &str) -> Result<usize, StoreError> {
         let changed = self.write_tx(|tx| -> Result<_, StoreError> {
             Ok(tx.execute(
                 "UPDATE approvals SET state = 'revoked', decided_at_ms = ?1, args_nonce = NULL, args_sealed = NULL
@@ -535,7 +526,7 @@ impl ApprovalStore for SqliteStore {
         Ok(changed)
     }
 
-    fn revoke_approval(&self, id: ApprovalId, by: &str) -> Result<bool, StoreError> {
+    async fn revoke_approval(&self, id: ApprovalId, by: &str) -> Result<bool, StoreError> {
         let key = self.write_tx(|tx| -> Result<_, StoreError> {
             let changed = tx.execute(
                 "UPDATE approvals SET state = 'revoked', decided_by = ?1, decided_at_ms = ?2,
@@ -559,7 +550,7 @@ impl ApprovalStore for SqliteStore {
         self.broker.subscribe(session, tool, args_digest)
     }
 
-    fn request_approval_showing(
+    async fn request_approval_showing(
         &self,
         session: &str,
         tool: &str,
@@ -578,27 +569,22 @@ impl ApprovalStore for SqliteStore {
         })
     }
 
-    fn approval_arguments(
+    async fn approval_arguments(
         &self,
         id: ApprovalId,
         key: &[u8; 32],
     ) -> Result<Option<serde_json::Value>, StoreError> {
         let row: Option<(String, String, String, Option<Vec<u8>>, Option<Vec<u8>>)> = self
             .read()
-            .query_row(
-                "SELECT session, tool, args_digest, args_nonce, args_sealed FROM approvals
-                 WHERE id = ?1 AND state = 'pending'",
-                [id.0],
-                |row| {
-                    Ok((
-                        row.get(0)?,
-                        row.get(1)?,
-                        row.get(2)?,
-                        row.get(3)?,
-                        row.get(4)?,
-                    ))
-                },
-            )
+            .query_row(rules::PENDING_APPROVAL_ARGUMENTS.lite, [id.0], |row| {
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                ))
+            })
             .optional()?;
         Ok(match row {
             Some((session, tool, digest, Some(nonce), Some(sealed))) => {
@@ -609,8 +595,9 @@ impl ApprovalStore for SqliteStore {
     }
 }
 
+#[async_trait::async_trait]
 impl LedgerStore for SqliteStore {
-    fn charge(
+    async fn charge(
         &self,
         run_id: &str,
         connector: &str,
@@ -637,8 +624,7 @@ impl LedgerStore for SqliteStore {
                 return Ok(true);
             }
             let same: bool = tx.query_row(
-                "SELECT run_id = ?2 AND connector = ?3 AND brand = ?4 AND day = ?5 AND amount = ?6
-             FROM charges WHERE idempotency_key = ?1",
+                rules::CHARGE_MATCHES_KEY.lite,
                 params![idempotency_key, run_id, connector, brand, day, signed],
                 |row| row.get(0),
             )?;
@@ -650,7 +636,7 @@ impl LedgerStore for SqliteStore {
         })
     }
 
-    fn spent_in_run(&self, run_id: &str) -> Result<u64, StoreError> {
+    async fn spent_in_run(&self, run_id: &str) -> Result<u64, StoreError> {
         let conn = self.read();
         let total: i64 = conn.query_row(
             "SELECT COALESCE(SUM(amount), 0) FROM charges WHERE run_id = ?1",
@@ -660,7 +646,12 @@ impl LedgerStore for SqliteStore {
         super::to_u64(total)
     }
 
-    fn spent_on_day(&self, brand: &str, connector: &str, day: &str) -> Result<u64, StoreError> {
+    async fn spent_on_day(
+        &self,
+        brand: &str,
+        connector: &str,
+        day: &str,
+    ) -> Result<u64, StoreError> {
         let conn = self.read();
         let total: i64 = conn.query_row(
             "SELECT COALESCE(SUM(amount), 0) FROM charges WHERE brand = ?1 AND connector = ?2 AND day = ?3",
@@ -670,11 +661,9 @@ impl LedgerStore for SqliteStore {
         super::to_u64(total)
     }
 
-    fn charges_in_run(&self, run_id: &str) -> Result<Vec<Charge>, StoreError> {
+    async fn charges_in_run(&self, run_id: &str) -> Result<Vec<Charge>, StoreError> {
         let conn = self.read();
-        let mut stmt = conn.prepare_cached(
-            "SELECT idempotency_key, run_id, connector, brand, day, amount FROM charges WHERE run_id = ?1 ORDER BY seq",
-        )?;
+        let mut stmt = conn.prepare_cached(rules::CHARGES_IN_RUN.lite)?;
         let rows = stmt.query_map([run_id], |row| {
             Ok((
                 row.get(0)?,
@@ -700,7 +689,7 @@ impl LedgerStore for SqliteStore {
         Ok(out)
     }
 
-    fn start_run(
+    async fn start_run(
         &self,
         run_id: &str,
         brand: &str,
@@ -756,7 +745,7 @@ impl LedgerStore for SqliteStore {
         })
     }
 
-    fn end_run(&self, run_id: &str) -> Result<(), StoreError> {
+    async fn end_run(&self, run_id: &str) -> Result<(), StoreError> {
         self.write_tx(|tx| {
             let run: Option<(String, String, String, i64, bool)> = tx
                 .query_row(
@@ -796,7 +785,11 @@ impl LedgerStore for SqliteStore {
         })
     }
 
-    fn reserve_in_run(&self, run_id: &str, amount: u64) -> Result<super::RunHold, StoreError> {
+    async fn reserve_in_run(
+        &self,
+        run_id: &str,
+        amount: u64,
+    ) -> Result<super::RunHold, StoreError> {
         let signed = super::to_i64(amount)?;
         self.write_tx(|tx| {
             let Some(left) = run_left_in(tx, run_id)? else {
@@ -805,20 +798,17 @@ impl LedgerStore for SqliteStore {
             if amount > left {
                 return Ok(super::RunHold::Short(left));
             }
-            tx.execute(
-                "UPDATE runs SET reserved = reserved + ?2 WHERE run_id = ?1",
-                params![run_id, signed],
-            )?;
+            tx.execute(rules::HOLD_IN_RUN.lite, params![run_id, signed])?;
             Ok(super::RunHold::Held)
         })
     }
 
-    fn run_left(&self, run_id: &str) -> Result<Option<u64>, StoreError> {
+    async fn run_left(&self, run_id: &str) -> Result<Option<u64>, StoreError> {
         let conn = self.read();
         run_left_in(&conn, run_id)
     }
 
-    fn settle_in_run(
+    async fn settle_in_run(
         &self,
         run_id: &str,
         connector: &str,
@@ -831,11 +821,9 @@ impl LedgerStore for SqliteStore {
         let held = super::to_i64(reserved)?;
         self.write_tx(|tx| {
             let done: Option<i64> = tx
-                .query_row(
-                    "SELECT amount FROM charges WHERE idempotency_key = ?1",
-                    [idempotency_key],
-                    |row| row.get(0),
-                )
+                .query_row(rules::CHARGED_UNDER_KEY.lite, [idempotency_key], |row| {
+                    row.get(0)
+                })
                 .optional()?;
             if let Some(done) = done {
                 // A retry of a settlement already recorded.
@@ -864,7 +852,7 @@ impl LedgerStore for SqliteStore {
         })
     }
 
-    fn end_live_runs(&self, at_ms: i64) -> Result<usize, StoreError> {
+    async fn end_live_runs(&self, at_ms: i64) -> Result<usize, StoreError> {
         self.write_tx(|tx| {
             let ended = tx.execute(
                 "UPDATE runs SET ended = 1, ended_at_ms = ?1 WHERE ended = 0",
@@ -895,8 +883,9 @@ fn run_left_in(conn: &Connection, run_id: &str) -> Result<Option<u64>, StoreErro
     }
 }
 
+#[async_trait::async_trait]
 impl ConnectionStore for SqliteStore {
-    fn put_connection(
+    async fn put_connection(
         &self,
         brand: &str,
         connector: &str,
@@ -920,7 +909,7 @@ impl ConnectionStore for SqliteStore {
         })
     }
 
-    fn get_connection(
+    async fn get_connection(
         &self,
         brand: &str,
         connector: &str,
@@ -928,11 +917,9 @@ impl ConnectionStore for SqliteStore {
     ) -> Result<Option<String>, StoreError> {
         let row: Option<(Vec<u8>, Vec<u8>, bool)> = {
             let conn = self.read();
-            conn.query_row(
-                "SELECT nonce, ciphertext, disabled FROM connections WHERE brand = ?1 AND connector = ?2",
-                [brand, connector],
-                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
-            )
+            conn.query_row(rules::SEALED_CONNECTION.lite, [brand, connector], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+            })
             .optional()?
         };
         let Some((nonce, ciphertext, disabled)) = row else {
@@ -944,7 +931,7 @@ impl ConnectionStore for SqliteStore {
         super::sealed::open_connection(brand, connector, key, &nonce, &ciphertext).map(Some)
     }
 
-    fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, StoreError> {
+    async fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, StoreError> {
         self.write_tx(|tx| {
             let changed = tx.execute(
             "UPDATE connections SET disabled = 1, updated_at_ms = ?1 WHERE brand = ?2 AND connector = ?3",
@@ -954,7 +941,7 @@ impl ConnectionStore for SqliteStore {
         })
     }
 
-    fn share_connection(
+    async fn share_connection(
         &self,
         owner_brand: &str,
         connector: &str,
@@ -962,15 +949,14 @@ impl ConnectionStore for SqliteStore {
     ) -> Result<(), StoreError> {
         self.write_tx(|tx| {
             tx.execute(
-                "INSERT INTO connection_shares (owner_brand, connector, with_brand, shared_at_ms)
-             VALUES (?1, ?2, ?3, ?4) ON CONFLICT (owner_brand, connector, with_brand) DO NOTHING",
+                rules::SHARE_CONNECTION.lite,
                 params![owner_brand, connector, with_brand, super::now_ms()],
             )?;
             Ok(())
         })
     }
 
-    fn unshare_connection(
+    async fn unshare_connection(
         &self,
         owner_brand: &str,
         connector: &str,
@@ -978,26 +964,28 @@ impl ConnectionStore for SqliteStore {
     ) -> Result<bool, StoreError> {
         self.write_tx(|tx| {
             let changed = tx.execute(
-            "DELETE FROM connection_shares WHERE owner_brand = ?1 AND connector = ?2 AND with_brand = ?3",
-            params![owner_brand, connector, with_brand],
-        )?;
+                rules::UNSHARE_CONNECTION.lite,
+                params![owner_brand, connector, with_brand],
+            )?;
             Ok(changed == 1)
         })
     }
 
-    fn shared_with(&self, with_brand: &str, connector: &str) -> Result<Vec<String>, StoreError> {
+    async fn shared_with(
+        &self,
+        with_brand: &str,
+        connector: &str,
+    ) -> Result<Vec<String>, StoreError> {
         let conn = self.read();
-        let mut stmt = conn.prepare_cached(
-            "SELECT owner_brand FROM connection_shares WHERE with_brand = ?1 AND connector = ?2
-             ORDER BY shared_at_ms, owner_brand",
-        )?;
+        let mut stmt = conn.prepare_cached(rules::SHARED_WITH.lite)?;
         let rows = stmt.query_map([with_brand, connector], |row| row.get::<_, String>(0))?;
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
 }
 
+#[async_trait::async_trait]
 impl ProfileStore for SqliteStore {
-    fn save_profile(
+    async fn save_profile(
         &self,
         brand: &str,
         profile: &Profile,
@@ -1009,35 +997,34 @@ impl ProfileStore for SqliteStore {
             serde_json::to_string(profile).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         self.write_tx(|tx| {
             tx.execute(
-            "INSERT INTO profiles (brand, name, kind, body, updated_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT (brand, name) DO UPDATE SET
-                 kind = excluded.kind, body = excluded.body, updated_at_ms = excluded.updated_at_ms",
-            params![brand, profile.name, kind.as_str(), body, super::now_ms()],
-        )
-        .map_err(StoreError::from)?;
+                rules::SAVE_PROFILE.lite,
+                params![brand, profile.name, kind.as_str(), body, super::now_ms()],
+            )
+            .map_err(StoreError::from)?;
             Ok(())
         })
     }
 
-    fn load_profile(&self, brand: &str, name: &str) -> Result<Option<SavedProfile>, StoreError> {
+    async fn load_profile(
+        &self,
+        brand: &str,
+        name: &str,
+    ) -> Result<Option<SavedProfile>, StoreError> {
         let row: Option<(String, String)> = {
             let conn = self.read();
-            conn.query_row(
-                "SELECT kind, body FROM profiles WHERE brand = ?1 AND name = ?2",
-                [brand, name],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
+            conn.query_row(rules::LOAD_PROFILE.lite, [brand, name], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
             .optional()?
         };
         row.map(|(kind, body)| super::decode_profile(&kind, &body))
             .transpose()
     }
 
-    fn list_profiles(&self, brand: &str) -> Result<Vec<SavedProfile>, StoreError> {
+    async fn list_profiles(&self, brand: &str) -> Result<Vec<SavedProfile>, StoreError> {
         let rows: Vec<(String, String)> = {
             let conn = self.read();
-            let mut stmt = conn
-                .prepare_cached("SELECT kind, body FROM profiles WHERE brand = ?1 ORDER BY name")?;
+            let mut stmt = conn.prepare_cached(rules::LIST_PROFILES.lite)?;
             let rows = stmt.query_map([brand], |row| Ok((row.get(0)?, row.get(1)?)))?;
             rows.collect::<Result<Vec<_>, _>>()?
         };
@@ -1046,12 +1033,9 @@ impl ProfileStore for SqliteStore {
             .collect()
     }
 
-    fn delete_profile(&self, brand: &str, name: &str) -> Result<bool, StoreError> {
+    async fn delete_profile(&self, brand: &str, name: &str) -> Result<bool, StoreError> {
         self.write_tx(|tx| {
-            let changed = tx.execute(
-                "DELETE FROM profiles WHERE brand = ?1 AND name = ?2",
-                [brand, name],
-            )?;
+            let changed = tx.execute(rules::DELETE_PROFILE.lite, [brand, name])?;
             Ok(changed == 1)
         })
     }
@@ -1074,8 +1058,9 @@ fn capability_request_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<super::Cap
 const CAPABILITY_COLUMNS: &str =
     "id, session, brand, request, requested_at_ms, answer, answered_by, answered_at_ms";
 
+#[async_trait::async_trait]
 impl super::CapabilityRequestStore for SqliteStore {
-    fn park_capability_request(
+    async fn park_capability_request(
         &self,
         session: &str,
         brand: &str,
@@ -1091,7 +1076,7 @@ impl super::CapabilityRequestStore for SqliteStore {
         })
     }
 
-    fn capability_requests(
+    async fn capability_requests(
         &self,
         session: Option<&str>,
         pending_only: bool,
@@ -1105,7 +1090,7 @@ impl super::CapabilityRequestStore for SqliteStore {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    fn answer_capability_request(
+    async fn answer_capability_request(
         &self,
         id: i64,
         answer: &str,
@@ -1127,7 +1112,7 @@ impl super::CapabilityRequestStore for SqliteStore {
             }
             let at = super::now_ms();
             tx.execute(
-                "UPDATE capability_requests SET answer = ?1, answered_by = ?2, answered_at_ms = ?3 WHERE id = ?4",
+                rules::ANSWER_CAPABILITY_REQUEST.lite,
                 params![answer, by, at, id],
             )?;
             found.answer = Some(answer.to_string());
@@ -1138,26 +1123,27 @@ impl super::CapabilityRequestStore for SqliteStore {
     }
 }
 
+#[async_trait::async_trait]
 impl ReviewStore for SqliteStore {
-    fn reviewed(&self, connector: &str, tool: &str) -> Result<Option<super::Reviewed>, StoreError> {
+    async fn reviewed(
+        &self,
+        connector: &str,
+        tool: &str,
+    ) -> Result<Option<super::Reviewed>, StoreError> {
         let conn = self.read();
         let reviewed = conn
-            .query_row(
-                "SELECT digest, effect, facts FROM tool_reviews WHERE connector = ?1 AND tool = ?2",
-                [connector, tool],
-                |row| {
-                    Ok(super::Reviewed {
-                        digest: row.get(0)?,
-                        effect: row.get(1)?,
-                        facts: row.get(2)?,
-                    })
-                },
-            )
+            .query_row(rules::REVIEWED.lite, [connector, tool], |row| {
+                Ok(super::Reviewed {
+                    digest: row.get(0)?,
+                    effect: row.get(1)?,
+                    facts: row.get(2)?,
+                })
+            })
             .optional()?;
         Ok(reviewed)
     }
 
-    fn approve_tool(
+    async fn approve_tool(
         &self,
         connector: &str,
         tool: &str,
@@ -1168,49 +1154,41 @@ impl ReviewStore for SqliteStore {
     ) -> Result<(), StoreError> {
         self.write_tx(|tx| {
             tx.execute(
-            "INSERT INTO tool_reviews (connector, tool, digest, approved_by, approved_at_ms, effect, facts) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-             ON CONFLICT (connector, tool) DO UPDATE SET digest = excluded.digest,
-                 approved_by = excluded.approved_by, approved_at_ms = excluded.approved_at_ms,
-                 effect = excluded.effect, facts = excluded.facts",
-            params![connector, tool, digest, by, super::now_ms(), effect, facts],
-        )?;
+                rules::APPROVE_TOOL.lite,
+                params![connector, tool, digest, by, super::now_ms(), effect, facts],
+            )?;
             Ok(())
         })
     }
 
-    fn reviewed_tools(&self, connector: &str) -> Result<Vec<String>, StoreError> {
+    async fn reviewed_tools(&self, connector: &str) -> Result<Vec<String>, StoreError> {
         let conn = self.read();
-        let mut statement =
-            conn.prepare("SELECT tool FROM tool_reviews WHERE connector = ?1 ORDER BY tool")?;
+        let mut statement = conn.prepare(rules::REVIEWED_TOOLS.lite)?;
         let tools = statement
             .query_map([connector], |row| row.get(0))?
             .collect::<Result<Vec<String>, _>>()?;
         Ok(tools)
     }
 
-    fn pin_artifact(&self, reference: &str, digest: &str, by: &str) -> Result<String, StoreError> {
+    async fn pin_artifact(
+        &self,
+        reference: &str,
+        digest: &str,
+        by: &str,
+    ) -> Result<String, StoreError> {
         self.write_tx(|tx| {
             tx.execute(
-                "INSERT INTO artifact_pins (reference, digest, pinned_by, pinned_at_ms) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (reference) DO NOTHING",
+                rules::PIN_ARTIFACT.lite,
                 params![reference, digest, by, super::now_ms()],
             )?;
-            Ok(tx.query_row(
-                "SELECT digest FROM artifact_pins WHERE reference = ?1",
-                [reference],
-                |row| row.get(0),
-            )?)
+            Ok(tx.query_row(rules::PINNED_ARTIFACT.lite, [reference], |row| row.get(0))?)
         })
     }
 
-    fn pinned_artifact(&self, reference: &str) -> Result<Option<String>, StoreError> {
+    async fn pinned_artifact(&self, reference: &str) -> Result<Option<String>, StoreError> {
         let conn = self.read();
         Ok(conn
-            .query_row(
-                "SELECT digest FROM artifact_pins WHERE reference = ?1",
-                [reference],
-                |row| row.get(0),
-            )
+            .query_row(rules::PINNED_ARTIFACT.lite, [reference], |row| row.get(0))
             .optional()?)
     }
 }
@@ -1231,8 +1209,9 @@ fn deployed_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<super::StoredConnec
     })
 }
 
+#[async_trait::async_trait]
 impl super::DeploymentStore for SqliteStore {
-    fn put_connector(
+    async fn put_connector(
         &self,
         name: &str,
         settings: &str,
@@ -1257,7 +1236,7 @@ impl super::DeploymentStore for SqliteStore {
         })
     }
 
-    fn retire_connector(
+    async fn retire_connector(
         &self,
         name: &str,
         by: &str,
@@ -1279,7 +1258,7 @@ impl super::DeploymentStore for SqliteStore {
         })
     }
 
-    fn stored_connectors(&self) -> Result<Vec<super::StoredConnector>, StoreError> {
+    async fn stored_connectors(&self) -> Result<Vec<super::StoredConnector>, StoreError> {
         let conn = self.read();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {DEPLOYED_COLUMNS} FROM deployed_connectors ORDER BY name"
@@ -1289,8 +1268,9 @@ impl super::DeploymentStore for SqliteStore {
     }
 }
 
+#[async_trait::async_trait]
 impl SessionStore for SqliteStore {
-    fn recover_interrupted(&self, at_ms: i64) -> Result<Recovered, StoreError> {
+    async fn recover_interrupted(&self, at_ms: i64) -> Result<Recovered, StoreError> {
         let recovered = self.write_tx(|tx| -> Result<_, StoreError> {
             let approvals_revoked = tx.execute(
             "UPDATE approvals SET state = 'revoked', decided_by = ?1, decided_at_ms = ?2, args_nonce = NULL, args_sealed = NULL WHERE state = 'pending'",
@@ -1365,12 +1345,11 @@ impl SessionStore for SqliteStore {
     }
 }
 
+#[async_trait::async_trait]
 impl super::InventoryStore for SqliteStore {
-    fn stored_connections(&self) -> Result<Vec<super::StoredConnection>, StoreError> {
+    async fn stored_connections(&self) -> Result<Vec<super::StoredConnection>, StoreError> {
         let conn = self.read();
-        let mut stmt = conn.prepare_cached(
-            "SELECT brand, connector, disabled, updated_at_ms FROM connections ORDER BY brand, connector",
-        )?;
+        let mut stmt = conn.prepare_cached(rules::ALL_CONNECTIONS.lite)?;
         let mut out: Vec<super::StoredConnection> = stmt
             .query_map([], |row| {
                 Ok(super::StoredConnection {
@@ -1382,9 +1361,7 @@ impl super::InventoryStore for SqliteStore {
                 })
             })?
             .collect::<Result<_, _>>()?;
-        let mut stmt = conn.prepare_cached(
-            "SELECT owner_brand, connector, with_brand FROM connection_shares ORDER BY shared_at_ms, with_brand",
-        )?;
+        let mut stmt = conn.prepare_cached(rules::ALL_SHARES.lite)?;
         let shares = stmt.query_map([], |row| {
             Ok((
                 row.get::<_, String>(0)?,
@@ -1404,11 +1381,10 @@ impl super::InventoryStore for SqliteStore {
         Ok(out)
     }
 
-    fn all_profiles(&self) -> Result<Vec<(String, SavedProfile)>, StoreError> {
+    async fn all_profiles(&self) -> Result<Vec<(String, SavedProfile)>, StoreError> {
         let rows: Vec<(String, String, String)> = {
             let conn = self.read();
-            let mut stmt =
-                conn.prepare_cached("SELECT brand, kind, body FROM profiles ORDER BY brand, name")?;
+            let mut stmt = conn.prepare_cached(rules::ALL_PROFILES.lite)?;
             let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
             rows.collect::<Result<Vec<_>, _>>()?
         };
@@ -1417,11 +1393,9 @@ impl super::InventoryStore for SqliteStore {
             .collect()
     }
 
-    fn stored_reviews(&self) -> Result<Vec<super::StoredReview>, StoreError> {
+    async fn stored_reviews(&self) -> Result<Vec<super::StoredReview>, StoreError> {
         let conn = self.read();
-        let mut stmt = conn.prepare_cached(
-            "SELECT connector, tool, digest, approved_by, approved_at_ms, effect FROM tool_reviews ORDER BY connector, tool",
-        )?;
+        let mut stmt = conn.prepare_cached(rules::ALL_REVIEWS.lite)?;
         let rows = stmt.query_map([], |row| {
             Ok(super::StoredReview {
                 connector: row.get(0)?,
@@ -1435,21 +1409,18 @@ impl super::InventoryStore for SqliteStore {
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
 
-    fn all_pending(&self) -> Result<Vec<Approval>, StoreError> {
+    async fn all_pending(&self) -> Result<Vec<Approval>, StoreError> {
         let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE state = ?1 ORDER BY id");
         self.approvals_query(&sql, &"pending")
     }
 
-    fn last_executed(
+    async fn last_executed(
         &self,
         brand: &str,
     ) -> Result<std::collections::BTreeMap<String, i64>, StoreError> {
         super::off_worker(|| {
             let conn = self.read();
-            let mut stmt = conn.prepare_cached(
-                "SELECT tool, MAX(at_ms) FROM trace
-                 WHERE brand = ?1 AND state = 'executed' AND tool IS NOT NULL GROUP BY tool",
-            )?;
+            let mut stmt = conn.prepare_cached(rules::LAST_EXECUTED.lite)?;
             let rows = stmt.query_map([brand], |row| Ok((row.get(0)?, row.get(1)?)))?;
             Ok(rows.collect::<Result<_, _>>()?)
         })
@@ -1518,21 +1489,23 @@ mod tests {
 
             let store = SqliteStore::open(&path).unwrap();
             assert_eq!(
-                store.pending("s1").unwrap().len(),
+                crate::store::block(store.pending("s1")).unwrap().len(),
                 1,
                 "from v{at}: rows kept"
             );
-            store
-                .start_run("r1", "acme", "c", "2026-12-05", 10, 100)
-                .unwrap();
+            crate::store::block(store.start_run("r1", "acme", "c", "2026-12-05", 10, 100)).unwrap();
             assert!(
                 matches!(
-                    store.reserve_in_run("r1", 3).unwrap(),
+                    crate::store::block(store.reserve_in_run("r1", 3)).unwrap(),
                     crate::store::RunHold::Held
                 ),
                 "from v{at}"
             );
-            assert_eq!(store.run_left("r1").unwrap(), Some(7), "from v{at}");
+            assert_eq!(
+                crate::store::block(store.run_left("r1")).unwrap(),
+                Some(7),
+                "from v{at}"
+            );
             drop(store);
             let conn = rusqlite::Connection::open(&path).unwrap();
             let version: i64 = conn

@@ -33,18 +33,12 @@ struct Row {
 }
 
 /// Where a batch's outcome goes.
-enum Reply {
-    Blocking(mpsc::SyncSender<Result<(), std::sync::Arc<rusqlite::Error>>>),
-    Async(tokio::sync::oneshot::Sender<Result<(), std::sync::Arc<rusqlite::Error>>>),
-}
+struct Reply(tokio::sync::oneshot::Sender<Result<(), std::sync::Arc<rusqlite::Error>>>);
 
 impl Reply {
     fn send(self, outcome: Result<(), std::sync::Arc<rusqlite::Error>>) {
         // A caller that went away does not need its answer.
-        match self {
-            Reply::Blocking(tx) => drop(tx.send(outcome)),
-            Reply::Async(tx) => drop(tx.send(outcome)),
-        }
+        drop(self.0.send(outcome));
     }
 }
 
@@ -92,17 +86,11 @@ impl TraceWriter {
         self.commits.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// Writes `events` in order, all or none, and returns once they are durable.
-    pub(crate) fn write_blocking(&self, events: &[TraceEvent]) -> Result<(), StoreError> {
-        let (tx, rx) = mpsc::sync_channel(1);
-        self.enqueue(events, Reply::Blocking(tx))?;
-        rx.recv().map_err(|_| gone())?.map_err(StoreError::Write)
-    }
-
-    /// [`TraceWriter::write_blocking`] for async callers: nothing blocks while the disk works.
+    /// Writes `events` in order, all or none, and returns once they are
+    /// durable; nothing blocks while the disk works.
     pub async fn write(&self, events: &[TraceEvent]) -> Result<(), StoreError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        self.enqueue(events, Reply::Async(tx))?;
+        self.enqueue(events, Reply(tx))?;
         rx.await.map_err(|_| gone())?.map_err(StoreError::Write)
     }
 

@@ -230,17 +230,19 @@ fn profile_body(name: &str, tools: &[&str], grant: Value) -> Value {
 
 fn save(store: &dyn Store, brand: &str, body: &Value) {
     let profile = serde_json::from_value(body["profile"].clone()).unwrap();
-    store
-        .save_profile(brand, &profile, ProfileKind::Coworker, &Catalog::seed())
-        .unwrap();
+    scout_host::store::block(store.save_profile(
+        brand,
+        &profile,
+        ProfileKind::Coworker,
+        &Catalog::seed(),
+    ))
+    .unwrap();
 }
 
 #[test]
 fn person_chat_with_github_shows_each_route_gate_and_credential() {
     let s = Setup::new("person", "", &github("host_env = \"GITHUB_TOKEN\"\n"));
-    s.store()
-        .put_connection("acme", "github", SECRET, &key())
-        .unwrap();
+    scout_host::store::block(s.store().put_connection("acme", "github", SECRET, &key())).unwrap();
     let writes_on = [
         ("SCOUT_STORE_KEY", KEY_HEX),
         ("GITHUB_ALLOW_WRITES", "true"),
@@ -818,34 +820,30 @@ fn a_connection_unused_for_the_stale_days_is_found() {
     let s = Setup::new("stale", "", &github(""));
     let store = s.store();
     for brand in ["acme", "globex", "initech", "umbrella"] {
-        store
-            .put_connection(brand, "github", SECRET, &key())
-            .unwrap();
+        scout_host::store::block(store.put_connection(brand, "github", SECRET, &key())).unwrap();
     }
     for brand in ["acme", "globex", "umbrella"] {
         s.backdate_connection(brand, "github", 40);
     }
     // globex's sessions used it two days ago; umbrella's is disabled.
-    store
-        .record(&event(
-            "s-g",
-            "globex",
-            Some("mcp__github__github_read_file"),
-            TraceState::Executed,
-            now_ms() - 2 * DAY_MS,
-        ))
-        .unwrap();
+    scout_host::store::block(store.record(&event(
+        "s-g",
+        "globex",
+        Some("mcp__github__github_read_file"),
+        TraceState::Executed,
+        now_ms() - 2 * DAY_MS,
+    )))
+    .unwrap();
     // A request that never ran is no use.
-    store
-        .record(&event(
-            "s-a",
-            "acme",
-            Some("mcp__github__github_read_file"),
-            TraceState::Requested,
-            now_ms(),
-        ))
-        .unwrap();
-    assert!(store.disable_connection("umbrella", "github").unwrap());
+    scout_host::store::block(store.record(&event(
+        "s-a",
+        "acme",
+        Some("mcp__github__github_read_file"),
+        TraceState::Requested,
+        now_ms(),
+    )))
+    .unwrap();
+    assert!(scout_host::store::block(store.disable_connection("umbrella", "github")).unwrap());
     s.backdate_connection("umbrella", "github", 40);
     let env = [("SCOUT_STORE_KEY", KEY_HEX)];
     let args = ["--role", "read-only", "--config", s.config()];
@@ -870,16 +868,15 @@ fn a_connection_unused_for_the_stale_days_is_found() {
     let patient = audit_json(&[&args[..], &["--stale-days", "41"]].concat(), &env);
     assert!(findings(&patient, "stale_connection").is_empty());
     // A brand it is shared with used it this morning: in use.
-    store.share_connection("acme", "github", "hooli").unwrap();
-    store
-        .record(&event(
-            "s-h",
-            "hooli",
-            Some("mcp__github__github_list_issues"),
-            TraceState::Executed,
-            now_ms() - DAY_MS / 2,
-        ))
-        .unwrap();
+    scout_host::store::block(store.share_connection("acme", "github", "hooli")).unwrap();
+    scout_host::store::block(store.record(&event(
+        "s-h",
+        "hooli",
+        Some("mcp__github__github_list_issues"),
+        TraceState::Executed,
+        now_ms() - DAY_MS / 2,
+    )))
+    .unwrap();
     let shared = audit_json(&args, &env);
     assert!(
         findings(&shared, "stale_connection").is_empty(),
@@ -944,9 +941,7 @@ fn a_grant_naming_a_connector_without_a_live_credential_is_found() {
         );
     let s = Setup::new("grants", "", &connectors);
     let store = s.store();
-    store
-        .put_connection("acme", "github", SECRET, &key())
-        .unwrap();
+    scout_host::store::block(store.put_connection("acme", "github", SECRET, &key())).unwrap();
     let researcher = profile_body(
         "researcher",
         &["Read", "mcp__firecrawl__firecrawl_scrape"],
@@ -1005,8 +1000,7 @@ fn a_grant_naming_a_connector_without_a_live_credential_is_found() {
         "{text}"
     );
     // Once acme's Firecrawl connection is stored, that grant is live.
-    store
-        .put_connection("acme", "firecrawl", "fc-audit-key", &key())
+    scout_host::store::block(store.put_connection("acme", "firecrawl", "fc-audit-key", &key()))
         .unwrap();
     let audit = audit_json(&args, &env);
     let left: Vec<&str> = findings(&audit, "grant_without_credential")
@@ -1015,7 +1009,7 @@ fn a_grant_naming_a_connector_without_a_live_credential_is_found() {
         .collect();
     assert_eq!(left, ["analyst"]);
     // A disabled connection resolves for no one.
-    assert!(store.disable_connection("acme", "github").unwrap());
+    assert!(scout_host::store::block(store.disable_connection("acme", "github")).unwrap());
     let audit = audit_json(&args, &env);
     let left: Vec<&str> = findings(&audit, "grant_without_credential")
         .iter()
@@ -1029,29 +1023,33 @@ fn a_review_of_a_tool_no_component_offers_is_found() {
     let s = Setup::new("reviews", "", &github(""));
     let store = s.store();
     // Reviewed when it was described otherwise: the tool is still offered.
-    store
-        .approve_tool(
-            "github",
-            "github_read_file",
-            "an-older-digest",
-            None,
-            None,
-            "alice",
-        )
-        .unwrap();
-    store
-        .approve_tool(
-            "github",
-            "github_delete_repository",
-            "d1",
-            None,
-            None,
-            "bob",
-        )
-        .unwrap();
-    store
-        .approve_tool("railway", "railway_logs", "d2", None, None, "carol")
-        .unwrap();
+    scout_host::store::block(store.approve_tool(
+        "github",
+        "github_read_file",
+        "an-older-digest",
+        None,
+        None,
+        "alice",
+    ))
+    .unwrap();
+    scout_host::store::block(store.approve_tool(
+        "github",
+        "github_delete_repository",
+        "d1",
+        None,
+        None,
+        "bob",
+    ))
+    .unwrap();
+    scout_host::store::block(store.approve_tool(
+        "railway",
+        "railway_logs",
+        "d2",
+        None,
+        None,
+        "carol",
+    ))
+    .unwrap();
     let env = [("SCOUT_STORE_KEY", KEY_HEX)];
     let args = ["--role", "read-only", "--config", s.config()];
     let audit = audit_json(&args, &env);
@@ -1103,34 +1101,35 @@ fn a_pending_approval_of_an_ended_session_is_found() {
     let tool = "mcp__github__github_create_branch";
     let digest = args_digest(&json!({"branch": "x"}));
     // Opened two days ago: past any session's time (a day by default).
-    store
-        .record(&event(
-            "s-old",
-            "acme",
-            None,
-            TraceState::Registered,
-            now_ms() - 2 * DAY_MS,
-        ))
-        .unwrap();
-    let old = store.request_approval("s-old", tool, &digest).unwrap();
+    scout_host::store::block(store.record(&event(
+        "s-old",
+        "acme",
+        None,
+        TraceState::Registered,
+        now_ms() - 2 * DAY_MS,
+    )))
+    .unwrap();
+    let old = scout_host::store::block(store.request_approval("s-old", tool, &digest)).unwrap();
     // Decided: nothing pending.
-    let decided = store
-        .request_approval("s-old", tool, &args_digest(&json!({"b": 2})))
-        .unwrap();
-    store.decide(decided, false, "alice").unwrap();
+    let decided = scout_host::store::block(store.request_approval(
+        "s-old",
+        tool,
+        &args_digest(&json!({"b": 2})),
+    ))
+    .unwrap();
+    scout_host::store::block(store.decide(decided, false, "alice")).unwrap();
     // Never opened on this store at all.
-    let ghost = store.request_approval("s-ghost", tool, &digest).unwrap();
+    let ghost = scout_host::store::block(store.request_approval("s-ghost", tool, &digest)).unwrap();
     // Opened just now: it may be live on the host serving it.
-    store
-        .record(&event(
-            "s-new",
-            "acme",
-            None,
-            TraceState::Registered,
-            now_ms(),
-        ))
-        .unwrap();
-    store.request_approval("s-new", tool, &digest).unwrap();
+    scout_host::store::block(store.record(&event(
+        "s-new",
+        "acme",
+        None,
+        TraceState::Registered,
+        now_ms(),
+    )))
+    .unwrap();
+    scout_host::store::block(store.request_approval("s-new", tool, &digest)).unwrap();
     let env = [("SCOUT_STORE_KEY", KEY_HEX)];
     let args = ["--role", "read-only", "--config", s.config()];
     let audit = audit_json(&args, &env);
@@ -1176,8 +1175,8 @@ fn a_pending_approval_of_an_ended_session_is_found() {
         "{text}"
     );
     // Once decided, it is no longer dead authority.
-    store.decide(old, false, "alice").unwrap();
-    store.decide(ghost, false, "alice").unwrap();
+    scout_host::store::block(store.decide(old, false, "alice")).unwrap();
+    scout_host::store::block(store.decide(ghost, false, "alice")).unwrap();
     let audit = audit_json(&args, &env);
     assert!(findings(&audit, "pending_approval_of_ended_session").is_empty());
 }
@@ -1313,6 +1312,7 @@ async fn the_admin_api_answers_the_same_audit() {
     let digest = args_digest(&json!({"branch": "y"}));
     let gone = store
         .request_approval("s-gone", tool_name, &digest)
+        .await
         .unwrap();
     let (status, view) = admin(
         &http,
@@ -1324,7 +1324,10 @@ async fn the_admin_api_answers_the_same_audit() {
     .await;
     assert_eq!(status, 201, "{view}");
     let live = view["id"].as_str().unwrap().to_string();
-    store.request_approval(&live, tool_name, &digest).unwrap();
+    store
+        .request_approval(&live, tool_name, &digest)
+        .await
+        .unwrap();
     // globex's grant has no credential behind it.
     save(store.as_ref(), "globex", &coder);
     let (status, audit) = get("/v1/audit?role=read-only&stale_days=7".into()).await;
@@ -1430,23 +1433,23 @@ async fn the_admin_api_answers_the_same_audit() {
 /// The store's inventory, on both backends.
 fn inventory_lists_what_the_store_holds(store: &dyn Store) {
     let key = key();
-    store.put_connection("acme", "github", "s1", &key).unwrap();
-    store.put_connection("acme", "google", "s2", &key).unwrap();
-    store.put_connection("beta", "github", "s3", &key).unwrap();
-    assert!(store.disable_connection("beta", "github").unwrap());
-    store.share_connection("acme", "github", "gamma").unwrap();
-    store.share_connection("acme", "github", "delta").unwrap();
-    let rows: Vec<(String, String, bool, Vec<String>)> = store
-        .stored_connections()
-        .unwrap()
-        .into_iter()
-        .map(|c| {
-            assert!(c.updated_at_ms > 0);
-            let mut shared = c.shared_with;
-            shared.sort();
-            (c.brand, c.connection, c.disabled, shared)
-        })
-        .collect();
+    scout_host::store::block(store.put_connection("acme", "github", "s1", &key)).unwrap();
+    scout_host::store::block(store.put_connection("acme", "google", "s2", &key)).unwrap();
+    scout_host::store::block(store.put_connection("beta", "github", "s3", &key)).unwrap();
+    assert!(scout_host::store::block(store.disable_connection("beta", "github")).unwrap());
+    scout_host::store::block(store.share_connection("acme", "github", "gamma")).unwrap();
+    scout_host::store::block(store.share_connection("acme", "github", "delta")).unwrap();
+    let rows: Vec<(String, String, bool, Vec<String>)> =
+        scout_host::store::block(store.stored_connections())
+            .unwrap()
+            .into_iter()
+            .map(|c| {
+                assert!(c.updated_at_ms > 0);
+                let mut shared = c.shared_with;
+                shared.sort();
+                (c.brand, c.connection, c.disabled, shared)
+            })
+            .collect();
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     assert_eq!(
         rows,
@@ -1465,8 +1468,7 @@ fn inventory_lists_what_the_store_holds(store: &dyn Store) {
     save(store, "beta", &body("b1"));
     save(store, "acme", &body("a2"));
     save(store, "acme", &body("a1"));
-    let profiles: Vec<(String, String)> = store
-        .all_profiles()
+    let profiles: Vec<(String, String)> = scout_host::store::block(store.all_profiles())
         .unwrap()
         .into_iter()
         .map(|(brand, p)| (brand, p.profile.name))
@@ -1479,18 +1481,23 @@ fn inventory_lists_what_the_store_holds(store: &dyn Store) {
             ("beta".into(), "b1".into())
         ]
     );
-    store
-        .approve_tool("zeta", "z_tool", "dz", None, None, "bob")
+    scout_host::store::block(store.approve_tool("zeta", "z_tool", "dz", None, None, "bob"))
         .unwrap();
-    store
-        .approve_tool("github", "github_read_file", "dg", None, None, "alice")
-        .unwrap();
-    let reviews: Vec<(String, String, String, String)> = store
-        .stored_reviews()
-        .unwrap()
-        .into_iter()
-        .map(|r| (r.connector, r.tool, r.digest, r.approved_by))
-        .collect();
+    scout_host::store::block(store.approve_tool(
+        "github",
+        "github_read_file",
+        "dg",
+        None,
+        None,
+        "alice",
+    ))
+    .unwrap();
+    let reviews: Vec<(String, String, String, String)> =
+        scout_host::store::block(store.stored_reviews())
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.connector, r.tool, r.digest, r.approved_by))
+            .collect();
     assert_eq!(
         reviews,
         [
@@ -1504,12 +1511,11 @@ fn inventory_lists_what_the_store_holds(store: &dyn Store) {
         ]
     );
     let digest = args_digest(&json!({}));
-    let first = store.request_approval("s1", "t", &digest).unwrap();
-    let second = store.request_approval("s2", "t", &digest).unwrap();
-    let third = store.request_approval("s3", "t", &digest).unwrap();
-    store.decide(second, true, "alice").unwrap();
-    let pending: Vec<_> = store
-        .all_pending()
+    let first = scout_host::store::block(store.request_approval("s1", "t", &digest)).unwrap();
+    let second = scout_host::store::block(store.request_approval("s2", "t", &digest)).unwrap();
+    let third = scout_host::store::block(store.request_approval("s3", "t", &digest)).unwrap();
+    scout_host::store::block(store.decide(second, true, "alice")).unwrap();
+    let pending: Vec<_> = scout_host::store::block(store.all_pending())
         .unwrap()
         .into_iter()
         .map(|a| a.id)
@@ -1523,11 +1529,18 @@ fn inventory_lists_what_the_store_holds(store: &dyn Store) {
         ("acme", None, TraceState::Registered, 300),
         ("beta", Some("t1"), TraceState::Executed, 100),
     ] {
-        store.record(&event("s", brand, tool, state, at)).unwrap();
+        scout_host::store::block(store.record(&event("s", brand, tool, state, at))).unwrap();
     }
-    let last: Vec<(String, i64)> = store.last_executed("acme").unwrap().into_iter().collect();
+    let last: Vec<(String, i64)> = scout_host::store::block(store.last_executed("acme"))
+        .unwrap()
+        .into_iter()
+        .collect();
     assert_eq!(last, [("t1".to_string(), 9), ("t2".to_string(), 7)]);
-    assert!(store.last_executed("nobody").unwrap().is_empty());
+    assert!(
+        scout_host::store::block(store.last_executed("nobody"))
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]

@@ -83,9 +83,7 @@ fn writes(w: &World) -> usize {
 }
 
 fn states(w: &World, session: &str) -> Vec<(String, Option<String>)> {
-    w.boundary
-        .store()
-        .trace_for_session(session)
+    scout_host::store::block(w.boundary.store().trace_for_session(session))
         .unwrap()
         .into_iter()
         .map(|e| (e.state.as_str().to_string(), e.rule))
@@ -93,8 +91,7 @@ fn states(w: &World, session: &str) -> Vec<(String, Option<String>)> {
 }
 
 fn states_in(store: &Arc<dyn Store>, session: &str) -> Vec<(String, Option<String>)> {
-    store
-        .trace_for_session(session)
+    scout_host::store::block(store.trace_for_session(session))
         .unwrap()
         .into_iter()
         .map(|e| (e.state.as_str().to_string(), e.rule))
@@ -107,8 +104,11 @@ fn answer_when_asked(w: &World, session: &str, approve: bool) -> tokio::task::Jo
     let session = session.to_string();
     tokio::spawn(async move {
         for _ in 0..500 {
-            if let Some(a) = store.pending(&session).unwrap().first() {
-                store.decide(a.id, approve, "alice").unwrap();
+            if let Some(a) = scout_host::store::block(store.pending(&session))
+                .unwrap()
+                .first()
+            {
+                scout_host::store::block(store.decide(a.id, approve, "alice")).unwrap();
                 return;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -171,10 +171,7 @@ async fn a_read_runs_without_approval_and_the_trace_tells_the_story() {
             "result"
         ]
     );
-    let events: Vec<_> = w
-        .boundary
-        .store()
-        .trace_for_brand("acme")
+    let events: Vec<_> = scout_host::store::block(w.boundary.store().trace_for_brand("acme"))
         .unwrap()
         .into_iter()
         .filter(|e| e.state != TraceState::Removed)
@@ -211,15 +208,13 @@ async fn a_switch_that_is_off_is_traced_as_that_switch_at_the_start() {
             .brand(BrandFacts::with_connectors(["github", "agentmail"])),
     );
     w.boundary.open_session(&s).unwrap();
-    let removed: Vec<(String, Option<String>)> = w
-        .boundary
-        .store()
-        .trace_for_session("s-removed")
-        .unwrap()
-        .into_iter()
-        .filter(|e| e.state == TraceState::Removed)
-        .map(|e| (e.tool.unwrap(), e.rule))
-        .collect();
+    let removed: Vec<(String, Option<String>)> =
+        scout_host::store::block(w.boundary.store().trace_for_session("s-removed"))
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.state == TraceState::Removed)
+            .map(|e| (e.tool.unwrap(), e.rule))
+            .collect();
     let rule = |tool: &str| {
         removed
             .iter()
@@ -248,15 +243,13 @@ async fn a_switch_that_is_off_is_traced_as_that_switch_at_the_start() {
         .profile(profile),
     );
     w.boundary.open_session(&c).unwrap();
-    let rules: Vec<(String, Option<String>)> = w
-        .boundary
-        .store()
-        .trace_for_session("s-coworker")
-        .unwrap()
-        .into_iter()
-        .filter(|e| e.state == TraceState::Removed)
-        .map(|e| (e.tool.unwrap(), e.rule))
-        .collect();
+    let rules: Vec<(String, Option<String>)> =
+        scout_host::store::block(w.boundary.store().trace_for_session("s-coworker"))
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.state == TraceState::Removed)
+            .map(|e| (e.tool.unwrap(), e.rule))
+            .collect();
     assert!(
         rules.contains(&(
             "mcp__transcripts__transcript_search".to_string(),
@@ -319,10 +312,7 @@ async fn a_write_waits_for_a_person_and_runs_once_approved() {
     assert_eq!(trace[2].1.as_deref(), Some("approved"));
     assert_eq!(trace[3].1.as_deref(), Some("approved_by_person"));
     // Who decided, and when.
-    let decided = w
-        .boundary
-        .store()
-        .trace_for_session("s-approve")
+    let decided = scout_host::store::block(w.boundary.store().trace_for_session("s-approve"))
         .unwrap()
         .into_iter()
         .find(|e| e.state == TraceState::Decided)
@@ -371,8 +361,9 @@ async fn an_approval_for_other_arguments_does_not_serve() {
             name,
             &scout_host::store::args_digest(&branch_args("scout/ok")),
         )
+        .await
         .unwrap();
-    store.decide(id, true, "alice").unwrap();
+    store.decide(id, true, "alice").await.unwrap();
     let denied = w
         .boundary
         .call(
@@ -416,14 +407,16 @@ async fn a_zero_timeout_denies_at_once() {
     assert_eq!(denied.rule, Rule::ApprovalTimedOut);
     assert!(w.github.requests().is_empty(), "nothing reached GitHub");
     assert!(
-        w.boundary.store().pending("s-zero").unwrap().is_empty(),
+        w.boundary
+            .store()
+            .pending("s-zero")
+            .await
+            .unwrap()
+            .is_empty(),
         "the timed-out request cannot be approved later"
     );
     // The trace says nobody answered: the timeout decided.
-    let decided = w
-        .boundary
-        .store()
-        .trace_for_session("s-zero")
+    let decided = scout_host::store::block(w.boundary.store().trace_for_session("s-zero"))
         .unwrap()
         .into_iter()
         .find(|e| e.state == TraceState::Decided)
@@ -551,9 +544,7 @@ async fn a_call_to_a_removed_tool_is_traced_with_the_rule_that_removed_it() {
             !denied.to_string().contains(rule),
             "the agent is not told why: {denied}"
         );
-        let last = boundary
-            .store()
-            .trace_for_session(&session.id)
+        let last = scout_host::store::block(boundary.store().trace_for_session(&session.id))
             .unwrap()
             .pop()
             .unwrap();
@@ -584,9 +575,9 @@ async fn revocation_takes_effect_at_the_next_boundary_even_after_approval() {
     let session = s.clone();
     let revoker = tokio::spawn(async move {
         loop {
-            if let Some(a) = store.pending("s-revoke").unwrap().first() {
+            if let Some(a) = store.pending("s-revoke").await.unwrap().first() {
                 boundary.revoke_connector("github", &[&session]);
-                store.decide(a.id, true, "alice").ok();
+                store.decide(a.id, true, "alice").await.ok();
                 return;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -613,7 +604,10 @@ async fn revocation_takes_effect_at_the_next_boundary_even_after_approval() {
     let name = "mcp__github__github_create_branch";
     let digest = scout_host::store::args_digest(&branch_args("scout/r"));
     assert!(
-        store.consume_approval("s-revoke", name, &digest).is_err(),
+        store
+            .consume_approval("s-revoke", name, &digest)
+            .await
+            .is_err(),
         "the old approval stays revoked"
     );
 
@@ -659,7 +653,10 @@ async fn disabling_a_stored_connection_denies_the_next_call() {
     let path = _db.path().to_path_buf();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
     let key = [7u8; 32];
-    store.put_connection("acme", "github", TOKEN, &key).unwrap();
+    store
+        .put_connection("acme", "github", TOKEN, &key)
+        .await
+        .unwrap();
 
     // Credentials are resolved afresh at every revision.
     struct StoredConnections {
@@ -736,7 +733,7 @@ async fn disabling_a_stored_connection_denies_the_next_call() {
     ));
     let sent = github.requests().len();
 
-    assert!(store.disable_connection("acme", "github").unwrap());
+    assert!(store.disable_connection("acme", "github").await.unwrap());
     // What the host does after any change to a connection.
     boundary.changed();
     let denied = boundary
@@ -958,8 +955,14 @@ async fn neither_the_result_nor_any_trace_row_carries_the_secret() {
             "{shown}"
         );
     }
-    let rows =
-        serde_json::to_string(&w.boundary.store().trace_for_session("s-scrub").unwrap()).unwrap();
+    let rows = serde_json::to_string(
+        &w.boundary
+            .store()
+            .trace_for_session("s-scrub")
+            .await
+            .unwrap(),
+    )
+    .unwrap();
     assert!(
         !rows.contains(TOKEN) && !rows.contains(&TOKEN.replace('_', "%5F")),
         "a trace row: {rows}"
@@ -1230,7 +1233,7 @@ async fn each_rule_a_call_meets_is_named_in_the_trace_and_told_to_the_agent() {
         // Once the first call's request is filed, the second joins it, and
         // its caller is gone (whenever it looks, it finds it gone).
         for _ in 0..400 {
-            if w.boundary.store().pending(&s.id).unwrap().len() == 1 {
+            if w.boundary.store().pending(&s.id).await.unwrap().len() == 1 {
                 gone.cancel();
                 return w
                     .boundary

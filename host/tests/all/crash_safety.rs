@@ -582,9 +582,9 @@ fn all_trace(store: &SqliteStore, brand: &str) -> Vec<TraceEvent> {
     let mut out = Vec::new();
     let mut after = 0;
     loop {
-        let page = store
-            .trace_page(TraceFilter::Brand(brand), after, 5000)
-            .unwrap();
+        let page =
+            scout_host::store::block(store.trace_page(TraceFilter::Brand(brand), after, 5000))
+                .unwrap();
         let Some((last, _)) = page.last() else {
             return out;
         };
@@ -793,8 +793,7 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
             .map(|id| {
                 (
                     *id,
-                    store
-                        .approval(ApprovalId(*id))
+                    scout_host::store::block(store.approval(ApprovalId(*id)))
                         .unwrap()
                         .expect("every approval asked for is stored"),
                 )
@@ -1094,7 +1093,7 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
     {
         let store = SqliteStore::open(&db).unwrap();
         for (id, before) in &approvals_at_kill {
-            let now = store.approval(ApprovalId(*id)).unwrap().unwrap();
+            let now = store.approval(ApprovalId(*id)).await.unwrap().unwrap();
             if before.state == ApprovalState::Pending {
                 assert_eq!(
                     (now.state, now.used, now.decided_by.as_deref()),

@@ -80,35 +80,28 @@ fn own_beats_shared_beats_environment() {
     );
 
     // A connection shared with the owner's brand beats the environment.
-    store
-        .put_connection("account-owner", "github", "shared-token", &KEY)
+    scout_host::store::block(store.put_connection("account-owner", "github", "shared-token", &KEY))
         .unwrap();
-    store
-        .share_connection("account-owner", "github", OWNER)
-        .unwrap();
+    scout_host::store::block(store.share_connection("account-owner", "github", OWNER)).unwrap();
     assert_eq!(
         secret(&r.resolve(OWNER, "github").unwrap()),
         Some(("shared-token", shared("account-owner")))
     );
 
     // Its own connection beats both.
-    store
-        .put_connection(OWNER, "github", "own-token", &KEY)
-        .unwrap();
+    scout_host::store::block(store.put_connection(OWNER, "github", "own-token", &KEY)).unwrap();
     assert_eq!(
         secret(&r.resolve(OWNER, "github").unwrap()),
         Some(("own-token", Source::Own))
     );
 
     // Re-resolution is fresh each time: disabling the own connection falls back in order.
-    store.disable_connection(OWNER, "github").unwrap();
+    scout_host::store::block(store.disable_connection(OWNER, "github")).unwrap();
     assert_eq!(
         secret(&r.resolve(OWNER, "github").unwrap()),
         Some(("shared-token", shared("account-owner")))
     );
-    store
-        .unshare_connection("account-owner", "github", OWNER)
-        .unwrap();
+    scout_host::store::block(store.unshare_connection("account-owner", "github", OWNER)).unwrap();
     assert_eq!(
         secret(&r.resolve(OWNER, "github").unwrap()),
         Some(("env-github-token", Source::HostEnvironment))
@@ -148,9 +141,7 @@ fn the_resolution_cache_answers_until_a_change_invalidates_it() {
         Resolver::new(&store, &catalog, &config, KEY, env)
     };
     let cache = scout_host::credentials::ResolutionCache::default();
-    store
-        .put_connection(OTHER, "github", "first-token", &KEY)
-        .unwrap();
+    scout_host::store::block(store.put_connection(OTHER, "github", "first-token", &KEY)).unwrap();
     let first = cache.resolve_server(resolver, OTHER, "github").unwrap();
     assert_eq!(secret(&first), Some(("first-token", Source::Own)));
     // Answered from the cache: no resolver is built, nothing is decrypted.
@@ -162,7 +153,7 @@ fn the_resolution_cache_answers_until_a_change_invalidates_it() {
     }
     assert_eq!(built.get(), 1);
     // A host that changes a connection invalidates; the next call sees it.
-    store.disable_connection(OTHER, "github").unwrap();
+    scout_host::store::block(store.disable_connection(OTHER, "github")).unwrap();
     cache.invalidate();
     assert!(
         cache
@@ -179,9 +170,7 @@ fn the_resolution_cache_answers_until_a_change_invalidates_it() {
             .is_none()
     );
     assert_eq!(built.get(), 2);
-    store
-        .put_connection(OTHER, "github", "second-token", &KEY)
-        .unwrap();
+    scout_host::store::block(store.put_connection(OTHER, "github", "second-token", &KEY)).unwrap();
     cache.invalidate();
     assert_eq!(
         secret(&cache.resolve_server(resolver, OTHER, "github").unwrap()),
@@ -211,7 +200,7 @@ fn only_the_deployment_owners_brand_inherits_the_environment() {
     );
 
     // A share from the deployment owner lends only a stored connection, never the environment.
-    store.share_connection(OWNER, "github", OTHER).unwrap();
+    scout_host::store::block(store.share_connection(OWNER, "github", OTHER)).unwrap();
     assert!(r.resolve(OTHER, "github").unwrap().is_none());
 
     // No configured deployment owner: nobody inherits the environment.
@@ -231,20 +220,13 @@ fn disabled_own_connection_falls_through_to_shared_and_unsharing_stops_it() {
     let (catalog, config) = (Catalog::seed(), config());
     let r = Resolver::new(&store, &catalog, &config, KEY, no_env);
 
-    store
-        .put_connection("account-owner", "firecrawl", "fc-shared", &KEY)
+    scout_host::store::block(store.put_connection("account-owner", "firecrawl", "fc-shared", &KEY))
         .unwrap();
-    store
-        .put_connection(OTHER, "firecrawl", "fc-own", &KEY)
-        .unwrap();
-    store
-        .share_connection("account-owner", "firecrawl", OTHER)
-        .unwrap();
-    store
-        .share_connection("account-owner", "firecrawl", OTHER)
-        .unwrap(); // idempotent
+    scout_host::store::block(store.put_connection(OTHER, "firecrawl", "fc-own", &KEY)).unwrap();
+    scout_host::store::block(store.share_connection("account-owner", "firecrawl", OTHER)).unwrap();
+    scout_host::store::block(store.share_connection("account-owner", "firecrawl", OTHER)).unwrap(); // idempotent
     assert_eq!(
-        store.shared_with(OTHER, "firecrawl").unwrap(),
+        scout_host::store::block(store.shared_with(OTHER, "firecrawl")).unwrap(),
         ["account-owner"]
     );
     assert_eq!(
@@ -252,7 +234,7 @@ fn disabled_own_connection_falls_through_to_shared_and_unsharing_stops_it() {
         Some(("fc-own", Source::Own))
     );
 
-    store.disable_connection(OTHER, "firecrawl").unwrap();
+    scout_host::store::block(store.disable_connection(OTHER, "firecrawl")).unwrap();
     assert_eq!(
         secret(&r.resolve(OTHER, "firecrawl").unwrap()),
         Some(("fc-shared", shared("account-owner")))
@@ -260,13 +242,15 @@ fn disabled_own_connection_falls_through_to_shared_and_unsharing_stops_it() {
     assert!(r.connected(OTHER).unwrap().contains("firecrawl"));
 
     // The owner disabling its connection ends the share's effect too.
-    store
-        .disable_connection("account-owner", "firecrawl")
-        .unwrap();
+    scout_host::store::block(store.disable_connection("account-owner", "firecrawl")).unwrap();
     assert!(r.resolve(OTHER, "firecrawl").unwrap().is_none());
-    store
-        .put_connection("account-owner", "firecrawl", "fc-shared-2", &KEY)
-        .unwrap();
+    scout_host::store::block(store.put_connection(
+        "account-owner",
+        "firecrawl",
+        "fc-shared-2",
+        &KEY,
+    ))
+    .unwrap();
     assert_eq!(
         secret(&r.resolve(OTHER, "firecrawl").unwrap()),
         Some(("fc-shared-2", shared("account-owner")))
@@ -274,13 +258,11 @@ fn disabled_own_connection_falls_through_to_shared_and_unsharing_stops_it() {
 
     // Unshared: the very next resolution no longer finds it, also from another handle on the file.
     assert!(
-        store
-            .unshare_connection("account-owner", "firecrawl", OTHER)
+        scout_host::store::block(store.unshare_connection("account-owner", "firecrawl", OTHER))
             .unwrap()
     );
     assert!(
-        !store
-            .unshare_connection("account-owner", "firecrawl", OTHER)
+        !scout_host::store::block(store.unshare_connection("account-owner", "firecrawl", OTHER))
             .unwrap()
     );
     let reopened = SqliteStore::open(&path).unwrap();
@@ -301,12 +283,10 @@ fn connected_brand(name: &str) -> (SqliteStore, Catalog, ResolverConfig, TempDb)
     let db = temp_db(name);
     let store = SqliteStore::open(&db).unwrap();
     for (connector, value) in [("github", "gh"), (AGENTMAIL, "am"), ("firecrawl", "fc")] {
-        store.put_connection(OTHER, connector, value, &KEY).unwrap();
+        scout_host::store::block(store.put_connection(OTHER, connector, value, &KEY)).unwrap();
     }
     let google = GoogleConnection::new("google-refresh", [ADS, GSC, GA, SHEETS]);
-    store
-        .put_connection(OTHER, GOOGLE, &google.encode(), &KEY)
-        .unwrap();
+    scout_host::store::block(store.put_connection(OTHER, GOOGLE, &google.encode(), &KEY)).unwrap();
     (store, Catalog::seed(), config(), db)
 }
 
@@ -463,14 +443,13 @@ fn google_products_in_a_grant_narrow_the_google_credential() {
     assert_eq!(names(&set), ["github"]);
 
     // Narrowing never adds a scope the stored credential lacks.
-    store
-        .put_connection(
-            OTHER,
-            GOOGLE,
-            &GoogleConnection::new("g2", [GSC]).encode(),
-            &KEY,
-        )
-        .unwrap();
+    scout_host::store::block(store.put_connection(
+        OTHER,
+        GOOGLE,
+        &GoogleConnection::new("g2", [GSC]).encode(),
+        &KEY,
+    ))
+    .unwrap();
     let grant = Grant {
         connectors: vec!["googleads".into(), "searchconsole".into(), "sheets".into()],
         ..Grant::default()
@@ -527,17 +506,15 @@ fn google_products_in_a_grant_narrow_the_google_credential() {
 #[test]
 fn a_secret_never_appears_in_debug_output() {
     let (store, catalog, config, _db) = connected_brand("debug");
-    store
-        .put_connection(OTHER, "github", "ghp_SUPERSECRET123", &KEY)
+    scout_host::store::block(store.put_connection(OTHER, "github", "ghp_SUPERSECRET123", &KEY))
         .unwrap();
-    store
-        .put_connection(
-            OTHER,
-            GOOGLE,
-            &GoogleConnection::new("ya29.GOOGLESECRET", [ADS, GA]).encode(),
-            &KEY,
-        )
-        .unwrap();
+    scout_host::store::block(store.put_connection(
+        OTHER,
+        GOOGLE,
+        &GoogleConnection::new("ya29.GOOGLESECRET", [ADS, GA]).encode(),
+        &KEY,
+    ))
+    .unwrap();
     let r = Resolver::new(&store, &catalog, &config, KEY, no_env);
     let github = r.resolve(OTHER, "github").unwrap().unwrap();
     let google = r.resolve(OTHER, GOOGLE).unwrap().unwrap();
@@ -625,9 +602,13 @@ fn profiles_are_validated_when_saved() {
     refused.push((p, None));
 
     for (profile, rule) in &refused {
-        let err = store
-            .save_profile("acme", profile, ProfileKind::Coworker, &catalog)
-            .unwrap_err();
+        let err = scout_host::store::block(store.save_profile(
+            "acme",
+            profile,
+            ProfileKind::Coworker,
+            &catalog,
+        ))
+        .unwrap_err();
         let SaveProfileError::Invalid(e) = &err else {
             panic!("{err:?}")
         };
@@ -637,25 +618,30 @@ fn profiles_are_validated_when_saved() {
         if let Some(n) = rule {
             assert!(err.to_string().starts_with(&format!("rule {n} ")), "{err}");
         }
-        assert!(store.load_profile("acme", &profile.name).unwrap().is_none());
+        assert!(
+            scout_host::store::block(store.load_profile("acme", &profile.name))
+                .unwrap()
+                .is_none()
+        );
     }
-    assert!(store.list_profiles("acme").unwrap().is_empty());
+    assert!(
+        scout_host::store::block(store.list_profiles("acme"))
+            .unwrap()
+            .is_empty()
+    );
 
     // A refused save leaves the earlier version in place.
     let good = coworker("writer");
-    store
-        .save_profile("acme", &good, ProfileKind::Coworker, &catalog)
+    scout_host::store::block(store.save_profile("acme", &good, ProfileKind::Coworker, &catalog))
         .unwrap();
     let mut bad = good.clone();
     bad.limits.run_budget_usd = 0.0;
     assert!(
-        store
-            .save_profile("acme", &bad, ProfileKind::Coworker, &catalog)
+        scout_host::store::block(store.save_profile("acme", &bad, ProfileKind::Coworker, &catalog))
             .is_err()
     );
     assert_eq!(
-        store
-            .load_profile("acme", "writer")
+        scout_host::store::block(store.load_profile("acme", "writer"))
             .unwrap()
             .unwrap()
             .profile,
@@ -676,31 +662,52 @@ fn profiles_are_validated_when_saved() {
         skills: vec![],
         ..Default::default()
     };
-    store
-        .save_profile("acme", &specialist, ProfileKind::Coworker, &catalog)
-        .unwrap();
+    scout_host::store::block(store.save_profile(
+        "acme",
+        &specialist,
+        ProfileKind::Coworker,
+        &catalog,
+    ))
+    .unwrap();
     let goal = presets::goal_agent(Grant::default());
-    store
-        .save_profile("acme", &goal, ProfileKind::GoalAgent, &catalog)
+    scout_host::store::block(store.save_profile("acme", &goal, ProfileKind::GoalAgent, &catalog))
         .unwrap();
     let reviewer = presets::goal_reviewer();
-    store
-        .save_profile("acme", &reviewer, ProfileKind::Reviewer, &catalog)
-        .unwrap();
+    scout_host::store::block(store.save_profile(
+        "acme",
+        &reviewer,
+        ProfileKind::Reviewer,
+        &catalog,
+    ))
+    .unwrap();
     // The goal agent's profile is refused under the reviewer's rules and vice versa.
     assert!(matches!(
-        store.save_profile("globex", &goal, ProfileKind::Reviewer, &catalog),
+        scout_host::store::block(store.save_profile(
+            "globex",
+            &goal,
+            ProfileKind::Reviewer,
+            &catalog
+        )),
         Err(SaveProfileError::Invalid(_))
     ));
     assert!(matches!(
-        store.save_profile("globex", &reviewer, ProfileKind::GoalAgent, &catalog),
+        scout_host::store::block(store.save_profile(
+            "globex",
+            &reviewer,
+            ProfileKind::GoalAgent,
+            &catalog
+        )),
         Err(SaveProfileError::Invalid(_))
     ));
-    assert!(store.list_profiles("globex").unwrap().is_empty());
+    assert!(
+        scout_host::store::block(store.list_profiles("globex"))
+            .unwrap()
+            .is_empty()
+    );
 
     drop(store);
     let store = SqliteStore::open(&path).unwrap();
-    let listed = store.list_profiles("acme").unwrap();
+    let listed = scout_host::store::block(store.list_profiles("acme")).unwrap();
     let mut expected = vec![
         (ProfileKind::Coworker, specialist.clone()),
         (ProfileKind::Coworker, good.clone()),
@@ -715,12 +722,18 @@ fn profiles_are_validated_when_saved() {
             .collect::<Vec<_>>(),
         expected
     );
-    let loaded = store.load_profile("acme", "analyst").unwrap().unwrap();
+    let loaded = scout_host::store::block(store.load_profile("acme", "analyst"))
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (loaded.kind, loaded.profile),
         (ProfileKind::Coworker, specialist)
     );
-    assert!(store.delete_profile("acme", "analyst").unwrap());
-    assert!(!store.delete_profile("acme", "analyst").unwrap());
-    assert!(store.load_profile("acme", "analyst").unwrap().is_none());
+    assert!(scout_host::store::block(store.delete_profile("acme", "analyst")).unwrap());
+    assert!(!scout_host::store::block(store.delete_profile("acme", "analyst")).unwrap());
+    assert!(
+        scout_host::store::block(store.load_profile("acme", "analyst"))
+            .unwrap()
+            .is_none()
+    );
 }

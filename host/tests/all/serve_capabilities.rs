@@ -136,30 +136,26 @@ impl Fixture {
             grant,
             limits: Limits::preset(),
         };
-        self.host
-            .store()
-            .save_profile(
-                "acme",
-                &profile,
-                ProfileKind::Coworker,
-                &self.host.catalog(),
-            )
-            .expect("the profile is valid");
+        scout_host::store::block(self.host.store().save_profile(
+            "acme",
+            &profile,
+            ProfileKind::Coworker,
+            &self.host.catalog(),
+        ))
+        .expect("the profile is valid");
     }
 
     /// The goal agent's profile for acme with `grant`.
     fn goal_agent(&self, name: &str, grant: Grant) {
         let mut profile = presets::goal_agent(grant);
         profile.name = name.into();
-        self.host
-            .store()
-            .save_profile(
-                "acme",
-                &profile,
-                ProfileKind::GoalAgent,
-                &self.host.catalog(),
-            )
-            .expect("the profile is valid");
+        scout_host::store::block(self.host.store().save_profile(
+            "acme",
+            &profile,
+            ProfileKind::GoalAgent,
+            &self.host.catalog(),
+        ))
+        .expect("the profile is valid");
     }
 
     fn open(&self, brand: &str, role: &str, profile: Option<&str>) -> Result<String, HostError> {
@@ -201,8 +197,8 @@ impl Fixture {
         let (store, id) = (self.host.store().clone(), id.to_string());
         AbortOnDrop(tokio::spawn(async move {
             loop {
-                for a in store.pending(&id).unwrap_or_default() {
-                    let _ = store.decide(a.id, approve, "a person");
+                for a in scout_host::store::block(store.pending(&id)).unwrap_or_default() {
+                    let _ = scout_host::store::block(store.decide(a.id, approve, "a person"));
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
@@ -215,13 +211,15 @@ impl Fixture {
 
     /// What the store's ledger recorded for a session's run.
     fn charged(&self, id: &str) -> u64 {
-        self.host
-            .store()
-            .charges_in_run(&format!("{id}:{CONNECTOR}"))
-            .unwrap()
-            .iter()
-            .map(|c| c.amount)
-            .sum()
+        scout_host::store::block(
+            self.host
+                .store()
+                .charges_in_run(&format!("{id}:{CONNECTOR}")),
+        )
+        .unwrap()
+        .iter()
+        .map(|c| c.amount)
+        .sum()
     }
 }
 
@@ -405,15 +403,13 @@ async fn the_per_day_figure_holds_across_goal_agent_sessions() {
     f.connect("globex");
     let mut profile = presets::goal_agent(grant(25, 40));
     profile.name = "agent".into();
-    f.host
-        .store()
-        .save_profile(
-            "globex",
-            &profile,
-            ProfileKind::GoalAgent,
-            &f.host.catalog(),
-        )
-        .unwrap();
+    scout_host::store::block(f.host.store().save_profile(
+        "globex",
+        &profile,
+        ProfileKind::GoalAgent,
+        &f.host.catalog(),
+    ))
+    .unwrap();
     let g = f.open("globex", "goal-agent", Some("agent")).unwrap();
     assert_eq!(
         f.call(&g, "spend", json!({"estimate": 1, "actual": 1}))
@@ -538,7 +534,7 @@ async fn a_call_a_person_denies_builds_no_handle_and_starts_no_run() {
     assert_eq!(f.requests(), 0, "the denied call sent nothing");
     assert_eq!(f.charged(&id), 0);
     assert_eq!(
-        f.host.store().end_live_runs(i64::MAX).unwrap(),
+        f.host.store().end_live_runs(i64::MAX).await.unwrap(),
         0,
         "no run was started for a call the boundary refused"
     );
@@ -838,26 +834,54 @@ fn runs_a_killed_host_left_live_are_ended_at_what_they_recorded() {
     {
         // The first host: two runs live when it is killed (never ended).
         let store = SqliteStore::open(db.path()).unwrap();
-        store
-            .start_run("s-1:capabilities", "acme", CONNECTOR, day, 25, 60)
-            .unwrap();
-        store
-            .start_run("s-2:capabilities", "acme", CONNECTOR, day, 25, 60)
-            .unwrap();
-        store
-            .charge("s-1:capabilities", CONNECTOR, "acme", day, 4, "s-1:0")
-            .unwrap();
+        scout_host::store::block(store.start_run(
+            "s-1:capabilities",
+            "acme",
+            CONNECTOR,
+            day,
+            25,
+            60,
+        ))
+        .unwrap();
+        scout_host::store::block(store.start_run(
+            "s-2:capabilities",
+            "acme",
+            CONNECTOR,
+            day,
+            25,
+            60,
+        ))
+        .unwrap();
+        scout_host::store::block(store.charge(
+            "s-1:capabilities",
+            CONNECTOR,
+            "acme",
+            day,
+            4,
+            "s-1:0",
+        ))
+        .unwrap();
     }
     let store = SqliteStore::open(db.path()).unwrap();
     assert!(matches!(
-        store.start_run("s-3:capabilities", "acme", CONNECTOR, day, 25, 60),
+        scout_host::store::block(store.start_run(
+            "s-3:capabilities",
+            "acme",
+            CONNECTOR,
+            day,
+            25,
+            60
+        )),
         Err(StartRunError::DayExhausted { committed: 50, .. })
     ));
     // What `serve` does at start: s-1 counts its 4, s-2 (nothing recorded) its 25.
-    assert_eq!(store.end_live_runs(0).unwrap(), 2);
-    assert_eq!(store.end_live_runs(0).unwrap(), 0, "once");
-    store
-        .start_run("s-3:capabilities", "acme", CONNECTOR, day, 25, 60)
+    assert_eq!(scout_host::store::block(store.end_live_runs(0)).unwrap(), 2);
+    assert_eq!(
+        scout_host::store::block(store.end_live_runs(0)).unwrap(),
+        0,
+        "once"
+    );
+    scout_host::store::block(store.start_run("s-3:capabilities", "acme", CONNECTOR, day, 25, 60))
         .expect("4 + 25 + 25 fits in 60");
 }
 
@@ -964,10 +988,7 @@ async fn a_delegation_ends_after_its_effects_and_at_its_expiry_and_says_who_made
             .starts_with("delegation expired"),
         "{read}"
     );
-    let rules: Vec<String> = f
-        .host
-        .store()
-        .trace_for_session(&id)
+    let rules: Vec<String> = scout_host::store::block(f.host.store().trace_for_session(&id))
         .unwrap()
         .into_iter()
         .filter(|e| e.state.as_str() == "denied")
@@ -1035,10 +1056,13 @@ async fn an_agent_sees_its_own_budget_and_nobody_elses() {
             grant: limited.clone(),
             limits: Limits::preset(),
         };
-        f.host
-            .store()
-            .save_profile(brand, &profile, ProfileKind::Coworker, &f.host.catalog())
-            .unwrap();
+        scout_host::store::block(f.host.store().save_profile(
+            brand,
+            &profile,
+            ProfileKind::Coworker,
+            &f.host.catalog(),
+        ))
+        .unwrap();
     }
     let listening = crate::common::listen(f.host.clone()).await;
     let http = crate::common::client();
@@ -1154,7 +1178,7 @@ async fn an_agent_sees_its_own_budget_and_nobody_elses() {
         "{instructions}"
     );
     // The trace records the host tool's calls.
-    let traced = f.host.store().trace_for_session(&view.id).unwrap();
+    let traced = f.host.store().trace_for_session(&view.id).await.unwrap();
     assert!(
         traced
             .iter()

@@ -253,11 +253,13 @@ async fn sigterm_ends_waiting_writes_lets_running_calls_answer_and_exits_0() {
         .approval(scout_host::store::ApprovalId(
             write_approval["id"].as_i64().unwrap(),
         ))
+        .await
         .unwrap()
         .unwrap();
     assert_eq!(approval.decided_by.as_deref(), Some("host_shutdown"));
     let trace = store
         .trace_page(TraceFilter::Session(&session), 0, 10_000)
+        .await
         .unwrap();
     let rules_of = |tool: &str| -> Vec<(TraceState, Option<String>)> {
         let calls: Vec<&str> = trace

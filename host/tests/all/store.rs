@@ -94,22 +94,31 @@ fn a_capability_request_is_parked_and_answered_once(db: &Db) {
     let store = db.store();
     let asked = json!({"goal": "publish the post", "missing_observation": "no write tool",
                        "proposed_effect": "write", "safe_alternative_tried": "drafted it"});
-    let first = store
-        .park_capability_request("s-1", "acme", &asked)
-        .unwrap();
-    let second = store
-        .park_capability_request("s-2", "globex", &json!({"goal": "other"}))
-        .unwrap();
+    let first =
+        scout_host::store::block(store.park_capability_request("s-1", "acme", &asked)).unwrap();
+    let second = scout_host::store::block(store.park_capability_request(
+        "s-2",
+        "globex",
+        &json!({"goal": "other"}),
+    ))
+    .unwrap();
     assert_ne!(first, second);
-    let of_one = store.capability_requests(Some("s-1"), true).unwrap();
+    let of_one = scout_host::store::block(store.capability_requests(Some("s-1"), true)).unwrap();
     assert_eq!(of_one.len(), 1);
     assert_eq!(of_one[0].request, asked);
     assert_eq!(of_one[0].brand, "acme");
-    assert_eq!(store.capability_requests(None, true).unwrap().len(), 2);
-    let Answered::Now(answered) = store
-        .answer_capability_request(first, "yes, ask Dana for the grant", "alice")
-        .unwrap()
-    else {
+    assert_eq!(
+        scout_host::store::block(store.capability_requests(None, true))
+            .unwrap()
+            .len(),
+        2
+    );
+    let Answered::Now(answered) = scout_host::store::block(store.answer_capability_request(
+        first,
+        "yes, ask Dana for the grant",
+        "alice",
+    ))
+    .unwrap() else {
         panic!("answered")
     };
     assert_eq!(
@@ -118,20 +127,24 @@ fn a_capability_request_is_parked_and_answered_once(db: &Db) {
     );
     assert_eq!(answered.answered_by.as_deref(), Some("alice"));
     assert!(matches!(
-        store.answer_capability_request(first, "no", "mallory").unwrap(),
+        scout_host::store::block(store.answer_capability_request(first, "no", "mallory")).unwrap(),
         Answered::Already(a) if a.answer.as_deref() == Some("yes, ask Dana for the grant")
     ));
     assert!(matches!(
-        store.answer_capability_request(999_999, "x", "y").unwrap(),
+        scout_host::store::block(store.answer_capability_request(999_999, "x", "y")).unwrap(),
         Answered::Unknown
     ));
     assert_eq!(
-        store.capability_requests(None, true).unwrap().len(),
+        scout_host::store::block(store.capability_requests(None, true))
+            .unwrap()
+            .len(),
         1,
         "one still pending"
     );
     assert_eq!(
-        store.capability_requests(Some("s-1"), false).unwrap().len(),
+        scout_host::store::block(store.capability_requests(Some("s-1"), false))
+            .unwrap()
+            .len(),
         1
     );
 }
@@ -174,17 +187,19 @@ async fn concurrent_trace_writes_land_whole_and_a_refused_batch_fails_alone() {
             if writer % 8 == 7 {
                 batch[2].rule = Some("poison".into());
             }
+            // Half await the writer; half wait for it as code that cannot
+            // await does.
             let outcome = if writer % 2 == 0 {
-                store.record_all_async(&batch).await
+                store.record_all(&batch).await
             } else {
-                store.record_all(&batch)
+                scout_host::store::block(store.record_all(&batch))
             };
             (session, batch, outcome)
         }));
     }
     for task in tasks {
         let (session, batch, outcome) = task.await.unwrap();
-        let stored = store.trace_for_session(&session).unwrap();
+        let stored = store.trace_for_session(&session).await.unwrap();
         if batch.iter().any(|e| e.rule.as_deref() == Some("poison")) {
             assert!(
                 matches!(outcome, Err(StoreError::Write(ref e)) if e.to_string().contains("refused by the test")),
@@ -217,22 +232,31 @@ fn trace_is_returned_in_insertion_order_per_session_and_brand(db: &Db) {
     let mut s1 = Vec::new();
     for (i, state) in states.iter().enumerate() {
         let e = event("s1", "acme", *state, i as i64);
-        store.record(&e).unwrap();
+        scout_host::store::block(store.record(&e)).unwrap();
         s1.push(e);
-        store
-            .record(&event("s2", "globex", *state, 100 + i as i64))
+        scout_host::store::block(store.record(&event("s2", "globex", *state, 100 + i as i64)))
             .unwrap();
     }
-    store
-        .record(&event("s3", "acme", TraceState::Offered, 500))
-        .unwrap();
-    assert_eq!(store.trace_for_session("s1").unwrap(), s1);
-    let acme = store.trace_for_brand("acme").unwrap();
+    scout_host::store::block(store.record(&event("s3", "acme", TraceState::Offered, 500))).unwrap();
+    assert_eq!(
+        scout_host::store::block(store.trace_for_session("s1")).unwrap(),
+        s1
+    );
+    let acme = scout_host::store::block(store.trace_for_brand("acme")).unwrap();
     assert_eq!(acme.len(), states.len() + 1);
     assert_eq!(&acme[..states.len()], &s1[..]);
     assert_eq!(acme.last().unwrap().session, "s3");
-    assert_eq!(store.trace_for_brand("globex").unwrap().len(), states.len());
-    assert!(store.trace_for_session("nobody").unwrap().is_empty());
+    assert_eq!(
+        scout_host::store::block(store.trace_for_brand("globex"))
+            .unwrap()
+            .len(),
+        states.len()
+    );
+    assert!(
+        scout_host::store::block(store.trace_for_session("nobody"))
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(s1[5].rule.as_deref(), Some("not_offered"));
 }
 
@@ -256,62 +280,77 @@ fn an_approval_is_used_once_and_only_for_its_arguments(db: &Db) {
     let other = args_digest(&json!({ "issue": 2, "body": "hi" }));
 
     assert!(matches!(
-        store.consume_approval("s", tool, &args),
+        scout_host::store::block(store.consume_approval("s", tool, &args)),
         Err(ApprovalError::Required)
     ));
-    let id = store.request_approval("s", tool, &args).unwrap();
+    let id = scout_host::store::block(store.request_approval("s", tool, &args)).unwrap();
     assert_eq!(
-        store
-            .pending("s")
+        scout_host::store::block(store.pending("s"))
             .unwrap()
             .iter()
             .map(|a| a.id)
             .collect::<Vec<_>>(),
         vec![id]
     );
-    assert!(store.pending("other-session").unwrap().is_empty());
+    assert!(
+        scout_host::store::block(store.pending("other-session"))
+            .unwrap()
+            .is_empty()
+    );
     assert!(matches!(
-        store.consume_approval("s", tool, &args),
+        scout_host::store::block(store.consume_approval("s", tool, &args)),
         Err(ApprovalError::Pending)
     ));
 
-    store.decide(id, true, "alice").unwrap();
-    assert!(store.pending("s").unwrap().is_empty());
+    scout_host::store::block(store.decide(id, true, "alice")).unwrap();
+    assert!(
+        scout_host::store::block(store.pending("s"))
+            .unwrap()
+            .is_empty()
+    );
     assert!(matches!(
-        store.decide(id, false, "bob"),
+        scout_host::store::block(store.decide(id, false, "bob")),
         Err(ApprovalError::NotPending(_))
     ));
     assert!(matches!(
-        store.decide(scout_host::store::ApprovalId(9_999), true, "bob"),
+        scout_host::store::block(store.decide(scout_host::store::ApprovalId(9_999), true, "bob")),
         Err(ApprovalError::Unknown(_))
     ));
 
     // Wrong arguments, tool or session never match.
     assert!(matches!(
-        store.consume_approval("s", tool, &other),
+        scout_host::store::block(store.consume_approval("s", tool, &other)),
         Err(ApprovalError::Required)
     ));
     assert!(
-        store
-            .consume_approval("s", "mcp__github__github_commit_files", &args)
-            .is_err()
+        scout_host::store::block(store.consume_approval(
+            "s",
+            "mcp__github__github_commit_files",
+            &args
+        ))
+        .is_err()
     );
-    assert!(store.consume_approval("s2", tool, &args).is_err());
+    assert!(scout_host::store::block(store.consume_approval("s2", tool, &args)).is_err());
 
-    assert_eq!(store.consume_approval("s", tool, &args).unwrap(), id);
+    assert_eq!(
+        scout_host::store::block(store.consume_approval("s", tool, &args)).unwrap(),
+        id
+    );
     assert!(matches!(
-        store.consume_approval("s", tool, &args),
+        scout_host::store::block(store.consume_approval("s", tool, &args)),
         Err(ApprovalError::AlreadyUsed)
     ));
-    let stored = store.approval(id).unwrap().unwrap();
+    let stored = scout_host::store::block(store.approval(id))
+        .unwrap()
+        .unwrap();
     assert!(stored.used);
     assert_eq!(stored.state, ApprovalState::Approved);
     assert_eq!(stored.decided_by.as_deref(), Some("alice"));
 
-    let denied = store.request_approval("s", tool, &other).unwrap();
-    store.decide(denied, false, "alice").unwrap();
+    let denied = scout_host::store::block(store.request_approval("s", tool, &other)).unwrap();
+    scout_host::store::block(store.decide(denied, false, "alice")).unwrap();
     assert!(matches!(
-        store.consume_approval("s", tool, &other),
+        scout_host::store::block(store.consume_approval("s", tool, &other)),
         Err(ApprovalError::Denied)
     ));
 }
@@ -319,15 +358,19 @@ fn an_approval_is_used_once_and_only_for_its_arguments(db: &Db) {
 fn concurrent_consumers_spend_an_approval_once(db: &Db) {
     let store = db.store();
     let args = args_digest(&json!({ "x": 1 }));
-    let id = store.request_approval("s", "t", &args).unwrap();
-    store.decide(id, true, "alice").unwrap();
+    let id = scout_host::store::block(store.request_approval("s", "t", &args)).unwrap();
+    scout_host::store::block(store.decide(id, true, "alice")).unwrap();
     let wins: usize = std::thread::scope(|scope| {
         let handles: Vec<_> = db
             .stores(16)
             .into_iter()
             .map(|store| {
                 let args = args.clone();
-                scope.spawn(move || usize::from(store.consume_approval("s", "t", &args).is_ok()))
+                scope.spawn(move || {
+                    usize::from(
+                        scout_host::store::block(store.consume_approval("s", "t", &args)).is_ok(),
+                    )
+                })
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).sum()
@@ -338,44 +381,66 @@ fn concurrent_consumers_spend_an_approval_once(db: &Db) {
 fn revoked_approvals_never_revive(db: &Db) {
     let store = db.store();
     let args = args_digest(&json!({ "to": "a@example.com" }));
-    let approved = store.request_approval("s", "send", &args).unwrap();
-    store.decide(approved, true, "alice").unwrap();
-    let pending = store.request_approval("s", "send", &args).unwrap();
+    let approved = scout_host::store::block(store.request_approval("s", "send", &args)).unwrap();
+    scout_host::store::block(store.decide(approved, true, "alice")).unwrap();
+    let pending = scout_host::store::block(store.request_approval("s", "send", &args)).unwrap();
     let used_args = args_digest(&json!({ "to": "b@example.com" }));
-    let used = store.request_approval("s", "send", &used_args).unwrap();
-    store.decide(used, true, "alice").unwrap();
-    store.consume_approval("s", "send", &used_args).unwrap();
-    let elsewhere = store.request_approval("s-other", "send", &args).unwrap();
+    let used = scout_host::store::block(store.request_approval("s", "send", &used_args)).unwrap();
+    scout_host::store::block(store.decide(used, true, "alice")).unwrap();
+    scout_host::store::block(store.consume_approval("s", "send", &used_args)).unwrap();
+    let elsewhere =
+        scout_host::store::block(store.request_approval("s-other", "send", &args)).unwrap();
 
-    assert_eq!(store.revoke_session_approvals("s").unwrap(), 2);
+    assert_eq!(
+        scout_host::store::block(store.revoke_session_approvals("s")).unwrap(),
+        2
+    );
     assert!(matches!(
-        store.consume_approval("s", "send", &args),
+        scout_host::store::block(store.consume_approval("s", "send", &args)),
         Err(ApprovalError::Revoked)
     ));
     // Deciding a revoked approval does not bring it back.
     assert!(matches!(
-        store.decide(pending, true, "alice"),
+        scout_host::store::block(store.decide(pending, true, "alice")),
         Err(ApprovalError::NotPending(_))
     ));
-    assert!(store.consume_approval("s", "send", &args).is_err());
-    assert!(store.pending("s").unwrap().is_empty());
+    assert!(scout_host::store::block(store.consume_approval("s", "send", &args)).is_err());
+    assert!(
+        scout_host::store::block(store.pending("s"))
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(
-        store.approval(approved).unwrap().unwrap().state,
+        scout_host::store::block(store.approval(approved))
+            .unwrap()
+            .unwrap()
+            .state,
         ApprovalState::Revoked
     );
     assert_eq!(
-        store.approval(pending).unwrap().unwrap().state,
+        scout_host::store::block(store.approval(pending))
+            .unwrap()
+            .unwrap()
+            .state,
         ApprovalState::Revoked
     );
     // A used approval stays what it was; another session is untouched.
-    let used = store.approval(used).unwrap().unwrap();
+    let used = scout_host::store::block(store.approval(used))
+        .unwrap()
+        .unwrap();
     assert!(used.used && used.state == ApprovalState::Approved);
     assert_eq!(
-        store.approval(elsewhere).unwrap().unwrap().state,
+        scout_host::store::block(store.approval(elsewhere))
+            .unwrap()
+            .unwrap()
+            .state,
         ApprovalState::Pending
     );
     // Revoking twice changes nothing more.
-    assert_eq!(store.revoke_session_approvals("s").unwrap(), 0);
+    assert_eq!(
+        scout_host::store::block(store.revoke_session_approvals("s")).unwrap(),
+        0
+    );
 }
 
 #[test]
@@ -421,27 +486,35 @@ fn recovery_closes_what_a_killed_host_left_open() {
         ("s2", "c-waiting", Result, None),
     ];
     for (session, call, state, rule) in steps {
-        store.record(&step(session, call, state, rule)).unwrap();
+        scout_host::store::block(store.record(&step(session, call, state, rule))).unwrap();
     }
     let digest = args_digest(&json!({ "branch": "a" }));
-    let pending = store.request_approval("s1", tool, &digest).unwrap();
+    let pending = scout_host::store::block(store.request_approval("s1", tool, &digest)).unwrap();
     let approved_args = args_digest(&json!({ "branch": "b" }));
-    let approved = store.request_approval("s1", tool, &approved_args).unwrap();
-    store.decide(approved, true, "alice").unwrap();
+    let approved =
+        scout_host::store::block(store.request_approval("s1", tool, &approved_args)).unwrap();
+    scout_host::store::block(store.decide(approved, true, "alice")).unwrap();
     let used_args = args_digest(&json!({ "branch": "c" }));
-    let used = store.request_approval("s1", tool, &used_args).unwrap();
-    store.decide(used, true, "alice").unwrap();
-    store.consume_approval("s1", tool, &used_args).unwrap();
-    let denied = store
-        .request_approval("s1", tool, &args_digest(&json!({ "branch": "d" })))
-        .unwrap();
-    store.decide(denied, false, "alice").unwrap();
+    let used = scout_host::store::block(store.request_approval("s1", tool, &used_args)).unwrap();
+    scout_host::store::block(store.decide(used, true, "alice")).unwrap();
+    scout_host::store::block(store.consume_approval("s1", tool, &used_args)).unwrap();
+    let denied = scout_host::store::block(store.request_approval(
+        "s1",
+        tool,
+        &args_digest(&json!({ "branch": "d" })),
+    ))
+    .unwrap();
+    scout_host::store::block(store.decide(denied, false, "alice")).unwrap();
     let before: Vec<_> = [approved, used, denied]
         .iter()
-        .map(|id| store.approval(*id).unwrap().unwrap())
+        .map(|id| {
+            scout_host::store::block(store.approval(*id))
+                .unwrap()
+                .unwrap()
+        })
         .collect();
 
-    let recovered = store.recover_interrupted(99).unwrap();
+    let recovered = scout_host::store::block(store.recover_interrupted(99)).unwrap();
     assert_eq!(
         recovered,
         Recovered {
@@ -452,30 +525,40 @@ fn recovery_closes_what_a_killed_host_left_open() {
     );
 
     // The pending approval is revoked for good: not decidable, not spendable.
-    let revoked = store.approval(pending).unwrap().unwrap();
+    let revoked = scout_host::store::block(store.approval(pending))
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (revoked.state, revoked.used, revoked.decided_by.as_deref()),
         (ApprovalState::Revoked, false, Some(RESTART_REVOKER))
     );
     assert!(matches!(
-        store.decide(pending, true, "late"),
+        scout_host::store::block(store.decide(pending, true, "late")),
         Err(ApprovalError::NotPending(_))
     ));
     assert!(matches!(
-        store.consume_approval("s1", tool, &digest),
+        scout_host::store::block(store.consume_approval("s1", tool, &digest)),
         Err(ApprovalError::Revoked)
     ));
-    assert!(store.pending("s1").unwrap().is_empty());
+    assert!(
+        scout_host::store::block(store.pending("s1"))
+            .unwrap()
+            .is_empty()
+    );
     // Decided approvals stay as they were (an approved, unused one included:
     // its session died with the host, so nothing in a new host can spend it).
     let after: Vec<_> = [approved, used, denied]
         .iter()
-        .map(|id| store.approval(*id).unwrap().unwrap())
+        .map(|id| {
+            scout_host::store::block(store.approval(*id))
+                .unwrap()
+                .unwrap()
+        })
         .collect();
     assert_eq!(after, before);
 
     // One `interrupted` event per open call, after its own events, saying how far it got.
-    let trace = store.trace_for_session("s1").unwrap();
+    let trace = scout_host::store::block(store.trace_for_session("s1")).unwrap();
     assert_eq!(
         trace.len(),
         steps.iter().filter(|s| s.0 == "s1").count() + 3
@@ -515,73 +598,83 @@ fn recovery_closes_what_a_killed_host_left_open() {
         "allowed is written before the effect: it may have happened"
     );
     assert_eq!(added[2].detail["may_have_run"], false);
-    assert_eq!(store.trace_for_session("s2").unwrap().len(), 2);
+    assert_eq!(
+        scout_host::store::block(store.trace_for_session("s2"))
+            .unwrap()
+            .len(),
+        2
+    );
     assert_eq!(TraceState::parse("interrupted"), Some(Interrupted));
 
     // A second restart finds nothing open.
     assert_eq!(
-        store.recover_interrupted(100).unwrap(),
+        scout_host::store::block(store.recover_interrupted(100)).unwrap(),
         Recovered::default()
     );
-    assert_eq!(store.trace_for_session("s1").unwrap(), trace);
+    assert_eq!(
+        scout_host::store::block(store.trace_for_session("s1")).unwrap(),
+        trace
+    );
 }
 
 fn charges_are_recorded_once_per_idempotency_key(db: &Db) {
     let store = db.store();
     assert!(
-        store
-            .charge("r1", "firecrawl", "acme", "2026-11-30", 5, "k1")
+        scout_host::store::block(store.charge("r1", "firecrawl", "acme", "2026-11-30", 5, "k1"))
             .unwrap()
     );
     assert!(
-        !store
-            .charge("r1", "firecrawl", "acme", "2026-11-30", 5, "k1")
+        !scout_host::store::block(store.charge("r1", "firecrawl", "acme", "2026-11-30", 5, "k1"))
             .unwrap()
     );
     assert!(
-        store
-            .charge("r1", "firecrawl", "acme", "2026-11-30", 7, "k2")
+        scout_host::store::block(store.charge("r1", "firecrawl", "acme", "2026-11-30", 7, "k2"))
             .unwrap()
     );
     assert!(
-        store
-            .charge("r2", "firecrawl", "acme", "2026-11-30", 1, "k3")
+        scout_host::store::block(store.charge("r2", "firecrawl", "acme", "2026-11-30", 1, "k3"))
             .unwrap()
     );
     assert!(
-        store
-            .charge("r3", "firecrawl", "acme", "2026-12-01", 100, "k4")
+        scout_host::store::block(store.charge("r3", "firecrawl", "acme", "2026-12-01", 100, "k4"))
             .unwrap()
     );
     assert!(
-        store
-            .charge("r4", "dataforseo", "acme", "2026-11-30", 100, "k5")
+        scout_host::store::block(store.charge("r4", "dataforseo", "acme", "2026-11-30", 100, "k5"))
             .unwrap()
     );
     assert!(matches!(
-        store.charge("r1", "firecrawl", "acme", "2026-11-30", 6, "k1"),
+        scout_host::store::block(store.charge("r1", "firecrawl", "acme", "2026-11-30", 6, "k1")),
         Err(StoreError::IdempotencyConflict(_))
     ));
     assert!(matches!(
-        store.charge("r1", "firecrawl", "acme", "2026-11-30", u64::MAX, "k9"),
+        scout_host::store::block(store.charge(
+            "r1",
+            "firecrawl",
+            "acme",
+            "2026-11-30",
+            u64::MAX,
+            "k9"
+        )),
         Err(StoreError::OutOfRange(_))
     ));
-    assert_eq!(store.spent_in_run("r1").unwrap(), 12);
-    assert_eq!(store.spent_in_run("none").unwrap(), 0);
     assert_eq!(
-        store
-            .spent_on_day("acme", "firecrawl", "2026-11-30")
-            .unwrap(),
+        scout_host::store::block(store.spent_in_run("r1")).unwrap(),
+        12
+    );
+    assert_eq!(
+        scout_host::store::block(store.spent_in_run("none")).unwrap(),
+        0
+    );
+    assert_eq!(
+        scout_host::store::block(store.spent_on_day("acme", "firecrawl", "2026-11-30")).unwrap(),
         13
     );
     assert_eq!(
-        store
-            .spent_on_day("globex", "firecrawl", "2026-11-30")
-            .unwrap(),
+        scout_host::store::block(store.spent_on_day("globex", "firecrawl", "2026-11-30")).unwrap(),
         0
     );
-    let keys: Vec<_> = store
-        .charges_in_run("r1")
+    let keys: Vec<_> = scout_host::store::block(store.charges_in_run("r1"))
         .unwrap()
         .into_iter()
         .map(|c| c.idempotency_key)
@@ -597,9 +690,15 @@ fn fifty_threads_charging_one_key_record_one_row(db: &Db) {
             .map(|store| {
                 scope.spawn(move || {
                     usize::from(
-                        store
-                            .charge("r", "firecrawl", "acme", "2026-11-30", 3, "same-key")
-                            .unwrap(),
+                        scout_host::store::block(store.charge(
+                            "r",
+                            "firecrawl",
+                            "acme",
+                            "2026-11-30",
+                            3,
+                            "same-key",
+                        ))
+                        .unwrap(),
                     )
                 })
             })
@@ -608,8 +707,16 @@ fn fifty_threads_charging_one_key_record_one_row(db: &Db) {
     });
     assert_eq!(recorded, 1);
     let store = db.store();
-    assert_eq!(store.charges_in_run("r").unwrap().len(), 1);
-    assert_eq!(store.spent_in_run("r").unwrap(), 3);
+    assert_eq!(
+        scout_host::store::block(store.charges_in_run("r"))
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        scout_host::store::block(store.spent_in_run("r")).unwrap(),
+        3
+    );
 }
 
 fn one_shared_store_is_safe_across_threads(db: &Db) {
@@ -619,21 +726,23 @@ fn one_shared_store_is_safe_across_threads(db: &Db) {
             let store = store.clone();
             scope.spawn(move || {
                 for i in 0..10 {
-                    store
-                        .charge(
-                            "r",
-                            "firecrawl",
-                            "acme",
-                            "2026-11-30",
-                            1,
-                            &format!("{t}-{i}"),
-                        )
-                        .unwrap();
+                    scout_host::store::block(store.charge(
+                        "r",
+                        "firecrawl",
+                        "acme",
+                        "2026-11-30",
+                        1,
+                        &format!("{t}-{i}"),
+                    ))
+                    .unwrap();
                 }
             });
         }
     });
-    assert_eq!(store.spent_in_run("r").unwrap(), 80);
+    assert_eq!(
+        scout_host::store::block(store.spent_in_run("r")).unwrap(),
+        80
+    );
 }
 
 fn start_run_applies_the_seeds_day_arithmetic(db: &Db) {
@@ -642,48 +751,48 @@ fn start_run_applies_the_seeds_day_arithmetic(db: &Db) {
     let (b, c) = ("acme", "firecrawl");
     // Researcher preset: 25 per run, 100 per day.
     for run in ["a", "b", "c", "d"] {
-        store.start_run(run, b, c, day, 25, 100).unwrap();
+        scout_host::store::block(store.start_run(run, b, c, day, 25, 100)).unwrap();
     }
     // Four live runs hold the whole day.
-    match store.start_run("e", b, c, day, 25, 100) {
+    match scout_host::store::block(store.start_run("e", b, c, day, 25, 100)) {
         Err(StartRunError::DayExhausted { committed, per_day }) => {
             assert_eq!((committed, per_day), (100, 100))
         }
         other => panic!("expected DayExhausted, got {other:?}"),
     }
     // A refused start leaves nothing behind: "e" can be tried again later.
-    store.charge("a", c, b, day, 10, "a-1").unwrap();
-    store.end_run("a").unwrap(); // counts 10
-    store.end_run("b").unwrap(); // recorded nothing: counts its whole 25
+    scout_host::store::block(store.charge("a", c, b, day, 10, "a-1")).unwrap();
+    scout_host::store::block(store.end_run("a")).unwrap(); // counts 10
+    scout_host::store::block(store.end_run("b")).unwrap(); // recorded nothing: counts its whole 25
     // 10 + 25 + 25 + 25 = 85; a 25 run does not fit, a 15 run does.
     assert!(matches!(
-        store.start_run("e", b, c, day, 25, 100),
+        scout_host::store::block(store.start_run("e", b, c, day, 25, 100)),
         Err(StartRunError::DayExhausted { committed: 85, .. })
     ));
-    store.start_run("e", b, c, day, 15, 100).unwrap();
+    scout_host::store::block(store.start_run("e", b, c, day, 15, 100)).unwrap();
     assert!(matches!(
-        store.start_run("f", b, c, day, 1, 100),
+        scout_host::store::block(store.start_run("f", b, c, day, 1, 100)),
         Err(StartRunError::DayExhausted { committed: 100, .. })
     ));
     // Other days, brands and connectors are separate.
-    store.start_run("g", b, c, "2026-12-01", 25, 100).unwrap();
-    store.start_run("h", "globex", c, day, 25, 100).unwrap();
-    store.start_run("i", b, "dataforseo", day, 25, 100).unwrap();
+    scout_host::store::block(store.start_run("g", b, c, "2026-12-01", 25, 100)).unwrap();
+    scout_host::store::block(store.start_run("h", "globex", c, day, 25, 100)).unwrap();
+    scout_host::store::block(store.start_run("i", b, "dataforseo", day, 25, 100)).unwrap();
     // Duplicate ids, bad allowances, unknown runs.
     assert!(matches!(
-        store.start_run("g", b, c, "2026-12-02", 1, 100),
+        scout_host::store::block(store.start_run("g", b, c, "2026-12-02", 1, 100)),
         Err(StartRunError::Store(StoreError::RunExists(_)))
     ));
     assert!(matches!(
-        store.start_run("x", b, c, day, 0, 100),
+        scout_host::store::block(store.start_run("x", b, c, day, 0, 100)),
         Err(StartRunError::InvalidAllowance { .. })
     ));
     assert!(matches!(
-        store.start_run("x", b, c, day, 101, 100),
+        scout_host::store::block(store.start_run("x", b, c, day, 101, 100)),
         Err(StartRunError::InvalidAllowance { .. })
     ));
     assert!(matches!(
-        store.end_run("nope"),
+        scout_host::store::block(store.end_run("nope")),
         Err(StoreError::UnknownRun(_))
     ));
 }
@@ -697,16 +806,15 @@ fn concurrent_starts_never_overcommit_the_day(db: &Db) {
             .map(|(i, store)| {
                 scope.spawn(move || {
                     usize::from(
-                        store
-                            .start_run(
-                                &format!("run-{i}"),
-                                "acme",
-                                "firecrawl",
-                                "2026-11-30",
-                                25,
-                                100,
-                            )
-                            .is_ok(),
+                        scout_host::store::block(store.start_run(
+                            &format!("run-{i}"),
+                            "acme",
+                            "firecrawl",
+                            "2026-11-30",
+                            25,
+                            100,
+                        ))
+                        .is_ok(),
                     )
                 })
             })
@@ -722,23 +830,24 @@ fn trace_detail_keeps_any_text_a_guest_sent(db: &Db) {
     let store = db.store();
     let mut e = event("s-nul", "acme", TraceState::Result, 1);
     e.detail = json!({ "upstream": "a\u{0}b\u{1}\u{7f}\u{1F600}\"'\\", "nested": ["\u{0}"] });
-    store.record(&e).unwrap();
-    assert_eq!(store.trace_for_session("s-nul").unwrap(), vec![e]);
+    scout_host::store::block(store.record(&e)).unwrap();
+    assert_eq!(
+        scout_host::store::block(store.trace_for_session("s-nul")).unwrap(),
+        vec![e]
+    );
 }
 
 /// Pages of a trace follow its sequence and end where it ends.
 fn trace_pages_follow_the_sequence(db: &Db) {
     let store = db.store();
     for n in 0..7 {
-        store
-            .record(&event("s-page", "acme", TraceState::Requested, n))
+        scout_host::store::block(store.record(&event("s-page", "acme", TraceState::Requested, n)))
             .unwrap();
     }
     // On PostgreSQL the newest rows may show a moment late (a page stops
     // below any transaction still open in the cluster): wait for them.
     let started = std::time::Instant::now();
-    while store
-        .trace_page(TraceFilter::Brand("acme"), 0, 100)
+    while scout_host::store::block(store.trace_page(TraceFilter::Brand("acme"), 0, 100))
         .unwrap()
         .len()
         < 7
@@ -749,8 +858,7 @@ fn trace_pages_follow_the_sequence(db: &Db) {
     let mut after = 0;
     let mut seen = Vec::new();
     loop {
-        let page = store
-            .trace_page(TraceFilter::Brand("acme"), after, 3)
+        let page = scout_host::store::block(store.trace_page(TraceFilter::Brand("acme"), after, 3))
             .unwrap();
         if page.is_empty() {
             break;
@@ -762,8 +870,7 @@ fn trace_pages_follow_the_sequence(db: &Db) {
     }
     assert_eq!(seen, (0..7).map(|n| 1_000 + n).collect::<Vec<_>>());
     assert!(
-        store
-            .trace_page(TraceFilter::Session("s-page"), after, 3)
+        scout_host::store::block(store.trace_page(TraceFilter::Session("s-page"), after, 3))
             .unwrap()
             .is_empty()
     );
@@ -773,60 +880,62 @@ fn trace_pages_follow_the_sequence(db: &Db) {
 fn connections_and_shares_resolve_as_stored(db: &Db) {
     let store = db.store();
     let key = [7u8; 32];
-    store
-        .put_connection("acme", "github", "ghp_one", &key)
-        .unwrap();
+    scout_host::store::block(store.put_connection("acme", "github", "ghp_one", &key)).unwrap();
     assert_eq!(
-        store
-            .get_connection("acme", "github", &key)
+        scout_host::store::block(store.get_connection("acme", "github", &key))
             .unwrap()
             .as_deref(),
         Some("ghp_one")
     );
     assert_eq!(
-        store.get_connection("acme", "firecrawl", &key).unwrap(),
+        scout_host::store::block(store.get_connection("acme", "firecrawl", &key)).unwrap(),
         None
     );
     assert!(matches!(
-        store.get_connection("acme", "github", &[8u8; 32]),
+        scout_host::store::block(store.get_connection("acme", "github", &[8u8; 32])),
         Err(StoreError::Decrypt { .. })
     ));
-    assert!(store.disable_connection("acme", "github").unwrap());
-    assert_eq!(store.get_connection("acme", "github", &key).unwrap(), None);
-    assert!(!store.disable_connection("acme", "nothing").unwrap());
-    store
-        .put_connection("acme", "github", "ghp_two", &key)
-        .unwrap();
+    assert!(scout_host::store::block(store.disable_connection("acme", "github")).unwrap());
     assert_eq!(
-        store
-            .get_connection("acme", "github", &key)
+        scout_host::store::block(store.get_connection("acme", "github", &key)).unwrap(),
+        None
+    );
+    assert!(!scout_host::store::block(store.disable_connection("acme", "nothing")).unwrap());
+    scout_host::store::block(store.put_connection("acme", "github", "ghp_two", &key)).unwrap();
+    assert_eq!(
+        scout_host::store::block(store.get_connection("acme", "github", &key))
             .unwrap()
             .as_deref(),
         Some("ghp_two")
     );
 
-    assert!(store.shared_with("globex", "github").unwrap().is_empty());
-    store.share_connection("acme", "github", "globex").unwrap();
-    store.share_connection("acme", "github", "globex").unwrap();
-    store
-        .share_connection("initech", "github", "globex")
-        .unwrap();
+    assert!(
+        scout_host::store::block(store.shared_with("globex", "github"))
+            .unwrap()
+            .is_empty()
+    );
+    scout_host::store::block(store.share_connection("acme", "github", "globex")).unwrap();
+    scout_host::store::block(store.share_connection("acme", "github", "globex")).unwrap();
+    scout_host::store::block(store.share_connection("initech", "github", "globex")).unwrap();
     assert_eq!(
-        store.shared_with("globex", "github").unwrap(),
+        scout_host::store::block(store.shared_with("globex", "github")).unwrap(),
         ["acme", "initech"]
     );
-    assert!(store.shared_with("globex", "firecrawl").unwrap().is_empty());
     assert!(
-        store
-            .unshare_connection("acme", "github", "globex")
+        scout_host::store::block(store.shared_with("globex", "firecrawl"))
             .unwrap()
+            .is_empty()
     );
     assert!(
-        !store
-            .unshare_connection("acme", "github", "globex")
-            .unwrap()
+        scout_host::store::block(store.unshare_connection("acme", "github", "globex")).unwrap()
     );
-    assert_eq!(store.shared_with("globex", "github").unwrap(), ["initech"]);
+    assert!(
+        !scout_host::store::block(store.unshare_connection("acme", "github", "globex")).unwrap()
+    );
+    assert_eq!(
+        scout_host::store::block(store.shared_with("globex", "github")).unwrap(),
+        ["initech"]
+    );
 }
 
 /// Profiles are validated when saved and come back as saved; reviews keep
@@ -842,45 +951,64 @@ fn profiles_and_reviews_are_kept(db: &Db) {
         grant: Grant::default(),
         limits: Limits::preset(),
     };
-    store
-        .save_profile("acme", &profile("b"), ProfileKind::Coworker, &catalog)
-        .unwrap();
-    store
-        .save_profile("acme", &profile("a"), ProfileKind::Coworker, &catalog)
-        .unwrap();
+    scout_host::store::block(store.save_profile(
+        "acme",
+        &profile("b"),
+        ProfileKind::Coworker,
+        &catalog,
+    ))
+    .unwrap();
+    scout_host::store::block(store.save_profile(
+        "acme",
+        &profile("a"),
+        ProfileKind::Coworker,
+        &catalog,
+    ))
+    .unwrap();
     let mut refused = profile("bad");
     refused
         .tools
         .push("mcp__github__github_commit_files".into());
     assert!(matches!(
-        store.save_profile("acme", &refused, ProfileKind::Coworker, &catalog),
+        scout_host::store::block(store.save_profile(
+            "acme",
+            &refused,
+            ProfileKind::Coworker,
+            &catalog
+        )),
         Err(SaveProfileError::Invalid(_))
     ));
-    let names: Vec<String> = store
-        .list_profiles("acme")
+    let names: Vec<String> = scout_host::store::block(store.list_profiles("acme"))
         .unwrap()
         .into_iter()
         .map(|p| p.profile.name)
         .collect();
     assert_eq!(names, ["a", "b"]);
-    let loaded = store.load_profile("acme", "a").unwrap().unwrap();
+    let loaded = scout_host::store::block(store.load_profile("acme", "a"))
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (loaded.kind, loaded.profile),
         (ProfileKind::Coworker, profile("a"))
     );
-    assert!(store.load_profile("globex", "a").unwrap().is_none());
-    assert!(store.delete_profile("acme", "a").unwrap());
-    assert!(!store.delete_profile("acme", "a").unwrap());
+    assert!(
+        scout_host::store::block(store.load_profile("globex", "a"))
+            .unwrap()
+            .is_none()
+    );
+    assert!(scout_host::store::block(store.delete_profile("acme", "a")).unwrap());
+    assert!(!scout_host::store::block(store.delete_profile("acme", "a")).unwrap());
 
-    assert_eq!(store.reviewed("github", "read_file").unwrap(), None);
-    store
-        .approve_tool("github", "read_file", "d1", None, None, "alice")
+    assert_eq!(
+        scout_host::store::block(store.reviewed("github", "read_file")).unwrap(),
+        None
+    );
+    scout_host::store::block(store.approve_tool("github", "read_file", "d1", None, None, "alice"))
         .unwrap();
-    store
-        .approve_tool("github", "read_file", "d2", None, None, "bob")
+    scout_host::store::block(store.approve_tool("github", "read_file", "d2", None, None, "bob"))
         .unwrap();
     assert_eq!(
-        store.reviewed("github", "read_file").unwrap(),
+        scout_host::store::block(store.reviewed("github", "read_file")).unwrap(),
         Some(scout_host::store::Reviewed {
             digest: "d2".into(),
             effect: None,
@@ -888,12 +1016,17 @@ fn profiles_and_reviews_are_kept(db: &Db) {
         })
     );
     // A remote MCP server's tool keeps the effect it was reviewed with.
-    store
-        .approve_tool("remote", "lookup", "d3", Some("billed"), None, "carol")
-        .unwrap();
+    scout_host::store::block(store.approve_tool(
+        "remote",
+        "lookup",
+        "d3",
+        Some("billed"),
+        None,
+        "carol",
+    ))
+    .unwrap();
     assert_eq!(
-        store
-            .reviewed("remote", "lookup")
+        scout_host::store::block(store.reviewed("remote", "lookup"))
             .unwrap()
             .and_then(|r| r.effect)
             .as_deref(),
@@ -901,43 +1034,46 @@ fn profiles_and_reviews_are_kept(db: &Db) {
     );
 
     // What a component tool's review covered is kept with it.
-    store
-        .approve_tool(
-            "github",
-            "create_branch",
-            "d4",
-            None,
-            Some(r#"{"component":"sha256:aa"}"#),
-            "dave",
-        )
-        .unwrap();
+    scout_host::store::block(store.approve_tool(
+        "github",
+        "create_branch",
+        "d4",
+        None,
+        Some(r#"{"component":"sha256:aa"}"#),
+        "dave",
+    ))
+    .unwrap();
     assert_eq!(
-        store
-            .reviewed("github", "create_branch")
+        scout_host::store::block(store.reviewed("github", "create_branch"))
             .unwrap()
             .and_then(|r| r.facts)
             .as_deref(),
         Some(r#"{"component":"sha256:aa"}"#)
     );
     assert_eq!(
-        store.reviewed_tools("github").unwrap(),
+        scout_host::store::block(store.reviewed_tools("github")).unwrap(),
         ["create_branch", "read_file"]
     );
 
     // An artifact tag keeps the digest it was first resolved to.
     let tag = "oci://registry.example/connectors/github:1";
-    assert_eq!(store.pinned_artifact(tag).unwrap(), None);
     assert_eq!(
-        store.pin_artifact(tag, "sha256:first", "serve").unwrap(),
+        scout_host::store::block(store.pinned_artifact(tag)).unwrap(),
+        None
+    );
+    assert_eq!(
+        scout_host::store::block(store.pin_artifact(tag, "sha256:first", "serve")).unwrap(),
         "sha256:first"
     );
     assert_eq!(
-        store.pin_artifact(tag, "sha256:moved", "serve").unwrap(),
+        scout_host::store::block(store.pin_artifact(tag, "sha256:moved", "serve")).unwrap(),
         "sha256:first",
         "the first record stands"
     );
     assert_eq!(
-        store.pinned_artifact(tag).unwrap().as_deref(),
+        scout_host::store::block(store.pinned_artifact(tag))
+            .unwrap()
+            .as_deref(),
         Some("sha256:first")
     );
 }
@@ -951,47 +1087,53 @@ fn the_arguments_a_person_approves_are_sealed_in_the_row_until_decided(db: &Db) 
     let key = [9u8; 32];
     let args = json!({ "to": "ops@example.com", "body": "the canary 7f3a" });
     let digest = args_digest(&args);
-    let asked = store
-        .request_approval_showing("s", "send", &digest, &args, &key)
-        .unwrap();
+    let asked =
+        scout_host::store::block(store.request_approval_showing("s", "send", &digest, &args, &key))
+            .unwrap();
     assert_eq!(
-        other_host.approval_arguments(asked, &key).unwrap(),
+        scout_host::store::block(other_host.approval_arguments(asked, &key)).unwrap(),
         Some(args.clone())
     );
     assert_eq!(
-        other_host.approval_arguments(asked, &[1u8; 32]).unwrap(),
+        scout_host::store::block(other_host.approval_arguments(asked, &[1u8; 32])).unwrap(),
         None
     );
     // Sealed under another call's identity, the same bytes do not open.
-    let wrong = store
-        .request_approval_showing("s", "send", &args_digest(&json!({})), &args, &key)
-        .unwrap();
+    let wrong = scout_host::store::block(store.request_approval_showing(
+        "s",
+        "send",
+        &args_digest(&json!({})),
+        &args,
+        &key,
+    ))
+    .unwrap();
     assert_eq!(
-        store.approval_arguments(wrong, &key).unwrap(),
+        scout_host::store::block(store.approval_arguments(wrong, &key)).unwrap(),
         None,
         "digest mismatch"
     );
-    store.decide(asked, true, "alice").unwrap();
+    scout_host::store::block(store.decide(asked, true, "alice")).unwrap();
     assert_eq!(
-        other_host.approval_arguments(asked, &key).unwrap(),
+        scout_host::store::block(other_host.approval_arguments(asked, &key)).unwrap(),
         None,
         "erased when decided"
     );
-    let again = store
-        .request_approval_showing("s", "send", &digest, &args, &key)
-        .unwrap();
-    assert!(store.revoke_approval(again, "test").unwrap());
+    let again =
+        scout_host::store::block(store.request_approval_showing("s", "send", &digest, &args, &key))
+            .unwrap();
+    assert!(scout_host::store::block(store.revoke_approval(again, "test")).unwrap());
     assert_eq!(
-        store.approval_arguments(again, &key).unwrap(),
+        scout_host::store::block(store.approval_arguments(again, &key)).unwrap(),
         None,
         "erased when revoked"
     );
-    let third = store
-        .request_approval_showing("s2", "send", &digest, &args, &key)
-        .unwrap();
-    store.revoke_session_approvals("s2").unwrap();
+    let third = scout_host::store::block(
+        store.request_approval_showing("s2", "send", &digest, &args, &key),
+    )
+    .unwrap();
+    scout_host::store::block(store.revoke_session_approvals("s2")).unwrap();
     assert_eq!(
-        store.approval_arguments(third, &key).unwrap(),
+        scout_host::store::block(store.approval_arguments(third, &key)).unwrap(),
         None,
         "erased with the session"
     );
@@ -1008,8 +1150,7 @@ fn the_audit_export_resumes_from_its_cursor(db: &Db) {
         } else {
             ("s2", "globex")
         };
-        store
-            .record(&event(session, brand, TraceState::Requested, n))
+        scout_host::store::block(store.record(&event(session, brand, TraceState::Requested, n)))
             .unwrap();
     }
     let lines = |bytes: Vec<u8>| -> Vec<Value> {
@@ -1041,7 +1182,8 @@ fn the_audit_export_resumes_from_its_cursor(db: &Db) {
         "every row once, in order"
     );
     // Each row is the trace's row as stored, plus its seq.
-    let (seq, first) = &store.trace_page(TraceFilter::All, 0, 1).unwrap()[0];
+    let (seq, first) =
+        &scout_host::store::block(store.trace_page(TraceFilter::All, 0, 1)).unwrap()[0];
     let mut expected = serde_json::to_value(first).unwrap();
     expected["seq"] = json!(seq);
     assert_eq!(all[0], expected);
@@ -1081,23 +1223,20 @@ fn connections_are_encrypted_at_rest() {
     let secret = "ghp_SuperSecretToken_0123456789abcdef";
     {
         let store = SqliteStore::open(&path).unwrap();
-        store
-            .put_connection("acme", "github", secret, &key)
-            .unwrap();
+        scout_host::store::block(store.put_connection("acme", "github", secret, &key)).unwrap();
         assert_eq!(
-            store
-                .get_connection("acme", "github", &key)
+            scout_host::store::block(store.get_connection("acme", "github", &key))
                 .unwrap()
                 .as_deref(),
             Some(secret)
         );
         assert_eq!(
-            store.get_connection("acme", "firecrawl", &key).unwrap(),
+            scout_host::store::block(store.get_connection("acme", "firecrawl", &key)).unwrap(),
             None
         );
         // Wrong key: an error, not a panic, and not the secret.
         assert!(matches!(
-            store.get_connection("acme", "github", &[8u8; 32]),
+            scout_host::store::block(store.get_connection("acme", "github", &[8u8; 32])),
             Err(StoreError::Decrypt { .. })
         ));
     }
@@ -1109,8 +1248,7 @@ fn connections_are_encrypted_at_rest() {
 
     let store = SqliteStore::open(&path).unwrap();
     assert_eq!(
-        store
-            .get_connection("acme", "github", &key)
+        scout_host::store::block(store.get_connection("acme", "github", &key))
             .unwrap()
             .as_deref(),
         Some(secret)
@@ -1124,19 +1262,19 @@ fn connections_are_encrypted_at_rest() {
     )
     .unwrap();
     assert!(matches!(
-        store.get_connection("globex", "github", &key),
+        scout_host::store::block(store.get_connection("globex", "github", &key)),
         Err(StoreError::Decrypt { .. })
     ));
 
-    assert!(store.disable_connection("acme", "github").unwrap());
-    assert_eq!(store.get_connection("acme", "github", &key).unwrap(), None);
-    assert!(!store.disable_connection("acme", "nothing").unwrap());
-    store
-        .put_connection("acme", "github", "new-token", &key)
-        .unwrap();
+    assert!(scout_host::store::block(store.disable_connection("acme", "github")).unwrap());
     assert_eq!(
-        store
-            .get_connection("acme", "github", &key)
+        scout_host::store::block(store.get_connection("acme", "github", &key)).unwrap(),
+        None
+    );
+    assert!(!scout_host::store::block(store.disable_connection("acme", "nothing")).unwrap());
+    scout_host::store::block(store.put_connection("acme", "github", "new-token", &key)).unwrap();
+    assert_eq!(
+        scout_host::store::block(store.get_connection("acme", "github", &key))
             .unwrap()
             .as_deref(),
         Some("new-token")
@@ -1165,13 +1303,21 @@ fn a_corrupt_file_is_an_error_not_a_panic() {
     // Reopening a good file keeps its data and schema.
     let db = temp_db("reopen");
     let path = db.path().to_path_buf();
-    SqliteStore::open(&path)
-        .unwrap()
-        .charge("r", "c", "b", "2026-11-30", 1, "k")
-        .unwrap();
+    scout_host::store::block(SqliteStore::open(&path).unwrap().charge(
+        "r",
+        "c",
+        "b",
+        "2026-11-30",
+        1,
+        "k",
+    ))
+    .unwrap();
     let store = SqliteStore::open(&path).unwrap();
     store.integrity_check().unwrap();
-    assert_eq!(store.spent_in_run("r").unwrap(), 1);
+    assert_eq!(
+        scout_host::store::block(store.spent_in_run("r")).unwrap(),
+        1
+    );
 }
 
 const CHILD_ENV: &str = "SCOUT_CRASH_CHILD";
@@ -1188,25 +1334,22 @@ fn crash_child() {
     // Bounded so an orphaned child ends on its own.
     for i in 0..200_000u64 {
         let key = format!("key-{i}");
-        store
-            .charge(
-                "crash-run",
-                "firecrawl",
-                "acme",
-                "2026-11-30",
-                i % 7 + 1,
-                &key,
-            )
-            .unwrap();
+        scout_host::store::block(store.charge(
+            "crash-run",
+            "firecrawl",
+            "acme",
+            "2026-11-30",
+            i % 7 + 1,
+            &key,
+        ))
+        .unwrap();
         writeln!(out, "CHARGED {key}").unwrap();
         out.flush().unwrap();
         let args = args_digest(&json!({ "i": i }));
-        let id = store
-            .request_approval("crash-session", "send", &args)
+        let id = scout_host::store::block(store.request_approval("crash-session", "send", &args))
             .unwrap();
-        store.decide(id, true, "child").unwrap();
-        let used = store
-            .consume_approval("crash-session", "send", &args)
+        scout_host::store::block(store.decide(id, true, "child")).unwrap();
+        let used = scout_host::store::block(store.consume_approval("crash-session", "send", &args))
             .unwrap();
         writeln!(out, "CONSUMED {} {i}", used.0).unwrap();
         out.flush().unwrap();
@@ -1280,7 +1423,7 @@ fn killed_host_round(kill_after: usize) {
 
     let store = SqliteStore::open(&path).unwrap();
     store.integrity_check().unwrap();
-    let rows = store.charges_in_run("crash-run").unwrap();
+    let rows = scout_host::store::block(store.charges_in_run("crash-run")).unwrap();
     let distinct: HashSet<&str> = rows.iter().map(|c| c.idempotency_key.as_str()).collect();
     assert_eq!(rows.len(), distinct.len(), "a key was recorded twice");
     for key in &charged {
@@ -1304,25 +1447,29 @@ fn killed_host_round(kill_after: usize) {
         assert_eq!(row.amount, i as u64 % 7 + 1);
     }
     assert_eq!(
-        store.spent_in_run("crash-run").unwrap(),
+        scout_host::store::block(store.spent_in_run("crash-run")).unwrap(),
         rows.iter().map(|c| c.amount).sum::<u64>()
     );
     // Retrying the charges after the crash records nothing new.
     for (i, key) in charged.iter().enumerate() {
         assert!(
-            !store
-                .charge(
-                    "crash-run",
-                    "firecrawl",
-                    "acme",
-                    "2026-11-30",
-                    i as u64 % 7 + 1,
-                    key
-                )
-                .unwrap()
+            !scout_host::store::block(store.charge(
+                "crash-run",
+                "firecrawl",
+                "acme",
+                "2026-11-30",
+                i as u64 % 7 + 1,
+                key
+            ))
+            .unwrap()
         );
     }
-    assert_eq!(store.charges_in_run("crash-run").unwrap().len(), n);
+    assert_eq!(
+        scout_host::store::block(store.charges_in_run("crash-run"))
+            .unwrap()
+            .len(),
+        n
+    );
 
     // Every approval the child reported consumed is used, and cannot be used again.
     let ids: BTreeSet<i64> = consumed.iter().map(|(id, _)| *id).collect();
@@ -1341,14 +1488,13 @@ fn killed_host_round(kill_after: usize) {
         consumed.len()
     );
     for (id, i) in &consumed {
-        let approval = store
-            .approval(scout_host::store::ApprovalId(*id))
+        let approval = scout_host::store::block(store.approval(scout_host::store::ApprovalId(*id)))
             .unwrap()
             .unwrap();
         assert!(approval.used && approval.state == ApprovalState::Approved);
         let args = args_digest(&json!({ "i": i }));
         assert!(matches!(
-            store.consume_approval("crash-session", "send", &args),
+            scout_host::store::block(store.consume_approval("crash-session", "send", &args)),
             Err(ApprovalError::AlreadyUsed)
         ));
     }

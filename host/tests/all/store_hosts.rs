@@ -56,51 +56,54 @@ async fn a_decision_on_one_host_wakes_the_call_waiting_on_another() {
     let Some(db) = database("wake") else { return };
     let (a, b) = (host(&db), host(&db));
     let digest = args_digest(&json!({ "branch": "x" }));
-    let id = a.request_approval("s", "t", &digest).unwrap();
+    let id = a.request_approval("s", "t", &digest).await.unwrap();
     let mut watch = a.watch_approval("s", "t", &digest);
     assert!(matches!(
-        a.consume_approval("s", "t", &digest),
+        a.consume_approval("s", "t", &digest).await,
         Err(ApprovalError::Pending)
     ));
     // The person answers through host B's API.
-    b.decide(id, true, "alice").unwrap();
+    b.decide(id, true, "alice").await.unwrap();
     rung_within(&mut watch, Duration::from_secs(5))
         .await
         .expect("host A's waiter woke on B's decision (only a notification rings it)");
-    assert_eq!(a.consume_approval("s", "t", &digest).unwrap(), id);
+    assert_eq!(a.consume_approval("s", "t", &digest).await.unwrap(), id);
     // Single use, whichever host asks next.
     assert!(matches!(
-        a.consume_approval("s", "t", &digest),
+        a.consume_approval("s", "t", &digest).await,
         Err(ApprovalError::AlreadyUsed)
     ));
     assert!(matches!(
-        b.consume_approval("s", "t", &digest),
+        b.consume_approval("s", "t", &digest).await,
         Err(ApprovalError::AlreadyUsed)
     ));
 
     // A session's approvals revoked on B ring A's waiters of that session.
     let other = args_digest(&json!({ "branch": "y" }));
-    a.request_approval("s", "t", &other).unwrap();
+    a.request_approval("s", "t", &other).await.unwrap();
     let mut watch = a.watch_approval("s", "t", &other);
-    assert_eq!(b.revoke_session_approvals("s").unwrap(), 1);
+    assert_eq!(b.revoke_session_approvals("s").await.unwrap(), 1);
     rung_within(&mut watch, Duration::from_secs(5))
         .await
         .expect("the revocation rang on A");
     assert!(matches!(
-        a.consume_approval("s", "t", &other),
+        a.consume_approval("s", "t", &other).await,
         Err(ApprovalError::Revoked)
     ));
 
     // A key too long for a notification still rings: as "everything".
     let long_session = "s".repeat(9_000);
-    let id = a.request_approval(&long_session, "t", &digest).unwrap();
+    let id = a
+        .request_approval(&long_session, "t", &digest)
+        .await
+        .unwrap();
     let mut watch = a.watch_approval(&long_session, "t", &digest);
-    b.decide(id, false, "bob").unwrap();
+    b.decide(id, false, "bob").await.unwrap();
     rung_within(&mut watch, Duration::from_secs(5))
         .await
         .expect("the oversized key rang as all");
     assert!(matches!(
-        a.consume_approval(&long_session, "t", &digest),
+        a.consume_approval(&long_session, "t", &digest).await,
         Err(ApprovalError::Denied)
     ));
 }
@@ -113,8 +116,8 @@ fn concurrent_consumes_from_two_hosts_have_exactly_one_winner() {
     let (a, b) = (host(&db), host(&db));
     for round in 0..100 {
         let digest = args_digest(&json!({ "round": round }));
-        let id = a.request_approval("s", "t", &digest).unwrap();
-        b.decide(id, true, "alice").unwrap();
+        let id = scout_host::store::block(a.request_approval("s", "t", &digest)).unwrap();
+        scout_host::store::block(b.decide(id, true, "alice")).unwrap();
         let barrier = std::sync::Barrier::new(4);
         let wins: Vec<bool> = std::thread::scope(|scope| {
             let handles: Vec<_> = [&a, &b, &a, &b]
@@ -123,7 +126,7 @@ fn concurrent_consumes_from_two_hosts_have_exactly_one_winner() {
                     let (digest, barrier) = (digest.clone(), &barrier);
                     scope.spawn(move || {
                         barrier.wait();
-                        match store.consume_approval("s", "t", &digest) {
+                        match scout_host::store::block(store.consume_approval("s", "t", &digest)) {
                             Ok(spent) => {
                                 assert_eq!(spent, id);
                                 true
@@ -160,14 +163,14 @@ fn runs_across_two_hosts_start_exactly_as_many_as_the_day_holds() {
                     let (day, barrier) = (day.clone(), &barrier);
                     scope.spawn(move || {
                         barrier.wait();
-                        match store.start_run(
+                        match scout_host::store::block(store.start_run(
                             &format!("r{round}-{i}"),
                             "acme",
                             "firecrawl",
                             &day,
                             10,
                             50,
-                        ) {
+                        )) {
                             Ok(()) => 1,
                             Err(StartRunError::DayExhausted { .. }) => 0,
                             Err(e) => panic!("{e}"),
@@ -181,18 +184,18 @@ fn runs_across_two_hosts_start_exactly_as_many_as_the_day_holds() {
     }
     // One charge key, two hosts: recorded once; another amount under it is refused.
     assert!(
-        a.charge("r0-0", "firecrawl", "acme", "2026-12-01", 3, "k")
+        scout_host::store::block(a.charge("r0-0", "firecrawl", "acme", "2026-12-01", 3, "k"))
             .unwrap()
     );
     assert!(
-        !b.charge("r0-0", "firecrawl", "acme", "2026-12-01", 3, "k")
+        !scout_host::store::block(b.charge("r0-0", "firecrawl", "acme", "2026-12-01", 3, "k"))
             .unwrap()
     );
     assert!(matches!(
-        b.charge("r0-0", "firecrawl", "acme", "2026-12-01", 4, "k"),
+        scout_host::store::block(b.charge("r0-0", "firecrawl", "acme", "2026-12-01", 4, "k")),
         Err(StoreError::IdempotencyConflict(_))
     ));
-    assert_eq!(a.spent_in_run("r0-0").unwrap(), 3);
+    assert_eq!(scout_host::store::block(a.spent_in_run("r0-0")).unwrap(), 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -202,7 +205,7 @@ async fn a_listener_killed_mid_wait_still_wakes_its_call() {
     };
     let (a, b) = (host(&db), host(&db));
     let digest = args_digest(&json!({ "x": 1 }));
-    let id = a.request_approval("s", "t", &digest).unwrap();
+    let id = a.request_approval("s", "t", &digest).await.unwrap();
     let mut watch = a.watch_approval("s", "t", &digest);
     let killed = db.psql(&format!(
         "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'scout-listener {}'",
@@ -211,18 +214,19 @@ async fn a_listener_killed_mid_wait_still_wakes_its_call() {
     assert_eq!(killed, "1", "host A's listener was found and killed");
     // Decided while A's listener is away: the notification is lost, and the
     // reconnect rings every waiter so each reads the store again.
-    b.decide(id, true, "alice").unwrap();
+    b.decide(id, true, "alice").await.unwrap();
     rung_within(&mut watch, Duration::from_secs(5))
         .await
         .expect("the waiter woke after the listener came back");
-    assert_eq!(a.consume_approval("s", "t", &digest).unwrap(), id);
+    assert_eq!(a.consume_approval("s", "t", &digest).await.unwrap(), id);
     // And the listener is back: the next decision rings at once.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let id = a
         .request_approval("s", "t", &args_digest(&json!({ "x": 2 })))
+        .await
         .unwrap();
     let mut watch = a.watch_approval("s", "t", &args_digest(&json!({ "x": 2 })));
-    b.decide(id, true, "alice").unwrap();
+    b.decide(id, true, "alice").await.unwrap();
     rung_within(&mut watch, Duration::from_secs(5))
         .await
         .expect("listening again");
@@ -239,10 +243,13 @@ async fn a_connection_changed_on_one_host_invalidates_the_others() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     while changes.try_recv().is_ok() {}
     b.put_connection("acme", "github", "ghp_x", &[1u8; 32])
+        .await
         .unwrap();
     let got = tokio::time::timeout(crate::common::EVENTUALLY, changes.recv()).await;
     assert_eq!(got.expect("told").unwrap(), Invalidation::Connections);
-    b.share_connection("acme", "github", "globex").unwrap();
+    b.share_connection("acme", "github", "globex")
+        .await
+        .unwrap();
     let got = tokio::time::timeout(crate::common::EVENTUALLY, changes.recv()).await;
     assert_eq!(got.expect("told").unwrap(), Invalidation::Connections);
 }
@@ -256,34 +263,29 @@ fn a_lost_host_is_fenced_and_recovered_and_a_live_hosts_state_is_kept() {
     // Host A: a call waiting for a person, a call allowed but unfinished, a
     // finished call, a live run. Host B: the same kinds, its own.
     for (store, s) in [(&a, "sa"), (&b, "sb")] {
-        store
-            .record_all(&[step(s, "waiting", TraceState::Requested)])
+        scout_host::store::block(store.record_all(&[step(s, "waiting", TraceState::Requested)]))
             .unwrap();
-        store
-            .record_all(&[
-                step(s, "running", TraceState::Requested),
-                step(s, "running", TraceState::Allowed),
-            ])
+        scout_host::store::block(store.record_all(&[
+            step(s, "running", TraceState::Requested),
+            step(s, "running", TraceState::Allowed),
+        ]))
+        .unwrap();
+        scout_host::store::block(store.record_all(&[
+            step(s, "done", TraceState::Requested),
+            step(s, "done", TraceState::Result),
+        ]))
+        .unwrap();
+        scout_host::store::block(store.request_approval(s, "t", &args_digest(&json!({ "s": s }))))
             .unwrap();
-        store
-            .record_all(&[
-                step(s, "done", TraceState::Requested),
-                step(s, "done", TraceState::Result),
-            ])
-            .unwrap();
-        store
-            .request_approval(s, "t", &args_digest(&json!({ "s": s })))
-            .unwrap();
-        store
-            .start_run(
-                &format!("run-{s}"),
-                "acme",
-                "firecrawl",
-                "2026-12-02",
-                10,
-                100,
-            )
-            .unwrap();
+        scout_host::store::block(store.start_run(
+            &format!("run-{s}"),
+            "acme",
+            "firecrawl",
+            "2026-12-02",
+            10,
+            100,
+        ))
+        .unwrap();
     }
     // A stops renewing (as if its machine went away).
     db.psql(&format!(
@@ -301,17 +303,16 @@ fn a_lost_host_is_fenced_and_recovered_and_a_live_hosts_state_is_kept() {
     );
 
     // A's pending approval is revoked, its open calls closed, its run ended.
-    let pending_a = &a.pending("sa").unwrap();
+    let pending_a = &scout_host::store::block(a.pending("sa")).unwrap();
     assert!(pending_a.is_empty());
-    let revoked = b
-        .approval(scout_host::store::ApprovalId(1))
+    let revoked = scout_host::store::block(b.approval(scout_host::store::ApprovalId(1)))
         .unwrap()
         .unwrap();
     assert_eq!(
         (revoked.state, revoked.decided_by.as_deref()),
         (ApprovalState::Revoked, Some(LOST_HOST_REVOKER))
     );
-    let trace = b.trace_for_session("sa").unwrap();
+    let trace = scout_host::store::block(b.trace_for_session("sa")).unwrap();
     let interrupted: Vec<_> = trace
         .iter()
         .filter(|e| e.state == TraceState::Interrupted)
@@ -330,9 +331,9 @@ fn a_lost_host_is_fenced_and_recovered_and_a_live_hosts_state_is_kept() {
     );
 
     // B's own state is untouched.
-    assert_eq!(b.pending("sb").unwrap().len(), 1);
+    assert_eq!(scout_host::store::block(b.pending("sb")).unwrap().len(), 1);
     assert!(
-        b.trace_for_session("sb")
+        scout_host::store::block(b.trace_for_session("sb"))
             .unwrap()
             .iter()
             .all(|e| e.state != TraceState::Interrupted)
@@ -343,13 +344,13 @@ fn a_lost_host_is_fenced_and_recovered_and_a_live_hosts_state_is_kept() {
     );
 
     // A is fenced: its next pre-effect write fails, so nothing reaches an upstream.
-    let fenced = a.record_all(&[
+    let fenced = scout_host::store::block(a.record_all(&[
         step("sa", "late", TraceState::Requested),
         step("sa", "late", TraceState::Allowed),
-    ]);
+    ]));
     assert!(matches!(fenced, Err(StoreError::Fenced)), "{fenced:?}");
     assert!(
-        b.trace_for_session("sa")
+        scout_host::store::block(b.trace_for_session("sa"))
             .unwrap()
             .iter()
             .all(|e| e.call_id.as_deref() != Some("late"))
@@ -357,8 +358,7 @@ fn a_lost_host_is_fenced_and_recovered_and_a_live_hosts_state_is_kept() {
     // Recovering again finds nothing more.
     assert_eq!(b.recover_lost_hosts().unwrap(), Recovered::default());
     assert!(
-        b.record(&step("sb", "after", TraceState::Requested))
-            .is_ok()
+        scout_host::store::block(b.record(&step("sb", "after", TraceState::Requested))).is_ok()
     );
 }
 
@@ -382,8 +382,12 @@ async fn a_brand_page_never_skips_a_row_another_host_commits_late() {
     .unwrap();
     // This host commits a row after it.
     a.record(&step("s-now", "c", TraceState::Requested))
+        .await
         .unwrap();
-    let page = a.trace_page(TraceFilter::Brand("acme"), 0, 10).unwrap();
+    let page = a
+        .trace_page(TraceFilter::Brand("acme"), 0, 10)
+        .await
+        .unwrap();
     assert!(
         page.is_empty(),
         "a page stops below the open transaction: {page:?}"
@@ -391,7 +395,10 @@ async fn a_brand_page_never_skips_a_row_another_host_commits_late() {
     tx.commit().await.unwrap();
     // Committed: the next page has both, at once (the horizon is this
     // database's trace writers, and none is open now).
-    let page = a.trace_page(TraceFilter::Brand("acme"), 0, 10).unwrap();
+    let page = a
+        .trace_page(TraceFilter::Brand("acme"), 0, 10)
+        .await
+        .unwrap();
     let sessions: Vec<String> = page.iter().map(|(_, e)| e.session.clone()).collect();
     assert_eq!(sessions, ["s-late", "s-now"], "both, in sequence");
 }
@@ -430,8 +437,12 @@ async fn a_page_is_not_held_back_by_transactions_that_write_no_trace() {
     )
     .await;
     a.record(&step("s-now", "c", TraceState::Requested))
+        .await
         .unwrap();
-    let page = a.trace_page(TraceFilter::Brand("acme"), 0, 10).unwrap();
+    let page = a
+        .trace_page(TraceFilter::Brand("acme"), 0, 10)
+        .await
+        .unwrap();
     let sessions: Vec<String> = page.iter().map(|(_, e)| e.session.clone()).collect();
     assert_eq!(
         sessions,
@@ -498,12 +509,14 @@ fn a_lapsed_lease_stops_writes_until_it_is_renewed() {
         "UPDATE hosts SET lease_until = now() - interval '1 second' WHERE host_id = '{}'",
         a.host_id()
     ));
-    let lapsed = a.record(&step("s", "c", TraceState::Requested));
+    let lapsed = scout_host::store::block(a.record(&step("s", "c", TraceState::Requested)));
     assert!(matches!(lapsed, Err(StoreError::LeaseLapsed)), "{lapsed:?}");
     assert!(a.renew_lease().unwrap());
-    a.record(&step("s", "c", TraceState::Requested)).unwrap();
+    scout_host::store::block(a.record(&step("s", "c", TraceState::Requested))).unwrap();
     assert_eq!(
-        a.trace_for_session("s").unwrap().len(),
+        scout_host::store::block(a.trace_for_session("s"))
+            .unwrap()
+            .len(),
         1,
         "only the write made under a held lease"
     );
@@ -536,10 +549,13 @@ fn a_server_off_this_machine_is_reached_over_tls_and_verified() {
         ..PgOptions::new(server.url(&db))
     })
     .unwrap_or_else(|e| panic!("{e}"));
-    trusted
-        .record(&step("s-tls", "c", TraceState::Requested))
-        .unwrap();
-    assert_eq!(trusted.trace_for_session("s-tls").unwrap().len(), 1);
+    scout_host::store::block(trusted.record(&step("s-tls", "c", TraceState::Requested))).unwrap();
+    assert_eq!(
+        scout_host::store::block(trusted.trace_for_session("s-tls"))
+            .unwrap()
+            .len(),
+        1
+    );
     let ssl = server.psql(
         &db,
         &format!(

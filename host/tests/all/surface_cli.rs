@@ -28,10 +28,13 @@ fn surface(config: &std::path::Path, role: &str, brand: &str) -> String {
 fn the_surface_of_a_brand_comes_from_its_stored_connections() {
     let db = TempDb::new("surface-cli");
     let key: [u8; 32] = hex::decode(KEY_HEX).unwrap().try_into().unwrap();
-    SqliteStore::open(&db)
-        .unwrap()
-        .put_connection("acme", "github", "ghp_surface_cli_token", &key)
-        .unwrap();
+    scout_host::store::block(SqliteStore::open(&db).unwrap().put_connection(
+        "acme",
+        "github",
+        "ghp_surface_cli_token",
+        &key,
+    ))
+    .unwrap();
     let config = db.path().with_extension("toml");
     let component = std::path::Path::new(scout_tests::components::GITHUB)
         .canonicalize()

@@ -144,29 +144,32 @@ impl Fixture {
 
     /// The session's whole trace, as text.
     fn trace(&self, session: &str) -> String {
-        let page = self
-            .host
-            .store()
-            .trace_page(TraceFilter::Session(session), 0, 5000)
-            .unwrap();
+        let page = scout_host::store::block(self.host.store().trace_page(
+            TraceFilter::Session(session),
+            0,
+            5000,
+        ))
+        .unwrap();
         serde_json::to_string(&page.iter().map(|(_, e)| e).collect::<Vec<_>>()).unwrap()
     }
 
     /// The `credentials` entries of the session's `executed` events.
     fn credential_events(&self, session: &str) -> Vec<Value> {
-        self.host
-            .store()
-            .trace_page(TraceFilter::Session(session), 0, 5000)
-            .unwrap()
-            .into_iter()
-            .filter(|(_, e)| e.state.as_str() == "executed")
-            .flat_map(|(_, e)| {
-                e.detail["credentials"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .collect()
+        scout_host::store::block(self.host.store().trace_page(
+            TraceFilter::Session(session),
+            0,
+            5000,
+        ))
+        .unwrap()
+        .into_iter()
+        .filter(|(_, e)| e.state.as_str() == "executed")
+        .flat_map(|(_, e)| {
+            e.detail["credentials"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect()
     }
 
     /// Nothing secret anywhere in `text`: not a token the fake issued, the
@@ -266,10 +269,13 @@ async fn a_specialists_google_grant_asks_for_exactly_the_granted_scopes() {
         },
         limits: Limits::preset(),
     };
-    f.host
-        .store()
-        .save_profile("acme", &profile, ProfileKind::Coworker, &f.host.catalog())
-        .expect("the profile is valid");
+    scout_host::store::block(f.host.store().save_profile(
+        "acme",
+        &profile,
+        ProfileKind::Coworker,
+        &f.host.catalog(),
+    ))
+    .expect("the profile is valid");
     let session = f.open("acme", "specialist", Some("console-reader"));
     let out = f
         .call(&session, "searchconsole", "searchconsole_properties")

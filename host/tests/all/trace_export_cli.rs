@@ -95,7 +95,7 @@ fn the_export_of_a_sqlite_store_is_every_row_resumable() {
     let db = TempDb::new("trace-export");
     let store = SqliteStore::open(&db).unwrap();
     for n in 0..10 {
-        store.record(&event(n)).unwrap();
+        scout_host::store::block(store.record(&event(n))).unwrap();
     }
     let config = db.path().with_extension("toml");
     std::fs::write(
@@ -121,7 +121,7 @@ fn the_export_of_a_postgres_store_registers_no_host() {
     };
     let store = PgStore::connect(PgOptions::new(db.url())).unwrap();
     for n in 0..10 {
-        store.record(&event(n)).unwrap();
+        scout_host::store::block(store.record(&event(n))).unwrap();
     }
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("serve.toml");
@@ -206,7 +206,12 @@ fn a_reader_of_a_postgres_store_upgrades_nothing_and_cannot_write() {
     let mut options = PgOptions::new(db.url());
     options.reader = true;
     let reader = PgStore::connect(options).unwrap();
-    let write = reader.put_connection("acme", "github", "ghp-reader-0123", &[7u8; 32]);
+    let write = scout_host::store::block(reader.put_connection(
+        "acme",
+        "github",
+        "ghp-reader-0123",
+        &[7u8; 32],
+    ));
     let error = write.expect_err("a reader cannot write").to_string();
     assert!(error.contains("read-only transaction"), "{error}");
     drop(reader);
@@ -251,7 +256,7 @@ fn readers_of_a_cleanly_stopped_sqlite_store_leave_no_file_beside_it() {
     {
         let store = SqliteStore::open(&db).unwrap();
         for n in 0..6 {
-            store.record(&event(n)).unwrap();
+            scout_host::store::block(store.record(&event(n))).unwrap();
         }
     }
     assert_eq!(
@@ -295,7 +300,7 @@ fn readers_of_a_cleanly_stopped_sqlite_store_leave_no_file_beside_it() {
     // A store a writer holds open is read through its WAL, as before: the
     // newest row, not yet checkpointed into the file, is in the export.
     let store = SqliteStore::open(&db).unwrap();
-    store.record(&event(6)).unwrap();
+    scout_host::store::block(store.record(&event(6))).unwrap();
     check(&config, &[], 7);
     drop(store);
     let _ = std::fs::remove_file(&config);

@@ -531,7 +531,7 @@ async fn a_run_recorded_in_sqlite_keeps_every_charge_across_a_restart() {
         );
         assert_eq!(upstream.seen().len(), 1, "the refused crawl sent nothing");
         assert_eq!(
-            store.spent_in_run("run-1").unwrap(),
+            store.spent_in_run("run-1").await.unwrap(),
             3,
             "the charge is in the ledger, the refusal is not"
         );
@@ -555,6 +555,7 @@ async fn a_run_recorded_in_sqlite_keeps_every_charge_across_a_restart() {
     assert_eq!(
         store
             .spent_on_day("acme", "firecrawl", "2026-11-30")
+            .await
             .unwrap(),
         3
     );
@@ -636,11 +637,11 @@ async fn fifty_concurrent_calls_never_exceed_an_allowance_recorded_in_sqlite() {
     }
     assert_eq!(ok, 20);
     assert_eq!(
-        store.spent_in_run("run-50").unwrap(),
+        store.spent_in_run("run-50").await.unwrap(),
         20,
         "the ledger holds exactly what was allowed"
     );
-    assert_eq!(store.charges_in_run("run-50").unwrap().len(), 20);
+    assert_eq!(store.charges_in_run("run-50").await.unwrap().len(), 20);
     for ext in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
     }

@@ -34,7 +34,7 @@ pub(super) async fn list_approvals(
         listed.push((s.as_str(), None));
     }
     for (session, view) in listed {
-        for approval in host.store.pending(session)? {
+        for approval in host.store.pending(session).await? {
             let arguments = host.approval_arguments(&approval);
             let mut value = json!(approval);
             value["waited_ms"] = json!((now_ms - approval.requested_at_ms).max(0));
@@ -110,7 +110,8 @@ pub(super) async fn list_capability_requests(
     };
     let requests = host
         .store
-        .capability_requests(q.session.as_deref(), pending_only)?;
+        .capability_requests(q.session.as_deref(), pending_only)
+        .await?;
     Ok(Json(json!({"requests": requests})))
 }
 
@@ -141,7 +142,11 @@ pub(super) async fn answer_capability_request(
         ));
     }
     let by = format!("{} (admin API)", caller.subject);
-    match host.store.answer_capability_request(id, answer, &by)? {
+    match host
+        .store
+        .answer_capability_request(id, answer, &by)
+        .await?
+    {
         Answered::Now(answered) => {
             let event = crate::store::TraceEvent {
                 session: answered.session.clone(),
@@ -156,7 +161,7 @@ pub(super) async fn answer_capability_request(
                 detail: json!({"request": id, "by": by, "granted": false}),
                 at_ms: crate::store::now_ms(),
             };
-            host.store.record(&event)?;
+            host.store.record(&event).await?;
             Ok(Json(json!({
                 "request": id,
                 "answered_by": caller.subject,
@@ -194,11 +199,15 @@ pub(super) async fn decide_approval(
         .parse()
         .map_err(|_| ApiError::bad_request("an approval id is a number"))?;
     // The trace's `decided` event says who, and through which channel.
-    match host.store.decide(
-        ApprovalId(id),
-        request.approve,
-        &format!("{} (approvals API)", caller.subject),
-    ) {
+    match host
+        .store
+        .decide(
+            ApprovalId(id),
+            request.approve,
+            &format!("{} (approvals API)", caller.subject),
+        )
+        .await
+    {
         Ok(()) => Ok(Json(
             json!({"approval": id, "approved": request.approve, "decided_by": caller.subject}),
         )),

@@ -78,7 +78,7 @@ pub(super) async fn resume_session(
             detail: json!({"by": format!("{} (admin API)", caller.subject)}),
             at_ms: crate::store::now_ms(),
         };
-        host.store.record(&event)?;
+        host.store.record(&event).await?;
     }
     Ok(Json(
         json!({"session": id, "resumed": was_paused, "by": caller.subject}),
@@ -150,6 +150,7 @@ pub(super) async fn save_profile(
     match host
         .store
         .save_profile(&brand, &request.profile, request.kind, &host.catalog())
+        .await
     {
         Ok(()) => {
             // A session opened from it keeps what it was opened with; the
@@ -170,7 +171,8 @@ pub(super) async fn get_profile(
 ) -> Result<Json<Value>, ApiError> {
     let saved = host
         .store
-        .load_profile(&brand, &name)?
+        .load_profile(&brand, &name)
+        .await?
         .ok_or_else(|| ApiError::not_found(format!("brand `{brand}` has no profile `{name}`")))?;
     Ok(Json(json!(saved)))
 }
@@ -179,14 +181,16 @@ pub(super) async fn list_profiles(
     State(host): State<Arc<ServeHost>>,
     Path(brand): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!({"profiles": host.store.list_profiles(&brand)?})))
+    Ok(Json(
+        json!({"profiles": host.store.list_profiles(&brand).await?}),
+    ))
 }
 
 pub(super) async fn delete_profile(
     State(host): State<Arc<ServeHost>>,
     Path((brand, name)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    if host.store.delete_profile(&brand, &name)? {
+    if host.store.delete_profile(&brand, &name).await? {
         Ok(Json(json!({"deleted": name})))
     } else {
         Err(ApiError::not_found(format!(

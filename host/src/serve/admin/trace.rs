@@ -140,7 +140,7 @@ pub(super) async fn trace(
             ));
         }
     };
-    let page = host.store.trace_page(filter, after, limit)?;
+    let page = host.store.trace_page(filter, after, limit).await?;
     let next_after = (page.len() == limit)
         .then(|| page.last().map(|(seq, _)| *seq))
         .flatten();
