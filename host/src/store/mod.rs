@@ -846,6 +846,17 @@ pub enum RunHold {
     Ended,
 }
 
+/// Whether a run of `per_run` may start on a day where runs already hold
+/// `committed` ([`rules::DAY_COMMITTED`]) of `per_day`: the seed's day
+/// arithmetic, the same for every backend.
+pub(crate) fn day_allows(committed: i64, per_run: u64, per_day: u64) -> Result<(), StartRunError> {
+    let committed = to_u64(committed)?;
+    if committed.saturating_add(per_run) > per_day {
+        return Err(StartRunError::DayExhausted { committed, per_day });
+    }
+    Ok(())
+}
+
 /// What charging a settled run costs, given its allowance: `actual` when
 /// within the hold, else the hold plus as much of the excess as `left`
 /// (what the run has beside this hold) allows.

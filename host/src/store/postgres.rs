@@ -1392,21 +1392,25 @@ impl ApprovalStore for PgStore {
     async fn revoke_session_approvals(&self, session: &str) -> Result<usize, StoreError> {
         let shared = self.shared.clone();
         let session = pg_text(session).into_owned();
-        let (changed, session) = self.run(async move {
-            let mut client = shared.pool.get().await?;
-            let tx = client.transaction().await?;
-            let changed = tx
-                .execute(
-                    "UPDATE approvals SET state = 'revoked', decided_at_ms = $1, args_nonce = NULL, args_sealed = NULL
-                     WHERE session = $2 AND NOT used AND state IN ('pending', 'approved')",
-                    &[&super::now_ms(), &session],
+        let (changed, session) = self
+            .run(async move {
+                let mut client = shared.pool.get().await?;
+                let tx = client.transaction().await?;
+                let changed = tx
+                    .execute(
+                        rules::REVOKE_SESSION_APPROVALS.pg,
+                        &[&super::now_ms(), &session],
+                    )
+                    .await?;
+                tx.execute(
+                    "SELECT pg_notify($1, $2)",
+                    &[&APPROVAL_CHANNEL, &session_payload(&session)],
                 )
                 .await?;
-            tx.execute("SELECT pg_notify($1, $2)", &[&APPROVAL_CHANNEL, &session_payload(&session)])
-                .await?;
-            tx.commit().await?;
-            Ok((changed as usize, session))
-        }).await?;
+                tx.commit().await?;
+                Ok((changed as usize, session))
+            })
+            .await?;
         self.shared.broker.ring_session(&session);
         Ok(changed)
     }
@@ -1568,10 +1572,7 @@ impl LedgerStore for PgStore {
         self.run(async move {
             let client = shared.pool.get().await?;
             let total: i64 = client
-                .query_one(
-                    "SELECT COALESCE(SUM(amount), 0)::int8 FROM charges WHERE run_id = $1",
-                    &[&run_id],
-                )
+                .query_one(rules::SPENT_IN_RUN.pg, &[&run_id])
                 .await?
                 .get(0);
             super::to_u64(total)
@@ -1594,14 +1595,12 @@ impl LedgerStore for PgStore {
         self.run(async move {
             let client = shared.pool.get().await?;
             let total: i64 = client
-                .query_one(
-                    "SELECT COALESCE(SUM(amount), 0)::int8 FROM charges WHERE brand = $1 AND connector = $2 AND day = $3",
-                    &[&brand, &connector, &day],
-                )
+                .query_one(rules::SPENT_ON_DAY.pg, &[&brand, &connector, &day])
                 .await?
                 .get(0);
             super::to_u64(total)
-        }).await
+        })
+        .await
     }
 
     async fn charges_in_run(&self, run_id: &str) -> Result<Vec<Charge>, StoreError> {
@@ -1674,19 +1673,13 @@ impl LedgerStore for PgStore {
             }
             let committed: i64 = tx
                 .query_one(
-                    "SELECT COALESCE(SUM(CASE WHEN NOT r.ended THEN r.per_run
-                         ELSE COALESCE(NULLIF((SELECT SUM(c.amount) FROM charges c WHERE c.run_id = r.run_id), 0), r.per_run)
-                     END), 0)::int8
-                     FROM runs r WHERE r.brand = $1 AND r.connector = $2 AND r.day = $3",
+                    rules::DAY_COMMITTED.pg,
                     &[&brand, &connector, &day],
                 )
                 .await
                 .map_err(StoreError::from)?
                 .get(0);
-            let committed = super::to_u64(committed)?;
-            if committed.saturating_add(per_run) > per_day {
-                return Err(StartRunError::DayExhausted { committed, per_day });
-            }
+            super::day_allows(committed, per_run, per_day)?;
             tx.execute(
                 "INSERT INTO runs (run_id, host_id, brand, connector, day, per_run, per_day, started_at_ms)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
@@ -1765,34 +1758,39 @@ impl LedgerStore for PgStore {
             let mut client = shared.pool.get().await?;
             let tx = client.transaction().await?;
             // The run's row first: settlements of one run queue here.
-            let Some(_) = pg_run_left(&tx, &run_id, true).await? else {
-                return Ok(None);
-            };
-            if let Some(done) = tx
-                .query_opt(rules::CHARGED_UNDER_KEY.pg, &[&key])
-                .await?
-            {
-                // A retry of a settlement already recorded.
+            let live = pg_run_left(&tx, &run_id, true).await?;
+            if let Some(done) = tx.query_opt(rules::CHARGED_UNDER_KEY.pg, &[&key]).await? {
+                // A retry of a settlement already recorded, whether or not
+                // the run ended since: the same answer.
                 return Ok(Some(super::to_u64(done.get(0))?));
             }
-            tx.execute(
-                "UPDATE runs SET reserved = GREATEST(reserved - $2, 0) WHERE run_id = $1",
-                &[&run_id, &held],
-            )
-            .await?;
-            let left = pg_run_left(&tx, &run_id, false).await?.unwrap_or(0);
+            // What the run has beside this hold: read (above) before the
+            // hold is released, which would count it twice.
+            let Some(left) = live else {
+                return Ok(None);
+            };
+            tx.execute(rules::RELEASE_HOLD.pg, &[&run_id, &held])
+                .await?;
             let charged = super::settled_charge(reserved, actual, left);
             if charged > 0 {
                 tx.execute(
-                    "INSERT INTO charges (idempotency_key, run_id, connector, brand, day, amount, at_ms)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                    &[&key, &run_id, &connector, &brand, &day, &super::to_i64(charged)?, &super::now_ms()],
+                    rules::INSERT_CHARGE.pg,
+                    &[
+                        &key,
+                        &run_id,
+                        &connector,
+                        &brand,
+                        &day,
+                        &super::to_i64(charged)?,
+                        &super::now_ms(),
+                    ],
                 )
                 .await?;
             }
             tx.commit().await?;
             Ok(Some(charged))
-        }).await
+        })
+        .await
     }
 
     /// Only the runs of hosts already recovered as lost: a live host's runs
@@ -1902,11 +1900,8 @@ async fn pg_end_run(shared: &Shared, run_id: String) -> Result<(), StoreError> {
         )
         .await?;
     }
-    tx.execute(
-        "UPDATE runs SET ended = true, reserved = 0, ended_at_ms = COALESCE(ended_at_ms, $1) WHERE run_id = $2",
-        &[&super::now_ms(), &run_id],
-    )
-    .await?;
+    tx.execute(rules::END_RUN.pg, &[&super::now_ms(), &run_id])
+        .await?;
     tx.commit().await?;
     Ok(())
 }
@@ -1932,10 +1927,7 @@ async fn pg_run_left(
         return Ok(None);
     }
     let spent: i64 = tx
-        .query_one(
-            "SELECT COALESCE(SUM(amount), 0)::int8 FROM charges WHERE run_id = $1",
-            &[&run_id],
-        )
+        .query_one(rules::SPENT_IN_RUN.pg, &[&run_id])
         .await?
         .get(0);
     Ok(Some(super::to_u64((per_run - reserved - spent).max(0))?))
@@ -1956,11 +1948,7 @@ impl ConnectionStore for PgStore {
             secret.as_bytes(),
         )?;
         self.change_and_invalidate(
-            "INSERT INTO connections (brand, connector, nonce, ciphertext, disabled, updated_at_ms)
-             VALUES ($1, $2, $3, $4, false, $5)
-             ON CONFLICT (brand, connector) DO UPDATE SET
-                 nonce = excluded.nonce, ciphertext = excluded.ciphertext, disabled = false,
-                 updated_at_ms = excluded.updated_at_ms",
+            rules::PUT_CONNECTION.pg,
             vec![
                 owned(brand),
                 owned(connector),
@@ -2001,11 +1989,14 @@ impl ConnectionStore for PgStore {
     }
 
     async fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, StoreError> {
-        Ok(self.change_and_invalidate(
-            "UPDATE connections SET disabled = true, updated_at_ms = $1 WHERE brand = $2 AND connector = $3",
-            vec![Box::new(super::now_ms()), owned(brand), owned(connector)],
-            Invalidation::Connections,
-        ).await? == 1)
+        Ok(self
+            .change_and_invalidate(
+                rules::DISABLE_CONNECTION.pg,
+                vec![Box::new(super::now_ms()), owned(brand), owned(connector)],
+                Invalidation::Connections,
+            )
+            .await?
+            == 1)
     }
 
     async fn share_connection(
@@ -2399,11 +2390,7 @@ impl super::DeploymentStore for PgStore {
         by: &str,
     ) -> Result<super::StoredConnector, StoreError> {
         self.change_and_invalidate(
-            "INSERT INTO deployed_connectors (name, settings, artifact, digest, revision, retired, changed_by, changed_at_ms)
-             VALUES ($1, $2, $3, $4, 1, false, $5, $6)
-             ON CONFLICT (name) DO UPDATE SET settings = excluded.settings, artifact = excluded.artifact,
-                 digest = excluded.digest, revision = deployed_connectors.revision + 1, retired = false,
-                 changed_by = excluded.changed_by, changed_at_ms = excluded.changed_at_ms",
+            rules::DEPLOY_CONNECTOR.pg,
             vec![
                 owned(name),
                 owned(settings),
@@ -2413,7 +2400,8 @@ impl super::DeploymentStore for PgStore {
                 Box::new(super::now_ms()),
             ],
             Invalidation::Connectors,
-        ).await?;
+        )
+        .await?;
         self.stored_connector(name).await?.ok_or_else(|| {
             StoreError::Corrupt(format!("connector `{name}` vanished as it was stored"))
         })
@@ -2424,12 +2412,13 @@ impl super::DeploymentStore for PgStore {
         name: &str,
         by: &str,
     ) -> Result<Option<super::StoredConnector>, StoreError> {
-        let changed = self.change_and_invalidate(
-            "UPDATE deployed_connectors SET retired = true, revision = revision + 1, changed_by = $1, changed_at_ms = $2
-             WHERE name = $3 AND NOT retired",
-            vec![owned(by), Box::new(super::now_ms()), owned(name)],
-            Invalidation::Connectors,
-        ).await?;
+        let changed = self
+            .change_and_invalidate(
+                rules::RETIRE_CONNECTOR.pg,
+                vec![owned(by), Box::new(super::now_ms()), owned(name)],
+                Invalidation::Connectors,
+            )
+            .await?;
         if changed == 0 {
             return Ok(None);
         }

@@ -108,6 +108,29 @@ statements! {
     ALL_REVIEWS = "SELECT connector, tool, digest, approved_by, approved_at_ms, effect FROM tool_reviews ORDER BY connector, tool";
     /// When a brand's tools last ran.
     LAST_EXECUTED = "SELECT tool, MAX(at_ms) FROM trace WHERE brand = $1 AND state = 'executed' AND tool IS NOT NULL GROUP BY tool";
+    /// What a brand's runs hold against one connector's day: a live run
+    /// its whole per-run figure, an ended one what it recorded (its
+    /// per-run figure if it recorded nothing). A run starts only if this
+    /// plus its own figure fits the day ([`super::day_allows`]).
+    DAY_COMMITTED = "SELECT CAST(COALESCE(SUM(CASE WHEN NOT r.ended THEN r.per_run ELSE COALESCE(NULLIF((SELECT SUM(c.amount) FROM charges c WHERE c.run_id = r.run_id), 0), r.per_run) END), 0) AS BIGINT) FROM runs r WHERE r.brand = $1 AND r.connector = $2 AND r.day = $3";
+    /// What one run recorded.
+    SPENT_IN_RUN = "SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) FROM charges WHERE run_id = $1";
+    /// What a brand's runs recorded against one connector on one day.
+    SPENT_ON_DAY = "SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) FROM charges WHERE brand = $1 AND connector = $2 AND day = $3";
+    /// Releases a settled hold of a live run (never below zero).
+    RELEASE_HOLD = "UPDATE runs SET reserved = CASE WHEN reserved > $2 THEN reserved - $2 ELSE 0 END WHERE run_id = $1 AND NOT ended";
+    /// Ends a run: it holds nothing more, and the day counts what it recorded.
+    END_RUN = "UPDATE runs SET ended = TRUE, reserved = 0, ended_at_ms = COALESCE(ended_at_ms, $1) WHERE run_id = $2";
+    /// Revokes every unused approval of a session; a revoked one never comes back.
+    REVOKE_SESSION_APPROVALS = "UPDATE approvals SET state = 'revoked', decided_at_ms = $1, args_nonce = NULL, args_sealed = NULL WHERE session = $2 AND NOT used AND state IN ('pending', 'approved')";
+    /// Stores (or replaces, enabling again) a brand's sealed connection.
+    PUT_CONNECTION = "INSERT INTO connections (brand, connector, nonce, ciphertext, disabled, updated_at_ms) VALUES ($1, $2, $3, $4, FALSE, $5) ON CONFLICT (brand, connector) DO UPDATE SET nonce = excluded.nonce, ciphertext = excluded.ciphertext, disabled = FALSE, updated_at_ms = excluded.updated_at_ms";
+    /// Disables a connection: it resolves for no one.
+    DISABLE_CONNECTION = "UPDATE connections SET disabled = TRUE, updated_at_ms = $1 WHERE brand = $2 AND connector = $3";
+    /// Adds, upgrades or brings back a connector served by the fleet.
+    DEPLOY_CONNECTOR = "INSERT INTO deployed_connectors (name, settings, artifact, digest, revision, retired, changed_by, changed_at_ms) VALUES ($1, $2, $3, $4, 1, FALSE, $5, $6) ON CONFLICT (name) DO UPDATE SET settings = excluded.settings, artifact = excluded.artifact, digest = excluded.digest, revision = deployed_connectors.revision + 1, retired = FALSE, changed_by = excluded.changed_by, changed_at_ms = excluded.changed_at_ms";
+    /// Retires a live connector.
+    RETIRE_CONNECTOR = "UPDATE deployed_connectors SET retired = TRUE, revision = revision + 1, changed_by = $1, changed_at_ms = $2 WHERE name = $3 AND NOT retired";
 }
 
 #[cfg(test)]

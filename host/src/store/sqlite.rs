@@ -35,8 +35,7 @@ const DECIDE_APPROVAL: &str = "UPDATE approvals SET state = ?1, decided_by = ?2,
 const USE_APPROVAL: &str = "UPDATE approvals SET used = 1, used_at_ms = ?1 WHERE id = ?2 AND state = 'approved' AND used = 0";
 const INSERT_CHARGE: &str = rules::INSERT_CHARGE.lite;
 const START_RUN: &str = "INSERT INTO runs (run_id, brand, connector, day, per_run, per_day, started_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
-const END_RUN: &str =
-    "UPDATE runs SET ended = 1, ended_at_ms = COALESCE(ended_at_ms, ?1) WHERE run_id = ?2";
+const END_RUN: &str = rules::END_RUN.lite;
 
 /// One SQLite file. Each `SqliteStore` holds one connection that commits
 /// approvals, the ledger and the rest, one that only reads, and its trace
@@ -517,8 +516,7 @@ impl ApprovalStore for SqliteStore {
     async fn revoke_session_approvals(&self, session: &str) -> Result<usize, StoreError> {
         let changed = self.write_tx(|tx| -> Result<_, StoreError> {
             Ok(tx.execute(
-                "UPDATE approvals SET state = 'revoked', decided_at_ms = ?1, args_nonce = NULL, args_sealed = NULL
-             WHERE session = ?2 AND used = 0 AND state IN ('pending', 'approved')",
+                rules::REVOKE_SESSION_APPROVALS.lite,
                 params![super::now_ms(), session],
             )?)
         })?;
@@ -638,11 +636,7 @@ impl LedgerStore for SqliteStore {
 
     async fn spent_in_run(&self, run_id: &str) -> Result<u64, StoreError> {
         let conn = self.read();
-        let total: i64 = conn.query_row(
-            "SELECT COALESCE(SUM(amount), 0) FROM charges WHERE run_id = ?1",
-            [run_id],
-            |row| row.get(0),
-        )?;
+        let total: i64 = conn.query_row(rules::SPENT_IN_RUN.lite, [run_id], |row| row.get(0))?;
         super::to_u64(total)
     }
 
@@ -653,11 +647,10 @@ impl LedgerStore for SqliteStore {
         day: &str,
     ) -> Result<u64, StoreError> {
         let conn = self.read();
-        let total: i64 = conn.query_row(
-            "SELECT COALESCE(SUM(amount), 0) FROM charges WHERE brand = ?1 AND connector = ?2 AND day = ?3",
-            [brand, connector, day],
-            |row| row.get(0),
-        )?;
+        let total: i64 =
+            conn.query_row(rules::SPENT_ON_DAY.lite, [brand, connector, day], |row| {
+                row.get(0)
+            })?;
         super::to_u64(total)
     }
 
@@ -716,19 +709,11 @@ impl LedgerStore for SqliteStore {
             // Ended runs at what they recorded, or their per-run figure if they
             // recorded nothing (as `capabilities::meter`); live runs at per-run.
             let committed: i64 = tx
-            .query_row(
-                "SELECT COALESCE(SUM(CASE WHEN r.ended = 0 THEN r.per_run
-                     ELSE COALESCE(NULLIF((SELECT SUM(c.amount) FROM charges c WHERE c.run_id = r.run_id), 0), r.per_run)
-                 END), 0)
-                 FROM runs r WHERE r.brand = ?1 AND r.connector = ?2 AND r.day = ?3",
-                [brand, connector, day],
-                |row| row.get(0),
-            )
-            .map_err(StoreError::from)?;
-            let committed = super::to_u64(committed)?;
-            if committed.saturating_add(per_run) > per_day {
-                return Err(StartRunError::DayExhausted { committed, per_day });
-            }
+                .query_row(rules::DAY_COMMITTED.lite, [brand, connector, day], |row| {
+                    row.get(0)
+                })
+                .map_err(StoreError::from)?;
+            super::day_allows(committed, per_run, per_day)?;
             tx.prepare_cached(START_RUN)
                 .map_err(StoreError::from)?
                 .execute(params![
@@ -777,7 +762,6 @@ impl LedgerStore for SqliteStore {
                     super::now_ms()
                 ])?;
             }
-            tx.execute("UPDATE runs SET reserved = 0 WHERE run_id = ?1", [run_id])?;
             tx.prepare_cached(END_RUN)
                 .map_err(StoreError::from)?
                 .execute(params![super::now_ms(), run_id])?;
@@ -829,13 +813,12 @@ impl LedgerStore for SqliteStore {
                 // A retry of a settlement already recorded.
                 return Ok(Some(super::to_u64(done)?));
             }
-            tx.execute(
-                "UPDATE runs SET reserved = MAX(reserved - ?2, 0) WHERE run_id = ?1 AND ended = 0",
-                params![run_id, held],
-            )?;
+            // What the run has beside this hold: read before the hold is
+            // released, which would count it twice.
             let Some(left) = run_left_in(tx, run_id)? else {
                 return Ok(None);
             };
+            tx.execute(rules::RELEASE_HOLD.lite, params![run_id, held])?;
             let charged = super::settled_charge(reserved, actual, left);
             if charged > 0 {
                 tx.prepare_cached(INSERT_CHARGE)?.execute(params![
@@ -899,12 +882,9 @@ impl ConnectionStore for SqliteStore {
         )?;
         self.write_tx(|tx| {
             tx.execute(
-            "INSERT INTO connections (brand, connector, nonce, ciphertext, disabled, updated_at_ms)
-             VALUES (?1, ?2, ?3, ?4, 0, ?5)
-             ON CONFLICT (brand, connector) DO UPDATE SET
-                 nonce = excluded.nonce, ciphertext = excluded.ciphertext, disabled = 0, updated_at_ms = excluded.updated_at_ms",
-            params![brand, connector, nonce, ciphertext, super::now_ms()],
-        )?;
+                rules::PUT_CONNECTION.lite,
+                params![brand, connector, nonce, ciphertext, super::now_ms()],
+            )?;
             Ok(())
         })
     }
@@ -934,9 +914,9 @@ impl ConnectionStore for SqliteStore {
     async fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, StoreError> {
         self.write_tx(|tx| {
             let changed = tx.execute(
-            "UPDATE connections SET disabled = 1, updated_at_ms = ?1 WHERE brand = ?2 AND connector = ?3",
-            params![super::now_ms(), brand, connector],
-        )?;
+                rules::DISABLE_CONNECTION.lite,
+                params![super::now_ms(), brand, connector],
+            )?;
             Ok(changed == 1)
         })
     }
@@ -1221,11 +1201,7 @@ impl super::DeploymentStore for SqliteStore {
     ) -> Result<super::StoredConnector, StoreError> {
         self.write_tx(|tx| {
             tx.execute(
-                "INSERT INTO deployed_connectors (name, settings, artifact, digest, revision, retired, changed_by, changed_at_ms)
-                 VALUES (?1, ?2, ?3, ?4, 1, 0, ?5, ?6)
-                 ON CONFLICT (name) DO UPDATE SET settings = excluded.settings, artifact = excluded.artifact,
-                     digest = excluded.digest, revision = deployed_connectors.revision + 1, retired = 0,
-                     changed_by = excluded.changed_by, changed_at_ms = excluded.changed_at_ms",
+                rules::DEPLOY_CONNECTOR.lite,
                 params![name, settings, artifact, digest, by, super::now_ms()],
             )?;
             Ok(tx.query_row(
@@ -1243,8 +1219,7 @@ impl super::DeploymentStore for SqliteStore {
     ) -> Result<Option<super::StoredConnector>, StoreError> {
         self.write_tx(|tx| {
             let changed = tx.execute(
-                "UPDATE deployed_connectors SET retired = 1, revision = revision + 1, changed_by = ?1, changed_at_ms = ?2
-                 WHERE name = ?3 AND retired = 0",
+                rules::RETIRE_CONNECTOR.lite,
                 params![by, super::now_ms(), name],
             )?;
             if changed == 0 {

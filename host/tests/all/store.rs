@@ -87,7 +87,89 @@ on_both_backends!(
     the_arguments_a_person_approves_are_sealed_in_the_row_until_decided,
     the_audit_export_resumes_from_its_cursor,
     a_capability_request_is_parked_and_answered_once,
+    a_run_holds_settles_and_ends_exactly,
 );
+
+/// A run's holds and settlements, as any host of a fleet makes them: a
+/// hold fits what is left or is refused with it, a settlement charges
+/// within the allowance once per key (a retry answers the same, even after
+/// the run ended), and the end of a run charges the holds no call settled.
+fn a_run_holds_settles_and_ends_exactly(db: &Db) {
+    use scout_host::store::{RunHold, block};
+    let store = db.store();
+    let day = "2026-12-05";
+    block(store.start_run("r1", "acme", "c", day, 10, 100)).unwrap();
+    assert_eq!(block(store.reserve_in_run("r1", 4)).unwrap(), RunHold::Held);
+    assert_eq!(block(store.run_left("r1")).unwrap(), Some(6));
+    assert_eq!(
+        block(store.reserve_in_run("r1", 7)).unwrap(),
+        RunHold::Short(6)
+    );
+    let settle = |run: &str, held: u64, actual: u64, key: &str| {
+        block(store.settle_in_run(run, "c", "acme", day, held, actual, key)).unwrap()
+    };
+    assert_eq!(settle("r1", 4, 3, "k1"), Some(3));
+    assert_eq!(block(store.run_left("r1")).unwrap(), Some(7));
+    assert_eq!(
+        settle("r1", 4, 3, "k1"),
+        Some(3),
+        "a retry answers the same"
+    );
+    assert_eq!(
+        block(store.spent_in_run("r1")).unwrap(),
+        3,
+        "and charges nothing more"
+    );
+    // Past its hold, a call is charged at most what the run has left.
+    assert_eq!(block(store.reserve_in_run("r1", 5)).unwrap(), RunHold::Held);
+    assert_eq!(settle("r1", 5, 9, "k2"), Some(7));
+    assert_eq!(block(store.spent_in_run("r1")).unwrap(), 10);
+    assert_eq!(
+        block(store.reserve_in_run("r1", 1)).unwrap(),
+        RunHold::Short(0)
+    );
+
+    block(store.start_run("r2", "acme", "c", day, 10, 100)).unwrap();
+    assert_eq!(block(store.reserve_in_run("r2", 2)).unwrap(), RunHold::Held);
+    assert_eq!(settle("r2", 2, 1, "k3"), Some(1));
+    assert_eq!(block(store.reserve_in_run("r2", 6)).unwrap(), RunHold::Held);
+    block(store.end_run("r2")).unwrap();
+    // The open hold was charged in full, once, at the end.
+    assert_eq!(block(store.spent_in_run("r2")).unwrap(), 7);
+    assert_eq!(block(store.run_left("r2")).unwrap(), None);
+    assert_eq!(
+        block(store.reserve_in_run("r2", 1)).unwrap(),
+        RunHold::Ended
+    );
+    assert_eq!(
+        settle("r2", 6, 6, "k4"),
+        None,
+        "its hold was charged at the end"
+    );
+    assert_eq!(
+        settle("r2", 2, 1, "k3"),
+        Some(1),
+        "a retry after the end answers the same"
+    );
+    assert_eq!(block(store.spent_in_run("r2")).unwrap(), 7);
+    block(store.end_run("r2")).unwrap();
+    assert_eq!(
+        block(store.spent_in_run("r2")).unwrap(),
+        7,
+        "ending twice charges nothing"
+    );
+
+    // The day: r1 live at its whole figure (10), r2 ended at what it recorded (7).
+    assert_eq!(block(store.spent_on_day("acme", "c", day)).unwrap(), 17);
+    match block(store.start_run("r3", "acme", "c", day, 90, 100)) {
+        Err(StartRunError::DayExhausted {
+            committed: 17,
+            per_day: 100,
+        }) => {}
+        other => panic!("the day holds 17 of 100: {other:?}"),
+    }
+    block(store.start_run("r3", "acme", "c", day, 83, 100)).unwrap();
+}
 
 fn a_capability_request_is_parked_and_answered_once(db: &Db) {
     use scout_host::store::Answered;
