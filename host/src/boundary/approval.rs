@@ -225,6 +225,8 @@ impl Boundary {
                 Some(id)
             }
         };
+        // Whether the store failed to answer during the wait.
+        let mut store_failed = false;
         loop {
             tokio::select! {
                 () = bell.rung() => {}
@@ -258,6 +260,16 @@ impl Boundary {
             }
             bell = self.store.watch_approval(&session.id, name, digest);
             let consumed = self.store.consume_approval(&session.id, name, digest).await;
+            // The store away for a moment (a database restarting): the
+            // approval waits as it was, and a person may still decide it
+            // once the store is back, until the deadline.
+            if let Err(ApprovalError::Store(e)) = &consumed
+                && tokio::time::Instant::now() < deadline
+            {
+                tracing::warn!(error = %e, call = %call_id, "cannot read the approval this call waits for; waiting on");
+                store_failed = true;
+                continue;
+            }
             if !matches!(consumed, Err(ApprovalError::Pending)) {
                 // Decided one way or the other: nothing left to withdraw.
                 withdraw.approval = None;
@@ -318,6 +330,10 @@ impl Boundary {
                     let rule = match other {
                         ApprovalError::Revoked => Rule::Revoked,
                         ApprovalError::Denied => Rule::ApprovalDenied,
+                        // Spent while the store did not answer: perhaps by
+                        // this very call's spend whose answer was lost, so
+                        // it does not run; asking again is safe.
+                        ApprovalError::AlreadyUsed if store_failed => Rule::Unrecorded,
                         // Required, already used, unknown, no longer
                         // pending, or the store failing: nobody approved
                         // this call in time.

@@ -7,6 +7,8 @@
 //!   session's view, its pending approvals with the exact arguments (sealed
 //!   in the approval row), the decision, which wakes the call waiting on the
 //!   first host (how fast is measured by the `serve_process` bench).
+//! - A call waiting for a person waits on through a database restart, and
+//!   runs once approved.
 //! - A connection disabled on one host refuses the next call on the other;
 //!   a session ended on one host is ended on the host that serves it before
 //!   the answer comes back.
@@ -829,6 +831,51 @@ async fn a_fleet_whose_database_stops_for_twice_the_lease_comes_back_whole() {
         ),
         "2",
         "two live hosts"
+    );
+}
+
+/// A call waiting for a person goes on waiting while the database restarts
+/// (its lease outlasts the outage): the person approves it once the
+/// database is back, and it runs, once. Before, a read of the store that
+/// failed during the wait ended the call as if nobody had answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_waiting_for_a_person_waits_through_a_database_restart() {
+    let Some(server) = scout_tests::pg::own_server() else {
+        return;
+    };
+    let db = server.database("approval_outage");
+    let h = two_hosts(&db, 30).await;
+    h.admin_a.set_up().await;
+    let view = h.admin_a.session().await;
+    let session = view["id"].as_str().unwrap().to_string();
+    let mcp = Mcp::new(&h.http, &view).connect().await;
+    let call = tokio::spawn({
+        let mcp = mcp.clone();
+        async move { mcp.call(args_for(34)).await }
+    });
+    wait_for("the approval", crate::common::EVENTUALLY, async || {
+        (h.admin_a.pending(&session).await.len() == 1).then_some(())
+    })
+    .await;
+
+    // Longer than the waiting call's recheck of the store (1 s): it reads
+    // the store at least once while the database is away.
+    tokio::task::block_in_place(|| server.stop());
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(!call.is_finished(), "the call still waits");
+    tokio::task::block_in_place(|| server.start());
+
+    approve_next(&h.admin_a, &session).await;
+    let reply = tokio::time::timeout(crate::common::EVENTUALLY, call)
+        .await
+        .expect("the approved call answered")
+        .unwrap()
+        .unwrap();
+    assert!(ok_text(&reply).is_some(), "it ran: {reply}");
+    assert_eq!(
+        h.github.ref_creations(),
+        vec!["refs/heads/crash/34".to_string()],
+        "once"
     );
 }
 
