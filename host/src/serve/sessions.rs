@@ -316,7 +316,7 @@ impl ServeHost {
     /// the store shares sessions.
     fn shared(&self, session: Session) -> Session {
         if self.store.shares_sessions() {
-            session.shared_in(Arc::new(crate::store::FleetSessions(self.store.clone())))
+            session.shared_in(Arc::new(crate::session::FleetSessions(self.store.clone())))
         } else {
             session
         }

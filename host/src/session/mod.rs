@@ -99,14 +99,29 @@ pub trait SharedState: Send + Sync {
     fn withdraw(&self, session: &str, connector: &str) -> Result<(), String>;
 }
 
-/// What a host learns of a session the fleet shares when it takes it up:
-/// its changing state as the store holds it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct SharedStateNow {
-    pub paused: bool,
-    pub withdrawn: BTreeSet<String>,
-    pub effects: u32,
-    pub delegation_ended: bool,
+/// What a host learns of a session the fleet shares when it takes it up.
+pub use crate::store::SharedStateNow;
+
+/// A session's changing state kept in the fleet's store (see
+/// [`SharedState`]).
+pub struct FleetSessions(pub Arc<dyn crate::store::Store>);
+
+impl SharedState for FleetSessions {
+    fn take_effect(&self, session: &str, max: Option<u32>) -> Result<bool, String> {
+        crate::store::block(self.0.session_take_effect(session, max)).map_err(|e| e.to_string())
+    }
+    fn end_delegation(&self, session: &str) -> Result<bool, String> {
+        crate::store::block(self.0.session_end_delegation(session)).map_err(|e| e.to_string())
+    }
+    fn count_refusals(&self, session: &str, keys: &[String]) -> Result<Vec<u32>, String> {
+        crate::store::block(self.0.session_count_refusals(session, keys)).map_err(|e| e.to_string())
+    }
+    fn set_paused(&self, session: &str, paused: bool) -> Result<(), String> {
+        crate::store::block(self.0.session_set_paused(session, paused)).map_err(|e| e.to_string())
+    }
+    fn withdraw(&self, session: &str, connector: &str) -> Result<(), String> {
+        crate::store::block(self.0.session_withdraw(session, connector)).map_err(|e| e.to_string())
+    }
 }
 
 impl Session {

@@ -992,7 +992,7 @@ pub trait SessionStore: Send + Sync {
 
 /// What any host of a fleet needs to serve a session's next call, kept
 /// when it opens: never its token (a digest of it), and nothing that
-/// changes (that is [`crate::session::SharedStateNow`]).
+/// changes (that is [`SharedStateNow`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionRecord {
     /// SHA-256 of its bearer token, hex.
@@ -1021,31 +1021,19 @@ pub struct KeptSession {
     /// The host serving it now.
     pub host_id: String,
     pub record: SessionRecord,
-    pub state: crate::session::SharedStateNow,
+    pub state: SharedStateNow,
     /// Someone asked for it to end, or it was closed.
     pub ended: bool,
 }
 
-/// A session's changing state kept in the fleet's store (see
-/// [`crate::session::SharedState`]).
-pub struct FleetSessions(pub std::sync::Arc<dyn Store>);
-
-impl crate::session::SharedState for FleetSessions {
-    fn take_effect(&self, session: &str, max: Option<u32>) -> Result<bool, String> {
-        block(self.0.session_take_effect(session, max)).map_err(|e| e.to_string())
-    }
-    fn end_delegation(&self, session: &str) -> Result<bool, String> {
-        block(self.0.session_end_delegation(session)).map_err(|e| e.to_string())
-    }
-    fn count_refusals(&self, session: &str, keys: &[String]) -> Result<Vec<u32>, String> {
-        block(self.0.session_count_refusals(session, keys)).map_err(|e| e.to_string())
-    }
-    fn set_paused(&self, session: &str, paused: bool) -> Result<(), String> {
-        block(self.0.session_set_paused(session, paused)).map_err(|e| e.to_string())
-    }
-    fn withdraw(&self, session: &str, connector: &str) -> Result<(), String> {
-        block(self.0.session_withdraw(session, connector)).map_err(|e| e.to_string())
-    }
+/// A session's changing state as the fleet's store holds it: what a host
+/// learns when it takes the session up.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SharedStateNow {
+    pub paused: bool,
+    pub withdrawn: BTreeSet<String>,
+    pub effects: u32,
+    pub delegation_ended: bool,
 }
 
 /// A session as the database records it, for hosts that do not serve it.

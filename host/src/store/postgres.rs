@@ -2787,7 +2787,7 @@ fn kept_session(row: &tokio_postgres::Row) -> Result<Option<super::KeptSession>,
         host_id: row.get(2),
         record: serde_json::from_str(&record)
             .map_err(|e| StoreError::Corrupt(format!("stored session record: {e}")))?,
-        state: crate::session::SharedStateNow {
+        state: super::SharedStateNow {
             paused: row.get(4),
             withdrawn: serde_json::from_str(&withdrawn)
                 .map_err(|e| StoreError::Corrupt(format!("stored withdrawals: {e}")))?,
