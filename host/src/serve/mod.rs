@@ -177,7 +177,7 @@ pub struct ServeHost {
     /// One runtime change at a time on this host.
     deploying: tokio::sync::Mutex<()>,
     /// One session taken up at a time on this host.
-    taking_up: Mutex<()>,
+    taking_up: tokio::sync::Mutex<()>,
     store: Arc<dyn Store>,
     /// The store's ledger, as the meters take it.
     ledger: Arc<dyn LedgerStore>,
@@ -367,7 +367,7 @@ impl ServeHost {
             roster,
             runtime,
             deploying: Default::default(),
-            taking_up: Mutex::new(()),
+            taking_up: tokio::sync::Mutex::new(()),
             ledger: store.clone(),
             metrics,
             telemetry,

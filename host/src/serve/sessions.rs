@@ -326,7 +326,7 @@ impl ServeHost {
     /// the fleet and taken up here now (any host serves any session's next
     /// call). `None` for a session that is unknown, ended, or not `token`'s,
     /// alike.
-    pub fn session_for(self: &Arc<Self>, id: &str, token: &str) -> Option<Arc<LiveSession>> {
+    pub async fn session_for(self: &Arc<Self>, id: &str, token: &str) -> Option<Arc<LiveSession>> {
         if let Some(live) = self.session(id) {
             if live.session.generation() == self.store.lease_generation() {
                 return live.token_matches(token).then_some(live);
@@ -335,7 +335,7 @@ impl ServeHost {
             // recovered it meanwhile): taken up afresh below.
             self.sessions.remove(id);
         }
-        let live = self.take_up(id, Some(token))?;
+        let live = self.take_up(id, Some(token)).await?;
         Some(live)
     }
 
@@ -343,7 +343,7 @@ impl ServeHost {
     /// and state read from the store (and `token`, when given, checked
     /// against the digest kept), its holdings decided again the same way,
     /// and its endpoints made here. Nothing of its trace is written again.
-    pub(crate) fn take_up(
+    pub(crate) async fn take_up(
         self: &Arc<Self>,
         id: &str,
         token: Option<&str>,
@@ -351,11 +351,11 @@ impl ServeHost {
         if !self.store.shares_sessions() || self.boundary.is_shutting_down() {
             return None;
         }
-        let _one_at_a_time = self.taking_up.lock();
+        let _one_at_a_time = self.taking_up.lock().await;
         if let Some(live) = self.sessions.get(id) {
             return token.is_none_or(|t| live.token_matches(t)).then_some(live);
         }
-        let kept = match crate::store::block(self.store.kept_session(id)) {
+        let kept = match self.store.kept_session(id).await {
             Ok(Some(kept)) if !kept.ended => kept,
             Ok(_) => return None,
             Err(e) => {
@@ -370,7 +370,7 @@ impl ServeHost {
         {
             return None;
         }
-        match crate::store::block(self.store.take_up_session(id)) {
+        match self.store.take_up_session(id).await {
             Ok(true) => {}
             Ok(false) => return None,
             Err(e) => {

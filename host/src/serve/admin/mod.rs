@@ -294,8 +294,11 @@ async fn mcp_endpoint(
     // An unknown (or ended) session and a wrong token get the same answer,
     // so a session id alone reveals nothing.
     // Held here, or kept by the fleet and taken up here now.
-    let Some(live) = bearer(request.headers()).and_then(|token| host.session_for(&session, token))
-    else {
+    let live = match bearer(request.headers()) {
+        Some(token) => host.session_for(&session, token).await,
+        None => None,
+    };
+    let Some(live) = live else {
         return unauthorized();
     };
     let Some(endpoint) = live.endpoints.get(&connector).cloned() else {

@@ -56,7 +56,11 @@ pub(super) async fn resume_session(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     // A session the fleet keeps is taken up here to be resumed.
-    let Some(live) = host.session(&id).or_else(|| host.take_up(&id, None)) else {
+    let live = match host.session(&id) {
+        Some(live) => Some(live),
+        None => host.take_up(&id, None).await,
+    };
+    let Some(live) = live else {
         return Err(match host.session_view(&id)? {
             Some(_) => ApiError::new(
                 StatusCode::CONFLICT,
