@@ -1344,32 +1344,46 @@ impl ApprovalStore for PgStore {
         self.run_as(async move {
             let mut client = shared.pool.get().await.map_err(StoreError::from)?;
             let tx = client.transaction().await.map_err(StoreError::from)?;
-            // FOR UPDATE (not SKIP LOCKED): a concurrent consumer waits for
-            // the row, then finds it used and takes the next, or none.
-            let spent = tx
-                .query_opt(
-                    "WITH c AS (SELECT id FROM approvals
-                                WHERE session = $1 AND tool = $2 AND args_digest = $3 AND state = 'approved' AND NOT used
-                                ORDER BY id LIMIT 1 FOR UPDATE)
-                     UPDATE approvals a SET used = true, used_at_ms = $4 FROM c
-                     WHERE a.id = c.id AND a.state = 'approved' AND NOT a.used RETURNING a.id",
-                    &[&session, &tool, &digest, &super::now_ms()],
-                )
-                .await
-                .map_err(StoreError::from)?;
-            if let Some(row) = spent {
-                tx.commit().await.map_err(StoreError::from)?;
-                return Ok(ApprovalId(row.get(0)));
+            // Each statement reads what was committed when it began (READ
+            // COMMITTED): a decision that commits between the spend and the
+            // read of the latest state shows an approval approved and
+            // unused, which the next spend takes.
+            for _ in 0..3 {
+                // FOR UPDATE (not SKIP LOCKED): a concurrent consumer waits
+                // for the row, then finds it used and takes the next, or none.
+                let spent = tx
+                    .query_opt(
+                        "WITH c AS (SELECT id FROM approvals
+                                    WHERE session = $1 AND tool = $2 AND args_digest = $3 AND state = 'approved' AND NOT used
+                                    ORDER BY id LIMIT 1 FOR UPDATE)
+                         UPDATE approvals a SET used = true, used_at_ms = $4 FROM c
+                         WHERE a.id = c.id AND a.state = 'approved' AND NOT a.used RETURNING a.id",
+                        &[&session, &tool, &digest, &super::now_ms()],
+                    )
+                    .await
+                    .map_err(StoreError::from)?;
+                if let Some(row) = spent {
+                    tx.commit().await.map_err(StoreError::from)?;
+                    return Ok(ApprovalId(row.get(0)));
+                }
+                let latest = tx
+                    .query_opt(
+                        rules::LATEST_APPROVAL_STATE.pg,
+                        &[&session, &tool, &digest],
+                    )
+                    .await
+                    .map_err(StoreError::from)?;
+                match latest.map(|row| (row.get::<_, String>(0), row.get::<_, bool>(1))) {
+                    Some((state, false)) if state == "approved" => continue,
+                    latest => {
+                        return Err(super::unspendable(
+                            latest.as_ref().map(|(state, _)| state.as_str()),
+                        ));
+                    }
+                }
             }
-            let latest = tx
-                .query_opt(
-                    rules::LATEST_APPROVAL_STATE.pg,
-                    &[&session, &tool, &digest],
-                )
-                .await
-                .map_err(StoreError::from)?;
-            let latest = latest.map(|row| (row.get::<_, String>(0), row.get::<_, bool>(1)));
-            Err(super::unspendable(latest.as_ref().map(|(state, _)| state.as_str())))
+            // Decided again and again meanwhile: read again later.
+            Err(ApprovalError::Pending)
         }).await
     }
 

@@ -539,6 +539,13 @@ async fn a_fleet_without_affinity_keeps_every_session_through_restarts_a_kill_an
     eprintln!(
         "fleet faults, refusals by rule: {refused:?}; {interrupted} calls traced interrupted"
     );
+    // Approvals wait ten minutes here: one that waited through a fault
+    // (the database away included) was still decided and spent, never
+    // refused as if nobody had answered.
+    assert!(
+        !refused.contains_key("approval_timed_out"),
+        "no approval timed out: {refused:?}"
+    );
     let answered = outcomes.iter().filter(|o| o.came == Came::Answered).count();
     let cut = outcomes.len() - answered;
     let mut lines = Vec::new();

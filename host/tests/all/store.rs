@@ -88,7 +88,35 @@ on_both_backends!(
     the_audit_export_resumes_from_its_cursor,
     a_capability_request_is_parked_and_answered_once,
     a_run_holds_settles_and_ends_exactly,
+    a_spend_racing_its_approval_spends_it,
 );
+
+/// A call that reads its approval while a person's decision commits (on
+/// another host) spends it, or finds it still pending and reads again:
+/// never "already used" for an approval nobody spent.
+fn a_spend_racing_its_approval_spends_it(db: &Db) {
+    use scout_host::store::block;
+    let [decider, spender] = [db.store(), db.store()];
+    for round in 0..200 {
+        let digest = args_digest(&json!({ "round": round }));
+        let id = block(spender.request_approval("s-race", "t", &digest)).unwrap();
+        let decide = std::thread::spawn({
+            let decider = decider.clone();
+            move || {
+                std::thread::sleep(std::time::Duration::from_micros(300 + (round % 7) * 150));
+                block(decider.decide(id, true, "alice")).unwrap();
+            }
+        });
+        let spent = loop {
+            match block(spender.consume_approval("s-race", "t", &digest)) {
+                Err(ApprovalError::Pending) => continue,
+                other => break other,
+            }
+        };
+        decide.join().unwrap();
+        assert_eq!(spent.unwrap(), id, "round {round}");
+    }
+}
 
 /// A run's holds and settlements, as any host of a fleet makes them: a
 /// hold fits what is left or is refused with it, a settlement charges
