@@ -70,8 +70,19 @@ fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let workspace_root = manifest_dir.parent().unwrap().to_path_buf();
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    let target = std::env::var("TARGET").ok();
     let target_root =
-        scout_build::target_root_of(&out_dir).expect("OUT_DIR is inside a cargo target directory");
+        scout_build::target_root_of(&out_dir, target.as_deref()).unwrap_or_else(|| {
+            panic!(
+                "OUT_DIR {} is not laid out as cargo lays out a target directory",
+                out_dir.display()
+            )
+        });
+    // Test binaries find the same directory without looking for cargo's tag.
+    println!(
+        "cargo:rustc-env=SCOUT_TARGET_ROOT={}",
+        target_root.display()
+    );
 
     for dir in [
         "wit",

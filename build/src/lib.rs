@@ -42,12 +42,23 @@ pub struct Spec {
 pub const TARGET: &str = "wasm32-wasip2";
 
 /// Finds the cargo target directory that holds `out_dir` (a build script's
-/// `OUT_DIR`): the nearest ancestor with cargo's `CACHEDIR.TAG`.
-pub fn target_root_of(out_dir: &Path) -> Option<PathBuf> {
-    out_dir
-        .ancestors()
-        .find(|p| p.join("CACHEDIR.TAG").is_file())
-        .map(Path::to_path_buf)
+/// `OUT_DIR`), from the layout cargo gives it:
+/// `TARGET_DIR[/TRIPLE]/PROFILE/build/PACKAGE-HASH/out`, where `TRIPLE`
+/// (`target`, cargo's `TARGET`) is there when the build names a target.
+/// It does not look for cargo's `CACHEDIR.TAG`: a target directory that
+/// existed before cargo used it (a container build's cache mount) has none.
+pub fn target_root_of(out_dir: &Path, target: Option<&str>) -> Option<PathBuf> {
+    let build = out_dir.parent()?.parent()?;
+    if build.file_name()? != "build" {
+        return None;
+    }
+    let above_profile = build.parent()?.parent()?;
+    match target {
+        Some(triple) if above_profile.file_name().is_some_and(|n| n == triple) => {
+            above_profile.parent().map(Path::to_path_buf)
+        }
+        _ => Some(above_profile.to_path_buf()),
+    }
 }
 
 /// Where a built component is copied to under `target_root`.
@@ -299,5 +310,34 @@ mod tests {
         let mut truncated = bytes.clone();
         truncated.truncate(bytes.len() - 1);
         assert!(without_custom_section(&truncated, "component-name").is_err());
+    }
+}
+
+#[cfg(test)]
+mod target_dir {
+    use super::target_root_of;
+    use std::path::Path;
+
+    /// A target directory made before cargo used it (no `CACHEDIR.TAG`,
+    /// as a container build's cache mount) is found from cargo's layout,
+    /// with and without a named target.
+    #[test]
+    fn a_target_directory_without_cargos_tag_is_found() {
+        let made =
+            std::env::temp_dir().join(format!("scout-premade-target-{}", std::process::id()));
+        let out = made.join("debug/build/scout-tests-0123abcd/out");
+        std::fs::create_dir_all(&out).unwrap();
+        assert!(!made.join("CACHEDIR.TAG").exists());
+        assert_eq!(
+            target_root_of(&out, Some("x86_64-unknown-linux-gnu")),
+            Some(made.clone())
+        );
+        let crossed = made.join("wasm32-wasip2/release/build/p-1/out");
+        assert_eq!(
+            target_root_of(&crossed, Some("wasm32-wasip2")),
+            Some(made.clone())
+        );
+        assert_eq!(target_root_of(Path::new("/elsewhere/out"), None), None);
+        std::fs::remove_dir_all(&made).unwrap();
     }
 }

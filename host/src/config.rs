@@ -180,6 +180,17 @@ pub struct ServeConfig {
     /// The main listener serves them too.
     #[serde(default)]
     pub probe_listen: Option<SocketAddr>,
+    /// A listener serving only `/metrics`, for a scraper on a loopback or
+    /// pod address, without the admin credential: a scraper never holds a
+    /// token that can approve writes or store connections. The main
+    /// listener's `/metrics` still needs an admin API credential.
+    #[serde(default)]
+    pub metrics_listen: Option<SocketAddr>,
+    /// The environment variable holding a token that `metrics_listen`
+    /// then asks for (`Authorization: Bearer`), and that reads nothing
+    /// else; without it, `metrics_listen` asks for none.
+    #[serde(default)]
+    pub metrics_token_env: Option<String>,
 }
 
 fn default_shutdown_grace_secs() -> u64 {

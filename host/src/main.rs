@@ -326,8 +326,16 @@ fn inspect_remote(
 }
 
 fn main() -> Result<()> {
+    use std::io::IsTerminal;
+    // `SCOUT_LOG` (EnvFilter directives) or `warn`: a database that stops
+    // answering, a lease lost and a host recovered are warnings an operator
+    // sees without asking. No colour codes where stderr is not a terminal
+    // (a file, a pipe, a log collector).
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SCOUT_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_env("SCOUT_LOG"))
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();

@@ -521,6 +521,9 @@ impl WaitSpan {
                 span.set_status(Status::error(format!("the approval was {outcome}")));
             }
             span.set_attribute(KeyValue::new("scout.approval.outcome", outcome));
+            if let Some(by) = event.detail["by"].as_str() {
+                span.set_attribute(KeyValue::new("scout.approval.decided_by", by.to_string()));
+            }
             if let Some(waited) = event.detail["waited_ms"].as_i64() {
                 span.set_attribute(KeyValue::new("scout.approval.waited_ms", waited));
             }

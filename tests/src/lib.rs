@@ -213,6 +213,11 @@ pub fn mcp_inspector() -> String {
 }
 
 /// The Inspector version the tests install.
+/// The cargo target directory this build uses, as the build script found
+/// it from cargo's layout (a directory made before cargo, such as a
+/// container's cache mount, has no `CACHEDIR.TAG` to look for).
+pub const TARGET_ROOT: &str = env!("SCOUT_TARGET_ROOT");
+
 pub const MCP_INSPECTOR: &str = "@modelcontextprotocol/inspector@2.12.0";
 
 fn provision_mcp_inspector() -> Result<String, String> {
@@ -334,11 +339,7 @@ fn provision_npm(dir: &str, package: &str, bin: &str, instead: &str) -> Result<S
 /// directory, with the lock that test binaries running at once take turns
 /// on (held until the returned file is dropped).
 fn provisioned(name: &str) -> Result<(std::path::PathBuf, std::fs::File), String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let target = exe
-        .ancestors()
-        .find(|p| p.join("CACHEDIR.TAG").is_file())
-        .ok_or("the test binary is not inside a cargo target directory")?;
+    let target = std::path::Path::new(TARGET_ROOT);
     let lock = std::fs::File::create(target.join(format!("{name}.lock")))
         .map_err(|e| format!("the {name} lock: {e}"))?;
     lock.lock().map_err(|e| format!("the {name} lock: {e}"))?;

@@ -778,11 +778,16 @@ impl Boundary {
         let digest = args_digest(args);
         let span = self.telemetry.as_ref().map(|t| {
             t.call_span(crate::telemetry::CallSpanStart {
-                tool,
+                // Only names the component declares, as the metrics: an
+                // agent's invention is `unknown`, so it cannot mint span
+                // names or probe names into a collector.
+                tool: component
+                    .tool(tool)
+                    .map_or("unknown", |declared| declared.name.as_str()),
                 connector,
                 session: &session.id,
                 brand: &session.brand,
-                role: session.input.role.label(),
+                role: session.input.role.api_name(),
                 parent: traced,
             })
         });

@@ -89,6 +89,21 @@ impl Role {
         })
     }
 
+    /// The role's name on the command line and in the admin API
+    /// (`person-chat`), as [`Role::from_name`] reads it: what spans and
+    /// logs carry.
+    pub fn api_name(self) -> &'static str {
+        match self {
+            Role::PersonChat => "person-chat",
+            Role::InboundEmailTurn => "inbound-email",
+            Role::CoworkerRun { .. } => "coworker",
+            Role::SpecialistRun { .. } => "specialist",
+            Role::GoalAgentStep => "goal-agent",
+            Role::GoalReviewer => "goal-reviewer",
+            Role::ReadOnlyRoute { .. } => "read-only",
+        }
+    }
+
     /// The seed's name for the role.
     pub fn label(self) -> &'static str {
         match self {

@@ -375,7 +375,7 @@ impl ConnectorServer {
             connector: &self.connector,
             session: &live.session.id,
             brand: &live.session.brand,
-            role: live.session.input.role.label(),
+            role: live.session.input.role.api_name(),
             parent: Some(traced),
         }))
     }

@@ -26,6 +26,7 @@ pub mod identity;
 pub mod mcp;
 mod remote;
 mod run;
+mod scrape;
 pub use run::{run, run_stdio, serve_http};
 mod sessions;
 mod shown;
@@ -194,6 +195,8 @@ pub struct ServeHost {
     sessions: crate::session::registry::Registry<mcp::Endpoint>,
     http: Mutex<HashMap<(String, String), CachedClient>>,
     admin_token_digest: [u8; 32],
+    /// The token `metrics_listen` asks for, if one is set.
+    metrics_token_digest: Option<[u8; 32]>,
     /// Verifies the `[oidc]` issuer's tokens, when the file has `[oidc]`.
     identity: Option<Arc<identity::OidcVerifier>>,
     /// Calls granted handles: only calls the boundary authorized.
@@ -237,6 +240,30 @@ impl ServeHost {
                 config.admin_token_env
             )));
         }
+        let metrics_token_digest = match &config.metrics_token_env {
+            None => None,
+            Some(_) if config.metrics_listen.is_none() => {
+                return Err(StartError::BadSecret(
+                    "metrics_token_env guards metrics_listen, which is not set: set metrics_listen = \"ADDR:PORT\" too".to_string(),
+                ));
+            }
+            Some(var) => {
+                let token = env(var).ok_or_else(|| {
+                    StartError::MissingSecret(var.clone(), "the token that reads /metrics")
+                })?;
+                if token.len() < 16 {
+                    return Err(StartError::BadSecret(format!(
+                        "{var} must be at least 16 characters"
+                    )));
+                }
+                if digest(&token) == digest(&admin_token) {
+                    return Err(StartError::BadSecret(format!(
+                        "{var} holds the admin token: give the scraper a token of its own"
+                    )));
+                }
+                Some(digest(&token))
+            }
+        };
         let key_text = env(&config.store_key_env).ok_or_else(|| {
             StartError::MissingSecret(
                 config.store_key_env.clone(),
@@ -360,6 +387,7 @@ impl ServeHost {
         };
         Ok(Arc::new(ServeHost {
             admin_token_digest: digest(&admin_token),
+            metrics_token_digest,
             identity,
             config,
             components: RwLock::new(components),
@@ -539,6 +567,35 @@ impl ServeHost {
     }
 
     /// `/metrics`: OpenMetrics text.
+    /// What this host runs with, for the start banner: the store, who
+    /// signs in to the admin API, and where spans go.
+    pub fn setup_line(&self) -> String {
+        let store = match self.config.store.backend {
+            crate::config::StoreBackend::Sqlite => {
+                format!("store SQLite ({})", self.config.database.display())
+            }
+            crate::config::StoreBackend::Postgres => format!(
+                "store PostgreSQL (host {}, lease {} s)",
+                self.store.host().unwrap_or_default(),
+                self.config
+                    .store
+                    .lease_secs
+                    .unwrap_or(crate::store::DEFAULT_LEASE_SECS)
+            ),
+        };
+        let sign_in = if self.identity.is_some() {
+            "admin API: the admin token and OIDC"
+        } else {
+            "admin API: the admin token (OIDC off)"
+        };
+        let spans = if self.telemetry.is_some() {
+            "OTLP span export on"
+        } else {
+            "OTLP span export off"
+        };
+        format!("{store}; {sign_in}; {spans}")
+    }
+
     pub fn metrics_text(&self) -> String {
         self.metrics.render()
     }

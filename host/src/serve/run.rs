@@ -34,6 +34,7 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
     // and verified here, before the first request.
     host.deploy_stored().await;
     // On stderr, beside the switch banner: stdout's one line is the address.
+    eprintln!("scout-host: {}", host.setup_line());
     for line in host.connector_lines() {
         eprintln!("scout-host: {line}");
     }
@@ -50,6 +51,27 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
             Some(AbortOnDrop(tokio::spawn(async move {
                 if let Err(e) = axum::serve(probes, router).await {
                     tracing::error!(error = %e, "the probe listener stopped");
+                }
+            })))
+        }
+        None => None,
+    };
+    let metrics_server = match host.config.metrics_listen {
+        Some(at) => {
+            let scrapes = tokio::net::TcpListener::bind(at).await?;
+            eprintln!(
+                "scout-host: metrics (/metrics) on http://{}{}",
+                scrapes.local_addr()?,
+                if host.metrics_token_digest.is_some() {
+                    ", for the token metrics_token_env names"
+                } else {
+                    ", without a credential"
+                }
+            );
+            let router = super::scrape::router().with_state(host.clone());
+            Some(AbortOnDrop(tokio::spawn(async move {
+                if let Err(e) = axum::serve(scrapes, router).await {
+                    tracing::error!(error = %e, "the metrics listener stopped");
                 }
             })))
         }
@@ -82,6 +104,7 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
         }
     }
     drop(probe_server);
+    drop(metrics_server);
     host.flush_telemetry().await;
     eprintln!("scout-host: stopped");
     Ok(())

@@ -36,7 +36,7 @@ pub mod prelude {
         ProfileStore, ReviewStore, SessionStore, Store, TraceStore,
     };
 }
-pub use postgres::{LOST_HOST_REVOKER, PgOptions, PgStore, new_host_id};
+pub use postgres::{DEFAULT_LEASE_SECS, LOST_HOST_REVOKER, PgOptions, PgStore, new_host_id};
 pub use sqlite::SqliteStore;
 
 use crate::policy::{Catalog, Profile, ProfileError};

@@ -33,6 +33,9 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres::{AsyncMessage, Client, Config, NoTls};
 
+/// How long a host's lease lasts unrenewed when `[store] lease_secs` is not set.
+pub const DEFAULT_LEASE_SECS: u64 = 15;
+
 /// The advisory lock every host takes to apply migrations: two hosts
 /// starting together apply each migration once.
 const MIGRATION_LOCK: i64 = 0x5C07_0001;
@@ -92,7 +95,7 @@ impl PgOptions {
         PgOptions {
             url: url.into(),
             host_id: new_host_id(),
-            lease: Duration::from_secs(15),
+            lease: Duration::from_secs(DEFAULT_LEASE_SECS),
             pool_size: 16,
             ca_file: None,
             reader: false,
@@ -830,9 +833,22 @@ fn session_payload(session: &str) -> String {
 /// Renews this host's lease, and recovers any host whose lease expired.
 async fn lease_loop(shared: Arc<Shared>) {
     let every = shared.lease / 3;
+    // Since when renewals fail: the store unreachable is logged once as it
+    // starts and once as it ends, not at every turn.
+    let mut failing_since: Option<std::time::Instant> = None;
     loop {
         tokio::time::sleep(every).await;
-        match renew(&shared).await {
+        let renewed = renew(&shared).await;
+        if renewed.is_ok()
+            && let Some(since) = failing_since.take()
+        {
+            tracing::warn!(
+                host = %shared.id(),
+                away_secs = since.elapsed().as_secs(),
+                "the database answers again: lease renewal works"
+            );
+        }
+        match renewed {
             Ok(true) => shared.lease_held.store(true, Ordering::SeqCst),
             Ok(false) => {
                 // Another host recovered this one: nothing it held may do
@@ -847,7 +863,12 @@ async fn lease_loop(shared: Arc<Shared>) {
             }
             Err(e) => {
                 shared.lease_held.store(false, Ordering::SeqCst);
-                tracing::warn!(error = %e, "lease renewal failed");
+                if failing_since.is_none() {
+                    failing_since = Some(std::time::Instant::now());
+                    tracing::error!(host = %shared.id(), error = %e, "the database does not answer: this host cannot renew its lease, and starts no call until it can");
+                } else {
+                    tracing::debug!(error = %e, "lease renewal failed again");
+                }
             }
         }
         if !shared.fenced.load(Ordering::SeqCst) {

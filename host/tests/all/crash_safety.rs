@@ -461,6 +461,23 @@ impl Mcp {
     }
 }
 
+/// Runs `serve --config config` with the admin token, the store key and
+/// `env`, expecting it to refuse to start: its stderr.
+pub(super) fn refused_serve(config: &Path, env: &[(&str, &str)]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+        .args(["serve", "--config"])
+        .arg(config)
+        .env_clear()
+        .env("SCOUT_ADMIN_TOKEN", ADMIN_TOKEN)
+        .env("SCOUT_STORE_KEY", "5c".repeat(32))
+        .envs(env.iter().copied())
+        .output()
+        .expect("run scout-host serve");
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert!(!output.status.success(), "serve started: {stderr}");
+    stderr
+}
+
 /// The text of a `tools/call` result, error or not.
 pub(super) fn result_text(reply: &Value) -> String {
     reply["result"]["content"]

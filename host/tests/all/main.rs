@@ -21,6 +21,7 @@ mod fleet_faults;
 mod graphql_routes;
 mod inspect_cli;
 mod mcp_serve;
+mod operator;
 mod plugin_connector;
 mod policy_surface;
 mod remote_mcp;

@@ -28,11 +28,7 @@ fn scout_host() -> Command {
 
 /// The cargo target directory this test binary runs from.
 fn target_root() -> PathBuf {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_scout-host"));
-    exe.ancestors()
-        .find(|p| p.join("CACHEDIR.TAG").is_file())
-        .map(Path::to_path_buf)
-        .expect("a cargo target directory")
+    PathBuf::from(scout_tests::TARGET_ROOT)
 }
 
 /// Every request the fake upstream received: method, path, Authorization.

@@ -88,7 +88,11 @@ async fn two_hosts_billing(
         lease_secs,
         allowance,
     );
-    let env = [("SCOUT_PG_URL", db.url())];
+    // Warnings too: what an operator sees of the fleet's events.
+    let env = [
+        ("SCOUT_PG_URL", db.url()),
+        ("SCOUT_LOG", "warn".to_string()),
+    ];
     let a = Serve::start_with(&config_a, &env);
     let b = Serve::start_with(&config_b, &env);
     let http = reqwest::Client::builder()
@@ -814,6 +818,17 @@ async fn a_fleet_whose_database_stops_for_twice_the_lease_comes_back_whole() {
     for base in [&h.a.base, &h.b.base] {
         wait_for("both hosts to be ready again", HANG, async || {
             (ready(&h.http, base).await == 200).then_some(())
+        })
+        .await;
+    }
+    // Each host said so in its log: the database away, then back; and the
+    // host that recovered the other (if one did) named it.
+    for host in [&h.a, &h.b] {
+        wait_for("the outage and the return in the log", HANG, async || {
+            let log = host.stderr();
+            (log.contains("the database does not answer: this host cannot renew its lease")
+                && log.contains("the database answers again"))
+            .then_some(())
         })
         .await;
     }

@@ -140,6 +140,11 @@ async fn spans_of_an_allowed_a_refused_and_an_approved_call_reach_the_collector(
         base: serve.base.clone(),
     };
     admin.set_up().await;
+    assert!(
+        serve.stderr().contains("OTLP span export on"),
+        "the start banner says spans are exported: {}",
+        serve.stderr()
+    );
     let view = admin.session().await;
     let session = view["id"].as_str().unwrap().to_string();
     let mcp = Mcp::new(&http, &view).connect().await;
@@ -164,7 +169,7 @@ async fn spans_of_an_allowed_a_refused_and_an_approved_call_reach_the_collector(
         .unwrap();
     assert!(ok_text(&read).is_some(), "{read}");
 
-    // 2. A refused call: a tool this session was not given.
+    // 2. A refused call: a tool nobody has (the component withholds it).
     let refused = mcp
         .request(
             "tools/call",
@@ -272,7 +277,7 @@ async fn spans_of_an_allowed_a_refused_and_an_approved_call_reach_the_collector(
         ("scout.session.id", session.as_str()),
         ("scout.brand", "acme"),
         ("scout.connector", "github"),
-        ("scout.role", "person chat"),
+        ("scout.role", "person-chat"),
         ("scout.rule", "open"),
         ("scout.outcome", "ok"),
     ] {
@@ -318,13 +323,16 @@ async fn spans_of_an_allowed_a_refused_and_an_approved_call_reach_the_collector(
         })
         .and_then(|e| e.rule.clone())
         .expect("the refusal is in the trace");
-    let refused_span = server("github_delete_repository");
+    // Named as the metrics name it: a tool the component does not declare
+    // is `unknown`, in the span's name and its `gen_ai.tool.name`.
+    let refused_span = server("unknown");
     assert_ne!(
         hex(&refused_span.trace_id),
         TRACE_ID,
         "no traceparent: a trace of its own"
     );
     let attrs = attributes(&refused_span);
+    assert_eq!(attrs["gen_ai.tool.name"], "unknown", "{attrs:?}");
     assert_eq!(status(&refused_span), STATUS_ERROR);
     assert_eq!(attrs["error.type"], refused_rule, "{attrs:?}");
     assert_eq!(attrs["scout.rule"], refused_rule, "{attrs:?}");
@@ -358,6 +366,11 @@ async fn spans_of_an_allowed_a_refused_and_an_approved_call_reach_the_collector(
     let a = attributes(wait);
     assert_eq!(a["scout.approval.id"], approval["id"].to_string(), "{a:?}");
     assert_eq!(a["scout.approval.outcome"], "approved", "{a:?}");
+    // Who decided: the verified caller of the approvals API.
+    assert!(
+        a["scout.approval.decided_by"].starts_with("admin-token"),
+        "{a:?}"
+    );
     assert!(
         a["scout.approval.waited_ms"].parse::<u64>().is_ok(),
         "{a:?}"
@@ -391,6 +404,8 @@ async fn spans_of_an_allowed_a_refused_and_an_approved_call_reach_the_collector(
     let bodies = received.lock().unwrap().bodies.concat();
     for private in [
         CANARY,
+        // The name an agent sent for a tool nobody has.
+        "delete_repository",
         "README.md",
         GITHUB_TOKEN,
         ADMIN_TOKEN,

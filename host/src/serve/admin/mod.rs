@@ -189,7 +189,7 @@ async fn check_host(State(host): State<Arc<ServeHost>>, request: Request, next: 
     }
 }
 
-fn bearer(headers: &HeaderMap) -> Option<&str> {
+pub(super) fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
@@ -383,14 +383,7 @@ impl futures_util::Stream for UntilEnd {
 }
 
 async fn metrics(State(host): State<Arc<ServeHost>>) -> Response {
-    (
-        [(
-            axum::http::header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        host.metrics_text(),
-    )
-        .into_response()
+    super::scrape::openmetrics(&host)
 }
 
 async fn health() -> Json<Value> {

@@ -1,0 +1,164 @@
+//! What an operator wires the host into (issue 35), through the real
+//! binary: a metrics listener a scraper reaches without the admin token.
+
+use super::crash_safety::{ADMIN_TOKEN, GITHUB_TOKEN, Serve, refused_serve};
+use scout_tests::fake_github::FakeGitHub;
+use std::time::Duration;
+
+const METRICS_TOKEN: &str = "metrics-only-token-0123456789";
+
+/// The address `serve` printed for its metrics listener (on stderr, read
+/// by a thread of its own: waited for).
+fn metrics_base(serve: &Serve) -> String {
+    let started = std::time::Instant::now();
+    loop {
+        let stderr = serve.stderr();
+        if let Some(base) = stderr
+            .lines()
+            .find_map(|l| l.strip_prefix("scout-host: metrics (/metrics) on "))
+            .and_then(|rest| rest.split(',').next())
+        {
+            return base.trim().to_string();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "a metrics listener line: {stderr}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+async fn status(http: &reqwest::Client, url: &str, bearer: Option<&str>) -> (u16, String) {
+    let mut request = http.get(url);
+    if let Some(token) = bearer {
+        request = request.bearer_auth(token);
+    }
+    let answer = request.send().await.unwrap();
+    let code = answer.status().as_u16();
+    (code, answer.text().await.unwrap())
+}
+
+/// `metrics_listen` serves `/metrics` without the admin credential and
+/// nothing else; the main listener's `/metrics` still asks for one. With
+/// `metrics_token_env`, that token alone reads the listener, and it opens
+/// nothing on the main listener.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scraper_reads_metrics_on_their_own_listener_without_the_admin_token() {
+    let github = FakeGitHub::start(GITHUB_TOKEN).await;
+    let dir = tempfile::tempdir().unwrap();
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+
+    // Open, for a loopback or pod address.
+    let config = dir.path().join("open.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "metrics_listen = \"127.0.0.1:0\"\n{}",
+            scout_tests::serve_config_for_github(&github.origin())
+        ),
+    )
+    .unwrap();
+    let serve = Serve::start(&config);
+    let metrics = metrics_base(&serve);
+    let banner = serve.stderr();
+    assert!(banner.contains(", without a credential"), "{banner}");
+    // The start banner names the store, who signs in, and where spans go.
+    assert!(
+        banner.contains("scout-host: store SQLite (")
+            && banner.contains("admin API: the admin token (OIDC off)")
+            && banner.contains("OTLP span export off"),
+        "{banner}"
+    );
+    let (code, text) = status(&http, &format!("{metrics}/metrics"), None).await;
+    assert_eq!(code, 200, "{text}");
+    assert!(text.contains("scout_build_info"), "{text}");
+    assert!(
+        text.trim_end().ends_with("# EOF"),
+        "OpenMetrics text: {text}"
+    );
+    for path in ["/v1/health", "/v1/sessions", "/livez", "/v1/approvals"] {
+        let (code, _) = status(&http, &format!("{metrics}{path}"), Some(ADMIN_TOKEN)).await;
+        assert_eq!(
+            code, 404,
+            "the metrics listener serves only /metrics: {path}"
+        );
+    }
+    let (code, _) = status(&http, &format!("{}/metrics", serve.base), None).await;
+    assert_eq!(
+        code, 401,
+        "the main listener's /metrics still asks for a credential"
+    );
+    drop(serve);
+
+    // With a token of its own.
+    let config = dir.path().join("token.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "metrics_listen = \"127.0.0.1:0\"\nmetrics_token_env = \"SCOUT_METRICS_TOKEN\"\n{}",
+            scout_tests::serve_config_for_github(&github.origin())
+        ),
+    )
+    .unwrap();
+    let serve = Serve::start_with(
+        &config,
+        &[("SCOUT_METRICS_TOKEN", METRICS_TOKEN.to_string())],
+    );
+    let metrics = metrics_base(&serve);
+    let url = format!("{metrics}/metrics");
+    assert_eq!(status(&http, &url, None).await.0, 401);
+    assert_eq!(
+        status(&http, &url, Some("not-the-metrics-token-0000"))
+            .await
+            .0,
+        401
+    );
+    assert_eq!(
+        status(&http, &url, Some(ADMIN_TOKEN)).await.0,
+        401,
+        "the admin token is not the scraper's"
+    );
+    let (code, text) = status(&http, &url, Some(METRICS_TOKEN)).await;
+    assert_eq!(code, 200, "{text}");
+    assert!(text.contains("scout_build_info"), "{text}");
+    for path in ["/metrics", "/v1/sessions", "/v1/health"] {
+        let (code, _) = status(&http, &format!("{}{path}", serve.base), Some(METRICS_TOKEN)).await;
+        assert_eq!(
+            code, 401,
+            "the metrics token opens nothing on the main listener: {path}"
+        );
+    }
+    drop(serve);
+}
+
+/// A metrics token that is the admin token, or one with no listener to
+/// guard, is refused at start with what to do.
+#[test]
+fn serve_refuses_a_metrics_token_it_cannot_keep_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("serve.toml");
+    for (top, token, says) in [
+        (
+            "metrics_listen = \"127.0.0.1:0\"\nmetrics_token_env = \"SCOUT_METRICS_TOKEN\"\n",
+            ADMIN_TOKEN,
+            "SCOUT_METRICS_TOKEN holds the admin token: give the scraper a token of its own",
+        ),
+        (
+            "metrics_token_env = \"SCOUT_METRICS_TOKEN\"\n",
+            METRICS_TOKEN,
+            "metrics_token_env guards metrics_listen, which is not set",
+        ),
+        (
+            "metrics_listen = \"127.0.0.1:0\"\nmetrics_token_env = \"SCOUT_METRICS_TOKEN\"\n",
+            "short",
+            "SCOUT_METRICS_TOKEN must be at least 16 characters",
+        ),
+    ] {
+        std::fs::write(&config, format!("{top}listen = \"127.0.0.1:0\"\n")).unwrap();
+        let stderr = refused_serve(&config, &[("SCOUT_METRICS_TOKEN", token)]);
+        assert!(stderr.contains(says), "{says:?} in {stderr}");
+    }
+}
