@@ -195,3 +195,61 @@ fn the_catalogue_agrees_with_the_github_component() {
     assert_eq!(catalogue_reads, component_reads);
     assert_eq!(catalogue_writes, component_writes);
 }
+
+/// README is the front door: what the host is, the two commands, a short
+/// tour and where to go next. Whatever more there is to say goes in
+/// `docs/`; this fails once README passes 200 lines. Every relative link
+/// it gives leads to a file that exists.
+#[test]
+fn readme_stays_a_front_door() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 200,
+        "README.md has {lines} lines: move what a newcomer does not need first into docs/"
+    );
+    assert!(
+        readme.contains("rustup toolchain install && cargo test --workspace"),
+        "README gives the test command"
+    );
+    for link in readme.split("](").skip(1) {
+        let target = link.split(')').next().unwrap_or_default();
+        if target.starts_with("http") || target.starts_with('#') {
+            continue;
+        }
+        let (file, anchor) = target.split_once('#').unwrap_or((target, ""));
+        assert!(
+            root.join(file).exists(),
+            "README links to {target}, which is not there"
+        );
+        if !anchor.is_empty() {
+            // GitHub's anchor of a heading: lower case, spaces as `-`,
+            // other punctuation dropped.
+            let page = std::fs::read_to_string(root.join(file)).unwrap();
+            let anchors: Vec<String> = page
+                .lines()
+                .filter_map(|l| {
+                    l.trim_start_matches('#')
+                        .strip_prefix(' ')
+                        .filter(|_| l.starts_with('#'))
+                })
+                .map(|heading| {
+                    heading
+                        .to_lowercase()
+                        .chars()
+                        .filter_map(|c| match c {
+                            ' ' => Some('-'),
+                            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+                            _ => None,
+                        })
+                        .collect()
+                })
+                .collect();
+            assert!(
+                anchors.iter().any(|a| a == anchor),
+                "README links to {target}: no such heading in {file}"
+            );
+        }
+    }
+}
