@@ -37,6 +37,236 @@ const SESSION_BUCKETS: [f64; 8] = [
     60.0, 300.0, 900.0, 3600.0, 10800.0, 21600.0, 43200.0, 86400.0,
 ];
 
+/// One metric family as `/metrics` exposes it: what the table in
+/// `docs/operating.md` is generated from, and what a test holds the
+/// registry to (every family and its labels).
+pub struct Described {
+    /// The family's name (`# TYPE` line); a counter's samples add `_total`.
+    pub name: &'static str,
+    /// `counter`, `gauge` or `histogram`.
+    pub kind: &'static str,
+    /// Its labels, in order, each with its values where they are few.
+    pub labels: &'static [&'static str],
+    pub what: &'static str,
+}
+
+/// Every family, in the order the table shows them.
+pub const FAMILIES: &[Described] = &[
+    Described {
+        name: "mcp_server_operation_duration_seconds",
+        kind: "histogram",
+        labels: &["mcp_method_name", "gen_ai_tool_name", "error_type"],
+        what: "each `tools/call` answered (the MCP semantic conventions' `mcp.server.operation.duration`, their buckets)",
+    },
+    Described {
+        name: "mcp_server_session_duration_seconds",
+        kind: "histogram",
+        labels: &[],
+        what: "sessions ended on this host, by how long they lasted",
+    },
+    Described {
+        name: "scout_tool_calls",
+        kind: "counter",
+        labels: &[
+            "connector",
+            "tool",
+            "outcome (`ok`, `tool_error`, `host_error`, `denied`)",
+        ],
+        what: "the policy funnel",
+    },
+    Described {
+        name: "scout_denials",
+        kind: "counter",
+        labels: &["rule"],
+        what: "refusals by the rule that decided (`not_offered`, `approval_denied`, `lease_not_held`, ...)",
+    },
+    Described {
+        name: "scout_approvals_requested",
+        kind: "counter",
+        labels: &[],
+        what: "calls on this host that asked a person",
+    },
+    Described {
+        name: "scout_approval_wait_seconds",
+        kind: "histogram",
+        labels: &["outcome (`approved`, `denied`, `timed_out`, `revoked`)"],
+        what: "how long those calls waited",
+    },
+    Described {
+        name: "scout_approvals_pending",
+        kind: "gauge",
+        labels: &[],
+        what: "approvals waiting for a person in the whole fleet (read from the store at each scrape, so every host shows the same figure)",
+    },
+    Described {
+        name: "scout_upstream_requests",
+        kind: "counter",
+        labels: &["connector", "status_class (`1xx`..`5xx`, `error`)"],
+        what: "what guests sent upstream",
+    },
+    Described {
+        name: "scout_upstream_request_duration_seconds",
+        kind: "histogram",
+        labels: &["connector"],
+        what: "how long those requests took",
+    },
+    Described {
+        name: "scout_calls_in_flight",
+        kind: "gauge",
+        labels: &["connector"],
+        what: "guest runs now",
+    },
+    Described {
+        name: "scout_max_concurrent_calls",
+        kind: "gauge",
+        labels: &[],
+        what: "guest runs this host allows at once (the pooling allocator's slots, for every connector together)",
+    },
+    Described {
+        name: "scout_guest_run_duration_seconds",
+        kind: "histogram",
+        labels: &["connector"],
+        what: "instantiation and the tool",
+    },
+    Described {
+        name: "scout_sessions_opened",
+        kind: "counter",
+        labels: &["role"],
+        what: "sessions opened on this host",
+    },
+    Described {
+        name: "scout_sessions_active",
+        kind: "gauge",
+        labels: &[],
+        what: "sessions this host holds now",
+    },
+    Described {
+        name: "scout_wasm_traps",
+        kind: "counter",
+        labels: &["connector", "kind (`deadline`, `memory`, `trap`)"],
+        what: "guest runs the sandbox stopped",
+    },
+    Described {
+        name: "scout_component_instantiate_seconds",
+        kind: "histogram",
+        labels: &["connector"],
+        what: "instantiating the component for one call (from the pooling allocator)",
+    },
+    Described {
+        name: "scout_trace_write_seconds",
+        kind: "histogram",
+        labels: &[],
+        what: "a call's trace rows made durable: the wait for the group commit and the commit",
+    },
+    Described {
+        name: "scout_trace_commit_seconds",
+        kind: "histogram",
+        labels: &[],
+        what: "each trace transaction the writer commits (the fsync on SQLite, the round trip on PostgreSQL)",
+    },
+    Described {
+        name: "scout_trace_group_size",
+        kind: "histogram",
+        labels: &[],
+        what: "how many calls' batches one trace transaction carried",
+    },
+    Described {
+        name: "scout_store_up",
+        kind: "gauge",
+        labels: &[],
+        what: "1 when the store answered at this scrape, else 0",
+    },
+    Described {
+        name: "scout_lease_held",
+        kind: "gauge",
+        labels: &[],
+        what: "1 while this host holds its lease and may start calls (always 1 on SQLite)",
+    },
+    Described {
+        name: "scout_lease_rejoins",
+        kind: "counter",
+        labels: &[],
+        what: "times this host rejoined the fleet under a new identity after another host recovered it (always 0 on SQLite)",
+    },
+    Described {
+        name: "scout_hosts_recovered",
+        kind: "counter",
+        labels: &[],
+        what: "hosts whose lease ran out that this host recovered: their approvals revoked, their calls marked `interrupted` (always 0 on SQLite)",
+    },
+    Described {
+        name: "scout_allowance_charged",
+        kind: "counter",
+        labels: &["connector", "unit"],
+        what: "what the allowance ledger charged",
+    },
+    Described {
+        name: "scout_allowance_refusals",
+        kind: "counter",
+        labels: &[
+            "connector",
+            "reason (`run_exhausted`, `day_exhausted`, `denied`, `invalid`)",
+        ],
+        what: "reservations an allowance refused",
+    },
+    Described {
+        name: "process_cpu_seconds",
+        kind: "counter",
+        labels: &[],
+        what: "CPU time this process used, user and system (Linux)",
+    },
+    Described {
+        name: "process_resident_memory_bytes",
+        kind: "gauge",
+        labels: &[],
+        what: "its resident memory (Linux)",
+    },
+    Described {
+        name: "process_open_fds",
+        kind: "gauge",
+        labels: &[],
+        what: "its open file descriptors (Linux)",
+    },
+    Described {
+        name: "process_start_time_seconds",
+        kind: "gauge",
+        labels: &[],
+        what: "when it started, in seconds since the Unix epoch (Linux)",
+    },
+    Described {
+        name: "scout_build_info",
+        kind: "gauge",
+        labels: &["version"],
+        what: "inventory (always 1)",
+    },
+];
+
+/// The metrics table of `docs/operating.md`, from [`FAMILIES`].
+pub fn table() -> String {
+    let mut text = String::from("| metric | type | labels | what |\n|---|---|---|---|\n");
+    for family in FAMILIES {
+        let name = if family.kind == "counter" {
+            format!("{}_total", family.name)
+        } else {
+            family.name.to_string()
+        };
+        let labels = family
+            .labels
+            .iter()
+            .map(|label| match label.split_once(' ') {
+                Some((name, values)) => format!("`{name}` {values}"),
+                None => format!("`{label}`"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        text.push_str(&format!(
+            "| `{name}` | {} | {labels} | {} |\n",
+            family.kind, family.what
+        ));
+    }
+    text
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Operation {
     mcp_method_name: &'static str,
@@ -120,6 +350,96 @@ pub struct Metrics {
     trace_write: Histogram,
     charged: Family<Charged, Counter>,
     refused: Family<Refused, Counter>,
+    /// Set at each scrape ([`Metrics::at_scrape`]).
+    approvals_pending: Gauge,
+    store_up: Gauge,
+    lease_held: Gauge,
+    process: ProcessMetrics,
+}
+
+/// This process's figures, read from `/proc/self` at each scrape (Linux;
+/// elsewhere they stay 0).
+#[derive(Default)]
+struct ProcessMetrics {
+    cpu_seconds: Counter<f64, std::sync::atomic::AtomicU64>,
+    /// The CPU time counted so far, so each scrape adds what was used since.
+    cpu_counted: parking_lot::Mutex<f64>,
+    resident_bytes: Gauge,
+    open_fds: Gauge,
+    start_time_seconds: Gauge,
+}
+
+impl ProcessMetrics {
+    fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "process_cpu_seconds",
+            "CPU time this process used, user and system",
+            self.cpu_seconds.clone(),
+        );
+        registry.register(
+            "process_resident_memory_bytes",
+            "Resident memory of this process",
+            self.resident_bytes.clone(),
+        );
+        registry.register(
+            "process_open_fds",
+            "Open file descriptors of this process",
+            self.open_fds.clone(),
+        );
+        registry.register(
+            "process_start_time_seconds",
+            "When this process started, in seconds since the Unix epoch",
+            self.start_time_seconds.clone(),
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    fn refresh(&self) {
+        // proc(5) counts CPU time and the start in clock ticks of USER_HZ,
+        // which Linux fixes at 100 for what /proc shows.
+        const TICKS: f64 = 100.0;
+        let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+            return;
+        };
+        // After the command's closing parenthesis: the 3rd field on, so
+        // utime (14th) is at 11, stime (15th) at 12, starttime (22nd) at 19.
+        let Some((_, after)) = stat.rsplit_once(')') else {
+            return;
+        };
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<f64>().ok());
+        if let (Some(user), Some(system)) = (field(14), field(15)) {
+            let used = (user + system) / TICKS;
+            let mut counted = self.cpu_counted.lock();
+            if used > *counted {
+                self.cpu_seconds.inc_by(used - *counted);
+                *counted = used;
+            }
+        }
+        if let Some(start) = field(22)
+            && let Ok(system) = std::fs::read_to_string("/proc/stat")
+            && let Some(boot) = system
+                .lines()
+                .find_map(|l| l.strip_prefix("btime "))
+                .and_then(|b| b.trim().parse::<f64>().ok())
+        {
+            self.start_time_seconds.set((boot + start / TICKS) as i64);
+        }
+        if let Ok(status) = std::fs::read_to_string("/proc/self/status")
+            && let Some(kib) = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok())
+        {
+            self.resident_bytes.set(kib * 1024);
+        }
+        if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
+            self.open_fds.set(fds.count() as i64);
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn refresh(&self) {}
 }
 
 /// A family of histograms, each made by a plain constructor.
@@ -298,6 +618,11 @@ impl Metrics {
                 "Times this host rejoined the fleet under a new identity after another host recovered it (PostgreSQL)",
                 writer.rejoins,
             );
+            registry.register(
+                "scout_hosts_recovered",
+                "Hosts whose lease ran out that this host recovered (PostgreSQL)",
+                writer.recovered,
+            );
         }
         let charged = Family::<Charged, Counter>::default();
         registry.register(
@@ -311,6 +636,26 @@ impl Metrics {
             "Reservations an allowance refused, by connector and reason (run_exhausted, day_exhausted, denied, invalid)",
             refused.clone(),
         );
+        let approvals_pending: Gauge = Gauge::default();
+        registry.register(
+            "scout_approvals_pending",
+            "Approvals waiting for a person in the whole fleet (from the store)",
+            approvals_pending.clone(),
+        );
+        let store_up: Gauge = Gauge::default();
+        registry.register(
+            "scout_store_up",
+            "1 when the store answered at this scrape",
+            store_up.clone(),
+        );
+        let lease_held: Gauge = Gauge::default();
+        registry.register(
+            "scout_lease_held",
+            "1 while this host holds its lease and may start calls",
+            lease_held.clone(),
+        );
+        let process = ProcessMetrics::default();
+        process.register(&mut registry);
         let build = Family::<Build, Gauge>::default();
         build
             .get_or_create(&Build {
@@ -337,7 +682,23 @@ impl Metrics {
             trace_write,
             charged,
             refused,
+            approvals_pending,
+            store_up,
+            lease_held,
+            process,
         }
+    }
+
+    /// What is read afresh at each scrape: the fleet's pending approvals
+    /// (`None` when the store did not answer), whether the store answered,
+    /// whether this host holds its lease, and the process's figures.
+    pub(crate) fn at_scrape(&self, pending: Option<usize>, lease_held: bool) {
+        self.store_up.set(i64::from(pending.is_some()));
+        if let Some(pending) = pending {
+            self.approvals_pending.set(pending as i64);
+        }
+        self.lease_held.set(i64::from(lease_held));
+        self.process.refresh();
     }
 
     /// A guest run the sandbox stopped (`deadline`, `memory`, `trap`).
@@ -518,5 +879,92 @@ impl Drop for RunGuard<'_> {
             .guest_run
             .get_or_create(&self.labels)
             .observe(self.started.elapsed().as_secs_f64());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CallOutcome, FAMILIES, Metrics};
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::time::Duration;
+
+    /// The registry exposes exactly the families [`FAMILIES`] describes,
+    /// each of its kind and with its labels: the table in the docs is
+    /// generated from that list, so it cannot say what `/metrics` does not.
+    #[test]
+    fn every_family_is_described_with_its_kind_and_labels() {
+        let metrics = Metrics::new(8, Some(crate::store::WriterMetrics::default()));
+        // One sample in every family with labels.
+        metrics.call_answered(
+            "github",
+            Some("t"),
+            CallOutcome::Denied("not_offered"),
+            Duration::ZERO,
+        );
+        metrics.approval_decided("approved", Duration::ZERO);
+        metrics.upstream_request("github", Some(200), 1);
+        drop(metrics.run_started("github"));
+        metrics.session_opened("person-chat");
+        metrics.guest_stopped("github", "trap");
+        metrics.instantiated("github", 1);
+        let observer = metrics.allowance_observer("firecrawl", "credits");
+        observer.charged(1);
+        observer.refused(&crate::capabilities::meter::MeterError::Invalid(
+            String::new(),
+        ));
+        metrics.at_scrape(Some(2), true);
+        let text = metrics.render();
+
+        let mut kinds = BTreeMap::new();
+        let mut labels: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                let (name, kind) = rest.split_once(' ').unwrap();
+                kinds.insert(name.to_string(), kind.to_string());
+            }
+        }
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let Some((series, _)) = line.split_once('{') else {
+                continue;
+            };
+            let family = kinds
+                .keys()
+                .filter(|name| series.starts_with(name.as_str()))
+                .max_by_key(|name| name.len())
+                .unwrap_or_else(|| panic!("a sample of no family: {line}"));
+            let inside = line.split_once('{').unwrap().1.split('}').next().unwrap();
+            for pair in inside.split("\",") {
+                let name = pair.split('=').next().unwrap().trim();
+                if name != "le" {
+                    labels
+                        .entry(family.clone())
+                        .or_default()
+                        .insert(name.to_string());
+                }
+            }
+        }
+        let described: BTreeMap<String, String> = FAMILIES
+            .iter()
+            .map(|f| (f.name.to_string(), f.kind.to_string()))
+            .collect();
+        assert_eq!(
+            kinds, described,
+            "the families /metrics exposes, and their kinds"
+        );
+        for family in FAMILIES {
+            let declared: BTreeSet<String> = family
+                .labels
+                .iter()
+                .map(|l| l.split(' ').next().unwrap().to_string())
+                .collect();
+            assert_eq!(
+                labels.get(family.name).cloned().unwrap_or_default(),
+                declared,
+                "the labels of {}",
+                family.name
+            );
+        }
+        assert!(text.contains("scout_approvals_pending 2"), "{text}");
+        assert!(text.contains("scout_store_up 1"), "{text}");
     }
 }

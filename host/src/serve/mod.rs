@@ -596,7 +596,17 @@ impl ServeHost {
         format!("{store}; {sign_in}; {spans}")
     }
 
-    pub fn metrics_text(&self) -> String {
+    /// `/metrics` now: what is read at each scrape (the fleet's pending
+    /// approvals, the store, the lease, the process) refreshed first.
+    pub async fn metrics_text(&self) -> String {
+        let pending = match self.store.all_pending().await {
+            Ok(pending) => Some(pending.len()),
+            Err(e) => {
+                tracing::warn!(error = %e, "the store did not answer a scrape");
+                None
+            }
+        };
+        self.metrics.at_scrape(pending, self.store.lease_held());
         self.metrics.render()
     }
 

@@ -28,17 +28,17 @@ async fn scrape(State(host): State<Arc<ServeHost>>, request: Request) -> Respons
                 .into_response();
         }
     }
-    openmetrics(&host)
+    openmetrics(&host).await
 }
 
 /// `/metrics` as OpenMetrics text, on either listener.
-pub(super) fn openmetrics(host: &ServeHost) -> Response {
+pub(super) async fn openmetrics(host: &ServeHost) -> Response {
     (
         [(
             axum::http::header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        host.metrics_text(),
+        host.metrics_text().await,
     )
         .into_response()
 }

@@ -1360,6 +1360,8 @@ pub struct WriterMetrics {
     pub commit_seconds: prometheus_client::metrics::histogram::Histogram,
     /// Times this host rejoined under a new identity after being recovered.
     pub rejoins: prometheus_client::metrics::counter::Counter,
+    /// Hosts whose lease ran out that this host recovered.
+    pub recovered: prometheus_client::metrics::counter::Counter,
 }
 
 impl Default for WriterMetrics {
@@ -1371,6 +1373,7 @@ impl Default for WriterMetrics {
                 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
             ]),
             rejoins: Default::default(),
+            recovered: Default::default(),
         }
     }
 }
@@ -1379,6 +1382,11 @@ impl WriterMetrics {
     /// This host rejoined the fleet after another recovered it.
     pub(crate) fn rejoined(&self) {
         self.rejoins.inc();
+    }
+
+    /// This host recovered `hosts` whose lease had run out.
+    pub(crate) fn recovered_hosts(&self, hosts: usize) {
+        self.recovered.inc_by(hosts as u64);
     }
 
     /// One group of `batches` committed in `took`.

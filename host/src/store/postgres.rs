@@ -1071,6 +1071,7 @@ async fn recover_lost(shared: &Shared) -> Result<Recovered, StoreError> {
     .await?;
     tx.commit().await?;
     shared.broker.ring_all();
+    shared.writer_metrics.recovered_hosts(dead.len());
     tracing::warn!(hosts = ?dead, approvals_revoked, calls = open.len(), calls_maybe_run, "recovered lost hosts");
     Ok(Recovered {
         approvals_revoked,

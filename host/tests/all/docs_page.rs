@@ -253,3 +253,27 @@ fn readme_stays_a_front_door() {
         }
     }
 }
+
+/// The metrics table in `docs/operating.md` is the one `FAMILIES`
+/// generates (which a unit test holds to the registry itself).
+#[test]
+fn the_metrics_table_is_what_the_registry_exposes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let page = std::fs::read_to_string(root.join("docs/operating.md")).unwrap();
+    let start = "host/tests/all/docs_page.rs keeps it -->\n";
+    let begin = page.find(start).expect("the metrics table's start marker") + start.len();
+    let end = page[begin..]
+        .find("<!-- end of the metrics table -->")
+        .expect("the metrics table's end marker");
+    let expected = scout_host::metrics::table();
+    if std::env::var_os("SCOUT_BLESS_DOCS").is_some() {
+        let updated = format!("{}{expected}{}", &page[..begin], &page[begin + end..]);
+        std::fs::write(root.join("docs/operating.md"), updated).unwrap();
+        return;
+    }
+    assert_eq!(
+        &page[begin..begin + end],
+        expected,
+        "docs/operating.md's metrics table drifted: rerun with SCOUT_BLESS_DOCS=1"
+    );
+}

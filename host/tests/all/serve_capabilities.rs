@@ -319,7 +319,7 @@ async fn a_specialist_spends_its_grant_and_an_over_allowance_reservation_sends_n
         "a new session is a new run with its whole per-run figure"
     );
     // `/metrics` counts what the ledger charged and what the meter refused.
-    let text = f.host.metrics_text();
+    let text = f.host.metrics_text().await;
     let sample = |line: &str| -> f64 {
         text.lines()
             .find_map(|l| {

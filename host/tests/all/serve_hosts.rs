@@ -873,11 +873,32 @@ async fn a_call_waiting_for_a_person_waits_through_a_database_restart() {
     })
     .await;
 
+    // Every host shows the fleet's one pending approval, read from the store.
+    for host in [&h.a, &h.b] {
+        let text = scrape(&h.http, &host.base).await;
+        for line in [
+            "scout_approvals_pending 1",
+            "scout_store_up 1",
+            "scout_lease_held 1",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "{line} on {}:\n{text}",
+                host.base
+            );
+        }
+    }
+
     // Longer than the waiting call's recheck of the store (1 s): it reads
     // the store at least once while the database is away.
     tokio::task::block_in_place(|| server.stop());
     tokio::time::sleep(Duration::from_millis(2500)).await;
     assert!(!call.is_finished(), "the call still waits");
+    let text = scrape(&h.http, &h.a.base).await;
+    assert!(
+        text.lines().any(|l| l == "scout_store_up 0"),
+        "the store away shows: {text}"
+    );
     tokio::task::block_in_place(|| server.start());
 
     approve_next(&h.admin_a, &session).await;
@@ -892,6 +913,18 @@ async fn a_call_waiting_for_a_person_waits_through_a_database_restart() {
         vec!["refs/heads/crash/34".to_string()],
         "once"
     );
+}
+
+/// `host`'s `/metrics` (admin token).
+async fn scrape(http: &reqwest::Client, base: &str) -> String {
+    let answer = http
+        .get(format!("{base}/metrics"))
+        .bearer_auth(super::crash_safety::ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    answer.text().await.unwrap()
 }
 
 /// Waits for the one approval `session` asks for now, and approves it on `admin`.

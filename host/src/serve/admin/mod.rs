@@ -383,7 +383,7 @@ impl futures_util::Stream for UntilEnd {
 }
 
 async fn metrics(State(host): State<Arc<ServeHost>>) -> Response {
-    super::scrape::openmetrics(&host)
+    super::scrape::openmetrics(&host).await
 }
 
 async fn health() -> Json<Value> {
