@@ -191,6 +191,10 @@ pub struct ServeConfig {
     /// else; without it, `metrics_listen` asks for none.
     #[serde(default)]
     pub metrics_token_env: Option<String>,
+    /// How the log is written on stderr: `text` (the default) or `json`,
+    /// one object a line, the start banner included.
+    #[serde(default)]
+    pub log_format: crate::logs::LogFormat,
 }
 
 fn default_shutdown_grace_secs() -> u64 {

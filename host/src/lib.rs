@@ -23,6 +23,7 @@ pub mod deployment;
 pub mod docs;
 pub mod error;
 pub mod inspect;
+pub mod logs;
 pub mod metrics;
 mod output;
 pub mod policy;

@@ -326,19 +326,16 @@ fn inspect_remote(
 }
 
 fn main() -> Result<()> {
-    use std::io::IsTerminal;
-    // `SCOUT_LOG` (EnvFilter directives) or `warn`: a database that stops
-    // answering, a lease lost and a host recovered are warnings an operator
-    // sees without asking. No colour codes where stderr is not a terminal
-    // (a file, a pipe, a log collector).
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SCOUT_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    // `serve` logs as its configuration says (a file it cannot read is
+    // reported when it is loaded below, with the log in text).
+    let format = match &cli.command {
+        Command::Serve { config, .. } => scout_host::serve::ServeConfig::load(config)
+            .map(|c| c.log_format)
+            .unwrap_or_default(),
+        _ => scout_host::logs::LogFormat::Text,
+    };
+    scout_host::logs::init(format);
     // The author's commands exit with their own status (0, 1 or 2).
     let command = match cli.command {
         Command::Call(args) => exit_with(cli::call::run(args)),
@@ -528,7 +525,7 @@ fn main() -> Result<()> {
             let config = scout_host::serve::ServeConfig::load(&config)?;
             let switches = scout_host::policy::Switches::from_env();
             // The banner goes to stderr: in stdio mode stdout is the protocol.
-            eprint!("{}", switches.banner());
+            scout_host::logs::banner(&switches.banner());
             let host = scout_host::serve::ServeHost::start(
                 config,
                 switches,

@@ -195,11 +195,10 @@ pub(super) fn ignore_hangups() {
             Ok(mut hangups) => {
                 tokio::spawn(async move {
                     while hangups.recv().await.is_some() {
-                        tracing::warn!(
-                            "SIGHUP ignored: the configuration and switches are read at start; restart the host (SIGTERM) to change them"
-                        );
-                        eprintln!(
-                            "scout-host: SIGHUP ignored: the configuration and switches are read at start; restart the host (SIGTERM) to change them"
+                        // Said whatever the log's filter: it answers an
+                        // operator's signal.
+                        crate::logs::say(
+                            "SIGHUP ignored: the configuration and switches are read at start; restart the host (SIGTERM) to change them",
                         );
                     }
                 });

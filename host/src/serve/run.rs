@@ -20,33 +20,33 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
     // at what they recorded instead of holding the day until midnight.
     let runs_ended = host.store.end_live_runs(now_ms).await?;
     if runs_ended > 0 {
-        eprintln!(
-            "scout-host: the previous run left {runs_ended} metered runs open; ended at what they recorded"
-        );
+        crate::logs::say(format_args!(
+            "the previous run left {runs_ended} metered runs open; ended at what they recorded"
+        ));
     }
     if recovered != crate::store::Recovered::default() {
-        eprintln!(
-            "scout-host: the previous run stopped mid-call: {} pending approvals revoked, {} calls marked interrupted ({} of them may have reached their upstream)",
+        crate::logs::say(format_args!(
+            "the previous run stopped mid-call: {} pending approvals revoked, {} calls marked interrupted ({} of them may have reached their upstream)",
             recovered.approvals_revoked, recovered.calls_interrupted, recovered.calls_maybe_run
-        );
+        ));
     }
     // The connectors the fleet added through the admin API, each pulled
     // and verified here, before the first request.
     host.deploy_stored().await;
     // On stderr, beside the switch banner: stdout's one line is the address.
-    eprintln!("scout-host: {}", host.setup_line());
+    crate::logs::say(format_args!("{}", host.setup_line()));
     for line in host.connector_lines() {
-        eprintln!("scout-host: {line}");
+        crate::logs::say(format_args!("{line}"));
     }
     host.discover_remote();
     drain::ignore_hangups();
     let probe_server = match host.config.probe_listen {
         Some(at) => {
             let probes = tokio::net::TcpListener::bind(at).await?;
-            eprintln!(
-                "scout-host: probes (/livez, /readyz) on http://{}",
+            crate::logs::say(format_args!(
+                "probes (/livez, /readyz) on http://{}",
                 probes.local_addr()?
-            );
+            ));
             let router = drain::probes().with_state(host.clone());
             Some(AbortOnDrop(tokio::spawn(async move {
                 if let Err(e) = axum::serve(probes, router).await {
@@ -59,15 +59,15 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
     let metrics_server = match host.config.metrics_listen {
         Some(at) => {
             let scrapes = tokio::net::TcpListener::bind(at).await?;
-            eprintln!(
-                "scout-host: metrics (/metrics) on http://{}{}",
+            crate::logs::say(format_args!(
+                "metrics (/metrics) on http://{}{}",
                 scrapes.local_addr()?,
                 if host.metrics_token_digest.is_some() {
                     ", for the token metrics_token_env names"
                 } else {
                     ", without a credential"
                 }
-            );
+            ));
             let router = super::scrape::router().with_state(host.clone());
             Some(AbortOnDrop(tokio::spawn(async move {
                 if let Err(e) = axum::serve(scrapes, router).await {
@@ -106,7 +106,7 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
     drop(probe_server);
     drop(metrics_server);
     host.flush_telemetry().await;
-    eprintln!("scout-host: stopped");
+    crate::logs::say(format_args!("stopped"));
     Ok(())
 }
 
@@ -189,7 +189,10 @@ pub async fn run_stdio(
     // `serve` already on that address leaves this session with elicitation.
     let admin = match host.bind().await {
         Ok(listener) => {
-            eprintln!("scout-host: admin API on http://{}", listener.local_addr()?);
+            crate::logs::say(format_args!(
+                "admin API on http://{}",
+                listener.local_addr()?
+            ));
             Some(tokio::spawn(serve_http(
                 host.clone(),
                 listener,
@@ -197,10 +200,10 @@ pub async fn run_stdio(
             )))
         }
         Err(e) => {
-            eprintln!(
-                "scout-host: no admin API ({}: {e}); approvals only through MCP elicitation",
+            crate::logs::say(format_args!(
+                "no admin API ({}: {e}); approvals only through MCP elicitation",
                 host.config.listen
-            );
+            ));
             None
         }
     };
@@ -214,7 +217,7 @@ pub async fn run_stdio(
             view.mcp.keys().collect::<Vec<_>>()
         );
     };
-    eprintln!("scout-host: session {} over stdio", view.id);
+    crate::logs::say(format_args!("session {} over stdio", view.id));
     let server = mcp::ConnectorServer::new(&host, &live, connector);
     let running = server.serve(rmcp::transport::stdio()).await?;
     let _ = running.waiting().await;

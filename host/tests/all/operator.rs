@@ -162,3 +162,121 @@ fn serve_refuses_a_metrics_token_it_cannot_keep_apart() {
         assert!(stderr.contains(says), "{says:?} in {stderr}");
     }
 }
+
+/// `log_format = "json"`: every line `serve` writes on stderr is one JSON
+/// object, the start banner included; each admin API and MCP request is
+/// one access-log line with its method, its route as declared, its status,
+/// its duration and who it was verified as, and never a token or an
+/// argument.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_log_is_one_json_object_a_line_with_an_access_line_per_request() {
+    use super::crash_safety::{Admin, Mcp, ok_text};
+    let github = FakeGitHub::start(GITHUB_TOKEN).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("json.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "log_format = \"json\"\n{}",
+            scout_tests::serve_config_for_github(&github.origin())
+        ),
+    )
+    .unwrap();
+    // The default filter, as a host started without SCOUT_LOG has it.
+    let serve = Serve::start_with(
+        &config,
+        &[(
+            "SCOUT_LOG",
+            "warn,scout_host::access=info,scout_host::start=info".to_string(),
+        )],
+    );
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let admin = Admin {
+        http: http.clone(),
+        base: serve.base.clone(),
+    };
+    admin.set_up().await;
+    let view = admin.session().await;
+    let id = view["id"].as_str().unwrap().to_string();
+    let mcp = Mcp::new(&http, &view).connect().await;
+    let canary = "canary-argument-4471";
+    let read = mcp
+        .request(
+            "tools/call",
+            serde_json::json!({"name": "github_read_file",
+                   "arguments": {"owner": "octo", "repo": "hello", "path": format!("{canary}.md")}}),
+        )
+        .await
+        .unwrap();
+    assert!(ok_text(&read).is_none(), "no such file upstream: {read}");
+    let unauthorized = http
+        .get(format!("{}/v1/sessions", serve.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unauthorized.status().as_u16(), 401);
+
+    let lines: Vec<serde_json::Value> = super::crash_safety::wait_for(
+        "the access lines of the requests made",
+        crate::common::EVENTUALLY,
+        async || {
+            let stderr = serve.stderr();
+            let lines: Vec<serde_json::Value> = stderr
+                .lines()
+                .map(|l| {
+                    serde_json::from_str(l)
+                        .unwrap_or_else(|e| panic!("not one JSON object ({e}): {l}"))
+                })
+                .collect();
+            let access = lines
+                .iter()
+                .filter(|l| l["target"] == "scout_host::access")
+                .count();
+            (access >= 4).then_some(lines)
+        },
+    )
+    .await;
+    let banner: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["target"] == "scout_host::start")
+        .filter_map(|l| l["fields"]["message"].as_str())
+        .collect();
+    assert!(
+        banner.iter().any(|m| m.starts_with("store SQLite (")),
+        "the start banner, as JSON: {banner:?}"
+    );
+    let access: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| l["target"] == "scout_host::access")
+        .map(|l| &l["fields"])
+        .collect();
+    let find = |method: &str, route: &str, status: u64| {
+        access
+            .iter()
+            .find(|a| a["method"] == method && a["route"] == route && a["status"] == status)
+            .unwrap_or_else(|| panic!("{method} {route} {status} in {access:#?}"))
+    };
+    assert_eq!(find("POST", "/v1/sessions", 201)["caller"], "admin-token");
+    assert_eq!(
+        find("POST", "/mcp/{session}/{connector}", 200)["caller"],
+        format!("session {id}")
+    );
+    assert_eq!(find("GET", "/v1/sessions", 401)["caller"], "-");
+    assert!(
+        access.iter().all(|a| a["duration_ms"].is_u64()),
+        "{access:#?}"
+    );
+    let stderr = serve.stderr();
+    for secret in [
+        ADMIN_TOKEN,
+        view["token"].as_str().unwrap(),
+        canary,
+        GITHUB_TOKEN,
+    ] {
+        assert!(!stderr.contains(secret), "{secret:?} reached the log");
+    }
+    drop(serve);
+}

@@ -111,6 +111,7 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
         })
         .layer(DefaultBodyLimit::max(limit))
         .layer(middleware::from_fn(json_errors))
+        .layer(middleware::from_fn(access_log))
         .layer(middleware::from_fn_with_state(host.clone(), check_host));
     // Probes answer whatever the Host header: a kubelet sends the pod's IP.
     // Every answer is counted until it is handed over, so a drain waits for it.
@@ -280,8 +281,44 @@ async fn require_identity(
     if let Err(why) = super::identity::permit(principal.role, request.method().as_str(), &route) {
         return ApiError::new(StatusCode::FORBIDDEN, "forbidden", why).into_response();
     }
+    let caller = Caller(principal.subject.clone());
     request.extensions_mut().insert(principal);
-    next.run(request).await
+    let mut response = next.run(request).await;
+    response.extensions_mut().insert(caller);
+    response
+}
+
+/// Who a request was verified as, for the access log: the admin API's
+/// principal, or the session whose token an MCP request carried.
+#[derive(Clone)]
+struct Caller(String);
+
+/// One access-log line per admin API and MCP request: the method, the
+/// route as declared (never the path as sent or its query), the status,
+/// how long it took, and who it was verified as (`-` for nobody). Never
+/// an argument, a token or a body.
+async fn access_log(request: Request, next: Next) -> Response {
+    let started = std::time::Instant::now();
+    let method = request.method().clone();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
+    let response = next.run(request).await;
+    let caller = response
+        .extensions()
+        .get::<Caller>()
+        .map_or("-", |c| c.0.as_str());
+    tracing::info!(
+        target: crate::logs::ACCESS,
+        method = %method,
+        route = %route,
+        status = response.status().as_u16(),
+        duration_ms = started.elapsed().as_millis() as u64,
+        caller = %caller,
+        "request"
+    );
+    response
 }
 
 /// Forwards to the session's MCP service after checking its token. The
@@ -301,7 +338,20 @@ async fn mcp_endpoint(
     let Some(live) = live else {
         return unauthorized();
     };
-    let Some(endpoint) = live.endpoints.get(&connector).cloned() else {
+    let caller = Caller(format!("session {}", live.session.id));
+    let mut response = forward_to_session(&host, &live, &connector, request).await;
+    response.extensions_mut().insert(caller);
+    response
+}
+
+/// [`mcp_endpoint`] once the session's token checked out.
+async fn forward_to_session(
+    host: &ServeHost,
+    live: &super::LiveSession,
+    connector: &str,
+    request: Request,
+) -> Response {
+    let Some(endpoint) = live.endpoints.get(connector).cloned() else {
         return ApiError::not_found(format!(
             "connector `{connector}` is not served to this session"
         ))
