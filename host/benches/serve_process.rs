@@ -511,6 +511,28 @@ where
         .collect()
 }
 
+/// The wall p50 of two kinds of request, `blocks` rounds of `block` each
+/// in turn (in reverse order every other round); `one(i)` makes one of
+/// kind `i`.
+async fn wall_p50<F, Fut>(block: usize, blocks: usize, mut one: F) -> [Duration; 2]
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut wall = [Vec::new(), Vec::new()];
+    for round in 0..blocks {
+        for k in 0..2 {
+            let i = if round % 2 == 0 { k } else { 1 - k };
+            for _ in 0..block {
+                let t = Instant::now();
+                one(i).await;
+                wall[i].push(t.elapsed());
+            }
+        }
+    }
+    wall.map(median)
+}
+
 /// The four requests of the breakdown, each as CPU per request of
 /// `serves[i]` through its session `sessions[i]`, interleaved block by
 /// block: `GET /v1/health`, `tools/list`, a refused and a read `tools/call`.
@@ -984,18 +1006,7 @@ fn postgres_figures(
         ];
         let serves = [&a, sqlite];
         let cpu = interleaved(&serves, block, blocks, |i| read_file(http, &sessions[i])).await;
-        let mut wall = [Vec::new(), Vec::new()];
-        for round in 0..blocks {
-            for k in 0..2 {
-                let i = if round % 2 == 0 { k } else { 1 - k };
-                for _ in 0..block {
-                    let t = Instant::now();
-                    read_file(http, &sessions[i]).await;
-                    wall[i].push(t.elapsed());
-                }
-            }
-        }
-        let [pg_wall, sqlite_wall] = wall.map(median);
+        let [pg_wall, sqlite_wall] = wall_p50(block, blocks, |i| read_file(http, &sessions[i])).await;
         println!(
             "serve process, read tools/call on PostgreSQL (unix socket, fsync on) against SQLite ({blocks} interleaved blocks of {block}): server CPU {:.0} us against {:.0} us ({:.2}x); wall p50 {:.0} us against {:.0} us ({:.2}x)",
             cpu[0],
@@ -1040,18 +1051,7 @@ fn postgres_figures(
         let served = [opened.clone(), opened.on(&a.base, &b.base)];
         let serves = [&a, &b];
         let cpu = interleaved(&serves, block, blocks, |i| read_file(http, &served[i])).await;
-        let mut wall = [Vec::new(), Vec::new()];
-        for round in 0..blocks {
-            for k in 0..2 {
-                let i = if round % 2 == 0 { k } else { 1 - k };
-                for _ in 0..block {
-                    let t = Instant::now();
-                    read_file(http, &served[i]).await;
-                    wall[i].push(t.elapsed());
-                }
-            }
-        }
-        let [opener_wall, other_wall] = wall.map(median);
+        let [opener_wall, other_wall] = wall_p50(block, blocks, |i| read_file(http, &served[i])).await;
         println!(
             "serve process, PostgreSQL, a read tools/call on a host other than the session's opener against the opener ({blocks} interleaved blocks of {block}): server CPU {:.0} us against {:.0} us ({:.2}x); wall p50 {:.0} us against {:.0} us ({:.2}x)",
             cpu[1],
