@@ -318,7 +318,31 @@ pub struct Audit {
     pub other_tools: Vec<OtherTool>,
     /// The dead authority the store holds; `null` without a store.
     pub dead_authority: Option<DeadAuthority>,
+    /// Where the operator switches the audit decided with came from: a
+    /// running host's (`GET /v1/audit`, `audit --host`) or the auditing
+    /// process's own environment, which may differ from what `serve`
+    /// started with.
+    pub switches_from: &'static str,
+    /// Every switch's value as the audit assumed it.
+    pub switches: Vec<AssumedSwitch>,
 }
+
+/// One operator switch as an audit assumed it.
+#[derive(Debug, Clone, Serialize)]
+pub struct AssumedSwitch {
+    /// The environment variable (`GITHUB_ALLOW_WRITES`).
+    pub var: &'static str,
+    /// Its effective value, as `serve`'s banner shows it (a secret only
+    /// says whether it is set).
+    pub value: String,
+    /// Set in the environment, rather than its default.
+    pub set: bool,
+}
+
+/// `Audit::switches_from` for an audit a running host made.
+pub const SWITCHES_OF_THE_HOST: &str = "the host's, read when it started";
+/// `Audit::switches_from` for an audit from the command line.
+pub const SWITCHES_OF_THIS_PROCESS: &str = "this process's environment, which may not be what `serve` started with (`scout-host audit --host URL` audits what a running host serves)";
 
 /// One tool a loaded component serves.
 #[derive(Debug, Clone, Serialize)]
@@ -816,6 +840,15 @@ pub fn audit(
         tools,
         other_tools,
         dead_authority,
+        switches_from: SWITCHES_OF_THIS_PROCESS,
+        switches: crate::policy::Switch::ALL
+            .iter()
+            .map(|&s| AssumedSwitch {
+                var: s.var(),
+                value: switches.describe(s),
+                set: switches.present.contains(&s),
+            })
+            .collect(),
     })
 }
 
@@ -1265,6 +1298,16 @@ impl Audit {
                 .unwrap_or_default()
         );
         let _ = writeln!(out, "assumes: {}", self.assumes);
+        let _ = writeln!(out, "switches: {}", self.switches_from);
+        for s in &self.switches {
+            let _ = writeln!(
+                out,
+                "  {:<30} {}{}",
+                s.var,
+                s.value,
+                if s.set { "" } else { " [default]" }
+            );
+        }
         let mut by_connector: BTreeMap<&str, Vec<&ToolAuthority>> = BTreeMap::new();
         for t in &self.tools {
             by_connector.entry(&t.connector).or_default().push(t);

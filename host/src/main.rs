@@ -109,15 +109,27 @@ enum Command {
         /// `serve`'s configuration file: its connectors, origins and credentials, and its store.
         #[arg(
             long,
-            required_unless_present = "components",
-            conflicts_with = "components"
+            required_unless_present_any = ["components", "host"],
+            conflicts_with_all = ["components", "host"]
         )]
         config: Option<PathBuf>,
+        /// Audits what a running host serves, with its switches, through its
+        /// admin API (`GET /v1/audit`), instead of files and this process's
+        /// environment.
+        #[arg(long, conflicts_with_all = ["components", "profile"])]
+        host: Option<String>,
+        /// With --host: the environment variable holding an admin or viewer credential.
+        #[arg(long, default_value = "SCOUT_ADMIN_TOKEN", requires = "host")]
+        token_env: String,
+        /// With --host: the name of one of the brand's saved profiles.
+        #[arg(long, requires_all = ["host", "brand"])]
+        saved_profile: Option<String>,
         /// Connector components to audit without a configuration (repeat for several).
         #[arg(long = "component")]
         components: Vec<PathBuf>,
-        /// A brand whose connections and coworkers are read from the store (needs --config).
-        #[arg(long, requires = "config")]
+        /// A brand whose connections and coworkers are read from the store
+        /// (with --config or --host).
+        #[arg(long)]
         brand: Option<String>,
         /// Connections no session used for this many days are stale.
         #[arg(long, default_value_t = scout_host::authority::DEFAULT_STALE_DAYS)]
@@ -451,6 +463,54 @@ fn main() -> Result<()> {
             json,
         ),
         Command::Audit {
+            host: Some(host),
+            role,
+            brand,
+            saved_profile,
+            stale_days,
+            json,
+            token_env,
+            ..
+        } => {
+            let token = std::env::var(&token_env).with_context(|| {
+                format!("{token_env} is not set: it holds the admin or viewer credential the audit is asked with")
+            })?;
+            let mut query = url::form_urlencoded::Serializer::new(String::new());
+            query.append_pair("role", &role);
+            if let Some(brand) = &brand {
+                query.append_pair("brand", brand);
+            }
+            if let Some(profile) = &saved_profile {
+                query.append_pair("profile", profile);
+            }
+            query.append_pair("stale_days", &stale_days.to_string());
+            query.append_pair("format", if json { "json" } else { "text" });
+            let url = format!("{}/v1/audit?{}", host.trim_end_matches('/'), query.finish());
+            let rt = tokio::runtime::Runtime::new()?;
+            let (status, body) = rt.block_on(async {
+                let answer = reqwest::Client::new()
+                    .get(&url)
+                    .bearer_auth(token)
+                    .send()
+                    .await
+                    .with_context(|| format!("asking {host} for its audit"))?;
+                let status = answer.status();
+                anyhow::Ok((status, answer.text().await?))
+            })?;
+            if !status.is_success() {
+                let message = serde_json::from_str::<serde_json::Value>(&body)
+                    .ok()
+                    .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
+                    .unwrap_or(body);
+                anyhow::bail!("the host refused the audit ({status}): {message}");
+            }
+            print!("{body}");
+            if json {
+                println!();
+            }
+            Ok(())
+        }
+        Command::Audit {
             role,
             profile,
             config,
@@ -458,7 +518,13 @@ fn main() -> Result<()> {
             brand,
             stale_days,
             json,
+            ..
         } => {
+            if brand.is_some() && config.is_none() {
+                anyhow::bail!(
+                    "`--brand` reads that brand's connections from a store: give `--config FILE` (serve's) or `--host URL`"
+                );
+            }
             let audit = scout_host::authority::from_command_line(
                 &scout_host::authority::CommandLine {
                     role,

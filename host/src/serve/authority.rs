@@ -29,6 +29,9 @@ struct AuditQuery {
     profile: Option<String>,
     #[serde(default)]
     stale_days: Option<String>,
+    /// `text`: the readable form `scout-host audit` prints; else JSON.
+    #[serde(default)]
+    format: Option<String>,
 }
 
 fn refusal(status: StatusCode, code: &'static str, message: impl Into<String>) -> Response {
@@ -81,6 +84,13 @@ pub(super) async fn audit_endpoint(
     if q.profile.is_some() && q.brand.is_none() {
         return invalid_query("`profile` names a saved profile of `brand`: give both");
     }
+    let text = match q.format.as_deref() {
+        None | Some("json") => false,
+        Some("text") => true,
+        Some(other) => {
+            return invalid_query(format!("`format` is `json` or `text`, not `{other}`"));
+        }
+    };
     let brand = q.brand.map(|b| b.trim().to_string());
     let profile = q.profile;
     let answer = tokio::task::spawn_blocking(move || {
@@ -88,7 +98,21 @@ pub(super) async fn audit_endpoint(
     })
     .await;
     match answer {
-        Ok(Ok(audit)) => Json(audit).into_response(),
+        Ok(Ok(mut audit)) => {
+            audit.switches_from = authority::SWITCHES_OF_THE_HOST;
+            if text {
+                (
+                    [(
+                        axum::http::header::CONTENT_TYPE,
+                        "text/plain; charset=utf-8",
+                    )],
+                    audit.to_text(),
+                )
+                    .into_response()
+            } else {
+                Json(audit).into_response()
+            }
+        }
         Ok(Err(Refused::Host(e))) => ApiError::from(e).into_response(),
         Ok(Err(Refused::Audit(e))) => match e {
             AuditError::Store(e) => ApiError::from(HostError::from(e)).into_response(),

@@ -1556,3 +1556,86 @@ fn the_inventory_on_postgres() {
     };
     inventory_lists_what_the_store_holds(&PgStore::connect(PgOptions::new(db.url())).unwrap());
 }
+
+/// The audit says which switch values it decided with. From the command
+/// line they are this process's environment, which may not be what `serve`
+/// started with: here the host runs with `GITHUB_ALLOW_WRITES=true`, so a
+/// branch asks a person, while the auditor's environment has the default
+/// (off). `--host URL` asks the running host, with its switches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_audit_names_its_switches_and_audits_a_running_host_with_its_own() {
+    use super::crash_safety::{ADMIN_TOKEN, GITHUB_TOKEN, Serve};
+    let github = scout_tests::fake_github::FakeGitHub::start(GITHUB_TOKEN).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        scout_tests::serve_config_for_github(&github.origin()),
+    )
+    .unwrap();
+    let config_path = config.to_str().unwrap().to_string();
+    // The running host, started with GITHUB_ALLOW_WRITES=true, makes the store.
+    let serve = tokio::task::block_in_place(|| Serve::start(&config));
+    let local = tokio::task::block_in_place(|| {
+        audit_json(
+            &["--role", "person-chat", "--config", &config_path],
+            &[("SCOUT_STORE_KEY", &"5c".repeat(32))],
+        )
+    });
+    assert!(
+        local["switches_from"]
+            .as_str()
+            .unwrap()
+            .starts_with("this process's environment"),
+        "{}",
+        local["switches_from"]
+    );
+    let writes = local["switches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["var"] == "GITHUB_ALLOW_WRITES")
+        .unwrap();
+    assert_eq!(
+        (writes["value"].as_str(), writes["set"].as_bool()),
+        (Some("off"), Some(false))
+    );
+    let gate_of = |audit: &Value| -> Value {
+        audit["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["tool"] == "github_create_branch")
+            .map(|t| t["gate"]["kind"].clone())
+            .unwrap_or(Value::Null)
+    };
+    assert_ne!(gate_of(&local), json!("asks_person"), "off here: {local}");
+
+    let ask = |args: Vec<String>, token: &'static str| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut all = vec!["--host", serve.base.as_str(), "--role", "person-chat"];
+        all.extend(args);
+        run(&all, &[("SCOUT_ADMIN_TOKEN", token)])
+    };
+    let (ok, stdout, stderr) =
+        tokio::task::block_in_place(|| ask(vec!["--json".into()], ADMIN_TOKEN));
+    assert!(ok, "{stderr}");
+    let remote: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(remote["switches_from"], "the host's, read when it started");
+    assert_eq!(gate_of(&remote), json!("asks_person"), "on there: {remote}");
+    let (ok, text, stderr) = tokio::task::block_in_place(|| ask(Vec::new(), ADMIN_TOKEN));
+    assert!(ok, "{stderr}");
+    assert!(
+        text.contains("switches: the host's, read when it started"),
+        "{text}"
+    );
+    assert!(text.contains("GITHUB_ALLOW_WRITES"), "{text}");
+    let (ok, _, stderr) =
+        tokio::task::block_in_place(|| ask(Vec::new(), "not-the-admin-token-0123456789"));
+    assert!(!ok);
+    assert!(
+        stderr.contains("the host refused the audit (401"),
+        "{stderr}"
+    );
+    drop(serve);
+}
