@@ -98,10 +98,15 @@ pub fn run(args: BuildArgs) -> Result<i32> {
     std::fs::write(&out, &component).with_context(|| format!("writing {}", out.display()))?;
     let loaded = super::load(&out)?;
     println!(
-        "{} ({} bytes, {} tools)",
+        "{} ({} bytes, {} tools, {})",
         out.display(),
         component.len(),
-        loaded.tools().len()
+        loaded.tools().len(),
+        if optimised {
+            "optimised with wasm-opt -Oz"
+        } else {
+            "not optimised: wasm-opt is not installed"
+        }
     );
     if !optimised {
         eprintln!(

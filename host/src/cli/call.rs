@@ -45,6 +45,9 @@ pub struct CallArgs {
     /// CAPTURED only while every exchange in it came from a public address.
     #[arg(long, value_name = "DIR", requires = "origin")]
     pub record: Option<PathBuf>,
+    /// Runs a write tool live: `call` asks no person, where `serve` would.
+    #[arg(long)]
+    pub yes: bool,
 }
 
 /// Reads the `--scheme` (the syntax of `serve`'s `credential` setting);
@@ -70,6 +73,24 @@ pub fn run(args: CallArgs) -> Result<i32> {
     let arguments = arguments(&args.arguments)?;
     let component = super::load(&args.component)?;
     let tool = super::tool_name(&component, &args.tool)?;
+    // A person approves each write `serve` runs; nobody is asked here.
+    let writes = component
+        .tool(&tool)
+        .is_some_and(|t| t.effect == scout_host::Effect::Write);
+    if writes {
+        if args.replay.is_some() {
+            eprintln!(
+                "note: `{tool}` is a write: no person is asked here, as `serve` would ask one; replaying, nothing is sent"
+            );
+        } else if args.origin.is_some() && !args.yes {
+            eprintln!(
+                "error: `{tool}` is a write, and `call` runs it upstream without the person's approval `serve` would ask for: add --yes to run it, or --replay DIR to run it against fixtures"
+            );
+            return Ok(EXIT_ERROR);
+        } else if args.origin.is_some() {
+            eprintln!("note: `{tool}` is a write, run without a person's approval (--yes)");
+        }
+    }
 
     let mode = if let Some(dir) = &args.replay {
         let paths = fixture_paths(dir, &["cases.json"])?;

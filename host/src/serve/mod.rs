@@ -434,7 +434,22 @@ impl ServeHost {
 
     /// Binds the configured listener and records the address it got.
     pub async fn bind(&self) -> std::io::Result<tokio::net::TcpListener> {
-        let listener = tokio::net::TcpListener::bind(self.config.listen).await?;
+        let listen = self.config.listen;
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::AddrInUse => std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "{listen} is already in use (another `scout-host serve`, or another program, listens there): stop it, or set `listen` to another address ({e})"
+                    ),
+                ),
+                std::io::ErrorKind::PermissionDenied => std::io::Error::new(
+                    e.kind(),
+                    format!("{listen} may not be bound by this user (a port below 1024?): set `listen` to another address ({e})"),
+                ),
+                _ => e,
+            })?;
         let addr = listener.local_addr()?;
         let _ = self.bound.set((addr, self.config.hosts_for(addr)));
         Ok(listener)

@@ -275,7 +275,8 @@ async fn a_recorded_write_is_scrubbed_where_the_upstream_reflects_the_secret() {
         json!({"owner": "octo", "repo": "hello", "number": 1, "body": body}),
     );
     live(&mut cmd, &github.origin());
-    cmd.arg("--record").arg(&dir);
+    // A write: the author says it runs without a person's approval.
+    cmd.arg("--record").arg(&dir).arg("--yes");
     let out = run_async(cmd).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(
@@ -1049,4 +1050,36 @@ async fn replay_matches_in_order_then_reuses_the_last_and_checks_like_live() {
     );
 
     assert_eq!(replay.misses().len(), 2, "{:?}", replay.misses());
+}
+
+/// `call` asks no person, where `serve` asks one before each write: a write
+/// tool runs upstream only with `--yes`, and says so; without it nothing is
+/// sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_runs_a_write_upstream_only_with_yes() {
+    let github = FakeGitHub::start(TOKEN).await;
+    let args = json!({"owner": "octo", "repo": "hello", "branch": "author/yes", "from": "main"});
+    let mut cmd = github_call("github_create_branch", args.clone());
+    live(&mut cmd, &github.origin());
+    let out = run_async(cmd).await;
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("is a write, and `call` runs it upstream without the person's approval `serve` would ask for: add --yes"),
+        "{}",
+        out.stderr
+    );
+    assert!(github.requests().is_empty(), "nothing was sent");
+
+    let mut cmd = github_call("github_create_branch", args);
+    live(&mut cmd, &github.origin());
+    cmd.arg("--yes");
+    let out = run_async(cmd).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("run without a person's approval (--yes)"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(github.ref_creations(), ["refs/heads/author/yes"]);
 }

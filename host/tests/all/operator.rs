@@ -280,3 +280,20 @@ async fn the_log_is_one_json_object_a_line_with_an_access_line_per_request() {
     }
     drop(serve);
 }
+
+/// A `listen` address another program holds is named, with what to do.
+#[test]
+fn serve_names_the_address_already_in_use() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("serve.toml");
+    std::fs::write(&config, format!("listen = \"{address}\"\n")).unwrap();
+    let stderr = refused_serve(&config, &[]);
+    assert!(
+        stderr.contains(&format!("{address} is already in use"))
+            && stderr.contains("set `listen` to another address"),
+        "{stderr}"
+    );
+    drop(taken);
+}

@@ -149,6 +149,11 @@ fn build(dir: &Path) -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("optimised with wasm-opt -Oz")
+            || stdout.contains("not optimised: wasm-opt is not installed"),
+        "scout-host build says whether wasm-opt ran: {stdout}"
+    );
     let wasm = PathBuf::from(stdout.split(" (").next().unwrap_or_default().trim());
     assert!(
         wasm.is_file(),
