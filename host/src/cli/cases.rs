@@ -32,7 +32,10 @@
 //! - `expect`: exactly one of `{"ok": V}` (the tool succeeds with exactly V),
 //!   `{"err": V}` (the tool returns exactly the `tool-error` V) or
 //!   `{"host_error": "text"}` (the host refuses or stops the call, e.g. invalid
-//!   arguments or a trap, with a message containing the text).
+//!   arguments or a trap, with a message containing the text). A new case
+//!   may leave it out: it fails until `--bless` writes what the tool
+//!   returns now into `cases.json` (only when every request it made matched
+//!   a fixture; a case with an `expect` is never rewritten).
 //!
 //! A case fails when its outcome differs from `expect` (the first differing
 //! JSON path is shown) or when any request it made matched no fixture, even if
@@ -65,6 +68,11 @@ pub struct TestArgs {
     /// The directory holding `cases.json` and the fixture files.
     #[arg(long, value_name = "DIR")]
     pub fixtures: PathBuf,
+    /// Writes into `cases.json` the outcome of each case that has no
+    /// `expect` yet (a new case), once it ran with every request matched;
+    /// cases that have one are checked as always, never rewritten.
+    #[arg(long)]
+    pub bless: bool,
 }
 
 /// One case of `cases.json`.
@@ -85,7 +93,9 @@ pub struct Case {
     pub folders: BTreeMap<String, CaseFolder>,
     #[serde(default)]
     pub expect_files: BTreeMap<String, BTreeMap<String, Option<String>>>,
-    pub expect: Expect,
+    /// `None` for a new case: `--bless` records its outcome.
+    #[serde(default)]
+    pub expect: Option<Expect>,
 }
 
 /// A case's meter: the allowance of a fresh run.
@@ -170,6 +180,8 @@ pub fn run(args: TestArgs) -> Result<i32> {
     let component = super::load(&args.component)?;
     let rt = super::tokio()?;
     let (mut passed, mut failed) = (0, Vec::new());
+    // New cases' outcomes, by name, to write into cases.json.
+    let mut blessed: BTreeMap<String, Value> = BTreeMap::new();
     for case in &cases {
         let case_started = Instant::now();
         let files: Vec<&FixtureFile> = match &case.fixtures {
@@ -246,7 +258,45 @@ pub fn run(args: TestArgs) -> Result<i32> {
             }
         }
         let mut details = Vec::new();
-        match (&case.expect, outcome) {
+        let Some(expect) = &case.expect else {
+            let ms = case_started.elapsed().as_secs_f64() * 1000.0;
+            match (&outcome, args.bless, problems.is_empty()) {
+                (Ok(ran), true, true) => {
+                    let recorded = output_json(&ran.output);
+                    println!(
+                        "blessed {} ({ms:.1} ms): expect {}",
+                        case.name,
+                        short(&recorded)
+                    );
+                    blessed.insert(case.name.clone(), recorded);
+                    passed += 1;
+                }
+                (Err(e), true, true) => {
+                    println!(
+                        "FAILED  {}: the host refused the call ({e}); write its `expect` (`host_error`) by hand",
+                        case.name
+                    );
+                    failed.push(case.name.clone());
+                }
+                (_, true, false) => {
+                    println!(
+                        "FAILED  {}: not blessed: {}",
+                        case.name,
+                        problems.join("; ")
+                    );
+                    failed.push(case.name.clone());
+                }
+                (_, false, _) => {
+                    println!(
+                        "FAILED  {}: no `expect`: run with --bless to record what it does now",
+                        case.name
+                    );
+                    failed.push(case.name.clone());
+                }
+            }
+            continue;
+        };
+        match (expect, outcome) {
             (Expect::HostError(want), Err(e)) => {
                 if !e.to_string().contains(want.as_str()) {
                     problems.push(format!(
@@ -262,7 +312,7 @@ pub fn run(args: TestArgs) -> Result<i32> {
             }
             (_, Err(e)) => problems.push(format!(
                 "expected {}, got host error: {e}",
-                short(&expected_json(&case.expect))
+                short(&expected_json(expect))
             )),
             (expect, Ok(outcome)) => {
                 let (want, got) = (expected_json(expect), output_json(&outcome.output));
@@ -286,6 +336,14 @@ pub fn run(args: TestArgs) -> Result<i32> {
             failed.push(case.name.clone());
         }
     }
+    if !blessed.is_empty() {
+        bless(&args.fixtures, &blessed)?;
+        println!(
+            "wrote the expected outcome of {} new case(s) into {}",
+            blessed.len(),
+            args.fixtures.join(CASES_FILE).display()
+        );
+    }
     let secs = started.elapsed().as_secs_f64();
     if failed.is_empty() {
         println!(
@@ -300,6 +358,29 @@ pub fn run(args: TestArgs) -> Result<i32> {
         );
         Ok(EXIT_FAILED)
     }
+}
+
+/// Writes each of `outcomes` (by case name) as that case's `expect` in
+/// `DIR/cases.json`, leaving every other case and field as it was.
+fn bless(dir: &Path, outcomes: &BTreeMap<String, Value>) -> Result<()> {
+    let path = dir.join(CASES_FILE);
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let mut cases: Vec<serde_json::Map<String, Value>> = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a list of cases", path.display()))?;
+    for case in &mut cases {
+        if let Some(outcome) = case
+            .get("name")
+            .and_then(Value::as_str)
+            .and_then(|name| outcomes.get(name))
+            && !case.contains_key("expect")
+        {
+            case.insert("expect".to_string(), outcome.clone());
+        }
+    }
+    let mut written = serde_json::to_string_pretty(&cases)?;
+    written.push('\n');
+    std::fs::write(&path, written).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Adds the case's meter and folders to `caps`; the folders' directories

@@ -1083,3 +1083,76 @@ async fn call_runs_a_write_upstream_only_with_yes() {
     );
     assert_eq!(github.ref_creations(), ["refs/heads/author/yes"]);
 }
+
+/// A new case (no `expect`) fails until `test --bless` records what it does
+/// now, once every request it made matched a fixture; the cases that have
+/// an `expect` are checked, never rewritten; then the case passes.
+#[test]
+fn test_bless_records_the_outcome_of_new_cases_only() {
+    let dir = temp_dir("test-bless");
+    github_fixtures(&dir);
+    let mut cases = good_cases();
+    cases.push(json!({"name": "new: reads the README", "tool": "github_read_file", "arguments": readme_args()}));
+    cases.push(json!({"name": "new: no fixture for this ref", "tool": "github_read_file",
+                      "arguments": {"owner": "octo", "repo": "hello", "path": "README.md", "git-ref": "feature"}}));
+    write(&dir, "cases.json", &Value::Array(cases));
+
+    let out = run(test_cmd(&dir));
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("FAILED  new: reads the README: no `expect`: run with --bless"),
+        "{}",
+        out.stdout
+    );
+
+    let mut bless = test_cmd(&dir);
+    bless.arg("--bless");
+    let out = run(bless);
+    assert_eq!(
+        out.code, 1,
+        "the unmatched case is not blessed: {}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("blessed new: reads the README"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("FAILED  new: no fixture for this ref: not blessed: unmatched request"),
+        "{}",
+        out.stdout
+    );
+    let written: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap()).unwrap();
+    let by_name = |name: &str| written.iter().find(|c| c["name"] == name).unwrap().clone();
+    assert_eq!(
+        by_name("new: reads the README")["expect"],
+        json!({"ok": {"path": "README.md", "sha": "f413382f3b7102586ef892db59032c5106320931", "size": 8, "text": "# Hello\n"}})
+    );
+    assert!(
+        by_name("new: no fixture for this ref")
+            .get("expect")
+            .is_none()
+    );
+    for good in good_cases() {
+        assert_eq!(by_name(good["name"].as_str().unwrap()), good, "untouched");
+    }
+
+    // Blessed, it is a case like the others.
+    let mut cases: Vec<Value> = written
+        .into_iter()
+        .filter(|c| c["name"] != "new: no fixture for this ref")
+        .collect();
+    cases.sort_by_key(|c| c["name"].as_str().unwrap().to_string());
+    write(&dir, "cases.json", &Value::Array(cases));
+    let out = run(test_cmd(&dir));
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("test result: ok. 4 passed"),
+        "{}",
+        out.stdout
+    );
+}
