@@ -62,7 +62,7 @@ pub enum AuditError {
         source: std::io::Error,
     },
     #[error(
-        "{path} is not a profile: give the body `PUT /v1/brands/{{brand}}/profiles/{{name}}` takes (`{{\"kind\": \"coworker\", \"profile\": {{...}}}}`) or the profile itself ({source})"
+        "{path} is not a profile ({source}): give the body `PUT /v1/brands/{{brand}}/profiles/{{name}}` takes, or the profile itself. A specialist (a coworker with a grant):\n{PROFILE_EXAMPLE}"
     )]
     ProfileNotJson {
         path: String,
@@ -338,6 +338,15 @@ pub struct AssumedSwitch {
     /// Set in the environment, rather than its default.
     pub set: bool,
 }
+
+/// What a profile file looks like, shown where one is asked for: a
+/// specialist (a coworker whose grant names connectors and allowances).
+pub const PROFILE_EXAMPLE: &str = r#"{"kind": "coworker",
+ "profile": {"name": "seo",
+  "tools": ["Read", "Grep", "mcp__dataforseo__seo_page_opportunities"],
+  "grant": {"connectors": ["dataforseo", "searchconsole", "shopify"],
+            "allowances": {"dataforseo": {"perRunUsd": 1.0, "perDayUsd": 3.0}}},
+  "limits": {"runBudgetUsd": 0.5, "maxTurns": 10, "maxConcurrentRuns": 1, "maxDelegationDepth": 1}}}"#;
 
 /// `Audit::switches_from` for an audit a running host made.
 pub const SWITCHES_OF_THE_HOST: &str = "the host's, read when it started";
@@ -1705,5 +1714,25 @@ pub(crate) fn resolver_config(
             .collect(),
         broker: env(&config.token_broker.secret_env).is_some(),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The profile shown to an auditor who gave a wrong one is itself a
+    /// specialist's profile the save rules accept.
+    #[test]
+    fn the_profile_shown_as_an_example_is_accepted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("seo.json");
+        std::fs::write(&path, super::PROFILE_EXAMPLE).unwrap();
+        let subject = super::Subject::new("specialist")
+            .unwrap()
+            .with_profile_file(&path, &crate::policy::Catalog::seed());
+        assert!(
+            subject.is_ok(),
+            "{:?}",
+            subject.err().map(|e| e.to_string())
+        );
     }
 }

@@ -103,7 +103,12 @@ enum Command {
         /// person-chat, inbound-email, coworker, specialist, goal-agent, goal-reviewer, read-only
         #[arg(long)]
         role: String,
-        /// A profile (JSON: the body of PUT /v1/brands/{b}/profiles/{name}, or the profile itself).
+        /// A profile (JSON: the body of PUT /v1/brands/{b}/profiles/{name}, or the
+        /// profile itself), for a coworker or a specialist, e.g.
+        /// {"kind": "coworker", "profile": {"name": "seo", "tools": ["Read", ...],
+        /// "grant": {"connectors": ["dataforseo"], "allowances": {"dataforseo":
+        /// {"perRunUsd": 1.0, "perDayUsd": 3.0}}}, "limits": {"runBudgetUsd": 0.5,
+        /// "maxTurns": 10, "maxConcurrentRuns": 1, "maxDelegationDepth": 1}}}
         #[arg(long)]
         profile: Option<PathBuf>,
         /// `serve`'s configuration file: its connectors, origins and credentials, and its store.

@@ -1639,3 +1639,29 @@ async fn an_audit_names_its_switches_and_audits_a_running_host_with_its_own() {
     );
     drop(serve);
 }
+
+/// A profile file that is not one is refused with the shape of one: a
+/// specialist's profile, as the save rules accept it.
+#[test]
+fn a_wrong_profile_file_is_answered_with_what_one_looks_like() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("wrong.json");
+    std::fs::write(&profile, r#"{"name": "seo"}"#).unwrap();
+    let (ok, _, stderr) = run(
+        &[
+            "--role",
+            "specialist",
+            "--profile",
+            profile.to_str().unwrap(),
+            "--component",
+            scout_tests::components::GITHUB,
+        ],
+        &[],
+    );
+    assert!(!ok);
+    assert!(stderr.contains("is not a profile"), "{stderr}");
+    assert!(
+        stderr.contains(scout_host::authority::PROFILE_EXAMPLE),
+        "the example profile is shown: {stderr}"
+    );
+}
