@@ -47,7 +47,9 @@
 //! the query parameters are equal as a multiset (order does not matter,
 //! repeats do), and, only when the fixture gives a body, the bodies are equal
 //! (`json` compared as JSON values, so key order and spacing do not matter;
-//! `text` and `base64` byte for byte). Exchanges are considered in load order
+//! a GraphQL body, `{"query", "variables", ...}`, by its document's tokens
+//! and its variables, so the document's layout, commas and comments do not
+//! matter either; `text` and `base64` byte for byte). Exchanges are considered in load order
 //! (files in the order given, exchanges in file order). A request is
 //! answered by the first matching exchange that has not answered yet; once
 //! every matching exchange has answered, the last of them answers again. So
@@ -161,11 +163,70 @@ impl Body {
 
     fn matches(&self, got: &[u8]) -> bool {
         match self {
-            Body::Json(want) => serde_json::from_slice::<Value>(got).is_ok_and(|v| &v == want),
+            Body::Json(want) => serde_json::from_slice::<Value>(got)
+                .is_ok_and(|v| &v == want || same_graphql_request(want, &v)),
             Body::Text(t) => t.as_bytes() == got,
             Body::Bytes(b) => b == got,
         }
     }
+}
+
+/// Whether two GraphQL-over-HTTP bodies (`{"query", "variables",
+/// "operationName"}`) ask the same: the documents equal token for token
+/// (whitespace, commas and comments aside), the variables equal as JSON (a
+/// missing one as `null`), and every other field equal. A fixture written
+/// by hand need not repeat the guest's layout of its document.
+fn same_graphql_request(want: &Value, got: &Value) -> bool {
+    let (Some(want), Some(got)) = (want.as_object(), got.as_object()) else {
+        return false;
+    };
+    let (Some(want_doc), Some(got_doc)) = (
+        want.get("query").and_then(Value::as_str),
+        got.get("query").and_then(Value::as_str),
+    ) else {
+        return false;
+    };
+    let same_doc = match (graphql_tokens(want_doc), graphql_tokens(got_doc)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    };
+    let keys: std::collections::BTreeSet<&String> = want
+        .keys()
+        .chain(got.keys())
+        .filter(|k| *k != "query")
+        .collect();
+    same_doc
+        && keys.into_iter().all(|k| {
+            let (a, b) = (
+                want.get(k).unwrap_or(&Value::Null),
+                got.get(k).unwrap_or(&Value::Null),
+            );
+            a == b
+        })
+}
+
+/// A GraphQL document's significant tokens; `None` if it does not parse.
+fn graphql_tokens(document: &str) -> Option<Vec<String>> {
+    use apollo_parser::SyntaxKind;
+    use apollo_parser::cst::CstNode;
+    let tree = apollo_parser::Parser::new(document).parse();
+    if tree.errors().next().is_some() {
+        return None;
+    }
+    Some(
+        tree.document()
+            .syntax()
+            .descendants_with_tokens()
+            .filter_map(|element| element.into_token())
+            .filter(|t| {
+                !matches!(
+                    t.kind(),
+                    SyntaxKind::WHITESPACE | SyntaxKind::COMMA | SyntaxKind::COMMENT
+                )
+            })
+            .map(|t| t.text().to_string())
+            .collect(),
+    )
 }
 
 /// One recorded or written exchange.
@@ -905,6 +966,45 @@ fn write_atomically(path: &Path, text: &str) -> Result<(), FixtureError> {
 /// Today's date in UTC, `YYYY-MM-DD`.
 pub(crate) fn utc_date_today() -> String {
     crate::dates::utc_day(std::time::SystemTime::now())
+}
+
+#[cfg(test)]
+mod graphql_bodies {
+    use super::Body;
+    use serde_json::json;
+
+    /// A GraphQL request matches a fixture that asks the same operation
+    /// with the same variables, however either lays out its document.
+    #[test]
+    fn a_graphql_body_matches_on_its_operation_and_variables() {
+        let fixture = Body::Json(json!({
+            "query": "query Shop($first: Int) { products(first: $first) { edges { node { id title } } } }",
+            "variables": {"first": 5}
+        }));
+        let sent = |query: &str, variables: serde_json::Value| {
+            serde_json::to_vec(&json!({"variables": variables, "query": query})).unwrap()
+        };
+        let laid_out = "query Shop($first: Int) {\n  products(first: $first) {\n    edges { node { id, title } } # the page\n  }\n}";
+        assert!(fixture.matches(&sent(laid_out, json!({"first": 5}))));
+        assert!(
+            !fixture.matches(&sent(laid_out, json!({"first": 6}))),
+            "other variables"
+        );
+        assert!(
+            !fixture.matches(&sent(
+                &laid_out.replace("title", "handle"),
+                json!({"first": 5})
+            )),
+            "another field"
+        );
+        assert!(
+            !fixture.matches(&sent("query Shop(", json!({"first": 5}))),
+            "not GraphQL"
+        );
+        // Not a GraphQL body: compared as JSON, as before.
+        assert!(Body::Json(json!({"a": 1})).matches(br#"{ "a" : 1 }"#));
+        assert!(!Body::Json(json!({"a": 1})).matches(br#"{"a": 2}"#));
+    }
 }
 
 #[cfg(test)]

@@ -700,7 +700,7 @@ fn bad_input_is_refused_with_what_to_do() {
             config,
         ],
         &with_key,
-        "is not a profile: give the body `PUT /v1/brands/{brand}/profiles/{name}` takes",
+        "give the body `PUT /v1/brands/{brand}/profiles/{name}` takes, or the profile itself",
     );
     // A profile the save rules refuse is refused here too, naming the rule.
     let writes = profile_body(
