@@ -593,29 +593,40 @@ fn main() -> Result<()> {
             profile,
             connector,
         } => {
-            let config = scout_host::serve::ServeConfig::load(&config)?;
-            let switches = scout_host::policy::Switches::from_env();
-            // The banner goes to stderr: in stdio mode stdout is the protocol.
-            scout_host::logs::banner(&switches.banner());
-            let host = scout_host::serve::ServeHost::start(
-                config,
-                switches,
-                scout_host::credentials::process_env,
-            )?;
-            let rt = tokio::runtime::Runtime::new()?;
-            if stdio {
-                let (Some(brand), Some(role), Some(connector)) = (brand, role, connector) else {
-                    anyhow::bail!("--stdio needs --brand, --role and --connector");
-                };
-                let request = scout_host::serve::OpenSession {
-                    brand,
-                    role,
-                    profile,
-                };
-                rt.block_on(scout_host::serve::run_stdio(host, request, connector))
-            } else {
-                rt.block_on(scout_host::serve::run(host))
+            let served = (|| {
+                let config = scout_host::serve::ServeConfig::load(&config)?;
+                let switches = scout_host::policy::Switches::from_env();
+                // The banner goes to stderr: in stdio mode stdout is the protocol.
+                scout_host::logs::banner(&switches.banner());
+                let host = scout_host::serve::ServeHost::start(
+                    config,
+                    switches,
+                    scout_host::credentials::process_env,
+                )?;
+                let rt = tokio::runtime::Runtime::new()?;
+                if stdio {
+                    let (Some(brand), Some(role), Some(connector)) = (brand, role, connector)
+                    else {
+                        anyhow::bail!("--stdio needs --brand, --role and --connector");
+                    };
+                    let request = scout_host::serve::OpenSession {
+                        brand,
+                        role,
+                        profile,
+                    };
+                    rt.block_on(scout_host::serve::run_stdio(host, request, connector))
+                } else {
+                    rt.block_on(scout_host::serve::run(host))
+                }
+            })();
+            // In JSON, the reason it stopped is a JSON line too.
+            if let Err(e) = &served
+                && format == scout_host::logs::LogFormat::Json
+            {
+                tracing::error!(target: scout_host::logs::START, error = %format!("{e:#}"), "serve stopped");
+                std::process::exit(1);
             }
+            served
         }
         Command::Call(_)
         | Command::Test(_)

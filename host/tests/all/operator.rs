@@ -231,11 +231,19 @@ async fn the_log_is_one_json_object_a_line_with_an_access_line_per_request() {
                         .unwrap_or_else(|e| panic!("not one JSON object ({e}): {l}"))
                 })
                 .collect();
-            let access = lines
-                .iter()
-                .filter(|l| l["target"] == "scout_host::access")
-                .count();
-            (access >= 4).then_some(lines)
+            // Each request's line, once written (a thread reads stderr).
+            let logged = |method: &str, route: &str, status: u64| {
+                lines.iter().any(|l| {
+                    l["target"] == "scout_host::access"
+                        && l["fields"]["method"] == method
+                        && l["fields"]["route"] == route
+                        && l["fields"]["status"] == status
+                })
+            };
+            (logged("POST", "/v1/sessions", 201)
+                && logged("POST", "/mcp/{session}/{connector}", 200)
+                && logged("GET", "/v1/sessions", 401))
+            .then_some(lines)
         },
     )
     .await;
@@ -296,4 +304,32 @@ fn serve_names_the_address_already_in_use() {
         "{stderr}"
     );
     drop(taken);
+}
+
+/// In JSON, a host that cannot start says why in a JSON line too.
+#[test]
+fn a_start_that_fails_is_a_json_line_in_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        "log_format = \"json\"\nmetrics_token_env = \"SCOUT_METRICS_TOKEN\"\nlisten = \"127.0.0.1:0\"\n",
+    )
+    .unwrap();
+    let stderr = refused_serve(&config, &[("SCOUT_METRICS_TOKEN", METRICS_TOKEN)]);
+    let lines: Vec<serde_json::Value> = stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let stopped = lines
+        .iter()
+        .find(|l| l["fields"]["message"] == "serve stopped")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        stopped["fields"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("metrics_token_env guards metrics_listen"),
+        "{stopped}"
+    );
 }
