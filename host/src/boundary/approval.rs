@@ -266,7 +266,10 @@ impl Boundary {
             if let Err(ApprovalError::Store(e)) = &consumed
                 && tokio::time::Instant::now() < deadline
             {
-                tracing::warn!(error = %e, call = %call_id, "cannot read the approval this call waits for; waiting on");
+                // Once per wait: the store's own outage is logged where it starts.
+                if !store_failed {
+                    tracing::warn!(error = %e, call = %call_id, "cannot read the approval this call waits for; waiting on");
+                }
                 store_failed = true;
                 continue;
             }
