@@ -161,7 +161,7 @@ impl Boundary {
     /// Writes the events owed, if the store takes them now (called every
     /// second by `serve`); those of an earlier lease generation are
     /// dropped (the host that recovered this one closed their calls).
-    pub fn pay_owed(&self) {
+    pub async fn pay_owed(&self) {
         let (generation, events) = {
             let mut owed = self.owed.events.lock();
             if owed.1.is_empty() {
@@ -176,7 +176,7 @@ impl Boundary {
             );
             return;
         }
-        if let Err(e) = crate::store::block(self.store.record_all(&events)) {
+        if let Err(e) = self.store.record_all(&events).await {
             let mut owed = self.owed.events.lock();
             let mut all = events;
             all.append(&mut owed.1);

@@ -42,7 +42,10 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
     drain::ignore_hangups();
     let probe_server = match host.config.probe_listen {
         Some(at) => {
-            let probes = tokio::net::TcpListener::bind(at).await?;
+            let probes =
+                anyhow::Context::with_context(tokio::net::TcpListener::bind(at).await, || {
+                    format!("probe_listen = \"{at}\" cannot be bound: set it to a free address")
+                })?;
             crate::logs::say(format_args!(
                 "probes (/livez, /readyz) on http://{}",
                 probes.local_addr()?
@@ -58,7 +61,10 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
     };
     let metrics_server = match host.config.metrics_listen {
         Some(at) => {
-            let scrapes = tokio::net::TcpListener::bind(at).await?;
+            let scrapes =
+                anyhow::Context::with_context(tokio::net::TcpListener::bind(at).await, || {
+                    format!("metrics_listen = \"{at}\" cannot be bound: set it to a free address")
+                })?;
             crate::logs::say(format_args!(
                 "metrics (/metrics) on http://{}{}",
                 scrapes.local_addr()?,
@@ -158,9 +164,7 @@ pub async fn serve_http(
                 tick.tick().await;
                 let Some(host) = host.upgrade() else { return };
                 host.end_expired();
-                // Off the event loop: a write waits for the disk.
-                let boundary = host.boundary.clone();
-                let _ = tokio::task::spawn_blocking(move || boundary.pay_owed()).await;
+                host.boundary.pay_owed().await;
             }
         })
     };

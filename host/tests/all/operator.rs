@@ -333,3 +333,23 @@ fn a_start_that_fails_is_a_json_line_in_json() {
         "{stopped}"
     );
 }
+
+/// A `metrics_listen` address another program holds is named.
+#[test]
+fn serve_names_a_metrics_address_it_cannot_bind() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        format!("listen = \"127.0.0.1:0\"\nmetrics_listen = \"{address}\"\n"),
+    )
+    .unwrap();
+    let stderr = refused_serve(&config, &[]);
+    assert!(
+        stderr.contains(&format!("metrics_listen = \"{address}\" cannot be bound")),
+        "{stderr}"
+    );
+    drop(taken);
+}
