@@ -344,12 +344,14 @@ fn inspect_remote(
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
-    // `serve` logs as its configuration says (a file it cannot read is
-    // reported when it is loaded below, with the log in text).
-    let format = match &cli.command {
-        Command::Serve { config, .. } => scout_host::serve::ServeConfig::load(config)
-            .map(|c| c.log_format)
-            .unwrap_or_default(),
+    // `serve` logs as its configuration says: the file is read once, here
+    // (one it cannot read is reported below, with the log in text).
+    let mut serve_config = match &cli.command {
+        Command::Serve { config, .. } => Some(scout_host::serve::ServeConfig::load(config)),
+        _ => None,
+    };
+    let format = match &serve_config {
+        Some(Ok(config)) => config.log_format,
         _ => scout_host::logs::LogFormat::Text,
     };
     scout_host::logs::init(format);
@@ -476,45 +478,15 @@ fn main() -> Result<()> {
             json,
             token_env,
             ..
-        } => {
-            let token = std::env::var(&token_env).with_context(|| {
-                format!("{token_env} is not set: it holds the admin or viewer credential the audit is asked with")
-            })?;
-            let mut query = url::form_urlencoded::Serializer::new(String::new());
-            query.append_pair("role", &role);
-            if let Some(brand) = &brand {
-                query.append_pair("brand", brand);
-            }
-            if let Some(profile) = &saved_profile {
-                query.append_pair("profile", profile);
-            }
-            query.append_pair("stale_days", &stale_days.to_string());
-            query.append_pair("format", if json { "json" } else { "text" });
-            let url = format!("{}/v1/audit?{}", host.trim_end_matches('/'), query.finish());
-            let rt = tokio::runtime::Runtime::new()?;
-            let (status, body) = rt.block_on(async {
-                let answer = reqwest::Client::new()
-                    .get(&url)
-                    .bearer_auth(token)
-                    .send()
-                    .await
-                    .with_context(|| format!("asking {host} for its audit"))?;
-                let status = answer.status();
-                anyhow::Ok((status, answer.text().await?))
-            })?;
-            if !status.is_success() {
-                let message = serde_json::from_str::<serde_json::Value>(&body)
-                    .ok()
-                    .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
-                    .unwrap_or(body);
-                anyhow::bail!("the host refused the audit ({status}): {message}");
-            }
-            print!("{body}");
-            if json {
-                println!();
-            }
-            Ok(())
-        }
+        } => cli::audit_host::run(&cli::audit_host::Asked {
+            host,
+            token_env,
+            role,
+            brand,
+            saved_profile,
+            stale_days,
+            json,
+        }),
         Command::Audit {
             role,
             profile,
@@ -586,7 +558,7 @@ fn main() -> Result<()> {
             Ok(())
         }
         Command::Serve {
-            config,
+            config: _,
             stdio,
             brand,
             role,
@@ -594,7 +566,9 @@ fn main() -> Result<()> {
             connector,
         } => {
             let served = (|| {
-                let config = scout_host::serve::ServeConfig::load(&config)?;
+                let config = serve_config
+                    .take()
+                    .context("the configuration of `serve` was not read")??;
                 let switches = scout_host::policy::Switches::from_env();
                 // The banner goes to stderr: in stdio mode stdout is the protocol.
                 scout_host::logs::banner(&switches.banner());

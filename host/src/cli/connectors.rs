@@ -139,7 +139,7 @@ fn report(status: u16, body: &Value) -> i32 {
         println!("{}", serde_json::to_string_pretty(body).unwrap_or_default());
         EXIT_OK
     } else {
-        let message = body["error"]["message"].as_str().unwrap_or("no message");
+        let message = super::refusal_message(body);
         eprintln!("scout-host: the host refused ({status}): {message}");
         if status >= 500 {
             EXIT_ERROR

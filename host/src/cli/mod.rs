@@ -6,6 +6,7 @@
 //! handling and reporting; the runtime, the `http` capability and its
 //! replay are the library's, exactly as `serve` uses them.
 
+pub mod audit_host;
 pub mod build;
 pub mod call;
 pub mod cases;
@@ -23,6 +24,16 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILED: i32 = 1;
 /// Exit status: bad usage, a component or fixture that does not load, or a host error.
 pub const EXIT_ERROR: i32 = 2;
+
+/// What an admin API's refusal says: its `error.message`, or the body as
+/// it came when it is not the API's error shape.
+pub fn refusal_message(body: &serde_json::Value) -> String {
+    match (body["error"]["message"].as_str(), body.as_str()) {
+        (Some(message), _) => message.to_string(),
+        (None, Some(text)) if !text.is_empty() => text.to_string(),
+        _ => "no message".to_string(),
+    }
+}
 
 /// Loads `path` with the checks `serve` applies (imports within the
 /// contract, manifest matching the exports, usable tool types).
