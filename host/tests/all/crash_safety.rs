@@ -270,6 +270,19 @@ impl Admin {
     }
 
     /// Opens a person-chat session for acme.
+    /// Stores acme's connection for the billed test connector
+    /// (`capabilities`).
+    pub(super) async fn connect_billed(&self) {
+        let (status, body) = self
+            .request(
+                Method::PUT,
+                "/v1/brands/acme/connections/capabilities",
+                Some(json!({"secret": "billed-connector-secret-0123"})),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+
     pub(super) async fn session(&self) -> Value {
         let (status, view) = self
             .request(

@@ -212,14 +212,7 @@ async fn a_fleet_without_affinity_keeps_every_session_through_restarts_a_kill_an
         base: format!("http://{}", balancer.address),
     };
     admin.set_up().await;
-    let (status, body) = admin
-        .request(
-            Method::PUT,
-            "/v1/brands/acme/connections/capabilities",
-            Some(json!({"secret": "billed-connector-secret-0123"})),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
+    admin.connect_billed().await;
     let mut views = Vec::new();
     for _ in 0..sessions {
         let view = admin.session().await;

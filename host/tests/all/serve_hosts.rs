@@ -310,15 +310,7 @@ async fn a_host_killed_mid_call_is_recovered_by_the_other() {
     };
     let mut h = two_hosts(&db, 2).await;
     h.admin_a.set_up().await;
-    let (status, body) = h
-        .admin_a
-        .request(
-            Method::PUT,
-            "/v1/brands/acme/connections/capabilities",
-            Some(json!({"secret": "billed-connector-secret-0123"})),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
+    h.admin_a.connect_billed().await;
     let view_a = h.admin_a.session().await;
     let view_b = h.admin_b.session().await;
     let session_a = view_a["id"].as_str().unwrap().to_string();
@@ -584,15 +576,7 @@ async fn runs_across_two_hosts_start_exactly_as_many_as_the_day_holds() {
         return;
     };
     let h = two_hosts_billing(&db, 15, (10, 50)).await;
-    let (status, body) = h
-        .admin_a
-        .request(
-            Method::PUT,
-            "/v1/brands/acme/connections/capabilities",
-            Some(json!({"secret": "billed-connector-secret-0123"})),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
+    h.admin_a.connect_billed().await;
     let mut sessions = Vec::new();
     for i in 0..8 {
         let admin = if i % 2 == 0 { &h.admin_a } else { &h.admin_b };
@@ -979,15 +963,7 @@ async fn a_session_is_the_fleets_any_host_serves_it_and_it_outlives_its_host() {
     };
     let mut h = two_hosts_billing(&db, 2, (3, 100)).await;
     h.admin_a.set_up().await;
-    let (status, body) = h
-        .admin_a
-        .request(
-            Method::PUT,
-            "/v1/brands/acme/connections/capabilities",
-            Some(json!({"secret": "billed-connector-secret-0123"})),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
+    h.admin_a.connect_billed().await;
     let view = h.admin_a.session().await;
     let id = view["id"].as_str().unwrap().to_string();
     let (a, b) = (h.a.base.clone(), h.b.base.clone());

@@ -88,14 +88,7 @@ async fn sigterm_ends_waiting_writes_lets_running_calls_answer_and_exits_0() {
         base: serve.base.clone(),
     };
     admin.set_up().await;
-    let (status, body) = admin
-        .request(
-            Method::PUT,
-            "/v1/brands/acme/connections/capabilities",
-            Some(json!({"secret": "billed-connector-secret-0123"})),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
+    admin.connect_billed().await;
     let view = admin.session().await;
     let session = view["id"].as_str().unwrap().to_string();
     let writes = Mcp::new(&http, &view).connect().await;
