@@ -39,6 +39,46 @@ pub fn args_to_vals(params: &[(String, Type)], args: &Value) -> Result<Vec<Val>>
     Ok(vals.into_iter().map(|(_, v)| v).collect())
 }
 
+/// Refuses a parameter value outside the range its tool declares
+/// (`ranges[i]` for `params[i]`, from the manifest's `- name (1 to 100)`),
+/// as the schema's `minimum` and `maximum` say, before the guest runs.
+pub fn within_ranges(
+    params: &[(String, Type)],
+    ranges: &[Option<(f64, f64)>],
+    vals: &[Val],
+) -> Result<()> {
+    for (((name, _), range), val) in params.iter().zip(ranges).zip(vals) {
+        let (Some((min, max)), Some(value)) = (range, number_of(val)) else {
+            continue;
+        };
+        if !(*min <= value && value <= *max) {
+            return fail(
+                &format!("$.{name}"),
+                format!("must be between {min} and {max}, not {value}"),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A number's value (an option's, when it holds one).
+fn number_of(val: &Val) -> Option<f64> {
+    Some(match val {
+        Val::U8(n) => f64::from(*n),
+        Val::U16(n) => f64::from(*n),
+        Val::U32(n) => f64::from(*n),
+        Val::U64(n) => *n as f64,
+        Val::S8(n) => f64::from(*n),
+        Val::S16(n) => f64::from(*n),
+        Val::S32(n) => f64::from(*n),
+        Val::S64(n) => *n as f64,
+        Val::Float32(n) => f64::from(*n),
+        Val::Float64(n) => *n,
+        Val::Option(Some(inner)) => return number_of(inner),
+        _ => return None,
+    })
+}
+
 fn object_fields(
     fields: &[(&str, &Type)],
     object: &Map<String, Value>,

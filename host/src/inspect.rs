@@ -221,13 +221,19 @@ impl Report {
                         .map(|r| r.iter().filter_map(|v| v.as_str()).collect())
                         .unwrap_or_default();
                     let args: Vec<String> = props
-                        .keys()
-                        .map(|k| {
-                            if required.contains(&k.as_str()) {
+                        .iter()
+                        .map(|(k, schema)| {
+                            let mut arg = if required.contains(&k.as_str()) {
                                 k.clone()
                             } else {
                                 format!("{k}?")
+                            };
+                            if let (Some(min), Some(max)) =
+                                (schema.get("minimum"), schema.get("maximum"))
+                            {
+                                arg.push_str(&format!(" ({min} to {max})"));
                             }
+                            arg
                         })
                         .collect();
                     out.push_str(&format!("    args: {}\n", args.join(", ")));

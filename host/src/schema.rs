@@ -17,11 +17,49 @@
 //! ([`scout_manifest::TypeDoc`], written by the SDK from the WIT at the
 //! connector's compile time) and is laid over the derived schema by
 //! [`describe`] as `description`s; a doc that names nothing in the type is
-//! ignored, so it can never change what the schema accepts.
+//! ignored, so it can never widen what the schema accepts. A parameter's
+//! declared range (`minimum`, `maximum`) narrows it, and the call holds to
+//! it ([`crate::convert::within_ranges`]); a `default` only says what the
+//! tool assumes.
 
 use scout_manifest::TypeDoc;
 use serde_json::{Value, json};
 use wasmtime::component::types::Type;
+
+/// The parameters of an input schema that say nothing about themselves:
+/// an agent sees only their names. `scout-host build` lists them, and the
+/// catalogue's test allows none.
+pub fn undescribed_parameters(input_schema: &Value) -> Vec<&str> {
+    let Some(properties) = input_schema.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    properties
+        .iter()
+        .filter(|(_, p)| {
+            p.get("description")
+                .and_then(Value::as_str)
+                .is_none_or(|d| d.trim().is_empty())
+        })
+        .map(|(name, _)| name.as_str())
+        .collect()
+}
+
+/// Whether `ty`'s values are JSON numbers.
+pub fn is_number(ty: &Type) -> bool {
+    matches!(
+        ty,
+        Type::U8
+            | Type::U16
+            | Type::U32
+            | Type::U64
+            | Type::S8
+            | Type::S16
+            | Type::S32
+            | Type::S64
+            | Type::Float32
+            | Type::Float64
+    )
+}
 
 /// Whether a type can be a tool parameter (no resources, streams, futures).
 pub fn unsupported(ty: &Type) -> Option<&'static str> {
@@ -217,6 +255,10 @@ pub fn describe(schema: &mut Value, ty: &Type, doc: &TypeDoc) {
             if let Some(inner) = schema.get_mut("anyOf").and_then(|a| a.get_mut(0)) {
                 let quiet = TypeDoc {
                     description: String::new(),
+                    bounds: scout_manifest::Bounds {
+                        default: None,
+                        ..doc.bounds.clone()
+                    },
                     ..doc.clone()
                 };
                 describe(inner, &o.ty(), &quiet);
@@ -272,7 +314,16 @@ pub fn describe(schema: &mut Value, ty: &Type, doc: &TypeDoc) {
                 }
             }
         }
+        ty if is_number(ty) => {
+            if let (Some(min), Some(max)) = (&doc.bounds.minimum, &doc.bounds.maximum) {
+                schema["minimum"] = Value::Number(min.clone());
+                schema["maximum"] = Value::Number(max.clone());
+            }
+        }
         _ => {}
+    }
+    if let Some(default) = &doc.bounds.default {
+        schema["default"] = default.clone();
     }
     if !description.is_empty() {
         schema["description"] = Value::String(description);

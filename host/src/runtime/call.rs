@@ -99,8 +99,11 @@ impl LoadedComponent {
                 return Err(CallError::UnknownTool(tool.name.clone()));
             }
         };
-        let params =
-            convert::args_to_vals(&tool.params, args).map_err(|m| CallError::InvalidArguments {
+        let params = convert::args_to_vals(&tool.params, args)
+            .and_then(|vals| {
+                convert::within_ranges(&tool.params, &tool.ranges, &vals).map(|()| vals)
+            })
+            .map_err(|m| CallError::InvalidArguments {
                 path: m.path,
                 message: m.message,
             })?;

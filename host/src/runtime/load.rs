@@ -203,6 +203,7 @@ impl Runtime {
                         LoadError::Mismatch(format!("function `{fname}` cannot be found"))
                     })?;
                 exported.insert((effect, fname.to_string()));
+                let ranges = declared_ranges(fname, &params, &doc.params)?;
                 let route_set = RouteSet::new(&doc.routes)
                     .map_err(|e| LoadError::Manifest(format!("tool `{fname}`: {e}")))?;
                 let (mut output_schema, output_wrapped) = schema::output_schema(&results[0]);
@@ -230,6 +231,7 @@ impl Runtime {
                     description: doc.description.clone(),
                     input_schema,
                     params,
+                    ranges,
                     export: Some(export),
                     review_digest: std::sync::OnceLock::new(),
                 });
@@ -322,4 +324,51 @@ fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
         path: path.display().to_string(),
         source,
     })
+}
+
+/// Each parameter's range as its manifest declares it, checked against its
+/// WIT type: a range only on a number, a default its type accepts, and no
+/// bounds for a parameter the tool does not have. A hand-made manifest
+/// cannot put a range the host would not hold to on a schema.
+fn declared_ranges(
+    function: &str,
+    params: &[(String, Type)],
+    docs: &BTreeMap<String, scout_manifest::TypeDoc>,
+) -> Result<Vec<Option<(f64, f64)>>, LoadError> {
+    let refuse = |param: &str, why: String| {
+        LoadError::Manifest(format!("tool `{function}`, parameter `{param}`: {why}"))
+    };
+    for (name, doc) in docs {
+        if !doc.bounds.is_empty() && !params.iter().any(|(p, _)| p == name) {
+            return Err(refuse(name, "the tool has no such parameter".to_string()));
+        }
+    }
+    let mut ranges = Vec::with_capacity(params.len());
+    for (name, ty) in params {
+        let Some(bounds) = docs.get(name).map(|d| &d.bounds) else {
+            ranges.push(None);
+            continue;
+        };
+        let ty = match ty {
+            Type::Option(o) => o.ty(),
+            ty => ty.clone(),
+        };
+        let range = bounds.range();
+        if range.is_some() && !schema::is_number(&ty) {
+            return Err(refuse(
+                name,
+                "a range on a value that is not a number".to_string(),
+            ));
+        }
+        if let Some(default) = &bounds.default {
+            crate::convert::to_val(&ty, default, "default").map_err(|m| {
+                refuse(
+                    name,
+                    format!("its default {default} does not fit: {}", m.message),
+                )
+            })?;
+        }
+        ranges.push(range);
+    }
+    Ok(ranges)
 }

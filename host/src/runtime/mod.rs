@@ -147,6 +147,8 @@ pub struct Tool {
     pub routes: Vec<scout_manifest::Route>,
     route_set: Arc<RouteSet>,
     params: Vec<(String, Type)>,
+    /// Each parameter's declared range (`params[i]`'s), enforced at the call.
+    ranges: Vec<Option<(f64, f64)>>,
     /// The guest's export; `None` for a remote MCP server's tool.
     export: Option<ComponentExportIndex>,
     /// The digest an operator's review approves ([`crate::review`]),
@@ -373,6 +375,7 @@ impl LoadedComponent {
                     routes: Vec::new(),
                     route_set: Arc::new(RouteSet::none()),
                     params: Vec::new(),
+                    ranges: Vec::new(),
                     export: None,
                     review_digest: digest,
                 }

@@ -1156,3 +1156,63 @@ fn test_bless_records_the_outcome_of_new_cases_only() {
         out.stdout
     );
 }
+
+/// A parameter's declared range (`- limit (1 to 50, default 10)` in
+/// Shopify's WIT) is in the schema as `minimum`/`maximum`/`default`, and
+/// the host refuses a value outside it before the guest runs: nothing
+/// reaches the upstream. The edge of the range itself is served.
+#[tokio::test]
+async fn a_value_outside_a_declared_range_is_refused_before_the_guest_runs() {
+    let out = run(bin_inspect_json(components::SHOPIFY));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    let tool = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "shopify_search_products")
+        .expect("shopify_search_products is listed");
+    let limit = &tool["input_schema"]["properties"]["limit"];
+    assert_eq!(
+        (&limit["minimum"], &limit["maximum"], &limit["default"]),
+        (&json!(1), &json!(50), &json!(10)),
+        "{limit}"
+    );
+
+    let upstream = scout_tests::upstream::Upstream::start().await;
+    for refused in [0, 51, 255] {
+        let mut cmd = bin();
+        cmd.arg("call")
+            .arg(components::SHOPIFY)
+            .arg("shopify_search_products")
+            .arg(json!({"query": "mug", "limit": refused}).to_string());
+        live(&mut cmd, &upstream.origin());
+        let out = run_async(cmd).await;
+        assert_ne!(out.code, 0, "limit {refused} was served");
+        // The host's refusal (the guest's own would not name `$.limit`).
+        assert!(
+            format!("{}{}", out.stdout, out.stderr)
+                .contains(&format!("$.limit: must be between 1 and 50, not {refused}")),
+            "limit {refused}: {}{}",
+            out.stdout,
+            out.stderr
+        );
+    }
+    assert!(upstream.seen().is_empty(), "{:?}", upstream.seen());
+
+    // The edge of the range runs the tool, which asks the upstream.
+    let mut cmd = bin();
+    cmd.arg("call")
+        .arg(components::SHOPIFY)
+        .arg("shopify_search_products")
+        .arg(json!({"query": "mug", "limit": 50}).to_string());
+    live(&mut cmd, &upstream.origin());
+    let out = run_async(cmd).await;
+    assert_eq!(upstream.seen().len(), 1, "{}{}", out.stdout, out.stderr);
+}
+
+fn bin_inspect_json(component: &str) -> Command {
+    let mut cmd = bin();
+    cmd.args(["inspect", "--json", component]);
+    cmd
+}

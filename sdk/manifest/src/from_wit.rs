@@ -7,6 +7,27 @@ use crate::{Effect, FORMAT, Manifest, ManifestError, TypeDoc, parse_world_docs, 
 use std::path::Path;
 use wit_parser::{Resolve, Type, TypeDefKind, WorldItem, WorldKey};
 
+/// Whether values of `ty` (or of what an option or alias holds) are numbers.
+fn is_number(resolve: &Resolve, ty: &Type) -> bool {
+    match ty {
+        Type::U8
+        | Type::U16
+        | Type::U32
+        | Type::U64
+        | Type::S8
+        | Type::S16
+        | Type::S32
+        | Type::S64
+        | Type::F32
+        | Type::F64 => true,
+        Type::Id(id) => match &resolve.types[*id].kind {
+            TypeDefKind::Option(t) | TypeDefKind::Type(t) => is_number(resolve, t),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 /// The doc comments `ty` carries, `doc` (a parameter's or field's own)
 /// first, else the named type's.
 fn type_doc(resolve: &Resolve, ty: &Type, doc: &str) -> TypeDoc {
@@ -161,24 +182,30 @@ impl Manifest {
                     }
                     let mut doc = parse_tool_lines(fname, effect, &lines)?;
                     let (description, described) = split_parameters(&description)?;
-                    for (i, (param, _)) in described.iter().enumerate() {
-                        if !func.params.iter().any(|p| &p.name == param) {
+                    for (i, entry) in described.iter().enumerate() {
+                        let param = &entry.name;
+                        let Some(wit_param) = func.params.iter().find(|p| &p.name == param) else {
                             return Err(ManifestError::Rule(format!(
                                 "tool `{name}.{fname}` describes parameter `{param}`, which it does not have"
                             )));
+                        };
+                        if entry.bounds.range().is_some() && !is_number(&resolve, &wit_param.ty) {
+                            return Err(ManifestError::Rule(format!(
+                                "tool `{name}.{fname}` gives parameter `{param}` a range, but it is not a number"
+                            )));
                         }
-                        if described[..i].iter().any(|(p, _)| p == param) {
+                        if described[..i].iter().any(|p| &p.name == param) {
                             return Err(ManifestError::Rule(format!(
                                 "tool `{name}.{fname}` describes parameter `{param}` twice"
                             )));
                         }
                     }
                     for p in &func.params {
-                        let own = described
-                            .iter()
-                            .find(|(n, _)| *n == p.name)
-                            .map_or("", |(_, t)| t.as_str());
-                        let d = type_doc(&resolve, &p.ty, own);
+                        let own = described.iter().find(|e| e.name == p.name);
+                        let mut d = type_doc(&resolve, &p.ty, own.map_or("", |e| e.text.as_str()));
+                        if let Some(own) = own {
+                            d.bounds = own.bounds.clone();
+                        }
                         if !d.is_empty() {
                             doc.params.insert(p.name.clone(), d);
                         }

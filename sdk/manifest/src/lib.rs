@@ -34,8 +34,9 @@ pub const WRITE_INTERFACE: &str = "write-tools";
 pub const WITHHELD_HEADING: &str = "Withheld:";
 
 /// The heading, in a tool's doc comment, above the list describing its
-/// parameters (`- name: what it means`): WIT gives parameters no doc
-/// comments of their own.
+/// parameters (`- name: what it means`, or `- name (1 to 100, default 20):
+/// what it means` for the values the tool accepts): WIT gives parameters no
+/// doc comments of their own, and no ranges.
 pub const PARAMETERS_HEADING: &str = "Parameters:";
 
 /// What a tool does to the world.
@@ -113,6 +114,11 @@ pub struct TypeDoc {
     /// What the value is: the parameter's or field's doc, else its type's.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
+    /// A parameter's values the tool accepts and what it assumes without
+    /// one (from `- name (1 to 100, default 20): ...`); the host refuses a
+    /// value outside them before the guest runs.
+    #[serde(default, flatten, skip_serializing_if = "Bounds::is_empty")]
+    pub bounds: Bounds,
     /// A record's fields, by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub fields: BTreeMap<String, TypeDoc>,
@@ -128,18 +134,114 @@ impl TypeDoc {
     /// Nothing documented, at any depth.
     pub fn is_empty(&self) -> bool {
         self.description.is_empty()
+            && self.bounds.is_empty()
             && self.fields.is_empty()
             && self.cases.is_empty()
             && self.items.is_none()
     }
 }
 
+/// What a parameter's entry says about its values beyond prose: the
+/// inclusive range a number must fall in and the value the tool assumes
+/// when it is left out. Shown in the input schema as `minimum`, `maximum`
+/// and `default`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bounds {
+    /// The smallest value accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimum: Option<serde_json::Number>,
+    /// The largest value accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maximum: Option<serde_json::Number>,
+    /// What the tool uses when the parameter is left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<serde_json::Value>,
+}
+
+impl Bounds {
+    /// Nothing said.
+    pub fn is_empty(&self) -> bool {
+        self.minimum.is_none() && self.maximum.is_none() && self.default.is_none()
+    }
+
+    /// The range as numbers, when there is one.
+    pub fn range(&self) -> Option<(f64, f64)> {
+        Some((
+            self.minimum.as_ref()?.as_f64()?,
+            self.maximum.as_ref()?.as_f64()?,
+        ))
+    }
+
+    /// Reads `1 to 100`, `default 20`, or both separated by a comma (a
+    /// default is a JSON value: `default true`, `default "markdown"`).
+    pub fn parse(spec: &str) -> Result<Bounds, String> {
+        let mut bounds = Bounds::default();
+        for part in spec.split(',').map(str::trim) {
+            if let Some(value) = part.strip_prefix("default ") {
+                let value: serde_json::Value = serde_json::from_str(value.trim())
+                    .map_err(|_| format!("`{part}`: the default is a JSON value (`default 20`, `default true`, `default \"text\"`)"))?;
+                if bounds.default.replace(value).is_some() {
+                    return Err(format!("`{spec}` gives two defaults"));
+                }
+            } else if let Some((min, max)) = part.split_once(" to ") {
+                let number = |s: &str| serde_json::from_str::<serde_json::Number>(s.trim()).ok();
+                let (Some(min), Some(max)) = (number(min), number(max)) else {
+                    return Err(format!("`{part}`: a range is two numbers, `MIN to MAX`"));
+                };
+                if bounds.minimum.is_some() {
+                    return Err(format!("`{spec}` gives two ranges"));
+                }
+                bounds.minimum = Some(min);
+                bounds.maximum = Some(max);
+            } else {
+                return Err(format!(
+                    "`{part}` is neither a range (`1 to 100`) nor a default (`default 20`)"
+                ));
+            }
+        }
+        bounds.check().map(|()| bounds)
+    }
+
+    /// The range is in order and holds the default.
+    pub fn check(&self) -> Result<(), String> {
+        if self.minimum.is_some() != self.maximum.is_some() {
+            return Err("a range needs both its minimum and its maximum".to_string());
+        }
+        let Some((min, max)) = self.range() else {
+            return Ok(());
+        };
+        // JSON numbers are finite: no NaN to compare.
+        if min > max {
+            return Err(format!("the range {min} to {max} is empty"));
+        }
+        if let Some(default) = &self.default {
+            match default.as_f64() {
+                Some(d) if min <= d && d <= max => {}
+                _ => return Err(format!("the default {default} is outside {min} to {max}")),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One entry of a `Parameters:` list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParameterEntry {
+    /// The parameter's WIT name.
+    pub name: String,
+    /// What it means.
+    pub text: String,
+    /// Its range and default, if the entry gives them.
+    pub bounds: Bounds,
+}
+
 /// Splits a tool's description into its prose and its `Parameters:` list
-/// (`- name: what it means`, continued on further lines; a blank line ends
-/// it). A bullet that is not `- name: text` is an error.
-pub fn split_parameters(docs: &str) -> Result<(String, Vec<(String, String)>), ManifestError> {
+/// (`- name: what it means`, or `- name (1 to 100, default 20): what it
+/// means`, continued on further lines; a blank line ends it). A bullet that
+/// is neither is an error.
+pub fn split_parameters(docs: &str) -> Result<(String, Vec<ParameterEntry>), ManifestError> {
     let mut prose = Vec::new();
-    let mut params: Vec<(String, String)> = Vec::new();
+    let mut params: Vec<ParameterEntry> = Vec::new();
     let mut in_list = false;
     for line in docs.lines() {
         let trimmed = line.trim();
@@ -157,17 +259,8 @@ pub fn split_parameters(docs: &str) -> Result<(String, Vec<(String, String)>), M
             continue;
         }
         if let Some(bullet) = trimmed.strip_prefix("- ") {
-            let (name, text) = bullet
-                .split_once(':')
-                .map(|(n, t)| (n.trim().trim_matches('`'), t.trim()))
-                .filter(|(n, t)| !n.is_empty() && !t.is_empty())
-                .ok_or_else(|| {
-                    ManifestError::Rule(format!(
-                        "parameter entry `{bullet}` is not `- name: what it means`"
-                    ))
-                })?;
-            params.push((name.to_string(), text.to_string()));
-        } else if let Some((_, text)) = params.last_mut() {
+            params.push(parameter_entry(bullet)?);
+        } else if let Some(ParameterEntry { text, .. }) = params.last_mut() {
             text.push(' ');
             text.push_str(trimmed);
         } else {
@@ -177,6 +270,34 @@ pub fn split_parameters(docs: &str) -> Result<(String, Vec<(String, String)>), M
         }
     }
     Ok((prose.join("\n").trim().to_string(), params))
+}
+
+/// Reads one bullet: `name: text` or `name (SPEC): text`.
+fn parameter_entry(bullet: &str) -> Result<ParameterEntry, ManifestError> {
+    let not_an_entry = || {
+        ManifestError::Rule(format!(
+            "parameter entry `{bullet}` is not `- name: what it means` (or `- name (1 to 100, default 20): what it means`)"
+        ))
+    };
+    let (head, text) = bullet.split_once(':').ok_or_else(not_an_entry)?;
+    let (name, bounds) = match head.split_once('(') {
+        None => (head, Bounds::default()),
+        Some((name, spec)) => {
+            let spec = spec.trim_end().strip_suffix(')').ok_or_else(not_an_entry)?;
+            let bounds = Bounds::parse(spec)
+                .map_err(|why| ManifestError::Rule(format!("parameter entry `{bullet}`: {why}")))?;
+            (name, bounds)
+        }
+    };
+    let (name, text) = (name.trim().trim_matches('`'), text.trim());
+    if name.is_empty() || text.is_empty() || name.contains(char::is_whitespace) {
+        return Err(not_an_entry());
+    }
+    Ok(ParameterEntry {
+        name: name.to_string(),
+        text: text.to_string(),
+        bounds,
+    })
 }
 
 /// One effect the connector deliberately does not build.
@@ -328,7 +449,7 @@ pub use policy::{Affix, Billing, Gate, GraphqlBody, Registers, Route, RouteMetho
 
 #[cfg(test)]
 mod tests {
-    use super::split_parameters;
+    use super::{Bounds, ParameterEntry, split_parameters};
 
     #[test]
     fn a_parameters_list_leaves_the_description_and_names_each_parameter() {
@@ -337,26 +458,61 @@ mod tests {
         )
         .unwrap();
         assert_eq!(prose, "Search threads.\n\n\nLooks at the newest 500.");
+        let entry = |name: &str, text: &str| ParameterEntry {
+            name: name.to_string(),
+            text: text.to_string(),
+            bounds: Bounds::default(),
+        };
         assert_eq!(
             params,
             [
-                (
-                    "query".to_string(),
-                    "a word or phrase, case-insensitive.".to_string()
-                ),
-                (
-                    "limit".to_string(),
-                    "at most this many (default 20).".to_string()
-                ),
+                entry("query", "a word or phrase, case-insensitive."),
+                entry("limit", "at most this many (default 20)."),
             ]
         );
         for bad in [
             "Parameters:\n- query",
             "Parameters:\n- : x",
             "Parameters:\nloose text",
+            "Parameters:\n- two words: x",
+            "Parameters:\n- limit (1 to: x",
         ] {
             assert!(split_parameters(bad).is_err(), "{bad:?}");
         }
         assert_eq!(split_parameters("No list.").unwrap().1, []);
+    }
+
+    #[test]
+    fn an_entry_may_give_the_range_and_default_the_tool_holds_to() {
+        let (_, params) = split_parameters(
+            "Lists.\n\nParameters:\n- limit (1 to 100, default 20): at most this many.\n- scale (0.01 to 4): a zoom.\n- main (default true): only the main content.",
+        )
+        .unwrap();
+        let number = |s: &str| Some(serde_json::from_str(s).unwrap());
+        assert_eq!(params[0].name, "limit");
+        assert_eq!(params[0].text, "at most this many.");
+        assert_eq!(
+            params[0].bounds,
+            Bounds {
+                minimum: number("1"),
+                maximum: number("100"),
+                default: Some(serde_json::json!(20)),
+            }
+        );
+        assert_eq!(params[1].bounds.range(), Some((0.01, 4.0)));
+        assert_eq!(params[2].bounds.default, Some(serde_json::json!(true)));
+        for (bad, why) in [
+            ("- limit (100 to 1): x", "is empty"),
+            ("- limit (1 to 10, default 20): x", "outside"),
+            ("- limit (one to ten): x", "two numbers"),
+            ("- limit (default twenty): x", "JSON value"),
+            ("- limit (at most 3): x", "neither a range"),
+            ("- limit (1 to 2, 3 to 4): x", "two ranges"),
+        ] {
+            let err = split_parameters(&format!("Parameters:\n{bad}"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(why), "{bad}: {err}");
+        }
     }
 }

@@ -702,6 +702,11 @@ impl Manifest {
                     "write tool `{name}` has `Reads-from:`: only a read tool reads other connectors"
                 )));
             }
+            for (param, doc) in &tool.params {
+                doc.bounds
+                    .check()
+                    .map_err(|why| rule(format!("tool `{name}`, parameter `{param}`: {why}")))?;
+            }
             for peer in &tool.reads_from {
                 if !is_destination(peer) || *peer == self.connector {
                     return Err(rule(format!(
