@@ -279,13 +279,19 @@ impl TokenBrokerConfig {
 /// audience = "scout-admin"                   # one of the tokens' `aud`
 /// jwks_url = "https://id.example.com/.well-known/jwks.json"
 /// role_claim = "scout_roles"                 # default; a string or an array of strings
+/// subject_claim = "email"                    # optional: who is shown and recorded (else `sub`)
 /// leeway_secs = 60                           # clock skew allowed on exp, nbf, iat
 /// jwks_min_refresh_secs = 10                 # at most one key fetch per this many seconds
-/// [oidc.roles]                               # optional: claim value -> role
+/// [oidc.roles]                               # optional: claim value -> role over every brand
 /// admin = ["platform-admins"]
 /// approver = ["approvers"]
 /// viewer = ["auditors"]
+/// [oidc.brand_roles.acme]                    # optional: claim value -> role over brand `acme`
+/// approver = ["acme-approvers"]
 /// ```
+///
+/// Without `[oidc.roles]`, the claim's values are role names: `approver`
+/// over every brand, `approver:acme` over brand `acme` only.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OidcConfig {
@@ -298,6 +304,11 @@ pub struct OidcConfig {
     /// The claim that carries the caller's roles.
     #[serde(default = "default_role_claim")]
     pub role_claim: String,
+    /// The claim that names the caller as shown and recorded (`email`,
+    /// `preferred_username`): `sub` is often an opaque or pairwise id. A
+    /// token without it is named by its `sub`.
+    #[serde(default)]
+    pub subject_claim: Option<String>,
     /// Seconds of clock skew allowed when checking `exp`, `nbf` and `iat`.
     #[serde(default = "default_leeway_secs")]
     pub leeway_secs: u64,
@@ -315,6 +326,9 @@ pub struct OidcConfig {
     /// `approver` and `viewer` themselves. Present: only what it lists.
     #[serde(default)]
     pub roles: Option<OidcRoles>,
+    /// Which claim values give which role over one brand, by brand.
+    #[serde(default)]
+    pub brand_roles: BTreeMap<String, OidcRoles>,
 }
 
 /// `[oidc.roles]`: the values of the role claim that give each role.
@@ -354,29 +368,48 @@ impl OidcConfig {
         if !(1..=3600).contains(&self.jwks_min_refresh_secs) {
             return Err("oidc.jwks_min_refresh_secs must be from 1 to 3600".into());
         }
+        if self
+            .subject_claim
+            .as_deref()
+            .is_some_and(|c| c.trim().is_empty())
+        {
+            return Err("oidc.subject_claim must name a claim (`email`, `preferred_username`), or be left out to show `sub`".into());
+        }
         if let Some(roles) = &self.roles {
-            let mut seen = BTreeMap::new();
-            for (role, values) in [
-                ("admin", &roles.admin),
-                ("approver", &roles.approver),
-                ("viewer", &roles.viewer),
-            ] {
-                for value in values {
-                    if value.trim().is_empty() {
-                        return Err(format!(
-                            "oidc.roles.{role}: a claim value must not be empty"
-                        ));
-                    }
-                    if let Some(other) = seen.insert(value.as_str(), role) {
-                        return Err(format!(
-                            "oidc.roles: `{value}` gives both {other} and {role}; give each value one role"
-                        ));
-                    }
+            roles.check("oidc.roles")?;
+        }
+        for (brand, roles) in &self.brand_roles {
+            check_brand_name(brand).map_err(|why| format!("oidc.brand_roles: {why}"))?;
+            roles.check(&format!("oidc.brand_roles.{brand}"))?;
+        }
+        Ok(())
+    }
+}
+
+impl OidcRoles {
+    /// Each value gives one role, and some value gives one.
+    fn check(&self, table: &str) -> Result<(), String> {
+        let mut seen = BTreeMap::new();
+        for (role, values) in [
+            ("admin", &self.admin),
+            ("approver", &self.approver),
+            ("viewer", &self.viewer),
+        ] {
+            for value in values {
+                if value.trim().is_empty() {
+                    return Err(format!("{table}.{role}: a claim value must not be empty"));
+                }
+                if let Some(other) = seen.insert(value.as_str(), role) {
+                    return Err(format!(
+                        "{table}: `{value}` gives both {other} and {role}; give each value one role"
+                    ));
                 }
             }
-            if seen.is_empty() {
-                return Err("oidc.roles gives no role to any claim value; list some, or remove the table to use the values admin, approver and viewer".into());
-            }
+        }
+        if seen.is_empty() {
+            return Err(format!(
+                "{table} gives no role to any claim value; list some, or remove the table"
+            ));
         }
         Ok(())
     }

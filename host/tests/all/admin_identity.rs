@@ -20,6 +20,7 @@ use reqwest::Method;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use scout_tests::fake_github::FakeGitHub;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -522,7 +523,7 @@ async fn oidc_tokens_get_their_roles_and_every_bad_token_is_refused_with_nothing
         assert_eq!(answer.status, 200, "{}", answer.body);
         assert_eq!(
             answer.body,
-            json!({"subject": subject, "role": role, "via": "oidc", "may_decide": decide, "may_end_sessions": end}),
+            json!({"subject": subject, "role": role, "every_brand": role, "brands": {}, "via": "oidc", "may_decide": decide, "may_end_sessions": end}),
             "{role}"
         );
     }
@@ -968,4 +969,376 @@ async fn an_issuer_on_a_private_address_is_not_asked_unless_the_operator_allows_
         answer.message()
     );
     assert_eq!(issuer.fetches(), 0, "the issuer was never asked");
+}
+
+/// A role over one brand (`approver:acme`): the approver sees and decides
+/// acme's writes and nothing of globex's, through every route that carries
+/// a brand; a route about every brand at once (the export, the connectors)
+/// is refused; the static admin token still sees both. The subject shown
+/// and recorded is the token's `email` (`subject_claim`), not its opaque
+/// `sub`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_brand_scoped_approver_sees_and_decides_only_its_brand() {
+    let keys = keys();
+    let issuer = Issuer::start(vec![keys.issuer.jwk.clone()]).await;
+    let github = FakeGitHub::start(GITHUB_TOKEN).await;
+    let dir = temp_dir("brands");
+    let config = dir.0.join("serve.toml");
+    std::fs::write(
+        &config,
+        scout_tests::serve_config_for_github(&github.origin())
+            + &oidc_table(&issuer)
+            + "subject_claim = \"email\"\n",
+    )
+    .unwrap();
+    let serve = Serve::start(&config);
+    let http = reqwest::Client::new();
+    let base = serve.base.clone();
+    let admin = Admin {
+        http: http.clone(),
+        base: base.clone(),
+    };
+    admin.set_up().await;
+    let (status, body) = admin
+        .request(
+            Method::PUT,
+            "/v1/brands/globex/connections/github",
+            Some(json!({"secret": GITHUB_TOKEN})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+
+    // One write waiting in each brand, and a capability request parked in each.
+    let mut waiting = Vec::new();
+    let mut sessions = BTreeMap::new();
+    for (brand, branch) in [("acme", "scout/acme"), ("globex", "scout/globex")] {
+        let (status, view) = admin
+            .request(
+                Method::POST,
+                "/v1/sessions",
+                Some(json!({"brand": brand, "role": "person-chat"})),
+            )
+            .await;
+        assert_eq!(status, 201, "{view}");
+        let session = view["id"].as_str().unwrap().to_string();
+        let scout = Mcp::for_connector(&http, &view, "scout").connect().await;
+        let asked = scout
+            .request(
+                "tools/call",
+                json!({"name": "scout_request_capability", "arguments": {"goal": format!("{brand} goal"), "missing_observation": "m", "proposed_effect": "read", "safe_alternative_tried": "s"}}),
+            )
+            .await
+            .unwrap();
+        assert!(ok_text(&asked).is_some(), "{asked}");
+        let mcp = Mcp::new(&http, &view).connect().await;
+        let branch = branch.to_string();
+        waiting.push(tokio::spawn(async move {
+            mcp.request(
+                "tools/call",
+                json!({"name": "github_create_branch", "arguments": {"owner": "octo", "repo": "hello", "branch": branch, "from": "main"}}),
+            )
+            .await
+        }));
+        let pending = wait_for("the approval", crate::common::EVENTUALLY, async || {
+            admin.pending(&session).await.into_iter().next()
+        })
+        .await;
+        sessions.insert(brand, (session, pending["id"].as_i64().unwrap()));
+    }
+    let (acme_session, acme_approval) = sessions["acme"].clone();
+    let (globex_session, globex_approval) = sessions["globex"].clone();
+
+    let approver = keys.issuer.sign(&issuer.claims(
+        "00u1a2b3c4opaque",
+        json!(["approver:acme", "unrelated-group"]),
+        json!({"email": "alice@acme.example"}),
+    ));
+    let get =
+        async |token: &str, path: &str| call(&http, &base, token, Method::GET, path, None).await;
+
+    // Who it is and what it holds.
+    let who = get(&approver, "/v1/whoami").await;
+    assert_eq!(who.status, 200, "{}", who.body);
+    assert_eq!(who.body["subject"], "alice@acme.example");
+    assert_eq!(who.body["every_brand"], Value::Null);
+    assert_eq!(who.body["brands"], json!({"acme": "approver"}));
+
+    // Approvals: acme's only, by any query.
+    let listed = get(&approver, "/v1/approvals").await;
+    let ids: Vec<i64> = listed.body["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, [acme_approval], "{}", listed.body);
+    let listed = get(
+        &approver,
+        &format!("/v1/approvals?session={globex_session}"),
+    )
+    .await;
+    assert_eq!(listed.body["pending"], json!([]), "{}", listed.body);
+
+    // Deciding globex's: answered as one that does not exist, nothing decided or sent.
+    let before = github.requests().len();
+    let answer = call(
+        &http,
+        &base,
+        &approver,
+        Method::POST,
+        &format!("/v1/approvals/{globex_approval}"),
+        Some(json!({"approve": true})),
+    )
+    .await;
+    assert_refusal(
+        &answer,
+        404,
+        "not_found",
+        &format!("no approval {globex_approval}"),
+        &approver,
+        "another brand's approval",
+    );
+    assert!(
+        admin
+            .pending(&globex_session)
+            .await
+            .iter()
+            .any(|p| p["id"] == globex_approval),
+        "globex's approval is still pending"
+    );
+    assert_eq!(github.requests().len(), before, "nothing was sent");
+
+    // Capability requests: acme's only; globex's cannot be answered.
+    let listed = get(&approver, "/v1/capability-requests").await;
+    let requests = listed.body["requests"].as_array().unwrap().clone();
+    assert_eq!(requests.len(), 1, "{}", listed.body);
+    assert_eq!(requests[0]["brand"], "acme");
+    let (_, all) = admin
+        .request(Method::GET, "/v1/capability-requests", None)
+        .await;
+    let globex_request = all["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["brand"] == "globex")
+        .expect("globex's request")["id"]
+        .as_i64()
+        .unwrap();
+    let answer = call(
+        &http,
+        &base,
+        &approver,
+        Method::POST,
+        &format!("/v1/capability-requests/{globex_request}"),
+        Some(json!({"answer": "no"})),
+    )
+    .await;
+    assert_refusal(
+        &answer,
+        404,
+        "not_found",
+        "no capability request",
+        &approver,
+        "another brand's request",
+    );
+    let (_, all) = admin
+        .request(Method::GET, "/v1/capability-requests", None)
+        .await;
+    assert_eq!(
+        all["requests"].as_array().unwrap().len(),
+        2,
+        "still both waiting: {all}"
+    );
+
+    // Sessions: acme's listed and shown; globex's neither shown nor resumed.
+    let listed = get(&approver, "/v1/sessions").await;
+    let ids: Vec<&str> = listed.body["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [acme_session.as_str()], "{}", listed.body);
+    assert_eq!(
+        get(&approver, &format!("/v1/sessions/{acme_session}"))
+            .await
+            .status,
+        200
+    );
+    let answer = get(&approver, &format!("/v1/sessions/{globex_session}")).await;
+    assert_refusal(
+        &answer,
+        404,
+        "not_found",
+        "no open session",
+        &approver,
+        "another brand's session",
+    );
+    let answer = call(
+        &http,
+        &base,
+        &approver,
+        Method::POST,
+        &format!("/v1/sessions/{globex_session}/resume"),
+        None,
+    )
+    .await;
+    assert_refusal(
+        &answer,
+        404,
+        "not_found",
+        "no open session",
+        &approver,
+        "resuming another brand's session",
+    );
+
+    // The trace: acme's by brand; globex's refused by brand and empty by session.
+    let acme_trace = get(&approver, "/v1/trace?brand=acme").await;
+    assert_eq!(acme_trace.status, 200);
+    assert!(!acme_trace.body["events"].as_array().unwrap().is_empty());
+    let answer = get(&approver, "/v1/trace?brand=globex").await;
+    assert_refusal(
+        &answer,
+        403,
+        "brand_not_granted",
+        "your roles cover brand(s) `acme`, not `globex`",
+        &approver,
+        "another brand's trace",
+    );
+    let by_session = get(&approver, &format!("/v1/trace?session={globex_session}")).await;
+    assert_eq!(by_session.status, 200);
+    assert_eq!(by_session.body["events"], json!([]), "{}", by_session.body);
+    let (_, full) = admin
+        .request(
+            Method::GET,
+            &format!("/v1/trace?session={globex_session}"),
+            None,
+        )
+        .await;
+    assert!(
+        !full["events"].as_array().unwrap().is_empty(),
+        "the admin token sees it"
+    );
+
+    // Routes about every brand at once.
+    let answer = get(&approver, "/v1/trace/export").await;
+    assert_refusal(
+        &answer,
+        403,
+        "forbidden",
+        "concerns every brand",
+        &approver,
+        "the export",
+    );
+
+    // A viewer of acme: acme's brand routes, not globex's; not the connectors.
+    let viewer = keys
+        .issuer
+        .sign(&issuer.claims("v1", json!("viewer:acme"), json!({})));
+    assert_eq!(
+        get(&viewer, "/v1/brands/acme/connections").await.status,
+        200
+    );
+    let answer = get(&viewer, "/v1/brands/globex/connections").await;
+    assert_refusal(
+        &answer,
+        403,
+        "brand_not_granted",
+        "not `globex`",
+        &viewer,
+        "another brand's connections",
+    );
+    let answer = get(&viewer, "/v1/connectors").await;
+    assert_refusal(
+        &answer,
+        403,
+        "forbidden",
+        "concerns every brand",
+        &viewer,
+        "the connectors",
+    );
+    // Nor may it open a session for acme (a viewer reads).
+    let answer = call(
+        &http,
+        &base,
+        &viewer,
+        Method::POST,
+        "/v1/sessions",
+        Some(json!({"brand": "acme", "role": "person-chat"})),
+    )
+    .await;
+    assert_eq!(answer.status, 403, "{}", answer.body);
+
+    // An admin of acme opens acme's sessions, not globex's.
+    let acme_admin = keys
+        .issuer
+        .sign(&issuer.claims("a1", json!("admin:acme"), json!({})));
+    let answer = call(
+        &http,
+        &base,
+        &acme_admin,
+        Method::POST,
+        "/v1/sessions",
+        Some(json!({"brand": "globex", "role": "person-chat"})),
+    )
+    .await;
+    assert_refusal(
+        &answer,
+        403,
+        "brand_not_granted",
+        "not `globex`",
+        &acme_admin,
+        "a session for another brand",
+    );
+    let answer = call(
+        &http,
+        &base,
+        &acme_admin,
+        Method::POST,
+        "/v1/sessions",
+        Some(json!({"brand": "acme", "role": "person-chat"})),
+    )
+    .await;
+    assert_eq!(answer.status, 201, "{}", answer.body);
+
+    // Deciding acme's runs it, recorded under the person's email.
+    let answer = call(
+        &http,
+        &base,
+        &approver,
+        Method::POST,
+        &format!("/v1/approvals/{acme_approval}"),
+        Some(json!({"approve": true})),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(answer.body["decided_by"], "alice@acme.example");
+    let reply = tokio::time::timeout(crate::common::EVENTUALLY, waiting.remove(0))
+        .await
+        .expect("acme's write ends")
+        .unwrap()
+        .unwrap();
+    assert!(ok_text(&reply).is_some(), "{reply}");
+    assert!(github.branch_sha("octo", "hello", "scout/acme").is_some());
+    assert!(github.branch_sha("octo", "hello", "scout/globex").is_none());
+    let decided: Vec<_> = admin
+        .trace("acme")
+        .await
+        .into_iter()
+        .filter(|e| e.state == scout_host::store::TraceState::Decided)
+        .filter(|e| e.session == acme_session)
+        .collect();
+    assert_eq!(
+        decided[0].detail["by"],
+        "alice@acme.example (approvals API)"
+    );
+    // globex's is still the admin token's to decide.
+    let (status, _) = admin
+        .request(
+            Method::POST,
+            &format!("/v1/approvals/{globex_approval}"),
+            Some(json!({"approve": false})),
+        )
+        .await;
+    assert_eq!(status, 200);
 }

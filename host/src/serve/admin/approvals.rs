@@ -13,11 +13,17 @@ pub(super) struct ApprovalsQuery {
 
 pub(super) async fn list_approvals(
     State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
     RawQuery(raw): RawQuery,
 ) -> Result<Json<Value>, ApiError> {
     let q: ApprovalsQuery = query(raw)?;
-    // Every live host's sessions: any host answers for any approval.
-    let views = host.all_sessions()?;
+    // Every live host's sessions: any host answers for any approval. Only
+    // the brands the caller's roles cover.
+    let views: Vec<Value> = host
+        .all_sessions()?
+        .into_iter()
+        .filter(|v| v["brand"].as_str().is_some_and(|b| caller.sees(b)))
+        .collect();
     let sessions: Vec<&Value> = match &q.session {
         Some(s) => views.iter().filter(|v| v["id"] == s.as_str()).collect(),
         None => views.iter().collect(),
@@ -30,7 +36,8 @@ pub(super) async fn list_approvals(
         .collect();
     // A session asked for by id that no live host serves still answers
     // for its approvals (none are pending once it has ended).
-    if let (Some(s), true) = (&q.session, listed.is_empty()) {
+    // Its brand is unknown then: only to a role over every brand.
+    if let (Some(s), true, true) = (&q.session, listed.is_empty(), caller.covers_every_brand()) {
         listed.push((s.as_str(), None));
     }
     for (session, view) in listed {
@@ -75,9 +82,17 @@ pub(super) fn connector_of(host: &ServeHost, tool: &str) -> Option<String> {
 /// this after sign-in to know whether to offer the decide buttons.
 pub(super) async fn whoami(Extension(caller): Extension<Principal>) -> Json<Value> {
     let may = |method, route| crate::serve::identity::permit(caller.role, method, route).is_ok();
+    let brands: serde_json::Map<String, Value> = caller
+        .brands
+        .iter()
+        .map(|(brand, role)| (brand.clone(), json!(role.name())))
+        .collect();
     Json(json!({
         "subject": caller.subject,
         "role": caller.role.name(),
+        // The role over every brand (null: only over the brands listed).
+        "every_brand": caller.every_brand.map(|r| r.name()),
+        "brands": brands,
         "via": match caller.via {
             crate::serve::identity::Via::AdminToken => "admin-token",
             crate::serve::identity::Via::Oidc => "oidc",
@@ -100,6 +115,7 @@ pub(super) struct CapabilityRequestsQuery {
 /// The capability requests agents parked (every session's, or one's).
 pub(super) async fn list_capability_requests(
     State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
     RawQuery(raw): RawQuery,
 ) -> Result<Json<Value>, ApiError> {
     let q: CapabilityRequestsQuery = query(raw)?;
@@ -108,10 +124,13 @@ pub(super) async fn list_capability_requests(
         Some("false") => false,
         Some(_) => return Err(ApiError::bad_request("`pending` is true or false")),
     };
-    let requests = host
+    let requests: Vec<_> = host
         .store
         .capability_requests(q.session.as_deref(), pending_only)
-        .await?;
+        .await?
+        .into_iter()
+        .filter(|r| caller.sees(&r.brand))
+        .collect();
     Ok(Json(json!({"requests": requests})))
 }
 
@@ -133,6 +152,17 @@ pub(super) async fn answer_capability_request(
     let id: i64 = id
         .parse()
         .map_err(|_| ApiError::bad_request("a capability request id is a number"))?;
+    // Another brand's request is answered as one that does not exist.
+    let brand = host
+        .store
+        .capability_requests(None, false)
+        .await?
+        .into_iter()
+        .find(|r| r.id == id)
+        .map(|r| r.brand);
+    if !brand.is_some_and(|b| caller.may_in(&b, "POST", "/v1/capability-requests/{id}")) {
+        return Err(ApiError::not_found(format!("no capability request {id}")));
+    }
     let answer = request.answer.trim();
     if answer.is_empty() || answer.chars().count() > 4000 {
         return Err(ApiError::invalid_field(
@@ -198,6 +228,21 @@ pub(super) async fn decide_approval(
     let id: i64 = id
         .parse()
         .map_err(|_| ApiError::bad_request("an approval id is a number"))?;
+    // Another brand's approval is answered as one that does not exist.
+    let unknown = || ApiError::not_found(format!("no approval {id}"));
+    let approval = host
+        .store
+        .approval(ApprovalId(id))
+        .await?
+        .ok_or_else(unknown)?;
+    super::require_session_brand(
+        &host,
+        &caller,
+        &approval.session,
+        "POST",
+        "/v1/approvals/{id}",
+        &format!("no approval {id}"),
+    )?;
     // The trace's `decided` event says who, and through which channel.
     match host
         .store

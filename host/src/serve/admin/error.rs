@@ -49,6 +49,34 @@ impl ApiError {
     pub(crate) fn bad_request(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
     }
+    /// A brand named in the request that the caller's roles do not cover
+    /// (for what to do: a role over that brand).
+    pub(crate) fn brand_refused(
+        caller: &crate::serve::identity::Principal,
+        brand: &str,
+    ) -> ApiError {
+        let held = match caller.role_for(brand) {
+            Some(role) => format!(
+                "your role over brand `{}` is `{}`, which may not do this",
+                brand.escape_debug(),
+                role.name()
+            ),
+            None => format!(
+                "your roles cover brand(s) {}, not `{}`",
+                caller.brand_names(),
+                brand.escape_debug()
+            ),
+        };
+        ApiError::new(
+            StatusCode::FORBIDDEN,
+            "brand_not_granted",
+            format!(
+                "{held}: ask for a role over it (e.g. approver:{})",
+                brand.escape_debug()
+            ),
+        )
+    }
+
     pub(crate) fn not_found(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
     }

@@ -278,14 +278,73 @@ async fn require_identity(
         .get::<MatchedPath>()
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| request.uri().path().to_string());
-    if let Err(why) = super::identity::permit(principal.role, request.method().as_str(), &route) {
+    let method = request.method().as_str().to_string();
+    if let Err(why) = super::identity::permit(principal.role, &method, &route) {
         return ApiError::new(StatusCode::FORBIDDEN, "forbidden", why).into_response();
+    }
+    // A role over some brands: a route about every brand is refused, and
+    // a brand's own route is checked against the role over that brand.
+    if !super::identity::brand_checked(&route) {
+        let every = principal.every_brand;
+        if let Err(why) = every
+            .ok_or_else(String::new)
+            .and_then(|role| super::identity::permit(role, &method, &route))
+        {
+            return ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                format!(
+                    "{method} {route} concerns every brand, and your roles cover only brand(s) {}{}{why}",
+                    principal.brand_names(),
+                    if why.is_empty() { "" } else { "; over every brand, " }
+                ),
+            )
+            .into_response();
+        }
+    } else if route.contains("{brand}") {
+        let (mut parts, body) = request.into_parts();
+        let brand = <Path<BTreeMap<String, String>> as axum::extract::FromRequestParts<()>>::from_request_parts(&mut parts, &())
+            .await
+            .ok()
+            .and_then(|Path(params)| params.get("brand").cloned())
+            .unwrap_or_default();
+        request = Request::from_parts(parts, body);
+        if !principal.may_in(&brand, &method, &route) {
+            return ApiError::brand_refused(&principal, &brand).into_response();
+        }
     }
     let caller = Caller(principal.subject.clone());
     request.extensions_mut().insert(principal);
     let mut response = next.run(request).await;
     response.extensions_mut().insert(caller);
     response
+}
+
+/// Refuses, as if it did not exist, an open session whose brand the
+/// caller's roles do not let send `method` to `route`: a role over one
+/// brand neither sees nor touches another's. `what` names it for the 404.
+pub(super) fn require_session_brand(
+    host: &ServeHost,
+    caller: &Principal,
+    session: &str,
+    method: &str,
+    route: &str,
+    what: &str,
+) -> Result<(), ApiError> {
+    if caller.covers_every_brand()
+        && caller
+            .every_brand
+            .is_some_and(|role| super::identity::permit(role, method, route).is_ok())
+    {
+        return Ok(());
+    }
+    let brand = host
+        .session_view(session)?
+        .and_then(|view| view["brand"].as_str().map(str::to_string));
+    match brand {
+        Some(brand) if caller.may_in(&brand, method, route) => Ok(()),
+        _ => Err(ApiError::not_found(what.to_string())),
+    }
 }
 
 /// Who a request was verified as, for the access log: the admin API's

@@ -5,22 +5,47 @@ use super::*;
 
 pub(super) async fn create_session(
     State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
     Body(request): Body<OpenSession>,
 ) -> Result<Response, ApiError> {
+    let brand = request.brand.trim();
+    if !caller.may_in(brand, "POST", "/v1/sessions") {
+        return Err(ApiError::brand_refused(&caller, brand));
+    }
     let view = host.open_session(&request)?;
     Ok((StatusCode::CREATED, Json(view)).into_response())
 }
 
 pub(super) async fn list_sessions(
     State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
 ) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!({"sessions": host.all_sessions()?})))
+    let sessions: Vec<Value> = host
+        .all_sessions()?
+        .into_iter()
+        .filter(|v| v["brand"].as_str().is_some_and(|b| caller.sees(b)))
+        .collect();
+    Ok(Json(json!({"sessions": sessions})))
+}
+
+/// The 404 of a session that is not open, or not the caller's to see.
+fn no_session(id: &str) -> String {
+    format!("no open session `{id}`")
 }
 
 pub(super) async fn get_session(
     State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    super::require_session_brand(
+        &host,
+        &caller,
+        &id,
+        "GET",
+        "/v1/sessions/{id}",
+        &no_session(&id),
+    )?;
     let view = host
         .session_view(&id)?
         .ok_or_else(|| ApiError::not_found(format!("no open session `{id}`")))?;
@@ -29,8 +54,17 @@ pub(super) async fn get_session(
 
 pub(super) async fn end_session(
     State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
+    super::require_session_brand(
+        &host,
+        &caller,
+        &id,
+        "DELETE",
+        "/v1/sessions/{id}",
+        &no_session(&id),
+    )?;
     use crate::serve::SessionEnd;
     match host.end_any_session(&id).await? {
         SessionEnd::Ended => Ok(Json(json!({"ended": id})).into_response()),
@@ -55,6 +89,14 @@ pub(super) async fn resume_session(
     Extension(caller): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    super::require_session_brand(
+        &host,
+        &caller,
+        &id,
+        "POST",
+        "/v1/sessions/{id}/resume",
+        &no_session(&id),
+    )?;
     // A session the fleet keeps is taken up here to be resumed.
     let live = match host.session(&id) {
         Some(live) => Some(live),
@@ -100,9 +142,18 @@ pub(super) struct AgentConfigQuery {
 /// them (see [`crate::serve::agent_config`]); never its token.
 pub(super) async fn agent_config(
     State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
     Path(id): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
+    super::require_session_brand(
+        &host,
+        &caller,
+        &id,
+        "GET",
+        "/v1/sessions/{id}/agent-config",
+        &no_session(&id),
+    )?;
     use crate::serve::agent_config::{FORMAT_NAMES, Format, TOKEN_ENV};
     let q: AgentConfigQuery = query(raw)?;
     let format = q

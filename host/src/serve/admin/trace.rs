@@ -107,6 +107,7 @@ pub(super) async fn trace_export(
 
 pub(super) async fn trace(
     State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
     RawQuery(raw): RawQuery,
 ) -> Result<Json<Value>, ApiError> {
     let q: TraceQuery = query(raw)?;
@@ -133,6 +134,9 @@ pub(super) async fn trace(
     .max(1) as usize;
     let filter = match (&q.session, &q.brand) {
         (Some(session), None) => TraceFilter::Session(session),
+        (None, Some(brand)) if !caller.sees(brand) => {
+            return Err(ApiError::brand_refused(&caller, brand));
+        }
         (None, Some(brand)) => TraceFilter::Brand(brand),
         _ => {
             return Err(ApiError::bad_request(
@@ -144,8 +148,11 @@ pub(super) async fn trace(
     let next_after = (page.len() == limit)
         .then(|| page.last().map(|(seq, _)| *seq))
         .flatten();
+    // A session's rows carry its brand: another brand's are left out (the
+    // page's cursor still moves past them).
     let events: Vec<Value> = page
         .into_iter()
+        .filter(|(_, event)| caller.sees(&event.brand))
         .map(|(seq, event)| {
             let mut value = json!(event);
             value["seq"] = json!(seq);

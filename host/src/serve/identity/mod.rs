@@ -94,23 +94,93 @@ pub enum Via {
 
 /// The verified caller, as the auth middleware inserts it into the
 /// request's extensions for handlers to read.
+///
+/// A role may cover every brand (`approver`) or one (`approver:acme`). A
+/// route is permitted by the highest role held anywhere ([`Principal::role`]);
+/// what it touches is then checked against the role held over that
+/// resource's brand ([`Principal::role_for`]), and a route that concerns
+/// every brand at once (the connectors, the reviews, the export) needs a
+/// role over every brand ([`Principal::every_brand`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
-    /// Who: the token's `sub`, or `admin-token`.
+    /// Who, as shown and recorded: the configured subject claim
+    /// (`subject_claim`, e.g. `email`), else the token's `sub`; or
+    /// `admin-token`.
     pub subject: String,
+    /// The highest role held over any brand.
     pub role: Role,
     pub via: Via,
+    /// The role held over every brand, if any.
+    pub every_brand: Option<Role>,
+    /// Roles held over one brand each (beyond `every_brand`).
+    pub brands: std::collections::BTreeMap<String, Role>,
 }
 
 impl Principal {
-    /// The holder of the static admin token.
+    /// The holder of the static admin token: admin of every brand.
     pub fn admin_token() -> Principal {
         Principal {
             subject: "admin-token".to_string(),
             role: Role::Admin,
             via: Via::AdminToken,
+            every_brand: Some(Role::Admin),
+            brands: Default::default(),
         }
     }
+
+    /// The role held over `brand`: the higher of the every-brand role and
+    /// that brand's own.
+    pub fn role_for(&self, brand: &str) -> Option<Role> {
+        self.every_brand.max(self.brands.get(brand).copied())
+    }
+
+    /// Whether the role held over `brand` may send `method` to `route`.
+    pub fn may_in(&self, brand: &str, method: &str, route: &str) -> bool {
+        self.role_for(brand)
+            .is_some_and(|role| allows(role, method, route))
+    }
+
+    /// Whether it may see anything of `brand`.
+    pub fn sees(&self, brand: &str) -> bool {
+        self.role_for(brand).is_some()
+    }
+
+    /// Whether it holds a role over every brand (else only over some).
+    pub fn covers_every_brand(&self) -> bool {
+        self.every_brand.is_some()
+    }
+
+    /// The brands a brand-scoped caller's roles cover, for a refusal.
+    pub fn brand_names(&self) -> String {
+        self.brands
+            .keys()
+            .map(|b| format!("`{b}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// The routes whose handlers check each resource's brand against
+/// [`Principal::role_for`], so a role over one brand may use them; and
+/// every route with a `{brand}` in its path, checked by the middleware.
+/// Any other route concerns every brand and needs a role over all.
+pub const BRAND_CHECKED_ROUTES: &[&str] = &[
+    "/v1/health",
+    "/v1/whoami",
+    "/v1/approvals",
+    "/v1/approvals/{id}",
+    "/v1/capability-requests",
+    "/v1/capability-requests/{id}",
+    "/v1/sessions",
+    "/v1/sessions/{id}",
+    "/v1/sessions/{id}/resume",
+    "/v1/sessions/{id}/agent-config",
+    "/v1/trace",
+];
+
+/// Whether `route` is checked brand by brand.
+pub fn brand_checked(route: &str) -> bool {
+    BRAND_CHECKED_ROUTES.contains(&route) || route.starts_with("/v1/brands/{brand}")
 }
 
 /// The routes (method, route pattern) an approver may use.
@@ -336,52 +406,92 @@ impl OidcVerifier {
                 return Err(InvalidToken::NotYetValid.into());
             }
         }
-        let subject = match claims.get("sub") {
-            Some(Value::String(s))
-                if !s.is_empty()
-                    && s.len() <= MAX_SUBJECT_BYTES
-                    && !s.chars().any(char::is_control) =>
-            {
-                s.clone()
-            }
+        let usable = |s: &String| {
+            !s.is_empty() && s.len() <= MAX_SUBJECT_BYTES && !s.chars().any(char::is_control)
+        };
+        let sub = match claims.get("sub") {
+            Some(Value::String(s)) if usable(s) => s.clone(),
             Some(_) => return Err(InvalidToken::BadClaim("sub").into()),
             None => return Err(InvalidToken::MissingClaim("sub").into()),
         };
-        let role = self
-            .role_of(claims.get(&self.config.role_claim))
-            .ok_or_else(|| Refusal::NoRole {
+        // `sub` may be an opaque or pairwise id: a person is shown and
+        // recorded by the claim the operator names, when the token has it.
+        let subject = self
+            .config
+            .subject_claim
+            .as_deref()
+            .and_then(|claim| claims.get(claim))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .filter(usable)
+            .unwrap_or(sub);
+        let (every_brand, brands) = self.roles_of(claims.get(&self.config.role_claim));
+        let Some(role) = every_brand.max(brands.values().copied().max()) else {
+            return Err(Refusal::NoRole {
                 claim: self.config.role_claim.clone(),
-                mapped: if self.config.roles.is_some() {
-                    ", as [oidc.roles] maps its values"
+                mapped: if self.config.roles.is_some() || !self.config.brand_roles.is_empty() {
+                    ", as [oidc.roles] and [oidc.brand_roles] map its values"
                 } else {
-                    ""
+                    " (or ROLE:BRAND, e.g. approver:acme)"
                 },
-            })?;
+            });
+        };
         Ok(Principal {
             subject,
             role,
             via: Via::Oidc,
+            every_brand,
+            brands,
         })
     }
 
-    /// The highest role the claim's value (a string or an array of
-    /// strings) gives.
-    fn role_of(&self, claim: Option<&Value>) -> Option<Role> {
-        let values: Vec<&str> = match claim? {
-            Value::String(s) => vec![s.as_str()],
-            Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
-            _ => return None,
+    /// The roles the claim's value (a string or an array of strings)
+    /// gives: the highest over every brand, and the highest over each
+    /// brand it names. Without `[oidc.roles]`, the values are the role
+    /// names themselves, `approver` for every brand and `approver:acme` for
+    /// one; with it, only the values it lists (every brand) and those
+    /// `[oidc.brand_roles.BRAND]` lists (that brand).
+    fn roles_of(
+        &self,
+        claim: Option<&Value>,
+    ) -> (Option<Role>, std::collections::BTreeMap<String, Role>) {
+        let mut brands = std::collections::BTreeMap::new();
+        let values: Vec<&str> = match claim {
+            Some(Value::String(s)) => vec![s.as_str()],
+            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
         };
-        let gives = |listed: &[String]| values.iter().any(|v| listed.iter().any(|l| l == v));
-        if gives(&self.roles.admin) {
-            Some(Role::Admin)
-        } else if gives(&self.roles.approver) {
-            Some(Role::Approver)
-        } else if gives(&self.roles.viewer) {
-            Some(Role::Viewer)
-        } else {
-            None
+        let highest = |roles: &OidcRoles, value: &str| -> Option<Role> {
+            [
+                (Role::Admin, &roles.admin),
+                (Role::Approver, &roles.approver),
+                (Role::Viewer, &roles.viewer),
+            ]
+            .into_iter()
+            .find(|(_, listed)| listed.iter().any(|l| l == value))
+            .map(|(role, _)| role)
+        };
+        let mut every_brand: Option<Role> = None;
+        for value in values {
+            every_brand = every_brand.max(highest(&self.roles, value));
+            if self.config.roles.is_none()
+                && let Some((role, brand)) = value.split_once(':')
+                && let Some(role) = highest(&self.roles, role)
+                && crate::config::check_brand_name(brand).is_ok()
+            {
+                let held = brands.entry(brand.to_string()).or_insert(role);
+                *held = (*held).max(role);
+            }
+            for (brand, roles) in &self.config.brand_roles {
+                if let Some(role) = highest(roles, value) {
+                    let held = brands.entry(brand.clone()).or_insert(role);
+                    *held = (*held).max(role);
+                }
+            }
         }
+        // A brand's role no higher than the every-brand one adds nothing.
+        brands.retain(|_, role| every_brand.is_none_or(|every| *role > every));
+        (every_brand, brands)
     }
 
     /// The key `kid` names, from the cache, or fetched when the cache lacks

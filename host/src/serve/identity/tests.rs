@@ -111,46 +111,90 @@ fn roles_permit_their_routes_and_refusals_say_what_the_role_may_do() {
 }
 
 #[test]
-fn the_highest_role_a_claim_gives_wins() {
+fn the_highest_role_a_claim_gives_wins_over_every_brand_and_each_brand() {
     let config = OidcConfig {
         issuer: "https://id.example.com".into(),
         audience: "scout".into(),
         jwks_url: "https://id.example.com/jwks".into(),
         role_claim: "scout_roles".into(),
+        subject_claim: None,
         leeway_secs: 60,
         jwks_min_refresh_secs: 10,
         allow_private_network: false,
         roles: None,
+        brand_roles: Default::default(),
     };
     let verifier = OidcVerifier::new(&config).unwrap();
-    let role = |v: Value| verifier.role_of(Some(&v));
-    assert_eq!(role("viewer".into()), Some(Role::Viewer));
+    let every = |v: Value| verifier.roles_of(Some(&v)).0;
+    assert_eq!(every("viewer".into()), Some(Role::Viewer));
     assert_eq!(
-        role(serde_json::json!(["viewer", "admin"])),
+        every(serde_json::json!(["viewer", "admin"])),
         Some(Role::Admin)
     );
     assert_eq!(
-        role(serde_json::json!(["approver", 3])),
+        every(serde_json::json!(["approver", 3])),
         Some(Role::Approver)
     );
-    assert_eq!(role(serde_json::json!(["owner"])), None);
-    assert_eq!(role(serde_json::json!({"admin": true})), None);
-    assert_eq!(verifier.role_of(None), None);
+    assert_eq!(every(serde_json::json!(["owner"])), None);
+    assert_eq!(every(serde_json::json!({"admin": true})), None);
+    assert_eq!(verifier.roles_of(None), (None, Default::default()));
+
+    // `ROLE:BRAND` is a role over that brand alone; one no higher than the
+    // every-brand role adds nothing.
+    let (every_brand, brands) = verifier.roles_of(Some(&serde_json::json!([
+        "approver:acme",
+        "viewer:acme",
+        "viewer:globex",
+        "owner:initech",
+        "admin: spaced"
+    ])));
+    assert_eq!(every_brand, None);
+    assert_eq!(
+        brands.into_iter().collect::<Vec<_>>(),
+        [
+            ("acme".to_string(), Role::Approver),
+            ("globex".to_string(), Role::Viewer)
+        ]
+    );
+    let (every_brand, brands) = verifier.roles_of(Some(&serde_json::json!([
+        "viewer",
+        "viewer:acme",
+        "approver:globex"
+    ])));
+    assert_eq!(every_brand, Some(Role::Viewer));
+    assert_eq!(
+        brands.into_iter().collect::<Vec<_>>(),
+        [("globex".to_string(), Role::Approver)]
+    );
+
     let mapped = OidcVerifier::new(&OidcConfig {
         roles: Some(OidcRoles {
             admin: vec!["platform-admins".into()],
             ..Default::default()
         }),
+        brand_roles: [(
+            "acme".to_string(),
+            OidcRoles {
+                approver: vec!["acme-approvers".into()],
+                ..Default::default()
+            },
+        )]
+        .into(),
         ..config
     })
     .unwrap();
     assert_eq!(
-        mapped.role_of(Some(&serde_json::json!(["platform-admins"]))),
+        mapped
+            .roles_of(Some(&serde_json::json!(["platform-admins"])))
+            .0,
         Some(Role::Admin)
     );
     assert_eq!(
-        mapped.role_of(Some(&serde_json::json!("viewer"))),
-        None,
+        mapped.roles_of(Some(&serde_json::json!(["viewer", "approver:acme"]))),
+        (None, Default::default()),
         "a mapping replaces the default values"
     );
+    let (every_brand, brands) = mapped.roles_of(Some(&serde_json::json!(["acme-approvers"])));
+    assert_eq!(every_brand, None);
+    assert_eq!(brands.get("acme"), Some(&Role::Approver));
 }
