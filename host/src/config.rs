@@ -277,7 +277,8 @@ impl TokenBrokerConfig {
 /// [oidc]
 /// issuer = "https://id.example.com"          # the tokens' `iss`, exactly
 /// audience = "scout-admin"                   # one of the tokens' `aud`
-/// jwks_url = "https://id.example.com/.well-known/jwks.json"
+/// # jwks_url = "https://id.example.com/jwks"   # optional: else the discovery document's `jwks_uri`
+/// console_client_id = "scout-console"        # optional: the console signs in (code + PKCE)
 /// role_claim = "scout_roles"                 # default; a string or an array of strings
 /// subject_claim = "email"                    # optional: who is shown and recorded (else `sub`)
 /// leeway_secs = 60                           # clock skew allowed on exp, nbf, iat
@@ -299,8 +300,24 @@ pub struct OidcConfig {
     pub issuer: String,
     /// A token's `aud` (a string or an array) must contain it.
     pub audience: String,
-    /// Where the issuer publishes its signing keys (a JWK set).
-    pub jwks_url: String,
+    /// Where the issuer publishes its signing keys (a JWK set). Absent:
+    /// the `jwks_uri` of the issuer's discovery document
+    /// (`ISSUER/.well-known/openid-configuration`).
+    #[serde(default)]
+    pub jwks_url: Option<String>,
+    /// The console's client id at the issuer (a public client, with
+    /// `BASE/console/` as its redirect URI): the console then signs in with
+    /// the authorization code flow and PKCE, and refreshes its token.
+    #[serde(default)]
+    pub console_client_id: Option<String>,
+    /// The scopes the console asks for.
+    #[serde(default = "default_console_scope")]
+    pub console_scope: String,
+    /// Which of the issuer's tokens the console sends as its bearer:
+    /// `id_token` (its `aud` is the client id, so set `audience` to it) or
+    /// `access_token` (when the issuer makes it a JWT for `audience`).
+    #[serde(default)]
+    pub console_bearer: ConsoleBearer,
     /// The claim that carries the caller's roles.
     #[serde(default = "default_role_claim")]
     pub role_claim: String,
@@ -331,6 +348,19 @@ pub struct OidcConfig {
     pub brand_roles: BTreeMap<String, OidcRoles>,
 }
 
+/// Which token the console sends.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConsoleBearer {
+    #[default]
+    IdToken,
+    AccessToken,
+}
+
+fn default_console_scope() -> String {
+    "openid email profile".to_string()
+}
+
 /// `[oidc.roles]`: the values of the role claim that give each role.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -351,7 +381,19 @@ impl OidcConfig {
     /// names the key to fix.
     fn check(&self) -> Result<(), String> {
         check_identity_url("oidc.issuer", &self.issuer)?;
-        check_identity_url("oidc.jwks_url", &self.jwks_url)?;
+        if let Some(jwks_url) = &self.jwks_url {
+            check_identity_url("oidc.jwks_url", jwks_url)?;
+        }
+        if let Some(client) = &self.console_client_id
+            && (client.trim().is_empty() || client.chars().any(char::is_control))
+        {
+            return Err(
+                "oidc.console_client_id must be the console's client id at the issuer".into(),
+            );
+        }
+        if !self.console_scope.split(' ').any(|s| s == "openid") {
+            return Err("oidc.console_scope must include `openid`".into());
+        }
         if self.audience.trim().is_empty() {
             return Err(
                 "oidc.audience must not be empty: it is what a token's `aud` must contain".into(),
@@ -418,7 +460,7 @@ impl OidcRoles {
 /// An identity provider's URL: https, or plain http to this machine only
 /// (a test issuer): keys fetched in the clear from elsewhere could be
 /// swapped on the way.
-fn check_identity_url(key: &str, text: &str) -> Result<(), String> {
+pub(crate) fn check_identity_url(key: &str, text: &str) -> Result<(), String> {
     let url = url::Url::parse(text).map_err(|e| format!("{key}: `{text}` is not a URL: {e}"))?;
     let loopback = match url.host() {
         Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
@@ -1502,6 +1544,30 @@ mod tests {
         let m = ServeConfig::parse(&format!("[oidc]\naudience = \" \"\n{good}"));
         assert!(matches!(m, Err(ConfigFileError::Invalid(m)) if m.contains("oidc.audience")));
         assert!(invalid(&format!("{good}leeway_secs = 601\n")).contains("oidc.leeway_secs"));
+        // The keys may be found through discovery; the console's sign-in is checked.
+        let discovered =
+            parse("issuer = \"https://id.example.com\"\nconsole_client_id = \"scout-console\"\n")
+                .unwrap()
+                .oidc
+                .unwrap();
+        assert_eq!(discovered.jwks_url, None);
+        assert_eq!(discovered.console_scope, "openid email profile");
+        assert_eq!(discovered.console_bearer, ConsoleBearer::IdToken);
+        assert!(invalid(&format!("{good}console_scope = \"email\"\n")).contains("`openid`"));
+        assert!(
+            invalid(&format!("{good}console_client_id = \" \"\n")).contains("console_client_id")
+        );
+        assert!(invalid(&format!("{good}subject_claim = \"\"\n")).contains("subject_claim"));
+        assert!(
+            invalid(&format!("{good}[oidc.brand_roles.acme]\nviewer = []\n"))
+                .contains("oidc.brand_roles.acme gives no role")
+        );
+        assert!(
+            invalid(&format!(
+                "{good}[oidc.brand_roles.\" acme\"]\nviewer = [\"v\"]\n"
+            ))
+            .contains("cannot name a brand")
+        );
         assert!(
             invalid(&format!("{good}jwks_min_refresh_secs = 0\n"))
                 .contains("jwks_min_refresh_secs")

@@ -212,19 +212,44 @@ pub fn mcp_inspector() -> String {
         .clone()
 }
 
-/// The Inspector version the tests install.
 /// The cargo target directory this build uses, as the build script found
 /// it from cargo's layout (a directory made before cargo, such as a
 /// container's cache mount, has no `CACHEDIR.TAG` to look for).
 pub const TARGET_ROOT: &str = env!("SCOUT_TARGET_ROOT");
 
+/// The Inspector version the tests install.
 pub const MCP_INSPECTOR: &str = "@modelcontextprotocol/inspector@2.12.0";
+
+/// The OpenID Connect provider the console's sign-in test runs
+/// (`tests/idp/issuer.mjs`): panva's `oidc-provider`, OpenID Certified.
+pub const OIDC_PROVIDER: &str = "oidc-provider@9.13.3";
+
+/// The module `tests/idp/issuer.mjs` imports: `$SCOUT_TEST_OIDC_PROVIDER`,
+/// or else [`OIDC_PROVIDER`] installed once with the machine's `npm` under
+/// the cargo target directory.
+pub fn oidc_provider() -> String {
+    if let Ok(module) = std::env::var("SCOUT_TEST_OIDC_PROVIDER") {
+        return module;
+    }
+    static PROVISIONED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PROVISIONED
+        .get_or_init(|| {
+            provision_npm(
+                "oidc-provider",
+                OIDC_PROVIDER,
+                "node_modules/oidc-provider/lib/index.js",
+                "SCOUT_TEST_OIDC_PROVIDER",
+            )
+            .unwrap_or_else(|e| panic!("{e}"))
+        })
+        .clone()
+}
 
 fn provision_mcp_inspector() -> Result<String, String> {
     provision_npm(
         "mcp-inspector",
         MCP_INSPECTOR,
-        "mcp-inspector",
+        "node_modules/.bin/mcp-inspector",
         "SCOUT_TEST_MCP_INSPECTOR",
     )
 }
@@ -244,7 +269,7 @@ pub fn server_everything() -> String {
             provision_npm(
                 "server-everything",
                 SERVER_EVERYTHING,
-                "mcp-server-everything",
+                "node_modules/.bin/mcp-server-everything",
                 "SCOUT_TEST_SERVER_EVERYTHING",
             )
             .unwrap_or_else(|e| panic!("{e}"))
@@ -305,11 +330,12 @@ pub fn start_server_everything() -> (std::process::Child, u16) {
 pub const SERVER_EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
 
 /// Installs npm package `package` once under the target directory's
-/// `dir`, and gives the path of its command `bin`; `instead` is the
-/// variable that names one installed by hand.
-fn provision_npm(dir: &str, package: &str, bin: &str, instead: &str) -> Result<String, String> {
+/// `dir`, and gives the path of its file `entry` (relative to `dir`: a
+/// command in `node_modules/.bin`, or a module); `instead` is the variable
+/// that names one installed by hand.
+fn provision_npm(dir: &str, package: &str, entry: &str, instead: &str) -> Result<String, String> {
     let (dir, _lock) = provisioned(dir)?;
-    let cli = dir.join("node_modules/.bin").join(bin);
+    let cli = dir.join(entry);
     let stamp = dir.join("version");
     if cli.is_file() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(package) {
         return Ok(cli.display().to_string());
@@ -326,7 +352,7 @@ fn provision_npm(dir: &str, package: &str, bin: &str, instead: &str) -> Result<S
         })?;
     if !out.status.success() || !cli.is_file() {
         return Err(format!(
-            "npm install {package} failed ({}); set {instead} to its `{bin}` instead\n{}",
+            "npm install {package} failed ({}); set {instead} to its `{entry}` instead\n{}",
             out.status,
             String::from_utf8_lossy(&out.stderr)
         ));

@@ -413,3 +413,240 @@ async fn a_person_connects_a_brand_from_the_console() {
         );
     }
 }
+
+/// The OpenID Connect provider of `tests/idp/issuer.mjs` (panva's
+/// `oidc-provider`) on a loopback port, killed when dropped; every line it
+/// prints is kept.
+struct Provider {
+    child: std::process::Child,
+    issuer: String,
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Provider {
+    fn start(
+        port: u16,
+        redirect_uri: &str,
+        token_ttl: u64,
+        accounts: &serde_json::Value,
+    ) -> Provider {
+        use std::io::BufRead;
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/idp/issuer.mjs");
+        let mut child = Command::new("node")
+            .arg(&script)
+            .env("OIDC_PROVIDER", scout_tests::oidc_provider())
+            .env("PORT", port.to_string())
+            .env("REDIRECT_URI", redirect_uri)
+            .env("TOKEN_TTL", token_ttl.to_string())
+            .env("ACCOUNTS", accounts.to_string())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("node runs the provider");
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        let kept = lines.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if line.contains("\"listening\"") {
+                    let _ = tx.send(());
+                }
+                kept.lock().unwrap().push(line);
+            }
+        });
+        rx.recv_timeout(crate::common::EVENTUALLY)
+            .expect("the provider says it listens");
+        Provider {
+            child,
+            issuer: format!("http://127.0.0.1:{port}"),
+            lines,
+        }
+    }
+
+    /// How many tokens it issued by `grant_type`.
+    fn grants(&self, grant_type: &str) -> usize {
+        let wanted = serde_json::json!({ "grant": grant_type }).to_string();
+        self.lines
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| **l == wanted)
+            .count()
+    }
+}
+
+impl Drop for Provider {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The console signs in with a real OpenID Connect provider (authorization
+/// code + PKCE, through the provider's own login page), shows the person's
+/// e-mail and only their brand's writes, refreshes its token while a write
+/// waits, keeps the write in view when the sign-in ends and asks to sign in
+/// again, and the person then approves it: GitHub sees that write and not
+/// the other brand's, and the trace records her e-mail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_signs_in_with_the_identity_provider_and_keeps_a_waiting_write_in_view() {
+    use super::crash_safety::{
+        ADMIN_TOKEN as ADMIN, Admin, GITHUB_TOKEN as GITHUB, Mcp, ok_text, wait_for,
+    };
+    use reqwest::Method;
+    use serde_json::json;
+    let Some((chromium, chromedriver)) = scout_tests::chromium() else {
+        return;
+    };
+    const TTL: u64 = 6;
+    let idp_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let github = FakeGitHub::start(GITHUB).await;
+    let dir = std::env::temp_dir().join(format!("scout-console-oidc-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("serve.toml");
+    // No jwks_url: the keys are found through the discovery document.
+    std::fs::write(
+        &config,
+        scout_tests::serve_config_for_github(&github.origin())
+            + &format!(
+                "\n[oidc]\nissuer = \"http://127.0.0.1:{idp_port}\"\naudience = \"scout-console\"\nconsole_client_id = \"scout-console\"\nconsole_scope = \"openid email scout\"\nrole_claim = \"scout_roles\"\nsubject_claim = \"email\"\nleeway_secs = 0\njwks_min_refresh_secs = 1\nallow_private_network = true\n"
+            ),
+    )
+    .unwrap();
+    let mut command = ServeProcess::command(
+        env!("CARGO_BIN_EXE_scout-host"),
+        &config,
+        ADMIN,
+        &"6d".repeat(32),
+    );
+    command
+        .current_dir(&dir)
+        .env("GITHUB_ALLOW_WRITES", "true")
+        .env("APPROVAL_TIMEOUT_MS", "120000");
+    let serve = ServeProcess::start(command);
+    let provider = Provider::start(
+        idp_port,
+        &format!("{}/console/", serve.base),
+        TTL,
+        &json!({"alice": {"email": "alice@acme.example", "scout_roles": ["approver:acme"]}}),
+    );
+
+    // A write waiting in acme and one in globex.
+    let http = reqwest::Client::new();
+    let admin = Admin {
+        http: http.clone(),
+        base: serve.base.clone(),
+    };
+    admin.set_up().await;
+    let (status, _) = admin
+        .request(
+            Method::PUT,
+            "/v1/brands/globex/connections/github",
+            Some(json!({"secret": GITHUB})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let mut waiting = Vec::new();
+    let mut approvals = Vec::new();
+    for brand in ["acme", "globex"] {
+        let (status, view) = admin
+            .request(
+                Method::POST,
+                "/v1/sessions",
+                Some(json!({"brand": brand, "role": "person-chat"})),
+            )
+            .await;
+        assert_eq!(status, 201, "{view}");
+        let session = view["id"].as_str().unwrap().to_string();
+        let mcp = Mcp::new(&http, &view).connect().await;
+        let branch = format!("scout/{brand}");
+        waiting.push(tokio::spawn(async move {
+            mcp.request(
+                "tools/call",
+                json!({"name": "github_create_branch", "arguments": {"owner": "octo", "repo": "hello", "branch": branch, "from": "main"}}),
+            )
+            .await
+        }));
+        let pending = wait_for("the approval", crate::common::EVENTUALLY, async || {
+            admin.pending(&session).await.into_iter().next()
+        })
+        .await;
+        approvals.push((session, pending["id"].as_i64().unwrap()));
+    }
+
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/console_sign_in.py");
+    let mut browser = Command::new(python());
+    browser
+        .arg(&script)
+        .args(["--base", &serve.base, "--issuer", &provider.issuer])
+        .args([
+            "--acme",
+            &approvals[0].1.to_string(),
+            "--globex",
+            &approvals[1].1.to_string(),
+        ])
+        .args(["--token-ttl", &TTL.to_string(), "--chromium"])
+        .arg(&chromium)
+        .arg("--chromedriver")
+        .arg(&chromedriver);
+    let summary = browser_summary(browser, &serve).await;
+    assert_eq!(
+        summary["approved_by"], "approved by alice@acme.example",
+        "{summary}"
+    );
+
+    // Two sign-ins, each a code redeemed; at least one refresh between them.
+    assert_eq!(
+        provider.grants("authorization_code"),
+        2,
+        "{:?}",
+        provider.lines.lock().unwrap()
+    );
+    assert!(
+        provider.grants("refresh_token") >= 1,
+        "{:?}",
+        provider.lines.lock().unwrap()
+    );
+    let reply = tokio::time::timeout(crate::common::EVENTUALLY, waiting.remove(0))
+        .await
+        .expect("acme's write ends")
+        .unwrap()
+        .unwrap();
+    assert!(ok_text(&reply).is_some(), "{reply}");
+    assert!(github.branch_sha("octo", "hello", "scout/acme").is_some());
+    assert!(
+        github.branch_sha("octo", "hello", "scout/globex").is_none(),
+        "globex's write waits"
+    );
+    let decided: Vec<_> = admin
+        .trace("acme")
+        .await
+        .into_iter()
+        .filter(|e| {
+            e.state == scout_host::store::TraceState::Decided && e.session == approvals[0].0
+        })
+        .collect();
+    assert_eq!(decided.len(), 1);
+    assert_eq!(
+        decided[0].detail["by"],
+        "alice@acme.example (approvals API)"
+    );
+    let (status, _) = admin
+        .request(
+            Method::POST,
+            &format!("/v1/approvals/{}", approvals[1].1),
+            Some(json!({"approve": false})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let _ = std::fs::remove_dir_all(&dir);
+}

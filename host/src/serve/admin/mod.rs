@@ -101,6 +101,7 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
     let checked = admin
         .merge(mcp)
         .merge(super::console::routes())
+        .merge(super::console::sign_in_routes())
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(

@@ -8,6 +8,13 @@
 
 const POLL_MS = 1000;
 const TOKEN_KEY = "scout.console.token";
+// With the identity provider: the refresh token, when the bearer expires
+// (ms), and the PKCE verifier, state and nonce of a sign-in under way.
+const REFRESH_KEY = "scout.console.refresh";
+const EXPIRES_KEY = "scout.console.expires";
+const PENDING_KEY = "scout.console.pending-sign-in";
+let idp = null;         // the answer of /console/sign-in, when the host has a console client
+let refreshTimer = null;
 const $ = (id) => document.getElementById(id);
 
 let me = null;          // the answer of /v1/whoami
@@ -153,8 +160,140 @@ function waited(ms) {
   return "waiting " + m + " min " + (s % 60) + " s";
 }
 
+// --- Sign-in with the identity provider: authorization code + PKCE ---
+
+function base64url(bytes) {
+  let s = "";
+  for (const b of bytes) s += String.fromCharCode(b);
+  return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function randomText() {
+  return base64url(crypto.getRandomValues(new Uint8Array(32)));
+}
+
+// A token's claims, read only to schedule its refresh and check the nonce
+// (the host verifies its signature).
+function claimsOf(jwt) {
+  try {
+    const part = jwt.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+    return JSON.parse(atob(part + "===".slice((part.length + 3) % 4)));
+  } catch (_) {
+    return {};
+  }
+}
+
+async function startIdpSignIn() {
+  const verifier = randomText();
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier));
+  const state = randomText();
+  const nonce = randomText();
+  sessionStorage.setItem(PENDING_KEY, JSON.stringify({ verifier, state, nonce }));
+  const url = new URL(idp.authorization_endpoint);
+  url.searchParams.set("response_type", "code");
+  url.searchParams.set("client_id", idp.client_id);
+  url.searchParams.set("redirect_uri", location.origin + "/console/");
+  url.searchParams.set("scope", idp.scope);
+  url.searchParams.set("state", state);
+  url.searchParams.set("nonce", nonce);
+  url.searchParams.set("code_challenge", base64url(new Uint8Array(digest)));
+  url.searchParams.set("code_challenge_method", "S256");
+  location.assign(url.toString());
+}
+
+// The token endpoint, through this host (see host/src/serve/console/mod.rs).
+async function redeem(body) {
+  const response = await fetch("/console/token", {
+    method: "POST", cache: "no-store", credentials: "omit", redirect: "error",
+    headers: { "Content-Type": "application/json", "Accept": "application/json" },
+    body: JSON.stringify(body),
+  });
+  const data = await response.json().catch(() => null);
+  if (!response.ok) throw new Error(data && data.error ? data.error.message : response.statusText);
+  return data;
+}
+
+// Keeps the issuer's answer: the bearer this host checks, the refresh
+// token, and when to refresh (at three quarters of the bearer's life).
+function keepTokens(answer, nonce) {
+  const bearer = idp.bearer === "access_token" ? answer.access_token : answer.id_token;
+  if (!bearer) throw new Error("the identity provider sent no " + idp.bearer);
+  if (nonce !== undefined && answer.id_token && claimsOf(answer.id_token).nonce !== nonce) {
+    throw new Error("the identity provider's answer is not for this sign-in (nonce)");
+  }
+  const exp = claimsOf(bearer).exp;
+  const expires = exp ? exp * 1000 : Date.now() + (answer.expires_in || 300) * 1000;
+  sessionStorage.setItem(TOKEN_KEY, bearer);
+  sessionStorage.setItem(EXPIRES_KEY, String(expires));
+  if (answer.refresh_token) sessionStorage.setItem(REFRESH_KEY, answer.refresh_token);
+  scheduleRefresh();
+}
+
+function scheduleRefresh() {
+  if (refreshTimer) { clearTimeout(refreshTimer); refreshTimer = null; }
+  const expires = Number(sessionStorage.getItem(EXPIRES_KEY) || 0);
+  if (!expires || !sessionStorage.getItem(REFRESH_KEY)) return;
+  const left = expires - Date.now();
+  refreshTimer = setTimeout(refreshTokens, Math.max(1000, left * 0.75));
+}
+
+async function refreshTokens() {
+  refreshTimer = null;
+  const refreshToken = sessionStorage.getItem(REFRESH_KEY);
+  if (!refreshToken) return;
+  try {
+    keepTokens(await redeem({ grant_type: "refresh_token", refresh_token: refreshToken }));
+  } catch (e) {
+    // The bearer still works until it expires; then the page asks to sign in again.
+    sessionStorage.removeItem(REFRESH_KEY);
+    $("status").textContent = "Could not renew your sign-in: " + e.message;
+  }
+}
+
+// Back from the identity provider with `?code=…&state=…` (or `?error=…`).
+async function finishIdpSignIn(params) {
+  const pending = JSON.parse(sessionStorage.getItem(PENDING_KEY) || "null");
+  sessionStorage.removeItem(PENDING_KEY);
+  history.replaceState(null, "", "/console/");
+  if (params.get("error")) {
+    showSignIn("The identity provider did not sign you in: " + params.get("error") + " " + (params.get("error_description") || ""));
+    return;
+  }
+  if (!pending || pending.state !== params.get("state")) {
+    showSignIn("That sign-in was not started in this tab (its state does not match): sign in again.");
+    return;
+  }
+  try {
+    keepTokens(await redeem({
+      grant_type: "authorization_code",
+      code: params.get("code"),
+      code_verifier: pending.verifier,
+      redirect_uri: location.origin + "/console/",
+    }), pending.nonce);
+  } catch (e) {
+    showSignIn("Not signed in: " + e.message);
+    return;
+  }
+  signIn();
+}
+
+// The bearer stopped working while writes wait: they stay in view, their
+// buttons off, until the person signs in again.
+function expired(message) {
+  if (timer) { clearInterval(timer); timer = null; }
+  if (refreshTimer) { clearTimeout(refreshTimer); refreshTimer = null; }
+  sessionStorage.removeItem(TOKEN_KEY);
+  document.body.classList.add("expired");
+  for (const b of $("console").querySelectorAll("button")) b.disabled = true;
+  $("expired").hidden = false;
+  $("status").textContent = message;
+}
+
 function showSignIn(message) {
   if (timer) { clearInterval(timer); timer = null; }
+  if (refreshTimer) { clearTimeout(refreshTimer); refreshTimer = null; }
+  $("expired").hidden = true;
+  document.body.classList.remove("expired");
   me = null;
   // Nothing the last person saw stays in the page, buttons included.
   for (const id of ["approvals", "paused", "capabilities", "trace-rows"]) {
@@ -173,6 +312,7 @@ function showSignIn(message) {
   $("who").hidden = true;
   $("sign-in").hidden = false;
   $("sign-in-error").textContent = message || "";
+  $("idp").hidden = !idp;
   $("token").focus();
 }
 
@@ -185,6 +325,8 @@ async function signIn() {
     return;
   }
   $("sign-in").hidden = true;
+  $("expired").hidden = true;
+  document.body.classList.remove("expired");
   $("who").hidden = false;
   $("who-subject").textContent = me.subject;
   $("who-role").textContent = me.role;
@@ -346,7 +488,7 @@ async function refresh() {
     $("status").textContent = "";
     if (selected) await showTrace(selected, true);
   } catch (e) {
-    if (e.status === 401) { sessionStorage.removeItem(TOKEN_KEY); showSignIn("Signed out: " + e.message); return; }
+    if (e.status === 401) { expired("Signed out: " + e.message); return; }
     $("status").textContent = "Could not refresh: " + e.message;
   } finally {
     refreshing = false;
@@ -469,8 +611,31 @@ document.addEventListener("DOMContentLoaded", () => {
     connect();
   });
   $("sign-out").addEventListener("click", () => {
-    sessionStorage.removeItem(TOKEN_KEY);
+    for (const key of [TOKEN_KEY, REFRESH_KEY, EXPIRES_KEY]) sessionStorage.removeItem(key);
     showSignIn("");
   });
-  if (token()) signIn(); else showSignIn("");
+  $("idp-sign-in").addEventListener("click", startIdpSignIn);
+  $("sign-in-again").addEventListener("click", () => {
+    if (idp) startIdpSignIn(); else { $("sign-in").hidden = false; $("token").focus(); }
+  });
+  start();
 });
+
+async function start() {
+  try {
+    const answer = await (await fetch("/console/sign-in", { cache: "no-store", credentials: "omit" })).json();
+    idp = answer.oidc || null;
+  } catch (_) {
+    idp = null;
+  }
+  if (idp) $("idp-issuer").textContent = idp.issuer;
+  const params = new URLSearchParams(location.search);
+  if (idp && (params.has("code") || params.has("error"))) {
+    await finishIdpSignIn(params);
+  } else if (token()) {
+    scheduleRefresh();
+    signIn();
+  } else {
+    showSignIn("");
+  }
+}

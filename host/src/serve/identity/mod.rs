@@ -328,7 +328,27 @@ pub struct OidcVerifier {
     keys: parking_lot::RwLock<Option<Arc<KeySet>>>,
     /// Held while a fetch runs: one at a time, shared by those waiting.
     fetch: tokio::sync::Mutex<FetchState>,
+    /// The issuer's discovery document once read (and when it was last
+    /// tried, so an unreachable issuer is asked at most once per
+    /// `jwks_min_refresh_secs`).
+    discovery: tokio::sync::Mutex<(Option<Arc<Discovery>>, Option<(Instant, String)>)>,
 }
+
+/// What the issuer's discovery document
+/// (`ISSUER/.well-known/openid-configuration`) says that is used here.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Discovery {
+    pub issuer: String,
+    #[serde(default)]
+    pub authorization_endpoint: Option<String>,
+    #[serde(default)]
+    pub token_endpoint: Option<String>,
+    #[serde(default)]
+    pub jwks_uri: Option<String>,
+}
+
+/// Largest discovery document or token answer read from the issuer.
+const MAX_ISSUER_ANSWER_BYTES: usize = 256 * 1024;
 
 impl OidcVerifier {
     /// No network yet: the keys are fetched when the first token comes.
@@ -350,7 +370,168 @@ impl OidcVerifier {
             http,
             keys: parking_lot::RwLock::new(None),
             fetch: tokio::sync::Mutex::new(FetchState::default()),
+            discovery: tokio::sync::Mutex::new((None, None)),
         })
+    }
+
+    /// The configuration this verifier was made from.
+    pub fn config(&self) -> &OidcConfig {
+        &self.config
+    }
+
+    /// The issuer's discovery document, read once. Its `issuer` must be
+    /// the configured one exactly (OpenID Connect Discovery 1.0, 4.3) and
+    /// every endpoint it names https (plain http only on loopback).
+    pub async fn discovery(&self) -> Result<Arc<Discovery>, String> {
+        let mut held = self.discovery.lock().await;
+        if let Some(found) = &held.0 {
+            return Ok(found.clone());
+        }
+        let min_interval = Duration::from_secs(self.config.jwks_min_refresh_secs);
+        if let Some((at, why)) = &held.1
+            && at.elapsed() < min_interval
+        {
+            return Err(why.clone());
+        }
+        let url = format!(
+            "{}/.well-known/openid-configuration",
+            self.config.issuer.trim_end_matches('/')
+        );
+        let read = async {
+            let body = self
+                .get_bounded(&url, MAX_ISSUER_ANSWER_BYTES, "the discovery document")
+                .await?;
+            let found: Discovery = serde_json::from_slice(&body)
+                .map_err(|e| bounded(&format!("the discovery document cannot be read: {e}")))?;
+            if found.issuer != self.config.issuer {
+                return Err(format!(
+                    "the discovery document names issuer `{}`, not the configured `{}`",
+                    bounded(&found.issuer),
+                    self.config.issuer
+                ));
+            }
+            for (key, endpoint) in [
+                ("authorization_endpoint", &found.authorization_endpoint),
+                ("token_endpoint", &found.token_endpoint),
+                ("jwks_uri", &found.jwks_uri),
+            ] {
+                if let Some(endpoint) = endpoint {
+                    crate::config::check_identity_url(key, endpoint)?;
+                }
+            }
+            Ok(Arc::new(found))
+        };
+        match read.await {
+            Ok(found) => {
+                *held = (Some(found.clone()), None);
+                Ok(found)
+            }
+            Err(why) => {
+                tracing::warn!(issuer = %self.config.issuer, error = %why, "cannot read the issuer's discovery document");
+                held.1 = Some((Instant::now(), why.clone()));
+                Err(why)
+            }
+        }
+    }
+
+    /// Where the keys are: `jwks_url`, else the discovery document's `jwks_uri`.
+    async fn jwks_url(&self) -> Result<String, String> {
+        if let Some(url) = &self.config.jwks_url {
+            return Ok(url.clone());
+        }
+        self.discovery().await?.jwks_uri.clone().ok_or_else(|| {
+            "the discovery document names no jwks_uri; set jwks_url in [oidc]".to_string()
+        })
+    }
+
+    /// Redeems an authorization code, or a refresh token, at the issuer's
+    /// token endpoint for the console (a public client: no secret). Only
+    /// the two grants, only to the endpoint the discovery document names;
+    /// the answer is the issuer's JSON, or why there is none.
+    pub async fn exchange(&self, form: &[(&str, &str)]) -> Result<Value, ExchangeRefused> {
+        let endpoint = self
+            .discovery()
+            .await
+            .map_err(ExchangeRefused::Unavailable)?
+            .token_endpoint
+            .clone()
+            .ok_or_else(|| {
+                ExchangeRefused::Unavailable(
+                    "the discovery document names no token_endpoint".into(),
+                )
+            })?;
+        self.guard(&endpoint)
+            .map_err(ExchangeRefused::Unavailable)?;
+        let response = self
+            .http
+            .post(&endpoint)
+            .header(reqwest::header::ACCEPT, "application/json")
+            .form(form)
+            .send()
+            .await
+            .map_err(|e| ExchangeRefused::Unavailable(self.fetch_error(&e)))?;
+        let status = response.status();
+        let body = read_bounded(response, MAX_ISSUER_ANSWER_BYTES, "the token answer")
+            .await
+            .map_err(ExchangeRefused::Unavailable)?;
+        let answer: Value = serde_json::from_slice(&body).map_err(|_| {
+            ExchangeRefused::Unavailable(format!(
+                "the token endpoint answered HTTP {} without JSON",
+                status.as_u16()
+            ))
+        })?;
+        if status.is_success() {
+            return Ok(answer);
+        }
+        let text = |key: &str| answer.get(key).and_then(Value::as_str).map(bounded);
+        Err(ExchangeRefused::Refused(format!(
+            "{}{}",
+            text("error").unwrap_or_else(|| format!("HTTP {}", status.as_u16())),
+            text("error_description")
+                .map(|d| format!(": {d}"))
+                .unwrap_or_default()
+        )))
+    }
+
+    /// Refuses a private address unless the operator allowed one.
+    fn guard(&self, url: &str) -> Result<(), String> {
+        if !self.config.allow_private_network
+            && let Ok(parsed) = url::Url::parse(url)
+            && let Some(why) = crate::capabilities::net::literal_denied(&parsed)
+        {
+            return Err(format!(
+                "the issuer's address is refused ({why}); set `allow_private_network = true` in [oidc] for an issuer on a private network"
+            ));
+        }
+        Ok(())
+    }
+
+    fn fetch_error(&self, e: &reqwest::Error) -> String {
+        match crate::capabilities::net::refused_by_guard(e) {
+            Some(why) => format!(
+                "the issuer's address is refused ({why}); set `allow_private_network = true` in [oidc] for an issuer on a private network"
+            ),
+            None => bounded(&e.to_string()),
+        }
+    }
+
+    /// One GET of the issuer, its body capped at `max` bytes.
+    async fn get_bounded(&self, url: &str, max: usize, what: &str) -> Result<Vec<u8>, String> {
+        self.guard(url)?;
+        let response = self
+            .http
+            .get(url)
+            .header(reqwest::header::ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(|e| self.fetch_error(&e.without_url()))?;
+        if !response.status().is_success() {
+            return Err(format!(
+                "the issuer answered HTTP {} for {what}",
+                response.status().as_u16()
+            ));
+        }
+        read_bounded(response, max, what).await
     }
 
     /// Whether `token` looks like a JWT at all (three dot-separated parts),
@@ -550,52 +731,20 @@ impl OidcVerifier {
                 Ok(keys)
             }
             Err(why) => {
-                tracing::warn!(jwks_url = %self.config.jwks_url, error = %why, "cannot fetch the issuer's keys");
+                tracing::warn!(issuer = %self.config.issuer, error = %why, "cannot fetch the issuer's keys");
                 state.last_error = Some(why.clone());
                 Err(why)
             }
         }
     }
 
-    /// One GET of `jwks_url`: the usable signing keys, by key id and without.
+    /// One GET of the key set: the usable signing keys, by key id and without.
     async fn fetch_keys(&self) -> Result<KeysRead, String> {
-        if !self.config.allow_private_network
-            && let Ok(url) = url::Url::parse(&self.config.jwks_url)
-            && let Some(why) = crate::capabilities::net::literal_denied(&url)
-        {
-            return Err(format!(
-                "jwks_url's address is refused ({why}); set `allow_private_network = true` in [oidc] for an issuer on a private network"
-            ));
-        }
-        let mut response = self
-            .http
-            .get(&self.config.jwks_url)
-            .header(reqwest::header::ACCEPT, "application/json")
-            .send()
+        let url = self.jwks_url().await?;
+        let body = self
+            .get_bounded(&url, MAX_JWKS_BYTES, "the key set")
             .await
-            .map_err(|e| match crate::capabilities::net::refused_by_guard(&e) {
-                Some(why) => format!(
-                    "jwks_url's address is refused ({why}); set `allow_private_network = true` in [oidc] for an issuer on a private network"
-                ),
-                None => bounded(&e.without_url().to_string()),
-            })?;
-        if !response.status().is_success() {
-            return Err(format!(
-                "the issuer answered HTTP {}",
-                response.status().as_u16()
-            ));
-        }
-        let mut body = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|e| bounded(&e.without_url().to_string()))?
-        {
-            if body.len() + chunk.len() > MAX_JWKS_BYTES {
-                return Err(format!("the key set is larger than {MAX_JWKS_BYTES} bytes"));
-            }
-            body.extend_from_slice(&chunk);
-        }
+            .map_err(|why| why.replace("the issuer's address", "jwks_url's address"))?;
         let document: JwksDocument = serde_json::from_slice(&body)
             .map_err(|e| bounded(&format!("the key set is not a JWK set: {e}")))?;
         let mut by_id = HashMap::new();
@@ -625,6 +774,35 @@ impl OidcVerifier {
 }
 
 type KeysRead = (HashMap<String, Arc<SigningKey>>, Vec<Arc<SigningKey>>);
+
+/// Why the console's code or refresh token was not exchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExchangeRefused {
+    /// The issuer said no (`invalid_grant: ...`): sign in again.
+    Refused(String),
+    /// The issuer could not be asked or answered nothing usable.
+    Unavailable(String),
+}
+
+/// A response's body, refused beyond `max` bytes.
+async fn read_bounded(
+    mut response: reqwest::Response,
+    max: usize,
+    what: &str,
+) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| bounded(&e.without_url().to_string()))?
+    {
+        if body.len() + chunk.len() > max {
+            return Err(format!("{what} is larger than {max} bytes"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
 
 #[derive(Deserialize)]
 struct JwksDocument {

@@ -115,7 +115,10 @@ fn the_highest_role_a_claim_gives_wins_over_every_brand_and_each_brand() {
     let config = OidcConfig {
         issuer: "https://id.example.com".into(),
         audience: "scout".into(),
-        jwks_url: "https://id.example.com/jwks".into(),
+        jwks_url: Some("https://id.example.com/jwks".into()),
+        console_client_id: None,
+        console_scope: "openid".into(),
+        console_bearer: Default::default(),
         role_claim: "scout_roles".into(),
         subject_claim: None,
         leeway_secs: 60,
