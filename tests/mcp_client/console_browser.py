@@ -37,6 +37,7 @@ ARGS.add_argument("--github-token", required=True)
 ARGS.add_argument("--chromium", required=True)
 ARGS.add_argument("--chromedriver", required=True)
 ARGS.add_argument("--screenshot")
+ARGS.add_argument("--approval-screenshot")
 OPTS = ARGS.parse_args()
 
 
@@ -87,7 +88,7 @@ async def until(what, probe, seconds=30):
 def card(driver, branch):
     """The page's approval card whose arguments name `branch`, if shown."""
     for item in driver.find_elements(By.CSS_SELECTOR, "#approvals li.approval"):
-        if branch in item.find_element(By.CSS_SELECTOR, ".arguments").text:
+        if branch in item.find_element(By.CSS_SELECTOR, ".arguments").get_attribute("textContent"):
             return item
     return None
 
@@ -132,8 +133,9 @@ async def main():
             approved_args = {"owner": "octo", "repo": "hello", "branch": "scout/console-approved"}
             call = asyncio.create_task(s.call_tool("github_create_branch", approved_args))
             item = await until("the waiting write on the page", lambda: card(driver, "scout/console-approved"))
-            shown = item.find_element(By.CSS_SELECTOR, ".arguments").text
-            digest = item.find_element(By.CSS_SELECTOR, ".digest").text
+            # The exact text is folded under the structured view: read it whole.
+            shown = item.find_element(By.CSS_SELECTOR, ".arguments").get_attribute("textContent")
+            digest = item.find_element(By.CSS_SELECTOR, ".digest").get_attribute("textContent")
             check(hashlib.sha256(shown.encode()).hexdigest() == digest,
                   f"the arguments shown are the bytes the approval is bound to: {shown} {digest}")
             check(json.loads(shown) == approved_args, f"the exact arguments: {shown}")
@@ -184,6 +186,40 @@ async def main():
             check(not result.is_error, f"the write approved elsewhere ran: {text_of(result)}")
             await until("the page dropping it", lambda: card(driver, "scout/api-approved") is None)
             check(driver.find_element(By.ID, "empty").is_displayed(), "nothing waiting again")
+
+            # --- a commit a person can judge: its files as files, its facts ---
+            readme = "# Hello\n\nThis repository says hello.\n\n## Usage\n\n    hello --name world\n"
+            long_text = "\n".join(f"line {i}: the configuration value number {i} is kept as it was" for i in range(40))
+            files = [{"path": "README.md", "content": readme}, {"path": "config/values.txt", "content": long_text}]
+            call = asyncio.create_task(s.call_tool("github_commit_files", {
+                "owner": "octo", "repo": "hello", "branch": "scout/console-approved",
+                "message": "Document usage", "files": files}))
+            item = await until("the commit on the page", lambda: card(driver, "Document usage"))
+            paths = [p.text for p in item.find_elements(By.CSS_SELECTOR, ".file-path")]
+            check(paths == ["README.md", "config/values.txt"], f"each file under its path: {paths}")
+            blocks = item.find_elements(By.CSS_SELECTOR, ".file .text-block")
+            check(blocks[0].get_attribute("textContent") == readme, "the file's text as it is, line breaks kept")
+            check(blocks[1].get_attribute("textContent") == long_text, "a long file folded, and complete")
+            check(not blocks[1].is_displayed() and item.find_element(By.CSS_SELECTOR, ".file details summary").is_displayed(),
+                  "the long file is folded under a summary line")
+            check(item.find_element(By.CSS_SELECTOR, ".description").text.startswith("Commit"),
+                  f"what the tool does: {item.find_element(By.CSS_SELECTOR, '.description').text}")
+            check(item.find_element(By.CSS_SELECTOR, ".effect").text == "write", "that it writes")
+            reaches = item.find_element(By.CSS_SELECTOR, ".reaches").text
+            check("git/trees" in reaches and "127.0.0.1" in reaches, f"what it may reach, and where: {reaches}")
+            await until("the time left", lambda: "refused unanswered in" in item.find_element(By.CSS_SELECTOR, ".refused-in").text)
+            check(not item.find_element(By.CSS_SELECTOR, ".digest").is_displayed(), "the digest kept small, folded")
+            recent = item.find_element(By.CSS_SELECTOR, ".recent").get_attribute("textContent")
+            check("github_create_branch" in recent, f"the session's latest requests: {recent}")
+            if OPTS.approval_screenshot:
+                driver.set_window_size(1100, 1600)
+                driver.execute_script("arguments[0].scrollIntoView();", item)
+                item.screenshot(OPTS.approval_screenshot)
+            item.find_element(By.CSS_SELECTOR, "button.deny").click()
+            result = await asyncio.wait_for(call, 30)
+            check(result.is_error, "the commit was denied")
+            await until("the commit leaving", lambda: card(driver, "Document usage") is None)
+            summary["judged"] = paths
 
         # --- a session paused by repeated refusals, resumed in the browser ---
         status, pausing = admin("POST", "/v1/sessions", {"brand": "acme", "role": "person-chat"})
@@ -237,7 +273,7 @@ async def main():
         # Who decided, in the trace: the verified caller, through the API.
         _, trace = admin("GET", f"/v1/trace?session={chat['id']}")
         decided = [e for e in trace["events"] if e["state"] == "decided"]
-        check(len(decided) == 3, f"three decisions traced: {decided}")
+        check(len(decided) == 4, f"four decisions traced: {decided}")
         check(all("admin-token (approvals API)" in json.dumps(e["detail"]) for e in decided),
               f"each names who decided: {decided}")
         summary["ok"] = True

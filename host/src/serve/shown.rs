@@ -5,6 +5,50 @@
 use super::ServeHost;
 use serde_json::{Value, json};
 
+/// What a person deciding a call of `tool` is told of the tool itself: what
+/// it does (its description), that it writes and whether it bills, and the
+/// requests it may make (each declared route, with the origin it reaches).
+/// `null` for a tool no loaded connector offers.
+pub(crate) fn tool_shown(host: &ServeHost, tool: &str) -> Value {
+    let Some((server, wire)) = tool
+        .strip_prefix("mcp__")
+        .and_then(|rest| rest.split_once("__"))
+    else {
+        return Value::Null;
+    };
+    let Some(component) = host.component(server) else {
+        return Value::Null;
+    };
+    let Some(found) = component.tool(wire) else {
+        return Value::Null;
+    };
+    let settings = host.config().connectors.get(server);
+    let origin_of = |destination: Option<&str>| -> Option<String> {
+        let settings = settings?;
+        match destination {
+            None => settings.origin.clone(),
+            Some(name) => settings.origins.get(name).map(|o| o.origin().to_string()),
+        }
+    };
+    let reaches: Vec<Value> = found
+        .routes
+        .iter()
+        .map(|route| {
+            json!({
+                "route": route.to_string(),
+                "origin": origin_of(route.destination.as_deref()),
+            })
+        })
+        .collect();
+    json!({
+        "description": found.description,
+        "effect": found.effect.as_str(),
+        "billed": component.info().manifest.billing.is_some(),
+        "reaches": reaches,
+        "input_schema": found.input_schema,
+    })
+}
+
 /// What an approved call may send over GraphQL, for the person deciding:
 /// per GraphQL route of the tool, the operation it may carry and the root
 /// fields it may select; for a route that names none (the tool's `query`

@@ -451,6 +451,13 @@ pub trait TraceStore: Send + Sync {
     ) -> Result<Vec<(i64, TraceEvent)>, StoreError>;
     /// A session's events in the order they were recorded.
     async fn trace_for_session(&self, session: &str) -> Result<Vec<TraceEvent>, StoreError>;
+    /// A session's last `limit` calls as requested (their `requested`
+    /// rows), oldest first: the context a person deciding one reads.
+    async fn recent_requests(
+        &self,
+        session: &str,
+        limit: usize,
+    ) -> Result<Vec<TraceEvent>, StoreError>;
     /// A brand's events in the order they were recorded.
     async fn trace_for_brand(&self, brand: &str) -> Result<Vec<TraceEvent>, StoreError>;
 }

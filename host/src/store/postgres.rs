@@ -1214,6 +1214,32 @@ impl TraceStore for PgStore {
             .collect())
     }
 
+    async fn recent_requests(
+        &self,
+        session: &str,
+        limit: usize,
+    ) -> Result<Vec<TraceEvent>, StoreError> {
+        let shared = self.shared.clone();
+        let session = session.to_string();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut rows = self
+            .run(async move {
+                let client = shared.pool.get().await?;
+                let statement = client
+                    .prepare_cached(super::rules::RECENT_REQUESTS.pg)
+                    .await?;
+                client
+                    .query(&statement, &[&session, &limit])
+                    .await?
+                    .iter()
+                    .map(trace_event)
+                    .collect::<Result<Vec<_>, StoreError>>()
+            })
+            .await?;
+        rows.reverse();
+        Ok(rows.into_iter().map(|(_, e)| e).collect())
+    }
+
     async fn trace_for_brand(&self, brand: &str) -> Result<Vec<TraceEvent>, StoreError> {
         Ok(self
             .trace_rows("brand", brand, 0, i64::MAX, false)

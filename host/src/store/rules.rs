@@ -52,6 +52,8 @@ macro_rules! statements {
 }
 
 statements! {
+    /// A session's latest calls as requested, newest first.
+    RECENT_REQUESTS = "SELECT seq, session, brand, call_id, tool, state, rule, detail, at_ms FROM trace WHERE session = $1 AND state = 'requested' AND call_id IS NOT NULL ORDER BY seq DESC LIMIT $2";
     /// Records a charge once per idempotency key (a retry of the same charge records nothing).
     INSERT_CHARGE = "INSERT INTO charges (idempotency_key, run_id, connector, brand, day, amount, at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (idempotency_key) DO NOTHING";
     /// The schema version a database is at.

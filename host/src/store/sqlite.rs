@@ -257,13 +257,22 @@ impl SqliteStore {
         after: i64,
         limit: i64,
     ) -> Result<Vec<(i64, TraceEvent)>, StoreError> {
-        let conn = self.read();
         let sql = format!(
             "SELECT seq, session, brand, call_id, tool, state, rule, detail, at_ms FROM trace
              WHERE {column} = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"
         );
-        let mut stmt = conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(params![value, after, limit], |row| {
+        self.trace_select(&sql, params![value, after, limit])
+    }
+
+    /// The trace rows `sql` selects (the columns of [`Self::trace_rows`]).
+    fn trace_select(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+    ) -> Result<Vec<(i64, TraceEvent)>, StoreError> {
+        let conn = self.read();
+        let mut stmt = conn.prepare_cached(sql)?;
+        let rows = stmt.query_map(params, |row| {
             Ok((
                 row.get::<_, i64>(0)?,
                 row.get::<_, String>(1)?,
@@ -403,6 +412,20 @@ impl TraceStore for SqliteStore {
 
     async fn trace_for_session(&self, session: &str) -> Result<Vec<TraceEvent>, StoreError> {
         super::off_worker(|| self.trace_query("session", session))
+    }
+
+    async fn recent_requests(
+        &self,
+        session: &str,
+        limit: usize,
+    ) -> Result<Vec<TraceEvent>, StoreError> {
+        super::off_worker(|| {
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let mut rows =
+                self.trace_select(super::rules::RECENT_REQUESTS.lite, params![session, limit])?;
+            rows.reverse();
+            Ok(rows.into_iter().map(|(_, e)| e).collect())
+        })
     }
 
     async fn trace_for_brand(&self, brand: &str) -> Result<Vec<TraceEvent>, StoreError> {

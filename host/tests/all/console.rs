@@ -81,7 +81,13 @@ async fn a_person_approves_and_denies_in_the_browser_while_the_client_waits() {
         .arg("--chromedriver")
         .arg(&chromedriver)
         .arg("--screenshot")
-        .arg(&shot);
+        .arg(&shot)
+        .arg("--approval-screenshot")
+        .arg(
+            std::env::var_os("SCOUT_CONSOLE_APPROVAL_SCREENSHOT")
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(|| dir.join("console-approval.png")),
+        );
     let summary = browser_summary(browser, &serve).await;
     assert_eq!(summary["ok"], true);
 
@@ -183,7 +189,7 @@ async def main():
                 "visible": item.text,
                 "warning_displayed": warning.is_displayed(),
                 "warning": warning.text,
-                "digest": item.find_element(By.CSS_SELECTOR, ".digest").text,
+                "digest": text(item.find_element(By.CSS_SELECTOR, ".digest")),
                 "arguments_text": pending["arguments_text"],
                 "args_digest": pending["args_digest"],
             }

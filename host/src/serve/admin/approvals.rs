@@ -56,11 +56,31 @@ pub(super) async fn list_approvals(
                 .unwrap_or(Value::Null);
             value["graphql"] =
                 crate::serve::shown::graphql_shown(&host, &approval.tool, arguments.as_ref());
+            // What a person needs to judge it: what the tool does and will
+            // reach, how long until the call is refused unanswered, and
+            // what the session did just before.
+            value["tool_facts"] = crate::serve::shown::tool_shown(&host, &approval.tool);
+            let timeout_ms = host.boundary().switches().approval_timeout().as_millis() as i64;
+            value["refused_in_ms"] = json!((approval.requested_at_ms + timeout_ms - now_ms).max(0));
+            value["recent"] = json!(recent_requests(&host, session).await);
             value["arguments"] = arguments.unwrap_or(Value::Null);
             pending.push(value);
         }
     }
     Ok(Json(json!({"pending": pending})))
+}
+
+/// Requests a session made most recently (the calls, not its set-up): the
+/// context a person deciding one of its writes reads.
+async fn recent_requests(host: &ServeHost, session: &str) -> Vec<Value> {
+    const SHOWN: usize = 8;
+    let Ok(events) = host.store.recent_requests(session, SHOWN).await else {
+        return Vec::new();
+    };
+    events
+        .iter()
+        .map(|e| json!({"at_ms": e.at_ms, "tool": e.tool, "call_id": e.call_id}))
+        .collect()
 }
 
 /// The connector of an approval's tool: the server of its MCP name

@@ -346,6 +346,97 @@ function graphqlText(routes) {
   }).join("\n");
 }
 
+// Values longer than this (characters or lines) are folded: a summary line
+// open to the whole value, never cut.
+const FOLD_CHARS = 600;
+const FOLD_LINES = 12;
+
+// One argument's value, as its type reads best: a string with line breaks
+// as a text block, a list of files (`path` and `content`, as a commit's)
+// as files under their paths, anything else as indented JSON. Every piece
+// is written as text, with hidden characters marked as in the exact text.
+function valueView(value, marks) {
+  const block = (text) => {
+    // Line breaks and tabs stay as they are in a text block.
+    const s = shown(text, true);
+    if (s.marked) marks.marked = true;
+    const pre = document.createElement("pre");
+    pre.className = "text-block";
+    pre.textContent = s.text;
+    const lines = s.text.split("\n").length;
+    if (s.text.length <= FOLD_CHARS && lines <= FOLD_LINES) return pre;
+    const details = document.createElement("details");
+    const summary = document.createElement("summary");
+    summary.textContent = s.text.split("\n")[0].slice(0, 80) + " … (" + lines + " lines, " + s.text.length + " characters: open to read all)";
+    details.append(summary, pre);
+    return details;
+  };
+  const isFile = (v) => v && typeof v === "object" && !Array.isArray(v)
+    && typeof v.path === "string" && typeof v.content === "string";
+  if (Array.isArray(value) && value.length > 0 && value.every(isFile)) {
+    const files = document.createElement("div");
+    files.className = "files";
+    for (const f of value) {
+      const file = document.createElement("div");
+      file.className = "file";
+      const path = document.createElement("div");
+      path.className = "file-path mono";
+      const p = shown(f.path, false);
+      if (p.marked) marks.marked = true;
+      const rest = Object.keys(f).filter((k) => k !== "path" && k !== "content");
+      path.textContent = p.text + (rest.length ? "  " + JSON.stringify(Object.fromEntries(rest.map((k) => [k, f[k]]))) : "");
+      file.append(path, block(f.content));
+      files.appendChild(file);
+    }
+    return files;
+  }
+  if (typeof value === "string" && value.includes("\n")) return block(value);
+  const text = typeof value === "string" ? value : JSON.stringify(value, null, 2);
+  if (text.length <= 120 && !text.includes("\n")) {
+    // A short value on the line of its name.
+    const s = shown(text, true);
+    if (s.marked) marks.marked = true;
+    const span = document.createElement("span");
+    span.className = "inline-value mono";
+    span.textContent = s.text;
+    return span;
+  }
+  return block(text);
+}
+
+// The arguments one by one, each under its name (its schema's description
+// on hover).
+function argumentsView(item, args, schema) {
+  const view = item.querySelector(".args-view");
+  view.replaceChildren();
+  const marks = { marked: false };
+  if (!args || typeof args !== "object") {
+    view.textContent = "(not readable on this host)";
+    return marks.marked;
+  }
+  const properties = (schema && schema.properties) || {};
+  for (const name of Object.keys(args)) {
+    const row = document.createElement("div");
+    row.className = "arg";
+    const label = document.createElement("div");
+    label.className = "arg-name mono";
+    label.textContent = name;
+    const described = properties[name] && properties[name].description;
+    if (described) label.title = described;
+    const value = valueView(args[name], marks);
+    if (value.classList.contains("inline-value")) row.classList.add("short");
+    row.append(label, value);
+    view.appendChild(row);
+  }
+  return marks.marked;
+}
+
+function timeLeft(ms) {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 60) return "refused unanswered in " + s + " s";
+  return "refused unanswered in " + Math.floor(s / 60) + " min " + (s % 60) + " s";
+}
+
 function render(pending) {
   const list = $("approvals");
   const seen = new Set();
@@ -370,8 +461,30 @@ function render(pending) {
         ? { text: "(not readable on this host)", marked: false }
         : shownJson(a.arguments_text);
       item.querySelector(".arguments").textContent = args.text;
-      item.querySelector(".shown-warning").hidden = !args.marked;
-      if (args.marked) item.dataset.marked = "1";
+      const facts = a.tool_facts || {};
+      const marked = argumentsView(item, a.arguments, facts.input_schema) || args.marked;
+      item.querySelector(".shown-warning").hidden = !marked;
+      if (marked) item.dataset.marked = "1";
+      item.querySelector(".description").textContent = facts.description || "";
+      item.querySelector(".effect").textContent = facts.effect || "write";
+      item.querySelector(".billed").hidden = !facts.billed;
+      const reaches = item.querySelector(".reaches");
+      for (const r of facts.reaches || []) {
+        const li = document.createElement("li");
+        li.textContent = r.route + (r.origin ? "  at " + r.origin : "");
+        reaches.appendChild(li);
+      }
+      if (!reaches.children.length) {
+        const li = document.createElement("li");
+        li.textContent = "no HTTP request (every one is refused)";
+        reaches.appendChild(li);
+      }
+      const recent = item.querySelector(".recent");
+      for (const r of a.recent || []) {
+        const li = document.createElement("li");
+        li.textContent = new Date(r.at_ms).toLocaleTimeString([], { hour12: false }) + "  " + shown(r.tool || "").text;
+        recent.appendChild(li);
+      }
       // What the tool may send over GraphQL: the root fields its route
       // names, or the operations of the document it was given.
       if (Array.isArray(a.graphql) && a.graphql.length > 0) {
@@ -390,6 +503,7 @@ function render(pending) {
       list.appendChild(item);
     }
     item.querySelector(".waited").textContent = waited(a.waited_ms);
+    if (typeof a.refused_in_ms === "number") item.querySelector(".refused-in").textContent = timeLeft(a.refused_in_ms);
     item.classList.toggle("selected", a.session === selected);
   }
   // Decided elsewhere (or by this page, or withdrawn): gone from the list.

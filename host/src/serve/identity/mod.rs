@@ -331,8 +331,11 @@ pub struct OidcVerifier {
     /// The issuer's discovery document once read (and when it was last
     /// tried, so an unreachable issuer is asked at most once per
     /// `jwks_min_refresh_secs`).
-    discovery: tokio::sync::Mutex<(Option<Arc<Discovery>>, Option<(Instant, String)>)>,
+    discovery: tokio::sync::Mutex<DiscoveryState>,
 }
+
+/// The document once read, and the last failed attempt (when, and why).
+type DiscoveryState = (Option<Arc<Discovery>>, Option<(Instant, String)>);
 
 /// What the issuer's discovery document
 /// (`ISSUER/.well-known/openid-configuration`) says that is used here.
