@@ -41,12 +41,26 @@ pub enum ExportError {
     Write(#[from] std::io::Error),
 }
 
-/// Writes every row after `since` (at most `limit`) to `out`, one JSON line each.
+/// Writes every row after `since` (at most `limit`) to `out`, one JSON line
+/// each, as stored (a decision's arguments sealed).
 pub fn export(
     store: &dyn TraceStore,
     since: i64,
     limit: Option<usize>,
     out: &mut dyn std::io::Write,
+) -> Result<Exported, ExportError> {
+    export_shown(store, since, limit, out, &|_| {})
+}
+
+/// [`export`], each row passed through `shape` first (the admin API opens
+/// a decision's sealed arguments for a caller who may read them, and
+/// leaves them out for anyone else).
+pub fn export_shown(
+    store: &dyn TraceStore,
+    since: i64,
+    limit: Option<usize>,
+    out: &mut dyn std::io::Write,
+    shape: &dyn Fn(&mut serde_json::Value),
 ) -> Result<Exported, ExportError> {
     let mut done = Exported {
         rows: 0,
@@ -61,7 +75,9 @@ pub fn export(
         let page = crate::store::block(store.trace_page(TraceFilter::All, done.cursor, want))?;
         let full = page.len() == want;
         for (seq, event) in &page {
-            writeln!(out, "{}", line(*seq, event))?;
+            let mut row = serde_json::to_value(Row { seq: *seq, event }).unwrap_or_default();
+            shape(&mut row);
+            writeln!(out, "{row}")?;
             done.rows += 1;
             done.cursor = *seq;
         }

@@ -371,6 +371,10 @@ pub struct OidcRoles {
     pub approver: Vec<String>,
     #[serde(default)]
     pub viewer: Vec<String>,
+    /// Reads every brand, and the exact arguments each decision kept
+    /// sealed in the trace (every brand only: not under `brand_roles`).
+    #[serde(default)]
+    pub auditor: Vec<String>,
 }
 
 /// Most clock skew `leeway_secs` may allow.
@@ -422,6 +426,11 @@ impl OidcConfig {
         }
         for (brand, roles) in &self.brand_roles {
             check_brand_name(brand).map_err(|why| format!("oidc.brand_roles: {why}"))?;
+            if !roles.auditor.is_empty() {
+                return Err(format!(
+                    "oidc.brand_roles.{brand}.auditor: an auditor reads every brand; list its values under [oidc.roles] auditor"
+                ));
+            }
             roles.check(&format!("oidc.brand_roles.{brand}"))?;
         }
         Ok(())
@@ -436,6 +445,7 @@ impl OidcRoles {
             ("admin", &self.admin),
             ("approver", &self.approver),
             ("viewer", &self.viewer),
+            ("auditor", &self.auditor),
         ] {
             for value in values {
                 if value.trim().is_empty() {

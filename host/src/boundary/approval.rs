@@ -146,6 +146,9 @@ impl Boundary {
             wait: wait_span.as_ref(),
         };
         let _shown = self.waiting_args.show(&session.id, digest, args);
+        // The exact arguments, sealed with the store key, for the row of the
+        // decision: an auditor can read what was approved or denied.
+        let sealed = self.sealed_for_audit(&session.id, name, digest, args);
         let started = Instant::now();
         let deadline = tokio::time::Instant::now() + self.switches.approval_timeout();
         // Withdraws the approval this call asked for if the call goes away
@@ -164,7 +167,17 @@ impl Boundary {
         let mut bell = self.store.watch_approval(&session.id, name, digest);
         let mut watched = match self.store.consume_approval(&session.id, name, digest).await {
             Ok(id) => {
-                self.trace_decision(session, call_id, name, id, started, None, spans, spend);
+                self.trace_decision(
+                    session,
+                    call_id,
+                    name,
+                    id,
+                    started,
+                    None,
+                    spans,
+                    spend,
+                    sealed.as_ref(),
+                );
                 return Ok(id);
             }
             // Another call with the same arguments asked already: wait for
@@ -244,7 +257,7 @@ impl Boundary {
                         watched = Some(id);
                     }
                     if let Some(id) = watched {
-                        self.trace_decision(session, call_id, name, id, started, Some(Rule::HostShutdown.name().as_ref()), spans, spend);
+                        self.trace_decision(session, call_id, name, id, started, Some(Rule::HostShutdown.name().as_ref()), spans, spend, sealed.as_ref());
                     }
                     return Err(self.refuse(session, call_id, name, Rule::HostShutdown, spans, during_call, targets));
                 }
@@ -279,7 +292,17 @@ impl Boundary {
             }
             match consumed {
                 Ok(id) => {
-                    self.trace_decision(session, call_id, name, id, started, None, spans, spend);
+                    self.trace_decision(
+                        session,
+                        call_id,
+                        name,
+                        id,
+                        started,
+                        None,
+                        spans,
+                        spend,
+                        sealed.as_ref(),
+                    );
                     return Ok(id);
                 }
                 Err(ApprovalError::Pending) if tokio::time::Instant::now() < deadline => {
@@ -312,6 +335,7 @@ impl Boundary {
                             Some(TIMEOUT_DECIDER),
                             spans,
                             spend,
+                            sealed.as_ref(),
                         );
                     }
                     return Err(self.refuse(
@@ -327,7 +351,15 @@ impl Boundary {
                 Err(other) => {
                     if let Some(id) = watched {
                         self.trace_decision(
-                            session, call_id, name, id, started, None, spans, spend,
+                            session,
+                            call_id,
+                            name,
+                            id,
+                            started,
+                            None,
+                            spans,
+                            spend,
+                            sealed.as_ref(),
                         );
                     }
                     let rule = match other {
@@ -356,6 +388,26 @@ impl Boundary {
         }
     }
 
+    /// `arguments` sealed with the store key for the audit record
+    /// (`{"nonce", "ciphertext"}`, base64), bound to the session, tool and
+    /// digest; `None` without a key.
+    fn sealed_for_audit(
+        &self,
+        session: &str,
+        tool: &str,
+        digest: &str,
+        arguments: &Value,
+    ) -> Option<Value> {
+        use base64::Engine;
+        let key = self.arguments_key.as_ref()?;
+        let (nonce, ciphertext) =
+            crate::store::seal_arguments(key, session, tool, digest, arguments).ok()?;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        Some(
+            json!({"args_digest": digest, "nonce": b64.encode(nonce), "ciphertext": b64.encode(ciphertext)}),
+        )
+    }
+
     /// Records who decided approval `id` for this call, and when: a person
     /// through the approvals API or MCP elicitation (as `by` says), the
     /// timeout, or a revocation; and how long the call waited (and, for a
@@ -371,6 +423,7 @@ impl Boundary {
         by: Option<&str>,
         spans: Spans<'_>,
         spend: Option<&Value>,
+        sealed: Option<&Value>,
     ) {
         let approval = crate::store::block(self.store.approval(id)).ok().flatten();
         let outcome = match approval.as_ref().map(|a| a.state) {
@@ -389,7 +442,10 @@ impl Boundary {
             "decided_at_ms": approval.as_ref().and_then(|a| a.decided_at_ms),
             "waited_ms": started.elapsed().as_millis() as u64,
         });
-        let detail = with_spend(detail, spend);
+        let mut detail = with_spend(detail, spend);
+        if let Some(sealed) = sealed {
+            detail["sealed_arguments"] = sealed.clone();
+        }
         self.trace(
             session,
             call_id,

@@ -523,7 +523,7 @@ async fn oidc_tokens_get_their_roles_and_every_bad_token_is_refused_with_nothing
         assert_eq!(answer.status, 200, "{}", answer.body);
         assert_eq!(
             answer.body,
-            json!({"subject": subject, "role": role, "every_brand": role, "brands": {}, "via": "oidc", "may_decide": decide, "may_end_sessions": end}),
+            json!({"subject": subject, "role": role, "every_brand": role, "brands": {}, "reads_arguments": role == "admin", "via": "oidc", "may_decide": decide, "may_end_sessions": end}),
             "{role}"
         );
     }
@@ -1341,4 +1341,155 @@ async fn a_brand_scoped_approver_sees_and_decides_only_its_brand() {
         )
         .await;
     assert_eq!(status, 200);
+}
+
+/// The exact arguments of a decided call are kept in the trace's row of the
+/// decision, sealed with the store key: the admin token and an `auditor`
+/// read them through the trace and the export; an approver sees only their
+/// digest; the row as stored (the CLI's export) holds no plain arguments.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decisions_arguments_are_kept_sealed_and_read_only_by_the_admin_token_and_an_auditor() {
+    let keys = keys();
+    let issuer = Issuer::start(vec![keys.issuer.jwk.clone()]).await;
+    let github = FakeGitHub::start(GITHUB_TOKEN).await;
+    let dir = temp_dir("sealed");
+    let serve = start_serve(&dir.0, &github, &issuer);
+    let http = reqwest::Client::new();
+    let base = serve.base.clone();
+    let admin = Admin {
+        http: http.clone(),
+        base: base.clone(),
+    };
+    admin.set_up().await;
+    let view = admin.session().await;
+    let session = view["id"].as_str().unwrap().to_string();
+    let mcp = Mcp::new(&http, &view).connect().await;
+    let arguments =
+        json!({"owner": "octo", "repo": "hello", "branch": "scout/sealed-7f3a9c", "from": "main"});
+    let sent = arguments.clone();
+    let waiting = tokio::spawn(async move {
+        mcp.request(
+            "tools/call",
+            json!({"name": "github_create_branch", "arguments": sent}),
+        )
+        .await
+    });
+    let pending = wait_for("the approval", crate::common::EVENTUALLY, async || {
+        admin.pending(&session).await.into_iter().next()
+    })
+    .await;
+    let digest = pending["args_digest"].as_str().unwrap().to_string();
+    let (status, _) = admin
+        .request(
+            Method::POST,
+            &format!("/v1/approvals/{}", pending["id"]),
+            Some(json!({"approve": true})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let reply = tokio::time::timeout(crate::common::EVENTUALLY, waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(ok_text(&reply).is_some(), "{reply}");
+
+    let auditor =
+        keys.issuer
+            .sign(&issuer.claims("audit@example.com", json!("auditor"), json!({})));
+    let approver =
+        keys.issuer
+            .sign(&issuer.claims("alice@example.com", json!("approver"), json!({})));
+    let decided_in = |rows: Vec<Value>| -> Value {
+        let decided: Vec<Value> = rows
+            .into_iter()
+            .filter(|r| r["session"] == session.as_str() && r["state"] == "decided")
+            .collect();
+        assert_eq!(decided.len(), 1, "{decided:?}");
+        decided[0]["detail"].clone()
+    };
+    let export_rows = |text: String| -> Vec<Value> {
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let export = async |token: &str| {
+        let response = http
+            .get(format!("{base}/v1/trace/export"))
+            .header(AUTHORIZATION, format!("Bearer {token}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        response.text().await.unwrap()
+    };
+    let trace = async |token: &str| {
+        let answer = call(
+            &http,
+            &base,
+            token,
+            Method::GET,
+            &format!("/v1/trace?session={session}"),
+            None,
+        )
+        .await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        answer.body["events"].as_array().unwrap().clone()
+    };
+
+    // The admin token and the auditor read the arguments, in both.
+    for token in [ADMIN_TOKEN.to_string(), auditor.clone()] {
+        for detail in [
+            decided_in(export_rows(export(&token).await)),
+            decided_in(trace(&token).await),
+        ] {
+            assert_eq!(detail["arguments"], arguments, "{detail}");
+            assert_eq!(detail["args_digest"], digest.as_str());
+            assert!(detail.get("sealed_arguments").is_none(), "{detail}");
+        }
+    }
+    // An approver: the digest only.
+    for detail in [
+        decided_in(export_rows(export(&approver).await)),
+        decided_in(trace(&approver).await),
+    ] {
+        assert!(detail.get("arguments").is_none(), "{detail}");
+        assert!(detail.get("sealed_arguments").is_none(), "{detail}");
+        assert_eq!(detail["args_digest"], digest.as_str());
+    }
+    // An auditor decides nothing.
+    let answer = call(
+        &http,
+        &base,
+        &auditor,
+        Method::POST,
+        "/v1/approvals/1",
+        Some(json!({"approve": false})),
+    )
+    .await;
+    assert_eq!(answer.status, 403, "{}", answer.body);
+
+    // As stored: sealed, and no row holds the arguments in the clear.
+    drop(serve);
+    let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+        .args(["trace", "export", "--config"])
+        .arg(dir.0.join("serve.toml"))
+        .current_dir(&dir.0)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stored = String::from_utf8(out.stdout).unwrap();
+    let detail = decided_in(export_rows(stored.clone()));
+    assert!(
+        detail["sealed_arguments"]["ciphertext"].is_string(),
+        "{detail}"
+    );
+    assert!(
+        !stored.contains("scout/sealed-7f3a9c"),
+        "no stored row holds the arguments in the clear"
+    );
 }

@@ -562,6 +562,21 @@ impl Call {
 }
 
 /// The calls (not the session-level events) of `sessions`, by call id.
+/// `event` as both sides of a comparison read it: a decision's arguments
+/// are sealed in the store and opened by the admin API for the admin token,
+/// so only their digest is compared.
+fn comparable(event: &TraceEvent) -> TraceEvent {
+    let mut event = event.clone();
+    if let Some(detail) = event.detail.as_object_mut() {
+        if let Some(sealed) = detail.remove("sealed_arguments") {
+            detail.insert("args_digest".into(), sealed["args_digest"].clone());
+        }
+        detail.remove("arguments");
+        detail.remove("arguments_unreadable");
+    }
+    event
+}
+
 fn calls_of(events: &[TraceEvent], sessions: &BTreeSet<String>) -> BTreeMap<String, Call> {
     let mut calls: BTreeMap<String, Call> = BTreeMap::new();
     for event in events {
@@ -587,7 +602,7 @@ fn calls_of(events: &[TraceEvent], sessions: &BTreeSet<String>) -> BTreeMap<Stri
                     .unwrap_or_else(|| panic!("{call_id}: {event:?}")),
             ));
         }
-        call.events.push(event.clone());
+        call.events.push(comparable(event));
     }
     calls
 }

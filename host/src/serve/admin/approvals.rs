@@ -113,6 +113,8 @@ pub(super) async fn whoami(Extension(caller): Extension<Principal>) -> Json<Valu
         // The role over every brand (null: only over the brands listed).
         "every_brand": caller.every_brand.map(|r| r.name()),
         "brands": brands,
+        // Whether it reads the exact arguments of decisions (the trace's).
+        "reads_arguments": caller.reads_sealed_arguments(),
         "via": match caller.via {
             crate::serve::identity::Via::AdminToken => "admin-token",
             crate::serve::identity::Via::Oidc => "oidc",

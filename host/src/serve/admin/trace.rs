@@ -37,6 +37,7 @@ pub(super) const EXPORT_MAX: usize = 10_000;
 /// as JSON lines; `Scout-Next-Cursor` is where to resume.
 pub(super) async fn trace_export(
     State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let q: ExportQuery = query(raw)?;
@@ -65,9 +66,13 @@ pub(super) async fn trace_export(
             })?,
     };
     let store = host.store.clone();
+    let reveal = caller.reads_sealed_arguments();
+    let shown = host.clone();
     let (body, done) = tokio::task::spawn_blocking(move || {
         let mut body = Vec::new();
-        crate::audit::export(store.as_ref(), since, Some(limit), &mut body).map(|done| (body, done))
+        let shape = |row: &mut Value| shown.boundary().shown_row(row, reveal);
+        crate::audit::export_shown(store.as_ref(), since, Some(limit), &mut body, &shape)
+            .map(|done| (body, done))
     })
     .await
     .map_err(|_| {
@@ -156,6 +161,8 @@ pub(super) async fn trace(
         .map(|(seq, event)| {
             let mut value = json!(event);
             value["seq"] = json!(seq);
+            host.boundary()
+                .shown_row(&mut value, caller.reads_sealed_arguments());
             value
         })
         .collect();

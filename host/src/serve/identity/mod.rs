@@ -114,6 +114,9 @@ pub struct Principal {
     pub every_brand: Option<Role>,
     /// Roles held over one brand each (beyond `every_brand`).
     pub brands: std::collections::BTreeMap<String, Role>,
+    /// An auditor: may read the exact arguments a decision kept sealed
+    /// (with read-only access to every brand besides).
+    pub auditor: bool,
 }
 
 impl Principal {
@@ -125,7 +128,14 @@ impl Principal {
             via: Via::AdminToken,
             every_brand: Some(Role::Admin),
             brands: Default::default(),
+            auditor: false,
         }
+    }
+
+    /// Whether it may read the arguments of a decision, kept sealed in the
+    /// trace: the admin token, an admin of every brand, an auditor.
+    pub fn reads_sealed_arguments(&self) -> bool {
+        self.auditor || self.every_brand == Some(Role::Admin)
     }
 
     /// The role held over `brand`: the higher of the every-brand role and
@@ -366,6 +376,7 @@ impl OidcVerifier {
             admin: vec!["admin".into()],
             approver: vec!["approver".into()],
             viewer: vec!["viewer".into()],
+            auditor: vec!["auditor".into()],
         });
         Ok(OidcVerifier {
             config: config.clone(),
@@ -609,7 +620,12 @@ impl OidcVerifier {
             .map(str::to_string)
             .filter(usable)
             .unwrap_or(sub);
-        let (every_brand, brands) = self.roles_of(claims.get(&self.config.role_claim));
+        let (mut every_brand, brands) = self.roles_of(claims.get(&self.config.role_claim));
+        // An auditor reads every brand, and the arguments decisions sealed.
+        let auditor = self.is_auditor(claims.get(&self.config.role_claim));
+        if auditor {
+            every_brand = every_brand.max(Some(Role::Viewer));
+        }
         let Some(role) = every_brand.max(brands.values().copied().max()) else {
             return Err(Refusal::NoRole {
                 claim: self.config.role_claim.clone(),
@@ -626,7 +642,21 @@ impl OidcVerifier {
             via: Via::Oidc,
             every_brand,
             brands,
+            auditor,
         })
+    }
+
+    /// Whether the claim names an auditor (`auditor`, or a value
+    /// `[oidc.roles] auditor` lists): over every brand only.
+    fn is_auditor(&self, claim: Option<&Value>) -> bool {
+        let values: Vec<&str> = match claim {
+            Some(Value::String(s)) => vec![s.as_str()],
+            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        values
+            .iter()
+            .any(|v| self.roles.auditor.iter().any(|a| a == v))
     }
 
     /// The roles the claim's value (a string or an array of strings)
