@@ -10,18 +10,24 @@ use serde::Serialize;
 /// Rows read from the store per query.
 pub const EXPORT_PAGE: usize = 1000;
 
-/// One exported row.
+/// One exported row: the trace row, its `seq`, and its `at_ms` as RFC 3339.
 #[derive(Serialize)]
 struct Row<'a> {
     seq: i64,
     #[serde(flatten)]
     event: &'a TraceEvent,
+    time: String,
 }
 
 /// The JSON line of row `seq` (no newline).
 pub fn line(seq: i64, event: &TraceEvent) -> String {
     // A trace event is plain data: serialising it cannot fail.
-    serde_json::to_string(&Row { seq, event }).unwrap_or_default()
+    serde_json::to_string(&Row {
+        seq,
+        event,
+        time: crate::dates::rfc3339_ms(event.at_ms),
+    })
+    .unwrap_or_default()
 }
 
 /// What an export wrote.
@@ -75,7 +81,12 @@ pub fn export_shown(
         let page = crate::store::block(store.trace_page(TraceFilter::All, done.cursor, want))?;
         let full = page.len() == want;
         for (seq, event) in &page {
-            let mut row = serde_json::to_value(Row { seq: *seq, event }).unwrap_or_default();
+            let mut row = serde_json::to_value(Row {
+                seq: *seq,
+                event,
+                time: crate::dates::rfc3339_ms(event.at_ms),
+            })
+            .unwrap_or_default();
             shape(&mut row);
             writeln!(out, "{row}")?;
             done.rows += 1;

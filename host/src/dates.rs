@@ -10,6 +10,14 @@ pub fn utc_day(at: SystemTime) -> String {
     DateTime::<Utc>::from(at).format("%Y-%m-%d").to_string()
 }
 
+/// `at_ms` (milliseconds since the Unix epoch) as RFC 3339 in UTC, to the
+/// millisecond: `2026-12-05T06:38:33.123Z`. Empty if out of range.
+pub fn rfc3339_ms(at_ms: i64) -> String {
+    DateTime::<Utc>::from_timestamp_millis(at_ms)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        .unwrap_or_default()
+}
+
 /// Whether `text` is a real calendar day written `YYYY-MM-DD`.
 pub fn is_day(text: &str) -> bool {
     // chrono also reads `+2026-12-1`; the fixtures' form is exactly ten
@@ -29,6 +37,12 @@ pub fn is_day(text: &str) -> bool {
 mod tests {
     use super::*;
     use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn rfc3339_times() {
+        assert_eq!(rfc3339_ms(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339_ms(1_796_452_550_103), "2026-12-05T06:35:50.103Z");
+    }
 
     #[test]
     fn utc_days() {

@@ -163,6 +163,11 @@ async def main():
                         lambda: "approved by admin-token" in item.find_element(By.CSS_SELECTOR, ".outcome").text)
             await until("the card leaving", lambda: card(driver, "scout/console-approved") is None)
             summary["approved"] = approved_args["branch"]
+            # The person's own decisions, kept in view after the card left.
+            decision = await until("the decision in the history", lambda: next(iter(
+                driver.find_elements(By.CSS_SELECTOR, "#decisions li.decision")), None))
+            check("approved" in decision.text and "github_create_branch" in decision.text,
+                  f"the history names the decision: {decision.text}")
 
             # --- a second write, denied in the browser ---
             call = asyncio.create_task(s.call_tool("github_create_branch", {

@@ -143,6 +143,13 @@ pub enum TraceState {
     /// verified caller), with its artifact digests and what it revoked:
     /// recorded under no session (`tool` names the connector).
     Deployed,
+    /// What the host holds changed through the admin API, and who changed
+    /// it (`detail.actor`): a session opened or ended (under its id), a
+    /// connection stored, disabled, shared or unshared, a tool reviewed,
+    /// a profile saved or deleted (under the brand, or no brand for a
+    /// review); `rule` names the change, `detail.before` and `detail.after`
+    /// what it was and became, never a secret.
+    Changed,
 }
 
 impl TraceState {
@@ -162,6 +169,7 @@ impl TraceState {
             TraceState::Removed => "removed",
             TraceState::Decided => "decided",
             TraceState::Deployed => "deployed",
+            TraceState::Changed => "changed",
         }
     }
 
@@ -181,6 +189,7 @@ impl TraceState {
             "removed" => TraceState::Removed,
             "decided" => TraceState::Decided,
             "deployed" => TraceState::Deployed,
+            "changed" => TraceState::Changed,
             _ => return None,
         })
     }
@@ -451,6 +460,9 @@ pub trait TraceStore: Send + Sync {
     ) -> Result<Vec<(i64, TraceEvent)>, StoreError>;
     /// A session's events in the order they were recorded.
     async fn trace_for_session(&self, session: &str) -> Result<Vec<TraceEvent>, StoreError>;
+    /// The last `limit` decisions on approvals (`decided` rows), of every
+    /// session, newest first.
+    async fn recent_decisions(&self, limit: usize) -> Result<Vec<(i64, TraceEvent)>, StoreError>;
     /// A session's last `limit` calls as requested (their `requested`
     /// rows), oldest first: the context a person deciding one reads.
     async fn recent_requests(

@@ -1214,6 +1214,24 @@ impl TraceStore for PgStore {
             .collect())
     }
 
+    async fn recent_decisions(&self, limit: usize) -> Result<Vec<(i64, TraceEvent)>, StoreError> {
+        let shared = self.shared.clone();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            let statement = client
+                .prepare_cached(super::rules::RECENT_DECISIONS.pg)
+                .await?;
+            client
+                .query(&statement, &[&limit])
+                .await?
+                .iter()
+                .map(trace_event)
+                .collect::<Result<Vec<_>, StoreError>>()
+        })
+        .await
+    }
+
     async fn recent_requests(
         &self,
         session: &str,

@@ -52,6 +52,8 @@ macro_rules! statements {
 }
 
 statements! {
+    /// The latest decisions on approvals, whoever's, newest first.
+    RECENT_DECISIONS = "SELECT seq, session, brand, call_id, tool, state, rule, detail, at_ms FROM trace WHERE state = 'decided' ORDER BY seq DESC LIMIT $1";
     /// A session's latest calls as requested, newest first.
     RECENT_REQUESTS = "SELECT seq, session, brand, call_id, tool, state, rule, detail, at_ms FROM trace WHERE session = $1 AND state = 'requested' AND call_id IS NOT NULL ORDER BY seq DESC LIMIT $2";
     /// Records a charge once per idempotency key (a retry of the same charge records nothing).

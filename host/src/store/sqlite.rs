@@ -414,6 +414,13 @@ impl TraceStore for SqliteStore {
         super::off_worker(|| self.trace_query("session", session))
     }
 
+    async fn recent_decisions(&self, limit: usize) -> Result<Vec<(i64, TraceEvent)>, StoreError> {
+        super::off_worker(|| {
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            self.trace_select(super::rules::RECENT_DECISIONS.lite, params![limit])
+        })
+    }
+
     async fn recent_requests(
         &self,
         session: &str,

@@ -1341,6 +1341,41 @@ async fn a_brand_scoped_approver_sees_and_decides_only_its_brand() {
         )
         .await;
     assert_eq!(status, 200);
+
+    // The decisions history: hers are acme's; globex's is not shown to her.
+    let decided = wait_for(
+        "both decisions traced",
+        crate::common::EVENTUALLY,
+        async || {
+            let (_, all) = admin.request(Method::GET, "/v1/decisions", None).await;
+            (all["decisions"].as_array().map_or(0, Vec::len) >= 2).then_some(all)
+        },
+    )
+    .await;
+    assert_eq!(
+        decided["decisions"][0]["outcome"], "denied",
+        "newest first: {decided}"
+    );
+    for path in ["/v1/decisions", "/v1/decisions?mine=true"] {
+        let answer = get(&approver, path).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        let listed = answer.body["decisions"].as_array().unwrap().clone();
+        assert_eq!(listed.len(), 1, "{path}: {listed:?}");
+        assert_eq!(listed[0]["brand"], "acme");
+        assert_eq!(listed[0]["outcome"], "approved");
+        assert_eq!(listed[0]["by"], "alice@acme.example (approvals API)");
+    }
+    let answer = get(
+        &approver,
+        &format!("/v1/decisions?session={globex_session}"),
+    )
+    .await;
+    assert_eq!(answer.body["decisions"], json!([]), "{}", answer.body);
+    let (_, own) = admin
+        .request(Method::GET, "/v1/decisions?mine=true", None)
+        .await;
+    assert_eq!(own["decisions"].as_array().unwrap().len(), 1, "{own}");
+    assert_eq!(own["decisions"][0]["brand"], "globex");
 }
 
 /// The exact arguments of a decided call are kept in the trace's row of the
@@ -1492,4 +1527,170 @@ async fn a_decisions_arguments_are_kept_sealed_and_read_only_by_the_admin_token_
         !stored.contains("scout/sealed-7f3a9c"),
         "no stored row holds the arguments in the clear"
     );
+}
+
+/// Every change made through the admin API is a `changed` row of the audit
+/// export, with its actor as structured fields (kind, subject, issuer, via,
+/// role), what it was and became, an RFC 3339 time, and never a secret:
+/// sessions opened and ended, connections stored, shared, unshared and
+/// disabled, tools reviewed, profiles saved and deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_change_through_the_admin_api_is_an_audit_row_with_its_actor() {
+    let keys = keys();
+    let issuer = Issuer::start(vec![keys.issuer.jwk.clone()]).await;
+    let github = FakeGitHub::start(GITHUB_TOKEN).await;
+    let dir = temp_dir("changes");
+    let config = dir.0.join("serve.toml");
+    std::fs::write(
+        &config,
+        scout_tests::serve_config_for_github(&github.origin())
+            + &oidc_table(&issuer)
+            + "subject_claim = \"email\"\n",
+    )
+    .unwrap();
+    let serve = Serve::start(&config);
+    let http = reqwest::Client::new();
+    let base = serve.base.clone();
+    let admin = Admin {
+        http: http.clone(),
+        base: base.clone(),
+    };
+    admin.set_up().await;
+    let person = keys.issuer.sign(&issuer.claims(
+        "00u-opaque-root",
+        json!("admin"),
+        json!({"email": "root@example.com"}),
+    ));
+    const SECRET: &str = "ghp_globexSecretNeverInTheTrail0001";
+    let steps: Vec<(Method, String, Option<Value>)> = vec![
+        (
+            Method::PUT,
+            "/v1/brands/globex/connections/github".into(),
+            Some(json!({"secret": SECRET})),
+        ),
+        (
+            Method::PUT,
+            "/v1/brands/globex/connections/github/shares/initech".into(),
+            None,
+        ),
+        (
+            Method::DELETE,
+            "/v1/brands/globex/connections/github/shares/initech".into(),
+            None,
+        ),
+        (
+            Method::PUT,
+            "/v1/brands/acme/profiles/helper".into(),
+            Some(
+                json!({"kind": "coworker", "profile": {"name": "helper", "tools": ["Read"], "limits": {"runBudgetUsd": 0.5, "maxTurns": 10, "maxConcurrentRuns": 1, "maxDelegationDepth": 0}}}),
+            ),
+        ),
+        (
+            Method::DELETE,
+            "/v1/brands/acme/profiles/helper".into(),
+            None,
+        ),
+        (
+            Method::DELETE,
+            "/v1/brands/globex/connections/github".into(),
+            None,
+        ),
+    ];
+    for (method, path, body) in steps {
+        let answer = call(&http, &base, &person, method.clone(), &path, body).await;
+        assert_eq!(answer.status, 200, "{method} {path}: {}", answer.body);
+    }
+    let opened = call(
+        &http,
+        &base,
+        &person,
+        Method::POST,
+        "/v1/sessions",
+        Some(json!({"brand": "acme", "role": "person-chat"})),
+    )
+    .await;
+    assert_eq!(opened.status, 201, "{}", opened.body);
+    let session = opened.body["id"].as_str().unwrap().to_string();
+    let ended = call(
+        &http,
+        &base,
+        &person,
+        Method::DELETE,
+        &format!("/v1/sessions/{session}"),
+        None,
+    )
+    .await;
+    assert_eq!(ended.status, 200, "{}", ended.body);
+
+    let response = http
+        .get(format!("{base}/v1/trace/export"))
+        .header(AUTHORIZATION, format!("Bearer {ADMIN_TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    let export = response.text().await.unwrap();
+    assert!(!export.contains(SECRET), "no secret in the audit trail");
+    assert!(
+        !export.contains(GITHUB_TOKEN),
+        "no secret in the audit trail"
+    );
+    let rows: Vec<Value> = export
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let changed: Vec<&Value> = rows.iter().filter(|r| r["state"] == "changed").collect();
+    let by_person = |rule: &str| -> Value {
+        changed
+            .iter()
+            .find(|r| r["rule"] == rule && r["detail"]["actor"]["kind"] == "person")
+            .map(|r| (*r).clone())
+            .unwrap_or_else(|| panic!("no `{rule}` row by the person: {changed:?}"))
+    };
+    let person_actor = json!({"kind": "person", "subject": "root@example.com", "sub": "00u-opaque-root", "issuer": issuer.base, "via": "oidc", "role": "admin"});
+    for rule in [
+        "connection_stored",
+        "connection_shared",
+        "connection_unshared",
+        "profile_saved",
+        "profile_deleted",
+        "connection_disabled",
+        "session_opened",
+        "session_ended",
+    ] {
+        let row = by_person(rule);
+        assert_eq!(row["detail"]["actor"], person_actor, "{rule}: {row}");
+        let time = row["time"].as_str().unwrap();
+        assert!(
+            time.len() == 24 && time.ends_with('Z') && time.as_bytes()[10] == b'T',
+            "{rule}: an RFC 3339 time beside at_ms: {time}"
+        );
+    }
+    let stored = by_person("connection_stored");
+    assert_eq!(stored["brand"], "globex");
+    assert_eq!(stored["detail"]["before"], Value::Null);
+    assert_eq!(stored["detail"]["after"]["source"], "own", "{stored}");
+    assert_eq!(
+        by_person("connection_disabled")["detail"]["before"]["source"],
+        "own"
+    );
+    assert_eq!(
+        by_person("profile_saved")["detail"]["after"]["profile"]["tools"],
+        json!(["Read"])
+    );
+    assert_eq!(
+        by_person("profile_deleted")["detail"]["before"]["profile"]["name"],
+        "helper"
+    );
+    let opened_row = by_person("session_opened");
+    assert_eq!(opened_row["session"], session.as_str());
+    assert_eq!(opened_row["detail"]["after"]["role"], "person-chat");
+    assert_eq!(by_person("session_ended")["session"], session.as_str());
+    // The operator's own set-up is there too, by the admin token.
+    let reviewed = changed
+        .iter()
+        .filter(|r| r["rule"] == "tool_reviewed")
+        .collect::<Vec<_>>();
+    assert!(!reviewed.is_empty());
+    assert_eq!(reviewed[0]["detail"]["actor"]["kind"], "admin_token");
+    assert!(reviewed[0]["detail"]["after"]["digest"].is_string());
 }

@@ -1454,14 +1454,33 @@ async fn the_trace_query_wants_exactly_one_of_session_or_brand() {
         .map(|e| e["state"].as_str().unwrap())
         .collect();
     assert_eq!(&states[..2], ["registered", "eligible"], "{states:?}");
-    assert_eq!(states.last(), Some(&"offered"), "{states:?}");
+    // What the session was offered, then who opened it.
+    assert_eq!(
+        &states[states.len() - 2..],
+        ["offered", "changed"],
+        "{states:?}"
+    );
     assert!(
         states.contains(&"denied"),
         "review is on: tools are held, and the trace says so: {states:?}"
     );
     let (status, by_brand) = s.admin(Method::GET, "/v1/trace?brand=acme", None).await;
     assert_eq!(status, 200);
-    assert_eq!(by_brand["events"], by_session["events"]);
+    // The brand's trace: the session's rows, and the brand's own changes
+    // (its connection stored, under no session).
+    let (sessions_rows, brand_rows): (Vec<Value>, Vec<Value>) = by_brand["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .cloned()
+        .partition(|e| e["session"] == *id);
+    assert_eq!(Value::Array(sessions_rows), by_session["events"]);
+    assert!(
+        brand_rows
+            .iter()
+            .all(|e| e["state"] == "changed" && e["session"] == ""),
+        "{brand_rows:?}"
+    );
     // Read in bounded pages: each page continues after the last one's `next_after`.
     let all = by_session["events"].as_array().unwrap().clone();
     assert!(all.len() >= 3, "{all:?}");

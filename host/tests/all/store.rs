@@ -1291,11 +1291,12 @@ fn the_audit_export_resumes_from_its_cursor(db: &Db) {
         (0..25).map(|n| 1_000 + n).collect::<Vec<_>>(),
         "every row once, in order"
     );
-    // Each row is the trace's row as stored, plus its seq.
+    // Each row is the trace's row as stored, plus its seq and its time.
     let (seq, first) =
         &scout_host::store::block(store.trace_page(TraceFilter::All, 0, 1)).unwrap()[0];
     let mut expected = serde_json::to_value(first).unwrap();
     expected["seq"] = json!(seq);
+    expected["time"] = json!("1970-01-01T00:00:01.000Z");
     assert_eq!(all[0], expected);
     // In chunks of 7, resumed from each cursor: the same rows.
     let (mut cursor, mut chunked) = (0, Vec::new());

@@ -70,6 +70,69 @@ pub(super) async fn list_approvals(
     Ok(Json(json!({"pending": pending})))
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct DecisionsQuery {
+    #[serde(default)]
+    session: Option<String>,
+    /// `true`: only the caller's own decisions.
+    #[serde(default)]
+    mine: Option<String>,
+}
+
+/// Most decisions one answer lists, newest first.
+const DECISIONS_SHOWN: usize = 50;
+/// Most `decided` rows read to find them.
+const DECISIONS_READ: usize = 2000;
+
+/// The latest decisions on approvals the caller may see: one session's, or
+/// the caller's own (`mine=true`), or every one; newest first, each with
+/// who decided, the outcome, the tool and how long the call waited.
+pub(super) async fn list_decisions(
+    State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
+    RawQuery(raw): RawQuery,
+) -> Result<Json<Value>, ApiError> {
+    let q: DecisionsQuery = query(raw)?;
+    let mine = match q.mine.as_deref() {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(_) => return Err(ApiError::bad_request("`mine` is true or false")),
+    };
+    // `by` is "SUBJECT (CHANNEL)": the caller's own begin with its subject.
+    let own = format!("{} (", caller.subject);
+    let decisions: Vec<Value> = host
+        .store
+        .recent_decisions(DECISIONS_READ)
+        .await?
+        .into_iter()
+        .filter(|(_, e)| caller.sees(&e.brand))
+        .filter(|(_, e)| q.session.as_deref().is_none_or(|s| e.session == s))
+        .filter(|(_, e)| {
+            !mine
+                || e.detail["by"]
+                    .as_str()
+                    .is_some_and(|by| by.starts_with(&own))
+        })
+        .take(DECISIONS_SHOWN)
+        .map(|(seq, e)| {
+            json!({
+                "seq": seq,
+                "time": crate::dates::rfc3339_ms(e.at_ms),
+                "at_ms": e.at_ms,
+                "session": e.session,
+                "brand": e.brand,
+                "tool": e.tool,
+                "outcome": e.rule,
+                "by": e.detail["by"],
+                "approval": e.detail["approval"],
+                "waited_ms": e.detail["waited_ms"],
+            })
+        })
+        .collect();
+    Ok(Json(json!({"decisions": decisions})))
+}
+
 /// Requests a session made most recently (the calls, not its set-up): the
 /// context a person deciding one of its writes reads.
 async fn recent_requests(host: &ServeHost, session: &str) -> Vec<Value> {

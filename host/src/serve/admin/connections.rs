@@ -101,11 +101,24 @@ pub(super) fn token_source(
     Ok(source)
 }
 
+/// What a brand's connection to `connector` is, as the audit trail says
+/// it: how its credential is given (`secret`, `oauth`, ...), never the
+/// credential; `null` when there is none.
+fn connection_shown(host: &ServeHost, brand: &str, connector: &str) -> Value {
+    host.connections(brand)
+        .ok()
+        .and_then(|list| list.into_iter().find(|(c, _)| c == connector))
+        .map(|(_, source)| json!({"source": source}))
+        .unwrap_or(Value::Null)
+}
+
 pub(super) async fn put_connection(
     State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
     Path((brand, connector)): Path<(String, String)>,
     Body(request): Body<PutConnection>,
 ) -> Result<Json<Value>, ApiError> {
+    let before = connection_shown(&host, &brand, &connector);
     let google = connector == crate::credentials::GOOGLE;
     if !google && host.catalog().connector(&connector).is_none() {
         return Err(ApiError::not_found(format!(
@@ -179,6 +192,15 @@ pub(super) async fn put_connection(
         }
     };
     host.put_connection(&brand, &connector, &sealed)?;
+    super::record_change(
+        &host,
+        &caller,
+        "",
+        &brand,
+        "connection_stored",
+        json!({"connector": connector, "before": before, "after": connection_shown(&host, &brand, &connector)}),
+    )
+    .await?;
     // Nothing of it is ever echoed.
     Ok(Json(
         json!({"brand": brand, "connector": connector, "stored": true}),
@@ -187,9 +209,20 @@ pub(super) async fn put_connection(
 
 pub(super) async fn disable_connection(
     State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
     Path((brand, connector)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    let before = connection_shown(&host, &brand, &connector);
     if host.disable_connection(&brand, &connector)? {
+        super::record_change(
+            &host,
+            &caller,
+            "",
+            &brand,
+            "connection_disabled",
+            json!({"connector": connector, "before": before, "after": null}),
+        )
+        .await?;
         Ok(Json(
             json!({"brand": brand, "connector": connector, "disabled": true}),
         ))
@@ -214,6 +247,7 @@ pub(super) async fn list_connections(
 
 pub(super) async fn share(
     State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
     Path((brand, connector, with)): Path<(String, String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     if brand == with {
@@ -222,6 +256,15 @@ pub(super) async fn share(
         ));
     }
     host.share_connection(&brand, &connector, &with)?;
+    super::record_change(
+        &host,
+        &caller,
+        "",
+        &brand,
+        "connection_shared",
+        json!({"connector": connector, "with": with, "before": null, "after": {"shared_with": with}}),
+    )
+    .await?;
     Ok(Json(
         json!({"owner": brand, "connector": connector, "shared_with": with}),
     ))
@@ -229,9 +272,19 @@ pub(super) async fn share(
 
 pub(super) async fn unshare(
     State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
     Path((brand, connector, with)): Path<(String, String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     if host.unshare_connection(&brand, &connector, &with)? {
+        super::record_change(
+            &host,
+            &caller,
+            "",
+            &brand,
+            "connection_unshared",
+            json!({"connector": connector, "with": with, "before": {"shared_with": with}, "after": null}),
+        )
+        .await?;
         Ok(Json(
             json!({"owner": brand, "connector": connector, "unshared_with": with}),
         ))

@@ -76,6 +76,7 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
             post(answer_capability_request),
         )
         .route("/v1/approvals/{id}", post(decide_approval))
+        .route("/v1/decisions", get(list_decisions))
         .route("/v1/reviews", get(list_reviews).post(approve_review))
         .route("/v1/connectors", get(list_connectors))
         .route(
@@ -319,6 +320,35 @@ async fn require_identity(
     let mut response = next.run(request).await;
     response.extensions_mut().insert(caller);
     response
+}
+
+/// Records a change made through the admin API (a session opened or
+/// ended, a connection, review or profile changed) as a `changed` trace
+/// row: `rule` names the change, `detail` says what (never a secret), and
+/// the verified caller is added as `detail.actor`.
+pub(super) async fn record_change(
+    host: &ServeHost,
+    caller: &Principal,
+    session: &str,
+    brand: &str,
+    rule: &str,
+    mut detail: Value,
+) -> Result<(), ApiError> {
+    detail["actor"] = caller.actor();
+    let event = crate::store::TraceEvent {
+        session: session.to_string(),
+        brand: brand.to_string(),
+        call_id: None,
+        tool: None,
+        state: crate::store::TraceState::Changed,
+        rule: Some(rule.to_string()),
+        detail,
+        at_ms: crate::store::now_ms(),
+    };
+    host.store.record(&event).await.map_err(|e| {
+        tracing::error!(error = %e, rule, "a change was made but could not be recorded in the trace");
+        ApiError::from(HostError::from(e))
+    })
 }
 
 /// Refuses, as if it did not exist, an open session whose brand the

@@ -143,6 +143,13 @@ pub(super) async fn approve_review(
         ))
     })?;
     let current = crate::review::tool_digest(&component, tool);
+    let before = host
+        .store
+        .reviewed(&request.connector, &request.tool)
+        .await
+        .ok()
+        .flatten()
+        .map(|r| json!({"digest": r.digest, "effect": r.effect}));
     if current != request.digest {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -163,6 +170,15 @@ pub(super) async fn approve_review(
     }
     // Sessions that held the tool offer it from their next request.
     host.boundary().changed();
+    super::record_change(
+        &host,
+        &caller,
+        "",
+        "",
+        "tool_reviewed",
+        json!({"connector": request.connector, "tool": request.tool, "before": before, "after": {"digest": current, "effect": effect}}),
+    )
+    .await?;
     let mut answer = json!({"connector": request.connector, "tool": request.tool, "reviewed": true, "reviewed_by": caller.subject});
     if let Some(effect) = effect {
         answer["effect"] = json!(effect);

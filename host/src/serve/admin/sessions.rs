@@ -13,6 +13,15 @@ pub(super) async fn create_session(
         return Err(ApiError::brand_refused(&caller, brand));
     }
     let view = host.open_session(&request)?;
+    super::record_change(
+        &host,
+        &caller,
+        &view.id,
+        &view.brand,
+        "session_opened",
+        json!({"after": {"role": view.role, "brand": view.brand, "profile": view.profile}}),
+    )
+    .await?;
     Ok((StatusCode::CREATED, Json(view)).into_response())
 }
 
@@ -66,7 +75,20 @@ pub(super) async fn end_session(
         &no_session(&id),
     )?;
     use crate::serve::SessionEnd;
-    match host.end_any_session(&id).await? {
+    let before = host.session_view(&id)?;
+    let ended = host.end_any_session(&id).await?;
+    if let (Some(before), false) = (&before, matches!(ended, SessionEnd::Unknown)) {
+        super::record_change(
+            &host,
+            &caller,
+            &id,
+            before["brand"].as_str().unwrap_or_default(),
+            "session_ended",
+            json!({"before": {"role": before["role"], "brand": before["brand"], "profile": before["profile"]}}),
+        )
+        .await?;
+    }
+    match ended {
         SessionEnd::Ended => Ok(Json(json!({"ended": id})).into_response()),
         SessionEnd::Ending { host } => Ok((
             StatusCode::ACCEPTED,
@@ -196,6 +218,7 @@ pub(super) async fn save_profile(
 ) -> Result<Json<Value>, ApiError> {
     // Who made the grant is the verified caller, whatever the body says.
     request.profile.grant.granted_by = Some(caller.subject.clone());
+    let before = host.store.load_profile(&brand, &name).await?;
     if request.profile.name != name {
         return Err(ApiError::bad_request(format!(
             "the profile is named `{}` but the path says `{name}`",
@@ -211,6 +234,15 @@ pub(super) async fn save_profile(
             // A session opened from it keeps what it was opened with; the
             // revision is bumped so anything derived from profiles is redone.
             host.boundary().changed();
+            super::record_change(
+                &host,
+                &caller,
+                "",
+                &brand,
+                "profile_saved",
+                json!({"profile": name, "before": before, "after": {"kind": request.kind, "profile": request.profile}}),
+            )
+            .await?;
             Ok(Json(json!({"saved": name, "kind": request.kind})))
         }
         Err(SaveProfileError::Invalid(rule)) => {
@@ -243,9 +275,20 @@ pub(super) async fn list_profiles(
 
 pub(super) async fn delete_profile(
     State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
     Path((brand, name)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    let before = host.store.load_profile(&brand, &name).await?;
     if host.store.delete_profile(&brand, &name).await? {
+        super::record_change(
+            &host,
+            &caller,
+            "",
+            &brand,
+            "profile_deleted",
+            json!({"profile": name, "before": before, "after": null}),
+        )
+        .await?;
         Ok(Json(json!({"deleted": name})))
     } else {
         Err(ApiError::not_found(format!(

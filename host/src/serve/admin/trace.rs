@@ -161,6 +161,7 @@ pub(super) async fn trace(
         .map(|(seq, event)| {
             let mut value = json!(event);
             value["seq"] = json!(seq);
+            value["time"] = json!(crate::dates::rfc3339_ms(event.at_ms));
             host.boundary()
                 .shown_row(&mut value, caller.reads_sealed_arguments());
             value

@@ -296,7 +296,7 @@ function showSignIn(message) {
   document.body.classList.remove("expired");
   me = null;
   // Nothing the last person saw stays in the page, buttons included.
-  for (const id of ["approvals", "paused", "capabilities", "trace-rows"]) {
+  for (const id of ["approvals", "paused", "capabilities", "trace-rows", "decisions"]) {
     $(id).replaceChildren();
   }
   $("connect-connector").replaceChildren();
@@ -588,10 +588,29 @@ function renderCapabilities(requests) {
   $("capabilities-pane").hidden = list.children.length === 0;
 }
 
+// The signed-in person's latest decisions (newest first).
+async function refreshDecisions() {
+  let body;
+  try { body = await api("GET", "/v1/decisions?mine=true"); } catch (_) { return; }
+  const list = $("decisions");
+  list.replaceChildren();
+  for (const d of body.decisions || []) {
+    const li = document.createElement("li");
+    li.className = "decision outcome-" + (d.outcome || "");
+    li.textContent = new Date(d.at_ms).toLocaleTimeString([], { hour12: false }) + "  " + (d.outcome || "?") + "  "
+      + shown(d.tool || "").text + "  " + d.brand + "  " + d.session;
+    list.appendChild(li);
+  }
+  $("no-decisions").hidden = list.children.length > 0;
+}
+
+let ticks = 0;
+
 async function refresh() {
   // One refresh at a time: a slow answer is not overtaken by the next tick.
   if (refreshing) return;
   refreshing = true;
+  if (ticks++ % 5 === 0) refreshDecisions();
   try {
     const body = await api("GET", "/v1/approvals");
     render(body.pending);
@@ -623,7 +642,7 @@ async function decide(item, id, approve) {
     item.dataset.decided = "error";
   } finally {
     // Left in view a moment so the person sees what happened.
-    setTimeout(() => { deciding.delete(key); item.remove(); refresh(); }, 1500);
+    setTimeout(() => { deciding.delete(key); item.remove(); refresh(); refreshDecisions(); }, 1500);
   }
 }
 

@@ -117,6 +117,10 @@ pub struct Principal {
     /// An auditor: may read the exact arguments a decision kept sealed
     /// (with read-only access to every brand besides).
     pub auditor: bool,
+    /// The issuer that vouched for it (`None` for the admin token).
+    pub issuer: Option<String>,
+    /// The token's own `sub`, when `subject` is another claim's.
+    pub sub: Option<String>,
 }
 
 impl Principal {
@@ -129,7 +133,23 @@ impl Principal {
             every_brand: Some(Role::Admin),
             brands: Default::default(),
             auditor: false,
+            issuer: None,
+            sub: None,
         }
+    }
+
+    /// Who it is, as the audit trail records an actor: what kind of
+    /// caller, the subject, the issuer that vouched for it, how it proved
+    /// it, and its role.
+    pub fn actor(&self) -> serde_json::Value {
+        serde_json::json!({
+            "kind": match self.via { Via::AdminToken => "admin_token", Via::Oidc => "person" },
+            "subject": self.subject,
+            "sub": self.sub,
+            "issuer": self.issuer,
+            "via": match self.via { Via::AdminToken => "admin_token", Via::Oidc => "oidc" },
+            "role": self.role.name(),
+        })
     }
 
     /// Whether it may read the arguments of a decision, kept sealed in the
@@ -179,6 +199,7 @@ pub const BRAND_CHECKED_ROUTES: &[&str] = &[
     "/v1/whoami",
     "/v1/approvals",
     "/v1/approvals/{id}",
+    "/v1/decisions",
     "/v1/capability-requests",
     "/v1/capability-requests/{id}",
     "/v1/sessions",
@@ -199,6 +220,7 @@ const APPROVER_ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/whoami"),
     ("GET", "/v1/approvals"),
     ("POST", "/v1/approvals/{id}"),
+    ("GET", "/v1/decisions"),
     ("GET", "/v1/trace"),
     ("GET", "/v1/trace/export"),
     ("GET", "/v1/sessions"),
@@ -619,7 +641,7 @@ impl OidcVerifier {
             .and_then(Value::as_str)
             .map(str::to_string)
             .filter(usable)
-            .unwrap_or(sub);
+            .unwrap_or_else(|| sub.clone());
         let (mut every_brand, brands) = self.roles_of(claims.get(&self.config.role_claim));
         // An auditor reads every brand, and the arguments decisions sealed.
         let auditor = self.is_auditor(claims.get(&self.config.role_claim));
@@ -643,6 +665,8 @@ impl OidcVerifier {
             every_brand,
             brands,
             auditor,
+            issuer: Some(self.config.issuer.clone()),
+            sub: Some(sub),
         })
     }
 
