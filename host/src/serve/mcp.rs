@@ -30,6 +30,8 @@ use tokio_util::sync::CancellationToken;
 
 /// Longest argument text shown in an elicitation.
 const SHOWN_ARGS: usize = 600;
+/// Longest elicitation message (clients show a few lines, not a page).
+const SHOWN_MESSAGE: usize = 1600;
 
 /// Put in an MCP request's extensions by the router: cancelled when the
 /// HTTP response carrying the answer is dropped before it ends (the client
@@ -588,12 +590,63 @@ async fn ask_through_elicitation(
     ))
     .map(|words| format!(" {}", crate::shown::text(&words).text))
     .unwrap_or_default();
+    // The facts the console shows, in a few lines: what the tool does,
+    // whether it writes or bills, what it may reach, and the time left.
+    let facts = super::shown::tool_shown(host, name);
+    let mut about = String::new();
+    if let Some(description) = facts["description"].as_str() {
+        let first = description
+            .split("\n\n")
+            .next()
+            .unwrap_or_default()
+            .replace('\n', " ");
+        about.push_str(&format!("\n{}", crate::shown::text(&first).text));
+    }
+    if let Some(effect) = facts["effect"].as_str() {
+        let billed = if facts["billed"] == true {
+            ", billed"
+        } else {
+            ""
+        };
+        let reaches: Vec<String> = facts["reaches"]
+            .as_array()
+            .map(|all| {
+                all.iter()
+                    .map(|r| match r["origin"].as_str() {
+                        Some(origin) => {
+                            format!("{} at {origin}", r["route"].as_str().unwrap_or_default())
+                        }
+                        None => r["route"].as_str().unwrap_or_default().to_string(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        about.push_str(&format!(
+            "\n{effect}{billed}; may reach: {}",
+            if reaches.is_empty() {
+                "nothing (every request refused)".to_string()
+            } else {
+                reaches.join("; ")
+            }
+        ));
+    }
+    if let Ok(Some(approval)) = host.store.approval(id).await {
+        let timeout = host.boundary().switches().approval_timeout().as_millis() as i64;
+        let left = (approval.requested_at_ms + timeout - crate::store::now_ms()).max(0) / 1000;
+        about.push_str(&format!("\nRefused unanswered in {left} s."));
+    }
+    let mut message = format!(
+        "{warning}Allow {} with {shown}?{graphql} (approval #{}){about}",
+        tool.text, id.0
+    );
+    let (cut_message, cut) = crate::capabilities::scrub::cut_at(message.clone(), SHOWN_MESSAGE);
+    if cut {
+        message = cut_message;
+        message.push('…');
+    }
     let params = ElicitRequestParams::FormElicitationParams {
         meta: None,
-        message: format!(
-            "{warning}Allow {} with {shown}?{graphql} (approval #{})",
-            tool.text, id.0
-        ),
+        message,
         requested_schema: schema,
     };
     let answer = context.peer.create_elicitation(params).await;

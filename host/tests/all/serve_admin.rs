@@ -2528,13 +2528,33 @@ async fn an_elicitation_shows_hidden_characters_visibly_and_warns() {
         .iter()
         .find(|m| m["method"] == "elicitation/create")
         .unwrap_or_else(|| panic!("asked: {messages:?}"));
+    let message = plain["params"]["message"].as_str().unwrap_or_default();
+    let lines: Vec<&str> = message.lines().collect();
     assert_eq!(
-        plain["params"]["message"].as_str().unwrap_or_default(),
+        lines[0],
         format!(
             "Allow mcp__github__github_create_branch with \
              {{\"branch\":\"scout/plain\",\"owner\":\"octo\",\"repo\":\"hello\"}}? (approval #{})",
             approval["id"]
         )
+    );
+    // The facts the console shows, in a few lines.
+    assert!(
+        lines[1].starts_with("Create a branch from another branch"),
+        "what it does: {message}"
+    );
+    assert!(
+        lines[2].starts_with("write; may reach: GET /repos/{owner}/{repo} at http://127.0.0.1:")
+            && lines[2].contains("POST /repos/{owner}/{repo}/git/refs at"),
+        "that it writes, and where it goes: {message}"
+    );
+    assert!(
+        lines[3].starts_with("Refused unanswered in "),
+        "the time left: {message}"
+    );
+    assert!(
+        message.chars().count() <= 1601,
+        "within a client's length: {message}"
     );
 }
 
