@@ -20,14 +20,11 @@ import asyncio
 import hashlib
 import json
 import sys
-import time
 import urllib.error
 import urllib.request
 
 from scout_mcp import Mcp, text_of
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
-from selenium.common.exceptions import StaleElementReferenceException
+from headless import browser, check, until
 from selenium.webdriver.common.by import By
 
 ARGS = argparse.ArgumentParser()
@@ -41,11 +38,6 @@ ARGS.add_argument("--approval-screenshot")
 OPTS = ARGS.parse_args()
 
 
-def check(condition, what):
-    if not condition:
-        raise AssertionError(what)
-
-
 def admin(method, path, body=None):
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(OPTS.base + path, data=data, method=method)
@@ -57,32 +49,6 @@ def admin(method, path, body=None):
             return resp.status, json.loads(resp.read() or b"null")
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read() or b"null")
-
-
-def browser():
-    options = webdriver.ChromeOptions()
-    options.binary_location = OPTS.chromium
-    for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--window-size=1280,800"]:
-        options.add_argument(flag)
-    # The driver's path is given: Selenium Manager never looks for one online.
-    return webdriver.Chrome(service=Service(executable_path=OPTS.chromedriver), options=options)
-
-
-async def until(what, probe, seconds=30):
-    """Polls `probe` (a function) until it returns something truthy."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            value = probe()
-        except StaleElementReferenceException:
-            # The page replaced what the probe was reading: look again.
-            value = None
-        if value:
-            return value
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def card(driver, branch):
@@ -105,7 +71,7 @@ async def main():
     status, chat = admin("POST", "/v1/sessions", {"brand": "acme", "role": "person-chat"})
     check(status == 201, f"person chat session: {status} {chat}")
 
-    driver = browser()
+    driver = browser(OPTS.chromium, OPTS.chromedriver, "1280,800")
     try:
         # --- the page and its headers ---
         with urllib.request.urlopen(OPTS.base + "/console", timeout=30) as resp:

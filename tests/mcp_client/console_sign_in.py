@@ -23,13 +23,10 @@ import argparse
 import asyncio
 import json
 import sys
-import time
 import urllib.parse
 import urllib.request
 
-from selenium import webdriver
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
-from selenium.webdriver.chrome.service import Service
+from headless import browser, check, until
 from selenium.webdriver.common.by import By
 
 ARGS = argparse.ArgumentParser()
@@ -41,35 +38,6 @@ ARGS.add_argument("--token-ttl", type=int, required=True)
 ARGS.add_argument("--chromium", required=True)
 ARGS.add_argument("--chromedriver", required=True)
 OPTS = ARGS.parse_args()
-
-
-def check(condition, what):
-    if not condition:
-        raise AssertionError(what)
-
-
-def browser():
-    options = webdriver.ChromeOptions()
-    options.binary_location = OPTS.chromium
-    for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--window-size=1280,900"]:
-        options.add_argument(flag)
-    return webdriver.Chrome(service=Service(executable_path=OPTS.chromedriver), options=options)
-
-
-async def until(what, probe, seconds=30):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            value = probe()
-        except (StaleElementReferenceException, NoSuchElementException):
-            # The page changed under the probe (or is another page for now).
-            value = None
-        if value:
-            return value
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def shown_ids(driver):
@@ -93,7 +61,7 @@ async def log_in_at_the_provider(driver, who):
 
 async def main():
     summary = {}
-    driver = browser()
+    driver = browser(OPTS.chromium, OPTS.chromedriver, "1280,900")
     try:
         driver.get(OPTS.base + "/console/")
         button = await until("the identity provider's button",

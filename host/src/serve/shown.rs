@@ -1,22 +1,31 @@
 //! What a person deciding a call is shown of it, beyond its arguments:
-//! the GraphQL operations and root fields an approved call may send. The
-//! approvals API and MCP elicitation show the same words.
+//! what the tool does and may reach, and the GraphQL operations and root
+//! fields an approved call may send. The approvals API and MCP elicitation
+//! show the same words.
 
 use super::ServeHost;
+use crate::runtime::LoadedComponent;
 use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// The loaded component serving `tool` (its MCP name, `mcp__SERVER__TOOL`),
+/// with the server's name and the tool's own.
+fn serving<'a>(
+    host: &ServeHost,
+    tool: &'a str,
+) -> Option<(Arc<LoadedComponent>, &'a str, &'a str)> {
+    let (server, wire) = tool.strip_prefix("mcp__")?.split_once("__")?;
+    let component = host.component(server)?;
+    component.tool(wire)?;
+    Some((component, server, wire))
+}
 
 /// What a person deciding a call of `tool` is told of the tool itself: what
 /// it does (its description), that it writes and whether it bills, and the
 /// requests it may make (each declared route, with the origin it reaches).
 /// `null` for a tool no loaded connector offers.
 pub(crate) fn tool_shown(host: &ServeHost, tool: &str) -> Value {
-    let Some((server, wire)) = tool
-        .strip_prefix("mcp__")
-        .and_then(|rest| rest.split_once("__"))
-    else {
-        return Value::Null;
-    };
-    let Some(component) = host.component(server) else {
+    let Some((component, server, wire)) = serving(host, tool) else {
         return Value::Null;
     };
     let Some(found) = component.tool(wire) else {
@@ -55,13 +64,7 @@ pub(crate) fn tool_shown(host: &ServeHost, tool: &str) -> Value {
 /// argument is the whole document), the operations that document holds,
 /// as the host reads them. `null` for a tool with no GraphQL route.
 pub(crate) fn graphql_shown(host: &ServeHost, tool: &str, arguments: Option<&Value>) -> Value {
-    let Some((server, wire)) = tool
-        .strip_prefix("mcp__")
-        .and_then(|rest| rest.split_once("__"))
-    else {
-        return Value::Null;
-    };
-    let Some(component) = host.component(server) else {
+    let Some((component, _, wire)) = serving(host, tool) else {
         return Value::Null;
     };
     let Some(found) = component.tool(wire) else {

@@ -269,10 +269,15 @@ fn oidc_table(issuer: &Issuer) -> String {
 
 /// `serve` with the GitHub connector against `github` and `[oidc]` naming `issuer`.
 fn start_serve(dir: &Path, github: &FakeGitHub, issuer: &Issuer) -> Serve {
+    start_serve_with(dir, github, issuer, "")
+}
+
+/// [`start_serve`] with `more` lines in the `[oidc]` table.
+fn start_serve_with(dir: &Path, github: &FakeGitHub, issuer: &Issuer, more: &str) -> Serve {
     let config = dir.join("serve.toml");
     std::fs::write(
         &config,
-        scout_tests::serve_config_for_github(&github.origin()) + &oidc_table(issuer),
+        scout_tests::serve_config_for_github(&github.origin()) + &oidc_table(issuer) + more,
     )
     .unwrap();
     Serve::start(&config)
@@ -983,15 +988,7 @@ async fn a_brand_scoped_approver_sees_and_decides_only_its_brand() {
     let issuer = Issuer::start(vec![keys.issuer.jwk.clone()]).await;
     let github = FakeGitHub::start(GITHUB_TOKEN).await;
     let dir = temp_dir("brands");
-    let config = dir.0.join("serve.toml");
-    std::fs::write(
-        &config,
-        scout_tests::serve_config_for_github(&github.origin())
-            + &oidc_table(&issuer)
-            + "subject_claim = \"email\"\n",
-    )
-    .unwrap();
-    let serve = Serve::start(&config);
+    let serve = start_serve_with(&dir.0, &github, &issuer, "subject_claim = \"email\"\n");
     let http = reqwest::Client::new();
     let base = serve.base.clone();
     let admin = Admin {
@@ -1540,15 +1537,7 @@ async fn every_change_through_the_admin_api_is_an_audit_row_with_its_actor() {
     let issuer = Issuer::start(vec![keys.issuer.jwk.clone()]).await;
     let github = FakeGitHub::start(GITHUB_TOKEN).await;
     let dir = temp_dir("changes");
-    let config = dir.0.join("serve.toml");
-    std::fs::write(
-        &config,
-        scout_tests::serve_config_for_github(&github.origin())
-            + &oidc_table(&issuer)
-            + "subject_claim = \"email\"\n",
-    )
-    .unwrap();
-    let serve = Serve::start(&config);
+    let serve = start_serve_with(&dir.0, &github, &issuer, "subject_claim = \"email\"\n");
     let http = reqwest::Client::new();
     let base = serve.base.clone();
     let admin = Admin {

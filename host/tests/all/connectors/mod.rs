@@ -54,15 +54,7 @@ fn every_fixture_names_the_documentation_it_follows(connector: &str) {
 /// `description`s, and a bare `owner` or `git-ref` leaves it guessing.
 fn every_parameter_is_described(connector: &str, component: &str) {
     let info = inspect(component);
-    let undescribed: Vec<String> = info
-        .tools
-        .iter()
-        .flat_map(|t| {
-            scout_host::schema::undescribed_parameters(&t.input_schema)
-                .into_iter()
-                .map(move |p| format!("{}.{p}", t.name))
-        })
-        .collect();
+    let undescribed = scout_host::schema::undescribed_in(&info.tools);
     assert!(
         undescribed.is_empty(),
         "{connector}: {} parameter(s) without a description (add them under `Parameters:` in connectors/{connector}/wit): {}",
