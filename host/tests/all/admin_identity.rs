@@ -418,18 +418,12 @@ async fn oidc_tokens_get_their_roles_and_every_bad_token_is_refused_with_nothing
     // A write waiting for a person.
     let view = admin.session().await;
     let session = view["id"].as_str().unwrap().to_string();
-    let mcp = Mcp::new(&http, &view).connect().await;
-    let waiting = tokio::spawn(async move {
-        mcp.request(
-            "tools/call",
-            json!({"name": "github_create_branch", "arguments": {"owner": "octo", "repo": "hello", "branch": "scout/identity", "from": "main"}}),
+    let (waiting, pending) = admin
+        .write_waiting(
+            &view,
+            json!({"owner": "octo", "repo": "hello", "branch": "scout/identity", "from": "main"}),
         )
-        .await
-    });
-    let pending = wait_for("the approval", crate::common::EVENTUALLY, async || {
-        admin.pending(&session).await.into_iter().next()
-    })
-    .await;
+        .await;
     let approval = pending["id"].as_i64().unwrap();
     let decide = format!("/v1/approvals/{approval}");
     let still_pending = async || {
@@ -1027,19 +1021,13 @@ async fn a_brand_scoped_approver_sees_and_decides_only_its_brand() {
             .await
             .unwrap();
         assert!(ok_text(&asked).is_some(), "{asked}");
-        let mcp = Mcp::new(&http, &view).connect().await;
-        let branch = branch.to_string();
-        waiting.push(tokio::spawn(async move {
-            mcp.request(
-                "tools/call",
-                json!({"name": "github_create_branch", "arguments": {"owner": "octo", "repo": "hello", "branch": branch, "from": "main"}}),
+        let (call, pending) = admin
+            .write_waiting(
+                &view,
+                json!({"owner": "octo", "repo": "hello", "branch": branch, "from": "main"}),
             )
-            .await
-        }));
-        let pending = wait_for("the approval", crate::common::EVENTUALLY, async || {
-            admin.pending(&session).await.into_iter().next()
-        })
-        .await;
+            .await;
+        waiting.push(call);
         sessions.insert(brand, (session, pending["id"].as_i64().unwrap()));
     }
     let (acme_session, acme_approval) = sessions["acme"].clone();
@@ -1395,21 +1383,9 @@ async fn a_decisions_arguments_are_kept_sealed_and_read_only_by_the_admin_token_
     admin.set_up().await;
     let view = admin.session().await;
     let session = view["id"].as_str().unwrap().to_string();
-    let mcp = Mcp::new(&http, &view).connect().await;
     let arguments =
         json!({"owner": "octo", "repo": "hello", "branch": "scout/sealed-7f3a9c", "from": "main"});
-    let sent = arguments.clone();
-    let waiting = tokio::spawn(async move {
-        mcp.request(
-            "tools/call",
-            json!({"name": "github_create_branch", "arguments": sent}),
-        )
-        .await
-    });
-    let pending = wait_for("the approval", crate::common::EVENTUALLY, async || {
-        admin.pending(&session).await.into_iter().next()
-    })
-    .await;
+    let (waiting, pending) = admin.write_waiting(&view, arguments.clone()).await;
     let digest = pending["args_digest"].as_str().unwrap().to_string();
     let (status, _) = admin
         .request(

@@ -500,9 +500,7 @@ impl Drop for Provider {
 /// the other brand's, and the trace records her e-mail.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_signs_in_with_the_identity_provider_and_keeps_a_waiting_write_in_view() {
-    use super::crash_safety::{
-        ADMIN_TOKEN as ADMIN, Admin, GITHUB_TOKEN as GITHUB, Mcp, ok_text, wait_for,
-    };
+    use super::crash_safety::{ADMIN_TOKEN as ADMIN, Admin, GITHUB_TOKEN as GITHUB, ok_text};
     use reqwest::Method;
     use serde_json::json;
     let Some((chromium, chromedriver)) = scout_tests::chromium() else {
@@ -572,19 +570,13 @@ async fn the_console_signs_in_with_the_identity_provider_and_keeps_a_waiting_wri
             .await;
         assert_eq!(status, 201, "{view}");
         let session = view["id"].as_str().unwrap().to_string();
-        let mcp = Mcp::new(&http, &view).connect().await;
-        let branch = format!("scout/{brand}");
-        waiting.push(tokio::spawn(async move {
-            mcp.request(
-                "tools/call",
-                json!({"name": "github_create_branch", "arguments": {"owner": "octo", "repo": "hello", "branch": branch, "from": "main"}}),
+        let (call, pending) = admin
+            .write_waiting(
+                &view,
+                json!({"owner": "octo", "repo": "hello", "branch": format!("scout/{brand}"), "from": "main"}),
             )
-            .await
-        }));
-        let pending = wait_for("the approval", crate::common::EVENTUALLY, async || {
-            admin.pending(&session).await.into_iter().next()
-        })
-        .await;
+            .await;
+        waiting.push(call);
         approvals.push((session, pending["id"].as_i64().unwrap()));
     }
 

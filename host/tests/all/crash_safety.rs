@@ -295,6 +295,27 @@ impl Admin {
         view
     }
 
+    /// `arguments` for `github_create_branch` sent in `view`'s session, and
+    /// the approval it waits on: the call (answered once a person decides)
+    /// and the pending approval as the approvals API lists it.
+    pub(super) async fn write_waiting(
+        &self,
+        view: &Value,
+        arguments: Value,
+    ) -> (tokio::task::JoinHandle<Result<Value, String>>, Value) {
+        let session = view["id"].as_str().unwrap().to_string();
+        let mcp = Mcp::new(&self.http, view).connect().await;
+        let waiting = tokio::spawn(async move {
+            mcp.request("tools/call", json!({"name": TOOL, "arguments": arguments}))
+                .await
+        });
+        let pending = wait_for("the approval", crate::common::EVENTUALLY, async || {
+            self.pending(&session).await.into_iter().next()
+        })
+        .await;
+        (waiting, pending)
+    }
+
     pub(super) async fn pending(&self, session: &str) -> Vec<Value> {
         let (status, body) = self
             .request(
