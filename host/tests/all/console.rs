@@ -330,6 +330,31 @@ finally:
 /// the console: Connect opens the server's authorization page, which sends
 /// the browser back to the host, and the brand's connection is stored as
 /// an OAuth grant, shown nowhere.
+/// Without `[oidc] console_client_id` the page offers no identity
+/// provider, and the host redeems nothing for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_console_client_the_host_redeems_nothing() {
+    let (_github, serve, dir) = serve("console-no-idp").await;
+    let http = reqwest::Client::new();
+    let told: serde_json::Value = http
+        .get(format!("{}/console/sign-in", serve.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(told, serde_json::json!({"oidc": null}));
+    let response = http
+        .post(format!("{}/console/token", serve.base))
+        .json(&serde_json::json!({"grant_type": "refresh_token", "refresh_token": "r"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 404);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_connects_a_brand_from_the_console() {
     let Some((chromium, chromedriver)) = scout_tests::chromium() else {
@@ -601,6 +626,64 @@ async fn the_console_signs_in_with_the_identity_provider_and_keeps_a_waiting_wri
         summary["approved_by"], "approved by alice@acme.example",
         "{summary}"
     );
+
+    // What the page is told, and what the host's token endpoint refuses.
+    let told: serde_json::Value = http
+        .get(format!("{}/console/sign-in", serve.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(told["oidc"]["client_id"], "scout-console");
+    assert_eq!(
+        told["oidc"]["authorization_endpoint"],
+        format!("{}/auth", provider.issuer),
+        "from the discovery document"
+    );
+    let redeem = async |body: serde_json::Value| {
+        let response = http
+            .post(format!("{}/console/token", serve.base))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        (
+            status,
+            response
+                .json::<serde_json::Value>()
+                .await
+                .unwrap_or_default(),
+        )
+    };
+    let verifier = "v".repeat(43);
+    let (status, body) = redeem(json!({"grant_type": "authorization_code", "code": "made-up", "code_verifier": verifier, "redirect_uri": format!("{}/console/", serve.base)})).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (401, Some("sign_in_refused")),
+        "{body}"
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("invalid_grant"),
+        "{body}"
+    );
+    let (status, body) =
+        redeem(json!({"grant_type": "refresh_token", "refresh_token": "made-up"})).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (401, Some("sign_in_refused")),
+        "{body}"
+    );
+    let (status, body) = redeem(json!({"grant_type": "authorization_code", "code": "c", "code_verifier": "short", "redirect_uri": "x"})).await;
+    assert_eq!(status, 400, "a verifier RFC 7636 does not allow: {body}");
+    let (status, _) =
+        redeem(json!({"grant_type": "password", "username": "alice", "password": "x"})).await;
+    assert_eq!(status, 400, "only the two grants are forwarded");
 
     // Two sign-ins, each a code redeemed; at least one refresh between them.
     assert_eq!(
