@@ -44,18 +44,6 @@ pub fn undescribed_parameters(input_schema: &Value) -> Vec<&str> {
         .collect()
 }
 
-/// [`undescribed_parameters`] of every tool, as `TOOL.PARAMETER`.
-pub fn undescribed_in(tools: &[crate::runtime::Tool]) -> Vec<String> {
-    tools
-        .iter()
-        .flat_map(|t| {
-            undescribed_parameters(&t.input_schema)
-                .into_iter()
-                .map(move |p| format!("{}.{p}", t.name))
-        })
-        .collect()
-}
-
 /// Whether `ty`'s values are JSON numbers.
 pub fn is_number(ty: &Type) -> bool {
     matches!(

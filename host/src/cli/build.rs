@@ -108,7 +108,7 @@ pub fn run(args: BuildArgs) -> Result<i32> {
             "not optimised: wasm-opt is not installed"
         }
     );
-    let undescribed = scout_host::schema::undescribed_in(loaded.tools());
+    let undescribed = scout_host::runtime::undescribed_parameters(loaded.tools());
     if !undescribed.is_empty() {
         eprintln!(
             "note: {} parameter(s) have no description, so an agent sees only their names: {}\n      describe each under `Parameters:` in its tool's doc comment (`- name: what it means`, `- limit (1 to 100, default 20): ...`)",

@@ -124,6 +124,20 @@ pub struct ComponentInfo {
     pub sha256: String,
 }
 
+/// The parameters of `tools` an agent sees only the names of (no
+/// description), as `TOOL.PARAMETER`: `scout-host build` lists them, and
+/// the catalogue's test allows none.
+pub fn undescribed_parameters(tools: &[Tool]) -> Vec<String> {
+    tools
+        .iter()
+        .flat_map(|t| {
+            crate::schema::undescribed_parameters(&t.input_schema)
+                .into_iter()
+                .map(move |p| format!("{}.{p}", t.name))
+        })
+        .collect()
+}
+
 /// One tool of a component.
 #[derive(Debug, Clone)]
 pub struct Tool {

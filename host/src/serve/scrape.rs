@@ -18,7 +18,7 @@ pub(super) fn router() -> axum::Router<Arc<ServeHost>> {
 /// The OpenMetrics text, once the metrics token (when one is set) is shown.
 async fn scrape(State(host): State<Arc<ServeHost>>, request: Request) -> Response {
     if let Some(expected) = host.metrics_token_digest {
-        let shown = super::admin::bearer(request.headers()).map(super::digest);
+        let shown = super::identity::bearer(request.headers()).map(super::digest);
         if shown != Some(expected) {
             return (
                 StatusCode::UNAUTHORIZED,

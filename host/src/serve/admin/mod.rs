@@ -8,12 +8,12 @@
 //! `{"error": {"code": "...", "message": "..."}}`, with a stable `code`;
 //! bodies are capped at `max_request_bytes`.
 
-use super::identity::{Principal, Refusal};
+use super::identity::{Principal, Refusal, bearer};
 use super::{HostError, OpenSession, ServeHost};
 use crate::policy::Profile;
 use crate::store::{ApprovalError, ApprovalId, ProfileKind, SaveProfileError, TraceFilter};
 use axum::extract::{DefaultBodyLimit, Extension, MatchedPath, Path, RawQuery, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post, put};
@@ -30,6 +30,7 @@ mod connectors;
 pub(crate) mod error;
 mod reviews;
 mod sessions;
+mod sign_in;
 mod trace;
 
 use approvals::*;
@@ -102,7 +103,7 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
     let checked = admin
         .merge(mcp)
         .merge(super::console::routes())
-        .merge(super::console::sign_in_routes())
+        .merge(sign_in::sign_in_routes())
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(
@@ -190,12 +191,6 @@ async fn check_host(State(host): State<Arc<ServeHost>>, request: Request, next: 
         )
         .into_response(),
     }
-}
-
-pub(super) fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 fn unauthorized() -> Response {

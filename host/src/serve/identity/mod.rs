@@ -214,6 +214,16 @@ pub fn brand_checked(route: &str) -> bool {
     BRAND_CHECKED_ROUTES.contains(&route) || route.starts_with("/v1/brands/{brand}")
 }
 
+/// The token of an `Authorization: Bearer TOKEN` header, if there is one.
+pub fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
 /// The routes (method, route pattern) an approver may use.
 const APPROVER_ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/health"),

@@ -54,7 +54,7 @@ fn every_fixture_names_the_documentation_it_follows(connector: &str) {
 /// `description`s, and a bare `owner` or `git-ref` leaves it guessing.
 fn every_parameter_is_described(connector: &str, component: &str) {
     let info = inspect(component);
-    let undescribed = scout_host::schema::undescribed_in(&info.tools);
+    let undescribed = scout_host::runtime::undescribed_parameters(&info.tools);
     assert!(
         undescribed.is_empty(),
         "{connector}: {} parameter(s) without a description (add them under `Parameters:` in connectors/{connector}/wit): {}",
