@@ -698,7 +698,17 @@ impl Boundary {
     /// only its `args_digest`. Arguments that do not open here (another
     /// store key) are `null` with `arguments_unreadable`.
     pub fn shown_row(&self, row: &mut Value, reveal: bool) {
-        let Some(detail) = row.get_mut("detail").and_then(Value::as_object_mut) else {
+        use base64::Engine;
+        let Value::Object(fields) = row else { return };
+        let text = |key: &str| {
+            fields
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let (session, tool) = (text("session"), text("tool"));
+        let Some(detail) = fields.get_mut("detail").and_then(Value::as_object_mut) else {
             return;
         };
         let Some(sealed) = detail.remove("sealed_arguments") else {
@@ -708,37 +718,25 @@ impl Boundary {
             .as_str()
             .unwrap_or_default()
             .to_string();
-        detail.insert("args_digest".into(), json!(digest));
-        if !reveal {
-            return;
-        }
-        let (session, tool) = (
-            row["session"].as_str().unwrap_or_default().to_string(),
-            row["tool"].as_str().unwrap_or_default().to_string(),
-        );
-        use base64::Engine;
-        let b64 = base64::engine::general_purpose::STANDARD;
-        let bytes = |key: &str| sealed[key].as_str().and_then(|t| b64.decode(t).ok());
-        let opened = match (
-            self.arguments_key.as_ref(),
-            bytes("nonce"),
-            bytes("ciphertext"),
-        ) {
-            (Some(key), Some(nonce), Some(ciphertext)) => {
-                crate::store::open_arguments(key, &session, &tool, &digest, &nonce, &ciphertext)
-            }
-            _ => None,
-        };
-        let detail = row["detail"].as_object_mut().expect("checked above");
-        match opened {
-            Some(arguments) => {
-                detail.insert("arguments".into(), arguments);
-            }
-            None => {
-                detail.insert("arguments".into(), Value::Null);
+        if reveal {
+            let b64 = base64::engine::general_purpose::STANDARD;
+            let bytes = |key: &str| sealed[key].as_str().and_then(|t| b64.decode(t).ok());
+            let opened = match (
+                self.arguments_key.as_ref(),
+                bytes("nonce"),
+                bytes("ciphertext"),
+            ) {
+                (Some(key), Some(nonce), Some(ciphertext)) => {
+                    crate::store::open_arguments(key, &session, &tool, &digest, &nonce, &ciphertext)
+                }
+                _ => None,
+            };
+            if opened.is_none() {
                 detail.insert("arguments_unreadable".into(), json!(true));
             }
+            detail.insert("arguments".into(), opened.unwrap_or(Value::Null));
         }
+        detail.insert("args_digest".into(), json!(digest));
     }
 
     fn current_input(&self, session: &Session) -> SessionInput {

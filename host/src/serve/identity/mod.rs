@@ -683,11 +683,7 @@ impl OidcVerifier {
     /// Whether the claim names an auditor (`auditor`, or a value
     /// `[oidc.roles] auditor` lists): over every brand only.
     fn is_auditor(&self, claim: Option<&Value>) -> bool {
-        let values: Vec<&str> = match claim {
-            Some(Value::String(s)) => vec![s.as_str()],
-            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
-            _ => Vec::new(),
-        };
+        let values = claim_values(claim);
         values
             .iter()
             .any(|v| self.roles.auditor.iter().any(|a| a == v))
@@ -704,11 +700,7 @@ impl OidcVerifier {
         claim: Option<&Value>,
     ) -> (Option<Role>, std::collections::BTreeMap<String, Role>) {
         let mut brands = std::collections::BTreeMap::new();
-        let values: Vec<&str> = match claim {
-            Some(Value::String(s)) => vec![s.as_str()],
-            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
-            _ => Vec::new(),
-        };
+        let values = claim_values(claim);
         let highest = |roles: &OidcRoles, value: &str| -> Option<Role> {
             [
                 (Role::Admin, &roles.admin),
@@ -1000,6 +992,16 @@ fn read_header(token: &str) -> Result<TokenHeader, InvalidToken> {
         }
     };
     Ok(TokenHeader { algorithm, kid })
+}
+
+/// The strings a role claim holds: one, or each of an array's (anything
+/// else holds none).
+fn claim_values(claim: Option<&Value>) -> Vec<&str> {
+    match claim {
+        Some(Value::String(s)) => vec![s.as_str()],
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// The refusal a failed `jsonwebtoken::decode` means.
