@@ -117,6 +117,7 @@ impl Setup {
                 brand: "acme".into(),
                 role: "person-chat".into(),
                 profile: None,
+                ..Default::default()
             })
             .unwrap();
         let client = McpClient::connect(

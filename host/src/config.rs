@@ -371,8 +371,9 @@ pub struct OidcRoles {
     pub approver: Vec<String>,
     #[serde(default)]
     pub viewer: Vec<String>,
-    /// Reads every brand, and the exact arguments each decision kept
-    /// sealed in the trace (every brand only: not under `brand_roles`).
+    /// Reads, and reads the exact arguments each decision kept sealed in
+    /// the trace: every brand under `[oidc.roles]`, one brand under
+    /// `[oidc.brand_roles.BRAND]`.
     #[serde(default)]
     pub auditor: Vec<String>,
 }
@@ -426,11 +427,6 @@ impl OidcConfig {
         }
         for (brand, roles) in &self.brand_roles {
             check_brand_name(brand).map_err(|why| format!("oidc.brand_roles: {why}"))?;
-            if !roles.auditor.is_empty() {
-                return Err(format!(
-                    "oidc.brand_roles.{brand}.auditor: an auditor reads every brand; list its values under [oidc.roles] auditor"
-                ));
-            }
             roles.check(&format!("oidc.brand_roles.{brand}"))?;
         }
         Ok(())

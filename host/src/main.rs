@@ -587,6 +587,7 @@ fn main() -> Result<()> {
                         brand,
                         role,
                         profile,
+                        ..Default::default()
                     };
                     rt.block_on(scout_host::serve::run_stdio(host, request, connector))
                 } else {

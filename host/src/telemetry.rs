@@ -332,6 +332,15 @@ pub struct TraceParent {
 }
 
 impl TraceParent {
+    /// The trace and the caller's span its `traceparent` names, for the
+    /// rows of a call whose own span is not exported.
+    pub(crate) fn origin(&self) -> crate::store::Origin {
+        self.traceparent
+            .as_deref()
+            .and_then(crate::store::Origin::from_traceparent)
+            .unwrap_or_default()
+    }
+
     fn context(&self) -> Context {
         let mut carrier = HashMap::new();
         if let Some(value) = &self.traceparent {
@@ -487,6 +496,21 @@ impl CallSpan {
         let span = self.span.lock();
         Context::new().with_remote_span_context(span.span_context().clone())
     }
+
+    /// The trace and span ids this call's trace rows carry.
+    pub(crate) fn origin(&self) -> crate::store::Origin {
+        origin_of(&self.span.lock())
+    }
+}
+
+/// The ids of `span`, as a trace row keeps them.
+fn origin_of(span: &Span) -> crate::store::Origin {
+    let context = span.span_context();
+    crate::store::Origin {
+        host: None,
+        trace_id: Some(context.trace_id().to_string()),
+        span_id: Some(context.span_id().to_string()),
+    }
 }
 
 impl Drop for CallSpan {
@@ -500,6 +524,11 @@ impl Drop for CallSpan {
 pub(crate) struct WaitSpan(Mutex<Span>);
 
 impl WaitSpan {
+    /// The ids the wait's rows (its request and decision) carry.
+    pub(crate) fn origin(&self) -> crate::store::Origin {
+        origin_of(&self.0.lock())
+    }
+
     /// Records the trace events of the wait once written (`requested`
     /// with the approval id, `decided` with who and how long).
     pub(crate) fn written(&self, event: &TraceEvent) {

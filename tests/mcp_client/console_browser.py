@@ -118,7 +118,28 @@ async def main():
             item.find_element(By.CSS_SELECTOR, ".session").click()
             await until("the session's trace", lambda: any(
                 "requested" == r.find_element(By.CSS_SELECTOR, "td.state").text
-                for r in driver.find_elements(By.CSS_SELECTOR, "#trace-rows tr")))
+                for r in driver.find_elements(By.CSS_SELECTOR, "#trace-rows tr.event")))
+            # The session's set-up (the rows before its first call) is folded
+            # under one line that counts it; a click opens and closes it.
+            _, traced = admin("GET", f"/v1/trace?session={chat['id']}")
+            set_up = []
+            for e in traced["events"]:
+                if e.get("call_id") != "session" and e.get("rule") != "session_opened":
+                    break
+                set_up.append(e)
+            check(len(set_up) >= 3, f"the session's set-up rows: {traced}")
+            toggle = driver.find_element(By.CSS_SELECTOR, "#trace-rows tr.setup-summary button")
+            check(f"Session set-up: {len(set_up)} rows" in toggle.text, f"the fold counts them: {toggle.text}")
+            folded = driver.find_elements(By.CSS_SELECTOR, "#trace-rows tr.setup")
+            check(len(folded) == len(set_up) and not any(r.is_displayed() for r in folded),
+                  f"the set-up rows are folded: {len(folded)} of {len(set_up)}")
+            check(driver.find_elements(By.CSS_SELECTOR, "#trace-rows tr")[-len(set_up) - 1] ==
+                  driver.find_element(By.CSS_SELECTOR, "#trace-rows tr.setup-summary"),
+                  "the fold sits above the set-up, below the calls")
+            toggle.click()
+            await until("the set-up opened", lambda: all(r.is_displayed() for r in folded) or None)
+            toggle.click()
+            await until("the set-up folded again", lambda: not any(r.is_displayed() for r in folded) or None)
             if OPTS.screenshot:
                 driver.save_screenshot(OPTS.screenshot)
 

@@ -7,7 +7,7 @@ use super::trace::{denial_event, trace_event};
 use super::{AskedFor, Boundary, Denied};
 use crate::policy::Rule;
 use crate::session::Session;
-use crate::store::{ApprovalError, ApprovalId, ApprovalState, TraceState};
+use crate::store::{Approval, ApprovalError, ApprovalId, ApprovalState, TraceState};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -76,6 +76,8 @@ pub(super) struct Wait<'a> {
     pub(super) args: &'a Value,
     pub(super) gone: &'a CancellationToken,
     pub(super) asked: Option<AskedFor>,
+    /// The trace and span the call's rows name (see [`super::trace::CallTrace`]).
+    pub(super) origin: &'a crate::store::Origin,
     /// The call's exported span, if spans are exported.
     pub(super) span: Option<&'a crate::telemetry::CallSpan>,
     /// What the call would reach, as its denials are counted by
@@ -96,9 +98,20 @@ pub(super) struct Wait<'a> {
 struct Spans<'a> {
     call: Option<&'a crate::telemetry::CallSpan>,
     wait: Option<&'a crate::telemetry::WaitSpan>,
+    /// The ids the call's rows carry.
+    origin: Option<&'a crate::store::Origin>,
 }
 
 impl Spans<'_> {
+    /// The trace and span a row in `state` names: the wait's span for the
+    /// request and the decision, else the call's.
+    fn origin(&self, state: TraceState) -> crate::store::Origin {
+        match (state, self.wait) {
+            (TraceState::Requested | TraceState::Decided, Some(wait)) => wait.origin(),
+            _ => self.origin.cloned().unwrap_or_default(),
+        }
+    }
+
     fn written(&self, event: &crate::store::TraceEvent) {
         match (event.state, self.wait, self.call) {
             (TraceState::Requested | TraceState::Decided, Some(wait), _) => wait.written(event),
@@ -121,6 +134,7 @@ impl Boundary {
             gone,
             mut asked,
             span,
+            origin,
             targets,
             spend,
         } = wait;
@@ -129,6 +143,7 @@ impl Boundary {
             let spans = Spans {
                 call: span,
                 wait: None,
+                origin: Some(origin),
             };
             return Err(self.refuse(
                 session,
@@ -144,6 +159,7 @@ impl Boundary {
         let spans = Spans {
             call: span,
             wait: wait_span.as_ref(),
+            origin: Some(origin),
         };
         let _shown = self.waiting_args.show(&session.id, digest, args);
         // The exact arguments, sealed with the store key, for the row of the
@@ -436,8 +452,36 @@ impl Boundary {
         if let Some(metrics) = &self.metrics {
             metrics.approval_decided(outcome, started.elapsed());
         }
+        // Who decided, as fields: the person's verified identity when the
+        // decision kept it, else the host (a timeout, a revocation, a
+        // restart), named by `by`.
+        let actor = match (by, approval.as_ref()) {
+            (
+                None,
+                Some(Approval {
+                    decided_actor: Some(actor),
+                    ..
+                }),
+            ) => actor.clone(),
+            // Decided by someone who gave no fields (a store's own caller):
+            // the text it gave is the subject.
+            (None, Some(a))
+                if matches!(a.state, ApprovalState::Approved | ApprovalState::Denied) =>
+            {
+                json!({"kind": "person", "subject": a.decided_by, "sub": null, "issuer": null, "via": null, "role": null})
+            }
+            _ => json!({
+                "kind": "host",
+                "subject": null,
+                "sub": null,
+                "issuer": null,
+                "via": if by == Some(TIMEOUT_DECIDER) { "timeout" } else { "host" },
+                "role": null,
+            }),
+        };
         let detail = json!({
             "approval": id.0,
+            "actor": actor,
             "by": by.map(str::to_string).or_else(|| approval.as_ref().and_then(|a| a.decided_by.clone())),
             "decided_at_ms": approval.as_ref().and_then(|a| a.decided_at_ms),
             "waited_ms": started.elapsed().as_millis() as u64,
@@ -515,7 +559,8 @@ impl Boundary {
         detail: Value,
         spans: Spans<'_>,
     ) {
-        let event = trace_event(session, call_id, tool, state, rule, detail);
+        let mut event = trace_event(session, call_id, tool, state, rule, detail);
+        event.origin = spans.origin(state);
         match crate::store::block(self.store.record(&event)) {
             Ok(()) => spans.written(&event),
             Err(e) => {

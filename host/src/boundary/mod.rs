@@ -506,6 +506,15 @@ impl Boundary {
         Ok(offered)
     }
 
+    /// The surface a session with `input` would be given now (before any
+    /// review holds a tool back).
+    pub(crate) fn surface_for(
+        &self,
+        input: &SessionInput,
+    ) -> Result<policy::Surface, policy::PolicyError> {
+        policy::surface(input, &self.catalog(), &self.switches)
+    }
+
     /// Opens a session: decides its surface now and records what was
     /// registered (the connectors whose credentials resolve) and what is
     /// offered, so the trace can explain every later decision.
@@ -839,6 +848,11 @@ impl Boundary {
                 parent: traced,
             })
         });
+        let origin = match (&span, traced) {
+            (Some(span), _) => span.origin(),
+            (None, Some(traced)) => traced.origin(),
+            (None, None) => Default::default(),
+        };
         let mut trace = CallTrace {
             boundary: self,
             session,
@@ -847,6 +861,7 @@ impl Boundary {
             events: Vec::new(),
             span,
             targets: lineage::targets(component, tool),
+            origin,
         };
         trace.push(
             TraceState::Requested,
@@ -926,6 +941,7 @@ impl Boundary {
                     gone: &gone,
                     asked: asked.take(),
                     span: trace.span.as_ref(),
+                    origin: &trace.origin,
                     targets: &trace.targets,
                     spend: None,
                 })

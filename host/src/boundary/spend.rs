@@ -182,6 +182,7 @@ impl Boundary {
                 gone,
                 asked: asked.take(),
                 span: trace.span.as_ref(),
+                origin: &trace.origin,
                 spend: Some(&traced),
                 // A reservation's refusal is the guest's to handle: the
                 // call goes on, and it is not counted as a refused request.

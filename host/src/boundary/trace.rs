@@ -28,18 +28,16 @@ pub(super) struct CallTrace<'a> {
     /// What the call would reach, as its denials are counted by
     /// ([`super::lineage`]).
     pub(super) targets: Vec<String>,
+    /// The trace and span each of its rows names: its exported span's,
+    /// else the caller's `traceparent`'s.
+    pub(super) origin: crate::store::Origin,
 }
 
 impl CallTrace<'_> {
     pub(super) fn push(&mut self, state: TraceState, rule: Option<String>, detail: Value) {
-        self.events.push(trace_event(
-            self.session,
-            &self.call_id,
-            &self.name,
-            state,
-            rule,
-            detail,
-        ));
+        let mut event = trace_event(self.session, &self.call_id, &self.name, state, rule, detail);
+        event.origin = self.origin.clone();
+        self.events.push(event);
     }
 
     /// Records the call's denial by `rule` and returns it.
@@ -208,6 +206,7 @@ pub(super) fn trace_event(
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_millis() as i64)
             .unwrap_or(0),
+        origin: Default::default(),
     }
 }
 

@@ -151,6 +151,37 @@ pub struct SessionInput {
     /// For a retry: the tools the previous attempt ran with. The surface is
     /// narrowed to them.
     pub previous_attempt: Option<Vec<String>>,
+    /// What the orchestrator chose for this session: the surface is
+    /// narrowed to it, never widened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<Selection>,
+}
+
+/// The part of its surface an orchestrator chose for one session (issue
+/// 39): only narrows what the role, grant and registration give.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Selection {
+    /// MCP servers (connectors and platform servers) whose tools may be
+    /// offered; `None`: every one. Built-ins are not servers: `tools`
+    /// narrows them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connectors: Option<BTreeSet<String>>,
+    /// The tools that may be offered, by their allowlist names
+    /// (`mcp__github__github_read_file`, `Read`); `None`: every one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<BTreeSet<String>>,
+}
+
+impl Selection {
+    /// Whether the tool named `name` (as offered) is selected.
+    pub fn keeps(&self, name: &str) -> bool {
+        let server_kept = match (&self.connectors, names::split_mcp(name)) {
+            (Some(connectors), Some((server, _))) => connectors.contains(server),
+            _ => true,
+        };
+        server_kept && self.tools.as_ref().is_none_or(|tools| tools.contains(name))
+    }
 }
 
 impl SessionInput {
@@ -163,6 +194,7 @@ impl SessionInput {
             approval_channel: role.can_ask_a_person(),
             profile: None,
             previous_attempt: None,
+            selection: None,
         }
     }
 
@@ -183,6 +215,12 @@ impl SessionInput {
 
     pub fn profile(mut self, profile: Profile) -> SessionInput {
         self.profile = Some(profile);
+        self
+    }
+
+    /// Narrowed to what the orchestrator selected.
+    pub fn selecting(mut self, selection: Selection) -> SessionInput {
+        self.selection = Some(selection);
         self
     }
 
@@ -371,10 +409,14 @@ pub fn surface(
         role: input.role,
         tools: b.tools,
     };
-    match &input.previous_attempt {
-        Some(previous) => surface.narrow_for_retry(previous),
-        None => Ok(surface),
+    let mut surface = match &input.previous_attempt {
+        Some(previous) => surface.narrow_for_retry(previous)?,
+        None => surface,
+    };
+    if let Some(selection) = &input.selection {
+        surface.tools.retain(|name, _| selection.keeps(name));
     }
+    Ok(surface)
 }
 
 struct Builder<'a> {

@@ -43,7 +43,43 @@ pub struct Removed {
 /// session differs from that world is put back alone, and the first one
 /// that removes the tool is the rule: switches first, then credentials,
 /// then brand facts (so a tool needing two switches names one of them).
+/// A tool the session would have had but its orchestrator did not select
+/// is `not_selected`.
 pub fn removed(
+    input: &SessionInput,
+    catalog: &Catalog,
+    switches: &Switches,
+    served: &BTreeSet<String>,
+) -> Vec<Removed> {
+    if input.selection.is_none() {
+        return removed_by_policy(input, catalog, switches, served);
+    }
+    let whole = SessionInput {
+        selection: None,
+        ..input.clone()
+    };
+    let mut removed = removed_by_policy(&whole, catalog, switches, served);
+    if let (Ok(whole), Ok(selected)) = (
+        surface(&whole, catalog, switches),
+        surface(input, catalog, switches),
+    ) {
+        removed.extend(
+            whole
+                .names()
+                .into_iter()
+                .filter(|name| !selected.contains(name))
+                .map(|name| Removed {
+                    name: name.to_string(),
+                    rule: Removal::NotSelected,
+                }),
+        );
+        removed.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+    removed
+}
+
+/// [`removed`] for a session as the policy alone decides it (no selection).
+fn removed_by_policy(
     input: &SessionInput,
     catalog: &Catalog,
     switches: &Switches,
@@ -243,6 +279,62 @@ mod tests {
 
     fn served(names: &[&str]) -> BTreeSet<String> {
         names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_selection_only_narrows_and_what_it_leaves_out_is_not_selected() {
+        let catalog = Catalog::seed();
+        let switches = Switches::default();
+        let input = SessionInput::new(Role::PersonChat)
+            .brand(BrandFacts::with_connectors(["github", "agentmail"]));
+        let whole = surface(&input, &catalog, &switches).unwrap();
+        let read = "mcp__github__github_read_file";
+        let sends = "mcp__agentmail__agentmail_send_message";
+        assert!(whole.contains(read) && !whole.contains(sends));
+        // Selecting a tool the session could not have adds nothing.
+        let selected = input.clone().selecting(crate::policy::Selection {
+            connectors: None,
+            tools: Some([read.to_string(), sends.to_string()].into()),
+        });
+        let narrowed = surface(&selected, &catalog, &switches).unwrap();
+        assert_eq!(narrowed.names(), [read]);
+        let removed = removed(
+            &selected,
+            &catalog,
+            &switches,
+            &served(&["github", "agentmail"]),
+        );
+        assert_eq!(rule_of(&removed, read), None);
+        // Left out by the orchestrator: its own rule; removed by the policy:
+        // the policy's rule, as without a selection.
+        assert_eq!(
+            rule_of(&removed, "mcp__github__github_list_issues").as_deref(),
+            Some("not_selected")
+        );
+        assert_eq!(
+            rule_of(&removed, sends).as_deref(),
+            Some("switch:AGENTMAIL_ALLOW_SENDS")
+        );
+        // By server: only GitHub's tools of the MCP servers; built-ins stay.
+        let github_only = input.selecting(crate::policy::Selection {
+            connectors: Some(["github".to_string()].into()),
+            tools: None,
+        });
+        let narrowed = surface(&github_only, &catalog, &switches).unwrap();
+        assert!(narrowed.contains(read));
+        assert!(
+            narrowed
+                .names()
+                .iter()
+                .all(|n| !n.starts_with("mcp__") || n.starts_with("mcp__github__"))
+        );
+        assert!(
+            whole
+                .names()
+                .iter()
+                .filter(|n| !n.starts_with("mcp__"))
+                .all(|n| narrowed.contains(n))
+        );
     }
 
     #[test]

@@ -31,6 +31,8 @@ pub enum Removal {
     GoalsEngineOff,
     /// ... no browser provider.
     NoBrowserProvider,
+    /// The orchestrator that opened the session did not select it.
+    NotSelected,
 }
 
 impl Removal {
@@ -44,6 +46,7 @@ impl Removal {
             Removal::NoSkills => Cow::Borrowed("no_skills"),
             Removal::GoalsEngineOff => Cow::Borrowed("goals_engine_off"),
             Removal::NoBrowserProvider => Cow::Borrowed("no_browser_provider"),
+            Removal::NotSelected => Cow::Borrowed("not_selected"),
         }
     }
 }
@@ -58,6 +61,7 @@ impl Removal {
             "no_skills" => Removal::NoSkills,
             "goals_engine_off" => Removal::GoalsEngineOff,
             "no_browser_provider" => Removal::NoBrowserProvider,
+            "not_selected" => Removal::NotSelected,
             other => {
                 let var = other.strip_prefix("switch:")?;
                 Removal::Switch(Switch::ALL.into_iter().find(|s| s.var() == var)?)
@@ -274,6 +278,7 @@ mod tests {
         Rule::Removed(Removal::NoSkills),
         Rule::Removed(Removal::GoalsEngineOff),
         Rule::Removed(Removal::NoBrowserProvider),
+        Rule::Removed(Removal::NotSelected),
         Rule::Held(ReviewHold::New),
         Rule::Held(ReviewHold::Changed),
         Rule::Held(ReviewHold::StoreUnavailable),

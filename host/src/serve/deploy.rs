@@ -417,8 +417,13 @@ impl ServeHost {
             .collect()
     }
 
-    /// One trace row, under no session, for a change of the deployment.
-    fn record_change(&self, stored: &StoredConnector, rule: &str, detail: Value) {
+    /// One trace row, under no session, for a change of the deployment,
+    /// with the actor and origin of the admin API request that made it.
+    fn record_change(&self, stored: &StoredConnector, rule: &str, mut detail: Value) {
+        let acting = super::identity::Acting::now();
+        if let Some(acting) = &acting {
+            detail["actor"] = acting.actor.clone();
+        }
         let event = crate::store::TraceEvent {
             session: String::new(),
             brand: String::new(),
@@ -428,6 +433,7 @@ impl ServeHost {
             rule: Some(rule.to_string()),
             detail,
             at_ms: crate::store::now_ms(),
+            origin: acting.map(|a| a.origin).unwrap_or_default(),
         };
         if let Err(e) = crate::store::block(self.store.record(&event)) {
             tracing::error!(connector = %stored.name, error = %e, "cannot record a change of the deployment");

@@ -244,12 +244,14 @@ fn request_capability(host: &ServeHost, live: &LiveSession, args: &Value) -> Val
 }
 
 /// Runs host tool `tool` for `live` with `args`: its answer, or `None` for
-/// a name the session was not given. Traced like a read.
+/// a name the session was not given. Traced like a read, its rows naming
+/// the caller's trace (`origin`, from its `traceparent`).
 pub(super) fn call(
     host: &ServeHost,
     live: &LiveSession,
     tool: &str,
     args: &Value,
+    origin: crate::store::Origin,
 ) -> Option<Value> {
     if !given(&live.session).contains(&tool) {
         return None;
@@ -284,6 +286,7 @@ pub(super) fn call(
         rule: rule.map(str::to_string),
         detail,
         at_ms: crate::store::now_ms(),
+        origin: origin.clone(),
     };
     let events = [
         event(TraceState::Requested, None, json!({"arguments": args})),

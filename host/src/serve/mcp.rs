@@ -285,13 +285,13 @@ impl ServerHandler for ConnectorServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let (host, live) = self.parts()?;
-        if self.connector == super::host_tools::SCOUT_SERVER {
-            return host_tool(&host, &live, &request.name, request.arguments);
-        }
         let parts = context.extensions.get::<axum::http::request::Parts>();
         // rmcp moves the request's `_meta` into the context.
         let meta = request.meta.as_ref().unwrap_or(&context.meta);
         let traced = trace_parent(meta, parts.map(|p| &p.headers), &context.id);
+        if self.connector == super::host_tools::SCOUT_SERVER {
+            return host_tool(&host, &live, &request.name, request.arguments, &traced);
+        }
         let tool = request.name.to_string();
         let args = Value::Object(request.arguments.unwrap_or_default());
         let name = policy::names::mcp(&self.connector, &tool);
@@ -394,7 +394,7 @@ impl ConnectorServer {
     ) -> Result<CallToolResponse, McpError> {
         let (host, live) = self.parts()?;
         if self.connector == super::host_tools::SCOUT_SERVER {
-            return host_tool(&host, &live, &request.name, request.arguments);
+            return host_tool(&host, &live, &request.name, request.arguments, &traced);
         }
         let tool = request.name.to_string();
         let args = Value::Object(request.arguments.unwrap_or_default());
@@ -420,9 +420,10 @@ fn host_tool(
     live: &super::LiveSession,
     tool: &str,
     arguments: Option<serde_json::Map<String, Value>>,
+    traced: &crate::telemetry::TraceParent,
 ) -> Result<CallToolResponse, McpError> {
     let args = Value::Object(arguments.unwrap_or_default());
-    match super::host_tools::call(host, live, tool, &args) {
+    match super::host_tools::call(host, live, tool, &args, traced.origin()) {
         Some(answer) => {
             let failed = answer.get("error").is_some();
             let mut result = text_result(&answer, failed);
@@ -668,6 +669,18 @@ async fn ask_through_elicitation(
     };
     let _ = host
         .store
-        .decide(id, approved, "person (MCP elicitation)")
+        .decide_as(
+            id,
+            approved,
+            "person (MCP elicitation)",
+            Some(&serde_json::json!({
+                "kind": "person",
+                "subject": null,
+                "sub": null,
+                "issuer": null,
+                "via": "mcp_elicitation",
+                "role": null,
+            })),
+        )
         .await;
 }

@@ -72,7 +72,7 @@ impl Drop for AbortOnDrop {
 }
 
 /// What opening a session asks for.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OpenSession {
     /// The brand the session acts for.
@@ -82,6 +82,14 @@ pub struct OpenSession {
     /// A profile saved for the brand (coworker, specialist, goal agent, reviewer).
     #[serde(default)]
     pub profile: Option<String>,
+    /// Only these MCP servers' tools (connectors and platform servers), of
+    /// those the role, grant and brand give: narrows, never widens.
+    #[serde(default)]
+    pub connectors: Option<Vec<String>>,
+    /// Only these tools (allowlist names, `mcp__github__github_read_file`,
+    /// `Read`), of those the session could be given.
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
 }
 
 /// An open session as the admin API shows it. The token is shown once, when
@@ -151,6 +159,9 @@ pub enum HostError {
     Conflict(String),
     #[error("{0}")]
     InvalidProfile(String),
+    /// 422: a selection names what the session could not be given.
+    #[error("{0}")]
+    NotSelectable(String),
     #[error("the store failed: {0}")]
     Store(#[from] crate::store::StoreError),
     #[error("{0}")]
@@ -581,13 +592,16 @@ impl ServeHost {
         }
     }
 
-    /// `/metrics`: OpenMetrics text.
     /// What this host runs with, for the start banner: the store, who
     /// signs in to the admin API, and where spans go.
     pub fn setup_line(&self) -> String {
         let store = match self.config.store.backend {
             crate::config::StoreBackend::Sqlite => {
-                format!("store SQLite ({})", self.config.database.display())
+                format!(
+                    "store SQLite ({}, host {})",
+                    self.config.database.display(),
+                    self.store.host().unwrap_or_default()
+                )
             }
             crate::config::StoreBackend::Postgres => format!(
                 "store PostgreSQL (host {}, lease {} s)",

@@ -27,7 +27,10 @@ impl ServeHost {
             ))
         })?;
         let profile = self.session_profile(brand, role, request.profile.as_deref())?;
-        let input = self.session_input(brand, role, profile.clone())?;
+        let mut input = self.session_input(brand, role, profile.clone())?;
+        if let Some(selection) = self.selection(request, &input)? {
+            input = input.selecting(selection);
+        }
         let facts = input.brand.clone();
         let id = format!("s-{}", random_hex(12)?);
         let token = random_hex(32)?;
@@ -53,9 +56,11 @@ impl ServeHost {
             .map_err(|e| {
                 HostError::BadRequest(format!("the session's surface cannot be decided: {e}"))
             })?;
-        // A platform component is served to a session its tools are given to.
+        // A platform component is served to a session its tools are given
+        // to; so is a connector, when the orchestrator narrowed the session.
+        let narrowed = request.connectors.is_some() || request.tools.is_some();
         served.retain(|c| {
-            !roster.platform.contains(c.name())
+            !(roster.platform.contains(c.name()) || narrowed)
                 || offered
                     .surface
                     .names()
@@ -94,7 +99,15 @@ impl ServeHost {
                 .map(|t| policy::names::mcp(host_tools::SCOUT_SERVER, t)),
         );
         let connectors: Vec<String> = served.iter().map(|c| c.name().to_string()).collect();
-        let left_out = self.left_out(brand, role, &connectors);
+        let mut left_out = self.left_out(brand, role, &connectors);
+        if narrowed {
+            for name in facts.connected.iter().filter(|c| !connectors.contains(c)) {
+                left_out.insert(
+                    name.clone(),
+                    "not selected: the orchestrator that opened this session left it out".into(),
+                );
+            }
+        }
         let mut live = LiveSession::new(crate::session::registry::Opened {
             session,
             role_name: request.role.clone(),
@@ -161,6 +174,67 @@ impl ServeHost {
         self.metrics.session_opened(&live.role_name);
         self.sessions.insert(live);
         Ok(view)
+    }
+
+    /// What the orchestrator selected of what a session with `input` could
+    /// be given (`None`: it selected nothing, so everything). Refused when
+    /// a list is empty or names anything the session could not be given:
+    /// the refusal names only what the caller sent, never what exists.
+    fn selection(
+        &self,
+        request: &OpenSession,
+        input: &SessionInput,
+    ) -> Result<Option<policy::Selection>, HostError> {
+        if request.connectors.is_none() && request.tools.is_none() {
+            return Ok(None);
+        }
+        let could = self.boundary.surface_for(input).map_err(|e| {
+            HostError::BadRequest(format!("the session's surface cannot be decided: {e}"))
+        })?;
+        let could: BTreeSet<&str> = could.names().into_iter().collect();
+        let servers: BTreeSet<&str> = could
+            .iter()
+            .filter_map(|name| policy::names::split_mcp(name).map(|(server, _)| server))
+            .collect();
+        let listed = |field: &str,
+                      names: &Option<Vec<String>>|
+         -> Result<Option<BTreeSet<String>>, HostError> {
+            let Some(names) = names else { return Ok(None) };
+            if names.is_empty() || names.len() > 1000 {
+                return Err(HostError::NotSelectable(format!(
+                    "`{field}` lists 1 to 1000 names (leave it out to select every one): nothing was opened"
+                )));
+            }
+            Ok(Some(names.iter().map(|n| n.trim().to_string()).collect()))
+        };
+        let connectors = listed("connectors", &request.connectors)?;
+        let tools = listed("tools", &request.tools)?;
+        let not_given = |field: &str, name: &str| {
+            let name: String = name.chars().take(120).collect();
+            HostError::NotSelectable(format!(
+                "`{field}` names `{name}`, which a session of role `{}` for this brand could not be given (its role, grant and the brand's connections decide what it could; a selection only narrows that): nothing was opened",
+                request.role
+            ))
+        };
+        for name in connectors.iter().flatten() {
+            if !servers.contains(name.as_str()) {
+                return Err(not_given("connectors", name));
+            }
+        }
+        for name in tools.iter().flatten() {
+            if !could.contains(name.as_str()) {
+                return Err(not_given("tools", name));
+            }
+        }
+        let selection = policy::Selection { connectors, tools };
+        if let Some(tools) = &selection.tools
+            && let Some(outside) = tools.iter().find(|t| !selection.keeps(t))
+        {
+            return Err(HostError::NotSelectable(format!(
+                "`tools` names `{outside}`, whose server `connectors` leaves out: select its server too, or leave the tool out; nothing was opened"
+            )));
+        }
+        Ok(Some(selection))
     }
 
     /// Why each configured connector a session of `role` for `brand` is not

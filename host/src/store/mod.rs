@@ -223,6 +223,49 @@ pub struct TraceEvent {
     pub detail: serde_json::Value,
     /// Milliseconds since the Unix epoch.
     pub at_ms: i64,
+    /// Where it came from: the host and the OpenTelemetry span.
+    #[serde(flatten)]
+    pub origin: Origin,
+}
+
+/// Where a trace row came from, so an auditor can pivot from it to the
+/// host's logs and to the request's spans in OpenTelemetry.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Origin {
+    /// The host that wrote the row. Each store writes its own id (the
+    /// fleet's `hosts.host_id`, or a single host's id for this start), so
+    /// this is filled when a row is read and ignored when one is written.
+    pub host: Option<String>,
+    /// The W3C trace id (32 hex digits) of the request the row belongs to:
+    /// the call's exported span's, else the one the caller's `traceparent`
+    /// named. `None` when neither was there.
+    pub trace_id: Option<String>,
+    /// The span (16 hex digits): the host's exported span for the call (or
+    /// a person's wait), else the caller's span its `traceparent` named.
+    pub span_id: Option<String>,
+}
+
+impl Origin {
+    /// The trace and span a W3C `traceparent` header names, when it is
+    /// well formed (version `00`, ids not all zeros); `None` otherwise.
+    pub fn from_traceparent(value: &str) -> Option<Origin> {
+        let mut parts = value.trim().split('-');
+        let (version, trace, span, _flags) =
+            (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+        let hex = |s: &str, len: usize| {
+            s.len() == len
+                && s.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+                && s.bytes().any(|b| b != b'0')
+        };
+        (version == "00" && parts.next().is_none() && hex(trace, 32) && hex(span, 16)).then(|| {
+            Origin {
+                host: None,
+                trace_id: Some(trace.to_string()),
+                span_id: Some(span.to_string()),
+            }
+        })
+    }
 }
 
 /// The id of one approval request.
@@ -278,6 +321,10 @@ pub struct Approval {
     pub state: ApprovalState,
     pub used: bool,
     pub decided_by: Option<String>,
+    /// Who decided, as structured fields (kind, subject, sub, issuer, via,
+    /// role) when the decider gave them; `None` for a decision made before
+    /// they were kept, or by the host itself.
+    pub decided_actor: Option<serde_json::Value>,
     pub requested_at_ms: i64,
     /// When it was decided or revoked (milliseconds since the Unix epoch).
     pub decided_at_ms: Option<i64>,
@@ -485,7 +532,18 @@ pub trait ApprovalStore: Send + Sync {
         args_digest: &str,
     ) -> Result<ApprovalId, StoreError>;
     /// Answers a pending approval. Anything not pending (answered, revoked) stays as it is.
-    async fn decide(&self, id: ApprovalId, approved: bool, by: &str) -> Result<(), ApprovalError>;
+    async fn decide(&self, id: ApprovalId, approved: bool, by: &str) -> Result<(), ApprovalError> {
+        self.decide_as(id, approved, by, None).await
+    }
+    /// [`TraceStore::decide`], keeping who decided as structured fields
+    /// (`actor`) beside the `by` text.
+    async fn decide_as(
+        &self,
+        id: ApprovalId,
+        approved: bool,
+        by: &str,
+        actor: Option<&serde_json::Value>,
+    ) -> Result<(), ApprovalError>;
     /// Spends one approved, unused approval for exactly this session, tool and
     /// arguments. Atomic: two concurrent callers never both succeed.
     async fn consume_approval(
@@ -903,7 +961,8 @@ pub trait SessionStore: Send + Sync {
     /// call can consume them. Running it twice changes nothing the second time.
     async fn recover_interrupted(&self, at_ms: i64) -> Result<Recovered, StoreError>;
 
-    /// The host this store speaks for, when several share the database.
+    /// The host this store speaks for: the id its trace rows carry (a
+    /// fleet's `hosts.host_id`, or a single host's id for this start).
     fn host(&self) -> Option<String> {
         None
     }

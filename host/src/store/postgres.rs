@@ -50,6 +50,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (5, include_str!("postgres/005_review_facts.sql")),
     (6, include_str!("postgres/006_deployed_connectors.sql")),
     (7, include_str!("postgres/007_fleet_sessions.sql")),
+    (8, include_str!("postgres/008_trace_origin.sql")),
 ];
 
 /// The channels every host listens on.
@@ -268,6 +269,8 @@ struct Row {
     rule: Option<String>,
     detail: String,
     at_ms: i64,
+    trace_id: Option<String>,
+    span_id: Option<String>,
 }
 
 struct Batch {
@@ -544,6 +547,16 @@ impl PgStore {
                 detail: serde_json::to_string(&event.detail)
                     .map_err(|e| StoreError::Corrupt(e.to_string()))?,
                 at_ms: event.at_ms,
+                trace_id: event
+                    .origin
+                    .trace_id
+                    .as_deref()
+                    .map(|v| pg_text(v).into_owned()),
+                span_id: event
+                    .origin
+                    .span_id
+                    .as_deref()
+                    .map(|v| pg_text(v).into_owned()),
             });
         }
         let (reply, answer) = oneshot::channel();
@@ -731,13 +744,15 @@ async fn commit_rows(
     let rules: Vec<Option<&str>> = rows.iter().map(|r| r.rule.as_deref()).collect();
     let details: Vec<&str> = rows.iter().map(|r| r.detail.as_str()).collect();
     let at: Vec<i64> = rows.iter().map(|r| r.at_ms).collect();
+    let trace_ids: Vec<Option<&str>> = rows.iter().map(|r| r.trace_id.as_deref()).collect();
+    let span_ids: Vec<Option<&str>> = rows.iter().map(|r| r.span_id.as_deref()).collect();
     tx.execute(
-        "INSERT INTO trace (host_id, session, brand, call_id, tool, state, rule, detail, at_ms)
-         SELECT $1, s, b, c, t, st, r, d, a
-         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int8[])
-              WITH ORDINALITY AS u(s, b, c, t, st, r, d, a, ord)
+        "INSERT INTO trace (host_id, session, brand, call_id, tool, state, rule, detail, at_ms, trace_id, span_id)
+         SELECT $1, s, b, c, t, st, r, d, a, ti, si
+         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int8[], $10::text[], $11::text[])
+              WITH ORDINALITY AS u(s, b, c, t, st, r, d, a, ti, si, ord)
          ORDER BY ord",
-        &[&&*me, &sessions, &brands, &calls, &tools, &states, &rules, &details, &at],
+        &[&&*me, &sessions, &brands, &calls, &tools, &states, &rules, &details, &at, &trace_ids, &span_ids],
     )
     .await?;
     tx.commit().await?;
@@ -1098,11 +1113,16 @@ fn trace_event(row: &tokio_postgres::Row) -> Result<(i64, TraceEvent), StoreErro
             rule: row.get(6),
             detail,
             at_ms: row.get(8),
+            origin: super::Origin {
+                host: row.get(9),
+                trace_id: row.get(10),
+                span_id: row.get(11),
+            },
         },
     ))
 }
 
-const TRACE_COLUMNS: &str = "seq, session, brand, call_id, tool, state, rule, detail, at_ms";
+const TRACE_COLUMNS: &str = super::rules::TRACE_COLUMNS;
 
 /// Where a trace page stops. An identity is taken at insert, not at
 /// commit: a page that read past a row another host has not committed yet
@@ -1268,8 +1288,7 @@ impl TraceStore for PgStore {
     }
 }
 
-const APPROVAL_COLUMNS: &str =
-    "id, session, tool, args_digest, state, used, decided_by, requested_at_ms, decided_at_ms";
+const APPROVAL_COLUMNS: &str = "id, session, tool, args_digest, state, used, decided_by, requested_at_ms, decided_at_ms, decided_actor";
 
 fn approval_row(row: &tokio_postgres::Row) -> Result<Approval, StoreError> {
     let state: String = row.get(4);
@@ -1285,6 +1304,9 @@ fn approval_row(row: &tokio_postgres::Row) -> Result<Approval, StoreError> {
         decided_by: row.get(6),
         requested_at_ms: row.get(7),
         decided_at_ms: row.get(8),
+        decided_actor: row
+            .get::<_, Option<String>>(9)
+            .and_then(|a| serde_json::from_str(&a).ok()),
     })
 }
 
@@ -1344,9 +1366,16 @@ impl ApprovalStore for PgStore {
         }).await
     }
 
-    async fn decide(&self, id: ApprovalId, approved: bool, by: &str) -> Result<(), ApprovalError> {
+    async fn decide_as(
+        &self,
+        id: ApprovalId,
+        approved: bool,
+        by: &str,
+        actor: Option<&serde_json::Value>,
+    ) -> Result<(), ApprovalError> {
         let shared = self.shared.clone();
         let by = pg_text(by).into_owned();
+        let actor = actor.map(|a| pg_text(&a.to_string()).into_owned());
         let rung = self
             .run_as(async move {
                 let mut client = shared.pool.get().await.map_err(StoreError::from)?;
@@ -1361,9 +1390,9 @@ impl ApprovalStore for PgStore {
                 let changed = tx
                     .query_opt(
                         "UPDATE approvals SET state = $2, decided_by = $3, decided_at_ms = $4,
-                            args_nonce = NULL, args_sealed = NULL
+                            decided_actor = $5, args_nonce = NULL, args_sealed = NULL
                      WHERE id = $1 AND state = 'pending' RETURNING session, tool, args_digest",
-                        &[&id.0, &state.as_str(), &by, &super::now_ms()],
+                        &[&id.0, &state.as_str(), &by, &super::now_ms(), &actor],
                     )
                     .await
                     .map_err(StoreError::from)?;

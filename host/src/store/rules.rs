@@ -51,11 +51,15 @@ macro_rules! statements {
     };
 }
 
+/// A trace row's columns as both backends read them, in this order.
+pub(super) const TRACE_COLUMNS: &str =
+    "seq, session, brand, call_id, tool, state, rule, detail, at_ms, host_id, trace_id, span_id";
+
 statements! {
     /// The latest decisions on approvals, whoever's, newest first.
-    RECENT_DECISIONS = "SELECT seq, session, brand, call_id, tool, state, rule, detail, at_ms FROM trace WHERE state = 'decided' ORDER BY seq DESC LIMIT $1";
+    RECENT_DECISIONS = "SELECT seq, session, brand, call_id, tool, state, rule, detail, at_ms, host_id, trace_id, span_id FROM trace WHERE state = 'decided' ORDER BY seq DESC LIMIT $1";
     /// A session's latest calls as requested, newest first.
-    RECENT_REQUESTS = "SELECT seq, session, brand, call_id, tool, state, rule, detail, at_ms FROM trace WHERE session = $1 AND state = 'requested' AND call_id IS NOT NULL ORDER BY seq DESC LIMIT $2";
+    RECENT_REQUESTS = "SELECT seq, session, brand, call_id, tool, state, rule, detail, at_ms, host_id, trace_id, span_id FROM trace WHERE session = $1 AND state = 'requested' AND call_id IS NOT NULL ORDER BY seq DESC LIMIT $2";
     /// Records a charge once per idempotency key (a retry of the same charge records nothing).
     INSERT_CHARGE = "INSERT INTO charges (idempotency_key, run_id, connector, brand, day, amount, at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (idempotency_key) DO NOTHING";
     /// The schema version a database is at.

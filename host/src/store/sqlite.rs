@@ -24,6 +24,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (5, include_str!("sqlite/005_review_facts.sql")),
     (6, include_str!("sqlite/006_deployed_connectors.sql")),
     (7, include_str!("sqlite/007_run_reserved.sql")),
+    (8, include_str!("sqlite/008_trace_origin.sql")),
 ];
 
 /// The schema this host writes: the last migration's version.
@@ -31,7 +32,7 @@ pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
 
 /// Statements on the approval and ledger paths, prepared once per connection.
 const REQUEST_APPROVAL: &str = "INSERT INTO approvals (session, tool, args_digest, state, requested_at_ms) VALUES (?1, ?2, ?3, 'pending', ?4)";
-const DECIDE_APPROVAL: &str = "UPDATE approvals SET state = ?1, decided_by = ?2, decided_at_ms = ?3, args_nonce = NULL, args_sealed = NULL WHERE id = ?4 AND state = 'pending'";
+const DECIDE_APPROVAL: &str = "UPDATE approvals SET state = ?1, decided_by = ?2, decided_at_ms = ?3, decided_actor = ?5, args_nonce = NULL, args_sealed = NULL WHERE id = ?4 AND state = 'pending'";
 const USE_APPROVAL: &str = "UPDATE approvals SET used = 1, used_at_ms = ?1 WHERE id = ?2 AND state = 'approved' AND used = 0";
 const INSERT_CHARGE: &str = rules::INSERT_CHARGE.lite;
 const START_RUN: &str = "INSERT INTO runs (run_id, brand, connector, day, per_run, per_day, started_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
@@ -53,6 +54,10 @@ pub struct SqliteStore {
     writer: super::writer::TraceWriter,
     /// Wakes the calls waiting on an approval this store changes.
     broker: std::sync::Arc<super::ApprovalBroker>,
+    /// This host's id for this start (`h-` and 16 hex digits, as a fleet
+    /// host's): the `host` of each trace row it writes, and its
+    /// OpenTelemetry `service.instance.id`.
+    host_id: String,
 }
 
 /// Applies every migration newer than the database's version, in `tx`
@@ -152,12 +157,14 @@ impl SqliteStore {
             }
         }
         // The writer's connection is read-only too: a trace write fails.
-        let writer = super::writer::TraceWriter::start(read_only()?)?;
+        let host_id = super::new_host_id();
+        let writer = super::writer::TraceWriter::start(read_only()?, host_id.clone())?;
         Ok(SqliteStore {
             conn: Mutex::new(conn),
             reader: Mutex::new(read_only()?),
             writer,
             broker: Default::default(),
+            host_id,
         })
     }
 
@@ -184,7 +191,8 @@ impl SqliteStore {
         let trace_conn = Connection::open(path)?;
         trace_conn.busy_timeout(Duration::from_secs(30))?;
         trace_conn.pragma_update(None, "synchronous", "FULL")?;
-        let writer = super::writer::TraceWriter::start(trace_conn)?;
+        let host_id = super::new_host_id();
+        let writer = super::writer::TraceWriter::start(trace_conn, host_id.clone())?;
         let reader = Connection::open_with_flags(
             path,
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -195,6 +203,7 @@ impl SqliteStore {
             reader: Mutex::new(reader),
             writer,
             broker: Default::default(),
+            host_id,
         })
     }
 
@@ -258,7 +267,7 @@ impl SqliteStore {
         limit: i64,
     ) -> Result<Vec<(i64, TraceEvent)>, StoreError> {
         let sql = format!(
-            "SELECT seq, session, brand, call_id, tool, state, rule, detail, at_ms FROM trace
+            "SELECT {TRACE_COLUMNS} FROM trace
              WHERE {column} = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"
         );
         self.trace_select(&sql, params![value, after, limit])
@@ -283,11 +292,16 @@ impl SqliteStore {
                 row.get::<_, Option<String>>(6)?,
                 row.get::<_, String>(7)?,
                 row.get::<_, i64>(8)?,
+                super::Origin {
+                    host: row.get(9)?,
+                    trace_id: row.get(10)?,
+                    span_id: row.get(11)?,
+                },
             ))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (seq, session, brand, call_id, tool, state, rule, detail, at_ms) = row?;
+            let (seq, session, brand, call_id, tool, state, rule, detail, at_ms, origin) = row?;
             let state = TraceState::parse(&state)
                 .ok_or_else(|| StoreError::Corrupt(format!("unknown trace state {state:?}")))?;
             let detail = serde_json::from_str(&detail)
@@ -303,6 +317,7 @@ impl SqliteStore {
                     rule,
                     detail,
                     at_ms,
+                    origin,
                 },
             ));
         }
@@ -327,6 +342,7 @@ impl SqliteStore {
                 row.get::<_, Option<String>>(6)?,
                 row.get::<_, i64>(7)?,
                 row.get::<_, Option<i64>>(8)?,
+                row.get::<_, Option<String>>(9)?,
             ))
         })?;
         let mut out = Vec::new();
@@ -341,6 +357,7 @@ impl SqliteStore {
                 decided_by,
                 requested_at_ms,
                 decided_at_ms,
+                decided_actor,
             ) = row?;
             let state = ApprovalState::parse(&state)
                 .ok_or_else(|| StoreError::Corrupt(format!("unknown approval state {state:?}")))?;
@@ -352,6 +369,7 @@ impl SqliteStore {
                 state,
                 used,
                 decided_by,
+                decided_actor: decided_actor.and_then(|a| serde_json::from_str(&a).ok()),
                 requested_at_ms,
                 decided_at_ms,
             });
@@ -370,8 +388,10 @@ fn approval_key(conn: &Connection, id: ApprovalId) -> rusqlite::Result<(String, 
     )
 }
 
-const APPROVAL_COLUMNS: &str =
-    "id, session, tool, args_digest, state, used, decided_by, requested_at_ms, decided_at_ms";
+/// The columns [`SqliteStore::trace_select`] reads, in its order.
+pub(super) const TRACE_COLUMNS: &str = super::rules::TRACE_COLUMNS;
+
+const APPROVAL_COLUMNS: &str = "id, session, tool, args_digest, state, used, decided_by, requested_at_ms, decided_at_ms, decided_actor";
 
 #[async_trait::async_trait]
 impl TraceStore for SqliteStore {
@@ -457,7 +477,14 @@ impl ApprovalStore for SqliteStore {
         })
     }
 
-    async fn decide(&self, id: ApprovalId, approved: bool, by: &str) -> Result<(), ApprovalError> {
+    async fn decide_as(
+        &self,
+        id: ApprovalId,
+        approved: bool,
+        by: &str,
+        actor: Option<&serde_json::Value>,
+    ) -> Result<(), ApprovalError> {
+        let actor = actor.map(serde_json::Value::to_string);
         let (session, tool, digest) = self.write_tx(|tx| {
             let state = if approved {
                 ApprovalState::Approved
@@ -467,7 +494,7 @@ impl ApprovalStore for SqliteStore {
             let changed = tx
                 .prepare_cached(DECIDE_APPROVAL)
                 .map_err(StoreError::from)?
-                .execute(params![state.as_str(), by, super::now_ms(), id.0])
+                .execute(params![state.as_str(), by, super::now_ms(), id.0, actor])
                 .map_err(StoreError::from)?;
             if changed == 1 {
                 return Ok(approval_key(tx, id).map_err(StoreError::from)?);
@@ -1275,6 +1302,10 @@ impl super::DeploymentStore for SqliteStore {
 
 #[async_trait::async_trait]
 impl SessionStore for SqliteStore {
+    fn host(&self) -> Option<String> {
+        Some(self.host_id.clone())
+    }
+
     async fn recover_interrupted(&self, at_ms: i64) -> Result<Recovered, StoreError> {
         let recovered = self.write_tx(|tx| -> Result<_, StoreError> {
             let approvals_revoked = tx.execute(
@@ -1314,8 +1345,8 @@ impl SessionStore for SqliteStore {
             let mut calls_maybe_run = 0;
             {
                 let mut insert = tx.prepare_cached(
-                    "INSERT INTO trace (session, brand, call_id, tool, state, rule, detail, at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?7)",
+                    "INSERT INTO trace (session, brand, call_id, tool, state, rule, detail, at_ms, host_id)
+                 VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?7, ?8)",
                 )?;
                 for (session, brand, call_id, tool, last_state, last_rule) in &open {
                     // Allowed is written before the effect, executed and result after:
@@ -1335,7 +1366,8 @@ impl SessionStore for SqliteStore {
                         tool,
                         TraceState::Interrupted.as_str(),
                         detail.to_string(),
-                        at_ms
+                        at_ms,
+                        self.host_id
                     ])?;
                 }
             }

@@ -30,6 +30,8 @@ struct Row {
     rule: Option<String>,
     detail: String,
     at_ms: i64,
+    trace_id: Option<String>,
+    span_id: Option<String>,
 }
 
 /// Where a batch's outcome goes.
@@ -58,7 +60,8 @@ pub struct TraceWriter {
 
 impl TraceWriter {
     /// Starts the writer on `conn` (a connection of its own to the store's file).
-    pub fn start(conn: Connection) -> Result<TraceWriter, StoreError> {
+    /// Each row it writes names `host`, this host's id.
+    pub fn start(conn: Connection, host: String) -> Result<TraceWriter, StoreError> {
         let (queue, batches) = mpsc::channel();
         let commits = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let counted = commits.clone();
@@ -66,7 +69,7 @@ impl TraceWriter {
         let measured = metrics.clone();
         let thread = std::thread::Builder::new()
             .name("scout-trace-writer".into())
-            .spawn(move || write_loop(conn, batches, &counted, &measured))
+            .spawn(move || write_loop(conn, &host, batches, &counted, &measured))
             .map_err(StoreError::WriterStart)?;
         Ok(TraceWriter {
             queue: Some(queue),
@@ -107,6 +110,8 @@ impl TraceWriter {
                 detail: serde_json::to_string(&event.detail)
                     .map_err(|e| StoreError::Corrupt(e.to_string()))?,
                 at_ms: event.at_ms,
+                trace_id: event.origin.trace_id.clone(),
+                span_id: event.origin.span_id.clone(),
             });
         }
         let queue = self.queue.as_ref().ok_or_else(gone)?;
@@ -130,6 +135,7 @@ fn gone() -> StoreError {
 
 fn write_loop(
     mut conn: Connection,
+    host: &str,
     batches: mpsc::Receiver<Batch>,
     commits: &std::sync::atomic::AtomicU64,
     metrics: &super::WriterMetrics,
@@ -149,7 +155,7 @@ fn write_loop(
             }
         }
         let started = std::time::Instant::now();
-        match counted(commit(&mut conn, group.iter().map(|b| &b.rows))) {
+        match counted(commit(&mut conn, host, group.iter().map(|b| &b.rows))) {
             Ok(()) => {
                 metrics.committed(group.len(), started.elapsed());
                 group.into_iter().for_each(|b| b.reply.send(Ok(())))
@@ -161,7 +167,7 @@ fn write_loop(
             }
             Err(_) => {
                 for batch in group {
-                    let outcome = counted(commit(&mut conn, std::iter::once(&batch.rows)));
+                    let outcome = counted(commit(&mut conn, host, std::iter::once(&batch.rows)));
                     batch.reply.send(outcome);
                 }
             }
@@ -171,14 +177,15 @@ fn write_loop(
 
 fn commit<'a>(
     conn: &mut Connection,
+    host: &str,
     batches: impl Iterator<Item = &'a Vec<Row>>,
 ) -> Result<(), std::sync::Arc<rusqlite::Error>> {
     let run = |conn: &mut Connection| -> rusqlite::Result<()> {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
             let mut insert = tx.prepare_cached(
-                "INSERT INTO trace (session, brand, call_id, tool, state, rule, detail, at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                "INSERT INTO trace (session, brand, call_id, tool, state, rule, detail, at_ms, host_id, trace_id, span_id)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             )?;
             for row in batches.flat_map(|rows| rows.iter()) {
                 insert.execute(params![
@@ -189,7 +196,10 @@ fn commit<'a>(
                     row.state,
                     row.rule,
                     row.detail,
-                    row.at_ms
+                    row.at_ms,
+                    host,
+                    row.trace_id,
+                    row.span_id
                 ])?;
             }
         }

@@ -522,7 +522,7 @@ async fn oidc_tokens_get_their_roles_and_every_bad_token_is_refused_with_nothing
         assert_eq!(answer.status, 200, "{}", answer.body);
         assert_eq!(
             answer.body,
-            json!({"subject": subject, "role": role, "every_brand": role, "brands": {}, "reads_arguments": role == "admin", "via": "oidc", "may_decide": decide, "may_end_sessions": end}),
+            json!({"subject": subject, "role": role, "every_brand": role, "brands": {}, "reads_arguments": role == "admin", "reads_arguments_of": [], "via": "oidc", "may_decide": decide, "may_end_sessions": end}),
             "{role}"
         );
     }
@@ -821,6 +821,20 @@ async fn oidc_tokens_get_their_roles_and_every_bad_token_is_refused_with_nothing
     assert_eq!(
         decided[0].detail["by"], "alice@example.com (approvals API)",
         "the verified subject, never the body's `by`"
+    );
+    // The same decider as fields, kept with the approval by the store.
+    assert_eq!(
+        decided[0].detail["actor"],
+        json!({
+            "kind": "person",
+            "subject": "alice@example.com",
+            "sub": "alice@example.com",
+            "issuer": issuer.base,
+            "via": "oidc",
+            "role": "approver",
+        }),
+        "{:?}",
+        decided[0]
     );
     // A token is never written to the log.
     let stderr = serve.stderr();
@@ -1454,7 +1468,59 @@ async fn a_decisions_arguments_are_kept_sealed_and_read_only_by_the_admin_token_
             assert_eq!(detail["arguments"], arguments, "{detail}");
             assert_eq!(detail["args_digest"], digest.as_str());
             assert!(detail.get("sealed_arguments").is_none(), "{detail}");
+            assert_eq!(detail["actor"]["kind"], "admin_token", "{detail}");
+            assert_eq!(detail["actor"]["via"], "admin_token", "{detail}");
         }
+    }
+    // An auditor of acme alone reads acme's decided arguments in its trace
+    // (and nothing of another brand, nor the every-brand export); an
+    // auditor of globex sees none of acme's rows.
+    assert_eq!(view["brand"], "acme", "{view}");
+    let acme_auditor = keys.issuer.sign(&issuer.claims(
+        "acme-audit@example.com",
+        json!(["auditor:acme"]),
+        json!({}),
+    ));
+    let globex_auditor = keys.issuer.sign(&issuer.claims(
+        "globex-audit@example.com",
+        json!("auditor:globex"),
+        json!({}),
+    ));
+    let detail = decided_in(trace(&acme_auditor).await);
+    assert_eq!(detail["arguments"], arguments, "{detail}");
+    let whoami = call(&http, &base, &acme_auditor, Method::GET, "/v1/whoami", None).await;
+    assert_eq!(whoami.body["reads_arguments"], false, "{}", whoami.body);
+    assert_eq!(
+        whoami.body["reads_arguments_of"],
+        json!(["acme"]),
+        "{}",
+        whoami.body
+    );
+    assert_eq!(
+        whoami.body["brands"],
+        json!({"acme": "viewer"}),
+        "{}",
+        whoami.body
+    );
+    assert!(trace(&globex_auditor).await.is_empty());
+    let response = http
+        .get(format!("{base}/v1/trace/export"))
+        .header(AUTHORIZATION, format!("Bearer {acme_auditor}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 403);
+    for token in [&acme_auditor, &globex_auditor] {
+        let answer = call(
+            &http,
+            &base,
+            token,
+            Method::POST,
+            "/v1/approvals/1",
+            Some(json!({"approve": false})),
+        )
+        .await;
+        assert_eq!(answer.status, 403, "{}", answer.body);
     }
     // An approver: the digest only.
     for detail in [
@@ -1565,17 +1631,20 @@ async fn every_change_through_the_admin_api_is_an_audit_row_with_its_actor() {
         let answer = call(&http, &base, &person, method.clone(), &path, body).await;
         assert_eq!(answer.status, 200, "{method} {path}: {}", answer.body);
     }
-    let opened = call(
-        &http,
-        &base,
-        &person,
-        Method::POST,
-        "/v1/sessions",
-        Some(json!({"brand": "acme", "role": "person-chat"})),
-    )
-    .await;
-    assert_eq!(opened.status, 201, "{}", opened.body);
-    let session = opened.body["id"].as_str().unwrap().to_string();
+    // The orchestrator's request names its trace: the row keeps it.
+    const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const SPAN: &str = "00f067aa0ba902b7";
+    let opened = http
+        .post(format!("{base}/v1/sessions"))
+        .header(AUTHORIZATION, format!("Bearer {person}"))
+        .header("traceparent", format!("00-{TRACE}-{SPAN}-01"))
+        .json(&json!({"brand": "acme", "role": "person-chat"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(opened.status().as_u16(), 201);
+    let opened: Value = opened.json().await.unwrap();
+    let session = opened["id"].as_str().unwrap().to_string();
     let ended = call(
         &http,
         &base,
@@ -1648,6 +1717,24 @@ async fn every_change_through_the_admin_api_is_an_audit_row_with_its_actor() {
     );
     let opened_row = by_person("session_opened");
     assert_eq!(opened_row["session"], session.as_str());
+    assert_eq!(
+        (&opened_row["trace_id"], &opened_row["span_id"]),
+        (&json!(TRACE), &json!(SPAN)),
+        "{opened_row}"
+    );
+    // A request that named no trace: none.
+    let ended_row = by_person("session_ended");
+    assert_eq!(ended_row["trace_id"], Value::Null, "{ended_row}");
+    // Every row names the host that wrote it: this one, the same id.
+    let host = rows[0]["host"].as_str().unwrap_or_default().to_string();
+    assert!(
+        host.len() == 18
+            && host.starts_with("h-")
+            && host[2..].bytes().all(|b| b.is_ascii_hexdigit()),
+        "{:?}",
+        rows[0]
+    );
+    assert!(rows.iter().all(|r| r["host"] == host.as_str()), "{rows:?}");
     assert_eq!(opened_row["detail"]["after"]["role"], "person-chat");
     assert_eq!(by_person("session_ended")["session"], session.as_str());
     // The operator's own set-up is there too, by the admin token.

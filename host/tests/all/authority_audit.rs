@@ -212,6 +212,7 @@ fn event(
         rule: None,
         detail: json!({}),
         at_ms,
+        origin: Default::default(),
     }
 }
 

@@ -568,3 +568,72 @@ async fn the_official_client_meets_the_boundary_repeated_refusals_a_pause_and_it
     drop(serve);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An orchestrator narrows a session to two GitHub reads (issue 39): the
+/// official Python client lists and runs only those on it while another
+/// session of the same role, opened alongside, keeps everything; a call to
+/// an unselected tool is refused as not offered with nothing sent; a
+/// selection naming what the role lacks is refused (`narrowed.py`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_client_sees_only_what_the_orchestrator_selected() {
+    let github = FakeGitHub::start(GITHUB_TOKEN).await;
+    let dir = std::env::temp_dir().join(format!("scout-serve-narrowed-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("serve.toml");
+    // Writes stay off (GITHUB_ALLOW_WRITES unset): no session could be
+    // given a GitHub write, so selecting one is refused.
+    std::fs::write(
+        &config,
+        format!(
+            "require_review = false\n{}",
+            scout_tests::serve_config_for_github(&github.origin())
+        ),
+    )
+    .unwrap();
+    let mut command = ServeProcess::command(
+        env!("CARGO_BIN_EXE_scout-host"),
+        &config,
+        ADMIN_TOKEN,
+        &"6b".repeat(32),
+    );
+    command.current_dir(&dir);
+    let serve = ServeProcess::start(command);
+    let base = serve.base.clone();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/narrowed.py");
+    let run = tokio::task::spawn_blocking(move || {
+        Command::new(python())
+            .arg(&script)
+            .args(["--base", &base, "--admin-token", ADMIN_TOKEN])
+            .args(["--github-token", GITHUB_TOKEN])
+            .output()
+            .expect("run narrowed.py")
+    });
+    let output = tokio::time::timeout(Duration::from_secs(300), run)
+        .await
+        .expect("narrowed.py finishes")
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "narrowed.py failed:\n{out}\n{}\nserve:\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        serve.stderr()
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(out.lines().last().unwrap_or("")).expect("a JSON summary");
+    assert!(summary["not_selected"].as_u64() > Some(0), "{summary}");
+    let requests = github.requests();
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.path.contains("/contents/README.md")),
+        "the selected read reached GitHub: {requests:?}"
+    );
+    assert!(
+        !requests.iter().any(|r| r.path.contains("/issues")),
+        "the unselected tool sent nothing: {requests:?}"
+    );
+    drop(serve);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -163,6 +163,7 @@ impl Fixture {
             brand: brand.into(),
             role: role.into(),
             profile: profile.map(String::from),
+            ..Default::default()
         })?;
         Ok(view.id)
     }
@@ -1072,6 +1073,7 @@ async fn an_agent_sees_its_own_budget_and_nobody_elses() {
             brand: "acme".into(),
             role: "specialist".into(),
             profile: Some("spender".into()),
+            ..Default::default()
         })
         .unwrap();
     assert!(
@@ -1139,6 +1141,7 @@ async fn an_agent_sees_its_own_budget_and_nobody_elses() {
             brand: "globex".into(),
             role: "specialist".into(),
             profile: Some("spender".into()),
+            ..Default::default()
         })
         .unwrap();
     let other_scout = other.mcp["scout"].replace("127.0.0.1:0", &listening.addr.to_string());
@@ -1194,6 +1197,7 @@ async fn an_agent_sees_its_own_budget_and_nobody_elses() {
             brand: "acme".into(),
             role: "person-chat".into(),
             profile: None,
+            ..Default::default()
         })
         .unwrap();
     assert!(

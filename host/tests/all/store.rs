@@ -269,7 +269,30 @@ fn event(session: &str, brand: &str, state: TraceState, n: i64) -> TraceEvent {
         rule: (state == TraceState::Denied).then(|| "not_offered".into()),
         detail: json!({ "n": n, "nested": { "b": 1, "a": [1, 2] } }),
         at_ms: 1_000 + n,
+        // Which trace and span the row belongs to; the host is the store's.
+        origin: scout_host::store::Origin {
+            host: None,
+            trace_id: Some(format!("{:032x}", n + 1)),
+            span_id: Some(format!("{:016x}", n + 1)),
+        },
     }
+}
+
+/// `events` as `store` reads them back: each names the host that wrote it.
+fn as_written(store: &dyn scout_host::store::Store, events: &[TraceEvent]) -> Vec<TraceEvent> {
+    let host = store.host();
+    assert!(
+        host.is_some(),
+        "every store names the host its rows come from"
+    );
+    events
+        .iter()
+        .map(|e| {
+            let mut e = e.clone();
+            e.origin.host = host.clone();
+            e
+        })
+        .collect()
 }
 
 /// Concurrent writers share the trace writer's transactions (group commit):
@@ -318,7 +341,11 @@ async fn concurrent_trace_writes_land_whole_and_a_refused_batch_fails_alone() {
             assert!(stored.is_empty(), "{session}: all or none: {stored:?}");
         } else {
             outcome.unwrap_or_else(|e| panic!("{session}: {e}"));
-            assert_eq!(stored, batch, "{session}: whole and in order");
+            assert_eq!(
+                stored,
+                as_written(store.as_ref(), &batch),
+                "{session}: whole and in order"
+            );
         }
     }
 }
@@ -348,6 +375,7 @@ fn trace_is_returned_in_insertion_order_per_session_and_brand(db: &Db) {
             .unwrap();
     }
     scout_host::store::block(store.record(&event("s3", "acme", TraceState::Offered, 500))).unwrap();
+    let s1 = as_written(store.as_ref(), &s1);
     assert_eq!(
         scout_host::store::block(store.trace_for_session("s1")).unwrap(),
         s1
@@ -567,6 +595,7 @@ fn recovery_closes_what_a_killed_host_left_open() {
         rule: rule.map(str::to_string),
         detail: json!(null),
         at_ms: 10,
+        origin: Default::default(),
     };
     use TraceState::*;
     let asked = Some("approval_requested");
@@ -943,7 +972,7 @@ fn trace_detail_keeps_any_text_a_guest_sent(db: &Db) {
     scout_host::store::block(store.record(&e)).unwrap();
     assert_eq!(
         scout_host::store::block(store.trace_for_session("s-nul")).unwrap(),
-        vec![e]
+        as_written(store.as_ref(), &[e])
     );
 }
 

@@ -36,6 +36,7 @@ fn step(session: &str, call: &str, state: TraceState) -> TraceEvent {
         rule: None,
         detail: json!(null),
         at_ms: 10,
+        origin: Default::default(),
     }
 }
 
@@ -464,7 +465,7 @@ fn two_hosts_starting_together_apply_the_schema_once() {
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     // Each migration applied once, by one of the four.
-    assert_eq!(db.psql("SELECT count(*) FROM schema_version"), "7");
+    assert_eq!(db.psql("SELECT count(*) FROM schema_version"), "8");
     assert_eq!(db.psql("SELECT count(*) FROM hosts"), "4");
     assert!(hosts.iter().all(|h| h.lease_held()));
     // A schema newer than this host's is refused with a clear error.

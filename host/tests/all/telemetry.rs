@@ -400,6 +400,53 @@ async fn spans_of_an_allowed_a_refused_and_an_approved_call_reach_the_collector(
         "the effect starts after the person decided"
     );
 
+    // Each row of the durable trace names the span it belongs to, so an
+    // auditor pivots from a row to the collector: a call's rows its SERVER
+    // span; a person's wait's request and decision the wait's span.
+    let rows = admin.trace("acme").await;
+    let rows_of = |tool: &str| -> Vec<&scout_host::store::TraceEvent> {
+        rows.iter()
+            .filter(|e| e.session == session && e.tool.as_deref() == Some(tool))
+            .filter(|e| e.call_id.as_deref() != Some("session"))
+            .collect()
+    };
+    let ids = |span: &Span| (Some(hex(&span.trace_id)), Some(hex(&span.span_id)));
+    for (tool, span) in [
+        ("mcp__github__github_read_file", &read_span),
+        ("mcp__github__github_delete_repository", &refused_span),
+    ] {
+        let called = rows_of(tool);
+        assert!(called.len() >= 2, "{tool}: {called:?}");
+        for row in called {
+            assert_eq!(
+                (row.origin.trace_id.clone(), row.origin.span_id.clone()),
+                ids(span),
+                "{row:?}"
+            );
+        }
+    }
+    let written = rows_of("mcp__github__github_create_branch");
+    let (waited, called): (Vec<_>, Vec<_>) = written.into_iter().partition(|e| {
+        e.state == scout_host::store::TraceState::Decided
+            || e.rule.as_deref() == Some("approval_requested")
+    });
+    assert_eq!(waited.len(), 2, "{waited:?}");
+    for (rows, span) in [(waited, wait), (called, &write_span)] {
+        for row in rows {
+            assert_eq!(
+                (row.origin.trace_id.clone(), row.origin.span_id.clone()),
+                ids(span),
+                "{row:?}"
+            );
+        }
+    }
+    assert!(rows.iter().all(|e| {
+        e.origin
+            .host
+            .as_deref()
+            .is_some_and(|h| h.starts_with("h-"))
+    }));
+
     // No argument, path as sent, token or secret reaches the collector.
     let bodies = received.lock().unwrap().bodies.concat();
     for private in [
@@ -419,6 +466,85 @@ async fn spans_of_an_allowed_a_refused_and_an_approved_call_reach_the_collector(
         );
     }
     drop(serve);
+}
+
+/// With no span exported, each row of a call still names the trace its
+/// client sent (`_meta.traceparent`) and the client's span: the pivot from
+/// the durable trace to the client's own spans. A call that sent none names
+/// none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_export_a_calls_rows_name_the_trace_its_client_sent() {
+    let github = FakeGitHub::start(GITHUB_TOKEN).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        scout_tests::serve_config_for_github(&github.origin()),
+    )
+    .unwrap();
+    let serve = Serve::start(&config);
+    let http = reqwest::Client::new();
+    let admin = Admin {
+        http: http.clone(),
+        base: serve.base.clone(),
+    };
+    admin.set_up().await;
+    assert!(!serve.stderr().contains("OTLP span export on"));
+    let view = admin.session().await;
+    let session = view["id"].as_str().unwrap().to_string();
+    let mcp = Mcp::new(&http, &view).connect().await;
+    let read = |path: &'static str, meta: serde_json::Value| {
+        let mcp = mcp.clone();
+        async move {
+            let answer = mcp
+                .request(
+                    "tools/call",
+                    json!({"name": "github_read_file",
+                           "arguments": {"owner": "octo", "repo": "hello", "path": path},
+                           "_meta": meta}),
+                )
+                .await
+                .unwrap();
+            assert!(ok_text(&answer).is_some(), "{answer}");
+        }
+    };
+    read(
+        "README.md",
+        json!({"traceparent": format!("00-{TRACE_ID}-{PARENT_ID}-01")}),
+    )
+    .await;
+    // Malformed (an all-zero trace id): ignored, as W3C says.
+    read(
+        "README.md",
+        json!({"traceparent": format!("00-{}-{PARENT_ID}-01", "0".repeat(32))}),
+    )
+    .await;
+    read("README.md", json!({})).await;
+    let rows: Vec<_> = admin
+        .trace("acme")
+        .await
+        .into_iter()
+        .filter(|e| e.session == session)
+        .filter(|e| e.tool.as_deref() == Some("mcp__github__github_read_file"))
+        .filter(|e| e.call_id.as_deref() != Some("session"))
+        .collect();
+    let mut calls: Vec<String> = rows.iter().filter_map(|e| e.call_id.clone()).collect();
+    calls.dedup();
+    assert_eq!(calls.len(), 3, "{rows:?}");
+    for (n, call) in calls.iter().enumerate() {
+        for row in rows.iter().filter(|e| e.call_id.as_ref() == Some(call)) {
+            let expected = if n == 0 {
+                (Some(TRACE_ID.to_string()), Some(PARENT_ID.to_string()))
+            } else {
+                (None, None)
+            };
+            assert_eq!(
+                (row.origin.trace_id.clone(), row.origin.span_id.clone()),
+                expected,
+                "call {n}: {row:?}"
+            );
+        }
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {

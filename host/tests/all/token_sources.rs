@@ -122,6 +122,7 @@ impl Fixture {
                 brand: brand.into(),
                 role: role.into(),
                 profile: profile.map(String::from),
+                ..Default::default()
             })
             .unwrap_or_else(|e| panic!("session opens: {e}"))
             .id
@@ -430,6 +431,7 @@ async fn a_broker_connection_is_served_only_where_the_broker_secret_is_set() {
             brand: "acme".into(),
             role: "person-chat".into(),
             profile: None,
+            ..Default::default()
         })
         .unwrap();
     assert!(!view.mcp.contains_key("figma"), "{:?}", view.mcp);

@@ -20,6 +20,7 @@ fn event(n: i64) -> TraceEvent {
         rule: None,
         detail: json!({ "n": n }),
         at_ms: n,
+        origin: Default::default(),
     }
 }
 

@@ -176,8 +176,15 @@ pub(super) async fn whoami(Extension(caller): Extension<Principal>) -> Json<Valu
         // The role over every brand (null: only over the brands listed).
         "every_brand": caller.every_brand.map(|r| r.name()),
         "brands": brands,
-        // Whether it reads the exact arguments of decisions (the trace's).
-        "reads_arguments": caller.reads_sealed_arguments(),
+        // Whether it reads the exact arguments of decisions (the trace's):
+        // of every brand, else of the brands listed.
+        "reads_arguments": caller.reads_every_brands_arguments(),
+        "reads_arguments_of": caller
+            .brands
+            .keys()
+            .chain(caller.audited.iter())
+            .filter(|brand| caller.reads_sealed_arguments(brand))
+            .collect::<std::collections::BTreeSet<_>>(),
         "via": match caller.via {
             crate::serve::identity::Via::AdminToken => "admin-token",
             crate::serve::identity::Via::Oidc => "oidc",
@@ -273,8 +280,9 @@ pub(super) async fn answer_capability_request(
                 )),
                 state: crate::store::TraceState::Decided,
                 rule: Some("capability_answered".to_string()),
-                detail: json!({"request": id, "by": by, "granted": false}),
+                detail: json!({"request": id, "by": by, "actor": caller.actor(), "granted": false}),
                 at_ms: crate::store::now_ms(),
+                origin: super::request_origin(),
             };
             host.store.record(&event).await?;
             Ok(Json(json!({
@@ -331,10 +339,11 @@ pub(super) async fn decide_approval(
     // The trace's `decided` event says who, and through which channel.
     match host
         .store
-        .decide(
+        .decide_as(
             ApprovalId(id),
             request.approve,
             &format!("{} (approvals API)", caller.subject),
+            Some(&caller.actor()),
         )
         .await
     {

@@ -101,6 +101,9 @@ impl From<HostError> for ApiError {
             HostError::InvalidProfile(m) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_profile", m)
             }
+            HostError::NotSelectable(m) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_selection", m)
+            }
             HostError::Unavailable(m) => {
                 tracing::error!(error = %m, "unavailable");
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", m)

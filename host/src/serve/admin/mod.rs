@@ -311,8 +311,17 @@ async fn require_identity(
         }
     }
     let caller = Caller(principal.subject.clone());
+    let acting = super::identity::Acting {
+        actor: principal.actor(),
+        origin: request
+            .headers()
+            .get("traceparent")
+            .and_then(|v| v.to_str().ok())
+            .and_then(crate::store::Origin::from_traceparent)
+            .unwrap_or_default(),
+    };
     request.extensions_mut().insert(principal);
-    let mut response = next.run(request).await;
+    let mut response = acting.during(next.run(request)).await;
     response.extensions_mut().insert(caller);
     response
 }
@@ -339,11 +348,20 @@ pub(super) async fn record_change(
         rule: Some(rule.to_string()),
         detail,
         at_ms: crate::store::now_ms(),
+        origin: request_origin(),
     };
     host.store.record(&event).await.map_err(|e| {
         tracing::error!(error = %e, rule, "a change was made but could not be recorded in the trace");
         ApiError::from(HostError::from(e))
     })
+}
+
+/// The trace and span of the admin API request this task serves (its
+/// `traceparent`), for the rows it writes.
+pub(super) fn request_origin() -> crate::store::Origin {
+    super::identity::Acting::now()
+        .map(|acting| acting.origin)
+        .unwrap_or_default()
 }
 
 /// Refuses, as if it did not exist, an open session whose brand the

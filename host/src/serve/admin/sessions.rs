@@ -143,8 +143,12 @@ pub(super) async fn resume_session(
             tool: None,
             state: crate::store::TraceState::Decided,
             rule: Some("session_resumed".to_string()),
-            detail: json!({"by": format!("{} (admin API)", caller.subject)}),
+            detail: json!({
+                "by": format!("{} (admin API)", caller.subject),
+                "actor": caller.actor(),
+            }),
             at_ms: crate::store::now_ms(),
+            origin: super::request_origin(),
         };
         host.store.record(&event).await?;
     }

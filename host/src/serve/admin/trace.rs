@@ -66,11 +66,13 @@ pub(super) async fn trace_export(
             })?,
     };
     let store = host.store.clone();
-    let reveal = caller.reads_sealed_arguments();
     let shown = host.clone();
     let (body, done) = tokio::task::spawn_blocking(move || {
         let mut body = Vec::new();
-        let shape = |row: &mut Value| shown.boundary().shown_row(row, reveal);
+        let shape = |row: &mut Value| {
+            let reveal = caller.reads_sealed_arguments(row["brand"].as_str().unwrap_or_default());
+            shown.boundary().shown_row(row, reveal)
+        };
         crate::audit::export_shown(store.as_ref(), since, Some(limit), &mut body, &shape)
             .map(|done| (body, done))
     })
@@ -163,7 +165,7 @@ pub(super) async fn trace(
             value["seq"] = json!(seq);
             value["time"] = json!(crate::dates::rfc3339_ms(event.at_ms));
             host.boundary()
-                .shown_row(&mut value, caller.reads_sealed_arguments());
+                .shown_row(&mut value, caller.reads_sealed_arguments(&event.brand));
             value
         })
         .collect();

@@ -687,11 +687,47 @@ async function connect() {
 }
 
 let traceAfter = 0;     // the last trace row shown of the selected session
+// A session's set-up (what it was registered, found eligible for, offered
+// and not) comes before its first call and is most of a short session's
+// rows: folded under one line that says what it holds, opened on a click.
+let setup = null;       // {summary, rows, counts, open} of the selected session
+
+function foldSetup(tr, ev) {
+  if (!setup) {
+    const summary = document.createElement("tr");
+    summary.className = "setup-summary";
+    const td = document.createElement("td");
+    td.colSpan = 5;
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "link setup-toggle";
+    button.addEventListener("click", () => {
+      setup.open = !setup.open;
+      for (const row of setup.rows) row.hidden = !setup.open;
+      describeSetup();
+    });
+    td.appendChild(button);
+    summary.appendChild(td);
+    setup = { summary, rows: [], counts: {}, open: false };
+  }
+  tr.classList.add("setup");
+  tr.hidden = !setup.open;
+  setup.rows.push(tr);
+  setup.counts[ev.state] = (setup.counts[ev.state] || 0) + 1;
+  describeSetup();
+}
+
+function describeSetup() {
+  const parts = Object.entries(setup.counts).map(([state, n]) => n + " " + state);
+  setup.summary.querySelector("button").textContent =
+    (setup.open ? "▾ " : "▸ ") + "Session set-up: " + setup.rows.length + " rows (" + parts.join(", ") + ")";
+}
 
 async function showTrace(session, quiet) {
   if (session !== selected || !quiet) {
     selected = session;
     traceAfter = 0;
+    setup = null;
     $("trace-rows").replaceChildren();
   }
   for (const item of $("approvals").children) item.classList.toggle("selected", item.dataset.session === session);
@@ -720,8 +756,15 @@ async function showTrace(session, quiet) {
         if (i === 3) td.className = "state state-" + ev.state;
         tr.appendChild(td);
       });
-      // Newest first: what is happening now is at the top.
+      // Newest first: what is happening now is at the top. The set-up
+      // rows before the first call sit under their summary line.
+      const settingUp = ev.call_id === "session" || ev.rule === "session_opened";
+      const folded = settingUp && !rows.querySelector("tr.event:not(.setup)");
       rows.prepend(tr);
+      if (folded) {
+        foldSetup(tr, ev);
+        rows.prepend(setup.summary);
+      }
       traceAfter = Math.max(traceAfter, ev.seq);
     }
     if (body.next_after === null || body.next_after === undefined) break;

@@ -114,9 +114,12 @@ pub struct Principal {
     pub every_brand: Option<Role>,
     /// Roles held over one brand each (beyond `every_brand`).
     pub brands: std::collections::BTreeMap<String, Role>,
-    /// An auditor: may read the exact arguments a decision kept sealed
-    /// (with read-only access to every brand besides).
+    /// An auditor of every brand: may read the exact arguments a decision
+    /// kept sealed (with read-only access to every brand besides).
     pub auditor: bool,
+    /// The brands it audits one by one (`auditor:acme`): their sealed
+    /// arguments, with read-only access to each.
+    pub audited: std::collections::BTreeSet<String>,
     /// The issuer that vouched for it (`None` for the admin token).
     pub issuer: Option<String>,
     /// The token's own `sub`, when `subject` is another claim's.
@@ -133,6 +136,7 @@ impl Principal {
             every_brand: Some(Role::Admin),
             brands: Default::default(),
             auditor: false,
+            audited: Default::default(),
             issuer: None,
             sub: None,
         }
@@ -152,9 +156,15 @@ impl Principal {
         })
     }
 
-    /// Whether it may read the arguments of a decision, kept sealed in the
-    /// trace: the admin token, an admin of every brand, an auditor.
-    pub fn reads_sealed_arguments(&self) -> bool {
+    /// Whether it may read the arguments of a decision of `brand`, kept
+    /// sealed in the trace: the admin token, an admin of every brand or of
+    /// `brand`, an auditor of every brand or of `brand`.
+    pub fn reads_sealed_arguments(&self, brand: &str) -> bool {
+        self.auditor || self.audited.contains(brand) || self.role_for(brand) == Some(Role::Admin)
+    }
+
+    /// Whether it reads the sealed arguments of every brand's decisions.
+    pub fn reads_every_brands_arguments(&self) -> bool {
         self.auditor || self.every_brand == Some(Role::Admin)
     }
 
@@ -187,6 +197,35 @@ impl Principal {
             .map(|b| format!("`{b}`"))
             .collect::<Vec<_>>()
             .join(", ")
+    }
+}
+
+/// Who is acting, and in which trace, for the length of one admin API
+/// request: what every row the request writes says of its actor and
+/// origin, including rows written far from the handler (a connector's
+/// change, in the deployment).
+#[derive(Debug, Clone)]
+pub struct Acting {
+    /// [`Principal::actor`] of the verified caller.
+    pub actor: serde_json::Value,
+    /// The trace and span of the request's W3C `traceparent` header, if it
+    /// sent a well-formed one.
+    pub origin: crate::store::Origin,
+}
+
+tokio::task_local! {
+    static ACTING: Acting;
+}
+
+impl Acting {
+    /// Runs `request` (one admin API request's handling) as `self`.
+    pub async fn during<F: std::future::Future>(self, request: F) -> F::Output {
+        ACTING.scope(self, request).await
+    }
+
+    /// Who is acting in the request this task serves, if it is one.
+    pub fn now() -> Option<Acting> {
+        ACTING.try_with(Clone::clone).ok()
     }
 }
 
@@ -652,11 +691,17 @@ impl OidcVerifier {
             .map(str::to_string)
             .filter(usable)
             .unwrap_or_else(|| sub.clone());
-        let (mut every_brand, brands) = self.roles_of(claims.get(&self.config.role_claim));
-        // An auditor reads every brand, and the arguments decisions sealed.
-        let auditor = self.is_auditor(claims.get(&self.config.role_claim));
+        let (mut every_brand, mut brands) = self.roles_of(claims.get(&self.config.role_claim));
+        // An auditor reads what it audits (every brand, or some), and the
+        // arguments their decisions sealed.
+        let (auditor, audited) = self.audits(claims.get(&self.config.role_claim));
         if auditor {
             every_brand = every_brand.max(Some(Role::Viewer));
+        }
+        for brand in &audited {
+            if every_brand.is_none() {
+                brands.entry(brand.clone()).or_insert(Role::Viewer);
+            }
         }
         let Some(role) = every_brand.max(brands.values().copied().max()) else {
             return Err(Refusal::NoRole {
@@ -675,18 +720,40 @@ impl OidcVerifier {
             every_brand,
             brands,
             auditor,
+            audited,
             issuer: Some(self.config.issuer.clone()),
             sub: Some(sub),
         })
     }
 
-    /// Whether the claim names an auditor (`auditor`, or a value
-    /// `[oidc.roles] auditor` lists): over every brand only.
-    fn is_auditor(&self, claim: Option<&Value>) -> bool {
+    /// What the claim makes its holder audit: every brand (`auditor`, or a
+    /// value `[oidc.roles] auditor` lists), and the brands named one by one
+    /// (`auditor:acme` without `[oidc.roles]`, or a value
+    /// `[oidc.brand_roles.BRAND] auditor` lists).
+    fn audits(&self, claim: Option<&Value>) -> (bool, std::collections::BTreeSet<String>) {
         let values = claim_values(claim);
-        values
+        let every = values
             .iter()
-            .any(|v| self.roles.auditor.iter().any(|a| a == v))
+            .any(|v| self.roles.auditor.iter().any(|a| a == v));
+        let mut brands = std::collections::BTreeSet::new();
+        for value in &values {
+            if self.config.roles.is_none()
+                && let Some((role, brand)) = value.split_once(':')
+                && self.roles.auditor.iter().any(|a| a == role)
+                && crate::config::check_brand_name(brand).is_ok()
+            {
+                brands.insert(brand.to_string());
+            }
+            for (brand, roles) in &self.config.brand_roles {
+                if roles.auditor.iter().any(|a| a == value) {
+                    brands.insert(brand.clone());
+                }
+            }
+        }
+        if every {
+            brands.clear();
+        }
+        (every, brands)
     }
 
     /// The roles the claim's value (a string or an array of strings)

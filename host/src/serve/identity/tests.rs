@@ -169,6 +169,26 @@ fn the_highest_role_a_claim_gives_wins_over_every_brand_and_each_brand() {
         brands.into_iter().collect::<Vec<_>>(),
         [("globex".to_string(), Role::Approver)]
     );
+    // An auditor audits every brand or, as `auditor:BRAND`, that brand.
+    let audits = |v: Value| verifier.audits(Some(&v));
+    assert_eq!(audits("auditor".into()), (true, Default::default()));
+    assert_eq!(
+        audits(serde_json::json!([
+            "auditor:acme",
+            "auditor:globex",
+            "auditor: bad"
+        ])),
+        (false, ["acme".to_string(), "globex".to_string()].into())
+    );
+    assert_eq!(
+        audits(serde_json::json!(["auditor:acme", "auditor"])),
+        (true, Default::default()),
+        "every brand covers each"
+    );
+    assert_eq!(
+        audits(serde_json::json!(["approver:acme"])),
+        (false, Default::default())
+    );
 
     let mapped = OidcVerifier::new(&OidcConfig {
         roles: Some(OidcRoles {
@@ -179,6 +199,7 @@ fn the_highest_role_a_claim_gives_wins_over_every_brand_and_each_brand() {
             "acme".to_string(),
             OidcRoles {
                 approver: vec!["acme-approvers".into()],
+                auditor: vec!["acme-audit".into()],
                 ..Default::default()
             },
         )]
@@ -200,4 +221,9 @@ fn the_highest_role_a_claim_gives_wins_over_every_brand_and_each_brand() {
     let (every_brand, brands) = mapped.roles_of(Some(&serde_json::json!(["acme-approvers"])));
     assert_eq!(every_brand, None);
     assert_eq!(brands.get("acme"), Some(&Role::Approver));
+    assert_eq!(
+        mapped.audits(Some(&serde_json::json!(["acme-audit", "auditor:globex"]))),
+        (false, ["acme".to_string()].into()),
+        "a mapping's brand auditor; the default value is not one"
+    );
 }
