@@ -15,6 +15,7 @@ Prints one JSON summary line on success.
 
 import argparse
 import asyncio
+import datetime
 import json
 import sys
 import urllib.error
@@ -125,6 +126,53 @@ async def main():
         check(not any(t in message for t in others), f"names nothing it was not sent: {message}")
     status, after = admin("GET", "/v1/sessions")
     check(len(after["sessions"]) == len(before["sessions"]), "no session opened by a refused selection")
+
+    # Limits on one session: its calls end at their count, and at its time.
+    reads = 1  # the narrowed session's read above
+    read_args = {"owner": "octo", "repo": "hello", "path": "README.md"}
+    status, counted = admin("POST", "/v1/sessions", {
+        "brand": "acme", "role": "person-chat", "tools": SELECTED, "max_calls": 2})
+    check(status == 201 and counted["limits"] == {"max_calls": 2}, f"a counted session: {status} {counted}")
+    async with Mcp(counted["mcp"]["github"], counted["token"]) as s:
+        for _ in range(2):
+            read = await s.call_tool("github_read_file", read_args)
+            check(not read.is_error, f"within its calls: {text_of(read)}")
+            reads += 1
+        third = await s.call_tool("github_read_file", read_args)
+        check(third.is_error and "session calls used up" in text_of(third), f"past its calls: {text_of(third)}")
+    async with Mcp(counted["mcp"]["scout"], counted["token"]) as s:
+        budget = (await s.call_tool("scout_budget", {})).structured_content
+        check(budget["session"]["calls_left"] == 0 and budget["session"]["max_calls"] == 2,
+              f"scout_budget shows the session's limits: {budget}")
+    ends = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=2)
+    status, timed = admin("POST", "/v1/sessions", {
+        "brand": "acme", "role": "person-chat", "tools": SELECTED,
+        "expires_at": ends.isoformat().replace("+00:00", "Z")})
+    check(status == 201 and timed["limits"]["expires_at_ms"] > 0, f"a timed session: {status} {timed}")
+    async with Mcp(timed["mcp"]["github"], timed["token"]) as s:
+        read = await s.call_tool("github_read_file", read_args)
+        check(not read.is_error, f"before its end: {text_of(read)}")
+        reads += 1
+        # Past the end the session itself set (not a timing assertion: it
+        # waits for the clock to pass it).
+        while datetime.datetime.now(datetime.timezone.utc).timestamp() * 1000 <= timed["limits"]["expires_at_ms"] + 50:
+            await asyncio.sleep(0.1)
+        late = await s.call_tool("github_read_file", read_args)
+        check(late.is_error and "session expired" in text_of(late), f"after its end: {text_of(late)}")
+    status, trace = admin("GET", f"/v1/trace?session={counted['id']}")
+    rules = [e["rule"] for e in trace["events"] if e["state"] == "denied"]
+    check(rules == ["session_calls_exhausted"], f"the count's own rule: {rules}")
+    status, trace = admin("GET", f"/v1/trace?session={timed['id']}")
+    rules = [e["rule"] for e in trace["events"] if e["state"] == "denied"]
+    check(rules == ["session_expired"], f"the time's own rule: {rules}")
+    past = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=5)).isoformat()
+    beyond = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=30)).isoformat()
+    for body, said in [({"max_calls": 0}, "1 or more"), ({"expires_at": past}, "already passed"),
+                       ({"expires_at": beyond}, "after the session's own end"), ({"expires_at": "soon"}, "RFC 3339")]:
+        status, answer = admin("POST", "/v1/sessions", {"brand": "acme", "role": "person-chat", **body})
+        check(status == 422 and answer["error"]["code"] == "invalid_limits" and said in answer["error"]["message"],
+              f"{body}: {status} {answer}")
+    summary["reads_sent"] = reads
     print(json.dumps({"ok": True, **summary}))
 
 

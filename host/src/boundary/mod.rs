@@ -969,11 +969,29 @@ impl Boundary {
                 || component
                     .tool(tool)
                     .is_none_or(|t| t.effect != crate::Effect::Read));
-        if consequential
-            && let Some(grant) = session.delegation()
-            && !session.take_effect(grant.max_effects)
+        // The session's own count of calls that run, then its effects: the
+        // grant's and the session's, the lower binding.
+        let limits = session.limits();
+        if let Some(max) = limits.max_calls
+            && !session.take_call(max)
         {
-            return Err(trace.deny(Rule::DelegationExhausted).await);
+            return Err(trace.deny(Rule::SessionCallsExhausted).await);
+        }
+        let grant_limited = session.delegation().map(|g| g.max_effects);
+        if consequential && (grant_limited.is_some() || limits.max_effects.is_some()) {
+            let max = grant_limited
+                .flatten()
+                .into_iter()
+                .chain(limits.max_effects)
+                .min();
+            if !session.take_effect(max) {
+                let rule = if limits.max_effects.is_some() && limits.max_effects == max {
+                    Rule::SessionEffectsExhausted
+                } else {
+                    Rule::DelegationExhausted
+                };
+                return Err(trace.deny(rule).await);
+            }
         }
         let detail = match pass {
             Pass::Spend { threshold, asks } => json!({
@@ -1037,6 +1055,11 @@ impl Boundary {
         }
         if session.is_paused() {
             return Err(Rule::Paused);
+        }
+        if let Some(end) = session.limits().expires_at_ms
+            && crate::store::now_ms() >= end
+        {
+            return Err(Rule::SessionExpired);
         }
         if let Some(expiry) = session.delegation().and_then(|g| g.expires_at_ms())
             && crate::store::now_ms() >= expiry

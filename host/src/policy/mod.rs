@@ -155,6 +155,35 @@ pub struct SessionInput {
     /// narrowed to it, never widened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selection: Option<Selection>,
+    /// The session's own limits, set by its orchestrator (inside any
+    /// grant's).
+    #[serde(default, skip_serializing_if = "SessionLimits::is_none")]
+    pub limits: SessionLimits,
+}
+
+/// Limits an orchestrator set on one session when it opened it (issue 39),
+/// each inside the grant's it runs under, if any; refused with their own
+/// rules once reached.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionLimits {
+    /// From then on (milliseconds since the Unix epoch) every call is
+    /// refused, reads included (`session_expired`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at_ms: Option<i64>,
+    /// The most calls that run (`session_calls_exhausted` after).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_calls: Option<u32>,
+    /// The most writes and billed calls (`session_effects_exhausted` after;
+    /// reads still run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_effects: Option<u32>,
+}
+
+impl SessionLimits {
+    /// Whether it sets no limit.
+    pub fn is_none(&self) -> bool {
+        *self == SessionLimits::default()
+    }
 }
 
 /// The part of its surface an orchestrator chose for one session (issue
@@ -195,6 +224,7 @@ impl SessionInput {
             profile: None,
             previous_attempt: None,
             selection: None,
+            limits: SessionLimits::default(),
         }
     }
 

@@ -133,6 +133,13 @@ pub enum Rule {
     DelegationExpired,
     /// The run used every write and billed call its delegation allows.
     DelegationExhausted,
+    /// The session's own end (`expires_at`, set by its orchestrator) has passed.
+    SessionExpired,
+    /// The session made every call its orchestrator allowed it (`max_calls`).
+    SessionCallsExhausted,
+    /// The session made every write and billed call its orchestrator
+    /// allowed it (`max_effects`).
+    SessionEffectsExhausted,
     /// The host is shutting down: it starts nothing more, and a call that
     /// waited for a person ends without running.
     HostShutdown,
@@ -169,6 +176,9 @@ impl Rule {
             Rule::Paused => "session_paused",
             Rule::DelegationExpired => "delegation_expired",
             Rule::DelegationExhausted => "delegation_exhausted",
+            Rule::SessionExpired => "session_expired",
+            Rule::SessionCallsExhausted => "session_calls_exhausted",
+            Rule::SessionEffectsExhausted => "session_effects_exhausted",
             Rule::HostShutdown => "host_shutdown",
             Rule::LeaseNotHeld => "lease_not_held",
             Rule::Retired => "connector_retired",
@@ -243,6 +253,15 @@ impl Rule {
             Rule::DelegationExhausted => {
                 "delegation used up: this run made every write and billed call its grant allows; reads still run"
             }
+            Rule::SessionExpired => {
+                "session expired: the time this session was opened for has passed, and nothing more runs in it"
+            }
+            Rule::SessionCallsExhausted => {
+                "session calls used up: this session made every call it was opened for, and nothing more runs in it"
+            }
+            Rule::SessionEffectsExhausted => {
+                "session effects used up: this session made every write and billed call it was opened for; reads still run"
+            }
             Rule::HostShutdown => {
                 "host shutting down: this host is stopping, so the call did not run; call again, and another host (or this one once restarted) serves it"
             }
@@ -297,6 +316,9 @@ mod tests {
         Rule::Paused,
         Rule::DelegationExpired,
         Rule::DelegationExhausted,
+        Rule::SessionExpired,
+        Rule::SessionCallsExhausted,
+        Rule::SessionEffectsExhausted,
         Rule::HostShutdown,
         Rule::LeaseNotHeld,
         Rule::Retired,

@@ -47,7 +47,8 @@ pub(super) fn given(session: &crate::session::Session) -> Vec<&'static str> {
     let holds_allowance = session.holdings().is_some_and(|h| h.has_allowances());
     let counted = session
         .delegation()
-        .is_some_and(|g| g.max_effects.is_some());
+        .is_some_and(|g| g.max_effects.is_some())
+        || !session.limits().is_none();
     if holds_allowance || counted {
         tools.push(BUDGET);
     }
@@ -65,7 +66,7 @@ pub(super) fn given(session: &crate::session::Session) -> Vec<&'static str> {
 pub(super) fn describe(name: &str) -> Option<rmcp::model::Tool> {
     let (description, schema) = match name {
         BUDGET => (
-            "What this run may still spend, per billing connector (in the connector's unit: credits or micro-usd), what the brand's day has left for it, and how many writes and billed calls this run's delegation has left. Ask before planning a billed call.",
+            "What this run may still spend, per billing connector (in the connector's unit: credits or micro-usd), what the brand's day has left for it, how many writes and billed calls this run's delegation has left, and the session's own limits (calls, writes and billed calls left, when its calls end). Ask before planning a billed call.",
             json!({"type": "object", "properties": {}, "additionalProperties": false}),
         ),
         REQUEST_CAPABILITY => (
@@ -119,6 +120,18 @@ pub(super) fn budget(host: &ServeHost, live: &LiveSession) -> Value {
             answer["delegation_expires_at"] = json!(expires);
         }
     }
+    // The session's own limits, as its orchestrator set them.
+    let limits = live.session.limits();
+    if !limits.is_none() {
+        let left = |max: Option<u32>, used: u32| max.map(|m| m.saturating_sub(used));
+        answer["session"] = json!({
+            "expires_at": limits.expires_at_ms.map(crate::dates::rfc3339_ms),
+            "calls_left": left(limits.max_calls, live.session.calls()),
+            "max_calls": limits.max_calls,
+            "effects_left": left(limits.max_effects, live.session.effects()),
+            "max_effects": limits.max_effects,
+        });
+    }
     answer
 }
 
@@ -151,6 +164,22 @@ pub(super) fn budget_text(host: &ServeHost, live: &LiveSession) -> Option<String
             "{left} of {} writes or billed calls left under this run's delegation",
             answer["max_effects"]
         ));
+    }
+    let session = &answer["session"];
+    if let Some(left) = session["calls_left"].as_u64() {
+        parts.push(format!(
+            "{left} of {} calls left in this session",
+            session["max_calls"]
+        ));
+    }
+    if let Some(left) = session["effects_left"].as_u64() {
+        parts.push(format!(
+            "{left} of {} writes or billed calls left in this session",
+            session["max_effects"]
+        ));
+    }
+    if let Some(end) = session["expires_at"].as_str() {
+        parts.push(format!("this session's calls end at {end}"));
     }
     Some(format!(
         "Budget at the start of this session: {}. Call mcp__scout__scout_budget for the current figures before planning a billed call.",

@@ -90,6 +90,16 @@ pub struct OpenSession {
     /// `Read`), of those the session could be given.
     #[serde(default)]
     pub tools: Option<Vec<String>>,
+    /// When every call of the session is refused from (RFC 3339), before
+    /// its own expiry and its grant's.
+    #[serde(default)]
+    pub expires_at: Option<String>,
+    /// The most calls that run in it (at most its grant's, if any).
+    #[serde(default)]
+    pub max_calls: Option<u32>,
+    /// The most writes and billed calls in it (at most its grant's).
+    #[serde(default)]
+    pub max_effects: Option<u32>,
 }
 
 /// An open session as the admin API shows it. The token is shown once, when
@@ -116,6 +126,10 @@ pub struct SessionView {
     /// person resumes it (`POST /v1/sessions/{id}/resume`) or ends it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub paused: bool,
+    /// The limits its orchestrator set on it (`expires_at_ms`, `max_calls`,
+    /// `max_effects`).
+    #[serde(default, skip_serializing_if = "policy::SessionLimits::is_none")]
+    pub limits: policy::SessionLimits,
     /// Bearer token for the MCP endpoints (only in the answer that created it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
@@ -143,6 +157,7 @@ fn view_of(live: &LiveSession, base: &str, token: Option<String>) -> SessionView
         tools: live.allowlist.clone(),
         expires_at_ms: live.expires_at_ms,
         paused: live.session.is_paused(),
+        limits: live.session.limits(),
         token,
     }
 }
@@ -162,6 +177,9 @@ pub enum HostError {
     /// 422: a selection names what the session could not be given.
     #[error("{0}")]
     NotSelectable(String),
+    /// 422: a session's limits are not inside its lifetime or its grant.
+    #[error("{0}")]
+    InvalidLimits(String),
     #[error("the store failed: {0}")]
     Store(#[from] crate::store::StoreError),
     #[error("{0}")]

@@ -31,6 +31,7 @@ impl ServeHost {
         if let Some(selection) = self.selection(request, &input)? {
             input = input.selecting(selection);
         }
+        input.limits = self.session_limits(request, profile.as_ref())?;
         let facts = input.brand.clone();
         let id = format!("s-{}", random_hex(12)?);
         let token = random_hex(32)?;
@@ -235,6 +236,74 @@ impl ServeHost {
             )));
         }
         Ok(Some(selection))
+    }
+
+    /// The limits the orchestrator set on the session, each checked against
+    /// the session's own lifetime and the grant it runs under: inside
+    /// them, or refused (nothing opened).
+    fn session_limits(
+        &self,
+        request: &OpenSession,
+        profile: Option<&Profile>,
+    ) -> Result<policy::SessionLimits, HostError> {
+        let refused = |why: String| HostError::InvalidLimits(format!("{why}: nothing was opened"));
+        let grant = profile.map(|p| &p.grant);
+        let now = crate::store::now_ms();
+        let expires_at_ms = match request.expires_at.as_deref() {
+            None => None,
+            Some(text) => {
+                let at = chrono::DateTime::parse_from_rfc3339(text.trim())
+                    .map_err(|_| {
+                        refused("`expires_at` is an RFC 3339 time (`2026-12-05T18:00:00Z`)".into())
+                    })?
+                    .timestamp_millis();
+                let own_end = now.saturating_add(
+                    i64::try_from(self.config.session_ttl_secs.saturating_mul(1000))
+                        .unwrap_or(i64::MAX),
+                );
+                if at <= now {
+                    return Err(refused("`expires_at` has already passed".into()));
+                }
+                if at > own_end {
+                    return Err(refused(format!(
+                        "`expires_at` is after the session's own end ({}, `session_ttl_secs` from now): leave it out, or set it earlier",
+                        crate::dates::rfc3339_ms(own_end)
+                    )));
+                }
+                if let Some(grant_end) = grant.and_then(|g| g.expires_at_ms())
+                    && at > grant_end
+                {
+                    return Err(refused(format!(
+                        "`expires_at` is after the grant's end ({}): a session stays inside its grant",
+                        crate::dates::rfc3339_ms(grant_end)
+                    )));
+                }
+                Some(at)
+            }
+        };
+        for (field, value) in [
+            ("max_calls", request.max_calls),
+            ("max_effects", request.max_effects),
+        ] {
+            if value == Some(0) {
+                return Err(refused(format!(
+                    "`{field}` is 1 or more (leave it out for no limit)"
+                )));
+            }
+        }
+        if let (Some(asked), Some(granted)) =
+            (request.max_effects, grant.and_then(|g| g.max_effects))
+            && asked > granted
+        {
+            return Err(refused(format!(
+                "`max_effects` is {asked}, more than the grant's {granted}: a session stays inside its grant"
+            )));
+        }
+        Ok(policy::SessionLimits {
+            expires_at_ms,
+            max_calls: request.max_calls,
+            max_effects: request.max_effects,
+        })
     }
 
     /// Why each configured connector a session of `role` for `brand` is not

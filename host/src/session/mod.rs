@@ -68,8 +68,11 @@ pub struct Session {
     /// Refusals by consequence (denial lineage), and whether it is paused.
     refusals: Mutex<std::collections::HashMap<String, u32>>,
     paused: AtomicBool,
-    /// Writes and billed calls allowed so far (the delegation's `maxEffects`).
+    /// Writes and billed calls allowed so far (the delegation's `maxEffects`,
+    /// the session's `max_effects`).
     effects: std::sync::atomic::AtomicU32,
+    /// Calls allowed to run so far (the session's `max_calls`).
+    calls: std::sync::atomic::AtomicU32,
     /// Its delegation expired (its approvals were revoked then, for good).
     delegation_ended: AtomicBool,
     /// The store's lease generation it was opened under: once the host
@@ -89,6 +92,8 @@ pub struct Session {
 pub trait SharedState: Send + Sync {
     /// Takes one effect of `max` (none: unlimited); `false` when none is left.
     fn take_effect(&self, session: &str, max: Option<u32>) -> Result<bool, String>;
+    /// Takes one call of `max`; `false` when none is left.
+    fn take_call(&self, session: &str, max: u32) -> Result<bool, String>;
     /// Marks its delegation ended; `true` the first time.
     fn end_delegation(&self, session: &str) -> Result<bool, String>;
     /// Counts one refusal under each of `keys`; each key's count after.
@@ -109,6 +114,9 @@ pub struct FleetSessions(pub Arc<dyn crate::store::Store>);
 impl SharedState for FleetSessions {
     fn take_effect(&self, session: &str, max: Option<u32>) -> Result<bool, String> {
         crate::store::block(self.0.session_take_effect(session, max)).map_err(|e| e.to_string())
+    }
+    fn take_call(&self, session: &str, max: u32) -> Result<bool, String> {
+        crate::store::block(self.0.session_take_call(session, max)).map_err(|e| e.to_string())
     }
     fn end_delegation(&self, session: &str) -> Result<bool, String> {
         crate::store::block(self.0.session_end_delegation(session)).map_err(|e| e.to_string())
@@ -141,6 +149,7 @@ impl Session {
             refusals: Mutex::new(Default::default()),
             paused: AtomicBool::new(false),
             effects: Default::default(),
+            calls: Default::default(),
             delegation_ended: AtomicBool::new(false),
             generation: AtomicU64::new(0),
             shared: None,
@@ -172,6 +181,7 @@ impl Session {
     pub fn apply(&self, now: &SharedStateNow) {
         self.paused.store(now.paused, Ordering::SeqCst);
         self.effects.fetch_max(now.effects, Ordering::SeqCst);
+        self.calls.fetch_max(now.calls, Ordering::SeqCst);
         if now.delegation_ended {
             self.delegation_ended.store(true, Ordering::SeqCst);
         }
@@ -247,6 +257,39 @@ impl Session {
                 })
                 .is_ok(),
         }
+    }
+
+    /// Calls allowed to run so far.
+    pub fn calls(&self) -> u32 {
+        self.calls.load(Ordering::SeqCst)
+    }
+
+    /// The limits its orchestrator set on it.
+    pub fn limits(&self) -> crate::policy::SessionLimits {
+        self.input.limits
+    }
+
+    /// Takes one call of `max`; `false` when none is left.
+    pub(crate) fn take_call(&self, max: u32) -> bool {
+        if let Some(shared) = &self.shared {
+            return match shared.take_call(&self.id, max) {
+                Ok(taken) => {
+                    if taken {
+                        self.calls.fetch_add(1, Ordering::SeqCst);
+                    }
+                    taken
+                }
+                Err(e) => {
+                    tracing::error!(session = %self.id, error = %e, "cannot take a call in the store; refused");
+                    false
+                }
+            };
+        }
+        self.calls
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .is_ok()
     }
 
     /// Marks the delegation ended; `true` the first time.

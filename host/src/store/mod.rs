@@ -1046,6 +1046,10 @@ pub trait SessionStore: Send + Sync {
     async fn session_take_effect(&self, _id: &str, _max: Option<u32>) -> Result<bool, StoreError> {
         Err(StoreError::Config("this store keeps no session".into()))
     }
+    /// [`crate::session::SharedState::take_call`], in the store.
+    async fn session_take_call(&self, _id: &str, _max: u32) -> Result<bool, StoreError> {
+        Err(StoreError::Config("this store keeps no session".into()))
+    }
     /// [`crate::session::SharedState::end_delegation`], in the store.
     async fn session_end_delegation(&self, _id: &str) -> Result<bool, StoreError> {
         Err(StoreError::Config("this store keeps no session".into()))
@@ -1112,6 +1116,9 @@ pub struct SharedStateNow {
     pub withdrawn: BTreeSet<String>,
     pub effects: u32,
     pub delegation_ended: bool,
+    /// Calls run so far (the session's `max_calls`).
+    #[serde(default)]
+    pub calls: u32,
 }
 
 /// A session as the database records it, for hosts that do not serve it.

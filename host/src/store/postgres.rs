@@ -2781,6 +2781,23 @@ impl SessionStore for PgStore {
         .await
     }
 
+    async fn session_take_call(&self, id: &str, max: u32) -> Result<bool, StoreError> {
+        let shared = self.shared.clone();
+        let id = pg_text(id).into_owned();
+        let max = i32::try_from(max).unwrap_or(i32::MAX);
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            Ok(client
+                .execute(
+                    "UPDATE sessions SET calls = calls + 1 WHERE id = $1 AND calls < $2",
+                    &[&id, &max],
+                )
+                .await?
+                == 1)
+        })
+        .await
+    }
+
     async fn session_end_delegation(&self, id: &str) -> Result<bool, StoreError> {
         Ok(self.change_session(
             id,
@@ -2882,7 +2899,7 @@ const SESSION_COLUMNS: &str =
 
 const KEPT_COLUMNS: &str =
     "id, brand, host_id, record, paused, withdrawn, effects, delegation_ended,
-     ended_at_ms IS NOT NULL OR closed_at_ms IS NOT NULL OR expires_at_ms <= $2";
+     ended_at_ms IS NOT NULL OR closed_at_ms IS NOT NULL OR expires_at_ms <= $2, calls";
 
 fn kept_session(row: &tokio_postgres::Row) -> Result<Option<super::KeptSession>, StoreError> {
     let Some(record): Option<String> = row.get(3) else {
@@ -2902,6 +2919,7 @@ fn kept_session(row: &tokio_postgres::Row) -> Result<Option<super::KeptSession>,
                 .map_err(|e| StoreError::Corrupt(format!("stored withdrawals: {e}")))?,
             effects: u32::try_from(effects).unwrap_or(0),
             delegation_ended: row.get(7),
+            calls: u32::try_from(row.get::<_, i32>(9)).unwrap_or(0),
         },
         ended: row.get(8),
     }))

@@ -949,8 +949,55 @@ async fn a_delegation_ends_after_its_effects_and_at_its_expiry_and_says_who_made
         "{stored}"
     );
 
-    let id = f.open("acme", "specialist", Some("spender")).unwrap();
+    // A session its orchestrator limits to one effect, inside the grant's
+    // two: the second billed call is refused by the session's own rule,
+    // with nothing sent. Limits beyond the grant's are refused at open.
     let spend = json!({"estimate": 1, "actual": 1, "path": "/spent"});
+    let open_limited = |max_effects: Option<u32>, expires_at: Option<String>| {
+        f.host.open_session(&OpenSession {
+            brand: "acme".into(),
+            role: "specialist".into(),
+            profile: Some("spender".into()),
+            max_effects,
+            expires_at,
+            ..Default::default()
+        })
+    };
+    let limited = open_limited(Some(1), None).unwrap();
+    assert_eq!(limited.limits.max_effects, Some(1));
+    let out = f.call(&limited.id, "spend", spend.clone()).await;
+    assert!(out.get("ok").is_some(), "{out}");
+    let sent = f.upstream.seen().len();
+    let second = f.call(&limited.id, "spend", spend.clone()).await;
+    assert!(
+        second["denied"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("session effects used up"),
+        "{second}"
+    );
+    assert_eq!(
+        f.upstream.seen().len(),
+        sent,
+        "nothing sent past the session's limit"
+    );
+    let later = (chrono::DateTime::parse_from_rfc3339(&expires).unwrap()
+        + chrono::Duration::seconds(60))
+    .to_rfc3339();
+    for (max_effects, expires_at, why) in [
+        (Some(3), None, "more than the grant's 2"),
+        (None, Some(later), "after the grant's end"),
+        (Some(0), None, "1 or more"),
+    ] {
+        match open_limited(max_effects, expires_at) {
+            Err(HostError::InvalidLimits(message)) => {
+                assert!(message.contains(why), "{message}")
+            }
+            other => panic!("{why}: {:?}", other.map(|v| v.id)),
+        }
+    }
+
+    let id = f.open("acme", "specialist", Some("spender")).unwrap();
     for _ in 0..2 {
         let out = f.call(&id, "spend", spend.clone()).await;
         assert!(out.get("ok").is_some(), "{out}");

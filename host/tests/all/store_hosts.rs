@@ -639,3 +639,61 @@ fn a_server_off_this_machine_is_reached_over_tls_and_verified() {
     // The hosts that connected are the only ones the server knows.
     assert_eq!(server.psql(&db, "SELECT count(*) FROM hosts"), "3");
 }
+
+/// A session's own `max_calls` (issue 39) holds across the fleet: calls
+/// taken on two hosts at once stop at the limit, and a host that takes the
+/// session up learns how many were taken, as it does its effects.
+#[test]
+fn a_sessions_calls_are_counted_once_across_hosts() {
+    let Some(db) = database("session-calls") else {
+        return;
+    };
+    let (a, b) = (host(&db), host(&db));
+    let expires = scout_host::store::now_ms() + 60_000;
+    scout_host::store::block(a.session_opened("s-calls", "acme", &serde_json::json!({}), expires))
+        .unwrap();
+    let input = scout_host::policy::SessionInput::new(scout_host::policy::Role::PersonChat);
+    let record = scout_host::store::SessionRecord {
+        token_digest: "00".repeat(32),
+        role: "person-chat".into(),
+        profile: None,
+        input: scout_host::policy::SessionInput {
+            limits: scout_host::policy::SessionLimits {
+                max_calls: Some(5),
+                ..Default::default()
+            },
+            ..input
+        },
+        opened: Default::default(),
+        removed: Default::default(),
+        connectors: Vec::new(),
+        left_out: Default::default(),
+        allowlist: Vec::new(),
+        expires_at_ms: expires,
+    };
+    scout_host::store::block(a.keep_session("s-calls", &record)).unwrap();
+    let taken: usize = std::thread::scope(|scope| {
+        let tasks: Vec<_> = (0..8)
+            .map(|n| {
+                let store = if n % 2 == 0 { a.clone() } else { b.clone() };
+                scope.spawn(move || {
+                    scout_host::store::block(store.session_take_call("s-calls", 5)).unwrap()
+                })
+            })
+            .collect();
+        tasks
+            .into_iter()
+            .map(|t| usize::from(t.join().unwrap()))
+            .sum()
+    });
+    assert_eq!(taken, 5, "exactly the limit, across both hosts");
+    let kept = scout_host::store::block(b.kept_session("s-calls"))
+        .unwrap()
+        .expect("kept");
+    assert_eq!(kept.state.calls, 5);
+    assert_eq!(
+        kept.record.input.limits.max_calls,
+        Some(5),
+        "the limit travels with the session"
+    );
+}

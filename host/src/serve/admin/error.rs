@@ -104,6 +104,9 @@ impl From<HostError> for ApiError {
             HostError::NotSelectable(m) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_selection", m)
             }
+            HostError::InvalidLimits(m) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_limits", m)
+            }
             HostError::Unavailable(m) => {
                 tracing::error!(error = %m, "unavailable");
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", m)
