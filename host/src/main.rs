@@ -830,7 +830,7 @@ fn surface(
             scout_host::credentials::process_env,
         )?;
         let resolved = host
-            .session_input(brand, role, input.profile.clone())
+            .session_input(brand, role, input.profile.clone(), &Default::default())
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         input = input.brand(resolved.brand);
     }

@@ -62,14 +62,14 @@ pub struct ConnectorView {
 }
 
 /// A connector loaded and admitted, ready to be served.
-struct Loaded {
-    settings: ConnectorConfig,
-    deployment: crate::deployment::Deployment,
-    digest: String,
+pub(super) struct Loaded {
+    pub(super) settings: ConnectorConfig,
+    pub(super) deployment: crate::deployment::Deployment,
+    pub(super) digest: String,
 }
 
 /// A connector name as the API takes it: what a component may be named.
-fn check_name(name: &str) -> Result<(), DeployError> {
+pub(super) fn check_name(name: &str) -> Result<(), DeployError> {
     let fine = !name.is_empty()
         && name.len() <= 64
         && name
@@ -266,7 +266,7 @@ impl ServeHost {
             .ok_or_else(|| DeployError::NotFound(format!("no connector `{name}`")))
     }
 
-    fn refuse_file_owned(&self, name: &str) -> Result<(), DeployError> {
+    pub(super) fn refuse_file_owned(&self, name: &str) -> Result<(), DeployError> {
         if self.config.connectors.contains_key(name) {
             return Err(DeployError::FileOwned(format!(
                 "`{name}` is configured in the host's file, which owns it: change it there (and restart), or give a connector added through the API another name"
@@ -278,7 +278,7 @@ impl ServeHost {
     /// Pulls `named` (resolving a tag to its digest now), verifies its
     /// signature where one is required, and loads and admits it under the
     /// catalogue in use.
-    async fn load_artifact(
+    pub(super) async fn load_artifact(
         &self,
         name: &str,
         mut settings: ConnectorConfig,
@@ -419,7 +419,7 @@ impl ServeHost {
 
     /// One trace row, under no session, for a change of the deployment,
     /// with the actor and origin of the admin API request that made it.
-    fn record_change(&self, stored: &StoredConnector, rule: &str, mut detail: Value) {
+    pub(super) fn record_change(&self, stored: &StoredConnector, rule: &str, mut detail: Value) {
         let acting = super::identity::Acting::now();
         if let Some(acting) = &acting {
             detail["actor"] = acting.actor.clone();

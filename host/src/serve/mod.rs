@@ -28,6 +28,7 @@ mod remote;
 mod run;
 mod scrape;
 pub use run::{run, run_stdio, serve_http};
+mod session_components;
 mod sessions;
 mod shown;
 mod stateless;
@@ -100,6 +101,15 @@ pub struct OpenSession {
     /// The most writes and billed calls in it (at most its grant's).
     #[serde(default)]
     pub max_effects: Option<u32>,
+    /// Components for this session alone, each named by the digest an
+    /// operator stored as a session component
+    /// (`oci://REGISTRY/REPO@sha256:…`).
+    #[serde(default)]
+    pub components: Option<Vec<String>>,
+    /// The connector names those components were loaded under here (set by
+    /// the host once it loaded them, never by a request body).
+    #[serde(skip)]
+    pub loaded: BTreeSet<String>,
 }
 
 /// An open session as the admin API shows it. The token is shown once, when
@@ -208,6 +218,13 @@ pub struct ServeHost {
     deploying: tokio::sync::Mutex<()>,
     /// One session taken up at a time on this host.
     taking_up: tokio::sync::Mutex<()>,
+    /// Components loaded for the sessions that named them (issue 39), by
+    /// connector name: the digest served. Served to no other session, and
+    /// dropped once no session here holds one ([`deploy`]).
+    session_only: RwLock<BTreeMap<String, String>>,
+    /// Session components being loaded for a session not yet open: not
+    /// dropped meanwhile.
+    session_pins: Mutex<HashMap<String, usize>>,
     store: Arc<dyn Store>,
     /// The store's ledger, as the meters take it.
     ledger: Arc<dyn LedgerStore>,
@@ -425,6 +442,8 @@ impl ServeHost {
             runtime,
             deploying: Default::default(),
             taking_up: tokio::sync::Mutex::new(()),
+            session_only: Default::default(),
+            session_pins: Default::default(),
             ledger: store.clone(),
             metrics,
             telemetry,
@@ -738,6 +757,8 @@ impl ServeHost {
         if let Some(holdings) = live.session.holdings() {
             holdings.end();
         }
+        // A component loaded for it alone goes with the last session holding it.
+        self.drop_unused_session_components();
         // A call waiting for a person sees the revocation at its next look
         // (20 ms) and answers with a refusal; the streams close after that.
         match tokio::runtime::Handle::try_current() {

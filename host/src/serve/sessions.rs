@@ -27,7 +27,14 @@ impl ServeHost {
             ))
         })?;
         let profile = self.session_profile(brand, role, request.profile.as_deref())?;
-        let mut input = self.session_input(brand, role, profile.clone())?;
+        let wanted = request.components.as_ref().is_some_and(|c| !c.is_empty());
+        if wanted && request.loaded.is_empty() {
+            return Err(HostError::NotSelectable(
+                "`components` are loaded by the admin API's `POST /v1/sessions`: nothing was opened"
+                    .into(),
+            ));
+        }
+        let mut input = self.session_input(brand, role, profile.clone(), &request.loaded)?;
         if let Some(selection) = self.selection(request, &input)? {
             input = input.selecting(selection);
         }
@@ -168,6 +175,7 @@ impl ServeHost {
                         left_out: live.left_out.clone(),
                         allowlist: live.allowlist.clone(),
                         expires_at_ms: live.expires_at_ms,
+                        components: request.components.clone().unwrap_or_default(),
                     },
                 ),
             )?;
@@ -313,7 +321,8 @@ impl ServeHost {
         let roster = self.roster();
         let now = self.resolving();
         for name in roster.settings.keys() {
-            if served.contains(name) {
+            // Another session's own component is nothing to this one.
+            if served.contains(name) || self.is_session_only(name) {
                 continue;
             }
             let why = if let Some(var) = roster.not_offered.get(name) {
@@ -355,11 +364,14 @@ impl ServeHost {
     /// host runs, and the brand's other facts from their sources (the
     /// table in [`config`]'s documentation). The policy decides which
     /// roles they matter to. `scout-host surface --brand` shows the same.
+    /// `own`: the components loaded for this session alone (any other
+    /// loaded for another session is not registered for it).
     pub fn session_input(
         &self,
         brand: &str,
         role: Role,
         profile: Option<Profile>,
+        own: &BTreeSet<String>,
     ) -> Result<SessionInput, HostError> {
         let grant = profile.as_ref().map(|p| &p.grant);
         let credentials = self
@@ -376,6 +388,7 @@ impl ServeHost {
                 self.components.read().contains_key(c)
                     && !roster.not_offered.contains_key(c)
                     && !roster.platform.contains(c)
+                    && (own.contains(c) || !self.is_session_only(c))
             })
             .collect();
         let stated = self.config.brand(brand);
@@ -532,6 +545,14 @@ impl ServeHost {
                     .held_under(self.store.lease_generation()),
             )
             .taken_up(record.opened.clone(), removed, &kept.state);
+        // Its own components, pulled and verified on this host.
+        let pinned = match self.load_session_components(&record.components).await {
+            Ok(pinned) => pinned,
+            Err(e) => {
+                tracing::error!(session = %id, error = %e, "cannot load the session's own components here");
+                return None;
+            }
+        };
         let components = self.components();
         let served: Vec<&LoadedComponent> = record
             .connectors
@@ -585,6 +606,7 @@ impl ServeHost {
         });
         tracing::info!(session = %id, brand = %kept.brand, "took up a session the fleet keeps");
         self.sessions.insert(live.clone());
+        drop(pinned);
         Some(live)
     }
 
@@ -619,7 +641,10 @@ impl ServeHost {
     /// is refused); `serve` runs this every few seconds.
     pub fn end_expired(&self) -> usize {
         let expired = self.sessions.expired(std::time::Instant::now());
-        expired.iter().filter(|id| self.end_session(id)).count()
+        let ended = expired.iter().filter(|id| self.end_session(id)).count();
+        // Sessions let go otherwise (taken up by another host) too.
+        self.drop_unused_session_components();
+        ended
     }
 
     /// Every open session this host serves.

@@ -816,6 +816,25 @@ pub trait DeploymentStore: Send + Sync {
     ) -> Result<Option<StoredConnector>, StoreError>;
     /// Every connector stored, retired ones included, by name.
     async fn stored_connectors(&self) -> Result<Vec<StoredConnector>, StoreError>;
+    /// Records `name` as a component an orchestrator may load for one
+    /// session (issue 39): its settings, as a connector's, and the artifact
+    /// digest an operator chose; what is stored now.
+    async fn put_session_component(
+        &self,
+        name: &str,
+        settings: &str,
+        artifact: &str,
+        digest: &str,
+        by: &str,
+    ) -> Result<StoredConnector, StoreError>;
+    /// Withdraws session component `name` (`retired`); `None` if none is live.
+    async fn drop_session_component(
+        &self,
+        name: &str,
+        by: &str,
+    ) -> Result<Option<StoredConnector>, StoreError>;
+    /// Every session component stored, withdrawn ones included, by name.
+    async fn session_components(&self) -> Result<Vec<StoredConnector>, StoreError>;
 }
 
 /// A review store with no review in it: what is known offline.
@@ -1093,6 +1112,10 @@ pub struct SessionRecord {
     pub left_out: BTreeMap<String, String>,
     pub allowlist: Vec<String>,
     pub expires_at_ms: i64,
+    /// The components loaded for it alone (`oci://…@sha256:…`), which the
+    /// host taking it up pulls and verifies itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub components: Vec<String>,
 }
 
 /// A session as the fleet keeps it.

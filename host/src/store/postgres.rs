@@ -2550,6 +2550,87 @@ impl super::DeploymentStore for PgStore {
         })
         .await
     }
+
+    async fn put_session_component(
+        &self,
+        name: &str,
+        settings: &str,
+        artifact: &str,
+        digest: &str,
+        by: &str,
+    ) -> Result<super::StoredConnector, StoreError> {
+        let shared = self.shared.clone();
+        let (name, settings, artifact, digest, by) = (
+            pg_text(name).into_owned(),
+            pg_text(settings).into_owned(),
+            pg_text(artifact).into_owned(),
+            pg_text(digest).into_owned(),
+            pg_text(by).into_owned(),
+        );
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            client
+                .execute(
+                    rules::PUT_SESSION_COMPONENT.pg,
+                    &[&name, &settings, &artifact, &digest, &by, &super::now_ms()],
+                )
+                .await?;
+            Ok(deployed_row(
+                &client
+                    .query_one(
+                        &format!(
+                            "SELECT {DEPLOYED_COLUMNS} FROM session_components WHERE name = $1"
+                        ),
+                        &[&name],
+                    )
+                    .await?,
+            ))
+        })
+        .await
+    }
+
+    async fn drop_session_component(
+        &self,
+        name: &str,
+        by: &str,
+    ) -> Result<Option<super::StoredConnector>, StoreError> {
+        let shared = self.shared.clone();
+        let (name, by) = (pg_text(name).into_owned(), pg_text(by).into_owned());
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            let changed = client
+                .execute(
+                    rules::DROP_SESSION_COMPONENT.pg,
+                    &[&by, &super::now_ms(), &name],
+                )
+                .await?;
+            if changed == 0 {
+                return Ok(None);
+            }
+            Ok(client
+                .query_opt(
+                    &format!("SELECT {DEPLOYED_COLUMNS} FROM session_components WHERE name = $1"),
+                    &[&name],
+                )
+                .await?
+                .map(|row| deployed_row(&row)))
+        })
+        .await
+    }
+
+    async fn session_components(&self) -> Result<Vec<super::StoredConnector>, StoreError> {
+        let shared = self.shared.clone();
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            Ok(client
+                .query(rules::SESSION_COMPONENTS.pg, &[])
+                .await?
+                .iter()
+                .map(deployed_row)
+                .collect())
+        })
+        .await
+    }
 }
 
 #[async_trait::async_trait]

@@ -139,6 +139,12 @@ statements! {
     DEPLOY_CONNECTOR = "INSERT INTO deployed_connectors (name, settings, artifact, digest, revision, retired, changed_by, changed_at_ms) VALUES ($1, $2, $3, $4, 1, FALSE, $5, $6) ON CONFLICT (name) DO UPDATE SET settings = excluded.settings, artifact = excluded.artifact, digest = excluded.digest, revision = deployed_connectors.revision + 1, retired = FALSE, changed_by = excluded.changed_by, changed_at_ms = excluded.changed_at_ms";
     /// Retires a live connector.
     RETIRE_CONNECTOR = "UPDATE deployed_connectors SET retired = TRUE, revision = revision + 1, changed_by = $1, changed_at_ms = $2 WHERE name = $3 AND NOT retired";
+    /// Stores (or replaces) a component an orchestrator may load for one session.
+    PUT_SESSION_COMPONENT = "INSERT INTO session_components (name, settings, artifact, digest, revision, retired, changed_by, changed_at_ms) VALUES ($1, $2, $3, $4, 1, FALSE, $5, $6) ON CONFLICT (name) DO UPDATE SET settings = excluded.settings, artifact = excluded.artifact, digest = excluded.digest, revision = session_components.revision + 1, retired = FALSE, changed_by = excluded.changed_by, changed_at_ms = excluded.changed_at_ms";
+    /// Withdraws a session component: no session opened after loads it.
+    DROP_SESSION_COMPONENT = "UPDATE session_components SET retired = TRUE, revision = revision + 1, changed_by = $1, changed_at_ms = $2 WHERE name = $3 AND NOT retired";
+    /// Every session component, withdrawn ones included, by name.
+    SESSION_COMPONENTS = "SELECT name, settings, artifact, digest, revision, retired, changed_by, changed_at_ms FROM session_components ORDER BY name";
 }
 
 #[cfg(test)]

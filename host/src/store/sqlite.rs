@@ -1298,6 +1298,55 @@ impl super::DeploymentStore for SqliteStore {
         let rows = stmt.query_map([], deployed_row)?;
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
+
+    async fn put_session_component(
+        &self,
+        name: &str,
+        settings: &str,
+        artifact: &str,
+        digest: &str,
+        by: &str,
+    ) -> Result<super::StoredConnector, StoreError> {
+        self.write_tx(|tx| {
+            tx.execute(
+                rules::PUT_SESSION_COMPONENT.lite,
+                params![name, settings, artifact, digest, by, super::now_ms()],
+            )?;
+            Ok(tx.query_row(
+                &format!("SELECT {DEPLOYED_COLUMNS} FROM session_components WHERE name = ?1"),
+                [name],
+                deployed_row,
+            )?)
+        })
+    }
+
+    async fn drop_session_component(
+        &self,
+        name: &str,
+        by: &str,
+    ) -> Result<Option<super::StoredConnector>, StoreError> {
+        self.write_tx(|tx| {
+            let changed = tx.execute(
+                rules::DROP_SESSION_COMPONENT.lite,
+                params![by, super::now_ms(), name],
+            )?;
+            if changed == 0 {
+                return Ok(None);
+            }
+            Ok(Some(tx.query_row(
+                &format!("SELECT {DEPLOYED_COLUMNS} FROM session_components WHERE name = ?1"),
+                [name],
+                deployed_row,
+            )?))
+        })
+    }
+
+    async fn session_components(&self) -> Result<Vec<super::StoredConnector>, StoreError> {
+        let conn = self.read();
+        let mut stmt = conn.prepare_cached(rules::SESSION_COMPONENTS.lite)?;
+        let rows = stmt.query_map([], deployed_row)?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
 }
 
 #[async_trait::async_trait]

@@ -564,3 +564,359 @@ fn walk(dir: &Path) -> Vec<String> {
     }
     found
 }
+
+/// A component for one session (issue 39 item 3): an operator stores a
+/// template pinned at a digest; a session that names that digest is served
+/// it, another opened at the same time is not; a digest no operator stored
+/// is refused with nothing pulled; the component leaves the host with the
+/// last session holding it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_component_named_at_open_is_served_to_that_session_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = scout_tests::Registry::start(dir.path());
+    let addr = registry.address.clone();
+    let publisher = dir.path().join("publisher-cache");
+    let v1 = push(
+        &publisher,
+        scout_tests::components::GITHUB,
+        &format!("oci://{addr}/connectors/github:1"),
+    )["digest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Another build nobody stored as a session component.
+    let other_bytes = scout_tests::patch_bytes(
+        &std::fs::read(scout_tests::components::GITHUB).unwrap(),
+        b"\"path\":\"/repos/{owner}/{repo}/git/refs\"}",
+        b"\"path\":\"/repos/{owner}/{repo}/git/tags\"}",
+    );
+    let other_file = dir.path().join("github-other.wasm");
+    std::fs::write(&other_file, &other_bytes).unwrap();
+    let other = push(
+        &publisher,
+        other_file.to_str().unwrap(),
+        &format!("oci://{addr}/connectors/github:other"),
+    )["digest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let github = scout_tests::fake_github::FakeGitHub::start(GITHUB_TOKEN).await;
+    let capabilities = Path::new(scout_tests::components::CAPABILITIES)
+        .canonicalize()
+        .unwrap()
+        .display()
+        .to_string();
+    let config = dir.path().join("serve.toml");
+    host_config(&config, &addr, "database = \"scout.db\"\n", &capabilities);
+    let cache = dir.path().join("host-cache");
+    let serve = Serve::start_with(
+        &config,
+        &[("SCOUT_ARTIFACT_CACHE", cache.display().to_string())],
+    );
+    let http = reqwest::Client::new();
+    let admin = Admin {
+        http: http.clone(),
+        base: serve.base.clone(),
+    };
+    let (status, _) = admin
+        .request(
+            Method::PUT,
+            "/v1/brands/acme/connections/github",
+            Some(json!({"secret": GITHUB_TOKEN})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let pinned = |digest: &str| format!("oci://{addr}/connectors/github@{digest}");
+    let template =
+        json!({"component": pinned(&v1), "origin": github.origin(), "allow_private_network": true});
+
+    // The template names its digest; a tag alone is refused.
+    let (status, body) = admin
+        .request(
+            Method::PUT,
+            "/v1/session-components/github",
+            Some(json!({"component": format!("oci://{addr}/connectors/github:1"), "origin": github.origin(), "allow_private_network": true})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("names no digest"),
+        "{body}"
+    );
+    let (status, stored) = admin
+        .request(Method::PUT, "/v1/session-components/github", Some(template))
+        .await;
+    assert_eq!(status, 200, "{stored}");
+    assert_eq!(stored["digest"], v1.as_str());
+    assert!(
+        stored["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "github_read_file"),
+        "{stored}"
+    );
+
+    // Two sessions of the same brand and role, opened together: the one
+    // that names the component is served it, the other is not.
+    let open = async |body: Value| {
+        admin
+            .request(Method::POST, "/v1/sessions", Some(body))
+            .await
+    };
+    let (status, own) =
+        open(json!({"brand": "acme", "role": "person-chat", "components": [pinned(&v1)]})).await;
+    assert_eq!(status, 201, "{own}");
+    let (status, plain) = open(json!({"brand": "acme", "role": "person-chat"})).await;
+    assert_eq!(status, 201, "{plain}");
+    assert!(own["mcp"]["github"].is_string(), "{own}");
+    assert!(
+        own["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "mcp__github__github_read_file"),
+        "{own}"
+    );
+    assert!(plain["mcp"].get("github").is_none(), "{plain}");
+    assert!(
+        !plain["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t.as_str().unwrap().starts_with("mcp__github__")),
+        "{plain}"
+    );
+    assert!(
+        plain
+            .get("left_out")
+            .and_then(|l| l.get("github"))
+            .is_none(),
+        "another session's component is nothing to this one: {plain}"
+    );
+    let mcp = Mcp::new(&http, &own).connect().await;
+    let listed = mcp.request("tools/list", json!({})).await.unwrap();
+    assert!(
+        listed["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "github_read_file"),
+        "{listed}"
+    );
+    let read = mcp
+        .request(
+            "tools/call",
+            json!({"name": "github_read_file", "arguments": {"owner": "octo", "repo": "hello", "path": "README.md"}}),
+        )
+        .await
+        .unwrap();
+    assert!(ok_text(&read).is_some(), "{read}");
+    assert_eq!(github.requests().len(), 1, "the read reached GitHub once");
+    // The other session has no endpoint for it at all.
+    let answer = http
+        .post(format!(
+            "{}/mcp/{}/github",
+            serve.base,
+            plain["id"].as_str().unwrap()
+        ))
+        .bearer_auth(plain["token"].as_str().unwrap())
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 404);
+
+    // A digest no operator stored: refused, nothing pulled, nothing opened.
+    let (_, before) = admin.request(Method::GET, "/v1/sessions", None).await;
+    let (status, body) =
+        open(json!({"brand": "acme", "role": "person-chat", "components": [pinned(&other)]})).await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["code"], "invalid_selection", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a component an operator stored"),
+        "{body}"
+    );
+    let other_hex = other.trim_start_matches("sha256:");
+    assert!(
+        !walk(&cache).iter().any(|p| p.contains(other_hex)),
+        "nothing pulled for it: {:?}",
+        walk(&cache)
+    );
+    let (_, after) = admin.request(Method::GET, "/v1/sessions", None).await;
+    assert_eq!(before["sessions"], after["sessions"]);
+
+    // Loaded while a session holds it; dropped with the last one.
+    let listed = async || {
+        let (status, body) = admin
+            .request(Method::GET, "/v1/session-components", None)
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body["session_components"][0].clone()
+    };
+    let now = listed().await;
+    assert_eq!(
+        (now["loaded_here"].clone(), now["sessions_here"].clone()),
+        (json!(true), json!(1)),
+        "{now}"
+    );
+    let (status, _) = admin
+        .request(
+            Method::DELETE,
+            &format!("/v1/sessions/{}", own["id"].as_str().unwrap()),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let now = listed().await;
+    assert_eq!(
+        (now["loaded_here"].clone(), now["sessions_here"].clone()),
+        (json!(false), json!(0)),
+        "{now}"
+    );
+
+    // Withdrawn: no session opened after loads it.
+    let (status, _) = admin
+        .request(Method::DELETE, "/v1/session-components/github", None)
+        .await;
+    assert_eq!(status, 200);
+    let (status, body) =
+        open(json!({"brand": "acme", "role": "person-chat", "components": [pinned(&v1)]})).await;
+    assert_eq!(status, 422, "{body}");
+    // Each change is in the audit trail, with who made it.
+    let rows = exported(&http, &serve.base).await;
+    for rule in ["session_component_stored", "session_component_withdrawn"] {
+        let row = rows
+            .iter()
+            .find(|r| r["rule"] == rule)
+            .unwrap_or_else(|| panic!("no `{rule}` row"));
+        assert_eq!(row["detail"]["actor"]["kind"], "admin_token", "{row}");
+        assert_eq!(row["detail"]["digest"], v1.as_str(), "{row}");
+    }
+}
+
+/// On a fleet, the host that takes a session up pulls and verifies its own
+/// component itself (issue 39 item 3): a session opened on A with a
+/// component is called through B, which serves it from its own cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sessions_own_component_is_pulled_by_whichever_host_serves_it() {
+    let Some(db) = scout_tests::pg::database_or_skip("session_component_fleet") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let registry = scout_tests::Registry::start(dir.path());
+    let addr = registry.address.clone();
+    let publisher = dir.path().join("publisher-cache");
+    let digest = push(
+        &publisher,
+        scout_tests::components::GITHUB,
+        &format!("oci://{addr}/connectors/github:1"),
+    )["digest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let github = scout_tests::fake_github::FakeGitHub::start(GITHUB_TOKEN).await;
+    let capabilities = Path::new(scout_tests::components::CAPABILITIES)
+        .canonicalize()
+        .unwrap()
+        .display()
+        .to_string();
+    let store = "[store]\nbackend = \"postgres\"\nurl_env = \"SCOUT_PG_URL\"\nlease_secs = 15\n";
+    let (config_a, config_b) = (dir.path().join("a.toml"), dir.path().join("b.toml"));
+    host_config(&config_a, &addr, store, &capabilities);
+    host_config(&config_b, &addr, store, &capabilities);
+    let env = |cache: &str| {
+        [
+            ("SCOUT_PG_URL", db.url()),
+            (
+                "SCOUT_ARTIFACT_CACHE",
+                dir.path().join(cache).display().to_string(),
+            ),
+        ]
+    };
+    let a = Serve::start_with(&config_a, &env("cache-a"));
+    let b = Serve::start_with(&config_b, &env("cache-b"));
+    let http = reqwest::Client::new();
+    let admin = Admin {
+        http: http.clone(),
+        base: a.base.clone(),
+    };
+    let (status, _) = admin
+        .request(
+            Method::PUT,
+            "/v1/brands/acme/connections/github",
+            Some(json!({"secret": GITHUB_TOKEN})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let component = format!("oci://{addr}/connectors/github@{digest}");
+    let (status, body) = admin
+        .request(
+            Method::PUT,
+            "/v1/session-components/github",
+            Some(json!({"component": component, "origin": github.origin(), "allow_private_network": true})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let hex = digest.trim_start_matches("sha256:").to_string();
+    assert!(
+        !walk(&dir.path().join("cache-b"))
+            .iter()
+            .any(|p| p.contains(&hex)),
+        "B has pulled nothing yet"
+    );
+    let (status, own) = admin
+        .request(
+            Method::POST,
+            "/v1/sessions",
+            Some(json!({"brand": "acme", "role": "person-chat", "components": [component]})),
+        )
+        .await;
+    assert_eq!(status, 201, "{own}");
+    // The same session, reached through B: B takes it up and pulls the
+    // component into its own cache.
+    let mut through_b = own.clone();
+    through_b["mcp"]["github"] = json!(
+        own["mcp"]["github"]
+            .as_str()
+            .unwrap()
+            .replace(&a.base, &b.base)
+    );
+    let mcp = Mcp::new(&http, &through_b).connect().await;
+    let read = mcp
+        .request(
+            "tools/call",
+            json!({"name": "github_read_file", "arguments": {"owner": "octo", "repo": "hello", "path": "README.md"}}),
+        )
+        .await
+        .unwrap();
+    assert!(ok_text(&read).is_some(), "{read}");
+    assert!(
+        walk(&dir.path().join("cache-b"))
+            .iter()
+            .any(|p| p.contains(&hex)),
+        "B pulled it itself: {:?}",
+        walk(&dir.path().join("cache-b"))
+    );
+    // Another session opened on B is not served it.
+    let admin_b = Admin {
+        http: http.clone(),
+        base: b.base.clone(),
+    };
+    let (status, plain) = admin_b
+        .request(
+            Method::POST,
+            "/v1/sessions",
+            Some(json!({"brand": "acme", "role": "person-chat"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{plain}");
+    assert!(plain["mcp"].get("github").is_none(), "{plain}");
+}

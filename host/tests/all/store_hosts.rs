@@ -670,6 +670,7 @@ fn a_sessions_calls_are_counted_once_across_hosts() {
         left_out: Default::default(),
         allowlist: Vec::new(),
         expires_at_ms: expires,
+        components: Vec::new(),
     };
     scout_host::store::block(a.keep_session("s-calls", &record)).unwrap();
     let taken: usize = std::thread::scope(|scope| {

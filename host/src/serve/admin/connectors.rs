@@ -70,3 +70,49 @@ pub(super) async fn retire_connector(
     let view = host.retire_connector(&name, &caller.subject).await?;
     Ok(Json(json!(view)))
 }
+
+/// `GET /v1/session-components`: the components sessions may name.
+pub(super) async fn list_session_components(
+    State(host): State<Arc<ServeHost>>,
+) -> Result<Json<Value>, ApiError> {
+    let host = host.clone();
+    let views = tokio::task::spawn_blocking(move || host.session_component_views())
+        .await
+        .map_err(|e| {
+            HostError::Unavailable(format!("listing the session components stopped: {e}"))
+        })??;
+    Ok(Json(json!({ "session_components": views })))
+}
+
+/// `PUT /v1/session-components/{name}`: a component an orchestrator may
+/// load for one session, pinned at the digest the caller chose.
+pub(super) async fn put_session_component(
+    State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
+    Path(name): Path<String>,
+    Body(settings): Body<Value>,
+) -> Result<Json<Value>, ApiError> {
+    if !settings.is_object() {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_connector",
+            "the body is the component's connector settings: a JSON object with the fields of a `[connectors.NAME]` table, `component` an `oci://REGISTRY/REPO@sha256:…` artifact",
+        ));
+    }
+    Ok(Json(
+        host.put_session_component(&name, settings, &caller.subject)
+            .await?,
+    ))
+}
+
+/// `DELETE /v1/session-components/{name}`: no session opened from now on
+/// loads it.
+pub(super) async fn drop_session_component(
+    State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(
+        host.drop_session_component(&name, &caller.subject).await?,
+    ))
+}

@@ -86,6 +86,11 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
                 .put(put_connector)
                 .delete(retire_connector),
         )
+        .route("/v1/session-components", get(list_session_components))
+        .route(
+            "/v1/session-components/{name}",
+            put(put_session_component).delete(drop_session_component),
+        )
         .route("/v1/trace", get(trace))
         .route("/v1/trace/export", get(trace_export))
         .route("/v1/audit", get(super::authority::audit_endpoint))

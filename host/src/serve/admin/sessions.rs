@@ -6,20 +6,29 @@ use super::*;
 pub(super) async fn create_session(
     State(host): State<Arc<ServeHost>>,
     Extension(caller): Extension<Principal>,
-    Body(request): Body<OpenSession>,
+    Body(mut request): Body<OpenSession>,
 ) -> Result<Response, ApiError> {
-    let brand = request.brand.trim();
-    if !caller.may_in(brand, "POST", "/v1/sessions") {
-        return Err(ApiError::brand_refused(&caller, brand));
+    let brand = request.brand.trim().to_string();
+    if !caller.may_in(&brand, "POST", "/v1/sessions") {
+        return Err(ApiError::brand_refused(&caller, &brand));
     }
-    let view = host.open_session(&request)?;
+    // Components for this session alone: pulled and verified here first
+    // (only digests an operator stored), kept until the session holds them.
+    let pinned = host
+        .load_session_components(request.components.as_deref().unwrap_or_default())
+        .await?;
+    request.loaded = pinned.names.clone();
+    let view = host.open_session(&request);
+    drop(pinned);
+    let view = view?;
     super::record_change(
         &host,
         &caller,
         &view.id,
         &view.brand,
         "session_opened",
-        json!({"after": {"role": view.role, "brand": view.brand, "profile": view.profile}}),
+        json!({"after": {"role": view.role, "brand": view.brand, "profile": view.profile,
+                         "components": request.components, "limits": view.limits}}),
     )
     .await?;
     Ok((StatusCode::CREATED, Json(view)).into_response())

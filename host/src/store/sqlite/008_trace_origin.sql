@@ -5,3 +5,15 @@ ALTER TABLE trace ADD COLUMN host_id TEXT;
 ALTER TABLE trace ADD COLUMN trace_id TEXT;
 ALTER TABLE trace ADD COLUMN span_id TEXT;
 ALTER TABLE approvals ADD COLUMN decided_actor TEXT;
+-- Components an orchestrator may load for one session (issue 39): each
+-- with its connector settings and the artifact digest an operator chose.
+CREATE TABLE IF NOT EXISTS session_components (
+    name TEXT PRIMARY KEY,
+    settings TEXT NOT NULL,
+    artifact TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    revision INTEGER NOT NULL,
+    retired INTEGER NOT NULL,
+    changed_by TEXT NOT NULL,
+    changed_at_ms INTEGER NOT NULL
+);
