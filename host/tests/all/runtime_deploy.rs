@@ -697,16 +697,29 @@ async fn a_component_named_at_open_is_served_to_that_session_alone() {
             .is_none(),
         "another session's component is nothing to this one: {plain}"
     );
-    let mcp = Mcp::new(&http, &own).connect().await;
-    let listed = mcp.request("tools/list", json!({})).await.unwrap();
-    assert!(
-        listed["result"]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|t| t["name"] == "github_read_file"),
-        "{listed}"
+    // As the official client lists it.
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/list_tools.py");
+    let (url, token) = (
+        own["mcp"]["github"].as_str().unwrap().to_string(),
+        own["token"].as_str().unwrap().to_string(),
     );
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(scout_tests::python())
+            .arg(&script)
+            .args(["--url", &url, "--token", &token])
+            .output()
+            .expect("run list_tools.py")
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed: Vec<String> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(listed.iter().any(|t| t == "github_read_file"), "{listed:?}");
+    let mcp = Mcp::new(&http, &own).connect().await;
     let read = mcp
         .request(
             "tools/call",
