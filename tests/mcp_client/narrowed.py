@@ -18,11 +18,9 @@ import asyncio
 import datetime
 import json
 import sys
-import urllib.error
-import urllib.request
 
 from mcp.shared.exceptions import MCPError
-from scout_mcp import Mcp, text_of
+from scout_mcp import Mcp, admin_api_status, check, text_of
 
 ARGS = argparse.ArgumentParser()
 ARGS.add_argument("--base", required=True)
@@ -33,22 +31,7 @@ OPTS = ARGS.parse_args()
 SELECTED = ["mcp__github__github_read_file", "mcp__github__github_list_branches"]
 
 
-def check(condition, what):
-    if not condition:
-        raise AssertionError(what)
-
-
-def admin(method, path, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(OPTS.base + path, data=data, method=method)
-    req.add_header("Authorization", f"Bearer {OPTS.admin_token}")
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return resp.status, json.loads(resp.read() or b"null")
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
+admin = admin_api_status(OPTS.base, OPTS.admin_token)
 
 
 async def main():

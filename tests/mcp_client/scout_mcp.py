@@ -5,6 +5,7 @@ token on every request; `story.py` and `plugin.py` import it.
 """
 
 import json
+import urllib.error
 import urllib.request
 
 import httpx2
@@ -52,3 +53,28 @@ def admin_api(base, token):
             return json.loads(resp.read() or b"null")
 
     return admin
+
+
+def admin_api_status(base, token):
+    """`admin(method, path, body=None)`: one admin API request with `token`;
+    its status and the JSON it answered, an HTTP error included."""
+
+    def admin(method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(base + path, data=data, method=method)
+        req.add_header("Authorization", f"Bearer {token}")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return resp.status, json.loads(resp.read() or b"null")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
+
+    return admin
+
+
+def check(condition, what):
+    """Fails the script with `what` unless `condition` holds."""
+    if not condition:
+        raise AssertionError(what)

@@ -2488,6 +2488,39 @@ impl PgStore {
     }
 }
 
+impl PgStore {
+    /// Runs `change` on session component `name` (hosts read templates when
+    /// a session names one: nobody is rung); the row after, `None` if
+    /// nothing changed.
+    async fn change_session_component(
+        &self,
+        name: &str,
+        change: &'static str,
+        params: Vec<Box<dyn tokio_postgres::types::ToSql + Send + Sync>>,
+    ) -> Result<Option<super::StoredConnector>, StoreError> {
+        let shared = self.shared.clone();
+        let name = pg_text(name).into_owned();
+        self.run(async move {
+            let client = shared.pool.get().await?;
+            let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = params
+                .iter()
+                .map(|p| p.as_ref() as &(dyn tokio_postgres::types::ToSql + Sync))
+                .collect();
+            if client.execute(change, &refs).await? == 0 {
+                return Ok(None);
+            }
+            Ok(client
+                .query_opt(
+                    &format!("SELECT {DEPLOYED_COLUMNS} FROM session_components WHERE name = $1"),
+                    &[&name],
+                )
+                .await?
+                .map(|row| deployed_row(&row)))
+        })
+        .await
+    }
+}
+
 #[async_trait::async_trait]
 impl super::DeploymentStore for PgStore {
     async fn put_connector(
@@ -2559,34 +2592,24 @@ impl super::DeploymentStore for PgStore {
         digest: &str,
         by: &str,
     ) -> Result<super::StoredConnector, StoreError> {
-        let shared = self.shared.clone();
-        let (name, settings, artifact, digest, by) = (
-            pg_text(name).into_owned(),
-            pg_text(settings).into_owned(),
-            pg_text(artifact).into_owned(),
-            pg_text(digest).into_owned(),
-            pg_text(by).into_owned(),
-        );
-        self.run(async move {
-            let client = shared.pool.get().await?;
-            client
-                .execute(
-                    rules::PUT_SESSION_COMPONENT.pg,
-                    &[&name, &settings, &artifact, &digest, &by, &super::now_ms()],
-                )
-                .await?;
-            Ok(deployed_row(
-                &client
-                    .query_one(
-                        &format!(
-                            "SELECT {DEPLOYED_COLUMNS} FROM session_components WHERE name = $1"
-                        ),
-                        &[&name],
-                    )
-                    .await?,
+        self.change_session_component(
+            name,
+            rules::PUT_SESSION_COMPONENT.pg,
+            vec![
+                owned(name),
+                owned(settings),
+                owned(artifact),
+                owned(digest),
+                owned(by),
+                Box::new(super::now_ms()),
+            ],
+        )
+        .await?
+        .ok_or_else(|| {
+            StoreError::Corrupt(format!(
+                "session component `{name}` vanished as it was stored"
             ))
         })
-        .await
     }
 
     async fn drop_session_component(
@@ -2594,27 +2617,11 @@ impl super::DeploymentStore for PgStore {
         name: &str,
         by: &str,
     ) -> Result<Option<super::StoredConnector>, StoreError> {
-        let shared = self.shared.clone();
-        let (name, by) = (pg_text(name).into_owned(), pg_text(by).into_owned());
-        self.run(async move {
-            let client = shared.pool.get().await?;
-            let changed = client
-                .execute(
-                    rules::DROP_SESSION_COMPONENT.pg,
-                    &[&by, &super::now_ms(), &name],
-                )
-                .await?;
-            if changed == 0 {
-                return Ok(None);
-            }
-            Ok(client
-                .query_opt(
-                    &format!("SELECT {DEPLOYED_COLUMNS} FROM session_components WHERE name = $1"),
-                    &[&name],
-                )
-                .await?
-                .map(|row| deployed_row(&row)))
-        })
+        self.change_session_component(
+            name,
+            rules::DROP_SESSION_COMPONENT.pg,
+            vec![owned(by), Box::new(super::now_ms()), owned(name)],
+        )
         .await
     }
 

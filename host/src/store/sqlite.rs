@@ -1256,17 +1256,14 @@ impl super::DeploymentStore for SqliteStore {
         digest: &str,
         by: &str,
     ) -> Result<super::StoredConnector, StoreError> {
-        self.write_tx(|tx| {
-            tx.execute(
-                rules::DEPLOY_CONNECTOR.lite,
-                params![name, settings, artifact, digest, by, super::now_ms()],
-            )?;
-            Ok(tx.query_row(
-                &format!("SELECT {DEPLOYED_COLUMNS} FROM deployed_connectors WHERE name = ?1"),
-                [name],
-                deployed_row,
-            )?)
-        })
+        let stamp = super::now_ms();
+        self.change_deployed(
+            "deployed_connectors",
+            name,
+            rules::DEPLOY_CONNECTOR.lite,
+            params![name, settings, artifact, digest, by, stamp],
+        )?
+        .ok_or_else(|| StoreError::Corrupt(format!("connector `{name}` vanished as it was stored")))
     }
 
     async fn retire_connector(
@@ -1274,29 +1271,19 @@ impl super::DeploymentStore for SqliteStore {
         name: &str,
         by: &str,
     ) -> Result<Option<super::StoredConnector>, StoreError> {
-        self.write_tx(|tx| {
-            let changed = tx.execute(
-                rules::RETIRE_CONNECTOR.lite,
-                params![by, super::now_ms(), name],
-            )?;
-            if changed == 0 {
-                return Ok(None);
-            }
-            Ok(Some(tx.query_row(
-                &format!("SELECT {DEPLOYED_COLUMNS} FROM deployed_connectors WHERE name = ?1"),
-                [name],
-                deployed_row,
-            )?))
-        })
+        let stamp = super::now_ms();
+        self.change_deployed(
+            "deployed_connectors",
+            name,
+            rules::RETIRE_CONNECTOR.lite,
+            params![by, stamp, name],
+        )
     }
 
     async fn stored_connectors(&self) -> Result<Vec<super::StoredConnector>, StoreError> {
-        let conn = self.read();
-        let mut stmt = conn.prepare_cached(&format!(
+        self.deployed_rows(&format!(
             "SELECT {DEPLOYED_COLUMNS} FROM deployed_connectors ORDER BY name"
-        ))?;
-        let rows = stmt.query_map([], deployed_row)?;
-        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        ))
     }
 
     async fn put_session_component(
@@ -1307,16 +1294,17 @@ impl super::DeploymentStore for SqliteStore {
         digest: &str,
         by: &str,
     ) -> Result<super::StoredConnector, StoreError> {
-        self.write_tx(|tx| {
-            tx.execute(
-                rules::PUT_SESSION_COMPONENT.lite,
-                params![name, settings, artifact, digest, by, super::now_ms()],
-            )?;
-            Ok(tx.query_row(
-                &format!("SELECT {DEPLOYED_COLUMNS} FROM session_components WHERE name = ?1"),
-                [name],
-                deployed_row,
-            )?)
+        let stamp = super::now_ms();
+        self.change_deployed(
+            "session_components",
+            name,
+            rules::PUT_SESSION_COMPONENT.lite,
+            params![name, settings, artifact, digest, by, stamp],
+        )?
+        .ok_or_else(|| {
+            StoreError::Corrupt(format!(
+                "session component `{name}` vanished as it was stored"
+            ))
         })
     }
 
@@ -1325,25 +1313,46 @@ impl super::DeploymentStore for SqliteStore {
         name: &str,
         by: &str,
     ) -> Result<Option<super::StoredConnector>, StoreError> {
+        let stamp = super::now_ms();
+        self.change_deployed(
+            "session_components",
+            name,
+            rules::DROP_SESSION_COMPONENT.lite,
+            params![by, stamp, name],
+        )
+    }
+
+    async fn session_components(&self) -> Result<Vec<super::StoredConnector>, StoreError> {
+        self.deployed_rows(rules::SESSION_COMPONENTS.lite)
+    }
+}
+
+impl SqliteStore {
+    /// Runs `change` on row `name` of `table` (the deployed connectors or
+    /// the session components); the row after, `None` if nothing changed.
+    fn change_deployed(
+        &self,
+        table: &str,
+        name: &str,
+        change: &str,
+        params: impl rusqlite::Params,
+    ) -> Result<Option<super::StoredConnector>, StoreError> {
         self.write_tx(|tx| {
-            let changed = tx.execute(
-                rules::DROP_SESSION_COMPONENT.lite,
-                params![by, super::now_ms(), name],
-            )?;
-            if changed == 0 {
+            if tx.execute(change, params)? == 0 {
                 return Ok(None);
             }
             Ok(Some(tx.query_row(
-                &format!("SELECT {DEPLOYED_COLUMNS} FROM session_components WHERE name = ?1"),
+                &format!("SELECT {DEPLOYED_COLUMNS} FROM {table} WHERE name = ?1"),
                 [name],
                 deployed_row,
             )?))
         })
     }
 
-    async fn session_components(&self) -> Result<Vec<super::StoredConnector>, StoreError> {
+    /// The rows `sql` selects ([`DEPLOYED_COLUMNS`], in order).
+    fn deployed_rows(&self, sql: &str) -> Result<Vec<super::StoredConnector>, StoreError> {
         let conn = self.read();
-        let mut stmt = conn.prepare_cached(rules::SESSION_COMPONENTS.lite)?;
+        let mut stmt = conn.prepare_cached(sql)?;
         let rows = stmt.query_map([], deployed_row)?;
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }

@@ -529,37 +529,7 @@ async fn the_official_client_meets_the_boundary_repeated_refusals_a_pause_and_it
         ),
     )
     .unwrap();
-    let mut command = ServeProcess::command(
-        env!("CARGO_BIN_EXE_scout-host"),
-        &config,
-        ADMIN_TOKEN,
-        &"6a".repeat(32),
-    );
-    command.current_dir(&dir);
-    let serve = ServeProcess::start(command);
-    let base = serve.base.clone();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/boundary.py");
-    let run = tokio::task::spawn_blocking(move || {
-        Command::new(python())
-            .arg(&script)
-            .args(["--base", &base, "--admin-token", ADMIN_TOKEN])
-            .args(["--github-token", GITHUB_TOKEN])
-            .output()
-            .expect("run boundary.py")
-    });
-    let output = tokio::time::timeout(Duration::from_secs(300), run)
-        .await
-        .expect("boundary.py finishes")
-        .unwrap();
-    let out = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "boundary.py failed:\n{out}\n{}\nserve:\n{}",
-        String::from_utf8_lossy(&output.stderr),
-        serve.stderr()
-    );
-    let summary: serde_json::Value =
-        serde_json::from_str(out.lines().last().unwrap_or("")).expect("a JSON summary");
+    let (serve, summary) = serve_and_run(&dir, &config, "6a", "boundary.py").await;
     assert_eq!(summary["lineage"], serde_json::json!([1, 2, 3]));
     assert!(
         github.requests().iter().all(|r| r.method == "GET"),
@@ -591,37 +561,7 @@ async fn the_official_client_sees_only_what_the_orchestrator_selected() {
         ),
     )
     .unwrap();
-    let mut command = ServeProcess::command(
-        env!("CARGO_BIN_EXE_scout-host"),
-        &config,
-        ADMIN_TOKEN,
-        &"6b".repeat(32),
-    );
-    command.current_dir(&dir);
-    let serve = ServeProcess::start(command);
-    let base = serve.base.clone();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/narrowed.py");
-    let run = tokio::task::spawn_blocking(move || {
-        Command::new(python())
-            .arg(&script)
-            .args(["--base", &base, "--admin-token", ADMIN_TOKEN])
-            .args(["--github-token", GITHUB_TOKEN])
-            .output()
-            .expect("run narrowed.py")
-    });
-    let output = tokio::time::timeout(Duration::from_secs(300), run)
-        .await
-        .expect("narrowed.py finishes")
-        .unwrap();
-    let out = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "narrowed.py failed:\n{out}\n{}\nserve:\n{}",
-        String::from_utf8_lossy(&output.stderr),
-        serve.stderr()
-    );
-    let summary: serde_json::Value =
-        serde_json::from_str(out.lines().last().unwrap_or("")).expect("a JSON summary");
+    let (serve, summary) = serve_and_run(&dir, &config, "6b", "narrowed.py").await;
     assert!(summary["not_selected"].as_u64() > Some(0), "{summary}");
     let requests = github.requests();
     // Every read the script saw answered reached GitHub once; the ones
@@ -640,4 +580,50 @@ async fn the_official_client_sees_only_what_the_orchestrator_selected() {
     );
     drop(serve);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Starts `serve` on `config` in `dir` (its store key `key_byte` repeated)
+/// and runs the official-client script `script` of `tests/mcp_client`
+/// against it with the admin and GitHub tokens; the host and the script's
+/// JSON summary (its last line). A failing script fails the test with its
+/// output and the host's log.
+async fn serve_and_run(
+    dir: &Path,
+    config: &Path,
+    key_byte: &str,
+    script: &'static str,
+) -> (ServeProcess, serde_json::Value) {
+    let mut command = ServeProcess::command(
+        env!("CARGO_BIN_EXE_scout-host"),
+        config,
+        ADMIN_TOKEN,
+        &key_byte.repeat(32),
+    );
+    command.current_dir(dir);
+    let serve = ServeProcess::start(command);
+    let base = serve.base.clone();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/mcp_client")
+        .join(script);
+    let run = tokio::task::spawn_blocking(move || {
+        Command::new(python())
+            .arg(&path)
+            .args(["--base", &base, "--admin-token", ADMIN_TOKEN])
+            .args(["--github-token", GITHUB_TOKEN])
+            .output()
+            .unwrap_or_else(|e| panic!("run {script}: {e}"))
+    });
+    let output = tokio::time::timeout(Duration::from_secs(300), run)
+        .await
+        .unwrap_or_else(|_| panic!("{script} finishes"))
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{script} failed:\n{out}\n{}\nserve:\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        serve.stderr()
+    );
+    let summary = serde_json::from_str(out.lines().last().unwrap_or("")).expect("a JSON summary");
+    (serve, summary)
 }

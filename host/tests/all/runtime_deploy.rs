@@ -74,6 +74,34 @@ fn host_config(path: &Path, registry: &str, store: &str, capabilities: &str) {
     .unwrap();
 }
 
+/// Two `serve` hosts on `db`'s PostgreSQL, pulling from the registry at
+/// `registry`, each with its own artifact cache under `dir` (`cache-a`,
+/// `cache-b`): each pulls and verifies for itself.
+fn two_hosts(dir: &Path, registry: &str, db: &scout_tests::pg::PgDatabase) -> (Serve, Serve) {
+    let capabilities = Path::new(scout_tests::components::CAPABILITIES)
+        .canonicalize()
+        .unwrap()
+        .display()
+        .to_string();
+    let store = "[store]\nbackend = \"postgres\"\nurl_env = \"SCOUT_PG_URL\"\nlease_secs = 15\n";
+    let (config_a, config_b) = (dir.join("a.toml"), dir.join("b.toml"));
+    host_config(&config_a, registry, store, &capabilities);
+    host_config(&config_b, registry, store, &capabilities);
+    let env = |cache: &str| {
+        [
+            ("SCOUT_PG_URL", db.url()),
+            (
+                "SCOUT_ARTIFACT_CACHE",
+                dir.join(cache).display().to_string(),
+            ),
+        ]
+    };
+    (
+        Serve::start_with(&config_a, &env("cache-a")),
+        Serve::start_with(&config_b, &env("cache-b")),
+    )
+}
+
 fn comment_args() -> Value {
     json!({"owner": "octo", "repo": "hello", "number": 1, "body": "Kept across the upgrade."})
 }
@@ -113,27 +141,7 @@ async fn a_connector_is_added_upgraded_and_retired_on_a_running_fleet() {
         .to_string();
 
     let github = scout_tests::fake_github::FakeGitHub::start(GITHUB_TOKEN).await;
-    let capabilities = Path::new(scout_tests::components::CAPABILITIES)
-        .canonicalize()
-        .unwrap()
-        .display()
-        .to_string();
-    let store = "[store]\nbackend = \"postgres\"\nurl_env = \"SCOUT_PG_URL\"\nlease_secs = 15\n";
-    let (config_a, config_b) = (dir.path().join("a.toml"), dir.path().join("b.toml"));
-    host_config(&config_a, &addr, store, &capabilities);
-    host_config(&config_b, &addr, store, &capabilities);
-    // Each host its own artifact cache: each pulls and verifies for itself.
-    let env = |cache: &str| {
-        [
-            ("SCOUT_PG_URL", db.url()),
-            (
-                "SCOUT_ARTIFACT_CACHE",
-                dir.path().join(cache).display().to_string(),
-            ),
-        ]
-    };
-    let a = Serve::start_with(&config_a, &env("cache-a"));
-    let b = Serve::start_with(&config_b, &env("cache-b"));
+    let (a, b) = two_hosts(dir.path(), &addr, &db);
     let http = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(600))
         .build()
@@ -836,26 +844,7 @@ async fn a_sessions_own_component_is_pulled_by_whichever_host_serves_it() {
         .unwrap()
         .to_string();
     let github = scout_tests::fake_github::FakeGitHub::start(GITHUB_TOKEN).await;
-    let capabilities = Path::new(scout_tests::components::CAPABILITIES)
-        .canonicalize()
-        .unwrap()
-        .display()
-        .to_string();
-    let store = "[store]\nbackend = \"postgres\"\nurl_env = \"SCOUT_PG_URL\"\nlease_secs = 15\n";
-    let (config_a, config_b) = (dir.path().join("a.toml"), dir.path().join("b.toml"));
-    host_config(&config_a, &addr, store, &capabilities);
-    host_config(&config_b, &addr, store, &capabilities);
-    let env = |cache: &str| {
-        [
-            ("SCOUT_PG_URL", db.url()),
-            (
-                "SCOUT_ARTIFACT_CACHE",
-                dir.path().join(cache).display().to_string(),
-            ),
-        ]
-    };
-    let a = Serve::start_with(&config_a, &env("cache-a"));
-    let b = Serve::start_with(&config_b, &env("cache-b"));
+    let (a, b) = two_hosts(dir.path(), &addr, &db);
     let http = reqwest::Client::new();
     let admin = Admin {
         http: http.clone(),
