@@ -90,6 +90,10 @@ async def main():
     check(lineage.get("consequence") == "not_offered github a tool not offered" and lineage.get("repeat") == 1,
           f"counted as a tool not offered: {denied[0]}")
     summary["not_selected"] = len(not_selected)
+    # The audit trail keeps what the orchestrator selected.
+    opened = [e for e in events if e["state"] == "changed" and e["rule"] == "session_opened"]
+    check(len(opened) == 1 and opened[0]["detail"]["after"]["tools"] == SELECTED
+          and opened[0]["detail"]["after"]["connectors"] == ["github"], f"the selection, audited: {opened}")
 
     # A selection naming what the session could not be given: refused,
     # naming only what was sent; no session opened.

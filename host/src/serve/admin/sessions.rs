@@ -28,6 +28,7 @@ pub(super) async fn create_session(
         &view.brand,
         "session_opened",
         json!({"after": {"role": view.role, "brand": view.brand, "profile": view.profile,
+                         "connectors": request.connectors, "tools": request.tools,
                          "components": request.components, "limits": view.limits}}),
     )
     .await?;
