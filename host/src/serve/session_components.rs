@@ -97,16 +97,19 @@ impl ServeHost {
             .load_artifact(name, parsed, &named)
             .await
             .map_err(DeployError::Refused)?;
-        let tools: Vec<String> = loaded
-            .deployment
-            .components
-            .get(name)
-            .map(|c| c.tools().iter().map(|t| t.name.clone()).collect())
-            .unwrap_or_default();
+        let Some(component) = loaded.deployment.components.get(name).cloned() else {
+            return Err(DeployError::Refused(format!(
+                "session component `{name}` is a platform server or not offered here: only a connector can be loaded for a session"
+            )));
+        };
+        let tools: Vec<String> = component.tools().iter().map(|t| t.name.clone()).collect();
         let stored = self
             .store
             .put_session_component(name, &text, &named.to_string(), &digest, by)
             .await?;
+        // Choosing this digest is the operator's review of its tools as
+        // they are in it: a session that names it is offered them.
+        crate::review::approve_all(self.store.as_ref(), &component, by)?;
         self.record_change(
             &stored,
             "session_component_stored",

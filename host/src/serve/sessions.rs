@@ -526,6 +526,15 @@ impl ServeHost {
         {
             return None;
         }
+        // Its own components, pulled and verified on this host before it
+        // is taken: a host that cannot serve them leaves it where it is.
+        let pinned = match self.load_session_components(&record.components).await {
+            Ok(pinned) => pinned,
+            Err(e) => {
+                tracing::error!(session = %id, error = %e, "cannot load the session's own components here");
+                return None;
+            }
+        };
         match self.store.take_up_session(id).await {
             Ok(true) => {}
             Ok(false) => return None,
@@ -545,14 +554,6 @@ impl ServeHost {
                     .held_under(self.store.lease_generation()),
             )
             .taken_up(record.opened.clone(), removed, &kept.state);
-        // Its own components, pulled and verified on this host.
-        let pinned = match self.load_session_components(&record.components).await {
-            Ok(pinned) => pinned,
-            Err(e) => {
-                tracing::error!(session = %id, error = %e, "cannot load the session's own components here");
-                return None;
-            }
-        };
         let components = self.components();
         let served: Vec<&LoadedComponent> = record
             .connectors

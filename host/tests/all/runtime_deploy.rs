@@ -616,6 +616,14 @@ async fn a_component_named_at_open_is_served_to_that_session_alone() {
         .to_string();
     let config = dir.path().join("serve.toml");
     host_config(&config, &addr, "database = \"scout.db\"\n", &capabilities);
+    // Review on: storing the template is the operator's review of the
+    // tools at that digest.
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("require_review = false", "require_review = true"),
+    )
+    .unwrap();
     let cache = dir.path().join("host-cache");
     let serve = Serve::start_with(
         &config,
