@@ -519,17 +519,19 @@ impl Boundary {
     /// registered (the connectors whose credentials resolve) and what is
     /// offered, so the trace can explain every later decision.
     pub fn open_session(&self, session: &Session) -> Result<Arc<Offered>, policy::PolicyError> {
-        self.open_session_with(session, &[])
+        self.open_session_with(session, &[], Default::default())
     }
 
     /// [`Boundary::open_session`] for a session served by `components`: a
     /// tool the policy allows but an operator has not reviewed (when
     /// [`Boundary::require_review`] is on) is eligible, not offered, and the
     /// trace records a `denied` event with the rule that held it.
+    /// Its rows name `origin`, the trace of the request that opened it.
     pub(crate) fn open_session_with(
         &self,
         session: &Session,
         components: &[&LoadedComponent],
+        origin: crate::store::Origin,
     ) -> Result<Arc<Offered>, policy::PolicyError> {
         let input = self.current_input(session);
         let offered = self.offered(session)?;
@@ -600,6 +602,9 @@ impl Boundary {
             None,
             json!({ "tools": offered_names }),
         ));
+        for event in &mut events {
+            event.origin = origin.clone();
+        }
         if let Err(e) = crate::store::block(self.store.record_all(&events)) {
             tracing::error!(error = %e, "cannot record a session's start; kept to be written once the store takes it");
             self.owe(events, &e);
@@ -972,8 +977,10 @@ impl Boundary {
         // The session's own count of calls that run, then its effects: the
         // grant's and the session's, the lower binding.
         let limits = session.limits();
+        // Looked at before an effect is taken, taken after: a call refused
+        // for its effects does not count.
         if let Some(max) = limits.max_calls
-            && !session.take_call(max)
+            && session.calls() >= max
         {
             return Err(trace.deny(Rule::SessionCallsExhausted).await);
         }
@@ -992,6 +999,11 @@ impl Boundary {
                 };
                 return Err(trace.deny(rule).await);
             }
+        }
+        if let Some(max) = limits.max_calls
+            && !session.take_call(max)
+        {
+            return Err(trace.deny(Rule::SessionCallsExhausted).await);
         }
         let detail = match pass {
             Pass::Spend { threshold, asks } => json!({

@@ -60,7 +60,13 @@ impl ServeHost {
         served.extend(platform.iter().copied());
         let offered = self
             .boundary
-            .open_session_with(&session, &served)
+            .open_session_with(
+                &session,
+                &served,
+                super::identity::Acting::now()
+                    .map(|acting| acting.origin)
+                    .unwrap_or_default(),
+            )
             .map_err(|e| {
                 HostError::BadRequest(format!("the session's surface cannot be decided: {e}"))
             })?;

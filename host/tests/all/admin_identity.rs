@@ -1722,6 +1722,12 @@ async fn every_change_through_the_admin_api_is_an_audit_row_with_its_actor() {
         (&json!(TRACE), &json!(SPAN)),
         "{opened_row}"
     );
+    // So do the session's set-up rows, written by the same request.
+    let offered = rows
+        .iter()
+        .find(|r| r["session"] == session.as_str() && r["state"] == "offered")
+        .expect("the session's offered row");
+    assert_eq!(offered["trace_id"], TRACE, "{offered}");
     // A request that named no trace: none.
     let ended_row = by_person("session_ended");
     assert_eq!(ended_row["trace_id"], Value::Null, "{ended_row}");
