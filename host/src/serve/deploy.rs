@@ -20,6 +20,10 @@ pub(crate) enum DeployError {
     /// The configuration file owns the connector (409).
     #[error("{0}")]
     FileOwned(String),
+    /// Another kind of connector has the name (409): a session component
+    /// and a connector every session may have never share one.
+    #[error("{0}")]
+    NameTaken(String),
     #[error("{0}")]
     NotFound(String),
     #[error(transparent)]
@@ -181,6 +185,19 @@ impl ServeHost {
     ) -> Result<ConnectorView, DeployError> {
         check_name(name)?;
         self.refuse_file_owned(name)?;
+        // A name sessions load their own component under is not every
+        // session's connector as well.
+        let a_session_component = self
+            .store
+            .session_components()
+            .await?
+            .into_iter()
+            .any(|c| c.name == name && !c.retired);
+        if a_session_component || self.is_session_only(name) {
+            return Err(DeployError::NameTaken(format!(
+                "`{name}` is a session component (`/v1/session-components/{name}`): withdraw it and let its sessions end first, or give the connector another name"
+            )));
+        }
         let text = settings.to_string();
         let mut parsed: ConnectorConfig = serde_json::from_value(settings)
             .map_err(|e| DeployError::Refused(format!("connectors.{name}: {e}")))?;

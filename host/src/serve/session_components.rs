@@ -76,7 +76,7 @@ impl ServeHost {
             .into_iter()
             .any(|c| c.name == name && !c.retired);
         if live_connector {
-            return Err(DeployError::FileOwned(format!(
+            return Err(DeployError::NameTaken(format!(
                 "`{name}` is a connector the fleet serves (`/v1/connectors/{name}`): give the session component another name"
             )));
         }

@@ -11,6 +11,7 @@ impl From<DeployError> for ApiError {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_connector", m)
             }
             DeployError::FileOwned(m) => ApiError::new(StatusCode::CONFLICT, "file_owned", m),
+            DeployError::NameTaken(m) => ApiError::new(StatusCode::CONFLICT, "name_taken", m),
             DeployError::NotFound(m) => ApiError::not_found(m),
             DeployError::Host(e) => e.into(),
         }
