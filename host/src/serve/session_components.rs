@@ -245,6 +245,11 @@ impl ServeHost {
                     ))
                 })?;
             self.serve_for_sessions(&name, loaded);
+            if !self.is_session_only(&name) {
+                return Err(refused(format!(
+                    "session component `{name}` is not offered on this host (a platform server, or a variable its settings need is unset here)"
+                )));
+            }
         }
         Ok(pinned_names)
     }
