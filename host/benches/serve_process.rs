@@ -707,18 +707,23 @@ fn breakdown(rt: &tokio::runtime::Runtime, serve: &Serve, origin: &str, http: &r
 /// `SCOUT_BENCH_BASELINE`), both serving the same fake GitHub with the
 /// same configuration, measured in this run: the breakdown's four requests
 /// in interleaved blocks, and 64 sessions at once, each serve in turn,
-/// three rounds, the median.
+/// three rounds, the median. Both are started here, so neither carries
+/// the other measurements' trace, sessions or warm caches (with this
+/// build's `serve` reused, an A/A run, the same binary on both sides,
+/// read 0.93x to 1.30x).
 fn against_baseline(
     rt: &tokio::runtime::Runtime,
-    serve: &Serve,
     baseline_bin: &Path,
     origin: &str,
     http: &reqwest::Client,
 ) {
+    let current = Serve::start(Path::new(BIN), "current", origin, None);
+    let serve = &current;
     let baseline = Serve::start(baseline_bin, "baseline", origin, None);
     let (block, blocks) = blocks();
     let per_session = if quick() { 5 } else { 40 };
     rt.block_on(async {
+        serve.connect_github(http).await;
         baseline.connect_github(http).await;
         let serves = [serve, &baseline];
         let sessions = [
@@ -1136,7 +1141,7 @@ fn bench(c: &mut Criterion) {
     figures(&rt, &serve, &http);
     breakdown(&rt, &serve, &github.origin(), &http);
     if let Some(baseline) = std::env::var_os("SCOUT_BENCH_BASELINE") {
-        against_baseline(&rt, &serve, Path::new(&baseline), &github.origin(), &http);
+        against_baseline(&rt, Path::new(&baseline), &github.origin(), &http);
     }
     catalogue_against_one(&rt, &serve, &github.origin(), &http);
     postgres_figures(&rt, &serve, &github.origin(), &http);
