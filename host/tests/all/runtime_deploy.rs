@@ -677,30 +677,23 @@ async fn a_component_named_at_open_is_served_to_that_session_alone() {
     );
     // A session component and a connector every session may have never
     // share a name, either way round.
-    let (status, body) = admin
-        .request(
-            Method::PUT,
-            "/v1/connectors/github",
-            Some(json!({"component": pinned(&v1), "origin": github.origin(), "allow_private_network": true})),
-        )
-        .await;
-    assert_eq!(
-        (status, body["error"]["code"].clone()),
-        (409, json!("name_taken")),
-        "{body}"
-    );
-    let (status, body) = admin
-        .request(
-            Method::PUT,
-            "/v1/session-components/capabilities",
-            Some(json!({"component": pinned(&v1), "origin": github.origin(), "allow_private_network": true})),
-        )
-        .await;
-    assert_eq!(
-        (status, body["error"]["code"].clone()),
-        (409, json!("file_owned")),
-        "{body}"
-    );
+    for (path, code) in [
+        ("/v1/connectors/github", "name_taken"),
+        ("/v1/session-components/capabilities", "file_owned"),
+    ] {
+        let (status, body) = admin
+            .request(
+                Method::PUT,
+                path,
+                Some(json!({"component": pinned(&v1), "origin": github.origin(), "allow_private_network": true})),
+            )
+            .await;
+        assert_eq!(
+            (status, body["error"]["code"].clone()),
+            (409, json!(code)),
+            "{path}: {body}"
+        );
+    }
 
     // Two sessions of the same brand and role, opened together: the one
     // that names the component is served it, the other is not.
