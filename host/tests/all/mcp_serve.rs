@@ -551,8 +551,7 @@ async fn the_official_client_sees_only_what_the_orchestrator_selected() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let config = dir.join("serve.toml");
-    // Writes stay off (GITHUB_ALLOW_WRITES unset): no session could be
-    // given a GitHub write, so selecting one is refused.
+    // Tools offered without an operator's review, writes left switched off.
     std::fs::write(
         &config,
         format!(
