@@ -68,8 +68,12 @@ pub(super) fn trace_parent(
 pub struct Endpoint {
     pub(super) service: StreamableHttpService<ConnectorServer, LocalSessionManager>,
     /// The same server, for requests answered without rmcp's per-request
-    /// service ([`super::stateless`]).
+    /// service ([`super::stateless`]) or its session worker
+    /// ([`super::in_session`]).
     pub(super) server: ConnectorServer,
+    /// rmcp's MCP sessions of this endpoint, as their clients declared
+    /// themselves.
+    pub(super) sessions: Arc<super::in_session::Sessions>,
 }
 
 impl Endpoint {
@@ -100,15 +104,16 @@ impl Endpoint {
             connector,
             listed: Default::default(),
         };
+        let manager = Arc::new(LocalSessionManager::default());
         let service = {
             let server = server.clone();
-            StreamableHttpService::new(
-                move || Ok(server.clone()),
-                Arc::new(LocalSessionManager::default()),
-                config,
-            )
+            StreamableHttpService::new(move || Ok(server.clone()), manager.clone(), config)
         };
-        Endpoint { service, server }
+        Endpoint {
+            service,
+            server,
+            sessions: Arc::new(super::in_session::Sessions::new(manager)),
+        }
     }
 }
 
@@ -169,14 +174,20 @@ impl ConnectorServer {
             }
             None => Vec::new(),
         };
-        let result = serde_json::to_string(&ListToolsResult::with_all_items(tools.clone()))
-            .map_err(|e| {
-                McpError::internal_error(format!("cannot describe the tools: {e}"), None)
-            })?;
+        let cannot = |e: serde_json::Error| {
+            McpError::internal_error(format!("cannot describe the tools: {e}"), None)
+        };
+        let list = ListToolsResult::with_all_items(tools.clone());
+        let result = serde_json::to_string(&list).map_err(cannot)?;
+        let mut legacy = rmcp::model::ServerResult::ListToolsResult(list);
+        legacy.strip_result_type_for_legacy_peer();
+        legacy.strip_non_object_output_for_legacy_peer();
+        let legacy = serde_json::to_string(&legacy).map_err(cannot)?;
         let listed = Arc::new(Listed {
             revision,
             tools,
             result: result.into(),
+            legacy_result: legacy.into(),
         });
         if revision.is_some() {
             *self.listed.lock() = Some(listed.clone());
@@ -192,6 +203,9 @@ pub struct Listed {
     pub tools: Vec<Tool>,
     /// The `tools/list` result, serialised.
     pub(super) result: Arc<str>,
+    /// The same for a peer of a protocol version before 2026-07-28, as
+    /// rmcp shapes it (no `resultType`, only object output schemas).
+    pub(super) legacy_result: Arc<str>,
 }
 
 /// The MCP description of `tools`.

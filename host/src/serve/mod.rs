@@ -19,6 +19,7 @@ mod console;
 pub(crate) mod deploy;
 mod drain;
 mod grant;
+mod in_session;
 use connections::ServedConnections;
 use grant::{Obtained, SessionGranter};
 pub mod host_tools;

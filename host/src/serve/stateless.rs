@@ -84,7 +84,9 @@ pub(super) fn direct(parts: &Parts, body: &[u8]) -> Option<Direct> {
     }
 }
 
-/// Answers `request` with `server`'s handler code. A call runs in a task
+/// Answers `request` with `server`'s handler code, shaped for a peer of a
+/// protocol version before 2026-07-28 when `legacy` (as rmcp shapes its
+/// answers to a session of such a client). A call runs in a task
 /// of its own: once allowed it runs to its end even if the caller goes
 /// away (`gone` withdraws it only while it waits for a person).
 ///
@@ -100,6 +102,8 @@ pub(super) async fn answer(
     gone: CancellationToken,
     headers: &HeaderMap,
     keep_alive: std::time::Duration,
+    legacy: bool,
+    running: Option<super::in_session::Running>,
 ) -> Response {
     let message = match request {
         // The list's result is serialised once per revision; only the id is new.
@@ -111,7 +115,11 @@ pub(super) async fn answer(
             Ok(listed) => match serde_json::to_string(&id) {
                 Ok(id) => Ok(format!(
                     r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#,
-                    listed.result
+                    if legacy {
+                        &listed.legacy_result
+                    } else {
+                        &listed.result
+                    }
                 )),
                 Err(e) => Err(e),
             },
@@ -123,6 +131,8 @@ pub(super) async fn answer(
             let (asked, approval) = tokio::sync::oneshot::channel();
             let withdraw = gone.clone();
             let mut call = tokio::spawn(async move {
+                // Cancellable by its client until it ends.
+                let _running = running;
                 server
                     .call_directly(*params, gone, traced, Some(asked))
                     .await
@@ -130,10 +140,10 @@ pub(super) async fn answer(
             let finished = tokio::select! {
                 finished = &mut call => finished,
                 Ok(_) = approval => {
-                    return waiting_stream(call, id, progress, withdraw, keep_alive);
+                    return waiting_stream(call, id, progress, withdraw, keep_alive, legacy);
                 }
             };
-            call_message(finished, id)
+            call_message(finished, id, legacy)
         }
     };
     match message {
@@ -154,9 +164,17 @@ pub(super) async fn answer(
 fn call_message(
     finished: Result<Result<rmcp::model::CallToolResponse, McpError>, tokio::task::JoinError>,
     id: RequestId,
+    legacy: bool,
 ) -> Result<String, serde_json::Error> {
     let result = match finished {
-        Ok(result) => result.map(ServerResult::from),
+        Ok(result) => result.map(|result| {
+            let mut result = ServerResult::from(result);
+            if legacy {
+                result.strip_result_type_for_legacy_peer();
+                result.strip_non_object_output_for_legacy_peer();
+            }
+            result
+        }),
         Err(e) => {
             tracing::error!(error = %e, "a tool call's task failed");
             Err(McpError::internal_error(
@@ -179,6 +197,7 @@ fn waiting_stream(
     progress: Option<serde_json::Value>,
     gone: CancellationToken,
     keep_alive: std::time::Duration,
+    legacy: bool,
 ) -> Response {
     let (events, received) = tokio::sync::mpsc::channel::<String>(4);
     tokio::spawn(async move {
@@ -188,7 +207,7 @@ fn waiting_stream(
         loop {
             tokio::select! {
                 finished = &mut call => {
-                    let data = call_message(finished, id).unwrap_or_else(|e| {
+                    let data = call_message(finished, id, legacy).unwrap_or_else(|e| {
                         tracing::error!(error = %e, "cannot serialise an MCP answer");
                         String::new()
                     });
@@ -239,7 +258,7 @@ fn waiting_stream(
 
 /// Only the W3C trace context and the progress token of a request's
 /// `_meta` (SEP-414): nothing else of it is kept.
-fn trace_context(meta: &MetaObject) -> MetaObject {
+pub(super) fn trace_context(meta: &MetaObject) -> MetaObject {
     let mut kept = MetaObject::new();
     if let Some(token) = meta.0.get(PROGRESS_TOKEN) {
         kept.0.insert(PROGRESS_TOKEN.to_string(), token.clone());
@@ -255,7 +274,7 @@ fn trace_context(meta: &MetaObject) -> MetaObject {
 
 /// The one value of header `name`; `None` when it is absent, repeated or
 /// not text.
-fn single<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+pub(super) fn single<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     let mut values = headers.get_all(name).iter();
     let first = values.next()?;
     if values.next().is_some() {
@@ -264,7 +283,7 @@ fn single<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     first.to_str().ok()
 }
 
-fn media_type_is(headers: &HeaderMap, name: header::HeaderName, wanted: &str) -> bool {
+pub(super) fn media_type_is(headers: &HeaderMap, name: header::HeaderName, wanted: &str) -> bool {
     single(headers, name.as_str()).is_some_and(|value| {
         value
             .split(';')
@@ -273,7 +292,7 @@ fn media_type_is(headers: &HeaderMap, name: header::HeaderName, wanted: &str) ->
     })
 }
 
-fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
+pub(super) fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
     headers
         .get_all(header::ACCEPT)
         .iter()

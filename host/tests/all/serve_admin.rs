@@ -1799,6 +1799,123 @@ async fn a_call_answered_directly_is_the_answer_rmcp_gives() {
     );
 }
 
+/// Inside an MCP session (`Mcp-Session-Id`, protocol 2025-11-25): a client
+/// that cannot be asked gets its list and calls as plain JSON, answered by
+/// the host itself; one that can be asked gets them from rmcp's session as
+/// an event stream. The messages are the same. A closed session answers
+/// nothing more, and nothing of it reaches GitHub.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_in_a_session_answered_directly_is_the_answer_rmcp_gives() {
+    let s = serve("in-session", "require_review = false", &[]).await;
+    let view = s.session("person-chat").await;
+    let read = json!({"owner": "octo", "repo": "hello", "path": "README.md"});
+    let requests = [
+        ("tools/list", json!({})),
+        (
+            "tools/call",
+            json!({"name": "github_read_file", "arguments": read}),
+        ),
+        (
+            "tools/call",
+            json!({"name": "github_create_branch", "arguments": {"owner": "octo", "repo": "hello", "branch": "b"}}),
+        ),
+        (
+            "tools/call",
+            json!({"name": "github_no_such_tool", "arguments": {}}),
+        ),
+    ];
+    let mut answers = Vec::new();
+    let mut direct_session = None;
+    for (capabilities, media_type) in [
+        (json!({}), "application/json"),
+        (json!({"elicitation": {}}), "text/event-stream"),
+    ] {
+        // Each round's refusals are a first time.
+        let (status, _) = s
+            .admin(
+                Method::POST,
+                &format!("/v1/sessions/{}/resume", view["id"].as_str().unwrap()),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200);
+        let mcp = s.mcp(&view).connect_declaring(capabilities).await;
+        for (method, params) in &requests {
+            let id = mcp.next_id.fetch_add(1, Ordering::SeqCst);
+            let response = mcp
+                .post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+                .await;
+            assert_eq!(response.status().as_u16(), 200, "{method} {params}");
+            let content_type = response
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            assert!(
+                content_type.starts_with(media_type),
+                "{method} {params} answered as {content_type}, not {media_type}"
+            );
+            let messages = jsonrpc_messages(&content_type, &response.text().await.unwrap());
+            let answer = messages
+                .into_iter()
+                .find(|m| m["id"] == id)
+                .unwrap_or_else(|| panic!("{method}: no answer"));
+            answers.push(answer);
+        }
+        direct_session.get_or_insert(mcp);
+    }
+    let (direct, through_rmcp) = answers.split_at(requests.len());
+    assert_eq!(direct, through_rmcp);
+    assert!(
+        direct[0]["result"].get("resultType").is_none(),
+        "{}",
+        direct[0]
+    );
+    assert!(!direct[0]["result"]["tools"].as_array().unwrap().is_empty());
+    assert_eq!(direct[1]["result"]["isError"], false, "{}", direct[1]);
+    assert!(
+        direct[1]["result"].get("resultType").is_none(),
+        "{}",
+        direct[1]
+    );
+    assert_eq!(
+        direct[2]["result"]["isError"], true,
+        "writes are off: {}",
+        direct[2]
+    );
+    assert!(direct[3]["error"].is_object(), "{}", direct[3]);
+    let reads = |s: &Served| {
+        s.github
+            .requests()
+            .iter()
+            .filter(|r| r.path.contains("README.md"))
+            .count()
+    };
+    assert_eq!(reads(&s), 2, "one read each");
+
+    // Closed by its client: the next call is refused, nothing is sent.
+    let mcp = direct_session.unwrap();
+    let closed = s
+        .http
+        .delete(&mcp.url)
+        .header(AUTHORIZATION, format!("Bearer {}", mcp.token))
+        .header("mcp-session-id", mcp.session.as_deref().unwrap())
+        .header("mcp-protocol-version", PROTOCOL)
+        .send()
+        .await
+        .unwrap();
+    assert!(closed.status().is_success(), "{}", closed.status());
+    let (status, _, _) = mcp
+        .request_raw(
+            "tools/call",
+            json!({"name": "github_read_file", "arguments": read}),
+        )
+        .await;
+    assert_eq!(status, 404, "a closed session answers nothing");
+    assert_eq!(reads(&s), 2, "nothing of the closed session reached GitHub");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stateless_calls_get_plain_json_and_a_caller_that_goes_away_withdraws() {
     let s = serve(

@@ -481,7 +481,17 @@ async fn forward_to_session(
     // Cancelled if this request's answer is dropped before it ends: the
     // client went away, and a call waiting for a person withdraws.
     let gone = super::mcp::CallerGone::default();
-    if let Some(request) = super::stateless::direct(&parts, &bytes) {
+    // A stateless request, else one inside a session of an earlier
+    // protocol version (its answer shaped as rmcp shapes it for that peer).
+    let direct = match super::stateless::direct(&parts, &bytes) {
+        Some(request) => Some((request, false, None)),
+        None => endpoint
+            .sessions
+            .direct(&parts, &bytes, &gone.0)
+            .await
+            .map(|(request, running)| (request, true, running)),
+    };
+    if let Some((request, legacy, running)) = direct {
         let guard = gone.0.clone().drop_guard();
         let response = super::stateless::answer(
             endpoint.server.clone(),
@@ -489,6 +499,8 @@ async fn forward_to_session(
             gone.0,
             &parts.headers,
             std::time::Duration::from_millis(host.config.sse_keep_alive_ms.max(10)),
+            legacy,
+            running,
         )
         .await;
         guard.disarm();
@@ -498,8 +510,15 @@ async fn forward_to_session(
     let mut parts = parts;
     parts.extensions.insert(gone.clone());
     let guard = gone.0.clone().drop_guard();
+    let handed = (parts.method.clone(), parts.headers.clone(), bytes.clone());
     let request = Request::from_parts(parts, axum::body::Body::from(bytes));
-    let mut response = match endpoint.service.oneshot(request).await {
+    let answer = endpoint.service.oneshot(request).await;
+    if let Ok(answer) = &answer {
+        endpoint
+            .sessions
+            .handed(&handed.0, &handed.1, &handed.2, answer);
+    }
+    let mut response = match answer {
         Ok(response) => response.map(|body| {
             axum::body::Body::from_stream(UntilEnd {
                 body: axum::body::Body::new(body).into_data_stream(),
