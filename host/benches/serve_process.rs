@@ -1,6 +1,7 @@
 //! The real `scout-host serve` in a process of its own, driven over MCP by a
-//! minimal Rust client (stateless 2026-07-28 requests, as current clients
-//! send them): what a deployment pays per call.
+//! minimal Rust client: stateless 2026-07-28 requests, and requests inside
+//! an MCP session (`Mcp-Session-Id`, 2025-11-25) shaped as the official
+//! Python client sends them. What a deployment pays per call.
 //!
 //! Printed before criterion's own group (median of the runs, never a timed
 //! assertion):
@@ -13,11 +14,12 @@
 //!   writes and fsyncs a file on the same disk, in interleaved blocks, with
 //!   the ratio: the trace's fsyncs share that disk;
 //! - server CPU per request, layer by layer (`GET /v1/health`, `tools/list`,
-//!   a refused and a read `tools/call`, the read with the database on tmpfs);
+//!   a refused and a read `tools/call`, the read with the database on tmpfs,
+//!   `tools/list` and a read inside an MCP session);
 //! - with `SCOUT_BENCH_BASELINE=PATH` (another build's `scout-host`, e.g. an
-//!   earlier commit's): the same four requests and 64 sessions at once
-//!   against a `serve` of that binary, in the same run, interleaved, with the
-//!   ratio current/baseline;
+//!   earlier commit's): the same six requests and 64 sessions at once
+//!   (stateless, then inside MCP sessions) against a `serve` of that
+//!   binary, in the same run, interleaved, with the ratio current/baseline;
 //! - a person-chat session holding every connector built from source against
 //!   one holding GitHub alone: `tools/list`, a refused and a read
 //!   `tools/call` on their `github` endpoint, interleaved, with the ratio;
@@ -307,6 +309,10 @@ struct Session {
     token: String,
     /// How many connector endpoints the session was given.
     endpoints: usize,
+    /// The MCP session (`Mcp-Session-Id`) its requests are sent in, as the
+    /// official Python client sends them (protocol 2025-11-25); stateless
+    /// 2026-07-28 requests when `None`.
+    mcp_session: Option<String>,
 }
 
 impl Session {
@@ -369,6 +375,59 @@ async fn open_session(http: &reqwest::Client, base: &str) -> Session {
             .unwrap_or_else(|| panic!("a session token: {view}"))
             .to_string(),
         endpoints: view["mcp"].as_object().map_or(0, |m| m.len()),
+        mcp_session: None,
+    }
+}
+
+/// The protocol version the official Python client (mcp 2.3.0) negotiates.
+const SESSION_PROTOCOL: &str = "2025-11-25";
+
+/// `s` inside an MCP session of its endpoint, opened as the official
+/// Python client opens one: `initialize` (declaring no capabilities, so
+/// nothing can be asked of it), then `notifications/initialized`.
+async fn in_mcp_session(http: &reqwest::Client, s: &Session) -> Session {
+    let post = |body: Value, session: Option<&str>| {
+        let mut request = http
+            .post(&s.url)
+            .header("authorization", format!("Bearer {}", s.token))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        if let Some(session) = session {
+            request = request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", SESSION_PROTOCOL);
+        }
+        request.body(body.to_string()).send()
+    };
+    let opened = post(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": SESSION_PROTOCOL, "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "0"}}}),
+        None,
+    )
+    .await
+    .expect("initialize reaches serve");
+    let id = opened
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_else(|| panic!("an MCP session id: {}", opened.status()))
+        .to_string();
+    let answer = message(&opened.text().await.expect("the initialize answer"));
+    assert!(
+        answer["result"]["protocolVersion"] == SESSION_PROTOCOL,
+        "{answer}"
+    );
+    let initialized = post(
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        Some(&id),
+    )
+    .await
+    .expect("notifications/initialized reaches serve");
+    assert_eq!(initialized.status().as_u16(), 202);
+    Session {
+        mcp_session: Some(id),
+        ..s.clone()
     }
 }
 
@@ -393,26 +452,46 @@ async fn mcp_request(
     name: Option<&str>,
     args: Value,
 ) -> Value {
-    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
-                      "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"}});
-    let (method, params) = match name {
-        Some(name) => (
-            "tools/call",
-            json!({"name": name, "arguments": args, "_meta": meta}),
-        ),
-        None => ("tools/list", json!({"_meta": meta})),
-    };
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let mut request = http
+    let request = http
         .post(&s.url)
         .header("authorization", format!("Bearer {}", s.token))
         .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", method);
-    if let Some(name) = name {
-        request = request.header("mcp-name", name);
-    }
+        .header("accept", "application/json, text/event-stream");
+    let method = if name.is_some() {
+        "tools/call"
+    } else {
+        "tools/list"
+    };
+    let (request, body) = if let Some(session) = &s.mcp_session {
+        // The official Python client's shape: no `_meta`, no `Mcp-Method`.
+        let params = match name {
+            Some(name) => json!({"name": name, "arguments": args}),
+            None => json!({}),
+        };
+        (
+            request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", SESSION_PROTOCOL),
+            json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}),
+        )
+    } else {
+        let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+                          "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"}});
+        let params = match name {
+            Some(name) => json!({"name": name, "arguments": args, "_meta": meta}),
+            None => json!({"_meta": meta}),
+        };
+        let mut request = request
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method);
+        if let Some(name) = name {
+            request = request.header("mcp-name", name);
+        }
+        (
+            request,
+            json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}),
+        )
+    };
     let reply = request
         .body(body.to_string())
         .send()
@@ -533,21 +612,36 @@ where
     wall.map(median)
 }
 
-/// The four requests of the breakdown, each as CPU per request of
-/// `serves[i]` through its session `sessions[i]`, interleaved block by
-/// block: `GET /v1/health`, `tools/list`, a refused and a read `tools/call`.
-async fn four_requests(
+/// What [`six_requests`] measures, in its order.
+const SIX_REQUESTS: [&str; 6] = [
+    "GET /v1/health",
+    "tools/list",
+    "refused tools/call",
+    "read tools/call",
+    "tools/list in an MCP session",
+    "read tools/call in an MCP session",
+];
+
+/// The six requests of the breakdown, each as CPU per request of
+/// `serves[i]` through its session `sessions[i]` (and the MCP session
+/// `in_sessions[i]` of the same endpoint), interleaved block by block:
+/// `GET /v1/health`, `tools/list`, a refused and a read `tools/call`
+/// (stateless), then `tools/list` and a read inside an MCP session.
+async fn six_requests(
     http: &reqwest::Client,
     serves: &[&Serve],
     sessions: &[Session],
+    in_sessions: &[Session],
     block: usize,
     blocks: usize,
-) -> [Vec<f64>; 4] {
+) -> [Vec<f64>; 6] {
     [
         interleaved(serves, block, blocks, |i| health(http, serves[i])).await,
         interleaved(serves, block, blocks, |i| list_tools(http, &sessions[i])).await,
         interleaved(serves, block, blocks, |i| refused_call(http, &sessions[i])).await,
         interleaved(serves, block, blocks, |i| read_file(http, &sessions[i])).await,
+        interleaved(serves, block, blocks, |i| list_tools(http, &in_sessions[i])).await,
+        interleaved(serves, block, blocks, |i| read_file(http, &in_sessions[i])).await,
     ]
 }
 
@@ -637,6 +731,15 @@ fn figures(rt: &tokio::runtime::Runtime, serve: &Serve, http: &reqwest::Client) 
         println!(
             "serve process, 64 sessions x {per_session} calls: {rate:.0} calls/s, server CPU {cpu:.0} us per call"
         );
+        let mut in_sessions = Vec::new();
+        for s in &sessions {
+            in_sessions.push(in_mcp_session(http, s).await);
+        }
+        at_once(http, serve, &in_sessions, 1).await;
+        let (rate, cpu) = at_once(http, serve, &in_sessions, per_session).await;
+        println!(
+            "serve process, 64 sessions x {per_session} calls in MCP sessions ({SESSION_PROTOCOL}): {rate:.0} calls/s, server CPU {cpu:.0} us per call"
+        );
 
         // p50 on a quiet disk against p50 while another writer fsyncs the same disk.
         let (mut quiet, mut loaded, mut syncs) = (Vec::new(), Vec::new(), 0);
@@ -691,6 +794,12 @@ fn breakdown(rt: &tokio::runtime::Runtime, serve: &Serve, origin: &str, http: &r
         println!(
             "serve process, server CPU per request ({n} each): GET /v1/health {health:.0} us; tools/list {list:.0} us; refused tools/call {refused:.0} us; read tools/call {read:.0} us"
         );
+        let in_session = in_mcp_session(http, &one).await;
+        let list = cpu_per(serve, n, || list_tools(http, &in_session)).await;
+        let read_in_session = cpu_per(serve, n, || read_file(http, &in_session)).await;
+        println!(
+            "serve process, server CPU per request inside an MCP session (protocol {SESSION_PROTOCOL}, {n} each): tools/list {list:.0} us; read tools/call {read_in_session:.0} us"
+        );
         if let Some(mem) = &in_memory {
             mem.connect_github(http).await;
             let one = open_session(http, &mem.base).await;
@@ -731,15 +840,16 @@ fn against_baseline(
             open_session(http, &serve.base).await,
             open_session(http, &baseline.base).await,
         ];
+        let in_sessions = [
+            in_mcp_session(http, &sessions[0]).await,
+            in_mcp_session(http, &sessions[1]).await,
+        ];
         println!(
             "serve process, against the baseline {} ({blocks} interleaved blocks of {block} requests each):",
             baseline_bin.display()
         );
-        let figures = four_requests(http, &serves, &sessions, block, blocks).await;
-        for (what, v) in ["GET /v1/health", "tools/list", "refused tools/call", "read tools/call"]
-            .iter()
-            .zip(figures)
-        {
+        let figures = six_requests(http, &serves, &sessions, &in_sessions, block, blocks).await;
+        for (what, v) in SIX_REQUESTS.iter().zip(figures) {
             println!(
                 "serve process, server CPU per request, {what}: {:.0} us against {:.0} us for the baseline ({:.2}x)",
                 v[0],
@@ -756,22 +866,30 @@ fn against_baseline(
             // Unmeasured: every session's first call.
             at_once(http, s, &many[i], 1).await;
         }
-        let (mut rate, mut cpu) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
-        for round in 0..3 {
-            for k in 0..2 {
-                let i = if round % 2 == 0 { k } else { 1 - k };
-                let (r, c) = at_once(http, serves[i], &many[i], per_session).await;
-                rate[i].push(r);
-                cpu[i].push(c);
+        let mut many_in_sessions = [Vec::new(), Vec::new()];
+        for (i, sessions) in many.iter().enumerate() {
+            for s in sessions {
+                many_in_sessions[i].push(in_mcp_session(http, s).await);
             }
         }
-        let [rate, baseline_rate] = rate.map(median_f64);
-        let [cpu, baseline_cpu] = cpu.map(median_f64);
-        println!(
-            "serve process, 64 sessions x {per_session} calls (median of 3 rounds): {rate:.0} calls/s against {baseline_rate:.0} for the baseline ({:.2}x); server CPU {cpu:.0} us per call against {baseline_cpu:.0} us ({:.2}x)",
-            rate / baseline_rate,
-            cpu / baseline_cpu
-        );
+        for (what, many) in [("", &many), (" in MCP sessions", &many_in_sessions)] {
+            let (mut rate, mut cpu) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+            for round in 0..3 {
+                for k in 0..2 {
+                    let i = if round % 2 == 0 { k } else { 1 - k };
+                    let (r, c) = at_once(http, serves[i], &many[i], per_session).await;
+                    rate[i].push(r);
+                    cpu[i].push(c);
+                }
+            }
+            let [rate, baseline_rate] = rate.map(median_f64);
+            let [cpu, baseline_cpu] = cpu.map(median_f64);
+            println!(
+                "serve process, 64 sessions x {per_session} calls{what} (median of 3 rounds): {rate:.0} calls/s against {baseline_rate:.0} for the baseline ({:.2}x); server CPU {cpu:.0} us per call against {baseline_cpu:.0} us ({:.2}x)",
+                rate / baseline_rate,
+                cpu / baseline_cpu
+            );
+        }
     });
 }
 
@@ -1104,6 +1222,7 @@ fn postgres_figures(
             url: view["mcp"]["github"].as_str().expect("an endpoint").to_string(),
             token: view["token"].as_str().expect("a token").to_string(),
             endpoints: 1,
+            mcp_session: None,
         };
         let (mut same, mut other) = (Vec::new(), Vec::new());
         for round in 0..rounds {
@@ -1150,6 +1269,10 @@ fn bench(c: &mut Criterion) {
     let one = rt.block_on(open_session(&http, &serve.base));
     c.bench_function("serve_process_stateless_tools_call", |b| {
         b.to_async(&rt).iter(|| read_file(&http, &one))
+    });
+    let in_session = rt.block_on(in_mcp_session(&http, &one));
+    c.bench_function("serve_process_session_tools_call", |b| {
+        b.to_async(&rt).iter(|| read_file(&http, &in_session))
     });
 }
 

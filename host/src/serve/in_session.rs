@@ -18,10 +18,10 @@
 //! one request in every half of rmcp's idle timeout is handed to it, so a
 //! session in use is never ended as idle.
 
-use super::stateless::{Direct, accepts, media_type_is, single, trace_context};
+use super::stateless::{Direct, Request, accepts, media_type_is, request, single, trace_context};
 use axum::http::{HeaderMap, Method, header, request::Parts};
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, ClientRequest, GetMeta, ProtocolVersion, RequestId,
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, ProtocolVersion, RequestId,
 };
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
@@ -102,30 +102,25 @@ impl Sessions {
                 return None;
             }
         }
-        let ClientJsonRpcMessage::Request(message) = serde_json::from_slice(body).ok()? else {
-            return None;
-        };
-        let meta = message.request.get_meta();
+        let (request_id, request, meta) = request(body)?;
         // A per-request protocol version is the stateless protocol's; rmcp
         // checks it against the headers.
         if meta.protocol_version().is_some() {
             return None;
         }
-        let traced = Box::new(trace_context(meta));
+        let traced = Box::new(trace_context(&meta));
         let method = headers.get("mcp-method");
-        let direct = match message.request {
-            ClientRequest::ListToolsRequest(_)
-                if method.is_none_or(|m| m.as_bytes() == b"tools/list") =>
-            {
-                Direct::List(message.id, traced)
+        let direct = match request {
+            Request::List if method.is_none_or(|m| m.as_bytes() == b"tools/list") => {
+                Direct::List(request_id, traced)
             }
-            ClientRequest::CallToolRequest(call)
+            Request::Call(params)
                 if method.is_none_or(|m| m.as_bytes() == b"tools/call")
                     && headers
                         .get("mcp-name")
-                        .is_none_or(|n| n.as_bytes() == call.params.name.as_bytes()) =>
+                        .is_none_or(|n| n.as_bytes() == params.name.as_bytes()) =>
             {
-                Direct::Call(message.id, Box::new(call.params), traced)
+                Direct::Call(request_id, params, traced)
             }
             _ => return None,
         };

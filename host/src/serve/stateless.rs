@@ -20,9 +20,12 @@ use axum::http::{HeaderMap, Method, StatusCode, header, request::Parts};
 use axum::response::{IntoResponse, Response};
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, GetMeta, MetaObject,
-    ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
+    CallToolRequestParams, JsonRpcVersion2_0, MetaObject, PaginatedRequestParams, ProtocolVersion,
+    RequestId, RequestMetaObject, ServerJsonRpcMessage, ServerResult,
 };
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
 use tokio_util::sync::CancellationToken;
 
 /// A request this module answers itself.
@@ -55,10 +58,7 @@ pub(super) fn direct(parts: &Parts, body: &[u8]) -> Option<Direct> {
     if version != ProtocolVersion::V_2026_07_28.as_str() {
         return None;
     }
-    let ClientJsonRpcMessage::Request(message) = serde_json::from_slice(body).ok()? else {
-        return None;
-    };
-    let meta = message.request.get_meta();
+    let (id, request, meta) = request(body)?;
     if !meta
         .missing_required_keys(&ProtocolVersion::V_2026_07_28)
         .is_empty()
@@ -67,18 +67,62 @@ pub(super) fn direct(parts: &Parts, body: &[u8]) -> Option<Direct> {
         return None;
     }
     let can_elicit = meta.client_capabilities()?.elicitation.is_some();
-    let traced = Box::new(trace_context(meta));
+    let traced = Box::new(trace_context(&meta));
     let method = single(headers, "mcp-method")?;
-    match message.request {
-        ClientRequest::ListToolsRequest(_) if method == "tools/list" => {
-            Some(Direct::List(message.id, traced))
-        }
-        ClientRequest::CallToolRequest(call)
+    match request {
+        Request::List if method == "tools/list" => Some(Direct::List(id, traced)),
+        Request::Call(params)
             if method == "tools/call"
                 && !can_elicit
-                && single(headers, "mcp-name")? == call.params.name =>
+                && single(headers, "mcp-name")? == params.name =>
         {
-            Some(Direct::Call(message.id, Box::new(call.params), traced))
+            Some(Direct::Call(id, params, traced))
+        }
+        _ => None,
+    }
+}
+
+/// A `tools/list` or `tools/call` request, as [`request`] read it.
+pub(super) enum Request {
+    List,
+    /// The call's parameters, their `_meta` taken out.
+    Call(Box<CallToolRequestParams>),
+}
+
+/// One JSON-RPC request as sent, its parameters read only once its method
+/// is known. (rmcp's message type is an untagged enum: it buffers the whole
+/// message and tries each shape in turn.) Anything else in it, or a field
+/// twice, and it is not read here.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Envelope<'a> {
+    #[serde(rename = "jsonrpc")]
+    _version: JsonRpcVersion2_0,
+    id: RequestId,
+    #[serde(borrow)]
+    method: Cow<'a, str>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+}
+
+/// `body` if it is one `tools/list` or `tools/call` request: its id, the
+/// request, and its `_meta`. The parameters are rmcp's own types, read as
+/// rmcp reads them; `None` for anything else (rmcp then judges it).
+pub(super) fn request(body: &[u8]) -> Option<(RequestId, Request, RequestMetaObject)> {
+    let envelope: Envelope = serde_json::from_slice(body).ok()?;
+    match &*envelope.method {
+        "tools/list" => {
+            let params: PaginatedRequestParams = match envelope.params {
+                Some(params) => serde_json::from_str(params.get()).ok()?,
+                None => PaginatedRequestParams::default(),
+            };
+            Some((envelope.id, Request::List, params.meta.unwrap_or_default()))
+        }
+        "tools/call" => {
+            let mut params: CallToolRequestParams =
+                serde_json::from_str(envelope.params?.get()).ok()?;
+            let meta = params.meta.take().unwrap_or_default();
+            Some((envelope.id, Request::Call(Box::new(params)), meta))
         }
         _ => None,
     }
@@ -396,6 +440,22 @@ mod tests {
         let notification =
             json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
         assert!(direct(&parts(MODERN), notification.as_bytes()).is_none());
+        // Not JSON-RPC 2.0, a field it does not have, a field twice, no
+        // parameters for a call.
+        let mut other: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        other["jsonrpc"] = json!("1.0");
+        assert!(direct(&parts(MODERN), other.to_string().as_bytes()).is_none());
+        other["jsonrpc"] = json!("2.0");
+        other["result"] = json!({});
+        assert!(direct(&parts(MODERN), other.to_string().as_bytes()).is_none());
+        let twice = String::from_utf8(body.clone())
+            .unwrap()
+            .replacen("\"id\": 7", "\"id\": 7, \"id\": 8", 1)
+            .replacen("\"id\":7", "\"id\":7,\"id\":8", 1);
+        assert!(twice.contains("8"), "{twice}");
+        assert!(direct(&parts(MODERN), twice.as_bytes()).is_none());
+        let bare_call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call"}).to_string();
+        assert!(direct(&parts(MODERN), bare_call.as_bytes()).is_none());
         // A `_meta` without the client's capabilities.
         let bare = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
             "name": "github_read_file", "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})
