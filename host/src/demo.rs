@@ -101,11 +101,12 @@ pub async fn run() -> Result<()> {
             for _ in 0..500 {
                 if let Some(a) = store
                     .pending("demo-session")
+                    .await
                     .ok()
                     .and_then(|p| p.into_iter().next())
                 {
                     println!("  a person approves approval #{} for {}", a.id, a.tool);
-                    let _ = store.decide(a.id, true, "demo person");
+                    let _ = store.decide(a.id, true, "demo person").await;
                     return;
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -130,7 +131,7 @@ pub async fn run() -> Result<()> {
     }
 
     println!("\ntrace ({}):", db.display());
-    for event in store.trace_for_session("demo-session")? {
+    for event in store.trace_for_session("demo-session").await? {
         let detail = match &event.detail {
             Value::Null => String::new(),
             Value::Object(o) if o.contains_key("tools") && o["tools"].is_array() => {
@@ -183,5 +184,15 @@ fn ran(executed: Executed) -> Result<CallOutcome> {
     match executed {
         Executed::Ran(outcome) => Ok(outcome),
         Executed::Failed(e) => bail!("the call failed in the host: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// `scout-host demo` (the README's first command): its read and its
+    /// approved write run, and the token reached GitHub and never the guest.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_demo_runs_to_its_end() {
+        super::run().await.expect("the demo runs to its end");
     }
 }

@@ -17,7 +17,9 @@ pub mod config;
 pub mod convert;
 pub mod credentials;
 mod dates;
-#[cfg(feature = "demo")]
+// Built for the unit tests too, so that the README's first command is
+// checked by `cargo test`.
+#[cfg(any(test, feature = "demo"))]
 pub mod demo;
 pub mod deployment;
 pub mod docs;
