@@ -15,7 +15,8 @@
 //!   the ratio: the trace's fsyncs share that disk;
 //! - server CPU per request, layer by layer (`GET /v1/health`, `tools/list`,
 //!   a refused and a read `tools/call`, the read with the database on tmpfs,
-//!   `tools/list` and a read inside an MCP session);
+//!   `tools/list` and a read inside an MCP session), and a read and a refused
+//!   call with `trace_durable_against = "process_crash"` beside the default;
 //! - with `SCOUT_BENCH_BASELINE=PATH` (another build's `scout-host`, e.g. an
 //!   earlier commit's): the same six requests and 64 sessions at once
 //!   (stateless, then inside MCP sessions) against a `serve` of that
@@ -106,6 +107,18 @@ impl Serve {
     /// `github_origin`, its database in `database_dir` (its own scratch
     /// directory when `None`); `label` names the scratch directory.
     fn start(bin: &Path, label: &str, github_origin: &str, database_dir: Option<&Path>) -> Serve {
+        Serve::start_with(bin, label, github_origin, database_dir, "")
+    }
+
+    /// [`Serve::start`] with `settings` (top-level TOML lines) in its
+    /// configuration.
+    fn start_with(
+        bin: &Path,
+        label: &str,
+        github_origin: &str,
+        database_dir: Option<&Path>,
+        settings: &str,
+    ) -> Serve {
         let dir = scratch(label);
         let database =
             database_dir.map(|d| d.join(format!("scout-bench-{label}-{}.db", std::process::id())));
@@ -113,7 +126,7 @@ impl Serve {
         std::fs::write(
             &config,
             format!(
-                "listen = \"127.0.0.1:0\"\nrequire_review = false\npause_after_repeated_denials = 0\ndatabase = {:?}\n\
+                "listen = \"127.0.0.1:0\"\nrequire_review = false\npause_after_repeated_denials = 0\ndatabase = {:?}\n{settings}\
                  [connectors.github]\ncomponent = {:?}\norigin = {:?}\nallow_private_network = true\n",
                 database.clone().unwrap_or_else(|| PathBuf::from("scout.db")),
                 scout_tests::components::GITHUB,
@@ -809,6 +822,36 @@ fn breakdown(rt: &tokio::runtime::Runtime, serve: &Serve, origin: &str, http: &r
                 read - read_mem
             );
         }
+        // The operator setting that trades the trace's fsync for durability
+        // against a process crash only, beside the default, interleaved.
+        let crash_only = Serve::start_with(
+            Path::new(BIN),
+            "process-crash",
+            origin,
+            None,
+            "[store]\ntrace_durable_against = \"process_crash\"\n",
+        );
+        crash_only.connect_github(http).await;
+        let fresh = Serve::start(Path::new(BIN), "power-loss", origin, None);
+        fresh.connect_github(http).await;
+        let serves = [&fresh, &crash_only];
+        let sessions = [
+            open_session(http, &fresh.base).await,
+            open_session(http, &crash_only.base).await,
+        ];
+        let (block, blocks) = blocks();
+        let reads = interleaved(&serves, block, blocks, |i| read_file(http, &sessions[i])).await;
+        let refusals =
+            interleaved(&serves, block, blocks, |i| refused_call(http, &sessions[i])).await;
+        println!(
+            "serve process, trace_durable_against = \"process_crash\" against the default \"power_loss\" ({blocks} interleaved blocks of {block}): read tools/call {:.0} us against {:.0} us ({:.2}x); refused tools/call {:.0} us against {:.0} us ({:.2}x)",
+            reads[1],
+            reads[0],
+            reads[1] / reads[0],
+            refusals[1],
+            refusals[0],
+            refusals[1] / refusals[0],
+        );
     });
 }
 

@@ -503,6 +503,14 @@ pub struct StoreConfig {
     /// relative to this file. Without it, the public web roots are trusted.
     #[serde(default)]
     pub ca_file: Option<PathBuf>,
+    /// With `sqlite`: what a trace row committed before its call goes on
+    /// survives. `power_loss` (the default, DESIGN D6): every commit is
+    /// fsynced. `process_crash`: committed to the operating system, not
+    /// fsynced, so the host's own crash loses nothing but a power loss or
+    /// an operating system crash may lose the last rows. Approvals,
+    /// charges and connections are fsynced either way.
+    #[serde(default)]
+    pub trace_durable_against: crate::store::TraceDurability,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -1030,6 +1038,13 @@ impl ServeConfig {
                 "max_request_bytes must be at least 1024".into(),
             ));
         }
+        if config.store.backend == StoreBackend::Postgres
+            && config.store.trace_durable_against != crate::store::TraceDurability::PowerLoss
+        {
+            return Err(ConfigFileError::Invalid(
+                "[store] trace_durable_against = \"process_crash\" is a SQLite setting: on PostgreSQL every commit is as durable as the server makes it; remove the line".into(),
+            ));
+        }
         if let Some(oidc) = &config.oidc {
             oidc.check().map_err(ConfigFileError::Invalid)?;
         }
@@ -1246,7 +1261,7 @@ fn open_configured_store(
             let opened = if reader {
                 SqliteStore::open_to_read(&config.database)
             } else {
-                SqliteStore::open(&config.database)
+                SqliteStore::open_durable(&config.database, config.store.trace_durable_against)
             };
             Ok(Arc::new(opened.map_err(|source| StartError::Store {
                 path: config.database.display().to_string(),
@@ -1277,6 +1292,39 @@ fn open_configured_store(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trace_durability_is_power_loss_unless_a_sqlite_host_says_otherwise() {
+        let github =
+            "[connectors.github]\ncomponent = \"g.wasm\"\norigin = \"https://api.github.com\"\n";
+        let c = ServeConfig::parse(github).unwrap();
+        assert_eq!(
+            c.store.trace_durable_against,
+            crate::store::TraceDurability::PowerLoss
+        );
+        let c = ServeConfig::parse(&format!(
+            "{github}[store]\ntrace_durable_against = \"process_crash\"\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            c.store.trace_durable_against,
+            crate::store::TraceDurability::ProcessCrash
+        );
+        let postgres = ServeConfig::parse(&format!(
+            "{github}[store]\nbackend = \"postgres\"\nurl_env = \"PG\"\ntrace_durable_against = \"process_crash\"\n"
+        ));
+        assert!(
+            matches!(&postgres, Err(ConfigFileError::Invalid(m)) if m.contains("SQLite setting") && m.contains("remove the line")),
+            "{postgres:?}"
+        );
+        let unknown = ServeConfig::parse(&format!(
+            "{github}[store]\ntrace_durable_against = \"sometimes\"\n"
+        ));
+        assert!(
+            matches!(&unknown, Err(e) if e.to_string().contains("trace_durable_against")),
+            "{unknown:?}"
+        );
+    }
 
     #[test]
     fn defaults_and_schemes() {

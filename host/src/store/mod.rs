@@ -39,6 +39,21 @@ pub mod prelude {
 pub use postgres::{DEFAULT_LEASE_SECS, LOST_HOST_REVOKER, PgOptions, PgStore, new_host_id};
 pub use sqlite::SqliteStore;
 
+/// What a trace row committed before its call goes on survives, on SQLite
+/// (`[store] trace_durable_against`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceDurability {
+    /// Every trace commit is fsynced before the call goes on (DESIGN D6).
+    #[default]
+    PowerLoss,
+    /// Trace commits reach the operating system, not the disk: the host's
+    /// own crash loses nothing; a power loss or an operating system crash
+    /// may lose the last rows (the database stays whole: SQLite's WAL
+    /// with `synchronous=NORMAL`).
+    ProcessCrash,
+}
+
 use crate::policy::{Catalog, Profile, ProfileError};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};

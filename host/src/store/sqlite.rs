@@ -172,6 +172,15 @@ impl SqliteStore {
     /// `synchronous=FULL`, foreign keys on, schema created if absent. A file
     /// that is not a database, or one from a newer schema, is an error.
     pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
+        Self::open_durable(path, super::TraceDurability::PowerLoss)
+    }
+
+    /// [`SqliteStore::open`], its trace rows durable against `durability`
+    /// (every other write is fsynced whatever it says).
+    pub fn open_durable(
+        path: impl AsRef<Path>,
+        durability: super::TraceDurability,
+    ) -> Result<SqliteStore, StoreError> {
         let path = path.as_ref();
         let mut conn = Connection::open(path)?;
         conn.busy_timeout(Duration::from_secs(30))?;
@@ -187,10 +196,16 @@ impl SqliteStore {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         migrate(&tx)?;
         tx.commit()?;
-        // The trace writer's own connection: the same file and settings.
+        // The trace writer's own connection: the same file; each commit
+        // fsynced, or (durable against a process crash only) handed to the
+        // operating system. Under WAL, NORMAL never corrupts the file.
         let trace_conn = Connection::open(path)?;
         trace_conn.busy_timeout(Duration::from_secs(30))?;
-        trace_conn.pragma_update(None, "synchronous", "FULL")?;
+        let synchronous = match durability {
+            super::TraceDurability::PowerLoss => "FULL",
+            super::TraceDurability::ProcessCrash => "NORMAL",
+        };
+        trace_conn.pragma_update(None, "synchronous", synchronous)?;
         let host_id = super::new_host_id();
         let writer = super::writer::TraceWriter::start(trace_conn, host_id.clone())?;
         let reader = Connection::open_with_flags(

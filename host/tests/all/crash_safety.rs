@@ -1274,3 +1274,67 @@ impl Drop for RemoveDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// `[store] trace_durable_against = "process_crash"` keeps its name's
+/// promise: `serve` killed with SIGKILL right after answering loses no
+/// trace row of any call it answered (reads, and reads its guest
+/// refuses), and the file is whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trace_rows_durable_against_a_process_crash_survive_sigkill() {
+    let github = FakeGitHub::start(GITHUB_TOKEN).await;
+    let dir = std::env::temp_dir().join(format!("scout-process-crash-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let _cleanup = RemoveDir(dir.clone());
+    let config = dir.join("serve.toml");
+    let db = dir.join("scout.db");
+    std::fs::write(
+        &config,
+        format!(
+            "{}\n[store]\ntrace_durable_against = \"process_crash\"\n",
+            scout_tests::serve_config_for_github(&github.origin())
+        ),
+    )
+    .unwrap();
+    let http = reqwest::Client::new();
+    let mut serve = Serve::start(&config);
+    let admin = Admin {
+        http: http.clone(),
+        base: serve.base.clone(),
+    };
+    admin.set_up().await;
+    let view = admin.session().await;
+    let session = view["id"].as_str().unwrap().to_string();
+    let mcp = Mcp::new(&http, &view).connect().await;
+    let mut answered = 0;
+    for i in 0..20 {
+        // Reads, and reads the guest refuses (a path outside the repo).
+        let owner = if i % 4 == 3 { ".." } else { "octo" };
+        let reply = mcp
+            .request(
+                "tools/call",
+                json!({"name": "github_read_file", "arguments": {"owner": owner, "repo": "hello", "path": "README.md"}}),
+            )
+            .await
+            .expect("answered");
+        assert!(reply["result"].is_object(), "{reply}");
+        answered += 1;
+    }
+    serve.kill();
+
+    let store = SqliteStore::open(&db).unwrap();
+    store.integrity_check().unwrap();
+    let events = all_trace(&store, "acme");
+    let finished = events
+        .iter()
+        .filter(|e| {
+            e.session == session
+                && e.tool.as_deref() == Some("mcp__github__github_read_file")
+                && e.state == TraceState::Result
+        })
+        .count();
+    assert_eq!(
+        finished, answered,
+        "every answered call's result row survived the kill"
+    );
+}
