@@ -577,7 +577,16 @@ fn main() -> Result<()> {
                     switches,
                     scout_host::credentials::process_env,
                 )?;
-                let rt = tokio::runtime::Runtime::new()?;
+                // A stdio server has one client, whose calls mostly come one
+                // at a time: one worker, so a call's wake-ups do not bounce
+                // between idle workers (measured: 0.89x the server CPU per
+                // read of two workers on two cores). `TOKIO_WORKER_THREADS`
+                // still decides when set. Over HTTP, one worker per core.
+                let mut runtime = tokio::runtime::Builder::new_multi_thread();
+                if stdio && std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
+                    runtime.worker_threads(1);
+                }
+                let rt = runtime.enable_all().build()?;
                 if stdio {
                     let (Some(brand), Some(role), Some(connector)) = (brand, role, connector)
                     else {

@@ -223,7 +223,10 @@ pub async fn run_stdio(
     };
     crate::logs::say(format_args!("session {} over stdio", view.id));
     let server = mcp::ConnectorServer::new(&host, &live, connector);
-    let running = server.serve(rmcp::transport::stdio()).await?;
+    // Pipes (how MCP clients start a stdio server) are read and written on
+    // tokio's reactor; tokio's own stdin and stdout hand every read and
+    // write to a blocking thread. Anything else falls back to those.
+    let running = server.serve(rmcp::transport::stdio_pipes()).await?;
     let _ = running.waiting().await;
     host.end_session(&view.id);
     host.flush_telemetry().await;
