@@ -20,8 +20,6 @@ use rmcp::model::{
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{ElicitationMode, RequestContext};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use std::sync::{Arc, Weak};
@@ -63,60 +61,6 @@ pub(super) fn trace_parent(
     }
 }
 
-/// The streamable HTTP service of one session and connector.
-#[derive(Clone)]
-pub struct Endpoint {
-    pub(super) service: StreamableHttpService<ConnectorServer, LocalSessionManager>,
-    /// The same server, for requests answered without rmcp's per-request
-    /// service ([`super::stateless`]) or its session worker
-    /// ([`super::in_session`]).
-    pub(super) server: ConnectorServer,
-    /// rmcp's MCP sessions of this endpoint, as their clients declared
-    /// themselves.
-    pub(super) sessions: Arc<super::in_session::Sessions>,
-}
-
-impl Endpoint {
-    pub(super) fn new(
-        host: Arc<ServeHost>,
-        session: Weak<LiveSession>,
-        connector: String,
-        cancel: CancellationToken,
-    ) -> Endpoint {
-        let config = StreamableHttpServerConfig::default()
-            .with_cancellation_token(cancel)
-            .with_max_request_body_bytes(host.config.max_request_bytes)
-            .with_sse_keep_alive(Some(Duration::from_millis(
-                host.config.sse_keep_alive_ms.max(10),
-            )))
-            // A stateless (2026-07-28) request gets one plain JSON answer,
-            // no event stream, unless the call asks its client something
-            // (elicitation) first. A client that goes away while waiting
-            // drops the answer's future, which withdraws the call's approval
-            // as a closed stream does (`CallerGone`). Session-mode clients
-            // keep SSE and its keep-alive.
-            .with_json_response(true)
-            // The router checked the Host header against the configured list.
-            .disable_allowed_hosts();
-        let server = ConnectorServer {
-            host: Arc::downgrade(&host),
-            session,
-            connector,
-            listed: Default::default(),
-        };
-        let manager = Arc::new(LocalSessionManager::default());
-        let service = {
-            let server = server.clone();
-            StreamableHttpService::new(move || Ok(server.clone()), manager.clone(), config)
-        };
-        Endpoint {
-            service,
-            server,
-            sessions: Arc::new(super::in_session::Sessions::new(manager)),
-        }
-    }
-}
-
 /// The MCP server of one session and connector.
 #[derive(Clone)]
 pub struct ConnectorServer {
@@ -129,6 +73,20 @@ pub struct ConnectorServer {
 }
 
 impl ConnectorServer {
+    /// The server of a session being set up for `connector`.
+    pub(super) fn of(
+        host: Weak<ServeHost>,
+        session: Weak<LiveSession>,
+        connector: String,
+    ) -> ConnectorServer {
+        ConnectorServer {
+            host,
+            session,
+            connector,
+            listed: Default::default(),
+        }
+    }
+
     /// The server of `session` for `connector` (stdio serves one directly).
     pub fn new(
         host: &Arc<ServeHost>,

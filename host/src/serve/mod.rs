@@ -18,6 +18,7 @@ mod connections;
 mod console;
 pub(crate) mod deploy;
 mod drain;
+mod endpoint;
 mod grant;
 mod in_session;
 use connections::ServedConnections;
@@ -147,7 +148,7 @@ pub struct SessionView {
 }
 
 /// A live session, reached through its MCP endpoints ([`crate::session::registry`]).
-pub type LiveSession = crate::session::registry::Live<mcp::Endpoint>;
+pub type LiveSession = crate::session::registry::Live<endpoint::Endpoint>;
 
 /// The session as the admin API shows it, under `base`; the token only
 /// in the answer that created it.
@@ -239,7 +240,7 @@ pub struct ServeHost {
     tokens: Arc<crate::credentials::Tokens>,
     key: [u8; 32],
     boundary: Arc<Boundary>,
-    sessions: crate::session::registry::Registry<mcp::Endpoint>,
+    sessions: crate::session::registry::Registry<endpoint::Endpoint>,
     http: Mutex<HashMap<(String, String), CachedClient>>,
     admin_token_digest: [u8; 32],
     /// The token `metrics_listen` asks for, if one is set.
@@ -780,7 +781,7 @@ impl ServeHost {
         &self,
         session: &str,
         connector: &str,
-    ) -> Option<(Arc<LiveSession>, mcp::Endpoint)> {
+    ) -> Option<(Arc<LiveSession>, endpoint::Endpoint)> {
         let live = self.session(session)?;
         let endpoint = live.endpoints.get(connector)?.clone();
         Some((live, endpoint))

@@ -138,7 +138,7 @@ impl ServeHost {
             for connector in connectors.iter().chain(scout.iter()) {
                 live.endpoints.insert(
                     connector.clone(),
-                    mcp::Endpoint::new(
+                    super::endpoint::Endpoint::new(
                         self.clone(),
                         weak.clone(),
                         connector.clone(),
@@ -601,7 +601,7 @@ impl ServeHost {
             for connector in live.connectors.clone().iter().chain(scout.iter()) {
                 live.endpoints.insert(
                     connector.clone(),
-                    mcp::Endpoint::new(
+                    super::endpoint::Endpoint::new(
                         self.clone(),
                         weak.clone(),
                         connector.clone(),

@@ -147,7 +147,7 @@ pub(super) async fn answer(
     headers: &HeaderMap,
     keep_alive: std::time::Duration,
     legacy: bool,
-    running: Option<super::in_session::Running>,
+    running: Option<impl Send + 'static>,
 ) -> Response {
     let message = match request {
         // The list's result is serialised once per revision; only the id is new.

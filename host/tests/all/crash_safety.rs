@@ -681,10 +681,7 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
         );
     }
     let github = FakeGitHub::start(GITHUB_TOKEN).await;
-    let dir = std::env::temp_dir().join(format!("scout-crash-safety-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let _cleanup = RemoveDir(dir.clone());
+    let (dir, _cleanup) = scratch_dir("scout-crash-safety");
     let config = dir.join("serve.toml");
     let db = dir.join("scout.db");
     std::fs::write(
@@ -1269,6 +1266,15 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
 /// Removes the test's directory (database, WAL, configuration) on drop.
 struct RemoveDir(PathBuf);
 
+/// A fresh directory `label-PID` in the temp directory, removed when the
+/// second value is dropped.
+fn scratch_dir(label: &str) -> (PathBuf, RemoveDir) {
+    let dir = std::env::temp_dir().join(format!("{label}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    (dir.clone(), RemoveDir(dir))
+}
+
 impl Drop for RemoveDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
@@ -1282,10 +1288,7 @@ impl Drop for RemoveDir {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trace_rows_durable_against_a_process_crash_survive_sigkill() {
     let github = FakeGitHub::start(GITHUB_TOKEN).await;
-    let dir = std::env::temp_dir().join(format!("scout-process-crash-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let _cleanup = RemoveDir(dir.clone());
+    let (dir, _cleanup) = scratch_dir("scout-process-crash");
     let config = dir.join("serve.toml");
     let db = dir.join("scout.db");
     std::fs::write(

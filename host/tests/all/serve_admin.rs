@@ -234,6 +234,18 @@ impl Served {
     }
 
     /// Upstream requests other than reads.
+    /// A person resumes `view`'s session: its refusals count afresh.
+    async fn resume(&self, view: &Value) {
+        let (status, body) = self
+            .admin(
+                Method::POST,
+                &format!("/v1/sessions/{}/resume", view["id"].as_str().unwrap()),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+
     fn upstream_writes(&self) -> usize {
         self.github
             .requests()
@@ -1718,14 +1730,7 @@ async fn a_call_answered_directly_is_the_answer_rmcp_gives() {
     for capabilities in [json!({}), json!({"elicitation": {}})] {
         // Each round's refusals are a first time (a person's resumption
         // makes refusals count afresh).
-        let (status, _) = s
-            .admin(
-                Method::POST,
-                &format!("/v1/sessions/{}/resume", view["id"].as_str().unwrap()),
-                None,
-            )
-            .await;
-        assert_eq!(status, 200);
+        s.resume(&view).await;
         for (tool, args) in [
             ("github_read_file", read.clone()),
             (
@@ -1831,14 +1836,7 @@ async fn a_call_in_a_session_answered_directly_is_the_answer_rmcp_gives() {
         (json!({"elicitation": {}}), "text/event-stream"),
     ] {
         // Each round's refusals are a first time.
-        let (status, _) = s
-            .admin(
-                Method::POST,
-                &format!("/v1/sessions/{}/resume", view["id"].as_str().unwrap()),
-                None,
-            )
-            .await;
-        assert_eq!(status, 200);
+        s.resume(&view).await;
         let mcp = s.mcp(&view).connect_declaring(capabilities).await;
         for (method, params) in &requests {
             let id = mcp.next_id.fetch_add(1, Ordering::SeqCst);
