@@ -9,11 +9,15 @@
 //! here with rmcp's own model types and answered by the same handler code
 //! ([`super::mcp::ConnectorServer`]), as the same JSON-RPC message.
 //!
-//! Anything else goes to rmcp, which validates it and answers as the
-//! protocol says: a session (`Mcp-Session-Id`), a notification, a
+//! A request inside an MCP session (`Mcp-Session-Id`) may be answered the
+//! same way by [`super::in_session`]. Anything else goes to rmcp, which
+//! validates it and answers as the protocol says: a notification, a
 //! response, another method, a client that can elicit (its call may ask
 //! its person a question over the event stream), an `Mcp-Param-*` header,
 //! and any header that is missing or does not agree exactly with the body.
+//!
+//! A request is read as a JSON-RPC envelope first and its parameters once
+//! its method is known ([`request`]), with rmcp's own parameter types.
 
 use super::mcp::ConnectorServer;
 use axum::http::{HeaderMap, Method, StatusCode, header, request::Parts};
