@@ -9,7 +9,8 @@
 //!   (`/proc/PID/task/*/schedstat`, every thread, so the client's CPU is not
 //!   counted; `/proc/PID/stat` when a thread exited meanwhile) over a run of
 //!   sequential calls, and over 64 sessions calling at once, with calls per
-//!   second;
+//!   second; and the trace writer's group commit (calls' batches per
+//!   transaction, from `/metrics`) with 1, 8 and 64 sessions calling;
 //! - p50 of a call with the disk quiet against p50 while another process
 //!   writes and fsyncs a file on the same disk, in interleaved blocks, with
 //!   the ratio: the trace's fsyncs share that disk;
@@ -444,6 +445,36 @@ async fn in_mcp_session(http: &reqwest::Client, s: &Session) -> Session {
     }
 }
 
+/// The trace writer's transactions so far and the calls' batches they
+/// carried (`scout_trace_group_size` on `/metrics`).
+async fn trace_groups(http: &reqwest::Client, serve: &Serve) -> (f64, f64) {
+    let text = http
+        .get(format!("{}/metrics", serve.base))
+        .header("authorization", format!("Bearer {ADMIN}"))
+        .send()
+        .await
+        .expect("/metrics answers")
+        .text()
+        .await
+        .expect("the metrics' text");
+    let value = |name: &str| {
+        text.lines()
+            .find_map(|line| line.strip_prefix(name)?.trim().parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("{name} on /metrics"))
+    };
+    (
+        value("scout_trace_group_size_count "),
+        value("scout_trace_group_size_sum "),
+    )
+}
+
+/// Calls' batches per trace transaction since `before` (a mark of
+/// [`trace_groups`]).
+async fn group_size_since(http: &reqwest::Client, serve: &Serve, before: (f64, f64)) -> f64 {
+    let (transactions, batches) = trace_groups(http, serve).await;
+    (batches - before.1) / (transactions - before.0)
+}
+
 /// One `GET /v1/health`: an HTTP request through the router, without MCP.
 async fn health(http: &reqwest::Client, serve: &Serve) {
     let reply = admin(
@@ -724,11 +755,13 @@ fn figures(rt: &tokio::runtime::Runtime, serve: &Serve, http: &reqwest::Client) 
         }
 
         // Server CPU per call, one call at a time.
+        let groups = trace_groups(http, serve).await;
         let (mark, t0) = (serve.mark(), Instant::now());
         for _ in 0..sequential {
             read_file(http, &one).await;
         }
         let (cpu, wall) = (serve.cpu_since(&mark), t0.elapsed());
+        let group_of_one = group_size_since(http, serve, groups).await;
         println!(
             "serve process, {sequential} sequential stateless tools/call: server CPU {:.0} us per call, wall {:.0} us per call",
             micros(cpu) / sequential as f64,
@@ -740,9 +773,18 @@ fn figures(rt: &tokio::runtime::Runtime, serve: &Serve, http: &reqwest::Client) 
         for _ in 0..64 {
             sessions.push(open_session(http, &serve.base).await);
         }
+        at_once(http, serve, &sessions, 1).await;
+        let groups = trace_groups(http, serve).await;
+        at_once(http, serve, &sessions[..8], per_session * 8).await;
+        let group_of_eight = group_size_since(http, serve, groups).await;
+        let groups = trace_groups(http, serve).await;
         let (rate, cpu) = at_once(http, serve, &sessions, per_session).await;
+        let group_of_64 = group_size_since(http, serve, groups).await;
         println!(
             "serve process, 64 sessions x {per_session} calls: {rate:.0} calls/s, server CPU {cpu:.0} us per call"
+        );
+        println!(
+            "serve process, calls' batches per trace transaction (group commit), mean: 1 session {group_of_one:.2}, 8 sessions {group_of_eight:.2}, 64 sessions {group_of_64:.2}"
         );
         let mut in_sessions = Vec::new();
         for s in &sessions {
