@@ -295,6 +295,12 @@ impl Mcp {
     /// Sends one request; returns the HTTP status, its id and every JSON-RPC
     /// message the response carried (none if the stream ended without one).
     async fn request_raw(&self, method: &str, params: Value) -> (u16, u64, Vec<Value>) {
+        let (status, _, id, messages) = self.request_typed(method, params).await;
+        (status, id, messages)
+    }
+
+    /// [`Mcp::request_raw`], with the response's media type.
+    async fn request_typed(&self, method: &str, params: Value) -> (u16, String, u64, Vec<Value>) {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let response = self
             .post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
@@ -311,7 +317,8 @@ impl Mcp {
             .await
             .expect("the response ends")
             .unwrap_or_default();
-        (status, id, jsonrpc_messages(&content_type, &text))
+        let messages = jsonrpc_messages(&content_type, &text);
+        (status, content_type, id, messages)
     }
 
     /// Sends one request and returns the JSON-RPC response to it.
@@ -1839,22 +1846,13 @@ async fn a_call_in_a_session_answered_directly_is_the_answer_rmcp_gives() {
         s.resume(&view).await;
         let mcp = s.mcp(&view).connect_declaring(capabilities).await;
         for (method, params) in &requests {
-            let id = mcp.next_id.fetch_add(1, Ordering::SeqCst);
-            let response = mcp
-                .post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-                .await;
-            assert_eq!(response.status().as_u16(), 200, "{method} {params}");
-            let content_type = response
-                .headers()
-                .get(CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-                .to_string();
+            let (status, content_type, id, messages) =
+                mcp.request_typed(method, params.clone()).await;
+            assert_eq!(status, 200, "{method} {params}");
             assert!(
                 content_type.starts_with(media_type),
                 "{method} {params} answered as {content_type}, not {media_type}"
             );
-            let messages = jsonrpc_messages(&content_type, &response.text().await.unwrap());
             let answer = messages
                 .into_iter()
                 .find(|m| m["id"] == id)
