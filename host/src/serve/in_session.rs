@@ -162,8 +162,9 @@ impl Sessions {
         if !answer.status().is_success() {
             return;
         }
-        let mut opened = self.opened.lock();
         if let Some(id) = single(headers, "mcp-session-id") {
+            let cancelled = cancelled_call(body);
+            let mut opened = self.opened.lock();
             if method == Method::DELETE {
                 // Closed by its client: what it still waits for withdraws,
                 // as it does when rmcp closes its streams.
@@ -172,7 +173,7 @@ impl Sessions {
                 }
             } else if let Some(session) = opened.get_mut(id) {
                 session.handed = Instant::now();
-                if let Some(cancelled) = cancelled_call(body)
+                if let Some(cancelled) = cancelled
                     && let Some(gone) = session.running.get(&cancelled)
                 {
                     gone.cancel();
@@ -196,6 +197,7 @@ impl Sessions {
             return;
         }
         // Sessions rmcp ended as idle are forgotten here, as new ones open.
+        let mut opened = self.opened.lock();
         opened.retain(|_, s| s.handed.elapsed() < SessionConfig::DEFAULT_KEEP_ALIVE);
         opened.insert(
             answered.into(),
