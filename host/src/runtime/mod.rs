@@ -54,6 +54,16 @@ use wasmtime_wasi::WasiCtx;
 /// memory. A Rust guest holds a handful at a time.
 pub const MAX_TABLE_ENTRIES: usize = 1024;
 
+/// Bytes at the start of a pooled table kept resident between calls
+/// (zeroed, not unmapped; 64 slots of 16 tables keep 16 MiB at most).
+/// Measured (`tool_call`, one run): a fresh store and instantiation
+/// 10.4 → 6.2 µs, a call refused in the guest 28.4 → 20.0 µs.
+const KEEP_RESIDENT_PER_TABLE: usize = 16 << 10;
+
+/// Freed pool slots reset together. Measured (`tool_call`, one run): a call
+/// refused in the guest 20.0 → 17.5 µs against resetting each slot alone.
+const DECOMMIT_BATCH: usize = 16;
+
 /// Limits and locations of a runtime.
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {
@@ -257,7 +267,18 @@ impl Runtime {
             .table_elements(config.max_table_elements)
             .max_core_instances_per_component(32)
             .max_memories_per_component(2)
-            .max_tables_per_component(32);
+            .max_tables_per_component(32)
+            // A slot's tables are reset for the next call with `memset`, not
+            // `madvise`: the next instantiation takes no page faults there.
+            // Linear memory stays reset by `madvise`: a Rust guest's stack
+            // and heap start at 1 MiB, beyond what a `memset` pays for, and
+            // PAGEMAP_SCAN (which finds the touched pages) measured slower.
+            .table_keep_resident(KEEP_RESIDENT_PER_TABLE)
+            .pagemap_scan(wasmtime::Enabled::No)
+            // Freed slots are reset in batches: one `madvise` flush and TLB
+            // shootdown for many calls. A queued slot is not reused before
+            // its reset (wasmtime flushes the queue when it runs short).
+            .decommit_batch_size(DECOMMIT_BATCH);
 
         let mut cfg = Config::new();
         cfg.strategy(Strategy::Cranelift)
