@@ -151,6 +151,26 @@ fn bench(c: &mut Criterion) {
         b.to_async(&rt).iter(|| s.component.instantiate_fresh())
     });
 
+    // The credential's scrub of a 16 KiB JSON answer that holds no secret
+    // (the common case) and of one that reflects it twice, escaped.
+    let scrubber = scout_host::capabilities::scrub::Scrubber::new(TOKEN, []);
+    let clean: Vec<u8> = (0..160)
+        .map(|i| {
+            format!(
+                r#"{{"name":"file-{i}.md","path":"docs/a%20b\/file-{i}.md","sha":"{i:040x}"}},"#
+            )
+        })
+        .collect::<String>()
+        .into_bytes();
+    let mut dirty = clean.clone();
+    dirty.extend_from_slice(format!("\"Bearer {TOKEN}\" {}", TOKEN.replace('_', "%5F")).as_bytes());
+    c.bench_function("scrub_16k_clean", |b| {
+        b.iter(|| std::hint::black_box(scrubber.scrub(&clean)))
+    });
+    c.bench_function("scrub_16k_reflected", |b| {
+        b.iter(|| std::hint::black_box(scrubber.scrub(&dirty)))
+    });
+
     // The whole host path without the network: arguments converted, a fresh
     // store, the guest runs and refuses the owner before any request.
     c.bench_function("call_refused_in_guest", |b| {

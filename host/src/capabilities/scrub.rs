@@ -11,6 +11,12 @@
 //! found too, at each of the three alignments, in the standard and the
 //! URL-safe alphabet. Each match is replaced by `[REDACTED]`.
 //!
+//! A response is read twice at most, whatever the number of secrets: one
+//! pass finds where any secret's escape forms begin (one `memchr3`, or a
+//! byte table when the secrets begin with more than one byte), one
+//! Aho-Corasick pass finds every base64 form. The automaton and the table
+//! are built when a secret is added, never per response.
+//!
 //! This catches encodings, not arbitrary transformations: an upstream that
 //! reverses or encrypts what it echoes is outside what a scrub can see. The
 //! secret never enters the guest's request in the first place, so what is
@@ -30,6 +36,60 @@ pub struct Scrubber {
     secrets: Vec<Vec<u8>>,
     /// Forms matched literally (base64 at each alignment).
     literals: Vec<Vec<u8>>,
+    /// Every literal at once; `None` when there is none.
+    literal_matcher: Option<std::sync::Arc<aho_corasick::AhoCorasick>>,
+    /// The bytes an escape form of some secret can begin with.
+    starts: StartBytes,
+}
+
+/// The bytes a match of some secret's escape forms can begin with.
+#[derive(Clone)]
+enum StartBytes {
+    /// Three bytes at most (one secret: its first byte, `\\` and `%`).
+    Few([u8; 3]),
+    /// Any number, as a table.
+    Table(Box<[bool; 256]>),
+}
+
+impl Default for StartBytes {
+    fn default() -> Self {
+        StartBytes::Table(Box::new([false; 256]))
+    }
+}
+
+impl StartBytes {
+    fn of(secrets: &[Vec<u8>]) -> StartBytes {
+        let mut bytes = vec![b'\\', b'%'];
+        for secret in secrets {
+            bytes.extend(secret.first().copied());
+            if secret.first() == Some(&b' ') {
+                bytes.push(b'+');
+            }
+        }
+        bytes.sort_unstable();
+        bytes.dedup();
+        match bytes[..] {
+            [a, b] => StartBytes::Few([a, b, b]),
+            [a, b, c] => StartBytes::Few([a, b, c]),
+            _ => {
+                let mut table = Box::new([false; 256]);
+                for b in bytes {
+                    table[b as usize] = true;
+                }
+                StartBytes::Table(table)
+            }
+        }
+    }
+
+    /// The first position at or after `from` where a match may begin.
+    fn next(&self, haystack: &[u8], from: usize) -> Option<usize> {
+        let rest = haystack.get(from..)?;
+        let found = match self {
+            StartBytes::Few([a, b, c]) => memchr::memchr3(*a, *b, *c, rest),
+            StartBytes::Table(table) => rest.iter().position(|&x| table[x as usize]),
+        };
+        found.map(|at| from + at)
+    }
 }
 
 impl std::fmt::Debug for Scrubber {
@@ -73,11 +133,29 @@ impl Scrubber {
         // Longest first, so a form that contains another is replaced whole.
         self.secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         self.literals.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        self.starts = StartBytes::of(&self.secrets);
+        // Built from patterns of at least MIN_LITERAL bytes, so it cannot
+        // fail; if it ever did, every literal is still matched one by one.
+        self.literal_matcher = aho_corasick::AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+            .build(&self.literals)
+            .ok()
+            .filter(|_| !self.literals.is_empty())
+            .map(std::sync::Arc::new);
     }
 
     /// Whether there is nothing to scrub.
     pub fn is_empty(&self) -> bool {
         self.secrets.is_empty()
+    }
+
+    /// [`Scrubber::scrub`] of a body the caller owns: returned as it came,
+    /// with no copy, when it holds no secret (the common case).
+    pub fn scrub_owned(&self, bytes: Vec<u8>) -> Vec<u8> {
+        match self.scrubbed(&bytes) {
+            None => bytes,
+            Some(clean) => clean.into_owned(),
+        }
     }
 
     /// `bytes` with every form of every secret replaced by `[REDACTED]`.
@@ -89,18 +167,46 @@ impl Scrubber {
     /// The scrubbed bytes, or `None` when nothing was found: the common case
     /// copies nothing.
     fn scrubbed<'a>(&self, bytes: &'a [u8]) -> Option<std::borrow::Cow<'a, [u8]>> {
-        let mut out: Option<Vec<u8>> = None;
-        for secret in &self.secrets {
-            if let Some(next) = replace_encoded(out.as_deref().unwrap_or(bytes), secret) {
-                out = Some(next);
+        if self.secrets.is_empty() {
+            return None;
+        }
+        let mut found = self.encoded_matches(bytes);
+        match &self.literal_matcher {
+            Some(matcher) => found.extend(matcher.find_iter(bytes).map(|m| (m.start(), m.end()))),
+            None => {
+                for literal in &self.literals {
+                    found.extend(
+                        memchr::memmem::find_iter(bytes, literal)
+                            .map(|at| (at, at + literal.len())),
+                    );
+                }
             }
         }
-        for literal in &self.literals {
-            if let Some(next) = replace_literal(out.as_deref().unwrap_or(bytes), literal) {
-                out = Some(next);
+        if found.is_empty() {
+            return None;
+        }
+        Some(std::borrow::Cow::Owned(redact(bytes, found)))
+    }
+
+    /// Where any secret is written in any mix of raw bytes and escape
+    /// forms, longest secret first at each position; one scan of `bytes`.
+    fn encoded_matches(&self, bytes: &[u8]) -> Vec<(usize, usize)> {
+        let mut found = Vec::new();
+        let mut at = 0;
+        while let Some(start) = self.starts.next(bytes, at) {
+            match self
+                .secrets
+                .iter()
+                .find_map(|secret| match_at(bytes, start, secret))
+            {
+                Some(end) => {
+                    found.push((start, end));
+                    at = end;
+                }
+                None => at = start + 1,
             }
         }
-        out.map(std::borrow::Cow::Owned)
+        found
     }
 
     /// [`Scrubber::scrub`] for text.
@@ -235,58 +341,27 @@ fn base64_alignments(secret: &[u8], engine: &impl base64::Engine) -> Vec<Vec<u8>
     forms
 }
 
-/// `haystack` with every `needle` replaced, or `None` if there is none.
-fn replace_literal(haystack: &[u8], needle: &[u8]) -> Option<Vec<u8>> {
-    memchr::memmem::find(haystack, needle)?;
+/// `haystack` with every range in `found` replaced by `[REDACTED]`; ranges
+/// that overlap or touch are redacted as one.
+fn redact(haystack: &[u8], mut found: Vec<(usize, usize)>) -> Vec<u8> {
+    found.sort_unstable();
     let mut out = Vec::with_capacity(haystack.len());
     let mut last = 0;
-    for at in memchr::memmem::find_iter(haystack, needle) {
-        if at < last {
-            continue;
-        }
-        out.extend_from_slice(&haystack[last..at]);
-        out.extend_from_slice(REDACTED.as_bytes());
-        last = at + needle.len();
-    }
-    out.extend_from_slice(&haystack[last..]);
-    Some(out)
-}
-
-/// Replaces every occurrence of `secret` written in any mix of raw bytes and
-/// escape forms; `None` if there is none.
-fn replace_encoded(haystack: &[u8], secret: &[u8]) -> Option<Vec<u8>> {
-    let &first = secret.first()?;
-    let mut out = Vec::new();
-    let mut last = 0;
-    let mut at = 0;
-    while at < haystack.len() {
-        // A match starts with the first character in one of its forms.
-        let rest = &haystack[at..];
-        let candidate = memchr::memchr3(first, b'\\', b'%', rest);
-        let plus = if first == b' ' {
-            memchr::memchr(b'+', rest)
-        } else {
-            None
-        };
-        let Some(offset) = [candidate, plus].into_iter().flatten().min() else {
-            break;
-        };
-        let start = at + offset;
-        match match_at(haystack, start, secret) {
-            Some(end) => {
-                out.extend_from_slice(&haystack[last..start]);
-                out.extend_from_slice(REDACTED.as_bytes());
-                last = end;
-                at = end;
+    let mut ranges = found.into_iter().peekable();
+    while let Some((start, mut end)) = ranges.next() {
+        while let Some(&(next_start, next_end)) = ranges.peek() {
+            if next_start > end {
+                break;
             }
-            None => at = start + 1,
+            end = end.max(next_end);
+            ranges.next();
         }
-    }
-    if last == 0 {
-        return None;
+        out.extend_from_slice(&haystack[last..start]);
+        out.extend_from_slice(REDACTED.as_bytes());
+        last = end;
     }
     out.extend_from_slice(&haystack[last..]);
-    Some(out)
+    out
 }
 
 /// The end of the longest encoding of `secret` starting at `start`.
@@ -411,6 +486,50 @@ mod tests {
 
     fn scrub_and_cut(s: &Scrubber, text: &str, cap: usize, already_cut: bool) -> (String, u64) {
         cut_scrubbed(s.scrub_text(text), cap, already_cut, &[s])
+    }
+
+    #[test]
+    fn several_secrets_are_found_in_one_pass_each_in_every_form() {
+        let others = [
+            "Bearer-xyz-4471",
+            " leading-space-secret",
+            "zz9-plural-z-alpha",
+        ];
+        let mut scrubber = Scrubber::new(SECRET, []);
+        for other in others {
+            scrubber.add(other);
+        }
+        // More start bytes than `memchr3` takes: the table path.
+        assert!(matches!(scrubber.starts, StartBytes::Table(_)));
+        let b64 = base64::engine::general_purpose::STANDARD_NO_PAD;
+        let text = format!(
+            "a={} b={} c={} d={} e={}",
+            SECRET,
+            others[0].replace('-', "%2D"),
+            others[1].replace(' ', "+"),
+            b64.encode(format!("user:{}", others[2])),
+            "nothing here % \\ +",
+        );
+        let out = scrubber.scrub_text(&text);
+        assert_eq!(out.matches(REDACTED).count(), 4, "{out}");
+        assert!(!scrubber.finds(out.as_bytes()), "a secret left in {out}");
+        assert!(out.ends_with("e=nothing here % \\ +"), "{out}");
+    }
+
+    #[test]
+    fn overlapping_forms_are_redacted_as_one() {
+        // The raw secret followed by a base64 form that begins inside it.
+        let b64 = base64::engine::general_purpose::STANDARD_NO_PAD.encode(SECRET);
+        let text = format!("x{SECRET}{b64}y");
+        let s = Scrubber::new(SECRET, []);
+        let out = s.scrub_text(&text);
+        assert!(!s.finds(out.as_bytes()), "{out}");
+        assert!(out.starts_with('x') && out.ends_with('y'), "{out}");
+        let ranges = vec![(1, 5), (3, 8), (8, 9), (12, 13)];
+        assert_eq!(
+            redact(b"0123456789abcdef", ranges),
+            b"0[REDACTED]9ab[REDACTED]def".to_vec()
+        );
     }
 
     #[test]

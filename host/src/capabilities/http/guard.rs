@@ -96,13 +96,6 @@ impl HttpCapability {
                 "more than {MAX_HEADERS} headers"
             )));
         }
-        let credential_header = match &self.credential {
-            Some(Credential {
-                scheme: CredentialScheme::Header { name },
-                ..
-            }) => Some(name.to_ascii_lowercase()),
-            _ => None,
-        };
         let total: usize = guest.iter().map(|(n, v)| n.len() + v.len()).sum();
         if total > self.max_header_bytes {
             return Err(HttpError::Denied(format!(
@@ -118,11 +111,7 @@ impl HttpCapability {
                     name.escape_debug()
                 ))
             })?;
-            if carries_authority(name.as_str())
-                || credential_header.as_deref() == Some(name.as_str())
-                || self.strip_headers.iter().any(|s| s == name.as_str())
-                || self.secret_headers.iter().any(|(s, _)| s == name)
-            {
+            if carries_authority(name.as_str()) || self.withheld.contains(&name) {
                 continue;
             }
             let value = HeaderValue::from_str(value).map_err(|_| {
@@ -130,41 +119,65 @@ impl HttpCapability {
             })?;
             headers.append(name, value);
         }
-        headers.insert(
-            http::header::ACCEPT_ENCODING,
-            HeaderValue::from_static(encoding::ACCEPT_ENCODING),
-        );
-        for (name, value) in &self.secret_headers {
-            let mut value = HeaderValue::from_str(value).expect("validated at configuration");
-            value.set_sensitive(true);
-            headers.insert(name.clone(), value);
-        }
-        if let Some(cred) = &self.credential {
-            let (name, value) = match &cred.scheme {
-                CredentialScheme::Bearer => (
-                    http::header::AUTHORIZATION,
-                    format!("Bearer {}", cred.secret.0),
-                ),
-                CredentialScheme::Basic { username } => (
-                    http::header::AUTHORIZATION,
-                    format!(
-                        "Basic {}",
-                        base64::engine::general_purpose::STANDARD
-                            .encode(format!("{username}:{}", cred.secret.0))
-                    ),
-                ),
-                CredentialScheme::Header { name } => (
-                    HeaderName::from_bytes(name.as_bytes()).expect("validated at configuration"),
-                    cred.secret.0.clone(),
-                ),
-                CredentialScheme::Query { .. } => return Ok(headers),
-            };
-            let mut value = HeaderValue::from_str(&value).expect("validated at configuration");
-            value.set_sensitive(true);
-            headers.insert(name, value);
+        for (name, value) in &self.injected {
+            headers.insert(name.clone(), value.clone());
         }
         Ok(headers)
     }
+}
+
+/// What the host injects into every request of a destination, and the
+/// names a guest may not send to it besides [`carries_authority`]: computed
+/// once per handle, not per request. The values were validated with the
+/// configuration, so one that would not parse is left out, never sent
+/// half-built.
+pub(super) fn injected_headers(
+    credential: Option<&Credential>,
+    secret_headers: &[(HeaderName, String)],
+    strip_headers: &[HeaderName],
+) -> (Vec<(HeaderName, HeaderValue)>, Vec<HeaderName>) {
+    let sensitive = |value: &str| {
+        HeaderValue::from_str(value).ok().map(|mut v| {
+            v.set_sensitive(true);
+            v
+        })
+    };
+    let mut injected = vec![(
+        http::header::ACCEPT_ENCODING,
+        HeaderValue::from_static(encoding::ACCEPT_ENCODING),
+    )];
+    let mut withheld = strip_headers.to_vec();
+    for (name, value) in secret_headers {
+        withheld.push(name.clone());
+        injected.extend(sensitive(value).map(|v| (name.clone(), v)));
+    }
+    if let Some(cred) = credential {
+        let header = match &cred.scheme {
+            CredentialScheme::Bearer => Some((
+                http::header::AUTHORIZATION,
+                format!("Bearer {}", cred.secret.0),
+            )),
+            CredentialScheme::Basic { username } => Some((
+                http::header::AUTHORIZATION,
+                format!(
+                    "Basic {}",
+                    base64::engine::general_purpose::STANDARD
+                        .encode(format!("{username}:{}", cred.secret.0))
+                ),
+            )),
+            CredentialScheme::Header { name } => HeaderName::from_bytes(name.as_bytes())
+                .ok()
+                .map(|name| (name, cred.secret.0.clone())),
+            CredentialScheme::Query { .. } => None,
+        };
+        if let Some((name, value)) = header {
+            if !carries_authority(name.as_str()) {
+                withheld.push(name.clone());
+            }
+            injected.extend(sensitive(&value).map(|v| (name, v)));
+        }
+    }
+    (injected, withheld)
 }
 
 /// Headers a guest may not set: they carry authority, credentials, identity,

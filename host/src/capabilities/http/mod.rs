@@ -64,12 +64,15 @@ pub struct HttpCapability {
     max_response_bytes: u64,
     max_request_bytes: usize,
     max_header_bytes: usize,
-    /// Lowercased names of further headers the guest may not send.
-    strip_headers: Vec<String>,
     /// The destination name fixtures and recordings give it.
     destination: Option<String>,
-    /// Deployment-secret headers injected into every request.
-    secret_headers: Vec<(HeaderName, String)>,
+    /// What the host puts in every request, in order, computed once here:
+    /// the negotiated encodings, the deployment's secret headers, the
+    /// credential (the last two marked sensitive).
+    injected: Vec<(HeaderName, HeaderValue)>,
+    /// Names a guest may not send besides [`carries_authority`]: the
+    /// credential's header, the secret headers, the operator's list.
+    withheld: Vec<HeaderName>,
     /// How to get a handle with a fresh credential after a 401.
     renewal: Option<Arc<dyn Renewal>>,
 }
@@ -248,7 +251,7 @@ impl HttpCapability {
                     name.escape_debug()
                 ))
             })?;
-            strip_headers.push(parsed.as_str().to_string());
+            strip_headers.push(parsed);
         }
 
         let live_client = || {
@@ -280,6 +283,8 @@ impl HttpCapability {
             HttpMode::Replay(replay) => Backend::Replay(replay.clone()),
         };
 
+        let (injected, withheld) =
+            guard::injected_headers(credential.as_ref(), &secret_headers, &strip_headers);
         Ok(Arc::new(HttpCapability {
             origin,
             prefix,
@@ -289,9 +294,9 @@ impl HttpCapability {
             max_response_bytes: config.max_response_bytes,
             max_request_bytes: config.max_request_bytes,
             max_header_bytes: config.max_request_header_bytes,
-            strip_headers,
             destination: config.destination.clone(),
-            secret_headers,
+            injected,
+            withheld,
             renewal: config.renewal.clone(),
         }))
     }

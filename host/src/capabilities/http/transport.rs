@@ -73,7 +73,7 @@ impl HttpCapability {
                 Ok(Response {
                     status: response.status,
                     headers,
-                    body: self.scrub(&response.body),
+                    body: self.scrubber.scrub_owned(response.body),
                 })
             }
         }
@@ -100,7 +100,7 @@ impl HttpCapability {
                 Response {
                     status,
                     headers,
-                    body: self.scrub(&body),
+                    body: self.scrubber.scrub_owned(body),
                 },
                 peer,
             ))
@@ -207,7 +207,11 @@ impl HttpCapability {
 
     /// The whole body, refused once it passes the cap.
     async fn read_capped(&self, response: &mut reqwest::Response) -> Result<Vec<u8>, HttpError> {
-        let mut body = Vec::new();
+        // One allocation when the upstream says how long the body is (an
+        // announced length is not trusted beyond 1 MiB or the cap).
+        let announced = response.content_length().unwrap_or(0);
+        let reserve = announced.min(self.max_response_bytes).min(1 << 20);
+        let mut body = Vec::with_capacity(reserve as usize);
         while let Some(chunk) = response
             .chunk()
             .await
