@@ -10,6 +10,14 @@
 //! and no tokio worker ever waits on the disk. A caller still returns only
 //! once its rows are durable. If a group's transaction fails, each batch is
 //! retried alone, so one caller's refused rows never cost another's.
+//!
+//! The write-ahead log is copied into the database file (a checkpoint, with
+//! its own fsync of the file) by a second thread on a third connection,
+//! never inside a caller's commit: SQLite's automatic checkpoint is off on
+//! the store's connections, and the writer wakes the checkpointer once the
+//! log has grown by [`CHECKPOINT_EVERY`] commits (and it runs every
+//! [`CHECKPOINT_AT_LEAST_EVERY`] regardless, for the store's other writes).
+//! A passive checkpoint never blocks the writer.
 
 use super::{StoreError, TraceEvent};
 use rusqlite::{Connection, TransactionBehavior, params};
@@ -18,6 +26,13 @@ use std::thread::JoinHandle;
 
 /// Most batches committed in one transaction.
 const MAX_GROUP: usize = 512;
+
+/// Commits after which the checkpointer is woken; SQLite's own automatic
+/// checkpoint (1000 pages) comes after a few hundred trace commits.
+const CHECKPOINT_EVERY: u64 = 200;
+
+/// The longest the log goes without a checkpoint while the host runs.
+const CHECKPOINT_AT_LEAST_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// One trace row, serialised by the caller (so a value that cannot be
 /// serialised fails its own caller, never the group).
@@ -54,26 +69,45 @@ struct Batch {
 pub struct TraceWriter {
     queue: Option<mpsc::Sender<Batch>>,
     thread: Option<JoinHandle<()>>,
+    checkpointer: Option<JoinHandle<()>>,
     commits: std::sync::Arc<std::sync::atomic::AtomicU64>,
     metrics: super::WriterMetrics,
 }
 
 impl TraceWriter {
     /// Starts the writer on `conn` (a connection of its own to the store's file).
-    /// Each row it writes names `host`, this host's id.
-    pub fn start(conn: Connection, host: String) -> Result<TraceWriter, StoreError> {
+    /// Each row it writes names `host`, this host's id. With `checkpoints`
+    /// (one more connection), the log is checkpointed off the callers' path.
+    pub fn start(
+        conn: Connection,
+        host: String,
+        checkpoints: Option<Connection>,
+    ) -> Result<TraceWriter, StoreError> {
         let (queue, batches) = mpsc::channel();
         let commits = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let counted = commits.clone();
         let metrics = super::WriterMetrics::default();
         let measured = metrics.clone();
+        let (wake, checkpointer) = match checkpoints {
+            Some(conn) => {
+                // One pending wake-up is enough: a checkpoint copies all.
+                let (wake, woken) = mpsc::sync_channel(1);
+                let thread = std::thread::Builder::new()
+                    .name("scout-trace-checkpoint".into())
+                    .spawn(move || checkpoint_loop(conn, woken))
+                    .map_err(StoreError::WriterStart)?;
+                (Some(wake), Some(thread))
+            }
+            None => (None, None),
+        };
         let thread = std::thread::Builder::new()
             .name("scout-trace-writer".into())
-            .spawn(move || write_loop(conn, &host, batches, &counted, &measured))
+            .spawn(move || write_loop(conn, &host, batches, &counted, &measured, wake))
             .map_err(StoreError::WriterStart)?;
         Ok(TraceWriter {
             queue: Some(queue),
             thread: Some(thread),
+            checkpointer,
             commits,
             metrics,
         })
@@ -126,6 +160,27 @@ impl Drop for TraceWriter {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+        // The writer's end of the wake-up channel went with its thread.
+        if let Some(thread) = self.checkpointer.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Checkpoints the log passively when woken, and at least every
+/// [`CHECKPOINT_AT_LEAST_EVERY`]; ends when the writer does. A checkpoint
+/// that fails (a reader holding the log) is tried again at the next wake-up.
+fn checkpoint_loop(conn: Connection, woken: mpsc::Receiver<()>) {
+    loop {
+        match woken.recv_timeout(CHECKPOINT_AT_LEAST_EVERY) {
+            Ok(()) | Err(mpsc::RecvTimeoutError::Timeout) => {
+                let passive = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                if let Err(e) = passive {
+                    tracing::debug!(error = %e, "the trace's checkpoint is tried again later");
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        }
     }
 }
 
@@ -139,10 +194,17 @@ fn write_loop(
     batches: mpsc::Receiver<Batch>,
     commits: &std::sync::atomic::AtomicU64,
     metrics: &super::WriterMetrics,
+    checkpoint: Option<mpsc::SyncSender<()>>,
 ) {
     let counted = |outcome: Result<(), std::sync::Arc<rusqlite::Error>>| {
         if outcome.is_ok() {
-            commits.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let done = commits.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            if done % CHECKPOINT_EVERY == 0
+                && let Some(wake) = &checkpoint
+            {
+                // Full: a wake-up is already pending.
+                let _ = wake.try_send(());
+            }
         }
         outcome
     };

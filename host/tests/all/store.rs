@@ -295,6 +295,34 @@ fn as_written(store: &dyn scout_host::store::Store, events: &[TraceEvent]) -> Ve
         .collect()
 }
 
+/// With SQLite's automatic checkpoint off on the store's connections, the
+/// checkpointer thread keeps the write-ahead log from growing: after 1,000
+/// trace commits (each at least one frame) the log has been restarted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_trace_log_is_checkpointed_while_commits_stream() {
+    let db = temp_db("checkpoints");
+    let store = SqliteStore::open(&db).unwrap();
+    const COMMITS: i64 = 1_000;
+    for n in 0..COMMITS {
+        let batch = [event("s", "acme", TraceState::Requested, n)];
+        store.record_all(&batch).await.unwrap();
+    }
+    // `log` is the frames in the log now: fewer than the commits only if a
+    // checkpoint completed and a later commit restarted the log.
+    let conn = rusqlite::Connection::open(db.path()).unwrap();
+    let log: i64 = conn
+        .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| row.get(1))
+        .unwrap();
+    assert!(
+        log < COMMITS,
+        "the log holds {log} frames after {COMMITS} commits"
+    );
+    assert_eq!(
+        store.trace_for_session("s").await.unwrap().len(),
+        COMMITS as usize
+    );
+}
+
 /// Concurrent writers share the trace writer's transactions (group commit):
 /// every batch lands whole and in order, and a batch SQLite refuses (here a
 /// real trigger) fails only its own writer.
