@@ -3,7 +3,9 @@
 //! process; and the cost of a fresh store per call.
 //!
 //! Besides criterion's own groups, a first pass interleaves the two pair by
-//! pair (so both see the same machine state) and prints the ratio of medians.
+//! pair (so both see the same machine state) and prints the ratio of medians,
+//! and a counting allocator prints the allocations of each kind of call
+//! (the fake upstream's in this process included, the same for both).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use scout_host::{
@@ -12,10 +14,81 @@ use scout_host::{
 };
 use scout_tests::fake_github::FakeGitHub;
 use serde_json::{Value, json};
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 const TOKEN: &str = "ghp_benchmark_token_0123456789";
+
+/// The system allocator, counting every allocation and its bytes.
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+static ALLOCATED_BYTES: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: every call is forwarded unchanged to `System`.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        ALLOCATED_BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        ALLOCATED_BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        ALLOCATED_BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static COUNTING: Counting = Counting;
+
+/// Allocations and bytes per run of `f`, over `runs` runs one after another.
+fn allocations_per<F: Future<Output = ()>>(
+    rt: &tokio::runtime::Runtime,
+    runs: u64,
+    mut f: impl FnMut() -> F,
+) -> (f64, f64) {
+    rt.block_on(async {
+        let (count, bytes) = (
+            ALLOCATIONS.load(Ordering::Relaxed),
+            ALLOCATED_BYTES.load(Ordering::Relaxed),
+        );
+        for _ in 0..runs {
+            f().await;
+        }
+        (
+            (ALLOCATIONS.load(Ordering::Relaxed) - count) as f64 / runs as f64,
+            (ALLOCATED_BYTES.load(Ordering::Relaxed) - bytes) as f64 / runs as f64,
+        )
+    })
+}
+
+/// Prints the allocations of a call through the host, of the same request
+/// made natively, and of a fresh store and instantiation.
+fn allocations(rt: &tokio::runtime::Runtime, s: &Setup) {
+    let runs = 500;
+    let (host, host_bytes) = allocations_per(rt, runs, || through_host(s));
+    let (direct, direct_bytes) = allocations_per(rt, runs, || native(s));
+    let (fresh, fresh_bytes) = allocations_per(rt, runs, || async {
+        s.component.instantiate_fresh().await.unwrap();
+    });
+    println!(
+        "allocations per call ({runs} calls): host {host:.0} ({:.1} KiB), native reqwest {direct:.0} ({:.1} KiB), fresh store + instantiate {fresh:.0} ({:.1} KiB)",
+        host_bytes / 1024.0,
+        direct_bytes / 1024.0,
+        fresh_bytes / 1024.0,
+    );
+}
 
 struct Setup {
     _github: FakeGitHub,
@@ -139,6 +212,7 @@ fn bench(c: &mut Criterion) {
         .unwrap();
     let s = rt.block_on(setup());
     interleaved(&rt, &s);
+    allocations(&rt, &s);
 
     let mut group = c.benchmark_group("github_read_file");
     group.bench_function("through_host", |b| {
