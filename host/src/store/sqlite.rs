@@ -158,7 +158,7 @@ impl SqliteStore {
         }
         // The writer's connection is read-only too: a trace write fails.
         let host_id = super::new_host_id();
-        let writer = super::writer::TraceWriter::start(read_only()?, host_id.clone(), None)?;
+        let writer = super::writer::TraceWriter::start(read_only()?, host_id.clone(), false)?;
         Ok(SqliteStore {
             conn: Mutex::new(conn),
             reader: Mutex::new(read_only()?),
@@ -194,7 +194,7 @@ impl SqliteStore {
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", true)?;
         // No commit copies the log into the file on a caller's path: the
-        // trace writer's checkpointer does it on its own connection.
+        // trace writer does it between its groups.
         conn.pragma_update(None, "wal_autocheckpoint", 0)?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         migrate(&tx)?;
@@ -210,13 +210,8 @@ impl SqliteStore {
         };
         trace_conn.pragma_update(None, "synchronous", synchronous)?;
         trace_conn.pragma_update(None, "wal_autocheckpoint", 0)?;
-        let checkpoints = Connection::open(path)?;
-        checkpoints.busy_timeout(Duration::from_secs(30))?;
-        checkpoints.pragma_update(None, "synchronous", "FULL")?;
-        checkpoints.pragma_update(None, "wal_autocheckpoint", 0)?;
         let host_id = super::new_host_id();
-        let writer =
-            super::writer::TraceWriter::start(trace_conn, host_id.clone(), Some(checkpoints))?;
+        let writer = super::writer::TraceWriter::start(trace_conn, host_id.clone(), true)?;
         let reader = Connection::open_with_flags(
             path,
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,

@@ -12,12 +12,16 @@
 //! retried alone, so one caller's refused rows never cost another's.
 //!
 //! The write-ahead log is copied into the database file (a checkpoint, with
-//! its own fsync of the file) by a second thread on a third connection,
-//! never inside a caller's commit: SQLite's automatic checkpoint is off on
-//! the store's connections, and the writer wakes the checkpointer once the
-//! log has grown by [`CHECKPOINT_EVERY`] commits (and it runs every
-//! [`CHECKPOINT_AT_LEAST_EVERY`] regardless, for the store's other writes).
-//! A passive checkpoint never blocks the writer.
+//! its own fsync of the file) never inside a caller's commit: SQLite's
+//! automatic checkpoint is off on the store's connections, and the writer
+//! checkpoints after it has answered a group, once [`CHECKPOINT_EVERY`]
+//! commits have passed (and when idle for [`CHECKPOINT_AT_LEAST_EVERY`], for
+//! the store's other writes). Done between commits, the checkpoint copies
+//! the whole log, so the next commit starts the log again from its
+//! beginning: the log's file stays the size of [`CHECKPOINT_EVERY`] commits
+//! and its blocks are rewritten, not grown. (A checkpoint on a thread of its
+//! own ran beside the commits, never caught up with them under load, and
+//! the log grew without end.)
 
 use super::{StoreError, TraceEvent};
 use rusqlite::{Connection, TransactionBehavior, params};
@@ -27,11 +31,11 @@ use std::thread::JoinHandle;
 /// Most batches committed in one transaction.
 const MAX_GROUP: usize = 512;
 
-/// Commits after which the checkpointer is woken; SQLite's own automatic
-/// checkpoint (1000 pages) comes after a few hundred trace commits.
+/// Commits between checkpoints; SQLite's own automatic checkpoint (1000
+/// pages) comes after a few hundred trace commits.
 const CHECKPOINT_EVERY: u64 = 200;
 
-/// The longest the log goes without a checkpoint while the host runs.
+/// An idle writer checkpoints this long after its last group.
 const CHECKPOINT_AT_LEAST_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// One trace row, serialised by the caller (so a value that cannot be
@@ -69,45 +73,31 @@ struct Batch {
 pub struct TraceWriter {
     queue: Option<mpsc::Sender<Batch>>,
     thread: Option<JoinHandle<()>>,
-    checkpointer: Option<JoinHandle<()>>,
     commits: std::sync::Arc<std::sync::atomic::AtomicU64>,
     metrics: super::WriterMetrics,
 }
 
 impl TraceWriter {
     /// Starts the writer on `conn` (a connection of its own to the store's file).
-    /// Each row it writes names `host`, this host's id. With `checkpoints`
-    /// (one more connection), the log is checkpointed off the callers' path.
+    /// Each row it writes names `host`, this host's id. With `checkpoints`,
+    /// it also checkpoints the log between groups (see the module's doc).
     pub fn start(
         conn: Connection,
         host: String,
-        checkpoints: Option<Connection>,
+        checkpoints: bool,
     ) -> Result<TraceWriter, StoreError> {
         let (queue, batches) = mpsc::channel();
         let commits = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let counted = commits.clone();
         let metrics = super::WriterMetrics::default();
         let measured = metrics.clone();
-        let (wake, checkpointer) = match checkpoints {
-            Some(conn) => {
-                // One pending wake-up is enough: a checkpoint copies all.
-                let (wake, woken) = mpsc::sync_channel(1);
-                let thread = std::thread::Builder::new()
-                    .name("scout-trace-checkpoint".into())
-                    .spawn(move || checkpoint_loop(conn, woken))
-                    .map_err(StoreError::WriterStart)?;
-                (Some(wake), Some(thread))
-            }
-            None => (None, None),
-        };
         let thread = std::thread::Builder::new()
             .name("scout-trace-writer".into())
-            .spawn(move || write_loop(conn, &host, batches, &counted, &measured, wake))
+            .spawn(move || write_loop(conn, &host, batches, &counted, &measured, checkpoints))
             .map_err(StoreError::WriterStart)?;
         Ok(TraceWriter {
             queue: Some(queue),
             thread: Some(thread),
-            checkpointer,
             commits,
             metrics,
         })
@@ -160,27 +150,15 @@ impl Drop for TraceWriter {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        // The writer's end of the wake-up channel went with its thread.
-        if let Some(thread) = self.checkpointer.take() {
-            let _ = thread.join();
-        }
     }
 }
 
-/// Checkpoints the log passively when woken, and at least every
-/// [`CHECKPOINT_AT_LEAST_EVERY`]; ends when the writer does. A checkpoint
-/// that fails (a reader holding the log) is tried again at the next wake-up.
-fn checkpoint_loop(conn: Connection, woken: mpsc::Receiver<()>) {
-    loop {
-        match woken.recv_timeout(CHECKPOINT_AT_LEAST_EVERY) {
-            Ok(()) | Err(mpsc::RecvTimeoutError::Timeout) => {
-                let passive = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
-                if let Err(e) = passive {
-                    tracing::debug!(error = %e, "the trace's checkpoint is tried again later");
-                }
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => return,
-        }
+/// Copies the log into the database file without waiting for anyone; a
+/// checkpoint that cannot finish (a reader holding the log) is tried again
+/// at the next turn.
+fn checkpoint(conn: &Connection) {
+    if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+        tracing::debug!(error = %e, "the trace's checkpoint is tried again later");
     }
 }
 
@@ -194,21 +172,26 @@ fn write_loop(
     batches: mpsc::Receiver<Batch>,
     commits: &std::sync::atomic::AtomicU64,
     metrics: &super::WriterMetrics,
-    checkpoint: Option<mpsc::SyncSender<()>>,
+    checkpoints: bool,
 ) {
     let counted = |outcome: Result<(), std::sync::Arc<rusqlite::Error>>| {
         if outcome.is_ok() {
-            let done = commits.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-            if done % CHECKPOINT_EVERY == 0
-                && let Some(wake) = &checkpoint
-            {
-                // Full: a wake-up is already pending.
-                let _ = wake.try_send(());
-            }
+            commits.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
         outcome
     };
-    while let Ok(first) = batches.recv() {
+    let mut checkpointed_at = 0;
+    loop {
+        let first = match batches.recv_timeout(CHECKPOINT_AT_LEAST_EVERY) {
+            Ok(first) => first,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if checkpoints {
+                    checkpoint(&conn);
+                }
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        };
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
             match batches.try_recv() {
@@ -233,6 +216,12 @@ fn write_loop(
                     batch.reply.send(outcome);
                 }
             }
+        }
+        // The group is answered; the next one waits for this instead.
+        let done = commits.load(std::sync::atomic::Ordering::SeqCst);
+        if checkpoints && done - checkpointed_at >= CHECKPOINT_EVERY {
+            checkpoint(&conn);
+            checkpointed_at = done;
         }
     }
 }

@@ -296,31 +296,58 @@ fn as_written(store: &dyn scout_host::store::Store, events: &[TraceEvent]) -> Ve
 }
 
 /// With SQLite's automatic checkpoint off on the store's connections, the
-/// checkpointer thread keeps the write-ahead log from growing: after 1,000
-/// trace commits (each at least one frame) the log has been restarted.
+/// trace writer's own checkpoints keep the write-ahead log from growing,
+/// also while writers keep it busy: after 2,000 batches from 8 writers at
+/// once (every commit at least one frame) the log holds fewer frames than
+/// that, and its file fewer pages.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_trace_log_is_checkpointed_while_commits_stream() {
     let db = temp_db("checkpoints");
-    let store = SqliteStore::open(&db).unwrap();
-    const COMMITS: i64 = 1_000;
-    for n in 0..COMMITS {
-        let batch = [event("s", "acme", TraceState::Requested, n)];
-        store.record_all(&batch).await.unwrap();
+    let store = Arc::new(SqliteStore::open(&db).unwrap());
+    const WRITERS: i64 = 8;
+    const BATCHES: i64 = 250;
+    let mut tasks = Vec::new();
+    for writer in 0..WRITERS {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            for n in 0..BATCHES {
+                let batch = [event(
+                    &format!("w{writer}"),
+                    "acme",
+                    TraceState::Requested,
+                    n,
+                )];
+                store.record_all(&batch).await.unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
     }
     // `log` is the frames in the log now: fewer than the commits only if a
     // checkpoint completed and a later commit restarted the log.
+    let total = WRITERS * BATCHES;
     let conn = rusqlite::Connection::open(db.path()).unwrap();
     let log: i64 = conn
         .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| row.get(1))
         .unwrap();
     assert!(
-        log < COMMITS,
-        "the log holds {log} frames after {COMMITS} commits"
+        log < total,
+        "the log holds {log} frames after {total} batches"
     );
-    assert_eq!(
-        store.trace_for_session("s").await.unwrap().len(),
-        COMMITS as usize
+    let wal = std::fs::metadata(format!("{}-wal", db.path().display())).unwrap();
+    assert!(
+        wal.len() < total as u64 * 4096,
+        "the log's file is {} bytes after {total} batches",
+        wal.len()
     );
+    for writer in 0..WRITERS {
+        let rows = store
+            .trace_for_session(&format!("w{writer}"))
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), BATCHES as usize);
+    }
 }
 
 /// Concurrent writers share the trace writer's transactions (group commit):
