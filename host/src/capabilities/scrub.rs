@@ -137,7 +137,7 @@ impl Scrubber {
         // Built from patterns of at least MIN_LITERAL bytes, so it cannot
         // fail; if it ever did, every literal is still matched one by one.
         self.literal_matcher = aho_corasick::AhoCorasick::builder()
-            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+            .match_kind(aho_corasick::MatchKind::Standard)
             .build(&self.literals)
             .ok()
             .filter(|_| !self.literals.is_empty())
@@ -172,7 +172,11 @@ impl Scrubber {
         }
         let mut found = self.encoded_matches(bytes);
         match &self.literal_matcher {
-            Some(matcher) => found.extend(matcher.find_iter(bytes).map(|m| (m.start(), m.end()))),
+            Some(matcher) => found.extend(
+                matcher
+                    .find_overlapping_iter(bytes)
+                    .map(|m| (m.start(), m.end())),
+            ),
             None => {
                 for literal in &self.literals {
                     found.extend(
@@ -189,22 +193,21 @@ impl Scrubber {
     }
 
     /// Where any secret is written in any mix of raw bytes and escape
-    /// forms, longest secret first at each position; one scan of `bytes`.
+    /// forms, one scan of `bytes`. Every start is tried, inside an earlier
+    /// match too: two secrets that overlap are redacted as one, with no
+    /// tail of the second left after the first.
     fn encoded_matches(&self, bytes: &[u8]) -> Vec<(usize, usize)> {
         let mut found = Vec::new();
         let mut at = 0;
         while let Some(start) = self.starts.next(bytes, at) {
-            match self
-                .secrets
-                .iter()
-                .find_map(|secret| match_at(bytes, start, secret))
-            {
-                Some(end) => {
-                    found.push((start, end));
-                    at = end;
-                }
-                None => at = start + 1,
-            }
+            found.extend(
+                self.secrets
+                    .iter()
+                    .filter_map(|secret| match_at(bytes, start, secret))
+                    .max()
+                    .map(|end| (start, end)),
+            );
+            at = start + 1;
         }
         found
     }
@@ -514,6 +517,20 @@ mod tests {
         assert_eq!(out.matches(REDACTED).count(), 4, "{out}");
         assert!(!scrubber.finds(out.as_bytes()), "a secret left in {out}");
         assert!(out.ends_with("e=nothing here % \\ +"), "{out}");
+    }
+
+    #[test]
+    fn secrets_that_overlap_leave_no_tail() {
+        let mut s = Scrubber::new("abc123", []);
+        s.add("123xyz");
+        assert_eq!(s.scrub_text("<abc123xyz>"), "<[REDACTED]>");
+        assert_eq!(s.scrub_text("<abc%31%323xyz>"), "<[REDACTED]>");
+        // Two base64 forms that overlap, one of each secret's.
+        let b64 = base64::engine::general_purpose::STANDARD_NO_PAD;
+        let both = b64.encode("abc123xyz");
+        let out = s.scrub_text(&format!("<{both}>"));
+        assert!(!s.finds(out.as_bytes()), "{out}");
+        assert_eq!(out.matches(REDACTED).count(), 1, "{out}");
     }
 
     #[test]
