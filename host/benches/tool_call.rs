@@ -16,35 +16,42 @@ use scout_tests::fake_github::FakeGitHub;
 use serde_json::{Value, json};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 const TOKEN: &str = "ghp_benchmark_token_0123456789";
 
-/// The system allocator, counting every allocation and its bytes.
+/// The system allocator, counting every allocation and its bytes while
+/// [`COUNTING_ON`] is set (only during the allocation pass: a counter
+/// shared by every thread would slow the timed passes).
 struct Counting;
 
+static COUNTING_ON: AtomicBool = AtomicBool::new(false);
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 static ALLOCATED_BYTES: AtomicU64 = AtomicU64::new(0);
+
+fn count(bytes: usize) {
+    if COUNTING_ON.load(Ordering::Relaxed) {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        ALLOCATED_BYTES.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+}
 
 // SAFETY: every call is forwarded unchanged to `System`.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        ALLOCATED_BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        count(layout.size());
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        ALLOCATED_BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        count(layout.size());
         unsafe { System.alloc_zeroed(layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        ALLOCATED_BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
+        count(new_size);
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
@@ -59,6 +66,7 @@ fn allocations_per<F: Future<Output = ()>>(
     mut f: impl FnMut() -> F,
 ) -> (f64, f64) {
     rt.block_on(async {
+        COUNTING_ON.store(true, Ordering::Relaxed);
         let (count, bytes) = (
             ALLOCATIONS.load(Ordering::Relaxed),
             ALLOCATED_BYTES.load(Ordering::Relaxed),
@@ -66,6 +74,7 @@ fn allocations_per<F: Future<Output = ()>>(
         for _ in 0..runs {
             f().await;
         }
+        COUNTING_ON.store(false, Ordering::Relaxed);
         (
             (ALLOCATIONS.load(Ordering::Relaxed) - count) as f64 / runs as f64,
             (ALLOCATED_BYTES.load(Ordering::Relaxed) - bytes) as f64 / runs as f64,
