@@ -172,21 +172,16 @@ impl Scrubber {
         }
         let mut found = self.encoded_matches(bytes);
         match &self.literal_matcher {
-            // One pass over clean text; where a form is found, searched
-            // again from just after each match's start, so that a form
-            // overlapping another is found too (the automaton's overlapping
-            // search measured half as fast on clean text, and so did a
-            // search by spans from the start).
+            // One pass over clean text; where a form is found, the search
+            // goes on from just after its start, so that a form
+            // overlapping another is found too.
             Some(matcher) => {
-                if let Some(first) = matcher.find_iter(bytes).next() {
-                    found.push((first.start(), first.end()));
-                    let mut at = first.start() + 1;
-                    while let Some(m) =
-                        matcher.find(aho_corasick::Input::new(bytes).span(at..bytes.len()))
-                    {
-                        found.push((m.start(), m.end()));
-                        at = m.start() + 1;
-                    }
+                let mut at = 0;
+                while let Some(m) =
+                    matcher.find(aho_corasick::Input::new(bytes).span(at..bytes.len()))
+                {
+                    found.push((m.start(), m.end()));
+                    at = m.start() + 1;
                 }
             }
             None => {
