@@ -20,8 +20,9 @@
 //! the whole log, so the next commit starts the log again from its
 //! beginning: the log's file stays the size of [`CHECKPOINT_EVERY`] commits
 //! and its blocks are rewritten, not grown. (A checkpoint on a thread of its
-//! own ran beside the commits, never caught up with them under load, and
-//! the log grew without end.)
+//! own, beside the commits, measured slower under load: a passive
+//! checkpoint while the writer appends does not cover the whole log, so the
+//! log is not started again.)
 
 use super::{StoreError, TraceEvent};
 use rusqlite::{Connection, TransactionBehavior, params};
