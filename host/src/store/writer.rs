@@ -20,9 +20,9 @@
 //! the whole log, so the next commit starts the log again from its
 //! beginning: the log's file stays the size of [`CHECKPOINT_EVERY`] commits
 //! and its blocks are rewritten, not grown. (A checkpoint on a thread of its
-//! own, beside the commits, measured slower under load: a passive
-//! checkpoint while the writer appends does not cover the whole log, so the
-//! log is not started again.)
+//! own, beside the commits, measured slower under load; likely because a
+//! passive checkpoint while the writer appends leaves the newest frames
+//! uncovered, and SQLite starts the log again only once all are copied.)
 
 use super::{StoreError, TraceEvent};
 use rusqlite::{Connection, TransactionBehavior, params};
