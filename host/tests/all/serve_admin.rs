@@ -233,7 +233,6 @@ impl Served {
         }
     }
 
-    /// Upstream requests other than reads.
     /// A person resumes `view`'s session: its refusals count afresh.
     async fn resume(&self, view: &Value) {
         let (status, body) = self
@@ -246,6 +245,7 @@ impl Served {
         assert_eq!(status, 200, "{body}");
     }
 
+    /// Upstream requests other than reads.
     fn upstream_writes(&self) -> usize {
         self.github
             .requests()
