@@ -211,7 +211,7 @@ impl Sessions {
 }
 
 /// The request a `notifications/cancelled` names.
-fn cancelled_call(body: &[u8]) -> Option<RequestId> {
+pub(super) fn cancelled_call(body: &[u8]) -> Option<RequestId> {
     const METHOD: &[u8] = b"notifications/cancelled";
     if !body.windows(METHOD.len()).any(|w| w == METHOD) {
         return None;

@@ -34,6 +34,7 @@ mod session_components;
 mod sessions;
 mod shown;
 mod stateless;
+mod stdio;
 
 use crate::boundary::{
     Authorized, Boundary, CallRequest, Connections, Denied, Executed, Granter, Session,

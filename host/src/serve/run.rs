@@ -188,7 +188,6 @@ pub async fn run_stdio(
     request: OpenSession,
     connector: String,
 ) -> anyhow::Result<()> {
-    use rmcp::ServiceExt;
     // The admin API is for approvals a client cannot ask for itself; a
     // `serve` already on that address leaves this session with elicitation.
     let admin = match host.bind().await {
@@ -226,12 +225,13 @@ pub async fn run_stdio(
     // Pipes (how MCP clients start a stdio server) are read and written on
     // tokio's reactor; tokio's own stdin and stdout hand every read and
     // write to a blocking thread. Anything else falls back to those.
-    let running = server.serve(rmcp::transport::stdio_pipes()).await?;
-    let _ = running.waiting().await;
+    let (input, output) = rmcp::transport::stdio_pipes();
+    let keep_alive = std::time::Duration::from_millis(host.config.sse_keep_alive_ms.max(10));
+    let served = super::stdio::serve(server, input, output, keep_alive).await;
     host.end_session(&view.id);
     host.flush_telemetry().await;
     if let Some(admin) = admin {
         admin.abort();
     }
-    Ok(())
+    served
 }

@@ -43,7 +43,7 @@ pub(super) enum Direct {
 
 /// The `_meta` keys kept of a direct request: the W3C trace context and
 /// the progress token.
-const PROGRESS_TOKEN: &str = "progressToken";
+pub(super) const PROGRESS_TOKEN: &str = "progressToken";
 
 /// The request, if it is a single stateless `tools/list` or `tools/call`
 /// whose headers agree exactly with its body; `None` hands it to rmcp.
@@ -209,7 +209,7 @@ pub(super) async fn answer(
 }
 
 /// The JSON-RPC answer to a finished call.
-fn call_message(
+pub(super) fn call_message(
     finished: Result<Result<rmcp::model::CallToolResponse, McpError>, tokio::task::JoinError>,
     id: RequestId,
     legacy: bool,

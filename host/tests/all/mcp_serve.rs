@@ -163,8 +163,228 @@ async fn the_official_python_client_tells_the_whole_story() {
         "the stdio write happened"
     );
     assert!(github.requests().len() > before_stdio);
+
+    // The same requests, line by line, from a client that can be asked
+    // (rmcp answers every line) and from one that cannot (its lists and
+    // calls are answered without rmcp's loop): the same answers.
+    let raw = dir.join("raw.toml");
+    std::fs::write(
+        &raw,
+        format!(
+            "sse_keep_alive_ms = 100\n{}",
+            scout_tests::serve_config_for_github(&github.origin())
+        ),
+    )
+    .unwrap();
+    let asked = tokio::task::spawn_blocking({
+        let raw = raw.clone();
+        move || raw_stdio_session(&raw, serde_json::json!({"elicitation": {}}))
+    })
+    .await
+    .unwrap();
+    let before_direct = github.requests().len();
+    let direct = tokio::task::spawn_blocking({
+        let raw = raw.clone();
+        move || raw_stdio_session(&raw, serde_json::json!({}))
+    })
+    .await
+    .unwrap();
+    assert_eq!(asked, direct, "the same answers either way");
+    // The direct session's one read reached GitHub; its cancelled write did not.
+    let after: Vec<_> = github.requests()[before_direct..].to_vec();
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_eq!(after[0].method, "GET");
+    assert!(
+        github
+            .branch_sha("octo", "hello", "scout/cancelled")
+            .is_none(),
+        "a cancelled write has no effect"
+    );
     drop(serve);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A `serve --stdio` driven line by line, as JSON-RPC.
+struct StdioLines {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: std::sync::mpsc::Receiver<serde_json::Value>,
+}
+
+impl StdioLines {
+    fn start(config: &Path) -> StdioLines {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+            .args(["serve", "--config"])
+            .arg(config)
+            .args(["--stdio", "--brand", "acme", "--role", "person-chat"])
+            .args(["--connector", "github"])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("SCOUT_ADMIN_TOKEN", ADMIN_TOKEN)
+            .env("SCOUT_STORE_KEY", "5c".repeat(32))
+            .env("GITHUB_ALLOW_WRITES", "true")
+            .env("APPROVAL_TIMEOUT_MS", "3000")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start serve --stdio");
+        let stdout = child.stdout.take().unwrap();
+        let (sent, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                let message = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("stdout holds only JSON-RPC ({e}): {line}"));
+                if sent.send(message).is_err() {
+                    return;
+                }
+            }
+        });
+        StdioLines {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+        }
+    }
+
+    fn send(&mut self, line: &[u8]) {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next message with `id`; the messages before it.
+    fn answer(&mut self, id: serde_json::Value) -> (serde_json::Value, Vec<serde_json::Value>) {
+        let mut before = Vec::new();
+        loop {
+            let message = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("no answer to {id}; before it: {before:?}"));
+            if message.get("id") == Some(&id) && message.get("method").is_none() {
+                return (message, before);
+            }
+            before.push(message);
+        }
+    }
+}
+
+impl Drop for StdioLines {
+    fn drop(&mut self) {
+        // A failed assertion leaves no server behind.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One stdio session declaring `capabilities`: its answers to a list, a
+/// read, a malformed line, a call with no parameters, an oversized line,
+/// an unknown tool and arguments of the wrong type, in that order. A
+/// client that cannot be asked also sends a gated write with a progress
+/// token, hears progress while it waits, and cancels it: no answer comes.
+fn raw_stdio_session(config: &Path, capabilities: serde_json::Value) -> Vec<serde_json::Value> {
+    use serde_json::json;
+    let can_be_asked = capabilities.get("elicitation").is_some();
+    let mut session = StdioLines::start(config);
+    let request = |id: u64, method: &str, params: serde_json::Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+            .to_string()
+            .into_bytes()
+    };
+    session.send(&request(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": capabilities,
+               "clientInfo": {"name": "raw", "version": "0"}}),
+    ));
+    let (initialized, _) = session.answer(json!(0));
+    assert_eq!(initialized["result"]["serverInfo"]["name"], "github");
+    session.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let mut answers = Vec::new();
+    session.send(&request(1, "tools/list", json!({})));
+    answers.push(session.answer(json!(1)).0);
+    let tools = answers[0]["result"]["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 11, "{tools:?}");
+    let read = json!({"name": "github_list_branches",
+                      "arguments": {"owner": "octo", "repo": "hello"}});
+    session.send(&request(2, "tools/call", read));
+    let (read, _) = session.answer(json!(2));
+    assert_eq!(read["result"]["isError"], false, "{read}");
+    assert!(
+        read["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("main")
+    );
+    // What identifies this call (its id in the trace) differs by session.
+    answers.push(read["result"]["structuredContent"].clone());
+    // Malformed JSON is ignored; a call without parameters is refused.
+    session.send(b"{not json");
+    session.send(br#"{"jsonrpc":"2.0","id":3,"method":"tools/call"}"#);
+    let (refused, skipped) = session.answer(json!(3));
+    assert!(refused["error"]["code"].is_i64(), "{refused}");
+    assert!(
+        skipped.is_empty(),
+        "nothing answers malformed JSON: {skipped:?}"
+    );
+    answers.push(refused);
+    // A line over rmcp's limit (16 MiB) is skipped; the session goes on.
+    let mut oversized = br#"{"jsonrpc":"2.0","id":4,"method":"ping","params":{"pad":""#.to_vec();
+    oversized.extend(std::iter::repeat_n(b'x', 16 * 1024 * 1024));
+    oversized.extend_from_slice(br#""}}"#);
+    session.send(&oversized);
+    session.send(&request(5, "ping", json!({})));
+    let (pong, skipped) = session.answer(json!(5));
+    assert!(
+        skipped.is_empty(),
+        "the oversized line has no answer: {skipped:?}"
+    );
+    answers.push(pong);
+    session.send(&request(
+        6,
+        "tools/call",
+        json!({"name": "github_delete_repo", "arguments": {}}),
+    ));
+    answers.push(session.answer(json!(6)).0);
+    session.send(&request(
+        7,
+        "tools/call",
+        json!({"name": "github_list_branches", "arguments": "octo/hello"}),
+    ));
+    answers.push(session.answer(json!(7)).0);
+    if !can_be_asked {
+        let write = json!({"name": "github_create_branch",
+                           "arguments": {"owner": "octo", "repo": "hello", "branch": "scout/cancelled"},
+                           "_meta": {"progressToken": "waiting-8"}});
+        session.send(&request(8, "tools/call", write));
+        // Progress while a person decides (every 100 ms here).
+        let progress = session
+            .lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("progress while the write waits");
+        assert_eq!(progress["method"], "notifications/progress", "{progress}");
+        assert_eq!(progress["params"]["progressToken"], "waiting-8");
+        session.send(
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":8,"reason":"the user stopped it"}}"#,
+        );
+        // Past the approval's timeout (3 s): the cancelled call has no answer.
+        std::thread::sleep(Duration::from_millis(3500));
+        session.send(&request(9, "ping", json!({})));
+        let (_, before) = session.answer(json!(9));
+        assert!(
+            before.iter().all(|m| m.get("id").is_none()),
+            "a cancelled call is not answered: {before:?}"
+        );
+    }
+    // The client closes its input: the server ends.
+    drop(session.stdin.take());
+    let status = session.child.wait().unwrap();
+    assert!(status.success(), "serve --stdio ends cleanly: {status}");
+    answers
 }
 
 /// Runs the MCP Inspector's command line against `url`; its JSON answer.
