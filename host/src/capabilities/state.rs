@@ -12,6 +12,7 @@ use super::log::LogCtx;
 use super::meter::MeterCtx;
 use super::routes::RouteSet;
 use super::view::{HasView, View};
+use crate::output::CappedOutput;
 use std::sync::Arc;
 use wasmtime::ResourceLimiter;
 use wasmtime::component::{HasData, ResourceTable};
@@ -22,7 +23,10 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 /// runtime's limits. A capability's host code sees only its own context
 /// and the handles ([`View`]).
 pub struct CallState {
-    pub(crate) wasi: WasiCtx,
+    /// WASI's context, built the first time the guest calls into WASI: a
+    /// call that never writes to stdout or reads the clock builds none.
+    wasi: Option<WasiCtx>,
+    wasi_from: WasiFrom,
     pub(crate) table: ResourceTable,
     /// Handles the guest holds now (clients, folders, reservations).
     handles: usize,
@@ -39,7 +43,7 @@ impl CallState {
     /// The store data of a call of `tool` (its wire name and routes) with
     /// the handles `caps` grants, running until `deadline`.
     pub(crate) fn new(
-        wasi: WasiCtx,
+        wasi_from: WasiFrom,
         table: ResourceTable,
         limiter: CallLimiter,
         caps: &Capabilities,
@@ -48,7 +52,8 @@ impl CallState {
         deadline: Arc<CallDeadline>,
     ) -> CallState {
         CallState {
-            wasi,
+            wasi: None,
+            wasi_from,
             table,
             handles: 0,
             http: HttpCtx {
@@ -117,10 +122,43 @@ impl CallState {
 
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
+        let from = &self.wasi_from;
         WasiCtxView {
-            ctx: &mut self.wasi,
+            ctx: self.wasi.get_or_insert_with(|| from.build()),
             table: &mut self.table,
         }
+    }
+}
+
+/// What a call's WASI context is made of: the sinks of its captured output
+/// and the start of its clock.
+pub(crate) struct WasiFrom {
+    pub(crate) stdout: CappedOutput,
+    pub(crate) stderr: CappedOutput,
+    pub(crate) started: std::time::Instant,
+}
+
+impl WasiFrom {
+    fn build(&self) -> WasiCtx {
+        WasiCtx::builder()
+            .stdout(self.stdout.clone())
+            .stderr(self.stderr.clone())
+            .monotonic_clock(CoarseClock(self.started))
+            .build()
+    }
+}
+
+/// The guest's monotonic clock: time since the call started, in whole
+/// milliseconds, so a guest cannot use it as a fine timer.
+struct CoarseClock(std::time::Instant);
+
+impl wasmtime_wasi::HostMonotonicClock for CoarseClock {
+    fn resolution(&self) -> u64 {
+        1_000_000
+    }
+    fn now(&self) -> u64 {
+        let nanos = self.0.elapsed().as_nanos() as u64;
+        nanos - nanos % 1_000_000
     }
 }
 

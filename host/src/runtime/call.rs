@@ -16,11 +16,11 @@ impl LoadedComponent {
         let config = &runtime.config;
         let stdout = CappedOutput::new(config.output_cap);
         let stderr = CappedOutput::new(config.output_cap);
-        let wasi = WasiCtx::builder()
-            .stdout(stdout.clone())
-            .stderr(stderr.clone())
-            .monotonic_clock(CoarseClock(started))
-            .build();
+        let wasi = crate::capabilities::state::WasiFrom {
+            stdout: stdout.clone(),
+            stderr: stderr.clone(),
+            started,
+        };
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_TABLE_ENTRIES);
         let deadline = CallDeadline::new(deadline);
@@ -307,19 +307,5 @@ async fn until_deadline<T>(
             }
             () = changed => {}
         }
-    }
-}
-
-/// The guest's monotonic clock: time since the call started, in whole
-/// milliseconds, so a guest cannot use it as a fine timer.
-struct CoarseClock(Instant);
-
-impl wasmtime_wasi::HostMonotonicClock for CoarseClock {
-    fn resolution(&self) -> u64 {
-        1_000_000
-    }
-    fn now(&self) -> u64 {
-        let nanos = self.0.elapsed().as_nanos() as u64;
-        nanos - nanos % 1_000_000
     }
 }

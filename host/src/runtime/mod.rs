@@ -46,7 +46,6 @@ use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Strategy,
     UpdateDeadline,
 };
-use wasmtime_wasi::WasiCtx;
 
 /// Entries of a call's resource table, WASI's own included (streams,
 /// pollables, errors): a guest that asks for stdout a million times and
