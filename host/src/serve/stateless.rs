@@ -265,15 +265,9 @@ fn waiting_stream(
                 _ = tick.tick() => {
                     sent += 1;
                     let event = match &progress {
-                        Some(token) => format!(
-                            "event: message\ndata: {}\n\n",
-                            serde_json::json!({
-                                "jsonrpc": "2.0",
-                                "method": "notifications/progress",
-                                "params": {"progressToken": token, "progress": sent,
-                                           "message": "waiting for a person to decide"}
-                            })
-                        ),
+                        Some(token) => {
+                            format!("event: message\ndata: {}\n\n", waiting_progress(token, sent))
+                        }
                         None => ": waiting for a person to decide\n\n".to_string(),
                     };
                     if events.send(event).await.is_err() {
@@ -302,6 +296,17 @@ fn waiting_stream(
         axum::body::Body::from_stream(body),
     )
         .into_response()
+}
+
+/// The `sent`th progress notification of a call waiting for a person.
+pub(super) fn waiting_progress(token: &serde_json::Value, sent: u64) -> String {
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/progress",
+        "params": {"progressToken": token, "progress": sent,
+                   "message": "waiting for a person to decide"}
+    })
+    .to_string()
 }
 
 /// Only the W3C trace context and the progress token of a request's

@@ -18,7 +18,9 @@
 //! time. A line longer than rmcp's limit is skipped, as rmcp skips it.
 
 use super::mcp::ConnectorServer;
-use super::stateless::{PROGRESS_TOKEN, Request, call_message, request, trace_context};
+use super::stateless::{
+    PROGRESS_TOKEN, Request, call_message, request, trace_context, waiting_progress,
+};
 use rmcp::model::{ClientJsonRpcMessage, ClientNotification, ClientRequest, RequestId};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -312,13 +314,7 @@ async fn tell_progress<W: AsyncWrite + Unpin>(
     loop {
         tick.tick().await;
         sent += 1;
-        let progress = serde_json::json!({
-            "jsonrpc": "2.0",
-            "method": "notifications/progress",
-            "params": {"progressToken": token, "progress": sent,
-                       "message": "waiting for a person to decide"}
-        });
-        if out.message(progress.to_string()).await.is_err() {
+        if out.message(waiting_progress(&token, sent)).await.is_err() {
             std::future::pending::<()>().await;
         }
     }
