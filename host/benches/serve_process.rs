@@ -19,9 +19,11 @@
 //!   `tools/list` and a read inside an MCP session), and a read and a refused
 //!   call with `trace_durable_against = "process_crash"` beside the default;
 //! - with `SCOUT_BENCH_BASELINE=PATH` (another build's `scout-host`, e.g. an
-//!   earlier commit's): the same six requests and 64 sessions at once
-//!   (stateless, then inside MCP sessions) against a `serve` of that
-//!   binary, in the same run, interleaved, with the ratio current/baseline;
+//!   earlier commit's): the same six requests, a read over stdio (`serve
+//!   --stdio`, the official Python client's handshake and request shapes)
+//!   and 64 sessions at once (stateless, then inside MCP sessions) against
+//!   a `serve` of that binary, in the same run, interleaved, with the ratio
+//!   current/baseline;
 //! - a person-chat session holding every connector built from source against
 //!   one holding GitHub alone: `tools/list`, a refused and a read
 //!   `tools/call` on their `github` endpoint, interleaved, with the ratio;
@@ -233,56 +235,12 @@ impl Serve {
 
     /// Where the process's CPU time stands now.
     fn mark(&self) -> CpuMark {
-        let pid = self.child.id();
-        let mut threads = HashMap::new();
-        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
-            for task in tasks.flatten() {
-                let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) else {
-                    continue;
-                };
-                // The first field: nanoseconds on a CPU. A thread that has
-                // just exited has no file any more.
-                if let Some(ns) = std::fs::read_to_string(task.path().join("schedstat"))
-                    .ok()
-                    .and_then(|s| s.split(' ').next()?.parse().ok())
-                {
-                    threads.insert(tid, ns);
-                }
-            }
-        }
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc/PID/stat");
-        // Fields after the command name, which is in parentheses.
-        let fields: Vec<&str> = stat
-            .rsplit_once(") ")
-            .expect("a stat line")
-            .1
-            .split(' ')
-            .collect();
-        let ticks: u64 =
-            fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
-        CpuMark {
-            threads,
-            ticks: Duration::from_secs_f64(ticks as f64 / clock_ticks_per_second()),
-        }
+        cpu_mark(self.child.id())
     }
 
-    /// User + system CPU of the whole process (every thread) since `mark`:
-    /// the sum of its threads' nanoseconds (`/proc/PID/task/TID/schedstat`)
-    /// when every thread of `mark` is still there, else the process's
-    /// `/proc/PID/stat` ticks, which count exited threads too but only to
-    /// 1/CLK_TCK.
+    /// User + system CPU of the whole process since `mark` ([`cpu_since`]).
     fn cpu_since(&self, mark: &CpuMark) -> Duration {
-        let now = self.mark();
-        if mark.threads.keys().all(|t| now.threads.contains_key(t)) {
-            let ns: u64 = now
-                .threads
-                .iter()
-                .map(|(t, ns)| ns.saturating_sub(mark.threads.get(t).copied().unwrap_or(0)))
-                .sum();
-            Duration::from_nanos(ns)
-        } else {
-            now.ticks.saturating_sub(mark.ticks)
-        }
+        cpu_since(self.child.id(), mark)
     }
 
     /// Stores the brand's GitHub connection (the fake's token).
@@ -296,6 +254,179 @@ impl Serve {
         )
         .await;
     }
+}
+
+/// Where process `pid`'s CPU time stands now.
+fn cpu_mark(pid: u32) -> CpuMark {
+    let mut threads = HashMap::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for task in tasks.flatten() {
+            let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) else {
+                continue;
+            };
+            // The first field: nanoseconds on a CPU. A thread that has
+            // just exited has no file any more.
+            if let Some(ns) = std::fs::read_to_string(task.path().join("schedstat"))
+                .ok()
+                .and_then(|s| s.split(' ').next()?.parse().ok())
+            {
+                threads.insert(tid, ns);
+            }
+        }
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc/PID/stat");
+    // Fields after the command name, which is in parentheses.
+    let fields: Vec<&str> = stat
+        .rsplit_once(") ")
+        .expect("a stat line")
+        .1
+        .split(' ')
+        .collect();
+    let ticks: u64 =
+        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
+    CpuMark {
+        threads,
+        ticks: Duration::from_secs_f64(ticks as f64 / clock_ticks_per_second()),
+    }
+}
+
+/// User + system CPU of process `pid` (every thread) since `mark`: the
+/// sum of its threads' nanoseconds (`/proc/PID/task/TID/schedstat`) when
+/// every thread of `mark` is still there, else the process's
+/// `/proc/PID/stat` ticks, which count exited threads too but only to
+/// 1/CLK_TCK.
+fn cpu_since(pid: u32, mark: &CpuMark) -> Duration {
+    let now = cpu_mark(pid);
+    if mark.threads.keys().all(|t| now.threads.contains_key(t)) {
+        let ns: u64 = now
+            .threads
+            .iter()
+            .map(|(t, ns)| ns.saturating_sub(mark.threads.get(t).copied().unwrap_or(0)))
+            .sum();
+        Duration::from_nanos(ns)
+    } else {
+        now.ticks.saturating_sub(mark.ticks)
+    }
+}
+
+/// `bin serve --stdio` on the configuration and database of a running
+/// `serve` (whose brand's connection is stored), driven as the official
+/// Python client drives it: its handshake (no capabilities, so nothing can
+/// be asked of it), then one request per line.
+struct StdioServe {
+    child: Child,
+    input: std::process::ChildStdin,
+    output: BufReader<std::process::ChildStdout>,
+    next: u64,
+}
+
+impl Drop for StdioServe {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl StdioServe {
+    fn start(bin: &Path, beside: &Serve) -> StdioServe {
+        let log = std::fs::File::create(beside.dir.join("stdio.log")).expect("create stdio.log");
+        let mut child = Command::new(bin)
+            .args(["serve", "--config"])
+            .arg(beside.dir.join("serve.toml"))
+            .args(["--stdio", "--brand", "acme", "--role", "person-chat"])
+            .args(["--connector", "github"])
+            .current_dir(&beside.dir)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("SCOUT_ADMIN_TOKEN", ADMIN)
+            .env("SCOUT_STORE_KEY", "22".repeat(32))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {} serve --stdio: {e}", bin.display()));
+        let mut stdio = StdioServe {
+            input: child.stdin.take().expect("piped stdin"),
+            output: BufReader::new(child.stdout.take().expect("piped stdout")),
+            child,
+            next: 1,
+        };
+        let answer = stdio.request(json!({"method": "initialize", "params": {
+            "protocolVersion": SESSION_PROTOCOL, "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "0"}}}));
+        assert_eq!(
+            answer["result"]["protocolVersion"], SESSION_PROTOCOL,
+            "{answer}"
+        );
+        stdio.send(&json!({"method": "notifications/initialized", "jsonrpc": "2.0"}));
+        stdio
+    }
+
+    fn send(&mut self, message: &Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.input
+            .write_all(line.as_bytes())
+            .and_then(|()| self.input.flush())
+            .expect("serve --stdio reads its input");
+    }
+
+    /// Sends `request` with the next id and returns its answer.
+    fn request(&mut self, mut request: Value) -> Value {
+        let id = self.next;
+        self.next += 1;
+        request["jsonrpc"] = json!("2.0");
+        request["id"] = json!(id);
+        self.send(&request);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let read = self
+                .output
+                .read_line(&mut line)
+                .expect("serve --stdio answers");
+            assert!(read > 0, "serve --stdio ended before answering {request}");
+            let message: Value = serde_json::from_str(&line).expect("a JSON-RPC line");
+            if message["id"] == json!(id) {
+                return message;
+            }
+        }
+    }
+
+    /// One `tools/call` of `github_read_file`, shaped as the official
+    /// Python client (mcp 2.3.0) sends it.
+    fn read_file(&mut self) {
+        let answer = self.request(json!({"method": "tools/call", "params": {
+            "name": "github_read_file",
+            "arguments": {"owner": "octo", "repo": "hello", "path": "README.md"}}}));
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+    }
+}
+
+/// Server CPU per read (µs) over stdio of each of `stdio`, in interleaved
+/// blocks as [`interleaved`] takes them.
+fn stdio_interleaved(stdio: &mut [StdioServe], block: usize, blocks: usize) -> Vec<f64> {
+    for s in stdio.iter_mut() {
+        for _ in 0..block * blocks / 10 {
+            s.read_file();
+        }
+    }
+    let n = stdio.len();
+    let mut cpu = vec![Duration::ZERO; n];
+    for round in 0..blocks {
+        for k in 0..n {
+            let i = if round % 2 == 0 { k } else { n - 1 - k };
+            let pid = stdio[i].child.id();
+            let mark = cpu_mark(pid);
+            for _ in 0..block {
+                stdio[i].read_file();
+            }
+            cpu[i] += cpu_since(pid, &mark);
+        }
+    }
+    cpu.into_iter()
+        .map(|c| micros(c) / (block * blocks) as f64)
+        .collect()
 }
 
 /// A process's CPU time at one moment: each live thread's time on a CPU,
@@ -942,6 +1073,18 @@ fn against_baseline(
                 v[0] / v[1]
             );
         }
+        let mut stdio = [
+            StdioServe::start(Path::new(BIN), serve),
+            StdioServe::start(baseline_bin, &baseline),
+        ];
+        let v = stdio_interleaved(&mut stdio, block, blocks);
+        println!(
+            "serve process, server CPU per request, read tools/call over stdio ({SESSION_PROTOCOL}): {:.0} us against {:.0} us for the baseline ({:.2}x)",
+            v[0],
+            v[1],
+            v[0] / v[1]
+        );
+        drop(stdio);
 
         let mut many = [Vec::new(), Vec::new()];
         for (i, s) in serves.iter().enumerate() {
