@@ -154,25 +154,7 @@ pub(super) async fn answer(
     running: Option<impl Send + 'static>,
 ) -> Response {
     let message = match request {
-        // The list's result is serialised once per revision; only the id is new.
-        Direct::List(id, meta) => match {
-            let traced = super::mcp::trace_parent(&meta, Some(headers), &id);
-            let _span = server.list_span(&traced);
-            server.offered()
-        } {
-            Ok(listed) => match serde_json::to_string(&id) {
-                Ok(id) => Ok(format!(
-                    r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#,
-                    if legacy {
-                        &listed.legacy_result
-                    } else {
-                        &listed.result
-                    }
-                )),
-                Err(e) => Err(e),
-            },
-            Err(error) => serde_json::to_string(&ServerJsonRpcMessage::error(error, Some(id))),
-        },
+        Direct::List(id, meta) => list_message(&server, id, &meta, Some(headers), legacy),
         Direct::Call(id, params, meta) => {
             let traced = super::mcp::trace_parent(&meta, Some(headers), &id);
             let progress = meta.0.get(PROGRESS_TOKEN).cloned();
@@ -205,6 +187,35 @@ pub(super) async fn answer(
             tracing::error!(error = %e, "cannot serialise an MCP answer");
             StatusCode::INTERNAL_SERVER_ERROR.into_response()
         }
+    }
+}
+
+/// The JSON-RPC answer to a `tools/list` of `server`: its result is
+/// serialised once per revision, only the id is new. `headers` is `None`
+/// over stdio.
+pub(super) fn list_message(
+    server: &ConnectorServer,
+    id: RequestId,
+    meta: &MetaObject,
+    headers: Option<&HeaderMap>,
+    legacy: bool,
+) -> Result<String, serde_json::Error> {
+    let offered = {
+        let traced = super::mcp::trace_parent(meta, headers, &id);
+        let _span = server.list_span(&traced);
+        server.offered()
+    };
+    match offered {
+        Ok(listed) => Ok(format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{}}}"#,
+            serde_json::to_string(&id)?,
+            if legacy {
+                &listed.legacy_result
+            } else {
+                &listed.result
+            }
+        )),
+        Err(error) => serde_json::to_string(&ServerJsonRpcMessage::error(error, Some(id))),
     }
 }
 

@@ -19,7 +19,7 @@
 
 use super::mcp::ConnectorServer;
 use super::stateless::{
-    PROGRESS_TOKEN, Request, call_message, request, trace_context, waiting_progress,
+    PROGRESS_TOKEN, Request, call_message, list_message, request, trace_context, waiting_progress,
 };
 use rmcp::model::{ClientJsonRpcMessage, ClientNotification, ClientRequest, RequestId};
 use std::collections::HashMap;
@@ -209,21 +209,8 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Front<W> {
 
     /// Answers a `tools/list` with the list serialised for this revision.
     async fn list(&self, id: RequestId, meta: &rmcp::model::MetaObject) {
-        let message = {
-            let traced = super::mcp::trace_parent(meta, None, &id);
-            let _span = self.server.list_span(&traced);
-            match (self.server.offered(), serde_json::to_string(&id)) {
-                (Ok(listed), Ok(id)) => Ok(format!(
-                    r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#,
-                    listed.legacy_result
-                )),
-                (Err(error), _) => serde_json::to_string(
-                    &rmcp::model::ServerJsonRpcMessage::error(error, Some(id)),
-                ),
-                (_, Err(e)) => Err(e),
-            }
-        };
-        self.answer(message).await;
+        self.answer(list_message(&self.server, id, meta, None, true))
+            .await;
     }
 
     /// Runs a call in a task of its own. Once allowed, it runs to its end;
