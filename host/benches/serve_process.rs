@@ -311,8 +311,8 @@ fn cpu_since(pid: u32, mark: &CpuMark) -> Duration {
 
 /// `bin serve --stdio` on the configuration and database of a running
 /// `serve` (whose brand's connection is stored), driven as the official
-/// Python client drives it: its handshake (no capabilities, so nothing can
-/// be asked of it), then one request per line.
+/// Python client drives it: its handshake (declaring `capabilities`: none
+/// unless it was given an elicitation callback), then one request per line.
 struct StdioServe {
     child: Child,
     input: std::process::ChildStdin,
@@ -328,7 +328,7 @@ impl Drop for StdioServe {
 }
 
 impl StdioServe {
-    fn start(bin: &Path, beside: &Serve) -> StdioServe {
+    fn start(bin: &Path, beside: &Serve, capabilities: Value) -> StdioServe {
         let log = std::fs::File::create(beside.dir.join("stdio.log")).expect("create stdio.log");
         let mut child = Command::new(bin)
             .args(["serve", "--config"])
@@ -352,7 +352,7 @@ impl StdioServe {
             next: 1,
         };
         let answer = stdio.request(json!({"method": "initialize", "params": {
-            "protocolVersion": SESSION_PROTOCOL, "capabilities": {},
+            "protocolVersion": SESSION_PROTOCOL, "capabilities": capabilities,
             "clientInfo": {"name": "bench", "version": "0"}}}));
         assert_eq!(
             answer["result"]["protocolVersion"], SESSION_PROTOCOL,
@@ -531,6 +531,16 @@ const SESSION_PROTOCOL: &str = "2025-11-25";
 /// Python client opens one: `initialize` (declaring no capabilities, so
 /// nothing can be asked of it), then `notifications/initialized`.
 async fn in_mcp_session(http: &reqwest::Client, s: &Session) -> Session {
+    in_mcp_session_declaring(http, s, json!({})).await
+}
+
+/// [`in_mcp_session`], the client declaring `capabilities` (the official
+/// Python client declares `elicitation` when given a callback for it).
+async fn in_mcp_session_declaring(
+    http: &reqwest::Client,
+    s: &Session,
+    capabilities: Value,
+) -> Session {
     let post = |body: Value, session: Option<&str>| {
         let mut request = http
             .post(&s.url)
@@ -546,7 +556,7 @@ async fn in_mcp_session(http: &reqwest::Client, s: &Session) -> Session {
     };
     let opened = post(
         json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": SESSION_PROTOCOL, "capabilities": {},
+            "protocolVersion": SESSION_PROTOCOL, "capabilities": capabilities,
             "clientInfo": {"name": "bench", "version": "0"}}}),
         None,
     )
@@ -1073,18 +1083,36 @@ fn against_baseline(
                 v[0] / v[1]
             );
         }
-        let mut stdio = [
-            StdioServe::start(Path::new(BIN), serve),
-            StdioServe::start(baseline_bin, &baseline),
+        // The official Python client declares elicitation when it is given
+        // a callback: its read asks nobody anything.
+        let asking = json!({"elicitation": {}});
+        let in_asking_sessions = [
+            in_mcp_session_declaring(http, &sessions[0], asking.clone()).await,
+            in_mcp_session_declaring(http, &sessions[1], asking.clone()).await,
         ];
-        let v = stdio_interleaved(&mut stdio, block, blocks);
+        let v = interleaved(&serves, block, blocks, |i| {
+            read_file(http, &in_asking_sessions[i])
+        })
+        .await;
         println!(
-            "serve process, server CPU per request, read tools/call over stdio ({SESSION_PROTOCOL}): {:.0} us against {:.0} us for the baseline ({:.2}x)",
+            "serve process, server CPU per request, read tools/call in an MCP session of a client that can be asked: {:.0} us against {:.0} us for the baseline ({:.2}x)",
             v[0],
             v[1],
             v[0] / v[1]
         );
-        drop(stdio);
+        for (what, capabilities) in [("", json!({})), (" from a client that can be asked", asking)] {
+            let mut stdio = [
+                StdioServe::start(Path::new(BIN), serve, capabilities.clone()),
+                StdioServe::start(baseline_bin, &baseline, capabilities),
+            ];
+            let v = stdio_interleaved(&mut stdio, block, blocks);
+            println!(
+                "serve process, server CPU per request, read tools/call over stdio ({SESSION_PROTOCOL}){what}: {:.0} us against {:.0} us for the baseline ({:.2}x)",
+                v[0],
+                v[1],
+                v[0] / v[1]
+            );
+        }
 
         let mut many = [Vec::new(), Vec::new()];
         for (i, s) in serves.iter().enumerate() {

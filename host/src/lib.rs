@@ -28,6 +28,7 @@ pub mod inspect;
 pub mod logs;
 pub mod metrics;
 mod output;
+pub mod person;
 pub mod policy;
 pub mod remote;
 pub mod review;

@@ -13,20 +13,21 @@
 // send them: refusing them needs their types.
 #![allow(deprecated)]
 
+use crate::person::Asker;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode, Implementation,
     ListRootsResult,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext};
-use rmcp::{ClientHandler, ErrorData as McpError, RoleClient, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ClientHandler, ErrorData as McpError, RoleClient};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// The people an agent session's calls may ask: the client each session's
 /// last call came from, where that session may be asked.
-pub(crate) type Askers = Arc<parking_lot::Mutex<HashMap<String, Peer<RoleServer>>>>;
+pub(crate) type Askers = Arc<parking_lot::Mutex<HashMap<String, Arc<dyn Asker>>>>;
 
 /// Who a server's elicitation goes to, for one agent session.
 #[derive(Clone)]
@@ -134,7 +135,7 @@ impl ClientHandler for HostClient {
             ),
             requested_schema,
         };
-        match tokio::time::timeout(person.timeout, peer.create_elicitation(forwarded)).await {
+        match tokio::time::timeout(person.timeout, peer.elicit(forwarded)).await {
             Ok(Ok(result)) => {
                 note(match result.action {
                     ElicitationAction::Accept => "accept",

@@ -478,7 +478,7 @@ impl RemoteServer {
     /// Where the server's elicitations in agent session `session` go: the
     /// client of the call being made, where the session may ask a person
     /// and that client takes form elicitation; `None`: nobody (declined).
-    pub fn ask_through(&self, session: &str, person: Option<rmcp::Peer<rmcp::RoleServer>>) {
+    pub fn ask_through(&self, session: &str, person: Option<Arc<dyn crate::person::Asker>>) {
         let mut askers = self.askers.lock();
         match person {
             Some(peer) => {

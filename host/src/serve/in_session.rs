@@ -7,10 +7,16 @@
 //! a channel and answers it as an event stream from another: in
 //! `serve_process`, a read cost 1.3x the server CPU it costs here and a
 //! `tools/list` 2.8x (the direct path of [`super::stateless`] is the same
-//! code). A `tools/list`, or a `tools/call` of a session
-//! whose client declared at `initialize` that it cannot be asked anything
-//! (so no call of it can elicit), is answered here by the same handler
-//! code, as one JSON message (the transport lets a server answer a POST so).
+//! code). A `tools/list` or `tools/call` of such a session is answered here
+//! by the same handler code, as one JSON message (the transport lets a
+//! server answer a POST so).
+//!
+//! A call that comes to wait for a person is answered as an event stream
+//! instead. When the session's client declared at `initialize` that it
+//! takes form elicitation, the question goes on that stream as a request
+//! with an id of this module's own ([`StreamAsker`]); the client's answer
+//! comes back as a POST of the session and is taken here ([`Sessions::answered`])
+//! before rmcp could see it.
 //!
 //! rmcp stays the judge of the session: it creates it, answers everything
 //! else (notifications, the event stream, `DELETE`, an `Mcp-Param-*`
@@ -20,9 +26,14 @@
 //! session in use is never ended as idle.
 
 use super::stateless::{Direct, Request, accepts, media_type_is, request, single, trace_context};
+use crate::person::Asker;
 use axum::http::{HeaderMap, Method, header, request::Parts};
+use futures_util::future::BoxFuture;
+use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, ClientRequest, ProtocolVersion, RequestId,
+    ClientCapabilities, ClientJsonRpcMessage, ClientNotification, ClientRequest, ElicitRequest,
+    ElicitRequestParams, ElicitResult, JsonRpcVersion2_0, ProtocolVersion, RequestId,
+    ServerJsonRpcMessage, ServerRequest,
 };
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
@@ -42,21 +53,133 @@ pub(super) struct Sessions {
     opened: parking_lot::Mutex<HashMap<Arc<str>, Opened>>,
 }
 
-/// What one session's client declared, when rmcp last saw it, and its
-/// calls answered here that are still running.
+/// What one session's client declared, when rmcp last saw it, its calls
+/// answered here that are still running, and the questions they put to it.
 struct Opened {
-    can_elicit: bool,
+    /// The client takes form elicitation: its person can be asked.
+    takes_form: bool,
     /// The last request of this session handed to rmcp's worker.
     handed: Instant,
     /// Fired by the client's `notifications/cancelled` for the call.
     running: HashMap<RequestId, CancellationToken>,
+    /// Questions put on a call's event stream, by the id they were sent
+    /// with, each waiting for the client's answer.
+    asking: HashMap<RequestId, tokio::sync::oneshot::Sender<Reply>>,
 }
+
+/// The client's answer to a question: its result, or the error it sent.
+type Reply = Result<serde_json::Value, McpError>;
 
 /// A call answered here, cancellable by its client until this is dropped.
 pub(super) struct Running {
     sessions: Arc<Sessions>,
     session: Arc<str>,
     id: RequestId,
+    takes_form: bool,
+}
+
+impl Running {
+    /// Who puts this call's questions to its client on the call's own
+    /// event stream (`questions` carries them there); `None` when the
+    /// client takes no form elicitation.
+    pub(super) fn asker(
+        &self,
+        questions: tokio::sync::mpsc::Sender<String>,
+    ) -> Option<Arc<dyn Asker>> {
+        self.takes_form.then(|| {
+            Arc::new(StreamAsker {
+                sessions: self.sessions.clone(),
+                session: self.session.clone(),
+                questions,
+            }) as Arc<dyn Asker>
+        })
+    }
+}
+
+/// Puts a call's questions on its event stream, each as an
+/// `elicitation/create` request with an id of this module's own, and
+/// waits for the client's answer ([`Sessions::answered`]).
+struct StreamAsker {
+    sessions: Arc<Sessions>,
+    session: Arc<str>,
+    questions: tokio::sync::mpsc::Sender<String>,
+}
+
+impl Asker for StreamAsker {
+    fn elicit(&self, question: ElicitRequestParams) -> BoxFuture<'_, Result<ElicitResult, String>> {
+        Box::pin(async move {
+            static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+            // Never one of rmcp's ids, which are numbers.
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let id = RequestId::String(format!("scout-ask-{n}").into());
+            let message = serde_json::to_string(&ServerJsonRpcMessage::request(
+                ServerRequest::ElicitRequest(ElicitRequest::new(question)),
+                id.clone(),
+            ))
+            .map_err(|e| e.to_string())?;
+            let (replied, reply) = tokio::sync::oneshot::channel();
+            self.sessions
+                .opened
+                .lock()
+                .get_mut(&self.session)
+                .ok_or("the MCP session ended")?
+                .asking
+                .insert(id.clone(), replied);
+            // Withdrawn from the session however this ends.
+            let _unasked = Unasked {
+                sessions: &self.sessions,
+                session: &self.session,
+                id: &id,
+            };
+            self.questions
+                .send(message)
+                .await
+                .map_err(|_| "the call's event stream is closed")?;
+            match reply.await {
+                Ok(Ok(result)) => serde_json::from_value(result)
+                    .map_err(|e| format!("the client's answer is not an elicitation result: {e}")),
+                Ok(Err(error)) => Err(format!("the client could not ask: {}", error.message)),
+                Err(_) => Err("the MCP session ended".to_string()),
+            }
+        })
+    }
+}
+
+/// Removes a question from its session when dropped.
+struct Unasked<'a> {
+    sessions: &'a Sessions,
+    session: &'a str,
+    id: &'a RequestId,
+}
+
+impl Drop for Unasked<'_> {
+    fn drop(&mut self) {
+        if let Some(session) = self.sessions.opened.lock().get_mut(self.session) {
+            session.asking.remove(self.id);
+        }
+    }
+}
+
+/// A JSON-RPC response, as a client answers a server's request.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Answer {
+    #[serde(rename = "jsonrpc")]
+    _version: JsonRpcVersion2_0,
+    id: RequestId,
+    #[serde(default)]
+    result: Option<serde_json::Value>,
+    #[serde(default)]
+    error: Option<McpError>,
+}
+
+/// Whether a client declaring `capabilities` takes form elicitation, as
+/// rmcp reads it (an `elicitation` naming no mode takes form).
+pub(super) fn takes_form(capabilities: &ClientCapabilities) -> bool {
+    capabilities
+        .elicitation
+        .as_ref()
+        .is_some_and(|e| e.form.is_some() || e.url.is_none())
 }
 
 impl Drop for Running {
@@ -96,13 +219,14 @@ impl Sessions {
             return None;
         }
         let id = single(headers, "mcp-session-id")?;
-        {
+        let takes_form = {
             let opened = self.opened.lock();
             let session = opened.get(id)?;
-            if session.can_elicit || session.handed.elapsed() >= REFRESH {
+            if session.handed.elapsed() >= REFRESH {
                 return None;
             }
-        }
+            session.takes_form
+        };
         let (request_id, request, meta) = request(body)?;
         // A per-request protocol version is the stateless protocol's; rmcp
         // checks it against the headers.
@@ -143,10 +267,50 @@ impl Sessions {
                     sessions: self.clone(),
                     session,
                     id: id.clone(),
+                    takes_form,
                 })
             }
         };
         Some((direct, running))
+    }
+
+    /// Whether `body` is a client's answer to a question one of this
+    /// endpoint's calls put to it (a POST of the same session, with the
+    /// question's id); if so, it is handed to the waiting call. Anything
+    /// else is left to the other paths.
+    pub(super) fn answered(&self, parts: &Parts, body: &[u8]) -> bool {
+        if parts.method != Method::POST {
+            return false;
+        }
+        let Some(session) = single(&parts.headers, "mcp-session-id") else {
+            return false;
+        };
+        if self
+            .opened
+            .lock()
+            .get(session)
+            .is_none_or(|s| s.asking.is_empty())
+        {
+            return false;
+        }
+        let Ok(answer) = serde_json::from_slice::<Answer>(body) else {
+            return false;
+        };
+        let reply = match (answer.result, answer.error) {
+            (Some(result), None) => Ok(result),
+            (None, Some(error)) => Err(error),
+            _ => return false,
+        };
+        let Some(replied) = self
+            .opened
+            .lock()
+            .get_mut(session)
+            .and_then(|s| s.asking.remove(&answer.id))
+        else {
+            return false;
+        };
+        let _ = replied.send(reply);
+        true
     }
 
     /// Notes what rmcp answered to a request this endpoint handed to it:
@@ -202,9 +366,10 @@ impl Sessions {
         opened.insert(
             answered.into(),
             Opened {
-                can_elicit: initialize.params.capabilities.elicitation.is_some(),
+                takes_form: takes_form(&initialize.params.capabilities),
                 handed: Instant::now(),
                 running: HashMap::new(),
+                asking: HashMap::new(),
             },
         );
     }
@@ -347,6 +512,99 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_question_goes_on_the_calls_stream_and_its_answer_comes_back_here() {
+        let (sessions, id) = opened(json!({"elicitation": {}}), VERSION).await;
+        let headers = in_session(&id);
+        let gone = CancellationToken::new();
+        let (_, running) = sessions
+            .direct(&with(&headers, &[]), &call(3), &gone)
+            .await
+            .expect("a client that can be asked is answered here too");
+        let (questions, mut asked) = tokio::sync::mpsc::channel(2);
+        let asker = running.unwrap().asker(questions).expect("it takes a form");
+        let question = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: "Allow?".into(),
+            requested_schema: rmcp::model::ElicitationSchema::builder()
+                .required_bool("approve")
+                .build()
+                .unwrap(),
+        };
+        let asking = tokio::spawn(async move { asker.elicit(question).await });
+        let sent: serde_json::Value = serde_json::from_str(&asked.recv().await.unwrap()).unwrap();
+        assert_eq!(sent["method"], "elicitation/create", "{sent}");
+        assert_eq!(sent["params"]["message"], "Allow?", "{sent}");
+        let question_id = sent["id"].clone();
+        assert!(
+            question_id.is_string(),
+            "never one of rmcp's numbers: {sent}"
+        );
+        let reply = |id: &serde_json::Value| {
+            json!({"jsonrpc": "2.0", "id": id,
+                   "result": {"action": "accept", "content": {"approve": true}}})
+            .to_string()
+        };
+        // Another session, another id, a request: not this question's answer.
+        let (others, other_id) = opened(json!({"elicitation": {}}), VERSION).await;
+        assert!(!others.answered(
+            &with(&in_session(&other_id), &[]),
+            reply(&question_id).as_bytes()
+        ));
+        assert!(!sessions.answered(
+            &with(&headers, &[]),
+            reply(&json!("scout-ask-0")).as_bytes()
+        ));
+        assert!(!sessions.answered(&with(&headers, &[]), &call(9)));
+        assert!(!asking.is_finished());
+        assert!(sessions.answered(&with(&headers, &[]), reply(&question_id).as_bytes()));
+        let answer = asking.await.unwrap().expect("answered");
+        assert_eq!(answer.action, rmcp::model::ElicitationAction::Accept);
+        assert_eq!(answer.content.unwrap()["approve"], true);
+        // Taken once: the same answer again is not this module's.
+        assert!(!sessions.answered(&with(&headers, &[]), reply(&question_id).as_bytes()));
+        assert!(sessions.opened.lock()[id.as_str()].asking.is_empty());
+
+        // The session closed while a question waits: the asker hears so.
+        let (_, running) = sessions
+            .direct(&with(&headers, &[]), &call(4), &gone)
+            .await
+            .unwrap();
+        let (questions, mut asked) = tokio::sync::mpsc::channel(2);
+        let asker = running.unwrap().asker(questions).unwrap();
+        let asking = tokio::spawn(async move {
+            asker
+                .elicit(ElicitRequestParams::FormElicitationParams {
+                    meta: None,
+                    message: "Allow?".into(),
+                    requested_schema: rmcp::model::ElicitationSchema::builder()
+                        .required_bool("approve")
+                        .build()
+                        .unwrap(),
+                })
+                .await
+        });
+        asked.recv().await.unwrap();
+        let ok = axum::http::Response::builder().body(()).unwrap();
+        sessions.handed(&Method::DELETE, &with(&headers, &[]).headers, b"", &ok);
+        assert!(asking.await.unwrap().is_err());
+    }
+
+    #[tokio::test]
+    async fn a_client_that_takes_no_form_is_not_asked() {
+        let (sessions, id) = opened(json!({"elicitation": {"url": {}}}), VERSION).await;
+        let (_, running) = sessions
+            .direct(
+                &with(&in_session(&id), &[]),
+                &call(3),
+                &CancellationToken::new(),
+            )
+            .await
+            .unwrap();
+        let (questions, _) = tokio::sync::mpsc::channel(2);
+        assert!(running.unwrap().asker(questions).is_none());
+    }
+
+    #[tokio::test]
     async fn the_clients_cancellation_reaches_a_running_call_until_it_ends() {
         let (sessions, id) = opened(json!({}), VERSION).await;
         let gone = CancellationToken::new();
@@ -377,15 +635,6 @@ mod tests {
     #[tokio::test]
     async fn anything_rmcp_must_judge_goes_to_rmcp() {
         let gone = CancellationToken::new();
-        // A client that can be asked: its call may elicit over the stream.
-        let (sessions, id) = opened(json!({"elicitation": {}}), VERSION).await;
-        let headers = in_session(&id);
-        assert!(
-            sessions
-                .direct(&with(&headers, &[]), &call(1), &gone)
-                .await
-                .is_none()
-        );
         // A session of the stateless protocol is rmcp's.
         let (sessions, id) = opened(json!({}), "2026-07-28").await;
         assert!(

@@ -11,6 +11,7 @@
 
 use super::{LiveSession, ServeHost};
 use crate::boundary::{CallRequest, Executed, Revision};
+use crate::person::Asker;
 use crate::policy;
 use crate::runtime::ToolOutput;
 use crate::store::ApprovalId;
@@ -256,17 +257,12 @@ impl ServerHandler for ConnectorServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let (host, live) = self.parts()?;
+        let (host, _) = self.parts()?;
         let parts = context.extensions.get::<axum::http::request::Parts>();
         // rmcp moves the request's `_meta` into the context.
         let meta = request.meta.as_ref().unwrap_or(&context.meta);
         let traced = trace_parent(meta, parts.map(|p| &p.headers), &context.id);
-        if self.connector == super::host_tools::SCOUT_SERVER {
-            return host_tool(&host, &live, &request.name, request.arguments, &traced);
-        }
-        let tool = request.name.to_string();
-        let args = Value::Object(request.arguments.unwrap_or_default());
-        let name = policy::names::mcp(&self.connector, &tool);
+        let progress = meta.get_progress_token();
         // The caller is gone when it cancels the request or its stream closes.
         let gone = CancellationToken::new();
         let stream_closed = parts
@@ -284,55 +280,31 @@ impl ServerHandler for ConnectorServer {
             })
         };
         let _stop_watching = AbortOnDrop(watcher);
-        let can_ask = context
+        let asker = context
             .peer
             .supported_elicitation_modes()
-            .contains(&ElicitationMode::Form);
-        // A remote server may ask this call's person something only where
-        // the session has a person and this client can put it to them.
-        if let Some(server) = host.remote(&self.connector) {
-            let may_ask = can_ask && live.session.input.role.can_ask_a_person();
-            server.ask_through(&live.session.id, may_ask.then(|| context.peer.clone()));
-        }
-        let request = CallRequest::new(&tool, &args)
-            .while_present(gone)
-            .traced_from(&traced);
-        let result = if can_ask {
-            // The boundary says which approval it asked for, if it asks one.
-            let (asked, approval) = tokio::sync::oneshot::channel();
-            let call = host.call(&live, &self.connector, request.telling(asked));
-            tokio::pin!(call);
-            tokio::select! {
-                result = &mut call => result,
-                Ok(id) = approval => {
+            .contains(&ElicitationMode::Form)
+            .then(|| Arc::new(context.peer.clone()) as Arc<dyn Asker>);
+        let (waiting, approval) = tokio::sync::oneshot::channel();
+        let told = progress.filter(|_| asker.is_none());
+        let call = self.call_directly(request, gone, traced, Some(waiting), asker);
+        tokio::pin!(call);
+        // While a person decides, a client that cannot be asked but sent a
+        // progress token hears progress every keep-alive (the event
+        // stream's pings keep the others reading).
+        tokio::select! {
+            result = &mut call => result,
+            Ok(_) = approval => match told {
+                Some(token) => {
+                    let keep_alive = Duration::from_millis(host.config.sse_keep_alive_ms.max(10));
                     tokio::select! {
                         result = &mut call => result,
-                        () = ask_through_elicitation(&host, id, &name, &args, &context) => call.await,
+                        () = tell_progress(&context, token, keep_alive) => call.await,
                     }
                 }
-            }
-        } else {
-            // While a person decides, a client that sent a progress token
-            // hears progress every keep-alive (the event stream's pings keep
-            // the others reading).
-            let (asked, approval) = tokio::sync::oneshot::channel();
-            let call = host.call(&live, &self.connector, request.telling(asked));
-            tokio::pin!(call);
-            tokio::select! {
-                result = &mut call => result,
-                Ok(_) = approval => match meta.get_progress_token() {
-                    Some(token) => {
-                        let keep_alive = Duration::from_millis(host.config.sse_keep_alive_ms.max(10));
-                        tokio::select! {
-                            result = &mut call => result,
-                            () = tell_progress(&context, token, keep_alive) => call.await,
-                        }
-                    }
-                    None => call.await,
-                },
-            }
-        };
-        answer(&host, &self.connector, &tool, result)
+                None => call.await,
+            },
+        }
     }
 }
 
@@ -354,15 +326,18 @@ impl ConnectorServer {
         }))
     }
 
-    /// A call from a client that cannot be asked anything: the same as
-    /// [`ServerHandler::call_tool`] without elicitation; `gone` fires when
-    /// the caller goes away.
+    /// One call, whichever way it came (rmcp's handler, or a request the
+    /// host answers itself). `gone` fires when the caller goes away;
+    /// `waiting` is told which approval the call waits for once it waits
+    /// for a person; `asker` puts the question to the client's person when
+    /// the client can be asked (otherwise the approvals API decides).
     pub(super) async fn call_directly(
         &self,
         request: CallToolRequestParams,
         gone: CancellationToken,
         traced: crate::telemetry::TraceParent,
-        asked: Option<crate::boundary::AskedFor>,
+        waiting: Option<crate::boundary::AskedFor>,
+        asker: Option<Arc<dyn Asker>>,
     ) -> Result<CallToolResponse, McpError> {
         let (host, live) = self.parts()?;
         if self.connector == super::host_tools::SCOUT_SERVER {
@@ -370,17 +345,37 @@ impl ConnectorServer {
         }
         let tool = request.name.to_string();
         let args = Value::Object(request.arguments.unwrap_or_default());
-        // Nobody to ask through this client.
+        // A remote server may ask this call's person something only where
+        // the session has a person and this client can put it to them.
         if let Some(server) = host.remote(&self.connector) {
-            server.ask_through(&live.session.id, None);
+            let may_ask = live.session.input.role.can_ask_a_person();
+            server.ask_through(&live.session.id, asker.clone().filter(|_| may_ask));
         }
-        let mut request = CallRequest::new(&tool, &args)
+        let (asked, approval) = tokio::sync::oneshot::channel();
+        let request = CallRequest::new(&tool, &args)
             .while_present(gone)
-            .traced_from(&traced);
-        if let Some(asked) = asked {
-            request = request.telling(asked);
-        }
-        let result = host.call(&live, &self.connector, request).await;
+            .traced_from(&traced)
+            .telling(asked);
+        let call = host.call(&live, &self.connector, request);
+        tokio::pin!(call);
+        let result = tokio::select! {
+            result = &mut call => result,
+            Ok(id) = approval => {
+                if let Some(waiting) = waiting {
+                    let _ = waiting.send(id);
+                }
+                match &asker {
+                    Some(asker) => {
+                        let name = policy::names::mcp(&self.connector, &tool);
+                        tokio::select! {
+                            result = &mut call => result,
+                            () = ask_through_elicitation(&host, id, &name, &args, asker.as_ref()) => call.await,
+                        }
+                    }
+                    None => call.await,
+                }
+            }
+        };
         answer(&host, &self.connector, &tool, result)
     }
 }
@@ -522,7 +517,7 @@ async fn ask_through_elicitation(
     id: ApprovalId,
     name: &str,
     args: &Value,
-    context: &RequestContext<RoleServer>,
+    asker: &dyn Asker,
 ) {
     // What the approval is bound to, as the approvals API shows it (for a
     // reservation above a spend threshold: the arguments and the estimate).
@@ -622,7 +617,7 @@ async fn ask_through_elicitation(
         message,
         requested_schema: schema,
     };
-    let answer = context.peer.create_elicitation(params).await;
+    let answer = asker.elicit(params).await;
     let approved = match answer {
         Ok(result) => {
             result.action == ElicitationAction::Accept

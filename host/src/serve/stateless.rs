@@ -139,10 +139,12 @@ pub(super) fn request(body: &[u8]) -> Option<(RequestId, Request, RequestMetaObj
 /// away (`gone` withdraws it only while it waits for a person).
 ///
 /// A call that starts waiting for a person is answered as an event stream
-/// (the protocol lets a server answer any request so): every `keep_alive`
-/// it sends a progress notification (when the request carried a
+/// (the protocol lets a server answer any request so): the questions it
+/// puts to a client that can be asked (`running`, inside an MCP session
+/// whose client takes form elicitation), and every `keep_alive` a progress
+/// notification (to a client that cannot be asked and sent a
 /// `progressToken`) or an SSE comment, so that no client's read timeout
-/// runs out while a person decides, then the result. A client that goes
+/// runs out while a person decides; then the result. A client that goes
 /// away stops reading; the next send fails and the call withdraws.
 pub(super) async fn answer(
     server: ConnectorServer,
@@ -151,26 +153,48 @@ pub(super) async fn answer(
     headers: &HeaderMap,
     keep_alive: std::time::Duration,
     legacy: bool,
-    running: Option<impl Send + 'static>,
+    running: Option<super::in_session::Running>,
 ) -> Response {
     let message = match request {
         Direct::List(id, meta) => list_message(&server, id, &meta, Some(headers), legacy),
         Direct::Call(id, params, meta) => {
             let traced = super::mcp::trace_parent(&meta, Some(headers), &id);
-            let progress = meta.0.get(PROGRESS_TOKEN).cloned();
-            let (asked, approval) = tokio::sync::oneshot::channel();
+            let (questions, mut asked) = tokio::sync::mpsc::channel(2);
+            let asker = running.as_ref().and_then(|r| r.asker(questions));
+            let progress = meta
+                .0
+                .get(PROGRESS_TOKEN)
+                .filter(|_| asker.is_none())
+                .cloned();
+            let (waiting, approval) = tokio::sync::oneshot::channel();
             let withdraw = gone.clone();
             let mut call = tokio::spawn(async move {
                 // Cancellable by its client until it ends.
                 let _running = running;
                 server
-                    .call_directly(*params, gone, traced, Some(asked))
+                    .call_directly(*params, gone, traced, Some(waiting), asker)
                     .await
             });
-            let finished = tokio::select! {
-                finished = &mut call => finished,
-                Ok(_) = approval => {
-                    return waiting_stream(call, id, progress, withdraw, keep_alive, legacy);
+            // Finished before it waited: one JSON answer. Else the stream,
+            // beginning with the question put first, if one was.
+            let first = tokio::select! {
+                finished = &mut call => Err(finished),
+                Ok(_) = approval => Ok(None),
+                Some(question) = asked.recv() => Ok(Some(question)),
+            };
+            let finished = match first {
+                Err(finished) => finished,
+                Ok(first) => {
+                    let waiting = Waiting {
+                        id,
+                        progress,
+                        gone: withdraw,
+                        keep_alive,
+                        legacy,
+                        asked,
+                        first,
+                    };
+                    return waiting.events(call);
                 }
             };
             call_message(finished, id, legacy)
@@ -248,65 +272,80 @@ pub(super) fn call_message(
     })
 }
 
-/// The event stream of a call waiting for a person: keep-alives until
-/// `call` finishes, then its answer.
-fn waiting_stream(
-    mut call: tokio::task::JoinHandle<Result<rmcp::model::CallToolResponse, McpError>>,
+/// The event stream of a call waiting for a person.
+struct Waiting {
     id: RequestId,
+    /// Sent in progress notifications, when the client gave one.
     progress: Option<serde_json::Value>,
+    /// Withdraws the call's wait when the client stops reading.
     gone: CancellationToken,
     keep_alive: std::time::Duration,
     legacy: bool,
-) -> Response {
-    let (events, received) = tokio::sync::mpsc::channel::<String>(4);
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(keep_alive);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut sent = 0u64;
-        loop {
-            tokio::select! {
-                finished = &mut call => {
-                    let data = call_message(finished, id, legacy).unwrap_or_else(|e| {
-                        tracing::error!(error = %e, "cannot serialise an MCP answer");
-                        String::new()
-                    });
-                    let _ = events.send(format!("event: message\ndata: {data}\n\n")).await;
-                    return;
-                }
-                _ = tick.tick() => {
-                    sent += 1;
-                    let event = match &progress {
-                        Some(token) => {
-                            format!("event: message\ndata: {}\n\n", waiting_progress(token, sent))
-                        }
-                        None => ": waiting for a person to decide\n\n".to_string(),
-                    };
-                    if events.send(event).await.is_err() {
-                        // The client stopped reading: the wait withdraws,
-                        // and the call's own end is no one's to hear.
-                        gone.cancel();
-                        let _ = call.await;
+    /// The questions the call puts to its client, as JSON-RPC requests.
+    asked: tokio::sync::mpsc::Receiver<String>,
+    /// A question put before the stream began.
+    first: Option<String>,
+}
+
+impl Waiting {
+    /// The response: the call's questions and keep-alives until `call`
+    /// finishes, then its answer.
+    fn events(
+        mut self,
+        mut call: tokio::task::JoinHandle<Result<rmcp::model::CallToolResponse, McpError>>,
+    ) -> Response {
+        let (events, received) = tokio::sync::mpsc::channel::<String>(4);
+        tokio::spawn(async move {
+            let message = |data: &str| format!("event: message\ndata: {data}\n\n");
+            let mut tick = tokio::time::interval(self.keep_alive);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut sent = 0u64;
+            let mut open = match self.first.take() {
+                Some(question) => events.send(message(&question)).await.is_ok(),
+                None => true,
+            };
+            while open {
+                let event = tokio::select! {
+                    finished = &mut call => {
+                        let data = call_message(finished, self.id, self.legacy).unwrap_or_else(|e| {
+                            tracing::error!(error = %e, "cannot serialise an MCP answer");
+                            String::new()
+                        });
+                        let _ = events.send(message(&data)).await;
                         return;
                     }
-                }
+                    Some(question) = self.asked.recv() => message(&question),
+                    _ = tick.tick() => {
+                        sent += 1;
+                        match &self.progress {
+                            Some(token) => message(&waiting_progress(token, sent)),
+                            None => ": waiting for a person to decide\n\n".to_string(),
+                        }
+                    }
+                };
+                open = events.send(event).await.is_ok();
             }
-        }
-    });
-    let body = futures_util::stream::unfold(received, |mut received| async move {
-        received
-            .recv()
-            .await
-            .map(|event| (Ok::<_, std::convert::Infallible>(event), received))
-    });
-    (
-        StatusCode::OK,
-        [
-            (header::CONTENT_TYPE, "text/event-stream"),
-            (header::CACHE_CONTROL, "no-cache"),
-        ],
-        axum::body::Body::from_stream(body),
-    )
-        .into_response()
+            // The client stopped reading: the wait withdraws, and the
+            // call's own end is no one's to hear.
+            self.gone.cancel();
+            let _ = call.await;
+        });
+        let body = futures_util::stream::unfold(received, |mut received| async move {
+            received
+                .recv()
+                .await
+                .map(|event| (Ok::<_, std::convert::Infallible>(event), received))
+        });
+        (
+            StatusCode::OK,
+            [
+                (header::CONTENT_TYPE, "text/event-stream"),
+                (header::CACHE_CONTROL, "no-cache"),
+            ],
+            axum::body::Body::from_stream(body),
+        )
+            .into_response()
+    }
 }
 
 /// The `sent`th progress notification of a call waiting for a person.

@@ -5,23 +5,28 @@
 //! enum: the whole message buffered and each shape tried in turn), spawns a
 //! task for each request, hands the answer back to its loop over a channel
 //! and spawns another task to write it. Here each line of the client is read
-//! once. After the handshake, a `tools/list`, or a `tools/call` of a client
-//! that declared at `initialize` that it cannot be asked anything, is read as
+//! once. After the handshake, a `tools/list` or a `tools/call` is read as
 //! [`super::stateless::request`] reads it and answered by the same handler
 //! code (a list in this loop, a call in a task of its own), as one line.
+//! A call that waits for a person, from a client that declared at
+//! `initialize` that it takes form elicitation, asks through rmcp's peer of
+//! the session (the question is rmcp's line, the client's answer goes to
+//! rmcp like any response).
 //!
 //! rmcp stays the judge of everything else, which is passed to it unchanged:
 //! the handshake, notifications, `ping`, answers to its own requests, a
-//! request carrying a protocol version of its own, anything malformed, and
-//! every line of a client that can be asked (its calls may elicit). rmcp's
-//! output and the answers written here share one writer, a whole line at a
-//! time. A line longer than rmcp's limit is skipped, as rmcp skips it.
+//! request carrying a protocol version of its own, and anything malformed.
+//! rmcp's output and the answers written here share one writer, a whole
+//! line at a time. A line longer than rmcp's limit is skipped, as rmcp
+//! skips it.
 
 use super::mcp::ConnectorServer;
 use super::stateless::{
     PROGRESS_TOKEN, Request, call_message, list_message, request, trace_context, waiting_progress,
 };
+use crate::person::Asker;
 use rmcp::model::{ClientJsonRpcMessage, ClientNotification, ClientRequest, RequestId};
+use rmcp::{Peer, RoleServer};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,17 +63,23 @@ where
     let (front_end, rmcp_end) = tokio::io::duplex(TO_RMCP);
     let (from_rmcp, to_rmcp) = tokio::io::split(front_end);
     let relay = tokio::spawn(relay(from_rmcp, out.clone()));
+    // rmcp's peer of the client, once the handshake is done: how a call
+    // asks the client's person.
+    let (handshaken, peer) = tokio::sync::watch::channel(None);
     let front = Front {
         server: server.clone(),
         out,
         keep_alive,
-        stage: Stage::Handshake { can_elicit: None },
+        stage: Stage::Handshake { takes_form: None },
         running: Default::default(),
+        peer,
+        asker: None,
     };
     let front = tokio::spawn(front.run(input, to_rmcp));
     // rmcp reads the handshake the front passes it before this returns.
     let served = match server.serve(rmcp_end).await {
         Ok(running) => {
+            let _ = handshaken.send(Some(running.peer().clone()));
             let _ = running.waiting().await;
             Ok(())
         }
@@ -118,14 +129,16 @@ async fn relay<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(from_rmcp: R, out: A
 }
 
 /// Where the session is.
+#[derive(Debug)]
 enum Stage {
     /// Before the client's `notifications/initialized`: every line is
-    /// rmcp's; what the client's `initialize` declared, once seen.
-    Handshake { can_elicit: Option<bool> },
-    /// A client that cannot be asked anything: its lists and calls are
-    /// answered here.
-    Direct,
-    /// A client that can be asked: every line is rmcp's.
+    /// rmcp's; whether the client's `initialize` declared that it takes
+    /// form elicitation, once seen.
+    Handshake { takes_form: Option<bool> },
+    /// Lists and calls are answered here; a call waiting for a person asks
+    /// the client's person when `asks`.
+    Direct { asks: bool },
+    /// A handshake this front could not follow: every line is rmcp's.
     Rmcp,
 }
 
@@ -138,6 +151,10 @@ struct Front<W> {
     /// The calls answered here and still running, each withdrawn by its
     /// client's `notifications/cancelled`.
     running: Arc<parking_lot::Mutex<HashMap<RequestId, CancellationToken>>>,
+    /// rmcp's peer of the client, once rmcp has done the handshake.
+    peer: tokio::sync::watch::Receiver<Option<Peer<RoleServer>>>,
+    /// The peer, as calls ask through it.
+    asker: Option<Arc<dyn Asker>>,
 }
 
 impl<W: AsyncWrite + Unpin + Send + 'static> Front<W> {
@@ -177,34 +194,55 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Front<W> {
     /// otherwise notes what the line tells of the session, and returns
     /// `false` to pass it to rmcp.
     async fn answered_here(&mut self, line: &[u8], alive: &tokio::sync::mpsc::Sender<()>) -> bool {
-        match &mut self.stage {
-            Stage::Rmcp => false,
-            Stage::Handshake { can_elicit } => {
-                if let Some(next) = handshake(line, can_elicit) {
+        let asks = match &mut self.stage {
+            Stage::Rmcp => return false,
+            Stage::Handshake { takes_form } => {
+                if let Some(next) = handshake(line, takes_form) {
                     self.stage = next;
+                }
+                return false;
+            }
+            Stage::Direct { asks } => *asks,
+        };
+        match request(line) {
+            // A request with a protocol version of its own is rmcp's to check.
+            Some((id, request, meta)) if meta.protocol_version().is_none() => {
+                let meta = trace_context(&meta);
+                match request {
+                    Request::List => self.list(id, &meta).await,
+                    Request::Call(params) => {
+                        let asker = match asks {
+                            true => match self.asker().await {
+                                Some(asker) => Some(asker),
+                                // rmcp refused the handshake: its to answer.
+                                None => return false,
+                            },
+                            false => None,
+                        };
+                        self.call(id, *params, &meta, alive.clone(), asker);
+                    }
+                }
+                true
+            }
+            _ => {
+                if let Some(id) = super::in_session::cancelled_call(line)
+                    && let Some(gone) = self.running.lock().get(&id)
+                {
+                    gone.cancel();
                 }
                 false
             }
-            Stage::Direct => match request(line) {
-                // A request with a protocol version of its own is rmcp's to check.
-                Some((id, request, meta)) if meta.protocol_version().is_none() => {
-                    let meta = trace_context(&meta);
-                    match request {
-                        Request::List => self.list(id, &meta).await,
-                        Request::Call(params) => self.call(id, *params, &meta, alive.clone()),
-                    }
-                    true
-                }
-                _ => {
-                    if let Some(id) = super::in_session::cancelled_call(line)
-                        && let Some(gone) = self.running.lock().get(&id)
-                    {
-                        gone.cancel();
-                    }
-                    false
-                }
-            },
         }
+    }
+
+    /// rmcp's peer of the client, waited for until rmcp has read the
+    /// handshake this front passed it; `None` if rmcp ended first.
+    async fn asker(&mut self) -> Option<Arc<dyn Asker>> {
+        if self.asker.is_none() {
+            let peer = self.peer.wait_for(Option::is_some).await.ok()?.clone()?;
+            self.asker = Some(Arc::new(peer));
+        }
+        self.asker.clone()
     }
 
     /// Answers a `tools/list` with the list serialised for this revision.
@@ -215,24 +253,31 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Front<W> {
 
     /// Runs a call in a task of its own. Once allowed, it runs to its end;
     /// its client's cancellation withdraws it while it waits for a person,
-    /// and a cancelled call is not answered (as the protocol asks).
+    /// and a cancelled call is not answered (as the protocol asks). While
+    /// it waits, `asker` puts the question to the client's person; a client
+    /// that cannot be asked hears progress if it sent a progress token.
     fn call(
         &self,
         id: RequestId,
         params: rmcp::model::CallToolRequestParams,
         meta: &rmcp::model::MetaObject,
         alive: tokio::sync::mpsc::Sender<()>,
+        asker: Option<Arc<dyn Asker>>,
     ) {
         let gone = CancellationToken::new();
         self.running.lock().insert(id.clone(), gone.clone());
         let traced = super::mcp::trace_parent(meta, None, &id);
-        let progress = meta.0.get(PROGRESS_TOKEN).cloned();
+        let progress = meta
+            .0
+            .get(PROGRESS_TOKEN)
+            .filter(|_| asker.is_none())
+            .cloned();
         let (server, out, running) = (self.server.clone(), self.out.clone(), self.running.clone());
         let keep_alive = self.keep_alive;
         tokio::spawn(async move {
             let _alive = alive;
             let (asked, approval) = tokio::sync::oneshot::channel();
-            let call = server.call_directly(params, gone.clone(), traced, Some(asked));
+            let call = server.call_directly(params, gone.clone(), traced, Some(asked), asker);
             tokio::pin!(call);
             let finished = tokio::select! {
                 finished = &mut call => finished,
@@ -266,21 +311,23 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Front<W> {
 }
 
 /// What `line` tells of the handshake: the client's `initialize` says
-/// whether it can be asked; its `notifications/initialized` ends the
-/// handshake. Only lines naming `initialize` are read.
-fn handshake(line: &[u8], can_elicit: &mut Option<bool>) -> Option<Stage> {
+/// whether it takes form elicitation; its `notifications/initialized` ends
+/// the handshake. Only lines naming `initialize` are read.
+fn handshake(line: &[u8], takes_form: &mut Option<bool>) -> Option<Stage> {
     memchr::memmem::find(line, b"initialize")?;
     match serde_json::from_slice(line).ok()? {
         ClientJsonRpcMessage::Request(message) => {
             if let ClientRequest::InitializeRequest(initialize) = message.request {
-                *can_elicit = Some(initialize.params.capabilities.elicitation.is_some());
+                *takes_form = Some(super::in_session::takes_form(
+                    &initialize.params.capabilities,
+                ));
             }
             None
         }
         ClientJsonRpcMessage::Notification(message) => match message.notification {
-            ClientNotification::InitializedNotification(_) => Some(match can_elicit {
-                Some(false) => Stage::Direct,
-                _ => Stage::Rmcp,
+            ClientNotification::InitializedNotification(_) => Some(match takes_form {
+                Some(asks) => Stage::Direct { asks: *asks },
+                None => Stage::Rmcp,
             }),
             _ => None,
         },
@@ -370,26 +417,35 @@ mod tests {
     }
 
     #[test]
-    fn a_client_that_cannot_be_asked_is_answered_here_after_the_handshake() {
-        let mut can_elicit = None;
-        assert!(handshake(&initialize(json!({})), &mut can_elicit).is_none());
-        assert_eq!(can_elicit, Some(false));
+    fn lists_and_calls_are_answered_here_after_the_handshake() {
+        let mut takes_form = None;
+        assert!(handshake(&initialize(json!({})), &mut takes_form).is_none());
+        assert_eq!(takes_form, Some(false));
         let ping = line(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}));
-        assert!(handshake(&ping, &mut can_elicit).is_none());
+        assert!(handshake(&ping, &mut takes_form).is_none());
         assert!(matches!(
-            handshake(&initialized(), &mut can_elicit),
-            Some(Stage::Direct)
+            handshake(&initialized(), &mut takes_form),
+            Some(Stage::Direct { asks: false })
         ));
     }
 
     #[test]
-    fn a_client_that_can_be_asked_stays_with_rmcp() {
-        let mut can_elicit = None;
-        assert!(handshake(&initialize(json!({"elicitation": {}})), &mut can_elicit).is_none());
-        assert!(matches!(
-            handshake(&initialized(), &mut can_elicit),
-            Some(Stage::Rmcp)
-        ));
+    fn a_client_that_takes_form_elicitation_is_asked() {
+        for (capabilities, asks) in [
+            (json!({"elicitation": {}}), true),
+            (json!({"elicitation": {"form": {}}}), true),
+            (json!({"elicitation": {"form": {}, "url": {}}}), true),
+            // A client that only opens pages is not asked a form.
+            (json!({"elicitation": {"url": {}}}), false),
+        ] {
+            let mut takes_form = None;
+            assert!(handshake(&initialize(capabilities.clone()), &mut takes_form).is_none());
+            let stage = handshake(&initialized(), &mut takes_form);
+            assert!(
+                matches!(stage, Some(Stage::Direct { asks: a }) if a == asks),
+                "{capabilities}: {stage:?}"
+            );
+        }
         // An `initialized` before any `initialize`: rmcp judges the rest.
         let mut unseen = None;
         assert!(matches!(

@@ -165,8 +165,7 @@ async fn the_official_python_client_tells_the_whole_story() {
     assert!(github.requests().len() > before_stdio);
 
     // The same requests, line by line, from a client that can be asked
-    // (rmcp answers every line) and from one that cannot (its lists and
-    // calls are answered without rmcp's loop): the same answers.
+    // and from one that cannot: the same answers.
     let raw = dir.join("raw.toml");
     std::fs::write(
         &raw,
@@ -176,12 +175,6 @@ async fn the_official_python_client_tells_the_whole_story() {
         ),
     )
     .unwrap();
-    let asked = tokio::task::spawn_blocking({
-        let raw = raw.clone();
-        move || raw_stdio_session(&raw, serde_json::json!({"elicitation": {}}))
-    })
-    .await
-    .unwrap();
     let before_direct = github.requests().len();
     let direct = tokio::task::spawn_blocking({
         let raw = raw.clone();
@@ -189,8 +182,8 @@ async fn the_official_python_client_tells_the_whole_story() {
     })
     .await
     .unwrap();
-    assert_eq!(asked, direct, "the same answers either way");
-    // The direct session's one read reached GitHub; its cancelled write did not.
+    // The session that cannot be asked: its one read reached GitHub; its
+    // cancelled write did not.
     let after: Vec<_> = github.requests()[before_direct..].to_vec();
     assert_eq!(after.len(), 1, "{after:?}");
     assert_eq!(after[0].method, "GET");
@@ -199,6 +192,17 @@ async fn the_official_python_client_tells_the_whole_story() {
             .branch_sha("octo", "hello", "scout/cancelled")
             .is_none(),
         "a cancelled write has no effect"
+    );
+    let asked = tokio::task::spawn_blocking({
+        let raw = raw.clone();
+        move || raw_stdio_session(&raw, serde_json::json!({"elicitation": {}}))
+    })
+    .await
+    .unwrap();
+    assert_eq!(asked, direct, "the same answers either way");
+    assert!(
+        github.branch_sha("octo", "hello", "scout/asked").is_some(),
+        "the write its person approved over stdio happened"
     );
     drop(serve);
     let _ = std::fs::remove_dir_all(&dir);
@@ -284,8 +288,10 @@ impl Drop for StdioLines {
 /// One stdio session declaring `capabilities`: its answers to a list, a
 /// read, a malformed line, a call with no parameters, an oversized line,
 /// an unknown tool and arguments of the wrong type, in that order. A
-/// client that cannot be asked also sends a gated write with a progress
-/// token, hears progress while it waits, and cancels it: no answer comes.
+/// client that can be asked then sends a gated write, is asked on the same
+/// lines and approves it. One that cannot sends a gated write with a
+/// progress token, hears progress while it waits, and cancels it: no
+/// answer comes.
 fn raw_stdio_session(config: &Path, capabilities: serde_json::Value) -> Vec<serde_json::Value> {
     use serde_json::json;
     let can_be_asked = capabilities.get("elicitation").is_some();
@@ -356,7 +362,30 @@ fn raw_stdio_session(config: &Path, capabilities: serde_json::Value) -> Vec<serd
         json!({"name": "github_list_branches", "arguments": "octo/hello"}),
     ));
     answers.push(session.answer(json!(7)).0);
-    if !can_be_asked {
+    if can_be_asked {
+        let write = json!({"name": "github_create_branch",
+                           "arguments": {"owner": "octo", "repo": "hello", "branch": "scout/asked"},
+                           "_meta": {"progressToken": "asked-8"}});
+        session.send(&request(8, "tools/call", write));
+        // The person is asked (no progress for a client that asks them).
+        let question = session
+            .lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the person is asked");
+        assert_eq!(question["method"], "elicitation/create", "{question}");
+        let text = question["params"]["message"].as_str().unwrap_or_default();
+        assert!(
+            text.starts_with("Allow mcp__github__github_create_branch with")
+                && text.contains("scout/asked"),
+            "{question}"
+        );
+        let approve = json!({"jsonrpc": "2.0", "id": question["id"],
+                             "result": {"action": "accept", "content": {"approve": true}}});
+        session.send(approve.to_string().as_bytes());
+        let (written, between) = session.answer(json!(8));
+        assert_eq!(written["result"]["isError"], false, "{written}");
+        assert!(between.is_empty(), "{between:?}");
+    } else {
         let write = json!({"name": "github_create_branch",
                            "arguments": {"owner": "octo", "repo": "hello", "branch": "scout/cancelled"},
                            "_meta": {"progressToken": "waiting-8"}});

@@ -1811,11 +1811,12 @@ async fn a_call_answered_directly_is_the_answer_rmcp_gives() {
     );
 }
 
-/// Inside an MCP session (`Mcp-Session-Id`, protocol 2025-11-25): a client
-/// that cannot be asked gets its list and calls as plain JSON, answered by
-/// the host itself; one that can be asked gets them from rmcp's session as
-/// an event stream. The messages are the same. A closed session answers
-/// nothing more, and nothing of it reaches GitHub.
+/// Inside an MCP session (`Mcp-Session-Id`, protocol 2025-11-25): a
+/// client's list and calls are answered by the host itself as plain JSON,
+/// whether or not the client can be asked. A request rmcp must judge (one
+/// carrying a protocol version of its own) gets the same messages from
+/// rmcp's session, as an event stream. A closed session answers nothing
+/// more, and nothing of it reaches GitHub.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_in_a_session_answered_directly_is_the_answer_rmcp_gives() {
     let s = serve("in-session", "require_review = false", &[]).await;
@@ -1838,14 +1839,24 @@ async fn a_call_in_a_session_answered_directly_is_the_answer_rmcp_gives() {
     ];
     let mut answers = Vec::new();
     let mut direct_session = None;
-    for (capabilities, media_type) in [
-        (json!({}), "application/json"),
-        (json!({"elicitation": {}}), "text/event-stream"),
+    let own_version = json!({"io.modelcontextprotocol/protocolVersion": PROTOCOL});
+    for (capabilities, meta, media_type) in [
+        (json!({}), None, "application/json"),
+        (json!({"elicitation": {}}), None, "application/json"),
+        (
+            json!({"elicitation": {}}),
+            Some(&own_version),
+            "text/event-stream",
+        ),
     ] {
         // Each round's refusals are a first time.
         s.resume(&view).await;
         let mcp = s.mcp(&view).connect_declaring(capabilities).await;
         for (method, params) in &requests {
+            let mut params = params.clone();
+            if let Some(meta) = meta {
+                params["_meta"] = meta.clone();
+            }
             let (status, content_type, id, messages) =
                 mcp.request_typed(method, params.clone()).await;
             assert_eq!(status, 200, "{method} {params}");
@@ -1861,7 +1872,9 @@ async fn a_call_in_a_session_answered_directly_is_the_answer_rmcp_gives() {
         }
         direct_session.get_or_insert(mcp);
     }
-    let (direct, through_rmcp) = answers.split_at(requests.len());
+    let (direct, others) = answers.split_at(requests.len());
+    let (asked, through_rmcp) = others.split_at(requests.len());
+    assert_eq!(direct, asked);
     assert_eq!(direct, through_rmcp);
     assert!(
         direct[0]["result"].get("resultType").is_none(),
@@ -1888,7 +1901,7 @@ async fn a_call_in_a_session_answered_directly_is_the_answer_rmcp_gives() {
             .filter(|r| r.path.contains("README.md"))
             .count()
     };
-    assert_eq!(reads(&s), 2, "one read each");
+    assert_eq!(reads(&s), 3, "one read each");
 
     // Closed by its client: the next call is refused, nothing is sent.
     let mcp = direct_session.unwrap();
@@ -1909,7 +1922,7 @@ async fn a_call_in_a_session_answered_directly_is_the_answer_rmcp_gives() {
         )
         .await;
     assert_eq!(status, 404, "a closed session answers nothing");
-    assert_eq!(reads(&s), 2, "nothing of the closed session reached GitHub");
+    assert_eq!(reads(&s), 3, "nothing of the closed session reached GitHub");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -2574,6 +2587,8 @@ async fn an_elicitation_shows_hidden_characters_visibly_and_warns() {
             break ask;
         }
     };
+    // Asked by the host on the call's own stream (rmcp numbers its ids).
+    assert!(ask["id"].is_string(), "{ask}");
     let message = ask["params"]["message"].as_str().unwrap_or_default();
     let (warning, question) = message.split_once('\n').unwrap_or(("", message));
     assert!(

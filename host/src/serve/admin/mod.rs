@@ -478,6 +478,11 @@ async fn forward_to_session(
             .into_response();
         }
     };
+    // A client's answer to a question one of its calls put on its event
+    // stream: taken here, as the protocol takes a response (202).
+    if endpoint.sessions.answered(&parts, &bytes) {
+        return StatusCode::ACCEPTED.into_response();
+    }
     // Cancelled if this request's answer is dropped before it ends: the
     // client went away, and a call waiting for a person withdraws.
     let gone = super::mcp::CallerGone::default();
