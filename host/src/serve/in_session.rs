@@ -511,6 +511,18 @@ mod tests {
         );
     }
 
+    /// A yes-or-no question, as an approval asks it.
+    fn allow() -> ElicitRequestParams {
+        ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: "Allow?".into(),
+            requested_schema: rmcp::model::ElicitationSchema::builder()
+                .required_bool("approve")
+                .build()
+                .unwrap(),
+        }
+    }
+
     #[tokio::test]
     async fn a_question_goes_on_the_calls_stream_and_its_answer_comes_back_here() {
         let (sessions, id) = opened(json!({"elicitation": {}}), VERSION).await;
@@ -522,15 +534,7 @@ mod tests {
             .expect("a client that can be asked is answered here too");
         let (questions, mut asked) = tokio::sync::mpsc::channel(2);
         let asker = running.unwrap().asker(questions).expect("it takes a form");
-        let question = ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message: "Allow?".into(),
-            requested_schema: rmcp::model::ElicitationSchema::builder()
-                .required_bool("approve")
-                .build()
-                .unwrap(),
-        };
-        let asking = tokio::spawn(async move { asker.elicit(question).await });
+        let asking = tokio::spawn(async move { asker.elicit(allow()).await });
         let sent: serde_json::Value = serde_json::from_str(&asked.recv().await.unwrap()).unwrap();
         assert_eq!(sent["method"], "elicitation/create", "{sent}");
         assert_eq!(sent["params"]["message"], "Allow?", "{sent}");
@@ -571,18 +575,7 @@ mod tests {
             .unwrap();
         let (questions, mut asked) = tokio::sync::mpsc::channel(2);
         let asker = running.unwrap().asker(questions).unwrap();
-        let asking = tokio::spawn(async move {
-            asker
-                .elicit(ElicitRequestParams::FormElicitationParams {
-                    meta: None,
-                    message: "Allow?".into(),
-                    requested_schema: rmcp::model::ElicitationSchema::builder()
-                        .required_bool("approve")
-                        .build()
-                        .unwrap(),
-                })
-                .await
-        });
+        let asking = tokio::spawn(async move { asker.elicit(allow()).await });
         asked.recv().await.unwrap();
         let ok = axum::http::Response::builder().body(()).unwrap();
         sessions.handed(&Method::DELETE, &with(&headers, &[]).headers, b"", &ok);
