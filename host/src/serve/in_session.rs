@@ -25,7 +25,9 @@
 //! one request in every half of rmcp's idle timeout is handed to it, so a
 //! session in use is never ended as idle.
 
-use super::stateless::{Direct, Request, accepts, media_type_is, request, single, trace_context};
+use super::stateless::{
+    Asking, Direct, Held, Request, accepts, media_type_is, request, single, trace_context,
+};
 use crate::person::Asker;
 use axum::http::{HeaderMap, Method, header, request::Parts};
 use futures_util::future::BoxFuture;
@@ -78,21 +80,20 @@ pub(super) struct Running {
     takes_form: bool,
 }
 
-impl Running {
-    /// Who puts this call's questions to its client on the call's own
-    /// event stream (`questions` carries them there); `None` when the
+impl Held for Running {
+    /// The call's questions go on its own event stream; `None` when the
     /// client takes no form elicitation.
-    pub(super) fn asker(
-        &self,
-        questions: tokio::sync::mpsc::Sender<String>,
-    ) -> Option<Arc<dyn Asker>> {
-        self.takes_form.then(|| {
-            Arc::new(StreamAsker {
-                sessions: self.sessions.clone(),
-                session: self.session.clone(),
-                questions,
-            }) as Arc<dyn Asker>
-        })
+    fn asking(&self) -> Option<Asking> {
+        if !self.takes_form {
+            return None;
+        }
+        let (questions, asked) = tokio::sync::mpsc::channel(2);
+        let asker = Arc::new(StreamAsker {
+            sessions: self.sessions.clone(),
+            session: self.session.clone(),
+            questions,
+        });
+        Some(Asking { asker, asked })
     }
 }
 
@@ -532,8 +533,7 @@ mod tests {
             .direct(&with(&headers, &[]), &call(3), &gone)
             .await
             .expect("a client that can be asked is answered here too");
-        let (questions, mut asked) = tokio::sync::mpsc::channel(2);
-        let asker = running.unwrap().asker(questions).expect("it takes a form");
+        let Asking { asker, mut asked } = running.unwrap().asking().expect("it takes a form");
         let asking = tokio::spawn(async move { asker.elicit(allow()).await });
         let sent: serde_json::Value = serde_json::from_str(&asked.recv().await.unwrap()).unwrap();
         assert_eq!(sent["method"], "elicitation/create", "{sent}");
@@ -573,8 +573,7 @@ mod tests {
             .direct(&with(&headers, &[]), &call(4), &gone)
             .await
             .unwrap();
-        let (questions, mut asked) = tokio::sync::mpsc::channel(2);
-        let asker = running.unwrap().asker(questions).unwrap();
+        let Asking { asker, mut asked } = running.unwrap().asking().unwrap();
         let asking = tokio::spawn(async move { asker.elicit(allow()).await });
         asked.recv().await.unwrap();
         let ok = axum::http::Response::builder().body(()).unwrap();
@@ -593,8 +592,7 @@ mod tests {
             )
             .await
             .unwrap();
-        let (questions, _) = tokio::sync::mpsc::channel(2);
-        assert!(running.unwrap().asker(questions).is_none());
+        assert!(running.unwrap().asking().is_none());
     }
 
     #[tokio::test]

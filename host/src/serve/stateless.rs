@@ -41,6 +41,19 @@ pub(super) enum Direct {
     Call(RequestId, Box<CallToolRequestParams>, Box<MetaObject>),
 }
 
+/// A call's hold on the MCP session it came in, kept until the call ends.
+pub(super) trait Held: Send + 'static {
+    /// How the call asks its client's person; `None` when it cannot.
+    fn asking(&self) -> Option<Asking>;
+}
+
+/// How a call answered here asks its client's person: `asker` puts each
+/// question on `asked`, which the call's event stream carries.
+pub(super) struct Asking {
+    pub(super) asker: std::sync::Arc<dyn crate::person::Asker>,
+    pub(super) asked: tokio::sync::mpsc::Receiver<String>,
+}
+
 /// The `_meta` keys kept of a direct request: the W3C trace context and
 /// the progress token.
 pub(super) const PROGRESS_TOKEN: &str = "progressToken";
@@ -153,14 +166,17 @@ pub(super) async fn answer(
     headers: &HeaderMap,
     keep_alive: std::time::Duration,
     legacy: bool,
-    running: Option<super::in_session::Running>,
+    running: Option<impl Held>,
 ) -> Response {
     let message = match request {
         Direct::List(id, meta) => list_message(&server, id, &meta, Some(headers), legacy),
         Direct::Call(id, params, meta) => {
             let traced = super::mcp::trace_parent(&meta, Some(headers), &id);
-            let (questions, mut asked) = tokio::sync::mpsc::channel(2);
-            let asker = running.as_ref().and_then(|r| r.asker(questions));
+            let (asker, mut asked) = match running.as_ref().and_then(Held::asking) {
+                Some(Asking { asker, asked }) => (Some(asker), asked),
+                // Nothing is ever asked.
+                None => (None, tokio::sync::mpsc::channel(1).1),
+            };
             let progress = meta
                 .0
                 .get(PROGRESS_TOKEN)
