@@ -211,13 +211,14 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Front<W> {
                 match request {
                     Request::List => self.list(id, &meta).await,
                     Request::Call(params) => {
-                        let asker = match asks {
-                            true => match self.asker().await {
+                        let asker = if asks {
+                            match self.asker().await {
                                 Some(asker) => Some(asker),
-                                // rmcp refused the handshake: its to answer.
+                                // rmcp ended at the handshake: the line is its to judge.
                                 None => return false,
-                            },
-                            false => None,
+                            }
+                        } else {
+                            None
                         };
                         self.call(id, *params, &meta, alive.clone(), asker);
                     }
