@@ -351,12 +351,20 @@ impl ConnectorServer {
             let may_ask = live.session.input.role.can_ask_a_person();
             server.ask_through(&live.session.id, asker.clone().filter(|_| may_ask));
         }
-        let (asked, approval) = tokio::sync::oneshot::channel();
         let request = CallRequest::new(&tool, &args)
             .while_present(gone)
-            .traced_from(&traced)
-            .telling(asked);
-        let call = host.call(&live, &self.connector, request);
+            .traced_from(&traced);
+        // Nobody to ask: the boundary tells `waiting` itself.
+        let Some(asker) = asker else {
+            let request = match waiting {
+                Some(waiting) => request.telling(waiting),
+                None => request,
+            };
+            let result = host.call(&live, &self.connector, request).await;
+            return answer(&host, &self.connector, &tool, result);
+        };
+        let (asked, approval) = tokio::sync::oneshot::channel();
+        let call = host.call(&live, &self.connector, request.telling(asked));
         tokio::pin!(call);
         let result = tokio::select! {
             result = &mut call => result,
@@ -364,15 +372,10 @@ impl ConnectorServer {
                 if let Some(waiting) = waiting {
                     let _ = waiting.send(id);
                 }
-                match &asker {
-                    Some(asker) => {
-                        let name = policy::names::mcp(&self.connector, &tool);
-                        tokio::select! {
-                            result = &mut call => result,
-                            () = ask_through_elicitation(&host, id, &name, &args, asker.as_ref()) => call.await,
-                        }
-                    }
-                    None => call.await,
+                let name = policy::names::mcp(&self.connector, &tool);
+                tokio::select! {
+                    result = &mut call => result,
+                    () = ask_through_elicitation(&host, id, &name, &args, asker.as_ref()) => call.await,
                 }
             }
         };

@@ -173,9 +173,8 @@ pub(super) async fn answer(
         Direct::Call(id, params, meta) => {
             let traced = super::mcp::trace_parent(&meta, Some(headers), &id);
             let (asker, mut asked) = match running.as_ref().and_then(Held::asking) {
-                Some(Asking { asker, asked }) => (Some(asker), asked),
-                // Nothing is ever asked.
-                None => (None, tokio::sync::mpsc::channel(1).1),
+                Some(Asking { asker, asked }) => (Some(asker), Some(asked)),
+                None => (None, None),
             };
             let progress = meta
                 .0
@@ -196,7 +195,7 @@ pub(super) async fn answer(
             let first = tokio::select! {
                 finished = &mut call => Err(finished),
                 Ok(_) = approval => Ok(None),
-                Some(question) = asked.recv() => Ok(Some(question)),
+                Some(question) = next_question(&mut asked) => Ok(Some(question)),
             };
             let finished = match first {
                 Err(finished) => finished,
@@ -297,8 +296,9 @@ struct Waiting {
     gone: CancellationToken,
     keep_alive: std::time::Duration,
     legacy: bool,
-    /// The questions the call puts to its client, as JSON-RPC requests.
-    asked: tokio::sync::mpsc::Receiver<String>,
+    /// The questions the call puts to its client, as JSON-RPC requests
+    /// (`None`: a client that cannot be asked).
+    asked: Option<tokio::sync::mpsc::Receiver<String>>,
     /// A question put before the stream began.
     first: Option<String>,
 }
@@ -330,7 +330,7 @@ impl Waiting {
                         let _ = events.send(message(&data)).await;
                         return;
                     }
-                    Some(question) = self.asked.recv() => message(&question),
+                    Some(question) = next_question(&mut self.asked) => message(&question),
                     _ = tick.tick() => {
                         sent += 1;
                         match &self.progress {
@@ -361,6 +361,15 @@ impl Waiting {
             axum::body::Body::from_stream(body),
         )
             .into_response()
+    }
+}
+
+/// The next question a call puts to its client; `None` once it puts no
+/// more, or for a client that cannot be asked.
+async fn next_question(asked: &mut Option<tokio::sync::mpsc::Receiver<String>>) -> Option<String> {
+    match asked {
+        Some(asked) => asked.recv().await,
+        None => None,
     }
 }
 
