@@ -323,6 +323,9 @@ impl ServeHost {
             .map_err(|e| StartError::BadSecret(format!("{}: {e}", config.store_key_env)))?;
 
         let store = open_store(&config, &env)?;
+        // From here the store holds this host's lease: a start refused below
+        // gives it back, so the others do not count a lost host.
+        let release_on_failure = run::ReleaseOnFailure(Some(store.clone()));
         // Artifacts are pulled and verified before anything is compiled.
         config
             .resolve_artifacts(
@@ -434,6 +437,7 @@ impl ServeHost {
             )?)),
             None => None,
         };
+        release_on_failure.disarm();
         Ok(Arc::new(ServeHost {
             admin_token_digest: digest(&admin_token),
             metrics_token_digest,

@@ -5,8 +5,73 @@
 use super::*;
 
 /// Runs `serve` until ctrl-c: the admin API and the MCP endpoints on the
-/// configured listener. Prints the listening address on stdout.
+/// configured listener. Prints the listening address on stdout. However it
+/// ends (drained, or failing to start), the host gives its lease back: only
+/// a host that died is recovered and counted as lost by the others.
 pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
+    let served = run_until_stopped(host.clone()).await;
+    release_lease(&host).await;
+    host.flush_telemetry().await;
+    if served.is_ok() {
+        crate::logs::say(format_args!("stopped"));
+    }
+    served
+}
+
+/// At a clean stop, once drained (or when the start fails after the store
+/// registered this host): writes what the trace still owes, then gives
+/// this host's lease back, closing what it still holds (nothing, after a
+/// drain that finished), and says so in one line. A host that cannot
+/// reach its store leaves its lease to expire: the others then recover it.
+async fn release_lease(host: &ServeHost) {
+    host.boundary.pay_owed().await;
+    match host.store.release_lease(crate::store::now_ms()).await {
+        Ok(Some(closed)) => crate::logs::say(format_args!(
+            "released this host's lease{}",
+            if closed == crate::store::Recovered::default() {
+                String::new()
+            } else {
+                format!(
+                    ": {} approvals ended (host_shutdown), {} calls still open marked interrupted ({} of them may have reached their upstream)",
+                    closed.approvals_revoked, closed.calls_interrupted, closed.calls_maybe_run
+                )
+            }
+        )),
+        Ok(None) => {}
+        Err(e) => tracing::warn!(
+            error = %crate::store::with_causes(&e),
+            "cannot release this host's lease; the other hosts recover it once it runs out"
+        ),
+    }
+}
+
+/// Gives the lease back if a start fails after the store registered this
+/// host (a later step refused): a host that never served is not lost.
+pub(super) struct ReleaseOnFailure(pub(super) Option<Arc<dyn crate::store::Store>>);
+
+impl ReleaseOnFailure {
+    /// The start succeeded: the lease is the host's to keep.
+    pub(super) fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for ReleaseOnFailure {
+    fn drop(&mut self) {
+        if let Some(store) = self.0.take() {
+            match crate::store::block(store.release_lease(crate::store::now_ms())) {
+                Ok(Some(_)) => crate::logs::say("released this host's lease: it did not start"),
+                Ok(None) => {}
+                Err(e) => tracing::warn!(
+                    error = %crate::store::with_causes(&e),
+                    "cannot release this host's lease; the other hosts recover it once it runs out"
+                ),
+            }
+        }
+    }
+}
+
+async fn run_until_stopped(host: Arc<ServeHost>) -> anyhow::Result<()> {
     let listener = host.bind().await?;
     let addr = listener.local_addr()?;
     // Before any call: close what a host killed mid-call left open. After the
@@ -26,7 +91,7 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
     }
     if recovered != crate::store::Recovered::default() {
         crate::logs::say(format_args!(
-            "the previous run stopped mid-call: {} pending approvals revoked, {} calls marked interrupted ({} of them may have reached their upstream)",
+            "the previous run stopped mid-call: {} approvals still pending or approved and unused ended (host_lost), {} calls marked interrupted ({} of them may have reached their upstream)",
             recovered.approvals_revoked, recovered.calls_interrupted, recovered.calls_maybe_run
         ));
     }
@@ -111,8 +176,6 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
     }
     drop(probe_server);
     drop(metrics_server);
-    host.flush_telemetry().await;
-    crate::logs::say(format_args!("stopped"));
     Ok(())
 }
 
@@ -188,6 +251,17 @@ pub async fn run_stdio(
     request: OpenSession,
     connector: String,
 ) -> anyhow::Result<()> {
+    let served = stdio_until_closed(host.clone(), request, connector).await;
+    release_lease(&host).await;
+    host.flush_telemetry().await;
+    served
+}
+
+async fn stdio_until_closed(
+    host: Arc<ServeHost>,
+    request: OpenSession,
+    connector: String,
+) -> anyhow::Result<()> {
     // The admin API is for approvals a client cannot ask for itself; a
     // `serve` already on that address leaves this session with elicitation.
     let admin = match host.bind().await {
@@ -229,7 +303,6 @@ pub async fn run_stdio(
     let keep_alive = std::time::Duration::from_millis(host.config.sse_keep_alive_ms.max(10));
     let served = super::stdio::serve(server, input, output, keep_alive).await;
     host.end_session(&view.id);
-    host.flush_telemetry().await;
     if let Some(admin) = admin {
         admin.abort();
     }

@@ -985,15 +985,27 @@ pub(crate) fn settled_charge(reserved: u64, actual: u64, left: u64) -> u64 {
 pub trait SessionStore: Send + Sync {
     /// Run once by `serve` when it starts, before it takes any call, to close
     /// what a previous host left open when it was killed mid-call. In one
-    /// transaction: every approval still `pending` is revoked (the call that
-    /// waited for it was in the process that died, so approving it later
-    /// would authorise nothing, or worse, a call it was not asked for), and
-    /// every call whose last trace event is not terminal (`result`, `denied`,
-    /// `permission_denied`, `interrupted`) gets one `interrupted` event at
-    /// `at_ms`, saying how far it got. Approvals approved but not yet used
-    /// are left as they are: their session ended with the process, so no
-    /// call can consume them. Running it twice changes nothing the second time.
+    /// transaction: every approval still `pending`, or approved and not yet
+    /// used, is revoked by [`HOST_LOST`] with a `decided` row saying so (the
+    /// call that waited for it was in the process that died, so deciding or
+    /// spending it later would authorise nothing, or worse, a call it was
+    /// not asked for), and every call that has no ending state (`result`,
+    /// `denied`, `permission_denied`, `interrupted`), whatever order its
+    /// rows were committed in, gets one `interrupted` event at `at_ms`,
+    /// saying how far it got by its states (`may_have_run` once it reached
+    /// `allowed`). Running it twice changes nothing the second time.
     async fn recover_interrupted(&self, at_ms: i64) -> Result<Recovered, StoreError>;
+
+    /// At a clean stop, once the host has drained: gives up this host's
+    /// lease, so no other host counts it as lost, and closes what it still
+    /// holds as a recovery would (approvals ended by `host_shutdown`, calls
+    /// still open `interrupted`); after it, nothing more of this host is
+    /// recorded. `None` when there is no lease to give up (one host on its
+    /// own file, whose next start closes what it left; or a host another
+    /// already recovered).
+    async fn release_lease(&self, _at_ms: i64) -> Result<Option<Recovered>, StoreError> {
+        Ok(None)
+    }
 
     /// The host this store speaks for: the id its trace rows carry (a
     /// fleet's `hosts.host_id`, or a single host's id for this start).
@@ -1307,7 +1319,8 @@ pub(crate) fn decode_profile(kind: &str, body: &str) -> Result<SavedProfile, Sto
 /// What [`Store::recover_interrupted`] closed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Recovered {
-    /// Approvals that were still pending, now revoked.
+    /// Approvals that could still have been used (pending, or approved and
+    /// not yet used), now revoked.
     pub approvals_revoked: usize,
     /// Calls that had not reached a terminal state, now marked `interrupted`.
     pub calls_interrupted: usize,
@@ -1316,8 +1329,105 @@ pub struct Recovered {
     pub calls_maybe_run: usize,
 }
 
-/// The `decided_by` of an approval revoked by [`Store::recover_interrupted`].
-pub const RESTART_REVOKER: &str = "host restart: caller gone";
+/// The rule that ends the approvals of a host that stopped without
+/// draining (killed, or lost to the fleet): the call waiting for each one
+/// went with its host, so none may be decided or spent any more. Their
+/// `decided_by`, and what deciding one answers (`409`, naming it); beside
+/// `host_shutdown`, which ends them at a clean stop.
+pub const HOST_LOST: &str = "host_lost";
+
+/// The `decided_by` of an approval revoked by [`Store::recover_interrupted`]
+/// on a single host: its previous process was lost like any fleet host.
+pub const RESTART_REVOKER: &str = HOST_LOST;
+
+/// The rule a `decided_by` names, when the host (not a person) ended the
+/// approval: `host_lost` (also under its older texts) or `host_shutdown`.
+pub fn ended_by_rule(decided_by: Option<&str>) -> Option<&'static str> {
+    match decided_by? {
+        HOST_LOST | "host lost: caller gone" | "host restart: caller gone" => Some(HOST_LOST),
+        "host_shutdown" => Some("host_shutdown"),
+        _ => None,
+    }
+}
+
+/// How far a call got, by its states and never by the order its rows were
+/// committed in (a row the store took late, after a database outage, can
+/// follow the call's `result`): `executed` past `allowed` (both may have
+/// reached the upstream) past `decided` past `requested`. An SQL
+/// expression over the trace row `t`, the same in both backends.
+pub(crate) const CALL_PROGRESS: &str = "CASE t.state WHEN 'executed' THEN 4 WHEN 'allowed' THEN 3 \
+     WHEN 'decided' THEN 2 WHEN 'requested' THEN 1 ELSE 0 END";
+
+/// The states that end a call: once one is written, nothing marks the call
+/// `interrupted`.
+pub(crate) const CALL_ENDS: &str = "('result', 'denied', 'permission_denied', 'interrupted')";
+
+/// The `detail` of the `interrupted` row of a call whose furthest state was
+/// `last_state`, and whether it may have run (`allowed` is written before
+/// the effect, `executed` after it).
+pub(crate) fn interrupted_detail(
+    reason: &str,
+    last_state: &str,
+    last_rule: Option<&str>,
+) -> (serde_json::Value, bool) {
+    let may_have_run = matches!(last_state, "allowed" | "executed");
+    (
+        serde_json::json!({
+            "reason": reason,
+            "last_state": last_state,
+            "last_rule": last_rule,
+            "may_have_run": may_have_run,
+        }),
+        may_have_run,
+    )
+}
+
+/// An approval a recovery or a clean stop ended before anyone used it.
+#[derive(Debug, Clone)]
+pub(crate) struct EndedApproval {
+    pub id: i64,
+    pub session: String,
+    pub tool: String,
+    /// `pending` or `approved` (by a person, not yet used).
+    pub was: String,
+    pub decided_by: Option<String>,
+    pub requested_at_ms: i64,
+}
+
+impl EndedApproval {
+    /// The `decided` row's detail: ended by the host under rule `by`
+    /// (shown by `GET /v1/decisions` as outcome `revoked`, by `by`), and
+    /// who had approved it, if a person had.
+    pub(crate) fn detail(&self, by: &str, at_ms: i64) -> String {
+        let mut detail = serde_json::json!({
+            "approval": self.id,
+            "actor": {"kind": "host", "subject": null, "sub": null, "issuer": null, "via": "host", "role": null},
+            "by": by,
+            "decided_at_ms": at_ms,
+            "waited_ms": (at_ms - self.requested_at_ms).max(0),
+            "was": self.was,
+            "ran": false,
+        });
+        if self.was == "approved" {
+            detail["approved_by"] = serde_json::json!(self.decided_by);
+        }
+        detail.to_string()
+    }
+}
+
+/// The call that asked for each approval: from its `requested` rows with
+/// rule `approval_requested` (`brand`, `call_id`, `detail`), the approval
+/// id their detail names.
+pub(crate) fn asked_by(
+    rows: impl IntoIterator<Item = (String, Option<String>, String)>,
+) -> std::collections::HashMap<i64, (String, Option<String>)> {
+    rows.into_iter()
+        .filter_map(|(brand, call_id, detail)| {
+            let detail: serde_json::Value = serde_json::from_str(&detail).ok()?;
+            Some((detail["approval"].as_i64()?, (brand, call_id)))
+        })
+        .collect()
+}
 
 /// Which rules a profile is saved under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

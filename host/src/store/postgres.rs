@@ -65,7 +65,7 @@ const MAX_PAYLOAD: usize = 7000;
 const MAX_GROUP: usize = 512;
 
 /// The `decided_by` of an approval revoked because its host was lost.
-pub const LOST_HOST_REVOKER: &str = "host lost: caller gone";
+pub const LOST_HOST_REVOKER: &str = super::HOST_LOST;
 
 /// How a [`PgStore`] reaches its database and keeps its lease.
 #[derive(Debug, Clone)]
@@ -299,6 +299,9 @@ struct Shared {
     fenced: AtomicBool,
     /// Whether the last renewal succeeded.
     lease_held: AtomicBool,
+    /// Set as this host gives up its lease at a clean stop: the lease
+    /// keeper stops (no renewal, sweep or rejoin after it).
+    released: AtomicBool,
     commits: AtomicU64,
     writer_metrics: super::WriterMetrics,
 }
@@ -455,6 +458,7 @@ impl PgStore {
                 invalidations: broadcast::channel(256).0,
                 fenced: AtomicBool::new(false),
                 lease_held: AtomicBool::new(true),
+                released: AtomicBool::new(false),
                 commits: AtomicU64::new(0),
                 writer_metrics: super::WriterMetrics::default(),
             }))
@@ -464,6 +468,8 @@ impl PgStore {
             // No writer: every trace write fails as "the trace writer has stopped".
             drop(batches);
             shared.lease_held.store(false, Ordering::SeqCst);
+            // It holds no lease to give up.
+            shared.released.store(true, Ordering::SeqCst);
         } else {
             handle.spawn(write_loop(
                 shared.clone(),
@@ -853,6 +859,9 @@ async fn lease_loop(shared: Arc<Shared>) {
     let mut failing_since: Option<std::time::Instant> = None;
     loop {
         tokio::time::sleep(every).await;
+        if shared.released.load(Ordering::SeqCst) {
+            return;
+        }
         let renewed = renew(&shared).await;
         if renewed.is_ok()
             && let Some(since) = failing_since.take()
@@ -865,6 +874,8 @@ async fn lease_loop(shared: Arc<Shared>) {
         }
         match renewed {
             Ok(true) => shared.lease_held.store(true, Ordering::SeqCst),
+            // Released at a clean stop meanwhile: the process is ending.
+            Ok(false) if shared.released.load(Ordering::SeqCst) => return,
             Ok(false) => {
                 // Another host recovered this one: nothing it held may do
                 // anything more; it comes back as a new host.
@@ -979,9 +990,10 @@ async fn rejoin(shared: &Shared) -> Result<Arc<str>, StoreError> {
 }
 
 /// In one transaction: claims every host whose lease expired (the row lock
-/// waits for a trace write that holds the fence), revokes its pending
-/// approvals, marks its open calls `interrupted`, ends its live runs, and
-/// rings every waiter on every host.
+/// waits for a trace write that holds the fence), ends its approvals that
+/// could still be used, marks its open calls `interrupted`, ends its live
+/// runs, and rings every waiter on every host. A host that released its
+/// lease at a clean stop is not among them: it is never counted as lost.
 async fn recover_lost(shared: &Shared) -> Result<Recovered, StoreError> {
     let mut client = shared.pool.get().await?;
     let tx = client.transaction().await?;
@@ -999,34 +1011,170 @@ async fn recover_lost(shared: &Shared) -> Result<Recovered, StoreError> {
         tx.commit().await?;
         return Ok(Recovered::default());
     }
-    let at_ms = super::now_ms();
-    let approvals_revoked = tx
-        .execute(
-            "UPDATE approvals SET state = 'revoked', decided_by = $2, decided_at_ms = $3,
-                    args_nonce = NULL, args_sealed = NULL
-             WHERE host_id = ANY($1) AND state = 'pending'",
-            &[&dead, &LOST_HOST_REVOKER, &at_ms],
-        )
-        .await? as usize;
-    let open = tx
-        .query(
-            "WITH calls AS (SELECT DISTINCT session, call_id FROM trace
-                            WHERE host_id = ANY($1) AND call_id IS NOT NULL AND state = 'requested'),
-                  last AS (SELECT MAX(t.seq) AS seq FROM trace t JOIN calls c
-                           ON t.session = c.session AND t.call_id = c.call_id GROUP BY t.session, t.call_id)
-             SELECT t.session, t.brand, t.call_id, t.tool, t.state, t.rule FROM trace t JOIN last l ON t.seq = l.seq
-             WHERE t.state NOT IN ('result', 'denied', 'permission_denied', 'interrupted')
-             ORDER BY t.seq",
-            &[&dead],
+    let recovered = close_hosts(
+        &tx,
+        &dead,
+        &shared.id(),
+        LOST_HOST_REVOKER,
+        "the host serving the call was lost before the call finished",
+    )
+    .await?;
+    tx.commit().await?;
+    shared.broker.ring_all();
+    shared.writer_metrics.recovered_hosts(dead.len());
+    tracing::warn!(hosts = ?dead, approvals_revoked = recovered.approvals_revoked, calls = recovered.calls_interrupted, calls_maybe_run = recovered.calls_maybe_run, "recovered lost hosts");
+    Ok(recovered)
+}
+
+/// At a clean stop: this host gives up its lease (its row marked as
+/// recovered by itself, so no sweep claims or counts it, and every later
+/// trace write of it is fenced) and closes, in the same transaction, what
+/// it still holds as a recovery would, approvals ending by
+/// `host_shutdown`. `None` if another host recovered it first.
+async fn release(shared: &Shared) -> Result<Option<Recovered>, StoreError> {
+    // From here the lease keeper neither renews, sweeps nor rejoins: a
+    // renewal that finds the row released must not make a new host.
+    shared.released.store(true, Ordering::SeqCst);
+    let me = shared.id();
+    let mut client = shared.pool.get().await?;
+    let tx = client.transaction().await?;
+    let mine = tx
+        .query_opt(
+            "UPDATE hosts SET recovered_by = $1, recovered_at = now(), lease_until = now()
+             WHERE host_id = $1 AND recovered_by IS NULL RETURNING 1",
+            &[&&*me],
         )
         .await?;
-    let mut calls_maybe_run = 0;
+    if mine.is_none() {
+        tx.commit().await?;
+        return Ok(None);
+    }
+    let closed = close_hosts(
+        &tx,
+        &[me.to_string()],
+        &me,
+        &crate::policy::Rule::HostShutdown.name(),
+        "the host stopped before the call finished",
+    )
+    .await?;
+    tx.commit().await?;
+    shared.fenced.store(true, Ordering::SeqCst);
+    shared.lease_held.store(false, Ordering::SeqCst);
+    shared.broker.ring_all();
+    Ok(Some(closed))
+}
+
+/// Closes what `hosts` left open, inside `tx`, with rows written as `me`:
+/// their approvals that could still be used (pending, or approved and
+/// unused) revoked by `by`, each with a `decided` row on its call; each of
+/// their calls without an ending state marked `interrupted` once, saying
+/// how far it got by its states (never by row order: a row the store took
+/// late may follow the call's `result`); their runs ended where the fleet
+/// no longer serves the session; every waiter rung.
+async fn close_hosts(
+    tx: &tokio_postgres::Transaction<'_>,
+    hosts: &[String],
+    me: &str,
+    by: &str,
+    reason: &str,
+) -> Result<Recovered, StoreError> {
+    let at_ms = super::now_ms();
+    // The calls first: the `decided` rows written below are no progress.
+    let open = tx
+        .query(
+            &format!(
+                "WITH mine AS (SELECT DISTINCT session, call_id FROM trace
+                               WHERE host_id = ANY($1) AND call_id IS NOT NULL
+                                 AND state IN ('requested', 'allowed')),
+                      calls AS (SELECT t.session, t.call_id FROM trace t
+                                JOIN mine m ON t.session = m.session AND t.call_id = m.call_id
+                                GROUP BY t.session, t.call_id
+                                HAVING NOT bool_or(t.state IN {ends})),
+                      ranked AS (SELECT t.seq, t.session, t.brand, t.call_id, t.tool, t.state, t.rule,
+                                        row_number() OVER (PARTITION BY t.session, t.call_id
+                                                           ORDER BY {progress} DESC, t.seq DESC) AS n
+                                 FROM trace t JOIN calls c ON t.session = c.session AND t.call_id = c.call_id)
+                 SELECT session, brand, call_id, tool, state, rule FROM ranked WHERE n = 1 ORDER BY seq",
+                ends = super::CALL_ENDS,
+                progress = super::CALL_PROGRESS,
+            ),
+            &[&hosts],
+        )
+        .await?;
+    let ended: Vec<super::EndedApproval> = tx
+        .query(
+            "WITH open AS (SELECT id, state, decided_by FROM approvals
+                           WHERE host_id = ANY($1) AND NOT used AND state IN ('pending', 'approved')
+                           FOR UPDATE)
+             UPDATE approvals a SET state = 'revoked', decided_by = $2, decided_at_ms = $3,
+                    args_nonce = NULL, args_sealed = NULL
+             FROM open WHERE a.id = open.id AND NOT a.used
+             RETURNING a.id, a.session, a.tool, open.state, open.decided_by, a.requested_at_ms",
+            &[&hosts, &by, &at_ms],
+        )
+        .await?
+        .iter()
+        .map(|row| super::EndedApproval {
+            id: row.get(0),
+            session: row.get(1),
+            tool: row.get(2),
+            was: row.get(3),
+            decided_by: row.get(4),
+            requested_at_ms: row.get(5),
+        })
+        .collect();
     let insert = tx
         .prepare(
             "INSERT INTO trace (host_id, session, brand, call_id, tool, state, rule, detail, at_ms)
-             VALUES ($1, $2, $3, $4, $5, 'interrupted', NULL, $6, $7)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
         .await?;
+    if !ended.is_empty() {
+        // The call that asked for each, for its `decided` row; else the
+        // session's brand alone.
+        let sessions: Vec<&str> = ended.iter().map(|a| a.session.as_str()).collect();
+        let asked = super::asked_by(
+            tx.query(
+                "SELECT brand, call_id, detail FROM trace
+                 WHERE session = ANY($1) AND state = 'requested' AND rule = 'approval_requested'",
+                &[&sessions],
+            )
+            .await?
+            .iter()
+            .map(|row| (row.get(0), row.get(1), row.get(2))),
+        );
+        for approval in &ended {
+            let found = match asked.get(&approval.id) {
+                Some(found) => Some(found.clone()),
+                None => tx
+                    .query_opt(
+                        "SELECT brand FROM sessions WHERE id = $1",
+                        &[&approval.session],
+                    )
+                    .await?
+                    .map(|row| (row.get(0), None)),
+            };
+            let Some((brand, call_id)) = found else {
+                continue;
+            };
+            tx.execute(
+                &insert,
+                &[
+                    &me,
+                    &approval.session,
+                    &brand,
+                    &call_id,
+                    &approval.tool,
+                    &TraceState::Decided.as_str(),
+                    &"revoked",
+                    &approval.detail(by, at_ms),
+                    &at_ms,
+                ],
+            )
+            .await?;
+        }
+    }
+    let mut calls_maybe_run = 0;
     for row in &open {
         let (session, brand, call_id, tool, last_state, last_rule): (
             String,
@@ -1043,30 +1191,26 @@ async fn recover_lost(shared: &Shared) -> Result<Recovered, StoreError> {
             row.get(4),
             row.get(5),
         );
-        let may_have_run = matches!(last_state.as_str(), "allowed" | "executed");
+        let (detail, may_have_run) =
+            super::interrupted_detail(reason, &last_state, last_rule.as_deref());
         calls_maybe_run += usize::from(may_have_run);
-        let detail = serde_json::json!({
-            "reason": "the host serving the call was lost before the call finished",
-            "last_state": last_state,
-            "last_rule": last_rule,
-            "may_have_run": may_have_run,
-        })
-        .to_string();
         tx.execute(
             &insert,
             &[
-                &&*shared.id(),
+                &me,
                 &session,
                 &brand,
                 &call_id,
                 &tool,
-                &detail,
+                &TraceState::Interrupted.as_str(),
+                &None::<&str>,
+                &detail.to_string(),
                 &at_ms,
             ],
         )
         .await?;
     }
-    // Its runs go on with the sessions the fleet still serves. What its
+    // Their runs go on with the sessions the fleet still serves. What their
     // interrupted calls held and never settled stays held (the run can
     // spend less, never more) until the run ends, when it is charged.
     tx.execute(
@@ -1074,22 +1218,18 @@ async fn recover_lost(shared: &Shared) -> Result<Recovered, StoreError> {
            AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = split_part(r.run_id, ':', 1)
              AND s.record IS NOT NULL AND s.closed_at_ms IS NULL AND s.ended_at_ms IS NULL
              AND s.expires_at_ms > $2)",
-        &[&dead, &at_ms],
+        &[&hosts, &at_ms],
     )
     .await?;
-    // Its sessions stay live: any other host takes one up at its next
-    // request (only its calls in flight went with it).
+    // Their sessions stay live: any other host takes one up at its next
+    // request (only their calls in flight went with them).
     tx.execute(
         "SELECT pg_notify($1, '{\"op\":\"all\"}')",
         &[&APPROVAL_CHANNEL],
     )
     .await?;
-    tx.commit().await?;
-    shared.broker.ring_all();
-    shared.writer_metrics.recovered_hosts(dead.len());
-    tracing::warn!(hosts = ?dead, approvals_revoked, calls = open.len(), calls_maybe_run, "recovered lost hosts");
     Ok(Recovered {
-        approvals_revoked,
+        approvals_revoked: ended.len(),
         calls_interrupted: open.len(),
         calls_maybe_run,
     })
@@ -2646,6 +2786,14 @@ impl SessionStore for PgStore {
     /// expired left open; live hosts' approvals, calls and runs stay.
     async fn recover_interrupted(&self, _at_ms: i64) -> Result<Recovered, StoreError> {
         self.recover_lost_hosts()
+    }
+
+    async fn release_lease(&self, _at_ms: i64) -> Result<Option<Recovered>, StoreError> {
+        if self.shared.released.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+        let shared = self.shared.clone();
+        self.run(async move { release(&shared).await }).await
     }
 
     fn lease_held(&self) -> bool {

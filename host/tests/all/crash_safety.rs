@@ -29,8 +29,8 @@ use reqwest::Method;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use scout_host::store::prelude::*;
 use scout_host::store::{
-    ApprovalId, ApprovalState, RESTART_REVOKER, SqliteStore, TraceEvent, TraceFilter, TraceState,
-    args_digest,
+    Approval, ApprovalId, ApprovalState, RESTART_REVOKER, SqliteStore, TraceEvent, TraceFilter,
+    TraceState, args_digest,
 };
 use scout_tests::fake_github::FakeGitHub;
 use scout_tests::mcp_wire::jsonrpc_messages;
@@ -1048,6 +1048,12 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
         .values()
         .filter(|a| a.state == ApprovalState::Pending)
         .count();
+    // What the restart ends by `host_lost`: every approval that could still
+    // be decided or spent (its call died with the process).
+    let usable = |a: &Approval| {
+        a.state == ApprovalState::Pending || (a.state == ApprovalState::Approved && !a.used)
+    };
+    let usable_at_kill = approvals_at_kill.values().filter(|a| usable(a)).count();
     assert!(done > 0, "some calls had finished");
     assert!(
         done + executing <= most_approved,
@@ -1094,7 +1100,7 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
         .collect();
     assert_eq!(
         numbers,
-        [pending_at_kill, open_at_kill, executing],
+        [usable_at_kill, open_at_kill, executing],
         "{recovered_line}"
     );
 
@@ -1118,11 +1124,25 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
             );
             continue;
         }
+        // Its approval, if it could still be used, ended by `host_lost`
+        // on its record first.
+        let ended = before
+            .approval
+            .is_some_and(|a| usable(&approvals_at_kill[&a.0]));
         assert_eq!(
             states.len(),
-            before.events.len() + 1,
+            before.events.len() + 1 + usize::from(ended),
             "{id}: one `interrupted` event: {states:?}"
         );
+        if ended {
+            let decided = &call.events[call.events.len() - 2];
+            assert_eq!(
+                (decided.state, decided.rule.as_deref()),
+                (TraceState::Decided, Some("revoked")),
+                "{id}: {states:?}"
+            );
+            assert_eq!(decided.detail["by"], "host_lost", "{id}");
+        }
         let last = call.events.last().unwrap();
         assert_eq!(last.state, TraceState::Interrupted, "{id}: {states:?}");
         assert_eq!(last.tool.as_deref(), Some(NAME));
@@ -1162,7 +1182,7 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
         let store = SqliteStore::open(&db).unwrap();
         for (id, before) in &approvals_at_kill {
             let now = store.approval(ApprovalId(*id)).await.unwrap().unwrap();
-            if before.state == ApprovalState::Pending {
+            if usable(before) {
                 assert_eq!(
                     (now.state, now.used, now.decided_by.as_deref()),
                     (ApprovalState::Revoked, false, Some(RESTART_REVOKER)),
@@ -1257,7 +1277,7 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
         "crash safety: {CALLS} calls over {SESSIONS} sessions, all pending after {all_pending:.1?}; {} approvals sent, {acknowledged_at_kill} acknowledged when the kill was decided ({} in all), \
          killed {killed_after:.1?} after approving began with {upstream_seen_at_kill} branches seen upstream ({} in the end); at the kill: {done} done, \
          {executing} executing ({executing_reached_upstream} of them had reached GitHub), {approved_not_run} approved not run ({spent_not_allowed} had spent their approval), \
-         {pending_at_kill} pending; the restart revoked {pending_at_kill} approvals and marked {open_at_kill} calls interrupted; restart and checks {:.1?}; total {:.1?}; \
+         {pending_at_kill} pending; the restart ended {usable_at_kill} approvals and marked {open_at_kill} calls interrupted; restart and checks {:.1?}; total {:.1?}; \
          {answered_ok} answers received; {} approval requests cut by the kill",
         most_approved,
         acknowledged.len(),

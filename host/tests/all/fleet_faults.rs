@@ -460,6 +460,34 @@ async fn a_fleet_without_affinity_keeps_every_session_through_restarts_a_kill_an
     )
     .await;
 
+    // The trace never contradicts itself (issue 52 item 8): a row the
+    // database took late, after its restart, may follow its call's end,
+    // and still no call that has a `result` (or a refusal) is also
+    // `interrupted`, and none that reached `allowed` is said never to
+    // have run.
+    let mut by_call: BTreeMap<(&str, &str), Vec<&TraceEvent>> = BTreeMap::new();
+    for e in &trace {
+        if let Some(call) = e.call_id.as_deref().filter(|c| *c != "session") {
+            by_call.entry((&e.session, call)).or_default().push(e);
+        }
+    }
+    for ((session, call), events) in &by_call {
+        let has = |state: TraceState| events.iter().any(|e| e.state == state);
+        let ended = has(TraceState::Result) || has(TraceState::Denied);
+        assert!(
+            !(ended && has(TraceState::Interrupted)),
+            "{session}/{call} has both its end and `interrupted`: {events:?}"
+        );
+        if has(TraceState::Allowed) || has(TraceState::Executed) {
+            for mark in events.iter().filter(|e| e.state == TraceState::Interrupted) {
+                assert_eq!(
+                    mark.detail["may_have_run"], true,
+                    "{session}/{call} reached `allowed`: {events:?}"
+                );
+            }
+        }
+    }
+
     // No effect twice; every branch created was allowed first.
     let branches = github.ref_creations();
     let distinct: BTreeSet<&String> = branches.iter().collect();

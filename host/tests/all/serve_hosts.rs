@@ -17,6 +17,11 @@
 //!   revoked, each unfinished call marked `interrupted` once (`may_have_run`
 //!   where `allowed` was written), every upstream effect backed by an
 //!   `allowed` row, and the live host's own session and calls untouched.
+//! - A killed host's approvals, pending or approved in the moment before
+//!   the others knew, end by `host_lost`: deciding one answers 409 naming
+//!   it, and none runs.
+//! - A host stopped with SIGTERM gives its lease back and says so: only
+//!   a host that died is recovered and counted as lost.
 
 use super::crash_safety::{Admin, GITHUB_TOKEN, Mcp, NAME, Serve, args_for, ok_text, wait_for};
 use reqwest::Method;
@@ -1115,4 +1120,214 @@ async fn a_session_is_the_fleets_any_host_serves_it_and_it_outlives_its_host() {
         db.psql(&format!("SELECT ended FROM runs WHERE run_id = '{run}'")),
         "t"
     );
+}
+
+/// Whether the host `id` is recovered (by another host, or released by
+/// itself), as the `hosts` table says.
+fn host_row(db: &scout_tests::pg::PgDatabase, id: &str) -> String {
+    db.psql(&format!(
+        "SELECT COALESCE(recovered_by, '') FROM hosts WHERE host_id = '{id}'"
+    ))
+}
+
+/// The ids in the `hosts` table, in the order they registered.
+fn host_ids(db: &scout_tests::pg::PgDatabase) -> Vec<String> {
+    db.psql("SELECT host_id FROM hosts ORDER BY started_at, host_id")
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Issue 52 item 9: two writes wait for a person on A, and A is killed.
+/// One is approved through B at once, before any sweep (A's lease lasts
+/// 10 s); then B's sweep ends both by `host_lost`: deciding either
+/// answers 409 naming the rule, the decisions list shows each ended by
+/// it, each call is `interrupted` without having run, and GitHub saw no
+/// write. The same write sent again asks a person afresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_hosts_approvals_end_by_host_lost_and_none_runs() {
+    let Some(db) = scout_tests::pg::database_or_skip("host_lost_approvals") else {
+        return;
+    };
+    let mut h = two_hosts(&db, 10).await;
+    let a_id = host_ids(&db)[0].clone();
+    h.admin_a.set_up().await;
+    let view = h.admin_a.session().await;
+    let session = view["id"].as_str().unwrap().to_string();
+    let mcp = Mcp::new(&h.http, &view).connect().await;
+    let calls: Vec<_> = [0, 1]
+        .map(|i| {
+            let mcp = mcp.clone();
+            tokio::spawn(async move { mcp.call(args_for(5200 + i)).await })
+        })
+        .into();
+    let pending = wait_for("two writes waiting on A", HANG, async || {
+        let pending = h.admin_b.pending(&session).await;
+        (pending.len() == 2).then_some(pending)
+    })
+    .await;
+    let ids: Vec<i64> = pending.iter().map(|a| a["id"].as_i64().unwrap()).collect();
+    h.a.kill();
+    for call in calls {
+        assert!(call.await.unwrap().is_err(), "cut with its host");
+    }
+    // Approved before anyone knew A was gone: 200, approved and unused.
+    let (status, body) = h
+        .admin_b
+        .request(
+            Method::POST,
+            &format!("/v1/approvals/{}", ids[0]),
+            Some(json!({"approve": true})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        host_row(&db, &a_id),
+        "",
+        "A was not recovered yet when the approval was decided"
+    );
+
+    // B's sweep, once A's lease runs out.
+    wait_for("B to recover A", HANG, async || {
+        (!host_row(&db, &a_id).is_empty()).then_some(())
+    })
+    .await;
+    assert_ne!(host_row(&db, &a_id), a_id, "recovered by B, not released");
+    for id in &ids {
+        let (status, body) = h
+            .admin_b
+            .request(
+                Method::POST,
+                &format!("/v1/approvals/{id}"),
+                Some(json!({"approve": true})),
+            )
+            .await;
+        assert_eq!(status, 409, "{body}");
+        assert_eq!(body["error"]["code"], "not_pending", "{body}");
+        assert_eq!(body["error"]["rule"], "host_lost", "{body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("host_lost")),
+            "{body}"
+        );
+    }
+    assert_eq!(
+        db.psql(&format!(
+            "SELECT string_agg(state || ':' || used || ':' || decided_by, ',' ORDER BY id) FROM approvals WHERE session = '{session}'"
+        )),
+        "revoked:false:host_lost,revoked:false:host_lost"
+    );
+    // Listed as ended by the rule, the approved one with who approved it.
+    let decisions = wait_for("both ends in the decisions", HANG, async || {
+        let (_, body) = h
+            .admin_b
+            .request(
+                Method::GET,
+                &format!("/v1/decisions?session={session}"),
+                None,
+            )
+            .await;
+        let listed = body["decisions"].as_array().cloned().unwrap_or_default();
+        (listed.len() == 2).then_some(listed)
+    })
+    .await;
+    for decision in &decisions {
+        assert_eq!(
+            (decision["outcome"].as_str(), decision["by"].as_str()),
+            (Some("revoked"), Some("host_lost")),
+            "{decision}"
+        );
+        assert!(ids.contains(&decision["approval"].as_i64().unwrap()));
+    }
+    // Neither ran: no `allowed`, each call `interrupted` as never run, and
+    // nothing reached GitHub.
+    let trace = h.admin_b.trace("acme").await;
+    let mine: Vec<&TraceEvent> = trace.iter().filter(|e| e.session == session).collect();
+    assert!(mine.iter().all(|e| e.state != TraceState::Allowed));
+    let marks: Vec<_> = mine
+        .iter()
+        .filter(|e| e.state == TraceState::Interrupted)
+        .collect();
+    assert_eq!(marks.len(), 2, "{mine:?}");
+    assert!(marks.iter().all(|e| e.detail["may_have_run"] == false));
+    assert!(h.github.ref_creations().is_empty(), "GitHub saw no write");
+
+    // The same write, sent again on B, asks a person afresh.
+    let on_b = Mcp::new(&h.http, &view)
+        .moved(&h.a.base, &h.b.base)
+        .connect()
+        .await;
+    let again = tokio::spawn(async move { on_b.call(args_for(5200)).await });
+    let fresh = wait_for("a fresh approval", HANG, async || {
+        h.admin_b.pending(&session).await.into_iter().next()
+    })
+    .await;
+    assert!(fresh["id"].as_i64().unwrap() > ids[1], "{fresh}");
+    assert!(!again.is_finished(), "it waits for a person");
+    assert!(h.github.ref_creations().is_empty());
+    again.abort();
+}
+
+/// Issue 52 item 10: A is stopped with SIGTERM, drains and exits 0, saying
+/// it gave its lease back; C is killed. B's sweep recovers C alone (the
+/// same sweep would have claimed A too, whose lease ended first, had A
+/// not released it): `scout_hosts_recovered_total` on B is 1, and B's
+/// only `recovered lost hosts` warning names C.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_stopped_cleanly_is_never_counted_as_lost() {
+    let Some(db) = scout_tests::pg::database_or_skip("released_lease") else {
+        return;
+    };
+    let mut h = two_hosts(&db, 2).await;
+    let [a_id, b_id]: [String; 2] = host_ids(&db).try_into().unwrap();
+    h.admin_a.set_up().await;
+    let view = h.admin_a.session().await;
+    let mcp = Mcp::new(&h.http, &view).connect().await;
+    assert!(read(&mcp).await.is_ok(), "A serves before it stops");
+
+    h.a.signal("TERM");
+    let status = h.a.exited_within(HANG).await;
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "A drained and exited 0"
+    );
+    let said = h.a.stderr();
+    assert_eq!(
+        said.lines()
+            .filter(|l| l.contains("released this host's lease"))
+            .count(),
+        1,
+        "{said}"
+    );
+    assert_eq!(host_row(&db, &a_id), a_id, "A released its own lease");
+
+    // C dies without a word.
+    let env = [
+        ("SCOUT_PG_URL", db.url()),
+        ("SCOUT_LOG", "warn".to_string()),
+    ];
+    let mut c = Serve::start_with(&h._dir.path().join("a.toml"), &env);
+    let c_id = host_ids(&db)
+        .into_iter()
+        .find(|id| *id != a_id && *id != b_id)
+        .unwrap();
+    c.kill();
+    wait_for("B to recover C", HANG, async || {
+        (host_row(&db, &c_id) == b_id).then_some(())
+    })
+    .await;
+    assert_eq!(metric(&h.admin_b, "scout_hosts_recovered_total").await, 1.0);
+    let warned: Vec<String> =
+        h.b.stderr()
+            .lines()
+            .filter(|l| l.contains("recovered lost hosts"))
+            .map(str::to_string)
+            .collect();
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(
+        warned[0].contains(&c_id) && !warned[0].contains(&a_id),
+        "{warned:?}"
+    );
+    assert_eq!(host_row(&db, &a_id), a_id, "A was never claimed");
 }

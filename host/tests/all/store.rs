@@ -89,7 +89,234 @@ on_both_backends!(
     a_capability_request_is_parked_and_answered_once,
     a_run_holds_settles_and_ends_exactly,
     a_spend_racing_its_approval_spends_it,
+    recovery_goes_by_a_calls_states_and_ends_its_approvals_by_host_lost,
 );
+
+impl Db {
+    /// A store whose lease outlives the test (on PostgreSQL): nothing is
+    /// recovered until the test says so.
+    fn lasting_store(&self) -> Arc<dyn Store> {
+        match self {
+            Db::Sqlite(db) => Arc::new(SqliteStore::open(db.path()).unwrap()),
+            Db::Postgres(db) => {
+                let mut options = PgOptions::new(db.url());
+                options.lease = std::time::Duration::from_secs(600);
+                Arc::new(PgStore::connect(options).unwrap())
+            }
+        }
+    }
+
+    /// `lost` stops without draining and `by` recovers what it left: the
+    /// next start on SQLite, a lease run out and swept on PostgreSQL.
+    fn lose(&self, lost: &dyn Store, by: &dyn Store) -> Recovered {
+        if let Db::Postgres(db) = self {
+            db.psql(&format!(
+                "UPDATE hosts SET lease_until = now() - interval '1 second' WHERE host_id = '{}'",
+                lost.host().unwrap()
+            ));
+        }
+        scout_host::store::block(by.recover_interrupted(99)).unwrap()
+    }
+}
+
+/// Issue 52 items 8 and 9: a row the store took late (kept while the
+/// database was away, written once it took it) follows its call's
+/// `result`, `denied` or `allowed`; the recovery of its host goes by the
+/// call's states, not by which row came last: a call that ended is never
+/// marked `interrupted`, one that reached `allowed` is never
+/// `may_have_run: false`. The lost host's approvals that could still be
+/// used, pending or approved and unused, end by `host_lost`, each with a
+/// `decided` row on its call.
+fn recovery_goes_by_a_calls_states_and_ends_its_approvals_by_host_lost(db: &Db) {
+    use TraceState::*;
+    use scout_host::store::block;
+    let (lost, by) = (db.lasting_store(), db.lasting_store());
+    let tool = "mcp__github__github_create_branch";
+    let step = |call: &str, state: TraceState, rule: Option<&str>, detail: Value| TraceEvent {
+        session: "s-late".into(),
+        brand: "acme".into(),
+        call_id: Some(call.into()),
+        tool: Some(tool.into()),
+        state,
+        rule: rule.map(str::to_string),
+        detail,
+        at_ms: 10,
+        origin: Default::default(),
+    };
+    let write = |events: &[TraceEvent]| block(lost.record_all(events)).unwrap();
+    // Ran and answered; its `requested` row committed after its `result`.
+    write(&[
+        step("c-ran", Allowed, Some("approved_by_person"), Value::Null),
+        step("c-ran", Executed, None, Value::Null),
+        step("c-ran", Result, None, json!({"ok": true})),
+    ]);
+    write(&[step("c-ran", Requested, None, Value::Null)]);
+    // Refused; its request came after the refusal.
+    write(&[step(
+        "c-refused",
+        Denied,
+        Some("approval_denied"),
+        Value::Null,
+    )]);
+    write(&[step("c-refused", Requested, None, Value::Null)]);
+    // Allowed (durable before its effect), then its host was lost; its
+    // request came after the `allowed`.
+    write(&[step("c-allowed", Allowed, Some("open"), Value::Null)]);
+    write(&[step("c-allowed", Requested, None, Value::Null)]);
+    // Two calls waiting for a person: one still pending, one a person
+    // approved just as the host went (approved, never used).
+    let digest = |n: i64| args_digest(&json!({ "branch": n }));
+    let pending = block(lost.request_approval("s-late", tool, &digest(1))).unwrap();
+    write(&[
+        step("c-pending", Requested, None, Value::Null),
+        step(
+            "c-pending",
+            Requested,
+            Some("approval_requested"),
+            json!({"approval": pending.0}),
+        ),
+    ]);
+    let approved = block(lost.request_approval("s-late", tool, &digest(2))).unwrap();
+    write(&[
+        step("c-approved", Requested, None, Value::Null),
+        step(
+            "c-approved",
+            Requested,
+            Some("approval_requested"),
+            json!({"approval": approved.0}),
+        ),
+    ]);
+    block(by.decide(approved, true, "alice")).unwrap();
+    // Spent and refused approvals stay as they are.
+    let used = block(lost.request_approval("s-late", tool, &digest(3))).unwrap();
+    block(by.decide(used, true, "alice")).unwrap();
+    block(lost.consume_approval("s-late", tool, &digest(3))).unwrap();
+    let denied = block(lost.request_approval("s-late", tool, &digest(4))).unwrap();
+    block(by.decide(denied, false, "alice")).unwrap();
+    let kept: Vec<_> = [used, denied]
+        .iter()
+        .map(|id| block(by.approval(*id)).unwrap().unwrap())
+        .collect();
+
+    assert_eq!(
+        db.lose(&*lost, &*by),
+        Recovered {
+            approvals_revoked: 2,
+            calls_interrupted: 3,
+            calls_maybe_run: 1
+        }
+    );
+
+    let trace = block(by.trace_for_session("s-late")).unwrap();
+    let mut calls: std::collections::BTreeMap<&str, Vec<&TraceEvent>> = Default::default();
+    for e in &trace {
+        calls
+            .entry(e.call_id.as_deref().unwrap())
+            .or_default()
+            .push(e);
+    }
+    for (call, events) in &calls {
+        let has = |state: TraceState| events.iter().any(|e| e.state == state);
+        let interrupted: Vec<_> = events.iter().filter(|e| e.state == Interrupted).collect();
+        assert!(
+            !(has(Interrupted) && (has(Result) || has(Denied))),
+            "{call}: ended and interrupted: {events:?}"
+        );
+        assert!(interrupted.len() <= 1, "{call}: {events:?}");
+        if let Some(mark) = interrupted.first() {
+            assert_eq!(
+                mark.detail["may_have_run"],
+                has(Allowed) || has(Executed),
+                "{call}: {:?}",
+                mark.detail
+            );
+        }
+    }
+    let interrupted: BTreeSet<&str> = calls
+        .iter()
+        .filter(|(_, events)| events.iter().any(|e| e.state == Interrupted))
+        .map(|(call, _)| *call)
+        .collect();
+    assert_eq!(
+        interrupted,
+        BTreeSet::from(["c-allowed", "c-approved", "c-pending"])
+    );
+    let mark = |call: &str| {
+        calls[call]
+            .iter()
+            .find(|e| e.state == Interrupted)
+            .unwrap()
+            .detail
+            .clone()
+    };
+    assert_eq!(
+        (
+            &mark("c-allowed")["last_state"],
+            &mark("c-allowed")["may_have_run"]
+        ),
+        (&json!("allowed"), &json!(true)),
+        "the furthest state, not the last row"
+    );
+    assert_eq!(mark("c-pending")["last_rule"], "approval_requested");
+
+    // Both usable approvals ended by `host_lost`: neither decided nor spent again.
+    for id in [pending, approved] {
+        let ended = block(by.approval(id)).unwrap().unwrap();
+        assert_eq!(
+            (ended.state, ended.used, ended.decided_by.as_deref()),
+            (
+                ApprovalState::Revoked,
+                false,
+                Some(scout_host::store::HOST_LOST)
+            ),
+            "approval {id:?}"
+        );
+        assert!(matches!(
+            block(by.decide(id, true, "late")),
+            Err(ApprovalError::NotPending(_))
+        ));
+    }
+    assert!(matches!(
+        block(by.consume_approval("s-late", tool, &digest(2))),
+        Err(ApprovalError::Revoked)
+    ));
+    let now: Vec<_> = [used, denied]
+        .iter()
+        .map(|id| block(by.approval(*id)).unwrap().unwrap())
+        .collect();
+    assert_eq!(now, kept);
+    // Each on its call's record, before its `interrupted`: ended by the
+    // host, by `host_lost`, never run, and who had approved it.
+    for (call, id, was) in [
+        ("c-pending", pending, "pending"),
+        ("c-approved", approved, "approved"),
+    ] {
+        let states: Vec<TraceState> = calls[call].iter().map(|e| e.state).collect();
+        assert_eq!(
+            &states[states.len() - 2..],
+            [Decided, Interrupted],
+            "{call}"
+        );
+        let decided = calls[call].iter().find(|e| e.state == Decided).unwrap();
+        assert_eq!(decided.rule.as_deref(), Some("revoked"));
+        assert_eq!(decided.detail["approval"], id.0);
+        assert_eq!(decided.detail["by"], "host_lost");
+        assert_eq!(decided.detail["was"], was);
+        assert_eq!(decided.detail["ran"], false);
+    }
+    let decided = calls["c-approved"]
+        .iter()
+        .find(|e| e.state == Decided)
+        .unwrap();
+    assert_eq!(decided.detail["approved_by"], "alice");
+
+    // Nothing is left for a second recovery.
+    assert_eq!(
+        block(by.recover_interrupted(100)).unwrap(),
+        Recovered::default()
+    );
+    assert_eq!(block(by.trace_for_session("s-late")).unwrap(), trace);
+}
 
 /// A call that reads its approval while a person's decision commits (on
 /// another host) spends it, or finds it still pending and reads again:
@@ -699,7 +926,7 @@ fn recovery_closes_what_a_killed_host_left_open() {
     ))
     .unwrap();
     scout_host::store::block(store.decide(denied, false, "alice")).unwrap();
-    let before: Vec<_> = [approved, used, denied]
+    let before: Vec<_> = [used, denied]
         .iter()
         .map(|id| {
             scout_host::store::block(store.approval(*id))
@@ -712,20 +939,27 @@ fn recovery_closes_what_a_killed_host_left_open() {
     assert_eq!(
         recovered,
         Recovered {
-            approvals_revoked: 1,
+            approvals_revoked: 2,
             calls_interrupted: 3,
             calls_maybe_run: 1
         }
     );
 
-    // The pending approval is revoked for good: not decidable, not spendable.
-    let revoked = scout_host::store::block(store.approval(pending))
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        (revoked.state, revoked.used, revoked.decided_by.as_deref()),
-        (ApprovalState::Revoked, false, Some(RESTART_REVOKER))
-    );
+    // The pending approval, and the one approved but never used, are
+    // revoked for good: not decidable, not spendable.
+    for id in [pending, approved] {
+        let revoked = scout_host::store::block(store.approval(id))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (revoked.state, revoked.used, revoked.decided_by.as_deref()),
+            (ApprovalState::Revoked, false, Some(RESTART_REVOKER))
+        );
+    }
+    assert!(matches!(
+        scout_host::store::block(store.consume_approval("s1", tool, &approved_args)),
+        Err(ApprovalError::Revoked)
+    ));
     assert!(matches!(
         scout_host::store::block(store.decide(pending, true, "late")),
         Err(ApprovalError::NotPending(_))
@@ -739,9 +973,8 @@ fn recovery_closes_what_a_killed_host_left_open() {
             .unwrap()
             .is_empty()
     );
-    // Decided approvals stay as they were (an approved, unused one included:
-    // its session died with the host, so nothing in a new host can spend it).
-    let after: Vec<_> = [approved, used, denied]
+    // Used and denied approvals stay as they were.
+    let after: Vec<_> = [used, denied]
         .iter()
         .map(|id| {
             scout_host::store::block(store.approval(*id))

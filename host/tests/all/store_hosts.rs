@@ -363,6 +363,67 @@ fn a_lost_host_is_fenced_and_recovered_and_a_live_hosts_state_is_kept() {
     );
 }
 
+/// Issue 52 item 10: a host that stops cleanly gives its lease back and
+/// closes what it still holds itself (its approvals ended by
+/// `host_shutdown`, its open calls `interrupted`); the other hosts'
+/// sweep then never claims it, so it is never counted as lost; nothing
+/// more of it is recorded.
+#[test]
+fn a_host_that_releases_its_lease_is_never_recovered_as_lost() {
+    let Some(db) = database("released") else {
+        return;
+    };
+    let (a, b) = (host(&db), host(&db));
+    scout_host::store::block(a.record_all(&[
+        step("sa", "running", TraceState::Requested),
+        step("sa", "running", TraceState::Allowed),
+    ]))
+    .unwrap();
+    scout_host::store::block(a.record_all(&[
+        step("sa", "done", TraceState::Requested),
+        step("sa", "done", TraceState::Result),
+    ]))
+    .unwrap();
+    let id =
+        scout_host::store::block(a.request_approval("sa", "t", &args_digest(&json!({})))).unwrap();
+    let released = scout_host::store::block(a.release_lease(5)).unwrap();
+    assert_eq!(
+        released,
+        Some(Recovered {
+            approvals_revoked: 1,
+            calls_interrupted: 1,
+            calls_maybe_run: 1
+        })
+    );
+    let ended = scout_host::store::block(b.approval(id)).unwrap().unwrap();
+    assert_eq!(
+        (ended.state, ended.decided_by.as_deref()),
+        (ApprovalState::Revoked, Some("host_shutdown"))
+    );
+    let trace = scout_host::store::block(b.trace_for_session("sa")).unwrap();
+    let marks: Vec<_> = trace
+        .iter()
+        .filter(|e| e.state == TraceState::Interrupted)
+        .collect();
+    assert_eq!(marks.len(), 1);
+    assert_eq!(marks[0].call_id.as_deref(), Some("running"));
+    assert_eq!(marks[0].detail["may_have_run"], true);
+    // Its lease runs out: the sweep finds nothing to recover.
+    db.psql(&format!(
+        "UPDATE hosts SET lease_until = now() - interval '1 second' WHERE host_id = '{}'",
+        a.host_id()
+    ));
+    assert_eq!(b.recover_lost_hosts().unwrap(), Recovered::default());
+    // Nothing more of it is written, and releasing again does nothing.
+    let late = scout_host::store::block(a.record(&step("sa", "late", TraceState::Requested)));
+    assert!(matches!(late, Err(StoreError::Fenced)), "{late:?}");
+    assert_eq!(scout_host::store::block(a.release_lease(6)).unwrap(), None);
+    assert_eq!(
+        scout_host::store::block(b.trace_for_session("sa")).unwrap(),
+        trace
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_brand_page_never_skips_a_row_another_host_commits_late() {
     let Some(db) = database("late-commit") else {

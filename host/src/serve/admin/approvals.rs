@@ -351,16 +351,43 @@ pub(super) async fn decide_approval(
             json!({"approval": id, "approved": request.approve, "decided_by": caller.subject}),
         )),
         Err(ApprovalError::Unknown(_)) => Err(ApiError::not_found(format!("no approval {id}"))),
-        Err(ApprovalError::NotPending(_)) => Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "not_pending",
-            format!("approval {id} is no longer pending"),
-        )),
+        Err(ApprovalError::NotPending(_)) => Err(not_pending(&host, id).await),
         Err(ApprovalError::Store(e)) => Err(e.into()),
         Err(other) => Err(ApiError::new(
             StatusCode::CONFLICT,
             "not_pending",
             other.to_string(),
         )),
+    }
+}
+
+/// 409 for an approval already decided or ended; one the host ended
+/// (its host lost, or stopping) names that rule in `error.rule`, so a
+/// person is told why there is nothing left to decide.
+async fn not_pending(host: &ServeHost, id: i64) -> ApiError {
+    let approval = host.store.approval(ApprovalId(id)).await.ok().flatten();
+    let ended = approval
+        .as_ref()
+        .filter(|a| a.state == crate::store::ApprovalState::Revoked)
+        .and_then(|a| crate::store::ended_by_rule(a.decided_by.as_deref()));
+    match ended {
+        Some(rule) => ApiError::new(
+            StatusCode::CONFLICT,
+            "not_pending",
+            format!(
+                "approval {id} is no longer pending: it was ended by `{rule}` ({}), and the call it was asked for never ran; nothing is left to decide (the agent may call again)",
+                if rule == crate::store::HOST_LOST {
+                    "the host serving the call stopped without draining"
+                } else {
+                    "the host serving the call shut down"
+                }
+            ),
+        )
+        .with_rule(rule),
+        None => ApiError::new(
+            StatusCode::CONFLICT,
+            "not_pending",
+            format!("approval {id} is no longer pending"),
+        ),
     }
 }

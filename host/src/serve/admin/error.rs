@@ -20,6 +20,9 @@ pub struct ApiError {
     message: String,
     /// The request field at fault, where one is (`oauth.token_url`).
     field: Option<String>,
+    /// The rule that already ended what the request wanted to change
+    /// (an approval ended by `host_lost`), where one did.
+    rule: Option<&'static str>,
 }
 
 impl ApiError {
@@ -33,6 +36,14 @@ impl ApiError {
             code,
             message: message.into(),
             field: None,
+            rule: None,
+        }
+    }
+    /// The same error, naming the rule that ended its object.
+    pub(crate) fn with_rule(self, rule: &'static str) -> ApiError {
+        ApiError {
+            rule: Some(rule),
+            ..self
         }
     }
     /// 422: the body's `field` is not acceptable.
@@ -87,6 +98,9 @@ impl IntoResponse for ApiError {
         let mut error = json!({"code": self.code, "message": self.message});
         if let Some(field) = self.field {
             error["field"] = json!(field);
+        }
+        if let Some(rule) = self.rule {
+            error["rule"] = json!(rule);
         }
         (self.status, Json(json!({ "error": error }))).into_response()
     }
