@@ -9,6 +9,7 @@ pub mod components {
 
 pub mod catalogue;
 pub mod fake_github;
+pub mod fake_registry;
 pub mod fake_tokens;
 pub mod pg;
 pub mod upstream;

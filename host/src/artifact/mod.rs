@@ -11,15 +11,16 @@
 //! digest that names it before anything is cached, and nothing that failed
 //! a check is kept.
 
+mod registry;
 pub mod signature;
 
-use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
+use oci_client::Reference;
+use oci_client::client::{Config, ImageLayer};
 use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciImageManifest};
 use oci_client::secrets::RegistryAuth;
-use oci_client::{Client, Reference};
+use registry::Session;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// The config media type of a WebAssembly artifact (CNCF TAG Runtime's
 /// layout, as `wkg` and Wassette write it).
@@ -29,7 +30,7 @@ pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
 /// The largest component the host pulls or pushes.
 pub const MAX_COMPONENT_BYTES: u64 = 64 << 20;
 /// The largest manifest or config the host reads.
-pub(crate) const MAX_MANIFEST_BYTES: usize = 256 << 10;
+pub(crate) const MAX_MANIFEST_BYTES: u64 = 256 << 10;
 /// The scheme of an artifact reference in a configuration or a command.
 pub const SCHEME: &str = "oci://";
 
@@ -60,6 +61,23 @@ pub enum ArtifactError {
         "registry {registry}: {why}: a registry on loopback or a private network is reached only where allowed (`[registries.\"{registry}\"] allow_private_network = true`, or `--allow-private-network`)"
     )]
     Refused { registry: String, why: String },
+    #[error(
+        "{reference}: the registry pointed the host to {to}, which it refuses: {why}. A registry's redirects, token endpoint and upload locations are followed at most {max} hops, never from https down to plain http, and only to public addresses unless that HOST:PORT is allowed a private network (`[registries.\"HOST:PORT\"] allow_private_network = true`); nothing was cached",
+        max = registry::MAX_REDIRECTS
+    )]
+    Redirect {
+        reference: String,
+        to: String,
+        why: String,
+    },
+    #[error(
+        "{reference}: the {what} is past the host's limit of {limit} bytes; the rest was not read and nothing was cached"
+    )]
+    TooLarge {
+        reference: String,
+        what: &'static str,
+        limit: u64,
+    },
     #[error("signing keys: {0}")]
     Keys(String),
     #[error("{0}: not a WebAssembly component (build it with `scout-host build`)")]
@@ -183,55 +201,6 @@ pub struct RegistryOptions {
     pub private_network: Vec<String>,
 }
 
-impl RegistryOptions {
-    /// A client for `registry`, once its address passes the rules every
-    /// request the host makes follows: a registry whose address is not
-    /// public (loopback, private, link-local, metadata, in any spelling or
-    /// by the name's resolution) is refused unless allowed, before anything
-    /// is sent to it.
-    async fn client(&self, registry: &str) -> Result<Client, ArtifactError> {
-        if !self.private_network.iter().any(|r| r == registry) {
-            address_allowed(registry).await?;
-        }
-        Ok(Client::new(ClientConfig {
-            protocol: ClientProtocol::HttpsExcept(self.plain_http.clone()),
-            connect_timeout: Some(Duration::from_secs(10)),
-            read_timeout: Some(Duration::from_secs(60)),
-            ..Default::default()
-        }))
-    }
-}
-
-/// Refuses `registry` (`HOST[:PORT]`) when its address, written or
-/// resolved, is not public.
-async fn address_allowed(registry: &str) -> Result<(), ArtifactError> {
-    use crate::capabilities::net::{denied_reason, literal_denied};
-    let refused = |why: String| ArtifactError::Refused {
-        registry: registry.to_string(),
-        why,
-    };
-    let url = url::Url::parse(&format!("https://{registry}/"))
-        .map_err(|e| refused(format!("not a registry address: {e}")))?;
-    if let Some(why) = literal_denied(&url) {
-        return Err(refused(why));
-    }
-    if let Some(url::Host::Domain(name)) = url.host() {
-        let port = url.port_or_known_default().unwrap_or(443);
-        let addresses = tokio::net::lookup_host((name, port))
-            .await
-            .map_err(|e| refused(format!("{name} did not resolve: {e}")))?;
-        for address in addresses {
-            if let Some(reason) = denied_reason(address.ip()) {
-                return Err(refused(format!(
-                    "{name} resolves to {}, a {reason}",
-                    address.ip()
-                )));
-            }
-        }
-    }
-    Ok(())
-}
-
 /// The credential for `registry`: `SCOUT_REGISTRY_USERNAME` and
 /// `SCOUT_REGISTRY_PASSWORD` from the environment, else the Docker-style
 /// config file (`$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`,
@@ -345,6 +314,12 @@ impl ArtifactCache {
 /// The digest of the one `application/wasm` layer `manifest` names, after
 /// checking the layout.
 fn wasm_layer(manifest: &[u8], reference: &str) -> Result<String, ArtifactError> {
+    wasm_layer_sized(manifest, reference).map(|(digest, _)| digest)
+}
+
+/// [`wasm_layer`] and the layer's size as the manifest declares it (at most
+/// [`MAX_COMPONENT_BYTES`]).
+fn wasm_layer_sized(manifest: &[u8], reference: &str) -> Result<(String, u64), ArtifactError> {
     let layout = |why: String| ArtifactError::Layout {
         reference: reference.to_string(),
         why,
@@ -381,7 +356,7 @@ fn wasm_layer(manifest: &[u8], reference: &str) -> Result<String, ArtifactError>
             layer.size
         )));
     }
-    Ok(layer.digest.clone())
+    Ok((layer.digest.clone(), layer.size as u64))
 }
 
 /// A component had from a registry (or the cache).
@@ -413,20 +388,20 @@ pub async fn pull(
     trust: Option<&signature::TrustedKeys>,
 ) -> Result<Pulled, ArtifactError> {
     let shown = reference.to_string();
-    let registry = |e: oci_client::errors::OciDistributionError| ArtifactError::Registry {
-        reference: shown.clone(),
-        message: e.to_string(),
+    let session = || {
+        Session::new(
+            &reference.reference,
+            &shown,
+            options,
+            registry_auth(reference.registry()),
+        )
     };
-    let auth = registry_auth(reference.registry());
     if let Some(digest) = reference.digest()
         && let Some((path, layer)) = cache.component(digest)
     {
         // Only a signature to check asks the registry anything.
         let signed_by = match trust {
-            Some(keys) => {
-                let client = options.client(reference.registry()).await?;
-                Some(signature::verify(&client, &auth, reference, digest, keys).await?)
-            }
+            Some(keys) => Some(signature::verify(&session()?, reference, digest, keys).await?),
             None => None,
         };
         return Ok(Pulled {
@@ -438,61 +413,33 @@ pub async fn pull(
             signed_by,
         });
     }
-    let client = options.client(reference.registry()).await?;
-    let (manifest, digest) = client
-        .pull_manifest_raw(&reference.reference, &auth, &[OCI_IMAGE_MEDIA_TYPE])
-        .await
-        .map_err(registry)?;
-    if manifest.len() > MAX_MANIFEST_BYTES {
-        return Err(ArtifactError::Layout {
-            reference: shown,
-            why: format!("its manifest is past {MAX_MANIFEST_BYTES} bytes"),
-        });
-    }
-    let actual = sha256_digest(&manifest);
+    let session = session()?;
+    let (manifest, digest) = manifest(&session, reference, &shown).await?;
     let expected = reference.digest().unwrap_or(&digest).to_string();
-    if actual != expected || actual != digest {
+    if digest != expected {
         return Err(ArtifactError::Tampered {
             reference: shown,
             what: "manifest",
             expected,
-            actual,
+            actual: digest,
         });
     }
-    let layer = wasm_layer(&manifest, &shown)?;
+    let (layer, size) = wasm_layer_sized(&manifest, &shown)?;
     let signed_by = match trust {
-        Some(keys) => Some(signature::verify(&client, &auth, reference, &digest, keys).await?),
+        Some(keys) => Some(signature::verify(&session, reference, &digest, keys).await?),
         None => None,
     };
     let pinned = reference.pinned(&digest);
-    let mut bytes = Vec::new();
-    let descriptor = oci_client::manifest::OciDescriptor {
-        media_type: WASM_LAYER_MEDIA_TYPE.to_string(),
-        digest: layer.clone(),
-        ..Default::default()
-    };
-    client
-        .pull_blob(
+    // No more is read than the manifest says the layer holds.
+    let bytes = session
+        .blob(
             &pinned.reference,
-            &descriptor,
-            CappedWriter {
-                into: &mut bytes,
-                cap: MAX_COMPONENT_BYTES,
-            },
+            &layer,
+            size,
+            "component layer (as large as its manifest declares)",
         )
-        .await
-        .map_err(|e| match e {
-            oci_client::errors::OciDistributionError::DigestError(
-                oci_client::errors::DigestError::VerificationError { expected, actual },
-            ) => ArtifactError::Tampered {
-                reference: shown.clone(),
-                what: "component layer",
-                expected,
-                actual,
-            },
-            other => registry(other),
-        })?;
-    // Checked here too: what is cached is what its digest names.
+        .await?;
+    // What is cached is what its digest names.
     let actual = sha256_digest(&bytes);
     if actual != layer {
         return Err(ArtifactError::Tampered {
@@ -515,6 +462,39 @@ pub async fn pull(
         cached: false,
         signed_by,
     })
+}
+
+/// The manifest `reference` names, read up to [`MAX_MANIFEST_BYTES`], and
+/// its digest, checked against the one the registry says it has.
+async fn manifest(
+    session: &Session,
+    reference: &ArtifactRef,
+    shown: &str,
+) -> Result<(Vec<u8>, String), ArtifactError> {
+    let (manifest, said) = session
+        .manifest(
+            &reference.reference,
+            OCI_IMAGE_MEDIA_TYPE,
+            MAX_MANIFEST_BYTES,
+            "manifest",
+        )
+        .await?
+        .ok_or_else(|| ArtifactError::Registry {
+            reference: shown.to_string(),
+            message: "404 Not Found: no such manifest".into(),
+        })?;
+    let digest = sha256_digest(&manifest);
+    if let Some(said) = said
+        && said != digest
+    {
+        return Err(ArtifactError::Tampered {
+            reference: shown.to_string(),
+            what: "manifest",
+            expected: said,
+            actual: digest,
+        });
+    }
+    Ok((manifest, digest))
 }
 
 /// What a push made.
@@ -558,29 +538,21 @@ pub async fn push(
         WASM_LAYER_MEDIA_TYPE.to_string(),
         None,
     )];
-    let mut manifest = OciImageManifest::build(&layers, &config, None);
-    manifest.media_type = Some(OCI_IMAGE_MEDIA_TYPE.to_string());
-    let client = options.client(reference.registry()).await?;
-    let auth = registry_auth(reference.registry());
-    let registry = |e: oci_client::errors::OciDistributionError| ArtifactError::Registry {
-        reference: shown.clone(),
-        message: e.to_string(),
-    };
-    client
-        .push(&reference.reference, &layers, config, &auth, Some(manifest))
-        .await
-        .map_err(registry)?;
+    let session = Session::new(
+        &reference.reference,
+        &shown,
+        options,
+        registry_auth(reference.registry()),
+    )?;
+    write_image(&session, &reference.reference, &layers, &config).await?;
     // The digest as the registry holds it, and the manifest it names, cached.
-    let (raw, digest) = client
-        .pull_manifest_raw(&reference.reference, &auth, &[OCI_IMAGE_MEDIA_TYPE])
-        .await
-        .map_err(registry)?;
-    if sha256_digest(&raw) != digest || wasm_layer(&raw, &shown)? != layer {
+    let (raw, digest) = manifest(&session, reference, &shown).await?;
+    if wasm_layer(&raw, &shown)? != layer {
         return Err(ArtifactError::Tampered {
             reference: shown,
             what: "manifest",
-            expected: digest,
-            actual: sha256_digest(&raw),
+            expected: layer,
+            actual: wasm_layer(&raw, "")?,
         });
     }
     cache.put("blobs", &layer, &bytes)?;
@@ -592,48 +564,30 @@ pub async fn push(
     })
 }
 
+/// Uploads `layers` and `config` (those the registry lacks) and writes
+/// their OCI image manifest at `at`'s tag.
+async fn write_image(
+    session: &Session,
+    at: &Reference,
+    layers: &[ImageLayer],
+    config: &Config,
+) -> Result<(), ArtifactError> {
+    for layer in layers {
+        session.put_blob(at, &layer.data).await?;
+    }
+    session.put_blob(at, &config.data).await?;
+    let mut manifest = OciImageManifest::build(layers, config, None);
+    manifest.media_type = Some(OCI_IMAGE_MEDIA_TYPE.to_string());
+    let manifest = serde_json::to_vec(&manifest).expect("a manifest serialises");
+    session
+        .put_manifest(at, manifest, OCI_IMAGE_MEDIA_TYPE)
+        .await
+}
+
 /// A component's preamble: `\0asm`, then the component encoding's version
 /// and layer (a core module has layer 0).
 fn is_component(bytes: &[u8]) -> bool {
     bytes.len() > 8 && bytes[..4] == *b"\0asm" && bytes[6..8] == [0x01, 0x00]
-}
-
-/// Writes into a buffer up to `cap` bytes, then fails.
-struct CappedWriter<'a> {
-    into: &'a mut Vec<u8>,
-    cap: u64,
-}
-
-impl tokio::io::AsyncWrite for CappedWriter<'_> {
-    fn poll_write(
-        self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        let this = self.get_mut();
-        if this.into.len() as u64 + buf.len() as u64 > this.cap {
-            return std::task::Poll::Ready(Err(std::io::Error::other(format!(
-                "the component is past the host's limit of {} bytes",
-                this.cap
-            ))));
-        }
-        this.into.extend_from_slice(buf);
-        std::task::Poll::Ready(Ok(buf.len()))
-    }
-
-    fn poll_flush(
-        self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::task::Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(
-        self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::task::Poll::Ready(Ok(()))
-    }
 }
 
 #[cfg(test)]

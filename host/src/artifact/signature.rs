@@ -12,10 +12,11 @@
 //! digest, which names the bytes; one signature covers all of it, and the
 //! same digest is what hosts record and reviews bind to.
 
+use super::registry::Session;
 use super::{ArtifactError, ArtifactRef, MAX_MANIFEST_BYTES, sha256_digest};
+use oci_client::Reference;
 use oci_client::client::{Config, ImageLayer};
 use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciImageManifest};
-use oci_client::{Client, Reference};
 use sigstore::crypto::{CosignVerificationKey, SigStoreSigner, Signature, SigningScheme};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,7 +30,7 @@ const PAYLOAD_TYPE: &str = "cosign container image signature";
 /// The config cosign gives a signature manifest.
 const SIGNATURE_CONFIG_MEDIA_TYPE: &str = "application/vnd.oci.image.config.v1+json";
 /// The largest signature payload read.
-const MAX_PAYLOAD_BYTES: usize = 64 << 10;
+const MAX_PAYLOAD_BYTES: u64 = 64 << 10;
 /// At most this many signatures are read per digest.
 const MAX_SIGNATURES: usize = 32;
 
@@ -147,8 +148,7 @@ fn repository(reference: &ArtifactRef) -> String {
 /// Checks that one of `keys` signed `reference`'s manifest `digest`;
 /// returns the file of the key that did. Nothing here is cached.
 pub(super) async fn verify(
-    client: &Client,
-    auth: &oci_client::secrets::RegistryAuth,
+    session: &Session,
     reference: &ArtifactRef,
     digest: &str,
     keys: &TrustedKeys,
@@ -159,18 +159,22 @@ pub(super) async fn verify(
         why,
     };
     let at = signature_reference(reference, digest);
-    let (manifest, _) = client
-        .pull_manifest_raw(&at, auth, &[OCI_IMAGE_MEDIA_TYPE])
-        .await
-        .map_err(|e| {
+    // A registry that cannot be asked, or hands over too much, is said
+    // as such; only a missing signature is "unsigned".
+    let (manifest, _) = session
+        .manifest(
+            &at,
+            OCI_IMAGE_MEDIA_TYPE,
+            MAX_MANIFEST_BYTES,
+            "signature manifest",
+        )
+        .await?
+        .ok_or_else(|| {
             refused(format!(
-                "unsigned: no signature for {digest} at tag {} ({e})",
+                "unsigned: no signature for {digest} at tag {}",
                 at.tag().unwrap_or_default()
             ))
         })?;
-    if manifest.len() > MAX_MANIFEST_BYTES {
-        return Err(refused("its signature manifest is too large".into()));
-    }
     let manifest: OciImageManifest = serde_json::from_slice(&manifest)
         .map_err(|e| refused(format!("its signature manifest is unreadable: {e}")))?;
     let repository = repository(reference);
@@ -188,14 +192,17 @@ pub(super) async fn verify(
         else {
             continue;
         };
-        if layer.size < 0 || layer.size as usize > MAX_PAYLOAD_BYTES {
+        if layer.size < 0 || layer.size as u64 > MAX_PAYLOAD_BYTES {
             continue;
         }
-        let mut payload = Vec::new();
-        if client.pull_blob(&at, layer, &mut payload).await.is_err()
-            || payload.len() > MAX_PAYLOAD_BYTES
-            || sha256_digest(&payload) != layer.digest
-        {
+        // Read no further than the size the manifest declares.
+        let Ok(payload) = session
+            .blob(&at, &layer.digest, layer.size as u64, "signature payload")
+            .await
+        else {
+            continue;
+        };
+        if sha256_digest(&payload) != layer.digest {
             continue;
         }
         let Ok(said) = serde_json::from_slice::<serde_json::Value>(&payload) else {
@@ -243,24 +250,21 @@ pub async fn sign(
     options: &super::RegistryOptions,
 ) -> Result<Signed, ArtifactError> {
     let shown = reference.to_string();
-    let registry = |e: oci_client::errors::OciDistributionError| ArtifactError::Registry {
-        reference: shown.clone(),
-        message: e.to_string(),
-    };
-    let client = options.client(reference.registry()).await?;
-    let auth = super::registry_auth(reference.registry());
-    let (manifest, digest) = client
-        .pull_manifest_raw(&reference.reference, &auth, &[OCI_IMAGE_MEDIA_TYPE])
-        .await
-        .map_err(registry)?;
+    let session = Session::new(
+        &reference.reference,
+        &shown,
+        options,
+        super::registry_auth(reference.registry()),
+    )?;
+    let (manifest, digest) = super::manifest(&session, reference, &shown).await?;
     if let Some(pinned) = reference.digest()
-        && (pinned != digest || sha256_digest(&manifest) != digest)
+        && pinned != digest
     {
         return Err(ArtifactError::Tampered {
             reference: shown,
             what: "manifest",
             expected: pinned.to_string(),
-            actual: sha256_digest(&manifest),
+            actual: digest,
         });
     }
     super::wasm_layer(&manifest, &shown)?;
@@ -272,13 +276,7 @@ pub async fn sign(
     let signature = base64::engine::general_purpose::STANDARD.encode(signature);
     let at = signature_reference(reference, &digest);
     // The signatures already there stay (another signer's, an earlier one).
-    let mut layers: Vec<ImageLayer> = match client
-        .pull(&at, &auth, vec![SIMPLE_SIGNING_MEDIA_TYPE])
-        .await
-    {
-        Ok(image) => image.layers,
-        Err(_) => Vec::new(),
-    };
+    let mut layers = existing_signatures(&session, &at).await?;
     let mut annotations = BTreeMap::new();
     annotations.insert(SIGNATURE_ANNOTATION.to_string(), signature);
     layers.push(ImageLayer::new(
@@ -300,12 +298,7 @@ pub async fn sign(
         SIGNATURE_CONFIG_MEDIA_TYPE.to_string(),
         None,
     );
-    let mut signature_manifest = OciImageManifest::build(&layers, &config, None);
-    signature_manifest.media_type = Some(OCI_IMAGE_MEDIA_TYPE.to_string());
-    client
-        .push(&at, &layers, config, &auth, Some(signature_manifest))
-        .await
-        .map_err(registry)?;
+    super::write_image(&session, &at, &layers, &config).await?;
     Ok(Signed {
         signature: format!(
             "{}{}/{}:{}",
@@ -316,4 +309,46 @@ pub async fn sign(
         ),
         digest,
     })
+}
+
+/// The signature layers already at `at`, each read up to its declared size
+/// and checked against its digest; none when there is no signature yet.
+async fn existing_signatures(
+    session: &Session,
+    at: &Reference,
+) -> Result<Vec<ImageLayer>, ArtifactError> {
+    let Some((manifest, _)) = session
+        .manifest(
+            at,
+            OCI_IMAGE_MEDIA_TYPE,
+            MAX_MANIFEST_BYTES,
+            "signature manifest",
+        )
+        .await?
+    else {
+        return Ok(Vec::new());
+    };
+    let Ok(manifest) = serde_json::from_slice::<OciImageManifest>(&manifest) else {
+        return Ok(Vec::new());
+    };
+    let mut layers = Vec::new();
+    for layer in manifest
+        .layers
+        .iter()
+        .filter(|l| l.media_type == SIMPLE_SIGNING_MEDIA_TYPE)
+        .filter(|l| l.size >= 0 && l.size as u64 <= MAX_PAYLOAD_BYTES)
+        .take(MAX_SIGNATURES)
+    {
+        let payload = session
+            .blob(at, &layer.digest, layer.size as u64, "signature payload")
+            .await?;
+        if sha256_digest(&payload) == layer.digest {
+            layers.push(ImageLayer::new(
+                payload,
+                SIMPLE_SIGNING_MEDIA_TYPE.to_string(),
+                layer.annotations.clone(),
+            ));
+        }
+    }
+    Ok(layers)
 }

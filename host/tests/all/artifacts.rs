@@ -828,3 +828,417 @@ async fn a_new_version_puts_its_changed_tools_back_under_review_and_says_what_ch
     );
     drop(serve);
 }
+
+/// A component artifact as a registry the test writes serves it.
+struct Served {
+    manifest: Vec<u8>,
+    layer: String,
+    component: Vec<u8>,
+}
+
+/// The WebAssembly layout of the component at `file`: its manifest and
+/// layer digest.
+fn served(file: &str) -> Served {
+    let component = std::fs::read(file).unwrap();
+    let layer = sha256(&component);
+    let manifest = serde_json::to_vec(&serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "config": {
+            "mediaType": "application/vnd.wasm.config.v0+json",
+            "digest": sha256(b"{}"),
+            "size": 2,
+        },
+        "layers": [{
+            "mediaType": "application/wasm",
+            "digest": layer,
+            "size": component.len(),
+        }],
+    }))
+    .unwrap();
+    Served {
+        manifest,
+        layer,
+        component,
+    }
+}
+
+const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+
+/// The repository a registry path (`/v2/REPOSITORY/…`) names.
+fn repository_of(path: &str) -> &str {
+    path.split('/').nth(2).unwrap_or_default()
+}
+
+/// `scout-host ARGS` with `env` too: exit code and stderr.
+fn scout_with(cache: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+        .args(args)
+        .env("SCOUT_ARTIFACT_CACHE", cache)
+        .env_remove("SCOUT_REGISTRY_USERNAME")
+        .env_remove("SCOUT_REGISTRY_PASSWORD")
+        .envs(env.iter().copied())
+        .output()
+        .expect("run scout-host");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Issue 52 item 4: a registry's redirect is a request the host makes, so
+/// the address rules hold for wherever it points, each target by its own
+/// allowance (a registry allowed a private network lends it to nobody):
+/// a pull a redirect would take to loopback (written as an address, or as
+/// a name that resolves there), to the cloud metadata address, or round
+/// in circles is refused, naming where and why, before any connection is
+/// made there, for a manifest as for a layer; nothing is cached.
+#[test]
+fn a_registry_redirect_reaches_no_address_the_rules_refuse() {
+    use scout_tests::fake_registry::{FakeRegistry, Reply};
+    let dir = tempfile::tempdir().unwrap();
+    // Stands in for the metadata address: loopback, another port than the
+    // registry's, which nobody allowed.
+    let elsewhere = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    elsewhere.set_nonblocking(true).unwrap();
+    let target = elsewhere.local_addr().unwrap();
+    let artifact = served(scout_tests::components::GITHUB);
+    let manifest = artifact.manifest.clone();
+    let registry = FakeRegistry::start(move |request| {
+        let path = request.path.as_str();
+        let is_manifest = path.contains("/manifests/");
+        match repository_of(path) {
+            "to-loopback" => Reply::redirect(307, &format!("http://{target}/v2/x/manifests/1")),
+            "to-a-name" => Reply::redirect(
+                307,
+                &format!("http://localhost:{}/v2/x/manifests/1", target.port()),
+            ),
+            "to-metadata" => Reply::redirect(
+                307,
+                "http://169.254.169.254/latest/meta-data/iam/security-credentials/",
+            ),
+            "layer-to-loopback" if is_manifest => Reply::ok(OCI_MANIFEST, manifest.clone()),
+            "layer-to-loopback" => Reply::redirect(307, &format!("http://{target}/blob")),
+            "in-circles" => Reply::redirect(302, path),
+            _ => Reply::status(404, Vec::new()),
+        }
+    });
+    let addr = registry.address.clone();
+    let cache = dir.path().join("cache");
+    let out = dir.path().join("out.wasm");
+    let target = target.to_string();
+    let localhost = format!("localhost:{}", target.rsplit(':').next().unwrap());
+    for (repository, expected) in [
+        (
+            "to-loopback",
+            vec![
+                format!("to http://{target}"),
+                "127.0.0.1 is a loopback address".into(),
+            ],
+        ),
+        (
+            "to-a-name",
+            vec![
+                format!("to http://{localhost}"),
+                "localhost resolves to".into(),
+                "loopback address".into(),
+            ],
+        ),
+        (
+            "to-metadata",
+            vec!["to http://169.254.169.254".into(), "cloud metadata".into()],
+        ),
+        (
+            "layer-to-loopback",
+            vec![
+                format!("to http://{target}"),
+                "127.0.0.1 is a loopback address".into(),
+            ],
+        ),
+        ("in-circles", vec!["more than 5 redirects".into()]),
+    ] {
+        let reference = format!("oci://{addr}/{repository}:1");
+        let (code, stderr) = scout_with(
+            &cache,
+            &[
+                "pull",
+                &reference,
+                "--output",
+                out.to_str().unwrap(),
+                "--plain-http",
+                "--allow-private-network",
+            ],
+            &[],
+        );
+        assert_ne!(code, 0, "{repository}: {stderr}");
+        assert!(
+            stderr.contains("the registry pointed the host to"),
+            "{repository}: {stderr}"
+        );
+        for part in expected {
+            assert!(stderr.contains(&part), "{repository}: `{part}` in {stderr}");
+        }
+        // The registry itself was asked: it is its redirect that was refused.
+        assert!(
+            registry
+                .requests()
+                .iter()
+                .any(|r| repository_of(&r.path) == repository),
+            "{repository}"
+        );
+    }
+    assert!(
+        elsewhere.accept().is_err(),
+        "no connection reached where the redirects pointed"
+    );
+    assert!(files_under(&cache).is_empty(), "nothing was cached");
+    assert!(!out.exists());
+}
+
+/// Issue 52 item 4: a blob a registry hands to a CDN the operator allowed
+/// is fetched there, and the registry's credential (the basic credential
+/// the token endpoint got, the bearer token the registry got) never
+/// travels with it; where the CDN is not allowed, `serve` refuses to start
+/// and the CDN is never connected to.
+#[tokio::test]
+async fn a_blob_redirected_to_a_cdn_is_fetched_there_without_the_registry_credential() {
+    use scout_tests::fake_registry::{FakeRegistry, Reply};
+    const TOKEN: &str = "registry-token-7f3a";
+    const PASSWORD: &str = "hunter2-registry-secret";
+    let dir = tempfile::tempdir().unwrap();
+    let artifact = served(scout_tests::components::GITHUB);
+    let component = artifact.component.clone();
+    let cdn =
+        FakeRegistry::start(move |_| Reply::ok("application/octet-stream", component.clone()));
+    let cdn_addr = cdn.address.clone();
+    let manifest = artifact.manifest.clone();
+    let layer = artifact.layer.clone();
+    use base64::Engine;
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("robot:{PASSWORD}"))
+    );
+    let expected_basic = basic.clone();
+    let registry = FakeRegistry::start(move |request| {
+        let host = request.header("host").unwrap_or_default().to_string();
+        if request.path.starts_with("/token") {
+            return if request.header("authorization") == Some(expected_basic.as_str()) {
+                Reply::ok("application/json", format!(r#"{{"token":"{TOKEN}"}}"#))
+            } else {
+                Reply::status(401, Vec::new())
+            };
+        }
+        if request.header("authorization") != Some(&format!("Bearer {TOKEN}")) {
+            return Reply::status(
+                401,
+                vec![(
+                    "WWW-Authenticate".into(),
+                    format!(
+                        r#"Bearer realm="http://{host}/token",service="fake",scope="repository:connectors/github:pull""#
+                    ),
+                )],
+            );
+        }
+        if request.path.contains("/manifests/") {
+            Reply::ok(OCI_MANIFEST, manifest.clone())
+        } else if request.path.ends_with(&format!("/blobs/{layer}")) {
+            Reply::redirect(307, &format!("http://{cdn_addr}/blobs/{layer}?signed=1"))
+        } else {
+            Reply::status(404, Vec::new())
+        }
+    });
+    let addr = registry.address.clone();
+    let cache = dir.path().join("cache");
+    let config = dir.path().join("serve.toml");
+    let write_config = |cdn_allowed: bool| {
+        let cdn_section = if cdn_allowed {
+            format!(
+                "[registries.\"{}\"]\nallow_private_network = true\n\n",
+                cdn.address
+            )
+        } else {
+            String::new()
+        };
+        std::fs::write(
+            &config,
+            format!(
+                "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\n\n[registries.\"{addr}\"]\nplain_http = true\nallow_private_network = true\n\n{cdn_section}[connectors.github]\ncomponent = \"oci://{addr}/connectors/github:1\"\norigin = \"http://127.0.0.1:9\"\nallow_private_network = true\n"
+            ),
+        )
+        .unwrap();
+    };
+    let env = [
+        ("SCOUT_ARTIFACT_CACHE", cache.to_string_lossy().into_owned()),
+        ("SCOUT_REGISTRY_USERNAME", "robot".to_string()),
+        ("SCOUT_REGISTRY_PASSWORD", PASSWORD.to_string()),
+    ];
+
+    // The CDN not allowed a private network: refused, never connected to.
+    write_config(false);
+    let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env("SCOUT_ADMIN_TOKEN", super::crash_safety::ADMIN_TOKEN)
+        .env("SCOUT_STORE_KEY", "5c".repeat(32))
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .expect("run scout-host serve");
+    assert!(!out.status.success(), "serve started");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("pointed the host to http://{}", cdn.address))
+            && stderr.contains("loopback address"),
+        "{stderr}"
+    );
+    assert_eq!(cdn.connections(), 0, "the CDN was never connected to");
+    assert!(files_under(&cache).is_empty(), "nothing was cached");
+
+    // Allowed: the blob comes from the CDN, and the component is served.
+    write_config(true);
+    let serve = Serve::start_with(&config, &env);
+    let admin = Admin {
+        http: reqwest::Client::new(),
+        base: serve.base.clone(),
+    };
+    let (status, reviews) = admin
+        .request(reqwest::Method::GET, "/v1/reviews", None)
+        .await;
+    assert_eq!(status, 200, "{reviews}");
+    assert!(
+        reviews["connectors"]["github"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["tool"] == "github_read_file")),
+        "the component the CDN handed over is served: {reviews}"
+    );
+    drop(serve);
+    let asked = registry.requests();
+    assert!(
+        asked
+            .iter()
+            .any(|r| r.path.starts_with("/token")
+                && r.header("authorization") == Some(basic.as_str())),
+        "the token endpoint the registry named got the credential: {asked:?}"
+    );
+    assert!(
+        asked.iter().any(|r| r.path.contains("/blobs/")
+            && r.header("authorization") == Some(&format!("Bearer {TOKEN}"))),
+        "the registry got its token for the blob: {asked:?}"
+    );
+    let fetched = cdn.requests();
+    assert!(!fetched.is_empty(), "the CDN was asked for the blob");
+    for request in &fetched {
+        assert_eq!(request.header("authorization"), None, "{request:?}");
+        for (name, value) in &request.headers {
+            assert!(
+                !value.contains(TOKEN) && !value.contains(PASSWORD) && !value.contains(&basic[6..]),
+                "the CDN got the registry's credential in `{name}`"
+            );
+        }
+    }
+}
+
+/// Issue 52 item 5: every size limit holds while the body streams: a
+/// manifest, a signature manifest or a layer past its limit is refused
+/// naming the limit, whether the registry declares the length (refused
+/// before the body is read) or not (reading stops at the limit), and the
+/// host reads about the limit, not the 256 MiB the registry would send.
+#[test]
+fn an_oversized_manifest_signature_or_layer_is_refused_while_it_streams() {
+    use scout_tests::fake_registry::{FakeRegistry, Reply};
+    const HUGE: u64 = 256 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let (_, signer_pub) = keygen(dir.path(), "signer");
+    let artifact = served(scout_tests::components::GITHUB);
+    let manifest = artifact.manifest.clone();
+    let registry = FakeRegistry::start(move |request| {
+        let path = request.path.as_str();
+        let endless = |declare_length| Reply::Endless {
+            total: HUGE,
+            declare_length,
+        };
+        match repository_of(path) {
+            "streamed" => endless(false),
+            "declared" => endless(true),
+            "big-layer" | "big-signature" if path.ends_with("/manifests/1") => {
+                Reply::ok(OCI_MANIFEST, manifest.clone())
+            }
+            "big-layer" => endless(false),
+            "big-signature" => endless(false),
+            _ => Reply::status(404, Vec::new()),
+        }
+    });
+    let addr = registry.address.clone();
+    let cache = dir.path().join("cache");
+    let out = dir.path().join("out.wasm");
+    let digest = sha256(&artifact.manifest);
+    let manifest_limit = "limit of 262144 bytes".to_string();
+    let layer_limit = format!("limit of {} bytes", artifact.component.len());
+    for (repository, streamed_path, what, limit) in [
+        (
+            "streamed",
+            "/v2/streamed/manifests/1".to_string(),
+            "the manifest is past",
+            &manifest_limit,
+        ),
+        (
+            "declared",
+            "/v2/declared/manifests/1".to_string(),
+            "the manifest is past",
+            &manifest_limit,
+        ),
+        (
+            "big-layer",
+            format!("/v2/big-layer/blobs/{}", artifact.layer),
+            "the component layer",
+            &layer_limit,
+        ),
+        (
+            "big-signature",
+            format!(
+                "/v2/big-signature/manifests/{}.sig",
+                digest.replace(':', "-")
+            ),
+            "the signature manifest is past",
+            &manifest_limit,
+        ),
+    ] {
+        let reference = format!("oci://{addr}/{repository}:1");
+        let mut args = vec![
+            "pull",
+            &reference,
+            "--output",
+            out.to_str().unwrap(),
+            "--plain-http",
+            "--allow-private-network",
+        ];
+        if repository == "big-signature" {
+            args.extend(["--key", &signer_pub]);
+        }
+        let (code, stderr) = scout_with(&cache, &args, &[]);
+        assert_ne!(code, 0, "{repository}: {stderr}");
+        assert!(
+            stderr.contains(what) && stderr.contains(limit.as_str()),
+            "{repository}: {stderr}"
+        );
+        // The host went away; the registry's writes stopped about the
+        // limit (plus what the kernel's socket buffers hold), far short of
+        // the whole body.
+        let deadline = std::time::Instant::now() + EVENTUALLY;
+        let streamed = loop {
+            match registry.streamed(&streamed_path) {
+                Some(s) if s.finished => break s,
+                _ if std::time::Instant::now() > deadline => {
+                    panic!("{repository}: the registry is still writing {streamed_path}")
+                }
+                _ => std::thread::sleep(std::time::Duration::from_millis(20)),
+            }
+        };
+        assert!(
+            streamed.written < 32 << 20,
+            "{repository}: the host read {} of {HUGE} bytes",
+            streamed.written
+        );
+    }
+    assert!(files_under(&cache).is_empty(), "nothing was cached");
+    assert!(!out.exists());
+}
