@@ -9,7 +9,17 @@
 //! escapes (`\/`, `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`), `%XX` (either
 //! case) and `+` for a space. Base64 of any text containing the secret is
 //! found too, at each of the three alignments, in the standard and the
-//! URL-safe alphabet. Each match is replaced by `[REDACTED]`.
+//! URL-safe alphabet, and so is its hex (either case). Each match is
+//! replaced by `[REDACTED]`.
+//!
+//! A base64 form is redacted whole: at an offset that is not a multiple of
+//! three, the character before the secret's own characters carries its
+//! first 2 or 4 bits (mixed with the byte before it), and where the secret
+//! does not end on a group the character after carries its last 2 or 4
+//! bits (mixed with the next byte, or with padding). Those edge characters
+//! and any `=` padding right after go too, so no character that carries a
+//! bit of the secret is left beside `[REDACTED]`. Hex, `%XX` and `\uXXXX`
+//! forms are byte-aligned: a match covers exactly the secret's characters.
 //!
 //! A response is read twice at most, whatever the number of secrets: one
 //! pass finds where any secret's escape forms begin (one `memchr3`, or a
@@ -34,12 +44,53 @@ const MIN_LITERAL: usize = 8;
 pub struct Scrubber {
     /// Secrets matched character by character through the escape forms.
     secrets: Vec<Vec<u8>>,
-    /// Forms matched literally (base64 at each alignment).
-    literals: Vec<Vec<u8>>,
+    /// Forms matched literally (base64 at each alignment, hex), each with
+    /// the edge characters that carry part of the secret.
+    literals: Vec<Literal>,
     /// Every literal at once; `None` when there is none.
     literal_matcher: Option<std::sync::Arc<aho_corasick::AhoCorasick>>,
     /// The bytes an escape form of some secret can begin with.
     starts: StartBytes,
+}
+
+/// A form matched literally: the characters that only the secret's bits
+/// decide, and which neighbouring characters carry some of them too.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Literal {
+    form: Vec<u8>,
+    /// The base64 character just before the form carries the secret's
+    /// first bits (its offset in the encoded data is not a multiple of 3).
+    left: bool,
+    /// The base64 character just after carries its last bits (it does not
+    /// end on a 3-byte group); `=` padding after it is redacted with it.
+    right: bool,
+}
+
+/// Whether `b` is a character of the standard or the URL-safe base64
+/// alphabet.
+fn is_base64(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'-' | b'_')
+}
+
+impl Literal {
+    /// `start..end` (where the form matched in `h`) widened to every
+    /// character that carries a bit of the secret, and the padding after.
+    fn whole(&self, h: &[u8], start: usize, end: usize) -> (usize, usize) {
+        let mut start = start;
+        let mut end = end;
+        if self.left && start > 0 && is_base64(h[start - 1]) {
+            start -= 1;
+        }
+        if self.right {
+            if h.get(end).copied().is_some_and(is_base64) {
+                end += 1;
+            }
+            while h.get(end) == Some(&b'=') {
+                end += 1;
+            }
+        }
+        (start, end)
+    }
 }
 
 /// The bytes a match of some secret's escape forms can begin with.
@@ -120,25 +171,43 @@ impl Scrubber {
             &base64::engine::general_purpose::STANDARD_NO_PAD,
             &base64::engine::general_purpose::URL_SAFE_NO_PAD,
         ] {
-            for form in base64_alignments(secret.as_bytes(), engine) {
-                if form.len() >= MIN_LITERAL {
-                    self.literals.push(form);
-                }
+            self.literals.extend(
+                base64_alignments(secret.as_bytes(), engine)
+                    .into_iter()
+                    .filter(|l| l.form.len() >= MIN_LITERAL),
+            );
+        }
+        for form in [hex::encode(secret), hex::encode_upper(secret)] {
+            if form.len() >= MIN_LITERAL {
+                self.literals.push(Literal {
+                    form: form.into_bytes(),
+                    left: false,
+                    right: false,
+                });
             }
         }
         self.secrets.sort();
         self.secrets.dedup();
+        // One entry per form, widened as far as any of its origins needs.
         self.literals.sort();
-        self.literals.dedup();
+        self.literals.dedup_by(|later, kept| {
+            let same = later.form == kept.form;
+            if same {
+                kept.left |= later.left;
+                kept.right |= later.right;
+            }
+            same
+        });
         // Longest first, so a form that contains another is replaced whole.
         self.secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        self.literals.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        self.literals
+            .sort_by_key(|l| std::cmp::Reverse(l.form.len()));
         self.starts = StartBytes::of(&self.secrets);
         // Built from patterns of at least MIN_LITERAL bytes, so it cannot
         // fail; if it ever did, every literal is still matched one by one.
         self.literal_matcher = aho_corasick::AhoCorasick::builder()
             .match_kind(aho_corasick::MatchKind::LeftmostLongest)
-            .build(&self.literals)
+            .build(self.literals.iter().map(|l| &l.form))
             .ok()
             .filter(|_| !self.literals.is_empty())
             .map(std::sync::Arc::new);
@@ -180,15 +249,16 @@ impl Scrubber {
                 while let Some(m) =
                     matcher.find(aho_corasick::Input::new(bytes).span(at..bytes.len()))
                 {
-                    found.push((m.start(), m.end()));
+                    let literal = &self.literals[m.pattern().as_usize()];
+                    found.push(literal.whole(bytes, m.start(), m.end()));
                     at = m.start() + 1;
                 }
             }
             None => {
                 for literal in &self.literals {
                     found.extend(
-                        memchr::memmem::find_iter(bytes, literal)
-                            .map(|at| (at, at + literal.len())),
+                        memchr::memmem::find_iter(bytes, &literal.form)
+                            .map(|at| literal.whole(bytes, at, at + literal.form.len())),
                     );
                 }
             }
@@ -275,9 +345,12 @@ impl Scrubber {
             }
         }
         for literal in &self.literals {
-            let most = (literal.len() - 1).min(bytes.len());
-            if let Some(k) = (1..=most).rev().find(|&k| bytes.ends_with(&literal[..k])) {
-                longest = longest.max(k);
+            let form = &literal.form;
+            let most = (form.len() - 1).min(bytes.len());
+            if let Some(k) = (1..=most).rev().find(|&k| bytes.ends_with(&form[..k])) {
+                // The character before carries the secret's first bits.
+                let edge = literal.left && bytes.len() > k && is_base64(bytes[bytes.len() - k - 1]);
+                longest = longest.max(k + usize::from(edge));
             }
         }
         longest
@@ -335,8 +408,8 @@ fn floor_char_boundary(text: &str, at: usize) -> usize {
 
 /// The base64 text that encodes `secret` wherever it sits in a longer input:
 /// for each offset modulo 3, the characters determined by the secret's bytes
-/// alone.
-fn base64_alignments(secret: &[u8], engine: &impl base64::Engine) -> Vec<Vec<u8>> {
+/// alone, and whether the characters either side carry some of its bits.
+fn base64_alignments(secret: &[u8], engine: &impl base64::Engine) -> Vec<Literal> {
     let mut forms = Vec::new();
     for offset in 0..3usize {
         let mut input = vec![0u8; offset];
@@ -345,7 +418,11 @@ fn base64_alignments(secret: &[u8], engine: &impl base64::Engine) -> Vec<Vec<u8>
         let start = (4 * offset).div_ceil(3);
         let end = (4 * (offset + secret.len())) / 3;
         if end > start && end <= encoded.len() {
-            forms.push(encoded[start..end].to_vec());
+            forms.push(Literal {
+                form: encoded[start..end].to_vec(),
+                left: offset % 3 != 0,
+                right: (offset + secret.len()) % 3 != 0,
+            });
         }
     }
     forms
@@ -596,6 +673,94 @@ mod tests {
                 assert!(s.finds(encoded.as_bytes()), "prefix {prefix:?}: {encoded}");
             }
         }
+    }
+
+    /// `out` is `encoded` with one span replaced by `[REDACTED]`, and no
+    /// character left on either side carries a bit of the secret, which
+    /// sat at bytes `at..at + len` of what was encoded.
+    fn assert_no_bit_of_the_secret_left(encoded: &str, out: &str, at: usize, len: usize) {
+        assert_eq!(out.matches(REDACTED).count(), 1, "{encoded} -> {out}");
+        let (before, after) = out.split_once(REDACTED).unwrap();
+        assert!(
+            encoded.starts_with(before) && encoded.ends_with(after),
+            "{encoded} -> {out}"
+        );
+        // Character `i` carries bits `6i..6i+6` of the data; the secret's are
+        // `8at..8(at+len)`.
+        assert!(
+            6 * before.len() <= 8 * at,
+            "{encoded} -> {out}: `{}` before the redaction carries the secret's first bits",
+            &before[before.len().saturating_sub(1)..]
+        );
+        let first_after = encoded.len() - after.len();
+        assert!(
+            6 * first_after >= 8 * (at + len),
+            "{encoded} -> {out}: `{}` after the redaction carries the secret's last bits",
+            &after[..after.len().min(2)]
+        );
+    }
+
+    #[test]
+    fn base64_leaves_no_character_carrying_a_bit_of_the_secret() {
+        use base64::engine::general_purpose::{
+            STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD,
+        };
+        // Lengths 0, 1 and 2 modulo 3, and bytes that take `+`, `/`, `-`, `_`.
+        for secret in [
+            SECRET,
+            "s3cr3t/tok+e",
+            "s3cr3t/tok+enX",
+            "\u{fb}\u{ff}secret?>~",
+        ] {
+            let s = Scrubber::new(secret, []);
+            for prefix in ["", "a", "ab", "abc", "Bearer ", "Bearer x"] {
+                for suffix in ["", "\n", "\nx", "\nxy", "\u{ff}\u{ff}"] {
+                    let text = format!("{prefix}{secret}{suffix}");
+                    for engine in [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD] {
+                        let encoded = engine.encode(&text);
+                        let out = s.scrub_text(&encoded);
+                        assert_no_bit_of_the_secret_left(
+                            &encoded,
+                            &out,
+                            prefix.len(),
+                            secret.len(),
+                        );
+                        // Inside other text, as an echo would put it.
+                        let quoted = s.scrub_text(&format!("{{\"echo\":\"{encoded}\"}}"));
+                        let inner = quoted
+                            .strip_prefix("{\"echo\":\"")
+                            .and_then(|q| q.strip_suffix("\"}"))
+                            .unwrap_or_else(|| panic!("{quoted}"));
+                        assert_no_bit_of_the_secret_left(
+                            &encoded,
+                            inner,
+                            prefix.len(),
+                            secret.len(),
+                        );
+                    }
+                }
+            }
+        }
+        // The issue's echo: the final quantum `Q=` went with the rest.
+        let s = Scrubber::new("s3cr3t!", []);
+        assert!(STANDARD.encode("s3cr3t!").ends_with("Q=="));
+        assert_eq!(s.scrub_text(&STANDARD.encode("s3cr3t!")), REDACTED);
+    }
+
+    #[test]
+    fn hex_of_the_secret_is_found_in_either_case_and_whole() {
+        let s = Scrubber::new(SECRET, []);
+        for form in [hex::encode(SECRET), hex::encode_upper(SECRET)] {
+            for prefix in ["", "0", "ab", "zz"] {
+                let out = s.scrub_text(&format!("{prefix}{form}9f"));
+                assert_eq!(out, format!("{prefix}{REDACTED}9f"), "{form}");
+            }
+        }
+        // A cut inside the hex form leaves nothing of it.
+        let form = hex::encode(SECRET);
+        let text = format!("..{form}");
+        let (out, _) = scrub_and_cut(&s, &text[..text.len() - 1], usize::MAX, true);
+        assert_eq!(out, "..");
     }
 
     #[test]
