@@ -1377,6 +1377,136 @@ async fn a_brand_scoped_approver_sees_and_decides_only_its_brand() {
     assert_eq!(own["decisions"][0]["brand"], "globex");
 }
 
+/// Sharing a connection lends its credential to another brand's sessions
+/// (issue 52 item 3). An admin of acme alone cannot lend acme's GitHub
+/// connection to initech, which has none: 403 naming both brands, nothing
+/// shared or recorded, initech's next session has no GitHub tool. An admin
+/// of both brands, and a global admin, can: initech's next session has
+/// GitHub's tools, and both brands' trails record the share with the
+/// actor. The lending brand's own admin may withdraw it, recorded on both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharing_a_connection_needs_an_admin_of_both_brands_and_is_recorded_on_both() {
+    let keys = keys();
+    let issuer = Issuer::start(vec![keys.issuer.jwk.clone()]).await;
+    let github = FakeGitHub::start(GITHUB_TOKEN).await;
+    let dir = temp_dir("share");
+    let serve = start_serve(&dir.0, &github, &issuer);
+    let http = reqwest::Client::new();
+    let base = serve.base.clone();
+    let admin = Admin {
+        http: http.clone(),
+        base: base.clone(),
+    };
+    admin.set_up().await;
+    let token = |sub: &str, roles: Value| keys.issuer.sign(&issuer.claims(sub, roles, json!({})));
+    let acme_admin = token("acme-admin", json!("admin:acme"));
+    let both_admin = token("both-admin", json!(["admin:acme", "admin:initech"]));
+    let global_admin = token("global-admin", json!("admin"));
+    let share = "/v1/brands/acme/connections/github/shares/initech";
+    // initech's next session, as the admin token opens it: its GitHub tools.
+    let initech_github = async || {
+        let (status, view) = admin
+            .request(
+                Method::POST,
+                "/v1/sessions",
+                Some(json!({"brand": "initech", "role": "person-chat"})),
+            )
+            .await;
+        assert_eq!(status, 201, "{view}");
+        view["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|t| t.starts_with("mcp__github__"))
+            .count()
+    };
+    let shares = async |brand: &str| -> Vec<scout_host::store::TraceEvent> {
+        admin
+            .trace(brand)
+            .await
+            .into_iter()
+            .filter(|e| {
+                matches!(
+                    e.rule.as_deref(),
+                    Some("connection_shared" | "connection_unshared")
+                )
+            })
+            .collect()
+    };
+    assert_eq!(initech_github().await, 0, "initech has no connection");
+
+    // An admin of acme alone: refused, naming both brands; nothing shared.
+    let answer = call(&http, &base, &acme_admin, Method::PUT, share, None).await;
+    assert_refusal(
+        &answer,
+        403,
+        "brand_not_granted",
+        "needs the admin role over both brands",
+        &acme_admin,
+        "a share by an admin of the lending brand alone",
+    );
+    assert!(
+        answer.message().contains("`initech`") && answer.message().contains("admin:acme"),
+        "{}",
+        answer.message()
+    );
+    assert_eq!(initech_github().await, 0, "no GitHub tool was lent");
+    assert!(shares("acme").await.is_empty());
+    assert!(shares("initech").await.is_empty());
+    let (_, listed) = admin
+        .request(Method::GET, "/v1/brands/initech/connections", None)
+        .await;
+    assert_eq!(listed["connections"], json!([]), "{listed}");
+
+    // An admin of both brands may; so may a global admin. Each share is
+    // recorded under both brands, with the actor.
+    for (who, bearer) in [("both-admin", &both_admin), ("global-admin", &global_admin)] {
+        let answer = call(&http, &base, bearer, Method::PUT, share, None).await;
+        assert_eq!(answer.status, 200, "{who}: {}", answer.body);
+        assert_eq!(answer.body["shared_with"], "initech", "{}", answer.body);
+        assert!(
+            initech_github().await > 0,
+            "{who}: initech has GitHub's tools"
+        );
+        for brand in ["acme", "initech"] {
+            let rows = shares(brand).await;
+            let last = rows
+                .last()
+                .unwrap_or_else(|| panic!("{who}: no row under {brand}"));
+            assert_eq!(last.brand, brand);
+            assert_eq!(last.rule.as_deref(), Some("connection_shared"));
+            assert_eq!(last.detail["actor"]["subject"], who, "{:?}", last.detail);
+            assert_eq!(last.detail["actor"]["via"], "oidc", "{:?}", last.detail);
+            assert_eq!(last.detail["owner"], "acme");
+            assert_eq!(last.detail["with"], "initech");
+            assert_eq!(last.detail["connector"], "github");
+            assert_eq!(last.detail["after"], json!({"shared_with": "initech"}));
+        }
+
+        // The lending brand's admin withdraws its own credential.
+        let answer = call(&http, &base, &acme_admin, Method::DELETE, share, None).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        assert_eq!(initech_github().await, 0, "withdrawn");
+        for brand in ["acme", "initech"] {
+            let last = shares(brand).await.pop().unwrap();
+            assert_eq!(last.rule.as_deref(), Some("connection_unshared"));
+            assert_eq!(last.detail["actor"]["subject"], "acme-admin");
+            assert_eq!(last.detail["after"], Value::Null);
+        }
+    }
+    assert_eq!(
+        shares("initech").await.len(),
+        4,
+        "two shares, two withdrawals"
+    );
+    assert!(
+        github.requests().is_empty(),
+        "nothing reached GitHub: {:?}",
+        github.requests()
+    );
+}
+
 /// The exact arguments of a decided call are kept in the trace's row of the
 /// decision, sealed with the store key: the admin token and an `auditor`
 /// read them through the trace and the export; an approver sees only their

@@ -245,6 +245,78 @@ pub(super) async fn list_connections(
     Ok(Json(json!({"brand": brand, "connections": list})))
 }
 
+/// Refuses a share by a caller who is not an admin of both brands. A
+/// share lends `owner`'s credential to `with`: every session of `with`
+/// then acts with it, so it is a change to both brands, and the role over
+/// `owner` alone (what the route's `{brand}` checks) is not enough. The
+/// host has no account owner above the brands: a global admin (or the
+/// admin token), or a caller who is admin of both, may share.
+fn require_admin_of_both(
+    caller: &Principal,
+    owner: &str,
+    connector: &str,
+    with: &str,
+) -> Result<(), ApiError> {
+    use crate::serve::identity::Role;
+    let lacking: Vec<String> = [owner, with]
+        .into_iter()
+        .filter(|b| caller.role_for(b) != Some(Role::Admin))
+        .map(|b| format!("`{}`", b.escape_debug()))
+        .collect();
+    if lacking.is_empty() {
+        return Ok(());
+    }
+    let held = match caller.every_brand {
+        Some(role) => format!("your role over every brand is `{}`", role.name()),
+        None if caller.brands.is_empty() => "you hold no role over a brand".to_string(),
+        None => format!(
+            "your roles: {}",
+            caller
+                .brands
+                .iter()
+                .map(|(b, r)| format!("{}:{}", r.name(), b.escape_debug()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    Err(ApiError::new(
+        StatusCode::FORBIDDEN,
+        "brand_not_granted",
+        format!(
+            "sharing brand `{}`'s `{}` connection with brand `{}` lends its credential to every session of `{}`, so it needs the admin role over both brands (a global admin, or admin of each); you are not admin of {}: {held}. Ask an admin of both brands",
+            owner.escape_debug(),
+            connector.escape_debug(),
+            with.escape_debug(),
+            with.escape_debug(),
+            lacking.join(" and "),
+        ),
+    ))
+}
+
+/// Records a share or unshare on both brands' audit trail: under the
+/// owning brand (`with` names the other) and under the brand it is
+/// shared with (`owner` names the lender), each with the caller as actor.
+async fn record_share(
+    host: &ServeHost,
+    caller: &Principal,
+    rule: &str,
+    owner: &str,
+    connector: &str,
+    with: &str,
+    shared: bool,
+) -> Result<(), ApiError> {
+    let (before, after) = if shared {
+        (Value::Null, json!({"shared_with": with}))
+    } else {
+        (json!({"shared_with": with}), Value::Null)
+    };
+    let detail = json!({"connector": connector, "owner": owner, "with": with, "before": before, "after": after});
+    for brand in [owner, with] {
+        super::record_change(host, caller, "", brand, rule, detail.clone()).await?;
+    }
+    Ok(())
+}
+
 pub(super) async fn share(
     State(host): State<Arc<ServeHost>>,
     Extension(caller): Extension<Principal>,
@@ -255,14 +327,18 @@ pub(super) async fn share(
             "a brand cannot share a connection with itself",
         ));
     }
+    crate::config::check_brand_name(&with)
+        .map_err(|why| ApiError::invalid_field("invalid_share", "with", why))?;
+    require_admin_of_both(&caller, &brand, &connector, &with)?;
     host.share_connection(&brand, &connector, &with)?;
-    super::record_change(
+    record_share(
         &host,
         &caller,
-        "",
-        &brand,
         "connection_shared",
-        json!({"connector": connector, "with": with, "before": null, "after": {"shared_with": with}}),
+        &brand,
+        &connector,
+        &with,
+        true,
     )
     .await?;
     Ok(Json(
@@ -275,14 +351,18 @@ pub(super) async fn unshare(
     Extension(caller): Extension<Principal>,
     Path((brand, connector, with)): Path<(String, String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    // Withdrawing a share takes authority away only: the lending brand's
+    // admin (the route's `{brand}` check) may always stop lending its own
+    // credential, as it may disable it; both brands' trails record it.
     if host.unshare_connection(&brand, &connector, &with)? {
-        super::record_change(
+        record_share(
             &host,
             &caller,
-            "",
-            &brand,
             "connection_unshared",
-            json!({"connector": connector, "with": with, "before": {"shared_with": with}, "after": null}),
+            &brand,
+            &connector,
+            &with,
+            false,
         )
         .await?;
         Ok(Json(
