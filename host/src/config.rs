@@ -701,6 +701,8 @@ impl ConnectorConfig {
     /// server's origin). `host_requires_signature`: the host's own
     /// `require_signature`. The error names the field and what to do.
     pub fn check(&mut self, name: &str, host_requires_signature: bool) -> Result<(), String> {
+        crate::policy::names::check_connector_name(name)
+            .map_err(|e| format!("connectors.{name}: {e}"))?;
         let named = self.component.to_string_lossy().into_owned();
         if crate::artifact::ArtifactRef::is_artifact(&named) {
             let artifact = crate::artifact::ArtifactRef::parse(&named)
@@ -1013,6 +1015,7 @@ impl ServeConfig {
                 .check(name, config.require_signature)
                 .map_err(ConfigFileError::Invalid)?;
         }
+        config.check_remote_discovery()?;
         for (brand, facts) in &config.brands {
             check_brand_name(brand)
                 .map_err(|e| ConfigFileError::Invalid(format!("brands: {e}")))?;
@@ -1058,6 +1061,29 @@ impl ServeConfig {
             ));
         }
         Ok(config)
+    }
+
+    /// A remote MCP server that takes a credential is listed with the
+    /// deployment owner's (`deployment_owner_brand`'s connection, the one an
+    /// OAuth Connect stores, or `host_env`): without that key a server that
+    /// wants a credential is listed with none, answers 401, and its tools
+    /// are never listed while Connect still says "connected". Refused at
+    /// start instead, naming the key.
+    fn check_remote_discovery(&self) -> Result<(), ConfigFileError> {
+        if self.deployment_owner_brand.is_some() {
+            return Ok(());
+        }
+        match self
+            .connectors
+            .iter()
+            .find(|(_, c)| c.is_remote() && !c.is_public())
+        {
+            Some((name, _)) => Err(ConfigFileError::Invalid(format!(
+                "connectors.{name}: a remote MCP server that takes a credential (`credential = \"{}\"`; OAuth through Connect included) lists its tools with the deployment owner's connection, and this file names no owner: add the top-level key `deployment_owner_brand = \"BRAND\"` (before any table), the brand whose connection or `host_env` lists the server's tools (with none stored, it is listed without a credential), or set `credential = \"none\"` if the server takes none",
+                self.connectors[name].credential
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// What this file states about `brand` (defaults when it has no table).
@@ -1361,9 +1387,30 @@ mod tests {
     }
 
     #[test]
+    fn a_remote_server_with_a_credential_needs_the_deployment_owner() {
+        let remote = "[connectors.remote]\nmcp = \"https://mcp.example.com/mcp\"\n";
+        for credential in [
+            "",
+            "credential = \"bearer\"\n",
+            "credential = \"header:X-Key\"\n",
+        ] {
+            let parsed = ServeConfig::parse(&format!("{remote}{credential}"));
+            assert!(
+                matches!(&parsed, Err(ConfigFileError::Invalid(m))
+                    if m.contains("deployment_owner_brand") && m.contains("connectors.remote")),
+                "{credential:?}: {parsed:?}"
+            );
+            let owned = format!("deployment_owner_brand = \"acme\"\n{remote}{credential}");
+            assert!(ServeConfig::parse(&owned).is_ok(), "{owned}");
+        }
+        // A server that takes no credential is listed without one.
+        assert!(ServeConfig::parse(&format!("{remote}credential = \"none\"\n")).is_ok());
+    }
+
+    #[test]
     fn a_remote_server_is_configured_by_its_url_alone() {
         let c = ServeConfig::parse(
-            "[connectors.remote]\nmcp = \"https://mcp.example.com:8443/v1/mcp\"\ncall_timeout_secs = 5\n",
+            "deployment_owner_brand = \"acme\"\n[connectors.remote]\nmcp = \"https://mcp.example.com:8443/v1/mcp\"\ncall_timeout_secs = 5\n",
         )
         .unwrap();
         let remote = &c.connectors["remote"];
@@ -1405,8 +1452,10 @@ mod tests {
             "component = \"x.wasm\"\norigin = \"https://x\"\ntransport = \"sse\"\n",
             "remote MCP server's",
         );
-        let sse = ServeConfig::parse(&format!("[connectors.remote]\n{url}transport = \"sse\"\n"))
-            .unwrap();
+        let sse = ServeConfig::parse(&format!(
+            "deployment_owner_brand = \"acme\"\n[connectors.remote]\n{url}transport = \"sse\"\n"
+        ))
+        .unwrap();
         assert!(sse.connectors["remote"].legacy_sse());
         assert!(!remote.legacy_sse(), "streamable HTTP unless told");
         assert!(

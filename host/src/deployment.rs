@@ -215,6 +215,7 @@ impl Deployment {
             name: name.to_string(),
             message,
         };
+        crate::policy::names::check_connector_name(name).map_err(fail)?;
         let served = if let Some(url) = &connector.mcp {
             let server = crate::remote::RemoteServer::new(name, url, connector.call_timeout())
                 .map_err(fail)?
@@ -377,6 +378,7 @@ impl Deployment {
             name: name.clone(),
             message,
         };
+        crate::policy::names::check_connector_name(&name).map_err(fail)?;
         match self.catalog.admit_platform(&component.info().manifest) {
             Some(admitted) => {
                 admitted.map_err(|e| fail(e.to_string()))?;

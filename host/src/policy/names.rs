@@ -209,6 +209,40 @@ pub(crate) fn split_mcp(name: &str) -> Option<(&str, &str)> {
     (!server.is_empty() && !tool.is_empty()).then_some((server, tool))
 }
 
+/// The host's own MCP server: the endpoint of the tools the host serves
+/// itself (`mcp__scout__scout_budget`, `mcp__scout__scout_request_capability`).
+pub const HOST_SERVER: &str = "scout";
+
+/// Whether connector name `name` may be given to a connector (a component,
+/// a remote MCP server, a session component), wherever it is named: the
+/// configuration file, the admin API, a stored row. Refused: the host's
+/// own server ([`HOST_SERVER`]), whose endpoint a connector would take over
+/// in every session; a platform server whose tools the policy gives by its
+/// own rules and no component serves (the content writer and the SEO
+/// briefs are components, admitted only with exactly their seed tools);
+/// and a name that would make `mcp__NAME__tool` read as another server's
+/// (`__` inside it, or `_` at an end). The error says what to do.
+pub fn check_connector_name(name: &str) -> Result<(), String> {
+    let platform =
+        Platform::from_server_name(name).filter(|p| !matches!(p, Platform::Writer | Platform::Seo));
+    if name == HOST_SERVER || platform.is_some() {
+        let whose = if name == HOST_SERVER {
+            "the host's own tools (`mcp__scout__scout_budget`, `mcp__scout__scout_request_capability`)"
+        } else {
+            "a platform server whose tools the policy gives by its own rules"
+        };
+        return Err(format!(
+            "`{name}` is reserved: it is the MCP server name of {whose}, so no connector may take it; give the connector another name (its component names itself, so rebuild it under that name)"
+        ));
+    }
+    if name.contains("__") || name.starts_with('_') || name.ends_with('_') {
+        return Err(format!(
+            "`{name}` cannot name a connector: its tools are named `mcp__{name}__TOOL`, and `__` inside the name or `_` at either end would read as another server's; give it another name, without them"
+        ));
+    }
+    Ok(())
+}
+
 /// Who serves a tool (DESIGN D12). The surface is complete either way: the
 /// orchestrator receives the whole allowlist and hands it to its runtime.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -354,6 +388,25 @@ mod tests {
                 CLI_OTHER_BUILTINS.contains(&named),
                 "seed 000 names {named}"
             );
+        }
+    }
+
+    #[test]
+    fn the_hosts_own_names_are_reserved() {
+        for name in [
+            "scout",
+            "memory",
+            "team",
+            "sandbox_egress",
+            "scout_",
+            "_x",
+            "a__b",
+        ] {
+            let why = check_connector_name(name).expect_err(name);
+            assert!(why.contains(&format!("`{name}`")), "{why}");
+        }
+        for name in ["github", "writer", "seo", "my-tool", "scouting", "a_b"] {
+            assert_eq!(check_connector_name(name), Ok(()), "{name}");
         }
     }
 

@@ -80,7 +80,7 @@ pub(super) fn check_name(name: &str) -> Result<(), DeployError> {
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
     if fine {
-        Ok(())
+        crate::policy::names::check_connector_name(name).map_err(DeployError::Refused)
     } else {
         Err(DeployError::Refused(format!(
             "`{name}` is not a connector name: 1 to 64 of a-z, 0-9, `_` and `-`, as the component names itself"

@@ -28,7 +28,7 @@ use crate::store::{TraceEvent, TraceState};
 use serde_json::{Value, json};
 
 /// The host's own MCP server name.
-pub const SCOUT_SERVER: &str = "scout";
+pub const SCOUT_SERVER: &str = crate::policy::names::HOST_SERVER;
 
 /// The budget tool's name.
 pub const BUDGET: &str = "scout_budget";

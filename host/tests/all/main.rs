@@ -25,6 +25,7 @@ mod operator;
 mod plugin_connector;
 mod policy_surface;
 mod remote_mcp;
+mod reserved_names;
 mod runtime_deploy;
 mod serve_admin;
 mod serve_capabilities;

@@ -740,6 +740,34 @@ fn query_of(url: &str) -> std::collections::HashMap<String, String> {
         .collect()
 }
 
+/// A remote server that takes a credential is listed with the deployment
+/// owner's connection (issue 52 item 12): declared without
+/// `deployment_owner_brand`, a brand's OAuth Connect would say "connected"
+/// while the server, asked with no credential, never lists a tool. serve
+/// refuses to start instead, naming the key and the server; with the key
+/// (every other test here) it starts, and a server that takes no
+/// credential needs none.
+#[test]
+fn a_remote_server_taking_a_credential_needs_the_deployment_owner_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("serve.toml");
+    for credential in ["", "credential = \"bearer\"\n"] {
+        std::fs::write(
+            &config,
+            format!(
+                "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\n[connectors.tracker]\nmcp = \"http://127.0.0.1:9/mcp\"\n{credential}allow_private_network = true\n"
+            ),
+        )
+        .unwrap();
+        let stderr = super::reserved_names::refused_start(&config);
+        assert!(
+            stderr.contains("connectors.tracker")
+                && stderr.contains("deployment_owner_brand = \"BRAND\""),
+            "{credential:?}: {stderr}"
+        );
+    }
+}
+
 /// A person connects a brand to a remote server that takes OAuth: the host
 /// discovers the authorization server from the server's challenge,
 /// registers itself, sends the person with PKCE (S256) and the resource
