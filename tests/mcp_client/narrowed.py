@@ -103,12 +103,20 @@ async def main():
         ({"role": "read-only", "tools": ["mcp__github__github_read_file"]}, "mcp__github__github_read_file"),
         ({"connectors": ["stripe"]}, "stripe"),
         ({"tools": ["mcp__github__github_delete_repository"]}, "mcp__github__github_delete_repository"),
+        # A write whose operator switch is off: a whole session lists it,
+        # refusing every call; a task is never narrowed to it.
+        ({"tools": ["mcp__github__github_read_file", "mcp__github__github_create_branch"]},
+         "mcp__github__github_create_branch"),
         ({"tools": []}, "`tools`"),
     ]:
         status, answer = admin("POST", "/v1/sessions", {"brand": "acme", "role": "person-chat", **body})
         check(status == 422 and answer["error"]["code"] == "invalid_selection", f"{body}: {status} {answer}")
         message = answer["error"]["message"]
         check(named in message and "nothing was opened" in message, f"{body}: {message}")
+        if named == "mcp__github__github_create_branch":
+            check("GITHUB_ALLOW_WRITES" in message, f"names the switch that is off: {message}")
+            check("mcp__github__github_create_branch" in whole["tools"],
+                  f"the whole session lists the switched-off write: {whole['tools']}")
         others = [t for t in whole_github if t != named]
         check(not any(t in message for t in others), f"names nothing it was not sent: {message}")
     status, after = admin("GET", "/v1/sessions")

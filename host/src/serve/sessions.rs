@@ -206,7 +206,8 @@ impl ServeHost {
         let could = self.boundary.surface_for(input).map_err(|e| {
             HostError::BadRequest(format!("the session's surface cannot be decided: {e}"))
         })?;
-        let could: BTreeSet<&str> = could.names().into_iter().collect();
+        let surface = could;
+        let could: BTreeSet<&str> = surface.names().into_iter().collect();
         let servers: BTreeSet<&str> = could
             .iter()
             .filter_map(|name| policy::names::split_mcp(name).map(|(server, _)| server))
@@ -239,6 +240,18 @@ impl ServeHost {
         for name in tools.iter().flatten() {
             if !could.contains(name.as_str()) {
                 return Err(not_given("tools", name));
+            }
+            // Registered on purpose and refusing every call (a write whose
+            // operator switch is off, an approval nobody can give): listed to
+            // a whole session, as the seed asks, but never what a task can be
+            // narrowed to, as a tool a switch removes is not.
+            if let Some(policy::Gate::Refuses(rule)) = surface.get(name).map(|t| &t.gate) {
+                let name: String = name.chars().take(120).collect();
+                return Err(HostError::NotSelectable(format!(
+                    "`tools` names `{name}`, which a session of role `{}` could not use: it is {}; select another tool, or have the operator change that first: nothing was opened",
+                    request.role,
+                    rule.refusal_reason()
+                )));
             }
         }
         let selection = policy::Selection { connectors, tools };
