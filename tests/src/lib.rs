@@ -11,6 +11,7 @@ pub mod catalogue;
 pub mod fake_github;
 pub mod fake_registry;
 pub mod fake_tokens;
+pub mod haproxy;
 pub mod pg;
 pub mod upstream;
 

@@ -16,9 +16,9 @@ use crate::policy;
 use crate::runtime::ToolOutput;
 use crate::store::ApprovalId;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
-    ElicitationAction, ElicitationSchema, Implementation, ListToolsResult, MetaObject,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+    ElicitRequestParams, ElicitationAction, ElicitationSchema, Implementation, ListToolsResult,
+    MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{ElicitationMode, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -137,7 +137,7 @@ impl ConnectorServer {
             McpError::internal_error(format!("cannot describe the tools: {e}"), None)
         };
         let list = ListToolsResult::with_all_items(tools.clone());
-        let result = serde_json::to_string(&list).map_err(cannot)?;
+        let result = serde_json::to_string(&with_cache_hints(list.clone())).map_err(cannot)?;
         let mut legacy = rmcp::model::ServerResult::ListToolsResult(list);
         legacy.strip_result_type_for_legacy_peer();
         legacy.strip_non_object_output_for_legacy_peer();
@@ -155,15 +155,32 @@ impl ConnectorServer {
     }
 }
 
+/// A session's `tools/list` as protocol 2026-07-28 requires it: with the
+/// caching hints (`ttlMs`, `cacheScope`) the official SDKs validate.
+///
+/// `cacheScope: "private"`: the list is the session's (its role, grant,
+/// selection and reviews), behind the session's own token, so no cache may
+/// serve it to another authorization context. `ttlMs: 0`: the list is
+/// computed from the policy at each request and changes with the session's
+/// revision (a review, a revocation, a disabled connection, a pause)
+/// without any notification from this server, so a client must not keep
+/// it; a tool it still shows is refused at the call anyway. rmcp fills the
+/// same values into the lists it answers itself (`fill_missing_cache_hints`).
+pub(super) fn with_cache_hints(list: ListToolsResult) -> ListToolsResult {
+    list.with_ttl_ms(0).with_cache_scope(CacheScope::Private)
+}
+
 /// One endpoint's `tools/list` at one revision.
 pub struct Listed {
     revision: Option<Revision>,
     /// The tools, as MCP describes them.
     pub tools: Vec<Tool>,
-    /// The `tools/list` result, serialised.
+    /// The `tools/list` result at protocol 2026-07-28, serialised (with
+    /// `resultType` and the caching hints, [`with_cache_hints`]).
     pub(super) result: Arc<str>,
     /// The same for a peer of a protocol version before 2026-07-28, as
-    /// rmcp shapes it (no `resultType`, only object output schemas).
+    /// rmcp shapes it (no `resultType`, no caching hints, only object
+    /// output schemas).
     pub(super) legacy_result: Arc<str>,
 }
 
@@ -173,10 +190,17 @@ fn describe(tools: Vec<&crate::runtime::Tool>) -> Vec<Tool> {
         tools
             .into_iter()
             .map(|t| {
-                let schema = match &t.input_schema {
+                let mut schema = match &t.input_schema {
                     Value::Object(o) => o.clone(),
                     _ => serde_json::Map::new(),
                 };
+                // Arguments are always an object, and the protocol's schema
+                // (2026-07-28's SDKs validate it) requires the root to say
+                // so: a schema that says nothing of its type (a remote
+                // server's `{}`) is given it.
+                schema
+                    .entry("type")
+                    .or_insert_with(|| Value::String("object".into()));
                 let mut tool = Tool::new(t.name.clone(), t.description.clone(), Arc::new(schema));
                 if let Value::Object(output) = &t.output_schema {
                     tool.output_schema = Some(Arc::new(output.clone()));
@@ -472,12 +496,32 @@ fn answer(
 }
 
 /// A remote MCP server's `CallToolResult`, passed on as the server gave it
-/// (after the host's cap and scrub), with the host's untrusted mark; one it
-/// cannot read becomes an error result saying so.
+/// (after the host's cap and scrub), with the host's untrusted mark, in the
+/// host's protocol: a server of a version before 2026-07-28 sends no
+/// `resultType`, which the host's own clients of 2026-07-28 require, so the
+/// result is marked `complete` (what an absent field means), and is
+/// stripped again for an older client like any result. One it cannot read,
+/// or one that is not complete (the host relays no server's request for
+/// more input), becomes an error result saying so.
 fn remote_result(output: &ToolOutput) -> CallToolResult {
     let (ToolOutput::Ok(value) | ToolOutput::Err(value)) = output;
     match serde_json::from_value::<CallToolResult>(value.clone()) {
+        Ok(result)
+            if result
+                .result_type
+                .as_ref()
+                .is_some_and(|t| !t.is_complete()) =>
+        {
+            text_result(
+                &json!({"host_error": format!(
+                    "the remote server answered with a `{}` result, which the host does not relay",
+                    result.result_type.as_ref().map(ToString::to_string).unwrap_or_default()
+                )}),
+                true,
+            )
+        }
         Ok(mut result) => {
+            result.result_type = Some(rmcp::model::ResultType::COMPLETE);
             let mut meta = MetaObject::new();
             meta.0.insert("scout/untrusted".to_string(), json!(true));
             result.meta = Some(meta);
@@ -653,4 +697,37 @@ async fn ask_through_elicitation(
             })),
         )
         .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_remote_result_of_an_older_protocol_is_passed_on_as_complete() {
+        let older = json!({"content": [{"type": "text", "text": "Echo: hi"}]});
+        let result = serde_json::to_value(remote_result(&ToolOutput::Ok(older))).unwrap();
+        assert_eq!(result["resultType"], "complete", "{result}");
+        assert_eq!(result["content"][0]["text"], "Echo: hi", "{result}");
+        assert_eq!(result["_meta"]["scout/untrusted"], true, "{result}");
+    }
+
+    #[test]
+    fn a_remote_result_asking_for_input_is_not_relayed() {
+        let asking = json!({"resultType": "input_required", "content": []});
+        let result = serde_json::to_value(remote_result(&ToolOutput::Ok(asking))).unwrap();
+        assert_eq!(result["isError"], true, "{result}");
+        assert_eq!(result["resultType"], "complete", "{result}");
+    }
+
+    #[test]
+    fn a_tool_list_at_2026_07_28_carries_its_caching_hints() {
+        let list = serde_json::to_value(with_cache_hints(ListToolsResult::with_all_items(vec![])))
+            .unwrap();
+        assert_eq!(
+            (&list["resultType"], &list["ttlMs"], &list["cacheScope"]),
+            (&json!("complete"), &json!(0), &json!("private")),
+            "{list}"
+        );
+    }
 }

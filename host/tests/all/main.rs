@@ -17,6 +17,7 @@ mod console;
 mod crash_safety;
 mod credentials;
 mod docs_page;
+mod fleet_clients;
 mod fleet_faults;
 mod graphql_routes;
 mod inspect_cli;
