@@ -1270,7 +1270,8 @@ async fn a_killed_hosts_approvals_end_by_host_lost_and_none_runs() {
 }
 
 /// Issue 52 item 10: A is stopped with SIGTERM, drains and exits 0, saying
-/// it gave its lease back; C is killed. B's sweep recovers C alone (the
+/// it gave its lease back; D fails to start once registered (its
+/// `probe_listen` is taken) and gives its lease back too; C is killed. B's sweep recovers C alone (the
 /// same sweep would have claimed A too, whose lease ended first, had A
 /// not released it): `scout_hosts_recovered_total` on B is 1, and B's
 /// only `recovered lost hosts` warning names C.
@@ -1302,15 +1303,42 @@ async fn a_host_stopped_cleanly_is_never_counted_as_lost() {
     );
     assert_eq!(host_row(&db, &a_id), a_id, "A released its own lease");
 
+    // D registers, then fails to start (its probe address is B's): it
+    // gives its lease back too.
+    let config_a = h._dir.path().join("a.toml");
+    let config_d = h._dir.path().join("d.toml");
+    std::fs::write(
+        &config_d,
+        format!(
+            "probe_listen = {:?}\n{}",
+            h.b.base.trim_start_matches("http://"),
+            std::fs::read_to_string(&config_a).unwrap()
+        ),
+    )
+    .unwrap();
+    let (url, home) = (db.url(), std::env::var("HOME").unwrap_or_default());
+    let said = tokio::task::block_in_place(|| {
+        super::crash_safety::refused_serve(&config_d, &[("SCOUT_PG_URL", &url), ("HOME", &home)])
+    });
+    assert!(
+        said.contains("probe_listen") && said.contains("released this host's lease"),
+        "{said}"
+    );
+    let d_id = host_ids(&db)
+        .into_iter()
+        .find(|id| *id != a_id && *id != b_id)
+        .unwrap();
+    assert_eq!(host_row(&db, &d_id), d_id, "D released its own lease");
+
     // C dies without a word.
     let env = [
         ("SCOUT_PG_URL", db.url()),
         ("SCOUT_LOG", "warn".to_string()),
     ];
-    let mut c = Serve::start_with(&h._dir.path().join("a.toml"), &env);
+    let mut c = Serve::start_with(&config_a, &env);
     let c_id = host_ids(&db)
         .into_iter()
-        .find(|id| *id != a_id && *id != b_id)
+        .find(|id| ![&a_id, &b_id, &d_id].contains(&id))
         .unwrap();
     c.kill();
     wait_for("B to recover C", HANG, async || {
@@ -1326,8 +1354,9 @@ async fn a_host_stopped_cleanly_is_never_counted_as_lost() {
             .collect();
     assert_eq!(warned.len(), 1, "{warned:?}");
     assert!(
-        warned[0].contains(&c_id) && !warned[0].contains(&a_id),
+        warned[0].contains(&c_id) && !warned[0].contains(&a_id) && !warned[0].contains(&d_id),
         "{warned:?}"
     );
     assert_eq!(host_row(&db, &a_id), a_id, "A was never claimed");
+    assert_eq!(host_row(&db, &d_id), d_id, "D was never claimed");
 }
