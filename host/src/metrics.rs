@@ -192,7 +192,7 @@ pub const FAMILIES: &[Described] = &[
         name: "scout_hosts_recovered",
         kind: "counter",
         labels: &[],
-        what: "hosts whose lease ran out that this host recovered: their approvals revoked, their calls marked `interrupted` (always 0 on SQLite)",
+        what: "hosts that died (their lease ran out) that this host recovered: their approvals ended by `host_lost`, their calls marked `interrupted`; a host stopped cleanly released its lease and is never counted (always 0 on SQLite)",
     },
     Described {
         name: "scout_allowance_charged",
