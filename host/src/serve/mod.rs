@@ -487,6 +487,32 @@ impl ServeHost {
         }
     }
 
+    /// Whether a browser page of `origin` (an `Origin` header) may use this
+    /// server: its `host[:port]` is one this server answers to as a `Host`
+    /// ([`ServeHost::answers_to`]), or it is the origin of `public_url`.
+    /// Anything else, `null` included, is another site's page (DNS
+    /// rebinding, a cross-site request with a token the browser holds).
+    pub(crate) fn answers_to_origin(&self, origin: &str) -> bool {
+        let Ok(url) = url::Url::parse(origin) else {
+            return false;
+        };
+        let Some(host) = url.host_str() else {
+            return false;
+        };
+        let authority = match url.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_string(),
+        };
+        if self.answers_to(&authority.to_ascii_lowercase()) {
+            return true;
+        }
+        self.config
+            .public_url
+            .as_deref()
+            .and_then(|public| url::Url::parse(public).ok())
+            .is_some_and(|public| public.origin() == url.origin())
+    }
+
     /// Binds the configured listener and records the address it got.
     pub async fn bind(&self) -> std::io::Result<tokio::net::TcpListener> {
         let listen = self.config.listen;

@@ -875,3 +875,163 @@ async fn serve_and_run(
     let summary = serde_json::from_str(out.lines().last().unwrap_or("")).expect("a JSON summary");
     (serve, summary)
 }
+
+/// The MCP transport requires a server to validate `Origin`: a browser page
+/// of another site, holding a valid token (or making its browser send one),
+/// is refused 403 on the MCP endpoints, the admin API and the console alike,
+/// before anything is served (no request reaches GitHub, no approval is
+/// decided); the host's own origin, and a request with no `Origin` (any
+/// non-browser client), are served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_origin_is_refused_and_the_hosts_own_is_served() {
+    use super::crash_safety::{ADMIN_TOKEN as ADMIN, Admin, GITHUB_TOKEN as TOKEN, Serve};
+    use reqwest::Method;
+    use serde_json::{Value, json};
+    let github = FakeGitHub::start(TOKEN).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        scout_tests::serve_config_for_github(&github.origin()),
+    )
+    .unwrap();
+    let serve = Serve::start(&config);
+    let http = reqwest::Client::new();
+    let admin = Admin {
+        http: http.clone(),
+        base: serve.base.clone(),
+    };
+    admin.set_up().await;
+    let view = admin.session().await;
+    let session = view["id"].as_str().unwrap().to_string();
+    let token = view["token"].as_str().unwrap().to_string();
+    let url = view["mcp"]["github"].as_str().unwrap().to_string();
+    let port = serve.base.rsplit(':').next().unwrap().to_string();
+    let read = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "github_read_file", "arguments": {"owner": "octo", "repo": "hello", "path": "README.md"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {},
+                  "io.modelcontextprotocol/clientInfo": {"name": "origin-test", "version": "0"}}}});
+    // A stateless read with the session's valid token, from `origin`.
+    let mcp_read = |origin: Option<&str>| {
+        let mut request = http
+            .post(&url)
+            .bearer_auth(&token)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "github_read_file")
+            .body(read.to_string());
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        request.send()
+    };
+    // One admin API request with the admin token, from `origin`.
+    let admin_from = |method: Method, path: &str, body: Option<Value>, origin: &str| {
+        let mut request = http
+            .request(method, format!("{}{path}", serve.base))
+            .bearer_auth(ADMIN)
+            .header("origin", origin);
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(body.to_string());
+        }
+        request.send()
+    };
+    let foreign = [
+        "http://evil.example",
+        "null",
+        // The same host on another port, or another scheme's default port.
+        &format!("http://127.0.0.1:{}", port.parse::<u16>().unwrap() + 1),
+        "http://127.0.0.1",
+    ];
+
+    // A write waits for a person: a foreign page may not decide it.
+    let waiting = {
+        let (waiting, pending) = admin
+            .write_waiting(
+                &view,
+                json!({"owner": "octo", "repo": "hello", "branch": "scout/origin"}),
+            )
+            .await;
+        (waiting, pending["id"].as_i64().unwrap())
+    };
+    github.clear_requests();
+    for origin in foreign {
+        let refused = mcp_read(Some(origin)).await.unwrap();
+        assert_eq!(refused.status().as_u16(), 403, "MCP from {origin}");
+        let body: Value = refused.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "origin_not_allowed", "{body}");
+        for (method, path, body) in [
+            (
+                Method::GET,
+                format!("/v1/approvals?session={session}"),
+                None,
+            ),
+            (
+                Method::POST,
+                format!("/v1/approvals/{}", waiting.1),
+                Some(json!({"approve": true})),
+            ),
+            (Method::GET, "/console".to_string(), None),
+        ] {
+            let refused = admin_from(method.clone(), &path, body, origin)
+                .await
+                .unwrap();
+            assert_eq!(
+                refused.status().as_u16(),
+                403,
+                "{method} {path} from {origin}"
+            );
+        }
+    }
+    assert_eq!(github.requests().len(), 0, "nothing reached GitHub");
+    assert_eq!(
+        admin.pending(&session).await.len(),
+        1,
+        "the waiting write is still undecided"
+    );
+
+    // The host's own origin (its listen address, `localhost` at its port),
+    // and no Origin at all, are served.
+    for origin in [
+        Some(serve.base.clone()),
+        Some(format!("http://localhost:{port}")),
+        None,
+    ] {
+        let served = mcp_read(origin.as_deref()).await.unwrap();
+        assert_eq!(served.status().as_u16(), 200, "MCP from {origin:?}");
+        let body: Value = served.json().await.unwrap();
+        assert!(
+            body["result"]["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("Hello")),
+            "{body}"
+        );
+    }
+    assert_eq!(github.requests().len(), 3, "three reads reached GitHub");
+    let console = admin_from(Method::GET, "/console", None, &serve.base)
+        .await
+        .unwrap();
+    assert_eq!(console.status().as_u16(), 200);
+    let decided = admin_from(
+        Method::POST,
+        &format!("/v1/approvals/{}", waiting.1),
+        Some(json!({"approve": true})),
+        &serve.base,
+    )
+    .await
+    .unwrap();
+    assert_eq!(decided.status().as_u16(), 200);
+    let written = waiting
+        .0
+        .await
+        .unwrap()
+        .expect("the approved write's answer");
+    assert_eq!(written["result"]["isError"], false, "{written}");
+    assert_eq!(github.ref_creations().len(), 1);
+    drop(serve);
+}

@@ -180,22 +180,45 @@ async fn json_errors(request: Request, next: Next) -> Response {
     response
 }
 
-/// Refuses a `Host` header outside the configured list (DNS rebinding).
+/// Refuses a `Host` header outside the configured list (DNS rebinding),
+/// and an `Origin` header of another site (the MCP transport requires it:
+/// a page elsewhere must not reach the MCP endpoints, the admin API or the
+/// console with what its browser holds). A request without `Origin` (a
+/// non-browser client, a browser's same-origin `GET`) is served; the
+/// console's own page sends its origin, which is this server's.
 async fn check_host(State(host): State<Arc<ServeHost>>, request: Request, next: Next) -> Response {
     let given = request
         .headers()
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .map(str::to_ascii_lowercase);
-    match given {
-        Some(h) if host.answers_to(&h) => next.run(request).await,
-        _ => ApiError::new(
+    if !given.is_some_and(|h| host.answers_to(&h)) {
+        return ApiError::new(
             StatusCode::FORBIDDEN,
             "host_not_allowed",
             "the Host header is not one this server answers to",
         )
-        .into_response(),
+        .into_response();
     }
+    let mut origins = request.headers().get_all(header::ORIGIN).iter();
+    let origin_allowed = match (origins.next(), origins.next()) {
+        (None, _) => true,
+        (Some(origin), None) => origin
+            .to_str()
+            .is_ok_and(|origin| host.answers_to_origin(origin)),
+        // Two `Origin` headers: no browser sends that.
+        (Some(_), Some(_)) => false,
+    };
+    if !origin_allowed {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "origin_not_allowed",
+            "the Origin header names a site this server does not answer to: only its own pages \
+             (its allowed hosts, its public_url) may use it from a browser",
+        )
+        .into_response();
+    }
+    next.run(request).await
 }
 
 fn unauthorized() -> Response {
