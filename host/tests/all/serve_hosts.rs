@@ -1271,7 +1271,8 @@ async fn a_killed_hosts_approvals_end_by_host_lost_and_none_runs() {
 
 /// Issue 52 item 10: A is stopped with SIGTERM, drains and exits 0, saying
 /// it gave its lease back; D fails to start once registered (its
-/// `probe_listen` is taken) and gives its lease back too; C is killed. B's sweep recovers C alone (the
+/// `probe_listen` is taken) and E (its connector cannot be pulled) give
+/// their leases back too; C is killed. B's sweep recovers C alone (the
 /// same sweep would have claimed A too, whose lease ended first, had A
 /// not released it): `scout_hosts_recovered_total` on B is 1, and B's
 /// only `recovered lost hosts` warning names C.
@@ -1329,6 +1330,28 @@ async fn a_host_stopped_cleanly_is_never_counted_as_lost() {
         .find(|id| *id != a_id && *id != b_id)
         .unwrap();
     assert_eq!(host_row(&db, &d_id), d_id, "D released its own lease");
+    // E registers, then cannot pull its connector (no registry answers):
+    // refused before it serves anything, it gives its lease back.
+    let config_e = h._dir.path().join("e.toml");
+    std::fs::write(
+        &config_e,
+        "listen = \"127.0.0.1:0\"\n\n[store]\nbackend = \"postgres\"\nurl_env = \"SCOUT_PG_URL\"\nlease_secs = 2\n\n\
+         [registries.\"127.0.0.1:9\"]\nplain_http = true\nallow_private_network = true\n\n\
+         [connectors.github]\ncomponent = \"oci://127.0.0.1:9/connectors/github:1\"\norigin = \"http://127.0.0.1:9\"\nallow_private_network = true\n",
+    )
+    .unwrap();
+    let said = tokio::task::block_in_place(|| {
+        super::crash_safety::refused_serve(&config_e, &[("SCOUT_PG_URL", &url), ("HOME", &home)])
+    });
+    assert!(
+        said.contains("released this host's lease: it did not start"),
+        "{said}"
+    );
+    let e_id = host_ids(&db)
+        .into_iter()
+        .find(|id| ![&a_id, &b_id, &d_id].contains(&id))
+        .unwrap();
+    assert_eq!(host_row(&db, &e_id), e_id, "E released its own lease");
 
     // C dies without a word.
     let env = [
@@ -1338,7 +1361,7 @@ async fn a_host_stopped_cleanly_is_never_counted_as_lost() {
     let mut c = Serve::start_with(&config_a, &env);
     let c_id = host_ids(&db)
         .into_iter()
-        .find(|id| ![&a_id, &b_id, &d_id].contains(&id))
+        .find(|id| ![&a_id, &b_id, &d_id, &e_id].contains(&id))
         .unwrap();
     c.kill();
     wait_for("B to recover C", HANG, async || {
@@ -1354,9 +1377,13 @@ async fn a_host_stopped_cleanly_is_never_counted_as_lost() {
             .collect();
     assert_eq!(warned.len(), 1, "{warned:?}");
     assert!(
-        warned[0].contains(&c_id) && !warned[0].contains(&a_id) && !warned[0].contains(&d_id),
+        warned[0].contains(&c_id)
+            && [&a_id, &d_id, &e_id]
+                .iter()
+                .all(|id| !warned[0].contains(id.as_str())),
         "{warned:?}"
     );
     assert_eq!(host_row(&db, &a_id), a_id, "A was never claimed");
     assert_eq!(host_row(&db, &d_id), d_id, "D was never claimed");
+    assert_eq!(host_row(&db, &e_id), e_id, "E was never claimed");
 }
