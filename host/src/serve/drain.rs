@@ -9,8 +9,10 @@
 //! body has been handed over). Then the sessions' event streams end and
 //! the process exits 0. All of it within `shutdown_grace_secs`: what is
 //! still open when the grace ends is cut, and recovered as `interrupted`
-//! (by the next start, or by another host). A SIGHUP does not stop the
-//! host: it is logged and ignored (the configuration is read at start).
+//! (by the next start on SQLite; on PostgreSQL by the host itself, as it
+//! then gives its lease back, so the others never count a drained host as
+//! lost). A SIGHUP does not stop the host: it is logged and ignored (the
+//! configuration is read at start).
 //!
 //! `/livez` and `/readyz` answer without a credential and whatever the
 //! `Host` header (a kubelet sends the pod's IP; a cloud load balancer the
