@@ -89,6 +89,10 @@ pub(super) struct Wait<'a> {
     /// call goes on, and its guest is refused the reservation): the
     /// decision, or the withdrawal, is the wait's last event.
     pub(super) spend: Option<&'a Value>,
+    /// A remote MCP server's tool (the connector as the call began, and
+    /// the tool): an approval revoked because the tool changed or was
+    /// reviewed anew ends the call with the rule that holds it now.
+    pub(super) remote: Option<(&'a crate::runtime::LoadedComponent, &'a str)>,
 }
 
 /// Where a wait's trace events go once written, besides the trace: a
@@ -137,6 +141,7 @@ impl Boundary {
             origin,
             targets,
             spend,
+            remote,
         } = wait;
         let during_call = spend.is_some();
         if !session.input.approval_channel {
@@ -379,7 +384,16 @@ impl Boundary {
                         );
                     }
                     let rule = match other {
-                        ApprovalError::Revoked => Rule::Revoked,
+                        // Revoked because the tool changed (the server's
+                        // listing, its review): the rule that holds it now.
+                        ApprovalError::Revoked => match remote {
+                            Some((component, tool)) => self
+                                .remote_review_now(component, tool)
+                                .await
+                                .err()
+                                .unwrap_or(Rule::Revoked),
+                            None => Rule::Revoked,
+                        },
                         ApprovalError::Denied => Rule::ApprovalDenied,
                         // Spent while the store did not answer: perhaps by
                         // this very call's spend whose answer was lost, so

@@ -266,6 +266,10 @@ pub struct Boundary {
     store: Arc<dyn Store>,
     /// Replaced whole when a remote MCP server's reviewed tools change.
     catalog: parking_lot::RwLock<Arc<Catalog>>,
+    /// Each remote MCP server's tools as this host serves them now
+    /// (replaced at every listing and review): a call that began under an
+    /// older listing, and waited, is held if its tool changed since.
+    remote_served: parking_lot::RwLock<HashMap<String, Arc<LoadedComponent>>>,
     switches: Switches,
     revoked_connectors: parking_lot::RwLock<BTreeSet<String>>,
     connections: Option<Box<dyn Connections>>,
@@ -310,6 +314,7 @@ impl Boundary {
         Boundary {
             store,
             catalog: parking_lot::RwLock::new(Arc::new(catalog)),
+            remote_served: Default::default(),
             switches,
             revoked_connectors: Default::default(),
             connections: None,
@@ -411,6 +416,62 @@ impl Boundary {
             *catalog = Arc::new(next);
         }
         self.changed();
+    }
+
+    /// Remote MCP server `served` as this host lists it now: a call begun
+    /// under an older listing is held, at its last look before it runs, if
+    /// its tool changed or went since. Recorded before the listing is
+    /// served, so no call can run a listing this host already replaced.
+    pub(crate) fn remote_listed(&self, served: Arc<LoadedComponent>) {
+        self.remote_served
+            .write()
+            .insert(served.name().to_string(), served);
+    }
+
+    /// For a remote MCP server's `tool` as `component` serves it: the
+    /// effect the store's review gives it at this moment (read from the
+    /// store, never from this host's cached listing, so a review another
+    /// host changed a moment ago decides), or the rule that holds it: never
+    /// reviewed, reviewed as something else, changed since on this host's
+    /// latest listing, or the store not answering (fails closed).
+    async fn remote_review_now(
+        &self,
+        component: &LoadedComponent,
+        tool: &str,
+    ) -> Result<crate::Effect, Rule> {
+        let Some(called) = component.tool(tool) else {
+            return Err(Rule::Held(ReviewHold::UnknownTool));
+        };
+        let digest = crate::review::tool_digest(component, called);
+        let latest = self.remote_served.read().get(component.name()).cloned();
+        if let Some(latest) = latest {
+            match latest.tool(tool) {
+                None => return Err(Rule::Held(ReviewHold::UnknownTool)),
+                Some(now) if crate::review::tool_digest(&latest, now) != digest => {
+                    return Err(Rule::Held(ReviewHold::Changed));
+                }
+                Some(_) => {}
+            }
+        }
+        match self.store.reviewed(component.name(), tool).await {
+            Err(e) => {
+                tracing::error!(connector = %component.name(), tool = %tool, error = %e, "cannot read the tool's review; holding the call");
+                Err(Rule::Held(ReviewHold::StoreUnavailable))
+            }
+            Ok(None) => Err(Rule::Held(ReviewHold::New)),
+            Ok(Some(review)) if review.digest != digest => Err(Rule::Held(ReviewHold::Changed)),
+            Ok(Some(review)) => Ok(
+                match review
+                    .effect
+                    .as_deref()
+                    .and_then(crate::remote::RemoteEffect::parse)
+                {
+                    Some(crate::remote::RemoteEffect::Read) => crate::Effect::Read,
+                    // A write, a billed call, or no effect recorded: asks.
+                    _ => crate::Effect::Write,
+                },
+            ),
+        }
     }
 
     /// Pauses a session once it is refused the same consequence `n` times
@@ -892,12 +953,36 @@ impl Boundary {
             }
             Err(rule) => return Err(trace.deny(rule).await),
         };
-        if self.reviews(component)
-            && let Some(hold) = self.unreviewed(component, tool)
-        {
-            // Not offered, whatever the policy says; the trace says why, the agent does not.
-            return Err(trace.deny(Rule::Held(hold)).await);
+        // A remote MCP server's tool runs under its review in the store at
+        // this moment, not under the one this host last applied: a review
+        // another host changed a moment ago decides here too (DESIGN D22).
+        let reviewed_effect = if component.is_remote() {
+            match self.remote_review_now(component, tool).await {
+                Ok(effect) => Some(effect),
+                Err(rule) => return Err(trace.deny(rule).await),
+            }
+        } else {
+            if self.reviews(component)
+                && let Some(hold) = self.unreviewed(component, tool)
+            {
+                // Not offered, whatever the policy says; the trace says why, the agent does not.
+                return Err(trace.deny(Rule::Held(hold)).await);
+            }
+            None
+        };
+        let served_read = component
+            .tool(tool)
+            .is_some_and(|t| t.effect == crate::Effect::Read);
+        // Served here as a read while the store's review now says it acts:
+        // this host has not applied the review yet (the host applies it
+        // before deciding, see `ServeHost::call`; this is the moment in
+        // between). Refused, never run as a read: the policy decided its
+        // gate as a read's.
+        if served_read && reviewed_effect.is_some_and(|e| e != crate::Effect::Read) {
+            return Err(trace.deny(Rule::Held(ReviewHold::Changed)).await);
         }
+        // Only a read as served and as reviewed runs as one.
+        let reads_only = served_read && reviewed_effect.is_none_or(|e| e == crate::Effect::Read);
         // A billed call in person chat under an operator's per-call threshold
         // runs, and its meter asks a person about a reservation above it;
         // without a threshold, it fails closed and asks before every call.
@@ -949,6 +1034,7 @@ impl Boundary {
                     origin: &trace.origin,
                     targets: &trace.targets,
                     spend: None,
+                    remote: component.is_remote().then_some((component, tool)),
                 })
                 .await?;
             pass = Pass::Person { approval, mutation };
@@ -966,14 +1052,21 @@ impl Boundary {
                 }
                 Ok(_) => {}
             }
+            // A remote tool is authorized again against its review now and
+            // this host's latest listing: one the server changed, or an
+            // operator reviewed anew, while a person decided does not run
+            // on that decision (seed 003: current policy checked
+            // immediately before execution).
+            if component.is_remote()
+                && let Err(rule) = self.remote_review_now(component, tool).await
+            {
+                return Err(trace.deny(rule).await);
+            }
         }
         // A write or a billed call takes one of the delegation's effects; a
         // GraphQL query the host read as one does not.
         let consequential = pass != Pass::GraphqlQuery
-            && (matches!(gate, Gate::Spend { .. } | Gate::Allowance { .. })
-                || component
-                    .tool(tool)
-                    .is_none_or(|t| t.effect != crate::Effect::Read));
+            && (matches!(gate, Gate::Spend { .. } | Gate::Allowance { .. }) || !reads_only);
         // The session's own count of calls that run, then its effects: the
         // grant's and the session's, the lower binding.
         let limits = session.limits();
@@ -1015,11 +1108,7 @@ impl Boundary {
         trace.push(TraceState::Allowed, Some(pass.rule().to_string()), detail);
         // A read with no effect and no charge: nothing to make durable
         // before it runs; its rows are written with its outcome.
-        let one_commit = pass == Pass::Open
-            && component
-                .tool(tool)
-                .is_some_and(|t| t.effect == crate::Effect::Read)
-            && !component.imports_interface("meter");
+        let one_commit = pass == Pass::Open && reads_only && !component.imports_interface("meter");
         // Fails closed: the intent is durable before the effect, or there is no effect.
         if !one_commit && let Err(e) = trace.write_async(None).await {
             tracing::error!(error = %e, call = %trace.call_id, "cannot record the call's intent; not running it");

@@ -184,6 +184,7 @@ impl Boundary {
                 span: trace.span.as_ref(),
                 origin: &trace.origin,
                 spend: Some(&traced),
+                remote: None,
                 // A reservation's refusal is the guest's to handle: the
                 // call goes on, and it is not counted as a refused request.
                 targets: &[],

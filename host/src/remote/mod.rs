@@ -249,6 +249,8 @@ pub struct RemoteServer {
     /// Per agent session, the client its person answers through, while
     /// that session may be asked ([`RemoteServer::ask_through`]).
     askers: client::Askers,
+    /// Held while the host serves this server's tools afresh.
+    applying: Mutex<()>,
 }
 
 impl RemoteServer {
@@ -264,6 +266,7 @@ impl RemoteServer {
             list_changed: Arc::default(),
             legacy_sse: false,
             askers: Arc::default(),
+            applying: Mutex::default(),
         })
     }
 
@@ -285,6 +288,13 @@ impl RemoteServer {
     /// The origin the connector's `http` handle is bound to.
     pub fn origin(&self) -> String {
         self.url.origin().ascii_serialization()
+    }
+
+    /// Held while the host serves this server's tools afresh (its listing
+    /// and the store's reviews read, then installed): one at a time, so an
+    /// older reading is never installed after a newer one.
+    pub fn applying(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.applying.lock()
     }
 
     /// Told when a server says its tools changed.

@@ -746,10 +746,17 @@ impl ServeHost {
         use crate::store::Invalidation;
         match what {
             Invalidation::Connections => self.connections_changed_elsewhere(),
-            Invalidation::Profiles | Invalidation::Reviews => self.boundary.changed(),
+            Invalidation::Profiles => self.boundary.changed(),
+            // A remote tool's effect is its review's: applied here too.
+            Invalidation::Reviews => {
+                self.reapply_remote_reviews();
+                self.boundary.changed();
+            }
             Invalidation::Connectors => self.deploy_stored_soon(),
             Invalidation::Session(id) => self.refresh_session(id),
             Invalidation::All => {
+                self.reapply_remote_reviews();
+                self.boundary.changed();
                 self.deploy_stored_soon();
                 self.connections_changed_elsewhere();
                 for live in self.sessions.all() {
@@ -841,6 +848,10 @@ impl ServeHost {
         else {
             return Err(Denied::by(policy::Rule::NotOffered));
         };
+        // A remote server's tool under the store's review now (DESIGN D22).
+        let component = self
+            .remote_for_call(connector, request.tool, component)
+            .await;
         let granter = SessionGranter {
             host: self,
             live: session,

@@ -1336,3 +1336,346 @@ async fn a_remote_server_is_narrowed_by_the_operator_and_a_removed_tool_disappea
     assert_eq!(ok_text(&found).as_deref(), Some("found: q3"), "{found}");
     drop(serve);
 }
+
+/// The `tools/call` requests for `tool` that reached the server (counted as
+/// they arrive, whether or not the tool then ran).
+fn requested(stats: &Value, tool: &str) -> u64 {
+    stats["requested"][tool].as_u64().unwrap_or(0)
+}
+
+/// Calls `name` on `mcp` in the background, waits until its session asks a
+/// person (failing at once if the call is answered without one), checks
+/// that the server has not been asked meanwhile, approves on `admin`, and
+/// returns the answer and the approval's id.
+async fn asks_then_runs(
+    mcp: &Mcp,
+    admin: &Admin,
+    session: &str,
+    upstream: &Server,
+    name: &str,
+    args: Value,
+) -> (Value, i64) {
+    let before = requested(&stats(upstream).await, name);
+    let running = tokio::spawn({
+        let (mcp, name) = (mcp.clone(), name.to_string());
+        async move { call(&mcp, &name, args).await }
+    });
+    let approval = wait_for("the call to ask a person", EVENTUALLY, async || {
+        if running.is_finished() {
+            return Some(None);
+        }
+        admin
+            .pending(session)
+            .await
+            .into_iter()
+            .next()
+            .map(|a| Some(a["id"].as_i64().unwrap()))
+    })
+    .await;
+    let Some(approval) = approval else {
+        let answer = running.await.unwrap();
+        panic!(
+            "`{name}` was answered with nobody asked: {answer:?}; the server was asked {} time(s)",
+            requested(&stats(upstream).await, name) - before
+        );
+    };
+    assert_eq!(
+        requested(&stats(upstream).await, name),
+        before,
+        "nothing reaches the server before a person decides"
+    );
+    let (status, body) = admin
+        .request(
+            Method::POST,
+            &format!("/v1/approvals/{approval}"),
+            Some(json!({"approve": true})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let answer = tokio::time::timeout(EVENTUALLY, running)
+        .await
+        .expect("the approved call answered")
+        .unwrap()
+        .expect("an answer");
+    (answer, approval)
+}
+
+/// Calls `name` on `mcp`, failing if its session asks a person meanwhile.
+async fn runs_unasked(mcp: &Mcp, admin: &Admin, session: &str, name: &str, args: Value) -> Value {
+    let running = tokio::spawn({
+        let (mcp, name) = (mcp.clone(), name.to_string());
+        async move { call(&mcp, &name, args).await }
+    });
+    wait_for("the read to be answered", EVENTUALLY, async || {
+        let pending = admin.pending(session).await;
+        assert!(pending.is_empty(), "a read asked a person: {pending:?}");
+        running.is_finished().then_some(())
+    })
+    .await;
+    running.await.unwrap().expect("an answer")
+}
+
+/// Issue 52, item 1: a review changed through one host of a fleet holds on
+/// every host from the next call, whatever that host served before and
+/// whether or not the store's notification has reached it yet (each host
+/// decides a remote call under the review the store holds at that moment).
+/// Three real `serve` processes on one PostgreSQL front the same server:
+/// `lookup` reviewed `read` runs on each with nobody asked; re-reviewed
+/// `write` through host 1, the next call on each of the others (then on
+/// host 1) asks a person, reaches the server only once approved, and is
+/// answered only then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tightened_review_holds_on_every_host_of_a_fleet_from_the_next_call() {
+    let Some(db) = scout_tests::pg::database_or_skip("remote_review_fleet") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = hostile(dir.path()).await;
+    let config = dir.path().join("fleet.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:0\"\ndeployment_owner_brand = \"acme\"\n\n\
+             [store]\nbackend = \"postgres\"\nurl_env = \"SCOUT_PG_URL\"\n\n\
+             [connectors.hostile]\nmcp = \"http://127.0.0.1:{}/mcp\"\nhost_env = \"HOSTILE_TOKEN\"\nallow_private_network = true\n",
+            upstream.port
+        ),
+    )
+    .unwrap();
+    let env = [
+        ("SCOUT_PG_URL", db.url()),
+        ("HOSTILE_TOKEN", HOSTILE_TOKEN.to_string()),
+    ];
+    let http = reqwest::Client::new();
+    let admin_of = |serve: &Serve| Admin {
+        http: http.clone(),
+        base: serve.base.clone(),
+    };
+    // Hosts 1 and 2 list the server, and `lookup` is reviewed a read
+    // through host 1; host 3 starts after (a rolling restart) and lists
+    // it already reviewed. Each host lists the server itself.
+    let mut hosts: Vec<Serve> = (0..2).map(|_| Serve::start_with(&config, &env)).collect();
+    let mut admins: Vec<Admin> = hosts.iter().map(admin_of).collect();
+    let mut reviews = Vec::new();
+    for admin in &admins {
+        reviews = listed(admin, "hostile").await;
+    }
+    review(&admins[0], "hostile", tool(&reviews, "lookup"), "read").await;
+    hosts.push(Serve::start_with(&config, &env));
+    admins.push(admin_of(&hosts[2]));
+    listed(&admins[2], "hostile").await;
+
+    // One session of the fleet, served by each host in turn.
+    let view = admins[0].session().await;
+    let session = view["id"].as_str().unwrap().to_string();
+    let first = Mcp::for_connector(&http, &view, "hostile");
+    let mut mcps = Vec::new();
+    for host in &hosts {
+        mcps.push(first.moved(&hosts[0].base, &host.base).connect().await);
+    }
+    // Reviewed a read through host 1: a read on every host (host 2 too,
+    // which served it unreviewed until then).
+    for (n, mcp) in mcps.iter().enumerate() {
+        let query = format!("read on host {}", n + 1);
+        let answer =
+            runs_unasked(mcp, &admins[n], &session, "lookup", json!({"query": query})).await;
+        assert_eq!(
+            ok_text(&answer).as_deref(),
+            Some(format!("found: {query}").as_str()),
+            "host {}: {answer}",
+            n + 1
+        );
+    }
+    assert_eq!(requested(&stats(&upstream).await, "lookup"), 3);
+
+    // Tightened through host 1: the next call on every host asks a person.
+    review(&admins[0], "hostile", tool(&reviews, "lookup"), "write").await;
+    for n in [1, 2, 0] {
+        let query = format!("write on host {}", n + 1);
+        let (answer, approval) = asks_then_runs(
+            &mcps[n],
+            &admins[n],
+            &session,
+            &upstream,
+            "lookup",
+            json!({"query": query}),
+        )
+        .await;
+        assert_eq!(
+            ok_text(&answer).as_deref(),
+            Some(format!("found: {query}").as_str()),
+            "host {}: {answer}",
+            n + 1
+        );
+        // The person's decision is the call's, in the fleet's trace.
+        let trace = admins[n].trace("acme").await;
+        assert!(
+            trace
+                .iter()
+                .any(|e| e.tool.as_deref() == Some("mcp__hostile__lookup")
+                    && e.state == TraceState::Decided
+                    && e.detail["approval"] == approval),
+            "host {}: no decision for approval {approval}",
+            n + 1
+        );
+    }
+    assert_eq!(
+        requested(&stats(&upstream).await, "lookup"),
+        6,
+        "each approved call reached the server once"
+    );
+    drop(hosts);
+}
+
+/// Issue 52, item 2: a remote write waiting for a person is authorized
+/// again when the person has decided, against the tool's review and the
+/// server's listing as they are then. Reviewed anew while it waits, its
+/// approval is revoked (approving answers 409) and it does not run; changed
+/// by the server while it waits (`publish` now says it deletes every other
+/// post), its approval is revoked once the host lists the server again,
+/// approving answers 409, the call ends with `unreviewed_changed` in the
+/// trace, and the server never receives a `tools/call`.
+#[tokio::test]
+async fn a_remote_write_that_waited_runs_only_as_its_review_and_listing_are_now() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = hostile(dir.path()).await;
+    let (serve, admin) = front_hostile(
+        dir.path(),
+        upstream.port,
+        "host_env = \"HOSTILE_TOKEN\"\ndiscover_every_secs = 1\n",
+        &[("HOSTILE_TOKEN", HOSTILE_TOKEN.to_string())],
+    );
+    let http = admin.http.clone();
+    let reviews = listed(&admin, "hostile").await;
+    let publish = tool(&reviews, "publish").clone();
+    review(&admin, "hostile", &publish, "write").await;
+    let view = admin.session().await;
+    let session = view["id"].as_str().unwrap().to_string();
+    let mcp = Mcp::for_connector(&http, &view, "hostile").connect().await;
+    let approve = async |id: i64| {
+        admin
+            .request(
+                Method::POST,
+                &format!("/v1/approvals/{id}"),
+                Some(json!({"approve": true})),
+            )
+            .await
+    };
+    let waiting = |text: &str| {
+        let (mcp, args) = (mcp.clone(), json!({"text": text}));
+        tokio::spawn(async move { call(&mcp, "publish", args).await })
+    };
+    let pending = async || -> Vec<i64> {
+        admin
+            .pending(&session)
+            .await
+            .iter()
+            .map(|a| a["id"].as_i64().unwrap())
+            .collect()
+    };
+
+    // Reviewed anew (now `billed`) while a call waits: its approval ends.
+    let first = waiting("first post");
+    let asked = wait_for("the first approval", EVENTUALLY, async || {
+        pending().await.first().copied()
+    })
+    .await;
+    let body = json!({"connector": "hostile", "tool": "publish", "digest": publish["digest"], "effect": "billed"});
+    let (status, answer) = admin.request(Method::POST, "/v1/reviews", Some(body)).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["approvals_revoked"], json!([asked]), "{answer}");
+    let (status, body) = approve(asked).await;
+    assert_eq!(status, 409, "a revoked approval cannot be given: {body}");
+    let refused = tokio::time::timeout(EVENTUALLY, first)
+        .await
+        .expect("the first call answered")
+        .unwrap()
+        .expect("an answer");
+    assert!(
+        refused.get("error").is_some() || refused["result"]["isError"] == true,
+        "{refused}"
+    );
+    assert_eq!(requested(&stats(&upstream).await, "publish"), 0);
+
+    // Changed by the server while a call waits: held, its approval ended,
+    // and it never reaches the server.
+    let second = waiting("second post");
+    let asked = wait_for("the second approval", EVENTUALLY, async || {
+        pending().await.first().copied()
+    })
+    .await;
+    let drifted = http
+        .post(format!(
+            "http://127.0.0.1:{}/drift?tool=publish",
+            upstream.port
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(drifted.status().as_u16(), 200);
+    // The host lists the server again (every second): `publish` changed.
+    wait_for("the changed tool to be held", EVENTUALLY, async || {
+        let (_, now) = admin.request(Method::GET, "/v1/reviews", None).await;
+        let listed = now["connectors"]["hostile"].as_array()?.clone();
+        (tool(&listed, "publish")["status"] == "changed").then_some(())
+    })
+    .await;
+    wait_for("the approval to end", EVENTUALLY, async || {
+        (!pending().await.contains(&asked)).then_some(())
+    })
+    .await;
+    let (status, body) = approve(asked).await;
+    assert_eq!(
+        status, 409,
+        "the changed tool's approval cannot be given: {body}"
+    );
+    let held = tokio::time::timeout(EVENTUALLY, second)
+        .await
+        .expect("the second call answered")
+        .unwrap()
+        .expect("an answer");
+    assert!(
+        held.get("error").is_some() || held["result"]["isError"] == true,
+        "{held}"
+    );
+    let seen = stats(&upstream).await;
+    assert_eq!(
+        requested(&seen, "publish"),
+        0,
+        "no tools/call reached the server: {seen}"
+    );
+    assert_eq!(calls_of(&seen, "publish"), 0);
+
+    // The trace: each approval revoked, the first call refused as revoked,
+    // the second held as changed.
+    let trace = admin.trace("acme").await;
+    let publish_rows: Vec<_> = trace
+        .iter()
+        .filter(|e| e.tool.as_deref() == Some("mcp__hostile__publish"))
+        .collect();
+    let revoked = publish_rows
+        .iter()
+        .filter(|e| e.state == TraceState::Decided && e.rule.as_deref() == Some("revoked"))
+        .count();
+    assert_eq!(revoked, 2, "{publish_rows:?}");
+    assert!(
+        publish_rows
+            .iter()
+            .any(|e| e.state == TraceState::Denied && e.rule.as_deref() == Some("revoked")),
+        "{publish_rows:?}"
+    );
+    assert!(
+        publish_rows
+            .iter()
+            .any(|e| e.rule.as_deref() == Some("unreviewed_changed")
+                && matches!(e.state, TraceState::Denied | TraceState::PermissionDenied)),
+        "{publish_rows:?}"
+    );
+    assert!(
+        !publish_rows
+            .iter()
+            .any(|e| matches!(e.state, TraceState::Allowed | TraceState::Executed)),
+        "nothing ran: {publish_rows:?}"
+    );
+    drop(serve);
+}

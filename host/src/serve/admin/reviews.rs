@@ -143,12 +143,14 @@ pub(super) async fn approve_review(
         ))
     })?;
     let current = crate::review::tool_digest(&component, tool);
-    let before = host
+    let previous = host
         .store
         .reviewed(&request.connector, &request.tool)
         .await
         .ok()
-        .flatten()
+        .flatten();
+    let before = previous
+        .as_ref()
         .map(|r| json!({"digest": r.digest, "effect": r.effect}));
     if current != request.digest {
         return Err(ApiError::new(
@@ -164,22 +166,39 @@ pub(super) async fn approve_review(
         effect,
         &caller.subject,
     )?;
-    // A remote tool is served with its reviewed effect from now on.
+    // A remote tool is served with its reviewed effect from now on: here
+    // at once, on the other hosts when the store tells them, and on any
+    // host before it decides a call of the tool (it reads the review then).
     if remote {
         host.refresh_remote(&request.connector);
     }
     // Sessions that held the tool offer it from their next request.
     host.boundary().changed();
+    // Reviewed anew (another effect, or the tool as it is now rather than
+    // as it was): a person asked about the tool under the old review did
+    // not approve this one, so its pending approvals end, on every host.
+    let anew = previous
+        .as_ref()
+        .is_some_and(|r| r.digest != current || r.effect.as_deref() != effect);
+    let revoked = if anew {
+        host.revoke_pending_of(
+            &request.connector,
+            std::slice::from_ref(&request.tool),
+            &format!("{} (the tool was reviewed anew)", caller.subject),
+        )
+    } else {
+        Vec::new()
+    };
     super::record_change(
         &host,
         &caller,
         "",
         "",
         "tool_reviewed",
-        json!({"connector": request.connector, "tool": request.tool, "before": before, "after": {"digest": current, "effect": effect}}),
+        json!({"connector": request.connector, "tool": request.tool, "before": before, "after": {"digest": current, "effect": effect}, "approvals_revoked": revoked}),
     )
     .await?;
-    let mut answer = json!({"connector": request.connector, "tool": request.tool, "reviewed": true, "reviewed_by": caller.subject});
+    let mut answer = json!({"connector": request.connector, "tool": request.tool, "reviewed": true, "reviewed_by": caller.subject, "approvals_revoked": revoked});
     if let Some(effect) = effect {
         answer["effect"] = json!(effect);
     }
