@@ -355,6 +355,26 @@ async fn a_hostile_remote_server_gets_only_what_the_boundary_allows() {
             .any(|a| a == &json!(format!("Bearer {HOSTILE_TOKEN}"))),
         "{seen}"
     );
+    // Echoed base64-encoded (issue 52 item 11), at each offset modulo 3
+    // and each ending, in both alphabets, padded or not: no character that
+    // carries a bit of the token is left beside `[REDACTED]` (the edge
+    // character of a partial quantum, as in `[REDACTED]Q=`, holds up to 4).
+    for encoding in ["standard", "standard-nopad", "urlsafe", "urlsafe-nopad"] {
+        for before in ["", "a", "ab"] {
+            for after in ["", "x", "xy"] {
+                let who = call(
+                    &mcp,
+                    "whoami",
+                    json!({"encoding": encoding, "before": before, "after": after}),
+                )
+                .await
+                .unwrap();
+                let text = ok_text(&who).unwrap_or_else(|| panic!("{who}"));
+                let echoed = text.strip_prefix("you sent: ").unwrap_or(&text);
+                assert_no_bit_of_the_token_left(encoding, before, after, echoed);
+            }
+        }
+    }
 
     // 50 MB is past the host's limit: an error, not the bytes.
     let huge = call(&mcp, "huge", json!({})).await.unwrap();
@@ -510,6 +530,38 @@ async fn a_hostile_remote_server_gets_only_what_the_boundary_allows() {
             .any(|e| e.tool.as_deref() == Some("mcp__hostile__lookup")
                 && e.rule.as_deref() == Some("unreviewed_changed")),
         "{trace_text}"
+    );
+}
+
+/// `echoed` is base64 of `before + HOSTILE_TOKEN + after` in `encoding`
+/// (as `remote_server.py`'s `whoami` writes it) with the token's part
+/// replaced by one `[REDACTED]`, and no character kept on either side
+/// carries a bit of the token: character `i` of base64 carries bits
+/// `6i..6i+6` of the data, the token's are `8b..8(b+len)`.
+fn assert_no_bit_of_the_token_left(encoding: &str, before: &str, after: &str, echoed: &str) {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    let engine = match encoding {
+        "standard" => &STANDARD,
+        "standard-nopad" => &STANDARD_NO_PAD,
+        "urlsafe" => &URL_SAFE,
+        _ => &URL_SAFE_NO_PAD,
+    };
+    let encoded = engine.encode(format!("{before}{HOSTILE_TOKEN}{after}"));
+    let case = format!("{encoding} {before:?}+token+{after:?}: {encoded} came back as {echoed}");
+    assert_eq!(echoed.matches("[REDACTED]").count(), 1, "{case}");
+    let (kept_before, kept_after) = echoed.split_once("[REDACTED]").unwrap();
+    assert!(
+        encoded.starts_with(kept_before) && encoded.ends_with(kept_after),
+        "{case}"
+    );
+    assert!(
+        6 * kept_before.len() <= 8 * before.len(),
+        "{case}: a character before [REDACTED] carries the token's first bits"
+    );
+    assert!(
+        6 * (encoded.len() - kept_after.len()) >= 8 * (before.len() + HOSTILE_TOKEN.len()),
+        "{case}: a character after [REDACTED] carries the token's last bits"
     );
 }
 
