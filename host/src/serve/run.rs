@@ -18,15 +18,27 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
     served
 }
 
+/// How long a stopping host waits for its store to take its lease back:
+/// the process ends after it either way (an unfinished release is rolled
+/// back with its connection, and the others recover the host).
+const RELEASE_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// At a clean stop, once drained (or when the start fails after the store
 /// registered this host): writes what the trace still owes, then gives
 /// this host's lease back, closing what it still holds (nothing, after a
 /// drain that finished), and says so in one line. A host that cannot
 /// reach its store leaves its lease to expire: the others then recover it.
 async fn release_lease(host: &ServeHost) {
-    host.boundary.pay_owed().await;
-    match host.store.release_lease(crate::store::now_ms()).await {
-        Ok(Some(closed)) => crate::logs::say(format_args!(
+    let released = tokio::time::timeout(RELEASE_WITHIN, async {
+        host.boundary.pay_owed().await;
+        host.store.release_lease(crate::store::now_ms()).await
+    });
+    match released.await {
+        Err(_) => tracing::warn!(
+            within_secs = RELEASE_WITHIN.as_secs(),
+            "the store did not take this host's lease back in time; the other hosts recover it once it runs out"
+        ),
+        Ok(Ok(Some(closed))) => crate::logs::say(format_args!(
             "released this host's lease{}",
             if closed == crate::store::Recovered::default() {
                 String::new()
@@ -37,8 +49,8 @@ async fn release_lease(host: &ServeHost) {
                 )
             }
         )),
-        Ok(None) => {}
-        Err(e) => tracing::warn!(
+        Ok(Ok(None)) => {}
+        Ok(Err(e)) => tracing::warn!(
             error = %crate::store::with_causes(&e),
             "cannot release this host's lease; the other hosts recover it once it runs out"
         ),
