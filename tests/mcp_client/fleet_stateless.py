@@ -51,14 +51,14 @@ class Stateless:
     instead of `initialize()`, its answer validated as the SDK validates
     every other result."""
 
-    def __init__(self, url):
-        self.url = url
+    def __init__(self, url, elicitation=None):
+        self.url, self.elicitation = url, elicitation
 
     async def __aenter__(self):
         self.http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {OPTS.token}"}, timeout=60)
         self.transport = streamable_http_client(self.url, http_client=self.http)
         read, write = await self.transport.__aenter__()
-        self.session = ClientSession(read, write)
+        self.session = ClientSession(read, write, elicitation_callback=self.elicitation)
         await self.session.__aenter__()
         raw = await self.session.send_discover(VERSION)
         # Raises pydantic's ValidationError on anything 2026-07-28 does not allow.
@@ -175,6 +175,26 @@ async def main():
         except MCPError as e:
             summary["not_offered"] = e.error.message
         summary["other_answers"] = await other_answers(OPTS.github)
+    # A client that declares it can ask its person (elicitation): its call
+    # is answered by rmcp's service rather than the host's direct path, and
+    # conforms the same way; the approval comes through the admin API.
+    asked = []
+
+    async def elicitation(context, params):
+        asked.append(params.message)
+        from mcp.types import ElicitResult
+
+        return ElicitResult(action="accept", content={"approve": True})
+
+    async with Stateless(OPTS.github, elicitation) as asking:
+        approving = asyncio.create_task(approve_when_pending())
+        write = await asking.call_tool(
+            "github_create_branch", {"owner": "octo", "repo": "hello", "branch": "scout/asking"}
+        )
+        await approving
+        check(not write.is_error, f"the asking client's approved write failed: {write}")
+        summary["asking_write"] = text_of(write)
+        summary["asking_elicited"] = len(asked)
     async with Stateless(OPTS.scout) as scout:
         summary["scout_tools"] = await tools_of(scout)
         asked = await scout.call_tool(

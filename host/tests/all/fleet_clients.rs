@@ -10,7 +10,10 @@
 //!   `cacheScope`): lists and calls of a component, a gated write approved
 //!   through the admin API, the host's own `scout` tools, and a remote MCP
 //!   server's tool (the reference `server-everything`), whose older
-//!   protocol's result the host passes on in its own.
+//!   protocol's result the host passes on in its own; a write from a
+//!   client that declares elicitation (answered by rmcp's service, not the
+//!   host's direct path); and every other request a 2026-07-28 client may
+//!   send, answered as the protocol's method-not-found.
 //! - Session mode (`initialize()`, README's tour) through HAProxy sticking
 //!   on `Mcp-Session-Id` with docs/operating.md's lines: two client
 //!   sessions placed on the two hosts, 10 calls of 10 each; and through the
@@ -260,10 +263,18 @@ async fn the_official_client_in_stateless_mode_is_served_by_any_host_without_aff
         summary["approved_tool"], "mcp__github__github_create_branch",
         "{summary}"
     );
+    // The same write from a client that declared it can be asked (rmcp's
+    // path, not the host's direct one): approved, and conforming too.
+    assert!(
+        summary["asking_write"]
+            .as_str()
+            .is_some_and(|t| t.contains("scout/asking")),
+        "{summary}"
+    );
     assert_eq!(
         fleet.github.ref_creations().len(),
-        1,
-        "the approved write reached GitHub once"
+        2,
+        "each approved write reached GitHub once"
     );
     assert!(
         summary["not_offered"]
