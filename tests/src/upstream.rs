@@ -64,7 +64,9 @@ impl Upstream {
     /// listing both; `/echo-json/STYLE` answers the headers as JSON with
     /// every value escaped (`slash`: `\/`; `unicode`: `\u00XX` for every
     /// character; `percent`: `%XX` for every byte; `mixed`: all three in
-    /// turn); `/echo-base64` answers the echo base64-encoded.
+    /// turn); `/echo-base64` answers the echo base64-encoded, and
+    /// `/echo-base64/ALPHABET/N` (`standard` or `url-safe`) the same after
+    /// N filler bytes (`.`), which moves the secret to each offset modulo 3.
     pub async fn start() -> Upstream {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
             .await
@@ -185,6 +187,19 @@ async fn handle(
             base64::engine::general_purpose::STANDARD
                 .encode(header_dump(&seen))
                 .into_response()
+        }
+        path if path.starts_with("/echo-base64/") => {
+            use base64::Engine as _;
+            let mut spec = path["/echo-base64/".len()..].split('/');
+            let url_safe = spec.next() == Some("url-safe");
+            let filler = spec.next().and_then(|n| n.parse().ok()).unwrap_or(0usize);
+            let text = format!("{}{}", ".".repeat(filler.min(64)), header_dump(&seen));
+            if url_safe {
+                base64::engine::general_purpose::URL_SAFE.encode(text)
+            } else {
+                base64::engine::general_purpose::STANDARD.encode(text)
+            }
+            .into_response()
         }
         "/slow" => {
             tokio::time::sleep(Duration::from_secs(10)).await;

@@ -596,16 +596,34 @@ async fn an_echo_escaped_as_json_or_url_or_base64_is_scrubbed() {
         !body.contains(secret_chars),
         "base64 of the secret reaches the guest: {body}"
     );
-    // Whole: the characters at either edge, which carry some of the
-    // secret's bits with a neighbour's, went too (character `i` carries bits
-    // `6i..6i+6`), and nothing else did.
-    let first = (4 * at) / 3;
-    let past = (4 * (at + SECRET.len())).div_ceil(3);
-    assert_eq!(
-        body,
-        format!("{}{REDACTED}{}", &full[..first], &full[past..]),
-        "the secret sat at byte {at} of what was encoded"
-    );
+    // Whole, wherever the secret sits (issue 52 item 11): the characters at
+    // either edge, which carry some of its bits with a neighbour's (the `Q`
+    // of `[REDACTED]Q=`), went too, and nothing else did. Character `i`
+    // carries bits `6i..6i+6` of the data.
+    for (alphabet, engine) in [
+        ("standard", &base64::engine::general_purpose::STANDARD),
+        ("url-safe", &base64::engine::general_purpose::URL_SAFE),
+    ] {
+        for filler in 0..3 {
+            let path = format!("/echo-base64/{alphabet}/{filler}");
+            let output = fetch(&component, &caps, &path, json!([])).await;
+            let body = output["ok"]["body"].as_str().unwrap();
+            let dump = format!(
+                "{}{}",
+                ".".repeat(filler),
+                dump_of(&upstream.seen().pop().unwrap())
+            );
+            let at = dump.find(SECRET).expect("the upstream saw the secret");
+            let full = engine.encode(&dump);
+            let first = (4 * at) / 3;
+            let past = (4 * (at + SECRET.len())).div_ceil(3);
+            assert_eq!(
+                body,
+                format!("{}{REDACTED}{}", &full[..first], &full[past..]),
+                "{path}: the secret sat at byte {at} of what was encoded"
+            );
+        }
+    }
 }
 
 fn percent_decode(text: &str) -> String {
