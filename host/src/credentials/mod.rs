@@ -32,7 +32,8 @@
 //! No type here prints a secret: [`Secret`], [`Credential`],
 //! [`CredentialSet`] and [`TokenSource`] have hand-written `Debug`s.
 //!
-//! Left to the caller: deciding who may call `share_connection`.
+//! Left to the caller: deciding who may call `share_connection` (the admin
+//! API asks for the admin role over both brands: `serve/admin/connections.rs`).
 
 pub mod tokens;
 pub use tokens::{TokenError, TokenEvent, TokenRequest, TokenSource, Tokens};
