@@ -1075,16 +1075,35 @@ async fn a_blob_redirected_to_a_cdn_is_fetched_there_without_the_registry_creden
 
     // The CDN not allowed a private network: refused, never connected to.
     write_config(false);
-    let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))
+    let mut refused = Command::new(env!("CARGO_BIN_EXE_scout-host"))
         .args(["serve", "--config"])
         .arg(&config)
         .env("SCOUT_ADMIN_TOKEN", super::crash_safety::ADMIN_TOKEN)
         .env("SCOUT_STORE_KEY", "5c".repeat(32))
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .expect("run scout-host serve");
-    assert!(!out.status.success(), "serve started");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    // A serve that followed the redirect would start and keep running.
+    let deadline = std::time::Instant::now() + EVENTUALLY;
+    let status = loop {
+        if let Some(status) = refused.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline || cdn.connections() > 0 {
+            let _ = refused.kill();
+            let _ = refused.wait();
+            panic!(
+                "serve did not refuse the redirect ({} connection(s) reached the CDN)",
+                cdn.connections()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(!status.success(), "serve started");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut refused.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(
         stderr.contains(&format!("pointed the host to http://{}", cdn.address))
             && stderr.contains("loopback address"),
