@@ -55,14 +55,22 @@ impl ServeHost {
         }
         let rule = |hold| crate::policy::Rule::Held(hold).name().into_owned();
         for (tools, why) in [
-            (changed, rule(crate::policy::ReviewHold::Changed)),
-            (gone, rule(crate::policy::ReviewHold::UnknownTool)),
+            (
+                changed,
+                format!(
+                    "{}: the server changed the tool",
+                    rule(crate::policy::ReviewHold::Changed)
+                ),
+            ),
+            (
+                gone,
+                format!(
+                    "{}: the server no longer lists the tool",
+                    rule(crate::policy::ReviewHold::UnknownTool)
+                ),
+            ),
         ] {
-            let revoked = self.revoke_pending_of(
-                name,
-                &tools,
-                &format!("{why}: the server's listing of the tool changed"),
-            );
+            let revoked = self.revoke_pending_of(name, &tools, &why);
             if !revoked.is_empty() {
                 tracing::warn!(connector = %name, tools = ?tools, approvals = ?revoked, "the remote server changed tools while calls waited for a person; their approvals are revoked");
             }
@@ -116,9 +124,10 @@ impl ServeHost {
         }
     }
 
-    /// Revokes every pending approval of `tools` of remote connector
-    /// `connector`, whichever host's call waits on it (the store rings it),
-    /// recorded as decided by `by`; their ids.
+    /// Revokes every pending approval of `tools` of `connector`, whichever
+    /// host's call waits on it (the store rings that host), recorded as
+    /// decided by `by`; their ids. A call whose approval this misses (the
+    /// store not answering) is still checked again before it runs.
     pub(crate) fn revoke_pending_of(
         &self,
         connector: &str,
