@@ -748,6 +748,32 @@ mod tests {
     }
 
     #[test]
+    fn a_cut_inside_base64_leaves_no_character_of_the_secret_either() {
+        use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+        let s = Scrubber::new(SECRET, []);
+        for prefix in ["", "a", "ab"] {
+            for engine in [&STANDARD, &URL_SAFE_NO_PAD] {
+                let encoded = engine.encode(format!("{prefix}{SECRET} and more"));
+                // The characters carrying any bit of the secret.
+                let first = (4 * prefix.len()) / 3;
+                let past = (4 * (prefix.len() + SECRET.len())).div_ceil(3);
+                // A cut after the edge character alone keeps at most its 4
+                // bits, and nothing shows it is the secret's; from one more
+                // character on, the cut drops the edge with the rest.
+                for cut in first + 2..past {
+                    let (out, _) = scrub_and_cut(&s, &encoded[..cut], usize::MAX, true);
+                    // Cut past the whole form, it is redacted as any other.
+                    let kept = out.strip_suffix(REDACTED).unwrap_or(&out);
+                    assert!(
+                        kept.len() <= first && encoded.starts_with(kept),
+                        "{encoded} cut at {cut}: {out}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
     fn hex_of_the_secret_is_found_in_either_case_and_whole() {
         let s = Scrubber::new(SECRET, []);
         for form in [hex::encode(SECRET), hex::encode_upper(SECRET)] {
