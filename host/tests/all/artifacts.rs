@@ -1252,6 +1252,10 @@ fn an_oversized_manifest_signature_or_layer_is_refused_while_it_streams() {
                 _ => std::thread::sleep(std::time::Duration::from_millis(20)),
             }
         };
+        eprintln!(
+            "{repository}: the registry wrote {} of {HUGE} bytes",
+            streamed.written
+        );
         assert!(
             streamed.written < 32 << 20,
             "{repository}: the host read {} of {HUGE} bytes",
