@@ -68,8 +68,6 @@ pub struct Haproxy {
     child: Child,
     /// `127.0.0.1:PORT`, where it listens.
     pub address: String,
-    /// `http://127.0.0.1:PORT/stats;csv`: its per-server counters.
-    pub stats: String,
 }
 
 impl Haproxy {
@@ -83,7 +81,6 @@ impl Haproxy {
         backends: &[String],
         balance: Balance,
     ) -> Haproxy {
-        let stats_port = free_port();
         let servers: String = backends
             .iter()
             .enumerate()
@@ -102,8 +99,7 @@ impl Haproxy {
             "global\n  maxconn 512\n\n\
              defaults\n  mode http\n  timeout connect 5s\n  timeout client 10m\n  timeout server 10m\n\n\
              frontend fleet\n  bind 127.0.0.1:{port}\n  default_backend hosts\n\n\
-             backend hosts\n  balance roundrobin\n{sticky}{servers}\n\
-             frontend stats\n  bind 127.0.0.1:{stats_port}\n  stats enable\n  stats uri /stats\n"
+             backend hosts\n  balance roundrobin\n{sticky}{servers}"
         );
         let file = dir.join(format!("haproxy-{port}.cfg"));
         std::fs::write(&file, &config).expect("write the HAProxy configuration");
@@ -129,7 +125,6 @@ impl Haproxy {
         let mut proxy = Haproxy {
             child,
             address: format!("127.0.0.1:{port}"),
-            stats: format!("http://127.0.0.1:{stats_port}/stats;csv"),
         };
         let started = Instant::now();
         while std::net::TcpStream::connect(&proxy.address).is_err() {

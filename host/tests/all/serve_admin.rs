@@ -1778,10 +1778,14 @@ async fn a_call_answered_directly_is_the_answer_rmcp_gives() {
     assert_eq!(listed.status().as_u16(), 200);
     let mut direct_list: Value = serde_json::from_str(&listed.text().await.unwrap()).unwrap();
     assert_eq!(direct_list["id"], 9);
-    // 2026-07-28 results carry `resultType`; rmcp strips it for a peer of an
-    // earlier revision, as the session-mode client is.
+    // 2026-07-28 results carry `resultType`, and a list its caching hints
+    // (the session's own, never kept: the official SDKs require both);
+    // rmcp strips the first for a peer of an earlier revision, as the
+    // session-mode client is, and gives it no hints.
     let result = direct_list["result"].as_object_mut().unwrap();
     assert_eq!(result.remove("resultType"), Some(json!("complete")));
+    assert_eq!(result.remove("ttlMs"), Some(json!(0)));
+    assert_eq!(result.remove("cacheScope"), Some(json!("private")));
     let session_list = s
         .mcp(&view)
         .connect()
