@@ -1035,3 +1035,83 @@ async fn a_foreign_origin_is_refused_and_the_hosts_own_is_served() {
     assert_eq!(github.ref_creations().len(), 1);
     drop(serve);
 }
+
+/// The official client in stateless mode (2026-07-28, `discover()`) over
+/// stdio: what rmcp answers there (the host's line front leaves a request
+/// of its own protocol version to rmcp) conforms to the SDK's 2026-07-28
+/// wire types as the HTTP answers do: `server/discover` with its caching
+/// hints, a tool list, a read through the boundary, and a tool not offered
+/// refused with the protocol's error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_client_in_stateless_mode_over_stdio_gets_conforming_answers() {
+    let token = "ghp_stdioStatelessToken0123456789";
+    let github = FakeGitHub::start(token).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("serve.toml");
+    let component = Path::new(scout_tests::components::GITHUB)
+        .canonicalize()
+        .expect("the GitHub component was built");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\nrequire_review = false\n\
+             deployment_owner_brand = \"acme\"\n\n[connectors.github]\ncomponent = {:?}\n\
+             origin = {:?}\nallow_private_network = true\nhost_env = \"GITHUB_TOKEN\"\n",
+            component.display().to_string(),
+            github.origin()
+        ),
+    )
+    .unwrap();
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/stdio_stateless.py");
+    let run = tokio::task::spawn_blocking(move || {
+        Command::new(python())
+            .arg(&script)
+            .args(["--scout-host", env!("CARGO_BIN_EXE_scout-host"), "--config"])
+            .arg(&config)
+            .env("SCOUT_ADMIN_TOKEN", ADMIN_TOKEN)
+            .env("SCOUT_STORE_KEY", "5c".repeat(32))
+            .env("GITHUB_TOKEN", token)
+            .output()
+            .expect("run the stateless stdio client")
+    });
+    let output = tokio::time::timeout(Duration::from_secs(300), run)
+        .await
+        .expect("the stateless stdio client finishes")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the stateless stdio client failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("its summary");
+    assert_eq!(
+        summary["discover"],
+        serde_json::json!({"resultType": "complete", "ttlMs": 0, "cacheScope": "private"}),
+        "{summary}"
+    );
+    assert_eq!(
+        summary["tools"].as_array().map(Vec::len),
+        Some(11),
+        "{summary}"
+    );
+    assert!(
+        summary["read"]
+            .as_str()
+            .is_some_and(|t| t.contains("Hello")),
+        "{summary}"
+    );
+    assert!(
+        summary["not_offered"]
+            .as_str()
+            .is_some_and(|m| m.contains("permission_denied")),
+        "{summary}"
+    );
+    assert_eq!(
+        github.requests().len(),
+        1,
+        "the read, and nothing else, reached GitHub"
+    );
+}
