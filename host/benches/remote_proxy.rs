@@ -304,9 +304,8 @@ fn report(_c: &mut Criterion) {
     let throughput = |proxied: bool| -> f64 {
         rt.block_on(async {
             let mut clients = Vec::new();
-            for i in 0..sessions {
+            for (url, token) in proxied_sessions.iter().take(sessions) {
                 clients.push(if proxied {
-                    let (url, token) = &proxied_sessions[i];
                     Client::connect(&http, url, Some(token.clone())).await
                 } else {
                     Client::connect(&http, &direct_url, None).await

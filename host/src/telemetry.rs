@@ -190,10 +190,7 @@ impl Telemetry {
         mut attributes: Vec<KeyValue>,
         call: &CallSpanStart<'_>,
     ) -> Span {
-        let parent = call
-            .parent
-            .map(TraceParent::context)
-            .unwrap_or_else(Context::new);
+        let parent = call.parent.map(TraceParent::context).unwrap_or_default();
         attributes.extend([
             KeyValue::new("scout.session.id", call.session.to_string()),
             KeyValue::new("scout.brand", call.brand.to_string()),

@@ -22,7 +22,7 @@ where
 
 /// Whether `year` is a leap year of the Gregorian calendar.
 fn leap(year: u32) -> bool {
-    (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+    (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400)
 }
 
 /// The days of `month` (1-12) in `year`.

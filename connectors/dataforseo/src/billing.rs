@@ -80,7 +80,7 @@ pub fn serp_estimate(depth: u8) -> u64 {
 /// 10301 from the float's error). A negative, non-finite or absurd figure is
 /// no cost at all (`None`): the caller then settles at the estimate.
 fn usd_to_micro(usd: f64) -> Option<u64> {
-    if !usd.is_finite() || usd < 0.0 || usd > 1e9 {
+    if !usd.is_finite() || !(0.0..=1e9).contains(&usd) {
         return None;
     }
     let micro = usd * 1e6;

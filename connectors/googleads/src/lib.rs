@@ -660,7 +660,7 @@ fn compare(
         ));
     }
     // Most current cost first; ties by id (already in id order, and the sort is stable).
-    campaigns.sort_by(|a, b| b.0.cmp(&a.0));
+    campaigns.sort_by_key(|c| std::cmp::Reverse(c.0));
     Ok(Comparison {
         current_period,
         previous_period,
@@ -685,7 +685,7 @@ fn summarize_rows(customer: &Value, period: String, rows: &[Value]) -> Result<Su
         }
         campaigns.push((t.cost_micros, campaign_of(row)?));
     }
-    campaigns.sort_by(|a, b| b.0.cmp(&a.0));
+    campaigns.sort_by_key(|c| std::cmp::Reverse(c.0));
     Ok(Summary {
         customer_id: text(customer, "customer.id"),
         descriptive_name: text(customer, "customer.descriptiveName"),
@@ -735,7 +735,7 @@ fn audit_rows(
             }
         }
     }
-    terms.sort_by(|a, b| b.0.cmp(&a.0));
+    terms.sort_by_key(|t| std::cmp::Reverse(t.0));
     Ok(AuditResult {
         period,
         terms_examined: rows.len() as u32,

@@ -531,7 +531,7 @@ fn error_text(error: &reqwest::Error) -> String {
         text
     };
     if let Some(url) = error.url() {
-        text = text.replace(url.as_str(), &format!("{}", authority(url)));
+        text = text.replace(url.as_str(), &authority(url).to_string());
     }
     text
 }

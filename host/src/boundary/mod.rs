@@ -48,6 +48,9 @@ use trace::{CallTrace, executed_detail, trace_event};
 /// question (MCP elicitation) while the call waits.
 pub type AskedFor = tokio::sync::oneshot::Sender<ApprovalId>;
 
+/// Each (connector, tool)'s review hold, `None` where it is reviewed as it is.
+type ReviewHolds = HashMap<(String, String), Option<ReviewHold>>;
+
 /// Why a call did not run. `reason` is what the agent sees: bounded, safe.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}", .rule.safe_reason())]
@@ -291,7 +294,7 @@ pub struct Boundary {
     /// Bumped by every change that can alter any session's surface.
     revision: AtomicU64,
     /// Review holds by (connector, tool), at one host revision.
-    reviews: parking_lot::Mutex<(u64, HashMap<(String, String), Option<ReviewHold>>)>,
+    reviews: parking_lot::Mutex<(u64, ReviewHolds)>,
     waiting_args: approval::WaitingArgs,
     /// Seals the arguments a person approves into the approval row, so
     /// another host's approvals API can show them (see [`Boundary::sealing_arguments`]).

@@ -420,8 +420,8 @@ fn base64_alignments(secret: &[u8], engine: &impl base64::Engine) -> Vec<Literal
         if end > start && end <= encoded.len() {
             forms.push(Literal {
                 form: encoded[start..end].to_vec(),
-                left: offset % 3 != 0,
-                right: (offset + secret.len()) % 3 != 0,
+                left: !offset.is_multiple_of(3),
+                right: !(offset + secret.len()).is_multiple_of(3),
             });
         }
     }

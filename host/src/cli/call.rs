@@ -117,10 +117,10 @@ pub fn run(args: CallArgs) -> Result<i32> {
             let mut config = HttpConfig::new(origin)
                 .allow_private_network(args.allow_private_network)
                 .mode(mode);
-            if let Some(var) = &args.secret_env {
-                if let Some(scheme) = parse_scheme(args.scheme.as_deref().unwrap_or("bearer"))? {
-                    config = config.credential(scheme, SecretSource::Env(var.clone()));
-                }
+            if let Some(var) = &args.secret_env
+                && let Some(scheme) = parse_scheme(args.scheme.as_deref().unwrap_or("bearer"))?
+            {
+                config = config.credential(scheme, SecretSource::Env(var.clone()));
             }
             Capabilities::with_http(
                 HttpCapability::new(config).context("configuring the http handle")?,

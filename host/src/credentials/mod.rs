@@ -388,6 +388,9 @@ pub struct ResolverConfig {
 
 type EnvLookup<'a> = Box<dyn Fn(&str) -> Option<String> + Send + Sync + 'a>;
 
+/// Each (brand, server)'s resolved credential, `None` where none resolves.
+type Resolutions = HashMap<(String, String), Option<Credential>>;
+
 /// Resolves credentials for brands against one store, catalogue and config.
 pub struct Resolver<'a> {
     store: &'a dyn ConnectionStore,
@@ -411,7 +414,7 @@ pub struct Resolver<'a> {
 /// cached.
 #[derive(Default)]
 pub struct ResolutionCache {
-    resolved: parking_lot::RwLock<(u64, HashMap<(String, String), Option<Credential>>)>,
+    resolved: parking_lot::RwLock<(u64, Resolutions)>,
 }
 
 impl ResolutionCache {

@@ -195,13 +195,13 @@ impl TokenSource {
                     text("client_secret", &g.client_secret)?;
                 }
                 token_url(&g.token_url).map_err(|why| field("token_url", why))?;
-                if let Some(resource) = &g.resource {
-                    if !resource_indicator(resource) {
-                        return Err(field(
-                            "resource",
-                            "must be an http(s) URL without credentials, query or fragment (RFC 8707)",
-                        ));
-                    }
+                if let Some(resource) = &g.resource
+                    && !resource_indicator(resource)
+                {
+                    return Err(field(
+                        "resource",
+                        "must be an http(s) URL without credentials, query or fragment (RFC 8707)",
+                    ));
                 }
                 scopes(&g.scopes)
             }

@@ -78,6 +78,9 @@ pub fn removed(
     removed
 }
 
+/// Puts one of the real brand's facts back on the favourable brand.
+type CopyFact = fn(&mut BrandFacts, &BrandFacts);
+
 /// [`removed`] for a session as the policy alone decides it (no selection).
 fn removed_by_policy(
     input: &SessionInput,
@@ -152,7 +155,7 @@ fn removed_by_policy(
             conditions.push((Removal::NotRegistered, surface));
         }
     }
-    let facts: [(Removal, fn(&mut BrandFacts, &BrandFacts)); 4] = [
+    let facts: [(Removal, CopyFact); 4] = [
         (Removal::NoCoworkers, |b, real| {
             b.has_coworkers = real.has_coworkers
         }),

@@ -590,21 +590,20 @@ impl rmcp::transport::Transport<rmcp::RoleClient> for LegacySse {
         }
     }
 
-    fn receive(&mut self) -> impl Future<Output = Option<ServerJsonRpcMessage>> + Send {
-        async move {
-            loop {
-                match self.events.next().await? {
-                    Ok(sse) if sse.event.as_deref().is_none_or(|e| e == "message") => {
-                        // An event that is not a message is skipped.
-                        if let Some(message) = sse.data.and_then(|data| {
-                            serde_json::from_str::<ServerJsonRpcMessage>(&data).ok()
-                        }) {
-                            return Some(message);
-                        }
+    async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
+        loop {
+            match self.events.next().await? {
+                Ok(sse) if sse.event.as_deref().is_none_or(|e| e == "message") => {
+                    // An event that is not a message is skipped.
+                    if let Some(message) = sse
+                        .data
+                        .and_then(|data| serde_json::from_str::<ServerJsonRpcMessage>(&data).ok())
+                    {
+                        return Some(message);
                     }
-                    Ok(_) => continue,
-                    Err(_) => return None,
                 }
+                Ok(_) => continue,
+                Err(_) => return None,
             }
         }
     }

@@ -254,7 +254,7 @@ async fn connect(
         }};
     }
     Ok(match tls {
-        Tls::None(tls) => drive!(tls.clone()),
+        Tls::None(tls) => drive!(*tls),
         Tls::Rustls(tls) => drive!(tls.clone()),
     })
 }
@@ -428,7 +428,7 @@ impl PgStore {
             let manager = match &tls2 {
                 Tls::None(t) => Manager::from_config(
                     config2.clone(),
-                    t.clone(),
+                    *t,
                     ManagerConfig {
                         recycling_method: RecyclingMethod::Fast,
                     },

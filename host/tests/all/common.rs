@@ -9,14 +9,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// `host` serving its admin API and MCP on 127.0.0.1; stops when dropped.
-
 /// The bound of every wait for something that must happen (an answer, a
 /// recovery, a notification): only a hang reaches it. The suite's work
 /// shares two cores with some 300 other tests, so a bound near the time a
 /// quiet machine takes fails a test for the machine being busy.
 pub const EVENTUALLY: std::time::Duration = std::time::Duration::from_secs(180);
 
+/// `host` serving its admin API and MCP on 127.0.0.1; stops when dropped.
 pub struct Listening {
     pub base: String,
     pub addr: std::net::SocketAddr,

@@ -771,7 +771,9 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
     let most_approved = to_approve.len() * 2 / 3;
     let sent: BTreeSet<i64> = to_approve[..most_approved].iter().copied().collect();
     let sent_index = |i: usize| sent.contains(&approval_of[&i]);
-    let queue = Arc::new(Mutex::new(to_approve[..most_approved].to_vec().into_iter()));
+    // In the order approval_of gives them, as before.
+    let queued: Vec<i64> = to_approve[..most_approved].to_vec();
+    let queue = Arc::new(Mutex::new(queued.into_iter()));
     let acknowledged: Arc<Mutex<BTreeSet<i64>>> = Arc::new(Mutex::new(BTreeSet::new()));
     let approver_errors = Arc::new(AtomicUsize::new(0));
     let mut approvers = Vec::new();

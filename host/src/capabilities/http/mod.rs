@@ -376,6 +376,10 @@ impl HttpCapability {
     /// [`HttpCapability::send_for_tool`] with the request's route already
     /// matched (once per request: the trace names the same match); a GraphQL
     /// body's operations, as read to decide, are left in `graphql_read`.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one request's already-decided facts, each from a different caller's state; a struct would only rename them"
+    )]
     async fn send_matched(
         &self,
         req: Request,
