@@ -206,7 +206,7 @@ impl Scrubber {
         // Built from patterns of at least MIN_LITERAL bytes, so it cannot
         // fail; if it ever did, every literal is still matched one by one.
         self.literal_matcher = aho_corasick::AhoCorasick::builder()
-            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+            .match_kind(aho_corasick::MatchKind::Standard)
             .build(self.literals.iter().map(|l| &l.form))
             .ok()
             .filter(|_| !self.literals.is_empty())
@@ -241,17 +241,14 @@ impl Scrubber {
         }
         let mut found = self.encoded_matches(bytes);
         match &self.literal_matcher {
-            // One pass over clean text; where a form is found, the search
-            // goes on from just after its start, so that a form
-            // overlapping another is found too.
+            // One pass over clean text, reporting every occurrence of every
+            // form, overlapping ones included: where two forms match at one
+            // place (a secret whose base64 repeats itself, such as a run of
+            // one character), each is widened by its own edges.
             Some(matcher) => {
-                let mut at = 0;
-                while let Some(m) =
-                    matcher.find(aho_corasick::Input::new(bytes).span(at..bytes.len()))
-                {
+                for m in matcher.find_overlapping_iter(bytes) {
                     let literal = &self.literals[m.pattern().as_usize()];
                     found.push(literal.whole(bytes, m.start(), m.end()));
-                    at = m.start() + 1;
                 }
             }
             None => {
@@ -734,6 +731,28 @@ mod tests {
                         assert_no_bit_of_the_secret_left(
                             &encoded,
                             inner,
+                            prefix.len(),
+                            secret.len(),
+                        );
+                    }
+                }
+            }
+        }
+        // A secret whose base64 repeats itself: at one place, the forms of
+        // two alignments match, one longer and without the other's edge
+        // (found by the fuzz target `scrub_encoded`).
+        let run = "w".repeat(34);
+        for secret in [run.as_str(), "VVVVVVVVVVVVVVVVVVVV", "abcabcabcabcabcabc"] {
+            let s = Scrubber::new(secret, []);
+            for prefix in ["", "V", "VV", "VVV", "VVVV", "abc", "ab", "a"] {
+                for suffix in ["", "V", "VV", "VVV|", "c", "bc"] {
+                    let text = format!("{prefix}{secret}{suffix}");
+                    for engine in [&STANDARD, &URL_SAFE_NO_PAD] {
+                        let encoded = engine.encode(&text);
+                        let out = s.scrub_text(&encoded);
+                        assert_no_bit_of_the_secret_left(
+                            &encoded,
+                            &out,
                             prefix.len(),
                             secret.len(),
                         );
