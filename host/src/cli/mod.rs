@@ -1,17 +1,25 @@
-//! The connector author's commands: `call` (one tool, live, recording or
-//! replaying), `test` (cases against fixtures, offline) and `new` (a
-//! connector scaffolded from the SDK's template).
+//! Each subcommand of `scout-host`, a module each with its arguments and
+//! its body, so `main` only parses and dispatches.
 //!
 //! They live in the binary, not the library: what they add is argument
 //! handling and reporting; the runtime, the `http` capability and its
 //! replay are the library's, exactly as `serve` uses them.
 
+pub mod artifacts;
+pub mod audit;
 pub mod audit_host;
 pub mod build;
 pub mod call;
 pub mod cases;
 pub mod connectors;
+#[cfg(feature = "demo")]
+pub mod demo;
+pub mod docs;
+pub mod inspect;
 pub mod new;
+pub mod serve;
+pub mod surface;
+pub mod trace;
 
 use anyhow::{Context, Result};
 use scout_host::runtime::default_cache_dir;
