@@ -702,16 +702,23 @@ mod tests {
         use base64::engine::general_purpose::{
             STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD,
         };
-        // Lengths 0, 1 and 2 modulo 3, and bytes that take `+`, `/`, `-`, `_`.
+        // Lengths 0, 1 and 2 modulo 3, and bytes that take `+`, `/`, `-`, `_`;
+        // then secrets whose base64 repeats itself, where the forms of two
+        // alignments match at one place, one longer and without the other's
+        // edge (found by the fuzz target `scrub_encoded`).
+        let run = "w".repeat(34);
         for secret in [
             SECRET,
             "s3cr3t/tok+e",
             "s3cr3t/tok+enX",
             "\u{fb}\u{ff}secret?>~",
+            run.as_str(),
+            "VVVVVVVVVVVVVVVVVVVV",
+            "abcabcabcabcabcabc",
         ] {
             let s = Scrubber::new(secret, []);
-            for prefix in ["", "a", "ab", "abc", "Bearer ", "Bearer x"] {
-                for suffix in ["", "\n", "\nx", "\nxy", "\u{ff}\u{ff}"] {
+            for prefix in ["", "a", "ab", "abc", "VVVV", "Bearer ", "Bearer x"] {
+                for suffix in ["", "\n", "\nx", "\nxy", "VVV|", "bc", "\u{ff}\u{ff}"] {
                     let text = format!("{prefix}{secret}{suffix}");
                     for engine in [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD] {
                         let encoded = engine.encode(&text);
@@ -731,28 +738,6 @@ mod tests {
                         assert_no_bit_of_the_secret_left(
                             &encoded,
                             inner,
-                            prefix.len(),
-                            secret.len(),
-                        );
-                    }
-                }
-            }
-        }
-        // A secret whose base64 repeats itself: at one place, the forms of
-        // two alignments match, one longer and without the other's edge
-        // (found by the fuzz target `scrub_encoded`).
-        let run = "w".repeat(34);
-        for secret in [run.as_str(), "VVVVVVVVVVVVVVVVVVVV", "abcabcabcabcabcabc"] {
-            let s = Scrubber::new(secret, []);
-            for prefix in ["", "V", "VV", "VVV", "VVVV", "abc", "ab", "a"] {
-                for suffix in ["", "V", "VV", "VVV|", "c", "bc"] {
-                    let text = format!("{prefix}{secret}{suffix}");
-                    for engine in [&STANDARD, &URL_SAFE_NO_PAD] {
-                        let encoded = engine.encode(&text);
-                        let out = s.scrub_text(&encoded);
-                        assert_no_bit_of_the_secret_left(
-                            &encoded,
-                            &out,
                             prefix.len(),
                             secret.len(),
                         );
