@@ -723,7 +723,16 @@ function describeSetup() {
     (setup.open ? "▾ " : "▸ ") + "Session set-up: " + setup.rows.length + " rows (" + parts.join(", ") + ")";
 }
 
-async function showTrace(session, quiet) {
+// One reading of the trace at a time: a click and the poll's tick never
+// both read from the same row, so no row is shown twice.
+let traceReading = Promise.resolve();
+function showTrace(session, quiet) {
+  const reading = traceReading.then(() => readTrace(session, quiet));
+  traceReading = reading.catch(() => {});
+  return reading;
+}
+
+async function readTrace(session, quiet) {
   if (session !== selected || !quiet) {
     selected = session;
     traceAfter = 0;
