@@ -19,7 +19,7 @@
 //! console). Each denial's trace event carries its lineage.
 
 use crate::policy::Rule;
-use crate::runtime::LoadedComponent;
+use crate::runtime::{LoadedComponent, Tool};
 use crate::session::Session;
 use serde::Serialize;
 
@@ -38,10 +38,16 @@ pub struct Lineage {
     pub paused: bool,
 }
 
-/// What `tool` of `component` would reach, as lineage keys its denials by.
-pub(super) fn targets(component: &LoadedComponent, tool: &str) -> Vec<String> {
+/// What `tool` of `component` would reach, as lineage keys its denials by:
+/// `called` is the tool as the call resolved it, `None` for a name the
+/// component does not serve.
+pub(super) fn targets(
+    component: &LoadedComponent,
+    called: Option<&Tool>,
+    tool: &str,
+) -> Vec<String> {
     let connector = component.name();
-    let Some(found) = component.tool(tool) else {
+    let Some(found) = called else {
         return vec![format!("{connector} unknown-tool")];
     };
     let effect = found.effect.as_str();

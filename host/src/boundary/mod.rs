@@ -34,7 +34,7 @@ mod trace;
 
 use crate::capabilities::Capabilities;
 use crate::policy::{self, Catalog, Gate, MutationGate, ReviewHold, Rule, SessionInput, Switches};
-use crate::runtime::{CallOutcome, LoadedComponent, ToolOutput};
+use crate::runtime::{CallOutcome, LoadedComponent, Tool, ToolOutput};
 pub use crate::session::{Offered, Revision, Session};
 use crate::store::{ApprovalId, Store, TraceEvent, TraceState, args_digest};
 use serde_json::{Value, json};
@@ -217,7 +217,9 @@ impl Pass {
 pub struct Authorized<'a> {
     session: &'a Session,
     connector: &'a str,
-    tool: &'a str,
+    /// The tool, as its component serves it: resolved once, when the call
+    /// arrived, and what the grant, the run and the trace read.
+    called: &'a Tool,
     args: &'a Value,
     pass: Pass,
     /// No effect and no charge: the request, decision and outcome are
@@ -243,7 +245,13 @@ impl Authorized<'_> {
 
     /// The tool's wire name.
     pub fn tool(&self) -> &str {
-        self.tool
+        &self.called.name
+    }
+
+    /// The tool as its component serves it (its effect, routes, the
+    /// connectors a joint tool reads).
+    pub fn called(&self) -> &Tool {
+        self.called
     }
 
     /// The gate it passed.
@@ -445,6 +453,17 @@ impl Boundary {
         let Some(called) = component.tool(tool) else {
             return Err(Rule::Held(ReviewHold::UnknownTool));
         };
+        self.remote_review_of(component, called).await
+    }
+
+    /// [`Boundary::remote_review_now`] for `called`, a tool `component`
+    /// serves, as the call resolved it.
+    async fn remote_review_of(
+        &self,
+        component: &LoadedComponent,
+        called: &Tool,
+    ) -> Result<crate::Effect, Rule> {
+        let tool = called.name.as_str();
         let digest = crate::review::tool_digest(component, called);
         let latest = self.remote_served.read().get(component.name()).cloned();
         if let Some(latest) = latest {
@@ -625,7 +644,7 @@ impl Boundary {
             for tool in component.tools() {
                 let name = policy::names::mcp(component.name(), &tool.name);
                 if surface.get(&name).is_some()
-                    && let Some(hold) = self.unreviewed(component, &tool.name)
+                    && let Some(hold) = self.unreviewed(component, tool)
                 {
                     events.push(self.session_event(
                         session,
@@ -711,7 +730,7 @@ impl Boundary {
                     .get(&policy::names::mcp(component.name(), &t.name))
                     .is_some()
             })
-            .filter(|t| !self.reviews(component) || self.unreviewed(component, &t.name).is_none())
+            .filter(|t| !self.reviews(component) || self.unreviewed(component, t).is_none())
             .collect()
     }
 
@@ -849,9 +868,13 @@ impl Boundary {
         granter: &dyn Granter,
     ) -> Result<Executed, Denied> {
         let started = std::time::Instant::now();
-        let tool = request.tool;
+        // The tool is resolved here, once: the decision, the grant, the run
+        // and the trace all read this one.
+        let called = component.tool(request.tool);
         let answered = async {
-            let authorized = self.authorize(session, component, request).await?;
+            let authorized = self
+                .authorize_called(session, component, called, request)
+                .await?;
             let caps = granter.grant(&authorized).await;
             self.execute(authorized, component, &caps).await
         }
@@ -871,7 +894,7 @@ impl Boundary {
                 }
             };
             // Only names the component declares: an agent's invention is `unknown`.
-            let declared = component.tool(tool).map(|t| t.name.as_str());
+            let declared = called.map(|t| t.name.as_str());
             metrics.call_answered(component.name(), declared, outcome, started.elapsed());
         }
         answered
@@ -884,6 +907,21 @@ impl Boundary {
         &'a self,
         session: &'a Session,
         component: &'a LoadedComponent,
+        request: CallRequest<'a>,
+    ) -> Result<Authorized<'a>, Denied> {
+        let called = component.tool(request.tool);
+        self.authorize_called(session, component, called, request)
+            .await
+    }
+
+    /// [`Boundary::authorize`] with the tool already resolved: `called` is
+    /// `component`'s tool of the requested name, `None` where it serves no
+    /// such tool (denied as not offered, after the rules that come first).
+    async fn authorize_called<'a>(
+        &'a self,
+        session: &'a Session,
+        component: &'a LoadedComponent,
+        called: Option<&'a Tool>,
         request: CallRequest<'a>,
     ) -> Result<Authorized<'a>, Denied> {
         let CallRequest {
@@ -907,9 +945,7 @@ impl Boundary {
                 // Only names the component declares, as the metrics: an
                 // agent's invention is `unknown`, so it cannot mint span
                 // names or probe names into a collector.
-                tool: component
-                    .tool(tool)
-                    .map_or("unknown", |declared| declared.name.as_str()),
+                tool: called.map_or("unknown", |declared| declared.name.as_str()),
                 connector,
                 session: &session.id,
                 brand: &session.brand,
@@ -929,7 +965,7 @@ impl Boundary {
             name,
             events: Vec::new(),
             span,
-            targets: lineage::targets(component, tool),
+            targets: lineage::targets(component, called, tool),
             origin,
         };
         trace.push(
@@ -956,26 +992,29 @@ impl Boundary {
             }
             Err(rule) => return Err(trace.deny(rule).await),
         };
+        // Offered, but not a tool the component serves (a listing or a
+        // deployment replaced meanwhile): held, and not offered to the agent.
+        let Some(called) = called else {
+            return Err(trace.deny(Rule::Held(ReviewHold::UnknownTool)).await);
+        };
         // A remote MCP server's tool runs under its review in the store at
         // this moment, not under the one this host last applied: a review
         // another host changed a moment ago decides here too (DESIGN D22).
         let reviewed_effect = if component.is_remote() {
-            match self.remote_review_now(component, tool).await {
+            match self.remote_review_of(component, called).await {
                 Ok(effect) => Some(effect),
                 Err(rule) => return Err(trace.deny(rule).await),
             }
         } else {
             if self.reviews(component)
-                && let Some(hold) = self.unreviewed(component, tool)
+                && let Some(hold) = self.unreviewed(component, called)
             {
                 // Not offered, whatever the policy says; the trace says why, the agent does not.
                 return Err(trace.deny(Rule::Held(hold)).await);
             }
             None
         };
-        let served_read = component
-            .tool(tool)
-            .is_some_and(|t| t.effect == crate::Effect::Read);
+        let served_read = called.effect == crate::Effect::Read;
         // Served here as a read while the store's review now says it acts:
         // this host has not applied the review yet (the host applies it
         // before deciding, see `ServeHost::call`; this is the moment in
@@ -1061,7 +1100,7 @@ impl Boundary {
             // on that decision (seed 003: current policy checked
             // immediately before execution).
             if component.is_remote()
-                && let Err(rule) = self.remote_review_now(component, tool).await
+                && let Err(rule) = self.remote_review_of(component, called).await
             {
                 return Err(trace.deny(rule).await);
             }
@@ -1121,7 +1160,7 @@ impl Boundary {
         Ok(Authorized {
             session,
             connector,
-            tool,
+            called,
             args,
             pass,
             one_commit,
@@ -1231,7 +1270,7 @@ impl Boundary {
         caps: &Capabilities,
     ) -> Result<Executed, Denied> {
         let Authorized {
-            tool,
+            called,
             args,
             pass,
             one_commit,
@@ -1251,7 +1290,7 @@ impl Boundary {
                 Pass::Spend { threshold, asks } => {
                     let run = spend::GatedRun {
                         component,
-                        tool,
+                        called,
                         args,
                         caps,
                         threshold,
@@ -1260,7 +1299,7 @@ impl Boundary {
                     self.run_gated(run, &trace, &gone, &mut asked, &mut spends)
                         .await
                 }
-                _ => component.call(tool, args, caps).await,
+                _ => component.run(called, args, caps).await,
             }
         };
         if let Some(metrics) = &self.metrics {
@@ -1348,10 +1387,7 @@ impl Boundary {
     /// Why the tool is held, when the operator has not approved it as the
     /// component describes it now; kept per host revision (a review bumps
     /// it) and tool digest.
-    fn unreviewed(&self, component: &LoadedComponent, tool: &str) -> Option<ReviewHold> {
-        let Some(t) = component.tool(tool) else {
-            return Some(ReviewHold::UnknownTool);
-        };
+    fn unreviewed(&self, component: &LoadedComponent, t: &Tool) -> Option<ReviewHold> {
         let revision = self.revision.load(Ordering::SeqCst);
         // What the operator reviews is the tool as it describes itself.
         let key = (

@@ -55,7 +55,8 @@ pub(super) fn pass(gate: &Gate, thresholds: &BTreeMap<String, u64>) -> Option<Pa
 /// One billed call to run under its threshold.
 pub(super) struct GatedRun<'a> {
     pub(super) component: &'a LoadedComponent,
-    pub(super) tool: &'a str,
+    /// The tool as the call resolved it.
+    pub(super) called: &'a crate::runtime::Tool,
     pub(super) args: &'a Value,
     pub(super) caps: &'a Capabilities,
     pub(super) threshold: u64,
@@ -91,7 +92,7 @@ impl Boundary {
             }),
             ..run.caps.clone()
         };
-        let call = run.component.call(run.tool, run.args, &caps);
+        let call = run.component.run(run.called, run.args, &caps);
         tokio::pin!(call);
         loop {
             tokio::select! {

@@ -285,6 +285,7 @@ mod tests {
             credentials: Vec::new(),
             micros: 9,
             instantiate_micros: 1,
+            output_wrapped: true,
         };
         let detail = executed_detail(&outcome);
         assert_eq!(detail["http"].as_array().unwrap().len(), TRACED_EXCHANGES);

@@ -80,7 +80,8 @@ impl LoadedComponent {
         }
     }
 
-    /// Calls a tool in a fresh store, granting it `caps` for this call only.
+    /// Calls the tool named `tool` in a fresh store, granting it `caps` for
+    /// this call only.
     pub async fn call(
         &self,
         tool: &str,
@@ -90,6 +91,23 @@ impl LoadedComponent {
         let tool = self
             .tool(tool)
             .ok_or_else(|| CallError::UnknownTool(tool.to_string()))?;
+        self.run(tool, args, caps).await
+    }
+
+    /// Runs `tool`, one of this component's own (as [`LoadedComponent::tool`]
+    /// resolved it), in a fresh store with `caps` for this call only: the
+    /// boundary resolves a call's tool once and runs that.
+    pub async fn run(
+        &self,
+        tool: &Tool,
+        args: &Value,
+        caps: &Capabilities,
+    ) -> Result<CallOutcome, CallError> {
+        // Another component's tool would name an export of another
+        // component: refused, as a name this one does not serve.
+        if !self.info.tools.as_ptr_range().contains(&std::ptr::from_ref(tool)) {
+            return Err(CallError::UnknownTool(tool.name.clone()));
+        }
         let (runtime, pre, export) = match (&self.backend, tool.export) {
             (Backend::Wasm { runtime, pre }, Some(export)) => (runtime, pre, export),
             (Backend::Remote { call_timeout }, _) => {
@@ -197,6 +215,7 @@ impl LoadedComponent {
             credentials: state.http.credential_events,
             micros: started.elapsed().as_micros() as u64,
             instantiate_micros: instantiated.as_micros() as u64,
+            output_wrapped: tool.output_wrapped,
         })
     }
 }
@@ -278,6 +297,7 @@ async fn call_remote(
             .collect(),
         micros: started.elapsed().as_micros() as u64,
         instantiate_micros: 0,
+        output_wrapped: tool.output_wrapped,
     })
 }
 

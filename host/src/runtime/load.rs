@@ -224,6 +224,7 @@ impl Runtime {
                     output_schema,
                     output_wrapped,
                     routes: doc.routes.clone(),
+                    reads_from: doc.reads_from.clone(),
                     route_set: Arc::new(route_set),
                     name: manifest.wire_name(fname),
                     function: fname.to_string(),

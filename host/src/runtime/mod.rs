@@ -168,6 +168,9 @@ pub struct Tool {
     pub output_wrapped: bool,
     /// The requests it may make through its `http` handle (from the manifest).
     pub routes: Vec<scout_manifest::Route>,
+    /// The connectors a joint tool reads (from the manifest; empty for any
+    /// other tool): each gets a handle of its own when the call is granted.
+    pub reads_from: Vec<String>,
     route_set: Arc<RouteSet>,
     params: Vec<(String, Type)>,
     /// Each parameter's declared range (`params[i]`'s), enforced at the call.
@@ -222,6 +225,10 @@ pub struct CallOutcome {
     /// Of which instantiating the component (for `/metrics`; not traced).
     #[serde(skip)]
     pub instantiate_micros: u64,
+    /// Whether the ok value is wrapped as `{"result": value}` in the
+    /// structured content (the tool's [`Tool::output_wrapped`]; not traced).
+    #[serde(skip)]
+    pub output_wrapped: bool,
 }
 
 /// A tool's own answer.
@@ -407,6 +414,7 @@ impl LoadedComponent {
                     output_schema: t.output_schema,
                     output_wrapped: false,
                     routes: Vec::new(),
+                    reads_from: Vec::new(),
                     route_set: Arc::new(RouteSet::none()),
                     params: Vec::new(),
                     ranges: Vec::new(),

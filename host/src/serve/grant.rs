@@ -22,7 +22,6 @@ impl ServeHost {
     ) -> Capabilities {
         self.grants
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let tool = call.tool();
         let connector = component.name();
         let roster = self.roster();
         let (Some(settings), Some(prepared)) =
@@ -38,15 +37,6 @@ impl ServeHost {
         // only connector still gets its folders).
         let brand = &live.session.brand;
         if component.imports_interface("http") {
-            let Some(doc) = component
-                .info()
-                .manifest
-                .tools
-                .iter()
-                .find(|t| component.info().manifest.wire_name(&t.function) == tool)
-            else {
-                return Capabilities::default();
-            };
             if prepared.origins.contains_key(&None) {
                 if let Some(why) = obtained.refused(connector) {
                     // The host could not obtain the credential: the guest is
@@ -71,7 +61,7 @@ impl ServeHost {
             }
             // A joint tool reads each connector it names that is live in
             // this session now, with that connector's origin and credential.
-            for peer in &doc.reads_from {
+            for peer in &call.called().reads_from {
                 // Registered for this session, and (in `http_capability`)
                 // offered, with a credential that resolves now.
                 let registered = live.connectors.iter().any(|c| c == peer);
@@ -144,29 +134,21 @@ impl ServeHost {
         }
         let connector = component.name();
         let brand = &live.session.brand;
-        let peers = component
-            .info()
-            .manifest
-            .tools
+        let peers = call
+            .called()
+            .reads_from
             .iter()
-            .find(|t| component.info().manifest.wire_name(&t.function) == call.tool())
-            .map(|doc| doc.reads_from.clone())
-            .unwrap_or_default();
-        let needed = std::iter::once(connector.to_string()).chain(
-            peers
-                .into_iter()
-                .filter(|p| live.connectors.iter().any(|c| c == p)),
-        );
-        for server in needed {
+            .filter(|p| live.connectors.iter().any(|c| c == *p));
+        for server in std::iter::once(connector).chain(peers.map(String::as_str)) {
             // A token request is an effect on the brand's behalf: none
             // from a host that no longer holds its lease.
             if !self.may_act(&live.session) {
-                if self.host_obtains_token(brand, &server) {
-                    obtained.tokens.insert(server, Err(()));
+                if self.host_obtains_token(brand, server) {
+                    obtained.tokens.insert(server.to_string(), Err(()));
                 }
                 continue;
             }
-            self.obtain_token(brand, &server, &mut obtained).await;
+            self.obtain_token(brand, server, &mut obtained).await;
         }
         obtained
     }

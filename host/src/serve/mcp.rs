@@ -385,7 +385,7 @@ impl ConnectorServer {
                 None => request,
             };
             let result = host.call(&live, &self.connector, request).await;
-            return answer(&host, &self.connector, &tool, result);
+            return answer(&host, &self.connector, result);
         };
         let (asked, approval) = tokio::sync::oneshot::channel();
         let call = host.call(&live, &self.connector, request.telling(asked));
@@ -403,7 +403,7 @@ impl ConnectorServer {
                 }
             }
         };
-        answer(&host, &self.connector, &tool, result)
+        answer(&host, &self.connector, result)
     }
 }
 
@@ -441,7 +441,6 @@ fn host_tool(
 fn answer(
     host: &ServeHost,
     connector: &str,
-    tool: &str,
     result: Result<Executed, crate::boundary::Denied>,
 ) -> Result<CallToolResponse, McpError> {
     let remote = host.remote(connector).is_some();
@@ -453,10 +452,7 @@ fn answer(
             ToolOutput::Ok(value) => {
                 // Structured content matching the tool's `outputSchema`,
                 // and the same JSON as text for clients that read text.
-                let wrapped = host
-                    .component(connector)
-                    .and_then(|c| c.tool(tool).map(|t| t.output_wrapped))
-                    .is_none_or(|wrapped| wrapped);
+                let wrapped = outcome.output_wrapped;
                 let mut result = text_result(value, false);
                 result.structured_content = Some(match (wrapped, value) {
                     (false, Value::Object(_)) => value.clone(),
