@@ -21,7 +21,7 @@
 
 pub mod broker;
 mod postgres;
-mod rules;
+mod statements;
 mod sealed;
 pub use sealed::{open_text, seal_text};
 mod sqlite;
@@ -958,7 +958,7 @@ pub enum RunHold {
 }
 
 /// Whether a run of `per_run` may start on a day where runs already hold
-/// `committed` ([`rules::DAY_COMMITTED`]) of `per_day`: the seed's day
+/// `committed` ([`statements::DAY_COMMITTED`]) of `per_day`: the seed's day
 /// arithmetic, the same for every backend.
 pub(crate) fn day_allows(committed: i64, per_run: u64, per_day: u64) -> Result<(), StartRunError> {
     let committed = to_u64(committed)?;

@@ -157,7 +157,7 @@ mod tests {
     #[test]
     fn every_shared_statement_prepares_on_sqlite_with_the_same_parameters() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("rules.db");
+        let path = dir.path().join("statements.db");
         drop(super::super::SqliteStore::open(&path).unwrap());
         let conn = rusqlite::Connection::open(&path).unwrap();
         for (name, sql) in ALL {
