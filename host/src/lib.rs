@@ -39,6 +39,7 @@ pub mod session;
 mod shown;
 pub mod store;
 pub mod telemetry;
+pub mod trace;
 
 pub use capabilities::Capabilities;
 pub use capabilities::http::{

@@ -3,11 +3,11 @@
 //! when the caller goes away. Only a gated call reaches this module: its
 //! arguments are kept here, for the approvals API to show, while it waits.
 
-use super::trace::{denial_event, trace_event};
 use super::{AskedFor, Boundary, Denied};
 use crate::policy::Rule;
 use crate::session::Session;
-use crate::store::{Approval, ApprovalError, ApprovalId, ApprovalState, TraceState};
+use crate::store::{Approval, ApprovalError, ApprovalId, ApprovalState, TraceEvent, TraceState};
+use crate::trace::{CallRows, Decided};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -243,15 +243,8 @@ impl Boundary {
                 if let Some(metrics) = &self.metrics {
                     metrics.approval_asked();
                 }
-                self.trace(
-                    session,
-                    call_id,
-                    name,
-                    TraceState::Requested,
-                    Some("approval_requested".into()),
-                    with_spend(json!({"approval": id.0}), spend),
-                    spans,
-                );
+                let request = with_spend(json!({"approval": id.0}), spend);
+                self.trace(CallRows::new(session, call_id, name).approval_asked(request), spans);
                 withdraw.approval = Some(id);
                 if let Some(tx) = asked.take() {
                     let _ = tx.send(id);
@@ -457,14 +450,14 @@ impl Boundary {
     ) {
         let approval = crate::store::block(self.store.approval(id)).ok().flatten();
         let outcome = match approval.as_ref().map(|a| a.state) {
-            Some(ApprovalState::Approved) => "approved",
-            Some(ApprovalState::Denied) if by == Some(TIMEOUT_DECIDER) => "timed_out",
-            Some(ApprovalState::Denied) => "denied",
-            Some(ApprovalState::Revoked) => "revoked",
-            Some(ApprovalState::Pending) | None => "unknown",
+            Some(ApprovalState::Approved) => Decided::Approved,
+            Some(ApprovalState::Denied) if by == Some(TIMEOUT_DECIDER) => Decided::TimedOut,
+            Some(ApprovalState::Denied) => Decided::Denied,
+            Some(ApprovalState::Revoked) => Decided::Revoked,
+            Some(ApprovalState::Pending) | None => Decided::Unknown,
         };
         if let Some(metrics) = &self.metrics {
-            metrics.approval_decided(outcome, started.elapsed());
+            metrics.approval_decided(outcome.name(), started.elapsed());
         }
         // Who decided, as fields: the person's verified identity when the
         // decision kept it, else the host (a timeout, a revocation, a
@@ -504,15 +497,7 @@ impl Boundary {
         if let Some(sealed) = sealed {
             detail["sealed_arguments"] = sealed.clone();
         }
-        self.trace(
-            session,
-            call_id,
-            name,
-            TraceState::Decided,
-            Some(outcome.to_string()),
-            detail,
-            spans,
-        );
+        self.trace(CallRows::new(session, call_id, name).decided(outcome, detail), spans);
     }
 
     /// [`Boundary::deny`], or for a wait during a call (a reservation above
@@ -545,42 +530,17 @@ impl Boundary {
         spans: Spans<'_>,
         targets: &[String],
     ) -> Denied {
-        let (state, rule_name, mut detail) = denial_event(rule);
         let lineage = super::lineage::record(session, targets, rule, self.pause_after);
-        if let Some(lineage) = &lineage {
-            detail["lineage"] = serde_json::json!(lineage);
-        }
-        self.trace(
-            session,
-            call_id,
-            name,
-            state,
-            Some(rule_name),
-            detail,
-            spans,
-        );
+        let refused = CallRows::new(session, call_id, name).refused(rule, lineage.as_ref());
+        self.trace(refused, spans);
         Denied { rule, lineage }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn trace(
-        &self,
-        session: &Session,
-        call_id: &str,
-        tool: &str,
-        state: TraceState,
-        rule: Option<String>,
-        detail: Value,
-        spans: Spans<'_>,
-    ) {
-        let mut event = trace_event(session, call_id, tool, state, rule, detail);
-        event.origin = spans.origin(state);
-        match crate::store::block(self.store.record(&event)) {
-            Ok(()) => spans.written(&event),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot record a trace event; kept to be written once the store takes them");
-                self.owe(vec![event], &e);
-            }
+    /// Writes one row of the wait, naming the span `spans` give its state.
+    fn trace(&self, mut event: TraceEvent, spans: Spans<'_>) {
+        event.origin = spans.origin(event.state);
+        if self.write_or_owe(std::slice::from_ref(&event), "a trace event") {
+            spans.written(&event);
         }
     }
 }
@@ -614,22 +574,9 @@ impl Drop for WithdrawIfGone<'_> {
         let Some(id) = self.approval.take() else {
             return;
         };
-        let (state, rule) = if self.during_call {
-            (TraceState::Decided, "withdrawn".to_string())
-        } else {
-            (
-                TraceState::Denied,
-                Rule::ApprovalWithdrawn.name().into_owned(),
-            )
-        };
         match crate::store::block(self.boundary.store.revoke_approval(id, "withdrawn: the caller went away")) {
             Ok(true) => self.boundary.trace(
-                self.session,
-                self.call_id,
-                self.name,
-                state,
-                Some(rule),
-                json!({"approval": id.0, "reason": "the call's caller went away before a person decided; the approval was revoked"}),
+                CallRows::new(self.session, self.call_id, self.name).withdrawn(id, self.during_call),
                 self.spans,
             ),
             // Decided or used in the meantime: it served (or refused) this call.

@@ -36,13 +36,13 @@ use crate::capabilities::Capabilities;
 use crate::policy::{self, Catalog, Gate, MutationGate, ReviewHold, Rule, SessionInput, Switches};
 use crate::runtime::{CallOutcome, LoadedComponent, Tool, ToolOutput};
 pub use crate::session::{Offered, Revision, Session};
-use crate::store::{ApprovalId, Store, TraceEvent, TraceState, args_digest};
+use crate::store::{ApprovalId, Store, args_digest};
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio_util::sync::CancellationToken;
-use trace::{CallTrace, executed_detail, trace_event};
+use trace::{CallTrace, executed_detail};
 
 /// Told the approval a call asked a person for, so its caller can put the
 /// question (MCP elicitation) while the call waits.
@@ -200,14 +200,15 @@ pub enum Pass {
 
 impl Pass {
     /// The rule the trace's `allowed` event names.
-    fn rule(&self) -> &'static str {
+    fn rule(&self) -> crate::trace::Passed {
+        use crate::trace::Passed;
         match self {
-            Pass::Open => "open",
-            Pass::GraphqlQuery => "graphql_query",
-            Pass::Person { mutation: true, .. } => "graphql_mutation_approved_by_person",
-            Pass::Person { .. } => "approved_by_person",
-            Pass::Allowance => "allowance",
-            Pass::Spend { .. } => "spend_threshold",
+            Pass::Open => Passed::Open,
+            Pass::GraphqlQuery => Passed::GraphqlQuery,
+            Pass::Person { mutation: true, .. } => Passed::GraphqlMutationApprovedByPerson,
+            Pass::Person { .. } => Passed::ApprovedByPerson,
+            Pass::Allowance => Passed::Allowance,
+            Pass::Spend { .. } => Passed::SpendThreshold,
         }
     }
 }
@@ -623,21 +624,10 @@ impl Boundary {
             .opened
             .set(surface.names().into_iter().map(str::to_string).collect());
         let connected: Vec<&String> = input.brand.connected.iter().collect();
+        let start = crate::trace::SessionStart::new(session);
         let mut events = vec![
-            self.session_event(
-                session,
-                "",
-                TraceState::Registered,
-                None,
-                json!({ "connectors": connected }),
-            ),
-            self.session_event(
-                session,
-                "",
-                TraceState::Eligible,
-                None,
-                json!({ "tools": surface.names().len() }),
-            ),
+            start.registered(&connected),
+            start.eligible(surface.names().len()),
         ];
         let mut held = BTreeSet::new();
         for component in components.iter().filter(|c| self.reviews(c)) {
@@ -646,13 +636,7 @@ impl Boundary {
                 if surface.get(&name).is_some()
                     && let Some(hold) = self.unreviewed(component, tool)
                 {
-                    events.push(self.session_event(
-                        session,
-                        &name,
-                        TraceState::Denied,
-                        Some(Rule::Held(hold).name().into_owned()),
-                        json!({"held": "not offered until an operator reviews it"}),
-                    ));
+                    events.push(start.held(&name, hold));
                     held.insert(name);
                 }
             }
@@ -670,40 +654,14 @@ impl Boundary {
             .removed
             .set(removed.iter().map(|r| (r.name.clone(), r.rule)).collect());
         for r in removed {
-            events.push(self.session_event(
-                session,
-                &r.name,
-                TraceState::Removed,
-                Some(r.rule.name().into_owned()),
-                Value::Null,
-            ));
+            events.push(start.removed(&r.name, r.rule));
         }
-        events.push(self.session_event(
-            session,
-            "",
-            TraceState::Offered,
-            None,
-            json!({ "tools": offered_names }),
-        ));
+        events.push(start.offered(&offered_names));
         for event in &mut events {
             event.origin = origin.clone();
         }
-        if let Err(e) = crate::store::block(self.store.record_all(&events)) {
-            tracing::error!(error = %e, "cannot record a session's start; kept to be written once the store takes it");
-            self.owe(events, &e);
-        }
+        self.write_or_owe(&events, "a session's start");
         Ok(offered)
-    }
-
-    fn session_event(
-        &self,
-        session: &Session,
-        tool: &str,
-        state: TraceState,
-        rule: Option<String>,
-        detail: Value,
-    ) -> TraceEvent {
-        trace_event(session, "session", tool, state, rule, detail)
     }
 
     /// The tools of `component` that `session` is offered now: allowed by
@@ -968,11 +926,7 @@ impl Boundary {
             targets: lineage::targets(component, called, tool),
             origin,
         };
-        trace.push(
-            TraceState::Requested,
-            None,
-            json!({ "args_digest": digest }),
-        );
+        trace.push(trace.rows().requested(&digest));
         if let Err(rule) = self.standing(session) {
             return Err(trace.deny(rule).await);
         }
@@ -1038,11 +992,7 @@ impl Boundary {
         let (asks, mut pass) = match (&gate, graphql_operation(&gate, args)) {
             (_, Some(Err(why))) => {
                 let rule = Rule::GraphqlUnreadable;
-                trace.push(
-                    TraceState::Denied,
-                    Some(rule.name().into_owned()),
-                    json!({ "reason": rule.safe_reason(), "why": why }),
-                );
+                trace.push(trace.rows().refused_with(rule, json!({ "why": why })));
                 trace.flush_async().await;
                 return Err(Denied::by(rule));
             }
@@ -1147,7 +1097,7 @@ impl Boundary {
             }),
             _ => Value::Null,
         };
-        trace.push(TraceState::Allowed, Some(pass.rule().to_string()), detail);
+        trace.push(trace.rows().allowed(pass.rule(), detail));
         // A read with no effect and no charge: nothing to make durable
         // before it runs; its rows are written with its outcome.
         let one_commit = pass == Pass::Open && reads_only && !component.imports_interface("meter");
@@ -1237,26 +1187,10 @@ impl Boundary {
         };
         let tool = name.rsplit("__").next().unwrap_or(name);
         let targets = vec![format!("scout host-tool {tool}")];
-        let (state, rule_name, mut detail) = trace::denial_event(rule);
         let lineage = lineage::record(session, &targets, rule, self.pause_after);
-        if let Some(lineage) = &lineage {
-            detail["lineage"] = json!(lineage);
-        }
-        let events = [
-            trace::trace_event(
-                session,
-                call_id,
-                name,
-                TraceState::Requested,
-                None,
-                json!({ "args_digest": args_digest(args) }),
-            ),
-            trace::trace_event(session, call_id, name, state, Some(rule_name), detail),
-        ];
-        if let Err(e) = crate::store::block(self.store.record_all(&events)) {
-            tracing::error!(error = %e, call = %call_id, "cannot record a host tool's refusal; kept to be written once the store takes it");
-            self.owe(events.to_vec(), &e);
-        }
+        let rows = crate::trace::CallRows::new(session, call_id, name);
+        let events = [rows.requested(&args_digest(args)), rows.refused(rule, lineage.as_ref())];
+        self.write_or_owe(&events, "a host tool's refusal");
         Err(Denied { rule, lineage })
     }
 
@@ -1339,14 +1273,14 @@ impl Boundary {
                 if let (false, Value::Object(fields)) = (spends.is_empty(), &mut detail) {
                     fields.insert("spend".into(), Value::Array(std::mem::take(&mut spends)));
                 }
-                trace.push(TraceState::Executed, None, detail);
+                trace.push(trace.rows().executed(detail));
                 let detail = match &outcome.output {
                     ToolOutput::Ok(_) => json!({"ok": true, "requests": outcome.http.len()}),
                     ToolOutput::Err(e) => {
                         json!({"ok": false, "tool_error": e, "requests": outcome.http.len()})
                     }
                 };
-                trace.push(TraceState::Result, None, detail);
+                trace.push(trace.rows().result(detail));
                 Executed::Ran(outcome)
             }
             Err(e) => {
@@ -1355,12 +1289,8 @@ impl Boundary {
                 } else {
                     json!({ "spend": spends })
                 };
-                trace.push(TraceState::Executed, None, detail);
-                trace.push(
-                    TraceState::Result,
-                    None,
-                    json!({"ok": false, "host_error": e.to_string()}),
-                );
+                trace.push(trace.rows().executed(detail));
+                trace.push(trace.rows().result(json!({"ok": false, "host_error": e.to_string()})));
                 Executed::Failed(e)
             }
         };
@@ -1371,12 +1301,8 @@ impl Boundary {
                 // The read ran, but nobody may see an answer the trace does
                 // not hold: the request stays, with why nothing came of it.
                 trace.events.truncate(1);
-                trace.push(
-                    TraceState::Denied,
-                    Some(Rule::Unrecorded.name().into_owned()),
-                    json!({"reason": Rule::Unrecorded.safe_reason(), "ran": true,
-                           "why": "the read ran, but its record could not be written, so its answer was withheld"}),
-                );
+                trace.push(trace.rows().refused_with(Rule::Unrecorded, json!({"ran": true,
+                    "why": "the read ran, but its record could not be written, so its answer was withheld"})));
                 trace.flush_async().await;
                 return Err(Denied::by(Rule::Unrecorded));
             }

@@ -5,9 +5,9 @@ use crate::capabilities::Capabilities;
 use crate::policy::Rule;
 use crate::runtime::CallOutcome;
 use crate::session::Session;
-use crate::store::{StoreError, TraceEvent, TraceState};
+use crate::store::{StoreError, TraceEvent};
+use crate::trace::CallRows;
 use serde_json::{Value, json};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// HTTP exchanges of one call recorded in its `executed` event; more are counted.
 pub(super) const TRACED_EXCHANGES: usize = 256;
@@ -34,21 +34,22 @@ pub(super) struct CallTrace<'a> {
 }
 
 impl CallTrace<'_> {
-    pub(super) fn push(&mut self, state: TraceState, rule: Option<String>, detail: Value) {
-        let mut event = trace_event(self.session, &self.call_id, &self.name, state, rule, detail);
+    /// The constructors of this call's rows ([`crate::trace`]).
+    pub(super) fn rows(&self) -> CallRows<'_> {
+        CallRows::new(self.session, &self.call_id, &self.name)
+    }
+
+    /// Buffers `event`, one of this call's rows, naming the call's trace.
+    pub(super) fn push(&mut self, mut event: TraceEvent) {
         event.origin = self.origin.clone();
         self.events.push(event);
     }
 
     /// Records the call's denial by `rule` and returns it.
     pub(super) async fn deny(&mut self, rule: Rule) -> super::Denied {
-        let (state, name, mut detail) = denial_event(rule);
         let lineage =
             super::lineage::record(self.session, &self.targets, rule, self.boundary.pause_after);
-        if let Some(lineage) = &lineage {
-            detail["lineage"] = json!(lineage);
-        }
-        self.push(state, Some(name), detail);
+        self.push(self.rows().refused(rule, lineage.as_ref()));
         self.flush_async().await;
         super::Denied { rule, lineage }
     }
@@ -105,16 +106,11 @@ impl Drop for CallTrace<'_> {
         if self.events.is_empty() {
             return;
         }
-        match crate::store::block(self.boundary.store.record_all(&self.events)) {
-            Ok(()) => {
-                if let Some(span) = &self.span {
-                    span.written(&self.events);
-                }
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot record trace events; kept to be written once the store takes them");
-                self.boundary.owe(std::mem::take(&mut self.events), &e);
-            }
+        let events = std::mem::take(&mut self.events);
+        if self.boundary.write_or_owe(&events, "trace events")
+            && let Some(span) = &self.span
+        {
+            span.written(&events);
         }
     }
 }
@@ -134,6 +130,23 @@ pub(super) struct Owed {
 const MAX_OWED: usize = 100_000;
 
 impl Boundary {
+    /// Writes `events` now (blocking: for a caller that cannot await), or
+    /// keeps them owed if the store refuses them; whether they were
+    /// written. `what` names them in the log.
+    pub(super) fn write_or_owe(&self, events: &[TraceEvent], what: &str) -> bool {
+        if events.is_empty() {
+            return true;
+        }
+        match crate::store::block(self.store.record_all(events)) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot record {what}; kept to be written once the store takes them");
+                self.owe(events.to_vec(), &e);
+                false
+            }
+        }
+    }
+
     /// Keeps `events` the store refused with `error` to be written later.
     pub(super) fn owe(&self, events: Vec<TraceEvent>, error: &StoreError) {
         if events.is_empty() || matches!(error, StoreError::Fenced) {
@@ -186,30 +199,6 @@ impl Boundary {
     }
 }
 
-pub(super) fn trace_event(
-    session: &Session,
-    call_id: &str,
-    tool: &str,
-    state: TraceState,
-    rule: Option<String>,
-    detail: Value,
-) -> TraceEvent {
-    TraceEvent {
-        session: session.id.clone(),
-        brand: session.brand.clone(),
-        call_id: Some(call_id.to_string()),
-        tool: (!tool.is_empty()).then(|| tool.to_string()),
-        state,
-        rule,
-        detail,
-        at_ms: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0),
-        origin: Default::default(),
-    }
-}
-
 /// The `executed` event's detail: the call's HTTP exchanges, guest logs and
 /// captured output (each already capped by the runtime), and its duration.
 pub(super) fn executed_detail(outcome: &CallOutcome) -> Value {
@@ -237,22 +226,6 @@ pub(super) fn executed_detail(outcome: &CallOutcome) -> Value {
         }
     }
     detail
-}
-
-/// A denial's trace event: `permission_denied` for a tool the agent is told
-/// is not offered, `denied` otherwise; the rule's own name; and the reason
-/// the agent was given.
-pub(super) fn denial_event(rule: Rule) -> (TraceState, String, Value) {
-    let state = if rule.is_not_offered() {
-        TraceState::PermissionDenied
-    } else {
-        TraceState::Denied
-    };
-    (
-        state,
-        rule.name().into_owned(),
-        json!({"reason": rule.safe_reason()}),
-    )
 }
 
 #[cfg(test)]
