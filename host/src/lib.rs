@@ -24,6 +24,7 @@ pub mod demo;
 pub mod deployment;
 pub mod docs;
 pub mod error;
+pub(crate) mod grant;
 pub mod inspect;
 pub mod logs;
 pub mod metrics;

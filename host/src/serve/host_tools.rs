@@ -101,7 +101,7 @@ pub(super) fn budget(host: &ServeHost, live: &LiveSession) -> Value {
     let lines = live
         .session
         .holdings()
-        .map(|h| h.budget(&host.ledger))
+        .map(|h| h.budget(host.grants.ledger()))
         .unwrap_or_default();
     let connectors: Vec<Value> = lines
         .iter()

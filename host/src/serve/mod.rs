@@ -19,10 +19,9 @@ mod console;
 pub(crate) mod deploy;
 mod drain;
 mod endpoint;
-mod grant;
 mod in_session;
+use crate::grant::{Grants, GrantsConfig, Obtained, SessionGranter};
 use connections::ServedConnections;
-use grant::{Obtained, SessionGranter};
 pub mod host_tools;
 pub mod identity;
 pub mod mcp;
@@ -36,20 +35,17 @@ mod shown;
 mod stateless;
 mod stdio;
 
-use crate::boundary::{
-    Authorized, Boundary, CallRequest, Connections, Denied, Executed, Granter, Session,
-};
-use crate::capabilities::Capabilities;
+use crate::boundary::{Boundary, CallRequest, Connections, Denied, Executed, Session};
 use crate::capabilities::http::HttpCapability;
 use crate::config::open_store;
 pub use crate::config::{
     ConfigFileError, ConnectorConfig, ServeConfig, StartError, open_store_to_read,
 };
-use crate::credentials::{ResolutionCache, Resolver, ResolverConfig, process_env, to_http_config};
+use crate::credentials::{ResolutionCache, Resolver, ResolverConfig, process_env};
 use crate::policy::{self, BrandFacts, Catalog, Profile, Role, Route, SessionInput, Switches};
 use crate::runtime::{LoadedComponent, Runtime, RuntimeConfig, default_cache_dir};
 use crate::session::holdings::{Holdings, HoldingsConfig};
-use crate::store::{LedgerStore, ProfileKind, Store};
+use crate::store::{ProfileKind, Store};
 // The configuration is the deployment's, not the HTTP server's: it lives at
 // the crate root; `serve::config` stays its name here too.
 pub use crate::config;
@@ -199,10 +195,6 @@ pub enum HostError {
     Unavailable(String),
 }
 
-/// An HTTP handle built for a (brand, connector), with the digest of the
-/// secret it injects: reused while the credential stays the same.
-type CachedClient = (String, Arc<HttpCapability>);
-
 /// Everything `serve` holds.
 pub struct ServeHost {
     config: ServeConfig,
@@ -229,27 +221,23 @@ pub struct ServeHost {
     /// dropped meanwhile.
     session_pins: Mutex<HashMap<String, usize>>,
     store: Arc<dyn Store>,
-    /// The store's ledger, as the meters take it.
-    ledger: Arc<dyn LedgerStore>,
     /// What `/metrics` shows.
     metrics: Arc<crate::metrics::Metrics>,
     /// Span export, when `OTEL_EXPORTER_OTLP_*` sets an endpoint.
     telemetry: Option<Arc<crate::telemetry::Telemetry>>,
     /// Connections as they last resolved; dropped whenever this host changes one.
     resolutions: Arc<ResolutionCache>,
-    /// Access tokens the host obtains (OAuth, the broker), cached.
-    tokens: Arc<crate::credentials::Tokens>,
     key: [u8; 32],
     boundary: Arc<Boundary>,
     sessions: crate::session::registry::Registry<endpoint::Endpoint>,
-    http: Mutex<HashMap<(String, String), CachedClient>>,
+    /// What an authorized call is given: its handles, each configured once
+    /// ([`crate::grant`]).
+    grants: Grants,
     admin_token_digest: [u8; 32],
     /// The token `metrics_listen` asks for, if one is set.
     metrics_token_digest: Option<[u8; 32]>,
     /// Verifies the `[oidc]` issuer's tokens, when the file has `[oidc]`.
     identity: Option<Arc<identity::OidcVerifier>>,
-    /// Calls granted handles: only calls the boundary authorized.
-    grants: std::sync::atomic::AtomicU64,
     /// The address actually bound (the configured port may be 0) and the
     /// `Host` values it answers to, fixed when it is bound.
     bound: std::sync::OnceLock<(std::net::SocketAddr, Vec<String>)>,
@@ -437,6 +425,24 @@ impl ServeHost {
             )?)),
             None => None,
         };
+        let boundary = Arc::new(boundary);
+        let grants = Grants::new(GrantsConfig {
+            store: store.clone(),
+            ledger: store.clone(),
+            key,
+            resolutions: resolutions.clone(),
+            tokens,
+            roster: roster.clone(),
+            boundary: boundary.clone(),
+            metrics: metrics.clone(),
+            remote: remote.clone(),
+            private_network: config
+                .connectors
+                .iter()
+                .filter(|(_, c)| c.allow_private_network)
+                .map(|(name, _)| name.clone())
+                .collect(),
+        });
         release_on_failure.disarm();
         Ok(Arc::new(ServeHost {
             admin_token_digest: digest(&admin_token),
@@ -451,18 +457,15 @@ impl ServeHost {
             taking_up: tokio::sync::Mutex::new(()),
             session_only: Default::default(),
             session_pins: Default::default(),
-            ledger: store.clone(),
             metrics,
             telemetry,
             store,
             resolutions,
-            tokens,
             key,
-            boundary: Arc::new(boundary),
+            boundary,
             sessions: Default::default(),
-            http: Mutex::new(HashMap::new()),
+            grants,
             bound: std::sync::OnceLock::new(),
-            grants: Default::default(),
             in_flight: Default::default(),
         }))
     }
@@ -585,18 +588,6 @@ impl ServeHost {
     /// Connector `name`'s settings as served now.
     pub(crate) fn settings(&self, name: &str) -> Option<Arc<ConnectorConfig>> {
         self.roster.read().settings.get(name).cloned()
-    }
-
-    /// `server`'s credential for `brand` as it resolves now (through the
-    /// host's cache).
-    fn resolve_server(
-        &self,
-        brand: &str,
-        server: &str,
-    ) -> Result<Option<crate::credentials::Credential>, crate::store::StoreError> {
-        let now = self.resolving();
-        self.resolutions
-            .resolve_server(|| now.resolver(), brand, server)
     }
 
     /// What credential resolution decides with now.
@@ -830,6 +821,20 @@ impl ServeHost {
         self.boundary.approval_arguments(approval)
     }
 
+    /// How many calls were granted handles. A call the boundary refuses is
+    /// never granted any: no handle is built, no credential resolved for
+    /// it, no run started.
+    pub fn handles_granted(&self) -> u64 {
+        self.grants.granted()
+    }
+
+    /// Whether session `id` holds the configured folders, and may write
+    /// them (the rule of [`crate::session::holdings`]), if it is open.
+    pub fn folder_rights(&self, id: &str) -> Option<(bool, bool)> {
+        self.session(id)
+            .map(|live| crate::grant::folder_rights(&live.session))
+    }
+
     /// Runs `request` of `connector` for `session` through the boundary:
     /// authorized first, then granted the HTTP handle bound to the
     /// connector's origin with the credential resolved now (and the run's
@@ -853,8 +858,9 @@ impl ServeHost {
             .remote_for_call(connector, request.tool, component)
             .await;
         let granter = SessionGranter {
-            host: self,
-            live: session,
+            grants: &self.grants,
+            session: &session.session,
+            registered: &session.connectors,
             component: &component,
         };
         self.boundary

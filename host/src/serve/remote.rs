@@ -173,9 +173,12 @@ impl ServeHost {
         if let Some(owner) = &self.config.deployment_owner_brand {
             let mut obtained = Obtained::default();
             if self.store.lease_held() {
-                self.obtain_token(owner, name, &mut obtained).await;
+                self.grants.obtain_token(owner, name, &mut obtained).await;
             }
-            if let Some(http) = self.http_capability(owner, name, &prepared, None, &obtained) {
+            if let Some(http) = self
+                .grants
+                .http_capability(owner, name, &prepared, &obtained)
+            {
                 return Some(http);
             }
         }
