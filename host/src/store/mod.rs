@@ -21,6 +21,7 @@
 
 pub mod broker;
 mod postgres;
+mod rules;
 mod statements;
 mod sealed;
 pub use sealed::{open_text, seal_text};
@@ -957,28 +958,6 @@ pub enum RunHold {
     Ended,
 }
 
-/// Whether a run of `per_run` may start on a day where runs already hold
-/// `committed` ([`statements::DAY_COMMITTED`]) of `per_day`: the seed's day
-/// arithmetic, the same for every backend.
-pub(crate) fn day_allows(committed: i64, per_run: u64, per_day: u64) -> Result<(), StartRunError> {
-    let committed = to_u64(committed)?;
-    if committed.saturating_add(per_run) > per_day {
-        return Err(StartRunError::DayExhausted { committed, per_day });
-    }
-    Ok(())
-}
-
-/// What charging a settled run costs, given its allowance: `actual` when
-/// within the hold, else the hold plus as much of the excess as `left`
-/// (what the run has beside this hold) allows.
-pub(crate) fn settled_charge(reserved: u64, actual: u64, left: u64) -> u64 {
-    if actual <= reserved {
-        actual
-    } else {
-        reserved + (actual - reserved).min(left)
-    }
-}
-
 /// What a host leaves behind when it stops: recovery of the calls and
 /// approvals of a host that stopped mid-call.
 #[async_trait::async_trait]
@@ -1243,23 +1222,6 @@ pub(crate) fn to_i64(amount: u64) -> Result<i64, StoreError> {
 /// A stored amount back; a negative one was never written by a host.
 pub(crate) fn to_u64(value: i64) -> Result<u64, StoreError> {
     u64::try_from(value).map_err(|_| StoreError::Corrupt(format!("negative amount {value}")))
-}
-
-/// Why no approval could be spent, from the newest matching request's
-/// state (`None`: never asked). An approved one that could not be spent was
-/// used, or (on PostgreSQL) taken by a concurrent consumer between the two
-/// reads.
-pub(crate) fn unspendable(latest_state: Option<&str>) -> ApprovalError {
-    let Some(state) = latest_state else {
-        return ApprovalError::Required;
-    };
-    match ApprovalState::parse(state) {
-        Some(ApprovalState::Pending) => ApprovalError::Pending,
-        Some(ApprovalState::Denied) => ApprovalError::Denied,
-        Some(ApprovalState::Revoked) => ApprovalError::Revoked,
-        Some(ApprovalState::Approved) => ApprovalError::AlreadyUsed,
-        None => ApprovalError::Store(StoreError::Corrupt(format!("approval in state {state:?}"))),
-    }
 }
 
 /// An error and every cause under it, joined with `: `.

@@ -119,7 +119,7 @@ statements! {
     /// What a brand's runs hold against one connector's day: a live run
     /// its whole per-run figure, an ended one what it recorded (its
     /// per-run figure if it recorded nothing). A run starts only if this
-    /// plus its own figure fits the day ([`super::day_allows`]).
+    /// plus its own figure fits the day ([`super::rules::day_allows`]).
     DAY_COMMITTED = "SELECT CAST(COALESCE(SUM(CASE WHEN NOT r.ended THEN r.per_run ELSE COALESCE(NULLIF((SELECT SUM(c.amount) FROM charges c WHERE c.run_id = r.run_id), 0), r.per_run) END), 0) AS BIGINT) FROM runs r WHERE r.brand = $1 AND r.connector = $2 AND r.day = $3";
     /// What one run recorded.
     SPENT_IN_RUN = "SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) FROM charges WHERE run_id = $1";

@@ -2,6 +2,7 @@
 
 use super::notify::{approval_payload, session_payload};
 use super::*;
+use crate::store::rules;
 
 pub(super) const APPROVAL_COLUMNS: &str = "id, session, tool, args_digest, state, used, decided_by, requested_at_ms, decided_at_ms, decided_actor";
 
@@ -95,11 +96,7 @@ impl ApprovalStore for PgStore {
             .run_as(async move {
                 let mut client = shared.pool.get().await.map_err(StoreError::from)?;
                 let tx = client.transaction().await.map_err(StoreError::from)?;
-                let state = if approved {
-                    ApprovalState::Approved
-                } else {
-                    ApprovalState::Denied
-                };
+                let state = rules::decided_state(approved);
                 // Only a pending one changes; the arguments shown to the person
                 // are erased with the decision.
                 let changed = tx
@@ -117,11 +114,7 @@ impl ApprovalStore for PgStore {
                         .await
                         .map_err(StoreError::from)?
                         .is_some();
-                    return Err(if exists {
-                        ApprovalError::NotPending(id)
-                    } else {
-                        ApprovalError::Unknown(id)
-                    });
+                    return Err(rules::not_decided(id, exists));
                 };
                 let key: (String, String, String) = (row.get(0), row.get(1), row.get(2));
                 // The doorbell rings on every host iff the decision commits.
@@ -158,7 +151,8 @@ impl ApprovalStore for PgStore {
             // COMMITTED): a decision that commits between the spend and the
             // read of the latest state shows an approval approved and
             // unused, which the next spend takes.
-            for _ in 0..3 {
+            let mut nothing_spent = rules::NothingSpent::TryAgain;
+            for _ in 0..rules::SPEND_ATTEMPTS {
                 // FOR UPDATE (not SKIP LOCKED): a concurrent consumer waits
                 // for the row, then finds it used and takes the next, or none.
                 let spent = tx
@@ -183,17 +177,16 @@ impl ApprovalStore for PgStore {
                     )
                     .await
                     .map_err(StoreError::from)?;
-                match latest.map(|row| (row.get::<_, String>(0), row.get::<_, bool>(1))) {
-                    Some((state, false)) if state == "approved" => continue,
-                    latest => {
-                        return Err(crate::store::unspendable(
-                            latest.as_ref().map(|(state, _)| state.as_str()),
-                        ));
-                    }
+                let latest = latest.map(|row| (row.get::<_, String>(0), row.get::<_, bool>(1)));
+                nothing_spent = rules::nothing_spent(
+                    latest.as_ref().map(|(state, used)| (state.as_str(), *used)),
+                );
+                if let rules::NothingSpent::Refused(error) = nothing_spent {
+                    return Err(error);
                 }
             }
             // Decided again and again meanwhile: read again later.
-            Err(ApprovalError::Pending)
+            Err(nothing_spent.answer())
         }).await
     }
 

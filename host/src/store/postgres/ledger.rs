@@ -1,6 +1,7 @@
 //! The ledger in PostgreSQL ([`LedgerStore`]): charges, runs and their holds.
 
 use super::*;
+use crate::store::rules;
 
 #[async_trait::async_trait]
 impl LedgerStore for PgStore {
@@ -46,7 +47,7 @@ impl LedgerStore for PgStore {
                 )
                 .await?
                 .get(0);
-            if same { Ok(false) } else { Err(StoreError::IdempotencyConflict(key)) }
+            rules::charge_not_inserted(same, &key)
         }).await
     }
 
@@ -120,9 +121,7 @@ impl LedgerStore for PgStore {
         per_run: u64,
         per_day: u64,
     ) -> Result<(), StartRunError> {
-        if per_run == 0 || per_run > per_day {
-            return Err(StartRunError::InvalidAllowance { per_run, per_day });
-        }
+        rules::valid_allowance(per_run, per_day)?;
         let (run_signed, day_signed) = (
             crate::store::to_i64(per_run)?,
             crate::store::to_i64(per_day)?,
@@ -152,14 +151,11 @@ impl LedgerStore for PgStore {
             )
             .await
             .map_err(StoreError::from)?;
-            if tx
+            let exists = tx
                 .query_opt("SELECT 1 FROM runs WHERE run_id = $1", &[&run_id])
                 .await
                 .map_err(StoreError::from)?
-                .is_some()
-            {
-                return Err(StoreError::RunExists(run_id).into());
-            }
+                .is_some();
             let committed: i64 = tx
                 .query_one(
                     statements::DAY_COMMITTED.pg,
@@ -168,7 +164,7 @@ impl LedgerStore for PgStore {
                 .await
                 .map_err(StoreError::from)?
                 .get(0);
-            crate::store::day_allows(committed, per_run, per_day)?;
+            rules::run_may_start(&run_id, exists, committed, per_run, per_day)?;
             tx.execute(
                 "INSERT INTO runs (run_id, host_id, brand, connector, day, per_run, per_day, started_at_ms)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
@@ -199,16 +195,14 @@ impl LedgerStore for PgStore {
         self.run(async move {
             let mut client = shared.pool.get().await?;
             let tx = client.transaction().await?;
-            let Some(left) = pg_run_left(&tx, &run_id, true).await? else {
-                return Ok(crate::store::RunHold::Ended);
-            };
-            if amount > left {
-                return Ok(crate::store::RunHold::Short(left));
+            let hold = rules::hold(pg_run_left(&tx, &run_id, true).await?, amount);
+            if hold != crate::store::RunHold::Held {
+                return Ok(hold);
             }
             tx.execute(statements::HOLD_IN_RUN.pg, &[&run_id, &signed])
                 .await?;
             tx.commit().await?;
-            Ok(crate::store::RunHold::Held)
+            Ok(hold)
         })
         .await
     }
@@ -248,22 +242,18 @@ impl LedgerStore for PgStore {
             let tx = client.transaction().await?;
             // The run's row first: settlements of one run queue here.
             let live = pg_run_left(&tx, &run_id, true).await?;
-            if let Some(done) = tx
+            let done = tx
                 .query_opt(statements::CHARGED_UNDER_KEY.pg, &[&key])
                 .await?
-            {
-                // A retry of a settlement already recorded, whether or not
-                // the run ended since: the same answer.
-                return Ok(Some(crate::store::to_u64(done.get(0))?));
-            }
+                .map(|row| row.get::<_, i64>(0));
             // What the run has beside this hold: read (above) before the
             // hold is released, which would count it twice.
-            let Some(left) = live else {
-                return Ok(None);
+            let settlement = rules::settlement(done, live, reserved, actual)?;
+            let rules::Settlement::Charge(charged) = settlement else {
+                return Ok(settlement.charged());
             };
             tx.execute(statements::RELEASE_HOLD.pg, &[&run_id, &held])
                 .await?;
-            let charged = crate::store::settled_charge(reserved, actual, left);
             if charged > 0 {
                 tx.execute(
                     statements::INSERT_CHARGE.pg,
@@ -324,28 +314,29 @@ fn unknown_run(e: tokio_postgres::Error, run_id: &str) -> StoreError {
 pub(super) async fn pg_end_run(shared: &Shared, run_id: String) -> Result<(), StoreError> {
     let mut client = shared.pool.get().await?;
     let tx = client.transaction().await?;
-    let Some(row) = tx
+    let row = tx
         .query_opt(
             "SELECT connector, brand, day, reserved, ended FROM runs WHERE run_id = $1 FOR UPDATE",
             &[&run_id],
         )
-        .await?
-    else {
-        return Err(StoreError::UnknownRun(run_id));
-    };
-    let (connector, brand, day, open, ended): (String, String, String, i64, bool) =
-        (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
-    if !ended && open > 0 {
-        // Holds no call settled: charged in full, once.
+        .await?;
+    let end = rules::end_run(
+        &run_id,
+        row.as_ref()
+            .map(|row| (row.get::<_, i64>(3), row.get::<_, bool>(4))),
+    )?;
+    if let (Some(charge), Some(row)) = (end, row) {
+        let (connector, brand, day): (String, String, String) =
+            (row.get(0), row.get(1), row.get(2));
         tx.execute(
             statements::INSERT_CHARGE.pg,
             &[
-                &format!("{run_id}:end"),
+                &charge.idempotency_key,
                 &run_id,
                 &connector,
                 &brand,
                 &day,
-                &open,
+                &charge.amount,
                 &crate::store::now_ms(),
             ],
         )
@@ -381,7 +372,5 @@ async fn pg_run_left(
         .query_one(statements::SPENT_IN_RUN.pg, &[&run_id])
         .await?
         .get(0);
-    Ok(Some(crate::store::to_u64(
-        (per_run - reserved - spent).max(0),
-    )?))
+    Ok(Some(rules::left_in_run(per_run, reserved, spent)?))
 }

@@ -1,6 +1,7 @@
 //! Approvals in SQLite ([`ApprovalStore`]).
 
 use super::*;
+use crate::store::rules;
 
 pub(super) const APPROVAL_COLUMNS: &str = "id, session, tool, args_digest, state, used, decided_by, requested_at_ms, decided_at_ms, decided_actor";
 
@@ -95,11 +96,7 @@ impl ApprovalStore for SqliteStore {
     ) -> Result<(), ApprovalError> {
         let actor = actor.map(serde_json::Value::to_string);
         let (session, tool, digest) = self.write_tx(|tx| {
-            let state = if approved {
-                ApprovalState::Approved
-            } else {
-                ApprovalState::Denied
-            };
+            let state = rules::decided_state(approved);
             let changed = tx
                 .prepare_cached(DECIDE_APPROVAL)
                 .map_err(StoreError::from)?
@@ -121,11 +118,7 @@ impl ApprovalStore for SqliteStore {
                     |row| row.get(0),
                 )
                 .map_err(StoreError::from)?;
-            Err(if exists {
-                ApprovalError::NotPending(id)
-            } else {
-                ApprovalError::Unknown(id)
-            })
+            Err(rules::not_decided(id, exists))
         })?;
         // Rung once committed, so a woken waiter reads the decision.
         self.broker.ring(&session, &tool, &digest);
@@ -167,9 +160,12 @@ impl ApprovalStore for SqliteStore {
                 )
                 .optional()
                 .map_err(StoreError::from)?;
-            Err(crate::store::unspendable(
-                latest.as_ref().map(|(state, _)| state.as_str()),
-            ))
+            // Spent under the write lock: never an approval approved and
+            // unused here, so nothing to try again.
+            Err(
+                rules::nothing_spent(latest.as_ref().map(|(state, used)| (state.as_str(), *used)))
+                    .answer(),
+            )
         })
     }
 

@@ -1,6 +1,7 @@
 //! The ledger in SQLite ([`LedgerStore`]): charges, runs and their holds.
 
 use super::*;
+use crate::store::rules;
 
 #[async_trait::async_trait]
 impl LedgerStore for SqliteStore {
@@ -35,11 +36,7 @@ impl LedgerStore for SqliteStore {
                 params![idempotency_key, run_id, connector, brand, day, signed],
                 |row| row.get(0),
             )?;
-            if same {
-                Ok(false)
-            } else {
-                Err(StoreError::IdempotencyConflict(idempotency_key.to_owned()))
-            }
+            rules::charge_not_inserted(same, idempotency_key)
         })
     }
 
@@ -102,9 +99,7 @@ impl LedgerStore for SqliteStore {
         per_run: u64,
         per_day: u64,
     ) -> Result<(), StartRunError> {
-        if per_run == 0 || per_run > per_day {
-            return Err(StartRunError::InvalidAllowance { per_run, per_day });
-        }
+        rules::valid_allowance(per_run, per_day)?;
         let (run_signed, day_signed) = (
             crate::store::to_i64(per_run)?,
             crate::store::to_i64(per_day)?,
@@ -117,9 +112,6 @@ impl LedgerStore for SqliteStore {
                     |row| row.get(0),
                 )
                 .map_err(StoreError::from)?;
-            if exists {
-                return Err(StoreError::RunExists(run_id.to_owned()).into());
-            }
             // Ended runs at what they recorded, or their per-run figure if they
             // recorded nothing (as `capabilities::meter`); live runs at per-run.
             let committed: i64 = tx
@@ -129,7 +121,7 @@ impl LedgerStore for SqliteStore {
                     |row| row.get(0),
                 )
                 .map_err(StoreError::from)?;
-            crate::store::day_allows(committed, per_run, per_day)?;
+            rules::run_may_start(run_id, exists, committed, per_run, per_day)?;
             tx.prepare_cached(START_RUN)
                 .map_err(StoreError::from)?
                 .execute(params![
@@ -163,18 +155,18 @@ impl LedgerStore for SqliteStore {
                     },
                 )
                 .optional()?;
-            let Some((connector, brand, day, open, ended)) = run else {
-                return Err(StoreError::UnknownRun(run_id.to_owned()));
-            };
-            if !ended && open > 0 {
-                // Holds no call settled: charged in full, once.
+            let end = rules::end_run(
+                run_id,
+                run.as_ref().map(|(_, _, _, open, ended)| (*open, *ended)),
+            )?;
+            if let (Some(charge), Some((connector, brand, day, _, _))) = (end, run) {
                 tx.prepare_cached(INSERT_CHARGE)?.execute(params![
-                    format!("{run_id}:end"),
+                    charge.idempotency_key,
                     run_id,
                     connector,
                     brand,
                     day,
-                    open,
+                    charge.amount,
                     crate::store::now_ms()
                 ])?;
             }
@@ -192,14 +184,11 @@ impl LedgerStore for SqliteStore {
     ) -> Result<crate::store::RunHold, StoreError> {
         let signed = crate::store::to_i64(amount)?;
         self.write_tx(|tx| {
-            let Some(left) = run_left_in(tx, run_id)? else {
-                return Ok(crate::store::RunHold::Ended);
-            };
-            if amount > left {
-                return Ok(crate::store::RunHold::Short(left));
+            let hold = rules::hold(run_left_in(tx, run_id)?, amount);
+            if hold == crate::store::RunHold::Held {
+                tx.execute(statements::HOLD_IN_RUN.lite, params![run_id, signed])?;
             }
-            tx.execute(statements::HOLD_IN_RUN.lite, params![run_id, signed])?;
-            Ok(crate::store::RunHold::Held)
+            Ok(hold)
         })
     }
 
@@ -227,17 +216,14 @@ impl LedgerStore for SqliteStore {
                     |row| row.get(0),
                 )
                 .optional()?;
-            if let Some(done) = done {
-                // A retry of a settlement already recorded.
-                return Ok(Some(crate::store::to_u64(done)?));
-            }
             // What the run has beside this hold: read before the hold is
             // released, which would count it twice.
-            let Some(left) = run_left_in(tx, run_id)? else {
-                return Ok(None);
+            let left = run_left_in(tx, run_id)?;
+            let settlement = rules::settlement(done, left, reserved, actual)?;
+            let rules::Settlement::Charge(charged) = settlement else {
+                return Ok(settlement.charged());
             };
             tx.execute(statements::RELEASE_HOLD.lite, params![run_id, held])?;
-            let charged = crate::store::settled_charge(reserved, actual, left);
             if charged > 0 {
                 tx.prepare_cached(INSERT_CHARGE)?.execute(params![
                     idempotency_key,
@@ -277,9 +263,9 @@ fn run_left_in(conn: &Connection, run_id: &str) -> Result<Option<u64>, StoreErro
         )
         .optional()?;
     match row {
-        Some((per_run, reserved, false, spent)) => Ok(Some(crate::store::to_u64(
-            (per_run - reserved - spent).max(0),
-        )?)),
+        Some((per_run, reserved, false, spent)) => {
+            Ok(Some(rules::left_in_run(per_run, reserved, spent)?))
+        }
         _ => Ok(None),
     }
 }
