@@ -208,6 +208,18 @@ impl From<Decided> for TraceRule {
     }
 }
 
+impl From<Change> for TraceRule {
+    fn from(change: Change) -> TraceRule {
+        TraceRule::Changed(change)
+    }
+}
+
+impl From<Deploy> for TraceRule {
+    fn from(deploy: Deploy) -> TraceRule {
+        TraceRule::Deployed(deploy)
+    }
+}
+
 /// Every removal, each switch's included.
 fn every_removal() -> impl Iterator<Item = Removal> {
     Switch::ALL.into_iter().map(Removal::Switch).chain([
@@ -513,19 +525,20 @@ pub fn session_resumed(session: &Session, by: String, actor: Value, origin: Orig
 }
 
 /// A person answered capability `request`, asked through the host tool
-/// `tool` (`mcp__scout__…`); nothing was granted.
+/// `host_tool` (its bare name); nothing was granted.
 pub fn capability_answered(
     request: &CapabilityRequest,
-    tool: &str,
+    host_tool: &str,
     by: &str,
     actor: Value,
     origin: Origin,
 ) -> TraceEvent {
+    let tool = crate::policy::names::mcp(crate::policy::names::HOST_SERVER, host_tool);
     let about = About {
         session: &request.session,
         brand: &request.brand,
         call_id: None,
-        tool: Some(tool),
+        tool: Some(&tool),
     };
     row(
         about,
@@ -598,309 +611,168 @@ mod tests {
     /// before the rule was typed (listed from the code that wrote it).
     fn stored_today() -> Vec<(TraceState, &'static str, TraceRule)> {
         use TraceState as S;
-        let policy = |rule| TraceRule::Policy(rule);
-        let rows = vec![
-            // boundary: the gate an allowed call passed (`Pass::rule`).
-            (S::Allowed, "open", TraceRule::Passed(Passed::Open)),
+        let removed = |r| TraceRule::Policy(Rule::Removed(r));
+        let held = |h| TraceRule::Policy(Rule::Held(h));
+        let refused = TraceRule::Policy;
+        let github = Switch::GithubAllowWrites;
+        let by_state: [(TraceState, Vec<(&'static str, TraceRule)>); 8] = [
+            // boundary: the gate an allowed call passed (`Pass::rule`), and
+            // serve/host_tools.rs.
             (
                 S::Allowed,
-                "graphql_query",
-                TraceRule::Passed(Passed::GraphqlQuery),
+                vec![
+                    ("open", Passed::Open.into()),
+                    ("graphql_query", Passed::GraphqlQuery.into()),
+                    (
+                        "graphql_mutation_approved_by_person",
+                        Passed::GraphqlMutationApprovedByPerson.into(),
+                    ),
+                    ("approved_by_person", Passed::ApprovedByPerson.into()),
+                    ("allowance", Passed::Allowance.into()),
+                    ("spend_threshold", Passed::SpendThreshold.into()),
+                    ("host_tool", Passed::HostTool.into()),
+                ],
             ),
-            (
-                S::Allowed,
-                "graphql_mutation_approved_by_person",
-                TraceRule::Passed(Passed::GraphqlMutationApprovedByPerson),
-            ),
-            (
-                S::Allowed,
-                "approved_by_person",
-                TraceRule::Passed(Passed::ApprovedByPerson),
-            ),
-            (
-                S::Allowed,
-                "allowance",
-                TraceRule::Passed(Passed::Allowance),
-            ),
-            (
-                S::Allowed,
-                "spend_threshold",
-                TraceRule::Passed(Passed::SpendThreshold),
-            ),
-            // serve/host_tools.rs
-            (S::Allowed, "host_tool", TraceRule::Passed(Passed::HostTool)),
             // boundary/approval.rs: the wait.
             (
                 S::Requested,
-                "approval_requested",
-                TraceRule::ApprovalRequested,
+                vec![("approval_requested", TraceRule::ApprovalRequested)],
             ),
+            // boundary/approval.rs; serve/admin/sessions.rs, approvals.rs.
             (
                 S::Decided,
-                "approved",
-                TraceRule::Decided(Decided::Approved),
-            ),
-            (
-                S::Decided,
-                "timed_out",
-                TraceRule::Decided(Decided::TimedOut),
-            ),
-            (S::Decided, "denied", TraceRule::Decided(Decided::Denied)),
-            (S::Decided, "revoked", TraceRule::Decided(Decided::Revoked)),
-            (S::Decided, "unknown", TraceRule::Decided(Decided::Unknown)),
-            (
-                S::Decided,
-                "withdrawn",
-                TraceRule::Decided(Decided::Withdrawn),
-            ),
-            // serve/admin: sessions.rs, approvals.rs.
-            (
-                S::Decided,
-                "session_resumed",
-                TraceRule::Decided(Decided::SessionResumed),
-            ),
-            (
-                S::Decided,
-                "capability_answered",
-                TraceRule::Decided(Decided::CapabilityAnswered),
+                vec![
+                    ("approved", Decided::Approved.into()),
+                    ("timed_out", Decided::TimedOut.into()),
+                    ("denied", Decided::Denied.into()),
+                    ("revoked", Decided::Revoked.into()),
+                    ("unknown", Decided::Unknown.into()),
+                    ("withdrawn", Decided::Withdrawn.into()),
+                    ("session_resumed", Decided::SessionResumed.into()),
+                    ("capability_answered", Decided::CapabilityAnswered.into()),
+                ],
             ),
             // serve/admin: `record_change`'s callers.
             (
                 S::Changed,
-                "session_opened",
-                TraceRule::Changed(Change::SessionOpened),
-            ),
-            (
-                S::Changed,
-                "session_ended",
-                TraceRule::Changed(Change::SessionEnded),
-            ),
-            (
-                S::Changed,
-                "profile_saved",
-                TraceRule::Changed(Change::ProfileSaved),
-            ),
-            (
-                S::Changed,
-                "profile_deleted",
-                TraceRule::Changed(Change::ProfileDeleted),
-            ),
-            (
-                S::Changed,
-                "connection_stored",
-                TraceRule::Changed(Change::ConnectionStored),
-            ),
-            (
-                S::Changed,
-                "connection_disabled",
-                TraceRule::Changed(Change::ConnectionDisabled),
-            ),
-            (
-                S::Changed,
-                "connection_shared",
-                TraceRule::Changed(Change::ConnectionShared),
-            ),
-            (
-                S::Changed,
-                "connection_unshared",
-                TraceRule::Changed(Change::ConnectionUnshared),
-            ),
-            (
-                S::Changed,
-                "tool_reviewed",
-                TraceRule::Changed(Change::ToolReviewed),
+                vec![
+                    ("session_opened", Change::SessionOpened.into()),
+                    ("session_ended", Change::SessionEnded.into()),
+                    ("profile_saved", Change::ProfileSaved.into()),
+                    ("profile_deleted", Change::ProfileDeleted.into()),
+                    ("connection_stored", Change::ConnectionStored.into()),
+                    ("connection_disabled", Change::ConnectionDisabled.into()),
+                    ("connection_shared", Change::ConnectionShared.into()),
+                    ("connection_unshared", Change::ConnectionUnshared.into()),
+                    ("tool_reviewed", Change::ToolReviewed.into()),
+                ],
             ),
             // serve/deploy.rs, serve/session_components.rs.
             (
                 S::Deployed,
-                "connector_added",
-                TraceRule::Deployed(Deploy::ConnectorAdded),
+                vec![
+                    ("connector_added", Deploy::ConnectorAdded.into()),
+                    ("connector_upgraded", Deploy::ConnectorUpgraded.into()),
+                    ("connector_retired", Deploy::ConnectorRetired.into()),
+                    (
+                        "session_component_stored",
+                        Deploy::SessionComponentStored.into(),
+                    ),
+                    (
+                        "session_component_withdrawn",
+                        Deploy::SessionComponentWithdrawn.into(),
+                    ),
+                ],
             ),
-            (
-                S::Deployed,
-                "connector_upgraded",
-                TraceRule::Deployed(Deploy::ConnectorUpgraded),
-            ),
-            (
-                S::Deployed,
-                "connector_retired",
-                TraceRule::Deployed(Deploy::ConnectorRetired),
-            ),
-            (
-                S::Deployed,
-                "session_component_stored",
-                TraceRule::Deployed(Deploy::SessionComponentStored),
-            ),
-            (
-                S::Deployed,
-                "session_component_withdrawn",
-                TraceRule::Deployed(Deploy::SessionComponentWithdrawn),
-            ),
-            // policy::Rule, as `denial_event` wrote it: a session's start
-            // (`removed`, a held tool `denied`) and a call's refusals.
+            // policy::Rule, as the boundary wrote it: a session's start...
             (
                 S::Removed,
-                "switch:GITHUB_ALLOW_WRITES",
-                policy(Rule::Removed(Removal::Switch(Switch::GithubAllowWrites))),
+                vec![
+                    (
+                        "switch:GITHUB_ALLOW_WRITES",
+                        removed(Removal::Switch(github)),
+                    ),
+                    ("not_registered", removed(Removal::NotRegistered)),
+                    ("outside_role", removed(Removal::OutsideRole)),
+                    ("no_coworkers", removed(Removal::NoCoworkers)),
+                    ("no_skills", removed(Removal::NoSkills)),
+                    ("goals_engine_off", removed(Removal::GoalsEngineOff)),
+                    ("no_browser_provider", removed(Removal::NoBrowserProvider)),
+                    ("not_selected", removed(Removal::NotSelected)),
+                ],
             ),
-            (
-                S::Removed,
-                "not_registered",
-                policy(Rule::Removed(Removal::NotRegistered)),
-            ),
-            (
-                S::Removed,
-                "outside_role",
-                policy(Rule::Removed(Removal::OutsideRole)),
-            ),
-            (
-                S::Removed,
-                "no_coworkers",
-                policy(Rule::Removed(Removal::NoCoworkers)),
-            ),
-            (
-                S::Removed,
-                "no_skills",
-                policy(Rule::Removed(Removal::NoSkills)),
-            ),
-            (
-                S::Removed,
-                "goals_engine_off",
-                policy(Rule::Removed(Removal::GoalsEngineOff)),
-            ),
-            (
-                S::Removed,
-                "no_browser_provider",
-                policy(Rule::Removed(Removal::NoBrowserProvider)),
-            ),
-            (
-                S::Removed,
-                "not_selected",
-                policy(Rule::Removed(Removal::NotSelected)),
-            ),
-            (
-                S::Denied,
-                "unreviewed_new",
-                policy(Rule::Held(ReviewHold::New)),
-            ),
-            (
-                S::Denied,
-                "unreviewed_changed",
-                policy(Rule::Held(ReviewHold::Changed)),
-            ),
-            (
-                S::Denied,
-                "unreviewed_store_unavailable",
-                policy(Rule::Held(ReviewHold::StoreUnavailable)),
-            ),
-            (
-                S::Denied,
-                "unknown_tool",
-                policy(Rule::Held(ReviewHold::UnknownTool)),
-            ),
-            (S::PermissionDenied, "not_offered", policy(Rule::NotOffered)),
+            // ... a call refused as not offered ...
             (
                 S::PermissionDenied,
-                "switch:GITHUB_ALLOW_WRITES",
-                policy(Rule::Removed(Removal::Switch(Switch::GithubAllowWrites))),
+                vec![
+                    ("not_offered", refused(Rule::NotOffered)),
+                    (
+                        "switch:GITHUB_ALLOW_WRITES",
+                        removed(Removal::Switch(github)),
+                    ),
+                    ("not_registered", removed(Removal::NotRegistered)),
+                    ("outside_role", removed(Removal::OutsideRole)),
+                    ("not_selected", removed(Removal::NotSelected)),
+                    ("unreviewed_new", held(ReviewHold::New)),
+                    ("unreviewed_changed", held(ReviewHold::Changed)),
+                    (
+                        "unreviewed_store_unavailable",
+                        held(ReviewHold::StoreUnavailable),
+                    ),
+                    ("unknown_tool", held(ReviewHold::UnknownTool)),
+                ],
             ),
-            (
-                S::PermissionDenied,
-                "not_registered",
-                policy(Rule::Removed(Removal::NotRegistered)),
-            ),
-            (
-                S::PermissionDenied,
-                "outside_role",
-                policy(Rule::Removed(Removal::OutsideRole)),
-            ),
-            (
-                S::PermissionDenied,
-                "not_selected",
-                policy(Rule::Removed(Removal::NotSelected)),
-            ),
-            (
-                S::PermissionDenied,
-                "unreviewed_new",
-                policy(Rule::Held(ReviewHold::New)),
-            ),
-            (
-                S::PermissionDenied,
-                "unreviewed_changed",
-                policy(Rule::Held(ReviewHold::Changed)),
-            ),
-            (
-                S::PermissionDenied,
-                "unreviewed_store_unavailable",
-                policy(Rule::Held(ReviewHold::StoreUnavailable)),
-            ),
-            (
-                S::PermissionDenied,
-                "unknown_tool",
-                policy(Rule::Held(ReviewHold::UnknownTool)),
-            ),
+            // ... and refused otherwise (a held tool at a session's start too).
             (
                 S::Denied,
-                "switch:GITHUB_ALLOW_WRITES",
-                policy(Rule::SwitchedOff(Switch::GithubAllowWrites)),
+                vec![
+                    ("unreviewed_new", held(ReviewHold::New)),
+                    ("unreviewed_changed", held(ReviewHold::Changed)),
+                    (
+                        "unreviewed_store_unavailable",
+                        held(ReviewHold::StoreUnavailable),
+                    ),
+                    ("unknown_tool", held(ReviewHold::UnknownTool)),
+                    (
+                        "switch:GITHUB_ALLOW_WRITES",
+                        refused(Rule::SwitchedOff(github)),
+                    ),
+                    ("approval_required", refused(Rule::ApprovalRequired)),
+                    ("approval_denied", refused(Rule::ApprovalDenied)),
+                    ("approval_timed_out", refused(Rule::ApprovalTimedOut)),
+                    ("approval_withdrawn", refused(Rule::ApprovalWithdrawn)),
+                    ("caller_gone", refused(Rule::CallerGone)),
+                    ("outside_role", refused(Rule::OutsideRole)),
+                    ("revoked", refused(Rule::Revoked)),
+                    ("invalid_arguments", refused(Rule::InvalidArguments)),
+                    ("graphql_unreadable", refused(Rule::GraphqlUnreadable)),
+                    ("unrecorded", refused(Rule::Unrecorded)),
+                    ("session_paused", refused(Rule::Paused)),
+                    ("delegation_expired", refused(Rule::DelegationExpired)),
+                    ("delegation_exhausted", refused(Rule::DelegationExhausted)),
+                    ("session_expired", refused(Rule::SessionExpired)),
+                    (
+                        "session_calls_exhausted",
+                        refused(Rule::SessionCallsExhausted),
+                    ),
+                    (
+                        "session_effects_exhausted",
+                        refused(Rule::SessionEffectsExhausted),
+                    ),
+                    ("host_shutdown", refused(Rule::HostShutdown)),
+                    ("lease_not_held", refused(Rule::LeaseNotHeld)),
+                    ("connector_retired", refused(Rule::Retired)),
+                ],
             ),
-            (
-                S::Denied,
-                "approval_required",
-                policy(Rule::ApprovalRequired),
-            ),
-            (S::Denied, "approval_denied", policy(Rule::ApprovalDenied)),
-            (
-                S::Denied,
-                "approval_timed_out",
-                policy(Rule::ApprovalTimedOut),
-            ),
-            (
-                S::Denied,
-                "approval_withdrawn",
-                policy(Rule::ApprovalWithdrawn),
-            ),
-            (S::Denied, "caller_gone", policy(Rule::CallerGone)),
-            (S::Denied, "outside_role", policy(Rule::OutsideRole)),
-            (S::Denied, "revoked", policy(Rule::Revoked)),
-            (
-                S::Denied,
-                "invalid_arguments",
-                policy(Rule::InvalidArguments),
-            ),
-            (
-                S::Denied,
-                "graphql_unreadable",
-                policy(Rule::GraphqlUnreadable),
-            ),
-            (S::Denied, "unrecorded", policy(Rule::Unrecorded)),
-            (S::Denied, "session_paused", policy(Rule::Paused)),
-            (
-                S::Denied,
-                "delegation_expired",
-                policy(Rule::DelegationExpired),
-            ),
-            (
-                S::Denied,
-                "delegation_exhausted",
-                policy(Rule::DelegationExhausted),
-            ),
-            (S::Denied, "session_expired", policy(Rule::SessionExpired)),
-            (
-                S::Denied,
-                "session_calls_exhausted",
-                policy(Rule::SessionCallsExhausted),
-            ),
-            (
-                S::Denied,
-                "session_effects_exhausted",
-                policy(Rule::SessionEffectsExhausted),
-            ),
-            (S::Denied, "host_shutdown", policy(Rule::HostShutdown)),
-            (S::Denied, "lease_not_held", policy(Rule::LeaseNotHeld)),
-            (S::Denied, "connector_retired", policy(Rule::Retired)),
         ];
-        rows
+        by_state
+            .into_iter()
+            .flat_map(|(state, rules)| {
+                rules
+                    .into_iter()
+                    .map(move |(text, rule)| (state, text, rule))
+            })
+            .collect()
     }
 
     #[test]

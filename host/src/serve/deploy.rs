@@ -222,9 +222,9 @@ impl ServeHost {
         let changed = self.serve_loaded(name, loaded, stored.clone());
         let revoked = self.revoke_approvals_of(name, &changed, by);
         let rule = if previous.is_some() {
-            "connector_upgraded"
+            crate::trace::Deploy::ConnectorUpgraded
         } else {
-            "connector_added"
+            crate::trace::Deploy::ConnectorAdded
         };
         self.record_change(
             &stored,
@@ -263,7 +263,7 @@ impl ServeHost {
         let revoked = self.revoke_approvals_of(name, &tools, by);
         self.record_change(
             &stored,
-            "connector_retired",
+            crate::trace::Deploy::ConnectorRetired,
             serde_json::json!({
                 "by": by,
                 "artifact": stored.artifact,
@@ -436,22 +436,12 @@ impl ServeHost {
 
     /// One trace row, under no session, for a change of the deployment,
     /// with the actor and origin of the admin API request that made it.
-    pub(super) fn record_change(&self, stored: &StoredConnector, rule: &str, mut detail: Value) {
-        let acting = super::identity::Acting::now();
-        if let Some(acting) = &acting {
-            detail["actor"] = acting.actor.clone();
-        }
-        let event = crate::store::TraceEvent {
-            session: String::new(),
-            brand: String::new(),
-            call_id: None,
-            tool: Some(stored.name.clone()),
-            state: crate::store::TraceState::Deployed,
-            rule: Some(rule.to_string()),
-            detail,
-            at_ms: crate::store::now_ms(),
-            origin: acting.map(|a| a.origin).unwrap_or_default(),
+    pub(super) fn record_change(&self, stored: &StoredConnector, rule: crate::trace::Deploy, detail: Value) {
+        let (actor, origin) = match super::identity::Acting::now() {
+            Some(acting) => (Some(acting.actor), acting.origin),
+            None => (None, Default::default()),
         };
+        let event = crate::trace::deployed(&stored.name, rule, detail, actor, origin);
         if let Err(e) = crate::store::block(self.store.record(&event)) {
             tracing::error!(connector = %stored.name, error = %e, "cannot record a change of the deployment");
         }

@@ -24,7 +24,6 @@
 //! traced (requested, allowed, result with what it answered).
 
 use super::{LiveSession, ServeHost};
-use crate::store::{TraceEvent, TraceState};
 use serde_json::{Value, json};
 
 /// The host's own MCP server name.
@@ -306,22 +305,8 @@ pub(super) fn call(
         REQUEST_CAPABILITY => request_capability(host, live, args),
         _ => return None,
     };
-    let event = |state, rule: Option<&str>, detail| TraceEvent {
-        session: live.session.id.clone(),
-        brand: live.session.brand.clone(),
-        call_id: Some(call_id.clone()),
-        tool: Some(name.clone()),
-        state,
-        rule: rule.map(str::to_string),
-        detail,
-        at_ms: crate::store::now_ms(),
-        origin: origin.clone(),
-    };
-    let events = [
-        event(TraceState::Requested, None, json!({"arguments": args})),
-        event(TraceState::Allowed, Some("host_tool"), Value::Null),
-        event(TraceState::Result, None, json!({"answer": answer})),
-    ];
+    let events =
+        crate::trace::CallRows::new(&live.session, &call_id, &name).host_tool(args, &answer, &origin);
     if let Err(e) = crate::store::block(host.store.record_all(&events)) {
         tracing::error!(error = %e, "cannot record a host tool's call");
         return Some(json!({"error": "not run: the host could not record the call"}));

@@ -112,7 +112,7 @@ impl ServeHost {
         crate::review::approve_all(self.store.as_ref(), &component, by)?;
         self.record_change(
             &stored,
-            "session_component_stored",
+            crate::trace::Deploy::SessionComponentStored,
             json!({"by": by, "artifact": stored.artifact, "digest": stored.digest, "revision": stored.revision, "tools": tools}),
         );
         Ok(json!({
@@ -139,7 +139,7 @@ impl ServeHost {
         };
         self.record_change(
             &stored,
-            "session_component_withdrawn",
+            crate::trace::Deploy::SessionComponentWithdrawn,
             json!({"by": by, "artifact": stored.artifact, "digest": stored.digest, "revision": stored.revision}),
         );
         Ok(json!({"name": name, "withdrawn": true, "digest": stored.digest}))

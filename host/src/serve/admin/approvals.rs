@@ -270,20 +270,8 @@ pub(super) async fn answer_capability_request(
         .await?
     {
         Answered::Now(answered) => {
-            let event = crate::store::TraceEvent {
-                session: answered.session.clone(),
-                brand: answered.brand.clone(),
-                call_id: None,
-                tool: Some(crate::policy::names::mcp(
-                    crate::serve::host_tools::SCOUT_SERVER,
-                    crate::serve::host_tools::REQUEST_CAPABILITY,
-                )),
-                state: crate::store::TraceState::Decided,
-                rule: Some("capability_answered".to_string()),
-                detail: json!({"request": id, "by": by, "actor": caller.actor(), "granted": false}),
-                at_ms: crate::store::now_ms(),
-                origin: super::request_origin(),
-            };
+            let tool = crate::serve::host_tools::REQUEST_CAPABILITY;
+            let event = crate::trace::capability_answered(&answered, tool, &by, caller.actor(), super::request_origin());
             host.store.record(&event).await?;
             Ok(Json(json!({
                 "request": id,

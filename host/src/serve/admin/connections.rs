@@ -197,7 +197,7 @@ pub(super) async fn put_connection(
         &caller,
         "",
         &brand,
-        "connection_stored",
+        crate::trace::Change::ConnectionStored,
         json!({"connector": connector, "before": before, "after": connection_shown(&host, &brand, &connector)}),
     )
     .await?;
@@ -219,7 +219,7 @@ pub(super) async fn disable_connection(
             &caller,
             "",
             &brand,
-            "connection_disabled",
+            crate::trace::Change::ConnectionDisabled,
             json!({"connector": connector, "before": before, "after": null}),
         )
         .await?;
@@ -299,7 +299,7 @@ fn require_admin_of_both(
 async fn record_share(
     host: &ServeHost,
     caller: &Principal,
-    rule: &str,
+    rule: crate::trace::Change,
     owner: &str,
     connector: &str,
     with: &str,
@@ -334,7 +334,7 @@ pub(super) async fn share(
     record_share(
         &host,
         &caller,
-        "connection_shared",
+        crate::trace::Change::ConnectionShared,
         &brand,
         &connector,
         &with,
@@ -358,7 +358,7 @@ pub(super) async fn unshare(
         record_share(
             &host,
             &caller,
-            "connection_unshared",
+            crate::trace::Change::ConnectionUnshared,
             &brand,
             &connector,
             &with,

@@ -363,23 +363,12 @@ pub(super) async fn record_change(
     caller: &Principal,
     session: &str,
     brand: &str,
-    rule: &str,
-    mut detail: Value,
+    rule: crate::trace::Change,
+    detail: Value,
 ) -> Result<(), ApiError> {
-    detail["actor"] = caller.actor();
-    let event = crate::store::TraceEvent {
-        session: session.to_string(),
-        brand: brand.to_string(),
-        call_id: None,
-        tool: None,
-        state: crate::store::TraceState::Changed,
-        rule: Some(rule.to_string()),
-        detail,
-        at_ms: crate::store::now_ms(),
-        origin: request_origin(),
-    };
+    let event = crate::trace::changed(session, brand, rule, detail, caller.actor(), request_origin());
     host.store.record(&event).await.map_err(|e| {
-        tracing::error!(error = %e, rule, "a change was made but could not be recorded in the trace");
+        tracing::error!(error = %e, rule = %rule, "a change was made but could not be recorded in the trace");
         ApiError::from(HostError::from(e))
     })
 }

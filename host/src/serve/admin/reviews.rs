@@ -194,7 +194,7 @@ pub(super) async fn approve_review(
         &caller,
         "",
         "",
-        "tool_reviewed",
+        crate::trace::Change::ToolReviewed,
         json!({"connector": request.connector, "tool": request.tool, "before": before, "after": {"digest": current, "effect": effect}, "approvals_revoked": revoked}),
     )
     .await?;

@@ -26,7 +26,7 @@ pub(super) async fn create_session(
         &caller,
         &view.id,
         &view.brand,
-        "session_opened",
+        crate::trace::Change::SessionOpened,
         json!({"after": {"role": view.role, "brand": view.brand, "profile": view.profile,
                          "connectors": request.connectors, "tools": request.tools,
                          "components": request.components, "limits": view.limits}}),
@@ -93,7 +93,7 @@ pub(super) async fn end_session(
             &caller,
             &id,
             before["brand"].as_str().unwrap_or_default(),
-            "session_ended",
+            crate::trace::Change::SessionEnded,
             json!({"before": {"role": before["role"], "brand": before["brand"], "profile": before["profile"]}}),
         )
         .await?;
@@ -146,20 +146,8 @@ pub(super) async fn resume_session(
     };
     let was_paused = live.session.resume();
     if was_paused {
-        let event = crate::store::TraceEvent {
-            session: live.session.id.clone(),
-            brand: live.session.brand.clone(),
-            call_id: None,
-            tool: None,
-            state: crate::store::TraceState::Decided,
-            rule: Some("session_resumed".to_string()),
-            detail: json!({
-                "by": format!("{} (admin API)", caller.subject),
-                "actor": caller.actor(),
-            }),
-            at_ms: crate::store::now_ms(),
-            origin: super::request_origin(),
-        };
+        let by = format!("{} (admin API)", caller.subject);
+        let event = crate::trace::session_resumed(&live.session, by, caller.actor(), super::request_origin());
         host.store.record(&event).await?;
     }
     Ok(Json(
@@ -253,7 +241,7 @@ pub(super) async fn save_profile(
                 &caller,
                 "",
                 &brand,
-                "profile_saved",
+                crate::trace::Change::ProfileSaved,
                 json!({"profile": name, "before": before, "after": {"kind": request.kind, "profile": request.profile}}),
             )
             .await?;
@@ -299,7 +287,7 @@ pub(super) async fn delete_profile(
             &caller,
             "",
             &brand,
-            "profile_deleted",
+            crate::trace::Change::ProfileDeleted,
             json!({"profile": name, "before": before, "after": null}),
         )
         .await?;
