@@ -8,6 +8,7 @@
 //! - [`inspect`]: the security reviewer's view of a component.
 //! - [`remote`]: remote MCP servers as connectors, each tool reviewed first.
 
+pub mod approvals;
 pub mod artifact;
 pub mod audit;
 pub mod authority;

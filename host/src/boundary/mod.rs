@@ -304,7 +304,8 @@ pub struct Boundary {
     revision: AtomicU64,
     /// Review holds by (connector, tool), at one host revision.
     reviews: parking_lot::Mutex<(u64, ReviewHolds)>,
-    waiting_args: approval::WaitingArgs,
+    /// Every approval a call waits for, and every decision on one.
+    approvals: Arc<crate::approvals::Approvals>,
     /// Seals the arguments a person approves into the approval row, so
     /// another host's approvals API can show them (see [`Boundary::sealing_arguments`]).
     arguments_key: Option<[u8; 32]>,
@@ -323,6 +324,10 @@ pub struct Boundary {
 impl Boundary {
     /// A boundary over `store`, deciding with `catalog` and `switches`.
     pub fn new(store: Arc<dyn Store>, catalog: Catalog, switches: Switches) -> Boundary {
+        let shutdown = CancellationToken::new();
+        let approvals =
+            crate::approvals::Approvals::new(store.clone(), switches.approval_timeout())
+                .ending_with(shutdown.clone());
         Boundary {
             store,
             catalog: parking_lot::RwLock::new(Arc::new(catalog)),
@@ -339,13 +344,35 @@ impl Boundary {
             owed: Default::default(),
             revision: AtomicU64::new(0),
             reviews: Default::default(),
-            waiting_args: Default::default(),
+            approvals: Arc::new(approvals),
             arguments_key: None,
             metrics: None,
             telemetry: None,
             spend_thresholds: Default::default(),
-            shutdown: CancellationToken::new(),
+            shutdown,
         }
+    }
+
+    /// The approvals service as configured so far (built again by each
+    /// builder step that configures it, before any call waits).
+    fn with_approvals(mut self) -> Boundary {
+        let mut approvals =
+            crate::approvals::Approvals::new(self.store.clone(), self.switches.approval_timeout())
+                .ending_with(self.shutdown.clone());
+        if let Some(key) = self.arguments_key {
+            approvals = approvals.sealing_arguments(key);
+        }
+        if let Some(metrics) = &self.metrics {
+            approvals = approvals.measured_by(metrics.clone());
+        }
+        self.approvals = Arc::new(approvals);
+        self
+    }
+
+    /// Every approval a call of this boundary waits for, and every
+    /// decision on one, whoever makes it.
+    pub fn approvals(&self) -> &Arc<crate::approvals::Approvals> {
+        &self.approvals
     }
 
     /// The host is shutting down: every call that arrives from now on is
@@ -384,7 +411,7 @@ impl Boundary {
     /// Counts every call's outcome, run and upstream request in `metrics`.
     pub fn measured_by(mut self, metrics: Arc<crate::metrics::Metrics>) -> Boundary {
         self.metrics = Some(metrics);
-        self
+        self.with_approvals()
     }
 
     /// Keeps each waiting call's arguments in its approval row, sealed with
@@ -392,7 +419,7 @@ impl Boundary {
     /// whichever host answers the approvals API.
     pub fn sealing_arguments(mut self, key: [u8; 32]) -> Boundary {
         self.arguments_key = Some(key);
-        self
+        self.with_approvals()
     }
 
     /// The operator switches it decides with (read once at start).
@@ -701,7 +728,7 @@ impl Boundary {
             .insert(connector.to_string());
         self.changed();
         for session in sessions {
-            let _ = crate::store::block(self.store.revoke_session_approvals(&session.id));
+            let _ = self.approvals.revoke_session(&session.id);
         }
     }
 
@@ -710,7 +737,7 @@ impl Boundary {
     /// and the session's unused approvals are revoked.
     pub fn withdraw_grant(&self, session: &Session, connector: &str) {
         session.withdraw(connector);
-        let _ = crate::store::block(self.store.revoke_session_approvals(&session.id));
+        let _ = self.approvals.revoke_session(&session.id);
     }
 
     /// Re-enables a connector. Approvals revoked with it stay revoked.
@@ -722,28 +749,19 @@ impl Boundary {
     /// Ends a session's authority: every later call is denied.
     pub fn revoke_session(&self, session: &Session) {
         session.revoke();
-        let _ = crate::store::block(self.store.revoke_session_approvals(&session.id));
+        let _ = self.approvals.revoke_session(&session.id);
     }
 
     /// The arguments of a call of `session` waiting for a person, if this
     /// host holds it.
     pub fn waiting_arguments(&self, session: &str, digest: &str) -> Option<Value> {
-        self.waiting_args.get(session, digest)
+        self.approvals.waiting_arguments(session, digest)
     }
 
     /// The arguments approval `approval` waits on: from the call waiting on
     /// this host, else from the approval row (sealed), whichever host asked.
     pub fn approval_arguments(&self, approval: &crate::store::Approval) -> Option<Value> {
-        if let Some(local) = self
-            .waiting_args
-            .get(&approval.session, &approval.args_digest)
-        {
-            return Some(local);
-        }
-        let key = self.arguments_key.as_ref()?;
-        crate::store::block(self.store.approval_arguments(approval.id, key))
-            .ok()
-            .flatten()
+        self.approvals.arguments(approval)
     }
 
     /// A trace row as the admin API shows it: the arguments a decision
@@ -1158,8 +1176,7 @@ impl Boundary {
             && crate::store::now_ms() >= expiry
         {
             if session.end_delegation()
-                && let Err(e) =
-                    crate::store::block(self.store.revoke_session_approvals(&session.id))
+                && let Err(e) = self.approvals.revoke_session(&session.id)
             {
                 tracing::error!(session = %session.id, error = %e, "cannot revoke an expired delegation's approvals");
             }

@@ -47,8 +47,7 @@ impl ServeHost {
                     resolver.resolve_server(&live.session.brand, connector),
                     Ok(Some(_))
                 )
-                && let Err(e) =
-                    crate::store::block(self.store.revoke_session_approvals(&live.session.id))
+                && let Err(e) = self.approvals().revoke_session(&live.session.id)
             {
                 tracing::error!(session = %live.session.id, error = %e, "cannot revoke approvals");
             }

@@ -403,35 +403,11 @@ impl ServeHost {
         self.boundary.retire_connector(&stored.name);
     }
 
-    /// Revokes every pending or unused approval of `tools` of `connector`
-    /// (a call waiting on one is refused at its next look); their ids.
+    /// Revokes every pending approval of `tools` of `connector` (a call
+    /// waiting on one is refused at its next look); their ids.
     fn revoke_approvals_of(&self, connector: &str, tools: &[String], by: &str) -> Vec<i64> {
-        if tools.is_empty() {
-            return Vec::new();
-        }
-        let names: BTreeSet<String> = tools
-            .iter()
-            .map(|t| policy::names::mcp(connector, t))
-            .collect();
-        let pending = match crate::store::block(self.store.all_pending()) {
-            Ok(pending) => pending,
-            Err(e) => {
-                tracing::error!(connector = %connector, error = %e, "cannot read the pending approvals to revoke");
-                return Vec::new();
-            }
-        };
         let revoker = format!("{by} (connector {connector} changed)");
-        pending
-            .into_iter()
-            .filter(|a| names.contains(&a.tool))
-            .filter(|a| {
-                matches!(
-                    crate::store::block(self.store.revoke_approval(a.id, &revoker)),
-                    Ok(true)
-                )
-            })
-            .map(|a| a.id.0)
-            .collect()
+        self.approvals().revoke_tools(connector, tools, &revoker)
     }
 
     /// One trace row, under no session, for a change of the deployment,

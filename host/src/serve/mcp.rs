@@ -552,9 +552,10 @@ async fn tell_progress(
 }
 
 /// Asks the client's person about approval `id`, which the boundary filed
-/// for this call, and records the answer in the store, which wakes the
-/// waiting call. Returns when the question was answered; if the client
-/// could not ask, it never returns and the approvals API decides.
+/// for this call, and has the approvals service decide it by the answer,
+/// which wakes the waiting call. Returns when the question was answered;
+/// if the client could not ask, it never returns and the approvals API
+/// decides.
 async fn ask_through_elicitation(
     host: &ServeHost,
     id: ApprovalId,
@@ -564,13 +565,13 @@ async fn ask_through_elicitation(
 ) {
     // What the approval is bound to, as the approvals API shows it (for a
     // reservation above a spend threshold: the arguments and the estimate).
-    let bound = host
-        .store
+    let approvals = host.approvals();
+    let bound = approvals
         .approval(id)
         .await
         .ok()
         .flatten()
-        .and_then(|a| host.approval_arguments(&a));
+        .and_then(|a| approvals.arguments(&a));
     // Shown so that distinct values look distinct: invisible, bidirectional
     // and look-alike characters as `⟦U+…⟧` markers, with a warning first.
     let arguments = crate::shown::json_text(bound.as_ref().unwrap_or(args));
@@ -641,8 +642,8 @@ async fn ask_through_elicitation(
             }
         ));
     }
-    if let Ok(Some(approval)) = host.store.approval(id).await {
-        let timeout = host.boundary().switches().approval_timeout().as_millis() as i64;
+    if let Ok(Some(approval)) = approvals.approval(id).await {
+        let timeout = approvals.timeout().as_millis() as i64;
         let left = (approval.requested_at_ms + timeout - crate::store::now_ms()).max(0) / 1000;
         about.push_str(&format!("\nRefused unanswered in {left} s."));
     }
@@ -677,21 +678,8 @@ async fn ask_through_elicitation(
             return std::future::pending().await;
         }
     };
-    let _ = host
-        .store
-        .decide_as(
-            id,
-            approved,
-            "person (MCP elicitation)",
-            Some(&serde_json::json!({
-                "kind": "person",
-                "subject": null,
-                "sub": null,
-                "issuer": null,
-                "via": "mcp_elicitation",
-                "role": null,
-            })),
-        )
+    let _ = approvals
+        .decide(id, approved, crate::approvals::Decider::Elicitation)
         .await;
 }
 

@@ -689,7 +689,7 @@ impl ServeHost {
     /// `/metrics` now: what is read at each scrape (the fleet's pending
     /// approvals, the store, the lease, the process) refreshed first.
     pub async fn metrics_text(&self) -> String {
-        let pending = match self.store.all_pending().await {
+        let pending = match self.approvals().all_pending().await {
             Ok(pending) => Some(pending.len()),
             Err(e) => {
                 tracing::warn!(error = %e, "the store did not answer a scrape");
@@ -816,9 +816,10 @@ impl ServeHost {
         Some((live, endpoint))
     }
 
-    /// The arguments of a call of `session` waiting for a person, if this host holds it.
-    pub(crate) fn approval_arguments(&self, approval: &crate::store::Approval) -> Option<Value> {
-        self.boundary.approval_arguments(approval)
+    /// Every approval a call waits for, and every decision on one (the
+    /// boundary's).
+    pub(crate) fn approvals(&self) -> &crate::approvals::Approvals {
+        self.boundary.approvals()
     }
 
     /// How many calls were granted handles. A call the boundary refuses is

@@ -70,7 +70,7 @@ impl ServeHost {
                 ),
             ),
         ] {
-            let revoked = self.revoke_pending_of(name, &tools, &why);
+            let revoked = self.approvals().revoke_tools(name, &tools, &why);
             if !revoked.is_empty() {
                 tracing::warn!(connector = %name, tools = ?tools, approvals = ?revoked, "the remote server changed tools while calls waited for a person; their approvals are revoked");
             }
@@ -122,46 +122,6 @@ impl ServeHost {
         for name in self.remote.keys() {
             self.refresh_remote(name);
         }
-    }
-
-    /// Revokes every pending approval of `tools` of `connector`, whichever
-    /// host's call waits on it (the store rings that host), recorded as
-    /// decided by `by`; their ids. A call whose approval this misses (the
-    /// store not answering) is still checked again before it runs.
-    pub(crate) fn revoke_pending_of(
-        &self,
-        connector: &str,
-        tools: &[String],
-        by: &str,
-    ) -> Vec<i64> {
-        if tools.is_empty() {
-            return Vec::new();
-        }
-        let names: BTreeSet<String> = tools
-            .iter()
-            .map(|t| crate::policy::names::mcp(connector, t))
-            .collect();
-        let pending = match crate::store::block(self.store.all_pending()) {
-            Ok(pending) => pending,
-            Err(e) => {
-                tracing::error!(connector = %connector, error = %e, "cannot read the pending approvals to revoke; a call waiting on one is checked again before it runs");
-                return Vec::new();
-            }
-        };
-        pending
-            .into_iter()
-            .filter(|a| names.contains(&a.tool))
-            .filter(|a| {
-                match crate::store::block(self.store.revoke_approval(a.id, by)) {
-                    Ok(revoked) => revoked,
-                    Err(e) => {
-                        tracing::error!(approval = a.id.0, error = %e, "cannot revoke an approval of a changed tool; its call is checked again before it runs");
-                        false
-                    }
-                }
-            })
-            .map(|a| a.id.0)
-            .collect()
     }
 
     /// The handle discovery lists a remote server's tools with: the

@@ -1,8 +1,11 @@
 //! Approvals a person decides and capability requests a person answers,
 //! shown so that what is approved can be judged (GraphQL operations spelled
-//! out).
+//! out). The approvals handlers are adapters: they read the request, ask
+//! the approvals service ([`crate::approvals::Approvals`]), and shape its
+//! answer.
 
 use super::*;
+use crate::approvals::{DecideError, Decider};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -40,9 +43,10 @@ pub(super) async fn list_approvals(
     if let (Some(s), true, true) = (&q.session, listed.is_empty(), caller.covers_every_brand()) {
         listed.push((s.as_str(), None));
     }
+    let approvals = host.approvals();
     for (session, view) in listed {
-        for approval in host.store.pending(session).await? {
-            let arguments = host.approval_arguments(&approval);
+        for approval in approvals.pending(session).await? {
+            let arguments = approvals.arguments(&approval);
             let mut value = json!(approval);
             value["waited_ms"] = json!((now_ms - approval.requested_at_ms).max(0));
             value["connector"] = json!(connector_of(&host, &approval.tool));
@@ -60,7 +64,7 @@ pub(super) async fn list_approvals(
             // reach, how long until the call is refused unanswered, and
             // what the session did just before.
             value["tool_facts"] = crate::serve::shown::tool_shown(&host, &approval.tool);
-            let timeout_ms = host.boundary().switches().approval_timeout().as_millis() as i64;
+            let timeout_ms = approvals.timeout().as_millis() as i64;
             value["refused_in_ms"] = json!((approval.requested_at_ms + timeout_ms - now_ms).max(0));
             value["recent"] = json!(recent_requests(&host, session).await);
             value["arguments"] = arguments.unwrap_or(Value::Null);
@@ -102,8 +106,8 @@ pub(super) async fn list_decisions(
     // `by` is "SUBJECT (CHANNEL)": the caller's own begin with its subject.
     let own = format!("{} (", caller.subject);
     let decisions: Vec<Value> = host
-        .store
-        .recent_decisions(DECISIONS_READ)
+        .approvals()
+        .decisions(DECISIONS_READ)
         .await?
         .into_iter()
         .filter(|(_, e)| caller.sees(&e.brand))
@@ -309,56 +313,47 @@ pub(super) async fn decide_approval(
     let id: i64 = id
         .parse()
         .map_err(|_| ApiError::bad_request("an approval id is a number"))?;
-    // Another brand's approval is answered as one that does not exist.
-    let unknown = || ApiError::not_found(format!("no approval {id}"));
-    let approval = host
-        .store
-        .approval(ApprovalId(id))
-        .await?
-        .ok_or_else(unknown)?;
-    super::require_session_brand(
-        &host,
-        &caller,
-        &approval.session,
-        "POST",
-        "/v1/approvals/{id}",
-        &format!("no approval {id}"),
-    )?;
     // The trace's `decided` event says who, and through which channel.
-    match host
-        .store
-        .decide_as(
-            ApprovalId(id),
-            request.approve,
-            &format!("{} (approvals API)", caller.subject),
-            Some(&caller.actor()),
-        )
-        .await
-    {
-        Ok(()) => Ok(Json(
-            json!({"approval": id, "approved": request.approve, "decided_by": caller.subject}),
-        )),
-        Err(ApprovalError::Unknown(_)) => Err(ApiError::not_found(format!("no approval {id}"))),
-        Err(ApprovalError::NotPending(_)) => Err(not_pending(&host, id).await),
-        Err(ApprovalError::Store(e)) => Err(e.into()),
-        Err(other) => Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "not_pending",
-            other.to_string(),
-        )),
+    let decider = Decider::Person {
+        subject: &caller.subject,
+        actor: caller.actor(),
+    };
+    host.approvals()
+        .decide_if(ApprovalId(id), request.approve, decider, |approval| {
+            // Another brand's approval is answered as one that does not exist.
+            super::require_session_brand(
+                &host,
+                &caller,
+                &approval.session,
+                "POST",
+                "/v1/approvals/{id}",
+                &format!("no approval {id}"),
+            )
+        })
+        .await?;
+    Ok(Json(
+        json!({"approval": id, "approved": request.approve, "decided_by": caller.subject}),
+    ))
+}
+
+impl From<DecideError> for ApiError {
+    fn from(refused: DecideError) -> ApiError {
+        match refused {
+            DecideError::Unknown(id) => ApiError::not_found(format!("no approval {id}")),
+            DecideError::NotPending { id, ended_by } => not_pending(id, ended_by),
+            DecideError::Store(e) => e.into(),
+            DecideError::Refused(other) => {
+                ApiError::new(StatusCode::CONFLICT, "not_pending", other.to_string())
+            }
+        }
     }
 }
 
 /// 409 for an approval already decided or ended; one the host ended
 /// (its host lost, or stopping) names that rule in `error.rule`, so a
 /// person is told why there is nothing left to decide.
-async fn not_pending(host: &ServeHost, id: i64) -> ApiError {
-    let approval = host.store.approval(ApprovalId(id)).await.ok().flatten();
-    let ended = approval
-        .as_ref()
-        .filter(|a| a.state == crate::store::ApprovalState::Revoked)
-        .and_then(|a| crate::store::ended_by_rule(a.decided_by.as_deref()));
-    match ended {
+fn not_pending(id: ApprovalId, ended_by: Option<&'static str>) -> ApiError {
+    match ended_by {
         Some(rule) => ApiError::new(
             StatusCode::CONFLICT,
             "not_pending",

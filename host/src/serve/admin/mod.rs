@@ -11,7 +11,7 @@
 use super::identity::{Principal, Refusal, bearer};
 use super::{HostError, OpenSession, ServeHost};
 use crate::policy::Profile;
-use crate::store::{ApprovalError, ApprovalId, ProfileKind, SaveProfileError, TraceFilter};
+use crate::store::{ApprovalId, ProfileKind, SaveProfileError, TraceFilter};
 use axum::extract::{DefaultBodyLimit, Extension, MatchedPath, Path, RawQuery, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};

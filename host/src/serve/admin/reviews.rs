@@ -181,7 +181,7 @@ pub(super) async fn approve_review(
         .as_ref()
         .is_some_and(|r| r.digest != current || r.effect.as_deref() != effect);
     let revoked = if anew {
-        host.revoke_pending_of(
+        host.approvals().revoke_tools(
             &request.connector,
             std::slice::from_ref(&request.tool),
             &format!("{} (the tool was reviewed anew)", caller.subject),
