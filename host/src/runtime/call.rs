@@ -105,7 +105,12 @@ impl LoadedComponent {
     ) -> Result<CallOutcome, CallError> {
         // Another component's tool would name an export of another
         // component: refused, as a name this one does not serve.
-        if !self.info.tools.as_ptr_range().contains(&std::ptr::from_ref(tool)) {
+        if !self
+            .info
+            .tools
+            .as_ptr_range()
+            .contains(&std::ptr::from_ref(tool))
+        {
             return Err(CallError::UnknownTool(tool.name.clone()));
         }
         let (runtime, pre, export) = match (&self.backend, tool.export) {

@@ -99,6 +99,7 @@ impl Runtime {
                 runtime: self.inner.clone(),
                 pre,
             },
+            interfaces: Interfaces::of(&info.imports),
             info,
             by_name,
         })

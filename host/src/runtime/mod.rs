@@ -188,6 +188,39 @@ pub struct LoadedComponent {
     backend: Backend,
     info: ComponentInfo,
     by_name: BTreeMap<String, usize>,
+    /// The capability interfaces it imports, read once at load: a call's
+    /// grant asks them without scanning the imports.
+    interfaces: Interfaces,
+}
+
+/// Which of the contract's capability interfaces a component imports.
+#[derive(Debug, Clone, Copy, Default)]
+struct Interfaces {
+    http: bool,
+    meter: bool,
+    folder: bool,
+    log: bool,
+}
+
+impl Interfaces {
+    /// Read from `imports`, as named in the binary.
+    fn of(imports: &[String]) -> Interfaces {
+        let imports = |name: &str| imports.iter().any(|i| imports_named(i, name));
+        Interfaces {
+            http: imports("http"),
+            meter: imports("meter"),
+            folder: imports("folder"),
+            log: imports("log"),
+        }
+    }
+}
+
+/// Whether import `import` is the `scout:connector` interface `name`.
+fn imports_named(import: &str, name: &str) -> bool {
+    import
+        .strip_prefix("scout:connector/")
+        .and_then(|rest| rest.strip_prefix(name))
+        .is_some_and(|rest| rest.starts_with('@'))
 }
 
 /// What runs a connector's tools.
@@ -373,11 +406,13 @@ impl LoadedComponent {
     /// Whether the component imports the `scout:connector` interface
     /// `name` (`http`, `meter`, `folder`, `log`).
     pub fn imports_interface(&self, name: &str) -> bool {
-        self.info.imports.iter().any(|i| {
-            i.strip_prefix("scout:connector/")
-                .and_then(|rest| rest.strip_prefix(name))
-                .is_some_and(|rest| rest.starts_with('@'))
-        })
+        match name {
+            "http" => self.interfaces.http,
+            "meter" => self.interfaces.meter,
+            "folder" => self.interfaces.folder,
+            "log" => self.interfaces.log,
+            _ => self.info.imports.iter().any(|i| imports_named(i, name)),
+        }
     }
 
     /// The tool with this wire name.
@@ -428,12 +463,14 @@ impl LoadedComponent {
             .enumerate()
             .map(|(i, t)| (t.name.clone(), i))
             .collect();
+        let imports = vec![REMOTE_IMPORT.to_string()];
         LoadedComponent {
             backend: Backend::Remote { call_timeout },
+            interfaces: Interfaces::of(&imports),
             info: ComponentInfo {
                 manifest,
                 tools,
-                imports: vec![REMOTE_IMPORT.to_string()],
+                imports,
                 forbidden_imports: Vec::new(),
                 // No bytes: what an operator reviews is each tool's digest.
                 sha256: String::new(),
