@@ -1,6 +1,7 @@
 //! Fixtures for the workspace's integration tests, the demo and the benches:
-//! the paths of the components built from source, and fake upstream servers
-//! that speak real wire formats over loopback.
+//! the paths of the components built from source, fake upstream servers
+//! that speak real wire formats over loopback, and the real `serve` started
+//! as a child process (`serve`).
 
 /// Paths of the components built by this crate's build script.
 pub mod components {
@@ -13,7 +14,10 @@ pub mod fake_registry;
 pub mod fake_tokens;
 pub mod haproxy;
 pub mod pg;
+pub mod serve;
 pub mod upstream;
+
+pub use serve::{Serve, ServeProcess};
 
 /// MCP over streamable HTTP as the tests speak it by hand.
 pub mod mcp_wire {
@@ -372,106 +376,6 @@ fn provisioned(name: &str) -> Result<(std::path::PathBuf, std::fs::File), String
         .map_err(|e| format!("the {name} lock: {e}"))?;
     lock.lock().map_err(|e| format!("the {name} lock: {e}"))?;
     Ok((target.join(name), lock))
-}
-
-/// A running `scout-host serve`, killed when dropped.
-pub struct ServeProcess {
-    child: std::process::Child,
-    /// `http://127.0.0.1:PORT`, from the line `serve` prints when it listens.
-    pub base: String,
-    /// What `serve` wrote on stderr so far (read by a thread of its own, so
-    /// the pipe never fills).
-    stderr: std::sync::Arc<std::sync::Mutex<String>>,
-    // Held open, so that what `serve` writes later does not hit a closed pipe.
-    _stdout: std::io::BufReader<std::process::ChildStdout>,
-}
-
-impl ServeProcess {
-    /// `BIN serve --config CONFIG` with an empty environment but `PATH`, the
-    /// admin token and the store key; add the switches a test needs.
-    pub fn command(
-        bin: &str,
-        config: &std::path::Path,
-        admin_token: &str,
-        store_key_hex: &str,
-    ) -> std::process::Command {
-        let mut command = std::process::Command::new(bin);
-        command
-            .args(["serve", "--config"])
-            .arg(config)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("SCOUT_ADMIN_TOKEN", admin_token)
-            .env("SCOUT_STORE_KEY", store_key_hex);
-        command
-    }
-
-    /// Spawns `command` (a `scout-host serve --config ...`) with its output
-    /// piped and waits for the address it prints first; panics with its
-    /// stderr if it does not start.
-    pub fn start(mut command: std::process::Command) -> ServeProcess {
-        use std::io::{BufRead, BufReader, Read};
-        let mut child = command
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("start scout-host serve");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let mut pipe = child.stderr.take().expect("piped stderr");
-        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let sink = stderr.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = pipe.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                let text = String::from_utf8_lossy(&buf[..n]).into_owned();
-                sink.lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push_str(&text);
-            }
-        });
-        let mut first = String::new();
-        let mut stdout = BufReader::new(stdout);
-        let _ = stdout.read_line(&mut first);
-        let base = first
-            .trim()
-            .rsplit(' ')
-            .next()
-            .filter(|u| u.starts_with("http://127.0.0.1:"))
-            .map(str::to_string);
-        match base {
-            Some(base) => ServeProcess {
-                child,
-                base,
-                stderr,
-                _stdout: stdout,
-            },
-            None => {
-                let _ = child.kill();
-                let _ = child.wait();
-                std::thread::sleep(std::time::Duration::from_millis(200));
-                let err = stderr.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                panic!("serve did not start: {first:?}\n{err}")
-            }
-        }
-    }
-
-    /// What `serve` has written on stderr so far.
-    pub fn stderr(&self) -> String {
-        self.stderr
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-}
-
-impl Drop for ServeProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// A connector's committed replay cases and fixtures (DESIGN D9,

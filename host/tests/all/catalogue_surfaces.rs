@@ -15,6 +15,7 @@
 //! query still runs; and Figma and Microsoft Ads are absent when the
 //! deployment does not offer them.
 
+use crate::common;
 use axum::Router;
 use axum::extract::State;
 use scout_tests::catalogue::{self, Connector};
@@ -363,20 +364,12 @@ fn components() -> Vec<Connector> {
 }
 
 fn start(dir: &Path, config: &Path, env: &[(&str, &str)]) -> ServeProcess {
-    let mut command = ServeProcess::command(
-        env!("CARGO_BIN_EXE_scout-host"),
-        config,
-        ADMIN_TOKEN,
-        &"4e".repeat(32),
-    );
-    command
+    common::serve_as(config, ADMIN_TOKEN, "4e")
         .env("SCOUT_CACHE_DIR", dir.join("cache"))
         .env("APPROVAL_TIMEOUT_MS", "20000")
-        .current_dir(dir);
-    for (k, v) in env {
-        command.env(k, v);
-    }
-    ServeProcess::start(command)
+        .current_dir(dir)
+        .envs(env)
+        .start()
 }
 
 fn run_plan(serve: &ServeProcess, dir: &Path, plan: &Value) -> Value {

@@ -1,10 +1,13 @@
-//! What the tests that serve HTTP from a `ServeHost` in their own process
-//! share: the host listening on 127.0.0.1 until dropped, the client that
-//! talks to it, and components by path. (Each test file that says `mod
-//! common;` uses part of it.)
+//! What the test modules share: the real `serve` binary started the one
+//! way they all start it ([`serve`], [`serve_as`]), a `ServeHost` started
+//! in this process ([`start_host`]) and listening on 127.0.0.1 until
+//! dropped ([`listen`]), the client that talks to it, and components by
+//! path.
 #![allow(dead_code)]
 
-use scout_host::serve::ServeHost;
+use scout_host::policy::Switches;
+use scout_host::serve::{ServeConfig, ServeHost};
+use scout_tests::{Serve, TempDb};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +17,55 @@ use std::time::Duration;
 /// shares two cores with some 300 other tests, so a bound near the time a
 /// quiet machine takes fails a test for the machine being busy.
 pub const EVENTUALLY: std::time::Duration = std::time::Duration::from_secs(180);
+
+/// The `scout-host` binary this test binary was built with.
+pub const SCOUT_HOST: &str = env!("CARGO_BIN_EXE_scout-host");
+
+/// `scout-host serve --config CONFIG` with `admin_token` and the store key
+/// `store_key_byte` repeated 32 times: add what the test needs, then
+/// `.start()` (or `.refused()`).
+pub fn serve_as(config: &Path, admin_token: &str, store_key_byte: &str) -> Serve {
+    Serve::new(SCOUT_HOST, config)
+        .admin_token(admin_token)
+        .store_key(&store_key_byte.repeat(32))
+}
+
+/// [`serve_as`] the way most end-to-end modules run it: `crash_safety`'s
+/// admin token and store key, GitHub writes on, a person awaited for ten
+/// minutes, only errors logged, and this process's compile cache, so a
+/// restart is quick.
+pub fn serve(config: &Path) -> Serve {
+    serve_as(config, crate::crash_safety::ADMIN_TOKEN, "5c")
+        .compile_cache()
+        .env("GITHUB_ALLOW_WRITES", "true")
+        .env("APPROVAL_TIMEOUT_MS", "600000")
+        .env("SCOUT_LOG", "error")
+}
+
+/// The configuration `text` as `serve` reads it, its store the file `db`;
+/// panics with the text if it does not parse.
+pub fn config_in(text: &str, db: &TempDb) -> ServeConfig {
+    let mut config =
+        ServeConfig::parse(text).unwrap_or_else(|e| panic!("config parses: {e}\n{text}"));
+    config.database = db.path().to_path_buf();
+    config
+}
+
+/// A `ServeHost` in this process from the configuration `text` (its store
+/// in `db`), with the operator `switches` and the environment `env`.
+pub fn start_host(
+    text: &str,
+    db: &TempDb,
+    switches: &[(&str, &str)],
+    env: impl Fn(&str) -> Option<String>,
+) -> Arc<ServeHost> {
+    ServeHost::start(
+        config_in(text, db),
+        Switches::from_vars(switches.iter().copied()),
+        env,
+    )
+    .expect("serve starts")
+}
 
 /// `host` serving its admin API and MCP on 127.0.0.1; stops when dropped.
 pub struct Listening {

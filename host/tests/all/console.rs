@@ -6,6 +6,7 @@
 //! leaves the page by itself. `SCOUT_CONSOLE_SCREENSHOT=docs/console.png`
 //! keeps the screenshot the test takes (how README's picture is made).
 
+use crate::common;
 use scout_tests::fake_github::FakeGitHub;
 use scout_tests::{ServeProcess, python};
 use std::path::Path;
@@ -14,8 +15,6 @@ use std::process::Command;
 const GITHUB_TOKEN: &str = "ghp_consoleBrowserToken0123456789";
 const ADMIN_TOKEN: &str = "admin-token-for-the-console-0123456789";
 
-/// A fake GitHub and the real `serve` binary against it, writes on, run in
-/// a fresh directory named after `name`.
 /// Runs a browser script to its end; the JSON summary it prints last.
 async fn browser_summary(mut browser: Command, serve: &ServeProcess) -> serde_json::Value {
     let run = tokio::task::spawn_blocking(move || browser.output().expect("run the browser test"));
@@ -27,35 +26,28 @@ async fn browser_summary(mut browser: Command, serve: &ServeProcess) -> serde_js
     let err = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
-        "the browser test failed:\n{out}\n{err}\nserve:\n{}",
+        // The script's own words last: a log cut to its tail still says why.
+        "the browser test failed\nserve:\n{}\nthe browser test:\n{out}\n{err}",
         serve.stderr()
     );
     serde_json::from_str(out.lines().last().unwrap_or("")).expect("a JSON summary")
 }
 
+/// A fake GitHub and the real `serve` binary against it, writes on, run in
+/// a fresh directory named after `name`.
 async fn serve(name: &str) -> (FakeGitHub, ServeProcess, std::path::PathBuf) {
     let github = FakeGitHub::start(GITHUB_TOKEN).await;
-    let dir = std::env::temp_dir().join(format!("scout-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("serve.toml");
-    std::fs::write(
-        &config,
-        scout_tests::serve_config_for_github(&github.origin()),
-    )
-    .unwrap();
-    let mut command = ServeProcess::command(
-        env!("CARGO_BIN_EXE_scout-host"),
-        &config,
-        ADMIN_TOKEN,
-        &"6d".repeat(32),
+    let (dir, config) = scout_tests::serve::fresh_config(
+        name,
+        &scout_tests::serve_config_for_github(&github.origin()),
     );
-    command
+    let serve = common::serve_as(&config, ADMIN_TOKEN, "6d")
         .current_dir(&dir)
         .env("GITHUB_ALLOW_WRITES", "true")
         // Long enough that only the person's click ends a wait.
-        .env("APPROVAL_TIMEOUT_MS", "120000");
-    (github, ServeProcess::start(command), dir)
+        .env("APPROVAL_TIMEOUT_MS", "120000")
+        .start();
+    (github, serve, dir)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -362,24 +354,17 @@ async fn a_person_connects_a_brand_from_the_console() {
     };
     let dir = tempfile::tempdir().unwrap();
     let upstream = crate::remote_mcp::oauth_server(dir.path(), 3600).await;
-    let config = dir.path().join("serve.toml");
-    std::fs::write(
-        &config,
+    let config = scout_tests::serve::write_config(
+        dir.path(),
         format!(
             "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\ndeployment_owner_brand = \"acme\"\n\
              [connectors.tracker]\nmcp = \"http://127.0.0.1:{}/mcp\"\ncredential = \"bearer\"\nallow_private_network = true\n",
             upstream.port
         ),
-    )
-    .unwrap();
-    let mut command = ServeProcess::command(
-        env!("CARGO_BIN_EXE_scout-host"),
-        &config,
-        ADMIN_TOKEN,
-        &"6d".repeat(32),
     );
-    command.current_dir(dir.path());
-    let serve = ServeProcess::start(command);
+    let serve = common::serve_as(&config, ADMIN_TOKEN, "6d")
+        .current_dir(dir.path())
+        .start();
     let mut browser = Command::new(python());
     browser
         .args(["-c", CONNECT_PY])
@@ -537,30 +522,19 @@ async fn the_console_signs_in_with_the_identity_provider_and_keeps_a_waiting_wri
         .unwrap()
         .port();
     let github = FakeGitHub::start(GITHUB).await;
-    let dir = std::env::temp_dir().join(format!("scout-console-oidc-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("serve.toml");
     // No jwks_url: the keys are found through the discovery document.
-    std::fs::write(
-        &config,
-        scout_tests::serve_config_for_github(&github.origin())
+    let (dir, config) = scout_tests::serve::fresh_config(
+        "console-oidc",
+        &(scout_tests::serve_config_for_github(&github.origin())
             + &format!(
                 "\n[oidc]\nissuer = \"http://127.0.0.1:{idp_port}\"\naudience = \"scout-console\"\nconsole_client_id = \"scout-console\"\nconsole_scope = \"openid email scout\"\nrole_claim = \"scout_roles\"\nsubject_claim = \"email\"\nleeway_secs = 0\njwks_min_refresh_secs = 1\nallow_private_network = true\n"
-            ),
-    )
-    .unwrap();
-    let mut command = ServeProcess::command(
-        env!("CARGO_BIN_EXE_scout-host"),
-        &config,
-        ADMIN,
-        &"6d".repeat(32),
+            )),
     );
-    command
+    let serve = common::serve_as(&config, ADMIN, "6d")
         .current_dir(&dir)
         .env("GITHUB_ALLOW_WRITES", "true")
-        .env("APPROVAL_TIMEOUT_MS", "120000");
-    let serve = ServeProcess::start(command);
+        .env("APPROVAL_TIMEOUT_MS", "120000")
+        .start();
     let provider = Provider::start(
         idp_port,
         &format!("{}/console/", serve.base),

@@ -5,6 +5,7 @@
 //! the MCP Inspector's command line (`scout_tests::mcp_inspector`) against
 //! one session.
 
+use crate::common;
 use scout_tests::fake_github::FakeGitHub;
 use scout_tests::{ServeProcess, python};
 use std::path::Path;
@@ -27,26 +28,15 @@ async fn the_official_python_client_tells_the_whole_story() {
         String::from_utf8_lossy(&probe.stderr)
     );
     let github = FakeGitHub::start(GITHUB_TOKEN).await;
-    let dir = std::env::temp_dir().join(format!("scout-serve-story-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("serve.toml");
-    std::fs::write(
-        &config,
-        scout_tests::serve_config_for_github(&github.origin()),
-    )
-    .unwrap();
-
-    let mut command = ServeProcess::command(
-        env!("CARGO_BIN_EXE_scout-host"),
-        &config,
-        ADMIN_TOKEN,
-        &"5c".repeat(32),
+    let (dir, config) = scout_tests::serve::fresh_config(
+        "serve-story",
+        &scout_tests::serve_config_for_github(&github.origin()),
     );
-    command
+
+    let serve = common::serve_as(&config, ADMIN_TOKEN, "5c")
         .env("GITHUB_ALLOW_WRITES", "true")
-        .env("APPROVAL_TIMEOUT_MS", APPROVAL_TIMEOUT_MS.to_string());
-    let serve = ServeProcess::start(command);
+        .env("APPROVAL_TIMEOUT_MS", APPROVAL_TIMEOUT_MS.to_string())
+        .start();
     let base = serve.base.clone();
     // Start-up names every connector it loaded and to whom it serves it.
     // Written before the address; the reader thread may still be on it.
@@ -217,17 +207,12 @@ struct StdioLines {
 
 impl StdioLines {
     fn start(config: &Path) -> StdioLines {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_scout-host"))
-            .args(["serve", "--config"])
-            .arg(config)
+        let mut child = common::serve_as(config, ADMIN_TOKEN, "5c")
             .args(["--stdio", "--brand", "acme", "--role", "person-chat"])
             .args(["--connector", "github"])
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("SCOUT_ADMIN_TOKEN", ADMIN_TOKEN)
-            .env("SCOUT_STORE_KEY", "5c".repeat(32))
             .env("GITHUB_ALLOW_WRITES", "true")
             .env("APPROVAL_TIMEOUT_MS", "3000")
+            .command()
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
@@ -446,26 +431,16 @@ fn inspector(url: &str, token: &str, args: &[&str]) -> serde_json::Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mcp_inspector_cli_lists_and_calls_the_tools_of_a_session() {
     let github = FakeGitHub::start(GITHUB_TOKEN).await;
-    let dir = std::env::temp_dir().join(format!("scout-serve-inspector-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("serve.toml");
     // Tools are offered without an operator's review here (the story
     // covers review); a top-level key goes before the connector's table.
-    std::fs::write(
-        &config,
-        format!(
+    let (dir, config) = scout_tests::serve::fresh_config(
+        "serve-inspector",
+        &format!(
             "require_review = false\n{}",
             scout_tests::serve_config_for_github(&github.origin())
         ),
-    )
-    .unwrap();
-    let serve = ServeProcess::start(ServeProcess::command(
-        env!("CARGO_BIN_EXE_scout-host"),
-        &config,
-        ADMIN_TOKEN,
-        &"5d".repeat(32),
-    ));
+    );
+    let serve = common::serve_as(&config, ADMIN_TOKEN, "5d").start();
     let http = reqwest::Client::new();
     let admin = |method: reqwest::Method, path: &str, body: serde_json::Value| {
         http.request(method, format!("{}{path}", serve.base))
@@ -576,23 +551,14 @@ const ANSWER_AFTER_SECS: u64 = 40;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_waiting_for_a_person_reaches_clients_with_default_timeouts() {
     let github = FakeGitHub::start(GITHUB_TOKEN).await;
-    let dir = std::env::temp_dir().join(format!("scout-serve-wait-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("serve.toml");
-    std::fs::write(
-        &config,
-        scout_tests::serve_config_for_github(&github.origin()),
-    )
-    .unwrap();
-    let mut command = ServeProcess::command(
-        env!("CARGO_BIN_EXE_scout-host"),
-        &config,
-        ADMIN_TOKEN,
-        &"5e".repeat(32),
+    let (dir, config) = scout_tests::serve::fresh_config(
+        "serve-wait",
+        &scout_tests::serve_config_for_github(&github.origin()),
     );
-    command.current_dir(&dir).env("GITHUB_ALLOW_WRITES", "true");
-    let serve = ServeProcess::start(command);
+    let serve = common::serve_as(&config, ADMIN_TOKEN, "5e")
+        .current_dir(&dir)
+        .env("GITHUB_ALLOW_WRITES", "true")
+        .start();
     let base = serve.base.clone();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/wait.py");
     let run = tokio::task::spawn_blocking(move || {
@@ -634,27 +600,17 @@ async fn a_write_waiting_for_a_person_reaches_clients_with_default_timeouts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mcp_inspector_cli_gets_a_write_a_person_approves_after_its_request_timeout() {
     let github = FakeGitHub::start(GITHUB_TOKEN).await;
-    let dir =
-        std::env::temp_dir().join(format!("scout-serve-inspector-wait-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("serve.toml");
-    std::fs::write(
-        &config,
-        format!(
+    let (dir, config) = scout_tests::serve::fresh_config(
+        "serve-inspector-wait",
+        &format!(
             "require_review = false\n{}",
             scout_tests::serve_config_for_github(&github.origin())
         ),
-    )
-    .unwrap();
-    let mut command = ServeProcess::command(
-        env!("CARGO_BIN_EXE_scout-host"),
-        &config,
-        ADMIN_TOKEN,
-        &"5f".repeat(32),
     );
-    command.current_dir(&dir).env("GITHUB_ALLOW_WRITES", "true");
-    let serve = ServeProcess::start(command);
+    let serve = common::serve_as(&config, ADMIN_TOKEN, "5f")
+        .current_dir(&dir)
+        .env("GITHUB_ALLOW_WRITES", "true")
+        .start();
     let http = reqwest::Client::new();
     let admin = |method: reqwest::Method, path: &str, body: Option<serde_json::Value>| {
         let mut request = http
@@ -758,26 +714,21 @@ async fn the_mcp_inspector_cli_gets_a_write_a_person_approves_after_its_request_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_client_meets_the_boundary_repeated_refusals_a_pause_and_its_budget() {
     let github = FakeGitHub::start(GITHUB_TOKEN).await;
-    let dir = std::env::temp_dir().join(format!("scout-serve-boundary-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("serve.toml");
     let capabilities = Path::new(scout_tests::components::CAPABILITIES)
         .canonicalize()
         .unwrap();
     // Writes stay off (GITHUB_ALLOW_WRITES unset): every write refuses.
     // The `capabilities` test guest bills in credits, with an allowance
     // for a person's chat.
-    std::fs::write(
-        &config,
-        format!(
+    let (dir, config) = scout_tests::serve::fresh_config(
+        "serve-boundary",
+        &format!(
             "require_review = false\n{}\n[connectors.capabilities]\ncomponent = {:?}\norigin = {:?}\nallow_private_network = true\ncredential = \"none\"\n[connectors.capabilities.person_allowance]\nper_run_credits = 50\nper_day_credits = 200\n",
             scout_tests::serve_config_for_github(&github.origin()),
             capabilities.display().to_string(),
             github.origin()
         ),
-    )
-    .unwrap();
+    );
     let (serve, summary) = serve_and_run(&dir, &config, "6a", "boundary.py").await;
     assert_eq!(summary["lineage"], serde_json::json!([1, 2, 3]));
     assert!(
@@ -796,19 +747,14 @@ async fn the_official_client_meets_the_boundary_repeated_refusals_a_pause_and_it
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_client_sees_only_what_the_orchestrator_selected() {
     let github = FakeGitHub::start(GITHUB_TOKEN).await;
-    let dir = std::env::temp_dir().join(format!("scout-serve-narrowed-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("serve.toml");
     // Tools offered without an operator's review, writes left switched off.
-    std::fs::write(
-        &config,
-        format!(
+    let (dir, config) = scout_tests::serve::fresh_config(
+        "serve-narrowed",
+        &format!(
             "require_review = false\n{}",
             scout_tests::serve_config_for_github(&github.origin())
         ),
-    )
-    .unwrap();
+    );
     let (serve, summary) = serve_and_run(&dir, &config, "6b", "narrowed.py").await;
     assert!(summary["not_selected"].as_u64() > Some(0), "{summary}");
     let requests = github.requests();
@@ -841,14 +787,9 @@ async fn serve_and_run(
     key_byte: &str,
     script: &'static str,
 ) -> (ServeProcess, serde_json::Value) {
-    let mut command = ServeProcess::command(
-        env!("CARGO_BIN_EXE_scout-host"),
-        config,
-        ADMIN_TOKEN,
-        &key_byte.repeat(32),
-    );
-    command.current_dir(dir);
-    let serve = ServeProcess::start(command);
+    let serve = common::serve_as(config, ADMIN_TOKEN, key_byte)
+        .current_dir(dir)
+        .start();
     let base = serve.base.clone();
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/mcp_client")
@@ -884,18 +825,16 @@ async fn serve_and_run(
 /// non-browser client), are served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_foreign_origin_is_refused_and_the_hosts_own_is_served() {
-    use super::crash_safety::{ADMIN_TOKEN as ADMIN, Admin, GITHUB_TOKEN as TOKEN, Serve};
+    use super::crash_safety::{ADMIN_TOKEN as ADMIN, Admin, GITHUB_TOKEN as TOKEN};
     use reqwest::Method;
     use serde_json::{Value, json};
     let github = FakeGitHub::start(TOKEN).await;
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("serve.toml");
-    std::fs::write(
-        &config,
+    let config = scout_tests::serve::write_config(
+        dir.path(),
         scout_tests::serve_config_for_github(&github.origin()),
-    )
-    .unwrap();
-    let serve = Serve::start(&config);
+    );
+    let serve = common::serve(&config).start();
     let http = reqwest::Client::new();
     let admin = Admin {
         http: http.clone(),

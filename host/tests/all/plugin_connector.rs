@@ -8,6 +8,7 @@
 //! upstream's side, and passes `scout-host test` in replay mode under
 //! strace with no network socket opened.
 
+use crate::common;
 use axum::extract::{Path as UrlPath, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -163,27 +164,19 @@ fn build(dir: &Path) -> PathBuf {
 }
 
 fn start_serve(dir: &Path, component: &Path, origin: &str) -> ServeProcess {
-    let config = dir.join("serve.toml");
-    std::fs::write(
-        &config,
+    let config = scout_tests::serve::write_config(
+        dir,
         format!(
             "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\n\n[connectors.{NAME}]\ncomponent = {:?}\norigin = {origin:?}\nallow_private_network = true\n",
             component.display().to_string()
         ),
-    )
-    .unwrap();
-    let mut command = ServeProcess::command(
-        env!("CARGO_BIN_EXE_scout-host"),
-        &config,
-        ADMIN_TOKEN,
-        &"7d".repeat(32),
     );
-    command
+    common::serve_as(&config, ADMIN_TOKEN, "7d")
         .env("SCOUT_CACHE_DIR", dir.join("cache"))
         // Long enough for the script's person to answer, short enough that
         // a broken script fails in seconds rather than five minutes.
-        .env("APPROVAL_TIMEOUT_MS", "20000");
-    ServeProcess::start(command)
+        .env("APPROVAL_TIMEOUT_MS", "20000")
+        .start()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

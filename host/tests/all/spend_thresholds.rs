@@ -19,6 +19,7 @@
 //!   threshold is refused at once with nothing sent, and a billing
 //!   connector with no threshold still asks before every call.
 
+use crate::common;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use scout_tests::ServeProcess;
 use scout_tests::mcp_wire::jsonrpc_messages;
@@ -107,15 +108,16 @@ impl Drop for Scratch {
     }
 }
 
-/// `serve` with Firecrawl and DataForSEO against `origin`, each with
-/// person chat's allowance and the `*_threshold` lines given; `env` adds
-/// operator switches.
+/// The real `serve` a test drives, with the client that talks to it.
 struct Served {
     serve: ServeProcess,
     http: reqwest::Client,
     _dir: Scratch,
 }
 
+/// `serve` with Firecrawl and DataForSEO against `origin`, each with
+/// person chat's allowance and the `*_threshold` lines given; `env` adds
+/// operator switches.
 fn start(
     name: &str,
     origin: &str,
@@ -123,16 +125,7 @@ fn start(
     dataforseo: &str,
     env: &[(&str, &str)],
 ) -> Served {
-    let dir = std::env::temp_dir().join(format!("scout-spend-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let component = |path: &str| {
-        Path::new(path)
-            .canonicalize()
-            .unwrap_or_else(|e| panic!("{path}: {e}"))
-            .display()
-            .to_string()
-    };
+    let component = common::component;
     let config = format!(
         "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\nrequire_review = false\n\n\
          [connectors.firecrawl]\ncomponent = {:?}\norigin = {origin:?}\nallow_private_network = true\n\
@@ -142,23 +135,15 @@ fn start(
         component(scout_tests::components::FIRECRAWL),
         component(scout_tests::components::DATAFORSEO),
     );
-    let path = dir.join("serve.toml");
-    std::fs::write(&path, config).unwrap();
-    let mut command = ServeProcess::command(
-        env!("CARGO_BIN_EXE_scout-host"),
-        &path,
-        ADMIN_TOKEN,
-        &"3d".repeat(32),
-    );
-    command
+    let (dir, path) = scout_tests::serve::fresh_config(&format!("spend-{name}"), &config);
+    let serve = common::serve_as(&path, ADMIN_TOKEN, "3d")
         .env("SCOUT_CACHE_DIR", dir.join("cache"))
         .env("APPROVAL_TIMEOUT_MS", APPROVAL_TIMEOUT_MS)
-        .current_dir(&dir);
-    for (k, v) in env {
-        command.env(k, v);
-    }
+        .current_dir(&dir)
+        .envs(env)
+        .start();
     Served {
-        serve: ServeProcess::start(command),
+        serve,
         http: reqwest::Client::builder()
             .timeout(Duration::from_secs(120))
             .build()
