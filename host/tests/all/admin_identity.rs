@@ -8,7 +8,8 @@
 //! Keys are made by the `openssl` command line for each run (CI installs
 //! it); none is committed.
 
-use super::crash_safety::{ADMIN_TOKEN, Admin, GITHUB_TOKEN, Mcp, Serve, ok_text, wait_for};
+use super::crash_safety::{ADMIN_TOKEN, Admin, GITHUB_TOKEN, Mcp, ok_text, wait_for};
+use crate::common;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -18,6 +19,7 @@ use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use reqwest::Method;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
+use scout_tests::ServeProcess;
 use scout_tests::fake_github::FakeGitHub;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -268,19 +270,17 @@ fn oidc_table(issuer: &Issuer) -> String {
 }
 
 /// `serve` with the GitHub connector against `github` and `[oidc]` naming `issuer`.
-fn start_serve(dir: &Path, github: &FakeGitHub, issuer: &Issuer) -> Serve {
+fn start_serve(dir: &Path, github: &FakeGitHub, issuer: &Issuer) -> ServeProcess {
     start_serve_with(dir, github, issuer, "")
 }
 
 /// [`start_serve`] with `more` lines in the `[oidc]` table.
-fn start_serve_with(dir: &Path, github: &FakeGitHub, issuer: &Issuer, more: &str) -> Serve {
-    let config = dir.join("serve.toml");
-    std::fs::write(
-        &config,
+fn start_serve_with(dir: &Path, github: &FakeGitHub, issuer: &Issuer, more: &str) -> ServeProcess {
+    let config = scout_tests::serve::write_config(
+        dir,
         scout_tests::serve_config_for_github(&github.origin()) + &oidc_table(issuer) + more,
-    )
-    .unwrap();
-    Serve::start(&config)
+    );
+    common::serve(&config).start()
 }
 
 /// What one admin API request got back.
@@ -941,7 +941,7 @@ fn serve_refuses_an_identity_provider_reached_without_tls() {
         ),
     ] {
         std::fs::write(&config, format!("listen = \"127.0.0.1:0\"\n{table}")).unwrap();
-        let stderr = super::crash_safety::refused_serve(&config, &[]);
+        let stderr = common::serve_as(&config, crate::crash_safety::ADMIN_TOKEN, "5c").refused();
         assert!(stderr.contains(says), "{says:?} in {stderr}");
     }
 }
@@ -960,7 +960,7 @@ async fn an_issuer_on_a_private_address_is_not_asked_unless_the_operator_allows_
         scout_tests::serve_config_for_github(&github.origin()) + &table,
     )
     .unwrap();
-    let serve = Serve::start(&config);
+    let serve = common::serve(&config).start();
     let token = keys
         .issuer
         .sign(&issuer.claims("root@example.com", json!("admin"), json!({})));

@@ -7,7 +7,8 @@
 //! bytes however the tag moves.
 
 use super::common::EVENTUALLY;
-use super::crash_safety::{Admin, Serve, wait_for};
+use super::crash_safety::{Admin, wait_for};
+use crate::common;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -66,16 +67,10 @@ fn pull(cache: &Path, reference: &str, out: &Path) -> (i32, Value, String) {
 /// `scout-host serve --config CONFIG` that must refuse to start, with
 /// `cache` as its artifact cache: what it said on stderr.
 fn serve_refused(config: &Path, cache: &Path) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_scout-host"))
-        .args(["serve", "--config"])
-        .arg(config)
+    common::serve_as(config, super::crash_safety::ADMIN_TOKEN, "5c")
+        .compile_cache()
         .env("SCOUT_ARTIFACT_CACHE", cache)
-        .env("SCOUT_ADMIN_TOKEN", super::crash_safety::ADMIN_TOKEN)
-        .env("SCOUT_STORE_KEY", "5c".repeat(32))
-        .output()
-        .expect("run scout-host serve");
-    assert!(!out.status.success(), "serve started");
-    String::from_utf8_lossy(&out.stderr).into_owned()
+        .refused()
 }
 
 /// ORAS's Python client (`tests/mcp_client/oci_interop.py`): its JSON line.
@@ -362,16 +357,14 @@ async fn serve_runs_the_digest_a_tag_was_first_resolved_to_however_the_tag_moves
     let tag = format!("oci://{addr}/connectors/github:stable");
     let first = push(&cache, scout_tests::components::GITHUB, &tag);
     let first_digest = first["digest"].as_str().unwrap().to_string();
-    let config = dir.path().join("serve.toml");
-    std::fs::write(
-        &config,
+    let config = scout_tests::serve::write_config(
+        dir.path(),
         format!(
             "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\n\n[registries.\"{addr}\"]\nplain_http = true\nallow_private_network = true\n\n[connectors.github]\ncomponent = \"{tag}\"\norigin = \"http://127.0.0.1:9\"\nallow_private_network = true\n"
         ),
-    )
-    .unwrap();
+    );
     let env = [("SCOUT_ARTIFACT_CACHE", cache.to_string_lossy().into_owned())];
-    let serve = Serve::start_with(&config, &env);
+    let serve = common::serve(&config).envs(&env).start();
     let http = reqwest::Client::new();
     let admin = Admin {
         http: http.clone(),
@@ -407,7 +400,7 @@ async fn serve_runs_the_digest_a_tag_was_first_resolved_to_however_the_tag_moves
         &tag,
     );
     assert_ne!(moved["digest"], first_digest.as_str());
-    let serve = Serve::start_with(&config, &env);
+    let serve = common::serve(&config).envs(&env).start();
     let banner = format!("running {first_digest}");
     wait_for("the banner naming the digest", EVENTUALLY, async || {
         serve.stderr().contains(&banner).then_some(())
@@ -659,15 +652,13 @@ async fn only_an_artifact_signed_by_a_configured_key_is_pulled_or_served() {
     let head = format!(
         "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\nrequire_signature = true\nsignature_keys = [\"signer.pub\"]\n\n[registries.\"{addr}\"]\nplain_http = true\nallow_private_network = true\n\n"
     );
-    let config = dir.path().join("serve.toml");
-    std::fs::write(
-        &config,
+    let config = scout_tests::serve::write_config(
+        dir.path(),
         format!(
             "{head}[connectors.github]\ncomponent = \"oci://{addr}/connectors/github@{digest}\"\norigin = \"http://127.0.0.1:9\"\nallow_private_network = true\n"
         ),
-    )
-    .unwrap();
-    let serve = Serve::start_with(&config, &env);
+    );
+    let serve = common::serve(&config).envs(&env).start();
     let banner = format!("running {digest}");
     wait_for("the banner naming the digest", EVENTUALLY, async || {
         serve.stderr().contains(&banner).then_some(())
@@ -721,15 +712,13 @@ async fn a_new_version_puts_its_changed_tools_back_under_review_and_says_what_ch
     assert_ne!(v1, v2, "the route is in the component's manifest");
     let component = dir.path().join("github.wasm");
     std::fs::write(&component, &v1).unwrap();
-    let config = dir.path().join("serve.toml");
-    std::fs::write(
-        &config,
+    let config = scout_tests::serve::write_config(
+        dir.path(),
         format!(
             "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\n\n[connectors.github]\ncomponent = {:?}\norigin = \"http://127.0.0.1:9\"\nallow_private_network = true\n",
             component.display().to_string()
         ),
-    )
-    .unwrap();
+    );
     let reviews = async |admin: &Admin| -> Value {
         let (status, body) = admin
             .request(reqwest::Method::GET, "/v1/reviews", None)
@@ -748,7 +737,7 @@ async fn a_new_version_puts_its_changed_tools_back_under_review_and_says_what_ch
     };
 
     // Version 1, every tool reviewed as it is.
-    let serve = Serve::start(&config);
+    let serve = common::serve(&config).start();
     let admin = Admin {
         http: reqwest::Client::new(),
         base: serve.base.clone(),
@@ -780,7 +769,7 @@ async fn a_new_version_puts_its_changed_tools_back_under_review_and_says_what_ch
             [],
         )
         .unwrap();
-    let serve = Serve::start(&config);
+    let serve = common::serve(&config).start();
     let admin = Admin {
         http: reqwest::Client::new(),
         base: serve.base.clone(),
@@ -1075,12 +1064,10 @@ async fn a_blob_redirected_to_a_cdn_is_fetched_there_without_the_registry_creden
 
     // The CDN not allowed a private network: refused, never connected to.
     write_config(false);
-    let mut refused = Command::new(env!("CARGO_BIN_EXE_scout-host"))
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env("SCOUT_ADMIN_TOKEN", super::crash_safety::ADMIN_TOKEN)
-        .env("SCOUT_STORE_KEY", "5c".repeat(32))
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+    let mut refused = common::serve_as(&config, super::crash_safety::ADMIN_TOKEN, "5c")
+        .compile_cache()
+        .envs(&env)
+        .command()
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -1114,7 +1101,7 @@ async fn a_blob_redirected_to_a_cdn_is_fetched_there_without_the_registry_creden
 
     // Allowed: the blob comes from the CDN, and the component is served.
     write_config(true);
-    let serve = Serve::start_with(&config, &env);
+    let serve = common::serve(&config).envs(&env).start();
     let admin = Admin {
         http: reqwest::Client::new(),
         base: serve.base.clone(),

@@ -526,18 +526,11 @@ fn the_audit_refuses_what_serve_refuses() {
     assert!(!ok);
     let words = "connector `analytics`: its routes name destination `admin`: give its origin as `origins.admin`";
     assert!(stderr.contains(words), "{stderr}");
-    let serve = Command::new(env!("CARGO_BIN_EXE_scout-host"))
-        .args(["serve", "--config", s.config()])
-        .env("SCOUT_ADMIN_TOKEN", "admin-token-0123456789abcdef")
-        .env("SCOUT_STORE_KEY", KEY_HEX)
-        .output()
-        .unwrap();
-    assert!(!serve.status.success());
-    assert!(
-        String::from_utf8_lossy(&serve.stderr).contains(words),
-        "{}",
-        String::from_utf8_lossy(&serve.stderr)
-    );
+    let stderr = scout_tests::Serve::new(common::SCOUT_HOST, Path::new(s.config()))
+        .admin_token("admin-token-0123456789abcdef")
+        .store_key(KEY_HEX)
+        .refused();
+    assert!(stderr.contains(words), "{stderr}");
 }
 
 #[test]
@@ -1565,18 +1558,16 @@ fn the_inventory_on_postgres() {
 /// (off). `--host URL` asks the running host, with its switches.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_audit_names_its_switches_and_audits_a_running_host_with_its_own() {
-    use super::crash_safety::{ADMIN_TOKEN, GITHUB_TOKEN, Serve};
+    use super::crash_safety::{ADMIN_TOKEN, GITHUB_TOKEN};
     let github = scout_tests::fake_github::FakeGitHub::start(GITHUB_TOKEN).await;
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("serve.toml");
-    std::fs::write(
-        &config,
+    let config = scout_tests::serve::write_config(
+        dir.path(),
         scout_tests::serve_config_for_github(&github.origin()),
-    )
-    .unwrap();
+    );
     let config_path = config.to_str().unwrap().to_string();
     // The running host, started with GITHUB_ALLOW_WRITES=true, makes the store.
-    let serve = tokio::task::block_in_place(|| Serve::start(&config));
+    let serve = tokio::task::block_in_place(|| common::serve(&config).start());
     let local = tokio::task::block_in_place(|| {
         audit_json(
             &["--role", "person-chat", "--config", &config_path],

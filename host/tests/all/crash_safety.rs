@@ -21,9 +21,10 @@
 //!   gets a new approval request.
 //!
 //! The allowance ledger is not wired into `serve` yet (a later issue), so the
-//! calls here are approval-gated rather than charged; `host/tests/store.rs`
+//! calls here are approval-gated rather than charged; `host/tests/all/store.rs`
 //! kills a process mid-charge for the ledger itself.
 
+use crate::common;
 use futures_util::future::join_all;
 use reqwest::Method;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
@@ -36,9 +37,7 @@ use scout_tests::fake_github::FakeGitHub;
 use scout_tests::mcp_wire::jsonrpc_messages;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -63,145 +62,10 @@ const KILL_AT: usize = 300;
 const APPROVERS: usize = 16;
 
 /// Generous: a loaded 2-core machine.
-const START_TIMEOUT: Duration = Duration::from_secs(180);
 const PHASE_TIMEOUT: Duration = Duration::from_secs(240);
 
 pub(super) fn args_for(i: usize) -> Value {
     json!({"owner": "octo", "repo": "hello", "branch": format!("crash/{i}"), "from": "main"})
-}
-
-// --- the serve process ----------------------------------------------------
-
-/// A running `scout-host serve`; killed (SIGKILL) and reaped on drop.
-pub(super) struct Serve {
-    child: Child,
-    pub(super) base: String,
-    stderr: Arc<Mutex<String>>,
-}
-
-impl Serve {
-    pub(super) fn start(config: &Path) -> Serve {
-        Serve::start_with(config, &[])
-    }
-
-    /// [`Serve::start`] with more environment (a PostgreSQL URL).
-    pub(super) fn start_with(config: &Path, more_env: &[(&str, String)]) -> Serve {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_scout-host"))
-            .args(["serve", "--config"])
-            .arg(config)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            // The compile cache (`default_cache_dir`), so the restart is quick.
-            .envs(
-                ["HOME", "XDG_CACHE_HOME", "SCOUT_CACHE_DIR"]
-                    .into_iter()
-                    .filter_map(|k| std::env::var(k).ok().map(|v| (k, v))),
-            )
-            .env("SCOUT_ADMIN_TOKEN", ADMIN_TOKEN)
-            .env("SCOUT_STORE_KEY", "5c".repeat(32))
-            .env("GITHUB_ALLOW_WRITES", "true")
-            .env("APPROVAL_TIMEOUT_MS", "600000")
-            .env("SCOUT_LOG", "error")
-            .envs(more_env.iter().map(|(k, v)| (*k, v.as_str())))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start scout-host serve");
-        let stdout = child.stdout.take().unwrap();
-        let stderr_pipe = child.stderr.take().unwrap();
-        // Both pipes are drained for the child's whole life, so it never
-        // blocks on a full pipe; stderr is kept for the report.
-        let stderr = Arc::new(Mutex::new(String::new()));
-        {
-            let stderr = stderr.clone();
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stderr_pipe);
-                let mut line = String::new();
-                while reader.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
-                    stderr.lock().unwrap().push_str(&line);
-                    line.clear();
-                }
-            });
-        }
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            let mut first = String::new();
-            let _ = reader.read_line(&mut first);
-            let _ = tx.send(first);
-            let _ = std::io::copy(&mut reader, &mut std::io::sink());
-        });
-        let mut serve = Serve {
-            child,
-            base: String::new(),
-            stderr,
-        };
-        let first = rx.recv_timeout(START_TIMEOUT).unwrap_or_default();
-        match first
-            .trim()
-            .rsplit(' ')
-            .next()
-            .filter(|u| u.starts_with("http://127.0.0.1:"))
-        {
-            Some(base) => serve.base = base.to_string(),
-            None => {
-                let _ = serve.child.kill();
-                let _ = serve.child.wait();
-                std::thread::sleep(Duration::from_millis(200));
-                panic!(
-                    "serve did not start: {first:?}\n{}",
-                    serve.stderr.lock().unwrap()
-                );
-            }
-        }
-        serve
-    }
-
-    /// SIGKILL: no destructor, no flush, no rollback.
-    pub(super) fn kill(&mut self) {
-        self.child.kill().expect("SIGKILL serve");
-        let status = self.child.wait().expect("reap serve");
-        assert!(!status.success(), "serve died of the signal: {status:?}");
-    }
-
-    pub(super) fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
-    }
-
-    /// Sends `signal` (`TERM`, `HUP`, `STOP`, `CONT`) to the process.
-    pub(super) fn signal(&self, signal: &str) {
-        let status = Command::new("kill")
-            .args(["-s", signal, &self.child.id().to_string()])
-            .status()
-            .expect("run kill");
-        assert!(status.success(), "kill -s {signal}: {status:?}");
-    }
-
-    /// Waits for the process to exit by itself; its status, or `None` if it
-    /// is still running after `within` (a bound far above what the test
-    /// waits for, only there so a hang fails instead of blocking the suite).
-    pub(super) async fn exited_within(
-        &mut self,
-        within: Duration,
-    ) -> Option<std::process::ExitStatus> {
-        let started = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().expect("poll serve") {
-                return Some(status);
-            }
-            if started.elapsed() > within {
-                return None;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 // --- the admin API ----------------------------------------------------------
@@ -495,23 +359,6 @@ impl Mcp {
     }
 }
 
-/// Runs `serve --config config` with the admin token, the store key and
-/// `env`, expecting it to refuse to start: its stderr.
-pub(super) fn refused_serve(config: &Path, env: &[(&str, &str)]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_scout-host"))
-        .args(["serve", "--config"])
-        .arg(config)
-        .env_clear()
-        .env("SCOUT_ADMIN_TOKEN", ADMIN_TOKEN)
-        .env("SCOUT_STORE_KEY", "5c".repeat(32))
-        .envs(env.iter().copied())
-        .output()
-        .expect("run scout-host serve");
-    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
-    assert!(!output.status.success(), "serve started: {stderr}");
-    stderr
-}
-
 /// The text of a `tools/call` result, error or not.
 pub(super) fn result_text(reply: &Value) -> String {
     reply["result"]["content"]
@@ -697,7 +544,7 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
         .unwrap();
 
     // --- first life: 1,000 gated writes in flight ---
-    let mut serve = Serve::start(&config);
+    let mut serve = common::serve(&config).start();
     let admin = Admin {
         http: http.clone(),
         base: serve.base.clone(),
@@ -1079,7 +926,7 @@ async fn serve_killed_mid_stream_loses_and_doubles_nothing() {
 
     // --- second life: the same database ---
     let restarted = Instant::now();
-    let serve2 = Serve::start(&config);
+    let serve2 = common::serve(&config).start();
     let admin = Admin {
         http: http.clone(),
         base: serve2.base.clone(),
@@ -1327,7 +1174,7 @@ async fn trace_rows_durable_against_a_process_crash_survive_sigkill() {
     )
     .unwrap();
     let http = reqwest::Client::new();
-    let mut serve = Serve::start(&config);
+    let mut serve = common::serve(&config).start();
     let admin = Admin {
         http: http.clone(),
         base: serve.base.clone(),

@@ -21,9 +21,11 @@
 //!   docs say a session-mode client needs that affinity.
 
 use super::common::EVENTUALLY;
-use super::crash_safety::{ADMIN_TOKEN, Admin, GITHUB_TOKEN, Serve, wait_for};
+use super::crash_safety::{ADMIN_TOKEN, Admin, GITHUB_TOKEN, wait_for};
 use super::remote_mcp::{listed, review, tool};
+use crate::common;
 use scout_host::store::TraceState;
+use scout_tests::ServeProcess;
 use scout_tests::fake_github::FakeGitHub;
 use scout_tests::haproxy::{Balance, Haproxy, free_port};
 use serde_json::{Value, json};
@@ -33,7 +35,7 @@ use std::process::Command;
 
 /// Two hosts on one database behind one balancer.
 struct Fleet {
-    hosts: Vec<Serve>,
+    hosts: Vec<ServeProcess>,
     /// Through the balancer, as an operator's tools reach the fleet.
     admin: Admin,
     http: reqwest::Client,
@@ -85,7 +87,7 @@ impl Fleet {
                 .unwrap();
                 config
             })
-            .map(|config| Serve::start_with(&config, &[("SCOUT_PG_URL", db.url())]))
+            .map(|config| common::serve(&config).envs(&[("SCOUT_PG_URL", db.url())]).start())
             .into_iter()
             .collect();
         let http = reqwest::Client::new();

@@ -15,9 +15,11 @@
 //! (`host_shutdown`, `lease_not_held`, `unrecorded`) again after 100 ms,
 //! as the refusal tells it to; the figures count those refusals.
 
-use super::crash_safety::{Admin, GITHUB_TOKEN, Mcp, Serve, ok_text, wait_for};
+use super::crash_safety::{Admin, GITHUB_TOKEN, Mcp, ok_text, wait_for};
+use crate::common;
 use reqwest::Method;
 use scout_host::store::{TraceEvent, TraceState};
+use scout_tests::ServeProcess;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -188,8 +190,8 @@ async fn a_fleet_without_affinity_keeps_every_session_through_restarts_a_kill_an
     );
     let env = [("SCOUT_PG_URL", db.url())];
     // Starting, stopping and killing a process blocks; the clients go on.
-    let start = || tokio::task::block_in_place(|| Serve::start_with(&config, &env));
-    let mut hosts: Vec<Serve> = (0..3).map(|_| start()).collect();
+    let start = || tokio::task::block_in_place(|| common::serve(&config).envs(&env).start());
+    let mut hosts: Vec<ServeProcess> = (0..3).map(|_| start()).collect();
     balancer.set(&hosts.iter().map(|h| h.base.clone()).collect::<Vec<_>>());
     // The admin API: a new connection for every request, so the balancer
     // decides each one.

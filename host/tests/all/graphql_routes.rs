@@ -7,7 +7,8 @@
 //! The test guest sends whatever body it is given, as a compromised
 //! connector would.
 
-use crate::crash_safety::{Admin, Mcp, Serve, ok_text, result_text, wait_for};
+use crate::common;
+use crate::crash_safety::{Admin, Mcp, ok_text, result_text, wait_for};
 use reqwest::Method;
 use scout_host::store::TraceState;
 use serde_json::{Value, json};
@@ -41,7 +42,7 @@ fn request(document: &str) -> String {
 async fn a_graphql_write_carries_only_the_root_fields_its_route_declares() {
     let upstream = scout_tests::upstream::Upstream::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let serve = Serve::start(&write_config(dir.path(), &upstream.origin()));
+    let serve = common::serve(&write_config(dir.path(), &upstream.origin())).start();
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(600))
         .build()

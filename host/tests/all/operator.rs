@@ -1,7 +1,9 @@
 //! What an operator wires the host into (issue 35), through the real
 //! binary: a metrics listener a scraper reaches without the admin token.
 
-use super::crash_safety::{ADMIN_TOKEN, GITHUB_TOKEN, Serve, refused_serve};
+use super::crash_safety::{ADMIN_TOKEN, GITHUB_TOKEN};
+use crate::common;
+use scout_tests::ServeProcess;
 use scout_tests::fake_github::FakeGitHub;
 use std::time::Duration;
 
@@ -9,7 +11,7 @@ const METRICS_TOKEN: &str = "metrics-only-token-0123456789";
 
 /// The address `serve` printed for its metrics listener (on stderr, read
 /// by a thread of its own: waited for).
-fn metrics_base(serve: &Serve) -> String {
+fn metrics_base(serve: &ServeProcess) -> String {
     let started = std::time::Instant::now();
     loop {
         let stderr = serve.stderr();
@@ -61,7 +63,7 @@ async fn a_scraper_reads_metrics_on_their_own_listener_without_the_admin_token()
         ),
     )
     .unwrap();
-    let serve = Serve::start(&config);
+    let serve = common::serve(&config).start();
     let metrics = metrics_base(&serve);
     let banner = serve.stderr();
     assert!(banner.contains(", without a credential"), "{banner}");
@@ -103,10 +105,9 @@ async fn a_scraper_reads_metrics_on_their_own_listener_without_the_admin_token()
         ),
     )
     .unwrap();
-    let serve = Serve::start_with(
-        &config,
-        &[("SCOUT_METRICS_TOKEN", METRICS_TOKEN.to_string())],
-    );
+    let serve = common::serve(&config)
+        .envs(&[("SCOUT_METRICS_TOKEN", METRICS_TOKEN.to_string())])
+        .start();
     let metrics = metrics_base(&serve);
     let url = format!("{metrics}/metrics");
     assert_eq!(status(&http, &url, None).await.0, 401);
@@ -158,7 +159,9 @@ fn serve_refuses_a_metrics_token_it_cannot_keep_apart() {
         ),
     ] {
         std::fs::write(&config, format!("{top}listen = \"127.0.0.1:0\"\n")).unwrap();
-        let stderr = refused_serve(&config, &[("SCOUT_METRICS_TOKEN", token)]);
+        let stderr = common::serve_as(&config, crate::crash_safety::ADMIN_TOKEN, "5c")
+            .envs(&[("SCOUT_METRICS_TOKEN", token)])
+            .refused();
         assert!(stderr.contains(says), "{says:?} in {stderr}");
     }
 }
@@ -183,13 +186,12 @@ async fn the_log_is_one_json_object_a_line_with_an_access_line_per_request() {
     )
     .unwrap();
     // The default filter, as a host started without SCOUT_LOG has it.
-    let serve = Serve::start_with(
-        &config,
-        &[(
+    let serve = common::serve(&config)
+        .envs(&[(
             "SCOUT_LOG",
             "warn,scout_host::access=info,scout_host::start=info".to_string(),
-        )],
-    );
+        )])
+        .start();
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(60))
         .build()
@@ -295,9 +297,8 @@ fn serve_names_the_address_already_in_use() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = taken.local_addr().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("serve.toml");
-    std::fs::write(&config, format!("listen = \"{address}\"\n")).unwrap();
-    let stderr = refused_serve(&config, &[]);
+    let config = scout_tests::serve::write_config(dir.path(), format!("listen = \"{address}\"\n"));
+    let stderr = common::serve_as(&config, crate::crash_safety::ADMIN_TOKEN, "5c").refused();
     assert!(
         stderr.contains(&format!("{address} is already in use"))
             && stderr.contains("set `listen` to another address"),
@@ -310,13 +311,13 @@ fn serve_names_the_address_already_in_use() {
 #[test]
 fn a_start_that_fails_is_a_json_line_in_json() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("serve.toml");
-    std::fs::write(
-        &config,
+    let config = scout_tests::serve::write_config(
+        dir.path(),
         "log_format = \"json\"\nmetrics_token_env = \"SCOUT_METRICS_TOKEN\"\nlisten = \"127.0.0.1:0\"\n",
-    )
-    .unwrap();
-    let stderr = refused_serve(&config, &[("SCOUT_METRICS_TOKEN", METRICS_TOKEN)]);
+    );
+    let stderr = common::serve_as(&config, crate::crash_safety::ADMIN_TOKEN, "5c")
+        .envs(&[("SCOUT_METRICS_TOKEN", METRICS_TOKEN)])
+        .refused();
     let lines: Vec<serde_json::Value> = stderr
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
@@ -340,13 +341,11 @@ fn serve_names_a_metrics_address_it_cannot_bind() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = taken.local_addr().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("serve.toml");
-    std::fs::write(
-        &config,
+    let config = scout_tests::serve::write_config(
+        dir.path(),
         format!("listen = \"127.0.0.1:0\"\nmetrics_listen = \"{address}\"\n"),
-    )
-    .unwrap();
-    let stderr = refused_serve(&config, &[]);
+    );
+    let stderr = common::serve_as(&config, crate::crash_safety::ADMIN_TOKEN, "5c").refused();
     assert!(
         stderr.contains(&format!("metrics_listen = \"{address}\" cannot be bound")),
         "{stderr}"

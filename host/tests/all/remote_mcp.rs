@@ -14,9 +14,11 @@
 //! refused reaches the server.
 
 use super::common::EVENTUALLY;
-use super::crash_safety::{Admin, Mcp, Serve, ok_text, result_text, wait_for};
+use super::crash_safety::{Admin, Mcp, ok_text, result_text, wait_for};
+use crate::common;
 use reqwest::Method;
 use scout_host::store::TraceState;
+use scout_tests::ServeProcess;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -81,15 +83,12 @@ async fn python_server_with(dir: &Path, profile: &str, more: &[&str]) -> Server 
 }
 
 fn write_config(dir: &Path, connectors: &str) -> std::path::PathBuf {
-    let config = dir.join("serve.toml");
-    std::fs::write(
-        &config,
+    scout_tests::serve::write_config(
+        dir,
         format!(
             "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\ndeployment_owner_brand = \"acme\"\n{connectors}"
         ),
     )
-    .unwrap();
-    config
 }
 
 /// `serve` fronting the hostile server on `port` as connector `hostile`
@@ -99,14 +98,14 @@ pub(super) fn front_hostile(
     port: u16,
     settings: &str,
     env: &[(&str, String)],
-) -> (Serve, Admin) {
+) -> (ServeProcess, Admin) {
     let config = write_config(
         dir,
         &format!(
             "[connectors.hostile]\nmcp = \"http://127.0.0.1:{port}/mcp\"\nallow_private_network = true\n{settings}"
         ),
     );
-    let serve = Serve::start_with(&config, env);
+    let serve = common::serve(&config).envs(env).start();
     let admin = Admin {
         http: reqwest::Client::new(),
         base: serve.base.clone(),
@@ -195,7 +194,7 @@ async fn a_remote_servers_tools_are_offered_only_as_an_operator_reviewed_them() 
             upstream.port
         ),
     );
-    let serve = Serve::start(&config);
+    let serve = common::serve(&config).start();
     let http = reqwest::Client::new();
     let admin = Admin {
         http: http.clone(),
@@ -311,7 +310,9 @@ async fn a_hostile_remote_server_gets_only_what_the_boundary_allows() {
             port = upstream.port
         ),
     );
-    let serve = Serve::start_with(&config, &[("HOSTILE_TOKEN", HOSTILE_TOKEN.to_string())]);
+    let serve = common::serve(&config)
+        .envs(&[("HOSTILE_TOKEN", HOSTILE_TOKEN.to_string())])
+        .start();
     let http = reqwest::Client::new();
     let admin = Admin {
         http: http.clone(),
@@ -612,10 +613,9 @@ async fn the_seeds_cloudflare_is_a_remote_server_served_with_the_seeds_gates() {
         assert!(names.contains(&name), "{report}");
     }
 
-    let serve = Serve::start_with(
-        &config,
-        &[("CLOUDFLARE_TOKEN", "cf-owner-token-0042".to_string())],
-    );
+    let serve = common::serve(&config)
+        .envs(&[("CLOUDFLARE_TOKEN", "cf-owner-token-0042".to_string())])
+        .start();
     let http = reqwest::Client::new();
     let admin = Admin {
         http: http.clone(),
@@ -837,7 +837,7 @@ async fn a_person_connects_a_brand_by_oauth_and_the_host_keeps_the_token_alive()
             "[connectors.tracker]\nmcp = \"{mcp_url}\"\ncredential = \"bearer\"\nallow_private_network = true\n"
         ),
     );
-    let mut serve = Serve::start(&config);
+    let mut serve = common::serve(&config).start();
     let http = reqwest::Client::new();
     let admin = Admin {
         http: http.clone(),
@@ -1013,7 +1013,7 @@ async fn a_person_connects_a_brand_by_oauth_and_the_host_keeps_the_token_alive()
     serve.kill();
     drop(serve);
     tokio::time::sleep(std::time::Duration::from_millis(2200)).await;
-    let serve = Serve::start(&config);
+    let serve = common::serve(&config).start();
     let admin = Admin {
         http: http.clone(),
         base: serve.base.clone(),
@@ -1140,7 +1140,9 @@ async fn a_server_with_only_the_legacy_sse_transport_is_served_behind_the_same_b
             upstream.port
         ),
     );
-    let serve = Serve::start_with(&config, &[("HOSTILE_TOKEN", HOSTILE_TOKEN.to_string())]);
+    let serve = common::serve(&config)
+        .envs(&[("HOSTILE_TOKEN", HOSTILE_TOKEN.to_string())])
+        .start();
     let http = reqwest::Client::new();
     let admin = Admin {
         http: http.clone(),
@@ -1499,21 +1501,23 @@ async fn a_tightened_review_holds_on_every_host_of_a_fleet_from_the_next_call() 
         ("HOSTILE_TOKEN", HOSTILE_TOKEN.to_string()),
     ];
     let http = reqwest::Client::new();
-    let admin_of = |serve: &Serve| Admin {
+    let admin_of = |serve: &ServeProcess| Admin {
         http: http.clone(),
         base: serve.base.clone(),
     };
     // Hosts 1 and 2 list the server, and `lookup` is reviewed a read
     // through host 1; host 3 starts after (a rolling restart) and lists
     // it already reviewed. Each host lists the server itself.
-    let mut hosts: Vec<Serve> = (0..2).map(|_| Serve::start_with(&config, &env)).collect();
+    let mut hosts: Vec<ServeProcess> = (0..2)
+        .map(|_| common::serve(&config).envs(&env).start())
+        .collect();
     let mut admins: Vec<Admin> = hosts.iter().map(admin_of).collect();
     let mut reviews = Vec::new();
     for admin in &admins {
         reviews = listed(admin, "hostile").await;
     }
     review(&admins[0], "hostile", tool(&reviews, "lookup"), "read").await;
-    hosts.push(Serve::start_with(&config, &env));
+    hosts.push(common::serve(&config).envs(&env).start());
     admins.push(admin_of(&hosts[2]));
     listed(&admins[2], "hostile").await;
 

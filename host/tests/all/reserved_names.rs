@@ -9,12 +9,12 @@
 //! names of the platform servers the policy gives by its own rules.
 
 use super::artifacts::push;
-use super::crash_safety::{ADMIN_TOKEN, Admin, Serve};
+use super::crash_safety::{ADMIN_TOKEN, Admin};
+use crate::common;
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 /// The Figma component renamed `scout` in its manifest and its WIT package
 /// (both five letters): a component that names itself as the host's
@@ -36,43 +36,9 @@ fn scout_named(dir: &Path) -> PathBuf {
 /// A serve that starts instead is stopped and the test fails (bounded, so
 /// a host that wrongly starts fails the test rather than hanging it).
 pub(super) fn refused_start(config: &Path) -> String {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_scout-host"))
-        .args(["serve", "--config"])
-        .arg(config)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("SCOUT_ADMIN_TOKEN", ADMIN_TOKEN)
-        .env("SCOUT_STORE_KEY", "5c".repeat(32))
+    common::serve_as(config, ADMIN_TOKEN, "5c")
         .env("SCOUT_ARTIFACT_CACHE", config.with_extension("cache"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run scout-host serve");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("poll serve") {
-            break Some(status);
-        }
-        if started.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut stderr = String::new();
-    if let Some(mut pipe) = child.stderr.take() {
-        use std::io::Read;
-        let _ = pipe.read_to_string(&mut stderr);
-    }
-    match status {
-        Some(status) => assert!(!status.success(), "serve exited 0: {stderr}"),
-        None => panic!(
-            "serve started with {}: {stderr}",
-            std::fs::read_to_string(config).unwrap_or_default()
-        ),
-    }
-    stderr
+        .refused()
 }
 
 #[test]
@@ -159,20 +125,17 @@ async fn the_admin_api_refuses_the_hosts_own_names_and_pulls_nothing_for_them() 
         .as_str()
         .unwrap()
         .to_string();
-    let config = dir.path().join("serve.toml");
-    std::fs::write(
-        &config,
+    let config = scout_tests::serve::write_config(
+        dir.path(),
         format!(
             "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\nrequire_review = false\n\
              [registries.\"{addr}\"]\nplain_http = true\nallow_private_network = true\n"
         ),
-    )
-    .unwrap();
-    let cache = dir.path().join("host-cache");
-    let serve = Serve::start_with(
-        &config,
-        &[("SCOUT_ARTIFACT_CACHE", cache.display().to_string())],
     );
+    let cache = dir.path().join("host-cache");
+    let serve = common::serve(&config)
+        .envs(&[("SCOUT_ARTIFACT_CACHE", cache.display().to_string())])
+        .start();
     let admin = Admin {
         http: reqwest::Client::new(),
         base: serve.base.clone(),

@@ -18,9 +18,11 @@
 use super::artifacts::{keygen, push, scout, sign};
 use super::common::EVENTUALLY;
 use super::crash_safety::{
-    ADMIN_TOKEN, Admin, GITHUB_TOKEN, Mcp, Serve, args_for, ok_text, result_text, wait_for,
+    ADMIN_TOKEN, Admin, GITHUB_TOKEN, Mcp, args_for, ok_text, result_text, wait_for,
 };
+use crate::common;
 use reqwest::Method;
+use scout_tests::ServeProcess;
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -77,7 +79,11 @@ fn host_config(path: &Path, registry: &str, store: &str, capabilities: &str) {
 /// Two `serve` hosts on `db`'s PostgreSQL, pulling from the registry at
 /// `registry`, each with its own artifact cache under `dir` (`cache-a`,
 /// `cache-b`): each pulls and verifies for itself.
-fn two_hosts(dir: &Path, registry: &str, db: &scout_tests::pg::PgDatabase) -> (Serve, Serve) {
+fn two_hosts(
+    dir: &Path,
+    registry: &str,
+    db: &scout_tests::pg::PgDatabase,
+) -> (ServeProcess, ServeProcess) {
     let capabilities = Path::new(scout_tests::components::CAPABILITIES)
         .canonicalize()
         .unwrap()
@@ -97,8 +103,8 @@ fn two_hosts(dir: &Path, registry: &str, db: &scout_tests::pg::PgDatabase) -> (S
         ]
     };
     (
-        Serve::start_with(&config_a, &env("cache-a")),
-        Serve::start_with(&config_b, &env("cache-b")),
+        common::serve(&config_a).envs(&env("cache-a")).start(),
+        common::serve(&config_b).envs(&env("cache-b")).start(),
     )
 }
 
@@ -450,10 +456,9 @@ async fn a_runtime_change_that_cannot_be_served_is_refused_and_changes_nothing()
         &capabilities,
     );
     let cache = dir.path().join("host-cache");
-    let serve = Serve::start_with(
-        &config,
-        &[("SCOUT_ARTIFACT_CACHE", cache.display().to_string())],
-    );
+    let serve = common::serve(&config)
+        .envs(&[("SCOUT_ARTIFACT_CACHE", cache.display().to_string())])
+        .start();
     let admin = Admin {
         http: reqwest::Client::new(),
         base: serve.base.clone(),
@@ -625,10 +630,9 @@ async fn a_component_named_at_open_is_served_to_that_session_alone() {
     )
     .unwrap();
     let cache = dir.path().join("host-cache");
-    let serve = Serve::start_with(
-        &config,
-        &[("SCOUT_ARTIFACT_CACHE", cache.display().to_string())],
-    );
+    let serve = common::serve(&config)
+        .envs(&[("SCOUT_ARTIFACT_CACHE", cache.display().to_string())])
+        .start();
     let http = reqwest::Client::new();
     let admin = Admin {
         http: http.clone(),

@@ -23,9 +23,11 @@
 //! - A host stopped with SIGTERM gives its lease back and says so: only
 //!   a host that died is recovered and counted as lost.
 
-use super::crash_safety::{Admin, GITHUB_TOKEN, Mcp, NAME, Serve, args_for, ok_text, wait_for};
+use super::crash_safety::{Admin, GITHUB_TOKEN, Mcp, NAME, args_for, ok_text, wait_for};
+use crate::common;
 use reqwest::Method;
 use scout_host::store::{TraceEvent, TraceState};
+use scout_tests::ServeProcess;
 use scout_tests::fake_github::FakeGitHub;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -65,8 +67,8 @@ fn write_configs(
 }
 
 struct TwoHosts {
-    a: Serve,
-    b: Serve,
+    a: ServeProcess,
+    b: ServeProcess,
     admin_a: Admin,
     admin_b: Admin,
     http: reqwest::Client,
@@ -98,8 +100,8 @@ async fn two_hosts_billing(
         ("SCOUT_PG_URL", db.url()),
         ("SCOUT_LOG", "warn".to_string()),
     ];
-    let a = Serve::start_with(&config_a, &env);
-    let b = Serve::start_with(&config_b, &env);
+    let a = common::serve(&config_a).envs(&env).start();
+    let b = common::serve(&config_b).envs(&env).start();
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(600))
         .build()
@@ -1319,7 +1321,9 @@ async fn a_host_stopped_cleanly_is_never_counted_as_lost() {
     .unwrap();
     let (url, home) = (db.url(), std::env::var("HOME").unwrap_or_default());
     let said = tokio::task::block_in_place(|| {
-        super::crash_safety::refused_serve(&config_d, &[("SCOUT_PG_URL", &url), ("HOME", &home)])
+        common::serve_as(&config_d, crate::crash_safety::ADMIN_TOKEN, "5c")
+            .envs(&[("SCOUT_PG_URL", &url), ("HOME", &home)])
+            .refused()
     });
     assert!(
         said.contains("probe_listen") && said.contains("released this host's lease"),
@@ -1341,7 +1345,9 @@ async fn a_host_stopped_cleanly_is_never_counted_as_lost() {
     )
     .unwrap();
     let said = tokio::task::block_in_place(|| {
-        super::crash_safety::refused_serve(&config_e, &[("SCOUT_PG_URL", &url), ("HOME", &home)])
+        common::serve_as(&config_e, crate::crash_safety::ADMIN_TOKEN, "5c")
+            .envs(&[("SCOUT_PG_URL", &url), ("HOME", &home)])
+            .refused()
     });
     assert!(
         said.contains("released this host's lease: it did not start"),
@@ -1358,7 +1364,7 @@ async fn a_host_stopped_cleanly_is_never_counted_as_lost() {
         ("SCOUT_PG_URL", db.url()),
         ("SCOUT_LOG", "warn".to_string()),
     ];
-    let mut c = Serve::start_with(&config_a, &env);
+    let mut c = common::serve(&config_a).envs(&env).start();
     let c_id = host_ids(&db)
         .into_iter()
         .find(|id| ![&a_id, &b_id, &d_id, &e_id].contains(&id))

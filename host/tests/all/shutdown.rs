@@ -11,13 +11,13 @@
 //! `/readyz` answer without a credential whatever the Host header, on the
 //! main listener and on `probe_listen`.
 
-use crate::crash_safety::{
-    Admin, GITHUB_TOKEN, Mcp, Serve, args_for, ok_text, result_text, wait_for,
-};
+use crate::common;
+use crate::crash_safety::{Admin, GITHUB_TOKEN, Mcp, args_for, ok_text, result_text, wait_for};
 use reqwest::Method;
 use reqwest::header::HOST;
 use scout_host::store::prelude::*;
 use scout_host::store::{SqliteStore, TraceFilter, TraceState};
+use scout_tests::ServeProcess;
 use scout_tests::fake_github::FakeGitHub;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -51,7 +51,7 @@ fn write_config(dir: &Path, github: &str, billed: &str) -> std::path::PathBuf {
 }
 
 /// The address `serve` printed for its probe listener.
-fn probe_base(serve: &Serve) -> String {
+fn probe_base(serve: &ServeProcess) -> String {
     let stderr = serve.stderr();
     stderr
         .lines()
@@ -78,7 +78,7 @@ async fn sigterm_ends_waiting_writes_lets_running_calls_answer_and_exits_0() {
     let billed = scout_tests::upstream::Upstream::start().await;
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), &github.origin(), &billed.origin());
-    let mut serve = Serve::start(&config);
+    let mut serve = common::serve(&config).start();
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(600))
         .build()

@@ -5,7 +5,8 @@
 //! person's wait and a CLIENT span per upstream request; the spans say
 //! what the durable trace says; no argument reaches the collector.
 
-use super::crash_safety::{ADMIN_TOKEN, Admin, GITHUB_TOKEN, Mcp, Serve, ok_text, wait_for};
+use super::crash_safety::{ADMIN_TOKEN, Admin, GITHUB_TOKEN, Mcp, ok_text, wait_for};
+use crate::common;
 use axum::body::Bytes;
 use axum::routing::post;
 use opentelemetry_proto::tonic::collector::trace::v1::{
@@ -118,19 +119,16 @@ async fn spans_of_an_allowed_a_refused_and_an_approved_call_reach_the_collector(
     let (endpoint, received) = otlp_receiver().await;
     let github = FakeGitHub::start(GITHUB_TOKEN).await;
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("serve.toml");
-    std::fs::write(
-        &config,
+    let config = scout_tests::serve::write_config(
+        dir.path(),
         scout_tests::serve_config_for_github(&github.origin()),
-    )
-    .unwrap();
-    let serve = Serve::start_with(
-        &config,
-        &[
+    );
+    let serve = common::serve(&config)
+        .envs(&[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.clone()),
             ("OTEL_BSP_SCHEDULE_DELAY", "100".to_string()),
-        ],
-    );
+        ])
+        .start();
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(120))
         .build()
@@ -476,13 +474,11 @@ async fn spans_of_an_allowed_a_refused_and_an_approved_call_reach_the_collector(
 async fn without_export_a_calls_rows_name_the_trace_its_client_sent() {
     let github = FakeGitHub::start(GITHUB_TOKEN).await;
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("serve.toml");
-    std::fs::write(
-        &config,
+    let config = scout_tests::serve::write_config(
+        dir.path(),
         scout_tests::serve_config_for_github(&github.origin()),
-    )
-    .unwrap();
-    let serve = Serve::start(&config);
+    );
+    let serve = common::serve(&config).start();
     let http = reqwest::Client::new();
     let admin = Admin {
         http: http.clone(),
@@ -560,20 +556,17 @@ async fn a_collector_that_is_away_costs_the_call_nothing_and_is_logged() {
     drop(closed);
     let github = FakeGitHub::start(GITHUB_TOKEN).await;
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("serve.toml");
-    std::fs::write(
-        &config,
+    let config = scout_tests::serve::write_config(
+        dir.path(),
         scout_tests::serve_config_for_github(&github.origin()),
-    )
-    .unwrap();
-    let serve = Serve::start_with(
-        &config,
-        &[
+    );
+    let serve = common::serve(&config)
+        .envs(&[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint),
             ("OTEL_BSP_SCHEDULE_DELAY", "50".to_string()),
             ("SCOUT_LOG", "warn".to_string()),
-        ],
-    );
+        ])
+        .start();
     let http = reqwest::Client::new();
     let admin = Admin {
         http: http.clone(),
