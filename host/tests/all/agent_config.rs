@@ -15,12 +15,9 @@ use crate::common;
 
 use reqwest::Method;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
-use scout_host::policy::Switches;
-use scout_host::serve::{ServeConfig, ServeHost};
 use scout_tests::TempDb;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 const ADMIN_TOKEN: &str = "admin-token-for-agent-config-0123456789";
 const PLACEHOLDER: &str = "Bearer ${SCOUT_SESSION_TOKEN}";
@@ -77,16 +74,7 @@ async fn serve(name: &str, top: &str, tables: &str, switches: &[(&str, &str)]) -
         common::component(scout_tests::components::GITHUB),
         common::component(scout_tests::components::AGENTMAIL),
     );
-    let mut config =
-        ServeConfig::parse(&text).unwrap_or_else(|e| panic!("config parses: {e}\n{text}"));
-    config.database = db.path().to_path_buf();
-    let host: Arc<ServeHost> = ServeHost::start(
-        config,
-        Switches::from_vars(switches.iter().copied()),
-        test_env,
-    )
-    .expect("serve starts");
-    let listening = common::listen(host).await;
+    let listening = common::listen(common::start_host(&text, &db, switches, test_env)).await;
     Served {
         base: listening.base.clone(),
         http: common::client(),

@@ -53,13 +53,6 @@ fn config_text(
     )
 }
 
-fn parse_config(text: &str, db: &TempDb) -> ServeConfig {
-    let mut config =
-        ServeConfig::parse(text).unwrap_or_else(|e| panic!("config parses: {e}\n{text}"));
-    config.database = db.path().to_path_buf();
-    config
-}
-
 /// One host serving the admin API and MCP on 127.0.0.1, in this process.
 struct Served {
     base: String,
@@ -84,18 +77,9 @@ async fn serve_with(
 ) -> Served {
     let github = FakeGitHub::start(GITHUB_TOKEN).await;
     let db = TempDb::new(&format!("serve-admin-{name}"));
-    let config = parse_config(
-        &(config_text(extra, "github", &github_component(), &github.origin(), true)
-            + connector_lines),
-        &db,
-    );
-    let host: Arc<ServeHost> = ServeHost::start(
-        config,
-        Switches::from_vars(switches.iter().copied()),
-        test_env,
-    )
-    .expect("serve starts");
-    let listening = common::listen(host).await;
+    let text =
+        config_text(extra, "github", &github_component(), &github.origin(), true) + connector_lines;
+    let listening = common::listen(common::start_host(&text, &db, switches, test_env)).await;
     Served {
         base: listening.base.clone(),
         addr: listening.addr,
@@ -421,7 +405,7 @@ fn events_of<'a>(events: &'a [Value], tool: &str) -> Vec<(&'a str, Option<&'a st
 // --- start ---------------------------------------------------------------
 
 fn start_with(text: &str, db: &TempDb, env: impl Fn(&str) -> Option<String>) -> StartError {
-    match ServeHost::start(parse_config(text, db), Switches::default(), env) {
+    match ServeHost::start(common::config_in(text, db), Switches::default(), env) {
         Ok(_) => panic!("start should refuse:\n{text}"),
         Err(e) => e,
     }
@@ -567,7 +551,7 @@ fn start_refuses_a_connector_it_cannot_serve_and_names_it() {
         origin,
         false,
     );
-    let host = ServeHost::start(parse_config(&text, &db), Switches::default(), test_env)
+    let host = ServeHost::start(common::config_in(&text, &db), Switches::default(), test_env)
         .expect("any component that passes the load checks is served");
     assert!(
         host.catalog()

@@ -8,9 +8,10 @@
 //! no allowance gets `denied`. Folders: confined reads, lists and writes,
 //! read-only folders, escapes, the `{brand}` root and a hostile brand.
 
+use crate::common;
 use scout_host::boundary::{CallRequest, Executed};
-use scout_host::policy::{Allowance, Grant, Limits, Profile, Switches, presets};
-use scout_host::serve::{HostError, OpenSession, ServeConfig, ServeHost};
+use scout_host::policy::{Allowance, Grant, Limits, Profile, presets};
+use scout_host::serve::{HostError, OpenSession, ServeHost};
 use scout_host::store::ProfileKind;
 use scout_host::store::prelude::*;
 use scout_tests::TempDb;
@@ -80,15 +81,7 @@ async fn serve_with(name: &str, extra: &str, switches: &[(&str, &str)]) -> Fixtu
         component.display().to_string(),
         upstream.origin()
     );
-    let mut config =
-        ServeConfig::parse(&text).unwrap_or_else(|e| panic!("config parses: {e}\n{text}"));
-    config.database = db.path().to_path_buf();
-    let host = ServeHost::start(
-        config,
-        Switches::from_vars(switches.iter().copied()),
-        test_env,
-    )
-    .expect("serve starts");
+    let host = common::start_host(&text, &db, switches, test_env);
     Fixture {
         host,
         upstream,
@@ -795,14 +788,7 @@ async fn a_session_that_expires_ends_its_run() {
         component.display().to_string(),
         upstream.origin()
     );
-    let mut config = ServeConfig::parse(&text).unwrap();
-    config.database = db.path().to_path_buf();
-    let host = ServeHost::start(
-        config,
-        Switches::from_vars(std::iter::empty::<(&str, &str)>()),
-        test_env,
-    )
-    .unwrap();
+    let host = common::start_host(&text, &db, &[], test_env);
     let f = Fixture {
         host,
         upstream,

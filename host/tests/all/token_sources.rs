@@ -14,8 +14,8 @@ use crate::common;
 use scout_host::boundary::{CallRequest, Executed};
 use scout_host::credentials::TokenSource;
 use scout_host::credentials::tokens::{BrokerConnection, ClientGrant, RefreshGrant};
-use scout_host::policy::{Grant, Limits, Profile, Switches};
-use scout_host::serve::{OpenSession, ServeConfig, ServeHost};
+use scout_host::policy::{Grant, Limits, Profile};
+use scout_host::serve::{OpenSession, ServeHost};
 use scout_host::store::{ProfileKind, TraceFilter};
 use scout_tests::TempDb;
 use scout_tests::fake_tokens::{CANARY, FakeTokens, TokenMode};
@@ -76,20 +76,12 @@ async fn serve_allowing(name: &str, broker: bool, private: bool) -> Fixture {
             }
         ));
     }
-    let mut config =
-        ServeConfig::parse(&text).unwrap_or_else(|e| panic!("config parses: {e}\n{text}"));
-    config.database = db.path().to_path_buf();
-    let host = ServeHost::start(
-        config,
-        Switches::from_vars(std::iter::empty::<(&str, &str)>()),
-        move |var: &str| match var {
-            "SCOUT_ADMIN_TOKEN" => Some(ADMIN_TOKEN.to_string()),
-            "SCOUT_STORE_KEY" => Some("4b".repeat(32)),
-            "NANGO_SECRET_KEY" if broker => Some(BROKER_SECRET.to_string()),
-            _ => None,
-        },
-    )
-    .expect("serve starts");
+    let host = common::start_host(&text, &db, &[], move |var: &str| match var {
+        "SCOUT_ADMIN_TOKEN" => Some(ADMIN_TOKEN.to_string()),
+        "SCOUT_STORE_KEY" => Some("4b".repeat(32)),
+        "NANGO_SECRET_KEY" if broker => Some(BROKER_SECRET.to_string()),
+        _ => None,
+    });
     fake.answer_fixture("searchconsole", "sites-list.json");
     fake.answer_fixture("figma", "me.json");
     fake.answer_fixture("tailscale", "users-list.json");
