@@ -125,12 +125,10 @@ fn the_export_of_a_postgres_store_registers_no_host() {
         scout_host::store::block(store.record(&event(n))).unwrap();
     }
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("serve.toml");
-    std::fs::write(
-        &config,
+    let config = scout_tests::serve::write_config(
+        dir.path(),
         config_text("[store]\nbackend = \"postgres\"\nurl_env = \"SCOUT_PG_URL\""),
-    )
-    .unwrap();
+    );
     check(&config, &[("SCOUT_PG_URL", db.url())], 10);
     assert_eq!(
         db.psql("SELECT count(*) FROM hosts"),
@@ -224,12 +222,10 @@ fn a_reader_of_a_postgres_store_upgrades_nothing_and_cannot_write() {
         "DELETE FROM schema_version WHERE version = {newest}"
     ));
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("serve.toml");
-    std::fs::write(
-        &config,
+    let config = scout_tests::serve::write_config(
+        dir.path(),
         config_text("[store]\nbackend = \"postgres\"\nurl_env = \"SCOUT_PG_URL\""),
-    )
-    .unwrap();
+    );
     let stderr = refused_export(&config, &[("SCOUT_PG_URL", db.url())]);
     assert!(stderr.contains("older than this host's"), "{stderr}");
     assert_ne!(
