@@ -59,19 +59,35 @@ async fn python_server(dir: &Path, profile: &str) -> Server {
 
 /// [`python_server`] with more arguments (`--transport sse`).
 async fn python_server_with(dir: &Path, profile: &str, more: &[&str]) -> Server {
-    let port_file = dir.join(format!("{profile}.port"));
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/remote_server.py");
+    let mut args = vec!["--profile", profile];
+    args.extend_from_slice(more);
+    python_fixture(
+        dir,
+        "remote_server.py",
+        profile,
+        &args,
+        "the hostile MCP server",
+    )
+    .await
+}
+
+/// `tests/mcp_client/SCRIPT ARGS`, a server that writes the port it picked
+/// to `dir/NAME.port`; `what` names it when it does not start.
+async fn python_fixture(dir: &Path, script: &str, name: &str, args: &[&str], what: &str) -> Server {
+    let port_file = dir.join(format!("{name}.port"));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/mcp_client")
+        .join(script);
     let child = Command::new(scout_tests::python())
         .arg(script)
         .arg("--port-file")
         .arg(&port_file)
-        .args(["--profile", profile])
-        .args(more)
+        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("start the hostile MCP server");
-    let port = wait_for("the hostile server's port", EVENTUALLY, async || {
+        .unwrap_or_else(|e| panic!("start {what}: {e}"));
+    let port = wait_for(&format!("{what}'s port"), EVENTUALLY, async || {
         std::fs::read_to_string(&port_file)
             .ok()?
             .trim()
@@ -762,26 +778,15 @@ async fn the_seeds_cloudflare_is_a_remote_server_served_with_the_seeds_gates() {
 /// official Python SDK that is its own authorization server, issuing
 /// access tokens that live `lifetime` seconds and rotating refresh tokens.
 pub(super) async fn oauth_server(dir: &Path, lifetime: u32) -> Server {
-    let port_file = dir.join("oauth.port");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/oauth_server.py");
-    let child = Command::new(scout_tests::python())
-        .arg(script)
-        .arg("--port-file")
-        .arg(&port_file)
-        .args(["--access-lifetime", &lifetime.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the OAuth MCP server");
-    let port = wait_for("the OAuth server's port", EVENTUALLY, async || {
-        std::fs::read_to_string(&port_file)
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
-    })
-    .await;
-    Server { child, port }
+    let lifetime = lifetime.to_string();
+    python_fixture(
+        dir,
+        "oauth_server.py",
+        "oauth",
+        &["--access-lifetime", &lifetime],
+        "the OAuth MCP server",
+    )
+    .await
 }
 
 fn query_of(url: &str) -> std::collections::HashMap<String, String> {
