@@ -4,7 +4,10 @@
 //! (`sqlite/`, `postgres/`), the rule lives here, so a change to it is made
 //! once and is tested without a database.
 
-use super::{ApprovalError, ApprovalId, ApprovalState, RunHold, StartRunError, StoreError, to_u64};
+use super::{
+    Answered, ApprovalError, ApprovalId, ApprovalState, CapabilityRequest, RunHold, StartRunError,
+    StoreError, to_u64,
+};
 
 /// The state a person's decision gives a pending approval.
 pub(crate) fn decided_state(approved: bool) -> ApprovalState {
@@ -216,6 +219,42 @@ pub(crate) fn end_run(
     }))
 }
 
+/// A stored connection's secret, from its row (`nonce`, `ciphertext`,
+/// `disabled`; `None`: never stored): a disabled one resolves for no one.
+pub(crate) fn connection_secret(
+    brand: &str,
+    connector: &str,
+    key: &[u8; 32],
+    row: Option<(Vec<u8>, Vec<u8>, bool)>,
+) -> Result<Option<String>, StoreError> {
+    match row {
+        None | Some((_, _, true)) => Ok(None),
+        Some((nonce, ciphertext, false)) => {
+            super::sealed::open_connection(brand, connector, key, &nonce, &ciphertext).map(Some)
+        }
+    }
+}
+
+/// Answering capability request `found` (`None`: no such request) at
+/// `at_ms`: the first answer is kept; only [`Answered::Now`] is written.
+pub(crate) fn answer_capability_request(
+    found: Option<CapabilityRequest>,
+    answer: &str,
+    by: &str,
+    at_ms: i64,
+) -> Answered {
+    let Some(mut found) = found else {
+        return Answered::Unknown;
+    };
+    if found.answer.is_some() {
+        return Answered::Already(found);
+    }
+    found.answer = Some(answer.to_owned());
+    found.answered_by = Some(by.to_owned());
+    found.answered_at_ms = Some(at_ms);
+    Answered::Now(found)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,5 +419,72 @@ mod tests {
         );
         assert_eq!(end_run("r", Some((9, true))).unwrap(), None);
         assert_eq!(end_run("r", Some((0, false))).unwrap(), None);
+    }
+
+    #[test]
+    fn a_disabled_or_missing_connection_resolves_for_no_one() {
+        let key = [7u8; 32];
+        let (nonce, ciphertext) = crate::store::sealed::seal(
+            &key,
+            &crate::store::sealed::connection_aad("b", "c"),
+            b"secret",
+        )
+        .unwrap();
+        assert_eq!(connection_secret("b", "c", &key, None).unwrap(), None);
+        assert_eq!(
+            connection_secret(
+                "b",
+                "c",
+                &key,
+                Some((nonce.clone(), ciphertext.clone(), true))
+            )
+            .unwrap(),
+            None
+        );
+        assert_eq!(
+            connection_secret(
+                "b",
+                "c",
+                &key,
+                Some((nonce.clone(), ciphertext.clone(), false))
+            )
+            .unwrap()
+            .as_deref(),
+            Some("secret")
+        );
+        assert!(matches!(
+            connection_secret("other", "c", &key, Some((nonce, ciphertext, false))),
+            Err(StoreError::Decrypt { .. })
+        ));
+    }
+
+    #[test]
+    fn a_capability_request_keeps_its_first_answer() {
+        let request = CapabilityRequest {
+            id: 1,
+            session: "s".into(),
+            brand: "b".into(),
+            request: serde_json::json!({}),
+            requested_at_ms: 5,
+            answer: None,
+            answered_by: None,
+            answered_at_ms: None,
+        };
+        assert_eq!(
+            answer_capability_request(None, "yes", "ann", 9),
+            Answered::Unknown
+        );
+        let Answered::Now(answered) =
+            answer_capability_request(Some(request.clone()), "yes", "ann", 9)
+        else {
+            panic!("not answered now");
+        };
+        assert_eq!(answered.answer.as_deref(), Some("yes"));
+        assert_eq!(answered.answered_by.as_deref(), Some("ann"));
+        assert_eq!(answered.answered_at_ms, Some(9));
+        assert_eq!(
+            answer_capability_request(Some(answered.clone()), "no", "bob", 10),
+            Answered::Already(answered)
+        );
     }
 }

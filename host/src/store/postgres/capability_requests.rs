@@ -75,30 +75,25 @@ impl crate::store::CapabilityRequestStore for PgStore {
         self.run(async move {
             let mut client = shared.pool.get().await?;
             let tx = client.transaction().await?;
-            let Some(row) = tx
+            let found = tx
                 .query_opt(
                     &format!("SELECT {CAPABILITY_COLUMNS} FROM capability_requests WHERE id = $1 FOR UPDATE"),
                     &[&id],
                 )
                 .await?
-            else {
-                return Ok(crate::store::Answered::Unknown);
-            };
-            let mut found = capability_request_row(&row);
-            if found.answer.is_some() {
-                return Ok(crate::store::Answered::Already(found));
-            }
+                .map(|row| capability_request_row(&row));
             let at = crate::store::now_ms();
+            let answered = crate::store::rules::answer_capability_request(found, &answer, &by, at);
+            let crate::store::Answered::Now(_) = answered else {
+                return Ok(answered);
+            };
             tx.execute(
                 statements::ANSWER_CAPABILITY_REQUEST.pg,
                 &[&answer, &by, &at, &id],
             )
             .await?;
             tx.commit().await?;
-            found.answer = Some(answer);
-            found.answered_by = Some(by);
-            found.answered_at_ms = Some(at);
-            Ok(crate::store::Answered::Now(found))
+            Ok(answered)
         }).await
     }
 }

@@ -51,13 +51,7 @@ impl ConnectionStore for PgStore {
                     .map(|row| (row.get(0), row.get(1), row.get(2))))
             })
             .await?;
-        match row {
-            None | Some((_, _, true)) => Ok(None),
-            Some((nonce, ciphertext, false)) => {
-                crate::store::sealed::open_connection(brand, connector, key, &nonce, &ciphertext)
-                    .map(Some)
-            }
-        }
+        crate::store::rules::connection_secret(brand, connector, key, row)
     }
 
     async fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, StoreError> {

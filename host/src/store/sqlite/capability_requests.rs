@@ -67,21 +67,15 @@ impl crate::store::CapabilityRequestStore for SqliteStore {
                     capability_request_of,
                 )
                 .optional()?;
-            let Some(mut found) = found else {
-                return Ok(crate::store::Answered::Unknown);
-            };
-            if found.answer.is_some() {
-                return Ok(crate::store::Answered::Already(found));
-            }
             let at = crate::store::now_ms();
-            tx.execute(
-                statements::ANSWER_CAPABILITY_REQUEST.lite,
-                params![answer, by, at, id],
-            )?;
-            found.answer = Some(answer.to_string());
-            found.answered_by = Some(by.to_string());
-            found.answered_at_ms = Some(at);
-            Ok(crate::store::Answered::Now(found))
+            let answered = crate::store::rules::answer_capability_request(found, answer, by, at);
+            if let crate::store::Answered::Now(_) = answered {
+                tx.execute(
+                    statements::ANSWER_CAPABILITY_REQUEST.lite,
+                    params![answer, by, at, id],
+                )?;
+            }
+            Ok(answered)
         })
     }
 }

@@ -40,13 +40,7 @@ impl ConnectionStore for SqliteStore {
             )
             .optional()?
         };
-        let Some((nonce, ciphertext, disabled)) = row else {
-            return Ok(None);
-        };
-        if disabled {
-            return Ok(None);
-        }
-        crate::store::sealed::open_connection(brand, connector, key, &nonce, &ciphertext).map(Some)
+        crate::store::rules::connection_secret(brand, connector, key, row)
     }
 
     async fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, StoreError> {
