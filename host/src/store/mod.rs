@@ -1256,20 +1256,6 @@ pub enum Invalidation {
     All,
 }
 
-impl Invalidation {
-    /// The name it travels under.
-    pub(crate) fn op(&self) -> &'static str {
-        match self {
-            Invalidation::Connections => "connections",
-            Invalidation::Profiles => "profiles",
-            Invalidation::Reviews => "reviews",
-            Invalidation::Connectors => "connectors",
-            Invalidation::Session(_) => "session",
-            Invalidation::All => "all",
-        }
-    }
-}
-
 pub(crate) fn decode_profile(kind: &str, body: &str) -> Result<SavedProfile, StoreError> {
     let kind = ProfileKind::parse(kind)
         .ok_or_else(|| StoreError::Corrupt(format!("unknown profile kind {kind:?}")))?;

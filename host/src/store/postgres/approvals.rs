@@ -1,6 +1,6 @@
 //! Approvals in PostgreSQL ([`ApprovalStore`]).
 
-use super::notify::{approval_payload, session_payload};
+use super::notify::Ring;
 use super::*;
 use crate::store::rules;
 
@@ -118,9 +118,13 @@ impl ApprovalStore for PgStore {
                 };
                 let key: (String, String, String) = (row.get(0), row.get(1), row.get(2));
                 // The doorbell rings on every host iff the decision commits.
-                tx.execute(
-                    "SELECT pg_notify($1, $2)",
-                    &[&APPROVAL_CHANNEL, &approval_payload(&key.0, &key.1, &key.2)],
+                notify(
+                    &tx,
+                    &Notice::Ring(Ring::One {
+                        session: key.0.clone(),
+                        tool: key.1.clone(),
+                        digest: key.2.clone(),
+                    }),
                 )
                 .await
                 .map_err(StoreError::from)?;
@@ -219,9 +223,11 @@ impl ApprovalStore for PgStore {
                         &[&crate::store::now_ms(), &session],
                     )
                     .await?;
-                tx.execute(
-                    "SELECT pg_notify($1, $2)",
-                    &[&APPROVAL_CHANNEL, &session_payload(&session)],
+                notify(
+                    &tx,
+                    &Notice::Ring(Ring::Session {
+                        session: session.clone(),
+                    }),
                 )
                 .await?;
                 tx.commit().await?;
@@ -256,11 +262,12 @@ impl ApprovalStore for PgStore {
                     )
                 });
                 if let Some((s, t, d)) = &key {
-                    tx.execute(
-                        "SELECT pg_notify($1, $2)",
-                        &[&APPROVAL_CHANNEL, &approval_payload(s, t, d)],
-                    )
-                    .await?;
+                    let ring = Ring::One {
+                        session: s.clone(),
+                        tool: t.clone(),
+                        digest: d.clone(),
+                    };
+                    notify(&tx, &Notice::Ring(ring)).await?;
                 }
                 tx.commit().await?;
                 Ok(key)

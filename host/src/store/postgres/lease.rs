@@ -2,6 +2,7 @@
 //! whose lease ended: what it held is closed by whoever finds it lost.
 
 use super::ledger::pg_end_run;
+use super::notify::Ring;
 use super::*;
 
 /// Renews this host's lease, and recovers any host whose lease expired.
@@ -376,11 +377,7 @@ async fn close_hosts(
     .await?;
     // Their sessions stay live: any other host takes one up at its next
     // request (only their calls in flight went with them).
-    tx.execute(
-        "SELECT pg_notify($1, '{\"op\":\"all\"}')",
-        &[&APPROVAL_CHANNEL],
-    )
-    .await?;
+    notify(tx, &Notice::Ring(Ring::All)).await?;
     Ok(Recovered {
         approvals_revoked: ended.len(),
         calls_interrupted: open.len(),

@@ -29,7 +29,7 @@ mod sessions;
 mod trace;
 
 use lease::{lease_loop, recover_lost, renew};
-use notify::listen_loop;
+use notify::{Notice, listen_loop, notify};
 use trace::write_loop;
 
 use super::statements;
@@ -69,14 +69,6 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (7, include_str!("007_fleet_sessions.sql")),
     (8, include_str!("008_trace_origin.sql")),
 ];
-
-/// The channels every host listens on.
-const APPROVAL_CHANNEL: &str = "scout_approval";
-const INVALIDATE_CHANNEL: &str = "scout_invalidate";
-
-/// A NOTIFY payload must stay under 8000 bytes; above this the message
-/// says "everything" instead.
-const MAX_PAYLOAD: usize = 7000;
 
 /// Most trace batches committed in one transaction.
 const MAX_GROUP: usize = 512;
@@ -656,7 +648,7 @@ impl PgStore {
         what: Invalidation,
     ) -> Result<u64, StoreError> {
         let shared = self.shared.clone();
-        let op = what.op().to_string();
+        let notice = Notice::Invalidate(what.clone());
         let changed = self
             .run(async move {
                 let mut client = shared.pool.get().await?;
@@ -666,14 +658,7 @@ impl PgStore {
                     .map(|p| p.as_ref() as &(dyn tokio_postgres::types::ToSql + Sync))
                     .collect();
                 let changed = tx.execute(sql, &refs).await?;
-                tx.execute(
-                    "SELECT pg_notify($1, $2)",
-                    &[
-                        &INVALIDATE_CHANNEL,
-                        &serde_json::json!({"op": op}).to_string(),
-                    ],
-                )
-                .await?;
+                notify(&tx, &notice).await?;
                 tx.commit().await?;
                 Ok(changed)
             })

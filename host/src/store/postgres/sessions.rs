@@ -94,9 +94,7 @@ impl SessionStore for PgStore {
                 .await?;
             if changed > 0 {
                 // Every other host holding it ends it too.
-                let payload = serde_json::json!({"op": "session", "s": id}).to_string();
-                tx.execute("SELECT pg_notify($1, $2)", &[&INVALIDATE_CHANNEL, &payload])
-                    .await?;
+                notify(&tx, &Notice::Invalidate(Invalidation::Session(id.clone()))).await?;
             }
             tx.commit().await?;
             Ok(())
@@ -219,9 +217,7 @@ impl SessionStore for PgStore {
                 )
                 .await?;
                 // The host that served it lets go when it hears this.
-                let payload = serde_json::json!({"op": "session", "s": id}).to_string();
-                tx.execute("SELECT pg_notify($1, $2)", &[&INVALIDATE_CHANNEL, &payload])
-                    .await?;
+                notify(&tx, &Notice::Invalidate(Invalidation::Session(id.clone()))).await?;
             }
             tx.commit().await?;
             Ok(true)
@@ -348,9 +344,7 @@ impl SessionStore for PgStore {
                 )
                 .await?;
             if row.is_some() {
-                let payload = serde_json::json!({"op": "session", "s": id}).to_string();
-                tx.execute("SELECT pg_notify($1, $2)", &[&INVALIDATE_CHANNEL, &payload])
-                    .await?;
+                notify(&tx, &Notice::Invalidate(Invalidation::Session(id.clone()))).await?;
             }
             tx.commit().await?;
             row.as_ref().map(shared_session).transpose()
@@ -410,9 +404,7 @@ impl PgStore {
                 Some(more) => tx.execute(sql, &[&id, more]).await?,
                 None => tx.execute(sql, &[&id]).await?,
             };
-            let payload = serde_json::json!({"op": "session", "s": id}).to_string();
-            tx.execute("SELECT pg_notify($1, $2)", &[&INVALIDATE_CHANNEL, &payload])
-                .await?;
+            notify(&tx, &Notice::Invalidate(Invalidation::Session(id.clone()))).await?;
             tx.commit().await?;
             Ok(changed)
         })
