@@ -417,11 +417,11 @@ impl<'a> CallRows<'a> {
         )
     }
 
-    /// A host tool's call, which the boundary admitted: its arguments, the
-    /// pass, and its answer, naming `origin`.
-    pub fn host_tool(&self, args: &Value, answer: &Value, origin: &Origin) -> [TraceEvent; 3] {
+    /// A host tool's call, which the boundary admitted: its request (its
+    /// arguments' digest), the pass, and its answer, naming `origin`.
+    pub fn host_tool(&self, args_digest: &str, answer: &Value, origin: &Origin) -> [TraceEvent; 3] {
         [
-            self.row(TraceState::Requested, None, json!({"arguments": args})),
+            self.requested(args_digest),
             self.allowed(Passed::HostTool, Value::Null),
             self.result(json!({"answer": answer})),
         ]

@@ -28,6 +28,7 @@
 //! request, decision and outcome in one commit before its answer is sent.
 
 mod approval;
+mod host_tool;
 pub mod lineage;
 mod spend;
 mod trace;
@@ -37,6 +38,7 @@ use crate::policy::{self, Catalog, Gate, MutationGate, ReviewHold, Rule, Session
 use crate::runtime::{CallOutcome, LoadedComponent, Tool, ToolOutput};
 pub use crate::session::{Offered, Revision, Session};
 use crate::store::{ApprovalId, Store, args_digest};
+pub use host_tool::HostToolRefused;
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -909,12 +911,7 @@ impl Boundary {
         } = request;
         let connector = component.name();
         let name = policy::names::mcp(connector, tool);
-        let call_id = format!(
-            "{}-{}{}",
-            session.id,
-            self.calls_from,
-            self.next_call.fetch_add(1, Ordering::Relaxed)
-        );
+        let call_id = self.new_call_id(session);
         let digest = args_digest(args);
         let span = self.telemetry.as_ref().map(|t| {
             t.call_span(crate::telemetry::CallSpanStart {
@@ -1185,32 +1182,6 @@ impl Boundary {
         Ok(())
     }
 
-    /// Whether one of the host's own tools (`mcp__scout__*`) may run for
-    /// `session` now: the same standing as every call (not shutting down,
-    /// lease held, not paused, delegation live) and access not revoked. A
-    /// refusal is traced (requested, then the denial with its lineage) and
-    /// counted like any other.
-    pub fn admit_host_tool(
-        &self,
-        session: &Session,
-        call_id: &str,
-        name: &str,
-        args: &Value,
-    ) -> Result<(), Denied> {
-        let rule = match self.standing(session) {
-            Err(rule) => rule,
-            Ok(()) if session.is_revoked() => Rule::Revoked,
-            Ok(()) => return Ok(()),
-        };
-        let tool = name.rsplit("__").next().unwrap_or(name);
-        let targets = vec![format!("scout host-tool {tool}")];
-        let lineage = lineage::record(session, &targets, rule, self.pause_after);
-        let rows = crate::trace::CallRows::new(session, call_id, name);
-        let events = [rows.requested(&args_digest(args)), rows.refused(rule, lineage.as_ref())];
-        self.write_or_owe(&events, "a host tool's refusal");
-        Err(Denied { rule, lineage })
-    }
-
     /// Runs an authorized call with the handles granted to it and records
     /// what it did. A read whose record cannot be written is not answered:
     /// every result an agent sees is in the trace.
@@ -1307,7 +1278,11 @@ impl Boundary {
                     json!({ "spend": spends })
                 };
                 trace.push(trace.rows().executed(detail));
-                trace.push(trace.rows().result(json!({"ok": false, "host_error": e.to_string()})));
+                trace.push(
+                    trace
+                        .rows()
+                        .result(json!({"ok": false, "host_error": e.to_string()})),
+                );
                 Executed::Failed(e)
             }
         };

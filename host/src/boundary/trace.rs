@@ -130,6 +130,18 @@ pub(super) struct Owed {
 const MAX_OWED: usize = 100_000;
 
 impl Boundary {
+    /// The id of a new call of `session`: unique to this boundary's
+    /// process (its tag) and call.
+    pub(super) fn new_call_id(&self, session: &Session) -> String {
+        format!(
+            "{}-{}{}",
+            session.id,
+            self.calls_from,
+            self.next_call
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        )
+    }
+
     /// Writes `events` now (blocking: for a caller that cannot await), or
     /// keeps them owed if the store refuses them; whether they were
     /// written. `what` names them in the log.

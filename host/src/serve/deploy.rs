@@ -412,7 +412,12 @@ impl ServeHost {
 
     /// One trace row, under no session, for a change of the deployment,
     /// with the actor and origin of the admin API request that made it.
-    pub(super) fn record_change(&self, stored: &StoredConnector, rule: crate::trace::Deploy, detail: Value) {
+    pub(super) fn record_change(
+        &self,
+        stored: &StoredConnector,
+        rule: crate::trace::Deploy,
+        detail: Value,
+    ) {
         let (actor, origin) = match super::identity::Acting::now() {
             Some(acting) => (Some(acting.actor), acting.origin),
             None => (None, Default::default()),

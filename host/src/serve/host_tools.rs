@@ -24,6 +24,7 @@
 //! traced (requested, allowed, result with what it answered).
 
 use super::{LiveSession, ServeHost};
+use crate::boundary::HostToolRefused;
 use serde_json::{Value, json};
 
 /// The host's own MCP server name.
@@ -285,31 +286,26 @@ pub(super) fn call(
         return None;
     }
     let name = crate::policy::names::mcp(SCOUT_SERVER, tool);
-    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let call_id = format!(
-        "{}-host-{}",
-        live.session.id,
-        CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    );
     // The same boundary as every call: nothing runs in a paused session,
     // after the delegation expired, once access was revoked, on a host
-    // shutting down or without its lease.
-    if let Err(denied) = host
-        .boundary
-        .admit_host_tool(&live.session, &call_id, &name, args)
-    {
-        return Some(json!({"error": denied.told(), "rule": denied.rule.told().name()}));
-    }
-    let answer = match tool {
-        BUDGET => budget(host, live),
-        REQUEST_CAPABILITY => request_capability(host, live, args),
+    // shutting down or without its lease; traced as any call.
+    let run: fn(&ServeHost, &LiveSession, &Value) -> Value = match tool {
+        BUDGET => |host, live, _| budget(host, live),
+        REQUEST_CAPABILITY => request_capability,
         _ => return None,
     };
-    let events =
-        crate::trace::CallRows::new(&live.session, &call_id, &name).host_tool(args, &answer, &origin);
-    if let Err(e) = crate::store::block(host.store.record_all(&events)) {
-        tracing::error!(error = %e, "cannot record a host tool's call");
-        return Some(json!({"error": "not run: the host could not record the call"}));
-    }
-    Some(answer)
+    let answered = host
+        .boundary
+        .call_host_tool(&live.session, &name, args, &origin, || {
+            run(host, live, args)
+        });
+    Some(match answered {
+        Ok(answer) => answer,
+        Err(HostToolRefused::Denied(denied)) => {
+            json!({"error": denied.told(), "rule": denied.rule.told().name()})
+        }
+        Err(HostToolRefused::Unrecorded) => {
+            json!({"error": "not run: the host could not record the call"})
+        }
+    })
 }

@@ -275,7 +275,13 @@ pub(super) async fn answer_capability_request(
     {
         Answered::Now(answered) => {
             let tool = crate::serve::host_tools::REQUEST_CAPABILITY;
-            let event = crate::trace::capability_answered(&answered, tool, &by, caller.actor(), super::request_origin());
+            let event = crate::trace::capability_answered(
+                &answered,
+                tool,
+                &by,
+                caller.actor(),
+                super::request_origin(),
+            );
             host.store.record(&event).await?;
             Ok(Json(json!({
                 "request": id,

@@ -366,7 +366,14 @@ pub(super) async fn record_change(
     rule: crate::trace::Change,
     detail: Value,
 ) -> Result<(), ApiError> {
-    let event = crate::trace::changed(session, brand, rule, detail, caller.actor(), request_origin());
+    let event = crate::trace::changed(
+        session,
+        brand,
+        rule,
+        detail,
+        caller.actor(),
+        request_origin(),
+    );
     host.store.record(&event).await.map_err(|e| {
         tracing::error!(error = %e, rule = %rule, "a change was made but could not be recorded in the trace");
         ApiError::from(HostError::from(e))

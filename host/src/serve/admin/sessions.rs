@@ -147,7 +147,12 @@ pub(super) async fn resume_session(
     let was_paused = live.session.resume();
     if was_paused {
         let by = format!("{} (admin API)", caller.subject);
-        let event = crate::trace::session_resumed(&live.session, by, caller.actor(), super::request_origin());
+        let event = crate::trace::session_resumed(
+            &live.session,
+            by,
+            caller.actor(),
+            super::request_origin(),
+        );
         host.store.record(&event).await?;
     }
     Ok(Json(
