@@ -1423,3 +1423,91 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod resolved {
+    use super::*;
+    use crate::policy::{BrandFacts, Role, SessionInput};
+    use crate::runtime::{Runtime, RuntimeConfig};
+    use crate::store::{SqliteStore, TraceState};
+
+    /// A granter that keeps the name of each tool it was asked to grant.
+    #[derive(Default)]
+    struct Recording(parking_lot::Mutex<Vec<String>>);
+
+    #[async_trait::async_trait]
+    impl Granter for Recording {
+        async fn grant(&self, call: &Authorized<'_>) -> Capabilities {
+            self.0.lock().push(call.called().name.clone());
+            Capabilities::default()
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_call_carries_its_resolved_tool_and_an_unknown_name_is_denied_as_not_offered() {
+        let runtime = Runtime::new(RuntimeConfig {
+            max_concurrent_calls: 2,
+            ..Default::default()
+        })
+        .unwrap();
+        let component = runtime
+            .load_file(std::path::Path::new(scout_tests::components::CAPABILITIES))
+            .unwrap();
+        let spec = Catalog::seed()
+            .admit(&component.info().manifest)
+            .expect("the test guest is admitted");
+        let catalog = Catalog::seed().with_spec(spec);
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path().join("t.db")).unwrap());
+        // The guest bills: under a threshold its calls run, gated by their meter.
+        let boundary = Boundary::new(store.clone(), catalog, Switches::default())
+            .asking_above([("capabilities".to_string(), 5)]);
+        let session = Session::new(
+            "s-resolved",
+            "acme",
+            SessionInput::new(Role::PersonChat)
+                .brand(BrandFacts::with_connectors(["capabilities"])),
+        );
+        let granter = Recording::default();
+        let args = json!({"folder": "notes", "path": "a.txt"});
+
+        let unknown = boundary
+            .call(
+                &session,
+                &component,
+                CallRequest::new("capabilities_no_such_tool", &args),
+                &granter,
+            )
+            .await
+            .expect_err("a name the component does not serve never runs");
+        assert_eq!(unknown.rule, Rule::NotOffered);
+        assert_eq!(unknown.told(), Rule::NotOffered.safe_reason());
+        assert!(granter.0.lock().is_empty(), "nothing granted for it");
+        let rows = store.trace_for_session("s-resolved").await.unwrap();
+        let states: Vec<(TraceState, Option<&str>)> =
+            rows.iter().map(|r| (r.state, r.rule.as_deref())).collect();
+        assert_eq!(
+            states,
+            [
+                (TraceState::Requested, None),
+                (TraceState::PermissionDenied, Some("not_offered"))
+            ],
+            "requested, then refused as a name outside the surface"
+        );
+
+        boundary
+            .call(
+                &session,
+                &component,
+                CallRequest::new("capabilities_read_text", &args),
+                &granter,
+            )
+            .await
+            .expect("a read the session is offered passes the boundary");
+        assert_eq!(
+            *granter.0.lock(),
+            ["capabilities_read_text"],
+            "the grant is handed the tool the call resolved"
+        );
+    }
+}
