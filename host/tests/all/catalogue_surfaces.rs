@@ -425,9 +425,7 @@ async fn every_seed_connector_is_served_and_every_role_gets_the_seed_surface() {
         probe.status.success(),
         "the official MCP client does not import in the interpreter scout_tests::python provisioned"
     );
-    let dir = std::env::temp_dir().join(format!("scout-catalogue-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scout_tests::serve::fresh_dir("catalogue");
     let all = components();
     let names: BTreeSet<String> = all.iter().map(|c| c.name.clone()).collect();
     let mut seed_names: BTreeSet<String> = PERSON_CHAT.iter().map(|(c, _)| c.to_string()).collect();

@@ -19,9 +19,8 @@ fn write_config(dir: &Path, upstream: &str) -> std::path::PathBuf {
     let component = Path::new(scout_tests::components::GQLWRITER)
         .canonicalize()
         .expect("the gqlwriter test guest was built");
-    let path = dir.join("serve.toml");
-    std::fs::write(
-        &path,
+    scout_tests::serve::write_config(
+        dir,
         format!(
             "listen = \"127.0.0.1:0\"\ndatabase = {:?}\nrequire_review = false\n\n\
              [connectors.gqlwriter]\ncomponent = {:?}\norigin = {upstream:?}\nallow_private_network = true\n",
@@ -29,8 +28,6 @@ fn write_config(dir: &Path, upstream: &str) -> std::path::PathBuf {
             component.display().to_string(),
         ),
     )
-    .unwrap();
-    path
 }
 
 /// A GraphQL request body holding `document`.

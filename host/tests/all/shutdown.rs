@@ -33,9 +33,8 @@ fn write_config(dir: &Path, github: &str, billed: &str) -> std::path::PathBuf {
     let capabilities = Path::new(scout_tests::components::CAPABILITIES)
         .canonicalize()
         .expect("the capabilities test guest was built");
-    let path = dir.join("serve.toml");
-    std::fs::write(
-        &path,
+    scout_tests::serve::write_config(
+        dir,
         format!(
             "listen = \"127.0.0.1:0\"\ndatabase = {:?}\nrequire_review = false\nshutdown_grace_secs = 60\nprobe_listen = \"127.0.0.1:0\"\n\n\
              [connectors.github]\ncomponent = {:?}\norigin = {github:?}\nallow_private_network = true\n\n\
@@ -46,8 +45,6 @@ fn write_config(dir: &Path, github: &str, billed: &str) -> std::path::PathBuf {
             capabilities.display().to_string(),
         ),
     )
-    .unwrap();
-    path
 }
 
 /// The address `serve` printed for its probe listener.
