@@ -130,6 +130,13 @@ impl Role {
     pub fn can_ask_a_person(self) -> bool {
         matches!(self, Role::PersonChat)
     }
+
+    /// Whether someone answers what a session of the role asks for (seed
+    /// 003's capability requests: the person, or the run's owner): every
+    /// role but an inbound email turn and the goal reviewer.
+    pub fn has_someone_to_answer(self) -> bool {
+        !matches!(self, Role::InboundEmailTurn | Role::GoalReviewer)
+    }
 }
 
 /// The coworker ceiling (`coworkerCeiling`), full names.

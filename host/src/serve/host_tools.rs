@@ -52,11 +52,7 @@ pub(super) fn given(session: &crate::session::Session) -> Vec<&'static str> {
     if holds_allowance || counted {
         tools.push(BUDGET);
     }
-    let someone_to_ask = !matches!(
-        session.input.role,
-        crate::policy::Role::InboundEmailTurn | crate::policy::Role::GoalReviewer
-    );
-    if someone_to_ask {
+    if session.input.role.has_someone_to_answer() {
         tools.push(REQUEST_CAPABILITY);
     }
     tools
