@@ -12,7 +12,6 @@
 //! stays with the caller: the boundary buffers a call's rows
 //! ([`crate::boundary`]), an admin handler answers the store's error.
 
-use crate::policy::switches::Switch;
 use crate::policy::{Removal, ReviewHold, Rule};
 use crate::session::Session;
 use crate::store::{ApprovalId, CapabilityRequest, Origin, TraceEvent, TraceState};
@@ -164,12 +163,12 @@ impl TraceRule {
                 Removal::parse(name).map(|r| TraceRule::Policy(Rule::Removed(r)))
             }
             // A name the agent is told is not offered: removed, held, or none.
-            TraceState::PermissionDenied => every_rule()
+            TraceState::PermissionDenied => Rule::all()
                 .find(|rule| rule.is_not_offered() && rule.name() == name)
                 .map(TraceRule::Policy),
             // A refusal, or a tool held at a session's start; a removed
             // tool's call is `permission_denied`.
-            TraceState::Denied => every_rule()
+            TraceState::Denied => Rule::all()
                 .find(|rule| !matches!(rule, Rule::Removed(_)) && rule.name() == name)
                 .map(TraceRule::Policy),
             TraceState::Allowed => Passed::parse(name).map(TraceRule::Passed),
@@ -218,53 +217,6 @@ impl From<Deploy> for TraceRule {
     fn from(deploy: Deploy) -> TraceRule {
         TraceRule::Deployed(deploy)
     }
-}
-
-/// Every removal, each switch's included.
-fn every_removal() -> impl Iterator<Item = Removal> {
-    Switch::ALL.into_iter().map(Removal::Switch).chain([
-        Removal::NotRegistered,
-        Removal::OutsideRole,
-        Removal::NoCoworkers,
-        Removal::NoSkills,
-        Removal::GoalsEngineOff,
-        Removal::NoBrowserProvider,
-        Removal::NotSelected,
-    ])
-}
-
-/// Every policy rule, each switch's and each removal's included: what a
-/// stored name is read back against, by [`Rule::name`] itself.
-fn every_rule() -> impl Iterator<Item = Rule> {
-    [
-        Rule::NotOffered,
-        Rule::Held(ReviewHold::New),
-        Rule::Held(ReviewHold::Changed),
-        Rule::Held(ReviewHold::StoreUnavailable),
-        Rule::Held(ReviewHold::UnknownTool),
-        Rule::ApprovalRequired,
-        Rule::ApprovalDenied,
-        Rule::ApprovalTimedOut,
-        Rule::ApprovalWithdrawn,
-        Rule::CallerGone,
-        Rule::OutsideRole,
-        Rule::Revoked,
-        Rule::InvalidArguments,
-        Rule::GraphqlUnreadable,
-        Rule::Unrecorded,
-        Rule::Paused,
-        Rule::DelegationExpired,
-        Rule::DelegationExhausted,
-        Rule::SessionExpired,
-        Rule::SessionCallsExhausted,
-        Rule::SessionEffectsExhausted,
-        Rule::HostShutdown,
-        Rule::LeaseNotHeld,
-        Rule::Retired,
-    ]
-    .into_iter()
-    .chain(every_removal().map(Rule::Removed))
-    .chain(Switch::ALL.into_iter().map(Rule::SwitchedOff))
 }
 
 /// Whom a row is about.
@@ -606,6 +558,7 @@ pub fn deployed(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::switches::Switch;
 
     /// Every rule the host writes, with its state and the text it stored
     /// before the rule was typed (listed from the code that wrote it).
@@ -813,7 +766,7 @@ mod tests {
         assert!(Decided::ALL.iter().all(|d| listed(TraceRule::Decided(*d))));
         assert!(Change::ALL.iter().all(|c| listed(TraceRule::Changed(*c))));
         assert!(Deploy::ALL.iter().all(|d| listed(TraceRule::Deployed(*d))));
-        for rule in every_rule()
+        for rule in Rule::all()
             .filter(|r| !matches!(r, Rule::SwitchedOff(_) | Rule::Removed(Removal::Switch(_))))
         {
             assert!(
@@ -830,8 +783,8 @@ mod tests {
     #[test]
     fn every_policy_rule_is_read_back_by_its_name() {
         // No wildcard: a rule added to the policy must be added to
-        // `every_rule` (and to `stored_today`) before this compiles.
-        for rule in every_rule() {
+        // `Rule::all` (and to `stored_today`) before this compiles.
+        for rule in Rule::all() {
             match rule {
                 Rule::NotOffered
                 | Rule::Removed(_)

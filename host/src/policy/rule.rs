@@ -36,6 +36,19 @@ pub enum Removal {
 }
 
 impl Removal {
+    /// Every removal, each switch's included.
+    pub fn all() -> impl Iterator<Item = Removal> {
+        Switch::ALL.into_iter().map(Removal::Switch).chain([
+            Removal::NotRegistered,
+            Removal::OutsideRole,
+            Removal::NoCoworkers,
+            Removal::NoSkills,
+            Removal::GoalsEngineOff,
+            Removal::NoBrowserProvider,
+            Removal::NotSelected,
+        ])
+    }
+
     /// As the trace names it.
     pub fn name(&self) -> Cow<'static, str> {
         match self {
@@ -153,6 +166,40 @@ pub enum Rule {
 }
 
 impl Rule {
+    /// Every policy rule, each switch's and each removal's included: what a
+    /// stored name is read back against, by [`Rule::name`] itself.
+    pub fn all() -> impl Iterator<Item = Rule> {
+        [
+            Rule::NotOffered,
+            Rule::Held(ReviewHold::New),
+            Rule::Held(ReviewHold::Changed),
+            Rule::Held(ReviewHold::StoreUnavailable),
+            Rule::Held(ReviewHold::UnknownTool),
+            Rule::ApprovalRequired,
+            Rule::ApprovalDenied,
+            Rule::ApprovalTimedOut,
+            Rule::ApprovalWithdrawn,
+            Rule::CallerGone,
+            Rule::OutsideRole,
+            Rule::Revoked,
+            Rule::InvalidArguments,
+            Rule::GraphqlUnreadable,
+            Rule::Unrecorded,
+            Rule::Paused,
+            Rule::DelegationExpired,
+            Rule::DelegationExhausted,
+            Rule::SessionExpired,
+            Rule::SessionCallsExhausted,
+            Rule::SessionEffectsExhausted,
+            Rule::HostShutdown,
+            Rule::LeaseNotHeld,
+            Rule::Retired,
+        ]
+        .into_iter()
+        .chain(Removal::all().map(Rule::Removed))
+        .chain(Switch::ALL.into_iter().map(Rule::SwitchedOff))
+    }
+
     /// The rule as the trace names it.
     pub fn name(&self) -> Cow<'static, str> {
         Cow::Borrowed(match self {
@@ -288,54 +335,23 @@ impl serde::Serialize for Rule {
 mod tests {
     use super::*;
 
-    const EVERY: &[Rule] = &[
-        Rule::NotOffered,
-        Rule::Removed(Removal::Switch(Switch::GithubAllowWrites)),
-        Rule::Removed(Removal::NotRegistered),
-        Rule::Removed(Removal::OutsideRole),
-        Rule::Removed(Removal::NoCoworkers),
-        Rule::Removed(Removal::NoSkills),
-        Rule::Removed(Removal::GoalsEngineOff),
-        Rule::Removed(Removal::NoBrowserProvider),
-        Rule::Removed(Removal::NotSelected),
-        Rule::Held(ReviewHold::New),
-        Rule::Held(ReviewHold::Changed),
-        Rule::Held(ReviewHold::StoreUnavailable),
-        Rule::Held(ReviewHold::UnknownTool),
-        Rule::SwitchedOff(Switch::GithubAllowWrites),
-        Rule::ApprovalRequired,
-        Rule::ApprovalDenied,
-        Rule::ApprovalTimedOut,
-        Rule::ApprovalWithdrawn,
-        Rule::CallerGone,
-        Rule::OutsideRole,
-        Rule::Revoked,
-        Rule::InvalidArguments,
-        Rule::GraphqlUnreadable,
-        Rule::Unrecorded,
-        Rule::Paused,
-        Rule::DelegationExpired,
-        Rule::DelegationExhausted,
-        Rule::SessionExpired,
-        Rule::SessionCallsExhausted,
-        Rule::SessionEffectsExhausted,
-        Rule::HostShutdown,
-        Rule::LeaseNotHeld,
-        Rule::Retired,
-    ];
-
     #[test]
     fn every_rule_has_its_own_name_and_the_agent_is_told_no_hidden_one() {
-        let names: std::collections::BTreeSet<_> = EVERY.iter().map(Rule::name).collect();
-        // Two names are shared on purpose: a switch is named as that switch
-        // whether it removed the tool or the registered tool refuses, and
-        // `outside_role` both removes a tool and refuses a call.
-        assert_eq!(names.len(), EVERY.len() - 2, "one name per rule: {names:?}");
+        let every: Vec<Rule> = Rule::all().collect();
+        let names: std::collections::BTreeSet<_> = every.iter().map(Rule::name).collect();
+        // Names shared on purpose: a switch is named as that switch whether
+        // it removed the tool or the registered tool refuses (one a switch),
+        // and `outside_role` both removes a tool and refuses a call.
+        assert_eq!(
+            names.len(),
+            every.len() - Switch::ALL.len() - 1,
+            "one name per rule: {names:?}"
+        );
         assert_eq!(
             Rule::Removed(Removal::OutsideRole).name(),
             Rule::OutsideRole.name()
         );
-        for rule in EVERY {
+        for rule in &every {
             let told = rule.told();
             assert_eq!(told.told(), told, "what the agent is told is final");
             assert!(!matches!(
