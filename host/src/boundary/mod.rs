@@ -1425,11 +1425,61 @@ mod tests {
 }
 
 #[cfg(test)]
+pub(super) mod test_guest {
+    //! The capabilities test guest behind a boundary on a fresh SQLite
+    //! store: the setup the boundary's own tests share.
+    use super::*;
+    use crate::runtime::{Runtime, RuntimeConfig};
+    use crate::store::SqliteStore;
+
+    /// The guest as loaded, and the store its boundary keeps.
+    pub(in crate::boundary) struct Guest {
+        /// Kept alive for the component it compiled.
+        _runtime: Runtime,
+        pub component: LoadedComponent,
+        pub store: Arc<dyn Store>,
+        _dir: tempfile::TempDir,
+    }
+
+    /// The guest loaded by a runtime configured as `config`.
+    pub(in crate::boundary) fn load(config: RuntimeConfig) -> Guest {
+        let runtime = Runtime::new(config).unwrap();
+        let component = runtime
+            .load_file(std::path::Path::new(scout_tests::components::CAPABILITIES))
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path().join("t.db")).unwrap());
+        Guest {
+            _runtime: runtime,
+            component,
+            store,
+            _dir: dir,
+        }
+    }
+
+    impl Guest {
+        /// A boundary over the seed's catalogue with the guest admitted;
+        /// its billed calls run unasked at or under `threshold` credits.
+        pub(in crate::boundary) fn boundary(&self, threshold: Option<u64>) -> Boundary {
+            let spec = Catalog::seed()
+                .admit(&self.component.info().manifest)
+                .expect("the test guest is admitted");
+            Boundary::new(
+                self.store.clone(),
+                Catalog::seed().with_spec(spec),
+                Switches::default(),
+            )
+            .asking_above(threshold.map(|t| ("capabilities".to_string(), t)))
+        }
+    }
+}
+
+#[cfg(test)]
 mod resolved {
     use super::*;
     use crate::policy::{BrandFacts, Role, SessionInput};
-    use crate::runtime::{Runtime, RuntimeConfig};
-    use crate::store::{SqliteStore, TraceState};
+    use crate::runtime::RuntimeConfig;
+    use crate::store::TraceState;
 
     /// A granter that keeps the name of each tool it was asked to grant.
     #[derive(Default)]
@@ -1445,23 +1495,13 @@ mod resolved {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_call_carries_its_resolved_tool_and_an_unknown_name_is_denied_as_not_offered() {
-        let runtime = Runtime::new(RuntimeConfig {
+        let guest = super::test_guest::load(RuntimeConfig {
             max_concurrent_calls: 2,
             ..Default::default()
-        })
-        .unwrap();
-        let component = runtime
-            .load_file(std::path::Path::new(scout_tests::components::CAPABILITIES))
-            .unwrap();
-        let spec = Catalog::seed()
-            .admit(&component.info().manifest)
-            .expect("the test guest is admitted");
-        let catalog = Catalog::seed().with_spec(spec);
-        let dir = tempfile::tempdir().unwrap();
-        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path().join("t.db")).unwrap());
+        });
+        let (component, store) = (&guest.component, &guest.store);
         // The guest bills: under a threshold its calls run, gated by their meter.
-        let boundary = Boundary::new(store.clone(), catalog, Switches::default())
-            .asking_above([("capabilities".to_string(), 5)]);
+        let boundary = guest.boundary(Some(5));
         let session = Session::new(
             "s-resolved",
             "acme",
@@ -1474,7 +1514,7 @@ mod resolved {
         let unknown = boundary
             .call(
                 &session,
-                &component,
+                component,
                 CallRequest::new("capabilities_no_such_tool", &args),
                 &granter,
             )
@@ -1498,7 +1538,7 @@ mod resolved {
         boundary
             .call(
                 &session,
-                &component,
+                component,
                 CallRequest::new("capabilities_read_text", &args),
                 &granter,
             )

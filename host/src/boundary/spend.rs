@@ -280,31 +280,19 @@ mod tests {
             CredentialScheme, HttpCapability, HttpConfig, SecretSource,
         };
         use crate::capabilities::meter::{Allowance, DayLedger};
-        use crate::policy::{BrandFacts, Catalog, Role, SessionInput, Switches};
-        use crate::runtime::{Runtime, RuntimeConfig};
+        use crate::policy::{BrandFacts, Role, SessionInput};
+        use crate::runtime::RuntimeConfig;
         use crate::session::Session;
-        use crate::store::{SqliteStore, Store};
-        use std::sync::Arc;
         use std::time::Duration;
 
         let timeout = Duration::from_millis(500);
-        let runtime = Runtime::new(RuntimeConfig {
+        let guest = super::super::test_guest::load(RuntimeConfig {
             max_concurrent_calls: 2,
             call_timeout: timeout,
             ..Default::default()
-        })
-        .unwrap();
-        let component = runtime
-            .load_file(std::path::Path::new(scout_tests::components::CAPABILITIES))
-            .unwrap();
-        let spec = Catalog::seed()
-            .admit(&component.info().manifest)
-            .expect("the test guest is admitted");
-        let catalog = Catalog::seed().with_spec(spec);
-        let dir = tempfile::tempdir().unwrap();
-        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path().join("t.db")).unwrap());
-        let boundary = Boundary::new(store.clone(), catalog, Switches::default())
-            .asking_above([("capabilities".to_string(), 5)]);
+        });
+        let (component, store) = (&guest.component, &guest.store);
+        let boundary = guest.boundary(Some(5));
         let session = Session::new(
             "s-wait",
             "acme",
@@ -338,7 +326,7 @@ mod tests {
         let args = serde_json::json!({"estimate": 10, "actual": 10, "path": "/p"});
         let call = boundary.call(
             &session,
-            &component,
+            component,
             super::super::CallRequest::new("capabilities_spend", &args),
             &caps,
         );
@@ -384,25 +372,14 @@ mod tests {
             CredentialScheme, HttpCapability, HttpConfig, SecretSource,
         };
         use crate::capabilities::meter::{Allowance, DayLedger};
-        use crate::policy::{BrandFacts, Catalog, Role, SessionInput, Switches};
-        use crate::runtime::{Runtime, RuntimeConfig};
+        use crate::policy::{BrandFacts, Role, SessionInput};
+        use crate::runtime::RuntimeConfig;
         use crate::session::Session;
-        use crate::store::{SqliteStore, Store};
-        use std::sync::Arc;
         use std::time::Duration;
 
-        let runtime = Runtime::new(RuntimeConfig::default()).unwrap();
-        let component = runtime
-            .load_file(std::path::Path::new(scout_tests::components::CAPABILITIES))
-            .unwrap();
-        let spec = Catalog::seed()
-            .admit(&component.info().manifest)
-            .expect("the test guest is admitted");
-        let catalog = Catalog::seed().with_spec(spec);
-        let dir = tempfile::tempdir().unwrap();
-        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path().join("t.db")).unwrap());
-        let boundary = Boundary::new(store.clone(), catalog, Switches::default())
-            .asking_above(threshold.map(|t| ("capabilities".to_string(), t)));
+        let guest = super::super::test_guest::load(RuntimeConfig::default());
+        let (component, store) = (&guest.component, &guest.store);
+        let boundary = guest.boundary(threshold);
         let session = Session::new(
             "s-paused",
             "acme",
@@ -435,7 +412,7 @@ mod tests {
         let args = serde_json::json!({"estimate": 10, "actual": 10, "path": "/p"});
         let call = boundary.call(
             &session,
-            &component,
+            component,
             super::super::CallRequest::new("capabilities_spend", &args),
             &caps,
         );
@@ -482,24 +459,13 @@ mod tests {
         args: serde_json::Value,
     ) -> (crate::runtime::ToolOutput, u64) {
         use crate::capabilities::meter::{Allowance, DayLedger};
-        use crate::policy::{BrandFacts, Catalog, Role, SessionInput, Switches};
-        use crate::runtime::{Runtime, RuntimeConfig};
+        use crate::policy::{BrandFacts, Role, SessionInput};
+        use crate::runtime::RuntimeConfig;
         use crate::session::Session;
-        use crate::store::{SqliteStore, Store};
-        use std::sync::Arc;
 
-        let runtime = Runtime::new(RuntimeConfig::default()).unwrap();
-        let component = runtime
-            .load_file(std::path::Path::new(scout_tests::components::CAPABILITIES))
-            .unwrap();
-        let spec = Catalog::seed()
-            .admit(&component.info().manifest)
-            .expect("the test guest is admitted");
-        let catalog = Catalog::seed().with_spec(spec);
-        let dir = tempfile::tempdir().unwrap();
-        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path().join("t.db")).unwrap());
-        let boundary = Boundary::new(store.clone(), catalog, Switches::default())
-            .asking_above([("capabilities".to_string(), 5)]);
+        let guest = super::super::test_guest::load(RuntimeConfig::default());
+        let (component, store) = (&guest.component, &guest.store);
+        let boundary = guest.boundary(Some(5));
         let session = Session::new(
             "s-parts",
             "acme",
@@ -520,7 +486,7 @@ mod tests {
         let ran = boundary
             .call(
                 &session,
-                &component,
+                component,
                 super::super::CallRequest::new(tool, &args),
                 &caps,
             )
