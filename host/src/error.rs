@@ -1,5 +1,9 @@
 //! Errors at the host library's boundary.
 
+/// Why the store refused or failed: what every service that keeps rows
+/// answers with.
+pub use crate::store::StoreError;
+
 /// Why a component could not be loaded. Each names what was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {

@@ -7,9 +7,10 @@
 //! reviews say what changed.
 
 use crate::runtime::{LoadedComponent, Tool};
-use crate::store::{ReviewStore, StoreError, args_digest};
+use crate::store::{ReviewStore, Reviewed, StoreError, args_digest};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use std::sync::Arc;
 
 /// Where a tool stands with the operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -265,6 +266,47 @@ pub fn approve_all(
         approved += 1;
     }
     Ok(approved)
+}
+
+/// The operator's reviews as the admin API reads and records them: each
+/// connector's tools with their status, the tools reviewed once and since
+/// removed, one tool's last review, an approval.
+#[derive(Clone)]
+pub struct Reviews {
+    store: Arc<dyn ReviewStore>,
+}
+
+impl Reviews {
+    /// The reviews `store` keeps.
+    pub fn new(store: Arc<dyn ReviewStore>) -> Reviews {
+        Reviews { store }
+    }
+
+    /// Every tool of `component` with its status ([`review`]).
+    pub fn of(&self, component: &LoadedComponent) -> Result<Vec<ToolReview>, StoreError> {
+        review(self.store.as_ref(), component)
+    }
+
+    /// Tools reviewed once that `component` no longer has ([`removed`]).
+    pub fn removed(&self, component: &LoadedComponent) -> Result<Vec<String>, StoreError> {
+        removed(self.store.as_ref(), component)
+    }
+
+    /// The last review of `connector`'s `tool`, if it was ever reviewed.
+    pub async fn last(&self, connector: &str, tool: &str) -> Result<Option<Reviewed>, StoreError> {
+        self.store.reviewed(connector, tool).await
+    }
+
+    /// Records an operator's approval of `tool` as it is now ([`approve`]).
+    pub fn approve(
+        &self,
+        component: &LoadedComponent,
+        tool: &Tool,
+        effect: Option<&str>,
+        by: &str,
+    ) -> Result<(), StoreError> {
+        approve(self.store.as_ref(), component, tool, effect, by)
+    }
 }
 
 #[cfg(test)]

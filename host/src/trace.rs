@@ -14,7 +14,13 @@
 
 use crate::policy::{Removal, ReviewHold, Rule};
 use crate::session::Session;
-use crate::store::{ApprovalId, CapabilityRequest, Origin, TraceEvent, TraceState};
+use crate::store::{ApprovalId, CapabilityRequest, TraceState};
+/// A row, where it came from, and which rows a page reads: the trace's
+/// vocabulary, kept in the store.
+pub use crate::store::{Origin, TraceEvent, TraceFilter};
+
+mod service;
+pub use service::Trace;
 use serde_json::{Value, json};
 use std::borrow::Cow;
 use std::fmt;

@@ -23,6 +23,10 @@ mod wait;
 
 pub use decide::{DecideError, Decider, Decision};
 pub use wait::{Ask, Ended, WaitRecord};
+/// An approval's id, the text its arguments are bound by, and the rule
+/// that ends a lost host's approvals: the approvals' vocabulary, kept in
+/// the store.
+pub use crate::store::{ApprovalId, HOST_LOST, canonical_args_text};
 
 use crate::store::Store;
 use std::sync::Arc;
