@@ -279,7 +279,8 @@ mod tests {
         );
         assert!(f.connections.disable("acme", "github").unwrap());
         assert!(!now().resolves("acme", "github"));
-        assert!(!f.connections.disable("acme", "github").unwrap());
+        // A connection never stored is not disabled.
+        assert!(!f.connections.disable("acme", "nothing").unwrap());
     }
 
     #[test]

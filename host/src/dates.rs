@@ -5,6 +5,9 @@
 use chrono::{DateTime, NaiveDate, Utc};
 use std::time::SystemTime;
 
+/// Milliseconds since the Unix epoch, as the store stamps its rows.
+pub use crate::store::now_ms;
+
 /// The UTC day of `at`, `YYYY-MM-DD`.
 pub fn utc_day(at: SystemTime) -> String {
     DateTime::<Utc>::from(at).format("%Y-%m-%d").to_string()

@@ -8,7 +8,7 @@
 
 use super::admin::error::ApiError;
 use super::{HostError, ServeHost};
-use crate::authority::{self, AuditError, Deployment, SessionState, StoreView, Subject};
+use crate::authority::{self, AuditError, Deployment, SessionState, Subject};
 use axum::Json;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
@@ -169,23 +169,16 @@ impl ServeHost {
                 SessionState::Ended("no live host serves it".into())
             })
         };
-        let now = self.resolving();
-        let resolver = now.resolver();
-        let view = StoreView {
-            store: &*self.store,
-            resolver: &resolver,
-            sessions: &sessions,
-            stale_days,
-            require_review: self.config.require_review,
-            sessions_note: None,
-        };
-        authority::audit(
-            &deployment,
-            Some(&self.config),
-            self.boundary.switches(),
-            &subject,
-            Some(&view),
-        )
-        .map_err(Refused::Audit)
+        self.resolving()
+            .audited(&sessions, stale_days, self.config.require_review, |view| {
+                authority::audit(
+                    &deployment,
+                    Some(&self.config),
+                    self.boundary.switches(),
+                    &subject,
+                    Some(view),
+                )
+            })
+            .map_err(Refused::Audit)
     }
 }

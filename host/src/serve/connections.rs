@@ -1,6 +1,8 @@
-//! A brand's connections as the host changes and resolves them: stored,
-//! shared, disabled; a change reaches every session at its next call (and
-//! every host of a fleet through the store's invalidation).
+//! The flows that start at a brand's connection and reach open sessions:
+//! the [`crate::connections::Connections`] service changes the rows and
+//! decides what resolves; here a change also reaches every session at its
+//! next call, and the approvals of sessions that relied on a connection
+//! that no longer resolves are revoked.
 
 use super::*;
 
@@ -10,8 +12,8 @@ impl ServeHost {
     /// session that relied on it are revoked: they never revive, even if the
     /// connection comes back.
     pub fn disable_connection(&self, brand: &str, connector: &str) -> Result<bool, HostError> {
-        let disabled = crate::store::block(self.store.disable_connection(brand, connector))?;
-        self.connections_changed();
+        let disabled = self.connections.disable(brand, connector)?;
+        self.boundary.changed();
         self.revoke_where_unresolved(connector);
         Ok(disabled)
     }
@@ -24,29 +26,36 @@ impl ServeHost {
         connector: &str,
         with: &str,
     ) -> Result<bool, HostError> {
-        let unshared = crate::store::block(self.store.unshare_connection(owner, connector, with))?;
-        self.connections_changed();
+        let unshared = self.connections.unshare(owner, connector, with)?;
+        self.boundary.changed();
         self.revoke_where_unresolved(connector);
         Ok(unshared)
     }
 
-    /// A connection changed in the store: resolutions are dropped and every
-    /// session decides afresh at its next request.
-    pub(super) fn connections_changed(&self) {
-        self.resolutions.invalidate();
+    /// Another host changed a connection: resolutions are dropped, every
+    /// session decides afresh at its next request, and the approvals of
+    /// sessions relying on a connector that no longer resolves are revoked.
+    pub(super) fn connections_changed_elsewhere(&self) {
+        self.connections.changed_elsewhere();
         self.boundary.changed();
+        let connectors: BTreeSet<String> = self
+            .sessions
+            .all()
+            .iter()
+            .flat_map(|live| live.connectors.iter().cloned())
+            .collect();
+        for connector in connectors {
+            self.revoke_where_unresolved(&connector);
+        }
     }
 
-    pub(super) fn revoke_where_unresolved(&self, connector: &str) {
-        let sessions = self.sessions.all();
+    /// Revokes the approvals of every open session that relies on
+    /// `connector` where it no longer resolves for the session's brand.
+    fn revoke_where_unresolved(&self, connector: &str) {
         let now = self.resolving();
-        let resolver = now.resolver();
-        for live in sessions {
+        for live in self.sessions.all() {
             if live.connectors.iter().any(|c| c == connector)
-                && !matches!(
-                    resolver.resolve_server(&live.session.brand, connector),
-                    Ok(Some(_))
-                )
+                && !now.resolves(&live.session.brand, connector)
                 && let Err(e) = self.approvals().revoke_session(&live.session.id)
             {
                 tracing::error!(session = %live.session.id, error = %e, "cannot revoke approvals");
@@ -61,14 +70,11 @@ impl ServeHost {
         connector: &str,
         secret: &str,
     ) -> Result<(), HostError> {
-        crate::store::block(
-            self.store
-                .put_connection(brand, connector, secret, &self.key),
-        )?;
-        self.connections_changed();
+        self.connections.put(brand, connector, secret)?;
+        self.boundary.changed();
         // A remote server listed without a credential (or an expired one)
         // is listed again with the new one.
-        if let Some(server) = self.remote.get(connector) {
+        if let Some(server) = self.remote(connector) {
             server.list_changed().notify_one();
         }
         Ok(())
@@ -81,8 +87,8 @@ impl ServeHost {
         connector: &str,
         with: &str,
     ) -> Result<(), HostError> {
-        crate::store::block(self.store.share_connection(owner, connector, with))?;
-        self.connections_changed();
+        self.connections.share(owner, connector, with)?;
+        self.boundary.changed();
         Ok(())
     }
 
@@ -91,54 +97,6 @@ impl ServeHost {
         &self,
         brand: &str,
     ) -> Result<Vec<(String, crate::credentials::Source)>, HostError> {
-        let set = self
-            .resolving()
-            .resolver()
-            .credential_set_for(Role::PersonChat, None, brand)?;
-        Ok(set
-            .servers()
-            .filter_map(|s| set.get(s).map(|c| (s.to_string(), c.source().clone())))
-            .collect())
-    }
-}
-
-/// A brand's connections as they resolve now (through the host's cache),
-/// for the connectors this deployment offers.
-pub(super) struct ServedConnections {
-    pub(super) store: Arc<dyn Store>,
-    /// The deployment as served now (connectors change at runtime).
-    pub(super) roster: crate::deployment::SharedRoster,
-    pub(super) key: [u8; 32],
-    pub(super) resolutions: Arc<ResolutionCache>,
-}
-
-impl Connections for ServedConnections {
-    fn live(
-        &self,
-        brand: &str,
-        candidates: &BTreeSet<String>,
-        catalog: &Catalog,
-    ) -> BTreeSet<String> {
-        let roster = self.roster.read().clone();
-        let resolver = || {
-            Resolver::new(
-                &*self.store,
-                catalog,
-                &roster.resolver,
-                self.key,
-                process_env,
-            )
-        };
-        candidates
-            .iter()
-            .filter(|c| {
-                !roster.not_offered.contains_key(*c)
-                    && matches!(
-                        self.resolutions.resolve_server(resolver, brand, c),
-                        Ok(Some(_))
-                    )
-            })
-            .cloned()
-            .collect()
+        Ok(self.connections.list(self.boundary.catalog(), brand)?)
     }
 }

@@ -386,7 +386,7 @@ impl ServeHost {
             next.stored.insert(name.to_string(), stored);
             *roster = Arc::new(next);
         }
-        self.resolutions.invalidate();
+        self.connections.forget_resolutions();
         self.boundary.serve_connector(name, spec, hosted);
         changed
     }

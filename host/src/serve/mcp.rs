@@ -14,7 +14,7 @@ use crate::boundary::{CallRequest, Executed, Revision};
 use crate::person::Asker;
 use crate::policy;
 use crate::runtime::ToolOutput;
-use crate::store::ApprovalId;
+use crate::approvals::ApprovalId;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
     ElicitRequestParams, ElicitationAction, ElicitationSchema, Implementation, ListToolsResult,
@@ -644,7 +644,7 @@ async fn ask_through_elicitation(
     }
     if let Ok(Some(approval)) = approvals.approval(id).await {
         let timeout = approvals.timeout().as_millis() as i64;
-        let left = (approval.requested_at_ms + timeout - crate::store::now_ms()).max(0) / 1000;
+        let left = (approval.requested_at_ms + timeout - crate::dates::now_ms()).max(0) / 1000;
         about.push_str(&format!("\nRefused unanswered in {left} s."));
     }
     let mut message = format!(

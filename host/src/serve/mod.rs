@@ -21,7 +21,6 @@ mod drain;
 mod endpoint;
 mod in_session;
 use crate::grant::{Grants, GrantsConfig, Obtained, SessionGranter};
-use connections::ServedConnections;
 pub mod host_tools;
 pub mod identity;
 pub mod mcp;
@@ -35,13 +34,13 @@ mod shown;
 mod stateless;
 mod stdio;
 
-use crate::boundary::{Boundary, CallRequest, Connections, Denied, Executed, Session};
+use crate::boundary::{Boundary, CallRequest, Denied, Executed, Session};
 use crate::capabilities::http::HttpCapability;
 use crate::config::open_store;
 pub use crate::config::{
     ConfigFileError, ConnectorConfig, ServeConfig, StartError, open_store_to_read,
 };
-use crate::credentials::{ResolutionCache, Resolver, ResolverConfig, process_env};
+use crate::credentials::{ResolverConfig, process_env};
 use crate::policy::{self, BrandFacts, Catalog, Profile, Role, Route, SessionInput, Switches};
 use crate::runtime::{LoadedComponent, Runtime, RuntimeConfig, default_cache_dir};
 use crate::session::holdings::{Holdings, HoldingsConfig};
@@ -225,8 +224,8 @@ pub struct ServeHost {
     metrics: Arc<crate::metrics::Metrics>,
     /// Span export, when `OTEL_EXPORTER_OTLP_*` sets an endpoint.
     telemetry: Option<Arc<crate::telemetry::Telemetry>>,
-    /// Connections as they last resolved; dropped whenever this host changes one.
-    resolutions: Arc<ResolutionCache>,
+    /// Brands' connections and how they resolve now ([`crate::connections`]).
+    connections: crate::connections::Connections,
     key: [u8; 32],
     boundary: Arc<Boundary>,
     sessions: crate::session::registry::Registry<endpoint::Endpoint>,
@@ -387,13 +386,7 @@ impl ServeHost {
                 ..Default::default()
             })));
 
-        let resolutions = Arc::new(ResolutionCache::default());
-        let live = ServedConnections {
-            store: store.clone(),
-            roster: roster.clone(),
-            key,
-            resolutions: resolutions.clone(),
-        };
+        let connections = crate::connections::Connections::new(store.clone(), key, roster.clone());
         let hosted = components
             .keys()
             .filter(|c| !not_offered.contains_key(*c) && !platform.contains(*c))
@@ -408,7 +401,7 @@ impl ServeHost {
         let telemetry = crate::telemetry::Telemetry::from_env(&host_id, &env)?.map(Arc::new);
         let mut boundary = Boundary::new(store.clone(), catalog, switches)
             .measured_by(metrics.clone())
-            .with_connections(live)
+            .with_connections(connections.resolved())
             .hosting(hosted)
             .sealing_arguments(key)
             .pausing_after(config.pause_after_repeated_denials)
@@ -430,7 +423,7 @@ impl ServeHost {
             store: store.clone(),
             ledger: store.clone(),
             key,
-            resolutions: resolutions.clone(),
+            resolutions: connections.resolution_cache(),
             tokens,
             roster: roster.clone(),
             boundary: boundary.clone(),
@@ -460,7 +453,7 @@ impl ServeHost {
             metrics,
             telemetry,
             store,
-            resolutions,
+            connections,
             key,
             boundary,
             sessions: Default::default(),
@@ -543,6 +536,21 @@ impl ServeHost {
         &self.store
     }
 
+    /// The trace as the admin API appends and reads it.
+    pub(crate) fn trace(&self) -> crate::trace::Trace {
+        crate::trace::Trace::new(self.store.clone())
+    }
+
+    /// The operator's tool reviews.
+    pub(crate) fn reviews(&self) -> crate::review::Reviews {
+        crate::review::Reviews::new(self.store.clone())
+    }
+
+    /// Brands' saved profiles.
+    pub(crate) fn profiles(&self) -> crate::profiles::Profiles {
+        crate::profiles::Profiles::new(self.store.clone())
+    }
+
     /// The catalogue sessions are decided with now (a remote MCP server's
     /// reviewed tools included).
     pub fn catalog(&self) -> Arc<Catalog> {
@@ -591,13 +599,8 @@ impl ServeHost {
     }
 
     /// What credential resolution decides with now.
-    fn resolving(&self) -> Resolving {
-        Resolving {
-            store: self.store.clone(),
-            catalog: self.boundary.catalog(),
-            roster: self.roster(),
-            key: self.key,
-        }
+    fn resolving(&self) -> crate::connections::Resolving {
+        self.connections.resolving(self.boundary.catalog())
     }
 
     /// One line per configured connector, as `serve` prints them at start:
@@ -757,19 +760,6 @@ impl ServeHost {
         }
     }
 
-    fn connections_changed_elsewhere(&self) {
-        self.connections_changed();
-        let connectors: BTreeSet<String> = self
-            .sessions
-            .all()
-            .iter()
-            .flat_map(|live| live.connectors.iter().cloned())
-            .collect();
-        for connector in connectors {
-            self.revoke_where_unresolved(&connector);
-        }
-    }
-
     /// Ends a session: its authority ends at once (later calls are denied,
     /// unused approvals revoked) and its MCP endpoints close.
     pub fn end_session(&self, id: &str) -> bool {
@@ -867,27 +857,6 @@ impl ServeHost {
         self.boundary
             .call(&session.session, &component, request, &granter)
             .await
-    }
-}
-
-/// What credential resolution decides with at one moment: the catalogue
-/// and the roster as they are then.
-pub(crate) struct Resolving {
-    store: Arc<dyn Store>,
-    catalog: Arc<Catalog>,
-    roster: Arc<crate::deployment::Roster>,
-    key: [u8; 32],
-}
-
-impl Resolving {
-    pub(crate) fn resolver(&self) -> Resolver<'_> {
-        Resolver::new(
-            &*self.store,
-            &self.catalog,
-            &self.roster.resolver,
-            self.key,
-            process_env,
-        )
     }
 }
 

@@ -273,7 +273,7 @@ impl ServeHost {
             let mut roster = self.roster.write();
             *roster = Arc::new(roster.with_connector(name, settings, &deployment));
         }
-        self.resolutions.invalidate();
+        self.connections.forget_resolutions();
         // Not hosted: a session that did not name it does not even count it
         // among the tools it could have had.
         self.boundary.serve_connector(name, spec, false);
@@ -305,7 +305,7 @@ impl ServeHost {
                 let mut roster = self.roster.write();
                 *roster = Arc::new(roster.without_connector(&name, None));
             }
-            self.resolutions.invalidate();
+            self.connections.forget_resolutions();
             self.boundary.retire_connector(&name);
             tracing::info!(connector = %name, "session component dropped: no session holds it");
         }

@@ -354,8 +354,7 @@ impl ServeHost {
                     role.label()
                 )
             } else if matches!(
-                self.resolutions
-                    .resolve_server(|| now.resolver(), brand, name),
+                self.connections.resolve_cached(&now, brand, name),
                 Ok(Some(_))
             ) {
                 format!(

@@ -31,7 +31,7 @@ pub(super) async fn list_approvals(
         Some(s) => views.iter().filter(|v| v["id"] == s.as_str()).collect(),
         None => views.iter().collect(),
     };
-    let now_ms = crate::store::now_ms();
+    let now_ms = crate::dates::now_ms();
     let mut pending = Vec::new();
     let mut listed: Vec<(&str, Option<&Value>)> = sessions
         .iter()
@@ -56,7 +56,7 @@ pub(super) async fn list_approvals(
             // approves is what the call will be bound to.
             value["arguments_text"] = arguments
                 .as_ref()
-                .map(|a| json!(crate::store::canonical_args_text(a)))
+                .map(|a| json!(crate::approvals::canonical_args_text(a)))
                 .unwrap_or(Value::Null);
             value["graphql"] =
                 crate::serve::shown::graphql_shown(&host, &approval.tool, arguments.as_ref());
@@ -141,7 +141,7 @@ pub(super) async fn list_decisions(
 /// context a person deciding one of its writes reads.
 async fn recent_requests(host: &ServeHost, session: &str) -> Vec<Value> {
     const SHOWN: usize = 8;
-    let Ok(events) = host.store.recent_requests(session, SHOWN).await else {
+    let Ok(events) = host.trace().recent_requests(session, SHOWN).await else {
         return Vec::new();
     };
     events
@@ -282,7 +282,7 @@ pub(super) async fn answer_capability_request(
                 caller.actor(),
                 super::request_origin(),
             );
-            host.store.record(&event).await?;
+            host.trace().record(&event).await?;
             Ok(Json(json!({
                 "request": id,
                 "answered_by": caller.subject,
@@ -365,7 +365,7 @@ fn not_pending(id: ApprovalId, ended_by: Option<&'static str>) -> ApiError {
             "not_pending",
             format!(
                 "approval {id} is no longer pending: it was ended by `{rule}` ({}), and the call it was asked for never ran; nothing is left to decide (the agent may call again)",
-                if rule == crate::store::HOST_LOST {
+                if rule == crate::approvals::HOST_LOST {
                     "the host serving the call stopped without draining"
                 } else {
                     "the host serving the call shut down"

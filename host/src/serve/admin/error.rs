@@ -137,8 +137,8 @@ impl From<HostError> for ApiError {
     }
 }
 
-impl From<crate::store::StoreError> for ApiError {
-    fn from(e: crate::store::StoreError) -> ApiError {
+impl From<crate::error::StoreError> for ApiError {
+    fn from(e: crate::error::StoreError) -> ApiError {
         HostError::from(e).into()
     }
 }

@@ -10,8 +10,10 @@
 
 use super::identity::{Principal, Refusal, bearer};
 use super::{HostError, OpenSession, ServeHost};
+use crate::approvals::ApprovalId;
 use crate::policy::Profile;
-use crate::store::{ApprovalId, ProfileKind, SaveProfileError, TraceFilter};
+use crate::profiles::{ProfileKind, SaveProfileError};
+use crate::trace::TraceFilter;
 use axum::extract::{DefaultBodyLimit, Extension, MatchedPath, Path, RawQuery, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
@@ -345,7 +347,7 @@ async fn require_identity(
             .headers()
             .get("traceparent")
             .and_then(|v| v.to_str().ok())
-            .and_then(crate::store::Origin::from_traceparent)
+            .and_then(crate::trace::Origin::from_traceparent)
             .unwrap_or_default(),
     };
     request.extensions_mut().insert(principal);
@@ -374,7 +376,7 @@ pub(super) async fn record_change(
         caller.actor(),
         request_origin(),
     );
-    host.store.record(&event).await.map_err(|e| {
+    host.trace().record(&event).await.map_err(|e| {
         tracing::error!(error = %e, rule = %rule, "a change was made but could not be recorded in the trace");
         ApiError::from(HostError::from(e))
     })
@@ -382,7 +384,7 @@ pub(super) async fn record_change(
 
 /// The trace and span of the admin API request this task serves (its
 /// `traceparent`), for the rows it writes.
-pub(super) fn request_origin() -> crate::store::Origin {
+pub(super) fn request_origin() -> crate::trace::Origin {
     super::identity::Acting::now()
         .map(|acting| acting.origin)
         .unwrap_or_default()

@@ -12,7 +12,7 @@ pub(super) async fn list_reviews(
     // Tools reviewed once that a new version of the component removed.
     let mut removed = BTreeMap::new();
     for (name, component) in host.components() {
-        let reviews = crate::review::review(host.store.as_ref(), &component)?;
+        let reviews = host.reviews().of(&component)?;
         let server = host.remote(&name);
         let discovered = server.map(|s| s.discovered());
         let tools: Vec<Value> = reviews
@@ -68,7 +68,7 @@ pub(super) async fn list_reviews(
         }
         out.insert(name.clone(), tools);
         if !component.is_remote() {
-            let gone = crate::review::removed(host.store.as_ref(), &component)?;
+            let gone = host.reviews().removed(&component)?;
             if !gone.is_empty() {
                 removed.insert(name.clone(), gone);
             }
@@ -144,8 +144,8 @@ pub(super) async fn approve_review(
     })?;
     let current = crate::review::tool_digest(&component, tool);
     let previous = host
-        .store
-        .reviewed(&request.connector, &request.tool)
+        .reviews()
+        .last(&request.connector, &request.tool)
         .await
         .ok()
         .flatten();
@@ -159,13 +159,8 @@ pub(super) async fn approve_review(
             "the tool changed since this digest: review it again",
         ));
     }
-    crate::review::approve(
-        host.store.as_ref(),
-        &component,
-        tool,
-        effect,
-        &caller.subject,
-    )?;
+    host.reviews()
+        .approve(&component, tool, effect, &caller.subject)?;
     // A remote tool is served with its reviewed effect from now on: here
     // at once, on the other hosts when the store tells them, and on any
     // host before it decides a call of the tool (it reads the review then).

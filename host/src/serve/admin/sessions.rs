@@ -153,7 +153,7 @@ pub(super) async fn resume_session(
             caller.actor(),
             super::request_origin(),
         );
-        host.store.record(&event).await?;
+        host.trace().record(&event).await?;
     }
     Ok(Json(
         json!({"session": id, "resumed": was_paused, "by": caller.subject}),
@@ -225,7 +225,7 @@ pub(super) async fn save_profile(
 ) -> Result<Json<Value>, ApiError> {
     // Who made the grant is the verified caller, whatever the body says.
     request.profile.grant.granted_by = Some(caller.subject.clone());
-    let before = host.store.load_profile(&brand, &name).await?;
+    let before = host.profiles().load(&brand, &name).await?;
     if request.profile.name != name {
         return Err(ApiError::bad_request(format!(
             "the profile is named `{}` but the path says `{name}`",
@@ -233,8 +233,8 @@ pub(super) async fn save_profile(
         )));
     }
     match host
-        .store
-        .save_profile(&brand, &request.profile, request.kind, &host.catalog())
+        .profiles()
+        .save(&brand, &request.profile, request.kind, &host.catalog())
         .await
     {
         Ok(()) => {
@@ -263,11 +263,10 @@ pub(super) async fn get_profile(
     State(host): State<Arc<ServeHost>>,
     Path((brand, name)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    let saved = host
-        .store
-        .load_profile(&brand, &name)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("brand `{brand}` has no profile `{name}`")))?;
+    let saved =
+        host.profiles().load(&brand, &name).await?.ok_or_else(|| {
+            ApiError::not_found(format!("brand `{brand}` has no profile `{name}`"))
+        })?;
     Ok(Json(json!(saved)))
 }
 
@@ -276,7 +275,7 @@ pub(super) async fn list_profiles(
     Path(brand): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     Ok(Json(
-        json!({"profiles": host.store.list_profiles(&brand).await?}),
+        json!({"profiles": host.profiles().list(&brand).await?}),
     ))
 }
 
@@ -285,8 +284,8 @@ pub(super) async fn delete_profile(
     Extension(caller): Extension<Principal>,
     Path((brand, name)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    let before = host.store.load_profile(&brand, &name).await?;
-    if host.store.delete_profile(&brand, &name).await? {
+    let before = host.profiles().load(&brand, &name).await?;
+    if host.profiles().delete(&brand, &name).await? {
         super::record_change(
             &host,
             &caller,

@@ -65,7 +65,7 @@ pub(super) async fn trace_export(
                 )
             })?,
     };
-    let store = host.store.clone();
+    let trace = host.trace();
     let shown = host.clone();
     let (body, done) = tokio::task::spawn_blocking(move || {
         let mut body = Vec::new();
@@ -73,7 +73,8 @@ pub(super) async fn trace_export(
             let reveal = caller.reads_sealed_arguments(row["brand"].as_str().unwrap_or_default());
             shown.boundary().shown_row(row, reveal)
         };
-        crate::audit::export_shown(store.as_ref(), since, Some(limit), &mut body, &shape)
+        trace
+            .export_shown(since, Some(limit), &mut body, &shape)
             .map(|done| (body, done))
     })
     .await
@@ -151,7 +152,7 @@ pub(super) async fn trace(
             ));
         }
     };
-    let page = host.store.trace_page(filter, after, limit).await?;
+    let page = host.trace().page(filter, after, limit).await?;
     let next_after = (page.len() == limit)
         .then(|| page.last().map(|(seq, _)| *seq))
         .flatten();

@@ -210,7 +210,7 @@ pub struct Acting {
     pub actor: serde_json::Value,
     /// The trace and span of the request's W3C `traceparent` header, if it
     /// sent a well-formed one.
-    pub origin: crate::store::Origin,
+    pub origin: crate::trace::Origin,
 }
 
 tokio::task_local! {
