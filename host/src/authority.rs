@@ -52,6 +52,7 @@ pub const MAX_STALE_DAYS: u64 = 3650;
 
 /// Why an audit could not be made. Each says what to do.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AuditError {
     #[error("unknown role `{0}`: give one of {roles}", roles = policy::ROLE_NAMES)]
     UnknownRole(String),
@@ -84,7 +85,7 @@ pub enum AuditError {
     #[error(transparent)]
     Config(#[from] crate::config::ConfigFileError),
     #[error(transparent)]
-    Start(#[from] crate::config::StartError),
+    Open(#[from] crate::store::OpenError),
     #[error("the store failed: {0}")]
     Store(#[from] StoreError),
     #[error("{0}")]
@@ -1659,13 +1660,18 @@ pub fn from_command_line(
             config_path.display()
         )));
     }
-    let store = crate::config::open_store_to_read(&config, env)?;
+    let store = crate::store::open(
+        config.store_location(),
+        &env,
+        crate::store::Access::ReadOnly,
+    )?;
     // An artifact connector is audited from the bytes the cache holds for
     // the digest it names, or that the store recorded for its tag.
-    config.use_cached_artifacts(
+    crate::store::block(crate::artifact::use_cached_artifacts(
+        &mut config,
         store.as_ref(),
         &crate::artifact::ArtifactCache::default_location(),
-    )?;
+    ))?;
     // A remote MCP server's tools are what it lists and an operator
     // reviewed, known only to a running host: none here.
     let deployment = Deployment::from_config(&runtime, &config, &env, &crate::store::NoReviews)?;

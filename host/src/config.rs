@@ -58,12 +58,10 @@
 use crate::capabilities::http::CredentialScheme;
 use crate::session::holdings::safe_segment;
 pub use crate::session::holdings::{FolderConfig, PersonAllowance};
-use crate::store::{PgOptions, PgStore, SqliteStore, Store};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// Why the configuration cannot be used. Each names what to fix.
 #[derive(Debug, thiserror::Error)]
@@ -601,7 +599,7 @@ pub struct RegistryConfig {
 pub struct ConnectorConfig {
     /// The component (`.wasm`), relative to this file, or an OCI artifact
     /// (`oci://REGISTRY/REPO:TAG` or `…@sha256:DIGEST`; then, once
-    /// [`ServeConfig::resolve_artifacts`] ran, the verified bytes in the
+    /// [`crate::artifact::resolve_artifacts`] ran, the verified bytes in the
     /// artifact cache). Absent for a remote MCP server (`mcp`).
     #[serde(default)]
     pub component: PathBuf,
@@ -872,89 +870,19 @@ impl ServeConfig {
         }
     }
 
-    /// Pulls every connector's artifact into `cache` and points its
-    /// `component` at the verified bytes. A tag is resolved through `pins`:
-    /// to the digest recorded for it when there is one, else to what the
-    /// registry answers now, which is then recorded (the first host to
-    /// record wins; every other host runs its bytes). Errors name the
-    /// connector.
-    pub fn resolve_artifacts(
-        &mut self,
-        pins: &dyn crate::store::ReviewStore,
-        cache: &crate::artifact::ArtifactCache,
-    ) -> Result<(), (String, String)> {
-        use crate::artifact::signature::TrustedKeys;
-        let options = self.registry_options();
-        let mut keys: Option<TrustedKeys> = None;
-        for (name, connector) in self.connectors.iter_mut() {
-            let Some(named) = connector.artifact.clone() else {
-                continue;
-            };
-            let failed = |message: String| (name.clone(), message);
-            let trust = if self.require_signature || connector.require_signature {
-                if keys.is_none() {
-                    keys = Some(
-                        TrustedKeys::load(&self.signature_keys)
-                            .map_err(|e| failed(e.to_string()))?,
-                    );
-                }
-                keys.as_ref()
-            } else {
-                None
-            };
-            let tag = named.digest().is_none().then(|| named.to_string());
-            let recorded = match &tag {
-                Some(tag) => crate::store::block(pins.pinned_artifact(tag))
-                    .map_err(|e| failed(e.to_string()))?,
-                None => None,
-            };
-            let wanted = recorded
-                .as_deref()
-                .map_or(named.clone(), |d| named.pinned(d));
-            let mut pulled = blocking(pull_within(&wanted, &options, cache, trust))
-                .map_err(failed)?
-                .map_err(failed)?;
-            if let (Some(tag), None) = (&tag, &recorded) {
-                let kept = crate::store::block(pins.pin_artifact(tag, &pulled.digest, "serve"))
-                    .map_err(|e| failed(e.to_string()))?;
-                if kept != pulled.digest {
-                    // Another host recorded the tag first: its bytes.
-                    pulled = blocking(pull_within(&named.pinned(&kept), &options, cache, trust))
-                        .map_err(failed)?
-                        .map_err(failed)?;
-                }
-            }
-            connector.component = pulled.path;
-            connector.artifact_digest = Some(pulled.digest);
+    /// Where the store this configuration names is ([`crate::store::open`] opens it).
+    pub fn store_location(&self) -> crate::store::StoreLocation<'_> {
+        match self.store.backend {
+            StoreBackend::Sqlite => crate::store::StoreLocation::Sqlite {
+                path: &self.database,
+                durability: self.store.trace_durable_against,
+            },
+            StoreBackend::Postgres => crate::store::StoreLocation::Postgres {
+                url_env: self.store.url_env.as_deref().unwrap_or_default(),
+                lease: self.store.lease_secs.map(std::time::Duration::from_secs),
+                ca_file: self.store.ca_file.as_deref(),
+            },
         }
-        Ok(())
-    }
-
-    /// Points each artifact connector's `component` at the bytes the cache
-    /// holds for the digest it names, or that `pins` recorded for its tag,
-    /// asking no registry (the audit reads a deployment offline). One the
-    /// cache does not hold is left unresolved, and is refused by name.
-    pub fn use_cached_artifacts(
-        &mut self,
-        pins: &dyn crate::store::ReviewStore,
-        cache: &crate::artifact::ArtifactCache,
-    ) -> Result<(), crate::store::StoreError> {
-        for connector in self.connectors.values_mut() {
-            let Some(named) = &connector.artifact else {
-                continue;
-            };
-            let digest = match named.digest() {
-                Some(digest) => Some(digest.to_string()),
-                None => crate::store::block(pins.pinned_artifact(&named.to_string()))?,
-            };
-            if let Some(digest) = digest
-                && let Some((path, _)) = cache.component(&digest)
-            {
-                connector.component = path;
-                connector.artifact_digest = Some(digest);
-            }
-        }
-        Ok(())
     }
 
     /// Reads and checks `path`; relative paths in it are made relative to it.
@@ -1177,63 +1105,81 @@ impl ConnectorConfig {
     }
 }
 
-/// Reads the store key: 64 hex digits.
-pub(crate) fn parse_store_key(hex_text: &str) -> Result<[u8; 32], String> {
-    let bytes = hex::decode(hex_text.trim())
-        .map_err(|_| "the store key must be 64 hex digits".to_string())?;
-    bytes
-        .try_into()
-        .map_err(|_| "the store key must be 64 hex digits (32 bytes)".to_string())
+/// Why a store key is refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreKeyError {
+    /// Not hex at all.
+    #[error("the store key must be 64 hex digits")]
+    NotHex(#[source] hex::FromHexError),
+    /// Hex, but not 32 bytes of it.
+    #[error("the store key must be 64 hex digits (32 bytes)")]
+    Length,
 }
 
-/// How long one artifact's pull may take at start, however slowly a
-/// registry answers: a start that cannot have its bytes fails, naming them.
-const PULL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(300);
+/// Reads the store key: 64 hex digits.
+pub(crate) fn parse_store_key(hex_text: &str) -> Result<[u8; 32], StoreKeyError> {
+    let bytes = hex::decode(hex_text.trim()).map_err(StoreKeyError::NotHex)?;
+    bytes.try_into().map_err(|_| StoreKeyError::Length)
+}
 
-/// [`crate::artifact::pull`] within [`PULL_DEADLINE`].
-pub(crate) async fn pull_within(
+// Delegates kept while `serve/` moves to `crate::store::open` and
+// `crate::artifact` (issue 53); removed with the last caller.
+impl ServeConfig {
+    /// [`crate::artifact::resolve_artifacts`], its error as text.
+    #[doc(hidden)]
+    pub fn resolve_artifacts(
+        &mut self,
+        pins: &dyn crate::store::ReviewStore,
+        cache: &crate::artifact::ArtifactCache,
+    ) -> Result<(), (String, String)> {
+        crate::artifact::resolve_artifacts(self, pins, cache)
+            .map_err(|(name, e)| (name, e.to_string()))
+    }
+}
+
+/// [`crate::artifact::pull_within`], its error as text.
+#[doc(hidden)]
+pub async fn pull_within(
     reference: &crate::artifact::ArtifactRef,
     options: &crate::artifact::RegistryOptions,
     cache: &crate::artifact::ArtifactCache,
     trust: Option<&crate::artifact::signature::TrustedKeys>,
 ) -> Result<crate::artifact::Pulled, String> {
-    match tokio::time::timeout(
-        PULL_DEADLINE,
-        crate::artifact::pull(reference, options, cache, trust),
-    )
-    .await
-    {
-        Ok(pulled) => pulled.map_err(|e| e.to_string()),
-        Err(_) => Err(format!(
-            "{reference}: the registry did not hand over the artifact within {} s",
-            PULL_DEADLINE.as_secs()
-        )),
-    }
+    crate::artifact::pull_within(reference, options, cache, trust)
+        .await
+        .map_err(|e| e.to_string())
 }
 
-/// Runs `future` to completion on a runtime of its own, on a thread of its
-/// own: callable from inside or outside a runtime.
-fn blocking<F>(future: F) -> Result<F::Output, String>
-where
-    F: std::future::Future + Send,
-    F::Output: Send,
-{
-    std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map(|runtime| runtime.block_on(future))
-                    .map_err(|e| format!("cannot start a runtime to pull with: {e}"))
-            })
-            .join()
-            .unwrap_or_else(|_| Err("the pull stopped unexpectedly".into()))
-    })
+/// [`crate::store::open`] to write.
+#[doc(hidden)]
+pub fn open_store(
+    config: &ServeConfig,
+    env: &impl Fn(&str) -> Option<String>,
+) -> Result<std::sync::Arc<dyn crate::store::Store>, StartError> {
+    Ok(crate::store::open(
+        config.store_location(),
+        env,
+        crate::store::Access::ReadWrite,
+    )?)
+}
+
+/// [`crate::store::open`] to read only.
+#[doc(hidden)]
+pub fn open_store_to_read(
+    config: &ServeConfig,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<std::sync::Arc<dyn crate::store::Store>, StartError> {
+    Ok(crate::store::open(
+        config.store_location(),
+        &env,
+        crate::store::Access::ReadOnly,
+    )?)
 }
 
 /// Why `serve` cannot start. Each names what to fix.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StartError {
     #[error(transparent)]
     Config(#[from] ConfigFileError),
@@ -1241,11 +1187,8 @@ pub enum StartError {
     MissingSecret(String, &'static str),
     #[error("{0}")]
     BadSecret(String),
-    #[error("cannot open the store {path}: {source}")]
-    Store {
-        path: String,
-        source: crate::store::StoreError,
-    },
+    #[error(transparent)]
+    Store(#[from] crate::store::OpenError),
     #[error("connector `{name}`: {message}")]
     Connector { name: String, message: String },
     #[error("cannot start the runtime: {0}")]
@@ -1254,65 +1197,6 @@ pub enum StartError {
     Telemetry(#[from] crate::telemetry::TelemetryError),
     #[error("[oidc]: {0}")]
     Identity(String),
-}
-
-/// Opens the store the configuration names: the SQLite file, or the
-/// PostgreSQL database whose URL is in the environment variable `url_env`
-/// (never in the file, never in an error: it carries a password).
-pub(crate) fn open_store(
-    config: &ServeConfig,
-    env: &impl Fn(&str) -> Option<String>,
-) -> Result<Arc<dyn Store>, StartError> {
-    open_configured_store(config, env, false)
-}
-
-/// The store `serve`'s configuration names, opened to read only (the audit,
-/// the trace export): nothing is created, migrated or written; on
-/// PostgreSQL no host is registered, nothing is recovered, and the
-/// session is read-only on the server.
-pub fn open_store_to_read(
-    config: &ServeConfig,
-    env: impl Fn(&str) -> Option<String>,
-) -> Result<Arc<dyn Store>, StartError> {
-    open_configured_store(config, &env, true)
-}
-
-fn open_configured_store(
-    config: &ServeConfig,
-    env: &impl Fn(&str) -> Option<String>,
-    reader: bool,
-) -> Result<Arc<dyn Store>, StartError> {
-    match config.store.backend {
-        StoreBackend::Sqlite => {
-            let opened = if reader {
-                SqliteStore::open_to_read(&config.database)
-            } else {
-                SqliteStore::open_durable(&config.database, config.store.trace_durable_against)
-            };
-            Ok(Arc::new(opened.map_err(|source| StartError::Store {
-                path: config.database.display().to_string(),
-                source,
-            })?))
-        }
-        StoreBackend::Postgres => {
-            let var = config.store.url_env.clone().unwrap_or_default();
-            let url = env(&var).ok_or_else(|| {
-                StartError::MissingSecret(var.clone(), "the PostgreSQL connection URL")
-            })?;
-            let mut options = PgOptions::new(url);
-            if let Some(secs) = config.store.lease_secs {
-                options.lease = std::time::Duration::from_secs(secs);
-            }
-            options.ca_file = config.store.ca_file.clone();
-            options.reader = reader;
-            Ok(Arc::new(PgStore::connect(options).map_err(|source| {
-                StartError::Store {
-                    path: format!("PostgreSQL (the URL in {var})"),
-                    source,
-                }
-            })?))
-        }
-    }
 }
 
 #[cfg(test)]

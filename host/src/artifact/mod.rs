@@ -12,7 +12,11 @@
 //! a check is kept.
 
 mod registry;
+mod resolve;
 pub mod signature;
+
+pub(crate) use resolve::pull_within;
+pub use resolve::{PullError, ResolveError, resolve_artifacts, use_cached_artifacts};
 
 use oci_client::Reference;
 use oci_client::client::{Config, ImageLayer};

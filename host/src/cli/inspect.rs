@@ -162,8 +162,11 @@ fn inspect_remote(
         .find(|(_, c)| c.mcp.as_deref() == Some(url))
         .map(|(name, c)| (name.clone(), c.allow_private_network, c.legacy_sse()))
         .with_context(|| format!("no connector in the configuration has `mcp = \"{url}\"`"))?;
-    let store =
-        scout_host::serve::open_store_to_read(&config, scout_host::credentials::process_env)?;
+    let store = scout_host::store::open(
+        config.store_location(),
+        &scout_host::credentials::process_env,
+        scout_host::store::Access::ReadOnly,
+    )?;
     let stored = rt.block_on(store.stored_reviews())?;
     rt.block_on(scout_host::remote::inspect::inspect(
         url,

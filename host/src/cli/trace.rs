@@ -50,8 +50,11 @@ pub fn run(args: TraceArgs) -> Result<()> {
         anyhow::bail!("--since is a row's `seq` (0 or more)");
     }
     let config = scout_host::serve::ServeConfig::load(&config)?;
-    let store =
-        scout_host::serve::open_store_to_read(&config, scout_host::credentials::process_env)?;
+    let store = scout_host::store::open(
+        config.store_location(),
+        &scout_host::credentials::process_env,
+        scout_host::store::Access::ReadOnly,
+    )?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let done = scout_host::audit::export(store.as_ref(), since, limit, &mut out)?;
