@@ -22,6 +22,7 @@ use crate::policy::Rule;
 use crate::runtime::{LoadedComponent, Tool};
 use crate::session::Session;
 use serde::Serialize;
+use std::borrow::Cow;
 
 /// Repetitions of one consequence at which a session pauses, by default.
 pub const DEFAULT_PAUSE_AFTER: u32 = 3;
@@ -38,44 +39,17 @@ pub struct Lineage {
     pub paused: bool,
 }
 
-/// What `tool` of `component` would reach, as lineage keys its denials by:
+/// What a call of `component` would reach, as lineage keys its denials by:
 /// `called` is the tool as the call resolved it, `None` for a name the
-/// component does not serve.
-pub(super) fn targets(
+/// component does not serve. A served tool's is borrowed from what its load
+/// computed ([`Tool`]'s `reaches`): nothing is built on the allowed path.
+pub(super) fn targets<'a>(
     component: &LoadedComponent,
-    called: Option<&Tool>,
-    tool: &str,
-) -> Vec<String> {
-    let connector = component.name();
-    let Some(found) = called else {
-        return vec![format!("{connector} unknown-tool")];
-    };
-    let effect = found.effect.as_str();
-    let shown = |r: &scout_manifest::Route| {
-        format!(
-            "{connector} {effect} {}{} {}",
-            r.destination
-                .as_deref()
-                .map(|d| format!("{d}:"))
-                .unwrap_or_default(),
-            r.method.as_str(),
-            r.path
-        )
-    };
-    let changing: Vec<String> = found
-        .routes
-        .iter()
-        .filter(|r| !matches!(r.method.as_str(), "GET" | "HEAD") && !r.read_only)
-        .map(shown)
-        .collect();
-    if !changing.is_empty() {
-        return changing;
-    }
-    let all: Vec<String> = found.routes.iter().map(shown).collect();
-    if all.is_empty() {
-        vec![format!("{connector} {effect} tool {tool}")]
-    } else {
-        all
+    called: Option<&'a Tool>,
+) -> Cow<'a, [String]> {
+    match called {
+        Some(found) => Cow::Borrowed(&found.reaches),
+        None => Cow::Owned(vec![format!("{} unknown-tool", component.name())]),
     }
 }
 

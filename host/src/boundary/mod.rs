@@ -938,7 +938,7 @@ impl Boundary {
             name,
             events: Vec::new(),
             span,
-            targets: lineage::targets(component, called, tool),
+            targets: lineage::targets(component, called),
             origin,
         };
         trace.push(trace.rows().requested(&digest));

@@ -27,7 +27,7 @@ pub(super) struct CallTrace<'a> {
     pub(super) span: Option<crate::telemetry::CallSpan>,
     /// What the call would reach, as its denials are counted by
     /// ([`super::lineage`]).
-    pub(super) targets: Vec<String>,
+    pub(super) targets: std::borrow::Cow<'a, [String]>,
     /// The trace and span each of its rows names: its exported span's,
     /// else the caller's `traceparent`'s.
     pub(super) origin: crate::store::Origin,

@@ -221,13 +221,15 @@ impl Runtime {
                     params.iter().map(|(n, t)| (n.as_str(), t)),
                     &doc.params,
                 );
+                let name = manifest.wire_name(fname);
                 tools.push(Tool {
                     output_schema,
                     output_wrapped,
+                    reaches: super::reaches(&manifest.connector, effect, &doc.routes, &name),
                     routes: doc.routes.clone(),
                     reads_from: doc.reads_from.clone(),
                     route_set: Arc::new(route_set),
-                    name: manifest.wire_name(fname),
+                    name,
                     function: fname.to_string(),
                     effect,
                     description: doc.description.clone(),

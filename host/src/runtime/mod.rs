@@ -133,6 +133,45 @@ pub struct ComponentInfo {
     pub sha256: String,
 }
 
+/// What a call of tool `name` of `connector` would reach, the consequence
+/// a refusal's lineage counts ([`crate::boundary::lineage`]): each route it
+/// declares that changes something (with its destination), or all its
+/// routes for a read, or the tool's name where it declares none; prefixed
+/// by its connector and effect class.
+fn reaches(
+    connector: &str,
+    effect: Effect,
+    routes: &[scout_manifest::Route],
+    name: &str,
+) -> Vec<String> {
+    let effect = effect.as_str();
+    let shown = |r: &scout_manifest::Route| {
+        format!(
+            "{connector} {effect} {}{} {}",
+            r.destination
+                .as_deref()
+                .map(|d| format!("{d}:"))
+                .unwrap_or_default(),
+            r.method.as_str(),
+            r.path
+        )
+    };
+    let changing: Vec<String> = routes
+        .iter()
+        .filter(|r| !matches!(r.method.as_str(), "GET" | "HEAD") && !r.read_only)
+        .map(shown)
+        .collect();
+    if !changing.is_empty() {
+        return changing;
+    }
+    let all: Vec<String> = routes.iter().map(shown).collect();
+    if all.is_empty() {
+        vec![format!("{connector} {effect} tool {name}")]
+    } else {
+        all
+    }
+}
+
 /// The parameters of `tools` an agent sees only the names of (no
 /// description), as `TOOL.PARAMETER`: `scout-host build` lists them, and
 /// the catalogue's test allows none.
@@ -171,6 +210,9 @@ pub struct Tool {
     /// The connectors a joint tool reads (from the manifest; empty for any
     /// other tool): each gets a handle of its own when the call is granted.
     pub reads_from: Vec<String>,
+    /// What a call of it would reach, as a refusal's lineage counts it
+    /// ([`crate::boundary::lineage`]); computed once, at load.
+    pub(crate) reaches: Vec<String>,
     route_set: Arc<RouteSet>,
     params: Vec<(String, Type)>,
     /// Each parameter's declared range (`params[i]`'s), enforced at the call.
@@ -442,6 +484,7 @@ impl LoadedComponent {
                 let _ = digest.set(t.digest);
                 Tool {
                     function: t.name.clone(),
+                    reaches: reaches(&manifest.connector, t.effect, &[], &t.name),
                     name: t.name,
                     effect: t.effect,
                     description: t.description,
