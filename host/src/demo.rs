@@ -7,6 +7,7 @@
 //! which the demo gives), prints the trace from its SQLite file, and shows
 //! that the token reached the server but never the guest.
 
+use crate::approvals::Decider;
 use crate::boundary::{Boundary, CallRequest, Executed, Session};
 use crate::capabilities::Capabilities;
 use crate::capabilities::http::{CredentialScheme, HttpCapability, HttpConfig, SecretSource};
@@ -96,17 +97,30 @@ pub async fn run() -> Result<()> {
 
     println!("\nwrite: github_create_branch octo/hello scout/demo (waits for a person)");
     let approver = {
-        let store = store.clone();
+        // The person decides through the approvals service, as the admin
+        // API and the console do.
+        let approvals = boundary.approvals().clone();
         tokio::spawn(async move {
             for _ in 0..500 {
-                if let Some(a) = store
+                if let Some(a) = approvals
                     .pending("demo-session")
                     .await
                     .ok()
                     .and_then(|p| p.into_iter().next())
                 {
                     println!("  a person approves approval #{} for {}", a.id, a.tool);
-                    let _ = store.decide(a.id, true, "demo person").await;
+                    let person = Decider::Person {
+                        subject: "demo person",
+                        actor: json!({
+                            "kind": "person",
+                            "subject": "demo person",
+                            "sub": null,
+                            "issuer": null,
+                            "via": null,
+                            "role": null,
+                        }),
+                    };
+                    let _ = approvals.decide(a.id, true, person).await;
                     return;
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;
