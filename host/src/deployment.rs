@@ -218,7 +218,7 @@ impl Deployment {
         crate::policy::names::check_connector_name(name).map_err(fail)?;
         let served = if let Some(url) = &connector.mcp {
             let server = crate::remote::RemoteServer::new(name, url, connector.call_timeout())
-                .map_err(fail)?
+                .map_err(|e| fail(e.to_string()))?
                 .over_legacy_sse(connector.legacy_sse());
             // No tool until the server lists them and an operator reviews each.
             let served = server.snapshot(reviews);

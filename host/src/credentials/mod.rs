@@ -514,7 +514,7 @@ impl<'a> Resolver<'a> {
         if !matches!(source, Source::HostEnvironment)
             && let Some(token_source) = TokenSource::from_sealed(&value)
         {
-            let token_source = token_source.map_err(StoreError::Corrupt)?;
+            let token_source = token_source.map_err(|e| StoreError::Corrupt(e.to_string()))?;
             if matches!(token_source, TokenSource::Broker(_)) && !self.config.broker {
                 return Ok(None);
             }

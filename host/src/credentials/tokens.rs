@@ -114,6 +114,12 @@ pub struct FieldError {
     pub why: String,
 }
 
+/// A connection marked as holding a token source whose sealed text does not
+/// read as one (where it failed is not said: the text holds a secret).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("stored token source does not read as one")]
+pub struct UnreadableTokenSource;
+
 impl TokenSource {
     /// `oauth`, `client_credentials` or `broker`.
     pub fn kind(&self) -> &'static str {
@@ -248,12 +254,9 @@ impl TokenSource {
 
     /// A sealed connection's token source, if it is one (`None`: a secret);
     /// an error if it is marked as one and does not read as one.
-    pub fn from_sealed(sealed: &str) -> Option<Result<TokenSource, String>> {
+    pub fn from_sealed(sealed: &str) -> Option<Result<TokenSource, UnreadableTokenSource>> {
         let json = sealed.strip_prefix(SEALED_PREFIX)?;
-        Some(
-            serde_json::from_str(json)
-                .map_err(|_| "stored token source does not read as one".to_string()),
-        )
+        Some(serde_json::from_str(json).map_err(|_| UnreadableTokenSource))
     }
 
     /// A digest naming this source and the scopes asked for: the cache's key

@@ -50,6 +50,24 @@ pub struct LeftOut {
     pub why: String,
 }
 
+/// Why a remote server could not be inspected.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InspectError {
+    /// Its endpoint is refused.
+    #[error(transparent)]
+    Endpoint(#[from] super::EndpointError),
+    /// No handle could be made for its origin.
+    #[error(transparent)]
+    Http(#[from] crate::ConfigError),
+    /// It did not list its tools (the reason as the discovery tells it).
+    #[error("{0}")]
+    Listing(String),
+    /// The store's reviews could not be read.
+    #[error("cannot read the reviews: {0}")]
+    Reviews(#[source] crate::store::StoreError),
+}
+
 /// Lists the server at `url` (`http` or `https`, the `mcp+` prefix taken
 /// off; its event stream where `legacy_sse`) with no credential, and
 /// compares what it offers with `reviews` (the connector's name, the store,
@@ -59,14 +77,13 @@ pub async fn inspect(
     allow_private_network: bool,
     legacy_sse: bool,
     reviews: Option<(&str, &dyn ReviewStore, Vec<StoredReview>)>,
-) -> Result<RemoteReport, String> {
+) -> Result<RemoteReport, InspectError> {
     let name = reviews.as_ref().map_or("inspected", |(n, _, _)| n);
     let server = RemoteServer::new(name, url, Duration::from_secs(30))?.over_legacy_sse(legacy_sse);
     let http = HttpCapability::new(
         crate::HttpConfig::new(server.origin()).allow_private_network(allow_private_network),
-    )
-    .map_err(|e| e.to_string())?;
-    server.discover(http).await?;
+    )?;
+    server.discover(http).await.map_err(InspectError::Listing)?;
     let found = server.discovered();
     let mut report = RemoteReport {
         url: url.to_string(),
@@ -89,7 +106,7 @@ pub async fn inspect(
                 Ok(None) => ("new", None),
                 Ok(Some(r)) if r.digest == candidate.digest => ("reviewed", r.effect),
                 Ok(Some(_)) => ("changed", None),
-                Err(e) => return Err(format!("cannot read the reviews: {e}")),
+                Err(e) => return Err(InspectError::Reviews(e)),
             },
         };
         report

@@ -196,19 +196,50 @@ pub fn flags(candidate: &Candidate, all: &[Candidate]) -> Vec<&'static str> {
     flags
 }
 
+/// Why a remote server's endpoint (`mcp = "…"`) is refused: each names
+/// what to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EndpointError {
+    #[error("mcp: `{url}` is not a URL: {source}")]
+    NotAUrl {
+        url: String,
+        #[source]
+        source: url::ParseError,
+    },
+    #[error("mcp: the server's URL must be http or https")]
+    NotHttp,
+    #[error(
+        "mcp: the URL must not carry credentials; give the server's token as the connector's credential (a connection, or `host_env`)"
+    )]
+    Credentials,
+    #[error("mcp: the URL must not have a query or a fragment")]
+    QueryOrFragment,
+}
+
+/// The refusal's text, for callers that answer with a message (the admin
+/// API's `bad_request`, the configuration's checks).
+impl From<EndpointError> for String {
+    fn from(refused: EndpointError) -> String {
+        refused.to_string()
+    }
+}
+
 /// A remote server's endpoint as configured (`mcp = "…"`), checked: `http`
-/// or `https`, no credentials, no query or fragment. The reason names what
-/// to change.
-pub fn endpoint(url: &str) -> Result<Url, String> {
-    let parsed = Url::parse(url).map_err(|e| format!("mcp: `{url}` is not a URL: {e}"))?;
+/// or `https`, no credentials, no query or fragment.
+pub fn endpoint(url: &str) -> Result<Url, EndpointError> {
+    let parsed = Url::parse(url).map_err(|source| EndpointError::NotAUrl {
+        url: url.to_string(),
+        source,
+    })?;
     if !matches!(parsed.scheme(), "http" | "https") {
-        return Err("mcp: the server's URL must be http or https".into());
+        return Err(EndpointError::NotHttp);
     }
     if !parsed.username().is_empty() || parsed.password().is_some() {
-        return Err("mcp: the URL must not carry credentials; give the server's token as the connector's credential (a connection, or `host_env`)".into());
+        return Err(EndpointError::Credentials);
     }
     if parsed.query().is_some() || parsed.fragment().is_some() {
-        return Err("mcp: the URL must not have a query or a fragment".into());
+        return Err(EndpointError::QueryOrFragment);
     }
     Ok(parsed)
 }
@@ -255,7 +286,11 @@ pub struct RemoteServer {
 
 impl RemoteServer {
     /// The server at `url` (`http` or `https`, a path, no credentials in it).
-    pub fn new(name: &str, url: &str, call_timeout: Duration) -> Result<RemoteServer, String> {
+    pub fn new(
+        name: &str,
+        url: &str,
+        call_timeout: Duration,
+    ) -> Result<RemoteServer, EndpointError> {
         let url = endpoint(url)?;
         Ok(RemoteServer {
             name: name.to_string(),
