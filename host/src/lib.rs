@@ -40,6 +40,7 @@ pub mod runtime;
 pub mod schema;
 pub mod serve;
 pub mod session;
+pub mod sessions;
 mod shown;
 pub mod store;
 pub mod telemetry;

@@ -190,11 +190,10 @@ fn request_capability(host: &ServeHost, live: &LiveSession, args: &Value) -> Val
         let Some(id) = id.as_i64() else {
             return json!({"error": "`request` is the number an earlier ask returned"});
         };
-        let mine = crate::store::block(
-            host.store
-                .capability_requests(Some(&live.session.id), false),
-        )
-        .map(|all| all.into_iter().find(|r| r.id == id));
+        let mine = host
+            .sessions
+            .capability_requests(&live.session.id, false)
+            .map(|all| all.into_iter().find(|r| r.id == id));
         return match mine {
             Ok(Some(found)) => match found.answer {
                 Some(answer) => json!({
@@ -239,7 +238,7 @@ fn request_capability(host: &ServeHost, live: &LiveSession, args: &Value) -> Val
     let request = Value::Object(request);
     // Bounded: a session cannot fill the store, or a person's console,
     // with requests nobody has answered yet.
-    match crate::store::block(host.store.capability_requests(Some(&live.session.id), true)) {
+    match host.sessions.capability_requests(&live.session.id, true) {
         Ok(pending) if pending.len() >= MAX_PENDING_REQUESTS => {
             return json!({"error": format!(
                 "this session already has {MAX_PENDING_REQUESTS} requests waiting for an answer: read their answers with {{\"request\": id}} and ask again once one is answered"
@@ -251,11 +250,10 @@ fn request_capability(host: &ServeHost, live: &LiveSession, args: &Value) -> Val
             return json!({"error": "the host could not read this session's requests, so nobody was asked; try again"});
         }
     }
-    match crate::store::block(host.store.park_capability_request(
-        &live.session.id,
-        &live.session.brand,
-        &request,
-    )) {
+    match host
+        .sessions
+        .park_capability_request(&live.session.id, &live.session.brand, &request)
+    {
         Ok(id) => json!({
             "request": id,
             "status": "parked for the person or run owner",
@@ -276,7 +274,7 @@ pub(super) fn call(
     live: &LiveSession,
     tool: &str,
     args: &Value,
-    origin: crate::store::Origin,
+    origin: crate::trace::Origin,
 ) -> Option<Value> {
     if !given(&live.session).contains(&tool) {
         return None;

@@ -34,30 +34,26 @@ mod shown;
 mod stateless;
 mod stdio;
 
-use crate::boundary::{Boundary, CallRequest, Denied, Executed, Session};
+use crate::boundary::{Boundary, CallRequest, Denied, Executed};
 use crate::capabilities::http::HttpCapability;
 use crate::config::open_store;
 pub use crate::config::{
     ConfigFileError, ConnectorConfig, ServeConfig, StartError, open_store_to_read,
 };
 use crate::credentials::{ResolverConfig, process_env};
-use crate::policy::{self, BrandFacts, Catalog, Profile, Role, Route, SessionInput, Switches};
+use crate::policy::{self, BrandFacts, Catalog, Profile, Role, SessionInput, Switches};
 use crate::runtime::{LoadedComponent, Runtime, RuntimeConfig, default_cache_dir};
 use crate::session::holdings::{Holdings, HoldingsConfig};
-use crate::store::{ProfileKind, Store};
+use crate::store::Store;
 // The configuration is the deployment's, not the HTTP server's: it lives at
 // the crate root; `serve::config` stays its name here too.
 pub use crate::config;
 use parking_lot::{Mutex, RwLock};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
-
-/// How long an ended session's MCP streams stay open for in-flight calls to
-/// receive their refusal.
-const END_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// How often `serve` ends the sessions past their time.
 const EXPIRY_SWEEP: std::time::Duration = std::time::Duration::from_secs(1);
@@ -70,129 +66,11 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// What opening a session asks for.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OpenSession {
-    /// The brand the session acts for.
-    pub brand: String,
-    /// One of [`policy::ROLE_NAMES`].
-    pub role: String,
-    /// A profile saved for the brand (coworker, specialist, goal agent, reviewer).
-    #[serde(default)]
-    pub profile: Option<String>,
-    /// Only these MCP servers' tools (connectors and platform servers), of
-    /// those the role, grant and brand give: narrows, never widens.
-    #[serde(default)]
-    pub connectors: Option<Vec<String>>,
-    /// Only these tools (allowlist names, `mcp__github__github_read_file`,
-    /// `Read`), of those the session could be given.
-    #[serde(default)]
-    pub tools: Option<Vec<String>>,
-    /// When every call of the session is refused from (RFC 3339), before
-    /// its own expiry and its grant's.
-    #[serde(default)]
-    pub expires_at: Option<String>,
-    /// The most calls that run in it (at most its grant's, if any).
-    #[serde(default)]
-    pub max_calls: Option<u32>,
-    /// The most writes and billed calls in it (at most its grant's).
-    #[serde(default)]
-    pub max_effects: Option<u32>,
-    /// Components for this session alone, each named by the digest an
-    /// operator stored as a session component
-    /// (`oci://REGISTRY/REPO@sha256:…`).
-    #[serde(default)]
-    pub components: Option<Vec<String>>,
-    /// The connector names those components were loaded under here (set by
-    /// the host once it loaded them, never by a request body).
-    #[serde(skip)]
-    pub loaded: BTreeSet<String>,
-}
-
-/// An open session as the admin API shows it. The token is shown once, when
-/// the session is created.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SessionView {
-    pub id: String,
-    pub brand: String,
-    pub role: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub profile: Option<String>,
-    /// MCP endpoint per connector, by server name.
-    pub mcp: BTreeMap<String, String>,
-    /// Each configured connector the session is not served, and why (what
-    /// to do about it, where there is something to do).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub left_out: BTreeMap<String, String>,
-    /// The session's whole allowlist (D12): what the orchestrator passes to
-    /// its agent runtime, connector tools and the tools it serves itself.
-    pub tools: Vec<String>,
-    /// When the session ends by itself (milliseconds since the Unix epoch).
-    pub expires_at_ms: i64,
-    /// Paused after repeated refusals of the same consequence, until a
-    /// person resumes it (`POST /v1/sessions/{id}/resume`) or ends it.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub paused: bool,
-    /// The limits its orchestrator set on it (`expires_at_ms`, `max_calls`,
-    /// `max_effects`).
-    #[serde(default, skip_serializing_if = "policy::SessionLimits::is_none")]
-    pub limits: policy::SessionLimits,
-    /// Bearer token for the MCP endpoints (only in the answer that created it).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub token: Option<String>,
-}
-
 /// A live session, reached through its MCP endpoints ([`crate::session::registry`]).
-pub type LiveSession = crate::session::registry::Live<endpoint::Endpoint>;
-
-/// The session as the admin API shows it, under `base`; the token only
-/// in the answer that created it.
-fn view_of(live: &LiveSession, base: &str, token: Option<String>) -> SessionView {
-    SessionView {
-        id: live.session.id.clone(),
-        brand: live.session.brand.clone(),
-        role: live.role_name.clone(),
-        profile: live.profile.clone(),
-        // Every connector's endpoint, and the host's own (`scout`) where
-        // the session is given host tools.
-        mcp: live
-            .endpoints
-            .keys()
-            .map(|c| (c.clone(), format!("{base}/mcp/{}/{c}", live.session.id)))
-            .collect(),
-        left_out: live.left_out.clone(),
-        tools: live.allowlist.clone(),
-        expires_at_ms: live.expires_at_ms,
-        paused: live.session.is_paused(),
-        limits: live.session.limits(),
-        token,
-    }
-}
-
-/// Why a request to the host was refused; the admin API turns each into a
-/// JSON error with a stable `code`.
-#[derive(Debug, thiserror::Error)]
-pub enum HostError {
-    #[error("{0}")]
-    BadRequest(String),
-    #[error("{0}")]
-    NotFound(String),
-    #[error("{0}")]
-    Conflict(String),
-    #[error("{0}")]
-    InvalidProfile(String),
-    /// 422: a selection names what the session could not be given.
-    #[error("{0}")]
-    NotSelectable(String),
-    /// 422: a session's limits are not inside its lifetime or its grant.
-    #[error("{0}")]
-    InvalidLimits(String),
-    #[error("the store failed: {0}")]
-    Store(#[from] crate::store::StoreError),
-    #[error("{0}")]
-    Unavailable(String),
-}
+pub type LiveSession = crate::sessions::Live<endpoint::Endpoint>;
+pub(crate) use crate::sessions::SessionEnd;
+use crate::sessions::view_of;
+pub use crate::sessions::{HostError, OpenSession, SessionView};
 
 /// Everything `serve` holds.
 pub struct ServeHost {
@@ -210,8 +88,6 @@ pub struct ServeHost {
     runtime: Runtime,
     /// One runtime change at a time on this host.
     deploying: tokio::sync::Mutex<()>,
-    /// One session taken up at a time on this host.
-    taking_up: tokio::sync::Mutex<()>,
     /// Components loaded for the sessions that named them (issue 39), by
     /// connector name: the digest served. Served to no other session, and
     /// dropped once no session here holds one ([`deploy`]).
@@ -228,7 +104,8 @@ pub struct ServeHost {
     connections: crate::connections::Connections,
     key: [u8; 32],
     boundary: Arc<Boundary>,
-    sessions: crate::session::registry::Registry<endpoint::Endpoint>,
+    /// The sessions held here ([`crate::sessions`]).
+    sessions: crate::sessions::Sessions<endpoint::Endpoint>,
     /// What an authorized call is given: its handles, each configured once
     /// ([`crate::grant`]).
     grants: Grants,
@@ -246,14 +123,6 @@ pub struct ServeHost {
 
 fn digest(text: &str) -> [u8; 32] {
     Sha256::digest(text.as_bytes()).into()
-}
-
-fn random_hex(bytes: usize) -> Result<String, HostError> {
-    let mut buf = vec![0u8; bytes];
-    getrandom::fill(&mut buf).map_err(|e| {
-        HostError::Unavailable(format!("the operating system's random source failed: {e}"))
-    })?;
-    Ok(hex::encode(buf))
 }
 
 impl ServeHost {
@@ -436,6 +305,11 @@ impl ServeHost {
                 .map(|(name, _)| name.clone())
                 .collect(),
         });
+        let sessions = crate::sessions::Sessions::new(
+            store.clone(),
+            std::time::Duration::from_secs(config.session_ttl_secs),
+            metrics.clone(),
+        );
         release_on_failure.disarm();
         Ok(Arc::new(ServeHost {
             admin_token_digest: digest(&admin_token),
@@ -447,7 +321,6 @@ impl ServeHost {
             roster,
             runtime,
             deploying: Default::default(),
-            taking_up: tokio::sync::Mutex::new(()),
             session_only: Default::default(),
             session_pins: Default::default(),
             metrics,
@@ -456,7 +329,7 @@ impl ServeHost {
             connections,
             key,
             boundary,
-            sessions: Default::default(),
+            sessions,
             grants,
             bound: std::sync::OnceLock::new(),
             in_flight: Default::default(),
@@ -729,9 +602,7 @@ impl ServeHost {
 
     /// Ends every session's MCP event streams (at the end of a drain).
     fn end_streams(&self) {
-        for live in self.sessions.all() {
-            live.cancel.cancel();
-        }
+        self.sessions.end_streams();
     }
 
     /// Acts on what another host changed: caches dropped, surfaces decided
@@ -758,41 +629,6 @@ impl ServeHost {
                 }
             }
         }
-    }
-
-    /// Ends a session: its authority ends at once (later calls are denied,
-    /// unused approvals revoked) and its MCP endpoints close.
-    pub fn end_session(&self, id: &str) -> bool {
-        let Some(live) = self.sessions.remove(id) else {
-            return false;
-        };
-        self.boundary.revoke_session(&live.session);
-        for server in self.remote.values() {
-            server.end(id);
-        }
-        self.metrics.session_ended(live.opened.elapsed());
-        if let Err(e) = crate::store::block(self.store.session_closed(id)) {
-            tracing::error!(session = %id, error = %e, "cannot record the session's end");
-        }
-        // One session is one run: its meters end with it.
-        if let Some(holdings) = live.session.holdings() {
-            holdings.end();
-        }
-        // A component loaded for it alone goes with the last session holding it.
-        self.drop_unused_session_components();
-        // A call waiting for a person sees the revocation at its next look
-        // (20 ms) and answers with a refusal; the streams close after that.
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                let cancel = live.cancel.clone();
-                runtime.spawn(async move {
-                    tokio::time::sleep(END_GRACE).await;
-                    cancel.cancel();
-                });
-            }
-            Err(_) => live.cancel.cancel(),
-        }
-        true
     }
 
     /// The MCP endpoint of `session` for `connector`.
@@ -879,20 +715,4 @@ fn holdings_config(settings: &ConnectorConfig) -> HoldingsConfig<'_> {
         folders: &settings.folders,
         person_allowance: settings.person_allowance.as_ref(),
     }
-}
-
-/// Serves the router on `listener` until `shutdown` completes. Small
-/// writes (SSE events, JSON-RPC replies) go out at once: `TCP_NODELAY`,
-/// or Nagle's algorithm and the peer's delayed ACK add 40 ms to a reply.
-/// How long ending another host's session waits for that host to end it.
-const REMOTE_END_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
-
-/// What [`ServeHost::end_any_session`] did.
-pub(crate) enum SessionEnd {
-    Ended,
-    /// Asked; the host serving it had not ended it when the wait ran out.
-    Ending {
-        host: String,
-    },
-    Unknown,
 }

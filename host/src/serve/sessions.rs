@@ -1,8 +1,11 @@
-//! Sessions as this host holds them: opened for a brand and role (the
-//! policy decides the surface once per revision), listed, shown, ended here
-//! or because another host of the fleet ended them, and swept at expiry.
+//! Sessions as `serve` holds them: the flows that span services, over the
+//! [`crate::sessions::Sessions`] service (which decides, records and holds)
+//! and what is served (components, roster, boundary). Here a session's MCP
+//! endpoints are made; ending one also ends its remote servers' sessions
+//! and drops the components loaded for it alone.
 
 use super::*;
+use crate::sessions::{Found, Refreshed, TakeUp, reached_through};
 
 impl ServeHost {
     /// Opens a session: resolves the role's credentials, decides its
@@ -13,38 +16,24 @@ impl ServeHost {
                 "this host is shutting down and opens no session: open it on another host, or on this one once it is back".into(),
             ));
         }
-        let brand = request.brand.trim();
-        if brand.is_empty() || brand.len() > 200 {
-            return Err(HostError::BadRequest(
-                "`brand` must be 1 to 200 characters".into(),
-            ));
-        }
-        let role = Role::from_name(&request.role).ok_or_else(|| {
-            HostError::BadRequest(format!(
-                "unknown role `{}`: {}",
-                request.role,
-                policy::ROLE_NAMES
-            ))
-        })?;
+        let (brand, role) = request.brand_and_role()?;
         let profile = self.session_profile(brand, role, request.profile.as_deref())?;
-        let wanted = request.components.as_ref().is_some_and(|c| !c.is_empty());
-        if wanted && request.loaded.is_empty() {
-            return Err(HostError::NotSelectable(
-                "`components` are loaded by the admin API's `POST /v1/sessions`: nothing was opened"
-                    .into(),
-            ));
-        }
+        request.components_loaded()?;
         let mut input = self.session_input(brand, role, profile.clone(), &request.loaded)?;
-        if let Some(selection) = self.selection(request, &input)? {
-            input = input.selecting(selection);
+        if request.selects() {
+            let could = self.boundary.surface_for(&input).map_err(|e| {
+                HostError::BadRequest(format!("the session's surface cannot be decided: {e}"))
+            })?;
+            input = input.selecting(request.selection(&could)?);
         }
-        input.limits = self.session_limits(request, profile.as_ref())?;
+        input.limits = request.limits(
+            profile.as_ref(),
+            self.sessions.ttl(),
+            crate::dates::now_ms(),
+        )?;
         let facts = input.brand.clone();
-        let id = format!("s-{}", random_hex(12)?);
-        let token = random_hex(32)?;
-        let session = self.shared(
-            Session::new(id.clone(), brand, input).held_under(self.store.lease_generation()),
-        );
+        let (session, token) = self.sessions.new_session(brand, input)?;
+        let id = session.id.clone();
         let components = self.components();
         let roster = self.roster();
         let platform: Vec<&LoadedComponent> = roster
@@ -72,7 +61,7 @@ impl ServeHost {
             })?;
         // A platform component is served to a session its tools are given
         // to; so is a connector, when the orchestrator narrowed the session.
-        let narrowed = request.connectors.is_some() || request.tools.is_some();
+        let narrowed = request.selects();
         served.retain(|c| {
             !(roster.platform.contains(c.name()) || narrowed)
                 || offered
@@ -104,7 +93,7 @@ impl ServeHost {
             &self.boundary.catalog(),
         )
         .map_err(HostError::BadRequest)?;
-        session.hold(holdings.outliving_this_host(self.store.shares_sessions()));
+        session.hold(holdings.outliving_this_host(self.sessions.shared_by_fleet()));
         // The host's own tools, on the session's `scout` endpoint.
         let host_tools = host_tools::given(&session);
         allowlist.extend(
@@ -122,32 +111,20 @@ impl ServeHost {
                 );
             }
         }
-        let mut live = LiveSession::new(crate::session::registry::Opened {
-            session,
-            role_name: request.role.clone(),
-            profile: request.profile.clone(),
-            token: token.clone(),
-            connectors: connectors.clone(),
-            left_out,
-            allowlist,
-            ttl: std::time::Duration::from_secs(self.config.session_ttl_secs),
-        });
-        let cancel = live.cancel.clone();
-        let live = Arc::new_cyclic(|weak| {
-            let scout = (!host_tools.is_empty()).then(|| host_tools::SCOUT_SERVER.to_string());
-            for connector in connectors.iter().chain(scout.iter()) {
-                live.endpoints.insert(
-                    connector.clone(),
-                    super::endpoint::Endpoint::new(
-                        self.clone(),
-                        weak.clone(),
-                        connector.clone(),
-                        cancel.clone(),
-                    ),
-                );
-            }
-            live
-        });
+        let names = endpoint_names(&connectors, &host_tools);
+        let live = self.reached(
+            LiveSession::new(crate::sessions::Opened {
+                session,
+                role_name: request.role.clone(),
+                profile: request.profile.clone(),
+                token: token.clone(),
+                connectors,
+                left_out,
+                allowlist,
+                ttl: self.sessions.ttl(),
+            }),
+            names,
+        );
         let view = view_of(&live, &self.base_url(), Some(token));
         // Recorded for the other hosts (an admin API on any of them answers
         // for it), never with its token.
@@ -155,181 +132,15 @@ impl ServeHost {
             token: None,
             ..view.clone()
         };
-        crate::store::block(self.store.session_opened(
-            &id,
-            &shown.brand,
-            &serde_json::to_value(&shown).unwrap_or_default(),
-            shown.expires_at_ms,
-        ))?;
-        if self.store.shares_sessions() {
-            // What any host of the fleet needs to serve its next call.
-            let (opened, removed) = live.session.opened_and_removed();
-            crate::store::block(
-                self.store.keep_session(
-                    &id,
-                    &crate::store::SessionRecord {
-                        token_digest: live.token_digest_hex(),
-                        role: live.role_name.clone(),
-                        profile: live.profile.clone(),
-                        input: live.session.input().clone(),
-                        opened,
-                        removed: removed
-                            .iter()
-                            .map(|(name, why)| (name.clone(), why.name().into_owned()))
-                            .collect(),
-                        connectors: live.connectors.clone(),
-                        left_out: live.left_out.clone(),
-                        allowlist: live.allowlist.clone(),
-                        expires_at_ms: live.expires_at_ms,
-                        components: request.components.clone().unwrap_or_default(),
-                    },
-                ),
-            )?;
-        }
-        self.metrics.session_opened(&live.role_name);
-        self.sessions.insert(live);
+        self.sessions
+            .hold_opened(live, &shown, request.components.clone().unwrap_or_default())?;
         Ok(view)
     }
 
-    /// What the orchestrator selected of what a session with `input` could
-    /// be given (`None`: it selected nothing, so everything). Refused when
-    /// a list is empty or names anything the session could not be given:
-    /// the refusal names only what the caller sent, never what exists.
-    fn selection(
-        &self,
-        request: &OpenSession,
-        input: &SessionInput,
-    ) -> Result<Option<policy::Selection>, HostError> {
-        if request.connectors.is_none() && request.tools.is_none() {
-            return Ok(None);
-        }
-        let could = self.boundary.surface_for(input).map_err(|e| {
-            HostError::BadRequest(format!("the session's surface cannot be decided: {e}"))
-        })?;
-        let surface = could;
-        let could: BTreeSet<&str> = surface.names().into_iter().collect();
-        let servers: BTreeSet<&str> = could
-            .iter()
-            .filter_map(|name| policy::names::split_mcp(name).map(|(server, _)| server))
-            .collect();
-        let listed = |field: &str,
-                      names: &Option<Vec<String>>|
-         -> Result<Option<BTreeSet<String>>, HostError> {
-            let Some(names) = names else { return Ok(None) };
-            if names.is_empty() || names.len() > 1000 {
-                return Err(HostError::NotSelectable(format!(
-                    "`{field}` lists 1 to 1000 names (leave it out to select every one): nothing was opened"
-                )));
-            }
-            Ok(Some(names.iter().map(|n| n.trim().to_string()).collect()))
-        };
-        let connectors = listed("connectors", &request.connectors)?;
-        let tools = listed("tools", &request.tools)?;
-        let not_given = |field: &str, name: &str| {
-            let name: String = name.chars().take(120).collect();
-            HostError::NotSelectable(format!(
-                "`{field}` names `{name}`, which a session of role `{}` for this brand could not be given (its role, grant and the brand's connections decide what it could; a selection only narrows that): nothing was opened",
-                request.role
-            ))
-        };
-        for name in connectors.iter().flatten() {
-            if !servers.contains(name.as_str()) {
-                return Err(not_given("connectors", name));
-            }
-        }
-        for name in tools.iter().flatten() {
-            if !could.contains(name.as_str()) {
-                return Err(not_given("tools", name));
-            }
-            // Registered on purpose and refusing every call (a write whose
-            // operator switch is off, an approval nobody can give): listed to
-            // a whole session, as the seed asks, but never what a task can be
-            // narrowed to, as a tool a switch removes is not.
-            if let Some(policy::Gate::Refuses(rule)) = surface.get(name).map(|t| &t.gate) {
-                let name: String = name.chars().take(120).collect();
-                return Err(HostError::NotSelectable(format!(
-                    "`tools` names `{name}`, which a session of role `{}` could not use: it is {}; select another tool, or have the operator change that first: nothing was opened",
-                    request.role,
-                    rule.refusal_reason()
-                )));
-            }
-        }
-        let selection = policy::Selection { connectors, tools };
-        if let Some(tools) = &selection.tools
-            && let Some(outside) = tools.iter().find(|t| !selection.keeps(t))
-        {
-            return Err(HostError::NotSelectable(format!(
-                "`tools` names `{outside}`, whose server `connectors` leaves out: select its server too, or leave the tool out; nothing was opened"
-            )));
-        }
-        Ok(Some(selection))
-    }
-
-    /// The limits the orchestrator set on the session, each checked against
-    /// the session's own lifetime and the grant it runs under: inside
-    /// them, or refused (nothing opened).
-    fn session_limits(
-        &self,
-        request: &OpenSession,
-        profile: Option<&Profile>,
-    ) -> Result<policy::SessionLimits, HostError> {
-        let refused = |why: String| HostError::InvalidLimits(format!("{why}: nothing was opened"));
-        let grant = profile.map(|p| &p.grant);
-        let now = crate::store::now_ms();
-        let expires_at_ms = match request.expires_at.as_deref() {
-            None => None,
-            Some(text) => {
-                let at = chrono::DateTime::parse_from_rfc3339(text.trim())
-                    .map_err(|_| {
-                        refused("`expires_at` is an RFC 3339 time (`2026-12-05T18:00:00Z`)".into())
-                    })?
-                    .timestamp_millis();
-                let own_end = now.saturating_add(
-                    i64::try_from(self.config.session_ttl_secs.saturating_mul(1000))
-                        .unwrap_or(i64::MAX),
-                );
-                if at <= now {
-                    return Err(refused("`expires_at` has already passed".into()));
-                }
-                if at > own_end {
-                    return Err(refused(format!(
-                        "`expires_at` is after the session's own end ({}, `session_ttl_secs` from now): leave it out, or set it earlier",
-                        crate::dates::rfc3339_ms(own_end)
-                    )));
-                }
-                if let Some(grant_end) = grant.and_then(|g| g.expires_at_ms())
-                    && at > grant_end
-                {
-                    return Err(refused(format!(
-                        "`expires_at` is after the grant's end ({}): a session stays inside its grant",
-                        crate::dates::rfc3339_ms(grant_end)
-                    )));
-                }
-                Some(at)
-            }
-        };
-        for (field, value) in [
-            ("max_calls", request.max_calls),
-            ("max_effects", request.max_effects),
-        ] {
-            if value == Some(0) {
-                return Err(refused(format!(
-                    "`{field}` is 1 or more (leave it out for no limit)"
-                )));
-            }
-        }
-        if let (Some(asked), Some(granted)) =
-            (request.max_effects, grant.and_then(|g| g.max_effects))
-            && asked > granted
-        {
-            return Err(refused(format!(
-                "`max_effects` is {asked}, more than the grant's {granted}: a session stays inside its grant"
-            )));
-        }
-        Ok(policy::SessionLimits {
-            expires_at_ms,
-            max_calls: request.max_calls,
-            max_effects: request.max_effects,
+    /// `live` reached through an MCP endpoint per name.
+    fn reached(self: &Arc<Self>, live: LiveSession, names: Vec<String>) -> Arc<LiveSession> {
+        reached_through(live, names, |session, connector, cancel| {
+            super::endpoint::Endpoint::new(self.clone(), session, connector, cancel)
         })
     }
 
@@ -410,9 +221,7 @@ impl ServeHost {
             })
             .collect();
         let stated = self.config.brand(brand);
-        let has_coworkers = crate::store::block(self.store.list_profiles(brand))?
-            .iter()
-            .any(|p| p.kind == ProfileKind::Coworker);
+        let has_coworkers = self.sessions.has_coworkers(brand)?;
         let facts = BrandFacts {
             connected,
             has_skills: !stated.skills.is_empty(),
@@ -429,71 +238,15 @@ impl ServeHost {
         Ok(input)
     }
 
+    /// The profile a session of `role` for `brand` runs from (see
+    /// [`crate::sessions::Sessions::profile`]).
     pub(super) fn session_profile(
         &self,
         brand: &str,
         role: Role,
         name: Option<&str>,
     ) -> Result<Option<Profile>, HostError> {
-        let kind_for_role = match role {
-            Role::CoworkerRun { .. } | Role::SpecialistRun { .. } => Some(ProfileKind::Coworker),
-            Role::GoalAgentStep => Some(ProfileKind::GoalAgent),
-            Role::GoalReviewer => Some(ProfileKind::Reviewer),
-            _ => None,
-        };
-        let Some(kind) = kind_for_role else {
-            return match name {
-                Some(_) => Err(HostError::BadRequest(format!(
-                    "a {} runs without a profile",
-                    role.label()
-                ))),
-                None => Ok(None),
-            };
-        };
-        let Some(name) = name else {
-            return match role {
-                Role::GoalAgentStep => Ok(Some(policy::presets::goal_agent(Default::default()))),
-                Role::GoalReviewer => Ok(Some(policy::presets::goal_reviewer())),
-                _ => Err(HostError::BadRequest(format!(
-                    "a {} runs from a saved profile: give `profile`",
-                    role.label()
-                ))),
-            };
-        };
-        let saved =
-            crate::store::block(self.store.load_profile(brand, name))?.ok_or_else(|| {
-                HostError::NotFound(format!("brand `{brand}` has no profile `{name}`"))
-            })?;
-        if saved.kind != kind {
-            return Err(HostError::BadRequest(format!(
-                "profile `{name}` was saved as {}, not for a {}",
-                saved.kind.as_str(),
-                role.label()
-            )));
-        }
-        if let Role::CoworkerRun { .. } | Role::SpecialistRun { .. } = role
-            && Role::for_profile(&saved.profile, Route::Standard) != role
-        {
-            let wanted = if saved.profile.grant.is_empty() {
-                "coworker"
-            } else {
-                "specialist"
-            };
-            return Err(HostError::BadRequest(format!(
-                "profile `{name}` runs as a {wanted}"
-            )));
-        }
-        Ok(Some(saved.profile))
-    }
-
-    /// `session` with its changing state kept in the fleet's store, when
-    /// the store shares sessions.
-    fn shared(&self, session: Session) -> Session {
-        if self.store.shares_sessions() {
-            session.shared_in(Arc::new(crate::session::FleetSessions(self.store.clone())))
-        } else {
-            session
-        }
+        self.sessions.profile(brand, role, name)
     }
 
     /// The session `id` for a caller holding `token`: held here, or kept by
@@ -502,7 +255,7 @@ impl ServeHost {
     /// alike.
     pub async fn session_for(self: &Arc<Self>, id: &str, token: &str) -> Option<Arc<LiveSession>> {
         if let Some(live) = self.session(id) {
-            if live.session.generation() == self.store.lease_generation() {
+            if self.sessions.of_this_lease(&live) {
                 return live.token_matches(token).then_some(live);
             }
             // Held under an identity this host no longer has (another host
@@ -522,56 +275,27 @@ impl ServeHost {
         id: &str,
         token: Option<&str>,
     ) -> Option<Arc<LiveSession>> {
-        if !self.store.shares_sessions() || self.boundary.is_shutting_down() {
+        if self.boundary.is_shutting_down() {
             return None;
         }
-        let _one_at_a_time = self.taking_up.lock().await;
-        if let Some(live) = self.sessions.get(id) {
-            return token.is_none_or(|t| live.token_matches(t)).then_some(live);
-        }
-        let kept = match self.store.kept_session(id).await {
-            Ok(Some(kept)) if !kept.ended => kept,
-            Ok(_) => return None,
-            Err(e) => {
-                tracing::error!(session = %id, error = %e, "cannot read the session the fleet keeps");
-                return None;
-            }
+        let taking = match self.sessions.begin_take_up(id, token).await? {
+            TakeUp::Held(live) => return Some(live),
+            TakeUp::Kept(taking) => *taking,
         };
-        let record = kept.record;
-        let digest: [u8; 32] = hex::decode(&record.token_digest).ok()?.try_into().ok()?;
-        if let Some(token) = token
-            && crate::session::registry::token_digest(token) != digest
-        {
-            return None;
-        }
         // Its own components, pulled and verified on this host before it
         // is taken: a host that cannot serve them leaves it where it is.
-        let pinned = match self.load_session_components(&record.components).await {
+        let pinned = match self
+            .load_session_components(&taking.record.components)
+            .await
+        {
             Ok(pinned) => pinned,
             Err(e) => {
                 tracing::error!(session = %id, error = %e, "cannot load the session's own components here");
                 return None;
             }
         };
-        match self.store.take_up_session(id).await {
-            Ok(true) => {}
-            Ok(false) => return None,
-            Err(e) => {
-                tracing::error!(session = %id, error = %e, "cannot take up the session");
-                return None;
-            }
-        }
-        let removed = record
-            .removed
-            .iter()
-            .filter_map(|(name, why)| Some((name.clone(), policy::Removal::parse(why)?)))
-            .collect();
-        let session = self
-            .shared(
-                Session::new(id, &kept.brand, record.input.clone())
-                    .held_under(self.store.lease_generation()),
-            )
-            .taken_up(record.opened.clone(), removed, &kept.state);
+        let session = taking.claim().await?;
+        let record = &taking.record;
         let components = self.components();
         let served: Vec<&LoadedComponent> = record
             .connectors
@@ -581,7 +305,7 @@ impl ServeHost {
         let roster = self.roster();
         let holdings = match Holdings::decide(
             id,
-            &kept.brand,
+            &taking.brand,
             record.input.role,
             record.input.profile.as_ref(),
             &record.allowlist,
@@ -596,35 +320,8 @@ impl ServeHost {
             }
         };
         session.hold(holdings.outliving_this_host(true));
-        let host_tools = host_tools::given(&session);
-        let mut live = LiveSession::kept(crate::session::registry::Kept {
-            session,
-            role_name: record.role,
-            profile: record.profile,
-            token_digest: digest,
-            connectors: record.connectors,
-            left_out: record.left_out,
-            allowlist: record.allowlist,
-            expires_at_ms: record.expires_at_ms,
-        });
-        let cancel = live.cancel.clone();
-        let live = Arc::new_cyclic(|weak| {
-            let scout = (!host_tools.is_empty()).then(|| host_tools::SCOUT_SERVER.to_string());
-            for connector in live.connectors.clone().iter().chain(scout.iter()) {
-                live.endpoints.insert(
-                    connector.clone(),
-                    super::endpoint::Endpoint::new(
-                        self.clone(),
-                        weak.clone(),
-                        connector.clone(),
-                        cancel.clone(),
-                    ),
-                );
-            }
-            live
-        });
-        tracing::info!(session = %id, brand = %kept.brand, "took up a session the fleet keeps");
-        self.sessions.insert(live.clone());
+        let names = endpoint_names(&record.connectors, &host_tools::given(&session));
+        let live = taking.hold(session, |live| self.reached(live, names));
         drop(pinned);
         Some(live)
     }
@@ -633,27 +330,25 @@ impl ServeHost {
     /// holds it: ended, it ends here; otherwise its pause, withdrawals and
     /// delegation as the store has them.
     pub(super) fn refresh_session(&self, id: &str) {
-        let Some(live) = self.sessions.get(id) else {
-            return;
-        };
-        match crate::store::block(self.store.kept_session(id)) {
-            Ok(Some(kept)) if kept.ended => {
+        match self.sessions.refresh(id) {
+            Refreshed::Ended => {
                 self.end_session(id);
             }
-            Ok(Some(kept)) => live.session.apply(&kept.state),
-            Ok(None) => self.end_if_ended_elsewhere(id),
-            Err(e) => tracing::error!(session = %id, error = %e, "cannot read the session's state"),
+            Refreshed::NotKept => self.end_if_ended_elsewhere(id),
+            Refreshed::NotHeld | Refreshed::Applied | Refreshed::Unread => {}
         }
     }
 
     /// The session `id`, if it is open. A session past its time is ended here.
     pub fn session(&self, id: &str) -> Option<Arc<LiveSession>> {
-        let live = self.sessions.get(id)?;
-        if live.expired_at(std::time::Instant::now()) {
-            self.end_session(id);
-            return None;
+        match self.sessions.find(id, std::time::Instant::now()) {
+            Found::Open(live) => Some(live),
+            Found::Expired => {
+                self.end_session(id);
+                None
+            }
+            Found::Unknown => None,
         }
-        Some(live)
     }
 
     /// Ends every session past its time (a call waiting for a person in one
@@ -669,31 +364,13 @@ impl ServeHost {
     /// Every open session this host serves.
     pub fn sessions(&self) -> Vec<SessionView> {
         self.end_expired();
-        let base = self.base_url();
-        let mut views: Vec<SessionView> = self
-            .sessions
-            .all()
-            .iter()
-            .map(|s| view_of(s, &base, None))
-            .collect();
-        views.sort_by(|a, b| a.id.cmp(&b.id));
-        views
+        self.sessions.views(&self.base_url())
     }
 
     /// Every open session of every live host, as the admin API shows it:
     /// this host's own, then those the store records for the others.
     pub(crate) fn all_sessions(&self) -> Result<Vec<Value>, HostError> {
-        let mut views: Vec<Value> = self
-            .sessions()
-            .into_iter()
-            .map(|v| serde_json::to_value(v).unwrap_or_default())
-            .collect();
-        for shared in crate::store::block(self.store.shared_sessions())? {
-            if self.sessions.get(&shared.id).is_none() {
-                views.push(shared.view);
-            }
-        }
-        Ok(views)
+        self.sessions.with_the_fleets(self.sessions())
     }
 
     /// One open session as the admin API shows it, whichever host serves it.
@@ -701,9 +378,7 @@ impl ServeHost {
         if let Some(live) = self.session(id) {
             return Ok(serde_json::to_value(view_of(&live, &self.base_url(), None)).ok());
         }
-        Ok(crate::store::block(self.store.shared_session(id))?
-            .filter(|s| !s.closed && !s.ended)
-            .map(|s| s.view))
+        self.sessions.view_elsewhere(id)
     }
 
     /// Ends a session whichever host serves it. Another host's session is
@@ -714,43 +389,38 @@ impl ServeHost {
         if self.end_session(id) {
             return Ok(SessionEnd::Ended);
         }
-        let Some(row) = self.store.request_session_end(id).await? else {
-            return Ok(SessionEnd::Unknown);
-        };
-        if row.closed {
-            return Ok(SessionEnd::Unknown);
-        }
-        let deadline = tokio::time::Instant::now() + REMOTE_END_WAIT;
-        while tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-            if self
-                .store
-                .shared_session(id)
-                .await?
-                .is_none_or(|s| s.closed)
-            {
-                return Ok(SessionEnd::Ended);
-            }
-        }
-        // No host ended it (the one serving it is gone): the fleet's
-        // session is ended here, and any host still holding it hears so.
-        if self.store.shares_sessions() {
-            self.store.session_closed(id).await?;
-            return Ok(SessionEnd::Ended);
-        }
-        Ok(SessionEnd::Ending { host: row.host_id })
+        Ok(self.sessions.end_elsewhere(id).await?)
     }
 
     pub(super) fn end_if_ended_elsewhere(&self, id: &str) {
         if self.session(id).is_none() {
             return;
         }
-        match crate::store::block(self.store.shared_session(id)) {
-            Ok(Some(row)) if row.ended => {
-                self.end_session(id);
-            }
-            Ok(_) => {}
-            Err(e) => tracing::error!(session = %id, error = %e, "cannot read the session's state"),
+        if self.sessions.ended_elsewhere(id) {
+            self.end_session(id);
         }
     }
+
+    /// Ends a session: its authority ends at once (later calls are denied,
+    /// unused approvals revoked) and its MCP endpoints close.
+    pub fn end_session(&self, id: &str) -> bool {
+        let Some(live) = self.sessions.remove(id) else {
+            return false;
+        };
+        self.boundary.revoke_session(&live.session);
+        for server in self.remote.values() {
+            server.end(id);
+        }
+        self.sessions.close(&live);
+        // A component loaded for it alone goes with the last session holding it.
+        self.drop_unused_session_components();
+        true
+    }
+}
+
+/// The MCP endpoints a session is reached through: one per connector it is
+/// served, and the host's own (`scout`) where it is given host tools.
+fn endpoint_names(connectors: &[String], host_tools: &[&str]) -> Vec<String> {
+    let scout = (!host_tools.is_empty()).then(|| host_tools::SCOUT_SERVER.to_string());
+    connectors.iter().cloned().chain(scout).collect()
 }
