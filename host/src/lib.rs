@@ -24,6 +24,7 @@ mod dates;
 #[cfg(any(test, feature = "demo"))]
 pub mod demo;
 pub mod deployment;
+pub(crate) mod deployments;
 pub mod docs;
 pub mod error;
 pub(crate) mod grant;

@@ -626,7 +626,7 @@ mod tests {
                     ("tool_reviewed", Change::ToolReviewed.into()),
                 ],
             ),
-            // serve/deploy.rs, serve/session_components.rs.
+            // deployments/runtime_change.rs, deployments/session_components.rs.
             (
                 S::Deployed,
                 vec![

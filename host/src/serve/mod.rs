@@ -16,10 +16,10 @@ mod authority;
 mod connect;
 mod connections;
 mod console;
-pub(crate) mod deploy;
 mod drain;
 mod endpoint;
 mod in_session;
+use crate::deployments::{Deployments, DeploymentsConfig, FileSettings};
 use crate::grant::{Grants, GrantsConfig, Obtained, SessionGranter};
 pub mod host_tools;
 pub mod identity;
@@ -40,7 +40,7 @@ use crate::config::open_store;
 pub use crate::config::{
     ConfigFileError, ConnectorConfig, ServeConfig, StartError, open_store_to_read,
 };
-use crate::credentials::{ResolverConfig, process_env};
+use crate::credentials::ResolverConfig;
 use crate::policy::{self, BrandFacts, Catalog, Profile, Role, SessionInput, Switches};
 use crate::runtime::{LoadedComponent, Runtime, RuntimeConfig, default_cache_dir};
 use crate::session::holdings::{Holdings, HoldingsConfig};
@@ -48,11 +48,10 @@ use crate::store::Store;
 // The configuration is the deployment's, not the HTTP server's: it lives at
 // the crate root; `serve::config` stays its name here too.
 pub use crate::config;
-use parking_lot::{Mutex, RwLock};
-use serde::Serialize;
+use parking_lot::RwLock;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// How often `serve` ends the sessions past their time.
@@ -75,26 +74,8 @@ pub use crate::sessions::{HostError, OpenSession, SessionView};
 /// Everything `serve` holds.
 pub struct ServeHost {
     config: ServeConfig,
-    /// Every connector as served now; a remote MCP server's entry is
-    /// replaced whenever its listed or reviewed tools change.
-    components: RwLock<BTreeMap<String, Arc<LoadedComponent>>>,
-    /// The remote MCP servers among them ([`crate::remote`]).
-    remote: BTreeMap<String, Arc<crate::remote::RemoteServer>>,
-    /// Each connector's settings and what admission found of it (a
-    /// platform server, not offered), replaced whole at a runtime change
-    /// ([`deploy`]).
-    roster: crate::deployment::SharedRoster,
-    /// Compiles a connector added or upgraded at runtime.
-    runtime: Runtime,
-    /// One runtime change at a time on this host.
-    deploying: tokio::sync::Mutex<()>,
-    /// Components loaded for the sessions that named them (issue 39), by
-    /// connector name: the digest served. Served to no other session, and
-    /// dropped once no session here holds one ([`deploy`]).
-    session_only: RwLock<BTreeMap<String, String>>,
-    /// Session components being loaded for a session not yet open: not
-    /// dropped meanwhile.
-    session_pins: Mutex<HashMap<String, usize>>,
+    /// What is served, and every change to it ([`crate::deployments`]).
+    deployments: Arc<Deployments>,
     store: Arc<dyn Store>,
     /// What `/metrics` shows.
     metrics: Arc<crate::metrics::Metrics>,
@@ -127,7 +108,8 @@ fn digest(text: &str) -> [u8; 32] {
 
 impl ServeHost {
     /// Loads every connector and opens the store. `env` looks up the
-    /// secrets the configuration names (pass [`process_env`]).
+    /// secrets the configuration names (pass
+    /// [`crate::credentials::process_env`]).
     pub fn start(
         mut config: ServeConfig,
         switches: Switches,
@@ -310,19 +292,23 @@ impl ServeHost {
             std::time::Duration::from_secs(config.session_ttl_secs),
             metrics.clone(),
         );
+        let deployments = Arc::new(Deployments::new(DeploymentsConfig {
+            store: store.clone(),
+            boundary: boundary.clone(),
+            runtime,
+            components,
+            remote,
+            roster,
+            resolutions: connections.resolution_cache(),
+            file: FileSettings::of(&config),
+        }));
         release_on_failure.disarm();
         Ok(Arc::new(ServeHost {
             admin_token_digest: digest(&admin_token),
             metrics_token_digest,
             identity,
             config,
-            components: RwLock::new(components),
-            remote,
-            roster,
-            runtime,
-            deploying: Default::default(),
-            session_only: Default::default(),
-            session_pins: Default::default(),
+            deployments,
             metrics,
             telemetry,
             store,
@@ -434,20 +420,25 @@ impl ServeHost {
         &self.boundary
     }
 
+    /// What is served, and every change to it.
+    pub(crate) fn deployments(&self) -> &Arc<Deployments> {
+        &self.deployments
+    }
+
     /// Every connector as served now, by server name (a remote MCP
     /// server's as its tools are listed and reviewed at this moment).
     pub fn components(&self) -> BTreeMap<String, Arc<LoadedComponent>> {
-        self.components.read().clone()
+        self.deployments.components()
     }
 
     /// One connector as served now.
     pub fn component(&self, name: &str) -> Option<Arc<LoadedComponent>> {
-        self.components.read().get(name).cloned()
+        self.deployments.component(name)
     }
 
     /// The remote MCP server behind connector `name`, if it is one.
     pub fn remote(&self, name: &str) -> Option<&Arc<crate::remote::RemoteServer>> {
-        self.remote.get(name)
+        self.deployments.remote(name)
     }
 
     /// Whether `token` is the admin token.
@@ -463,12 +454,12 @@ impl ServeHost {
     /// The connectors as served now: their settings and what admission
     /// found of each.
     pub(crate) fn roster(&self) -> Arc<crate::deployment::Roster> {
-        self.roster.read().clone()
+        self.deployments.roster()
     }
 
     /// Connector `name`'s settings as served now.
     pub(crate) fn settings(&self, name: &str) -> Option<Arc<ConnectorConfig>> {
-        self.roster.read().settings.get(name).cloned()
+        self.deployments.settings(name)
     }
 
     /// What credential resolution decides with now.
@@ -479,47 +470,13 @@ impl ServeHost {
     /// One line per configured connector, as `serve` prints them at start:
     /// its tools, where it is reached, and to whom it is served.
     pub fn connector_lines(&self) -> Vec<String> {
-        let roster = self.roster();
-        roster
-            .settings
-            .iter()
-            .filter_map(|(name, settings)| {
-                let component = self.component(name)?;
-                let tools = component.tools();
-                let writes = tools
-                    .iter()
-                    .filter(|t| t.effect == scout_manifest::Effect::Write)
-                    .count();
-                let origin = settings
-                    .origin
-                    .as_deref()
-                    .map(|o| format!(", origin {o}"))
-                    .unwrap_or_default();
-                let served = if let Some(var) = roster.not_offered.get(name) {
-                    format!("not offered: {var} is not set")
-                } else if roster.platform.contains(name) {
-                    "a platform server, given where the policy gives its tools".to_string()
-                } else if settings.is_public() {
-                    "a public API (credential = \"none\"): served to every brand".to_string()
-                } else {
-                    "served to brands whose connection resolves".to_string()
-                };
-                if let Some(url) = &settings.mcp {
-                    return Some(format!(
-                        "connector {name}: the remote MCP server at {url}, its tools offered once an operator reviews each; {served}"
-                    ));
-                }
-                let from = match (&settings.artifact, &settings.artifact_digest) {
-                    (Some(artifact), Some(digest)) => format!("{artifact} (running {digest})"),
-                    _ => settings.component.display().to_string(),
-                };
-                Some(format!(
-                    "connector {name}: {} tools ({} read, {writes} write) from {from}{origin}; {served}",
-                    tools.len(),
-                    tools.len() - writes,
-                ))
-            })
-            .collect()
+        self.deployments.connector_lines()
+    }
+
+    /// Applies every stored runtime change this host has not
+    /// ([`Deployments::deploy_stored`]).
+    pub async fn deploy_stored(&self) {
+        self.deployments.deploy_stored().await;
     }
 
     /// Sends the spans not yet exported; called once the listener stopped.
@@ -614,15 +571,15 @@ impl ServeHost {
             Invalidation::Profiles => self.boundary.changed(),
             // A remote tool's effect is its review's: applied here too.
             Invalidation::Reviews => {
-                self.reapply_remote_reviews();
+                self.deployments.reapply_remote_reviews();
                 self.boundary.changed();
             }
-            Invalidation::Connectors => self.deploy_stored_soon(),
+            Invalidation::Connectors => self.deployments.deploy_stored_soon(),
             Invalidation::Session(id) => self.refresh_session(id),
             Invalidation::All => {
-                self.reapply_remote_reviews();
+                self.deployments.reapply_remote_reviews();
                 self.boundary.changed();
-                self.deploy_stored_soon();
+                self.deployments.deploy_stored_soon();
                 self.connections_changed_elsewhere();
                 for live in self.sessions.all() {
                     self.refresh_session(&live.session.id);
@@ -673,17 +630,11 @@ impl ServeHost {
         request: CallRequest<'_>,
     ) -> Result<Executed, Denied> {
         // A retired connector's call is still decided, and refused by its
-        // own rule in the trace.
-        let Some(component) = self
-            .component(connector)
-            .or_else(|| self.roster().retired.get(connector).cloned())
-        else {
+        // own rule in the trace; a remote server's tool under the store's
+        // review now (DESIGN D22).
+        let Some(component) = self.deployments.for_call(connector, request.tool).await else {
             return Err(Denied::by(policy::Rule::NotOffered));
         };
-        // A remote server's tool under the store's review now (DESIGN D22).
-        let component = self
-            .remote_for_call(connector, request.tool, component)
-            .await;
         let granter = SessionGranter {
             grants: &self.grants,
             session: &session.session,

@@ -214,7 +214,7 @@ impl ServeHost {
             .connected()
             .into_iter()
             .filter(|c| {
-                self.components.read().contains_key(c)
+                self.deployments.serves(c)
                     && !roster.not_offered.contains_key(c)
                     && !roster.platform.contains(c)
                     && (own.contains(c) || !self.is_session_only(c))
@@ -408,9 +408,7 @@ impl ServeHost {
             return false;
         };
         self.boundary.revoke_session(&live.session);
-        for server in self.remote.values() {
-            server.end(id);
-        }
+        self.deployments.end_remote_sessions(id);
         self.sessions.close(&live);
         // A component loaded for it alone goes with the last session holding it.
         self.drop_unused_session_components();

@@ -1,8 +1,8 @@
 //! `/v1/connectors`: the connectors a fleet serves, and the admin's
-//! runtime changes to them ([`super::super::deploy`]).
+//! runtime changes to them ([`crate::deployments`]).
 
 use super::*;
-use crate::serve::deploy::DeployError;
+use crate::deployments::{ChangedBy, DeployError};
 
 impl From<DeployError> for ApiError {
     fn from(e: DeployError) -> ApiError {
@@ -13,8 +13,22 @@ impl From<DeployError> for ApiError {
             DeployError::FileOwned(m) => ApiError::new(StatusCode::CONFLICT, "file_owned", m),
             DeployError::NameTaken(m) => ApiError::new(StatusCode::CONFLICT, "name_taken", m),
             DeployError::NotFound(m) => ApiError::not_found(m),
-            DeployError::Host(e) => e.into(),
+            DeployError::Store(e) => HostError::Store(e).into(),
         }
+    }
+}
+
+/// `caller`, acting in the admin API request this task serves, as the
+/// maker of a change of the deployment.
+fn changed_by(caller: &Principal) -> ChangedBy<'_> {
+    let (actor, origin) = match super::super::identity::Acting::now() {
+        Some(acting) => (Some(acting.actor), acting.origin),
+        None => (None, Default::default()),
+    };
+    ChangedBy {
+        subject: &caller.subject,
+        actor,
+        origin,
     }
 }
 
@@ -22,7 +36,7 @@ pub(super) async fn list_connectors(
     State(host): State<Arc<ServeHost>>,
 ) -> Result<Json<Value>, ApiError> {
     let host = host.clone();
-    let views = tokio::task::spawn_blocking(move || host.connector_views())
+    let views = tokio::task::spawn_blocking(move || host.deployments().connector_views())
         .await
         .map_err(|e| HostError::Unavailable(format!("listing the connectors stopped: {e}")))??;
     Ok(Json(json!({ "connectors": views })))
@@ -34,7 +48,7 @@ pub(super) async fn get_connector(
 ) -> Result<Json<Value>, ApiError> {
     let views = {
         let host = host.clone();
-        tokio::task::spawn_blocking(move || host.connector_views())
+        tokio::task::spawn_blocking(move || host.deployments().connector_views())
             .await
             .map_err(|e| HostError::Unavailable(format!("listing the connectors stopped: {e}")))??
     };
@@ -59,7 +73,10 @@ pub(super) async fn put_connector(
             "the body is the connector's settings: a JSON object with the fields of a `[connectors.NAME]` table, `component` an `oci://` artifact",
         ));
     }
-    let view = host.put_connector(&name, settings, &caller.subject).await?;
+    let view = host
+        .deployments()
+        .put_connector(&name, settings, &changed_by(&caller))
+        .await?;
     Ok(Json(json!(view)))
 }
 
@@ -68,7 +85,10 @@ pub(super) async fn retire_connector(
     Extension(caller): Extension<Principal>,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let view = host.retire_connector(&name, &caller.subject).await?;
+    let view = host
+        .deployments()
+        .retire_connector(&name, &changed_by(&caller))
+        .await?;
     Ok(Json(json!(view)))
 }
 
@@ -101,7 +121,8 @@ pub(super) async fn put_session_component(
         ));
     }
     Ok(Json(
-        host.put_session_component(&name, settings, &caller.subject)
+        host.deployments()
+            .put_session_component(&name, settings, &changed_by(&caller))
             .await?,
     ))
 }
@@ -114,6 +135,8 @@ pub(super) async fn drop_session_component(
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     Ok(Json(
-        host.drop_session_component(&name, &caller.subject).await?,
+        host.deployments()
+            .drop_session_component(&name, &changed_by(&caller))
+            .await?,
     ))
 }

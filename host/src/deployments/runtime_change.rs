@@ -4,37 +4,10 @@
 //! store and applies it on the host that took it, and every other host
 //! applies it when the store rings (PostgreSQL's NOTIFY), each pulling and
 //! verifying the artifact itself. One path changes what a host serves:
-//! the loaded component, the roster and the boundary's catalogue together,
-//! so a session decides afresh at its next request while a call in flight
-//! finishes on the version it started with.
+//! the loaded component, the roster and the boundary's catalogue together.
 
 use super::*;
-use crate::store::StoredConnector;
-
-/// Why a runtime change was refused; the admin API maps each onto a status.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum DeployError {
-    /// The settings or the artifact cannot be served (422): what to fix.
-    #[error("{0}")]
-    Refused(String),
-    /// The configuration file owns the connector (409).
-    #[error("{0}")]
-    FileOwned(String),
-    /// Another kind of connector has the name (409): a session component
-    /// and a connector every session may have never share one.
-    #[error("{0}")]
-    NameTaken(String),
-    #[error("{0}")]
-    NotFound(String),
-    #[error(transparent)]
-    Host(#[from] HostError),
-}
-
-impl From<crate::store::StoreError> for DeployError {
-    fn from(e: crate::store::StoreError) -> DeployError {
-        DeployError::Host(HostError::Store(e))
-    }
-}
+use serde::Serialize;
 
 /// One connector as `GET /v1/connectors` shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -65,33 +38,10 @@ pub struct ConnectorView {
     pub settings: Option<Value>,
 }
 
-/// A connector loaded and admitted, ready to be served.
-pub(super) struct Loaded {
-    pub(super) settings: ConnectorConfig,
-    pub(super) deployment: crate::deployment::Deployment,
-    pub(super) digest: String,
-}
-
-/// A connector name as the API takes it: what a component may be named.
-pub(super) fn check_name(name: &str) -> Result<(), DeployError> {
-    let fine = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
-    if fine {
-        crate::policy::names::check_connector_name(name).map_err(DeployError::Refused)
-    } else {
-        Err(DeployError::Refused(format!(
-            "`{name}` is not a connector name: 1 to 64 of a-z, 0-9, `_` and `-`, as the component names itself"
-        )))
-    }
-}
-
-impl ServeHost {
+impl Deployments {
     /// Every connector this host knows of: the file's, and those the
     /// admin API stored (retired ones included).
-    pub(crate) fn connector_views(&self) -> Result<Vec<ConnectorView>, HostError> {
+    pub(crate) fn connector_views(&self) -> Result<Vec<ConnectorView>, StoreError> {
         let roster = self.roster();
         let stored: BTreeMap<String, StoredConnector> =
             crate::store::block(self.store.stored_connectors())?
@@ -99,7 +49,7 @@ impl ServeHost {
                 .map(|c| (c.name.clone(), c))
                 .collect();
         let mut views = Vec::new();
-        for (name, settings) in &self.config.connectors {
+        for (name, settings) in &self.file.connectors {
             views.push(ConnectorView {
                 name: name.clone(),
                 source: "file",
@@ -114,7 +64,7 @@ impl ServeHost {
             });
         }
         for (name, row) in stored {
-            if self.config.connectors.contains_key(&name) {
+            if self.file.connectors.contains_key(&name) {
                 continue;
             }
             let applied = roster.stored.get(&name).map(|c| c.revision);
@@ -140,12 +90,12 @@ impl ServeHost {
         Ok(views)
     }
 
-    fn status_of(&self, roster: &crate::deployment::Roster, name: &str) -> &'static str {
+    fn status_of(&self, roster: &Roster, name: &str) -> &'static str {
         if self.boundary.is_retired(name) || roster.retired.contains_key(name) {
             "retired"
         } else if roster.not_offered.contains_key(name) {
             "not_offered"
-        } else if self.component(name).is_some() {
+        } else if self.serves(name) {
             "served"
         } else {
             "pending"
@@ -178,10 +128,10 @@ impl ServeHost {
     /// change is stored (the fleet hears of it), served here, and the
     /// pending approvals of every tool it changed are revoked.
     pub(crate) async fn put_connector(
-        self: &Arc<Self>,
+        &self,
         name: &str,
         settings: Value,
-        by: &str,
+        by: &ChangedBy<'_>,
     ) -> Result<ConnectorView, DeployError> {
         check_name(name)?;
         self.refuse_file_owned(name)?;
@@ -202,7 +152,7 @@ impl ServeHost {
         let mut parsed: ConnectorConfig = serde_json::from_value(settings)
             .map_err(|e| DeployError::Refused(format!("connectors.{name}: {e}")))?;
         parsed
-            .check(name, self.config.require_signature)
+            .check(name, self.file.require_signature)
             .map_err(DeployError::Refused)?;
         let Some(named) = parsed.artifact.clone() else {
             return Err(DeployError::Refused(format!(
@@ -213,14 +163,14 @@ impl ServeHost {
         let loaded = self
             .load_artifact(name, parsed, &named)
             .await
-            .map_err(DeployError::Refused)?;
+            .map_err(|e| DeployError::Refused(e.to_string()))?;
         let stored = self
             .store
-            .put_connector(name, &text, &named.to_string(), &loaded.digest, by)
+            .put_connector(name, &text, &named.to_string(), &loaded.digest, by.subject)
             .await?;
         let previous = self.component(name);
         let changed = self.serve_loaded(name, loaded, stored.clone());
-        let revoked = self.revoke_approvals_of(name, &changed, by);
+        let revoked = self.revoke_approvals_of(name, &changed, by.subject);
         let rule = if previous.is_some() {
             crate::trace::Deploy::ConnectorUpgraded
         } else {
@@ -230,7 +180,7 @@ impl ServeHost {
             &stored,
             rule,
             serde_json::json!({
-                "by": by,
+                "by": by.subject,
                 "artifact": stored.artifact,
                 "digest": stored.digest,
                 "previous_component": previous.as_ref().map(|c| c.info().sha256.clone()),
@@ -238,8 +188,9 @@ impl ServeHost {
                 "tools_changed": changed,
                 "approvals_revoked": revoked,
             }),
+            by,
         );
-        tracing::info!(connector = %name, digest = %stored.digest, revision = stored.revision, by = %by, "{rule}");
+        tracing::info!(connector = %name, digest = %stored.digest, revision = stored.revision, by = %by.subject, "{rule}");
         self.connector_view(name)
     }
 
@@ -247,32 +198,33 @@ impl ServeHost {
     /// added. Every host refuses its next call (`connector_retired`), and
     /// its pending approvals are revoked.
     pub(crate) async fn retire_connector(
-        self: &Arc<Self>,
+        &self,
         name: &str,
-        by: &str,
+        by: &ChangedBy<'_>,
     ) -> Result<ConnectorView, DeployError> {
         self.refuse_file_owned(name)?;
         let _one_change = self.deploying.lock().await;
-        let Some(stored) = self.store.retire_connector(name, by).await? else {
+        let Some(stored) = self.store.retire_connector(name, by.subject).await? else {
             return Err(DeployError::NotFound(format!(
                 "no connector `{name}` added through the API is served: `GET /v1/connectors` lists them"
             )));
         };
         let tools: Vec<String> = self.tool_names(name);
         self.retire_here(&stored);
-        let revoked = self.revoke_approvals_of(name, &tools, by);
+        let revoked = self.revoke_approvals_of(name, &tools, by.subject);
         self.record_change(
             &stored,
             crate::trace::Deploy::ConnectorRetired,
             serde_json::json!({
-                "by": by,
+                "by": by.subject,
                 "artifact": stored.artifact,
                 "digest": stored.digest,
                 "revision": stored.revision,
                 "approvals_revoked": revoked,
             }),
+            by,
         );
-        tracing::info!(connector = %name, by = %by, "connector retired");
+        tracing::info!(connector = %name, by = %by.subject, "connector retired");
         self.connector_view(name)
     }
 
@@ -283,70 +235,14 @@ impl ServeHost {
             .ok_or_else(|| DeployError::NotFound(format!("no connector `{name}`")))
     }
 
-    pub(super) fn refuse_file_owned(&self, name: &str) -> Result<(), DeployError> {
-        if self.config.connectors.contains_key(name) {
-            return Err(DeployError::FileOwned(format!(
-                "`{name}` is configured in the host's file, which owns it: change it there (and restart), or give a connector added through the API another name"
-            )));
-        }
-        Ok(())
-    }
-
-    /// Pulls `named` (resolving a tag to its digest now), verifies its
-    /// signature where one is required, and loads and admits it under the
-    /// catalogue in use.
-    pub(super) async fn load_artifact(
-        &self,
-        name: &str,
-        mut settings: ConnectorConfig,
-        named: &crate::artifact::ArtifactRef,
-    ) -> Result<Loaded, String> {
-        let trust = if self.config.require_signature || settings.require_signature {
-            Some(
-                crate::artifact::signature::TrustedKeys::load(&self.config.signature_keys)
-                    .map_err(|e| e.to_string())?,
-            )
-        } else {
-            None
-        };
-        let pulled = crate::config::pull_within(
-            named,
-            &self.config.registry_options(),
-            &crate::artifact::ArtifactCache::default_location(),
-            trust.as_ref(),
-        )
-        .await?;
-        settings.component = pulled.path;
-        settings.artifact_digest = Some(pulled.digest.clone());
-        let runtime = self.runtime.clone();
-        let store = self.store.clone();
-        // Admitted against the seed's entry, as at start: never against the
-        // version served now (its narrowing, or a non-seed connector's
-        // conservative spec, is not what a new version must agree with).
-        let catalog = (*self.boundary.catalog()).clone().with_seed_entry(name);
-        let name = name.to_string();
-        let digest = pulled.digest;
-        tokio::task::spawn_blocking(move || {
-            let mut deployment = crate::deployment::Deployment {
-                catalog,
-                ..Default::default()
-            };
-            deployment
-                .add(&runtime, &name, &settings, &process_env, store.as_ref())
-                .map_err(|e| e.to_string())?;
-            Ok(Loaded {
-                settings,
-                deployment,
-                digest,
-            })
-        })
-        .await
-        .map_err(|e| format!("loading the component stopped: {e}"))?
-    }
-
     /// Serves `loaded` as connector `name` from now on; the names of the
     /// tools that changed (or went away) since the version served before.
-    fn serve_loaded(&self, name: &str, loaded: Loaded, stored: StoredConnector) -> Vec<String> {
+    pub(super) fn serve_loaded(
+        &self,
+        name: &str,
+        loaded: Loaded,
+        stored: StoredConnector,
+    ) -> Vec<String> {
         let Loaded {
             settings,
             deployment,
@@ -386,13 +282,13 @@ impl ServeHost {
             next.stored.insert(name.to_string(), stored);
             *roster = Arc::new(next);
         }
-        self.connections.forget_resolutions();
+        self.resolutions.invalidate();
         self.boundary.serve_connector(name, spec, hosted);
         changed
     }
 
     /// Stops serving `stored`'s connector on this host.
-    fn retire_here(&self, stored: &StoredConnector) {
+    pub(super) fn retire_here(&self, stored: &StoredConnector) {
         let last = self.components.write().remove(&stored.name);
         {
             let mut roster = self.roster.write();
@@ -407,25 +303,9 @@ impl ServeHost {
     /// waiting on one is refused at its next look); their ids.
     fn revoke_approvals_of(&self, connector: &str, tools: &[String], by: &str) -> Vec<i64> {
         let revoker = format!("{by} (connector {connector} changed)");
-        self.approvals().revoke_tools(connector, tools, &revoker)
-    }
-
-    /// One trace row, under no session, for a change of the deployment,
-    /// with the actor and origin of the admin API request that made it.
-    pub(super) fn record_change(
-        &self,
-        stored: &StoredConnector,
-        rule: crate::trace::Deploy,
-        detail: Value,
-    ) {
-        let (actor, origin) = match super::identity::Acting::now() {
-            Some(acting) => (Some(acting.actor), acting.origin),
-            None => (None, Default::default()),
-        };
-        let event = crate::trace::deployed(&stored.name, rule, detail, actor, origin);
-        if let Err(e) = crate::store::block(self.store.record(&event)) {
-            tracing::error!(connector = %stored.name, error = %e, "cannot record a change of the deployment");
-        }
+        self.boundary
+            .approvals()
+            .revoke_tools(connector, tools, &revoker)
     }
 
     /// Applies, in the background, whatever the store holds that this host
@@ -434,15 +314,15 @@ impl ServeHost {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let host = self.clone();
-        runtime.spawn(async move { host.deploy_stored().await });
+        let deployments = self.clone();
+        runtime.spawn(async move { deployments.deploy_stored().await });
     }
 
     /// Applies every stored change this host has not: a connector added or
     /// upgraded is pulled (by its recorded digest), verified and served; a
     /// retired one is no longer served. A change that cannot be applied
     /// here is logged, and the host keeps serving what it served.
-    pub async fn deploy_stored(self: &Arc<Self>) {
+    pub(crate) async fn deploy_stored(&self) {
         let _one_change = self.deploying.lock().await;
         let stored = match self.store.stored_connectors().await {
             Ok(stored) => stored,
@@ -452,7 +332,7 @@ impl ServeHost {
             }
         };
         for row in stored {
-            if self.config.connectors.contains_key(&row.name) {
+            if self.file.connectors.contains_key(&row.name) {
                 tracing::warn!(connector = %row.name, "the configuration file owns this connector; the stored one is not served");
                 continue;
             }
@@ -484,13 +364,13 @@ impl ServeHost {
         }
     }
 
-    async fn load_stored(&self, row: &StoredConnector) -> Result<Loaded, String> {
+    async fn load_stored(&self, row: &StoredConnector) -> Result<Loaded, LoadError> {
         let mut settings: ConnectorConfig =
-            serde_json::from_str(&row.settings).map_err(|e| format!("stored settings: {e}"))?;
-        settings.check(&row.name, self.config.require_signature)?;
-        let named = crate::artifact::ArtifactRef::parse(&row.artifact)
-            .map_err(|e| e.to_string())?
-            .pinned(&row.digest);
+            serde_json::from_str(&row.settings).map_err(LoadError::StoredSettings)?;
+        settings
+            .check(&row.name, self.file.require_signature)
+            .map_err(LoadError::Settings)?;
+        let named = ArtifactRef::parse(&row.artifact)?.pinned(&row.digest);
         self.load_artifact(&row.name, settings, &named).await
     }
 }
