@@ -221,8 +221,8 @@ pub(super) async fn list_capability_requests(
         Some(_) => return Err(ApiError::bad_request("`pending` is true or false")),
     };
     let requests: Vec<_> = host
-        .store
-        .capability_requests(q.session.as_deref(), pending_only)
+        .sessions
+        .capability_requests_to_answer(q.session.as_deref(), pending_only)
         .await?
         .into_iter()
         .filter(|r| caller.sees(&r.brand))
@@ -244,14 +244,14 @@ pub(super) async fn answer_capability_request(
     Path(id): Path<String>,
     Body(request): Body<AnswerCapability>,
 ) -> Result<Json<Value>, ApiError> {
-    use crate::store::Answered;
+    use crate::sessions::Answered;
     let id: i64 = id
         .parse()
         .map_err(|_| ApiError::bad_request("a capability request id is a number"))?;
     // Another brand's request is answered as one that does not exist.
     let brand = host
-        .store
-        .capability_requests(None, false)
+        .sessions
+        .capability_requests_to_answer(None, false)
         .await?
         .into_iter()
         .find(|r| r.id == id)
@@ -269,7 +269,7 @@ pub(super) async fn answer_capability_request(
     }
     let by = format!("{} (admin API)", caller.subject);
     match host
-        .store
+        .sessions
         .answer_capability_request(id, answer, &by)
         .await?
     {
