@@ -238,6 +238,45 @@ pub fn without_custom_section(component: &[u8], name: &str) -> Result<Vec<u8>, S
     Ok(out)
 }
 
+/// A component with one top-level custom section `name` holding `payload`:
+/// any earlier section of that name is dropped, the new one appended. How
+/// `scout-host manifest` puts a connector's manifest into a component that
+/// another language's componentizer built (a custom section may follow any
+/// other section of a component).
+pub fn with_custom_section(
+    component: &[u8],
+    name: &str,
+    payload: &[u8],
+) -> Result<Vec<u8>, String> {
+    let mut out = without_custom_section(component, name)?;
+    let mut body = Vec::with_capacity(name.len() + payload.len() + 10);
+    write_leb_u32(
+        &mut body,
+        u32::try_from(name.len()).map_err(|_| "name too long")?,
+    );
+    body.extend_from_slice(name.as_bytes());
+    body.extend_from_slice(payload);
+    out.push(0);
+    write_leb_u32(
+        &mut out,
+        u32::try_from(body.len()).map_err(|_| "section too large")?,
+    );
+    out.extend(body);
+    Ok(out)
+}
+
+fn write_leb_u32(out: &mut Vec<u8>, mut value: u32) {
+    loop {
+        let byte = (value & 0x7f) as u8;
+        value >>= 7;
+        if value == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
 fn wasm_opt(core: &[u8], scratch: &Path) -> Result<Option<Vec<u8>>, String> {
     let program = std::env::var("WASM_OPT").unwrap_or_else(|_| "wasm-opt".to_string());
     if Command::new(&program)
@@ -283,7 +322,7 @@ fn wasm_opt(core: &[u8], scratch: &Path) -> Result<Option<Vec<u8>>, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::without_custom_section;
+    use super::{with_custom_section, without_custom_section};
 
     fn custom(name: &str, payload: &[u8]) -> Vec<u8> {
         let mut body = vec![name.len() as u8];
@@ -310,6 +349,24 @@ mod tests {
         let mut truncated = bytes.clone();
         truncated.truncate(bytes.len() - 1);
         assert!(without_custom_section(&truncated, "component-name").is_err());
+    }
+
+    #[test]
+    fn a_custom_section_replaces_its_namesake_and_is_appended_last() {
+        let header = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
+        let mut bytes = header.to_vec();
+        bytes.extend(custom("scout-connector-manifest", b"old"));
+        bytes.extend(custom("producers", b"p"));
+        let payload = vec![b'x'; 300];
+        let out = with_custom_section(&bytes, "scout-connector-manifest", &payload).unwrap();
+        let mut expected = header.to_vec();
+        expected.extend(custom("producers", b"p"));
+        // 300 bytes of payload: the section's size (1 + 24 + 300) takes two LEB128 bytes.
+        expected.extend([0u8, 0xc5, 0x02, 24]);
+        expected.extend(b"scout-connector-manifest");
+        expected.extend(&payload);
+        assert_eq!(out, expected);
+        assert!(with_custom_section(&header[..4], "x", b"").is_err());
     }
 }
 

@@ -103,6 +103,31 @@ pub struct ImportReport {
     pub name: String,
     /// Whether the contract allows it; a component with any `false` is refused at load.
     pub allowed: bool,
+    /// Whether it is one of the inert WASI interfaces (clocks, randomness,
+    /// a filesystem with no preopen: allowed, no authority); absent when not.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub inert: bool,
+}
+
+impl ImportReport {
+    fn new(name: &str, allowed: bool) -> ImportReport {
+        ImportReport {
+            name: name.to_string(),
+            allowed,
+            inert: allowed && crate::runtime::import_inert(name),
+        }
+    }
+
+    /// One line of the text report: `!!` marks a refused import, `(inert)`
+    /// one linked with no authority.
+    fn line(&self) -> String {
+        format!(
+            "  {} {}{}\n",
+            if self.allowed { "  " } else { "!!" },
+            self.name,
+            if self.inert { "  (inert)" } else { "" }
+        )
+    }
 }
 
 impl Report {
@@ -181,10 +206,7 @@ impl Report {
             imports: info
                 .imports
                 .iter()
-                .map(|name| ImportReport {
-                    name: name.clone(),
-                    allowed: !info.forbidden_imports.contains(name),
-                })
+                .map(|name| ImportReport::new(name, !info.forbidden_imports.contains(name)))
                 .collect(),
         }
     }
@@ -274,11 +296,7 @@ impl Report {
         }
         out.push_str(&format!("\nimports ({}):\n", self.imports.len()));
         for i in &self.imports {
-            out.push_str(&format!(
-                "  {} {}\n",
-                if i.allowed { "  " } else { "!!" },
-                i.name
-            ));
+            out.push_str(&i.line());
         }
         if self.imports.iter().any(|i| !i.allowed) {
             out.push_str("\nREFUSED: imports marked !! are outside the contract; the host will not load this component.\n");
@@ -314,10 +332,7 @@ impl RefusedReport {
     pub fn new(imports: &[(String, bool)], problem: &crate::LoadError) -> RefusedReport {
         let imports: Vec<ImportReport> = imports
             .iter()
-            .map(|(name, allowed)| ImportReport {
-                name: name.clone(),
-                allowed: *allowed,
-            })
+            .map(|(name, allowed)| ImportReport::new(name, *allowed))
             .collect();
         let mut refused = Vec::new();
         let forbidden: Vec<&str> = imports
@@ -345,11 +360,7 @@ impl RefusedReport {
     pub fn to_text(&self) -> String {
         let mut out = format!("imports ({}):\n", self.imports.len());
         for i in &self.imports {
-            out.push_str(&format!(
-                "  {} {}\n",
-                if i.allowed { "  " } else { "!!" },
-                i.name
-            ));
+            out.push_str(&i.line());
         }
         out.push_str("\nREFUSED: the host will not load this component:\n");
         for r in &self.refused {

@@ -78,6 +78,11 @@ enum Command {
     Connectors(cli::connectors::ConnectorsArgs),
     /// Builds the connector crate in DIR into a small component (`wasm-opt -Oz` when installed) and checks it loads.
     Build(cli::build::BuildArgs),
+    /// Embeds the manifest made from a connector's WIT (as scout-sdk's
+    /// `export!` does for Rust) into a component built in another language
+    /// (componentize-js, componentize-py), and checks it loads. Exit 0
+    /// loadable, 2 refused or usage.
+    Manifest(cli::manifest::ManifestArgs),
     /// Runs the GitHub connector against a loopback GitHub-format server.
     #[cfg(feature = "demo")]
     Demo,
@@ -113,6 +118,7 @@ fn main() -> Result<()> {
         Command::New(args) => exit_with(cli::new::run(args)),
         Command::Connectors(args) => exit_with(cli::connectors::run(args)),
         Command::Build(args) => exit_with(cli::build::run(args)),
+        Command::Manifest(args) => exit_with(cli::manifest::run(args)),
         #[cfg(feature = "demo")]
         Command::Demo => cli::demo::run(),
         #[cfg(feature = "demo")]

@@ -9,6 +9,7 @@ pub mod components {
 }
 
 pub mod catalogue;
+pub mod componentizers;
 pub mod fake_github;
 pub mod fake_registry;
 pub mod fake_tokens;
@@ -339,7 +340,12 @@ pub const SERVER_EVERYTHING: &str = "@modelcontextprotocol/server-everything@202
 /// `dir`, and gives the path of its file `entry` (relative to `dir`: a
 /// command in `node_modules/.bin`, or a module); `instead` is the variable
 /// that names one installed by hand.
-fn provision_npm(dir: &str, package: &str, entry: &str, instead: &str) -> Result<String, String> {
+pub(crate) fn provision_npm(
+    dir: &str,
+    package: &str,
+    entry: &str,
+    instead: &str,
+) -> Result<String, String> {
     let (dir, _lock) = provisioned(dir)?;
     let cli = dir.join(entry);
     let stamp = dir.join("version");
@@ -370,7 +376,7 @@ fn provision_npm(dir: &str, package: &str, entry: &str, instead: &str) -> Result
 /// Where a test client named `name` is installed under the cargo target
 /// directory, with the lock that test binaries running at once take turns
 /// on (held until the returned file is dropped).
-fn provisioned(name: &str) -> Result<(std::path::PathBuf, std::fs::File), String> {
+pub(crate) fn provisioned(name: &str) -> Result<(std::path::PathBuf, std::fs::File), String> {
     let target = std::path::Path::new(TARGET_ROOT);
     let lock = std::fs::File::create(target.join(format!("{name}.lock")))
         .map_err(|e| format!("the {name} lock: {e}"))?;

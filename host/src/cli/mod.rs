@@ -16,6 +16,7 @@ pub mod connectors;
 pub mod demo;
 pub mod docs;
 pub mod inspect;
+pub mod manifest;
 pub mod new;
 pub mod serve;
 pub mod surface;

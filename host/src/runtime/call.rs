@@ -53,10 +53,15 @@ impl LoadedComponent {
     /// Creates a fresh store and instantiates the component in it, then drops
     /// both: what every call pays before the tool runs (for benchmarks).
     pub async fn instantiate_fresh(&self) -> Result<(), CallError> {
-        let Backend::Wasm { runtime, pre } = &self.backend else {
+        let Backend::Wasm {
+            runtime,
+            pre,
+            slots_per_call,
+        } = &self.backend
+        else {
             return Ok(());
         };
-        let _slot = Self::slot(runtime).await?;
+        let _slot = Self::slot(runtime, *slots_per_call).await?;
         let started = Instant::now();
         let (mut store, _, _) = Self::new_store(
             runtime,
@@ -71,10 +76,14 @@ impl LoadedComponent {
         Ok(())
     }
 
-    /// Waits for a free instance slot, at most the call timeout.
-    async fn slot(runtime: &RuntimeInner) -> Result<tokio::sync::OwnedSemaphorePermit, CallError> {
+    /// Waits for `slots` free instance slots (the component's size, see
+    /// [`load::slots_per_call`]), at most the call timeout.
+    async fn slot(
+        runtime: &RuntimeInner,
+        slots: u32,
+    ) -> Result<tokio::sync::OwnedSemaphorePermit, CallError> {
         let wait = runtime.config.call_timeout;
-        match tokio::time::timeout(wait, runtime.slots.clone().acquire_owned()).await {
+        match tokio::time::timeout(wait, runtime.slots.clone().acquire_many_owned(slots)).await {
             Ok(Ok(permit)) => Ok(permit),
             _ => Err(CallError::Busy),
         }
@@ -113,8 +122,15 @@ impl LoadedComponent {
         {
             return Err(CallError::UnknownTool(tool.name.clone()));
         }
-        let (runtime, pre, export) = match (&self.backend, tool.export) {
-            (Backend::Wasm { runtime, pre }, Some(export)) => (runtime, pre, export),
+        let (runtime, pre, slots_per_call, export) = match (&self.backend, tool.export) {
+            (
+                Backend::Wasm {
+                    runtime,
+                    pre,
+                    slots_per_call,
+                },
+                Some(export),
+            ) => (runtime, pre, *slots_per_call, export),
             (Backend::Remote { call_timeout }, _) => {
                 return call_remote(tool, args, caps, *call_timeout).await;
             }
@@ -130,7 +146,7 @@ impl LoadedComponent {
                 path: m.path,
                 message: m.message,
             })?;
-        let _slot = Self::slot(runtime).await?;
+        let _slot = Self::slot(runtime, slots_per_call).await?;
         let config = &runtime.config;
         let started = Instant::now();
         let deadline = started + config.call_timeout;

@@ -26,6 +26,35 @@ pub(crate) const ALLOWED_WASI: &[&str] = &[
     "wasi:cli/terminal-stderr",
 ];
 
+/// WASI interfaces linked as inert host implementations: the runtimes of
+/// other languages (componentize-js, componentize-py) import them, and
+/// none reaches outside the call. Each carries no authority:
+/// - `wasi:clocks/wall-clock`: the time now, which anyone may know; read
+///   from the host's clock at each call, never a build-time value.
+/// - `wasi:random/{random,insecure,insecure-seed}`: fresh randomness from the
+///   host per call; it reveals nothing and changes nothing.
+/// - `wasi:filesystem/{types,preopens}`: a filesystem with no preopened
+///   directory: `get-directories` is empty, so the guest never holds a
+///   descriptor to open anything with.
+///
+/// (`wasi:cli/environment`, in [`ALLOWED_WASI`], is empty: no variable, no
+/// argument.) Anything else outside the contract, sockets and `wasi:http`
+/// first, stays refused at load.
+pub(crate) const INERT_WASI: &[&str] = &[
+    "wasi:clocks/wall-clock",
+    "wasi:random/random",
+    "wasi:random/insecure",
+    "wasi:random/insecure-seed",
+    "wasi:filesystem/types",
+    "wasi:filesystem/preopens",
+];
+
+/// The one export a connector may have besides its tools: componentize-py
+/// exports its runtime's pre-initialisation entry (`exports.init`, run once
+/// at build time). The host never calls it, offers it as no tool, and a
+/// call of it could do nothing the component's imports do not allow.
+const COMPONENTIZE_PY_EXPORT: &str = "exports";
+
 /// The capability interfaces of the contract.
 pub(crate) const ALLOWED_SCOUT: &[&str] = &[
     "scout:connector/types",
@@ -94,10 +123,13 @@ impl Runtime {
             .enumerate()
             .map(|(i, t)| (t.name.clone(), i))
             .collect();
+        let slots_per_call =
+            slots_per_call(bytes, &component, self.inner.config.max_concurrent_calls)?;
         Ok(LoadedComponent {
             backend: Backend::Wasm {
                 runtime: self.inner.clone(),
                 pre,
+                slots_per_call,
             },
             interfaces: Interfaces::of(&info.imports),
             info,
@@ -142,6 +174,9 @@ impl Runtime {
         let mut exported: BTreeSet<(Effect, String)> = BTreeSet::new();
         let mut tools = Vec::new();
         for (name, item) in ty.exports(engine) {
+            if name == COMPONENTIZE_PY_EXPORT {
+                continue;
+            }
             let effect = [Effect::Read, Effect::Write].into_iter().find(|e| {
                 let iface = match e {
                     Effect::Read => scout_manifest::READ_INTERFACE,
@@ -286,14 +321,63 @@ impl Runtime {
     }
 }
 
-/// Whether an import name (`wasi:io/poll@0.2.6`) is inside the contract.
+/// Whether an import name (`wasi:io/poll@0.2.6`) is inside the contract
+/// (the inert interfaces included).
 pub fn import_allowed(name: &str) -> bool {
     let (base, version) = match name.split_once('@') {
         Some((b, v)) => (b, v),
         None => return false,
     };
-    (ALLOWED_WASI.contains(&base) && version.starts_with("0.2."))
-        || (ALLOWED_SCOUT.contains(&base) && version.starts_with("0.2."))
+    version.starts_with("0.2.")
+        && (ALLOWED_WASI.contains(&base)
+            || INERT_WASI.contains(&base)
+            || ALLOWED_SCOUT.contains(&base))
+}
+
+/// Whether an import is one of the inert WASI interfaces ([`INERT_WASI`]):
+/// allowed, linked, and carrying no authority; `inspect` lists them.
+pub fn import_inert(name: &str) -> bool {
+    name.split_once('@')
+        .is_some_and(|(base, version)| version.starts_with("0.2.") && INERT_WASI.contains(&base))
+}
+
+/// The pooling slots a call of this component holds, sized at load: one
+/// for a component that fits a slot (every Rust connector), more for a
+/// larger one (a componentize-py runtime's 38 core instances take 3), so
+/// the calls running at once never ask the pool for more than it has and
+/// no connector's limits are raised for another's. Never more than the
+/// runtime's slots: such a call runs alone, in a pool sized for it.
+fn slots_per_call(bytes: &[u8], component: &Component, slots: u32) -> Result<u32, LoadError> {
+    // Every core instantiation at any depth: what the pooling allocator
+    // counts, as long as each nested component is instantiated once (as
+    // componentizers lay them out).
+    let mut core_instances: u32 = 0;
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        if let wasmparser::Payload::InstanceSection(section) =
+            payload.map_err(|e| LoadError::Compile(e.into()))?
+        {
+            for instance in section {
+                if let wasmparser::Instance::Instantiate { .. } =
+                    instance.map_err(|e| LoadError::Compile(e.into()))?
+                {
+                    core_instances = core_instances.saturating_add(1);
+                }
+            }
+        }
+    }
+    let (memories, tables) = component
+        .resources_required()
+        .map(|r| (r.num_memories, r.num_tables))
+        .unwrap_or((0, 0));
+    let needed = [
+        core_instances.div_ceil(CORE_INSTANCES_PER_SLOT),
+        memories.div_ceil(MEMORIES_PER_SLOT),
+        tables.div_ceil(TABLES_PER_SLOT),
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(1);
+    Ok(needed.clamp(1, slots.max(1)))
 }
 
 /// Finds the manifest custom section anywhere in the component.
@@ -316,7 +400,9 @@ pub fn read_manifest(bytes: &[u8]) -> Result<Manifest, LoadError> {
     }
     let data = found.ok_or_else(|| {
         LoadError::Manifest(format!(
-            "no `{}` section: build the connector with scout-sdk's `export!`",
+            "no `{}` section: in Rust, build the connector with scout-sdk's `export!`; \
+             in another language, embed the manifest made from its WIT with \
+             `scout-host manifest --wit WIT_DIR --world WORLD IN.wasm -o OUT.wasm`",
             scout_manifest::SECTION
         ))
     })?;

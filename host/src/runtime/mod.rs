@@ -18,7 +18,7 @@ mod call;
 mod load;
 
 pub use cache::default_cache_dir;
-pub use load::{import_allowed, read_manifest};
+pub use load::{import_allowed, import_inert, read_manifest};
 
 use crate::capabilities::Capabilities;
 use crate::capabilities::http::HttpExchange;
@@ -58,6 +58,18 @@ pub const MAX_TABLE_ENTRIES: usize = 1024;
 /// Measured (`tool_call`, one run): a fresh store and instantiation
 /// 10.4 → 6.2 µs, a call refused in the guest 28.4 → 20.0 µs.
 const KEEP_RESIDENT_PER_TABLE: usize = 16 << 10;
+
+/// What one pooling slot holds: the core instances, memories and tables
+/// of a Rust connector's call, with room to spare. A call of a larger
+/// component (another language's runtime) takes several slots, so the
+/// pool's totals stay what they were for every connector.
+const CORE_INSTANCES_PER_SLOT: u32 = 16;
+const MEMORIES_PER_SLOT: u32 = 2;
+const TABLES_PER_SLOT: u32 = 16;
+
+/// The most slots one call may take: the pool's per-component ceiling.
+/// A componentize-py component (38 core instances) takes 3.
+const MAX_SLOTS_PER_CALL: u32 = 4;
 
 /// Freed pool slots reset together. Measured (`tool_call`, one run): a call
 /// refused in the guest 20.0 → 17.5 µs against resetting each slot alone.
@@ -271,6 +283,8 @@ enum Backend {
     Wasm {
         runtime: Arc<RuntimeInner>,
         pre: InstancePre<CallState>,
+        /// Pooling slots a call holds ([`load::slots_per_call`]).
+        slots_per_call: u32,
     },
     /// A remote MCP server: each call goes through the `mcp` handle the
     /// host grants it ([`crate::capabilities::mcp`]); nothing runs here.
@@ -339,16 +353,18 @@ impl Runtime {
         let engine_err = LoadError::Engine;
         let mut pool = PoolingAllocationConfig::default();
         let slots = config.max_concurrent_calls.max(1);
+        // Room for one call of the largest component even with one slot.
+        let units = slots.max(MAX_SLOTS_PER_CALL);
         pool.total_component_instances(slots)
-            .total_core_instances(slots * 16)
-            .total_memories(slots * 2)
-            .total_tables(slots * 16)
+            .total_core_instances(units * CORE_INSTANCES_PER_SLOT)
+            .total_memories(units * MEMORIES_PER_SLOT)
+            .total_tables(units * TABLES_PER_SLOT)
             .total_stacks(slots)
             .max_memory_size(config.max_memory_bytes)
             .table_elements(config.max_table_elements)
-            .max_core_instances_per_component(32)
-            .max_memories_per_component(2)
-            .max_tables_per_component(32)
+            .max_core_instances_per_component(MAX_SLOTS_PER_CALL * CORE_INSTANCES_PER_SLOT)
+            .max_memories_per_component(MAX_SLOTS_PER_CALL * MEMORIES_PER_SLOT)
+            .max_tables_per_component(MAX_SLOTS_PER_CALL * TABLES_PER_SLOT)
             // A slot's tables are reset for the next call with `memset`, not
             // `madvise`: the next instantiation takes no page faults there.
             // Linear memory stays reset by `madvise`: a Rust guest's stack
@@ -541,14 +557,44 @@ pub struct RemoteTool {
     pub digest: String,
 }
 
-/// Links the minimal WASI a Rust guest needs, and nothing else (DESIGN D2).
+/// Links the minimal WASI a Rust guest needs and the inert interfaces
+/// other languages' runtimes import ([`load::INERT_WASI`]: the wall clock,
+/// randomness, a filesystem with no preopen), and nothing else (DESIGN D2).
 fn link_minimal_wasi(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     use wasmtime_wasi::cli::{WasiCli, WasiCliView};
     use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
-    use wasmtime_wasi::p2::bindings::{cli, clocks, io};
+    use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
+    use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, io, random};
+    use wasmtime_wasi::random::{WasiRandom, WasiRandomView};
     clocks::monotonic_clock::add_to_linker::<CallState, WasiClocks>(
         linker,
         <CallState as WasiClocksView>::clocks,
+    )?;
+    // Inert: the host's clock and randomness at each call, and a
+    // filesystem whose list of preopened directories is empty.
+    clocks::wall_clock::add_to_linker::<CallState, WasiClocks>(
+        linker,
+        <CallState as WasiClocksView>::clocks,
+    )?;
+    random::random::add_to_linker::<CallState, WasiRandom>(
+        linker,
+        <CallState as WasiRandomView>::random,
+    )?;
+    random::insecure::add_to_linker::<CallState, WasiRandom>(
+        linker,
+        <CallState as WasiRandomView>::random,
+    )?;
+    random::insecure_seed::add_to_linker::<CallState, WasiRandom>(
+        linker,
+        <CallState as WasiRandomView>::random,
+    )?;
+    filesystem::types::add_to_linker::<CallState, WasiFilesystem>(
+        linker,
+        <CallState as WasiFilesystemView>::filesystem,
+    )?;
+    filesystem::preopens::add_to_linker::<CallState, WasiFilesystem>(
+        linker,
+        <CallState as WasiFilesystemView>::filesystem,
     )?;
     io::error::add_to_linker::<CallState, HasTable>(linker, |s| &mut s.table)?;
     io::poll::add_to_linker::<CallState, HasTable>(linker, |s| &mut s.table)?;

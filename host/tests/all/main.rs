@@ -21,6 +21,7 @@ mod fleet_clients;
 mod fleet_faults;
 mod graphql_routes;
 mod inspect_cli;
+mod languages;
 mod mcp_serve;
 mod operator;
 mod plugin_connector;

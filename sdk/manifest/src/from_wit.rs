@@ -113,14 +113,33 @@ impl Manifest {
     /// `read-tools` and/or `write-tools`, interfaces of its own package, and
     /// every function in them has a doc comment.
     pub fn from_wit_dir(dir: &Path) -> Result<Manifest, ManifestError> {
+        Manifest::from_wit(dir, None)
+    }
+
+    /// The one way a manifest is made, whatever the connector's language:
+    /// the Rust SDK's `export!` and `scout-host manifest` (for a component
+    /// built by componentize-js or componentize-py) both call this.
+    ///
+    /// Reads the connector package in `dir` as [`Manifest::from_wit_dir`]
+    /// does; `world` names the connector's world when the package defines
+    /// more than one (otherwise its only world is taken).
+    pub fn from_wit(dir: &Path, world: Option<&str>) -> Result<Manifest, ManifestError> {
         let mut resolve = Resolve::default();
         let (package, _files) = resolve
             .push_dir(dir)
             .map_err(|e| ManifestError::Wit(format!("{e:#}")))?;
         let pkg = &resolve.packages[package];
-        let world_id = match pkg.worlds.len() {
-            1 => *pkg.worlds.values().next().expect("one world"),
-            n => {
+        let world_id = match (world, pkg.worlds.len()) {
+            (Some(name), _) => *pkg.worlds.get(name).ok_or_else(|| {
+                let names: Vec<&str> = pkg.worlds.keys().map(String::as_str).collect();
+                ManifestError::Rule(format!(
+                    "connector package `{}` has no world `{name}`; its worlds: {}",
+                    pkg.name,
+                    names.join(", ")
+                ))
+            })?,
+            (None, 1) => *pkg.worlds.values().next().expect("one world"),
+            (None, n) => {
                 return Err(ManifestError::Rule(format!(
                     "connector package `{}` must define exactly one world, found {n}",
                     pkg.name
