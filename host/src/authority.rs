@@ -35,7 +35,10 @@ use crate::policy::{
 };
 use crate::review::ReviewStatus;
 use crate::runtime::{LoadedComponent, Runtime};
-use crate::store::{ProfileKind, SavedProfile, Store, StoreError, TraceFilter};
+use crate::store::{
+    Approval, ProfileKind, SavedProfile, Store, StoreError, StoredConnection, StoredReview,
+    TraceFilter,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -664,7 +667,8 @@ pub fn audit(
                 && let Some(component) = deployment.components.get(server)
                 && let Some(tool) = component.tool(local)
             {
-                let status = crate::review::status_of(view.store, component, tool)?;
+                let status =
+                    crate::store::block(crate::review::status_of(view.store, component, tool))?;
                 reviews.insert(offered.name.clone(), status.status);
             }
         }
@@ -1098,21 +1102,23 @@ fn dead_authority(
             })
             .unwrap_or_default()
     };
-    let mut executed: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
-    for c in crate::store::block(view.store.stored_connections())?
-        .into_iter()
-        .filter(|c| !c.disabled)
-    {
+    // The audit runs where nothing awaits (the command line, the admin
+    // API's blocking task): what it reads of the store is read in one wait.
+    let StoreFacts {
+        connections,
+        executed,
+        profiles,
+        reviews,
+        pending,
+    } = crate::store::block(StoreFacts::read(view.store))?;
+    for c in connections {
         let servers = servers_of(&c.connection);
         let mut last: Option<i64> = None;
         for user in std::iter::once(&c.brand).chain(c.shared_with.iter()) {
-            if !executed.contains_key(user) {
-                executed.insert(
-                    user.clone(),
-                    crate::store::block(view.store.last_executed(user))?,
-                );
-            }
-            for (tool, at) in &executed[user] {
+            let Some(tools) = executed.get(user) else {
+                continue;
+            };
+            for (tool, at) in tools {
                 let Some((server, local)) = split_mcp(tool) else {
                     continue;
                 };
@@ -1138,7 +1144,7 @@ fn dead_authority(
 
     // Grants naming a connector no credential of the brand serves.
     let served = deployment.served();
-    for (brand, SavedProfile { profile, .. }) in crate::store::block(view.store.all_profiles())? {
+    for (brand, SavedProfile { profile, .. }) in profiles {
         for connector in &profile.grant.connectors {
             let why = if !deployment.components.contains_key(connector) {
                 Some(format!(
@@ -1177,7 +1183,7 @@ fn dead_authority(
     }
 
     // Reviews of tools no loaded component offers.
-    for r in crate::store::block(view.store.stored_reviews())? {
+    for r in reviews {
         let why = match deployment.components.get(&r.connector) {
             None => Some(format!(
                 "no loaded component is the `{}` connector",
@@ -1205,7 +1211,7 @@ fn dead_authority(
 
     // Approvals still pending whose session has ended.
     let mut known: BTreeMap<String, SessionState> = BTreeMap::new();
-    for a in crate::store::block(view.store.all_pending())? {
+    for a in pending {
         if !known.contains_key(&a.session) {
             known.insert(a.session.clone(), (view.sessions)(&a.session)?);
         }
@@ -1236,15 +1242,53 @@ fn dead_authority(
     })
 }
 
+/// What the dead-authority findings read of the store.
+struct StoreFacts {
+    /// The connections not disabled.
+    connections: Vec<StoredConnection>,
+    /// When each brand that holds or is shared one of them last executed
+    /// each tool.
+    executed: BTreeMap<String, BTreeMap<String, i64>>,
+    profiles: Vec<(String, SavedProfile)>,
+    reviews: Vec<StoredReview>,
+    pending: Vec<Approval>,
+}
+
+impl StoreFacts {
+    async fn read(store: &dyn Store) -> Result<StoreFacts, StoreError> {
+        let connections: Vec<StoredConnection> = store
+            .stored_connections()
+            .await?
+            .into_iter()
+            .filter(|c| !c.disabled)
+            .collect();
+        let mut executed = BTreeMap::new();
+        for c in &connections {
+            for user in std::iter::once(&c.brand).chain(c.shared_with.iter()) {
+                if !executed.contains_key(user) {
+                    executed.insert(user.clone(), store.last_executed(user).await?);
+                }
+            }
+        }
+        Ok(StoreFacts {
+            connections,
+            executed,
+            profiles: store.all_profiles().await?,
+            reviews: store.stored_reviews().await?,
+            pending: store.all_pending().await?,
+        })
+    }
+}
+
 /// How the command line tells an ended session from the store alone: the
 /// session table where the store keeps one (PostgreSQL), else its first
 /// trace event and `session_ttl_secs` (no session outlives it).
-pub fn session_state_from_store(
+pub async fn session_state_from_store(
     store: &dyn Store,
     session_ttl_secs: u64,
     id: &str,
 ) -> Result<SessionState, StoreError> {
-    if let Some(row) = crate::store::block(store.shared_session(id))? {
+    if let Some(row) = store.shared_session(id).await? {
         return Ok(if row.closed {
             SessionState::Ended(format!("its host `{}` ended it", row.host_id))
         } else if row.ended {
@@ -1253,7 +1297,7 @@ pub fn session_state_from_store(
             SessionState::Live
         });
     }
-    let first = crate::store::block(store.trace_page(TraceFilter::Session(id), 0, 1))?;
+    let first = store.trace_page(TraceFilter::Session(id), 0, 1).await?;
     let Some((_, opened)) = first.first() else {
         return Ok(SessionState::Ended(
             "no session of this id was ever opened on this store".into(),
@@ -1683,7 +1727,8 @@ pub fn from_command_line(
     let resolver_config = resolver_config(&config, &env);
     let resolver = Resolver::new(&*store, &deployment.catalog, &resolver_config, key, env);
     let ttl = config.session_ttl_secs;
-    let sessions = |id: &str| session_state_from_store(&*store, ttl, id);
+    // The command line cannot await: each session's state is waited for.
+    let sessions = |id: &str| crate::store::block(session_state_from_store(&*store, ttl, id));
     let sqlite = config.store.backend == crate::config::StoreBackend::Sqlite;
     let view = StoreView {
         store: &*store,

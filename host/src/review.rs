@@ -173,13 +173,13 @@ fn only_in(label: &str, these: &[String], those: &[String], separator: &str) -> 
 }
 
 /// The review status of one tool of `component`.
-pub(crate) fn status_of(
+pub(crate) async fn status_of(
     store: &dyn ReviewStore,
     component: &LoadedComponent,
     tool: &Tool,
 ) -> Result<ToolReview, StoreError> {
     let digest = tool_digest(component, tool);
-    let approved = crate::store::block(store.reviewed(component.name(), &tool.name))?;
+    let approved = store.reviewed(component.name(), &tool.name).await?;
     let reviewed: Option<ReviewedFacts> = approved
         .as_ref()
         .and_then(|a| a.facts.as_deref())
@@ -209,16 +209,19 @@ pub(crate) fn status_of(
     })
 }
 
-/// Every tool of a component with its status.
+/// Every tool of a component with its status (the CLI's and the tests'
+/// question, asked where nothing awaits: the store is waited for here).
 pub fn review(
     store: &dyn ReviewStore,
     component: &LoadedComponent,
 ) -> Result<Vec<ToolReview>, StoreError> {
-    component
-        .tools()
-        .iter()
-        .map(|t| status_of(store, component, t))
-        .collect()
+    crate::store::block(async {
+        let mut reviews = Vec::with_capacity(component.tools().len());
+        for tool in component.tools() {
+            reviews.push(status_of(store, component, tool).await?);
+        }
+        Ok(reviews)
+    })
 }
 
 /// Tools an operator reviewed that `component` no longer has (a new

@@ -976,7 +976,7 @@ impl Boundary {
             }
         } else {
             if self.reviews(component)
-                && let Some(hold) = self.unreviewed(component, called)
+                && let Some(hold) = self.unreviewed_now(component, called).await
             {
                 // Not offered, whatever the policy says; the trace says why, the agent does not.
                 return Err(trace.deny(Rule::Held(hold)).await);
@@ -1304,31 +1304,61 @@ impl Boundary {
 
     /// Why the tool is held, when the operator has not approved it as the
     /// component describes it now; kept per host revision (a review bumps
-    /// it) and tool digest.
+    /// it) and tool digest. For a session's surface, built where nothing
+    /// awaits: the store is waited for on a miss.
     fn unreviewed(&self, component: &LoadedComponent, t: &Tool) -> Option<ReviewHold> {
+        let (revision, key) = self.review_key(component, t);
+        if let Some(held) = self.kept_hold(revision, &key) {
+            return held;
+        }
+        let status =
+            crate::store::block(crate::review::status_of(self.store.as_ref(), component, t));
+        match review_hold(status) {
+            Ok(held) => self.keep_hold(revision, key, held),
+            Err(unavailable) => Some(unavailable),
+        }
+    }
+
+    /// [`Boundary::unreviewed`] on a call's path, awaiting the store.
+    async fn unreviewed_now(&self, component: &LoadedComponent, t: &Tool) -> Option<ReviewHold> {
+        let (revision, key) = self.review_key(component, t);
+        if let Some(held) = self.kept_hold(revision, &key) {
+            return held;
+        }
+        let status = crate::review::status_of(self.store.as_ref(), component, t).await;
+        match review_hold(status) {
+            Ok(held) => self.keep_hold(revision, key, held),
+            Err(unavailable) => Some(unavailable),
+        }
+    }
+
+    /// The host revision now, and the key a tool's hold is kept under: what
+    /// the operator reviews is the tool as it describes itself.
+    fn review_key(&self, component: &LoadedComponent, t: &Tool) -> (u64, (String, String)) {
         let revision = self.revision.load(Ordering::SeqCst);
-        // What the operator reviews is the tool as it describes itself.
         let key = (
             component.name().to_string(),
             crate::review::tool_digest(component, t),
         );
-        {
-            let reviews = self.reviews.lock();
-            if reviews.0 == revision
-                && let Some(held) = reviews.1.get(&key)
-            {
-                return *held;
-            }
-        }
-        use crate::review::ReviewStatus;
-        // Fails closed: a store error holds the tool too, and is not kept.
-        let held =
-            match crate::review::status_of(self.store.as_ref(), component, t).map(|r| r.status) {
-                Ok(ReviewStatus::Reviewed) => None,
-                Ok(ReviewStatus::New) => Some(ReviewHold::New),
-                Ok(ReviewStatus::Changed) => Some(ReviewHold::Changed),
-                Err(_) => return Some(ReviewHold::StoreUnavailable),
-            };
+        (revision, key)
+    }
+
+    /// The hold kept for `key` under `revision`, if one is.
+    fn kept_hold(&self, revision: u64, key: &(String, String)) -> Option<Option<ReviewHold>> {
+        let reviews = self.reviews.lock();
+        (reviews.0 == revision)
+            .then(|| reviews.1.get(key).copied())
+            .flatten()
+    }
+
+    /// Keeps `held` for `key` under `revision` (unless a newer revision is
+    /// kept already) and returns it.
+    fn keep_hold(
+        &self,
+        revision: u64,
+        key: (String, String),
+        held: Option<ReviewHold>,
+    ) -> Option<ReviewHold> {
         let mut reviews = self.reviews.lock();
         if reviews.0 != revision {
             if reviews.0 > revision {
@@ -1355,6 +1385,20 @@ impl Boundary {
             }
             other => other,
         }
+    }
+}
+
+/// A tool's hold from its review status: `Err` when the store did not
+/// answer, which holds the tool too (fails closed) and is not kept.
+fn review_hold(
+    status: Result<crate::review::ToolReview, crate::store::StoreError>,
+) -> Result<Option<ReviewHold>, ReviewHold> {
+    use crate::review::ReviewStatus;
+    match status.map(|r| r.status) {
+        Ok(ReviewStatus::Reviewed) => Ok(None),
+        Ok(ReviewStatus::New) => Ok(Some(ReviewHold::New)),
+        Ok(ReviewStatus::Changed) => Ok(Some(ReviewHold::Changed)),
+        Err(_) => Err(ReviewHold::StoreUnavailable),
     }
 }
 
