@@ -270,3 +270,71 @@ impl Manifest {
         Ok(manifest)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::Manifest;
+    use std::path::{Path, PathBuf};
+
+    /// A package of two worlds (as a JS or Python connector's WIT may hold
+    /// beside a test world), with the contract as its dependency.
+    fn two_worlds() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("scout-two-worlds-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("deps")).unwrap();
+        let contract = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../wit");
+        std::fs::create_dir_all(dir.join("deps/scout-connector")).unwrap();
+        for entry in std::fs::read_dir(&contract).unwrap() {
+            let path = entry.unwrap().path();
+            std::fs::copy(
+                &path,
+                dir.join("deps/scout-connector")
+                    .join(path.file_name().unwrap()),
+            )
+            .unwrap();
+        }
+        std::fs::write(
+            dir.join("two.wit"),
+            "package acme:two@0.1.0;\n\
+             /// Read tools.\n\
+             interface read-tools {\n\
+                 use scout:connector/types@0.2.0.{tool-error};\n\
+                 /// Says hello.\n\
+                 ///\n\
+                 /// Grantable: yes\n\
+                 hello: func() -> result<string, tool-error>;\n\
+             }\n\
+             /// The connector.\n\
+             world two {\n\
+                 include scout:connector/base@0.2.0;\n\
+                 export read-tools;\n\
+             }\n\
+             /// Another world of the same package.\n\
+             world other {\n\
+                 include scout:connector/base@0.2.0;\n\
+                 export read-tools;\n\
+             }\n",
+        )
+        .unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_named_world_is_read_and_an_unknown_or_unnamed_one_refused() {
+        let dir = two_worlds();
+        let manifest = Manifest::from_wit(&dir, Some("two")).unwrap();
+        assert_eq!(manifest.connector, "two");
+        assert_eq!(manifest.description, "The connector.");
+        assert_eq!(manifest.tools[0].function, "hello");
+        let unknown = Manifest::from_wit(&dir, Some("three"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            unknown.contains("no world `three`") && unknown.contains("two"),
+            "{unknown}"
+        );
+        let unnamed = Manifest::from_wit_dir(&dir).unwrap_err().to_string();
+        assert!(unnamed.contains("exactly one world, found 2"), "{unnamed}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
