@@ -1123,60 +1123,6 @@ pub(crate) fn parse_store_key(hex_text: &str) -> Result<[u8; 32], StoreKeyError>
     bytes.try_into().map_err(|_| StoreKeyError::Length)
 }
 
-// Delegates kept while `serve/` moves to `crate::store::open` and
-// `crate::artifact` (issue 53); removed with the last caller.
-impl ServeConfig {
-    /// [`crate::artifact::resolve_artifacts`], its error as text.
-    #[doc(hidden)]
-    pub fn resolve_artifacts(
-        &mut self,
-        pins: &dyn crate::store::ReviewStore,
-        cache: &crate::artifact::ArtifactCache,
-    ) -> Result<(), (String, String)> {
-        crate::artifact::resolve_artifacts(self, pins, cache)
-            .map_err(|(name, e)| (name, e.to_string()))
-    }
-}
-
-/// [`crate::artifact::pull_within`], its error as text.
-#[doc(hidden)]
-pub async fn pull_within(
-    reference: &crate::artifact::ArtifactRef,
-    options: &crate::artifact::RegistryOptions,
-    cache: &crate::artifact::ArtifactCache,
-    trust: Option<&crate::artifact::signature::TrustedKeys>,
-) -> Result<crate::artifact::Pulled, String> {
-    crate::artifact::pull_within(reference, options, cache, trust)
-        .await
-        .map_err(|e| e.to_string())
-}
-
-/// [`crate::store::open`] to write.
-#[doc(hidden)]
-pub fn open_store(
-    config: &ServeConfig,
-    env: &impl Fn(&str) -> Option<String>,
-) -> Result<std::sync::Arc<dyn crate::store::Store>, StartError> {
-    Ok(crate::store::open(
-        config.store_location(),
-        env,
-        crate::store::Access::ReadWrite,
-    )?)
-}
-
-/// [`crate::store::open`] to read only.
-#[doc(hidden)]
-pub fn open_store_to_read(
-    config: &ServeConfig,
-    env: impl Fn(&str) -> Option<String>,
-) -> Result<std::sync::Arc<dyn crate::store::Store>, StartError> {
-    Ok(crate::store::open(
-        config.store_location(),
-        &env,
-        crate::store::Access::ReadOnly,
-    )?)
-}
-
 /// Why `serve` cannot start. Each names what to fix.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -36,10 +36,7 @@ mod stdio;
 
 use crate::boundary::{Boundary, CallRequest, Denied, Executed};
 use crate::capabilities::http::HttpCapability;
-use crate::config::open_store;
-pub use crate::config::{
-    ConfigFileError, ConnectorConfig, ServeConfig, StartError, open_store_to_read,
-};
+pub use crate::config::{ConfigFileError, ConnectorConfig, ServeConfig, StartError};
 use crate::credentials::ResolverConfig;
 use crate::policy::{self, BrandFacts, Catalog, Profile, Role, SessionInput, Switches};
 use crate::runtime::{LoadedComponent, Runtime, RuntimeConfig, default_cache_dir};
@@ -160,17 +157,24 @@ impl ServeHost {
         let key = config::parse_store_key(&key_text)
             .map_err(|e| StartError::BadSecret(format!("{}: {e}", config.store_key_env)))?;
 
-        let store = open_store(&config, &env)?;
+        let store = crate::store::open(
+            config.store_location(),
+            &env,
+            crate::store::Access::ReadWrite,
+        )?;
         // From here the store holds this host's lease: a start refused below
         // gives it back, so the others do not count a lost host.
         let release_on_failure = run::ReleaseOnFailure(Some(store.clone()));
         // Artifacts are pulled and verified before anything is compiled.
-        config
-            .resolve_artifacts(
-                store.as_ref(),
-                &crate::artifact::ArtifactCache::default_location(),
-            )
-            .map_err(|(name, message)| StartError::Connector { name, message })?;
+        crate::artifact::resolve_artifacts(
+            &mut config,
+            store.as_ref(),
+            &crate::artifact::ArtifactCache::default_location(),
+        )
+        .map_err(|(name, e)| StartError::Connector {
+            name,
+            message: e.to_string(),
+        })?;
         let runtime = Runtime::new(RuntimeConfig {
             cache_dir: default_cache_dir(),
             max_concurrent_calls: config.max_concurrent_calls,
