@@ -7,11 +7,14 @@
 //! languages, which reach for the network past the `http` handle, refused
 //! at load naming the import.
 
+use scout_host::runtime::default_cache_dir;
+use scout_host::{Capabilities, HttpCapability, HttpConfig, Runtime, RuntimeConfig};
 use scout_tests::componentizers::{build_js, build_py, guest_dir};
 use scout_tests::upstream::Upstream;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::Arc;
 
 struct Run {
     code: i32,
@@ -244,6 +247,37 @@ async fn a_python_connector_with_its_larger_runtime_loads_and_reads_over_loopbac
         read.stderr
     );
     assert_eq!(upstream.seen().len(), 1);
+
+    // In a host of four slots, a call of it holds three (38 core instances
+    // at 16 a slot): calls at once take turns instead of exhausting the
+    // pool, and each gets a fresh instance.
+    let runtime = Runtime::new(RuntimeConfig {
+        cache_dir: default_cache_dir(),
+        max_concurrent_calls: 4,
+        ..Default::default()
+    })
+    .unwrap();
+    let loaded = Arc::new(runtime.load_file(&component).unwrap());
+    let caps = Capabilities::with_http(
+        HttpCapability::new(HttpConfig::new(upstream.origin()).allow_private_network(true))
+            .unwrap(),
+    );
+    let calls: Vec<_> = ["a", "b", "c"]
+        .into_iter()
+        .map(|name| {
+            let (loaded, caps) = (loaded.clone(), caps.clone());
+            tokio::spawn(async move {
+                loaded
+                    .call("hello_py_greet", &json!({"name": name}), &caps)
+                    .await
+            })
+        })
+        .collect();
+    for call in calls {
+        let outcome = call.await.unwrap().expect("the call runs");
+        assert_eq!(outcome.output.ok(), Some(&json!("ok")));
+    }
+    assert_eq!(upstream.seen().len(), 4);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
