@@ -27,6 +27,7 @@ pub mod deployment;
 pub(crate) mod deployments;
 pub mod docs;
 pub mod error;
+pub mod host;
 pub(crate) mod grant;
 pub mod inspect;
 pub mod logs;

@@ -143,7 +143,8 @@ impl ServeHost {
         let mut subject = subject;
         if let Some(brand) = brand {
             let saved = self
-                .session_profile(brand, subject.role, profile)
+                .sessions()
+                .profile(brand, subject.role, profile)
                 .map_err(Refused::Host)?;
             subject = subject.with_profile(profile.map(str::to_string), saved);
             subject.brand = Some(brand.to_string());
@@ -170,15 +171,20 @@ impl ServeHost {
             })
         };
         self.resolving()
-            .audited(&sessions, stale_days, self.config.require_review, |view| {
-                authority::audit(
-                    &deployment,
-                    Some(&self.config),
-                    self.boundary.switches(),
-                    &subject,
-                    Some(view),
-                )
-            })
+            .audited(
+                &sessions,
+                stale_days,
+                self.config().require_review,
+                |view| {
+                    authority::audit(
+                        &deployment,
+                        Some(self.config()),
+                        self.boundary().switches(),
+                        &subject,
+                        Some(view),
+                    )
+                },
+            )
             .map_err(Refused::Audit)
     }
 }

@@ -48,7 +48,7 @@ pub(crate) async fn authorize(
     let started = oauth::start(
         &http,
         allow_private_network,
-        &host.key,
+        host.key(),
         &mcp,
         &brand,
         &connector,
@@ -103,7 +103,7 @@ async fn complete(
         StatusCode::BAD_REQUEST,
         "The answer carries no `state`.".to_string(),
     ))?;
-    let pending = oauth::pending(&host.key, state)
+    let pending = oauth::pending(host.key(), state)
         .map_err(|e| (StatusCode::BAD_REQUEST, format!("{}.", e.why)))?;
     if let Some(error) = query.get("error") {
         // RFC 6749 §4.1.2.1: only the registered codes are repeated.

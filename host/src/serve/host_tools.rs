@@ -97,7 +97,7 @@ pub(super) fn budget(host: &ServeHost, live: &LiveSession) -> Value {
     let lines = live
         .session
         .holdings()
-        .map(|h| h.budget(host.grants.ledger()))
+        .map(|h| h.budget(host.grants().ledger()))
         .unwrap_or_default();
     let connectors: Vec<Value> = lines
         .iter()
@@ -191,7 +191,7 @@ fn request_capability(host: &ServeHost, live: &LiveSession, args: &Value) -> Val
             return json!({"error": "`request` is the number an earlier ask returned"});
         };
         let mine = host
-            .sessions
+            .sessions()
             .capability_requests(&live.session.id, false)
             .map(|all| all.into_iter().find(|r| r.id == id));
         return match mine {
@@ -238,7 +238,7 @@ fn request_capability(host: &ServeHost, live: &LiveSession, args: &Value) -> Val
     let request = Value::Object(request);
     // Bounded: a session cannot fill the store, or a person's console,
     // with requests nobody has answered yet.
-    match host.sessions.capability_requests(&live.session.id, true) {
+    match host.sessions().capability_requests(&live.session.id, true) {
         Ok(pending) if pending.len() >= MAX_PENDING_REQUESTS => {
             return json!({"error": format!(
                 "this session already has {MAX_PENDING_REQUESTS} requests waiting for an answer: read their answers with {{\"request\": id}} and ask again once one is answered"
@@ -251,7 +251,7 @@ fn request_capability(host: &ServeHost, live: &LiveSession, args: &Value) -> Val
         }
     }
     match host
-        .sessions
+        .sessions()
         .park_capability_request(&live.session.id, &live.session.brand, &request)
     {
         Ok(id) => json!({
@@ -289,7 +289,7 @@ pub(super) fn call(
         _ => return None,
     };
     let answered = host
-        .boundary
+        .boundary()
         .call_host_tool(&live.session, &name, args, &origin, || {
             run(host, live, args)
         });

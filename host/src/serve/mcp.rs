@@ -114,7 +114,7 @@ impl ConnectorServer {
     pub fn offered(&self) -> Result<Arc<Listed>, McpError> {
         let (host, live) = self.parts()?;
         let revision = host
-            .boundary
+            .boundary()
             .offered(&live.session)
             .ok()
             .map(|o| o.revision);
@@ -124,7 +124,7 @@ impl ConnectorServer {
             return Ok(listed.clone());
         }
         let tools = match host.component(&self.connector) {
-            Some(component) => describe(host.boundary.offered_tools(&live.session, &component)),
+            Some(component) => describe(host.boundary().offered_tools(&live.session, &component)),
             None if self.connector == super::host_tools::SCOUT_SERVER => {
                 super::host_tools::given(&live.session)
                     .into_iter()
@@ -320,7 +320,7 @@ impl ServerHandler for ConnectorServer {
             result = &mut call => result,
             Ok(_) = approval => match told {
                 Some(token) => {
-                    let keep_alive = Duration::from_millis(host.config.sse_keep_alive_ms.max(10));
+                    let keep_alive = Duration::from_millis(host.config().sse_keep_alive_ms.max(10));
                     tokio::select! {
                         result = &mut call => result,
                         () = tell_progress(&context, token, keep_alive) => call.await,
@@ -339,7 +339,7 @@ impl ConnectorServer {
         traced: &crate::telemetry::TraceParent,
     ) -> Option<opentelemetry_sdk::trace::Span> {
         let (host, live) = self.parts().ok()?;
-        let telemetry = host.telemetry.as_ref()?;
+        let telemetry = host.telemetry()?;
         Some(telemetry.list_span(crate::telemetry::CallSpanStart {
             tool: "",
             connector: &self.connector,

@@ -10,77 +10,12 @@ use super::*;
 /// a host that died is recovered and counted as lost by the others.
 pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
     let served = run_until_stopped(host.clone()).await;
-    release_lease(&host).await;
+    host.release_lease().await;
     host.flush_telemetry().await;
     if served.is_ok() {
         crate::logs::say(format_args!("stopped"));
     }
     served
-}
-
-/// How long a stopping host waits for its store to take its lease back:
-/// the process ends after it either way (an unfinished release is rolled
-/// back with its connection, and the others recover the host).
-const RELEASE_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// At a clean stop, once drained (or when the start fails after the store
-/// registered this host): writes what the trace still owes, then gives
-/// this host's lease back, closing what it still holds (nothing, after a
-/// drain that finished), and says so in one line. A host that cannot
-/// reach its store leaves its lease to expire: the others then recover it.
-async fn release_lease(host: &ServeHost) {
-    let released = tokio::time::timeout(RELEASE_WITHIN, async {
-        host.boundary.pay_owed().await;
-        host.store.release_lease(crate::store::now_ms()).await
-    });
-    match released.await {
-        Err(_) => tracing::warn!(
-            within_secs = RELEASE_WITHIN.as_secs(),
-            "the store did not take this host's lease back in time; the other hosts recover it once it runs out"
-        ),
-        Ok(Ok(Some(closed))) => crate::logs::say(format_args!(
-            "released this host's lease{}",
-            if closed == crate::store::Recovered::default() {
-                String::new()
-            } else {
-                format!(
-                    ": {} approvals ended (host_shutdown), {} calls still open marked interrupted ({} of them may have reached their upstream)",
-                    closed.approvals_revoked, closed.calls_interrupted, closed.calls_maybe_run
-                )
-            }
-        )),
-        Ok(Ok(None)) => {}
-        Ok(Err(e)) => tracing::warn!(
-            error = %crate::store::with_causes(&e),
-            "cannot release this host's lease; the other hosts recover it once it runs out"
-        ),
-    }
-}
-
-/// Gives the lease back if a start fails after the store registered this
-/// host (a later step refused): a host that never served is not lost.
-pub(super) struct ReleaseOnFailure(pub(super) Option<Arc<dyn crate::store::Store>>);
-
-impl ReleaseOnFailure {
-    /// The start succeeded: the lease is the host's to keep.
-    pub(super) fn disarm(mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for ReleaseOnFailure {
-    fn drop(&mut self) {
-        if let Some(store) = self.0.take() {
-            match crate::store::block(store.release_lease(crate::store::now_ms())) {
-                Ok(Some(_)) => crate::logs::say("released this host's lease: it did not start"),
-                Ok(None) => {}
-                Err(e) => tracing::warn!(
-                    error = %crate::store::with_causes(&e),
-                    "cannot release this host's lease; the other hosts recover it once it runs out"
-                ),
-            }
-        }
-    }
 }
 
 async fn run_until_stopped(host: Arc<ServeHost>) -> anyhow::Result<()> {
@@ -89,24 +24,7 @@ async fn run_until_stopped(host: Arc<ServeHost>) -> anyhow::Result<()> {
     // Before any call: close what a host killed mid-call left open. After the
     // bind, so a second `serve` on the same address stops before it touches
     // the first one's approvals and calls.
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
-    let recovered = host.store.recover_interrupted(now_ms).await?;
-    // Runs whose sessions died with the previous host: ended, so they count
-    // at what they recorded instead of holding the day until midnight.
-    let runs_ended = host.store.end_live_runs(now_ms).await?;
-    if runs_ended > 0 {
-        crate::logs::say(format_args!(
-            "the previous run left {runs_ended} metered runs open; ended at what they recorded"
-        ));
-    }
-    if recovered != crate::store::Recovered::default() {
-        crate::logs::say(format_args!(
-            "the previous run stopped mid-call: {} approvals still pending or approved and unused ended (host_lost), {} calls marked interrupted ({} of them may have reached their upstream)",
-            recovered.approvals_revoked, recovered.calls_interrupted, recovered.calls_maybe_run
-        ));
-    }
+    host.recover_previous_run().await?;
     // The connectors the fleet added through the admin API, each pulled
     // and verified here, before the first request.
     host.deploy_stored().await;
@@ -115,9 +33,9 @@ async fn run_until_stopped(host: Arc<ServeHost>) -> anyhow::Result<()> {
     for line in host.connector_lines() {
         crate::logs::say(format_args!("{line}"));
     }
-    host.discover_remote();
+    host.host().discover_remote();
     drain::ignore_hangups();
-    let probe_server = match host.config.probe_listen {
+    let probe_server = match host.config().probe_listen {
         Some(at) => {
             let probes =
                 anyhow::Context::with_context(tokio::net::TcpListener::bind(at).await, || {
@@ -136,7 +54,7 @@ async fn run_until_stopped(host: Arc<ServeHost>) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let metrics_server = match host.config.metrics_listen {
+    let metrics_server = match host.config().metrics_listen {
         Some(at) => {
             let scrapes =
                 anyhow::Context::with_context(tokio::net::TcpListener::bind(at).await, || {
@@ -161,7 +79,7 @@ async fn run_until_stopped(host: Arc<ServeHost>) -> anyhow::Result<()> {
         None => None,
     };
     println!("scout-host serving the admin API and MCP on http://{addr}");
-    let grace = std::time::Duration::from_secs(host.config.shutdown_grace_secs);
+    let grace = std::time::Duration::from_secs(host.config().shutdown_grace_secs);
     let (stopping, stopped_at) = tokio::sync::oneshot::channel();
     let graceful = {
         let host = host.clone();
@@ -213,24 +131,7 @@ pub async fn serve_http(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     use axum::serve::ListenerExt;
-    let invalidations = host.store.invalidations().map(|mut changes| {
-        let host = Arc::downgrade(&host);
-        tokio::spawn(async move {
-            loop {
-                let what = match changes.recv().await {
-                    Ok(what) => what,
-                    // Missed some: act as if everything changed.
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                        crate::store::Invalidation::All
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                };
-                let Some(host) = host.upgrade() else { return };
-                // The store's reads block: off the async worker.
-                let _ = tokio::task::spawn_blocking(move || host.apply_invalidation(&what)).await;
-            }
-        })
-    });
+    let invalidations = host.host().follow_invalidations();
     let sweeper = {
         let host = Arc::downgrade(&host);
         tokio::spawn(async move {
@@ -239,7 +140,7 @@ pub async fn serve_http(
                 tick.tick().await;
                 let Some(host) = host.upgrade() else { return };
                 host.end_expired();
-                host.boundary.pay_owed().await;
+                host.pay_owed().await;
             }
         })
     };
@@ -264,7 +165,7 @@ pub async fn run_stdio(
     connector: String,
 ) -> anyhow::Result<()> {
     let served = stdio_until_closed(host.clone(), request, connector).await;
-    release_lease(&host).await;
+    host.release_lease().await;
     host.flush_telemetry().await;
     served
 }
@@ -291,13 +192,13 @@ async fn stdio_until_closed(
         Err(e) => {
             crate::logs::say(format_args!(
                 "no admin API ({}: {e}); approvals only through MCP elicitation",
-                host.config.listen
+                host.config().listen
             ));
             None
         }
     };
     host.deploy_stored().await;
-    host.discover_remote();
+    host.host().discover_remote();
     let view = host.open_session(&request)?;
     let Some((live, _)) = host.endpoint(&view.id, &connector) else {
         host.end_session(&view.id);
@@ -312,7 +213,7 @@ async fn stdio_until_closed(
     // tokio's reactor; tokio's own stdin and stdout hand every read and
     // write to a blocking thread. Anything else falls back to those.
     let (input, output) = rmcp::transport::stdio_pipes();
-    let keep_alive = std::time::Duration::from_millis(host.config.sse_keep_alive_ms.max(10));
+    let keep_alive = std::time::Duration::from_millis(host.config().sse_keep_alive_ms.max(10));
     let served = super::stdio::serve(server, input, output, keep_alive).await;
     host.end_session(&view.id);
     if let Some(admin) = admin {

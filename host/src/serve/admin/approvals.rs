@@ -221,7 +221,7 @@ pub(super) async fn list_capability_requests(
         Some(_) => return Err(ApiError::bad_request("`pending` is true or false")),
     };
     let requests: Vec<_> = host
-        .sessions
+        .sessions()
         .capability_requests_to_answer(q.session.as_deref(), pending_only)
         .await?
         .into_iter()
@@ -250,7 +250,7 @@ pub(super) async fn answer_capability_request(
         .map_err(|_| ApiError::bad_request("a capability request id is a number"))?;
     // Another brand's request is answered as one that does not exist.
     let brand = host
-        .sessions
+        .sessions()
         .capability_requests_to_answer(None, false)
         .await?
         .into_iter()
@@ -269,7 +269,7 @@ pub(super) async fn answer_capability_request(
     }
     let by = format!("{} (admin API)", caller.subject);
     match host
-        .sessions
+        .sessions()
         .answer_capability_request(id, answer, &by)
         .await?
     {

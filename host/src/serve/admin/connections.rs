@@ -105,7 +105,7 @@ pub(super) fn token_source(
 /// it: how its credential is given (`secret`, `oauth`, ...), never the
 /// credential; `null` when there is none.
 fn connection_shown(host: &ServeHost, brand: &str, connector: &str) -> Value {
-    host.connections(brand)
+    host.list_connections(brand)
         .ok()
         .and_then(|list| list.into_iter().find(|(c, _)| c == connector))
         .map(|(_, source)| json!({"source": source}))
@@ -238,7 +238,7 @@ pub(super) async fn list_connections(
     Path(brand): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let list: Vec<Value> = host
-        .connections(&brand)?
+        .list_connections(&brand)?
         .into_iter()
         .map(|(c, source)| json!({"connector": c, "source": source}))
         .collect();

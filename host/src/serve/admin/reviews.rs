@@ -75,7 +75,7 @@ pub(super) async fn list_reviews(
         }
     }
     Ok(Json(
-        json!({"required": host.config.require_review, "connectors": out, "remote": remote, "removed": removed}),
+        json!({"required": host.config().require_review, "connectors": out, "remote": remote, "removed": removed}),
     ))
 }
 

@@ -1,12 +1,14 @@
 //! The flows that start at a brand's connection and reach open sessions:
 //! the [`crate::connections::Connections`] service changes the rows and
 //! decides what resolves; here a change also reaches every session at its
-//! next call, and the approvals of sessions that relied on a connection
-//! that no longer resolves are revoked.
+//! next call (the boundary decides afresh), and the approvals of sessions
+//! that relied on a connection that no longer resolves are revoked.
 
-use super::*;
+use super::Host;
+use crate::sessions::HostError;
+use std::collections::BTreeSet;
 
-impl ServeHost {
+impl<E> Host<E> {
     /// Disables a brand's connection. Calls stop at the next boundary (the
     /// credential is resolved at each), and the approvals waiting in every
     /// session that relied on it are revoked: they never revive, even if the
@@ -18,7 +20,7 @@ impl ServeHost {
         Ok(disabled)
     }
 
-    /// Stops sharing a connection; like [`ServeHost::disable_connection`]
+    /// Stops sharing a connection; like [`Host::disable_connection`]
     /// for the sessions of the brand it was shared with.
     pub fn unshare_connection(
         &self,
@@ -35,7 +37,7 @@ impl ServeHost {
     /// Another host changed a connection: resolutions are dropped, every
     /// session decides afresh at its next request, and the approvals of
     /// sessions relying on a connector that no longer resolves are revoked.
-    pub(super) fn connections_changed_elsewhere(&self) {
+    pub(crate) fn connections_changed_elsewhere(&self) {
         self.connections.changed_elsewhere();
         self.boundary.changed();
         let connectors: BTreeSet<String> = self
@@ -93,7 +95,7 @@ impl ServeHost {
     }
 
     /// The connectors that resolve for a brand and where each credential comes from.
-    pub fn connections(
+    pub fn list_connections(
         &self,
         brand: &str,
     ) -> Result<Vec<(String, crate::credentials::Source)>, HostError> {

@@ -1,13 +1,30 @@
-//! Remote MCP servers listed while the host runs: where what is served
-//! ([`crate::deployments`], which serves each list as reviewed) meets the
-//! grants (the deployment owner's credential a listing is made with).
+//! Where what is served ([`crate::deployments`]) meets the other services:
+//! remote MCP servers listed while the host runs, with the deployment
+//! owner's credential from the grants; and the components loaded for
+//! single sessions, dropped once no session held here names them.
 
-use super::*;
+use super::Host;
+use crate::capabilities::http::HttpCapability;
+use crate::deployments::{Pinned, SessionComponentError};
+use crate::grant::Obtained;
+use crate::sessions::HostError;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::sync::Arc;
 
-impl ServeHost {
+impl From<SessionComponentError> for HostError {
+    fn from(e: SessionComponentError) -> HostError {
+        match e {
+            SessionComponentError::NotSelectable(why) => HostError::NotSelectable(why),
+            SessionComponentError::Store(e) => HostError::Store(e),
+        }
+    }
+}
+
+impl<E> Host<E> {
     /// Serves remote connector `name` as its server lists its tools now
     /// and as the store's reviews say now
-    /// ([`Deployments::refresh_remote`]).
+    /// ([`crate::deployments::Deployments::refresh_remote`]).
     pub(crate) fn refresh_remote(&self, name: &str) {
         self.deployments.refresh_remote(name);
     }
@@ -37,6 +54,60 @@ impl ServeHost {
         .ok()
     }
 
+    /// The session components the sessions open here hold.
+    fn held_session_components(&self) -> BTreeSet<String> {
+        self.sessions
+            .all()
+            .iter()
+            .flat_map(|live| live.connectors.iter().cloned())
+            .collect()
+    }
+
+    /// `GET /v1/session-components`: every template, and the sessions here
+    /// holding each.
+    pub(crate) fn session_component_views(&self) -> Result<Vec<Value>, HostError> {
+        let sessions = self.sessions.all();
+        let holding = |name: &str| {
+            sessions
+                .iter()
+                .filter(|s| s.connectors.iter().any(|c| c == name))
+                .count()
+        };
+        Ok(self.deployments.session_component_views(holding)?)
+    }
+
+    /// Loads, for a session being opened or taken up here, each component
+    /// `references` names
+    /// ([`crate::deployments::Deployments::load_session_components`]): none
+    /// is dropped while the answer is held.
+    pub(crate) async fn load_session_components(
+        &self,
+        references: &[String],
+    ) -> Result<Pinned<'_>, HostError>
+    where
+        E: Send + Sync,
+    {
+        Ok(self
+            .deployments
+            .load_session_components(references, || self.held_session_components())
+            .await?)
+    }
+
+    /// Whether `name` is a component loaded here for the sessions that
+    /// named it.
+    pub(crate) fn is_session_only(&self, name: &str) -> bool {
+        self.deployments.is_session_only(name)
+    }
+
+    /// Drops every session component no session here holds (nor one being
+    /// opened).
+    pub(crate) fn drop_unused_session_components(&self) {
+        self.deployments
+            .drop_unused_session_components(&|| self.held_session_components());
+    }
+}
+
+impl<E: Send + Sync + 'static> Host<E> {
     /// Lists every remote server's tools now, then again whenever one says
     /// its list changed and every `discover_every_secs`; each list that
     /// differs is served at once (its new or changed tools held until
