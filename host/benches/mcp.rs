@@ -130,10 +130,11 @@ impl Setup {
     }
 
     async fn in_process(&self, session: &str) {
-        let live = self.host.session(session).unwrap();
+        let live = self.host.host().session(session).unwrap();
         let args = json!({"owner": "octo", "repo": "hello", "path": "README.md"});
         match self
             .host
+            .host()
             .call(&live, "github", CallRequest::new("github_read_file", &args))
             .await
         {
@@ -164,7 +165,7 @@ async fn setup() -> Setup {
         },
     )
     .unwrap();
-    host.put_connection("acme", "github", TOKEN).unwrap();
+    host.host().put_connection("acme", "github", TOKEN).unwrap();
     let listener = host.bind().await.unwrap();
     tokio::spawn(scout_host::serve::serve_http(
         host.clone(),

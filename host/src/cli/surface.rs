@@ -82,6 +82,7 @@ fn surface(
             scout_host::credentials::process_env,
         )?;
         let resolved = host
+            .host()
             .session_input(brand, role, input.profile.clone(), &Default::default())
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         input = input.brand(resolved.brand);

@@ -217,8 +217,8 @@ impl ServeHost {
     pub fn agent_config(&self, id: &str, format: Format) -> Option<Value> {
         // Whichever host serves it: the recorded view has the same fields.
         let view: super::SessionView = serde_json::from_value(self.session_view(id).ok()??).ok()?;
-        let mut known = Known::from_catalog(&self.catalog());
-        for (name, component) in &self.components() {
+        let mut known = Known::from_catalog(&self.host().catalog());
+        for (name, component) in &self.host().components() {
             known = known.with_server(name, component.tools().iter().map(|t| t.name.as_str()));
         }
         Some(render(

@@ -143,16 +143,17 @@ impl ServeHost {
         let mut subject = subject;
         if let Some(brand) = brand {
             let saved = self
+                .host()
                 .sessions()
                 .profile(brand, subject.role, profile)
                 .map_err(Refused::Host)?;
             subject = subject.with_profile(profile.map(str::to_string), saved);
             subject.brand = Some(brand.to_string());
         }
-        let roster = self.roster();
+        let roster = self.host().roster();
         let deployment = Deployment {
-            catalog: (*self.catalog()).clone(),
-            components: self.components(),
+            catalog: (*self.host().catalog()).clone(),
+            components: self.host().components(),
             platform: roster.platform.clone(),
             not_offered: roster.not_offered.clone(),
             ..Default::default()
@@ -170,16 +171,17 @@ impl ServeHost {
                 SessionState::Ended("no live host serves it".into())
             })
         };
-        self.resolving()
+        self.host()
+            .resolving()
             .audited(
                 &sessions,
                 stale_days,
-                self.config().require_review,
+                self.host().config().require_review,
                 |view| {
                     authority::audit(
                         &deployment,
-                        Some(self.config()),
-                        self.boundary().switches(),
+                        Some(self.host().config()),
+                        self.host().boundary().switches(),
                         &subject,
                         Some(view),
                     )

@@ -48,7 +48,7 @@ pub(crate) async fn authorize(
     let started = oauth::start(
         &http,
         allow_private_network,
-        host.key(),
+        host.host().key(),
         &mcp,
         &brand,
         &connector,
@@ -103,7 +103,7 @@ async fn complete(
         StatusCode::BAD_REQUEST,
         "The answer carries no `state`.".to_string(),
     ))?;
-    let pending = oauth::pending(host.key(), state)
+    let pending = oauth::pending(host.host().key(), state)
         .map_err(|e| (StatusCode::BAD_REQUEST, format!("{}.", e.why)))?;
     if let Some(error) = query.get("error") {
         // RFC 6749 §4.1.2.1: only the registered codes are repeated.
@@ -148,7 +148,8 @@ async fn complete(
         .await
         .map_err(|e| (StatusCode::BAD_GATEWAY, format!("{e}.")))?;
     let sealed = crate::credentials::TokenSource::Oauth(grant).seal_text();
-    host.put_connection(&pending.brand, &pending.connector, &sealed)
+    host.host()
+        .put_connection(&pending.brand, &pending.connector, &sealed)
         .map_err(|e| {
             tracing::error!(error = %e, "the OAuth connection cannot be stored");
             (
@@ -163,7 +164,7 @@ async fn complete(
 /// The remote server `connector` is, and whether it may be on a private
 /// network; a 404 or 422 naming what to do otherwise.
 fn remote_url(host: &ServeHost, connector: &str) -> Result<(url::Url, bool), ApiError> {
-    let Some(settings) = host.settings(connector) else {
+    let Some(settings) = host.host().settings(connector) else {
         return Err(ApiError::not_found(format!(
             "`{connector}` is not a connector this host serves: add a `[connectors.{connector}]` table with its `mcp` URL"
         )));

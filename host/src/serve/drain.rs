@@ -143,7 +143,7 @@ async fn livez() -> Json<serde_json::Value> {
 /// 200 when the store answers, this host holds its lease and is not
 /// draining; 503 with the reason otherwise.
 async fn readyz(State(host): State<Arc<ServeHost>>) -> Response {
-    match tokio::task::spawn_blocking(move || host.readiness()).await {
+    match tokio::task::spawn_blocking(move || host.host().readiness()).await {
         Ok(Ok(())) => Json(json!({"ready": true})).into_response(),
         Ok(Err(why)) => (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -167,7 +167,7 @@ fn calls_share(grace: Duration) -> Duration {
 /// The drain (see the module docs): returns when the listener may stop
 /// taking connections.
 pub(super) async fn drain(host: &ServeHost, grace: Duration) {
-    host.begin_shutdown();
+    host.host().begin_shutdown();
     let waiting = host.in_flight.now();
     tracing::warn!(
         requests = waiting,
@@ -184,7 +184,7 @@ pub(super) async fn drain(host: &ServeHost, grace: Duration) {
         );
     }
     // The sessions' event streams end, so no connection keeps the listener.
-    host.end_streams();
+    host.host().end_streams();
 }
 
 /// Logs and ignores every SIGHUP: nothing is reloaded, and the host keeps

@@ -34,9 +34,9 @@ impl Endpoint {
     ) -> Endpoint {
         let config = StreamableHttpServerConfig::default()
             .with_cancellation_token(cancel)
-            .with_max_request_body_bytes(host.config().max_request_bytes)
+            .with_max_request_body_bytes(host.host().config().max_request_bytes)
             .with_sse_keep_alive(Some(Duration::from_millis(
-                host.config().sse_keep_alive_ms.max(10),
+                host.host().config().sse_keep_alive_ms.max(10),
             )))
             // A stateless (2026-07-28) request gets one plain JSON answer,
             // no event stream, unless the call asks its client something

@@ -97,7 +97,7 @@ pub(super) fn budget(host: &ServeHost, live: &LiveSession) -> Value {
     let lines = live
         .session
         .holdings()
-        .map(|h| h.budget(host.grants().ledger()))
+        .map(|h| h.budget(host.host().grants().ledger()))
         .unwrap_or_default();
     let connectors: Vec<Value> = lines
         .iter()
@@ -191,6 +191,7 @@ fn request_capability(host: &ServeHost, live: &LiveSession, args: &Value) -> Val
             return json!({"error": "`request` is the number an earlier ask returned"});
         };
         let mine = host
+            .host()
             .sessions()
             .capability_requests(&live.session.id, false)
             .map(|all| all.into_iter().find(|r| r.id == id));
@@ -238,7 +239,11 @@ fn request_capability(host: &ServeHost, live: &LiveSession, args: &Value) -> Val
     let request = Value::Object(request);
     // Bounded: a session cannot fill the store, or a person's console,
     // with requests nobody has answered yet.
-    match host.sessions().capability_requests(&live.session.id, true) {
+    match host
+        .host()
+        .sessions()
+        .capability_requests(&live.session.id, true)
+    {
         Ok(pending) if pending.len() >= MAX_PENDING_REQUESTS => {
             return json!({"error": format!(
                 "this session already has {MAX_PENDING_REQUESTS} requests waiting for an answer: read their answers with {{\"request\": id}} and ask again once one is answered"
@@ -250,10 +255,11 @@ fn request_capability(host: &ServeHost, live: &LiveSession, args: &Value) -> Val
             return json!({"error": "the host could not read this session's requests, so nobody was asked; try again"});
         }
     }
-    match host
-        .sessions()
-        .park_capability_request(&live.session.id, &live.session.brand, &request)
-    {
+    match host.host().sessions().park_capability_request(
+        &live.session.id,
+        &live.session.brand,
+        &request,
+    ) {
         Ok(id) => json!({
             "request": id,
             "status": "parked for the person or run owner",
@@ -288,11 +294,12 @@ pub(super) fn call(
         REQUEST_CAPABILITY => request_capability,
         _ => return None,
     };
-    let answered = host
-        .boundary()
-        .call_host_tool(&live.session, &name, args, &origin, || {
-            run(host, live, args)
-        });
+    let answered =
+        host.host()
+            .boundary()
+            .call_host_tool(&live.session, &name, args, &origin, || {
+                run(host, live, args)
+            });
     Some(match answered {
         Ok(answer) => answer,
         Err(HostToolRefused::Denied(denied)) => {

@@ -10,11 +10,11 @@
 //! admin API's approvals otherwise.
 
 use super::{LiveSession, ServeHost};
+use crate::approvals::ApprovalId;
 use crate::boundary::{CallRequest, Executed, Revision};
 use crate::person::Asker;
 use crate::policy;
 use crate::runtime::ToolOutput;
-use crate::approvals::ApprovalId;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
     ElicitRequestParams, ElicitationAction, ElicitationSchema, Implementation, ListToolsResult,
@@ -114,6 +114,7 @@ impl ConnectorServer {
     pub fn offered(&self) -> Result<Arc<Listed>, McpError> {
         let (host, live) = self.parts()?;
         let revision = host
+            .host()
             .boundary()
             .offered(&live.session)
             .ok()
@@ -123,8 +124,12 @@ impl ConnectorServer {
         {
             return Ok(listed.clone());
         }
-        let tools = match host.component(&self.connector) {
-            Some(component) => describe(host.boundary().offered_tools(&live.session, &component)),
+        let tools = match host.host().component(&self.connector) {
+            Some(component) => describe(
+                host.host()
+                    .boundary()
+                    .offered_tools(&live.session, &component),
+            ),
             None if self.connector == super::host_tools::SCOUT_SERVER => {
                 super::host_tools::given(&live.session)
                     .into_iter()
@@ -320,7 +325,7 @@ impl ServerHandler for ConnectorServer {
             result = &mut call => result,
             Ok(_) = approval => match told {
                 Some(token) => {
-                    let keep_alive = Duration::from_millis(host.config().sse_keep_alive_ms.max(10));
+                    let keep_alive = Duration::from_millis(host.host().config().sse_keep_alive_ms.max(10));
                     tokio::select! {
                         result = &mut call => result,
                         () = tell_progress(&context, token, keep_alive) => call.await,
@@ -339,7 +344,7 @@ impl ConnectorServer {
         traced: &crate::telemetry::TraceParent,
     ) -> Option<opentelemetry_sdk::trace::Span> {
         let (host, live) = self.parts().ok()?;
-        let telemetry = host.telemetry()?;
+        let telemetry = host.host().telemetry()?;
         Some(telemetry.list_span(crate::telemetry::CallSpanStart {
             tool: "",
             connector: &self.connector,
@@ -371,7 +376,7 @@ impl ConnectorServer {
         let args = Value::Object(request.arguments.unwrap_or_default());
         // A remote server may ask this call's person something only where
         // the session has a person and this client can put it to them.
-        if let Some(server) = host.remote(&self.connector) {
+        if let Some(server) = host.host().remote(&self.connector) {
             let may_ask = live.session.input.role.can_ask_a_person();
             server.ask_through(&live.session.id, asker.clone().filter(|_| may_ask));
         }
@@ -384,11 +389,13 @@ impl ConnectorServer {
                 Some(waiting) => request.telling(waiting),
                 None => request,
             };
-            let result = host.call(&live, &self.connector, request).await;
+            let result = host.host().call(&live, &self.connector, request).await;
             return answer(&host, &self.connector, result);
         };
         let (asked, approval) = tokio::sync::oneshot::channel();
-        let call = host.call(&live, &self.connector, request.telling(asked));
+        let call = host
+            .host()
+            .call(&live, &self.connector, request.telling(asked));
         tokio::pin!(call);
         let result = tokio::select! {
             result = &mut call => result,
@@ -443,7 +450,7 @@ fn answer(
     connector: &str,
     result: Result<Executed, crate::boundary::Denied>,
 ) -> Result<CallToolResponse, McpError> {
-    let remote = host.remote(connector).is_some();
+    let remote = host.host().remote(connector).is_some();
     match result {
         // A remote server's own result (content, structured content), as
         // the handle capped and scrubbed it, marked untrusted.
@@ -565,7 +572,7 @@ async fn ask_through_elicitation(
 ) {
     // What the approval is bound to, as the approvals API shows it (for a
     // reservation above a spend threshold: the arguments and the estimate).
-    let approvals = host.approvals();
+    let approvals = host.host().approvals();
     let bound = approvals
         .approval(id)
         .await

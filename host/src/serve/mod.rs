@@ -1,14 +1,17 @@
 //! `scout-host serve` (DESIGN D8): the orchestrator's surface.
 //!
 //! One process holds the loaded components, the store, the policy and the
-//! execution boundary, and serves two things on one listener:
+//! execution boundary (its [`crate::host::Host`], which owns every service
+//! and the flows across them); this module is its adapters only, and
+//! serves two things on one listener:
 //! - the admin API ([`admin`]), for people and orchestrators: sessions,
 //!   profiles, connections, approvals, tool reviews and the trace;
 //! - MCP over streamable HTTP ([`mcp`]), one endpoint per session and
 //!   connector, each answering with exactly that session's offered tools.
 //!
-//! Both go through [`ServeHost`], so the admin API and MCP see the same
-//! sessions, and every call reaches the same [`Boundary`].
+//! Both go through [`ServeHost`] to the one `Host`, so the admin API and MCP
+//! see the same sessions, and every call reaches the same
+//! [`crate::boundary::Boundary`].
 
 pub mod admin;
 pub mod agent_config;
@@ -37,7 +40,6 @@ use crate::policy::Switches;
 pub use crate::config;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-
 use std::sync::Arc;
 
 /// How often `serve` ends the sessions past their time.
@@ -54,7 +56,6 @@ impl Drop for AbortOnDrop {
 /// A live session, reached through its MCP endpoints ([`crate::session::registry`]).
 pub type LiveSession = crate::sessions::Live<endpoint::Endpoint>;
 pub(crate) use crate::sessions::SessionEnd;
-
 pub use crate::sessions::{HostError, OpenSession, SessionView};
 
 /// The host `serve` serves: its sessions reached through MCP endpoints.
@@ -75,16 +76,6 @@ pub struct ServeHost {
     bound: std::sync::OnceLock<(std::net::SocketAddr, Vec<String>)>,
     /// Requests being answered, for a drain to wait on ([`drain`]).
     in_flight: Arc<drain::InFlight>,
-}
-
-/// While the adapters move to [`ServeHost::host`], they reach the host's
-/// methods through the listener.
-impl std::ops::Deref for ServeHost {
-    type Target = ServedHost;
-
-    fn deref(&self) -> &ServedHost {
-        &self.host
-    }
 }
 
 fn digest(text: &str) -> [u8; 32] {
@@ -163,9 +154,9 @@ impl ServeHost {
 
     /// The base URL MCP endpoints are announced under.
     pub(crate) fn base_url(&self) -> String {
-        match (&self.config().public_url, self.bound.get()) {
+        match (&self.host.config().public_url, self.bound.get()) {
             (None, Some((addr, _))) => format!("http://{addr}"),
-            _ => self.config().base_url(),
+            _ => self.host.config().base_url(),
         }
     }
 
@@ -173,7 +164,7 @@ impl ServeHost {
     pub(crate) fn answers_to(&self, host: &str) -> bool {
         match self.bound.get() {
             Some((_, hosts)) => hosts.iter().any(|h| h == host),
-            None => self.config().hosts().iter().any(|h| h == host),
+            None => self.host.config().hosts().iter().any(|h| h == host),
         }
     }
 
@@ -196,7 +187,8 @@ impl ServeHost {
         if self.answers_to(&authority.to_ascii_lowercase()) {
             return true;
         }
-        self.config()
+        self.host
+            .config()
             .public_url
             .as_deref()
             .and_then(|public| url::Url::parse(public).ok())
@@ -205,7 +197,7 @@ impl ServeHost {
 
     /// Binds the configured listener and records the address it got.
     pub async fn bind(&self) -> std::io::Result<tokio::net::TcpListener> {
-        let listen = self.config().listen;
+        let listen = self.host.config().listen;
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .map_err(|e| match e.kind() {
@@ -222,7 +214,7 @@ impl ServeHost {
                 _ => e,
             })?;
         let addr = listener.local_addr()?;
-        let _ = self.bound.set((addr, self.config().hosts_for(addr)));
+        let _ = self.bound.set((addr, self.host.config().hosts_for(addr)));
         Ok(listener)
     }
 

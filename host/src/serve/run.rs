@@ -10,8 +10,8 @@ use super::*;
 /// a host that died is recovered and counted as lost by the others.
 pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
     let served = run_until_stopped(host.clone()).await;
-    host.release_lease().await;
-    host.flush_telemetry().await;
+    host.host().release_lease().await;
+    host.host().flush_telemetry().await;
     if served.is_ok() {
         crate::logs::say(format_args!("stopped"));
     }
@@ -24,18 +24,18 @@ async fn run_until_stopped(host: Arc<ServeHost>) -> anyhow::Result<()> {
     // Before any call: close what a host killed mid-call left open. After the
     // bind, so a second `serve` on the same address stops before it touches
     // the first one's approvals and calls.
-    host.recover_previous_run().await?;
+    host.host().recover_previous_run().await?;
     // The connectors the fleet added through the admin API, each pulled
     // and verified here, before the first request.
-    host.deploy_stored().await;
+    host.host().deploy_stored().await;
     // On stderr, beside the switch banner: stdout's one line is the address.
     crate::logs::say(format_args!("{}", host.setup_line()));
-    for line in host.connector_lines() {
+    for line in host.host().connector_lines() {
         crate::logs::say(format_args!("{line}"));
     }
     host.host().discover_remote();
     drain::ignore_hangups();
-    let probe_server = match host.config().probe_listen {
+    let probe_server = match host.host().config().probe_listen {
         Some(at) => {
             let probes =
                 anyhow::Context::with_context(tokio::net::TcpListener::bind(at).await, || {
@@ -54,7 +54,7 @@ async fn run_until_stopped(host: Arc<ServeHost>) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let metrics_server = match host.config().metrics_listen {
+    let metrics_server = match host.host().config().metrics_listen {
         Some(at) => {
             let scrapes =
                 anyhow::Context::with_context(tokio::net::TcpListener::bind(at).await, || {
@@ -79,7 +79,7 @@ async fn run_until_stopped(host: Arc<ServeHost>) -> anyhow::Result<()> {
         None => None,
     };
     println!("scout-host serving the admin API and MCP on http://{addr}");
-    let grace = std::time::Duration::from_secs(host.config().shutdown_grace_secs);
+    let grace = std::time::Duration::from_secs(host.host().config().shutdown_grace_secs);
     let (stopping, stopped_at) = tokio::sync::oneshot::channel();
     let graceful = {
         let host = host.clone();
@@ -139,8 +139,8 @@ pub async fn serve_http(
             loop {
                 tick.tick().await;
                 let Some(host) = host.upgrade() else { return };
-                host.end_expired();
-                host.pay_owed().await;
+                host.host().end_expired();
+                host.host().pay_owed().await;
             }
         })
     };
@@ -165,8 +165,8 @@ pub async fn run_stdio(
     connector: String,
 ) -> anyhow::Result<()> {
     let served = stdio_until_closed(host.clone(), request, connector).await;
-    host.release_lease().await;
-    host.flush_telemetry().await;
+    host.host().release_lease().await;
+    host.host().flush_telemetry().await;
     served
 }
 
@@ -192,16 +192,16 @@ async fn stdio_until_closed(
         Err(e) => {
             crate::logs::say(format_args!(
                 "no admin API ({}: {e}); approvals only through MCP elicitation",
-                host.config().listen
+                host.host().config().listen
             ));
             None
         }
     };
-    host.deploy_stored().await;
+    host.host().deploy_stored().await;
     host.host().discover_remote();
     let view = host.open_session(&request)?;
     let Some((live, _)) = host.endpoint(&view.id, &connector) else {
-        host.end_session(&view.id);
+        host.host().end_session(&view.id);
         anyhow::bail!(
             "connector `{connector}` is not served to this session (connected: {:?})",
             view.mcp.keys().collect::<Vec<_>>()
@@ -213,9 +213,10 @@ async fn stdio_until_closed(
     // tokio's reactor; tokio's own stdin and stdout hand every read and
     // write to a blocking thread. Anything else falls back to those.
     let (input, output) = rmcp::transport::stdio_pipes();
-    let keep_alive = std::time::Duration::from_millis(host.config().sse_keep_alive_ms.max(10));
+    let keep_alive =
+        std::time::Duration::from_millis(host.host().config().sse_keep_alive_ms.max(10));
     let served = super::stdio::serve(server, input, output, keep_alive).await;
-    host.end_session(&view.id);
+    host.host().end_session(&view.id);
     if let Some(admin) = admin {
         admin.abort();
     }

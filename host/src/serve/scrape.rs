@@ -38,7 +38,7 @@ pub(super) async fn openmetrics(host: &ServeHost) -> Response {
             axum::http::header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        host.metrics_text().await,
+        host.host().metrics_text().await,
     )
         .into_response()
 }

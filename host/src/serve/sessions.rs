@@ -42,11 +42,6 @@ impl ServeHost {
         self.host.take_up(id, token, &reach(&endpoint)).await
     }
 
-    /// Every open session this host serves.
-    pub fn session_views(&self) -> Vec<SessionView> {
-        self.host.session_views(&self.base_url())
-    }
-
     /// Every open session of every live host, as the admin API shows it.
     pub(crate) fn all_sessions(&self) -> Result<Vec<Value>, HostError> {
         self.host.all_sessions(&self.base_url())

@@ -15,7 +15,7 @@ fn serving<'a>(
     tool: &'a str,
 ) -> Option<(Arc<LoadedComponent>, &'a str, &'a str)> {
     let (server, wire) = tool.strip_prefix("mcp__")?.split_once("__")?;
-    let component = host.component(server)?;
+    let component = host.host().component(server)?;
     component.tool(wire)?;
     Some((component, server, wire))
 }
@@ -31,7 +31,7 @@ pub(crate) fn tool_shown(host: &ServeHost, tool: &str) -> Value {
     let Some(found) = component.tool(wire) else {
         return Value::Null;
     };
-    let settings = host.config().connectors.get(server);
+    let settings = host.host().config().connectors.get(server);
     let origin_of = |destination: Option<&str>| -> Option<String> {
         let settings = settings?;
         match destination {

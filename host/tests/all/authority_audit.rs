@@ -1215,7 +1215,7 @@ async fn the_admin_api_answers_the_same_audit() {
         test_env,
     )
     .expect("serve starts");
-    let store = host.store().clone();
+    let store = host.host().store().clone();
     let listening = common::listen(host).await;
     let (http, base) = (common::client(), listening.base.clone());
     let get = |path: String| {

@@ -554,7 +554,8 @@ fn start_refuses_a_connector_it_cannot_serve_and_names_it() {
     let host = ServeHost::start(common::config_in(&text, &db), Switches::default(), test_env)
         .expect("any component that passes the load checks is served");
     assert!(
-        host.catalog()
+        host.host()
+            .catalog()
             .connector("hostile")
             .is_some_and(|c| c.grantable.is_empty() && !c.reads.is_empty())
     );

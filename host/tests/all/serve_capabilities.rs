@@ -112,7 +112,10 @@ fn mcp(tool: &str) -> String {
 impl Fixture {
     /// Stores `brand`'s connection, so the connector is served to it.
     fn connect(&self, brand: &str) {
-        self.host.put_connection(brand, CONNECTOR, SECRET).unwrap();
+        self.host
+            .host()
+            .put_connection(brand, CONNECTOR, SECRET)
+            .unwrap();
     }
 
     /// A specialist profile for acme with `grant` and `tools` besides the guest's reads.
@@ -129,11 +132,11 @@ impl Fixture {
             grant,
             limits: Limits::preset(),
         };
-        scout_host::store::block(self.host.store().save_profile(
+        scout_host::store::block(self.host.host().store().save_profile(
             "acme",
             &profile,
             ProfileKind::Coworker,
-            &self.host.catalog(),
+            &self.host.host().catalog(),
         ))
         .expect("the profile is valid");
     }
@@ -142,11 +145,11 @@ impl Fixture {
     fn goal_agent(&self, name: &str, grant: Grant) {
         let mut profile = presets::goal_agent(grant);
         profile.name = name.into();
-        scout_host::store::block(self.host.store().save_profile(
+        scout_host::store::block(self.host.host().store().save_profile(
             "acme",
             &profile,
             ProfileKind::GoalAgent,
-            &self.host.catalog(),
+            &self.host.host().catalog(),
         ))
         .expect("the profile is valid");
     }
@@ -163,9 +166,10 @@ impl Fixture {
 
     /// Calls `tool` of the guest in session `id`; the guest's answer as JSON.
     async fn call(&self, id: &str, tool: &str, args: Value) -> Value {
-        let live = self.host.session(id).expect("the session is open");
+        let live = self.host.host().session(id).expect("the session is open");
         match self
             .host
+            .host()
             .call(
                 &live,
                 CONNECTOR,
@@ -188,7 +192,7 @@ impl Fixture {
     /// A person answering every approval session `id` asks for with
     /// `approve`, until dropped.
     fn answering(&self, id: &str, approve: bool) -> AbortOnDrop {
-        let (store, id) = (self.host.store().clone(), id.to_string());
+        let (store, id) = (self.host.host().store().clone(), id.to_string());
         AbortOnDrop(tokio::spawn(async move {
             loop {
                 for a in scout_host::store::block(store.pending(&id)).unwrap_or_default() {
@@ -207,6 +211,7 @@ impl Fixture {
     fn charged(&self, id: &str) -> u64 {
         scout_host::store::block(
             self.host
+                .host()
                 .store()
                 .charges_in_run(&format!("{id}:{CONNECTOR}")),
         )
@@ -302,7 +307,7 @@ async fn a_specialist_spends_its_grant_and_an_over_allowance_reservation_sends_n
 
     // The run is durable: the store holds the charge, and the session's end ends the run.
     assert_eq!(f.charged(&id), 1);
-    assert!(f.host.end_session(&id));
+    assert!(f.host.host().end_session(&id));
     let again = f.open("acme", "specialist", Some("researcher")).unwrap();
     let left = f
         .call(&again, "spend", json!({"estimate": 2, "actual": 2}))
@@ -313,7 +318,7 @@ async fn a_specialist_spends_its_grant_and_an_over_allowance_reservation_sends_n
         "a new session is a new run with its whole per-run figure"
     );
     // `/metrics` counts what the ledger charged and what the meter refused.
-    let text = f.host.metrics_text().await;
+    let text = f.host.host().metrics_text().await;
     let sample = |line: &str| -> f64 {
         text.lines()
             .find_map(|l| {
@@ -369,7 +374,7 @@ async fn the_per_day_figure_holds_across_goal_agent_sessions() {
     assert_eq!(f.requests(), 1, "the day-exhausted call sent nothing");
 
     // A ends having spent 10: the day counts 10, so B's run now fits (10 + 25 <= 40).
-    f.host.end_session(&a);
+    f.host.host().end_session(&a);
     assert_eq!(
         f.call(
             &b,
@@ -397,11 +402,11 @@ async fn the_per_day_figure_holds_across_goal_agent_sessions() {
     f.connect("globex");
     let mut profile = presets::goal_agent(grant(25, 40));
     profile.name = "agent".into();
-    scout_host::store::block(f.host.store().save_profile(
+    scout_host::store::block(f.host.host().store().save_profile(
         "globex",
         &profile,
         ProfileKind::GoalAgent,
-        &f.host.catalog(),
+        &f.host.host().catalog(),
     ))
     .unwrap();
     let g = f.open("globex", "goal-agent", Some("agent")).unwrap();
@@ -514,7 +519,7 @@ async fn a_call_a_person_denies_builds_no_handle_and_starts_no_run() {
     .await;
     f.connect("acme");
     let id = f.open("acme", "person-chat", None).unwrap();
-    let granted = f.host.handles_granted();
+    let granted = f.host.host().handles_granted();
     let denier = f.answering(&id, false);
     let denied = f
         .call(
@@ -528,12 +533,12 @@ async fn a_call_a_person_denies_builds_no_handle_and_starts_no_run() {
     assert_eq!(f.requests(), 0, "the denied call sent nothing");
     assert_eq!(f.charged(&id), 0);
     assert_eq!(
-        f.host.store().end_live_runs(i64::MAX).await.unwrap(),
+        f.host.host().store().end_live_runs(i64::MAX).await.unwrap(),
         0,
         "no run was started for a call the boundary refused"
     );
     assert_eq!(
-        f.host.handles_granted(),
+        f.host.host().handles_granted(),
         granted,
         "no handle was built and no credential resolved for it"
     );
@@ -551,7 +556,7 @@ async fn a_call_a_person_denies_builds_no_handle_and_starts_no_run() {
     assert_eq!(f.requests(), 1);
     assert_eq!(f.charged(&id), 2);
     assert_eq!(
-        f.host.handles_granted(),
+        f.host.host().handles_granted(),
         granted + 1,
         "granted once allowed"
     );
@@ -570,7 +575,7 @@ async fn folders_read_list_and_write_inside_their_root_and_refuse_escapes() {
     let f = serve("folders", &folders_config(&scratch.0)).await;
     f.connect("acme");
     let id = f.open("acme", "person-chat", None).unwrap();
-    assert_eq!(f.host.folder_rights(&id), Some((true, true)));
+    assert_eq!(f.host.host().folder_rights(&id), Some((true, true)));
     let _approver = f.approver(&id);
     let project = scratch.0.join("acme/project");
 
@@ -688,7 +693,7 @@ async fn who_may_write_a_folder_follows_the_roles_project_folder() {
     // The goal agent's fixed tools are project list, read, write.
     f.goal_agent("agent", grant(25, 100));
     let goal = f.open("acme", "goal-agent", Some("agent")).unwrap();
-    assert_eq!(f.host.folder_rights(&goal), Some((true, true)));
+    assert_eq!(f.host.host().folder_rights(&goal), Some((true, true)));
     // A specialist with project list and read only (the SEO analyst, the
     // Content writer) reads but never writes.
     f.specialist(
@@ -697,7 +702,7 @@ async fn who_may_write_a_folder_follows_the_roles_project_folder() {
         &["mcp__project__project_list", "mcp__project__project_read"],
     );
     let writer = f.open("acme", "specialist", Some("writer")).unwrap();
-    assert_eq!(f.host.folder_rights(&writer), Some((true, false)));
+    assert_eq!(f.host.host().folder_rights(&writer), Some((true, false)));
     f.specialist(
         "researcher",
         grant(25, 100),
@@ -708,13 +713,17 @@ async fn who_may_write_a_folder_follows_the_roles_project_folder() {
         ],
     );
     let researcher = f.open("acme", "specialist", Some("researcher")).unwrap();
-    assert_eq!(f.host.folder_rights(&researcher), Some((true, true)));
+    assert_eq!(f.host.host().folder_rights(&researcher), Some((true, true)));
     // A read-only route and the goal reviewer hold no folder. (An inbound
     // email turn is handed AgentMail's credentials only, so it cannot open
     // beside this guest; its allowlist has no project tool either.)
     for role in ["read-only", "goal-reviewer"] {
         let id = f.open("acme", role, None).unwrap();
-        assert_eq!(f.host.folder_rights(&id), Some((false, false)), "{role}");
+        assert_eq!(
+            f.host.host().folder_rights(&id),
+            Some((false, false)),
+            "{role}"
+        );
     }
 
     // The goal agent reads what a person wrote, inside its root.
@@ -803,7 +812,7 @@ async fn a_session_that_expires_ends_its_run() {
         json!({"ok": 22})
     );
     tokio::time::sleep(Duration::from_millis(1_100)).await;
-    assert_eq!(f.host.end_expired(), 1);
+    assert_eq!(f.host.host().end_expired(), 1);
     // Had A's run stayed live it would hold 25 of 40; ended, it counts 3.
     let b = f.open("acme", "goal-agent", Some("agent")).unwrap();
     assert_eq!(
@@ -1022,7 +1031,7 @@ async fn a_delegation_ends_after_its_effects_and_at_its_expiry_and_says_who_made
             .starts_with("delegation expired"),
         "{read}"
     );
-    let rules: Vec<String> = scout_host::store::block(f.host.store().trace_for_session(&id))
+    let rules: Vec<String> = scout_host::store::block(f.host.host().store().trace_for_session(&id))
         .unwrap()
         .into_iter()
         .filter(|e| e.state.as_str() == "denied")
@@ -1090,11 +1099,11 @@ async fn an_agent_sees_its_own_budget_and_nobody_elses() {
             grant: limited.clone(),
             limits: Limits::preset(),
         };
-        scout_host::store::block(f.host.store().save_profile(
+        scout_host::store::block(f.host.host().store().save_profile(
             brand,
             &profile,
             ProfileKind::Coworker,
-            &f.host.catalog(),
+            &f.host.host().catalog(),
         ))
         .unwrap();
     }
@@ -1214,7 +1223,13 @@ async fn an_agent_sees_its_own_budget_and_nobody_elses() {
         "{instructions}"
     );
     // The trace records the host tool's calls.
-    let traced = f.host.store().trace_for_session(&view.id).await.unwrap();
+    let traced = f
+        .host
+        .host()
+        .store()
+        .trace_for_session(&view.id)
+        .await
+        .unwrap();
     assert!(
         traced
             .iter()

@@ -104,6 +104,7 @@ impl Fixture {
             issued: None,
         });
         self.host
+            .host()
             .put_connection(brand, "google", &source.seal_text())
             .unwrap();
     }
@@ -122,10 +123,15 @@ impl Fixture {
 
     /// The tool's answer as JSON (`{"ok": ..}` or `{"err": ..}`).
     async fn call(&self, session: &str, connector: &str, tool: &str) -> Value {
-        let live = self.host.session(session).expect("the session is open");
+        let live = self
+            .host
+            .host()
+            .session(session)
+            .expect("the session is open");
         let args = json!({});
         match self
             .host
+            .host()
             .call(&live, connector, CallRequest::new(tool, &args))
             .await
         {
@@ -137,7 +143,7 @@ impl Fixture {
 
     /// The session's whole trace, as text.
     fn trace(&self, session: &str) -> String {
-        let page = scout_host::store::block(self.host.store().trace_page(
+        let page = scout_host::store::block(self.host.host().store().trace_page(
             TraceFilter::Session(session),
             0,
             5000,
@@ -148,7 +154,7 @@ impl Fixture {
 
     /// The `credentials` entries of the session's `executed` events.
     fn credential_events(&self, session: &str) -> Vec<Value> {
-        scout_host::store::block(self.host.store().trace_page(
+        scout_host::store::block(self.host.host().store().trace_page(
             TraceFilter::Session(session),
             0,
             5000,
@@ -262,11 +268,11 @@ async fn a_specialists_google_grant_asks_for_exactly_the_granted_scopes() {
         },
         limits: Limits::preset(),
     };
-    scout_host::store::block(f.host.store().save_profile(
+    scout_host::store::block(f.host.host().store().save_profile(
         "acme",
         &profile,
         ProfileKind::Coworker,
-        &f.host.catalog(),
+        &f.host.host().catalog(),
     ))
     .expect("the profile is valid");
     let session = f.open("acme", "specialist", Some("console-reader"));
@@ -375,6 +381,7 @@ async fn a_tailscale_oauth_client_gets_read_scoped_tokens_that_the_guest_never_s
         scopes: ["users:read".to_string(), "devices:core:read".to_string()].into(),
     });
     f.host
+        .host()
         .put_connection("acme", "tailscale", &source.seal_text())
         .unwrap();
     // A hostile upstream reflects the token it got.
@@ -415,6 +422,7 @@ async fn a_broker_connection_is_served_only_where_the_broker_secret_is_set() {
     let without = serve("no-broker", false).await;
     without
         .host
+        .host()
         .put_connection("acme", "figma", &broker.seal_text())
         .unwrap();
     let view = without
@@ -432,6 +440,7 @@ async fn a_broker_connection_is_served_only_where_the_broker_secret_is_set() {
 
     let with = serve("broker", true).await;
     with.host
+        .host()
         .put_connection("acme", "figma", &broker.seal_text())
         .unwrap();
     let session = with.open("acme", "person-chat", None);
@@ -680,6 +689,7 @@ async fn a_token_endpoint_on_a_private_address_is_never_asked() {
             issued: None,
         });
         f.host
+            .host()
             .put_connection(brand, "google", &source.seal_text())
             .unwrap();
         let session = f.open(brand, "person-chat", None);
@@ -705,6 +715,7 @@ async fn a_token_endpoint_on_a_private_address_is_never_asked() {
     }
     // A broker on loopback without the operator's leave: not asked either.
     f.host
+        .host()
         .put_connection(
             "broker-brand",
             "figma",

@@ -43,7 +43,7 @@ pub(super) async fn list_approvals(
     if let (Some(s), true, true) = (&q.session, listed.is_empty(), caller.covers_every_brand()) {
         listed.push((s.as_str(), None));
     }
-    let approvals = host.approvals();
+    let approvals = host.host().approvals();
     for (session, view) in listed {
         for approval in approvals.pending(session).await? {
             let arguments = approvals.arguments(&approval);
@@ -106,6 +106,7 @@ pub(super) async fn list_decisions(
     // `by` is "SUBJECT (CHANNEL)": the caller's own begin with its subject.
     let own = format!("{} (", caller.subject);
     let decisions: Vec<Value> = host
+        .host()
         .approvals()
         .decisions(DECISIONS_READ)
         .await?
@@ -141,7 +142,7 @@ pub(super) async fn list_decisions(
 /// context a person deciding one of its writes reads.
 async fn recent_requests(host: &ServeHost, session: &str) -> Vec<Value> {
     const SHOWN: usize = 8;
-    let Ok(events) = host.trace().recent_requests(session, SHOWN).await else {
+    let Ok(events) = host.host().trace().recent_requests(session, SHOWN).await else {
         return Vec::new();
     };
     events
@@ -159,7 +160,8 @@ pub(super) fn connector_of(host: &ServeHost, tool: &str) -> Option<String> {
     {
         return Some(server.to_string());
     }
-    host.components()
+    host.host()
+        .components()
         .iter()
         .find(|(_, component)| component.tool(tool).is_some())
         .map(|(name, _)| name.clone())
@@ -221,6 +223,7 @@ pub(super) async fn list_capability_requests(
         Some(_) => return Err(ApiError::bad_request("`pending` is true or false")),
     };
     let requests: Vec<_> = host
+        .host()
         .sessions()
         .capability_requests_to_answer(q.session.as_deref(), pending_only)
         .await?
@@ -250,6 +253,7 @@ pub(super) async fn answer_capability_request(
         .map_err(|_| ApiError::bad_request("a capability request id is a number"))?;
     // Another brand's request is answered as one that does not exist.
     let brand = host
+        .host()
         .sessions()
         .capability_requests_to_answer(None, false)
         .await?
@@ -269,6 +273,7 @@ pub(super) async fn answer_capability_request(
     }
     let by = format!("{} (admin API)", caller.subject);
     match host
+        .host()
         .sessions()
         .answer_capability_request(id, answer, &by)
         .await?
@@ -282,7 +287,7 @@ pub(super) async fn answer_capability_request(
                 caller.actor(),
                 super::request_origin(),
             );
-            host.trace().record(&event).await?;
+            host.host().trace().record(&event).await?;
             Ok(Json(json!({
                 "request": id,
                 "answered_by": caller.subject,
@@ -324,7 +329,8 @@ pub(super) async fn decide_approval(
         subject: &caller.subject,
         actor: caller.actor(),
     };
-    host.approvals()
+    host.host()
+        .approvals()
         .decide_if(ApprovalId(id), request.approve, decider, |approval| {
             // Another brand's approval is answered as one that does not exist.
             super::require_session_brand(

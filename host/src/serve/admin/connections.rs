@@ -105,7 +105,8 @@ pub(super) fn token_source(
 /// it: how its credential is given (`secret`, `oauth`, ...), never the
 /// credential; `null` when there is none.
 fn connection_shown(host: &ServeHost, brand: &str, connector: &str) -> Value {
-    host.list_connections(brand)
+    host.host()
+        .list_connections(brand)
         .ok()
         .and_then(|list| list.into_iter().find(|(c, _)| c == connector))
         .map(|(_, source)| json!({"source": source}))
@@ -120,7 +121,7 @@ pub(super) async fn put_connection(
 ) -> Result<Json<Value>, ApiError> {
     let before = connection_shown(&host, &brand, &connector);
     let google = connector == crate::credentials::GOOGLE;
-    if !google && host.catalog().connector(&connector).is_none() {
+    if !google && host.host().catalog().connector(&connector).is_none() {
         return Err(ApiError::not_found(format!(
             "`{connector}` is not a connector this host serves or the seed catalogue names: add a `[connectors.{connector}]` table with its component to serve's configuration and restart"
         )));
@@ -191,7 +192,7 @@ pub(super) async fn put_connection(
             ));
         }
     };
-    host.put_connection(&brand, &connector, &sealed)?;
+    host.host().put_connection(&brand, &connector, &sealed)?;
     super::record_change(
         &host,
         &caller,
@@ -213,7 +214,7 @@ pub(super) async fn disable_connection(
     Path((brand, connector)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     let before = connection_shown(&host, &brand, &connector);
-    if host.disable_connection(&brand, &connector)? {
+    if host.host().disable_connection(&brand, &connector)? {
         super::record_change(
             &host,
             &caller,
@@ -238,6 +239,7 @@ pub(super) async fn list_connections(
     Path(brand): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let list: Vec<Value> = host
+        .host()
         .list_connections(&brand)?
         .into_iter()
         .map(|(c, source)| json!({"connector": c, "source": source}))
@@ -330,7 +332,7 @@ pub(super) async fn share(
     crate::config::check_brand_name(&with)
         .map_err(|why| ApiError::invalid_field("invalid_share", "with", why))?;
     require_admin_of_both(&caller, &brand, &connector, &with)?;
-    host.share_connection(&brand, &connector, &with)?;
+    host.host().share_connection(&brand, &connector, &with)?;
     record_share(
         &host,
         &caller,
@@ -354,7 +356,7 @@ pub(super) async fn unshare(
     // Withdrawing a share takes authority away only: the lending brand's
     // admin (the route's `{brand}` check) may always stop lending its own
     // credential, as it may disable it; both brands' trails record it.
-    if host.unshare_connection(&brand, &connector, &with)? {
+    if host.host().unshare_connection(&brand, &connector, &with)? {
         record_share(
             &host,
             &caller,

@@ -36,7 +36,7 @@ pub(super) async fn list_connectors(
     State(host): State<Arc<ServeHost>>,
 ) -> Result<Json<Value>, ApiError> {
     let host = host.clone();
-    let views = tokio::task::spawn_blocking(move || host.deployments().connector_views())
+    let views = tokio::task::spawn_blocking(move || host.host().deployments().connector_views())
         .await
         .map_err(|e| HostError::Unavailable(format!("listing the connectors stopped: {e}")))??;
     Ok(Json(json!({ "connectors": views })))
@@ -48,7 +48,7 @@ pub(super) async fn get_connector(
 ) -> Result<Json<Value>, ApiError> {
     let views = {
         let host = host.clone();
-        tokio::task::spawn_blocking(move || host.deployments().connector_views())
+        tokio::task::spawn_blocking(move || host.host().deployments().connector_views())
             .await
             .map_err(|e| HostError::Unavailable(format!("listing the connectors stopped: {e}")))??
     };
@@ -74,6 +74,7 @@ pub(super) async fn put_connector(
         ));
     }
     let view = host
+        .host()
         .deployments()
         .put_connector(&name, settings, &changed_by(&caller))
         .await?;
@@ -86,6 +87,7 @@ pub(super) async fn retire_connector(
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let view = host
+        .host()
         .deployments()
         .retire_connector(&name, &changed_by(&caller))
         .await?;
@@ -97,7 +99,7 @@ pub(super) async fn list_session_components(
     State(host): State<Arc<ServeHost>>,
 ) -> Result<Json<Value>, ApiError> {
     let host = host.clone();
-    let views = tokio::task::spawn_blocking(move || host.session_component_views())
+    let views = tokio::task::spawn_blocking(move || host.host().session_component_views())
         .await
         .map_err(|e| {
             HostError::Unavailable(format!("listing the session components stopped: {e}"))
@@ -121,7 +123,8 @@ pub(super) async fn put_session_component(
         ));
     }
     Ok(Json(
-        host.deployments()
+        host.host()
+            .deployments()
             .put_session_component(&name, settings, &changed_by(&caller))
             .await?,
     ))
@@ -135,7 +138,8 @@ pub(super) async fn drop_session_component(
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     Ok(Json(
-        host.deployments()
+        host.host()
+            .deployments()
             .drop_session_component(&name, &changed_by(&caller))
             .await?,
     ))

@@ -46,7 +46,7 @@ use trace::*;
 
 /// The whole router: admin API under `/v1`, MCP under `/mcp`.
 pub(crate) fn router(host: Arc<ServeHost>) -> Router {
-    let limit = host.config().max_request_bytes;
+    let limit = host.host().config().max_request_bytes;
     let admin = Router::new()
         .route("/v1/health", get(health))
         .route("/v1/whoami", get(whoami))
@@ -376,7 +376,7 @@ pub(super) async fn record_change(
         caller.actor(),
         request_origin(),
     );
-    host.trace().record(&event).await.map_err(|e| {
+    host.host().trace().record(&event).await.map_err(|e| {
         tracing::error!(error = %e, rule = %rule, "a change was made but could not be recorded in the trace");
         ApiError::from(HostError::from(e))
     })
@@ -486,7 +486,7 @@ async fn forward_to_session(
         ))
         .into_response();
     };
-    let limit = host.config().max_request_bytes;
+    let limit = host.host().config().max_request_bytes;
     let (parts, body) = request.into_parts();
     let bytes = match axum::body::to_bytes(body, limit).await {
         Ok(bytes) => bytes,
@@ -524,7 +524,7 @@ async fn forward_to_session(
             request,
             gone.0,
             &parts.headers,
-            std::time::Duration::from_millis(host.config().sse_keep_alive_ms.max(10)),
+            std::time::Duration::from_millis(host.host().config().sse_keep_alive_ms.max(10)),
             legacy,
             running,
         )

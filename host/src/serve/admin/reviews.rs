@@ -11,9 +11,9 @@ pub(super) async fn list_reviews(
     let mut remote = BTreeMap::new();
     // Tools reviewed once that a new version of the component removed.
     let mut removed = BTreeMap::new();
-    for (name, component) in host.components() {
-        let reviews = host.reviews().of(&component)?;
-        let server = host.remote(&name);
+    for (name, component) in host.host().components() {
+        let reviews = host.host().reviews().of(&component)?;
+        let server = host.host().remote(&name);
         let discovered = server.map(|s| s.discovered());
         let tools: Vec<Value> = reviews
             .into_iter()
@@ -68,14 +68,14 @@ pub(super) async fn list_reviews(
         }
         out.insert(name.clone(), tools);
         if !component.is_remote() {
-            let gone = host.reviews().removed(&component)?;
+            let gone = host.host().reviews().removed(&component)?;
             if !gone.is_empty() {
                 removed.insert(name.clone(), gone);
             }
         }
     }
     Ok(Json(
-        json!({"required": host.config().require_review, "connectors": out, "remote": remote, "removed": removed}),
+        json!({"required": host.host().config().require_review, "connectors": out, "remote": remote, "removed": removed}),
     ))
 }
 
@@ -105,9 +105,10 @@ pub(super) async fn approve_review(
     Body(request): Body<ApproveReview>,
 ) -> Result<Json<Value>, ApiError> {
     let component = host
+        .host()
         .component(&request.connector)
         .ok_or_else(|| ApiError::not_found(format!("no connector `{}`", request.connector)))?;
-    let remote = host.remote(&request.connector).is_some();
+    let remote = host.host().remote(&request.connector).is_some();
     let effect = match (remote, request.effect.as_deref()) {
         (true, None) => {
             return Err(ApiError::new(
@@ -144,6 +145,7 @@ pub(super) async fn approve_review(
     })?;
     let current = crate::review::tool_digest(&component, tool);
     let previous = host
+        .host()
         .reviews()
         .last(&request.connector, &request.tool)
         .await
@@ -159,16 +161,17 @@ pub(super) async fn approve_review(
             "the tool changed since this digest: review it again",
         ));
     }
-    host.reviews()
+    host.host()
+        .reviews()
         .approve(&component, tool, effect, &caller.subject)?;
     // A remote tool is served with its reviewed effect from now on: here
     // at once, on the other hosts when the store tells them, and on any
     // host before it decides a call of the tool (it reads the review then).
     if remote {
-        host.refresh_remote(&request.connector);
+        host.host().refresh_remote(&request.connector);
     }
     // Sessions that held the tool offer it from their next request.
-    host.boundary().changed();
+    host.host().boundary().changed();
     // Reviewed anew (another effect, or the tool as it is now rather than
     // as it was): a person asked about the tool under the old review did
     // not approve this one, so its pending approvals end, on every host.
@@ -176,7 +179,7 @@ pub(super) async fn approve_review(
         .as_ref()
         .is_some_and(|r| r.digest != current || r.effect.as_deref() != effect);
     let revoked = if anew {
-        host.approvals().revoke_tools(
+        host.host().approvals().revoke_tools(
             &request.connector,
             std::slice::from_ref(&request.tool),
             &format!("{} (the tool was reviewed anew)", caller.subject),

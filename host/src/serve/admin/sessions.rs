@@ -15,6 +15,7 @@ pub(super) async fn create_session(
     // Components for this session alone: pulled and verified here first
     // (only digests an operator stored), kept until the session holds them.
     let pinned = host
+        .host()
         .load_session_components(request.components.as_deref().unwrap_or_default())
         .await?;
     request.loaded = pinned.names.clone();
@@ -86,7 +87,7 @@ pub(super) async fn end_session(
     )?;
     use crate::serve::SessionEnd;
     let before = host.session_view(&id)?;
-    let ended = host.end_any_session(&id).await?;
+    let ended = host.host().end_any_session(&id).await?;
     if let (Some(before), false) = (&before, matches!(ended, SessionEnd::Unknown)) {
         super::record_change(
             &host,
@@ -130,7 +131,7 @@ pub(super) async fn resume_session(
         &no_session(&id),
     )?;
     // A session the fleet keeps is taken up here to be resumed.
-    let live = match host.session(&id) {
+    let live = match host.host().session(&id) {
         Some(live) => Some(live),
         None => host.take_up(&id, None).await,
     };
@@ -153,7 +154,7 @@ pub(super) async fn resume_session(
             caller.actor(),
             super::request_origin(),
         );
-        host.trace().record(&event).await?;
+        host.host().trace().record(&event).await?;
     }
     Ok(Json(
         json!({"session": id, "resumed": was_paused, "by": caller.subject}),
@@ -225,7 +226,7 @@ pub(super) async fn save_profile(
 ) -> Result<Json<Value>, ApiError> {
     // Who made the grant is the verified caller, whatever the body says.
     request.profile.grant.granted_by = Some(caller.subject.clone());
-    let before = host.profiles().load(&brand, &name).await?;
+    let before = host.host().profiles().load(&brand, &name).await?;
     if request.profile.name != name {
         return Err(ApiError::bad_request(format!(
             "the profile is named `{}` but the path says `{name}`",
@@ -233,14 +234,20 @@ pub(super) async fn save_profile(
         )));
     }
     match host
+        .host()
         .profiles()
-        .save(&brand, &request.profile, request.kind, &host.catalog())
+        .save(
+            &brand,
+            &request.profile,
+            request.kind,
+            &host.host().catalog(),
+        )
         .await
     {
         Ok(()) => {
             // A session opened from it keeps what it was opened with; the
             // revision is bumped so anything derived from profiles is redone.
-            host.boundary().changed();
+            host.host().boundary().changed();
             super::record_change(
                 &host,
                 &caller,
@@ -263,10 +270,12 @@ pub(super) async fn get_profile(
     State(host): State<Arc<ServeHost>>,
     Path((brand, name)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    let saved =
-        host.profiles().load(&brand, &name).await?.ok_or_else(|| {
-            ApiError::not_found(format!("brand `{brand}` has no profile `{name}`"))
-        })?;
+    let saved = host
+        .host()
+        .profiles()
+        .load(&brand, &name)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("brand `{brand}` has no profile `{name}`")))?;
     Ok(Json(json!(saved)))
 }
 
@@ -275,7 +284,7 @@ pub(super) async fn list_profiles(
     Path(brand): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     Ok(Json(
-        json!({"profiles": host.profiles().list(&brand).await?}),
+        json!({"profiles": host.host().profiles().list(&brand).await?}),
     ))
 }
 
@@ -284,8 +293,8 @@ pub(super) async fn delete_profile(
     Extension(caller): Extension<Principal>,
     Path((brand, name)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    let before = host.profiles().load(&brand, &name).await?;
-    if host.profiles().delete(&brand, &name).await? {
+    let before = host.host().profiles().load(&brand, &name).await?;
+    if host.host().profiles().delete(&brand, &name).await? {
         super::record_change(
             &host,
             &caller,

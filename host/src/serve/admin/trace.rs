@@ -65,13 +65,13 @@ pub(super) async fn trace_export(
                 )
             })?,
     };
-    let trace = host.trace();
+    let trace = host.host().trace();
     let shown = host.clone();
     let (body, done) = tokio::task::spawn_blocking(move || {
         let mut body = Vec::new();
         let shape = |row: &mut Value| {
             let reveal = caller.reads_sealed_arguments(row["brand"].as_str().unwrap_or_default());
-            shown.boundary().shown_row(row, reveal)
+            shown.host().boundary().shown_row(row, reveal)
         };
         trace
             .export_shown(since, Some(limit), &mut body, &shape)
@@ -152,7 +152,7 @@ pub(super) async fn trace(
             ));
         }
     };
-    let page = host.trace().page(filter, after, limit).await?;
+    let page = host.host().trace().page(filter, after, limit).await?;
     let next_after = (page.len() == limit)
         .then(|| page.last().map(|(seq, _)| *seq))
         .flatten();
@@ -165,7 +165,8 @@ pub(super) async fn trace(
             let mut value = json!(event);
             value["seq"] = json!(seq);
             value["time"] = json!(crate::dates::rfc3339_ms(event.at_ms));
-            host.boundary()
+            host.host()
+                .boundary()
                 .shown_row(&mut value, caller.reads_sealed_arguments(&event.brand));
             value
         })
