@@ -39,6 +39,93 @@ pub fn args_to_vals(params: &[(String, Type)], args: &Value) -> Result<Vec<Val>>
     Ok(vals.into_iter().map(|(_, v)| v).collect())
 }
 
+/// Which of `params` are the contract's `json` type (`params[i]`'s): the
+/// manifest marks them (`docs`, by name), and only a string (or an option
+/// of one) can be, so a mark on anything else changes nothing.
+pub fn json_params(
+    params: &[(String, Type)],
+    docs: &std::collections::BTreeMap<String, scout_manifest::TypeDoc>,
+) -> Vec<bool> {
+    params
+        .iter()
+        .map(|(name, ty)| docs.get(name).is_some_and(|d| d.json) && is_text(ty))
+        .collect()
+}
+
+/// A string, or an option of one.
+pub(crate) fn is_text(ty: &Type) -> bool {
+    match ty {
+        Type::String => true,
+        Type::Option(o) => matches!(o.ty(), Type::String),
+        _ => false,
+    }
+}
+
+/// The agent's arguments with each `json` parameter (`json[i]` for
+/// `params[i]`) that came as JSON text (a string that parses) replaced by
+/// the value it denotes, so that what a person is shown, and what the
+/// approval's digest covers, is the structured value, never an escaped
+/// string. `None` when nothing changes; text that does not parse is left
+/// for [`json_as_canonical_text`] to refuse.
+pub fn json_text_as_values(
+    params: &[(String, Type)],
+    json: &[bool],
+    args: &Value,
+) -> Option<Value> {
+    let object = args.as_object()?;
+    let mut changed = None::<Map<String, Value>>;
+    for ((name, _), _) in params.iter().zip(json).filter(|(_, is_json)| **is_json) {
+        let Some(Value::String(text)) = object.get(name) else {
+            continue;
+        };
+        let Ok(value) = serde_json::from_str::<Value>(text) else {
+            continue;
+        };
+        changed
+            .get_or_insert_with(|| object.clone())
+            .insert(name.clone(), value);
+    }
+    changed.map(Value::Object)
+}
+
+/// The arguments as the guest receives them: each `json` parameter's value
+/// (`json[i]` for `params[i]`) replaced by its canonical text (keys sorted,
+/// no spaces: the form [`crate::approvals::canonical_args_text`] writes
+/// and the approval's digest covers). A string is read as JSON text and
+/// refused, with the parameter's path, when it is not JSON. `None` when no
+/// parameter is `json`.
+pub fn json_as_canonical_text(
+    params: &[(String, Type)],
+    json: &[bool],
+    args: &Value,
+) -> Result<Option<Value>> {
+    let Some(object) = args.as_object() else {
+        return Ok(None);
+    };
+    let mut changed = None::<Map<String, Value>>;
+    for ((name, ty), _) in params.iter().zip(json).filter(|(_, is_json)| **is_json) {
+        let value = match object.get(name) {
+            None => continue,
+            Some(Value::Null) if matches!(ty, Type::Option(_)) => continue,
+            Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+                Ok(value) => value,
+                Err(e) => {
+                    return fail(
+                        &format!("$.{name}"),
+                        format!("expected a JSON value; this text is not JSON ({e})"),
+                    );
+                }
+            },
+            Some(value) => value.clone(),
+        };
+        changed.get_or_insert_with(|| object.clone()).insert(
+            name.clone(),
+            Value::String(crate::approvals::canonical_args_text(&value)),
+        );
+    }
+    Ok(changed.map(Value::Object))
+}
+
 /// Refuses a parameter value outside the range its tool declares
 /// (`ranges[i]` for `params[i]`, from the manifest's `- name (1 to 100)`),
 /// as the schema's `minimum` and `maximum` say, before the guest runs.
@@ -554,6 +641,77 @@ pub(crate) mod tests {
         assert_eq!(
             args_to_vals(&params("", "x: option<u8>"), &Value::Null).unwrap(),
             vec![Val::Option(None)]
+        );
+    }
+
+    /// A `json` parameter takes any JSON value and reaches the guest as its
+    /// canonical text; JSON text in a string is read, bad text refused with
+    /// the parameter's path; a string parameter not marked is untouched.
+    #[test]
+    fn json_parameters_reach_the_guest_as_canonical_text() {
+        let p = params(
+            "",
+            "filter: string, sorts: option<string>, title: string, n: u8",
+        );
+        let mut docs = std::collections::BTreeMap::new();
+        for name in ["filter", "sorts", "n"] {
+            docs.insert(
+                name.to_string(),
+                scout_manifest::TypeDoc {
+                    json: true,
+                    ..Default::default()
+                },
+            );
+        }
+        let json = json_params(&p, &docs);
+        assert_eq!(
+            json,
+            [true, true, false, false],
+            "a number is never JSON text"
+        );
+
+        let args = json!({"filter": {"z": [1, 2.5, null], "a": {"y": true, "b": "x"}}, "title": "{\"b\":1}", "n": 3});
+        let given = json_as_canonical_text(&p, &json, &args).unwrap().unwrap();
+        assert_eq!(
+            given["filter"],
+            r#"{"a":{"b":"x","y":true},"z":[1,2.5,null]}"#
+        );
+        assert_eq!(given["title"], "{\"b\":1}", "not marked: as sent");
+        assert!(given.get("sorts").is_none(), "absent stays absent");
+        let vals = args_to_vals(&p, &given).unwrap();
+        assert_eq!(
+            vals[0],
+            Val::String(r#"{"a":{"b":"x","y":true},"z":[1,2.5,null]}"#.into())
+        );
+        assert_eq!(vals[1], Val::Option(None));
+
+        // Text that is JSON is the same value, for the guest and the digest.
+        let text = json!({"filter": "{ \"z\": [1, 2.5, null], \"a\": {\"y\": true, \"b\": \"x\"} }", "title": "t", "n": 3, "sorts": null});
+        let shown = json_text_as_values(&p, &json, &text).unwrap();
+        assert_eq!(shown["filter"], args["filter"]);
+        assert_eq!(
+            crate::approvals::canonical_args_text(&shown["filter"]),
+            given["filter"].as_str().unwrap(),
+            "the digest covers the text the guest receives"
+        );
+        let from_text = json_as_canonical_text(&p, &json, &text).unwrap().unwrap();
+        assert_eq!(from_text["filter"], given["filter"]);
+        assert_eq!(
+            from_text["sorts"],
+            Value::Null,
+            "an absent option stays absent"
+        );
+
+        let bad = json!({"filter": "{bad", "title": "t", "n": 3});
+        assert!(json_text_as_values(&p, &json, &bad).is_none());
+        let refused = json_as_canonical_text(&p, &json, &bad).unwrap_err();
+        assert_eq!(refused.path, "$.filter");
+        assert!(refused.message.contains("not JSON"), "{}", refused.message);
+
+        assert!(
+            json_as_canonical_text(&p, &[false; 4], &args)
+                .unwrap()
+                .is_none()
         );
     }
 }

@@ -20,7 +20,8 @@
 //! ignored, so it can never widen what the schema accepts. A parameter's
 //! declared range (`minimum`, `maximum`) narrows it, and the call holds to
 //! it ([`crate::convert::within_ranges`]); a `default` only says what the
-//! tool assumes.
+//! tool assumes. A parameter of the contract's `json` type, a string in the
+//! component's types, is marked in the manifest and shown as any JSON value.
 
 use scout_manifest::TypeDoc;
 use serde_json::{Value, json};
@@ -219,9 +220,29 @@ pub fn describe_params<'a>(
             docs.get(name),
             schema.get_mut("properties").and_then(|p| p.get_mut(name)),
         ) {
-            describe(property, ty, doc);
+            if doc.json && crate::convert::is_text(ty) {
+                *property = json_value_schema(doc);
+            } else {
+                describe(property, ty, doc);
+            }
         }
     }
+}
+
+/// A `json` parameter's schema: any JSON value (no `type`), as
+/// [`crate::convert::json_as_canonical_text`] takes it.
+fn json_value_schema(doc: &TypeDoc) -> Value {
+    let mut schema = json!({});
+    let description = if doc.description.is_empty() {
+        "Any JSON value.".to_string()
+    } else {
+        format!("{} (any JSON value)", doc.description)
+    };
+    schema["description"] = Value::String(description);
+    if let Some(default) = &doc.bounds.default {
+        schema["default"] = default.clone();
+    }
+    schema
 }
 
 /// Lays a result's docs over the output schema [`output_schema`] made from
@@ -491,5 +512,36 @@ mod tests {
         assert_eq!(s["properties"]["r"]["required"], json!(["b"]));
         assert_eq!(s["properties"]["r"]["properties"]["a"]["maximum"], 255);
         assert_eq!(s["properties"]["o"]["required"], json!(["b"]));
+    }
+
+    /// A `json` parameter is any JSON value in the schema (no `type`), an
+    /// optional one stays optional; a mark on a number changes nothing.
+    #[test]
+    fn json_parameters_are_any_json_value() {
+        let p = params("", "filter: string, sorts: option<string>, n: u8");
+        let plain = schema(&p);
+        let mut docs = std::collections::BTreeMap::new();
+        for (name, description) in [("filter", "the filter"), ("sorts", ""), ("n", "")] {
+            docs.insert(
+                name.to_string(),
+                TypeDoc {
+                    description: description.to_string(),
+                    json: true,
+                    ..TypeDoc::default()
+                },
+            );
+        }
+        let mut s = plain.clone();
+        describe_params(&mut s, p.iter().map(|(n, t)| (n.as_str(), t)), &docs);
+        assert_eq!(
+            s["properties"]["filter"],
+            json!({"description": "the filter (any JSON value)"})
+        );
+        assert_eq!(
+            s["properties"]["sorts"],
+            json!({"description": "Any JSON value."})
+        );
+        assert_eq!(s["properties"]["n"], plain["properties"]["n"]);
+        assert_eq!(s["required"], json!(["filter", "n"]));
     }
 }

@@ -849,6 +849,13 @@ impl Boundary {
         // The tool is resolved here, once: the decision, the grant, the run
         // and the trace all read this one.
         let called = component.tool(request.tool);
+        // A `json` parameter sent as JSON text is digested, shown and run
+        // as the value it denotes.
+        let structured = called.and_then(|tool| tool.json_text_as_values(request.args));
+        let request = CallRequest {
+            args: structured.as_ref().unwrap_or(request.args),
+            ..request
+        };
         let answered = async {
             let authorized = self
                 .authorize_called(session, component, called, request)

@@ -240,6 +240,7 @@ impl Runtime {
                     })?;
                 exported.insert((effect, fname.to_string()));
                 let ranges = declared_ranges(fname, &params, &doc.params)?;
+                let json_params = crate::convert::json_params(&params, &doc.params);
                 let route_set = RouteSet::new(&doc.routes)
                     .map_err(|e| LoadError::Manifest(format!("tool `{fname}`: {e}")))?;
                 let (mut output_schema, output_wrapped) = schema::output_schema(&results[0]);
@@ -271,6 +272,7 @@ impl Runtime {
                     input_schema,
                     params,
                     ranges,
+                    json_params,
                     export: Some(export),
                     review_digest: std::sync::OnceLock::new(),
                 });

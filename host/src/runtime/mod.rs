@@ -229,11 +229,23 @@ pub struct Tool {
     params: Vec<(String, Type)>,
     /// Each parameter's declared range (`params[i]`'s), enforced at the call.
     ranges: Vec<Option<(f64, f64)>>,
+    /// Which parameters are the contract's `json` type (`params[i]`'s):
+    /// the guest receives their canonical text.
+    json_params: Vec<bool>,
     /// The guest's export; `None` for a remote MCP server's tool.
     export: Option<ComponentExportIndex>,
     /// The digest an operator's review approves ([`crate::review`]),
     /// computed at its first use.
     pub(crate) review_digest: std::sync::OnceLock<String>,
+}
+
+impl Tool {
+    /// The agent's arguments with each `json` parameter sent as JSON text
+    /// replaced by the value it denotes (`None` when nothing changes): what
+    /// the boundary digests and a person is shown.
+    pub fn json_text_as_values(&self, args: &Value) -> Option<Value> {
+        crate::convert::json_text_as_values(&self.params, &self.json_params, args)
+    }
 }
 
 /// A checked component, ready to be called; or a remote MCP server's
@@ -512,6 +524,7 @@ impl LoadedComponent {
                     route_set: Arc::new(RouteSet::none()),
                     params: Vec::new(),
                     ranges: Vec::new(),
+                    json_params: Vec::new(),
                     export: None,
                     review_digest: digest,
                 }

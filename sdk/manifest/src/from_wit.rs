@@ -28,6 +28,21 @@ fn is_number(resolve: &Resolve, ty: &Type) -> bool {
     }
 }
 
+/// Whether `def` is the contract's `json` type: `type json = string` in
+/// `scout:connector/types`, whatever the package's version.
+fn is_contract_json(resolve: &Resolve, def: &wit_parser::TypeDef) -> bool {
+    if def.name.as_deref() != Some("json") {
+        return false;
+    }
+    let wit_parser::TypeOwner::Interface(owner) = def.owner else {
+        return false;
+    };
+    let interface = &resolve.interfaces[owner];
+    let package = interface.package.map(|p| &resolve.packages[p].name);
+    interface.name.as_deref() == Some("types")
+        && package.is_some_and(|p| p.namespace == "scout" && p.name == "connector")
+}
+
 /// The doc comments `ty` carries, `doc` (a parameter's or field's own)
 /// first, else the named type's.
 fn type_doc(resolve: &Resolve, ty: &Type, doc: &str) -> TypeDoc {
@@ -92,9 +107,11 @@ fn type_doc(resolve: &Resolve, ty: &Type, doc: &str) -> TypeDoc {
                 }
             }
         }
-        // An option, or a type alias, is documented as what it holds.
+        // An option, or a type alias, is documented as what it holds; the
+        // contract's `json` alias also marks the value as JSON.
         TypeDefKind::Option(t) | TypeDefKind::Type(t) => {
-            let inner = type_doc(resolve, t, &out.description);
+            let mut inner = type_doc(resolve, t, &out.description);
+            inner.json |= is_contract_json(resolve, def);
             return inner;
         }
         TypeDefKind::List(t) | TypeDefKind::FixedLengthList(t, _) => {
@@ -276,10 +293,10 @@ mod tests {
     use crate::Manifest;
     use std::path::{Path, PathBuf};
 
-    /// A package of two worlds (as a JS or Python connector's WIT may hold
-    /// beside a test world), with the contract as its dependency.
-    fn two_worlds() -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("scout-two-worlds-{}", std::process::id()));
+    /// A package in a fresh directory named `name`, `source` its WIT, with
+    /// the contract as its dependency.
+    fn package(name: &str, source: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("scout-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("deps")).unwrap();
         let contract = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../wit");
@@ -293,8 +310,15 @@ mod tests {
             )
             .unwrap();
         }
-        std::fs::write(
-            dir.join("two.wit"),
+        std::fs::write(dir.join(format!("{name}.wit")), source).unwrap();
+        dir
+    }
+
+    /// A package of two worlds (as a JS or Python connector's WIT may hold
+    /// beside a test world).
+    fn two_worlds() -> PathBuf {
+        package(
+            "two-worlds",
             "package acme:two@0.1.0;\n\
              /// Read tools.\n\
              interface read-tools {\n\
@@ -315,8 +339,46 @@ mod tests {
                  export read-tools;\n\
              }\n",
         )
-        .unwrap();
-        dir
+    }
+
+    /// The contract's `json` type marks a parameter (or what an option
+    /// holds) as JSON; a string of another name is not.
+    #[test]
+    fn the_contract_json_type_marks_its_parameters() {
+        let dir = package(
+            "json-param",
+            "package acme:finder@0.1.0;\n\
+             /// Read tools.\n\
+             interface read-tools {\n\
+                 use scout:connector/types@0.2.0.{tool-error, json};\n\
+                 /// A string, not JSON.\n\
+                 type text = string;\n\
+                 /// Finds things.\n\
+                 ///\n\
+                 /// Parameters:\n\
+                 /// - filter: what to match, as the upstream's JSON filter\n\
+                 /// - sorts: how to order them\n\
+                 /// - title: a title\n\
+                 ///\n\
+                 /// Grantable: yes\n\
+                 find: func(filter: json, sorts: option<json>, title: text) -> result<string, tool-error>;\n\
+             }\n\
+             /// The connector.\n\
+             world finder {\n\
+                 include scout:connector/base@0.2.0;\n\
+                 export read-tools;\n\
+             }\n",
+        );
+        let manifest = Manifest::from_wit_dir(&dir).unwrap();
+        let params = &manifest.tools[0].params;
+        assert!(params["filter"].json, "{params:?}");
+        assert_eq!(
+            params["filter"].description,
+            "what to match, as the upstream's JSON filter"
+        );
+        assert!(params["sorts"].json, "{params:?}");
+        assert!(!params["title"].json, "{params:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

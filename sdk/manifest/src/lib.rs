@@ -128,6 +128,11 @@ pub struct TypeDoc {
     /// A list's items.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub items: Option<Box<TypeDoc>>,
+    /// The value is the contract's `json` type (`scout:connector/types`):
+    /// the agent passes any JSON value, and the host hands the guest its
+    /// canonical text.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub json: bool,
 }
 
 impl TypeDoc {
@@ -138,6 +143,7 @@ impl TypeDoc {
             && self.fields.is_empty()
             && self.cases.is_empty()
             && self.items.is_none()
+            && !self.json
     }
 }
 
