@@ -1,5 +1,5 @@
 //! Checks of the arguments an agent writes that every connector makes the
-//! same way: bounded counts and calendar dates. Each refusal is an
+//! same way: bounded counts, calendar dates and JSON values. Each refusal is an
 //! `invalid-input` error that names the argument and what it may be, before
 //! anything is reserved or sent.
 
@@ -18,6 +18,15 @@ where
         )));
     }
     Ok(value)
+}
+
+/// A `json` argument (the contract's `json` type, e.g. `filter: json`) read
+/// as `T` (a `serde_json::Value` for any JSON). The host has already checked
+/// that the text is JSON and handed over its canonical text (keys sorted, no
+/// spaces), so a refusal here says the value has the wrong shape for `T`.
+pub fn json<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> Result<T, ToolError> {
+    serde_json::from_str(text)
+        .map_err(|e| ToolError::invalid(format!("{what} is not the JSON this tool takes: {e}")))
 }
 
 /// Whether `year` is a leap year of the Gregorian calendar.
@@ -74,6 +83,25 @@ pub fn date_range(start: &str, end: &str) -> Result<(), ToolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_arguments_read_as_their_type() {
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct Filter {
+            property: String,
+        }
+        let text = r#"{"property":"Status"}"#;
+        assert_eq!(
+            json::<Filter>("filter", text).unwrap(),
+            Filter {
+                property: "Status".into()
+            }
+        );
+        let any: serde_json::Value = json("filter", text).unwrap();
+        assert_eq!(any["property"], "Status");
+        let e = json::<Filter>("filter", "[1]").unwrap_err();
+        assert!(matches!(e, ToolError::InvalidInput(m) if m.starts_with("filter is not the JSON")));
+    }
 
     #[test]
     fn bounds_and_dates() {

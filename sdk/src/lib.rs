@@ -62,7 +62,7 @@ pub mod folder {
 
 pub use bindings::scout::connector::http::{HttpError, Method, Request, Response};
 pub use bindings::scout::connector::types::{
-    Capability, CapabilityError, Effect, ToolError, UpstreamError,
+    Capability, CapabilityError, Effect, Json, ToolError, UpstreamError,
 };
 pub use errors::{ErrorFormat, cut_message};
 pub use http_client::{Http, check_status, encode_path, encode_segment, parse_json};
