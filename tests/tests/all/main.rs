@@ -11,6 +11,7 @@ mod gqlwriter;
 mod hostile;
 mod imports_filesystem;
 mod imports_sockets;
+mod jsonargs;
 mod loading;
 
 macro_rules! assert_test_exists {
