@@ -28,6 +28,36 @@ fn is_number(resolve: &Resolve, ty: &Type) -> bool {
     }
 }
 
+/// Where the doc comment line reading `line` (trimmed, without `///`)
+/// above the item at `span` is, as `file.wit:LINE`; the item's own line
+/// when the source cannot be read back.
+fn doc_line_location(resolve: &Resolve, span: wit_parser::Span, line: &str) -> String {
+    let at = resolve.render_location(span);
+    let mut parts = at.rsplitn(3, ':');
+    let (_column, item_line, file) = (parts.next(), parts.next(), parts.next());
+    let (Some(file), Some(item_line)) = (file, item_line.and_then(|l| l.parse::<usize>().ok()))
+    else {
+        return at;
+    };
+    let Ok(source) = std::fs::read_to_string(file) else {
+        return format!("{file}:{item_line}");
+    };
+    let lines: Vec<&str> = source.lines().collect();
+    let above = item_line.saturating_sub(1).min(lines.len());
+    for index in (0..above).rev() {
+        let Some(doc) = lines[index].trim().strip_prefix("///") else {
+            if lines[index].trim().is_empty() {
+                continue;
+            }
+            break;
+        };
+        if doc.trim() == line {
+            return format!("{file}:{}", index + 1);
+        }
+    }
+    format!("{file}:{item_line}")
+}
+
 /// Whether `def` is the contract's `json` type: `type json = string` in
 /// `scout:connector/types`, whatever the package's version.
 fn is_contract_json(resolve: &Resolve, def: &wit_parser::TypeDef) -> bool {
@@ -167,7 +197,13 @@ impl Manifest {
         let (world_docs, world_lines) =
             split_policy_lines(world.docs.contents.as_deref().unwrap_or(""), &WORLD_KEYS);
         let billing = parse_world_lines(&world_lines)?;
-        let (description, withheld) = parse_world_docs(&world_docs)?;
+        let (description, withheld) = parse_world_docs(&world_docs).map_err(|e| match &e {
+            ManifestError::Withheld { line, .. } => ManifestError::At {
+                location: doc_line_location(&resolve, world.span, line),
+                source: Box::new(e),
+            },
+            _ => e,
+        })?;
         if description.is_empty() {
             return Err(ManifestError::Rule(format!(
                 "world `{}` needs a doc comment describing the connector",
@@ -339,6 +375,40 @@ mod tests {
                  export read-tools;\n\
              }\n",
         )
+    }
+
+    /// A bad line under `Withheld:` is reported at its line in the WIT.
+    #[test]
+    fn a_withheld_error_points_at_its_wit_line() {
+        let dir = package(
+            "bad-withheld",
+            "package acme:bad@0.1.0;\n\
+             /// Read tools.\n\
+             interface read-tools {\n\
+                 use scout:connector/types@0.2.0.{tool-error};\n\
+                 /// Says hello.\n\
+                 hello: func() -> result<string, tool-error>;\n\
+             }\n\
+             /// The connector.\n\
+             ///\n\
+             /// Withheld:\n\
+             /// - delete: never\n\
+             /// - archiving, for good\n\
+             world bad {\n\
+                 include scout:connector/base@0.2.0;\n\
+                 export read-tools;\n\
+             }\n",
+        );
+        let error = Manifest::from_wit_dir(&dir).unwrap_err();
+        let text = error.to_string();
+        assert!(
+            text.ends_with(
+                "bad-withheld.wit:12: withheld entry `archiving, for good` is not `- effect: reason`"
+            ),
+            "{text}"
+        );
+        assert!(std::error::Error::source(&error).is_some());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// The contract's `json` type marks a parameter (or what an option

@@ -346,6 +346,17 @@ pub enum ManifestError {
     /// The WIT is well formed but breaks a connector rule.
     #[error("{0}")]
     Rule(String),
+    /// A line under a world's `Withheld:` heading (`line`, trimmed) is not a
+    /// `- effect: reason` bullet.
+    #[error("{message}")]
+    Withheld { line: String, message: String },
+    /// An error at a place in the WIT source, `file.wit:LINE`.
+    #[error("{location}: {source}")]
+    At {
+        location: String,
+        #[source]
+        source: Box<ManifestError>,
+    },
     /// The JSON in the section is not a manifest.
     #[error("manifest section is not valid: {0}")]
     Json(#[from] serde_json::Error),
@@ -421,14 +432,18 @@ pub fn parse_world_docs(docs: &str) -> Result<(String, Vec<Withheld>), ManifestE
             continue;
         }
         if let Some(bullet) = trimmed.strip_prefix("- ") {
+            let bad = |message: String| ManifestError::Withheld {
+                line: trimmed.to_string(),
+                message,
+            };
             let (effect, reason) = bullet.split_once(':').ok_or_else(|| {
-                ManifestError::Rule(format!(
+                bad(format!(
                     "withheld entry `{bullet}` is not `- effect: reason`"
                 ))
             })?;
             let (effect, reason) = (effect.trim(), reason.trim());
             if effect.is_empty() || reason.is_empty() {
-                return Err(ManifestError::Rule(format!(
+                return Err(bad(format!(
                     "withheld entry `{bullet}` needs both an effect and a reason"
                 )));
             }
@@ -440,9 +455,12 @@ pub fn parse_world_docs(docs: &str) -> Result<(String, Vec<Withheld>), ManifestE
             last.reason.push(' ');
             last.reason.push_str(trimmed);
         } else {
-            return Err(ManifestError::Rule(format!(
-                "line `{trimmed}` under `{WITHHELD_HEADING}` is not a `- effect: reason` bullet"
-            )));
+            return Err(ManifestError::Withheld {
+                line: trimmed.to_string(),
+                message: format!(
+                    "line `{trimmed}` under `{WITHHELD_HEADING}` is not a `- effect: reason` bullet"
+                ),
+            });
         }
     }
     Ok((description.join("\n").trim().to_string(), withheld))
