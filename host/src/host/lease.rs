@@ -14,11 +14,11 @@ const RELEASE_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Gives the lease back if a start fails after the store registered this
 /// host (a later step refused): a host that never served is not lost.
-pub(crate) struct ReleaseOnFailure(pub(crate) Option<Arc<dyn Store>>);
+pub(super) struct ReleaseOnFailure(pub(super) Option<Arc<dyn Store>>);
 
 impl ReleaseOnFailure {
     /// The start succeeded: the lease is the host's to keep.
-    pub(crate) fn disarm(mut self) {
+    pub(super) fn disarm(mut self) {
         self.0 = None;
     }
 }

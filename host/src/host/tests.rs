@@ -3,6 +3,7 @@
 //! reached through endpoints that are plain names (`E = String`).
 
 use super::*;
+use crate::policy::Switches;
 use crate::sessions::OpenSession;
 
 const KEY: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
