@@ -119,7 +119,8 @@ impl ImportReport {
     }
 
     /// One line of the text report: `!!` marks a refused import, `(inert)`
-    /// one linked with no authority.
+    /// one linked with no authority (an allowed read-only POST route is
+    /// marked `??`, never `!!`: it loads, a reviewer checks it).
     fn line(&self) -> String {
         format!(
             "  {} {}{}\n",
@@ -282,7 +283,7 @@ impl Report {
                 for r in &t.routes {
                     if r.read_only {
                         out.push_str(&format!(
-                            "    !! route {r}: a POST this read tool declares as changing nothing\n"
+                            "    ?? route {r}: a POST this read tool declares as changing nothing\n"
                         ));
                     } else {
                         out.push_str(&format!("    route {r}\n"));
@@ -297,6 +298,13 @@ impl Report {
         out.push_str(&format!("\nimports ({}):\n", self.imports.len()));
         for i in &self.imports {
             out.push_str(&i.line());
+        }
+        if self
+            .tools
+            .iter()
+            .any(|t| t.routes.iter().any(|r| r.read_only))
+        {
+            out.push_str("\nREVIEW: routes marked ?? are allowed: POSTs a read tool declares read-only; check that each changes nothing upstream.\n");
         }
         if self.imports.iter().any(|i| !i.allowed) {
             out.push_str("\nREFUSED: imports marked !! are outside the contract; the host will not load this component.\n");

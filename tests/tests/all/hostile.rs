@@ -907,12 +907,16 @@ async fn a_read_tools_declared_read_only_post_is_sent_and_shown_prominently() {
         (seen[0].method.as_str(), seen[0].uri.as_str()),
         ("POST", "/graphql")
     );
-    // A reviewer cannot miss it: `inspect` marks the route.
+    // A reviewer cannot miss it: `inspect` marks the route, as allowed
+    // (`??`), not as a refused import is (`!!`).
     let text = scout_host::inspect::Report::new(component.info()).to_text();
     assert!(
-        text.contains("!! route POST /graphql (read-only)"),
+        text.contains("?? route POST /graphql (read-only)"),
         "{text}"
     );
+    assert!(!text.contains("!! route"), "{text}");
+    assert!(text.contains("REVIEW: routes marked ??"), "{text}");
+    assert!(!text.contains("REFUSED"), "{text}");
     // The same tool sending anything else is still refused.
     let probe = component
         .call(
