@@ -1711,7 +1711,7 @@ pub fn from_command_line(
     )?;
     // An artifact connector is audited from the bytes the cache holds for
     // the digest it names, or that the store recorded for its tag.
-    crate::store::block(crate::artifact::use_cached_artifacts(
+    crate::store::block(crate::deployment::use_cached_artifacts(
         &mut config,
         store.as_ref(),
         &crate::artifact::ArtifactCache::default_location(),

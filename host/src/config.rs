@@ -599,7 +599,7 @@ pub struct RegistryConfig {
 pub struct ConnectorConfig {
     /// The component (`.wasm`), relative to this file, or an OCI artifact
     /// (`oci://REGISTRY/REPO:TAG` or `…@sha256:DIGEST`; then, once
-    /// [`crate::artifact::resolve_artifacts`] ran, the verified bytes in the
+    /// [`crate::deployment::resolve_artifacts`] ran, the verified bytes in the
     /// artifact cache). Absent for a remote MCP server (`mcp`).
     #[serde(default)]
     pub component: PathBuf,

@@ -15,8 +15,8 @@ mod registry;
 mod resolve;
 pub mod signature;
 
-pub(crate) use resolve::pull_within;
-pub use resolve::{PullError, ResolveError, resolve_artifacts, use_cached_artifacts};
+pub use resolve::PullError;
+pub(crate) use resolve::{blocking, pull_within};
 
 use oci_client::Reference;
 use oci_client::client::{Config, ImageLayer};

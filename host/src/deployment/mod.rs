@@ -5,6 +5,9 @@
 //! same code (issue 33 item 5), so what the audit reports is what a host
 //! serves, and admission is written once.
 
+mod artifacts;
+pub use artifacts::{ResolveError, resolve_artifacts, use_cached_artifacts};
+
 use crate::capabilities::http::HttpCapability;
 use crate::config::{ConnectorConfig, ServeConfig};
 use crate::credentials::ResolverConfig;

@@ -45,7 +45,7 @@ impl<E> Host<E> {
         // gives it back, so the others do not count a lost host.
         let release_on_failure = ReleaseOnFailure(Some(store.clone()));
         // Artifacts are pulled and verified before anything is compiled.
-        crate::artifact::resolve_artifacts(
+        crate::deployment::resolve_artifacts(
             &mut config,
             store.as_ref(),
             &crate::artifact::ArtifactCache::default_location(),
