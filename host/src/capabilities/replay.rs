@@ -57,7 +57,9 @@
 //! several exchanges in order, and a read repeated any number of times needs
 //! one. A request nothing matches is refused to the guest as
 //! `denied("replay: no fixture matches GET /x?a=1")`, and remembered
-//! ([`Replay::misses`]) so that a test can fail on it.
+//! ([`Replay::misses`]) so that a test can fail on it; where fixtures
+//! differ from it only by body, the miss also shows the body sent beside
+//! the closest fixture's.
 
 use super::bindings::http::{HttpError, Method, Request, Response};
 use crate::capabilities::path::validate_path_allowing;
@@ -169,6 +171,28 @@ impl Body {
             Body::Bytes(b) => b == got,
         }
     }
+}
+
+/// A request body as an author reads it beside a fixture's: compact JSON
+/// when it is JSON, else its text, cut at [`SHOWN_BODY_CHARS`].
+fn shown_body(bytes: &[u8]) -> String {
+    let text = match serde_json::from_slice::<Value>(bytes) {
+        Ok(v) => v.to_string(),
+        Err(_) if bytes.is_empty() => "(none)".to_string(),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+    };
+    match text.char_indices().nth(SHOWN_BODY_CHARS) {
+        Some((cut, _)) => format!("{}… ({} bytes)", &text[..cut], bytes.len()),
+        None => text,
+    }
+}
+
+/// How much of a body a miss shows.
+const SHOWN_BODY_CHARS: usize = 600;
+
+/// How many leading characters `a` and `b` share.
+fn common_prefix(a: &str, b: &str) -> usize {
+    a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
 }
 
 /// Whether two GraphQL-over-HTTP bodies (`{"query", "variables",
@@ -671,6 +695,10 @@ impl Replay {
         let mut state = self.state.lock();
         let mut matching = Vec::new();
         let mut body_differs = 0;
+        // Of the exchanges that differ only by body, the one whose body
+        // shares the longest start with the body sent.
+        let sent = shown_body(body);
+        let mut closest: Option<(usize, String)> = None;
         for (i, ex) in self.exchanges.iter().enumerate() {
             if ex.destination.as_deref() != destination
                 || ex.method != method
@@ -680,7 +708,14 @@ impl Replay {
                 continue;
             }
             match &ex.body {
-                Some(want) if !want.matches(body) => body_differs += 1,
+                Some(want) if !want.matches(body) => {
+                    body_differs += 1;
+                    let fixture = shown_body(&want.bytes());
+                    let shared = common_prefix(&sent, &fixture);
+                    if closest.as_ref().is_none_or(|(best, _)| shared > *best) {
+                        closest = Some((shared, fixture));
+                    }
+                }
                 _ => matching.push(i),
             }
         }
@@ -702,7 +737,17 @@ impl Replay {
                     " ({body_differs} match method, path and query but not the body)"
                 ));
             }
-            state.misses.push(reason.clone());
+            // The author (`test`, `call --replay`) sees the two bodies side
+            // by side; the guest gets the reason alone.
+            let miss = match &closest {
+                Some((_, fixture)) => format!(
+                    "{reason}\n    body sent:        {}\n    closest fixture:  {}",
+                    scrubber.scrub_text(&sent),
+                    scrubber.scrub_text(fixture)
+                ),
+                None => reason.clone(),
+            };
+            state.misses.push(miss);
             return Err(HttpError::Denied(reason));
         };
         state.used[i] += 1;
@@ -1161,5 +1206,42 @@ mod tests {
         std::fs::write(&path, "not json").unwrap();
         assert!(Recorder::new(&path).is_err());
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "not json");
+    }
+
+    /// A body no fixture matches is shown to the author beside the closest
+    /// fixture's body; the guest's refusal stays one line.
+    #[test]
+    fn a_body_that_matches_no_fixture_is_shown_beside_the_closest() {
+        let dir = temp_file("closest");
+        let path = dir.with_file_name("search.json");
+        std::fs::write(
+            &path,
+            r#"{"provenance": "UNVERIFIED", "source": "https://example.com/docs",
+                "exchanges": [
+                  {"request": {"method": "POST", "path": "/search", "json": {"query": "zebra"}},
+                   "response": {"status": 200, "json": {}}},
+                  {"request": {"method": "POST", "path": "/search", "json": {"query": "cats", "size": 10}},
+                   "response": {"status": 200, "json": {}}}
+                ]}"#,
+        )
+        .unwrap();
+        let replay = Replay::load(std::slice::from_ref(&path)).unwrap();
+        let scrubber = Scrubber::new("s3cret-value", []);
+        let request = Request {
+            method: Method::Post,
+            body: Some(br#"{"query":"cats","size":20}"#.to_vec()),
+            ..get("/search")
+        };
+        let Err(HttpError::Denied(reason)) = replay.answer(&request, &scrubber) else {
+            panic!("refused");
+        };
+        assert!(!reason.contains('\n'), "{reason}");
+        let misses = replay.misses();
+        assert_eq!(
+            misses[0],
+            format!(
+                "{reason}\n    body sent:        {{\"query\":\"cats\",\"size\":20}}\n    closest fixture:  {{\"query\":\"cats\",\"size\":10}}"
+            )
+        );
     }
 }

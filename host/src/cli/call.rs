@@ -186,6 +186,9 @@ fn account(outcome: Option<&CallOutcome>, caps: &Capabilities) {
             replay.answered(),
             replay.misses().len()
         );
+        for miss in replay.misses() {
+            eprintln!("unmatched request: {miss}");
+        }
     }
     if let Some(recorder) = http.recorder() {
         if recorder.is_empty() {
