@@ -90,7 +90,7 @@ pub fn json_text_as_values(
 
 /// The arguments as the guest receives them: each `json` parameter's value
 /// (`json[i]` for `params[i]`) replaced by its canonical text (keys sorted,
-/// no spaces: the form [`crate::approvals::canonical_args_text`] writes
+/// no spaces: the form [`crate::store::canonical_args_text`] writes
 /// and the approval's digest covers). A string is read as JSON text and
 /// refused, with the parameter's path, when it is not JSON. `None` when no
 /// parameter is `json`.
@@ -120,7 +120,7 @@ pub fn json_as_canonical_text(
         };
         changed.get_or_insert_with(|| object.clone()).insert(
             name.clone(),
-            Value::String(crate::approvals::canonical_args_text(&value)),
+            Value::String(crate::store::canonical_args_text(&value)),
         );
     }
     Ok(changed.map(Value::Object))
@@ -690,7 +690,7 @@ pub(crate) mod tests {
         let shown = json_text_as_values(&p, &json, &text).unwrap();
         assert_eq!(shown["filter"], args["filter"]);
         assert_eq!(
-            crate::approvals::canonical_args_text(&shown["filter"]),
+            crate::store::canonical_args_text(&shown["filter"]),
             given["filter"].as_str().unwrap(),
             "the digest covers the text the guest receives"
         );
