@@ -21,7 +21,7 @@
 //! What is true of a brand decides part of a session's surface (seed 000:
 //! goals "when the goals engine is on", skills "when the brand has at least
 //! one skill", team "when the brand has at least one coworker"). Each fact
-//! has one source, read when a session opens (`ServeHost::session_input`):
+//! has one source, read when a session opens (`Host::session_input`):
 //!
 //! | fact (`policy::BrandFacts`) | source |
 //! |---|---|

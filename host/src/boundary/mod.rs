@@ -993,7 +993,7 @@ impl Boundary {
         let served_read = called.effect == crate::Effect::Read;
         // Served here as a read while the store's review now says it acts:
         // this host has not applied the review yet (the host applies it
-        // before deciding, see `ServeHost::call`; this is the moment in
+        // before deciding, see `Host::call`; this is the moment in
         // between). Refused, never run as a read: the policy decided its
         // gate as a read's.
         if served_read && reviewed_effect.is_some_and(|e| e != crate::Effect::Read) {
