@@ -180,6 +180,9 @@ fn account(outcome: Option<&CallOutcome>, caps: &Capabilities) {
         }
     }
     let Some(http) = &caps.http else { return };
+    for name in http.dropped_headers() {
+        eprintln!("note: the guest set header `{name}`, which the host owns: dropped, not sent");
+    }
     if let Some(replay) = http.replay() {
         eprintln!(
             "replay: {} answered from fixtures, {} unmatched; nothing was sent",

@@ -219,6 +219,19 @@ pub fn run(args: TestArgs) -> Result<i32> {
         let tool = super::tool_name(&component, &case.tool).unwrap_or_else(|_| case.tool.clone());
         caps.graphql_mutations = super::graphql_mutations_for(&component, &tool, &case.arguments);
         let outcome = rt.block_on(component.call(&tool, &case.arguments, &caps));
+        // Still dropped, never a failure: the author learns the header is
+        // not theirs to set.
+        for name in caps
+            .http
+            .iter()
+            .chain(caps.destinations.values())
+            .flat_map(|http| http.dropped_headers())
+        {
+            println!(
+                "note    {}: the guest set header `{name}`, which the host owns: dropped, not sent",
+                case.name
+            );
+        }
         // Unmatched requests first: they are usually why the output differs.
         problems.extend(
             replay

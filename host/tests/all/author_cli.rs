@@ -1216,3 +1216,63 @@ fn bin_inspect_json(component: &str) -> Command {
     cmd.args(["inspect", "--json", component]);
     cmd
 }
+
+/// The author's traps (issue 54, item 7): a body no fixture matches is
+/// shown beside the closest fixture's, and a header the host owns that the
+/// guest set is reported (still dropped), by `test` and by `call --replay`.
+#[test]
+fn an_unmatched_body_and_a_header_the_host_owns_are_shown_to_the_author() {
+    let dir = temp_dir("author-traps");
+    write(
+        &dir,
+        "query.json",
+        &json!({"provenance": "UNVERIFIED", "source": "https://example.com/docs/query",
+                "exchanges": [
+                  {"request": {"method": "POST", "path": "/query", "json": {"property": "Status"}},
+                   "response": {"status": 200, "json": {}}}]}),
+    );
+    let filter = json!({"filter": {"property": "Owner"}});
+    write(
+        &dir,
+        "cases.json",
+        &json!([{"name": "another filter", "tool": "jsonargs_query", "arguments": filter,
+                 "expect": {"ok": "{\"property\":\"Owner\"}"}}]),
+    );
+    let sent = "body sent:        {\"property\":\"Owner\"}";
+    let closest = "closest fixture:  {\"property\":\"Status\"}";
+
+    let mut test = bin();
+    test.arg("test")
+        .arg(components::JSONARGS)
+        .arg("--fixtures")
+        .arg(&dir);
+    let out = run(test);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stdout.contains(sent), "{}", out.stdout);
+    assert!(out.stdout.contains(closest), "{}", out.stdout);
+    assert!(
+        out.stdout.contains(
+            "note    another filter: the guest set header `authorization`, which the host owns: dropped, not sent"
+        ),
+        "{}",
+        out.stdout
+    );
+
+    let mut call = bin();
+    call.arg("call")
+        .arg(components::JSONARGS)
+        .arg("jsonargs_query")
+        .arg(filter.to_string())
+        .arg("--replay")
+        .arg(&dir);
+    let out = run(call);
+    assert!(out.stderr.contains(sent), "{}", out.stderr);
+    assert!(out.stderr.contains(closest), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "note: the guest set header `authorization`, which the host owns: dropped, not sent"
+        ),
+        "{}",
+        out.stderr
+    );
+}

@@ -112,6 +112,9 @@ impl HttpCapability {
                 ))
             })?;
             if carries_authority(name.as_str()) || self.withheld.contains(&name) {
+                self.dropped_headers
+                    .lock()
+                    .insert(name.as_str().to_string());
                 continue;
             }
             let value = HeaderValue::from_str(value).map_err(|_| {
@@ -223,4 +226,32 @@ pub fn carries_authority(name: &str) -> bool {
             | "x-method-override"
     ) || name.starts_with("proxy-")
         || name.starts_with("x-forwarded-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::config::HttpConfig;
+    use super::*;
+
+    /// A header the host owns is dropped and remembered for the author;
+    /// the guest's own headers are sent and not reported.
+    #[test]
+    fn a_header_the_host_owns_is_dropped_and_reported() {
+        let http = HttpCapability::new(HttpConfig::new("https://api.example.com")).unwrap();
+        let request = Request {
+            method: Method::Get,
+            path: "/items".to_string(),
+            query: Vec::new(),
+            headers: vec![
+                ("Authorization".to_string(), "Bearer guest".to_string()),
+                ("Notion-Version".to_string(), "2022-06-28".to_string()),
+                ("Content-Length".to_string(), "3".to_string()),
+            ],
+            body: None,
+        };
+        let prepared = http.prepare(&request).unwrap();
+        assert!(prepared.headers.get("authorization").is_none());
+        assert_eq!(prepared.headers["notion-version"], "2022-06-28");
+        assert_eq!(http.dropped_headers(), ["authorization", "content-length"]);
+    }
 }

@@ -75,6 +75,10 @@ pub struct HttpCapability {
     withheld: Vec<HeaderName>,
     /// How to get a handle with a fresh credential after a 401.
     renewal: Option<Arc<dyn Renewal>>,
+    /// The names of the headers the host owns that the guest set (and the
+    /// host dropped), for the author (`call`, `test`): a few names at most,
+    /// from the fixed lists above.
+    dropped_headers: parking_lot::Mutex<std::collections::BTreeSet<String>>,
 }
 
 /// A credential the host can renew when an upstream refuses it (401): the
@@ -298,6 +302,7 @@ impl HttpCapability {
             injected,
             withheld,
             renewal: config.renewal.clone(),
+            dropped_headers: Default::default(),
         }))
     }
 
@@ -309,6 +314,13 @@ impl HttpCapability {
     /// The configured origin, as the operator wrote it (no secret in it).
     pub fn origin(&self) -> &Url {
         &self.origin
+    }
+
+    /// The headers the host owns (credentials, framing, routing) that the
+    /// guest set on a request of this handle, each dropped: a connector's
+    /// author is told (`call`, `test`), the guest never is.
+    pub fn dropped_headers(&self) -> Vec<String> {
+        self.dropped_headers.lock().iter().cloned().collect()
     }
 
     /// The fixtures this capability replays, in replay mode.

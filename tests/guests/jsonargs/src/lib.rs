@@ -1,5 +1,6 @@
 //! Sends the JSON filter it is given as the body of a read-only POST and
 //! answers the text it received, so a test sees what the host handed it.
+//! It also sets an `Authorization` header, as an author might by mistake.
 
 scout_sdk::bindings!();
 
@@ -13,12 +14,16 @@ impl read_tools::Guest for JsonArgs {
         // What a connector does with it: read it as JSON (the host already
         // refused text that is not).
         let _: serde_json::Value = scout_sdk::args::json("filter", &filter)?;
-        Http::connect()?.send(
-            Method::Post,
-            "/query",
-            &[],
-            Some(filter.clone().into_bytes()),
-        )?;
+        // An author's trap: a header the host owns, dropped and reported to
+        // the author by `call` and `test`.
+        Http::connect()?
+            .with_header("Authorization", "Bearer from-the-guest")
+            .send(
+                Method::Post,
+                "/query",
+                &[],
+                Some(filter.clone().into_bytes()),
+            )?;
         Ok(filter)
     }
 }
