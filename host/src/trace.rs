@@ -20,8 +20,8 @@ use crate::store::{ApprovalId, CapabilityRequest, TraceState};
 pub use crate::store::{Origin, TraceEvent, TraceFilter};
 
 mod service;
-pub use service::Trace;
 use serde_json::{Value, json};
+pub use service::Trace;
 use std::borrow::Cow;
 use std::fmt;
 

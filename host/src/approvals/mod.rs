@@ -21,12 +21,12 @@ mod pending;
 mod revoke;
 mod wait;
 
-pub use decide::{DecideError, Decider, Decision};
-pub use wait::{Ask, Ended, WaitRecord};
 /// An approval's id, the text its arguments are bound by, and the rule
 /// that ends a lost host's approvals: the approvals' vocabulary, kept in
 /// the store.
 pub use crate::store::{ApprovalId, HOST_LOST, canonical_args_text};
+pub use decide::{DecideError, Decider, Decision};
+pub use wait::{Ask, Ended, WaitRecord};
 
 use crate::store::Store;
 use std::sync::Arc;
