@@ -144,6 +144,7 @@ impl WasiFrom {
             .stdout(self.stdout.clone())
             .stderr(self.stderr.clone())
             .monotonic_clock(CoarseClock(self.started))
+            .wall_clock(CoarseWallClock)
             .build()
     }
 }
@@ -159,6 +160,23 @@ impl wasmtime_wasi::HostMonotonicClock for CoarseClock {
     fn now(&self) -> u64 {
         let nanos = self.0.elapsed().as_nanos() as u64;
         nanos - nanos % 1_000_000
+    }
+}
+
+/// The guest's wall clock (an inert import, for other languages'
+/// runtimes): the host's time at each call, in whole milliseconds, so it
+/// is no finer a timer than [`CoarseClock`].
+struct CoarseWallClock;
+
+impl wasmtime_wasi::HostWallClock for CoarseWallClock {
+    fn resolution(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(1)
+    }
+    fn now(&self) -> std::time::Duration {
+        let since_epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        std::time::Duration::from_millis(since_epoch.as_millis() as u64)
     }
 }
 
@@ -230,3 +248,29 @@ pub(crate) fn add_to_linker(
 
 // `types` has no functions; its host trait is empty.
 impl super::bindings::types::Host for CallState {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasmtime_wasi::{HostMonotonicClock, HostWallClock};
+
+    #[test]
+    fn a_guests_clocks_tick_in_whole_milliseconds() {
+        let wall = CoarseWallClock;
+        assert_eq!(wall.resolution(), std::time::Duration::from_millis(1));
+        let before = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap();
+        let now = wall.now();
+        assert_eq!(now.subsec_nanos() % 1_000_000, 0, "{now:?}");
+        // The host's time, not a value fixed at build: within the moment read.
+        assert!(
+            now + std::time::Duration::from_millis(1) >= before,
+            "{now:?} {before:?}"
+        );
+        let monotonic = CoarseClock(std::time::Instant::now());
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        assert_eq!(monotonic.now() % 1_000_000, 0);
+        assert!(monotonic.now() >= 3_000_000);
+    }
+}

@@ -30,7 +30,8 @@ pub(crate) const ALLOWED_WASI: &[&str] = &[
 /// other languages (componentize-js, componentize-py) import them, and
 /// none reaches outside the call. Each carries no authority:
 /// - `wasi:clocks/wall-clock`: the time now, which anyone may know; read
-///   from the host's clock at each call, never a build-time value.
+///   from the host's clock at each call, never a build-time value, in
+///   whole milliseconds as the monotonic clock is.
 /// - `wasi:random/{random,insecure,insecure-seed}`: fresh randomness from the
 ///   host per call; it reveals nothing and changes nothing.
 /// - `wasi:filesystem/{types,preopens}`: a filesystem with no preopened
