@@ -6,7 +6,7 @@
 //! committed `.wasm`) into a component without a manifest; `scout-host
 //! manifest` then embeds it.
 
-use crate::{provision_npm, provisioned};
+use crate::{provision_npm, provision_venv};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -56,30 +56,14 @@ pub fn componentize_py() -> String {
 }
 
 fn provision_componentize_py() -> Result<String, String> {
-    let (venv, _lock) = provisioned("componentize-py-venv")?;
-    let cli = venv.join("bin/componentize-py");
-    let stamp = venv.join("version");
-    if cli.is_file() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(COMPONENTIZE_PY) {
-        return Ok(cli.display().to_string());
-    }
-    let _ = std::fs::remove_dir_all(&venv);
-    run(
-        Command::new("python3").arg("-m").arg("venv").arg(&venv),
-        "python3 -m venv",
-    )?;
-    run(
-        Command::new(venv.join("bin/python")).args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            COMPONENTIZE_PY,
-        ]),
+    let venv = provision_venv(
+        "componentize-py-venv",
+        "bin/componentize-py",
+        COMPONENTIZE_PY,
+        &[COMPONENTIZE_PY.as_ref()],
         "pip install componentize-py (or set SCOUT_TEST_COMPONENTIZE_PY)",
     )?;
-    std::fs::write(&stamp, COMPONENTIZE_PY).map_err(|e| format!("{}: {e}", stamp.display()))?;
-    Ok(cli.display().to_string())
+    Ok(venv.join("bin/componentize-py").display().to_string())
 }
 
 fn run(command: &mut Command, what: &str) -> Result<(), String> {

@@ -157,16 +157,42 @@ pub fn python() -> String {
 }
 
 fn provision_mcp_client() -> Result<String, String> {
-    use std::process::Command;
     let requirements =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_client/requirements.txt");
     let wanted = std::fs::read_to_string(&requirements)
         .map_err(|e| format!("{}: {e}", requirements.display()))?;
-    let (venv, _lock) = provisioned("mcp-client-venv")?;
-    let python = venv.join("bin/python");
-    let stamp = venv.join("requirements.txt");
-    if python.is_file() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(&wanted) {
-        return Ok(python.display().to_string());
+    let venv = provision_venv(
+        "mcp-client-venv",
+        "bin/python",
+        &wanted,
+        &["-r".as_ref(), requirements.as_os_str()],
+        &format!(
+            "pip install of the official MCP client (set SCOUT_TEST_PYTHON to an interpreter that has `pip install -r {}` instead)",
+            requirements.display()
+        ),
+    )?;
+    Ok(venv.join("bin/python").display().to_string())
+}
+
+/// A virtual environment `name` under the target directory holding what
+/// `pip install PIP_ARGS` installs, with the machine's `python3 -m venv`:
+/// kept while its `command` exists and `wanted` (the pinned release or the
+/// requirements' text) is what it was made for, made again otherwise.
+/// Test binaries running at once take turns on its lock file.
+pub(crate) fn provision_venv(
+    name: &str,
+    command: &str,
+    wanted: &str,
+    pip_args: &[&std::ffi::OsStr],
+    what: &str,
+) -> Result<std::path::PathBuf, String> {
+    use std::process::Command;
+    let (venv, _lock) = provisioned(name)?;
+    let stamp = venv.join("provisioned-for");
+    if venv.join(command).is_file()
+        && std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted)
+    {
+        return Ok(venv);
     }
     let run = |command: &mut Command, what: &str| -> Result<(), String> {
         let out = command
@@ -176,9 +202,9 @@ fn provision_mcp_client() -> Result<String, String> {
             return Ok(());
         }
         Err(format!(
-            "{what} failed ({}); set SCOUT_TEST_PYTHON to an interpreter that has `pip install -r {}` instead\n{}",
+            "{what} failed ({})\n{}{}",
             out.status,
-            requirements.display(),
+            String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         ))
     };
@@ -188,20 +214,19 @@ fn provision_mcp_client() -> Result<String, String> {
         "python3 -m venv",
     )?;
     run(
-        Command::new(&python)
+        Command::new(venv.join("bin/python"))
             .args([
                 "-m",
                 "pip",
                 "install",
                 "--quiet",
                 "--disable-pip-version-check",
-                "-r",
             ])
-            .arg(&requirements),
-        "pip install of the official MCP client",
+            .args(pip_args),
+        what,
     )?;
-    std::fs::write(&stamp, &wanted).map_err(|e| format!("{}: {e}", stamp.display()))?;
-    Ok(python.display().to_string())
+    std::fs::write(&stamp, wanted).map_err(|e| format!("{}: {e}", stamp.display()))?;
+    Ok(venv)
 }
 
 /// The MCP Inspector's command line (`@modelcontextprotocol/inspector`, the
