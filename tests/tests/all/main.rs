@@ -8,6 +8,7 @@ mod capabilities;
 mod fake_github;
 mod github;
 mod gqlwriter;
+mod hello;
 mod hostile;
 mod imports_filesystem;
 mod imports_sockets;
