@@ -16,6 +16,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub mod sockets;
+pub use sockets::without_sockets;
+
 /// What a component is for; decides the folder it is copied to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
