@@ -16,11 +16,15 @@ pub mod connectors;
 pub mod demo;
 pub mod docs;
 pub mod inspect;
+pub mod lang;
 pub mod manifest;
 pub mod new;
+pub mod python;
 pub mod serve;
 pub mod surface;
+pub mod toolchain;
 pub mod trace;
+pub mod typescript;
 
 use anyhow::{Context, Result};
 use scout_host::runtime::default_cache_dir;

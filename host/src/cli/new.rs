@@ -1,5 +1,7 @@
-//! `scout-host new NAME`: a connector crate scaffolded from the SDK's
-//! template, so that an author starts from something that builds, passes
+//! `scout-host new NAME [--lang rust|ts|python]`: a connector scaffolded
+//! from the SDK's template for its language (Rust here; TypeScript and
+//! Python in their own modules, which share the name checks and the file
+//! writing below), so that an author starts from something that builds, passes
 //! `scout-host test` and shows every rule (imports, docs, WITHHELD list).
 //!
 //! The template and the contract are embedded in the binary (`include_str!`),
@@ -16,6 +18,7 @@
 //! fetched, and never refers to the checkout the binary was built in.
 //! `--sdk-path` or `--sdk-git` point it elsewhere instead.
 
+use super::lang::Language;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -38,8 +41,9 @@ include!(concat!(env!("OUT_DIR"), "/sdk_files.rs"));
 /// Where a scaffold's vendored SDK lives, relative to it.
 pub const VENDORED_SDK: &str = "vendor/scout-sdk";
 
-/// Starter cases for the template's tools (`__TOOL__` is the wire-name prefix).
-const STARTER_CASES: &str = r#"[
+/// Starter cases for the template's tools (`__TOOL__` is the wire-name
+/// prefix; [`starter_cases`] fills it in), the same in every language.
+pub const STARTER_CASES: &str = r#"[
   {
     "name": "get-item reads an item",
     "tool": "__TOOL___get_item",
@@ -71,8 +75,9 @@ const STARTER_CASES: &str = r#"[
 ]
 "#;
 
-/// The starter fixture those cases replay.
-const STARTER_FIXTURE: &str = r#"{
+/// The starter fixture those cases replay (its `source` names `src/lib.rs`,
+/// the Rust template; another language's scaffold names its own file).
+pub const STARTER_FIXTURE: &str = r#"{
   "provenance": "UNVERIFIED",
   "source": "src/lib.rs: the made-up API the template describes. Replace these exchanges with ones that follow your service's documentation (and name it here), or record real ones with `scout-host call --record`.",
   "exchanges": [
@@ -95,21 +100,24 @@ const STARTER_FIXTURE: &str = r#"{
 
 const GITIGNORE: &str = "/target\n";
 
-/// `scout-host new NAME [--dir PATH] [--sdk-path P | --sdk-git URL]`
+/// `scout-host new NAME [--lang L] [--dir PATH] [--sdk-path P | --sdk-git URL]`
 #[derive(clap::Args)]
 pub struct NewArgs {
     /// The connector's name: a WIT identifier in kebab case (`my-shop`); tools become `my_shop_get_item`.
     pub name: String,
+    /// The language to write it in.
+    #[arg(long, value_enum, default_value = "rust")]
+    pub lang: Language,
     /// Where to create it (default: ./NAME); must not exist or be empty.
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// The WIT package namespace (`NAMESPACE:NAME`); default: NAME.
     #[arg(long)]
     pub namespace: Option<String>,
-    /// The `scout-sdk` crate to depend on by path (default: a copy vendored into `vendor/scout-sdk`).
+    /// Rust: the `scout-sdk` crate to depend on by path (default: a copy vendored into `vendor/scout-sdk`).
     #[arg(long, conflicts_with = "sdk_git")]
     pub sdk_path: Option<PathBuf>,
-    /// Depend on `scout-sdk` from this git repository instead.
+    /// Rust: depend on `scout-sdk` from this git repository instead.
     #[arg(long)]
     pub sdk_git: Option<String>,
 }
@@ -235,7 +243,14 @@ pub fn validate_name(name: &str, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn camel(name: &str) -> String {
+/// [`STARTER_CASES`] for the scaffold named `names`.
+#[allow(dead_code, reason = "the TypeScript and Python scaffolds call it")]
+pub fn starter_cases(names: &Names) -> String {
+    STARTER_CASES.replace("__TOOL__", &Names::snake(&names.name))
+}
+
+/// `my-shop` as `MyShop`.
+pub fn camel(name: &str) -> String {
     name.split('-')
         .map(|w| {
             let mut c = w.chars();
@@ -275,7 +290,8 @@ pub struct Names {
 }
 
 impl Names {
-    fn snake(s: &str) -> String {
+    /// `my-shop` as `my_shop`.
+    pub fn snake(s: &str) -> String {
         s.replace('-', "_")
     }
 
@@ -511,7 +527,8 @@ pub fn files(names: &Names, sdk_line: &str) -> Result<Vec<(PathBuf, String)>> {
     Ok(files)
 }
 
-/// Runs the command.
+/// Runs the command: checks the names and the folder, then scaffolds in
+/// the language `--lang` names.
 pub fn run(args: NewArgs) -> Result<i32> {
     validate_name(&args.name, "NAME")?;
     let namespace = args.namespace.clone().unwrap_or_else(|| args.name.clone());
@@ -520,15 +537,11 @@ pub fn run(args: NewArgs) -> Result<i32> {
         name: args.name.clone(),
         namespace,
     };
-    // A name the template already uses for something else would clash.
-    let camel_name = camel(&names.name);
-    for text in [TEMPLATE_LIB, TEMPLATE_WIT] {
-        if camel_name != "Example" && replace_word(text, &camel_name, "\u{0}") != text {
-            anyhow::bail!(
-                "NAME `{}` would clash with `{camel_name}`, which the template already uses; choose another",
-                names.name
-            );
-        }
+    if args.lang != Language::Rust && (args.sdk_path.is_some() || args.sdk_git.is_some()) {
+        anyhow::bail!(
+            "--sdk-path and --sdk-git point a Rust crate at scout-sdk; a {} scaffold carries its SDK",
+            args.lang.label()
+        );
     }
     let dir = args
         .dir
@@ -547,9 +560,16 @@ pub fn run(args: NewArgs) -> Result<i32> {
             );
         }
     }
-    let sdk_line = sdk_dependency(&args)?;
-    let files = files(&names, &sdk_line)?;
-    for (rel, text) in &files {
+    match args.lang {
+        Language::Rust => scaffold_rust(&args, &names, &dir),
+        Language::TypeScript => super::typescript::scaffold(&args, &names, &dir),
+        Language::Python => super::python::scaffold(&args, &names, &dir),
+    }
+}
+
+/// Writes a scaffold's `files` (paths relative to `dir`).
+pub fn write_files(dir: &Path, files: &[(PathBuf, String)]) -> Result<()> {
+    for (rel, text) in files {
         let path = dir.join(rel);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)
@@ -557,6 +577,24 @@ pub fn run(args: NewArgs) -> Result<i32> {
         }
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     }
+    Ok(())
+}
+
+/// A Rust crate from `sdk/template/`.
+fn scaffold_rust(args: &NewArgs, names: &Names, dir: &Path) -> Result<i32> {
+    // A name the template already uses for something else would clash.
+    let camel_name = camel(&names.name);
+    for text in [TEMPLATE_LIB, TEMPLATE_WIT] {
+        if camel_name != "Example" && replace_word(text, &camel_name, "\u{0}") != text {
+            anyhow::bail!(
+                "NAME `{}` would clash with `{camel_name}`, which the template already uses; choose another",
+                names.name
+            );
+        }
+    }
+    let sdk_line = sdk_dependency(args)?;
+    let files = files(names, &sdk_line)?;
+    write_files(dir, &files)?;
     let wasm = format!("target/scout/{}.wasm", names.name);
     println!(
         "created connector `{}` in {} ({} files)",
