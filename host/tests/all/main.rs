@@ -23,6 +23,7 @@ mod graphql_routes;
 mod inspect_cli;
 mod languages;
 mod mcp_serve;
+mod notion_ts;
 mod operator;
 mod plugin_connector;
 mod policy_surface;
