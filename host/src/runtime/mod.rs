@@ -396,7 +396,12 @@ impl Runtime {
             .wasm_component_model(true)
             // Proposals a connector does not need stay off.
             .wasm_memory64(false)
-            .wasm_multi_memory(false)
+            // On for the adapters wasmtime makes between two components'
+            // memories (a Python connector composed with its trapping
+            // sockets, scout_build::sockets); off, wasmtime 50 panics
+            // compiling such a component. A guest module still defines at
+            // most one memory: the pool's `max_memories_per_module` is 1.
+            .wasm_multi_memory(true)
             .wasm_custom_page_sizes(false)
             .wasm_wide_arithmetic(false)
             .wasm_stack_switching(false);
