@@ -100,7 +100,9 @@ pub fn build_js(name: &str, world: &str, disable: &[&str], out: &Path) -> Result
 
 /// Builds the Python guest `name` (its module `app`, world `world`) into
 /// `out` with componentize-py; `stub_wasi` stubs out every WASI import of
-/// the Python runtime.
+/// the Python runtime (its clocks and random seed then fixed at build
+/// time); without it the runtime imports `wasi:sockets`, which the host
+/// refuses, unless [`build_py_without_sockets`] is what builds it.
 pub fn build_py(name: &str, world: &str, stub_wasi: bool, out: &Path) -> Result<(), String> {
     let dir = guest_dir("py", name);
     let mut command = Command::new(componentize_py());
@@ -118,4 +120,16 @@ pub fn build_py(name: &str, world: &str, stub_wasi: bool, out: &Path) -> Result<
         .arg("--output")
         .arg(out);
     run(&mut command, "componentize-py")
+}
+
+/// Builds the Python guest `name` as [`build_py`] does without stubs, then
+/// satisfies its runtime's `wasi:sockets` imports inside it with trapping
+/// functions ([`scout_build::without_sockets`]): the host links its clocks
+/// and randomness, fresh at each call, and a socket traps at the call.
+pub fn build_py_without_sockets(name: &str, world: &str, out: &Path) -> Result<(), String> {
+    build_py(name, world, false, out)?;
+    let built = std::fs::read(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let without = scout_build::without_sockets(&built)
+        .map_err(|e| format!("{name}: its sockets not removed: {e}"))?;
+    std::fs::write(out, without).map_err(|e| format!("{}: {e}", out.display()))
 }

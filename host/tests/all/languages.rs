@@ -9,7 +9,7 @@
 
 use scout_host::runtime::default_cache_dir;
 use scout_host::{Capabilities, HttpCapability, HttpConfig, Runtime, RuntimeConfig};
-use scout_tests::componentizers::{build_js, build_py, guest_dir};
+use scout_tests::componentizers::{build_js, build_py, build_py_without_sockets, guest_dir};
 use scout_tests::upstream::Upstream;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -209,21 +209,54 @@ async fn a_javascript_connector_gets_its_manifest_and_reads_over_loopback_with_i
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The imports `inspect --json` lists of `component`, which must load.
+fn inspected_imports(component: &Path) -> Vec<Value> {
+    let inspected = scout_host(&["inspect", "--json", path(component)]);
+    assert_eq!(inspected.code, 0, "{}", inspected.stderr);
+    let report: Value = serde_json::from_str(&inspected.stdout).unwrap();
+    report["imports"].as_array().unwrap().clone()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_python_connector_with_its_larger_runtime_loads_and_reads_over_loopback() {
     let dir = temp_dir("py");
     let built = dir.join("hello-py.wasm");
-    build_py("hello", "hello-py", true, &built).unwrap();
+    // componentize-py's default WASI, its sockets satisfied inside the
+    // component by functions that trap (not `--stub-wasi`, which would
+    // fix the clocks and the random seed at build time).
+    build_py_without_sockets("hello", "hello-py", &built).unwrap();
     let component = dir.join("hello-py.connector.wasm");
     let embedded = embed("py", "hello", "hello-py", &built, &component);
-    // 38 core instances and componentize-py's own `exports`: loaded, in
-    // a pool no larger for any other connector.
+    // 17 core instances, two memories (the trapping sockets' own) and
+    // componentize-py's own `exports`: loaded, in a pool no larger for any
+    // other connector.
     assert_eq!(embedded.code, 0, "{}", embedded.stderr);
     assert!(
-        embedded.stdout.contains("hello-py with 2 tools"),
+        embedded.stdout.contains("hello-py with 2 tools")
+            && embedded.stdout.contains("wasi:clocks/wall-clock@")
+            && embedded.stdout.contains("wasi:random/random@")
+            && !embedded.stdout.contains("wasi:sockets"),
         "{}",
         embedded.stdout
     );
+    // Nothing of the network among its imports; the clock and randomness
+    // are the inert ones the host links.
+    let imports = inspected_imports(&component);
+    assert!(
+        imports
+            .iter()
+            .all(|i| i["allowed"] == true
+                && !i["name"].as_str().unwrap().starts_with("wasi:sockets/")),
+        "{imports:?}"
+    );
+    for inert in ["wasi:clocks/wall-clock@", "wasi:random/random@"] {
+        assert!(
+            imports
+                .iter()
+                .any(|i| i["inert"] == true && i["name"].as_str().unwrap().starts_with(inert)),
+            "{inert} not an inert import: {imports:?}"
+        );
+    }
 
     let upstream = Upstream::start().await;
     let read = call(
@@ -248,7 +281,21 @@ async fn a_python_connector_with_its_larger_runtime_loads_and_reads_over_loopbac
     );
     assert_eq!(upstream.seen().len(), 1);
 
-    // In a host of four slots, a call of it holds three (38 core instances
+    // The clock and randomness are the host's at each call, never the
+    // values the build's snapshot holds.
+    let before = now_ms();
+    let first = clock_and_random(&call(&component, "now", json!({}), &upstream.origin()).await);
+    let second = clock_and_random(&call(&component, "now", json!({}), &upstream.origin()).await);
+    let after = now_ms();
+    for (millis, _) in [&first, &second] {
+        assert!(
+            (before..=after).contains(millis),
+            "{millis} not in {before}..={after}"
+        );
+    }
+    assert_ne!(first.1, second.1, "the same random number twice");
+
+    // In a host of four slots, a call of it holds two (17 core instances
     // at 16 a slot): calls at once take turns instead of exhausting the
     // pool, and each gets a fresh instance.
     let runtime = Runtime::new(RuntimeConfig {
@@ -278,6 +325,44 @@ async fn a_python_connector_with_its_larger_runtime_loads_and_reads_over_loopbac
         assert_eq!(outcome.output.ok(), Some(&json!("ok")));
     }
     assert_eq!(upstream.seen().len(), 4);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_guest_without_its_sockets_loads_and_its_socket_traps_at_the_call() {
+    let dir = temp_dir("hostile-py-without-sockets");
+    // The hostile guest that the host refuses at load when built as it is
+    // (below), its sockets now satisfied inside it by functions that trap.
+    let built = dir.join("hostile-py.wasm");
+    build_py_without_sockets("hostile", "hostile-py", &built).unwrap();
+    let component = dir.join("hostile-py.connector.wasm");
+    let embedded = embed("py", "hostile", "hostile-py", &built, &component);
+    assert_eq!(embedded.code, 0, "{}", embedded.stderr);
+    let imports = inspected_imports(&component);
+    assert!(
+        imports
+            .iter()
+            .all(|i| i["allowed"] == true
+                && !i["name"].as_str().unwrap().starts_with("wasi:sockets/")),
+        "{imports:?}"
+    );
+
+    // Its socket to the upstream traps at the call: nothing reaches it.
+    let upstream = Upstream::start().await;
+    let escape = call(
+        &component,
+        "escape",
+        json!({"url": upstream.origin()}),
+        &upstream.origin(),
+    )
+    .await;
+    assert_ne!(escape.code, 0, "{}", escape.stdout);
+    assert!(
+        escape.stderr.contains("trapped") && escape.stderr.contains("unreachable"),
+        "{}",
+        escape.stderr
+    );
+    assert!(upstream.seen().is_empty(), "{:?}", upstream.seen());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
