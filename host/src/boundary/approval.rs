@@ -205,7 +205,11 @@ impl Boundary {
         let lineage = super::lineage::record(session, refusal.targets, rule, self.pause_after);
         let refused = refusal.rows.refused(rule, lineage.as_ref());
         self.trace(refused, refusal.spans);
-        Denied { rule, lineage }
+        Denied {
+            rule,
+            lineage,
+            detail: None,
+        }
     }
 
     /// Writes one row of the wait, naming the span `spans` give its state.

@@ -50,7 +50,11 @@ impl Boundary {
                 rows.refused(rule, lineage.as_ref()),
             ];
             self.write_or_owe(&events, "a host tool's refusal");
-            return Err(HostToolRefused::Denied(Denied { rule, lineage }));
+            return Err(HostToolRefused::Denied(Denied {
+                rule,
+                lineage,
+                detail: None,
+            }));
         }
         let answer = answer();
         let events = rows.host_tool(&digest, &answer, origin);

@@ -53,6 +53,9 @@ pub type AskedFor = tokio::sync::oneshot::Sender<ApprovalId>;
 /// Each (connector, tool)'s review hold, `None` where it is reviewed as it is.
 type ReviewHolds = HashMap<(String, String), Option<ReviewHold>>;
 
+/// The most of an argument misfit (its path and why) an agent is told.
+const MISFIT_TOLD_BYTES: usize = 300;
+
 /// Why a call did not run. `reason` is what the agent sees: bounded, safe.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}", .rule.safe_reason())]
@@ -63,6 +66,10 @@ pub struct Denied {
     /// Where this refusal stands among the session's refusals of the same
     /// consequence, when it counts ([`lineage`]).
     pub lineage: Option<lineage::Lineage>,
+    /// What the agent needs to mend its own call, where the rule has it:
+    /// for arguments that do not fit, where and why (`$.filter: expected a
+    /// JSON value ...`), never anything the session could not see.
+    pub detail: Option<String>,
 }
 
 impl Denied {
@@ -71,15 +78,20 @@ impl Denied {
         Denied {
             rule,
             lineage: None,
+            detail: None,
         }
     }
 
     /// What the agent is told: the bounded reason, and for a repeated
-    /// refusal the clearer constraint of its lineage.
+    /// refusal the clearer constraint of its lineage; then the detail.
     pub fn told(&self) -> String {
-        match &self.lineage {
+        let reason = match &self.lineage {
             Some(lineage) if lineage.repeat >= 2 => lineage::constraint(self.rule, lineage),
             _ => self.rule.safe_reason().to_string(),
+        };
+        match &self.detail {
+            Some(detail) => format!("{reason} ({detail})"),
+            None => reason,
         }
     }
 }
@@ -990,6 +1002,27 @@ impl Boundary {
             }
             None
         };
+        // Arguments that do not fit the tool's parameters (a type, a `json`
+        // value that is not JSON, a number out of its range) are refused
+        // here, before a person is asked about the call or a handle is
+        // granted; the run would refuse them too, later.
+        if let Some(misfit) = called.arguments_misfit(args) {
+            let rule = Rule::InvalidArguments;
+            let (detail, _) = crate::capabilities::scrub::cut_at(
+                format!("{}: {}", misfit.path, misfit.message),
+                MISFIT_TOLD_BYTES,
+            );
+            trace.push(
+                trace
+                    .rows()
+                    .refused_with(rule, json!({"path": misfit.path, "why": misfit.message})),
+            );
+            trace.flush_async().await;
+            return Err(Denied {
+                detail: Some(detail),
+                ..Denied::by(rule)
+            });
+        }
         let served_read = called.effect == crate::Effect::Read;
         // Served here as a read while the store's review now says it acts:
         // this host has not applied the review yet (the host applies it

@@ -51,7 +51,11 @@ impl CallTrace<'_> {
             super::lineage::record(self.session, &self.targets, rule, self.boundary.pause_after);
         self.push(self.rows().refused(rule, lineage.as_ref()));
         self.flush_async().await;
-        super::Denied { rule, lineage }
+        super::Denied {
+            rule,
+            lineage,
+            detail: None,
+        }
     }
 
     /// Writes the buffered events, scrubbed of the secrets `caps` inject,

@@ -138,15 +138,8 @@ impl LoadedComponent {
                 return Err(CallError::UnknownTool(tool.name.clone()));
             }
         };
-        let canonical = convert::json_as_canonical_text(&tool.params, &tool.json_params, args)
-            .map_err(|m| CallError::InvalidArguments {
-                path: m.path,
-                message: m.message,
-            })?;
-        let params = convert::args_to_vals(&tool.params, canonical.as_ref().unwrap_or(args))
-            .and_then(|vals| {
-                convert::within_ranges(&tool.params, &tool.ranges, &vals).map(|()| vals)
-            })
+        let params = tool
+            .guest_values(args)
             .map_err(|m| CallError::InvalidArguments {
                 path: m.path,
                 message: m.message,

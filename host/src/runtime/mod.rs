@@ -246,6 +246,30 @@ impl Tool {
     pub fn json_text_as_values(&self, args: &Value) -> Option<Value> {
         crate::convert::json_text_as_values(&self.params, &self.json_params, args)
     }
+
+    /// The agent's arguments as the guest's values: typed as the WIT
+    /// declares, each `json` parameter as its canonical text, each number
+    /// within its declared range; else where and why they do not fit. The
+    /// boundary asks this before it asks a person about a call, and the
+    /// run takes these values.
+    pub(crate) fn guest_values(
+        &self,
+        args: &Value,
+    ) -> Result<Vec<wasmtime::component::Val>, crate::convert::Mismatch> {
+        use crate::convert;
+        let canonical = convert::json_as_canonical_text(&self.params, &self.json_params, args)?;
+        let vals = convert::args_to_vals(&self.params, canonical.as_ref().unwrap_or(args))?;
+        convert::within_ranges(&self.params, &self.ranges, &vals)?;
+        Ok(vals)
+    }
+
+    /// Where and why `args` do not fit this tool's parameters ([`Tool::guest_values`]);
+    /// `None` when they fit, or when the tool is a remote MCP server's,
+    /// whose server judges its own arguments.
+    pub fn arguments_misfit(&self, args: &Value) -> Option<crate::convert::Mismatch> {
+        self.export?;
+        self.guest_values(args).err()
+    }
 }
 
 /// A checked component, ready to be called; or a remote MCP server's

@@ -3006,3 +3006,133 @@ async fn a_capability_request_goes_to_a_person_and_a_yes_grants_nothing() {
     let (_, pending) = s.admin(Method::GET, "/v1/capability-requests", None).await;
     assert_eq!(pending["requests"].as_array().unwrap().len(), 20);
 }
+
+// --- JSON values ------------------------------------------------------------
+
+/// A `json` argument sent as JSON text is, to the boundary, the value it
+/// denotes: a person is shown it structured and approves the digest of its
+/// canonical form, the same digest as for the object with its keys in
+/// another order; text that is not JSON is refused before anyone is asked,
+/// naming the argument, and nothing reaches the upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_argument_sent_as_text_is_approved_structured_and_bad_json_asks_nobody() {
+    let upstream = scout_tests::upstream::Upstream::start().await;
+    let lines = format!(
+        "\n[connectors.jsonargs]\ncomponent = {:?}\norigin = {:?}\nallow_private_network = true\ncredential = \"none\"\n",
+        common::component(scout_tests::components::JSONARGS),
+        upstream.origin()
+    );
+    let s = serve_with("json-values", "require_review = false", &lines, &[]).await;
+    let view = s.session("person-chat").await;
+    let id = view["id"].as_str().unwrap().to_string();
+    let mcp = Mcp {
+        url: view["mcp"]["jsonargs"]
+            .as_str()
+            .unwrap_or_else(|| panic!("the jsonargs endpoint: {view}"))
+            .to_string(),
+        ..s.mcp(&view)
+    }
+    .connect()
+    .await;
+    let decide = |approval: &Value, approve: bool| {
+        let path = format!("/v1/approvals/{}", approval["id"]);
+        let s = &s;
+        async move {
+            let (status, body) = s
+                .admin(Method::POST, &path, Some(json!({"approve": approve})))
+                .await;
+            assert_eq!(status, 200, "{body}");
+        }
+    };
+    let structured = json!({"title": "Roof", "tags": ["a", "b"], "done": false});
+    let canonical = r#"{"done":false,"tags":["a","b"],"title":"Roof"}"#;
+
+    // Sent as text: shown and digested as the object, run as its canonical text.
+    let caller = mcp.clone();
+    let as_text = tokio::spawn(async move {
+        caller
+            .call(
+                "jsonargs_create",
+                json!({"properties": "{\"title\": \"Roof\", \"tags\": [\"a\", \"b\"], \"done\": false}"}),
+            )
+            .await
+    });
+    let first = s.first_pending(&id).await;
+    assert_eq!(first["arguments"]["properties"], structured, "{first}");
+    assert_eq!(
+        first["arguments_text"],
+        json!(format!(r#"{{"properties":{canonical}}}"#)),
+        "{first}"
+    );
+    assert!(
+        upstream.seen().is_empty(),
+        "nothing ran before the approval"
+    );
+    decide(&first, true).await;
+    let ran = as_text.await.unwrap();
+    assert_eq!(ran["result"]["isError"], false, "{ran}");
+    assert!(
+        result_text(&ran).contains(&canonical.replace('"', "\\\"")),
+        "the guest received the canonical text: {ran}"
+    );
+    assert_eq!(upstream.seen().len(), 1);
+
+    // The object, keys in another order: the same call to a person.
+    let caller = mcp.clone();
+    let as_object = tokio::spawn(async move {
+        caller
+            .call(
+                "jsonargs_create",
+                json!({"properties": {"done": false, "title": "Roof", "tags": ["a", "b"]}}),
+            )
+            .await
+    });
+    let second = s.first_pending(&id).await;
+    assert_ne!(second["id"], first["id"]);
+    assert_eq!(second["args_digest"], first["args_digest"], "{second}");
+    assert_eq!(second["arguments_text"], first["arguments_text"]);
+    decide(&second, false).await;
+    let denied = as_object.await.unwrap();
+    assert_eq!(denied["result"]["isError"], true, "{denied}");
+    assert_eq!(upstream.seen().len(), 1, "a denied write sent nothing");
+
+    // Text that is not JSON, and the argument missing: refused at once,
+    // naming the argument; nobody is asked and nothing is sent.
+    for (arguments, why) in [
+        (json!({"properties": "{bad"}), "not JSON"),
+        (json!({}), "missing"),
+    ] {
+        let refused = mcp.call("jsonargs_create", arguments).await;
+        assert_eq!(refused["result"]["isError"], true, "{refused}");
+        let told: Value = serde_json::from_str(&result_text(&refused)).unwrap();
+        assert_eq!(told["denied"], "invalid_arguments", "{refused}");
+        let message = told["message"].as_str().unwrap();
+        assert!(
+            message.contains("$.properties") && message.contains(why),
+            "{message}"
+        );
+    }
+    let (status, listed) = s
+        .admin(Method::GET, &format!("/v1/approvals?session={id}"), None)
+        .await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["pending"], json!([]), "nobody was asked");
+    assert_eq!(
+        upstream.seen().len(),
+        1,
+        "nothing more reached the upstream"
+    );
+    let refusals: Vec<_> = s
+        .trace(&id)
+        .await
+        .into_iter()
+        .filter(|e| {
+            e["tool"] == "mcp__jsonargs__jsonargs_create" && e["rule"] == "invalid_arguments"
+        })
+        .collect();
+    assert_eq!(refusals.len(), 2, "{refusals:?}");
+    assert_eq!(
+        refusals[0]["detail"]["path"], "$.properties",
+        "{refusals:?}"
+    );
+}

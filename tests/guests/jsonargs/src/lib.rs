@@ -1,10 +1,11 @@
-//! Sends the JSON filter it is given as the body of a read-only POST and
-//! answers the text it received, so a test sees what the host handed it.
+//! Sends the JSON filter it is given as the body of a read-only POST (and
+//! a write's properties as the body of one that asks a person) and answers
+//! the text it received, so a test sees what the host handed it.
 //! It also sets an `Authorization` header, as an author might by mistake.
 
 scout_sdk::bindings!();
 
-use bindings::exports::scout::jsonargs::read_tools;
+use bindings::exports::scout::jsonargs::{read_tools, write_tools};
 use scout_sdk::{Http, Json, Method, ToolError};
 
 struct JsonArgs;
@@ -25,6 +26,18 @@ impl read_tools::Guest for JsonArgs {
                 Some(filter.clone().into_bytes()),
             )?;
         Ok(filter)
+    }
+}
+
+impl write_tools::Guest for JsonArgs {
+    fn create(properties: Json) -> Result<String, ToolError> {
+        Http::connect()?.send(
+            Method::Post,
+            "/create",
+            &[],
+            Some(properties.clone().into_bytes()),
+        )?;
+        Ok(properties)
     }
 }
 
