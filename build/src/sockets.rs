@@ -22,7 +22,9 @@
 //! version componentize-py imports fits. Its cost: the stub has a memory
 //! of its own, so the calls into it go through adapters that address two
 //! memories, which the host's engine must allow (multi-memory), and the
-//! component grows by about 60 KB (its 18 MB runtime dominates).
+//! component grows by about 60 KB (its 18 MB runtime dominates). Measured
+//! on the hello guest: 18,366,918 bytes and 17 core instances, against
+//! 18,391,971 bytes and 38 for `--stub-wasi`; the same compile time.
 
 use wac_graph::{CompositionGraph, EncodeOptions, types::Package};
 use wit_component::{ComponentEncoder, DecodedWasm, StringEncoding};
