@@ -244,7 +244,6 @@ pub fn validate_name(name: &str, what: &str) -> Result<()> {
 }
 
 /// [`STARTER_CASES`] for the scaffold named `names`.
-#[allow(dead_code, reason = "the TypeScript and Python scaffolds call it")]
 pub fn starter_cases(names: &Names) -> String {
     STARTER_CASES.replace("__TOOL__", &Names::snake(&names.name))
 }

@@ -55,7 +55,6 @@ pub fn npm_tools(packages: &[&str]) -> Result<PathBuf> {
 /// specifiers, `name==version`) installed; returns the environment's
 /// folder (its commands are in `bin/`). Provisioned once; later calls only
 /// read the stamp.
-#[allow(dead_code, reason = "the Python build (python.rs) calls it")]
 pub fn python_venv(requirements: &[&str]) -> Result<PathBuf> {
     let wanted = requirements.join("\n");
     provision("venv", requirements, &wanted, |dir| {

@@ -10,12 +10,21 @@
 //! ([`super::build::finish_component`]): the manifest from `wit/`, the load
 //! check. Both tools are pinned here and provisioned once
 //! ([`super::toolchain`]).
+//!
+//! The SDK (`sdk/typescript/`) and the template (`sdk/template-ts/`) are
+//! embedded in the binary, so `new` works wherever the binary goes: the
+//! scaffold vendors the SDK into `vendor/scout-sdk/` (its `tsconfig.json`
+//! maps `scout-sdk` there for editors), and `build` resolves `scout-sdk` to
+//! that copy, or, in a connector without one, to the binary's own copy
+//! written under its target folder. The SDK declares no side effects and
+//! keeps each capability in its own module, so a bundle imports only the
+//! capabilities the connector uses, and its WIT world decides which it may.
 
 use super::build::{self, BuildArgs};
-use super::new::{Names, NewArgs};
-use super::{EXIT_ERROR, toolchain};
+use super::new::{self, CONTRACT, Names, NewArgs, STARTER_FIXTURE, TEMPLATE_WIT};
+use super::{EXIT_ERROR, EXIT_OK, toolchain};
 use anyhow::{Context, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The esbuild release that bundles a connector.
@@ -28,6 +37,130 @@ pub const COMPONENTIZE_JS: &str = "@bytecodealliance/componentize-js@0.23.0";
 /// its service only through the contract's `http` handle. Standard output,
 /// randomness and the clocks stay in: the host links them inert.
 const DISABLED_FEATURES: &[&str] = &["http", "fetch-event"];
+
+/// The TypeScript SDK's files, by path inside it.
+const SDK: &[(&str, &str)] = &[
+    (
+        "README.md",
+        include_str!("../../../sdk/typescript/README.md"),
+    ),
+    (
+        "package.json",
+        include_str!("../../../sdk/typescript/package.json"),
+    ),
+    (
+        "src/index.ts",
+        include_str!("../../../sdk/typescript/src/index.ts"),
+    ),
+    (
+        "src/errors.ts",
+        include_str!("../../../sdk/typescript/src/errors.ts"),
+    ),
+    (
+        "src/args.ts",
+        include_str!("../../../sdk/typescript/src/args.ts"),
+    ),
+    (
+        "src/capability.ts",
+        include_str!("../../../sdk/typescript/src/capability.ts"),
+    ),
+    (
+        "src/http.ts",
+        include_str!("../../../sdk/typescript/src/http.ts"),
+    ),
+    (
+        "src/graphql.ts",
+        include_str!("../../../sdk/typescript/src/graphql.ts"),
+    ),
+    (
+        "src/meter.ts",
+        include_str!("../../../sdk/typescript/src/meter.ts"),
+    ),
+    (
+        "src/folder.ts",
+        include_str!("../../../sdk/typescript/src/folder.ts"),
+    ),
+    (
+        "src/log.ts",
+        include_str!("../../../sdk/typescript/src/log.ts"),
+    ),
+    (
+        "src/pages.ts",
+        include_str!("../../../sdk/typescript/src/pages.ts"),
+    ),
+    (
+        "src/contract/scout-connector-types.d.ts",
+        include_str!("../../../sdk/typescript/src/contract/scout-connector-types.d.ts"),
+    ),
+    (
+        "src/contract/scout-connector-http.d.ts",
+        include_str!("../../../sdk/typescript/src/contract/scout-connector-http.d.ts"),
+    ),
+    (
+        "src/contract/scout-connector-meter.d.ts",
+        include_str!("../../../sdk/typescript/src/contract/scout-connector-meter.d.ts"),
+    ),
+    (
+        "src/contract/scout-connector-folder.d.ts",
+        include_str!("../../../sdk/typescript/src/contract/scout-connector-folder.d.ts"),
+    ),
+    (
+        "src/contract/scout-connector-log.d.ts",
+        include_str!("../../../sdk/typescript/src/contract/scout-connector-log.d.ts"),
+    ),
+    (
+        "src/contract/runtime.d.ts",
+        include_str!("../../../sdk/typescript/src/contract/runtime.d.ts"),
+    ),
+];
+
+/// The template's own files (its WIT is the Rust template's: one example service).
+const TEMPLATE: &[(&str, &str)] = &[
+    (
+        "src/index.ts",
+        include_str!("../../../sdk/template-ts/src/index.ts"),
+    ),
+    (
+        "package.json",
+        include_str!("../../../sdk/template-ts/package.json"),
+    ),
+    (
+        "tsconfig.json",
+        include_str!("../../../sdk/template-ts/tsconfig.json"),
+    ),
+    (
+        ".gitignore",
+        include_str!("../../../sdk/template-ts/.gitignore"),
+    ),
+];
+
+/// Where a scaffold's vendored SDK lives, relative to it.
+pub const VENDORED_SDK: &str = "vendor/scout-sdk";
+
+/// The SDK's entry, relative to the SDK's folder.
+const SDK_ENTRY: &str = "src/index.ts";
+
+/// The module `scout-sdk` resolves to when bundling the connector in
+/// `dir`: its vendored copy, or else the binary's own written under
+/// `scratch`.
+fn sdk_entry(dir: &Path, scratch: &Path) -> Result<PathBuf> {
+    let vendored = dir.join(VENDORED_SDK).join(SDK_ENTRY);
+    if vendored.is_file() {
+        return vendored
+            .canonicalize()
+            .with_context(|| format!("resolving {}", vendored.display()));
+    }
+    let copy = scratch.join("scout-sdk-ts");
+    for (rel, text) in SDK {
+        let path = copy.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(copy.join(SDK_ENTRY))
+}
 
 /// Builds the TypeScript connector in `args.dir`: exit 0 built and
 /// loadable, 2 when a step fails (its tool's own message above).
@@ -50,6 +183,7 @@ pub fn build(args: &BuildArgs) -> Result<i32> {
         .canonicalize()
         .with_context(|| format!("resolving {}", scratch.display()))?;
     let bundle = scratch.join(format!("{world}.bundle.js"));
+    let sdk = sdk_entry(dir, &scratch)?;
     let status = Command::new(bin.join("esbuild"))
         .current_dir(dir)
         .arg(entry)
@@ -60,6 +194,7 @@ pub fn build(args: &BuildArgs) -> Result<i32> {
             "--external:scout:*",
             "--log-level=warning",
         ])
+        .arg(format!("--alias:scout-sdk={}", sdk.display()))
         .arg(format!("--outfile={}", bundle.display()))
         .status()
         .context("running esbuild (`scout-host build` provisioned it; remove the toolchain folder to provision it again)")?;
@@ -96,9 +231,58 @@ pub fn build(args: &BuildArgs) -> Result<i32> {
     )
 }
 
-/// Scaffolds a TypeScript connector named `names` into `dir`.
-pub fn scaffold(_args: &NewArgs, _names: &Names, _dir: &Path) -> Result<i32> {
-    anyhow::bail!(
-        "scaffolding a connector in TypeScript is not available in this version of scout-host yet"
-    )
+/// The files of the scaffold named `names`, relative to its folder.
+pub fn files(names: &Names) -> Vec<(PathBuf, String)> {
+    let wasm = format!("target/scout/{}.wasm", names.name);
+    let wit = format!("wit/{}.wit", names.name);
+    let mut files: Vec<(PathBuf, String)> = TEMPLATE
+        .iter()
+        .map(|(rel, text)| {
+            let text = names
+                .substitute(text)
+                .replace("target/scout/example.wasm", &wasm)
+                .replace("wit/example.wit", &wit);
+            (PathBuf::from(rel), text)
+        })
+        .collect();
+    files.push((PathBuf::from(&wit), names.substitute(TEMPLATE_WIT)));
+    for (file, text) in CONTRACT {
+        files.push((
+            Path::new("wit/deps/scout-connector").join(file),
+            text.to_string(),
+        ));
+    }
+    files.push((
+        PathBuf::from("fixtures/cases.json"),
+        new::starter_cases(names),
+    ));
+    files.push((
+        PathBuf::from("fixtures/items.json"),
+        STARTER_FIXTURE.replace("src/lib.rs", "src/index.ts"),
+    ));
+    for (rel, text) in SDK {
+        files.push((Path::new(VENDORED_SDK).join(rel), text.to_string()));
+    }
+    files
+}
+
+/// Scaffolds a TypeScript connector named `names` into `dir` (checked
+/// empty by `new`).
+pub fn scaffold(_args: &NewArgs, names: &Names, dir: &Path) -> Result<i32> {
+    let files = files(names);
+    new::write_files(dir, &files)?;
+    let wasm = format!("target/scout/{}.wasm", names.name);
+    println!(
+        "created connector `{}` in TypeScript in {} ({} files)",
+        names.name,
+        dir.display(),
+        files.len()
+    );
+    println!("next:");
+    println!("  cd {}", dir.display());
+    println!(
+        "  scout-host build                                # -> {wasm} (esbuild, componentize-js: provisioned once with npm)"
+    );
+    println!("  scout-host test {wasm} --fixtures fixtures");
+    Ok(EXIT_OK)
 }

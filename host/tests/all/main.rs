@@ -8,6 +8,7 @@ mod admin_identity;
 mod agent_config;
 mod artifacts;
 mod author_cli;
+mod authoring_languages;
 mod authority_audit;
 mod boundary;
 mod catalogue_surfaces;
