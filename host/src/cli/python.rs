@@ -7,10 +7,13 @@
 //!
 //! componentize-py is pinned ([`COMPONENTIZE_PY`], the release the host's
 //! tests pass with) and provisioned once in a virtual environment by
-//! [`super::toolchain::python_venv`]. It is run with `--stub-wasi`: its
-//! default build imports `wasi:sockets`, which the host refuses at load;
-//! the stubs also make the clocks trap and fix the random seed at build
-//! time, and the build says so.
+//! [`super::toolchain::python_venv`]. Its default build imports
+//! `wasi:sockets` (the runtime's `socket` module), which the host refuses
+//! at load; [`scout_build::without_sockets`] satisfies those imports inside
+//! the component with functions that trap, so nothing in it can name a
+//! network while its clocks and randomness stay the host's inert imports,
+//! fresh at each call. (`--stub-wasi` would also remove the sockets, but
+//! it makes the clocks trap and fixes the random seed at build time.)
 //!
 //! The Python SDK (`sdk/python/scout_sdk`) and the template
 //! (`sdk/template-py/`) are embedded in the binary, so `new` works wherever
@@ -88,7 +91,7 @@ pub const SDK: &[(&str, &str)] = &[
 ];
 
 /// What the build's summary says made the component.
-const HOW: &str = "componentize-py 0.25.1 --stub-wasi";
+const HOW: &str = "componentize-py 0.25.1, its sockets trapping";
 
 /// Builds the Python connector in `args.dir`: exit 0 with the component
 /// written and loadable, 2 when componentize-py or the host refuses it.
@@ -111,12 +114,13 @@ pub fn build(args: &BuildArgs) -> Result<i32> {
     let sdk = sdk_path(&dir, &scratch)?;
     let venv = super::toolchain::python_venv(&[COMPONENTIZE_PY])?;
     let built = scratch.join(format!("{world}.componentize-py.wasm"));
+    let without = scratch.join(format!("{world}.without-sockets.wasm"));
     let started = std::time::Instant::now();
     let output = Command::new(venv.join("bin/componentize-py"))
         .current_dir(&dir)
         .arg("--wit-path")
         .arg(&wit)
-        .args(["--world", &world, "componentize", "--stub-wasi"])
+        .args(["--world", &world, "componentize"])
         .arg("--python-path")
         .arg(&dir)
         .arg("--python-path")
@@ -149,22 +153,30 @@ pub fn build(args: &BuildArgs) -> Result<i32> {
         );
         return Ok(EXIT_ERROR);
     }
+    let component =
+        std::fs::read(&built).with_context(|| format!("reading {}", built.display()))?;
+    let component = scout_build::without_sockets(&component)
+        .map_err(anyhow::Error::msg)
+        .with_context(|| {
+            format!(
+                "removing the sockets of componentize-py's runtime from {}",
+                built.display()
+            )
+        })?;
+    std::fs::write(&without, component)
+        .with_context(|| format!("writing {}", without.display()))?;
+    // componentize-py's output (some 18 MB) is not the component.
+    let _ = std::fs::remove_file(&built);
     let seconds = started.elapsed().as_secs_f64();
     let out = absolute(&out_path(args, &world))?;
     let code = finish_component(
-        &built,
+        &without,
         &wit,
         Some(&world),
         &out,
         &format!("{HOW}, {seconds:.1} s"),
     )?;
-    // componentize-py's output (some 18 MB) is not the component; only `out` is.
-    let _ = std::fs::remove_file(&built);
-    if code == EXIT_OK {
-        eprintln!(
-            "note: built with componentize-py --stub-wasi (its default build imports wasi:sockets, which the host refuses): in this component reading the clock (time.time(), datetime.now()) traps, the random numbers are fixed at build time (the same on every call), and stdout goes nowhere (log with scout_sdk.log)"
-        );
-    }
+    let _ = std::fs::remove_file(&without);
     Ok(code)
 }
 
