@@ -347,7 +347,9 @@ fn python_a_new_scaffold_builds_passes_its_starter_cases_and_replays_its_write()
     assert!(wasm.is_file(), "{}: {}", wasm.display(), out.stdout);
     assert!(
         out.stdout.contains("2 tools")
-            && out.stdout.contains("componentize-py 0.25.1, its sockets trapping"),
+            && out
+                .stdout
+                .contains("componentize-py 0.25.1, its sockets trapping"),
         "{}",
         out.stdout
     );
