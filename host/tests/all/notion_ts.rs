@@ -145,7 +145,7 @@ fn every_notion_fixture_is_unverified_and_names_its_reference_page() {
         limited
             .pointer("/err/upstream/message")
             .and_then(Value::as_str)
-            .is_some_and(|m| m.contains("(retry after 3")),
+            .is_some_and(|m| m.ends_with("(retry after 3)")),
         "{limited}"
     );
 }
