@@ -23,6 +23,7 @@ mod fleet_faults;
 mod graphql_routes;
 mod inspect_cli;
 mod languages;
+mod linear_py;
 mod mcp_serve;
 mod notion_ts;
 mod operator;
