@@ -131,7 +131,6 @@ pub fn build(args: &BuildArgs) -> Result<i32> {
         // componentize-py's own backtrace says nothing about the author's code.
         .env("RUST_BACKTRACE", "0")
         .env("RUST_LIB_BACKTRACE", "0")
-        .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
         .with_context(|| {
             format!(

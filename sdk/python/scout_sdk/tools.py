@@ -2,9 +2,8 @@
 
 componentize-py turns a raised `Err(ToolError_...)` into the tool's error.
 Any other exception (a `KeyError` on an answer shaped unlike the code
-expected, a bug) makes componentize-py print a traceback, which needs the
-filesystem, so in a `--stub-wasi` build the call traps with a backtrace of
-the Python runtime and no word of the author's code. A class decorated with
+expected, a bug) traps the call: the host reports a backtrace of the Python
+runtime and no word of the author's code. A class decorated with
 `@tools` turns such an exception into a `bad-response` tool error naming the
 exception and the line it came from (`app.py:63 in get_item`), and logs the
 frames to the trace; an `Err` carrying a capability's own error (the raw
