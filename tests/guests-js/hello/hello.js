@@ -5,6 +5,10 @@ const decoder = new TextDecoder();
 
 export const readTools = {
   greet(name) {
+    // The guest's own check: refused before anything is sent.
+    if (/[0-9]/.test(name)) {
+      throw { tag: "invalid-input", val: "name: letters only, no digits" };
+    }
     const client = connect();
     const response = client.send({
       method: "get",

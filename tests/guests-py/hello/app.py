@@ -10,6 +10,9 @@ from wit_world.imports import http, log, types
 
 class ReadTools(exports.ReadTools):
     def greet(self, name: str) -> str:
+        # The guest's own check: refused before anything is sent.
+        if any("0" <= c <= "9" for c in name):
+            raise Err(types.ToolError_InvalidInput("name: letters only, no digits"))
         client = http.connect()
         response = client.send(
             http.Request(method=http.Method.GET, path=f"/hello/{name}", query=[], headers=[], body=None)
