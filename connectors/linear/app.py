@@ -272,16 +272,6 @@ class ReadTools(exports.ReadTools):
         node = data.get("issue")
         if not isinstance(node, dict):
             raise errors.not_found(f"no issue {id}")
-        comments = [
-            read_tools.Comment(
-                id=text(c, "id"),
-                body=text(c, "body"),
-                author=optional_text(c, "user", "name"),
-                created_at=text(c, "createdAt"),
-            )
-            for c in nodes(node, "comments", "nodes")
-        ]
-        comments.sort(key=lambda c: c.created_at)
         return read_tools.IssueDetails(
             id=text(node, "id"),
             identifier=text(node, "identifier"),
@@ -292,7 +282,18 @@ class ReadTools(exports.ReadTools):
             assignee=optional_text(node, "assignee", "name"),
             team_key=text(node, "team", "key"),
             labels=[text(label, "name") for label in nodes(node, "labels", "nodes")],
-            comments=comments,
+            comments=sorted(
+                (
+                    read_tools.Comment(
+                        id=text(c, "id"),
+                        body=text(c, "body"),
+                        author=optional_text(c, "user", "name"),
+                        created_at=text(c, "createdAt"),
+                    )
+                    for c in nodes(node, "comments", "nodes")
+                ),
+                key=lambda c: c.created_at,
+            ),
             created_at=text(node, "createdAt"),
             updated_at=text(node, "updatedAt"),
             url=text(node, "url"),
