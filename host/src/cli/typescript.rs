@@ -89,6 +89,10 @@ const SDK: &[(&str, &str)] = &[
         include_str!("../../../sdk/typescript/src/pages.ts"),
     ),
     (
+        "src/tools.ts",
+        include_str!("../../../sdk/typescript/src/tools.ts"),
+    ),
+    (
         "src/contract/scout-connector-types.d.ts",
         include_str!("../../../sdk/typescript/src/contract/scout-connector-types.d.ts"),
     ),
@@ -203,7 +207,7 @@ pub fn build(args: &BuildArgs) -> Result<i32> {
         return Ok(EXIT_ERROR);
     }
     let built = scratch.join(format!("{world}.componentized.wasm"));
-    let status = Command::new(bin.join("componentize-js"))
+    let componentized = Command::new(bin.join("componentize-js"))
         .current_dir(dir)
         .arg(&bundle)
         .arg("--wit")
@@ -213,12 +217,24 @@ pub fn build(args: &BuildArgs) -> Result<i32> {
         .args(DISABLED_FEATURES)
         .arg("--out")
         .arg(&built)
-        .status()
+        .output()
         .context("running componentize-js (`scout-host build` provisioned it; install Node.js 20+ if `node` is missing)")?;
-    if !status.success() {
-        eprintln!(
-            "error: componentize-js could not make a component of src/index.ts for world `{world}` ({status}); see its message above"
+    if !componentized.status.success() {
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&componentized.stdout),
+            String::from_utf8_lossy(&componentized.stderr)
         );
+        eprint!("{said}");
+        eprintln!(
+            "error: componentize-js could not make a component of src/index.ts for world `{world}` ({}); see its message above",
+            componentized.status
+        );
+        if let Some(interface) = missing_contract_import(&said) {
+            eprintln!(
+                "note: the code imports `{interface}`, which world `{world}` does not: include the capability's world in wit/ (`include scout:connector/with-CAPABILITY@0.2.0;`), or do not use it"
+            );
+        }
         return Ok(EXIT_ERROR);
     }
     let out = build::out_path(args, &world);
@@ -229,6 +245,15 @@ pub fn build(args: &BuildArgs) -> Result<i32> {
         &out,
         "bundled by esbuild 0.28.2, componentized by componentize-js 0.23.0",
     )
+}
+
+/// The contract interface componentize-js could not load (`Error loading
+/// module "scout:connector/meter@0.2.0"`): one the code imports that the
+/// connector's world does not.
+fn missing_contract_import(said: &str) -> Option<&str> {
+    let at = said.find("Error loading module \"scout:connector/")?;
+    let rest = &said[at + "Error loading module \"".len()..];
+    rest.split('"').next()
 }
 
 /// The files of the scaffold named `names`, relative to its folder.
@@ -285,4 +310,19 @@ pub fn scaffold(_args: &NewArgs, names: &Names, dir: &Path) -> Result<i32> {
     );
     println!("  scout-host test {wasm} --fixtures fixtures");
     Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::missing_contract_import;
+
+    #[test]
+    fn an_import_outside_the_world_is_named() {
+        let said = "Exception while evaluating top-level script\nReferenceError: Error loading module \"scout:connector/meter@0.2.0\" (resolved path \"target/scout/scout:connector/meter@0.2.0\"): No such file or directory\n";
+        assert_eq!(
+            missing_contract_import(said),
+            Some("scout:connector/meter@0.2.0")
+        );
+        assert_eq!(missing_contract_import("SyntaxError: x"), None);
+    }
 }

@@ -6,12 +6,14 @@
 // The tools are the functions of `wit/example.wit`'s `read-tools` and
 // `write-tools`, exported here as `readTools` and `writeTools` with their
 // names in camelCase (`get-item` is `getItem`). A tool returns its value or
-// throws a tool error (`invalidInput`, `notFound`, ... from `scout-sdk`).
+// throws a tool error (`invalidInput`, `notFound`, ... from `scout-sdk`);
+// `tools(...)` turns any other exception (a bug, an answer shaped unlike the
+// code expects) into a `bad-response` naming it, where it would trap.
 // Every request goes through the host's `http` handle: the host picks the
 // origin and adds the credential, so this code never sees a secret.
 // Replace the API shapes below with your service's.
 
-import { args, encodeSegment, Http, log } from "scout-sdk";
+import { args, encodeSegment, Http, log, tools } from "scout-sdk";
 
 /** Longest note accepted, in bytes. */
 const MAX_NOTE = 10_000;
@@ -71,7 +73,7 @@ function client(): Http {
   return Http.connect().withHeader("accept", "application/json");
 }
 
-export const readTools = {
+export const readTools = tools({
   getItem(id: string): Item {
     const path = itemPath(id);
     // 404 becomes `not-found`, any other non-2xx `upstream`.
@@ -84,9 +86,9 @@ export const readTools = {
       description: item.description ? item.description : undefined,
     };
   },
-};
+});
 
-export const writeTools = {
+export const writeTools = tools({
   createNote(itemId: string, body: string): Note {
     // Refuse before anything is sent.
     const path = `${itemPath(itemId)}/notes`;
@@ -95,4 +97,4 @@ export const writeTools = {
     log.info(`added note ${note.id} to item ${note.item_id}`);
     return { id: note.id, itemId: note.item_id, body: note.body };
   },
-};
+});

@@ -16,8 +16,9 @@ import {
   MAX_MESSAGE,
   pages,
   statusError,
+  tools,
 } from "../src/index";
-import { answers, sent } from "./contract-stub";
+import { answers, lines, sent } from "./contract-stub";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 
@@ -187,4 +188,28 @@ test("pages stop at enough items, the last page or the page budget", () => {
   assert.deepEqual(pages.collect(100, 10, source(2)), [[0, 0, 0, 1, 1, 1], undefined]);
   assert.deepEqual(pages.collect(4, 10, source(5)), [[0, 0, 0, 1], 2]);
   assert.equal(pages.collect(100, 2, source(5))[1], 2);
+});
+
+test("tools turns an exception that is not a tool error into bad-response naming it", () => {
+  const readTools = tools({
+    getItem(id: string): string {
+      if (id === "") {
+        throw args.identifier("the item id", id);
+      }
+      const answer: { item?: { title: string } } = {};
+      return (answer.item as { title: string }).title;
+    },
+    greet(name: string): string {
+      return `hello ${name}`;
+    },
+  });
+  assert.equal(readTools.greet("ada"), "hello ada");
+  assert.deepEqual(thrown(() => readTools.getItem("")), { tag: "invalid-input", val: "the item id is empty" });
+  lines.length = 0;
+  const e = thrown(() => readTools.getItem("42")) as { tag: string; val: string };
+  assert.equal(e.tag, "bad-response");
+  assert.match(e.val, /^the connector failed in getItem: TypeError: /);
+  assert.equal(lines.length, 1);
+  assert.equal(lines[0][0], "error");
+  assert.match(lines[0][1], /^getItem failed: TypeError: /);
 });
