@@ -248,6 +248,9 @@ struct CpuMark {
     /// The whole process's user + system time (`/proc/self/stat`), which
     /// counts exited threads too, to 1/CLK_TCK.
     process: Duration,
+    /// The process's minor page faults (a fresh instance's first touch of
+    /// each page of its memory is one).
+    minor_faults: u64,
 }
 
 fn cpu_mark() -> CpuMark {
@@ -286,6 +289,7 @@ fn cpu_mark() -> CpuMark {
     CpuMark {
         threads,
         upstream,
+        minor_faults: fields[7].parse().expect("minflt"),
         process: Duration::from_secs_f64(ticks as f64 / clock_ticks_per_second()),
     }
 }
@@ -348,6 +352,8 @@ struct PerCall {
     wall_median_us: f64,
     /// The median of the time to a running instance, within the call.
     instantiate_median_us: f64,
+    /// Minor page faults per call.
+    faults: f64,
 }
 
 /// What one run measured of one language.
@@ -418,11 +424,13 @@ async fn per_call(
         instantiations.push(instantiated as f64);
     }
     let cpu = cpu_since(&mark);
+    let faults = (cpu_mark().minor_faults - mark.minor_faults) as f64 / walls.len() as f64;
     PerCall {
         calls: walls.len(),
         cpu_us: cpu.as_secs_f64() * 1e6 / walls.len() as f64,
         wall_median_us: median(walls),
         instantiate_median_us: median(instantiations),
+        faults,
     }
 }
 
@@ -440,12 +448,14 @@ async fn instantiate_only(plan: &Plan, loaded: &LoadedComponent) -> PerCall {
         walls.push(t.elapsed().as_secs_f64() * 1e6);
     }
     let cpu = cpu_since(&mark);
+    let faults = (cpu_mark().minor_faults - mark.minor_faults) as f64 / walls.len() as f64;
     let wall_median_us = median(walls.clone());
     PerCall {
         calls: walls.len(),
         cpu_us: cpu.as_secs_f64() * 1e6 / walls.len() as f64,
         wall_median_us,
         instantiate_median_us: wall_median_us,
+        faults,
     }
 }
 
@@ -573,10 +583,15 @@ const ROWS: &[Row] = &[
     ("read: instantiate median (us)", |f| {
         f.read.instantiate_median_us
     }),
+    ("read: minor page faults per call", |f| f.read.faults),
     ("refused: server CPU per call (us)", |f| f.refused.cpu_us),
     ("refused: wall median (us)", |f| f.refused.wall_median_us),
+    ("refused: minor page faults per call", |f| f.refused.faults),
     ("fresh store + instantiate: CPU (us)", |f| {
         f.instantiate.cpu_us
+    }),
+    ("fresh store + instantiate: page faults", |f| {
+        f.instantiate.faults
     }),
     ("compile cold: wall (ms)", |f| f.cold_wall_ms),
     ("compile cold: CPU (ms)", |f| f.cold_cpu_ms),
