@@ -113,3 +113,65 @@ pub fn component(path: &str) -> String {
         .display()
         .to_string()
 }
+
+/// Where every test provisions the pinned componentizers `scout-host build`
+/// runs (`SCOUT_TOOLCHAINS`): once per target directory, as a fresh CI
+/// machine does, never in the user's cache.
+pub fn toolchains() -> std::path::PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("scout-toolchains")
+}
+
+/// The connectors under `connectors/` written in another language (a
+/// folder with no `Cargo.toml`: TypeScript or Python), by name, each built
+/// once per test process the way its author builds it: `scout-host build
+/// --dir connectors/NAME`, into a target directory of its own.
+pub fn language_connectors() -> &'static [(String, std::path::PathBuf)] {
+    static BUILT: std::sync::OnceLock<Vec<(String, std::path::PathBuf)>> =
+        std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../connectors");
+        let mut names: Vec<String> = std::fs::read_dir(&root)
+            .expect("connectors/")
+            .map(|e| e.expect("a directory entry").path())
+            .filter(|p| p.is_dir() && !p.join("Cargo.toml").exists())
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+            .into_iter()
+            .map(|name| {
+                let target = Path::new(scout_tests::TARGET_ROOT)
+                    .join("language-connectors")
+                    .join(&name);
+                let out = std::process::Command::new(SCOUT_HOST)
+                    .args(["build", "--dir"])
+                    .arg(root.join(&name))
+                    .arg("--target-dir")
+                    .arg(&target)
+                    .env("SCOUT_TOOLCHAINS", toolchains())
+                    .env_remove("SCOUT_LOG")
+                    .output()
+                    .expect("run scout-host build");
+                assert!(
+                    out.status.success(),
+                    "scout-host build --dir connectors/{name} failed:\n{}\n{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                let wasm = target.join(format!("scout/{name}.wasm"));
+                assert!(wasm.is_file(), "the build wrote {}", wasm.display());
+                (name, wasm)
+            })
+            .collect()
+    })
+}
+
+/// [`language_connectors`]' component of the connector `name`.
+pub fn language_connector(name: &str) -> std::path::PathBuf {
+    language_connectors()
+        .iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("connectors/{name} is not a connector in another language"))
+        .1
+        .clone()
+}

@@ -16,7 +16,7 @@ use scout_tests::{ServeProcess, python};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const API_KEY: &str = "lin_api_7f3c9e1d2b4a5c6d7e8f9a0b1c2d3e4f";
@@ -37,38 +37,9 @@ fn connector_dir() -> PathBuf {
 /// The connector's component, built once per test process as its author
 /// builds it: `scout-host build --dir connectors/linear` (componentize-py,
 /// pinned and provisioned in the target directory's toolchain folder, then
-/// the manifest made from its WIT), into a target directory of its own.
+/// the manifest made from its WIT; [`crate::common::language_connectors`]).
 fn component() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let root = PathBuf::from(scout_tests::TARGET_ROOT);
-            let target = root.join("linear-py");
-            let out = scout_host()
-                .args(["build", "--dir"])
-                .arg(connector_dir())
-                .arg("--target-dir")
-                .arg(&target)
-                .env("SCOUT_TOOLCHAINS", root.join("toolchains"))
-                .env_remove("SCOUT_LOG")
-                .output()
-                .expect("run scout-host build");
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            assert!(
-                out.status.success(),
-                "scout-host build --dir connectors/linear failed:\n{stdout}\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            assert!(stdout.contains(", 5 tools, componentize-py"), "{stdout}");
-            let wasm = target.join("scout/linear.wasm");
-            assert!(
-                wasm.is_file(),
-                "the build wrote {}: {stdout}",
-                wasm.display()
-            );
-            wasm
-        })
-        .clone()
+    crate::common::language_connector("linear")
 }
 
 async fn built_component() -> PathBuf {

@@ -42,50 +42,19 @@ fn target_root() -> PathBuf {
     PathBuf::from(scout_tests::TARGET_ROOT)
 }
 
-fn connector_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../connectors/notion")
-}
-
 fn scout_host() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_scout-host"));
     command.env_remove("SCOUT_LOG");
     command
 }
 
-/// `scout-host build --dir connectors/notion`, once per test binary, into a
-/// target directory of its own; the componentizers provisioned (once) in
-/// the target directory's toolchain folder (the one the authoring tests
-/// use), as a fresh CI machine does.
+/// `scout-host build --dir connectors/notion`, once per test binary, as
+/// its author builds it ([`crate::common::language_connectors`]: the
+/// componentizers provisioned once in the target directory's toolchain
+/// folder, as a fresh CI machine does).
 fn component() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let target = target_root().join("notion-ts");
-        let out = scout_host()
-            .args(["build", "--dir"])
-            .arg(connector_dir())
-            .arg("--target-dir")
-            .arg(&target)
-            .env(
-                "SCOUT_TOOLCHAINS",
-                Path::new(env!("CARGO_TARGET_TMPDIR")).join("scout-toolchains"),
-            )
-            .output()
-            .expect("run scout-host build");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "scout-host build --dir connectors/notion failed:\n{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(stdout.contains(", 6 tools,"), "{stdout}");
-        let wasm = target.join("scout/notion.wasm");
-        assert!(
-            wasm.is_file(),
-            "the build wrote {}: {stdout}",
-            wasm.display()
-        );
-        wasm
-    })
+    BUILT.get_or_init(|| crate::common::language_connector("notion"))
 }
 
 fn path(p: &Path) -> &str {
