@@ -121,7 +121,11 @@ fn trapping_sockets(component: &[u8]) -> Result<Vec<u8>, String> {
     let stub_world = resolve
         .select_world(&[package], Some("trapping-sockets"))
         .map_err(|e| format!("cannot make the sockets stub's world: {e:#}"))?;
-    let mut module = wit_component::dummy_module(&resolve, stub_world, ManglingAndAbi::Standard32);
+    let mut module = named_functions(&wit_component::dummy_module(
+        &resolve,
+        stub_world,
+        ManglingAndAbi::Standard32,
+    ))?;
     wit_component::embed_component_metadata(
         &mut module,
         &resolve,
@@ -134,6 +138,43 @@ fn trapping_sockets(component: &[u8]) -> Result<Vec<u8>, String> {
         .module(&module)
         .and_then(|encoder| encoder.validate(true).encode())
         .map_err(|e| format!("cannot make the sockets stub: {e:#}"))
+}
+
+/// `module` with a `name` section naming each exported function by its
+/// export (`wasi:sockets/tcp-create-socket@0.2.9#create-tcp-socket`): the
+/// trap's backtrace the author reads then says which socket call it was.
+fn named_functions(module: &[u8]) -> Result<Vec<u8>, String> {
+    let mut names: Vec<(u32, String)> = Vec::new();
+    for payload in wasmparser::Parser::new(0).parse_all(module) {
+        if let wasmparser::Payload::ExportSection(section) =
+            payload.map_err(|e| format!("the sockets stub's module: {e}"))?
+        {
+            for export in section {
+                let export = export.map_err(|e| format!("the sockets stub's module: {e}"))?;
+                if export.kind == wasmparser::ExternalKind::Func {
+                    names.push((export.index, export.name.to_string()));
+                }
+            }
+        }
+    }
+    names.sort();
+    names.dedup_by_key(|(index, _)| *index);
+    let mut map = Vec::new();
+    crate::write_leb_u32(&mut map, leb_len(names.len())?);
+    for (index, name) in &names {
+        crate::write_leb_u32(&mut map, *index);
+        crate::write_leb_u32(&mut map, leb_len(name.len())?);
+        map.extend_from_slice(name.as_bytes());
+    }
+    // Subsection 1 of the `name` custom section: function names.
+    let mut payload = vec![1];
+    crate::write_leb_u32(&mut payload, leb_len(map.len())?);
+    payload.extend(map);
+    crate::with_custom_section(module, "name", &payload)
+}
+
+fn leb_len(len: usize) -> Result<u32, String> {
+    u32::try_from(len).map_err(|_| "the sockets stub is too large".to_string())
 }
 
 /// `socket` instantiated with `plug`'s exports for the imports of the same
@@ -273,6 +314,17 @@ world app {
             Some("run"),
             "{exports:?}"
         );
+    }
+
+    #[test]
+    fn each_trapping_function_is_named_by_its_export() {
+        let stub = trapping_sockets(&app_component()).unwrap();
+        let needle = b"cm32p2|wasi:sockets/tcp@0.2|[method]tcp-socket.start-connect";
+        // The export's name twice in the stub's module: its export and its
+        // entry in the `name` section.
+        let seen = stub.windows(needle.len()).filter(|w| w == needle).count();
+        assert!(seen >= 2, "{seen}");
+        wasmparser::Validator::new().validate_all(&stub).unwrap();
     }
 
     #[test]

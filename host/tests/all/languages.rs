@@ -347,7 +347,8 @@ async fn a_python_guest_without_its_sockets_loads_and_its_socket_traps_at_the_ca
         "{imports:?}"
     );
 
-    // Its socket to the upstream traps at the call: nothing reaches it.
+    // Its socket to the upstream traps at the call, in the stub's
+    // `create-tcp-socket` (the backtrace names it): nothing reaches it.
     let upstream = Upstream::start().await;
     let escape = call(
         &component,
@@ -358,7 +359,10 @@ async fn a_python_guest_without_its_sockets_loads_and_its_socket_traps_at_the_ca
     .await;
     assert_ne!(escape.code, 0, "{}", escape.stdout);
     assert!(
-        escape.stderr.contains("trapped") && escape.stderr.contains("unreachable"),
+        escape.stderr.contains("the connector trapped")
+            && escape
+                .stderr
+                .contains("wasi:sockets/tcp-create-socket@0.2|create-tcp-socket"),
         "{}",
         escape.stderr
     );

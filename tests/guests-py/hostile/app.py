@@ -9,6 +9,10 @@ from wit_world import exports
 class ReadTools(exports.ReadTools):
     def escape(self, url: str) -> str:
         host, _, port = url.removeprefix("http://").partition(":")
-        with socket.create_connection((host, int(port or 80))) as conn:
+        # A socket and a connect to the address as it is: no name lookup
+        # (`socket.create_connection` would ask for the `idna` codec first,
+        # which componentize-py does not bundle, and fail before any socket).
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as conn:
+            conn.connect((host, int(port or 80)))
             conn.sendall(b"GET / HTTP/1.0\r\n\r\n")
             return conn.recv(1024).decode()
