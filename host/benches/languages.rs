@@ -626,7 +626,7 @@ fn print_run(run: usize, subjects: &[Subject], figures: &[Figures]) {
         }
         let rust = figure(&figures[0]);
         for f in &figures[1..] {
-            line.push_str(&format!("{:>13.2}x", figure(f) / rust));
+            line.push_str(&ratio(figure(f), rust));
         }
         println!("{line}");
     }
@@ -641,6 +641,15 @@ fn print_run(run: usize, subjects: &[Subject], figures: &[Figures]) {
         })
         .collect();
     println!("calls measured: {}", calls.join("; "));
+}
+
+/// `figure / rust` as a column, `-` when the Rust figure is zero.
+fn ratio(figure: f64, rust: f64) -> String {
+    if rust > 0.0 {
+        format!("{:>13.2}x", figure / rust)
+    } else {
+        format!("{:>14}", "-")
+    }
 }
 
 fn short(language: &str) -> &str {
@@ -679,10 +688,16 @@ fn print_medians(subjects: &[Subject], runs: &[Vec<Figures>]) {
             ));
         }
         for i in 1..subjects.len() {
-            line.push_str(&format!(
-                "{:>13.2}x",
-                median(runs.iter().map(|r| figure(&r[i]) / figure(&r[0])).collect())
-            ));
+            let ratios: Vec<f64> = runs
+                .iter()
+                .filter(|r| figure(&r[0]) > 0.0)
+                .map(|r| figure(&r[i]) / figure(&r[0]))
+                .collect();
+            line.push_str(&if ratios.is_empty() {
+                format!("{:>14}", "-")
+            } else {
+                format!("{:>13.2}x", median(ratios))
+            });
         }
         println!("{line}");
     }
