@@ -175,3 +175,34 @@ pub fn language_connector(name: &str) -> std::path::PathBuf {
         .1
         .clone()
 }
+
+/// Runs `tests/mcp_client/SCRIPT` (an official-MCP-client story) with the
+/// official client's Python and `args`, off the async runtime so the
+/// test's fakes keep answering; asserts it succeeded and returns its
+/// summary, the JSON of its last line (`{"ok": true, ...}` checked).
+pub async fn client_story(script: &str, args: Vec<String>) -> serde_json::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/mcp_client")
+        .join(script);
+    let run = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(scout_tests::python())
+            .arg(&path)
+            .args(&args)
+            .output()
+            .unwrap_or_else(|e| panic!("run {}: {e}", path.display()))
+    });
+    let output = tokio::time::timeout(Duration::from_secs(300), run)
+        .await
+        .expect("the script finishes")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{script} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("a JSON summary");
+    assert_eq!(summary["ok"], true, "{summary}");
+    summary
+}

@@ -12,12 +12,11 @@ use crate::common;
 use axum::extract::State;
 use axum::routing::post;
 use axum::{Json, Router};
-use scout_tests::{ServeProcess, python};
+use scout_tests::ServeProcess;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 const API_KEY: &str = "lin_api_7f3c9e1d2b4a5c6d7e8f9a0b1c2d3e4f";
 const ADMIN_TOKEN: &str = "admin-token-for-linear-in-python-0123";
@@ -305,34 +304,18 @@ async fn linear_in_python_is_served_over_mcp_and_writes_only_what_a_person_appro
     let (origin, seen) = fake_linear().await;
     let serve = start_serve(&dir, &component, &origin);
     let base = serve.base.clone();
-    let script = repo().join("tests/mcp_client/linear.py");
-    let run = tokio::task::spawn_blocking(move || {
-        Command::new(python())
-            .arg(&script)
-            .args([
-                "--base",
-                &base,
-                "--admin-token",
-                ADMIN_TOKEN,
-                "--secret",
-                API_KEY,
-            ])
-            .output()
-            .expect("run linear.py")
-    });
-    let output = tokio::time::timeout(Duration::from_secs(300), run)
-        .await
-        .expect("the script finishes")
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "linear.py failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let summary: Value =
-        serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("a JSON summary");
-    assert_eq!(summary["ok"], true);
+    common::client_story(
+        "linear.py",
+        vec![
+            "--base".to_string(),
+            base.clone(),
+            "--admin-token".to_string(),
+            ADMIN_TOKEN.to_string(),
+            "--secret".to_string(),
+            API_KEY.to_string(),
+        ],
+    )
+    .await;
     drop(serve);
 
     // Linear's side: the two reads and the approved comment, each with the

@@ -17,13 +17,12 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::IntoResponse;
+use scout_tests::ServeProcess;
 use scout_tests::replay_suite::Suite;
-use scout_tests::{ServeProcess, python};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
 
 const SECRET: &str = "secret_notion-integration-token-5e2b7a91";
 const ADMIN_TOKEN: &str = "admin-token-for-notion-0123456789abcdef";
@@ -351,34 +350,18 @@ async fn notion_in_typescript_is_served_to_the_official_mcp_client_with_approval
     let (origin, log) = start_fake_notion().await;
     let serve = start_serve(&dir, &component, &origin);
     let base = serve.base.clone();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/notion.py");
-    let run = tokio::task::spawn_blocking(move || {
-        Command::new(python())
-            .arg(&script)
-            .args([
-                "--base",
-                &base,
-                "--admin-token",
-                ADMIN_TOKEN,
-                "--secret",
-                SECRET,
-            ])
-            .output()
-            .expect("run notion.py")
-    });
-    let output = tokio::time::timeout(Duration::from_secs(300), run)
-        .await
-        .expect("the script finishes")
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "notion.py failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let summary: Value =
-        serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("a JSON summary");
-    assert_eq!(summary["ok"], true);
+    common::client_story(
+        "notion.py",
+        vec![
+            "--base".to_string(),
+            base.clone(),
+            "--admin-token".to_string(),
+            ADMIN_TOKEN.to_string(),
+            "--secret".to_string(),
+            SECRET.to_string(),
+        ],
+    )
+    .await;
     drop(serve);
 
     // Notion's side: the two reads and the approved write, exactly; the

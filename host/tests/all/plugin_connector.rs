@@ -17,7 +17,6 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 const NAME: &str = "acme-notes";
 const SECRET: &str = "notes-api-token-7c1d9e2f";
@@ -266,36 +265,20 @@ async fn a_connector_outside_the_catalogue_is_scaffolded_built_served_and_replay
     let (origin, seen) = fake_notes_api().await;
     let serve = start_serve(&dir, &component, &origin);
     let base = serve.base.clone();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/plugin.py");
-    let run = tokio::task::spawn_blocking(move || {
-        Command::new(python())
-            .arg(&script)
-            .args([
-                "--base",
-                &base,
-                "--admin-token",
-                ADMIN_TOKEN,
-                "--connector",
-                NAME,
-                "--secret",
-                SECRET,
-            ])
-            .output()
-            .expect("run plugin.py")
-    });
-    let output = tokio::time::timeout(Duration::from_secs(300), run)
-        .await
-        .expect("the script finishes")
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "plugin.py failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let summary: Value =
-        serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("a JSON summary");
-    assert_eq!(summary["ok"], true);
+    common::client_story(
+        "plugin.py",
+        vec![
+            "--base".to_string(),
+            base.clone(),
+            "--admin-token".to_string(),
+            ADMIN_TOKEN.to_string(),
+            "--connector".to_string(),
+            NAME.to_string(),
+            "--secret".to_string(),
+            SECRET.to_string(),
+        ],
+    )
+    .await;
     drop(serve);
 
     // The upstream's side: the read and the approved write, each with the
