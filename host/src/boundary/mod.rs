@@ -1002,27 +1002,6 @@ impl Boundary {
             }
             None
         };
-        // Arguments that do not fit the tool's parameters (a type, a `json`
-        // value that is not JSON, a number out of its range) are refused
-        // here, before a person is asked about the call or a handle is
-        // granted; the run would refuse them too, later.
-        if let Some(misfit) = called.arguments_misfit(args) {
-            let rule = Rule::InvalidArguments;
-            let (detail, _) = crate::capabilities::scrub::cut_at(
-                format!("{}: {}", misfit.path, misfit.message),
-                MISFIT_TOLD_BYTES,
-            );
-            trace.push(
-                trace
-                    .rows()
-                    .refused_with(rule, json!({"path": misfit.path, "why": misfit.message})),
-            );
-            trace.flush_async().await;
-            return Err(Denied {
-                detail: Some(detail),
-                ..Denied::by(rule)
-            });
-        }
         let served_read = called.effect == crate::Effect::Read;
         // Served here as a read while the store's review now says it acts:
         // this host has not applied the review yet (the host applies it
@@ -1067,6 +1046,28 @@ impl Boundary {
             },
         };
         if asks {
+            // Arguments that do not fit the tool's parameters (a type, a
+            // `json` value that is not JSON, a number out of its range) are
+            // refused before a person is asked about the call. A call that
+            // asks nobody is refused by its run, before the guest runs, so a
+            // read converts its arguments once.
+            if let Some(misfit) = called.arguments_misfit(args) {
+                let rule = Rule::InvalidArguments;
+                let (detail, _) = crate::capabilities::scrub::cut_at(
+                    format!("{}: {}", misfit.path, misfit.message),
+                    MISFIT_TOLD_BYTES,
+                );
+                trace.push(
+                    trace
+                        .rows()
+                        .refused_with(rule, json!({"path": misfit.path, "why": misfit.message})),
+                );
+                trace.flush_async().await;
+                return Err(Denied {
+                    detail: Some(detail),
+                    ..Denied::by(rule)
+                });
+            }
             trace.flush_async().await;
             let approval = self
                 .await_approval(approval::Wait {
