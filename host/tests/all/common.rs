@@ -206,3 +206,30 @@ pub async fn client_story(script: &str, args: Vec<String>) -> serde_json::Value 
     assert_eq!(summary["ok"], true, "{summary}");
     summary
 }
+
+/// `serve` of the one connector `name` (its `component`, bound to the
+/// loopback `origin`, `connector_lines` added to its table; `top_lines`
+/// before it), its store in `dir`, with `admin_token`. It shares this
+/// process's compile cache, which `scout-host build` and `test` filled, so
+/// a large component is not compiled once more; a person's answer is
+/// awaited 20 s, long enough for a story script's person, short enough that
+/// a broken script fails in seconds.
+pub fn serve_connector(
+    dir: &Path,
+    admin_token: &str,
+    (name, component, origin): (&str, &Path, &str),
+    top_lines: &str,
+    connector_lines: &str,
+) -> scout_tests::ServeProcess {
+    let config = scout_tests::serve::write_config(
+        dir,
+        format!(
+            "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\n{top_lines}\n[connectors.{name}]\ncomponent = {:?}\norigin = {origin:?}\nallow_private_network = true\n{connector_lines}",
+            component.display().to_string()
+        ),
+    );
+    serve_as(&config, admin_token, "7d")
+        .compile_cache()
+        .env("APPROVAL_TIMEOUT_MS", "20000")
+        .start()
+}

@@ -275,21 +275,13 @@ async fn answer(
 
 fn start_serve(dir: &Path, component: &Path, origin: &str) -> ServeProcess {
     // Linear takes a personal API key as the whole `Authorization` header.
-    let config = scout_tests::serve::write_config(
+    common::serve_connector(
         dir,
-        format!(
-            "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\nrequire_review = false\n\n\
-             [connectors.linear]\ncomponent = {:?}\norigin = {origin:?}\n\
-             credential = \"header:Authorization\"\nallow_private_network = true\n",
-            component.display().to_string()
-        ),
-    );
-    common::serve_as(&config, ADMIN_TOKEN, "4e")
-        // The compile cache `scout-host build` and `test` filled: an 18 MB
-        // component is compiled once, not once more for `serve`.
-        .compile_cache()
-        .env("APPROVAL_TIMEOUT_MS", "20000")
-        .start()
+        ADMIN_TOKEN,
+        ("linear", component, origin),
+        "require_review = false",
+        "credential = \"header:Authorization\"\n",
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -163,19 +163,7 @@ fn build(dir: &Path) -> PathBuf {
 }
 
 fn start_serve(dir: &Path, component: &Path, origin: &str) -> ServeProcess {
-    let config = scout_tests::serve::write_config(
-        dir,
-        format!(
-            "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\n\n[connectors.{NAME}]\ncomponent = {:?}\norigin = {origin:?}\nallow_private_network = true\n",
-            component.display().to_string()
-        ),
-    );
-    common::serve_as(&config, ADMIN_TOKEN, "7d")
-        .env("SCOUT_CACHE_DIR", dir.join("cache"))
-        // Long enough for the script's person to answer, short enough that
-        // a broken script fails in seconds rather than five minutes.
-        .env("APPROVAL_TIMEOUT_MS", "20000")
-        .start()
+    common::serve_connector(dir, ADMIN_TOKEN, (NAME, component, origin), "", "")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
