@@ -10,6 +10,15 @@
 //! event scrubbed whole before it is parsed; a JSON body is read whole and
 //! scrubbed. The server-initiated GET stream is not opened: what a server
 //! has to say arrives on the answers to the host's own requests.
+//!
+//! A request's event stream that the server closes before its answer, after
+//! naming an event `id`, is resumed as SEP-1699 has it: rmcp waits the
+//! server's `retry` (capped at [`MAX_RETRY`]) and asks [`GuardedClient`]'s
+//! `get_stream` for it again with `Last-Event-ID`, a GET through the same
+//! guarded handle, filed in the call's record like the POST it resumes. At
+//! most [`MAX_RESUMES`] GETs resume one request's stream, failed ones
+//! included (rmcp retries a failed one after 1, 2, 4… seconds): then the
+//! call ends unanswered; its own deadline bounds the whole.
 
 use crate::capabilities::http::{HttpCapability, HttpError, HttpExchange, Method, Request};
 use futures_util::StreamExt;
@@ -24,7 +33,15 @@ use rmcp::transport::streamable_http_client::{
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// The longest `retry` a server may ask the host to wait before resuming.
+pub(crate) const MAX_RETRY: Duration = Duration::from_secs(10);
+/// The most GETs that resume one request's event stream.
+pub(crate) const MAX_RESUMES: u32 = 5;
+/// The most event ids remembered for resuming, over all of a session's
+/// requests (the oldest are forgotten first).
+const MAX_EVENT_IDS: usize = 1024;
 
 /// Why the guarded transport could not complete an exchange.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +56,58 @@ pub struct GuardedError(pub String);
 #[derive(Default)]
 pub(crate) struct Exchanges {
     by_request: Mutex<HashMap<String, Vec<Filed>>>,
+    /// Which request's stream each event id was seen on, so a GET resuming
+    /// after it is filed with that request and counted against its bound.
+    streams: Mutex<Streams>,
+}
+
+/// The event ids seen on requests' streams, and how often each request's
+/// stream has been resumed.
+#[derive(Default)]
+struct Streams {
+    by_event: HashMap<String, StreamOf>,
+    order: std::collections::VecDeque<String>,
+    resumes: HashMap<String, u32>,
+}
+
+/// The request an event id's stream answers.
+#[derive(Clone)]
+struct StreamOf {
+    /// The JSON-RPC request id.
+    request: String,
+    /// Whether its exchanges are filed (a `tools/call`).
+    filed: bool,
+}
+
+impl Streams {
+    fn saw(&mut self, event_id: &str, of: &StreamOf) {
+        if self.by_event.contains_key(event_id) {
+            return;
+        }
+        if self.order.len() >= MAX_EVENT_IDS
+            && let Some(oldest) = self.order.pop_front()
+            && let Some(gone) = self.by_event.remove(&oldest)
+            && !self.by_event.values().any(|s| s.request == gone.request)
+        {
+            self.resumes.remove(&gone.request);
+        }
+        self.by_event.insert(event_id.to_string(), of.clone());
+        self.order.push_back(event_id.to_string());
+    }
+
+    /// The request resumed after `event_id`, counted; `Err` once its
+    /// stream has been resumed [`MAX_RESUMES`] times.
+    fn resume(&mut self, event_id: &str) -> Result<Option<StreamOf>, ()> {
+        let Some(of) = self.by_event.get(event_id).cloned() else {
+            return Ok(None);
+        };
+        let resumes = self.resumes.entry(of.request.clone()).or_default();
+        if *resumes >= MAX_RESUMES {
+            return Err(());
+        }
+        *resumes += 1;
+        Ok(Some(of))
+    }
 }
 
 /// One exchange as filed, its body still counting.
@@ -249,9 +318,12 @@ impl Sent {
     /// The body as server-sent events, each scrubbed whole before it is
     /// parsed, handed over as each arrives (a server may ask the host
     /// something mid-answer and wait for the reply).
+    /// `stream`: the request it answers, whose event ids are remembered in
+    /// `exchanges` for a resumption.
     fn events(
         self,
         http: Arc<HttpCapability>,
+        stream: Option<(StreamOf, Arc<Exchanges>)>,
     ) -> BoxStream<'static, Result<sse_stream::Sse, SseError>> {
         struct Framing {
             body: BoxStream<'static, Result<bytes::Bytes, HttpError>>,
@@ -259,6 +331,7 @@ impl Sent {
             record: Option<Record>,
             http: Arc<HttpCapability>,
             ended: bool,
+            stream: Option<(StreamOf, Arc<Exchanges>)>,
         }
         let framing = Framing {
             body: self.body,
@@ -266,13 +339,19 @@ impl Sent {
             record: Some(self.record),
             http,
             ended: false,
+            stream,
         };
         futures_util::stream::unfold(framing, |mut f| async move {
             loop {
                 if let Some(event) = take_event(&mut f.pending) {
                     let event = f.http.scrub(&event);
                     match parse_event(&event) {
-                        Some(sse) => return Some((Ok(sse), f)),
+                        Some(sse) => {
+                            if let (Some(id), Some((of, exchanges))) = (&sse.id, &f.stream) {
+                                exchanges.streams.lock().saw(id, of);
+                            }
+                            return Some((Ok(sse), f));
+                        }
                         None => continue,
                     }
                 }
@@ -347,7 +426,12 @@ fn parse_event(event: &[u8]) -> Option<sse_stream::Sse> {
                 None => data = Some(value.to_string()),
             },
             "id" => sse.id = Some(value.to_string()),
-            "retry" => sse.retry = value.parse().ok(),
+            "retry" => {
+                sse.retry = value
+                    .parse::<u64>()
+                    .ok()
+                    .map(|ms| ms.min(MAX_RETRY.as_millis() as u64));
+            }
             _ => continue,
         }
         any = true;
@@ -373,6 +457,17 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case(name))
         .map(|(_, v)| v.as_str())
+}
+
+/// The stream a request's answer is: its id, and whether it is filed.
+fn stream_of(message: &ClientJsonRpcMessage) -> Option<StreamOf> {
+    match message {
+        ClientJsonRpcMessage::Request(r) => Some(StreamOf {
+            request: r.id.to_string(),
+            filed: request_id(message).is_some(),
+        }),
+        _ => None,
+    }
 }
 
 /// The id a `tools/call` request's exchange is filed under (other messages
@@ -435,13 +530,17 @@ impl StreamableHttpClient for GuardedClient {
             let _ = response.whole(&self.http).await;
             return Err(refused);
         }
-        if status == 202 || status == 204 {
+        // A notification or a response awaits no answer: any 2xx is its
+        // acceptance, whatever body a server sends with it (some send `{}`).
+        let awaits_answer = matches!(message, ClientJsonRpcMessage::Request(_));
+        if status == 202 || status == 204 || (!awaits_answer && (200..300).contains(&status)) {
             let _ = response.whole(&self.http).await;
             return Ok(StreamableHttpPostResponse::Accepted);
         }
         if content_type.starts_with("text/event-stream") {
+            let stream = stream_of(&message).map(|of| (of, self.exchanges.clone()));
             return Ok(StreamableHttpPostResponse::Sse(
-                response.events(self.http.clone()),
+                response.events(self.http.clone(), stream),
                 session,
             ));
         }
@@ -481,17 +580,81 @@ impl StreamableHttpClient for GuardedClient {
     async fn get_stream(
         &self,
         _uri: Arc<str>,
-        _session_id: Option<Arc<str>>,
-        _last_event_id: Option<String>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
         _auth_header: Option<String>,
-        _custom_headers: HashMap<HeaderName, HeaderValue>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<
         BoxStream<'static, Result<sse_stream::Sse, SseError>>,
         StreamableHttpError<GuardedError>,
     > {
-        // The long-lived GET stream is not opened: the handle reads whole
-        // answers, and what the server says arrives on the host's requests.
-        Err(StreamableHttpError::ServerDoesNotSupportSse)
+        // The long-lived GET stream is not opened (what a server says
+        // arrives on the host's own requests): a GET only resumes a
+        // request's stream after an event id the server named.
+        let Some(last_event_id) = last_event_id else {
+            return Err(StreamableHttpError::ServerDoesNotSupportSse);
+        };
+        let of = self
+            .exchanges
+            .streams
+            .lock()
+            .resume(&last_event_id)
+            .map_err(|()| {
+                // Terminates rmcp's reconnection: the call ends unanswered.
+                tracing::warn!(
+                    resumes = MAX_RESUMES,
+                    "a remote server closed one answer's event stream too often: not resumed again"
+                );
+                StreamableHttpError::ServerDoesNotSupportSse
+            })?;
+        let mut request = self.request(Method::Get, session_id.as_deref(), &custom_headers, None);
+        request
+            .headers
+            .retain(|(name, _)| !name.eq_ignore_ascii_case("accept"));
+        request
+            .headers
+            .push(("accept".into(), "text/event-stream".into()));
+        request
+            .headers
+            .push(("last-event-id".into(), last_event_id.clone()));
+        let record_as = of
+            .as_ref()
+            .filter(|of| of.filed)
+            .map(|of| of.request.clone());
+        let response = self.send(request, record_as).await?;
+        let status = response.status;
+        let content_type = header(&response.headers, "content-type")
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let refused = match status {
+            401 => {
+                self.unauthorized.store(true, Ordering::Relaxed);
+                let challenge = header(&response.headers, "www-authenticate")
+                    .unwrap_or_default()
+                    .to_string();
+                Some(StreamableHttpError::AuthRequired(AuthRequiredError::new(
+                    challenge,
+                )))
+            }
+            405 => Some(StreamableHttpError::ServerDoesNotSupportSse),
+            404 if session_id.is_some() => Some(StreamableHttpError::SessionExpired),
+            300..=399 => Some(StreamableHttpError::Client(GuardedError(format!(
+                "the server answered {status}, a redirect: the host never follows one off the server's origin"
+            )))),
+            200..=299 if content_type.starts_with("text/event-stream") => None,
+            200..=299 => Some(StreamableHttpError::UnexpectedContentType(Some(
+                content_type,
+            ))),
+            _ => Some(StreamableHttpError::Client(GuardedError(format!(
+                "the server answered {status} to the GET resuming an answer's event stream"
+            )))),
+        };
+        if let Some(refused) = refused {
+            let _ = response.whole(&self.http).await;
+            return Err(refused);
+        }
+        let stream = of.map(|of| (of, self.exchanges.clone()));
+        Ok(response.events(self.http.clone(), stream))
     }
 }
 
@@ -525,7 +688,7 @@ impl GuardedClient {
                 "the server answered the event stream's GET with {status} ({content_type}): is it an HTTP+SSE server (`transport = \"sse\"`)?"
             ));
         }
-        let mut events = response.events(self.http.clone());
+        let mut events = response.events(self.http.clone(), None);
         let named = loop {
             match events.next().await {
                 Some(Ok(sse)) if sse.event.as_deref() == Some("endpoint") => {

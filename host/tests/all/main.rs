@@ -30,6 +30,7 @@ mod operator;
 mod plugin_connector;
 mod policy_surface;
 mod remote_mcp;
+mod remote_resume;
 mod reserved_names;
 mod runtime_deploy;
 mod serve_admin;
