@@ -116,6 +116,25 @@ impl Connections {
             .collect())
     }
 
+    /// The connectors among [`Connections::list`]'s whose OAuth access
+    /// token expired with no refresh token to renew it: a person connects
+    /// them again.
+    pub fn expired(&self, catalog: Arc<Catalog>, brand: &str) -> Result<Vec<String>, StoreError> {
+        let now = self.resolving(catalog);
+        let set = now
+            .resolver()
+            .credential_set_for(Role::PersonChat, None, brand)?;
+        Ok(set
+            .servers()
+            .filter(|s| {
+                set.get(s)
+                    .and_then(|c| c.token_source())
+                    .is_some_and(|t| t.expired_for_good())
+            })
+            .map(str::to_string)
+            .collect())
+    }
+
     /// What credential resolution decides with now, under `catalog`.
     pub fn resolving(&self, catalog: Arc<Catalog>) -> Resolving {
         Resolving {

@@ -14,12 +14,14 @@ Driven by the host's OAuth tests:
     python3 oauth_server.py --port-file FILE [--access-lifetime SECS]
 
 Binds 127.0.0.1 on a free port and writes it to FILE once listening. Access
-tokens live --access-lifetime seconds (default 3600; 2 forces refreshes).
+tokens live --access-lifetime seconds (default 3600; 2 forces refreshes);
+--no-refresh issues access tokens alone (no refresh token).
 Tools: `whoami` names the client the token was issued to; `echo_authorization`
 answers with the Authorization header it received (the host must scrub it).
 Without auth it also answers `GET /stats` (registrations, authorizations, code
 exchanges, refreshes, the `resource` each token request carried, refused
-refreshes, access tokens issued and every token itself, 401s answered on
+refreshes, access tokens issued and every token itself, how each token request
+authenticated its client (`token_auth`), 401s answered on
 `/mcp`, tool calls by name)
 `POST /revoke-access` (revokes every access token, as a server that ends them
 early does) and `POST /revoke-all` (revokes every access and refresh token).
@@ -53,12 +55,13 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 ARGS = argparse.ArgumentParser()
 ARGS.add_argument("--port-file", required=True)
 ARGS.add_argument("--access-lifetime", type=int, default=3600, help="seconds an access token lives")
+ARGS.add_argument("--no-refresh", action="store_true", help="issue access tokens without refresh tokens")
 OPTS = ARGS.parse_args()
 
 STATS = {
     "registrations": [], "authorizations": [], "code_exchanges": 0, "exchange_resources": [],
     "refreshes": 0, "refresh_resources": [], "refused_refreshes": 0, "access_tokens_issued": 0,
-    "unauthorized": 0, "calls": {}, "issued": [],
+    "unauthorized": 0, "calls": {}, "issued": [], "token_auth": [],
 }
 
 
@@ -148,15 +151,18 @@ class Provider:
 
     def issue(self, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
         access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        if OPTS.no_refresh:
+            refresh = None
         expires_at = int(time.time()) + OPTS.access_lifetime
         self.access[access] = AccessToken(
             token=access, client_id=client_id, scopes=scopes, expires_at=expires_at, resource=resource
         )
-        self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes, resource=resource)
-        self.partner[access], self.partner[refresh] = refresh, access
+        if refresh:
+            self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes, resource=resource)
+            self.partner[access], self.partner[refresh] = refresh, access
         STATS["access_tokens_issued"] += 1
         # So a test can look for every token issued where none may be.
-        STATS["issued"] += [access, refresh]
+        STATS["issued"] += [t for t in (access, refresh) if t]
         scope = " ".join(scopes) or None
         return OAuthToken(access_token=access, expires_in=OPTS.access_lifetime, scope=scope, refresh_token=refresh)
 
@@ -230,6 +236,14 @@ def tapped(app):
 
         async def tap_send(message):
             if message["type"] == "http.response.start":
+                if path == "/token":
+                    # How the client authenticated: HTTP Basic, a secret in the form, or neither.
+                    headers = dict(scope.get("headers") or [])
+                    form = parse_qs(body.decode(errors="replace"))
+                    basic = headers.get(b"authorization", b"").lower().startswith(b"basic ")
+                    STATS["token_auth"].append(
+                        "client_secret_basic" if basic else "client_secret_post" if "client_secret" in form else "none"
+                    )
                 if message["status"] == 401 and path.startswith("/mcp"):
                     STATS["unauthorized"] += 1
                 if message["status"] == 200 and path == "/token":

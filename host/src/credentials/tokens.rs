@@ -47,6 +47,11 @@ pub enum TokenSource {
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RefreshGrant {
+    /// Empty where the authorization server issued none (a remote MCP
+    /// server's Connect, [`crate::remote::oauth`]): the access token in
+    /// `issued` is then all the connection holds, and once it expires a
+    /// person connects again ([`TokenError::Expired`]).
+    #[serde(default)]
     pub refresh_token: String,
     pub client_id: String,
     /// Empty for a public client (RFC 6749 §2.1; a client registered with
@@ -69,6 +74,85 @@ pub struct RefreshGrant {
     /// retiring, the refresh token another host holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub issued: Option<IssuedToken>,
+    /// How the client authenticates at the token endpoint
+    /// ([`ClientAuth`]): by default its secret in the form, as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_endpoint_auth_method: Option<ClientAuth>,
+}
+
+/// How a client authenticates at a token endpoint (RFC 6749 §2.3.1, the
+/// names of RFC 7591 §2 that RFC 8414's
+/// `token_endpoint_auth_methods_supported` lists).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientAuth {
+    /// HTTP Basic with the form-encoded id and secret (what RFC 6749 says
+    /// every server MUST take).
+    ClientSecretBasic,
+    /// The secret as `client_secret` in the form.
+    ClientSecretPost,
+    /// A public client: no secret.
+    None,
+}
+
+impl ClientAuth {
+    /// Its RFC 7591 name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClientAuth::ClientSecretBasic => "client_secret_basic",
+            ClientAuth::ClientSecretPost => "client_secret_post",
+            ClientAuth::None => "none",
+        }
+    }
+
+    /// The one a client holding a secret (or not) uses with a server that
+    /// takes `supported` (RFC 8414's default where it says nothing: basic):
+    /// basic first, then post; `None` when the server takes neither.
+    pub fn chosen(supported: &[String], has_secret: bool) -> Option<ClientAuth> {
+        let takes = |m: ClientAuth| supported.iter().any(|s| s == m.as_str());
+        if !has_secret {
+            return Some(ClientAuth::None);
+        }
+        [ClientAuth::ClientSecretBasic, ClientAuth::ClientSecretPost]
+            .into_iter()
+            .find(|m| takes(*m))
+    }
+
+    /// Authenticates `client_id` with `client_secret` on a token request:
+    /// `client_id` always in the form (RFC 6749 §3.2.1 allows it, and some
+    /// servers look the client up by it), the secret in the form or as
+    /// HTTP Basic of the form-encoded pair (RFC 6749 §2.3.1).
+    pub fn apply<'a>(
+        self,
+        request: reqwest::RequestBuilder,
+        form: &mut Vec<(&'static str, &'a str)>,
+        client_id: &'a str,
+        client_secret: &'a str,
+    ) -> reqwest::RequestBuilder {
+        form.push(("client_id", client_id));
+        if client_secret.is_empty() {
+            return request;
+        }
+        match self {
+            ClientAuth::ClientSecretBasic => {
+                use base64::Engine;
+                let encode = |s: &str| {
+                    url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>()
+                };
+                let pair = format!("{}:{}", encode(client_id), encode(client_secret));
+                let value = format!(
+                    "Basic {}",
+                    base64::engine::general_purpose::STANDARD.encode(pair)
+                );
+                request.header("authorization", value)
+            }
+            ClientAuth::ClientSecretPost => {
+                form.push(("client_secret", client_secret));
+                request
+            }
+            ClientAuth::None => request,
+        }
+    }
 }
 
 /// An access token as issued, with its expiry (milliseconds since the epoch).
@@ -143,7 +227,10 @@ impl TokenSource {
     pub fn secrets(&self) -> Vec<&str> {
         match self {
             TokenSource::Oauth(g) => {
-                let mut secrets = vec![g.refresh_token.as_str()];
+                let mut secrets = Vec::new();
+                if !g.refresh_token.is_empty() {
+                    secrets.push(g.refresh_token.as_str());
+                }
                 if !g.client_secret.is_empty() {
                     secrets.push(&g.client_secret);
                 }
@@ -195,7 +282,15 @@ impl TokenSource {
         };
         match self {
             TokenSource::Oauth(g) => {
-                text("refresh_token", &g.refresh_token)?;
+                // No refresh token only with the access token it stands
+                // in for (never through the admin API, which refuses
+                // `issued`).
+                if !g.refresh_token.is_empty() || g.issued.is_none() {
+                    text("refresh_token", &g.refresh_token)?;
+                }
+                if let Some(issued) = &g.issued {
+                    text("issued.access_token", &issued.access_token)?;
+                }
                 text("client_id", &g.client_id)?;
                 if !g.client_secret.is_empty() {
                     text("client_secret", &g.client_secret)?;
@@ -237,10 +332,37 @@ impl TokenSource {
         };
         let left = issued.expires_at_ms.saturating_sub(crate::store::now_ms());
         let token = usable(&issued.access_token).ok()?;
-        (left > 0).then(|| Cached {
+        let left = Duration::from_millis(left.max(0) as u64);
+        // A token nothing can renew is used until it expires.
+        let renew = if self.expires_for_good() {
+            Instant::now()
+                .checked_add(left)
+                .unwrap_or_else(Instant::now)
+        } else {
+            renew_at(Instant::now(), left)
+        };
+        (!left.is_zero()).then_some(Cached {
             token,
-            renew_at: renew_at(Instant::now(), Duration::from_millis(left as u64)),
+            renew_at: renew,
         })
+    }
+
+    /// An OAuth connection that holds an access token and no refresh
+    /// token: when the token expires, only a person can renew it.
+    pub fn expires_for_good(&self) -> bool {
+        matches!(self, TokenSource::Oauth(g) if g.refresh_token.is_empty())
+    }
+
+    /// Whether the connection no longer holds a usable token and nothing
+    /// can get it one but a person connecting again.
+    pub fn expired_for_good(&self) -> bool {
+        match self {
+            TokenSource::Oauth(g) if g.refresh_token.is_empty() => g
+                .issued
+                .as_ref()
+                .is_none_or(|i| i.expires_at_ms <= crate::store::now_ms()),
+            _ => false,
+        }
     }
 
     /// The string a connection seals.
@@ -362,11 +484,28 @@ pub enum TokenError {
         "the token endpoint's address is refused ({0}); nothing was sent: a token endpoint on a private network needs `allow_private_network` on its connector (or on `[token_broker]`)"
     )]
     AddressRefused(String),
+    /// The connection's access token expired and its authorization server
+    /// issued no refresh token: nothing was asked.
+    #[error(
+        "the connection's access token expired and its authorization server issued no refresh token: a person connects it again (POST /v1/brands/BRAND/connections/CONNECTOR/authorize)"
+    )]
+    Expired,
 }
 
 impl TokenError {
     /// What the guest and the agent are told.
     pub const REASON: &'static str = crate::capabilities::http::CREDENTIAL_NOT_REFRESHED;
+    /// What they are told when only a person can renew the connection.
+    pub const EXPIRED: &'static str =
+        "the connection's authorization expired: reconnect it (a person authorizes again)";
+
+    /// What the guest and the agent are told of this failure.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            TokenError::Expired => Self::EXPIRED,
+            _ => Self::REASON,
+        }
+    }
 
     /// The endpoint's status, when it answered.
     pub fn status(&self) -> Option<u16> {
@@ -416,7 +555,8 @@ pub struct TokenEvent {
     pub connector: String,
     /// `oauth`, `client_credentials` or `broker`.
     pub source: &'static str,
-    /// `cached`, `obtained`, `renewed` (after a 401), `failed`, or
+    /// `cached`, `obtained`, `renewed` (after a 401), `failed`, `expired`
+    /// (an access token nothing but a person can renew: nothing asked), or
     /// `failed_recently` (a request for it failed within the last few
     /// seconds: not asked again).
     pub outcome: &'static str,
@@ -672,7 +812,11 @@ impl Tokens {
                     status,
                     until: now.checked_add(FAILURE_HOLD).unwrap_or(now),
                 });
-                event.outcome = "failed";
+                event.outcome = if e == TokenError::Expired {
+                    "expired"
+                } else {
+                    "failed"
+                };
                 event.error = Some(e.to_string());
                 tracing::warn!(
                     connector = request.connector,
@@ -711,15 +855,14 @@ impl Tokens {
             return (Err(TokenError::NoScope), None);
         }
         let builder = match request.source {
+            TokenSource::Oauth(g) if g.refresh_token.is_empty() => {
+                return (Err(TokenError::Expired), None);
+            }
             TokenSource::Oauth(g) => {
                 let mut form = vec![
                     ("grant_type", "refresh_token"),
                     ("refresh_token", g.refresh_token.as_str()),
-                    ("client_id", g.client_id.as_str()),
                 ];
-                if !g.client_secret.is_empty() {
-                    form.push(("client_secret", g.client_secret.as_str()));
-                }
                 if let Some(resource) = &g.resource {
                     form.push(("resource", resource.as_str()));
                 }
@@ -737,7 +880,12 @@ impl Tokens {
                     Ok(client) => client,
                     Err(refused) => return (Err(refused), None),
                 };
-                client.post(url).form(&form)
+                let auth = g
+                    .token_endpoint_auth_method
+                    .unwrap_or(ClientAuth::ClientSecretPost);
+                let builder =
+                    auth.apply(client.post(url), &mut form, &g.client_id, &g.client_secret);
+                builder.form(&form)
             }
             TokenSource::ClientCredentials(g) => {
                 let mut form = vec![
@@ -957,6 +1105,7 @@ mod tests {
             scopes: ["a".to_string()].into(),
             resource: None,
             issued: None,
+            token_endpoint_auth_method: None,
         })
     }
 

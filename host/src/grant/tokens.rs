@@ -7,7 +7,7 @@
 use super::Credentials;
 use crate::boundary::Session;
 use crate::capabilities::http::HttpCapability;
-use crate::credentials::{Credential, ResolutionCache, Secret, TokenSource, Tokens};
+use crate::credentials::{Credential, ResolutionCache, Secret, TokenError, TokenSource, Tokens};
 use crate::store::Store;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
@@ -67,7 +67,9 @@ impl TokenGrant {
             // from a host that no longer holds its lease.
             if !credentials.may_act(session) {
                 if host_obtains_token(credentials, brand, server) {
-                    obtained.tokens.insert(server.to_string(), Err(()));
+                    obtained
+                        .tokens
+                        .insert(server.to_string(), Err(TokenError::REASON));
                 }
                 continue;
             }
@@ -112,7 +114,7 @@ impl TokenGrant {
         }
         obtained
             .tokens
-            .insert(server.to_string(), token.map_err(|_| ()));
+            .insert(server.to_string(), token.map_err(|e| e.reason()));
     }
 
     /// Where a grant rotated for `credential` (resolved for `brand`) is kept.
@@ -146,7 +148,8 @@ fn host_obtains_token(credentials: &Credentials, brand: &str, server: &str) -> b
 /// did for the trace.
 #[derive(Default)]
 pub(crate) struct Obtained {
-    tokens: HashMap<String, Result<Secret, ()>>,
+    /// Each token, or what the call is told of why there is none.
+    tokens: HashMap<String, Result<Secret, &'static str>>,
     events: Vec<Value>,
 }
 
@@ -163,8 +166,7 @@ impl Obtained {
     /// Why `connector`'s handle is not granted, when its token could not
     /// be obtained.
     pub(super) fn refused(&self, connector: &str) -> Option<&'static str> {
-        matches!(self.tokens.get(connector), Some(Err(())))
-            .then_some(crate::credentials::TokenError::REASON)
+        self.tokens.get(connector)?.as_ref().err().copied()
     }
 }
 

@@ -101,4 +101,9 @@ impl<E> Host<E> {
     ) -> Result<Vec<(String, crate::credentials::Source)>, HostError> {
         Ok(self.connections.list(self.boundary.catalog(), brand)?)
     }
+
+    /// The brand's connections whose authorization expired for good.
+    pub fn expired_connections(&self, brand: &str) -> Result<Vec<String>, HostError> {
+        Ok(self.connections.expired(self.boundary.catalog(), brand)?)
+    }
 }

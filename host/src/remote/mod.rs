@@ -670,9 +670,12 @@ impl McpSession for Upstream {
         let renewed = renewal.renewed().await;
         let Some(http) = renewed.http else {
             let mut answer = answer;
-            answer.result = Err(McpFailure::Upstream(
-                crate::credentials::TokenError::REASON.to_string(),
-            ));
+            let reason = if renewed.event["outcome"] == "expired" {
+                crate::credentials::TokenError::EXPIRED
+            } else {
+                crate::credentials::TokenError::REASON
+            };
+            answer.result = Err(McpFailure::Upstream(reason.to_string()));
             answer.renewals.push(renewed.event);
             return answer;
         };

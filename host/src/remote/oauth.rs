@@ -15,7 +15,9 @@
 //! 5. the callback exchanges the code (with the verifier and `resource`)
 //!    and the brand's connection becomes the refresh grant, sealed, that
 //!    the host keeps alive like any OAuth connection
-//!    ([`crate::credentials::tokens`]), rotated refresh tokens included.
+//!    ([`crate::credentials::tokens`]), rotated refresh tokens included;
+//!    where the server issued no refresh token, the access token alone,
+//!    until it expires (then the connection says "reconnect").
 //!
 //! What is pending between 4 and 5 travels in `state` itself, sealed with
 //! the store key for this purpose alone ([`crate::store::seal_text`]): any
@@ -28,7 +30,7 @@
 //! capped at 64 KiB. Errors name the step and the server's status or the
 //! field at fault; no answer body is ever repeated.
 
-use crate::credentials::tokens::{IssuedToken, RefreshGrant};
+use crate::credentials::tokens::{ClientAuth, IssuedToken, RefreshGrant};
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -81,6 +83,9 @@ pub struct Pending {
     verifier: String,
     client_id: String,
     client_secret: String,
+    /// How the client authenticates at the token endpoint.
+    #[serde(default = "secret_in_form")]
+    client_auth: ClientAuth,
     token_url: String,
     resource: String,
     scopes: BTreeSet<String>,
@@ -99,6 +104,11 @@ impl std::fmt::Debug for Pending {
             .field("expires_at_ms", &self.expires_at_ms)
             .finish_non_exhaustive()
     }
+}
+
+/// What a state sealed before the client's method was recorded meant.
+fn secret_in_form() -> ClientAuth {
+    ClientAuth::ClientSecretPost
 }
 
 /// Where to send the person, and until when it is good.
@@ -146,7 +156,7 @@ pub async fn start(
         .or(challenge_scope)
         .unwrap_or_else(|| resource.scopes_supported.clone());
     let registered = given.is_none();
-    let client = match given {
+    let (client, client_auth) = match given {
         Some(given) => {
             if given.client_id.is_empty() || given.client_id.len() > 4096 {
                 return Err(failed(
@@ -154,7 +164,12 @@ pub async fn start(
                     "`client.client_id` must be 1 to 4096 bytes",
                 ));
             }
-            given
+            // A given client's secret goes the way the server takes
+            // (basic first); one it names neither way of is sent as basic,
+            // which RFC 6749 §2.3.1 says every server takes.
+            let auth = ClientAuth::chosen(&server.auth_methods, !given.client_secret.is_empty())
+                .unwrap_or(ClientAuth::ClientSecretBasic);
+            (given, auth)
         }
         None => ask.register(&server, redirect_uri, &scopes).await?,
     };
@@ -174,6 +189,7 @@ pub async fn start(
         verifier,
         client_id: client.client_id,
         client_secret: client.client_secret,
+        client_auth,
         token_url: server.token_endpoint.to_string(),
         resource: resource.resource.clone(),
         scopes,
@@ -249,14 +265,16 @@ pub async fn finish(
         ("grant_type", "authorization_code"),
         ("code", code),
         ("redirect_uri", pending.redirect_uri.as_str()),
-        ("client_id", pending.client_id.as_str()),
         ("code_verifier", pending.verifier.as_str()),
         ("resource", pending.resource.as_str()),
     ];
-    if !pending.client_secret.is_empty() {
-        form.push(("client_secret", pending.client_secret.as_str()));
-    }
-    let request = ask.client_for(&url, "token")?.post(url).form(&form);
+    let request = pending.client_auth.apply(
+        ask.client_for(&url, "token")?.post(url),
+        &mut form,
+        &pending.client_id,
+        &pending.client_secret,
+    );
+    let request = request.form(&form);
     let (status, body) = ask.send(request, "token").await?;
     if !(200..300).contains(&status) {
         return Err(failed(
@@ -271,19 +289,17 @@ pub async fn finish(
     }
     let answer = crate::credentials::tokens::oauth_token(&body)
         .map_err(|e| failed("token", e.to_string()))?;
-    let refresh_token = answer.refresh_token.ok_or_else(|| {
-        failed(
-            "token",
-            "the authorization server issued no refresh token, so the host could not keep the connection alive: nothing was stored",
-        )
-    })?;
+    // Without a refresh token the connection holds the access token alone,
+    // until it expires: then a person connects again (the call and the
+    // admin API's connection list say so).
     let grant = RefreshGrant {
-        refresh_token,
+        refresh_token: answer.refresh_token.unwrap_or_default(),
         client_id: pending.client_id.clone(),
         client_secret: pending.client_secret.clone(),
         token_url: pending.token_url.clone(),
         scopes: pending.scopes.clone(),
         resource: Some(pending.resource.clone()),
+        token_endpoint_auth_method: Some(pending.client_auth),
         issued: Some(IssuedToken {
             access_token: answer.token.expose().to_string(),
             expires_at_ms: crate::store::now_ms()
@@ -636,40 +652,37 @@ impl Asker<'_> {
     }
 
     /// RFC 7591: registers the host as a client. A client that can keep a
-    /// secret (`client_secret_post`) where the server offers it, else a
-    /// public client (`none`).
+    /// secret where the server offers it (HTTP Basic first, RFC 6749
+    /// §2.3.1, then `client_secret_post`), else a public client (`none`).
+    /// The method the server registered is the one used.
     async fn register(
         &self,
         server: &AuthorizationServer,
         redirect_uri: &str,
         scopes: &BTreeSet<String>,
-    ) -> Result<GivenClient, OauthError> {
+    ) -> Result<(GivenClient, ClientAuth), OauthError> {
         let Some(url) = &server.registration_endpoint else {
             return Err(failed(
                 "registration",
                 "the authorization server offers no dynamic client registration (RFC 7591): register a client with it for the redirect URI and give its `client_id` (and `client_secret`) as `client`",
             ));
         };
-        let method = if server
-            .auth_methods
-            .iter()
-            .any(|m| m == "client_secret_post")
-        {
-            "client_secret_post"
-        } else if server.auth_methods.iter().any(|m| m == "none") {
-            "none"
-        } else {
-            return Err(failed(
-                "registration",
-                "the authorization server takes neither `client_secret_post` nor `none` at its token endpoint: register a client with it and give it as `client`",
-            ));
+        let method = match ClientAuth::chosen(&server.auth_methods, true) {
+            Some(method) => method,
+            None if server.auth_methods.iter().any(|m| m == "none") => ClientAuth::None,
+            None => {
+                return Err(failed(
+                    "registration",
+                    "the authorization server takes none of `client_secret_basic`, `client_secret_post` or `none` at its token endpoint: register a client with it and give it as `client`",
+                ));
+            }
         };
         let mut body = serde_json::json!({
             "client_name": "Scout Connector Host",
             "redirect_uris": [redirect_uri],
             "grant_types": ["authorization_code", "refresh_token"],
             "response_types": ["code"],
-            "token_endpoint_auth_method": method,
+            "token_endpoint_auth_method": method.as_str(),
         });
         if !scopes.is_empty() {
             let joined: Vec<&str> = scopes.iter().map(String::as_str).collect();
@@ -705,10 +718,32 @@ impl Asker<'_> {
                 "the registered `client_secret` is not usable",
             ));
         }
-        Ok(GivenClient {
-            client_id: client_id.to_string(),
-            client_secret: client_secret.to_string(),
-        })
+        // The server may register another method than asked (RFC 7591
+        // §3.2.1): its answer is what holds; without a secret, none.
+        let registered = match value["token_endpoint_auth_method"].as_str() {
+            Some("client_secret_basic") => ClientAuth::ClientSecretBasic,
+            Some("client_secret_post") => ClientAuth::ClientSecretPost,
+            Some("none") => ClientAuth::None,
+            Some(_) => {
+                return Err(failed(
+                    "registration",
+                    "the server registered a `token_endpoint_auth_method` the host does not speak",
+                ));
+            }
+            None => method,
+        };
+        let registered = if client_secret.is_empty() {
+            ClientAuth::None
+        } else {
+            registered
+        };
+        Ok((
+            GivenClient {
+                client_id: client_id.to_string(),
+                client_secret: client_secret.to_string(),
+            },
+            registered,
+        ))
     }
 }
 
@@ -855,6 +890,7 @@ mod tests {
             verifier: "v".into(),
             client_id: "c".into(),
             client_secret: String::new(),
+            client_auth: ClientAuth::None,
             token_url: "https://as.example.com/token".into(),
             resource: "https://mcp.example.com/mcp".into(),
             scopes: BTreeSet::new(),

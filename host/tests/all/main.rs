@@ -34,6 +34,7 @@ mod remote_resume;
 mod reserved_names;
 mod runtime_deploy;
 mod serve_admin;
+mod remote_oauth;
 mod serve_capabilities;
 mod serve_hosts;
 mod shutdown;

@@ -73,7 +73,13 @@ async fn python_server_with(dir: &Path, profile: &str, more: &[&str]) -> Server 
 
 /// `tests/mcp_client/SCRIPT ARGS`, a server that writes the port it picked
 /// to `dir/NAME.port`; `what` names it when it does not start.
-async fn python_fixture(dir: &Path, script: &str, name: &str, args: &[&str], what: &str) -> Server {
+pub(super) async fn python_fixture(
+    dir: &Path,
+    script: &str,
+    name: &str,
+    args: &[&str],
+    what: &str,
+) -> Server {
     let port_file = dir.join(format!("{name}.port"));
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/mcp_client")
@@ -881,7 +887,7 @@ async fn a_person_connects_a_brand_by_oauth_and_the_host_keeps_the_token_alive()
     let registered = &seen["registrations"][0];
     assert_eq!(registered["redirect_uris"], json!([callback]), "{seen}");
     assert_eq!(
-        registered["token_endpoint_auth_method"], "client_secret_post",
+        registered["token_endpoint_auth_method"], "client_secret_basic",
         "{seen}"
     );
     assert_eq!(

@@ -102,6 +102,7 @@ impl Fixture {
             scopes: scopes.iter().map(|s| s.to_string()).collect(),
             resource: None,
             issued: None,
+            token_endpoint_auth_method: None,
         });
         self.host
             .host()
@@ -687,6 +688,7 @@ async fn a_token_endpoint_on_a_private_address_is_never_asked() {
             scopes: [WEBMASTERS.to_string()].into(),
             resource: None,
             issued: None,
+            token_endpoint_auth_method: None,
         });
         f.host
             .host()

@@ -238,11 +238,18 @@ pub(super) async fn list_connections(
     State(host): State<Arc<ServeHost>>,
     Path(brand): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    let expired = host.host().expired_connections(&brand)?;
     let list: Vec<Value> = host
         .host()
         .list_connections(&brand)?
         .into_iter()
-        .map(|(c, source)| json!({"connector": c, "source": source}))
+        .map(|(c, source)| {
+            let mut shown = json!({"connector": c, "source": source});
+            if expired.contains(&c) {
+                shown["state"] = json!(crate::credentials::TokenError::EXPIRED);
+            }
+            shown
+        })
         .collect();
     Ok(Json(json!({"brand": brand, "connections": list})))
 }

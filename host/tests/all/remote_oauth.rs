@@ -1,0 +1,254 @@
+//! The host's OAuth client for remote MCP servers as the current MCP
+//! authorization specification has it (issue 55, item 5), through the real
+//! `serve` binary against an authorization server built on the official
+//! Python SDK (`tests/mcp_client/oauth_server.py`): a token answer without
+//! a refresh token, the token endpoint's client authentication, the
+//! host's client ID metadata document. What the whole flow does with a
+//! refresh grant is `remote_mcp`'s
+//! `a_person_connects_a_brand_by_oauth_and_the_host_keeps_the_token_alive`.
+
+use super::crash_safety::{Admin, Mcp, ok_text, result_text};
+use super::remote_mcp::{Server, call, listed, python_fixture, review, stats, tool};
+use crate::common;
+use reqwest::Method;
+use serde_json::{Value, json};
+use std::path::Path;
+
+/// The SDK's OAuth-protected server with `args` (`--no-refresh`, ...).
+async fn oauth_server(dir: &Path, args: &[&str]) -> Server {
+    python_fixture(
+        dir,
+        "oauth_server.py",
+        "oauth",
+        args,
+        "the OAuth MCP server",
+    )
+    .await
+}
+
+/// `serve` fronting the server on `port` as connector `tracker`.
+fn front(dir: &Path, port: u16) -> (scout_tests::ServeProcess, Admin, String) {
+    let mcp_url = format!("http://127.0.0.1:{port}/mcp");
+    let config = scout_tests::serve::write_config(
+        dir,
+        format!(
+            "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\ndeployment_owner_brand = \"acme\"\n[connectors.tracker]\nmcp = \"{mcp_url}\"\ncredential = \"bearer\"\nallow_private_network = true\n"
+        ),
+    );
+    let serve = common::serve(&config).start();
+    let admin = Admin {
+        http: reqwest::Client::new(),
+        base: serve.base.clone(),
+    };
+    (serve, admin, mcp_url)
+}
+
+fn query_of(url: &str) -> std::collections::HashMap<String, String> {
+    url::Url::parse(url)
+        .unwrap_or_else(|e| panic!("{url}: {e}"))
+        .query_pairs()
+        .into_owned()
+        .collect()
+}
+
+/// A person's "Connect" with `body`: started, allowed at the authorization
+/// page (the fixture allows at once) and completed at the callback. The
+/// admin API's answer to the start.
+async fn connect(admin: &Admin, body: Value) -> Value {
+    let (status, started) = admin
+        .request(
+            Method::POST,
+            "/v1/brands/acme/connections/tracker/authorize",
+            Some(body),
+        )
+        .await;
+    assert_eq!(status, 200, "{started}");
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let allowed = browser
+        .get(started["authorization_url"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert!(allowed.status().is_redirection(), "{}", allowed.status());
+    let back = allowed.headers()["location"].to_str().unwrap().to_string();
+    let done = browser.get(&back).send().await.unwrap();
+    let status = done.status();
+    let page = done.text().await.unwrap();
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("connected to tracker"), "{page}");
+    started
+}
+
+/// The brand's connection to `tracker` as the admin API lists it.
+async fn connection(admin: &Admin) -> Value {
+    let (status, body) = admin
+        .request(Method::GET, "/v1/brands/acme/connections", None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["connector"] == "tracker")
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// An authorization server that issues access tokens alone (the MCP
+/// conformance suite's does): the connection holds the access token and
+/// calls use it; once it expires the call is refused with "reconnect", the
+/// server hears nothing, no token endpoint is asked, the trace says so and the admin API's connection list says what to do.
+#[tokio::test]
+async fn a_token_without_a_refresh_token_is_used_until_it_expires_then_reconnect_is_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = oauth_server(dir.path(), &["--no-refresh", "--access-lifetime", "4"]).await;
+    let (_serve, admin, _) = front(dir.path(), upstream.port);
+    connect(&admin, json!({})).await;
+    let seen = stats(&upstream).await;
+    assert_eq!(seen["code_exchanges"], 1, "{seen}");
+    assert_eq!(seen["issued"].as_array().unwrap().len(), 1, "{seen}");
+    let shown = connection(&admin).await;
+    assert!(shown.is_object(), "connected: {shown}");
+    assert!(shown.get("state").is_none(), "{shown}");
+
+    let reviews = listed(&admin, "tracker").await;
+    review(&admin, "tracker", tool(&reviews, "whoami"), "read").await;
+    let http = reqwest::Client::new();
+    let view = admin.session().await;
+    let mcp = Mcp::for_connector(&http, &view, "tracker").connect().await;
+    let who = call(&mcp, "whoami", json!({})).await.unwrap();
+    assert!(
+        ok_text(&who).is_some_and(|t| t.starts_with("signed in as client")),
+        "{who}"
+    );
+
+    tokio::time::sleep(std::time::Duration::from_millis(4200)).await;
+    let before = stats(&upstream).await;
+    let expired = call(&mcp, "whoami", json!({})).await.unwrap();
+    let text = result_text(&expired);
+    assert!(
+        expired["result"]["isError"] == true && text.contains("expired: reconnect"),
+        "{expired}"
+    );
+    let after = stats(&upstream).await;
+    assert_eq!(
+        after["calls"]["whoami"], before["calls"]["whoami"],
+        "{after}"
+    );
+    assert_eq!(after["refreshes"], 0, "{after}");
+    assert_eq!(
+        after["token_auth"].as_array().unwrap().len(),
+        1,
+        "only the code exchange asked the token endpoint: {after}"
+    );
+    let trace = admin.trace("acme").await;
+    assert!(
+        trace.iter().any(|e| {
+            e.tool.as_deref() == Some("mcp__tracker__whoami")
+                && e.detail["host_error"]
+                    .as_str()
+                    .is_some_and(|h| h.contains("expired: reconnect"))
+        }),
+        "the trace says the token expired: {trace:?}"
+    );
+    let shown = connection(&admin).await;
+    assert!(
+        shown["state"]
+            .as_str()
+            .is_some_and(|s| s.contains("expired: reconnect")),
+        "{shown}"
+    );
+
+    // Connecting again makes it usable again.
+    connect(&admin, json!({})).await;
+    assert!(connection(&admin).await.get("state").is_none());
+    let who = call(&mcp, "whoami", json!({})).await.unwrap();
+    assert!(ok_text(&who).is_some(), "{who}");
+}
+
+/// The token endpoint's client authentication follows the authorization
+/// server's `token_endpoint_auth_methods_supported` (the SDK's lists
+/// `client_secret_post` and `client_secret_basic`): HTTP Basic first, for
+/// a client the host registered (code exchange and refreshes alike) and
+/// for one the person registered beforehand and gives; the secret never in
+/// the form then.
+#[tokio::test]
+async fn the_token_endpoint_is_asked_with_http_basic_where_the_server_takes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = oauth_server(dir.path(), &["--access-lifetime", "2"]).await;
+    let (_serve, admin, _) = front(dir.path(), upstream.port);
+    connect(&admin, json!({})).await;
+    let seen = stats(&upstream).await;
+    assert_eq!(
+        seen["registrations"][0]["token_endpoint_auth_method"], "client_secret_basic",
+        "{seen}"
+    );
+    assert_eq!(seen["token_auth"], json!(["client_secret_basic"]), "{seen}");
+
+    // The host refreshes with HTTP Basic too.
+    let reviews = listed(&admin, "tracker").await;
+    review(&admin, "tracker", tool(&reviews, "whoami"), "read").await;
+    let http = reqwest::Client::new();
+    let view = admin.session().await;
+    let mcp = Mcp::for_connector(&http, &view, "tracker").connect().await;
+    tokio::time::sleep(std::time::Duration::from_millis(2200)).await;
+    let who = call(&mcp, "whoami", json!({})).await.unwrap();
+    assert!(ok_text(&who).is_some(), "{who}");
+    let seen = stats(&upstream).await;
+    assert!(seen["refreshes"].as_u64().unwrap() >= 1, "{seen}");
+    assert!(
+        seen["token_auth"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a == "client_secret_basic"),
+        "{seen}"
+    );
+
+    // A client registered beforehand (here through the server's own
+    // registration, as a person would on its console) is used as given.
+    let callback = format!("{}/v1/oauth/callback", admin.base);
+    let registered: Value = http
+        .post(format!("http://127.0.0.1:{}/register", upstream.port))
+        .json(&json!({
+            "redirect_uris": [callback],
+            "token_endpoint_auth_method": "client_secret_basic",
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let given = json!({"client": {
+        "client_id": registered["client_id"],
+        "client_secret": registered["client_secret"],
+    }});
+    let started = connect(&admin, given).await;
+    assert_eq!(started["registered_client"], false, "{started}");
+    assert_eq!(
+        query_of(started["authorization_url"].as_str().unwrap())["client_id"],
+        registered["client_id"].as_str().unwrap()
+    );
+    let seen = stats(&upstream).await;
+    assert_eq!(seen["code_exchanges"], 2, "{seen}");
+    assert_eq!(
+        seen["token_auth"].as_array().unwrap().last().unwrap(),
+        "client_secret_basic",
+        "{seen}"
+    );
+    let who = call(&mcp, "whoami", json!({})).await.unwrap();
+    assert_eq!(
+        ok_text(&who),
+        Some(format!(
+            "signed in as client {}",
+            registered["client_id"].as_str().unwrap()
+        )),
+        "{who}"
+    );
+}
