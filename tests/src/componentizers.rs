@@ -33,7 +33,7 @@ pub fn componentize_js() -> String {
         .get_or_init(|| {
             provision_npm(
                 "componentize-js",
-                COMPONENTIZE_JS,
+                &[COMPONENTIZE_JS],
                 "node_modules/.bin/componentize-js",
                 "SCOUT_TEST_COMPONENTIZE_JS",
             )

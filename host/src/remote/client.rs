@@ -165,9 +165,12 @@ impl ClientHandler for HostClient {
                     .with_form(rmcp::model::FormElicitationCapability::default()),
             );
         }
+        // `initialize` names the latest version that has it: rmcp's LATEST
+        // (2026-07-28) has none, and a server of 2025-11-25 refuses it.
         ClientConfig::new(
             capabilities,
             Implementation::new("scout-connector-host", env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 }

@@ -13,6 +13,7 @@ mod authority_audit;
 mod boundary;
 mod catalogue_surfaces;
 mod common;
+mod conformance;
 mod connectors;
 mod console;
 mod crash_safety;

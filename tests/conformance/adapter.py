@@ -1,0 +1,258 @@
+"""The conformance suite's client adapter: the host as the suite's MCP client, driven the way
+an operator and a person drive it. The suite runs `python3 adapter.py URL` for each client
+scenario, with MCP_CONFORMANCE_SCENARIO (and, where the scenario has one,
+MCP_CONFORMANCE_CONTEXT: client_id, client_secret, ...) in the environment. Standard library
+only; the `scout-host` binary is $SCOUT_HOST.
+
+What it does, step by step (each a function, so an authorization scenario can add its own):
+  1. write a config with one remote connector `conf` for URL and start `serve`;
+  2. for auth/* scenarios, Connect through the admin API with the host's own OAuth client, and
+     play the person: open the authorization URL (the suite's authorization server approves at
+     once with a redirect) and land on the host's callback;
+  3. wait for the host's listing of the server, review every candidate as `read`;
+  4. open a person-chat session and, on its MCP endpoint, initialize, list and call every tool.
+`serve` is killed at the end, whatever happened. Exit 0 only when every step worked.
+
+To extend it for a scenario, add a function to STEPS_BEFORE_REVIEW or AFTER_CALLS keyed by the
+scenario's name or prefix (see `steps_for`)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+URL = sys.argv[-1]
+SCENARIO = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+CONTEXT = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+SCOUT_HOST = os.environ.get("SCOUT_HOST", "scout-host")
+ADMIN_TOKEN = "admin-token-for-conformance-0123456789"
+CONNECTOR = "conf"
+PROTOCOL = "2025-11-25"
+# Every wait is bounded well inside the suite's own timeout, so a stuck step fails the
+# scenario with a message rather than a kill.
+WAIT_SECS = float(os.environ.get("SCOUT_ADAPTER_WAIT_SECS", "15"))
+# Arguments for the tools the suite's servers offer; any other tool is called with `{}`.
+ARGUMENTS = {"add_numbers": {"a": 2, "b": 3}}
+
+
+def log(*parts):
+    print("[adapter]", *parts, file=sys.stderr, flush=True)
+
+
+class Failed(Exception):
+    """A step that did not work: the message says which and why."""
+
+
+def is_auth():
+    return SCENARIO.startswith("auth/")
+
+
+# --- serve ---------------------------------------------------------------------------------
+
+def start_serve(workdir):
+    credential = "bearer" if is_auth() else "none"
+    with open(os.path.join(workdir, "serve.toml"), "w") as f:
+        f.write(
+            'listen = "127.0.0.1:0"\ndatabase = "scout.db"\ndeployment_owner_brand = "acme"\n\n'
+            f'[connectors.{CONNECTOR}]\nmcp = "{URL}"\ncredential = "{credential}"\n'
+            "allow_private_network = true\ndiscover_every_secs = 1\n"
+        )
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", workdir),
+        "SCOUT_ADMIN_TOKEN": ADMIN_TOKEN,
+        "SCOUT_STORE_KEY": "5c" * 32,
+        "SCOUT_LOG": os.environ.get("SCOUT_LOG", "warn"),
+    }
+    serve = subprocess.Popen(
+        [SCOUT_HOST, "serve", "--config", "serve.toml"],
+        cwd=workdir, env=env, stdout=subprocess.PIPE,
+        stderr=open(os.path.join(workdir, "serve.err"), "w"), text=True,
+    )
+    line = serve.stdout.readline().strip()
+    if not line:
+        raise Failed(f"serve did not start: {tail(workdir)}")
+    return serve, line.split()[-1]
+
+
+def tail(workdir, n=2000):
+    try:
+        with open(os.path.join(workdir, "serve.err")) as f:
+            return f.read()[-n:]
+    except OSError:
+        return ""
+
+
+# --- the admin API ---------------------------------------------------------------------------
+
+class Admin:
+    def __init__(self, base):
+        self.base = base
+
+    def request(self, method, path, body=None):
+        request = urllib.request.Request(
+            self.base + path, method=method,
+            headers={"Authorization": f"Bearer {ADMIN_TOKEN}", "content-type": "application/json"},
+            data=None if body is None else json.dumps(body).encode(),
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=WAIT_SECS) as r:
+                return r.status, json.loads(r.read() or b"null")
+        except urllib.error.HTTPError as e:
+            text = e.read().decode(errors="replace")
+            try:
+                return e.code, json.loads(text)
+            except ValueError:
+                return e.code, text
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+def connect_oauth(admin):
+    """The person's part of Connect: start it, open the authorization URL, follow the
+    authorization server's redirect to the host's callback."""
+    body = {}
+    if CONTEXT.get("client_id"):
+        body["client"] = {"client_id": CONTEXT["client_id"], "client_secret": CONTEXT.get("client_secret", "")}
+    status, started = admin.request("POST", f"/v1/brands/acme/connections/{CONNECTOR}/authorize", body)
+    log("authorize", status, json.dumps(started)[:800])
+    if status != 200:
+        raise Failed(f"Connect refused ({status}): {started}")
+    browser = urllib.request.build_opener(NoRedirect)
+    location = None
+    try:
+        with browser.open(started["authorization_url"], timeout=WAIT_SECS) as r:
+            raise Failed(f"the authorization page answered {r.status} without a redirect")
+    except urllib.error.HTTPError as e:
+        location = e.headers.get("location")
+        log("authorization redirect", e.code, location)
+    if not location:
+        raise Failed("the authorization server sent no redirect")
+    try:
+        with browser.open(location, timeout=WAIT_SECS) as r:
+            log("callback", r.status, r.read().decode(errors="replace")[:300])
+    except urllib.error.HTTPError as e:
+        raise Failed(f"the host's callback answered {e.code}: {e.read().decode(errors='replace')[:500]}")
+
+
+def review_everything(admin):
+    """Waits for the host's listing of the server, then reviews every candidate as `read`."""
+    deadline = time.time() + WAIT_SECS
+    while True:
+        status, reviews = admin.request("GET", "/v1/reviews")
+        listed = isinstance(reviews, dict) and (reviews.get("remote", {}).get(CONNECTOR, {}).get("listed_at_ms") or 0) > 0
+        if listed:
+            break
+        if time.time() > deadline:
+            raise Failed(f"the host never listed the server: {json.dumps(reviews)[:600]}")
+        time.sleep(0.2)
+    candidates = reviews.get("connectors", {}).get(CONNECTOR, [])
+    for c in candidates:
+        status, answer = admin.request("POST", "/v1/reviews", {"connector": CONNECTOR, "tool": c["tool"], "digest": c["digest"], "effect": "read"})
+        log("review", c["tool"], status)
+        if status != 200:
+            raise Failed(f"review of {c['tool']} refused ({status}): {answer}")
+
+
+# --- the session's MCP endpoint ------------------------------------------------------------
+
+class Session:
+    """An agent's side of a session: JSON-RPC over the session's streamable HTTP endpoint."""
+
+    def __init__(self, admin):
+        status, view = admin.request("POST", "/v1/sessions", {"brand": "acme", "role": "person-chat"})
+        if status != 201:
+            raise Failed(f"no session ({status}): {view}")
+        self.url, self.token, self.mcp_session, self.next_id = view["mcp"][CONNECTOR], view["token"], None, 1
+
+    def post(self, message):
+        headers = {"Authorization": f"Bearer {self.token}", "content-type": "application/json", "accept": "application/json, text/event-stream"}
+        if self.mcp_session:
+            headers["mcp-session-id"] = self.mcp_session
+            headers["mcp-protocol-version"] = PROTOCOL
+        request = urllib.request.Request(self.url, data=json.dumps(message).encode(), headers=headers, method="POST")
+        with urllib.request.urlopen(request, timeout=WAIT_SECS * 2) as r:
+            self.mcp_session = self.mcp_session or r.headers.get("mcp-session-id")
+            text = r.read().decode()
+        messages = [json.loads(l[5:]) for l in text.splitlines() if l.startswith("data:") and l[5:].strip()]
+        return messages or ([json.loads(text)] if text.strip() else [])
+
+    def request(self, method, params):
+        self.next_id += 1
+        messages = self.post({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        answers = [m for m in messages if m.get("id") == self.next_id]
+        if not answers:
+            raise Failed(f"{method}: no answer in {messages}")
+        return answers[-1]
+
+    def notify(self, method, params):
+        self.post({"jsonrpc": "2.0", "method": method, "params": params})
+
+
+def call_every_tool(admin):
+    session = Session(admin)
+    answer = session.request("initialize", {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "scout-conformance-adapter", "version": "1"}})
+    if "error" in answer:
+        raise Failed(f"initialize: {answer}")
+    session.notify("notifications/initialized", {})
+    listed = session.request("tools/list", {})
+    tools = listed.get("result", {}).get("tools", [])
+    log("tools", [t["name"] for t in tools])
+    for tool in tools:
+        answer = session.request("tools/call", {"name": tool["name"], "arguments": ARGUMENTS.get(tool["name"], {})})
+        log("call", tool["name"], json.dumps(answer)[:500])
+        if "error" in answer:
+            raise Failed(f"tools/call {tool['name']}: {answer['error']}")
+
+
+# --- the scenario's steps ----------------------------------------------------------------------
+
+# Steps run after serve starts and before the review, by scenario name or prefix ending in "/".
+STEPS_BEFORE_REVIEW = {"auth/": [connect_oauth]}
+# Steps run after every tool was called.
+AFTER_CALLS = {}
+
+
+def steps_for(table):
+    steps = []
+    for key, more in table.items():
+        if SCENARIO == key or (key.endswith("/") and SCENARIO.startswith(key)):
+            steps.extend(more)
+    return steps
+
+
+def main():
+    workdir = tempfile.mkdtemp(prefix="scout-conformance-")
+    serve = None
+    try:
+        serve, base = start_serve(workdir)
+        log("scenario", SCENARIO, "serve at", base, "in", workdir)
+        admin = Admin(base)
+        for step in steps_for(STEPS_BEFORE_REVIEW):
+            step(admin)
+        review_everything(admin)
+        call_every_tool(admin)
+        for step in steps_for(AFTER_CALLS):
+            step(admin)
+        return 0
+    except Failed as e:
+        log("FAILED:", e)
+        return 1
+    except Exception as e:  # an unexpected answer: the scenario fails, saying what happened
+        log("FAILED:", type(e).__name__, e)
+        return 1
+    finally:
+        if serve is not None:
+            serve.kill()
+            serve.wait()
+        log("serve stderr tail:", tail(workdir, 1500))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
