@@ -701,6 +701,10 @@ mod tests {
                     ("approval_timed_out", refused(Rule::ApprovalTimedOut)),
                     ("approval_withdrawn", refused(Rule::ApprovalWithdrawn)),
                     ("caller_gone", refused(Rule::CallerGone)),
+                    (
+                        "approval_answer_refused",
+                        refused(Rule::ApprovalAnswerRefused),
+                    ),
                     ("outside_role", refused(Rule::OutsideRole)),
                     ("revoked", refused(Rule::Revoked)),
                     ("invalid_arguments", refused(Rule::InvalidArguments)),
@@ -801,6 +805,7 @@ mod tests {
                 | Rule::ApprovalTimedOut
                 | Rule::ApprovalWithdrawn
                 | Rule::CallerGone
+                | Rule::ApprovalAnswerRefused
                 | Rule::OutsideRole
                 | Rule::Revoked
                 | Rule::InvalidArguments

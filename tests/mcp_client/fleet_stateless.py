@@ -175,9 +175,10 @@ async def main():
         except MCPError as e:
             summary["not_offered"] = e.error.message
         summary["other_answers"] = await other_answers(OPTS.github)
-    # A client that declares it can ask its person (elicitation): its call
-    # is answered by rmcp's service rather than the host's direct path, and
-    # conforms the same way; the approval comes through the admin API.
+    # A client that declares it can ask its person (elicitation) is asked
+    # the 2026-07-28 way: an `input_required` result carrying the question
+    # and a `requestState`, and its retry with the person's answer, which
+    # may land on the other host (nothing of it is kept in memory).
     asked = []
 
     async def elicitation(context, params):
@@ -187,11 +188,19 @@ async def main():
         return ElicitResult(action="accept", content={"approve": True})
 
     async with Stateless(OPTS.github, elicitation) as asking:
-        approving = asyncio.create_task(approve_when_pending())
+        from mcp.types import InputRequiredResult
+
+        args = {"owner": "octo", "repo": "hello", "branch": "scout/asking"}
+        first = await asking.call_tool("github_create_branch", args, allow_input_required=True)
+        check(isinstance(first, InputRequiredResult), f"the asking client was not asked: {first}")
+        answer = await elicitation(None, first.input_requests["approval"].params)
         write = await asking.call_tool(
-            "github_create_branch", {"owner": "octo", "repo": "hello", "branch": "scout/asking"}
+            "github_create_branch",
+            args,
+            input_responses={"approval": answer},
+            request_state=first.request_state,
+            allow_input_required=True,
         )
-        await approving
         check(not write.is_error, f"the asking client's approved write failed: {write}")
         summary["asking_write"] = text_of(write)
         summary["asking_elicited"] = len(asked)

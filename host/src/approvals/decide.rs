@@ -19,6 +19,10 @@ pub enum Decider<'a> {
     Person { subject: &'a str, actor: Value },
     /// The session's own person, answering through its MCP client.
     Elicitation,
+    /// The session's own person, answering a 2026-07-28 `input_required`
+    /// result: its client retried the call with the answer (`accept`,
+    /// `decline` or `cancel`).
+    InputRequired { answer: &'a str },
     /// Nobody answered in time.
     Timeout,
 }
@@ -29,6 +33,7 @@ impl Decider<'_> {
         match self {
             Decider::Person { subject, .. } => format!("{subject} (approvals API)"),
             Decider::Elicitation => "person (MCP elicitation)".to_string(),
+            Decider::InputRequired { answer } => format!("person (MCP input_required: {answer})"),
             Decider::Timeout => TIMEOUT_DECIDER.to_string(),
         }
     }
@@ -43,6 +48,14 @@ impl Decider<'_> {
                 "sub": null,
                 "issuer": null,
                 "via": "mcp_elicitation",
+                "role": null,
+            })),
+            Decider::InputRequired { .. } => Some(json!({
+                "kind": "person",
+                "subject": null,
+                "sub": null,
+                "issuer": null,
+                "via": "input_required",
                 "role": null,
             })),
             Decider::Timeout => None,

@@ -16,6 +16,7 @@
 //! that marks its calls interrupted (at start, and by a fleet's lease sweep);
 //! a decision on one is answered here, naming that rule.
 
+mod by_result;
 mod decide;
 mod pending;
 mod revoke;
@@ -26,7 +27,7 @@ mod wait;
 /// the store.
 pub use crate::store::{ApprovalId, HOST_LOST, canonical_args_text};
 pub use decide::{DecideError, Decider, Decision};
-pub use wait::{Ask, Ended, WaitRecord};
+pub use wait::{Ask, ByResult, Ended, WaitRecord};
 
 use crate::store::Store;
 use std::sync::Arc;

@@ -75,6 +75,7 @@ async fn waiting_call(
         call_id: "c-1",
         gone,
         asked: Some(asked),
+        by_result: None,
     };
     let waited = fx.approvals.wait(ask, told).await;
     let id = asked_for.await.expect("the call asked for an approval");

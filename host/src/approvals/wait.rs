@@ -35,6 +35,31 @@ pub struct Ask<'a> {
     /// Told which approval this call asked for, when it asks one (so its
     /// caller can put the question through MCP elicitation).
     pub asked: Option<tokio::sync::oneshot::Sender<ApprovalId>>,
+    /// How a client that asks its person through the protocol's
+    /// `input_required` result takes part; `None`: the call waits.
+    pub by_result: Option<ByResult>,
+}
+
+/// A call whose client asks its person itself, through a 2026-07-28
+/// `input_required` result and a retry (SEP-2322): nobody waits in memory,
+/// so any host can take the retry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ByResult {
+    /// The first round: the approval is filed (or an identical pending one
+    /// joined) and the wait ends at once with [`Ended::AskedByResult`],
+    /// the approval left pending for the client's answer.
+    Ask,
+    /// The retry, with the client's answer to approval `approval` (opened
+    /// from its `requestState`, never trusted): decided by that answer if
+    /// it is still pending and this very call's (same session, tool and
+    /// arguments), then spent or refused. Nothing is asked or awaited.
+    Answered {
+        approval: ApprovalId,
+        approve: bool,
+        /// The answer's action as the client sent it: `accept`, `decline`
+        /// or `cancel`.
+        answer: &'static str,
+    },
 }
 
 /// How a wait ended without an approval to run with.
@@ -58,6 +83,13 @@ pub enum Ended {
     /// Revoked while it waited (the session lost its authority, the tool
     /// changed or was reviewed anew).
     Revoked,
+    /// Asked of the client's person through an `input_required` result
+    /// ([`ByResult::Ask`]): the approval stays pending for the retry.
+    AskedByResult(ApprovalId),
+    /// A retry's answer names an approval that is not this call's (another
+    /// session, tool or arguments), or one already decided: nothing was
+    /// decided, and nothing runs.
+    AnswerRefused,
 }
 
 /// Where a wait's trace rows go: the waiting call's trace (the boundary's).
@@ -126,6 +158,15 @@ impl Approvals {
             watched: None,
             store_failed: false,
         };
+        match ask.by_result {
+            Some(ByResult::Ask) => return wait.ask_by_result(ask.args, ask.asked).await,
+            Some(ByResult::Answered {
+                approval,
+                approve,
+                answer,
+            }) => return wait.answered(approval, approve, answer).await,
+            None => {}
+        }
         // Subscribe, then read: a decision committed in between rings.
         let mut bell = self.store.watch_approval(ask.session, ask.tool, ask.digest);
         if let Some(id) = wait.first_look(ask.args, ask.asked).await? {
@@ -260,6 +301,98 @@ impl Waiting<'_> {
                 self.watched = Some(id);
                 Ok(None)
             }
+        }
+    }
+
+    /// The first round of a call asked through an `input_required`
+    /// result: an approval given already is spent; otherwise the pending
+    /// one (asked now, or by an identical call) is told to the caller and
+    /// left pending, nobody waiting for it in memory.
+    async fn ask_by_result(
+        &mut self,
+        args: &Value,
+        asked: Option<tokio::sync::oneshot::Sender<ApprovalId>>,
+    ) -> Result<ApprovalId, Ended> {
+        let (tell, told) = tokio::sync::oneshot::channel();
+        if let Some(id) = self.first_look(args, Some(tell)).await? {
+            return Ok(id);
+        }
+        // Left pending for the retry: not withdrawn when this round ends.
+        self.withdraw.approval = None;
+        let id = match told.await {
+            Ok(id) => Some(id),
+            Err(_) => self.watched,
+        };
+        match id {
+            Some(id) => {
+                if let Some(asked) = asked {
+                    let _ = asked.send(id);
+                }
+                Err(Ended::AskedByResult(id))
+            }
+            // Joined a request that was decided in between: ask again later.
+            None => Err(Ended::Unrecorded),
+        }
+    }
+
+    /// The retry of a call whose client answered approval `id`: the answer
+    /// decides it, if it is this call's and still pending, and the call
+    /// spends it or ends as it was decided. Nothing is asked or awaited.
+    async fn answered(
+        &mut self,
+        id: ApprovalId,
+        approve: bool,
+        answer: &str,
+    ) -> Result<ApprovalId, Ended> {
+        let row = match self.approvals.store.approval(id).await {
+            Ok(Some(row)) => row,
+            Ok(None) => return Err(Ended::AnswerRefused),
+            Err(e) => {
+                tracing::error!(error = %e, call = %self.call_id, "cannot read the approval a retry answers; not running the call");
+                return Err(Ended::Unrecorded);
+            }
+        };
+        // Bound to this exact call: another call's approval is not decided
+        // by this one's answer.
+        if row.session != self.session || row.tool != self.tool || row.args_digest != self.digest {
+            return Err(Ended::AnswerRefused);
+        }
+        if row.state != crate::store::ApprovalState::Pending {
+            return Err(Ended::AnswerRefused);
+        }
+        self.watched = Some(id);
+        let timeout = self.approvals.timeout.as_millis() as i64;
+        if row.requested_at_ms + timeout <= crate::dates::now_ms() {
+            let _ = self.approvals.decide(id, false, Decider::Timeout).await;
+            self.decided(id, Some(TIMEOUT_DECIDER)).await;
+            return Err(Ended::TimedOut);
+        }
+        match self
+            .approvals
+            .decide(id, approve, Decider::InputRequired { answer })
+            .await
+        {
+            Ok(()) => {}
+            // Decided by someone else in between: not by this answer.
+            Err(super::DecideError::NotPending { .. } | super::DecideError::Unknown(_)) => {
+                return Err(Ended::AnswerRefused);
+            }
+            Err(e) => {
+                tracing::error!(error = %e, call = %self.call_id, "cannot record a person's answer; not running the call");
+                return Err(Ended::Unrecorded);
+            }
+        }
+        match self
+            .approvals
+            .store
+            .consume_approval(self.session, self.tool, self.digest)
+            .await
+        {
+            Ok(spent) => {
+                self.decided(spent, None).await;
+                Ok(spent)
+            }
+            Err(other) => Err(self.refused(other).await),
         }
     }
 

@@ -39,6 +39,9 @@ pub(super) struct Wait<'a> {
     /// the tool): an approval revoked because the tool changed or was
     /// reviewed anew ends the call with the rule that holds it now.
     pub(super) remote: Option<(&'a crate::runtime::LoadedComponent, &'a str)>,
+    /// For a client that asks its person through an `input_required`
+    /// result: ask and return, or spend the approval its answer decided.
+    pub(super) by_result: Option<crate::approvals::ByResult>,
 }
 
 /// Where a wait's trace events go once written, besides the trace: a
@@ -149,6 +152,7 @@ impl Boundary {
             call_id: wait.call_id,
             gone: wait.gone,
             asked: wait.asked,
+            by_result: wait.by_result,
         };
         let ended = match self.approvals.wait(ask, &record).await {
             Ok(id) => return Ok(id),
@@ -176,6 +180,10 @@ impl Boundary {
         let rule = match ended {
             // Its own request revoked as it went: the withdrawal is recorded.
             Ended::Withdrawn => return Denied::by(Rule::ApprovalWithdrawn),
+            // Put to the client's person by an `input_required` result: the
+            // request is recorded, and the retry's call tells the rest.
+            Ended::AskedByResult(_) => return Denied::by(Rule::ApprovalRequired),
+            Ended::AnswerRefused => Rule::ApprovalAnswerRefused,
             Ended::Unrecorded => Rule::Unrecorded,
             Ended::HostShutdown => Rule::HostShutdown,
             Ended::CallerGone => Rule::CallerGone,

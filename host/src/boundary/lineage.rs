@@ -55,15 +55,18 @@ pub(super) fn targets<'a>(
 
 /// Whether a refusal by `rule` is one the agent could repeat on purpose.
 /// Not counted: the caller going away, arguments that do not parse (the
-/// agent is fixing its call), the host's own failure to record, a host
-/// shutting down or without its lease (the fleet's doing, not the
-/// agent's: a rolling deploy must not pause every session it touches),
-/// and a paused session's refusals (already counted).
+/// agent is fixing its call), an answer to an approval that is not the
+/// call's (its client's to mend: call again to be asked anew), the
+/// host's own failure to record, a host shutting down or without its lease
+/// (the fleet's doing, not the agent's: a rolling deploy must not pause
+/// every session it touches), and a paused session's refusals (already
+/// counted).
 fn counts(rule: Rule) -> bool {
     !matches!(
         rule,
         Rule::ApprovalWithdrawn
             | Rule::CallerGone
+            | Rule::ApprovalAnswerRefused
             | Rule::InvalidArguments
             | Rule::GraphqlUnreadable
             | Rule::Unrecorded

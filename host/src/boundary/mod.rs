@@ -158,6 +158,9 @@ pub struct CallRequest<'a> {
     pub asked: Option<AskedFor>,
     /// The client's trace context and transport, for the exported span.
     pub traced: Option<&'a crate::telemetry::TraceParent>,
+    /// A client that asks its person through an `input_required` result:
+    /// the call asks and returns, or spends the approval its answer decided.
+    pub by_result: Option<crate::approvals::ByResult>,
 }
 
 impl<'a> CallRequest<'a> {
@@ -169,6 +172,7 @@ impl<'a> CallRequest<'a> {
             gone: CancellationToken::new(),
             asked: None,
             traced: None,
+            by_result: None,
         }
     }
 
@@ -187,6 +191,13 @@ impl<'a> CallRequest<'a> {
     /// The same call, telling `asked` which approval it asks for.
     pub fn telling(mut self, asked: AskedFor) -> CallRequest<'a> {
         self.asked = Some(asked);
+        self
+    }
+
+    /// The same call from a client that asks its person through an
+    /// `input_required` result (see [`crate::approvals::ByResult`]).
+    pub fn by_result(mut self, by_result: crate::approvals::ByResult) -> CallRequest<'a> {
+        self.by_result = Some(by_result);
         self
     }
 }
@@ -927,6 +938,7 @@ impl Boundary {
             gone,
             mut asked,
             traced,
+            by_result,
         } = request;
         let connector = component.name();
         let name = policy::names::mcp(connector, tool);
@@ -1083,6 +1095,7 @@ impl Boundary {
                     targets: &trace.targets,
                     spend: None,
                     remote: component.is_remote().then_some((component, tool)),
+                    by_result,
                 })
                 .await?;
             pass = Pass::Person { approval, mutation };

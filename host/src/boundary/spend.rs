@@ -186,6 +186,7 @@ impl Boundary {
                 origin: &trace.origin,
                 spend: Some(&traced),
                 remote: None,
+                by_result: None,
                 // A reservation's refusal is the guest's to handle: the
                 // call goes on, and it is not counted as a refused request.
                 targets: &[],

@@ -126,6 +126,9 @@ pub enum Rule {
     /// The call went away while it waited on another call's request
     /// (told: withdrawn).
     CallerGone,
+    /// A 2026-07-28 retry answered an approval that is not this call's
+    /// (other arguments), or one already decided: nothing was decided.
+    ApprovalAnswerRefused,
     /// The session's policy could not be decided for its role.
     OutsideRole,
     /// Access was withdrawn: the session ended, or its connector or grant
@@ -180,6 +183,7 @@ impl Rule {
             Rule::ApprovalTimedOut,
             Rule::ApprovalWithdrawn,
             Rule::CallerGone,
+            Rule::ApprovalAnswerRefused,
             Rule::OutsideRole,
             Rule::Revoked,
             Rule::InvalidArguments,
@@ -215,6 +219,7 @@ impl Rule {
             Rule::ApprovalTimedOut => "approval_timed_out",
             Rule::ApprovalWithdrawn => "approval_withdrawn",
             Rule::CallerGone => "caller_gone",
+            Rule::ApprovalAnswerRefused => "approval_answer_refused",
             Rule::OutsideRole => "outside_role",
             Rule::Revoked => "revoked",
             Rule::InvalidArguments => "invalid_arguments",
@@ -279,6 +284,9 @@ impl Rule {
             }
             Rule::ApprovalWithdrawn => {
                 "approval withdrawn: the call went away while it waited, and it did not run"
+            }
+            Rule::ApprovalAnswerRefused => {
+                "approval answer refused: the answer was for another call, or for an approval already decided, so nothing was decided and the call did not run; call again without it to be asked anew"
             }
             Rule::SwitchedOff(_) => {
                 "turned off by the operator: this tool refuses every call until the operator turns it on"

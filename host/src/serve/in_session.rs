@@ -257,7 +257,7 @@ impl Sessions {
             return None;
         }
         let running = match &direct {
-            Direct::List(..) => None,
+            Direct::List(..) | Direct::Ask(..) => None,
             Direct::Call(id, ..) => {
                 self.opened
                     .lock()

@@ -67,7 +67,7 @@ pub(super) fn trace_parent(
 pub struct ConnectorServer {
     host: Weak<ServeHost>,
     session: Weak<LiveSession>,
-    connector: String,
+    pub(super) connector: String,
     /// The tool list at the session's last revision, schemas included:
     /// built once per revision, shared by every `tools/list`.
     listed: Arc<parking_lot::Mutex<Option<Arc<Listed>>>>,
@@ -102,7 +102,7 @@ impl ConnectorServer {
         }
     }
 
-    fn parts(&self) -> Result<(Arc<ServeHost>, Arc<LiveSession>), McpError> {
+    pub(super) fn parts(&self) -> Result<(Arc<ServeHost>, Arc<LiveSession>), McpError> {
         match (self.host.upgrade(), self.session.upgrade()) {
             (Some(host), Some(session)) => Ok((host, session)),
             _ => Err(McpError::invalid_request("the session has ended", None)),
@@ -445,7 +445,7 @@ fn host_tool(
 /// content and text, a tool or host error as an error result, a denial as
 /// an error result naming its rule, a name outside the surface as a
 /// protocol error.
-fn answer(
+pub(super) fn answer(
     host: &ServeHost,
     connector: &str,
     result: Result<Executed, crate::boundary::Denied>,
@@ -570,6 +570,46 @@ async fn ask_through_elicitation(
     args: &Value,
     asker: &dyn Asker,
 ) {
+    let Some(params) = approval_question(host, id, name, args).await else {
+        return std::future::pending().await;
+    };
+    let answer = asker.elicit(params).await;
+    let approved = match answer {
+        Ok(result) => approves(&result),
+        // The client could not ask: the approvals API still can.
+        Err(e) => {
+            tracing::info!(error = %e, "elicitation failed; the approval stays pending for the admin API");
+            return std::future::pending().await;
+        }
+    };
+    let _ = host
+        .host()
+        .approvals()
+        .decide(id, approved, crate::approvals::Decider::Elicitation)
+        .await;
+}
+
+/// Whether a person's answer to [`approval_question`] approves the call.
+pub(super) fn approves(result: &rmcp::model::ElicitResult) -> bool {
+    result.action == ElicitationAction::Accept
+        && result
+            .content
+            .as_ref()
+            .and_then(|c| c.get("approve"))
+            .and_then(Value::as_bool)
+            == Some(true)
+}
+
+/// The question a person is asked about approval `id` of the call of
+/// `name` with `args`, whichever way it travels (an elicitation on the
+/// client's stream, or a 2026-07-28 `input_required` result): the same
+/// words and schema.
+pub(super) async fn approval_question(
+    host: &ServeHost,
+    id: ApprovalId,
+    name: &str,
+    args: &Value,
+) -> Option<ElicitRequestParams> {
     // What the approval is bound to, as the approvals API shows it (for a
     // reservation above a spend threshold: the arguments and the estimate).
     let approvals = host.host().approvals();
@@ -593,13 +633,10 @@ async fn ask_through_elicitation(
     } else {
         ""
     };
-    let schema = match ElicitationSchema::builder()
+    let schema = ElicitationSchema::builder()
         .required_bool("approve")
         .build()
-    {
-        Ok(schema) => schema,
-        Err(_) => return std::future::pending().await,
-    };
+        .ok()?;
     // What it may send over GraphQL, beside the arguments (the root fields
     // its route names, or the operations of the document it was given).
     let graphql = super::shown::graphql_words(&super::shown::graphql_shown(
@@ -663,31 +700,11 @@ async fn ask_through_elicitation(
         message = cut_message;
         message.push('…');
     }
-    let params = ElicitRequestParams::FormElicitationParams {
+    Some(ElicitRequestParams::FormElicitationParams {
         meta: None,
         message,
         requested_schema: schema,
-    };
-    let answer = asker.elicit(params).await;
-    let approved = match answer {
-        Ok(result) => {
-            result.action == ElicitationAction::Accept
-                && result
-                    .content
-                    .as_ref()
-                    .and_then(|c| c.get("approve"))
-                    .and_then(Value::as_bool)
-                    == Some(true)
-        }
-        // The client could not ask: the approvals API still can.
-        Err(e) => {
-            tracing::info!(error = %e, "elicitation failed; the approval stays pending for the admin API");
-            return std::future::pending().await;
-        }
-    };
-    let _ = approvals
-        .decide(id, approved, crate::approvals::Decider::Elicitation)
-        .await;
+    })
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ mod endpoint;
 pub mod host_tools;
 pub mod identity;
 mod in_session;
+mod input_required;
 pub mod mcp;
 mod run;
 mod scrape;

@@ -39,6 +39,11 @@ pub(super) enum Direct {
     /// `tools/call` from a client that declared no elicitation, with the
     /// client's trace context and progress token from its `_meta`.
     Call(RequestId, Box<CallToolRequestParams>, Box<MetaObject>),
+    /// `tools/call` from a client that takes form elicitation: a person is
+    /// asked through an `input_required` result and the client's retry
+    /// ([`super::input_required`]), its `requestState` and `inputResponses`
+    /// in the parameters.
+    Ask(RequestId, Box<CallToolRequestParams>, Box<MetaObject>),
 }
 
 /// A call's hold on the MCP session it came in, kept until the call ends.
@@ -83,7 +88,10 @@ pub(super) fn direct(parts: &Parts, body: &[u8]) -> Option<Direct> {
     {
         return None;
     }
-    let can_elicit = meta.client_capabilities()?.elicitation.is_some();
+    let elicitation = meta.client_capabilities()?.elicitation.clone();
+    let can_elicit = elicitation.is_some();
+    // Form elicitation, named or (neither mode named) implied.
+    let takes_form = elicitation.is_some_and(|e| e.form.is_some() || e.url.is_none());
     let traced = Box::new(trace_context(&meta));
     let method = single(headers, "mcp-method")?;
     match request {
@@ -94,6 +102,13 @@ pub(super) fn direct(parts: &Parts, body: &[u8]) -> Option<Direct> {
                 && single(headers, "mcp-name")? == params.name =>
         {
             Some(Direct::Call(id, params, traced))
+        }
+        Request::Call(params)
+            if method == "tools/call"
+                && takes_form
+                && single(headers, "mcp-name")? == params.name =>
+        {
+            Some(Direct::Ask(id, params, traced))
         }
         _ => None,
     }
@@ -170,6 +185,9 @@ pub(super) async fn answer(
 ) -> Response {
     let message = match request {
         Direct::List(id, meta) => list_message(&server, id, &meta, Some(headers), legacy),
+        Direct::Ask(id, params, meta) => {
+            super::input_required::answer(&server, id, *params, &meta, gone, headers).await
+        }
         Direct::Call(id, params, meta) => {
             let traced = super::mcp::trace_parent(&meta, Some(headers), &id);
             let (asker, mut asked) = match running.as_ref().and_then(Held::asking) {
@@ -472,6 +490,21 @@ mod tests {
     }
 
     #[test]
+    fn a_client_that_takes_form_elicitation_is_asked_by_result() {
+        for capability in [
+            json!({}),
+            json!({"form": {}}),
+            json!({"form": {}, "url": {}}),
+        ] {
+            let request = direct(&parts(MODERN), &call(json!({"elicitation": capability})));
+            assert!(
+                matches!(request, Some(Direct::Ask(RequestId::Number(7), ref p, _)) if p.name == "github_read_file"),
+                "{capability}"
+            );
+        }
+    }
+
+    #[test]
     fn a_direct_call_keeps_only_the_clients_trace_context_of_its_meta() {
         let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
         let mut body: serde_json::Value = serde_json::from_slice(&call(json!({}))).unwrap();
@@ -499,8 +532,8 @@ mod tests {
                 MODERN.iter().copied().filter(|(k, _)| *k != name).collect();
             parts(&all)
         };
-        // A client that can be asked: its call may elicit over the stream.
-        assert!(direct(&parts(MODERN), &call(json!({"elicitation": {}}))).is_none());
+        // A client that takes only URL elicitation: rmcp judges it.
+        assert!(direct(&parts(MODERN), &call(json!({"elicitation": {"url": {}}}))).is_none());
         // Headers that disagree with the body, or are missing or repeated.
         assert!(direct(&with(&[("mcp-session-id", "x")]), &body).is_none());
         assert!(direct(&with(&[("mcp-param-path", "x")]), &body).is_none());

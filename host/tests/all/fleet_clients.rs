@@ -265,14 +265,16 @@ async fn the_official_client_in_stateless_mode_is_served_by_any_host_without_aff
         summary["approved_tool"], "mcp__github__github_create_branch",
         "{summary}"
     );
-    // The same write from a client that declared it can be asked (rmcp's
-    // path, not the host's direct one): approved, and conforming too.
+    // The same write from a client that declared it can be asked: asked
+    // through an `input_required` result, its answer on the retry (on
+    // whichever host) approving it, and conforming too.
     assert!(
         summary["asking_write"]
             .as_str()
             .is_some_and(|t| t.contains("scout/asking")),
         "{summary}"
     );
+    assert_eq!(summary["asking_elicited"], 1, "{summary}");
     assert_eq!(
         fleet.github.ref_creations().len(),
         2,

@@ -22,6 +22,7 @@ mod docs_page;
 mod fleet_clients;
 mod fleet_faults;
 mod graphql_routes;
+mod input_required;
 mod inspect_cli;
 mod languages;
 mod linear_py;
