@@ -11,6 +11,7 @@
 mod connections;
 mod lease;
 mod remote;
+mod remote_content;
 mod sessions;
 mod start;
 #[cfg(test)]

@@ -29,6 +29,7 @@
 
 mod approval;
 mod host_tool;
+pub(crate) mod remote_content;
 pub mod lineage;
 mod spend;
 mod trace;

@@ -156,6 +156,15 @@ impl ClientHandler for HostClient {
         self.list_changed.notify_one();
     }
 
+    /// Resources and prompts are candidates too: listed again, reviewed anew.
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.list_changed.notify_one();
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.list_changed.notify_one();
+    }
+
     fn get_info(&self) -> ClientConfig {
         // No sampling, no roots; form elicitation where a person may be asked.
         let mut capabilities = ClientCapabilities::default();

@@ -3,7 +3,9 @@
 //! server offers now, each tool against what an operator reviewed (with
 //! `--config`, from `serve`'s store: new, changed, reviewed, and reviewed
 //! tools the server no longer lists), with what the server claims of it
-//! and what a reviewer should read twice ([`super::flags`]).
+//! and what a reviewer should read twice ([`super::flags`]). Its
+//! resources, resource templates and prompts are listed the same way
+//! ([`super::content`]; a prompt always flagged as text for the model).
 
 use super::{Candidate, RemoteServer, flags};
 use crate::capabilities::http::HttpCapability;
@@ -22,6 +24,8 @@ pub struct RemoteReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connector: Option<String>,
     pub tools: Vec<RemoteToolReport>,
+    /// Its resources, resource templates and prompts.
+    pub content: Vec<RemoteContentReport>,
     /// Reviewed tools the server no longer lists.
     pub removed: Vec<String>,
     /// Names the server listed that the host would not serve, and why.
@@ -41,6 +45,19 @@ pub struct RemoteToolReport {
     /// Its annotations: what the server says, never trusted.
     pub server_claims: Value,
     /// What a reviewer should read twice.
+    pub flags: Vec<&'static str>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RemoteContentReport {
+    pub kind: super::content::ContentKind,
+    /// Its URI, URI template or prompt name.
+    pub item: String,
+    /// `new`, `changed`, `reviewed`; `unreviewed` without a store.
+    pub status: &'static str,
+    pub digest: String,
+    /// What the server says of it, as a session would be shown it.
+    pub described: Value,
     pub flags: Vec<&'static str>,
 }
 
@@ -89,6 +106,7 @@ pub async fn inspect(
         url: url.to_string(),
         connector: reviews.as_ref().map(|(n, _, _)| n.to_string()),
         tools: Vec::new(),
+        content: Vec::new(),
         removed: Vec::new(),
         left_out: found
             .left_out
@@ -113,10 +131,33 @@ pub async fn inspect(
             .tools
             .push(tool_report(candidate, &found.tools, status, effect));
     }
+    for candidate in &found.content {
+        let status = match &reviews {
+            None => "unreviewed",
+            Some((connector, store, _)) => {
+                match super::content::status(*store, connector, candidate).await {
+                    Ok(super::content::ContentStatus::New) => "new",
+                    Ok(super::content::ContentStatus::Changed) => "changed",
+                    Ok(super::content::ContentStatus::Reviewed) => "reviewed",
+                    Err(e) => return Err(InspectError::Reviews(e)),
+                }
+            }
+        };
+        report.content.push(RemoteContentReport {
+            kind: candidate.kind,
+            item: candidate.item.clone(),
+            status,
+            digest: candidate.digest.clone(),
+            described: candidate.described.clone(),
+            flags: candidate.flags(),
+        });
+    }
     if let Some((connector, _, stored)) = &reviews {
         report.removed = stored
             .iter()
             .filter(|r| r.connector == *connector)
+            // A resource's, template's or prompt's review (`kind:item`).
+            .filter(|r| !r.tool.contains(':'))
             .filter(|r| !found.tools.iter().any(|c| c.name == r.tool))
             .map(|r| r.tool.clone())
             .collect();
@@ -147,6 +188,10 @@ impl RemoteReport {
         self.tools
             .iter()
             .any(|t| t.status != "reviewed" || !t.flags.is_empty())
+            || self
+                .content
+                .iter()
+                .any(|c| c.status != "reviewed" || !c.flags.is_empty())
     }
 
     /// The readable form, every piece of server text shown so that hidden
@@ -177,6 +222,27 @@ impl RemoteReport {
             }
             if !t.flags.is_empty() {
                 let _ = writeln!(out, "    read twice: {}", t.flags.join(", "));
+            }
+        }
+        if !self.content.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n  resources, templates and prompts: {}",
+                self.content.len()
+            );
+        }
+        for c in &self.content {
+            let _ = writeln!(
+                out,
+                "\n  {} {} ({})",
+                c.kind.as_str(),
+                shown(&c.item),
+                c.status
+            );
+            let _ = writeln!(out, "    digest: {}", c.digest);
+            let _ = writeln!(out, "    {}", crate::shown::json_text(&c.described).text);
+            if !c.flags.is_empty() {
+                let _ = writeln!(out, "    read twice: {}", c.flags.join(", "));
             }
         }
         if !self.removed.is_empty() {

@@ -21,6 +21,7 @@
 //! handle the host granted that call, and closed when the session ends.
 
 mod client;
+pub mod content;
 pub mod inspect;
 pub mod oauth;
 mod transport;
@@ -256,6 +257,9 @@ fn usable_name(name: &str) -> bool {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Discovered {
     pub tools: Vec<Candidate>,
+    /// Its resources, resource templates and prompts: candidates too
+    /// ([`content`]).
+    pub content: Vec<content::ContentCandidate>,
     /// Names the server offered that cannot be served (not a usable name,
     /// past [`MAX_TOOLS`], listed twice), and why.
     pub left_out: Vec<(String, String)>,
@@ -264,6 +268,13 @@ pub struct Discovered {
     /// Why the last attempt failed, when it did (the last good list stays).
     pub error: Option<String>,
 }
+
+/// What one listing found: tools, other offerings, what was left out.
+type Listing = (
+    Vec<Candidate>,
+    Vec<content::ContentCandidate>,
+    Vec<(String, String)>,
+);
 
 /// A remote MCP server, one connector.
 pub struct RemoteServer {
@@ -315,6 +326,11 @@ impl RemoteServer {
         &self.name
     }
 
+    /// How long one request to the server may take.
+    pub fn call_timeout(&self) -> Duration {
+        self.call_timeout
+    }
+
     /// The endpoint, as configured.
     pub fn url(&self) -> &Url {
         &self.url
@@ -351,19 +367,27 @@ impl RemoteServer {
             .unwrap_or_else(|_| Err("the server did not list its tools in time".into()));
         let mut discovered = self.discovered.write();
         match listed {
-            Ok((tools, left_out)) => {
+            Ok((tools, content, left_out)) => {
                 let before: Vec<(&str, &str)> = discovered
                     .tools
                     .iter()
                     .map(|c| (c.name.as_str(), c.digest.as_str()))
+                    .chain(
+                        discovered
+                            .content
+                            .iter()
+                            .map(|c| (c.item.as_str(), c.digest.as_str())),
+                    )
                     .collect();
                 let after: Vec<(&str, &str)> = tools
                     .iter()
                     .map(|c| (c.name.as_str(), c.digest.as_str()))
+                    .chain(content.iter().map(|c| (c.item.as_str(), c.digest.as_str())))
                     .collect();
                 let changed = before != after || discovered.listed_at_ms == 0;
                 *discovered = Discovered {
                     tools,
+                    content,
                     left_out,
                     listed_at_ms: crate::store::now_ms(),
                     error: None,
@@ -377,10 +401,8 @@ impl RemoteServer {
         }
     }
 
-    async fn list(
-        &self,
-        http: Arc<HttpCapability>,
-    ) -> Result<(Vec<Candidate>, Vec<(String, String)>), String> {
+    /// The server's tools, its other offerings, and what was left out.
+    async fn list(&self, http: Arc<HttpCapability>) -> Result<Listing, String> {
         let upstream = Upstream::new(self, http, None);
         let service = upstream.connected().await?;
         // Page by page, bounded: a server that pages without end, or lists
@@ -407,7 +429,9 @@ impl RemoteServer {
                 next => cursor = next,
             }
         }
+        let offered = content::list(&service, |text| upstream.scrubbed(text)).await;
         upstream.close().await;
+        let (content, mut content_left_out) = offered?;
         let mut kept = Vec::new();
         let mut left_out = Vec::new();
         if cut {
@@ -438,7 +462,8 @@ impl RemoteServer {
                 None => kept.push(Candidate::from_tool(&tool)),
             }
         }
-        Ok((kept, left_out))
+        left_out.append(&mut content_left_out);
+        Ok((kept, content, left_out))
     }
 
     /// The connector as served now: every candidate, with the effect of

@@ -470,12 +470,19 @@ fn stream_of(message: &ClientJsonRpcMessage) -> Option<StreamOf> {
     }
 }
 
-/// The id a `tools/call` request's exchange is filed under (other messages
-/// are not filed: no call takes their record).
+/// The id a `tools/call`, `resources/read` or `prompts/get` request's
+/// exchange is filed under (other messages are not filed: no call takes
+/// their record).
 pub(crate) fn request_id(message: &ClientJsonRpcMessage) -> Option<String> {
+    use rmcp::model::ClientRequest;
     match message {
         ClientJsonRpcMessage::Request(r)
-            if matches!(r.request, rmcp::model::ClientRequest::CallToolRequest(_)) =>
+            if matches!(
+                r.request,
+                ClientRequest::CallToolRequest(_)
+                    | ClientRequest::ReadResourceRequest(_)
+                    | ClientRequest::GetPromptRequest(_)
+            ) =>
         {
             Some(r.id.to_string())
         }

@@ -261,8 +261,71 @@ impl ServerHandler for ConnectorServer {
         }
         let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_instructions(instructions);
+        // A remote server's resources and prompts ([`super::remote_content`]).
+        super::remote_content::declare(
+            &mut info.capabilities,
+            self.host.upgrade().as_deref(),
+            &self.connector,
+        );
         info.server_info = Implementation::new(self.connector.clone(), env!("CARGO_PKG_VERSION"));
         info
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        let (host, live) = self.parts()?;
+        super::remote_content::list_resources(&host, &live, &self.connector).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
+        let (host, live) = self.parts()?;
+        super::remote_content::list_resource_templates(&host, &live, &self.connector).await
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        let (host, live) = self.parts()?;
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        let traced = trace_parent(&context.meta, parts.map(|p| &p.headers), &context.id);
+        super::remote_content::read_resource(
+            &host,
+            &live,
+            &self.connector,
+            request,
+            traced.origin(),
+        )
+        .await
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        let (host, live) = self.parts()?;
+        super::remote_content::list_prompts(&host, &live, &self.connector).await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        let (host, live) = self.parts()?;
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        let traced = trace_parent(&context.meta, parts.map(|p| &p.headers), &context.id);
+        super::remote_content::get_prompt(&host, &live, &self.connector, request, traced.origin())
+            .await
     }
 
     async fn list_tools(

@@ -26,6 +26,7 @@ mod in_session;
 mod input_required;
 pub mod mcp;
 mod run;
+mod remote_content;
 mod scrape;
 pub use run::{run, run_stdio, serve_http};
 mod sessions;

@@ -1,6 +1,8 @@
 //! Tool reviews: what each connector offers with its review status and, for
 //! a component, what changed since the review; an operator approves a tool
-//! as described by its digest.
+//! as described by its digest. A remote MCP server's resources, resource
+//! templates and prompts are reviewed the same way (`kind` names which,
+//! [`crate::remote::content`]): shown under `content`, approved by digest.
 
 use super::*;
 
@@ -11,6 +13,8 @@ pub(super) async fn list_reviews(
     let mut remote = BTreeMap::new();
     // Tools reviewed once that a new version of the component removed.
     let mut removed = BTreeMap::new();
+    // A remote server's resources, templates and prompts.
+    let mut content = BTreeMap::new();
     for (name, component) in host.host().components() {
         let reviews = host.host().reviews().of(&component)?;
         let server = host.host().remote(&name);
@@ -55,6 +59,9 @@ pub(super) async fn list_reviews(
                 shown
             })
             .collect();
+        if let Some(found) = &discovered {
+            content.insert(name.clone(), content_reviews(&host, &name, found).await?);
+        }
         if let (Some(server), Some(found)) = (server, discovered) {
             remote.insert(
                 name.clone(),
@@ -75,14 +82,48 @@ pub(super) async fn list_reviews(
         }
     }
     Ok(Json(
-        json!({"required": host.host().config().require_review, "connectors": out, "remote": remote, "removed": removed}),
+        json!({"required": host.host().config().require_review, "connectors": out, "remote": remote, "removed": removed, "content": content}),
     ))
+}
+
+/// Each resource, template and prompt `connector`'s server lists, with how
+/// it stands against its review and what a reviewer should read twice (a
+/// prompt is always flagged as text for the model).
+async fn content_reviews(
+    host: &ServeHost,
+    connector: &str,
+    found: &crate::remote::Discovered,
+) -> Result<Vec<Value>, ApiError> {
+    let store = host.host().store().clone();
+    let mut shown = Vec::with_capacity(found.content.len());
+    for candidate in &found.content {
+        let status = crate::remote::content::status(store.as_ref(), connector, candidate)
+            .await
+            .map_err(crate::sessions::HostError::Store)?;
+        shown.push(json!({
+            "kind": candidate.kind,
+            "item": candidate.item,
+            "status": status,
+            "digest": candidate.digest,
+            "described": candidate.described,
+            "flags": candidate.flags(),
+        }));
+    }
+    Ok(shown)
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ApproveReview {
     connector: String,
+    /// What is reviewed: `tool` (the default), or a remote server's
+    /// `resource`, `resource_template` or `prompt`, named by `item`.
+    #[serde(default)]
+    kind: Option<String>,
+    /// The resource's URI, the template's URI template, the prompt's name.
+    #[serde(default)]
+    item: Option<String>,
+    #[serde(default)]
     tool: String,
     /// The digest the operator reviewed (from `GET /v1/reviews`): a tool
     /// that changed since is not approved by an older review.
@@ -104,6 +145,9 @@ pub(super) async fn approve_review(
     Extension(caller): Extension<Principal>,
     Body(request): Body<ApproveReview>,
 ) -> Result<Json<Value>, ApiError> {
+    if let Some(kind) = request.kind.as_deref().filter(|k| *k != "tool") {
+        return approve_content(&host, &caller, kind, &request).await;
+    }
     let component = host
         .host()
         .component(&request.connector)
@@ -201,4 +245,110 @@ pub(super) async fn approve_review(
         answer["effect"] = json!(effect);
     }
     Ok(Json(answer))
+}
+
+fn invalid_review(message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_review", message)
+}
+
+/// An operator's review of a remote server's resource, template or prompt
+/// as it is now (its digest): offered from the next request of every
+/// session given the server. Each is a read: `effect` may be left out or
+/// be `read`.
+async fn approve_content(
+    host: &Arc<ServeHost>,
+    caller: &Principal,
+    kind: &str,
+    request: &ApproveReview,
+) -> Result<Json<Value>, ApiError> {
+    use crate::remote::content::ContentKind;
+    let kind = ContentKind::parse(kind).ok_or_else(|| {
+        invalid_review(format!(
+            "`kind`: `{kind}` is not \"tool\", \"resource\", \"resource_template\" or \"prompt\""
+        ))
+    })?;
+    let server = host.host().remote(&request.connector).ok_or_else(|| {
+        match host.host().component(&request.connector) {
+            Some(_) => invalid_review(format!(
+                "`{}` is a component: only a remote MCP server offers resources and prompts to review",
+                request.connector
+            )),
+            None => ApiError::not_found(format!("no connector `{}`", request.connector)),
+        }
+    })?;
+    if !request.tool.is_empty() {
+        return Err(invalid_review(
+            "`tool`: a resource, template or prompt is named by `item`",
+        ));
+    }
+    let item = request.item.as_deref().ok_or_else(|| {
+        invalid_review(
+            "`item`: the resource's URI, the template's URI template or the prompt's name",
+        )
+    })?;
+    if request.effect.as_deref().is_some_and(|e| e != "read") {
+        return Err(invalid_review(
+            "`effect`: a resource, template or prompt is read, never written: leave `effect` out",
+        ));
+    }
+    let candidate = server
+        .discovered()
+        .content
+        .into_iter()
+        .find(|c| c.kind == kind && c.item == item)
+        .ok_or_else(|| {
+            ApiError::not_found(format!(
+                "`{}` lists no {} `{item}`",
+                request.connector,
+                kind.as_str()
+            ))
+        })?;
+    if candidate.digest != request.digest {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "stale_review",
+            format!(
+                "the {} changed since this digest: review it again",
+                kind.as_str()
+            ),
+        ));
+    }
+    let store = host.host().store().clone();
+    let key = candidate.review_key();
+    let previous = store
+        .reviewed(&request.connector, &key)
+        .await
+        .ok()
+        .flatten();
+    store
+        .approve_tool(
+            &request.connector,
+            &key,
+            &candidate.digest,
+            Some("read"),
+            None,
+            &caller.subject,
+        )
+        .await
+        .map_err(crate::sessions::HostError::Store)?;
+    // Sessions given the server offer it from their next request.
+    host.host().boundary().changed();
+    let flags = candidate.flags();
+    super::record_change(
+        host,
+        caller,
+        "",
+        "",
+        crate::trace::Change::ToolReviewed,
+        json!({"connector": request.connector, "kind": kind, "item": item, "flags": flags, "before": previous.map(|r| json!({"digest": r.digest})), "after": {"digest": candidate.digest}}),
+    )
+    .await?;
+    Ok(Json(json!({
+        "connector": request.connector,
+        "kind": kind,
+        "item": item,
+        "reviewed": true,
+        "reviewed_by": caller.subject,
+        "flags": flags,
+    })))
 }
