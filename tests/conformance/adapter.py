@@ -15,8 +15,10 @@ What it does, step by step (each a function, so an authorization scenario can ad
 
 To extend it for a scenario, add a function to STEPS_BEFORE_REVIEW or AFTER_CALLS keyed by the
 scenario's name or prefix (see `steps_for`)."""
+import ctypes
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -69,13 +71,22 @@ def start_serve(workdir):
     }
     serve = subprocess.Popen(
         [SCOUT_HOST, "serve", "--config", "serve.toml"],
-        cwd=workdir, env=env, stdout=subprocess.PIPE,
+        cwd=workdir, env=env, stdout=subprocess.PIPE, preexec_fn=die_with_parent,
         stderr=open(os.path.join(workdir, "serve.err"), "w"), text=True,
     )
     line = serve.stdout.readline().strip()
     if not line:
         raise Failed(f"serve did not start: {tail(workdir)}")
     return serve, line.split()[-1]
+
+
+def die_with_parent():
+    """`serve` gets SIGKILL when the adapter dies, however it dies (the suite kills a client
+    command at its timeout): PR_SET_PDEATHSIG."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
 def tail(workdir, n=2000):
@@ -163,7 +174,9 @@ def review_everything(admin):
 # --- the session's MCP endpoint ------------------------------------------------------------
 
 class Session:
-    """An agent's side of a session: JSON-RPC over the session's streamable HTTP endpoint."""
+    """An agent's side of a session: JSON-RPC over the session's streamable HTTP endpoint, its
+    client taking form elicitation (a question of the server's reaches the person, see
+    `answer_elicitation`)."""
 
     def __init__(self, admin):
         status, view = admin.request("POST", "/v1/sessions", {"brand": "acme", "role": "person-chat"})
@@ -171,33 +184,78 @@ class Session:
             raise Failed(f"no session ({status}): {view}")
         self.url, self.token, self.mcp_session, self.next_id = view["mcp"][CONNECTOR], view["token"], None, 1
 
-    def post(self, message):
+    def open(self, message):
         headers = {"Authorization": f"Bearer {self.token}", "content-type": "application/json", "accept": "application/json, text/event-stream"}
         if self.mcp_session:
             headers["mcp-session-id"] = self.mcp_session
             headers["mcp-protocol-version"] = PROTOCOL
         request = urllib.request.Request(self.url, data=json.dumps(message).encode(), headers=headers, method="POST")
-        with urllib.request.urlopen(request, timeout=WAIT_SECS * 2) as r:
-            self.mcp_session = self.mcp_session or r.headers.get("mcp-session-id")
-            text = r.read().decode()
-        messages = [json.loads(l[5:]) for l in text.splitlines() if l.startswith("data:") and l[5:].strip()]
-        return messages or ([json.loads(text)] if text.strip() else [])
+        answer = urllib.request.urlopen(request, timeout=WAIT_SECS * 2)
+        self.mcp_session = self.mcp_session or answer.headers.get("mcp-session-id")
+        return answer
+
+    def messages(self, answer):
+        """Every JSON-RPC message of an answer, as it arrives (an event stream is read event by
+        event, so a question can be answered while the call waits)."""
+        with answer:
+            if not (answer.headers.get("content-type") or "").startswith("text/event-stream"):
+                text = answer.read().decode()
+                if text.strip():
+                    yield json.loads(text)
+                return
+            data = []
+            for raw in answer:
+                line = raw.decode().rstrip("\r\n")
+                if line.startswith("data:"):
+                    data.append(line[5:].lstrip())
+                elif not line and data:
+                    text = "\n".join(data).strip()
+                    data = []
+                    if text:
+                        yield json.loads(text)
 
     def request(self, method, params):
         self.next_id += 1
-        messages = self.post({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        answers = [m for m in messages if m.get("id") == self.next_id]
-        if not answers:
-            raise Failed(f"{method}: no answer in {messages}")
-        return answers[-1]
+        sent = self.next_id
+        seen = []
+        for message in self.messages(self.open({"jsonrpc": "2.0", "id": sent, "method": method, "params": params})):
+            if message.get("id") == sent and "method" not in message:
+                return message
+            if "method" in message and "id" in message:
+                self.answer_server_request(message)
+            seen.append(message)
+        raise Failed(f"{method}: no answer in {seen}")
+
+    def answer_server_request(self, message):
+        handler = SERVER_REQUESTS.get(message["method"])
+        if handler is None:
+            reply = {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": f"the adapter takes no {message['method']}"}}
+        else:
+            reply = {"jsonrpc": "2.0", "id": message["id"], "result": handler(message.get("params") or {})}
+        log("answer", message["method"], json.dumps(reply)[:300])
+        for _ in self.messages(self.open(reply)):
+            pass
 
     def notify(self, method, params):
-        self.post({"jsonrpc": "2.0", "method": method, "params": params})
+        for _ in self.messages(self.open({"jsonrpc": "2.0", "method": method, "params": params})):
+            pass
+
+
+def answer_elicitation(params):
+    """The person accepts the server's form as shown, typing nothing: whatever the form's
+    defaults are is for the host to apply (SEP-1034)."""
+    log("asked", json.dumps(params)[:500])
+    return {"action": "accept", "content": {}}
+
+
+# The requests the session's client answers, by method.
+SERVER_REQUESTS = {"elicitation/create": answer_elicitation}
+CLIENT_CAPABILITIES = {"elicitation": {"form": {}}}
 
 
 def call_every_tool(admin):
     session = Session(admin)
-    answer = session.request("initialize", {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "scout-conformance-adapter", "version": "1"}})
+    answer = session.request("initialize", {"protocolVersion": PROTOCOL, "capabilities": CLIENT_CAPABILITIES, "clientInfo": {"name": "scout-conformance-adapter", "version": "1"}})
     if "error" in answer:
         raise Failed(f"initialize: {answer}")
     session.notify("notifications/initialized", {})
@@ -228,6 +286,8 @@ def steps_for(table):
 
 
 def main():
+    # The suite ends a client command with SIGTERM: run the cleanup below.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     workdir = tempfile.mkdtemp(prefix="scout-conformance-")
     serve = None
     try:
