@@ -24,6 +24,7 @@ mod client;
 pub mod content;
 pub mod inspect;
 pub mod oauth;
+pub mod relay;
 mod transport;
 
 use crate::capabilities::http::HttpCapability;
@@ -610,6 +611,7 @@ impl Upstream {
                     timeout: server.call_timeout,
                 }),
                 asked: Default::default(),
+                relays: Default::default(),
             },
             service: Default::default(),
             legacy_opened: server.legacy_sse.then(Mutex::default),
@@ -761,6 +763,8 @@ impl Upstream {
         };
         let mut params = rmcp::model::CallToolRequestParams::new(tool.to_string());
         params.arguments = args.as_object().cloned();
+        // Its progress and log messages, to its client where it asked.
+        let relay = relay::for_request(&mut params);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let remaining = deadline.saturating_duration_since(Instant::now());
         let options = PeerRequestOptions::with_timeout(remaining.max(Duration::from_millis(1)));
@@ -781,6 +785,10 @@ impl Upstream {
                 };
             }
         };
+        let _relayed = relay.map(|relay| {
+            self.handler
+                .relay_call(relay, handle.progress_token.clone(), &self.client.http)
+        });
         let id = handle.id.to_string();
         let answered = handle.await_response().await;
         let exchanges = self.client.exchanges.take(&id);

@@ -53,10 +53,11 @@ impl Endpoint {
             let server = server.clone();
             StreamableHttpService::new(move || Ok(server.clone()), manager.clone(), config)
         };
+        let sessions = Arc::new(Sessions::new(manager, server.levels()));
         Endpoint {
             service,
             server,
-            sessions: Arc::new(Sessions::new(manager)),
+            sessions,
         }
     }
 }

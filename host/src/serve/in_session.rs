@@ -25,10 +25,12 @@
 //! one request in every half of rmcp's idle timeout is handed to it, so a
 //! session in use is never ended as idle.
 
+use super::logging::Levels;
 use super::stateless::{
     Asking, Direct, Held, Request, accepts, media_type_is, request, single, trace_context,
 };
 use crate::person::Asker;
+use crate::remote::relay::Level;
 use axum::http::{HeaderMap, Method, header, request::Parts};
 use futures_util::future::BoxFuture;
 use rmcp::ErrorData as McpError;
@@ -53,6 +55,8 @@ const REFRESH: Duration = Duration::from_secs(SessionConfig::DEFAULT_KEEP_ALIVE.
 pub(super) struct Sessions {
     manager: Arc<LocalSessionManager>,
     opened: parking_lot::Mutex<HashMap<Arc<str>, Opened>>,
+    /// The log level each session set (through rmcp), forgotten with it.
+    levels: Arc<Levels>,
 }
 
 /// What one session's client declared, when rmcp last saw it, its calls
@@ -78,9 +82,15 @@ pub(super) struct Running {
     session: Arc<str>,
     id: RequestId,
     takes_form: bool,
+    /// The log level the session set when the call came.
+    level: Option<Level>,
 }
 
 impl Held for Running {
+    fn level(&self) -> Option<Level> {
+        self.level
+    }
+
     /// The call's questions go on its own event stream; `None` when the
     /// client takes no form elicitation.
     fn asking(&self) -> Option<Asking> {
@@ -192,10 +202,11 @@ impl Drop for Running {
 }
 
 impl Sessions {
-    pub(super) fn new(manager: Arc<LocalSessionManager>) -> Sessions {
+    pub(super) fn new(manager: Arc<LocalSessionManager>, levels: Arc<Levels>) -> Sessions {
         Sessions {
             manager,
             opened: Default::default(),
+            levels,
         }
     }
 
@@ -265,6 +276,7 @@ impl Sessions {
                     .running
                     .insert(id.clone(), gone.clone());
                 Some(Running {
+                    level: self.levels.of(&session),
                     sessions: self.clone(),
                     session,
                     id: id.clone(),
@@ -336,6 +348,7 @@ impl Sessions {
                 if let Some(session) = opened.remove(id) {
                     session.running.values().for_each(CancellationToken::cancel);
                 }
+                self.levels.retain(|session| session != id);
             } else if let Some(session) = opened.get_mut(id) {
                 session.handed = Instant::now();
                 if let Some(cancelled) = cancelled
@@ -364,6 +377,7 @@ impl Sessions {
         // Sessions rmcp ended as idle are forgotten here, as new ones open.
         let mut opened = self.opened.lock();
         opened.retain(|_, s| s.handed.elapsed() < SessionConfig::DEFAULT_KEEP_ALIVE);
+        self.levels.retain(|session| opened.contains_key(session));
         opened.insert(
             answered.into(),
             Opened {
@@ -460,7 +474,7 @@ mod tests {
     async fn opened(capabilities: serde_json::Value, version: &str) -> (Arc<Sessions>, String) {
         let manager = Arc::new(LocalSessionManager::default());
         let (id, _transport) = manager.create_session().await.unwrap();
-        let sessions = Arc::new(Sessions::new(manager));
+        let sessions = Arc::new(Sessions::new(manager, Default::default()));
         let answer = axum::http::Response::builder()
             .header("mcp-session-id", id.as_ref())
             .body(())

@@ -71,6 +71,8 @@ pub struct ConnectorServer {
     /// The tool list at the session's last revision, schemas included:
     /// built once per revision, shared by every `tools/list`.
     listed: Arc<parking_lot::Mutex<Option<Arc<Listed>>>>,
+    /// The log level each of its MCP sessions set ([`super::logging`]).
+    levels: Arc<super::logging::Levels>,
 }
 
 impl ConnectorServer {
@@ -85,6 +87,7 @@ impl ConnectorServer {
             session,
             connector,
             listed: Default::default(),
+            levels: Default::default(),
         }
     }
 
@@ -99,7 +102,26 @@ impl ConnectorServer {
             session: Arc::downgrade(session),
             connector,
             listed: Default::default(),
+            levels: Default::default(),
         }
+    }
+
+    /// The log levels its MCP sessions set.
+    pub(super) fn levels(&self) -> Arc<super::logging::Levels> {
+        self.levels.clone()
+    }
+
+    /// The relay of a call whose client sent `progress` or wants messages
+    /// at `level`; `None` when it asked for neither.
+    pub(super) fn relay(
+        &self,
+        progress: Option<rmcp::model::ProgressToken>,
+        level: Option<crate::remote::relay::Level>,
+    ) -> Option<(
+        Arc<crate::remote::relay::CallRelay>,
+        tokio::sync::mpsc::Receiver<rmcp::model::ServerNotification>,
+    )> {
+        crate::remote::relay::CallRelay::new(&self.connector, progress, level)
     }
 
     pub(super) fn parts(&self) -> Result<(Arc<ServeHost>, Arc<LiveSession>), McpError> {
@@ -259,8 +281,14 @@ impl ServerHandler for ConnectorServer {
             instructions.push(' ');
             instructions.push_str(&budget);
         }
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_instructions(instructions);
+        // Logging: the session's client may hear about its own calls
+        // ([`super::logging`]).
+        #[allow(deprecated)]
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .build();
+        let mut info = ServerConfig::new(capabilities).with_instructions(instructions);
         // A remote server's resources and prompts ([`super::remote_content`]).
         super::remote_content::declare(
             &mut info.capabilities,
@@ -328,6 +356,18 @@ impl ServerHandler for ConnectorServer {
             .await
     }
 
+    /// The level of the messages this MCP session's client hears about its
+    /// own calls, from now on.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.levels.set(&context, request.level);
+        Ok(())
+    }
+
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
@@ -378,25 +418,43 @@ impl ServerHandler for ConnectorServer {
             .contains(&ElicitationMode::Form)
             .then(|| Arc::new(context.peer.clone()) as Arc<dyn Asker>);
         let (waiting, approval) = tokio::sync::oneshot::channel();
-        let told = progress.filter(|_| asker.is_none());
-        let call = self.call_directly(request, gone, traced, Some(waiting), asker);
-        tokio::pin!(call);
-        // While a person decides, a client that cannot be asked but sent a
-        // progress token hears progress every keep-alive (the event
-        // stream's pings keep the others reading).
-        tokio::select! {
-            result = &mut call => result,
-            Ok(_) = approval => match told {
-                Some(token) => {
-                    let keep_alive = Duration::from_millis(host.host().config().sse_keep_alive_ms.max(10));
-                    tokio::select! {
-                        result = &mut call => result,
-                        () = tell_progress(&context, token, keep_alive) => call.await,
+        let told = progress.clone().filter(|_| asker.is_none());
+        // What the client hears of its call while it runs: progress for its
+        // token, messages at the level it set (or named in the request).
+        let level = super::logging::asked_in(meta)
+            .or_else(|| self.levels.of(super::logging::session_of(&context)));
+        let relayed =
+            super::logging::through_peer(&self.connector, progress, level, context.peer.clone());
+        let (relay, sending) = relayed.unzip();
+        let call = crate::remote::relay::relaying(
+            relay,
+            self.call_directly(request, gone, traced, Some(waiting), asker),
+        );
+        // The call (and its relay) is dropped at the end of this block.
+        let result = {
+            tokio::pin!(call);
+            // While a person decides, a client that cannot be asked but sent a
+            // progress token hears progress every keep-alive (the event
+            // stream's pings keep the others reading).
+            tokio::select! {
+                result = &mut call => result,
+                Ok(_) = approval => match told {
+                    Some(token) => {
+                        let keep_alive = Duration::from_millis(host.host().config().sse_keep_alive_ms.max(10));
+                        tokio::select! {
+                            result = &mut call => result,
+                            () = tell_progress(&context, token, keep_alive) => call.await,
+                        }
                     }
-                }
-                None => call.await,
-            },
+                    None => call.await,
+                },
+            }
+        };
+        // Its notices before its answer.
+        if let Some(sending) = sending {
+            let _ = sending.await;
         }
+        result
     }
 }
 
@@ -446,13 +504,34 @@ impl ConnectorServer {
         let request = CallRequest::new(&tool, &args)
             .while_present(gone)
             .traced_from(&traced);
+        // The client hears that its call waits, and why it was refused,
+        // where it asked to ([`crate::remote::relay`]).
+        let relay = crate::remote::relay::current();
         // Nobody to ask: the boundary tells `waiting` itself.
         let Some(asker) = asker else {
-            let request = match waiting {
-                Some(waiting) => request.telling(waiting),
-                None => request,
+            let result = match (waiting, &relay) {
+                (Some(waiting), Some(relay)) => {
+                    let (asked, approval) = tokio::sync::oneshot::channel();
+                    let call = host
+                        .host()
+                        .call(&live, &self.connector, request.telling(asked));
+                    tokio::pin!(call);
+                    tokio::select! {
+                        result = &mut call => result,
+                        Ok(id) = approval => {
+                            tell_waiting(relay, id);
+                            let _ = waiting.send(id);
+                            call.await
+                        }
+                    }
+                }
+                (Some(waiting), None) => {
+                    let request = request.telling(waiting);
+                    host.host().call(&live, &self.connector, request).await
+                }
+                (None, _) => host.host().call(&live, &self.connector, request).await,
             };
-            let result = host.host().call(&live, &self.connector, request).await;
+            tell_refused(relay.as_deref(), &tool, &result);
             return answer(&host, &self.connector, result);
         };
         let (asked, approval) = tokio::sync::oneshot::channel();
@@ -463,6 +542,9 @@ impl ConnectorServer {
         let result = tokio::select! {
             result = &mut call => result,
             Ok(id) = approval => {
+                if let Some(relay) = &relay {
+                    tell_waiting(relay, id);
+                }
                 if let Some(waiting) = waiting {
                     let _ = waiting.send(id);
                 }
@@ -473,7 +555,33 @@ impl ConnectorServer {
                 }
             }
         };
+        tell_refused(relay.as_deref(), &tool, &result);
         answer(&host, &self.connector, result)
+    }
+}
+
+/// Tells the call's client that it waits for a person (approval `id`).
+#[allow(deprecated)]
+fn tell_waiting(relay: &crate::remote::relay::CallRelay, id: ApprovalId) {
+    relay.host_says(
+        rmcp::model::LoggingLevel::Notice,
+        &format!("the call waits for a person to decide (approval #{})", id.0),
+    );
+}
+
+/// Tells the call's client that the boundary refused it, in the words the
+/// agent may know (the result says the same).
+#[allow(deprecated)]
+fn tell_refused(
+    relay: Option<&crate::remote::relay::CallRelay>,
+    tool: &str,
+    result: &Result<Executed, crate::boundary::Denied>,
+) {
+    if let (Some(relay), Err(denied)) = (relay, result) {
+        relay.host_says(
+            rmcp::model::LoggingLevel::Warning,
+            &format!("the call of `{tool}` was refused: {}", denied.told()),
+        );
     }
 }
 

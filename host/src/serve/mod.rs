@@ -24,6 +24,7 @@ pub mod host_tools;
 pub mod identity;
 mod in_session;
 mod input_required;
+mod logging;
 pub mod mcp;
 mod run;
 mod remote_content;

@@ -22,6 +22,7 @@
 use super::mcp::ConnectorServer;
 use axum::http::{HeaderMap, Method, StatusCode, header, request::Parts};
 use axum::response::{IntoResponse, Response};
+use futures_util::FutureExt;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolRequestParams, JsonRpcVersion2_0, MetaObject, PaginatedRequestParams, ProtocolVersion,
@@ -50,6 +51,12 @@ pub(super) enum Direct {
 pub(super) trait Held: Send + 'static {
     /// How the call asks its client's person; `None` when it cannot.
     fn asking(&self) -> Option<Asking>;
+
+    /// The log level the session's client set ([`super::logging`]).
+    #[allow(deprecated)]
+    fn level(&self) -> Option<rmcp::model::LoggingLevel> {
+        None
+    }
 }
 
 /// How a call answered here asks its client's person: `asker` puts each
@@ -199,25 +206,41 @@ pub(super) async fn answer(
                 .get(PROGRESS_TOKEN)
                 .filter(|_| asker.is_none())
                 .cloned();
+            // What the client hears of its call while it runs, where it
+            // asked: the level its session set, or (2026-07-28, no session)
+            // the one its request names.
+            let level = match &running {
+                Some(held) => held.level(),
+                None => super::logging::asked_in(&meta),
+            };
+            let (relay, mut notices) = server
+                .relay(super::logging::progress_in(&meta), level)
+                .unzip();
             let (waiting, approval) = tokio::sync::oneshot::channel();
+            let mut approval = Some(approval);
             let withdraw = gone.clone();
+            let relayed = relay.clone();
             let mut call = tokio::spawn(async move {
                 // Cancellable by its client until it ends.
                 let _running = running;
-                server
-                    .call_directly(*params, gone, traced, Some(waiting), asker)
-                    .await
+                let call = server.call_directly(*params, gone, traced, Some(waiting), asker);
+                crate::remote::relay::relaying(relayed, call).await
             });
-            // Finished before it waited: one JSON answer. Else the stream,
-            // beginning with the question put first, if one was.
+            // Finished before it waited or told anything: one JSON answer.
+            // Else the stream, beginning with what came first.
             let first = tokio::select! {
-                finished = &mut call => Err(finished),
-                Ok(_) = approval => Ok(None),
-                Some(question) = next_question(&mut asked) => Ok(Some(question)),
+                finished = &mut call => match next_notice(&mut notices).now_or_never().flatten() {
+                    // Told something just before it finished.
+                    Some(notice) => Ok((Some(notice), Some(finished), false)),
+                    None => Err(finished),
+                },
+                Some(()) = approved(&mut approval) => Ok((None, None, true)),
+                Some(question) = next_question(&mut asked) => Ok((Some(question), None, false)),
+                Some(notice) = next_notice(&mut notices) => Ok((Some(notice), None, false)),
             };
             let finished = match first {
                 Err(finished) => finished,
-                Ok(first) => {
+                Ok((first, finished, waits)) => {
                     let waiting = Waiting {
                         id,
                         progress,
@@ -226,6 +249,14 @@ pub(super) async fn answer(
                         legacy,
                         asked,
                         first,
+                        waits,
+                        approval,
+                        notices,
+                        relay,
+                    };
+                    let call: CallTask = match finished {
+                        Some(finished) => Box::pin(std::future::ready(finished)),
+                        None => Box::pin(call),
                     };
                     return waiting.events(call);
                 }
@@ -305,7 +336,14 @@ pub(super) fn call_message(
     })
 }
 
-/// The event stream of a call waiting for a person.
+/// A call's task, or its outcome once it has one.
+type CallTask = futures_util::future::BoxFuture<
+    'static,
+    Result<Result<rmcp::model::CallToolResponse, McpError>, tokio::task::JoinError>,
+>;
+
+/// The event stream of a call waiting for a person, or telling its client
+/// of its progress ([`crate::remote::relay`]).
 struct Waiting {
     id: RequestId,
     /// Sent in progress notifications, when the client gave one.
@@ -317,17 +355,22 @@ struct Waiting {
     /// The questions the call puts to its client, as JSON-RPC requests
     /// (`None`: a client that cannot be asked).
     asked: Option<tokio::sync::mpsc::Receiver<String>>,
-    /// A question put before the stream began.
+    /// A question or notice put before the stream began.
     first: Option<String>,
+    /// Whether the call waits for a person (else it runs).
+    waits: bool,
+    /// Fires when the call comes to wait for a person, until it has.
+    approval: Option<tokio::sync::oneshot::Receiver<crate::approvals::ApprovalId>>,
+    /// The call's notices, as JSON-RPC messages, where its client asked.
+    notices: Option<tokio::sync::mpsc::Receiver<rmcp::model::ServerNotification>>,
+    /// Where the client's progress is counted, when it has a relay.
+    relay: Option<std::sync::Arc<crate::remote::relay::CallRelay>>,
 }
 
 impl Waiting {
     /// The response: the call's questions and keep-alives until `call`
     /// finishes, then its answer.
-    fn events(
-        mut self,
-        mut call: tokio::task::JoinHandle<Result<rmcp::model::CallToolResponse, McpError>>,
-    ) -> Response {
+    fn events(mut self, mut call: CallTask) -> Response {
         let (events, received) = tokio::sync::mpsc::channel::<String>(4);
         tokio::spawn(async move {
             let message = |data: &str| format!("event: message\ndata: {data}\n\n");
@@ -340,7 +383,15 @@ impl Waiting {
             };
             while open {
                 let event = tokio::select! {
+                    // Its notices before its answer.
+                    biased;
+                    Some(notice) = next_notice(&mut self.notices) => message(&notice),
                     finished = &mut call => {
+                        while let Some(notice) = next_notice(&mut self.notices).now_or_never().flatten() {
+                            if events.send(message(&notice)).await.is_err() {
+                                break;
+                            }
+                        }
                         let data = call_message(finished, self.id, self.legacy).unwrap_or_else(|e| {
                             tracing::error!(error = %e, "cannot serialise an MCP answer");
                             String::new()
@@ -349,11 +400,22 @@ impl Waiting {
                         return;
                     }
                     Some(question) = next_question(&mut self.asked) => message(&question),
+                    Some(()) = approved(&mut self.approval) => {
+                        self.waits = true;
+                        continue;
+                    }
                     _ = tick.tick() => {
                         sent += 1;
                         match &self.progress {
-                            Some(token) => message(&waiting_progress(token, sent)),
-                            None => ": waiting for a person to decide\n\n".to_string(),
+                            Some(token) if self.waits => {
+                                // Relayed progress only goes on from here.
+                                if let Some(relay) = &self.relay {
+                                    relay.sent_progress(sent as f64);
+                                }
+                                message(&waiting_progress(token, sent))
+                            }
+                            _ if self.waits => ": waiting for a person to decide\n\n".to_string(),
+                            _ => ": the call runs\n\n".to_string(),
                         }
                     }
                 };
@@ -391,6 +453,25 @@ async fn next_question(asked: &mut Option<tokio::sync::mpsc::Receiver<String>>) 
     }
 }
 
+/// The next notice of a call, as the JSON-RPC message sent; `None` once it
+/// tells no more, or for a client that asked for none.
+async fn next_notice(
+    notices: &mut Option<tokio::sync::mpsc::Receiver<rmcp::model::ServerNotification>>,
+) -> Option<String> {
+    let notice = notices.as_mut()?.recv().await?;
+    crate::remote::relay::message(notice)
+}
+
+/// Fires once, when the call comes to wait for a person.
+async fn approved(
+    approval: &mut Option<tokio::sync::oneshot::Receiver<crate::approvals::ApprovalId>>,
+) -> Option<()> {
+    let waiting = approval.as_mut()?;
+    let asked = waiting.await.is_ok();
+    *approval = None;
+    asked.then_some(())
+}
+
 /// The `sent`th progress notification of a call waiting for a person.
 pub(super) fn waiting_progress(token: &serde_json::Value, sent: u64) -> String {
     serde_json::json!({
@@ -402,12 +483,16 @@ pub(super) fn waiting_progress(token: &serde_json::Value, sent: u64) -> String {
     .to_string()
 }
 
-/// Only the W3C trace context and the progress token of a request's
-/// `_meta` (SEP-414): nothing else of it is kept.
+/// Only the W3C trace context, the progress token and the log level of a
+/// request's `_meta` (SEP-414, SEP-2575): nothing else of it is kept.
 pub(super) fn trace_context(meta: &MetaObject) -> MetaObject {
     let mut kept = MetaObject::new();
     if let Some(token) = meta.0.get(PROGRESS_TOKEN) {
         kept.0.insert(PROGRESS_TOKEN.to_string(), token.clone());
+    }
+    if let Some(level) = meta.0.get(super::logging::LOG_LEVEL) {
+        kept.0
+            .insert(super::logging::LOG_LEVEL.to_string(), level.clone());
     }
     if let Some(value) = meta.get_traceparent() {
         kept.set_traceparent(value);

@@ -31,6 +31,7 @@ mod notion_ts;
 mod operator;
 mod plugin_connector;
 mod policy_surface;
+mod relay_notices;
 mod remote_content;
 mod remote_mcp;
 mod remote_resume;
