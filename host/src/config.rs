@@ -89,6 +89,12 @@ pub struct ServeConfig {
     /// session is served by the host that opened it.
     #[serde(default, alias = "advertise_url")]
     pub public_url: Option<String>,
+    /// Where the host's OAuth client metadata document is reachable, its
+    /// client ID with an authorization server that takes client ID
+    /// metadata documents ([`crate::remote::oauth`]). Default: served by
+    /// the host itself under an https `public_url`; none otherwise.
+    #[serde(default)]
+    pub oauth_client_metadata_url: Option<String>,
     /// `Host` header values accepted (DNS rebinding); default: the listen
     /// address and `localhost:PORT`.
     #[serde(default)]

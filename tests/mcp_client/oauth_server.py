@@ -15,7 +15,9 @@ Driven by the host's OAuth tests:
 
 Binds 127.0.0.1 on a free port and writes it to FILE once listening. Access
 tokens live --access-lifetime seconds (default 3600; 2 forces refreshes);
---no-refresh issues access tokens alone (no refresh token).
+--no-refresh issues access tokens alone (no refresh token); --cimd makes the
+authorization server take client ID metadata documents (an https client_id is
+fetched, path and all, from the origin POSTed to `/cimd-origin`: the test's host).
 Tools: `whoami` names the client the token was issued to; `echo_authorization`
 answers with the Authorization header it received (the host must scrub it).
 Without auth it also answers `GET /stats` (registrations, authorizations, code
@@ -56,13 +58,18 @@ ARGS = argparse.ArgumentParser()
 ARGS.add_argument("--port-file", required=True)
 ARGS.add_argument("--access-lifetime", type=int, default=3600, help="seconds an access token lives")
 ARGS.add_argument("--no-refresh", action="store_true", help="issue access tokens without refresh tokens")
+ARGS.add_argument(
+    "--cimd", action="store_true",
+    help="take client ID metadata documents: an https client_id is fetched from the origin POSTed to /cimd-origin",
+)
 OPTS = ARGS.parse_args()
 
 STATS = {
     "registrations": [], "authorizations": [], "code_exchanges": 0, "exchange_resources": [],
     "refreshes": 0, "refresh_resources": [], "refused_refreshes": 0, "access_tokens_issued": 0,
-    "unauthorized": 0, "calls": {}, "issued": [], "token_auth": [],
+    "unauthorized": 0, "calls": {}, "issued": [], "token_auth": [], "cimd_fetches": [],
 }
+CIMD_ORIGIN = {"origin": None}  # where an https client_id's document is really fetched (the test's host)
 
 
 class Provider:
@@ -77,7 +84,39 @@ class Provider:
         self.dead: set[str] = set()  # refresh tokens rotated away or revoked
 
     async def get_client(self, client_id: str):
+        if OPTS.cimd and client_id.startswith("https://") and client_id not in self.clients:
+            await self.fetch_metadata_document(client_id)
         return self.clients.get(client_id)
+
+    async def fetch_metadata_document(self, client_id: str):
+        """A client ID metadata document: fetched (from the test's host, standing in for
+        the URL's own origin), its client_id must be its URL; a public client."""
+        import json
+        import urllib.error
+        import urllib.request
+        from urllib.parse import urlsplit
+
+        url = f"{CIMD_ORIGIN['origin']}{urlsplit(client_id).path}"
+
+        def fetch():
+            try:
+                with urllib.request.urlopen(url, timeout=5) as answer:
+                    return answer.status, json.loads(answer.read())
+            except urllib.error.HTTPError as e:
+                return e.code, {}
+
+        status, document = await asyncio.to_thread(fetch)
+        STATS["cimd_fetches"].append({"client_id": client_id, "status": status, "document": document})
+        if document.get("client_id") != client_id:
+            return
+        self.clients[client_id] = OAuthClientInformationFull(
+            client_id=client_id,
+            redirect_uris=document.get("redirect_uris"),
+            grant_types=document.get("grant_types") or ["authorization_code"],
+            response_types=document.get("response_types") or ["code"],
+            token_endpoint_auth_method=document.get("token_endpoint_auth_method", "none"),
+            client_name=document.get("client_name"),
+        )
 
     async def register_client(self, client: OAuthClientInformationFull):
         self.clients[client.client_id] = client
@@ -202,6 +241,11 @@ def build(port: int) -> MCPServer:
     async def stats(request: Request):
         return JSONResponse(STATS)
 
+    @server.custom_route("/cimd-origin", methods=["POST"])
+    async def cimd_origin(request: Request):
+        CIMD_ORIGIN["origin"] = (await request.body()).decode().strip()
+        return JSONResponse({"origin": CIMD_ORIGIN["origin"]})
+
     @server.custom_route("/revoke-access", methods=["POST"])
     async def revoke_access(request: Request):
         revoked = len(provider.access)
@@ -254,9 +298,33 @@ def tapped(app):
                         STATS[key].append(form.get("resource", [None])[0])
             await send(message)
 
+        if OPTS.cimd and path == "/.well-known/oauth-authorization-server":
+            return await with_cimd(app, scope, receive, send)
         await app(scope, tap_receive if path == "/token" else receive, tap_send)
 
     return wrapper
+
+
+async def with_cimd(app, scope, receive, send):
+    """The SDK's authorization server metadata, saying it takes client ID metadata documents."""
+    import json
+
+    start, body = {}, bytearray()
+
+    async def keep(message):
+        if message["type"] == "http.response.start":
+            start.update(message)
+        else:
+            body.extend(message.get("body", b""))
+
+    await app(scope, receive, keep)
+    metadata = json.loads(body)
+    metadata["client_id_metadata_document_supported"] = True
+    out = json.dumps(metadata).encode()
+    headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
+    headers.append((b"content-length", str(len(out)).encode()))
+    await send({"type": "http.response.start", "status": start["status"], "headers": headers})
+    await send({"type": "http.response.body", "body": out})
 
 
 def main():

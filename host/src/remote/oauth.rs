@@ -8,8 +8,13 @@
 //!    URL as its resource;
 //! 2. its first authorization server's metadata (RFC 8414, then OpenID
 //!    discovery) must name itself as issuer and offer PKCE with `S256`;
-//! 3. the host registers itself (RFC 7591) where the server offers it,
-//!    unless the person gives a client registered beforehand;
+//! 3. the client: one the person registered beforehand and gives, first;
+//!    else, where the server takes client ID metadata documents
+//!    (`client_id_metadata_document_supported`), the URL of the host's own
+//!    document ([`client_metadata`], served at [`CLIENT_METADATA_PATH`]),
+//!    a public client; else the host registers itself (RFC 7591). Its
+//!    secret goes to the token endpoint as the server takes it, HTTP Basic
+//!    first ([`ClientAuth`]);
 //! 4. the person is sent to the authorization page with PKCE (`S256`), the
 //!    `resource` indicator (RFC 8707) and a `state`;
 //! 5. the callback exchanges the code (with the verifier and `resource`)
@@ -47,6 +52,52 @@ pub const PENDING_FOR: Duration = Duration::from_secs(600);
 const MAX_ANSWER_BYTES: usize = 64 << 10;
 /// How long each request may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Where the host serves its client metadata document, under its base URL.
+pub const CLIENT_METADATA_PATH: &str = "/oauth/client-metadata.json";
+
+/// The host's client metadata document (draft-ietf-oauth-client-id-metadata-
+/// document, as MCP's 2025-11-25 authorization uses it): its own URL as
+/// `client_id`, the callback, a public client (no secret to keep).
+pub fn client_metadata(client_id: &str, redirect_uri: &str) -> Value {
+    serde_json::json!({
+        "client_id": client_id,
+        "client_name": "Scout Connector Host",
+        "redirect_uris": [redirect_uri],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+    })
+}
+
+/// The URL the host's client metadata document is reachable at: the one
+/// configured (`oauth_client_metadata_url`), else the host's own under an
+/// https base URL; `None` where there is none (a plain-http host cannot be
+/// one: the document's URL must be https). An error names what is wrong
+/// with a configured one.
+pub fn client_metadata_url(
+    configured: Option<&str>,
+    base_url: &str,
+) -> Result<Option<Url>, OauthError> {
+    let Some(text) = configured else {
+        return Ok(Url::parse(&format!("{base_url}{CLIENT_METADATA_PATH}"))
+            .ok()
+            .filter(|u| u.scheme() == "https"));
+    };
+    let url = Url::parse(text).ok().filter(|u| {
+        u.scheme() == "https"
+            && u.path() != "/"
+            && u.fragment().is_none()
+            && u.username().is_empty()
+            && u.password().is_none()
+    });
+    url.map(Some).ok_or_else(|| {
+        failed(
+            "registration",
+            "`oauth_client_metadata_url` must be an https URL with a path (a client ID metadata document's URL): fix it in the host's configuration",
+        )
+    })
+}
 
 /// Why connecting failed, at which step.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -142,6 +193,7 @@ pub async fn start(
     connector: &str,
     by: &str,
     redirect_uri: &str,
+    client_metadata_url: Option<&Url>,
     scopes: Option<BTreeSet<String>>,
     given: Option<GivenClient>,
 ) -> Result<Started, OauthError> {
@@ -155,7 +207,7 @@ pub async fn start(
     let scopes = scopes
         .or(challenge_scope)
         .unwrap_or_else(|| resource.scopes_supported.clone());
-    let registered = given.is_none();
+    let registered = given.is_none() && !(server.cimd && client_metadata_url.is_some());
     let (client, client_auth) = match given {
         Some(given) => {
             if given.client_id.is_empty() || given.client_id.len() > 4096 {
@@ -170,6 +222,14 @@ pub async fn start(
             let auth = ClientAuth::chosen(&server.auth_methods, !given.client_secret.is_empty())
                 .unwrap_or(ClientAuth::ClientSecretBasic);
             (given, auth)
+        }
+        None if server.cimd && client_metadata_url.is_some() => {
+            let url = client_metadata_url.map(Url::as_str).unwrap_or_default();
+            let client = GivenClient {
+                client_id: url.to_string(),
+                client_secret: String::new(),
+            };
+            (client, ClientAuth::None)
         }
         None => ask.register(&server, redirect_uri, &scopes).await?,
     };
@@ -345,6 +405,8 @@ struct AuthorizationServer {
     token_endpoint: Url,
     registration_endpoint: Option<Url>,
     auth_methods: Vec<String>,
+    /// It takes a client ID metadata document's URL as `client_id`.
+    cimd: bool,
 }
 
 struct Asker<'a> {
@@ -648,6 +710,7 @@ impl Asker<'_> {
             token_endpoint,
             registration_endpoint,
             auth_methods,
+            cimd: value["client_id_metadata_document_supported"] == true,
         })
     }
 

@@ -44,6 +44,11 @@ pub(crate) async fn authorize(
 ) -> Result<Json<Value>, ApiError> {
     let (mcp, allow_private_network) = remote_url(&host, &connector)?;
     let redirect_uri = format!("{}{CALLBACK}", host.base_url());
+    let metadata_url = oauth::client_metadata_url(
+        host.host().config().oauth_client_metadata_url.as_deref(),
+        &host.base_url(),
+    )
+    .map_err(|e| ApiError::new(StatusCode::CONFLICT, "oauth_misconfigured", e.to_string()))?;
     let http = oauth::client(allow_private_network).map_err(refused)?;
     let started = oauth::start(
         &http,
@@ -54,6 +59,7 @@ pub(crate) async fn authorize(
         &connector,
         &caller.subject,
         &redirect_uri,
+        metadata_url.as_ref(),
         request.scopes,
         request.client,
     )
@@ -69,6 +75,26 @@ pub(crate) async fn authorize(
         "registered_client": started.registered,
         "expires_at_ms": started.expires_at_ms,
     })))
+}
+
+/// `GET /oauth/client-metadata.json`: the host's client metadata
+/// document, public (an authorization server fetches it), naming the URL
+/// it is known by as its `client_id`; 404 where the host has none.
+pub(crate) async fn client_metadata(State(host): State<Arc<ServeHost>>) -> Response {
+    let configured = host.host().config().oauth_client_metadata_url.clone();
+    let Ok(Some(url)) = oauth::client_metadata_url(configured.as_deref(), &host.base_url()) else {
+        return ApiError::not_found(
+            "this host publishes no client metadata document: it needs an https `public_url` (or `oauth_client_metadata_url`)",
+        )
+        .into_response();
+    };
+    let redirect_uri = format!("{}{CALLBACK}", host.base_url());
+    let mut response = Json(oauth::client_metadata(url.as_str(), &redirect_uri)).into_response();
+    response.headers_mut().insert(
+        "cache-control",
+        axum::http::HeaderValue::from_static("public, max-age=300"),
+    );
+    response
 }
 
 /// `GET /v1/oauth/callback?code=…&state=…` (or `?error=…&state=…`): an

@@ -26,13 +26,14 @@ async fn oauth_server(dir: &Path, args: &[&str]) -> Server {
     .await
 }
 
-/// `serve` fronting the server on `port` as connector `tracker`.
-fn front(dir: &Path, port: u16) -> (scout_tests::ServeProcess, Admin, String) {
+/// `serve` fronting the server on `port` as connector `tracker`, with
+/// `settings` (top-level TOML lines).
+fn front(dir: &Path, port: u16, settings: &str) -> (scout_tests::ServeProcess, Admin, String) {
     let mcp_url = format!("http://127.0.0.1:{port}/mcp");
     let config = scout_tests::serve::write_config(
         dir,
         format!(
-            "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\ndeployment_owner_brand = \"acme\"\n[connectors.tracker]\nmcp = \"{mcp_url}\"\ncredential = \"bearer\"\nallow_private_network = true\n"
+            "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\ndeployment_owner_brand = \"acme\"\n{settings}[connectors.tracker]\nmcp = \"{mcp_url}\"\ncredential = \"bearer\"\nallow_private_network = true\n"
         ),
     );
     let serve = common::serve(&config).start();
@@ -105,7 +106,7 @@ async fn connection(admin: &Admin) -> Value {
 async fn a_token_without_a_refresh_token_is_used_until_it_expires_then_reconnect_is_asked() {
     let dir = tempfile::tempdir().unwrap();
     let upstream = oauth_server(dir.path(), &["--no-refresh", "--access-lifetime", "4"]).await;
-    let (_serve, admin, _) = front(dir.path(), upstream.port);
+    let (_serve, admin, _) = front(dir.path(), upstream.port, "");
     connect(&admin, json!({})).await;
     let seen = stats(&upstream).await;
     assert_eq!(seen["code_exchanges"], 1, "{seen}");
@@ -179,7 +180,7 @@ async fn a_token_without_a_refresh_token_is_used_until_it_expires_then_reconnect
 async fn the_token_endpoint_is_asked_with_http_basic_where_the_server_takes_it() {
     let dir = tempfile::tempdir().unwrap();
     let upstream = oauth_server(dir.path(), &["--access-lifetime", "2"]).await;
-    let (_serve, admin, _) = front(dir.path(), upstream.port);
+    let (_serve, admin, _) = front(dir.path(), upstream.port, "");
     connect(&admin, json!({})).await;
     let seen = stats(&upstream).await;
     assert_eq!(
@@ -187,6 +188,12 @@ async fn the_token_endpoint_is_asked_with_http_basic_where_the_server_takes_it()
         "{seen}"
     );
     assert_eq!(seen["token_auth"], json!(["client_secret_basic"]), "{seen}");
+    // A plain-http host publishes no client metadata document (its URL
+    // must be https), so it registered instead.
+    let document = reqwest::get(format!("{}/oauth/client-metadata.json", admin.base))
+        .await
+        .unwrap();
+    assert_eq!(document.status(), 404);
 
     // The host refreshes with HTTP Basic too.
     let reviews = listed(&admin, "tracker").await;
@@ -249,6 +256,63 @@ async fn the_token_endpoint_is_asked_with_http_basic_where_the_server_takes_it()
             "signed in as client {}",
             registered["client_id"].as_str().unwrap()
         )),
+        "{who}"
+    );
+}
+
+/// Where the authorization server takes client ID metadata documents, the
+/// host's client ID is the URL of its own document (served, public, at
+/// `/oauth/client-metadata.json`, naming that URL and the callback): no
+/// registration, a public client (no secret at the token endpoint).
+#[tokio::test]
+async fn the_hosts_client_metadata_document_url_is_its_client_id_where_the_server_takes_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = oauth_server(dir.path(), &["--cimd"]).await;
+    let document_url = "https://scout.example.test/oauth/client-metadata.json";
+    let (_serve, admin, _) = front(
+        dir.path(),
+        upstream.port,
+        &format!("oauth_client_metadata_url = \"{document_url}\"\n"),
+    );
+    let http = reqwest::Client::new();
+    // The fixture fetches the document from this host, standing in for
+    // the URL's own origin.
+    http.post(format!("http://127.0.0.1:{}/cimd-origin", upstream.port))
+        .body(admin.base.clone())
+        .send()
+        .await
+        .unwrap();
+    let callback = format!("{}/v1/oauth/callback", admin.base);
+    let answer = http
+        .get(format!("{}/oauth/client-metadata.json", admin.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200, "public: no admin credential");
+    let document: Value = answer.json().await.unwrap();
+    assert_eq!(document["client_id"], document_url, "{document}");
+    assert_eq!(document["redirect_uris"], json!([callback]), "{document}");
+    assert_eq!(document["token_endpoint_auth_method"], "none", "{document}");
+
+    let started = connect(&admin, json!({})).await;
+    assert_eq!(started["registered_client"], false, "{started}");
+    assert_eq!(
+        query_of(started["authorization_url"].as_str().unwrap())["client_id"],
+        document_url
+    );
+    let seen = stats(&upstream).await;
+    assert_eq!(seen["registrations"], json!([]), "no registration: {seen}");
+    assert_eq!(seen["cimd_fetches"][0]["status"], 200, "{seen}");
+    assert_eq!(seen["token_auth"], json!(["none"]), "{seen}");
+
+    let reviews = listed(&admin, "tracker").await;
+    review(&admin, "tracker", tool(&reviews, "whoami"), "read").await;
+    let view = admin.session().await;
+    let mcp = Mcp::for_connector(&http, &view, "tracker").connect().await;
+    let who = call(&mcp, "whoami", json!({})).await.unwrap();
+    assert_eq!(
+        ok_text(&who),
+        Some(format!("signed in as client {document_url}")),
         "{who}"
     );
 }

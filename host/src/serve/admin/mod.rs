@@ -106,7 +106,13 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
         .route("/mcp/{session}/{connector}", any(mcp_endpoint))
         // A browser's redirect from an authorization server: no admin
         // credential; trusted only for what its sealed `state` says.
-        .route(super::connect::CALLBACK, get(super::connect::callback));
+        .route(super::connect::CALLBACK, get(super::connect::callback))
+        // The host's OAuth client metadata document: public, fetched by
+        // authorization servers.
+        .route(
+            crate::remote::oauth::CLIENT_METADATA_PATH,
+            get(super::connect::client_metadata),
+        );
     let checked = admin
         .merge(mcp)
         .merge(super::console::routes())
