@@ -13,8 +13,9 @@ What it does, step by step (each a function, so an authorization scenario can ad
   4. open a person-chat session and, on its MCP endpoint, initialize, list and call every tool.
 `serve` is killed at the end, whatever happened. Exit 0 only when every step worked.
 
-To extend it for a scenario, add a function to STEPS_BEFORE_REVIEW or AFTER_CALLS keyed by the
-scenario's name or prefix (see `steps_for`)."""
+To extend it for a scenario, add a function to STEPS_BEFORE_REVIEW, ON_REFUSED_CALL or
+AFTER_CALLS keyed by the scenario's name or a prefix ending in "/" (see `steps_for`); CONTEXT
+holds the scenario's MCP_CONFORMANCE_CONTEXT."""
 import ctypes
 import json
 import os
@@ -35,7 +36,7 @@ CONNECTOR = "conf"
 PROTOCOL = "2025-11-25"
 # Every wait is bounded well inside the suite's own timeout, so a stuck step fails the
 # scenario with a message rather than a kill.
-WAIT_SECS = float(os.environ.get("SCOUT_ADAPTER_WAIT_SECS", "15"))
+WAIT_SECS = float(os.environ.get("SCOUT_ADAPTER_WAIT_SECS", "25"))
 # Arguments for the tools the suite's servers offer; any other tool is called with `{}`.
 ARGUMENTS = {"add_numbers": {"a": 2, "b": 3}}
 
@@ -190,7 +191,7 @@ class Session:
             headers["mcp-session-id"] = self.mcp_session
             headers["mcp-protocol-version"] = PROTOCOL
         request = urllib.request.Request(self.url, data=json.dumps(message).encode(), headers=headers, method="POST")
-        answer = urllib.request.urlopen(request, timeout=WAIT_SECS * 2)
+        answer = urllib.request.urlopen(request, timeout=WAIT_SECS + 15)
         self.mcp_session = self.mcp_session or answer.headers.get("mcp-session-id")
         return answer
 
@@ -263,10 +264,19 @@ def call_every_tool(admin):
     tools = listed.get("result", {}).get("tools", [])
     log("tools", [t["name"] for t in tools])
     for tool in tools:
-        answer = session.request("tools/call", {"name": tool["name"], "arguments": ARGUMENTS.get(tool["name"], {})})
+        call = {"name": tool["name"], "arguments": ARGUMENTS.get(tool["name"], {})}
+        answer = session.request("tools/call", call)
         log("call", tool["name"], json.dumps(answer)[:500])
+        # A refused call may be retried once after a scenario's step (a re-authorization).
+        if refused(answer) and any([retry(admin, tool["name"], answer) for retry in steps_for(ON_REFUSED_CALL)]):
+            answer = session.request("tools/call", call)
+            log("call again", tool["name"], json.dumps(answer)[:500])
         if "error" in answer:
             raise Failed(f"tools/call {tool['name']}: {answer['error']}")
+
+
+def refused(answer):
+    return "error" in answer or bool(answer.get("result", {}).get("isError"))
 
 
 # --- the scenario's steps ----------------------------------------------------------------------
@@ -275,6 +285,10 @@ def call_every_tool(admin):
 STEPS_BEFORE_REVIEW = {"auth/": [connect_oauth]}
 # Steps run after every tool was called.
 AFTER_CALLS = {}
+# Steps run when a call is refused (an error, or a result with isError), each given
+# (admin, tool name, answer); the call is sent once more when any returns True (for example
+# after a re-authorization with more scopes).
+ON_REFUSED_CALL = {}
 
 
 def steps_for(table):

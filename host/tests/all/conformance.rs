@@ -11,7 +11,10 @@
 //! `tests/conformance/upstream.mjs`, a remote server with every tool,
 //! resource and prompt the scenarios name, reviewed by the operator; the
 //! scenarios that need no upstream also run against the host's own GitHub
-//! component.
+//! component. Every scenario `conformance list` names runs, the suite's
+//! pending ones too (`json-schema-2020-12`, `server-sse-polling`; the latter
+//! checks nothing of the host, which answers a call inside a session as one
+//! JSON message, so its SSE polling checks do not apply).
 //!
 //! As a client: every client scenario with `tests/conformance/adapter.py` as
 //! the suite's client command: it does what an operator and a person do
@@ -316,6 +319,8 @@ async fn the_suites_server_scenarios_pass_against_session_endpoints() {
     for candidate in listed(&admin, "conformance").await {
         review(&admin, "conformance", &candidate, "read").await;
     }
+    // Its resources, templates and prompts too.
+    super::remote_content::review_all(&admin, "conformance").await;
     let (_proxy, proxy_port) = NodeProcess::start(&suite, "proxy.mjs", &[&serve.base], "proxy on ");
 
     let mut runs = Vec::new();
@@ -392,7 +397,7 @@ fn the_suites_client_scenarios_pass_with_the_host_as_the_client() {
             "--scenario".into(),
             scenario.clone().into(),
             "--timeout".into(),
-            "45000".into(),
+            "60000".into(),
             "--expected-failures".into(),
             expected_failures().into(),
             "-o".into(),
