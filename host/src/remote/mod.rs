@@ -22,6 +22,7 @@
 
 mod client;
 pub mod content;
+pub mod enterprise;
 pub mod inspect;
 pub mod oauth;
 pub mod relay;

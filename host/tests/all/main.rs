@@ -33,6 +33,7 @@ mod plugin_connector;
 mod policy_surface;
 mod relay_notices;
 mod remote_content;
+mod remote_enterprise;
 mod remote_mcp;
 mod remote_resume;
 mod reserved_names;

@@ -29,6 +29,7 @@ use tower::ServiceExt;
 mod approvals;
 mod connections;
 mod connectors;
+mod enterprise;
 pub(crate) mod error;
 mod reviews;
 mod sessions;
@@ -67,6 +68,10 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
         .route(
             "/v1/brands/{brand}/connections/{connector}/authorize",
             post(super::connect::authorize),
+        )
+        .route(
+            "/v1/brands/{brand}/connections/{connector}/identity-assertion",
+            post(enterprise::connect_by_assertion),
         )
         .route(
             "/v1/brands/{brand}/connections/{connector}/shares/{with}",
