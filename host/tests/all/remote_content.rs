@@ -275,6 +275,41 @@ async fn a_remote_servers_resources_and_prompts_are_offered_only_as_an_operator_
         "{prompt}"
     );
 
+    // The same through the official client in stateless mode (2026-07-28).
+    let stateless = session(&admin, "person-chat").await;
+    let summary = common::client_story(
+        "remote_content_stateless.py",
+        vec![
+            "--url".into(),
+            stateless["mcp"]["notes"].as_str().unwrap().into(),
+            "--token".into(),
+            stateless["token"].as_str().unwrap().into(),
+        ],
+    )
+    .await;
+    assert_eq!(summary["resources"], json!(["notes://readme"]), "{summary}");
+    assert_eq!(
+        summary["templates"],
+        json!(["notes://item/{id}"]),
+        "{summary}"
+    );
+    assert_eq!(summary["prompts"], json!(["summarize"]), "{summary}");
+    assert_eq!(summary["item"], "note number 7", "{summary}");
+    assert!(
+        summary["prompt"]
+            .as_str()
+            .is_some_and(|p| p.contains("owls")),
+        "{summary}"
+    );
+    assert_eq!(summary["readme_meta"]["scout/untrusted"], true, "{summary}");
+    assert_eq!(summary["prompt_meta"]["scout/untrusted"], true, "{summary}");
+    assert!(
+        summary["refused"]
+            .as_str()
+            .is_some_and(|r| r.contains("permission_denied")),
+        "{summary}"
+    );
+
     // Not reviewed: refused, and nothing reaches the server (a fresh
     // session each time: a third refusal would pause one).
     let refusing = session(&admin, "person-chat").await;
@@ -295,10 +330,19 @@ async fn a_remote_servers_resources_and_prompts_are_offered_only_as_an_operator_
     let stats = fixture_stats(&upstream).await;
     assert_eq!(
         stats["read"],
-        json!(["notes://readme", "notes://item/42"]),
+        json!([
+            "notes://readme",
+            "notes://item/42",
+            "notes://readme",
+            "notes://item/7"
+        ]),
         "{stats}"
     );
-    assert_eq!(stats["prompts"], json!(["summarize"]), "{stats}");
+    assert_eq!(
+        stats["prompts"],
+        json!(["summarize", "summarize"]),
+        "{stats}"
+    );
 
     // Traced: the requests, the refusals, and each read's pass and size.
     let trace = admin.trace("acme").await;
@@ -307,14 +351,14 @@ async fn a_remote_servers_resources_and_prompts_are_offered_only_as_an_operator_
         .filter(|e| e.tool.as_deref() == Some("mcp__notes__resources/read"))
         .collect();
     let count = |state: TraceState| reads.iter().filter(|e| e.state == state).count();
-    assert_eq!(count(TraceState::Requested), 5, "{reads:?}");
-    assert_eq!(count(TraceState::PermissionDenied), 3, "{reads:?}");
-    assert_eq!(count(TraceState::Allowed), 2, "{reads:?}");
+    assert_eq!(count(TraceState::Requested), 8, "{reads:?}");
+    assert_eq!(count(TraceState::PermissionDenied), 4, "{reads:?}");
+    assert_eq!(count(TraceState::Allowed), 4, "{reads:?}");
     let results: Vec<_> = reads
         .iter()
         .filter(|e| e.state == TraceState::Result)
         .collect();
-    assert_eq!(results.len(), 2, "{reads:?}");
+    assert_eq!(results.len(), 4, "{reads:?}");
     assert!(
         results.iter().all(|e| e.detail["bytes"].as_u64() > Some(0)
             && e.detail["http"]
@@ -370,7 +414,7 @@ async fn a_remote_servers_resources_and_prompts_are_offered_only_as_an_operator_
     assert!(refused_as_not_offered(&held), "{held}");
     assert_eq!(
         fixture_stats(&upstream).await["prompts"],
-        json!(["summarize"])
+        json!(["summarize", "summarize"])
     );
     drop(serve);
 }
