@@ -129,6 +129,8 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
 def connect_oauth(admin):
     """The person's part of Connect: start it, open the authorization URL, follow the
     authorization server's redirect to the host's callback."""
+    if SCENARIO in CONNECTS_OTHERWISE:
+        return
     body = {}
     if CONTEXT.get("client_id"):
         body["client"] = {"client_id": CONTEXT["client_id"], "client_secret": CONTEXT.get("client_secret", "")}
@@ -151,6 +153,25 @@ def connect_oauth(admin):
             log("callback", r.status, r.read().decode(errors="replace")[:300])
     except urllib.error.HTTPError as e:
         raise Failed(f"the host's callback answered {e.code}: {e.read().decode(errors='replace')[:500]}")
+
+
+def connect_by_identity_assertion(admin):
+    """Enterprise-managed authorization: the person's identity assertion (the ID token the
+    scenario's identity provider issued) given to the host, which exchanges it at the identity
+    provider for an ID-JAG and presents that to the server's authorization server."""
+    body = {
+        "identity_assertion": CONTEXT["idp_id_token"],
+        "identity_provider": {
+            "issuer": CONTEXT["idp_issuer"],
+            "token_endpoint": CONTEXT["idp_token_endpoint"],
+            "client_id": CONTEXT["idp_client_id"],
+        },
+        "client": {"client_id": CONTEXT["client_id"], "client_secret": CONTEXT.get("client_secret", "")},
+    }
+    status, answer = admin.request("POST", f"/v1/brands/acme/connections/{CONNECTOR}/identity-assertion", body)
+    log("identity-assertion", status, json.dumps(answer)[:800])
+    if status != 200:
+        raise Failed(f"the identity assertion was refused ({status}): {answer}")
 
 
 def review_everything(admin):
@@ -282,7 +303,12 @@ def refused(answer):
 # --- the scenario's steps ----------------------------------------------------------------------
 
 # Steps run after serve starts and before the review, by scenario name or prefix ending in "/".
-STEPS_BEFORE_REVIEW = {"auth/": [connect_oauth]}
+STEPS_BEFORE_REVIEW = {
+    "auth/": [connect_oauth],
+    "auth/cross-app-access-complete-flow": [connect_by_identity_assertion],
+}
+# Authorization scenarios connected by a step of their own, not by Connect.
+CONNECTS_OTHERWISE = {"auth/cross-app-access-complete-flow"}
 # Steps run after every tool was called.
 AFTER_CALLS = {}
 # Steps run when a call is refused (an error, or a result with isError), each given
