@@ -57,9 +57,12 @@ def is_auth():
 
 def start_serve(workdir):
     credential = "bearer" if is_auth() else "none"
+    # The client ID metadata document's URL the suite's authorization servers expect
+    # (the operator's `oauth_client_metadata_url`, where the host's document is served).
+    cimd = 'oauth_client_metadata_url = "https://conformance-test.local/client-metadata.json"\n' if is_auth() else ""
     with open(os.path.join(workdir, "serve.toml"), "w") as f:
         f.write(
-            'listen = "127.0.0.1:0"\ndatabase = "scout.db"\ndeployment_owner_brand = "acme"\n\n'
+            'listen = "127.0.0.1:0"\ndatabase = "scout.db"\ndeployment_owner_brand = "acme"\n' + cimd + '\n'
             f'[connectors.{CONNECTOR}]\nmcp = "{URL}"\ncredential = "{credential}"\n'
             "allow_private_network = true\ndiscover_every_secs = 1\n"
         )
