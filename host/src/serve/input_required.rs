@@ -24,8 +24,8 @@ use axum::http::HeaderMap;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ElicitRequest, ElicitResult, ElicitationAction,
-    InputRequest, InputRequests, InputRequiredResult, InputResponses, MetaObject, RequestId,
-    ServerJsonRpcMessage, ServerResult,
+    InputRequest, InputRequests, InputRequiredResult, InputResponses, MetaObject, ProtocolVersion,
+    RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -44,7 +44,19 @@ pub(super) async fn answer(
     gone: CancellationToken,
     headers: &HeaderMap,
 ) -> Result<String, serde_json::Error> {
-    let traced = super::mcp::trace_parent(meta, Some(headers), &id);
+    answer_over(server, id, params, meta, gone, Some(headers)).await
+}
+
+/// [`answer`] over HTTP (`headers`) or stdio (`None`).
+pub(super) async fn answer_over(
+    server: &ConnectorServer,
+    id: RequestId,
+    params: CallToolRequestParams,
+    meta: &MetaObject,
+    gone: CancellationToken,
+    headers: Option<&HeaderMap>,
+) -> Result<String, serde_json::Error> {
+    let traced = super::mcp::trace_parent(meta, headers, &id);
     let result = call(server, params, gone, &traced).await;
     serde_json::to_string(&match result {
         Ok(result) => ServerJsonRpcMessage::response(ServerResult::from(result), id),
@@ -111,6 +123,28 @@ async fn call(
         return input_required(&host, &live.session.id, approval, &name, &args).await;
     }
     super::mcp::answer(&host, connector, result)
+}
+
+/// A line over stdio that is a 2026-07-28 `tools/call` (its protocol
+/// version in its own `_meta`, no handshake) from a client that takes form
+/// elicitation: its id, parameters and trace context. Anything else is
+/// `None` (rmcp judges it).
+pub(super) fn asked_over_stdio(
+    line: &[u8],
+) -> Option<(RequestId, Box<CallToolRequestParams>, MetaObject)> {
+    use super::stateless::{Request, request, trace_context};
+    let (id, Request::Call(params), meta) = request(line)? else {
+        return None;
+    };
+    let modern = ProtocolVersion::V_2026_07_28;
+    if !meta.missing_required_keys(&modern).is_empty()
+        || meta.protocol_version()?.as_str() != modern.as_str()
+    {
+        return None;
+    }
+    let elicitation = meta.client_capabilities()?.elicitation.clone()?;
+    (elicitation.form.is_some() || elicitation.url.is_none())
+        .then(|| (id, params, trace_context(&meta)))
 }
 
 /// The question about `approval` as an `InputRequiredResult`, with the

@@ -16,6 +16,9 @@
 //! rmcp stays the judge of everything else, which is passed to it unchanged:
 //! the handshake, notifications, `ping`, answers to its own requests, a
 //! request carrying a protocol version of its own, and anything malformed.
+//! The exception: a 2026-07-28 `tools/call` from a client that takes form
+//! elicitation is answered here, its person asked through an
+//! `input_required` result ([`super::input_required`]).
 //! rmcp's output and the answers written here share one writer, a whole
 //! line at a time. A line longer than rmcp's limit is skipped, as rmcp
 //! skips it.
@@ -194,6 +197,22 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Front<W> {
     /// otherwise notes what the line tells of the session, and returns
     /// `false` to pass it to rmcp.
     async fn answered_here(&mut self, line: &[u8], alive: &tokio::sync::mpsc::Sender<()>) -> bool {
+        // A 2026-07-28 call (no handshake) from a client that takes form
+        // elicitation: a person is asked through an `input_required` result.
+        if matches!(self.stage, Stage::Handshake { .. })
+            && let Some((id, params, meta)) = super::input_required::asked_over_stdio(line)
+        {
+            let (server, out, alive) = (self.server.clone(), self.out.clone(), alive.clone());
+            tokio::spawn(async move {
+                let _alive = alive;
+                let gone = CancellationToken::new();
+                let message =
+                    super::input_required::answer_over(&server, id, *params, &meta, gone, None)
+                        .await;
+                Front::answer_to(&out, message).await;
+            });
+            return true;
+        }
         let asks = match &mut self.stage {
             Stage::Rmcp => return false,
             Stage::Handshake { takes_form } => {

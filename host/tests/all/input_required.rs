@@ -129,3 +129,74 @@ async fn a_stateless_client_is_asked_by_an_input_required_result_and_its_answer_
     drop(serve);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The same over stdio (`serve --stdio`, which the client starts): a
+/// 2026-07-28 call from a client that takes form elicitation is answered by
+/// the host's line front with the `input_required` result, and the retry
+/// with the person's answer runs the write once, or refuses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_stdio_a_stateless_client_is_asked_by_an_input_required_result() {
+    let token = "ghp_stdioInputRequired0123456789";
+    let github = FakeGitHub::start(token).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("serve.toml");
+    let component = Path::new(scout_tests::components::GITHUB)
+        .canonicalize()
+        .expect("the GitHub component was built");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\nrequire_review = false\n\
+             deployment_owner_brand = \"acme\"\n\n[connectors.github]\ncomponent = {:?}\n\
+             origin = {:?}\nallow_private_network = true\nhost_env = \"GITHUB_TOKEN\"\n",
+            component.display().to_string(),
+            github.origin()
+        ),
+    )
+    .unwrap();
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/stdio_input_required.py");
+    let run = tokio::task::spawn_blocking(move || {
+        Command::new(python())
+            .arg(&script)
+            .args(["--scout-host", env!("CARGO_BIN_EXE_scout-host"), "--config"])
+            .arg(&config)
+            .env("SCOUT_ADMIN_TOKEN", ADMIN_TOKEN)
+            .env("SCOUT_STORE_KEY", "7e".repeat(32))
+            .env("GITHUB_TOKEN", token)
+            .env("GITHUB_ALLOW_WRITES", "true")
+            .output()
+            .expect("run stdio_input_required.py")
+    });
+    let output = tokio::time::timeout(Duration::from_secs(300), run)
+        .await
+        .expect("stdio_input_required.py finishes")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "stdio_input_required.py failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("its summary");
+    let asked = summary["asked"].as_array().expect("the questions asked");
+    assert_eq!(asked.len(), 2, "{summary}");
+    assert!(
+        asked[0]
+            .as_str()
+            .is_some_and(|q| q.starts_with("Allow mcp__github__github_create_branch with ")),
+        "{summary}"
+    );
+    assert!(
+        summary["declined"]
+            .as_str()
+            .is_some_and(|t| t.contains("approval_denied")),
+        "{summary}"
+    );
+    assert_eq!(
+        github.ref_creations(),
+        vec!["refs/heads/scout/stdio-approved".to_string()],
+        "the approved write reached GitHub once, the declined one not at all"
+    );
+}
