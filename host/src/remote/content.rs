@@ -26,6 +26,7 @@ use rmcp::model::{ClientRequest, ErrorCode, PaginatedRequestParams, ServerResult
 use rmcp::service::{PeerRequestOptions, RunningService, ServiceError};
 use serde::Serialize;
 use serde_json::{Value, json};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// Most items of one kind kept from one server's lists.
@@ -399,19 +400,53 @@ pub struct ContentAnswer {
     pub result: Result<ServerResult, McpFailure>,
     /// The HTTP exchanges it made (no headers, no bodies).
     pub exchanges: Vec<HttpExchange>,
+    /// The credential's renewal after the server refused it (401), for the
+    /// trace (never a token).
+    pub renewals: Vec<Value>,
 }
 
 impl Upstream {
     /// Sends `request` (a `resources/read` or `prompts/get` the boundary
-    /// allowed) on this upstream session, ending it at `deadline`.
+    /// allowed) on this upstream session, ending it at `deadline`; where
+    /// the server refused the credential (401) and the host can renew it,
+    /// renewed once and sent once more on a new upstream session, as a
+    /// tool call is (a refused request read nothing).
     pub async fn content_request(
         &self,
         request: ClientRequest,
         deadline: Instant,
     ) -> ContentAnswer {
+        let answer = self.content_once(request.clone(), deadline).await;
+        if answer.result.is_ok() || !self.client.unauthorized.load(Ordering::Relaxed) {
+            return answer;
+        }
+        let Some(renewal) = self.client.http.renewal().cloned() else {
+            return answer;
+        };
+        let renewed = renewal.renewed().await;
+        let Some(http) = renewed.http else {
+            let mut answer = answer;
+            answer.result = Err(McpFailure::Upstream(
+                crate::credentials::TokenError::REASON.to_string(),
+            ));
+            answer.renewals.push(renewed.event);
+            return answer;
+        };
+        let fresh = self.renewed_on(http);
+        let mut again = fresh.content_once(request, deadline).await;
+        fresh.close().await;
+        let mut exchanges = answer.exchanges;
+        exchanges.append(&mut again.exchanges);
+        again.exchanges = exchanges;
+        again.renewals.insert(0, renewed.event);
+        again
+    }
+
+    async fn content_once(&self, request: ClientRequest, deadline: Instant) -> ContentAnswer {
         let failed = |why: McpFailure| ContentAnswer {
             result: Err(why),
             exchanges: Vec::new(),
+            renewals: Vec::new(),
         };
         let remaining = deadline.saturating_duration_since(Instant::now());
         let service = match tokio::time::timeout(remaining, self.connected()).await {
@@ -455,7 +490,11 @@ impl Upstream {
                 self.scrubbed(&why.unwrap_or_else(|| e.to_string())),
             )),
         };
-        ContentAnswer { result, exchanges }
+        ContentAnswer {
+            result,
+            exchanges,
+            renewals: Vec::new(),
+        }
     }
 }
 

@@ -205,6 +205,7 @@ async fn relay(
         .content_request(request, Instant::now() + timeout)
         .await;
     let exchanges = json!(answer.exchanges);
+    let renewals = answer.renewals;
     let result = match answer.result {
         Ok(result) => result,
         Err(failure) => {
@@ -214,7 +215,10 @@ async fn relay(
                 }
                 crate::capabilities::mcp::McpFailure::Upstream(why) => why,
             };
-            call.finish(reviewed, json!({"error": why, "http": exchanges}));
+            call.finish(
+                reviewed,
+                json!({"error": why, "http": exchanges, "renewals": renewals}),
+            );
             return Err(McpError::new(ErrorCode::INTERNAL_ERROR, why, None));
         }
     };
@@ -229,7 +233,10 @@ async fn relay(
         );
         return Err(McpError::new(ErrorCode::INTERNAL_ERROR, why, None));
     }
-    call.finish(reviewed, json!({"bytes": bytes, "http": exchanges}));
+    call.finish(
+        reviewed,
+        json!({"bytes": bytes, "http": exchanges, "renewals": renewals}),
+    );
     Ok(result)
 }
 
