@@ -397,3 +397,129 @@ async fn the_host_shutting_down_ends_every_wait() {
         &format!("decided {id} revoked by host_shutdown")
     );
 }
+
+/// One round of a call whose client is asked through an `input_required`
+/// result (`by_result`), with `args`.
+async fn by_result_round(
+    fx: &Fixture,
+    args: &Value,
+    by_result: ByResult,
+    told: &Told,
+) -> (Result<ApprovalId, Ended>, Option<ApprovalId>) {
+    let digest = crate::store::args_digest(args);
+    let (asked, asked_for) = tokio::sync::oneshot::channel();
+    let gone = tokio_util::sync::CancellationToken::new();
+    let ask = Ask {
+        session: SESSION,
+        tool: TOOL,
+        digest: &digest,
+        args,
+        call_id: "c-ir",
+        gone: &gone,
+        asked: Some(asked),
+        by_result: Some(by_result),
+    };
+    let waited = fx.approvals.wait(ask, told).await;
+    (waited, asked_for.await.ok())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn asked_by_result_the_approval_stays_pending_and_the_answer_decides_it_once() {
+    let fx = fixture(Duration::from_secs(30));
+    let told = Told::default();
+    let (first, asked) = by_result_round(&fx, &args(), ByResult::Ask, &told).await;
+    let id = asked.expect("told which approval it asked");
+    assert_eq!(first, Err(Ended::AskedByResult(id)));
+    assert_eq!(
+        fx.approvals.pending(SESSION).await.unwrap()[0].id,
+        id,
+        "left pending for the retry, not withdrawn"
+    );
+    let answered = ByResult::Answered {
+        approval: id,
+        approve: true,
+        answer: "accept",
+    };
+    let (retry, _) = by_result_round(&fx, &args(), answered, &told).await;
+    assert_eq!(retry, Ok(id));
+    let row = fx.approvals.approval(id).await.unwrap().unwrap();
+    assert!(row.used && row.state == ApprovalState::Approved);
+    assert_eq!(
+        row.decided_by.as_deref(),
+        Some("person (MCP input_required: accept)")
+    );
+    assert_eq!(row.decided_actor.unwrap()["via"], "input_required");
+    // The same answer again: already decided, nothing runs.
+    let (replay, _) = by_result_round(&fx, &args(), answered, &told).await;
+    assert_eq!(replay, Err(Ended::AnswerRefused));
+    assert_eq!(
+        told.all(),
+        [
+            format!("requested {id}"),
+            format!("decided {id} approved by person (MCP input_required: accept)")
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_for_other_arguments_decides_nothing() {
+    let fx = fixture(Duration::from_secs(30));
+    let told = Told::default();
+    let (_, asked) = by_result_round(&fx, &args(), ByResult::Ask, &told).await;
+    let id = asked.unwrap();
+    let answered = ByResult::Answered {
+        approval: id,
+        approve: true,
+        answer: "accept",
+    };
+    let other = json!({"title": "another bug"});
+    let (retry, _) = by_result_round(&fx, &other, answered, &told).await;
+    assert_eq!(retry, Err(Ended::AnswerRefused));
+    let row = fx.approvals.approval(id).await.unwrap().unwrap();
+    assert_eq!(
+        row.state,
+        ApprovalState::Pending,
+        "still the person's to answer"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declined_answer_refuses_and_an_expired_one_times_out() {
+    let fx = fixture(Duration::from_millis(300));
+    let told = Told::default();
+    let (_, asked) = by_result_round(&fx, &args(), ByResult::Ask, &told).await;
+    let declined = asked.unwrap();
+    let (retry, _) = by_result_round(
+        &fx,
+        &args(),
+        ByResult::Answered {
+            approval: declined,
+            approve: false,
+            answer: "decline",
+        },
+        &told,
+    )
+    .await;
+    assert_eq!(retry, Err(Ended::Denied));
+    let (_, asked) = by_result_round(&fx, &args(), ByResult::Ask, &told).await;
+    let late = asked.unwrap();
+    assert_ne!(late, declined, "a declined approval is not asked again");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let (retry, _) = by_result_round(
+        &fx,
+        &args(),
+        ByResult::Answered {
+            approval: late,
+            approve: true,
+            answer: "accept",
+        },
+        &told,
+    )
+    .await;
+    assert_eq!(retry, Err(Ended::TimedOut));
+    let row = fx.approvals.approval(late).await.unwrap().unwrap();
+    assert_eq!(
+        (row.state, row.decided_by.as_deref()),
+        (ApprovalState::Denied, Some(TIMEOUT_DECIDER))
+    );
+}
