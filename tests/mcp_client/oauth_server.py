@@ -59,6 +59,10 @@ ARGS.add_argument("--port-file", required=True)
 ARGS.add_argument("--access-lifetime", type=int, default=3600, help="seconds an access token lives")
 ARGS.add_argument("--no-refresh", action="store_true", help="issue access tokens without refresh tokens")
 ARGS.add_argument(
+    "--call-scope",
+    help="a scope tools/call needs: a token without it gets 403 insufficient_scope naming it (step-up)",
+)
+ARGS.add_argument(
     "--cimd", action="store_true",
     help="take client ID metadata documents: an https client_id is fetched from the origin POSTed to /cimd-origin",
 )
@@ -68,8 +72,10 @@ STATS = {
     "registrations": [], "authorizations": [], "code_exchanges": 0, "exchange_resources": [],
     "refreshes": 0, "refresh_resources": [], "refused_refreshes": 0, "access_tokens_issued": 0,
     "unauthorized": 0, "calls": {}, "issued": [], "token_auth": [], "cimd_fetches": [],
+    "insufficient_scope": 0,
 }
-CIMD_ORIGIN = {"origin": None}  # where an https client_id's document is really fetched (the test's host)
+CIMD_ORIGIN = {"origin": None}
+PROVIDER = {}  # the provider, for the step-up check  # where an https client_id's document is really fetched (the test's host)
 
 
 class Provider:
@@ -212,6 +218,7 @@ def counted(name):
 
 def build(port: int) -> MCPServer:
     provider = Provider()
+    PROVIDER["provider"] = provider
     origin = f"http://127.0.0.1:{port}"
     server = MCPServer(
         "oauth-fixture",
@@ -219,7 +226,11 @@ def build(port: int) -> MCPServer:
         auth=AuthSettings(
             issuer_url=origin,
             resource_server_url=f"{origin}/mcp",
-            client_registration_options=ClientRegistrationOptions(enabled=True),
+            client_registration_options=ClientRegistrationOptions(
+                enabled=True,
+                # A step-up scope is one a registered client may ask for.
+                default_scopes=[OPTS.call_scope] if OPTS.call_scope else None,
+            ),
             revocation_options=RevocationOptions(enabled=True),
             # A token issued without `resource` still works, so a test sees the omission in /stats.
             validate_token_resource=False,
@@ -298,11 +309,48 @@ def tapped(app):
                         STATS[key].append(form.get("resource", [None])[0])
             await send(message)
 
+        if OPTS.call_scope and path.startswith("/mcp") and scope["method"] == "POST":
+            return await step_up(app, scope, receive, send)
         if OPTS.cimd and path == "/.well-known/oauth-authorization-server":
             return await with_cimd(app, scope, receive, send)
         await app(scope, tap_receive if path == "/token" else receive, tap_send)
 
     return wrapper
+
+
+async def step_up(app, scope, receive, send):
+    """A `tools/call` whose token lacks --call-scope: 403 insufficient_scope naming the scopes
+    the token holds and that one (RFC 6750 §3.1), as a server asking for step-up does."""
+    import json
+
+    body, more = bytearray(), True
+    while more:
+        message = await receive()
+        body.extend(message.get("body", b""))
+        more = message.get("more_body", False)
+    replayed = {"done": False}
+
+    async def replay():
+        if not replayed["done"]:
+            replayed["done"] = True
+            return {"type": "http.request", "body": bytes(body), "more_body": False}
+        return await receive()
+
+    try:
+        rpc = json.loads(body)
+    except ValueError:
+        rpc = {}
+    auth = dict(scope.get("headers") or []).get(b"authorization", b"").decode()
+    token = PROVIDER["provider"].access.get(auth[7:]) if auth.startswith("Bearer ") else None
+    if isinstance(rpc, dict) and rpc.get("method") == "tools/call" and token and OPTS.call_scope not in token.scopes:
+        STATS["insufficient_scope"] += 1
+        needed = " ".join(sorted(set(token.scopes) | {OPTS.call_scope}))
+        challenge = f'Bearer error="insufficient_scope", scope="{needed}"'
+        await send({"type": "http.response.start", "status": 403, "headers": [
+            (b"content-type", b"application/json"), (b"www-authenticate", challenge.encode())]})
+        await send({"type": "http.response.body", "body": b'{"error": "insufficient_scope"}'})
+        return
+    await app(scope, replay, send)
 
 
 async def with_cimd(app, scope, receive, send):

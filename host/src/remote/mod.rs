@@ -24,6 +24,7 @@ mod client;
 pub mod content;
 pub mod enterprise;
 pub mod inspect;
+pub mod machine;
 pub mod oauth;
 pub mod relay;
 mod transport;
@@ -418,6 +419,9 @@ impl RemoteServer {
                 Ok(answer) => answer,
                 Err(e) => {
                     upstream.close().await;
+                    if let Some(scope) = upstream.client.scope_needed.lock().take() {
+                        return Err(oauth::needs_scope(self.url.as_str(), &scope));
+                    }
                     return Err(upstream.scrubbed(&format!("tools/list failed: {e}")));
                 }
             };
@@ -597,6 +601,7 @@ impl Upstream {
         Upstream {
             client: transport::GuardedClient {
                 unauthorized: Default::default(),
+                scope_needed: Default::default(),
                 http,
                 path: server.url.path().to_string(),
                 exchanges: Default::default(),
@@ -688,7 +693,15 @@ impl McpSession for Upstream {
     /// the host can renew it, renewed once and sent once more on a new
     /// upstream session (a refused request ran nothing).
     async fn call_tool(&self, tool: &str, args: &Value, deadline: Instant) -> McpAnswer {
-        let answer = self.call_once(tool, args, deadline).await;
+        let mut answer = self.call_once(tool, args, deadline).await;
+        // The token lacks a scope the server asked for: a person connects
+        // again (with it), nothing is retried here.
+        if answer.result.is_err()
+            && let Some(scope) = self.client.scope_needed.lock().take()
+        {
+            answer.result = Err(McpFailure::Upstream(oauth::needs_scope(&self.url, &scope)));
+            return answer;
+        }
         if answer.result.is_ok() || !self.client.unauthorized.load(Ordering::Relaxed) {
             return answer;
         }
@@ -724,6 +737,7 @@ impl Upstream {
         Upstream {
             client: transport::GuardedClient {
                 unauthorized: Default::default(),
+                scope_needed: Default::default(),
                 http,
                 path: self.client.path.clone(),
                 exchanges: Default::default(),

@@ -99,6 +99,125 @@ pub fn client_metadata_url(
     })
 }
 
+/// How many times a person is sent to authorize the same further scopes
+/// for one server: after that the host stops asking (the authorization
+/// server does not grant them, or the server asks for what it cannot have).
+pub const MAX_STEP_UPS: u32 = 2;
+
+/// What servers asked for beyond the tokens they were given (a 403
+/// `insufficient_scope`), by the server's URL: the scopes the next Connect
+/// adds, and how often each set was asked for already. The scope a server
+/// needs for a call is the server's, whichever brand called; kept in this
+/// process only (a restart forgets it: the server asks again).
+static STEP_UPS: std::sync::LazyLock<
+    parking_lot::Mutex<std::collections::HashMap<String, StepUp>>,
+> = std::sync::LazyLock::new(Default::default);
+
+#[derive(Default)]
+struct StepUp {
+    needed: BTreeSet<String>,
+    asked: std::collections::HashMap<BTreeSet<String>, u32>,
+}
+
+fn step_up_key(server: &str) -> String {
+    Url::parse(server)
+        .map(|u| u.to_string())
+        .unwrap_or_else(|_| server.to_string())
+}
+
+/// The scope a 403's challenge says the token lacks: its `scope`, where it
+/// is a Bearer challenge with `error="insufficient_scope"` (RFC 6750 §3.1)
+/// or names a scope.
+pub fn insufficient_scope(www_authenticate: &str) -> Option<String> {
+    if !www_authenticate
+        .trim_start()
+        .to_ascii_lowercase()
+        .starts_with("bearer")
+    {
+        return None;
+    }
+    let scope = auth_param(www_authenticate, "scope").filter(|s| !s.trim().is_empty())?;
+    let error = auth_param(www_authenticate, "error");
+    (error.is_none() || error.as_deref() == Some("insufficient_scope")).then_some(scope)
+}
+
+/// Records that the server at `server` asked for `scope` (space-separated)
+/// beyond its token; what the call (or the listing) is told.
+pub fn needs_scope(server: &str, scope: &str) -> String {
+    let scopes: BTreeSet<String> = scope
+        .split_whitespace()
+        .filter(|s| s.len() <= 512 && !s.contains(['"', '\\']))
+        .take(64)
+        .map(str::to_string)
+        .collect();
+    let joined = scopes
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut step_ups = STEP_UPS.lock();
+    let step_up = step_ups.entry(step_up_key(server)).or_default();
+    let asked = step_up.asked.get(&scopes).copied().unwrap_or(0);
+    step_up.needed = scopes;
+    tracing::warn!(server, scope = %joined, asked, "a remote server needs more scope than its token holds");
+    if asked >= MAX_STEP_UPS {
+        format!(
+            "{STEP_UP_PREFIX}{joined}: it was asked for {asked} times already and the server still refuses, so the host stops asking (its authorization server may not grant it: ask the server's operator)"
+        )
+    } else {
+        format!(
+            "{STEP_UP_PREFIX}{joined}: a person connects it again (POST /v1/brands/BRAND/connections/CONNECTOR/authorize asks for it with the scopes held)"
+        )
+    }
+}
+
+/// How a call refused for want of scope begins.
+pub const STEP_UP_PREFIX: &str = "the connection needs more scope: ";
+
+/// What the server at `server` last asked for beyond its token, if anything.
+pub fn scope_needed(server: &str) -> Option<BTreeSet<String>> {
+    STEP_UPS
+        .lock()
+        .get(&step_up_key(server))
+        .map(|s| s.needed.clone())
+        .filter(|n| !n.is_empty())
+}
+
+/// The scopes a Connect asks for, with what the server needs beyond its
+/// token added and counted; refused once the same scopes were asked for
+/// [`MAX_STEP_UPS`] times.
+fn with_step_up(server: &Url, scopes: BTreeSet<String>) -> Result<BTreeSet<String>, OauthError> {
+    let mut step_ups = STEP_UPS.lock();
+    let Some(step_up) = step_ups.get_mut(&step_up_key(server.as_str())) else {
+        return Ok(scopes);
+    };
+    if step_up.needed.is_empty() {
+        return Ok(scopes);
+    }
+    let needed = step_up.needed.clone();
+    let asked = step_up.asked.entry(needed.clone()).or_default();
+    if *asked >= MAX_STEP_UPS {
+        let joined = needed
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(" ");
+        return Err(failed(
+            "authorization",
+            format!(
+                "the server asked for more scope ({joined}) {asked} times and refused each token that had it: the host stops asking (its authorization server may not grant it: ask the server's operator)"
+            ),
+        ));
+    }
+    *asked += 1;
+    // Asked for now: the server says so again if the new token lacks it.
+    step_up.needed.clear();
+    Ok(scopes.into_iter().chain(needed).collect())
+}
+
+/// The MCP version the unauthenticated probe speaks (one with `initialize`).
+const PROTOCOL_VERSION: &str = "2025-11-25";
+
 /// Why connecting failed, at which step.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{step}: {why}")]
@@ -207,6 +326,7 @@ pub async fn start(
     let scopes = scopes
         .or(challenge_scope)
         .unwrap_or_else(|| resource.scopes_supported.clone());
+    let scopes = with_step_up(mcp, scopes)?;
     let registered = given.is_none() && !(server.cimd && client_metadata_url.is_some());
     let (client, client_auth) = match given {
         Some(given) => {
@@ -500,6 +620,30 @@ impl Asker<'_> {
         Ok(Some(value))
     }
 
+    /// One JSON-RPC message POSTed to the MCP server without a token.
+    async fn post_mcp(
+        &self,
+        mcp: &Url,
+        message: &Value,
+        session: Option<&str>,
+    ) -> Result<reqwest::Response, OauthError> {
+        let mut request = self
+            .client_for(mcp, "discovery")?
+            .post(mcp.clone())
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(message.to_string());
+        if let Some(session) = session {
+            request = request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", PROTOCOL_VERSION);
+        }
+        request
+            .send()
+            .await
+            .map_err(|e| self.unsent(&e, "discovery"))
+    }
+
     /// The server asked without a token: the metadata URL and scope its
     /// challenge names.
     async fn challenge(
@@ -509,22 +653,30 @@ impl Asker<'_> {
         let initialize = serde_json::json!({
             "jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {
-                "protocolVersion": "2025-06-18",
+                "protocolVersion": PROTOCOL_VERSION,
                 "capabilities": {},
                 "clientInfo": {"name": "scout-connector-host", "version": env!("CARGO_PKG_VERSION")}
             }
         });
-        let response = self
-            .client_for(mcp, "discovery")?
-            .post(mcp.clone())
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .body(initialize.to_string())
-            .send()
-            .await
-            .map_err(|e| self.unsent(&e, "discovery"))?;
-        // Only the status and the challenge are read: the body (an event
-        // stream, perhaps) is dropped unread.
+        let mut response = self.post_mcp(mcp, &initialize, None).await?;
+        // A server may let `initialize` through and ask only at its first
+        // request (the MCP conformance suite's step-up servers do): the
+        // session it opened is asked for its tools, whose answer is the
+        // challenge. Only statuses and headers are read: bodies (event
+        // streams, perhaps) are dropped unread.
+        if response.status().is_success() {
+            let session = response
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            drop(response);
+            let initialized =
+                serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+            drop(self.post_mcp(mcp, &initialized, session.as_deref()).await?);
+            let list = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+            response = self.post_mcp(mcp, &list, session.as_deref()).await?;
+        }
         let status = response.status().as_u16();
         if (200..300).contains(&status) {
             return Err(failed(

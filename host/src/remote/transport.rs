@@ -159,6 +159,9 @@ impl Exchanges {
 pub(crate) struct GuardedClient {
     /// Set when the server answered 401: its token was refused.
     pub(crate) unauthorized: Arc<AtomicBool>,
+    /// The scope a 403 `insufficient_scope` challenge named: the token
+    /// lacks it ([`crate::remote::oauth::needs_scope`]).
+    pub(crate) scope_needed: Arc<Mutex<Option<String>>>,
     pub(crate) http: Arc<HttpCapability>,
     /// The endpoint's path below the origin (`/mcp`).
     pub(crate) path: String,
@@ -518,9 +521,18 @@ impl StreamableHttpClient for GuardedClient {
         if status == 401 {
             self.unauthorized.store(true, Ordering::Relaxed);
         }
+        let insufficient = (status == 403)
+            .then(|| crate::remote::oauth::insufficient_scope(www_authenticate.as_deref()?))
+            .flatten();
+        if let Some(scope) = &insufficient {
+            *self.scope_needed.lock() = Some(scope.clone());
+        }
         let refused = match status {
             401 => Some(StreamableHttpError::AuthRequired(AuthRequiredError::new(
                 www_authenticate.unwrap_or_default(),
+            ))),
+            403 if insufficient.is_some() => Some(StreamableHttpError::Client(GuardedError(
+                "the server answered 403: the token lacks the scope it needs".into(),
             ))),
             404 if session_id.is_some() => Some(StreamableHttpError::SessionExpired),
             300..=399 => Some(StreamableHttpError::Client(GuardedError(format!(

@@ -316,3 +316,47 @@ async fn the_hosts_client_metadata_document_url_is_its_client_id_where_the_serve
         "{who}"
     );
 }
+
+/// Step-up: a server whose `tools/call` needs a scope the token lacks
+/// answers 403 `insufficient_scope` naming it. The call is refused saying
+/// the connection needs more scope and what to do, nothing is retried, the
+/// admin API's connection list says so; the person's next Connect asks
+/// for the scopes held and the one named, and the call then runs.
+#[tokio::test]
+async fn a_call_refused_for_want_of_scope_asks_a_person_to_connect_again_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = oauth_server(dir.path(), &["--call-scope", "tracker:write"]).await;
+    let (_serve, admin, _) = front(dir.path(), upstream.port, "");
+    connect(&admin, json!({})).await;
+    let reviews = listed(&admin, "tracker").await;
+    review(&admin, "tracker", tool(&reviews, "whoami"), "read").await;
+    let http = reqwest::Client::new();
+    let view = admin.session().await;
+    let mcp = Mcp::for_connector(&http, &view, "tracker").connect().await;
+    let refused = call(&mcp, "whoami", json!({})).await.unwrap();
+    let text = result_text(&refused);
+    assert!(
+        refused["result"]["isError"] == true
+            && text.contains("the connection needs more scope: tracker:write")
+            && text.contains("connects it again"),
+        "{refused}"
+    );
+    let seen = stats(&upstream).await;
+    assert_eq!(
+        seen["insufficient_scope"], 1,
+        "asked once, not retried: {seen}"
+    );
+    assert!(seen["calls"].get("whoami").is_none(), "{seen}");
+    let shown = connection(&admin).await;
+    assert_eq!(
+        shown["state"], "the connection needs more scope: tracker:write",
+        "{shown}"
+    );
+
+    let started = connect(&admin, json!({})).await;
+    let asked = query_of(started["authorization_url"].as_str().unwrap());
+    assert_eq!(asked["scope"], "tracker:write", "{asked:?}");
+    assert!(connection(&admin).await.get("state").is_none());
+    let who = call(&mcp, "whoami", json!({})).await.unwrap();
+    assert!(ok_text(&who).is_some(), "{who}");
+}

@@ -247,11 +247,24 @@ pub(super) async fn list_connections(
             let mut shown = json!({"connector": c, "source": source});
             if expired.contains(&c) {
                 shown["state"] = json!(crate::credentials::TokenError::EXPIRED);
+            } else if let Some(needed) = remote_scope_needed(&host, &c) {
+                shown["state"] = json!(format!(
+                    "{}{}",
+                    crate::remote::oauth::STEP_UP_PREFIX,
+                    needed.into_iter().collect::<Vec<_>>().join(" ")
+                ));
             }
             shown
         })
         .collect();
     Ok(Json(json!({"brand": brand, "connections": list})))
+}
+
+/// What the remote server `connector` asked for beyond its token, if it is
+/// one and did.
+fn remote_scope_needed(host: &ServeHost, connector: &str) -> Option<std::collections::BTreeSet<String>> {
+    let url = host.host().settings(connector)?.mcp.clone()?;
+    crate::remote::oauth::scope_needed(crate::remote::endpoint(&url).ok()?.as_str())
 }
 
 /// Refuses a share by a caller who is not an admin of both brands. A
