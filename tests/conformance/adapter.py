@@ -177,6 +177,53 @@ def connect_by_identity_assertion(admin):
         raise Failed(f"the identity assertion was refused ({status}): {answer}")
 
 
+# How the host's admin API says a connection needs more scope than its token holds.
+STEP_UP = "the connection needs more scope"
+
+
+def connection_state(admin):
+    status, body = admin.request("GET", "/v1/brands/acme/connections")
+    for c in (body.get("connections", []) if isinstance(body, dict) else []):
+        if c.get("connector") == CONNECTOR:
+            return c.get("state") or ""
+    return ""
+
+
+def step_up_until_listed(admin):
+    """The person connects again while the host says the server needs more scope (its
+    listing refused the token), until the host lists the server or stops asking (it bounds
+    the step-ups for one scope set)."""
+    deadline = time.time() + WAIT_SECS
+    while time.time() < deadline:
+        status, reviews = admin.request("GET", "/v1/reviews")
+        if isinstance(reviews, dict) and (reviews.get("remote", {}).get(CONNECTOR, {}).get("listed_at_ms") or 0) > 0:
+            return
+        state = connection_state(admin)
+        if state.startswith(STEP_UP):
+            log("step-up:", state)
+            try:
+                connect_oauth(admin)
+            except Failed as e:
+                log("the host stops asking:", e)
+                return
+        time.sleep(0.2)
+
+
+def reauthorize_for_scope(admin, tool, answer):
+    """A call refused for want of scope: the person connects again (the host asks for the
+    scopes held and those the server named); the call is sent once more."""
+    text = json.dumps(answer)
+    if STEP_UP not in text:
+        return False
+    log("step-up for", tool)
+    try:
+        connect_oauth(admin)
+    except Failed as e:
+        log("the host stops asking:", e)
+        return False
+    return True
+
+
 def review_everything(admin):
     """Waits for the host's listing of the server, then reviews every candidate as `read`."""
     deadline = time.time() + WAIT_SECS
@@ -307,7 +354,7 @@ def refused(answer):
 
 # Steps run after serve starts and before the review, by scenario name or prefix ending in "/".
 STEPS_BEFORE_REVIEW = {
-    "auth/": [connect_oauth],
+    "auth/": [connect_oauth, step_up_until_listed],
     "auth/cross-app-access-complete-flow": [connect_by_identity_assertion],
 }
 # Authorization scenarios connected by a step of their own, not by Connect.
@@ -317,7 +364,7 @@ AFTER_CALLS = {}
 # Steps run when a call is refused (an error, or a result with isError), each given
 # (admin, tool name, answer); the call is sent once more when any returns True (for example
 # after a re-authorization with more scopes).
-ON_REFUSED_CALL = {}
+ON_REFUSED_CALL = {"auth/": [reauthorize_for_scope]}
 
 
 def steps_for(table):
