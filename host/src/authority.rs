@@ -1182,8 +1182,10 @@ fn dead_authority(
         }
     }
 
-    // Reviews of tools no loaded component offers.
-    for r in reviews {
+    // Reviews of tools no loaded component offers (a remote server's
+    // resource, template or prompt review, `kind:item`, is not a tool's:
+    // only a running host knows what the server lists now).
+    for r in reviews.into_iter().filter(|r| !r.tool.contains(':')) {
         let why = match deployment.components.get(&r.connector) {
             None => Some(format!(
                 "no loaded component is the `{}` connector",
