@@ -57,7 +57,18 @@ pub(super) async fn answer_over(
     headers: Option<&HeaderMap>,
 ) -> Result<String, serde_json::Error> {
     let traced = super::mcp::trace_parent(meta, headers, &id);
-    let result = call(server, params, gone, &traced).await;
+    // In a task of its own: once allowed, the call runs to its end even if
+    // its client goes away (an effect is never cut off halfway).
+    let server = server.clone();
+    let result = tokio::spawn(async move { call(&server, params, gone, &traced).await })
+        .await
+        .unwrap_or_else(|e| {
+            tracing::error!(error = %e, "a tool call's task failed");
+            Err(McpError::internal_error(
+                "the call failed in the host",
+                None,
+            ))
+        });
     serde_json::to_string(&match result {
         Ok(result) => ServerJsonRpcMessage::response(ServerResult::from(result), id),
         Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
