@@ -5,7 +5,11 @@ level it set (`logging/setLevel`, or at 2026-07-28 the request's own
 
 Driven by host/tests/all/relay_notices.rs:
 
-    python3 relay_client.py --url MCP_URL --token T --other-url URL --other-token T2
+    python3 relay_client.py --url MCP_URL --token T --other-url URL --other-token T2 \
+        --scout-host BIN --config serve.toml
+
+The last two: one session over stdio (`serve --stdio --connector chatty`,
+its environment this script's).
 
 Prints one JSON summary line: what each client heard.
 """
@@ -13,10 +17,12 @@ Prints one JSON summary line: what each client heard.
 import argparse
 import asyncio
 import json
+import os
 import warnings
 
 import httpx2
-from mcp import ClientSession
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from scout_mcp import text_of
@@ -28,6 +34,8 @@ ARGS.add_argument("--url", required=True)
 ARGS.add_argument("--token", required=True)
 ARGS.add_argument("--other-url", required=True, help="another agent session's endpoint")
 ARGS.add_argument("--other-token", required=True)
+ARGS.add_argument("--scout-host", required=True)
+ARGS.add_argument("--config", required=True)
 OPTS = ARGS.parse_args()
 
 
@@ -70,6 +78,39 @@ class Listening:
         return {"answer": text_of(result), "error": bool(result.is_error), "progress": progress}
 
 
+async def over_stdio():
+    """The same over stdio: the level set, a call with a progress token."""
+    heard = []
+
+    async def hear(params):
+        heard.append({"level": params.level, "logger": params.logger, "data": params.data})
+
+    server = StdioServerParameters(
+        command=OPTS.scout_host,
+        args=["serve", "--config", OPTS.config, "--stdio", "--brand", "acme", "--role", "person-chat", "--connector", "chatty"],
+        env={k: os.environ[k] for k in ("SCOUT_ADMIN_TOKEN", "SCOUT_STORE_KEY", "CHATTY_TOKEN")},
+    )
+    async with stdio_client(server) as (read, write):
+        async with ClientSession(read, write, logging_callback=hear) as session:
+            await session.initialize()
+            # This process lists the remote server afresh: its tools are
+            # offered once listed (and found reviewed in the store).
+            for _ in range(100):
+                listed = await session.list_tools()
+                if any(t.name == "chatter" for t in listed.tools):
+                    break
+                await asyncio.sleep(0.1)
+            await session.set_logging_level("info")
+            progress = []
+
+            async def told(value, total, message):
+                progress.append({"progress": value, "total": total, "message": message})
+
+            result = await session.call_tool("chatter", {}, progress_callback=told)
+            await asyncio.sleep(0.2)
+    return {"answer": text_of(result), "progress": progress, "heard": heard}
+
+
 async def main():
     summary = {}
     async with Listening(OPTS.other_url, OPTS.other_token) as other:
@@ -95,6 +136,7 @@ async def main():
             summary["stateless"] = await modern.call("chatter")
             summary["stateless"]["heard"] = modern.heard
         summary["other_heard"] = other.heard
+    summary["stdio"] = await over_stdio()
     print(json.dumps(summary))
 
 

@@ -292,23 +292,39 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Front<W> {
             .get(PROGRESS_TOKEN)
             .filter(|_| asker.is_none())
             .cloned();
+        // What the client hears of its call while it runs, where it asked
+        // (`logging/setLevel` over stdio is the process's, [`super::logging`]).
+        let level = self.server.levels().of("");
+        let (relay, notices) = self
+            .server
+            .relay(super::logging::progress_in(meta), level)
+            .unzip();
         let (server, out, running) = (self.server.clone(), self.out.clone(), self.running.clone());
         let keep_alive = self.keep_alive;
         tokio::spawn(async move {
             let _alive = alive;
+            let telling = notices.map(|notices| tokio::spawn(tell(out.clone(), notices)));
             let (asked, approval) = tokio::sync::oneshot::channel();
             let call = server.call_directly(params, gone.clone(), traced, Some(asked), asker);
-            tokio::pin!(call);
-            let finished = tokio::select! {
-                finished = &mut call => finished,
-                Ok(_) = approval => match progress {
-                    Some(token) => tokio::select! {
-                        finished = &mut call => finished,
-                        () = tell_progress(&out, token, keep_alive) => call.await,
+            let call = crate::remote::relay::relaying(relay, call);
+            // The call (and its relay) is dropped at the end of this block.
+            let finished = {
+                tokio::pin!(call);
+                tokio::select! {
+                    finished = &mut call => finished,
+                    Ok(_) = approval => match progress {
+                        Some(token) => tokio::select! {
+                            finished = &mut call => finished,
+                            () = tell_progress(&out, token, keep_alive) => call.await,
+                        },
+                        None => call.await,
                     },
-                    None => call.await,
-                },
+                }
             };
+            // Its notices before its answer.
+            if let Some(telling) = telling {
+                let _ = telling.await;
+            }
             running.lock().remove(&id);
             if gone.is_cancelled() {
                 return;
@@ -326,6 +342,20 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Front<W> {
             // A client whose output is gone hears nothing more.
             Ok(message) => drop(out.message(message).await),
             Err(e) => tracing::error!(error = %e, "cannot serialise an MCP answer"),
+        }
+    }
+}
+
+/// Writes a call's notices, each a line, until the call ends.
+async fn tell<W: AsyncWrite + Unpin>(
+    out: Arc<Out<W>>,
+    mut notices: tokio::sync::mpsc::Receiver<rmcp::model::ServerNotification>,
+) {
+    while let Some(notice) = notices.recv().await {
+        if let Some(message) = crate::remote::relay::message(notice)
+            && out.message(message).await.is_err()
+        {
+            return;
         }
     }
 }

@@ -4,7 +4,7 @@
 //! its log messages at and above the level the client set, marked as the
 //! server's and scrubbed of the credential, bounded in rate; nothing below
 //! the level, nothing unasked, nothing of another session's calls; at
-//! 2026-07-28, the level named in the request itself.
+//! 2026-07-28, the level named in the request itself; over stdio, the same.
 
 use super::crash_safety::Admin;
 use super::remote_mcp::{listed, python_fixture, review, tool};
@@ -65,7 +65,12 @@ async fn a_client_hears_its_own_calls_progress_and_messages_at_its_level_only() 
         .args(["--url", view["mcp"]["chatty"].as_str().unwrap()])
         .args(["--token", view["token"].as_str().unwrap()])
         .args(["--other-url", other["mcp"]["chatty"].as_str().unwrap()])
-        .args(["--other-token", other["token"].as_str().unwrap()]);
+        .args(["--other-token", other["token"].as_str().unwrap()])
+        .args(["--scout-host", env!("CARGO_BIN_EXE_scout-host"), "--config"])
+        .arg(&config)
+        .env("SCOUT_ADMIN_TOKEN", crate::crash_safety::ADMIN_TOKEN)
+        .env("SCOUT_STORE_KEY", "5c".repeat(32))
+        .env("CHATTY_TOKEN", CHATTY_TOKEN);
     let out = tokio::task::spawn_blocking(move || command.output())
         .await
         .unwrap()
@@ -146,6 +151,21 @@ async fn a_client_hears_its_own_calls_progress_and_messages_at_its_level_only() 
     assert_eq!(modern, vec!["info", "warning"], "{summary}");
     assert_eq!(
         summary["stateless"]["progress"].as_array().unwrap().len(),
+        3,
+        "{summary}"
+    );
+
+    // Over stdio: the same.
+    assert_eq!(summary["stdio"]["answer"], "chattered", "{summary}");
+    let stdio: Vec<String> = summary["stdio"]["heard"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["level"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(stdio, vec!["info", "warning"], "{summary}");
+    assert_eq!(
+        summary["stdio"]["progress"].as_array().unwrap().len(),
         3,
         "{summary}"
     );
