@@ -224,6 +224,21 @@ def reauthorize_for_scope(admin, tool, answer):
     return True
 
 
+def connect_client_credentials(admin):
+    """The deployment's own client (client credentials): its secret, or its private key for
+    `private_key_jwt`, given to the host for the deployment owner's connection."""
+    body = {"client_id": CONTEXT["client_id"]}
+    if CONTEXT.get("client_secret"):
+        body["client_secret"] = CONTEXT["client_secret"]
+    if CONTEXT.get("private_key_pem"):
+        body["private_key_pem"] = CONTEXT["private_key_pem"]
+        body["signing_algorithm"] = CONTEXT.get("signing_algorithm", "ES256")
+    status, answer = admin.request("POST", f"/v1/brands/acme/connections/{CONNECTOR}/client-credentials", body)
+    log("client-credentials", status, json.dumps(answer)[:800])
+    if status != 200:
+        raise Failed(f"the client credentials were refused ({status}): {answer}")
+
+
 def review_everything(admin):
     """Waits for the host's listing of the server, then reviews every candidate as `read`."""
     deadline = time.time() + WAIT_SECS
@@ -356,9 +371,15 @@ def refused(answer):
 STEPS_BEFORE_REVIEW = {
     "auth/": [connect_oauth, step_up_until_listed],
     "auth/cross-app-access-complete-flow": [connect_by_identity_assertion],
+    "auth/client-credentials-basic": [connect_client_credentials],
+    "auth/client-credentials-jwt": [connect_client_credentials],
 }
 # Authorization scenarios connected by a step of their own, not by Connect.
-CONNECTS_OTHERWISE = {"auth/cross-app-access-complete-flow"}
+CONNECTS_OTHERWISE = {
+    "auth/cross-app-access-complete-flow",
+    "auth/client-credentials-basic",
+    "auth/client-credentials-jwt",
+}
 # Steps run after every tool was called.
 AFTER_CALLS = {}
 # Steps run when a call is refused (an error, or a result with isError), each given

@@ -168,10 +168,81 @@ pub struct IssuedToken {
 #[serde(deny_unknown_fields)]
 pub struct ClientGrant {
     pub client_id: String,
+    /// Empty for a client that authenticates by its `private_key` alone.
+    #[serde(default)]
     pub client_secret: String,
     pub token_url: String,
     #[serde(default)]
     pub scopes: BTreeSet<String>,
+    /// How it authenticates with its secret: by default in the form
+    /// (`client_secret_post`), as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_endpoint_auth_method: Option<ClientAuth>,
+    /// The resource indicator (RFC 8707) every token request names: a
+    /// remote MCP server's URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    /// A client that authenticates by a signed assertion
+    /// (`private_key_jwt`, RFC 7523 §2.2) instead of a secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub private_key: Option<PrivateKeyJwt>,
+}
+
+/// A client's signing key and where its assertions are addressed
+/// (`private_key_jwt`, RFC 7523 §3): each token request carries a fresh
+/// JWT, `iss` and `sub` the client id, `aud` the authorization server,
+/// living a minute, with a random `jti`.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrivateKeyJwt {
+    /// The PKCS#8 private key, PEM (`-----BEGIN PRIVATE KEY-----`).
+    pub pem: String,
+    /// `ES256` (the only algorithm taken).
+    pub algorithm: String,
+    /// The assertion's audience: the authorization server's issuer.
+    pub audience: String,
+}
+
+/// RFC 7523 §2.2's client assertion type.
+pub const JWT_BEARER_ASSERTION: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+
+impl PrivateKeyJwt {
+    /// A fresh client assertion for `client_id`.
+    pub fn assertion(&self, client_id: &str) -> Result<String, &'static str> {
+        let der = pem_body(&self.pem).ok_or("the private key is not a PEM `PRIVATE KEY`")?;
+        if self.algorithm != "ES256" {
+            return Err("the signing algorithm is not ES256");
+        }
+        let key = jsonwebtoken::EncodingKey::from_ec_der(&der);
+        let now = jsonwebtoken::get_current_timestamp();
+        let mut jti = [0u8; 16];
+        getrandom::fill(&mut jti).map_err(|_| "no randomness for the assertion's jti")?;
+        let claims = serde_json::json!({
+            "iss": client_id,
+            "sub": client_id,
+            "aud": self.audience,
+            "iat": now,
+            "exp": now + 60,
+            "jti": jti.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+        });
+        jsonwebtoken::encode(
+            &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256),
+            &claims,
+            &key,
+        )
+        .map_err(|_| "the private key does not sign (not a P-256 PKCS#8 key?)")
+    }
+}
+
+/// The DER inside a `-----BEGIN PRIVATE KEY-----` PEM.
+fn pem_body(pem: &str) -> Option<Vec<u8>> {
+    use base64::Engine;
+    let body = pem
+        .trim()
+        .strip_prefix("-----BEGIN PRIVATE KEY-----")?
+        .strip_suffix("-----END PRIVATE KEY-----")?;
+    let text: String = body.chars().filter(|c| !c.is_whitespace()).collect();
+    base64::engine::general_purpose::STANDARD.decode(text).ok()
 }
 
 /// A connection the token broker holds.
@@ -239,7 +310,16 @@ impl TokenSource {
                 }
                 secrets
             }
-            TokenSource::ClientCredentials(g) => vec![&g.client_secret],
+            TokenSource::ClientCredentials(g) => {
+                let mut secrets = Vec::new();
+                if !g.client_secret.is_empty() {
+                    secrets.push(g.client_secret.as_str());
+                }
+                if let Some(key) = &g.private_key {
+                    secrets.push(&key.pem);
+                }
+                secrets
+            }
             TokenSource::Broker(_) => Vec::new(),
         }
     }
@@ -308,7 +388,29 @@ impl TokenSource {
             }
             TokenSource::ClientCredentials(g) => {
                 text("client_id", &g.client_id)?;
-                text("client_secret", &g.client_secret)?;
+                match &g.private_key {
+                    Some(key) => {
+                        if key.pem.len() > 16 << 10 {
+                            return Err(field("private_key.pem", "must be at most 16 KiB"));
+                        }
+                        key.assertion(&g.client_id)
+                            .map_err(|why| field("private_key", why))?;
+                        token_url(&key.audience)
+                            .map_err(|why| field("private_key.audience", why))?;
+                    }
+                    None => text("client_secret", &g.client_secret)?,
+                }
+                if !g.client_secret.is_empty() {
+                    text("client_secret", &g.client_secret)?;
+                }
+                if let Some(resource) = &g.resource
+                    && !resource_indicator(resource)
+                {
+                    return Err(field(
+                        "resource",
+                        "must be an http(s) URL without credentials, query or fragment (RFC 8707)",
+                    ));
+                }
                 token_url(&g.token_url).map_err(|why| field("token_url", why))?;
                 scopes(&g.scopes)
             }
@@ -888,14 +990,13 @@ impl Tokens {
                 builder.form(&form)
             }
             TokenSource::ClientCredentials(g) => {
-                let mut form = vec![
-                    ("grant_type", "client_credentials"),
-                    ("client_id", g.client_id.as_str()),
-                    ("client_secret", g.client_secret.as_str()),
-                ];
+                let mut form = vec![("grant_type", "client_credentials")];
                 let joined = scope.join(" ");
                 if !joined.is_empty() {
                     form.push(("scope", &joined));
+                }
+                if let Some(resource) = &g.resource {
+                    form.push(("resource", resource.as_str()));
                 }
                 let Ok(url) = token_url(&g.token_url) else {
                     return (
@@ -907,7 +1008,30 @@ impl Tokens {
                     Ok(client) => client,
                     Err(refused) => return (Err(refused), None),
                 };
-                client.post(url).form(&form)
+                let assertion = match g.private_key.as_ref().map(|k| k.assertion(&g.client_id)) {
+                    Some(Ok(assertion)) => Some(assertion),
+                    Some(Err(_)) => {
+                        return (
+                            Err(TokenError::Unreachable("the client's key does not sign")),
+                            None,
+                        );
+                    }
+                    None => None,
+                };
+                let builder = client.post(url);
+                let builder = match &assertion {
+                    Some(assertion) => {
+                        form.push(("client_id", g.client_id.as_str()));
+                        form.push(("client_assertion_type", JWT_BEARER_ASSERTION));
+                        form.push(("client_assertion", assertion.as_str()));
+                        builder
+                    }
+                    None => g
+                        .token_endpoint_auth_method
+                        .unwrap_or(ClientAuth::ClientSecretPost)
+                        .apply(builder, &mut form, &g.client_id, &g.client_secret),
+                };
+                builder.form(&form)
             }
             TokenSource::Broker(b) => {
                 let Some(broker) = &self.broker else {

@@ -148,7 +148,7 @@ pub async fn connect(
         http,
         allow_private_network,
     };
-    let server = ask.discover(mcp).await?;
+    let server = ask.discover(mcp, JWT_BEARER).await?;
     let idp_token_endpoint = match &request.identity_provider.token_endpoint {
         Some(text) => endpoint(text).map_err(|why| {
             failed(
@@ -303,7 +303,7 @@ fn id_jag(body: &[u8]) -> Result<String, OauthError> {
 }
 
 /// An RFC 6749 §5.2 error code, the only part of an error answer kept.
-fn oauth_error(body: &[u8]) -> Option<String> {
+pub(crate) fn oauth_error(body: &[u8]) -> Option<String> {
     const CODES: &[&str] = &[
         "invalid_request",
         "invalid_client",
@@ -322,13 +322,33 @@ fn oauth_error(body: &[u8]) -> Option<String> {
 }
 
 /// What discovery found of the server and its authorization server.
-struct Discovered {
-    resource: String,
-    issuer: Url,
-    token_endpoint: Url,
-    auth_methods: Vec<String>,
-    challenge_scopes: Option<BTreeSet<String>>,
-    scopes_supported: BTreeSet<String>,
+pub(crate) struct Discovered {
+    pub(crate) resource: String,
+    pub(crate) issuer: Url,
+    pub(crate) token_endpoint: Url,
+    /// `token_endpoint_auth_methods_supported` (RFC 8414's default,
+    /// `client_secret_basic`, where it says nothing).
+    pub(crate) auth_methods: Vec<String>,
+    pub(crate) challenge_scopes: Option<BTreeSet<String>>,
+    pub(crate) scopes_supported: BTreeSet<String>,
+}
+
+/// Step 1 for a grant without an authorization page (`grant`, which the
+/// authorization server must offer if it lists what it offers): the
+/// server's resource and its authorization server, through the guarded
+/// client.
+pub(crate) async fn discover(
+    http: &reqwest::Client,
+    allow_private_network: bool,
+    mcp: &Url,
+    grant: &str,
+) -> Result<Discovered, OauthError> {
+    Asker {
+        http,
+        allow_private_network,
+    }
+    .discover(mcp, grant)
+    .await
 }
 
 struct Asker<'a> {
@@ -452,7 +472,7 @@ impl Asker<'_> {
     }
 
     /// Step 1: the server's resource and its authorization server.
-    async fn discover(&self, mcp: &Url) -> Result<Discovered, OauthError> {
+    async fn discover(&self, mcp: &Url, grant: &str) -> Result<Discovered, OauthError> {
         // Asked without a token: its challenge names the metadata.
         let initialize = serde_json::json!({
             "jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -558,10 +578,12 @@ impl Asker<'_> {
             ));
         }
         let grants = strings(&value["grant_types_supported"]);
-        if !grants.is_empty() && !grants.iter().any(|g| g == JWT_BEARER) {
+        if !grants.is_empty() && !grants.iter().any(|g| g == grant) {
             return Err(failed(
                 "discovery",
-                "the authorization server does not take the JWT bearer grant (`grant_types_supported`): it offers no enterprise-managed authorization; Connect with its authorization page instead",
+                format!(
+                    "the authorization server does not take the `{grant}` grant (`grant_types_supported`): connect otherwise (Connect, with its authorization page)"
+                ),
             ));
         }
         let token_endpoint = value["token_endpoint"]

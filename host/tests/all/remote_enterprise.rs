@@ -64,7 +64,7 @@ async fn authorization_server(State(seen): State<Shared>) -> Response {
     axum::Json(json!({
         "issuer": format!("{base}/as"),
         "token_endpoint": format!("{base}/as/token"),
-        "grant_types_supported": ["urn:ietf:params:oauth:grant-type:jwt-bearer"],
+        "grant_types_supported": ["urn:ietf:params:oauth:grant-type:jwt-bearer", "client_credentials"],
         "token_endpoint_auth_methods_supported": ["client_secret_basic"],
     }))
     .into_response()
@@ -143,10 +143,16 @@ async fn as_token(
         )
             .into_response();
     }
-    if form.get("grant_type").map(String::as_str)
-        != Some("urn:ietf:params:oauth:grant-type:jwt-bearer")
-    {
-        return oauth_error("unsupported_grant_type");
+    match form.get("grant_type").map(String::as_str) {
+        Some("urn:ietf:params:oauth:grant-type:jwt-bearer") => {}
+        // The deployment's own client: its Basic credentials are the grant.
+        Some("client_credentials") => {
+            return axum::Json(
+                json!({"access_token": ACCESS_TOKEN, "token_type": "Bearer", "expires_in": 3600}),
+            )
+            .into_response();
+        }
+        _ => return oauth_error("unsupported_grant_type"),
     }
     if form.get("assertion").map(String::as_str) != Some(ID_JAG) {
         return oauth_error("invalid_grant");
@@ -219,6 +225,22 @@ async fn fakes() -> (u16, Shared) {
         let _ = axum::serve(listener, app).await;
     });
     (port, seen)
+}
+
+/// `serve` fronting the fakes' MCP server as `tracker`, acme the owner.
+fn serve_tracker(dir: &std::path::Path, mcp_url: &str) -> (scout_tests::ServeProcess, Admin) {
+    let config = scout_tests::serve::write_config(
+        dir,
+        format!(
+            "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\ndeployment_owner_brand = \"acme\"\n[connectors.tracker]\nmcp = \"{mcp_url}\"\ncredential = \"bearer\"\nallow_private_network = true\ndiscover_every_secs = 1\n"
+        ),
+    );
+    let serve = common::serve(&config).start();
+    let admin = Admin {
+        http: reqwest::Client::new(),
+        base: serve.base.clone(),
+    };
+    (serve, admin)
 }
 
 fn body(port: u16, assertion: &str, token_endpoint: &str) -> Value {
@@ -390,4 +412,77 @@ async fn a_persons_identity_assertion_becomes_the_remote_servers_token_without_a
             "{secret} in the trace"
         );
     }
+}
+
+/// The deployment's own client connects the deployment owner's connection
+/// (client credentials, its secret by HTTP Basic, the resource named); no
+/// other brand is connected by a machine's grant, and nothing is asked for
+/// one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_deployment_owner_alone_connects_a_remote_server_by_its_own_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let (port, seen) = fakes().await;
+    let mcp_url = format!("http://127.0.0.1:{port}/mcp");
+    let (serve, admin) = serve_tracker(dir.path(), &mcp_url);
+    let client = json!({"client_id": AS_CLIENT, "client_secret": AS_SECRET});
+
+    let (status, answer) = admin
+        .request(
+            Method::POST,
+            "/v1/brands/globex/connections/tracker/client-credentials",
+            Some(client.clone()),
+        )
+        .await;
+    assert_eq!(status, 422, "{answer}");
+    assert_eq!(answer["error"]["code"], "not_deployment_owner", "{answer}");
+    assert!(seen.lock().unwrap().grants.is_empty(), "nothing asked");
+
+    let (status, answer) = admin
+        .request(
+            Method::POST,
+            "/v1/brands/acme/connections/tracker/client-credentials",
+            Some(client),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["auth_method"], "client_secret_basic", "{answer}");
+    assert_eq!(answer["resource"], mcp_url.as_str(), "{answer}");
+    assert!(!answer.to_string().contains(AS_SECRET), "{answer}");
+    {
+        let seen = seen.lock().unwrap();
+        let (grant, authorization) = &seen.grants[0];
+        assert_eq!(grant["grant_type"], "client_credentials", "{grant:?}");
+        assert_eq!(grant["resource"], mcp_url, "{grant:?}");
+        assert!(!grant.contains_key("client_secret"), "{grant:?}");
+        assert!(
+            authorization
+                .as_deref()
+                .is_some_and(|a| a.starts_with("Basic ")),
+            "{authorization:?}"
+        );
+    }
+
+    let reviews = listed(&admin, "tracker").await;
+    review(&admin, "tracker", tool(&reviews, "whoami"), "read").await;
+    let view = admin.session().await;
+    let mcp = Mcp::for_connector(&admin.http, &view, "tracker")
+        .connect()
+        .await;
+    let who = call(&mcp, "whoami", json!({})).await.unwrap();
+    assert_eq!(
+        ok_text(&who).as_deref(),
+        Some("signed in as alice"),
+        "{who}"
+    );
+
+    let trace = admin.trace("acme").await;
+    assert!(
+        trace
+            .iter()
+            .any(|e| e.rule.as_deref() == Some("connection_stored")
+                && e.detail["by"] == "client_credentials"
+                && e.detail["auth_method"] == "client_secret_basic"),
+        "the change in the trace"
+    );
+    assert!(!serve.stderr().contains(AS_SECRET));
 }

@@ -380,6 +380,9 @@ async fn a_tailscale_oauth_client_gets_read_scoped_tokens_that_the_guest_never_s
         client_secret: CLIENT_SECRET.into(),
         token_url: f.fake.token_url(),
         scopes: ["users:read".to_string(), "devices:core:read".to_string()].into(),
+        token_endpoint_auth_method: None,
+        resource: None,
+        private_key: None,
     });
     f.host
         .host()

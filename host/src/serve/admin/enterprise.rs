@@ -1,10 +1,15 @@
-//! Connecting a brand to a remote MCP server by the person's identity
-//! assertion from the organisation's identity provider (enterprise-managed
-//! authorization, [`crate::remote::enterprise`]): no authorization page, so
-//! one admin API request does the whole exchange and stores the token as
-//! the brand's connection. The body names which identity provider and
-//! clients the connection uses (per brand, like any connection); the
-//! assertion is used once and never stored, logged or answered back.
+//! Connecting a brand to a remote MCP server without an authorization page,
+//! in one admin API request that does the whole exchange and stores the
+//! connection:
+//!
+//! - by the person's identity assertion from the organisation's identity
+//!   provider (enterprise-managed authorization,
+//!   [`crate::remote::enterprise`]); the body names which identity provider
+//!   and clients the connection uses (per brand, like any connection); the
+//!   assertion is used once and never stored, logged or answered back;
+//! - by the deployment's own client (client credentials,
+//!   [`crate::remote::machine`]): the deployment owner's connection only,
+//!   a machine's grant never standing for a person's.
 
 use super::error::{ApiError, Body};
 use crate::remote::enterprise::{self, AssertionConnect};
@@ -23,22 +28,7 @@ pub(super) async fn connect_by_assertion(
     Path((brand, connector)): Path<(String, String)>,
     Body(request): Body<AssertionConnect>,
 ) -> Result<Json<Value>, ApiError> {
-    let Some(settings) = host.host().settings(&connector) else {
-        return Err(ApiError::not_found(format!(
-            "`{connector}` is not a connector this host serves: add a `[connectors.{connector}]` table with its `mcp` URL"
-        )));
-    };
-    let Some(url) = &settings.mcp else {
-        return Err(ApiError::invalid_field(
-            "not_remote",
-            "connector",
-            format!(
-                "`{connector}` is a component, not a remote MCP server: store its credential with PUT /v1/brands/BRAND/connections/{connector}"
-            ),
-        ));
-    };
-    let mcp = crate::remote::endpoint(url).map_err(ApiError::bad_request)?;
-    let allow_private_network = settings.allow_private_network;
+    let (mcp, allow_private_network) = remote_server(&host, &connector)?;
     let http = crate::remote::oauth::client(allow_private_network).map_err(refused)?;
     let idp = request.identity_provider.issuer.clone();
     let connected = enterprise::connect(&http, allow_private_network, &mcp, &request)
@@ -100,4 +90,90 @@ pub(super) async fn connect_by_assertion(
 
 fn refused(e: crate::remote::oauth::OauthError) -> ApiError {
     ApiError::new(StatusCode::BAD_GATEWAY, "oauth_failed", e.to_string())
+}
+
+/// `POST /v1/brands/{brand}/connections/{connector}/client-credentials`.
+pub(super) async fn connect_by_client_credentials(
+    State(host): State<Arc<ServeHost>>,
+    Extension(caller): Extension<Principal>,
+    Path((brand, connector)): Path<(String, String)>,
+    Body(request): Body<crate::remote::machine::MachineConnect>,
+) -> Result<Json<Value>, ApiError> {
+    if host.host().config().deployment_owner_brand.as_deref() != Some(brand.as_str()) {
+        return Err(ApiError::invalid_field(
+            "not_deployment_owner",
+            "brand",
+            format!(
+                "`{brand}` is not the deployment owner (`deployment_owner_brand`): a client-credentials grant connects the deployment itself, not a person's brand; connect `{brand}` with POST .../authorize or .../identity-assertion"
+            ),
+        ));
+    }
+    let (mcp, allow_private_network) = remote_server(&host, &connector)?;
+    let http = crate::remote::oauth::client(allow_private_network).map_err(refused)?;
+    let connected = crate::remote::machine::connect(
+        &http,
+        allow_private_network,
+        &mcp,
+        &brand,
+        &connector,
+        &request,
+    )
+    .await
+    .map_err(|e| {
+        tracing::warn!(%brand, %connector, by = %caller.subject, error = %e, "client-credentials connection refused");
+        refused(e)
+    })?;
+    host.host()
+        .put_connection(&brand, &connector, &connected.source.seal_text())
+        .map_err(|e| {
+            tracing::error!(error = %e, "the client-credentials connection cannot be stored");
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "store_unavailable",
+                "the store is unavailable: nothing was stored; connect again shortly",
+            )
+        })?;
+    super::record_change(
+        &host,
+        &caller,
+        "",
+        &brand,
+        crate::trace::Change::ConnectionStored,
+        json!({
+            "connector": connector,
+            "by": "client_credentials",
+            "auth_method": connected.auth_method,
+            "authorization_server": connected.authorization_server,
+            "resource": connected.resource,
+        }),
+    )
+    .await?;
+    Ok(Json(json!({
+        "brand": brand,
+        "connector": connector,
+        "resource": connected.resource,
+        "authorization_server": connected.authorization_server,
+        "auth_method": connected.auth_method,
+    })))
+}
+
+/// The remote server `connector` is, and whether it may be on a private
+/// network; a 404 or 422 naming what to do otherwise.
+fn remote_server(host: &ServeHost, connector: &str) -> Result<(url::Url, bool), ApiError> {
+    let Some(settings) = host.host().settings(connector) else {
+        return Err(ApiError::not_found(format!(
+            "`{connector}` is not a connector this host serves: add a `[connectors.{connector}]` table with its `mcp` URL"
+        )));
+    };
+    let Some(url) = &settings.mcp else {
+        return Err(ApiError::invalid_field(
+            "not_remote",
+            "connector",
+            format!(
+                "`{connector}` is a component, not a remote MCP server: store its credential with PUT /v1/brands/BRAND/connections/{connector}"
+            ),
+        ));
+    };
+    let mcp = crate::remote::endpoint(url).map_err(ApiError::bad_request)?;
+    Ok((mcp, settings.allow_private_network))
 }

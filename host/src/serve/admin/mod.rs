@@ -74,6 +74,10 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
             post(enterprise::connect_by_assertion),
         )
         .route(
+            "/v1/brands/{brand}/connections/{connector}/client-credentials",
+            post(enterprise::connect_by_client_credentials),
+        )
+        .route(
             "/v1/brands/{brand}/connections/{connector}/shares/{with}",
             put(share).delete(unshare),
         )
