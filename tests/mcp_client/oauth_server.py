@@ -59,6 +59,10 @@ ARGS.add_argument("--port-file", required=True)
 ARGS.add_argument("--access-lifetime", type=int, default=3600, help="seconds an access token lives")
 ARGS.add_argument("--no-refresh", action="store_true", help="issue access tokens without refresh tokens")
 ARGS.add_argument(
+    "--no-prm", action="store_true",
+    help="publish no protected resource metadata and name none in the 401 (a 2025-03-26 server)",
+)
+ARGS.add_argument(
     "--call-scope",
     help="a scope tools/call needs: a token without it gets 403 insufficient_scope naming it (step-up)",
 )
@@ -290,6 +294,12 @@ def tapped(app):
             return message
 
         async def tap_send(message):
+            if OPTS.no_prm and message["type"] == "http.response.start" and message["status"] == 401:
+                message = dict(message)
+                message["headers"] = [
+                    (k, b'Bearer error="invalid_token"' if k.lower() == b"www-authenticate" else v)
+                    for k, v in message["headers"]
+                ]
             if message["type"] == "http.response.start":
                 if path == "/token":
                     # How the client authenticated: HTTP Basic, a secret in the form, or neither.
@@ -309,6 +319,10 @@ def tapped(app):
                         STATS[key].append(form.get("resource", [None])[0])
             await send(message)
 
+        if OPTS.no_prm and path.startswith("/.well-known/oauth-protected-resource"):
+            await send({"type": "http.response.start", "status": 404, "headers": [(b"content-type", b"text/plain")]})
+            await send({"type": "http.response.body", "body": b"not found"})
+            return
         if OPTS.call_scope and path.startswith("/mcp") and scope["method"] == "POST":
             return await step_up(app, scope, receive, send)
         if OPTS.cimd and path == "/.well-known/oauth-authorization-server":

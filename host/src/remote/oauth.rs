@@ -5,7 +5,9 @@
 //! 1. the server is asked without a token; its 401's `WWW-Authenticate`
 //!    names its protected resource metadata (RFC 9728), else the
 //!    well-known paths are tried; the metadata must name the server's own
-//!    URL as its resource;
+//!    URL as its resource. A server that publishes none is taken as MCP
+//!    2025-03-26 had it: its own origin is its authorization server (its
+//!    metadata there, else `/authorize`, `/token`, `/register`);
 //! 2. its first authorization server's metadata (RFC 8414, then OpenID
 //!    discovery) must name itself as issuer and offer PKCE with `S256`;
 //! 3. the client: one the person registered beforehand and gives, first;
@@ -321,8 +323,13 @@ pub async fn start(
         allow_private_network,
     };
     let (metadata_url, challenge_scope) = ask.challenge(mcp).await?;
-    let resource = ask.protected_resource(mcp, metadata_url).await?;
-    let server = ask.authorization_server(&resource.issuer).await?;
+    let (resource, server) = match ask.protected_resource(mcp, metadata_url).await? {
+        Some(resource) => {
+            let server = ask.authorization_server(&resource.issuer).await?;
+            (resource, server)
+        }
+        None => ask.without_resource_metadata(mcp).await?,
+    };
     let scopes = scopes
         .or(challenge_scope)
         .unwrap_or_else(|| resource.scopes_supported.clone());
@@ -717,7 +724,7 @@ impl Asker<'_> {
         &self,
         mcp: &Url,
         named: Option<Url>,
-    ) -> Result<Resource, OauthError> {
+    ) -> Result<Option<Resource>, OauthError> {
         let candidates = match named {
             Some(url) => vec![Some(url)],
             None => {
@@ -737,12 +744,9 @@ impl Asker<'_> {
                 break;
             }
         }
-        let value = found.ok_or_else(|| {
-            failed(
-                "discovery",
-                "the server publishes no protected resource metadata (RFC 9728): it does not take OAuth as MCP describes it",
-            )
-        })?;
+        let Some(value) = found else {
+            return Ok(None);
+        };
         let resource = value["resource"].as_str().ok_or_else(|| {
             failed(
                 "discovery",
@@ -777,16 +781,86 @@ impl Asker<'_> {
                     .collect()
             })
             .unwrap_or_default();
-        Ok(Resource {
+        Ok(Some(Resource {
             resource: resource.to_string(),
             issuer,
             scopes_supported,
-        })
+        }))
+    }
+
+    /// MCP 2025-03-26, for a server that publishes no protected resource
+    /// metadata: its own origin is its authorization server, described by
+    /// the metadata there (RFC 8414), else by the default endpoints
+    /// `/authorize`, `/token` and `/register`. Nothing off the origin the
+    /// operator configured is asked; the token is for the server's URL
+    /// (`resource`), with PKCE S256 as always.
+    async fn without_resource_metadata(
+        &self,
+        mcp: &Url,
+    ) -> Result<(Resource, AuthorizationServer), OauthError> {
+        let issuer = Url::parse(&origin(mcp))
+            .map_err(|_| failed("discovery", "the server's URL has no origin"))?;
+        let server = match self.authorization_server_metadata(&issuer, true).await? {
+            Some(server) => {
+                // Trusted as the server's own: nothing of it elsewhere.
+                let own = |url: &Url| url.origin() == mcp.origin();
+                if !own(&server.authorization_endpoint)
+                    || !own(&server.token_endpoint)
+                    || !server.registration_endpoint.as_ref().is_none_or(own)
+                {
+                    return Err(failed(
+                        "discovery",
+                        "the server publishes no protected resource metadata, and the authorization server metadata at its origin names endpoints elsewhere: refused",
+                    ));
+                }
+                server
+            }
+            None => {
+                let at = |path: &str| {
+                    secure(&format!("{}{path}", origin(mcp)))
+                        .map_err(|why| failed("discovery", format!("`{path}` {why}")))
+                };
+                AuthorizationServer {
+                    authorization_endpoint: at("/authorize")?,
+                    token_endpoint: at("/token")?,
+                    registration_endpoint: Some(at("/register")?),
+                    auth_methods: vec!["client_secret_basic".to_string()],
+                    cimd: false,
+                }
+            }
+        };
+        let resource = Resource {
+            resource: mcp.to_string(),
+            issuer,
+            scopes_supported: BTreeSet::new(),
+        };
+        Ok((resource, server))
     }
 
     /// RFC 8414 (then OpenID discovery): the server's endpoints. Its issuer
     /// must be the one the resource named, and it must offer `S256`.
     async fn authorization_server(&self, issuer: &Url) -> Result<AuthorizationServer, OauthError> {
+        self.authorization_server_metadata(issuer, false)
+            .await?
+            .ok_or_else(|| {
+                failed(
+                    "discovery",
+                    format!(
+                        "the authorization server {} publishes no metadata (RFC 8414)",
+                        issuer.as_str()
+                    ),
+                )
+            })
+    }
+
+    /// [`Asker::authorization_server`], `None` where no metadata is found.
+    /// `at_origin`: the metadata at an MCP server's origin (2025-03-26),
+    /// whose issuer may name a path on that origin.
+    async fn authorization_server_metadata(
+        &self,
+        issuer: &Url,
+        at_origin: bool,
+    ) -> Result<Option<AuthorizationServer>, OauthError> {
         let path = issuer.path().trim_end_matches('/');
         let mut candidates = vec![
             well_known(issuer, "oauth-authorization-server", path),
@@ -808,17 +882,14 @@ impl Asker<'_> {
                 break;
             }
         }
-        let value = found.ok_or_else(|| {
-            failed(
-                "discovery",
-                format!(
-                    "the authorization server {} publishes no metadata (RFC 8414)",
-                    issuer.as_str()
-                ),
-            )
-        })?;
+        let Some(value) = found else {
+            return Ok(None);
+        };
         let named = value["issuer"].as_str().unwrap_or_default();
-        if named.trim_end_matches('/') != issuer.as_str().trim_end_matches('/') {
+        let same_origin = Url::parse(named).is_ok_and(|n| n.origin() == issuer.origin());
+        if named.trim_end_matches('/') != issuer.as_str().trim_end_matches('/')
+            && !(at_origin && same_origin)
+        {
             return Err(failed(
                 "discovery",
                 "the authorization server's metadata names another issuer: refused (RFC 8414 §3.3)",
@@ -857,13 +928,13 @@ impl Asker<'_> {
                     .collect()
             })
             .unwrap_or_else(|| vec!["client_secret_basic".to_string()]);
-        Ok(AuthorizationServer {
+        Ok(Some(AuthorizationServer {
             authorization_endpoint,
             token_endpoint,
             registration_endpoint,
             auth_methods,
             cimd: value["client_id_metadata_document_supported"] == true,
-        })
+        }))
     }
 
     /// RFC 7591: registers the host as a client. A client that can keep a

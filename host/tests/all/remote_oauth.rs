@@ -360,3 +360,32 @@ async fn a_call_refused_for_want_of_scope_asks_a_person_to_connect_again_with_it
     let who = call(&mcp, "whoami", json!({})).await.unwrap();
     assert!(ok_text(&who).is_some(), "{who}");
 }
+
+/// A server as MCP 2025-03-26 had it, publishing no protected resource
+/// metadata: its own origin is its authorization server (the metadata
+/// there), the token is for the server's URL, and the connection works.
+#[tokio::test]
+async fn a_server_without_resource_metadata_is_connected_through_its_own_origin() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = oauth_server(dir.path(), &["--no-prm"]).await;
+    let (_serve, admin, mcp_url) = front(dir.path(), upstream.port, "");
+    let prm = reqwest::get(format!(
+        "http://127.0.0.1:{}/.well-known/oauth-protected-resource/mcp",
+        upstream.port
+    ))
+    .await
+    .unwrap();
+    assert_eq!(prm.status(), 404, "the fixture publishes none");
+    let started = connect(&admin, json!({})).await;
+    assert_eq!(started["resource"], mcp_url.as_str(), "{started}");
+    let seen = stats(&upstream).await;
+    assert_eq!(seen["code_exchanges"], 1, "{seen}");
+    assert_eq!(seen["exchange_resources"], json!([mcp_url]), "{seen}");
+    let reviews = listed(&admin, "tracker").await;
+    review(&admin, "tracker", tool(&reviews, "whoami"), "read").await;
+    let http = reqwest::Client::new();
+    let view = admin.session().await;
+    let mcp = Mcp::for_connector(&http, &view, "tracker").connect().await;
+    let who = call(&mcp, "whoami", json!({})).await.unwrap();
+    assert!(ok_text(&who).is_some(), "{who}");
+}
