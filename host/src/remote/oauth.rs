@@ -1152,6 +1152,27 @@ mod tests {
         assert_eq!(auth_param("", "scope"), None);
     }
 
+    #[tokio::test]
+    async fn an_authorization_server_on_a_private_address_is_not_asked_unless_allowed() {
+        let http = client(false).unwrap();
+        let ask = Asker {
+            http: &http,
+            allow_private_network: false,
+        };
+        for issuer in ["http://10.1.2.3/", "http://127.0.0.1:9/", "http://[::1]:9/"] {
+            let refused = ask
+                .authorization_server(&Url::parse(issuer).unwrap())
+                .await
+                .err()
+                .unwrap_or_else(|| panic!("{issuer} was asked"));
+            assert!(
+                refused.why.contains("nothing was sent")
+                    && refused.why.contains("allow_private_network"),
+                "{issuer}: {refused}"
+            );
+        }
+    }
+
     #[test]
     fn a_resource_covers_its_own_url_and_what_lies_below_it_only() {
         let mcp = Url::parse("https://mcp.example.com/v1/mcp").unwrap();

@@ -389,3 +389,44 @@ async fn a_server_without_resource_metadata_is_connected_through_its_own_origin(
     let who = call(&mcp, "whoami", json!({})).await.unwrap();
     assert!(ok_text(&who).is_some(), "{who}");
 }
+
+/// Every request of Connect goes through the host's guarded client and
+/// address rules: a server (and so its authorization server) on a private
+/// or loopback address is refused unless its connector allows that, and
+/// nothing is sent to it.
+#[tokio::test]
+async fn connect_sends_nothing_to_a_private_address_the_connector_does_not_allow() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = oauth_server(dir.path(), &[]).await;
+    let config = scout_tests::serve::write_config(
+        dir.path(),
+        format!(
+            "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\ndeployment_owner_brand = \"acme\"\n[connectors.tracker]\nmcp = \"http://127.0.0.1:{}/mcp\"\ncredential = \"bearer\"\n",
+            upstream.port
+        ),
+    );
+    let serve = common::serve(&config).start();
+    let admin = Admin {
+        http: reqwest::Client::new(),
+        base: serve.base.clone(),
+    };
+    let (status, body) = admin
+        .request(
+            Method::POST,
+            "/v1/brands/acme/connections/tracker/authorize",
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(status, 502, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("refused") && message.contains("allow_private_network"),
+        "{body}"
+    );
+    let seen = stats(&upstream).await;
+    assert_eq!(
+        seen["unauthorized"], 0,
+        "nothing reached the server: {seen}"
+    );
+    assert_eq!(seen["registrations"], json!([]), "{seen}");
+}
