@@ -261,18 +261,8 @@ async fn a_persons_identity_assertion_becomes_the_remote_servers_token_without_a
     let dir = tempfile::tempdir().unwrap();
     let (port, seen) = fakes().await;
     let mcp_url = format!("http://127.0.0.1:{port}/mcp");
-    let config = scout_tests::serve::write_config(
-        dir.path(),
-        format!(
-            "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\ndeployment_owner_brand = \"acme\"\n[connectors.tracker]\nmcp = \"{mcp_url}\"\ncredential = \"bearer\"\nallow_private_network = true\ndiscover_every_secs = 1\n"
-        ),
-    );
-    let serve = common::serve(&config).start();
-    let http = reqwest::Client::new();
-    let admin = Admin {
-        http: http.clone(),
-        base: serve.base.clone(),
-    };
+    let (serve, admin) = serve_tracker(dir.path(), &mcp_url);
+    let http = admin.http.clone();
     let path = "/v1/brands/acme/connections/tracker/identity-assertion";
     let idp_token = format!("http://127.0.0.1:{port}/idp/token");
     let stored = async || {
