@@ -706,6 +706,36 @@ mod tests {
     }
 
     #[tokio::test]
+    #[allow(deprecated)]
+    async fn a_call_carries_its_sessions_level_and_the_level_goes_with_the_session() {
+        let (sessions, id) = opened(json!({}), VERSION).await;
+        let (other, other_id) = opened(json!({}), VERSION).await;
+        let headers = in_session(&id);
+        let gone = CancellationToken::new();
+        let level = |sessions: &Arc<Sessions>, headers: &[(&'static str, String)]| {
+            let (sessions, parts, gone) = (sessions.clone(), with(headers, &[]), gone.clone());
+            async move {
+                let (_, running) = sessions.direct(&parts, &call(1), &gone).await.unwrap();
+                running.unwrap().level()
+            }
+        };
+        assert_eq!(
+            level(&sessions, &headers).await,
+            None,
+            "none before setLevel"
+        );
+        sessions.levels.set_for(&id, Level::Warning);
+        assert_eq!(level(&sessions, &headers).await, Some(Level::Warning));
+        // Another session's calls: not this one's level.
+        other.levels.set_for(&id, Level::Debug);
+        assert_eq!(level(&other, &in_session(&other_id)).await, None);
+        // Ended by its client: its level is forgotten with it.
+        let ok = axum::http::Response::builder().body(()).unwrap();
+        sessions.handed(&Method::DELETE, &with(&headers, &[]).headers, b"", &ok);
+        assert_eq!(sessions.levels.of(&id), None);
+    }
+
+    #[tokio::test]
     async fn a_delete_forgets_the_session_and_withdraws_its_running_calls() {
         let (sessions, id) = opened(json!({}), VERSION).await;
         let headers = in_session(&id);

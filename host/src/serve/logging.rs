@@ -33,7 +33,11 @@ impl Levels {
 
     /// Sets session `session`'s level (the request's `Mcp-Session-Id`).
     pub(super) fn set(&self, context: &RequestContext<RoleServer>, level: LoggingLevel) {
-        let session = session_of(context);
+        self.set_for(session_of(context), level);
+    }
+
+    /// Sets session `session`'s level.
+    pub(super) fn set_for(&self, session: &str, level: LoggingLevel) {
         self.0.lock().insert(session.into(), level);
     }
 
