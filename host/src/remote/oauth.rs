@@ -1152,6 +1152,49 @@ mod tests {
         assert_eq!(auth_param("", "scope"), None);
     }
 
+    #[test]
+    fn a_step_up_is_read_from_an_insufficient_scope_challenge_and_bounded() {
+        assert_eq!(
+            insufficient_scope(
+                r#"Bearer error="insufficient_scope", scope="mcp:basic mcp:write", resource_metadata="x""#
+            )
+            .as_deref(),
+            Some("mcp:basic mcp:write")
+        );
+        assert_eq!(
+            insufficient_scope(r#"Bearer error="invalid_token", scope="a""#),
+            None
+        );
+        assert_eq!(insufficient_scope(r#"Basic realm="x""#), None);
+        assert_eq!(
+            insufficient_scope(r#"Bearer error="insufficient_scope""#),
+            None
+        );
+
+        let server = Url::parse("https://step-up.example.com/mcp").unwrap();
+        let held: BTreeSet<String> = ["a".to_string()].into();
+        assert_eq!(
+            with_step_up(&server, held.clone()).unwrap(),
+            held,
+            "nothing asked"
+        );
+        for round in 0..MAX_STEP_UPS {
+            let said = needs_scope(server.as_str(), "b");
+            assert!(said.contains("connects it again"), "{round}: {said}");
+            assert_eq!(
+                scope_needed(server.as_str()),
+                Some(["b".to_string()].into())
+            );
+            let asked = with_step_up(&server, held.clone()).unwrap();
+            assert_eq!(asked, ["a".to_string(), "b".to_string()].into());
+            assert_eq!(scope_needed(server.as_str()), None, "asked for now");
+        }
+        let said = needs_scope(server.as_str(), "b");
+        assert!(said.contains("stops asking"), "{said}");
+        let refused = with_step_up(&server, held).unwrap_err();
+        assert!(refused.why.contains("stops asking"), "{refused}");
+    }
+
     #[tokio::test]
     async fn an_authorization_server_on_a_private_address_is_not_asked_unless_allowed() {
         let http = client(false).unwrap();
