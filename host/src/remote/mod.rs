@@ -702,7 +702,13 @@ impl McpSession for Upstream {
             answer.result = Err(McpFailure::Upstream(oauth::needs_scope(&self.url, &scope)));
             return answer;
         }
-        if answer.result.is_ok() || !self.client.unauthorized.load(Ordering::Relaxed) {
+        if answer.result.is_ok() {
+            // The token has what the server asks: a later need starts its
+            // count of step-ups anew (another brand, another day).
+            oauth::scope_sufficed(&self.url);
+            return answer;
+        }
+        if !self.client.unauthorized.load(Ordering::Relaxed) {
             return answer;
         }
         let Some(renewal) = self.client.http.renewal().cloned() else {

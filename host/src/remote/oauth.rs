@@ -185,6 +185,20 @@ pub fn scope_needed(server: &str) -> Option<BTreeSet<String>> {
         .filter(|n| !n.is_empty())
 }
 
+/// A call to the server at `server` succeeded: the step-ups counted for it
+/// are forgotten, so a need that comes later (another brand's token, a
+/// scope the server asks for anew) is bounded afresh, not by what other
+/// brands were asked before. Costs a lock only when a step-up is held.
+pub fn scope_sufficed(server: &str) {
+    let mut step_ups = STEP_UPS.lock();
+    if step_ups.is_empty() {
+        return;
+    }
+    if let Some(step_up) = step_ups.get_mut(&step_up_key(server)) {
+        step_up.asked.clear();
+    }
+}
+
 /// The scopes a Connect asks for, with what the server needs beyond its
 /// token added and counted; refused once the same scopes were asked for
 /// [`MAX_STEP_UPS`] times.
@@ -1191,8 +1205,18 @@ mod tests {
         }
         let said = needs_scope(server.as_str(), "b");
         assert!(said.contains("stops asking"), "{said}");
-        let refused = with_step_up(&server, held).unwrap_err();
+        let refused = with_step_up(&server, held.clone()).unwrap_err();
         assert!(refused.why.contains("stops asking"), "{refused}");
+
+        // A call that then succeeds (another brand's token had it) starts
+        // the count anew: the next need is asked for again.
+        scope_sufficed(server.as_str());
+        let said = needs_scope(server.as_str(), "b");
+        assert!(said.contains("connects it again"), "{said}");
+        assert_eq!(
+            with_step_up(&server, held).unwrap(),
+            ["a".to_string(), "b".to_string()].into()
+        );
     }
 
     #[tokio::test]
