@@ -1,9 +1,11 @@
 """A remote MCP server built on the official Python SDK (`MCPServer`, mcp 2.x)
 whose tools talk while they run: `chatter` reports its progress in three
 steps and logs one message at each of debug, info and warning (the warning
-names the credential it was sent, which the host must scrub), and `flood`
-logs 300 messages as fast as it can. A host fronts it as a connector and
-relays what its clients asked to hear.
+names the credential it was sent, which the host must scrub), `flood`
+logs 300 messages as fast as it can, and `burst` reports five steps of
+progress and logs one message with no pause, then answers at once (what
+it said last travels right before its answer). A host fronts it as a
+connector and relays what its clients asked to hear.
 
 Driven by host/tests/all/relay_notices.rs:
 
@@ -51,6 +53,14 @@ async def flood(ctx: Context) -> str:
         await ctx.info(f"flood {n}")
     await asyncio.sleep(0.05)
     return "flooded"
+
+
+@server.tool(description="Reports five steps and logs once, then answers at once.")
+async def burst(ctx: Context) -> str:
+    for step in range(1, 6):
+        await ctx.report_progress(step, 5)
+    await ctx.info("burst: done")
+    return "burst"
 
 
 def main():

@@ -38,6 +38,9 @@ ARGS.add_argument("--scout-host", required=True)
 ARGS.add_argument("--config", required=True)
 OPTS = ARGS.parse_args()
 
+# Calls of `burst`, one after another in one session.
+BURSTS = 25
+
 
 class Listening:
     """One client session that records every log message it hears."""
@@ -66,16 +69,19 @@ class Listening:
         await self.transport.__aexit__(*exc)
         await self.http.aclose()
 
-    async def call(self, tool, with_progress=True):
+    async def call(self, tool, with_progress=True, settle=True):
         progress = []
 
         async def told(value, total, message):
             progress.append({"progress": value, "total": total, "message": message})
 
         result = await self.session.call_tool(tool, {}, progress_callback=told if with_progress else None)
+        # What was heard by the time the answer came.
+        before = {"progress": len(progress), "heard": len(self.heard)}
         # Anything still on its way (none is expected after the answer).
-        await asyncio.sleep(0.2)
-        return {"answer": text_of(result), "error": bool(result.is_error), "progress": progress}
+        if settle:
+            await asyncio.sleep(0.2)
+        return {"answer": text_of(result), "error": bool(result.is_error), "progress": progress, "before": before}
 
 
 async def over_stdio():
@@ -135,6 +141,14 @@ async def main():
         async with Listening(OPTS.url, OPTS.token, stateless=True, log_level="info") as modern:
             summary["stateless"] = await modern.call("chatter")
             summary["stateless"]["heard"] = modern.heard
+        async with Listening(OPTS.url, OPTS.token) as bursts:
+            # The server's last notices travel right before each answer:
+            # all of them are heard before it, every time.
+            await bursts.session.set_logging_level("info")
+            summary["burst"] = []
+            for _ in range(BURSTS):
+                call = await bursts.call("burst", settle=False)
+                summary["burst"].append({"answer": call["answer"], **call["before"]})
         summary["other_heard"] = other.heard
     summary["stdio"] = await over_stdio()
     print(json.dumps(summary))

@@ -13,13 +13,12 @@
 // send them: refusing them needs their types.
 #![allow(deprecated)]
 
-use super::relay::CallRelay;
-use crate::capabilities::http::HttpCapability;
+use super::notices::Relays;
 use crate::person::Asker;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode, Implementation,
-    ListRootsResult, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+    ListRootsResult,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData as McpError, RoleClient};
@@ -59,56 +58,7 @@ pub(crate) struct HostClient {
     pub(crate) relays: Relays,
 }
 
-/// The running calls of one upstream session whose clients hear their
-/// progress and log messages, by the progress token the host's client
-/// sent the server with each call (never the client's own).
-pub(crate) type Relays = Arc<parking_lot::Mutex<HashMap<ProgressToken, Relayed>>>;
-
-/// One call's relay, and the handle whose secrets are scrubbed from what
-/// the server says.
-#[derive(Clone)]
-pub(crate) struct Relayed {
-    relay: Arc<CallRelay>,
-    http: Arc<HttpCapability>,
-}
-
-/// Withdraws a call's relay from its upstream session when the call ends.
-pub(crate) struct RelayedCall {
-    relays: Relays,
-    token: ProgressToken,
-}
-
-impl Drop for RelayedCall {
-    fn drop(&mut self) {
-        if let Some(relayed) = self.relays.lock().remove(&self.token) {
-            relayed.relay.tell_dropped();
-        }
-    }
-}
-
 impl HostClient {
-    /// Relays the server's notices during the call sent with `token`
-    /// (rmcp's own progress token of the request, by which the server's
-    /// progress finds its call) to `relay`, until the guard is dropped.
-    pub(crate) fn relay_call(
-        &self,
-        relay: Arc<CallRelay>,
-        token: ProgressToken,
-        http: &Arc<HttpCapability>,
-    ) -> RelayedCall {
-        self.relays.lock().insert(
-            token.clone(),
-            Relayed {
-                relay,
-                http: http.clone(),
-            },
-        );
-        RelayedCall {
-            relays: self.relays.clone(),
-            token,
-        }
-    }
-
     fn refuse(&self, method: &'static str) -> McpError {
         let mut refused = self.refused.lock();
         if refused.len() < 64 {
@@ -207,39 +157,6 @@ impl ClientHandler for HostClient {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.list_changed.notify_one();
-    }
-
-    /// The server's progress of a call, to that call's client only (found
-    /// by the request's token; a token of no running call is dropped).
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let relayed = self.relays.lock().get(&params.progress_token).cloned();
-        if let Some(relayed) = relayed {
-            let http = &relayed.http;
-            relayed
-                .relay
-                .remote_progress(&params, &|text: &str| http.scrub_text(text));
-        }
-    }
-
-    /// The server's log message, to the clients of the calls running in
-    /// this upstream session (all of one agent session): a message names
-    /// no call, so while several run, each of their clients may hear it.
-    async fn on_logging_message(
-        &self,
-        params: LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let relayed: Vec<Relayed> = self.relays.lock().values().cloned().collect();
-        for relayed in relayed {
-            let http = &relayed.http;
-            relayed
-                .relay
-                .remote_log(&params, &|text: &str| http.scrub_text(text));
-        }
     }
 
     /// Resources and prompts are candidates too: listed again, reviewed anew.

@@ -24,6 +24,7 @@ mod client;
 pub mod content;
 pub mod enterprise;
 pub mod inspect;
+mod notices;
 pub mod machine;
 pub mod oauth;
 pub mod relay;
@@ -653,6 +654,7 @@ impl Upstream {
             Some(opened) => {
                 let transport = self.client.open_legacy().await.map_err(|e| started(&e))?;
                 *opened.lock() = Some(Instant::now());
+                let transport = notices::Relaying::new(transport, self.handler.relays.clone());
                 self.handler
                     .clone()
                     .serve(transport)
@@ -663,6 +665,7 @@ impl Upstream {
                 let config = StreamableHttpClientTransportConfig::with_uri(self.url.as_str());
                 let transport =
                     StreamableHttpClientTransport::with_client(self.client.clone(), config);
+                let transport = notices::Relaying::new(transport, self.handler.relays.clone());
                 self.handler
                     .clone()
                     .serve(transport)
@@ -786,7 +789,13 @@ impl Upstream {
         params.arguments = args.as_object().cloned();
         // Its progress and log messages, to its client where it asked.
         let relay = relay::for_request(&mut params);
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let mut request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        // Registered as the request is sent; withdrawn when the call ends.
+        let _relayed = relay.map(|relay| {
+            let (ticket, relayed) = notices::ticket(relay, &self.client.http);
+            rmcp::model::GetExtensions::extensions_mut(&mut request).insert(ticket);
+            relayed
+        });
         let remaining = deadline.saturating_duration_since(Instant::now());
         let options = PeerRequestOptions::with_timeout(remaining.max(Duration::from_millis(1)));
         let handle = match service
@@ -806,10 +815,6 @@ impl Upstream {
                 };
             }
         };
-        let _relayed = relay.map(|relay| {
-            self.handler
-                .relay_call(relay, handle.progress_token.clone(), &self.client.http)
-        });
         let id = handle.id.to_string();
         let answered = handle.await_response().await;
         let exchanges = self.client.exchanges.take(&id);

@@ -4,7 +4,8 @@
 //! its log messages at and above the level the client set, marked as the
 //! server's and scrubbed of the credential, bounded in rate; nothing below
 //! the level, nothing unasked, nothing of another session's calls; at
-//! 2026-07-28, the level named in the request itself; over stdio, the same.
+//! 2026-07-28, the level named in the request itself; over stdio, the same;
+//! and what the server said right before its answer, before the answer.
 
 use super::crash_safety::Admin;
 use super::remote_mcp::{listed, python_fixture, review, tool};
@@ -18,6 +19,9 @@ const CHATTY_TOKEN: &str = "chatty-owner-token-4e1b7d90c2";
 
 /// Messages the host relays of one call at once (`relay::BURST`).
 const BURST: usize = 20;
+
+/// Calls of the chatty server's `burst` (`BURSTS` in relay_client.py).
+const BURSTS: usize = 25;
 
 fn heard(summary: &Value, run: &str) -> Vec<Value> {
     summary[run]["heard"]
@@ -53,7 +57,7 @@ async fn a_client_hears_its_own_calls_progress_and_messages_at_its_level_only() 
         base: serve.base.clone(),
     };
     let reviews = listed(&admin, "chatty").await;
-    for name in ["chatter", "flood"] {
+    for name in ["chatter", "flood", "burst"] {
         review(&admin, "chatty", tool(&reviews, name), "read").await;
     }
     let view = admin.session().await;
@@ -169,6 +173,17 @@ async fn a_client_hears_its_own_calls_progress_and_messages_at_its_level_only() 
         3,
         "{summary}"
     );
+
+    // A server whose last notices come right before its answer: each call's
+    // five steps and its message were all heard before the call's answer
+    // (the messages are counted over the session's calls), every time.
+    let bursts = summary["burst"].as_array().unwrap();
+    assert_eq!(bursts.len(), BURSTS, "{summary}");
+    for (n, call) in bursts.iter().enumerate() {
+        assert_eq!(call["answer"], "burst", "{summary}");
+        assert_eq!(call["progress"], 5, "call {n}: {summary}");
+        assert_eq!(call["heard"], n + 1, "call {n}: {summary}");
+    }
 
     // Another agent session, listening at debug all along, heard nothing.
     assert!(
