@@ -8,6 +8,9 @@
 //! open that the host cannot vouch for), it is declined. A
 //! `notifications/tools/list_changed` only makes the host list the tools
 //! again: what the server now offers is a candidate for review, never a tool.
+//! An accepted form gets its defaults for the fields the person left out
+//! ([`super::defaults`], SEP-1034), and a person is asked only while a call
+//! of the session is in flight.
 
 // Sampling and roots are deprecated in MCP (SEP-2577), but servers still
 // send them: refusing them needs their types.
@@ -56,6 +59,9 @@ pub(crate) struct HostClient {
     pub(crate) asked: Arc<parking_lot::Mutex<Vec<&'static str>>>,
     /// The running calls whose clients hear of them ([`super::relay`]).
     pub(crate) relays: Relays,
+    /// Whether a call of this session is in flight: a person is asked
+    /// only then.
+    pub(crate) standalone: Arc<super::transport::Standalone>,
 }
 
 impl HostClient {
@@ -104,6 +110,7 @@ impl ClientHandler for HostClient {
         let peer = self
             .person
             .as_ref()
+            .filter(|_| self.standalone.in_flight())
             .and_then(|p| Some((p, p.askers.lock().get(&p.session).cloned()?)));
         let (person, peer) = match (peer, request) {
             (
@@ -127,6 +134,7 @@ impl ClientHandler for HostClient {
             }
         };
         let (peer, message, requested_schema) = peer;
+        let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
         // The server's words, marked as its own, with anything a renderer
         // would hide shown as a marker.
         let words = crate::shown::text(&message);
@@ -139,7 +147,11 @@ impl ClientHandler for HostClient {
             requested_schema,
         };
         match tokio::time::timeout(person.timeout, peer.elicit(forwarded)).await {
-            Ok(Ok(result)) => {
+            Ok(Ok(mut result)) => {
+                if result.action == ElicitationAction::Accept {
+                    // SEP-1034: the form's defaults for what the person left out.
+                    result.content = super::defaults::apply(&schema, result.content.take());
+                }
                 note(match result.action {
                     ElicitationAction::Accept => "accept",
                     ElicitationAction::Decline => "decline",

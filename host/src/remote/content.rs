@@ -454,6 +454,11 @@ impl Upstream {
             Ok(Err(why)) => return failed(McpFailure::Upstream(why)),
             Ok(Ok(service)) => service,
         };
+        // In flight like a call: the session's standalone stream is open.
+        let _in_flight = self.client.standalone.begin();
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let ready = remaining.min(super::transport::STANDALONE_WAIT);
+        self.client.standalone.ready(ready).await;
         let remaining = deadline.saturating_duration_since(Instant::now());
         let options = PeerRequestOptions::with_timeout(remaining.max(Duration::from_millis(1)));
         let handle = match service
@@ -470,7 +475,12 @@ impl Upstream {
         };
         let id = handle.id.to_string();
         let answered = handle.await_response().await;
-        let exchanges = self.client.exchanges.take(&id);
+        let mut exchanges = self.client.exchanges.take(&id);
+        exchanges.extend(
+            self.client
+                .exchanges
+                .take(super::transport::STANDALONE_RECORD),
+        );
         let why = exchanges.iter().rev().find_map(|e| e.error.clone());
         let result = match answered {
             Ok(ServerResult::InputRequiredResult(_)) => Err(McpFailure::Upstream(

@@ -22,6 +22,7 @@
 
 mod client;
 pub mod content;
+mod defaults;
 pub mod enterprise;
 pub mod inspect;
 mod notices;
@@ -599,6 +600,7 @@ impl Upstream {
     /// `session`: the agent session it serves (`None` for discovery, where
     /// nobody may be asked anything).
     fn new(server: &RemoteServer, http: Arc<HttpCapability>, session: Option<&str>) -> Upstream {
+        let standalone = Arc::<transport::Standalone>::default();
         Upstream {
             client: transport::GuardedClient {
                 unauthorized: Default::default(),
@@ -606,6 +608,7 @@ impl Upstream {
                 http,
                 path: server.url.path().to_string(),
                 exchanges: Default::default(),
+                standalone: standalone.clone(),
             },
             url: server.url.to_string(),
             handler: client::HostClient {
@@ -619,6 +622,7 @@ impl Upstream {
                 }),
                 asked: Default::default(),
                 relays: Default::default(),
+                standalone,
             },
             service: Default::default(),
             legacy_opened: server.legacy_sse.then(Mutex::default),
@@ -743,6 +747,7 @@ impl McpSession for Upstream {
 impl Upstream {
     /// The same upstream over `http` (a renewed credential), not yet connected.
     fn renewed_on(&self, http: Arc<HttpCapability>) -> Upstream {
+        let standalone = Arc::<transport::Standalone>::default();
         Upstream {
             client: transport::GuardedClient {
                 unauthorized: Default::default(),
@@ -750,11 +755,13 @@ impl Upstream {
                 http,
                 path: self.client.path.clone(),
                 exchanges: Default::default(),
+                standalone: standalone.clone(),
             },
             url: self.url.clone(),
             handler: client::HostClient {
                 refused: Default::default(),
                 asked: Default::default(),
+                standalone,
                 ..self.handler.clone()
             },
             service: Default::default(),
@@ -796,6 +803,13 @@ impl Upstream {
             rmcp::model::GetExtensions::extensions_mut(&mut request).insert(ticket);
             relayed
         });
+        // The session's standalone stream, open while the call is in flight.
+        let _in_flight = self.client.standalone.begin();
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        self.client
+            .standalone
+            .ready(remaining.min(transport::STANDALONE_WAIT))
+            .await;
         let remaining = deadline.saturating_duration_since(Instant::now());
         let options = PeerRequestOptions::with_timeout(remaining.max(Duration::from_millis(1)));
         let handle = match service
@@ -817,7 +831,8 @@ impl Upstream {
         };
         let id = handle.id.to_string();
         let answered = handle.await_response().await;
-        let exchanges = self.client.exchanges.take(&id);
+        let mut exchanges = self.client.exchanges.take(&id);
+        exchanges.extend(self.client.exchanges.take(transport::STANDALONE_RECORD));
         // Why the exchange failed, in the host's words, where it did (the
         // transport reports only that it closed).
         let failed = exchanges.iter().rev().find_map(|e| e.error.clone());

@@ -8,8 +8,17 @@
 //! over its whole length. An event stream is handed to rmcp event by event
 //! as it arrives (a server may ask the host something mid-answer), each
 //! event scrubbed whole before it is parsed; a JSON body is read whole and
-//! scrubbed. The server-initiated GET stream is not opened: what a server
-//! has to say arrives on the answers to the host's own requests.
+//! scrubbed.
+//!
+//! The session's standalone GET stream (where a server sends what no
+//! request of the host's is answering: an `elicitation/create` its SDK
+//! sends unrelated to the call, say) is open only while a `tools/call` of
+//! the session is in flight ([`Standalone`]): rmcp asks for it after
+//! `initialize`; the GET waits until a call starts, goes through the same
+//! guarded handle, is filed in the record of the call that takes it, and
+//! ends when the session's last call ends (rmcp then asks again, and waits
+//! again). At most one is open per upstream session; a server without one
+//! (405), or a GET that fails, leaves the session on POST answers only.
 //!
 //! A request's event stream that the server closes before its answer, after
 //! naming an event `id`, is resumed as SEP-1699 has it: rmcp waits the
@@ -42,6 +51,83 @@ pub(crate) const MAX_RESUMES: u32 = 5;
 /// The most event ids remembered for resuming, over all of a session's
 /// requests (the oldest are forgotten first).
 const MAX_EVENT_IDS: usize = 1024;
+
+/// The longest a call waits for its session's standalone GET stream to
+/// open before it is sent (a server's words on it before then are lost).
+pub(crate) const STANDALONE_WAIT: Duration = Duration::from_secs(3);
+/// What the standalone GET stream's exchanges are filed under until a
+/// call takes them (a JSON-RPC id the host sends is never empty).
+pub(crate) const STANDALONE_RECORD: &str = "";
+
+/// The session's standalone GET stream, and the calls that keep it open.
+pub(crate) struct Standalone {
+    /// The `tools/call` requests in flight.
+    calls: tokio::sync::watch::Sender<usize>,
+    state: tokio::sync::watch::Sender<StandaloneState>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct StandaloneState {
+    /// The server named a session (rmcp asks for the stream only then).
+    session: bool,
+    /// The server has none (405) or the GET failed: never asked again.
+    refused: bool,
+    /// A GET stream is open now.
+    open: bool,
+}
+
+impl Default for Standalone {
+    fn default() -> Standalone {
+        Standalone {
+            calls: tokio::sync::watch::Sender::new(0),
+            state: tokio::sync::watch::Sender::new(StandaloneState::default()),
+        }
+    }
+}
+
+/// One call in flight, until dropped.
+pub(crate) struct InFlight(Arc<Standalone>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.calls.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// Marks the stream closed when it is dropped.
+struct OpenStream(Arc<Standalone>);
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.0.state.send_modify(|s| s.open = false);
+    }
+}
+
+impl Standalone {
+    /// A call starts: the stream may open, and stays open until it ends.
+    pub(crate) fn begin(self: &Arc<Self>) -> InFlight {
+        self.calls.send_modify(|n| *n += 1);
+        InFlight(self.clone())
+    }
+
+    /// Whether a call of the session is in flight.
+    pub(crate) fn in_flight(&self) -> bool {
+        *self.calls.borrow() > 0
+    }
+
+    /// Waits (at most `bound`) until the stream is open, where the session
+    /// will have one: a server's words on it are not lost to a call that
+    /// was sent before it opened.
+    pub(crate) async fn ready(&self, bound: Duration) {
+        let mut state = self.state.subscribe();
+        let _ = tokio::time::timeout(bound, state.wait_for(|s| !s.session || s.refused || s.open))
+            .await;
+    }
+
+    fn refuse(&self) {
+        self.state.send_modify(|s| s.refused = true);
+    }
+}
 
 /// Why the guarded transport could not complete an exchange.
 #[derive(Debug, thiserror::Error)]
@@ -166,6 +252,7 @@ pub(crate) struct GuardedClient {
     /// The endpoint's path below the origin (`/mcp`).
     pub(crate) path: String,
     pub(crate) exchanges: Arc<Exchanges>,
+    pub(crate) standalone: Arc<Standalone>,
 }
 
 impl GuardedClient {
@@ -521,6 +608,13 @@ impl StreamableHttpClient for GuardedClient {
         if status == 401 {
             self.unauthorized.store(true, Ordering::Relaxed);
         }
+        if session.is_some() && (200..300).contains(&status) {
+            self.standalone.state.send_if_modified(|s| {
+                let was = s.session;
+                s.session = true;
+                !was
+            });
+        }
         let insufficient = (status == 403)
             .then(|| crate::remote::oauth::insufficient_scope(www_authenticate.as_deref()?))
             .flatten();
@@ -607,11 +701,14 @@ impl StreamableHttpClient for GuardedClient {
         BoxStream<'static, Result<sse_stream::Sse, SseError>>,
         StreamableHttpError<GuardedError>,
     > {
-        // The long-lived GET stream is not opened (what a server says
-        // arrives on the host's own requests): a GET only resumes a
-        // request's stream after an event id the server named.
-        let Some(last_event_id) = last_event_id else {
-            return Err(StreamableHttpError::ServerDoesNotSupportSse);
+        // Without an event id of a request's stream: the standalone stream.
+        let known = last_event_id
+            .as_deref()
+            .is_some_and(|id| self.exchanges.streams.lock().by_event.contains_key(id));
+        let Some(last_event_id) = last_event_id.clone().filter(|_| known) else {
+            return self
+                .standalone_stream(session_id, last_event_id, custom_headers)
+                .await;
         };
         let of = self
             .exchanges
@@ -674,6 +771,82 @@ impl StreamableHttpClient for GuardedClient {
         }
         let stream = of.map(|of| (of, self.exchanges.clone()));
         Ok(response.events(self.http.clone(), stream))
+    }
+}
+
+impl GuardedClient {
+    /// The session's standalone GET stream, once a call is in flight (see
+    /// the module's doc); it ends when the session's last call ends.
+    async fn standalone_stream(
+        &self,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<
+        BoxStream<'static, Result<sse_stream::Sse, SseError>>,
+        StreamableHttpError<GuardedError>,
+    > {
+        let standalone = self.standalone.clone();
+        let mut calls = standalone.calls.subscribe();
+        if calls.wait_for(|n| *n > 0).await.is_err() {
+            return Err(StreamableHttpError::ServerDoesNotSupportSse);
+        }
+        let mut taken = false;
+        standalone.state.send_if_modified(|s| {
+            taken = !s.refused && !s.open;
+            s.open |= taken;
+            taken
+        });
+        if !taken {
+            // Refused before, or one is open already: at most one.
+            return Err(StreamableHttpError::ServerDoesNotSupportSse);
+        }
+        let open = OpenStream(standalone.clone());
+        let mut request = self.request(Method::Get, session_id.as_deref(), &custom_headers, None);
+        request
+            .headers
+            .retain(|(name, _)| !name.eq_ignore_ascii_case("accept"));
+        request
+            .headers
+            .push(("accept".into(), "text/event-stream".into()));
+        if let Some(id) = last_event_id {
+            request.headers.push(("last-event-id".into(), id));
+        }
+        let response = match self.send(request, Some(STANDALONE_RECORD.into())).await {
+            Ok(response) => response,
+            Err(e) => {
+                standalone.refuse();
+                return Err(e);
+            }
+        };
+        let status = response.status;
+        let content_type = header(&response.headers, "content-type")
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        if !(200..300).contains(&status) || !content_type.starts_with("text/event-stream") {
+            // 405: the server has none (the specification allows it); any
+            // other answer: not asked again in this session either.
+            if status != 405 {
+                tracing::debug!(
+                    status,
+                    "a remote server refused its session's standalone event stream"
+                );
+            }
+            standalone.refuse();
+            let _ = response.whole(&self.http).await;
+            return Err(StreamableHttpError::ServerDoesNotSupportSse);
+        }
+        let last_call = async move {
+            let _ = calls.wait_for(|n| *n == 0).await;
+        };
+        Ok(response
+            .events(self.http.clone(), None)
+            .take_until(last_call)
+            .map(move |event| {
+                let _open = &open;
+                event
+            })
+            .boxed())
     }
 }
 

@@ -174,9 +174,10 @@ async fn a_calls_stream_closed_before_its_answer_is_resumed_with_last_event_id_a
     );
     {
         let seen = seen.lock().unwrap();
-        // One GET, resuming after the call's priming event: never the
-        // long-lived stream (no GET without an event id).
-        assert_eq!(seen.gets, vec![Some("e1".to_string())], "GETs");
+        // The session's standalone stream asked for once, while the call
+        // was in flight (this server has none: 405, never asked again),
+        // then one GET resuming after the call's priming event.
+        assert_eq!(seen.gets, vec![None, Some("e1".to_string())], "GETs");
         let delay = seen.get_delays[0];
         assert!(
             delay >= Duration::from_millis(RETRY_MS - 50),
@@ -188,7 +189,8 @@ async fn a_calls_stream_closed_before_its_answer_is_resumed_with_last_event_id_a
         );
     }
 
-    // The call's record holds the POST and the GET that resumed it.
+    // The call's record holds the POST, the GET that resumed it and the
+    // standalone stream's GET the server refused.
     let trace = admin.trace("acme").await;
     let executed = trace
         .iter()
@@ -203,14 +205,20 @@ async fn a_calls_stream_closed_before_its_answer_is_resumed_with_last_event_id_a
         .iter()
         .filter_map(|r| r["route"].as_str())
         .collect();
-    assert_eq!(routes, ["POST /mcp", "GET /mcp"], "{}", executed.detail);
+    assert_eq!(
+        routes,
+        ["POST /mcp", "GET /mcp", "GET /mcp"],
+        "{}",
+        executed.detail
+    );
+    assert_eq!(requests[2]["status"], 405, "{}", executed.detail);
 
     // A stream closed again on every resumption is resumed a bounded
     // number of times; the call then fails as the host's, nothing hangs.
     let started = Instant::now();
     let failed = call(&mcp, "never_answered", json!({})).await.unwrap();
     assert!(ok_text(&failed).is_none(), "{failed}");
-    let resumed = seen.lock().unwrap().gets.len() - 1;
+    let resumed = seen.lock().unwrap().gets.len() - 2;
     assert_eq!(resumed, 5, "resuming GETs for the unanswered call");
     assert!(
         started.elapsed() < Duration::from_secs(20),
