@@ -36,6 +36,7 @@ mod remote_content;
 mod remote_enterprise;
 mod remote_mcp;
 mod remote_resume;
+mod remote_standalone;
 mod reserved_names;
 mod runtime_deploy;
 mod serve_admin;
