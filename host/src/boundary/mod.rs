@@ -29,8 +29,8 @@
 
 mod approval;
 mod host_tool;
-pub(crate) mod remote_content;
 pub mod lineage;
+pub(crate) mod remote_content;
 mod spend;
 mod trace;
 
