@@ -262,7 +262,10 @@ pub(super) async fn list_connections(
 
 /// What the remote server `connector` asked for beyond its token, if it is
 /// one and did.
-fn remote_scope_needed(host: &ServeHost, connector: &str) -> Option<std::collections::BTreeSet<String>> {
+fn remote_scope_needed(
+    host: &ServeHost,
+    connector: &str,
+) -> Option<std::collections::BTreeSet<String>> {
     let url = host.host().settings(connector)?.mcp.clone()?;
     crate::remote::oauth::scope_needed(crate::remote::endpoint(&url).ok()?.as_str())
 }
