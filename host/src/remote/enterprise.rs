@@ -29,7 +29,9 @@
 //! allows it, answers capped at 64 KiB); every endpoint is https, or plain
 //! http on loopback only.
 
-use super::oauth::{GivenClient, OauthError};
+use super::oauth::{
+    GivenClient, OauthError, auth_param, covers, oauth_error, secure as endpoint, well_known,
+};
 use crate::credentials::tokens::{ClientAuth, IssuedToken, RefreshGrant};
 use serde::Deserialize;
 use serde_json::Value;
@@ -300,25 +302,6 @@ fn id_jag(body: &[u8]) -> Result<String, OauthError> {
                 "the identity provider's answer has no usable `access_token` (the ID-JAG)",
             )
         })
-}
-
-/// An RFC 6749 §5.2 error code, the only part of an error answer kept.
-pub(crate) fn oauth_error(body: &[u8]) -> Option<String> {
-    const CODES: &[&str] = &[
-        "invalid_request",
-        "invalid_client",
-        "invalid_grant",
-        "unauthorized_client",
-        "unsupported_grant_type",
-        "invalid_scope",
-        "invalid_target",
-    ];
-    serde_json::from_slice::<Value>(body)
-        .ok()?
-        .get("error")?
-        .as_str()
-        .filter(|c| CODES.contains(c))
-        .map(str::to_string)
 }
 
 /// What discovery found of the server and its authorization server.
@@ -670,94 +653,6 @@ fn strings(value: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// `ORIGIN/.well-known/NAME/PATH` (RFC 8414 §3.1, RFC 9728 §3.1).
-fn well_known(base: &Url, name: &str, path: &str) -> Option<Url> {
-    Url::parse(&format!(
-        "{}/.well-known/{name}{path}",
-        base.origin().ascii_serialization()
-    ))
-    .ok()
-}
-
-/// Whether the resource identifier `resource` names the server at `mcp`:
-/// the same origin, and its path the server's or a prefix of it at a
-/// segment boundary.
-fn covers(resource: &str, mcp: &Url) -> bool {
-    let Ok(resource) = Url::parse(resource) else {
-        return false;
-    };
-    if resource.origin() != mcp.origin() {
-        return false;
-    }
-    let prefix = resource.path().trim_end_matches('/');
-    let path = mcp.path().trim_end_matches('/');
-    path == prefix || path.starts_with(&format!("{prefix}/"))
-}
-
-/// An endpoint a secret or an assertion is sent to: https, or plain http on
-/// loopback only; no credentials or fragment.
-fn endpoint(text: &str) -> Result<Url, &'static str> {
-    let url = Url::parse(text).map_err(|_| "is not a URL")?;
-    let loopback = match url.host() {
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        Some(url::Host::Domain(d)) => d == "localhost",
-        None => return Err("has no host"),
-    };
-    match url.scheme() {
-        "https" => {}
-        "http" if loopback => {}
-        _ => return Err("must be https (plain http only on 127.0.0.1, ::1 or localhost)"),
-    }
-    if !url.username().is_empty() || url.password().is_some() || url.fragment().is_some() {
-        return Err("must not carry credentials or a fragment");
-    }
-    Ok(url)
-}
-
-/// The value of `name` in a `WWW-Authenticate: Bearer k="v", …` challenge
-/// (quoted or a token; the first occurrence).
-fn auth_param(header: &str, name: &str) -> Option<String> {
-    let rest = header.trim_start().get(6..)?;
-    let mut at = 0;
-    while at < rest.len() {
-        let tail = &rest[at..];
-        let tail_trimmed = tail.trim_start_matches([' ', ',', '\t']);
-        at += tail.len() - tail_trimmed.len();
-        let eq = tail_trimmed.find('=')?;
-        let key = tail_trimmed[..eq].trim();
-        let after = &tail_trimmed[eq + 1..];
-        let (value, used) = if let Some(quoted) = after.strip_prefix('"') {
-            let mut value = String::new();
-            let mut chars = quoted.char_indices();
-            let mut end = quoted.len();
-            while let Some((i, c)) = chars.next() {
-                match c {
-                    '\\' => {
-                        if let Some((_, escaped)) = chars.next() {
-                            value.push(escaped);
-                        }
-                    }
-                    '"' => {
-                        end = i + 1;
-                        break;
-                    }
-                    c => value.push(c),
-                }
-            }
-            (value, 1 + end)
-        } else {
-            let end = after.find([',', ' ']).unwrap_or(after.len());
-            (after[..end].to_string(), end)
-        };
-        if key.eq_ignore_ascii_case(name) {
-            return Some(value);
-        }
-        at += eq + 1 + used;
-    }
-    None
 }
 
 #[cfg(test)]

@@ -514,7 +514,7 @@ pub async fn finish(
 }
 
 /// An RFC 6749 §5.2 error code, the only part of an error answer kept.
-fn oauth_error(body: &[u8]) -> Option<String> {
+pub(crate) fn oauth_error(body: &[u8]) -> Option<String> {
     const CODES: &[&str] = &[
         "invalid_request",
         "invalid_client",
@@ -524,6 +524,7 @@ fn oauth_error(body: &[u8]) -> Option<String> {
         "invalid_scope",
         "invalid_redirect_uri",
         "invalid_client_metadata",
+        "invalid_target",
     ];
     serde_json::from_slice::<Value>(body)
         .ok()?
@@ -1053,14 +1054,14 @@ fn origin(url: &Url) -> String {
 }
 
 /// `ORIGIN/.well-known/NAME/PATH` (RFC 8414 §3.1, RFC 9728 §3.1).
-fn well_known(base: &Url, name: &str, path: &str) -> Option<Url> {
+pub(crate) fn well_known(base: &Url, name: &str, path: &str) -> Option<Url> {
     Url::parse(&format!("{}/.well-known/{name}{path}", origin(base))).ok()
 }
 
 /// Whether the resource identifier `resource` names the server at `mcp`:
 /// the same origin, and its path the server's or a prefix of it at a
 /// segment boundary.
-fn covers(resource: &str, mcp: &Url) -> bool {
+pub(crate) fn covers(resource: &str, mcp: &Url) -> bool {
     let Ok(resource) = Url::parse(resource) else {
         return false;
     };
@@ -1074,7 +1075,7 @@ fn covers(resource: &str, mcp: &Url) -> bool {
 
 /// An endpoint a person or a secret is sent to: https, or plain http on
 /// loopback only; no credentials or fragment.
-fn secure(text: &str) -> Result<Url, &'static str> {
+pub(crate) fn secure(text: &str) -> Result<Url, &'static str> {
     let url = Url::parse(text).map_err(|_| "is not a URL")?;
     let loopback = match url.host() {
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
@@ -1094,7 +1095,7 @@ fn secure(text: &str) -> Result<Url, &'static str> {
 }
 
 /// The value of `name` in a `WWW-Authenticate: Bearer k="v", …` challenge.
-fn auth_param(header: &str, name: &str) -> Option<String> {
+pub(crate) fn auth_param(header: &str, name: &str) -> Option<String> {
     let rest = header.trim_start().get(6..)?;
     let mut chars = rest.char_indices().peekable();
     loop {
