@@ -122,6 +122,9 @@ impl<E: Send + Sync + 'static> Host<E> {
                 .settings(&name)
                 .map_or(300, |c| c.discover_every_secs.unwrap_or(300));
             tokio::spawn(async move {
+                // After a failed listing, the next comes sooner than
+                // `every`: 2 s, doubling, at most a minute.
+                let mut retry_in = None::<u64>;
                 loop {
                     let Some(host) = host.upgrade() else { return };
                     if host.boundary.is_shutting_down() {
@@ -131,10 +134,16 @@ impl<E: Send + Sync + 'static> Host<E> {
                         (host.remote(&name), host.discovery_http(&name).await)
                     {
                         match server.discover(http).await {
-                            Ok(true) => host.deployments.refresh_remote(&name),
-                            Ok(false) => {}
+                            Ok(changed) => {
+                                retry_in = None;
+                                if changed {
+                                    host.deployments.refresh_remote(&name);
+                                }
+                            }
                             Err(why) => {
-                                tracing::warn!(connector = %name, error = %why, "cannot list the remote server's tools; the last list stays");
+                                let next = retry_in.map_or(2, |s| (s * 2).min(60)).min(every);
+                                retry_in = Some(next);
+                                tracing::warn!(connector = %name, error = %why, retry_in_secs = next, "cannot list the remote server's tools; the last list stays");
                             }
                         }
                     }
@@ -142,9 +151,10 @@ impl<E: Send + Sync + 'static> Host<E> {
                     // At most one listing a second, however often a server
                     // says its list changed.
                     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    let wait = retry_in.unwrap_or(every);
                     tokio::select! {
                         () = heard.notified() => {}
-                        () = tokio::time::sleep(std::time::Duration::from_secs(every)) => {}
+                        () = tokio::time::sleep(std::time::Duration::from_secs(wait)) => {}
                     }
                 }
             });
