@@ -189,7 +189,7 @@ async fn complete(
 
 /// The remote server `connector` is, and whether it may be on a private
 /// network; a 404 or 422 naming what to do otherwise.
-fn remote_url(host: &ServeHost, connector: &str) -> Result<(url::Url, bool), ApiError> {
+pub(super) fn remote_url(host: &ServeHost, connector: &str) -> Result<(url::Url, bool), ApiError> {
     let Some(settings) = host.host().settings(connector) else {
         return Err(ApiError::not_found(format!(
             "`{connector}` is not a connector this host serves: add a `[connectors.{connector}]` table with its `mcp` URL"

@@ -28,7 +28,7 @@ pub(super) async fn connect_by_assertion(
     Path((brand, connector)): Path<(String, String)>,
     Body(request): Body<AssertionConnect>,
 ) -> Result<Json<Value>, ApiError> {
-    let (mcp, allow_private_network) = remote_server(&host, &connector)?;
+    let (mcp, allow_private_network) = super::super::connect::remote_url(&host, &connector)?;
     let http = crate::remote::oauth::client(allow_private_network).map_err(refused)?;
     let idp = request.identity_provider.issuer.clone();
     let connected = enterprise::connect(&http, allow_private_network, &mcp, &request)
@@ -108,7 +108,7 @@ pub(super) async fn connect_by_client_credentials(
             ),
         ));
     }
-    let (mcp, allow_private_network) = remote_server(&host, &connector)?;
+    let (mcp, allow_private_network) = super::super::connect::remote_url(&host, &connector)?;
     let http = crate::remote::oauth::client(allow_private_network).map_err(refused)?;
     let connected = crate::remote::machine::connect(
         &http,
@@ -155,25 +155,4 @@ pub(super) async fn connect_by_client_credentials(
         "authorization_server": connected.authorization_server,
         "auth_method": connected.auth_method,
     })))
-}
-
-/// The remote server `connector` is, and whether it may be on a private
-/// network; a 404 or 422 naming what to do otherwise.
-fn remote_server(host: &ServeHost, connector: &str) -> Result<(url::Url, bool), ApiError> {
-    let Some(settings) = host.host().settings(connector) else {
-        return Err(ApiError::not_found(format!(
-            "`{connector}` is not a connector this host serves: add a `[connectors.{connector}]` table with its `mcp` URL"
-        )));
-    };
-    let Some(url) = &settings.mcp else {
-        return Err(ApiError::invalid_field(
-            "not_remote",
-            "connector",
-            format!(
-                "`{connector}` is a component, not a remote MCP server: store its credential with PUT /v1/brands/BRAND/connections/{connector}"
-            ),
-        ));
-    };
-    let mcp = crate::remote::endpoint(url).map_err(ApiError::bad_request)?;
-    Ok((mcp, settings.allow_private_network))
 }
