@@ -48,6 +48,8 @@
 pub mod catalog;
 pub mod gate;
 pub mod names;
+pub mod operator;
+pub mod operator_roles;
 pub mod presets;
 pub mod profile;
 pub mod removed;
@@ -159,6 +161,11 @@ pub struct SessionInput {
     /// grant's).
     #[serde(default, skip_serializing_if = "SessionLimits::is_none")]
     pub limits: SessionLimits,
+    /// The operator role (`[roles.NAME]`) the session was opened under, if
+    /// any: `role` is then its base, whose filters apply, narrowed by the
+    /// operator role's ceiling ([`operator_roles`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator_role: Option<String>,
 }
 
 /// Limits an orchestrator set on one session when it opened it (issue 39),
@@ -225,7 +232,16 @@ impl SessionInput {
             previous_attempt: None,
             selection: None,
             limits: SessionLimits::default(),
+            operator_role: None,
         }
+    }
+
+    /// The role's name as policies, spans and the admin API see it: the
+    /// operator role's name, else the seed role's API name (`coworker`).
+    pub fn role_name(&self) -> &str {
+        self.operator_role
+            .as_deref()
+            .unwrap_or_else(|| self.role.api_name())
     }
 
     pub fn environment(mut self, environment: Environment) -> SessionInput {
