@@ -345,6 +345,8 @@ pub struct Boundary {
     /// Cancelled once the host begins to shut down: nothing more starts,
     /// and every wait for a person ends (`host_shutdown`).
     shutdown: CancellationToken,
+    /// The operator policies in force (issue 56), replaced whole.
+    operator_policies: parking_lot::RwLock<Arc<policy::operator::OperatorPolicies>>,
 }
 
 impl Boundary {
@@ -376,7 +378,22 @@ impl Boundary {
             telemetry: None,
             spend_thresholds: Default::default(),
             shutdown,
+            operator_policies: parking_lot::RwLock::new(Arc::new(
+                policy::operator::OperatorPolicies::none(),
+            )),
         }
+    }
+
+    /// The operator policies in force now.
+    pub fn policies(&self) -> Arc<policy::operator::OperatorPolicies> {
+        self.operator_policies.read().clone()
+    }
+
+    /// Puts `policies` in force: every session's surface is decided afresh
+    /// and every later call is decided under them.
+    pub fn set_policies(&self, policies: Arc<policy::operator::OperatorPolicies>) {
+        *self.operator_policies.write() = policies;
+        self.changed();
     }
 
     /// The approvals service as configured so far (built again by each
