@@ -273,6 +273,8 @@ impl<E> Host<E> {
                 self.boundary.changed();
             }
             Invalidation::Connectors => self.deployments.deploy_stored_soon(),
+            // Applied by the fleet's policy follower (host/policies.rs).
+            Invalidation::Policies => {}
             Invalidation::Session(id) => self.refresh_session(id),
             Invalidation::All => {
                 self.deployments.reapply_remote_reviews();

@@ -27,6 +27,7 @@ mod deployments;
 mod inventory;
 mod ledger;
 mod open;
+mod policies;
 mod postgres;
 mod profiles;
 mod reviews;
@@ -55,6 +56,7 @@ pub use deployments::*;
 pub use inventory::*;
 pub use ledger::*;
 pub use open::{Access, OpenError, StoreLocation, open};
+pub use policies::*;
 pub use postgres::{DEFAULT_LEASE_SECS, LOST_HOST_REVOKER, PgOptions, PgStore, new_host_id};
 pub use profiles::*;
 pub use reviews::*;
@@ -169,6 +171,7 @@ pub trait Store:
     + SessionStore
     + InventoryStore
     + DeploymentStore
+    + PolicyStore
 {
 }
 
@@ -183,6 +186,7 @@ impl<T> Store for T where
         + SessionStore
         + InventoryStore
         + DeploymentStore
+        + PolicyStore
 {
 }
 

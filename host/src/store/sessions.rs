@@ -219,6 +219,8 @@ pub enum Invalidation {
     Reviews,
     /// A connector added, upgraded or retired through the admin API.
     Connectors,
+    /// An operator policy document stored or deleted through the admin API.
+    Policies,
     /// A session ended or revoked by another host's admin API.
     Session(String),
     /// Anything: the listener reconnected and may have missed changes.

@@ -23,6 +23,7 @@ mod inventory;
 mod lease;
 mod ledger;
 mod notify;
+mod policies;
 mod profiles;
 mod reviews;
 mod sessions;
@@ -68,6 +69,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (6, include_str!("006_deployed_connectors.sql")),
     (7, include_str!("007_fleet_sessions.sql")),
     (8, include_str!("008_trace_origin.sql")),
+    (9, include_str!("009_policies.sql")),
 ];
 
 /// Most trace batches committed in one transaction.

@@ -140,6 +140,7 @@ enum InvalidationText {
     Profiles,
     Reviews,
     Connectors,
+    Policies,
     Session {
         #[serde(rename = "s")]
         session: String,
@@ -154,6 +155,7 @@ impl From<&Invalidation> for InvalidationText {
             Invalidation::Profiles => InvalidationText::Profiles,
             Invalidation::Reviews => InvalidationText::Reviews,
             Invalidation::Connectors => InvalidationText::Connectors,
+            Invalidation::Policies => InvalidationText::Policies,
             Invalidation::Session(session) => InvalidationText::Session {
                 session: session.clone(),
             },
@@ -169,6 +171,7 @@ impl From<InvalidationText> for Invalidation {
             InvalidationText::Profiles => Invalidation::Profiles,
             InvalidationText::Reviews => Invalidation::Reviews,
             InvalidationText::Connectors => Invalidation::Connectors,
+            InvalidationText::Policies => Invalidation::Policies,
             InvalidationText::Session { session } => Invalidation::Session(session),
             InvalidationText::All => Invalidation::All,
         }
@@ -280,6 +283,11 @@ mod tests {
                 Notice::Invalidate(Invalidation::Connectors),
                 INVALIDATE_CHANNEL,
                 r#"{"op":"connectors"}"#,
+            ),
+            (
+                Notice::Invalidate(Invalidation::Policies),
+                INVALIDATE_CHANNEL,
+                r#"{"op":"policies"}"#,
             ),
             (
                 Notice::Invalidate(Invalidation::Session("s-1".into())),

@@ -6,6 +6,7 @@ mod connections;
 mod deployments;
 mod inventory;
 mod ledger;
+mod policies;
 mod profiles;
 mod reviews;
 mod sessions;
@@ -36,6 +37,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (6, include_str!("006_deployed_connectors.sql")),
     (7, include_str!("007_run_reserved.sql")),
     (8, include_str!("008_trace_origin.sql")),
+    (9, include_str!("009_policies.sql")),
 ];
 
 /// The schema this host writes: the last migration's version.
