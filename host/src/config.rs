@@ -127,6 +127,21 @@ pub struct ServeConfig {
     /// How long a session lives before it ends by itself (seconds).
     #[serde(default = "default_session_ttl_secs")]
     pub session_ttl_secs: u64,
+    /// The most live sessions one brand holds at once, on every host
+    /// together, every role counted (inbound-email sessions too: seed 000);
+    /// `[brands.NAME] max_live_sessions` overrides it. Default 100: ten
+    /// times what an agency's busiest brand runs at once (a person's chat,
+    /// a few coworkers and goal steps), so only a runaway orchestrator or
+    /// sessions never ended (they live `session_ttl_secs`, a day) reach it.
+    #[serde(default = "default_max_live_sessions_per_brand")]
+    pub max_live_sessions_per_brand: u32,
+    /// The most inbound-email sessions one brand opens in any hour, on
+    /// every host together; `[brands.NAME] inbound_sessions_per_hour`
+    /// overrides it (0: none). Default 30: one every two minutes, more than
+    /// a brand's inbox gets from people, while a flood a stranger sends
+    /// costs at most $15 an hour ($0.50 a turn, seed 000).
+    #[serde(default = "default_inbound_sessions_per_hour_per_brand")]
+    pub inbound_sessions_per_hour_per_brand: u32,
     /// Pooling allocator slots: calls that can run at once.
     #[serde(default = "default_max_concurrent_calls")]
     pub max_concurrent_calls: u32,
@@ -537,6 +552,13 @@ pub struct BrandConfig {
     /// where the role has them.
     #[serde(default)]
     pub goals_engine: bool,
+    /// This brand's cap on live sessions (else `max_live_sessions_per_brand`).
+    #[serde(default)]
+    pub max_live_sessions: Option<u32>,
+    /// This brand's inbound-email sessions per hour (else
+    /// `inbound_sessions_per_hour_per_brand`).
+    #[serde(default)]
+    pub inbound_sessions_per_hour: Option<u32>,
 }
 
 /// Refuses what cannot name a brand in the admin API: 1 to 200 characters,
@@ -844,6 +866,12 @@ fn default_sse_keep_alive_ms() -> u64 {
 fn default_session_ttl_secs() -> u64 {
     24 * 60 * 60
 }
+fn default_max_live_sessions_per_brand() -> u32 {
+    100
+}
+fn default_inbound_sessions_per_hour_per_brand() -> u32 {
+    30
+}
 fn default_credential() -> String {
     "bearer".to_string()
 }
@@ -969,6 +997,19 @@ impl ServeConfig {
             return Err(ConfigFileError::Invalid(
                 "session_ttl_secs must be at least 1".into(),
             ));
+        }
+        let no_session = |at: &str| {
+            ConfigFileError::Invalid(format!(
+                "{at} must be at least 1 (0 would refuse every session of the brand)"
+            ))
+        };
+        if config.max_live_sessions_per_brand == 0 {
+            return Err(no_session("max_live_sessions_per_brand"));
+        }
+        for (brand, facts) in &config.brands {
+            if facts.max_live_sessions == Some(0) {
+                return Err(no_session(&format!("brands.{brand:?}.max_live_sessions")));
+            }
         }
         if config.max_request_bytes < 1024 {
             return Err(ConfigFileError::Invalid(
@@ -1382,7 +1423,8 @@ mod tests {
             c.brand("acme"),
             BrandConfig {
                 skills: vec!["seo-method".into(), "voice-guide".into()],
-                goals_engine: true
+                goals_engine: true,
+                ..BrandConfig::default()
             }
         );
         assert_eq!(

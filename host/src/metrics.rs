@@ -141,6 +141,12 @@ pub const FAMILIES: &[Described] = &[
         what: "sessions this host holds now",
     },
     Described {
+        name: "scout_sessions_refused",
+        kind: "counter",
+        labels: &["rule (`brand_live_sessions`, `brand_inbound_rate`)"],
+        what: "session opens on this host its brand's limits refused",
+    },
+    Described {
         name: "scout_wasm_traps",
         kind: "counter",
         labels: &["connector", "kind (`deadline`, `memory`, `trap`)"],
@@ -344,6 +350,7 @@ pub struct Metrics {
     guest_run: Histograms<ConnectorLabel>,
     sessions_opened: Family<RoleLabel, Counter>,
     sessions_active: Gauge,
+    sessions_refused: Family<Denial, Counter>,
     session_duration: Histogram,
     stopped: Family<Stopped, Counter>,
     instantiate: Histograms<ConnectorLabel>,
@@ -574,6 +581,12 @@ impl Metrics {
             "Sessions this host serves now",
             sessions_active.clone(),
         );
+        let sessions_refused = Family::<Denial, Counter>::default();
+        registry.register(
+            "scout_sessions_refused",
+            "Session opens refused by their brand's limits, by rule",
+            sessions_refused.clone(),
+        );
         let session_duration = Histogram::new(SESSION_BUCKETS.iter().copied());
         registry.register_with_unit(
             "mcp_server_session_duration",
@@ -676,6 +689,7 @@ impl Metrics {
             guest_run,
             sessions_opened,
             sessions_active,
+            sessions_refused,
             session_duration,
             stopped,
             instantiate,
@@ -848,6 +862,15 @@ impl Metrics {
             })
             .inc();
         self.sessions_active.inc();
+    }
+
+    /// A session open its brand's limit `rule` refused.
+    pub(crate) fn session_refused(&self, rule: &str) {
+        self.sessions_refused
+            .get_or_create(&Denial {
+                rule: rule.to_string(),
+            })
+            .inc();
     }
 
     pub(crate) fn session_ended(&self, lasted: Duration) {

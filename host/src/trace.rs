@@ -107,6 +107,8 @@ rule_names! {
     Change {
         SessionOpened => "session_opened",
         SessionEnded => "session_ended",
+        /// A session open its brand's limits refused (nothing was opened).
+        SessionRefused => "session_refused",
         ProfileSaved => "profile_saved",
         ProfileDeleted => "profile_deleted",
         ConnectionStored => "connection_stored",
@@ -617,6 +619,7 @@ mod tests {
                 vec![
                     ("session_opened", Change::SessionOpened.into()),
                     ("session_ended", Change::SessionEnded.into()),
+                    ("session_refused", Change::SessionRefused.into()),
                     ("profile_saved", Change::ProfileSaved.into()),
                     ("profile_deleted", Change::ProfileDeleted.into()),
                     ("connection_stored", Change::ConnectionStored.into()),

@@ -71,6 +71,14 @@ impl<E> Host<E> {
         let facts = input.brand.clone();
         let (session, token) = self.sessions.new_session(brand, input)?;
         let id = session.id.clone();
+        // The seed's per-brand limits, counted with every host's opens.
+        let admitted = self.sessions.admit(
+            &id,
+            brand,
+            role,
+            &request.role,
+            crate::sessions::limits_for(&self.config, brand),
+        )?;
         let components = self.components();
         let roster = self.roster();
         let platform: Vec<&LoadedComponent> = roster
@@ -165,6 +173,7 @@ impl<E> Host<E> {
         };
         self.sessions
             .hold_opened(live, &shown, request.components.clone().unwrap_or_default())?;
+        admitted.keep();
         Ok(view)
     }
 

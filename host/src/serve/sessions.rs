@@ -10,14 +10,36 @@ impl ServeHost {
     /// Opens a session ([`Host::open_session`]), reached through an MCP
     /// endpoint per server it is served.
     pub fn open_session(self: &Arc<Self>, request: &OpenSession) -> Result<SessionView, HostError> {
-        let origin = identity::Acting::now()
-            .map(|acting| acting.origin)
+        let acting = identity::Acting::now();
+        let origin = acting
+            .as_ref()
+            .map(|acting| acting.origin.clone())
             .unwrap_or_default();
         let endpoint = |session, connector, cancel| {
             endpoint::Endpoint::new(self.clone(), session, connector, cancel)
         };
-        self.host
-            .open_session(request, origin, &self.base_url(), &reach(&endpoint))
+        let opened = self.host.open_session(
+            request,
+            origin.clone(),
+            &self.base_url(),
+            &reach(&endpoint),
+        );
+        if let Err(HostError::Limited(refusal)) = &opened {
+            // A brand's limit refused it: traced under the brand, no session.
+            let actor = acting.map(|a| a.actor).unwrap_or(serde_json::Value::Null);
+            let event = crate::trace::changed(
+                "",
+                &refusal.brand,
+                crate::trace::Change::SessionRefused,
+                refusal.detail(),
+                actor,
+                origin,
+            );
+            if let Err(e) = crate::store::block(self.host.trace().record(&event)) {
+                tracing::error!(error = %e, "a session open was refused by its brand's limit and could not be traced");
+            }
+        }
+        opened
     }
 
     /// The session `id` for a caller holding `token`, held here or taken

@@ -32,6 +32,7 @@ impl<E> Sessions<E> {
         if let Err(e) = crate::store::block(self.store.session_closed(id)) {
             tracing::error!(session = %id, error = %e, "cannot record the session's end");
         }
+        self.slot_ended(id);
         // One session is one run: its meters end with it.
         if let Some(holdings) = live.session.holdings() {
             holdings.end();

@@ -10,6 +10,7 @@
 //! remote servers' sessions; taking one up loads its components) are the
 //! caller's: this service returns what they need and does its part.
 
+mod brand_limits;
 mod capability_requests;
 mod end;
 mod expiry;
@@ -20,6 +21,7 @@ mod take_up;
 mod tests;
 
 pub use crate::session::registry::{Kept, Live, Opened};
+pub use brand_limits::{Admitted, Refusal, limits_for};
 pub use capability_requests::Answered;
 pub use end::SessionEnd;
 pub use expiry::Found;
@@ -52,6 +54,10 @@ pub enum HostError {
     /// 422: a session's limits are not inside its lifetime or its grant.
     #[error("{0}")]
     InvalidLimits(String),
+    /// 429: the brand's live sessions or inbound-email rate are at their
+    /// limit ([`brand_limits`]): nothing was opened.
+    #[error("{0}")]
+    Limited(Box<Refusal>),
     #[error("the store failed: {0}")]
     Store(#[from] crate::store::StoreError),
     #[error("{0}")]

@@ -20,6 +20,7 @@
 //! `postgres/`), applied once each, in order.
 
 mod approvals;
+pub mod brand_limits;
 pub mod broker;
 mod capability_requests;
 mod connections;
@@ -170,6 +171,7 @@ pub trait Store:
     + ReviewStore
     + SessionStore
     + InventoryStore
+    + brand_limits::BrandLimitStore
     + DeploymentStore
     + PolicyStore
 {
@@ -185,6 +187,7 @@ impl<T> Store for T where
         + ReviewStore
         + SessionStore
         + InventoryStore
+        + brand_limits::BrandLimitStore
         + DeploymentStore
         + PolicyStore
 {

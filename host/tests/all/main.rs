@@ -11,6 +11,7 @@ mod author_cli;
 mod authoring_languages;
 mod authority_audit;
 mod boundary;
+mod brand_limits;
 mod catalogue_surfaces;
 mod common;
 mod conformance;

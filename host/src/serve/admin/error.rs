@@ -23,6 +23,8 @@ pub struct ApiError {
     /// The rule that already ended what the request wanted to change
     /// (an approval ended by `host_lost`), where one did.
     rule: Option<&'static str>,
+    /// Seconds until the request may succeed (`Retry-After`), where known.
+    retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -37,6 +39,7 @@ impl ApiError {
             message: message.into(),
             field: None,
             rule: None,
+            retry_after: None,
         }
     }
     /// The same error, naming the rule that ended its object.
@@ -102,7 +105,13 @@ impl IntoResponse for ApiError {
         if let Some(rule) = self.rule {
             error["rule"] = json!(rule);
         }
-        (self.status, Json(json!({ "error": error }))).into_response()
+        let mut response = (self.status, Json(json!({ "error": error }))).into_response();
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        response
     }
 }
 
@@ -125,6 +134,14 @@ impl From<HostError> for ApiError {
                 tracing::error!(error = %m, "unavailable");
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", m)
             }
+            HostError::Limited(refusal) => ApiError {
+                retry_after: refusal.retry_after_secs,
+                ..ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    refusal.rule.name(),
+                    refusal.to_string(),
+                )
+            },
             HostError::Store(e) => {
                 tracing::error!(error = %e, "store error");
                 ApiError::new(

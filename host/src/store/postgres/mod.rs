@@ -16,6 +16,7 @@
 //! waits through [`super::block`].
 
 mod approvals;
+mod brand_limits;
 mod capability_requests;
 mod connections;
 mod deployments;
@@ -70,6 +71,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (7, include_str!("007_fleet_sessions.sql")),
     (8, include_str!("008_trace_origin.sql")),
     (9, include_str!("009_policies.sql")),
+    (11, include_str!("011_brand_limits.sql")),
 ];
 
 /// Most trace batches committed in one transaction.

@@ -1,6 +1,7 @@
 //! [`SqliteStore`]: the embedded, single-file implementation of [`Store`].
 
 mod approvals;
+mod brand_limits;
 mod capability_requests;
 mod connections;
 mod deployments;
@@ -38,6 +39,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (7, include_str!("007_run_reserved.sql")),
     (8, include_str!("008_trace_origin.sql")),
     (9, include_str!("009_policies.sql")),
+    (11, include_str!("011_brand_limits.sql")),
 ];
 
 /// The schema this host writes: the last migration's version.

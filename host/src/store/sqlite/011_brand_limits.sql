@@ -1,0 +1,14 @@
+-- Scout Connector Host, SQLite schema version 11: each session a host
+-- opened, as its brand's limits count it (seed 000: "each brand's inbound
+-- turns are rate-limited, and they count against the live session cap").
+-- A row is live until the session ends or expires; an inbound-email one
+-- counts against its brand's hour whether it ended or not.
+CREATE TABLE brand_session_slots (
+    session_id TEXT PRIMARY KEY,
+    brand TEXT NOT NULL,
+    inbound INTEGER NOT NULL,
+    opened_at_ms INTEGER NOT NULL,
+    expires_at_ms INTEGER NOT NULL,
+    ended_at_ms INTEGER
+);
+CREATE INDEX brand_session_slots_brand ON brand_session_slots (brand, opened_at_ms);
