@@ -157,6 +157,10 @@ pub struct ServeConfig {
     /// Facts about brands that the store does not hold, by brand name.
     #[serde(default)]
     pub brands: BTreeMap<String, BrandConfig>,
+    /// Roles of the operator's own, by name (`[roles.triage]`): each
+    /// narrows one of the seed's roles ([`crate::policy::operator_roles`]).
+    #[serde(default)]
+    pub roles: BTreeMap<String, crate::policy::operator_roles::OperatorRoleConfig>,
     /// Every connector's component must be an OCI artifact signed by one
     /// of `signature_keys` (a connector can also require it alone).
     #[serde(default)]
@@ -993,6 +997,8 @@ impl ServeConfig {
                 }
             }
         }
+        crate::policy::operator_roles::OperatorRoles::from_config(&config.roles)
+            .map_err(ConfigFileError::Invalid)?;
         if config.session_ttl_secs == 0 {
             return Err(ConfigFileError::Invalid(
                 "session_ttl_secs must be at least 1".into(),

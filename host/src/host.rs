@@ -57,6 +57,8 @@ pub struct Host<E> {
     /// What an authorized call is given: its handles, each configured once
     /// ([`crate::grant`]).
     grants: Grants,
+    /// The operator's own roles (`[roles.NAME]`), checked at start.
+    operator_roles: Arc<policy::operator_roles::OperatorRoles>,
 }
 
 impl<E> Host<E> {
@@ -93,6 +95,11 @@ impl<E> Host<E> {
     /// What an authorized call is given.
     pub(crate) fn grants(&self) -> &Grants {
         &self.grants
+    }
+
+    /// The operator's own roles (`[roles.NAME]`).
+    pub fn operator_roles(&self) -> &Arc<policy::operator_roles::OperatorRoles> {
+        &self.operator_roles
     }
 
     /// Every approval a call waits for, and every decision on one (the

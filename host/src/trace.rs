@@ -661,6 +661,7 @@ mod tests {
                     ("goals_engine_off", removed(Removal::GoalsEngineOff)),
                     ("no_browser_provider", removed(Removal::NoBrowserProvider)),
                     ("not_selected", removed(Removal::NotSelected)),
+                    ("operator_role", removed(Removal::OperatorRole)),
                 ],
             ),
             // ... a call refused as not offered ...
@@ -675,6 +676,7 @@ mod tests {
                     ("not_registered", removed(Removal::NotRegistered)),
                     ("outside_role", removed(Removal::OutsideRole)),
                     ("not_selected", removed(Removal::NotSelected)),
+                    ("operator_role", removed(Removal::OperatorRole)),
                     ("unreviewed_new", held(ReviewHold::New)),
                     ("unreviewed_changed", held(ReviewHold::Changed)),
                     (

@@ -51,12 +51,16 @@ impl<E> Host<E> {
                 "this host is shutting down and opens no session: open it on another host, or on this one once it is back".into(),
             ));
         }
-        let (brand, role) = request.brand_and_role()?;
+        let (brand, role, operator) = request.brand_and_role_among(&self.operator_roles)?;
         let profile = self
             .sessions
             .profile(brand, role, request.profile.as_deref())?;
         request.components_loaded()?;
         let mut input = self.session_input(brand, role, profile.clone(), &request.loaded)?;
+        // An operator role narrows its base: its ceiling, person and limits.
+        if let Some(operator) = operator {
+            input = operator.narrow(input);
+        }
         if request.selects() {
             let could = self.boundary.surface_for(&input).map_err(|e| {
                 HostError::BadRequest(format!("the session's surface cannot be decided: {e}"))
@@ -68,6 +72,9 @@ impl<E> Host<E> {
             self.sessions.ttl(),
             crate::dates::now_ms(),
         )?;
+        if let Some(operator) = operator {
+            input.limits = operator.limits_within(input.limits);
+        }
         let facts = input.brand.clone();
         let (session, token) = self.sessions.new_session(brand, input)?;
         let id = session.id.clone();

@@ -12,6 +12,7 @@ use crate::deployment::{Deployment, HttpPrepared, Roster, SharedRoster};
 use crate::deployments::{Deployments, DeploymentsConfig, FileSettings};
 use crate::grant::{Grants, GrantsConfig};
 use crate::policy::Switches;
+use crate::policy::operator_roles::OperatorRoles;
 use crate::runtime::{Runtime, RuntimeConfig, default_cache_dir};
 use crate::sessions::Sessions;
 use parking_lot::RwLock;
@@ -74,6 +75,7 @@ impl<E> Host<E> {
                 message: refused.message,
             },
         )?;
+        let operator_roles = Arc::new(operator_roles(&config, &catalog)?);
         let tokens = Arc::new(tokens(&config, &env)?);
         let resolver_config = Arc::new(ResolverConfig {
             deployment_owner_brand: config.deployment_owner_brand.clone(),
@@ -160,8 +162,27 @@ impl<E> Host<E> {
             boundary,
             sessions,
             grants,
+            operator_roles,
         })
     }
+}
+
+/// The operator's roles (`[roles.NAME]`), each ceiling checked against
+/// what this deployment serves: a name that matches nothing stops the start.
+fn operator_roles(
+    config: &ServeConfig,
+    catalog: &crate::policy::Catalog,
+) -> Result<OperatorRoles, StartError> {
+    let invalid = |e: String| StartError::Config(ConfigFileError::Invalid(e));
+    let roles = OperatorRoles::from_config(&config.roles).map_err(invalid)?;
+    let remote = config
+        .connectors
+        .iter()
+        .filter(|(_, c)| c.mcp.is_some())
+        .map(|(name, _)| name.clone())
+        .collect();
+    roles.check_ceilings(catalog, &remote).map_err(invalid)?;
+    Ok(roles)
 }
 
 /// The token service: the broker configured where its secret is set.

@@ -166,6 +166,11 @@ pub struct SessionInput {
     /// operator role's ceiling ([`operator_roles`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operator_role: Option<String>,
+    /// The operator role's ceiling: the surface is narrowed to it after
+    /// the seed's filters (a tool it leaves out is removed as
+    /// `operator_role`), never widened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator_ceiling: Option<Selection>,
 }
 
 /// Limits an orchestrator set on one session when it opened it (issue 39),
@@ -233,6 +238,7 @@ impl SessionInput {
             selection: None,
             limits: SessionLimits::default(),
             operator_role: None,
+            operator_ceiling: None,
         }
     }
 
@@ -459,6 +465,9 @@ pub fn surface(
         Some(previous) => surface.narrow_for_retry(previous)?,
         None => surface,
     };
+    if let Some(ceiling) = &input.operator_ceiling {
+        surface.tools.retain(|name, _| ceiling.keeps(name));
+    }
     if let Some(selection) = &input.selection {
         surface.tools.retain(|name, _| selection.keeps(name));
     }

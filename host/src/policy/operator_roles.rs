@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Catalog, ROLE_NAMES, Role, Selection, SessionLimits, names};
+use super::{Catalog, ROLE_NAMES, Role, Selection, SessionInput, SessionLimits, names};
 
 /// `[roles.NAME]` as written in the configuration file.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
@@ -70,6 +70,17 @@ fn serialize_api_name<S: serde::Serializer>(role: &Role, s: S) -> Result<S::Ok, 
 }
 
 impl OperatorRole {
+    /// `input`, decided for the base role, as a session of this role: its
+    /// ceiling applied after the base's filters, nobody to ask unless the
+    /// role says a person can be, and named as this role.
+    pub fn narrow(&self, mut input: SessionInput) -> SessionInput {
+        input.approval_channel &= self.person_can_be_asked;
+        input.operator_role = Some(self.name.clone());
+        input.operator_ceiling = Some(self.ceiling.clone());
+        input.limits = self.limits_within(input.limits);
+        input
+    }
+
     /// A session's limits under this role: the orchestrator's `asked`,
     /// each at most the role's.
     pub fn limits_within(&self, asked: SessionLimits) -> SessionLimits {
@@ -160,44 +171,43 @@ impl OperatorRoles {
     }
 
     /// Refused when a ceiling names a server or tool that nothing in the
-    /// deployment (`catalog`: built-ins, platform and connector tools;
-    /// `servers`: the connectors served) could give the role's base: such
-    /// a name would silently match nothing.
+    /// deployment could give the role's base (`catalog`: its built-ins,
+    /// platform and connector tools): such a name would silently match
+    /// nothing. `remote`: remote MCP servers, whose tools are listed only
+    /// once the host runs; a tool under one of them is taken on trust
+    /// where the base can be given connector tools at all.
     pub fn check_ceilings(
         &self,
         catalog: &Catalog,
-        servers: &BTreeSet<String>,
+        remote: &BTreeSet<String>,
     ) -> Result<(), String> {
         let mut errors = Vec::new();
         for role in self.roles.values() {
+            let base = role.base.api_name();
             let possible = possible_tools(role.base, catalog);
+            let takes_connectors = matches!(
+                role.base,
+                Role::PersonChat | Role::SpecialistRun { .. } | Role::GoalAgentStep
+            );
+            let on_remote = |server: &str| takes_connectors && remote.contains(server);
             let possible_servers: BTreeSet<&str> = possible
                 .iter()
                 .filter_map(|t| names::split_mcp(t).map(|(server, _)| server))
                 .collect();
             for c in role.ceiling.connectors.iter().flatten() {
-                if !possible_servers.contains(c.as_str()) {
-                    let why = if servers.contains(c) || possible_servers.is_empty() {
-                        format!(
-                            "a session of its base `{}` is never given a tool of it",
-                            role.base.api_name()
-                        )
-                    } else {
-                        "no connector or platform server of this deployment is called that"
-                            .to_string()
-                    };
+                if !possible_servers.contains(c.as_str()) && !on_remote(c) {
                     errors.push(format!(
-                        "roles.{}.connectors names `{c}`, which matches nothing: {why}",
+                        "roles.{}.connectors names `{c}`, which matches nothing: a session of its base `{base}` is never given a tool of a server called that in this deployment",
                         role.name
                     ));
                 }
             }
             for t in role.ceiling.tools.iter().flatten() {
-                if !possible.contains(t) {
+                let remote_tool = names::split_mcp(t).is_some_and(|(server, _)| on_remote(server));
+                if !possible.contains(t) && !remote_tool {
                     errors.push(format!(
-                        "roles.{}.tools names `{t}`, which matches nothing a session of its base `{}` could be given in this deployment (tools are named as allowlisted: `mcp__github__github_read_file`, `Read`)",
-                        role.name,
-                        role.base.api_name()
+                        "roles.{}.tools names `{t}`, which matches nothing a session of its base `{base}` could be given in this deployment (tools are named as allowlisted: `mcp__github__github_read_file`, `Read`)",
+                        role.name
                     ));
                 } else if !role.ceiling.keeps(t) {
                     errors.push(format!(
@@ -378,4 +388,112 @@ pub fn possible_tools(base: Role, catalog: &Catalog) -> BTreeSet<String> {
         }
     }
     all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{BrandFacts, Removal, Switches, removed, surface};
+
+    fn declared(toml_text: &str) -> Result<OperatorRoles, String> {
+        let declared: BTreeMap<String, OperatorRoleConfig> =
+            toml::from_str(toml_text).map_err(|e| e.to_string())?;
+        OperatorRoles::from_config(&declared)
+    }
+
+    #[test]
+    fn a_role_is_refused_with_its_key_named() {
+        let seed_name = declared("[coworker]\nbase = \"person-chat\"\n").unwrap_err();
+        assert!(seed_name.contains("roles.coworker") && seed_name.contains("seed role"));
+        let unknown = declared("[x]\nbase = \"janitor\"\n").unwrap_err();
+        assert!(unknown.contains("roles.x.base") && unknown.contains("person-chat"));
+        let nobody =
+            declared("[x]\nbase = \"coworker\"\nperson_can_be_asked = true\n").unwrap_err();
+        assert!(nobody.contains("roles.x.person_can_be_asked"), "{nobody}");
+        let empty = declared("[x]\nbase = \"person-chat\"\ntools = []\n").unwrap_err();
+        assert!(empty.contains("roles.x.tools"));
+        let zero = declared("[x]\nbase = \"person-chat\"\nmax_calls = 0\n").unwrap_err();
+        assert!(zero.contains("roles.x.max_calls"));
+        // Every error at once.
+        let both = declared("[a]\nbase = \"nope\"\n[b]\nbase = \"nope\"\n").unwrap_err();
+        assert_eq!(both.lines().count(), 2, "{both}");
+        assert!(declared("[x]\nbase = \"person-chat\"\nperson_can_be_asked = true\n").is_ok());
+    }
+
+    #[test]
+    fn a_ceiling_naming_nothing_the_base_could_have_is_refused() {
+        let catalog = Catalog::seed();
+        let none = BTreeSet::new();
+        let roles = declared(
+            "[triage]\nbase = \"specialist\"\ntools = [\"mcp__github__github_read_file\"]\n",
+        )
+        .unwrap();
+        assert_eq!(roles.check_ceilings(&catalog, &none), Ok(()));
+        let coworker = declared(
+            "[triage]\nbase = \"coworker\"\ntools = [\"mcp__github__github_read_file\"]\n",
+        )
+        .unwrap();
+        let refused = coworker.check_ceilings(&catalog, &none).unwrap_err();
+        assert!(
+            refused.contains("roles.triage.tools") && refused.contains("github_read_file"),
+            "{refused}"
+        );
+        let typo = declared("[t]\nbase = \"person-chat\"\nconnectors = [\"githib\"]\n").unwrap();
+        assert!(
+            typo.check_ceilings(&catalog, &none)
+                .unwrap_err()
+                .contains("roles.t.connectors names `githib`")
+        );
+        // A remote server's tools are listed once the host runs.
+        let remote = declared(
+            "[t]\nbase = \"person-chat\"\ntools = [\"mcp__docs__search\"]\nconnectors = [\"docs\"]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            remote.check_ceilings(&catalog, &BTreeSet::from(["docs".to_string()])),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn a_session_of_an_operator_role_is_its_base_narrowed_to_the_ceiling() {
+        let catalog = Catalog::seed();
+        let switches = Switches::default();
+        let roles = declared(
+            "[reader]\nbase = \"person-chat\"\ntools = [\"mcp__github__github_read_file\", \"Read\"]\nmax_calls = 5\n",
+        )
+        .unwrap();
+        let role = roles.get("reader").unwrap();
+        let base = SessionInput::new(Role::PersonChat)
+            .brand(BrandFacts::with_connectors(["github"]))
+            .approval_channel(true);
+        let input = role.narrow(base.clone());
+        assert_eq!(input.role_name(), "reader");
+        assert_eq!(base.role_name(), "person-chat");
+        assert!(
+            !input.approval_channel,
+            "nobody is asked unless the role says so"
+        );
+        assert_eq!(input.limits.max_calls, Some(5));
+        let narrowed = surface(&input, &catalog, &switches).unwrap();
+        assert_eq!(narrowed.names(), ["Read", "mcp__github__github_read_file"]);
+        let whole = surface(&base, &catalog, &switches).unwrap();
+        let gone = removed(&input, &catalog, &switches, &BTreeSet::new());
+        for name in whole.names() {
+            let rule = gone.iter().find(|r| r.name == name).map(|r| r.rule);
+            if narrowed.contains(name) {
+                assert_eq!(rule, None, "{name}");
+            } else {
+                assert_eq!(rule, Some(Removal::OperatorRole), "{name}");
+            }
+        }
+        // An orchestrator's lower limit stays; a higher one is capped.
+        let asked = SessionLimits {
+            max_calls: Some(9),
+            max_effects: Some(2),
+            ..SessionLimits::default()
+        };
+        assert_eq!(role.limits_within(asked).max_calls, Some(5));
+        assert_eq!(role.limits_within(asked).max_effects, Some(2));
+    }
 }

@@ -43,24 +43,31 @@ pub struct Removed {
 /// session differs from that world is put back alone, and the first one
 /// that removes the tool is the rule: switches first, then credentials,
 /// then brand facts (so a tool needing two switches names one of them).
-/// A tool the session would have had but its orchestrator did not select
-/// is `not_selected`.
+/// A tool its base role would have had but an operator role's ceiling
+/// leaves out is `operator_role`; one the session would have had but its
+/// orchestrator did not select is `not_selected`.
 pub fn removed(
     input: &SessionInput,
     catalog: &Catalog,
     switches: &Switches,
     served: &BTreeSet<String>,
 ) -> Vec<Removed> {
-    if input.selection.is_none() {
+    if input.selection.is_none() && input.operator_ceiling.is_none() {
         return removed_by_policy(input, catalog, switches, served);
     }
     let whole = SessionInput {
         selection: None,
+        operator_ceiling: None,
+        ..input.clone()
+    };
+    let ceiled = SessionInput {
+        selection: None,
         ..input.clone()
     };
     let mut removed = removed_by_policy(&whole, catalog, switches, served);
-    if let (Ok(whole), Ok(selected)) = (
+    if let (Ok(whole), Ok(ceiled), Ok(selected)) = (
         surface(&whole, catalog, switches),
+        surface(&ceiled, catalog, switches),
         surface(input, catalog, switches),
     ) {
         removed.extend(
@@ -70,7 +77,11 @@ pub fn removed(
                 .filter(|name| !selected.contains(name))
                 .map(|name| Removed {
                     name: name.to_string(),
-                    rule: Removal::NotSelected,
+                    rule: if ceiled.contains(name) {
+                        Removal::NotSelected
+                    } else {
+                        Removal::OperatorRole
+                    },
                 }),
         );
         removed.sort_by(|a, b| a.name.cmp(&b.name));

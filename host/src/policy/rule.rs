@@ -33,6 +33,9 @@ pub enum Removal {
     NoBrowserProvider,
     /// The orchestrator that opened the session did not select it.
     NotSelected,
+    /// The ceiling of the operator role (`[roles.NAME]`) the session runs
+    /// under leaves it out.
+    OperatorRole,
 }
 
 impl Removal {
@@ -46,6 +49,7 @@ impl Removal {
             Removal::GoalsEngineOff,
             Removal::NoBrowserProvider,
             Removal::NotSelected,
+            Removal::OperatorRole,
         ])
     }
 
@@ -60,6 +64,7 @@ impl Removal {
             Removal::GoalsEngineOff => Cow::Borrowed("goals_engine_off"),
             Removal::NoBrowserProvider => Cow::Borrowed("no_browser_provider"),
             Removal::NotSelected => Cow::Borrowed("not_selected"),
+            Removal::OperatorRole => Cow::Borrowed("operator_role"),
         }
     }
 }
@@ -75,6 +80,7 @@ impl Removal {
             "goals_engine_off" => Removal::GoalsEngineOff,
             "no_browser_provider" => Removal::NoBrowserProvider,
             "not_selected" => Removal::NotSelected,
+            "operator_role" => Removal::OperatorRole,
             other => {
                 let var = other.strip_prefix("switch:")?;
                 Removal::Switch(Switch::ALL.into_iter().find(|s| s.var() == var)?)

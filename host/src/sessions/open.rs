@@ -59,20 +59,34 @@ impl OpenSession {
 
     /// The brand and role asked for, each checked.
     pub fn brand_and_role(&self) -> Result<(&str, Role), HostError> {
+        let none = policy::operator_roles::OperatorRoles::none();
+        let (brand, role, _) = self.brand_and_role_among(&none)?;
+        Ok((brand, role))
+    }
+
+    /// The brand and role asked for, each checked, where `roles` are the
+    /// operator's own: for one of them, its base and itself.
+    pub fn brand_and_role_among<'r>(
+        &self,
+        roles: &'r policy::operator_roles::OperatorRoles,
+    ) -> Result<(&str, Role, Option<&'r policy::operator_roles::OperatorRole>), HostError> {
         let brand = self.brand.trim();
         if brand.is_empty() || brand.len() > 200 {
             return Err(HostError::BadRequest(
                 "`brand` must be 1 to 200 characters".into(),
             ));
         }
+        if let Some(operator) = roles.get(&self.role) {
+            return Ok((brand, operator.base, Some(operator)));
+        }
         let role = Role::from_name(&self.role).ok_or_else(|| {
             HostError::BadRequest(format!(
                 "unknown role `{}`: {}",
                 self.role,
-                policy::ROLE_NAMES
+                roles.role_names()
             ))
         })?;
-        Ok((brand, role))
+        Ok((brand, role, None))
     }
 
     /// Refused when it names components but none were loaded for it (only
