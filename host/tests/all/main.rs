@@ -30,6 +30,7 @@ mod linear_py;
 mod mcp_serve;
 mod notion_ts;
 mod operator;
+mod operator_roles;
 mod plugin_connector;
 mod policy_surface;
 mod relay_notices;

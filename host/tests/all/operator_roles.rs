@@ -1,0 +1,139 @@
+//! Roles of an operator's own (issue 56 item 3), through the real `serve`
+//! binary: a role declared in the configuration on one of the seed's roles
+//! is offered its base's surface narrowed to its ceiling, told by the
+//! official Python MCP client (`tests/mcp_client/operator_roles.py`); a
+//! configuration declaring a role that could never work stops `serve`
+//! with the key named. The seed's own tables (`policy_surface.rs`,
+//! `catalogue_surfaces.rs`) are untouched by any of it.
+
+use crate::common;
+use scout_tests::fake_github::FakeGitHub;
+use scout_tests::python;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+const GITHUB_TOKEN: &str = "ghp_operatorRolesToken01234567";
+const ADMIN_TOKEN: &str = "admin-token-for-operator-roles-0123";
+
+/// `triage`, on the seed's specialist role (the unattended role that can
+/// be granted a connector's reads), limited to two GitHub reads and two
+/// calls a session.
+const TRIAGE: &str = "\n[roles.triage]\nbase = \"specialist\"\ntools = [\"mcp__github__github_read_file\", \"mcp__github__github_list_issues\"]\nmax_calls = 2\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_role_is_offered_exactly_its_ceiling_of_its_base() {
+    let github = FakeGitHub::start(GITHUB_TOKEN).await;
+    let (dir, config) = scout_tests::serve::fresh_config(
+        "operator-roles",
+        &format!(
+            "require_review = false\n{}{TRIAGE}",
+            scout_tests::serve_config_for_github(&github.origin())
+        ),
+    );
+    let serve = common::serve_as(&config, ADMIN_TOKEN, "4e")
+        .compile_cache()
+        .current_dir(&dir)
+        .start();
+    let base = serve.base.clone();
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/operator_roles.py");
+    let run = tokio::task::spawn_blocking(move || {
+        Command::new(python())
+            .arg(&script)
+            .args(["--base", &base, "--admin-token", ADMIN_TOKEN])
+            .args(["--github-token", GITHUB_TOKEN])
+            .output()
+            .expect("run operator_roles.py")
+    });
+    let output = tokio::time::timeout(Duration::from_secs(300), run)
+        .await
+        .expect("operator_roles.py finishes")
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "operator_roles.py failed:\n{out}\n{}\nserve:\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        serve.stderr()
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(out.lines().last().unwrap_or("")).expect("a JSON summary");
+    assert_eq!(
+        summary["offered"],
+        serde_json::json!([
+            "mcp__github__github_list_issues",
+            "mcp__github__github_read_file"
+        ])
+    );
+    assert!(summary["removed_by_role"].as_u64() > Some(0), "{summary}");
+    let requests = github.requests();
+    // Every read that ran reached GitHub once; the one past the role's
+    // limit and the one outside its ceiling sent nothing.
+    assert_eq!(
+        requests
+            .iter()
+            .filter(|r| r.path.contains("/contents/README.md"))
+            .count() as u64,
+        summary["reads_sent"].as_u64().unwrap(),
+        "{requests:?}"
+    );
+    assert!(
+        !requests.iter().any(|r| r.path.contains("/branches")),
+        "the tool outside the ceiling sent nothing: {requests:?}"
+    );
+    drop(serve);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_role_that_could_never_work_stops_serve_with_its_key_named() {
+    let github_config = scout_tests::serve_config_for_github("http://127.0.0.1:9");
+    for (name, role, named, why) in [
+        (
+            "unknown-tool",
+            "[roles.triage]\nbase = \"specialist\"\ntools = [\"mcp__github__github_read_fiel\"]\n",
+            "roles.triage.tools",
+            "mcp__github__github_read_fiel",
+        ),
+        (
+            // The seed's coworker is given no connector's tool at all.
+            "outside-the-base",
+            "[roles.triage]\nbase = \"coworker\"\ntools = [\"mcp__github__github_read_file\"]\n",
+            "roles.triage.tools",
+            "base `coworker`",
+        ),
+        (
+            "seed-name",
+            "[roles.coworker]\nbase = \"specialist\"\n",
+            "roles.coworker",
+            "seed role",
+        ),
+        (
+            "nobody-to-ask",
+            "[roles.night]\nbase = \"coworker\"\nperson_can_be_asked = true\n",
+            "roles.night.person_can_be_asked",
+            "person-chat",
+        ),
+        (
+            "unknown-base",
+            "[roles.night]\nbase = \"janitor\"\n",
+            "roles.night.base",
+            "janitor",
+        ),
+    ] {
+        let (dir, config) = scout_tests::serve::fresh_config(
+            &format!("operator-roles-{name}"),
+            &format!("{github_config}\n{role}"),
+        );
+        let stderr = common::serve_as(&config, ADMIN_TOKEN, "4f")
+            .compile_cache()
+            .current_dir(&dir)
+            .refused();
+        assert!(
+            stderr.contains(named) && stderr.contains(why),
+            "{name}: the refusal names {named} and says {why}:\n{stderr}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
