@@ -29,6 +29,7 @@ mod inventory;
 mod ledger;
 mod open;
 mod policies;
+pub mod policy_counts;
 mod postgres;
 mod profiles;
 mod reviews;
@@ -174,6 +175,7 @@ pub trait Store:
     + brand_limits::BrandLimitStore
     + DeploymentStore
     + PolicyStore
+    + policy_counts::PolicyCountStore
 {
 }
 
@@ -190,6 +192,7 @@ impl<T> Store for T where
         + brand_limits::BrandLimitStore
         + DeploymentStore
         + PolicyStore
+        + policy_counts::PolicyCountStore
 {
 }
 

@@ -25,6 +25,7 @@ mod lease;
 mod ledger;
 mod notify;
 mod policies;
+mod policy_counts;
 mod profiles;
 mod reviews;
 mod sessions;
@@ -71,6 +72,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (7, include_str!("007_fleet_sessions.sql")),
     (8, include_str!("008_trace_origin.sql")),
     (9, include_str!("009_policies.sql")),
+    (10, include_str!("010_policy_counts.sql")),
     (11, include_str!("011_brand_limits.sql")),
 ];
 

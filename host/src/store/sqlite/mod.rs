@@ -8,6 +8,7 @@ mod deployments;
 mod inventory;
 mod ledger;
 mod policies;
+mod policy_counts;
 mod profiles;
 mod reviews;
 mod sessions;
@@ -39,6 +40,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (7, include_str!("007_run_reserved.sql")),
     (8, include_str!("008_trace_origin.sql")),
     (9, include_str!("009_policies.sql")),
+    (10, include_str!("010_policy_counts.sql")),
     (11, include_str!("011_brand_limits.sql")),
 ];
 
