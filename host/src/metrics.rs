@@ -928,6 +928,7 @@ mod tests {
         metrics.upstream_request("github", Some(200), 1);
         drop(metrics.run_started("github"));
         metrics.session_opened("person-chat");
+        metrics.session_refused("brand_live_sessions");
         metrics.guest_stopped("github", "trap");
         metrics.instantiated("github", 1);
         let observer = metrics.allowance_observer("firecrawl", "credits");
