@@ -10,6 +10,7 @@
 
 mod connections;
 mod lease;
+pub(crate) mod policies;
 mod remote;
 mod remote_content;
 mod sessions;
@@ -59,6 +60,9 @@ pub struct Host<E> {
     grants: Grants,
     /// The operator's own roles (`[roles.NAME]`), checked at start.
     operator_roles: Arc<policy::operator_roles::OperatorRoles>,
+    /// The operators' policies this host applies, the file's and the
+    /// fleet's ([`policies`]).
+    policies: Arc<policies::FleetPolicies>,
 }
 
 impl<E> Host<E> {
@@ -70,6 +74,11 @@ impl<E> Host<E> {
     /// sealed with).
     pub(crate) fn key(&self) -> &[u8; 32] {
         &self.key
+    }
+
+    /// The operators' policies this host applies, and every change to them.
+    pub(crate) fn policies(&self) -> &Arc<policies::FleetPolicies> {
+        &self.policies
     }
 
     /// The store the services were built over, for the tests and tools
@@ -280,13 +289,13 @@ impl<E> Host<E> {
                 self.boundary.changed();
             }
             Invalidation::Connectors => self.deployments.deploy_stored_soon(),
-            // Applied by the fleet's policy follower (host/policies.rs).
-            Invalidation::Policies => {}
+            Invalidation::Policies => self.policies.apply_stored_soon(),
             Invalidation::Session(id) => self.refresh_session(id),
             Invalidation::All => {
                 self.deployments.reapply_remote_reviews();
                 self.boundary.changed();
                 self.deployments.deploy_stored_soon();
+                self.policies.apply_stored_soon();
                 self.connections_changed_elsewhere();
                 for live in self.sessions.all() {
                     self.refresh_session(&live.session.id);

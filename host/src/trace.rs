@@ -127,6 +127,10 @@ rule_names! {
         ConnectorRetired => "connector_retired",
         SessionComponentStored => "session_component_stored",
         SessionComponentWithdrawn => "session_component_withdrawn",
+        /// An operator policy document stored through the admin API.
+        PolicyStored => "policy_stored",
+        /// An operator policy document deleted through the admin API.
+        PolicyRetired => "policy_retired",
     }
 }
 
@@ -644,6 +648,9 @@ mod tests {
                         "session_component_withdrawn",
                         Deploy::SessionComponentWithdrawn.into(),
                     ),
+                    // host/policies.rs.
+                    ("policy_stored", Deploy::PolicyStored.into()),
+                    ("policy_retired", Deploy::PolicyRetired.into()),
                 ],
             ),
             // policy::Rule, as the boundary wrote it: a session's start...

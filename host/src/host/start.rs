@@ -150,6 +150,15 @@ impl<E> Host<E> {
             resolutions: connections.resolution_cache(),
             file: FileSettings::of(&config),
         }));
+        let policies = Arc::new(crate::host::policies::FleetPolicies::new(
+            Vec::new(),
+            store.clone(),
+            boundary.clone(),
+            deployments.clone(),
+        ));
+        crate::store::block(policies.apply_stored()).map_err(|e| {
+            StartError::Config(ConfigFileError::Invalid(format!("operator policies: {e}")))
+        })?;
         release_on_failure.disarm();
         Ok(Host {
             config,
@@ -163,6 +172,7 @@ impl<E> Host<E> {
             sessions,
             grants,
             operator_roles,
+            policies,
         })
     }
 }

@@ -146,6 +146,8 @@ pub async fn serve_http(
     };
     let _stop_sweeper = AbortOnDrop(sweeper);
     let _stop_invalidations = invalidations.map(AbortOnDrop);
+    // A policy change whose ring this host missed is applied all the same.
+    let _stop_policy_poll = AbortOnDrop(host.host().policies().follow_stored());
     let listener = listener.tap_io(|tcp| {
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::warn!(error = %e, "cannot set TCP_NODELAY");

@@ -20,7 +20,7 @@ impl From<DeployError> for ApiError {
 
 /// `caller`, acting in the admin API request this task serves, as the
 /// maker of a change of the deployment.
-fn changed_by(caller: &Principal) -> ChangedBy<'_> {
+pub(super) fn changed_by(caller: &Principal) -> ChangedBy<'_> {
     let (actor, origin) = match super::super::identity::Acting::now() {
         Some(acting) => (Some(acting.actor), acting.origin),
         None => (None, Default::default()),

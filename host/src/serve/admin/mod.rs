@@ -31,6 +31,7 @@ mod connections;
 mod connectors;
 mod enterprise;
 pub(crate) mod error;
+mod policies;
 mod reviews;
 mod sessions;
 mod sign_in;
@@ -41,6 +42,7 @@ use connections::*;
 use connectors::*;
 use error::query;
 pub(crate) use error::{ApiError, Body};
+use policies::*;
 use reviews::*;
 use sessions::*;
 use trace::*;
@@ -97,6 +99,8 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
                 .put(put_connector)
                 .delete(retire_connector),
         )
+        .route("/v1/policies", get(list_policies))
+        .route("/v1/policies/{name}", put(put_policy).delete(retire_policy))
         .route("/v1/session-components", get(list_session_components))
         .route(
             "/v1/session-components/{name}",
