@@ -77,6 +77,95 @@ pub enum ConfigFileError {
     Invalid(String),
 }
 
+/// `[policy]`: where the operator's Cedar policy documents are.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyConfig {
+    /// Files, or patterns whose file name has `*` (`policies/*.cedar`),
+    /// relative to the configuration file. A pattern matching nothing is
+    /// an error (a rule thought in force would not be).
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// The configuration file's folder, which `files` are relative to.
+    #[serde(skip)]
+    pub base: PathBuf,
+}
+
+impl PolicyConfig {
+    /// Every policy document `files` names, in order (a pattern's files
+    /// sorted by name), each named by its path as written.
+    pub fn docs(&self) -> Result<Vec<crate::policy::operator::PolicyDoc>, ConfigFileError> {
+        let mut docs = Vec::new();
+        for entry in &self.files {
+            let written = Path::new(entry);
+            let file_name = written
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            let paths: Vec<PathBuf> = if file_name.contains('*') {
+                let folder = written.parent().unwrap_or(Path::new(""));
+                let listing = std::fs::read_dir(self.base.join(folder)).map_err(|source| {
+                    ConfigFileError::Read {
+                        path: format!("policy.files {entry:?}: {}", folder.display()),
+                        source,
+                    }
+                })?;
+                let mut matched: Vec<PathBuf> = listing
+                    .filter_map(Result::ok)
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .filter(|name| wildcard_matches(file_name, name))
+                    .map(|name| folder.join(name))
+                    .collect();
+                matched.sort();
+                if matched.is_empty() {
+                    return Err(ConfigFileError::Invalid(format!(
+                        "policy.files: {entry:?} matches no file in {}",
+                        self.base.join(folder).display()
+                    )));
+                }
+                matched
+            } else {
+                vec![written.to_path_buf()]
+            };
+            for path in paths {
+                let full = self.base.join(&path);
+                let text =
+                    std::fs::read_to_string(&full).map_err(|source| ConfigFileError::Read {
+                        path: format!("policy file {}", full.display()),
+                        source,
+                    })?;
+                docs.push(crate::policy::operator::PolicyDoc {
+                    name: path.display().to_string(),
+                    source: crate::policy::operator::PolicySource::File(full),
+                    text,
+                });
+            }
+        }
+        Ok(docs)
+    }
+}
+
+/// Whether `name` matches `pattern`, where `*` is any run of characters.
+fn wildcard_matches(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let Some((first, rest)) = parts.split_first() else {
+        return pattern == name;
+    };
+    let Some(mut remaining) = name.strip_prefix(first) else {
+        return false;
+    };
+    let Some((last, middle)) = rest.split_last() else {
+        return remaining.is_empty();
+    };
+    for part in middle {
+        match remaining.find(part) {
+            Some(at) => remaining = &remaining[at + part.len()..],
+            None => return false,
+        }
+    }
+    remaining.len() >= last.len() && remaining.ends_with(last)
+}
+
 /// The whole file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -161,6 +250,10 @@ pub struct ServeConfig {
     /// narrows one of the seed's roles ([`crate::policy::operator_roles`]).
     #[serde(default)]
     pub roles: BTreeMap<String, crate::policy::operator_roles::OperatorRoleConfig>,
+    /// Operators' Cedar policies (`[policy] files`), compiled at start
+    /// against the deployment's schema ([`crate::policy::operator`]).
+    #[serde(default)]
+    pub policy: PolicyConfig,
     /// Every connector's component must be an OCI artifact signed by one
     /// of `signature_keys` (a connector can also require it alone).
     #[serde(default)]
@@ -938,6 +1031,7 @@ impl ServeConfig {
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
         config.database = base.join(&config.database);
+        config.policy.base = base.to_path_buf();
         for key in config.signature_keys.iter_mut() {
             *key = base.join(&*key);
         }
@@ -1201,6 +1295,34 @@ pub enum StartError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn policy_files_are_read_relative_to_the_configuration_by_name_or_pattern() {
+        assert!(wildcard_matches("*.cedar", "a.cedar"));
+        assert!(!wildcard_matches("*.cedar", "a.cedar.bak"));
+        assert!(wildcard_matches("rules-*-v*.cedar", "rules-mail-v2.cedar"));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("policies")).unwrap();
+        std::fs::write(dir.path().join("policies/b.cedar"), "// b").unwrap();
+        std::fs::write(dir.path().join("policies/a.cedar"), "// a").unwrap();
+        std::fs::write(dir.path().join("one.cedar"), "// one").unwrap();
+        let config = PolicyConfig {
+            files: vec!["one.cedar".into(), "policies/*.cedar".into()],
+            base: dir.path().to_path_buf(),
+        };
+        let names: Vec<String> = config.docs().unwrap().into_iter().map(|d| d.name).collect();
+        assert_eq!(names, ["one.cedar", "policies/a.cedar", "policies/b.cedar"]);
+        let none = PolicyConfig {
+            files: vec!["policies/*.txt".into()],
+            base: dir.path().to_path_buf(),
+        };
+        assert!(
+            none.docs()
+                .unwrap_err()
+                .to_string()
+                .contains("matches no file")
+        );
+    }
 
     #[test]
     fn trace_durability_is_power_loss_unless_a_sqlite_host_says_otherwise() {

@@ -669,6 +669,7 @@ mod tests {
                     ("no_browser_provider", removed(Removal::NoBrowserProvider)),
                     ("not_selected", removed(Removal::NotSelected)),
                     ("operator_role", removed(Removal::OperatorRole)),
+                    ("operator_policy", removed(Removal::OperatorPolicy)),
                 ],
             ),
             // ... a call refused as not offered ...
@@ -684,6 +685,7 @@ mod tests {
                     ("outside_role", removed(Removal::OutsideRole)),
                     ("not_selected", removed(Removal::NotSelected)),
                     ("operator_role", removed(Removal::OperatorRole)),
+                    ("operator_policy", removed(Removal::OperatorPolicy)),
                     ("unreviewed_new", held(ReviewHold::New)),
                     ("unreviewed_changed", held(ReviewHold::Changed)),
                     (
@@ -737,6 +739,7 @@ mod tests {
                     ("host_shutdown", refused(Rule::HostShutdown)),
                     ("lease_not_held", refused(Rule::LeaseNotHeld)),
                     ("connector_retired", refused(Rule::Retired)),
+                    ("operator_policy", refused(Rule::OperatorPolicy)),
                 ],
             ),
         ];
@@ -831,7 +834,8 @@ mod tests {
                 | Rule::SessionEffectsExhausted
                 | Rule::HostShutdown
                 | Rule::LeaseNotHeld
-                | Rule::Retired => {}
+                | Rule::Retired
+                | Rule::OperatorPolicy => {}
             }
             let state = match rule {
                 Rule::Removed(_) => TraceState::Removed,

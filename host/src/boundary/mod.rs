@@ -30,6 +30,7 @@
 mod approval;
 mod host_tool;
 pub mod lineage;
+mod policies;
 pub(crate) mod remote_content;
 mod spend;
 mod trace;
@@ -700,10 +701,31 @@ impl Boundary {
             start.eligible(surface.names().len()),
         ];
         let mut held = BTreeSet::new();
+        // A tool an operator's policy forbids whatever its arguments is
+        // removed, naming the policy and its revision.
+        let operator_policies = self.policies();
+        for component in components {
+            for tool in component.tools() {
+                let name = policy::names::mcp(component.name(), &tool.name);
+                if surface.get(&name).is_some()
+                    && let Some(policy) =
+                        self.forbidden_always(&operator_policies, session, component, tool)
+                {
+                    let mut event = start.removed(&name, policy::Removal::OperatorPolicy);
+                    event.detail = json!({
+                        "policy": policy,
+                        "policy_revision": operator_policies.revision().to_string(),
+                    });
+                    events.push(event);
+                    held.insert(name);
+                }
+            }
+        }
         for component in components.iter().filter(|c| self.reviews(c)) {
             for tool in component.tools() {
                 let name = policy::names::mcp(component.name(), &tool.name);
                 if surface.get(&name).is_some()
+                    && !held.contains(&name)
                     && let Some(hold) = self.unreviewed(component, tool)
                 {
                     events.push(start.held(&name, hold));
@@ -720,9 +742,18 @@ impl Boundary {
         // removed it; then what it is offered: all in one transaction.
         let hosted = self.hosted.read().clone();
         let removed = policy::removed(&input, &self.catalog(), &self.switches, &hosted);
-        let _ = session
-            .removed
-            .set(removed.iter().map(|r| (r.name.clone(), r.rule)).collect());
+        let _ = session.removed.set(
+            removed
+                .iter()
+                .map(|r| (r.name.clone(), r.rule))
+                .chain(events.iter().filter_map(|e| {
+                    let by_policy = e.state == crate::store::TraceState::Removed
+                        && e.rule.as_deref() == Some("operator_policy");
+                    let tool = e.tool.clone().filter(|_| by_policy)?;
+                    Some((tool, policy::Removal::OperatorPolicy))
+                }))
+                .collect(),
+        );
         for r in removed {
             events.push(start.removed(&r.name, r.rule));
         }
@@ -749,6 +780,7 @@ impl Boundary {
         let Ok(offered) = self.offered(session) else {
             return Vec::new();
         };
+        let operator_policies = self.policies();
         component
             .tools()
             .iter()
@@ -759,6 +791,11 @@ impl Boundary {
                     .is_some()
             })
             .filter(|t| !self.reviews(component) || self.unreviewed(component, t).is_none())
+            // Absent beats refusing: forbidden whatever its arguments.
+            .filter(|t| {
+                self.forbidden_always(&operator_policies, session, component, t)
+                    .is_none()
+            })
             .collect()
     }
 
@@ -1043,6 +1080,16 @@ impl Boundary {
         }
         // Only a read as served and as reviewed runs as one.
         let reads_only = served_read && reviewed_effect.is_none_or(|e| e == crate::Effect::Read);
+        // Operators' policies narrow what the seed allows, or ask a person
+        // (issue 56): decided before any person is asked or handle granted.
+        let effect = if reads_only {
+            crate::Effect::Read
+        } else {
+            reviewed_effect.unwrap_or(called.effect)
+        };
+        let by_policy = self
+            .decide_by_policies(&mut trace, component, called, args, effect)
+            .await?;
         // A billed call in person chat under an operator's per-call threshold
         // runs, and its meter asks a person about a reservation above it;
         // without a threshold, it fails closed and asks before every call.
@@ -1053,7 +1100,7 @@ impl Boundary {
         // refuses a body holding more than was decided here.
         let mut mutation = false;
         let spend = spend::pass(&gate, &self.spend_thresholds);
-        let (asks, mut pass) = match (&gate, graphql_operation(&gate, args)) {
+        let (mut asks, mut pass) = match (&gate, graphql_operation(&gate, args)) {
             (_, Some(Err(why))) => {
                 let rule = Rule::GraphqlUnreadable;
                 trace.push(trace.rows().refused_with(rule, json!({ "why": why })));
@@ -1075,28 +1122,19 @@ impl Boundary {
                 (None, Err(rule)) => return Err(trace.deny(rule).await),
             },
         };
+        // An `@ask_person` policy makes a call that would run ask first.
+        if matches!(by_policy, policies::PolicyPass::AsksPerson { .. }) && !asks {
+            asks = true;
+            pass = Pass::Open;
+        }
         if asks {
             // Arguments that do not fit the tool's parameters (a type, a
             // `json` value that is not JSON, a number out of its range) are
             // refused before a person is asked about the call. A call that
             // asks nobody is refused by its run, before the guest runs, so a
             // read converts its arguments once.
-            if let Some(misfit) = called.arguments_misfit(args) {
-                let rule = Rule::InvalidArguments;
-                let (detail, _) = crate::capabilities::scrub::cut_at(
-                    format!("{}: {}", misfit.path, misfit.message),
-                    MISFIT_TOLD_BYTES,
-                );
-                trace.push(
-                    trace
-                        .rows()
-                        .refused_with(rule, json!({"path": misfit.path, "why": misfit.message})),
-                );
-                trace.flush_async().await;
-                return Err(Denied {
-                    detail: Some(detail),
-                    ..Denied::by(rule)
-                });
+            if let Some(denied) = policies::misfit(&mut trace, called, args).await {
+                return Err(denied);
             }
             trace.flush_async().await;
             let approval = self
@@ -1141,6 +1179,9 @@ impl Boundary {
             {
                 return Err(trace.deny(rule).await);
             }
+            if let policies::PolicyPass::AsksPerson { facts, .. } = &by_policy {
+                self.decide_again_after_wait(&mut trace, facts).await?;
+            }
         }
         // A write or a billed call takes one of the delegation's effects; a
         // GraphQL query the host read as one does not.
@@ -1183,6 +1224,12 @@ impl Boundary {
                 "above_threshold": if asks { "asks_person" } else { "refuses" },
             }),
             _ => Value::Null,
+        };
+        let detail = match (&by_policy, detail) {
+            (policies::PolicyPass::AsksPerson { policy, .. }, Value::Null) => {
+                json!({ "asked_by_policy": policy })
+            }
+            (_, detail) => detail,
         };
         trace.push(trace.rows().allowed(pass.rule(), detail));
         // A read with no effect and no charge: nothing to make durable

@@ -36,6 +36,9 @@ pub enum Removal {
     /// The ceiling of the operator role (`[roles.NAME]`) the session runs
     /// under leaves it out.
     OperatorRole,
+    /// An operator's Cedar policy forbids it whatever its arguments (the
+    /// trace row names the policy and its revision).
+    OperatorPolicy,
 }
 
 impl Removal {
@@ -50,6 +53,7 @@ impl Removal {
             Removal::NoBrowserProvider,
             Removal::NotSelected,
             Removal::OperatorRole,
+            Removal::OperatorPolicy,
         ])
     }
 
@@ -65,6 +69,7 @@ impl Removal {
             Removal::NoBrowserProvider => Cow::Borrowed("no_browser_provider"),
             Removal::NotSelected => Cow::Borrowed("not_selected"),
             Removal::OperatorRole => Cow::Borrowed("operator_role"),
+            Removal::OperatorPolicy => Cow::Borrowed("operator_policy"),
         }
     }
 }
@@ -81,6 +86,7 @@ impl Removal {
             "no_browser_provider" => Removal::NoBrowserProvider,
             "not_selected" => Removal::NotSelected,
             "operator_role" => Removal::OperatorRole,
+            "operator_policy" => Removal::OperatorPolicy,
             other => {
                 let var = other.strip_prefix("switch:")?;
                 Removal::Switch(Switch::ALL.into_iter().find(|s| s.var() == var)?)
@@ -172,6 +178,10 @@ pub enum Rule {
     /// An operator retired the connector at runtime
     /// (`DELETE /v1/connectors/{name}`): none of its tools runs again.
     Retired,
+    /// An operator's Cedar policy refused the call (the agent is told the
+    /// policy's id; the trace names it and the policy revision), or asked
+    /// for a person where nobody can be asked.
+    OperatorPolicy,
 }
 
 impl Rule {
@@ -204,6 +214,7 @@ impl Rule {
             Rule::HostShutdown,
             Rule::LeaseNotHeld,
             Rule::Retired,
+            Rule::OperatorPolicy,
         ]
         .into_iter()
         .chain(Removal::all().map(Rule::Removed))
@@ -240,6 +251,7 @@ impl Rule {
             Rule::HostShutdown => "host_shutdown",
             Rule::LeaseNotHeld => "lease_not_held",
             Rule::Retired => "connector_retired",
+            Rule::OperatorPolicy => "operator_policy",
         })
     }
 
@@ -332,6 +344,9 @@ impl Rule {
             Rule::Retired => {
                 "retired: the operator retired this connector, and none of its tools runs any more"
             }
+            Rule::OperatorPolicy => {
+                "refused by an operator policy: this deployment's rules do not allow this call as it is"
+            }
             // `told` leaves only the rules above and this one.
             _ => "not offered: this session has no tool by that name",
         }
@@ -355,10 +370,11 @@ mod tests {
         let names: std::collections::BTreeSet<_> = every.iter().map(Rule::name).collect();
         // Names shared on purpose: a switch is named as that switch whether
         // it removed the tool or the registered tool refuses (one a switch),
-        // and `outside_role` both removes a tool and refuses a call.
+        // and `outside_role` and `operator_policy` both remove a tool and
+        // refuse a call.
         assert_eq!(
             names.len(),
-            every.len() - Switch::ALL.len() - 1,
+            every.len() - Switch::ALL.len() - 2,
             "one name per rule: {names:?}"
         );
         assert_eq!(
