@@ -29,6 +29,7 @@
 
 use crate::config::ServeConfig;
 use crate::credentials::{Credential, Resolver, Source, connection_for_server, token_source_note};
+use crate::policy::operator_roles::{OperatorRole, OperatorRoles};
 use crate::policy::{
     self, AboveThreshold, Allowance, BrandFacts, Catalog, Gate, MutationGate, Platform, Profile,
     Role, Route, SessionInput, Switches,
@@ -57,8 +58,8 @@ pub const MAX_STALE_DAYS: u64 = 3650;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AuditError {
-    #[error("unknown role `{0}`: give one of {roles}", roles = policy::ROLE_NAMES)]
-    UnknownRole(String),
+    #[error("unknown role `{0}`: give one of {1}")]
+    UnknownRole(String, String),
     #[error("cannot read the profile {path}: {source}")]
     ProfileUnreadable {
         path: String,
@@ -147,19 +148,32 @@ pub struct Subject {
     pub profile_name: Option<String>,
     /// The brand whose store state decides the surface (its connections, its coworkers).
     pub brand: Option<String>,
+    /// The operator's role (`[roles.NAME]`) it runs under, `role` being its base.
+    pub operator: Option<OperatorRole>,
 }
 
 impl Subject {
     /// A subject for `role`, refusing an unknown name.
     pub fn new(role_name: &str) -> Result<Subject, AuditError> {
-        let role =
-            Role::from_name(role_name).ok_or_else(|| AuditError::UnknownRole(role_name.into()))?;
+        Subject::among(role_name, &OperatorRoles::none())
+    }
+
+    /// A subject for `role`, one of the seed's or of the operator's own
+    /// `roles` (audited as its base narrowed by it), refusing an unknown name.
+    pub fn among(role_name: &str, roles: &OperatorRoles) -> Result<Subject, AuditError> {
+        let operator = roles.get(role_name).cloned();
+        let role = match &operator {
+            Some(operator) => operator.base,
+            None => Role::from_name(role_name)
+                .ok_or_else(|| AuditError::UnknownRole(role_name.into(), roles.role_names()))?,
+        };
         Ok(Subject {
             role_name: role_name.to_string(),
             role,
             profile: None,
             profile_name: None,
             brand: None,
+            operator,
         })
     }
 
@@ -329,6 +343,10 @@ pub struct Audit {
     pub switches_from: &'static str,
     /// Every switch's value as the audit assumed it.
     pub switches: Vec<AssumedSwitch>,
+    /// The operator's role audited (`[roles.NAME]`: base, ceiling, whether
+    /// a person can be asked, limits); absent for a seed role.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operator_role: Option<OperatorRole>,
 }
 
 /// One operator switch as an audit assumed it.
@@ -657,6 +675,9 @@ pub fn audit(
     if let Some(p) = &profile {
         input = input.profile(p.clone());
     }
+    if let Some(operator) = &subject.operator {
+        input = operator.narrow(input);
+    }
     let surface = policy::surface(&input, catalog, switches)?;
 
     // Held by review: not offered until an operator approves the tool as it is now.
@@ -863,6 +884,7 @@ pub fn audit(
                 set: switches.present.contains(&s),
             })
             .collect(),
+        operator_role: subject.operator.clone(),
     })
 }
 
@@ -1353,6 +1375,14 @@ impl Audit {
                 .map(|p| format!(", profile {p}"))
                 .unwrap_or_default()
         );
+        if let Some(operator) = &self.operator_role {
+            let _ = writeln!(
+                out,
+                "operator role {}: {}",
+                operator.name,
+                operator.summary()
+            );
+        }
         let _ = writeln!(out, "assumes: {}", self.assumes);
         let _ = writeln!(out, "switches: {}", self.switches_from);
         for s in &self.switches {
@@ -1660,7 +1690,6 @@ pub fn from_command_line(
     switches: &Switches,
     env: fn(&str) -> Option<String>,
 ) -> Result<Audit, AuditError> {
-    let subject = Subject::new(&cli.role)?;
     let stale_days = check_stale_days(cli.stale_days)?;
     let runtime = Runtime::new(crate::RuntimeConfig {
         cache_dir: crate::runtime::default_cache_dir(),
@@ -1683,6 +1712,8 @@ pub fn from_command_line(
                     .into(),
             ));
         }
+        // Without a configuration only the seed's roles exist.
+        let subject = Subject::new(&cli.role)?;
         let deployment = Deployment::from_files(&runtime, &cli.components)?;
         let subject = match &cli.profile {
             Some(path) => subject.with_profile_file(path, &deployment.catalog)?,
@@ -1691,6 +1722,9 @@ pub fn from_command_line(
         return audit(&deployment, None, switches, &subject, None);
     };
     let mut config = ServeConfig::load(config_path)?;
+    // The configuration's own roles besides the seed's.
+    let roles = OperatorRoles::from_config(&config.roles).map_err(AuditError::Usage)?;
+    let subject = Subject::among(&cli.role, &roles)?;
     let key_text = env(&config.store_key_env).ok_or_else(|| {
         AuditError::Usage(format!(
             "the environment variable {} is not set: it holds the store key (64 hex digits) serve seals connections with, which the audit needs to tell the connections that resolve; set it as for serve",

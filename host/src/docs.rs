@@ -11,6 +11,7 @@
 //! component, and each fixture file's provenance from the fixtures
 //! directory, read by the replay parser.
 
+use crate::policy::operator_roles::OperatorRoles;
 use crate::policy::{
     self, BrandFacts, Catalog, Environment, Gate, Harness, Preset, Role, Route, SessionInput,
     Switch, Switches,
@@ -126,6 +127,62 @@ pub fn scenarios(catalog: &Catalog) -> Vec<Scenario> {
     ]
 }
 
+/// The operator's own roles, each as declared and, where its base runs
+/// without a profile, what it is given with the base's assumptions above.
+fn operator_roles_section(
+    page: &mut String,
+    catalog: &Catalog,
+    roles: &OperatorRoles,
+    scenarios: &[Scenario],
+) {
+    if roles.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        page,
+        "## Operator roles\n\nDeclared in this deployment's configuration (`[roles.NAME]`). Each runs under the filters of its base, one of the seed roles above, then only narrows them: its ceiling (a tool it leaves out is removed as `operator_role`), a person asked only where its base has one and it says so, and its limits per session.\n\n| role | declared as |\n|---|---|"
+    );
+    for role in roles.iter() {
+        let _ = writeln!(page, "| `{}` | {} |", role.name, role.summary());
+    }
+    page.push('\n');
+    for role in roles.iter() {
+        let _ = writeln!(page, "### `{}`\n", role.name);
+        let base = scenarios
+            .iter()
+            .find(|s| s.input.role.api_name() == role.base.api_name());
+        let Some(base) = base.filter(|s| s.input.profile.is_none()) else {
+            let _ = writeln!(
+                page,
+                "Given: what its base `{}` gives a session from its profile, narrowed to the ceiling.\n",
+                role.base.api_name()
+            );
+            continue;
+        };
+        let switches = Switches::from_vars(base.switches.iter().copied());
+        match policy::surface(&role.narrow(base.input.clone()), catalog, &switches) {
+            Ok(surface) if surface.is_empty() => {
+                let _ = writeln!(page, "Assumes: as {}. Given: none.\n", base.title);
+            }
+            Ok(surface) => {
+                let _ = writeln!(
+                    page,
+                    "Assumes: as {}. Given ({}):\n",
+                    base.title,
+                    surface.len()
+                );
+                for tool in surface.iter() {
+                    let _ = writeln!(page, "- `{}`{}", tool.name, gate_note(&tool.gate));
+                }
+                page.push('\n');
+            }
+            Err(e) => {
+                let _ = writeln!(page, "Refused: {e}\n");
+            }
+        }
+    }
+}
+
 fn gate_note(gate: &Gate) -> String {
     match gate {
         Gate::Open => String::new(),
@@ -144,6 +201,16 @@ fn gate_note(gate: &Gate) -> String {
 
 /// The page, as Markdown.
 pub fn permissions_page(catalog: &Catalog, components: &[&Manifest]) -> String {
+    permissions_page_with_roles(catalog, components, &OperatorRoles::none())
+}
+
+/// The page with a deployment's own roles (`[roles.NAME]`) beside the
+/// seed's seven, which stay exactly as they are.
+pub fn permissions_page_with_roles(
+    catalog: &Catalog,
+    components: &[&Manifest],
+    roles: &OperatorRoles,
+) -> String {
     // By connector name, whatever order the components were given in.
     let mut components = components.to_vec();
     components.sort_by(|a, b| a.connector.cmp(&b.connector));
@@ -224,6 +291,8 @@ pub fn permissions_page(catalog: &Catalog, components: &[&Manifest]) -> String {
             );
         }
     }
+
+    operator_roles_section(&mut page, catalog, roles, &scenarios);
 
     let _ = writeln!(
         page,

@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import json
 import sys
+import urllib.request
 
 from mcp.shared.exceptions import MCPError
 from scout_mcp import Mcp, admin_api_status, check, text_of
@@ -106,6 +107,24 @@ async def main():
                  if e["state"] == "denied" and e["tool"] == "mcp__github__github_read_file"]
     check(exhausted == ["session_calls_exhausted"], f"the limit's own rule: {exhausted}")
     summary["removed_by_role"] = len(by_role)
+
+    # The audit of the role: its declaration, and only its ceiling's tools.
+    status, audit = admin("GET", "/v1/audit?role=triage&brand=acme&profile=triager")
+    check(status == 200, f"audit: {status} {audit}")
+    declared = audit.get("operator_role") or {}
+    check(declared.get("base") == "specialist" and declared.get("person_can_be_asked") is False
+          and declared.get("ceiling", {}).get("tools") == CEILING
+          and declared.get("limits") == {"max_calls": 2}, f"the audit shows the role: {declared}")
+    audited = sorted([t["name"] for t in audit["tools"]] + [t["name"] for t in audit["other_tools"]])
+    check(audited == CEILING, f"the audit's tools are the ceiling: {audited}")
+    status, seed = admin("GET", "/v1/audit?role=specialist&brand=acme&profile=triager")
+    check(status == 200 and "operator_role" not in seed, f"a seed role's audit is as it was: {seed.keys()}")
+    req = urllib.request.Request(OPTS.base + "/v1/audit?role=triage&brand=acme&profile=triager&format=text")
+    req.add_header("Authorization", f"Bearer {OPTS.admin_token}")
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        text = resp.read().decode()
+    summary["audit_line"] = next((l for l in text.splitlines() if l.startswith("operator role")), None)
+    check(summary["audit_line"] is not None, f"the text audit names the role: {text}")
 
     # An unknown role is refused naming the operator's roles beside the seed's.
     status, answer = admin("POST", "/v1/sessions", {"brand": "acme", "role": "janitor"})

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 /// `scout-host audit --role ROLE`
 #[derive(clap::Args)]
 pub struct AuditArgs {
-    /// person-chat, inbound-email, coworker, specialist, goal-agent, goal-reviewer, read-only
+    /// person-chat, inbound-email, coworker, specialist, goal-agent, goal-reviewer, read-only,
+    /// or a role of the configuration's own (`[roles.NAME]`, with --config or --host)
     #[arg(long)]
     role: String,
     /// A profile (JSON: the body of PUT /v1/brands/{b}/profiles/{name}, or the

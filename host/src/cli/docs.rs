@@ -22,6 +22,10 @@ pub struct DocsArgs {
     /// The directory holding each connector's `NAME/fixtures/`.
     #[arg(long, default_value = "connectors")]
     connectors_dir: PathBuf,
+    /// `serve`'s configuration: the permissions page then lists its own
+    /// roles (`[roles.NAME]`) beside the seed's.
+    #[arg(long)]
+    config: Option<PathBuf>,
 }
 
 /// Writes both pages, saying where.
@@ -31,7 +35,17 @@ pub fn run(args: DocsArgs) -> Result<()> {
         out,
         connectors_out,
         connectors_dir,
+        config,
     } = args;
+    let roles = match &config {
+        Some(path) => {
+            let config = scout_host::config::ServeConfig::load(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            scout_host::policy::operator_roles::OperatorRoles::from_config(&config.roles)
+                .map_err(anyhow::Error::msg)?
+        }
+        None => scout_host::policy::operator_roles::OperatorRoles::none(),
+    };
     let runtime = Runtime::new(RuntimeConfig {
         cache_dir: default_cache_dir(),
         max_concurrent_calls: 1,
@@ -46,9 +60,10 @@ pub fn run(args: DocsArgs) -> Result<()> {
         );
     }
     let catalog = scout_host::policy::Catalog::seed();
-    let page = scout_host::docs::permissions_page(
+    let page = scout_host::docs::permissions_page_with_roles(
         &catalog,
         &infos.iter().map(|i| &i.manifest).collect::<Vec<_>>(),
+        &roles,
     );
     std::fs::write(&out, page).with_context(|| format!("writing {}", out.display()))?;
     println!("wrote {}", out.display());

@@ -496,4 +496,30 @@ mod tests {
         assert_eq!(role.limits_within(asked).max_calls, Some(5));
         assert_eq!(role.limits_within(asked).max_effects, Some(2));
     }
+
+    #[test]
+    fn the_permissions_page_lists_operator_roles_beside_the_seeds_unchanged() {
+        let catalog = Catalog::seed();
+        let seed_page = crate::docs::permissions_page(&catalog, &[]);
+        assert_eq!(
+            crate::docs::permissions_page_with_roles(&catalog, &[], &OperatorRoles::none()),
+            seed_page
+        );
+        let roles = declared(
+            "[reader]\nbase = \"person-chat\"\ntools = [\"Read\", \"mcp__github__github_read_file\"]\nmax_calls = 5\n[triage]\nbase = \"specialist\"\nconnectors = [\"github\"]\n",
+        )
+        .unwrap();
+        let page = crate::docs::permissions_page_with_roles(&catalog, &[], &roles);
+        let seed_roles_end = seed_page.find("## What is never given").unwrap();
+        assert!(
+            page.starts_with(&seed_page[..seed_roles_end]),
+            "the seed's roles stay as they are"
+        );
+        assert!(page.contains(
+            "| `reader` | base person-chat; tools Read, mcp__github__github_read_file; no one to ask; at most 5 calls a session |"
+        ), "{page}");
+        assert!(page.contains("| `triage` | base specialist; servers github; no one to ask |"));
+        assert!(page.contains("### `reader`\n\nAssumes: as Person chat. Given (2):\n\n- `Read`\n- `mcp__github__github_read_file`\n"), "{page}");
+        assert!(page.contains("its profile, narrowed to the ceiling"));
+    }
 }

@@ -61,7 +61,7 @@ pub(super) async fn audit_endpoint(
     let Some(role) = q.role else {
         return invalid_query(format!("give `role`: one of {}", crate::policy::ROLE_NAMES));
     };
-    let subject = match Subject::new(&role) {
+    let subject = match Subject::among(&role, host.host().operator_roles()) {
         Ok(s) => s,
         Err(e) => return invalid_query(e.to_string()),
     };
