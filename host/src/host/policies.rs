@@ -264,6 +264,21 @@ impl FleetPolicies {
         })
     }
 
+    /// At start: the configuration file's documents must validate alone
+    /// against this host's schema ([`PolicyChangeError::Invalid`] stops
+    /// `serve` with every error and its line: the file is the operator's
+    /// to fix before anything is served); then the stored ones are applied
+    /// with them (fail-closed where they do not compile: see the module
+    /// docs).
+    pub(crate) async fn apply_at_start(&self) -> Result<PolicyRevision, PolicyChangeError> {
+        if !self.file.is_empty() {
+            let schema = self.policy_schema()?;
+            OperatorPolicies::compile(&self.file, &schema, PolicyRevision::of(0, &self.file))
+                .map_err(PolicyChangeError::Invalid)?;
+        }
+        self.apply_stored().await
+    }
+
     /// Applies the policy documents the store holds now, unless this host
     /// applies their change count already; records the count applied in
     /// this host's lease row either way (a host that rejoined under a new

@@ -11,6 +11,7 @@ use crate::credentials::{ResolverConfig, Tokens};
 use crate::deployment::{Deployment, HttpPrepared, Roster, SharedRoster};
 use crate::deployments::{Deployments, DeploymentsConfig, FileSettings};
 use crate::grant::{Grants, GrantsConfig};
+use crate::host::policies::PolicyChangeError;
 use crate::policy::Switches;
 use crate::policy::operator_roles::OperatorRoles;
 use crate::runtime::{Runtime, RuntimeConfig, default_cache_dir};
@@ -151,13 +152,18 @@ impl<E> Host<E> {
             file: FileSettings::of(&config),
         }));
         let policies = Arc::new(crate::host::policies::FleetPolicies::new(
-            Vec::new(),
+            config.policy.docs()?,
             store.clone(),
             boundary.clone(),
             deployments.clone(),
         ));
-        crate::store::block(policies.apply_stored()).map_err(|e| {
-            StartError::Config(ConfigFileError::Invalid(format!("operator policies: {e}")))
+        crate::store::block(policies.apply_at_start()).map_err(|e| {
+            StartError::Config(ConfigFileError::Invalid(match e {
+                PolicyChangeError::Invalid(errors) => format!(
+                    "policy.files: the policies do not validate against this deployment's schema:\n{errors}"
+                ),
+                e => format!("operator policies: {e}"),
+            }))
         })?;
         release_on_failure.disarm();
         Ok(Host {

@@ -35,11 +35,11 @@ const AUDIENCE: &str = "scout-admin";
 // --- keys --------------------------------------------------------------------
 
 /// A private key made by `openssl`, its public JWK and PEM.
-struct TestKey {
+pub(super) struct TestKey {
     kid: String,
     algorithm: Algorithm,
     signing: EncodingKey,
-    jwk: Value,
+    pub(super) jwk: Value,
     public_pem: Vec<u8>,
 }
 
@@ -119,20 +119,20 @@ impl TestKey {
         jsonwebtoken::encode(&header, claims, &self.signing).unwrap()
     }
 
-    fn sign(&self, claims: &Value) -> String {
+    pub(super) fn sign(&self, claims: &Value) -> String {
         self.sign_as(&self.kid, claims)
     }
 }
 
 /// The keys every test shares (RSA key generation takes a moment).
-struct Keys {
-    issuer: TestKey,
+pub(super) struct Keys {
+    pub(super) issuer: TestKey,
     issuer_ec: TestKey,
     attacker: TestKey,
     rotated: TestKey,
 }
 
-fn keys() -> &'static Keys {
+pub(super) fn keys() -> &'static Keys {
     static KEYS: OnceLock<Keys> = OnceLock::new();
     KEYS.get_or_init(|| Keys {
         issuer: TestKey::rsa("issuer-1"),
@@ -156,7 +156,7 @@ fn b64(bytes: &[u8]) -> String {
 // --- the issuer ----------------------------------------------------------------
 
 /// A loopback issuer publishing a JWK set at `/jwks`, counting fetches.
-struct Issuer {
+pub(super) struct Issuer {
     base: String,
     keys: Arc<Mutex<Vec<Value>>>,
     fetches: Arc<AtomicUsize>,
@@ -187,7 +187,7 @@ async fn jwks(State(state): State<IssuerState>) -> Response {
 }
 
 impl Issuer {
-    async fn start(keys: Vec<Value>) -> Issuer {
+    pub(super) async fn start(keys: Vec<Value>) -> Issuer {
         let state = IssuerState {
             keys: Arc::new(Mutex::new(keys)),
             fetches: Arc::new(AtomicUsize::new(0)),
@@ -220,7 +220,7 @@ impl Issuer {
 
     /// Claims a valid token of this issuer carries, with `extra` on top
     /// (a `null` removes a claim).
-    fn claims(&self, sub: &str, roles: Value, extra: Value) -> Value {
+    pub(super) fn claims(&self, sub: &str, roles: Value, extra: Value) -> Value {
         let mut claims = json!({
             "iss": self.base,
             "aud": [AUDIENCE, "another-service"],
@@ -262,7 +262,7 @@ fn temp_dir(name: &str) -> Dir {
 }
 
 /// The `[oidc]` table naming `issuer`.
-fn oidc_table(issuer: &Issuer) -> String {
+pub(super) fn oidc_table(issuer: &Issuer) -> String {
     format!(
         "\n[oidc]\nissuer = {:?}\naudience = {AUDIENCE:?}\njwks_url = \"{}/jwks\"\nrole_claim = \"scout_roles\"\nleeway_secs = 60\njwks_min_refresh_secs = 1\n# The test's issuer is on loopback.\nallow_private_network = true\n",
         issuer.base, issuer.base

@@ -32,6 +32,7 @@ mod notion_ts;
 mod operator;
 mod operator_roles;
 mod plugin_connector;
+mod policy_fleet;
 mod policy_history;
 mod policy_surface;
 mod relay_notices;

@@ -39,7 +39,12 @@
 //!   before this one: `session_calls`, `session_effects`,
 //!   `session_spent_units`, `session_approvals`, and `tool` / `connector`
 //!   each with `in_session`, `in_session_last_hour`, `in_brand_last_hour`,
-//!   `in_brand_last_day`); `context.now`: milliseconds since the epoch.
+//!   `in_brand_last_day`); `context.now`: milliseconds since the epoch;
+//!   `context.email_domains`: the domain (lowercased, after the last `@`)
+//!   of every argument string that is an e-mail address, anywhere in the
+//!   arguments, since Cedar cannot test each member of a set against a
+//!   pattern: "mail only to our domain" is
+//!   `unless { ["example.com"].containsAll(context.email_domains) }`.
 //!
 //! A policy's id is its `@id("...")` annotation, else `<document>:<line>`;
 //! ids are unique across documents.
@@ -599,6 +604,14 @@ impl OperatorPolicies {
                 "now".to_string(),
                 RestrictedExpression::new_long(facts.now_ms),
             ),
+            (
+                "email_domains".to_string(),
+                RestrictedExpression::new_set(
+                    email_domains(&facts.args)
+                        .into_iter()
+                        .map(RestrictedExpression::new_string),
+                ),
+            ),
         ];
         Context::from_pairs(pairs).unwrap_or_else(|e| {
             tracing::error!(error = %e, "cannot build a call's Cedar context; deciding with an empty one");
@@ -767,6 +780,37 @@ fn value_of(shape: &ArgShape, value: &Value) -> Option<RestrictedExpression> {
         (ArgShape::Record(fields), Value::Object(_)) => Some(record_of(fields, value)),
         _ => None,
     }
+}
+
+/// The domain of every string in `args` that is an e-mail address
+/// (`local@domain` or `Name <local@domain>`, the domain holding a dot and
+/// no space), lowercased.
+fn email_domains(args: &Value) -> BTreeSet<String> {
+    fn walk(value: &Value, out: &mut BTreeSet<String>) {
+        match value {
+            Value::String(s) => {
+                let s = s.trim();
+                let address = match (s.rfind('<'), s.ends_with('>')) {
+                    (Some(at), true) => &s[at + 1..s.len() - 1],
+                    _ => s,
+                };
+                if let Some((local, domain)) = address.rsplit_once('@')
+                    && !local.is_empty()
+                    && domain.contains('.')
+                    && !domain.contains(char::is_whitespace)
+                    && !local.contains(char::is_whitespace)
+                {
+                    out.insert(domain.to_ascii_lowercase());
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+            Value::Object(fields) => fields.values().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(args, &mut out);
+    out
 }
 
 fn history_of(history: &HistoryFacts) -> RestrictedExpression {

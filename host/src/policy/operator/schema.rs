@@ -205,7 +205,7 @@ fn schema_text(actions: &BTreeMap<String, ActionShape>) -> String {
         }
         let _ = writeln!(
             text,
-            "  action {} in [{}] appliesTo {{\n    principal: [Session],\n    resource: [Connector],\n    context: {{\n      args: {},\n      history: History,\n      now: Long,\n    }}\n  }};",
+            "  action {} in [{}] appliesTo {{\n    principal: [Session],\n    resource: [Connector],\n    context: {{\n      args: {},\n      history: History,\n      now: Long,\n      email_domains: Set<String>,\n    }}\n  }};",
             quoted(name),
             quoted(&connector_group(&action.connector)),
             record_text(&action.args, 3),

@@ -150,6 +150,34 @@ fn a_forbid_that_cannot_be_evaluated_fails_closed() {
 }
 
 #[test]
+fn mail_only_to_our_domain_reads_every_address_argument() {
+    let policies = compile(
+        r#"@id("mail-own-domain")
+forbid (principal, action == Scout::Action::"mcp__agentmail__agentmail_send_message", resource)
+unless { ["scout.test"].containsAll(context.email_domains) };"#,
+    )
+    .unwrap();
+    let send = "mcp__agentmail__agentmail_send_message";
+    let decide = |to: Value| {
+        policies.decide(&facts(
+            send,
+            "agentmail",
+            json!({"to": to, "subject": "hi"}),
+        ))
+    };
+    assert_eq!(
+        decide(json!(["a@scout.test", "B <b@Scout.Test>"])),
+        PolicyDecision::Allow
+    );
+    assert_eq!(
+        decide(json!(["a@scout.test", "c@elsewhere.org"])),
+        PolicyDecision::Forbid {
+            policy: "mail-own-domain".into()
+        }
+    );
+}
+
+#[test]
 fn recipients_outside_the_domain_are_refused() {
     let policies = compile(
         r#"forbid (principal, action == Scout::Action::"mcp__agentmail__agentmail_send_message", resource)
