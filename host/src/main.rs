@@ -35,6 +35,10 @@ enum Command {
     Docs(cli::docs::DocsArgs),
     /// Reads the trace `serve` keeps.
     Trace(cli::trace::TraceArgs),
+    /// Operators' Cedar policies before a change: `check` a candidate
+    /// against the deployment's schema, `test` it by replaying the calls a
+    /// store recorded (the decisions that would change), print the `schema`.
+    Policy(cli::policy::PolicyArgs),
     /// Publishes a component to an OCI registry in the WebAssembly artifact
     /// layout (config `application/vnd.wasm.config.v0+json`, one
     /// `application/wasm` layer); prints the reference pinned at its digest
@@ -119,6 +123,7 @@ fn main() -> Result<()> {
         Command::Connectors(args) => exit_with(cli::connectors::run(args)),
         Command::Build(args) => exit_with(cli::build::run(args)),
         Command::Manifest(args) => exit_with(cli::manifest::run(args)),
+        Command::Policy(args) => exit_with(cli::policy::run(args)),
         #[cfg(feature = "demo")]
         Command::Demo => cli::demo::run(),
         #[cfg(feature = "demo")]

@@ -19,6 +19,7 @@ pub mod inspect;
 pub mod lang;
 pub mod manifest;
 pub mod new;
+pub mod policy;
 pub mod python;
 pub mod serve;
 pub mod surface;

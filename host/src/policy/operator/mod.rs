@@ -51,6 +51,7 @@
 
 pub mod facts;
 pub mod history;
+pub mod replay;
 pub mod schema;
 
 pub use facts::{CallFacts, PrincipalFacts, ResourceFacts};

@@ -32,6 +32,7 @@ mod connectors;
 mod enterprise;
 pub(crate) mod error;
 mod policies;
+mod policy_test;
 mod reviews;
 mod sessions;
 mod sign_in;
@@ -43,6 +44,7 @@ use connectors::*;
 use error::query;
 pub(crate) use error::{ApiError, Body};
 use policies::*;
+use policy_test::*;
 use reviews::*;
 use sessions::*;
 use trace::*;
@@ -100,6 +102,7 @@ pub(crate) fn router(host: Arc<ServeHost>) -> Router {
                 .delete(retire_connector),
         )
         .route("/v1/policies", get(list_policies))
+        .route("/v1/policies/test", post(test_policy))
         .route("/v1/policies/{name}", put(put_policy).delete(retire_policy))
         .route("/v1/session-components", get(list_session_components))
         .route(
