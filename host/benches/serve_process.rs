@@ -27,6 +27,11 @@
 //! - a person-chat session holding every connector built from source against
 //!   one holding GitHub alone: `tools/list`, a refused and a read
 //!   `tools/call` on their `github` endpoint, interleaved, with the ratio;
+//! - 100 operator policies (Cedar, `[policy] files`) against none: two
+//!   fresh `serve` of this build on tmpfs, a read `tools/call` and
+//!   `tools/list` in interleaved blocks, three runs, server CPU per request
+//!   with and without and the difference (the issue's bound: 20 us per
+//!   call); `SCOUT_BENCH_ONLY=policies` runs this alone;
 //! - where PostgreSQL is at hand (`scout_tests::pg`): a read `tools/call` on
 //!   a host on PostgreSQL against the same on SQLite (server CPU and wall
 //!   p50, interleaved); 64 sessions on one PostgreSQL host against 32 + 32
@@ -72,6 +77,10 @@ const CATALOGUE_ENV: &[(&str, &str)] = &[
         "bench-msads-developer-token",
     ),
 ];
+
+/// The bench opens sessions by the hundred and never ends them: no
+/// per-brand cap on live sessions (the default, 100, would refuse them).
+const NO_BRAND_CAP: &str = "max_live_sessions_per_brand = 1000000\n";
 
 /// `serve` in its own process, killed when dropped.
 struct Serve {
@@ -129,7 +138,7 @@ impl Serve {
         std::fs::write(
             &config,
             format!(
-                "listen = \"127.0.0.1:0\"\nrequire_review = false\npause_after_repeated_denials = 0\ndatabase = {:?}\n{settings}\
+                "listen = \"127.0.0.1:0\"\nrequire_review = false\npause_after_repeated_denials = 0\n{NO_BRAND_CAP}database = {:?}\n{settings}\
                  [connectors.github]\ncomponent = {:?}\norigin = {:?}\nallow_private_network = true\n",
                 database.clone().unwrap_or_else(|| PathBuf::from("scout.db")),
                 scout_tests::components::GITHUB,
@@ -148,7 +157,7 @@ impl Serve {
         std::fs::write(
             &config,
             format!(
-                "listen = \"127.0.0.1:0\"\nrequire_review = false\npause_after_repeated_denials = 0\n\
+                "listen = \"127.0.0.1:0\"\nrequire_review = false\npause_after_repeated_denials = 0\n{NO_BRAND_CAP}\
                  [store]\nbackend = \"postgres\"\nurl_env = \"SCOUT_PG_URL\"\n\
                  [connectors.github]\ncomponent = {:?}\norigin = {:?}\nallow_private_network = true\n",
                 scout_tests::components::GITHUB,
@@ -177,7 +186,7 @@ impl Serve {
             &dir,
             origin,
             connectors,
-            "pause_after_repeated_denials = 0\n",
+            &format!("pause_after_repeated_denials = 0\n{NO_BRAND_CAP}"),
         );
         Serve::spawn(bin, dir, &config, CATALOGUE_ENV, None)
     }
@@ -1227,6 +1236,122 @@ fn catalogue_against_one(rt: &tokio::runtime::Runtime, origin: &str, http: &reqw
     });
 }
 
+/// How many operator policies the policies variant carries.
+const POLICIES: usize = 100;
+
+/// [`POLICIES`] Cedar policies of the kinds an operator writes (the issue's
+/// examples), over the GitHub tools this bench serves: forbids over
+/// arguments (a repository, a path prefix, a branch prefix, a page cap)
+/// and over the principal (brand, role, profile) and the connector's
+/// effect, and `@ask_person` forbids on reads. None matches the benched
+/// read (`octo/hello`, `README.md`); a dozen are scoped to it and
+/// evaluated on every call, and none reads `context.history` (a window
+/// rule reads the store: that cost is the store's, measured apart).
+fn hundred_policies() -> String {
+    let read = r#"Scout::Action::"mcp__github__github_read_file""#;
+    let branch = r#"Scout::Action::"mcp__github__github_create_branch""#;
+    let issues = r#"Scout::Action::"mcp__github__github_list_issues""#;
+    let list = r#"Scout::Action::"mcp__github__github_list_path""#;
+    let commit = r#"Scout::Action::"mcp__github__github_commit_files""#;
+    let mut text = String::new();
+    for i in 0..POLICIES {
+        let policy = match i % 10 {
+            0 => format!(
+                "@id(\"read-repo-{i}\")\nforbid (principal, action == {read}, resource)\nwhen {{ context.args.repo == \"private-{i}\" }};"
+            ),
+            1 => format!(
+                "@id(\"read-path-{i}\")\nforbid (principal, action == {read}, resource)\nwhen {{ context.args.path like \"secrets-{i}/*\" }};"
+            ),
+            2 => format!(
+                "@id(\"branch-prefix-{i}\")\nforbid (principal, action == {branch}, resource)\nwhen {{ context.args.owner == \"org-{i}\" }}\nunless {{ context.args.branch like \"scout/*\" }};"
+            ),
+            3 => format!(
+                "@id(\"brand-writes-{i}\")\nforbid (principal, action, resource)\nwhen {{ principal.brand == \"brand-{i}\" && resource.effect == \"write\" }};"
+            ),
+            4 => format!(
+                "@id(\"role-github-{i}\")\nforbid (principal, action in Scout::Action::\"connector:github\", resource)\nwhen {{ principal.role == \"role-{i}\" }};"
+            ),
+            5 => format!(
+                "@id(\"profile-{i}\")\nforbid (principal, action, resource)\nwhen {{ principal has profile && principal.profile == \"profile-{i}\" }};"
+            ),
+            6 => format!(
+                "@id(\"ask-release-{i}\")\n@ask_person\nforbid (principal, action == {read}, resource)\nwhen {{ context.args has \"git-ref\" && context.args[\"git-ref\"] == \"release-{i}\" }};"
+            ),
+            7 => format!(
+                "@id(\"issue-page-cap-{i}\")\nforbid (principal, action == {issues}, resource)\nwhen {{ context.args has limit && context.args.limit > {} }};",
+                50 + i
+            ),
+            8 => format!(
+                "@id(\"list-vault-{i}\")\nforbid (principal, action == {list}, resource)\nwhen {{ context.args.repo == \"vault-{i}\" }};"
+            ),
+            _ => format!(
+                "@id(\"commit-brand-{i}\")\nforbid (principal, action == {commit}, resource)\nwhen {{ principal.brand == \"b-{i}\" && context.args.branch like \"main*\" }};"
+            ),
+        };
+        text.push_str(&policy);
+        text.push_str("\n\n");
+    }
+    text
+}
+
+/// The same build's `serve`, twice, fresh, on tmpfs (`/dev/shm`, so the
+/// disk's fsyncs add no noise): one carrying [`hundred_policies`], one
+/// without any. Three runs, each interleaved blocks of a read
+/// `tools/call` (allowed: every policy in its scope evaluated, none
+/// matching) and of `tools/list` (the surface: policies decided at surface
+/// time), server CPU per request with and without, and the difference.
+/// The issue's bound: at most 20 us of server CPU per call.
+fn policies_against_none(rt: &tokio::runtime::Runtime, origin: &str, http: &reqwest::Client) {
+    let shm = Path::new("/dev/shm");
+    let tmp = if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let file = tmp.join(format!("scout-bench-policies-{}.cedar", std::process::id()));
+    std::fs::write(&file, hundred_policies()).expect("write the policies");
+    let with = Serve::start_with(
+        Path::new(BIN),
+        "policies",
+        origin,
+        Some(&tmp),
+        &format!("[policy]\nfiles = [{:?}]\n", file.display().to_string()),
+    );
+    let without = Serve::start_with(Path::new(BIN), "no-policies", origin, Some(&tmp), "");
+    let (block, blocks) = blocks();
+    rt.block_on(async {
+        with.connect_github(http).await;
+        without.connect_github(http).await;
+        let sessions = [
+            open_session(http, &with.base).await,
+            open_session(http, &without.base).await,
+        ];
+        let serves = [&with, &without];
+        let (mut reads, mut lists) = (Vec::new(), Vec::new());
+        for run in 1..=3 {
+            let read = interleaved(&serves, block, blocks, |i| read_file(http, &sessions[i])).await;
+            let list = interleaved(&serves, block, blocks, |i| list_tools(http, &sessions[i])).await;
+            println!(
+                "serve process, {POLICIES} operator policies against none, run {run}, server CPU per request, {blocks} interleaved blocks of {block}: read tools/call {:.1} us against {:.1} us ({:+.1} us); tools/list {:.1} us against {:.1} us ({:+.1} us)",
+                read[0],
+                read[1],
+                read[0] - read[1],
+                list[0],
+                list[1],
+                list[0] - list[1]
+            );
+            reads.push(read[0] - read[1]);
+            lists.push(list[0] - list[1]);
+        }
+        println!(
+            "serve process, {POLICIES} operator policies: median of 3 runs, read tools/call {:+.1} us of server CPU per call (bound: 20 us), tools/list {:+.1} us",
+            median_f64(reads),
+            median_f64(lists)
+        );
+    });
+    let _ = std::fs::remove_file(&file);
+}
+
 /// Writes and fsyncs a file in `dir` in a loop while `on`: another process's
 /// disk traffic on the disk the trace is written to.
 fn disk_load(dir: &Path, on: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
@@ -1515,12 +1640,18 @@ fn bench(c: &mut Criterion) {
         .build()
         .expect("an HTTP client");
     rt.block_on(serve.connect_github(&http));
+    // `SCOUT_BENCH_ONLY=policies`: the operator policies' figures alone.
+    if std::env::var("SCOUT_BENCH_ONLY").as_deref() == Ok("policies") {
+        policies_against_none(&rt, &github.origin(), &http);
+        return;
+    }
     figures(&rt, &serve, &http);
     breakdown(&rt, &serve, &github.origin(), &http);
     if let Some(baseline) = std::env::var_os("SCOUT_BENCH_BASELINE") {
         against_baseline(&rt, Path::new(&baseline), &github.origin(), &http);
     }
     catalogue_against_one(&rt, &github.origin(), &http);
+    policies_against_none(&rt, &github.origin(), &http);
     postgres_figures(&rt, &serve, &github.origin(), &http);
 
     let one = rt.block_on(open_session(&http, &serve.base));

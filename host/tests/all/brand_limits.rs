@@ -372,3 +372,80 @@ async fn two_hosts_on_one_database_admit_exactly_the_limits() {
         "every refusal traced, on the fleet's trace"
     );
 }
+
+/// The fenced blocks of `lang` in the "Operator policies" section of
+/// `docs/operating.md`.
+fn operating_guide_blocks(lang: &str) -> Vec<String> {
+    let guide =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/operating.md"))
+            .unwrap();
+    let start = guide
+        .find("\n## Operator policies\n")
+        .expect("docs/operating.md has its Operator policies section");
+    let section = &guide[start + 1..];
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    let fence = format!("```{lang}\n");
+    section
+        .split(&fence)
+        .skip(1)
+        .map(|block| block.split("```").next().unwrap().to_string())
+        .collect()
+}
+
+/// Every Cedar example of the operating guide's policy section validates
+/// against the schema generated from the connectors it names (through
+/// `scout-host policy check`, as an operator would), and every TOML
+/// example is a configuration `serve` reads: the guide cannot rot.
+#[test]
+fn the_operating_guides_policy_examples_validate_against_the_real_schema() {
+    let blocks = operating_guide_blocks("cedar");
+    assert!(blocks.len() >= 4, "the guide's Cedar examples: {blocks:?}");
+    let dir = tempfile::tempdir().unwrap();
+    for (i, block) in blocks.iter().enumerate() {
+        std::fs::write(dir.path().join(format!("example-{i:02}.cedar")), block).unwrap();
+    }
+    let ids = blocks
+        .iter()
+        .map(|b| b.matches("@id(").count())
+        .sum::<usize>();
+    let mut check = std::process::Command::new(common::SCOUT_HOST);
+    check.args(["policy", "check"]).arg(dir.path());
+    for component in [
+        scout_tests::components::GITHUB,
+        scout_tests::components::AGENTMAIL,
+        scout_tests::components::FIRECRAWL,
+    ] {
+        check.arg("--component").arg(common::component(component));
+    }
+    let out = check.output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "policy check:\n{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(&format!("valid: {ids} policies")),
+        "every example policy counted:\n{stdout}"
+    );
+    // And a policy naming an argument the tool does not have is refused,
+    // so the check above is not vacuous.
+    std::fs::write(
+        dir.path().join("wrong.cedar"),
+        "forbid (principal, action == Scout::Action::\"mcp__github__github_create_branch\", resource)\nunless { context.args.brnch like \"scout/*\" };\n",
+    )
+    .unwrap();
+    let wrong = check.output().unwrap();
+    assert!(!wrong.status.success(), "an unknown argument is refused");
+    assert!(
+        String::from_utf8_lossy(&wrong.stderr).contains("wrong.cedar:"),
+        "{}",
+        String::from_utf8_lossy(&wrong.stderr)
+    );
+    let configs = operating_guide_blocks("toml");
+    assert!(configs.len() >= 3, "the guide's TOML examples: {configs:?}");
+    for config in configs {
+        if let Err(e) = scout_host::serve::ServeConfig::parse(&config) {
+            panic!("a configuration `serve` reads: {e}\n{config}");
+        }
+    }
+}
