@@ -125,7 +125,132 @@ pub(crate) async fn decide_with_history(
 
 #[cfg(test)]
 mod tests {
+    use super::super::schema::ServedTool;
+    use super::super::{
+        DeploymentSchema, OperatorPolicies, PolicyDoc, PolicyRevision, PolicySource, PrincipalFacts,
+    };
     use super::*;
+    use crate::policy::{Catalog, Role, SessionInput, Switches};
+    use crate::store::{SqliteStore, Store};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    const SEND: &str = "mcp__agentmail__agentmail_send_message";
+
+    /// The policies in force: `text` against a deployment serving
+    /// AgentMail's send.
+    fn policies(text: &str) -> Arc<OperatorPolicies> {
+        let schema = DeploymentSchema::from_tools([ServedTool {
+            connector: "agentmail".into(),
+            tool: "agentmail_send_message".into(),
+            input_schema: serde_json::json!({
+                "type": "object",
+                "properties": {"to": {"type": "array", "items": {"type": "string"}}},
+                "required": ["to"],
+            }),
+        }])
+        .unwrap();
+        let docs = [PolicyDoc {
+            name: "rules.cedar".into(),
+            source: PolicySource::Api,
+            text: text.into(),
+        }];
+        Arc::new(OperatorPolicies::compile(&docs, &schema, PolicyRevision::of(0, &docs)).unwrap())
+    }
+
+    const FIVE_AN_HOUR: &str = r#"@id("five-an-hour")
+forbid (principal, action == Scout::Action::"mcp__agentmail__agentmail_send_message", resource)
+when { context.history.tool.in_session_last_hour >= 5 };"#;
+
+    const NOT_TO_THE_CEO: &str = r#"@id("not-to-the-ceo")
+forbid (principal, action == Scout::Action::"mcp__agentmail__agentmail_send_message", resource)
+when { context.args.to.contains("ceo@example.com") };"#;
+
+    fn boundary(store: Arc<dyn Store>, text: &str) -> (Boundary, Session) {
+        let boundary = Boundary::new(store, Catalog::seed(), Switches::default());
+        boundary.set_policies(policies(text));
+        let session = Session::new("s1", "acme", SessionInput::new(Role::PersonChat));
+        (boundary, session)
+    }
+
+    fn facts(now_ms: i64) -> CallFacts {
+        CallFacts {
+            principal: PrincipalFacts {
+                session: "s1".into(),
+                brand: "acme".into(),
+                role: "person_chat".into(),
+                base_role: "person_chat".into(),
+                profile: None,
+                requester: None,
+                person_can_be_asked: true,
+            },
+            action: SEND.into(),
+            resource: resource("write", None),
+            args: serde_json::json!({"to": ["ann@example.com"]}),
+            history: HistoryFacts::default(),
+            now_ms,
+        }
+    }
+
+    /// A store every write to fails: a file opened to read only.
+    fn unwritable_store(dir: &std::path::Path) -> Arc<dyn Store> {
+        let path = dir.join("t.db");
+        drop(SqliteStore::open(&path).unwrap());
+        Arc::new(SqliteStore::open_to_read(&path).unwrap())
+    }
+
+    #[tokio::test]
+    async fn the_sixth_call_in_the_hour_is_decided_on_the_five_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path().join("t.db")).unwrap());
+        let (boundary, session) = boundary(store, FIVE_AN_HOUR);
+        let in_force = boundary.policies();
+        let mut decisions = Vec::new();
+        for i in 0..7 {
+            let (decision, seen) =
+                decide_with_history(&boundary, &session, facts(1_000 + i), |f| {
+                    in_force.decide(f)
+                })
+                .await
+                .unwrap();
+            assert_eq!(seen.history.tool.in_session_last_hour, i.min(5), "{seen:?}");
+            decisions.push(decision);
+        }
+        let forbid = PolicyDecision::Forbid {
+            policy: "five-an-hour".into(),
+        };
+        assert_eq!(decisions[..5], [const { PolicyDecision::Allow }; 5]);
+        assert_eq!(decisions[5..], [forbid.clone(), forbid]);
+    }
+
+    #[tokio::test]
+    async fn without_a_history_rule_the_store_is_never_read() {
+        // A store that fails every count (see the next test): untouched.
+        let dir = tempfile::tempdir().unwrap();
+        let (boundary, session) = boundary(unwritable_store(dir.path()), NOT_TO_THE_CEO);
+        let in_force = boundary.policies();
+        let (decision, seen) =
+            decide_with_history(&boundary, &session, facts(1_000), |f| in_force.decide(f))
+                .await
+                .unwrap();
+        assert_eq!(decision, PolicyDecision::Allow);
+        assert_eq!(seen.history, HistoryFacts::default());
+    }
+
+    #[tokio::test]
+    async fn a_store_that_cannot_count_refuses_the_call_undecided() {
+        let dir = tempfile::tempdir().unwrap();
+        let (boundary, session) = boundary(unwritable_store(dir.path()), FIVE_AN_HOUR);
+        let in_force = boundary.policies();
+        let decided = AtomicUsize::new(0);
+        let refused = decide_with_history(&boundary, &session, facts(1_000), |f| {
+            decided.fetch_add(1, Ordering::SeqCst);
+            in_force.decide(f)
+        })
+        .await;
+        assert_eq!(refused.err(), Some(Rule::Unrecorded));
+        assert_eq!(decided.load(Ordering::SeqCst), 0, "nothing was decided");
+    }
 
     fn resource(effect: &str, billing_unit: Option<&str>) -> ResourceFacts {
         ResourceFacts {
