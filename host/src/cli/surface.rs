@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 /// `scout-host surface --role ROLE`
 #[derive(clap::Args)]
 pub struct SurfaceArgs {
-    /// person-chat, inbound-email, coworker, specialist, goal-agent, goal-reviewer, read-only
+    /// person-chat, inbound-email, coworker, specialist, goal-agent, goal-reviewer, read-only,
+    /// or a role of the configuration's own (`[roles.NAME]`, with --config)
     #[arg(long)]
     role: String,
     /// A saved profile (JSON) for coworker, specialist, goal-agent and goal-reviewer.
@@ -46,10 +47,23 @@ fn surface(
     served_brand: Option<(&str, &Path)>,
     json: bool,
 ) -> Result<()> {
+    use scout_host::policy::operator_roles::OperatorRoles;
     use scout_host::policy::{self, Catalog, Profile, Role, SessionInput, Switches};
     let catalog = Catalog::seed();
-    let role = Role::from_name(role)
-        .ok_or_else(|| anyhow::anyhow!("unknown role `{role}`: {}", policy::ROLE_NAMES))?;
+    // The configuration's own roles, where one is given, beside the seed's.
+    let roles = match served_brand {
+        Some((_, config)) => {
+            let config = scout_host::serve::ServeConfig::load(config)?;
+            OperatorRoles::from_config(&config.roles).map_err(anyhow::Error::msg)?
+        }
+        None => OperatorRoles::none(),
+    };
+    let operator = roles.get(role).cloned();
+    let role = match &operator {
+        Some(operator) => operator.base,
+        None => Role::from_name(role)
+            .ok_or_else(|| anyhow::anyhow!("unknown role `{role}`: {}", roles.role_names()))?,
+    };
     let mut brand = scout_host::docs::full_brand(&catalog);
     if let Some(list) = connected {
         brand.connected = list
@@ -86,6 +100,9 @@ fn surface(
             .session_input(brand, role, input.profile.clone(), &Default::default())
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         input = input.brand(resolved.brand);
+    }
+    if let Some(operator) = &operator {
+        input = operator.narrow(input);
     }
     let surface = policy::surface(&input, &catalog, &Switches::from_env())?;
     if json {

@@ -137,3 +137,83 @@ fn a_role_that_could_never_work_stops_serve_with_its_key_named() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// `scout-host surface` and `scout-host audit` with `serve`'s configuration
+/// take an operator role's name and show its base narrowed by it.
+#[test]
+fn surface_and_audit_show_an_operator_role_from_the_configuration() {
+    use scout_host::store::SqliteStore;
+    use scout_host::store::prelude::*;
+    const KEY_HEX: &str = "4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b";
+    let db = scout_tests::TempDb::new("operator-roles-cli");
+    let key: [u8; 32] = hex::decode(KEY_HEX).unwrap().try_into().unwrap();
+    scout_host::store::block(SqliteStore::open(&db).unwrap().put_connection(
+        "acme",
+        "github",
+        "ghp_operator_roles_cli",
+        &key,
+    ))
+    .unwrap();
+    let config = db.path().with_extension("toml");
+    let component = Path::new(scout_tests::components::GITHUB)
+        .canonicalize()
+        .unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "database = {:?}\n[connectors.github]\ncomponent = {:?}\norigin = \"https://api.github.com\"\n[roles.reader]\nbase = \"person-chat\"\ntools = [\"Read\", \"mcp__github__github_read_file\"]\nmax_effects = 1\n",
+            db.path().display().to_string(),
+            component.display().to_string()
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let output = Command::new(common::SCOUT_HOST)
+            .args(args)
+            .arg("--config")
+            .arg(&config)
+            .env("SCOUT_ADMIN_TOKEN", "operator-roles-cli-admin-token-0123")
+            .env("SCOUT_STORE_KEY", KEY_HEX)
+            .env("SCOUT_LOG", "error")
+            .output()
+            .expect("run scout-host");
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (ok, surface, stderr) = run(&["surface", "--role", "reader", "--brand", "acme"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        surface.lines().collect::<Vec<_>>(),
+        ["Read", "mcp__github__github_read_file"]
+    );
+    let (ok, _, stderr) = run(&["surface", "--role", "janitor", "--brand", "acme"]);
+    assert!(
+        !ok && stderr.contains("reader") && stderr.contains("person-chat"),
+        "an unknown role names the operator's beside the seed's: {stderr}"
+    );
+    let (ok, audit, stderr) = run(&["audit", "--role", "reader", "--brand", "acme", "--json"]);
+    assert!(ok, "{stderr}");
+    let audit: serde_json::Value = serde_json::from_str(&audit).unwrap();
+    assert_eq!(
+        audit["operator_role"],
+        serde_json::json!({
+            "name": "reader",
+            "base": "person-chat",
+            "person_can_be_asked": false,
+            "ceiling": {"tools": ["Read", "mcp__github__github_read_file"]},
+            "limits": {"max_effects": 1}
+        })
+    );
+    let tools: Vec<&str> = audit["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(audit["other_tools"].as_array().unwrap())
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["mcp__github__github_read_file", "Read"]);
+    let _ = std::fs::remove_file(&config);
+}
