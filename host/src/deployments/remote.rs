@@ -33,6 +33,7 @@ impl Deployments {
                     .write()
                     .insert(name.to_string(), served.clone());
                 self.boundary.replace_connector(spec);
+                self.policies_follow();
             }
             Err(e) => {
                 tracing::error!(connector = %name, error = %e, "the remote server's tools cannot be served; the last served stay");

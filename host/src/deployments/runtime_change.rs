@@ -284,6 +284,7 @@ impl Deployments {
         }
         self.resolutions.invalidate();
         self.boundary.serve_connector(name, spec, hosted);
+        self.policies_follow();
         changed
     }
 
@@ -297,6 +298,14 @@ impl Deployments {
             *roster = Arc::new(next);
         }
         self.boundary.retire_connector(&stored.name);
+        self.policies_follow();
+    }
+
+    /// Compiles the operator policies in force against what is served now.
+    pub(super) fn policies_follow(&self) {
+        let components = self.components();
+        let served: Vec<&LoadedComponent> = components.values().map(|c| c.as_ref()).collect();
+        self.boundary.deployment_changed(&served);
     }
 
     /// Revokes every pending approval of `tools` of `connector` (a call

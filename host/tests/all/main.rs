@@ -34,6 +34,7 @@ mod operator_roles;
 mod plugin_connector;
 mod policy_fleet;
 mod policy_history;
+mod policy_rules;
 mod policy_surface;
 mod relay_notices;
 mod remote_content;
