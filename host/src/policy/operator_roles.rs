@@ -498,6 +498,29 @@ mod tests {
     }
 
     #[test]
+    fn the_role_travels_with_the_session_to_another_host() {
+        let roles =
+            declared("[reader]\nbase = \"person-chat\"\nconnectors = [\"github\"]\n").unwrap();
+        let input = roles
+            .get("reader")
+            .unwrap()
+            .narrow(SessionInput::new(Role::PersonChat));
+        let kept = serde_json::to_value(&input).unwrap();
+        assert_eq!(kept["operator_role"], "reader");
+        assert_eq!(
+            serde_json::from_value::<SessionInput>(kept).unwrap(),
+            input,
+            "a fleet host taking the session up decides it the same"
+        );
+        // A record written before operator roles existed reads as a seed role's.
+        let mut old = serde_json::to_value(SessionInput::new(Role::PersonChat)).unwrap();
+        old.as_object_mut().unwrap().remove("operator_role");
+        let read: SessionInput = serde_json::from_value(old).unwrap();
+        assert_eq!(read.role_name(), "person-chat");
+        assert_eq!(read.operator_ceiling, None);
+    }
+
+    #[test]
     fn the_permissions_page_lists_operator_roles_beside_the_seeds_unchanged() {
         let catalog = Catalog::seed();
         let seed_page = crate::docs::permissions_page(&catalog, &[]);
