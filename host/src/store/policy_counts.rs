@@ -100,8 +100,8 @@ impl Windows {
     }
 }
 
-/// Decides a call on its history: `true` when the policies allow it, and
-/// so it is recorded and counts for the calls after it.
+/// Decides a call on its history: `true` when it counts for the calls
+/// after it (the policies did not refuse it), and so it is recorded.
 pub type DecideOnHistory<'a> = &'a (dyn Fn(&HistoryFacts) -> bool + Send + Sync);
 
 /// Window counts and totals of the calls operator policies allowed.

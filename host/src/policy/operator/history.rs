@@ -4,10 +4,12 @@
 //! reads it ([`super::OperatorPolicies::uses_history`]): otherwise a call
 //! costs the store nothing more.
 //!
-//! What is counted is what the policies allowed outright, while policies
-//! reading the history were in force: a call they refused, or sent to a
-//! person, is not counted (an `@ask_person` call a person approves later
-//! does not count either). The counts come from the store, read, decided
+//! What is counted is every call the policies did not refuse while policies
+//! reading the history were in force: allowed, or sent to a person by an
+//! `@ask_person` policy whatever the person answers (left out, the calls a
+//! person approves would never reach a harder limit: "ask after 5 sends,
+//! refuse after 10" would ask forever). A refused call is not counted. The
+//! counts come from the store, read, decided
 //! on and added to in one transaction under a per-brand lock
 //! ([`crate::store::policy_counts`]), so "at most 5 sends an hour" allows
 //! exactly 5 however many hosts serve the brand's sessions. A store that
@@ -20,7 +22,8 @@ use crate::policy::Rule;
 use crate::store::policy_counts::{CallEffect, CountedCall};
 use serde::{Deserialize, Serialize};
 
-/// Counts of calls the policies allowed before this one.
+/// Counts of the calls before this one that the policies did not refuse
+/// (allowed, or sent to a person).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct HistoryFacts {
@@ -101,9 +104,9 @@ pub(crate) async fn decide_with_history(
             ..facts.clone()
         };
         let decision = decide(&facts);
-        let allowed = decision == PolicyDecision::Allow;
+        let counted = !matches!(decision, PolicyDecision::Forbid { .. });
         *decided.lock() = Some((decision, facts));
-        allowed
+        counted
     };
     match boundary
         .store()
@@ -221,6 +224,48 @@ when { context.args.to.contains("ceo@example.com") };"#;
         };
         assert_eq!(decisions[..5], [const { PolicyDecision::Allow }; 5]);
         assert_eq!(decisions[5..], [forbid.clone(), forbid]);
+    }
+
+    #[tokio::test]
+    async fn a_call_sent_to_a_person_counts_toward_a_harder_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path().join("t.db")).unwrap());
+        let rules = format!(
+            "{}\n{}",
+            r#"@id("ask-after-two") @ask_person
+forbid (principal, action == Scout::Action::"mcp__agentmail__agentmail_send_message", resource)
+when { context.history.tool.in_session_last_hour >= 2 };"#,
+            r#"@id("none-after-three")
+forbid (principal, action == Scout::Action::"mcp__agentmail__agentmail_send_message", resource)
+when { context.history.tool.in_session_last_hour >= 3 };"#
+        );
+        let (boundary, session) = boundary(store, &rules);
+        let in_force = boundary.policies();
+        let mut decisions = Vec::new();
+        for i in 0..5 {
+            let (decision, _) = decide_with_history(&boundary, &session, facts(1_000 + i), |f| {
+                in_force.decide(f)
+            })
+            .await
+            .unwrap();
+            decisions.push(decision);
+        }
+        let ask = PolicyDecision::AskPerson {
+            policy: "ask-after-two".into(),
+        };
+        let forbid = PolicyDecision::Forbid {
+            policy: "none-after-three".into(),
+        };
+        assert_eq!(
+            decisions,
+            [
+                PolicyDecision::Allow,
+                PolicyDecision::Allow,
+                ask,
+                forbid.clone(),
+                forbid
+            ]
+        );
     }
 
     #[tokio::test]
