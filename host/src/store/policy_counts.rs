@@ -1,5 +1,6 @@
-//! The calls operator policies allowed, counted for the policies that read
-//! a session's history ([`PolicyCountStore`]; issue 56, `context.history`).
+//! The calls operator policies let through (allowed, or sent to a person),
+//! counted for the policies that read a session's history
+//! ([`PolicyCountStore`]; issue 56, `context.history`).
 //!
 //! A rule such as "at most 5 sends per session per hour" holds across a
 //! fleet only if every host counts the same calls and no two hosts both
