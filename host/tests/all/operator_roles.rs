@@ -217,3 +217,102 @@ fn surface_and_audit_show_an_operator_role_from_the_configuration() {
     assert_eq!(tools, ["mcp__github__github_read_file", "Read"]);
     let _ = std::fs::remove_file(&config);
 }
+
+/// Any host serves any session: an operator role's session opened on one
+/// host of a PostgreSQL fleet is taken up by the other under the same
+/// ceiling (it travels in the session's record), and a call outside it
+/// sends nothing there either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_host_serves_an_operator_roles_session_under_its_ceiling() {
+    use crate::crash_safety::{Admin, Mcp, ok_text};
+    use serde_json::json;
+    let Some(db) = scout_tests::pg::database_or_skip("operator_roles_fleet") else {
+        return;
+    };
+    let github = FakeGitHub::start(crate::crash_safety::GITHUB_TOKEN).await;
+    let dir = tempfile::tempdir().unwrap();
+    let component = Path::new(scout_tests::components::GITHUB)
+        .canonicalize()
+        .unwrap();
+    let [config_a, config_b] = ["a", "b"].map(|name| {
+        let path = dir.path().join(format!("{name}.toml"));
+        std::fs::write(
+            &path,
+            format!(
+                "listen = \"127.0.0.1:0\"\nrequire_review = false\n\n[store]\nbackend = \"postgres\"\nurl_env = \"SCOUT_PG_URL\"\nlease_secs = 15\n\n\
+                 [connectors.github]\ncomponent = {:?}\norigin = {:?}\nallow_private_network = true\n\n\
+                 [roles.reader]\nbase = \"person-chat\"\ntools = [\"mcp__github__github_read_file\", \"mcp__github__github_list_issues\"]\n",
+                component.display().to_string(),
+                github.origin()
+            ),
+        )
+        .unwrap();
+        path
+    });
+    let env = [("SCOUT_PG_URL", db.url())];
+    let a = common::serve(&config_a).envs(&env).start();
+    let b = common::serve(&config_b).envs(&env).start();
+    let http = common::client();
+    let admin_a = Admin {
+        http: http.clone(),
+        base: a.base.clone(),
+    };
+    admin_a.set_up().await;
+    let (status, view) = admin_a
+        .request(
+            reqwest::Method::POST,
+            "/v1/sessions",
+            Some(json!({"brand": "acme", "role": "reader"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{view}");
+    let on_b = Mcp::new(&http, &view)
+        .moved(&a.base, &b.base)
+        .connect()
+        .await;
+    let listed = on_b.request("tools/list", json!({})).await.unwrap();
+    let mut names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("tools/list on B: {listed}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["github_list_issues", "github_read_file"],
+        "{listed}"
+    );
+    let read = on_b
+        .request(
+            "tools/call",
+            json!({"name": "github_read_file", "arguments": {"owner": "octo", "repo": "hello", "path": "README.md"}}),
+        )
+        .await
+        .unwrap();
+    assert!(
+        ok_text(&read).is_some(),
+        "B runs a read in the ceiling: {read}"
+    );
+    let refused = on_b
+        .request(
+            "tools/call",
+            json!({"name": "github_list_branches", "arguments": {"owner": "octo", "repo": "hello"}}),
+        )
+        .await
+        .unwrap();
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("not offered")),
+        "outside the ceiling on B too: {refused}"
+    );
+    assert!(
+        !github
+            .requests()
+            .iter()
+            .any(|r| r.path.contains("/branches")),
+        "nothing sent for the call outside the ceiling"
+    );
+    drop((a, b));
+}
