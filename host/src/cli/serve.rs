@@ -19,7 +19,7 @@ pub struct ServeArgs {
     /// stdio: the brand the session acts for.
     #[arg(long, requires = "stdio")]
     brand: Option<String>,
-    /// stdio: the session's role.
+    /// stdio: the session's role (a seed role's name, or one of `[roles.NAME]`).
     #[arg(long, requires = "stdio")]
     role: Option<String>,
     /// stdio: a saved profile of the brand.

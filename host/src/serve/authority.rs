@@ -59,7 +59,10 @@ pub(super) async fn audit_endpoint(
         Err(e) => return invalid_query(e.to_string()),
     };
     let Some(role) = q.role else {
-        return invalid_query(format!("give `role`: one of {}", crate::policy::ROLE_NAMES));
+        return invalid_query(format!(
+            "give `role`: one of {}",
+            host.host().operator_roles().role_names()
+        ));
     };
     let subject = match Subject::among(&role, host.host().operator_roles()) {
         Ok(s) => s,

@@ -17,7 +17,8 @@ use std::sync::Arc;
 pub struct OpenSession {
     /// The brand the session acts for.
     pub brand: String,
-    /// One of [`policy::ROLE_NAMES`].
+    /// One of [`policy::ROLE_NAMES`], or a role of the operator's own
+    /// (`[roles.NAME]`).
     pub role: String,
     /// A profile saved for the brand (coworker, specialist, goal agent, reviewer).
     #[serde(default)]
