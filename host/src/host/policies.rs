@@ -10,9 +10,9 @@
 //! may have missed a ring), and when a poll every [`POLL_EVERY`] finds the
 //! store's change count moved (the ring lost some other way). Having
 //! applied a count, a host records it in its lease row; the admin API
-//! waits for every live host's row ([`ACK_WITHIN`]). The same poll
-//! compiles the documents again when the tools this host serves changed,
-//! so arguments are typed as served now.
+//! waits for every live host's row ([`ACK_WITHIN`]). When the tools this
+//! host serves change, the boundary compiles the set in force again
+//! (keeping it as compiled where it no longer validates).
 //!
 //! Fail-closed: stored documents that do not compile here (this host's
 //! schema differs from the one they were validated against: a connector
@@ -44,9 +44,8 @@ use std::time::Duration;
 pub(crate) const ACK_WITHIN: Duration = Duration::from_secs(10);
 
 /// How often a host compares the store's policy change count with the one
-/// it applies (the fallback for a ring it did not hear), tries again stored
-/// documents that did not compile here, and compiles the documents again
-/// where the tools it serves changed (their arguments typed as served now).
+/// it applies (the fallback for a ring it did not hear), and tries again
+/// stored documents that did not compile here.
 pub(crate) const POLL_EVERY: Duration = Duration::from_secs(2);
 
 /// The id of the policy in force on a host whose stored documents do not
@@ -289,33 +288,16 @@ impl FleetPolicies {
     /// this host's lease row either way (a host that rejoined under a new
     /// identity records it anew). The revision in force after.
     pub(crate) async fn apply_stored(&self) -> Result<PolicyRevision, PolicyChangeError> {
-        self.apply(false).await
-    }
-
-    /// [`FleetPolicies::apply_stored`], compiling again even at the count
-    /// applied where `again` (this host's schema changed).
-    async fn apply(&self, again: bool) -> Result<PolicyRevision, PolicyChangeError> {
         let _one = self.applying.lock().await;
         let stored = self.store.stored_policies().await?;
         let applied = self.state.lock().change;
-        if again || applied != Some(stored.change) {
+        if applied != Some(stored.change) {
             self.put_in_force(&stored)?;
         }
         if self.state.lock().change == Some(stored.change) {
             self.store.policy_applied(stored.change).await?;
         }
         Ok(self.boundary.policies().revision().clone())
-    }
-
-    /// Whether the policies in force were compiled against another schema
-    /// than this host's now (none in force: nothing to type).
-    fn schema_moved(&self) -> bool {
-        let in_force = self.boundary.policies();
-        if in_force.is_empty() {
-            return false;
-        }
-        self.policy_schema()
-            .is_ok_and(|now| now.text() != in_force.schema().text())
     }
 
     /// Compiles the file's documents with `stored` and puts them in force;
@@ -398,19 +380,13 @@ impl FleetPolicies {
                 // Refused stored documents are tried again each turn: this
                 // host's schema may have grown since (a remote MCP server's
                 // tools listed after the start).
-                let applied = if state.change != Some(count) {
-                    if state.refused.is_none() {
-                        tracing::info!(count, "a policy change was not heard of; applying it now");
-                    }
-                    policies.apply(false).await
-                } else if policies.schema_moved() {
-                    // Tools served here changed (a connector added,
-                    // upgraded or retired; a remote server's listing): the
-                    // same documents typed against what is served now.
-                    policies.apply(true).await
-                } else {
+                if state.change == Some(count) {
                     continue;
-                };
+                }
+                if state.refused.is_none() {
+                    tracing::info!(count, "a policy change was not heard of; applying it now");
+                }
+                let applied = policies.apply_stored().await;
                 if let Err(e) = applied {
                     tracing::error!(error = %e, "cannot apply the stored operator policies");
                 }
