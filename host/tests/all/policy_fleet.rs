@@ -3,8 +3,8 @@
 //!
 //! - Two hosts on one PostgreSQL database: a `forbid` stored through host
 //!   A's admin API is acknowledged only once B applies it, so the very
-//!   next call on B (no wait) is refused with the new revision in its
-//!   trace row, and nothing reaches the upstream; a document naming an
+//!   next call on B (no wait, the official MCP client's) is refused with
+//!   the new revision in its trace row, and nothing reaches the upstream; a document naming an
 //!   argument the tool does not have answers 422 with its line and stores
 //!   nothing; `DELETE` restores the call on B.
 //! - One host on SQLite: a change applied and answered at once; a name the
@@ -101,6 +101,24 @@ async fn read(mcp: &Mcp, path: &str) -> Result<String, Value> {
     ok_text(&reply).ok_or(reply)
 }
 
+/// Reads each of `paths` in `view`'s session with the official MCP client,
+/// in order: each answer's `is_error` and `text`.
+async fn official_reads(view: &Value, paths: &[&str]) -> Vec<Value> {
+    let summary = common::client_story(
+        "policy_fleet.py",
+        vec![
+            "--url".into(),
+            view["mcp"]["github"].as_str().unwrap().into(),
+            "--token".into(),
+            view["token"].as_str().unwrap().into(),
+            "--paths".into(),
+            json!(paths).to_string(),
+        ],
+    )
+    .await;
+    summary["answers"].as_array().unwrap().clone()
+}
+
 /// The call rows whose detail names `revision` (the policy revision a
 /// decision was made under).
 async fn rows_naming(admin: &Admin, revision: &str) -> Vec<scout_host::store::TraceEvent> {
@@ -162,10 +180,23 @@ async fn a_policy_stored_on_one_host_is_in_force_on_the_other_before_it_is_ackno
     assert_eq!(stored["policy"]["source"], "api");
     assert_eq!(stored["policy"]["changed_by"], "admin-token");
 
-    // The very next call on B is refused, naming the policy; nothing sent.
+    // The very next call on B (the official client's) is refused, naming
+    // the policy; nothing sent. Another path is no business of the policy.
+    github.clear_requests();
+    let answers = official_reads(&view, &["README.md", "docs/guide.md"]).await;
+    assert_eq!(answers[0]["is_error"], true, "{answers:?}");
+    assert!(
+        answers[0]["text"].as_str().unwrap().contains("no_readme"),
+        "{answers:?}"
+    );
+    assert_eq!(
+        github.requests().len(),
+        1,
+        "only the other path reached GitHub: {:?}",
+        github.requests()
+    );
     github.clear_requests();
     let refused = read(&mcp, "README.md").await.unwrap_err();
-    assert_eq!(refused["result"]["isError"], true, "{refused}");
     assert!(refused.to_string().contains("no_readme"), "{refused}");
     assert!(github.requests().is_empty(), "nothing reached GitHub");
     let rows = rows_naming(&admin_b, &revision).await;
@@ -175,9 +206,6 @@ async fn a_policy_stored_on_one_host_is_in_force_on_the_other_before_it_is_ackno
                 && e.detail.to_string().contains("no_readme")),
         "the refusal names the policy and revision {revision}: {rows:#?}"
     );
-    // Another path is no business of the policy: it reaches GitHub.
-    let _ = read(&mcp, "docs/guide.md").await;
-    assert_eq!(github.requests().len(), 1, "the other path was sent");
 
     // Both hosts say the same revision is in force, and nobody is behind.
     for base in [&a.base, &b.base] {
@@ -239,7 +267,9 @@ async fn a_policy_stored_on_one_host_is_in_force_on_the_other_before_it_is_ackno
     );
     assert_eq!(deleted["policy"]["retired"], true);
     github.clear_requests();
-    assert!(read(&mcp, "README.md").await.unwrap().contains("# Hello"));
+    let answers = official_reads(&view, &["README.md"]).await;
+    assert_eq!(answers[0]["is_error"], false, "{answers:?}");
+    assert!(answers[0]["text"].as_str().unwrap().contains("# Hello"));
     assert_eq!(github.requests().len(), 1);
     // Each change is a trace row with its actor and revision.
     assert_eq!(
