@@ -31,7 +31,9 @@
 //!   fresh `serve` of this build on tmpfs, a read `tools/call` and
 //!   `tools/list` in interleaved blocks, three runs, server CPU per request
 //!   with and without and the difference (the issue's bound: 20 us per
-//!   call); `SCOUT_BENCH_ONLY=policies` runs this alone;
+//!   call), and before it `OperatorPolicies::decide` in this process for
+//!   the same read under the 100, under the slice scoped to its tool, under
+//!   one, and under none; `SCOUT_BENCH_ONLY=policies` runs these alone;
 //! - where PostgreSQL is at hand (`scout_tests::pg`): a read `tools/call` on
 //!   a host on PostgreSQL against the same on SQLite (server CPU and wall
 //!   p50, interleaved); 64 sessions on one PostgreSQL host against 32 + 32
@@ -1294,6 +1296,139 @@ fn hundred_policies() -> String {
     text
 }
 
+/// The policies' own cost, in this process: `OperatorPolicies::decide`
+/// for the benched read under [`hundred_policies`], against the same
+/// decision under only the policies whose action scope can name
+/// `github_read_file` (the slice an index by action would evaluate),
+/// against one policy (what a decision costs besides its policies), and
+/// against none. CPU of this thread per decision, median of three runs.
+fn decide_in_process() {
+    use scout_host::policy::operator::schema::ServedTool;
+    use scout_host::policy::operator::{
+        CallFacts, DeploymentSchema, OperatorPolicies, PolicyDoc, PolicyRevision, PolicySource,
+        PrincipalFacts, ResourceFacts,
+    };
+    let string = json!({"type": "string"});
+    let long = json!({"type": "integer"});
+    let tool = |name: &str, properties: Value, required: &[&str]| ServedTool {
+        connector: "github".into(),
+        tool: name.into(),
+        input_schema: json!({"type": "object", "properties": properties, "required": required}),
+    };
+    let schema = DeploymentSchema::from_tools([
+        tool(
+            "github_read_file",
+            json!({"owner": string, "repo": string, "path": string, "git-ref": string}),
+            &["owner", "repo", "path"],
+        ),
+        tool(
+            "github_list_path",
+            json!({"owner": string, "repo": string, "path": string, "git-ref": string}),
+            &["owner", "repo"],
+        ),
+        tool(
+            "github_create_branch",
+            json!({"owner": string, "repo": string, "branch": string, "from": string}),
+            &["owner", "repo", "branch"],
+        ),
+        tool(
+            "github_list_issues",
+            json!({"owner": string, "repo": string, "state": string, "limit": long}),
+            &["owner", "repo"],
+        ),
+        tool(
+            "github_commit_files",
+            json!({"owner": string, "repo": string, "branch": string, "message": string}),
+            &["owner", "repo", "branch", "message"],
+        ),
+    ])
+    .expect("the bench's schema");
+    let all = hundred_policies();
+    // Scoped to the read, to every action, or to GitHub's group.
+    let slice: String = all
+        .split("\n\n")
+        .filter(|p| {
+            p.contains("github_read_file")
+                || p.contains("(principal, action, resource)")
+                || p.contains("connector:github")
+        })
+        .map(|p| format!("{p}\n\n"))
+        .collect();
+    let compile = |text: &str| {
+        let docs = [PolicyDoc {
+            name: "bench.cedar".into(),
+            source: PolicySource::Api,
+            text: text.into(),
+        }];
+        OperatorPolicies::compile(&docs, &schema, PolicyRevision::of(0, &docs))
+            .unwrap_or_else(|e| panic!("the bench's policies compile: {e}"))
+    };
+    let facts = CallFacts {
+        principal: PrincipalFacts {
+            session: "s-bench".into(),
+            brand: "acme".into(),
+            role: "person-chat".into(),
+            base_role: "person-chat".into(),
+            profile: None,
+            requester: None,
+            person_can_be_asked: true,
+        },
+        action: "mcp__github__github_read_file".into(),
+        resource: ResourceFacts {
+            connector: "github".into(),
+            origin: "component".into(),
+            effect: "read".into(),
+            billing_unit: None,
+            routes: vec!["GET /repos/{owner}/{repo}/contents/{path}".into()],
+            destination: None,
+        },
+        args: json!({"owner": "octo", "repo": "hello", "path": "README.md"}),
+        history: Default::default(),
+        now_ms: 1_765_000_000_000,
+    };
+    // One policy scoped to the read: what a decision costs besides its
+    // policies (the context, entities and request built for it).
+    let one = all.split("\n\n").next().unwrap_or_default().to_string();
+    let sets = [
+        compile(&all),
+        compile(&slice),
+        compile(&one),
+        OperatorPolicies::none(),
+    ];
+    let counts = [POLICIES, slice.matches("@id(").count(), 1, 0];
+    let n = if quick() { 2_000 } else { 20_000 };
+    let mut per = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+    for _ in 0..3 {
+        for (i, set) in sets.iter().enumerate() {
+            for _ in 0..n / 10 {
+                std::hint::black_box(set.decide(&facts));
+            }
+            let start = thread_cpu();
+            for _ in 0..n {
+                std::hint::black_box(set.decide(&facts));
+            }
+            per[i].push(micros(thread_cpu() - start) / n as f64);
+        }
+    }
+    let [all, slice, one, none] = per.map(median_f64);
+    println!(
+        "policy decision in process (OperatorPolicies::decide, the benched read), CPU per decision, median of 3 runs of {n}: {} policies {all:.1} us; the {} scoped to the read, to every action or to GitHub {slice:.1} us; {} scoped to the read {one:.1} us; none {none:.2} us",
+        counts[0], counts[1], counts[2]
+    );
+}
+
+/// This thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`, read from
+/// `/proc/thread-self/schedstat`: nanoseconds on a CPU).
+fn thread_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    let ns = stat
+        .split_whitespace()
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    Duration::from_nanos(ns)
+}
+
 /// The same build's `serve`, twice, fresh, on tmpfs (`/dev/shm`, so the
 /// disk's fsyncs add no noise): one carrying [`hundred_policies`], one
 /// without any. Three runs, each interleaved blocks of a read
@@ -1642,6 +1777,7 @@ fn bench(c: &mut Criterion) {
     rt.block_on(serve.connect_github(&http));
     // `SCOUT_BENCH_ONLY=policies`: the operator policies' figures alone.
     if std::env::var("SCOUT_BENCH_ONLY").as_deref() == Ok("policies") {
+        decide_in_process();
         policies_against_none(&rt, &github.origin(), &http);
         return;
     }
@@ -1651,6 +1787,7 @@ fn bench(c: &mut Criterion) {
         against_baseline(&rt, Path::new(&baseline), &github.origin(), &http);
     }
     catalogue_against_one(&rt, &github.origin(), &http);
+    decide_in_process();
     policies_against_none(&rt, &github.origin(), &http);
     postgres_figures(&rt, &serve, &github.origin(), &http);
 
