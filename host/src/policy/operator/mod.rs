@@ -210,9 +210,38 @@ pub struct OperatorPolicies {
     /// context: they decide a tool whatever its arguments.
     context_free: PolicySet,
     uses_history: bool,
+    /// Which parts of `context` any policy reads: only those are built
+    /// per call (what no policy reads cannot change a decision).
+    reads: ContextReads,
+    /// By action id: the policies whose action scope can match it (the
+    /// rest cannot apply, so they are not evaluated). An action the
+    /// schema does not declare is decided with the whole set.
+    by_action: HashMap<String, PolicySet>,
+    /// Each call's principal, resource and action entities, kept by
+    /// session and action while their facts are the same.
+    entities_kept: parking_lot::Mutex<HashMap<(String, String), Arc<KeptEntities>>>,
     schema: Arc<DeploymentSchema>,
     authorizer: Authorizer,
     types: Types,
+}
+
+/// Entities built for a session and an action, with the facts they hold.
+struct KeptEntities {
+    principal: PrincipalFacts,
+    resource: ResourceFacts,
+    entities: Entities,
+}
+
+/// The most (session, action) entity sets kept before they are dropped.
+const ENTITIES_KEPT: usize = 4096;
+
+/// Which of `context`'s attributes any policy reads.
+#[derive(Debug, Clone, Copy, Default)]
+struct ContextReads {
+    args: bool,
+    history: bool,
+    now: bool,
+    email_domains: bool,
 }
 
 impl std::fmt::Debug for OperatorPolicies {
@@ -266,6 +295,9 @@ impl OperatorPolicies {
             forbids: BTreeSet::new(),
             context_free: PolicySet::new(),
             uses_history: false,
+            reads: ContextReads::default(),
+            by_action: HashMap::new(),
+            entities_kept: Default::default(),
             schema: Arc::new(DeploymentSchema::empty()),
             authorizer: Authorizer::new(),
             types: Types::new(),
@@ -353,11 +385,24 @@ impl OperatorPolicies {
         let mut forbids = BTreeSet::new();
         let mut context_free = PolicySet::new();
         let mut uses_history = false;
+        let mut reads = ContextReads::default();
         for policy in set.policies() {
             let id = policy.id().to_string();
             let est = policy.to_json().unwrap_or(Value::Null);
             let reads_context = est_reads_context(&est);
             uses_history |= est_reads_history(&est);
+            reads.args |= est_reads_context_attr(&est, "args");
+            reads.now |= est_reads_context_attr(&est, "now");
+            reads.email_domains |= est_reads_context_attr(&est, "email_domains");
+            // `context` read whole (not through an attribute): build it all.
+            if est_reads_context_whole(&est) {
+                reads = ContextReads {
+                    args: true,
+                    history: true,
+                    now: true,
+                    email_domains: true,
+                };
+            }
             if policy.effect() != cedar_policy::Effect::Forbid {
                 continue;
             }
@@ -369,6 +414,22 @@ impl OperatorPolicies {
                 let _ = context_free.add(policy.clone());
             }
         }
+        reads.history |= uses_history;
+        let by_action = schema
+            .actions
+            .iter()
+            .map(|(action, shape)| {
+                let group = schema::connector_group(&shape.connector);
+                let mut subset = PolicySet::new();
+                for policy in set.policies() {
+                    if scope_may_match(policy, action, &group) {
+                        // Each id once, to a fresh set: cannot collide.
+                        let _ = subset.add(policy.clone());
+                    }
+                }
+                (action.clone(), subset)
+            })
+            .collect();
         Ok(OperatorPolicies {
             revision,
             docs: docs.to_vec(),
@@ -377,6 +438,9 @@ impl OperatorPolicies {
             forbids,
             context_free,
             uses_history,
+            reads,
+            by_action,
+            entities_kept: Default::default(),
             schema: Arc::new(schema.clone()),
             authorizer: Authorizer::new(),
             types: Types::new(),
@@ -423,9 +487,13 @@ impl OperatorPolicies {
         if self.forbids.is_empty() {
             return PolicyDecision::Allow;
         }
+        let set = self.by_action.get(&facts.action).unwrap_or(&self.set);
+        if set.is_empty() {
+            return PolicyDecision::Allow;
+        }
         let context = self.context(facts);
         let matched = self.matched(
-            &self.set,
+            set,
             &facts.principal,
             &facts.resource,
             &facts.action,
@@ -486,7 +554,7 @@ impl OperatorPolicies {
         let principal_uid = types.uid(&types.session, &principal.session);
         let resource_uid = types.uid(&types.connector, &resource.connector);
         let action_uid = types.uid(&types.action, action);
-        let entities = match self.entities(principal, resource, action) {
+        let entities = match self.kept_entities(principal, resource, action) {
             Ok(entities) => entities,
             Err(e) => {
                 tracing::error!(error = %e, action, "cannot build the call's Cedar entities; every forbid is taken to match");
@@ -500,7 +568,9 @@ impl OperatorPolicies {
                 return self.forbids.iter().cloned().collect();
             }
         };
-        let response = self.authorizer.is_authorized(&request, set, &entities);
+        let response = self
+            .authorizer
+            .is_authorized(&request, set, &entities.entities);
         let mut matched: BTreeSet<String> = BTreeSet::new();
         if response.decision() == Decision::Deny {
             matched.extend(response.diagnostics().reason().map(|id| id.to_string()));
@@ -515,6 +585,34 @@ impl OperatorPolicies {
         }
         matched.retain(|id| self.forbids.contains(id));
         matched.into_iter().collect()
+    }
+
+    /// [`OperatorPolicies::entities`], kept by session and action while
+    /// the facts they hold are the same.
+    fn kept_entities(
+        &self,
+        principal: &PrincipalFacts,
+        resource: &ResourceFacts,
+        action: &str,
+    ) -> Result<Arc<KeptEntities>, String> {
+        let key = (principal.session.clone(), action.to_string());
+        if let Some(kept) = self.entities_kept.lock().get(&key)
+            && kept.principal == *principal
+            && kept.resource == *resource
+        {
+            return Ok(kept.clone());
+        }
+        let kept = Arc::new(KeptEntities {
+            principal: principal.clone(),
+            resource: resource.clone(),
+            entities: self.entities(principal, resource, action)?,
+        });
+        let mut all = self.entities_kept.lock();
+        if all.len() >= ENTITIES_KEPT {
+            all.clear();
+        }
+        all.insert(key, kept.clone());
+        Ok(kept)
     }
 
     /// The principal, resource and action (with its connector group).
@@ -591,29 +689,36 @@ impl OperatorPolicies {
     /// `context = { args, history, now }`, the arguments typed by the
     /// tool's schema (what it does not declare is left out).
     fn context(&self, facts: &CallFacts) -> Context {
-        let fields = self
-            .schema
-            .actions
-            .get(&facts.action)
-            .map(|a| a.args.as_slice())
-            .unwrap_or(&[]);
-        let args = record_of(fields, &facts.args);
-        let pairs = [
-            ("args".to_string(), args),
-            ("history".to_string(), history_of(&facts.history)),
-            (
+        let reads = self.reads;
+        let mut pairs = Vec::with_capacity(4);
+        if reads.args {
+            let fields = self
+                .schema
+                .actions
+                .get(&facts.action)
+                .map(|a| a.args.as_slice())
+                .unwrap_or(&[]);
+            pairs.push(("args".to_string(), record_of(fields, &facts.args)));
+        }
+        if reads.history {
+            pairs.push(("history".to_string(), history_of(&facts.history)));
+        }
+        if reads.now {
+            pairs.push((
                 "now".to_string(),
                 RestrictedExpression::new_long(facts.now_ms),
-            ),
-            (
+            ));
+        }
+        if reads.email_domains {
+            pairs.push((
                 "email_domains".to_string(),
                 RestrictedExpression::new_set(
                     email_domains(&facts.args)
                         .into_iter()
                         .map(RestrictedExpression::new_string),
                 ),
-            ),
-        ];
+            ));
+        }
         Context::from_pairs(pairs).unwrap_or_else(|e| {
             tracing::error!(error = %e, "cannot build a call's Cedar context; deciding with an empty one");
             Context::empty()
@@ -734,6 +839,61 @@ fn est_reads_context(est: &Value) -> bool {
         }
         Value::Array(items) => items.iter().any(est_reads_context),
         _ => false,
+    }
+}
+
+/// Whether a policy's JSON form reads `context.ATTR` (an attribute access
+/// or `has` on `context` naming it).
+fn est_reads_context_attr(est: &Value, attr: &str) -> bool {
+    match est {
+        Value::Object(map) => {
+            let on_context = map
+                .get("left")
+                .and_then(|l| l.get("Var"))
+                .and_then(Value::as_str)
+                == Some("context");
+            (on_context && map.get("attr").and_then(Value::as_str) == Some(attr))
+                || map.values().any(|v| est_reads_context_attr(v, attr))
+        }
+        Value::Array(items) => items.iter().any(|v| est_reads_context_attr(v, attr)),
+        _ => false,
+    }
+}
+
+/// Whether a policy's JSON form uses `context` other than through one
+/// attribute (`context == {...}`, `context` passed whole).
+fn est_reads_context_whole(est: &Value) -> bool {
+    match est {
+        Value::Object(map) => {
+            let attribute = map
+                .get("left")
+                .and_then(|l| l.get("Var"))
+                .and_then(Value::as_str)
+                == Some("context")
+                && map.get("attr").is_some();
+            if attribute {
+                return false;
+            }
+            map.get("Var").and_then(Value::as_str) == Some("context")
+                || map.values().any(est_reads_context_whole)
+        }
+        Value::Array(items) => items.iter().any(est_reads_context_whole),
+        _ => false,
+    }
+}
+
+/// Whether `policy`'s action scope can match `action`, a tool in `group`
+/// (its connector's group): `action == X`, `action in [..]` naming it or
+/// its group, or any action.
+fn scope_may_match(policy: &Policy, action: &str, group: &str) -> bool {
+    let names = |uid: &EntityUid| {
+        let id = uid.id().unescaped();
+        id == action || id == group
+    };
+    match policy.action_constraint() {
+        cedar_policy::ActionConstraint::Any => true,
+        cedar_policy::ActionConstraint::Eq(uid) => names(&uid),
+        cedar_policy::ActionConstraint::In(uids) => uids.iter().any(names),
     }
 }
 

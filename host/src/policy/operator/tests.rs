@@ -366,3 +366,79 @@ fn the_revision_names_the_api_count_and_the_digest() {
     assert_ne!(revision, PolicyRevision::of(3, &[doc("a", "")]));
     assert!(OperatorPolicies::none().is_empty());
 }
+
+/// The issue's budget: 20 µs of server CPU per call with 100 policies.
+/// Dependencies are optimised in the dev profile, so Cedar runs here as it
+/// does in release; the bound asserted is loose (a shared, busy machine),
+/// the figure is printed.
+#[test]
+fn deciding_a_call_under_100_policies_is_cheap() {
+    let mut text = String::new();
+    for i in 0..97 {
+        text.push_str(&format!(
+            "@id(\"p{i}\") forbid (principal, action == Scout::Action::\"mcp__github__github_create_branch\", resource) when {{ context.args.branch == \"blocked-{i}\" && principal.brand == \"acme\" }};\n"
+        ));
+    }
+    text.push_str(BRANCHES);
+    text.push_str("@id(\"ask\") @ask_person forbid (principal, action == Scout::Action::\"mcp__github__github_read_file\", resource) when { context.args.path like \"secrets/*\" };\n");
+    text.push_str("@id(\"roles\") forbid (principal, action, resource) when { principal.role == \"nobody\" };\n");
+    let policies = compile(&text).unwrap();
+    assert_eq!(policies.ids().len(), 100);
+    let facts = facts(
+        "mcp__github__github_create_branch",
+        "github",
+        json!({"owner": "o", "repo": "r", "branch": "scout/x"}),
+    );
+    for _ in 0..200 {
+        assert_eq!(policies.decide(&facts), PolicyDecision::Allow);
+    }
+    let n = 2000;
+    let started = std::time::Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(policies.decide(std::hint::black_box(&facts)));
+    }
+    let micros = started.elapsed().as_secs_f64() * 1e6 / n as f64;
+    println!("decide with 100 policies: {micros:.1} µs per call");
+    assert!(micros < 500.0, "{micros} µs per call");
+}
+
+/// 100 policies over 100 tools, one each (how a deployment's rules spread):
+/// a call evaluates only those whose action scope can match it.
+#[test]
+fn deciding_a_call_under_100_policies_spread_over_tools_is_cheaper() {
+    let tools: Vec<ServedTool> = (0..100)
+        .map(|i| ServedTool {
+            connector: "github".into(),
+            tool: format!("tool_{i}"),
+            input_schema: json!({
+                "type": "object",
+                "properties": {"branch": {"type": "string"}},
+                "required": ["branch"],
+            }),
+        })
+        .collect();
+    let schema = DeploymentSchema::from_tools(tools).unwrap();
+    let text: String = (0..100)
+        .map(|i| {
+            format!(
+                "forbid (principal, action == Scout::Action::\"mcp__github__tool_{i}\", resource) unless {{ context.args.branch like \"scout/*\" }};\n"
+            )
+        })
+        .collect();
+    let docs = [doc("spread.cedar", &text)];
+    let policies = OperatorPolicies::compile(&docs, &schema, PolicyRevision::of(0, &docs)).unwrap();
+    let facts = facts(
+        "mcp__github__tool_7",
+        "github",
+        json!({"branch": "scout/x"}),
+    );
+    assert_eq!(policies.decide(&facts), PolicyDecision::Allow);
+    let n = 2000;
+    let started = std::time::Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(policies.decide(std::hint::black_box(&facts)));
+    }
+    let micros = started.elapsed().as_secs_f64() * 1e6 / n as f64;
+    println!("decide with 100 policies over 100 tools: {micros:.1} µs per call");
+    assert!(micros < 200.0, "{micros} µs per call");
+}
