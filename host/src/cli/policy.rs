@@ -32,6 +32,8 @@ enum PolicyCommand {
         candidate: PathBuf,
         #[command(flatten)]
         deployment: DeploymentArgs,
+        #[command(flatten)]
+        naming: Naming,
     },
     /// Replays the calls the configuration's store recorded under
     /// CANDIDATE (with the same recorded history and time) and prints each
@@ -56,6 +58,8 @@ enum PolicyCommand {
         /// Prints the report as JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        naming: Naming,
     },
     /// Prints the Cedar schema generated from the deployment: one action
     /// per served tool (its MCP name), its arguments typed from the WIT.
@@ -80,20 +84,41 @@ struct DeploymentArgs {
     components: Vec<PathBuf>,
 }
 
+/// Which document a candidate file replaces.
+#[derive(clap::Args)]
+struct Naming {
+    /// The name of the document the candidate file replaces (as `[policy]
+    /// files` names it, `policies/github.cedar`, or an API document's
+    /// name). Default: its path relative to the configuration's folder
+    /// when it lies there (a document edited in place replaces itself),
+    /// else its file name (added beside the others).
+    #[arg(long, value_name = "NAME")]
+    replaces: Option<String>,
+}
+
 /// Runs the subcommand; its exit status.
 pub fn run(args: PolicyArgs) -> Result<i32> {
     match args.command {
         PolicyCommand::Check {
             candidate,
             deployment,
-        } => check(&candidate, &deployment),
+            naming,
+        } => check(&candidate, &deployment, naming.replaces.as_deref()),
         PolicyCommand::Test {
             candidate,
             config,
             session,
             since,
             json,
-        } => test(&candidate, &config, session, since.as_deref(), json),
+            naming,
+        } => test(
+            &candidate,
+            &config,
+            naming.replaces.as_deref(),
+            session,
+            since.as_deref(),
+            json,
+        ),
         PolicyCommand::Schema { deployment } => {
             let deployed = Deployed::load(&deployment)?;
             print!("{}", deployed.schema.text());
@@ -114,14 +139,27 @@ struct Deployed {
 }
 
 impl Deployed {
+    /// The deployment of `--config` (its store's API documents too, when
+    /// it has a store already) or of `--component`s.
     fn load(args: &DeploymentArgs) -> Result<Deployed> {
-        match &args.config {
-            Some(config) => {
-                let config = scout_host::serve::ServeConfig::load(config)?;
-                Deployed::of_config(&config, None)
-            }
-            None => Deployed::of_components(&args.components),
+        let Some(path) = &args.config else {
+            return Deployed::of_components(&args.components);
+        };
+        let config = scout_host::serve::ServeConfig::load(path)?;
+        let no_store = config.store.backend == scout_host::config::StoreBackend::Sqlite
+            && !config.database.exists();
+        if no_store {
+            return Deployed::of_config(&config, None);
         }
+        let store = open_store(&config)?;
+        Deployed::of_config(&config, Some(store.as_ref()))
+    }
+
+    /// The folder the configuration's document names are relative to.
+    fn base(args: &DeploymentArgs) -> Option<PathBuf> {
+        args.config
+            .as_ref()
+            .map(|config| config.parent().unwrap_or(Path::new(".")).to_path_buf())
     }
 
     /// The components' schema: no policies in force.
@@ -141,9 +179,12 @@ impl Deployed {
 
     /// The connectors `config` serves, loaded as `serve` loads them (an
     /// artifact from the cache, at the digest `store` recorded for its tag),
-    /// and its policy files. A remote MCP server's tools are what it lists
-    /// to a running host: they are not in this schema (the admin API's
-    /// what-if, `POST /v1/policies/test`, validates against the host's).
+    /// and the documents in force: the configuration's (`[policy] files`),
+    /// then those `store` holds from the admin API that the file does not
+    /// own, as every host compiles them. A remote MCP server's tools are
+    /// what it lists to a running host: they are not in this schema (the
+    /// admin API's what-if, `POST /v1/policies/test`, validates against
+    /// the host's).
     fn of_config(
         config: &scout_host::serve::ServeConfig,
         store: Option<&dyn scout_host::store::Store>,
@@ -175,11 +216,26 @@ impl Deployed {
             .map(|component| component.as_ref())
             .collect();
         let schema = DeploymentSchema::of(&components).context("generating the policy schema")?;
-        let docs = config_docs(&config)?;
+        let mut docs = config.policy.docs()?;
+        let mut api_change = 0;
+        if let Some(store) = store {
+            let stored = scout_host::store::block(store.stored_policies())?;
+            let api: Vec<PolicyDoc> = stored
+                .live()
+                .filter(|doc| !docs.iter().any(|file| file.name == doc.name))
+                .map(|doc| PolicyDoc {
+                    name: doc.name.clone(),
+                    source: PolicySource::Api,
+                    text: doc.text.clone(),
+                })
+                .collect();
+            docs.extend(api);
+            api_change = stored.change;
+        }
         Ok(Deployed {
             schema,
             docs,
-            api_change: 0,
+            api_change,
         })
     }
 
@@ -192,23 +248,33 @@ impl Deployed {
     }
 }
 
-/// The policy documents `config` names (`[policy] files`).
-fn config_docs(config: &scout_host::serve::ServeConfig) -> Result<Vec<PolicyDoc>> {
-    let _ = config;
-    Ok(Vec::new())
-}
-
-/// A document's name, as `serve` names a file of `[policy] files`.
-fn doc_name(file: &Path) -> String {
-    file.file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_else(|| file.display().to_string())
+/// `config`'s store, read-only.
+fn open_store(
+    config: &scout_host::serve::ServeConfig,
+) -> Result<std::sync::Arc<dyn scout_host::store::Store>> {
+    Ok(scout_host::store::open(
+        config.store_location(),
+        &scout_host::credentials::process_env,
+        scout_host::store::Access::ReadOnly,
+    )?)
 }
 
 /// The candidate's documents: the file, or every `.cedar` file of the
-/// directory (in name order), each named as `[policy] files` names one.
-fn candidate_docs(path: &Path) -> Result<Vec<PolicyDoc>> {
+/// directory (in name order). Each is named as `[policy] files` names a
+/// document, by its path relative to the configuration's folder, so a
+/// document edited in place replaces itself; one elsewhere by its file
+/// name, or (a single file) by `replaces`.
+fn candidate_docs(
+    path: &Path,
+    base: Option<&Path>,
+    replaces: Option<&str>,
+) -> Result<Vec<PolicyDoc>> {
     let files = if path.is_dir() {
+        if replaces.is_some() {
+            anyhow::bail!(
+                "--replaces names the one document a candidate file replaces: give a file, not a directory"
+            );
+        }
         let mut files: Vec<PathBuf> = std::fs::read_dir(path)
             .with_context(|| format!("reading the directory {}", path.display()))?
             .filter_map(|entry| entry.ok().map(|e| e.path()))
@@ -225,13 +291,18 @@ fn candidate_docs(path: &Path) -> Result<Vec<PolicyDoc>> {
     } else {
         vec![path.to_path_buf()]
     };
+    let base = base.and_then(|b| b.canonicalize().ok());
     files
         .into_iter()
         .map(|file| {
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("reading the candidate {}", file.display()))?;
+            let name = match replaces {
+                Some(name) => name.to_string(),
+                None => doc_name(&file, base.as_deref()),
+            };
             Ok(PolicyDoc {
-                name: doc_name(&file),
+                name,
                 source: PolicySource::File(file),
                 text,
             })
@@ -239,8 +310,20 @@ fn candidate_docs(path: &Path) -> Result<Vec<PolicyDoc>> {
         .collect()
 }
 
-fn check(candidate: &Path, deployment: &DeploymentArgs) -> Result<i32> {
-    let docs = candidate_docs(candidate)?;
+/// `file`'s document name: its path relative to `base` (the
+/// configuration's folder) when it lies there, else its file name.
+fn doc_name(file: &Path, base: Option<&Path>) -> String {
+    let full = file.canonicalize().unwrap_or_else(|_| file.to_path_buf());
+    if let Some(relative) = base.and_then(|base| full.strip_prefix(base).ok()) {
+        return relative.display().to_string();
+    }
+    file.file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| file.display().to_string())
+}
+
+fn check(candidate: &Path, deployment: &DeploymentArgs, replaces: Option<&str>) -> Result<i32> {
+    let docs = candidate_docs(candidate, Deployed::base(deployment).as_deref(), replaces)?;
     let deployed = Deployed::load(deployment)?;
     match deployed.compile(&docs) {
         Err(errors) => {
@@ -266,11 +349,13 @@ fn check(candidate: &Path, deployment: &DeploymentArgs) -> Result<i32> {
 fn test(
     candidate: &Path,
     config_path: &Path,
+    replaces: Option<&str>,
     session: Option<String>,
     since: Option<&str>,
     json: bool,
 ) -> Result<i32> {
-    let docs = candidate_docs(candidate)?;
+    let base = config_path.parent().unwrap_or(Path::new("."));
+    let docs = candidate_docs(candidate, Some(base), replaces)?;
     let config = scout_host::serve::ServeConfig::load(config_path)?;
     if config.store.backend == scout_host::config::StoreBackend::Sqlite && !config.database.exists()
     {
@@ -280,31 +365,8 @@ fn test(
             config_path.display()
         );
     }
-    let store = scout_host::store::open(
-        config.store_location(),
-        &scout_host::credentials::process_env,
-        scout_host::store::Access::ReadOnly,
-    )?;
+    let store = open_store(&config)?;
     let deployed = Deployed::of_config(&config, Some(store.as_ref()))?;
-    // The documents in force: the file's, then those stored through the
-    // admin API that the file does not own, as every host compiles them.
-    let stored = scout_host::store::block(store.stored_policies())?;
-    let mut in_force = deployed.docs.clone();
-    in_force.extend(
-        stored
-            .live()
-            .filter(|doc| !deployed.docs.iter().any(|file| file.name == doc.name))
-            .map(|doc| PolicyDoc {
-                name: doc.name.clone(),
-                source: PolicySource::Api,
-                text: doc.text.clone(),
-            }),
-    );
-    let deployed = Deployed {
-        docs: in_force,
-        api_change: stored.change,
-        ..deployed
-    };
     let policies = match deployed.compile(&docs) {
         Ok(policies) => policies,
         Err(errors) => {

@@ -36,6 +36,7 @@ mod policy_fleet;
 mod policy_history;
 mod policy_rules;
 mod policy_surface;
+mod policy_whatif;
 mod relay_notices;
 mod remote_content;
 mod remote_enterprise;

@@ -57,13 +57,28 @@ pub(super) async fn test_policy(
     }
     let served = host.host();
     let boundary = served.boundary();
-    let in_force = boundary.policies();
+    // The documents in force on the fleet: the configuration's, then those
+    // stored through the API (`GET /v1/policies`, deleted ones left out).
+    let views = served.policies().views().await?;
+    let in_force: Vec<PolicyDoc> = views
+        .policies
+        .iter()
+        .filter(|view| view.retired != Some(true))
+        .map(|view| PolicyDoc {
+            name: view.name.clone(),
+            source: match (&view.path, view.source) {
+                (Some(path), "file") => PolicySource::File(path.into()),
+                _ => PolicySource::Api,
+            },
+            text: view.text.clone(),
+        })
+        .collect();
     let candidate = [PolicyDoc {
         name: body.name.clone(),
         source: PolicySource::Api,
         text: body.text,
     }];
-    let docs = replay::with_candidate(in_force.docs(), &candidate);
+    let docs = replay::with_candidate(&in_force, &candidate);
     // This host's schema now: every tool it serves, remote servers' as
     // listed and reviewed at this moment.
     let components = served.components();
@@ -75,7 +90,7 @@ pub(super) async fn test_policy(
                 format!("this host cannot build its deployment's policy schema: {e}"),
             )
         })?;
-    let revision = PolicyRevision::of(in_force.revision().api, &docs);
+    let revision = PolicyRevision::of(views.stored_change, &docs);
     let policies = OperatorPolicies::compile(&docs, &schema, revision)
         .map_err(|errors| ApiError::invalid_field("invalid_policy", "text", errors.to_string()))?;
     let selection = Selection {
