@@ -567,3 +567,84 @@ impl FleetPolicies {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(name: &str, text: &str, retired: bool) -> StoredPolicy {
+        StoredPolicy {
+            name: name.into(),
+            text: text.into(),
+            revision: 1,
+            retired,
+            changed_by: "alice".into(),
+            changed_at_ms: 0,
+            change: 1,
+        }
+    }
+
+    /// The file's documents first, then the stored live ones the file does
+    /// not own: a deleted one, or one under a file's name, is not in force.
+    #[test]
+    fn the_set_in_force_is_the_files_then_the_stored_live_ones() {
+        let file = vec![PolicyDoc {
+            name: "base.cedar".into(),
+            source: PolicySource::File("/etc/scout/base.cedar".into()),
+            text: "// file".into(),
+        }];
+        let stored = StoredPolicies {
+            change: 4,
+            docs: vec![
+                stored("base.cedar", "// shadowed", false),
+                stored("gone", "// deleted", true),
+                stored("mail", "// mail", false),
+            ],
+        };
+        let docs = docs_with(&file, &stored);
+        let named: Vec<(&str, &str)> = docs
+            .iter()
+            .map(|d| (d.name.as_str(), d.text.as_str()))
+            .collect();
+        assert_eq!(named, [("base.cedar", "// file"), ("mail", "// mail")]);
+        assert_eq!(docs[1].source, PolicySource::Api);
+    }
+
+    #[test]
+    fn a_document_name_is_short_plain_text() {
+        for fine in ["mail", "mail-v2.cedar", "No_Readme", &"a".repeat(64)] {
+            assert!(check_name(fine).is_ok(), "{fine}");
+        }
+        for bad in ["", "a/b", "a b", "..\u{0}", &"a".repeat(65), "é"] {
+            assert!(
+                matches!(check_name(bad), Err(PolicyChangeError::InvalidName(_))),
+                "{bad:?}"
+            );
+        }
+    }
+
+    /// A change not applied in time names every host behind, and says the
+    /// change stays stored.
+    #[test]
+    fn a_change_not_applied_everywhere_names_the_hosts_behind() {
+        let one = PolicyChangeError::NotApplied {
+            revision: "r3-abcdefabcdef".into(),
+            hosts: vec!["h-1".into()],
+        }
+        .to_string();
+        assert!(
+            one.contains("stored as policy revision r3-abcdefabcdef"),
+            "{one}"
+        );
+        assert!(
+            one.contains("host h-1 has not applied it within 10 s"),
+            "{one}"
+        );
+        let two = PolicyChangeError::NotApplied {
+            revision: "r3-abcdefabcdef".into(),
+            hosts: vec!["h-1".into(), "h-2".into()],
+        }
+        .to_string();
+        assert!(two.contains("hosts h-1, h-2 have not applied it"), "{two}");
+    }
+}
