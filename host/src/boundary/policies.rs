@@ -295,3 +295,41 @@ fn note_decision(
         }
     }
 }
+
+impl Boundary {
+    /// The deployment changed (a connector added, upgraded or retired at
+    /// runtime, a remote server listed anew): the policies in force are
+    /// compiled again against the schema of what `served` is now, so each
+    /// call's arguments are typed as the tools now take them. A set that no
+    /// longer validates keeps the previous one in force (its forbids still
+    /// apply to the tools they named; a new tool's arguments are not typed,
+    /// so a forbid reading them errs and refuses: fails closed), said
+    /// loudly in the log with every error and its line; the next policy
+    /// change that validates replaces it.
+    pub(crate) fn deployment_changed(&self, served: &[&LoadedComponent]) {
+        let current = self.policies();
+        if current.is_empty() {
+            return;
+        }
+        let schema = match crate::policy::operator::DeploymentSchema::of(served) {
+            Ok(schema) => schema,
+            Err(e) => {
+                tracing::error!(error = %e, "the deployment changed and its policy schema cannot be built; the policies in force stay as compiled");
+                return;
+            }
+        };
+        if schema.text() == current.schema().text() {
+            return;
+        }
+        match current.recompile(&schema) {
+            Ok(compiled) => {
+                tracing::info!(revision = %compiled.revision(), "the deployment changed: operator policies compiled again against its schema");
+                self.set_policies(std::sync::Arc::new(compiled));
+            }
+            Err(errors) => tracing::error!(
+                revision = %current.revision(),
+                "the deployment changed and the operator policies in force no longer validate against it; the previous compilation stays in force until a policy change that validates:\n{errors}"
+            ),
+        }
+    }
+}
