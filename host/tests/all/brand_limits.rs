@@ -10,10 +10,14 @@
 //!   even once those sessions ended; a person's session still opens.
 //! - Each refusal opens nothing, is traced (`session_refused`, naming the
 //!   rule) and counted (`scout_sessions_refused_total{rule}`).
+//! - On SQLite, a restart frees the live cap (the sessions died with the
+//!   process) and keeps the inbound hour.
 //! - A cap of 0 stops `serve` at start, naming the setting.
 //! - Two hosts on one PostgreSQL database, sessions opened on both at once:
 //!   exactly the cap and exactly the rate are admitted; a session ended on
 //!   one host frees its place for an open on the other.
+//! - Every policy example of `docs/operating.md` validates against the
+//!   schema generated from the real connectors (`scout-host policy check`).
 
 use super::crash_safety::{ADMIN_TOKEN, Admin};
 use crate::common;
@@ -448,4 +452,42 @@ fn the_operating_guides_policy_examples_validate_against_the_real_schema() {
             panic!("a configuration `serve` reads: {e}\n{config}");
         }
     }
+}
+
+/// On SQLite a session lives only in the process that opened it: after a
+/// restart the brand's live sessions start from none, while its inbound
+/// opens of the last hour still count against the rate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_frees_the_live_cap_and_keeps_the_inbound_hour() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = config(
+        dir.path(),
+        "restart",
+        "",
+        "",
+        "[brands.acme]\nmax_live_sessions = 2\ninbound_sessions_per_hour = 1\n",
+    );
+    let host = serve(&path, &[]);
+    let before = admin(&host);
+    let (status, body) = before
+        .request(
+            Method::PUT,
+            "/v1/brands/acme/connections/agentmail",
+            Some(json!({"secret": "agentmail-secret-0123456789"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    open(&before, "acme", "inbound-email").await.id();
+    open(&before, "acme", "person-chat").await.id();
+    open(&before, "acme", "person-chat")
+        .await
+        .refused_by("brand_live_sessions");
+    drop(host);
+
+    let host = serve(&path, &[]);
+    let after = admin(&host);
+    open(&after, "acme", "person-chat").await.id();
+    let inbound = open(&after, "acme", "inbound-email").await;
+    inbound.refused_by("brand_inbound_rate");
+    assert!(inbound.retry_after.is_some_and(|s| s <= 3600));
 }
