@@ -920,6 +920,10 @@ when { context.history.session_calls > 5 };"#,
         assert!(est_reads_args(&est(
             "forbid (principal, action, resource) when { context has args };"
         )));
+        // Made from the arguments' addresses: reading it reads them.
+        assert!(est_reads_args(&est(
+            r#"forbid (principal, action, resource) unless { ["example.com"].containsAll(context.email_domains) };"#
+        )));
         assert!(est_reads_args(&est(
             "forbid (principal, action, resource) when { [context].contains(context) };"
         )));
