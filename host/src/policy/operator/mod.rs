@@ -213,9 +213,10 @@ pub struct OperatorPolicies {
     /// Which parts of `context` any policy reads: only those are built
     /// per call (what no policy reads cannot change a decision).
     reads: ContextReads,
-    /// By action id: the policies whose action scope can match it (the
-    /// rest cannot apply, so they are not evaluated). An action the
-    /// schema does not declare is decided with the whole set.
+    /// By action id: the forbids whose action scope can match it (the
+    /// rest cannot apply, and a permit never decides, so they are not
+    /// evaluated). An action the schema does not declare is decided with
+    /// the whole set.
     by_action: HashMap<String, PolicySet>,
     /// Each call's principal, resource and action entities, kept by
     /// session and action while their facts are the same.
@@ -422,7 +423,10 @@ impl OperatorPolicies {
                 let group = schema::connector_group(&shape.connector);
                 let mut subset = PolicySet::new();
                 for policy in set.policies() {
-                    if scope_may_match(policy, action, &group) {
+                    // Permits never decide (they cannot widen): only forbids.
+                    if policy.effect() == cedar_policy::Effect::Forbid
+                        && scope_may_match(policy, action, &group)
+                    {
                         // Each id once, to a fresh set: cannot collide.
                         let _ = subset.add(policy.clone());
                     }
