@@ -1882,3 +1882,56 @@ async fn every_change_through_the_admin_api_is_an_audit_row_with_its_actor() {
     assert_eq!(reviewed[0]["detail"]["actor"]["kind"], "admin_token");
     assert!(reviewed[0]["detail"]["after"]["digest"].is_string());
 }
+
+/// The policy what-if (`POST /v1/policies/test`) replays every brand's
+/// recorded calls: the admin token and an auditor of every brand may ask
+/// it; an approver or a viewer is refused. It stores nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_policy_what_if_is_for_an_admin_or_an_auditor() {
+    let keys = keys();
+    let issuer = Issuer::start(vec![keys.issuer.jwk.clone()]).await;
+    let github = FakeGitHub::start(GITHUB_TOKEN).await;
+    let dir = temp_dir("what-if");
+    let serve = start_serve(&dir.0, &github, &issuer);
+    let http = reqwest::Client::new();
+    let candidate = json!({
+        "name": "what-if.cedar",
+        "text": "forbid (principal, action == Scout::Action::\"mcp__github__github_read_file\", resource);",
+    });
+    let signed = |who: &str, role: &str| {
+        keys.issuer
+            .sign(&issuer.claims(who, json!(role), json!({})))
+    };
+    for (token, status) in [
+        (ADMIN_TOKEN.to_string(), 200),
+        (signed("audit@example.com", "auditor"), 200),
+        (signed("alice@example.com", "approver"), 403),
+        (signed("audrey@example.com", "viewer"), 403),
+    ] {
+        let answer = call(
+            &http,
+            &serve.base,
+            &token,
+            Method::POST,
+            "/v1/policies/test",
+            Some(candidate.clone()),
+        )
+        .await;
+        assert_eq!(answer.status, status, "{}", answer.body);
+        if status == 200 {
+            assert_eq!(answer.body["replayed"], 0, "{}", answer.body);
+        } else {
+            assert_eq!(answer.code(), "forbidden", "{}", answer.body);
+        }
+    }
+    let listed = call(
+        &http,
+        &serve.base,
+        ADMIN_TOKEN,
+        Method::GET,
+        "/v1/policies",
+        None,
+    )
+    .await;
+    assert_eq!(listed.body["policies"], json!([]), "{}", listed.body);
+}
