@@ -108,6 +108,16 @@ pub(super) async fn test_policy(
     let calls = replay::recorded_calls(served.store().as_ref(), &selection, &open)
         .await
         .map_err(|e| ApiError::from(HostError::from(e)))?;
-    let report = replay::replay(&calls, &policies);
+    // Up to REPLAY_MAX decisions, each some microseconds: off the workers
+    // that answer requests.
+    let report = tokio::task::spawn_blocking(move || replay::replay(&calls, &policies))
+        .await
+        .map_err(|_| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "unavailable",
+                "the replay stopped",
+            )
+        })?;
     Ok(Json(json!(report)))
 }
