@@ -217,7 +217,7 @@ pub struct OperatorPolicies {
     /// rest cannot apply, and a permit never decides, so they are not
     /// evaluated). An action the schema does not declare is decided with
     /// the whole set.
-    by_action: HashMap<String, PolicySet>,
+    by_action: HashMap<String, ActionSets>,
     /// Each call's principal, resource and action entities, kept by
     /// session and action while their facts are the same.
     entities_kept: parking_lot::Mutex<HashMap<(String, String), Arc<KeptEntities>>>,
@@ -226,11 +226,24 @@ pub struct OperatorPolicies {
     types: Types,
 }
 
-/// Entities built for a session and an action, with the facts they hold.
+/// The forbids that may apply to one action, split by whether they read
+/// the call's context.
+struct ActionSets {
+    /// Reading no context: decided once per session and action (their
+    /// answer depends on principal and resource only), kept with its
+    /// entities.
+    fixed: PolicySet,
+    /// Reading the context: evaluated per call.
+    reading: PolicySet,
+}
+
+/// Entities built for a session and an action, with the facts they hold
+/// and the forbids of the action's `fixed` set that match them.
 struct KeptEntities {
     principal: PrincipalFacts,
     resource: ResourceFacts,
     entities: Entities,
+    fixed_matched: Vec<String>,
 }
 
 /// The most (session, action) entity sets kept before they are dropped.
@@ -387,10 +400,14 @@ impl OperatorPolicies {
         let mut context_free = PolicySet::new();
         let mut uses_history = false;
         let mut reads = ContextReads::default();
+        let mut reading_context = BTreeSet::new();
         for policy in set.policies() {
             let id = policy.id().to_string();
             let est = policy.to_json().unwrap_or(Value::Null);
             let reads_context = est_reads_context(&est);
+            if reads_context {
+                reading_context.insert(id.clone());
+            }
             uses_history |= est_reads_history(&est);
             reads.args |= est_reads_context_attr(&est, "args");
             reads.now |= est_reads_context_attr(&est, "now");
@@ -421,17 +438,25 @@ impl OperatorPolicies {
             .iter()
             .map(|(action, shape)| {
                 let group = schema::connector_group(&shape.connector);
-                let mut subset = PolicySet::new();
+                let mut sets = ActionSets {
+                    fixed: PolicySet::new(),
+                    reading: PolicySet::new(),
+                };
                 for policy in set.policies() {
                     // Permits never decide (they cannot widen): only forbids.
                     if policy.effect() == cedar_policy::Effect::Forbid
                         && scope_may_match(policy, action, &group)
                     {
+                        let subset = if reading_context.contains(&policy.id().to_string()) {
+                            &mut sets.reading
+                        } else {
+                            &mut sets.fixed
+                        };
                         // Each id once, to a fresh set: cannot collide.
                         let _ = subset.add(policy.clone());
                     }
                 }
-                (action.clone(), subset)
+                (action.clone(), sets)
             })
             .collect();
         Ok(OperatorPolicies {
@@ -491,18 +516,42 @@ impl OperatorPolicies {
         if self.forbids.is_empty() {
             return PolicyDecision::Allow;
         }
-        let set = self.by_action.get(&facts.action).unwrap_or(&self.set);
-        if set.is_empty() {
-            return PolicyDecision::Allow;
-        }
-        let context = self.context(facts);
-        let matched = self.matched(
-            set,
-            &facts.principal,
-            &facts.resource,
-            &facts.action,
-            context,
-        );
+        let matched = match self.by_action.get(&facts.action) {
+            None => self.matched(
+                &self.set,
+                &facts.principal,
+                &facts.resource,
+                &facts.action,
+                self.context(facts),
+            ),
+            Some(sets) if sets.fixed.is_empty() && sets.reading.is_empty() => {
+                return PolicyDecision::Allow;
+            }
+            Some(sets) => {
+                let (principal, resource) = (&facts.principal, &facts.resource);
+                match self.kept_entities(principal, resource, &facts.action) {
+                    Err(e) => {
+                        tracing::error!(error = %e, action = %facts.action, "cannot build the call's Cedar entities; every forbid is taken to match");
+                        self.forbids.iter().cloned().collect()
+                    }
+                    Ok(kept) => {
+                        let mut matched: BTreeSet<String> =
+                            kept.fixed_matched.iter().cloned().collect();
+                        if !sets.reading.is_empty() {
+                            matched.extend(self.evaluate(
+                                &sets.reading,
+                                &kept.entities,
+                                principal,
+                                resource,
+                                &facts.action,
+                                self.context(facts),
+                            ));
+                        }
+                        matched.into_iter().collect()
+                    }
+                }
+            }
+        };
         let forbid = matched.iter().find(|id| !self.asks.contains(*id));
         if let Some(policy) = forbid {
             return PolicyDecision::Forbid {
@@ -554,17 +603,30 @@ impl OperatorPolicies {
         action: &str,
         context: Context,
     ) -> Vec<String> {
+        match self.kept_entities(principal, resource, action) {
+            Ok(kept) => self.evaluate(set, &kept.entities, principal, resource, action, context),
+            Err(e) => {
+                tracing::error!(error = %e, action, "cannot build the call's Cedar entities; every forbid is taken to match");
+                self.forbids.iter().cloned().collect()
+            }
+        }
+    }
+
+    /// The forbids of `set` that match with `entities` (or fail to
+    /// evaluate: closed), sorted.
+    fn evaluate(
+        &self,
+        set: &PolicySet,
+        entities: &Entities,
+        principal: &PrincipalFacts,
+        resource: &ResourceFacts,
+        action: &str,
+        context: Context,
+    ) -> Vec<String> {
         let types = &self.types;
         let principal_uid = types.uid(&types.session, &principal.session);
         let resource_uid = types.uid(&types.connector, &resource.connector);
         let action_uid = types.uid(&types.action, action);
-        let entities = match self.kept_entities(principal, resource, action) {
-            Ok(entities) => entities,
-            Err(e) => {
-                tracing::error!(error = %e, action, "cannot build the call's Cedar entities; every forbid is taken to match");
-                return self.forbids.iter().cloned().collect();
-            }
-        };
         let request = match Request::new(principal_uid, action_uid, resource_uid, context, None) {
             Ok(request) => request,
             Err(e) => {
@@ -572,9 +634,7 @@ impl OperatorPolicies {
                 return self.forbids.iter().cloned().collect();
             }
         };
-        let response = self
-            .authorizer
-            .is_authorized(&request, set, &entities.entities);
+        let response = self.authorizer.is_authorized(&request, set, entities);
         let mut matched: BTreeSet<String> = BTreeSet::new();
         if response.decision() == Decision::Deny {
             matched.extend(response.diagnostics().reason().map(|id| id.to_string()));
@@ -606,10 +666,23 @@ impl OperatorPolicies {
         {
             return Ok(kept.clone());
         }
+        let entities = self.entities(principal, resource, action)?;
+        let fixed_matched = match self.by_action.get(action) {
+            Some(sets) if !sets.fixed.is_empty() => self.evaluate(
+                &sets.fixed,
+                &entities,
+                principal,
+                resource,
+                action,
+                Context::empty(),
+            ),
+            _ => Vec::new(),
+        };
         let kept = Arc::new(KeptEntities {
             principal: principal.clone(),
             resource: resource.clone(),
-            entities: self.entities(principal, resource, action)?,
+            entities,
+            fixed_matched,
         });
         let mut all = self.entities_kept.lock();
         if all.len() >= ENTITIES_KEPT {

@@ -442,3 +442,25 @@ fn deciding_a_call_under_100_policies_spread_over_tools_is_cheaper() {
     println!("decide with 100 policies over 100 tools: {micros:.1} µs per call");
     assert!(micros < 200.0, "{micros} µs per call");
 }
+
+#[test]
+fn a_forbid_reading_no_context_is_decided_once_and_again_when_the_facts_change() {
+    let policies = compile(
+        r#"@id("no-coworkers") forbid (principal, action, resource) when { principal.role == "coworker" };"#,
+    )
+    .unwrap();
+    let read = "mcp__github__github_read_file";
+    let mut f = facts(read, "github", json!({"path": "a"}));
+    assert_eq!(policies.decide(&f), PolicyDecision::Allow);
+    assert_eq!(policies.decide(&f), PolicyDecision::Allow);
+    f.principal.role = "coworker".into();
+    assert_eq!(
+        policies.decide(&f),
+        PolicyDecision::Forbid {
+            policy: "no-coworkers".into()
+        }
+    );
+    // An action the schema does not declare is decided with the whole set.
+    f.action = "mcp__other__tool".into();
+    assert!(matches!(policies.decide(&f), PolicyDecision::Forbid { .. }));
+}
