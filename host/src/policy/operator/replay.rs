@@ -2,19 +2,22 @@
 //! policy is replayed against recorded calls before it is applied").
 //!
 //! Every call that reached the operator policies left a row in the trace
-//! naming the revision in force, its decision and the facts it was decided
-//! on, without its arguments (sealed apart with the store key, and only
-//! their digest in the row). A replay reads those rows, rebuilds each
-//! call's facts with its arguments where the caller may open them, and
-//! decides it again under a candidate set with the same recorded history
-//! and time: only the policies differ. The decision recorded then is the
+//! (its `requested` row) naming the revision in force, its decision and
+//! the facts it was decided on; its arguments are not among the facts but
+//! sealed beside them with the store key ([`seal_arguments`]), readable
+//! only by whoever holds the key or, through the admin API, by an admin or
+//! an auditor. A replay reads those rows, rebuilds each call's facts with
+//! its arguments where the caller may open them, and decides it again
+//! under a candidate set with the same recorded history and time: only the
+//! policies differ. The decision recorded then is the
 //! "before" (the decision of the policies in force then, whatever they
 //! were, named by its revision); the candidate's is the "after". Shared by
 //! `scout-host policy test` and the admin API's `POST /v1/policies/test`,
 //! so both answer the same for the same store.
 //!
 //! A call replayed without its arguments is never guessed: a candidate
-//! policy that reads `context.args` and may apply to the tool makes the
+//! policy that reads `context.args` (or anything made of them, such as
+//! `context.email_domains`) and may apply to the tool makes the
 //! call "undecidable without arguments", unless a policy that does not
 //! read them forbids it anyway (a forbid wins whatever the others say).
 //!
