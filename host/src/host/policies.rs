@@ -146,6 +146,9 @@ fn hosts_phrase(hosts: &[String]) -> String {
     }
 }
 
+/// The one name under `/v1/policies/` that is not a document's.
+const WHAT_IF_PATH: &str = "test";
+
 /// A document name as the API takes it: what a file's stem may be too.
 fn check_name(name: &str) -> Result<(), PolicyChangeError> {
     let fine = !name.is_empty()
@@ -153,6 +156,13 @@ fn check_name(name: &str) -> Result<(), PolicyChangeError> {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    // `POST /v1/policies/test` is the what-if: a document of that name
+    // could be neither changed nor retired through its own path.
+    if name == WHAT_IF_PATH {
+        return Err(PolicyChangeError::InvalidName(format!(
+            "`{WHAT_IF_PATH}` is the what-if's path (`POST /v1/policies/{WHAT_IF_PATH}`): name the document otherwise"
+        )));
+    }
     if fine {
         Ok(())
     } else {
@@ -615,7 +625,7 @@ mod tests {
         for fine in ["mail", "mail-v2.cedar", "No_Readme", &"a".repeat(64)] {
             assert!(check_name(fine).is_ok(), "{fine}");
         }
-        for bad in ["", "a/b", "a b", "..\u{0}", &"a".repeat(65), "é"] {
+        for bad in ["", "test", "a/b", "a b", "..\u{0}", &"a".repeat(65), "é"] {
             assert!(
                 matches!(check_name(bad), Err(PolicyChangeError::InvalidName(_))),
                 "{bad:?}"
