@@ -348,6 +348,11 @@ pub struct Boundary {
     shutdown: CancellationToken,
     /// The operator policies in force (issue 56), replaced whole.
     operator_policies: parking_lot::RwLock<Arc<policy::operator::OperatorPolicies>>,
+    /// Held by whoever compiles a new set to put in force (a stored change
+    /// applied, the deployment's tools changed), across reading its inputs,
+    /// compiling and setting: the one who sets last read both the newest
+    /// documents and the newest schema.
+    policy_change: parking_lot::Mutex<()>,
 }
 
 impl Boundary {
@@ -382,6 +387,7 @@ impl Boundary {
             operator_policies: parking_lot::RwLock::new(Arc::new(
                 policy::operator::OperatorPolicies::none(),
             )),
+            policy_change: parking_lot::Mutex::new(()),
         }
     }
 
@@ -395,6 +401,14 @@ impl Boundary {
     pub fn set_policies(&self, policies: Arc<policy::operator::OperatorPolicies>) {
         *self.operator_policies.write() = policies;
         self.changed();
+    }
+
+    /// Held while a new set is compiled from the documents and the schema
+    /// of this moment and put in force, so two changes at once (a stored
+    /// policy change, the deployment's tools) cannot leave in force the one
+    /// compiled from older inputs.
+    pub(crate) fn policy_change(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.policy_change.lock()
     }
 
     /// The approvals service as configured so far (built again by each

@@ -306,6 +306,8 @@ impl Boundary {
     /// so a forbid reading them errs and refuses: fails closed), said
     /// loudly in the log with every error and its line; the next policy
     /// change that validates replaces it.
+    /// Call it holding [`Boundary::policy_change`], with `served` read
+    /// under that hold (two changes at once then recompile in order).
     pub(crate) fn deployment_changed(&self, served: &[&LoadedComponent]) {
         let current = self.policies();
         if current.is_empty() {

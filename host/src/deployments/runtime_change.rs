@@ -303,6 +303,7 @@ impl Deployments {
 
     /// Compiles the operator policies in force against what is served now.
     pub(super) fn policies_follow(&self) {
+        let _one = self.boundary.policy_change();
         let components = self.components();
         let served: Vec<&LoadedComponent> = components.values().map(|c| c.as_ref()).collect();
         self.boundary.deployment_changed(&served);

@@ -313,6 +313,9 @@ impl FleetPolicies {
     /// Compiles the file's documents with `stored` and puts them in force;
     /// where they do not compile here, forbids every call (fail-closed).
     fn put_in_force(&self, stored: &StoredPolicies) -> Result<(), PolicyChangeError> {
+        // The schema read and the set put in force under one hold: a
+        // deployment change meanwhile recompiles after this, not before.
+        let _one = self.boundary.policy_change();
         let schema = self.policy_schema()?;
         let docs = docs_with(&self.file, stored);
         let revision = PolicyRevision::of(stored.change, &docs);

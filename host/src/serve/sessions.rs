@@ -18,12 +18,9 @@ impl ServeHost {
         let endpoint = |session, connector, cancel| {
             endpoint::Endpoint::new(self.clone(), session, connector, cancel)
         };
-        let opened = self.host.open_session(
-            request,
-            origin.clone(),
-            &self.base_url(),
-            &reach(&endpoint),
-        );
+        let opened =
+            self.host
+                .open_session(request, origin.clone(), &self.base_url(), &reach(&endpoint));
         if let Err(HostError::Limited(refusal)) = &opened {
             // A brand's limit refused it: traced under the brand, no session.
             let actor = acting.map(|a| a.actor).unwrap_or(serde_json::Value::Null);
