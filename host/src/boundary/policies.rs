@@ -7,9 +7,9 @@
 //! traces it `removed` by `operator_policy` with the policy's id, and a
 //! call naming it anyway is refused as not offered. Every call that
 //! reaches the policies records, in its `requested` row, the revision in
-//! force, the decision, the deciding policy and the call's facts without
-//! its arguments (which stay sealed apart; the row keeps their digest):
-//! what `policy test` replays.
+//! force, the decision, the deciding policy and the call's facts, with
+//! its arguments sealed with the store key beside them (bound to the
+//! session, tool and digest, as an approval's): what `policy test` replays.
 
 use super::trace::CallTrace;
 use super::{Boundary, Denied, MISFIT_TOLD_BYTES};
