@@ -50,6 +50,7 @@
 //! ids are unique across documents.
 
 pub mod facts;
+mod guard;
 pub mod history;
 pub mod replay;
 pub mod schema;
@@ -233,8 +234,11 @@ struct ActionSets {
     /// answer depends on principal and resource only), kept with its
     /// entities.
     fixed: PolicySet,
-    /// Reading the context: evaluated per call.
+    /// Reading the context and with no guard: evaluated per call.
     reading: PolicySet,
+    /// Reading the context, each behind its guard: evaluated per call
+    /// unless the call's facts rule the guard out ([`guard`]).
+    guarded: Vec<(guard::Guard, Policy)>,
 }
 
 /// Entities built for a session and an action, with the facts they hold
@@ -441,13 +445,23 @@ impl OperatorPolicies {
                 let mut sets = ActionSets {
                     fixed: PolicySet::new(),
                     reading: PolicySet::new(),
+                    guarded: Vec::new(),
                 };
                 for policy in set.policies() {
                     // Permits never decide (they cannot widen): only forbids.
                     if policy.effect() == cedar_policy::Effect::Forbid
                         && scope_may_match(policy, action, &group)
                     {
-                        let subset = if reading_context.contains(&policy.id().to_string()) {
+                        let reads = reading_context.contains(&policy.id().to_string());
+                        let guard = reads
+                            .then(|| policy.to_json().ok())
+                            .flatten()
+                            .and_then(|est| guard::Guard::of(&est));
+                        if let Some(guard) = guard {
+                            sets.guarded.push((guard, policy.clone()));
+                            continue;
+                        }
+                        let subset = if reads {
                             &mut sets.reading
                         } else {
                             &mut sets.fixed
@@ -524,7 +538,9 @@ impl OperatorPolicies {
                 &facts.action,
                 self.context(facts),
             ),
-            Some(sets) if sets.fixed.is_empty() && sets.reading.is_empty() => {
+            Some(sets)
+                if sets.fixed.is_empty() && sets.reading.is_empty() && sets.guarded.is_empty() =>
+            {
                 return PolicyDecision::Allow;
             }
             Some(sets) => {
@@ -537,9 +553,21 @@ impl OperatorPolicies {
                     Ok(kept) => {
                         let mut matched: BTreeSet<String> =
                             kept.fixed_matched.iter().cloned().collect();
-                        if !sets.reading.is_empty() {
+                        // The guarded policies whose guard the call does
+                        // not rule out join the unguarded ones (rarely any:
+                        // a guard is mostly an argument rule's equality).
+                        let mut joined = None;
+                        for (guard, policy) in &sets.guarded {
+                            if !guard.rules_out(facts) {
+                                let set = joined.get_or_insert_with(|| sets.reading.clone());
+                                // Distinct ids, from one compiled set: cannot collide.
+                                let _ = set.add(policy.clone());
+                            }
+                        }
+                        let reading = joined.as_ref().unwrap_or(&sets.reading);
+                        if !reading.is_empty() {
                             matched.extend(self.evaluate(
-                                &sets.reading,
+                                reading,
                                 &kept.entities,
                                 principal,
                                 resource,
@@ -552,6 +580,12 @@ impl OperatorPolicies {
                 }
             }
         };
+        self.verdict(matched)
+    }
+
+    /// The decision of the forbids that `matched`: a plain forbid wins over
+    /// an `@ask_person` one.
+    fn verdict(&self, matched: Vec<String>) -> PolicyDecision {
         let forbid = matched.iter().find(|id| !self.asks.contains(*id));
         if let Some(policy) = forbid {
             return PolicyDecision::Forbid {
@@ -562,6 +596,34 @@ impl OperatorPolicies {
             Some(policy) => PolicyDecision::AskPerson { policy },
             None => PolicyDecision::Allow,
         }
+    }
+
+    /// [`OperatorPolicies::decide`] with every policy of the set evaluated
+    /// by Cedar (no scope slice, no guard, nothing kept): what `decide`
+    /// must always agree with.
+    #[cfg(test)]
+    pub(crate) fn decide_whole(&self, facts: &CallFacts) -> PolicyDecision {
+        let entities = match self.entities(&facts.principal, &facts.resource, &facts.action) {
+            Ok(entities) => entities,
+            Err(_) => return self.verdict(self.forbids.iter().cloned().collect()),
+        };
+        let matched = self.evaluate(
+            &self.set,
+            &entities,
+            &facts.principal,
+            &facts.resource,
+            &facts.action,
+            self.context(facts),
+        );
+        self.verdict(matched)
+    }
+
+    /// How many of `action`'s policies are behind a guard.
+    #[cfg(test)]
+    pub(crate) fn guarded(&self, action: &str) -> usize {
+        self.by_action
+            .get(action)
+            .map_or(0, |sets| sets.guarded.len())
     }
 
     /// Whether any policy reads `context.history`: only then does the host
