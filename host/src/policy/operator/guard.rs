@@ -17,8 +17,9 @@
 //! clause, a `when`, with nothing before it but `has` tests (which cannot
 //! err). It is certainly false only when the call's value is there with
 //! the literal's type (a string, a whole number that Cedar holds, a
-//! boolean) and differs; a value absent or of another shape leaves the
-//! policy to Cedar (where reading it errs, and an erring forbid matches).
+//! boolean) and differs, or when it is absent and a `has` test of it comes
+//! first; a value absent otherwise, or of another shape, leaves the policy
+//! to Cedar (where reading it errs, and an erring forbid matches).
 
 use serde_json::Value;
 
@@ -49,6 +50,10 @@ enum Literal {
 pub(super) struct Guard {
     on: On,
     literal: Literal,
+    /// A `has` test of the same argument comes before it
+    /// (`context.args has limit && context.args.limit == 5`): the argument
+    /// absent, the condition is false before the equality is read.
+    tested_first: bool,
 }
 
 impl Guard {
@@ -61,11 +66,16 @@ impl Guard {
         }
         let mut conjuncts = Vec::new();
         flatten_and(first.get("body")?, &mut conjuncts);
+        let mut tested = Vec::new();
         for conjunct in conjuncts {
-            if conjunct.get("has").is_some() {
+            if let Some(has) = conjunct.get("has") {
+                tested.extend(args_attr(has));
                 continue;
             }
-            return equality(conjunct);
+            let mut guard = equality(conjunct)?;
+            guard.tested_first =
+                matches!(&guard.on, On::Arg(name) if tested.contains(&name.as_str()));
+            return Some(guard);
         }
         None
     }
@@ -77,7 +87,7 @@ impl Guard {
         let value = match &self.on {
             On::Arg(name) => match facts.args.get(name) {
                 Some(value) => value,
-                None => return false,
+                None => return self.tested_first,
             },
             On::Brand => return !self.literal.is_str(&principal.brand),
             On::Role => return !self.literal.is_str(&principal.role),
@@ -125,7 +135,19 @@ fn equality(expr: &Value) -> Option<Guard> {
         (Some(on), Some(literal)) => (on, literal),
         _ => (on_of(right)?, literal_of(left)?),
     };
-    Some(Guard { on, literal })
+    Some(Guard {
+        on,
+        literal,
+        tested_first: false,
+    })
+}
+
+/// The argument `context.args has NAME` tests, from its `has` operands.
+fn args_attr(has: &Value) -> Option<&str> {
+    let of = has.get("left")?.get(".")?;
+    let is_args =
+        of.get("attr")?.as_str()? == "args" && of.get("left")?.get("Var")?.as_str()? == "context";
+    is_args.then_some(has.get("attr")?.as_str()?)
 }
 
 fn on_of(expr: &Value) -> Option<On> {

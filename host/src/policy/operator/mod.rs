@@ -645,6 +645,22 @@ impl OperatorPolicies {
         if self.context_free.is_empty() {
             return None;
         }
+        // An action of the schema: its context-free forbids were decided
+        // with its entities, once per session and facts; the plain ones
+        // among them are `context_free`'s that can name the action.
+        if self.by_action.contains_key(action) {
+            return match self.kept_entities(principal, resource, action) {
+                Ok(kept) => kept
+                    .fixed_matched
+                    .iter()
+                    .find(|id| !self.asks.contains(*id))
+                    .cloned(),
+                Err(e) => {
+                    tracing::error!(error = %e, action, "cannot build the call's Cedar entities; every forbid is taken to match");
+                    self.forbids.iter().next().cloned()
+                }
+            };
+        }
         self.matched(
             &self.context_free,
             principal,
