@@ -1137,6 +1137,10 @@ impl Boundary {
             },
         };
         // An `@ask_person` policy makes a call that would run ask first.
+        // A GraphQL operation the host read as a query stays one when a
+        // policy makes it ask: the person approves a query, and the `http`
+        // handle still refuses a body holding a mutation.
+        let asked_query = pass == Pass::GraphqlQuery;
         if matches!(by_policy, policies::PolicyPass::AsksPerson { .. }) && !asks {
             asks = true;
             pass = Pass::Open;
@@ -1168,7 +1172,11 @@ impl Boundary {
                     by_result,
                 })
                 .await?;
-            pass = Pass::Person { approval, mutation };
+            pass = if asked_query {
+                Pass::GraphqlQuery
+            } else {
+                Pass::Person { approval, mutation }
+            };
             // The world may have changed while a person was deciding: the
             // session paused or its delegation expired, or (for a mutation)
             // its switch turned off.
