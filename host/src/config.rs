@@ -78,7 +78,7 @@ pub enum ConfigFileError {
 }
 
 /// `[policy]`: where the operator's Cedar policy documents are.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyConfig {
     /// Files, or patterns whose file name has `*` (`policies/*.cedar`),
@@ -167,7 +167,7 @@ fn wildcard_matches(pattern: &str, name: &str) -> bool {
 }
 
 /// The whole file.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServeConfig {
     /// Address of the admin API and the MCP endpoints.
@@ -332,7 +332,7 @@ fn default_token_timeout_secs() -> u64 {
 /// url = "https://api.nango.dev"      # default; a self-hosted Nango's URL
 /// secret_env = "NANGO_SECRET_KEY"    # default
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TokenBrokerConfig {
     #[serde(default = "default_broker_url")]
@@ -409,7 +409,7 @@ impl TokenBrokerConfig {
 ///
 /// Without `[oidc.roles]`, the claim's values are role names: `approver`
 /// over every brand, `approver:acme` over brand `acme` only.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OidcConfig {
     /// The issuer's identifier: a token's `iss` must equal it.
@@ -465,7 +465,7 @@ pub struct OidcConfig {
 }
 
 /// Which token the console sends.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ConsoleBearer {
     #[default]
@@ -478,7 +478,7 @@ fn default_console_scope() -> String {
 }
 
 /// `[oidc.roles]`: the values of the role claim that give each role.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OidcRoles {
     #[serde(default)]
@@ -601,7 +601,7 @@ pub(crate) fn check_identity_url(key: &str, text: &str) -> Result<(), String> {
 
 /// `[store]`: embedded SQLite (the default, nothing to set up) or one
 /// PostgreSQL database shared by several hosts.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StoreConfig {
     #[serde(default)]
@@ -629,7 +629,7 @@ pub struct StoreConfig {
     pub trace_durable_against: crate::store::TraceDurability,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum StoreBackend {
     #[default]
@@ -638,7 +638,7 @@ pub enum StoreBackend {
 }
 
 /// What the operator states about one brand (see the module's table).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BrandConfig {
     /// The brand's skills, by name: at least one gives the skill tools
@@ -697,7 +697,7 @@ pub(crate) fn check_skill_name(skill: &str) -> Result<(), String> {
 }
 
 /// A remote MCP server's transport.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum McpTransport {
     StreamableHttp,
@@ -705,7 +705,7 @@ pub enum McpTransport {
 }
 
 /// One OCI registry's settings.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RegistryConfig {
     /// Reach it over plain HTTP (a registry on loopback or an internal
@@ -719,7 +719,7 @@ pub struct RegistryConfig {
 }
 
 /// One connector: its component and where its HTTP handle is bound.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConnectorConfig {
     /// The component (`.wasm`), relative to this file, or an OCI artifact
@@ -888,7 +888,7 @@ impl ConnectorConfig {
 }
 
 /// One further origin of a connector.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum OriginConfig {
     /// Reached with the connector's credential.

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use super::{Catalog, ROLE_NAMES, Role, Selection, SessionInput, SessionLimits, names};
 
 /// `[roles.NAME]` as written in the configuration file.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OperatorRoleConfig {
     /// The seed role whose filters apply (`coworker`, `person-chat`, …).

@@ -376,7 +376,7 @@ fn open_folder(
 /// pair of dollar figures, as a grant's (`policy::Allowance`) and converted
 /// by the same `metered`; and optionally the per-call threshold above which
 /// a reservation asks a person, in the same unit.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PersonAllowance {
     #[serde(default)]
@@ -456,7 +456,7 @@ impl PersonAllowance {
 }
 
 /// One folder a connector's `folder` handle may open.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FolderConfig {
     /// Absolute path of its root; `{brand}` stands for the session's brand
