@@ -60,6 +60,9 @@ enum Command {
     /// Prints the operator switches as read from the environment, and any
     /// value not understood (the banner `serve` will print at start).
     Switches,
+    /// Asks a running `serve` whether it is ready (`/readyz`), for a
+    /// container's health check: exit 0 on 2xx, else 1 with the reason.
+    Health(cli::health::HealthArgs),
     /// Serves the admin API and MCP endpoints (streamable HTTP) as the
     /// configuration file says; with `--stdio`, serves one session's
     /// connector over stdin/stdout instead (the admin API listens too, for
@@ -115,6 +118,7 @@ fn main() -> Result<()> {
         Command::Sign(args) => cli::artifacts::sign(args),
         Command::Keygen(args) => cli::artifacts::keygen(args),
         Command::Switches => cli::serve::switches(),
+        Command::Health(args) => std::process::exit(cli::health::run(args)),
         Command::Serve(args) => cli::serve::run(args),
         // The author's commands exit with their own status (0, 1 or 2).
         Command::Call(args) => exit_with(cli::call::run(args)),

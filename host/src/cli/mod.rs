@@ -15,6 +15,7 @@ pub mod connectors;
 #[cfg(feature = "demo")]
 pub mod demo;
 pub mod docs;
+pub mod health;
 pub mod inspect;
 pub mod lang;
 pub mod manifest;
