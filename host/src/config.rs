@@ -173,7 +173,8 @@ pub struct ServeConfig {
     /// Address of the admin API and the MCP endpoints.
     #[serde(default = "default_listen")]
     pub listen: SocketAddr,
-    /// Base URL the MCP endpoints are announced under (default `http://LISTEN`).
+    /// Base URL the MCP endpoints are announced under (default `http://LISTEN`;
+    /// `https://LISTEN` with `[tls]`).
     /// With several hosts, each announces its own (`advertise_url`): a
     /// session is served by the host that opened it.
     #[serde(default, alias = "advertise_url")]
@@ -195,6 +196,9 @@ pub struct ServeConfig {
     /// Where the host keeps what it must remember (`[store]`).
     #[serde(default)]
     pub store: StoreConfig,
+    /// HTTPS on the main listener (`[tls]`); plain HTTP without it.
+    #[serde(default)]
+    pub tls: Option<crate::serve::tls::TlsConfig>,
     /// Largest request body accepted, admin API and MCP alike.
     #[serde(default = "default_max_request_bytes")]
     pub max_request_bytes: usize,
@@ -1038,6 +1042,9 @@ impl ServeConfig {
         if let Some(ca) = &config.store.ca_file {
             config.store.ca_file = Some(base.join(ca));
         }
+        if let Some(tls) = config.tls.as_mut() {
+            tls.relative_to(base);
+        }
         for connector in config.connectors.values_mut() {
             if connector.mcp.is_none() && connector.artifact.is_none() {
                 connector.component = base.join(&connector.component);
@@ -1166,11 +1173,20 @@ impl ServeConfig {
         self.brands.get(brand).cloned().unwrap_or_default()
     }
 
+    /// `https` with `[tls]`, else `http`.
+    pub(crate) fn scheme(&self) -> &'static str {
+        if self.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
     /// The base URL endpoints are announced under, without a trailing slash.
     pub(crate) fn base_url(&self) -> String {
         self.public_url
             .clone()
-            .unwrap_or_else(|| format!("http://{}", self.listen))
+            .unwrap_or_else(|| format!("{}://{}", self.scheme(), self.listen))
             .trim_end_matches('/')
             .to_string()
     }

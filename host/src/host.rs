@@ -228,6 +228,11 @@ impl<E> Host<E> {
         format!("{store}; {sign_in}; {spans}")
     }
 
+    /// What `/metrics` shows, for the parts of the host that count.
+    pub(crate) fn metrics(&self) -> &Arc<crate::metrics::Metrics> {
+        &self.metrics
+    }
+
     /// `/metrics` now: what is read at each scrape (the fleet's pending
     /// approvals, the store, the lease, the process) refreshed first.
     pub async fn metrics_text(&self) -> String {

@@ -216,6 +216,12 @@ pub const FAMILIES: &[Described] = &[
         what: "reservations an allowance refused",
     },
     Described {
+        name: "scout_tls_reload_failures",
+        kind: "counter",
+        labels: &[],
+        what: "`[tls]` certificate and key replacements that could not be served (unreadable, bad PEM, a key not the certificate's); the pair in use stays",
+    },
+    Described {
         name: "process_cpu_seconds",
         kind: "counter",
         labels: &[],
@@ -361,6 +367,7 @@ pub struct Metrics {
     approvals_pending: Gauge,
     store_up: Gauge,
     lease_held: Gauge,
+    tls_reload_failures: Counter,
     process: ProcessMetrics,
 }
 
@@ -667,6 +674,12 @@ impl Metrics {
             "1 while this host holds its lease and may start calls",
             lease_held.clone(),
         );
+        let tls_reload_failures = Counter::default();
+        registry.register(
+            "scout_tls_reload_failures",
+            "[tls] certificate and key replacements that could not be served (the pair in use stays)",
+            tls_reload_failures.clone(),
+        );
         let process = ProcessMetrics::default();
         process.register(&mut registry);
         let build = Family::<Build, Gauge>::default();
@@ -699,6 +712,7 @@ impl Metrics {
             approvals_pending,
             store_up,
             lease_held,
+            tls_reload_failures,
             process,
         }
     }
@@ -862,6 +876,11 @@ impl Metrics {
             })
             .inc();
         self.sessions_active.inc();
+    }
+
+    /// A `[tls]` replacement pair that could not be served.
+    pub(crate) fn tls_reload_failed(&self) {
+        self.tls_reload_failures.inc();
     }
 
     /// A session open its brand's limit `rule` refused.

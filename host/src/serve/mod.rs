@@ -34,6 +34,7 @@ mod sessions;
 mod shown;
 mod stateless;
 mod stdio;
+pub mod tls;
 
 pub use crate::config::{ConfigFileError, ConnectorConfig, ServeConfig, StartError};
 use crate::host::Host;
@@ -158,7 +159,7 @@ impl ServeHost {
     /// The base URL MCP endpoints are announced under.
     pub(crate) fn base_url(&self) -> String {
         match (&self.host.config().public_url, self.bound.get()) {
-            (None, Some((addr, _))) => format!("http://{addr}"),
+            (None, Some((addr, _))) => format!("{}://{addr}", self.host.config().scheme()),
             _ => self.host.config().base_url(),
         }
     }

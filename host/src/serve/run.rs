@@ -19,6 +19,8 @@ pub async fn run(host: Arc<ServeHost>) -> anyhow::Result<()> {
 }
 
 async fn run_until_stopped(host: Arc<ServeHost>) -> anyhow::Result<()> {
+    // A pair that cannot be served stops the start, before anything runs.
+    let tls = main_tls(&host)?;
     let listener = host.bind().await?;
     let addr = listener.local_addr()?;
     // Before any call: close what a host killed mid-call left open. After the
@@ -78,7 +80,10 @@ async fn run_until_stopped(host: Arc<ServeHost>) -> anyhow::Result<()> {
         }
         None => None,
     };
-    println!("scout-host serving the admin API and MCP on http://{addr}");
+    println!(
+        "scout-host serving the admin API and MCP on {}://{addr}",
+        host.host().config().scheme()
+    );
     let grace = std::time::Duration::from_secs(host.host().config().shutdown_grace_secs);
     let (stopping, stopped_at) = tokio::sync::oneshot::channel();
     let graceful = {
@@ -89,7 +94,7 @@ async fn run_until_stopped(host: Arc<ServeHost>) -> anyhow::Result<()> {
             drain::drain(&host, grace).await;
         }
     };
-    let served = serve_http(host.clone(), listener, graceful);
+    let served = serve_main(host.clone(), listener, tls.as_ref(), graceful);
     tokio::pin!(served);
     // The grace bounds the whole stop, the listener's close included.
     let cut = async {
@@ -125,9 +130,31 @@ async fn stop_signal() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
+/// The main listener's TLS under `[tls]`; `None` without it.
+fn main_tls(host: &ServeHost) -> Result<Option<super::tls::Tls>, super::tls::TlsError> {
+    host.host()
+        .config()
+        .tls
+        .as_ref()
+        .map(|config| super::tls::Tls::start(config, host.host().metrics().clone()))
+        .transpose()
+}
+
+/// Serves the admin API and MCP on `listener`, plain HTTP, until `shutdown`.
 pub async fn serve_http(
     host: Arc<ServeHost>,
     listener: tokio::net::TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    serve_main(host, listener, None, shutdown).await
+}
+
+/// Serves the admin API and MCP on `listener` until `shutdown`: HTTPS
+/// with `tls`, through the same `axum::serve` and its graceful shutdown.
+async fn serve_main(
+    host: Arc<ServeHost>,
+    listener: tokio::net::TcpListener,
+    tls: Option<&super::tls::Tls>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     use axum::serve::ListenerExt;
@@ -148,12 +175,18 @@ pub async fn serve_http(
     let _stop_invalidations = invalidations.map(AbortOnDrop);
     // A policy change whose ring this host missed is applied all the same.
     let _stop_policy_poll = AbortOnDrop(host.host().policies().follow_stored());
+    let router = admin::router(host);
+    if let Some(tls) = tls {
+        return axum::serve(tls.listener(listener)?, router)
+            .with_graceful_shutdown(shutdown)
+            .await;
+    }
     let listener = listener.tap_io(|tcp| {
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::warn!(error = %e, "cannot set TCP_NODELAY");
         }
     });
-    axum::serve(listener, admin::router(host))
+    axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)
         .await
 }
@@ -179,17 +212,18 @@ async fn stdio_until_closed(
 ) -> anyhow::Result<()> {
     // The admin API is for approvals a client cannot ask for itself; a
     // `serve` already on that address leaves this session with elicitation.
+    let tls = main_tls(&host)?;
     let admin = match host.bind().await {
         Ok(listener) => {
             crate::logs::say(format_args!(
-                "admin API on http://{}",
+                "admin API on {}://{}",
+                host.host().config().scheme(),
                 listener.local_addr()?
             ));
-            Some(tokio::spawn(serve_http(
-                host.clone(),
-                listener,
-                std::future::pending(),
-            )))
+            let host = host.clone();
+            Some(tokio::spawn(async move {
+                serve_main(host, listener, tls.as_ref(), std::future::pending()).await
+            }))
         }
         Err(e) => {
             crate::logs::say(format_args!(

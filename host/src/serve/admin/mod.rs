@@ -215,7 +215,14 @@ async fn check_host(State(host): State<Arc<ServeHost>>, request: Request, next: 
         .headers()
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
-        .map(str::to_ascii_lowercase);
+        .map(str::to_ascii_lowercase)
+        // HTTP/2 (under `[tls]`) carries it as `:authority`, in the URI.
+        .or_else(|| {
+            request
+                .uri()
+                .authority()
+                .map(|a| a.as_str().to_ascii_lowercase())
+        });
     if !given.is_some_and(|h| host.answers_to(&h)) {
         return ApiError::new(
             StatusCode::FORBIDDEN,
