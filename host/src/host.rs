@@ -155,7 +155,7 @@ impl<E> Host<E> {
     }
 
     /// The remote MCP server behind connector `name`, if it is one.
-    pub fn remote(&self, name: &str) -> Option<&Arc<crate::remote::RemoteServer>> {
+    pub fn remote(&self, name: &str) -> Option<Arc<crate::remote::RemoteServer>> {
         self.deployments.remote(name)
     }
 

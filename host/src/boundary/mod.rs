@@ -341,8 +341,9 @@ pub struct Boundary {
     /// Where each call's span goes, when the operator exports them.
     telemetry: Option<Arc<crate::telemetry::Telemetry>>,
     /// Person chat's per-call spend threshold by billing connector, in its
-    /// meter's unit (see [`Boundary::asking_above`]).
-    spend_thresholds: std::collections::BTreeMap<String, u64>,
+    /// meter's unit (see [`Boundary::asking_above`]); a connector changed
+    /// through the admin API replaces its own.
+    spend_thresholds: parking_lot::RwLock<std::collections::BTreeMap<String, u64>>,
     /// Cancelled once the host begins to shut down: nothing more starts,
     /// and every wait for a person ends (`host_shutdown`).
     shutdown: CancellationToken,
@@ -456,8 +457,18 @@ impl Boundary {
         mut self,
         thresholds: I,
     ) -> Boundary {
-        self.spend_thresholds = thresholds.into_iter().collect();
+        *self.spend_thresholds.get_mut() = thresholds.into_iter().collect();
         self
+    }
+
+    /// Connector `name`'s per-call spend threshold from its next call on
+    /// (`None`: it has none), as a runtime change of its settings says.
+    pub(crate) fn set_spend_threshold(&self, name: &str, threshold: Option<u64>) {
+        let mut thresholds = self.spend_thresholds.write();
+        match threshold {
+            Some(threshold) => thresholds.insert(name.to_string(), threshold),
+            None => thresholds.remove(name),
+        };
     }
 
     /// Exports a span per call, fed with the trace events as they are written.
@@ -1113,7 +1124,7 @@ impl Boundary {
         // mutation, which follows the mutation gate; the `http` handle then
         // refuses a body holding more than was decided here.
         let mut mutation = false;
-        let spend = spend::pass(&gate, &self.spend_thresholds);
+        let spend = spend::pass(&gate, &self.spend_thresholds.read());
         let (mut asks, mut pass) = match (&gate, graphql_operation(&gate, args)) {
             (_, Some(Err(why))) => {
                 let rule = Rule::GraphqlUnreadable;

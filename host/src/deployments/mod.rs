@@ -31,6 +31,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// The remote MCP servers among the connectors, by connector name: shared
+/// with the grants (a call's upstream session), and changed here when the
+/// admin API adds, replaces or retires one.
+pub(crate) type SharedRemote = Arc<RwLock<BTreeMap<String, Arc<RemoteServer>>>>;
+
 /// Why a runtime change was refused; the admin API maps each onto a status.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -108,6 +113,9 @@ pub(crate) struct FileSettings {
     pub signature_keys: Vec<PathBuf>,
     /// How each OCI registry is reached.
     pub registries: RegistryOptions,
+    /// The brand whose connection lists a remote server's tools: a remote
+    /// server taking a credential is refused without one.
+    pub deployment_owner_brand: Option<String>,
 }
 
 impl FileSettings {
@@ -117,6 +125,7 @@ impl FileSettings {
             require_signature: config.require_signature,
             signature_keys: config.signature_keys.clone(),
             registries: config.registry_options(),
+            deployment_owner_brand: config.deployment_owner_brand.clone(),
         }
     }
 }
@@ -130,8 +139,8 @@ pub(crate) struct DeploymentsConfig {
     pub runtime: Runtime,
     /// Every connector loaded at start, by server name.
     pub components: BTreeMap<String, Arc<LoadedComponent>>,
-    /// The remote MCP servers among them.
-    pub remote: BTreeMap<String, Arc<RemoteServer>>,
+    /// The remote MCP servers among them (shared with the grants).
+    pub remote: SharedRemote,
     /// The roster as loaded at start (shared with the grants and the
     /// connections, who read it as it is at each moment).
     pub roster: SharedRoster,
@@ -146,8 +155,12 @@ pub(crate) struct Deployments {
     /// Every connector as served now; a remote MCP server's entry is
     /// replaced whenever its listed or reviewed tools change.
     components: RwLock<BTreeMap<String, Arc<LoadedComponent>>>,
-    /// The remote MCP servers among them ([`crate::remote`]).
-    remote: BTreeMap<String, Arc<RemoteServer>>,
+    /// The remote MCP servers among them ([`crate::remote`]), changed at
+    /// runtime with the component they serve.
+    remote: SharedRemote,
+    /// Told whenever a remote server is added or replaced at runtime, so
+    /// that its tools are listed (the host's discovery waits on it).
+    remote_added: Arc<tokio::sync::Notify>,
     /// Each connector's settings and what admission found of it (a
     /// platform server, not offered), replaced whole at a runtime change.
     roster: SharedRoster,
@@ -206,6 +219,7 @@ impl Deployments {
         Deployments {
             components: RwLock::new(components),
             remote,
+            remote_added: Default::default(),
             roster,
             runtime,
             deploying: Default::default(),
@@ -235,13 +249,19 @@ impl Deployments {
     }
 
     /// The remote MCP server behind connector `name`, if it is one.
-    pub(crate) fn remote(&self, name: &str) -> Option<&Arc<RemoteServer>> {
-        self.remote.get(name)
+    pub(crate) fn remote(&self, name: &str) -> Option<Arc<RemoteServer>> {
+        self.remote.read().get(name).cloned()
     }
 
-    /// The remote MCP servers, by connector name.
-    pub(crate) fn remote_servers(&self) -> &BTreeMap<String, Arc<RemoteServer>> {
-        &self.remote
+    /// The remote MCP servers as served now, by connector name.
+    pub(crate) fn remote_servers(&self) -> BTreeMap<String, Arc<RemoteServer>> {
+        self.remote.read().clone()
+    }
+
+    /// Told whenever a remote server is added or replaced at runtime: its
+    /// tools are to be listed.
+    pub(crate) fn remote_added(&self) -> Arc<tokio::sync::Notify> {
+        self.remote_added.clone()
     }
 
     /// The connectors as served now: their settings and what admission
@@ -269,7 +289,7 @@ impl Deployments {
 
     /// Ends session `id`'s upstream sessions with every remote server.
     pub(crate) fn end_remote_sessions(&self, id: &str) {
-        for server in self.remote.values() {
+        for server in self.remote_servers().values() {
             server.end(id);
         }
     }

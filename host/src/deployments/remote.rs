@@ -13,7 +13,7 @@ impl Deployments {
     /// lists, loses its pending approvals fleet-wide: a person approved the
     /// tool as it was, not as it is.
     pub(crate) fn refresh_remote(&self, name: &str) {
-        let Some(server) = self.remote.get(name) else {
+        let Some(server) = self.remote(name) else {
             return;
         };
         // One at a time: two refreshes reading the store a moment apart
@@ -119,7 +119,7 @@ impl Deployments {
     /// Applies the store's reviews to every remote server's tools (another
     /// host reviewed one): each served afresh, without listing it again.
     pub(crate) fn reapply_remote_reviews(&self) {
-        for name in self.remote.keys() {
+        for name in self.remote_servers().keys() {
             self.refresh_remote(name);
         }
     }

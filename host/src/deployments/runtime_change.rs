@@ -5,6 +5,14 @@
 //! applies it when the store rings (PostgreSQL's NOTIFY), each pulling and
 //! verifying the artifact itself. One path changes what a host serves:
 //! the loaded component, the roster and the boundary's catalogue together.
+//!
+//! A remote MCP server (`mcp = "https://…"`) is stored the same way: every
+//! host builds its own client from the stored settings and lists its tools,
+//! which stay candidates until reviewed, as from the file. Any change of a
+//! connector's settings (the same artifact or URL with new settings
+//! included) replaces what every host serves of it, so that nothing a host
+//! read of a runtime connector is read once at start: its roster entry, its
+//! catalogue entry, its spend threshold and a remote server's client.
 
 use super::*;
 use serde::Serialize;
@@ -18,6 +26,9 @@ pub struct ConnectorView {
     /// The OCI artifact it was named by, if it was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub artifact: Option<String>,
+    /// A remote MCP server's URL, for one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<String>,
     /// The manifest digest this host runs (the fleet's, for `api`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
@@ -54,6 +65,7 @@ impl Deployments {
                 name: name.clone(),
                 source: "file",
                 artifact: settings.artifact.as_ref().map(ToString::to_string),
+                mcp: settings.mcp.clone(),
                 digest: settings.artifact_digest.clone(),
                 status: self.status_of(&roster, name),
                 tools: self.tool_names(name),
@@ -73,16 +85,22 @@ impl Deployments {
             } else {
                 self.status_of(&roster, &name)
             };
+            let settings: Option<Value> = serde_json::from_str(&row.settings).ok();
+            let mcp = settings
+                .as_ref()
+                .and_then(|s| s["mcp"].as_str())
+                .map(str::to_string);
             views.push(ConnectorView {
                 tools: self.tool_names(&name),
                 source: "api",
-                artifact: Some(row.artifact.clone()),
-                digest: Some(row.digest.clone()),
+                artifact: mcp.is_none().then(|| row.artifact.clone()),
+                digest: mcp.is_none().then(|| row.digest.clone()),
+                mcp,
                 status,
                 revision: Some(row.revision),
                 changed_by: Some(row.changed_by.clone()),
                 changed_at_ms: Some(row.changed_at_ms),
-                settings: serde_json::from_str(&row.settings).ok(),
+                settings,
                 name,
             });
         }
@@ -120,13 +138,16 @@ impl Deployments {
             .collect()
     }
 
-    /// `PUT /v1/connectors/{name}`: adds connector `name`, or upgrades it,
+    /// `PUT /v1/connectors/{name}`: adds connector `name`, or changes it,
     /// as `settings` (a TOML connector table's fields, `component` an OCI
-    /// artifact) say. The artifact is pulled and verified, and the
-    /// component loaded and admitted, before anything is stored: a change
-    /// that cannot be served is refused and changes nothing. Then the
-    /// change is stored (the fleet hears of it), served here, and the
-    /// pending approvals of every tool it changed are revoked.
+    /// artifact or `mcp` a remote MCP server's URL) say. The artifact is
+    /// pulled and verified, and the component loaded and admitted (a remote
+    /// server's client built), before anything is stored: a change that
+    /// cannot be served is refused and changes nothing. Then the change is
+    /// stored (the fleet hears of it), served here, and the pending
+    /// approvals of every tool it changed are revoked. The same artifact or
+    /// URL with other settings is a change like any other
+    /// (`connector_upgraded`, naming the settings that changed).
     pub(crate) async fn put_connector(
         &self,
         name: &str,
@@ -149,24 +170,42 @@ impl Deployments {
             )));
         }
         let text = settings.to_string();
-        let mut parsed: ConnectorConfig = serde_json::from_value(settings)
-            .map_err(|e| DeployError::Refused(format!("connectors.{name}: {e}")))?;
+        let mut parsed = parse_settings(name, settings.clone())?;
         parsed
             .check(name, self.file.require_signature)
             .map_err(DeployError::Refused)?;
-        let Some(named) = parsed.artifact.clone() else {
-            return Err(DeployError::Refused(format!(
-                "connectors.{name}.component: a connector added at runtime is an OCI artifact every host pulls and verifies itself (`component = \"oci://REGISTRY/REPO:TAG\"`, published with `scout-host push`); a file path or a remote MCP server goes in the configuration file"
-            )));
-        };
         let _one_change = self.deploying.lock().await;
-        let loaded = self
-            .load_artifact(name, parsed, &named)
-            .await
-            .map_err(|e| DeployError::Refused(e.to_string()))?;
+        let (named, loaded) = match (parsed.mcp.clone(), parsed.artifact.clone()) {
+            (Some(url), _) => {
+                self.check_remote(name, &url, &parsed)?;
+                let loaded = self
+                    .load_remote(name, parsed)
+                    .await
+                    .map_err(|e| DeployError::Refused(e.to_string()))?;
+                (url, loaded)
+            }
+            (None, Some(named)) => {
+                let loaded = self
+                    .load_artifact(name, parsed, &named)
+                    .await
+                    .map_err(|e| DeployError::Refused(e.to_string()))?;
+                (named.to_string(), loaded)
+            }
+            (None, None) => {
+                return Err(DeployError::Refused(format!(
+                    "connectors.{name}.component: a connector added at runtime is an OCI artifact every host pulls and verifies itself (`component = \"oci://REGISTRY/REPO:TAG\"`, published with `scout-host push`), or a remote MCP server (`mcp = \"https://…\"`); a file path goes in the configuration file"
+                )));
+            }
+        };
+        let before = self
+            .store
+            .stored_connectors()
+            .await?
+            .into_iter()
+            .find(|c| c.name == name && !c.retired);
         let stored = self
             .store
-            .put_connector(name, &text, &named.to_string(), &loaded.digest, by.subject)
+            .put_connector(name, &text, &named, &loaded.digest, by.subject)
             .await?;
         let previous = self.component(name);
         let changed = self.serve_loaded(name, loaded, stored.clone());
@@ -176,6 +215,9 @@ impl Deployments {
         } else {
             crate::trace::Deploy::ConnectorAdded
         };
+        let before_settings = before
+            .as_ref()
+            .and_then(|b| serde_json::from_str::<Value>(&b.settings).ok());
         self.record_change(
             &stored,
             rule,
@@ -184,6 +226,8 @@ impl Deployments {
                 "artifact": stored.artifact,
                 "digest": stored.digest,
                 "previous_component": previous.as_ref().map(|c| c.info().sha256.clone()),
+                "component_changed": before.as_ref().is_none_or(|b| b.artifact != stored.artifact || b.digest != stored.digest),
+                "settings_changed": settings_changed(before_settings.as_ref(), &settings),
                 "revision": stored.revision,
                 "tools_changed": changed,
                 "approvals_revoked": revoked,
@@ -251,6 +295,7 @@ impl Deployments {
         let Some(component) = deployment.components.get(name).cloned() else {
             return Vec::new();
         };
+        let threshold = spend_threshold(&settings);
         let changed = match self.component(name) {
             Some(previous) => previous
                 .tools()
@@ -272,6 +317,23 @@ impl Deployments {
             .connector(name)
             .cloned()
             .filter(|_| !platform);
+        // A remote server's client is replaced whole (its URL, transport or
+        // timeout may have changed): the old one's upstream sessions close,
+        // and its tools are served as the new one lists them.
+        let server = deployment.remote.get(name).cloned();
+        if server.is_some() {
+            self.boundary.remote_listed(component.clone());
+        }
+        let replaced = match &server {
+            Some(server) => self.remote.write().insert(name.to_string(), server.clone()),
+            None => self.remote.write().remove(name),
+        };
+        if let Some(old) = replaced {
+            old.end_all();
+            // Its discovery wakes, finds it replaced, and stops.
+            old.list_changed().notify_one();
+        }
+        self.boundary.set_spend_threshold(name, threshold);
         // The component first, then the roster and the policy: a session
         // deciding in between finds a tool it may not offer yet, never one
         // it offers with nothing behind it.
@@ -285,6 +347,9 @@ impl Deployments {
         self.resolutions.invalidate();
         self.boundary.serve_connector(name, spec, hosted);
         self.policies_follow();
+        if server.is_some() {
+            self.remote_added.notify_one();
+        }
         changed
     }
 
@@ -298,6 +363,11 @@ impl Deployments {
             *roster = Arc::new(next);
         }
         self.boundary.retire_connector(&stored.name);
+        self.boundary.set_spend_threshold(&stored.name, None);
+        if let Some(server) = self.remote.write().remove(&stored.name) {
+            server.end_all();
+            server.list_changed().notify_one();
+        }
         self.policies_follow();
     }
 
@@ -380,7 +450,113 @@ impl Deployments {
         settings
             .check(&row.name, self.file.require_signature)
             .map_err(LoadError::Settings)?;
+        if settings.mcp.is_some() {
+            return self.load_remote(&row.name, settings).await;
+        }
         let named = ArtifactRef::parse(&row.artifact)?.pinned(&row.digest);
         self.load_artifact(&row.name, settings, &named).await
     }
+}
+
+impl Deployments {
+    /// What a remote server added through the API must say besides what
+    /// a file's must: plain http only to a server the operator said is on
+    /// loopback or a private network, and a server taking a credential
+    /// only where a deployment owner lists its tools.
+    fn check_remote(
+        &self,
+        name: &str,
+        url: &str,
+        settings: &ConnectorConfig,
+    ) -> Result<(), DeployError> {
+        let plain = url::Url::parse(url).is_ok_and(|u| u.scheme() == "http");
+        if plain && !settings.allow_private_network {
+            return Err(DeployError::Refused(format!(
+                "connectors.{name}.mcp: `{url}` is plain http: a server on the network is reached over https; plain http only for a server on loopback or a private network, with `allow_private_network = true`"
+            )));
+        }
+        if self.file.deployment_owner_brand.is_none() && !settings.is_public() {
+            return Err(DeployError::Refused(format!(
+                "connectors.{name}.credential: a remote MCP server that takes a credential lists its tools with the deployment owner's connection, and the hosts' file names no `deployment_owner_brand`: set `credential = \"none\"` if the server takes none, or name the owner in the file"
+            )));
+        }
+        Ok(())
+    }
+
+    /// A remote MCP server's client built from `settings` and admitted
+    /// under the catalogue in use, serving no tool until it lists them and
+    /// an operator reviews each (as from the file).
+    async fn load_remote(
+        &self,
+        name: &str,
+        settings: ConnectorConfig,
+    ) -> Result<Loaded, LoadError> {
+        let runtime = self.runtime.clone();
+        let store = self.store.clone();
+        let catalog = (*self.boundary.catalog()).clone().with_seed_entry(name);
+        let name = name.to_string();
+        tokio::task::spawn_blocking(move || {
+            let mut deployment = Deployment {
+                catalog,
+                ..Default::default()
+            };
+            deployment.add(&runtime, &name, &settings, &process_env, store.as_ref())?;
+            Ok(Loaded {
+                settings,
+                deployment,
+                digest: String::new(),
+            })
+        })
+        .await
+        .map_err(LoadError::Stopped)?
+    }
+}
+
+/// `settings` read as connector `name`'s: where they do not parse, the
+/// error names the field that does not (serde's own error names a wrong
+/// type without its field).
+fn parse_settings(name: &str, settings: Value) -> Result<ConnectorConfig, DeployError> {
+    let whole = match serde_json::from_value::<ConnectorConfig>(settings.clone()) {
+        Ok(parsed) => return Ok(parsed),
+        Err(e) => e,
+    };
+    // Every field has a default, so a field alone parses unless it is the
+    // one at fault.
+    let faulty = settings
+        .as_object()
+        .into_iter()
+        .flatten()
+        .find_map(|(key, value)| {
+            let alone = serde_json::json!({ key: value });
+            serde_json::from_value::<ConnectorConfig>(alone)
+                .err()
+                .map(|e| (key.clone(), e))
+        });
+    Err(DeployError::Refused(match faulty {
+        Some((key, e)) => format!("connectors.{name}.{key}: {e}"),
+        None => format!("connectors.{name}: {whole}"),
+    }))
+}
+
+/// The top-level settings whose value differs between `before` (the
+/// stored settings a change replaces, if any) and `after`.
+fn settings_changed(before: Option<&Value>, after: &Value) -> Vec<String> {
+    let empty = serde_json::Map::new();
+    let before = before.and_then(Value::as_object).unwrap_or(&empty);
+    let after = after.as_object().unwrap_or(&empty);
+    let keys: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    keys.into_iter()
+        .filter(|k| before.get(*k) != after.get(*k))
+        .cloned()
+        .collect()
+}
+
+/// Person chat's per-call spend threshold `settings` give, in its meter's
+/// unit (checked with the settings).
+fn spend_threshold(settings: &ConnectorConfig) -> Option<u64> {
+    settings
+        .person_allowance
+        .as_ref()?
+        .per_call_threshold()
+        .ok()?
 }

@@ -36,7 +36,7 @@ fn fixture(in_file: bool) -> Fixture {
         boundary,
         runtime: runtime.clone(),
         components: BTreeMap::new(),
-        remote: BTreeMap::new(),
+        remote: Default::default(),
         roster: Arc::new(RwLock::new(Arc::new(Roster::default()))),
         resolutions: Arc::new(ResolutionCache::default()),
         file,

@@ -3,12 +3,12 @@
 
 use crate::capabilities::http::HttpCapability;
 use crate::capabilities::mcp::McpSession;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// The remote MCP servers among the connectors, fixed at start.
+/// The remote MCP servers among the connectors, as served now (the
+/// admin API adds, replaces and retires them while the host runs).
 pub(super) struct McpGrant {
-    pub(super) remote: BTreeMap<String, Arc<crate::remote::RemoteServer>>,
+    pub(super) remote: crate::deployments::SharedRemote,
 }
 
 impl McpGrant {
@@ -20,7 +20,8 @@ impl McpGrant {
         connector: &str,
         http: Option<&Arc<HttpCapability>>,
     ) -> Option<Arc<dyn McpSession>> {
-        let (server, http) = (self.remote.get(connector)?, http?);
+        let server = self.remote.read().get(connector).cloned()?;
+        let http = http?;
         Some(server.upstream(session, http.clone()))
     }
 }

@@ -25,7 +25,7 @@ use crate::credentials::{Credential, ResolutionCache, Resolver, process_env};
 use crate::deployment::{HttpPrepared, Roster, SharedRoster};
 use crate::runtime::LoadedComponent;
 use crate::store::{LedgerStore, Store, StoreError};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -46,8 +46,8 @@ pub(crate) struct GrantsConfig {
     /// Whose catalogue credential resolution decides with.
     pub boundary: Arc<Boundary>,
     pub metrics: Arc<crate::metrics::Metrics>,
-    /// The remote MCP servers among the connectors.
-    pub remote: BTreeMap<String, Arc<crate::remote::RemoteServer>>,
+    /// The remote MCP servers among the connectors, as served now.
+    pub remote: crate::deployments::SharedRemote,
     /// The configured connectors whose token endpoints may be on a private
     /// network.
     pub private_network: BTreeSet<String>,

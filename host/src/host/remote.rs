@@ -111,53 +111,87 @@ impl<E: Send + Sync + 'static> Host<E> {
     /// Lists every remote server's tools now, then again whenever one says
     /// its list changed and every `discover_every_secs`; each list that
     /// differs is served at once (its new or changed tools held until
-    /// reviewed). Runs until the host stops.
+    /// reviewed). A server the admin API adds or replaces is listed the
+    /// same way from then on; one retired or replaced stops being listed.
+    /// Runs until the host stops.
     pub fn discover_remote(self: &Arc<Self>) {
-        for (name, server) in self.deployments.remote_servers() {
-            let host = Arc::downgrade(self);
-            let name = name.clone();
-            let heard = server.list_changed();
-            let every = self
-                .deployments
-                .settings(&name)
-                .map_or(300, |c| c.discover_every_secs.unwrap_or(300));
-            tokio::spawn(async move {
-                // After a failed listing, the next comes sooner than
-                // `every`: 2 s, doubling, at most a minute.
-                let mut retry_in = None::<u64>;
-                loop {
-                    let Some(host) = host.upgrade() else { return };
-                    if host.boundary.is_shutting_down() {
-                        return;
-                    }
-                    if let (Some(server), Some(http)) =
-                        (host.remote(&name), host.discovery_http(&name).await)
-                    {
-                        match server.discover(http).await {
-                            Ok(changed) => {
-                                retry_in = None;
-                                if changed {
-                                    host.deployments.refresh_remote(&name);
-                                }
-                            }
-                            Err(why) => {
-                                let next = retry_in.map_or(2, |s| (s * 2).min(60)).min(every);
-                                retry_in = Some(next);
-                                tracing::warn!(connector = %name, error = %why, retry_in_secs = next, "cannot list the remote server's tools; the last list stays");
-                            }
-                        }
-                    }
-                    drop(host);
-                    // At most one listing a second, however often a server
-                    // says its list changed.
-                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                    let wait = retry_in.unwrap_or(every);
-                    tokio::select! {
-                        () = heard.notified() => {}
-                        () = tokio::time::sleep(std::time::Duration::from_secs(wait)) => {}
+        let mut listing = self.deployments.remote_servers();
+        for (name, server) in &listing {
+            self.discover_one(name, server);
+        }
+        let host = Arc::downgrade(self);
+        let added = self.deployments.remote_added();
+        tokio::spawn(async move {
+            loop {
+                added.notified().await;
+                let Some(host) = host.upgrade() else { return };
+                if host.boundary.is_shutting_down() {
+                    return;
+                }
+                let now = host.deployments.remote_servers();
+                for (name, server) in &now {
+                    if !listing.get(name).is_some_and(|s| Arc::ptr_eq(s, server)) {
+                        host.discover_one(name, server);
                     }
                 }
-            });
-        }
+                listing = now;
+            }
+        });
+    }
+
+    /// Lists remote server `server` (connector `name`) now, and again as
+    /// [`Host::discover_remote`] says, while it is the one served.
+    fn discover_one(self: &Arc<Self>, name: &str, server: &Arc<crate::remote::RemoteServer>) {
+        let host = Arc::downgrade(self);
+        let name = name.to_string();
+        let heard = server.list_changed();
+        let this = Arc::downgrade(server);
+        let every = self
+            .deployments
+            .settings(&name)
+            .map_or(300, |c| c.discover_every_secs.unwrap_or(300));
+        tokio::spawn(async move {
+            // After a failed listing, the next comes sooner than
+            // `every`: 2 s, doubling, at most a minute.
+            let mut retry_in = None::<u64>;
+            loop {
+                let Some(host) = host.upgrade() else { return };
+                if host.boundary.is_shutting_down() {
+                    return;
+                }
+                // Retired or replaced through the admin API: its
+                // successor, if any, is listed by a loop of its own.
+                let Some(server) = host
+                    .remote(&name)
+                    .filter(|s| this.upgrade().is_some_and(|t| Arc::ptr_eq(s, &t)))
+                else {
+                    return;
+                };
+                if let Some(http) = host.discovery_http(&name).await {
+                    match server.discover(http).await {
+                        Ok(changed) => {
+                            retry_in = None;
+                            if changed {
+                                host.deployments.refresh_remote(&name);
+                            }
+                        }
+                        Err(why) => {
+                            let next = retry_in.map_or(2, |s| (s * 2).min(60)).min(every);
+                            retry_in = Some(next);
+                            tracing::warn!(connector = %name, error = %why, retry_in_secs = next, "cannot list the remote server's tools; the last list stays");
+                        }
+                    }
+                }
+                drop((host, server));
+                // At most one listing a second, however often a server
+                // says its list changed.
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                let wait = retry_in.unwrap_or(every);
+                tokio::select! {
+                    () = heard.notified() => {}
+                    () = tokio::time::sleep(std::time::Duration::from_secs(wait)) => {}
+                }
+            }
+        });
     }
 }

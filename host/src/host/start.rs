@@ -119,6 +119,8 @@ impl<E> Host<E> {
             boundary = boundary.exported_to(telemetry.clone());
         }
         let boundary = Arc::new(boundary);
+        // Shared by the grants and the deployments, which change it at runtime.
+        let remote: crate::deployments::SharedRemote = Arc::new(RwLock::new(remote));
         let grants = Grants::new(GrantsConfig {
             store: store.clone(),
             ledger: store.clone(),

@@ -575,6 +575,15 @@ impl RemoteServer {
             close_later(old);
         }
     }
+
+    /// Closes every agent session's upstream session: the server was
+    /// retired or replaced through the admin API.
+    pub fn end_all(&self) {
+        self.askers.lock().clear();
+        for (_, old) in self.upstreams.lock().drain() {
+            close_later(old);
+        }
+    }
 }
 
 /// Closes `upstream` on the runtime, where there is one; otherwise dropping

@@ -46,6 +46,7 @@ mod remote_resume;
 mod remote_standalone;
 mod reserved_names;
 mod runtime_deploy;
+mod runtime_settings;
 mod serve_admin;
 mod serve_capabilities;
 mod serve_hosts;

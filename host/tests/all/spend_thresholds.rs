@@ -34,7 +34,7 @@ const PROTOCOL: &str = "2025-06-18";
 const APPROVAL_TIMEOUT_MS: &str = "300000";
 
 /// What the fake upstream received: method, path and body.
-type Seen = Arc<Mutex<Vec<(String, String, Value)>>>;
+pub(super) type Seen = Arc<Mutex<Vec<(String, String, Value)>>>;
 
 fn fixture(connector: &str, file: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -51,7 +51,7 @@ fn fixture(connector: &str, file: &str) -> Value {
 /// `POST /v2/crawl` and DataForSEO's live SERP as their fixtures do. A
 /// search's `creditsUsed` is the number after `costs ` in its query (else
 /// the fixture's); every request is recorded.
-async fn fake_upstream() -> (String, Seen) {
+pub(super) async fn fake_upstream() -> (String, Seen) {
     use axum::extract::State;
     use axum::response::IntoResponse;
     let seen: Seen = Arc::default();
@@ -370,7 +370,7 @@ impl Session {
 }
 
 /// Requests to `path` the upstream received.
-fn sent(seen: &Seen, path: &str) -> Vec<Value> {
+pub(super) fn sent(seen: &Seen, path: &str) -> Vec<Value> {
     seen.lock()
         .unwrap()
         .iter()

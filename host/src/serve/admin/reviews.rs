@@ -18,7 +18,7 @@ pub(super) async fn list_reviews(
     for (name, component) in host.host().components() {
         let reviews = host.host().reviews().of(&component)?;
         let server = host.host().remote(&name);
-        let discovered = server.map(|s| s.discovered());
+        let discovered = server.as_ref().map(|s| s.discovered());
         let tools: Vec<Value> = reviews
             .into_iter()
             .map(|r| {
