@@ -15,6 +15,7 @@ pub mod fake_registry;
 pub mod fake_tokens;
 pub mod haproxy;
 pub mod pg;
+pub mod podman;
 pub mod serve;
 pub mod upstream;
 

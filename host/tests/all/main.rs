@@ -17,6 +17,7 @@ mod common;
 mod conformance;
 mod connectors;
 mod console;
+mod container_image;
 mod crash_safety;
 mod credentials;
 mod docs_page;
