@@ -159,7 +159,8 @@ impl Serve {
 /// A running `scout-host serve`; killed (SIGKILL) and reaped on drop.
 pub struct ServeProcess {
     child: Child,
-    /// `http://127.0.0.1:PORT`, from the line `serve` prints when it listens.
+    /// `http://127.0.0.1:PORT` (`https://` under `[tls]`), from the line
+    /// `serve` prints when it listens.
     pub base: String,
     /// What `serve` wrote on stderr so far (read by a thread of its own,
     /// as stdout is, so neither pipe ever fills).
@@ -208,7 +209,7 @@ impl ServeProcess {
             .trim()
             .rsplit(' ')
             .next()
-            .filter(|u| u.starts_with("http://127.0.0.1:"))
+            .filter(|u| u.starts_with("http://127.0.0.1:") || u.starts_with("https://127.0.0.1:"))
         {
             Some(base) => serve.base = base.to_string(),
             None => {

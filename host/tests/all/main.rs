@@ -57,5 +57,6 @@ mod store;
 mod store_hosts;
 mod surface_cli;
 mod telemetry;
+mod tls;
 mod token_sources;
 mod trace_export_cli;
