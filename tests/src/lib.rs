@@ -14,6 +14,7 @@ pub mod fake_github;
 pub mod fake_registry;
 pub mod fake_tokens;
 pub mod haproxy;
+pub mod kubectl;
 pub mod pg;
 pub mod podman;
 pub mod serve;

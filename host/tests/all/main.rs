@@ -26,6 +26,7 @@ mod fleet_faults;
 mod graphql_routes;
 mod input_required;
 mod inspect_cli;
+mod kubernetes;
 mod languages;
 mod linear_py;
 mod mcp_serve;
