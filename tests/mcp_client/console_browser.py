@@ -24,7 +24,7 @@ import urllib.error
 import urllib.request
 
 from scout_mcp import Mcp, text_of
-from headless import browser, check, until
+from headless import browser, check, until, viewport
 from selenium.webdriver.common.by import By
 
 ARGS = argparse.ArgumentParser()
@@ -71,8 +71,10 @@ async def main():
     status, chat = admin("POST", "/v1/sessions", {"brand": "acme", "role": "person-chat"})
     check(status == 201, f"person chat session: {status} {chat}")
 
-    driver = browser(OPTS.chromium, OPTS.chromedriver, "1280,800")
+    driver = browser(OPTS.chromium, OPTS.chromedriver)
     try:
+        # A laptop's browser: its screenshot is README's picture.
+        viewport(driver, 1366, 768)
         # --- the page and its headers ---
         with urllib.request.urlopen(OPTS.base + "/console", timeout=30) as resp:
             csp = resp.headers.get("Content-Security-Policy", "")
@@ -204,7 +206,7 @@ async def main():
             recent = item.find_element(By.CSS_SELECTOR, ".recent").get_attribute("textContent")
             check("github_create_branch" in recent, f"the session's latest requests: {recent}")
             if OPTS.approval_screenshot:
-                driver.set_window_size(1100, 1600)
+                viewport(driver, 1366, 1400)
                 driver.execute_script("arguments[0].scrollIntoView();", item)
                 item.screenshot(OPTS.approval_screenshot)
             item.find_element(By.CSS_SELECTOR, "button.deny").click()

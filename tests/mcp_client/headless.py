@@ -25,6 +25,23 @@ def browser(chromium, chromedriver, size="1280,800"):
     return webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
 
 
+def viewport(driver, width, height):
+    """Makes the page's viewport (`window.innerWidth` x `innerHeight`) exactly
+    `width` x `height` CSS pixels by sizing the browser's window: the window
+    is set once, the browser's own chrome measured (what the window holds
+    beyond the viewport) and added. No device emulation: the page sees the
+    window a laptop's browser of that inner size gives it."""
+    driver.set_window_size(width, height)
+    inner = lambda: driver.execute_script("return [window.innerWidth, window.innerHeight]")
+    for _ in range(3):
+        w, h = inner()
+        if (w, h) == (width, height):
+            return
+        size = driver.get_window_size()
+        driver.set_window_size(size["width"] + width - w, size["height"] + height - h)
+    check(tuple(inner()) == (width, height), f"a viewport of {width}x{height}: {inner()}")
+
+
 async def until(what, probe, seconds=30):
     """Polls `probe` (a function) until it returns something truthy."""
     deadline = time.monotonic() + seconds

@@ -4,7 +4,10 @@
 //! session on the real `serve` binary. A write approved in the page reaches
 //! GitHub; one denied in the page does not; one decided through the API
 //! leaves the page by itself. `SCOUT_CONSOLE_SCREENSHOT=docs/console.png`
-//! keeps the screenshot the test takes (how README's picture is made).
+//! keeps the screenshot the test takes (how README's picture is made). At
+//! the viewport sizes of common laptops, the waiting approvals and their
+//! buttons come first, without scrolling
+//! ([`the_waiting_approvals_and_their_buttons_come_first_at_laptop_sizes`]).
 
 use crate::common;
 use scout_tests::fake_github::FakeGitHub;
@@ -113,6 +116,111 @@ async fn a_person_approves_and_denies_in_the_browser_while_the_client_waits() {
     );
     let png = std::fs::read(&screenshot).expect("the screenshot was taken");
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG screenshot");
+    drop(serve);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A PNG's width and height, from its header (`IHDR`, the first chunk).
+fn png_size(png: &[u8]) -> Option<(u32, u32)> {
+    if !png.starts_with(b"\x89PNG\r\n\x1a\n") || png.get(12..16) != Some(b"IHDR") {
+        return None;
+    }
+    let word = |at: usize| Some(u32::from_be_bytes(png.get(at..at + 4)?.try_into().ok()?));
+    Some((word(16)?, word(20)?))
+}
+
+/// The approvals first, at the sizes of common laptops' browsers (the
+/// viewport, inside the browser's own chrome, 1366x768 and 1440x900): with
+/// three writes waiting, one of them with long arguments, and a paused
+/// session and a capability request below them, every card's Approve and
+/// Deny are on screen with the page unscrolled, the approvals come before
+/// the panels in the document, on screen and in focus order, and a click on
+/// Approve where it is makes the write (`tests/mcp_client/console_layout.py`).
+/// The screenshots stay in the test's directory, and are copied to
+/// `SCOUT_CONSOLE_SCREENSHOT_DIR` when it is set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_waiting_approvals_and_their_buttons_come_first_at_laptop_sizes() {
+    let Some((chromium, chromedriver)) = scout_tests::chromium() else {
+        return;
+    };
+    let (github, serve, dir) = serve("console-layout").await;
+    let shots = dir.join("screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/console_layout.py");
+    let mut browser = Command::new(python());
+    browser
+        .arg(&script)
+        .args(["--base", &serve.base, "--admin-token", ADMIN_TOKEN])
+        .args(["--github-token", GITHUB_TOKEN, "--chromium"])
+        .arg(&chromium)
+        .arg("--chromedriver")
+        .arg(&chromedriver)
+        .arg("--screenshot-dir")
+        .arg(&shots);
+    let summary = browser_summary(browser, &serve).await;
+    assert_eq!(summary["ok"], true, "{summary}");
+
+    let copy_to = std::env::var_os("SCOUT_CONSOLE_SCREENSHOT_DIR").map(std::path::PathBuf::from);
+    for (width, height) in [(1366u32, 768u32), (1440, 900)] {
+        let size = format!("{width}x{height}");
+        let seen = &summary["sizes"][&size];
+        let number = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
+        assert_eq!(seen["inner"], serde_json::json!([width, height]), "{seen}");
+        assert_eq!(seen["scroll"], serde_json::json!([0, 0]), "{seen}");
+        let cards = seen["cards"].as_array().unwrap();
+        assert_eq!(cards.len(), 3, "{seen}");
+        for card in cards {
+            for button in ["approve", "deny"] {
+                let rect = &card[button];
+                assert!(
+                    number(&rect["top"]) >= 0.0
+                        && number(&rect["left"]) >= 0.0
+                        && number(&rect["bottom"]) <= f64::from(height)
+                        && number(&rect["right"]) <= f64::from(width),
+                    "{button} of card {} inside {size}: {rect}",
+                    card["id"]
+                );
+                assert_eq!(card[format!("{button}_drawn")], true, "{seen}");
+            }
+        }
+        assert_eq!(seen["approvals_first_in_document"], true, "{seen}");
+        assert!(
+            number(&seen["admin"]["top"]) >= number(&seen["approvals_list"]["bottom"]),
+            "the panels below the approvals: {seen}"
+        );
+        // The screenshot is of the viewport: its size is the viewport's.
+        let name = format!("console-{size}.png");
+        let png = std::fs::read(shots.join(&name)).expect("the screenshot was taken");
+        assert_eq!(png_size(&png), Some((width, height)), "{name}");
+        let below = format!("console-{size}-below.png");
+        let scrolled = std::fs::read(shots.join(&below)).expect("the screenshot below was taken");
+        assert_eq!(png_size(&scrolled), Some((width, height)), "{below}");
+        if let Some(to) = &copy_to {
+            std::fs::create_dir_all(to).unwrap();
+            std::fs::write(to.join(&name), &png).unwrap();
+            std::fs::write(to.join(&below), &scrolled).unwrap();
+        }
+    }
+
+    // The click on Approve made that write, and only it.
+    assert!(
+        github
+            .branch_sha("octo", "hello", "scout/layout-first")
+            .is_some()
+    );
+    assert!(
+        github
+            .branch_sha("octo", "hello", "scout/layout-second")
+            .is_none()
+    );
+    let writes: Vec<_> = github
+        .requests()
+        .into_iter()
+        .filter(|r| r.method != "GET")
+        .collect();
+    assert_eq!(writes.len(), 1, "only the approved write reached GitHub");
+    assert!(String::from_utf8_lossy(&writes[0].body).contains("scout/layout-first"));
     drop(serve);
     let _ = std::fs::remove_dir_all(&dir);
 }

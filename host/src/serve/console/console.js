@@ -1,6 +1,7 @@
 // Scout's approvals console: the pending approvals of every session this
-// caller may see, decided with one click, and a session's trace beside
-// them. Everything on the page comes from the admin API with the caller's
+// caller may see, first on the page and decided with one click, a session's
+// trace beside them, and what else waits for a person (paused sessions,
+// capability requests) with the admin's tools below them. Everything on the page comes from the admin API with the caller's
 // bearer token (kept in this tab's sessionStorage, sent only to this
 // origin); nothing is fetched from anywhere else, and every value from the
 // API is written as text, never as markup.
@@ -295,12 +296,17 @@ function showSignIn(message) {
   $("expired").hidden = true;
   document.body.classList.remove("expired");
   me = null;
+  // The next person starts with no session chosen.
+  selected = null;
   // Nothing the last person saw stays in the page, buttons included.
   for (const id of ["approvals", "paused", "capabilities", "trace-rows", "decisions"]) {
     $(id).replaceChildren();
   }
   $("connect-connector").replaceChildren();
   $("connect-pane").hidden = true;
+  $("paused-pane").hidden = true;
+  $("capabilities-pane").hidden = true;
+  showAdmin();
   $("connect-outcome").textContent = "";
   $("connect-link").hidden = true;
   $("connect-link").removeAttribute("href");
@@ -331,6 +337,9 @@ async function signIn() {
   $("who-subject").textContent = me.subject;
   $("who-role").textContent = me.role;
   $("console").hidden = false;
+  // Keyboard focus starts at the waiting approvals: the next Tab is the
+  // first card's Approve.
+  $("approvals-heading").focus();
   if (me.role === "admin") await showConnect();
   await refresh();
   timer = setInterval(refresh, POLL_MS);
@@ -367,7 +376,7 @@ function valueView(value, marks) {
     if (s.text.length <= FOLD_CHARS && lines <= FOLD_LINES) return pre;
     const details = document.createElement("details");
     const summary = document.createElement("summary");
-    summary.textContent = s.text.split("\n")[0].slice(0, 80) + " … (" + lines + " lines, " + s.text.length + " characters: open to read all)";
+    summary.textContent = s.text.split("\n")[0].slice(0, 80) + " … (" + lines + (lines === 1 ? " line, " : " lines, ") + s.text.length + " characters: open to read all)";
     details.append(summary, pre);
     return details;
   };
@@ -448,7 +457,8 @@ function render(pending) {
       item = $("approval-template").content.firstElementChild.cloneNode(true);
       item.dataset.id = key;
       item.dataset.session = a.session;
-      item.querySelector(".tool").textContent = shown(a.tool).text;
+      const tool = shown(a.tool).text;
+      item.querySelector(".tool").textContent = tool;
       item.querySelector(".connector").textContent = a.connector || "?";
       const link = item.querySelector(".session");
       link.textContent = a.session;
@@ -493,6 +503,11 @@ function render(pending) {
       }
       const approve = item.querySelector(".approve");
       const deny = item.querySelector(".deny");
+      // Each card's buttons and details say whose they are to a screen reader.
+      const whose = tool + " in " + (a.brand || "?") + ", session " + a.session;
+      approve.setAttribute("aria-label", "Approve " + whose);
+      deny.setAttribute("aria-label", "Deny " + whose);
+      item.querySelector(".body").setAttribute("aria-label", "What " + whose + " will do");
       approve.addEventListener("click", () => decide(item, a.id, true));
       deny.addEventListener("click", () => decide(item, a.id, false));
       if (!me.may_decide) {
@@ -512,6 +527,9 @@ function render(pending) {
   }
   $("pending-count").textContent = String(pending.length);
   $("empty").hidden = pending.length > 0;
+  // Beside the list, the trace of the top card's session until the person
+  // chooses one: the space beside the approvals is never blank while one waits.
+  if (!selected && list.firstElementChild) showTrace(list.firstElementChild.dataset.session, true);
 }
 
 let refreshing = false;
@@ -548,6 +566,7 @@ function renderPaused(sessions) {
     list.appendChild(item);
   }
   $("paused-pane").hidden = paused.length === 0;
+  showAdmin();
 }
 
 function renderCapabilities(requests) {
@@ -586,6 +605,22 @@ function renderCapabilities(requests) {
     list.appendChild(item);
   }
   $("capabilities-pane").hidden = list.children.length === 0;
+  showAdmin();
+}
+
+// The panels below the approvals show when one of them has something, and
+// a line under the approvals says what else waits there for a person.
+function showAdmin() {
+  const panes = ["paused-pane", "capabilities-pane", "connect-pane"];
+  $("admin").hidden = panes.every((id) => $(id).hidden);
+  const count = (n, one, many) => n + " " + (n === 1 ? one : many);
+  const waiting = [];
+  const paused = $("paused").children.length;
+  const asked = $("capabilities").children.length;
+  if (paused) waiting.push(count(paused, "paused session", "paused sessions"));
+  if (asked) waiting.push(count(asked, "capability request", "capability requests"));
+  $("elsewhere-link").textContent = "Also waiting for a person, below: " + waiting.join(", ");
+  $("elsewhere").hidden = waiting.length === 0;
 }
 
 // The signed-in person's latest decisions (newest first).
@@ -662,6 +697,7 @@ async function showConnect() {
     select.appendChild(option);
   }
   $("connect-pane").hidden = names.length === 0;
+  showAdmin();
 }
 
 async function connect() {
@@ -683,6 +719,16 @@ async function connect() {
     $("connect-outcome").textContent = "Not connected: " + e.message;
   } finally {
     button.disabled = false;
+  }
+}
+
+// `text` in `cell`, able to wrap after each underscore (a tool's or rule's
+// name is one long identifier): <wbr> elements between its pieces, which
+// add no character to its text, copied or read.
+function breakable(cell, text) {
+  for (const piece of text.split(/(?<=_)(?!_)/)) {
+    if (cell.firstChild) cell.appendChild(document.createElement("wbr"));
+    cell.appendChild(document.createTextNode(piece));
   }
 }
 
@@ -760,7 +806,11 @@ async function readTrace(session, quiet) {
       const cells = [String(ev.seq), at, shown(ev.tool || "").text, ev.state, ev.rule || ""];
       cells.forEach((text, i) => {
         const td = document.createElement("td");
-        td.textContent = text;
+        if (i === 2 || i === 4) {
+          breakable(td, text);
+        } else {
+          td.textContent = text;
+        }
         if (i === 2) td.className = "mono";
         if (i === 3) td.className = "state state-" + ev.state;
         tr.appendChild(td);
