@@ -525,7 +525,7 @@ fn secret_values(r: &Rendered) -> Vec<(String, String)> {
 }
 
 #[test]
-fn serve_refuses_the_base_s_placeholder_secrets() {
+fn serve_refuses_the_placeholder_secret_of_the_base() {
     let Some(kubectl) = kubectl_or_skip() else {
         return;
     };
@@ -559,7 +559,7 @@ fn serve_refuses_the_base_s_placeholder_secrets() {
     );
 }
 
-/// One rendered `serve` of the fleet, with its probe and metrics ports.
+/// One rendered `serve` of the fleet, with its probe and metrics listeners.
 struct Pod {
     serve: scout_tests::ServeProcess,
     probes: String,
@@ -583,18 +583,12 @@ fn start_pod(
     let (_, config) = rendered.config();
     std::fs::create_dir_all(dir).unwrap();
     let mut table: toml::Table = toml::from_str(text).expect("scout.toml");
-    let (probe_port, metrics_port) = (
-        scout_tests::haproxy::free_port(),
-        scout_tests::haproxy::free_port(),
-    );
     // The rewrites: 0.0.0.0:PORT, the pod's own address, becomes a port of
-    // this process's own on loopback (three processes share one address).
-    for (key, at) in [
-        ("listen", "127.0.0.1:0".to_string()),
-        ("probe_listen", format!("127.0.0.1:{probe_port}")),
-        ("metrics_listen", format!("127.0.0.1:{metrics_port}")),
-    ] {
-        let was = table.insert(key.into(), toml::Value::String(at));
+    // this process's own on loopback (three processes share one address),
+    // which it announces once bound.
+    for key in ["listen", "probe_listen", "metrics_listen"] {
+        let at = toml::Value::String("127.0.0.1:0".into());
+        let was = table.insert(key.into(), at);
         assert!(
             was.is_some_and(|v| v.as_str().is_some_and(|v| v.starts_with("0.0.0.0:"))),
             "{key} was the pod's address"
@@ -637,9 +631,31 @@ fn start_pod(
             http: http.clone(),
             base: serve.base.clone(),
         },
+        probes: announced(&serve, "probes (/livez, /readyz) on "),
+        metrics: announced(&serve, "metrics (/metrics) on "),
         serve,
-        probes: format!("http://127.0.0.1:{probe_port}"),
-        metrics: format!("http://127.0.0.1:{metrics_port}"),
+    }
+}
+
+/// The address `serve` announced on stderr after `what` (the probe or the
+/// metrics listener's line, said before it prints its main address).
+fn announced(serve: &scout_tests::ServeProcess, what: &str) -> String {
+    let started = std::time::Instant::now();
+    loop {
+        let stderr = serve.stderr();
+        if let Some(after) = stderr.split(what).nth(1) {
+            let address: String = after
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, ':' | '/' | '.'))
+                .collect();
+            assert!(address.starts_with("http://127.0.0.1:"), "{what}{address}");
+            return address;
+        }
+        assert!(
+            started.elapsed() < EVENTUALLY,
+            "serve never said {what:?}: {stderr}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 
