@@ -213,7 +213,7 @@ fn write_config(dir: &Path, github: &str, key_file: &str) -> PathBuf {
         dir,
         format!(
             "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\nrequire_review = false\n\
-             probe_listen = \"127.0.0.1:0\"\n\n\
+             probe_listen = \"127.0.0.1:0\"\nshutdown_grace_secs = 600\n\n\
              [tls]\ncert_file = \"tls/live/cert.pem\"\nkey_file = {key_file:?}\nreload_secs = 1\n\n\
              [connectors.github]\ncomponent = {:?}\norigin = {github:?}\nallow_private_network = true\n",
             component.display().to_string(),
@@ -421,6 +421,28 @@ async fn https_serves_the_admin_api_and_mcp_and_rotates_its_certificate_without_
     let (status, body) = admin(&http, &base, reqwest::Method::GET, "/v1/sessions", None).await;
     assert_eq!(status, 200, "{body}");
     assert!(serve.exited_within(Duration::ZERO).await.is_none());
+
+    // A SIGTERM drains as on plain HTTP: a kept-alive TLS connection is
+    // closed by the graceful shutdown, not held until the grace (600 s,
+    // beyond the wait's bound) cuts it, and the host exits 0.
+    let kept_alive = reqwest::Client::builder()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(reqwest::Certificate::from_pem(&std::fs::read(&ca).unwrap()).unwrap())
+        .build()
+        .unwrap();
+    let ready = kept_alive
+        .get(format!("{base}/readyz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 200);
+    serve.signal("TERM");
+    let status = serve
+        .exited_within(EVENTUALLY)
+        .await
+        .expect("the host stops after a SIGTERM");
+    assert!(status.success(), "{status:?}\n{}", serve.stderr());
+    drop(kept_alive);
 }
 
 #[test]
