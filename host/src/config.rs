@@ -339,8 +339,10 @@ fn default_token_timeout_secs() -> u64 {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TokenBrokerConfig {
+    /// The broker's base URL: https, or plain http on loopback only.
     #[serde(default = "default_broker_url")]
     pub url: String,
+    /// Environment variable holding the deployment's broker secret key.
     #[serde(default = "default_broker_secret_env")]
     pub secret_env: String,
     /// Allow a broker on a private or loopback address (a self-hosted
@@ -469,7 +471,9 @@ pub struct OidcConfig {
 }
 
 /// Which token the console sends.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ConsoleBearer {
     #[default]
@@ -485,10 +489,13 @@ fn default_console_scope() -> String {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OidcRoles {
+    /// Everything the admin API does.
     #[serde(default)]
     pub admin: Vec<String>,
+    /// Sees and decides approvals, reads the trace and sessions.
     #[serde(default)]
     pub approver: Vec<String>,
+    /// Read-only: GET requests of the admin API.
     #[serde(default)]
     pub viewer: Vec<String>,
     /// Reads, and reads the exact arguments each decision kept sealed in
@@ -608,6 +615,8 @@ pub(crate) fn check_identity_url(key: &str, text: &str) -> Result<(), String> {
 #[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StoreConfig {
+    /// `sqlite`: one file (`database`), one host. `postgres`: one database
+    /// shared by every host of a fleet (`url_env`).
     #[serde(default)]
     pub backend: StoreBackend,
     /// With `postgres`: the environment variable holding the connection URL
@@ -633,7 +642,9 @@ pub struct StoreConfig {
     pub trace_durable_against: crate::store::TraceDurability,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum StoreBackend {
     #[default]
@@ -701,7 +712,9 @@ pub(crate) fn check_skill_name(skill: &str) -> Result<(), String> {
 }
 
 /// A remote MCP server's transport.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum McpTransport {
     StreamableHttp,
@@ -1033,24 +1046,30 @@ impl ServeConfig {
             },
             other => other,
         })?;
-        let base = path.parent().unwrap_or(Path::new("."));
-        config.database = base.join(&config.database);
-        config.policy.base = base.to_path_buf();
-        for key in config.signature_keys.iter_mut() {
+        config.relative_to(path.parent().unwrap_or(Path::new(".")));
+        Ok(config)
+    }
+
+    /// Makes the file's relative paths (the database, policy files,
+    /// signature keys, the store's CA, TLS files, component files) relative
+    /// to `base`, the configuration file's folder, as [`ServeConfig::load`] does.
+    pub fn relative_to(&mut self, base: &Path) {
+        self.database = base.join(&self.database);
+        self.policy.base = base.to_path_buf();
+        for key in self.signature_keys.iter_mut() {
             *key = base.join(&*key);
         }
-        if let Some(ca) = &config.store.ca_file {
-            config.store.ca_file = Some(base.join(ca));
+        if let Some(ca) = &self.store.ca_file {
+            self.store.ca_file = Some(base.join(ca));
         }
-        if let Some(tls) = config.tls.as_mut() {
+        if let Some(tls) = self.tls.as_mut() {
             tls.relative_to(base);
         }
-        for connector in config.connectors.values_mut() {
+        for connector in self.connectors.values_mut() {
             if connector.mcp.is_none() && connector.artifact.is_none() {
                 connector.component = base.join(&connector.component);
             }
         }
-        Ok(config)
     }
 
     /// Parses and checks the text of a configuration file.
@@ -1059,49 +1078,68 @@ impl ServeConfig {
             path: "configuration".into(),
             message: e.to_string(),
         })?;
+        match config.problems().into_iter().next() {
+            Some(first) => Err(first),
+            None => Ok(config),
+        }
+    }
+
+    /// Every error of a configuration read from its file, each naming its
+    /// key, in the order the file's checks run: [`ServeConfig::parse`]
+    /// refuses the first, `scout-host config check` reports them all.
+    /// Reads what the connectors name (an OCI artifact's reference, a
+    /// remote server's origin) as `parse` does.
+    pub fn problems(&mut self) -> Vec<ConfigFileError> {
+        let mut problems = Vec::new();
+        let config = self;
         match (config.store.backend, &config.store.url_env) {
             (StoreBackend::Postgres, None) => {
-                return Err(ConfigFileError::Invalid(
+                problems.push(ConfigFileError::Invalid(
                     "store.url_env: backend = \"postgres\" needs url_env, the environment variable holding the connection URL".into(),
                 ));
             }
             (StoreBackend::Sqlite, Some(_)) => {
-                return Err(ConfigFileError::Invalid(
+                problems.push(ConfigFileError::Invalid(
                     "store.url_env: only a postgres store has a URL; set backend = \"postgres\" or remove url_env".into(),
                 ));
             }
             _ => {}
         }
         if config.store.lease_secs == Some(0) {
-            return Err(ConfigFileError::Invalid(
+            problems.push(ConfigFileError::Invalid(
                 "store.lease_secs must be at least 1".into(),
             ));
         }
         for (name, connector) in config.connectors.iter_mut() {
-            connector
-                .check(name, config.require_signature)
-                .map_err(ConfigFileError::Invalid)?;
+            if let Err(e) = connector.check(name, config.require_signature) {
+                problems.push(ConfigFileError::Invalid(e));
+            }
         }
-        config.check_remote_discovery()?;
+        if let Err(e) = config.check_remote_discovery() {
+            problems.push(e);
+        }
         for (brand, facts) in &config.brands {
-            check_brand_name(brand)
-                .map_err(|e| ConfigFileError::Invalid(format!("brands: {e}")))?;
+            if let Err(e) = check_brand_name(brand) {
+                problems.push(ConfigFileError::Invalid(format!("brands: {e}")));
+            }
             let mut seen = std::collections::BTreeSet::new();
             for skill in &facts.skills {
-                check_skill_name(skill).map_err(|e| {
-                    ConfigFileError::Invalid(format!("brands.{brand:?}.skills: {e}"))
-                })?;
-                if !seen.insert(skill) {
-                    return Err(ConfigFileError::Invalid(format!(
+                if let Err(e) = check_skill_name(skill) {
+                    problems.push(ConfigFileError::Invalid(format!(
+                        "brands.{brand:?}.skills: {e}"
+                    )));
+                } else if !seen.insert(skill) {
+                    problems.push(ConfigFileError::Invalid(format!(
                         "brands.{brand:?}.skills: `{skill}` is listed twice"
                     )));
                 }
             }
         }
-        crate::policy::operator_roles::OperatorRoles::from_config(&config.roles)
-            .map_err(ConfigFileError::Invalid)?;
+        if let Err(e) = crate::policy::operator_roles::OperatorRoles::from_config(&config.roles) {
+            problems.push(ConfigFileError::Invalid(e));
+        }
         if config.session_ttl_secs == 0 {
-            return Err(ConfigFileError::Invalid(
+            problems.push(ConfigFileError::Invalid(
                 "session_ttl_secs must be at least 1".into(),
             ));
         }
@@ -1111,38 +1149,39 @@ impl ServeConfig {
             ))
         };
         if config.max_live_sessions_per_brand == 0 {
-            return Err(no_session("max_live_sessions_per_brand"));
+            problems.push(no_session("max_live_sessions_per_brand"));
         }
         for (brand, facts) in &config.brands {
             if facts.max_live_sessions == Some(0) {
-                return Err(no_session(&format!("brands.{brand:?}.max_live_sessions")));
+                problems.push(no_session(&format!("brands.{brand:?}.max_live_sessions")));
             }
         }
         if config.max_request_bytes < 1024 {
-            return Err(ConfigFileError::Invalid(
+            problems.push(ConfigFileError::Invalid(
                 "max_request_bytes must be at least 1024".into(),
             ));
         }
         if config.store.backend == StoreBackend::Postgres
             && config.store.trace_durable_against != crate::store::TraceDurability::PowerLoss
         {
-            return Err(ConfigFileError::Invalid(
+            problems.push(ConfigFileError::Invalid(
                 "[store] trace_durable_against = \"process_crash\" is a SQLite setting: on PostgreSQL every commit is as durable as the server makes it; remove the line".into(),
             ));
         }
-        if let Some(oidc) = &config.oidc {
-            oidc.check().map_err(ConfigFileError::Invalid)?;
+        if let Some(oidc) = &config.oidc
+            && let Err(e) = oidc.check()
+        {
+            problems.push(ConfigFileError::Invalid(e));
         }
-        config
-            .token_broker
-            .parsed_url()
-            .map_err(ConfigFileError::Invalid)?;
+        if let Err(e) = config.token_broker.parsed_url() {
+            problems.push(ConfigFileError::Invalid(e));
+        }
         if !(1..=120).contains(&config.token_timeout_secs) {
-            return Err(ConfigFileError::Invalid(
+            problems.push(ConfigFileError::Invalid(
                 "token_timeout_secs must be from 1 to 120".into(),
             ));
         }
-        Ok(config)
+        problems
     }
 
     /// A remote MCP server that takes a credential is listed with the

@@ -10,6 +10,11 @@
 //! each connector's tools, gates, WITHHELD list and imports from its
 //! component, and each fixture file's provenance from the fixtures
 //! directory, read by the replay parser.
+//!
+//! The configuration reference ([`config_reference`]) is generated from the
+//! configuration's types.
+
+pub mod config_reference;
 
 use crate::policy::operator_roles::OperatorRoles;
 use crate::policy::{

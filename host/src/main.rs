@@ -33,6 +33,10 @@ enum Command {
     /// Writes the permissions page and the connectors page (Markdown),
     /// generated from the code, the components and their fixtures.
     Docs(cli::docs::DocsArgs),
+    /// The configuration file: `check` one without starting (every error
+    /// with its key and line, then what it would serve), write the
+    /// `reference` page, print its JSON `schema`.
+    Config(cli::config::ConfigArgs),
     /// Reads the trace `serve` keeps.
     Trace(cli::trace::TraceArgs),
     /// Operators' Cedar policies before a change: `check` a candidate
@@ -128,6 +132,7 @@ fn main() -> Result<()> {
         Command::Build(args) => exit_with(cli::build::run(args)),
         Command::Manifest(args) => exit_with(cli::manifest::run(args)),
         Command::Policy(args) => exit_with(cli::policy::run(args)),
+        Command::Config(args) => exit_with(cli::config::run(args)),
         #[cfg(feature = "demo")]
         Command::Demo => cli::demo::run(),
         #[cfg(feature = "demo")]

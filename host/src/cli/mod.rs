@@ -11,6 +11,7 @@ pub mod audit_host;
 pub mod build;
 pub mod call;
 pub mod cases;
+pub mod config;
 pub mod connectors;
 #[cfg(feature = "demo")]
 pub mod demo;

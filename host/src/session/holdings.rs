@@ -379,12 +379,16 @@ fn open_folder(
 #[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PersonAllowance {
+    /// Credits one person-chat run may spend (with `per_day_credits`).
     #[serde(default)]
     pub per_run_credits: Option<u64>,
+    /// Credits all of a brand's person-chat runs may spend in one day.
     #[serde(default)]
     pub per_day_credits: Option<u64>,
+    /// Dollars one person-chat run may spend (with `per_day_usd`).
     #[serde(default)]
     pub per_run_usd: Option<f64>,
+    /// Dollars all of a brand's person-chat runs may spend in one day.
     #[serde(default)]
     pub per_day_usd: Option<f64>,
     /// A reservation of more credits than this asks a person; at or below

@@ -68,7 +68,17 @@ pub use trace::*;
 
 /// What a trace row committed before its call goes on survives, on SQLite
 /// (`[store] trace_durable_against`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Deserialize,
+    serde::Serialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum TraceDurability {
     /// Every trace commit is fsynced before the call goes on (DESIGN D6).

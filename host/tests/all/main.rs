@@ -14,6 +14,7 @@ mod boundary;
 mod brand_limits;
 mod catalogue_surfaces;
 mod common;
+mod config_reference;
 mod conformance;
 mod connectors;
 mod console;
