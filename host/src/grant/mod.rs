@@ -25,7 +25,6 @@ use crate::credentials::{Credential, ResolutionCache, Resolver, process_env};
 use crate::deployment::{HttpPrepared, Roster, SharedRoster};
 use crate::runtime::LoadedComponent;
 use crate::store::{LedgerStore, Store, StoreError};
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -48,9 +47,6 @@ pub(crate) struct GrantsConfig {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// The remote MCP servers among the connectors, as served now.
     pub remote: crate::deployments::SharedRemote,
-    /// The configured connectors whose token endpoints may be on a private
-    /// network.
-    pub private_network: BTreeSet<String>,
 }
 
 /// Every capability a call can be granted, each configured once.
@@ -77,7 +73,6 @@ impl Grants {
             boundary,
             metrics,
             remote,
-            private_network,
         } = config;
         Grants {
             tokens: tokens::TokenGrant::new(
@@ -85,7 +80,7 @@ impl Grants {
                 store.clone(),
                 key,
                 resolutions.clone(),
-                private_network,
+                roster.clone(),
             ),
             credentials: Credentials {
                 store,

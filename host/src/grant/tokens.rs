@@ -19,8 +19,9 @@ pub(super) struct TokenGrant {
     store: Arc<dyn Store>,
     key: [u8; 32],
     resolutions: Arc<ResolutionCache>,
-    /// The configured connectors whose token endpoints may be private.
-    private_network: BTreeSet<String>,
+    /// The connectors as served now: whose token endpoints may be private
+    /// (`allow_private_network`, as a runtime change last set it).
+    roster: crate::deployment::SharedRoster,
 }
 
 impl TokenGrant {
@@ -29,14 +30,14 @@ impl TokenGrant {
         store: Arc<dyn Store>,
         key: [u8; 32],
         resolutions: Arc<ResolutionCache>,
-        private_network: BTreeSet<String>,
+        roster: crate::deployment::SharedRoster,
     ) -> TokenGrant {
         TokenGrant {
             tokens,
             store,
             key,
             resolutions,
-            private_network,
+            roster,
         }
     }
 
@@ -100,7 +101,12 @@ impl TokenGrant {
             connector: server,
             source,
             scopes: credential.scopes().unwrap_or(&no_scopes),
-            allow_private_network: self.private_network.contains(server),
+            allow_private_network: self
+                .roster
+                .read()
+                .settings
+                .get(server)
+                .is_some_and(|s| s.allow_private_network),
         };
         let (token, mut event) = self.tokens.token(&request).await;
         if let (Some(next), Some(keeper)) = (event.rotated.take(), self.keeper(brand, &credential))

@@ -131,12 +131,6 @@ impl<E> Host<E> {
             boundary: boundary.clone(),
             metrics: metrics.clone(),
             remote: remote.clone(),
-            private_network: config
-                .connectors
-                .iter()
-                .filter(|(_, c)| c.allow_private_network)
-                .map(|(name, _)| name.clone())
-                .collect(),
         });
         let sessions = Sessions::new(
             store.clone(),
