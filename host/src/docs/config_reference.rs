@@ -438,6 +438,10 @@ fn render(sections: &[Section]) -> String {
             Some(table) => format!("`[{table}]`"),
             None => "Top-level keys".to_string(),
         };
+        // One blank line before each table, whatever ended the last one.
+        while page.ends_with("\n\n") {
+            page.pop();
+        }
         let _ = write!(page, "\n## {heading}\n\n");
         match section.presence {
             Presence::Always => {}
