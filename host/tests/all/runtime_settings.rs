@@ -3,8 +3,9 @@
 //! real PostgreSQL database:
 //! - a remote MCP server `PUT` on host A is listed by host B, reviewed
 //!   through the admin API, and a call through B reaches it; its settings
-//!   changed on A are applied on B; `DELETE` on A, and B refuses the next
-//!   call by `connector_retired` with nothing sent upstream;
+//!   changed on A are applied on B; `DELETE` on A revokes a write waiting
+//!   for a person on B, and B refuses the next call by `connector_retired`,
+//!   with nothing sent upstream;
 //! - a spend threshold changed by `PUT` on A (the same artifact, new
 //!   settings) applies on B: a call above the new threshold asks a person
 //!   on B, one below it does not;
@@ -241,12 +242,45 @@ async fn a_remote_server_put_on_one_host_is_served_by_another_and_retired_everyw
     assert_eq!(ok_text(&found).as_deref(), Some("found: after the change"));
     let reached = requested(&stats(&upstream).await, "lookup");
 
+    // A write waiting for a person on B when the server is retired on A:
+    // its approval is revoked, and the call ends with nothing sent.
+    let reviews = listed(&admin_b, "hostile").await;
+    review(&admin_a, "hostile", tool(&reviews, "publish"), "write").await;
+    let session = view["id"].as_str().unwrap().to_string();
+    let waiting = tokio::spawn({
+        let mcp = mcp_b.clone();
+        async move { call(&mcp, "publish", json!({"text": "never sent"})).await }
+    });
+    let approval = wait_for("the write to ask a person", EVENTUALLY, async || {
+        admin_b.pending(&session).await.into_iter().next()
+    })
+    .await;
+
     // Retired on A: B refuses the next call by its rule, nothing sent.
     let (status, body) = admin_a
         .request(Method::DELETE, "/v1/connectors/hostile", None)
         .await;
     assert_eq!(status, 200, "{body}");
     applied(&admin_b, "hostile", 3, "retired").await;
+    let (status, body) = admin_b
+        .request(
+            Method::POST,
+            &format!("/v1/approvals/{}", approval["id"]),
+            Some(json!({"approve": true})),
+        )
+        .await;
+    assert_eq!(status, 409, "the retirement revoked it: {body}");
+    let ended = tokio::time::timeout(EVENTUALLY, waiting)
+        .await
+        .expect("the waiting write ended")
+        .unwrap()
+        .expect("an answer");
+    assert_eq!(ok_text(&ended), None, "{ended}");
+    assert_eq!(
+        requested(&stats(&upstream).await, "publish"),
+        0,
+        "the revoked write reached nothing"
+    );
     let refused = call(&mcp_b, "lookup", json!({"query": "after retirement"}))
         .await
         .unwrap();
