@@ -9,12 +9,14 @@
 //! - a spend threshold changed by `PUT` on A (the same artifact, new
 //!   settings) applies on B: a call above the new threshold asks a person
 //!   on B, one below it does not;
-//! - every change is in the trace with the verified caller as its actor;
+//! - every change is in the trace with the verified caller as its actor
+//!   (the admin token, or a person signed in with OIDC);
 //! - a connector the file owns is refused (409 `file_owned`), and malformed
 //!   settings (a wrong type, `mcp` and `component` together, plain http
 //!   without `allow_private_network`) are refused (422) naming the field,
 //!   nothing stored.
 
+use super::admin_identity::{Issuer, keys, oidc_table};
 use super::artifacts::push;
 use super::common::EVENTUALLY;
 use super::crash_safety::{ADMIN_TOKEN, Admin, Mcp, ok_text, result_text, wait_for};
@@ -392,10 +394,15 @@ async fn a_spend_threshold_changed_on_one_host_applies_on_another() {
         .unwrap()
         .to_string();
     let (origin, seen) = fake_upstream().await;
+    // A person signs in to the admin API too (OIDC), besides the token.
+    let issuer = Issuer::start(vec![keys().issuer.jwk.clone()]).await;
     let (a, b) = two_hosts(
         dir.path(),
         &db,
-        &format!("[registries.\"{addr}\"]\nplain_http = true\nallow_private_network = true\n"),
+        &format!(
+            "[registries.\"{addr}\"]\nplain_http = true\nallow_private_network = true\n{}",
+            oidc_table(&issuer)
+        ),
     );
     let http = reqwest::Client::new();
     let (admin_a, admin_b) = (admin_of(&http, &a), admin_of(&http, &b));
@@ -429,16 +436,19 @@ async fn a_spend_threshold_changed_on_one_host_applies_on_another() {
     assert!(crawl_asks(&mcp_b, &admin_b, &session, 20).await);
     assert!(sent(&seen, "/v2/crawl").is_empty(), "nothing sent");
 
-    // Raised to 50 on A (the same artifact): on B the same crawl runs
-    // unasked, and one above 50 asks.
-    let (status, body) = admin_a
-        .request(
-            Method::PUT,
-            "/v1/connectors/firecrawl",
-            Some(firecrawl(&artifact, &origin, 50)),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
+    // Raised to 50 on A (the same artifact) by a person signed in with
+    // OIDC: on B the same crawl runs unasked, and one above 50 asks.
+    let person = keys()
+        .issuer
+        .sign(&issuer.claims("root@example.com", json!("admin"), json!({})));
+    let raised = http
+        .put(format!("{}/v1/connectors/firecrawl", a.base))
+        .bearer_auth(&person)
+        .json(&firecrawl(&artifact, &origin, 50))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(raised.status(), 200, "{}", raised.text().await.unwrap());
     let on_b = applied(&admin_b, "firecrawl", 2, "served").await;
     assert_eq!(
         on_b["settings"]["person_allowance"]["per_call_threshold_credits"], 50,
@@ -479,9 +489,22 @@ async fn a_spend_threshold_changed_on_one_host_applies_on_another() {
         "{rows:?}"
     );
     for (rule, detail) in &rows {
-        assert_eq!(detail["actor"]["kind"], "admin_token", "{rule}: {detail}");
         assert_eq!(detail["digest"], digest.as_str(), "{rule}: {detail}");
     }
+    let actors: Vec<(&Value, &Value)> = rows
+        .iter()
+        .map(|(_, d)| (&d["actor"]["kind"], &d["actor"]["subject"]))
+        .collect();
+    assert_eq!(
+        actors,
+        [
+            (&json!("admin_token"), &json!("admin-token")),
+            (&json!("person"), &json!("root@example.com")),
+            (&json!("admin_token"), &json!("admin-token")),
+        ],
+        "{rows:?}"
+    );
+    assert_eq!(rows[1].1["by"], "root@example.com", "{rows:?}");
     for (_, upgrade) in &rows[1..] {
         assert_eq!(upgrade["settings_changed"], json!(["person_allowance"]));
         assert_eq!(upgrade["component_changed"], false, "{upgrade}");
