@@ -214,6 +214,10 @@ async fn a_remote_server_put_on_one_host_is_served_by_another_and_retired_everyw
 
     // Reviewed through the admin API (on A): a call through B reaches it.
     review(&admin_a, "hostile", tool(&reviews, "lookup"), "read").await;
+    review(&admin_a, "hostile", tool(&reviews, "whoami"), "read").await;
+    let whoami = call(&mcp_b, "whoami", json!({})).await.unwrap();
+    assert!(ok_text(&whoami).is_some(), "{whoami}");
+    assert_eq!(requested(&stats(&upstream).await, "whoami"), 1);
     let found = call(&mcp_b, "lookup", json!({"query": "through b"}))
         .await
         .unwrap();
@@ -224,9 +228,10 @@ async fn a_remote_server_put_on_one_host_is_served_by_another_and_retired_everyw
     );
     assert_eq!(requested(&stats(&upstream).await, "lookup"), 1);
 
-    // Its settings changed on A: B replaces its client and lists it again;
-    // the listing is the same, so the review still holds.
-    let changed = json!({"mcp": url, "allow_private_network": true, "credential": "none", "call_timeout_secs": 20, "discover_every_secs": 60});
+    // Its settings changed on A (narrowed to two tools, other timings): B
+    // replaces its client and lists it again; the listing is the same, so
+    // the review still holds, and the tool narrowed out is not served.
+    let changed = json!({"mcp": url, "allow_private_network": true, "credential": "none", "call_timeout_secs": 20, "discover_every_secs": 60, "tools": ["lookup", "publish"]});
     let (status, body) = admin_a
         .request(Method::PUT, "/v1/connectors/hostile", Some(changed.clone()))
         .await;
@@ -242,6 +247,13 @@ async fn a_remote_server_put_on_one_host_is_served_by_another_and_retired_everyw
     })
     .await;
     assert_eq!(ok_text(&found).as_deref(), Some("found: after the change"));
+    let narrowed = call(&mcp_b, "whoami", json!({})).await.unwrap();
+    assert_eq!(ok_text(&narrowed), None, "{narrowed}");
+    assert_eq!(
+        requested(&stats(&upstream).await, "whoami"),
+        1,
+        "the narrowed-out tool reached nothing"
+    );
     let reached = requested(&stats(&upstream).await, "lookup");
 
     // A write waiting for a person on B when the server is retired on A:
@@ -313,7 +325,7 @@ async fn a_remote_server_put_on_one_host_is_served_by_another_and_retired_everyw
     let upgrade = &rows[1].1;
     assert_eq!(
         upgrade["settings_changed"],
-        json!(["call_timeout_secs", "discover_every_secs"]),
+        json!(["call_timeout_secs", "discover_every_secs", "tools"]),
         "{upgrade}"
     );
     assert_eq!(upgrade["component_changed"], false, "{upgrade}");
