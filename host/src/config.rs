@@ -1214,11 +1214,7 @@ impl ServeConfig {
 
     /// `https` with `[tls]`, else `http`.
     pub(crate) fn scheme(&self) -> &'static str {
-        if self.tls.is_some() {
-            "https"
-        } else {
-            "http"
-        }
+        if self.tls.is_some() { "https" } else { "http" }
     }
 
     /// The base URL endpoints are announced under, without a trailing slash.
