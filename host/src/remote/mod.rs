@@ -112,7 +112,10 @@ pub struct Candidate {
 }
 
 impl Candidate {
-    fn from_tool(tool: &rmcp::model::Tool) -> Candidate {
+    /// `server`: the endpoint that listed it. The review digest binds the
+    /// server too: a person reviewed what that server said it would do, so
+    /// the same listing from another URL is a tool to review again.
+    fn from_tool(tool: &rmcp::model::Tool, server: &Url) -> Candidate {
         let full = serde_json::to_value(tool).unwrap_or(Value::Null);
         let mut described = serde_json::Map::new();
         for key in [
@@ -126,7 +129,9 @@ impl Candidate {
                 described.insert(key.to_string(), v.clone());
             }
         }
-        let digest = args_digest(&json!({"name": tool.name, "described": described}));
+        let digest = args_digest(
+            &json!({"name": tool.name, "described": described, "server": server.as_str()}),
+        );
         if let Some(Value::String(d)) = described.get_mut("description")
             && d.len() > MAX_DESCRIPTION
         {
@@ -437,7 +442,7 @@ impl RemoteServer {
                 next => cursor = next,
             }
         }
-        let offered = content::list(&service, |text| upstream.scrubbed(text)).await;
+        let offered = content::list(&service, &self.url, |text| upstream.scrubbed(text)).await;
         upstream.close().await;
         let (content, mut content_left_out) = offered?;
         let mut kept = Vec::new();
@@ -467,7 +472,7 @@ impl RemoteServer {
                     let shown: String = name.chars().take(80).collect();
                     left_out.push((shown, why.to_string()));
                 }
-                None => kept.push(Candidate::from_tool(&tool)),
+                None => kept.push(Candidate::from_tool(&tool, &self.url)),
             }
         }
         left_out.append(&mut content_left_out);

@@ -3,7 +3,9 @@
 //! real PostgreSQL database:
 //! - a remote MCP server `PUT` on host A is listed by host B, reviewed
 //!   through the admin API, and a call through B reaches it; its settings
-//!   changed on A are applied on B; `DELETE` on A revokes a write waiting
+//!   changed on A are applied on B; pointed at another server listing the
+//!   same tools, B holds every tool until reviewed again (a review is
+//!   bound to the server that listed it); `DELETE` on A revokes a write waiting
 //!   for a person on B, and B refuses the next call by `connector_retired`,
 //!   with nothing sent upstream;
 //! - a spend threshold changed by `PUT` on A (the same artifact, new
@@ -254,6 +256,75 @@ async fn a_remote_server_put_on_one_host_is_served_by_another_and_retired_everyw
         1,
         "the narrowed-out tool reached nothing"
     );
+
+    // Pointed at another server that lists exactly the same tools: a person
+    // reviewed what the first server said it does, so on B every tool is
+    // held until reviewed again, and nothing reaches the other server.
+    let twin_dir = dir.path().join("twin");
+    std::fs::create_dir_all(&twin_dir).unwrap();
+    let twin = hostile(&twin_dir).await;
+    let mut elsewhere = changed.clone();
+    elsewhere["mcp"] = json!(format!("http://127.0.0.1:{}/mcp", twin.port));
+    let (status, body) = admin_a
+        .request(Method::PUT, "/v1/connectors/hostile", Some(elsewhere))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    applied(&admin_b, "hostile", 3, "served").await;
+    wait_for(
+        "B to list the other server's lookup as changed",
+        EVENTUALLY,
+        async || {
+            let tools = listed(&admin_b, "hostile").await;
+            (tool(&tools, "lookup")["status"] == "changed").then_some(())
+        },
+    )
+    .await;
+    // (In a session of its own: refusals of the same consequence would
+    // pause the first one, denial lineage.)
+    let twin_view = admin_b.session().await;
+    let mcp_twin = Mcp::for_connector(&http, &twin_view, "hostile")
+        .connect()
+        .await;
+    let held = call(&mcp_twin, "lookup", json!({"query": "to the twin"}))
+        .await
+        .unwrap();
+    assert_eq!(ok_text(&held), None, "{held}");
+    assert_eq!(
+        requested(&stats(&twin).await, "lookup"),
+        0,
+        "a tool reviewed on one server reached nothing on another"
+    );
+    // Back to the server reviewed: its reviews hold again.
+    let (status, body) = admin_a
+        .request(Method::PUT, "/v1/connectors/hostile", Some(changed.clone()))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    applied(&admin_b, "hostile", 4, "served").await;
+    wait_for(
+        "B to list the reviewed server's lookup as reviewed",
+        EVENTUALLY,
+        async || {
+            let tools = listed(&admin_b, "hostile").await;
+            (tool(&tools, "lookup")["status"] == "reviewed").then_some(())
+        },
+    )
+    .await;
+    // The first session lost the tool for good when it was held
+    // (`revoked`: a session's surface never widens back); a new one is
+    // offered it.
+    let view = admin_b.session().await;
+    let mcp_b = Mcp::for_connector(&http, &view, "hostile").connect().await;
+    wait_for(
+        "B to serve the reviewed server again",
+        EVENTUALLY,
+        async || {
+            let answer = call(&mcp_b, "lookup", json!({"query": "back"}))
+                .await
+                .unwrap();
+            ok_text(&answer).map(|_| answer)
+        },
+    )
+    .await;
     let reached = requested(&stats(&upstream).await, "lookup");
 
     // A write waiting for a person on B when the server is retired on A:
@@ -275,7 +346,7 @@ async fn a_remote_server_put_on_one_host_is_served_by_another_and_retired_everyw
         .request(Method::DELETE, "/v1/connectors/hostile", None)
         .await;
     assert_eq!(status, 200, "{body}");
-    applied(&admin_b, "hostile", 3, "retired").await;
+    applied(&admin_b, "hostile", 5, "retired").await;
     let (status, body) = admin_b
         .request(
             Method::POST,
@@ -315,7 +386,13 @@ async fn a_remote_server_put_on_one_host_is_served_by_another_and_retired_everyw
     let rules: Vec<&str> = rows.iter().map(|(rule, _)| rule.as_str()).collect();
     assert_eq!(
         rules,
-        ["connector_added", "connector_upgraded", "connector_retired"],
+        [
+            "connector_added",
+            "connector_upgraded",
+            "connector_upgraded",
+            "connector_upgraded",
+            "connector_retired"
+        ],
         "{rows:?}"
     );
     for (rule, detail) in &rows {
