@@ -1301,6 +1301,13 @@ impl ConnectorConfig {
     pub fn is_public(&self) -> bool {
         matches!(self.scheme(), Ok(None))
     }
+
+    /// Person chat's per-call spend threshold, in its meter's unit (checked
+    /// with the settings): read at start for the file's connectors and at
+    /// each change for the admin API's.
+    pub(crate) fn spend_threshold(&self) -> Option<u64> {
+        self.person_allowance.as_ref()?.per_call_threshold().ok()?
+    }
 }
 
 /// Why a store key is refused.

@@ -295,7 +295,7 @@ impl Deployments {
         let Some(component) = deployment.components.get(name).cloned() else {
             return Vec::new();
         };
-        let threshold = spend_threshold(&settings);
+        let threshold = settings.spend_threshold();
         let changed = match self.component(name) {
             Some(previous) => previous
                 .tools()
@@ -549,14 +549,4 @@ fn settings_changed(before: Option<&Value>, after: &Value) -> Vec<String> {
         .filter(|k| before.get(*k) != after.get(*k))
         .cloned()
         .collect()
-}
-
-/// Person chat's per-call spend threshold `settings` give, in its meter's
-/// unit (checked with the settings).
-fn spend_threshold(settings: &ConnectorConfig) -> Option<u64> {
-    settings
-        .person_allowance
-        .as_ref()?
-        .per_call_threshold()
-        .ok()?
 }

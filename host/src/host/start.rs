@@ -247,9 +247,6 @@ fn spend_thresholds(config: &ServeConfig) -> Vec<(String, u64)> {
     config
         .connectors
         .iter()
-        .filter_map(|(name, c)| {
-            let threshold = c.person_allowance.as_ref()?.per_call_threshold().ok()??;
-            Some((name.clone(), threshold))
-        })
+        .filter_map(|(name, c)| Some((name.clone(), c.spend_threshold()?)))
         .collect()
 }
