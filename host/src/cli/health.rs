@@ -53,7 +53,7 @@ fn check(url: &str, timeout: Duration) -> Result<(), String> {
             .get(url)
             .send()
             .await
-            .map_err(|e| format!("no answer: {}", error_chain(&e)))?;
+            .map_err(|e| format!("no answer: {:#}", anyhow::Error::new(e)))?;
         let status = response.status();
         if status.is_success() {
             return Ok(());
@@ -63,16 +63,4 @@ fn check(url: &str, timeout: Duration) -> Result<(), String> {
         let body: String = body.trim().chars().take(300).collect();
         Err(format!("answered {status}: {body}"))
     })
-}
-
-/// An error with each of its sources, as `anyhow`'s `{:#}` prints them.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
