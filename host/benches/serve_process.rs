@@ -54,6 +54,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use scout_tests::catalogue::Connector;
 use scout_tests::fake_github::FakeGitHub;
 use serde_json::{Value, json};
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -275,13 +276,18 @@ fn cpu_mark(pid: u32) -> CpuMark {
             let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) else {
                 continue;
             };
-            // The first field: nanoseconds on a CPU. A thread that has
-            // just exited has no file any more.
-            if let Some(ns) = std::fs::read_to_string(task.path().join("schedstat"))
+            // The first field: nanoseconds on a CPU; the third: how many
+            // times it was put on one (its wake-ups, and preemptions). A
+            // thread that has just exited has no file any more.
+            if let Some((ns, runs)) = std::fs::read_to_string(task.path().join("schedstat"))
                 .ok()
-                .and_then(|s| s.split(' ').next()?.parse().ok())
+                .and_then(|s| {
+                    let mut fields = s.split_whitespace();
+                    let ns = fields.next()?.parse().ok()?;
+                    Some((ns, fields.nth(1)?.parse().ok()?))
+                })
             {
-                threads.insert(tid, ns);
+                threads.insert(tid, (ns, runs));
             }
         }
     }
@@ -312,12 +318,24 @@ fn cpu_since(pid: u32, mark: &CpuMark) -> Duration {
         let ns: u64 = now
             .threads
             .iter()
-            .map(|(t, ns)| ns.saturating_sub(mark.threads.get(t).copied().unwrap_or(0)))
+            .map(|(t, (ns, _))| ns.saturating_sub(mark.threads.get(t).map_or(0, |m| m.0)))
             .sum();
         Duration::from_nanos(ns)
     } else {
         now.ticks.saturating_sub(mark.ticks)
     }
+}
+
+/// How many times the threads of process `pid` were put on a CPU since
+/// `mark` (`/proc/PID/task/TID/schedstat`): each wake-up of a parked
+/// thread is one. A thread started meanwhile counts from zero; one that
+/// exited meanwhile is left out.
+fn runs_since(pid: u32, mark: &CpuMark) -> u64 {
+    cpu_mark(pid)
+        .threads
+        .iter()
+        .map(|(t, (_, runs))| runs.saturating_sub(mark.threads.get(t).map_or(0, |m| m.1)))
+        .sum()
 }
 
 /// `bin serve --stdio` on the configuration and database of a running
@@ -417,33 +435,47 @@ impl StdioServe {
 /// Server CPU per read (µs) over stdio of each of `stdio`, in interleaved
 /// blocks as [`interleaved`] takes them.
 fn stdio_interleaved(stdio: &mut [StdioServe], block: usize, blocks: usize) -> Vec<f64> {
-    for s in stdio.iter_mut() {
+    let pids: Vec<u32> = stdio.iter().map(|s| s.child.id()).collect();
+    interleaved_pids(&pids, block, blocks, |i| stdio[i].read_file())
+        .into_iter()
+        .map(|u| u.cpu)
+        .collect()
+}
+
+/// [`interleaved_use`] for a client that blocks its thread: `one(i)`
+/// makes one request to `pids[i]`.
+fn interleaved_pids(
+    pids: &[u32],
+    block: usize,
+    blocks: usize,
+    mut one: impl FnMut(usize),
+) -> Vec<PerCall> {
+    let n = pids.len();
+    for i in 0..n {
         for _ in 0..block * blocks / 10 {
-            s.read_file();
+            one(i);
         }
     }
-    let n = stdio.len();
-    let mut cpu = vec![Duration::ZERO; n];
+    let (mut cpu, mut runs) = (vec![Duration::ZERO; n], vec![0; n]);
     for round in 0..blocks {
         for k in 0..n {
             let i = if round % 2 == 0 { k } else { n - 1 - k };
-            let pid = stdio[i].child.id();
-            let mark = cpu_mark(pid);
+            let mark = cpu_mark(pids[i]);
             for _ in 0..block {
-                stdio[i].read_file();
+                one(i);
             }
-            cpu[i] += cpu_since(pid, &mark);
+            cpu[i] += cpu_since(pids[i], &mark);
+            runs[i] += runs_since(pids[i], &mark);
         }
     }
-    cpu.into_iter()
-        .map(|c| micros(c) / (block * blocks) as f64)
-        .collect()
+    per_call(&cpu, &runs, block * blocks)
 }
 
 /// A process's CPU time at one moment: each live thread's time on a CPU,
 /// and the whole process's in clock ticks.
 struct CpuMark {
-    threads: HashMap<u32, u64>,
+    /// Nanoseconds on a CPU and times put on one, by thread id.
+    threads: HashMap<u32, (u64, u64)>,
     ticks: Duration,
 }
 
@@ -756,33 +788,68 @@ where
 /// reverse order every other round), so that drift on the machine weighs
 /// on each alike; `one(i)` makes one request to `serves[i]`. A tenth of
 /// the requests each first, unmeasured.
-async fn interleaved<F, Fut>(serves: &[&Serve], block: usize, blocks: usize, mut one: F) -> Vec<f64>
+async fn interleaved<F, Fut>(serves: &[&Serve], block: usize, blocks: usize, one: F) -> Vec<f64>
 where
     F: FnMut(usize) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    for i in 0..serves.len() {
+    let pids: Vec<u32> = serves.iter().map(|s| s.child.id()).collect();
+    interleaved_use(&pids, block, blocks, one)
+        .await
+        .into_iter()
+        .map(|u| u.cpu)
+        .collect()
+}
+
+/// What a process spent per request: CPU (µs, every thread) and its
+/// threads' runs on a CPU (wake-ups).
+#[derive(Clone, Copy)]
+struct PerCall {
+    cpu: f64,
+    runs: f64,
+}
+
+/// [`interleaved`] by process id (a pid may be there twice: two ways of
+/// calling one process), with the threads' runs on a CPU per request.
+async fn interleaved_use<F, Fut>(
+    pids: &[u32],
+    block: usize,
+    blocks: usize,
+    mut one: F,
+) -> Vec<PerCall>
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let n = pids.len();
+    for i in 0..n {
         for _ in 0..block * blocks / 10 {
             one(i).await;
         }
     }
-    let mut cpu = vec![Duration::ZERO; serves.len()];
+    let (mut cpu, mut runs) = (vec![Duration::ZERO; n], vec![0; n]);
     for round in 0..blocks {
-        for k in 0..serves.len() {
-            let i = if round % 2 == 0 {
-                k
-            } else {
-                serves.len() - 1 - k
-            };
-            let mark = serves[i].mark();
+        for k in 0..n {
+            let i = if round % 2 == 0 { k } else { n - 1 - k };
+            let mark = cpu_mark(pids[i]);
             for _ in 0..block {
                 one(i).await;
             }
-            cpu[i] += serves[i].cpu_since(&mark);
+            cpu[i] += cpu_since(pids[i], &mark);
+            runs[i] += runs_since(pids[i], &mark);
         }
     }
-    cpu.into_iter()
-        .map(|c| micros(c) / (block * blocks) as f64)
+    per_call(&cpu, &runs, block * blocks)
+}
+
+/// [`PerCall`] of each process from its totals over `calls` requests.
+fn per_call(cpu: &[Duration], runs: &[u64], calls: usize) -> Vec<PerCall> {
+    cpu.iter()
+        .zip(runs)
+        .map(|(c, r)| PerCall {
+            cpu: micros(*c) / calls as f64,
+            runs: *r as f64 / calls as f64,
+        })
         .collect()
 }
 
@@ -1487,6 +1554,322 @@ fn policies_against_none(rt: &tokio::runtime::Runtime, origin: &str, http: &reqw
     let _ = std::fs::remove_file(&file);
 }
 
+/// The client's idle wait before each paced call: `SCOUT_BENCH_GAP_US`
+/// microseconds, 1500 unless set (the official Python client spends 1 to 2
+/// ms of its own between calls); 0 makes the paced client back to back.
+fn gap() -> Duration {
+    match std::env::var("SCOUT_BENCH_GAP_US") {
+        Ok(v) => Duration::from_micros(
+            v.trim()
+                .parse()
+                .unwrap_or_else(|e| panic!("SCOUT_BENCH_GAP_US={v:?}: {e}")),
+        ),
+        Err(_) => Duration::from_micros(1500),
+    }
+}
+
+/// A sequential client's idle wait before a call, and how long its waits
+/// really took. `std::thread::sleep` on the client's own thread (the
+/// bench's futures run on the thread of `block_on`, not on the runtime's
+/// workers, and `serve` is another process): it oversleeps by the kernel's
+/// timer slack, tens of microseconds, where tokio's timer (1 ms ticks)
+/// would make 1.5 ms into 2 ms.
+struct Pacer {
+    gap: Duration,
+    waited: Cell<Duration>,
+    waits: Cell<u32>,
+}
+
+impl Pacer {
+    fn new() -> Pacer {
+        Pacer {
+            gap: gap(),
+            waited: Cell::new(Duration::ZERO),
+            waits: Cell::new(0),
+        }
+    }
+
+    /// The client's idle wait before its next call.
+    fn pause(&self) {
+        if self.gap.is_zero() {
+            return;
+        }
+        let t = Instant::now();
+        std::thread::sleep(self.gap);
+        self.waited.set(self.waited.get() + t.elapsed());
+        self.waits.set(self.waits.get() + 1);
+    }
+
+    /// The mean wait (µs) since the last time this was asked.
+    fn mean(&self) -> f64 {
+        let (waited, waits) = (self.waited.take(), self.waits.take());
+        if waits == 0 {
+            0.0
+        } else {
+            micros(waited) / f64::from(waits)
+        }
+    }
+}
+
+/// The GET event stream the official Python client opens on its MCP
+/// session as soon as it has sent `notifications/initialized` (where the
+/// server's own messages would come), held open, unread, while the session
+/// is used; dropping it closes it.
+async fn event_stream(http: &reqwest::Client, s: &Session) -> reqwest::Response {
+    let session = s.mcp_session.as_deref().expect("an MCP session");
+    let response = http
+        .get(&s.url)
+        .header("authorization", format!("Bearer {}", s.token))
+        .header("accept", "text/event-stream")
+        .header("cache-control", "no-store")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", SESSION_PROTOCOL)
+        .send()
+        .await
+        .expect("the GET event stream reaches serve");
+    assert!(
+        response.status().is_success(),
+        "the GET event stream: {}",
+        response.status()
+    );
+    response
+}
+
+/// The official Python MCP client's figure for the same read on the same
+/// `serve`, from the side-by-side's driver (`mcp_latency.py` of
+/// `../shared/peer`, named by `SCOUT_BENCH_MCP_LATENCY`, run by the Python
+/// with the SDK named by `SCOUT_BENCH_PYTHON`; `None` unless both are set):
+/// over streamable HTTP to `session`'s endpoint (the driver opens its own
+/// MCP session there, and its GET event stream), or over stdio beside
+/// `serve` when `session` is `None`. `calls` measured calls after a tenth
+/// as many unmeasured. The server CPU per call (µs, the driver's reading
+/// of `/proc/PID/stat`), the client's own CPU per call (µs) and its mean
+/// latency (µs).
+fn official_client(serve: &Serve, session: Option<&Session>, calls: usize) -> Option<[f64; 3]> {
+    let python = std::env::var_os("SCOUT_BENCH_PYTHON")?;
+    let driver = std::env::var_os("SCOUT_BENCH_MCP_LATENCY")?;
+    let mut command = Command::new(python);
+    command.arg(driver).arg("--json").args([
+        "--tool",
+        "github_read_file",
+        "--args",
+        r#"{"owner": "octo", "repo": "hello", "path": "README.md"}"#,
+        "--expect",
+        "Hello",
+        "-n",
+        &calls.to_string(),
+        "-w",
+        &(calls / 10).to_string(),
+    ]);
+    match session {
+        Some(s) => command.args([
+            "--url",
+            &s.url,
+            "--bearer",
+            &s.token,
+            "--pid",
+            &serve.child.id().to_string(),
+        ]),
+        None => command
+            .arg("--stdio")
+            .arg(format!(
+                "{BIN} serve --config {} --stdio --brand acme --role person-chat --connector github",
+                serve.dir.join("serve.toml").display()
+            ))
+            .arg("--cwd")
+            .arg(&serve.dir)
+            .args([
+                "--env".to_string(),
+                format!("PATH={}", std::env::var("PATH").unwrap_or_default()),
+                "--env".to_string(),
+                format!("SCOUT_ADMIN_TOKEN={ADMIN}"),
+                "--env".to_string(),
+                format!("SCOUT_STORE_KEY={}", "22".repeat(32)),
+            ]),
+    };
+    let out = command.output().expect("run the official client's driver");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "the driver's JSON: {e}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert!(
+        out.status.success() && report["errors"] == 0,
+        "the official client's calls failed: {report}"
+    );
+    // Over HTTP the one `--pid`; over stdio the driver's child, `serve --stdio`.
+    let cpu: f64 = report["server_cpu_ms_per_call"]
+        .as_object()
+        .expect("the driver's server CPU")
+        .values()
+        .filter_map(Value::as_f64)
+        .sum();
+    Some([
+        cpu * 1000.0,
+        report["client_cpu_ms_per_call"]
+            .as_f64()
+            .unwrap_or(f64::NAN)
+            * 1000.0,
+        report["latency_ms"]["mean"].as_f64().unwrap_or(f64::NAN) * 1000.0,
+    ])
+}
+
+/// Prints [`official_client`]'s figure beside the paced client's `paced`
+/// (µs) for the shape `what`.
+fn beside_official(what: &str, official: Option<[f64; 3]>, paced: f64) {
+    let Some([cpu, own, latency]) = official else {
+        return;
+    };
+    println!(
+        "serve process, the official Python client (mcp_latency.py), read tools/call {what}, same serve: server CPU {cpu:.0} us per call, the client's own CPU {own:.0} us per call, mean latency {latency:.0} us; the paced client's {paced:.0} us is {:.2}x it",
+        paced / cpu
+    );
+}
+
+/// What one real sequential client costs: the official Python client
+/// leaves the server idle for its own 1 to 2 ms between calls, and a call
+/// that wakes an idle host costs more server CPU than one in a stream of
+/// back-to-back calls. One fresh `serve`, a read `tools/call` in three
+/// shapes: inside an MCP session (2025-11-25, with the GET event stream the
+/// official client holds open), stateless (2026-07-28) and over stdio
+/// (`serve --stdio`); each paced (an idle [`Pacer`] wait before each call)
+/// against back to back, the same process, in interleaved blocks: server
+/// CPU per call (every thread; the client's CPU is not counted) with the
+/// ratio, the server's threads' runs on a CPU per call, the real mean wait
+/// and each kind's wall p50. With `baseline` (`SCOUT_BENCH_BASELINE`), the
+/// three shapes paced against a fresh `serve` of that binary, interleaved,
+/// with the ratio current/baseline.
+fn paced_figures(
+    rt: &tokio::runtime::Runtime,
+    origin: &str,
+    http: &reqwest::Client,
+    baseline: Option<&Path>,
+) {
+    let pacer = Pacer::new();
+    let (block, blocks) = blocks();
+    let gap = micros(pacer.gap);
+    let in_session_shape = "in an MCP session (2025-11-25, the GET event stream open)";
+    let stdio_shape = format!("over stdio ({SESSION_PROTOCOL})");
+    let serve = Serve::start(Path::new(BIN), "paced", origin, None);
+    let pid = serve.child.id();
+    // Each kind's wall times: 0 paced, 1 back to back.
+    let walls = RefCell::new([Vec::new(), Vec::new()]);
+    let report = |what: &str, v: &[PerCall], mean_gap: f64| {
+        let [paced, back_to_back] = walls.take().map(median);
+        println!(
+            "serve process, paced client, read tools/call {what} ({blocks} interleaved blocks of {block}): server CPU {:.0} us per call with an idle gap of {gap:.0} us before each (real mean {mean_gap:.0} us) against {:.0} us back to back ({:.2}x); server threads' runs on a CPU per call {:.1} against {:.1}; wall p50 {:.0} us against {:.0} us",
+            v[0].cpu,
+            v[1].cpu,
+            v[0].cpu / v[1].cpu,
+            v[0].runs,
+            v[1].runs,
+            micros(paced),
+            micros(back_to_back)
+        );
+    };
+    rt.block_on(async {
+        serve.connect_github(http).await;
+        let stateless = open_session(http, &serve.base).await;
+        let in_session = in_mcp_session(http, &stateless).await;
+        let _stream = event_stream(http, &in_session).await;
+        for (what, s) in [
+            (in_session_shape, &in_session),
+            ("stateless (2026-07-28)", &stateless),
+        ] {
+            pacer.mean();
+            let v = interleaved_use(&[pid, pid], block, blocks, |i| {
+                if i == 0 {
+                    pacer.pause();
+                }
+                let walls = &walls;
+                async move {
+                    let t = Instant::now();
+                    read_file(http, s).await;
+                    walls.borrow_mut()[i].push(t.elapsed());
+                }
+            })
+            .await;
+            report(what, &v, pacer.mean());
+            if what == in_session_shape {
+                let official = official_client(&serve, Some(s), (block * blocks).max(1000));
+                beside_official(what, official, v[0].cpu);
+            }
+        }
+    });
+    let mut stdio = StdioServe::start(Path::new(BIN), &serve, json!({}));
+    let stdio_pid = stdio.child.id();
+    let v = interleaved_pids(&[stdio_pid, stdio_pid], block, blocks, |i| {
+        if i == 0 {
+            pacer.pause();
+        }
+        let t = Instant::now();
+        stdio.read_file();
+        walls.borrow_mut()[i].push(t.elapsed());
+    });
+    report(&stdio_shape, &v, pacer.mean());
+    drop(stdio);
+    let official = official_client(&serve, None, (block * blocks).max(1000));
+    beside_official(&stdio_shape, official, v[0].cpu);
+    drop(serve);
+
+    let Some(baseline_bin) = baseline else {
+        return;
+    };
+    // Both fresh, so that neither carries the other's calls.
+    let current = Serve::start(Path::new(BIN), "paced-current", origin, None);
+    let baseline = Serve::start(baseline_bin, "paced-baseline", origin, None);
+    let serves = [&current, &baseline];
+    let pids = [current.child.id(), baseline.child.id()];
+    let against = |what: &str, v: &[PerCall], mean_gap: f64| {
+        println!(
+            "serve process, paced client (idle gap {gap:.0} us, real mean {mean_gap:.0} us), read tools/call {what}: server CPU {:.0} us per call against {:.0} us for the baseline {} ({:.2}x, {blocks} interleaved blocks of {block}); server threads' runs on a CPU per call {:.1} against {:.1}",
+            v[0].cpu,
+            v[1].cpu,
+            baseline_bin.display(),
+            v[0].cpu / v[1].cpu,
+            v[0].runs,
+            v[1].runs
+        );
+    };
+    rt.block_on(async {
+        let mut stateless = Vec::new();
+        let mut in_session = Vec::new();
+        let mut streams = Vec::new();
+        for s in serves {
+            s.connect_github(http).await;
+            let one = open_session(http, &s.base).await;
+            let inside = in_mcp_session(http, &one).await;
+            streams.push(event_stream(http, &inside).await);
+            stateless.push(one);
+            in_session.push(inside);
+        }
+        for (what, sessions) in [
+            (in_session_shape, &in_session),
+            ("stateless (2026-07-28)", &stateless),
+        ] {
+            pacer.mean();
+            let v = interleaved_use(&pids, block, blocks, |i| {
+                pacer.pause();
+                read_file(http, &sessions[i])
+            })
+            .await;
+            against(what, &v, pacer.mean());
+        }
+    });
+    let mut stdio = [
+        StdioServe::start(Path::new(BIN), &current, json!({})),
+        StdioServe::start(baseline_bin, &baseline, json!({})),
+    ];
+    let stdio_pids: Vec<u32> = stdio.iter().map(|s| s.child.id()).collect();
+    let v = interleaved_pids(&stdio_pids, block, blocks, |i| {
+        pacer.pause();
+        stdio[i].read_file();
+    });
+    against(&stdio_shape, &v, pacer.mean());
+}
+
 /// Writes and fsyncs a file in `dir` in a loop while `on`: another process's
 /// disk traffic on the disk the trace is written to.
 fn disk_load(dir: &Path, on: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
@@ -1775,16 +2158,27 @@ fn bench(c: &mut Criterion) {
         .build()
         .expect("an HTTP client");
     rt.block_on(serve.connect_github(&http));
-    // `SCOUT_BENCH_ONLY=policies`: the operator policies' figures alone.
-    if std::env::var("SCOUT_BENCH_ONLY").as_deref() == Ok("policies") {
-        decide_in_process();
-        policies_against_none(&rt, &github.origin(), &http);
-        return;
+    let baseline = std::env::var_os("SCOUT_BENCH_BASELINE").map(PathBuf::from);
+    // `SCOUT_BENCH_ONLY=policies`: the operator policies' figures alone;
+    // `paced`: the paced client's.
+    match std::env::var("SCOUT_BENCH_ONLY").as_deref() {
+        Ok("policies") => {
+            decide_in_process();
+            policies_against_none(&rt, &github.origin(), &http);
+            return;
+        }
+        Ok("paced") => {
+            paced_figures(&rt, &github.origin(), &http, baseline.as_deref());
+            return;
+        }
+        Ok(other) => panic!("SCOUT_BENCH_ONLY={other:?}: \"policies\" or \"paced\""),
+        Err(_) => {}
     }
     figures(&rt, &serve, &http);
+    paced_figures(&rt, &github.origin(), &http, baseline.as_deref());
     breakdown(&rt, &serve, &github.origin(), &http);
-    if let Some(baseline) = std::env::var_os("SCOUT_BENCH_BASELINE") {
-        against_baseline(&rt, Path::new(&baseline), &github.origin(), &http);
+    if let Some(baseline) = &baseline {
+        against_baseline(&rt, baseline, &github.origin(), &http);
     }
     catalogue_against_one(&rt, &github.origin(), &http);
     decide_in_process();
