@@ -74,6 +74,10 @@ pub enum CallError {
     /// Instantiating the component failed.
     #[error("cannot instantiate: {0:#}")]
     Instantiate(#[source] wasmtime::Error),
+    /// The component's background compile failed (its load read only its
+    /// shape): every call of it fails with the compile's error.
+    #[error("the connector's component did not compile: {0}")]
+    NotCompiled(String),
     /// A remote MCP server gave no answer the host can use.
     #[error("the remote MCP server gave no usable answer: {0}")]
     Upstream(String),

@@ -4,37 +4,60 @@
 use super::*;
 
 impl Runtime {
+    /// The component compiled: from the cache when it holds it, else
+    /// compiled now and put there.
+    pub(super) fn compile(&self, bytes: &[u8]) -> Result<Component, LoadError> {
+        let path = self.cache_path(bytes);
+        if let Some(component) = path.as_deref().and_then(|p| self.cached_at(p)) {
+            return Ok(component);
+        }
+        self.compile_into(bytes, path.as_deref())
+    }
+
+    /// Where the cache keeps this component compiled; `None` without a cache.
+    pub(super) fn cache_path(&self, bytes: &[u8]) -> Option<PathBuf> {
+        let dir = self.inner.config.cache_dir.as_ref()?;
+        Some(dir.join(format!("{}.cwasm", self.cache_key(bytes))))
+    }
+
+    /// The compiled component the cache holds at `path`, if it holds a
+    /// usable one (an unusable entry is removed).
     // The one `unsafe` of the host's crates (the workspace denies it).
     #[allow(unsafe_code)]
-    pub(super) fn compile(&self, bytes: &[u8]) -> Result<Component, LoadError> {
-        let engine = &self.inner.engine;
-        let compile = || Component::new(engine, bytes).map_err(LoadError::Compile);
-        let Some(dir) = &self.inner.config.cache_dir else {
-            return compile();
-        };
-        let path = dir.join(format!("{}.cwasm", self.cache_key(bytes)));
-        if let Ok(cached) = std::fs::read(&path) {
-            // Read into memory rather than mapped: a mapped file that someone
-            // truncates under us would crash the host with SIGBUS.
-            // SAFETY: the cache directory is the host's own; entries are
-            // written only by `Component::serialize` below, keyed by the
-            // component's hash and this engine's configuration, and
-            // `deserialize` still checks that they match this engine.
-            match unsafe { Component::deserialize(engine, &cached) } {
-                Ok(component) => return Ok(component),
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), error = %format!("{e:#}"), "dropping unusable cache entry");
-                    let _ = std::fs::remove_file(&path);
-                }
+    pub(super) fn cached_at(&self, path: &Path) -> Option<Component> {
+        // Read into memory rather than mapped: a mapped file that someone
+        // truncates under us would crash the host with SIGBUS.
+        let cached = std::fs::read(path).ok()?;
+        // SAFETY: the cache directory is the host's own; entries are
+        // written only by `Component::serialize` below, keyed by the
+        // component's hash and this engine's configuration, and
+        // `deserialize` still checks that they match this engine.
+        match unsafe { Component::deserialize(&self.inner.engine, &cached) } {
+            Ok(component) => Some(component),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %format!("{e:#}"), "dropping unusable cache entry");
+                let _ = std::fs::remove_file(path);
+                None
             }
         }
-        let component = compile()?;
-        if let Ok(serialized) = component.serialize()
-            && std::fs::create_dir_all(dir).is_ok()
+    }
+
+    /// Compiles the component, and keeps it at `path` in the cache.
+    pub(super) fn compile_into(
+        &self,
+        bytes: &[u8],
+        path: Option<&Path>,
+    ) -> Result<Component, LoadError> {
+        let component = Component::new(&self.inner.engine, bytes).map_err(LoadError::Compile)?;
+        if let Some(path) = path
+            && let Ok(serialized) = component.serialize()
+            && path
+                .parent()
+                .is_some_and(|dir| std::fs::create_dir_all(dir).is_ok())
         {
             let tmp = path.with_extension(format!("tmp{}", std::process::id()));
             if std::fs::write(&tmp, serialized).is_ok() {
-                let _ = std::fs::rename(&tmp, &path);
+                let _ = std::fs::rename(&tmp, path);
             }
         }
         Ok(component)

@@ -55,12 +55,13 @@ impl LoadedComponent {
     pub async fn instantiate_fresh(&self) -> Result<(), CallError> {
         let Backend::Wasm {
             runtime,
-            pre,
+            compiled,
             slots_per_call,
         } = &self.backend
         else {
             return Ok(());
         };
+        let pre = &compiled.compiled().await?.pre;
         let _slot = Self::slot(runtime, *slots_per_call).await?;
         let started = Instant::now();
         let (mut store, _, _) = Self::new_store(
@@ -89,6 +90,15 @@ impl LoadedComponent {
         }
     }
 
+    /// Where `tool` is among this component's own tools, if it is one.
+    fn index_of(&self, tool: &Tool) -> Option<usize> {
+        let tools = self.info.tools.as_ptr_range();
+        let at = std::ptr::from_ref(tool);
+        tools
+            .contains(&at)
+            .then(|| (at as usize - tools.start as usize) / std::mem::size_of::<Tool>())
+    }
+
     /// Calls the tool named `tool` in a fresh store, granting it `caps` for
     /// this call only.
     pub async fn call(
@@ -114,23 +124,19 @@ impl LoadedComponent {
     ) -> Result<CallOutcome, CallError> {
         // Another component's tool would name an export of another
         // component: refused, as a name this one does not serve.
-        if !self
-            .info
-            .tools
-            .as_ptr_range()
-            .contains(&std::ptr::from_ref(tool))
-        {
+        // Its place among this component's tools: its export's.
+        let Some(index) = self.index_of(tool) else {
             return Err(CallError::UnknownTool(tool.name.clone()));
-        }
-        let (runtime, pre, slots_per_call, export) = match (&self.backend, tool.export) {
+        };
+        let (runtime, compiled, slots_per_call) = match (&self.backend, &tool.export) {
             (
                 Backend::Wasm {
                     runtime,
-                    pre,
+                    compiled,
                     slots_per_call,
                 },
-                Some(export),
-            ) => (runtime, pre, *slots_per_call, export),
+                Some(_),
+            ) => (runtime, compiled, *slots_per_call),
             (Backend::Remote { call_timeout }, _) => {
                 return call_remote(tool, args, caps, *call_timeout).await;
             }
@@ -144,6 +150,13 @@ impl LoadedComponent {
                 path: m.path,
                 message: m.message,
             })?;
+        // The first call of a component loaded from its shape waits here for
+        // its compile; every later one finds it done.
+        let compiled = compiled.compiled().await?;
+        let (pre, export) = match compiled.exports.get(index) {
+            Some(export) => (&compiled.pre, *export),
+            None => return Err(CallError::UnknownTool(tool.name.clone())),
+        };
         let _slot = Self::slot(runtime, slots_per_call).await?;
         let config = &runtime.config;
         let started = Instant::now();

@@ -2,6 +2,7 @@
 //! (every offending one named), its manifest present and valid, and its
 //! exports matching the manifest's tools with usable types.
 
+use super::compile::Compiled;
 use super::*;
 
 /// WASI interfaces a Rust guest needs (measured), and the only ones linked.
@@ -103,21 +104,66 @@ impl Runtime {
             .collect()
     }
 
-    /// Checks and prepares a component.
+    /// Checks and prepares a component. One the compile cache holds is
+    /// loaded compiled; any other is checked on its shape (`shape`) and
+    /// compiled in the background (`compile`), its calls waiting for it.
+    /// A component whose shape cannot be made or compiled is compiled
+    /// here, so that it is refused with the real compile's error.
     pub fn load_bytes(&self, bytes: &[u8]) -> Result<LoadedComponent, LoadError> {
-        let component = self.compile(bytes)?;
-        let info = self.analyse(bytes, &component)?;
+        let path = self.cache_path(bytes);
+        if let Some(component) = path.as_deref().and_then(|p| self.cached_at(p)) {
+            return self.prepare(bytes, &component, false);
+        }
+        let started = Instant::now();
+        if let Some(shape) = shape::of(bytes)
+            && let Ok(component) = Component::new(&self.inner.engine, &shape)
+        {
+            let loaded = self.prepare(bytes, &component, true)?;
+            tracing::debug!(
+                connector = %loaded.name(),
+                bytes = bytes.len(),
+                shape_bytes = shape.len(),
+                ms = started.elapsed().as_millis() as u64,
+                "loaded from its shape, compile queued"
+            );
+            return Ok(loaded);
+        }
+        let component = self.compile_into(bytes, path.as_deref())?;
+        self.prepare(bytes, &component, false)
+    }
+
+    /// The checks of a component compiled (or of its shape, `shaped`, whose
+    /// real compile is then queued) and what a call needs of it.
+    fn prepare(
+        &self,
+        bytes: &[u8],
+        component: &Component,
+        shaped: bool,
+    ) -> Result<LoadedComponent, LoadError> {
+        let info = self.analyse(bytes, component)?;
         if !info.forbidden_imports.is_empty() {
             return Err(LoadError::ForbiddenImports {
                 imports: info.forbidden_imports,
                 also: None,
             });
         }
-        let pre = self
-            .inner
-            .linker
-            .instantiate_pre(&component)
-            .map_err(LoadError::Link)?;
+        let paths: Vec<(String, String)> = info
+            .tools
+            .iter()
+            .map(|t| (t.export.clone().unwrap_or_default(), t.function.clone()))
+            .collect();
+        let connector = &info.manifest.connector;
+        let compiled = if shaped {
+            // The shape's imports are the component's: linked now, so a
+            // component the contract cannot link is refused at load.
+            self.inner
+                .linker
+                .instantiate_pre(component)
+                .map_err(LoadError::Link)?;
+            Compilation::queued(&self.inner, connector, bytes.to_vec(), paths)
+        } else {
+            Compilation::ready(connector, Compiled::of(&self.inner, component, &paths)?)
+        };
         let by_name = info
             .tools
             .iter()
@@ -125,11 +171,11 @@ impl Runtime {
             .map(|(i, t)| (t.name.clone(), i))
             .collect();
         let slots_per_call =
-            slots_per_call(bytes, &component, self.inner.config.max_concurrent_calls)?;
+            slots_per_call(bytes, component, self.inner.config.max_concurrent_calls)?;
         Ok(LoadedComponent {
             backend: Backend::Wasm {
                 runtime: self.inner.clone(),
-                pre,
+                compiled,
                 slots_per_call,
             },
             interfaces: Interfaces::of(&info.imports),
@@ -198,6 +244,7 @@ impl Runtime {
             let iface_index = component
                 .get_export_index(None, name)
                 .ok_or_else(|| LoadError::Mismatch(format!("export `{name}` cannot be found")))?;
+            let interface = name;
             for (fname, fitem) in instance.exports(engine) {
                 let func = match &fitem.ty {
                     ComponentItem::ComponentFunc(func) => func,
@@ -234,7 +281,7 @@ impl Runtime {
                         effect.as_str()
                     )));
                 };
-                let export = component
+                component
                     .get_export_index(Some(&iface_index), fname)
                     .ok_or_else(|| {
                         LoadError::Mismatch(format!("function `{fname}` cannot be found"))
@@ -274,7 +321,7 @@ impl Runtime {
                     params,
                     ranges,
                     json_params,
-                    export: Some(export),
+                    export: Some(interface.to_string()),
                     review_digest: std::sync::OnceLock::new(),
                 });
             }

@@ -3,7 +3,11 @@
 //! DESIGN D1, D2, D5. Components are compiled once (and cached on disk, keyed
 //! by the component's hash and the engine's configuration); loading refuses a
 //! component whose imports fall outside the contract, naming every offending
-//! import, and one whose manifest and exports disagree. Each call gets a new
+//! import, and one whose manifest and exports disagree. A component not in
+//! the cache is checked on its shape (`shape`: its types without its code,
+//! compiled in milliseconds) and compiled in the background (`compile`), so
+//! a host with many connectors serves as soon as their surfaces are known;
+//! each call waits for its own component's compile only. Each call gets a new
 //! store from the pooling allocator with an epoch deadline, a wall-clock
 //! deadline that includes time spent in host calls, and memory, table and
 //! instance limits; a store that trapped is dropped with the call.
@@ -11,11 +15,14 @@
 //! Split by concern: this module holds the engine (configuration, the
 //! linker that defines the contract and the minimal WASI) and the types a
 //! caller sees; `cache` the compile cache, `load` the checks a component
-//! passes at load, `call` the fresh store of one call and its run.
+//! passes at load, `shape` and `compile` the background compile, `call`
+//! the fresh store of one call and its run.
 
 mod cache;
 mod call;
+mod compile;
 mod load;
+mod shape;
 
 pub use cache::default_cache_dir;
 pub use load::{import_allowed, import_inert, read_manifest};
@@ -29,6 +36,7 @@ use crate::convert;
 use crate::error::{CallError, LoadError};
 use crate::output::CappedOutput;
 use crate::schema;
+use compile::{Compilation, CompileQueue};
 use scout_manifest::{Effect, Manifest};
 use serde::Serialize;
 use serde_json::Value;
@@ -122,6 +130,8 @@ struct RuntimeInner {
     /// One permit per pooling slot: a call waits for a free slot (at most
     /// its timeout) instead of failing while others run.
     slots: Arc<tokio::sync::Semaphore>,
+    /// Components loaded from their shape, waiting for their real compile.
+    compiles: CompileQueue,
 }
 
 impl Drop for RuntimeInner {
@@ -232,8 +242,9 @@ pub struct Tool {
     /// Which parameters are the contract's `json` type (`params[i]`'s):
     /// the guest receives their canonical text.
     json_params: Vec<bool>,
-    /// The guest's export; `None` for a remote MCP server's tool.
-    export: Option<ComponentExportIndex>,
+    /// The component interface exporting it (`github:connector/read-tools@0.1.0`);
+    /// `None` for a remote MCP server's tool.
+    export: Option<String>,
     /// The digest an operator's review approves ([`crate::review`]),
     /// computed at its first use.
     pub(crate) review_digest: std::sync::OnceLock<String>,
@@ -267,7 +278,7 @@ impl Tool {
     /// `None` when they fit, or when the tool is a remote MCP server's,
     /// whose server judges its own arguments.
     pub fn arguments_misfit(&self, args: &Value) -> Option<crate::convert::Mismatch> {
-        self.export?;
+        self.export.as_ref()?;
         self.guest_values(args).err()
     }
 }
@@ -318,7 +329,8 @@ enum Backend {
     /// A WebAssembly component, instantiated fresh for each call.
     Wasm {
         runtime: Arc<RuntimeInner>,
-        pre: InstancePre<CallState>,
+        /// Its compiled code, or the compile a call waits for.
+        compiled: Arc<Compilation>,
         /// Pooling slots a call holds ([`load::slots_per_call`]).
         slots_per_call: u32,
     },
@@ -462,6 +474,7 @@ impl Runtime {
                 config,
                 ticker_stop,
                 slots,
+                compiles: CompileQueue::default(),
             }),
         })
     }
@@ -517,6 +530,24 @@ impl LoadedComponent {
     /// The tool with this wire name.
     pub fn tool(&self, name: &str) -> Option<&Tool> {
         self.by_name.get(name).map(|&i| &self.info.tools[i])
+    }
+
+    /// Waits for the component's compile (at once when it was compiled at
+    /// load, or is a remote server's): its error when it did not compile.
+    pub async fn compiled(&self) -> Result<(), CallError> {
+        match &self.backend {
+            Backend::Wasm { compiled, .. } => compiled.compiled().await.map(|_| ()),
+            Backend::Remote { .. } => Ok(()),
+        }
+    }
+
+    /// Why the component's background compile failed, once it has: its
+    /// calls fail with it.
+    pub fn compile_error(&self) -> Option<&str> {
+        match &self.backend {
+            Backend::Wasm { compiled, .. } => compiled.error(),
+            Backend::Remote { .. } => None,
+        }
     }
 
     /// Whether this is a remote MCP server's tools rather than a component.
