@@ -681,7 +681,7 @@ impl Boundary {
             &self.catalog(),
             &self.switches,
         )?;
-        let offered = Arc::new(Offered { revision, surface });
+        let offered = Arc::new(Offered::new(revision, surface));
         session.keep(offered.clone());
         Ok(offered)
     }
@@ -716,9 +716,7 @@ impl Boundary {
         let input = self.current_input(session);
         let offered = self.offered(session)?;
         let surface = &offered.surface;
-        let _ = session
-            .opened
-            .set(surface.names().into_iter().map(str::to_string).collect());
+        session.set_opened(surface.names().into_iter().map(str::to_string).collect());
         let connected: Vec<&String> = input.brand.connected.iter().collect();
         let start = crate::trace::SessionStart::new(session);
         let mut events = vec![
@@ -767,7 +765,7 @@ impl Boundary {
         // removed it; then what it is offered: all in one transaction.
         let hosted = self.hosted.read().clone();
         let removed = policy::removed(&input, &self.catalog(), &self.switches, &hosted);
-        let _ = session.removed.set(
+        session.set_removed(
             removed
                 .iter()
                 .map(|r| (r.name.clone(), r.rule))

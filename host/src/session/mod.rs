@@ -17,6 +17,7 @@
 
 pub mod holdings;
 pub mod registry;
+pub mod shared;
 
 use crate::policy::{Removal, SessionInput, Surface};
 use parking_lot::Mutex;
@@ -40,8 +41,23 @@ pub struct Revision {
 pub struct Offered {
     /// The state it was computed from.
     pub revision: Revision,
-    /// The policy's answer.
-    pub surface: Surface,
+    /// The policy's answer: one for every session given the same
+    /// ([`shared`]).
+    pub surface: Arc<Surface>,
+}
+
+impl Offered {
+    /// `surface`, computed at `revision`, shared with every session given
+    /// an equal one.
+    pub fn new(revision: Revision, surface: Surface) -> Offered {
+        static SURFACES: std::sync::LazyLock<shared::Interner<Surface>> =
+            std::sync::LazyLock::new(Default::default);
+        let hash = SURFACES.hash_of(surface.names());
+        Offered {
+            revision,
+            surface: SURFACES.intern_hashed(hash, surface),
+        }
+    }
 }
 
 /// One session: who it is for, and what the policy was given to decide it.
@@ -54,13 +70,14 @@ pub struct Session {
     revoked: AtomicBool,
     revision: AtomicU64,
     /// What was offered when the session opened: a tool that has since
-    /// disappeared was revoked, not never offered.
-    pub(crate) opened: OnceLock<BTreeSet<String>>,
+    /// disappeared was revoked, not never offered. Shared by every session
+    /// opened with the same ([`shared`]).
+    pub(crate) opened: OnceLock<Arc<BTreeSet<String>>>,
     /// Connectors withdrawn from this session's grant.
     withdrawn: Mutex<BTreeSet<String>>,
     /// The tools it was not given at its start, with the rule that removed
-    /// each: a call naming one is traced with that rule.
-    pub(crate) removed: OnceLock<BTreeMap<String, Removal>>,
+    /// each: a call naming one is traced with that rule. Shared likewise.
+    pub(crate) removed: OnceLock<Arc<BTreeMap<String, Removal>>>,
     /// The surface at the last revision it was asked for.
     offered: Mutex<Option<Arc<Offered>>>,
     /// Its meters and folders, once decided ([`holdings`]).
@@ -170,10 +187,24 @@ impl Session {
         removed: BTreeMap<String, Removal>,
         now: &SharedStateNow,
     ) -> Session {
-        let _ = self.opened.set(opened);
-        let _ = self.removed.set(removed);
+        self.set_opened(opened);
+        self.set_removed(removed);
         self.apply(now);
         self
+    }
+
+    /// Keeps what it was offered when it opened (once).
+    pub(crate) fn set_opened(&self, opened: BTreeSet<String>) {
+        static OPENED: std::sync::LazyLock<shared::Interner<BTreeSet<String>>> =
+            std::sync::LazyLock::new(Default::default);
+        let _ = self.opened.set(OPENED.intern(opened));
+    }
+
+    /// Keeps what it was not given at its start, with why (once).
+    pub(crate) fn set_removed(&self, removed: BTreeMap<String, Removal>) {
+        static REMOVED: std::sync::LazyLock<shared::Interner<BTreeMap<String, Removal>>> =
+            std::sync::LazyLock::new(Default::default);
+        let _ = self.removed.set(REMOVED.intern(removed));
     }
 
     /// Takes in its state as another host left it (a pause, a withdrawal,
@@ -199,8 +230,11 @@ impl Session {
     /// What it was offered when it opened, and what it was not given, with why.
     pub fn opened_and_removed(&self) -> (BTreeSet<String>, BTreeMap<String, Removal>) {
         (
-            self.opened.get().cloned().unwrap_or_default(),
-            self.removed.get().cloned().unwrap_or_default(),
+            self.opened.get().map(|o| (**o).clone()).unwrap_or_default(),
+            self.removed
+                .get()
+                .map(|r| (**r).clone())
+                .unwrap_or_default(),
         )
     }
 

@@ -21,12 +21,13 @@ pub struct Live<E> {
     token_digest: [u8; 32],
     /// The connectors it is served.
     pub connectors: Vec<String>,
-    /// Each connector it is not served, and why.
-    pub left_out: BTreeMap<String, String>,
+    /// Each connector it is not served, and why: shared by every session
+    /// told the same ([`super::shared`]).
+    pub left_out: Arc<BTreeMap<String, String>>,
     /// How it is reached, per connector.
     pub endpoints: BTreeMap<String, E>,
-    /// Its whole allowlist (D12).
-    pub allowlist: Vec<String>,
+    /// Its whole allowlist (D12), shared likewise.
+    pub allowlist: Arc<Vec<String>>,
     /// Cancelled when it ends: its streams close.
     pub cancel: CancellationToken,
     pub expires: Instant,
@@ -70,9 +71,9 @@ impl<E> Live<E> {
             profile: opened.profile,
             token_digest: token_digest(&opened.token),
             connectors: opened.connectors,
-            left_out: opened.left_out,
+            left_out: shared_left_out(opened.left_out),
             endpoints: BTreeMap::new(),
-            allowlist: opened.allowlist,
+            allowlist: shared_allowlist(opened.allowlist),
             cancel: CancellationToken::new(),
             expires: now + opened.ttl,
             opened: now,
@@ -96,9 +97,9 @@ impl<E> Live<E> {
             profile: kept.profile,
             token_digest: kept.token_digest,
             connectors: kept.connectors,
-            left_out: kept.left_out,
+            left_out: shared_left_out(kept.left_out),
             endpoints: BTreeMap::new(),
-            allowlist: kept.allowlist,
+            allowlist: shared_allowlist(kept.allowlist),
             cancel: CancellationToken::new(),
             expires: now + std::time::Duration::from_millis(left),
             opened: now,
@@ -120,6 +121,20 @@ impl<E> Live<E> {
     pub fn expired_at(&self, now: Instant) -> bool {
         self.expires <= now
     }
+}
+
+/// `left_out`, shared with every session told the same.
+fn shared_left_out(left_out: BTreeMap<String, String>) -> Arc<BTreeMap<String, String>> {
+    static LEFT_OUT: std::sync::LazyLock<super::shared::Interner<BTreeMap<String, String>>> =
+        std::sync::LazyLock::new(Default::default);
+    LEFT_OUT.intern(left_out)
+}
+
+/// `allowlist`, shared with every session given the same.
+fn shared_allowlist(allowlist: Vec<String>) -> Arc<Vec<String>> {
+    static ALLOWLISTS: std::sync::LazyLock<super::shared::Interner<Vec<String>>> =
+        std::sync::LazyLock::new(Default::default);
+    ALLOWLISTS.intern(allowlist)
 }
 
 /// The digest a session's bearer token is kept and checked by.

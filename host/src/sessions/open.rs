@@ -282,8 +282,8 @@ pub fn view_of<E>(live: &Live<E>, base: &str, token: Option<String>) -> SessionV
             .keys()
             .map(|c| (c.clone(), format!("{base}/mcp/{}/{c}", live.session.id)))
             .collect(),
-        left_out: live.left_out.clone(),
-        tools: live.allowlist.clone(),
+        left_out: (*live.left_out).clone(),
+        tools: (*live.allowlist).clone(),
         expires_at_ms: live.expires_at_ms,
         paused: live.session.is_paused(),
         limits: live.session.limits(),
@@ -413,8 +413,8 @@ impl<E> Sessions<E> {
                             .map(|(name, why)| (name.clone(), why.name().into_owned()))
                             .collect(),
                         connectors: live.connectors.clone(),
-                        left_out: live.left_out.clone(),
-                        allowlist: live.allowlist.clone(),
+                        left_out: (*live.left_out).clone(),
+                        allowlist: (*live.allowlist).clone(),
                         expires_at_ms: live.expires_at_ms,
                         components,
                     },
