@@ -9,8 +9,26 @@
 //! - the `serve` process's CPU per proxied call (every thread's
 //!   `/proc/PID/task/*/schedstat`), which is what the host adds: the server's
 //!   own work is in another process;
+//! - the same CPU per proxied call as clients make calls: back to back and
+//!   **paced** (sequential calls with an idle gap between them, as the
+//!   official Python client leaves the server idle for its own work: 1.5 ms
+//!   unless `SCOUT_BENCH_GAP_US` says otherwise; the real mean gap is
+//!   printed), with one session and with 32 sessions calling at once; with
+//!   `SCOUT_BENCH_BASELINE=PATH` (another build's `scout-host`, e.g. the
+//!   release build of the commit before a change) each shape is measured
+//!   against a `serve` of that binary too, blocks of the two interleaved,
+//!   with the ratio;
 //! - calls per second with 64 sessions calling at once, direct and proxied,
-//!   with the ratio.
+//!   with the ratio;
+//! - what an open, idle agent session holding an upstream MCP session costs
+//!   in memory: `SCOUT_BENCH_IDLE_SESSIONS` (default 2000) agent sessions
+//!   opened, each with an MCP session and one call (so its upstream session
+//!   exists), then left idle; `VmRSS` of `serve` before and after, over the
+//!   sessions (this build and the baseline, each on a fresh `serve`).
+//!
+//! `SCOUT_BENCH_ONLY=direct,paced,throughput,idle` runs a subset (in that
+//! order). The load average is printed beside the figures: the machine is
+//! shared, and only ratios within one run mean much.
 //!
 //! Run with `cargo bench -p scout-host --bench remote_proxy`
 //! (`SCOUT_BENCH_QUICK=1` for fewer calls).
@@ -19,6 +37,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,6 +48,42 @@ const PROTOCOL: &str = "2025-06-18";
 
 fn quick() -> bool {
     std::env::var_os("SCOUT_BENCH_QUICK").is_some()
+}
+
+/// Whether section `name` runs (`SCOUT_BENCH_ONLY`, else all).
+fn runs(name: &str) -> bool {
+    match std::env::var("SCOUT_BENCH_ONLY") {
+        Ok(only) => only.split(',').any(|o| o.trim() == name),
+        Err(_) => true,
+    }
+}
+
+/// The paced client's idle gap between calls.
+fn gap() -> Duration {
+    let us = std::env::var("SCOUT_BENCH_GAP_US")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1500);
+    Duration::from_micros(us)
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split(' ')
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `VmRSS` of process `pid`, in KB.
+fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// A child process, killed when dropped.
@@ -69,17 +124,22 @@ struct Serve {
 }
 
 fn serve(upstream: u16) -> Serve {
+    serve_bin(Path::new(BIN), upstream)
+}
+
+fn serve_bin(bin: &Path, upstream: u16) -> Serve {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("serve.toml");
     std::fs::write(
         &config,
         format!(
             "listen = \"127.0.0.1:0\"\ndatabase = \"scout.db\"\nmax_concurrent_calls = 128\n\
+             max_live_sessions_per_brand = 1000000\n\
              [connectors.everything]\nmcp = \"http://127.0.0.1:{upstream}/mcp\"\ncredential = \"none\"\nallow_private_network = true\n"
         ),
     )
     .unwrap();
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(bin)
         .args(["serve", "--config"])
         .arg(&config)
         .env_clear()
@@ -234,15 +294,10 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-fn report(_c: &mut Criterion) {
-    let (_upstream, port) = everything();
+fn direct_and_throughput(rt: &tokio::runtime::Runtime, http: &reqwest::Client, port: u16) {
     let serve = serve(port);
     let direct_url = format!("http://127.0.0.1:{port}/mcp");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let http = reqwest::Client::new();
+    let http = http.clone();
     rt.block_on(review_echo(&http, &serve.base));
     let (proxied_url, token) = rt.block_on(session(&http, &serve.base));
     let (direct, proxied) = rt.block_on(async {
@@ -251,7 +306,13 @@ fn report(_c: &mut Criterion) {
             Client::connect(&http, &proxied_url, Some(token)).await,
         )
     });
-    let calls: u64 = if quick() { 200 } else { 2000 };
+    let calls: u64 = if !runs("direct") {
+        0
+    } else if quick() {
+        200
+    } else {
+        2000
+    };
     // Warm both paths (the host's upstream session opens at its first call).
     rt.block_on(async {
         for i in 0..20 {
@@ -282,14 +343,19 @@ fn report(_c: &mut Criterion) {
             cpu += cpu_ns(pid) - before;
         }
     });
-    let (d, p) = (median(direct_wall), median(proxied_wall));
-    println!(
-        "remote_proxy: a read tools/call (echo), {calls} sequential: direct p50 {:?}, through the host p50 {:?} (ratio {:.2}); the host's CPU per proxied call {} us",
-        d,
-        p,
-        p.as_secs_f64() / d.as_secs_f64(),
-        cpu / calls / 1000
-    );
+    if calls > 0 {
+        let (d, p) = (median(direct_wall), median(proxied_wall));
+        println!(
+            "remote_proxy: a read tools/call (echo), {calls} sequential: direct p50 {:?}, through the host p50 {:?} (ratio {:.2}); the host's CPU per proxied call {} us",
+            d,
+            p,
+            p.as_secs_f64() / d.as_secs_f64(),
+            cpu / calls / 1000
+        );
+    }
+    if !runs("throughput") {
+        return;
+    }
 
     // 64 sessions at once, each with its own MCP session at the server.
     let sessions = 64;
@@ -350,6 +416,304 @@ fn report(_c: &mut Criterion) {
         "remote_proxy: {sessions} sessions at once: direct {d:.0} calls/s, through the host {p:.0} calls/s (ratio {:.2})",
         p / d
     );
+}
+
+/// One agent session's MCP client on a thread of its own (a current-thread
+/// runtime, its own connection): the paced gap is a real sleep of the
+/// thread, as precise as the kernel's timer, and no other session's work
+/// runs in it.
+struct Worker {
+    orders: std::sync::mpsc::Sender<Order>,
+}
+
+/// Calls to make: how many, the gap before each but the first, and where
+/// to say the gaps slept (their total, their count).
+type Order = (
+    u64,
+    Option<Duration>,
+    std::sync::mpsc::Sender<(Duration, u64)>,
+);
+
+impl Worker {
+    fn start(url: String, token: Option<String>) -> Worker {
+        let (orders, received) = std::sync::mpsc::channel::<Order>();
+        let (ready, started) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let http = reqwest::Client::new();
+            let client = rt.block_on(Client::connect(&http, &url, token));
+            // Its first call opens the upstream session: not measured.
+            rt.block_on(client.echo(1));
+            ready.send(()).unwrap();
+            let mut id = 10;
+            for (calls, gap, done) in received {
+                let mut slept = Duration::ZERO;
+                for n in 0..calls {
+                    if let (Some(gap), true) = (gap, n > 0) {
+                        let t = Instant::now();
+                        std::thread::sleep(gap);
+                        slept += t.elapsed();
+                    }
+                    id += 1;
+                    rt.block_on(client.echo(id));
+                }
+                let gaps = if gap.is_some() {
+                    calls.saturating_sub(1)
+                } else {
+                    0
+                };
+                let _ = done.send((slept, gaps));
+            }
+        });
+        started.recv().expect("the worker connected");
+        Worker { orders }
+    }
+}
+
+/// Runs `calls` calls on each of `workers` at once; the host's CPU over
+/// them (ns), the calls made, the gaps slept and their count.
+fn block(
+    workers: &[Worker],
+    calls: u64,
+    gap: Option<Duration>,
+    pid: u32,
+) -> (u64, u64, Duration, u64) {
+    let (done, answers) = std::sync::mpsc::channel();
+    let before = cpu_ns(pid);
+    for w in workers {
+        w.orders.send((calls, gap, done.clone())).unwrap();
+    }
+    let (mut slept, mut gaps) = (Duration::ZERO, 0);
+    for _ in workers {
+        let (s, g) = answers.recv().unwrap();
+        slept += s;
+        gaps += g;
+    }
+    (
+        cpu_ns(pid) - before,
+        calls * workers.len() as u64,
+        slept,
+        gaps,
+    )
+}
+
+/// A `serve` of one build fronting the server, its sessions' clients ready.
+struct Target {
+    label: String,
+    serve: Serve,
+    one: Vec<Worker>,
+    many: Vec<Worker>,
+}
+
+fn target(
+    rt: &tokio::runtime::Runtime,
+    http: &reqwest::Client,
+    label: &str,
+    bin: &Path,
+    port: u16,
+    sessions: usize,
+) -> Target {
+    let serve = serve_bin(bin, port);
+    rt.block_on(review_echo(http, &serve.base));
+    let open = |n: usize| -> Vec<Worker> {
+        (0..n)
+            .map(|_| {
+                let (url, token) = rt.block_on(session(http, &serve.base));
+                Worker::start(url, Some(token))
+            })
+            .collect()
+    };
+    let one = open(1);
+    let many = open(sessions);
+    Target {
+        label: label.to_string(),
+        serve,
+        one,
+        many,
+    }
+}
+
+/// The host's CPU per proxied call as clients make them: back to back and
+/// paced, one session and many, this build against the baseline's where
+/// one is given, blocks interleaved.
+fn paced(rt: &tokio::runtime::Runtime, http: &reqwest::Client, port: u16) {
+    let gap = gap();
+    let sessions = 32;
+    let mut targets = vec![target(
+        rt,
+        http,
+        "this build",
+        Path::new(BIN),
+        port,
+        sessions,
+    )];
+    if let Some(baseline) = std::env::var_os("SCOUT_BENCH_BASELINE").map(PathBuf::from) {
+        targets.push(target(rt, http, "baseline", &baseline, port, sessions));
+    }
+    let rounds = if quick() { 3 } else { 7 };
+    let one_calls: u64 = if quick() { 100 } else { 300 };
+    let many_calls: u64 = if quick() { 5 } else { 15 };
+    let shapes: [(&str, bool, Option<Duration>); 4] = [
+        ("1 session, back to back", false, None),
+        ("1 session, paced", false, Some(gap)),
+        ("32 sessions, back to back", true, None),
+        ("32 sessions, paced", true, Some(gap)),
+    ];
+    // Per shape and target: CPU per call of each block (ns), gaps slept.
+    let mut per_call: HashMap<(usize, usize), Vec<f64>> = HashMap::new();
+    let mut slept: HashMap<usize, (Duration, u64)> = HashMap::new();
+    for round in 0..rounds {
+        for (s, (_, many, gap)) in shapes.iter().enumerate() {
+            let mut order: Vec<usize> = (0..targets.len()).collect();
+            if round % 2 == 1 {
+                order.reverse();
+            }
+            for t in order {
+                let target = &targets[t];
+                let (workers, calls) = if *many {
+                    (&target.many, many_calls)
+                } else {
+                    (&target.one, one_calls)
+                };
+                let (cpu, made, gaps_slept, gaps) =
+                    block(workers, calls, *gap, target.serve.proc.0.id());
+                per_call
+                    .entry((s, t))
+                    .or_default()
+                    .push(cpu as f64 / made as f64);
+                let entry = slept.entry(s).or_default();
+                entry.0 += gaps_slept;
+                entry.1 += gaps;
+            }
+        }
+    }
+    let med = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!(
+        "remote_proxy: paced and back to back, the host's CPU per proxied call (median of {rounds} interleaved blocks; load {})",
+        loadavg()
+    );
+    for (s, (shape, _, gap)) in shapes.iter().enumerate() {
+        let mine = med(per_call.remove(&(s, 0)).unwrap());
+        let mut line = format!(
+            "remote_proxy:   {shape}: {} {:.0} us",
+            targets[0].label,
+            mine / 1000.0
+        );
+        if targets.len() > 1 {
+            let base = med(per_call.remove(&(s, 1)).unwrap());
+            line.push_str(&format!(
+                ", {} {:.0} us (ratio {:.2})",
+                targets[1].label,
+                base / 1000.0,
+                mine / base
+            ));
+        }
+        if let Some(gap) = gap {
+            let (total, n) = slept[&s];
+            line.push_str(&format!(
+                "; mean gap {:.0} us (asked {} us)",
+                total.as_secs_f64() * 1e6 / n.max(1) as f64,
+                gap.as_micros()
+            ));
+        }
+        println!("{line}");
+    }
+}
+
+/// Resident memory per open, idle agent session, with and without the
+/// upstream session a call opens, on a fresh `serve` of `bin` each.
+fn idle(rt: &tokio::runtime::Runtime, label: &str, bin: &Path, port: u16) -> Vec<(String, f64)> {
+    let sessions: usize = std::env::var("SCOUT_BENCH_IDLE_SESSIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if quick() { 200 } else { 2000 });
+    let mut figures = Vec::new();
+    for call in [false, true] {
+        let serve = serve_bin(bin, port);
+        let http = reqwest::Client::new();
+        rt.block_on(review_echo(&http, &serve.base));
+        let pid = serve.proc.0.id();
+        let open_one = |n: u64| {
+            let http = http.clone();
+            let base = serve.base.clone();
+            async move {
+                let (url, token) = session(&http, &base).await;
+                let client = Client::connect(&http, &url, Some(token)).await;
+                if call {
+                    client.echo(n).await;
+                }
+                client
+            }
+        };
+        // Warm: pools, caches, the database's pages.
+        let warm: Vec<Client> = rt.block_on(async {
+            use futures_util::StreamExt;
+            futures_util::stream::iter(0..50u64)
+                .map(&open_one)
+                .buffer_unordered(8)
+                .collect()
+                .await
+        });
+        std::thread::sleep(Duration::from_secs(3));
+        let before = rss_kb(pid);
+        let opened: Vec<Client> = rt.block_on(async {
+            use futures_util::StreamExt;
+            futures_util::stream::iter(0..sessions as u64)
+                .map(&open_one)
+                .buffer_unordered(8)
+                .collect()
+                .await
+        });
+        // Settled: whatever a call leaves open for a while is closed.
+        std::thread::sleep(Duration::from_secs(3));
+        let after = rss_kb(pid);
+        let per = (after.saturating_sub(before)) as f64 / sessions as f64;
+        let what = if call {
+            "MCP session and one proxied call (an upstream session)"
+        } else {
+            "MCP session, no call"
+        };
+        println!(
+            "remote_proxy: idle, {label}: {sessions} sessions, each an {what}: VmRSS {before} KB -> {after} KB, {per:.1} KB a session (load {})",
+            loadavg()
+        );
+        figures.push((what.to_string(), per));
+        drop((warm, opened));
+    }
+    figures
+}
+
+fn report(_c: &mut Criterion) {
+    println!("remote_proxy: load average {}", loadavg());
+    let (_upstream, port) = everything();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let http = reqwest::Client::new();
+    if runs("direct") || runs("throughput") {
+        direct_and_throughput(&rt, &http, port);
+    }
+    if runs("paced") {
+        paced(&rt, &http, port);
+    }
+    if runs("idle") {
+        let mine = idle(&rt, "this build", Path::new(BIN), port);
+        if let Some(baseline) = std::env::var_os("SCOUT_BENCH_BASELINE").map(PathBuf::from) {
+            let base = idle(&rt, "baseline", &baseline, port);
+            for ((what, m), (_, b)) in mine.iter().zip(&base) {
+                println!(
+                    "remote_proxy: idle, {what}: this build {m:.1} KB, baseline {b:.1} KB a session"
+                );
+            }
+        }
+    }
 }
 
 criterion_group! {

@@ -774,6 +774,13 @@ pub struct ConnectorConfig {
     /// unless set, at least 1.
     #[serde(default)]
     pub discover_every_secs: Option<u64>,
+    /// How long an agent session's upstream MCP session with a remote
+    /// server may stay idle (no call in flight), in seconds, before the
+    /// host closes it (a `DELETE` of the server's session): the next call
+    /// opens a new one. Both are traced (`upstream_closed`,
+    /// `upstream_reopened`). 300 unless set, at least 1.
+    #[serde(default)]
+    pub upstream_idle_secs: Option<u64>,
     /// The origin its `http` handle reaches (`https://api.github.com`).
     /// Required when the component imports `http`; a folder-only component
     /// (the content writer, the SEO brief tools) has none.
@@ -869,10 +876,11 @@ impl ConnectorConfig {
             self.origin = Some(endpoint.origin().ascii_serialization());
         } else if self.call_timeout_secs.is_some()
             || self.discover_every_secs.is_some()
+            || self.upstream_idle_secs.is_some()
             || self.transport.is_some()
         {
             return Err(format!(
-                "connectors.{name}: `call_timeout_secs`, `discover_every_secs` and `transport` are a remote MCP server's (`mcp`); a component's calls have the host's timeout"
+                "connectors.{name}: `call_timeout_secs`, `discover_every_secs`, `upstream_idle_secs` and `transport` are a remote MCP server's (`mcp`); a component's calls have the host's timeout"
             ));
         }
         self.scheme()
@@ -1272,6 +1280,12 @@ impl ConnectorConfig {
         std::time::Duration::from_secs(self.call_timeout_secs.unwrap_or(30))
     }
 
+    /// How long a remote MCP server's upstream session may idle before it
+    /// is closed.
+    pub fn upstream_idle(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.upstream_idle_secs.unwrap_or(300))
+    }
+
     /// What a remote MCP server's connector may and may not say; its
     /// endpoint, checked.
     fn check_remote(&self, url: &str) -> Result<url::Url, String> {
@@ -1292,6 +1306,9 @@ impl ConnectorConfig {
         }
         if self.discover_every_secs == Some(0) {
             return Err("discover_every_secs must be at least 1".into());
+        }
+        if self.upstream_idle_secs == Some(0) {
+            return Err("upstream_idle_secs must be at least 1".into());
         }
         Ok(endpoint)
     }

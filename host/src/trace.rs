@@ -116,6 +116,12 @@ rule_names! {
         ConnectionShared => "connection_shared",
         ConnectionUnshared => "connection_unshared",
         ToolReviewed => "tool_reviewed",
+        /// The host closed a session's upstream MCP session with a remote
+        /// server that idled past its bound (not through the admin API).
+        UpstreamClosed => "upstream_closed",
+        /// The host opened a session's upstream MCP session again, at the
+        /// first call after it closed it (not through the admin API).
+        UpstreamReopened => "upstream_reopened",
     }
 }
 
@@ -631,6 +637,9 @@ mod tests {
                     ("connection_shared", Change::ConnectionShared.into()),
                     ("connection_unshared", Change::ConnectionUnshared.into()),
                     ("tool_reviewed", Change::ToolReviewed.into()),
+                    // remote/mod.rs: an idle upstream session.
+                    ("upstream_closed", Change::UpstreamClosed.into()),
+                    ("upstream_reopened", Change::UpstreamReopened.into()),
                 ],
             ),
             // deployments/runtime_change.rs, deployments/session_components.rs.

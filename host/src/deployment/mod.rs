@@ -222,7 +222,8 @@ impl Deployment {
         let served = if let Some(url) = &connector.mcp {
             let server = crate::remote::RemoteServer::new(name, url, connector.call_timeout())
                 .map_err(|e| fail(e.to_string()))?
-                .over_legacy_sse(connector.legacy_sse());
+                .over_legacy_sse(connector.legacy_sse())
+                .idle_after(connector.upstream_idle());
             // No tool until the server lists them and an operator reviews each.
             let served = server.snapshot(reviews);
             let spec = remote_spec(&served, connector.tools.as_deref())

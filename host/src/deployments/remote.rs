@@ -16,6 +16,8 @@ impl Deployments {
         let Some(server) = self.remote(name) else {
             return;
         };
+        // Its upstream sessions' closing and reopening are traced.
+        server.trace_into(&self.store);
         // One at a time: two refreshes reading the store a moment apart
         // would otherwise install in either order, the older last.
         let _applying = server.applying();

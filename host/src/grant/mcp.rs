@@ -12,16 +12,18 @@ pub(super) struct McpGrant {
 }
 
 impl McpGrant {
-    /// Session `session`'s upstream MCP session with `connector`, where it
-    /// is a remote server and the call holds its HTTP handle.
+    /// Session `session`'s (of `brand`) upstream MCP session with
+    /// `connector`, where it is a remote server and the call holds its HTTP
+    /// handle.
     pub(super) fn prepare(
         &self,
         session: &str,
+        brand: &str,
         connector: &str,
         http: Option<&Arc<HttpCapability>>,
     ) -> Option<Arc<dyn McpSession>> {
         let server = self.remote.read().get(connector).cloned()?;
         let http = http?;
-        Some(server.upstream(session, http.clone()))
+        Some(server.upstream(session, brand, http.clone()))
     }
 }

@@ -167,7 +167,9 @@ impl Grants {
         if component.imports_interface("folder") {
             caps.folders = self.folder.prepare(session, connector, settings);
         }
-        caps.mcp = self.mcp.prepare(&session.id, connector, caps.http.as_ref());
+        caps.mcp = self
+            .mcp
+            .prepare(&session.id, &session.brand, connector, caps.http.as_ref());
         caps.graphql_mutations = authorized.may_mutate();
         caps.fence = Some(self.credentials.fence(session));
         caps

@@ -28,6 +28,6 @@ impl<E> Host<E> {
         let http = self
             .grants
             .http_capability(&session.brand, connector, &prepared, &obtained)?;
-        Some(server.upstream(&session.id, http))
+        Some(server.upstream(&session.id, &session.brand, http))
     }
 }

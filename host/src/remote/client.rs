@@ -19,9 +19,9 @@
 use super::notices::Relays;
 use crate::person::Asker;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode, Implementation,
-    ListRootsResult,
+    ClientCapabilities, ClientConfig, ClientResult, CreateMessageRequestParams,
+    CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode,
+    Implementation, ListRootsResult, ServerRequest,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData as McpError, RoleClient};
@@ -80,27 +80,27 @@ impl HostClient {
     }
 }
 
-impl ClientHandler for HostClient {
-    async fn create_message(
-        &self,
-        _params: CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<CreateMessageResult, McpError> {
-        Err(self.refuse("sampling/createMessage"))
+impl HostClient {
+    /// The answer to a request of the server's, as rmcp's dispatch of this
+    /// handler would give it ([`super::direct`] has no rmcp service).
+    pub(crate) async fn answer(&self, request: ServerRequest) -> Result<ClientResult, McpError> {
+        match request {
+            ServerRequest::PingRequest(_) => Ok(ClientResult::empty(())),
+            ServerRequest::CreateMessageRequest(_) => Err(self.refuse("sampling/createMessage")),
+            ServerRequest::ListRootsRequest(_) => Err(self.refuse("roots/list")),
+            ServerRequest::ElicitRequest(request) => self
+                .elicit(request.params)
+                .await
+                .map(ClientResult::ElicitResult),
+            _ => Err(McpError::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "not a request this client answers",
+                None,
+            )),
+        }
     }
 
-    async fn list_roots(
-        &self,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ListRootsResult, McpError> {
-        Err(self.refuse("roots/list"))
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, McpError> {
+    async fn elicit(&self, request: ElicitRequestParams) -> Result<ElicitResult, McpError> {
         let note = |what: &'static str| {
             let mut asked = self.asked.lock();
             if asked.len() < 64 {
@@ -165,6 +165,31 @@ impl ClientHandler for HostClient {
                 Ok(ElicitResult::new(ElicitationAction::Cancel))
             }
         }
+    }
+}
+
+impl ClientHandler for HostClient {
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, McpError> {
+        Err(self.refuse("sampling/createMessage"))
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, McpError> {
+        Err(self.refuse("roots/list"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, McpError> {
+        self.elicit(request).await
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

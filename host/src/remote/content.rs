@@ -18,16 +18,16 @@
 //! Reads go through the agent session's own upstream session, over the
 //! handle bound to the brand's credential ([`Upstream::content_request`]).
 
-use super::{MAX_PAGES, McpFailure, Upstream};
+use super::{MAX_PAGES, McpFailure, Outcome, Upstream};
 use crate::capabilities::http::HttpExchange;
 use crate::store::{ReviewStore, args_digest};
 use rmcp::RoleClient;
 use rmcp::model::{ClientRequest, ErrorCode, PaginatedRequestParams, ServerResult};
-use rmcp::service::{PeerRequestOptions, RunningService, ServiceError};
+use rmcp::service::{RunningService, ServiceError};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Most items of one kind kept from one server's lists.
 pub const MAX_ITEMS: usize = 512;
@@ -464,50 +464,23 @@ impl Upstream {
             Ok(Ok(service)) => service,
         };
         // In flight like a call: the session's standalone stream is open.
-        let _in_flight = self.client.standalone.begin();
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        let ready = remaining.min(super::transport::STANDALONE_WAIT);
-        self.client.standalone.ready(ready).await;
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        let options = PeerRequestOptions::with_timeout(remaining.max(Duration::from_millis(1)));
-        let handle = match service
-            .peer()
-            .send_cancellable_request(request, options)
-            .await
-        {
-            Ok(handle) => handle,
-            Err(e) => {
-                return failed(McpFailure::Upstream(
-                    self.scrubbed(&format!("the request could not be sent: {e}")),
-                ));
-            }
-        };
-        let id = handle.id.to_string();
-        let answered = handle.await_response().await;
-        let mut exchanges = self.client.exchanges.take(&id);
-        exchanges.extend(
-            self.client
-                .exchanges
-                .take(super::transport::STANDALONE_RECORD),
-        );
-        let why = exchanges.iter().rev().find_map(|e| e.error.clone());
-        let result = match answered {
-            Ok(ServerResult::InputRequiredResult(_)) => Err(McpFailure::Upstream(
+        let (exchanges, outcome) = self.exchange(service, request, None, deadline).await;
+        self.touch();
+        let result = match outcome {
+            Outcome::Answer(ServerResult::InputRequiredResult(_)) => Err(McpFailure::Upstream(
                 "the remote server asked for more input, which the host does not relay".into(),
             )),
-            Ok(
+            Outcome::Answer(
                 result @ (ServerResult::ReadResourceResult(_) | ServerResult::GetPromptResult(_)),
             ) => Ok(result),
-            Ok(_) => Err(McpFailure::Upstream(
+            Outcome::Answer(_) => Err(McpFailure::Upstream(
                 "the server answered with something other than what was asked".into(),
             )),
-            Err(ServiceError::Timeout { .. }) => Err(McpFailure::Deadline),
-            Err(ServiceError::McpError(e)) => Err(McpFailure::Upstream(
-                self.scrubbed(&format!("the server refused the request: {}", e.message)),
+            Outcome::Deadline => Err(McpFailure::Deadline),
+            Outcome::Refused(message) => Err(McpFailure::Upstream(
+                self.scrubbed(&format!("the server refused the request: {message}")),
             )),
-            Err(e) => Err(McpFailure::Upstream(
-                self.scrubbed(&why.unwrap_or_else(|| e.to_string())),
-            )),
+            Outcome::Failed(why) => Err(McpFailure::Upstream(self.scrubbed(&why))),
         };
         ContentAnswer {
             result,

@@ -18,11 +18,17 @@
 //!
 //! Each agent session reaches the server through its own upstream MCP
 //! session ([`Upstream`]), created at its first authorized call with the
-//! handle the host granted that call, and closed when the session ends.
+//! handle the host granted that call, and closed when the session ends, or
+//! once it has idled past the connector's `upstream_idle_secs` (an idle
+//! session would otherwise hold its client's state and the server's session
+//! for as long as the agent session lives): the next call opens a new one.
+//! Both are trace rows of the session (`upstream_closed`,
+//! `upstream_reopened`), with the connector and why.
 
 mod client;
 pub mod content;
 mod defaults;
+mod direct;
 pub mod enterprise;
 pub mod inspect;
 pub mod machine;
@@ -39,6 +45,7 @@ use parking_lot::{Mutex, RwLock};
 use rmcp::model::{CallToolRequest, ClientRequest, ServerResult};
 use rmcp::service::{PeerRequestOptions, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClient;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{RoleClient, ServiceExt};
 use scout_manifest::{Effect, Manifest, ToolDoc};
@@ -292,7 +299,14 @@ pub struct RemoteServer {
     url: Url,
     call_timeout: Duration,
     discovered: RwLock<Discovered>,
-    upstreams: Mutex<HashMap<String, Arc<Upstream>>>,
+    upstreams: Arc<Mutex<HashMap<String, Arc<Upstream>>>>,
+    /// How long an upstream session may idle before it is closed.
+    idle_after: Duration,
+    /// Whether the task closing idle upstream sessions runs.
+    sweeping: std::sync::atomic::AtomicBool,
+    /// Where the closing and reopening of an upstream session are traced
+    /// (set by the deployments once they serve the server).
+    trace: Arc<std::sync::OnceLock<Arc<dyn crate::store::Store>>>,
     /// Told when any upstream session hears `notifications/tools/list_changed`.
     list_changed: Arc<tokio::sync::Notify>,
     /// The server has only the 2024-11-05 HTTP+SSE transport
@@ -318,7 +332,10 @@ impl RemoteServer {
             url,
             call_timeout,
             discovered: RwLock::default(),
-            upstreams: Mutex::default(),
+            upstreams: Arc::default(),
+            idle_after: DEFAULT_IDLE,
+            sweeping: Default::default(),
+            trace: Arc::default(),
             list_changed: Arc::default(),
             legacy_sse: false,
             askers: Arc::default(),
@@ -330,6 +347,20 @@ impl RemoteServer {
     pub fn over_legacy_sse(mut self, legacy_sse: bool) -> RemoteServer {
         self.legacy_sse = legacy_sse;
         self
+    }
+
+    /// The same server, its upstream sessions closed once idle this long.
+    pub fn idle_after(mut self, idle: Duration) -> RemoteServer {
+        self.idle_after = idle.max(Duration::from_secs(1));
+        self
+    }
+
+    /// Traces the closing and reopening of upstream sessions into `store`
+    /// (the first store given stays).
+    pub fn trace_into(&self, store: &Arc<dyn crate::store::Store>) {
+        if self.trace.get().is_none() {
+            let _ = self.trace.set(store.clone());
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -414,7 +445,11 @@ impl RemoteServer {
     /// The server's tools, its other offerings, and what was left out.
     async fn list(&self, http: Arc<HttpCapability>) -> Result<Listing, String> {
         let upstream = Upstream::new(self, http, None);
-        let service = upstream.connected().await?;
+        let service = upstream
+            .connected()
+            .await?
+            .rmcp()
+            .ok_or("discovery's session is rmcp's")?;
         // Page by page, bounded: a server that pages without end, or lists
         // tools without end, is read only so far.
         let mut listed = Vec::new();
@@ -541,21 +576,57 @@ impl RemoteServer {
         LoadedComponent::remote(manifest, tools, self.call_timeout)
     }
 
-    /// The upstream session of agent session `session`, over `http` (the
-    /// handle granted to its call): the one it has, unless the handle
-    /// changed (a new credential), then a new one.
-    pub fn upstream(&self, session: &str, http: Arc<HttpCapability>) -> Arc<Upstream> {
+    /// The upstream session of agent session `session` of `brand`, over
+    /// `http` (the handle granted to its call): the one it has, unless the
+    /// handle changed (a new credential), then a new one.
+    pub fn upstream(&self, session: &str, brand: &str, http: Arc<HttpCapability>) -> Arc<Upstream> {
         let mut upstreams = self.upstreams.lock();
         if let Some(existing) = upstreams.get(session)
             && Arc::ptr_eq(&existing.client.http, &http)
         {
+            existing.touch();
             return existing.clone();
         }
-        let upstream = Arc::new(Upstream::new(self, http, Some(session)));
+        let upstream = Arc::new(Upstream::new(self, http, Some((session, brand))));
         if let Some(old) = upstreams.insert(session.to_string(), upstream.clone()) {
             close_later(old);
         }
+        drop(upstreams);
+        self.sweep_idle();
         upstream
+    }
+
+    /// Starts the task that closes upstream sessions idle past the bound,
+    /// where it is not running (one per server; it ends with the server).
+    fn sweep_idle(&self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if self.sweeping.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let upstreams = Arc::downgrade(&self.upstreams);
+        let bound = self.idle_after;
+        // Closed between one and one and a quarter bounds after the last use.
+        let every = (bound / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
+        runtime.spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let Some(upstreams) = upstreams.upgrade() else {
+                    return;
+                };
+                let idle: Vec<Arc<Upstream>> = upstreams
+                    .lock()
+                    .values()
+                    .filter(|u| u.idle_for().is_some_and(|idle| idle >= bound))
+                    .cloned()
+                    .collect();
+                drop(upstreams);
+                for upstream in idle {
+                    upstream.close_idle(bound).await;
+                }
+            }
+        });
     }
 
     /// Where the server's elicitations in agent session `session` go: the
@@ -599,23 +670,99 @@ fn close_later(upstream: Arc<Upstream>) {
     }
 }
 
+/// An upstream session's idle bound unless the connector sets one.
+const DEFAULT_IDLE: Duration = Duration::from_secs(300);
+
+/// Milliseconds since the first time this process asked: a clock an
+/// upstream session's last use is kept in as one atomic number.
+fn clock_ms() -> u64 {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_millis() as u64
+}
+
+/// What one request on an upstream session came to.
+pub(crate) enum Outcome {
+    /// The server's result.
+    Answer(ServerResult),
+    /// The server's JSON-RPC error's message.
+    Refused(String),
+    /// The deadline passed; the request was cancelled upstream.
+    Deadline,
+    /// The exchange failed, in the host's words.
+    Failed(String),
+}
+
+/// An upstream session as it runs: rmcp's (discovery, the legacy
+/// transport, a call sent again with a renewed credential), or the host's
+/// own ([`direct`], an agent session's over streamable HTTP), with the task
+/// reading its standalone stream while one is open.
+#[derive(Clone)]
+enum Running {
+    Rmcp(Arc<RunningService<RoleClient, client::HostClient>>),
+    Direct(Arc<transport::Opened>),
+}
+
+impl Running {
+    fn rmcp(self) -> Option<Arc<RunningService<RoleClient, client::HostClient>>> {
+        match self {
+            Running::Rmcp(service) => Some(service),
+            Running::Direct(_) => None,
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        match self {
+            Running::Rmcp(service) => service.is_closed(),
+            Running::Direct(_) => false,
+        }
+    }
+}
+
 /// One upstream MCP session: connected at its first call.
 pub struct Upstream {
+    /// Whether it is spoken by the host itself ([`direct`]) rather than
+    /// through rmcp's service.
+    direct: bool,
+    /// The task reading the standalone stream of a session spoken directly.
+    standalone_task: Mutex<Option<tokio::task::AbortHandle>>,
+    /// The connector.
+    server: String,
+    /// The agent session and its brand (`None` for discovery).
+    owner: Option<(String, String)>,
+    /// When it was last used ([`clock_ms`]).
+    used_ms: std::sync::atomic::AtomicU64,
+    /// Why it was closed, when the host closed it for idling: the next
+    /// connection is a reopening, traced.
+    closed_idle: Mutex<Option<String>>,
+    trace: Arc<std::sync::OnceLock<Arc<dyn crate::store::Store>>>,
     client: transport::GuardedClient,
     url: String,
     handler: client::HostClient,
-    service: tokio::sync::Mutex<Option<Arc<RunningService<RoleClient, client::HostClient>>>>,
+    service: tokio::sync::Mutex<Option<Running>>,
     /// Over the legacy transport: when its event stream was opened (a
     /// session is reused only while its stream outlives a call sent now).
     legacy_opened: Option<Mutex<Option<Instant>>>,
 }
 
 impl Upstream {
-    /// `session`: the agent session it serves (`None` for discovery, where
-    /// nobody may be asked anything).
-    fn new(server: &RemoteServer, http: Arc<HttpCapability>, session: Option<&str>) -> Upstream {
+    /// `owner`: the agent session it serves and its brand (`None` for
+    /// discovery, where nobody may be asked anything).
+    fn new(
+        server: &RemoteServer,
+        http: Arc<HttpCapability>,
+        owner: Option<(&str, &str)>,
+    ) -> Upstream {
         let standalone = Arc::<transport::Standalone>::default();
+        let session = owner.map(|(session, _)| session);
         Upstream {
+            // An agent session's, over streamable HTTP.
+            direct: owner.is_some() && !server.legacy_sse,
+            standalone_task: Mutex::default(),
+            server: server.name.clone(),
+            owner: owner.map(|(s, b)| (s.to_string(), b.to_string())),
+            used_ms: clock_ms().into(),
+            closed_idle: Mutex::default(),
+            trace: server.trace.clone(),
             client: transport::GuardedClient {
                 unauthorized: Default::default(),
                 scope_needed: Default::default(),
@@ -648,9 +795,7 @@ impl Upstream {
     }
 
     /// The running session, initialized now if it is not yet.
-    async fn connected(
-        &self,
-    ) -> Result<Arc<RunningService<RoleClient, client::HostClient>>, String> {
+    async fn connected(&self) -> Result<Running, String> {
         let mut service = self.service.lock().await;
         let fresh = self
             .legacy_opened
@@ -663,43 +808,174 @@ impl Upstream {
             return Ok(running.clone());
         }
         if let Some(old) = service.take() {
-            old.cancellation_token().cancel();
+            self.ended(old);
         }
         let started = |e: &dyn std::fmt::Display| {
             self.scrubbed(&format!("the MCP session could not be started: {e}"))
         };
         let running = match &self.legacy_opened {
+            None if self.direct => {
+                let uri: Arc<str> = self.url.as_str().into();
+                let opened = direct::open(&self.client, &self.handler, &uri)
+                    .await
+                    .map_err(|e| started(&e))?;
+                Running::Direct(Arc::new(opened))
+            }
             Some(opened) => {
                 let transport = self.client.open_legacy().await.map_err(|e| started(&e))?;
                 *opened.lock() = Some(Instant::now());
                 let transport = notices::Relaying::new(transport, self.handler.relays.clone());
-                self.handler
-                    .clone()
-                    .serve(transport)
-                    .await
-                    .map_err(|e| started(&e))?
+                Running::Rmcp(Arc::new(
+                    self.handler
+                        .clone()
+                        .serve(transport)
+                        .await
+                        .map_err(|e| started(&e))?,
+                ))
             }
             None => {
                 let config = StreamableHttpClientTransportConfig::with_uri(self.url.as_str());
                 let transport =
                     StreamableHttpClientTransport::with_client(self.client.clone(), config);
                 let transport = notices::Relaying::new(transport, self.handler.relays.clone());
-                self.handler
-                    .clone()
-                    .serve(transport)
-                    .await
-                    .map_err(|e| started(&e))?
+                Running::Rmcp(Arc::new(
+                    self.handler
+                        .clone()
+                        .serve(transport)
+                        .await
+                        .map_err(|e| started(&e))?,
+                ))
             }
         };
-        let running = Arc::new(running);
         *service = Some(running.clone());
+        let reopened = self.closed_idle.lock().take();
+        if let Some(why) = reopened {
+            // Recorded before the call it opens for is sent.
+            self.traced(crate::trace::Change::UpstreamReopened, &why)
+                .await;
+        }
         Ok(running)
+    }
+
+    /// Marks it used now.
+    fn touch(&self) {
+        self.used_ms.store(clock_ms(), Ordering::Relaxed);
+    }
+
+    /// How long it has idled: `None` while a call or a read is in flight,
+    /// or once closed for idling.
+    fn idle_for(&self) -> Option<Duration> {
+        if self.client.standalone.in_flight() || self.closed_idle.lock().is_some() {
+            return None;
+        }
+        let used = self.used_ms.load(Ordering::Relaxed);
+        Some(Duration::from_millis(clock_ms().saturating_sub(used)))
+    }
+
+    /// Closes the session if it is still idle past `bound` (the server's
+    /// session deleted), and traces it; the next call opens a new one.
+    async fn close_idle(&self, bound: Duration) {
+        let mut service = self.service.lock().await;
+        let Some(idle) = self.idle_for().filter(|idle| *idle >= bound) else {
+            return;
+        };
+        let Some(running) = service.take() else {
+            return;
+        };
+        self.ended(running);
+        let why = format!(
+            "idle for {} s, past the connector's bound of {} s (upstream_idle_secs)",
+            idle.as_secs(),
+            bound.as_secs()
+        );
+        *self.closed_idle.lock() = Some(why.clone());
+        drop(service);
+        self.traced(crate::trace::Change::UpstreamClosed, &why)
+            .await;
+    }
+
+    /// One trace row of the agent session about this upstream session.
+    async fn traced(&self, change: crate::trace::Change, why: &str) {
+        let Some((session, brand)) = &self.owner else {
+            return;
+        };
+        tracing::info!(connector = %self.server, session = %session, rule = %change, why, "upstream MCP session");
+        let Some(store) = self.trace.get() else {
+            return;
+        };
+        let event = crate::trace::changed(
+            session,
+            brand,
+            change,
+            json!({"connector": self.server, "why": why}),
+            json!({"kind": "host", "via": "upstream_idle"}),
+            crate::store::Origin::default(),
+        );
+        if let Err(e) = store.record(&event).await {
+            tracing::error!(connector = %self.server, error = %e, "cannot record an upstream session's change");
+        }
     }
 
     async fn close(&self) {
         if let Some(running) = self.service.lock().await.take() {
-            running.cancellation_token().cancel();
+            self.ended(running);
         }
+    }
+
+    /// Ends `running`: rmcp's is cancelled (its transport deletes the
+    /// server's session); the host's own is deleted at the server by a
+    /// task of its own (`DELETE`, bounded), its standalone stream's reader
+    /// stopped.
+    fn ended(&self, running: Running) {
+        match running {
+            Running::Rmcp(service) => service.cancellation_token().cancel(),
+            Running::Direct(opened) => {
+                if let Some(task) = self.standalone_task.lock().take() {
+                    task.abort();
+                }
+                let Some(session) = opened.session.clone() else {
+                    return;
+                };
+                let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                    return;
+                };
+                let client = self.client.clone();
+                let uri: Arc<str> = self.url.as_str().into();
+                runtime.spawn(async move {
+                    let _ = tokio::time::timeout(
+                        Duration::from_secs(5),
+                        client.delete_session(uri, session, None, opened.headers.clone()),
+                    )
+                    .await;
+                });
+            }
+        }
+    }
+
+    /// Starts the reader of the session's standalone stream, where the
+    /// server may have one and none is reading (a call is in flight: the
+    /// GET opens now, see [`transport`]).
+    fn read_standalone(&self, opened: &Arc<transport::Opened>) {
+        if opened.session.is_none() || self.client.standalone.refused() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut task = self.standalone_task.lock();
+        if task.as_ref().is_some_and(|t| !t.is_finished()) {
+            return;
+        }
+        *task = Some(
+            runtime
+                .spawn(direct::standalone(
+                    self.client.clone(),
+                    self.handler.clone(),
+                    opened.clone(),
+                    self.url.as_str().into(),
+                ))
+                .abort_handle(),
+        );
     }
 
     /// What the server asked of the host that was refused, since last asked.
@@ -763,6 +1039,15 @@ impl Upstream {
     fn renewed_on(&self, http: Arc<HttpCapability>) -> Upstream {
         let standalone = Arc::<transport::Standalone>::default();
         Upstream {
+            // Its one call through rmcp, as before the host spoke directly.
+            direct: false,
+            standalone_task: Mutex::default(),
+            server: self.server.clone(),
+            // Closed once its one call ends: neither traced nor swept.
+            owner: None,
+            used_ms: clock_ms().into(),
+            closed_idle: Mutex::default(),
+            trace: self.trace.clone(),
             client: transport::GuardedClient {
                 unauthorized: Default::default(),
                 scope_needed: Default::default(),
@@ -780,6 +1065,159 @@ impl Upstream {
             },
             service: Default::default(),
             legacy_opened: self.legacy_opened.as_ref().map(|_| Mutex::default()),
+        }
+    }
+
+    /// Sends `request` on the running session `service` until `deadline`:
+    /// by the call's own task once rmcp has opened the session
+    /// ([`direct`]), else through rmcp's service; `relay` hears its notices.
+    /// The exchanges it made, and what came of it.
+    async fn exchange(
+        &self,
+        mut service: Running,
+        request: ClientRequest,
+        relay: Option<Arc<relay::CallRelay>>,
+        deadline: Instant,
+    ) -> (Vec<crate::capabilities::http::HttpExchange>, Outcome) {
+        // The session's standalone stream, open while the call is in flight.
+        let _in_flight = self.client.standalone.begin();
+        if let Running::Direct(opened) = &service {
+            self.read_standalone(opened);
+        }
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        self.client
+            .standalone
+            .ready(remaining.min(transport::STANDALONE_WAIT))
+            .await;
+        let mut earlier = Vec::new();
+        let mut sent_again = false;
+        loop {
+            let opened = match &service {
+                Running::Direct(opened) => opened.clone(),
+                Running::Rmcp(service) => {
+                    let (mut exchanges, outcome) =
+                        self.through_rmcp(service, request, relay, deadline).await;
+                    earlier.append(&mut exchanges);
+                    return (earlier, outcome);
+                }
+            };
+            let id = direct::next_id();
+            let mut sent = request.clone();
+            // Registered before the request is sent; withdrawn when it ends.
+            let _relayed = relay.clone().map(|relay| {
+                let token = rmcp::model::ProgressToken(id.clone());
+                rmcp::model::GetMeta::get_meta_mut(&mut sent).set_progress_token(token.clone());
+                let (ticket, relayed) = notices::ticket(relay, &self.client.http);
+                ticket.register(&self.handler.relays, token);
+                relayed
+            });
+            let uri: Arc<str> = self.url.as_str().into();
+            let answered = direct::Exchange {
+                client: &self.client,
+                handler: &self.handler,
+                opened: &opened,
+                uri: &uri,
+            }
+            .request(sent, id.clone(), deadline)
+            .await;
+            let mut exchanges = self.client.exchanges.take(&id.to_string());
+            exchanges.extend(self.client.exchanges.take(transport::STANDALONE_RECORD));
+            earlier.append(&mut exchanges);
+            let outcome = match answered {
+                direct::Answered::Result(result) => Outcome::Answer(result),
+                direct::Answered::Refused(error) => Outcome::Refused(error.message.to_string()),
+                direct::Answered::Deadline => Outcome::Deadline,
+                direct::Answered::Failed(why) => Outcome::Failed(
+                    // The host's words where the exchange failed.
+                    earlier
+                        .iter()
+                        .rev()
+                        .find_map(|e| e.error.clone())
+                        .unwrap_or(why),
+                ),
+                direct::Answered::Expired if !sent_again => {
+                    sent_again = true;
+                    // The server no longer knows the session: a request
+                    // answered 404 ran nothing, so it is sent once more on
+                    // a new one.
+                    self.expire(&service).await;
+                    let remaining = deadline.saturating_duration_since(Instant::now());
+                    match tokio::time::timeout(remaining, self.connected()).await {
+                        Ok(Ok(fresh)) => {
+                            if let Running::Direct(opened) = &fresh {
+                                self.read_standalone(opened);
+                            }
+                            service = fresh;
+                            continue;
+                        }
+                        Ok(Err(why)) => Outcome::Failed(why),
+                        Err(_) => Outcome::Deadline,
+                    }
+                }
+                direct::Answered::Expired => Outcome::Failed(
+                    "the server ended the MCP session, and the one opened again".into(),
+                ),
+            };
+            return (earlier, outcome);
+        }
+    }
+
+    /// [`Upstream::exchange`] through rmcp's service.
+    async fn through_rmcp(
+        &self,
+        service: &RunningService<RoleClient, client::HostClient>,
+        mut request: ClientRequest,
+        relay: Option<Arc<relay::CallRelay>>,
+        deadline: Instant,
+    ) -> (Vec<crate::capabilities::http::HttpExchange>, Outcome) {
+        // Registered as the request is sent; withdrawn when the call ends.
+        let _relayed = relay.map(|relay| {
+            let (ticket, relayed) = notices::ticket(relay, &self.client.http);
+            rmcp::model::GetExtensions::extensions_mut(&mut request).insert(ticket);
+            relayed
+        });
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let options = PeerRequestOptions::with_timeout(remaining.max(Duration::from_millis(1)));
+        let handle = match service
+            .peer()
+            .send_cancellable_request(request, options)
+            .await
+        {
+            Ok(handle) => handle,
+            Err(e) => {
+                return (
+                    Vec::new(),
+                    Outcome::Failed(format!("the request could not be sent: {e}")),
+                );
+            }
+        };
+        let id = handle.id.to_string();
+        let answered = handle.await_response().await;
+        let mut exchanges = self.client.exchanges.take(&id);
+        exchanges.extend(self.client.exchanges.take(transport::STANDALONE_RECORD));
+        // Why the exchange failed, in the host's words, where it did (the
+        // transport reports only that it closed).
+        let failed = exchanges.iter().rev().find_map(|e| e.error.clone());
+        let outcome = match answered {
+            Ok(result) => Outcome::Answer(result),
+            Err(ServiceError::Timeout { .. }) => Outcome::Deadline,
+            Err(ServiceError::McpError(e)) => Outcome::Refused(e.message.to_string()),
+            Err(e) => Outcome::Failed(failed.unwrap_or_else(|| e.to_string())),
+        };
+        (exchanges, outcome)
+    }
+
+    /// Ends `service`, the session the server no longer knows, where it is
+    /// still this upstream's: the next connection opens a new one.
+    async fn expire(&self, service: &Running) {
+        let mut current = self.service.lock().await;
+        let same = match (current.as_ref(), service) {
+            (Some(Running::Direct(a)), Running::Direct(b)) => Arc::ptr_eq(a, b),
+            (Some(Running::Rmcp(a)), Running::Rmcp(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        if same && let Some(old) = current.take() {
+            self.ended(old);
         }
     }
 
@@ -810,59 +1248,20 @@ impl Upstream {
         params.arguments = args.as_object().cloned();
         // Its progress and log messages, to its client where it asked.
         let relay = relay::for_request(&mut params);
-        let mut request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        // Registered as the request is sent; withdrawn when the call ends.
-        let _relayed = relay.map(|relay| {
-            let (ticket, relayed) = notices::ticket(relay, &self.client.http);
-            rmcp::model::GetExtensions::extensions_mut(&mut request).insert(ticket);
-            relayed
-        });
-        // The session's standalone stream, open while the call is in flight.
-        let _in_flight = self.client.standalone.begin();
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        self.client
-            .standalone
-            .ready(remaining.min(transport::STANDALONE_WAIT))
-            .await;
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        let options = PeerRequestOptions::with_timeout(remaining.max(Duration::from_millis(1)));
-        let handle = match service
-            .peer()
-            .send_cancellable_request(request, options)
-            .await
-        {
-            Ok(handle) => handle,
-            Err(e) => {
-                return McpAnswer {
-                    result: Err(McpFailure::Upstream(
-                        self.scrubbed(&format!("the call could not be sent: {e}")),
-                    )),
-                    exchanges: Vec::new(),
-                    asked: Vec::new(),
-                    renewals: Vec::new(),
-                };
-            }
-        };
-        let id = handle.id.to_string();
-        let answered = handle.await_response().await;
-        let mut exchanges = self.client.exchanges.take(&id);
-        exchanges.extend(self.client.exchanges.take(transport::STANDALONE_RECORD));
-        // Why the exchange failed, in the host's words, where it did (the
-        // transport reports only that it closed).
-        let failed = exchanges.iter().rev().find_map(|e| e.error.clone());
-        let result = match answered {
-            Ok(ServerResult::CallToolResult(result)) => serde_json::to_value(&result)
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let (exchanges, outcome) = self.exchange(service, request, relay, deadline).await;
+        self.touch();
+        let result = match outcome {
+            Outcome::Answer(ServerResult::CallToolResult(result)) => serde_json::to_value(&result)
                 .map_err(|e| McpFailure::Upstream(format!("the result cannot be read: {e}"))),
-            Ok(_) => Err(McpFailure::Upstream(
+            Outcome::Answer(_) => Err(McpFailure::Upstream(
                 "the server answered tools/call with something other than a tool result".into(),
             )),
-            Err(ServiceError::Timeout { .. }) => Err(McpFailure::Deadline),
-            Err(ServiceError::McpError(e)) => Err(McpFailure::Upstream(
-                self.scrubbed(&format!("the server refused the call: {}", e.message)),
+            Outcome::Deadline => Err(McpFailure::Deadline),
+            Outcome::Refused(message) => Err(McpFailure::Upstream(
+                self.scrubbed(&format!("the server refused the call: {message}")),
             )),
-            Err(e) => Err(McpFailure::Upstream(
-                self.scrubbed(&failed.unwrap_or_else(|| e.to_string())),
-            )),
+            Outcome::Failed(why) => Err(McpFailure::Upstream(self.scrubbed(&why))),
         };
         let asked = std::mem::take(&mut *self.handler.asked.lock());
         McpAnswer {

@@ -90,7 +90,7 @@ pub(crate) fn ticket(relay: Arc<CallRelay>, http: &Arc<HttpCapability>) -> (Tick
 }
 
 impl Ticket {
-    fn register(self, relays: &Relays, token: ProgressToken) {
+    pub(crate) fn register(self, relays: &Relays, token: ProgressToken) {
         let mut registration = self.registered.lock();
         if registration.ended {
             return;
@@ -149,7 +149,7 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Relaying<T> {
 /// whose token it names (a token of no running call is dropped); a log
 /// message, which names no call, to every call of the session running
 /// (all of one agent session's).
-fn relay(relays: &Relays, notice: &ServerNotification) {
+pub(crate) fn relay(relays: &Relays, notice: &ServerNotification) {
     match notice {
         ServerNotification::ProgressNotification(progress) => {
             let relayed = relays.lock().get(&progress.params.progress_token).cloned();

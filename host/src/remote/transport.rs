@@ -12,13 +12,17 @@
 //!
 //! The session's standalone GET stream (where a server sends what no
 //! request of the host's is answering: an `elicitation/create` its SDK
-//! sends unrelated to the call, say) is open only while a `tools/call` of
-//! the session is in flight ([`Standalone`]): rmcp asks for it after
-//! `initialize`; the GET waits until a call starts, goes through the same
-//! guarded handle, is filed in the record of the call that takes it, and
-//! ends when the session's last call ends (rmcp then asks again, and waits
-//! again). At most one is open per upstream session; a server without one
-//! (405), or a GET that fails, leaves the session on POST answers only.
+//! sends unrelated to the call, say) is open only while `tools/call`s of
+//! the session are in flight, and for [`STANDALONE_LINGER`] after the last
+//! ([`Standalone`]): rmcp asks for it after `initialize`; the GET waits
+//! until a call starts, goes through the same guarded handle, is filed in
+//! the record of the call that takes it, and ends once the session has had
+//! no call in flight for the linger (rmcp then asks again, and waits
+//! again). A client calling again within the linger (one whose own work
+//! between calls takes milliseconds) finds the stream open: no GET, no new
+//! connection per call. At most one is open per upstream session; a server
+//! without one (405), or a GET that fails, leaves the session on POST
+//! answers only.
 //!
 //! A request's event stream that the server closes before its answer, after
 //! naming an event `id`, is resumed as SEP-1699 has it: rmcp waits the
@@ -55,6 +59,9 @@ const MAX_EVENT_IDS: usize = 1024;
 /// The longest a call waits for its session's standalone GET stream to
 /// open before it is sent (a server's words on it before then are lost).
 pub(crate) const STANDALONE_WAIT: Duration = Duration::from_secs(3);
+/// How long the standalone GET stream stays open after the session's last
+/// call ended, for the next call to find it open.
+pub(crate) const STANDALONE_LINGER: Duration = Duration::from_secs(2);
 /// What the standalone GET stream's exchanges are filed under until a
 /// call takes them (a JSON-RPC id the host sends is never empty).
 pub(crate) const STANDALONE_RECORD: &str = "";
@@ -126,6 +133,11 @@ impl Standalone {
 
     fn refuse(&self) {
         self.state.send_modify(|s| s.refused = true);
+    }
+
+    /// Whether the server has none (405), or its GET failed.
+    pub(crate) fn refused(&self) -> bool {
+        self.state.borrow().refused
     }
 }
 
@@ -237,6 +249,15 @@ impl Exchanges {
             map.entry(id.to_string()).or_default().push(filed);
         }
     }
+}
+
+/// An open session as its requests are sent ([`super::direct`]): the
+/// session the server named (none for a server that keeps none) and the
+/// headers sent with each (`MCP-Protocol-Version`).
+#[derive(Clone, Default)]
+pub(crate) struct Opened {
+    pub(crate) session: Option<Arc<str>>,
+    pub(crate) headers: HashMap<HeaderName, HeaderValue>,
 }
 
 /// A [`StreamableHttpClient`] whose every request goes through one guarded
@@ -836,8 +857,18 @@ impl GuardedClient {
             let _ = response.whole(&self.http).await;
             return Err(StreamableHttpError::ServerDoesNotSupportSse);
         }
+        // Ends once no call has been in flight for the linger.
         let last_call = async move {
-            let _ = calls.wait_for(|n| *n == 0).await;
+            loop {
+                if calls.wait_for(|n| *n == 0).await.map(|_| ()).is_err() {
+                    return;
+                }
+                let next = calls.wait_for(|n| *n > 0);
+                match tokio::time::timeout(STANDALONE_LINGER, next).await {
+                    Ok(Ok(_)) => continue,
+                    _ => return,
+                }
+            }
         };
         Ok(response
             .events(self.http.clone(), None)

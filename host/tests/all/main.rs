@@ -43,6 +43,7 @@ mod policy_whatif;
 mod relay_notices;
 mod remote_content;
 mod remote_enterprise;
+mod remote_idle;
 mod remote_mcp;
 mod remote_oauth;
 mod remote_resume;
