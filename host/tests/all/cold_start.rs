@@ -126,6 +126,8 @@ fn with_an_invalid_function_body(bytes: &[u8]) -> Vec<u8> {
     for payload in wasmparser::Parser::new(0).parse_all(bytes) {
         if let wasmparser::Payload::CodeSectionEntry(body) = payload.expect("a valid component") {
             let range = body.range();
+            let range = usize::try_from(range.start).expect("an offset in memory")
+                ..usize::try_from(range.end).expect("an offset in memory");
             if range.end - range.start < 3 {
                 continue;
             }

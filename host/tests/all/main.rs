@@ -13,6 +13,7 @@ mod authority_audit;
 mod boundary;
 mod brand_limits;
 mod catalogue_surfaces;
+mod cold_start;
 mod common;
 mod config_reference;
 mod conformance;
