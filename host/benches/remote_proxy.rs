@@ -343,14 +343,14 @@ fn direct_and_throughput(rt: &tokio::runtime::Runtime, http: &reqwest::Client, p
             cpu += cpu_ns(pid) - before;
         }
     });
-    if calls > 0 {
+    if let Some(per_call) = cpu.checked_div(calls) {
         let (d, p) = (median(direct_wall), median(proxied_wall));
         println!(
             "remote_proxy: a read tools/call (echo), {calls} sequential: direct p50 {:?}, through the host p50 {:?} (ratio {:.2}); the host's CPU per proxied call {} us",
             d,
             p,
             p.as_secs_f64() / d.as_secs_f64(),
-            cpu / calls / 1000
+            per_call / 1000
         );
     }
     if !runs("throughput") {

@@ -140,7 +140,7 @@ mod tests {
         use crate::session::Session;
         let dir = tempfile::tempdir().unwrap();
         let store: Arc<dyn crate::store::Store> =
-            Arc::new(crate::store::SqliteStore::open(&dir.path().join("shared.db")).unwrap());
+            Arc::new(crate::store::SqliteStore::open(dir.path().join("shared.db")).unwrap());
         let boundary = Boundary::new(store, Catalog::seed(), Switches::default());
         let input = |connectors: &[&str]| {
             SessionInput::new(Role::PersonChat)
