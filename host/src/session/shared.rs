@@ -166,12 +166,6 @@ mod tests {
                 .unwrap()
                 .contains("mcp__github__github_read_file")
         );
-        assert!(
-            b.removed
-                .get()
-                .unwrap()
-                .contains_key("mcp__firecrawl__firecrawl_scrape")
-        );
         // Another brand's connections: its own surface, and what it holds.
         assert!(!Arc::ptr_eq(&oa.surface, &oc.surface));
         assert!(
