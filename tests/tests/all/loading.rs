@@ -94,7 +94,10 @@ async fn compiled_components_are_cached_on_disk_by_hash_and_engine() {
     let bytes = github_bytes();
     let entry = dir.join(format!("{}.cwasm", rt.cache_key(&bytes)));
     assert!(!entry.exists());
-    rt.load_bytes(&bytes).expect("first load compiles");
+    // The first load reads the surface from the component's shape; its
+    // compile (in the background) writes the entry once it ends.
+    let first = rt.load_bytes(&bytes).expect("first load");
+    first.compiled().await.expect("the background compile ends");
     assert!(
         entry.is_file(),
         "the compiled component was written to {}",
@@ -110,8 +113,10 @@ async fn compiled_components_are_cached_on_disk_by_hash_and_engine() {
     assert!(component.tool("github_read_file").is_some());
     // A corrupt entry is dropped and the component compiled again.
     std::fs::write(&entry, b"corrupt").unwrap();
-    rt.load_bytes(&bytes)
+    let again = rt
+        .load_bytes(&bytes)
         .expect("a corrupt cache entry is not fatal");
+    again.compiled().await.expect("compiled again");
     assert_ne!(std::fs::read(&entry).unwrap(), b"corrupt");
     // Another component gets another key.
     let other = std::fs::read(components::HOSTILE).unwrap();
