@@ -196,6 +196,8 @@ impl Deployment {
         reviews: &dyn ReviewStore,
     ) -> Result<Deployment, Refused> {
         let mut d = Deployment::empty();
+        // Every surface first: the compiles start once all are loaded.
+        let _compiles_wait = runtime.hold_compiles();
         for (name, connector) in &config.connectors {
             d.add(runtime, name, connector, env, reviews)?;
         }

@@ -40,7 +40,10 @@ impl LoadedComponent {
         let mut store = Store::new(&runtime.engine, state);
         store.limiter(|s| &mut s.limiter);
         store.set_epoch_deadline(1);
+        // Owned by the store: the ticker runs while the store can run code.
+        let ticking = runtime.ticker.ticking();
         store.epoch_deadline_callback(move |mut ctx| {
+            let _alive = &ticking;
             if deadline.passed() {
                 ctx.data_mut().deadline_hit = true;
                 return Err(wasmtime::Error::msg("the call's deadline passed"));

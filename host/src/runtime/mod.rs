@@ -23,8 +23,10 @@ mod call;
 mod compile;
 mod load;
 mod shape;
+mod ticker;
 
 pub use cache::default_cache_dir;
+pub use compile::CompileHold;
 pub use load::{import_allowed, import_inert, read_manifest};
 
 use crate::capabilities::Capabilities;
@@ -44,7 +46,6 @@ use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use wasmtime::component::types::{ComponentItem, Type};
 use wasmtime::component::{
@@ -126,18 +127,13 @@ struct RuntimeInner {
     engine: Engine,
     linker: Linker<CallState>,
     config: RuntimeConfig,
-    ticker_stop: Arc<AtomicBool>,
+    /// Advances the engine's epoch while a call's store is alive.
+    ticker: ticker::Ticker,
     /// One permit per pooling slot: a call waits for a free slot (at most
     /// its timeout) instead of failing while others run.
     slots: Arc<tokio::sync::Semaphore>,
     /// Components loaded from their shape, waiting for their real compile.
     compiles: CompileQueue,
-}
-
-impl Drop for RuntimeInner {
-    fn drop(&mut self) {
-        self.ticker_stop.store(true, Ordering::Relaxed);
-    }
 }
 
 /// Everything the host knows about a component before running it.
@@ -449,21 +445,11 @@ impl Runtime {
         link_minimal_wasi(&mut linker).map_err(engine_err)?;
         crate::capabilities::state::add_to_linker(&mut linker).map_err(engine_err)?;
 
-        let ticker_stop = Arc::new(AtomicBool::new(false));
-        {
+        let ticker = {
             let engine = engine.clone();
-            let stop = ticker_stop.clone();
-            let tick = config.epoch_tick;
-            std::thread::Builder::new()
-                .name("scout-epoch".to_string())
-                .spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        std::thread::sleep(tick);
-                        engine.increment_epoch();
-                    }
-                })
-                .map_err(LoadError::EpochThread)?;
-        }
+            ticker::Ticker::start(config.epoch_tick, move || engine.increment_epoch())
+                .map_err(LoadError::EpochThread)?
+        };
         let slots = Arc::new(tokio::sync::Semaphore::new(
             config.max_concurrent_calls.max(1) as usize,
         ));
@@ -472,7 +458,7 @@ impl Runtime {
                 engine,
                 linker,
                 config,
-                ticker_stop,
+                ticker,
                 slots,
                 compiles: CompileQueue::default(),
             }),

@@ -366,3 +366,41 @@ async fn a_failed_compile_is_the_error_of_every_call() {
         .expect_err("no call runs");
     assert_eq!(call.to_string(), error.to_string());
 }
+
+/// While a host loads its connectors (`Runtime::hold_compiles`, taken by
+/// `Deployment::from_config`), the components loaded from their shape are
+/// not compiled: their shapes' own compiles would otherwise wait behind
+/// the real ones on wasmtime's shared pool. Once the hold is dropped they
+/// compile in the background, with no call asking.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compiles_wait_while_a_host_loads_and_start_when_it_is_done() {
+    let dir = scout_tests::serve::fresh_dir("cold-start-hold");
+    let cache = dir.join("cache");
+    let runtime = Runtime::new(RuntimeConfig {
+        cache_dir: Some(cache.clone()),
+        max_concurrent_calls: 2,
+        ..Default::default()
+    })
+    .unwrap();
+    let hold = runtime.hold_compiles();
+    let loaded: Vec<_> = [
+        scout_tests::components::HELLO,
+        scout_tests::components::GITHUB,
+    ]
+    .iter()
+    .map(|path| runtime.load_file(Path::new(path)).unwrap())
+    .collect();
+    // However slow the machine, nothing may be compiled while held.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(cached(&cache), 0, "no compile while the hold is taken");
+    drop(hold);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while cached(&cache) < 2 && std::time::Instant::now() < until {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(cached(&cache), 2, "both compiled once the hold was dropped");
+    for component in &loaded {
+        assert_eq!(component.compile_error(), None);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
