@@ -16,7 +16,8 @@
 //! linker that defines the contract and the minimal WASI) and the types a
 //! caller sees; `cache` the compile cache, `load` the checks a component
 //! passes at load, `shape` and `compile` the background compile, `call`
-//! the fresh store of one call and its run.
+//! the fresh store of one call and its run, `ticker` the thread that
+//! advances the epoch while a call runs.
 
 mod cache;
 mod call;
