@@ -9,8 +9,8 @@
 //! the store itself owns (in its deadline callback), so it is counted for
 //! exactly as long as it can run guest code.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::thread::Thread;
 use std::time::Duration;
 
@@ -23,7 +23,17 @@ struct Shared {
     /// Stores alive now; the thread ticks while this is above zero.
     live: AtomicUsize,
     stop: AtomicBool,
-    thread: Thread,
+    /// The ticker's thread, set by [`Ticker::start`] before it returns,
+    /// so before any [`Ticking`] can exist.
+    thread: OnceLock<Thread>,
+}
+
+impl Shared {
+    fn wake(&self) {
+        if let Some(thread) = self.thread.get() {
+            thread.unpark();
+        }
+    }
 }
 
 /// Counts one store as alive for as long as it is held.
@@ -38,21 +48,20 @@ impl Ticker {
         every: Duration,
         tick: impl Fn() + Send + 'static,
     ) -> std::io::Result<Ticker> {
-        let (handle_tx, handle_rx) = std::sync::mpsc::sync_channel::<Arc<Shared>>(1);
-        let thread = std::thread::Builder::new()
+        let shared = Arc::new(Shared {
+            live: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            thread: OnceLock::new(),
+        });
+        let ticking = shared.clone();
+        let spawned = std::thread::Builder::new()
             .name("scout-epoch".to_string())
             .spawn(move || {
-                // The shared state names this thread, so it arrives after
-                // the spawn; a sender dropped unsent means the runtime was
-                // never built.
-                let Ok(shared) = handle_rx.recv() else {
-                    return;
-                };
                 loop {
-                    if shared.stop.load(Ordering::Acquire) {
+                    if ticking.stop.load(Ordering::Acquire) {
                         return;
                     }
-                    if shared.live.load(Ordering::Acquire) == 0 {
+                    if ticking.live.load(Ordering::Acquire) == 0 {
                         // An unpark between the load and here leaves a
                         // token, so this returns at once: no lost wake-up.
                         std::thread::park();
@@ -62,13 +71,7 @@ impl Ticker {
                     tick();
                 }
             })?;
-        let shared = Arc::new(Shared {
-            live: AtomicUsize::new(0),
-            stop: AtomicBool::new(false),
-            thread: thread.thread().clone(),
-        });
-        // The receiver waits in `recv` for exactly this one message.
-        let _ = handle_tx.send(shared.clone());
+        let _ = shared.thread.set(spawned.thread().clone());
         Ok(Ticker { shared })
     }
 
@@ -76,7 +79,7 @@ impl Ticker {
     /// thread when it is the first.
     pub(crate) fn ticking(&self) -> Ticking {
         if self.shared.live.fetch_add(1, Ordering::AcqRel) == 0 {
-            self.shared.thread.unpark();
+            self.shared.wake();
         }
         Ticking {
             shared: self.shared.clone(),
@@ -93,7 +96,7 @@ impl Drop for Ticking {
 impl Drop for Ticker {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
-        self.shared.thread.unpark();
+        self.shared.wake();
     }
 }
 
